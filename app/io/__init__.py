@@ -1,0 +1,1 @@
+"""File input and output. Importable without Qt: the CLI and the tests use it headless."""

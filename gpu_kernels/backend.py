@@ -1,0 +1,408 @@
+"""Compute backend selection: CuPy on a CUDA device, or NumPy/SciPy on the CPU.
+
+The choice, in order of precedence:
+
+1. an explicit ``device`` argument (``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``),
+   as passed by ``--device`` on every ``gpulab`` command;
+2. the ``GPULAB_DEVICE`` environment variable, with the same values;
+3. ``auto``: CuPy when it imports and a CUDA device answers, otherwise NumPy.
+
+Asking for ``cuda`` where there is none raises :class:`BackendError` with a one-line
+message (the CLI prints it without a traceback).
+
+CUDA sources live in ``gpu_kernels/cuda/*.cu``. :func:`load_module` compiles one
+into a ``cupy.RawModule`` once per (device, source, options) and caches it, the way
+``cupyx.scipy.ndimage`` caches its kernels.
+
+Example
+-------
+>>> from gpu_kernels.backend import get_backend
+>>> be = get_backend("cpu")
+>>> be.name, be.xp.__name__
+('cpu', 'numpy')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import platform
+import threading
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BackendError",
+    "Backend",
+    "get_backend",
+    "parse_device",
+    "cupy_available",
+    "cuda_device_count",
+    "asnumpy",
+    "device_info",
+    "device_report",
+    "load_module",
+    "cuda_source",
+    "cuda_source_names",
+]
+
+ENV_VAR = "GPULAB_DEVICE"
+
+
+class BackendError(RuntimeError):
+    """The requested compute device cannot be used. The message is one clear line."""
+
+
+# --------------------------------------------------------------------------- cupy probe
+@functools.cache
+def _import_cupy():
+    """Return the cupy module, or the reason it cannot be used (a string)."""
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return f"CuPy is not installed ({type(exc).__name__}: {exc})".splitlines()[0]
+    return cupy
+
+
+def cupy_available() -> bool:
+    """True when CuPy imports and at least one CUDA device answers."""
+    return cuda_device_count() > 0
+
+
+@functools.cache
+def cuda_device_count() -> int:
+    cp = _import_cupy()
+    if isinstance(cp, str):
+        return 0
+    try:
+        return int(cp.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def _no_cuda_reason() -> str:
+    cp = _import_cupy()
+    if isinstance(cp, str):
+        return cp
+    try:
+        n = cp.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return f"no CUDA device answers ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+    if n == 0:
+        return "no CUDA device was found"
+    return ""
+
+
+# --------------------------------------------------------------------------- parsing
+def parse_device(spec: str | None) -> tuple[str, int]:
+    """Parse ``cpu``, ``cuda``, ``cuda:N``, ``gpu`` or ``auto`` into ``(kind, index)``.
+
+    ``kind`` is ``"cpu"``, ``"cuda"`` or ``"auto"``; index is 0 unless given.
+    """
+    if spec is None:
+        return "auto", 0
+    s = str(spec).strip().lower()
+    if s in ("", "auto"):
+        return "auto", 0
+    if s in ("cpu", "numpy"):
+        return "cpu", 0
+    if s in ("cuda", "gpu"):
+        return "cuda", 0
+    for prefix in ("cuda:", "gpu:"):
+        if s.startswith(prefix):
+            tail = s[len(prefix):]
+            if tail.isdigit():
+                return "cuda", int(tail)
+    raise BackendError(
+        f"unknown device {spec!r}: use cpu, cuda, cuda:N (N a device number) or auto"
+    )
+
+
+# --------------------------------------------------------------------------- backend object
+@dataclass(frozen=True)
+class Backend:
+    """A compute device and the array module that drives it.
+
+    Attributes
+    ----------
+    name : {"cpu", "cuda"}
+    device_id : int
+        CUDA device ordinal (0 on the CPU).
+    xp : module
+        ``numpy`` or ``cupy``.
+    """
+
+    name: str
+    device_id: int = 0
+    xp: Any = field(default=np, repr=False, compare=False)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "cuda"
+
+    @property
+    def label(self) -> str:
+        return f"cuda:{self.device_id}" if self.is_gpu else "cpu"
+
+    def activate(self):
+        """Context manager that makes this device current in the calling thread.
+
+        CuPy's current device is per thread, so a worker thread must enter this
+        before it allocates. On the CPU it does nothing.
+        """
+        if not self.is_gpu:
+            return contextlib.nullcontext()
+        return self.xp.cuda.Device(self.device_id)
+
+    def asarray(self, a, dtype=None):
+        """Move ``a`` to this device (no copy if it is already there)."""
+        if self.is_gpu:
+            with self.activate():
+                return self.xp.asarray(a, dtype=dtype)
+        return np.asarray(asnumpy(a), dtype=dtype)
+
+    def asnumpy(self, a):
+        return asnumpy(a)
+
+    def synchronize(self) -> None:
+        if self.is_gpu:
+            with self.activate():
+                self.xp.cuda.get_current_stream().synchronize()
+
+    def mem_info(self) -> tuple[int, int]:
+        """``(free, total)`` bytes of device memory (host memory on the CPU)."""
+        if self.is_gpu:
+            with self.activate():
+                free, total = self.xp.cuda.runtime.memGetInfo()
+            # memory CuPy's pool holds but does not use is free for our purposes
+            pool = self.xp.get_default_memory_pool()
+            return int(free + pool.free_bytes()), int(total)
+        return _host_mem_info()
+
+    def free_memory_pool(self) -> None:
+        if self.is_gpu:
+            with self.activate():
+                self.xp.get_default_memory_pool().free_all_blocks()
+
+    def __str__(self) -> str:
+        return self.label
+
+
+_CPU = Backend("cpu", 0, np)
+_default_lock = threading.Lock()
+_default_spec: str | None = None
+
+
+def set_default_device(spec: str | None) -> Backend:
+    """Set the process-wide default used when no device is given. Returns it."""
+    global _default_spec
+    be = get_backend(spec)
+    with _default_lock:
+        _default_spec = spec
+    return be
+
+
+def get_backend(device: str | Backend | None = None) -> Backend:
+    """Return the :class:`Backend` for ``device`` (see the module docstring).
+
+    Raises
+    ------
+    BackendError
+        ``cuda`` was asked for and cannot be used, or the spec is malformed.
+    """
+    if isinstance(device, Backend):
+        return device
+    spec = device
+    if spec is None:
+        spec = _default_spec
+    if spec is None:
+        spec = os.environ.get(ENV_VAR) or None
+        source = f"{ENV_VAR}={spec}" if spec else "auto"
+    else:
+        source = f"device {spec!r}"
+    kind, index = parse_device(spec)
+    if kind == "cpu":
+        return _CPU
+    if kind == "auto":
+        return _cuda_backend(0) if cupy_available() else _CPU
+    reason = _no_cuda_reason()
+    if reason:
+        raise BackendError(f"{source} asks for CUDA, but {reason}; use --device cpu")
+    n = cuda_device_count()
+    if index >= n:
+        raise BackendError(
+            f"{source} asks for CUDA device {index}, but only {n} device(s) exist (0..{n - 1})"
+        )
+    return _cuda_backend(index)
+
+
+@functools.cache
+def _cuda_backend(index: int) -> Backend:
+    return Backend("cuda", index, _import_cupy())
+
+
+# --------------------------------------------------------------------------- transfers
+def asnumpy(a) -> np.ndarray:
+    """Copy a CuPy array to the host; NumPy arrays and scalars pass through."""
+    if hasattr(a, "__cuda_array_interface__") and hasattr(a, "get"):
+        return a.get()
+    return np.asarray(a)
+
+
+def array_module(*arrays):
+    """``cupy`` if any argument is a CuPy array, else ``numpy``."""
+    for a in arrays:
+        if hasattr(a, "__cuda_array_interface__"):
+            return _import_cupy()
+    return np
+
+
+# --------------------------------------------------------------------------- info
+def _host_mem_info() -> tuple[int, int]:
+    try:
+        with open("/proc/meminfo") as f:
+            vals = {}
+            for line in f:
+                k, v = line.split(":", 1)
+                vals[k] = int(v.split()[0]) * 1024
+        return vals.get("MemAvailable", 0), vals.get("MemTotal", 0)
+    except OSError:
+        return 0, 0
+
+
+def device_info(device: str | Backend | None = None) -> dict:
+    """Describe the compute device as a dict of plain values.
+
+    Keys: ``backend`` ("cpu" or "cuda"), ``name``, ``label`` (one line for a status
+    bar); on CUDA also ``device_id``, ``compute_capability`` ("9.0"),
+    ``multiprocessors``, ``free_bytes`` and ``total_bytes``, ``cuda_runtime``.
+    """
+    be = get_backend(device)
+    if not be.is_gpu:
+        return {
+            "backend": "cpu",
+            "name": "CPU (NumPy)",
+            "label": "CPU (NumPy)",
+            "processor": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "cupy_status": _no_cuda_reason() or "CUDA available but not selected",
+        }
+    cp = be.xp
+    with be.activate():
+        props = cp.cuda.runtime.getDeviceProperties(be.device_id)
+        free, total = cp.cuda.runtime.memGetInfo()
+        rt = cp.cuda.runtime.runtimeGetVersion()
+    name = props["name"]
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    cc = f"{props['major']}.{props['minor']}"
+    gib = 1024**3
+    return {
+        "backend": "cuda",
+        "device_id": be.device_id,
+        "name": name,
+        "compute_capability": cc,
+        "multiprocessors": int(props["multiProcessorCount"]),
+        "free_bytes": int(free),
+        "total_bytes": int(total),
+        "cuda_runtime": f"{rt // 1000}.{(rt % 1000) // 10}",
+        "label": f"{name} (cuda:{be.device_id}, sm_{cc.replace('.', '')}, "
+        f"{free / gib:.1f}/{total / gib:.1f} GiB free)",
+    }
+
+
+def versions() -> dict:
+    """Versions of gpulab and the libraries it uses (None where absent).
+
+    Does not import Qt: the app adds Qt's version itself.
+    """
+    import importlib.metadata as md
+
+    out = {}
+    for dist in ("gpulab", "numpy", "scipy", "cupy", "vtk", "pyvista", "pymeshlab", "scikit-image"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = None
+    if out["cupy"] is None:
+        cp = _import_cupy()
+        out["cupy"] = None if isinstance(cp, str) else cp.__version__
+    if out["gpulab"] is None:
+        from gpu_kernels import __version__
+
+        out["gpulab"] = __version__
+    return out
+
+
+def device_report(device: str | Backend | None = None) -> str:
+    """A multi-line, human-readable report of the device and library versions."""
+    info = device_info(device)
+    lines = [f"Compute device: {info['label']}"]
+    if info["backend"] == "cuda":
+        lines.append(f"  compute capability {info['compute_capability']}, "
+                     f"{info['multiprocessors']} SMs, CUDA runtime {info['cuda_runtime']}")
+    else:
+        lines.append(f"  {info['cores']} cores; CUDA: {info['cupy_status']}")
+    for k, v in versions().items():
+        lines.append(f"  {k}: {v or 'not installed'}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- CUDA sources
+def cuda_source_names() -> list[str]:
+    """File names of every ``.cu`` source shipped in ``gpu_kernels/cuda``."""
+    root = resources.files("gpu_kernels") / "cuda"
+    return sorted(p.name for p in root.iterdir() if p.name.endswith(".cu"))
+
+
+@functools.cache
+def cuda_source(name: str) -> str:
+    """The text of ``gpu_kernels/cuda/<name>``."""
+    path = resources.files("gpu_kernels") / "cuda" / name
+    if not path.is_file():
+        raise FileNotFoundError(f"no CUDA source gpu_kernels/cuda/{name}")
+    return path.read_text()
+
+
+_module_cache: dict[tuple, Any] = {}
+_module_lock = threading.Lock()
+
+
+def load_module(
+    name: str,
+    *,
+    options: tuple[str, ...] = (),
+    name_expressions: tuple[str, ...] | None = None,
+    defines: dict[str, Any] | None = None,
+    device: str | Backend | None = None,
+):
+    """Compile ``gpu_kernels/cuda/<name>`` into a cached ``cupy.RawModule``.
+
+    One module is built per (device, source, options, defines, name expressions);
+    later calls return it at once. ``defines`` become ``-DKEY=VALUE`` options.
+    The module is compiled for the device's own architecture by NVRTC.
+    """
+    be = get_backend(device)
+    if not be.is_gpu:
+        raise BackendError(f"load_module({name!r}) needs a CUDA backend, not {be.label}")
+    opts = tuple(options) + tuple(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))
+    key = (be.device_id, name, opts, tuple(name_expressions or ()))
+    mod = _module_cache.get(key)
+    if mod is not None:
+        return mod
+    with _module_lock:
+        mod = _module_cache.get(key)
+        if mod is None:
+            cp = be.xp
+            with be.activate():
+                mod = cp.RawModule(
+                    code=cuda_source(name),
+                    options=("-std=c++17",) + opts,
+                    name_expressions=list(name_expressions) if name_expressions else None,
+                )
+                mod.compile()
+            _module_cache[key] = mod
+    return mod

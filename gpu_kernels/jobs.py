@@ -1,0 +1,167 @@
+"""Qt-free job protocol: progress reporting and cooperative cancellation.
+
+A long-running library function takes an optional ``progress`` argument. It may be
+``None`` (no reporting), a callable ``f(fraction, stage)``, or a :class:`Progress`.
+Normalise it with :func:`as_progress` and then call :meth:`Progress.update` (which
+also checks for cancellation) between kernel launches, or :meth:`Progress.check`
+where there is nothing new to report.
+
+The GUI worker owns a :class:`Progress` whose callback emits a Qt signal and whose
+:meth:`Progress.cancel` is wired to the Cancel button. The CLI uses one that prints.
+
+Example
+-------
+>>> from gpu_kernels.jobs import Progress, Cancelled
+>>> seen = []
+>>> p = Progress(lambda f, s: seen.append((round(f, 2), s)))
+>>> sub = p.sub(0.5, 1.0)          # a stage that maps onto the second half
+>>> sub.update(0.5, "tiles")
+>>> seen
+[(0.75, 'tiles')]
+>>> p.cancel()
+>>> try:
+...     p.check()
+... except Cancelled:
+...     print("cancelled")
+cancelled
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["Cancelled", "Progress", "as_progress", "NULL_PROGRESS"]
+
+ProgressCallback = Callable[[float, str], None]
+
+
+class Cancelled(Exception):
+    """Raised inside a job when the user asked it to stop.
+
+    A function that raises it must leave no partial output behind.
+    """
+
+    def __init__(self, message: str = "cancelled by the user"):
+        super().__init__(message)
+
+
+class Progress:
+    """Reports ``(fraction, stage)`` and carries a cancellation flag.
+
+    Parameters
+    ----------
+    callback : callable, optional
+        Called as ``callback(fraction, stage)`` with ``0 <= fraction <= 1``.
+    cancel_event : threading.Event, optional
+        Shared flag; when set, the next :meth:`check` raises :class:`Cancelled`.
+    min_interval : float
+        Calls to ``callback`` closer together than this (seconds) are dropped,
+        except those that change the stage text or reach 1.0. Keeps a fast inner
+        loop from flooding a GUI event queue.
+    """
+
+    def __init__(
+        self,
+        callback: ProgressCallback | None = None,
+        cancel_event: threading.Event | None = None,
+        *,
+        min_interval: float = 0.02,
+        _offset: float = 0.0,
+        _scale: float = 1.0,
+        _prefix: str = "",
+        _root: Progress | None = None,
+    ):
+        self._callback = callback
+        self._cancel = cancel_event if cancel_event is not None else threading.Event()
+        self._min_interval = min_interval
+        self._offset = _offset
+        self._scale = _scale
+        self._prefix = _prefix
+        self._root = _root if _root is not None else self
+        if _root is None:
+            self._last_time = 0.0
+            self._last_stage: str | None = None
+            self.fraction = 0.0
+            self.stage = ""
+
+    # -- cancellation -------------------------------------------------------
+    def cancel(self) -> None:
+        """Ask the job to stop at its next check."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if cancellation was requested."""
+        if self._cancel.is_set():
+            raise Cancelled()
+
+    # -- reporting ----------------------------------------------------------
+    def update(self, fraction: float, stage: str | None = None) -> None:
+        """Report progress of this (sub-)task and check for cancellation.
+
+        ``fraction`` is local to this object: a :meth:`sub` maps it onto its range.
+        """
+        self.check()
+        f = min(max(float(fraction), 0.0), 1.0)
+        g = self._offset + self._scale * f
+        root = self._root
+        text = stage if stage is not None else (root._last_stage or "")
+        if stage is not None and self._prefix:
+            text = f"{self._prefix}: {stage}"
+        root.fraction = g
+        root.stage = text
+        cb = root._callback
+        if cb is None:
+            return
+        now = time.monotonic()
+        if (
+            text != root._last_stage
+            or g >= 1.0
+            or now - root._last_time >= root._min_interval
+        ):
+            root._last_time = now
+            root._last_stage = text
+            cb(g, text)
+
+    def sub(self, start: float, stop: float, prefix: str = "") -> Progress:
+        """A child whose fractions 0..1 map onto ``[start, stop]`` of this one."""
+        if not (0.0 <= start <= stop <= 1.0):
+            raise ValueError(f"sub-range must satisfy 0 <= start <= stop <= 1, got {start}, {stop}")
+        return Progress(
+            self._callback,
+            self._cancel,
+            min_interval=self._min_interval,
+            _offset=self._offset + self._scale * start,
+            _scale=self._scale * (stop - start),
+            _prefix=prefix or self._prefix,
+            _root=self._root,
+        )
+
+
+class _NullProgress(Progress):
+    """Reports nothing and is never cancelled."""
+
+    def cancel(self) -> None:  # pragma: no cover - nothing to cancel
+        raise RuntimeError("the null progress object cannot be cancelled")
+
+
+NULL_PROGRESS = _NullProgress()
+
+
+def as_progress(progress: Progress | ProgressCallback | None) -> Progress:
+    """Normalise the ``progress`` argument accepted by long library functions."""
+    if progress is None:
+        return Progress()
+    if isinstance(progress, Progress):
+        return progress
+    if callable(progress):
+        return Progress(progress)
+    raise TypeError(
+        "progress must be None, a callable f(fraction, stage) or a gpu_kernels.jobs.Progress, "
+        f"not {type(progress).__name__}"
+    )
