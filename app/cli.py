@@ -1,0 +1,156 @@
+"""The ``gpulab`` command.
+
+``gpulab`` opens the window; ``gpulab FILE ...`` opens each file in the tab that
+handles it; ``gpulab COMMAND ...`` runs a tool headless (``gpulab --help`` lists
+them). ``--device cpu|cuda|cuda:N|auto`` works everywhere.
+
+Errors the user can fix (a missing file, a bad value, no CUDA device, an unreadable
+mesh) are printed as one line, ``gpulab: error: ...``, with exit status 2. A cancelled
+run (Ctrl+C) exits with 130. Set ``GPULAB_DEBUG=1`` to get the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from gpu_kernels.backend import BackendError
+from gpu_kernels.jobs import Cancelled
+
+from . import __version__
+from .commands import load_command_modules
+from .commands.common import DEVICE_HELP, end_progress_line, select_device
+from .errors import is_out_of_memory, is_user_error, out_of_memory_message, user_message
+
+__all__ = ["main", "build_parser", "build_gui_parser"]
+
+log = logging.getLogger("app")
+
+USAGE = "gpulab [--device DEVICE] [FILE ...]\n       gpulab [--device DEVICE] COMMAND [options]"
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", dest="global_device", metavar="DEVICE", default=None, help=DEVICE_HELP)
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug output)")
+    parser.add_argument("--version", action="version", version=f"gpulab {__version__}")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser for headless commands, and the names of the subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="gpulab",
+        usage=USAGE,
+        description=(
+            "GPU tools in one window: mesh segmentation, optical flow, echo motion, multi-view "
+            "stereo and image segmentation. Without a COMMAND, opens the window (and FILEs in "
+            "their tabs); with one, runs headless."
+        ),
+        epilog="Run 'gpulab COMMAND --help' for a command's options. GPULAB_DEBUG=1 shows tracebacks.",
+    )
+    _add_global_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for mod in load_command_modules():
+        mod.register(sub)
+    names = list(sub.choices)
+    return parser, names
+
+
+def build_gui_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpulab", usage=USAGE, add_help=True,
+                                     description="Open the gpulab window.")
+    _add_global_options(parser)
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                        help="files to open, each in the tab that handles its type")
+    parser.add_argument("--samples", action="store_true",
+                        help="open each tool's first bundled sample")
+    # for the README screenshot and smoke tests: grab the window after start-up, then quit
+    parser.add_argument("--screenshot", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--screenshot-delay", type=int, default=1500, help=argparse.SUPPRESS)
+    parser.add_argument("--quit-after", type=int, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def _first_positional(argv: list[str]) -> str | None:
+    skip = False
+    for tok in argv:
+        if skip:
+            skip = False
+            continue
+        if tok == "--":
+            return None
+        if tok == "--device":
+            skip = True
+            continue
+        if tok.startswith("-"):
+            continue
+        return tok
+    return None
+
+
+def _setup_logging(verbosity: int) -> None:
+    """Warnings (or more with -v) to stderr; gpulab's loggers stay at INFO or below so
+    the window's log panel still gets their records."""
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    root = logging.getLogger()
+    if not any(getattr(h, "_gpulab_cli", False) for h in root.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("gpulab: %(levelname)s: %(name)s: %(message)s"))
+        h._gpulab_cli = True  # type: ignore[attr-defined]
+        root.addHandler(h)
+    for h in root.handlers:
+        if getattr(h, "_gpulab_cli", False):
+            h.setLevel(level)
+    root.setLevel(min(level, logging.WARNING))
+    for name in ("app", "gpu_kernels"):
+        logging.getLogger(name).setLevel(min(level, logging.INFO))
+
+
+def _main(argv: list[str]) -> int:
+    parser, names = build_parser()
+    first = _first_positional(argv)
+    headless = first in names or (first is None and any(a in ("-h", "--help", "--version") for a in argv))
+    if headless:
+        args = parser.parse_args(argv)
+        _setup_logging(args.verbose)
+        return int(args.func(args) or 0)
+
+    args = build_gui_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    if first is not None and not Path(first).exists() and len(argv) and first not in names:
+        # a typo in a command name reads better as such than as a missing file
+        if "." not in Path(first).name and "/" not in first:
+            parser.error(f"unknown command {first!r} (choose from {', '.join(names)}), or no such file")
+    for f in args.files:
+        if not f.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(f))
+    select_device(args)  # before Qt starts: a bad --device is one line, not a dialog
+    from .gui.app import run_gui  # Qt is imported only for the window
+
+    return run_gui(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``gpulab`` command. Returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("GPULAB_DEBUG", "") not in ("", "0")
+    try:
+        return _main(argv)
+    except (Cancelled, KeyboardInterrupt):
+        end_progress_line()
+        print("gpulab: cancelled", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        end_progress_line()
+        if debug:
+            raise
+        if is_out_of_memory(exc):
+            msg = out_of_memory_message("the command", exc)
+        elif is_user_error(exc) or isinstance(exc, BackendError | ValueError | OSError):
+            msg = user_message(exc)
+        else:
+            raise
+        print(f"gpulab: error: {msg}", file=sys.stderr)
+        return 2

@@ -1,0 +1,1 @@
+"""The Qt window: main window, About box, log panel and settings helpers."""

@@ -1,0 +1,79 @@
+"""Start the Qt application: ``gpulab [FILE ...]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+__all__ = ["run_gui", "make_app"]
+
+log = logging.getLogger(__name__)
+
+
+def make_app(argv: list[str] | None = None):
+    """The QApplication (created once), named so QSettings and the desktop find it."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        if not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") \
+                and not os.environ.get("WAYLAND_DISPLAY") and sys.platform.startswith("linux"):
+            log.warning("no display found (DISPLAY is unset); using Qt's offscreen platform")
+            os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        app = QApplication([sys.argv[0] if sys.argv else "gpulab", *(argv or [])])
+    from .icons import app_icon
+
+    app.setApplicationName("gpulab")
+    app.setOrganizationName("gpulab")
+    app.setApplicationDisplayName("gpulab")
+    app.setDesktopFileName("gpulab")
+    app.setWindowIcon(app_icon())
+    return app
+
+
+def run_gui(args: argparse.Namespace) -> int:
+    """Open the window, the files and samples asked for, and run the event loop."""
+    from PySide6.QtCore import QTimer
+
+    from .main_window import MainWindow
+
+    app = make_app()
+    win = MainWindow()
+    win.show()
+    for f in args.files:
+        win.open_path(Path(f))
+    if getattr(args, "samples", False):
+        win.open_samples()
+    if args.files:
+        tab = win.tab_for_path(args.files[-1])
+        if tab is not None:
+            win.tab_widget.setCurrentWidget(tab)
+
+    # Ctrl+C in the terminal closes the window cleanly
+    signal.signal(signal.SIGINT, lambda *_: win.close())
+    tick = QTimer(win)  # lets Python see the signal while Qt's loop runs
+    tick.start(250)
+    tick.timeout.connect(lambda: None)
+
+    status = {"rc": 0}
+    if args.screenshot is not None:
+        def grab():
+            from .capture import save_widget_png
+
+            try:
+                save_widget_png(win, args.screenshot)
+                print(f"gpulab: screenshot saved to {args.screenshot}", file=sys.stderr)
+            except Exception as exc:  # noqa: BLE001
+                print(f"gpulab: error: screenshot failed: {exc}", file=sys.stderr)
+                status["rc"] = 1
+            win.close()
+
+        QTimer.singleShot(max(0, args.screenshot_delay), win, grab)
+    if args.quit_after is not None:
+        QTimer.singleShot(max(0, args.quit_after), win, win.close)
+    rc = app.exec()
+    return status["rc"] or int(rc)

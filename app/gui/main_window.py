@@ -1,0 +1,552 @@
+"""The main window: tabs, File/Compute/View/Help menus, status bar, log panel."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QWidget,
+)
+
+from gpu_kernels import backend
+from gpu_kernels.backend import BackendError
+
+from ..errors import is_user_error, user_message
+from ..tabs import load_tab_classes
+from ..tabs.base import ToolTab
+from ..worker import JobRunner
+from .about import AboutDialog, device_description
+from .capture import save_widget_png
+from .icons import app_icon
+from .log_panel import LogPanel
+from .settings import make_settings
+
+__all__ = ["MainWindow", "MAX_RECENT"]
+
+log = logging.getLogger(__name__)
+
+MAX_RECENT = 10
+
+
+class MainWindow(QMainWindow):
+    """gpulab's window.
+
+    Parameters
+    ----------
+    tab_classes : list of ToolTab subclasses, optional
+        Defaults to :func:`app.tabs.load_tab_classes` (the five tools, in order).
+    settings : QSettings, optional
+        Defaults to :func:`app.gui.settings.make_settings`.
+    """
+
+    def __init__(self, tab_classes: list[type[ToolTab]] | None = None,
+                 settings: QSettings | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.settings = settings if settings is not None else make_settings()
+        self.setWindowTitle("gpulab")
+        self.setWindowIcon(app_icon())
+        self.setAcceptDrops(True)
+        self._about: AboutDialog | None = None
+        self._error_box: QMessageBox | None = None
+        self._active_runner: JobRunner | None = None
+        self._closing = False
+
+        # tabs
+        self.tab_widget = QTabWidget()
+        self.tab_widget.setDocumentMode(True)
+        self.tab_widget.setObjectName("tools")
+        self.tabs: list[ToolTab] = []
+        for cls in load_tab_classes() if tab_classes is None else tab_classes:
+            tab = cls(self.tab_widget)
+            self.tabs.append(tab)
+            self.tab_widget.addTab(tab, tab.title)
+            self._connect_tab(tab)
+        self.setCentralWidget(self.tab_widget)
+        self.tab_widget.currentChanged.connect(lambda _i: self._update_actions())
+
+        # log panel
+        self.log_panel = LogPanel(self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_panel)
+        self.log_panel.install()
+        self.log_panel.hide()
+
+        self._build_status_bar()
+        self._build_menus()
+        self.resize(1280, 820)
+        self._restore_settings()
+        self._update_actions()
+        self.refresh_device()
+        log.info("gpulab window ready; compute device %s", backend.get_backend().label)
+
+    # ------------------------------------------------------------------ building
+    def _connect_tab(self, tab: ToolTab) -> None:
+        r = tab.runner
+        r.running_changed.connect(lambda running, r=r: self._on_running_changed(r, running))
+        r.progress.connect(lambda f, s, r=r: self._on_progress(r, f, s))
+        r.failed.connect(lambda summary, details, t=tab: self._on_failed(t, summary, details))
+        r.cancelled.connect(lambda t=tab: self.statusBar().showMessage(f"{t.title}: cancelled", 5000))
+        r.finished.connect(lambda _res, t=tab: self.statusBar().showMessage(f"{t.title}: done", 5000))
+        tab.status_message.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
+        tab.result_changed.connect(self._update_actions)
+
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.device_label = QLabel()
+        self.device_label.setObjectName("device-label")
+        self.stage_label = QLabel("Ready")
+        self.stage_label.setObjectName("stage-label")
+        self.stage_label.setMinimumWidth(260)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setObjectName("job-progress")
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setValue(0)
+        self.progress_bar.setFormat("%p%")
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setFixedWidth(220)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("cancel-job")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setToolTip("Stop the running job (Esc)")
+        self.cancel_button.clicked.connect(self.cancel_job)
+        sb.addPermanentWidget(self.stage_label)
+        sb.addPermanentWidget(self.progress_bar)
+        sb.addPermanentWidget(self.cancel_button)
+        sb.addPermanentWidget(self.device_label)
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        # File
+        m = mb.addMenu("&File")
+        self.act_open = QAction("&Open…", self, shortcut=QKeySequence.StandardKey.Open, triggered=self.open_dialog)
+        m.addAction(self.act_open)
+        self.recent_menu = m.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.samples_menu = m.addMenu("Open &sample")
+        self._fill_samples_menu()
+        m.addSeparator()
+        self.act_save = QAction("&Save result as…", self, shortcut=QKeySequence.StandardKey.SaveAs,
+                                triggered=self.save_result_dialog)
+        self.act_save.setShortcuts([QKeySequence("Ctrl+S"), QKeySequence.StandardKey.SaveAs])
+        m.addAction(self.act_save)
+        self.act_screenshot = QAction("&Export screenshot…", self, shortcut=QKeySequence("Ctrl+Shift+P"),
+                                      triggered=self.export_screenshot_dialog)
+        m.addAction(self.act_screenshot)
+        m.addSeparator()
+        self.act_quit = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        self.act_quit.setMenuRole(QAction.MenuRole.QuitRole)
+        m.addAction(self.act_quit)
+
+        # Compute
+        m = mb.addMenu("&Compute")
+        self.device_group = QActionGroup(self)
+        self.device_actions: dict[str, QAction] = {}
+        choices = [("auto", "&Auto (CUDA if available)"), ("cpu", "&CPU (NumPy)")]
+        n = backend.cuda_device_count()
+        for i in range(n):
+            choices.append((f"cuda:{i}", f"CUDA device &{i}"))
+        for spec, text in choices:
+            a = QAction(text, self, checkable=True)
+            a.triggered.connect(lambda _c=False, s=spec: self.set_device(s))
+            self.device_group.addAction(a)
+            m.addAction(a)
+            self.device_actions[spec] = a
+        if n == 0:
+            a = QAction("CUDA: not available", self, enabled=False)
+            a.setToolTip(backend._no_cuda_reason())
+            m.addAction(a)
+        m.addSeparator()
+        self.act_cancel = QAction("Cancel &job", self, shortcut=QKeySequence("Esc"), triggered=self.cancel_job)
+        m.addAction(self.act_cancel)
+
+        # View
+        m = mb.addMenu("&View")
+        self.act_log = self.log_panel.toggleViewAction()
+        self.act_log.setText("&Log panel")
+        self.act_log.setShortcut(QKeySequence("Ctrl+L"))
+        m.addAction(self.act_log)
+
+        # Help
+        m = mb.addMenu("&Help")
+        self.act_about = QAction("&About gpulab", self, triggered=self.show_about)
+        self.act_about.setMenuRole(QAction.MenuRole.AboutRole)
+        m.addAction(self.act_about)
+
+    # ------------------------------------------------------------------ tabs & files
+    def current_tab(self) -> ToolTab:
+        return self.tab_widget.currentWidget()  # type: ignore[return-value]
+
+    def tab_by_title(self, title: str) -> ToolTab | None:
+        return next((t for t in self.tabs if t.title == title), None)
+
+    def tab_for_path(self, path: str | Path) -> ToolTab | None:
+        """The tab that opens files like ``path``; the current tab wins ties."""
+        cur = self.current_tab()
+        if cur is not None and cur.handles(path):
+            return cur
+        return next((t for t in self.tabs if t.handles(path)), None)
+
+    def open_path(self, path: str | Path) -> bool:
+        """Open ``path`` in the tab that handles it. Errors go to :meth:`show_error`."""
+        path = Path(path)
+        tab = self.tab_for_path(path)
+        if tab is None:
+            exts = sorted({e for t in self.tabs for e in t.file_extensions})
+            known = ", ".join(exts) if exts else "none yet"
+            self.show_error("Cannot open file",
+                            f"No tab opens {path.suffix or 'extension-less'} files ({path.name}). "
+                            f"Files gpulab opens: {known}.")
+            return False
+        if not path.is_file():
+            self.show_error("Cannot open file", f"No such file: {path}")
+            self._remove_recent(path)
+            return False
+        self.tab_widget.setCurrentWidget(tab)
+        try:
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+            try:
+                tab.open_file(path)
+            finally:
+                QApplication.restoreOverrideCursor()
+        except Exception as exc:
+            if is_user_error(exc) or isinstance(exc, OSError | ValueError):
+                self.show_error("Cannot open file", f"{path.name}: {user_message(exc)}")
+            else:
+                log.error("opening %s failed:\n%s", path, traceback.format_exc().rstrip())
+                self.show_error("Cannot open file",
+                                f"{tab.title} could not open {path.name}: {type(exc).__name__}: {exc}",
+                                traceback.format_exc())
+            return False
+        self.add_recent(path)
+        log.info("opened %s in %s", path, tab.title)
+        self._update_actions()
+        return True
+
+    def open_filters(self) -> str:
+        parts, exts = [], []
+        for t in self.tabs:
+            f = t.open_filter()
+            if f:
+                parts.append(f"{t.title}: {f}")
+                exts += [f"*{e}" for e in t.file_extensions]
+        if exts:
+            parts.insert(0, "All supported files (" + " ".join(sorted(set(exts))) + ")")
+        parts.append("All files (*)")
+        return ";;".join(parts)
+
+    def open_dialog(self) -> None:
+        start = self.settings.value("last_dir", str(Path.home()))
+        path, _ = QFileDialog.getOpenFileName(self, "Open", str(start), self.open_filters())
+        if path:
+            self.settings.setValue("last_dir", str(Path(path).parent))
+            self.open_path(path)
+
+    def save_result_dialog(self) -> None:
+        tab = self.current_tab()
+        if not tab.can_save():
+            self.show_error("Nothing to save", f"The {tab.title} tab has no result yet.")
+            return
+        start = self.settings.value("last_save_dir", self.settings.value("last_dir", str(Path.home())))
+        path, _ = QFileDialog.getSaveFileName(self, f"Save {tab.title} result", str(start),
+                                              tab.result_filters() or "All files (*)")
+        if path:
+            self.settings.setValue("last_save_dir", str(Path(path).parent))
+            self.save_result(tab, Path(path))
+
+    def save_result(self, tab: ToolTab, path: Path) -> bool:
+        try:
+            tab.save_result(path)
+        except Exception as exc:
+            details = "" if is_user_error(exc) else traceback.format_exc()
+            self.show_error("Cannot save", f"{path.name}: {user_message(exc)}", details)
+            return False
+        self.statusBar().showMessage(f"Saved {path}", 8000)
+        log.info("saved %s", path)
+        return True
+
+    def export_screenshot_dialog(self) -> None:
+        tab = self.current_tab()
+        start = self.settings.value("last_save_dir", str(Path.home()))
+        default = str(Path(str(start)) / f"{tab.settings_key}.png")
+        path, _ = QFileDialog.getSaveFileName(self, "Export screenshot", default, "PNG image (*.png)")
+        if path:
+            if not path.lower().endswith(".png"):
+                path += ".png"
+            self.settings.setValue("last_save_dir", str(Path(path).parent))
+            self.export_screenshot(Path(path))
+
+    def export_screenshot(self, path: Path, *, whole_window: bool = False) -> bool:
+        """Save a PNG of the current tab's view (or of the whole window)."""
+        try:
+            if whole_window:
+                save_widget_png(self, path)
+            else:
+                self.current_tab().export_screenshot(path)
+        except Exception as exc:
+            self.show_error("Cannot export screenshot", f"{Path(path).name}: {user_message(exc)}",
+                            "" if is_user_error(exc) else traceback.format_exc())
+            return False
+        self.statusBar().showMessage(f"Screenshot saved to {path}", 8000)
+        return True
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
+        md = event.mimeData()
+        if md.hasUrls() and any(u.isLocalFile() and self.tab_for_path(u.toLocalFile()) for u in md.urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        for p in paths:
+            self.open_path(p)
+
+    # ------------------------------------------------------------------ recent files
+    def recent_files(self) -> list[str]:
+        v = self.settings.value("recent_files", [])
+        if isinstance(v, str):
+            v = [v] if v else []
+        return [str(x) for x in (v or [])]
+
+    def add_recent(self, path: Path) -> None:
+        p = str(Path(path).resolve())
+        files = [p] + [f for f in self.recent_files() if f != p]
+        self.settings.setValue("recent_files", files[:MAX_RECENT])
+
+    def _remove_recent(self, path: Path) -> None:
+        p = str(Path(path).resolve())
+        self.settings.setValue("recent_files", [f for f in self.recent_files() if f != p])
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.recent_files()
+        for i, f in enumerate(files):
+            a = self.recent_menu.addAction(f"&{(i + 1) % 10} {Path(f).name}")
+            a.setToolTip(f)
+            a.setStatusTip(f)
+            a.triggered.connect(lambda _c=False, f=f: self.open_path(f))
+        if not files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+        self.recent_menu.addSeparator()
+        clear = self.recent_menu.addAction("Clear menu")
+        clear.setEnabled(bool(files))
+        clear.triggered.connect(lambda: self.settings.setValue("recent_files", []))
+
+    def _fill_samples_menu(self) -> None:
+        self.samples_menu.clear()
+        n = 0
+        for t in self.tabs:
+            try:
+                samples = t.samples()
+            except Exception:
+                log.exception("listing samples of %s failed", t.title)
+                samples = []
+            for s in samples:
+                a = self.samples_menu.addAction(f"{t.title}: {Path(s).name}")
+                a.triggered.connect(lambda _c=False, s=s: self.open_path(s))
+                n += 1
+        if n == 0:
+            self.samples_menu.addAction("(no samples yet)").setEnabled(False)
+
+    def open_samples(self) -> int:
+        """Open each tab's first bundled sample. Returns how many opened."""
+        n = 0
+        current = self.tab_widget.currentIndex()
+        for t in self.tabs:
+            s = t.samples()
+            if s and self.open_path(s[0]):
+                n += 1
+        self.tab_widget.setCurrentIndex(current)
+        return n
+
+    # ------------------------------------------------------------------ device
+    def set_device(self, spec: str) -> None:
+        if any(t.runner.is_running() for t in self.tabs):
+            self.show_error("Device not changed", "Wait for the running job to finish or cancel it first.")
+            self.refresh_device()
+            return
+        try:
+            backend.set_default_device(None if spec == "auto" else spec)
+        except BackendError as exc:
+            self.show_error("Cannot use that device", str(exc))
+        self.refresh_device()
+
+    def refresh_device(self) -> None:
+        spec = backend._default_spec
+        try:
+            be = backend.get_backend()
+            info = backend.device_info(be)
+            text = device_description(info) if info["backend"] == "cuda" else "CPU (NumPy)"
+            short = info["label"]
+        except BackendError as exc:
+            text = short = f"device error: {exc}"
+        self.device_label.setText(short)
+        self.device_label.setToolTip(f"Compute device: {text}")
+        key = spec if spec in self.device_actions else ("auto" if spec in (None, "", "auto") else None)
+        if key is None:
+            kind, idx = backend.parse_device(spec)
+            key = f"cuda:{idx}" if kind == "cuda" else kind
+        if key in self.device_actions:
+            self.device_actions[key].setChecked(True)
+
+    # ------------------------------------------------------------------ jobs & status
+    def _on_running_changed(self, runner: JobRunner, running: bool) -> None:
+        if running:
+            self._active_runner = runner
+            self._show_progress(runner, 0.0, "starting")
+        elif runner is self._active_runner:
+            others = [t.runner for t in self.tabs if t.runner.is_running()]
+            self._active_runner = others[0] if others else None
+            if self._active_runner is not None:
+                self._show_progress(self._active_runner, *self._active_runner.last_progress)
+            else:
+                self.progress_bar.setValue(0)
+                self.stage_label.setText("Ready")
+        self.cancel_button.setEnabled(self._active_runner is not None)
+        self.act_cancel.setEnabled(self._active_runner is not None)
+        self._update_actions()
+
+    def _on_progress(self, runner: JobRunner, fraction: float, stage: str) -> None:
+        cur = self.current_tab()
+        if cur is not None and cur.runner is runner and runner.is_running():
+            self._active_runner = runner  # the visible tab's job wins the status bar
+        if runner is self._active_runner:
+            self._show_progress(runner, fraction, stage)
+
+    def _show_progress(self, runner: JobRunner, fraction: float, stage: str) -> None:
+        self.progress_bar.setValue(int(round(1000 * fraction)))
+        self.stage_label.setText(f"{runner.name}: {stage}" if stage else runner.name)
+
+    def _on_failed(self, tab: ToolTab, summary: str, details: str) -> None:
+        self.statusBar().showMessage(f"{tab.title}: failed", 8000)
+        self.show_error(f"{tab.title} failed", summary, details)
+
+    @Slot()
+    def cancel_job(self) -> None:
+        """Cancel the current tab's job, or else the job shown in the status bar."""
+        cur = self.current_tab()
+        runner = cur.runner if cur is not None and cur.runner.is_running() else self._active_runner
+        if runner is not None and runner.is_running():
+            runner.cancel()
+            self.stage_label.setText(f"{runner.name}: cancelling…")
+
+    def show_error(self, title: str, summary: str, details: str = "") -> None:
+        """Show an error without blocking the event loop (window-modal message box).
+
+        Tests replace this method to record the calls.
+        """
+        log.warning("%s: %s", title, summary.splitlines()[0] if summary else "")
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle(title)
+        box.setText(summary)
+        if details:
+            box.setDetailedText(details)
+        box.setStandardButtons(QMessageBox.StandardButton.Ok)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._error_box = box
+        box.open()
+
+    def show_about(self) -> AboutDialog:
+        self._about = AboutDialog(self)
+        self._about.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._about.open()
+        return self._about
+
+    def _update_actions(self) -> None:
+        tab = self.current_tab()
+        if tab is None or not hasattr(self, "act_save"):
+            return
+        try:
+            can = bool(tab.can_save())
+        except Exception:
+            can = False
+        self.act_save.setEnabled(can)
+
+    # ------------------------------------------------------------------ settings
+    def _restore_settings(self) -> None:
+        s = self.settings
+        geom = s.value("window/geometry")
+        if geom is not None:
+            self.restoreGeometry(geom)
+        state = s.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        idx = s.value("window/tab")
+        if idx is not None:
+            try:
+                self.tab_widget.setCurrentIndex(int(idx))
+            except (TypeError, ValueError):
+                pass
+        for t in self.tabs:
+            s.beginGroup(f"tabs/{t.settings_key}")
+            try:
+                t.restore_settings(s)
+            except Exception:
+                log.exception("restoring the settings of %s failed", t.title)
+            finally:
+                s.endGroup()
+
+    def save_settings(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("window/tab", self.tab_widget.currentIndex())
+        for t in self.tabs:
+            s.beginGroup(f"tabs/{t.settings_key}")
+            try:
+                t.save_settings(s)
+            except Exception:
+                log.exception("saving the settings of %s failed", t.title)
+            finally:
+                s.endGroup()
+        s.sync()
+
+    # ------------------------------------------------------------------ closing
+    def shutdown_jobs(self, timeout_ms: int = 3000) -> None:
+        """Cancel every job and wait for the threads to end (no timeout in the end:
+        a QThread must never be destroyed while it runs)."""
+        running = [t for t in self.tabs if t.runner.is_running()]
+        for t in running:
+            t.runner.cancel()
+        for t in running:
+            if not t.shutdown(timeout_ms):
+                log.warning("%s does not respond to Cancel; waiting for it to finish", t.title)
+                self.stage_label.setText(f"Waiting for {t.title} to stop…")
+                QApplication.processEvents()
+                t.runner.wait()
+                t.shutdown(0)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if self._closing:
+            event.accept()
+            return
+        self._closing = True
+        self.save_settings()
+        self.shutdown_jobs()
+        for t in self.tabs:
+            try:
+                t.close()
+            except Exception:
+                log.exception("closing %s failed", t.title)
+        self.log_panel.uninstall()
+        super().closeEvent(event)
+
+    def schedule(self, ms: int, fn) -> None:
+        """QTimer.singleShot bound to this window (for scripted start-up steps)."""
+        QTimer.singleShot(ms, self, fn)

@@ -1,0 +1,149 @@
+"""Atomic output: a file (or folder) appears complete, or not at all.
+
+Every writer in gpulab goes through these helpers, so a crash, an error or a
+cancelled job (:class:`gpu_kernels.jobs.Cancelled`) never leaves a half-written
+result behind, and an existing file is only replaced once its successor is whole.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> with atomic_write(d / "labels.seg", "w") as f:
+...     _ = f.write("0\\n1\\n")
+>>> (d / "labels.seg").read_text()
+'0\\n1\\n'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["atomic_write", "atomic_output_dir"]
+
+# read once at import: os.umask() is process-wide and changing it from a worker
+# thread would race with other threads creating files
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _check_parent(path: Path) -> Path:
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise FileNotFoundError(2, "the folder to write into does not exist", str(parent))
+    if not parent.is_dir():
+        raise NotADirectoryError(20, "not a folder", str(parent))
+    if path.is_dir():
+        raise IsADirectoryError(21, "a folder has that name", str(path))
+    return parent
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO]:
+    """Open a temporary file next to ``path``; on success move it onto ``path``.
+
+    The temporary file lives in the same directory (so the final ``os.replace`` is
+    atomic), is flushed and fsynced before the rename, and is deleted if the body
+    raises anything, including :class:`~gpu_kernels.jobs.Cancelled` and
+    ``KeyboardInterrupt``. ``mode`` is ``"wb"`` or ``"w"`` (text; ``encoding``
+    defaults to UTF-8); extra keyword arguments go to :func:`open`.
+
+    The body may also write to the temporary file by name, e.g. for a library that
+    only accepts a path::
+
+        with atomic_write(out, "wb") as f:
+            f.close()
+            library.save(f.name)
+    """
+    if mode not in ("w", "wb", "wt", "xb", "x", "xt"):
+        raise ValueError(f"atomic_write supports write modes 'w'/'wb' only, not {mode!r}")
+    path = Path(path)
+    parent = _check_parent(path)
+    if mode.startswith("x") and path.exists():
+        raise FileExistsError(17, "file exists", str(path))
+    if "b" not in mode:
+        open_kwargs.setdefault("encoding", "utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        with open(tmp_path, "w" + ("b" if "b" in mode else ""), **open_kwargs) as f:
+            yield f
+            if not f.closed:
+                f.flush()
+                os.fsync(f.fileno())
+        # the body may have closed f and written by name: sync what is there now
+        with contextlib.suppress(OSError), open(tmp_path, "rb") as g:
+            os.fsync(g.fileno())
+        _copy_mode(path, tmp_path)
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink()
+        raise
+    _fsync_dir(parent)
+
+
+def _copy_mode(existing: Path, new: Path) -> None:
+    """Give ``new`` the permissions a freshly created file would get (not 0600)."""
+    try:
+        if existing.exists():
+            os.chmod(new, existing.stat().st_mode & 0o777)
+        else:
+            os.chmod(new, 0o666 & ~_UMASK)
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
+    """Yield a temporary folder next to ``path``; on success rename it to ``path``.
+
+    For outputs made of several files (e.g. one mesh per segment). On any exception
+    the temporary folder and everything in it is removed. If ``path`` already exists
+    it is replaced only when ``overwrite`` is true, and only after the new folder is
+    complete (the old one is moved aside, then deleted).
+    """
+    path = Path(path)
+    parent = _check_parent(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(17, "folder exists", str(path))
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(20, "a file has that name", str(path))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_UMASK)
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
+            os.rmdir(old)
+            os.replace(path, old)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old, path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_dir(parent)
+
