@@ -1,0 +1,530 @@
+"""Mesh file I/O for mesh segmentation: read anything pymeshlab reads, write coloured PLY,
+PSB ``.seg`` label files and one mesh per segment.
+
+This module never imports Qt. Every write goes through :mod:`app.io.atomic`, so a failure
+or a cancelled job leaves no partial file behind, and every writer validates its input
+before it creates anything.
+
+Example
+-------
+>>> import numpy as np, tempfile, pathlib
+>>> from app.io.mesh_io import write_colored_ply, read_mesh
+>>> v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+>>> f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+>>> out = pathlib.Path(tempfile.mkdtemp()) / "tet.ply"
+>>> write_colored_ply(out, v, f, np.full((4, 3), 200, np.uint8))
+>>> vv, ff = read_mesh(out)
+>>> vv.shape, ff.shape
+((4, 3), (4, 3))
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.errors import UserError
+from app.io.atomic import atomic_output_dir, atomic_write
+
+__all__ = [
+    "MeshIOError",
+    "MESH_EXTENSIONS",
+    "SEGMENT_FORMATS",
+    "read_mesh",
+    "read_face_colors",
+    "write_colored_ply",
+    "write_mesh",
+    "write_seg",
+    "read_seg",
+    "write_segments",
+    "face_areas",
+]
+
+#: Extensions of the mesh formats pymeshlab reads (lower case, with the dot).
+MESH_EXTENSIONS: tuple[str, ...] = (
+    ".ply", ".obj", ".off", ".stl", ".3mf", ".gltf", ".glb", ".dae", ".3ds",
+    ".ctm", ".wrl", ".x3d", ".vmi", ".tri",
+)
+
+#: Formats :func:`write_segments` and :func:`write_mesh` can write.
+SEGMENT_FORMATS: tuple[str, ...] = ("ply", "obj", "off", "stl")
+
+
+class MeshIOError(UserError):
+    """A mesh or label file cannot be read or written. The message is one clear line."""
+
+
+# ----------------------------------------------------------------------------- reading
+def _name(path: pathlib.Path) -> str:
+    return str(path)
+
+
+def _first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            return line
+    return ""
+
+
+def _pymeshlab_reason(exc: Exception) -> str:
+    """The useful part of a pymeshlab load error ("Error details: ...")."""
+    text = str(exc)
+    m = re.search(r"Error details:\s*(.+)", text)
+    if m:
+        return m.group(1).strip()
+    return _first_line(text) or type(exc).__name__
+
+
+def _declared_counts(path: pathlib.Path) -> tuple[int | None, int | None]:
+    """Vertex and face counts the file itself declares, where cheap to find.
+
+    pymeshlab silently drops vertices whose coordinates are NaN or infinite (and the faces
+    that use them); comparing with the declared counts lets us say so instead.
+    """
+    ext = path.suffix.lower()
+    try:
+        if ext == ".ply":
+            with open(path, "rb") as fh:
+                head = fh.read(64 * 1024)
+            end = head.find(b"end_header")
+            if end < 0:
+                return None, None
+            header = head[:end].decode("latin-1")
+            nv = re.search(r"^element\s+vertex\s+(\d+)", header, re.M)
+            nf = re.search(r"^element\s+face\s+(\d+)", header, re.M)
+            return (int(nv.group(1)) if nv else None, int(nf.group(1)) if nf else None)
+        if ext == ".off":
+            with open(path, encoding="latin-1") as fh:
+                tokens: list[str] = []
+                for line in fh:
+                    line = line.split("#", 1)[0].strip()
+                    if not line:
+                        continue
+                    if not tokens and line.upper().endswith("OFF"):
+                        tokens.append(line)
+                        continue
+                    if not tokens:
+                        rest = line[3:] if line.upper().startswith("OFF") else line
+                        tokens.append("OFF")
+                        line = rest
+                    parts = line.split()
+                    if len(parts) >= 2:
+                        return int(parts[0]), int(parts[1])
+                    return None, None
+            return None, None
+        if ext == ".obj":
+            if path.stat().st_size > 512 * 1024 * 1024:
+                return None, None
+            data = b"\n" + path.read_bytes()
+            nv = len(re.findall(rb"\n[ \t]*v[ \t]", data))
+            nf = len(re.findall(rb"\n[ \t]*f[ \t]", data))
+            return nv, nf
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None, None
+    return None, None
+
+
+def _nonfinite(bad: int, total: int) -> str:
+    verb = "has" if bad == 1 else "have"
+    return (f"{bad} of {total} vertices {verb} coordinates that are not finite numbers "
+            "(NaN or infinity); fix or remove them")
+
+
+def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Read a triangle mesh from any format pymeshlab reads.
+
+    Quads and polygons are triangulated by the loader. Vertex and face order are those of
+    the file (for triangle meshes), so a PSB ``.seg`` file lines up with the faces.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    warnings : list, optional
+        Non-fatal findings (unreferenced vertices, ...) are appended here as text.
+
+    Returns
+    -------
+    vertices : (V, 3) float64
+    faces : (F, 3) int64
+
+    Raises
+    ------
+    MeshIOError
+        The file is missing, empty, not a mesh, has no faces, or has coordinates that are
+        not finite numbers.
+    """
+    path = pathlib.Path(path)
+    name = _name(path)
+    if not path.exists():
+        raise MeshIOError(f"{name}: no such file")
+    if path.is_dir():
+        raise MeshIOError(f"{name}: is a folder, not a mesh file")
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise MeshIOError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    if size == 0:
+        raise MeshIOError(f"{name}: the file is empty")
+    if not os.access(path, os.R_OK):
+        raise MeshIOError(f"{name}: permission denied")
+    ext = path.suffix.lower()
+    if not ext:
+        raise MeshIOError(
+            f"{name}: the file has no extension, so its mesh format is unknown "
+            f"(use one of {', '.join(MESH_EXTENSIONS)})"
+        )
+
+    import pymeshlab
+
+    ms = pymeshlab.MeshSet()
+    try:
+        ms.load_new_mesh(str(path))
+    except Exception as exc:
+        reason = _pymeshlab_reason(exc)
+        if "unknown format" in str(exc).lower():
+            raise MeshIOError(
+                f"{name}: unknown mesh format {ext!r} (use one of {', '.join(MESH_EXTENSIONS)})"
+            ) from None
+        raise MeshIOError(f"{name}: not a readable {ext[1:].upper()} mesh ({reason})") from None
+    mesh = ms.current_mesh()
+    vertices = np.ascontiguousarray(mesh.vertex_matrix(), dtype=np.float64)
+    faces = np.ascontiguousarray(mesh.face_matrix(), dtype=np.int64)
+    if vertices.ndim != 2 or vertices.shape[1] != 3:
+        vertices = vertices.reshape(-1, 3)
+    if faces.size == 0:
+        faces = faces.reshape(0, 3)
+
+    declared_v, declared_f = _declared_counts(path)
+    dropped = (declared_v - len(vertices)) if declared_v is not None else 0
+    if dropped > 0:
+        raise MeshIOError(f"{name}: {_nonfinite(dropped, declared_v)}")
+    if not np.isfinite(vertices).all():
+        bad = int((~np.isfinite(vertices)).any(axis=1).sum())
+        raise MeshIOError(f"{name}: {_nonfinite(bad, len(vertices))}")
+    if len(vertices) == 0:
+        raise MeshIOError(f"{name}: the file holds no vertices; it is not a mesh")
+    if len(faces) == 0:
+        if declared_f:
+            raise MeshIOError(
+                f"{name}: none of its {declared_f} faces could be read (do they refer to vertices "
+                "that do not exist?)"
+            )
+        raise MeshIOError(
+            f"{name}: has {len(vertices)} vertices but no faces; it is a point cloud, not a "
+            "surface mesh, so it cannot be segmented"
+        )
+    if faces.min() < 0 or faces.max() >= len(vertices):
+        raise MeshIOError(f"{name}: faces refer to vertices that do not exist")
+    if warnings is not None:
+        if declared_f is not None and len(faces) < declared_f:
+            warnings.append(f"{declared_f - len(faces)} faces of {name} could not be read and were skipped")
+        used = np.zeros(len(vertices), bool)
+        used[faces.ravel()] = True
+        n_unused = int((~used).sum())
+        if n_unused:
+            warnings.append(f"{n_unused} vertices of {name} belong to no face")
+    return vertices, faces
+
+
+def read_face_colors(path) -> np.ndarray | None:
+    """Per-face RGB colours (F, 3) uint8 of a mesh file, or None if it has none."""
+    import pymeshlab
+
+    ms = pymeshlab.MeshSet()
+    try:
+        ms.load_new_mesh(str(path))
+    except Exception as exc:
+        raise MeshIOError(f"{path}: {_pymeshlab_reason(exc)}") from None
+    m = ms.current_mesh()
+    if not m.has_face_color():
+        return None
+    c = m.face_color_matrix()  # float RGBA in 0..1
+    return np.clip(np.rint(c[:, :3] * 255), 0, 255).astype(np.uint8)
+
+
+# ----------------------------------------------------------------------------- validation
+def _check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
+    v = np.asarray(vertices)
+    f = np.asarray(faces)
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise MeshIOError(f"vertices must have shape (V, 3), not {v.shape}")
+    if f.ndim != 2 or f.shape[1] != 3:
+        raise MeshIOError(f"faces must have shape (F, 3), not {f.shape}")
+    if not np.issubdtype(f.dtype, np.integer):
+        raise MeshIOError(f"faces must be integers, not {f.dtype}")
+    if len(f) == 0:
+        raise MeshIOError("the mesh has no faces")
+    if f.min() < 0 or f.max() >= len(v):
+        raise MeshIOError("faces refer to vertices that do not exist")
+    v = np.asarray(v, dtype=np.float64)
+    if not np.isfinite(v).all():
+        raise MeshIOError("vertex coordinates contain NaN or infinity")
+    return v, f.astype(np.int64, copy=False)
+
+
+def _check_colors(colors, n: int, what: str = "face colours") -> np.ndarray:
+    c = np.asarray(colors)
+    if c.ndim != 2 or c.shape[0] != n or c.shape[1] not in (3, 4):
+        raise MeshIOError(f"{what} must have shape ({n}, 3), not {c.shape}")
+    if c.dtype != np.uint8:
+        if np.issubdtype(c.dtype, np.floating) and c.size and float(np.nanmax(c)) <= 1.0:
+            c = np.rint(c * 255)
+        c = np.clip(c, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(c[:, :3])
+
+
+def _check_labels(labels, n_faces: int | None = None) -> np.ndarray:
+    lab = np.asarray(labels)
+    if lab.ndim != 1:
+        raise MeshIOError(f"labels must be one integer per face, not an array of shape {lab.shape}")
+    if lab.size and not np.issubdtype(lab.dtype, np.integer):
+        if not np.all(np.isfinite(lab)) or not np.all(lab == np.round(lab)):
+            raise MeshIOError("labels must be integers")
+    lab = lab.astype(np.int64)
+    if n_faces is not None and len(lab) != n_faces:
+        raise MeshIOError(f"there are {len(lab)} labels for {n_faces} faces")
+    if lab.size and lab.min() < 0:
+        raise MeshIOError("labels must be 0 or more")
+    return lab
+
+
+def _check_target(path: pathlib.Path) -> pathlib.Path:
+    path = pathlib.Path(path)
+    if path.is_dir():
+        raise MeshIOError(f"{path}: is a folder; give a file name")
+    parent = path.parent if str(path.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise MeshIOError(f"{path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise MeshIOError(f"{path}: the folder {parent} is not writable")
+    return path
+
+
+# ----------------------------------------------------------------------------- writers
+def _ply_bytes(v: np.ndarray, f: np.ndarray, face_colors: np.ndarray | None) -> bytes:
+    """Binary little-endian PLY: double x,y,z; uchar-count int vertex_indices; uchar rgb."""
+    header = [
+        "ply",
+        "format binary_little_endian 1.0",
+        "comment written by gpulab",
+        f"element vertex {len(v)}",
+        "property double x",
+        "property double y",
+        "property double z",
+        f"element face {len(f)}",
+        "property list uchar int vertex_indices",
+    ]
+    fields = [("n", "u1"), ("idx", "<i4", (3,))]
+    if face_colors is not None:
+        header += ["property uchar red", "property uchar green", "property uchar blue"]
+        fields += [("rgb", "u1", (3,))]
+    header.append("end_header")
+    vrec = np.ascontiguousarray(v, dtype="<f8")
+    frec = np.empty(len(f), dtype=np.dtype(fields))
+    frec["n"] = 3
+    frec["idx"] = f
+    if face_colors is not None:
+        frec["rgb"] = face_colors
+    return ("\n".join(header) + "\n").encode("ascii") + vrec.tobytes() + frec.tobytes()
+
+
+def _obj_bytes(v: np.ndarray, f: np.ndarray) -> bytes:
+    lines = ["# written by gpulab"]
+    lines += [f"v {x:.17g} {y:.17g} {z:.17g}" for x, y, z in v]
+    lines += [f"f {a} {b} {c}" for a, b, c in (f + 1)]
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def _off_bytes(v: np.ndarray, f: np.ndarray) -> bytes:
+    lines = ["OFF", f"{len(v)} {len(f)} 0"]
+    lines += [f"{x:.17g} {y:.17g} {z:.17g}" for x, y, z in v]
+    lines += [f"3 {a} {b} {c}" for a, b, c in f]
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def _stl_bytes(v: np.ndarray, f: np.ndarray) -> bytes:
+    tri = v[f]
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    ln = np.linalg.norm(n, axis=1, keepdims=True)
+    n = np.divide(n, ln, out=np.zeros_like(n), where=ln > 0)
+    rec = np.zeros(len(f), dtype=np.dtype([("n", "<f4", (3,)), ("v", "<f4", (3, 3)), ("attr", "<u2")]))
+    rec["n"] = n
+    rec["v"] = tri
+    head = b"binary STL written by gpulab".ljust(80, b" ")
+    return head + np.uint32(len(f)).tobytes() + rec.tobytes()
+
+
+def _mesh_bytes(fmt: str, v, f, face_colors=None) -> bytes:
+    if fmt == "ply":
+        return _ply_bytes(v, f, face_colors)
+    if fmt == "obj":
+        return _obj_bytes(v, f)
+    if fmt == "off":
+        return _off_bytes(v, f)
+    if fmt == "stl":
+        return _stl_bytes(v, f)
+    raise MeshIOError(f"cannot write {fmt!r} meshes (use one of {', '.join(SEGMENT_FORMATS)})")
+
+
+def write_colored_ply(path, vertices, faces, face_colors) -> pathlib.Path:
+    """Write a binary PLY with per-face ``red``/``green``/``blue`` uchar properties.
+
+    MeshLab, pymeshlab and pyvista (VTK) read the colours back. The file appears
+    atomically: either the whole file is written or none at all.
+    """
+    v, f = _check_mesh(vertices, faces)
+    c = _check_colors(face_colors, len(f))
+    path = _check_target(path)
+    data = _ply_bytes(v, f, c)
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def write_mesh(path, vertices, faces, face_colors=None) -> pathlib.Path:
+    """Write a triangle mesh as PLY (with optional face colours), OBJ, OFF or STL."""
+    path = pathlib.Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in SEGMENT_FORMATS:
+        raise MeshIOError(f"{path}: cannot write {fmt or 'extension-less'} files "
+                          f"(use .{', .'.join(SEGMENT_FORMATS)})")
+    v, f = _check_mesh(vertices, faces)
+    c = _check_colors(face_colors, len(f)) if face_colors is not None else None
+    path = _check_target(path)
+    data = _mesh_bytes(fmt, v, f, c)
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def write_seg(path, labels, n_faces: int | None = None) -> pathlib.Path:
+    """Write labels in the Princeton Segmentation Benchmark format.
+
+    One integer per line; line ``i`` holds the segment id of face ``i``; ids start at 0.
+    """
+    lab = _check_labels(labels, n_faces)
+    if lab.size == 0:
+        raise MeshIOError("there are no labels to write")
+    path = _check_target(path)
+    text = "\n".join(map(str, lab.tolist())) + "\n"
+    with atomic_write(path, "wb") as fh:
+        fh.write(text.encode("ascii"))
+    return path
+
+
+def read_seg(path, n_faces: int | None = None) -> np.ndarray:
+    """Read a PSB ``.seg`` file: (F,) int64 labels, one per line."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise MeshIOError(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MeshIOError(f"{path}: not a .seg label file ({type(exc).__name__})") from None
+    tokens = text.split()
+    if not tokens:
+        raise MeshIOError(f"{path}: the file is empty")
+    try:
+        lab = np.array([int(t) for t in tokens], dtype=np.int64)
+    except ValueError:
+        raise MeshIOError(f"{path}: not a .seg label file (expected one integer per line)") from None
+    if lab.min() < 0:
+        raise MeshIOError(f"{path}: labels must be 0 or more")
+    if n_faces is not None and len(lab) != n_faces:
+        raise MeshIOError(f"{path}: {len(lab)} labels for a mesh of {n_faces} faces")
+    return lab
+
+
+def submesh(vertices, faces, mask) -> tuple[np.ndarray, np.ndarray]:
+    """The faces where ``mask`` is true, with unused vertices removed and reindexed."""
+    f = np.asarray(faces)[np.asarray(mask, bool)]
+    used, inverse = np.unique(f.ravel(), return_inverse=True)
+    return np.asarray(vertices)[used], inverse.reshape(-1, 3).astype(np.int64)
+
+
+_SEGMENT_FILE = re.compile(r"segment_\d+\.(ply|obj|off|stl)")
+
+
+def write_segments(
+    directory,
+    vertices,
+    faces,
+    labels,
+    fmt: str = "ply",
+    *,
+    colors: Sequence | np.ndarray | None = None,
+    prefix: str = "segment_",
+) -> list[pathlib.Path]:
+    """Write each segment as its own mesh, ``segment_000.ply`` and so on.
+
+    Unused vertices are removed from each piece. ``colors`` (K, 3) uint8, one per label,
+    paints each PLY piece in its cluster colour. The folder is filled atomically: it is
+    built under a temporary name and renamed into place, so a failure leaves nothing.
+    Labels with no faces get no file; the file number is the label id.
+    """
+    fmt = fmt.lower().lstrip(".")
+    if fmt not in SEGMENT_FORMATS:
+        raise MeshIOError(f"cannot write {fmt!r} segments (use one of {', '.join(SEGMENT_FORMATS)})")
+    v, f = _check_mesh(vertices, faces)
+    lab = _check_labels(labels, len(f))
+    directory = pathlib.Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise MeshIOError(f"{directory}: exists and is not a folder")
+    if directory.is_dir():
+        foreign = [p.name for p in directory.iterdir() if not _SEGMENT_FILE.fullmatch(p.name)]
+        if foreign:
+            raise MeshIOError(
+                f"{directory}: the folder holds other files ({foreign[0]}, ...); choose a new or "
+                "empty folder (a folder of earlier segment files is replaced)"
+            )
+    parent = directory.parent if str(directory.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise MeshIOError(f"{directory}: the folder {parent} does not exist")
+    ids = np.unique(lab)
+    col = None
+    if colors is not None:
+        col = np.asarray(colors)
+        if col.ndim != 2 or col.shape[0] <= int(ids.max()):
+            raise MeshIOError(f"colors must have one row per label (at least {int(ids.max()) + 1})")
+        col = _check_colors(col, col.shape[0], "segment colours")
+    width = max(3, len(str(int(ids.max()))))
+    written: list[pathlib.Path] = []
+    # A folder of earlier segment files is replaced only once the new one is complete:
+    # build the new set under a staging name, then swap.
+    replace = directory.is_dir()
+    target = directory.with_name(f".{directory.name}.{os.getpid()}.new") if replace else directory
+    with atomic_output_dir(target) as tmp:
+        tmp = pathlib.Path(tmp)
+        for k in ids:
+            sv, sf = submesh(v, f, lab == k)
+            fc = None
+            if col is not None and fmt == "ply":
+                fc = np.repeat(col[k][None, :], len(sf), axis=0)
+            name = f"{prefix}{int(k):0{width}d}.{fmt}"
+            (tmp / name).write_bytes(_mesh_bytes(fmt, sv, sf, fc))
+            written.append(directory / name)
+    if replace:
+        old = directory.with_name(f".{directory.name}.{os.getpid()}.old")
+        os.replace(directory, old)
+        try:
+            os.replace(target, directory)
+        except BaseException:
+            os.replace(old, directory)
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    return written
+
+
+def face_areas(vertices, faces) -> np.ndarray:
+    """Area of each triangle, (F,) float64."""
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces)
+    tri = v[f]
+    return 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
