@@ -43,13 +43,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _check_parent(path: Path) -> Path:
+def _check_parent(path: Path, *, for_file: bool = True) -> Path:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
         raise FileNotFoundError(2, "the folder to write into does not exist", str(parent))
     if not parent.is_dir():
         raise NotADirectoryError(20, "not a folder", str(parent))
-    if path.is_dir():
+    if for_file and path.is_dir():
         raise IsADirectoryError(21, "a folder has that name", str(path))
     return parent
 
@@ -121,7 +121,7 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
     complete (the old one is moved aside, then deleted).
     """
     path = Path(path)
-    parent = _check_parent(path)
+    parent = _check_parent(path, for_file=False)
     if path.exists() and not overwrite:
         raise FileExistsError(17, "folder exists", str(path))
     if path.exists() and not path.is_dir():

@@ -1,0 +1,67 @@
+"""Shared test set-up.
+
+Imports neither Qt nor CuPy: on the GPU host (no Qt) ``pytest -m gpu`` needs only
+numpy, scipy, cupy and pytest. GUI test modules do ``pytest.importorskip("PySide6")``.
+
+- ``gpu``-marked tests are skipped, with the reason, unless CuPy finds a CUDA device.
+- Every test gets its own QSettings file (``GPULAB_SETTINGS_DIR``) and starts with the
+  compute device chosen automatically, so no test sees another's state.
+- Without a display (no Xvfb for pytest-xvfb to start), Qt runs offscreen.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+
+def pytest_configure(config):
+    # pytest-xvfb has set DISPLAY by now if it could start Xvfb
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("PYVISTA_OFF_SCREEN", "false")
+
+
+def pytest_report_header(config):
+    from gpu_kernels import backend
+
+    plat = os.environ.get("QT_QPA_PLATFORM", "default")
+    reason = backend._no_cuda_reason()
+    gpu = "CUDA device found" if not reason else f"no GPU tests ({reason})"
+    return [f"gpulab: Qt platform {plat}, DISPLAY={os.environ.get('DISPLAY', '')}; {gpu}",
+            f"gpulab: nvcc {'at ' + shutil.which('nvcc') if shutil.which('nvcc') else 'not found'}"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if not any("gpu" in item.keywords for item in items):
+        return
+    from gpu_kernels import backend
+
+    reason = backend._no_cuda_reason()
+    if not reason:
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA device: {reason}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_gpulab_state(tmp_path_factory, monkeypatch):
+    """A private settings folder per test, and the device back on auto afterwards."""
+    d = tmp_path_factory.mktemp("settings")
+    monkeypatch.setenv("GPULAB_SETTINGS_DIR", str(d))
+    monkeypatch.delenv("GPULAB_DEVICE", raising=False)
+    from gpu_kernels import backend
+
+    saved = backend._default_spec
+    yield
+    backend._default_spec = saved
+
+
+@pytest.fixture
+def settings_dir():
+    """The folder of this test's QSettings file."""
+    return os.environ["GPULAB_SETTINGS_DIR"]
