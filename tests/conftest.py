@@ -17,8 +17,9 @@ import shutil
 import pytest
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    # pytest-xvfb has set DISPLAY by now if it could start Xvfb
+    # runs after pytest-xvfb's hook: DISPLAY is set by now if it could start Xvfb
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("PYVISTA_OFF_SCREEN", "false")

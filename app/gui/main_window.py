@@ -84,7 +84,7 @@ class MainWindow(QMainWindow):
 
         self._build_status_bar()
         self._build_menus()
-        self.resize(1280, 820)
+        self._default_size()
         self._restore_settings()
         self._update_actions()
         self.refresh_device()
@@ -182,6 +182,14 @@ class MainWindow(QMainWindow):
         self.act_about = QAction("&About gpulab", self, triggered=self.show_about)
         self.act_about.setMenuRole(QAction.MenuRole.AboutRole)
         m.addAction(self.act_about)
+
+    def _default_size(self) -> None:
+        screen = self.screen() or QApplication.primaryScreen()
+        w, h = 1280, 820
+        if screen is not None:
+            avail = screen.availableGeometry()
+            w, h = min(w, int(avail.width() * 0.92)), min(h, int(avail.height() * 0.92))
+        self.resize(w, h)
 
     # ------------------------------------------------------------------ tabs & files
     def current_tab(self) -> ToolTab:

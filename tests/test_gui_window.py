@@ -1,0 +1,238 @@
+"""The main window: tabs, menus, About box, file routing, drag and drop, log panel."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from gui_helpers import OtherTab, SlowTab  # noqa: E402
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
+from PySide6.QtGui import QDropEvent, QImage  # noqa: E402
+
+from app.gui.main_window import MainWindow  # noqa: E402
+from app.tabs import TAB_CLASSES, load_tab_classes  # noqa: E402
+from app.tabs.placeholder import PlaceholderTab  # noqa: E402
+from gpu_kernels import backend  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+EXPECTED_TABS = ["Mesh segmentation", "Optical flow", "Echo motion", "Multi-view stereo", "Image segmentation"]
+
+
+@pytest.fixture
+def errors(monkeypatch):
+    calls = []
+    monkeypatch.setattr(MainWindow, "show_error",
+                        lambda self, title, summary, details="": calls.append((title, summary, details)))
+    return calls
+
+
+@pytest.fixture
+def fake_window(qtbot, errors):
+    win = MainWindow(tab_classes=[SlowTab, OtherTab])
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.close()
+
+
+def test_window_has_the_five_tools_in_order(qtbot):
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    titles = [win.tab_widget.tabText(i) for i in range(win.tab_widget.count())]
+    assert titles == EXPECTED_TABS
+    assert [t.title for t in win.tabs] == EXPECTED_TABS
+    assert len({t.settings_key for t in win.tabs}) == 5
+    # the real mesh tab is used as soon as its module exists
+    if importlib.util.find_spec("app.tabs.mesh_tab") is not None:
+        assert not isinstance(win.tabs[0], PlaceholderTab), "app.tabs.mesh_tab exists but failed to load"
+    # the placeholders say what they will hold
+    for tab in win.tabs[1:]:
+        if isinstance(tab, PlaceholderTab):
+            assert tab.title in tab.findChild(type(win.stage_label), "placeholder-title").text()
+            assert "Coming in this tab" in tab.description_label.text()
+    assert not win.windowIcon().isNull()
+    win.close()
+
+
+def test_registry_falls_back_to_a_placeholder_for_missing_modules():
+    classes = load_tab_classes(TAB_CLASSES)
+    assert [c.title for c in classes] == EXPECTED_TABS
+    with pytest.raises(ModuleNotFoundError):
+        load_tab_classes(["app.tabs.no_such_tab:Nope"])
+
+
+def test_file_menu_has_the_required_actions(fake_window):
+    file_menu = fake_window.menuBar().actions()[0].menu()
+    texts = [a.text().replace("&", "") for a in file_menu.actions() if not a.isSeparator()]
+    for wanted in ["Open…", "Open recent", "Save result as…", "Export screenshot…", "Quit"]:
+        assert wanted in texts, texts
+    menus = [a.text().replace("&", "") for a in fake_window.menuBar().actions()]
+    assert menus == ["File", "Compute", "View", "Help"]
+
+
+def test_about_box_names_the_device_and_versions(qtbot):
+    win = MainWindow(tab_classes=[SlowTab])
+    qtbot.addWidget(win)
+    dlg = win.show_about()
+    text = dlg.text()
+    info = backend.device_info()
+    if info["backend"] == "cuda":
+        assert info["name"] in text and f"compute capability {info['compute_capability']}" in text
+        assert "GiB free" in text
+    else:
+        assert "Compute device: CPU (NumPy)" in text
+    import numpy
+    import PySide6.QtCore
+
+    for needle in ("gpulab 0.", f"NumPy {numpy.__version__}", f"Qt {PySide6.QtCore.qVersion()}",
+                   "CuPy ", "VTK "):
+        assert needle in text, needle
+    assert dlg.findChild(type(win.stage_label), "about-text").text().count("<br>") >= 5
+    dlg.close()
+    win.close()
+
+
+def test_status_bar_names_the_device(fake_window):
+    label = fake_window.device_label.text()
+    assert label == backend.device_info()["label"]
+    assert fake_window.stage_label.text() == "Ready"
+    assert not fake_window.cancel_button.isEnabled()
+
+
+def test_open_routes_by_extension_and_remembers_recent(fake_window, tmp_path, errors):
+    a = tmp_path / "one.SLOW"
+    a.write_text("x")
+    b = tmp_path / "two.oth"
+    b.write_text("x")
+    c = tmp_path / "three.slw.gz"
+    c.write_text("x")
+    slow, other = fake_window.tabs
+    assert fake_window.open_path(a)
+    assert slow.opened == [a]
+    assert fake_window.tab_for_path(b) is other
+    assert fake_window.tab_for_path(c) is slow
+    assert fake_window.open_path(c)
+    assert fake_window.current_tab() is slow
+    assert fake_window.recent_files()[:2] == [str(c.resolve()), str(a.resolve())]
+    assert errors == []
+
+
+def test_open_errors_are_dialogs_not_crashes(fake_window, tmp_path, errors):
+    bad = tmp_path / "bad.slow"
+    bad.write_text("bad")
+    assert not fake_window.open_path(bad)
+    assert errors[-1][1] == "bad.slow: not a slow file"
+    assert not fake_window.open_path(tmp_path / "image.xyz")
+    assert "No tab opens .xyz files" in errors[-1][1] and ".slow" in errors[-1][1]
+    assert not fake_window.open_path(tmp_path / "missing.slow")
+    assert "No such file" in errors[-1][1]
+    assert str(bad.resolve()) not in fake_window.recent_files()
+
+
+def test_open_recent_menu_reopens(fake_window, tmp_path):
+    a = tmp_path / "a.slow"
+    a.write_text("x")
+    fake_window.add_recent(a)
+    fake_window._fill_recent_menu()
+    acts = [x for x in fake_window.recent_menu.actions() if x.text().endswith("a.slow")]
+    assert len(acts) == 1
+    acts[0].trigger()
+    assert fake_window.tabs[0].opened == [a]
+
+
+def _drop(win, paths):
+    md = QMimeData()
+    md.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    ev = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, md,
+                    Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    win.dropEvent(ev)
+    return ev
+
+
+def test_drag_and_drop_opens_in_the_right_tab(fake_window, tmp_path, errors):
+    a = tmp_path / "x.oth"
+    a.write_text("x")
+    b = tmp_path / "y.slow"
+    b.write_text("x")
+    other_opened = []
+    fake_window.tabs[1].open_file = other_opened.append
+    _drop(fake_window, [a])
+    assert other_opened == [a] and fake_window.current_tab() is fake_window.tabs[1]
+    _drop(fake_window, [b])
+    assert fake_window.tabs[0].opened == [b] and fake_window.current_tab() is fake_window.tabs[0]
+    assert errors == []
+    assert fake_window.acceptDrops()
+
+
+def test_log_panel_shows_logging_from_any_thread(fake_window, qtbot):
+    import threading
+
+    assert not fake_window.log_panel.isVisible()
+    fake_window.act_log.trigger()
+    assert fake_window.log_panel.isVisible()
+    logging.getLogger("app.test").info("hello from the main thread")
+    t = threading.Thread(target=lambda: logging.getLogger("gpu_kernels.test").warning("hello from a worker"))
+    t.start()
+    t.join()
+    qtbot.waitUntil(lambda: "hello from a worker" in fake_window.log_panel.text(), timeout=2000)
+    assert "hello from the main thread" in fake_window.log_panel.text()
+    fake_window.act_log.trigger()
+    assert not fake_window.log_panel.isVisible()
+
+
+def test_export_screenshot_writes_a_png(fake_window, tmp_path, errors):
+    out = tmp_path / "shot.png"
+    assert fake_window.export_screenshot(out)
+    img = QImage(str(out))
+    assert not img.isNull() and img.width() > 50 and img.height() > 50
+    whole = tmp_path / "window.png"
+    assert fake_window.export_screenshot(whole, whole_window=True)
+    assert QImage(str(whole)).width() >= fake_window.width() - 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shot.png", "window.png"]
+    assert errors == []
+
+
+def test_compute_menu_switches_device(fake_window, errors):
+    fake_window.device_actions["cpu"].trigger()
+    assert backend.get_backend().name == "cpu"
+    assert fake_window.device_label.text() == "CPU (NumPy)"
+    assert fake_window.device_actions["cpu"].isChecked()
+    fake_window.device_actions["auto"].trigger()
+    assert backend.get_backend().is_gpu == backend.cupy_available()
+    assert errors == []
+
+
+def test_samples_menu_lists_each_tabs_samples(qtbot, tmp_path, errors):
+    sample = tmp_path / "demo.slow"
+    sample.write_text("x")
+
+    class SampleTab(SlowTab):
+        def samples(self):
+            return [sample]
+
+    win = MainWindow(tab_classes=[SampleTab, OtherTab])
+    qtbot.addWidget(win)
+    texts = [a.text() for a in win.samples_menu.actions()]
+    assert texts == ["Slow tool: demo.slow"]
+    assert win.open_samples() == 1
+    assert win.tabs[0].opened == [sample]
+    win.close()
+
+
+def test_real_tabs_list_existing_samples(qtbot):
+    win = MainWindow()
+    qtbot.addWidget(win)
+    for tab in win.tabs:
+        for s in tab.samples():
+            assert Path(s).is_file(), s
+            assert tab.handles(s), s
+    win.close()
