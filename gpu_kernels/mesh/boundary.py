@@ -1,0 +1,259 @@
+"""Exact boundaries between fuzzy clusters by minimum cuts (Katz & Tal 2003), and the
+connectivity clean-up of hard labels.
+
+A face is *fuzzy* when its two highest memberships differ by at most ``epsilon`` (after
+renormalising them over the pair, see :func:`fuzzy_faces`). Fuzzy faces are grouped by
+their two best clusters ``{A, B}``; each connected group is split by a minimum s-t cut on
+the dual graph, with capacity ``1 / (1 + Ang / avg(Ang))`` between neighbours (cheap to cut
+along concave, sharp creases) and infinite capacity from the already-assigned faces labelled
+A (source) and B (sink) that border it. Regions where several clusters meet are thus
+resolved pairwise, by the two top memberships of each face.
+
+Capacities are scaled to integers for :func:`scipy.sparse.csgraph.maximum_flow`. This stage
+runs on the CPU (its graphs are small and irregular); the memberships come to the host.
+
+:func:`merge_islands` then makes every label one connected patch per mesh component: each
+smaller patch of a label is merged into the neighbouring label it shares most dual arcs
+with, and the count is reported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_flow
+
+from gpu_kernels.jobs import as_progress
+from gpu_kernels.mesh.dualgraph import DualGraph
+
+__all__ = ["cut_capacity", "fuzzy_faces", "resolve_fuzzy_regions", "merge_islands", "dilate"]
+
+CAP_SCALE = 1000
+INF_CAP = 1 << 29
+
+
+def cut_capacity(graph: DualGraph) -> np.ndarray:
+    """Per-arc cut capacity ``1 / (1 + Ang / avg(Ang))`` (1 on a flat mesh)."""
+    if graph.avg_ang > 0:
+        return 1.0 / (1.0 + graph.ang / graph.avg_ang)
+    return np.ones(graph.n_edges)
+
+
+def fuzzy_faces(P: np.ndarray, epsilon: float, *, pairwise: bool = True) -> np.ndarray:
+    """(F,) bool: the face's two highest memberships differ by at most ``epsilon``.
+
+    With ``pairwise`` (the default) the two memberships are first renormalised over the pair,
+    ``(p1 - p2) / (p1 + p2) <= epsilon``, which is Katz & Tal's binary rule applied to the two
+    nearest clusters (``(d2 - d1) / (d1 + d2)`` with ``P ~ 1/d``). It does not depend on how
+    many other clusters there are; the raw difference ``p1 - p2`` shrinks as K grows, so with
+    many clusters nearly every face would be fuzzy.
+    """
+    P = np.asarray(P)
+    if P.shape[1] < 2:
+        return np.zeros(P.shape[0], dtype=bool)
+    top2 = -np.partition(-P, 1, axis=1)[:, :2]
+    diff = top2[:, 0] - top2[:, 1]
+    if pairwise:
+        ssum = top2[:, 0] + top2[:, 1]
+        diff = diff / np.where(ssum > 0, ssum, 1.0)
+    return diff <= epsilon
+
+
+def dilate(graph: DualGraph, mask: np.ndarray, rings: int) -> np.ndarray:
+    """Grow a face mask by ``rings`` dual-graph neighbourhoods."""
+    m = np.asarray(mask, dtype=bool).copy()
+    if rings <= 0 or graph.n_edges == 0:
+        return m
+    s, d = graph.src, graph.dst
+    for _ in range(int(rings)):
+        grow = m.copy()
+        grow[d[m[s]]] = True
+        grow[s[m[d]]] = True
+        m = grow
+    return m
+
+
+def _two_best(P: np.ndarray) -> np.ndarray:
+    if P.shape[1] == 1:
+        return np.zeros((P.shape[0], 2), dtype=np.int64)
+    return np.argsort(-P, axis=1)[:, :2]
+
+
+def _min_cut_source_side(m: int, ei, ej, cap, src_cap, snk_cap) -> np.ndarray:
+    """Min s-t cut on m nodes. ``ei, ej, cap``: undirected interior arcs (integer caps);
+    ``src_cap``/``snk_cap``: (m,) terminal capacities. Returns the (m,) source-side mask."""
+    s, t = m, m + 1
+    rows = [ei, ej]
+    cols = [ej, ei]
+    vals = [cap, cap]
+    ns = np.flatnonzero(src_cap > 0)
+    nt = np.flatnonzero(snk_cap > 0)
+    rows += [np.full(ns.size, s), nt]
+    cols += [ns, np.full(nt.size, t)]
+    vals += [src_cap[ns], snk_cap[nt]]
+    r = np.concatenate(rows).astype(np.int64)
+    c = np.concatenate(cols).astype(np.int64)
+    v = np.minimum(np.concatenate(vals), INF_CAP).astype(np.int64)
+    C = sp.csr_matrix((v, (r, c)), shape=(m + 2, m + 2))
+    C.sum_duplicates()
+    C.data = np.minimum(C.data, INF_CAP).astype(np.int32)
+    res = maximum_flow(C, s, t)
+    flow = res.flow.tocsr()
+    # residual capacity: C - flow, plus reverse arcs (flow is skew-symmetric)
+    R = (C.astype(np.int64) - flow.astype(np.int64)).tocsr()
+    R.data = np.where(R.data > 0, 1, 0).astype(np.int8)
+    R.eliminate_zeros()
+    reach = breadth_first_order(R, s, directed=True, return_predecessors=False)
+    side = np.zeros(m + 2, dtype=bool)
+    side[reach] = True
+    return side[:m]
+
+
+def resolve_fuzzy_regions(graph: DualGraph, P: np.ndarray, fuzzy: np.ndarray,
+                          labels: np.ndarray | None = None, *, progress=None) -> tuple[np.ndarray, dict]:
+    """Hard labels with every fuzzy region split by minimum cuts.
+
+    The fuzzy faces are grouped by their two best clusters ``{A, B}``; each connected group
+    is one region, cut between its neighbours labelled A (source) and B (sink). Regions
+    are processed largest first and later regions see the earlier regions' new labels.
+    A region that borders only A (or only B) joins it; one with neither keeps its labels.
+
+    Parameters
+    ----------
+    graph : DualGraph
+    P : (F, K) memberships (host array)
+    fuzzy : (F,) bool faces to re-decide
+    labels : (F,) initial hard labels (default: argmax of P); non-fuzzy faces keep theirs.
+
+    Returns
+    -------
+    labels : (F,) int32
+    stats : dict with ``n_regions``, ``n_cuts``, ``n_fuzzy``
+    """
+    prog = as_progress(progress)
+    P = np.asarray(P, dtype=np.float32)
+    F, K = P.shape
+    lab = (np.argmax(P, axis=1) if labels is None else np.asarray(labels)).astype(np.int64).copy()
+    fuzzy = np.asarray(fuzzy, dtype=bool)
+    stats = {"n_fuzzy": int(fuzzy.sum()), "n_regions": 0, "n_cuts": 0}
+    if not fuzzy.any() or K < 2 or graph.n_edges == 0:
+        return lab.astype(np.int32), stats
+    capf = cut_capacity(graph)
+    capi = np.maximum(np.rint(capf * CAP_SCALE), 1).astype(np.int64)
+    s, d = graph.src, graph.dst
+    best2 = np.sort(_two_best(P), axis=1)
+    pair = np.where(fuzzy, best2[:, 0] * K + best2[:, 1], -1)
+    # regions: connected faces with the same (fuzzy) pair
+    inner = (pair[s] >= 0) & (pair[s] == pair[d])
+    fidx = np.flatnonzero(fuzzy)
+    loc = np.full(F, -1, dtype=np.int64)
+    loc[fidx] = np.arange(fidx.size)
+    A = sp.coo_matrix((np.ones(int(inner.sum())), (loc[s[inner]], loc[d[inner]])),
+                      shape=(fidx.size, fidx.size))
+    nreg, reg = connected_components(A, directed=False)
+    stats["n_regions"] = int(nreg)
+    region_of = np.full(F, -1, dtype=np.int64)
+    region_of[fidx] = reg
+    face_order = np.argsort(reg, kind="stable")
+    face_starts = np.searchsorted(reg[face_order], np.arange(nreg + 1))
+    ia = np.flatnonzero(inner)
+    ia_reg = region_of[s[ia]]
+    o = np.argsort(ia_reg, kind="stable")
+    ia = ia[o]
+    ia_starts = np.searchsorted(ia_reg[o], np.arange(nreg + 1))
+    # border arcs of each region: (face in region, face outside it, capacity)
+    rs, rd = region_of[s], region_of[d]
+    cross = rs != rd
+    b1 = np.flatnonzero(cross & (rs >= 0))
+    b2 = np.flatnonzero(cross & (rd >= 0))
+    bf = np.concatenate([s[b1], d[b2]])
+    bx = np.concatenate([d[b1], s[b2]])
+    bc = np.concatenate([capi[b1], capi[b2]])
+    b_reg = region_of[bf]
+    o = np.argsort(b_reg, kind="stable")
+    bf, bx, bc, b_reg = bf[o], bx[o], bc[o], b_reg[o]
+    b_starts = np.searchsorted(b_reg, np.arange(nreg + 1))
+    sizes = np.diff(face_starts)
+    for it, r in enumerate(np.argsort(-sizes, kind="stable")):
+        if it % 64 == 0:
+            prog.update(it / nreg, "boundary cut")
+        faces_r = fidx[face_order[face_starts[r]:face_starts[r + 1]]]
+        a_lab, b_lab = best2[faces_r[0]]
+        bsl = slice(b_starts[r], b_starts[r + 1])
+        bfr, bxr, bcr = bf[bsl], bx[bsl], bc[bsl]
+        other = lab[bxr]
+        to_a = other == a_lab
+        to_b = other == b_lab
+        if not to_a.any() and not to_b.any():
+            continue
+        if not to_b.any():
+            lab[faces_r] = a_lab
+            continue
+        if not to_a.any():
+            lab[faces_r] = b_lab
+            continue
+        m = faces_r.size
+        lid = np.full(F, -1, dtype=np.int64)
+        lid[faces_r] = np.arange(m)
+        arcs = ia[ia_starts[r]:ia_starts[r + 1]]
+        src_cap = np.zeros(m, dtype=np.int64)
+        snk_cap = np.zeros(m, dtype=np.int64)
+        np.add.at(src_cap, lid[bfr[to_a]], bcr[to_a])
+        np.add.at(snk_cap, lid[bfr[to_b]], bcr[to_b])
+        side = _min_cut_source_side(m, lid[s[arcs]], lid[d[arcs]], capi[arcs], src_cap, snk_cap)
+        stats["n_cuts"] += 1
+        lab[faces_r] = np.where(side, a_lab, b_lab)
+    prog.update(1.0, "boundary cut")
+    return lab.astype(np.int32), stats
+
+
+def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10) -> tuple[np.ndarray, dict]:
+    """Make each label one connected patch (per mesh component).
+
+    Every patch of a label other than its largest (by area) is merged into the neighbouring
+    label with which it shares the most dual arcs. Returns ``(labels, stats)`` with
+    ``n_islands_merged`` and ``area_merged`` (fraction of the total area).
+    """
+    lab = np.asarray(labels).astype(np.int64).copy()
+    F = lab.size
+    s, d = graph.src, graph.dst
+    areas = graph.areas
+    total_area = float(areas.sum()) or 1.0
+    n_merged = 0
+    area_merged = 0.0
+    for _ in range(max_rounds):
+        same = lab[s] == lab[d]
+        A = sp.coo_matrix((np.ones(int(same.sum())), (s[same], d[same])), shape=(F, F))
+        npatch, patch = connected_components(A, directed=False)
+        # largest patch (by area) per label
+        parea = np.bincount(patch, weights=areas, minlength=npatch)
+        plabel = np.zeros(npatch, dtype=np.int64)
+        plabel[patch] = lab
+        # components of the mesh: a label lives in one mesh component (labels are per component)
+        order = np.lexsort((-parea, plabel))
+        first = np.r_[True, plabel[order][1:] != plabel[order][:-1]]
+        main = np.zeros(npatch, dtype=bool)
+        main[order[first]] = True
+        if main.all():
+            break
+        # neighbouring labels of stray patches, weighted by shared arc count
+        diff = ~same
+        ps = np.concatenate([patch[s[diff]], patch[d[diff]]])
+        nl = np.concatenate([lab[d[diff]], lab[s[diff]]])
+        stray = ~main[ps]
+        ps, nl = ps[stray], nl[stray]
+        if ps.size == 0:
+            break  # stray patches with no other-label neighbour (isolated): leave them
+        key = ps * (lab.max() + 1) + nl
+        uk, cnt = np.unique(key, return_counts=True)
+        kp, kl = uk // (lab.max() + 1), uk % (lab.max() + 1)
+        o = np.lexsort((-cnt, kp))
+        firstp = np.r_[True, kp[o][1:] != kp[o][:-1]]
+        target = np.full(npatch, -1, dtype=np.int64)
+        target[kp[o][firstp]] = kl[o][firstp]
+        move = target[patch] >= 0
+        n_merged += int(np.count_nonzero((target >= 0) & ~main))
+        area_merged += float(areas[move].sum())
+        lab[move] = target[patch][move]
+    return lab.astype(np.int32), {"n_islands_merged": n_merged,
+                                  "area_merged": area_merged / total_area}

@@ -1,0 +1,170 @@
+"""Fuzzy clustering of faces from their all-pairs distance matrix (Katz & Tal 2003).
+
+Given the dense (N, N) matrix ``D`` of dual-graph shortest-path distances of one connected
+component:
+
+1. the first representative minimises the sum of distances to all faces; each next one
+   maximises its minimum distance to those already chosen (farthest-point order); ``G(k)``
+   is that minimum distance for the k-th representative;
+2. ``k = "auto"`` picks the k (2 <= k <= 20) that maximises ``G(k) - G(k+1)``;
+3. memberships ``P_j(f) = (1/d(f, rep_j)) / sum_l 1/d(f, rep_l)`` (a face at distance 0
+   from a representative belongs to it with membership 1);
+4. representatives are recomputed as ``argmin_f sum_i P_j(f_i) d(f, f_i)``, i.e. the column
+   argmins of ``D @ P`` (one dense product: ``xp.matmul``, cuBLAS SGEMM on the GPU);
+5. 3-4 repeat until no representative changes, or ``max_iter``.
+
+Every function takes arrays of one module (NumPy or CuPy) and works with ``xp`` ops only,
+so the same code runs on either backend. Only small (K,) vectors come back to the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_kernels.backend import array_module, asnumpy
+from gpu_kernels.jobs import as_progress
+
+__all__ = [
+    "KMAX_AUTO",
+    "FuzzyClustering",
+    "farthest_representatives",
+    "choose_k",
+    "memberships",
+    "update_representatives",
+    "fuzzy_cluster",
+]
+
+KMAX_AUTO = 20
+
+
+def farthest_representatives(D, count: int):
+    """Farthest-point order of up to ``count`` representatives.
+
+    Returns ``(reps, G)`` as NumPy arrays: ``reps[0]`` minimises the row sum of ``D``;
+    ``G[i]`` (i >= 1) is the minimum distance of ``reps[i]`` to ``reps[:i]`` (``G[0] = inf``).
+    Stops early when every face is already at distance 0 from a representative.
+    """
+    xp = array_module(D)
+    n = D.shape[0]
+    count = max(1, min(int(count), n))
+    r0 = int(xp.argmin(D.sum(axis=1, dtype=xp.float64)))
+    reps = [r0]
+    G = [np.inf]
+    mind = D[r0].astype(xp.float32, copy=True)
+    for _ in range(1, count):
+        r = int(xp.argmax(mind))
+        g = float(mind[r])
+        if not g > 0:
+            break
+        reps.append(r)
+        G.append(g)
+        mind = xp.minimum(mind, D[r])
+    return np.asarray(reps, dtype=np.int64), np.asarray(G, dtype=np.float64)
+
+
+def choose_k(G: np.ndarray, kmax: int = KMAX_AUTO) -> int:
+    """k in ``2..kmax`` maximising ``G(k) - G(k+1)`` (1-based k; ``G`` from
+    :func:`farthest_representatives`). Returns 1 when fewer than 2 representatives exist."""
+    G = np.asarray(G, dtype=np.float64)
+    m = G.size  # G[k-1] is G(k)
+    if m < 2:
+        return 1
+    if m == 2:
+        return 2
+    best_k, best = 2, -np.inf
+    for k in range(2, min(kmax, m - 1) + 1):
+        gap = G[k - 1] - G[k]
+        if gap > best:
+            best, best_k = gap, k
+    return best_k
+
+
+def memberships(D, reps):
+    """(N, K) float32 fuzzy memberships ``P_j(f)`` (rows sum to 1)."""
+    xp = array_module(D)
+    idx = xp.asarray(np.asarray(reps, dtype=np.int64))
+    Dr = D[:, idx].astype(xp.float32)
+    zero = Dr <= 0
+    inv = 1.0 / xp.where(zero, xp.float32(1.0), Dr)
+    any_zero = zero.any(axis=1, keepdims=True)
+    inv = xp.where(any_zero, zero.astype(xp.float32), inv)
+    P = inv / inv.sum(axis=1, keepdims=True)
+    return P.astype(xp.float32, copy=False)
+
+
+def update_representatives(D, P, old_reps=None) -> np.ndarray:
+    """New representatives: column argmins of ``D @ P`` (one dense matmul).
+
+    A representative that would coincide with an earlier cluster's keeps its old face.
+    """
+    xp = array_module(D)
+    C = xp.matmul(D, P)  # (N, K): C[f, j] = sum_i d(f, f_i) P_j(f_i)
+    new = asnumpy(xp.argmin(C, axis=0)).astype(np.int64)
+    if old_reps is not None:
+        seen = set()
+        for j in range(new.size):
+            if int(new[j]) in seen:
+                new[j] = old_reps[j]
+            seen.add(int(new[j]))
+    return new
+
+
+@dataclass
+class FuzzyClustering:
+    reps: np.ndarray          # (K,) int64 face ids (component-local)
+    P: object                 # (N, K) float32, xp array
+    k: int
+    n_iter: int
+    converged: bool
+    G: np.ndarray             # farthest-point gaps used for k
+    k_auto: bool
+    history: list = field(default_factory=list)
+
+
+def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
+                  progress=None) -> FuzzyClustering:
+    """Run Katz-Tal fuzzy clustering on one component's distance matrix ``D``.
+
+    Parameters
+    ----------
+    D : (N, N) float32 NumPy or CuPy array, finite, zero diagonal
+    k : int or "auto"
+    max_iter : int
+        Cap on the representative-update iterations.
+    progress : optional
+        Receives ``"clustering iteration i/N"`` stages; checked for cancellation.
+    """
+    prog = as_progress(progress)
+    n = D.shape[0]
+    auto = isinstance(k, str)
+    if auto and k != "auto":
+        raise ValueError(f"k must be a positive integer or 'auto', got {k!r}")
+    if not auto:
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+    want = (kmax + 1) if auto else k
+    reps, G = farthest_representatives(D, min(want, n))
+    if auto:
+        k = choose_k(G, kmax)
+    k = int(min(k, reps.size))
+    reps = reps[:k]
+    P = memberships(D, reps)
+    history = [reps.copy()]
+    converged = False
+    it = 0
+    max_iter = max(int(max_iter), 0)
+    for it in range(1, max_iter + 1):
+        prog.update((it - 1) / max(max_iter, 1), f"clustering iteration {it}/{max_iter}")
+        new = update_representatives(D, P, reps)
+        if np.array_equal(new, reps):
+            converged = True
+            break
+        reps = new
+        history.append(reps.copy())
+        P = memberships(D, reps)
+    prog.update(1.0, f"clustering iteration {it}/{max_iter}")
+    return FuzzyClustering(reps=reps, P=P, k=k, n_iter=it, converged=converged, G=G,
+                           k_auto=auto, history=history)

@@ -1,0 +1,318 @@
+"""Mesh cleaning and the weighted dual graph of Katz & Tal (2003).
+
+One node per triangle; two triangles that share a mesh edge are joined by a dual arc of
+weight::
+
+    w = delta * Geod / avg(Geod) + (1 - delta) * Ang / avg(Ang)
+
+* ``Geod`` is the centroid-to-centroid distance after unfolding the two faces about their
+  shared edge into one plane (the shortest path through the edge line);
+* ``Ang = eta * (1 - cos(dihedral))`` with ``eta = 1`` on concave edges and ``eta_convex``
+  on convex ones (the dihedral angle here is the angle between the two face normals, so a
+  flat edge has ``Ang = 0``).
+
+Robustness policies (all reported, never silent):
+
+* duplicate vertices (same coordinates) are merged, so that STL-like soups connect;
+* duplicate faces (same vertex set) and degenerate faces (repeated vertex, or area below
+  ``1e-12`` times the mean) are dropped by :func:`clean_mesh`; the caller gives them the label
+  of a neighbour at the end;
+* a non-manifold edge (more than two faces on it) joins every pair of its faces;
+* inconsistently oriented neighbours (both traverse the shared edge the same way) get the
+  second normal flipped before the dihedral is measured;
+* when every edge is flat (``avg(Ang) == 0``) the angular term is dropped, and a small
+  geodesic floor (``1e-3 * Geod / avg(Geod)``) keeps every weight strictly positive, so
+  shortest paths never tie at zero and ``1/d`` memberships stay finite.
+
+This module is NumPy only (it is linear in the face count and cheap next to the APSP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+__all__ = ["MeshInputError", "DualGraph", "clean_mesh", "dual_graph", "face_areas", "GEOD_FLOOR"]
+
+GEOD_FLOOR = 1e-3
+
+
+class MeshInputError(ValueError):
+    """The mesh cannot be segmented as given (no faces, NaN coordinates, bad indices ...)."""
+
+
+# --------------------------------------------------------------------------- validation
+def _validate(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        v = np.asarray(vertices, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MeshInputError(f"vertex coordinates are not numbers: {exc}") from None
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise MeshInputError(f"vertices must be an (V, 3) array, got shape {v.shape}")
+    if v.shape[0] == 0:
+        raise MeshInputError("the mesh is empty: it has no vertices")
+    if not np.all(np.isfinite(v)):
+        bad = int(np.count_nonzero(~np.all(np.isfinite(v), axis=1)))
+        raise MeshInputError(f"{bad} vertices have NaN or infinite coordinates")
+    f = np.asarray(faces)
+    if f.size == 0:
+        raise MeshInputError(
+            "the mesh has no faces (a point cloud?): segmentation needs a triangle mesh")
+    if f.ndim != 2 or f.shape[1] != 3:
+        raise MeshInputError(f"faces must be an (F, 3) array of triangles, got shape {f.shape}")
+    if not np.issubdtype(f.dtype, np.integer):
+        if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
+            raise MeshInputError("face vertex indices must be integers")
+    f = f.astype(np.int64)
+    if f.min() < 0 or f.max() >= v.shape[0]:
+        raise MeshInputError(
+            f"face vertex indices out of range: they span {f.min()}..{f.max()} "
+            f"but there are {v.shape[0]} vertices")
+    return v, f
+
+
+def face_areas(vertices, faces) -> np.ndarray:
+    """Area of each triangle (float64)."""
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces)
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+
+
+def clean_mesh(vertices, faces):
+    """Validate a triangle mesh and remove what the dual graph cannot use.
+
+    Returns
+    -------
+    vertices : (V', 3) float64
+        Vertices with exact duplicates merged.
+    faces : (F', 3) int64
+        The kept faces, re-indexed into ``vertices``.
+    kept_face_index : (F',) int64
+        For each kept face, its index among the input faces.
+    report : dict
+        ``n_input_faces``, ``n_merged_vertices``, ``n_duplicate_faces``,
+        ``n_degenerate_faces`` (repeated vertex or zero area), ``dropped_faces`` (indices
+        of input faces that were removed).
+
+    Raises
+    ------
+    MeshInputError
+        No vertices, no faces, NaN/inf coordinates, indices out of range, or no face left.
+    """
+    v, f = _validate(vertices, faces)
+    n_in = f.shape[0]
+    # merge duplicate vertices (exact coordinates)
+    uv, inv = np.unique(v, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    n_merged = v.shape[0] - uv.shape[0]
+    if n_merged:
+        f = inv[f]
+        v = uv
+    keep = np.ones(n_in, dtype=bool)
+    # repeated vertex index inside a face
+    rep = (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 0] == f[:, 2])
+    area = face_areas(v, f)
+    pos = area[area > 0]
+    tol = 1e-12 * (pos.mean() if pos.size else 1.0)
+    degenerate = rep | (area <= tol)
+    keep &= ~degenerate
+    # duplicate faces: same vertex set (first occurrence kept)
+    key = np.sort(f, axis=1)
+    idx = np.flatnonzero(keep)
+    _, first = np.unique(key[idx], axis=0, return_index=True)
+    dup_mask = np.ones(idx.size, dtype=bool)
+    dup_mask[first] = False
+    n_dup = int(dup_mask.sum())
+    keep[idx[dup_mask]] = False
+    kept = np.flatnonzero(keep)
+    if kept.size == 0:
+        raise MeshInputError(
+            f"all {n_in} faces are degenerate (zero area or repeated vertices): nothing to segment")
+    report = {
+        "n_input_faces": int(n_in),
+        "n_merged_vertices": int(n_merged),
+        "n_duplicate_faces": n_dup,
+        "n_degenerate_faces": int(degenerate.sum()),
+        "dropped_faces": np.flatnonzero(~keep),
+    }
+    return v, f[kept], kept.astype(np.int64), report
+
+
+# --------------------------------------------------------------------------- dual graph
+@dataclass
+class DualGraph:
+    """The weighted dual graph of a triangle mesh (one undirected arc per face pair).
+
+    Arrays over arcs have length E; ``src < dst`` is not guaranteed but each face pair
+    appears once.
+    """
+
+    n: int
+    src: np.ndarray            # (E,) int64
+    dst: np.ndarray            # (E,) int64
+    weight: np.ndarray         # (E,) float64, > 0
+    ang: np.ndarray            # (E,) eta * (1 - cos dihedral)
+    geod: np.ndarray           # (E,) unfolded centroid distance through the edge
+    avg_ang: float
+    avg_geod: float
+    centroids: np.ndarray      # (F, 3)
+    normals: np.ndarray        # (F, 3) unit
+    areas: np.ndarray          # (F,)
+    component: np.ndarray      # (F,) int
+    n_components: int
+    edge_vertices: np.ndarray  # (E, 2) the shared mesh edge of each arc
+    concave: np.ndarray        # (E,) bool
+    n_nonmanifold_edges: int = 0
+    n_boundary_edges: int = 0
+    n_flipped_pairs: int = 0
+    delta: float = 0.0
+    eta_convex: float = 0.0
+    warnings: list = field(default_factory=list)
+
+    @property
+    def n_edges(self) -> int:
+        return int(self.src.size)
+
+    def csr(self, values=None) -> sp.csr_matrix:
+        """Symmetric (F, F) sparse matrix of ``values`` (default: the weights)."""
+        vals = self.weight if values is None else np.asarray(values)
+        m = sp.coo_matrix(
+            (np.concatenate([vals, vals]),
+             (np.concatenate([self.src, self.dst]), np.concatenate([self.dst, self.src]))),
+            shape=(self.n, self.n))
+        return m.tocsr()
+
+    def neighbours_csr(self) -> sp.csr_matrix:
+        """Symmetric adjacency (arc index + 1 as data, so arc 0 is not an implicit zero)."""
+        return self.csr(np.arange(1, self.n_edges + 1, dtype=np.int64))
+
+
+def _face_pairs(faces: np.ndarray):
+    """Face pairs sharing an edge.
+
+    Returns ``(fa, fb, ea, eb, same_dir, n_nonmanifold, n_boundary)``: the two faces, the
+    shared edge's vertices, and whether both faces traverse the edge in the same direction.
+    """
+    F = faces.shape[0]
+    a = faces[:, [0, 1, 2]].reshape(-1)
+    b = faces[:, [1, 2, 0]].reshape(-1)
+    fid = np.repeat(np.arange(F), 3)
+    lo = np.minimum(a, b)
+    hi = np.maximum(a, b)
+    fwd = a < b  # direction in which the face traverses the edge
+    nv = int(faces.max()) + 1
+    key = lo * nv + hi
+    order = np.argsort(key, kind="stable")
+    key_s = key[order]
+    starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]])
+    counts = np.diff(np.r_[starts, key_s.size])
+    n_boundary = int(np.count_nonzero(counts == 1))
+    n_nonmanifold = int(np.count_nonzero(counts > 2))
+    # half-edge pairs: manifold edges give one pair, non-manifold edges every pair
+    m2 = starts[counts == 2]
+    ha, hb = [order[m2]], [order[m2 + 1]]
+    for c in np.unique(counts[counts > 2]):
+        st = starts[counts == c]
+        ii, jj = np.triu_indices(int(c), 1)
+        ha.append(order[st[:, None] + ii[None, :]].reshape(-1))
+        hb.append(order[st[:, None] + jj[None, :]].reshape(-1))
+    he_a = np.concatenate(ha)
+    he_b = np.concatenate(hb)
+    fa, fb = fid[he_a], fid[he_b]
+    ok = fa != fb
+    he_a, he_b, fa, fb = he_a[ok], he_b[ok], fa[ok], fb[ok]
+    same_dir = fwd[he_a] == fwd[he_b]
+    return fa, fb, lo[he_a], hi[he_a], same_dir, n_nonmanifold, n_boundary
+
+
+def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph:
+    """Build the weighted dual graph of a (cleaned) triangle mesh.
+
+    Parameters
+    ----------
+    vertices : (V, 3) float
+    faces : (F, 3) int
+        Use :func:`clean_mesh` first: zero-area faces have no normal.
+    delta : float in [0, 1]
+        Weight of the geodesic term (``1 - delta`` goes to the angular term).
+    eta_convex : float > 0
+        Factor on the angular distance of convex edges (concave edges use 1).
+    """
+    if not (0.0 <= float(delta) <= 1.0):
+        raise ValueError(f"delta must lie in [0, 1], got {delta}")
+    if not (float(eta_convex) >= 0.0):
+        raise ValueError(f"eta_convex must be >= 0, got {eta_convex}")
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    F = f.shape[0]
+    p0, p1, p2 = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    cen = (p0 + p1 + p2) / 3.0
+    cr = np.cross(p1 - p0, p2 - p0)
+    nrm_len = np.linalg.norm(cr, axis=1)
+    areas = 0.5 * nrm_len
+    normals = cr / np.where(nrm_len > 0, nrm_len, 1.0)[:, None]
+    warnings: list[str] = []
+
+    fa, fb, ea, eb, same_dir, n_nm, n_bd = _face_pairs(f)
+    E = fa.size
+    # --- unfolded geodesic: rotate c2 into c1's plane about the shared edge
+    P = v[ea]
+    axis = v[eb] - P
+    alen = np.linalg.norm(axis, axis=1)
+    u = axis / np.where(alen > 0, alen, 1.0)[:, None]
+    d1 = cen[fa] - P
+    d2 = cen[fb] - P
+    t1 = np.einsum("ij,ij->i", d1, u)
+    t2 = np.einsum("ij,ij->i", d2, u)
+    r1 = np.linalg.norm(d1 - t1[:, None] * u, axis=1)
+    r2 = np.linalg.norm(d2 - t2[:, None] * u, axis=1)
+    geod = np.sqrt((t1 - t2) ** 2 + (r1 + r2) ** 2)
+    # --- angular distance
+    n1 = normals[fa]
+    n2 = np.where(same_dir[:, None], -normals[fb], normals[fb])
+    cosd = np.clip(np.einsum("ij,ij->i", n1, n2), -1.0, 1.0)
+    # concave when face b's centroid lies above face a's plane (outward normals)
+    side = np.einsum("ij,ij->i", cen[fb] - cen[fa], n1)
+    scale = np.sqrt(areas.mean()) if F else 1.0
+    concave = side > 1e-9 * scale
+    eta = np.where(concave, 1.0, float(eta_convex))
+    ang = eta * (1.0 - cosd)
+    ang = np.maximum(ang, 0.0)
+
+    avg_geod = float(geod.mean()) if E else 1.0
+    if not avg_geod > 0:
+        avg_geod = 1.0
+    avg_ang = float(ang.mean()) if E else 0.0
+    g_term = geod / avg_geod
+    if avg_ang > 1e-12:
+        a_term = ang / avg_ang
+        w = delta * g_term + (1.0 - delta) * a_term
+    else:
+        if E and delta < 1.0:
+            warnings.append("the mesh is flat everywhere (no dihedral angle): "
+                            "using the geodesic term only")
+        w = g_term.copy()
+        avg_ang = 0.0
+    w = w + GEOD_FLOOR * g_term
+    w = np.where(np.isfinite(w) & (w > 0), w, GEOD_FLOOR)
+
+    adj = sp.coo_matrix((np.ones(E), (fa, fb)), shape=(F, F))
+    ncomp, comp = connected_components(adj, directed=False)
+    if n_nm:
+        warnings.append(f"{n_nm} non-manifold edges (more than two faces): every pair of "
+                        "their faces is joined in the dual graph")
+    n_flip = int(same_dir.sum())
+    if n_flip:
+        warnings.append(f"{n_flip} neighbouring face pairs are inconsistently oriented; "
+                        "their concave/convex classification may be wrong")
+    return DualGraph(
+        n=F, src=fa, dst=fb, weight=w, ang=ang, geod=geod, avg_ang=avg_ang, avg_geod=avg_geod,
+        centroids=cen, normals=normals, areas=areas, component=comp.astype(np.int64),
+        n_components=int(ncomp), edge_vertices=np.stack([ea, eb], axis=1), concave=concave,
+        n_nonmanifold_edges=n_nm, n_boundary_edges=n_bd, n_flipped_pairs=n_flip,
+        delta=float(delta), eta_convex=float(eta_convex), warnings=warnings,
+    )

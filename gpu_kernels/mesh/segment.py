@@ -1,0 +1,448 @@
+"""End-to-end mesh segmentation: clean -> dual graph -> APSP -> fuzzy clustering -> cuts.
+
+:func:`segment_mesh` is the one entry point for the app and the CLI. It follows Katz & Tal
+(2003) as used by Marras et al.: the dual graph's all-pairs shortest-path matrix drives a
+fuzzy k-way clustering, and the fuzzy boundary between clusters is settled by minimum cuts
+along the sharpest concave creases. Each connected component is clustered on its own.
+
+A mesh whose largest component's N x N matrix does not fit in memory (GPU memory on the GPU,
+host RAM on the CPU) raises :class:`MeshTooLargeError` unless ``simplify`` is requested or
+``max_faces`` is given: then a quadric-edge-collapse copy is segmented and its memberships
+are carried back to every input face, followed by a fresh boundary cut on the input mesh.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.jobs import as_progress
+from gpu_kernels.mesh import boundary as _bd
+from gpu_kernels.mesh.cluster import fuzzy_cluster
+from gpu_kernels.mesh.colors import blend_face_colors, palette
+from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph
+from gpu_kernels.mesh.simplify import simplify_mesh, transfer_memberships
+
+__all__ = [
+    "DEFAULT_DELTA",
+    "DEFAULT_ETA_CONVEX",
+    "DEFAULT_EPSILON",
+    "MIN_COMPONENT_FACES",
+    "MeshSegmentation",
+    "MeshTooLargeError",
+    "MeshInputError",
+    "segment_mesh",
+    "max_faces_for_device",
+]
+
+# Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
+DEFAULT_DELTA = 0.2
+DEFAULT_ETA_CONVEX = 0.1
+DEFAULT_EPSILON = 0.04
+# components with fewer faces than this are one segment each (k = "auto")
+MIN_COMPONENT_FACES = 64
+
+
+class MeshTooLargeError(ValueError):
+    """The N x N distance matrix does not fit; simplification is proposed."""
+
+    def __init__(self, n_faces: int, max_faces: int, where: str = "the device"):
+        self.n_faces = int(n_faces)
+        self.max_faces = int(max_faces)
+        super().__init__(
+            f"the mesh has {self.n_faces:,} faces (in its largest connected component), but the "
+            f"{self.n_faces:,} x {self.n_faces:,} distance matrix only fits for up to "
+            f"{self.max_faces:,} faces on {where}. Simplify it to at most {self.max_faces:,} faces "
+            f"(segment_mesh(..., simplify=True) or max_faces={self.max_faces}; CLI: --max-faces "
+            f"{self.max_faces}); the labels are carried back to every original face.")
+
+
+@dataclass
+class MeshSegmentation:
+    labels: np.ndarray           # (F,) int32 hard labels 0..K-1 over the input faces
+    memberships: np.ndarray      # (F, K) float32, rows sum to 1
+    representatives: np.ndarray  # (K,) int64 input-face ids
+    fuzzy: np.ndarray            # (F,) bool, fuzzy before the cut
+    face_colors: np.ndarray      # (F, 3) uint8
+    cluster_colors: np.ndarray   # (K, 3) uint8
+    k: int
+    component: np.ndarray        # (F,) int connected-component id
+    info: dict = field(default_factory=dict)
+
+    def cluster_table(self, face_areas) -> list[dict]:
+        """One row per cluster: ``label``, ``color`` (r, g, b), ``faces``, ``area``,
+        ``area_fraction``, ``representative``."""
+        a = np.asarray(face_areas, dtype=np.float64)
+        cnt = np.bincount(self.labels, minlength=self.k)
+        ar = np.bincount(self.labels, weights=a, minlength=self.k)
+        tot = float(ar.sum()) or 1.0
+        return [
+            {"label": j, "color": tuple(int(c) for c in self.cluster_colors[j]),
+             "faces": int(cnt[j]), "area": float(ar[j]), "area_fraction": float(ar[j] / tot),
+             "representative": int(self.representatives[j])}
+            for j in range(self.k)
+        ]
+
+
+# --------------------------------------------------------------------------- APSP access
+def _apsp_module():
+    try:
+        from gpu_kernels.mesh import apsp
+    except ImportError:
+        return None
+    return apsp
+
+
+def _resolve_method(method: str, backend) -> str:
+    if method != "auto":
+        return method
+    return "gpu-sym" if backend.is_gpu else "cpu"
+
+
+def max_faces_for_device(backend, method: str = "auto") -> int:
+    """Largest component size whose distance matrix fits in free memory now."""
+    free, _ = backend.mem_info()
+    m = _resolve_method(method, backend)
+    mod = _apsp_module()
+    if mod is not None and hasattr(mod, "max_nodes_for_memory"):
+        try:
+            return int(mod.max_nodes_for_memory(free, m))
+        except Exception:  # noqa: BLE001 - fall back to our own estimate
+            pass
+    per = 4.0 if m.startswith("gpu") else 12.0  # scipy produces float64 first
+    return int(math.sqrt(0.7 * free / per))
+
+
+def _apsp(n, src, dst, w, method, backend, progress):
+    mod = _apsp_module()
+    if mod is None:  # development fallback: scipy's repeated Dijkstra
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import shortest_path
+
+        g = sp.coo_matrix((np.r_[w, w], (np.r_[src, dst], np.r_[dst, src])), shape=(n, n)).tocsr()
+        progress.update(0.0, "APSP")
+        D = shortest_path(g, method="D", directed=False).astype(np.float32)
+        progress.update(1.0, "APSP")
+        return D
+    try:
+        return mod.all_pairs_shortest_paths(
+            n, np.asarray(src), np.asarray(dst), np.asarray(w, dtype=np.float32), directed=False,
+            method=method, device=backend.label, progress=progress)
+    except getattr(mod, "ApspMemoryError", MemoryError) as exc:
+        raise MeshTooLargeError(n, getattr(exc, "max_n", 0) or 0) from exc
+
+
+# --------------------------------------------------------------------------- k per component
+def _k_per_component(k, sizes: np.ndarray, areas: np.ndarray, warnings: list) -> list:
+    nc = sizes.size
+    if isinstance(k, str):
+        if k != "auto":
+            raise ValueError(f"k must be a positive integer or 'auto', got {k!r}")
+        out = ["auto" if s >= MIN_COMPONENT_FACES else 1 for s in sizes]
+        if nc > 1:
+            small = int(np.count_nonzero(sizes < MIN_COMPONENT_FACES))
+            warnings.append(
+                f"the mesh has {nc} connected components; each is clustered on its own"
+                + (f" ({small} with fewer than {MIN_COMPONENT_FACES} faces are one segment each)"
+                   if small else ""))
+        return out
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if nc == 1:
+        return [min(k, int(sizes[0]))]
+    if k <= nc:
+        if k < nc:
+            warnings.append(f"k={k} is smaller than the number of connected components ({nc}): "
+                            f"each component is one segment, so there are {nc} segments")
+        else:
+            warnings.append(f"the mesh has {nc} connected components: one segment each")
+        return [1] * nc
+    extra = k - nc
+    share = areas / areas.sum() * extra
+    base = np.floor(share).astype(int)
+    rem = extra - int(base.sum())
+    order = np.argsort(-(share - base), kind="stable")
+    base[order[:rem]] += 1
+    ks = np.minimum(1 + base, sizes).astype(int)
+    warnings.append(f"the mesh has {nc} connected components, each clustered on its own; "
+                    f"k={k} is split between them by area")
+    return [int(x) for x in ks]
+
+
+# --------------------------------------------------------------------------- core
+def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info):
+    """Cluster every component of ``graph``; returns (labels, P, reps, fuzzy) on its faces."""
+    F = graph.n
+    comp = graph.component
+    sizes = np.bincount(comp, minlength=graph.n_components)
+    careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
+    ks = _k_per_component(k, sizes, careas, info["warnings"])
+    order = np.argsort(comp, kind="stable")
+    starts = np.r_[0, np.cumsum(sizes)]
+    local = np.empty(F, dtype=np.int64)
+    local[order] = np.arange(F) - np.repeat(starts[:-1], sizes)
+    arc_comp = comp[graph.src]
+    work = np.maximum(sizes.astype(np.float64), 1) ** 2
+    wsum = work.sum()
+    blocks = []
+    t_apsp = t_clu = 0.0
+    done = 0.0
+    iters, conv, kused = [], [], []
+    for c in range(graph.n_components):
+        faces_c = order[starts[c]:starts[c + 1]]
+        n = faces_c.size
+        a0 = 0.05 + 0.75 * done / wsum
+        a1 = 0.05 + 0.75 * (done + 0.8 * work[c]) / wsum
+        a2 = 0.05 + 0.75 * (done + work[c]) / wsum
+        done += work[c]
+        if ks[c] == 1 or n == 1:
+            blocks.append((faces_c, np.ones((n, 1), np.float32), np.array([faces_c[0]])))
+            kused.append(1)
+            continue
+        m = arc_comp == c
+        t0 = time.perf_counter()
+        D = _apsp(n, local[graph.src[m]], local[graph.dst[m]], graph.weight[m], apsp_method,
+                  backend, prog.sub(a0, a1, "APSP"))
+        D = backend.asarray(D)
+        if backend.is_gpu:
+            backend.synchronize()
+        t1 = time.perf_counter()
+        prog.check()
+        fc = fuzzy_cluster(D, ks[c], max_iter=max_iter, progress=prog.sub(a1, a2))
+        P = asnumpy(fc.P)
+        del D
+        t2 = time.perf_counter()
+        t_apsp += t1 - t0
+        t_clu += t2 - t1
+        iters.append(fc.n_iter)
+        conv.append(fc.converged)
+        kused.append(fc.k)
+        blocks.append((faces_c, P, faces_c[fc.reps]))
+    K = int(sum(b[1].shape[1] for b in blocks))
+    P = np.zeros((F, K), dtype=np.float32)
+    reps = np.zeros(K, dtype=np.int64)
+    col = 0
+    for faces_c, Pc, rc in blocks:
+        kc = Pc.shape[1]
+        P[faces_c, col:col + kc] = Pc
+        reps[col:col + kc] = rc
+        col += kc
+    info["timings"]["apsp"] += t_apsp
+    info["timings"]["clustering"] += t_clu
+    info["iterations"] = iters
+    info["converged"] = all(conv) if conv else True
+    info["k_per_component"] = kused
+    # boundaries
+    t0 = time.perf_counter()
+    fuzzy = _bd.fuzzy_faces(P, epsilon)
+    labels, st = _bd.resolve_fuzzy_regions(graph, P, fuzzy, progress=prog.sub(0.8, 0.95))
+    info["timings"]["cut"] += time.perf_counter() - t0
+    info["cut"] = st
+    return labels, P, reps, fuzzy
+
+
+def _finish_labels(graph, labels, P, reps, info):
+    """Island merging and compaction of empty clusters."""
+    labels, st = _bd.merge_islands(graph, labels)
+    info["islands_merged"] = st["n_islands_merged"]
+    if st["n_islands_merged"]:
+        msg = (f"{st['n_islands_merged']} stray patches ({100 * st['area_merged']:.2f}% of the area) "
+               "were merged into a neighbouring segment so that every segment is connected")
+        if st["area_merged"] > 0.02:
+            info["warnings"].append(msg)
+        else:
+            info.setdefault("notes", []).append(msg)
+    K = P.shape[1]
+    used = np.bincount(labels, minlength=K) > 0
+    if not used.all():
+        info["warnings"].append(f"{int((~used).sum())} clusters lost all their faces to the "
+                                "boundary cut and were removed")
+        remap = np.cumsum(used) - 1
+        labels = remap[labels].astype(np.int32)
+        P = P[:, used]
+        s = P.sum(axis=1, keepdims=True)
+        # a face whose memberships were all in removed clusters: give it its label
+        zero = s[:, 0] <= 0
+        P = np.where(s > 0, P / np.where(s > 0, s, 1), 0).astype(np.float32)
+        if zero.any():
+            P[zero, labels[zero]] = 1.0
+        reps = reps[used]
+    return labels.astype(np.int32), P.astype(np.float32), reps
+
+
+def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
+                 epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=20, max_faces=None,
+                 simplify=False, device=None, progress=None) -> MeshSegmentation:
+    """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
+
+    Parameters
+    ----------
+    vertices : (V, 3) float
+    faces : (F, 3) int
+    k : int or "auto"
+        Number of segments (distributed across connected components), or ``"auto"`` for
+        the farthest-point gap rule per component.
+    delta : float in [0, 1], optional
+        Weight of the geodesic term in the dual-graph distance (``None``: ``DEFAULT_DELTA``).
+    eta_convex : float, optional
+        Angular-distance factor of convex edges (``None``: ``DEFAULT_ETA_CONVEX``).
+    epsilon : float
+        Faces whose two best memberships differ by at most this are fuzzy.
+    apsp_method : {"auto", "gpu-sym", "gpu", "cpu", "cpu-mt"}
+    max_iter : int
+        Cap on the representative-update iterations.
+    max_faces : int, optional
+        Simplify to at most this many faces first when the mesh has more (forces it).
+    simplify : bool or "auto"
+        ``True``/``"auto"``: simplify when the distance matrix would not fit; ``False``:
+        raise :class:`MeshTooLargeError` instead.
+    device : str or Backend, optional
+    progress : callable or Progress, optional
+
+    Raises
+    ------
+    MeshInputError, MeshTooLargeError, gpu_kernels.jobs.Cancelled, BackendError
+    """
+    t_start = time.perf_counter()
+    prog = as_progress(progress)
+    backend = get_backend(device)
+    if epsilon is None:
+        epsilon = DEFAULT_EPSILON
+    epsilon = float(epsilon)
+    if not (0.0 <= epsilon <= 1.0):
+        raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
+    d_used = DEFAULT_DELTA if delta is None else float(delta)
+    e_used = DEFAULT_ETA_CONVEX if eta_convex is None else float(eta_convex)
+    info = {
+        "params": {"k": k, "delta": d_used, "eta_convex": e_used, "epsilon": epsilon,
+                   "apsp_method": apsp_method, "max_iter": int(max_iter), "max_faces": max_faces,
+                   "simplify": simplify, "delta_auto": delta is None,
+                   "eta_convex_auto": eta_convex is None},
+        "timings": {"clean": 0.0, "dual_graph": 0.0, "simplify": 0.0, "apsp": 0.0,
+                    "clustering": 0.0, "cut": 0.0, "transfer": 0.0},
+        "warnings": [],
+        "device": backend.label,
+        "method": _resolve_method(apsp_method, backend),
+        "simplified": False,
+    }
+    with backend.activate():
+        prog.update(0.0, "dual graph")
+        t0 = time.perf_counter()
+        v, f, kept, rep = clean_mesh(vertices, faces)
+        F_in = rep["n_input_faces"]
+        info["n_faces"] = F_in
+        info["cleaning"] = {key: val for key, val in rep.items() if key != "dropped_faces"}
+        n_drop = F_in - f.shape[0]
+        if rep["n_duplicate_faces"]:
+            info["warnings"].append(f"{rep['n_duplicate_faces']} duplicate faces were left out of the "
+                                    "graph and take the label of their twin")
+        if rep["n_degenerate_faces"]:
+            info["warnings"].append(f"{rep['n_degenerate_faces']} zero-area faces were left out of the "
+                                    "graph and take the label of a neighbour")
+        t1 = time.perf_counter()
+        graph = dual_graph(v, f, delta=d_used, eta_convex=e_used)
+        info["timings"]["clean"] = t1 - t0
+        info["timings"]["dual_graph"] = time.perf_counter() - t1
+        info["warnings"].extend(graph.warnings)
+        info["n_components"] = graph.n_components
+        info["n_nonmanifold_edges"] = graph.n_nonmanifold_edges
+        prog.update(0.05, "dual graph")
+        largest = int(np.bincount(graph.component).max())
+        limit = max_faces_for_device(backend, apsp_method)
+        target = None
+        if max_faces is not None and graph.n > int(max_faces):
+            target = int(max_faces)
+        elif largest > limit:
+            if simplify in (False, None, "no"):
+                where = f"{backend.label} ({'GPU' if backend.is_gpu else 'host'} memory free now)"
+                raise MeshTooLargeError(largest, limit, where)
+            target = int(0.9 * limit * graph.n / largest)
+        if target is not None:
+            info["simplified"] = True
+            labels, P, reps, fuzzy = _segment_simplified(
+                v, f, graph, target, k, d_used, e_used, epsilon, apsp_method, max_iter,
+                backend, prog, info)
+        else:
+            info["n_faces_segmented"] = graph.n
+            labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
+                                                    backend, prog, info)
+        prog.update(0.95, "boundary cut")
+        t0 = time.perf_counter()
+        labels, P, reps = _finish_labels(graph, labels, P, reps, info)
+        info["timings"]["cut"] += time.perf_counter() - t0
+    # back to the input faces
+    K = P.shape[1]
+    labels_in = np.zeros(F_in, dtype=np.int32)
+    P_in = np.zeros((F_in, K), dtype=np.float32)
+    fuzzy_in = np.zeros(F_in, dtype=bool)
+    comp_in = np.zeros(F_in, dtype=np.int64)
+    labels_in[kept] = labels
+    P_in[kept] = P
+    fuzzy_in[kept] = fuzzy
+    comp_in[kept] = graph.component
+    if n_drop:
+        vin = np.asarray(vertices, dtype=np.float64)
+        fin = np.asarray(faces, dtype=np.int64)
+        dropped = rep["dropped_faces"]
+        cen = vin[fin[dropped]].mean(axis=1)
+        _, near = cKDTree(graph.centroids).query(cen, k=1)
+        labels_in[dropped] = labels[near]
+        P_in[dropped] = P[near]
+        comp_in[dropped] = graph.component[near]
+    cluster_colors = palette(K)
+    face_colors = blend_face_colors(P_in, labels_in, cluster_colors)
+    info["k"] = K
+    info["timings"]["total"] = time.perf_counter() - t_start
+    prog.update(1.0, "done")
+    return MeshSegmentation(
+        labels=labels_in, memberships=P_in, representatives=kept[reps].astype(np.int64),
+        fuzzy=fuzzy_in, face_colors=face_colors, cluster_colors=cluster_colors, k=K,
+        component=comp_in, info=info)
+
+
+def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp_method,
+                        max_iter, backend, prog, info):
+    """Segment a simplified copy, carry memberships back, re-cut near label changes."""
+    t0 = time.perf_counter()
+    prog.update(0.05, "simplify")
+    vs, fs = simplify_mesh(v, f, target)
+    vs, fs, _, _ = clean_mesh(vs, fs)
+    gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex)
+    info["timings"]["simplify"] = time.perf_counter() - t0
+    info["n_faces_segmented"] = gs.n
+    info["warnings"].append(f"the mesh was simplified from {graph.n:,} to {gs.n:,} faces for "
+                            "clustering; labels were carried back to every face")
+    labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
+                                              prog, info)
+    labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
+    t0 = time.perf_counter()
+    P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
+    lab0 = labels_s[nearest].astype(np.int64)
+    # faces near label changes are re-decided by a cut on the full-resolution graph
+    change = lab0[graph.src] != lab0[graph.dst]
+    mask = np.zeros(graph.n, dtype=bool)
+    mask[graph.src[change]] = True
+    mask[graph.dst[change]] = True
+    rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + 1
+    band = _bd.dilate(graph, mask, rings) | _bd.fuzzy_faces(P, epsilon)
+    # never let the band swallow a whole cluster: its most certain half stays fixed
+    Pl = P[np.arange(graph.n), lab0]
+    for j in range(P.shape[1]):
+        mine = lab0 == j
+        nmine = int(mine.sum())
+        if nmine and band[mine].sum() > 0.8 * nmine:
+            thr = np.median(Pl[mine])
+            band[mine & (Pl >= thr)] = False
+    labels, st = _bd.resolve_fuzzy_regions(graph, P, band, labels=lab0,
+                                           progress=prog.sub(0.8, 0.95))
+    info["cut_full_resolution"] = st
+    # representatives: the input face nearest to each simplified representative
+    _, reps = cKDTree(graph.centroids).query(gs.centroids[reps_s], k=1)
+    info["timings"]["transfer"] = time.perf_counter() - t0
+    return labels, P, np.asarray(reps, dtype=np.int64), band

@@ -1,0 +1,229 @@
+"""segment_mesh end to end: parts recovered, degenerate input, simplification, cancellation,
+metrics; plus GPU-marked comparisons with the CPU path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_kernels.jobs import Cancelled, Progress
+from gpu_kernels.mesh import MeshInputError, MeshTooLargeError, face_areas, segment_mesh
+from gpu_kernels.mesh import segment as segmod
+from gpu_kernels.mesh.metrics import (
+    compare_segmentations,
+    consistency_error,
+    cut_discrepancy,
+    hamming_distance,
+    rand_index_error,
+)
+from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/ is on sys.path under pytest)
+
+
+@pytest.fixture(scope="module")
+def bbb():
+    return box_bar_box()
+
+
+def test_segments_box_bar_box(bbb):
+    v, f, truth = bbb
+    seg = segment_mesh(v, f, k=3, device="cpu", apsp_method="cpu")
+    assert seg.k == 3
+    assert seg.labels.shape == (f.shape[0],) and seg.labels.dtype == np.int32
+    assert 1 - rand_index_error(seg.labels, truth) > 0.95
+    np.testing.assert_allclose(seg.memberships.sum(1), 1.0, rtol=1e-5)
+    assert seg.memberships.shape == (f.shape[0], 3)
+    assert seg.face_colors.shape == (f.shape[0], 3) and seg.face_colors.dtype == np.uint8
+    assert seg.cluster_colors.shape == (3, 3)
+    assert seg.representatives.shape == (3,)
+    assert len(set(seg.labels[seg.representatives].tolist())) == 3
+    t = seg.info["timings"]
+    assert {"dual_graph", "apsp", "clustering", "cut", "total"} <= set(t)
+    assert seg.info["params"]["delta"] == segmod.DEFAULT_DELTA
+    table = seg.cluster_table(face_areas(v, f))
+    assert sum(r["faces"] for r in table) == f.shape[0]
+    assert sum(r["area_fraction"] for r in table) == pytest.approx(1.0)
+
+
+def test_every_label_is_one_connected_patch(bbb):
+    v, f, _ = bbb
+    seg = segment_mesh(v, f, k=5, device="cpu", apsp_method="cpu")
+    from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
+
+    vc, fc, _, _ = clean_mesh(v, f)
+    g = dual_graph(vc, fc, delta=0.5, eta_convex=0.2)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    lab = seg.labels
+    same = lab[g.src] == lab[g.dst]
+    A = sp.coo_matrix((np.ones(same.sum()), (g.src[same], g.dst[same])), shape=(g.n, g.n))
+    npatch, _ = connected_components(A, directed=False)
+    assert npatch == seg.k
+
+
+def test_auto_k(bbb):
+    v, f, _ = bbb
+    seg = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
+    assert 2 <= seg.k <= 20
+    assert seg.info["k_per_component"] == [seg.k] or seg.k < seg.info["k_per_component"][0]
+
+
+def test_degenerate_faces_get_a_neighbours_label(bbb):
+    v, f, _ = bbb
+    F = f.shape[0]
+    f2 = np.vstack([f, f[:5], [(0, 0, 1)]])  # 5 duplicates and one zero-area face
+    seg = segment_mesh(v, f2, k=3, device="cpu", apsp_method="cpu")
+    assert seg.labels.shape == (F + 6,)
+    np.testing.assert_array_equal(seg.labels[F:F + 5], seg.labels[:5])
+    assert 0 <= seg.labels[-1] < seg.k
+    joined = " ".join(seg.info["warnings"])
+    assert "duplicate" in joined and "zero-area" in joined
+
+
+def test_two_components_are_clustered_separately(bbb):
+    v, f, truth = bbb
+    v2 = np.vstack([v, v + np.array([100.0, 0, 0])])
+    f2 = np.vstack([f, f + v.shape[0]])
+    seg = segment_mesh(v2, f2, k=6, device="cpu", apsp_method="cpu")
+    assert seg.info["n_components"] == 2
+    assert seg.info["k_per_component"] == [3, 3]
+    F = f.shape[0]
+    assert set(seg.labels[:F]).isdisjoint(set(seg.labels[F:]))
+    assert np.bincount(seg.component).tolist() == [F, F]
+    assert any("components" in w for w in seg.info["warnings"])
+
+
+def test_tiny_component_is_its_own_segment(bbb):
+    v, f, _ = bbb
+    tv = np.array([(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)], float) + 50
+    tf = np.array([(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]) + v.shape[0]
+    seg = segment_mesh(np.vstack([v, tv]), np.vstack([f, tf]), k="auto", device="cpu",
+                       apsp_method="cpu")
+    tiny = seg.labels[f.shape[0]:]
+    assert len(set(tiny.tolist())) == 1
+    assert tiny[0] not in set(seg.labels[:f.shape[0]].tolist())
+
+
+@pytest.mark.parametrize("vertices, faces, msg", [
+    (np.array([(0, 0, np.nan), (1, 0, 0), (0, 1, 0)]), np.array([(0, 1, 2)]), "NaN"),
+    (np.random.default_rng(0).normal(size=(10, 3)), np.zeros((0, 3), int), "no faces"),
+    (np.zeros((0, 3)), np.zeros((0, 3), int), "empty"),
+])
+def test_bad_input(vertices, faces, msg):
+    with pytest.raises(MeshInputError, match=msg):
+        segment_mesh(vertices, faces, device="cpu")
+
+
+def test_too_large_raises_with_proposal(bbb, monkeypatch):
+    v, f, _ = bbb
+    monkeypatch.setattr(segmod, "max_faces_for_device", lambda be, m="auto": 300)
+    with pytest.raises(MeshTooLargeError) as ei:
+        segment_mesh(v, f, k=3, device="cpu")
+    assert ei.value.n_faces == f.shape[0] and ei.value.max_faces == 300
+    assert "simplif" in str(ei.value).lower()
+
+
+def test_simplify_and_transfer_covers_every_face(bbb):
+    pytest.importorskip("pymeshlab")
+    v, f, truth = bbb
+    seg = segment_mesh(v, f, k=3, max_faces=400, device="cpu", apsp_method="cpu")
+    assert seg.info["simplified"]
+    assert seg.info["n_faces_segmented"] <= 420
+    assert seg.labels.shape == (f.shape[0],)
+    assert seg.labels.min() >= 0 and seg.labels.max() < seg.k
+    assert np.bincount(seg.labels, minlength=seg.k).min() > 0
+    assert 1 - rand_index_error(seg.labels, truth) > 0.85
+
+
+def test_simplify_auto_when_too_large(bbb, monkeypatch):
+    pytest.importorskip("pymeshlab")
+    v, f, _ = bbb
+    monkeypatch.setattr(segmod, "max_faces_for_device", lambda be, m="auto": 500)
+    seg = segment_mesh(v, f, k=3, simplify=True, device="cpu", apsp_method="cpu")
+    assert seg.info["simplified"] and seg.info["n_faces_segmented"] <= 500
+    assert seg.labels.shape == (f.shape[0],)
+
+
+@pytest.mark.parametrize("stage", ["APSP", "clustering iteration", "boundary cut"])
+def test_cancellation_between_stages(bbb, stage):
+    v, f, _ = bbb
+    seen = []
+
+    def cb(frac, text):
+        seen.append(text)
+        if stage in text:
+            prog.cancel()
+
+    prog = Progress(cb)
+    with pytest.raises(Cancelled):
+        segment_mesh(v, f, k=3, device="cpu", apsp_method="cpu", progress=prog)
+    assert any(stage in s for s in seen)
+
+
+def test_progress_stages_in_order(bbb):
+    v, f, _ = bbb
+    seen = []
+    segment_mesh(v, f, k=3, device="cpu", apsp_method="cpu",
+                 progress=Progress(lambda fr, s: seen.append((fr, s)), min_interval=0))
+    texts = [s for _, s in seen]
+    first = {name: next(i for i, t in enumerate(texts) if name in t)
+             for name in ("dual graph", "APSP", "clustering iteration", "boundary cut")}
+    assert first["dual graph"] < first["APSP"] < first["clustering iteration"] < first["boundary cut"]
+    fr = [x for x, _ in seen]
+    assert fr == sorted(fr) and fr[-1] == 1.0
+
+
+# --------------------------------------------------------------------------- metrics
+def test_metrics_identical_segmentations_are_zero():
+    a = np.array([0, 0, 1, 1, 2, 2, 2])
+    b = np.array([5, 5, 3, 3, 9, 9, 9])  # same partition, other ids
+    assert rand_index_error(a, b) == 0.0
+    assert hamming_distance(a, b) == (0.0, 0.0, 0.0)
+    assert consistency_error(a, b) == (0.0, 0.0)
+
+
+def test_metrics_hand_example():
+    a = np.array([0, 0, 1, 1])
+    b = np.array([0, 0, 0, 1])
+    # pairs: 6; agreeing: (0,1), (0,3), (1,3) -> RI = 1/2
+    assert rand_index_error(a, b) == pytest.approx(0.5)
+    hd, rm, rf = hamming_distance(a, b)
+    assert (hd, rm, rf) == pytest.approx((0.25, 0.25, 0.25))
+    gce, lce = consistency_error(a, b)
+    assert gce == pytest.approx(0.25) and lce == pytest.approx(0.125)
+
+
+def test_cut_discrepancy(bbb):
+    v, f, truth = bbb
+    assert cut_discrepancy(v, f, truth, truth) == 0.0
+    assert cut_discrepancy(v, f, truth, np.zeros_like(truth)) is None
+    shifted = truth.copy()
+    shifted[truth == 1] = 0  # the cut moves from one end of the bar to the other
+    cd = cut_discrepancy(v, f, shifted, truth)
+    assert cd > 0
+    res = compare_segmentations(v, f, truth, [truth, shifted])
+    assert res["n_refs"] == 2 and res["RI"] > 0
+
+
+# --------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["gpu-sym", "gpu"])
+def test_gpu_matches_cpu(bbb, method):
+    pytest.importorskip("cupy")
+    v, f, _ = bbb
+    cpu = segment_mesh(v, f, k=3, device="cpu", apsp_method="cpu")
+    gpu = segment_mesh(v, f, k=3, device="cuda", apsp_method=method)
+    assert gpu.info["device"].startswith("cuda")
+    assert isinstance(gpu.labels, np.ndarray) and isinstance(gpu.memberships, np.ndarray)
+    assert 1 - rand_index_error(cpu.labels, gpu.labels) >= 0.99
+    np.testing.assert_allclose(cpu.memberships, gpu.memberships, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_gpu_auto_k_and_simplify(bbb, monkeypatch):
+    pytest.importorskip("cupy")
+    v, f, _ = bbb
+    cpu = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
+    gpu = segment_mesh(v, f, k="auto", device="cuda")
+    assert cpu.k == gpu.k
+    assert 1 - rand_index_error(cpu.labels, gpu.labels) >= 0.99
