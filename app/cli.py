@@ -51,7 +51,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
         epilog="Run 'gpulab COMMAND --help' for a command's options. GPULAB_DEBUG=1 shows tracebacks.",
     )
     _add_global_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", prog="gpulab")
     for mod in load_command_modules():
         mod.register(sub)
     names = list(sub.choices)

@@ -1,0 +1,141 @@
+# gpulab: `make run` starts the app, `make test` runs the checks CI runs.
+#
+#   make run          create .venv if missing, install gpulab (+ CuPy when nvidia-smi finds a
+#                     driver), open the window on the bundled samples
+#   make test         .venv with the dev extra, Xvfb + Qt's xcb libraries (apt, when root),
+#                     ruff, import-linter, the whole pytest suite
+#   make gpu-test     only the tests marked `gpu` (on a CUDA host)
+#   make lint         ruff + import-linter
+#   make demo         gpulab demo --out demo-out
+#   make screenshot   resources/screenshot-main.png, taken under Xvfb
+#   make bench        benchmarks (on a CUDA host)
+#
+# Variables: PYTHON (interpreter for the venv, default python3), VENV (default .venv),
+# CUDA_EXTRA (cuda12, cuda13 or none; default: from the driver's CUDA version),
+# RUN_ARGS (extra arguments for gpulab in `make run`), PYTEST_ARGS.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+comma := ,
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check --progress-bar off
+
+# CuPy wheel matching the driver: nvidia-smi prints "CUDA Version: 12.4" (the newest CUDA
+# the driver supports); CUDA 12 drivers get cupy-cuda12x, 13 and newer cupy-cuda13x.
+CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n1)
+ifeq ($(origin CUDA_EXTRA),undefined)
+  ifeq ($(CUDA_MAJOR),)
+    CUDA_EXTRA := none
+  else ifeq ($(CUDA_MAJOR),12)
+    CUDA_EXTRA := cuda12
+  else ifeq ($(shell [ "$(CUDA_MAJOR)" -ge 13 ] 2>/dev/null && echo new),new)
+    CUDA_EXTRA := cuda13
+  else
+    CUDA_EXTRA := none
+  endif
+endif
+EXTRAS_RUN := $(if $(filter none,$(CUDA_EXTRA)),,[$(CUDA_EXTRA)])
+EXTRAS_DEV := [dev$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]
+
+STAMP_RUN := $(VENV)/.stamp-run-$(CUDA_EXTRA)
+STAMP_DEV := $(VENV)/.stamp-dev-$(CUDA_EXTRA)
+
+# what Qt's xcb platform plugin and VTK's OpenGL need under Xvfb
+XVFB_PKGS := xvfb xauth libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 \
+	libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libgl1 libegl1 \
+	libglx-mesa0 libgl1-mesa-dri libfontconfig1 libdbus-1-3
+
+.PHONY: help venv install dev run test lint gpu-test demo screenshot bench xvfb-deps clean distclean
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+# ------------------------------------------------------------------ environment
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+	  { echo "gpulab needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) --version 2>&1). Use make PYTHON=python3.11"; exit 1; }
+	@echo "Creating $(VENV) with $$($(PYTHON) --version)"
+	@$(PYTHON) -m venv $(VENV) || { echo "python -m venv failed: install the venv module (e.g. apt-get install python3-venv)"; exit 1; }
+
+venv: $(PY)
+
+$(STAMP_RUN): pyproject.toml | $(PY)
+	@echo "Installing gpulab$(EXTRAS_RUN) into $(VENV) (CUDA extra: $(CUDA_EXTRA))"
+	@$(PIP) -e ".$(EXTRAS_RUN)" > $(VENV)/pip-install.log 2>&1 || { cat $(VENV)/pip-install.log; exit 1; }
+	@touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	@echo "Installing gpulab$(EXTRAS_DEV) into $(VENV) (CUDA extra: $(CUDA_EXTRA))"
+	@$(PIP) -e ".$(EXTRAS_DEV)" > $(VENV)/pip-install.log 2>&1 || { cat $(VENV)/pip-install.log; exit 1; }
+	@touch $@ $(STAMP_RUN)
+
+install: $(STAMP_RUN)
+dev: $(STAMP_DEV)
+
+# Xvfb and the X libraries Qt's xcb plugin loads; installed through apt when missing and root.
+xvfb-deps:
+	@missing=""; \
+	if command -v dpkg-query >/dev/null 2>&1; then \
+	  for p in $(XVFB_PKGS); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	  done; \
+	elif ! command -v Xvfb >/dev/null 2>&1; then missing="xvfb"; fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing through apt:$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
+	      || { echo "apt-get install failed"; exit 1; }; \
+	  elif ! command -v Xvfb >/dev/null 2>&1; then \
+	    echo "Note: Xvfb is missing and I am not root; GUI tests will run on Qt's offscreen platform."; \
+	    echo "      To run them as CI does: sudo apt-get install$$missing"; \
+	  fi; \
+	fi
+
+# ------------------------------------------------------------------ run
+HAVE_DISPLAY := $(or $(DISPLAY),$(WAYLAND_DISPLAY))
+XVFB_RUN := $(if $(HAVE_DISPLAY),,$(shell command -v xvfb-run 2>/dev/null))
+
+run: $(STAMP_RUN)
+	@$(if $(HAVE_DISPLAY),,$(if $(XVFB_RUN),echo "No display: running under Xvfb (xvfb-run). Use 'make screenshot' to see the window.",echo "No display and no xvfb-run: Qt will use its offscreen platform."))
+	$(if $(XVFB_RUN),$(XVFB_RUN) -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb) $(VENV)/bin/gpulab --samples $(RUN_ARGS)
+
+screenshot: $(STAMP_RUN) xvfb-deps
+	xvfb-run -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb \
+	  $(VENV)/bin/gpulab --samples --screenshot resources/screenshot-main.png --screenshot-delay 4000
+
+demo: $(STAMP_RUN)
+	$(VENV)/bin/gpulab demo --out demo-out
+
+# ------------------------------------------------------------------ checks
+lint: $(STAMP_DEV)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+# pytest-xvfb starts Xvfb for the session; under it Qt uses xcb so VTK views get OpenGL.
+QT_PLATFORM = $(if $(shell command -v Xvfb 2>/dev/null),xcb,offscreen)
+
+test: $(STAMP_DEV) xvfb-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	@rc=0; QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc = 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+gpu-test: $(STAMP_DEV)
+	@rc=0; $(PY) -m pytest -m gpu -ra -s $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc = 5 ]; then echo "no GPU tests collected"; rc=0; fi; exit $$rc
+
+bench: $(STAMP_RUN)
+	@for b in benchmarks/mesh.py benchmarks/mesh_psb.py; do \
+	  if [ -f $$b ]; then echo "== $$b"; $(PY) $$b || exit $$?; fi; done
+
+# ------------------------------------------------------------------ cleaning
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache demo-out
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
