@@ -1,0 +1,349 @@
+"""The 3-D view of the Mesh segmentation tab: a pyvistaqt ``QtInteractor`` showing the
+faces in their segment colours, with toggles for edges, representatives and fuzzy faces,
+and face picking by a click.
+
+Where OpenGL is not available (``QT_QPA_PLATFORM=offscreen``, a remote session without
+GLX, ``GPULAB_NO_OPENGL=1``) the view says so and shows a static software-rendered
+picture instead; everything else (the PolyData and its colour array, picking through
+:meth:`MeshView.pick_face`) keeps working, so the tab stays usable and testable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication, QImage, QPixmap
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
+
+from ..commands.mesh_seg import rasterize, set_default_view, to_polydata
+
+__all__ = ["MeshView", "opengl_status"]
+
+log = logging.getLogger(__name__)
+
+NEUTRAL = (205, 205, 200)  # faces before any segmentation
+FUZZY_COLOR = (25, 25, 25)  # "highlight fuzzy faces"
+PICK_COLOR = "#ff1744"
+SOFTWARE_MAX_FACES = 300_000  # above this the static fallback picture is skipped
+
+
+def opengl_status() -> tuple[bool, str]:
+    """Whether Qt can create an OpenGL context here, and why not."""
+    if os.environ.get("GPULAB_NO_OPENGL", "") not in ("", "0"):
+        return False, "GPULAB_NO_OPENGL is set"
+    plat = QGuiApplication.platformName()
+    if plat in ("offscreen", "minimal", "vnc", "linuxfb"):
+        return False, f"the Qt platform '{plat}' has no OpenGL"
+    try:
+        from PySide6.QtGui import QOffscreenSurface, QOpenGLContext
+
+        ctx = QOpenGLContext()
+        if not ctx.create():
+            return False, "no OpenGL context could be created"
+        surf = QOffscreenSurface()
+        surf.create()
+        ok = ctx.makeCurrent(surf)
+        if ok:
+            ctx.doneCurrent()
+        surf.destroy()
+        if not ok:
+            return False, "the OpenGL context cannot be made current"
+    except Exception as exc:  # pragma: no cover - depends on the platform
+        return False, f"OpenGL check failed: {exc}"
+    return True, ""
+
+
+class MeshView(QWidget):
+    """A mesh with per-face colours, in 3-D when OpenGL works.
+
+    Signals
+    -------
+    face_picked(int)
+        The user clicked a face (its index), or -1 for the background.
+    """
+
+    face_picked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True):
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(320, 240)
+        self.plotter = None
+        self.mesh = None  # pyvista.PolyData with cell array "colors"
+        self.vertices: np.ndarray | None = None
+        self.faces: np.ndarray | None = None
+        self.base_colors: np.ndarray | None = None
+        self.fuzzy: np.ndarray | None = None
+        self.show_edges = False
+        self.show_fuzzy = False
+        self.reps_points: np.ndarray | None = None
+        self.reps_colors: np.ndarray | None = None
+        self.show_reps = False
+        self.picked_face: int | None = None
+        self._actors: dict[str, object] = {}
+        self._press: tuple[int, int] | None = None
+
+        self._stack = QStackedLayout()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self._stack)
+
+        self.placeholder = QLabel(
+            "<div style='color:#666'><h3>No mesh loaded</h3>"
+            "<p>Open a mesh (File ▸ Open, or drop a PLY, OBJ, OFF, STL … file on the window)<br>"
+            "or pick a bundled sample on the left.</p></div>"
+        )
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setObjectName("mesh-view-placeholder")
+        self._stack.addWidget(self.placeholder)
+
+        ok, why = opengl_status() if allow_3d else (False, "the 3-D view was turned off")
+        self.gl_reason = why
+        if ok:
+            try:
+                from pyvistaqt import QtInteractor
+
+                self.plotter = QtInteractor(self, auto_update=False)
+                self.plotter.set_background("#f4f5f7", top="#d7dce3")
+                try:
+                    self.plotter.enable_anti_aliasing("fxaa")
+                except Exception:  # pragma: no cover - older VTK
+                    pass
+                self._stack.addWidget(self.plotter.interactor if hasattr(self.plotter, "interactor")
+                                      else self.plotter)
+                self._install_picking()
+                self.plotter.add_axes(interactive=False, line_width=2, labels_off=False)
+            except Exception as exc:  # no usable OpenGL after all
+                log.warning("3-D view unavailable: %s", exc)
+                self.gl_reason = f"{type(exc).__name__}: {exc}"
+                self._drop_plotter()
+        if self.plotter is None:
+            box = QWidget()
+            bl = QVBoxLayout(box)
+            bl.setContentsMargins(0, 0, 0, 0)
+            bl.setSpacing(0)
+            note = QLabel(f"Static picture: the interactive 3-D view is unavailable ({self.gl_reason}).")
+            note.setObjectName("mesh-view-note")
+            note.setWordWrap(True)
+            note.setStyleSheet("background: #fff4d6; color: #6b4e00; padding: 4px 8px;")
+            self.static = QLabel()
+            self.static.setObjectName("mesh-view-static")
+            self.static.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.static.setWordWrap(True)
+            self.static.setStyleSheet("background: #ffffff;")
+            bl.addWidget(note)
+            bl.addWidget(self.static, 1)
+            self._static_box = box
+            self._stack.addWidget(box)
+            self.placeholder.setText(
+                self.placeholder.text()
+                + f"<p style='color:#a15c00'>The interactive 3-D view is unavailable ({self.gl_reason}); "
+                "a static picture is shown instead.</p>"
+            )
+        else:
+            self.static = None
+        self._stack.setCurrentWidget(self.placeholder)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def available(self) -> bool:
+        """True when the interactive OpenGL view is in use."""
+        return self.plotter is not None
+
+    def _drop_plotter(self) -> None:
+        if self.plotter is not None:
+            try:
+                self.plotter.close()
+            except Exception:
+                pass
+            w = self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter
+            self._stack.removeWidget(w)
+            w.deleteLater()
+        self.plotter = None
+
+    def close_view(self) -> None:
+        """Release the render window (the tab is closing)."""
+        if self.plotter is not None:
+            try:
+                self.plotter.close()
+            except Exception:  # pragma: no cover
+                log.debug("closing the plotter failed", exc_info=True)
+
+    # ------------------------------------------------------------------ content
+    def clear(self) -> None:
+        self.mesh = None
+        self.vertices = self.faces = self.base_colors = self.fuzzy = None
+        self.reps_points = self.reps_colors = None
+        self.picked_face = None
+        if self.plotter is not None:
+            self.plotter.clear_actors()
+            self._actors.clear()
+            self.plotter.render()
+        self._stack.setCurrentWidget(self.placeholder)
+
+    def set_mesh(self, vertices, faces, face_colors=None, *, reset_camera: bool = True) -> None:
+        """Show a new mesh (grey unless ``face_colors`` (F, 3) uint8 is given)."""
+        self.vertices = np.asarray(vertices, dtype=np.float64)
+        self.faces = np.asarray(faces, dtype=np.int64)
+        self.fuzzy = None
+        self.reps_points = self.reps_colors = None
+        self.picked_face = None
+        if face_colors is None:
+            face_colors = np.tile(np.array(NEUTRAL, np.uint8), (len(self.faces), 1))
+        self.base_colors = np.ascontiguousarray(np.asarray(face_colors)[:, :3], dtype=np.uint8)
+        self.mesh = to_polydata(self.vertices, self.faces, self._display_colors())
+        if self.plotter is not None:
+            self.plotter.clear_actors()
+            self._actors.clear()
+            self._actors["mesh"] = self.plotter.add_mesh(
+                self.mesh, scalars="colors", rgb=True, show_edges=self.show_edges,
+                edge_color="#3a3a3a", line_width=0.5, smooth_shading=False, name="mesh",
+                pickable=True, reset_camera=False,
+            )
+            if reset_camera:
+                set_default_view(self.plotter, self.vertices)
+            self._stack.setCurrentWidget(self.plotter.interactor if hasattr(self.plotter, "interactor")
+                                         else self.plotter)
+            self.plotter.render()
+        else:
+            self._update_static()
+
+    def set_segmentation(self, face_colors, fuzzy=None, reps_points=None, reps_colors=None) -> None:
+        """Colour the faces of the current mesh and set what the toggles show."""
+        if self.mesh is None:
+            return
+        self.base_colors = np.ascontiguousarray(np.asarray(face_colors)[:, :3], dtype=np.uint8)
+        self.fuzzy = None if fuzzy is None else np.asarray(fuzzy, bool)
+        self.reps_points = None if reps_points is None else np.asarray(reps_points, np.float64)
+        self.reps_colors = None if reps_colors is None else np.asarray(reps_colors, np.uint8)
+        self._refresh_colors()
+        self._refresh_reps()
+        self.highlight_face(self.picked_face)
+
+    def set_show_edges(self, on: bool) -> None:
+        self.show_edges = bool(on)
+        actor = self._actors.get("mesh")
+        if actor is not None:
+            actor.GetProperty().SetEdgeVisibility(self.show_edges)
+            self.plotter.render()
+        elif self.plotter is None:
+            self._update_static()
+
+    def set_show_fuzzy(self, on: bool) -> None:
+        self.show_fuzzy = bool(on)
+        self._refresh_colors()
+
+    def set_show_representatives(self, on: bool) -> None:
+        self.show_reps = bool(on)
+        self._refresh_reps()
+
+    def _display_colors(self) -> np.ndarray:
+        c = self.base_colors.copy()
+        if self.show_fuzzy and self.fuzzy is not None and self.fuzzy.shape[0] == c.shape[0]:
+            c[self.fuzzy] = FUZZY_COLOR
+        return c
+
+    def _refresh_colors(self) -> None:
+        if self.mesh is None:
+            return
+        self.mesh.cell_data["colors"] = self._display_colors()
+        if self.plotter is not None:
+            self.mesh.Modified()
+            self.plotter.render()
+        else:
+            self._update_static()
+
+    def _refresh_reps(self) -> None:
+        if self.plotter is None:
+            return
+        self.plotter.remove_actor("reps", render=False)
+        self._actors.pop("reps", None)
+        if self.show_reps and self.reps_points is not None and len(self.reps_points):
+            import pyvista as pv
+
+            diag = float(np.linalg.norm(np.ptp(self.vertices, axis=0))) or 1.0
+            pts = pv.PolyData(self.reps_points)
+            cols = self.reps_colors if self.reps_colors is not None else np.zeros((len(pts.points), 3), np.uint8)
+            # darker than their part, so a representative stands out on its own faces
+            pts.point_data["colors"] = (np.asarray(cols, np.float64) * 0.55).astype(np.uint8)
+            glyphs = pts.glyph(geom=pv.Sphere(radius=diag * 0.02, theta_resolution=16, phi_resolution=16),
+                               scale=False, orient=False)
+            self._actors["reps"] = self.plotter.add_mesh(
+                glyphs, scalars="colors", rgb=True, name="reps", pickable=False, reset_camera=False,
+                smooth_shading=True, specular=0.4,
+            )
+        self.plotter.render()
+
+    # ------------------------------------------------------------------ picking
+    def _install_picking(self) -> None:
+        iren = self.plotter.iren
+        iren.add_observer("LeftButtonPressEvent", self._on_press)
+        iren.add_observer("LeftButtonReleaseEvent", self._on_release)
+
+    def _on_press(self, obj, _event) -> None:
+        self._press = tuple(self.plotter.iren.interactor.GetEventPosition())
+
+    def _on_release(self, obj, _event) -> None:
+        pos = tuple(self.plotter.iren.interactor.GetEventPosition())
+        start, self._press = self._press, None
+        if start is None or abs(pos[0] - start[0]) + abs(pos[1] - start[1]) > 4:
+            return  # a drag (rotation), not a click
+        self.face_picked.emit(self.pick_at(*pos))
+
+    def pick_at(self, x: int, y: int) -> int:
+        """The face under display position (x, y) (VTK coordinates), or -1."""
+        if self.plotter is None or "mesh" not in self._actors:
+            return -1
+        import vtk
+
+        picker = vtk.vtkCellPicker()
+        picker.SetTolerance(0.0005)
+        picker.PickFromListOn()
+        picker.AddPickList(self._actors["mesh"])
+        if not picker.Pick(x, y, 0, self.plotter.renderer):
+            return -1
+        return int(picker.GetCellId())
+
+    def highlight_face(self, face: int | None) -> None:
+        """Outline ``face`` in the view (None or -1 removes the outline)."""
+        self.picked_face = None if face is None or face < 0 else int(face)
+        if self.plotter is None:
+            return
+        self.plotter.remove_actor("picked", render=False)
+        if self.picked_face is not None and self.faces is not None and self.picked_face < len(self.faces):
+            import pyvista as pv
+
+            tri = self.vertices[self.faces[self.picked_face]]
+            loop = pv.lines_from_points(np.vstack([tri, tri[:1]]))
+            self.plotter.add_mesh(loop, color=PICK_COLOR, line_width=4, name="picked", pickable=False,
+                                  reset_camera=False, render_lines_as_tubes=False)
+        self.plotter.render()
+
+    # ------------------------------------------------------------------ pictures
+    def render_image(self, size: tuple[int, int] | None = None) -> np.ndarray | None:
+        """An RGB picture of the view: the OpenGL frame, or the software render."""
+        if self.mesh is None:
+            return None
+        if self.plotter is not None:
+            self.plotter.render()
+            return np.asarray(self.plotter.screenshot(return_img=True))[..., :3]
+        w, h = size or (max(self.width(), 640), max(self.height(), 480))
+        return rasterize(self.vertices, self.faces, self.mesh.cell_data["colors"], size=(w, h))
+
+    def _update_static(self) -> None:
+        if self.static is None or self.mesh is None:
+            return
+        if len(self.faces) > SOFTWARE_MAX_FACES:
+            self.static.setText(f"<p>{len(self.faces):,} faces: too many for the static picture.</p>"
+                                f"<p style='color:#a15c00'>The 3-D view is unavailable ({self.gl_reason}).</p>")
+        else:
+            img = self.render_image((max(self.width(), 480), max(self.height(), 360)))
+            img = np.ascontiguousarray(img)
+            h, w, _ = img.shape
+            qimg = QImage(img.data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
+            self.static.setPixmap(QPixmap.fromImage(qimg))
+            self.static.setToolTip(f"Static picture: the 3-D view is unavailable ({self.gl_reason})")
+        self._stack.setCurrentWidget(self._static_box)
