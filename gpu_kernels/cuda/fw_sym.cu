@@ -1,0 +1,86 @@
+// Tiled Floyd-Warshall for undirected graphs, "gpu-sym" method of gpu_kernels/mesh/apsp.py
+// (Marras et al., after Katz & Kider 2008). Only the T(T+1)/2 tiles on or below the
+// diagonal are stored, each B x B tile contiguous (row stride FW_B), the tiles one after
+// another in z-order: Morton order of (row tile, column tile), restricted to r >= c.
+//   zidx[r * T + c]  storage rank of lower tile (r, c)  (r >= c; -1 above the diagonal)
+//   tiles[z]         (r << 16) | c of the tile with rank z
+// A tile (r, c) with r < c is never stored: it is the transpose of (c, r), and it is read
+// that way straight into shared memory (fw_common.cuh: the fill swaps direct/transposing
+// copies). Per diagonal tile k:
+//   stage 1  fw_sym_stage1<<<1, FW_S1_THREADS>>>  closes (k, k)
+//   stage 2  fw_sym_stage2<<<T, FW_THREADS>>>     the stored tiles of row/column k
+//   stage 3  fw_sym_stage3<<<T(T+1)/2, FW_THREADS>>> 1-D grid over the lower tiles, in z-order
+#include "fw_common.cuh"
+
+#define FW_BB ((long)FW_B * FW_B)
+
+__device__ __forceinline__ dist_t* fw_ztile(dist_t* P, const int* zidx, int T, int r, int c) {
+    return P + (long)zidx[r * T + c] * FW_BB;
+}
+
+extern "C" __global__ void __launch_bounds__(FW_S1_THREADS)
+    fw_sym_stage1(dist_t* P, const int* zidx, int T, int k) {
+    fw_close_tile(fw_ztile(P, zidx, T, k, k), FW_B);
+}
+
+extern "C" __global__ void FW_BOUNDS fw_sym_stage2(dist_t* P, const int* zidx, int T, int k) {
+    const int t = blockIdx.x;
+    if (t == k) return;
+    dist4_t* As = reinterpret_cast<dist4_t*>(fw_smem);
+    dist4_t* Bs = As + FW_KC * FW_U;
+    const dist_t* Dkk = fw_ztile(P, zidx, T, k, k);
+    if (t > k) {  // (t, k) = Dtk (x) Dkk
+        dist_t* C = fw_ztile(P, zidx, T, t, k);
+        fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, As, Bs);
+    } else {  // (k, t) = Dkk (x) Dkt
+        dist_t* C = fw_ztile(P, zidx, T, k, t);
+        fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, As, Bs);
+    }
+}
+
+extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, const int* tiles, int T, int k) {
+    const int rc = tiles[blockIdx.x];
+    const int r = rc >> 16, c = rc & 0xFFFF;
+    if (r == k || c == k) return;
+    dist4_t* As = reinterpret_cast<dist4_t*>(fw_smem);
+    dist4_t* Bs = As + FW_KC * FW_U;
+    // A = D[r, k]: stored as (r, k) when r > k, else as the transpose (k, r)
+    const bool a_t = r < k;
+    const dist_t* A = a_t ? fw_ztile(P, zidx, T, k, r) : fw_ztile(P, zidx, T, r, k);
+    // B = D[k, c]: stored as (k, c) when k > c, else as the transpose (c, k)
+    const bool b_t = k < c;
+    const dist_t* Bm = b_t ? fw_ztile(P, zidx, T, c, k) : fw_ztile(P, zidx, T, k, c);
+    fw_minplus_tile(P + (long)blockIdx.x * FW_BB, FW_B, A, FW_B, a_t, Bm, FW_B, b_t, As, Bs);
+}
+
+// Packed lower tiles -> dense symmetric n x n float32 (row stride n), one block per tile.
+// Converts int32 fixed point to float (scale inv_scale, >= FW_INF -> +inf) on the way.
+extern "C" __global__ void __launch_bounds__(256)
+    fw_sym_unpack(const dist_t* P, const int* tiles, float* out, long n, float inv_scale) {
+    __shared__ float s[32][33];
+    const int rc = tiles[blockIdx.x];
+    const int r = rc >> 16, c = rc & 0xFFFF;
+    const dist_t* src = P + (long)blockIdx.x * FW_BB;
+    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;  // 32 x 8
+    for (int i0 = 0; i0 < FW_B; i0 += 32)
+        for (int j0 = 0; j0 < FW_B; j0 += 32) {
+            __syncthreads();
+            for (int y = ty; y < 32; y += 8) {
+                const dist_t v = src[(i0 + y) * FW_B + j0 + tx];
+#if FW_INT
+                const float f = v >= FW_INF ? __int_as_float(0x7f800000) : (float)v * inv_scale;
+#else
+                const float f = v;
+#endif
+                s[y][tx] = f;
+                const long gi = (long)r * FW_B + i0 + y, gj = (long)c * FW_B + j0 + tx;
+                if (gi < n && gj < n) out[gi * n + gj] = f;
+            }
+            if (r == c) continue;
+            __syncthreads();
+            for (int y = ty; y < 32; y += 8) {  // transposed copy into tile (c, r)
+                const long gi = (long)c * FW_B + j0 + y, gj = (long)r * FW_B + i0 + tx;
+                if (gi < n && gj < n) out[gi * n + gj] = s[tx][y];
+            }
+        }
+}

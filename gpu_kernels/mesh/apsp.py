@@ -1,0 +1,744 @@
+"""All-pairs shortest paths (APSP) on sparse, non-negatively weighted graphs.
+
+Four methods that agree to float32 rounding:
+
+``cpu``
+    Repeated Dijkstra on one thread (``scipy.sparse.csgraph.dijkstra``), the sources in
+    chunks so that progress and cancellation work.
+``cpu-mt``
+    The same with the sources split across worker *processes*: SciPy's Dijkstra holds
+    the GIL, so threads do not scale. The workers write their rows straight into a
+    shared memory-mapped result.
+``gpu``
+    Tiled Floyd-Warshall for directed graphs (Katz & Kider 2008), ``cuda/fw_dense.cu``:
+    per diagonal tile three stages, dependency tiles in shared memory, register-blocked
+    min-plus tile products, the matrix padded to a multiple of the tile size with +inf.
+``gpu-sym``
+    Tiled Floyd-Warshall for undirected graphs (Marras et al.), ``cuda/fw_sym.cu``: only
+    the tiles on or below the diagonal are stored, one after another in z-order; an
+    above-diagonal dependency tile is read as the transpose of its mirror while shared
+    memory is filled; stage 3 runs on a 1-D grid over the lower tiles. The working set is
+    about N^2/2 floats; ``out="dense"`` unpacks it into a dense symmetric matrix at the end.
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.mesh.apsp import all_pairs_shortest_paths
+>>> d = all_pairs_shortest_paths(3, [0, 1], [1, 2], [1.0, 2.0], method="cpu")
+>>> d.tolist()
+[[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+import mmap
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import zlib
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpu_kernels.backend import BackendError, get_backend, load_module
+from gpu_kernels.jobs import as_progress
+
+__all__ = [
+    "METHODS",
+    "DTYPES",
+    "ApspMemoryError",
+    "PackedDistances",
+    "all_pairs_shortest_paths",
+    "apsp_memory_bytes",
+    "max_nodes_for_memory",
+    "floyd_warshall_sym_packed",
+    "floyd_warshall_dense",
+    "kernel_config",
+    "zorder_tiles",
+]
+
+METHODS = ("gpu-sym", "gpu", "cpu", "cpu-mt")
+DTYPES = ("float32", "int32", "int32-nodpx")
+
+DEFAULT_TILE = 64
+#: Stage-2/3 kernel parameters per (tile size, dtype): register block TM x TN per thread,
+#: k-chunk KC staged in shared memory, minimum blocks per SM. Chosen by the sweep in
+#: ``benchmarks/mesh.py --tune`` on an H200 (see benchmarks/RESULTS.md).
+_KERNEL_CONFIGS: dict[int, dict[str, int]] = {
+    32: {"tm": 4, "tn": 4, "kc": 32, "minb": 0},
+    64: {"tm": 8, "tn": 4, "kc": 32, "minb": 0},
+    128: {"tm": 8, "tn": 8, "kc": 16, "minb": 0},
+}
+#: distance type used by the GPU methods unless ``dtype`` is given
+DEFAULT_DTYPE = "float32"
+
+_INT_INF = 0x3FFFFFFF          # int32 "infinity": INF + INF still fits in int32
+_INT_RANGE = float(1 << 27)    # largest finite fixed-point distance we aim for
+_MEM_MARGIN = 64 << 20         # left free on the device for cuBLAS, kernels, the pool
+_COMPACT_CHUNK = 16 << 20      # elements per chunk when compacting a padded dense result
+
+
+class ApspMemoryError(MemoryError):
+    """The N x N distance matrix does not fit the device (or host) memory.
+
+    Attributes
+    ----------
+    needed : int
+        Peak bytes the method needs.
+    free : int
+        Bytes free on the device (host for the CPU methods).
+    max_n : int
+        Largest node count that would fit with the same method.
+    """
+
+    def __init__(self, needed: int, free: int, max_n: int, method: str = "", where: str = "GPU"):
+        self.needed = int(needed)
+        self.free = int(free)
+        self.max_n = int(max_n)
+        self.method = method
+        gib = 1024**3
+        super().__init__(
+            f"all-pairs shortest paths{f' ({method})' if method else ''} needs "
+            f"{self.needed / gib:.2f} GiB but only {self.free / gib:.2f} GiB of {where} memory is free; "
+            f"at most {self.max_n} nodes (faces) fit: simplify the mesh to that many faces or fewer"
+        )
+
+
+@dataclass
+class PackedDistances:
+    """Lower-triangle tiles of a symmetric distance matrix, in z-order (``gpu-sym`` output).
+
+    ``data`` holds ``n_tiles * tile * tile`` values (float32, or int32 fixed point with
+    ``scale``), tile ``z`` at ``data[z * tile**2:(z + 1) * tile**2]``, row-major.
+    """
+
+    data: Any               # cupy 1-D array
+    n: int
+    tile: int
+    tile_index: np.ndarray  # (T, T) int32: z rank of lower tile (r, c), -1 above the diagonal
+    tiles: np.ndarray       # (n_tiles, 2) int32: (r, c) of each rank
+    scale: float | None = None  # fixed-point scale for int32 data (distance = value / scale)
+    _module: Any = None
+    _zidx_dev: Any = None
+    _tiles_dev: Any = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    def to_dense(self):
+        """Dense symmetric (n, n) float32 matrix on the device (needs n^2 * 4 more bytes)."""
+        cp = _cupy()
+        out = cp.empty((self.n, self.n), dtype=cp.float32)
+        if self.n:
+            inv = 1.0 / self.scale if self.scale else 1.0
+            self._module.get_function("fw_sym_unpack")(
+                (len(self.tiles),), (256,),
+                (self.data, self._tiles_dev, out, np.int64(self.n), np.float32(inv)),
+            )
+        return out
+
+
+# --------------------------------------------------------------------------- helpers
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def _padded(n: int, tile: int) -> int:
+    return -(-max(n, 1) // tile) * tile
+
+
+def _check_tile(tile) -> int:
+    tile = DEFAULT_TILE if tile is None else int(tile)
+    if tile not in _KERNEL_CONFIGS:
+        raise ValueError(f"tile must be one of {sorted(_KERNEL_CONFIGS)}, got {tile}")
+    return tile
+
+
+def _check_method(method: str) -> str:
+    if method not in METHODS and method != "auto":
+        raise ValueError(f"unknown APSP method {method!r}: use one of {', '.join(METHODS)} or auto")
+    return method
+
+
+def apsp_memory_bytes(n: int, method: str, tile: int | None = None, *, out: str = "dense") -> int:
+    """Peak bytes (device memory for GPU methods, host memory for CPU ones), padding included.
+
+    ``gpu``: the padded dense matrix, compacted in place to (n, n) at the end.
+    ``gpu-sym``: the packed lower tiles (about n^2/2 floats) plus, for ``out="dense"``,
+    the dense (n, n) result they are unpacked into.
+    ``cpu``/``cpu-mt``: the (n, n) float32 result plus per-chunk float64 rows.
+    """
+    _check_method(method)
+    n = int(n)
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    if method == "auto":
+        method = "gpu-sym"
+    if method in ("cpu", "cpu-mt"):
+        chunk = _cpu_chunk(n, 1 if method == "cpu" else os.cpu_count() or 1)
+        workers = 1 if method == "cpu" else (os.cpu_count() or 1)
+        return 4 * n * n + 8 * n * chunk * workers
+    tile = _check_tile(tile)
+    npad = _padded(n, tile)
+    t = npad // tile
+    if method == "gpu":
+        return 4 * npad * npad + 4 * min(_COMPACT_CHUNK, n * n)
+    n_lower = t * (t + 1) // 2
+    packed = 4 * n_lower * tile * tile + 4 * (t * t + n_lower)
+    if out == "packed":
+        return packed
+    return packed + 4 * n * n
+
+
+def max_nodes_for_memory(free_bytes: int, method: str, tile: int | None = None, *, out: str = "dense") -> int:
+    """Largest n whose :func:`apsp_memory_bytes` fits in ``free_bytes``."""
+    free_bytes = int(free_bytes)
+    lo, hi = 0, 1
+    while apsp_memory_bytes(hi, method, tile, out=out) <= free_bytes:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 24:
+            return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if apsp_memory_bytes(mid, method, tile, out=out) <= free_bytes:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def zorder_tiles(t: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lower tiles (r >= c) of a t x t tile grid in z-order (Morton order of (r, c)).
+
+    Returns ``(tile_index, tiles)``: ``tile_index[r, c]`` is the storage rank of tile
+    (r, c) (-1 above the diagonal) and ``tiles[z] = (r, c)``.
+    """
+    r, c = np.tril_indices(t)
+    code = np.zeros(r.shape, dtype=np.uint64)
+    for b in range(16):
+        code |= ((c.astype(np.uint64) >> np.uint64(b)) & np.uint64(1)) << np.uint64(2 * b)
+        code |= ((r.astype(np.uint64) >> np.uint64(b)) & np.uint64(1)) << np.uint64(2 * b + 1)
+    order = np.argsort(code, kind="stable")
+    tiles = np.stack([r[order], c[order]], axis=1).astype(np.int32)
+    index = np.full((t, t), -1, dtype=np.int32)
+    index[tiles[:, 0], tiles[:, 1]] = np.arange(len(tiles), dtype=np.int32)
+    return index, tiles
+
+
+def _prepare_edges(n, src, dst, weight, directed: bool):
+    """Validate and deduplicate edges. Returns int64 (s, d) and float64 w, self-loops dropped;
+    undirected edges are normalised to s > d (one per pair, the minimum weight)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"n must be an integer node count, got {n!r}")
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    from gpu_kernels.backend import asnumpy
+
+    s = np.asarray(asnumpy(src)).ravel()
+    d = np.asarray(asnumpy(dst)).ravel()
+    w = np.asarray(asnumpy(weight), dtype=np.float64).ravel()
+    if not (len(s) == len(d) == len(w)):
+        raise ValueError(f"src, dst and weight must have the same length, got {len(s)}, {len(d)}, {len(w)}")
+    for name, a in (("src", s), ("dst", d)):
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+                raise ValueError(f"{name} must hold integer node ids")
+    s = s.astype(np.int64)
+    d = d.astype(np.int64)
+    if s.size:
+        lo = min(s.min(), d.min())
+        hi = max(s.max(), d.max())
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"node id {bad} is out of range for a graph of {n} nodes (ids are 0..{n - 1})")
+    if np.isnan(w).any():
+        raise ValueError(f"edge weights contain NaN ({int(np.isnan(w).sum())} of {w.size})")
+    if (w < 0).any():
+        raise ValueError(
+            f"edge weights must be non-negative (found {w.min():g}); shortest paths with "
+            "negative weights are not supported"
+        )
+    keep = (s != d) & np.isfinite(w)     # self-loops never shorten a path; +inf = no edge
+    s, d, w = s[keep], d[keep], w[keep]
+    if not directed:
+        s, d = np.maximum(s, d), np.minimum(s, d)
+    if s.size:
+        key = s * n + d
+        order = np.lexsort((w, key))
+        key, w = key[order], w[order]
+        first = np.ones(key.size, dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        key, w = key[first], w[first]
+        s, d = key // n, key % n
+    return n, s, d, w
+
+
+# --------------------------------------------------------------------------- CPU methods
+def _csr(n, s, d, w, directed):
+    import scipy.sparse as sp
+
+    if not directed:
+        s, d, w = np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([w, w])
+    return sp.csr_matrix((w, (s, d)), shape=(n, n))
+
+
+def _cpu_chunk(n: int, workers: int) -> int:
+    # about 200 chunks overall: fine-grained progress, little per-call overhead
+    return max(1, min(1024, -(-n // (200 if workers <= 1 else 8 * workers))))
+
+
+def _host_free() -> int:
+    from gpu_kernels.backend import _host_mem_info
+
+    free, _ = _host_mem_info()
+    return free
+
+
+def _check_host_memory(n, method, free_bytes):
+    need = apsp_memory_bytes(n, method)
+    free = _host_free() if free_bytes is None else int(free_bytes)
+    if free and need > free:
+        raise ApspMemoryError(need, free, max_nodes_for_memory(free, method), method, "host")
+
+
+def _apsp_cpu(n, g, progress, rows=None):
+    """Rows ``rows`` (default: all) of the distance matrix by single-threaded Dijkstra."""
+    from scipy.sparse.csgraph import dijkstra
+
+    rows = np.arange(n) if rows is None else np.asarray(rows)
+    m = len(rows)
+    out = np.empty((m, n), dtype=np.float32)
+    chunk = _cpu_chunk(m, 1)
+    for a in range(0, m, chunk):
+        progress.update(a / max(m, 1), f"APSP: Dijkstra sources {a}/{m}")
+        b = min(m, a + chunk)
+        out[a:b] = dijkstra(g, directed=True, indices=rows[a:b])
+    progress.update(1.0, f"APSP: Dijkstra sources {m}/{m}")
+    return out
+
+
+_worker_graph = None
+_worker_out = None
+
+
+def _mt_init(n, m, indptr, indices, data, path):
+    global _worker_graph, _worker_out
+    import scipy.sparse as sp
+
+    _worker_graph = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    with open(path, "r+b") as f:
+        mm = mmap.mmap(f.fileno(), 4 * m * n)
+    _worker_out = np.frombuffer(mm, dtype=np.float32).reshape(m, n)
+
+
+def _mt_rows(a, b, rows):
+    from scipy.sparse.csgraph import dijkstra
+
+    _worker_out[a:b] = dijkstra(_worker_graph, directed=True, indices=rows)
+    return b - a
+
+
+def _mp_context():
+    if sys.platform.startswith("linux"):
+        return mp.get_context("forkserver")   # fork is unsafe in a threaded (Qt) process
+    return mp.get_context("spawn")
+
+
+def _apsp_cpu_mt(n, g, progress, workers, rows=None):
+    """Rows ``rows`` (default: all) by Dijkstra in worker processes writing to shared memory."""
+    workers = max(1, int(workers or os.cpu_count() or 1))
+    rows = np.arange(n) if rows is None else np.asarray(rows)
+    m = len(rows)
+    if m == 0 or n == 0:
+        return np.zeros((m, n), dtype=np.float32)
+    shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    fd, path = tempfile.mkstemp(prefix="gpulab-apsp-", dir=shm_dir)
+    try:
+        os.ftruncate(fd, 4 * m * n)
+        mm = mmap.mmap(fd, 4 * m * n)
+        out = np.frombuffer(mm, dtype=np.float32).reshape(m, n)   # keeps the mapping alive
+        chunk = _cpu_chunk(m, workers)
+        jobs = [(a, min(m, a + chunk)) for a in range(0, m, chunk)]
+        done_rows = 0
+        label = f"APSP: Dijkstra on {min(workers, len(jobs))} processes"
+        progress.update(0.0, f"{label}, 0/{m} sources")
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(jobs)), mp_context=_mp_context(), initializer=_mt_init,
+            initargs=(n, m, g.indptr, g.indices, g.data, path),
+        ) as ex:
+            pending = {ex.submit(_mt_rows, a, b, rows[a:b]) for a, b in jobs}
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                    for f in finished:
+                        done_rows += f.result()
+                    progress.update(done_rows / m, f"{label}, {done_rows}/{m} sources")
+            except BaseException:
+                for f in pending:
+                    f.cancel()
+                ex.shutdown(wait=True, cancel_futures=True)
+                raise
+        progress.update(1.0, f"{label}, {m}/{m} sources")
+        return out
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+# --------------------------------------------------------------------------- GPU methods
+def kernel_config(tile: int | None = None, dtype: str | None = None, **override) -> dict:
+    """The compile-time parameters (``-D`` defines) of the FW kernels for a tile size/dtype."""
+    tile = _check_tile(tile)
+    dtype = dtype or DEFAULT_DTYPE
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    cfg = dict(_KERNEL_CONFIGS[tile])
+    cfg.update({k: v for k, v in override.items() if v is not None})
+    return {
+        "FW_B": tile, "FW_TM": cfg["tm"], "FW_TN": cfg["tn"], "FW_KC": cfg["kc"], "FW_MINB": cfg["minb"],
+        "FW_INT": {"float32": 0, "int32": 1, "int32-nodpx": 2}[dtype],
+    }
+
+
+def _cuda_include() -> str:
+    from importlib import resources
+
+    return str(resources.files("gpu_kernels") / "cuda")
+
+
+def _module(name, defines, be):
+    # the header's checksum is a define so that CuPy's on-disk kernel cache (keyed on the
+    # source text and options, not on included files) never serves a stale build
+    from gpu_kernels.backend import cuda_source
+
+    defines = dict(defines, FW_HDR=zlib.crc32(cuda_source("fw_common.cuh").encode()))
+    return load_module(name, options=(f"-I{_cuda_include()}",), defines=defines, device=be)
+
+
+def _gpu_backend(device, method):
+    be = get_backend(device)
+    if not be.is_gpu:
+        if device is None:
+            be = get_backend("cuda")          # raises BackendError with the reason
+        else:
+            raise BackendError(f"APSP method {method!r} needs a CUDA device, but the device is {be.label}")
+    return be
+
+
+def _check_device_memory(be, n, method, tile, out, free_bytes):
+    need = apsp_memory_bytes(n, method, tile, out=out)
+    if free_bytes is None:
+        free, _ = be.mem_info()
+        free = max(0, free - _MEM_MARGIN)
+    else:
+        free = int(free_bytes)
+    if need > free:
+        raise ApspMemoryError(need, free, max_nodes_for_memory(free, method, tile, out=out), method, "GPU")
+
+
+def _int_scale(n, s, d, w, directed) -> float:
+    """Fixed-point scale such that every finite distance is at most about 2^27."""
+    if w.size == 0 or w.max() == 0:
+        return 1.0
+    if directed:
+        bound = min(float(w.sum()), float(w.max()) * max(n - 1, 1))
+    else:
+        # any path is at most twice the eccentricity of one node of its component
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components, dijkstra
+
+        g = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([s, d]), np.concatenate([d, s]))),
+                          shape=(n, n))
+        ncomp, lab = connected_components(g, directed=False)
+        _, first = np.unique(lab, return_index=True)
+        dist = dijkstra(g, directed=True, indices=first, min_only=True)
+        ecc = float(dist[np.isfinite(dist)].max(initial=0.0))
+        bound = 2.0 * ecc + float(w.max())
+    return _INT_RANGE / max(bound, 1e-300)
+
+
+def _weights_dev(cp, w, scale):
+    if scale is None:
+        return cp.asarray(w.astype(np.float32))
+    q = np.rint(w * scale)
+    return cp.asarray(np.minimum(q, _INT_INF - 1).astype(np.int32))
+
+
+class _RoundTracker:
+    """Progress per diagonal round without stalling the GPU: the host runs at most
+    ``lag`` rounds ahead of the device (an event per round, waited on ``lag`` later)."""
+
+    def __init__(self, cp, progress, total, lag=6, label="APSP: tile round"):
+        self.cp, self.progress, self.total, self.lag, self.label = cp, progress, total, lag, label
+        self.events: list = []
+
+    def before(self, k):
+        if len(self.events) >= self.lag:
+            self.events.pop(0).synchronize()
+        done = max(0, k - len(self.events))
+        self.progress.update(done / self.total, f"{self.label} {done}/{self.total}")
+
+    def after(self, k):
+        ev = self.cp.cuda.Event(block=False, disable_timing=True)
+        ev.record()
+        self.events.append(ev)
+
+
+def _smem_bytes(tile, kc):
+    return 2 * kc * tile * 4
+
+
+def _set_smem(fn, nbytes):
+    if nbytes > 48 * 1024:
+        try:
+            fn.max_dynamic_shared_size_bytes = nbytes
+        except AttributeError:
+            from cupy.cuda import driver
+
+            driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+
+def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, dtype=None,
+                         free_bytes=None, config=None):
+    """``gpu`` method on prepared edges: dense padded matrix, compacted to (n, n) in place."""
+    cp = be.xp
+    tile = _check_tile(tile)
+    dtype = dtype or DEFAULT_DTYPE
+    defs = kernel_config(tile, dtype, **(config or {}))
+    _check_device_memory(be, n, "gpu", tile, "dense", free_bytes)
+    npad = _padded(n, tile)
+    t = npad // tile
+    is_int = dtype != "float32"
+    scale = _int_scale(n, s, d, w, directed) if is_int else None
+    with be.activate():
+        mod = _module("fw_dense.cu", defs, be)
+        f1, f2, f3 = (mod.get_function(f"fw_dense_stage{i}") for i in (1, 2, 3))
+        smem = _smem_bytes(tile, defs["FW_KC"])
+        _set_smem(f2, smem)
+        _set_smem(f3, smem)
+        _set_smem(f1, tile * tile * 4)
+        threads = (tile // defs["FW_TM"]) * (tile // defs["FW_TN"])
+        s1_threads = min(1024, tile * tile // 16)
+        if is_int:
+            D = cp.full(npad * npad, _INT_INF, dtype=cp.int32)
+        else:
+            D = cp.full(npad * npad, np.inf, dtype=cp.float32)
+        D[:: npad + 1] = 0
+        if s.size:
+            wd = _weights_dev(cp, w, scale)
+            D[cp.asarray(s * npad + d)] = wd
+            if not directed:
+                D[cp.asarray(d * npad + s)] = wd
+        ld = np.int64(npad)
+        track = _RoundTracker(cp, progress, t)
+        for k in range(t):
+            track.before(k)
+            kk = np.int32(k)
+            f1((1,), (s1_threads,), (D, ld, kk), shared_mem=tile * tile * 4)
+            if t > 1:
+                f2((t, 2), (threads,), (D, ld, kk), shared_mem=smem)
+                f3((t, t), (threads,), (D, ld, kk), shared_mem=smem)
+            track.after(k)
+        progress.update(1.0 - 0.5 / (t + 1), f"APSP: tile round {t}/{t}")
+        if is_int:
+            mod.get_function("fw_int_to_float")((1024,), (256,), (D, np.int64(D.size), np.float32(1.0 / scale)))
+            D = D.view(cp.float32)
+        if npad != n:   # compact rows in place: row i moves from i*npad to i*n (increasing offsets)
+            rows = max(1, _COMPACT_CHUNK // max(n, 1))
+            for a in range(0, n, rows):
+                b = min(n, a + rows)
+                tmp = D[a * npad: b * npad].reshape(b - a, npad)[:, :n].copy()
+                D[a * n: b * n] = tmp.ravel()
+                del tmp
+        out = D[: n * n].reshape(n, n)
+        cp.cuda.get_current_stream().synchronize()
+    progress.update(1.0, f"APSP: tile round {t}/{t}")
+    return out
+
+
+def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None, progress=None, tile=None,
+                              dtype=None, free_bytes=None, config=None, _prepared=None, _out="packed"):
+    """``gpu-sym`` on an undirected graph, returning :class:`PackedDistances` (lower tiles
+    in z-order, about n^2/2 values). Arguments as :func:`all_pairs_shortest_paths`."""
+    progress = as_progress(progress)
+    if _prepared is None:
+        n, s, d, w = _prepare_edges(n, src, dst, weight, directed=False)
+    else:
+        n, s, d, w = _prepared
+    be = _gpu_backend(device, "gpu-sym")
+    cp = be.xp
+    tile = _check_tile(tile)
+    dtype = dtype or DEFAULT_DTYPE
+    defs = kernel_config(tile, dtype, **(config or {}))
+    _check_device_memory(be, n, "gpu-sym", tile, _out, free_bytes)
+    npad = _padded(n, tile)
+    t = npad // tile
+    if t > 0xFFFF:
+        raise ValueError(f"{n} nodes is too many for tile size {tile}")
+    is_int = dtype != "float32"
+    scale = _int_scale(n, s, d, w, False) if is_int else None
+    zidx, tiles = zorder_tiles(t)
+    bb = tile * tile
+    with be.activate():
+        mod = _module("fw_sym.cu", defs, be)
+        f1, f2, f3 = (mod.get_function(f"fw_sym_stage{i}") for i in (1, 2, 3))
+        smem = _smem_bytes(tile, defs["FW_KC"])
+        _set_smem(f2, smem)
+        _set_smem(f3, smem)
+        _set_smem(f1, bb * 4)
+        threads = (tile // defs["FW_TM"]) * (tile // defs["FW_TN"])
+        s1_threads = min(1024, bb // 16)
+        n_lower = len(tiles)
+        P = cp.full(n_lower * bb, _INT_INF if is_int else np.inf, dtype=cp.int32 if is_int else cp.float32)
+        # diagonal = 0 (padding included)
+        i = np.arange(npad, dtype=np.int64)
+        diag = zidx[i // tile, i // tile].astype(np.int64) * bb + (i % tile) * (tile + 1)
+        P[cp.asarray(diag)] = 0
+        if s.size:   # s > d: element (s, d) of lower tile (s//B, d//B); diagonal tiles get both
+            rt, ct = s // tile, d // tile
+            base = zidx[rt, ct].astype(np.int64) * bb
+            offs = base + (s % tile) * tile + d % tile
+            same = rt == ct
+            offs = np.concatenate([offs, base[same] + (d[same] % tile) * tile + s[same] % tile])
+            wv = np.concatenate([w, w[same]])
+            P[cp.asarray(offs)] = _weights_dev(cp, wv, scale)
+        zidx_dev = cp.asarray(zidx.ravel())
+        tiles_dev = cp.asarray((tiles[:, 0].astype(np.int32) << 16) | tiles[:, 1])
+        tt = np.int32(t)
+        track = _RoundTracker(cp, progress, t)
+        for k in range(t):
+            track.before(k)
+            kk = np.int32(k)
+            f1((1,), (s1_threads,), (P, zidx_dev, tt, kk), shared_mem=bb * 4)
+            if t > 1:
+                f2((t,), (threads,), (P, zidx_dev, tt, kk), shared_mem=smem)
+                f3((n_lower,), (threads,), (P, zidx_dev, tiles_dev, tt, kk), shared_mem=smem)
+            track.after(k)
+        cp.cuda.get_current_stream().synchronize()
+    progress.update(1.0, f"APSP: tile round {t}/{t}")
+    return PackedDistances(P, n, tile, zidx, tiles, scale, mod, zidx_dev, tiles_dev)
+
+
+# --------------------------------------------------------------------------- entry point
+def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="auto", device=None,
+                             progress=None, tile=None, workers=None, out="dense", dtype=None,
+                             free_bytes=None):
+    """All-pairs shortest path distances of a sparse graph with non-negative weights.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes (ids 0..n-1).
+    src, dst, weight : array-like
+        One entry per edge. Undirected graphs may list an edge once or both ways;
+        duplicate edges keep the smallest weight; self-loops are ignored; an edge of
+        weight +inf is no edge.
+    directed : bool
+        Treat (src, dst) as one-way edges. ``gpu-sym`` needs ``directed=False``.
+    method : {"auto", "gpu-sym", "gpu", "cpu", "cpu-mt"}
+        ``auto``: ``gpu-sym`` (``gpu`` if directed) on a CUDA backend when it fits in
+        free device memory, otherwise ``cpu-mt``.
+    device : str or Backend, optional
+        As :func:`gpu_kernels.backend.get_backend`.
+    progress : Progress or callable, optional
+        Receives "APSP: tile round r/R" (GPU) or "APSP: Dijkstra sources ..." (CPU);
+        cancellation is checked between rounds / chunks and raises ``Cancelled``.
+    tile : int, optional
+        GPU tile size (32, 64 or 128; default 64).
+    workers : int, optional
+        Processes for ``cpu-mt`` (default: all cores).
+    out : {"dense", "packed"}
+        ``packed`` (``gpu-sym`` only) returns :class:`PackedDistances` instead of a matrix.
+    dtype : {"float32", "int32", "int32-nodpx"}, optional
+        Distance type inside the GPU kernels. ``int32`` is fixed point with the DPX
+        add-min instruction (scale chosen from a bound on the diameter); the result is
+        float32 either way.
+    free_bytes : int, optional
+        Pretend this many bytes are free (tests, or to leave room for later stages).
+
+    Returns
+    -------
+    (n, n) float32 array: ``cupy`` for GPU methods, ``numpy`` for CPU ones. +inf where
+    no path exists.
+
+    Raises
+    ------
+    ValueError
+        Bad input: negative or NaN weights, ids out of range, unknown method, ``gpu-sym``
+        on a directed graph.
+    BackendError
+        A GPU method without a usable CUDA device.
+    ApspMemoryError
+        The result does not fit (``needed``, ``free``, ``max_n`` say by how much).
+    """
+    _check_method(method)
+    if out not in ("dense", "packed"):
+        raise ValueError(f"out must be 'dense' or 'packed', got {out!r}")
+    if method == "gpu-sym" and directed:
+        raise ValueError("method 'gpu-sym' is for undirected graphs; use method='gpu' for a directed graph")
+    if out == "packed" and method not in ("gpu-sym", "auto"):
+        raise ValueError("out='packed' is only available with method='gpu-sym'")
+    progress = as_progress(progress)
+    n, s, d, w = _prepare_edges(n, src, dst, weight, directed)
+
+    auto_fallback = False
+    if method == "auto":
+        be = get_backend(device)
+        method = "cpu-mt"
+        auto_fallback = be.is_gpu
+        if be.is_gpu:
+            cand = "gpu" if directed else "gpu-sym"
+            if free_bytes is None:
+                free = max(0, be.mem_info()[0] - _MEM_MARGIN)
+            else:
+                free = int(free_bytes)
+            if apsp_memory_bytes(n, cand, tile, out=out) <= free:
+                method = cand
+            elif not directed and out == "dense" and apsp_memory_bytes(n, "gpu", tile) <= free:
+                method = "gpu"   # dense output fits, the packed + dense peak does not
+        if out == "packed" and method != "gpu-sym":
+            raise ValueError("out='packed' needs the gpu-sym method, which is not available here")
+
+    if method in ("cpu", "cpu-mt"):
+        # free_bytes describes the device when auto fell back from it
+        _check_host_memory(n, method, None if auto_fallback else free_bytes)
+        g = _csr(n, s, d, w, directed)
+        if method == "cpu":
+            return _apsp_cpu(n, g, progress)
+        return _apsp_cpu_mt(n, g, progress, workers)
+
+    be = _gpu_backend(device, method)
+    if method == "gpu":
+        return floyd_warshall_dense(n, s, d, w, directed=directed, be=be, progress=progress, tile=tile,
+                                    dtype=dtype, free_bytes=free_bytes)
+    packed = floyd_warshall_sym_packed(n, device=be, progress=progress, tile=tile, dtype=dtype,
+                                       free_bytes=free_bytes, _prepared=(n, s, d, w), _out=out)
+    if out == "packed":
+        return packed
+    with be.activate():
+        dense = packed.to_dense()
+        packed.data = None
+        del packed
+        be.xp.cuda.get_current_stream().synchronize()
+    return dense
+
+
+def _reference_fw(n, src, dst, weight, directed=False):
+    """Plain O(n^3) NumPy Floyd-Warshall for tests (small n only)."""
+    n, s, d, w = _prepare_edges(n, src, dst, weight, directed)
+    D = np.full((n, n), np.inf)
+    np.fill_diagonal(D, 0.0)
+    D[s, d] = np.minimum(D[s, d], w)
+    if not directed:
+        D[d, s] = np.minimum(D[d, s], w)
+    for k in range(n):
+        D = np.minimum(D, D[:, k:k + 1] + D[k:k + 1, :])
+    return D
+
