@@ -18,6 +18,16 @@ import pytest
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_addoption(parser):
+    # pyproject.toml configures pytest-qt, pytest-xvfb and pytest-timeout; on the GPU host,
+    # where they are not installed, declare their options so pytest does not warn
+    known = getattr(parser, "_inidict", {})
+    for name in ("qt_api", "xvfb_width", "xvfb_height", "timeout"):
+        if name not in known:
+            parser.addini(name, help="(used by a plugin that is not installed here)")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     # runs after pytest-xvfb's hook: DISPLAY is set by now if it could start Xvfb
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):

@@ -200,3 +200,18 @@ def test_runner_shutdown_when_idle_is_immediate():
     assert r.shutdown(0) is True
     assert not r.is_running()
     r.cancel()  # no-op when idle
+
+
+def test_signal_emit_does_not_leak_references(qtbot):
+    """PySide6 6.12.0's Signal.emit() drops a reference to True on every call, which
+    aborts the interpreter after a few thousand progress updates (pyproject excludes it)."""
+    import sys
+
+    r = JobRunner()
+    got = []
+    r.progress.connect(lambda f, s: got.append(f))
+    before = sys.getrefcount(True)
+    for _ in range(500):
+        r.progress.emit(0.5, "x")
+    assert len(got) == 500
+    assert abs(sys.getrefcount(True) - before) < 50

@@ -25,8 +25,13 @@ def make_app(argv: list[str] | None = None):
             log.warning("no display found (DISPLAY is unset); using Qt's offscreen platform")
             os.environ["QT_QPA_PLATFORM"] = "offscreen"
         app = QApplication([sys.argv[0] if sys.argv else "gpulab", *(argv or [])])
+    import PySide6
+
     from .icons import app_icon
 
+    if PySide6.__version__ == "6.12.0":
+        log.error("PySide6 6.12.0 has a reference-counting bug in Signal.emit() that crashes "
+                  "long jobs; install another version: pip install 'PySide6-Essentials!=6.12.0'")
     app.setApplicationName("gpulab")
     app.setOrganizationName("gpulab")
     app.setApplicationDisplayName("gpulab")
