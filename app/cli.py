@@ -70,10 +70,17 @@ def build_gui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--screenshot", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--screenshot-delay", type=int, default=1500, help=argparse.SUPPRESS)
     parser.add_argument("--quit-after", type=int, default=None, help=argparse.SUPPRESS)
+    # start the current tab's computation after opening (its Run button), e.g. for screenshots
+    parser.add_argument("--run", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
-def _first_positional(argv: list[str]) -> str | None:
+def _options_with_values(parser: argparse.ArgumentParser) -> set[str]:
+    return {opt for a in parser._actions if a.option_strings and a.nargs != 0 for opt in a.option_strings}
+
+
+def _first_positional(argv: list[str], valued: set[str] | frozenset = frozenset({"--device"})) -> str | None:
+    """The first argument that is not an option or an option's value."""
     skip = False
     for tok in argv:
         if skip:
@@ -81,7 +88,7 @@ def _first_positional(argv: list[str]) -> str | None:
             continue
         if tok == "--":
             return None
-        if tok == "--device":
+        if tok in valued:
             skip = True
             continue
         if tok.startswith("-"):
@@ -110,19 +117,19 @@ def _setup_logging(verbosity: int) -> None:
 
 def _main(argv: list[str]) -> int:
     parser, names = build_parser()
-    first = _first_positional(argv)
+    gui_parser = build_gui_parser()
+    first = _first_positional(argv, _options_with_values(gui_parser))
     headless = first in names or (first is None and any(a in ("-h", "--help", "--version") for a in argv))
     if headless:
         args = parser.parse_args(argv)
         _setup_logging(args.verbose)
         return int(args.func(args) or 0)
 
-    args = build_gui_parser().parse_args(argv)
+    args = gui_parser.parse_args(argv)
     _setup_logging(args.verbose)
-    if first is not None and not Path(first).exists() and len(argv) and first not in names:
-        # a typo in a command name reads better as such than as a missing file
-        if "." not in Path(first).name and "/" not in first:
-            parser.error(f"unknown command {first!r} (choose from {', '.join(names)}), or no such file")
+    if first is not None and not Path(first).exists() and "." not in Path(first).name and "/" not in first:
+        # a mistyped command reads better as such than as a missing file
+        parser.error(f"unknown command {first!r} (choose from {', '.join(names)}), or no such file")
     for f in args.files:
         if not f.exists():
             raise FileNotFoundError(2, "No such file or directory", str(f))

@@ -65,6 +65,12 @@ def run_gui(args: argparse.Namespace) -> int:
     tick.timeout.connect(lambda: None)
 
     status = {"rc": 0}
+    started = False
+    if getattr(args, "run", False):
+        tab = win.current_tab()
+        started = bool(tab.run_default())
+        if not started:
+            print(f"gpulab: {tab.title} has nothing to run", file=sys.stderr)
     if args.screenshot is not None:
         def grab():
             from .capture import save_widget_png
@@ -77,7 +83,19 @@ def run_gui(args: argparse.Namespace) -> int:
                 status["rc"] = 1
             win.close()
 
-        QTimer.singleShot(max(0, args.screenshot_delay), win, grab)
+        delay = max(0, args.screenshot_delay)
+        if started:
+            runner = win.current_tab().runner
+
+            def after_job(running: bool) -> None:
+                if not running:
+                    QTimer.singleShot(delay, win, grab)
+
+            runner.running_changed.connect(after_job)
+            if not runner.is_running():  # finished already
+                QTimer.singleShot(delay, win, grab)
+        else:
+            QTimer.singleShot(delay, win, grab)
     if args.quit_after is not None:
         QTimer.singleShot(max(0, args.quit_after), win, win.close)
     rc = app.exec()

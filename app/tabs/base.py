@@ -113,6 +113,12 @@ class ToolTab(QWidget):
         save_widget_png(self.screenshot_widget(), Path(path))
 
     # -- jobs -----------------------------------------------------------------
+    def run_default(self) -> bool:
+        """Start the tab's main computation with the current input and parameters, as
+        its Run button would. Returns False when there is nothing to run. Used by
+        ``gpulab --run`` (scripted start-up, e.g. for screenshots)."""
+        return False
+
     def shutdown(self, timeout_ms: int = 5000) -> bool:
         """Stop the tab's job (window closing). Override to release views as well."""
         return self.runner.shutdown(timeout_ms)
