@@ -7,7 +7,8 @@ Graphs: synthetic dual graphs of triangulated tori (N faces, three neighbours ea
 weights from centroid distances with noise), or real meshes from ``--mesh-dir`` (OFF
 files, read by a tiny parser here, so the GPU host needs only numpy/scipy/cupy).
 
-CPU times at large N are *extrapolated*: Dijkstra is run from two subsets of sources
+``cpu-mt`` keeps its worker processes between calls; their one-time start-up (about a
+second: imports) is done before timing. CPU times at large N are *extrapolated*: Dijkstra is run from two subsets of sources
 (m and 2m), a line t(m) = a + b*m is fitted (a = start-up, e.g. worker processes) and
 evaluated at m = N. Rows marked ``cpu_full`` were measured in full.
 
@@ -21,7 +22,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -178,8 +178,12 @@ def bench_graph(label, n, s, d, w, methods, args, ref=None):
     for method in methods:
         row = {"graph": label, "method": method, "N": n}
         if method in ("cpu", "cpu-mt"):
-            workers = args.workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
-            if n <= args.cpu_full_max:
+            workers = args.workers or apsp.default_workers()
+            if method == "cpu-mt":   # start the (persistent) worker pool outside the timing
+                _, s0, d0, w0 = apsp._prepare_edges(n, s, d, w, False)
+                apsp._apsp_cpu_mt(n, apsp._csr(n, s0, d0, w0, False), Progress(), workers,
+                                  rows=np.arange(min(n, max(256, 4 * workers))))
+            if n <= (args.cpu_full_max if method == "cpu" else args.cpu_mt_full_max):
                 t = time_cpu(lambda m=method, wk=workers: apsp.all_pairs_shortest_paths(
                     n, s, d, w, method=m, workers=wk))["min"]
                 row.update(time_s=t, how="measured")
@@ -233,11 +237,12 @@ def tune(args):
     from scipy.sparse.csgraph import dijkstra
 
     ref = dijkstra(apsp._csr(nchk, *apsp._prepare_edges(nchk, sc, dc, wc, False)[1:], False), directed=True)
-    configs = [
+    configs = args.tune_configs or [
         (64, {"tm": 4, "tn": 4, "kc": 64}), (64, {"tm": 8, "tn": 4, "kc": 64}), (64, {"tm": 4, "tn": 8, "kc": 64}),
         (64, {"tm": 8, "tn": 8, "kc": 64}), (64, {"tm": 8, "tn": 4, "kc": 32}), (64, {"tm": 8, "tn": 8, "kc": 32}),
         (128, {"tm": 8, "tn": 8, "kc": 32}), (128, {"tm": 8, "tn": 8, "kc": 16}), (32, {"tm": 4, "tn": 4, "kc": 32}),
     ]
+    dtypes = args.tune_dtypes.split(",")
     rows = []
 
     def one(method, tile, cfg, dtype):
@@ -267,17 +272,52 @@ def tune(args):
 
     best = None
     for tile, cfg in configs:
-        r = one("gpu-sym", tile, cfg, "float32")
-        if r["ok"] and (best is None or r["time_s"] < best["time_s"]):
-            best = r
+        for dtype in dtypes:
+            r = one("gpu-sym", tile, cfg, dtype)
+            if r["ok"] and (best is None or r["time_s"] < best["time_s"]):
+                best = r
     bt = best["tile"]
-    bcfg = {k: best[k] for k in ("tm", "tn", "kc")}
-    for dtype in ("int32", "int32-nodpx"):
-        one("gpu-sym", bt, bcfg, dtype)
-    for cfg in ({"minb": 2}, {"minb": 3}):
-        one("gpu-sym", bt, {**bcfg, **cfg}, "float32")
-    one("gpu", bt, bcfg, "float32")
-    one("gpu", bt, bcfg, "int32")
+    bcfg = {k: best[k] for k in ("tm", "tn", "kc", "pipe") if k in best}
+    for dtype in ("float32", "int32", "int32-nodpx"):
+        if dtype not in dtypes:
+            one("gpu-sym", bt, bcfg, dtype)
+    for dtype in ("float32", "int32"):
+        one("gpu", bt, bcfg, dtype)
+    return rows
+
+
+def check_dtype(args):
+    """Labels of segment_mesh with float32 vs int32 APSP distances, per mesh in DIR."""
+    import cupy as cp
+
+    try:
+        from gpu_kernels.mesh.segment import segment_mesh
+    except Exception as exc:  # noqa: BLE001
+        print(f"--check-dtype: segment_mesh is not importable ({exc}); skipped")
+        return []
+    rows = []
+    saved = apsp.DEFAULT_DTYPE
+    try:
+        for p in sorted(Path(args.check_dtype).glob("*.off")):
+            v, f = read_off(p)
+            n, s, d, w = dual_graph(v, f)
+            res, dist = {}, {}
+            for dt in ("float32", "int32"):
+                apsp.DEFAULT_DTYPE = dt
+                res[dt] = segment_mesh(v, f, device="cuda")
+                dist[dt] = apsp.all_pairs_shortest_paths(n, s, d, w, method="gpu-sym", device="cuda")
+            a, b = res["float32"].labels, res["int32"].labels
+            fin = cp.isfinite(dist["float32"])
+            rel = float(cp.max(cp.abs(dist["int32"][fin] - dist["float32"][fin])
+                               / cp.maximum(dist["float32"][fin], 1e-6)))
+            row = {"mesh": p.name, "faces": len(f), "k": int(res["float32"].k),
+                   "labels_equal": bool(np.array_equal(a, b)), "faces_differing": int((a != b).sum()),
+                   "max_rel_dist_diff": f"{rel:.1e}"}
+            print(f"  dtype check {row}", flush=True)
+            rows.append(row)
+            del dist
+    finally:
+        apsp.DEFAULT_DTYPE = saved
     return rows
 
 
@@ -299,41 +339,7 @@ def e2e(args):
     return rows
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="2048,4096,8192,16384,32768")
-    ap.add_argument("--methods", default="gpu-sym,gpu,cpu,cpu-mt")
-    ap.add_argument("--out", default=None, help="results file (.json, .md, or a stem for both)")
-    ap.add_argument("--mesh-dir", default=None, help="also benchmark the OFF meshes in this folder")
-    ap.add_argument("--e2e", default=None, metavar="DIR", help="end-to-end segment_mesh timing of DIR/*.off")
-    ap.add_argument("--tile", type=int, default=None)
-    ap.add_argument("--dtype", default=None, choices=apsp.DTYPES)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--cpu-sources", type=int, default=128,
-                    help="sources per worker in the smaller CPU timing subset")
-    ap.add_argument("--cpu-full-max", type=int, default=4096, help="measure CPU methods in full up to this N")
-    ap.add_argument("--tune", action="store_true", help="kernel parameter / dtype sweep first")
-    ap.add_argument("--tune-n", type=int, default=16384)
-    ap.add_argument("--no-sizes", action="store_true", help="skip the synthetic size sweep")
-    args = ap.parse_args(argv)
-
-    print(f"device: {device_name()}\nhost: {host_description()}", flush=True)
-    payload = {"rows": [], "tune": [], "e2e": []}
-    if args.tune:
-        payload["tune"] = tune(args)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    if not args.no_sizes:
-        for n in (int(x) for x in args.sizes.split(",") if x.strip()):
-            nv, s, d, w = dual_graph(*torus_mesh(n))
-            payload["rows"] += bench_graph("torus dual", nv, s, d, w, methods, args)
-    if args.mesh_dir:
-        for p in sorted(Path(args.mesh_dir).glob("*.off")):
-            nv, s, d, w = dual_graph(*read_off(p))
-            payload["rows"] += bench_graph(p.name, nv, s, d, w, methods, args)
-    if args.e2e:
-        payload["e2e"] = e2e(args)
-
+def render(payload) -> str:
     rows = []
     for r in payload["rows"]:
         rows.append({
@@ -352,15 +358,110 @@ def main(argv=None):
             ("fw_mem", "FW memory"), ("sa", "vs (a) cpu"), ("sb", "vs (b) cpu-mt"), ("sc", "sym vs (c)"),
             ("how", "timing")]
     table = format_table(rows, cols)
+    if payload.get("applied"):
+        table = f"Kernel used below: {payload['applied']}\n\n" + table
     if payload["tune"]:
-        tcols = [(k, k) for k in ("method", "tile", "tm", "tn", "kc", "minb", "dtype", "N")] + [
+        tcols = [(k, k) for k in ("method", "tile", "tm", "tn", "kc", "pipe", "minb", "dtype", "N")] + [
             ("t", "time"), ("r", "N^3/time"), ("max_rel_err_vs_scipy", "max rel err (N=1000)"), ("ok", "ok")]
         trows = [dict(r, t=fmt_seconds(r["time_s"]), r=f"{r['relax_per_s']:.2e}") for r in payload["tune"]]
         table = "Kernel sweep (gpu-sym = packed FW only, no unpack):\n\n" + format_table(trows, tcols) + "\n\n" + table
+    if payload["dtype_check"]:
+        dc = payload["dtype_check"]
+        table += "\n\nsegment_mesh labels, float32 vs int32 APSP:\n\n" + format_table(
+            dc, [(k, k) for k in ("mesh", "faces", "k", "labels_equal", "faces_differing", "max_rel_dist_diff")])
     if payload["e2e"]:
         erows = [dict(r, t=fmt_seconds(r["time_s"])) for r in payload["e2e"]]
         table += "\n\nEnd-to-end segment_mesh:\n\n" + format_table(erows, [("mesh", "mesh"), ("faces", "faces"),
                                                                             ("t", "time")])
+    return table
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="2048,4096,8192,16384,32768")
+    ap.add_argument("--methods", default="gpu-sym,gpu,cpu,cpu-mt")
+    ap.add_argument("--out", default=None, help="results file (.json, .md, or a stem for both)")
+    ap.add_argument("--mesh-dir", default=None, help="also benchmark the OFF meshes in this folder")
+    ap.add_argument("--e2e", default=None, metavar="DIR", help="end-to-end segment_mesh timing of DIR/*.off")
+    ap.add_argument("--tile", type=int, default=None)
+    ap.add_argument("--dtype", default=None, choices=apsp.DTYPES)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--cpu-sources", type=int, default=128,
+                    help="sources per worker in the smaller CPU timing subset")
+    ap.add_argument("--cpu-full-max", type=int, default=4096, help="measure CPU methods in full up to this N")
+    ap.add_argument("--tune", action="store_true", help="kernel parameter / dtype sweep first")
+    ap.add_argument("--tune-n", type=int, default=16384)
+    ap.add_argument("--configs", default=None, help="kernel configs to tune, e.g. 64:8x4:32,128:8x8:16")
+    ap.add_argument("--tune-dtypes", default="float32", help="dtypes swept over every config")
+    ap.add_argument("--check-dtype", default=None, metavar="DIR",
+                    help="compare segment_mesh labels with float32 and int32 distances on DIR/*.off")
+    ap.add_argument("--cpu-mt-full-max", type=int, default=16384, help="measure cpu-mt in full up to this N")
+    ap.add_argument("--apply-best", action="store_true",
+                    help="after --tune (and --check-dtype) run the rest with the fastest gpu-sym kernel config, "
+                         "and int32 if it was faster and left every label unchanged")
+    ap.add_argument("--no-sizes", action="store_true", help="skip the synthetic size sweep")
+    args = ap.parse_args(argv)
+    args.tune_configs = None
+    if args.configs:   # "64:8x4:32,128:8x8:16:p" = tile:TMxTN:KC[:p for the pipelined product]
+        args.tune_configs = []
+        for item in args.configs.split(","):
+            b, tmn, kc, *rest = item.split(":")
+            tm, tn = tmn.lower().split("x")
+            args.tune_configs.append((int(b), {"tm": int(tm), "tn": int(tn), "kc": int(kc),
+                                               "pipe": int("p" in rest)}))
+
+    print(f"device: {device_name()}\nhost: {host_description()}", flush=True)
+    payload = {"rows": [], "tune": [], "e2e": [], "dtype_check": []}
+    def checkpoint():
+        if args.out:
+            save_results(args.out, payload, render(payload))
+
+    if args.tune:
+        payload["tune"] = tune(args)
+        checkpoint()
+    best = {}
+    for r in payload["tune"]:
+        if r["method"] == "gpu-sym" and r["ok"] and (r["dtype"] not in best or r["time_s"] < best[r["dtype"]]["time_s"]):
+            best[r["dtype"]] = r
+    if args.apply_best and best:
+        for dt, r in best.items():
+            print(f"fastest gpu-sym {dt}: B={r['tile']} {r['tm']}x{r['tn']} kc={r['kc']} pipe={r.get('pipe', 0)} "
+                  f"{r['relax_per_s']:.3e}")
+        dt = "float32" if "float32" in best else next(iter(best))
+        r = best[dt]
+        apsp._KERNEL_CONFIGS[r["tile"]] = {"tm": r["tm"], "tn": r["tn"], "kc": r["kc"], "minb": r.get("minb") or 0,
+                                           "pipe": r.get("pipe", 0)}
+        apsp.DEFAULT_TILE = r["tile"]
+    if args.check_dtype:
+        payload["dtype_check"] = check_dtype(args)
+        checkpoint()
+    if args.apply_best and best:
+        same = payload["dtype_check"] and all(r["labels_equal"] for r in payload["dtype_check"])
+        if "int32" in best and "float32" in best and best["int32"]["time_s"] < best["float32"]["time_s"] and same:
+            r = best["int32"]
+            apsp._KERNEL_CONFIGS[r["tile"]] = {"tm": r["tm"], "tn": r["tn"], "kc": r["kc"],
+                                               "minb": r.get("minb") or 0, "pipe": r.get("pipe", 0)}
+            apsp.DEFAULT_TILE = r["tile"]
+            apsp.DEFAULT_DTYPE = "int32"
+        payload["applied"] = {"dtype": apsp.DEFAULT_DTYPE, "tile": apsp.DEFAULT_TILE,
+                              "config": apsp._KERNEL_CONFIGS[apsp.DEFAULT_TILE]}
+        print(f"applied: {payload['applied']}", flush=True)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not args.no_sizes:
+        for n in (int(x) for x in args.sizes.split(",") if x.strip()):
+            nv, s, d, w = dual_graph(*torus_mesh(n))
+            payload["rows"] += bench_graph("torus dual", nv, s, d, w, methods, args)
+            checkpoint()
+    if args.mesh_dir:
+        for p in sorted(Path(args.mesh_dir).glob("*.off")):
+            nv, s, d, w = dual_graph(*read_off(p))
+            payload["rows"] += bench_graph(p.name, nv, s, d, w, methods, args)
+            checkpoint()
+    if args.e2e:
+        payload["e2e"] = e2e(args)
+
+    table = render(payload)
     print()
     print(table)
     if args.out:

@@ -18,22 +18,20 @@ extern "C" __global__ void __launch_bounds__(FW_S1_THREADS) fw_dense_stage1(dist
 extern "C" __global__ void FW_BOUNDS fw_dense_stage2(dist_t* D, long ld, int k) {
     const int j = blockIdx.x;
     if (j == k) return;
-    dist4_t* As = reinterpret_cast<dist4_t*>(fw_smem);
-    dist4_t* Bs = As + FW_KC * FW_U;
+    dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     if (blockIdx.y == 0) {  // row tile (k, j) = Dkk (x) Dkj
         dist_t* C = fw_dtile(D, ld, k, j);
-        fw_minplus_tile(C, ld, fw_dtile(D, ld, k, k), ld, false, C, ld, false, As, Bs);
+        fw_minplus_tile(C, ld, fw_dtile(D, ld, k, k), ld, false, C, ld, false, sm);
     } else {  // column tile (j, k) = Djk (x) Dkk
         dist_t* C = fw_dtile(D, ld, j, k);
-        fw_minplus_tile(C, ld, C, ld, false, fw_dtile(D, ld, k, k), ld, false, As, Bs);
+        fw_minplus_tile(C, ld, C, ld, false, fw_dtile(D, ld, k, k), ld, false, sm);
     }
 }
 
 extern "C" __global__ void FW_BOUNDS fw_dense_stage3(dist_t* D, long ld, int k) {
     const int r = blockIdx.y, c = blockIdx.x;
     if (r == k || c == k) return;
-    dist4_t* As = reinterpret_cast<dist4_t*>(fw_smem);
-    dist4_t* Bs = As + FW_KC * FW_U;
+    dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     fw_minplus_tile(fw_dtile(D, ld, r, c), ld, fw_dtile(D, ld, r, k), ld, false, fw_dtile(D, ld, k, c), ld,
-                    false, As, Bs);
+                    false, sm);
 }

@@ -26,15 +26,14 @@ extern "C" __global__ void __launch_bounds__(FW_S1_THREADS)
 extern "C" __global__ void FW_BOUNDS fw_sym_stage2(dist_t* P, const int* zidx, int T, int k) {
     const int t = blockIdx.x;
     if (t == k) return;
-    dist4_t* As = reinterpret_cast<dist4_t*>(fw_smem);
-    dist4_t* Bs = As + FW_KC * FW_U;
+    dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     const dist_t* Dkk = fw_ztile(P, zidx, T, k, k);
     if (t > k) {  // (t, k) = Dtk (x) Dkk
         dist_t* C = fw_ztile(P, zidx, T, t, k);
-        fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, As, Bs);
+        fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, sm);
     } else {  // (k, t) = Dkk (x) Dkt
         dist_t* C = fw_ztile(P, zidx, T, k, t);
-        fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, As, Bs);
+        fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, sm);
     }
 }
 
@@ -42,15 +41,14 @@ extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, c
     const int rc = tiles[blockIdx.x];
     const int r = rc >> 16, c = rc & 0xFFFF;
     if (r == k || c == k) return;
-    dist4_t* As = reinterpret_cast<dist4_t*>(fw_smem);
-    dist4_t* Bs = As + FW_KC * FW_U;
+    dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     // A = D[r, k]: stored as (r, k) when r > k, else as the transpose (k, r)
     const bool a_t = r < k;
     const dist_t* A = a_t ? fw_ztile(P, zidx, T, k, r) : fw_ztile(P, zidx, T, r, k);
     // B = D[k, c]: stored as (k, c) when k > c, else as the transpose (c, k)
     const bool b_t = k < c;
     const dist_t* Bm = b_t ? fw_ztile(P, zidx, T, c, k) : fw_ztile(P, zidx, T, k, c);
-    fw_minplus_tile(P + (long)blockIdx.x * FW_BB, FW_B, A, FW_B, a_t, Bm, FW_B, b_t, As, Bs);
+    fw_minplus_tile(P + (long)blockIdx.x * FW_BB, FW_B, A, FW_B, a_t, Bm, FW_B, b_t, sm);
 }
 
 // Packed lower tiles -> dense symmetric n x n float32 (row stride n), one block per tile.

@@ -31,13 +31,16 @@ Example
 
 from __future__ import annotations
 
+import atexit
 import mmap
 import multiprocessing as mp
 import os
 import sys
 import tempfile
+import threading
 import zlib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,9 +71,9 @@ DEFAULT_TILE = 64
 #: k-chunk KC staged in shared memory, minimum blocks per SM. Chosen by the sweep in
 #: ``benchmarks/mesh.py --tune`` on an H200 (see benchmarks/RESULTS.md).
 _KERNEL_CONFIGS: dict[int, dict[str, int]] = {
-    32: {"tm": 4, "tn": 4, "kc": 32, "minb": 0},
-    64: {"tm": 8, "tn": 4, "kc": 32, "minb": 0},
-    128: {"tm": 8, "tn": 8, "kc": 16, "minb": 0},
+    32: {"tm": 4, "tn": 4, "kc": 32, "minb": 0, "pipe": 0},
+    64: {"tm": 8, "tn": 4, "kc": 32, "minb": 0, "pipe": 0},
+    128: {"tm": 8, "tn": 8, "kc": 16, "minb": 0, "pipe": 0},
 }
 #: distance type used by the GPU methods unless ``dtype`` is given
 DEFAULT_DTYPE = "float32"
@@ -181,8 +184,8 @@ def apsp_memory_bytes(n: int, method: str, tile: int | None = None, *, out: str 
     if method == "auto":
         method = "gpu-sym"
     if method in ("cpu", "cpu-mt"):
-        chunk = _cpu_chunk(n, 1 if method == "cpu" else os.cpu_count() or 1)
-        workers = 1 if method == "cpu" else (os.cpu_count() or 1)
+        chunk = _cpu_chunk(n, 1 if method == "cpu" else default_workers())
+        workers = 1 if method == "cpu" else default_workers()
         return 4 * n * n + 8 * n * chunk * workers
     tile = _check_tile(tile)
     npad = _padded(n, tile)
@@ -324,25 +327,65 @@ def _apsp_cpu(n, g, progress, rows=None):
     return out
 
 
-_worker_graph = None
-_worker_out = None
+def _mt_layout(n, m, nnz):
+    """Byte offsets in the shared file: result (m, n) float32, then the CSR graph and rows."""
+    o_out = 0
+    o_ptr = -(-4 * m * n // 8) * 8
+    o_idx = o_ptr + 8 * (n + 1)
+    o_dat = o_idx + 8 * nnz
+    o_rows = o_dat + 8 * nnz
+    return o_out, o_ptr, o_idx, o_dat, o_rows, o_rows + 8 * m
 
 
-def _mt_init(n, m, indptr, indices, data, path):
-    global _worker_graph, _worker_out
+def _mt_task(path, n, m, nnz, a, b):
+    """Worker: Dijkstra from rows[a:b] of the shared file's source list into its result.
+    Maps the file per task and keeps nothing, so no worker pins a finished result."""
     import scipy.sparse as sp
-
-    _worker_graph = sp.csr_matrix((data, indices, indptr), shape=(n, n))
-    with open(path, "r+b") as f:
-        mm = mmap.mmap(f.fileno(), 4 * m * n)
-    _worker_out = np.frombuffer(mm, dtype=np.float32).reshape(m, n)
-
-
-def _mt_rows(a, b, rows):
     from scipy.sparse.csgraph import dijkstra
 
-    _worker_out[a:b] = dijkstra(_worker_graph, directed=True, indices=rows)
+    o_out, o_ptr, o_idx, o_dat, o_rows, size = _mt_layout(n, m, nnz)
+    with open(path, "r+b") as f:
+        mm = mmap.mmap(f.fileno(), size)
+    try:
+        g = sp.csr_matrix((np.frombuffer(mm, np.float64, nnz, o_dat).copy(),
+                           np.frombuffer(mm, np.int64, nnz, o_idx).astype(np.int32),
+                           np.frombuffer(mm, np.int64, n + 1, o_ptr).astype(np.int32)), shape=(n, n))
+        rows = np.frombuffer(mm, np.int64, b - a, o_rows + 8 * a).copy()
+        res = dijkstra(g, directed=True, indices=rows)
+        out = np.frombuffer(mm, np.float32, (b - a) * n, o_out + 4 * a * n)
+        out[:] = res.ravel()
+        del out
+    finally:
+        mm.close()
     return b - a
+
+
+_pool = None
+_pool_workers = 0
+_pool_lock = threading.Lock()
+
+
+def _get_pool(workers):
+    """A process pool kept between calls (start-up costs about a second: imports)."""
+    global _pool, _pool_workers
+    with _pool_lock:
+        if _pool is None or _pool_workers != workers:
+            if _pool is not None:
+                _pool.shutdown(wait=False, cancel_futures=True)
+            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context())
+            _pool_workers = workers
+        return _pool
+
+
+def _reset_pool():
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = None
+
+
+atexit.register(_reset_pool)
 
 
 def _mp_context():
@@ -351,40 +394,59 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
+def default_workers() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 def _apsp_cpu_mt(n, g, progress, workers, rows=None):
     """Rows ``rows`` (default: all) by Dijkstra in worker processes writing to shared memory."""
-    workers = max(1, int(workers or os.cpu_count() or 1))
+    workers = max(1, int(workers or default_workers()))
     rows = np.arange(n) if rows is None else np.asarray(rows)
     m = len(rows)
     if m == 0 or n == 0:
         return np.zeros((m, n), dtype=np.float32)
+    if workers == 1 or m * n < (1 << 18):      # tiny: processes cost more than they save
+        return _apsp_cpu(n, g, progress, rows)
+    nnz = int(g.nnz)
+    o_out, o_ptr, o_idx, o_dat, o_rows, size = _mt_layout(n, m, nnz)
     shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
     fd, path = tempfile.mkstemp(prefix="gpulab-apsp-", dir=shm_dir)
     try:
-        os.ftruncate(fd, 4 * m * n)
-        mm = mmap.mmap(fd, 4 * m * n)
-        out = np.frombuffer(mm, dtype=np.float32).reshape(m, n)   # keeps the mapping alive
+        os.ftruncate(fd, size)
+        mm = mmap.mmap(fd, size)
+        np.frombuffer(mm, np.int64, n + 1, o_ptr)[:] = g.indptr
+        np.frombuffer(mm, np.int64, nnz, o_idx)[:] = g.indices
+        np.frombuffer(mm, np.float64, nnz, o_dat)[:] = g.data
+        np.frombuffer(mm, np.int64, m, o_rows)[:] = rows
+        # the result: a view that keeps the mapping alive after the file is unlinked
+        out = np.frombuffer(mm, np.float32, m * n, o_out).reshape(m, n)
         chunk = _cpu_chunk(m, workers)
         jobs = [(a, min(m, a + chunk)) for a in range(0, m, chunk)]
         done_rows = 0
-        label = f"APSP: Dijkstra on {min(workers, len(jobs))} processes"
+        label = f"APSP: Dijkstra on {workers} processes"
         progress.update(0.0, f"{label}, 0/{m} sources")
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(jobs)), mp_context=_mp_context(), initializer=_mt_init,
-            initargs=(n, m, g.indptr, g.indices, g.data, path),
-        ) as ex:
-            pending = {ex.submit(_mt_rows, a, b, rows[a:b]) for a, b in jobs}
-            try:
-                while pending:
-                    finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        done_rows += f.result()
-                    progress.update(done_rows / m, f"{label}, {done_rows}/{m} sources")
-            except BaseException:
-                for f in pending:
-                    f.cancel()
-                ex.shutdown(wait=True, cancel_futures=True)
-                raise
+        pool = _get_pool(workers)
+        try:
+            pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
+        except BrokenProcessPool:
+            _reset_pool()
+            pool = _get_pool(workers)
+            pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    done_rows += f.result()
+                progress.update(done_rows / m, f"{label}, {done_rows}/{m} sources")
+        except BaseException as exc:
+            for f in pending:
+                f.cancel()
+            wait(pending)      # the running chunks finish (they are short), then the file goes
+            if isinstance(exc, BrokenProcessPool):
+                _reset_pool()
+            raise
         progress.update(1.0, f"{label}, {m}/{m} sources")
         return out
     finally:
@@ -403,6 +465,7 @@ def kernel_config(tile: int | None = None, dtype: str | None = None, **override)
     cfg.update({k: v for k, v in override.items() if v is not None})
     return {
         "FW_B": tile, "FW_TM": cfg["tm"], "FW_TN": cfg["tn"], "FW_KC": cfg["kc"], "FW_MINB": cfg["minb"],
+        "FW_PIPE": cfg["pipe"],
         "FW_INT": {"float32": 0, "int32": 1, "int32-nodpx": 2}[dtype],
     }
 
@@ -491,8 +554,8 @@ class _RoundTracker:
         self.events.append(ev)
 
 
-def _smem_bytes(tile, kc):
-    return 2 * kc * tile * 4
+def _smem_bytes(defs):
+    return (4 if defs["FW_PIPE"] else 2) * defs["FW_KC"] * defs["FW_B"] * 4
 
 
 def _set_smem(fn, nbytes):
@@ -520,7 +583,7 @@ def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, 
     with be.activate():
         mod = _module("fw_dense.cu", defs, be)
         f1, f2, f3 = (mod.get_function(f"fw_dense_stage{i}") for i in (1, 2, 3))
-        smem = _smem_bytes(tile, defs["FW_KC"])
+        smem = _smem_bytes(defs)
         _set_smem(f2, smem)
         _set_smem(f3, smem)
         _set_smem(f1, tile * tile * 4)
@@ -589,7 +652,7 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
     with be.activate():
         mod = _module("fw_sym.cu", defs, be)
         f1, f2, f3 = (mod.get_function(f"fw_sym_stage{i}") for i in (1, 2, 3))
-        smem = _smem_bytes(tile, defs["FW_KC"])
+        smem = _smem_bytes(defs)
         _set_smem(f2, smem)
         _set_smem(f3, smem)
         _set_smem(f1, bb * 4)
