@@ -281,10 +281,8 @@ def summary_lines(name: str, vertices, faces, seg, elapsed: float, device_label:
     info = dict(getattr(seg, "info", {}) or {})
     params = dict(info.get("params", {}) or {})
     lines = [f"{name}: {len(vertices):,} vertices, {len(faces):,} faces"]
-    if info.get("simplified"):
-        nf = info.get("n_faces_segmented")
-        lines.append(f"  simplified to {nf:,} faces for clustering; labels carried back to every face"
-                     if isinstance(nf, int) else "  simplified for clustering; labels carried back to every face")
+    if info.get("simplified") and not any("simplified" in str(w) for w in info.get("warnings", [])):
+        lines.append("  simplified for clustering; labels carried back to every face")
     k_req = params.get("k", "auto")
     lines.append(f"  parts (k): {int(seg.k)}" + (" (auto)" if str(k_req) == "auto" else f" (asked for {k_req})"))
     shown = []
@@ -419,6 +417,11 @@ def _render_pyvista(vertices, faces, face_colors, size, title, edges) -> np.ndar
         raise RuntimeError("GPULAB_NO_OPENGL is set")
     import pyvista as pv
 
+    if not os.environ.get("DISPLAY"):
+        # VTK tries X11 first and warns before it falls back to EGL/OSMesa: not news
+        import vtk
+
+        vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_ERROR)
     mesh = to_polydata(vertices, faces, face_colors)
     pl = pv.Plotter(off_screen=True, window_size=list(size))
     try:
@@ -506,7 +509,7 @@ def rasterize(vertices, faces, face_colors, *, size=(900, 700), background=(255,
 
 # ----------------------------------------------------------------------------- demo
 def demo(out_dir: pathlib.Path, progress: Progress | None = None, *,
-         names: Sequence[str] = ("dumbbell", "creature"), device=None) -> list[pathlib.Path]:
+         names: Sequence[str] = ("dumbbell", "creature"), device=None, apsp: str = "auto") -> list[pathlib.Path]:
     """Segment bundled samples headless; write the coloured PLY, the .seg and a PNG of each."""
     progress = as_progress(progress)
     out_dir = pathlib.Path(out_dir) / "mesh_seg"
@@ -520,7 +523,7 @@ def demo(out_dir: pathlib.Path, progress: Progress | None = None, *,
         sub = progress.sub(i / len(todo), (i + 1) / len(todo), prefix=path.stem)
         v, f = mesh_io.read_mesh(path)
         t0 = time.perf_counter()
-        seg = segment(v, f, device=device, progress=sub)
+        seg = segment(v, f, device=device, apsp=apsp, progress=sub)
         elapsed = time.perf_counter() - t0
         ply = mesh_io.write_colored_ply(out_dir / f"{path.stem}-parts.ply", v, f, seg.face_colors)
         lab = mesh_io.write_seg(out_dir / f"{path.stem}.seg", seg.labels, n_faces=len(f))
