@@ -105,7 +105,7 @@ run: $(STAMP_RUN)
 
 screenshot: $(STAMP_RUN) xvfb-deps
 	xvfb-run -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb \
-	  $(VENV)/bin/gpulab --samples --screenshot resources/screenshot-main.png --screenshot-delay 4000
+	  $(VENV)/bin/gpulab --samples --run --screenshot resources/screenshot-main.png --screenshot-delay 2000
 
 demo: $(STAMP_RUN)
 	$(VENV)/bin/gpulab demo --out demo-out

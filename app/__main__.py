@@ -2,4 +2,7 @@
 
 from app.cli import main
 
-raise SystemExit(main())
+# the guard matters: worker processes (multiprocessing spawn/forkserver) import this
+# module as "__mp_main__" and must not start another gpulab
+if __name__ == "__main__":
+    raise SystemExit(main())
