@@ -153,6 +153,7 @@ class JobRunner(QObject):
         thread.finished.connect(self._on_thread_finished)
         self._thread = thread
         _LIVE_THREADS.add(thread)
+        log.info("%s started (%s)", self.name, getattr(fn, "__name__", "job"))
         self.running_changed.emit(True)
         self.progress.emit(0.0, "starting")
         thread.start()
