@@ -47,14 +47,11 @@ def user_message(exc: BaseException) -> str:
         msg = msg()
     if msg:
         return one_line(str(msg))
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"no such file or directory: {exc.filename}"
-    if isinstance(exc, IsADirectoryError) and exc.filename:
-        return f"is a directory, not a file: {exc.filename}"
-    if isinstance(exc, PermissionError) and exc.filename:
-        return f"permission denied: {exc.filename}"
     if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.strerror or one_line(str(exc))}: {exc.filename}"
+        reason = exc.strerror or one_line(str(exc))
+        if reason and reason[0].isupper() and not reason[:2].isupper():
+            reason = reason[0].lower() + reason[1:]  # "No such file" -> "no such file"
+        return f"{reason}: {exc.filename}"
     return one_line(str(exc)) or type(exc).__name__
 
 

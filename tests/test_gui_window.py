@@ -236,3 +236,29 @@ def test_real_tabs_list_existing_samples(qtbot):
             assert Path(s).is_file(), s
             assert tab.handles(s), s
     win.close()
+
+
+def test_open_dialog_filters_list_every_tabs_types(fake_window):
+    f = fake_window.open_filters()
+    parts = f.split(";;")
+    assert parts[0] == "All supported files (*.oth *.slow *.slw.gz)"
+    assert "Slow tool: Slow files (*.slow *.slw.gz)" in parts
+    assert parts[-1] == "All files (*)"
+
+
+def test_save_result_writes_atomically_and_reports_errors(fake_window, qtbot, tmp_path, errors):
+    from gui_helpers import slow_write
+
+    tab = fake_window.tabs[0]
+    assert not fake_window.act_save.isEnabled()
+    with qtbot.waitSignal(tab.runner.finished, timeout=5000):
+        tab.runner.start(slow_write, tmp_path / "job.txt", 2, 0.0)
+    assert fake_window.act_save.isEnabled()
+    out = tmp_path / "saved.txt"
+    assert fake_window.save_result(tab, out)
+    assert out.read_text().startswith("result: ")
+    # a folder that does not exist: one clear message, nothing written
+    assert not fake_window.save_result(tab, tmp_path / "missing" / "x.txt")
+    assert errors[-1][0] == "Cannot save"
+    assert "does not exist" in errors[-1][1] and errors[-1][2] == ""
+    assert not (tmp_path / "missing").exists()

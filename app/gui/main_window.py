@@ -40,6 +40,11 @@ log = logging.getLogger(__name__)
 MAX_RECENT = 10
 
 
+def _expected(exc: BaseException) -> bool:
+    """Errors whose one-line message says it all (no traceback in the dialog)."""
+    return is_user_error(exc) or isinstance(exc, ValueError) or (isinstance(exc, OSError) and bool(exc.filename))
+
+
 class MainWindow(QMainWindow):
     """gpulab's window.
 
@@ -228,7 +233,7 @@ class MainWindow(QMainWindow):
             finally:
                 QApplication.restoreOverrideCursor()
         except Exception as exc:
-            if is_user_error(exc) or isinstance(exc, OSError | ValueError):
+            if _expected(exc):
                 self.show_error("Cannot open file", f"{path.name}: {user_message(exc)}")
             else:
                 log.error("opening %s failed:\n%s", path, traceback.format_exc().rstrip())
@@ -276,7 +281,7 @@ class MainWindow(QMainWindow):
         try:
             tab.save_result(path)
         except Exception as exc:
-            details = "" if is_user_error(exc) else traceback.format_exc()
+            details = "" if _expected(exc) else traceback.format_exc()
             self.show_error("Cannot save", f"{path.name}: {user_message(exc)}", details)
             return False
         self.statusBar().showMessage(f"Saved {path}", 8000)
@@ -303,7 +308,7 @@ class MainWindow(QMainWindow):
                 self.current_tab().export_screenshot(path)
         except Exception as exc:
             self.show_error("Cannot export screenshot", f"{Path(path).name}: {user_message(exc)}",
-                            "" if is_user_error(exc) else traceback.format_exc())
+                            "" if _expected(exc) else traceback.format_exc())
             return False
         self.statusBar().showMessage(f"Screenshot saved to {path}", 8000)
         return True
