@@ -413,6 +413,7 @@ class MeshTab(ToolTab):
         self.summary_label.setWordWrap(True)
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         gl.addWidget(self.summary_label)
+        gl.addStretch(1)
         v.addWidget(g, 3)
 
         g = QGroupBox("Picked face")
@@ -621,6 +622,7 @@ class MeshTab(ToolTab):
     # ------------------------------------------------------------------ results
     def _clear_result_widgets(self) -> None:
         self.legend.setRowCount(0)
+        self._fit_legend()
         self.summary_label.setText("")
         self.face_label.setText("Click a face in the view to see its memberships.")
         self.bars.set_values(None, None)
@@ -646,6 +648,7 @@ class MeshTab(ToolTab):
                 cell = QTableWidgetItem(text)
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.legend.setItem(r, c, cell)
+        self._fit_legend()
         info = getattr(seg, "info", {}) or {}
         p = info.get("params", {})
         bits = [f"<b>{seg.k} parts</b> in {self.result.elapsed:.2f} s on {info.get('device', '?')} "
@@ -670,6 +673,16 @@ class MeshTab(ToolTab):
         if self.view.picked_face is not None:
             self.show_face(self.view.picked_face)
         self._update_enabled()
+
+    def _fit_legend(self) -> None:
+        """Make the legend as tall as its rows (up to a limit), so the summary sits below it."""
+        rows = self.legend.rowCount()
+        self.legend.resizeRowsToContents()
+        h = self.legend.horizontalHeader().sizeHint().height() + 2 * self.legend.frameWidth() + 6
+        h += sum(self.legend.rowHeight(r) for r in range(min(rows, 12)))
+        if rows > 12:
+            h += self.legend.rowHeight(0) // 2  # hint that it scrolls
+        self.legend.setFixedHeight(max(h, self.legend.horizontalHeader().height() + 40))
 
     def show_face(self, face: int) -> None:
         """Show the memberships of ``face`` (called when a face is clicked)."""

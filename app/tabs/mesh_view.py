@@ -259,8 +259,8 @@ class MeshView(QWidget):
     def _refresh_reps(self) -> None:
         if self.plotter is None:
             return
-        self.plotter.remove_actor("reps", render=False)
-        self._actors.pop("reps", None)
+        for name in [n for n in self._actors if n == "reps" or n.startswith("rep-label-")]:
+            self.plotter.remove_actor(self._actors.pop(name), render=False)
         if self.show_reps and self.reps_points is not None and len(self.reps_points):
             import pyvista as pv
 
@@ -269,12 +269,21 @@ class MeshView(QWidget):
             cols = self.reps_colors if self.reps_colors is not None else np.zeros((len(pts.points), 3), np.uint8)
             # darker than their part, so a representative stands out on its own faces
             pts.point_data["colors"] = (np.asarray(cols, np.float64) * 0.55).astype(np.uint8)
-            glyphs = pts.glyph(geom=pv.Sphere(radius=diag * 0.02, theta_resolution=16, phi_resolution=16),
+            glyphs = pts.glyph(geom=pv.Sphere(radius=diag * 0.015, theta_resolution=16, phi_resolution=16),
                                scale=False, orient=False)
             self._actors["reps"] = self.plotter.add_mesh(
                 glyphs, scalars="colors", rgb=True, name="reps", pickable=False, reset_camera=False,
                 smooth_shading=True, specular=0.4,
             )
+            # a label per part, drawn on top so that it shows even when the sphere is hidden
+            for j, (p, c) in enumerate(zip(self.reps_points, cols, strict=False)):
+                light = float(np.dot(np.asarray(c, float), [0.299, 0.587, 0.114])) > 150
+                self._actors[f"rep-label-{j}"] = self.plotter.add_point_labels(
+                    np.asarray([p]), [str(j)], name=f"rep-label-{j}", shape_color=tuple(int(x) for x in c),
+                    text_color="black" if light else "white", font_size=13, bold=True, shape_opacity=0.9,
+                    show_points=False, always_visible=True, pickable=False, reset_camera=False,
+                    margin=4,
+                )
         self.plotter.render()
 
     # ------------------------------------------------------------------ picking
