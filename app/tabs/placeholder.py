@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from .base import ToolTab
 
@@ -27,11 +27,23 @@ class PlaceholderTab(ToolTab):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(32, 32, 32, 32)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(32, 48, 32, 32)
+        card = QFrame()
+        card.setObjectName("placeholder-card")
+        card.setMaximumWidth(720)
+        card.setStyleSheet(
+            "#placeholder-card { background: palette(base); border: 1px solid palette(mid);"
+            " border-radius: 10px; }"
+        )
+        lay = QVBoxLayout(card)
+        lay.setContentsMargins(28, 24, 28, 24)
         head = QLabel(f"<h2>{self.title}</h2>")
         head.setObjectName("placeholder-title")
         lay.addWidget(head)
+        badge = QLabel("Not available yet")
+        badge.setStyleSheet("color: palette(dark); font-style: italic;")
+        lay.addWidget(badge)
         items = "".join(f"<li>{p}</li>" for p in self.planned)
         body = QLabel(
             f"<p>{self.summary}</p>"
@@ -44,7 +56,12 @@ class PlaceholderTab(ToolTab):
         body.setTextFormat(Qt.TextFormat.RichText)
         body.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         lay.addWidget(body)
-        lay.addStretch(1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(card, 4)
+        row.addStretch(1)
+        outer.addLayout(row)
+        outer.addStretch(1)
         self.description_label = body
 
 
