@@ -238,6 +238,23 @@ def test_too_large_proposes_simplification(qtbot, tab, monkeypatch, dumbbell_res
     assert tab.legend.rowCount() == tab.result.seg.k
 
 
+@pytest.mark.parametrize("choice", ["cancel", "simplify", "run"])
+def test_large_mesh_on_the_cpu_offers_to_simplify_first(qtbot, tab, monkeypatch, dumbbell_result, choice):
+    import app.tabs.mesh_tab as mt
+
+    seen = []
+    monkeypatch.setattr(mt, "CPU_COMFORT_FACES", 1000)
+    monkeypatch.setattr(mesh_seg, "segment", lambda *a, **k: seen.append(k["max_faces"]) or dumbbell_result)
+    monkeypatch.setattr(tab, "ask_slow_cpu_run", lambda n: seen.append(n) or choice)
+    tab.open_file(SAMPLES / "dumbbell.ply")
+    started = tab.run_segmentation(device="cpu")
+    assert started == (choice != "cancel")
+    qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=20000)
+    expected = {"cancel": [3000], "simplify": [3000, 1000], "run": [3000, None]}[choice]
+    assert seen == expected
+    assert (tab.result is not None) == started
+
+
 def test_cancel_keeps_the_window_usable_and_writes_nothing(qtbot, tab, tmp_path, monkeypatch):
     import threading
 

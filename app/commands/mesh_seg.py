@@ -49,6 +49,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: above this many faces a CPU run is slow; the CLI says so and the tab offers to simplify
+CPU_COMFORT_FACES = 12_000
+
 APSP_CHOICES = ("auto", "gpu-sym", "gpu", "cpu", "cpu-mt")
 GPU_APSP = ("gpu-sym", "gpu")
 
@@ -340,6 +343,10 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     vertices, faces = mesh_io.read_mesh(args.input, warnings=read_warnings)
     progress = cli_progress(quiet=args.quiet)
+    if not be.is_gpu and args.max_faces is None and len(faces) > CPU_COMFORT_FACES and not args.quiet:
+        print(f"gpulab: note: {len(faces):,} faces on the CPU can take many minutes (the shortest paths "
+              f"grow with the cube of the face count); --max-faces {CPU_COMFORT_FACES} simplifies first",
+              file=sys.stderr)
     progress.update(0.0, f"read {args.input.name}: {len(faces):,} faces")
     try:
         seg = segment(

@@ -50,6 +50,9 @@ __all__ = ["MeshTab", "MembershipBars", "TooLarge", "segmentation_job"]
 
 log = logging.getLogger(__name__)
 
+#: above this many faces, a CPU run first offers to simplify (APSP grows with N^3)
+CPU_COMFORT_FACES = mesh_seg.CPU_COMFORT_FACES
+
 APSP_LABELS = {
     "auto": "auto (GPU when present)",
     "gpu-sym": "GPU, symmetric (half memory)",
@@ -188,6 +191,7 @@ class MeshTab(ToolTab):
         self.mesh_id = 0
         self.result: MeshResult | None = None
         self.read_warnings: list[str] = []
+        self._last_device = None
 
         self.view = MeshView(self, allow_3d=allow_3d)
         self.view.face_picked.connect(self.show_face)
@@ -577,9 +581,31 @@ class MeshTab(ToolTab):
 
             self._error("Cannot segment", user_message(exc))
             return False
+        if not be.is_gpu and params["max_faces"] is None and len(self.faces) > CPU_COMFORT_FACES:
+            choice = self.ask_slow_cpu_run(len(self.faces))
+            if choice == "cancel":
+                return False
+            if choice == "simplify":
+                self.maxfaces_spin.setValue(CPU_COMFORT_FACES)
+                params = self.params()
+        self._last_device = device
         self.view.highlight_face(None)
         self.runner.start(segmentation_job, self.vertices, self.faces, params, self.mesh_id, device=device)
         return True
+
+    def ask_slow_cpu_run(self, n_faces: int) -> str:
+        """Large mesh, no GPU: ``"simplify"``, ``"run"`` (as it is) or ``"cancel"`` (tests replace this)."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Large mesh on the CPU",
+                          f"This mesh has {n_faces:,} faces and no GPU is in use. All-pairs shortest paths "
+                          f"grow with the cube of the face count, so on the CPU this can take many minutes.\n\n"
+                          f"Simplify it to {CPU_COMFORT_FACES:,} faces first (labels are carried back to every "
+                          "face)?", QMessageBox.StandardButton.NoButton, self)
+        simplify = box.addButton(f"Simplify to {CPU_COMFORT_FACES:,}", QMessageBox.ButtonRole.AcceptRole)
+        run = box.addButton("Run on all faces", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(simplify)
+        box.exec()
+        return "simplify" if box.clickedButton() is simplify else "run" if box.clickedButton() is run else "cancel"
 
     def _on_progress(self, fraction: float, stage: str) -> None:
         self.stage_label.setText(f"{stage} — {100 * fraction:.0f}%")
@@ -602,13 +628,20 @@ class MeshTab(ToolTab):
 
     def _propose_simplification(self, res: TooLarge) -> None:
         target = mesh_seg._round_down(max(4, int(res.max_faces * 0.95)))
+        try:
+            from gpu_kernels.backend import get_backend
+
+            if not get_backend(self._last_device).is_gpu:
+                target = min(target, CPU_COMFORT_FACES)  # what fits in RAM may still take hours
+        except Exception:  # pragma: no cover - the device vanished meanwhile
+            pass
         msg = (f"This mesh has {res.n_faces:,} faces; their distance matrix does not fit in memory "
                f"(at most about {res.max_faces:,} faces fit on this device).\n\n"
                f"Simplify it to {target:,} faces (quadric edge collapse), segment that, and carry the "
                "labels back to every original face?")
         if self.ask_simplify(msg):
             self.maxfaces_spin.setValue(target)
-            self.run_segmentation()
+            self.run_segmentation(device=self._last_device)
         else:
             self._set_status("Not segmented: the mesh is too large. Set 'Simplify to' or use the GPU.")
 
