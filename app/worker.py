@@ -76,26 +76,34 @@ class _JobThread(QThread):
 
     def run(self) -> None:  # runs in the worker thread
         t0 = time.perf_counter()
+        be = None
+        free_pool = False
         try:
             be = get_backend(self._device)
             with be.activate():  # CuPy's current device is per thread: select it here
-                result = self._fn(*self._args, progress=self._progress, **self._kwargs)
+                outcome = ("ok", self._fn(*self._args, progress=self._progress, **self._kwargs))
+            log.info("%s finished in %.2f s", self._what, time.perf_counter() - t0)
         except Cancelled:
             log.info("%s cancelled after %.2f s", self._what, time.perf_counter() - t0)
-            self.done.emit("cancelled", None)
+            outcome = ("cancelled", None)
         except BaseException as exc:  # noqa: BLE001 - every failure becomes a message
             tb = traceback.format_exc()
             summary, details = describe_exception(self._what, exc, tb)
+            free_pool = be is not None and be.is_gpu and is_out_of_memory(exc)
             if details:
                 log.error("%s failed:\n%s", self._what, tb.rstrip())
             else:
                 log.error("%s", summary)
-            self.done.emit("error", (summary, details))
-        else:
-            log.info("%s finished in %.2f s", self._what, time.perf_counter() - t0)
-            self.done.emit("ok", result)
+            outcome = ("error", (summary, details))
         finally:
             self._fn = self._args = self._kwargs = None
+        if free_pool:  # out of the except block: the failed frames and their arrays are gone
+            try:
+                with be.activate():
+                    be.free_memory_pool()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self.done.emit(*outcome)
 
 
 class JobRunner(QObject):

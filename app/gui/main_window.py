@@ -430,6 +430,7 @@ class MainWindow(QMainWindow):
             else:
                 self.progress_bar.setValue(0)
                 self.stage_label.setText("Ready")
+                self.refresh_device()  # free GPU memory changes after a job
         self.cancel_button.setEnabled(self._active_runner is not None)
         self.act_cancel.setEnabled(self._active_runner is not None)
         self._update_actions()
