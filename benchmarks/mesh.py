@@ -277,7 +277,7 @@ def tune(args):
             if r["ok"] and (best is None or r["time_s"] < best["time_s"]):
                 best = r
     bt = best["tile"]
-    bcfg = {k: best[k] for k in ("tm", "tn", "kc", "pipe") if k in best}
+    bcfg = {k: best[k] for k in ("tm", "tn", "kc", "pipe", "bm", "bn") if k in best}
     for dtype in ("float32", "int32", "int32-nodpx"):
         if dtype not in dtypes:
             one("gpu-sym", bt, bcfg, dtype)
@@ -361,7 +361,7 @@ def render(payload) -> str:
     if payload.get("applied"):
         table = f"Kernel used below: {payload['applied']}\n\n" + table
     if payload["tune"]:
-        tcols = [(k, k) for k in ("method", "tile", "tm", "tn", "kc", "pipe", "minb", "dtype", "N")] + [
+        tcols = [(k, k) for k in ("method", "tile", "bm", "bn", "tm", "tn", "kc", "pipe", "minb", "dtype", "N")] + [
             ("t", "time"), ("r", "N^3/time"), ("max_rel_err_vs_scipy", "max rel err (N=1000)"), ("ok", "ok")]
         trows = [dict(r, t=fmt_seconds(r["time_s"]), r=f"{r['relax_per_s']:.2e}") for r in payload["tune"]]
         table = "Kernel sweep (gpu-sym = packed FW only, no unpack):\n\n" + format_table(trows, tcols) + "\n\n" + table
@@ -403,13 +403,16 @@ def main(argv=None):
     ap.add_argument("--no-sizes", action="store_true", help="skip the synthetic size sweep")
     args = ap.parse_args(argv)
     args.tune_configs = None
-    if args.configs:   # "64:8x4:32,128:8x8:16:p" = tile:TMxTN:KC[:p for the pipelined product]
+    if args.configs:   # "64:8x4:32,128:8x4:32:p:64x64" = tile:TMxTN:KC[:p pipelined][:BMxBN sub-block]
         args.tune_configs = []
         for item in args.configs.split(","):
             b, tmn, kc, *rest = item.split(":")
             tm, tn = tmn.lower().split("x")
-            args.tune_configs.append((int(b), {"tm": int(tm), "tn": int(tn), "kc": int(kc),
-                                               "pipe": int("p" in rest)}))
+            cfg = {"tm": int(tm), "tn": int(tn), "kc": int(kc), "pipe": int("p" in rest)}
+            for x in rest:
+                if "x" in x:
+                    cfg["bm"], cfg["bn"] = (int(v) for v in x.lower().split("x"))
+            args.tune_configs.append((int(b), cfg))
 
     print(f"device: {device_name()}\nhost: {host_description()}", flush=True)
     payload = {"rows": [], "tune": [], "e2e": [], "dtype_check": []}
@@ -424,26 +427,28 @@ def main(argv=None):
     for r in payload["tune"]:
         if r["method"] == "gpu-sym" and r["ok"] and (r["dtype"] not in best or r["time_s"] < best[r["dtype"]]["time_s"]):
             best[r["dtype"]] = r
+    def apply(r):
+        apsp._KERNEL_CONFIGS[r["tile"]] = {"tm": r["tm"], "tn": r["tn"], "kc": r["kc"], "minb": r.get("minb") or 0,
+                                           "pipe": r.get("pipe", 0), "bm": r.get("bm"), "bn": r.get("bn")}
+        apsp.DEFAULT_TILE = r["tile"]
+
     if args.apply_best and best:
         for dt, r in best.items():
-            print(f"fastest gpu-sym {dt}: B={r['tile']} {r['tm']}x{r['tn']} kc={r['kc']} pipe={r.get('pipe', 0)} "
-                  f"{r['relax_per_s']:.3e}")
-        dt = "float32" if "float32" in best else next(iter(best))
-        r = best[dt]
-        apsp._KERNEL_CONFIGS[r["tile"]] = {"tm": r["tm"], "tn": r["tn"], "kc": r["kc"], "minb": r.get("minb") or 0,
-                                           "pipe": r.get("pipe", 0)}
-        apsp.DEFAULT_TILE = r["tile"]
+            print(f"fastest gpu-sym {dt}: B={r['tile']} {r.get('bm')}x{r.get('bn')} {r['tm']}x{r['tn']} kc={r['kc']} "
+                  f"pipe={r.get('pipe', 0)} {r['relax_per_s']:.3e}")
+        dt = args.dtype if args.dtype in best else ("float32" if "float32" in best else next(iter(best)))
+        apply(best[dt])
     if args.check_dtype:
         payload["dtype_check"] = check_dtype(args)
         checkpoint()
     if args.apply_best and best:
         same = payload["dtype_check"] and all(r["labels_equal"] for r in payload["dtype_check"])
-        if "int32" in best and "float32" in best and best["int32"]["time_s"] < best["float32"]["time_s"] and same:
-            r = best["int32"]
-            apsp._KERNEL_CONFIGS[r["tile"]] = {"tm": r["tm"], "tn": r["tn"], "kc": r["kc"],
-                                               "minb": r.get("minb") or 0, "pipe": r.get("pipe", 0)}
-            apsp.DEFAULT_TILE = r["tile"]
+        if (not args.dtype and "int32" in best and "float32" in best
+                and best["int32"]["time_s"] < best["float32"]["time_s"] and same):
+            apply(best["int32"])
             apsp.DEFAULT_DTYPE = "int32"
+        if args.dtype:
+            apsp.DEFAULT_DTYPE = args.dtype
         payload["applied"] = {"dtype": apsp.DEFAULT_DTYPE, "tile": apsp.DEFAULT_TILE,
                               "config": apsp._KERNEL_CONFIGS[apsp.DEFAULT_TILE]}
         print(f"applied: {payload['applied']}", flush=True)

@@ -235,12 +235,13 @@ def _cp():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [None, "float32"])
 @pytest.mark.parametrize("method", ["gpu", "gpu-sym"])
 @pytest.mark.parametrize("n", GPU_SIZES)
-def test_gpu_matches_scipy(method, n):
+def test_gpu_matches_scipy(method, n, dtype):
     cp = _cp()
     s, d, w = random_graph(n, seed=100 + n, components=1 if n < 200 else 3)
-    got = all_pairs_shortest_paths(n, s, d, w, method=method, device="cuda")
+    got = all_pairs_shortest_paths(n, s, d, w, method=method, device="cuda", dtype=dtype)
     assert isinstance(got, cp.ndarray) and got.dtype == cp.float32 and got.shape == (n, n)
     assert got.flags.c_contiguous
     assert_close(cp.asnumpy(got), scipy_ref(n, s, d, w))
@@ -267,6 +268,27 @@ def test_gpu_tile_sizes(tile):
     ref = scipy_ref(n, s, d, w)
     for method in ("gpu", "gpu-sym"):
         assert_close(cp.asnumpy(all_pairs_shortest_paths(n, s, d, w, method=method, device="cuda", tile=tile)), ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"pipe": 1}, {"bm": 64, "bn": 64}, {"bm": 64, "bn": 64, "pipe": 1},
+                                 {"bm": 128, "bn": 64, "kc": 16}])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_gpu_kernel_variants(cfg, dtype):
+    """Pipelined product and sub-blocked 128-tiles (several CUDA blocks per tile)."""
+    cp = _cp()
+    from gpu_kernels.backend import get_backend
+
+    n = 1000
+    s, d, w = random_graph(n, seed=21, components=2)
+    ref = scipy_ref(n, s, d, w)
+    tile = 128 if "bm" in cfg else 64
+    prep = apsp._prepare_edges(n, s, d, w, False)
+    packed = apsp.floyd_warshall_sym_packed(n, device="cuda", tile=tile, dtype=dtype, config=cfg, _prepared=prep)
+    assert_close(cp.asnumpy(packed.to_dense()), ref)
+    dense = apsp.floyd_warshall_dense(*prep, directed=False, be=get_backend("cuda"), progress=Progress(),
+                                      tile=tile, dtype=dtype, config=cfg)
+    assert_close(cp.asnumpy(dense), ref)
 
 
 @pytest.mark.gpu

@@ -10,6 +10,11 @@
 //              (one DPX instruction, VIADDMNMX, on sm_90; emulated on other GPUs)
 //           2: int32 fixed-point distances, plain min(a + b, c)
 //   FW_MINB minimum resident blocks per SM for __launch_bounds__ (0: none)
+//   FW_PIPE 1: software-pipelined product (next k-chunk loaded into registers while the
+//           current one is computed; two shared buffers); 0: load, sync, compute
+//   FW_BM, FW_BN  output sub-block of one CUDA block in stages 2 and 3 (default B x B).
+//           A B x B tile is then (B/BM)(B/BN) blocks; a large B (fewer rounds, so fewer
+//           passes over the matrix) keeps a small, fast per-block footprint.
 //
 // Stages 2 and 3 are one min-plus product per tile: C = min(C, A (x) B), where the inner
 // dimension is the B vertices of the current diagonal tile k. This holds because the
@@ -46,13 +51,22 @@
 #define FW_MINB 0
 #endif
 #ifndef FW_PIPE
-#define FW_PIPE 1   // 1: software-pipelined product (register-staged, double-buffered chunks)
+#define FW_PIPE 0
+#endif
+#ifndef FW_BM
+#define FW_BM FW_B
+#endif
+#ifndef FW_BN
+#define FW_BN FW_B
 #endif
 
-#define FW_NTY (FW_B / FW_TM)
-#define FW_NTX (FW_B / FW_TN)
+#define FW_NTY (FW_BM / FW_TM)
+#define FW_NTX (FW_BN / FW_TN)
 #define FW_THREADS (FW_NTY * FW_NTX)
-#define FW_U (FW_B / 4)          // 16-byte units per tile row
+#define FW_UA (FW_BM / 4)        // 16-byte units per row of As
+#define FW_UB (FW_BN / 4)        // 16-byte units per row of Bs
+#define FW_SUBN (FW_B / FW_BN)
+#define FW_SUBS ((FW_B / FW_BM) * FW_SUBN)   // CUDA blocks per tile in stages 2 and 3
 #define FW_S1_THREADS ((FW_B * FW_B / 16) > 1024 ? 1024 : (FW_B * FW_B / 16))
 
 #if FW_MINB > 0
@@ -64,6 +78,8 @@
 static_assert(FW_B % 32 == 0, "tile size must be a multiple of 32");
 static_assert(FW_TM % 4 == 0 && FW_TN % 4 == 0, "register block must be a multiple of 4");
 static_assert(FW_B % FW_KC == 0 && FW_KC % 4 == 0, "k-chunk must divide the tile size");
+static_assert(FW_B % FW_BM == 0 && FW_B % FW_BN == 0 && FW_BM % 32 == 0 && FW_BN % 32 == 0,
+              "sub-blocks must divide the tile and be multiples of 32");
 
 #if FW_INT
 typedef int dist_t;
@@ -89,47 +105,130 @@ __device__ __forceinline__ dist_t fw_get(const dist4_t& v, int i) {
     return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w));
 }
 
+// shared-memory index (in 16-byte units) of unit u of row r, U units per row
+template <int U>
 __device__ __forceinline__ int fw_swz(int row, int unit) {
-    return row * FW_U + (unit ^ ((row >> 2) & 7));
+    static_assert(U % 8 == 0, "rows must hold a multiple of 8 units");
+    return row * U + (unit ^ ((row >> 2) & 7));
 }
 
-// X[kk][i] = S[kk0 + kk][i] for kk < FW_KC (S row-major with row stride ld)
-__device__ __forceinline__ void fw_fill_direct(dist4_t* X, const dist_t* S, long ld, int kk0) {
+// Staging of one k-chunk of a dependency operand into shared memory X[kk][0..4U):
+//   direct:     X[kk][i] = S[kk0 + kk][i]    unit e of KC*U:     row e / U, unit e % U
+//   transposed: X[kk][i] = S[i][kk0 + kk]    4x4 block e of U*KC/4: p = e / QK, q = e % QK
+// Global loads are 16-byte and coalesced either way; the transposed copy transposes 4x4
+// blocks in registers, and the swizzle keeps the shared stores conflict-free.
+template <int U>
+struct fw_stage {
+    static constexpr int QK = FW_KC / 4;
+    static constexpr int NBLK = (U * QK + FW_THREADS - 1) / FW_THREADS;   // 4x4 blocks per thread
+    dist4_t v[4 * NBLK];
+
+    __device__ __forceinline__ void load(const dist_t* S, long ld, int kk0, bool trans) {
+        if (!trans) {
+#pragma unroll
+            for (int i = 0; i < 4 * NBLK; ++i) {
+                const int e = threadIdx.x + i * FW_THREADS;
+                if (e < FW_KC * U)
+                    v[i] = *reinterpret_cast<const dist4_t*>(S + (long)(kk0 + e / U) * ld + 4 * (e % U));
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < NBLK; ++i) {
+                const int e = threadIdx.x + i * FW_THREADS;
+                if (e < U * QK) {
+                    const dist_t* s = S + (long)(4 * (e / QK)) * ld + kk0 + 4 * (e % QK);
+#pragma unroll
+                    for (int a = 0; a < 4; ++a) v[4 * i + a] = *reinterpret_cast<const dist4_t*>(s + a * ld);
+                }
+            }
+        }
+    }
+
+    __device__ __forceinline__ void store(dist4_t* X, bool trans) const {
+        if (!trans) {
+#pragma unroll
+            for (int i = 0; i < 4 * NBLK; ++i) {
+                const int e = threadIdx.x + i * FW_THREADS;
+                if (e < FW_KC * U) X[fw_swz<U>(e / U, e % U)] = v[i];
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < NBLK; ++i) {
+                const int e = threadIdx.x + i * FW_THREADS;
+                if (e < U * QK) {
+                    const int q = e % QK, p = e / QK;
+                    const dist4_t r0 = v[4 * i], r1 = v[4 * i + 1], r2 = v[4 * i + 2], r3 = v[4 * i + 3];
+                    X[fw_swz<U>(4 * q + 0, p)] = {r0.x, r1.x, r2.x, r3.x};
+                    X[fw_swz<U>(4 * q + 1, p)] = {r0.y, r1.y, r2.y, r3.y};
+                    X[fw_swz<U>(4 * q + 2, p)] = {r0.z, r1.z, r2.z, r3.z};
+                    X[fw_swz<U>(4 * q + 3, p)] = {r0.w, r1.w, r2.w, r3.w};
+                }
+            }
+        }
+    }
+};
+
+// Streaming versions of the same copies (few live registers), for FW_PIPE == 0.
+template <int U>
+__device__ __forceinline__ void fw_fill(dist4_t* X, const dist_t* S, long ld, int kk0, bool trans) {
+    if (!trans) {
 #pragma unroll 4
-    for (int e = threadIdx.x; e < FW_KC * FW_U; e += blockDim.x) {
-        int row = e / FW_U, u = e % FW_U;
-        X[fw_swz(row, u)] = *reinterpret_cast<const dist4_t*>(S + (long)(kk0 + row) * ld + 4 * u);
-    }
-}
-
-// X[kk][i] = S[i][kk0 + kk] for kk < FW_KC: 4x4 blocks transposed in registers
-__device__ __forceinline__ void fw_fill_transpose(dist4_t* X, const dist_t* S, long ld, int kk0) {
-    constexpr int QK = FW_KC / 4;
+        for (int e = threadIdx.x; e < FW_KC * U; e += FW_THREADS)
+            X[fw_swz<U>(e / U, e % U)] = *reinterpret_cast<const dist4_t*>(S + (long)(kk0 + e / U) * ld + 4 * (e % U));
+    } else {
+        constexpr int QK = FW_KC / 4;
 #pragma unroll 2
-    for (int e = threadIdx.x; e < FW_U * QK; e += blockDim.x) {
-        int q = e % QK, p = e / QK;
-        const dist_t* s = S + (long)(4 * p) * ld + kk0 + 4 * q;
-        dist4_t r0 = *reinterpret_cast<const dist4_t*>(s);
-        dist4_t r1 = *reinterpret_cast<const dist4_t*>(s + ld);
-        dist4_t r2 = *reinterpret_cast<const dist4_t*>(s + 2 * ld);
-        dist4_t r3 = *reinterpret_cast<const dist4_t*>(s + 3 * ld);
-        X[fw_swz(4 * q + 0, p)] = {r0.x, r1.x, r2.x, r3.x};
-        X[fw_swz(4 * q + 1, p)] = {r0.y, r1.y, r2.y, r3.y};
-        X[fw_swz(4 * q + 2, p)] = {r0.z, r1.z, r2.z, r3.z};
-        X[fw_swz(4 * q + 3, p)] = {r0.w, r1.w, r2.w, r3.w};
+        for (int e = threadIdx.x; e < U * QK; e += FW_THREADS) {
+            const int q = e % QK, p = e / QK;
+            const dist_t* s = S + (long)(4 * p) * ld + kk0 + 4 * q;
+            const dist4_t r0 = *reinterpret_cast<const dist4_t*>(s);
+            const dist4_t r1 = *reinterpret_cast<const dist4_t*>(s + ld);
+            const dist4_t r2 = *reinterpret_cast<const dist4_t*>(s + 2 * ld);
+            const dist4_t r3 = *reinterpret_cast<const dist4_t*>(s + 3 * ld);
+            X[fw_swz<U>(4 * q + 0, p)] = {r0.x, r1.x, r2.x, r3.x};
+            X[fw_swz<U>(4 * q + 1, p)] = {r0.y, r1.y, r2.y, r3.y};
+            X[fw_swz<U>(4 * q + 2, p)] = {r0.z, r1.z, r2.z, r3.z};
+            X[fw_swz<U>(4 * q + 3, p)] = {r0.w, r1.w, r2.w, r3.w};
+        }
     }
 }
 
-// C = min(C, A (x) B) on B x B tiles. a_t: the stored tile is A^T; b_t: stored tile is B^T.
-// C may alias A or B (stage 2): every read of A and B happens before C is written.
-// Needs blockDim.x == FW_THREADS and 2 * FW_KC * FW_B dist_t of shared memory.
-__device__ __forceinline__ void fw_minplus_tile_simple(dist_t* C, long ldc, const dist_t* A, long lda, bool a_t,
-                                                       const dist_t* Bm, long ldb, bool b_t, dist4_t* As,
-                                                       dist4_t* Bs) {
+#define FW_CHA (FW_KC * FW_UA)   // dist4 units of one As chunk
+#define FW_CHB (FW_KC * FW_UB)
+#if FW_PIPE
+#define FW_SMEM_DIST (8 * (FW_CHA + FW_CHB))   // two buffers
+#else
+#define FW_SMEM_DIST (4 * (FW_CHA + FW_CHB))
+#endif
+
+// C = min(C, A (x) B) on the sub-block `sub` (BM x BN) of a B x B tile, inner dimension B.
+// a_t: the stored tile is A^T; b_t: the stored tile is B^T (row strides lda, ldb).
+// Needs blockDim.x == FW_THREADS and FW_SMEM_DIST dist_t of shared memory.
+// C may alias A or B (stage 2). Within a block every read of A and B precedes the write
+// of C; across the sub-blocks of one tile a block may read values another has already
+// lowered. That is harmless in Floyd-Warshall: every value is always the length of some
+// path and never above what the exact schedule would hold, so the result is the same.
+__device__ __forceinline__ void fw_minplus_tile(dist_t* C, long ldc, const dist_t* A, long lda, bool a_t,
+                                                const dist_t* Bm, long ldb, bool b_t, dist4_t* smem, int sub) {
     const int tid = threadIdx.x;
     const int ty = tid / FW_NTX, tx = tid % FW_NTX;
     constexpr int MU = FW_TM / 4, NU = FW_TN / 4;
+    constexpr int NCH = FW_B / FW_KC;
+    const int i0 = (sub / FW_SUBN) * FW_BM, j0 = (sub % FW_SUBN) * FW_BN;
+    C += (long)i0 * ldc + j0;
+    // As[kk][i] = A[i0 + i][kk]: a transposing copy of stored rows i0.., unless A is stored
+    // transposed (then a direct copy of stored columns i0..). Bs[kk][j] = B[kk][j0 + j] alike.
+    const bool a_tr = !a_t, b_tr = b_t;
+    A += a_t ? (long)i0 : (long)i0 * lda;
+    Bm += b_t ? (long)j0 * ldb : (long)j0;
+
     dist_t acc[FW_TM][FW_TN];
+#if FW_PIPE
+#pragma unroll
+    for (int i = 0; i < FW_TM; ++i)
+#pragma unroll
+        for (int j = 0; j < FW_TN; ++j) acc[i][j] = FW_INF;
+#else
 #pragma unroll
     for (int m = 0; m < MU; ++m)
 #pragma unroll
@@ -142,143 +241,40 @@ __device__ __forceinline__ void fw_minplus_tile_simple(dist_t* C, long ldc, cons
                 for (int b = 0; b < 4; ++b) acc[4 * m + a][4 * n + b] = fw_get(v, b);
             }
         }
+#endif
 
-    for (int kk0 = 0; kk0 < FW_B; kk0 += FW_KC) {
-        if (kk0) __syncthreads();
-        // As[kk][i] = A[i][kk]
-        if (a_t) fw_fill_direct(As, A, lda, kk0);
-        else fw_fill_transpose(As, A, lda, kk0);
-        // Bs[kk][j] = B[kk][j]
-        if (b_t) fw_fill_transpose(Bs, Bm, ldb, kk0);
-        else fw_fill_direct(Bs, Bm, ldb, kk0);
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < FW_KC; ++kk) {
-            dist4_t av[MU], bv[NU];
-#pragma unroll
-            for (int m = 0; m < MU; ++m) av[m] = As[fw_swz(kk, ty + m * FW_NTY)];
-#pragma unroll
-            for (int n = 0; n < NU; ++n) bv[n] = Bs[fw_swz(kk, tx + n * FW_NTX)];
-#pragma unroll
-            for (int i = 0; i < FW_TM; ++i) {
-                const dist_t ai = fw_get(av[i / 4], i % 4);
-#pragma unroll
-                for (int j = 0; j < FW_TN; ++j) acc[i][j] = fw_relax(acc[i][j], ai, fw_get(bv[j / 4], j % 4));
-            }
-        }
-    }
-
-#pragma unroll
-    for (int m = 0; m < MU; ++m)
-#pragma unroll
-        for (int a = 0; a < 4; ++a) {
-            const int row = 4 * (ty + m * FW_NTY) + a;
-#pragma unroll
-            for (int n = 0; n < NU; ++n) {
-                const int i = 4 * m + a, j = 4 * n;
-                dist4_t v = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
-                *reinterpret_cast<dist4_t*>(C + (long)row * ldc + 4 * (tx + n * FW_NTX)) = v;
-            }
-        }
-}
-
-// ---- software-pipelined variant ------------------------------------------------------
-// Chunk c + 1 is loaded from global memory into registers while chunk c is computed from
-// shared memory (two shared buffers, one barrier per chunk). The accumulators start at
-// +inf and C is read only at the end (C = min(C, acc)), so nothing waits on C up front.
-#define FW_NBLK ((FW_B * FW_KC / 16 + FW_THREADS - 1) / FW_THREADS)   // 4x4 blocks per thread
-
-struct fw_stage_regs {
-    dist4_t v[4 * FW_NBLK];
-};
-
-// direct: X[kk][i] = S[kk0+kk][i]; unit e (of KC*B/4) = row e / U, unit e % U
-// transposed: X[kk][i] = S[i][kk0+kk]; 4x4 block e (of B/4 * KC/4) = (p = e / QK, q = e % QK)
-__device__ __forceinline__ void fw_stage_load(fw_stage_regs& r, const dist_t* S, long ld, int kk0, bool trans) {
-    constexpr int QK = FW_KC / 4;
-    if (!trans) {
-#pragma unroll
-        for (int i = 0; i < 4 * FW_NBLK; ++i) {
-            const int e = threadIdx.x + i * FW_THREADS;
-            if (e < FW_KC * FW_U) {
-                const int row = e / FW_U, u = e % FW_U;
-                r.v[i] = *reinterpret_cast<const dist4_t*>(S + (long)(kk0 + row) * ld + 4 * u);
-            }
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < FW_NBLK; ++i) {
-            const int e = threadIdx.x + i * FW_THREADS;
-            if (e < FW_U * QK) {
-                const int q = e % QK, p = e / QK;
-                const dist_t* s = S + (long)(4 * p) * ld + kk0 + 4 * q;
-#pragma unroll
-                for (int a = 0; a < 4; ++a) r.v[4 * i + a] = *reinterpret_cast<const dist4_t*>(s + a * ld);
-            }
-        }
-    }
-}
-
-__device__ __forceinline__ void fw_stage_store(const fw_stage_regs& r, dist4_t* X, bool trans) {
-    constexpr int QK = FW_KC / 4;
-    if (!trans) {
-#pragma unroll
-        for (int i = 0; i < 4 * FW_NBLK; ++i) {
-            const int e = threadIdx.x + i * FW_THREADS;
-            if (e < FW_KC * FW_U) X[fw_swz(e / FW_U, e % FW_U)] = r.v[i];
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < FW_NBLK; ++i) {
-            const int e = threadIdx.x + i * FW_THREADS;
-            if (e < FW_U * QK) {
-                const int q = e % QK, p = e / QK;
-                const dist4_t r0 = r.v[4 * i], r1 = r.v[4 * i + 1], r2 = r.v[4 * i + 2], r3 = r.v[4 * i + 3];
-                X[fw_swz(4 * q + 0, p)] = {r0.x, r1.x, r2.x, r3.x};
-                X[fw_swz(4 * q + 1, p)] = {r0.y, r1.y, r2.y, r3.y};
-                X[fw_swz(4 * q + 2, p)] = {r0.z, r1.z, r2.z, r3.z};
-                X[fw_swz(4 * q + 3, p)] = {r0.w, r1.w, r2.w, r3.w};
-            }
-        }
-    }
-}
-
-// Needs 4 * FW_KC * FW_B dist_t of shared memory (two buffers of As and Bs).
-__device__ __forceinline__ void fw_minplus_tile_pipe(dist_t* C, long ldc, const dist_t* A, long lda, bool a_t,
-                                                     const dist_t* Bm, long ldb, bool b_t, dist4_t* smem) {
-    const int tid = threadIdx.x;
-    const int ty = tid / FW_NTX, tx = tid % FW_NTX;
-    constexpr int MU = FW_TM / 4, NU = FW_TN / 4;
-    constexpr int CH = FW_KC * FW_U;   // dist4 per buffer
-    constexpr int NCH = FW_B / FW_KC;
-    dist_t acc[FW_TM][FW_TN];
-#pragma unroll
-    for (int i = 0; i < FW_TM; ++i)
-#pragma unroll
-        for (int j = 0; j < FW_TN; ++j) acc[i][j] = FW_INF;
-
-    // As[kk][i] = A[i][kk]: transposing copy unless A is stored transposed; Bs direct unless B is
-    fw_stage_regs ra, rb;
-    fw_stage_load(ra, A, lda, 0, !a_t);
-    fw_stage_load(rb, Bm, ldb, 0, b_t);
-    fw_stage_store(ra, smem, !a_t);
-    fw_stage_store(rb, smem + CH, b_t);
-    __syncthreads();
+#if FW_PIPE
+    fw_stage<FW_UA> ra;
+    fw_stage<FW_UB> rb;
+    ra.load(A, lda, 0, a_tr);
+    rb.load(Bm, ldb, 0, b_tr);
+    ra.store(smem, a_tr);
+    rb.store(smem + FW_CHA, b_tr);
+#endif
 #pragma unroll 1
     for (int c = 0; c < NCH; ++c) {
-        dist4_t* As = smem + (c & 1) * 2 * CH;
-        dist4_t* Bs = As + CH;
+#if FW_PIPE
+        __syncthreads();
+        const dist4_t* As = smem + (c & 1) * (FW_CHA + FW_CHB);
         if (c + 1 < NCH) {
-            fw_stage_load(ra, A, lda, (c + 1) * FW_KC, !a_t);
-            fw_stage_load(rb, Bm, ldb, (c + 1) * FW_KC, b_t);
+            ra.load(A, lda, (c + 1) * FW_KC, a_tr);
+            rb.load(Bm, ldb, (c + 1) * FW_KC, b_tr);
         }
+#else
+        if (c) __syncthreads();
+        fw_fill<FW_UA>(smem, A, lda, c * FW_KC, a_tr);
+        fw_fill<FW_UB>(smem + FW_CHA, Bm, ldb, c * FW_KC, b_tr);
+        __syncthreads();
+        const dist4_t* As = smem;
+#endif
+        const dist4_t* Bs = As + FW_CHA;
 #pragma unroll
         for (int kk = 0; kk < FW_KC; ++kk) {
             dist4_t av[MU], bv[NU];
 #pragma unroll
-            for (int m = 0; m < MU; ++m) av[m] = As[fw_swz(kk, ty + m * FW_NTY)];
+            for (int m = 0; m < MU; ++m) av[m] = As[fw_swz<FW_UA>(kk, ty + m * FW_NTY)];
 #pragma unroll
-            for (int n = 0; n < NU; ++n) bv[n] = Bs[fw_swz(kk, tx + n * FW_NTX)];
+            for (int n = 0; n < NU; ++n) bv[n] = Bs[fw_swz<FW_UB>(kk, tx + n * FW_NTX)];
 #pragma unroll
             for (int i = 0; i < FW_TM; ++i) {
                 const dist_t ai = fw_get(av[i / 4], i % 4);
@@ -286,12 +282,13 @@ __device__ __forceinline__ void fw_minplus_tile_pipe(dist_t* C, long ldc, const 
                 for (int j = 0; j < FW_TN; ++j) acc[i][j] = fw_relax(acc[i][j], ai, fw_get(bv[j / 4], j % 4));
             }
         }
+#if FW_PIPE
         if (c + 1 < NCH) {
-            dist4_t* An = smem + ((c + 1) & 1) * 2 * CH;
-            fw_stage_store(ra, An, !a_t);
-            fw_stage_store(rb, An + CH, b_t);
+            dist4_t* An = smem + ((c + 1) & 1) * (FW_CHA + FW_CHB);
+            ra.store(An, a_tr);
+            rb.store(An + FW_CHA, b_tr);
         }
-        __syncthreads();
+#endif
     }
 
 #pragma unroll
@@ -303,26 +300,15 @@ __device__ __forceinline__ void fw_minplus_tile_pipe(dist_t* C, long ldc, const 
             for (int n = 0; n < NU; ++n) {
                 const int i = 4 * m + a, j = 4 * n;
                 dist4_t* p = reinterpret_cast<dist4_t*>(C + (long)row * ldc + 4 * (tx + n * FW_NTX));
+#if FW_PIPE
                 const dist4_t o = *p;
-                *p = {min(o.x, acc[i][j]), min(o.y, acc[i][j + 1]), min(o.z, acc[i][j + 2]), min(o.w, acc[i][j + 3])};
+                *p = {min(o.x, acc[i][j]), min(o.y, acc[i][j + 1]), min(o.z, acc[i][j + 2]),
+                      min(o.w, acc[i][j + 3])};
+#else
+                *p = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
+#endif
             }
         }
-}
-
-#if FW_PIPE
-#define FW_SMEM_DIST (4 * FW_KC * FW_B)
-#else
-#define FW_SMEM_DIST (2 * FW_KC * FW_B)
-#endif
-
-// The stage-2/3 product; smem: FW_SMEM_DIST dist_t of dynamic shared memory.
-__device__ __forceinline__ void fw_minplus_tile(dist_t* C, long ldc, const dist_t* A, long lda, bool a_t,
-                                                const dist_t* Bm, long ldb, bool b_t, dist4_t* smem) {
-#if FW_PIPE
-    fw_minplus_tile_pipe(C, ldc, A, lda, a_t, Bm, ldb, b_t, smem);
-#else
-    fw_minplus_tile_simple(C, ldc, A, lda, a_t, Bm, ldb, b_t, smem, smem + FW_KC * FW_U);
-#endif
 }
 
 // Stage 1: plain Floyd-Warshall on one B x B tile (row stride ld), in shared memory.

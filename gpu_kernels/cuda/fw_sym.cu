@@ -8,8 +8,9 @@
 // that way straight into shared memory (fw_common.cuh: the fill swaps direct/transposing
 // copies). Per diagonal tile k:
 //   stage 1  fw_sym_stage1<<<1, FW_S1_THREADS>>>  closes (k, k)
-//   stage 2  fw_sym_stage2<<<T, FW_THREADS>>>     the stored tiles of row/column k
-//   stage 3  fw_sym_stage3<<<T(T+1)/2, FW_THREADS>>> 1-D grid over the lower tiles, in z-order
+//   stage 2  fw_sym_stage2<<<T * S, FW_THREADS>>>     the stored tiles of row/column k
+//   stage 3  fw_sym_stage3<<<T(T+1)/2 * S, FW_THREADS>>> 1-D grid over the lower tiles, in z-order
+// where S = FW_SUBS CUDA blocks share one tile (blockIdx.x % S is the sub-block).
 #include "fw_common.cuh"
 
 #define FW_BB ((long)FW_B * FW_B)
@@ -24,21 +25,22 @@ extern "C" __global__ void __launch_bounds__(FW_S1_THREADS)
 }
 
 extern "C" __global__ void FW_BOUNDS fw_sym_stage2(dist_t* P, const int* zidx, int T, int k) {
-    const int t = blockIdx.x;
+    const int t = blockIdx.x / FW_SUBS, sub = blockIdx.x % FW_SUBS;
     if (t == k) return;
     dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     const dist_t* Dkk = fw_ztile(P, zidx, T, k, k);
     if (t > k) {  // (t, k) = Dtk (x) Dkk
         dist_t* C = fw_ztile(P, zidx, T, t, k);
-        fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, sm);
+        fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, sm, sub);
     } else {  // (k, t) = Dkk (x) Dkt
         dist_t* C = fw_ztile(P, zidx, T, k, t);
-        fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, sm);
+        fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, sm, sub);
     }
 }
 
 extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, const int* tiles, int T, int k) {
-    const int rc = tiles[blockIdx.x];
+    const int z = blockIdx.x / FW_SUBS, sub = blockIdx.x % FW_SUBS;
+    const int rc = tiles[z];
     const int r = rc >> 16, c = rc & 0xFFFF;
     if (r == k || c == k) return;
     dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
@@ -48,7 +50,7 @@ extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, c
     // B = D[k, c]: stored as (k, c) when k > c, else as the transpose (c, k)
     const bool b_t = k < c;
     const dist_t* Bm = b_t ? fw_ztile(P, zidx, T, c, k) : fw_ztile(P, zidx, T, k, c);
-    fw_minplus_tile(P + (long)blockIdx.x * FW_BB, FW_B, A, FW_B, a_t, Bm, FW_B, b_t, sm);
+    fw_minplus_tile(P + (long)z * FW_BB, FW_B, A, FW_B, a_t, Bm, FW_B, b_t, sm, sub);
 }
 
 // Packed lower tiles -> dense symmetric n x n float32 (row stride n), one block per tile.
