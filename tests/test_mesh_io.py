@@ -167,6 +167,12 @@ BAD_INPUTS = {
     "nan-binary-ply": (lambda d: _binary_ply_with_nan(d / "nanbin.ply"), "not finite numbers"),
     "nan-obj": (lambda d: _w(d / "nan.obj", "v 0 0 0\nv nan 0 0\nv 1 1 0\nf 1 2 3\n"), "not finite numbers"),
     "inf-off": (lambda d: _w(d / "inf.off", "OFF\n3 1 0\n0 0 0\ninf 0 0\n0 1 0\n3 0 1 2\n"), "not finite numbers"),
+    "nan-binary-stl": (lambda d: _w(d / "nan.stl", mesh_io._stl_bytes(
+        np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [np.nan, 0, 1]]), np.array([[0, 1, 2], [0, 1, 3]]))),
+        "1 of 2 triangles have coordinates that are not finite"),
+    "inf-ascii-stl": (lambda d: _w(d / "inf.stl", "solid s\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n"
+                                   "vertex 1 0 0\nvertex 0 -inf 0\nendloop\nendfacet\nendsolid s\n"),
+                      "not finite numbers"),
     "no-extension": (lambda d: _w(d / "mesh", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"), "no extension"),
     "folder": (lambda d: (d / "dir.ply").mkdir() or d / "dir.ply", "is a folder"),
 }

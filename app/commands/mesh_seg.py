@@ -25,6 +25,7 @@ import os
 import pathlib
 import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 
@@ -134,11 +135,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "mesh-seg",
         help="segment a mesh into parts (Katz-Tal fuzzy clustering on the dual graph)",
-        description=(
+        description=textwrap.fill(
             "Segment a triangle mesh into meaningful parts: a weighted dual graph, all-pairs "
             "shortest paths (on the GPU when there is one), fuzzy clustering and minimum-cut "
             "boundaries. Writes a PLY whose faces are coloured by part, and optionally the "
-            "labels in the Princeton Segmentation Benchmark format and one mesh per part."
+            "labels in the Princeton Segmentation Benchmark format and one mesh per part.", 78
         ),
         epilog=(
             "example: gpulab mesh-seg bunny.off -o bunny-parts.ply --labels bunny.seg --k auto\n"

@@ -118,6 +118,17 @@ def _declared_counts(path: pathlib.Path) -> tuple[int | None, int | None]:
                         return int(parts[0]), int(parts[1])
                     return None, None
             return None, None
+        if ext == ".stl":
+            size = path.stat().st_size
+            with open(path, "rb") as fh:
+                head = fh.read(84)
+            if len(head) == 84:
+                n = int(np.frombuffer(head[80:84], "<u4")[0])
+                if size == 84 + 50 * n:
+                    return None, n
+            if size <= 512 * 1024 * 1024:
+                return None, len(re.findall(rb"facet\s+normal", path.read_bytes(), re.I))
+            return None, None
         if ext == ".obj":
             if path.stat().st_size > 512 * 1024 * 1024:
                 return None, None
@@ -128,6 +139,22 @@ def _declared_counts(path: pathlib.Path) -> tuple[int | None, int | None]:
     except (OSError, ValueError, UnicodeDecodeError):
         return None, None
     return None, None
+
+
+def _stl_nonfinite(path: pathlib.Path, n: int | None) -> int:
+    """How many triangles of an STL file have a NaN or infinite coordinate."""
+    try:
+        size = path.stat().st_size
+        if n is not None and size == 84 + 50 * n:
+            rec = np.fromfile(path, dtype=np.dtype([("n", "<f4", (3,)), ("v", "<f4", (9,)), ("a", "<u2")]),
+                              count=n, offset=84)
+            return int((~np.isfinite(rec["v"])).any(axis=1).sum())
+        if size <= 512 * 1024 * 1024:
+            text = path.read_bytes()
+            return len(re.findall(rb"vertex[^\n]*?(?:nan|inf)", text, re.I))
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _nonfinite(bad: int, total: int) -> str:
@@ -201,6 +228,11 @@ def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, n
         faces = faces.reshape(0, 3)
 
     declared_v, declared_f = _declared_counts(path)
+    if ext == ".stl":
+        bad = _stl_nonfinite(path, declared_f)
+        if bad:
+            raise MeshIOError(f"{name}: {bad} of {declared_f} triangles have coordinates that are not finite "
+                              "numbers (NaN or infinity); fix or remove them")
     dropped = (declared_v - len(vertices)) if declared_v is not None else 0
     if dropped > 0:
         raise MeshIOError(f"{name}: {_nonfinite(dropped, declared_v)}")
@@ -223,12 +255,15 @@ def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, n
         raise MeshIOError(f"{name}: faces refer to vertices that do not exist")
     if warnings is not None:
         if declared_f is not None and len(faces) < declared_f:
-            warnings.append(f"{declared_f - len(faces)} faces of {name} could not be read and were skipped")
+            n = declared_f - len(faces)
+            warnings.append(f"{n} face{'s' if n != 1 else ''} of {name} could not be read (degenerate or "
+                            f"invalid) and {'were' if n != 1 else 'was'} skipped")
         used = np.zeros(len(vertices), bool)
         used[faces.ravel()] = True
         n_unused = int((~used).sum())
         if n_unused:
-            warnings.append(f"{n_unused} vertices of {name} belong to no face")
+            warnings.append(f"{n_unused} vert{'ices' if n_unused != 1 else 'ex'} of {name} belong"
+                            f"{'s' if n_unused == 1 else ''} to no face")
     return vertices, faces
 
 
