@@ -148,6 +148,7 @@ def test_toggles(segmented):
     np.testing.assert_array_equal(colors(), seg.face_colors)
     tab.edges_check.setChecked(True)
     assert tab.view.show_edges
+    tab.reset_view_button.click()
     tab.reps_check.setChecked(False)
     tab.reps_check.setChecked(True)
     if tab.view.available:

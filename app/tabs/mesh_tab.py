@@ -351,6 +351,12 @@ class MeshTab(ToolTab):
         self.fuzzy_check.toggled.connect(self.view.set_show_fuzzy)
         for w in (self.edges_check, self.reps_check, self.fuzzy_check):
             dl.addWidget(w)
+        self.reset_view_button = QPushButton("Reset view")
+        self.reset_view_button.setToolTip("Back to the default view of the whole mesh (drag to rotate, "
+                                          "wheel to zoom, Shift+drag to pan, click a face to inspect it)")
+        self.reset_view_button.clicked.connect(self.view.reset_camera)
+        self.reset_view_button.setEnabled(self.view.available)
+        dl.addWidget(self.reset_view_button)
         self.view.set_show_representatives(True)
         v.addWidget(g)
 

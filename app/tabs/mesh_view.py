@@ -223,6 +223,12 @@ class MeshView(QWidget):
         self._refresh_reps()
         self.highlight_face(self.picked_face)
 
+    def reset_camera(self) -> None:
+        """Back to the default 3/4 view of the whole mesh."""
+        if self.plotter is not None and self.vertices is not None:
+            set_default_view(self.plotter, self.vertices)
+            self.plotter.render()
+
     def set_show_edges(self, on: bool) -> None:
         self.show_edges = bool(on)
         actor = self._actors.get("mesh")
