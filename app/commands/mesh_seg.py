@@ -420,9 +420,27 @@ def render_png(path, vertices, faces, face_colors, *, size: tuple[int, int] = (9
     return path
 
 
+def offscreen_gl_reason() -> str:
+    """Why VTK cannot render off-screen here ("" when it can, as far as we can tell).
+
+    VTK needs an X display, or EGL/OSMesa to render without one; with none of them it may
+    abort the process instead of raising, so the software rasteriser is used up front.
+    """
+    if os.environ.get("GPULAB_NO_OPENGL", "") not in ("", "0"):
+        return "GPULAB_NO_OPENGL is set"
+    if os.environ.get("DISPLAY") or sys.platform in ("win32", "darwin"):
+        return ""
+    import ctypes.util
+
+    if ctypes.util.find_library("EGL") or ctypes.util.find_library("OSMesa"):
+        return ""
+    return "no X display and neither EGL nor OSMesa is installed"
+
+
 def _render_pyvista(vertices, faces, face_colors, size, title, edges) -> np.ndarray:
-    if os.environ.get("GPULAB_NO_OPENGL"):
-        raise RuntimeError("GPULAB_NO_OPENGL is set")
+    why = offscreen_gl_reason()
+    if why:
+        raise RuntimeError(why)
     import pyvista as pv
 
     if not os.environ.get("DISPLAY"):
