@@ -490,6 +490,7 @@ class MeshTab(ToolTab):
         self.read_warnings = warnings
         self.result = None
         self._clear_result_widgets()
+        self.summary_label.setText("<span style='color:#666'>Press <b>Segment</b> to find the parts.</span>")
         self.view.set_mesh(vertices, faces)
         ext = np.ptp(vertices, axis=0)
         text = (f"<b>{path.name}</b><br>{len(vertices):,} vertices, {len(faces):,} faces<br>"
