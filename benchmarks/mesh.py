@@ -450,7 +450,7 @@ def main(argv=None):
         if args.dtype:
             apsp.DEFAULT_DTYPE = args.dtype
         payload["applied"] = {"dtype": apsp.DEFAULT_DTYPE, "tile": apsp.DEFAULT_TILE,
-                              "config": apsp._KERNEL_CONFIGS[apsp.DEFAULT_TILE]}
+                              "config": apsp._KERNEL_CONFIGS.get(apsp.DEFAULT_TILE)}
         print(f"applied: {payload['applied']}", flush=True)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not args.no_sizes:

@@ -66,14 +66,20 @@ __all__ = [
 METHODS = ("gpu-sym", "gpu", "cpu", "cpu-mt")
 DTYPES = ("float32", "int32", "int32-nodpx")
 
-DEFAULT_TILE = 64
-#: Stage-2/3 kernel parameters per (tile size, dtype): register block TM x TN per thread,
-#: k-chunk KC staged in shared memory, minimum blocks per SM. Chosen by the sweep in
-#: ``benchmarks/mesh.py --tune`` on an H200 (see benchmarks/RESULTS.md).
-_KERNEL_CONFIGS: dict[int, dict[str, int]] = {
+#: GPU tile size; None: 64 below LARGE_TILE_FROM nodes, 128 from there on (half the diagonal
+#: rounds, so half the passes over the matrix; 64 x 64 CUDA blocks either way). Measured on an
+#: H200: 128 is 3-5% faster from N = 16384, 64 is up to 25% faster at N <= 8192.
+DEFAULT_TILE: int | None = None
+LARGE_TILE_FROM = 12288
+#: Stage-2/3 kernel parameters per tile size: register block TM x TN per thread, k-chunk KC
+#: staged in shared memory, software pipelining, BM x BN output sub-block of one CUDA block,
+#: minimum blocks per SM. Chosen by ``benchmarks/mesh.py --tune`` on an H200 (see
+#: benchmarks/RESULTS.md): every 64 x 64 / 8 x 4 variant lands at 2.1-2.2e13 N^3/s with
+#: int32 at N = 16384, 8 x 8 and 128 x 64 blocks are slower.
+_KERNEL_CONFIGS: dict[int, dict] = {
     32: {"tm": 4, "tn": 4, "kc": 32, "minb": 0, "pipe": 0},
-    64: {"tm": 8, "tn": 4, "kc": 32, "minb": 0, "pipe": 0},
-    128: {"tm": 8, "tn": 8, "kc": 16, "minb": 0, "pipe": 0},
+    64: {"tm": 8, "tn": 4, "kc": 32, "minb": 0, "pipe": 1},
+    128: {"tm": 8, "tn": 4, "kc": 32, "minb": 0, "pipe": 1, "bm": 64, "bn": 64},
 }
 #: distance type used by the GPU methods unless ``dtype`` is given. int32 fixed point (DPX
 #: add-min on Hopper) measured 15-19% faster than float32 on an H200 at N = 16384, and the
@@ -159,8 +165,12 @@ def _padded(n: int, tile: int) -> int:
     return -(-max(n, 1) // tile) * tile
 
 
-def _check_tile(tile) -> int:
-    tile = DEFAULT_TILE if tile is None else int(tile)
+def _check_tile(tile, n: int = 0) -> int:
+    if tile is None:
+        tile = DEFAULT_TILE
+    if tile is None:
+        tile = 128 if n >= LARGE_TILE_FROM else 64
+    tile = int(tile)
     if tile not in _KERNEL_CONFIGS:
         raise ValueError(f"tile must be one of {sorted(_KERNEL_CONFIGS)}, got {tile}")
     return tile
@@ -190,11 +200,11 @@ def apsp_memory_bytes(n: int, method: str, tile: int | None = None, *, out: str 
         chunk = _cpu_chunk(n, 1 if method == "cpu" else default_workers())
         workers = 1 if method == "cpu" else default_workers()
         return 4 * n * n + 8 * n * chunk * workers
-    tile = _check_tile(tile)
+    tile = _check_tile(tile, n)
     npad = _padded(n, tile)
     t = npad // tile
     if method == "gpu":
-        return 4 * npad * npad + 4 * min(_COMPACT_CHUNK, n * n)
+        return 4 * npad * npad + (4 * min(_COMPACT_CHUNK, n * n) if npad != n else 0)
     n_lower = t * (t + 1) // 2
     packed = 4 * n_lower * tile * tile + 4 * (t * t + n_lower)
     if out == "packed":
@@ -583,7 +593,7 @@ def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, 
                          free_bytes=None, config=None):
     """``gpu`` method on prepared edges: dense padded matrix, compacted to (n, n) in place."""
     cp = be.xp
-    tile = _check_tile(tile)
+    tile = _check_tile(tile, n)
     dtype = dtype or DEFAULT_DTYPE
     defs = kernel_config(tile, dtype, **(config or {}))
     _check_device_memory(be, n, "gpu", tile, "dense", free_bytes)
@@ -648,7 +658,7 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
         n, s, d, w = _prepared
     be = _gpu_backend(device, "gpu-sym")
     cp = be.xp
-    tile = _check_tile(tile)
+    tile = _check_tile(tile, n)
     dtype = dtype or DEFAULT_DTYPE
     defs = kernel_config(tile, dtype, **(config or {}))
     _check_device_memory(be, n, "gpu-sym", tile, _out, free_bytes)
@@ -725,7 +735,7 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
         Receives "APSP: tile round r/R" (GPU) or "APSP: Dijkstra sources ..." (CPU);
         cancellation is checked between rounds / chunks and raises ``Cancelled``.
     tile : int, optional
-        GPU tile size (32, 64 or 128; default 64).
+        GPU tile size (32, 64 or 128; default: 64 below 12288 nodes, else 128).
     workers : int, optional
         Processes for ``cpu-mt`` (default: all cores).
     out : {"dense", "packed"}
