@@ -156,7 +156,8 @@ def test_bad_parameters(tmp_path, capsys, args, expected):
 
 
 @pytest.mark.skipif(backend.cupy_available(), reason="this machine has a CUDA device")
-@pytest.mark.parametrize("method", ["gpu-sym", "gpu"])
+# ids avoid the bare keyword "gpu", which conftest reads as the gpu marker
+@pytest.mark.parametrize("method", ["gpu-sym", "gpu"], ids=["apsp-gpu-sym", "apsp-gpu-dense"])
 def test_gpu_apsp_without_a_gpu_is_one_clear_line(tmp_path, capsys, method):
     rc, _, stderr = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply", "--apsp", method)
     assert_one_line_error(rc, stderr, f"--apsp {method} runs on a CUDA GPU", "--apsp cpu-mt")
