@@ -12,6 +12,7 @@ run (Ctrl+C) exits with 130. Set ``GPULAB_DEBUG=1`` to get the traceback instead
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -145,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     debug = os.environ.get("GPULAB_DEBUG", "") not in ("", "0")
     try:
         return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (``gpulab ... | head``): not an error of ours
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
     except (Cancelled, KeyboardInterrupt):
         end_progress_line()
         print("gpulab: cancelled", file=sys.stderr)

@@ -46,7 +46,7 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if not any("gpu" in item.keywords for item in items):
+    if not any(item.get_closest_marker("gpu") for item in items):
         return
     from gpu_kernels import backend
 
@@ -55,7 +55,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason=f"needs a CUDA device: {reason}")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu"):
             item.add_marker(skip)
 
 
