@@ -185,6 +185,8 @@ def main(argv=None):
     ap.add_argument("--eta-convex", type=float, default=None)
     ap.add_argument("--epsilon", type=float, default=None)
     ap.add_argument("--max-iter", type=int, default=None)
+    ap.add_argument("--update-power", type=float, default=None)
+    ap.add_argument("--grid-power", default="")
     ap.add_argument("--apsp", default=None, help="APSP method (default: auto)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 2)))
@@ -210,6 +212,8 @@ def main(argv=None):
         base["epsilon"] = args.epsilon
     if args.max_iter is not None:
         base["max_iter"] = args.max_iter
+    if args.update_power is not None:
+        base["update_power"] = args.update_power
     if args.apsp is not None:
         base["apsp_method"] = args.apsp
     results = {"date": stamp, "device": be.label, "host": platform.node(),
@@ -219,17 +223,20 @@ def main(argv=None):
         deltas = [float(x) for x in args.grid_delta.split(",")]
         etas = [float(x) for x in args.grid_eta.split(",")]
         epss = [float(x) for x in args.grid_epsilon.split(",") if x] or [base.get("epsilon")]
+        pows = [float(x) for x in args.grid_power.split(",") if x] or [base.get("update_power")]
         grid = []
-        for d, e, eps in itertools.product(deltas, etas, epss):
+        for d, e, eps, pw in itertools.product(deltas, etas, epss, pows):
             p = dict(base, delta=d, eta_convex=e)
             if eps is not None:
                 p["epsilon"] = eps
+            if pw is not None:
+                p["update_power"] = pw
             t0 = time.perf_counter()
             rows = run(args.data, ids, p, args.max_faces, args.device, args.jobs, verbose=False)
             avg = summary(rows)
             grid.append({"params": p, "avg": avg, "per_mesh": {r["mesh"]: r["RI"] for r in rows},
                          "seconds": time.perf_counter() - t0})
-            print(f"delta={d:.2f} eta_convex={e:.2f} eps={eps} -> RI={avg['RI']:.4f} "
+            print(f"delta={d:.2f} eta_convex={e:.2f} eps={eps} power={pw} -> RI={avg['RI']:.4f} "
                   f"HD={avg['HD']:.3f} GCE={avg['GCE']:.3f} CD={avg['CD']:.3f} "
                   f"({time.perf_counter() - t0:.0f}s)", flush=True)
         results["grid"] = grid

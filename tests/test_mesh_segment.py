@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/ is on sys.path under pytest)
 
 from gpu_kernels.jobs import Cancelled, Progress
 from gpu_kernels.mesh import MeshInputError, MeshTooLargeError, face_areas, segment_mesh
@@ -16,7 +17,6 @@ from gpu_kernels.mesh.metrics import (
     hamming_distance,
     rand_index_error,
 )
-from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/ is on sys.path under pytest)
 
 
 @pytest.fixture(scope="module")

@@ -94,13 +94,19 @@ def memberships(D, reps):
     return P.astype(xp.float32, copy=False)
 
 
-def update_representatives(D, P, old_reps=None) -> np.ndarray:
-    """New representatives: column argmins of ``D @ P`` (one dense matmul).
+UPDATE_POWER = 1.0
 
-    A representative that would coincide with an earlier cluster's keeps its old face.
+
+def update_representatives(D, P, old_reps=None, power: float | None = None) -> np.ndarray:
+    """New representatives: column argmins of ``D @ P**power`` (one dense matmul).
+
+    ``power = 1`` is Katz & Tal's ``argmin_f sum_i P_j(f_i) d(f, f_i)``. A representative
+    that would coincide with an earlier cluster's keeps its old face.
     """
     xp = array_module(D)
-    C = xp.matmul(D, P)  # (N, K): C[f, j] = sum_i d(f, f_i) P_j(f_i)
+    m = UPDATE_POWER if power is None else float(power)
+    W = P if m == 1.0 else (P ** m).astype(xp.float32)
+    C = xp.matmul(D, W)  # (N, K): C[f, j] = sum_i d(f, f_i) W_j(f_i)
     new = asnumpy(xp.argmin(C, axis=0)).astype(np.int64)
     if old_reps is not None:
         seen = set()
@@ -124,7 +130,7 @@ class FuzzyClustering:
 
 
 def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
-                  progress=None) -> FuzzyClustering:
+                  power: float | None = None, progress=None) -> FuzzyClustering:
     """Run Katz-Tal fuzzy clustering on one component's distance matrix ``D``.
 
     Parameters
@@ -133,6 +139,8 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
     k : int or "auto"
     max_iter : int
         Cap on the representative-update iterations.
+    power : float, optional
+        Exponent on the memberships in the representative update (``UPDATE_POWER``).
     progress : optional
         Receives ``"clustering iteration i/N"`` stages; checked for cancellation.
     """
@@ -158,7 +166,7 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
     max_iter = max(int(max_iter), 0)
     for it in range(1, max_iter + 1):
         prog.update((it - 1) / max(max_iter, 1), f"clustering iteration {it}/{max_iter}")
-        new = update_representatives(D, P, reps)
+        new = update_representatives(D, P, reps, power)
         if np.array_equal(new, reps):
             converged = True
             break

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_DELTA",
     "DEFAULT_ETA_CONVEX",
     "DEFAULT_EPSILON",
+    "DEFAULT_UPDATE_POWER",
     "MIN_COMPONENT_FACES",
     "MeshSegmentation",
     "MeshTooLargeError",
@@ -44,6 +45,7 @@ __all__ = [
 DEFAULT_DELTA = 0.2
 DEFAULT_ETA_CONVEX = 0.1
 DEFAULT_EPSILON = 0.04
+DEFAULT_UPDATE_POWER = 2.0
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -176,7 +178,7 @@ def _k_per_component(k, sizes: np.ndarray, areas: np.ndarray, warnings: list) ->
 
 
 # --------------------------------------------------------------------------- core
-def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info):
+def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, power=None):
     """Cluster every component of ``graph``; returns (labels, P, reps, fuzzy) on its faces."""
     F = graph.n
     comp = graph.component
@@ -214,7 +216,7 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
             backend.synchronize()
         t1 = time.perf_counter()
         prog.check()
-        fc = fuzzy_cluster(D, ks[c], max_iter=max_iter, progress=prog.sub(a1, a2))
+        fc = fuzzy_cluster(D, ks[c], max_iter=max_iter, power=power, progress=prog.sub(a1, a2))
         P = asnumpy(fc.P)
         del D
         t2 = time.perf_counter()
@@ -278,7 +280,8 @@ def _finish_labels(graph, labels, P, reps, info):
 
 def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=20, max_faces=None,
-                 simplify=False, device=None, progress=None) -> MeshSegmentation:
+                 simplify=False, device=None, progress=None,
+                 update_power=None) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -304,6 +307,9 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         raise :class:`MeshTooLargeError` instead.
     device : str or Backend, optional
     progress : callable or Progress, optional
+    update_power : float, optional
+        Exponent m in the representative update ``argmin_f sum_i P_j(f_i)^m d(f, f_i)``
+        (``None``: ``DEFAULT_UPDATE_POWER``; 1 is the update exactly as Katz & Tal write it).
 
     Raises
     ------
@@ -317,11 +323,12 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     epsilon = float(epsilon)
     if not (0.0 <= epsilon <= 1.0):
         raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
+    p_used = DEFAULT_UPDATE_POWER if update_power is None else float(update_power)
     d_used = DEFAULT_DELTA if delta is None else float(delta)
     e_used = DEFAULT_ETA_CONVEX if eta_convex is None else float(eta_convex)
     info = {
         "params": {"k": k, "delta": d_used, "eta_convex": e_used, "epsilon": epsilon,
-                   "apsp_method": apsp_method, "max_iter": int(max_iter), "max_faces": max_faces,
+                   "apsp_method": apsp_method, "max_iter": int(max_iter), "update_power": p_used, "max_faces": max_faces,
                    "simplify": simplify, "delta_auto": delta is None,
                    "eta_convex_auto": eta_convex is None},
         "timings": {"clean": 0.0, "dual_graph": 0.0, "simplify": 0.0, "apsp": 0.0,
@@ -367,11 +374,11 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
             info["simplified"] = True
             labels, P, reps, fuzzy = _segment_simplified(
                 v, f, graph, target, k, d_used, e_used, epsilon, apsp_method, max_iter,
-                backend, prog, info)
+                backend, prog, info, p_used)
         else:
             info["n_faces_segmented"] = graph.n
             labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
-                                                    backend, prog, info)
+                                                    backend, prog, info, p_used)
         prog.update(0.95, "boundary cut")
         t0 = time.perf_counter()
         labels, P, reps = _finish_labels(graph, labels, P, reps, info)
@@ -407,7 +414,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
 
 
 def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp_method,
-                        max_iter, backend, prog, info):
+                        max_iter, backend, prog, info, power=None):
     """Segment a simplified copy, carry memberships back, re-cut near label changes."""
     t0 = time.perf_counter()
     prog.update(0.05, "simplify")
@@ -419,7 +426,7 @@ def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp
     info["warnings"].append(f"the mesh was simplified from {graph.n:,} to {gs.n:,} faces for "
                             "clustering; labels were carried back to every face")
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog, info)
+                                              prog, info, power)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
