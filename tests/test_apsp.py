@@ -192,6 +192,17 @@ def test_memory_formulas():
     assert max_nodes_for_memory(3 * 1024**3, "gpu-sym", out="packed") > max_nodes_for_memory(3 * 1024**3, "gpu")
 
 
+@pytest.mark.parametrize("method", ["gpu", "gpu-sym", "cpu", "cpu-mt"])
+def test_memory_estimate_is_monotone(method):
+    sizes = list(range(0, 3000, 7)) + list(range(12000, 12600, 13))
+    mem = [apsp_memory_bytes(n, method) for n in sizes]
+    assert all(a <= b for a, b in zip(mem, mem[1:], strict=False))
+    for n in (1000, 3000, 12288, 20000):
+        free = apsp_memory_bytes(n, method) - 1
+        m = max_nodes_for_memory(free, method)
+        assert m < n and apsp_memory_bytes(m, method) <= free < apsp_memory_bytes(m + 1, method)
+
+
 def test_zorder_tiles():
     idx, tiles = zorder_tiles(5)
     assert len(tiles) == 15

@@ -204,7 +204,9 @@ def apsp_memory_bytes(n: int, method: str, tile: int | None = None, *, out: str 
     npad = _padded(n, tile)
     t = npad // tile
     if method == "gpu":
-        return 4 * npad * npad + (4 * min(_COMPACT_CHUNK, n * n) if npad != n else 0)
+        # the compaction chunk is counted even when N needs no padding, which keeps the
+        # estimate monotone in N (max_nodes_for_memory bisects it)
+        return 4 * npad * npad + 4 * min(_COMPACT_CHUNK, n * n)
     n_lower = t * (t + 1) // 2
     packed = 4 * n_lower * tile * tile + 4 * (t * t + n_lower)
     if out == "packed":
