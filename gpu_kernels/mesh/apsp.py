@@ -61,6 +61,7 @@ __all__ = [
     "floyd_warshall_dense",
     "kernel_config",
     "zorder_tiles",
+    "default_workers",
 ]
 
 METHODS = ("gpu-sym", "gpu", "cpu", "cpu-mt")
@@ -596,7 +597,9 @@ def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, 
     """``gpu`` method on prepared edges: dense padded matrix, compacted to (n, n) in place."""
     cp = be.xp
     tile = _check_tile(tile, n)
-    dtype = dtype or DEFAULT_DTYPE
+    # directed graphs: no cheap bound on the longest finite distance (the undirected one
+    # uses an eccentricity), so the fixed-point scale would be coarse; float32 by default
+    dtype = dtype or ("float32" if directed else DEFAULT_DTYPE)
     defs = kernel_config(tile, dtype, **(config or {}))
     _check_device_memory(be, n, "gpu", tile, "dense", free_bytes)
     npad = _padded(n, tile)
@@ -743,9 +746,11 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
     out : {"dense", "packed"}
         ``packed`` (``gpu-sym`` only) returns :class:`PackedDistances` instead of a matrix.
     dtype : {"float32", "int32", "int32-nodpx"}, optional
-        Distance type inside the GPU kernels. ``int32`` is fixed point with the DPX
-        add-min instruction (scale chosen from a bound on the diameter); the result is
-        float32 either way.
+        Distance type inside the GPU kernels; default ``DEFAULT_DTYPE`` (int32) for
+        undirected graphs, float32 for directed ones. ``int32`` is fixed point with the DPX
+        add-min instruction, the scale chosen so that twice the largest eccentricity of a
+        component maps to 2^27 (finer than float32 for distances near the diameter); the
+        result is float32 either way.
     free_bytes : int, optional
         Pretend this many bytes are free (tests, or to leave room for later stages).
 
