@@ -146,14 +146,17 @@ def extrapolate_cpu(method, n, s, d, w, m, workers):
 
 
 def gpu_run(method, n, s, d, w, *, out="dense", dtype=None, tile=None, config=None):
+    """One GPU APSP run. ``*-raw`` methods: no all-+inf tile skipping and (gpu-sym) no
+    reordering, i.e. every tile of every round is computed (the kernel's raw rate)."""
     prep = apsp._prepare_edges(n, s, d, w, False)
-    if method == "gpu-sym":
-        if out == "packed":
-            return apsp.floyd_warshall_sym_packed(n, device="cuda", tile=tile, dtype=dtype, config=config,
-                                                  _prepared=prep)
+    raw = method.endswith("-raw")
+    if raw:
+        config = dict(config or {}, skip=0)
+    if method.startswith("gpu-sym"):
         p = apsp.floyd_warshall_sym_packed(n, device="cuda", tile=tile, dtype=dtype, config=config,
-                                           _prepared=prep, _out="dense")
-        return p.to_dense()
+                                           reorder=not raw, _prepared=prep,
+                                           _out="packed" if out == "packed" else "dense")
+        return p if out == "packed" else p.to_dense()
     from gpu_kernels.backend import get_backend
 
     return apsp.floyd_warshall_dense(*prep, directed=False, be=get_backend("cuda"), progress=Progress(),
@@ -201,10 +204,10 @@ def bench_graph(label, n, s, d, w, methods, args, ref=None):
             tm = time_gpu(fn, warmup=1 if n <= 8192 else 0, repeat=args.repeat, max_seconds=10)
             row.update(time_s=tm["min"], how=f"min of {len(tm['times'])} (median {fmt_seconds(tm['median'])})")
             row["memory"] = peak_gpu_bytes(fn)
-            if method == "gpu-sym":
-                tp = time_gpu(lambda: fn("gpu-sym", "packed"), warmup=0, repeat=args.repeat, max_seconds=10)
+            if method.startswith("gpu-sym"):
+                tp = time_gpu(lambda m=method: fn(m, "packed"), warmup=0, repeat=args.repeat, max_seconds=10)
                 row["fw_time_s"] = tp["min"]
-                row["fw_memory"] = peak_gpu_bytes(lambda: fn("gpu-sym", "packed"))
+                row["fw_memory"] = peak_gpu_bytes(lambda m=method: fn(m, "packed"))
             else:
                 row["fw_time_s"] = row["time_s"]
                 row["fw_memory"] = row["memory"]
@@ -216,10 +219,11 @@ def bench_graph(label, n, s, d, w, methods, args, ref=None):
               f"{row['relax_per_s']:.3e} relax/s  {row.get('how', '')}", flush=True)
     for row in rows:
         for base in ("cpu", "cpu-mt"):
-            if base in res and row["method"] not in ("cpu", "cpu-mt"):
+            if base in res and row["method"].startswith("gpu"):
                 row[f"speedup_{base}"] = res[base]["time_s"] / row["time_s"]
-        if row["method"] == "gpu-sym" and "gpu" in res:
-            row["speedup_gpu"] = res["gpu"]["fw_time_s"] / row["fw_time_s"]
+        dense = row["method"].replace("gpu-sym", "gpu")
+        if row["method"].startswith("gpu-sym") and dense in res:
+            row["speedup_gpu"] = res[dense]["fw_time_s"] / row["fw_time_s"]
     return rows
 
 

@@ -282,8 +282,8 @@ def test_gpu_tile_sizes(tile):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", [{"pipe": 1}, {"bm": 64, "bn": 64}, {"bm": 64, "bn": 64, "pipe": 1},
-                                 {"bm": 128, "bn": 64, "kc": 16}])
+@pytest.mark.parametrize("cfg", [{"pipe": 1}, {"pipe": 0}, {"skip": 0}, {"bm": 64, "bn": 64},
+                                 {"bm": 64, "bn": 64, "pipe": 1}, {"bm": 128, "bn": 64, "kc": 16}])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_gpu_kernel_variants(cfg, dtype):
     """Pipelined product and sub-blocked 128-tiles (several CUDA blocks per tile)."""
@@ -295,8 +295,11 @@ def test_gpu_kernel_variants(cfg, dtype):
     ref = scipy_ref(n, s, d, w)
     tile = 128 if "bm" in cfg else 64
     prep = apsp._prepare_edges(n, s, d, w, False)
-    packed = apsp.floyd_warshall_sym_packed(n, device="cuda", tile=tile, dtype=dtype, config=cfg, _prepared=prep)
-    assert_close(cp.asnumpy(packed.to_dense()), ref)
+    for reorder in (True, False):
+        packed = apsp.floyd_warshall_sym_packed(n, device="cuda", tile=tile, dtype=dtype, config=cfg,
+                                                reorder=reorder, _prepared=prep)
+        assert sorted(packed.perm.tolist()) == list(range(n))
+        assert_close(cp.asnumpy(packed.to_dense()), ref)
     dense = apsp.floyd_warshall_dense(*prep, directed=False, be=get_backend("cuda"), progress=Progress(),
                                       tile=tile, dtype=dtype, config=cfg)
     assert_close(cp.asnumpy(dense), ref)
@@ -308,6 +311,19 @@ def test_gpu_mesh_dual_graph(method):
     cp = _cp()
     n, s, d, w = torus_dual(30, 41)       # 2460 faces
     got = all_pairs_shortest_paths(n, s, d, w, method=method, device="cuda")
+    assert_close(cp.asnumpy(got), scipy_ref(n, s, d, w))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("reorder", [True, False])
+def test_gpu_sym_reorder_and_disconnected(reorder):
+    """Many components and isolated nodes: skipped all-inf tiles must stay exact."""
+    cp = _cp()
+    n = 1500
+    s, d, w = random_graph(n, m=n, seed=31, components=40)
+    keep = (s % 17 != 3) & (d % 17 != 3)          # some isolated nodes
+    s, d, w = s[keep], d[keep], w[keep]
+    got = all_pairs_shortest_paths(n, s, d, w, method="gpu-sym", device="cuda", reorder=reorder)
     assert_close(cp.asnumpy(got), scipy_ref(n, s, d, w))
 
 

@@ -12,6 +12,7 @@
 //   FW_MINB minimum resident blocks per SM for __launch_bounds__ (0: none)
 //   FW_PIPE 1: software-pipelined product (next k-chunk loaded into registers while the
 //           current one is computed; two shared buffers); 0: load, sync, compute
+//   FW_SKIP 1: stage 3 skips a tile when one of its two dependency tiles is all +inf
 //   FW_BM, FW_BN  output sub-block of one CUDA block in stages 2 and 3 (default B x B).
 //           A B x B tile is then (B/BM)(B/BN) blocks; a large B (fewer rounds, so fewer
 //           passes over the matrix) keeps a small, fast per-block footprint.
@@ -56,6 +57,9 @@
 #ifndef FW_BM
 #define FW_BM FW_B
 #endif
+#ifndef FW_SKIP
+#define FW_SKIP 1   // stage 3 skips tiles whose dependency tiles are all +inf (exact no-ops)
+#endif
 #ifndef FW_BN
 #define FW_BN FW_B
 #endif
@@ -99,6 +103,12 @@ __device__ __forceinline__ dist_t fw_relax(dist_t c, dist_t a, dist_t b) {
 #else
     return fminf(c, a + b);
 #endif
+}
+
+__device__ __forceinline__ dist4_t fw_make4(dist_t a, dist_t b, dist_t c, dist_t d) {
+    dist4_t v;
+    v.x = a; v.y = b; v.z = c; v.w = d;
+    return v;
 }
 
 __device__ __forceinline__ dist_t fw_get(const dist4_t& v, int i) {
@@ -158,10 +168,10 @@ struct fw_stage {
                 if (e < U * QK) {
                     const int q = e % QK, p = e / QK;
                     const dist4_t r0 = v[4 * i], r1 = v[4 * i + 1], r2 = v[4 * i + 2], r3 = v[4 * i + 3];
-                    X[fw_swz<U>(4 * q + 0, p)] = {r0.x, r1.x, r2.x, r3.x};
-                    X[fw_swz<U>(4 * q + 1, p)] = {r0.y, r1.y, r2.y, r3.y};
-                    X[fw_swz<U>(4 * q + 2, p)] = {r0.z, r1.z, r2.z, r3.z};
-                    X[fw_swz<U>(4 * q + 3, p)] = {r0.w, r1.w, r2.w, r3.w};
+                    X[fw_swz<U>(4 * q + 0, p)] = fw_make4(r0.x, r1.x, r2.x, r3.x);
+                    X[fw_swz<U>(4 * q + 1, p)] = fw_make4(r0.y, r1.y, r2.y, r3.y);
+                    X[fw_swz<U>(4 * q + 2, p)] = fw_make4(r0.z, r1.z, r2.z, r3.z);
+                    X[fw_swz<U>(4 * q + 3, p)] = fw_make4(r0.w, r1.w, r2.w, r3.w);
                 }
             }
         }
@@ -185,10 +195,10 @@ __device__ __forceinline__ void fw_fill(dist4_t* X, const dist_t* S, long ld, in
             const dist4_t r1 = *reinterpret_cast<const dist4_t*>(s + ld);
             const dist4_t r2 = *reinterpret_cast<const dist4_t*>(s + 2 * ld);
             const dist4_t r3 = *reinterpret_cast<const dist4_t*>(s + 3 * ld);
-            X[fw_swz<U>(4 * q + 0, p)] = {r0.x, r1.x, r2.x, r3.x};
-            X[fw_swz<U>(4 * q + 1, p)] = {r0.y, r1.y, r2.y, r3.y};
-            X[fw_swz<U>(4 * q + 2, p)] = {r0.z, r1.z, r2.z, r3.z};
-            X[fw_swz<U>(4 * q + 3, p)] = {r0.w, r1.w, r2.w, r3.w};
+            X[fw_swz<U>(4 * q + 0, p)] = fw_make4(r0.x, r1.x, r2.x, r3.x);
+            X[fw_swz<U>(4 * q + 1, p)] = fw_make4(r0.y, r1.y, r2.y, r3.y);
+            X[fw_swz<U>(4 * q + 2, p)] = fw_make4(r0.z, r1.z, r2.z, r3.z);
+            X[fw_swz<U>(4 * q + 3, p)] = fw_make4(r0.w, r1.w, r2.w, r3.w);
         }
     }
 }
@@ -202,13 +212,16 @@ __device__ __forceinline__ void fw_fill(dist4_t* X, const dist_t* S, long ld, in
 #endif
 
 // C = min(C, A (x) B) on the sub-block `sub` (BM x BN) of a B x B tile, inner dimension B.
+// Returns whether this thread's share of the new C holds a finite value (stage 2 uses it to
+// flag dependency tiles that are all +inf: stage 3 skips the products with them, which are
+// exact no-ops since min(c, inf + b) = c).
 // a_t: the stored tile is A^T; b_t: the stored tile is B^T (row strides lda, ldb).
 // Needs blockDim.x == FW_THREADS and FW_SMEM_DIST dist_t of shared memory.
 // C may alias A or B (stage 2). Within a block every read of A and B precedes the write
 // of C; across the sub-blocks of one tile a block may read values another has already
 // lowered. That is harmless in Floyd-Warshall: every value is always the length of some
 // path and never above what the exact schedule would hold, so the result is the same.
-__device__ __forceinline__ void fw_minplus_tile(dist_t* C, long ldc, const dist_t* A, long lda, bool a_t,
+__device__ __forceinline__ bool fw_minplus_tile(dist_t* C, long ldc, const dist_t* A, long lda, bool a_t,
                                                 const dist_t* Bm, long ldb, bool b_t, dist4_t* smem, int sub) {
     const int tid = threadIdx.x;
     const int ty = tid / FW_NTX, tx = tid % FW_NTX;
@@ -291,6 +304,7 @@ __device__ __forceinline__ void fw_minplus_tile(dist_t* C, long ldc, const dist_
 #endif
     }
 
+    bool finite = false;   // does this thread's part of the result hold a finite distance?
 #pragma unroll
     for (int m = 0; m < MU; ++m)
 #pragma unroll
@@ -302,13 +316,16 @@ __device__ __forceinline__ void fw_minplus_tile(dist_t* C, long ldc, const dist_
                 dist4_t* p = reinterpret_cast<dist4_t*>(C + (long)row * ldc + 4 * (tx + n * FW_NTX));
 #if FW_PIPE
                 const dist4_t o = *p;
-                *p = {min(o.x, acc[i][j]), min(o.y, acc[i][j + 1]), min(o.z, acc[i][j + 2]),
-                      min(o.w, acc[i][j + 3])};
+                const dist4_t v = fw_make4(min(o.x, acc[i][j]), min(o.y, acc[i][j + 1]), min(o.z, acc[i][j + 2]),
+                                           min(o.w, acc[i][j + 3]));
 #else
-                *p = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
+                const dist4_t v = fw_make4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
 #endif
+                *p = v;
+                finite |= (v.x < FW_INF) | (v.y < FW_INF) | (v.z < FW_INF) | (v.w < FW_INF);
             }
         }
+    return finite;
 }
 
 // Stage 1: plain Floyd-Warshall on one B x B tile (row stride ld), in shared memory.

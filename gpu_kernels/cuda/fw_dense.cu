@@ -16,22 +16,29 @@ extern "C" __global__ void __launch_bounds__(FW_S1_THREADS) fw_dense_stage1(dist
     fw_close_tile(fw_dtile(D, ld, k, k), ld);
 }
 
-extern "C" __global__ void FW_BOUNDS fw_dense_stage2(dist_t* D, long ld, int k) {
+// flags[j] (row tile (k, j)) and flags[T + j] (column tile (j, k)) are set to k + 1 when the
+// tile holds a finite distance after stage 2 of round k; stage 3 skips all-inf operands.
+extern "C" __global__ void FW_BOUNDS fw_dense_stage2(dist_t* D, long ld, int k, int* flags, int T) {
     const int j = blockIdx.x / FW_SUBS, sub = blockIdx.x % FW_SUBS;
     if (j == k) return;
     dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
+    bool fin;
     if (blockIdx.y == 0) {  // row tile (k, j) = Dkk (x) Dkj
         dist_t* C = fw_dtile(D, ld, k, j);
-        fw_minplus_tile(C, ld, fw_dtile(D, ld, k, k), ld, false, C, ld, false, sm, sub);
+        fin = fw_minplus_tile(C, ld, fw_dtile(D, ld, k, k), ld, false, C, ld, false, sm, sub);
     } else {  // column tile (j, k) = Djk (x) Dkk
         dist_t* C = fw_dtile(D, ld, j, k);
-        fw_minplus_tile(C, ld, C, ld, false, fw_dtile(D, ld, k, k), ld, false, sm, sub);
+        fin = fw_minplus_tile(C, ld, C, ld, false, fw_dtile(D, ld, k, k), ld, false, sm, sub);
     }
+    if (__syncthreads_or(fin) && threadIdx.x == 0) flags[blockIdx.y * T + j] = k + 1;
 }
 
-extern "C" __global__ void FW_BOUNDS fw_dense_stage3(dist_t* D, long ld, int k) {
+extern "C" __global__ void FW_BOUNDS fw_dense_stage3(dist_t* D, long ld, int k, const int* flags, int T) {
     const int r = blockIdx.y, c = blockIdx.x / FW_SUBS, sub = blockIdx.x % FW_SUBS;
     if (r == k || c == k) return;
+#if FW_SKIP
+    if (flags[T + r] != k + 1 || flags[c] != k + 1) return;   // D[r, k] or D[k, c] all +inf
+#endif
     dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     fw_minplus_tile(fw_dtile(D, ld, r, c), ld, fw_dtile(D, ld, r, k), ld, false, fw_dtile(D, ld, k, c), ld,
                     false, sm, sub);

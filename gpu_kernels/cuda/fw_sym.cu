@@ -24,25 +24,33 @@ extern "C" __global__ void __launch_bounds__(FW_S1_THREADS)
     fw_close_tile(fw_ztile(P, zidx, T, k, k), FW_B);
 }
 
-extern "C" __global__ void FW_BOUNDS fw_sym_stage2(dist_t* P, const int* zidx, int T, int k) {
+// flags[t] is set to k + 1 when D[t, k] (stored (t, k) or (k, t)) holds a finite distance
+// after stage 2 of round k; stage 3 skips tiles whose operands are all +inf.
+extern "C" __global__ void FW_BOUNDS fw_sym_stage2(dist_t* P, const int* zidx, int T, int k, int* flags) {
     const int t = blockIdx.x / FW_SUBS, sub = blockIdx.x % FW_SUBS;
     if (t == k) return;
     dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     const dist_t* Dkk = fw_ztile(P, zidx, T, k, k);
+    bool fin;
     if (t > k) {  // (t, k) = Dtk (x) Dkk
         dist_t* C = fw_ztile(P, zidx, T, t, k);
-        fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, sm, sub);
+        fin = fw_minplus_tile(C, FW_B, C, FW_B, false, Dkk, FW_B, false, sm, sub);
     } else {  // (k, t) = Dkk (x) Dkt
         dist_t* C = fw_ztile(P, zidx, T, k, t);
-        fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, sm, sub);
+        fin = fw_minplus_tile(C, FW_B, Dkk, FW_B, false, C, FW_B, false, sm, sub);
     }
+    if (__syncthreads_or(fin) && threadIdx.x == 0) flags[t] = k + 1;
 }
 
-extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, const int* tiles, int T, int k) {
+extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, const int* tiles, int T, int k,
+                                                  const int* flags) {
     const int z = blockIdx.x / FW_SUBS, sub = blockIdx.x % FW_SUBS;
     const int rc = tiles[z];
     const int r = rc >> 16, c = rc & 0xFFFF;
     if (r == k || c == k) return;
+#if FW_SKIP
+    if (flags[r] != k + 1 || flags[c] != k + 1) return;   // D[r, k] or D[k, c] all +inf
+#endif
     dist4_t* sm = reinterpret_cast<dist4_t*>(fw_smem);
     // A = D[r, k]: stored as (r, k) when r > k, else as the transpose (k, r)
     const bool a_t = r < k;
@@ -55,8 +63,9 @@ extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, c
 
 // Packed lower tiles -> dense symmetric n x n float32 (row stride n), one block per tile.
 // Converts int32 fixed point to float (scale inv_scale, >= FW_INF -> +inf) on the way.
+// perm[i] is the caller's node id of FW node i (the FW may run on a reordered graph).
 extern "C" __global__ void __launch_bounds__(256)
-    fw_sym_unpack(const dist_t* P, const int* tiles, float* out, long n, float inv_scale) {
+    fw_sym_unpack(const dist_t* P, const int* tiles, float* out, long n, float inv_scale, const int* perm) {
     __shared__ float s[32][33];
     const int rc = tiles[blockIdx.x];
     const int r = rc >> 16, c = rc & 0xFFFF;
@@ -74,13 +83,13 @@ extern "C" __global__ void __launch_bounds__(256)
 #endif
                 s[y][tx] = f;
                 const long gi = (long)r * FW_B + i0 + y, gj = (long)c * FW_B + j0 + tx;
-                if (gi < n && gj < n) out[gi * n + gj] = f;
+                if (gi < n && gj < n) out[(long)perm[gi] * n + perm[gj]] = f;
             }
             if (r == c) continue;
             __syncthreads();
             for (int y = ty; y < 32; y += 8) {  // transposed copy into tile (c, r)
                 const long gi = (long)c * FW_B + j0 + y, gj = (long)r * FW_B + i0 + tx;
-                if (gi < n && gj < n) out[gi * n + gj] = s[tx][y];
+                if (gi < n && gj < n) out[(long)perm[gi] * n + perm[gj]] = s[tx][y];
             }
         }
 }
