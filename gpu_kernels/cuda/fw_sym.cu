@@ -61,11 +61,19 @@ extern "C" __global__ void FW_BOUNDS fw_sym_stage3(dist_t* P, const int* zidx, c
     fw_minplus_tile(P + (long)z * FW_BB, FW_B, A, FW_B, a_t, Bm, FW_B, b_t, sm, sub);
 }
 
+__device__ __forceinline__ float fw_to_float(dist_t v, float inv_scale) {
+#if FW_INT
+    return v >= FW_INF ? __int_as_float(0x7f800000) : (float)v * inv_scale;
+#else
+    return v;
+#endif
+}
+
 // Packed lower tiles -> dense symmetric n x n float32 (row stride n), one block per tile.
 // Converts int32 fixed point to float (scale inv_scale, >= FW_INF -> +inf) on the way.
-// perm[i] is the caller's node id of FW node i (the FW may run on a reordered graph).
+// For FW order = caller's order (no reordering).
 extern "C" __global__ void __launch_bounds__(256)
-    fw_sym_unpack(const dist_t* P, const int* tiles, float* out, long n, float inv_scale, const int* perm) {
+    fw_sym_unpack(const dist_t* P, const int* tiles, float* out, long n, float inv_scale) {
     __shared__ float s[32][33];
     const int rc = tiles[blockIdx.x];
     const int r = rc >> 16, c = rc & 0xFFFF;
@@ -75,21 +83,33 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int j0 = 0; j0 < FW_B; j0 += 32) {
             __syncthreads();
             for (int y = ty; y < 32; y += 8) {
-                const dist_t v = src[(i0 + y) * FW_B + j0 + tx];
-#if FW_INT
-                const float f = v >= FW_INF ? __int_as_float(0x7f800000) : (float)v * inv_scale;
-#else
-                const float f = v;
-#endif
+                const float f = fw_to_float(src[(i0 + y) * FW_B + j0 + tx], inv_scale);
                 s[y][tx] = f;
                 const long gi = (long)r * FW_B + i0 + y, gj = (long)c * FW_B + j0 + tx;
-                if (gi < n && gj < n) out[(long)perm[gi] * n + perm[gj]] = f;
+                if (gi < n && gj < n) out[gi * n + gj] = f;
             }
             if (r == c) continue;
             __syncthreads();
             for (int y = ty; y < 32; y += 8) {  // transposed copy into tile (c, r)
                 const long gi = (long)c * FW_B + j0 + y, gj = (long)r * FW_B + i0 + tx;
-                if (gi < n && gj < n) out[(long)perm[gi] * n + perm[gj]] = s[tx][y];
+                if (gi < n && gj < n) out[gi * n + gj] = s[tx][y];
             }
         }
+}
+
+// The same for a reordered FW: out[i][j] = D(inv[i], inv[j]) where inv[i] is the FW node of
+// the caller's node i. Gathers (coalesced writes, reads from the lower tiles).
+// Grid (ceil(n / 256), rows), the rows looping by gridDim.y.
+extern "C" __global__ void __launch_bounds__(256)
+    fw_sym_unpack_perm(const dist_t* P, const int* zidx, int T, const int* inv, float* out, long n,
+                       float inv_scale) {
+    const long j = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const int b = inv[j];
+    for (long i = blockIdx.y; i < n; i += gridDim.y) {
+        const int a = inv[i];
+        const int r = max(a, b), c = min(a, b);
+        const long z = zidx[(r / FW_B) * T + c / FW_B];
+        out[i * n + j] = fw_to_float(P[z * FW_BB + (r % FW_B) * FW_B + (c % FW_B)], inv_scale);
+    }
 }

@@ -140,7 +140,7 @@ class PackedDistances:
     _module: Any = None
     _zidx_dev: Any = None
     _tiles_dev: Any = None
-    _perm_dev: Any = None
+    _inv_dev: Any = None     # (n,) FW node of each caller's node; None: identity
 
     @property
     def nbytes(self) -> int:
@@ -151,11 +151,15 @@ class PackedDistances:
         cp = _cupy()
         out = cp.empty((self.n, self.n), dtype=cp.float32)
         if self.n:
-            inv = 1.0 / self.scale if self.scale else 1.0
-            self._module.get_function("fw_sym_unpack")(
-                (len(self.tiles),), (256,),
-                (self.data, self._tiles_dev, out, np.int64(self.n), np.float32(inv), self._perm_dev),
-            )
+            inv_scale = np.float32(1.0 / self.scale if self.scale else 1.0)
+            if self._inv_dev is None:      # FW order is the caller's order: tile-wise copy
+                self._module.get_function("fw_sym_unpack")(
+                    (len(self.tiles),), (256,), (self.data, self._tiles_dev, out, np.int64(self.n), inv_scale))
+            else:
+                t = self.tile_index.shape[0]
+                self._module.get_function("fw_sym_unpack_perm")(
+                    (-(-self.n // 256), min(self.n, 8192)), (256,),
+                    (self.data, self._zidx_dev, np.int32(t), self._inv_dev, out, np.int64(self.n), inv_scale))
         return out
 
 
@@ -729,7 +733,11 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
             P[cp.asarray(offs)] = _weights_dev(cp, wv, scale)
         zidx_dev = cp.asarray(zidx.ravel())
         tiles_dev = cp.asarray((tiles[:, 0].astype(np.int32) << 16) | tiles[:, 1])
-        perm_dev = cp.asarray(perm.astype(np.int32))
+        inv_dev = None
+        if reorder:
+            inv_h = np.empty(n, dtype=np.int32)
+            inv_h[perm] = np.arange(n, dtype=np.int32)
+            inv_dev = cp.asarray(inv_h)
         tt = np.int32(t)
         flags = cp.zeros(t, dtype=cp.int32)   # round stamps of column tiles with a finite value
         track = _RoundTracker(cp, progress, t)
@@ -743,7 +751,7 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
             track.after(k)
         cp.cuda.get_current_stream().synchronize()
     progress.update(1.0, f"APSP: tile round {t}/{t}")
-    return PackedDistances(P, n, tile, zidx, tiles, scale, perm, mod, zidx_dev, tiles_dev, perm_dev)
+    return PackedDistances(P, n, tile, zidx, tiles, scale, perm, mod, zidx_dev, tiles_dev, inv_dev)
 
 
 # --------------------------------------------------------------------------- entry point
