@@ -306,10 +306,14 @@ def check_dtype(args):
             v, f = read_off(p)
             n, s, d, w = dual_graph(v, f)
             res, dist = {}, {}
-            for dt in ("float32", "int32"):
-                apsp.DEFAULT_DTYPE = dt
-                res[dt] = segment_mesh(v, f, device="cuda")
-                dist[dt] = apsp.all_pairs_shortest_paths(n, s, d, w, method="gpu-sym", device="cuda")
+            try:
+                for dt in ("float32", "int32"):
+                    apsp.DEFAULT_DTYPE = dt
+                    res[dt] = segment_mesh(v, f, device="cuda")
+                    dist[dt] = apsp.all_pairs_shortest_paths(n, s, d, w, method="gpu-sym", device="cuda")
+            except Exception as exc:  # noqa: BLE001 - segment_mesh belongs to another module
+                print(f"  dtype check {p.name}: segment_mesh failed: {type(exc).__name__}: {exc}", flush=True)
+                continue
             a, b = res["float32"].labels, res["int32"].labels
             fin = cp.isfinite(dist["float32"])
             rel = float(cp.max(cp.abs(dist["int32"][fin] - dist["float32"][fin])
@@ -335,9 +339,13 @@ def e2e(args):
     paths = sorted(Path(args.e2e).glob("*.off"))
     for i, p in enumerate(paths):
         v, f = read_off(p)
-        if i == 0:
-            segment_mesh(v, f, device="cuda")     # warm-up: kernel compilation, cuBLAS
-        t = time_cpu(lambda v=v, f=f: segment_mesh(v, f, device="cuda"), repeat=1)["min"]
+        try:
+            if i == 0:
+                segment_mesh(v, f, device="cuda")     # warm-up: kernel compilation, cuBLAS
+            t = time_cpu(lambda v=v, f=f: segment_mesh(v, f, device="cuda"), repeat=1)["min"]
+        except Exception as exc:  # noqa: BLE001 - segment_mesh belongs to another module
+            print(f"  e2e {p.name}: segment_mesh failed: {type(exc).__name__}: {exc}", flush=True)
+            continue
         rows.append({"mesh": p.name, "faces": len(f), "time_s": t})
         print(f"  e2e {p.name}: {len(f)} faces, {fmt_seconds(t)}", flush=True)
     return rows
