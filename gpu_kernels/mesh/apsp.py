@@ -18,7 +18,16 @@ Four methods that agree to float32 rounding:
     the tiles on or below the diagonal are stored, one after another in z-order; an
     above-diagonal dependency tile is read as the transpose of its mirror while shared
     memory is filled; stage 3 runs on a 1-D grid over the lower tiles. The working set is
-    about N^2/2 floats; ``out="dense"`` unpacks it into a dense symmetric matrix at the end.
+    about N^2/2 values; ``out="dense"`` unpacks it into a dense symmetric matrix at the end.
+
+Both GPU methods (``cuda/fw_common.cuh``): stages 2 and 3 are one register-blocked min-plus
+product per tile (8 x 4 outputs per thread, k-chunks staged in swizzled shared memory,
+software-pipelined); distances are int32 fixed point by default (DPX add-min on Hopper; the
+scale comes from a bound on the diameter, float32 on request and for directed graphs);
+stage 2 flags the dependency tiles that are still all +inf and stage 3 skips the products
+with them (exact no-ops). ``gpu-sym`` also runs the FW in reverse Cuthill-McKee order, which
+keeps more tiles all +inf for longer, and maps the result back. Measured numbers:
+``benchmarks/RESULTS.md``.
 
 Example
 -------
