@@ -41,6 +41,7 @@ Example
 from __future__ import annotations
 
 import atexit
+import functools
 import mmap
 import multiprocessing as mp
 import os
@@ -249,6 +250,7 @@ def max_nodes_for_memory(free_bytes: int, method: str, tile: int | None = None, 
     return lo
 
 
+@functools.lru_cache(maxsize=16)
 def zorder_tiles(t: int) -> tuple[np.ndarray, np.ndarray]:
     """Lower tiles (r >= c) of a t x t tile grid in z-order (Morton order of (r, c)).
 
@@ -264,6 +266,8 @@ def zorder_tiles(t: int) -> tuple[np.ndarray, np.ndarray]:
     tiles = np.stack([r[order], c[order]], axis=1).astype(np.int32)
     index = np.full((t, t), -1, dtype=np.int32)
     index[tiles[:, 0], tiles[:, 1]] = np.arange(len(tiles), dtype=np.int32)
+    index.flags.writeable = False      # cached: shared between calls
+    tiles.flags.writeable = False
     return index, tiles
 
 
