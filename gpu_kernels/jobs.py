@@ -111,7 +111,7 @@ class Progress:
         g = self._offset + self._scale * f
         root = self._root
         text = stage if stage is not None else (root._last_stage or "")
-        if stage is not None and self._prefix:
+        if stage is not None and self._prefix and not stage.startswith(self._prefix):
             text = f"{self._prefix}: {stage}"
         root.fraction = g
         root.stage = text

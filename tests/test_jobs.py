@@ -111,3 +111,12 @@ def test_as_progress_normalises():
 
 def test_cancelled_has_a_readable_message():
     assert str(Cancelled()) == "cancelled by the user"
+
+
+def test_sub_prefix_is_not_doubled():
+    seen = []
+    p = Progress(lambda f, s: seen.append(s), min_interval=0.0)
+    sub = p.sub(0.0, 1.0, prefix="APSP")
+    sub.update(0.1, "APSP: tile round 1/4")
+    sub.update(0.2, "Dijkstra sources 10/20")
+    assert seen == ["APSP: tile round 1/4", "APSP: Dijkstra sources 10/20"]

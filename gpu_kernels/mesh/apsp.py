@@ -331,7 +331,9 @@ def _csr(n, s, d, w, directed):
 
 def _cpu_chunk(n: int, workers: int) -> int:
     # about 200 chunks overall: fine-grained progress, little per-call overhead
-    return max(1, min(1024, -(-n // (200 if workers <= 1 else 8 * workers))))
+    # many small tasks per process keep cancellation prompt (a queued task cannot be
+    # withdrawn once a worker has taken it): about 32 per process, each well under a second
+    return max(1, min(1024, -(-n // (200 if workers <= 1 else 32 * workers))))
 
 
 def _host_free() -> int:
@@ -429,6 +431,15 @@ def _mp_context():
     if sys.platform.startswith("linux"):
         return mp.get_context("forkserver")   # fork is unsafe in a threaded (Qt) process
     return mp.get_context("spawn")
+
+
+def _auto_cpu_method(n: int) -> str:
+    """``cpu-mt`` where worker processes pay for themselves, else ``cpu``.
+
+    Starting the pool costs about a second (each process imports SciPy) and two
+    cores gain little over one, so small graphs and small machines stay on one thread.
+    """
+    return "cpu-mt" if default_workers() > 2 and n >= 2048 else "cpu"
 
 
 def default_workers() -> int:
@@ -785,7 +796,8 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
         Treat (src, dst) as one-way edges. ``gpu-sym`` needs ``directed=False``.
     method : {"auto", "gpu-sym", "gpu", "cpu", "cpu-mt"}
         ``auto``: ``gpu-sym`` (``gpu`` if directed) on a CUDA backend when it fits in
-        free device memory, otherwise ``cpu-mt``.
+        free device memory, otherwise ``cpu-mt`` (``cpu`` for N < 2048 or on a
+        machine with two cores or fewer, where worker processes cost more than they save).
     device : str or Backend, optional
         As :func:`gpu_kernels.backend.get_backend`.
     progress : Progress or callable, optional
@@ -837,7 +849,7 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
     auto_fallback = False
     if method == "auto":
         be = get_backend(device)
-        method = "cpu-mt"
+        method = _auto_cpu_method(n)
         auto_fallback = be.is_gpu
         if be.is_gpu:
             cand = "gpu" if directed else "gpu-sym"
