@@ -128,6 +128,10 @@ def evaluate_mesh(data: Path, mesh_id: int, params: dict, max_faces: int | None,
 def _worker(args):
     data, mesh_id, params, max_faces, device = args
     _install_apsp_cache()
+    if os.environ.get("PSB_MERGE_CRITERION"):  # tuning experiments only
+        from gpu_kernels.mesh import boundary
+
+        boundary.MERGE_CRITERION = os.environ["PSB_MERGE_CRITERION"]
     return evaluate_mesh(Path(data), mesh_id, params, max_faces, device)
 
 
@@ -187,6 +191,7 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--update-power", type=float, default=None)
     ap.add_argument("--grid-power", default="")
+    ap.add_argument("--oversegment", type=float, default=None)
     ap.add_argument("--apsp", default=None, help="APSP method (default: auto)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 2)))
@@ -214,6 +219,8 @@ def main(argv=None):
         base["max_iter"] = args.max_iter
     if args.update_power is not None:
         base["update_power"] = args.update_power
+    if args.oversegment is not None:
+        base["oversegment"] = args.oversegment
     if args.apsp is not None:
         base["apsp_method"] = args.apsp
     results = {"date": stamp, "device": be.label, "host": platform.node(),

@@ -26,9 +26,11 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, maxi
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh.dualgraph import DualGraph
 
-__all__ = ["cut_capacity", "fuzzy_faces", "resolve_fuzzy_regions", "merge_islands", "dilate"]
+__all__ = ["cut_capacity", "fuzzy_faces", "resolve_fuzzy_regions", "merge_islands", "dilate",
+           "merge_weakest_boundaries"]
 
 CAP_SCALE = 1000
+MERGE_CRITERION = "outline"
 INF_CAP = 1 << 29
 
 
@@ -257,3 +259,83 @@ def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10)
         lab[move] = target[patch][move]
     return lab.astype(np.int32), {"n_islands_merged": n_merged,
                                   "area_merged": area_merged / total_area}
+
+
+def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict,
+                             label_component: np.ndarray) -> tuple[np.ndarray, list]:
+    """Merge adjacent clusters along their least concave boundary until each mesh component
+    has its target number of clusters.
+
+    Each step merges the adjacent pair A, B whose boundary is the *weakest separation*:
+    the largest ``sum(len * cap) / min(perimeter(A), perimeter(B))`` over the dual arcs
+    between them, with the cut capacity ``cap = 1 / (1 + Ang / avg(Ang))`` (near 1 on flat
+    or smooth surface, small across concave creases) and the edge length ``len``. Parts meet
+    at concave creases (the minima rule), so a boundary that runs over smooth surface and
+    makes up much of a cluster's outline is the first to go.
+
+    Parameters
+    ----------
+    labels : (F,) hard labels 0..K-1
+    targets : {component id: wanted cluster count}
+    label_component : (K,) mesh component of each label
+
+    Returns ``(labels, merges)`` with ``merges`` a list of ``(kept, removed)`` label pairs (the
+    kept one is the larger by area); labels are *not* renumbered.
+    """
+    lab = np.asarray(labels).astype(np.int64).copy()
+    K = int(label_component.size)
+    # current clusters per component
+    present = np.zeros(K, dtype=bool)
+    present[np.unique(lab)] = True
+    count = {c: int(np.count_nonzero(present & (label_component == c))) for c in targets}
+    cap = cut_capacity(graph)
+    length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
+    area = np.bincount(lab, weights=graph.areas, minlength=K)
+    merges = []
+    s, d = graph.src, graph.dst
+    while True:
+        over = [c for c in targets if count[c] > targets[c]]
+        if not over:
+            break
+        a, b = lab[s], lab[d]
+        cut = a != b
+        lo = np.minimum(a[cut], b[cut])
+        hi = np.maximum(a[cut], b[cut])
+        L = length[cut]
+        perim = np.bincount(lo, weights=L, minlength=K) + np.bincount(hi, weights=L, minlength=K)
+        ok = np.isin(label_component[lo], over)
+        if not ok.any():
+            break
+        lo, hi, L = lo[ok], hi[ok], L[ok]
+        key = lo * K + hi
+        uk, inv = np.unique(key, return_inverse=True)
+        ulo, uhi = uk // K, uk % K
+        num = np.bincount(inv, weights=L * cap[cut][ok])
+        if MERGE_CRITERION == "outline":
+            # the share of the smaller cluster's outline that this smooth boundary makes up
+            strength = -num / np.maximum(np.minimum(perim[ulo], perim[uhi]), 1e-300)
+        elif MERGE_CRITERION == "contrast":
+            # boundary concavity against the concavity inside the two clusters
+            conc = graph.concavity
+            same = ~cut
+            li = lab[s][same]
+            wi = length[same]
+            in_num = np.bincount(li, weights=wi * conc[same], minlength=K)
+            in_den = np.bincount(li, weights=wi, minlength=K)
+            c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
+            numc = np.bincount(inv, weights=L * conc[cut][ok])
+            bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
+            inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
+            strength = (bnd + c0) / (inner + c0)
+        else:  # "concavity": mean concavity along the boundary
+            numc = np.bincount(inv, weights=L * graph.concavity[cut][ok])
+            strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
+        j = int(np.argmin(strength))
+        p, q = int(uk[j] // K), int(uk[j] % K)
+        keep, gone = (p, q) if area[p] >= area[q] else (q, p)
+        lab[lab == gone] = keep
+        area[keep] += area[gone]
+        area[gone] = 0
+        count[int(label_component[keep])] -= 1
+        merges.append((keep, gone))
+    return lab.astype(np.int32), merges

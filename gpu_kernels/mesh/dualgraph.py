@@ -166,12 +166,19 @@ class DualGraph:
     n_components: int
     edge_vertices: np.ndarray  # (E, 2) the shared mesh edge of each arc
     concave: np.ndarray        # (E,) bool
+    edge_length: np.ndarray = None  # (E,) length of the shared mesh edge
     n_nonmanifold_edges: int = 0
     n_boundary_edges: int = 0
     n_flipped_pairs: int = 0
     delta: float = 0.0
     eta_convex: float = 0.0
     warnings: list = field(default_factory=list)
+
+    @property
+    def concavity(self) -> np.ndarray:
+        """(E,) ``1 - cos(dihedral)`` on concave arcs, 0 on convex ones (independent of eta)."""
+        one_minus_cos = np.where(self.concave, self.ang, 0.0)
+        return one_minus_cos
 
     @property
     def n_edges(self) -> int:
@@ -312,6 +319,7 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
     return DualGraph(
         n=F, src=fa, dst=fb, weight=w, ang=ang, geod=geod, avg_ang=avg_ang, avg_geod=avg_geod,
         centroids=cen, normals=normals, areas=areas, component=comp.astype(np.int64),
+        edge_length=alen,
         n_components=int(ncomp), edge_vertices=np.stack([ea, eb], axis=1), concave=concave,
         n_nonmanifold_edges=n_nm, n_boundary_edges=n_bd, n_flipped_pairs=n_flip,
         delta=float(delta), eta_convex=float(eta_convex), warnings=warnings,

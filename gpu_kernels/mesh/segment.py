@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_ETA_CONVEX",
     "DEFAULT_EPSILON",
     "DEFAULT_UPDATE_POWER",
+    "DEFAULT_OVERSEGMENT",
     "MIN_COMPONENT_FACES",
     "MeshSegmentation",
     "MeshTooLargeError",
@@ -46,6 +47,7 @@ DEFAULT_DELTA = 0.2
 DEFAULT_ETA_CONVEX = 0.1
 DEFAULT_EPSILON = 0.04
 DEFAULT_UPDATE_POWER = 2.0
+DEFAULT_OVERSEGMENT = 1.5
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -92,50 +94,30 @@ class MeshSegmentation:
 
 
 # --------------------------------------------------------------------------- APSP access
-def _apsp_module():
-    try:
-        from gpu_kernels.mesh import apsp
-    except ImportError:
-        return None
-    return apsp
-
-
 def _resolve_method(method: str, backend) -> str:
     if method != "auto":
         return method
-    return "gpu-sym" if backend.is_gpu else "cpu"
+    return "gpu-sym" if backend.is_gpu else "cpu-mt"
 
 
 def max_faces_for_device(backend, method: str = "auto") -> int:
-    """Largest component size whose distance matrix fits in free memory now."""
+    """Largest component size whose distance matrix fits in the free memory now (GPU memory
+    on a CUDA backend, host RAM on the CPU), leaving room for the clustering's work arrays."""
+    from gpu_kernels.mesh import apsp
+
     free, _ = backend.mem_info()
-    m = _resolve_method(method, backend)
-    mod = _apsp_module()
-    if mod is not None and hasattr(mod, "max_nodes_for_memory"):
-        try:
-            return int(mod.max_nodes_for_memory(free, m))
-        except Exception:  # noqa: BLE001 - fall back to our own estimate
-            pass
-    per = 4.0 if m.startswith("gpu") else 12.0  # scipy produces float64 first
-    return int(math.sqrt(0.7 * free / per))
+    usable = max(int(0.95 * free) - (64 << 20), 0)
+    return int(apsp.max_nodes_for_memory(usable, _resolve_method(method, backend)))
 
 
 def _apsp(n, src, dst, w, method, backend, progress):
-    mod = _apsp_module()
-    if mod is None:  # development fallback: scipy's repeated Dijkstra
-        import scipy.sparse as sp
-        from scipy.sparse.csgraph import shortest_path
+    from gpu_kernels.mesh import apsp
 
-        g = sp.coo_matrix((np.r_[w, w], (np.r_[src, dst], np.r_[dst, src])), shape=(n, n)).tocsr()
-        progress.update(0.0, "APSP")
-        D = shortest_path(g, method="D", directed=False).astype(np.float32)
-        progress.update(1.0, "APSP")
-        return D
     try:
-        return mod.all_pairs_shortest_paths(
+        return apsp.all_pairs_shortest_paths(
             n, np.asarray(src), np.asarray(dst), np.asarray(w, dtype=np.float32), directed=False,
-            method=method, device=backend.label, progress=progress)
-    except getattr(mod, "ApspMemoryError", MemoryError) as exc:
+            method=method, device=backend, progress=progress)
+    except apsp.ApspMemoryError as exc:
         raise MeshTooLargeError(n, getattr(exc, "max_n", 0) or 0) from exc
 
 
@@ -178,13 +160,18 @@ def _k_per_component(k, sizes: np.ndarray, areas: np.ndarray, warnings: list) ->
 
 
 # --------------------------------------------------------------------------- core
-def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, power=None):
+def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, power=None,
+                   overseg=1.0):
     """Cluster every component of ``graph``; returns (labels, P, reps, fuzzy) on its faces."""
     F = graph.n
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
     careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
-    ks = _k_per_component(k, sizes, careas, info["warnings"])
+    targets = _k_per_component(k, sizes, careas, info["warnings"])
+    ks = list(targets)
+    if overseg > 1.0 and not isinstance(k, str):
+        ks = [t if t == 1 else int(min(sizes[c], math.ceil(overseg * t)))
+              for c, t in enumerate(targets)]
     order = np.argsort(comp, kind="stable")
     starts = np.r_[0, np.cumsum(sizes)]
     local = np.empty(F, dtype=np.int64)
@@ -246,7 +233,34 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
     labels, st = _bd.resolve_fuzzy_regions(graph, P, fuzzy, progress=prog.sub(0.8, 0.95))
     info["timings"]["cut"] += time.perf_counter() - t0
     info["cut"] = st
+    info["k_clustered_per_component"] = list(kused)
+    if not isinstance(k, str) and any(a > b for a, b in zip(kused, targets, strict=True)):
+        labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
+        info["k_per_component"] = [int(min(a, b)) for a, b in zip(kused, targets, strict=True)]
     return labels, P, reps, fuzzy
+
+
+def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
+    """Merge over-segmented clusters along their least concave boundaries (see
+    :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`)."""
+    t0 = time.perf_counter()
+    labels, _ = _bd.merge_islands(graph, labels)
+    label_comp = np.repeat(np.arange(len(ks)), ks)
+    tg = {c: int(t) for c, t in enumerate(targets)}
+    labels, merges = _bd.merge_weakest_boundaries(graph, labels, tg, label_comp)
+    P = P.copy()
+    for keep, gone in merges:
+        P[:, keep] += P[:, gone]
+        P[:, gone] = 0.0
+    used = np.bincount(labels, minlength=P.shape[1]) > 0
+    remap = np.cumsum(used) - 1
+    labels = remap[labels].astype(np.int32)
+    P = P[:, used]
+    P /= np.maximum(P.sum(axis=1, keepdims=True), 1e-30)
+    reps = reps[used]
+    info["merges"] = len(merges)
+    info["timings"]["cut"] += time.perf_counter() - t0
+    return labels, P.astype(np.float32), reps
 
 
 def _finish_labels(graph, labels, P, reps, info):
@@ -281,7 +295,7 @@ def _finish_labels(graph, labels, P, reps, info):
 def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=20, max_faces=None,
                  simplify=False, device=None, progress=None,
-                 update_power=None) -> MeshSegmentation:
+                 update_power=None, oversegment=None) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -310,6 +324,10 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     update_power : float, optional
         Exponent m in the representative update ``argmin_f sum_i P_j(f_i)^m d(f, f_i)``
         (``None``: ``DEFAULT_UPDATE_POWER``; 1 is the update exactly as Katz & Tal write it).
+    oversegment : float, optional
+        With an integer k, cluster into ``ceil(oversegment * k)`` parts and merge adjacent
+        clusters along their least concave boundary down to k (``None``:
+        ``DEFAULT_OVERSEGMENT``; 1 disables it). Not used with ``k="auto"``.
 
     Raises
     ------
@@ -324,11 +342,12 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     if not (0.0 <= epsilon <= 1.0):
         raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
     p_used = DEFAULT_UPDATE_POWER if update_power is None else float(update_power)
+    o_used = DEFAULT_OVERSEGMENT if oversegment is None else max(1.0, float(oversegment))
     d_used = DEFAULT_DELTA if delta is None else float(delta)
     e_used = DEFAULT_ETA_CONVEX if eta_convex is None else float(eta_convex)
     info = {
         "params": {"k": k, "delta": d_used, "eta_convex": e_used, "epsilon": epsilon,
-                   "apsp_method": apsp_method, "max_iter": int(max_iter), "update_power": p_used, "max_faces": max_faces,
+                   "apsp_method": apsp_method, "max_iter": int(max_iter), "update_power": p_used, "oversegment": o_used, "max_faces": max_faces,
                    "simplify": simplify, "delta_auto": delta is None,
                    "eta_convex_auto": eta_convex is None},
         "timings": {"clean": 0.0, "dual_graph": 0.0, "simplify": 0.0, "apsp": 0.0,
@@ -374,11 +393,11 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
             info["simplified"] = True
             labels, P, reps, fuzzy = _segment_simplified(
                 v, f, graph, target, k, d_used, e_used, epsilon, apsp_method, max_iter,
-                backend, prog, info, p_used)
+                backend, prog, info, p_used, o_used)
         else:
             info["n_faces_segmented"] = graph.n
             labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
-                                                    backend, prog, info, p_used)
+                                                    backend, prog, info, p_used, o_used)
         prog.update(0.95, "boundary cut")
         t0 = time.perf_counter()
         labels, P, reps = _finish_labels(graph, labels, P, reps, info)
@@ -414,7 +433,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
 
 
 def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp_method,
-                        max_iter, backend, prog, info, power=None):
+                        max_iter, backend, prog, info, power=None, overseg=1.0):
     """Segment a simplified copy, carry memberships back, re-cut near label changes."""
     t0 = time.perf_counter()
     prog.update(0.05, "simplify")
@@ -426,7 +445,7 @@ def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp
     info["warnings"].append(f"the mesh was simplified from {graph.n:,} to {gs.n:,} faces for "
                             "clustering; labels were carried back to every face")
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog, info, power)
+                                              prog, info, power, overseg)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
