@@ -167,15 +167,17 @@ def summary(rows):
 
 def markdown(rows, avg, header: str) -> str:
     lines = [header, "",
-             "| mesh | category | faces | k (human) | RI err | HD | Rm | Rf | GCE | LCE | CD | s/run |",
-             "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| mesh | category | faces | segmented | k (human) | RI err | HD | Rm | Rf | GCE | LCE | CD "
+             "| s first run | s/run |",
+             "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         cd = f"{r['CD']:.3f}" if r["CD"] is not None else "-"
-        lines.append(f"| {r['mesh']} | {r['category']} | {r['faces']} | {','.join(map(str, r['ks']))} | "
+        lines.append(f"| {r['mesh']} | {r['category']} | {r['faces']} | {r['faces_segmented']} | "
+                     f"{','.join(map(str, r['ks']))} | "
                      f"{r['RI']:.3f} | {r['HD']:.3f} | {r['Rm']:.3f} | {r['Rf']:.3f} | {r['GCE']:.3f} | "
-                     f"{r['LCE']:.3f} | {cd} | {r['seconds_per_run']:.2f} |")
-    lines.append(f"| **average** | | | | **{avg['RI']:.3f}** | {avg['HD']:.3f} | {avg['Rm']:.3f} | "
-                 f"{avg['Rf']:.3f} | {avg['GCE']:.3f} | {avg['LCE']:.3f} | {avg['CD']:.3f} | |")
+                     f"{r['LCE']:.3f} | {cd} | {r['first_run_seconds']:.2f} | {r['seconds_per_run']:.2f} |")
+    lines.append(f"| **average** | | | | | **{avg['RI']:.3f}** | {avg['HD']:.3f} | {avg['Rm']:.3f} | "
+                 f"{avg['Rf']:.3f} | {avg['GCE']:.3f} | {avg['LCE']:.3f} | {avg['CD']:.3f} | | |")
     return "\n".join(lines) + "\n"
 
 

@@ -162,3 +162,17 @@ def test_palette_is_distinct_and_deterministic():
     assert len({tuple(x) for x in p}) == 40
     np.testing.assert_array_equal(p, palette(40))
     assert not np.any(np.all(p > 235, axis=1))  # nothing near white
+
+
+def test_merge_weakest_boundaries_keeps_the_crease():
+    """Over-segment box-bar-box into 6 and merge back to 3: the merges go across flat
+    boundaries, and the concave junctions between boxes and bar survive."""
+    from gpu_kernels.mesh.boundary import merge_weakest_boundaries
+
+    v, f, truth = box_bar_box()
+    g, D = distances(v, f, delta=0.05, eta_convex=0.02)
+    fc = fuzzy_cluster(D, 6, max_iter=20, power=2.0)
+    lab6 = np.argmax(fc.P, axis=1)
+    lab3, merges = merge_weakest_boundaries(g, lab6, {0: 3}, np.zeros(6, dtype=int))
+    assert len(merges) == 3 and np.unique(lab3).size == 3
+    assert 1 - rand_index_error(lab3, truth) > 0.95

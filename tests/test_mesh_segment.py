@@ -39,6 +39,8 @@ def test_segments_box_bar_box(bbb):
     t = seg.info["timings"]
     assert {"dual_graph", "apsp", "clustering", "cut", "total"} <= set(t)
     assert seg.info["params"]["delta"] == segmod.DEFAULT_DELTA
+    assert seg.info["params"]["eta_convex"] == segmod.DEFAULT_ETA_CONVEX
+    assert seg.info["params"]["delta_auto"] and seg.info["merges"] >= 1
     table = seg.cluster_table(face_areas(v, f))
     assert sum(r["faces"] for r in table) == f.shape[0]
     assert sum(r["area_fraction"] for r in table) == pytest.approx(1.0)

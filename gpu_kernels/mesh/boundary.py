@@ -30,7 +30,7 @@ __all__ = ["cut_capacity", "fuzzy_faces", "resolve_fuzzy_regions", "merge_island
            "merge_weakest_boundaries"]
 
 CAP_SCALE = 1000
-MERGE_CRITERION = "outline"
+MERGE_CRITERION = "contrast"
 INF_CAP = 1 << 29
 
 
