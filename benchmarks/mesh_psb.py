@@ -118,7 +118,7 @@ def evaluate_mesh(data: Path, mesh_id: int, params: dict, max_faces: int | None,
     seg0 = by_k[ks[0]]
     res.update({"mesh": mesh_id, "category": CATEGORIES.get(mesh_id, "?"), "faces": int(f.shape[0]),
                 "faces_segmented": seg0.info.get("n_faces_segmented"), "n_humans": len(humans),
-                "ks": ks, "seconds_per_run": float(np.mean(list(times.values()))),
+                "ks": ks, "ks_returned": [int(by_k[k].k) for k in ks], "seconds_per_run": float(np.mean(list(times.values()))),
                 "first_run_seconds": float(times[ks[0]]),
                 "params_used": {kk: seg0.info["params"][kk] for kk in ("delta", "eta_convex", "epsilon")},
                 "warnings": sorted({w for s in by_k.values() for w in s.info["warnings"]})})
