@@ -193,7 +193,8 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--update-power", type=float, default=None)
     ap.add_argument("--grid-power", default="")
-    ap.add_argument("--oversegment", type=float, default=None)
+    ap.add_argument("--oversegment", default=None,
+                    help="factor, or comma-separated factors to choose from per mesh (label-free)")
     ap.add_argument("--apsp", default=None, help="APSP method (default: auto)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 2)))
@@ -222,7 +223,8 @@ def main(argv=None):
     if args.update_power is not None:
         base["update_power"] = args.update_power
     if args.oversegment is not None:
-        base["oversegment"] = args.oversegment
+        fs = [float(x) for x in args.oversegment.split(",") if x]
+        base["oversegment"] = fs[0] if len(fs) == 1 else tuple(fs)
     if args.apsp is not None:
         base["apsp_method"] = args.apsp
     results = {"date": stamp, "device": be.label, "host": platform.node(),

@@ -40,7 +40,8 @@ def test_segments_box_bar_box(bbb):
     assert {"dual_graph", "apsp", "clustering", "cut", "total"} <= set(t)
     assert seg.info["params"]["delta"] == segmod.DEFAULT_DELTA
     assert seg.info["params"]["eta_convex"] == segmod.DEFAULT_ETA_CONVEX
-    assert seg.info["params"]["delta_auto"] and seg.info["merges"] >= 1
+    assert seg.info["params"]["delta_auto"]
+    assert seg.info["oversegment_used"] in (1.0, 1.5, 2.0)
     table = seg.cluster_table(face_areas(v, f))
     assert sum(r["faces"] for r in table) == f.shape[0]
     assert sum(r["area_fraction"] for r in table) == pytest.approx(1.0)
@@ -172,7 +173,7 @@ def test_progress_stages_in_order(bbb):
              for name in ("dual graph", "APSP", "clustering iteration", "boundary cut")}
     assert first["dual graph"] < first["APSP"] < first["clustering iteration"] < first["boundary cut"]
     fr = [x for x, _ in seen]
-    assert fr == sorted(fr) and fr[-1] == 1.0
+    assert all(b >= a - 1e-9 for a, b in zip(fr, fr[1:], strict=False)) and fr[-1] == 1.0
 
 
 # --------------------------------------------------------------------------- metrics
