@@ -261,8 +261,10 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
         score = boundary_concavity(graph, res[0]) if nf > 1 else 0.0
         scores.append(score)
         info["timings"]["cut"] += trial["timings"]["cut"]
-        if best is None or score > best[0] + 1e-12:
-            best = (score, i, res, trial)
+        # a result that kept every cluster beats one that lost some to the cut
+        key = (int(np.unique(res[0]).size), score)
+        if best is None or key[0] > best[0][0] or (key[0] == best[0][0] and score > best[0][1] + 1e-12):
+            best = (key, i, res, trial)
     _, i, res, trial = best
     for key in ("cut", "merges", "k_per_component", "k_clustered_per_component"):
         if key in trial:
