@@ -186,7 +186,7 @@ def main(argv=None):
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--meshes", type=str, default="", help="comma-separated mesh ids (default all)")
     ap.add_argument("--max-faces", type=int, default=4000,
-                    help="simplify larger meshes to this many faces (labels carried back)")
+                    help="simplify larger meshes to this many faces (labels carried back); 0: full resolution")
     ap.add_argument("--delta", type=float, default=None)
     ap.add_argument("--eta-convex", type=float, default=None)
     ap.add_argument("--epsilon", type=float, default=None)
@@ -205,6 +205,8 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.max_faces is not None and args.max_faces <= 0:
+        args.max_faces = None
     if not args.data.is_dir():
         print(f"no PSB data at {args.data}", file=sys.stderr)
         return 2
