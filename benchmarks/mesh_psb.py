@@ -24,6 +24,7 @@ import datetime as _dt
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import platform
 import sys
@@ -139,7 +140,8 @@ def run(data: Path, ids, params: dict, max_faces, device, jobs: int, verbose=Tru
     tasks = [(str(data), i, params, max_faces, device) for i in ids]
     out = []
     if jobs > 1:
-        with ProcessPoolExecutor(jobs) as ex:
+        # spawn: the parent may already hold a CUDA context, which a forked child cannot use
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
             for r in ex.map(_worker, tasks):
                 out.append(r)
                 if verbose:
