@@ -160,8 +160,8 @@ def register(subparsers) -> None:
                    default=None, dest="eta_convex",
                    help="angular weight of convex edges relative to concave ones, in (0, 1] (default: auto)")
     p.add_argument("--epsilon", metavar="EPS", type=_epsilon, default=0.04,
-                   help="a face is fuzzy when its two best memberships differ by at most EPS "
-                        "(default: 0.04)")
+                   help="a face is fuzzy when its two best memberships p1 >= p2 satisfy "
+                        "(p1 - p2) / (p1 + p2) <= EPS; a minimum cut decides it (default: 0.04)")
     p.add_argument("--apsp", choices=APSP_CHOICES, default="auto",
                    help="all-pairs shortest-path method: gpu-sym (tiled Floyd-Warshall, half the "
                         "memory), gpu, cpu (Dijkstra), cpu-mt (Dijkstra on all cores) or auto")

@@ -290,8 +290,9 @@ class MeshTab(ToolTab):
         self.eps_spin.setSingleStep(0.01)
         self.eps_spin.setDecimals(3)
         self.eps_spin.setValue(0.04)
-        self.eps_spin.setToolTip("A face is fuzzy when its two best memberships differ by at most "
-                                 "epsilon; fuzzy regions are split by a minimum cut")
+        self.eps_spin.setToolTip("A face is fuzzy when its two best memberships p1 >= p2 satisfy "
+                                 "(p1 - p2) / (p1 + p2) <= epsilon; fuzzy regions are split by a "
+                                 "minimum cut")
         f.addRow("Fuzzy band ε:", self.eps_spin)
 
         self.apsp_combo = QComboBox()
