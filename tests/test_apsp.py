@@ -390,7 +390,7 @@ def test_auto_cpu_method_follows_size_and_cores(monkeypatch):
     from gpu_kernels.mesh import apsp as mod
 
     monkeypatch.setattr(mod, "default_workers", lambda: 2)
-    assert mod._auto_cpu_method(50_000) == "cpu"          # two cores: processes don't pay
+    assert mod.auto_cpu_method(50_000) == "cpu"          # two cores: processes don't pay
     monkeypatch.setattr(mod, "default_workers", lambda: 16)
-    assert mod._auto_cpu_method(1000) == "cpu"            # small graph: pool start-up dominates
-    assert mod._auto_cpu_method(20_000) == "cpu-mt"
+    assert mod.auto_cpu_method(1000) == "cpu"            # small graph: pool start-up dominates
+    assert mod.auto_cpu_method(20_000) == "cpu-mt"

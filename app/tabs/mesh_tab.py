@@ -571,6 +571,10 @@ class MeshTab(ToolTab):
             "max_faces": int(mf) if mf > 0 else None,
         }
 
+    def run_default(self) -> bool:
+        """``gpulab --run``: segment the loaded mesh with the current parameters."""
+        return self.vertices is not None and self.run_segmentation()
+
     def run_segmentation(self, *, device=None) -> bool:
         """Start the segmentation on the worker thread. Returns False if it cannot start."""
         if self.runner.is_running():

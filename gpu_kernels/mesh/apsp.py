@@ -433,7 +433,7 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
-def _auto_cpu_method(n: int) -> str:
+def auto_cpu_method(n: int) -> str:
     """``cpu-mt`` where worker processes pay for themselves, else ``cpu``.
 
     Starting the pool costs about a second (each process imports SciPy) and two
@@ -849,7 +849,7 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
     auto_fallback = False
     if method == "auto":
         be = get_backend(device)
-        method = _auto_cpu_method(n)
+        method = auto_cpu_method(n)
         auto_fallback = be.is_gpu
         if be.is_gpu:
             cand = "gpu" if directed else "gpu-sym"

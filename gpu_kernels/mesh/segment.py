@@ -118,10 +118,15 @@ class MeshSegmentation:
 
 
 # --------------------------------------------------------------------------- APSP access
-def _resolve_method(method: str, backend) -> str:
+def _resolve_method(method: str, backend, n: int = 0) -> str:
+    """The method ``apsp.all_pairs_shortest_paths`` runs for ``auto`` (for labels and
+    memory estimates; the APSP module makes the choice itself, including its fall-back
+    to the CPU when the GPU is short of memory)."""
     if method != "auto":
         return method
-    return "gpu-sym" if backend.is_gpu else "cpu-mt"
+    from gpu_kernels.mesh import apsp
+
+    return "gpu-sym" if backend.is_gpu else apsp.auto_cpu_method(n)
 
 
 def max_faces_for_device(backend, method: str = "auto") -> int:
@@ -436,7 +441,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                     "clustering": 0.0, "cut": 0.0, "transfer": 0.0},
         "warnings": [],
         "device": backend.label,
-        "method": _resolve_method(apsp_method, backend),
+        "method": _resolve_method(apsp_method, backend, int(np.asarray(faces).shape[0])),
         "simplified": False,
     }
     with backend.activate():
