@@ -76,3 +76,15 @@ def _isolated_gpulab_state(tmp_path_factory, monkeypatch):
 def settings_dir():
     """The folder of this test's QSettings file."""
     return os.environ["GPULAB_SETTINGS_DIR"]
+
+
+@pytest.fixture
+def errors(monkeypatch):
+    """Error dialogs the main window would show, recorded as ``(title, summary, details)``
+    instead of opening (GUI tests only; imports Qt when used)."""
+    from app.gui.main_window import MainWindow
+
+    calls = []
+    monkeypatch.setattr(MainWindow, "show_error",
+                        lambda self, title, summary, details="": calls.append((title, summary, details)))
+    return calls

@@ -28,14 +28,6 @@ pytestmark = pytest.mark.gui
 
 
 @pytest.fixture
-def errors(monkeypatch):
-    calls = []
-    monkeypatch.setattr(MainWindow, "show_error",
-                        lambda self, title, summary, details="": calls.append((title, summary, details)))
-    return calls
-
-
-@pytest.fixture
 def win(qtbot, errors):
     w = MainWindow(tab_classes=[SlowTab, OtherTab])
     qtbot.addWidget(w)

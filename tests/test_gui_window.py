@@ -26,14 +26,6 @@ EXPECTED_TABS = ["Mesh segmentation", "Optical flow", "Echo motion", "Multi-view
 
 
 @pytest.fixture
-def errors(monkeypatch):
-    calls = []
-    monkeypatch.setattr(MainWindow, "show_error",
-                        lambda self, title, summary, details="": calls.append((title, summary, details)))
-    return calls
-
-
-@pytest.fixture
 def fake_window(qtbot, errors):
     win = MainWindow(tab_classes=[SlowTab, OtherTab])
     qtbot.addWidget(win)
