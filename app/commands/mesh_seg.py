@@ -193,7 +193,7 @@ def _check_outputs(args) -> list[pathlib.Path]:
             raise UserError(f"--labels {args.labels}: labels are a .seg text file, not a mesh")
         outs.append(args.labels)
     for p in outs:
-        _check_writable_file(p)
+        mesh_io.check_output_path(p)
     if args.segments_dir is not None:
         d = args.segments_dir
         if d.exists() and not d.is_dir():
@@ -212,16 +212,6 @@ def _check_outputs(args) -> list[pathlib.Path]:
     if args.input.resolve() in resolved:
         raise UserError(f"{args.input}: an output would overwrite the input mesh; choose another name")
     return outs
-
-
-def _check_writable_file(p: pathlib.Path) -> None:
-    if p.is_dir():
-        raise UserError(f"{p}: is a folder; give a file name")
-    parent = p.parent if str(p.parent) else pathlib.Path(".")
-    if not parent.is_dir():
-        raise UserError(f"{p}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UserError(f"{p}: the folder {parent} is not writable")
 
 
 def _check_apsp(method: str, backend) -> None:

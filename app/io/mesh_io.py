@@ -34,6 +34,7 @@ from app.io.atomic import atomic_output_dir, atomic_write
 __all__ = [
     "MeshIOError",
     "MESH_EXTENSIONS",
+    "check_output_path",
     "SEGMENT_FORMATS",
     "read_mesh",
     "read_face_colors",
@@ -329,7 +330,9 @@ def _check_labels(labels, n_faces: int | None = None) -> np.ndarray:
     return lab
 
 
-def _check_target(path: pathlib.Path) -> pathlib.Path:
+def check_output_path(path: str | os.PathLike) -> pathlib.Path:
+    """Check that a file can be written at ``path`` (not a folder; its folder exists and
+    is writable) before any work starts. Raises :class:`MeshIOError` with one clear line."""
     path = pathlib.Path(path)
     if path.is_dir():
         raise MeshIOError(f"{path}: is a folder; give a file name")
@@ -415,7 +418,7 @@ def write_colored_ply(path, vertices, faces, face_colors) -> pathlib.Path:
     """
     v, f = _check_mesh(vertices, faces)
     c = _check_colors(face_colors, len(f))
-    path = _check_target(path)
+    path = check_output_path(path)
     data = _ply_bytes(v, f, c)
     with atomic_write(path, "wb") as fh:
         fh.write(data)
@@ -431,7 +434,7 @@ def write_mesh(path, vertices, faces, face_colors=None) -> pathlib.Path:
                           f"(use .{', .'.join(SEGMENT_FORMATS)})")
     v, f = _check_mesh(vertices, faces)
     c = _check_colors(face_colors, len(f)) if face_colors is not None else None
-    path = _check_target(path)
+    path = check_output_path(path)
     data = _mesh_bytes(fmt, v, f, c)
     with atomic_write(path, "wb") as fh:
         fh.write(data)
@@ -446,7 +449,7 @@ def write_seg(path, labels, n_faces: int | None = None) -> pathlib.Path:
     lab = _check_labels(labels, n_faces)
     if lab.size == 0:
         raise MeshIOError("there are no labels to write")
-    path = _check_target(path)
+    path = check_output_path(path)
     text = "\n".join(map(str, lab.tolist())) + "\n"
     with atomic_write(path, "wb") as fh:
         fh.write(text.encode("ascii"))
