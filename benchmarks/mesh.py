@@ -290,14 +290,22 @@ def tune(args):
     return rows
 
 
+def _segment_mesh_or_none(flag):
+    """``gpu_kernels.mesh.segment.segment_mesh``, or None (said once) when it won't import."""
+    try:
+        from gpu_kernels.mesh.segment import segment_mesh
+    except Exception as exc:  # noqa: BLE001 - report any import failure and go on
+        print(f"{flag}: gpu_kernels.mesh.segment.segment_mesh is not importable ({exc}); skipped")
+        return None
+    return segment_mesh
+
+
 def check_dtype(args):
     """Labels of segment_mesh with float32 vs int32 APSP distances, per mesh in DIR."""
     import cupy as cp
 
-    try:
-        from gpu_kernels.mesh.segment import segment_mesh
-    except Exception as exc:  # noqa: BLE001
-        print(f"--check-dtype: segment_mesh is not importable ({exc}); skipped")
+    segment_mesh = _segment_mesh_or_none("--check-dtype")
+    if segment_mesh is None:
         return []
     rows = []
     saved = apsp.DEFAULT_DTYPE
@@ -330,10 +338,8 @@ def check_dtype(args):
 
 
 def e2e(args):
-    try:
-        from gpu_kernels.mesh.segment import segment_mesh
-    except Exception as exc:  # noqa: BLE001
-        print(f"--e2e: gpu_kernels.mesh.segment.segment_mesh is not importable ({exc}); skipped")
+    segment_mesh = _segment_mesh_or_none("--e2e")
+    if segment_mesh is None:
         return []
     rows = []
     paths = sorted(Path(args.e2e).glob("*.off"))

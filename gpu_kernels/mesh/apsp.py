@@ -640,6 +640,24 @@ def _set_smem(fn, nbytes):
             driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
 
+def _stage_kernels(name, defs, tile, be):
+    """Compile ``<name>.cu`` with ``defs`` and ready its three stage kernels.
+
+    Returns ``(module, (stage1, stage2, stage3), smem, threads, subs, s1_threads)``:
+    stages 2 and 3 get ``smem`` bytes of dynamic shared memory and ``threads`` threads
+    per CUDA block, ``subs`` blocks per tile; stage 1 holds one whole tile in shared
+    memory and runs on ``s1_threads`` threads.
+    """
+    mod = _module(f"{name}.cu", defs, be)
+    f1, f2, f3 = (mod.get_function(f"{name}_stage{i}") for i in (1, 2, 3))
+    smem = _smem_bytes(defs)
+    _set_smem(f2, smem)
+    _set_smem(f3, smem)
+    _set_smem(f1, tile * tile * 4)
+    threads, subs = _threads_subs(defs)
+    return mod, (f1, f2, f3), smem, threads, subs, min(1024, tile * tile // 16)
+
+
 def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, dtype=None,
                          free_bytes=None, config=None):
     """``gpu`` method on prepared edges: dense padded matrix, compacted to (n, n) in place."""
@@ -655,14 +673,7 @@ def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, 
     is_int = dtype != "float32"
     scale = _int_scale(n, s, d, w, directed) if is_int else None
     with be.activate():
-        mod = _module("fw_dense.cu", defs, be)
-        f1, f2, f3 = (mod.get_function(f"fw_dense_stage{i}") for i in (1, 2, 3))
-        smem = _smem_bytes(defs)
-        _set_smem(f2, smem)
-        _set_smem(f3, smem)
-        _set_smem(f1, tile * tile * 4)
-        threads, subs = _threads_subs(defs)
-        s1_threads = min(1024, tile * tile // 16)
+        mod, (f1, f2, f3), smem, threads, subs, s1_threads = _stage_kernels("fw_dense", defs, tile, be)
         if is_int:
             D = cp.full(npad * npad, _INT_INF, dtype=cp.int32)
         else:
@@ -733,14 +744,7 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
     zidx, tiles = zorder_tiles(t)
     bb = tile * tile
     with be.activate():
-        mod = _module("fw_sym.cu", defs, be)
-        f1, f2, f3 = (mod.get_function(f"fw_sym_stage{i}") for i in (1, 2, 3))
-        smem = _smem_bytes(defs)
-        _set_smem(f2, smem)
-        _set_smem(f3, smem)
-        _set_smem(f1, bb * 4)
-        threads, subs = _threads_subs(defs)
-        s1_threads = min(1024, bb // 16)
+        mod, (f1, f2, f3), smem, threads, subs, s1_threads = _stage_kernels("fw_sym", defs, tile, be)
         n_lower = len(tiles)
         P = cp.full(n_lower * bb, _INT_INF if is_int else np.inf, dtype=cp.int32 if is_int else cp.float32)
         # diagonal = 0 (padding included)
