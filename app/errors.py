@@ -36,8 +36,9 @@ def one_line(text: str) -> str:
 def is_user_error(exc: BaseException) -> bool:
     """True for exceptions whose message is meant for the user as it stands."""
     from gpu_kernels.backend import BackendError
+    from gpu_kernels.errors import GpulabError
 
-    return isinstance(exc, UserError | BackendError) or hasattr(exc, "user_message")
+    return isinstance(exc, UserError | BackendError | GpulabError) or hasattr(exc, "user_message")
 
 
 def user_message(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""APSP benchmark: every method of gpu_kernels.mesh.apsp on mesh dual graphs.
+"""APSP benchmark: every method of gpu_kernels.graph.apsp on mesh dual graphs.
 
 Prints and saves a table of method, N, time, relaxations/s (N^3 / time), memory and the
 speed-up over the CPU methods (a) ``cpu`` and (b) ``cpu-mt``.
@@ -40,8 +40,8 @@ from _common import (  # noqa: E402
     time_gpu,
 )
 
+from gpu_kernels.graph import apsp  # noqa: E402
 from gpu_kernels.jobs import Progress  # noqa: E402
-from gpu_kernels.mesh import apsp  # noqa: E402
 
 
 # --------------------------------------------------------------------------- graphs

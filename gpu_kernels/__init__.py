@@ -8,6 +8,8 @@ imports Qt and never reads files.
 __version__ = "0.1.0"
 
 from gpu_kernels.backend import BackendError, get_backend  # noqa: E402
-from gpu_kernels.jobs import Cancelled, Progress, as_progress  # noqa: E402
+from gpu_kernels.errors import GpulabError, InputError, TooLargeError  # noqa: E402
+from gpu_kernels.jobs import Cancelled, LaunchTracker, Progress, as_progress  # noqa: E402
 
-__all__ = ["BackendError", "Cancelled", "Progress", "as_progress", "get_backend", "__version__"]
+__all__ = ["BackendError", "Cancelled", "GpulabError", "InputError", "LaunchTracker", "Progress",
+           "TooLargeError", "as_progress", "get_backend", "__version__"]

@@ -48,6 +48,8 @@ __all__ = [
     "load_module",
     "cuda_source",
     "cuda_source_names",
+    "cuda_include_dir",
+    "set_max_dynamic_smem",
 ]
 
 ENV_VAR = "GPULAB_DEVICE"
@@ -369,6 +371,40 @@ def cuda_source(name: str) -> str:
 
 _module_cache: dict[tuple, Any] = {}
 _module_lock = threading.Lock()
+_INCLUDE_RE = None
+
+
+def cuda_include_dir() -> str:
+    """The folder of the ``.cu``/``.cuh`` sources (passed to NVRTC as ``-I``)."""
+    return str(resources.files("gpu_kernels") / "cuda")
+
+
+def _header_checksum(name: str, seen: set | None = None) -> int:
+    """CRC32 over the local headers ``name`` includes, recursively.
+
+    CuPy's on-disk kernel cache is keyed on the source text and the options, not on the
+    files a source includes, so the checksum goes in as a define: editing a header then
+    never serves a stale build.
+    """
+    import re
+    import zlib
+
+    global _INCLUDE_RE
+    if _INCLUDE_RE is None:
+        _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    seen = set() if seen is None else seen
+    crc = 0
+    for hdr in _INCLUDE_RE.findall(cuda_source(name)):
+        if hdr in seen:
+            continue
+        seen.add(hdr)
+        try:
+            text = cuda_source(hdr)
+        except FileNotFoundError:
+            continue  # a system header
+        crc = zlib.crc32(text.encode(), crc)
+        crc = zlib.crc32(str(_header_checksum(hdr, seen)).encode(), crc)
+    return crc
 
 
 def load_module(
@@ -382,13 +418,20 @@ def load_module(
     """Compile ``gpu_kernels/cuda/<name>`` into a cached ``cupy.RawModule``.
 
     One module is built per (device, source, options, defines, name expressions);
-    later calls return it at once. ``defines`` become ``-DKEY=VALUE`` options.
-    The module is compiled for the device's own architecture by NVRTC.
+    later calls return it at once. ``defines`` become ``-DKEY=VALUE`` options. Local
+    headers (``#include "x.cuh"``) are found in ``gpu_kernels/cuda`` and their checksum
+    is added as ``-DGPULAB_HDR=...``. The module is compiled for the device's own
+    architecture by NVRTC.
     """
     be = get_backend(device)
     if not be.is_gpu:
         raise BackendError(f"load_module({name!r}) needs a CUDA backend, not {be.label}")
-    opts = tuple(options) + tuple(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))
+    defs = dict(defines or {})
+    hdr = _header_checksum(name)
+    if hdr:
+        defs["GPULAB_HDR"] = hdr
+    opts = (f"-I{cuda_include_dir()}",) + tuple(options) + tuple(
+        f"-D{k}={v}" for k, v in sorted(defs.items()))
     key = (be.device_id, name, opts, tuple(name_expressions or ()))
     mod = _module_cache.get(key)
     if mod is not None:
@@ -406,3 +449,16 @@ def load_module(
                 mod.compile()
             _module_cache[key] = mod
     return mod
+
+
+def set_max_dynamic_smem(fn, nbytes: int) -> None:
+    """Opt a ``cupy.RawKernel``/module function in to more than 48 KiB of dynamic shared
+    memory (needed before launching it with ``shared_mem > 48 KiB``)."""
+    if nbytes <= 48 * 1024:
+        return
+    try:
+        fn.max_dynamic_shared_size_bytes = nbytes
+    except AttributeError:
+        from cupy.cuda import driver
+
+        driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)

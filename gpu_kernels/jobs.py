@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["Cancelled", "Progress", "as_progress", "NULL_PROGRESS"]
+__all__ = ["Cancelled", "Progress", "as_progress", "NULL_PROGRESS", "LaunchTracker"]
 
 ProgressCallback = Callable[[float, str], None]
 
@@ -165,3 +165,61 @@ def as_progress(progress: Progress | ProgressCallback | None) -> Progress:
         "progress must be None, a callable f(fraction, stage) or a gpu_kernels.jobs.Progress, "
         f"not {type(progress).__name__}"
     )
+
+
+class LaunchTracker:
+    """Progress and cancel over a long loop of GPU kernel launches, without stalling the GPU.
+
+    Call :meth:`before` ahead of step ``i`` and :meth:`after` once its kernels are queued.
+    The host runs at most ``lag`` steps ahead of the device: :meth:`after` records a CUDA
+    event, and :meth:`before` waits on the event from ``lag`` steps back, so the queue stays
+    short enough for Cancel to take effect promptly while the device never idles. Progress
+    is reported for the steps the device has finished. On the CPU (``xp`` is NumPy) it
+    reports every step and records nothing.
+
+    Parameters
+    ----------
+    xp : module
+        ``cupy`` or ``numpy`` (``Backend.xp``).
+    progress : Progress
+    total : int
+        Number of steps.
+    label : str
+        Stage text; ``"{label} {done}/{total}"`` is reported.
+    lag : int
+        Steps the host may run ahead of the device.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> seen = []
+    >>> t = LaunchTracker(np, Progress(lambda f, s: seen.append(s), min_interval=0), 2, "sweep")
+    >>> for i in range(2):
+    ...     t.before(i); t.after(i)
+    >>> t.finish(); seen[-1]
+    'sweep 2/2'
+    """
+
+    def __init__(self, xp, progress: Progress, total: int, label: str = "step", *, lag: int = 6):
+        self.xp, self.progress, self.total, self.label, self.lag = xp, progress, max(int(total), 1), label, lag
+        self.gpu = getattr(xp, "__name__", "numpy") != "numpy"
+        self.events: list = []
+
+    def before(self, i: int) -> None:
+        if self.gpu and len(self.events) >= self.lag:
+            self.events.pop(0).synchronize()
+        done = max(0, i - len(self.events))
+        self.progress.update(done / self.total, f"{self.label} {done}/{self.total}")
+
+    def after(self, i: int) -> None:
+        if self.gpu:
+            ev = self.xp.cuda.Event(block=False, disable_timing=True)
+            ev.record()
+            self.events.append(ev)
+
+    def finish(self) -> None:
+        """Wait for the queued steps and report the last one."""
+        if self.gpu and self.events:
+            self.events[-1].synchronize()
+        self.events.clear()
+        self.progress.update(1.0, f"{self.label} {self.total}/{self.total}")

@@ -8,9 +8,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from gpu_kernels.backend import BackendError
-from gpu_kernels.jobs import Cancelled, Progress
-from gpu_kernels.mesh import apsp
-from gpu_kernels.mesh.apsp import (
+from gpu_kernels.graph import apsp
+from gpu_kernels.graph.apsp import (
     ApspMemoryError,
     _reference_fw,
     all_pairs_shortest_paths,
@@ -18,6 +17,7 @@ from gpu_kernels.mesh.apsp import (
     max_nodes_for_memory,
     zorder_tiles,
 )
+from gpu_kernels.jobs import Cancelled, Progress
 
 
 # --------------------------------------------------------------------------- graphs
@@ -387,7 +387,7 @@ def test_gpu_progress_and_cancel(method):
 
 
 def test_auto_cpu_method_follows_size_and_cores(monkeypatch):
-    from gpu_kernels.mesh import apsp as mod
+    from gpu_kernels.graph import apsp as mod
 
     monkeypatch.setattr(mod, "default_workers", lambda: 2)
     assert mod.auto_cpu_method(50_000) == "cpu"          # two cores: processes don't pay

@@ -35,12 +35,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from gpu_kernels.errors import InputError
+
 __all__ = ["MeshInputError", "DualGraph", "clean_mesh", "dual_graph", "face_areas", "GEOD_FLOOR"]
 
 GEOD_FLOOR = 1e-3
 
 
-class MeshInputError(ValueError):
+class MeshInputError(InputError):
     """The mesh cannot be segmented as given (no faces, NaN coordinates, bad indices ...)."""
 
 

@@ -44,6 +44,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import fuzzy_cluster
@@ -76,18 +77,21 @@ DEFAULT_OVERSEGMENT = (1.0, 1.5, 2.0)
 MIN_COMPONENT_FACES = 64
 
 
-class MeshTooLargeError(ValueError):
-    """The N x N distance matrix does not fit; simplification is proposed."""
+class MeshTooLargeError(TooLargeError):
+    """The N x N distance matrix does not fit; simplification (``max_faces``) is proposed."""
 
     def __init__(self, n_faces: int, max_faces: int, where: str = "the device"):
         self.n_faces = int(n_faces)
         self.max_faces = int(max_faces)
         super().__init__(
-            f"the mesh has {self.n_faces:,} faces (in its largest connected component), but the "
-            f"{self.n_faces:,} x {self.n_faces:,} distance matrix only fits for up to "
-            f"{self.max_faces:,} faces on {where}. Simplify it to at most {self.max_faces:,} faces "
-            f"(segment_mesh(..., simplify=True) or max_faces={self.max_faces}; CLI: --max-faces "
-            f"{self.max_faces}); the labels are carried back to every original face.")
+            n_faces, max_faces, unit="faces", parameter="max_faces", where=where,
+            remedy="simplify the mesh; the labels are carried back to every original face",
+            message=(
+                f"the mesh has {self.n_faces:,} faces (in its largest connected component), but the "
+                f"{self.n_faces:,} x {self.n_faces:,} distance matrix only fits for up to "
+                f"{self.max_faces:,} faces on {where}. Simplify it to at most {self.max_faces:,} faces "
+                f"(max_faces = {self.max_faces}; CLI: --max-faces {self.max_faces}); the labels are "
+                "carried back to every original face."))
 
 
 @dataclass
@@ -124,7 +128,7 @@ def _resolve_method(method: str, backend, n: int = 0) -> str:
     to the CPU when the GPU is short of memory)."""
     if method != "auto":
         return method
-    from gpu_kernels.mesh import apsp
+    from gpu_kernels.graph import apsp
 
     return "gpu-sym" if backend.is_gpu else apsp.auto_cpu_method(n)
 
@@ -132,7 +136,7 @@ def _resolve_method(method: str, backend, n: int = 0) -> str:
 def max_faces_for_device(backend, method: str = "auto") -> int:
     """Largest component size whose distance matrix fits in the free memory now (GPU memory
     on a CUDA backend, host RAM on the CPU), leaving room for the clustering's work arrays."""
-    from gpu_kernels.mesh import apsp
+    from gpu_kernels.graph import apsp
 
     free, _ = backend.mem_info()
     usable = max(int(0.95 * free) - (64 << 20), 0)
@@ -140,7 +144,7 @@ def max_faces_for_device(backend, method: str = "auto") -> int:
 
 
 def _apsp(n, src, dst, w, method, backend, progress):
-    from gpu_kernels.mesh import apsp
+    from gpu_kernels.graph import apsp
 
     try:
         return apsp.all_pairs_shortest_paths(

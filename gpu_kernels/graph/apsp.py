@@ -32,7 +32,7 @@ keeps more tiles all +inf for longer, and maps the result back. Measured numbers
 Example
 -------
 >>> import numpy as np
->>> from gpu_kernels.mesh.apsp import all_pairs_shortest_paths
+>>> from gpu_kernels.graph.apsp import all_pairs_shortest_paths
 >>> d = all_pairs_shortest_paths(3, [0, 1], [1, 2], [1.0, 2.0], method="cpu")
 >>> d.tolist()
 [[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]]
@@ -48,7 +48,6 @@ import os
 import sys
 import tempfile
 import threading
-import zlib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -56,8 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from gpu_kernels.backend import BackendError, get_backend, load_module
-from gpu_kernels.jobs import as_progress
+from gpu_kernels.backend import BackendError, get_backend, load_module, set_max_dynamic_smem
+from gpu_kernels.jobs import LaunchTracker, as_progress
 
 __all__ = [
     "METHODS",
@@ -520,21 +519,6 @@ def kernel_config(tile: int | None = None, dtype: str | None = None, **override)
     }
 
 
-def _cuda_include() -> str:
-    from importlib import resources
-
-    return str(resources.files("gpu_kernels") / "cuda")
-
-
-def _module(name, defines, be):
-    # the header's checksum is a define so that CuPy's on-disk kernel cache (keyed on the
-    # source text and options, not on included files) never serves a stale build
-    from gpu_kernels.backend import cuda_source
-
-    defines = dict(defines, FW_HDR=zlib.crc32(cuda_source("fw_common.cuh").encode()))
-    return load_module(name, options=(f"-I{_cuda_include()}",), defines=defines, device=be)
-
-
 def _gpu_backend(device, method):
     be = get_backend(device)
     if not be.is_gpu:
@@ -599,26 +583,6 @@ def _weights_dev(cp, w, scale):
     return cp.asarray(np.minimum(q, _INT_INF - 1).astype(np.int32))
 
 
-class _RoundTracker:
-    """Progress per diagonal round without stalling the GPU: the host runs at most
-    ``lag`` rounds ahead of the device (an event per round, waited on ``lag`` later)."""
-
-    def __init__(self, cp, progress, total, lag=6, label="APSP: tile round"):
-        self.cp, self.progress, self.total, self.lag, self.label = cp, progress, total, lag, label
-        self.events: list = []
-
-    def before(self, k):
-        if len(self.events) >= self.lag:
-            self.events.pop(0).synchronize()
-        done = max(0, k - len(self.events))
-        self.progress.update(done / self.total, f"{self.label} {done}/{self.total}")
-
-    def after(self, k):
-        ev = self.cp.cuda.Event(block=False, disable_timing=True)
-        ev.record()
-        self.events.append(ev)
-
-
 def _smem_bytes(defs):
     return (2 if defs["FW_PIPE"] else 1) * defs["FW_KC"] * (defs["FW_BM"] + defs["FW_BN"]) * 4
 
@@ -630,16 +594,6 @@ def _threads_subs(defs):
     return threads, subs
 
 
-def _set_smem(fn, nbytes):
-    if nbytes > 48 * 1024:
-        try:
-            fn.max_dynamic_shared_size_bytes = nbytes
-        except AttributeError:
-            from cupy.cuda import driver
-
-            driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
-
-
 def _stage_kernels(name, defs, tile, be):
     """Compile ``<name>.cu`` with ``defs`` and ready its three stage kernels.
 
@@ -648,12 +602,12 @@ def _stage_kernels(name, defs, tile, be):
     per CUDA block, ``subs`` blocks per tile; stage 1 holds one whole tile in shared
     memory and runs on ``s1_threads`` threads.
     """
-    mod = _module(f"{name}.cu", defs, be)
+    mod = load_module(f"{name}.cu", defines=defs, device=be)
     f1, f2, f3 = (mod.get_function(f"{name}_stage{i}") for i in (1, 2, 3))
     smem = _smem_bytes(defs)
-    _set_smem(f2, smem)
-    _set_smem(f3, smem)
-    _set_smem(f1, tile * tile * 4)
+    set_max_dynamic_smem(f2, smem)
+    set_max_dynamic_smem(f3, smem)
+    set_max_dynamic_smem(f1, tile * tile * 4)
     threads, subs = _threads_subs(defs)
     return mod, (f1, f2, f3), smem, threads, subs, min(1024, tile * tile // 16)
 
@@ -687,7 +641,7 @@ def floyd_warshall_dense(n, s, d, w, *, directed=True, be, progress, tile=None, 
         ld = np.int64(npad)
         flags = cp.zeros(2 * t, dtype=cp.int32)   # round stamps of tiles with a finite value
         tt = np.int32(t)
-        track = _RoundTracker(cp, progress, t)
+        track = LaunchTracker(cp, progress, t, "APSP: tile round")
         for k in range(t):
             track.before(k)
             kk = np.int32(k)
@@ -768,7 +722,7 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
             inv_dev = cp.asarray(inv_h)
         tt = np.int32(t)
         flags = cp.zeros(t, dtype=cp.int32)   # round stamps of column tiles with a finite value
-        track = _RoundTracker(cp, progress, t)
+        track = LaunchTracker(cp, progress, t, "APSP: tile round")
         for k in range(t):
             track.before(k)
             kk = np.int32(k)
