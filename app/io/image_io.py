@@ -177,8 +177,8 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
     except MemoryError:
         raise ImageReadError(f"{_name(path)}: the image is too large to read into memory") from None
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a corrupt file to the user
-        raise ImageReadError(f"{_name(path)}: not a readable image ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else 'decoder failed'})") from None
+        raise ImageReadError(f"{_name(path)}: not a readable image: the file is corrupt or not a "
+                             f"{ext.lstrip('.').upper()} file ({type(exc).__name__})") from None
     arr = np.asarray(arr)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[..., 0]
