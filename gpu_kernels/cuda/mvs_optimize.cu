@@ -1,0 +1,271 @@
+// Per-pixel depth / normal / colour-scale optimisation of region-growing multi-view stereo
+// (Goesele et al. 2007, as ported to CUDA by Sauer-style "one thread per (pixel, neighbour view)").
+//
+// One launch optimises a whole batch of pixels, possibly of several reference views. Each pixel
+// gets TPP consecutive threads (a power of two >= the number of neighbour views, <= 32, so a
+// pixel's threads sit in one warp); thread `lane` handles neighbour view `lane`. Per-view sums
+// are reduced per pixel with a butterfly of warp shuffles (bit-identical in every lane, so all
+// lanes solve the same normal equations and keep identical parameters without a broadcast).
+//
+// Unknowns: h (z-depth along the pixel ray, ray scaled to camera z = 1), hs and ht (depth change
+// per pixel in s = x and t = y: the window point (i, j) is at depth h + i hs + j ht along the ray
+// of pixel (s + i, t + j)), and a per-view RGB colour scale c_k.
+//
+// Iterations (the paper's Figure 1): the colour scale is set first; iteration `it` (1-based) is a
+// depth-only Gauss-Newton step, every fifth one a joint (h, hs, ht) step with the 3x3 normal
+// equations, after which the colour scale is updated. After each step the NCC of every active
+// view decides: views below ncc_accept leave the active set (from pass `drop_from` on; views whose
+// window leaves the image leave at once), fewer than `min_views` active views fail the pixel, and
+// when no active view's NCC changes by eps or more the pixel has converged.
+//
+// The samples of one pass serve everything computed at the same parameters: the NCC, the colour
+// scale (when due) and the next update, so each iteration samples the n x n window once.
+//
+// Layout: `tex` holds every view as rows of pixels, each pixel three float4: (r, g, b, -),
+// (dr/dx, dg/dx, db/dx, -), (dr/dy, dg/dy, db/dy, -). `geo[ref][k]` = (H row-major 3x3, e 3):
+// the neighbour-k homogeneous pixel of window point (u, v, depth d) is e + d * H (u, v, 1).
+
+#ifndef WIN
+#define WIN 5
+#endif
+#ifndef TPP
+#define TPP 8
+#endif
+#ifndef PPB
+#define PPB 16
+#endif
+
+#define RAD ((WIN - 1) / 2)
+#define NS (WIN * WIN)
+
+#define ST_TOO_FEW_VIEWS -1
+#define ST_TEXTURELESS -2
+#define ST_BAD_DEPTH -3
+
+struct MvsParams {
+    int n_items;
+    int nv;
+    int min_views;
+    int max_iter;
+    int drop_from;
+    int min_iter;
+    float ncc_accept;
+    float eps;
+    float step_px;
+    float min_ref_var;
+};
+
+__device__ __forceinline__ float group_sum(float v, unsigned mask) {
+#pragma unroll
+    for (int o = TPP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, TPP);
+    return v;
+}
+
+__device__ __forceinline__ float3 f3(const float4 a) { return make_float3(a.x, a.y, a.z); }
+
+extern "C" __global__ void __launch_bounds__(TPP * PPB)
+mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
+             const int* __restrict__ vW, const int* __restrict__ vH,
+             const float* __restrict__ geo, const int* __restrict__ nbr, const int* __restrict__ refid,
+             const int* __restrict__ item_ref, const int* __restrict__ item_xy,
+             const float* __restrict__ item_init, const MvsParams P,
+             float* __restrict__ out_param, float* __restrict__ out_conf, int* __restrict__ out_iters,
+             int* __restrict__ out_status, float* __restrict__ out_ncc)
+{
+    __shared__ float sref[PPB][NS][3];
+
+    const int lane = threadIdx.x % TPP;
+    const int slot = threadIdx.x / TPP;
+    const int item = blockIdx.x * PPB + slot;
+    const bool have = item < P.n_items;
+    const int wl = threadIdx.x & 31;
+    const unsigned gmask = (TPP == 32) ? 0xffffffffu : (((1u << TPP) - 1u) << (wl & ~(TPP - 1)));
+
+    int r = 0, s = 0, t = 0, rv = 0;
+    if (have) {
+        r = item_ref[item];
+        s = item_xy[2 * item];
+        t = item_xy[2 * item + 1];
+        rv = refid[r];
+        // the reference window: nearest samples at integer pixels (the caller keeps RAD away from borders)
+        const float4* rimg = tex + vofs[rv];
+        const int W = vW[rv];
+        for (int q = lane; q < NS; q += TPP) {
+            const int i = q % WIN - RAD, j = q / WIN - RAD;
+            const float4 c = rimg[3LL * ((long long)(t + j) * W + (s + i))];
+            sref[slot][q][0] = c.x;
+            sref[slot][q][1] = c.y;
+            sref[slot][q][2] = c.z;
+        }
+    }
+    __syncthreads();
+    if (!have) return;  // whole pixel groups leave together
+
+    const float N = 3.0f * NS;
+    float sx = 0.f, sxx = 0.f;
+    for (int q = 0; q < NS; ++q)
+        for (int c = 0; c < 3; ++c) { const float x = sref[slot][q][c]; sx += x; sxx += x * x; }
+    const float vx = sxx - sx * sx / N;
+
+    float h = item_init[3 * item], hs = item_init[3 * item + 1], ht = item_init[3 * item + 2];
+    int status = 0, iters = 0;
+    float ncc = -1.f, ncc_prev = -2.f;
+    float ck0 = 1.f, ck1 = 1.f, ck2 = 1.f;
+
+    const int nb = (lane < P.nv) ? nbr[r * TPP + lane] : -1;
+    bool act = nb >= 0;
+    float H[9], e[3];
+    const float4* img = tex;
+    int W = 1, Hh = 1;
+    if (act) {
+        const float* g = geo + ((long long)r * TPP + lane) * 12;
+#pragma unroll
+        for (int k = 0; k < 9; ++k) H[k] = g[k];
+        e[0] = g[9]; e[1] = g[10]; e[2] = g[11];
+        img = tex + vofs[nb];
+        W = vW[nb];
+        Hh = vH[nb];
+    }
+
+    if (!(vx > P.min_ref_var * N)) {
+        status = ST_TEXTURELESS;
+    } else {
+        for (int pass = 0;; ++pass) {
+            const bool joint = ((pass + 1) % 5) == 0;
+            const bool cupd = (pass % 5) == 0;
+            float Sk0 = 0, Sk1 = 0, Sk2 = 0, Skk0 = 0, Skk1 = 0, Skk2 = 0, Srk0 = 0, Srk1 = 0, Srk2 = 0;
+            float Sdd0 = 0, Sdd1 = 0, Sdd2 = 0, Srd0 = 0, Srd1 = 0, Srd2 = 0, Skd0 = 0, Skd1 = 0, Skd2 = 0;
+            float a11 = 0, a12 = 0, a13 = 0, a22 = 0, a23 = 0, a33 = 0, b1 = 0, b2 = 0, b3 = 0;
+            float rate = 0.f;
+            bool valid = act;
+            if (act) {
+#pragma unroll 1
+                for (int q = 0; q < NS; ++q) {
+                    const float fi = (float)(q % WIN - RAD), fj = (float)(q / WIN - RAD);
+                    const float u = (float)s + fi, v = (float)t + fj;
+                    const float d = h + fi * hs + fj * ht;
+                    const float qx = H[0] * u + H[1] * v + H[2];
+                    const float qy = H[3] * u + H[4] * v + H[5];
+                    const float qz = H[6] * u + H[7] * v + H[8];
+                    const float px = e[0] + d * qx, py = e[1] + d * qy, pz = e[2] + d * qz;
+                    if (!(pz > 1e-12f)) { valid = false; break; }
+                    const float iz = 1.f / pz;
+                    const float x = px * iz, y = py * iz;
+                    if (!(x >= 1.f && y >= 1.f && x < (float)(W - 2) && y < (float)(Hh - 2))) { valid = false; break; }
+                    const float dxdh = (qx - x * qz) * iz, dydh = (qy - y * qz) * iz;
+                    if (q == NS / 2) rate = sqrtf(dxdh * dxdh + dydh * dydh);
+                    const int x0 = (int)x, y0 = (int)y;
+                    const float fx = x - (float)x0, fy = y - (float)y0;
+                    const float w00 = (1.f - fx) * (1.f - fy), w10 = fx * (1.f - fy), w01 = (1.f - fx) * fy, w11 = fx * fy;
+                    const float4* p0 = img + 3LL * ((long long)y0 * W + x0);
+                    const float4* p1 = p0 + 3LL * W;
+                    const float4 c00 = __ldg(p0), c10 = __ldg(p0 + 3), c01 = __ldg(p1), c11 = __ldg(p1 + 3);
+                    const float4 gx00 = __ldg(p0 + 1), gx10 = __ldg(p0 + 4), gx01 = __ldg(p1 + 1), gx11 = __ldg(p1 + 4);
+                    const float4 gy00 = __ldg(p0 + 2), gy10 = __ldg(p0 + 5), gy01 = __ldg(p1 + 2), gy11 = __ldg(p1 + 5);
+                    const float I0 = w00 * c00.x + w10 * c10.x + w01 * c01.x + w11 * c11.x;
+                    const float I1 = w00 * c00.y + w10 * c10.y + w01 * c01.y + w11 * c11.y;
+                    const float I2 = w00 * c00.z + w10 * c10.z + w01 * c01.z + w11 * c11.z;
+                    const float D0 = (w00 * gx00.x + w10 * gx10.x + w01 * gx01.x + w11 * gx11.x) * dxdh +
+                                     (w00 * gy00.x + w10 * gy10.x + w01 * gy01.x + w11 * gy11.x) * dydh;
+                    const float D1 = (w00 * gx00.y + w10 * gx10.y + w01 * gx01.y + w11 * gx11.y) * dxdh +
+                                     (w00 * gy00.y + w10 * gy10.y + w01 * gy01.y + w11 * gy11.y) * dydh;
+                    const float D2 = (w00 * gx00.z + w10 * gx10.z + w01 * gx01.z + w11 * gx11.z) * dxdh +
+                                     (w00 * gy00.z + w10 * gy10.z + w01 * gy01.z + w11 * gy11.z) * dydh;
+                    const float R0 = sref[slot][q][0], R1 = sref[slot][q][1], R2 = sref[slot][q][2];
+                    Sk0 += I0; Sk1 += I1; Sk2 += I2;
+                    Skk0 += I0 * I0; Skk1 += I1 * I1; Skk2 += I2 * I2;
+                    Srk0 += R0 * I0; Srk1 += R1 * I1; Srk2 += R2 * I2;
+                    if (joint) {
+                        // rows of A: c * dI/dh * (1, i, j); b: I_R - c I_k (c fixed during a joint pass)
+                        const float g0 = ck0 * D0, g1 = ck1 * D1, g2 = ck2 * D2;
+                        const float r0 = R0 - ck0 * I0, r1 = R1 - ck1 * I1, r2 = R2 - ck2 * I2;
+                        const float gg = g0 * g0 + g1 * g1 + g2 * g2;
+                        const float gr = g0 * r0 + g1 * r1 + g2 * r2;
+                        a11 += gg; a12 += gg * fi; a13 += gg * fj;
+                        a22 += gg * fi * fi; a23 += gg * fi * fj; a33 += gg * fj * fj;
+                        b1 += gr; b2 += gr * fi; b3 += gr * fj;
+                    } else {
+                        Sdd0 += D0 * D0; Sdd1 += D1 * D1; Sdd2 += D2 * D2;
+                        Srd0 += R0 * D0; Srd1 += R1 * D1; Srd2 += R2 * D2;
+                        Skd0 += I0 * D0; Skd1 += I1 * D1; Skd2 += I2 * D2;
+                    }
+                }
+            }
+            if (!valid) act = false;
+            if (act && cupd) {
+                ck0 = Skk0 > 1e-12f ? Srk0 / Skk0 : 1.f;
+                ck1 = Skk1 > 1e-12f ? Srk1 / Skk1 : 1.f;
+                ck2 = Skk2 > 1e-12f ? Srk2 / Skk2 : 1.f;
+            }
+            if (act) {
+                const float sy = ck0 * Sk0 + ck1 * Sk1 + ck2 * Sk2;
+                const float syy = ck0 * ck0 * Skk0 + ck1 * ck1 * Skk1 + ck2 * ck2 * Skk2;
+                const float sxy = ck0 * Srk0 + ck1 * Srk1 + ck2 * Srk2;
+                const float vy = syy - sy * sy / N;
+                ncc = vy > 1e-12f ? (sxy - sx * sy / N) * rsqrtf(vx * vy) : -1.f;
+                if (pass >= P.drop_from && ncc < P.ncc_accept) act = false;
+            }
+            int count = __popc(__ballot_sync(gmask, act) & gmask);
+            if (count < P.min_views) { status = ST_TOO_FEW_VIEWS; break; }
+            const bool moving = act && fabsf(ncc - ncc_prev) >= P.eps;
+            const bool conv = pass >= max(1, P.min_iter) && (__ballot_sync(gmask, moving) & gmask) == 0u;
+            if (conv || pass >= P.max_iter) {
+                if (act && ncc < P.ncc_accept) act = false;
+                count = __popc(__ballot_sync(gmask, act) & gmask);
+                status = count < P.min_views ? ST_TOO_FEW_VIEWS : (int)((__ballot_sync(gmask, act) & gmask) >> (wl & ~(TPP - 1)));
+                break;
+            }
+            ncc_prev = ncc;
+            // ------------------------------------------------------------- the update
+            const float mrate = group_sum(act ? rate : 0.f, gmask) / (float)count;
+            const float max_dh = mrate > 0.f ? P.step_px / mrate : 0.f;
+            float dh = 0.f, dhs = 0.f, dht = 0.f;
+            if (joint) {
+                if (!act) { a11 = a12 = a13 = a22 = a23 = a33 = b1 = b2 = b3 = 0.f; }
+                a11 = group_sum(a11, gmask); a12 = group_sum(a12, gmask); a13 = group_sum(a13, gmask);
+                a22 = group_sum(a22, gmask); a23 = group_sum(a23, gmask); a33 = group_sum(a33, gmask);
+                b1 = group_sum(b1, gmask); b2 = group_sum(b2, gmask); b3 = group_sum(b3, gmask);
+                // explicit inverse of the symmetric 3x3 matrix (cofactors)
+                const float c11 = a22 * a33 - a23 * a23, c12 = a13 * a23 - a12 * a33, c13 = a12 * a23 - a13 * a22;
+                const float c22 = a11 * a33 - a13 * a13, c23 = a12 * a13 - a11 * a23, c33 = a11 * a22 - a12 * a12;
+                const float det = a11 * c11 + a12 * c12 + a13 * c13;
+                if (det > 1e-6f * a11 * a22 * a33 && det > 0.f) {
+                    const float id = 1.f / det;
+                    dh = (c11 * b1 + c12 * b2 + c13 * b3) * id;
+                    dhs = (c12 * b1 + c22 * b2 + c23 * b3) * id;
+                    dht = (c13 * b1 + c23 * b2 + c33 * b3) * id;
+                } else if (a11 > 0.f) {
+                    dh = b1 / a11;
+                }
+            } else {
+                float a = 0.f, b = 0.f;
+                if (act) {
+                    a = ck0 * ck0 * Sdd0 + ck1 * ck1 * Sdd1 + ck2 * ck2 * Sdd2;
+                    b = ck0 * Srd0 + ck1 * Srd1 + ck2 * Srd2 - (ck0 * ck0 * Skd0 + ck1 * ck1 * Skd1 + ck2 * ck2 * Skd2);
+                }
+                a = group_sum(a, gmask);
+                b = group_sum(b, gmask);
+                dh = a > 0.f ? b / a : 0.f;
+            }
+            const float max_ds = max_dh / (float)(RAD > 0 ? RAD : 1);
+            dh = fminf(fmaxf(dh, -max_dh), max_dh);
+            dhs = fminf(fmaxf(dhs, -max_ds), max_ds);
+            dht = fminf(fmaxf(dht, -max_ds), max_ds);
+            h += dh; hs += dhs; ht += dht;
+            ++iters;
+            if (!(h > 0.f) || !isfinite(h) || !isfinite(hs) || !isfinite(ht)) { status = ST_BAD_DEPTH; break; }
+        }
+    }
+
+    out_ncc[(long long)item * TPP + lane] = act ? ncc : -2.f;
+    const float csum = group_sum(act ? ncc : 0.f, gmask);
+    const float ccnt = group_sum(act ? 1.f : 0.f, gmask);
+    if (lane == 0) {
+        out_param[3 * item] = h;
+        out_param[3 * item + 1] = hs;
+        out_param[3 * item + 2] = ht;
+        out_conf[item] = (status >= 0 && ccnt > 0.f) ? csum / ccnt : 0.f;
+        out_iters[item] = iters;
+        out_status[item] = status;
+    }
+}

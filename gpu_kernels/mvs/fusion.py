@@ -1,0 +1,237 @@
+"""Fusion of depth maps into one point cloud, and cross-view consistency.
+
+A depth sample of view ``r`` is *confirmed* by view ``v`` when its 3-D point projects into a
+pixel of ``v`` whose depth agrees with the point's depth in ``v`` within ``rel_tol`` (relative,
+COLMAP's fusion default 1 %). :func:`consistency_counts` counts the confirming views of
+every sample; :func:`fuse_depth_maps` walks the views in order and, for every sample not yet
+used, gathers the samples of the other views that confirm it; when at least ``min_views``
+views agree (the sample's own view included) it emits their mean point, normal, colour and
+confidence and marks them used, so that a surface seen by several views is emitted once.
+Both run on NumPy or CuPy arrays (``device``).
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.mvs.camera import look_at
+>>> from gpu_kernels.mvs.fusion import fuse_depth_maps
+>>> cams = [look_at([x, 0, -3], [0, 0, 0], [0, -1, 0], focal=50, width=32, height=24) for x in (-0.2, 0.2)]
+>>> # a plane z = 0 seen by both cameras
+>>> deps = []
+>>> for c in cams:
+...     v, u = np.mgrid[0:24, 0:32]
+...     d = c.rays(np.stack([u.ravel(), v.ravel()], 1))
+...     s = -c.center[2] / d[:, 2]
+...     deps.append(s.reshape(24, 32).astype(np.float32))
+>>> cloud = fuse_depth_maps(cams, deps)
+>>> len(cloud.points) > 300, bool(np.abs(cloud.points[:, 2]).max() < 1e-3)
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpu_kernels.backend import get_backend
+from gpu_kernels.jobs import as_progress
+from gpu_kernels.mvs.camera import MVSInputError
+
+__all__ = ["DEFAULT_FUSE_TOL", "DEFAULT_FUSE_MIN_VIEWS", "FusedCloud", "fuse_depth_maps", "consistency_counts"]
+
+#: relative depth agreement (COLMAP's ``max_depth_error``)
+DEFAULT_FUSE_TOL = 0.01
+#: views that must agree on a fused point (its own included)
+DEFAULT_FUSE_MIN_VIEWS = 2
+
+
+@dataclass
+class FusedCloud:
+    points: np.ndarray       # (N, 3) float32
+    normals: np.ndarray      # (N, 3) float32, world frame (zeros where unknown)
+    colors: np.ndarray       # (N, 3) uint8
+    confidence: np.ndarray   # (N,) float32
+    n_views: np.ndarray      # (N,) int32, views that agreed
+    source_view: np.ndarray  # (N,) int32
+
+
+def _cam_arrays(xp, cam):
+    return (xp.asarray(cam.K, dtype=xp.float64), xp.asarray(cam.R, dtype=xp.float64),
+            xp.asarray(cam.t, dtype=xp.float64))
+
+
+def _backproject(xp, cam, depth):
+    H, W = depth.shape
+    idx = xp.flatnonzero(xp.isfinite(depth.reshape(-1)) & (depth.reshape(-1) > 0))
+    v, u = xp.divmod(idx, W)
+    K, R, t = _cam_arrays(xp, cam)
+    Ki = xp.linalg.inv(K)
+    d = depth.reshape(-1)[idx].astype(xp.float64)
+    rc = xp.stack([u.astype(xp.float64), v.astype(xp.float64), xp.ones(len(idx))], 1) @ Ki.T
+    X = (rc * d[:, None] - t) @ R  # R^T (z ray - t)
+    return X, idx
+
+
+def _project(xp, cam, X):
+    K, R, t = _cam_arrays(xp, cam)
+    Xc = X @ R.T + t
+    z = Xc[:, 2]
+    p = Xc @ K.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = p[:, 0] / p[:, 2]
+        v = p[:, 1] / p[:, 2]
+    return u, v, z
+
+
+def _lookup(xp, cam, depth_v, X, rel_tol):
+    """For points X: (pixel index in v or -1, agrees?)."""
+    H, W = depth_v.shape
+    u, v, z = _project(xp, cam, X)
+    ui = xp.rint(u)
+    vi = xp.rint(v)
+    inside = (z > 0) & (ui >= 0) & (vi >= 0) & (ui < W) & (vi < H) & xp.isfinite(ui) & xp.isfinite(vi)
+    pix = xp.where(inside, vi * W + ui, 0).astype(xp.int64)
+    dv = depth_v.reshape(-1)[pix]
+    agree = inside & xp.isfinite(dv) & (xp.abs(dv - z) <= rel_tol * xp.abs(z))
+    return pix, agree
+
+
+def consistency_counts(cameras, depths, *, views=None, rel_tol: float = DEFAULT_FUSE_TOL, device=None):
+    """For each view (``views``: indices of ``cameras``, parallel to ``depths``), an ``(H, W)``
+    int32 map of how many *other* views confirm each depth sample (-1 where no depth)."""
+    be = get_backend(device)
+    xp = be.xp
+    views = list(range(len(depths))) if views is None else list(views)
+    if len(views) != len(depths):
+        raise MVSInputError("views and depths must have the same length")
+    with be.activate():
+        D = [xp.asarray(d, dtype=xp.float32) for d in depths]
+        out = []
+        for a, r in enumerate(views):
+            X, idx = _backproject(xp, cameras[r], D[a])
+            cnt = xp.zeros(len(idx), xp.int32)
+            for b, v in enumerate(views):
+                if b == a:
+                    continue
+                _, agree = _lookup(xp, cameras[v], D[b], X, rel_tol)
+                cnt += agree.astype(xp.int32)
+            m = xp.full(D[a].size, -1, xp.int32)
+            m[idx] = cnt
+            out.append(be.asnumpy(m.reshape(D[a].shape)))
+        return out
+
+
+def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=None, images=None,
+                    rel_tol: float = DEFAULT_FUSE_TOL, min_views: int = DEFAULT_FUSE_MIN_VIEWS,
+                    device=None, progress=None) -> FusedCloud:
+    """Fuse depth maps into a point cloud (see the module docstring).
+
+    ``normals`` are camera-frame ``(H, W, 3)`` maps, ``confidences`` ``(H, W)`` and ``images``
+    ``(H, W, 3)`` uint8, each a list parallel to ``depths`` (or None).
+    """
+    be = get_backend(device)
+    xp = be.xp
+    progress = as_progress(progress)
+    views = list(range(len(depths))) if views is None else list(views)
+    if min_views < 1:
+        raise MVSInputError(f"min_views must be at least 1, got {min_views}")
+    n = len(views)
+    with be.activate():
+        D = [xp.asarray(d, dtype=xp.float32) for d in depths]
+        used = [xp.zeros(d.size, bool) for d in D]
+        outs = {k: [] for k in ("p", "n", "c", "q", "k", "s")}
+
+        def attrs(b, pix):
+            N = None
+            if normals is not None and normals[b] is not None:
+                Nc = xp.asarray(normals[b], dtype=xp.float64).reshape(-1, 3)[pix]
+                N = xp.nan_to_num(Nc) @ xp.asarray(cameras[views[b]].R, dtype=xp.float64)
+            C = None
+            if images is not None and images[b] is not None:
+                img = xp.asarray(images[b])
+                img = img.reshape(-1, img.shape[2] if img.ndim == 3 else 1)
+                C = img[pix][:, :3].astype(xp.float64)
+                if C.shape[1] == 1:
+                    C = xp.repeat(C, 3, axis=1)
+            Q = None
+            if confidences is not None and confidences[b] is not None:
+                Q = xp.asarray(confidences[b], dtype=xp.float64).reshape(-1)[pix]
+            return N, C, Q
+
+        for a in range(n):
+            progress.update(a / max(n, 1), f"fusing view {a + 1}/{n}")
+            X, idx = _backproject(xp, cameras[views[a]], D[a])
+            free = ~used[a][idx]
+            X, idx = X[free], idx[free]
+            if len(idx) == 0:
+                continue
+            N0, C0, Q0 = attrs(a, idx)
+            sx, cnt = X.copy(), xp.ones(len(idx), xp.int32)
+            sn = N0.copy() if N0 is not None else None
+            sc = C0.copy() if C0 is not None else None
+            sq = Q0.copy() if Q0 is not None else None
+            partners = []
+            for b in range(n):
+                if b == a:
+                    continue
+                pix, agree = _lookup(xp, cameras[views[b]], D[b], X, rel_tol)
+                agree &= ~used[b][pix]
+                if not bool(agree.any()):
+                    continue
+                Y = xp.zeros_like(X)
+                Yb, _ = _backproject_pixels(xp, cameras[views[b]], D[b], pix[agree])
+                Y[agree] = Yb
+                sx += Y
+                cnt += agree.astype(xp.int32)
+                Nb, Cb, Qb = attrs(b, pix)
+                w = agree[:, None].astype(xp.float64)
+                if sn is not None and Nb is not None:
+                    sn += Nb * w
+                if sc is not None and Cb is not None:
+                    sc += Cb * w
+                if sq is not None and Qb is not None:
+                    sq += Qb * agree
+                partners.append((b, pix, agree))
+            emit = cnt >= min_views
+            used[a][idx] = True
+            for b, pix, agree in partners:
+                used[b][pix[agree & emit]] = True
+            if not bool(emit.any()):
+                continue
+            c = cnt[emit].astype(xp.float64)
+            outs["p"].append((sx[emit] / c[:, None]).astype(xp.float32))
+            if sn is not None:
+                nn = sn[emit]
+                nn /= xp.maximum(xp.linalg.norm(nn, axis=1, keepdims=True), 1e-12)
+                outs["n"].append(nn.astype(xp.float32))
+            else:
+                outs["n"].append(xp.zeros((int(emit.sum()), 3), xp.float32))
+            if sc is not None:
+                outs["c"].append(xp.clip(xp.rint(sc[emit] / c[:, None]), 0, 255).astype(xp.uint8))
+            else:
+                outs["c"].append(xp.full((int(emit.sum()), 3), 200, xp.uint8))
+            if sq is not None:
+                outs["q"].append((sq[emit] / c).astype(xp.float32))
+            else:
+                outs["q"].append(xp.ones(int(emit.sum()), xp.float32))
+            outs["k"].append(cnt[emit])
+            outs["s"].append(xp.full(int(emit.sum()), views[a], xp.int32))
+        progress.update(1.0, "fused")
+
+        def cat(key, shape, dtype):
+            if not outs[key]:
+                return np.zeros(shape, dtype)
+            return be.asnumpy(xp.concatenate(outs[key]))
+
+        return FusedCloud(cat("p", (0, 3), np.float32), cat("n", (0, 3), np.float32), cat("c", (0, 3), np.uint8),
+                          cat("q", (0,), np.float32), cat("k", (0,), np.int32), cat("s", (0,), np.int32))
+
+
+def _backproject_pixels(xp, cam, depth, pix):
+    H, W = depth.shape
+    v, u = xp.divmod(pix, W)
+    K, R, t = _cam_arrays(xp, cam)
+    Ki = xp.linalg.inv(K)
+    d = depth.reshape(-1)[pix].astype(xp.float64)
+    rc = xp.stack([u.astype(xp.float64), v.astype(xp.float64), xp.ones(len(pix))], 1) @ Ki.T
+    return (rc * d[:, None] - t) @ R, pix

@@ -1,0 +1,232 @@
+"""Multi-view stereo end to end: seeds -> global view selection -> region-growing depth maps
+-> fusion. :func:`reconstruct` is the one entry point for the tool layer, the CLI and the
+benchmarks.
+
+Seeds are the scene's sparse points (COLMAP's points3D) when it has any, otherwise SIFT
+features matched between neighbouring views and triangulated (:mod:`.seeds`). Reference
+views are grown ``views_together`` at a time (one shared batch per launch on the GPU).
+
+Example
+-------
+>>> from gpu_kernels.mvs.synth import render_synthetic_scene
+>>> from gpu_kernels.mvs.stereo import reconstruct
+>>> syn = render_synthetic_scene(n_views=6, width=96, height=72)
+>>> res = reconstruct(syn.scene, views=[0], device="cpu", min_views=2, fuse=False)
+>>> res.maps[0].n_samples > 1000
+True
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_kernels.backend import get_backend
+from gpu_kernels.errors import TooLargeError
+from gpu_kernels.jobs import as_progress
+from gpu_kernels.mvs.camera import MVSInputError, MVSScene
+from gpu_kernels.mvs.fusion import (
+    DEFAULT_FUSE_MIN_VIEWS,
+    DEFAULT_FUSE_TOL,
+    FusedCloud,
+    consistency_counts,
+    fuse_depth_maps,
+)
+from gpu_kernels.mvs.grow import DEFAULT_MAX_ATTEMPTS, DepthMap, grow_depth_maps
+from gpu_kernels.mvs.optimize import (
+    DEFAULT_MAX_ITER,
+    DEFAULT_MIN_VIEWS,
+    DEFAULT_NCC_ACCEPT,
+    DEFAULT_WINDOW,
+    MAX_NEIGHBORS,
+    OptimizeParams,
+    pack_views,
+    prepare_image,
+)
+from gpu_kernels.mvs.seeds import sift_seeds
+from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views
+
+__all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "reconstruct", "cross_view_consistency",
+           "scene_seeds", "parse_views"]
+
+#: reference views grown in one shared batch on the GPU / CPU
+DEFAULT_VIEWS_TOGETHER_GPU = 16
+DEFAULT_VIEWS_TOGETHER_CPU = 1
+
+
+@dataclass
+class MVSResult:
+    maps: list                     # DepthMap per processed view, in the order of `views`
+    views: list
+    fused: FusedCloud | None
+    seeds: np.ndarray
+    seed_views: list
+    stats: dict = field(default_factory=dict)
+
+    def by_view(self, v: int) -> DepthMap:
+        return self.maps[self.views.index(v)]
+
+
+def parse_views(spec, scene: MVSScene) -> list[int]:
+    """``"all"``, a list/comma string of names or 0-based indices -> view indices."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
+        return list(range(scene.n_views))
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out = []
+    for it in items:
+        if isinstance(it, str) and not it.strip():
+            continue
+        v = scene.view_index(it.strip() if isinstance(it, str) else it)
+        if v not in out:
+            out.append(v)
+    if not out:
+        raise MVSInputError(f"no views selected by {spec!r}")
+    return out
+
+
+def scene_seeds(scene: MVSScene, *, progress=None):
+    """``(points, point_views)``: the scene's sparse points, or triangulated SIFT features."""
+    if scene.points is not None and len(scene.points):
+        pv = scene.point_views
+        if pv is None:
+            pv = [np.arange(scene.n_views)] * len(scene.points)
+        return np.asarray(scene.points, np.float64), pv, "model"
+    pts, vis, _ = sift_seeds(scene.images, scene.cameras, masks=scene.masks, progress=progress)
+    return pts, vis, "sift"
+
+
+def _texture_bytes(scene, views) -> int:
+    return int(sum(scene.cameras[v].width * scene.cameras[v].height * 48 for v in views))
+
+
+def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, neighbors: int = DEFAULT_NEIGHBORS,
+                min_views: int = DEFAULT_MIN_VIEWS, ncc_accept: float = DEFAULT_NCC_ACCEPT,
+                max_iter: int = DEFAULT_MAX_ITER, batch_size: int | None = None,
+                views_together: int | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                fuse: bool = True, fuse_tol: float = DEFAULT_FUSE_TOL,
+                fuse_min_views: int = DEFAULT_FUSE_MIN_VIEWS, optimize_params: OptimizeParams | None = None,
+                device=None, progress=None, callback=None) -> MVSResult:
+    """Depth, normal and confidence maps of ``views`` (default all) and their fused cloud.
+
+    Parameters
+    ----------
+    scene : MVSScene
+    views : "all", list of names/indices, optional
+    window, neighbors, min_views, ncc_accept, max_iter
+        See :class:`~gpu_kernels.mvs.optimize.OptimizeParams`; ``neighbors`` is the global
+        view selection's limit.
+    batch_size : int, optional
+        Pixels per optimiser launch (default 16384 on the GPU, 2048 on the CPU).
+    views_together : int, optional
+        Reference views grown in one shared batch (default 16 on the GPU, 1 on the CPU).
+    fuse : bool
+        Fuse the processed views' depth maps into a point cloud (needs >= 2 views).
+    device, progress, callback
+        ``callback(maps, info)`` after every batch (see :func:`grow_depth_maps`).
+
+    Returns
+    -------
+    MVSResult
+    """
+    be = get_backend(device)
+    progress = as_progress(progress)
+    vs = parse_views(views, scene)
+    if not 1 <= neighbors <= MAX_NEIGHBORS:
+        raise MVSInputError(f"neighbors must be 1..{MAX_NEIGHBORS}, got {neighbors}")
+    if scene.n_views < 2:
+        raise MVSInputError("multi-view stereo needs at least 2 views")
+    prm = optimize_params or OptimizeParams(window=window, min_views=min_views, ncc_accept=ncc_accept,
+                                            max_iter=max_iter)
+    prm.check()
+    if min_views > neighbors:
+        raise MVSInputError(f"min_views ({min_views}) cannot exceed neighbors ({neighbors})")
+    for v in vs:
+        if scene.images[v] is None:
+            raise MVSInputError(f"view {scene.names[v]} has no image")
+    t0 = time.perf_counter()
+    prog_seed = progress.sub(0.0, 0.1, "seeds")
+    pts, pvis, seed_src = scene_seeds(scene, progress=prog_seed)
+    if len(pts) == 0:
+        raise MVSInputError("the scene has no seeds: no sparse points and no SIFT feature could be matched "
+                            "and triangulated between neighbouring views")
+    t_seeds = time.perf_counter() - t0
+    nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors)
+            for v in vs}
+    for v in vs:
+        if len(nbrs[v]) < prm.min_views:
+            raise MVSInputError(f"view {scene.names[v]} has only {len(nbrs[v])} usable neighbour views, fewer "
+                                f"than min_views = {prm.min_views}")
+    vt = views_together or (DEFAULT_VIEWS_TOGETHER_GPU if be.is_gpu else DEFAULT_VIEWS_TOGETHER_CPU)
+    vt = max(1, min(int(vt), len(vs)))
+    maps_all: list[DepthMap] = []
+    peak_mem = 0
+    t_grow = 0.0
+    groups = [vs[i:i + vt] for i in range(0, len(vs), vt)]
+    prog_grow = progress.sub(0.1, 0.9 if fuse else 1.0)
+    with be.activate():
+        if be.is_gpu:
+            be.free_memory_pool()
+            pool = be.xp.get_default_memory_pool()
+        for gi, grp in enumerate(groups):
+            need = sorted(set(grp) | {n for v in grp for n in nbrs[v]})
+            if be.is_gpu:
+                free, _total = be.mem_info()
+                nbytes = _texture_bytes(scene, need)
+                if nbytes > 0.8 * free:
+                    raise TooLargeError(nbytes, int(0.8 * free), unit="bytes of view textures",
+                                        remedy="process fewer views together", parameter="views_together")
+            tex = pack_views(scene.images, device=be, views=need)
+            img9 = {v: prepare_image(scene.images[v]) for v in grp}
+            seeds = []
+            for v in grp:
+                if pvis is not None:
+                    sel = np.array([v in np.asarray(pv) for pv in pvis], bool)
+                    seeds.append(pts[sel])
+                else:
+                    seeds.append(pts)
+            sub = prog_grow.sub(gi / len(groups), (gi + 1) / len(groups),
+                                f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
+            tg = time.perf_counter()
+            maps = grow_depth_maps(tex, img9, scene.cameras, grp, [nbrs[v] for v in grp], seeds,
+                                   masks=scene.masks, params=prm, batch_size=batch_size,
+                                   max_attempts=max_attempts, device=be, progress=sub, callback=callback)
+            t_grow += time.perf_counter() - tg
+            if be.is_gpu:
+                peak_mem = max(peak_mem, int(pool.total_bytes()))
+            maps_all.extend(maps)
+            del tex
+        if be.is_gpu:
+            be.free_memory_pool()
+    fused = None
+    t_fuse = 0.0
+    if fuse and len(vs) >= 2:
+        tf = time.perf_counter()
+        fused = fuse_depth_maps(scene.cameras, [m.depth for m in maps_all], views=vs,
+                                normals=[m.normal for m in maps_all], confidences=[m.conf for m in maps_all],
+                                images=[scene.images[v] if np.asarray(scene.images[v]).dtype == np.uint8 else None
+                                        for v in vs],
+                                rel_tol=fuse_tol, min_views=fuse_min_views, device=be,
+                                progress=progress.sub(0.9, 1.0, "fusion"))
+        t_fuse = time.perf_counter() - tf
+    samples = int(sum(m.n_samples for m in maps_all))
+    stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(pts),
+             "seed_source": seed_src, "seeds_s": t_seeds, "grow_s": t_grow, "fuse_s": t_fuse,
+             "total_s": time.perf_counter() - t0, "peak_device_bytes": peak_mem,
+             "queue_s": float(sum(m.stats.get("queue_s", 0) for m in maps_all[::1]) / max(1, vt)),
+             "optimize_s": float(sum(m.stats.get("optimize_s", 0) for m in maps_all) / max(1, vt)),
+             "views_together": vt, "neighbors": {scene.names[v]: [scene.names[n] for n in nbrs[v]] for v in vs}}
+    progress.update(1.0, f"{samples:,} samples in {len(vs)} view(s)")
+    return MVSResult(maps_all, vs, fused, pts, pvis, stats)
+
+
+def cross_view_consistency(result: MVSResult, cameras, *, rel_tol: float = DEFAULT_FUSE_TOL, device=None):
+    """Per view: the share of its depth samples that at least one other view confirms."""
+    counts = consistency_counts(cameras, [m.depth for m in result.maps], views=result.views, rel_tol=rel_tol,
+                                device=device)
+    out = []
+    for c in counts:
+        valid = c >= 0
+        out.append(float((c[valid] >= 1).mean()) if valid.any() else 0.0)
+    return out, counts

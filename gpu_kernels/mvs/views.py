@@ -1,0 +1,158 @@
+"""Global view selection (Goesele et al. 2007, Section 4.1): up to ``max_neighbors`` views per
+reference view, chosen greedily by a score over the sparse points both views see.
+
+For a candidate view ``V`` of reference ``R`` and the set ``N`` already chosen (``R`` first),
+
+``g_R(V) = sum over shared points f of  w_N(f) * w_s(f)``
+
+* ``w_N(f) = prod over V' in N of min((alpha(f, V, V') / alpha_max)^2, 1)``: the parallax
+  between the rays from ``V`` and every chosen view to ``f`` (``alpha_max`` = 10 degrees), so
+  views that add triangulation angle are preferred and near-duplicates are not;
+* ``w_s(f)``: the scale ratio ``r = s_R(f) / s_V(f)``, with ``s`` the footprint of a pixel at
+  ``f`` (depth / focal length): ``2 / r`` for ``r >= 2``, ``1`` for ``1 <= r < 2``, ``r`` for
+  ``r < 1`` (views of equal or finer resolution are preferred).
+
+Views that share no point with ``R`` score 0 and are not chosen by the score; when fewer
+than ``min_views`` views were found, the rest are filled in by viewing-direction angle to
+the centre of the reference view's points (the closest angle above ``alpha_min`` first).
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.mvs.camera import look_at
+>>> from gpu_kernels.mvs.views import select_views
+>>> cams = [look_at([3 * np.cos(a), 3 * np.sin(a), 1], [0, 0, 0], [0, 0, 1], focal=100, width=64,
+...                 height=48) for a in np.radians([0, 15, 30, 180])]
+>>> pts = np.random.default_rng(0).normal(scale=0.3, size=(200, 3))
+>>> vis = [np.array([0, 1, 2])] * 200
+>>> select_views(cams, pts, vis, 0, max_neighbors=2)
+[2, 1]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpu_kernels.mvs.camera import MVSInputError
+
+__all__ = ["DEFAULT_NEIGHBORS", "DEFAULT_ALPHA_MAX_DEG", "select_views", "select_all_views", "view_scores"]
+
+#: neighbour views per reference view (Goesele: 10 for community photos; the CUDA paper: 8)
+DEFAULT_NEIGHBORS = 8
+#: parallax that counts as full (Goesele: 10 degrees)
+DEFAULT_ALPHA_MAX_DEG = 10.0
+
+
+def _scale_weight(r):
+    return np.where(r >= 2, 2.0 / np.maximum(r, 1e-12), np.where(r >= 1, 1.0, r))
+
+
+def view_scores(cameras, points, point_views, ref: int, chosen, *, alpha_max_deg=DEFAULT_ALPHA_MAX_DEG):
+    """Goesele's score ``g_R(V)`` of every view given the chosen set (``ref`` included)."""
+    n = len(cameras)
+    pts = np.asarray(points, np.float64)
+    seen_by_ref = np.array([ref in np.asarray(v) for v in point_views], bool) if len(pts) else np.zeros(0, bool)
+    scores = np.zeros(n)
+    if not seen_by_ref.any():
+        return scores
+    P = pts[seen_by_ref]
+    vis = [np.asarray(point_views[i]) for i in np.flatnonzero(seen_by_ref)]
+    am = np.radians(alpha_max_deg)
+    centers = np.array([c.center for c in cameras])
+    dirs = {}
+
+    def ray_dirs(v):
+        if v not in dirs:
+            d = P - centers[v]
+            dirs[v] = d / np.linalg.norm(d, axis=1, keepdims=True)
+        return dirs[v]
+
+    def footprint(v):
+        z = (P - centers[v]) @ cameras[v].R[2]
+        return np.abs(z) / cameras[v].focal
+
+    s_ref = footprint(ref)
+    member = np.zeros((len(P), n), bool)
+    for k, vv in enumerate(vis):
+        member[k, vv[(vv >= 0) & (vv < n)]] = True
+    for v in range(n):
+        if v in chosen or v == ref:
+            continue
+        shared = member[:, v]
+        if not shared.any():
+            continue
+        wn = np.ones(int(shared.sum()))
+        dv = ray_dirs(v)[shared]
+        for c in chosen:
+            dc = ray_dirs(c)[shared]
+            ang = np.arccos(np.clip(np.sum(dv * dc, axis=1), -1, 1))
+            wn *= np.minimum((ang / am) ** 2, 1.0)
+        r = s_ref[shared] / np.maximum(footprint(v)[shared], 1e-30)
+        scores[v] = float(np.sum(wn * _scale_weight(r)))
+    return scores
+
+
+def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int = DEFAULT_NEIGHBORS,
+                 min_views: int = 0, alpha_max_deg: float = DEFAULT_ALPHA_MAX_DEG,
+                 alpha_min_deg: float = 3.0, max_angle_deg: float = 75.0) -> list[int]:
+    """The neighbour views of ``ref``, best first (greedy, see the module docstring)."""
+    n = len(cameras)
+    if not 0 <= ref < n:
+        raise MVSInputError(f"reference view {ref} is out of range 0..{n - 1}")
+    if max_neighbors < 1:
+        raise MVSInputError(f"max_neighbors must be at least 1, got {max_neighbors}")
+    chosen = [ref]
+    out: list[int] = []
+    if points is not None and point_views is not None and len(points):
+        while len(out) < max_neighbors:
+            sc = view_scores(cameras, points, point_views, ref, chosen, alpha_max_deg=alpha_max_deg)
+            sc[chosen] = 0
+            best = int(np.argmax(sc))
+            if sc[best] <= 0:
+                break
+            chosen.append(best)
+            out.append(best)
+    if len(out) < min(max(min_views, 1), max_neighbors, n - 1):
+        # fill by the angle between viewing directions at the scene centre
+        cref = cameras[ref]
+        if points is not None and len(points):
+            seen = [k for k, v in enumerate(point_views) if ref in np.asarray(v)] if point_views is not None else []
+            P = np.asarray(points)[seen] if seen else np.asarray(points)
+            centre = np.median(P, axis=0)
+        else:
+            centre = cref.center + cref.axis * 1.0
+            # the point the optical axes pass closest to, on average
+            others = [c for i, c in enumerate(cameras) if i != ref]
+            if others:
+                A = np.zeros((3, 3))
+                b = np.zeros(3)
+                for c in [cref] + others:
+                    M = np.eye(3) - np.outer(c.axis, c.axis)
+                    A += M
+                    b += M @ c.center
+                try:
+                    centre = np.linalg.solve(A, b)
+                except np.linalg.LinAlgError:
+                    pass
+        dr = centre - cref.center
+        dr /= np.linalg.norm(dr)
+        cand = []
+        for v in range(n):
+            if v == ref or v in out:
+                continue
+            d = centre - cameras[v].center
+            d /= np.linalg.norm(d)
+            ang = np.degrees(np.arccos(np.clip(dr @ d, -1, 1)))
+            if alpha_min_deg <= ang <= max_angle_deg:
+                cand.append((ang, v))
+        for _, v in sorted(cand):
+            if len(out) >= max_neighbors:
+                break
+            out.append(v)
+    return out
+
+
+def select_all_views(cameras, points, point_views, refs=None, **kw) -> list[list[int]]:
+    """:func:`select_views` for each view in ``refs`` (default: all)."""
+    refs = range(len(cameras)) if refs is None else refs
+    return [select_views(cameras, points, point_views, r, **kw) for r in refs]
