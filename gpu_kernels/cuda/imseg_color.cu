@@ -1,0 +1,139 @@
+// Stage 0 of the image segmentation: RGB -> CIELAB, the bilateral filter in CIELAB, and the
+// quantised colour code of every pixel with the colour histogram (the k-means weights).
+//
+// Pixel types: u8 (0..255), u16 (0..65535), f32 ([0, 1]); C = 1 (grey), 3 (RGB) or 4
+// (RGBA, alpha ignored). Images are row-major, channels interleaved.
+#include "imseg_common.cuh"
+
+#define CODE_RUN 8  // pixels per thread in the code kernels (runs of equal codes share one atomic)
+
+// ------------------------------------------------------------------ RGB -> Lab
+template <typename T>
+__device__ __forceinline__ void rgb2lab_impl(const T* __restrict__ img, int C, long long n, float* __restrict__ lab) {
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    float L, A, B;
+    pixel_lab<T>(img, C, p, L, A, B);
+    lab[3 * p] = L;
+    lab[3 * p + 1] = A;
+    lab[3 * p + 2] = B;
+}
+
+// ------------------------------------------------------------------ codes (+ histogram)
+// Each thread codes CODE_RUN consecutive pixels; equal consecutive codes are counted in a
+// register and added to hist with one atomic (natural images have long runs).
+__device__ __forceinline__ void flush_count(unsigned int* hist, int code, unsigned int cnt) {
+    if (hist != 0 && cnt != 0) atomicAdd(&hist[code], cnt);
+}
+
+template <typename T>
+__device__ __forceinline__ void codes_impl(const T* __restrict__ img, int C, long long n, int Q,
+                                           int* __restrict__ codes, unsigned int* __restrict__ hist) {
+    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CODE_RUN;
+    if (p0 >= n) return;
+    long long p1 = lmin(p0 + CODE_RUN, n);
+    int run_code = -1;
+    unsigned int run = 0;
+    for (long long p = p0; p < p1; ++p) {
+        float L, A, B;
+        pixel_lab<T>(img, C, p, L, A, B);
+        int c = lab_code(L, A, B, Q);
+        codes[p] = c;
+        if (c != run_code) {
+            flush_count(hist, run_code, run);
+            run_code = c;
+            run = 0;
+        }
+        run += 1;
+    }
+    flush_count(hist, run_code, run);
+}
+
+extern "C" __global__ void codes_lab(const float* __restrict__ lab, long long n, int Q,
+                                     int* __restrict__ codes, unsigned int* __restrict__ hist) {
+    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CODE_RUN;
+    if (p0 >= n) return;
+    long long p1 = lmin(p0 + CODE_RUN, n);
+    int run_code = -1;
+    unsigned int run = 0;
+    for (long long p = p0; p < p1; ++p) {
+        int c = lab_code(lab[3 * p], lab[3 * p + 1], lab[3 * p + 2], Q);
+        codes[p] = c;
+        if (c != run_code) {
+            flush_count(hist, run_code, run);
+            run_code = c;
+            run = 0;
+        }
+        run += 1;
+    }
+    flush_count(hist, run_code, run);
+}
+
+#define DEF_COLOR_KERNELS(suf, T)                                                                 \
+    extern "C" __global__ void rgb2lab_##suf(const T* __restrict__ img, int C, long long n,       \
+                                             float* __restrict__ lab) {                           \
+        rgb2lab_impl<T>(img, C, n, lab);                                                          \
+    }                                                                                             \
+    extern "C" __global__ void codes_##suf(const T* __restrict__ img, int C, long long n, int Q,  \
+                                           int* __restrict__ codes, unsigned int* __restrict__ hist) { \
+        codes_impl<T>(img, C, n, Q, codes, hist);                                                 \
+    }
+
+DEF_COLOR_KERNELS(u8, unsigned char)
+DEF_COLOR_KERNELS(u16, unsigned short)
+DEF_COLOR_KERNELS(f32, float)
+
+// ------------------------------------------------------------------ bilateral filter
+// One pass over an interleaved Lab image: out(p) = sum_q w(p, q) in(q) / sum_q w(p, q) over the
+// (2r+1)^2 window inside the image, w = exp(-|p-q|^2 inv2ss - |in(p)-in(q)|^2 inv2sr).
+#define BL_TILE 16
+#define BL_MAXR 8
+
+extern "C" __global__ void bilateral_lab(const float* __restrict__ in, float* __restrict__ out, int W, int H,
+                                         int radius, float inv2ss, float inv2sr) {
+    __shared__ float tile[(BL_TILE + 2 * BL_MAXR) * (BL_TILE + 2 * BL_MAXR) * 3];
+    const int tw = BL_TILE + 2 * radius;
+    const int x0 = blockIdx.x * BL_TILE - radius, y0 = blockIdx.y * BL_TILE - radius;
+    const int tid = threadIdx.y * BL_TILE + threadIdx.x;
+    for (int i = tid; i < tw * tw; i += BL_TILE * BL_TILE) {
+        int ty = i / tw, tx = i - ty * tw;
+        int gx = x0 + tx, gy = y0 + ty;
+        float a = 0.0f, b = 0.0f, c = 0.0f;
+        if (gx >= 0 && gx < W && gy >= 0 && gy < H) {
+            long long q = (long long)gy * W + gx;
+            a = in[3 * q];
+            b = in[3 * q + 1];
+            c = in[3 * q + 2];
+        }
+        tile[3 * i] = a;
+        tile[3 * i + 1] = b;
+        tile[3 * i + 2] = c;
+    }
+    __syncthreads();
+    const int x = blockIdx.x * BL_TILE + threadIdx.x, y = blockIdx.y * BL_TILE + threadIdx.y;
+    if (x >= W || y >= H) return;
+    const int cx = threadIdx.x + radius, cy = threadIdx.y + radius;
+    const float L0 = tile[3 * (cy * tw + cx)], A0 = tile[3 * (cy * tw + cx) + 1], B0 = tile[3 * (cy * tw + cx) + 2];
+    float sw = 0.0f, sL = 0.0f, sA = 0.0f, sB = 0.0f;
+    for (int dy = -radius; dy <= radius; ++dy) {
+        int yy = y + dy;
+        if (yy < 0 || yy >= H) continue;
+        for (int dx = -radius; dx <= radius; ++dx) {
+            int xx = x + dx;
+            if (xx < 0 || xx >= W) continue;
+            int t = 3 * ((cy + dy) * tw + cx + dx);
+            float dL = tile[t] - L0, dA = tile[t + 1] - A0, dB = tile[t + 2] - B0;
+            float d2 = (float)(dx * dx + dy * dy);
+            float c2 = dL * dL + dA * dA + dB * dB;
+            float w = expf(-(d2 * inv2ss + c2 * inv2sr));
+            sw += w;
+            sL += w * tile[t];
+            sA += w * tile[t + 1];
+            sB += w * tile[t + 2];
+        }
+    }
+    long long p = (long long)y * W + x;
+    out[3 * p] = sL / sw;
+    out[3 * p + 1] = sA / sw;
+    out[3 * p + 2] = sB / sw;
+}

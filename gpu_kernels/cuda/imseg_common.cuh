@@ -1,0 +1,149 @@
+// Shared device helpers of the image segmentation kernels (gpu_kernels/imseg).
+//
+// CIELAB follows skimage.color.rgb2lab (sRGB, D65, 2 degree observer) in float32.
+// The quantisation ranges of L, a and b are the sRGB gamut's (gpu_kernels/imseg/color.py
+// holds the same numbers: LAB_LO / LAB_HI).
+//
+// Written for CUDA and for the host-side emulator of the test suite (IMSEG_EMU): no warp
+// intrinsics, no dynamic shared memory, explicit types in min/max.
+#pragma once
+
+#ifndef IMSEG_EMU
+typedef unsigned long long u64;
+#else
+typedef unsigned long long u64;
+#endif
+
+#define IMSEG_L_LO 0.0f
+#define IMSEG_L_HI 100.0f
+#define IMSEG_A_LO -87.0f
+#define IMSEG_A_HI 99.0f
+#define IMSEG_B_LO -108.0f
+#define IMSEG_B_HI 95.0f
+
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ long long lmin(long long a, long long b) { return a < b ? a : b; }
+
+// ------------------------------------------------------------------ pixels and CIELAB
+template <typename T> __device__ __forceinline__ float unit_value(T v);
+template <> __device__ __forceinline__ float unit_value<unsigned char>(unsigned char v) { return (float)v / 255.0f; }
+template <> __device__ __forceinline__ float unit_value<unsigned short>(unsigned short v) { return (float)v / 65535.0f; }
+template <> __device__ __forceinline__ float unit_value<float>(float v) { return v; }
+
+// the raw value as a double (the mean colour is reported in the input's own units)
+template <typename T> __device__ __forceinline__ double raw_value(T v) { return (double)v; }
+
+__device__ __forceinline__ float srgb_to_linear(float c) {
+    return c > 0.04045f ? powf((c + 0.055f) / 1.055f, 2.4f) : c / 12.92f;
+}
+
+__device__ __forceinline__ float lab_f(float t) {
+    return t > 0.008856f ? cbrtf(t) : 7.787f * t + 16.0f / 116.0f;
+}
+
+// r, g, b in [0, 1] (gamma-encoded sRGB) -> L, a, b
+__device__ __forceinline__ void rgb_to_lab(float r, float g, float b, float& L, float& A, float& B) {
+    r = srgb_to_linear(r);
+    g = srgb_to_linear(g);
+    b = srgb_to_linear(b);
+    float x = (0.412453f * r + 0.357580f * g + 0.180423f * b) / 0.95047f;
+    float y = (0.212671f * r + 0.715160f * g + 0.072169f * b);
+    float z = (0.019334f * r + 0.119193f * g + 0.950227f * b) / 1.08883f;
+    float fx = lab_f(x), fy = lab_f(y), fz = lab_f(z);
+    L = 116.0f * fy - 16.0f;
+    A = 500.0f * (fx - fy);
+    B = 200.0f * (fy - fz);
+}
+
+// grey value in [0, 1] -> L (a = b = 0: a grey image is treated as lightness only)
+__device__ __forceinline__ float grey_to_L(float v) {
+    return 116.0f * lab_f(srgb_to_linear(v)) - 16.0f;
+}
+
+// pixel p of an image with C channels (1, 3 or 4; alpha ignored) -> Lab
+template <typename T>
+__device__ __forceinline__ void pixel_lab(const T* img, int C, long long p, float& L, float& A, float& B) {
+    if (C >= 3) {
+        const T* q = img + p * C;
+        rgb_to_lab(unit_value<T>(q[0]), unit_value<T>(q[1]), unit_value<T>(q[2]), L, A, B);
+    } else {
+        L = grey_to_L(unit_value<T>(img[p]));
+        A = 0.0f;
+        B = 0.0f;
+    }
+}
+
+// ------------------------------------------------------------------ quantisation
+// 2^Q levels per channel over the sRGB gamut's range; code = (qL << 2Q) | (qa << Q) | qb
+__device__ __forceinline__ int quant_channel(float v, float lo, float inv_width, int levels) {
+    float t = floorf((v - lo) * inv_width);
+    int q = (int)fmaxf(fminf(t, (float)(levels - 1)), 0.0f);
+    return q;
+}
+
+__device__ __forceinline__ int lab_code(float L, float A, float B, int Q) {
+    const int levels = 1 << Q;
+    const float fl = (float)levels;
+    int qL = quant_channel(L, IMSEG_L_LO, fl / (IMSEG_L_HI - IMSEG_L_LO), levels);
+    int qa = quant_channel(A, IMSEG_A_LO, fl / (IMSEG_A_HI - IMSEG_A_LO), levels);
+    int qb = quant_channel(B, IMSEG_B_LO, fl / (IMSEG_B_HI - IMSEG_B_LO), levels);
+    return (qL << (2 * Q)) | (qa << Q) | qb;
+}
+
+// centre of a code's bin, in Lab units (double)
+__device__ __forceinline__ void code_centre(int code, int Q, double& L, double& A, double& B) {
+    const int levels = 1 << Q;
+    const int mask = levels - 1;
+    const double fl = (double)levels;
+    int qL = code >> (2 * Q), qa = (code >> Q) & mask, qb = code & mask;
+    L = (double)IMSEG_L_LO + ((double)qL + 0.5) * (((double)IMSEG_L_HI - (double)IMSEG_L_LO) / fl);
+    A = (double)IMSEG_A_LO + ((double)qa + 0.5) * (((double)IMSEG_A_HI - (double)IMSEG_A_LO) / fl);
+    B = (double)IMSEG_B_LO + ((double)qb + 0.5) * (((double)IMSEG_B_HI - (double)IMSEG_B_LO) / fl);
+}
+
+// ------------------------------------------------------------------ union-find (min root)
+// parent[x] <= x always; the root of a set is its smallest index. Lock-free union with
+// atomicMin (Playne & Hawick): a failed link is retried from the new parent, so a link
+// another thread made meanwhile is never lost.
+__device__ __forceinline__ int uf_find(const int* parent, int x) {
+    int p = parent[x];
+    while (p != x) {
+        x = p;
+        p = parent[x];
+    }
+    return x;
+}
+
+__device__ __forceinline__ int uf_find_compress(int* parent, int x) {
+    int root = x;
+    int p = parent[root];
+    while (p != root) {
+        root = p;
+        p = parent[root];
+    }
+    // path halving on the way: only ever lowers a parent to one of its ancestors
+    while (x != root) {
+        int nx = parent[x];
+        if (nx < x && root < nx) parent[x] = root;
+        x = nx;
+    }
+    return root;
+}
+
+__device__ __forceinline__ void uf_union(int* parent, int a, int b) {
+    while (true) {
+        a = uf_find(parent, a);
+        b = uf_find(parent, b);
+        if (a == b) return;
+        if (a < b) {
+            int old = atomicMin(&parent[b], a);
+            if (old == b) return;
+            b = old;
+        } else {
+            int old = atomicMin(&parent[a], b);
+            if (old == a) return;
+            a = old;
+        }
+    }
+}

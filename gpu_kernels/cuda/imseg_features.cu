@@ -1,0 +1,181 @@
+// Stage 3 of the image segmentation: region features as segmented reductions.
+//
+// The pixels are walked in a sequence: raster order (order == 0), or sorted by label (order =
+// the permutation, the paper's sort-then-segmented-scan). Each thread takes FT_CHUNK
+// consecutive items; a run of equal labels inside the chunk is one segment, reduced in
+// registers and added to the region's accumulators with one atomic per quantity. Labels are
+// 1..R (0 = no region, skipped); region r's accumulators sit at index r - 1.
+//
+// Pass 1 (feat_pass1_*): area, bbox (min_row, min_col, max_row + 1, max_col + 1), the sums of
+// row and column (exact integers, for the centroid), the sums of the raw values per channel
+// and of L, a, b. Pass 2 (feat_moments): the central moments mu[i][j] = sum dr^i dc^j,
+// i, j = 0..3, about the centroid of pass 1 (mu[0][0] is the area and is not accumulated).
+#include "imseg_common.cuh"
+
+#ifndef FT_CHUNK
+#define FT_CHUNK 16
+#endif
+
+#define FT_BBOX 1
+#define FT_RAW 2
+#define FT_LAB 4
+
+template <typename T>
+__device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, long long n, int W,
+                                                const int* __restrict__ order, const T* __restrict__ img, int C,
+                                                const float* __restrict__ lab, int flags, int* __restrict__ area,
+                                                int* __restrict__ bbox, u64* __restrict__ sum_rc,
+                                                double* __restrict__ raw_sum, double* __restrict__ lab_sum) {
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
+    if (i0 >= n) return;
+    const long long i1 = lmin(i0 + FT_CHUNK, n);
+    const int nc = C >= 3 ? 3 : 1;
+    int rl = -1;
+    int cnt = 0, minr = 0, minc = 0, maxr = 0, maxc = 0;
+    u64 sr = 0, sc = 0;
+    double v0 = 0, v1 = 0, v2 = 0, l0 = 0, l1 = 0, l2 = 0;
+    for (long long i = i0; i <= i1; ++i) {
+        int l = -2;
+        long long p = 0;
+        if (i < i1) {
+            p = order != 0 ? (long long)order[i] : i;
+            l = labels[p];
+        }
+        if (l != rl) {
+            if (rl > 0) {  // flush the segment of region rl
+                const int j = rl - 1;
+                atomicAdd(&area[j], cnt);
+                if (flags & FT_BBOX) {
+                    atomicMin(&bbox[4 * j], minr);
+                    atomicMin(&bbox[4 * j + 1], minc);
+                    atomicMax(&bbox[4 * j + 2], maxr + 1);
+                    atomicMax(&bbox[4 * j + 3], maxc + 1);
+                    atomicAdd(&sum_rc[2 * j], sr);
+                    atomicAdd(&sum_rc[2 * j + 1], sc);
+                }
+                if (flags & FT_RAW) {
+                    atomicAdd(&raw_sum[nc * j], v0);
+                    if (nc == 3) {
+                        atomicAdd(&raw_sum[nc * j + 1], v1);
+                        atomicAdd(&raw_sum[nc * j + 2], v2);
+                    }
+                }
+                if (flags & FT_LAB) {
+                    atomicAdd(&lab_sum[3 * j], l0);
+                    atomicAdd(&lab_sum[3 * j + 1], l1);
+                    atomicAdd(&lab_sum[3 * j + 2], l2);
+                }
+            }
+            if (i >= i1) break;
+            rl = l;
+            cnt = 0;
+            minr = 0x7fffffff;
+            minc = 0x7fffffff;
+            maxr = -1;
+            maxc = -1;
+            sr = sc = 0;
+            v0 = v1 = v2 = l0 = l1 = l2 = 0.0;
+        }
+        if (l <= 0) continue;
+        const int y = (int)(p / W), x = (int)(p - (long long)y * W);
+        cnt += 1;
+        minr = imin(minr, y);
+        maxr = imax(maxr, y);
+        minc = imin(minc, x);
+        maxc = imax(maxc, x);
+        sr += (u64)y;
+        sc += (u64)x;
+        if (flags & FT_RAW) {
+            if (nc == 3) {
+                v0 += raw_value<T>(img[p * C]);
+                v1 += raw_value<T>(img[p * C + 1]);
+                v2 += raw_value<T>(img[p * C + 2]);
+            } else {
+                v0 += raw_value<T>(img[p * C]);
+            }
+        }
+        if (flags & FT_LAB) {
+            float L, A, B;
+            if (lab != 0) {
+                L = lab[3 * p];
+                A = lab[3 * p + 1];
+                B = lab[3 * p + 2];
+            } else {
+                pixel_lab<T>(img, C, p, L, A, B);
+            }
+            l0 += (double)L;
+            l1 += (double)A;
+            l2 += (double)B;
+        }
+    }
+}
+
+#define DEF_FEAT_KERNELS(suf, T)                                                                               \
+    extern "C" __global__ void feat_pass1_##suf(const int* __restrict__ labels, long long n, int W,              \
+                                                const int* __restrict__ order, const T* __restrict__ img, int C, \
+                                                const float* __restrict__ lab, int flags, int* __restrict__ area, \
+                                                int* __restrict__ bbox, u64* __restrict__ sum_rc,                \
+                                                double* __restrict__ raw_sum, double* __restrict__ lab_sum) {    \
+        feat_pass1_impl<T>(labels, n, W, order, img, C, lab, flags, area, bbox, sum_rc, raw_sum, lab_sum);     \
+    }
+
+DEF_FEAT_KERNELS(u8, unsigned char)
+DEF_FEAT_KERNELS(u16, unsigned short)
+DEF_FEAT_KERNELS(f32, float)
+
+// central moments about the centroid (centroid[2 r] = row, centroid[2 r + 1] = col)
+extern "C" __global__ void feat_moments(const int* __restrict__ labels, long long n, int W, const int* __restrict__ order,
+                                        const double* __restrict__ centroid, double* __restrict__ mu) {
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
+    if (i0 >= n) return;
+    const long long i1 = lmin(i0 + FT_CHUNK, n);
+    int rl = -1;
+    double cr = 0.0, cc = 0.0;
+    double m[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) m[k] = 0.0;
+    for (long long i = i0; i <= i1; ++i) {
+        int l = -2;
+        long long p = 0;
+        if (i < i1) {
+            p = order != 0 ? (long long)order[i] : i;
+            l = labels[p];
+        }
+        if (l != rl) {
+            if (rl > 0) {
+                double* dst = mu + 16 * (long long)(rl - 1);
+#pragma unroll
+                for (int k = 1; k < 16; ++k) atomicAdd(&dst[k], m[k]);
+            }
+            if (i >= i1) break;
+            rl = l;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) m[k] = 0.0;
+            if (l > 0) {
+                cr = centroid[2 * (l - 1)];
+                cc = centroid[2 * (l - 1) + 1];
+            }
+        }
+        if (l <= 0) continue;
+        const int y = (int)(p / W), x = (int)(p - (long long)y * W);
+        const double dr = (double)y - cr, dc = (double)x - cc;
+        const double r2 = dr * dr, c2 = dc * dc;
+        const double pr[4] = {1.0, dr, r2, r2 * dr};
+        const double pc[4] = {1.0, dc, c2, c2 * dc};
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+#pragma unroll
+            for (int b = 0; b < 4; ++b) m[4 * a + b] += pr[a] * pc[b];
+        }
+    }
+}
+
+// accumulators' initial values over cap regions: area 0, bbox (INT_MAX, INT_MAX, -1, -1)
+extern "C" __global__ void feat_init_bbox(int* __restrict__ bbox, long long cap) {
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= cap) return;
+    bbox[4 * j] = 0x7fffffff;
+    bbox[4 * j + 1] = 0x7fffffff;
+    bbox[4 * j + 2] = -1;
+    bbox[4 * j + 3] = -1;
+}

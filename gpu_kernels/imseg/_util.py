@@ -1,0 +1,188 @@
+"""Helpers shared by the image segmentation stages: input checks, kernel access, the count of
+host synchronisations, and per-stage timing that does not stall the GPU."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+from gpu_kernels.backend import load_module
+from gpu_kernels.errors import InputError
+
+__all__ = [
+    "ImsegInputError",
+    "NULL",
+    "as_image",
+    "kernel",
+    "is_cupy",
+    "grid",
+    "SyncCounter",
+    "StageTimer",
+    "PIXEL_SUFFIX",
+]
+
+#: a null device pointer as a kernel argument
+NULL = np.uint64(0)
+
+#: pixel dtype -> kernel name suffix
+PIXEL_SUFFIX = {np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16", np.dtype(np.float32): "f32"}
+
+MAX_PIXELS = 2**31 - 1
+
+
+class ImsegInputError(InputError):
+    """The image or a segmentation parameter is wrong; the message says what to do."""
+
+
+def as_image(image, xp=np) -> tuple:
+    """Check an image and bring it to a dtype the kernels read.
+
+    Returns ``(array, H, W, C)`` with ``array`` of dtype uint8, uint16 or float32, shape
+    ``(H, W)`` (C = 1) or ``(H, W, C)`` with C = 3 or 4 (alpha is ignored later). A
+    ``(H, W, 1)`` image becomes ``(H, W)``; bool becomes uint8 0/255; float64 becomes
+    float32 (values must lie in [0, 1]).
+    """
+    a = image
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        a = np.asarray(a)
+    shape = tuple(int(s) for s in a.shape)
+    if len(shape) == 3 and shape[2] == 1:
+        a = a[..., 0]
+        shape = shape[:2]
+    if len(shape) not in (2, 3) or (len(shape) == 3 and shape[2] not in (3, 4)):
+        raise ImsegInputError(
+            f"expected a grey (H, W), RGB (H, W, 3) or RGBA (H, W, 4) image, got an array of shape {shape}")
+    h, w = shape[:2]
+    if h == 0 or w == 0:
+        raise ImsegInputError(f"the image is empty ({h} x {w} pixels): nothing to segment")
+    if h * w > MAX_PIXELS:
+        raise ImsegInputError(f"the image has {h * w:,} pixels; at most {MAX_PIXELS:,} are supported: downscale it")
+    c = 1 if len(shape) == 2 else shape[2]
+    dt = np.dtype(a.dtype)
+    mod = xp if xp is not np and hasattr(a, "__cuda_array_interface__") else np
+    if dt == np.bool_:
+        a = a.astype(np.uint8) * np.uint8(255)
+    elif dt in (np.dtype(np.uint8), np.dtype(np.uint16)):
+        pass
+    elif dt.kind == "f":
+        a = a.astype(np.float32, copy=False)
+        lo, hi = float(mod.min(a)), float(mod.max(a))
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ImsegInputError("the image holds NaN or infinite values: replace them before segmenting")
+        if lo < 0.0 or hi > 1.0:
+            raise ImsegInputError(
+                f"a floating-point image must hold values in [0, 1], this one spans [{lo:.4g}, {hi:.4g}]: "
+                "rescale it (or pass 8- or 16-bit integers)")
+    else:
+        raise ImsegInputError(
+            f"unsupported pixel type {dt}: pass uint8, uint16, bool or float values in [0, 1]")
+    return a, h, w, c
+
+
+def is_cupy(be) -> bool:
+    """True when ``be`` drives a real CUDA device through CuPy (not the test emulator)."""
+    return be.is_gpu and getattr(be.xp, "__name__", "") == "cupy"
+
+
+_KERNELS: dict = {}
+
+
+def kernel(be, source: str, name: str, defines: dict | None = None, options: tuple = ()):
+    """Kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled once per device.
+
+    A backend that carries its own ``load_module`` (the emulator of the test suite) builds
+    the module itself.
+    """
+    key = (be.label, id(be), source, name, tuple(sorted((defines or {}).items())), options)
+    fn = _KERNELS.get(key)
+    if fn is None:
+        loader = getattr(be, "load_module", None)
+        if loader is not None:
+            mod = loader(source, defines=defines, options=options)
+        else:
+            mod = load_module(source, defines=defines, options=options, device=be)
+        fn = mod.get_function(name)
+        _KERNELS[key] = fn
+    return fn
+
+
+def grid(n: int, threads: int) -> tuple[int]:
+    return (max(1, -(-int(n) // int(threads))),)
+
+
+class SyncCounter:
+    """Counts the points where the host waits for the device (each read-back of a value).
+
+    ``read(be, array)`` returns the array on the host; on CuPy it runs inside
+    ``cupyx.allow_synchronize(True)``, so a caller that forbids synchronisation around a
+    whole pipeline (``cupyx.allow_synchronize(False)``) catches any other.
+    """
+
+    def __init__(self):
+        self.count = 0
+        self.reasons: list[str] = []
+
+    def read(self, be, a, reason: str = ""):
+        self.count += 1
+        self.reasons.append(reason)
+        if is_cupy(be):
+            import cupyx
+
+            with cupyx.allow_synchronize(True):
+                return a.get()
+        return np.asarray(a)
+
+
+class StageTimer:
+    """Per-stage times: CUDA events on the GPU (no synchronisation until :meth:`result`),
+    wall-clock on the CPU."""
+
+    def __init__(self, be):
+        self.be = be
+        self.cuda = is_cupy(be)
+        self.names: list[str] = []
+        self.marks: list = []
+        self._start = self._now()
+
+    def _now(self):
+        if self.cuda:
+            ev = self.be.xp.cuda.Event()
+            ev.record()
+            return ev
+        return time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        """The stage ``name`` ends now (its kernels are queued)."""
+        self.names.append(name)
+        self.marks.append(self._now())
+
+    def result(self) -> dict:
+        """Seconds per stage and ``total`` (synchronises on the GPU: call it at the end)."""
+        out = {}
+        prev = self._start
+        if self.cuda and self.marks:
+            import cupyx
+
+            with cupyx.allow_synchronize(True):
+                self.marks[-1].synchronize()
+        for name, m in zip(self.names, self.marks, strict=True):
+            if self.cuda:
+                dt = self.be.xp.cuda.get_elapsed_time(prev, m) / 1e3
+            else:
+                dt = m - prev
+            out[name] = out.get(name, 0.0) + float(dt)
+            prev = m
+        out["total"] = float(sum(v for k, v in out.items() if k != "total"))
+        return out
+
+
+@contextlib.contextmanager
+def activated(be):
+    """``be.activate()`` for CuPy backends; nothing otherwise."""
+    if is_cupy(be):
+        with be.activate():
+            yield
+    else:
+        yield

@@ -1,0 +1,254 @@
+"""Stage 3: region features with scikit-image's ``regionprops`` names.
+
+For labels ``1..R`` (0 = no region) and the image the labels came from:
+
+``label``, ``area``
+    pixel count;
+``bbox``
+    ``(min_row, min_col, max_row, max_col)``, half-open as in ``regionprops``;
+``centroid``
+    ``(row, col)``;
+``intensity_mean``
+    mean of the image's channels in its own units (0..255 for 8 bit; alpha ignored);
+``intensity_mean_lab``
+    mean CIELAB colour (of :func:`gpu_kernels.imseg.color.rgb2lab`);
+``moments_central``
+    ``mu[i, j] = sum (row - row_c)^i (col - col_c)^j`` for i, j = 0..3 (``regionprops``'
+    ``moments_central``, shape (R, 4, 4)).
+
+On the GPU the features are segmented reductions over the pixels (the paper's Stage 3):
+``method="runs"`` walks the pixels in raster order, each run of equal labels in a thread's
+chunk being one segment; ``method="sort"`` first sorts the pixels by label (the paper's
+Bitonic Sort + Segmented Scan). Two passes: area, box, sums; then the central moments about
+the centroid (no cancellation from raw moments). On the CPU: ``numpy.bincount`` and
+``scipy.ndimage.find_objects``.
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.imseg.features import region_features
+>>> labels = np.array([[1, 1, 2], [1, 1, 2]], np.int32)
+>>> img = np.array([[10, 10, 200], [10, 10, 200]], np.uint8)
+>>> f = region_features(labels, img, device="cpu")
+>>> f["area"].tolist(), f["bbox"].tolist(), f["intensity_mean"][:, 0].tolist()
+([4, 2], [[0, 0, 2, 2], [0, 2, 2, 3]], [10.0, 200.0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage as ndi
+
+from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.imseg import color as _color
+from gpu_kernels.imseg._util import NULL, PIXEL_SUFFIX, ImsegInputError, activated, as_image, grid, kernel
+from gpu_kernels.jobs import as_progress
+
+__all__ = ["METHODS", "DEFAULT_METHOD", "PROPERTIES", "CHUNK", "region_features", "features_table"]
+
+METHODS = ("runs", "sort")
+#: the GPU method (the faster in benchmarks/results/imseg.md)
+DEFAULT_METHOD = "runs"
+PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_mean_lab", "moments_central")
+#: items per thread of the reduction kernels (FT_CHUNK)
+CHUNK = 16
+
+FT_BBOX, FT_RAW, FT_LAB = 1, 2, 4
+_SRC = "imseg_features.cu"
+
+
+# --------------------------------------------------------------------------- CPU path
+def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab: np.ndarray | None = None,
+                moments: bool = True) -> dict:
+    """All the features on the CPU (``img``: the checked image or None; ``lab``: its CIELAB)."""
+    h, w = labels.shape
+    R = int(n_regions)
+    flat = labels.ravel()
+    area = np.bincount(flat, minlength=R + 1)[1:R + 1].astype(np.int64)
+    out = {"label": np.arange(1, R + 1, dtype=np.int32), "area": area}
+    bbox = np.zeros((R, 4), np.int64)
+    for i, sl in enumerate(ndi.find_objects(labels, max_label=R)):
+        if sl is not None:
+            bbox[i] = (sl[0].start, sl[1].start, sl[0].stop, sl[1].stop)
+    out["bbox"] = bbox
+    rows = np.repeat(np.arange(h, dtype=np.float64), w)
+    cols = np.tile(np.arange(w, dtype=np.float64), h)
+    safe = np.maximum(area, 1).astype(np.float64)
+    cr = np.bincount(flat, weights=rows, minlength=R + 1)[1:R + 1] / safe
+    cc = np.bincount(flat, weights=cols, minlength=R + 1)[1:R + 1] / safe
+    out["centroid"] = np.stack([cr, cc], axis=1)
+    if img is not None:
+        chans = [img[..., i] for i in range(3)] if img.ndim == 3 else [img]
+        out["intensity_mean"] = np.stack(
+            [np.bincount(flat, weights=ch.ravel().astype(np.float64), minlength=R + 1)[1:R + 1] / safe
+             for ch in chans], axis=1)
+        if lab is None:
+            lab = _color.lab_np(img)
+    if lab is not None:
+        out["intensity_mean_lab"] = np.stack(
+            [np.bincount(flat, weights=lab[..., i].ravel().astype(np.float64), minlength=R + 1)[1:R + 1] / safe
+             for i in range(3)], axis=1)
+    if moments:
+        crp = np.r_[0.0, cr]
+        ccp = np.r_[0.0, cc]
+        dr = rows - crp[flat]
+        dc = cols - ccp[flat]
+        mu = np.zeros((R, 4, 4), np.float64)
+        pr = [np.ones_like(dr), dr, dr * dr, dr * dr * dr]
+        pc = [np.ones_like(dc), dc, dc * dc, dc * dc * dc]
+        for i in range(4):
+            for j in range(4):
+                if i == 0 and j == 0:
+                    mu[:, 0, 0] = area
+                    continue
+                mu[:, i, j] = np.bincount(flat, weights=pr[i] * pc[j], minlength=R + 1)[1:R + 1]
+        out["moments_central"] = mu
+    return out
+
+
+# --------------------------------------------------------------------------- GPU path
+def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int, lab_d=None, order=None,
+                 out: dict | None = None) -> dict:
+    """Pass 1 accumulators on the device (no synchronisation). ``img_d`` may be None when
+    only the area and a given ``lab_d`` are wanted."""
+    xp = be.xp
+    n = h * w
+    R1 = max(R, 1)
+    nc = 3 if c >= 3 else 1
+    acc = out if out is not None else {}
+    area = acc.get("area")
+    if area is None:
+        area = acc["area"] = xp.zeros(R1, dtype=xp.int32)
+    else:
+        area.fill(0)
+    bbox = sum_rc = raw = labsum = NULL
+    if flags & FT_BBOX:
+        bbox = acc["bbox"] = xp.empty(4 * R1, dtype=xp.int32)
+        kernel(be, _SRC, "feat_init_bbox", options=_color.CUDA_OPTIONS)(grid(R1, 256), (256,), (bbox, np.int64(R1)))
+        sum_rc = acc["sum_rc"] = xp.zeros(2 * R1, dtype=xp.uint64)
+    if flags & FT_RAW:
+        raw = acc["raw_sum"] = xp.zeros(nc * R1, dtype=xp.float64)
+    if flags & FT_LAB:
+        labsum = acc.get("lab_sum")
+        if labsum is None:
+            labsum = acc["lab_sum"] = xp.zeros(3 * R1, dtype=xp.float64)
+        else:
+            labsum.fill(0)
+    if img_d is None:
+        img_arg, sfx, c = NULL, "f32", 3
+    else:
+        img_arg, sfx = img_d, PIXEL_SUFFIX[np.dtype(img_d.dtype)]
+    fn = kernel(be, _SRC, f"feat_pass1_{sfx}", options=_color.CUDA_OPTIONS)
+    fn(grid(-(-n // CHUNK), 256), (256,),
+       (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, img_arg, np.int32(c),
+        lab_d if lab_d is not None else NULL, np.int32(flags), area, bbox, sum_rc, raw, labsum))
+    return acc
+
+
+def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method: str = DEFAULT_METHOD,
+                    moments: bool = True) -> dict:
+    """All the features on the device (dict of device arrays; no synchronisation)."""
+    xp = be.xp
+    n = h * w
+    order = None
+    if method == "sort":
+        order = xp.argsort(labels_d).astype(xp.int32)
+    acc = pass1_device(be, labels_d, R, h, w, img_d, c, FT_BBOX | FT_RAW | FT_LAB, order=order)
+    area_f = xp.maximum(acc["area"], 1).astype(xp.float64)
+    centroid = acc["sum_rc"].reshape(-1, 2).astype(xp.float64) / area_f[:, None]
+    out = {
+        "label": xp.arange(1, R + 1, dtype=xp.int32),
+        "area": acc["area"][:R],
+        "bbox": acc["bbox"].reshape(-1, 4)[:R],
+        "centroid": centroid[:R],
+        "intensity_mean": (acc["raw_sum"].reshape(len(area_f), -1) / area_f[:, None])[:R],
+        "intensity_mean_lab": (acc["lab_sum"].reshape(-1, 3) / area_f[:, None])[:R],
+    }
+    if moments:
+        mu = xp.zeros(16 * max(R, 1), dtype=xp.float64)
+        kernel(be, _SRC, "feat_moments", options=_color.CUDA_OPTIONS)(
+            grid(-(-n // CHUNK), 256), (256,),
+            (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, xp.ascontiguousarray(centroid),
+             mu))
+        mu = mu.reshape(-1, 4, 4)
+        mu[:, 0, 0] = acc["area"]
+        out["moments_central"] = mu[:R]
+    return out
+
+
+def features_table(features: dict) -> dict:
+    """Flatten a feature dict into ``regionprops_table`` columns (``bbox-0``, ...,
+    ``moments_central-1-2``, ``intensity_mean-0``, ...), host arrays."""
+    cols = {}
+    for name, v in features.items():
+        v = np.asarray(asnumpy(v))
+        if v.ndim == 1:
+            cols[name] = v
+        elif v.ndim == 2:
+            for i in range(v.shape[1]):
+                cols[f"{name}-{i}"] = v[:, i]
+        else:
+            for i in range(v.shape[1]):
+                for j in range(v.shape[2]):
+                    cols[f"{name}-{i}-{j}"] = v[:, i, j]
+    return cols
+
+
+# --------------------------------------------------------------------------- public
+def region_features(labels, image, *, n_regions: int | None = None, method: str = "auto", moments: bool = True,
+                    device=None, progress=None) -> dict:
+    """Features of the regions of a label image (see the module docstring for the names).
+
+    Parameters
+    ----------
+    labels : (H, W) int array
+        0 = no region, else 1..R.
+    image : (H, W), (H, W, 3) or (H, W, 4) array
+        The image the features are measured on (uint8, uint16, bool or float in [0, 1]).
+    n_regions : int, optional
+        R (default: ``labels.max()``).
+    method : {"auto", "runs", "sort"}
+        GPU reduction order (``auto``: :data:`DEFAULT_METHOD`); ignored on the CPU.
+    moments : bool
+        Compute ``moments_central`` (a second pass).
+
+    Returns
+    -------
+    dict of host arrays, one row per label 1..R.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from gpu_kernels.imseg.features import region_features
+    >>> f = region_features(np.ones((3, 3), np.int32), np.zeros((3, 3), np.uint8), device="cpu")
+    >>> f["centroid"].tolist(), float(f["moments_central"][0, 2, 0])
+    ([[1.0, 1.0]], 6.0)
+    """
+    progress = as_progress(progress)
+    be = get_backend(device)
+    img, h, w, c = as_image(image)
+    lab_img = np.asarray(asnumpy(labels))
+    if lab_img.shape != (h, w):
+        raise ImsegInputError(f"labels have shape {lab_img.shape} but the image is {h} x {w}")
+    if lab_img.dtype.kind not in "iu":
+        raise ImsegInputError(f"labels must be integers, got {lab_img.dtype}")
+    if lab_img.size and lab_img.min() < 0:
+        raise ImsegInputError("labels must be >= 0 (0 = no region)")
+    R = int(lab_img.max()) if n_regions is None else int(n_regions)
+    if method == "auto":
+        method = DEFAULT_METHOD
+    if method not in METHODS:
+        raise ImsegInputError(f"unknown features method {method!r}: use one of {', '.join(METHODS)} or auto")
+    progress.update(0.0, "region features")
+    if not be.is_gpu:
+        out = features_np(lab_img.astype(np.int64, copy=False), R, img, moments=moments)
+        progress.update(1.0, "region features")
+        return out
+    with activated(be):
+        xp = be.xp
+        labels_d = xp.asarray(lab_img.astype(np.int32, copy=False)).reshape(-1)
+        img_d = xp.asarray(img)
+        out = features_device(be, labels_d, R, h, w, img_d, c, method, moments)
+        res = {k: asnumpy(v) for k, v in out.items()}
+    progress.update(1.0, "region features")
+    return res

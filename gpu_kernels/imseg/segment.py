@@ -1,0 +1,336 @@
+"""Unsupervised colour image segmentation after "Fully GPU-based unsupervised colour image
+segmentation" (``../shared/papers/004_9bb65ce6ae077898.txt``): CIELAB, optional bilateral
+filter, k-means on the quantised colour space, connected components, small-region merging,
+region features.
+
+:func:`segment_image` is the one entry point for the app and the CLI. On the GPU the stages
+run back to back with no host round-trip, except reading the number of regions (to size the
+feature arrays: one synchronisation) and, with ``min_size > 1``, one check per merging round;
+``ImageSegmentation.syncs`` counts them and ``info["sync_reasons"]`` says what each was.
+
+Defaults: see ``docs/readme-imseg.md`` and ``benchmarks/results/imseg.md`` for how they
+were chosen on BSDS500.
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.imseg import segment_image
+>>> img = np.zeros((32, 32, 3), np.uint8); img[:, 16:] = (200, 30, 30)
+>>> seg = segment_image(img, device="cpu")
+>>> seg.n_regions, seg.features["area"].tolist()
+(2, [512, 512])
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.errors import TooLargeError
+from gpu_kernels.imseg import color as _color
+from gpu_kernels.imseg import features as _feat
+from gpu_kernels.imseg import kmeans as _km
+from gpu_kernels.imseg import label as _label
+from gpu_kernels.imseg import merge as _merge
+from gpu_kernels.imseg._util import ImsegInputError, StageTimer, SyncCounter, activated, as_image, is_cupy
+from gpu_kernels.jobs import as_progress
+
+__all__ = [
+    "DEFAULT_K_MAX",
+    "DEFAULT_Q",
+    "DEFAULT_ITERATIONS",
+    "DEFAULT_MERGE_DISTANCE",
+    "DEFAULT_BILATERAL",
+    "DEFAULT_BILATERAL_WINDOW",
+    "DEFAULT_SIGMA_SPATIAL",
+    "DEFAULT_SIGMA_COLOR",
+    "DEFAULT_CONNECTIVITY",
+    "DEFAULT_MIN_SIZE",
+    "ImageSegmentation",
+    "ImsegInputError",
+    "segment_image",
+    "device_bytes_estimate",
+]
+
+DEFAULT_K_MAX = _km.DEFAULT_K_MAX
+DEFAULT_Q = _color.DEFAULT_Q
+DEFAULT_ITERATIONS = _km.DEFAULT_ITERATIONS
+DEFAULT_MERGE_DISTANCE = _km.DEFAULT_MERGE_DISTANCE
+#: bilateral passes (0 = off); the paper's filter is optional, 5 passes when used
+DEFAULT_BILATERAL = 0
+DEFAULT_BILATERAL_WINDOW = _color.DEFAULT_BILATERAL_WINDOW
+DEFAULT_SIGMA_SPATIAL = _color.DEFAULT_SIGMA_SPATIAL
+DEFAULT_SIGMA_COLOR = _color.DEFAULT_SIGMA_COLOR
+DEFAULT_CONNECTIVITY = 8
+DEFAULT_MIN_SIZE = _merge.DEFAULT_MIN_SIZE
+
+STAGES = ("upload", "bilateral", "quantise", "kmeans", "labelling", "min_size", "features", "download")
+
+
+@dataclass
+class ImageSegmentation:
+    """The result of :func:`segment_image` (host arrays).
+
+    Attributes
+    ----------
+    labels : (H, W) int32
+        Regions 1..R, numbered in raster order of their first pixel.
+    clusters : (H, W) int32
+        k-means cluster of each pixel, 0..k-1.
+    n_regions, n_clusters : int
+    centres : (k, 3) float64
+        Cluster centres in CIELAB.
+    features : dict
+        ``regionprops`` names (see :mod:`gpu_kernels.imseg.features`), one row per region;
+        empty when features were not asked for.
+    timings : dict
+        Seconds per stage (``STAGES``) and ``total``; CUDA events on the GPU.
+    syncs : int
+        Host synchronisations between the upload and the download.
+    info : dict
+        ``device``, ``params``, ``n_colours`` (occupied quantised colours), ``merge_rounds``,
+        ``sync_reasons``.
+    """
+
+    labels: np.ndarray
+    clusters: np.ndarray
+    n_regions: int
+    n_clusters: int
+    centres: np.ndarray
+    features: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    syncs: int = 0
+    info: dict = field(default_factory=dict)
+
+    def region_table(self) -> dict:
+        """``regionprops_table``-style columns (``bbox-0``, ``moments_central-0-2``, ...)."""
+        return _feat.features_table(self.features)
+
+
+def device_bytes_estimate(h: int, w: int, channels: int = 3, itemsize: int = 1, *, bilateral: int = 0,
+                          q: int = DEFAULT_Q, weights: str = _km.DEFAULT_WEIGHTS,
+                          features_method: str = _feat.DEFAULT_METHOD) -> int:
+    """Upper estimate of the device memory :func:`segment_image` needs for an H x W image
+    (regions assumed at most one per 16 pixels for the per-region arrays)."""
+    n = h * w
+    per_px = channels * itemsize + 12  # image, codes/clusters, parent, labels
+    if bilateral:
+        per_px += 24
+    if weights == "sort":
+        per_px += 8
+    if features_method == "sort":
+        per_px += 16
+    F = 1 << (3 * q)
+    per_region = 4 + 16 + 16 + 24 + 24 + 128 + 16
+    return int(n * per_px + F * 20 + (n // 16 + 1) * per_region + (8 << 20))
+
+
+def _check_params(k_max, q, iterations, merge_distance, bilateral, bilateral_window, sigma_spatial,
+                  sigma_color, connectivity, min_size, label_method, weights, features_method):
+    q = _color.check_q(q)
+    k_max, iterations, merge_distance = _km.check_kmeans(k_max, iterations, merge_distance)
+    win, ss, sr, passes = _color.check_bilateral(bilateral_window, sigma_spatial, sigma_color, bilateral)
+    conn = _label.check_connectivity(connectivity)
+    S = _merge.check_min_size(min_size)
+    if label_method not in _label.METHODS and label_method != "auto":
+        raise ImsegInputError(f"unknown labelling method {label_method!r}: use one of "
+                              f"{', '.join(_label.METHODS)} or auto")
+    if weights not in _km.WEIGHT_METHODS:
+        raise ImsegInputError(f"weights must be one of {', '.join(_km.WEIGHT_METHODS)}, got {weights!r}")
+    if features_method not in _feat.METHODS and features_method != "auto":
+        raise ImsegInputError(f"unknown features method {features_method!r}")
+    return dict(k_max=k_max, q=q, iterations=iterations, merge_distance=merge_distance, bilateral=passes,
+                bilateral_window=win, sigma_spatial=ss, sigma_color=sr, connectivity=conn, min_size=S)
+
+
+def segment_image(image, *, k_max: int = DEFAULT_K_MAX, q: int = DEFAULT_Q, iterations: int = DEFAULT_ITERATIONS,
+                  merge_distance: float = DEFAULT_MERGE_DISTANCE, bilateral: int = DEFAULT_BILATERAL,
+                  bilateral_window: int = DEFAULT_BILATERAL_WINDOW, sigma_spatial: float = DEFAULT_SIGMA_SPATIAL,
+                  sigma_color: float = DEFAULT_SIGMA_COLOR, connectivity: int = DEFAULT_CONNECTIVITY,
+                  min_size: int = DEFAULT_MIN_SIZE, features: bool = True, moments: bool = True,
+                  label_method: str = "auto", global_step: str = _label.DEFAULT_GLOBAL_STEP,
+                  weights: str = _km.DEFAULT_WEIGHTS, features_method: str = "auto",
+                  device=None, progress=None) -> ImageSegmentation:
+    """Segment a colour (or grey) image into regions of similar colour.
+
+    Parameters
+    ----------
+    image : (H, W), (H, W, 3) or (H, W, 4) array
+        uint8, uint16, bool or float in [0, 1]; alpha is ignored, grey is lightness only.
+    k_max : int
+        Most k-means clusters (initial samples on a grid), 1..1024.
+    q : int
+        Bits per CIELAB channel of the quantised colour space (2..7; F = 2^(3q) colours).
+    iterations : int
+        k-means iterations on the quantised colours.
+    merge_distance : float
+        Initial samples closer than this (CIELAB units) are merged into one centre.
+    bilateral : int
+        Bilateral filter passes in CIELAB before clustering (0: off).
+    bilateral_window, sigma_spatial, sigma_color
+        The filter's odd window side (pixels) and its sigmas (pixels, CIELAB units).
+    connectivity : {4, 8}
+    min_size : int
+        Regions smaller than this many pixels merge into their most similar neighbour
+        (0 or 1: off). Guaranteed unless the image itself is smaller.
+    features, moments : bool
+        Compute the region features (and their central moments).
+    label_method : {"auto", "unionfind", "equivalence", "scipy"}
+    global_step : {"levels", "single"}
+        Union-find border merging (see :mod:`gpu_kernels.imseg.label`).
+    weights : {"histogram", "sort"}
+        How the k-means colour weights are counted.
+    features_method : {"auto", "runs", "sort"}
+    device : str or Backend, optional
+    progress : callable or Progress, optional
+
+    Returns
+    -------
+    ImageSegmentation
+
+    Raises
+    ------
+    ImsegInputError
+        A bad image or parameter (one line saying what to change).
+    TooLargeError
+        The image does not fit the GPU's free memory.
+    """
+    progress = as_progress(progress)
+    be = get_backend(device)
+    img, h, w, c = as_image(image)
+    p = _check_params(k_max, q, iterations, merge_distance, bilateral, bilateral_window, sigma_spatial,
+                      sigma_color, connectivity, min_size, label_method, weights, features_method)
+    if label_method == "auto":
+        label_method = _label.DEFAULT_METHOD_GPU if be.is_gpu else "scipy"
+    if features_method == "auto":
+        features_method = _feat.DEFAULT_METHOD
+    if label_method != "scipy" and not be.is_gpu:
+        raise ImsegInputError(f"label_method {label_method!r} needs a GPU; use 'auto' or 'scipy' on the CPU")
+    if label_method == "scipy" and be.is_gpu:
+        raise ImsegInputError("label_method 'scipy' is the CPU path; use 'unionfind' or 'equivalence' on a GPU")
+    params = dict(p, label_method=label_method, global_step=global_step, weights=weights,
+                  features_method=features_method)
+    progress.update(0.0, "segmenting")
+    if not be.is_gpu:
+        return _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params)
+    need = device_bytes_estimate(h, w, c, img.dtype.itemsize, bilateral=p["bilateral"], q=p["q"], weights=weights,
+                                 features_method=features_method)
+    free, _ = be.mem_info()
+    if need > 0.9 * free:
+        max_px = int(h * w * (0.9 * free) / need)
+        raise TooLargeError(h * w, max_px, unit="pixels", where="the GPU",
+                            remedy="downscale the image or segment it on the CPU (--device cpu)")
+    with activated(be):
+        return _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_step, weights,
+                            features_method, progress, params)
+
+
+def _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params) -> ImageSegmentation:
+    t = {}
+    t0 = time.perf_counter()
+    lab = _color.lab_np(img)
+    lab_f = lab
+    if p["bilateral"]:
+        lab_f = _color.bilateral_np(lab, p["bilateral_window"], p["sigma_spatial"], p["sigma_color"], p["bilateral"],
+                                    progress.sub(0.0, 0.3, "bilateral"))
+    t["bilateral"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    codes = _color.codes_np(lab_f, p["q"])
+    t["quantise"] = time.perf_counter() - t0
+    progress.update(0.3, "k-means")
+    t0 = time.perf_counter()
+    clusters, centres, n_colours = _km.kmeans_np(codes, h, w, p["q"], p["k_max"], p["iterations"],
+                                                 p["merge_distance"], weights)
+    clusters = clusters.reshape(h, w)
+    t["kmeans"] = time.perf_counter() - t0
+    progress.update(0.45, "connected components")
+    t0 = time.perf_counter()
+    labels, R = _label.label_np(clusters, p["connectivity"])
+    t["labelling"] = time.perf_counter() - t0
+    rounds = 0
+    t0 = time.perf_counter()
+    if p["min_size"] > 1:
+        progress.update(0.6, "merging small regions")
+        labels, R, rounds = _merge.merge_np(labels, R, lab_f, p["min_size"], p["connectivity"])
+    t["min_size"] = time.perf_counter() - t0
+    feats = {}
+    t0 = time.perf_counter()
+    if features:
+        progress.update(0.75, "region features")
+        feats = _feat.features_np(labels, R, img, lab=lab, moments=moments)
+    t["features"] = time.perf_counter() - t0
+    t["total"] = sum(t.values())
+    progress.update(1.0, "done")
+    return ImageSegmentation(labels=labels.astype(np.int32), clusters=clusters.astype(np.int32), n_regions=int(R),
+                             n_clusters=len(centres), centres=centres, features=feats, timings=t, syncs=0,
+                             info={"device": "cpu", "params": params, "n_colours": int(n_colours),
+                                   "merge_rounds": rounds, "sync_reasons": []})
+
+
+def _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_step, weights, features_method,
+                 progress, params) -> ImageSegmentation:
+    xp = be.xp
+    n = h * w
+    q = p["q"]
+    timer = StageTimer(be)
+    syncs = SyncCounter()
+    img_d = xp.asarray(img)
+    timer.mark("upload")
+    hist = xp.zeros(1 << (3 * q), dtype=xp.uint32) if weights == "histogram" else None
+    lab_d = None
+    if p["bilateral"]:
+        progress.update(0.05, "bilateral filter")
+        lab0 = _color.lab_device(be, img_d, n, c)
+        lab_d = _color.bilateral_device(be, lab0, h, w, p["bilateral_window"], p["sigma_spatial"],
+                                        p["sigma_color"], p["bilateral"])
+        del lab0
+    timer.mark("bilateral")
+    codes = _color.codes_device(be, img_d, n, c, q, hist=hist, lab_d=lab_d)
+    timer.mark("quantise")
+    progress.update(0.2, "k-means")
+    clusters, centres, k_d, m_d = _km.kmeans_device(be, codes, h, w, q, p["k_max"], p["iterations"],
+                                                    p["merge_distance"], hist, weights)
+    del hist
+    timer.mark("kmeans")
+    progress.update(0.35, "connected components")
+    if label_method == "unionfind":
+        labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None, global_step)
+    else:
+        labels_d, total = _label.equivalence_device(be, clusters, h, w, p["connectivity"], None, syncs)
+    timer.mark("labelling")
+    meta = syncs.read(be, xp.concatenate([total, k_d, m_d]), "number of regions (sizes the feature arrays)")
+    R, k, n_colours = (int(v) for v in meta)
+    rounds = 0
+    if p["min_size"] > 1:
+        progress.update(0.5, "merging small regions")
+        R, rounds = _merge.merge_device(be, labels_d, R, h, w, p["min_size"], p["connectivity"], img_d, c,
+                                        lab_d=lab_d, syncs=syncs)
+    timer.mark("min_size")
+    feats_d = {}
+    if features:
+        progress.update(0.7, "region features")
+        feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
+    timer.mark("features")
+    if is_cupy(be):
+        import cupyx
+
+        with cupyx.allow_synchronize(True):
+            labels = labels_d.get().reshape(h, w)
+            clusters_h = clusters.get().reshape(h, w)
+            centres_h = centres.get()[:k]
+            feats = {key: v.get() for key, v in feats_d.items()}
+    else:
+        labels = asnumpy(labels_d).reshape(h, w).copy()
+        clusters_h = asnumpy(clusters).reshape(h, w).copy()
+        centres_h = asnumpy(centres)[:k].copy()
+        feats = {key: np.array(asnumpy(v)) for key, v in feats_d.items()}
+    timer.mark("download")
+    timings = timer.result()
+    progress.update(1.0, "done")
+    return ImageSegmentation(labels=labels, clusters=clusters_h, n_regions=R, n_clusters=k, centres=centres_h,
+                             features=feats, timings=timings, syncs=syncs.count,
+                             info={"device": be.label, "params": params, "n_colours": n_colours,
+                                   "merge_rounds": rounds, "sync_reasons": list(syncs.reasons)})
