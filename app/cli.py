@@ -5,8 +5,10 @@ handles it; ``gpulab COMMAND ...`` runs a tool headless (``gpulab --help`` lists
 them). ``--device cpu|cuda|cuda:N|auto`` works everywhere.
 
 Errors the user can fix (a missing file, a bad value, no CUDA device, an unreadable
-mesh) are printed as one line, ``gpulab: error: ...``, with exit status 2. A cancelled
-run (Ctrl+C) exits with 130. Set ``GPULAB_DEBUG=1`` to get the traceback instead.
+mesh) are printed as one line, ``gpulab: error: ...``, with exit status 2
+(:func:`app.errors.classify` decides, as it does for the window). A bug prints a message
+and the traceback, exit status 3. A cancelled run (Ctrl+C) exits with 130. Set
+``GPULAB_DEBUG=1`` to get the traceback of any error.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ import contextlib
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 
-from gpu_kernels.backend import BackendError
 from gpu_kernels.jobs import Cancelled
 
 from . import __version__
-from .commands import load_command_modules
-from .commands.common import DEVICE_HELP, end_progress_line, select_device
-from .errors import is_out_of_memory, is_user_error, out_of_memory_message, user_message
+from .commands import command_modules
+from .commands.common import DEVICE_HELP, ArgumentParser, end_progress_line, select_device
+from .errors import classify
 
 __all__ = ["main", "build_parser", "build_gui_parser"]
 
@@ -41,7 +43,7 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser for headless commands, and the names of the subcommands."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="gpulab",
         usage=USAGE,
         description=(
@@ -53,7 +55,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     )
     _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", prog="gpulab")
-    for mod in load_command_modules():
+    for mod in command_modules():
         mod.register(sub)
     names = list(sub.choices)
     return parser, names
@@ -159,11 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         end_progress_line()
         if debug:
             raise
-        if is_out_of_memory(exc):
-            msg = out_of_memory_message("the command", exc)
-        elif is_user_error(exc) or isinstance(exc, BackendError | ValueError | OSError):
-            msg = user_message(exc)
-        else:
-            raise
+        kind, msg = classify(exc, "the command")
+        if kind == "bug":
+            print(f"gpulab: internal error: {msg}\nThis is a bug in gpulab; please report it with the "
+                  "traceback below.\n\n" + traceback.format_exc().rstrip(), file=sys.stderr)
+            return 3
         print(f"gpulab: error: {msg}", file=sys.stderr)
         return 2

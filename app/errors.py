@@ -1,28 +1,30 @@
-"""Errors meant for the user, not for a traceback.
+"""How the CLI and the window tell a user's mistake from a bug: one rule, :func:`classify`.
 
-Raise :class:`UserError` (or a subclass, e.g. ``app.io.mesh_io.MeshIOError``) when the
-input or the request is wrong in a way the user can fix. The CLI prints its message
-as one line (``gpulab: error: ...``, exit status 2) and the window shows it in a
-dialog without a traceback. Any exception with a ``user_message`` attribute is
-treated the same way.
+* **user**: :class:`gpu_kernels.errors.GpulabError` and its subclasses (``InputError``,
+  ``TooLargeError``, every tool's and reader's errors, :class:`UserError`), a device that
+  cannot be used (``BackendError``), and operating-system errors about a named file (no
+  such file, permission denied). One clear line; no traceback.
+* **oom**: the GPU or the host ran out of memory: one line that says what to try.
+* **bug**: anything else, ``ValueError`` and ``TypeError`` included. The window shows a
+  message with the traceback under "Show Details"; the CLI prints the traceback.
 
 This module never imports Qt.
 """
 
 from __future__ import annotations
 
-__all__ = ["UserError", "is_user_error", "user_message"]
+from gpu_kernels.backend import BackendError
+from gpu_kernels.errors import GpulabError, InputError, TooLargeError
+
+__all__ = ["UserError", "InputError", "TooLargeError", "classify", "is_user_error", "user_message",
+           "one_line", "is_out_of_memory", "out_of_memory_message"]
 
 
-class UserError(Exception):
-    """A problem with the input or the request that the user can fix.
+class UserError(GpulabError):
+    """A problem with the request that the user can fix (app-level: output paths, options).
 
     The message should say what went wrong and, where it helps, what to do.
     """
-
-    @property
-    def user_message(self) -> str:
-        return one_line(str(self)) or type(self).__name__
 
 
 def one_line(text: str) -> str:
@@ -35,10 +37,9 @@ def one_line(text: str) -> str:
 
 def is_user_error(exc: BaseException) -> bool:
     """True for exceptions whose message is meant for the user as it stands."""
-    from gpu_kernels.backend import BackendError
-    from gpu_kernels.errors import GpulabError
-
-    return isinstance(exc, UserError | BackendError | GpulabError) or hasattr(exc, "user_message")
+    if isinstance(exc, GpulabError | BackendError):
+        return True
+    return isinstance(exc, OSError) and bool(getattr(exc, "filename", None)) and not is_out_of_memory(exc)
 
 
 def user_message(exc: BaseException) -> str:
@@ -76,3 +77,15 @@ def out_of_memory_message(what: str, exc: BaseException) -> str:
         + ". Try a smaller input (e.g. simplify the mesh or downscale the images)"
         + (", or run on the CPU (--device cpu, or Compute → CPU in the window)." if where == "GPU" else ".")
     )
+
+
+def classify(exc: BaseException, what: str = "The job") -> tuple[str, str]:
+    """``(kind, message)`` with kind ``"user"``, ``"oom"`` or ``"bug"`` (see the module
+    docstring). The message is one line for ``user`` and ``oom``."""
+    if isinstance(exc, GpulabError | BackendError):
+        return "user", user_message(exc)
+    if is_out_of_memory(exc):
+        return "oom", out_of_memory_message(what, exc)
+    if is_user_error(exc):
+        return "user", user_message(exc)
+    return "bug", f"{type(exc).__name__}: {user_message(exc)}"

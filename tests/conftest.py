@@ -88,3 +88,44 @@ def errors(monkeypatch):
     monkeypatch.setattr(MainWindow, "show_error",
                         lambda self, title, summary, details="": calls.append((title, summary, details)))
     return calls
+
+
+@pytest.fixture
+def tab_runner(qtbot):
+    """Drive a :class:`app.tabs.base.ToolTab` to the end, as a user would (GUI tests only).
+
+    ``tab_runner.load(tab, path)`` opens a file on the tab's worker and waits until it is
+    shown; ``tab_runner.run(tab, device="cpu", **params)`` sets the form, presses Run and
+    waits for the result (also through a "too large" re-run), returning ``tab.result``, or
+    ``None`` when the run failed or was cancelled.
+    """
+
+    class TabRunner:
+        def load(self, tab, path, timeout=30000):
+            with qtbot.waitSignal(tab.input_loaded, timeout=timeout):
+                assert tab.open_file(path), f"{tab.title} did not start loading {path}"
+            return tab.data
+
+        def run(self, tab, *, device="cpu", timeout=120000, **params):
+            if params:
+                tab.form.set_values(params)
+            ended = []
+            handlers = [(tab.result_shown, lambda: ended.append("result")),
+                        (tab.runner.failed, lambda *_: ended.append("failed")),
+                        (tab.runner.cancelled, lambda: ended.append("cancelled"))]
+            for sig, fn in handlers:
+                sig.connect(fn)
+            try:
+                if not tab.run(device=device):
+                    return None
+                qtbot.waitUntil(lambda: bool(ended) and not tab.runner.is_running(), timeout=timeout)
+                qtbot.wait(10)  # a "too large" re-run starts from the event loop
+                if tab.runner.is_running():
+                    qtbot.waitUntil(lambda: ended[-1] == "result" and not tab.runner.is_running(),
+                                    timeout=timeout)
+            finally:
+                for sig, fn in handlers:
+                    sig.disconnect(fn)
+            return tab.result if ended and ended[-1] == "result" else None
+
+    return TabRunner()

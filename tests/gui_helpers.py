@@ -1,18 +1,26 @@
-"""Fake tabs and jobs for the GUI tests (no GPU, no real tool needed)."""
+"""Fake tools, tabs and jobs for the GUI tests (no GPU, no real tool needed).
+
+``SlowTab`` is a complete :class:`~app.tabs.base.ToolTab` over a small fake tool whose
+parameters cover every kind of form field.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox
+from PySide6.QtWidgets import QLabel
 
 from app.errors import UserError
 from app.io.atomic import atomic_write
 from app.tabs.base import ToolTab
+from app.tools import Export, Param, ParamSet, Tool
+from gpu_kernels.errors import InputError
 
 
-def slow_write(out: Path, steps: int = 20, delay: float = 0.01, *, progress):
+# ----------------------------------------------------------------------------- jobs
+def slow_write(out: Path, steps: int = 20, delay: float = 0.01, *, device=None, progress):
     """Writes ``steps`` lines to ``out`` (atomically), reporting after each."""
     with atomic_write(out, "w") as f:
         for i in range(steps):
@@ -23,12 +31,12 @@ def slow_write(out: Path, steps: int = 20, delay: float = 0.01, *, progress):
     return out
 
 
-def failing_job(message: str = "kaboom", *, progress):
+def failing_job(message: str = "kaboom", *, device=None, progress):
     progress.update(0.1, "about to fail")
     raise RuntimeError(message)
 
 
-def user_error_job(*, progress):
+def user_error_job(*, device=None, progress):
     raise UserError("the file has no faces; give a mesh, not a point cloud")
 
 
@@ -36,65 +44,105 @@ class OutOfMemoryError(Exception):
     """Named like cupy.cuda.memory.OutOfMemoryError."""
 
 
-def oom_job(*, progress):
+def oom_job(*, device=None, progress):
     raise OutOfMemoryError("Out of memory allocating 12,884,901,888 bytes")
 
 
-def stubborn_job(seconds: float, *, progress):
+def stubborn_job(seconds: float, *, device=None, progress):
     """Ignores Cancel for ``seconds`` (like one long library call)."""
     time.sleep(seconds)
     return "done"
 
 
+# ----------------------------------------------------------------------------- a fake tool
+@dataclass
+class SlowData:
+    path: Path
+    text: str
+
+    @property
+    def name(self):
+        return self.path.name
+
+
+@dataclass
+class SlowResult:
+    data: SlowData
+    params: dict
+    device: str
+    steps_done: int
+
+
+def load_slow(path, *, progress=None):
+    text = Path(path).read_text()
+    if text == "bad":
+        raise InputError("not a slow file")
+    return SlowData(Path(path), text)
+
+
+def run_slow(data, params, *, device, progress):
+    p = SLOW_PARAMS.validate(params)
+    for i in range(p["steps"]):
+        time.sleep(p["delay"])
+        progress.update((i + 1) / p["steps"], f"step {i + 1} of {p['steps']}")
+    return SlowResult(data, p, device.label, p["steps"])
+
+
+def write_txt(result, path):
+    with atomic_write(path, "w") as f:
+        f.write(f"result: {result.steps_done} steps on {result.device}\n")
+    return [Path(path)]
+
+
+SLOW_PARAMS = ParamSet([
+    Param("steps", int, 20, "Steps", "number of steps", minimum=1, maximum=100000),
+    Param("scale", float, 0.5, "Scale", "a scale", minimum=0, maximum=10, auto=True, typical=0.5),
+    Param("method", str, "gpu-sym", "Method", "a method", choices=("gpu-sym", "gpu", "cpu")),
+    Param("edges", bool, False, "Edges", "draw edges"),
+    Param("name", str, "abc", "Name", "a name"),
+    Param("limit", int, None, "Limit", "an optional limit", minimum=1, maximum=10**6, optional=True),
+    Param("delay", float, 0.0, "Delay", "seconds per step", minimum=0, maximum=1, advanced=True, decimals=3),
+])
+
+SLOW_TOOL = Tool(name="slow", title="Slow tool", key="slow", description="A fake tool for the tests.",
+                 params=SLOW_PARAMS, load=load_slow, run=run_slow,
+                 summary=lambda r: [f"{r.data.name}", f"  {r.steps_done} steps"],
+                 exports=(Export("txt", "Text", (".txt",), write_txt),),
+                 input_extensions=(".slow", ".slw.gz"), input_kind="Slow files")
+
+
 class SlowTab(ToolTab):
-    title = "Slow tool"
-    settings_key = "slow"
-    file_extensions = (".slow", ".slw.gz")
-    file_kind = "Slow files"
+    tool = SLOW_TOOL
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        form = QFormLayout(self)
-        self.steps = QSpinBox()
-        self.steps.setRange(1, 100000)
-        self.steps.setValue(20)
-        self.scale = QDoubleSpinBox()
-        self.scale.setRange(0, 10)
-        self.scale.setValue(0.5)
-        self.method = QComboBox()
-        self.method.addItems(["gpu-sym", "gpu", "cpu"])
-        self.edges = QCheckBox("Edges")
-        self.name = QLineEdit("abc")
-        for label, w in [("Steps", self.steps), ("Scale", self.scale), ("Method", self.method),
-                         ("", self.edges), ("Name", self.name)]:
-            form.addRow(label, w)
-        self.param_widgets = {"steps": self.steps, "scale": self.scale, "method": self.method,
-                              "edges": self.edges, "name": self.name}
+    def __init__(self, parent=None, *, host=None):
+        super().__init__(parent, host=host)
         self.opened: list[Path] = []
-        self.result = None
-        self.runner.finished.connect(self._on_result)
+        self.shown: list = []
 
-    def open_file(self, path):
-        if Path(path).read_text() == "bad":
-            raise UserError("not a slow file")
-        self.opened.append(Path(path))
+    def build_view(self):
+        return QLabel("slow view")
 
-    def _on_result(self, result):
-        self.result = result
-        self.result_changed.emit()
+    def show_input(self, data):
+        self.opened.append(data.path)
 
-    def can_save(self):
-        return self.result is not None
+    def show_result(self, result):
+        self.shown.append(result)
 
-    def save_result(self, path):
-        with atomic_write(path, "w") as f:
-            f.write(f"result: {self.result}\n")
 
-    def result_filters(self):
-        return "Text (*.txt)"
+OTHER_TOOL = Tool(name="other", title="Other tool", key="other", description="Another fake tool.",
+                  params=ParamSet([Param("n", int, 1, "N", "n", minimum=0, maximum=9)]),
+                  load=load_slow, run=lambda data, params, *, device, progress: data,
+                  summary=lambda r: [], input_extensions=(".oth",), input_kind="Other files")
 
 
 class OtherTab(ToolTab):
-    title = "Other tool"
-    settings_key = "other"
-    file_extensions = (".oth",)
+    tool = OTHER_TOOL
+
+    def build_view(self):
+        return QLabel("other view")
+
+    def show_input(self, data):
+        pass
+
+    def show_result(self, result):
+        pass

@@ -1,55 +1,33 @@
 """Headless ``gpulab`` subcommands.
 
-Each module named in :data:`COMMAND_MODULES` provides::
+Each command module provides::
 
-    def register(subparsers) -> None:
-        parser = subparsers.add_parser("name", help="...")
-        ...                                # add its options, e.g. common.add_device_arg(parser)
-        parser.set_defaults(func=run)
-
+    def register(subparsers) -> None:     # adds its parser; parser.set_defaults(func=run)
     def run(args) -> int: ...             # exit status; raise UserError & co for clear errors
 
-Modules are imported lazily; a module that does not exist yet is skipped, so the
-command line keeps working while a tab's issue is being built.
+A tool's command module also has ``TOOL`` (its :class:`app.tools.base.Tool`) and maps only
+its inputs and outputs: parameters, device, progress, checks and writing are in
+:mod:`app.commands.common`. The subcommands follow :data:`app.tools.TOOLS`.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
 from types import ModuleType
 
-__all__ = ["COMMAND_MODULES", "load_command_modules", "import_optional"]
+from ..tools import TOOLS
+from . import demo, info, mesh_seg
 
-log = logging.getLogger(__name__)
+__all__ = ["command_modules", "TOOL_COMMANDS", "GENERAL_COMMANDS"]
 
-COMMAND_MODULES: list[str] = [
-    "app.commands.info",
-    "app.commands.demo",
-    "app.commands.mesh_seg",
-]
-
-
-def import_optional(name: str) -> ModuleType | None:
-    """Import module ``name``; ``None`` if that very module does not exist.
-
-    An ImportError raised *inside* the module (a missing dependency, a typo) is not
-    hidden: it propagates.
-    """
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            log.debug("command module %s is not available yet", name)
-            return None
-        raise
+#: the command module of each tool, by tool name (each module's ``TOOL`` says which)
+TOOL_COMMANDS: dict[str, ModuleType] = {m.TOOL.name: m for m in (mesh_seg,)}
+#: commands that belong to no single tool, listed first
+GENERAL_COMMANDS: tuple[ModuleType, ...] = (info, demo)
 
 
-def load_command_modules(names: list[str] | None = None) -> list[ModuleType]:
-    """The available command modules, in order."""
-    mods = []
-    for name in COMMAND_MODULES if names is None else names:
-        mod = import_optional(name)
-        if mod is not None:
-            mods.append(mod)
-    return mods
+def command_modules() -> list[ModuleType]:
+    """Every command module: the general ones, then one per tool in :data:`app.tools.TOOLS` order."""
+    missing = [t.name for t in TOOLS if t.name not in TOOL_COMMANDS]
+    if missing:
+        raise RuntimeError(f"tools without a command module: {', '.join(missing)}")
+    return [*GENERAL_COMMANDS, *(TOOL_COMMANDS[t.name] for t in TOOLS)]

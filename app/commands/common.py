@@ -1,19 +1,44 @@
-"""Helpers shared by every ``gpulab`` subcommand: ``--device``, progress output."""
+"""Helpers shared by every ``gpulab`` subcommand: the tool parser, ``--device``, output
+checks before any work, atomic multi-file output, progress and the run itself.
+
+A tool's command module only maps its positional inputs and output options onto the
+tool (``app.tools.<tool>``); everything else is here.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import pathlib
+import shutil
 import sys
+import textwrap
 import threading
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
-from gpu_kernels.backend import ENV_VAR, Backend, set_default_device
+from gpu_kernels.backend import ENV_VAR, Backend, get_backend
+from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import Progress
 
-__all__ = ["add_device_arg", "cli_progress", "select_device", "end_progress_line", "DEVICE_HELP"]
+from ..errors import UserError
+from ..tools.base import Export, Tool
+
+__all__ = [
+    "add_device_arg",
+    "add_tool_parser",
+    "cli_progress",
+    "select_device",
+    "end_progress_line",
+    "check_outputs",
+    "write_outputs",
+    "run_tool",
+    "prepare",
+    "finish",
+    "DEVICE_HELP",
+]
 
 log = logging.getLogger(__name__)
 
@@ -23,22 +48,150 @@ DEVICE_HELP = (
 )
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument as one line, ``gpulab: error: ...`` (exit 2),
+    without the usage block; ``--help`` still shows the usage."""
+
+    def error(self, message: str):  # noqa: D102
+        words = (self.prog or "gpulab").split()
+        where = f"{' '.join(words[1:])}: " if len(words) > 1 else ""
+        raise UserError(f"{where}{message} (see '{' '.join(words)} --help')")
+
+
 def add_device_arg(parser: argparse.ArgumentParser) -> None:
     """Add ``--device cpu|cuda|cuda:N|auto`` to ``parser`` (stored in ``args.device``)."""
     parser.add_argument("--device", metavar="DEVICE", default=None, help=DEVICE_HELP)
 
 
-def select_device(args: argparse.Namespace) -> Backend:
-    """Make the device asked for on the command line the process default.
+def add_tool_parser(subparsers, tool: Tool, *, help: str, description: str, epilog: str = ""):
+    """A subcommand for ``tool``: its description, every parameter flag from the tool's
+    :class:`~app.tools.params.ParamSet` (and ``--params FILE``), ``--save-params``,
+    ``--device`` and ``--quiet``. The command adds its inputs and outputs."""
+    p = subparsers.add_parser(
+        tool.name, help=help, description=textwrap.fill(description, 78), epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    tool.params.add_arguments(p)
+    p.add_argument("--save-params", metavar="FILE", type=pathlib.Path, default=None,
+                   help="also write the parameters used as a JSON preset (for --params, the window, batch)")
+    add_device_arg(p)
+    p.add_argument("--quiet", "-q", action="store_true", help="do not print progress")
+    return p
 
-    Looks at ``args.device`` (the subcommand's ``--device``), then the global
-    ``gpulab --device``, then ``GPULAB_DEVICE``, then auto. Raises
-    :class:`~gpu_kernels.backend.BackendError` (one clear line) if it cannot be used.
+
+def prepare(tool: Tool, args: argparse.Namespace) -> tuple[dict, Backend]:
+    """The validated parameters (defaults, ``--params``, flags) and the device, after the
+    tool's fast checks: everything that can fail before the input is read."""
+    params = tool.params.from_args(args, tool=tool.name)
+    be = select_device(args)
+    if tool.check is not None:
+        tool.check(params, be)
+    return params, be
+
+
+def select_device(args: argparse.Namespace) -> Backend:
+    """The device asked for on the command line: ``args.device`` (the subcommand's
+    ``--device``), then the global ``gpulab --device``, then ``GPULAB_DEVICE``, then auto.
+
+    Raises :class:`~gpu_kernels.backend.BackendError` (one clear line) if it cannot be used.
+    The backend is passed to the tool explicitly; the process default is left alone.
     """
     spec = getattr(args, "device", None) or getattr(args, "global_device", None)
-    be = set_default_device(spec)
+    be = get_backend(spec)
     log.info("compute device: %s", be.label)
     return be
+
+
+# --------------------------------------------------------------------------- outputs
+def check_outputs(inputs: Sequence[pathlib.Path], outputs: Sequence[tuple[str, pathlib.Path, Export]]) -> None:
+    """Check every output before any work: the extension fits the export, the folder exists
+    and is writable, no two outputs share a name, no output overwrites an input.
+
+    ``outputs`` holds ``(option, path, export)``; raises :class:`UserError` naming the option.
+    """
+    seen: dict[pathlib.Path, str] = {}
+    ins = {pathlib.Path(p).resolve(): p for p in inputs if pathlib.Path(p).exists()}
+    for opt, path, exp in outputs:
+        path = pathlib.Path(path)
+        if not exp.folder:
+            if not any(path.name.lower().endswith(e) for e in exp.extensions):
+                raise UserError(f"{opt} {path}: {exp.label.lower()} is written as "
+                                f"{' or '.join(exp.extensions)}; give a name ending in {exp.extensions[0]}")
+            if path.is_dir():
+                raise UserError(f"{opt} {path}: is a folder; give a file name")
+            parent = path.parent if str(path.parent) else pathlib.Path(".")
+            if not parent.is_dir():
+                raise UserError(f"{opt} {path}: the folder {parent} does not exist")
+            if not os.access(parent, os.W_OK):
+                raise UserError(f"{opt} {path}: the folder {parent} is not writable")
+        if exp.check is not None:
+            try:
+                exp.check(path)
+            except Exception as exc:  # noqa: BLE001
+                from ..errors import user_message
+
+                raise UserError(f"{opt}: {user_message(exc)}") from None
+        r = path.resolve()
+        if r in seen:
+            raise UserError(f"{seen[r]} and {opt} name the same file ({path}); give two different names")
+        if r in ins:
+            raise UserError(f"{opt} {path}: the output would overwrite the input; choose another name")
+        seen[r] = opt
+
+
+def write_outputs(result, outputs: Sequence[tuple[pathlib.Path, Export, dict]]) -> list[pathlib.Path]:
+    """Write every output (each atomically); if one fails, remove those this call created."""
+    created: list[tuple[pathlib.Path, bool]] = []
+    written: list[pathlib.Path] = []
+    try:
+        for path, exp, opts in outputs:
+            path = pathlib.Path(path)
+            created.append((path, path.exists()))
+            written += exp.write(result, path, **opts)
+    except BaseException:
+        for p, existed in created:
+            if existed:
+                continue
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def run_tool(tool: Tool, data, params: dict, *, device: Backend, progress: Progress, quiet: bool = False):
+    """Run ``tool`` headless: print its size advice as a note, and turn a
+    :class:`TooLargeError` into one line that names the flag that fixes it."""
+    if tool.advise is not None and not quiet:
+        adv = tool.advise(data, params, device)
+        if adv is not None:
+            hint = ""
+            if adv.parameter and adv.parameter in tool.params:
+                hint = f" ({tool.params[adv.parameter].option} {adv.suggested_size})"
+            end_progress_line()
+            print(f"gpulab: note: {adv.user_message}{hint}", file=sys.stderr)
+    try:
+        return tool.run(data, params, device=device, progress=progress)
+    except TooLargeError as exc:
+        end_progress_line()
+        msg = exc.user_message
+        if exc.parameter and exc.parameter in tool.params and exc.max_size > 0:
+            flag = tool.params[exc.parameter].option
+            if flag not in msg:
+                msg += f"; rerun with {flag} {exc.suggested_size}"
+        raise UserError(msg) from None
+
+
+def finish(tool: Tool, result, written: Sequence[pathlib.Path], args) -> int:
+    """Print the summary and what was written; save ``--save-params``."""
+    lines = list(tool.summary(result))
+    if getattr(args, "save_params", None) is not None:
+        tool.params.save_json(args.save_params, result.params, tool=tool.name)
+        written = [*written, args.save_params]
+    lines += [f"wrote {p}" for p in written]
+    print("\n".join(lines))
+    sys.stdout.flush()
+    return 0
 
 
 # --------------------------------------------------------------------------- progress

@@ -1,12 +1,7 @@
-"""``gpulab demo --out DIR``: run every tool's pipeline headless on the bundled samples.
+"""``gpulab demo --out DIR``: run every tool headless on its bundled samples.
 
-Writes ``DIR/device_report.txt`` and, for every demo in :data:`DEMOS`, its results and a
-PNG picture of them. Each tool's command module contributes one function::
-
-    def demo(out_dir: pathlib.Path, progress: gpu_kernels.jobs.Progress) -> list[pathlib.Path]:
-        '''Run on the bundled sample(s); write results + a PNG into out_dir; return the paths.'''
-
-and names it here as ``"module:function"``. A module that does not exist yet is skipped.
+Writes ``DIR/device_report.txt`` and, per tool in :data:`app.tools.TOOLS`, its results and
+a PNG picture of them under ``DIR/<tool key>/`` (each tool's ``demo`` function).
 """
 
 from __future__ import annotations
@@ -18,24 +13,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gpu_kernels.backend import device_report
+from gpu_kernels.backend import Backend, device_report
 from gpu_kernels.jobs import Cancelled, Progress
 
-from ..errors import UserError, is_user_error, user_message
+from ..errors import UserError, classify
 from ..io.atomic import atomic_write
-from . import import_optional
+from ..tools import TOOLS
 from .common import add_device_arg, cli_progress, end_progress_line, select_device
 
-__all__ = ["DEMOS", "register", "run", "resolve_demos", "run_demos"]
+__all__ = ["register", "run", "run_demos"]
 
 log = logging.getLogger(__name__)
-
-#: ``"module:function"`` of every demo, in tab order.
-DEMOS: list[str] = [
-    "app.commands.mesh_seg:demo",
-]
-
-DemoFn = Callable[[Path, Progress], list[Path]]
 
 
 def register(subparsers) -> None:
@@ -50,29 +38,17 @@ def register(subparsers) -> None:
     parser.add_argument("--out", "-o", metavar="DIR", type=Path, default=Path("demo-out"),
                         help="output folder, created if missing (default: ./demo-out)")
     parser.add_argument("--only", metavar="NAME", action="append", default=None,
-                        help="run only demos whose name contains NAME (repeatable)")
+                        help="run only the tools whose name contains NAME (repeatable): "
+                             + ", ".join(t.name for t in TOOLS))
     parser.add_argument("--quiet", "-q", action="store_true", help="do not print progress")
     add_device_arg(parser)
     parser.set_defaults(func=run)
 
 
-def resolve_demos(names: list[str] | None = None) -> tuple[list[tuple[str, DemoFn]], list[str]]:
-    """Import the demo functions. Returns ``(available, skipped)``."""
-    available, skipped = [], []
-    for spec in DEMOS if names is None else names:
-        mod_name, _, fn_name = spec.partition(":")
-        mod = import_optional(mod_name)
-        fn = getattr(mod, fn_name or "demo", None) if mod is not None else None
-        if fn is None:
-            skipped.append(spec)
-        else:
-            available.append((spec, fn))
-    return available, skipped
-
-
-def run_demos(out_dir: Path, progress: Progress, *, only: list[str] | None = None,
-              device=None, log_line: Callable[[str], None] = print) -> tuple[list[Path], list[str]]:
-    """Write the device report and run the demos. Returns ``(written, failures)``."""
+def run_demos(out_dir: Path, progress: Progress, *, device: Backend, only: list[str] | None = None,
+              log_line: Callable[[str], None] = print) -> tuple[list[Path], list[str]]:
+    """Write the device report and run each tool's demo on ``device``.
+    Returns ``(written, failures)``; one failing demo does not stop the others."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir}: a file has that name; give a folder")
@@ -83,33 +59,29 @@ def run_demos(out_dir: Path, progress: Progress, *, only: list[str] | None = Non
         f.write(device_report(device) + "\n")
     written.append(report)
     log_line(f"wrote {report}")
-
-    demos, skipped = resolve_demos()
-    if only:
-        demos = [(s, fn) for s, fn in demos if any(o in s for o in only)]
-    for spec in skipped:
-        log_line(f"skipped {spec}: not available yet")
+    tools = [t for t in TOOLS if t.demo is not None and (not only or any(o in t.name for o in only))]
     failures: list[str] = []
-    n = max(len(demos), 1)
-    for i, (spec, fn) in enumerate(demos):
-        sub = progress.sub(i / n, (i + 1) / n, prefix=spec.split(":")[0].rsplit(".", 1)[-1])
+    n = max(len(tools), 1)
+    for i, tool in enumerate(tools):
+        sub = progress.sub(i / n, (i + 1) / n, prefix=tool.name)
         t0 = time.perf_counter()
         try:
-            paths = fn(out_dir, sub) or []
+            paths = tool.demo(out_dir / tool.key, device=device, progress=sub) or []
         except Cancelled:
             raise
         except Exception as exc:  # keep going: one broken demo must not hide the others
             end_progress_line()
-            msg = user_message(exc) if is_user_error(exc) else f"{type(exc).__name__}: {exc}"
-            failures.append(f"{spec}: {msg}")
-            log.exception("demo %s failed", spec)
-            log_line(f"FAILED {spec}: {msg}")
+            kind, msg = classify(exc, f"the {tool.name} demo")
+            failures.append(f"{tool.name}: {msg}")
+            if kind == "bug":
+                log.exception("demo %s failed", tool.name)
+            log_line(f"FAILED {tool.name}: {msg}")
             continue
         end_progress_line()
         for p in paths:
             written.append(Path(p))
             log_line(f"wrote {p}")
-        log_line(f"{spec}: {len(paths)} file(s) in {time.perf_counter() - t0:.1f} s")
+        log_line(f"{tool.name}: {len(paths)} file(s) in {time.perf_counter() - t0:.1f} s")
     return written, failures
 
 

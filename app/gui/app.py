@@ -47,7 +47,7 @@ def run_gui(args: argparse.Namespace) -> int:
     from .main_window import MainWindow
 
     app = make_app()
-    win = MainWindow()
+    win = MainWindow(device=getattr(args, "global_device", None))
     win.show()
     for f in args.files:
         win.open_path(Path(f))
@@ -73,7 +73,7 @@ def run_gui(args: argparse.Namespace) -> int:
             print(f"gpulab: {tab.title} has nothing to run", file=sys.stderr)
     if args.screenshot is not None:
         def grab():
-            from .capture import save_widget_png
+            from ..ui.capture import save_widget_png
 
             try:
                 save_widget_png(win, args.screenshot)
@@ -85,15 +85,17 @@ def run_gui(args: argparse.Namespace) -> int:
 
         delay = max(0, args.screenshot_delay)
         if started:
-            runner = win.current_tab().runner
+            tab = win.current_tab()
+            once = {"done": False}
 
-            def after_job(running: bool) -> None:
-                if not running:
+            def after_job(*_a) -> None:
+                if not once["done"]:
+                    once["done"] = True
                     QTimer.singleShot(delay, win, grab)
 
-            runner.running_changed.connect(after_job)
-            if not runner.is_running():  # finished already
-                QTimer.singleShot(delay, win, grab)
+            tab.result_shown.connect(after_job)      # loading, then the run, then the result
+            tab.runner.failed.connect(after_job)
+            tab.runner.cancelled.connect(after_job)
         else:
             QTimer.singleShot(delay, win, grab)
     if args.quit_after is not None:

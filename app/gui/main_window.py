@@ -23,15 +23,15 @@ from PySide6.QtWidgets import (
 from gpu_kernels import backend
 from gpu_kernels.backend import BackendError
 
-from ..errors import is_user_error, user_message
-from ..tabs import load_tab_classes
+from .. import tabs as _tabs
+from ..errors import classify
 from ..tabs.base import ToolTab
-from ..worker import JobRunner
+from ..ui.capture import save_widget_png
+from ..ui.settings import make_settings
+from ..ui.worker import JobRunner
 from .about import AboutDialog, device_description
-from .capture import save_widget_png
 from .icons import app_icon
 from .log_panel import LogPanel
-from .settings import make_settings
 
 __all__ = ["MainWindow", "MAX_RECENT"]
 
@@ -40,26 +40,29 @@ log = logging.getLogger(__name__)
 MAX_RECENT = 10
 
 
-def _expected(exc: BaseException) -> bool:
-    """Errors whose one-line message says it all (no traceback in the dialog)."""
-    return is_user_error(exc) or isinstance(exc, ValueError) or (isinstance(exc, OSError) and bool(exc.filename))
-
-
 class MainWindow(QMainWindow):
     """gpulab's window.
 
     Parameters
     ----------
     tab_classes : list of ToolTab subclasses, optional
-        Defaults to :func:`app.tabs.load_tab_classes` (the five tools, in order).
+        Defaults to :func:`app.tabs.tab_classes` (one per tool of :data:`app.tools.TOOLS`).
     settings : QSettings, optional
-        Defaults to :func:`app.gui.settings.make_settings`.
+        Defaults to :func:`app.ui.settings.make_settings`.
+    device : str, optional
+        The compute device for new jobs (``cpu``, ``cuda:N``; None = auto). The Compute menu
+        changes it; every job gets it explicitly (the process default is never changed).
+
+    The window is each tab's :class:`~app.tabs.base.TabHost`: tabs call
+    :meth:`show_error`, :meth:`device_spec` and :meth:`file_opened`.
     """
 
     def __init__(self, tab_classes: list[type[ToolTab]] | None = None,
-                 settings: QSettings | None = None, parent: QWidget | None = None):
+                 settings: QSettings | None = None, parent: QWidget | None = None, *,
+                 device: str | None = None):
         super().__init__(parent)
         self.settings = settings if settings is not None else make_settings()
+        self._device_spec: str | None = None if device in (None, "", "auto") else device
         self.setWindowTitle("gpulab")
         self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
@@ -73,13 +76,11 @@ class MainWindow(QMainWindow):
         self.tab_widget.setDocumentMode(True)
         self.tab_widget.setObjectName("tools")
         self.tabs: list[ToolTab] = []
-        for cls in load_tab_classes() if tab_classes is None else tab_classes:
-            tab = cls(self.tab_widget)
+        for cls in _tabs.tab_classes() if tab_classes is None else tab_classes:
+            tab = cls(self.tab_widget, host=self)
             self.tabs.append(tab)
             self.tab_widget.addTab(tab, tab.title)
-            self._connect_tab(tab)
         self.setCentralWidget(self.tab_widget)
-        self.tab_widget.currentChanged.connect(lambda _i: self._update_actions())
 
         # log panel
         self.log_panel = LogPanel(self)
@@ -89,20 +90,22 @@ class MainWindow(QMainWindow):
 
         self._build_status_bar()
         self._build_menus()
+        for tab in self.tabs:
+            self._connect_tab(tab)
+        self.tab_widget.currentChanged.connect(lambda _i: self._update_actions())
         self._default_size()
         self._restore_settings()
         self._update_actions()
         self.refresh_device()
-        log.info("gpulab window ready; compute device %s", backend.get_backend().label)
+        log.info("gpulab window ready; compute device %s", self._backend_label())
 
     # ------------------------------------------------------------------ building
     def _connect_tab(self, tab: ToolTab) -> None:
         r = tab.runner
         r.running_changed.connect(lambda running, r=r: self._on_running_changed(r, running))
         r.progress.connect(lambda f, s, r=r: self._on_progress(r, f, s))
-        r.failed.connect(lambda summary, details, t=tab: self._on_failed(t, summary, details))
+        r.failed.connect(lambda _s, _d, t=tab: self.statusBar().showMessage(f"{t.title}: failed", 8000))
         r.cancelled.connect(lambda t=tab: self.statusBar().showMessage(f"{t.title}: cancelled", 5000))
-        r.finished.connect(lambda _res, t=tab: self.statusBar().showMessage(f"{t.title}: done", 5000))
         tab.status_message.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
         tab.result_changed.connect(self._update_actions)
 
@@ -211,7 +214,8 @@ class MainWindow(QMainWindow):
         return next((t for t in self.tabs if t.handles(path)), None)
 
     def open_path(self, path: str | Path) -> bool:
-        """Open ``path`` in the tab that handles it. Errors go to :meth:`show_error`."""
+        """Open ``path`` in the tab that handles it; the tab loads it on its worker thread and
+        reports errors through :meth:`show_error`. Returns whether loading started."""
         path = Path(path)
         tab = self.tab_for_path(path)
         if tab is None:
@@ -226,25 +230,17 @@ class MainWindow(QMainWindow):
             self._remove_recent(path)
             return False
         self.tab_widget.setCurrentWidget(tab)
-        try:
-            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-            try:
-                tab.open_file(path)
-            finally:
-                QApplication.restoreOverrideCursor()
-        except Exception as exc:
-            if _expected(exc):
-                self.show_error("Cannot open file", f"{path.name}: {user_message(exc)}")
-            else:
-                log.error("opening %s failed:\n%s", path, traceback.format_exc().rstrip())
-                self.show_error("Cannot open file",
-                                f"{tab.title} could not open {path.name}: {type(exc).__name__}: {exc}",
-                                traceback.format_exc())
-            return False
+        return bool(tab.open_file(path))
+
+    # -- TabHost ---------------------------------------------------------------------------
+    def device_spec(self) -> str | None:
+        """The device for new jobs (None: auto)."""
+        return self._device_spec
+
+    def file_opened(self, path: Path) -> None:
         self.add_recent(path)
-        log.info("opened %s in %s", path, tab.title)
+        log.info("opened %s", path)
         self._update_actions()
-        return True
 
     def open_filters(self) -> str:
         parts, exts = [], []
@@ -281,8 +277,9 @@ class MainWindow(QMainWindow):
         try:
             tab.save_result(path)
         except Exception as exc:
-            details = "" if _expected(exc) else traceback.format_exc()
-            self.show_error("Cannot save", f"{path.name}: {user_message(exc)}", details)
+            kind, msg = classify(exc, "Saving")
+            self.show_error("Cannot save", f"{Path(path).name}: {msg}",
+                            traceback.format_exc() if kind == "bug" else "")
             return False
         self.statusBar().showMessage(f"Saved {path}", 8000)
         log.info("saved %s", path)
@@ -307,8 +304,9 @@ class MainWindow(QMainWindow):
             else:
                 self.current_tab().export_screenshot(path)
         except Exception as exc:
-            self.show_error("Cannot export screenshot", f"{Path(path).name}: {user_message(exc)}",
-                            "" if _expected(exc) else traceback.format_exc())
+            kind, msg = classify(exc, "The screenshot")
+            self.show_error("Cannot export screenshot", f"{Path(path).name}: {msg}",
+                            traceback.format_exc() if kind == "bug" else "")
             return False
         self.statusBar().showMessage(f"Screenshot saved to {path}", 8000)
         return True
@@ -382,38 +380,47 @@ class MainWindow(QMainWindow):
         current = self.tab_widget.currentIndex()
         for t in self.tabs:
             s = t.samples()
-            if s and self.open_path(s[0]):
+            if s and t.open_file(s[0]):
                 n += 1
         self.tab_widget.setCurrentIndex(current)
         return n
 
     # ------------------------------------------------------------------ device
     def set_device(self, spec: str) -> None:
+        """Use ``spec`` (``auto``, ``cpu``, ``cuda:N``) for the jobs started from now on."""
         if any(t.runner.is_running() for t in self.tabs):
             self.show_error("Device not changed", "Wait for the running job to finish or cancel it first.")
             self.refresh_device()
             return
+        new = None if spec in (None, "", "auto") else spec
         try:
-            backend.set_default_device(None if spec == "auto" else spec)
+            backend.get_backend(new)
         except BackendError as exc:
             self.show_error("Cannot use that device", str(exc))
+        else:
+            self._device_spec = new
+            log.info("compute device for new jobs: %s", self._backend_label())
         self.refresh_device()
 
-    def refresh_device(self) -> None:
-        spec = backend._default_spec
+    def _backend_label(self) -> str:
         try:
-            be = backend.get_backend()
+            return backend.get_backend(self._device_spec).label
+        except BackendError as exc:
+            return f"device error: {exc}"
+
+    def refresh_device(self) -> None:
+        spec = self._device_spec
+        try:
+            be = backend.get_backend(spec)
             info = backend.device_info(be)
             text = device_description(info) if info["backend"] == "cuda" else "CPU (NumPy)"
             short = info["label"]
         except BackendError as exc:
             text = short = f"device error: {exc}"
         self.device_label.setText(short)
-        self.device_label.setToolTip(f"Compute device: {text}")
-        key = spec if spec in self.device_actions else ("auto" if spec in (None, "", "auto") else None)
-        if key is None:
-            kind, idx = backend.parse_device(spec)
-            key = f"cuda:{idx}" if kind == "cuda" else kind
+        self.device_label.setToolTip(f"Compute device for new jobs: {text}")
+        kind, idx = backend.parse_device(spec)
+        key = f"cuda:{idx}" if kind == "cuda" else kind
         if key in self.device_actions:
             self.device_actions[key].setChecked(True)
 
@@ -446,10 +453,6 @@ class MainWindow(QMainWindow):
         self.progress_bar.setValue(int(round(1000 * fraction)))
         self.stage_label.setText(f"{runner.name}: {stage}" if stage else runner.name)
 
-    def _on_failed(self, tab: ToolTab, summary: str, details: str) -> None:
-        self.statusBar().showMessage(f"{tab.title}: failed", 8000)
-        self.show_error(f"{tab.title} failed", summary, details)
-
     @Slot()
     def cancel_job(self) -> None:
         """Cancel the current tab's job, or else the job shown in the status bar."""
@@ -477,20 +480,14 @@ class MainWindow(QMainWindow):
         box.open()
 
     def show_about(self) -> AboutDialog:
-        self._about = AboutDialog(self)
+        self._about = AboutDialog(self, device=self._device_spec)
         self._about.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self._about.open()
         return self._about
 
     def _update_actions(self) -> None:
         tab = self.current_tab()
-        if tab is None or not hasattr(self, "act_save"):
-            return
-        try:
-            can = bool(tab.can_save())
-        except Exception:
-            can = False
-        self.act_save.setEnabled(can)
+        self.act_save.setEnabled(tab is not None and bool(tab.can_save()))
 
     # ------------------------------------------------------------------ settings
     def _restore_settings(self) -> None:

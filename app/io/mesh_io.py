@@ -28,13 +28,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.errors import UserError
 from app.io.atomic import atomic_output_dir, atomic_write
+from gpu_kernels.errors import InputError
 
 __all__ = [
     "MeshIOError",
     "MESH_EXTENSIONS",
     "check_output_path",
+    "check_segments_dir",
     "SEGMENT_FORMATS",
     "read_mesh",
     "read_face_colors",
@@ -56,7 +57,7 @@ MESH_EXTENSIONS: tuple[str, ...] = (
 SEGMENT_FORMATS: tuple[str, ...] = ("ply", "obj", "off", "stl")
 
 
-class MeshIOError(UserError):
+class MeshIOError(InputError):
     """A mesh or label file cannot be read or written. The message is one clear line."""
 
 
@@ -489,6 +490,27 @@ def submesh(vertices, faces, mask) -> tuple[np.ndarray, np.ndarray]:
 _SEGMENT_FILE = re.compile(r"segment_\d+\.(ply|obj|off|stl)")
 
 
+def check_segments_dir(directory) -> pathlib.Path:
+    """Check, before any work, that :func:`write_segments` can fill ``directory``: a new
+    folder in a writable folder, an empty one, or one of earlier segment files (replaced)."""
+    directory = pathlib.Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise MeshIOError(f"{directory}: a file has that name; give a folder")
+    if directory.is_dir():
+        foreign = [p.name for p in directory.iterdir() if not _SEGMENT_FILE.fullmatch(p.name)]
+        if foreign:
+            raise MeshIOError(
+                f"{directory}: the folder holds other files ({foreign[0]}, ...); choose a new or "
+                "empty folder (a folder of earlier segment files is replaced)"
+            )
+    parent = directory.parent if str(directory.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise MeshIOError(f"{directory}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise MeshIOError(f"{directory}: the folder {parent} is not writable")
+    return directory
+
+
 def write_segments(
     directory,
     vertices,
@@ -511,19 +533,7 @@ def write_segments(
         raise MeshIOError(f"cannot write {fmt!r} segments (use one of {', '.join(SEGMENT_FORMATS)})")
     v, f = _check_mesh(vertices, faces)
     lab = _check_labels(labels, len(f))
-    directory = pathlib.Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise MeshIOError(f"{directory}: exists and is not a folder")
-    if directory.is_dir():
-        foreign = [p.name for p in directory.iterdir() if not _SEGMENT_FILE.fullmatch(p.name)]
-        if foreign:
-            raise MeshIOError(
-                f"{directory}: the folder holds other files ({foreign[0]}, ...); choose a new or "
-                "empty folder (a folder of earlier segment files is replaced)"
-            )
-    parent = directory.parent if str(directory.parent) else pathlib.Path(".")
-    if not parent.is_dir():
-        raise MeshIOError(f"{directory}: the folder {parent} does not exist")
+    directory = check_segments_dir(directory)
     ids = np.unique(lab)
     col = None
     if colors is not None:

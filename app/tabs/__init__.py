@@ -1,67 +1,26 @@
-"""The window's tabs, in order.
+"""The window's tabs: one per tool in :data:`app.tools.TOOLS`, in that order.
 
-:data:`TAB_CLASSES` names each tab as ``"module:Class"``. A tab whose module does not
-exist yet is replaced by its entry in :data:`FALLBACKS` (a placeholder that says what
-the tab will hold). When a tool's issue lands, replace its placeholder here.
+Each tab class names its tool (``tool = ...``); :func:`tab_classes` pairs them up. Tools that
+have not landed yet show a placeholder (:data:`PLANNED`) after the real tabs.
 """
 
 from __future__ import annotations
 
-import logging
-import traceback
+from ..tools import TOOLS
+from .base import ToolTab
+from .mesh_tab import MeshTab
+from .placeholder import PLANNED, PlaceholderTab
 
-from ..commands import import_optional
+__all__ = ["TAB_CLASSES", "tab_classes", "ToolTab", "PlaceholderTab"]
 
-__all__ = ["TAB_CLASSES", "FALLBACKS", "load_tab_classes", "resolve_tab_class"]
-
-log = logging.getLogger(__name__)
-
-TAB_CLASSES: list[str] = [
-    "app.tabs.mesh_tab:MeshTab",
-    "app.tabs.placeholder:OpticalFlowTab",
-    "app.tabs.placeholder:EchoMotionTab",
-    "app.tabs.placeholder:MultiViewStereoTab",
-    "app.tabs.placeholder:ImageSegmentationTab",
-]
-
-FALLBACKS: dict[str, str] = {
-    "app.tabs.mesh_tab:MeshTab": "app.tabs.placeholder:MeshSegmentationPlaceholder",
-}
+#: the tab class of each tool, by tool name
+TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab,)}
 
 
-def _load(spec: str):
-    mod_name, _, cls_name = spec.partition(":")
-    mod = import_optional(mod_name)
-    if mod is None:
-        return None
-    return getattr(mod, cls_name)
-
-
-def resolve_tab_class(spec: str):
-    """The class for ``spec``, or its placeholder when the module does not exist.
-
-    If the real tab exists but fails to import, the error is logged and the
-    placeholder shows it, so one broken tab does not take the window down.
-    """
-    try:
-        cls = _load(spec)
-    except Exception as exc:  # a bug in a tab module: keep the other tabs usable
-        log.error("could not load tab %s:\n%s", spec, traceback.format_exc().rstrip())
-        fb = FALLBACKS.get(spec)
-        if fb is None:
-            raise
-        base = _load(fb)
-        return type(base.__name__, (base,), {"load_error": f"{type(exc).__name__}: {exc}"})
-    if cls is None:
-        fb = FALLBACKS.get(spec)
-        if fb is None:
-            raise ModuleNotFoundError(f"tab module for {spec} not found and no placeholder is registered")
-        return _load(fb)
-    return cls
-
-
-def load_tab_classes(specs: list[str] | None = None) -> list[type]:
-    """The tab classes in window order."""
-    return [resolve_tab_class(s) for s in (TAB_CLASSES if specs is None else specs)]
-
-
+def tab_classes() -> list[type]:
+    """The tab classes in window order: one per tool, then placeholders for planned tools."""
+    missing = [t.name for t in TOOLS if t.name not in TAB_CLASSES]
+    if missing:
+        raise RuntimeError(f"tools without a tab: {', '.join(missing)}")
+    have = {t.name for t in TOOLS}
+    return [TAB_CLASSES[t.name] for t in TOOLS] + [p for p in PLANNED if p.planned_tool not in have]

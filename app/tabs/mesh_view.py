@@ -11,16 +11,16 @@ picture instead; everything else (the PolyData and its colour array, picking thr
 from __future__ import annotations
 
 import logging
-import os
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QGuiApplication, QImage, QPixmap
+from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
 
-from ..commands.mesh_seg import rasterize, set_default_view, to_polydata
+from ..render.mesh import rasterize, set_default_view, to_polydata
+from ..ui.gl import opengl_status
 
-__all__ = ["MeshView", "opengl_status"]
+__all__ = ["MeshView", "opengl_status"]  # opengl_status re-exported for the tests
 
 log = logging.getLogger(__name__)
 
@@ -28,32 +28,6 @@ NEUTRAL = (205, 205, 200)  # faces before any segmentation
 FUZZY_COLOR = (25, 25, 25)  # "highlight fuzzy faces"
 PICK_COLOR = "#ff1744"
 SOFTWARE_MAX_FACES = 300_000  # above this the static fallback picture is skipped
-
-
-def opengl_status() -> tuple[bool, str]:
-    """Whether Qt can create an OpenGL context here, and why not."""
-    if os.environ.get("GPULAB_NO_OPENGL", "") not in ("", "0"):
-        return False, "GPULAB_NO_OPENGL is set"
-    plat = QGuiApplication.platformName()
-    if plat in ("offscreen", "minimal", "vnc", "linuxfb"):
-        return False, f"the Qt platform '{plat}' has no OpenGL"
-    try:
-        from PySide6.QtGui import QOffscreenSurface, QOpenGLContext
-
-        ctx = QOpenGLContext()
-        if not ctx.create():
-            return False, "no OpenGL context could be created"
-        surf = QOffscreenSurface()
-        surf.create()
-        ok = ctx.makeCurrent(surf)
-        if ok:
-            ctx.doneCurrent()
-        surf.destroy()
-        if not ok:
-            return False, "the OpenGL context cannot be made current"
-    except Exception as exc:  # pragma: no cover - depends on the platform
-        return False, f"OpenGL check failed: {exc}"
-    return True, ""
 
 
 class MeshView(QWidget):

@@ -1,15 +1,19 @@
-"""Tabs for tools whose issue has not landed yet: each says what it will hold."""
+"""Tabs for tools whose issue has not landed yet: each says what it will hold.
+
+A placeholder is not a :class:`~app.tabs.base.ToolTab` (it has no tool), but it offers the
+same interface to the window: nothing to open, run or save.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from .base import ToolTab
+from ..ui.worker import JobRunner
 
 __all__ = [
     "PlaceholderTab",
-    "MeshSegmentationPlaceholder",
+    "PLANNED",
     "OpticalFlowTab",
     "EchoMotionTab",
     "MultiViewStereoTab",
@@ -17,16 +21,24 @@ __all__ = [
 ]
 
 
-class PlaceholderTab(ToolTab):
+class PlaceholderTab(QWidget):
     """Shows the tool's name and a short list of what the tab will hold."""
 
+    title: str = "Tool"
+    settings_key: str = "tool"
+    planned_tool: str = ""
+    file_extensions: tuple[str, ...] = ()
     summary: str = ""
     planned: tuple[str, ...] = ()
-    #: set when the real tab exists but failed to import (shown to the user)
-    load_error: str = ""
 
-    def __init__(self, parent: QWidget | None = None):
+    status_message = Signal(str)
+    result_changed = Signal()
+    input_loaded = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None, *, host=None):
         super().__init__(parent)
+        self.host = host
+        self.runner = JobRunner(self, name=self.title)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(32, 48, 32, 32)
         card = QFrame()
@@ -48,8 +60,6 @@ class PlaceholderTab(ToolTab):
         body = QLabel(
             f"<p>{self.summary}</p>"
             f"<p><b>Coming in this tab:</b></p><ul>{items}</ul>"
-            + (f"<p style='color:#b00020'><b>This tab failed to load:</b> {self.load_error}</p>"
-               if self.load_error else "")
         )
         body.setObjectName("placeholder-body")
         body.setWordWrap(True)
@@ -64,21 +74,53 @@ class PlaceholderTab(ToolTab):
         outer.addStretch(1)
         self.description_label = body
 
+    # the window's tab interface: nothing to open, run or save
+    def handles(self, path) -> bool:
+        return False
 
-class MeshSegmentationPlaceholder(PlaceholderTab):
-    title = "Mesh segmentation"
-    settings_key = "mesh"
-    summary = "Segments a triangle mesh into meaningful parts (Katz-Tal fuzzy clustering on the GPU)."
-    planned = (
-        "Open a mesh (PLY, OBJ, OFF, STL, ...) or a bundled sample",
-        "Parameters: number of parts (or auto), delta, convex weight, fuzzy band, APSP method",
-        "All-pairs shortest paths on the face graph with tiled Floyd-Warshall on the GPU",
-        "A 3-D view of the coloured parts, a legend, and per-face memberships on click",
-        "Export of the coloured PLY, .seg labels and one mesh per part",
-    )
+    def open_filter(self) -> str:
+        return ""
+
+    def open_file(self, path) -> bool:
+        return False
+
+    def samples(self) -> list:
+        return []
+
+    def can_save(self) -> bool:
+        return False
+
+    def result_filters(self) -> str:
+        return ""
+
+    def save_result(self, path, export=None):
+        from ..errors import UserError
+
+        raise UserError(f"the {self.title} tab has no result to save")
+
+    def run_default(self) -> bool:
+        return False
+
+    def save_settings(self, settings) -> None:
+        pass
+
+    def restore_settings(self, settings) -> None:
+        pass
+
+    def screenshot_widget(self) -> QWidget:
+        return self
+
+    def export_screenshot(self, path) -> None:
+        from ..ui.capture import save_widget_png
+
+        save_widget_png(self, path)
+
+    def shutdown(self, timeout_ms: int = 5000) -> bool:
+        return True
 
 
 class OpticalFlowTab(PlaceholderTab):
+    planned_tool = "flow"
     title = "Optical flow"
     settings_key = "flow"
     summary = "Dense motion between two frames or along a video, computed on the GPU."
@@ -91,6 +133,7 @@ class OpticalFlowTab(PlaceholderTab):
 
 
 class EchoMotionTab(PlaceholderTab):
+    planned_tool = "echo"
     title = "Echo motion"
     settings_key = "echo"
     summary = "Tracks tissue motion in echocardiography sequences."
@@ -103,6 +146,7 @@ class EchoMotionTab(PlaceholderTab):
 
 
 class MultiViewStereoTab(PlaceholderTab):
+    planned_tool = "mvs"
     title = "Multi-view stereo"
     settings_key = "mvs"
     summary = "Reconstructs depth maps and a point cloud from calibrated photographs."
@@ -115,6 +159,7 @@ class MultiViewStereoTab(PlaceholderTab):
 
 
 class ImageSegmentationTab(PlaceholderTab):
+    planned_tool = "imseg"
     title = "Image segmentation"
     settings_key = "imgseg"
     summary = "Splits an image into regions, interactively or automatically."
@@ -124,3 +169,6 @@ class ImageSegmentationTab(PlaceholderTab):
         "Label overlay with adjustable opacity",
         "Export of the label image",
     )
+
+
+PLANNED: tuple[type[PlaceholderTab], ...] = (OpticalFlowTab, EchoMotionTab, MultiViewStereoTab, ImageSegmentationTab)

@@ -1,15 +1,17 @@
 """Run one job at a time per tab on a QThread, with progress, result, error and cancel
 carried through Qt signals.
 
-A job is any function that accepts a ``progress`` keyword (a
-:class:`gpu_kernels.jobs.Progress`): it reports ``progress.update(fraction, stage)``
-between steps (which also raises :class:`~gpu_kernels.jobs.Cancelled` once Cancel was
-pressed) and returns its result. It must not touch widgets: the result is handed
-back to the GUI thread through :attr:`JobRunner.finished`.
+A job is an :class:`app.tools.base.Job` (or a function with its arguments): it is run by
+:func:`app.tools.base.execute`, the same function the tests call without Qt, which resolves
+the device inside the worker thread, makes it current and passes it to the job as
+``device=``. The job reports ``progress.update(fraction, stage)`` between steps (which also
+raises :class:`~gpu_kernels.jobs.Cancelled` once Cancel was pressed) and returns its
+result. It must not touch widgets: the result is handed back to the GUI thread through
+:attr:`JobRunner.finished`.
 
->>> runner = JobRunner(tab, name="Mesh segmentation")          # doctest: +SKIP
->>> runner.finished.connect(tab.show_result)                     # doctest: +SKIP
->>> runner.start(segment, mesh, k=5, device="cuda")              # doctest: +SKIP
+>>> runner = JobRunner(tab, name="Mesh segmentation")                     # doctest: +SKIP
+>>> runner.finished.connect(tab.show_result)                                # doctest: +SKIP
+>>> runner.start(Job(TOOL.run, (data, params)), device="cuda:0")            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from gpu_kernels.backend import Backend, get_backend
+from gpu_kernels.backend import Backend
 from gpu_kernels.jobs import Cancelled, Progress
 
-from .errors import is_out_of_memory, is_user_error, out_of_memory_message, user_message
+from ..errors import classify, is_out_of_memory
+from ..tools.base import Job, execute
 
 __all__ = ["JobRunner", "JobBusyError", "describe_exception"]
 
@@ -44,31 +47,30 @@ class JobBusyError(RuntimeError):
 def describe_exception(what: str, exc: BaseException, tb: str = "") -> tuple[str, str]:
     """``(summary, details)`` for an exception raised by the job ``what``.
 
-    The summary says what failed and what to try; the details hold the traceback
-    (empty for errors that are the user's to fix, such as a file that is not a mesh).
+    :func:`app.errors.classify` decides: a user's mistake gets its one line and no details;
+    running out of memory says what to try; a bug gets a message and the traceback.
     """
-    if is_out_of_memory(exc):
-        return out_of_memory_message(what, exc), tb
-    if is_user_error(exc):
-        return f"{what}: {user_message(exc)}", ""
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{what}: {user_message(exc)}", tb
+    kind, msg = classify(exc, what)
+    if kind == "user":
+        return f"{what}: {msg}", ""
+    if kind == "oom":
+        return msg, tb
     summary = (
-        f"{what} failed: {type(exc).__name__}: {user_message(exc)}\n\n"
-        "The window is still usable. If this keeps happening, try a smaller input or the CPU "
-        "(Compute → CPU), and report it with the details below."
+        f"{what} failed: {msg}\n\n"
+        "This is a bug in gpulab. The window is still usable; please report it with the "
+        "details below."
     )
     return summary, tb
 
 
 class _JobThread(QThread):
     progressed = Signal(float, str)
-    # kind ("ok" | "error" | "cancelled"), payload (result or (summary, details))
+    # kind ("ok" | "error" | "cancelled"), payload (result, or (summary, details, exception))
     done = Signal(str, object)
 
-    def __init__(self, fn, args, kwargs, device, progress: Progress | None, what: str):
+    def __init__(self, job: Job, device, progress: Progress | None, what: str):
         super().__init__()
-        self._fn, self._args, self._kwargs = fn, args, kwargs
+        self._job = job
         self._device = device
         self._progress = progress
         self._what = what
@@ -76,29 +78,34 @@ class _JobThread(QThread):
 
     def run(self) -> None:  # runs in the worker thread
         t0 = time.perf_counter()
-        be = None
-        free_pool = False
+        oom_gpu = None
         try:
-            be = get_backend(self._device)
-            with be.activate():  # CuPy's current device is per thread: select it here
-                outcome = ("ok", self._fn(*self._args, progress=self._progress, **self._kwargs))
-            log.info("%s finished in %.2f s", self._what, time.perf_counter() - t0)
+            result, be, _secs = execute(self._job, device=self._device, progress=self._progress)
+            self.backend = be
+            log.info("%s finished in %.2f s%s", self._what, time.perf_counter() - t0,
+                     f" on {be.label}" if be is not None else "")
+            outcome = ("ok", result)
         except Cancelled:
             log.info("%s cancelled after %.2f s", self._what, time.perf_counter() - t0)
             outcome = ("cancelled", None)
         except BaseException as exc:  # noqa: BLE001 - every failure becomes a message
             tb = traceback.format_exc()
             summary, details = describe_exception(self._what, exc, tb)
-            free_pool = be is not None and be.is_gpu and is_out_of_memory(exc)
+            if is_out_of_memory(exc) and self._job.uses_device:
+                oom_gpu = self._device
             if details:
                 log.error("%s failed:\n%s", self._what, tb.rstrip())
             else:
                 log.error("%s", summary)
-            outcome = ("error", (summary, details))
+            exc.__traceback__ = None  # drop the frames (and their GPU arrays) now
+            outcome = ("error", (summary, details, exc))
         finally:
-            self._fn = self._args = self._kwargs = None
-        if free_pool:  # out of the except block: the failed frames and their arrays are gone
+            self._job = None
+        if oom_gpu is not None:  # out of the except block: the failed frames and their arrays are gone
             try:
+                from gpu_kernels.backend import get_backend
+
+                be = get_backend(oom_gpu)
                 with be.activate():
                     be.free_memory_pool()
             except Exception:  # noqa: BLE001 - best effort
@@ -117,6 +124,9 @@ class JobRunner(QObject):
         the job's return value.
     failed(str, str)
         ``(summary, details)``: a message for a dialog, and a traceback (may be empty).
+    error(object)
+        the exception itself (emitted just before ``failed``), e.g. to offer the remedy of a
+        :class:`~gpu_kernels.errors.TooLargeError`.
     cancelled()
         the job stopped because :meth:`cancel` was called.
     running_changed(bool)
@@ -126,6 +136,7 @@ class JobRunner(QObject):
     progress = Signal(float, str)
     finished = Signal(object)
     failed = Signal(str, str)
+    error = Signal(object)
     cancelled = Signal()
     running_changed = Signal(bool)
 
@@ -135,33 +146,42 @@ class JobRunner(QObject):
         self._thread: _JobThread | None = None
         self._progress: Progress | None = None
         self.last_progress: tuple[float, str] = (0.0, "")
+        self.current_job_token: Any = None
 
     # -- control -------------------------------------------------------------
     def is_running(self) -> bool:
         return self._thread is not None
 
-    def start(self, fn: Callable[..., Any], *args: Any, device: str | Backend | None = None,
+    def start(self, job: Job | Callable[..., Any], *args: Any, device: str | Backend | None = None,
               **kwargs: Any) -> None:
-        """Run ``fn(*args, progress=<Progress>, **kwargs)`` on a worker thread.
+        """Run ``job`` on a worker thread (see :func:`app.tools.base.execute`).
 
-        ``device`` (``"cpu"``, ``"cuda:0"``, a Backend or None for the default) is made
-        current inside the worker thread. Raises :class:`JobBusyError` if a job is
-        already running: one job per runner (per tab).
+        ``job`` is a :class:`~app.tools.base.Job`, or a function called as
+        ``fn(*args, device=<Backend>, progress=<Progress>, **kwargs)``. ``device`` (``"cpu"``,
+        ``"cuda:0"``, a Backend, or None for the process default) is resolved and made current
+        inside the worker thread. Raises :class:`JobBusyError` if a job is already running:
+        one job per runner (per tab).
         """
         if self._thread is not None:
             raise JobBusyError(f"{self.name} is already running; cancel it or wait for it to finish")
-        thread = _JobThread(fn, args, kwargs, device, None, self.name)
+        if not isinstance(job, Job):
+            job = Job(job, args, kwargs, what=self.name)
+        elif args or kwargs:
+            raise TypeError("give the arguments in the Job, not to start()")
+        what = job.what if job.what != "The job" else self.name
+        thread = _JobThread(job, device, None, what)
         # the callback runs in the worker thread: it only emits (queued to this thread)
         thread._progress = self._progress = Progress(
             thread.progressed.emit, threading.Event(), min_interval=0.03
         )
         self.last_progress = (0.0, "starting")
+        self.current_job_token = job.token
         thread.progressed.connect(self._on_progress)
         thread.done.connect(self._on_done)
         thread.finished.connect(self._on_thread_finished)
         self._thread = thread
         _LIVE_THREADS.add(thread)
-        log.info("%s started (%s)", self.name, getattr(fn, "__name__", "job"))
+        log.info("%s started (%s)", what, getattr(job.fn, "__name__", "job"))
         self.running_changed.emit(True)
         self.progress.emit(0.0, "starting")
         thread.start()
@@ -216,7 +236,8 @@ class JobRunner(QObject):
             elif kind == "cancelled":
                 self.cancelled.emit()
             else:
-                summary, details = payload  # type: ignore[misc]
+                summary, details, exc = payload  # type: ignore[misc]
+                self.error.emit(exc)
                 self.failed.emit(summary, details)
         finally:
             self.running_changed.emit(False)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_kernels.backend import array_module, asnumpy
+from gpu_kernels.errors import InputError
 from gpu_kernels.jobs import as_progress
 
 __all__ = [
@@ -148,11 +149,11 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
     n = D.shape[0]
     auto = isinstance(k, str)
     if auto and k != "auto":
-        raise ValueError(f"k must be a positive integer or 'auto', got {k!r}")
+        raise InputError(f"k must be a positive integer or 'auto', got {k!r}")
     if not auto:
         k = int(k)
         if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+            raise InputError(f"k must be >= 1, got {k}")
     want = (kmax + 1) if auto else k
     reps, G = farthest_representatives(D, min(want, n))
     if auto:

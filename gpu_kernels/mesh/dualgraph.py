@@ -252,9 +252,9 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
         Factor on the angular distance of convex edges (concave edges use 1).
     """
     if not (0.0 <= float(delta) <= 1.0):
-        raise ValueError(f"delta must lie in [0, 1], got {delta}")
+        raise MeshInputError(f"delta must lie in [0, 1], got {delta}")
     if not (float(eta_convex) >= 0.0):
-        raise ValueError(f"eta_convex must be >= 0, got {eta_convex}")
+        raise MeshInputError(f"eta_convex must be >= 0, got {eta_convex}")
     v = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64)
     F = f.shape[0]

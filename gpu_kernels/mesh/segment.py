@@ -58,6 +58,8 @@ __all__ = [
     "DEFAULT_EPSILON",
     "DEFAULT_UPDATE_POWER",
     "DEFAULT_OVERSEGMENT",
+    "DEFAULT_MAX_ITER",
+    "MAX_K",
     "MIN_COMPONENT_FACES",
     "MeshSegmentation",
     "MeshTooLargeError",
@@ -73,6 +75,10 @@ DEFAULT_EPSILON = 0.04
 DEFAULT_UPDATE_POWER = 2.0
 # over-segmentation factors tried per mesh; the most concave final boundaries win
 DEFAULT_OVERSEGMENT = (1.0, 1.5, 2.0)
+#: cap on the representative-update iterations
+DEFAULT_MAX_ITER = 20
+#: largest number of parts asked for
+MAX_K = 1000
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -89,9 +95,8 @@ class MeshTooLargeError(TooLargeError):
             message=(
                 f"the mesh has {self.n_faces:,} faces (in its largest connected component), but the "
                 f"{self.n_faces:,} x {self.n_faces:,} distance matrix only fits for up to "
-                f"{self.max_faces:,} faces on {where}. Simplify it to at most {self.max_faces:,} faces "
-                f"(max_faces = {self.max_faces}; CLI: --max-faces {self.max_faces}); the labels are "
-                "carried back to every original face."))
+                f"{self.max_faces:,} faces on {where}; simplify it to at most that many faces "
+                "(max_faces; the labels are carried back to every original face)"))
 
 
 @dataclass
@@ -159,7 +164,7 @@ def _k_per_component(k, sizes: np.ndarray, areas: np.ndarray, warnings: list) ->
     nc = sizes.size
     if isinstance(k, str):
         if k != "auto":
-            raise ValueError(f"k must be a positive integer or 'auto', got {k!r}")
+            raise MeshInputError(f"k must be a positive integer or 'auto', got {k!r}")
         out = ["auto" if s >= MIN_COMPONENT_FACES else 1 for s in sizes]
         if nc > 1:
             small = int(np.count_nonzero(sizes < MIN_COMPONENT_FACES))
@@ -170,7 +175,7 @@ def _k_per_component(k, sizes: np.ndarray, areas: np.ndarray, warnings: list) ->
         return out
     k = int(k)
     if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+        raise MeshInputError(f"k must be >= 1, got {k}")
     if nc == 1:
         return [min(k, int(sizes[0]))]
     if k <= nc:
@@ -378,7 +383,7 @@ def _finish_labels(graph, labels, P, reps, info):
 
 
 def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
-                 epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=20, max_faces=None,
+                 epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=DEFAULT_MAX_ITER, max_faces=None,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
@@ -426,7 +431,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         epsilon = DEFAULT_EPSILON
     epsilon = float(epsilon)
     if not (0.0 <= epsilon <= 1.0):
-        raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
+        raise MeshInputError(f"epsilon must lie in [0, 1], got {epsilon}")
     p_used = DEFAULT_UPDATE_POWER if update_power is None else float(update_power)
     if oversegment is None:
         o_used = DEFAULT_OVERSEGMENT

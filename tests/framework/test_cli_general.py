@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+import app.cli as cli_module
 import app.commands
 import app.commands.demo as demo_cmd
 from app.cli import main
-from app.commands import import_optional, load_command_modules
 from app.commands.common import cli_progress, end_progress_line
 from gpu_kernels import backend
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _gpulab(*args, env=None, timeout=120):
@@ -72,8 +72,10 @@ def test_help_lists_the_commands():
     r = _gpulab("--help")
     assert r.returncode == 0
     assert "demo" in r.stdout and "info" in r.stdout and "gpulab [--device DEVICE] [FILE ...]" in r.stdout
-    if import_optional("app.commands.mesh_seg") is not None:
-        assert "mesh-seg" in r.stdout
+    from app.tools import TOOLS
+
+    for t in TOOLS:
+        assert t.name in r.stdout
 
 
 def test_info_prints_the_device_report(capsys):
@@ -83,9 +85,10 @@ def test_info_prints_the_device_report(capsys):
 
 
 def test_global_device_option_works_before_the_command(capsys):
+    before = backend._default_spec
     assert main(["--device", "cpu", "info"]) == 0
     assert "CPU (NumPy)" in capsys.readouterr().out
-    assert backend.get_backend().name == "cpu"
+    assert backend._default_spec == before  # passed to the command, not made the process default
 
 
 def test_opening_a_missing_file_fails_before_the_window(capsys, tmp_path):
@@ -96,10 +99,17 @@ def test_opening_a_missing_file_fails_before_the_window(capsys, tmp_path):
 
 
 def test_a_mistyped_command_is_reported_as_such(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["dmeo"])
-    assert e.value.code == 2
-    assert "unknown command 'dmeo'" in capsys.readouterr().err
+    assert main(["dmeo"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "unknown command 'dmeo'" in err
+
+
+def test_a_bad_option_value_is_one_line_without_usage(capsys):
+    assert main(["mesh-seg", "x.ply", "-o", "y.ply", "--epsilon", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "gpulab: error: mesh-seg: argument --epsilon: epsilon must lie in [0, 1], not 2 "
+        "(see 'gpulab mesh-seg --help')"]
 
 
 # ----------------------------------------------------------------- fake command modules
@@ -112,8 +122,11 @@ def fake_commands(tmp_path, monkeypatch):
         from app.errors import UserError
         from gpu_kernels.jobs import Cancelled
 
-        class MeshIOError(Exception):
-            user_message = "bunny.ply is not a mesh: no faces"
+        from gpu_kernels.errors import InputError
+
+        class MeshIOError(InputError):
+            def __init__(self):
+                super().__init__("bunny.ply is not a mesh: no faces")
 
         def register(sub):
             p = sub.add_parser("boom")
@@ -139,17 +152,17 @@ def fake_commands(tmp_path, monkeypatch):
                 raise ZeroDivisionError("a real bug")
             return 0
     """))
-    (pkg / "broken.py").write_text("import a_dependency_that_is_not_installed_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(app.commands, "COMMAND_MODULES",
-                        ["app.commands.info", "fakecmds.boom", "fakecmds.not_there_yet"])
+    import importlib
+
+    boom = importlib.import_module("fakecmds.boom")
+    monkeypatch.setattr(cli_module, "command_modules", lambda: [app.commands.info, boom])
     return pkg
 
 
 @pytest.mark.parametrize("kind, message", [
     ("user", "the mesh has NaN coordinates"),
     ("attr", "bunny.ply is not a mesh: no faces"),
-    ("value", "k must be at least 2"),
     ("oom", "the command ran out of GPU memory (out of memory allocating 1 GiB). Try a smaller input"),
 ])
 def test_user_errors_are_one_line_exit_2(fake_commands, capsys, kind, message):
@@ -165,9 +178,13 @@ def test_cancel_exits_130(fake_commands, capsys, kind):
     assert capsys.readouterr().err.strip() == "gpulab: cancelled"
 
 
-def test_bugs_keep_their_traceback(fake_commands):
-    with pytest.raises(ZeroDivisionError):
-        main(["boom", "bug"])
+@pytest.mark.parametrize("kind", ["bug", "value"])
+def test_bugs_say_so_and_keep_their_traceback(fake_commands, capsys, kind):
+    """A ValueError escaping a command is a bug, in the CLI as in the window (exit 3)."""
+    assert main(["boom", kind]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("gpulab: internal error: ")
+    assert "This is a bug in gpulab" in err and "Traceback (most recent call last)" in err
 
 
 def test_debug_env_shows_the_traceback(fake_commands, monkeypatch):
@@ -176,43 +193,42 @@ def test_debug_env_shows_the_traceback(fake_commands, monkeypatch):
         main(["boom", "value"])
 
 
-def test_missing_command_modules_are_skipped_but_broken_ones_are_not(fake_commands, monkeypatch):
-    names = [m.__name__ for m in load_command_modules()]
-    assert names == ["app.commands.info", "fakecmds.boom"]
-    assert import_optional("fakecmds.not_there_yet") is None
-    with pytest.raises(ModuleNotFoundError, match="a_dependency_that_is_not_installed_xyz"):
-        import_optional("fakecmds.broken")
-
-
 # ----------------------------------------------------------------- demo registry
-def test_demo_runs_registered_demos_and_reports_failures(tmp_path, monkeypatch, capsys):
-    pkg = tmp_path / "fakedemos"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent("""
-        def good(out_dir, progress):
-            progress.update(0.5, "half")
-            p = out_dir / "good.txt"
-            p.write_text("ok")
-            png = out_dir / "good.png"
-            png.write_bytes(b"\\x89PNG")
-            return [p, png]
+def _fake_tool(name, demo):
+    from app.tools import Param, ParamSet, Tool
 
-        def bad(out_dir, progress):
-            raise RuntimeError("sample missing")
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(demo_cmd, "DEMOS", ["fakedemos:bad", "fakedemos:good", "fakedemos_absent:demo"])
+    return Tool(name=name, title=name, key=name, description="", params=ParamSet([Param("x", int, 1, "x", "x")]),
+                load=lambda path, *, progress=None: path, run=lambda d, p, *, device, progress=None: d,
+                summary=lambda r: [], demo=demo)
+
+
+def test_demo_runs_every_tools_demo_and_reports_failures(tmp_path, monkeypatch, capsys):
+    def good(out_dir, *, device, progress):
+        assert device.name == "cpu"  # the device reaches the demo
+        progress.update(0.5, "half")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        p = out_dir / "good.txt"
+        p.write_text("ok")
+        return [p]
+
+    def bad(out_dir, *, device, progress):
+        raise RuntimeError("sample missing")
+
+    monkeypatch.setattr(demo_cmd, "TOOLS", (_fake_tool("bad", bad), _fake_tool("good", good)))
     out = tmp_path / "out"
     assert main(["demo", "--out", str(out), "--device", "cpu", "--quiet"]) == 1
     captured = capsys.readouterr()
-    assert sorted(p.name for p in out.iterdir()) == ["device_report.txt", "good.png", "good.txt"]
-    assert "skipped fakedemos_absent:demo: not available yet" in captured.out
-    assert "FAILED fakedemos:bad: RuntimeError: sample missing" in captured.out
+    assert sorted(p.name for p in out.iterdir()) == ["device_report.txt", "good"]
+    assert (out / "good" / "good.txt").read_text() == "ok"
+    assert "FAILED bad: RuntimeError: sample missing" in captured.out
     assert "1 demo(s) failed" in captured.err
 
 
-def test_demo_registry_starts_with_the_mesh_demo():
-    assert demo_cmd.DEMOS[0] == "app.commands.mesh_seg:demo"
+def test_demo_covers_every_tool():
+    from app.tools import TOOLS
+
+    assert TOOLS[0].name == "mesh-seg"
+    assert all(t.demo is not None for t in TOOLS)
 
 
 # ----------------------------------------------------------------- progress printing

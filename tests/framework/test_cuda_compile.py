@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-CUDA_DIR = Path(__file__).resolve().parents[1] / "gpu_kernels" / "cuda"
+CUDA_DIR = Path(__file__).resolve().parents[2] / "gpu_kernels" / "cuda"
 SOURCES = sorted(CUDA_DIR.glob("*.cu"))
 NVCC = shutil.which("nvcc")
 

@@ -13,7 +13,7 @@ pytest.importorskip("PySide6")
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _gpulab(*args, timeout=180):

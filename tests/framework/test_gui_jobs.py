@@ -21,7 +21,7 @@ from gui_helpers import (  # noqa: E402
 )
 
 from app.gui.main_window import MainWindow  # noqa: E402
-from app.worker import JobBusyError, JobRunner  # noqa: E402
+from app.ui.worker import JobBusyError, JobRunner  # noqa: E402
 from gpu_kernels import backend  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -38,17 +38,20 @@ def win(qtbot, errors):
 
 def test_progress_reaches_the_status_bar(win, qtbot, tmp_path):
     tab = win.tabs[0]
-    out = tmp_path / "out.txt"
-    with qtbot.waitSignal(tab.runner.finished, timeout=10000) as blocker:
-        tab.runner.start(slow_write, out, 40, 0.02)
+    f = tmp_path / "in.slow"
+    f.write_text("x")
+    with qtbot.waitSignal(tab.input_loaded, timeout=5000):
+        assert win.open_path(f)
+    tab.form.set_values({"steps": 40, "delay": 0.02})
+    with qtbot.waitSignal(tab.result_shown, timeout=10000):
+        assert tab.run()
         qtbot.waitUntil(lambda: 0 < win.progress_bar.value() < 1000, timeout=5000)
         assert win.stage_label.text().startswith("Slow tool: step ")
         assert win.cancel_button.isEnabled()
-    assert blocker.args == [out]
-    assert out.read_text().count("\n") == 40
+    assert tab.result.steps_done == 40 and tab.shown == [tab.result]
     qtbot.waitUntil(lambda: win.stage_label.text() == "Ready", timeout=2000)
     assert not win.cancel_button.isEnabled()
-    assert tab.result == out and win.act_save.isEnabled()
+    assert win.act_save.isEnabled()
 
 
 def test_cancel_stops_the_job_within_a_second_and_leaves_no_file(win, qtbot, tmp_path):
@@ -161,9 +164,9 @@ def test_runner_runs_in_a_worker_thread_on_the_chosen_device(qtbot):
     r = JobRunner(name="Probe")
     seen = {}
 
-    def probe(x, *, progress, y=0):
+    def probe(x, *, device, progress, y=0):
         seen["thread"] = threading.current_thread()
-        seen["backend"] = backend.get_backend().label
+        seen["backend"] = device.label
         progress.update(1.0, "done")
         return x + y
 
@@ -172,7 +175,7 @@ def test_runner_runs_in_a_worker_thread_on_the_chosen_device(qtbot):
     with qtbot.waitSignal(r.finished, timeout=5000) as b:
         r.start(probe, 2, y=3, device="cpu")
     assert b.args == [5]
-    assert seen["thread"] is not threading.main_thread()
+    assert seen["thread"] is not threading.main_thread() and seen["backend"] == "cpu"
     qtbot.waitUntil(lambda: changes == [True, False], timeout=1000)
     assert r.last_progress == (1.0, "done")
 
@@ -181,7 +184,7 @@ def test_runner_runs_in_a_worker_thread_on_the_chosen_device(qtbot):
 def test_runner_reports_an_unusable_device_as_one_line(qtbot):
     r = JobRunner(name="Probe")
     with qtbot.waitSignal(r.failed, timeout=5000) as b:
-        r.start(lambda *, progress: 1, device="cuda")
+        r.start(lambda *, device, progress: 1, device="cuda")
     summary, details = b.args
     assert summary.startswith("Probe: ") and "--device cpu" in summary and "\n" not in summary
     assert details == ""

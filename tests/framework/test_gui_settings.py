@@ -13,7 +13,7 @@ pytest.importorskip("pytestqt")
 from gui_helpers import OtherTab, SlowTab  # noqa: E402
 
 from app.gui.main_window import MainWindow  # noqa: E402
-from app.gui.settings import make_settings  # noqa: E402
+from app.ui.settings import make_settings  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
@@ -31,12 +31,10 @@ def test_parameters_geometry_tab_and_recent_files_survive_a_restart(qtbot, tmp_p
     w1.show()
     w1.resize(700, 560)
     slow = w1.tabs[0]
-    slow.steps.setValue(1234)
-    slow.scale.setValue(2.25)
-    slow.method.setCurrentText("cpu")
-    slow.edges.setChecked(True)
-    slow.name.setText("héllo, world")
-    assert w1.open_path(sample)
+    slow.form.set_values({"steps": 1234, "scale": 2.25, "method": "cpu", "edges": True,
+                          "name": "héllo, world", "limit": 77})
+    with qtbot.waitSignal(slow.input_loaded, timeout=5000):
+        assert w1.open_path(sample)
     w1.tab_widget.setCurrentIndex(1)
     w1.log_panel.show()
     w1.close()
@@ -49,11 +47,10 @@ def test_parameters_geometry_tab_and_recent_files_survive_a_restart(qtbot, tmp_p
     qtbot.addWidget(w2)
     w2.show()
     s2 = w2.tabs[0]
-    assert s2.steps.value() == 1234
-    assert s2.scale.value() == pytest.approx(2.25)
-    assert s2.method.currentText() == "cpu"
-    assert s2.edges.isChecked()
-    assert s2.name.text() == "héllo, world"
+    v = s2.form.values()
+    assert v["steps"] == 1234 and v["scale"] == pytest.approx(2.25) and v["method"] == "cpu"
+    assert v["edges"] is True and v["name"] == "héllo, world" and v["limit"] == 77
+    assert s2.form.editor("steps").value() == 1234 and s2.form.editor("method").currentText() == "cpu"
     assert w2.tab_widget.currentIndex() == 1
     assert (w2.width(), w2.height()) == (700, 560)
     assert w2.log_panel.isVisible()
@@ -63,13 +60,15 @@ def test_parameters_geometry_tab_and_recent_files_survive_a_restart(qtbot, tmp_p
 
 def test_stale_values_do_not_break_restoring(qtbot, settings_dir):
     s = make_settings()
-    s.setValue("tabs/slow/method", "no-longer-a-choice")
-    s.setValue("tabs/slow/steps", "not a number")
+    s.setValue("tabs/slow/params/method", '"no-longer-a-choice"')
+    s.setValue("tabs/slow/params/steps", "not a number")
+    s.setValue("tabs/slow/params/scale", '"auto"')
     s.setValue("window/tab", "garbage")
     s.setValue("window/geometry", b"\x00junk")
     s.sync()
     w = MainWindow(tab_classes=[SlowTab])
     qtbot.addWidget(w)
-    assert w.tabs[0].method.currentText() == "gpu-sym"
-    assert w.tabs[0].steps.value() == 20
+    v = w.tabs[0].form.values()
+    assert v["method"] == "gpu-sym" and v["steps"] == 20
+    assert v["scale"] == "auto" and w.tabs[0].form.flag("scale").isChecked()
     w.close()

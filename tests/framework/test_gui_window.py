@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from pathlib import Path
 
@@ -16,8 +15,9 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent, QImage  # noqa: E402
 
 from app.gui.main_window import MainWindow  # noqa: E402
-from app.tabs import TAB_CLASSES, load_tab_classes  # noqa: E402
+from app.tabs import TAB_CLASSES, tab_classes  # noqa: E402
 from app.tabs.placeholder import PlaceholderTab  # noqa: E402
+from app.tools import TOOLS  # noqa: E402
 from gpu_kernels import backend  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -43,9 +43,8 @@ def test_window_has_the_five_tools_in_order(qtbot):
     assert titles == EXPECTED_TABS
     assert [t.title for t in win.tabs] == EXPECTED_TABS
     assert len({t.settings_key for t in win.tabs}) == 5
-    # the real mesh tab is used as soon as its module exists
-    if importlib.util.find_spec("app.tabs.mesh_tab") is not None:
-        assert not isinstance(win.tabs[0], PlaceholderTab), "app.tabs.mesh_tab exists but failed to load"
+    # one real tab per registered tool, first, in the registry's order
+    assert [type(t) for t in win.tabs[:len(TOOLS)]] == [TAB_CLASSES[t.name] for t in TOOLS]
     # the placeholders say what they will hold
     for tab in win.tabs[1:]:
         if isinstance(tab, PlaceholderTab):
@@ -55,11 +54,10 @@ def test_window_has_the_five_tools_in_order(qtbot):
     win.close()
 
 
-def test_registry_falls_back_to_a_placeholder_for_missing_modules():
-    classes = load_tab_classes(TAB_CLASSES)
+def test_one_registry_builds_the_tabs():
+    classes = tab_classes()
     assert [c.title for c in classes] == EXPECTED_TABS
-    with pytest.raises(ModuleNotFoundError):
-        load_tab_classes(["app.tabs.no_such_tab:Nope"])
+    assert [c.tool for c in classes[:len(TOOLS)]] == list(TOOLS)
 
 
 def test_file_menu_has_the_required_actions(fake_window):
@@ -100,7 +98,12 @@ def test_status_bar_names_the_device(fake_window):
     assert not fake_window.cancel_button.isEnabled()
 
 
-def test_open_routes_by_extension_and_remembers_recent(fake_window, tmp_path, errors):
+def _open(qtbot, win, path, tab):
+    with qtbot.waitSignal(tab.input_loaded, timeout=5000):
+        assert win.open_path(path)
+
+
+def test_open_routes_by_extension_and_remembers_recent(fake_window, qtbot, tmp_path, errors):
     a = tmp_path / "one.SLOW"
     a.write_text("x")
     b = tmp_path / "two.oth"
@@ -108,37 +111,53 @@ def test_open_routes_by_extension_and_remembers_recent(fake_window, tmp_path, er
     c = tmp_path / "three.slw.gz"
     c.write_text("x")
     slow, other = fake_window.tabs
-    assert fake_window.open_path(a)
+    _open(qtbot, fake_window, a, slow)
     assert slow.opened == [a]
     assert fake_window.tab_for_path(b) is other
     assert fake_window.tab_for_path(c) is slow
-    assert fake_window.open_path(c)
+    _open(qtbot, fake_window, c, slow)
     assert fake_window.current_tab() is slow
     assert fake_window.recent_files()[:2] == [str(c.resolve()), str(a.resolve())]
     assert errors == []
 
 
-def test_open_errors_are_dialogs_not_crashes(fake_window, tmp_path, errors):
+def test_files_load_on_the_worker_thread(fake_window, qtbot, tmp_path, monkeypatch):
+    import threading
+
+    import gui_helpers
+
+    seen = []
+    real = gui_helpers.load_slow
+    slow = fake_window.tabs[0]
+
+    def spy(path, *, progress=None):
+        seen.append(threading.current_thread())
+        return real(path, progress=progress)
+
+    object.__setattr__(slow.tool, "load", spy)
+    try:
+        f = tmp_path / "a.slow"
+        f.write_text("x")
+        _open(qtbot, fake_window, f, slow)
+    finally:
+        object.__setattr__(slow.tool, "load", real)
+    assert seen and seen[0] is not threading.main_thread()
+
+
+def test_open_errors_are_dialogs_not_crashes(fake_window, qtbot, tmp_path, errors):
     bad = tmp_path / "bad.slow"
     bad.write_text("bad")
-    assert not fake_window.open_path(bad)
-    assert errors[-1][1] == "bad.slow: not a slow file"
+    slow = fake_window.tabs[0]
+    with qtbot.waitSignal(slow.runner.failed, timeout=5000):
+        assert fake_window.open_path(bad)  # loading starts, then fails
+    assert errors[-1][0] == "Cannot open file"
+    assert errors[-1][1] == "Opening bad.slow: not a slow file" and errors[-1][2] == ""
+    assert slow.data is None
     assert not fake_window.open_path(tmp_path / "image.xyz")
     assert "No tab opens .xyz files" in errors[-1][1] and ".slow" in errors[-1][1]
     assert not fake_window.open_path(tmp_path / "missing.slow")
     assert "No such file" in errors[-1][1]
     assert str(bad.resolve()) not in fake_window.recent_files()
-
-
-def test_open_recent_menu_reopens(fake_window, tmp_path):
-    a = tmp_path / "a.slow"
-    a.write_text("x")
-    fake_window.add_recent(a)
-    fake_window._fill_recent_menu()
-    acts = [x for x in fake_window.recent_menu.actions() if x.text().endswith("a.slow")]
-    assert len(acts) == 1
-    acts[0].trigger()
-    assert fake_window.tabs[0].opened == [a]
 
 
 def _drop(win, paths):
@@ -150,16 +169,16 @@ def _drop(win, paths):
     return ev
 
 
-def test_drag_and_drop_opens_in_the_right_tab(fake_window, tmp_path, errors):
+def test_drag_and_drop_opens_in_the_right_tab(fake_window, qtbot, tmp_path, errors):
     a = tmp_path / "x.oth"
     a.write_text("x")
     b = tmp_path / "y.slow"
     b.write_text("x")
-    other_opened = []
-    fake_window.tabs[1].open_file = other_opened.append
-    _drop(fake_window, [a])
-    assert other_opened == [a] and fake_window.current_tab() is fake_window.tabs[1]
-    _drop(fake_window, [b])
+    with qtbot.waitSignal(fake_window.tabs[1].input_loaded, timeout=5000) as blk:
+        _drop(fake_window, [a])
+    assert blk.args == [a] and fake_window.current_tab() is fake_window.tabs[1]
+    with qtbot.waitSignal(fake_window.tabs[0].input_loaded, timeout=5000):
+        _drop(fake_window, [b])
     assert fake_window.tabs[0].opened == [b] and fake_window.current_tab() is fake_window.tabs[0]
     assert errors == []
     assert fake_window.acceptDrops()
@@ -193,13 +212,22 @@ def test_export_screenshot_writes_a_png(fake_window, tmp_path, errors):
     assert errors == []
 
 
-def test_compute_menu_switches_device(fake_window, errors):
+def test_compute_menu_switches_the_device_jobs_get(fake_window, qtbot, tmp_path, errors):
+    before = backend._default_spec
     fake_window.device_actions["cpu"].trigger()
-    assert backend.get_backend().name == "cpu"
+    assert fake_window.device_spec() == "cpu"
+    assert backend._default_spec == before  # the window's choice, not the process default
     assert fake_window.device_label.text() == "CPU (NumPy)"
     assert fake_window.device_actions["cpu"].isChecked()
+    slow = fake_window.tabs[0]
+    f = tmp_path / "a.slow"
+    f.write_text("x")
+    _open(qtbot, fake_window, f, slow)
+    with qtbot.waitSignal(slow.result_shown, timeout=5000):
+        slow.run()
+    assert slow.result.device == "cpu"
     fake_window.device_actions["auto"].trigger()
-    assert backend.get_backend().is_gpu == backend.cupy_available()
+    assert fake_window.device_spec() is None
     assert errors == []
 
 
@@ -215,7 +243,8 @@ def test_samples_menu_lists_each_tabs_samples(qtbot, tmp_path, errors):
     qtbot.addWidget(win)
     texts = [a.text() for a in win.samples_menu.actions()]
     assert texts == ["Slow tool: demo.slow"]
-    assert win.open_samples() == 1
+    with qtbot.waitSignal(win.tabs[0].input_loaded, timeout=5000):
+        assert win.open_samples() == 1
     assert win.tabs[0].opened == [sample]
     win.close()
 
@@ -239,18 +268,23 @@ def test_open_dialog_filters_list_every_tabs_types(fake_window):
 
 
 def test_save_result_writes_atomically_and_reports_errors(fake_window, qtbot, tmp_path, errors):
-    from gui_helpers import slow_write
-
     tab = fake_window.tabs[0]
     assert not fake_window.act_save.isEnabled()
-    with qtbot.waitSignal(tab.runner.finished, timeout=5000):
-        tab.runner.start(slow_write, tmp_path / "job.txt", 2, 0.0)
+    f = tmp_path / "in.slow"
+    f.write_text("x")
+    _open(qtbot, fake_window, f, tab)
+    tab.form.set_values({"steps": 2})
+    with qtbot.waitSignal(tab.result_shown, timeout=5000):
+        tab.run()
     assert fake_window.act_save.isEnabled()
     out = tmp_path / "saved.txt"
     assert fake_window.save_result(tab, out)
-    assert out.read_text().startswith("result: ")
+    assert out.read_text().startswith("result: 2 steps")
     # a folder that does not exist: one clear message, nothing written
     assert not fake_window.save_result(tab, tmp_path / "missing" / "x.txt")
     assert errors[-1][0] == "Cannot save"
     assert "does not exist" in errors[-1][1] and errors[-1][2] == ""
     assert not (tmp_path / "missing").exists()
+    # an extension no export writes
+    assert not fake_window.save_result(tab, tmp_path / "x.bin")
+    assert "use .txt" in errors[-1][1]

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from app.cli import main
-from app.commands import mesh_seg
 from app.io.mesh_io import read_face_colors, read_mesh, read_seg
-from gpu_kernels import backend
+from app.render import mesh as render
+from app.tools import mesh_seg
+from gpu_kernels.backend import get_backend
+from gpu_kernels.mesh import segment as seg_lib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PSB = ROOT.parent / "shared" / "data" / "psb" / "off"
 SAMPLES = ROOT / "resources" / "samples"
 
@@ -122,7 +124,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, case):
 @pytest.mark.parametrize("args, expected", [
     (["-o", "{d}/o.obj"], "give a name ending in .ply"),
     (["-o", "{d}/nofolder/o.ply"], "does not exist"),
-    (["-o", "{d}/o.ply", "--labels", "{d}/o.ply"], "labels are a .seg text file"),
+    (["-o", "{d}/o.ply", "--labels", "{d}/o.ply"], "give a name ending in .seg"),
+    (["-o", "{d}/o.ply", "--labels", "{d}/o.seg", "--segments-dir", "{d}/nofolder/segs"], "does not exist"),
     (["-o", "{d}/o.ply", "--labels", "{d}/nofolder/o.seg"], "does not exist"),
     (["-o", "{d}/o.ply", "--segments-dir", "{d}/taken"], "holds other files"),
     (["-o", "{d}/o.ply", "--segments-dir", "{d}/afile"], "give a folder"),
@@ -139,28 +142,28 @@ def test_bad_outputs_are_refused_before_any_work(tmp_path, capsys, args, expecte
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["--k", "0"], "k must be at least 1"),
-    (["--k", "many"], "'auto'"),
-    (["--delta", "1.5"], "delta must lie in [0.0, 1.0]"),
-    (["--epsilon", "-1"], "epsilon must lie in [0, 1)"),
-    (["--apsp", "magic"], "invalid choice"),
-    (["--max-faces", "2"], "--max-faces must be at least 4"),
+    (["--k", "0"], "argument --k: k must lie in [1, 1000], not 0"),
+    (["--k", "many"], "k must be a whole number or 'auto', not 'many'"),
+    (["--delta", "1.5"], "delta must lie in [0, 1], not 1.5"),
+    (["--epsilon", "-1"], "epsilon must lie in [0, 1], not -1"),
+    (["--apsp", "magic"], "apsp must be one of auto, gpu-sym, gpu, cpu, cpu-mt, not 'magic'"),
+    (["--max-faces", "2"], "max-faces must lie in [4, 10000000], not 2"),
+    (["--params", "{d}/missing.json"], "no such preset file"),
 ])
 def test_bad_parameters(tmp_path, capsys, args, expected):
-    with pytest.raises(SystemExit) as info:
-        main(["mesh-seg", str(SAMPLES / "dumbbell.ply"), "-o", str(tmp_path / "o.ply"), *args])
-    assert info.value.code == 2
-    err = capsys.readouterr().err
-    assert expected in err
+    rc, _, err = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply",
+                         *[a.format(d=tmp_path) for a in args])
+    assert_one_line_error(rc, err, expected)
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(backend.cupy_available(), reason="this machine has a CUDA device")
 # ids avoid the bare keyword "gpu", which conftest reads as the gpu marker
 @pytest.mark.parametrize("method", ["gpu-sym", "gpu"], ids=["apsp-gpu-sym", "apsp-gpu-dense"])
-def test_gpu_apsp_without_a_gpu_is_one_clear_line(tmp_path, capsys, method):
-    rc, _, stderr = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply", "--apsp", method)
-    assert_one_line_error(rc, stderr, f"--apsp {method} runs on a CUDA GPU", "--apsp cpu-mt")
+def test_gpu_apsp_on_the_cpu_is_one_clear_line(tmp_path, capsys, method):
+    """Runs everywhere: --device cpu makes a GPU method impossible, GPU host or not."""
+    rc, _, stderr = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply", "--apsp", method,
+                            "--device", "cpu")
+    assert_one_line_error(rc, stderr, f"APSP method {method} runs on a CUDA GPU", "cpu-mt")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -170,10 +173,10 @@ def test_too_large_suggests_max_faces(tmp_path, capsys, monkeypatch):
     def too_large(*_a, **_k):
         raise MeshTooLargeError(250_000, 23_456, "cpu")
 
-    monkeypatch.setattr(mesh_seg, "segment", too_large)
+    monkeypatch.setattr(seg_lib, "segment_mesh", too_large)
     rc, stdout, stderr = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply",
                                  "--labels", tmp_path / "o.seg", "--device", "cpu", "-q")
-    assert_one_line_error(rc, stderr, "250,000 faces", "--max-faces 23000")
+    assert_one_line_error(rc, stderr, "250,000 faces", "rerun with --max-faces 22000")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -191,7 +194,7 @@ def test_a_failing_write_removes_the_outputs_already_written(tmp_path, capsys, m
         def cluster_table(self, areas):
             return []
 
-    monkeypatch.setattr(mesh_seg, "segment", lambda *a, **k: FakeSeg())
+    monkeypatch.setattr(seg_lib, "segment_mesh", lambda *a, **k: FakeSeg())
 
     def disk_full(*_a, **_k):
         raise OSError(28, "No space left on device", str(tmp_path / "segs"))
@@ -205,21 +208,21 @@ def test_a_failing_write_removes_the_outputs_already_written(tmp_path, capsys, m
 
 # ----------------------------------------------------------------------------- demo and pictures
 def test_demo_writes_ply_seg_and_png(tmp_path):
-    files = mesh_seg.demo(tmp_path, None, names=("dumbbell",), device="cpu", apsp="cpu")
+    files = mesh_seg.demo(tmp_path, device=get_backend("cpu"), progress=None, names=("dumbbell",))
     names = sorted(p.name for p in files)
     assert names == ["dumbbell-parts.ply", "dumbbell-parts.png", "dumbbell-summary.txt", "dumbbell.seg"]
     for p in files:
         assert p.is_file() and p.stat().st_size > 0
     from PIL import Image
 
-    img = np.asarray(Image.open(tmp_path / "mesh_seg" / "dumbbell-parts.png").convert("RGB"))
+    img = np.asarray(Image.open(tmp_path / "dumbbell-parts.png").convert("RGB"))
     assert img.shape[0] > 100 and img.std() > 10  # not blank
 
 
 def test_software_rasteriser_draws_the_colours(tmp_path):
     v, f = read_mesh(SAMPLES / "dumbbell.ply")
     colors = np.where((v[f].mean(axis=1)[:, 0] > 0)[:, None], [[230, 25, 75]], [[0, 130, 200]]).astype(np.uint8)
-    img = mesh_seg.rasterize(v, f, colors, size=(320, 240))
+    img = render.rasterize(v, f, colors, size=(320, 240))
     assert img.shape == (240, 320, 3)
     red = (img[..., 0] > 120) & (img[..., 2] < 90)
     blue = (img[..., 2] > 90) & (img[..., 0] < 60)
@@ -230,7 +233,7 @@ def test_software_rasteriser_draws_the_colours(tmp_path):
 def test_render_png_falls_back_without_opengl(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_NO_OPENGL", "1")
     v, f = read_mesh(SAMPLES / "table.ply")
-    out = mesh_seg.render_png(tmp_path / "t.png", v, f, np.full((len(f), 3), 180, np.uint8), size=(200, 150))
+    out = render.render_png(tmp_path / "t.png", v, f, np.full((len(f), 3), 180, np.uint8), size=(200, 150))
     from PIL import Image
 
     assert Image.open(out).size == (200, 150)

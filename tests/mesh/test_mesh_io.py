@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import UserError
 from app.io import mesh_io
 from app.io.mesh_io import (
     MeshIOError,
@@ -23,8 +22,9 @@ from app.io.mesh_io import (
     write_seg,
     write_segments,
 )
+from gpu_kernels.errors import InputError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "resources" / "samples"
 
 
@@ -127,7 +127,7 @@ def test_write_segments_refuses_a_folder_with_other_files(tmp_path):
         write_segments(d, v, f, lab)
     assert [p.name for p in d.iterdir()] == ["notes.txt"]
     (tmp_path / "afile").write_text("x")
-    with pytest.raises(MeshIOError, match="not a folder"):
+    with pytest.raises(MeshIOError, match="a file has that name"):
         write_segments(tmp_path / "afile", v, f, lab)
 
 
@@ -185,7 +185,7 @@ def test_bad_input_gives_one_clear_line(tmp_path, case):
     with pytest.raises(MeshIOError) as info:
         read_mesh(path)
     msg = str(info.value)
-    assert isinstance(info.value, UserError)
+    assert isinstance(info.value, InputError)
     assert expected in msg
     assert "\n" not in msg and str(path.name) in msg
 

@@ -64,11 +64,12 @@ def test_every_label_is_one_connected_patch(bbb):
     assert npatch == seg.k
 
 
-def test_auto_k(bbb):
-    v, f, _ = bbb
+def test_auto_k_finds_the_three_parts(bbb):
+    """Box, bar, box: auto k must find exactly these three parts."""
+    v, f, truth = bbb
     seg = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
-    assert 2 <= seg.k <= 20
-    assert seg.info["k_per_component"] == [seg.k] or seg.k < seg.info["k_per_component"][0]
+    assert seg.k == 3 and seg.info["k_per_component"] == [3]
+    assert rand_index_error(seg.labels, truth) < 0.02
 
 
 def test_degenerate_faces_get_a_neighbours_label(bbb):

@@ -1,6 +1,4 @@
-"""The Mesh segmentation tab: load a sample, segment it on the CPU through the worker,
-coloured faces, legend, memberships of a picked face, toggles, exports, settings, the
-too-large proposal and Cancel. Runs under Xvfb (3-D view) and offscreen (static view)."""
+"""The Mesh segmentation tab: widgets and views over app.tools.mesh_seg, driven as a user would."""
 
 from __future__ import annotations
 
@@ -14,50 +12,55 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 
-from app.commands import mesh_seg  # noqa: E402
 from app.errors import UserError  # noqa: E402
-from app.io.mesh_io import MeshIOError, read_face_colors, read_mesh, read_seg  # noqa: E402
+from app.io.mesh_io import read_face_colors, read_mesh, read_seg  # noqa: E402
 from app.tabs.mesh_tab import MeshTab  # noqa: E402
 from app.tabs.mesh_view import NEUTRAL  # noqa: E402
+from app.tools import mesh_seg  # noqa: E402
+from gpu_kernels.backend import get_backend  # noqa: E402
+from gpu_kernels.mesh import segment as seg_lib  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
-SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
 
 @pytest.fixture
-def tab(qtbot):
+def tab(qtbot, errors_of):
     t = MeshTab()
     qtbot.addWidget(t)
     t.resize(1200, 760)
     t.show()
     qtbot.waitExposed(t)
-    t.apsp_combo.setCurrentIndex(t.apsp_combo.findText("cpu"))  # one process: fastest on small meshes
+    t.form.set_value("apsp", "cpu")  # one process: fastest on small meshes
     yield t
     t.runner.shutdown(10000)
     t.view.close_view()
 
 
-def segment(qtbot, t: MeshTab, timeout=60000):
-    assert t.run_segmentation(device="cpu")
-    qtbot.waitUntil(lambda: not t.runner.is_running(), timeout=timeout)
-    assert t.result is not None
-    return t.result.seg
+@pytest.fixture
+def errors_of(monkeypatch):
+    """Error dialogs of tabs shown on their own, recorded as (title, summary, details)."""
+    from app.tabs.base import StandaloneHost
+
+    calls = []
+    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
+    return calls
 
 
 @pytest.fixture(scope="module")
 def dumbbell_result():
-    """The dumbbell segmented once (on the CPU) for the tests that look at a result."""
-    v, f = read_mesh(SAMPLES / "dumbbell.ply")
-    return mesh_seg.segment(v, f, apsp="cpu", device="cpu")
+    """The dumbbell segmented once (on the CPU) with a wide fuzzy band, so that fuzzy faces exist."""
+    data = mesh_seg.load(SAMPLES / "dumbbell.ply")
+    return mesh_seg.run(data, {"apsp": "cpu", "epsilon": 0.9}, device=get_backend("cpu")).seg
 
 
 @pytest.fixture
-def segmented(qtbot, tab, dumbbell_result, monkeypatch):
+def segmented(qtbot, tab, tab_runner, dumbbell_result, monkeypatch):
     """A tab showing the dumbbell's segmentation; the job still runs through the worker."""
-    monkeypatch.setattr(mesh_seg, "segment", lambda *a, **k: dumbbell_result)
-    tab.open_file(SAMPLES / "dumbbell.ply")
-    segment(qtbot, tab)
+    monkeypatch.setattr(seg_lib, "segment_mesh", lambda *a, **k: dumbbell_result)
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    assert tab_runner.run(tab) is not None
     return tab
 
 
@@ -68,18 +71,18 @@ def test_samples_are_offered(tab):
     assert tab.handles("x.PLY") and tab.handles("y.off") and not tab.handles("z.png")
 
 
-def test_load_run_and_the_faces_are_coloured(qtbot, tab):
-    tab.open_file(SAMPLES / "dumbbell.ply")
+def test_load_run_and_the_faces_are_coloured(qtbot, tab, tab_runner):
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
     v, f = read_mesh(SAMPLES / "dumbbell.ply")
     assert tab.view.mesh.n_cells == len(f)
     assert (np.asarray(tab.view.mesh.cell_data["colors"]) == NEUTRAL).all()
-    assert "3,000 faces" in tab.mesh_info.text()
+    assert "3,000 faces" in tab.input_info.text()
     assert tab.run_button.isEnabled() and not tab.can_save()
 
     progress = []
     tab.runner.progress.connect(lambda fr, st: progress.append((fr, st)))
     with qtbot.waitSignal(tab.result_shown, timeout=60000):
-        assert tab.run_segmentation(device="cpu")
+        assert tab.run(device="cpu")
         assert tab.runner.is_running() and not tab.run_button.isEnabled() and tab.cancel_button.isEnabled()
     seg = tab.result.seg
     # per-stage progress reached the runner (and so the status bar)
@@ -100,7 +103,8 @@ def test_load_run_and_the_faces_are_coloured(qtbot, tab):
     counts = [int(tab.legend.item(r, 1).text().replace(",", "")) for r in range(seg.k)]
     assert sum(counts) == len(f)
     assert f"{seg.k} parts" in tab.summary_label.text()
-    assert tab.can_save() and tab.export_segments_button.isEnabled() and not tab.cancel_button.isEnabled()
+    assert tab.can_save() and tab.export_buttons["segments"].isEnabled() and not tab.cancel_button.isEnabled()
+    assert tab.result.device == "cpu" and seg.info["device"] == "cpu"
 
 
 def test_picking_a_face_shows_its_memberships(segmented):
@@ -128,7 +132,7 @@ def test_clicking_in_the_3d_view_picks_a_face(qtbot, segmented):
         pytest.skip(f"no OpenGL here: {tab.view.gl_reason}")
     w, h = tab.view.plotter.window_size
     face = tab.view.pick_at(w // 2, h // 2)
-    assert 0 <= face < len(tab.faces)
+    assert 0 <= face < len(tab.data.faces)
     assert tab.view.pick_at(2, 2) == -1  # background corner
     with qtbot.waitSignal(tab.view.face_picked) as sig:
         tab.view.face_picked.emit(face)
@@ -139,36 +143,41 @@ def test_toggles(segmented):
     tab = segmented
     seg = tab.result.seg
     colors = lambda: np.asarray(tab.view.mesh.cell_data["colors"])  # noqa: E731
-    tab.fuzzy_check.setChecked(True)
     fuzzy = np.asarray(seg.fuzzy, bool)
-    if fuzzy.any():
-        assert (colors()[fuzzy] != seg.face_colors[fuzzy]).any(axis=1).all()
+    assert fuzzy.any() and not fuzzy.all()  # the fixture's wide band makes some faces fuzzy
+    before = tab.view.render_image((320, 240)).copy()
+    tab.fuzzy_check.setChecked(True)
+    assert (colors()[fuzzy] != seg.face_colors[fuzzy]).any(axis=1).all()
     np.testing.assert_array_equal(colors()[~fuzzy], seg.face_colors[~fuzzy])
+    after = tab.view.render_image((320, 240))
+    assert np.abs(after.astype(int) - before.astype(int)).sum() > 0  # the picture changed too
     tab.fuzzy_check.setChecked(False)
     np.testing.assert_array_equal(colors(), seg.face_colors)
     tab.edges_check.setChecked(True)
     assert tab.view.show_edges
     tab.reset_view_button.click()
     tab.reps_check.setChecked(False)
+    assert not tab.view.show_reps
     tab.reps_check.setChecked(True)
+    assert tab.view.show_reps
     if tab.view.available:
         assert "reps" in tab.view._actors
         assert tab.view._actors["mesh"].GetProperty().GetEdgeVisibility()
-        img = tab.view.render_image()
-        assert img is not None and img.std() > 5
-    else:
-        assert tab.view.static.pixmap() is not None and not tab.view.static.pixmap().isNull()
+    img = tab.view.render_image()
+    assert img is not None and img.std() > 5
 
 
 def test_exports(tmp_path, segmented):
     tab = segmented
     seg = tab.result.seg
-    nf = len(tab.faces)
+    nf = len(tab.data.faces)
     tab.save_result(tmp_path / "parts.ply")
     np.testing.assert_array_equal(read_face_colors(tmp_path / "parts.ply"), seg.face_colors)
     tab.save_result(tmp_path / "parts.seg")
     np.testing.assert_array_equal(read_seg(tmp_path / "parts.seg", n_faces=nf), seg.labels)
-    files = tab.export_segments(tmp_path / "segs", "obj")
+    tab.segments_format.setCurrentText("obj")
+    seg_export = next(e for e in tab.tool.exports if e.key == "segments")
+    files = tab.save_result(tmp_path / "segs", seg_export)
     assert len(files) == seg.k and all(p.suffix == ".obj" for p in files)
     assert sum(len(read_mesh(p)[1]) for p in files) == nf
     with pytest.raises(UserError, match="cannot save .txt"):
@@ -178,24 +187,21 @@ def test_exports(tmp_path, segmented):
     assert "*.ply" in tab.result_filters() and "*.seg" in tab.result_filters()
 
 
-def test_a_bad_file_keeps_the_current_mesh(tmp_path, tab):
-    tab.open_file(SAMPLES / "table.ply")
+def test_a_bad_file_keeps_the_current_mesh(qtbot, tmp_path, tab, tab_runner, errors_of):
+    tab_runner.load(tab, SAMPLES / "table.ply")
     (tmp_path / "cloud.ply").write_text("ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
                                         "property float y\nproperty float z\nend_header\n0 0 0\n")
-    with pytest.raises(MeshIOError, match="point cloud"):
-        tab.open_file(tmp_path / "cloud.ply")
-    assert tab.mesh_path.name == "table.ply" and tab.view.mesh.n_cells == len(tab.faces)
+    with qtbot.waitSignal(tab.runner.failed, timeout=10000):
+        assert tab.open_file(tmp_path / "cloud.ply")
+    assert errors_of[-1][0] == "Cannot open file" and "point cloud" in errors_of[-1][1]
+    assert errors_of[-1][2] == ""  # a user's file, not a bug: no traceback
+    assert tab.input_path.name == "table.ply" and tab.view.mesh.n_cells == len(tab.data.faces)
 
 
 def test_parameters_persist(tab, tmp_path, qtbot):
-    tab.k_spin.setValue(4)
-    tab.delta_auto.setChecked(False)
-    tab.delta_spin.setValue(0.35)
-    tab.eta_auto.setChecked(True)
-    tab.eps_spin.setValue(0.07)
-    tab.apsp_combo.setCurrentIndex(tab.apsp_combo.findText("cpu-mt"))
-    tab.iter_spin.setValue(9)
-    tab.maxfaces_spin.setValue(5000)
+    f = tab.form
+    f.set_values({"k": 4, "delta": 0.35, "eta_convex": "auto", "epsilon": 0.07, "apsp": "cpu-mt",
+                  "max_iter": 9, "max_faces": 5000})
     tab.edges_check.setChecked(True)
     params = tab.params()
     assert params == {"k": 4, "delta": 0.35, "eta_convex": None, "epsilon": 0.07, "apsp": "cpu-mt",
@@ -208,15 +214,44 @@ def test_parameters_persist(tab, tmp_path, qtbot):
 
     other = MeshTab(allow_3d=False)
     qtbot.addWidget(other)
+    assert other.params() == mesh_seg.PARAMS.defaults()
     s2 = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     s2.beginGroup("tabs/mesh")
     other.restore_settings(s2)
     assert other.params() == params
     assert other.edges_check.isChecked()
-    assert other.delta_spin.isEnabled() and not other.eta_spin.isEnabled()  # "auto" greys its spin box
+    # "auto" greys its spin box
+    assert other.form.editor("delta").isEnabled() and not other.form.editor("eta_convex").isEnabled()
 
 
-def test_too_large_proposes_simplification(qtbot, tab, monkeypatch, dumbbell_result):
+def test_presets_and_the_command_line(tab, tab_runner, tmp_path, capsys):
+    from app.cli import main
+
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    tab.form.set_values({"k": 2, "epsilon": 0.1, "apsp": "cpu", "max_faces": 1000})
+    preset = tab.save_preset(tmp_path / "p.json")
+    tab.form.reset()
+    assert tab.params()["k"] == "auto"
+    tab.load_preset(preset)
+    assert tab.params()["k"] == 2 and tab.params()["max_faces"] == 1000
+    cmd = tab.copy_command_line()
+    from PySide6.QtGui import QGuiApplication
+
+    assert QGuiApplication.clipboard().text() == cmd
+    assert cmd.startswith("gpulab mesh-seg ") and "--k 2" in cmd and "--max-faces 1000" in cmd
+    # the copied command runs headless with the same parameters
+    import shlex
+
+    argv = shlex.split(cmd)[1:]
+    out = tmp_path / "o.ply"
+    argv[argv.index("-o") + 1] = str(out)
+    assert main([*argv, "--device", "cpu", "--save-params", str(tmp_path / "used.json"), "-q"]) == 0
+    used = mesh_seg.PARAMS.load_json(tmp_path / "used.json")
+    assert used == tab.params()
+    assert "parts (k): 2" in capsys.readouterr().out
+
+
+def test_too_large_proposes_simplification(qtbot, tab, tab_runner, monkeypatch, dumbbell_result):
     from gpu_kernels.mesh.segment import MeshTooLargeError
 
     calls = []
@@ -227,80 +262,96 @@ def test_too_large_proposes_simplification(qtbot, tab, monkeypatch, dumbbell_res
             raise MeshTooLargeError(len(faces), 1500, "cpu")
         return dumbbell_result
 
-    monkeypatch.setattr(mesh_seg, "segment", fake)
+    monkeypatch.setattr(seg_lib, "segment_mesh", fake)
     asked = []
-    monkeypatch.setattr(tab, "ask_simplify", lambda msg: asked.append(msg) or True)
-    tab.open_file(SAMPLES / "dumbbell.ply")
-    tab.run_segmentation(device="cpu")
-    qtbot.waitUntil(lambda: tab.result is not None, timeout=60000)
-    assert len(asked) == 1 and "3,000 faces" in asked[0] and "1,400 faces" in asked[0]
-    assert calls == [None, 1400] and tab.maxfaces_spin.value() == 1400
+    monkeypatch.setattr(tab, "ask_too_large", lambda exc: asked.append(exc) or True)
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    assert tab_runner.run(tab) is not None
+    assert len(asked) == 1 and asked[0].size == 3000 and asked[0].suggested_size == 1400
+    assert calls == [None, 1400]
     assert tab.result.params["max_faces"] == 1400
+    assert tab.params()["max_faces"] is None  # for that run only: the form keeps its value
     assert tab.legend.rowCount() == tab.result.seg.k
 
 
-@pytest.mark.parametrize("choice", ["cancel", "simplify", "run"])
-def test_large_mesh_on_the_cpu_offers_to_simplify_first(qtbot, tab, monkeypatch, dumbbell_result, choice):
-    import app.tabs.mesh_tab as mt
+def test_declining_the_offer_runs_nothing(qtbot, tab, tab_runner, monkeypatch, errors_of):
+    from gpu_kernels.mesh.segment import MeshTooLargeError
 
+    def fake(vertices, faces, **kw):
+        raise MeshTooLargeError(len(faces), 1500, "cpu")
+
+    monkeypatch.setattr(seg_lib, "segment_mesh", fake)
+    monkeypatch.setattr(tab, "ask_too_large", lambda exc: False)
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    assert tab_runner.run(tab) is None
+    assert tab.result is None and errors_of == []
+
+
+@pytest.mark.parametrize("choice", ["cancel", "apply", "run"])
+def test_large_mesh_on_the_cpu_offers_to_simplify_first(qtbot, tab, tab_runner, monkeypatch, dumbbell_result,
+                                                        choice):
     seen = []
-    monkeypatch.setattr(mt, "CPU_COMFORT_FACES", 1000)
-    monkeypatch.setattr(mesh_seg, "segment", lambda *a, **k: seen.append(k["max_faces"]) or dumbbell_result)
-    monkeypatch.setattr(tab, "ask_slow_cpu_run", lambda n: seen.append(n) or choice)
-    tab.open_file(SAMPLES / "dumbbell.ply")
-    started = tab.run_segmentation(device="cpu")
-    assert started == (choice != "cancel")
-    qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=20000)
-    expected = {"cancel": [3000], "simplify": [3000, 1000], "run": [3000, None]}[choice]
+    monkeypatch.setattr(mesh_seg, "CPU_COMFORT_FACES", 1000)
+    monkeypatch.setattr(seg_lib, "segment_mesh", lambda *a, **k: seen.append(k["max_faces"]) or dumbbell_result)
+    monkeypatch.setattr(tab, "ask_advice", lambda adv: seen.append(adv.size) or choice)
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    res = tab_runner.run(tab)
+    expected = {"cancel": [3000], "apply": [3000, 1000], "run": [3000, None]}[choice]
     assert seen == expected
-    assert (tab.result is not None) == started
+    assert (res is not None) == (choice != "cancel")
 
 
-def test_cancel_keeps_the_window_usable_and_writes_nothing(qtbot, tab, tmp_path, monkeypatch):
+def test_cancel_keeps_the_previous_result(qtbot, tab, tab_runner, monkeypatch, dumbbell_result):
     import threading
+
+    monkeypatch.setattr(seg_lib, "segment_mesh", lambda *a, **k: dumbbell_result)
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    first = tab_runner.run(tab)
+    assert first is not None
+    shown = np.asarray(tab.view.mesh.cell_data["colors"]).copy()
 
     gate = threading.Event()
 
     def slow(vertices, faces, *, progress=None, **kw):
         progress.update(0.1, "APSP")
         gate.wait(5)
-        for i in range(200):
-            progress.update(0.1 + i / 250, "APSP")
+        for i in range(500):
+            progress.update(0.1 + i / 600, "APSP")
             threading.Event().wait(0.01)
         raise AssertionError("not cancelled")
 
-    monkeypatch.setattr(mesh_seg, "segment", slow)
-    tab.open_file(SAMPLES / "dumbbell.ply")
+    monkeypatch.setattr(seg_lib, "segment_mesh", slow)
     with qtbot.waitSignal(tab.runner.cancelled, timeout=10000):
-        tab.run_segmentation(device="cpu")
+        assert tab.run(device="cpu")
         tab.cancel_button.click()
         gate.set()
-    assert tab.result is None and not tab.can_save() and tab.run_button.isEnabled()
-    assert list(tmp_path.iterdir()) == []
+    assert tab.result is first and tab.can_save() and tab.run_button.isEnabled()
+    np.testing.assert_array_equal(np.asarray(tab.view.mesh.cell_data["colors"]), shown)
 
 
-def test_gpu_apsp_without_a_gpu_says_so(tab, monkeypatch):
-    from gpu_kernels import backend
-
-    if backend.cupy_available():
-        pytest.skip("this machine has a CUDA device")
-    errors = []
-    monkeypatch.setattr(tab, "_error", lambda title, msg: errors.append(msg))
-    tab.open_file(SAMPLES / "dumbbell.ply")
-    tab.apsp_combo.setCurrentIndex(tab.apsp_combo.findText("gpu-sym"))
-    assert not tab.run_segmentation(device="cpu")
-    assert len(errors) == 1 and "CUDA GPU" in errors[0] and not tab.runner.is_running()
+def test_a_result_for_a_replaced_mesh_is_dropped(qtbot, tab, tab_runner, monkeypatch, dumbbell_result):
+    """The stale-result guard: open another mesh while... the first result arrives late."""
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    token = tab._token
+    tab._job = ("run", token - 1, {}, "cpu")  # a result of an input that is no longer shown
+    tab._on_finished(mesh_seg.MeshSegResult(tab.data, dumbbell_result, {}, "cpu", 0.1))
+    assert tab.result is None and not tab.can_save()
 
 
-def test_without_opengl_the_tab_still_works(qtbot, tmp_path):
+def test_gpu_apsp_on_the_cpu_says_so(tab, tab_runner, errors_of):
+    tab_runner.load(tab, SAMPLES / "dumbbell.ply")
+    tab.form.set_value("apsp", "gpu-sym")
+    assert not tab.run(device="cpu")
+    assert len(errors_of) == 1 and "CUDA GPU" in errors_of[0][1] and not tab.runner.is_running()
+
+
+def test_without_opengl_the_tab_still_works(qtbot, tmp_path, tab_runner):
     t = MeshTab(allow_3d=False)
     qtbot.addWidget(t)
     t.show()
     assert not t.view.available and "unavailable" in t.view.placeholder.text()
-    t.apsp_combo.setCurrentIndex(t.apsp_combo.findText("cpu"))
-    t.open_file(SAMPLES / "dumbbell.ply")
-    t.maxfaces_spin.setValue(800)
-    seg = segment(qtbot, t)
+    tab_runner.load(t, SAMPLES / "dumbbell.ply")
+    seg = tab_runner.run(t, apsp="cpu", max_faces=800).seg
     np.testing.assert_array_equal(np.asarray(t.view.mesh.cell_data["colors"]), seg.face_colors)
     assert not t.view.static.pixmap().isNull()
     t.export_screenshot(tmp_path / "v.png")
@@ -315,8 +366,10 @@ def test_main_window_routes_meshes_to_the_tab(qtbot, monkeypatch):
     qtbot.addWidget(w)
     monkeypatch.setattr(w, "show_error", lambda *a: errors.append(a))
     tab = w.tabs[0]
-    assert isinstance(tab, MeshTab)
+    assert isinstance(tab, MeshTab) and tab.host is w
     assert w.tab_for_path("bunny.off") is tab and w.tab_for_path("x.stl") is tab
-    assert w.open_path(SAMPLES / "creature.ply") and tab.mesh_path.name == "creature.ply"
+    with qtbot.waitSignal(tab.input_loaded, timeout=20000):
+        assert w.open_path(SAMPLES / "creature.ply")
+    assert tab.input_path.name == "creature.ply"
     assert errors == []
     w.close()

@@ -1,0 +1,185 @@
+"""The shape every gpulab tool has, without Qt.
+
+A tool module (``app/tools/<tool>.py``) defines plain functions and one :class:`Tool`
+that names them. The command line (``app/commands``), the window (``app/tabs``), ``gpulab
+demo`` and ``gpulab batch`` all go through that object, so they cannot disagree about a
+tool's parameters, device or outputs:
+
+``params``
+    the :class:`~app.tools.params.ParamSet` (defaults from the library's constants);
+``load(path, *, progress) -> data``
+    read one input file (runs on the worker thread in the window);
+``run(data, params, *, device, progress) -> result``
+    compute; ``device`` is a :class:`gpu_kernels.backend.Backend` the caller resolved, and
+    everything inside uses it (nothing reads the process-wide default);
+``summary(result) -> list[str]``
+    human-readable lines (the CLI prints them, the tab shows them, the demo writes them);
+``exports``
+    the :class:`Export` formats a result can be written as;
+``check(params, device)``
+    fast checks before anything is loaded or run (a GPU-only option on the CPU);
+``advise(data, params, device) -> TooLargeError | None``
+    a soft size rule ("this will be slow on the CPU"): the window offers the remedy, the CLI
+    prints a note; hard limits are raised by ``run`` as :class:`~gpu_kernels.errors.TooLargeError`;
+``samples()`` and ``demo(out_dir, *, device, progress)``.
+
+:func:`execute` runs a :class:`Job` on a given device; the window's worker thread and the
+tests use the same function.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pathlib
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_kernels.backend import Backend, get_backend
+from gpu_kernels.errors import TooLargeError
+from gpu_kernels.jobs import Progress, as_progress
+
+from .params import ParamSet
+
+__all__ = ["Tool", "Export", "Job", "execute", "resources_dir", "samples_in", "fmt_seconds"]
+
+
+def resources_dir() -> pathlib.Path:
+    """``resources/`` of a checkout (or of an installed copy)."""
+    here = pathlib.Path(__file__).resolve()
+    for cand in (here.parents[2] / "resources", here.parents[1] / "resources"):
+        if cand.is_dir():
+            return cand
+    return here.parents[2] / "resources"
+
+
+def samples_in(subdir: str, extensions: Sequence[str], first: Sequence[str] = ()) -> list[pathlib.Path]:
+    """Sample files in ``resources/samples/<subdir>`` with these extensions, the stems in
+    ``first`` first (in that order), then the rest by name."""
+    d = resources_dir() / "samples" / subdir if subdir else resources_dir() / "samples"
+    if not d.is_dir():
+        return []
+    files = [p for p in d.iterdir() if p.is_file() and p.suffix.lower() in tuple(extensions)]
+    order = {s: i for i, s in enumerate(first)}
+    return sorted(files, key=lambda p: (order.get(p.stem, len(order)), p.name))
+
+
+@dataclass(frozen=True)
+class Export:
+    """One way to write a result.
+
+    ``write(result, path) -> list[Path]`` writes atomically and returns what it wrote.
+    ``folder`` exports write into a new folder (``path`` is that folder).
+    """
+
+    key: str
+    label: str
+    extensions: tuple[str, ...]
+    write: Callable[[Any, pathlib.Path], list[pathlib.Path]]
+    folder: bool = False
+    cli_option: str | None = None  # the command's option for it, for the copied command line
+    #: ``check(path)`` raises a one-line error before any work if ``path`` cannot be written
+    check: Callable[[pathlib.Path], Any] | None = None
+
+    @property
+    def filter(self) -> str:
+        if self.folder:
+            return self.label
+        return f"{self.label} (" + " ".join(f"*{e}" for e in self.extensions) + ")"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool as the CLI, the window, the demo and batch see it (see the module docstring)."""
+
+    name: str                     # command and batch name: "mesh-seg"
+    title: str                    # "Mesh segmentation"
+    key: str                      # settings group, demo folder: "mesh"
+    description: str              # one sentence
+    params: ParamSet
+    load: Callable[..., Any]
+    run: Callable[..., Any]
+    summary: Callable[[Any], list[str]]
+    exports: tuple[Export, ...] = ()
+    input_extensions: tuple[str, ...] = ()
+    input_kind: str = "Files"
+    samples: Callable[[], list[pathlib.Path]] = lambda: []
+    demo: Callable[..., list[pathlib.Path]] | None = None
+    advise: Callable[..., TooLargeError | None] | None = None
+    #: ``check(params, device)``: fast checks before any work (raise InputError), e.g. a GPU-only option
+    check: Callable[[dict, Backend], None] | None = None
+    #: positional inputs and the main output option of the CLI, for the copied command line:
+    #: ``command_line(inputs, output)`` reproduces ``gpulab <name> INPUT... -o OUTPUT <flags>``
+    output_option: str = "-o"
+    default_output: Callable[[pathlib.Path], str] | None = None
+
+    def __post_init__(self):
+        sig = inspect.signature(self.run)
+        if "device" not in sig.parameters or "progress" not in sig.parameters:
+            raise TypeError(f"{self.name}: run() must take device= and progress= keywords")
+
+    def handles(self, path: str | pathlib.Path) -> bool:
+        name = pathlib.Path(path).name.lower()
+        return any(name.endswith(e) for e in self.input_extensions)
+
+    def export_for(self, path: str | pathlib.Path) -> Export | None:
+        """The file export whose extension ``path`` has."""
+        name = pathlib.Path(path).name.lower()
+        return next((e for e in self.exports if not e.folder and any(name.endswith(x) for x in e.extensions)),
+                    None)
+
+    def command_line(self, inputs: Sequence[str | pathlib.Path], params: dict, *,
+                     output: str | None = None, device: str | None = None) -> str:
+        """The ``gpulab`` command that repeats this run headless."""
+        args = ["gpulab", self.name, *map(str, inputs)]
+        if output is None and self.default_output is not None and inputs:
+            output = self.default_output(pathlib.Path(inputs[0]))
+        if output is not None and self.output_option:
+            args += [self.output_option, output]
+        args += self.params.to_cli(params)
+        if device and device != "auto":
+            args += ["--device", device]
+        return shlex.join(args)
+
+
+@dataclass
+class Job:
+    """A unit of work for the worker thread: ``fn(*args, device=<Backend>, progress=..., **kwargs)``.
+
+    ``uses_device=False`` (loading a file) calls ``fn(*args, progress=..., **kwargs)``.
+    ``token`` lets the caller recognise a stale result.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    what: str = "The job"
+    uses_device: bool = True
+    token: Any = None
+
+
+def execute(job: Job, *, device: str | Backend | None, progress: Progress | None = None):
+    """Run ``job`` on ``device`` in the calling thread: the device is resolved, made current
+    and passed to the job as ``device=`` (so nothing inside reads the process default).
+
+    Returns ``(result, backend, seconds)``.
+    """
+    progress = as_progress(progress)
+    t0 = time.perf_counter()
+    if not job.uses_device:
+        return job.fn(*job.args, progress=progress, **job.kwargs), None, time.perf_counter() - t0
+    be = get_backend(device)
+    with be.activate():
+        out = job.fn(*job.args, device=be, progress=progress, **job.kwargs)
+    return out, be, time.perf_counter() - t0
+
+
+def fmt_seconds(t) -> str:
+    """``850 ms`` below a second, ``2.31 s`` above."""
+    try:
+        t = float(t)
+    except (TypeError, ValueError):
+        return str(t)
+    return f"{t * 1000:.0f} ms" if t < 1.0 else f"{t:.2f} s"

@@ -1,0 +1,302 @@
+"""Mesh segmentation as a tool: parameters, loading, running, summary, exports, samples, demo.
+
+Katz-Tal fuzzy clustering on the mesh's dual graph (:func:`gpu_kernels.mesh.segment_mesh`):
+all-pairs shortest paths on the GPU (tiled Floyd-Warshall) or the CPU (Dijkstra), fuzzy
+clustering, minimum-cut boundaries. ``gpulab mesh-seg``, the Mesh segmentation tab,
+``gpulab demo`` and ``gpulab batch`` all call :data:`TOOL`.
+
+Example
+-------
+>>> from app.tools import mesh_seg                                       # doctest: +SKIP
+>>> from gpu_kernels.backend import get_backend                          # doctest: +SKIP
+>>> data = mesh_seg.load(mesh_seg.samples()[0])                          # doctest: +SKIP
+>>> res = mesh_seg.run(data, {"k": 2}, device=get_backend("cpu"), progress=None)  # doctest: +SKIP
+>>> res.seg.k                                                             # doctest: +SKIP
+2
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_kernels.backend import Backend, _no_cuda_reason
+from gpu_kernels.errors import InputError, TooLargeError
+from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.mesh import segment as _seg
+
+from ..io import mesh_io
+from ..io.atomic import atomic_write
+from ..render.mesh import render_png
+from .base import Export, Tool, fmt_seconds, samples_in
+from .params import Param, ParamSet
+
+__all__ = ["PARAMS", "TOOL", "MeshData", "MeshSegResult", "load", "run", "summary", "advise",
+           "samples", "demo", "CPU_COMFORT_FACES", "APSP_CHOICES"]
+
+#: above this many faces a CPU run is slow: the window offers to simplify, the CLI says so
+CPU_COMFORT_FACES = 12_000
+
+APSP_CHOICES = ("auto", "gpu-sym", "gpu", "cpu", "cpu-mt")
+GPU_APSP = ("gpu-sym", "gpu")
+
+PARAMS = ParamSet([
+    Param("k", int, "auto", "Parts (k)",
+          "Number of parts; 'auto' picks it from the largest gap in the representatives' distances.",
+          minimum=1, maximum=_seg.MAX_K, auto=True, typical=5, metavar="K"),
+    Param("delta", float, None, "Delta",
+          "Weight of geodesic against angular distance in the dual graph (0 = angles only, "
+          "1 = geodesic only); 'auto' is the library's choice.",
+          minimum=0.0, maximum=1.0, auto=True, auto_value=None, typical=_seg.DEFAULT_DELTA,
+          step=0.05, decimals=3, metavar="D"),
+    Param("eta_convex", float, None, "Convex η",
+          "Angular weight of convex edges relative to concave ones (concave = 1); 'auto' is the "
+          "library's choice.",
+          minimum=0.0, maximum=1.0, min_open=True, auto=True, auto_value=None,
+          typical=_seg.DEFAULT_ETA_CONVEX, step=0.01, decimals=3, metavar="E"),
+    Param("epsilon", float, _seg.DEFAULT_EPSILON, "Fuzzy band ε",
+          "A face is fuzzy when its two best memberships p1 >= p2 satisfy (p1 - p2) / (p1 + p2) <= ε; "
+          "a minimum cut decides fuzzy faces.",
+          minimum=0.0, maximum=1.0, step=0.01, decimals=3, metavar="EPS"),
+    Param("apsp", str, "auto", "APSP method",
+          "All-pairs shortest-path method.",
+          choices=APSP_CHOICES,
+          choice_help={"auto": "the GPU when there is one, else the faster CPU method",
+                       "gpu-sym": "GPU, tiled Floyd-Warshall on the lower triangle (half the memory)",
+                       "gpu": "GPU, tiled Floyd-Warshall", "cpu": "CPU, Dijkstra",
+                       "cpu-mt": "CPU, Dijkstra on all cores"}),
+    Param("max_iter", int, _seg.DEFAULT_MAX_ITER, "Iteration cap",
+          "Maximum number of representative updates.", minimum=1, maximum=500, metavar="N"),
+    Param("max_faces", int, None, "Simplify to",
+          "Simplify a mesh with more faces than this (quadric edge collapse) before clustering; "
+          "the labels are carried back to every original face. 'off' never simplifies.",
+          minimum=4, maximum=10_000_000, optional=True, typical=4000, step=1000, unit="faces", metavar="N"),
+])
+
+
+@dataclass
+class MeshData:
+    """A loaded mesh."""
+
+    path: pathlib.Path | None
+    vertices: np.ndarray
+    faces: np.ndarray
+    areas: np.ndarray
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path is not None else "mesh"
+
+
+@dataclass
+class MeshSegResult:
+    """A segmentation of ``data`` (``seg`` is a :class:`gpu_kernels.mesh.MeshSegmentation`)."""
+
+    data: MeshData
+    seg: object
+    params: dict
+    device: str
+    elapsed: float
+
+    @property
+    def warnings(self) -> list[str]:
+        return list((getattr(self.seg, "info", {}) or {}).get("warnings", []) or [])
+
+    def table(self) -> list[dict]:
+        return self.seg.cluster_table(self.data.areas)
+
+
+# ----------------------------------------------------------------------------- load / run
+def from_arrays(vertices, faces, path=None) -> MeshData:
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    return MeshData(pathlib.Path(path) if path else None, v, f, mesh_io.face_areas(v, f))
+
+
+def load(path, *, progress: Progress | None = None) -> MeshData:
+    """Read a mesh file (anything pymeshlab reads); warnings about its content are kept."""
+    progress = as_progress(progress)
+    path = pathlib.Path(path)
+    warnings: list[str] = []
+    v, f = mesh_io.read_mesh(path, warnings=warnings)
+    data = from_arrays(v, f, path)
+    data.warnings = warnings
+    progress.update(0.0, f"read {path.name}: {len(f):,} faces")
+    return data
+
+
+def check_device(params: dict, device: Backend) -> None:
+    """A GPU APSP method needs a GPU."""
+    method = params.get("apsp", "auto")
+    if method in GPU_APSP and not device.is_gpu:
+        why = _no_cuda_reason() or "the CPU was selected"
+        raise InputError(f"APSP method {method} runs on a CUDA GPU, but {why}; use cpu-mt (or cpu), "
+                         "or a CUDA device")
+
+
+def run(data: MeshData, params: dict, *, device: Backend, progress: Progress | None = None) -> MeshSegResult:
+    """Segment ``data`` with ``params`` on ``device``.
+
+    Raises
+    ------
+    gpu_kernels.errors.InputError
+        Bad parameters for this mesh or device, or a mesh that cannot be segmented.
+    gpu_kernels.mesh.MeshTooLargeError
+        The distance matrix does not fit: a :class:`~gpu_kernels.errors.TooLargeError`
+        whose remedy is ``max_faces``.
+    """
+    p = PARAMS.validate(params)
+    check_device(p, device)
+    n = len(data.faces)
+    if p["k"] != "auto" and p["k"] > n:
+        raise InputError(f"k = {p['k']} asks for more parts than the mesh has faces ({n:,})")
+    t0 = time.perf_counter()
+    seg = _seg.segment_mesh(
+        data.vertices, data.faces, k=p["k"], delta=p["delta"], eta_convex=p["eta_convex"],
+        epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"], max_faces=p["max_faces"],
+        simplify=p["max_faces"] is not None, device=device, progress=progress)
+    return MeshSegResult(data, seg, p, device.label, time.perf_counter() - t0)
+
+
+def advise(data: MeshData, params: dict, device: Backend) -> TooLargeError | None:
+    """A large mesh on the CPU: suggest simplifying first (the run would take minutes)."""
+    p = PARAMS.validate(params)
+    n = len(data.faces)
+    if not device.is_gpu and p["max_faces"] is None and n > CPU_COMFORT_FACES:
+        return TooLargeError(
+            n, CPU_COMFORT_FACES, unit="faces", parameter="max_faces", where="the CPU in reasonable time",
+            remedy="simplify the mesh first; the labels are carried back to every face",
+            message=(f"{n:,} faces on the CPU can take many minutes (the shortest paths grow with the cube "
+                     f"of the face count); simplify to {CPU_COMFORT_FACES:,} faces first"))
+    return None
+
+
+# ----------------------------------------------------------------------------- summary
+STAGE_NAMES = {"clean": "clean-up", "dual_graph": "dual graph", "simplify": "simplify", "apsp": "APSP",
+               "clustering": "clustering", "cut": "cut", "transfer": "transfer"}
+
+
+def stage_times(result: MeshSegResult) -> list[tuple[str, float]]:
+    info = getattr(result.seg, "info", {}) or {}
+    return [(STAGE_NAMES.get(k, k), float(t)) for k, t in (info.get("timings") or {}).items()
+            if k != "total" and t]
+
+
+def summary(result: MeshSegResult) -> list[str]:
+    """The human-readable summary: mesh, k, parameters used, device, time per stage, parts."""
+    data, seg = result.data, result.seg
+    info = dict(getattr(seg, "info", {}) or {})
+    params = dict(info.get("params", {}) or {})
+    lines = [f"{data.name}: {len(data.vertices):,} vertices, {len(data.faces):,} faces"]
+    lines += [f"  warning: {w}" for w in data.warnings]
+    if info.get("simplified") and not any("simplified" in str(w) for w in info.get("warnings", [])):
+        lines.append("  simplified for clustering; labels carried back to every face")
+    k_req = result.params.get("k", "auto")
+    lines.append(f"  parts (k): {int(seg.k)}" + (" (auto)" if str(k_req) == "auto" else f" (asked for {k_req})"))
+    shown = []
+    for key in ("delta", "eta_convex"):
+        val = params.get(key)
+        if val is not None:
+            shown.append(f"{key} = {float(val):.3g}{' (auto)' if params.get(f'{key}_auto') else ''}")
+    if params.get("epsilon") is not None:
+        shown.append(f"epsilon = {float(params['epsilon']):.3g}")
+    its = info.get("iterations")
+    if its:
+        its = its if isinstance(its, list | tuple) else [its]
+        conv = "" if info.get("converged", True) else f", stopped at the cap of {params.get('max_iter')}"
+        shown.append(f"iterations = {max(its)}{conv}")
+    if shown:
+        lines.append("  parameters: " + ", ".join(shown))
+    lines.append(f"  device: {info.get('device', result.device)}; APSP: {info.get('method') or params.get('apsp_method')}")
+    st = stage_times(result)
+    lines.append("  time: " + (", ".join(f"{k} {fmt_seconds(v)}" for k, v in st) + "; total " if st else "")
+                 + fmt_seconds(result.elapsed))
+    lines.append(f"  fuzzy faces resolved by minimum cut: {int(np.count_nonzero(seg.fuzzy)):,}")
+    table = result.table()
+    if table:
+        lines.append("  part  faces     area %  colour")
+        for row in table:
+            hexcol = "#" + "".join(f"{int(c):02x}" for c in row["color"])
+            lines.append(f"  {row['label']:4d}  {row['faces']:8,}  {100 * row['area_fraction']:6.1f}  {hexcol}")
+    lines += [f"  warning: {w}" for w in result.warnings]
+    return lines
+
+
+# ----------------------------------------------------------------------------- exports
+def write_colored_ply(result: MeshSegResult, path) -> list[pathlib.Path]:
+    d = result.data
+    return [mesh_io.write_colored_ply(path, d.vertices, d.faces, result.seg.face_colors)]
+
+
+def write_labels(result: MeshSegResult, path) -> list[pathlib.Path]:
+    return [mesh_io.write_seg(path, result.seg.labels, n_faces=len(result.data.faces))]
+
+
+def write_segments(result: MeshSegResult, path, *, fmt: str = "ply") -> list[pathlib.Path]:
+    d = result.data
+    return mesh_io.write_segments(path, d.vertices, d.faces, result.seg.labels, fmt=fmt,
+                                  colors=result.seg.cluster_colors)
+
+
+EXPORTS = (
+    Export("mesh", "Coloured mesh", (".ply",), write_colored_ply, cli_option="-o"),
+    Export("labels", "Segment labels, PSB format", (".seg",), write_labels, cli_option="--labels"),
+    Export("segments", "One mesh per part (folder)", tuple(f".{e}" for e in mesh_io.SEGMENT_FORMATS),
+           write_segments, folder=True, cli_option="--segments-dir", check=mesh_io.check_segments_dir),
+)
+
+
+# ----------------------------------------------------------------------------- samples and demo
+def samples() -> list[pathlib.Path]:
+    """Bundled sample meshes, the default (``dumbbell``) first."""
+    return samples_in("", mesh_io.MESH_EXTENSIONS, first=("dumbbell", "creature", "table"))
+
+
+def demo(out_dir, *, device: Backend, progress: Progress | None = None,
+         names: Sequence[str] = ("dumbbell", "creature")) -> list[pathlib.Path]:
+    """Segment bundled samples: the coloured PLY, the .seg, a PNG and the summary of each."""
+    progress = as_progress(progress)
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo = [p for p in samples() if p.stem in names]
+    if not todo:
+        raise InputError("no bundled sample meshes found in resources/samples")
+    written: list[pathlib.Path] = []
+    for i, path in enumerate(todo):
+        sub = progress.sub(i / len(todo), (i + 1) / len(todo), prefix=path.stem)
+        data = load(path)
+        res = run(data, PARAMS.defaults(), device=device, progress=sub)
+        written += write_colored_ply(res, out_dir / f"{path.stem}-parts.ply")
+        written += write_labels(res, out_dir / f"{path.stem}.seg")
+        written.append(render_png(out_dir / f"{path.stem}-parts.png", data.vertices, data.faces,
+                                  res.seg.face_colors, title=f"{path.stem}: {res.seg.k} parts, {len(data.faces):,} faces"))
+        txt = out_dir / f"{path.stem}-summary.txt"
+        with atomic_write(txt, "w") as fh:
+            fh.write("\n".join(summary(res)) + "\n")
+        written.append(txt)
+    return written
+
+
+TOOL = Tool(
+    name="mesh-seg",
+    title="Mesh segmentation",
+    key="mesh",
+    description="Split a triangle mesh into meaningful parts (Katz-Tal fuzzy clustering on the dual graph).",
+    params=PARAMS,
+    load=load,
+    run=run,
+    summary=summary,
+    exports=EXPORTS,
+    input_extensions=mesh_io.MESH_EXTENSIONS,
+    input_kind="Meshes",
+    samples=samples,
+    demo=demo,
+    advise=advise,
+    check=check_device,
+    default_output=lambda p: f"{p.stem}-parts.ply",
+)

@@ -1,0 +1,267 @@
+"""The parameter form a tab shows, generated from the tool's :class:`~app.tools.params.ParamSet`.
+
+One widget per parameter: a spin box (with an ``auto``/``off`` check box where the
+parameter accepts it), a combo box for choices, a check box for flags, a line edit for
+text. Labels, ranges, steps, units and tool tips come from the declaration, so the form,
+the CLI and the library agree by construction (``tests/framework`` checks it for every tool).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..tools.params import Param, ParameterError, ParamSet
+
+__all__ = ["ParamForm"]
+
+log = logging.getLogger(__name__)
+
+_INT_MAX = 2**31 - 1
+
+
+def _decimals(p: Param) -> int:
+    if p.decimals is not None:
+        return p.decimals
+    step = p.step or 0.01
+    s = f"{step:.10f}".rstrip("0")
+    return max(2, len(s.split(".")[1]) if "." in s else 0)
+
+
+def _tooltip(p: Param) -> str:
+    bits = [p.help]
+    if p.type in (int, float):
+        bits.append(f"Range {p.range_text()}{' ' + p.unit if p.unit else ''}.")
+    if p.choices and p.choice_help:
+        bits += [f"{c}: {p.choice_help[c]}" for c in p.choices if c in p.choice_help]
+    bits.append(f"Default: {p.to_text(p.default)}. Command line: {p.option}")
+    return "\n".join(bits)
+
+
+class _Field:
+    """The widgets of one parameter and how to read/write them."""
+
+    def __init__(self, p: Param, on_change):
+        self.p = p
+        self.flag: QCheckBox | None = None  # the auto/off box
+        tip = _tooltip(p)
+        if p.type is bool:
+            self.editor = QCheckBox()
+            self.editor.toggled.connect(on_change)
+        elif p.choices:
+            self.editor = QComboBox()
+            for c in p.choices:
+                self.editor.addItem(str(c), c)
+                if c in p.choice_help:
+                    self.editor.setItemData(self.editor.count() - 1, p.choice_help[c], Qt.ItemDataRole.ToolTipRole)
+            self.editor.currentIndexChanged.connect(on_change)
+        elif p.type is str:
+            self.editor = QLineEdit()
+            self.editor.editingFinished.connect(on_change)
+        else:
+            if p.type is int:
+                self.editor = QSpinBox()
+                lo = int(p.minimum) + (1 if p.min_open else 0) if p.minimum is not None else -_INT_MAX
+                hi = int(p.maximum) - (1 if p.max_open else 0) if p.maximum is not None else _INT_MAX
+                self.editor.setRange(lo, hi)
+                self.editor.setSingleStep(int(p.step or 1))
+                self.editor.setGroupSeparatorShown(hi >= 10_000)
+            else:
+                self.editor = QDoubleSpinBox()
+                dec = _decimals(p)
+                self.editor.setDecimals(dec)
+                eps = 10.0 ** (-dec)
+                lo = p.minimum + (eps if p.min_open else 0) if p.minimum is not None else -1e12
+                hi = p.maximum - (eps if p.max_open else 0) if p.maximum is not None else 1e12
+                self.editor.setRange(lo, hi)
+                self.editor.setSingleStep(p.step or (0.1 if hi - lo > 2 else 0.01))
+            if p.unit:
+                self.editor.setSuffix(f" {p.unit}")
+            self.editor.setKeyboardTracking(False)
+            self.editor.valueChanged.connect(on_change)
+            if p.auto or p.optional:
+                self.flag = QCheckBox(p.none_text if p.optional and not p.auto else "auto")
+                self.flag.toggled.connect(lambda on: self.editor.setEnabled(not on))
+                self.flag.toggled.connect(on_change)
+                self.flag.setToolTip("Let gpulab choose" if p.auto else f"{p.none_text}: {p.label} is not used")
+        self.editor.setToolTip(tip)
+        self.editor.setObjectName(f"param-{p.name}")
+        if self.flag is not None:
+            self.flag.setObjectName(f"param-{p.name}-{self.flag.text()}")
+            box = QWidget()
+            lay = QHBoxLayout(box)
+            lay.setContentsMargins(0, 0, 0, 0)
+            lay.addWidget(self.editor, 1)
+            lay.addWidget(self.flag)
+            self.widget = box
+        else:
+            self.widget = self.editor
+
+    def get(self):
+        p, e = self.p, self.editor
+        if self.flag is not None and self.flag.isChecked():
+            return p.auto_value if p.auto else None
+        if isinstance(e, QCheckBox):
+            return e.isChecked()
+        if isinstance(e, QComboBox):
+            return e.currentData()
+        if isinstance(e, QLineEdit):
+            return e.text()
+        return e.value()
+
+    def set(self, value) -> None:
+        p, e = self.p, self.editor
+        special = (p.auto and p.is_auto(value)) or (value is None and p.optional)
+        if self.flag is not None:
+            self.flag.setChecked(special)
+            e.setEnabled(not special)
+        if special:
+            if isinstance(e, QSpinBox | QDoubleSpinBox):
+                e.setValue(p.shown_value)
+            return
+        if isinstance(e, QCheckBox):
+            e.setChecked(bool(value))
+        elif isinstance(e, QComboBox):
+            i = e.findData(value)
+            if i >= 0:
+                e.setCurrentIndex(i)
+        elif isinstance(e, QLineEdit):
+            e.setText(str(value))
+        else:
+            e.setValue(value)
+
+
+class ParamForm(QWidget):
+    """A form for a :class:`ParamSet`; ``changed`` is emitted on every edit.
+
+    ``values()`` returns the validated values (a :class:`ParameterError` says which one is
+    wrong); ``set_values`` fills the form (unknown or invalid values are ignored, with a log
+    line, so an old settings file never breaks the tab).
+    """
+
+    changed = Signal()
+
+    def __init__(self, params: ParamSet, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.params = params
+        self.fields: dict[str, _Field] = {}
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        main = QFormLayout()
+        main.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        outer.addLayout(main)
+        adv = [p for p in params if p.advanced]
+        adv_form = None
+        if adv:
+            self.advanced_button = QToolButton()
+            self.advanced_button.setText("Advanced")
+            self.advanced_button.setCheckable(True)
+            self.advanced_button.setArrowType(Qt.ArrowType.RightArrow)
+            self.advanced_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            self.advanced_button.setAutoRaise(True)
+            outer.addWidget(self.advanced_button)
+            self.advanced_box = QWidget()
+            adv_form = QFormLayout(self.advanced_box)
+            adv_form.setContentsMargins(0, 0, 0, 0)
+            adv_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            outer.addWidget(self.advanced_box)
+            self.advanced_box.setVisible(False)
+
+            def toggle(on):
+                self.advanced_box.setVisible(on)
+                self.advanced_button.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+
+            self.advanced_button.toggled.connect(toggle)
+        for p in params:
+            f = _Field(p, self._emit)
+            self.fields[p.name] = f
+            label = QLabel(f"{p.label}:")
+            label.setToolTip(f.editor.toolTip())
+            (adv_form if p.advanced and adv_form is not None else main).addRow(label, f.widget)
+        self._muted = False
+        self.set_values(params.defaults())
+
+    def _emit(self, *_a) -> None:
+        if not self._muted:
+            self.changed.emit()
+
+    # -- values -----------------------------------------------------------------------
+    def raw_values(self) -> dict[str, Any]:
+        return {name: f.get() for name, f in self.fields.items()}
+
+    def values(self) -> dict[str, Any]:
+        """The form's values, validated (raises :class:`ParameterError`)."""
+        return self.params.validate(self.raw_values())
+
+    def set_values(self, values: dict[str, Any]) -> None:
+        self._muted = True
+        try:
+            for name, v in values.items():
+                f = self.fields.get(name)
+                if f is None:
+                    log.info("ignored unknown parameter %r", name)
+                    continue
+                try:
+                    f.set(f.p.validate(v))
+                except ParameterError as exc:
+                    log.info("ignored %s = %r: %s", name, v, exc)
+        finally:
+            self._muted = False
+        self.changed.emit()
+
+    def set_value(self, name: str, value) -> None:
+        self.set_values({name: value})
+
+    def reset(self) -> None:
+        self.set_values(self.params.defaults())
+
+    def editor(self, name: str) -> QWidget:
+        """The value widget of ``name`` (spin box, combo box, ...)."""
+        return self.fields[name].editor
+
+    def flag(self, name: str) -> QCheckBox | None:
+        """The ``auto``/``off`` check box of ``name``, if it has one."""
+        return self.fields[name].flag
+
+    # -- settings ----------------------------------------------------------------------
+    def save(self, settings) -> None:
+        """Store every value (JSON text) in the current ``QSettings`` group."""
+        try:
+            vals = self.values()
+        except ParameterError:
+            vals = {}
+            for name, f in self.fields.items():
+                try:
+                    vals[name] = f.p.validate(f.get())
+                except ParameterError:
+                    continue
+        for name, v in vals.items():
+            settings.setValue(name, json.dumps(self.params[name].to_json(v)))
+
+    def restore(self, settings) -> None:
+        vals = {}
+        for name in self.fields:
+            if settings.contains(name):
+                raw = settings.value(name)
+                try:
+                    vals[name] = json.loads(raw) if isinstance(raw, str) else raw
+                except (TypeError, ValueError):
+                    vals[name] = raw
+        if vals:
+            self.set_values(vals)
