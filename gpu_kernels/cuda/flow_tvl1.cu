@@ -1,0 +1,167 @@
+// TV-L1 variational refinement (gpu_kernels/flow/refine.py): Zach, Pock & Bischof's duality-based
+// TV-L1 with Wedel et al.'s median filtering, warped coarse to fine. Per warp:
+//   tv_warp     I2 and its gradient sampled at x + f0; the linearised residual's constant part;
+//               the gradient is the mean of I1's and the warped I2's (symmetric), and a data
+//               weight w (0 outside the image or the mask, else the seed's quality term);
+// then per iteration:
+//   tv_primal   thresholding step v = f + TH(rho), then f = v + theta div p;
+//   tv_dual     p = (p + tau/theta grad f) / (1 + tau/theta |grad f|), one p per flow component;
+// and after the iterations tv_median5: 5 x 5 median of u and v.
+// Arrays are row-major (H, W) float32; p is (4, H, W): (p_ux, p_uy, p_vx, p_vy).
+#include "flow_common.cuh"
+
+// warp: I2s = (I2, I2x, I2y) stacked (3, H, W); out gxy (2, H, W) = symmetric gradient * sqrt(w),
+// rc = (I2w - I1 - g . f0) * sqrt(w)
+extern "C" __global__ void tv_warp(const float* __restrict__ I1, const float* __restrict__ I2s,
+                                   const float* __restrict__ u, const float* __restrict__ v,
+                                   const float* __restrict__ weight, int has_weight,
+                                   float* __restrict__ gxy, float* __restrict__ rc, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        const float xs = (float)x + u[i], ys = (float)y + v[i];
+        float gx = 0.0f, gy = 0.0f, r = 0.0f;
+        if (ops_inside(xs, ys, H, W)) {
+            const float i2 = ops_bilinear(I2s, H, W, xs, ys);
+            const float i2x = ops_bilinear(I2s + n, H, W, xs, ys);
+            const float i2y = ops_bilinear(I2s + 2 * n, H, W, xs, ys);
+            float i1x, i1y;
+            flow_grad(I1, H, W, x, y, i1x, i1y);
+            gx = 0.5f * (i2x + i1x);
+            gy = 0.5f * (i2y + i1y);
+            r = i2 - I1[i] - gx * u[i] - gy * v[i];
+            if (has_weight) {
+                const float s = sqrtf(weight[i]);
+                gx *= s;
+                gy *= s;
+                r *= s;
+            }
+        }
+        gxy[i] = gx;
+        gxy[n + i] = gy;
+        rc[i] = r;
+    }
+}
+
+// gradient of I (2 channels after the image itself): I2s = (I, Ix, Iy)
+extern "C" __global__ void tv_grad(float* __restrict__ I2s, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        float gx, gy;
+        flow_grad(I2s, H, W, x, y, gx, gy);
+        I2s[n + i] = gx;
+        I2s[2 * n + i] = gy;
+    }
+}
+
+// divergence of a dual field (px, py) with the discretisation adjoint to forward differences
+__device__ __forceinline__ float tv_div(const float* __restrict__ px, const float* __restrict__ py, int H, int W,
+                                        int x, int y, long long i) {
+    float d = px[i] + py[i];
+    if (x > 0) d -= px[i - 1];
+    if (y > 0) d -= py[i - W];
+    return d;
+}
+
+extern "C" __global__ void tv_primal(float* __restrict__ u, float* __restrict__ v, const float* __restrict__ p,
+                                     const float* __restrict__ gxy, const float* __restrict__ rc, float lt,
+                                     float theta, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        const float gx = gxy[i], gy = gxy[n + i];
+        const float uu = u[i], vv = v[i];
+        const float g2 = gx * gx + gy * gy;
+        const float rho = rc[i] + gx * uu + gy * vv;
+        float du = 0.0f, dv = 0.0f;
+        if (rho < -lt * g2) {
+            du = lt * gx;
+            dv = lt * gy;
+        } else if (rho > lt * g2) {
+            du = -lt * gx;
+            dv = -lt * gy;
+        } else if (g2 > 1e-10f) {
+            const float r = rho / g2;
+            du = -r * gx;
+            dv = -r * gy;
+        }
+        u[i] = uu + du + theta * tv_div(p, p + n, H, W, x, y, i);
+        v[i] = vv + dv + theta * tv_div(p + 2 * n, p + 3 * n, H, W, x, y, i);
+    }
+}
+
+extern "C" __global__ void tv_dual(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ p,
+                                   float taut, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        const float ux = x < W - 1 ? u[i + 1] - u[i] : 0.0f;
+        const float uy = y < H - 1 ? u[i + W] - u[i] : 0.0f;
+        const float vx = x < W - 1 ? v[i + 1] - v[i] : 0.0f;
+        const float vy = y < H - 1 ? v[i + W] - v[i] : 0.0f;
+        const float nu = 1.0f + taut * sqrtf(ux * ux + uy * uy);
+        const float nv = 1.0f + taut * sqrtf(vx * vx + vy * vy);
+        p[i] = (p[i] + taut * ux) / nu;
+        p[n + i] = (p[n + i] + taut * uy) / nu;
+        p[2 * n + i] = (p[2 * n + i] + taut * vx) / nv;
+        p[3 * n + i] = (p[3 * n + i] + taut * vy) / nv;
+    }
+}
+
+// 5 x 5 median of each of nch channels (C, H, W), edge-clamped: the 13th smallest by rank counting
+extern "C" __global__ void tv_median5(const float* __restrict__ src, float* __restrict__ dst, int nch, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(j, n * nch) {
+        const long long c = j / n, i = j % n;
+        const int x = (int)(i % W), y = (int)(i / W);
+        const float* f = src + c * n;
+        float w[25];
+#pragma unroll
+        for (int k = 0; k < 25; ++k)
+            w[k] = f[(long long)ops_clampi(y + k / 5 - 2, 0, H - 1) * W + ops_clampi(x + k % 5 - 2, 0, W - 1)];
+        float med = w[0];
+#pragma unroll
+        for (int a = 0; a < 25; ++a) {
+            int below = 0, equal_before = 0;
+#pragma unroll
+            for (int b = 0; b < 25; ++b) {
+                below += w[b] < w[a];
+                equal_before += (b < a) & (w[b] == w[a]);
+            }
+            const int rank = below + equal_before;
+            if (rank == 12) med = w[a];
+        }
+        dst[j] = med;
+    }
+}
+
+// Local normalised cross-correlation of I1 and the warped I2 (window sums done outside):
+// sums = (s1, s2, s11, s22, s12) window means -> conf = max(ncc, 0) * var1 / (var1 + tau2)
+extern "C" __global__ void tv_ncc_products(const float* __restrict__ I1, const float* __restrict__ I2w,
+                                           float* __restrict__ prod, long long n) {
+    FLOW_GRID_STRIDE(i, n) {
+        const float a = I1[i], b = I2w[i];
+        prod[i] = a;
+        prod[n + i] = b;
+        prod[2 * n + i] = a * a;
+        prod[3 * n + i] = b * b;
+        prod[4 * n + i] = a * b;
+    }
+}
+
+extern "C" __global__ void tv_ncc_conf(const float* __restrict__ S, const float* __restrict__ inside,
+                                       const float* __restrict__ mask, int has_mask, float* __restrict__ conf,
+                                       float tau2, long long n) {
+    FLOW_GRID_STRIDE(i, n) {
+        const float m1 = S[i], m2 = S[n + i];
+        const float v1 = fmaxf(S[2 * n + i] - m1 * m1, 0.0f);
+        const float v2 = fmaxf(S[3 * n + i] - m2 * m2, 0.0f);
+        const float cov = S[4 * n + i] - m1 * m2;
+        const float den = sqrtf(v1 * v2);
+        const float ncc = den > 1e-12f ? cov / den : 0.0f;
+        float c = fmaxf(ncc, 0.0f) * (v1 / (v1 + tau2)) * inside[i];
+        if (has_mask) c *= mask[i];
+        conf[i] = fminf(c, 1.0f);
+    }
+}
