@@ -164,6 +164,11 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
             raise ImageReadError(f"{_name(path)}: the image has no pixels ({w} x {h})")
         if w * h > MAX_PIXELS:
             raise ImageReadError(f"{_name(path)}: the image is too large ({w:,} x {h:,} pixels)")
+        # no PNG/JPEG/BMP/TIFF of w x h pixels is much larger than its raw pixels (4 channels of
+        # 32 bits at most); a larger file is corrupt or carries a huge tail: refuse it unread
+        if size > 2 * 16 * w * h + (64 << 20):
+            raise ImageReadError(f"{_name(path)}: the file ({size:,} bytes) is far larger than a "
+                                 f"{w:,} x {h:,} image can be; it is corrupt")
     try:
         arr = None
         if ext in (".tif", ".tiff"):
@@ -260,3 +265,24 @@ def list_images(folder: str | os.PathLike) -> list[pathlib.Path]:
     if not files:
         raise ImageReadError(f"{d}: the folder holds no images ({', '.join(IMAGE_EXTENSIONS)})")
     return sorted(files, key=_natural_key)
+
+
+# ----------------------------------------------------------------------------- fuzz registry
+def _sample_images(folder: pathlib.Path) -> list[pathlib.Path]:
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 255, (24, 32, 3), dtype=np.uint8)
+    grey16 = rng.integers(0, 65535, (20, 18), dtype=np.uint16)
+    rgba = rng.integers(0, 255, (16, 16, 4), dtype=np.uint8)
+    return [write_image(folder / "rgb.png", rgb), write_image(folder / "grey16.png", grey16),
+            write_image(folder / "rgba.png", rgba), write_image(folder / "rgb.jpg", rgb),
+            write_image(folder / "rgb.bmp", rgb), write_image(folder / "grey16.tif", grey16),
+            write_image(folder / "float.tif", rng.random((10, 12)).astype(np.float32))]
+
+
+def _register() -> None:
+    from .registry import register_reader
+
+    register_reader("image", read_image, IMAGE_EXTENSIONS, make_samples=_sample_images)
+
+
+_register()

@@ -576,3 +576,27 @@ def face_areas(vertices, faces) -> np.ndarray:
     f = np.asarray(faces)
     tri = v[f]
     return 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+
+
+# ----------------------------------------------------------------------------- fuzz registry
+def _sample_meshes(folder: pathlib.Path) -> list[pathlib.Path]:
+    """A small closed mesh (an octahedron) in every format :func:`write_mesh` writes."""
+    v = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
+    f = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
+    out = [write_colored_ply(folder / "octa-colored.ply", v, f, np.full((8, 3), 100, np.uint8))]
+    out += [write_mesh(folder / f"octa.{ext}", v, f) for ext in SEGMENT_FORMATS]
+    return out
+
+
+def _sample_seg(folder: pathlib.Path) -> list[pathlib.Path]:
+    return [write_seg(folder / "labels.seg", np.arange(40) % 3)]
+
+
+def _register() -> None:
+    from app.io.registry import register_reader
+
+    register_reader("mesh", read_mesh, (".ply", ".obj", ".off", ".stl"), make_samples=_sample_meshes)
+    register_reader("seg labels", read_seg, (".seg",), make_samples=_sample_seg)
+
+
+_register()

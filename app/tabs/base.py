@@ -52,7 +52,7 @@ from gpu_kernels.backend import get_backend
 from gpu_kernels.errors import TooLargeError
 
 from ..errors import classify
-from ..tools.base import Export, Job, Tool, resources_dir
+from ..tools.base import Export, Job, Tool, resources_dir, run_job
 from ..ui.forms import ParamForm
 from ..ui.settings import make_settings, restore_widgets, save_widgets
 from ..ui.worker import JobRunner
@@ -428,8 +428,7 @@ class ToolTab(QWidget):
             if choice == "apply":
                 params[advice.parameter] = advice.max_size
         self._job = ("run", self._token, params, spec)
-        self.runner.start(Job(self.tool.run, (self.data, params), what=self.title, token=self._token),
-                          device=spec)
+        self.runner.start(run_job(self.tool, self.data, params, token=self._token), device=spec)
         return True
 
     def run_default(self) -> bool:

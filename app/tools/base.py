@@ -43,7 +43,7 @@ from gpu_kernels.jobs import Progress, as_progress
 
 from .params import ParamSet
 
-__all__ = ["Tool", "Export", "Job", "execute", "resources_dir", "samples_in", "fmt_seconds"]
+__all__ = ["Tool", "Export", "Job", "execute", "run_job", "resources_dir", "samples_in", "fmt_seconds"]
 
 
 def resources_dir() -> pathlib.Path:
@@ -114,6 +114,8 @@ class Tool:
     #: ``command_line(inputs, output)`` reproduces ``gpulab <name> INPUT... -o OUTPUT <flags>``
     output_option: str = "-o"
     default_output: Callable[[pathlib.Path], str] | None = None
+    #: the compute library's entry point; its keyword defaults must equal the parameters'
+    library: Callable[..., Any] | None = None
 
     def __post_init__(self):
         sig = inspect.signature(self.run)
@@ -158,6 +160,12 @@ class Job:
     what: str = "The job"
     uses_device: bool = True
     token: Any = None
+
+
+def run_job(tool: Tool, data, params: dict, *, token: Any = None) -> Job:
+    """The job that runs ``tool`` on ``data``: what the tab's Run button starts, and what
+    the tests execute without Qt."""
+    return Job(tool.run, (data, params), what=tool.title, token=token)
 
 
 def execute(job: Job, *, device: str | Backend | None, progress: Progress | None = None):

@@ -64,7 +64,7 @@ PARAMS = ParamSet([
           minimum=0.0, maximum=1.0, step=0.01, decimals=3, metavar="EPS"),
     Param("apsp", str, "auto", "APSP method",
           "All-pairs shortest-path method.",
-          choices=APSP_CHOICES,
+          choices=APSP_CHOICES, library_name="apsp_method",
           choice_help={"auto": "the GPU when there is one, else the faster CPU method",
                        "gpu-sym": "GPU, tiled Floyd-Warshall on the lower triangle (half the memory)",
                        "gpu": "GPU, tiled Floyd-Warshall", "cpu": "CPU, Dijkstra",
@@ -298,5 +298,6 @@ TOOL = Tool(
     demo=demo,
     advise=advise,
     check=check_device,
+    library=_seg.segment_mesh,
     default_output=lambda p: f"{p.stem}-parts.ply",
 )

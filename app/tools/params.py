@@ -96,6 +96,10 @@ class Param:
         Shown under "Advanced" in the form.
     cli : bool
         Whether the CLI has a flag for it.
+    library_name : str, optional
+        The keyword of the tool's library function that takes this value (default: ``name``;
+        ``""`` when no library keyword matches, e.g. an app-level option). The agreement
+        test checks the library's default against :attr:`default`.
     """
 
     name: str
@@ -121,6 +125,7 @@ class Param:
     cli: bool = True
     flag: str | None = None
     metavar: str | None = None
+    library_name: str | None = None
 
     def __post_init__(self):
         if self.type not in (int, float, str, bool):
