@@ -120,7 +120,7 @@ class MainWindow(QMainWindow):
         self.progress_bar.setObjectName("job-progress")
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setValue(0)
-        self.progress_bar.setFormat("%p%")
+        self.progress_bar.setFormat("")  # no "0%" while idle
         self.progress_bar.setTextVisible(True)
         self.progress_bar.setFixedWidth(220)
         self.cancel_button = QPushButton("Cancel")
@@ -436,6 +436,7 @@ class MainWindow(QMainWindow):
                 self._show_progress(self._active_runner, *self._active_runner.last_progress)
             else:
                 self.progress_bar.setValue(0)
+                self.progress_bar.setFormat("")
                 self.stage_label.setText("Ready")
                 self.refresh_device()  # free GPU memory changes after a job
         self.cancel_button.setEnabled(self._active_runner is not None)
@@ -450,6 +451,7 @@ class MainWindow(QMainWindow):
             self._show_progress(runner, fraction, stage)
 
     def _show_progress(self, runner: JobRunner, fraction: float, stage: str) -> None:
+        self.progress_bar.setFormat("%p%")
         self.progress_bar.setValue(int(round(1000 * fraction)))
         self.stage_label.setText(f"{runner.name}: {stage}" if stage else runner.name)
 

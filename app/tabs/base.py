@@ -223,7 +223,7 @@ class ToolTab(QWidget):
         v = QVBoxLayout(panel)
         v.setContentsMargins(8, 8, 8, 8)
 
-        g = QGroupBox(self.tool.input_kind.rstrip("s") if self.tool.input_kind.endswith("s") else "Input")
+        g = QGroupBox(self.tool.input_noun)
         gl = QVBoxLayout(g)
         row = QHBoxLayout()
         self.open_button = QPushButton("Open…")
@@ -475,8 +475,7 @@ class ToolTab(QWidget):
             return
         self.result = res
         self.show_result(res)
-        lines = self.tool.summary(res)
-        self._set_status(f"{self.title}: {lines[1].strip() if len(lines) > 1 else 'done'}" if lines else "done")
+        self._set_status(self.tool.headline(res) if self.tool.headline else f"{self.title}: done")
         self.result_changed.emit()
         self.result_shown.emit()
         self._update_enabled()

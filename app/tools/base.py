@@ -105,6 +105,9 @@ class Tool:
     exports: tuple[Export, ...] = ()
     input_extensions: tuple[str, ...] = ()
     input_kind: str = "Files"
+    input_noun: str = "Input"         # the input box's title ("Mesh")
+    #: one line for the status bar once a result is shown (default: the title and "done")
+    headline: Callable[[Any], str] | None = None
     samples: Callable[[], list[pathlib.Path]] = lambda: []
     demo: Callable[..., list[pathlib.Path]] | None = None
     advise: Callable[..., TooLargeError | None] | None = None

@@ -59,10 +59,11 @@ class LegendTable(QTableWidget):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setWordWrap(False)
         hh = self.horizontalHeader()
-        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for c in range(1, len(headers)):
+        for c in range(len(headers)):
             hh.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        hh.setStretchLastSection(True)
         self.itemSelectionChanged.connect(self._on_selection)
         hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows in the given order until clicked
         self.setSortingEnabled(True)
