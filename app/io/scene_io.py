@@ -267,12 +267,12 @@ def qvec_to_rotmat(q) -> np.ndarray:
 
 def rotmat_to_qvec(R) -> np.ndarray:
     """Rotation matrix to a COLMAP quaternion ``(w, x, y, z)`` with ``w >= 0``."""
-    R = np.asarray(R, dtype=np.float64)
+    Rxx, Ryx, Rzx, Rxy, Ryy, Rzy, Rxz, Ryz, Rzz = np.asarray(R, dtype=np.float64).flat
     K = np.array([
-        [R[0, 0] - R[1, 1] - R[2, 2], 0, 0, 0],
-        [R[1, 0] + R[0, 1], R[1, 1] - R[0, 0] - R[2, 2], 0, 0],
-        [R[2, 0] + R[0, 2], R[2, 1] + R[1, 2], R[2, 2] - R[0, 0] - R[1, 1], 0],
-        [R[1, 2] - R[2, 1], R[2, 0] - R[0, 2], R[0, 1] - R[1, 0], R[0, 0] + R[1, 1] + R[2, 2]]]) / 3.0
+        [Rxx - Ryy - Rzz, 0, 0, 0],
+        [Ryx + Rxy, Ryy - Rxx - Rzz, 0, 0],
+        [Rzx + Rxz, Rzy + Ryz, Rzz - Rxx - Ryy, 0],
+        [Ryz - Rzy, Rzx - Rxz, Rxy - Ryx, Rxx + Ryy + Rzz]]) / 3.0
     vals, vecs = np.linalg.eigh(K)
     q = vecs[[3, 0, 1, 2], np.argmax(vals)]
     return -q if q[0] < 0 else q

@@ -42,19 +42,6 @@
 #define ST_TEXTURELESS -2
 #define ST_BAD_DEPTH -3
 
-struct MvsParams {
-    int n_items;
-    int nv;
-    int min_views;
-    int max_iter;
-    int drop_from;
-    int min_iter;
-    float ncc_accept;
-    float eps;
-    float step_px;
-    float min_ref_var;
-};
-
 __device__ __forceinline__ float group_sum(float v, unsigned mask) {
 #pragma unroll
     for (int o = TPP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, TPP);
@@ -68,7 +55,9 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
              const int* __restrict__ vW, const int* __restrict__ vH,
              const float* __restrict__ geo, const int* __restrict__ nbr, const int* __restrict__ refid,
              const int* __restrict__ item_ref, const int* __restrict__ item_xy,
-             const float* __restrict__ item_init, const MvsParams P,
+             const float* __restrict__ item_init, const int* __restrict__ item_min_iter,
+             const int n_items, const int nv, const int min_views, const int max_iter, const int drop_from,
+             const float ncc_accept, const float eps, const float step_px, const float min_ref_var,
              float* __restrict__ out_param, float* __restrict__ out_conf, int* __restrict__ out_iters,
              int* __restrict__ out_status, float* __restrict__ out_ncc)
 {
@@ -77,7 +66,7 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
     const int lane = threadIdx.x % TPP;
     const int slot = threadIdx.x / TPP;
     const int item = blockIdx.x * PPB + slot;
-    const bool have = item < P.n_items;
+    const bool have = item < n_items;
     const int wl = threadIdx.x & 31;
     const unsigned gmask = (TPP == 32) ? 0xffffffffu : (((1u << TPP) - 1u) << (wl & ~(TPP - 1)));
 
@@ -107,12 +96,13 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
         for (int c = 0; c < 3; ++c) { const float x = sref[slot][q][c]; sx += x; sxx += x * x; }
     const float vx = sxx - sx * sx / N;
 
+    const int min_iter = max(1, item_min_iter[item]);
     float h = item_init[3 * item], hs = item_init[3 * item + 1], ht = item_init[3 * item + 2];
     int status = 0, iters = 0;
     float ncc = -1.f, ncc_prev = -2.f;
     float ck0 = 1.f, ck1 = 1.f, ck2 = 1.f;
 
-    const int nb = (lane < P.nv) ? nbr[r * TPP + lane] : -1;
+    const int nb = (lane < nv) ? nbr[r * TPP + lane] : -1;
     bool act = nb >= 0;
     float H[9], e[3];
     const float4* img = tex;
@@ -127,7 +117,7 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
         Hh = vH[nb];
     }
 
-    if (!(vx > P.min_ref_var * N)) {
+    if (!(vx > min_ref_var * N)) {
         status = ST_TEXTURELESS;
     } else {
         for (int pass = 0;; ++pass) {
@@ -203,37 +193,44 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
                 const float sxy = ck0 * Srk0 + ck1 * Srk1 + ck2 * Srk2;
                 const float vy = syy - sy * sy / N;
                 ncc = vy > 1e-12f ? (sxy - sx * sy / N) * rsqrtf(vx * vy) : -1.f;
-                if (pass >= P.drop_from && ncc < P.ncc_accept) act = false;
+                if (pass >= drop_from && ncc < ncc_accept) act = false;
             }
             int count = __popc(__ballot_sync(gmask, act) & gmask);
-            if (count < P.min_views) { status = ST_TOO_FEW_VIEWS; break; }
-            const bool moving = act && fabsf(ncc - ncc_prev) >= P.eps;
-            const bool conv = pass >= max(1, P.min_iter) && (__ballot_sync(gmask, moving) & gmask) == 0u;
-            if (conv || pass >= P.max_iter) {
-                if (act && ncc < P.ncc_accept) act = false;
+            if (count < min_views) { status = ST_TOO_FEW_VIEWS; break; }
+            const bool moving = act && fabsf(ncc - ncc_prev) >= eps;
+            const bool conv = pass >= min_iter && (__ballot_sync(gmask, moving) & gmask) == 0u;
+            if (conv || pass >= max_iter) {
+                if (act && ncc < ncc_accept) act = false;
                 count = __popc(__ballot_sync(gmask, act) & gmask);
-                status = count < P.min_views ? ST_TOO_FEW_VIEWS : (int)((__ballot_sync(gmask, act) & gmask) >> (wl & ~(TPP - 1)));
+                status = count < min_views ? ST_TOO_FEW_VIEWS : (int)((__ballot_sync(gmask, act) & gmask) >> (wl & ~(TPP - 1)));
                 break;
             }
             ncc_prev = ncc;
             // ------------------------------------------------------------- the update
             const float mrate = group_sum(act ? rate : 0.f, gmask) / (float)count;
-            const float max_dh = mrate > 0.f ? P.step_px / mrate : 0.f;
+            const float max_dh = mrate > 0.f ? step_px / mrate : 0.f;
             float dh = 0.f, dhs = 0.f, dht = 0.f;
             if (joint) {
                 if (!act) { a11 = a12 = a13 = a22 = a23 = a33 = b1 = b2 = b3 = 0.f; }
                 a11 = group_sum(a11, gmask); a12 = group_sum(a12, gmask); a13 = group_sum(a13, gmask);
                 a22 = group_sum(a22, gmask); a23 = group_sum(a23, gmask); a33 = group_sum(a33, gmask);
                 b1 = group_sum(b1, gmask); b2 = group_sum(b2, gmask); b3 = group_sum(b3, gmask);
-                // explicit inverse of the symmetric 3x3 matrix (cofactors)
-                const float c11 = a22 * a33 - a23 * a23, c12 = a13 * a23 - a12 * a33, c13 = a12 * a23 - a13 * a22;
-                const float c22 = a11 * a33 - a13 * a13, c23 = a12 * a13 - a11 * a23, c33 = a11 * a22 - a12 * a12;
-                const float det = a11 * c11 + a12 * c12 + a13 * c13;
-                if (det > 1e-6f * a11 * a22 * a33 && det > 0.f) {
-                    const float id = 1.f / det;
-                    dh = (c11 * b1 + c12 * b2 + c13 * b3) * id;
-                    dhs = (c12 * b1 + c22 * b2 + c23 * b3) * id;
-                    dht = (c13 * b1 + c23 * b2 + c33 * b3) * id;
+                // explicit inverse of the symmetric 3x3 matrix, Jacobi-scaled (no overflow)
+                if (a11 > 0.f && a22 > 0.f && a33 > 0.f) {
+                    const float s1 = rsqrtf(a11), s2 = rsqrtf(a22), s3 = rsqrtf(a33);
+                    const float n12 = a12 * s1 * s2, n13 = a13 * s1 * s3, n23 = a23 * s2 * s3;
+                    const float e1 = b1 * s1, e2 = b2 * s2, e3 = b3 * s3;
+                    const float c11 = 1.f - n23 * n23, c12 = n13 * n23 - n12, c13 = n12 * n23 - n13;
+                    const float c22 = 1.f - n13 * n13, c23 = n12 * n13 - n23, c33 = 1.f - n12 * n12;
+                    const float det = c11 + n12 * c12 + n13 * c13;
+                    if (det > 1e-6f) {
+                        const float id = 1.f / det;
+                        dh = (c11 * e1 + c12 * e2 + c13 * e3) * id * s1;
+                        dhs = (c12 * e1 + c22 * e2 + c23 * e3) * id * s2;
+                        dht = (c13 * e1 + c23 * e2 + c33 * e3) * id * s3;
+                    } else {
+                        dh = b1 / a11;
+                    }
                 } else if (a11 > 0.f) {
                     dh = b1 / a11;
                 }

@@ -29,6 +29,7 @@ from gpu_kernels.backend import get_backend
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import MVSInputError
 from gpu_kernels.mvs.optimize import (
+    DEFAULT_SEED_MIN_ITER,
     OptimizeParams,
     build_geometry,
     normals_from_offsets,
@@ -129,7 +130,8 @@ class _Queue:
 def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks=None,
                     params: OptimizeParams = OptimizeParams(), batch_size: int | None = None,
                     max_attempts: int = DEFAULT_MAX_ATTEMPTS, max_slant_deg: float = DEFAULT_MAX_SLANT_DEG,
-                    depth_ranges=None, device=None, progress=None, callback=None) -> list[DepthMap]:
+                    depth_ranges=None, seed_min_iter: int = DEFAULT_SEED_MIN_ITER, device=None, progress=None,
+                    callback=None) -> list[DepthMap]:
     """Grow the depth maps of the reference views ``refs`` together.
 
     Parameters
@@ -236,8 +238,9 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
         ys, xs = np.divmod(local, Ws[a])
         t1 = time.perf_counter()
         t_queue += t1 - t0
+        mi = np.where(pri >= SEED_PRIORITY, max(seed_min_iter, params.min_iter), params.min_iter).astype(np.int32)
         res = optimize_pixels(textures, geo, nbr, refid, a.astype(np.int32), np.stack([xs, ys], 1).astype(np.int32),
-                              init, nv=nv, params=params, device=be)
+                              init, nv=nv, params=params, item_min_iter=mi, device=be)
         t2 = time.perf_counter()
         t_opt += t2 - t1
         batches += 1

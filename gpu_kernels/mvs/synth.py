@@ -117,7 +117,7 @@ def _intersect(objects, C, D):
 
 def _texture(X, lab, objects, rng_seed: int):
     rng = np.random.default_rng(rng_seed)
-    m = 28
+    m = 20
     freqs = np.exp(rng.uniform(np.log(2.5), np.log(14.0), size=(3, m)))
     dirs = rng.normal(size=(3, m, 3))
     dirs /= np.linalg.norm(dirs, axis=2, keepdims=True)
@@ -161,11 +161,10 @@ def ray_cast(camera: Camera, objects, *, offsets=((0.0, 0.0),), light=(0.4, -0.3
             normals = ncam.reshape(H, W, 3).astype(np.float32)
             labels = lab.reshape(H, W)
             continue
-        X = C + np.where(hit, s, 0)[:, None] * D
-        alb = _texture(X, lab, objects, seed)
-        shade = 0.35 + 0.65 * np.clip(nrm @ L, 0, 1)
-        col = np.where(hit[:, None], alb * shade[:, None], 0.0)
-        img += col
+        X = C + s[hit, None] * D[hit]
+        alb = _texture(X, lab[hit], objects, seed)
+        shade = 0.35 + 0.65 * np.clip(nrm[hit] @ L, 0, 1)
+        img[hit] += alb * shade[:, None]
     img /= max(len(offsets), 1)
     return img.reshape(H, W, 3), depth, normals, labels
 
