@@ -95,10 +95,17 @@ def view_points(cam: Camera, depth):
 
 
 # ----------------------------------------------------------------------------- synthetic
-def bench_synthetic(device, *, size=640, n_views=16, views="all", repeat_warm=True, **kw) -> dict:
+_SYN_CACHE: dict = {}
+
+
+def bench_synthetic(device, *, size=640, n_views=12, views="all", repeat_warm=True, **kw) -> dict:
     W, H = size, size * 3 // 4
     t = time.perf_counter()
-    syn = render_synthetic_scene(n_views=n_views, width=W, height=H)
+    key = (W, H, n_views)
+    if key not in _SYN_CACHE:
+        # one ray per pixel: at 320 px and more the texture is well below the pixel rate
+        _SYN_CACHE[key] = render_synthetic_scene(n_views=n_views, width=W, height=H, supersample=1)
+    syn = _SYN_CACHE[key]
     t_render = time.perf_counter() - t
     if repeat_warm and device != "cpu":
         reconstruct(syn.scene, views=[0], device=device, fuse=False, **kw)  # compile + warm
@@ -229,6 +236,12 @@ def colmap_worker(args):
     t_photo = time.perf_counter() - t
     opts.geom_consistency = True
     opts.filter = True
+    geo = need if args.geo_views == "all" else [int(v) for v in args.geo_views.split(",")]
+    lines = []
+    for v in geo:
+        lines.append(files[v])
+        lines.append(", ".join(files[s] for s in nb[str(v)]) if nb else "__all__")
+    (out / "stereo" / "patch-match.cfg").write_text("\n".join(lines) + "\n")
     t = time.perf_counter()
     if not args.photometric_only:
         # the photometric maps exist, so this pass computes the geometric ones only
@@ -236,7 +249,8 @@ def colmap_worker(args):
     t_geo = time.perf_counter() - t
     res = {"views": [scene.names[v] for v in views], "n_problems": len(need), "undistort_s": t_und,
            "photometric_s": t_photo, "geometric_s": t_geo, "photometric_s_per_view": t_photo / len(need),
-           "geometric_s_per_view": t_geo / len(need), "depth_min": opts.depth_min, "depth_max": opts.depth_max,
+           "geometric_s_per_view": t_geo / len(geo), "geometric_views": [scene.names[v] for v in geo],
+           "depth_min": opts.depth_min, "depth_max": opts.depth_max,
            "version": getattr(pycolmap, "__version__", "?")}
     print(json.dumps(res), flush=True)
     Path(args.json).write_text(json.dumps(res))
@@ -260,7 +274,7 @@ def colmap_evaluate(scene, ws: Path, views, *, device):
                     geo_maps.append(d)
                     row["in_bbox"] = bbox_fraction(view_points(scene.cameras[v], d), scene.bbox)
         rows.append(row)
-    if len(geo_maps) == len(views) and geo_maps:
+    if len(geo_maps) == len(views) == scene.n_views:
         counts = consistency_counts(scene.cameras, geo_maps, views=views, device=device)
         for r, c in zip(rows, counts, strict=True):
             r["confirmed"] = int((c[c >= 0] >= 1).sum())
@@ -276,6 +290,7 @@ def run_colmap(args, scene, sources, device):
     env["PYTHONPATH"] = str(pc) + ":" + str(ROOT) + ":" + env.get("PYTHONPATH", "")
     ws = Path(args.workspace)
     cmd = [sys.executable, __file__, "colmap-worker", "--workspace", str(ws), "--views", args.colmap_views,
+           "--geo-views", args.geo_views,
            "--sources", json.dumps(sources), "--json", str(ws / "colmap.json")]
     if args.photometric_only:
         cmd.append("--photometric-only")
@@ -289,7 +304,8 @@ def run_colmap(args, scene, sources, device):
         return {"error": tail[-800:], "rc": r.returncode, "wall_s": wall}
     res = json.loads((ws / "colmap.json").read_text())
     views = list(range(scene.n_views)) if args.colmap_views == "all" else [int(v) for v in args.colmap_views.split(",")]
-    res["per_view"] = colmap_evaluate(scene, ws, views, device=device)
+    geo = views if args.geo_views == "all" else [int(v) for v in args.geo_views.split(",")]
+    res["per_view"] = colmap_evaluate(scene, ws, geo, device=device)
     res["wall_s"] = wall
     return res
 
@@ -303,6 +319,7 @@ def main(argv=None):
     ap.add_argument("--synthetic-size", type=int, default=640)
     ap.add_argument("--cpu-size", type=int, default=320, help="synthetic image width for the CPU comparison")
     ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--tune-only", action="store_true", help="only the tuning sweep")
     ap.add_argument("--no-synthetic", action="store_true")
     ap.add_argument("--colmap", action="store_true", help="also run COLMAP (needs --pycolmap)")
     ap.add_argument("--pycolmap", default="/tmp/pc")
@@ -310,6 +327,7 @@ def main(argv=None):
     ap.add_argument("--colmap-views", default="all")
     ap.add_argument("--colmap-timeout", type=float, default=200)
     ap.add_argument("--photometric-only", action="store_true")
+    ap.add_argument("--geo-views", default="all", help="views COLMAP computes geometric maps for")
     ap.add_argument("--workspace", default="/tmp/colmap_ws")
     ap.add_argument("--views", default="all")
     ap.add_argument("--temple-views", default="all", help="temple views for our runs (all, or 0,1,..)")
@@ -342,7 +360,15 @@ def main(argv=None):
         return 0
 
     # --- temple, defaults, all views together (the headline numbers) -------------------
+    if args.tune_only:
+        args.tune, args.no_synthetic = True, True
     if scene is not None:
+        t = time.perf_counter()
+        pts, pvis, _ = scene_seeds(scene)
+        out["temple_seeds"] = {"points": len(pts), "s": time.perf_counter() - t}
+        log(f"temple: {len(pts)} SIFT seed points in {out['temple_seeds']['s']:.2f} s (reused by every run)")
+        scene.points, scene.point_views = pts, pvis
+    if scene is not None and not args.tune_only:
         reconstruct(scene, views=[0], device=dev, fuse=False)  # warm: compile, caches
         r, res = bench_temple(scene, dev, views=args.temple_views, label="defaults, views together")
         out["temple"] = r
@@ -368,7 +394,7 @@ def main(argv=None):
         # GPU against CPU on the same small scene and view
         rows = []
         for d in ([dev, "cpu"] if dev != "cpu" else ["cpu"]):
-            rows.append(bench_synthetic(d, size=args.cpu_size, n_views=16, views=[0],
+            rows.append(bench_synthetic(d, size=args.cpu_size, n_views=12, views=[0],
                                         repeat_warm=(d != "cpu")))
         out["synthetic_gpu_cpu"] = rows
         log(format_table([fmt_row(x) for x in rows], [(k, k) for k in ("device", "size", "views", "acc_1%",
@@ -380,6 +406,8 @@ def main(argv=None):
         save()
     # --- tuning -------------------------------------------------------------------------
     if args.tune and scene is not None:
+        if dev != "cpu" and args.tune_only:
+            reconstruct(scene, views=[0], device=dev, fuse=False)  # warm
         grid = [("batch 4096", {"batch_size": 4096}), ("batch 65536", {"batch_size": 65536}),
                 ("views together 4", {"views_together": 4}),
                 ("window 7", {"window": 7}), ("ncc 0.5", {"ncc_accept": 0.5}), ("ncc 0.7", {"ncc_accept": 0.7}),
