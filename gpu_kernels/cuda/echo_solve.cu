@@ -1,0 +1,250 @@
+// Relaxation of the CLG + divergence Euler-Lagrange system (gpu_kernels/echo).
+//
+// echo_finish turns the smoothed tensor T (9 volumes) into the per-voxel system: the
+// inverse of K = J + diag(alpha n + beta n_i) (+ the mixed-term self coupling on the
+// volume's edges) and the right-hand side R = -(b - J u0), written in the colour layout
+// Tc[9][colour][z][y/2][x/2] so that a pass over one colour reads contiguous memory.
+//
+// Sweeps (each thread solves its voxel's 3x3 system with the neighbours fixed, then
+// new = old + omega (v - old)):
+//   echo_jacobi_{cache,smem}  every voxel from src into dst (the paper's Jacobi);
+//   echo_sor_{cache,smem}     the voxels of one colour in place (4 passes = one Gauss-Seidel
+//                             sweep; the 4-colouring keeps coupled voxels apart).
+// Variants, the paper's experiment: *_cache read the neighbours from global memory through
+// L1/L2; *_smem stage z-slices of the field with a one-voxel halo in shared memory and march
+// through a chunk of z with three slices (z-1, z, z+1) resident.
+// With do_stats, sum over the updated voxels of |v - old|^2 is added to stats[0].
+#include "echo_common.cuh"
+
+#ifndef ECHO_MINB
+#define ECHO_MINB 3
+#endif
+
+extern "C" __global__ void echo_finish(const float* __restrict__ T, const float* __restrict__ u,
+                                       float* __restrict__ Tc, int Z, int Y, int X, int Yh, int Xh, float alpha,
+                                       float beta) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    int z = blockIdx.z;
+    if (x >= X || y >= Y || z >= Z) return;
+    const i64 N = (i64)Z * Y * X;
+    const i64 Nc = (i64)4 * Z * Yh * Xh;
+    const i64 idx = echo_idx(z, y, x, Y, X);
+    float J00 = T[idx], J11 = T[N + idx], J22 = T[2 * N + idx];
+    float J01 = T[3 * N + idx], J02 = T[4 * N + idx], J12 = T[5 * N + idx];
+    float b0 = T[6 * N + idx], b1 = T[7 * N + idx], b2 = T[8 * N + idx];
+    float u0 = u[idx], u1 = u[N + idx], u2 = u[2 * N + idx];
+    float R0 = -(b0 - (J00 * u0 + J01 * u1 + J02 * u2));
+    float R1 = -(b1 - (J01 * u0 + J11 * u1 + J12 * u2));
+    float R2 = -(b2 - (J02 * u0 + J12 * u1 + J22 * u2));
+    EchoAxisW wz = echo_axis_weights(z, Z), wy = echo_axis_weights(y, Y), wx = echo_axis_weights(x, X);
+    float ntot = wz.n + wy.n + wx.n;
+    float a = J00 + alpha * ntot + beta * wz.n;
+    float b = J11 + alpha * ntot + beta * wy.n;
+    float c = J22 + alpha * ntot + beta * wx.n;
+    float q = 0.25f * beta;
+    float d = J01 + q * wz.g[1] * wy.g[1];
+    float e = J02 + q * wz.g[1] * wx.g[1];
+    float f = J12 + q * wy.g[1] * wx.g[1];
+    float A00 = b * c - f * f, A01 = e * f - d * c, A02 = d * f - b * e;
+    float A11 = a * c - e * e, A12 = d * e - a * f, A22 = a * b - d * d;
+    float inv = 1.f / (a * A00 + d * A01 + e * A02);
+    const i64 ci = echo_cidx(z, y, x, Z, Yh, Xh);
+    Tc[ci] = A00 * inv;
+    Tc[Nc + ci] = A11 * inv;
+    Tc[2 * Nc + ci] = A22 * inv;
+    Tc[3 * Nc + ci] = A01 * inv;
+    Tc[4 * Nc + ci] = A02 * inv;
+    Tc[5 * Nc + ci] = A12 * inv;
+    Tc[6 * Nc + ci] = R0;
+    Tc[7 * Nc + ci] = R1;
+    Tc[8 * Nc + ci] = R2;
+}
+
+__device__ __forceinline__ void echo_load_system(const float* __restrict__ Tc, i64 Nc, i64 ci, float (&Kinv)[6],
+                                                 float (&R)[3]) {
+#pragma unroll
+    for (int k = 0; k < 6; ++k) Kinv[k] = __ldg(Tc + k * Nc + ci);
+#pragma unroll
+    for (int k = 0; k < 3; ++k) R[k] = __ldg(Tc + (6 + k) * Nc + ci);
+}
+
+// --------------------------------------------------------------------------- global loads
+struct EchoGlobalLoad {
+    const float* u;
+    i64 N;
+    int z, y, x, Z, Y, X;
+    __device__ __forceinline__ float operator()(int c, int dz, int dy, int dx) const {
+        int zz = echo_clamp(z + dz, Z - 1), yy = echo_clamp(y + dy, Y - 1), xx = echo_clamp(x + dx, X - 1);
+        return u[c * N + echo_idx(zz, yy, xx, Y, X)];
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
+echo_jacobi_cache(const float* __restrict__ Tc, const float* __restrict__ src,
+                                             float* __restrict__ dst, int Z, int Y, int X, int Yh, int Xh,
+                                             float omega, float alpha, float beta, float* stats, int do_stats) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z = blockIdx.z;
+    const i64 N = (i64)Z * Y * X;
+    float d2 = 0.f;
+    if (x < X && y < Y) {
+        const i64 Nc = (i64)4 * Z * Yh * Xh;
+        float Kinv[6], R[3], v[3];
+        echo_load_system(Tc, Nc, echo_cidx(z, y, x, Z, Yh, Xh), Kinv, R);
+        EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+        EchoGlobalLoad U{src, N, z, y, x, Z, Y, X};
+        echo_point(U, w, Kinv, R, alpha, beta, v);
+        const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+            float old = src[c * N + idx];
+            float dv = v[c] - old;
+            d2 += dv * dv;
+            dst[c * N + idx] = old + omega * dv;
+        }
+    }
+    if (do_stats) echo_warp_accumulate(d2, stats);
+}
+
+// One colour in place: thread (xh, yh, z) updates voxel (z, 2 yh + py, 2 xh + px).
+extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
+echo_sor_cache(const float* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh,
+                                          int Xh, int colour, float omega, float alpha, float beta, float* stats,
+                                          int do_stats) {
+    const int xh = blockIdx.x * blockDim.x + threadIdx.x;
+    const int yh = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z = blockIdx.z;
+    const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
+    const int x = 2 * xh + px, y = 2 * yh + py;
+    const i64 N = (i64)Z * Y * X;
+    float d2 = 0.f;
+    if (x < X && y < Y) {
+        const i64 Nc = (i64)4 * Z * Yh * Xh;
+        const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
+        float Kinv[6], R[3], v[3];
+        echo_load_system(Tc, Nc, ci, Kinv, R);
+        EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+        EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+        echo_point(U, w, Kinv, R, alpha, beta, v);
+        const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+            float old = u[c * N + idx];
+            float dv = v[c] - old;
+            d2 += dv * dv;
+            u[c * N + idx] = old + omega * dv;
+        }
+    }
+    if (do_stats) echo_warp_accumulate(d2, stats);
+}
+
+// --------------------------------------------------------------------------- shared-memory tiles
+// A tile of (TH + 2) x (TW + 2) voxels per z-slice and component, three slices resident.
+template <int TH, int TW>
+struct EchoTile {
+    float (*s)[3][TH + 2][TW + 2];  // [slot][component][y][x]
+    int slot[3];                    // slot of z-1, z, z+1
+    int ly, lx;                     // the voxel's position in the tile (halo included)
+    __device__ __forceinline__ float operator()(int c, int dz, int dy, int dx) const {
+        return s[slot[dz + 1]][c][ly + dy][lx + dx];
+    }
+};
+
+template <int TH, int TW>
+__device__ __forceinline__ void echo_load_slice(float (*s)[3][TH + 2][TW + 2], int slot, const float* u, i64 N,
+                                                int zz, int y0, int x0, int Z, int Y, int X, int tid, int nthr) {
+    zz = echo_clamp(zz, Z - 1);
+    constexpr int W = TW + 2, H = TH + 2;
+    for (int k = tid; k < 3 * W * H; k += nthr) {
+        int c = k / (W * H);
+        int r = k - c * W * H;
+        int j = r / W, i = r - j * W;
+        int yy = echo_clamp(y0 - 1 + j, Y - 1), xx = echo_clamp(x0 - 1 + i, X - 1);
+        s[slot][c][j][i] = u[c * N + echo_idx(zz, yy, xx, Y, X)];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
+echo_jacobi_smem(const float* __restrict__ Tc, const float* __restrict__ src, float* __restrict__ dst, int Z, int Y,
+                 int X, int Yh, int Xh, float omega, float alpha, float beta, float* stats, int do_stats,
+                 int zchunk) {
+    constexpr int TH = ECHO_TY, TW = ECHO_TX;
+    __shared__ float s[3][3][TH + 2][TW + 2];
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TW + tx;
+    const int x0 = blockIdx.x * TW, y0 = blockIdx.y * TH;
+    const int z0 = blockIdx.z * zchunk, z1 = min(Z, z0 + zchunk);
+    const int x = x0 + tx, y = y0 + ty;
+    const i64 N = (i64)Z * Y * X;
+    const i64 Nc = (i64)4 * Z * Yh * Xh;
+    echo_load_slice<TH, TW>(s, 0, src, N, z0 - 1, y0, x0, Z, Y, X, tid, TW * TH);
+    echo_load_slice<TH, TW>(s, 1, src, N, z0, y0, x0, Z, Y, X, tid, TW * TH);
+    float d2 = 0.f;
+    for (int z = z0; z < z1; ++z) {
+        const int sm = (z - z0) % 3, sc = (z - z0 + 1) % 3, sp = (z - z0 + 2) % 3;
+        __syncthreads();
+        echo_load_slice<TH, TW>(s, sp, src, N, z + 1, y0, x0, Z, Y, X, tid, TW * TH);
+        __syncthreads();
+        if (x < X && y < Y) {
+            float Kinv[6], R[3], v[3];
+            echo_load_system(Tc, Nc, echo_cidx(z, y, x, Z, Yh, Xh), Kinv, R);
+            EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+            EchoTile<TH, TW> U{s, {sm, sc, sp}, ty + 1, tx + 1};
+            echo_point(U, w, Kinv, R, alpha, beta, v);
+            const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                float old = s[sc][c][ty + 1][tx + 1];
+                float dv = v[c] - old;
+                d2 += dv * dv;
+                dst[c * N + idx] = old + omega * dv;
+            }
+        }
+    }
+    if (do_stats) echo_warp_accumulate(d2, stats);
+}
+
+// SOR with tiles of 2 TH x 2 TW voxels: thread (tx, ty) updates the colour's voxel
+// (y0 + 2 ty + py, x0 + 2 tx + px) of each slice.
+extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
+echo_sor_smem(const float* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, int colour, float omega,
+              float alpha, float beta, float* stats, int do_stats, int zchunk) {
+    constexpr int TH = 2 * ECHO_TY, TW = 2 * ECHO_TX;
+    __shared__ float s[3][3][TH + 2][TW + 2];
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ECHO_TX + tx;
+    const int nthr = ECHO_TX * ECHO_TY;
+    const int x0 = blockIdx.x * TW, y0 = blockIdx.y * TH;
+    const int z0 = blockIdx.z * zchunk, z1 = min(Z, z0 + zchunk);
+    const i64 N = (i64)Z * Y * X;
+    const i64 Nc = (i64)4 * Z * Yh * Xh;
+    echo_load_slice<TH, TW>(s, 0, u, N, z0 - 1, y0, x0, Z, Y, X, tid, nthr);
+    echo_load_slice<TH, TW>(s, 1, u, N, z0, y0, x0, Z, Y, X, tid, nthr);
+    float d2 = 0.f;
+    for (int z = z0; z < z1; ++z) {
+        const int sm = (z - z0) % 3, sc = (z - z0 + 1) % 3, sp = (z - z0 + 2) % 3;
+        __syncthreads();
+        echo_load_slice<TH, TW>(s, sp, u, N, z + 1, y0, x0, Z, Y, X, tid, nthr);
+        __syncthreads();
+        const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
+        const int x = x0 + 2 * tx + px, y = y0 + 2 * ty + py;
+        if (x < X && y < Y) {
+            const i64 ci = (((i64)colour * Z + z) * Yh + (y >> 1)) * Xh + (x >> 1);
+            float Kinv[6], R[3], v[3];
+            echo_load_system(Tc, Nc, ci, Kinv, R);
+            EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+            const int ly = 2 * ty + py + 1, lx = 2 * tx + px + 1;
+            EchoTile<TH, TW> U{s, {sm, sc, sp}, ly, lx};
+            echo_point(U, w, Kinv, R, alpha, beta, v);
+            const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                float old = s[sc][c][ly][lx];
+                float dv = v[c] - old;
+                d2 += dv * dv;
+                u[c * N + idx] = old + omega * dv;
+            }
+        }
+    }
+    if (do_stats) echo_warp_accumulate(d2, stats);
+}

@@ -1,0 +1,244 @@
+"""CuPy drivers of the echo motion kernels (``gpu_kernels/cuda/echo_*.cu``).
+
+:class:`GpuOps` has the methods of the CPU facade in :mod:`gpu_kernels.echo.motion` and
+computes the same functions as :mod:`gpu_kernels.echo._cpu`. Every scalar goes to a kernel
+with its exact C type (``np.int32``, ``np.int64``, ``np.float32``).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from gpu_kernels.backend import load_module, set_max_dynamic_smem
+from gpu_kernels.echo import _cpu
+
+__all__ = ["GpuOps", "MAXW", "NSETS"]
+
+TX, TY = 32, 8
+MAXW = 2 * _cpu.MAX_RADIUS + 1
+NSETS = 8
+#: lines longer than this are filtered by cupyx.scipy.ndimage (shared memory would not hold them)
+MAX_LINE = 1024
+
+_slots_lock = threading.Lock()
+_slots: dict[int, dict] = {}
+
+
+def _i32(v):
+    return np.int32(v)
+
+
+def _i64(v):
+    return np.int64(v)
+
+
+def _f32(v):
+    return np.float32(v)
+
+
+def _cdiv(a, b):
+    return -(-int(a) // int(b))
+
+
+class GpuOps:
+    """The estimator's building blocks on one CUDA device, in one kernel variant."""
+
+    def __init__(self, be, variant: str = "cache"):
+        self.be = be
+        self.xp = be.xp
+        self.variant = variant
+        defs = {"ECHO_TX": TX, "ECHO_TY": TY}
+        self.m_tensor = load_module("echo_tensor.cu", defines=defs, device=be)
+        self.m_filter = load_module("echo_filter.cu", defines=dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS),
+                                    device=be)
+        self.m_solve = load_module("echo_solve.cu", defines=defs, device=be)
+        self.k_tensor = self.m_tensor.get_function(f"echo_tensor_{variant}")
+        self.k_gx = self.m_filter.get_function("echo_gauss_x")
+        self.k_gl = self.m_filter.get_function("echo_gauss_line")
+        self.k_resample = self.m_filter.get_function("echo_resample")
+        self.k_finish = self.m_solve.get_function("echo_finish")
+        self.k_jacobi = self.m_solve.get_function(f"echo_jacobi_{variant}")
+        self.k_sor = self.m_solve.get_function(f"echo_sor_{variant}")
+        with be.activate():
+            self.sms = int(self.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
+        self._dummy = None
+
+    # -- helpers ---------------------------------------------------------------
+    def _zchunk(self, Z, tiles):
+        target = _cdiv(4 * self.sms, max(tiles, 1))
+        return int(min(32, max(2, _cdiv(Z, target))))
+
+    def _weights_slot(self, sigma: float) -> tuple[int, int]:
+        """Slot of the 1-D Gaussian for ``sigma`` in constant memory, and its radius."""
+        w = _cpu.gaussian_kernel1d(sigma)
+        r = (len(w) - 1) // 2
+        key = (round(float(sigma), 6),)
+        with _slots_lock:
+            table = _slots.setdefault(id(self.m_filter), {"map": {}, "next": 0})
+            slot = table["map"].get(key)
+            if slot is None:
+                slot = table["next"] % NSETS
+                if table["next"] >= NSETS:
+                    # reusing a slot: kernels queued with its old taps must finish first
+                    self.xp.cuda.get_current_stream().synchronize()
+                    table["map"] = {k: v for k, v in table["map"].items() if v != slot}
+                table["next"] += 1
+                buf = np.zeros(MAXW, dtype=np.float32)
+                buf[: len(w)] = w
+                const = self.xp.ndarray((NSETS * MAXW,), self.xp.float32, self.m_filter.get_global("c_gauss"))
+                const[slot * MAXW:(slot + 1) * MAXW] = self.xp.asarray(buf)   # stream-ordered copy
+                table["map"][key] = slot
+        return slot, r
+
+    def _smooth_axis(self, data, C, shape, ax, sigma):
+        """In-place 1-D Gaussian along ``ax`` of C consecutive volumes of ``shape`` in ``data``."""
+        Z, Y, X = shape
+        N = Z * Y * X
+        L = shape[ax]
+        if L == 1 or sigma <= 0:
+            return
+        if L > MAX_LINE:
+            from cupyx.scipy import ndimage as cndi
+
+            w = self.xp.asarray(_cpu.gaussian_kernel1d(sigma))
+            v = data.reshape((C,) + tuple(shape))
+            for c in range(C):
+                cndi.correlate1d(v[c], w, axis=ax, output=v[c], mode="nearest")
+            return
+        slot, r = self._weights_slot(sigma)
+        if ax == 2:
+            rows = C * Z * Y
+            smem = TY * X * 4
+            set_max_dynamic_smem(self.k_gx, smem)
+            self.k_gx((_cdiv(rows, TY),), (TX, TY), (data, _i64(rows), _i32(X), _i32(slot), _i32(r)),
+                      shared_mem=smem)
+        else:
+            smem = L * 32 * 4
+            set_max_dynamic_smem(self.k_gl, smem)
+            if ax == 1:
+                grid = (_cdiv(X, 32), Z, C)
+                stride, strideB = X, Y * X
+            else:
+                grid = (_cdiv(X, 32), Y, C)
+                stride, strideB = Y * X, X
+            self.k_gl(grid, (32, TY), (data, _i64(N), _i32(L), _i64(stride), _i64(strideB), _i32(X),
+                                         _i32(slot), _i32(r)), shared_mem=smem)
+
+    # -- the facade ----------------------------------------------------------------
+    def gaussian(self, v, sigma):
+        sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (3,))
+        out = self.xp.array(v, dtype=self.xp.float32, copy=True, order="C")
+        for ax in (0, 1, 2):
+            if sig[ax] > 0:
+                self._smooth_axis(out, 1, out.shape, ax, float(sig[ax]))
+        return out
+
+    def smooth_channels(self, T, rho):
+        sig = np.broadcast_to(np.asarray(rho, dtype=np.float64), (3,))
+        C = T.shape[0]
+        for ax in (0, 1, 2):
+            if sig[ax] > 0:
+                self._smooth_axis(T, C, T.shape[1:], ax, float(sig[ax]))
+        return T
+
+    def resample(self, v, shape, scale, offset, u=None, mult=1.0):
+        xp = self.xp
+        v = xp.ascontiguousarray(v, dtype=xp.float32)
+        Zo, Yo, Xo = (int(s) for s in shape)
+        out = xp.empty((Zo, Yo, Xo), dtype=xp.float32)
+        Zi, Yi, Xi = v.shape
+        if u is None:
+            if self._dummy is None:
+                self._dummy = xp.zeros(1, dtype=xp.float32)
+            uu, has_u = self._dummy, 0
+        else:
+            uu, has_u = xp.ascontiguousarray(u, dtype=xp.float32), 1
+        self.k_resample((_cdiv(Xo, TX), _cdiv(Yo, TY), Zo), (TX, TY),
+                        (v, _i32(Zi), _i32(Yi), _i32(Xi), out, _i32(Zo), _i32(Yo), _i32(Xo),
+                         _f32(scale[0]), _f32(scale[1]), _f32(scale[2]),
+                         _f32(offset[0]), _f32(offset[1]), _f32(offset[2]), uu, _i32(has_u), _f32(mult)))
+        return out
+
+    def warp(self, v, u):
+        if u is None:
+            return self.xp.array(v, dtype=self.xp.float32, copy=True)
+        return self.resample(v, v.shape, (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), u=u)
+
+    def tensor(self, f, m, u0, kind):
+        xp = self.xp
+        Z, Y, X = f.shape
+        T = xp.empty((9, Z, Y, X), dtype=xp.float32)
+        if u0 is None:
+            u0 = xp.zeros((3, Z, Y, X), dtype=xp.float32)
+        central = _i32(1 if kind == "central" else 0)
+        args = (f, m, u0, T, _i32(Z), _i32(Y), _i32(X), central)
+        if self.variant == "smem":
+            gx, gy = _cdiv(X, TX), _cdiv(Y, TY)
+            zch = self._zchunk(Z, gx * gy)
+            self.k_tensor((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),))
+        else:
+            self.k_tensor((_cdiv(X, TX), _cdiv(Y, TY), Z), (TX, TY), args)
+        return T
+
+    def finish(self, T, u0, alpha, beta):
+        xp = self.xp
+        _, Z, Y, X = T.shape
+        Yh, Xh = (Y + 1) // 2, (X + 1) // 2
+        Tc = xp.empty((9, 4, Z, Yh, Xh), dtype=xp.float32)
+        if u0 is None:
+            u0 = xp.zeros((3, Z, Y, X), dtype=xp.float32)
+        self.k_finish((_cdiv(X, TX), _cdiv(Y, TY), Z), (TX, TY),
+                      (T, u0, Tc, _i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh), _f32(alpha), _f32(beta)))
+        return Tc
+
+    def new_stats(self):
+        return self.xp.zeros(1, dtype=self.xp.float32)
+
+    def sweep(self, Tc, src, dst, colour, omega, alpha, beta, stats=None):
+        _, Z, Y, X = src.shape
+        Yh, Xh = (Y + 1) // 2, (X + 1) // 2
+        if stats is None:
+            if self._dummy is None:
+                self._dummy = self.xp.zeros(1, dtype=self.xp.float32)
+            st, do = self._dummy, 0
+        else:
+            st, do = stats, 1
+        common = (_i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh))
+        if colour < 0:
+            args = (Tc, src, dst) + common + (_f32(omega), _f32(alpha), _f32(beta), st, _i32(do))
+            if self.variant == "smem":
+                gx, gy = _cdiv(X, TX), _cdiv(Y, TY)
+                zch = self._zchunk(Z, gx * gy)
+                self.k_jacobi((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),))
+            else:
+                self.k_jacobi((_cdiv(X, TX), _cdiv(Y, TY), Z), (TX, TY), args)
+        else:
+            args = (Tc, src) + common + (_i32(colour), _f32(omega), _f32(alpha), _f32(beta), st, _i32(do))
+            if self.variant == "smem":
+                gx, gy = _cdiv(X, 2 * TX), _cdiv(Y, 2 * TY)
+                zch = self._zchunk(Z, gx * gy)
+                self.k_sor((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),))
+            else:
+                self.k_sor((_cdiv(Xh, TX), _cdiv(Yh, TY), Z), (TX, TY), args)
+
+    def read_stats(self, stats) -> float:
+        s = float(stats.get()[0])
+        stats.fill(0)
+        return s
+
+    def sync(self):
+        self.xp.cuda.get_current_stream().synchronize()
+
+
+def bytes_per_sweep(shape, solver: str) -> int:
+    """Fewest bytes one sweep must move through device memory (each value once)."""
+    n = int(np.prod(shape))
+    Z, Y, X = shape
+    nc = 4 * Z * ((Y + 1) // 2) * ((X + 1) // 2)
+    # the system (9 floats per voxel, colour layout) read once; the field read and written once
+    return int(9 * 4 * nc + 2 * 3 * 4 * n) if solver in ("sor", "jacobi") else 0
+
+
+__all__.append("bytes_per_sweep")

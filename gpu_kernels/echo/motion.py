@@ -1,0 +1,553 @@
+"""Volume-preserving 3-D CLG motion estimation (Bruhn's combined local-global optical flow
+in 3-D with Song & Leahy's divergence term), on the GPU or the CPU.
+
+For a fixed volume ``I1`` and a moving volume ``I2`` (arrays indexed [z, y, x]) the
+displacement ``u`` (3, Z, Y, X), in voxels along the array axes, minimises
+
+    sum_x  w^T J_rho w  +  alpha |grad u|^2  +  beta (div u)^2,      w = (u - u0, 1)
+
+where ``J_rho = K_rho * (grad4 I grad4 I^T)`` is the spatio-temporal structure tensor at the
+linearisation point ``u0``: the spatial derivatives of the fixed volume (forward or central
+differences, zero on the border) and ``It = I2(x + u0) - I1``, each of the nine products
+smoothed by a separable 3-D Gaussian of standard deviation ``rho``. ``moving(x + u(x))``
+then matches ``fixed(x)`` (scikit-image's convention).
+
+Solver: the Euler-Lagrange equations, discretised with the 7-point Laplacian and the
+standard second differences (``d_ii`` 3-point, mixed ``d_ik`` central), are relaxed voxel by
+voxel with the 3x3 system of each voxel solved exactly (coupled point relaxation):
+
+* ``"jacobi"`` (the paper's method): all voxels from the previous iterate. Undamped Jacobi
+  diverges once ``beta > 3 alpha`` (Fourier analysis of the discrete operator: the largest
+  eigenvalue of D^-1 A exceeds 2 exactly there; the volume's faces push it slightly above 2
+  for any beta > 0); it is then damped automatically (:func:`jacobi_damping`).
+* ``"sor"``: multi-colour successive over-relaxation. Red-black ordering is not a valid
+  Gauss-Seidel ordering here: the mixed derivatives couple a voxel to its in-plane diagonal
+  neighbours, which have its own red-black colour. The 4-colouring
+  ``((x + z) % 2) + 2 ((y + z) % 2)`` separates every coupled pair (4 colours are the
+  fewest: a voxel and three mutually coupled neighbours form a 4-clique), so one sweep is 4
+  in-place passes, each updating one colour in parallel: an exact block Gauss-Seidel sweep.
+  The discrete operator is symmetric positive semi-definite (the mixed derivatives are
+  discretised on plaquettes, see ``_cpu.mixed_weights``), so SOR converges for every
+  omega in (0, 2), for any beta.
+
+Each level stops on a residual tolerance (the RMS of the block-Jacobi-preconditioned
+residual, i.e. of the change a point solve would make, in voxels of that level, checked
+every ``check_every`` sweeps) or on the sweep cap ``iters``.
+
+Warping and multiresolution: on each level of a pyramid (axes halved while they stay at
+least ``MIN_LEVEL_SIZE`` voxels and no coarser than about 1.5x the finest spacing, so thick
+slices are not halved), ``warps`` times: warp the moving volume by the current field
+(trilinear, fused into the tensor kernel), rebuild ``J_rho`` and re-solve for the total field.
+
+Kernel variants (``variant``), the paper's central experiment: ``"smem"`` tiles z-slices of
+the volume with halos in shared memory and marches through z (gradient/tensor kernel and
+relaxation kernel), ``"cache"`` reads global memory through the L1/L2 caches.
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.echo.synthetic import make_pair
+>>> fixed, moving, gt = make_pair(32, shift=(0.6, -0.4, 0.3), seed=3)
+>>> u = estimate_motion(fixed, moving, device="cpu", levels=2)
+>>> [round(float(np.median(c)), 1) for c in u]
+[0.6, -0.4, 0.3]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpu_kernels.backend import Backend, asnumpy, get_backend
+from gpu_kernels.echo import _cpu
+from gpu_kernels.echo.errors import EchoInputError
+from gpu_kernels.errors import TooLargeError
+from gpu_kernels.jobs import as_progress
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_BETA",
+    "DEFAULT_RHO",
+    "DEFAULT_SIGMA",
+    "DEFAULT_LEVELS",
+    "DEFAULT_WARPS",
+    "DEFAULT_ITERS",
+    "DEFAULT_TOL",
+    "DEFAULT_SOLVER",
+    "DEFAULT_SOR_OMEGA",
+    "DEFAULT_VARIANT",
+    "DEFAULT_DERIVATIVE",
+    "DEFAULT_CHECK_EVERY",
+    "SOLVERS",
+    "VARIANTS",
+    "DERIVATIVES",
+    "MIN_LEVEL_SIZE",
+    "FLOATS_PER_VOXEL",
+    "MotionInfo",
+    "estimate_motion",
+    "jacobi_damping",
+    "jacobi_lambda_max",
+    "pyramid_shapes",
+    "memory_bytes",
+    "max_voxels_for_memory",
+]
+
+DEFAULT_ALPHA = 0.02
+DEFAULT_BETA = 0.02
+DEFAULT_RHO = 1.5
+DEFAULT_SIGMA = 1.0
+DEFAULT_LEVELS = 4
+DEFAULT_WARPS = 3
+DEFAULT_ITERS = 40
+DEFAULT_TOL = 1e-3
+DEFAULT_SOLVER = "sor"
+DEFAULT_SOR_OMEGA = 1.8
+DEFAULT_VARIANT = "cache"
+DEFAULT_DERIVATIVE = "central"
+DEFAULT_CHECK_EVERY = 5
+SOLVERS = ("sor", "jacobi")
+VARIANTS = ("cache", "smem")
+DERIVATIVES = ("central", "forward")
+MIN_LEVEL_SIZE = 8
+#: device float32 values per voxel of the finest level at the peak (see memory_bytes)
+FLOATS_PER_VOXEL = 19.5
+
+
+@dataclass
+class MotionInfo:
+    """What a run did: per level the shape and, per warp, the sweeps and the final residual."""
+
+    levels: list = field(default_factory=list)
+    sweeps: int = 0
+    seconds: float = 0.0
+    omega: float = 1.0
+    device: str = "cpu"
+    variant: str = ""
+    scale: float = 1.0
+
+    def as_dict(self) -> dict:
+        return {"levels": self.levels, "sweeps": self.sweeps, "seconds": self.seconds,
+                "omega": self.omega, "device": self.device, "variant": self.variant}
+
+
+# --------------------------------------------------------------------------- analysis
+@functools.lru_cache(maxsize=64)
+def _mu_max(ratio: float) -> float:
+    """Largest eigenvalue of D^-1 A of the interior operator with J = 0 (alpha = 1, beta = ratio)."""
+    k = np.linspace(0.0, np.pi, 49)
+    kz, ky, kx = np.meshgrid(k, k, k, indexing="ij")
+    K = (kz, ky, kx)
+    a = [4.0 * np.sin(q / 2.0) ** 2 for q in K]
+    s = [np.sin(q) for q in K]
+    lap = a[0] + a[1] + a[2]
+    M = np.empty(kz.shape + (3, 3))
+    for i in range(3):
+        for j in range(3):
+            M[..., i, j] = a[i] if i == j else s[i] * s[j]
+    ev = np.linalg.eigvalsh(M)[..., -1]
+    return float((lap + ratio * ev).max() / (6.0 + 2.0 * ratio))
+
+
+#: Largest eigenvalue of K^-1 A (block-Jacobi operator, J = 0) against beta / alpha, with the
+#: volume's faces, edges and corners: the maximum over grids of 4^3 .. 6^3 voxels (the extreme
+#: modes are local to the border, larger grids give smaller values). Computed by
+#: ``benchmarks/echo.py --jacobi-table``; interior Fourier analysis gives exactly 2 up to
+#: beta = 3 alpha and :func:`_mu_max` above.
+_JACOBI_LAMBDA = (
+    (0.0, 2.0), (0.25, 2.00095), (0.5, 2.0031), (1.0, 2.0090), (2.0, 2.0229), (3.0, 2.0680),
+    (5.0, 2.1672), (10.0, 2.3414), (20.0, 2.4768), (50.0, 2.5890), (100.0, 2.6408), (1000.0, 2.6906),
+)
+
+
+def jacobi_lambda_max(ratio: float) -> float:
+    """Bound on the largest eigenvalue of the block-Jacobi operator for ``beta / alpha``."""
+    r = max(float(ratio), 0.0)
+    xs = np.log1p([t[0] for t in _JACOBI_LAMBDA])
+    ys = [t[1] for t in _JACOBI_LAMBDA]
+    interior = _mu_max(round(r, 4)) if r <= 1000 else ys[-1]
+    return float(max(np.interp(np.log1p(r), xs, ys), interior))
+
+
+def jacobi_damping(alpha: float, beta: float) -> float:
+    """Relaxation factor that keeps Jacobi convergent.
+
+    Without the divergence term (``beta = 0``) the paper's undamped Jacobi is used (the
+    largest eigenvalue of ``D^-1 A`` is 2, reached only by the checkerboard mode where the
+    data term vanishes). With it, the largest eigenvalue exceeds 2: inside the volume once
+    ``beta > 3 alpha`` (Fourier analysis), and already slightly below that on the volume's
+    faces, so Jacobi is damped to ``omega = 1.96 / (1.01 lambda_max)``.
+
+    Example
+    -------
+    >>> jacobi_damping(1.0, 0.0), round(jacobi_damping(1.0, 10.0), 3)
+    (1.0, 0.829)
+    """
+    if alpha <= 0 or beta <= 0:
+        return 1.0
+    lam = 1.01 * jacobi_lambda_max(float(beta) / float(alpha))
+    return float(min(1.0, 1.96 / lam))
+
+
+def pyramid_shapes(shape, levels: int, spacing=None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The pyramid, finest first: ``[(shape, factors_from_previous), ...]``.
+
+    An axis is halved while the halved size stays >= ``MIN_LEVEL_SIZE`` and its voxel size
+    stays below 1.5x the smallest voxel size (thick slices are kept).
+    """
+    sp = np.ones(3) if spacing is None else np.asarray(spacing, dtype=np.float64).copy()
+    out = [(tuple(int(s) for s in shape), (1, 1, 1))]
+    cur = list(shape)
+    for _ in range(int(levels) - 1):
+        fac = []
+        for ax in range(3):
+            ok = (cur[ax] + 1) // 2 >= MIN_LEVEL_SIZE and sp[ax] < 1.5 * sp.min()
+            fac.append(2 if ok else 1)
+        if fac == [1, 1, 1]:
+            break
+        cur = [(c + f - 1) // f for c, f in zip(cur, fac)]
+        sp = sp * np.asarray(fac)
+        out.append((tuple(cur), tuple(fac)))
+    return out
+
+
+def memory_bytes(shape, *, levels: int = DEFAULT_LEVELS) -> int:
+    """Peak device bytes of one pair estimate (float32): the two volumes and their pyramids,
+    the 9-channel tensor, the field and its second buffer, the warped/finished temporaries."""
+    n = int(np.prod(shape))
+    return int(FLOATS_PER_VOXEL * 4 * n)
+
+
+def max_voxels_for_memory(free_bytes: int) -> int:
+    return int(free_bytes // (FLOATS_PER_VOXEL * 4))
+
+
+# --------------------------------------------------------------------------- validation
+def _check_volume(name, v, be):
+    xp = be.xp
+    if v is None:
+        raise EchoInputError(f"the {name} volume is missing")
+    shape = getattr(v, "shape", None)
+    if shape is None:
+        v = np.asarray(v)
+        shape = v.shape
+    if len(shape) != 3:
+        raise EchoInputError(f"the {name} volume must be 3-D [z, y, x], got {len(shape)}-D shape {tuple(shape)}")
+    if min(shape) < 4:
+        raise EchoInputError(f"the {name} volume is too small ({tuple(shape)}): every axis needs at least 4 voxels")
+    dt = np.dtype(getattr(v, "dtype", np.float32))
+    if dt.kind not in "uif" or dt.kind == "c":
+        raise EchoInputError(f"the {name} volume must hold real numbers, not {dt}")
+    with be.activate():
+        a = xp.asarray(v)
+        if dt.kind == "f" and not bool(xp.isfinite(a).all()):
+            raise EchoInputError(f"the {name} volume contains NaN or infinite values: fill or mask them first")
+        return a.astype(xp.float32, copy=False)
+
+
+def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega):
+    if not (alpha > 0 and math.isfinite(alpha)):
+        raise EchoInputError(f"alpha (smoothness weight) must be a positive number, got {alpha}")
+    if not (beta >= 0 and math.isfinite(beta)):
+        raise EchoInputError(f"beta (divergence weight) must be zero or positive, got {beta}")
+    if not (0 <= rho <= 20):
+        raise EchoInputError(f"rho (integration scale) must be between 0 and 20 voxels, got {rho}")
+    if not (0 <= sigma <= 20):
+        raise EchoInputError(f"sigma (pre-smoothing) must be between 0 and 20 voxels, got {sigma}")
+    if int(levels) < 1 or int(levels) > 12:
+        raise EchoInputError(f"levels must be between 1 and 12, got {levels}")
+    if int(warps) < 1 or int(warps) > 100:
+        raise EchoInputError(f"warps must be between 1 and 100, got {warps}")
+    if int(iters) < 1 or int(iters) > 100000:
+        raise EchoInputError(f"iters must be between 1 and 100000, got {iters}")
+    if not (tol >= 0):
+        raise EchoInputError(f"tol must be zero or positive, got {tol}")
+    if solver not in SOLVERS:
+        raise EchoInputError(f"unknown solver {solver!r}: use one of {', '.join(SOLVERS)}")
+    if variant not in VARIANTS:
+        raise EchoInputError(f"unknown kernel variant {variant!r}: use one of {', '.join(VARIANTS)}")
+    if derivative not in DERIVATIVES:
+        raise EchoInputError(f"unknown derivative {derivative!r}: use one of {', '.join(DERIVATIVES)}")
+    if omega is not None and not (0 < omega < 2):
+        raise EchoInputError(f"omega (relaxation factor) must be in (0, 2), got {omega}")
+
+
+# --------------------------------------------------------------------------- ops facade
+class _CpuOps:
+    def __init__(self, be):
+        self.be = be
+        self.xp = np
+        self._caches: dict = {}
+
+    def gaussian(self, v, sigma):
+        return _cpu.gaussian(v, sigma)
+
+    def resample(self, v, shape, scale, offset):
+        return _cpu.resample(v, shape, scale, offset)
+
+    def tensor(self, f, m, u0, kind):
+        return _cpu.tensor(f, m, u0, kind)
+
+    def smooth_channels(self, T, rho):
+        return _cpu.smooth_channels(T, rho)
+
+    def finish(self, T, u0, alpha, beta):
+        return _cpu.finish(T, u0, alpha, beta)
+
+    def new_stats(self):
+        return np.zeros(1, dtype=np.float64)
+
+    def sweep(self, T, src, dst, colour, omega, alpha, beta, stats=None):
+        cache = self._caches.setdefault(src.shape, {})
+        _cpu.sweep(T, src, dst, colour, omega, alpha, beta, stats, cache)
+
+    def read_stats(self, stats) -> float:
+        s = float(stats[0])
+        stats[:] = 0
+        return s
+
+    def warp(self, v, u):
+        return _cpu.warp(v, u)
+
+    def sync(self):
+        pass
+
+
+def _ops_for(be: Backend, variant: str):
+    if be.is_gpu:
+        from gpu_kernels.echo._gpu import GpuOps
+
+        return GpuOps(be, variant)
+    return _CpuOps(be)
+
+
+# --------------------------------------------------------------------------- the estimator
+def _upsample_flow(ops, u, fine_shape, fac):
+    xp = ops.xp
+    out = xp.empty((3,) + tuple(fine_shape), dtype=xp.float32)
+    scale = [1.0 / f for f in fac]
+    offset = [-0.5 * (f - 1) / f for f in fac]
+    for i in range(3):
+        out[i] = ops.resample(u[i], fine_shape, scale, offset)
+        if fac[i] != 1:
+            out[i] *= float(fac[i])
+    return out
+
+
+def _downsample(ops, v, coarse_shape, fac):
+    sig = [0.6 if f == 2 else 0.0 for f in fac]
+    sm = ops.gaussian(v, sig)
+    scale = [float(f) for f in fac]
+    offset = [0.5 * (f - 1) for f in fac]
+    return ops.resample(sm, coarse_shape, scale, offset)
+
+
+def _restrict_flow(ops, u, coarse_shape, fac):
+    xp = ops.xp
+    out = xp.empty((3,) + tuple(coarse_shape), dtype=xp.float32)
+    for i in range(3):
+        out[i] = ops.resample(u[i], coarse_shape, [float(f) for f in fac], [0.5 * (f - 1) for f in fac])
+        if fac[i] != 1:
+            out[i] /= float(fac[i])
+    return out
+
+
+def estimate_motion(
+    fixed,
+    moving,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    rho: float = DEFAULT_RHO,
+    sigma: float = DEFAULT_SIGMA,
+    levels: int = DEFAULT_LEVELS,
+    warps: int = DEFAULT_WARPS,
+    iters: int = DEFAULT_ITERS,
+    tol: float = DEFAULT_TOL,
+    solver: str = DEFAULT_SOLVER,
+    omega: float | None = None,
+    variant: str = DEFAULT_VARIANT,
+    derivative: str = DEFAULT_DERIVATIVE,
+    check_every: int = DEFAULT_CHECK_EVERY,
+    spacing=None,
+    initial_flow=None,
+    normalize: bool = True,
+    return_info: bool = False,
+    device=None,
+    progress=None,
+):
+    """Displacement field from ``fixed`` to ``moving`` (scikit-image's convention).
+
+    Parameters
+    ----------
+    fixed, moving : array, (Z, Y, X)
+        The two volumes (any real dtype; NumPy or, on the GPU, CuPy arrays).
+    alpha : float
+        Smoothness weight (intensities are normalised to [0, 1] by the fixed volume's 1st and
+        99th percentiles unless ``normalize=False``).
+    beta : float
+        Weight of ``(div u)^2``, the volume-preservation term (0: plain CLG).
+    rho : float
+        Standard deviation (voxels of each level) of the Gaussian that integrates the tensor.
+    sigma : float
+        Pre-smoothing of both volumes on each level (voxels; 0: none).
+    levels : int
+        Pyramid levels (1: no pyramid); fewer are used when the volume is small.
+    warps : int
+        Outer warping iterations per level.
+    iters : int
+        Cap on relaxation sweeps per warp.
+    tol : float
+        Stop a warp's relaxation once the RMS preconditioned residual (voxels) is below this.
+    solver : {"sor", "jacobi"}
+    omega : float, optional
+        Relaxation factor; default ``DEFAULT_SOR_OMEGA`` for SOR and :func:`jacobi_damping`
+        for Jacobi.
+    variant : {"cache", "smem"}
+        GPU kernel variant (ignored on the CPU).
+    derivative : {"central", "forward"}
+        Spatial derivative of the fixed volume (the paper uses forward differences).
+    check_every : int
+        Sweeps between residual checks (each check synchronises the GPU).
+    spacing : 3 floats, optional
+        Voxel size (z, y, x); only decides which axes the pyramid halves.
+    initial_flow : array (3, Z, Y, X), optional
+        Start from this field (voxels) instead of zero; the pyramid then starts at the finest
+        level that can still represent it (its restriction is used on coarser levels).
+    return_info : bool
+        Also return a :class:`MotionInfo`.
+    device : str or Backend, optional
+    progress : callable or Progress, optional
+
+    Returns
+    -------
+    u : ndarray, (3, Z, Y, X) float32
+        On the GPU, a CuPy array when ``fixed`` was one, else NumPy.
+    info : MotionInfo
+        Only with ``return_info=True``.
+    """
+    t_start = time.perf_counter()
+    be = get_backend(device)
+    progress = as_progress(progress)
+    alpha, beta, rho, sigma, tol = float(alpha), float(beta), float(rho), float(sigma), float(tol)
+    _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega)
+    check_every = max(1, int(check_every))
+    return_cupy = be.is_gpu and hasattr(fixed, "__cuda_array_interface__")
+    xp = be.xp
+    with be.activate():
+        f = _check_volume("fixed", fixed, be)
+        m = _check_volume("moving", moving, be)
+        if f.shape != m.shape:
+            raise EchoInputError(
+                f"the volumes differ in shape: fixed {tuple(f.shape)}, moving {tuple(m.shape)}; resample one onto the other's grid")
+        shape = tuple(int(s) for s in f.shape)
+        if initial_flow is not None:
+            u_init = xp.asarray(initial_flow, dtype=xp.float32)
+            if u_init.shape != (3,) + shape:
+                raise EchoInputError(f"initial_flow must have shape {(3,) + shape}, got {tuple(u_init.shape)}")
+            if not bool(xp.isfinite(u_init).all()):
+                raise EchoInputError("initial_flow contains NaN or infinite values")
+        else:
+            u_init = None
+        if be.is_gpu:
+            free, _total = be.mem_info()
+            need = memory_bytes(shape, levels=levels)
+            if need > free:
+                raise TooLargeError(int(np.prod(shape)), max_voxels_for_memory(free), unit="voxels",
+                                    remedy="crop or downsample the volumes, or use --device cpu",
+                                    where="the GPU")
+        ops = _ops_for(be, variant)
+        info = MotionInfo(device=be.label, variant=variant if be.is_gpu else "cpu")
+        # intensity normalisation (one affine map for both volumes)
+        if normalize:
+            sub = f[::2, ::2, ::2]
+            lo, hi = (float(v) for v in xp.percentile(sub, xp.asarray([1.0, 99.0])))
+            if not hi > lo:
+                lo, hi = float(f.min()), float(f.max())
+            scale = 1.0 / (hi - lo) if hi > lo else 1.0
+            f = (f - lo) * scale
+            m = (m - lo) * scale
+            info.scale = scale
+        pyr = pyramid_shapes(shape, levels, spacing)
+        fixed_l, moving_l = [f], [m]
+        del f, m
+        for shp, fac in pyr[1:]:
+            fixed_l.append(_downsample(ops, fixed_l[-1], shp, fac))
+            moving_l.append(_downsample(ops, moving_l[-1], shp, fac))
+        init_l = [u_init]
+        if u_init is not None:
+            for shp, fac in pyr[1:]:
+                init_l.append(_restrict_flow(ops, init_l[-1], shp, fac))
+        if solver == "jacobi":
+            om = jacobi_damping(alpha, beta) if omega is None else float(omega)
+        else:
+            om = DEFAULT_SOR_OMEGA if omega is None else float(omega)
+        info.omega = om
+        nlev = len(pyr)
+        u = None
+        stats = ops.new_stats()
+        work = [float(np.prod(s)) for s, _ in pyr]
+        total_work = sum(work) * warps
+        done_work = 0.0
+        for lev in range(nlev - 1, -1, -1):
+            shp = pyr[lev][0]
+            if u is None:
+                if u_init is not None:
+                    u = init_l[lev].copy()
+                else:
+                    u = xp.zeros((3,) + shp, dtype=xp.float32)
+            else:
+                u = _upsample_flow(ops, u, shp, pyr[lev + 1][1])
+            f_l, m_l = fixed_l[lev], moving_l[lev]
+            fixed_l[lev] = moving_l[lev] = None     # finer levels are built: free as we go
+            if sigma > 0:
+                f_l = ops.gaussian(f_l, sigma)
+                m_l = ops.gaussian(m_l, sigma)
+            lev_info = {"shape": shp, "warps": []}
+            nvox = float(np.prod(shp))
+            other = xp.empty_like(u) if solver == "jacobi" else None
+            for w in range(warps):
+                progress.update(done_work / total_work, f"level {nlev - lev}/{nlev}, warp {w + 1}/{warps}")
+                T = ops.tensor(f_l, m_l, u, derivative)
+                ops.smooth_channels(T, rho)
+                T = ops.finish(T, u, alpha, beta)
+                a, b = u, other
+                res = float("nan")
+                n_sw = 0
+                for it in range(int(iters)):
+                    check = (it + 1) % check_every == 0 or it + 1 == int(iters)
+                    st = stats if check and tol > 0 else None
+                    if solver == "jacobi":
+                        ops.sweep(T, a, b, -1, om, alpha, beta, st)
+                        a, b = b, a
+                    else:
+                        for c in range(4):
+                            ops.sweep(T, a, a, c, om, alpha, beta, st)
+                    n_sw += 1
+                    if st is not None:
+                        # one sweep updates every voxel once in both solvers
+                        res = math.sqrt(max(ops.read_stats(stats), 0.0) / nvox)
+                        if not math.isfinite(res):
+                            break
+                        if res < tol:
+                            break
+                    if (it & 7) == 7:
+                        progress.check()
+                u, other = a, b
+                del T
+                info.sweeps += n_sw
+                lev_info["warps"].append({"sweeps": n_sw, "residual": res})
+                done_work += work[lev]
+            info.levels.append(lev_info)
+        ops.sync()
+        progress.update(1.0, "done")
+        out = u if return_cupy else asnumpy(u)
+    info.seconds = time.perf_counter() - t_start
+    if not (be.is_gpu and return_cupy):
+        out = np.ascontiguousarray(out, dtype=np.float32)
+    return (out, info) if return_info else out
+

@@ -1,0 +1,147 @@
+"""Motion over a 4-D sequence: every consecutive pair, and trajectories from a reference.
+
+``pairwise[k]`` is the field from frame k to frame k + 1 (fixed = frame k). The trajectory
+from the reference frame r (usually end-diastole) to frame j is the composition of the
+pairwise fields along the way, on frame r's grid:
+``traj[j](x) = traj[j - 1](x) + pairwise[j - 1](x + traj[j - 1](x))`` for j > r, and the
+same backwards with the fields from k + 1 to k for j < r. With ``refine=True`` each
+composed field is used as the initial field of a direct estimate from frame r to frame j,
+which removes most of the drift that composition accumulates.
+
+Example
+-------
+>>> from gpu_kernels.echo.synthetic import make_sequence
+>>> seq = make_sequence(24, frames=3, seed=0)
+>>> res = estimate_sequence(seq.frames, device="cpu", levels=2, iters=10)
+>>> res.pairwise.shape, res.trajectory.shape
+((2, 3, 24, 24, 24), (3, 3, 24, 24, 24))
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.echo.errors import EchoInputError
+from gpu_kernels.echo.maps import compose
+from gpu_kernels.echo.motion import estimate_motion
+from gpu_kernels.jobs import as_progress
+
+__all__ = ["SequenceMotion", "estimate_sequence"]
+
+
+@dataclass
+class SequenceMotion:
+    """Motion of a sequence of T frames.
+
+    Attributes
+    ----------
+    pairwise : ndarray, (T - 1, 3, Z, Y, X)
+        Field from frame k to frame k + 1.
+    trajectory : ndarray, (T, 3, Z, Y, X) or None
+        Field from the reference frame to every frame (zero at the reference).
+    reference : int
+    spacing : tuple
+    seconds : float
+    info : list
+        The :class:`~gpu_kernels.echo.motion.MotionInfo` of every estimate, as dicts.
+    """
+
+    pairwise: np.ndarray
+    trajectory: np.ndarray | None
+    reference: int
+    spacing: tuple = (1.0, 1.0, 1.0)
+    seconds: float = 0.0
+    info: list = field(default_factory=list)
+
+
+def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, refine: bool = False,
+                      cyclic: bool = False, spacing=None, device=None, progress=None, **params) -> SequenceMotion:
+    """Pairwise motion of consecutive frames and, optionally, trajectories from ``reference``.
+
+    Parameters
+    ----------
+    frames : array (T, Z, Y, X) or a sequence of T volumes
+    reference : int
+        The frame the trajectories start from (negative: from the end).
+    trajectory : bool
+        Also compose the trajectories.
+    refine : bool
+        Re-estimate reference -> j directly, starting from the composed field.
+    cyclic : bool
+        Also estimate the pair (T - 1, 0) (a whole cardiac cycle); the trajectory then runs
+        forwards only.
+    spacing : 3 floats, optional
+        Voxel size, carried to the result (and to the pyramid).
+    device, progress
+    **params
+        Passed to :func:`~gpu_kernels.echo.motion.estimate_motion` (alpha, beta, rho, ...).
+    """
+    t0 = time.perf_counter()
+    be = get_backend(device)
+    progress = as_progress(progress)
+    T = len(frames)
+    if T < 2:
+        raise EchoInputError(f"a sequence needs at least 2 frames, got {T}")
+    ref = int(reference)
+    if not -T <= ref < T:
+        raise EchoInputError(f"reference frame {reference} does not exist: the sequence has {T} frames (0..{T - 1})")
+    ref %= T
+    shape = tuple(frames[0].shape)
+    for k in range(T):
+        if tuple(frames[k].shape) != shape:
+            raise EchoInputError(f"frame {k} is {tuple(frames[k].shape)} voxels but frame 0 is {shape}")
+    npairs = T if cyclic else T - 1
+    n_refine = (T - 1) if (trajectory and refine) else 0
+    total = npairs + n_refine
+    infos = []
+    xp = be.xp
+    pair = np.empty((npairs, 3) + shape, dtype=np.float32)
+    with be.activate():
+        prev = xp.asarray(frames[0])
+        for k in range(npairs):
+            nxt = xp.asarray(frames[(k + 1) % T])
+            u, info = estimate_motion(prev, nxt, spacing=spacing, device=be, return_info=True,
+                                      progress=progress.sub(k / total, (k + 1) / total, f"pair {k + 1}/{npairs}"),
+                                      **params)
+            pair[k] = asnumpy(u)
+            infos.append(info.as_dict())
+            prev = nxt
+        traj = None
+        if trajectory:
+            traj = np.zeros((T,) + (3,) + shape, dtype=np.float32)
+            # forwards: ref -> ref + 1 -> ... (cyclic: all the way round)
+            cur = None
+            stop = T if cyclic else T - ref
+            for step in range(1, stop):
+                j = (ref + step) % T
+                pk = xp.asarray(pair[(j - 1) % T])
+                cur = pk if cur is None else compose(cur, pk, device=be)
+                traj[j] = asnumpy(cur)
+            if not cyclic and ref > 0:
+                # backwards: the field from k + 1 to k is estimated with the frames swapped
+                cur = None
+                for j in range(ref - 1, -1, -1):
+                    back, info = estimate_motion(xp.asarray(frames[j + 1]), xp.asarray(frames[j]), spacing=spacing,
+                                                 device=be, return_info=True, **params)
+                    infos.append(info.as_dict())
+                    cur = back if cur is None else compose(cur, back, device=be)
+                    traj[j] = asnumpy(cur)
+            if refine:
+                done = npairs
+                for j in range(T):
+                    if j == ref:
+                        continue
+                    u, info = estimate_motion(xp.asarray(frames[ref]), xp.asarray(frames[j]), spacing=spacing,
+                                              initial_flow=xp.asarray(traj[j]), device=be, return_info=True,
+                                              progress=progress.sub(done / total, (done + 1) / total,
+                                                                    f"refine {ref}->{j}"), **params)
+                    infos.append(info.as_dict())
+                    traj[j] = asnumpy(u)
+                    done += 1
+    progress.update(1.0, "done")
+    sp = (1.0, 1.0, 1.0) if spacing is None else tuple(float(s) for s in spacing)
+    return SequenceMotion(pair, traj, ref, sp, time.perf_counter() - t0, infos)
