@@ -34,8 +34,10 @@ extern "C" __global__ void lk_residual(const float* __restrict__ I1, const float
     const long long n = (long long)H * W;
     GRID_STRIDE(i, n) {
         const int x = (int)(i % W), y = (int)(i / W);
-        const float it = ops_bilinear(I2, H, W, (float)x + u[i], (float)y + v[i]) - I1[i];
-        const float m = has_mask ? mask[i] : 1.0f;
+        const float xs = (float)x + u[i], ys = (float)y + v[i];
+        const float it = ops_bilinear(I2, H, W, xs, ys) - I1[i];
+        // sample points outside the image carry no information
+        const float m = (has_mask ? mask[i] : 1.0f) * (ops_inside(xs, ys, H, W) ? 1.0f : 0.0f);
         const float gx = grad[i], gy = grad[n + i];
         const float e = m * (gx * u[i] + gy * v[i] - it);
         b[i] = gx * e;

@@ -136,8 +136,10 @@ extern "C" __global__ void tv_median5(const float* __restrict__ src, float* __re
     }
 }
 
-// Local normalised cross-correlation of I1 and the warped I2 (window sums done outside):
-// sums = (s1, s2, s11, s22, s12) window means -> conf = max(ncc, 0) * var1 / (var1 + tau2)
+// Quality map: local normalised cross-correlation of I1 and the warped I2 over a window (the
+// window means S = (m1, m2, m11, m22, m12) are box filters of tv_ncc_products), divided by
+// 1 + G|grad f| / kappa (G a Gaussian): low where the flow does not align the images (occlusions,
+// errors) and at motion boundaries, where flow errors gather.
 extern "C" __global__ void tv_ncc_products(const float* __restrict__ I1, const float* __restrict__ I2w,
                                            float* __restrict__ prod, long long n) {
     FLOW_GRID_STRIDE(i, n) {
@@ -150,18 +152,31 @@ extern "C" __global__ void tv_ncc_products(const float* __restrict__ I1, const f
     }
 }
 
-extern "C" __global__ void tv_ncc_conf(const float* __restrict__ S, const float* __restrict__ inside,
-                                       const float* __restrict__ mask, int has_mask, float* __restrict__ conf,
-                                       float tau2, long long n) {
+// |grad f| = sqrt(|grad u|^2 + |grad v|^2), central differences
+extern "C" __global__ void tv_flowgrad(const float* __restrict__ u, const float* __restrict__ v,
+                                       float* __restrict__ gm, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        float ux, uy, vx, vy;
+        flow_grad(u, H, W, x, y, ux, uy);
+        flow_grad(v, H, W, x, y, vx, vy);
+        gm[i] = sqrtf(ux * ux + uy * uy + vx * vx + vy * vy);
+    }
+}
+
+extern "C" __global__ void tv_ncc_conf(const float* __restrict__ S, const float* __restrict__ gm,
+                                       const float* __restrict__ inside, const float* __restrict__ mask,
+                                       int has_mask, float* __restrict__ conf, float inv_kappa, long long n) {
     FLOW_GRID_STRIDE(i, n) {
         const float m1 = S[i], m2 = S[n + i];
-        const float v1 = fmaxf(S[2 * n + i] - m1 * m1, 0.0f);
-        const float v2 = fmaxf(S[3 * n + i] - m2 * m2, 0.0f);
+        const float v1 = S[2 * n + i] - m1 * m1;
+        const float v2 = S[3 * n + i] - m2 * m2;
         const float cov = S[4 * n + i] - m1 * m2;
-        const float den = sqrtf(v1 * v2);
-        const float ncc = den > 1e-12f ? cov / den : 0.0f;
-        float c = fmaxf(ncc, 0.0f) * (v1 / (v1 + tau2)) * inside[i];
+        const float vv = v1 * v2;
+        const float ncc = vv > 1e-12f ? cov / sqrtf(vv) : 0.0f;
+        float c = fminf(fmaxf(ncc, 0.0f), 1.0f) / (1.0f + gm[i] * inv_kappa) * inside[i];
         if (has_mask) c *= mask[i];
-        conf[i] = fminf(c, 1.0f);
+        conf[i] = c;
     }
 }

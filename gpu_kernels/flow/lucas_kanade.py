@@ -37,7 +37,7 @@ from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.filters import _correlate_axis, gaussian_kernel1d
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up, pyramid_levels
-from gpu_kernels.ops.warp import _bilinear_np
+from gpu_kernels.ops.warp import _bilinear_np, _inside_np
 
 from ._common import FlowResult, check_float, check_int, mask_pyramid, prepare_mask, prepare_pair
 
@@ -115,8 +115,9 @@ def _lk_level(be: Backend, I1, I2, m, u, v, *, window: int, iters: int, eig_min:
         xs0 = np.arange(W, dtype=np.float32)[None, :]
         ys0 = np.arange(H, dtype=np.float32)[:, None]
         for _ in range(iters):
-            it = _bilinear_np(I2, xs0 + u, ys0 + v) - I1
-            e = w * (gx * u + gy * v - it)
+            xs, ys = xs0 + u, ys0 + v
+            it = _bilinear_np(I2, xs, ys) - I1
+            e = (w * _inside_np(xs, ys, H, W)) * (gx * u + gy * v - it)
             b0, b1 = _box(be, np.stack([gx * e, gy * e]), window)
             sdet = np.where(ok, det, np.float32(1))
             u[...] = np.where(ok, (d * b0 - c * b1) / sdet, u)

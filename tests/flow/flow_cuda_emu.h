@@ -78,6 +78,23 @@ void run_grid(dim3 grid, dim3 block, F& body) {
                 }
             }
 }
+// kernels without barriers: every thread runs to completion in turn, no fibers
+template <typename F>
+void run_grid_nosync(dim3 grid, dim3 block, F& body) {
+    g_grid = grid;
+    g_block = block;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                g_bid = dim3{bx, by, bz};
+                for (unsigned tz = 0; tz < block.z; ++tz)
+                    for (unsigned ty = 0; ty < block.y; ++ty)
+                        for (unsigned tx = 0; tx < block.x; ++tx) {
+                            g_tid = dim3{tx, ty, tz};
+                            body();
+                        }
+            }
+}
 }  // namespace emu
 
 #define threadIdx (emu::g_tid)
@@ -95,6 +112,7 @@ void run_grid(dim3 grid, dim3 block, F& body) {
 #define __launch_bounds__(...)
 
 inline void __syncthreads() {
+    if (emu::g_cur == nullptr) { std::fprintf(stderr, "emulator: __syncthreads in a kernel run without fibers\n"); std::abort(); }
     ++emu::g_barriers;
     swapcontext(&emu::g_cur->ctx, &emu::g_sched);
 }

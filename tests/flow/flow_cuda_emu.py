@@ -135,6 +135,20 @@ def _all_sources() -> str:
     return "".join(p.read_text() for p in sorted(root.glob("*.cu*")))
 
 
+def _body(text: str, start: int) -> str:
+    """The brace-matched body that follows position ``start``."""
+    i = text.index("{", start)
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j + 1]
+    return text[i:]
+
+
 def _preprocess(name: str, defines: dict) -> str:
     """The source after the C preprocessor (kernels made by macros show up)."""
     cmd = [compiler() or "g++", "-E", "-P", "-x", "c++", "-std=c++17", f"-I{cuda_include_dir()}",
@@ -155,7 +169,9 @@ def compile_module(name: str, defines: dict | None = None) -> EmuModule:
     with _lock:
         if key in _cache:
             return _cache[key]
-        kernels = {m.group(1): _parse_params(m.group(2)) for m in _SIG_RE.finditer(_preprocess(name, defines))}
+        pre = _preprocess(name, defines)
+        kernels = {m.group(1): _parse_params(m.group(2)) for m in _SIG_RE.finditer(pre)}
+        syncs = {m.group(1): "__syncthreads" in _body(pre, m.end()) for m in _SIG_RE.finditer(pre)}
         build = Path(tempfile.gettempdir()) / "gpulab-cuda-emu"
         build.mkdir(exist_ok=True)
         so = build / f"{Path(name).stem}-{digest}.so"
@@ -170,7 +186,8 @@ def compile_module(name: str, defines: dict | None = None) -> EmuModule:
                     f'extern "C" void emu_{kname}(unsigned gx, unsigned gy, unsigned gz, unsigned bx, '
                     f'unsigned by, unsigned bz{", " + plist if plist else ""}) {{\n'
                     f"  auto body = [&]() {{ {kname}({names}); }};\n"
-                    f"  emu::run_grid(dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, body);\n}}")
+                    f"  emu::{'run_grid' if syncs[kname] else 'run_grid_nosync'}(dim3{{gx, gy, gz}}, "
+                    f"dim3{{bx, by, bz}}, body);\n}}")
             wrapper = build / f"{Path(name).stem}-{digest}.cpp"
             wrapper.write_text("\n".join(lines) + "\n")
             tmp = so.with_suffix(".so.tmp")

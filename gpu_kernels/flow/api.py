@@ -1,0 +1,54 @@
+"""One entry point for the optical-flow methods.
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.flow import optical_flow
+>>> from gpu_kernels.flow.synthetic import synthetic_pair
+>>> p = synthetic_pair("translation", size=(64, 96), magnitude=3.0)
+>>> res = optical_flow(p.img1, p.img2, method="bm", levels=3, device="cpu")
+>>> res.method, res.u.shape
+('bm', (64, 96))
+"""
+
+from __future__ import annotations
+
+from ._common import FlowInputError, FlowResult
+
+__all__ = ["METHODS", "DEFAULT_METHOD", "optical_flow", "backward_flow"]
+
+#: bm: NCC block matching; lk: pyramidal Lucas-Kanade; refine: TV-L1 seeded by one of them
+METHODS = ("bm", "lk", "refine")
+#: the most accurate at interactive speed in benchmarks/flow.py (benchmarks/results/flow.md)
+DEFAULT_METHOD = "refine"
+
+
+def optical_flow(img1, img2, *, method: str = DEFAULT_METHOD, mask=None, device=None, progress=None,
+                 **params) -> FlowResult:
+    """Flow from ``img1`` to ``img2`` by ``method`` (``bm``, ``lk`` or ``refine``).
+
+    ``params`` go to :func:`~gpu_kernels.flow.block_matching`,
+    :func:`~gpu_kernels.flow.lucas_kanade` or :func:`~gpu_kernels.flow.tvl1_refine`.
+    """
+    from .blockmatch import block_matching
+    from .lucas_kanade import lucas_kanade
+    from .refine import tvl1_refine
+
+    fn = {"bm": block_matching, "lk": lucas_kanade, "refine": tvl1_refine}.get(method)
+    if fn is None:
+        raise FlowInputError(f"unknown flow method {method!r}: use one of {', '.join(METHODS)}")
+    try:
+        return fn(img1, img2, mask=mask, device=device, progress=progress, **params)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            bad = str(exc).split("'")[1] if "'" in str(exc) else str(exc)
+            raise FlowInputError(f"the {method} method has no parameter {bad!r}") from None
+        raise
+
+
+def backward_flow(img1, img2, **kw) -> FlowResult:
+    """The flow from ``img2`` back to ``img1`` (for forward-backward checks)."""
+    mask = kw.pop("mask", None)
+    if mask is not None:
+        raise FlowInputError("backward_flow takes no mask")
+    return optical_flow(img2, img1, **kw)

@@ -1,0 +1,149 @@
+"""GPU path against the CPU path on real CUDA hardware (pytest -m gpu on the GPU host).
+
+Needs only numpy, scipy, cupy, scikit-image and pytest. Test data: set GPULAB_SHARED_DATA to a
+folder holding middlebury-flow/ (default ../shared/data beside the repository).
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels import ops
+from gpu_kernels.flow import block_matching, flow_metrics, lucas_kanade, ncc_confidence, tvl1_refine
+from gpu_kernels.flow.synthetic import synthetic_pair
+
+pytestmark = pytest.mark.gpu
+RNG = np.random.default_rng(5)
+
+
+def _np(a):
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def _data_dir():
+    env = os.environ.get("GPULAB_SHARED_DATA")
+    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+    return root / "middlebury-flow"
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return synthetic_pair("vortex", size=(243, 319), magnitude=12.0, image="coffee")
+
+
+def test_ops_gpu_vs_cpu():
+    x = RNG.random((61, 83, 3)).astype(np.float32)
+    for fn in (lambda d: ops.gaussian_filter(x, 1.7, axes=(0, 1), device=d),
+               lambda d: ops.gaussian_filter(x[..., 0], (0.7, 2.5), device=d),
+               lambda d: ops.pyr_down(x, axes=(0, 1), device=d),
+               lambda d: ops.pyr_up(x, (121, 165, 3), axes=(0, 1), value_scale=2, device=d),
+               lambda d: ops.resize(x, (30, 200, 3), axes=(0, 1), device=d)):
+        np.testing.assert_allclose(_np(fn("cuda")), fn("cpu"), atol=3e-6)
+    img = RNG.random((3, 61, 83)).astype(np.float32)
+    d = (RNG.standard_normal((2, 61, 83)) * 5).astype(np.float32)
+    g, gi = ops.warp(img, d, channel_axis=0, return_inside=True, device="cuda")
+    c, ci = ops.warp(img, d, channel_axis=0, return_inside=True, device="cpu")
+    np.testing.assert_allclose(_np(g), c, atol=2e-6)
+    assert np.array_equal(_np(gi), ci)
+    vol = RNG.random((9, 10, 11)).astype(np.float32)
+    d3 = (RNG.standard_normal((3, 9, 10, 11)) * 2).astype(np.float32)
+    np.testing.assert_allclose(_np(ops.warp(vol, d3, device="cuda")), ops.warp(vol, d3, device="cpu"), atol=2e-6)
+    for dt in (np.uint8, np.uint16, np.float32):
+        im = (RNG.random((33, 47, 3)) * 250).astype(dt)
+        np.testing.assert_allclose(_np(ops.to_gray(im, device="cuda")), ops.to_gray(im, device="cpu"), atol=1e-6)
+
+
+@pytest.mark.parametrize("block,radius", [(8, 4), (16, 8), (4, 2)])
+def test_block_matching_gpu_vs_cpu(pair, block, radius):
+    a = block_matching(pair.img1, pair.img2, block=block, radius=radius, device="cpu")
+    b = block_matching(pair.img1, pair.img2, block=block, radius=radius, device="cuda").to_numpy()
+    du = np.abs(b.extras["block_u"] - a.extras["block_u"])
+    # an exact NCC tie may break differently in float32: allow a handful of blocks
+    assert (du > 2e-3).mean() < 0.01
+    assert np.median(np.abs(b.u - a.u)) < 1e-4
+    assert np.median(np.abs(b.quality - a.quality)) < 1e-4
+
+
+def test_lucas_kanade_gpu_vs_cpu(pair):
+    a = lucas_kanade(pair.img1, pair.img2, device="cpu")
+    b = lucas_kanade(pair.img1, pair.img2, device="cuda").to_numpy()
+    for k in ("u", "v", "quality"):
+        d = np.abs(getattr(b, k) - getattr(a, k))
+        assert np.percentile(d, 99) < 1e-3 and np.median(d) < 1e-4, k
+
+
+@pytest.mark.parametrize("seed", ["none", "bm"])
+def test_refine_gpu_vs_cpu(pair, seed):
+    kw = dict(seed=seed, iters=10)
+    a = tvl1_refine(pair.img1, pair.img2, device="cpu", **kw)
+    b = tvl1_refine(pair.img1, pair.img2, device="cuda", **kw).to_numpy()
+    for k in ("u", "v", "quality"):
+        d = np.abs(getattr(b, k) - getattr(a, k))
+        assert np.percentile(d, 99) < 2e-3 and np.median(d) < 2e-4, (k, np.percentile(d, 99))
+    ma = flow_metrics(a.u, a.v, pair.flow, pair.valid)["aee"]
+    mb = flow_metrics(b.u, b.v, pair.flow, pair.valid)["aee"]
+    assert abs(ma - mb) < 1e-3
+
+
+def test_refine_graph_and_plain_launches_agree(pair):
+    from gpu_kernels.flow import refine
+
+    a = tvl1_refine(pair.img1, pair.img2, iters=5, device="cuda").to_numpy()
+    refine._USE_GRAPHS = False
+    try:
+        b = tvl1_refine(pair.img1, pair.img2, iters=5, device="cuda").to_numpy()
+    finally:
+        refine._USE_GRAPHS = True
+    assert np.array_equal(a.u, b.u) and np.array_equal(a.v, b.v)
+
+
+def test_masks_on_gpu(pair):
+    mask = np.zeros(pair.img1.shape, bool)
+    mask[30:200, 40:280] = True
+    for fn in (block_matching, lucas_kanade, tvl1_refine):
+        a = fn(pair.img1, pair.img2, mask=mask, device="cpu")
+        b = fn(pair.img1, pair.img2, mask=mask, device="cuda").to_numpy()
+        assert (b.u[~mask] == 0).all() and (b.quality[~mask] == 0).all()
+        assert np.median(np.abs(b.u - a.u)[mask]) < 2e-4
+
+
+def test_confidence_gpu_vs_cpu(pair):
+    u, v = pair.flow[..., 0].copy(), pair.flow[..., 1].copy()
+    a = ncc_confidence(pair.img1, pair.img2, u, v, device="cpu")
+    b = _np(ncc_confidence(pair.img1, pair.img2, u, v, device="cuda"))
+    assert np.percentile(np.abs(a - b), 99.9) < 1e-4
+
+
+def test_tiles_identical_on_gpu():
+    p = synthetic_pair("zoom", size=(300, 900), magnitude=6.0, image="rocket")
+    whole = block_matching(p.img1, p.img2, levels=3, radius=2, device="cuda").to_numpy()
+    tiled = block_matching(p.img1, p.img2, levels=3, radius=2, tile_size=96, device="cuda")
+    assert tiled.params["tile_size"] == 96
+    assert np.array_equal(tiled.u, whole.u) and np.array_equal(tiled.quality, whole.quality)
+
+
+def test_device_arrays_in_device_arrays_out(pair):
+    import cupy as cp
+
+    r = tvl1_refine(cp.asarray(pair.img1), cp.asarray(pair.img2), iters=3, device="cuda")
+    assert isinstance(r.u, cp.ndarray) and r.u.shape == pair.img1.shape
+
+
+def test_middlebury_gpu_matches_cpu():
+    d = _data_dir() / "RubberWhale"
+    if not d.exists():
+        pytest.skip(f"Middlebury data not found at {d} (set GPULAB_SHARED_DATA)")
+    from skimage.io import imread
+
+    a, b = imread(d / "frame10.png"), imread(d / "frame11.png")
+    raw = np.fromfile(d / "flow10.flo", "<f4")
+    w, h = raw[1:3].view("<i4")
+    gt = raw[3:].reshape(h, w, 2)
+    valid = (np.abs(gt) < 1e9).all(-1)
+    r_cpu = tvl1_refine(a, b, device="cpu")
+    r_gpu = tvl1_refine(a, b, device="cuda").to_numpy()
+    m_cpu = flow_metrics(r_cpu.u, r_cpu.v, gt, valid)["aee"]
+    m_gpu = flow_metrics(r_gpu.u, r_gpu.v, gt, valid)["aee"]
+    assert abs(m_cpu - m_gpu) < 2e-3 and m_gpu < 0.25
