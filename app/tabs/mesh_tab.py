@@ -32,6 +32,15 @@ __all__ = ["MeshTab", "MembershipBars"]
 
 log = logging.getLogger(__name__)
 
+# pymeshlab (simplification) runs on the worker thread, but its FIRST import must happen on the
+# main thread: imported first from a worker, it corrupts the heap (glibc aborts the process at
+# exit, "malloc_consolidate(): unaligned fastbin chunk"). Importing this module (on the main
+# thread, when the window builds its tabs) does it.
+try:
+    import pymeshlab  # noqa: F401
+except ImportError:  # pragma: no cover - an install without pymeshlab cannot simplify anyway
+    pass
+
 
 class MembershipBars(QWidget):
     """Horizontal bars: the memberships of one face in every part, largest first."""
