@@ -87,8 +87,13 @@ class GpuOps:
                 table["next"] += 1
                 buf = np.zeros(MAXW, dtype=np.float32)
                 buf[: len(w)] = w
-                const = self.xp.ndarray((NSETS * MAXW,), self.xp.float32, self.m_filter.get_global("c_gauss"))
-                const[slot * MAXW:(slot + 1) * MAXW] = self.xp.asarray(buf)   # stream-ordered copy
+                src = self.xp.asarray(buf)
+                dst = self.m_filter.get_global("c_gauss").ptr + slot * MAXW * 4
+                # device-to-device copy into the constant bank, ordered with the kernels
+                self.xp.cuda.runtime.memcpyAsync(dst, src.data.ptr, buf.nbytes, 3,
+                                                 self.xp.cuda.get_current_stream().ptr)
+                table.setdefault("keep", []).append(src)
+                del table["keep"][:-NSETS]
                 table["map"][key] = slot
         return slot, r
 

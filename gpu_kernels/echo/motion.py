@@ -59,7 +59,6 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -209,7 +208,7 @@ def pyramid_shapes(shape, levels: int, spacing=None) -> list[tuple[tuple[int, ..
             fac.append(2 if ok else 1)
         if fac == [1, 1, 1]:
             break
-        cur = [(c + f - 1) // f for c, f in zip(cur, fac)]
+        cur = [(c + f - 1) // f for c, f in zip(cur, fac, strict=True)]
         sp = sp * np.asarray(fac)
         out.append((tuple(cur), tuple(fac)))
     return out
@@ -246,7 +245,7 @@ def _check_volume(name, v, be):
         a = xp.asarray(v)
         if dt.kind == "f" and not bool(xp.isfinite(a).all()):
             raise EchoInputError(f"the {name} volume contains NaN or infinite values: fill or mask them first")
-        return a.astype(xp.float32, copy=False)
+        return xp.ascontiguousarray(a, dtype=xp.float32)
 
 
 def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega):

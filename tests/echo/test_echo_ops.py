@@ -7,7 +7,7 @@ import pytest
 from scipy import ndimage as ndi
 
 from gpu_kernels.echo import _cpu
-from gpu_kernels.echo.motion import _downsample, _CpuOps, _upsample_flow, pyramid_shapes
+from gpu_kernels.echo.motion import _CpuOps, _downsample, _upsample_flow, pyramid_shapes
 
 
 @pytest.fixture

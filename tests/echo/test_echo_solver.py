@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpu_kernels.echo import EchoInputError, endpoint_error, estimate_motion
-from gpu_kernels.echo import _cpu
-from gpu_kernels.echo.motion import jacobi_damping, jacobi_lambda_max, _mu_max
+from gpu_kernels.echo import EchoInputError, _cpu, endpoint_error, estimate_motion
+from gpu_kernels.echo.motion import _mu_max, jacobi_damping, jacobi_lambda_max
 from gpu_kernels.echo.synthetic import make_pair, rotation_matrix
 
 

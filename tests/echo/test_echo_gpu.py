@@ -1,0 +1,209 @@
+"""GPU path against the CPU path: every building block, both kernel variants, end to end.
+
+Runs where CuPy finds a CUDA device (``pytest -m gpu``); needs only numpy, scipy, cupy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_kernels.echo import _cpu
+
+pytestmark = pytest.mark.gpu
+
+VARIANTS = ("cache", "smem")
+SHAPES = [(19, 23, 29), (40, 33, 70)]
+
+
+@pytest.fixture(scope="module")
+def be():
+    from gpu_kernels.backend import get_backend
+
+    return get_backend("cuda")
+
+
+def _ops(be, variant):
+    from gpu_kernels.echo._gpu import GpuOps
+
+    return GpuOps(be, variant)
+
+
+def _get(a):
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def _natural(Tc, shape):
+    """The colour layout [9][colour][z][y/2][x/2] back in [9][z][y][x] order."""
+    Tc = _get(Tc)
+    Z, Y, X = shape
+    col = _cpu.colours(shape)
+    zz, yy, xx = np.meshgrid(np.arange(Z), np.arange(Y), np.arange(X), indexing="ij")
+    return Tc[:, col, zz, yy // 2, xx // 2]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gaussian_and_channels(be, shape):
+    cp = be.xp
+    rng = np.random.default_rng(0)
+    v = rng.random(shape).astype(np.float32)
+    ops = _ops(be, "cache")
+    for sigma in (0.6, 1.5, (2.0, 0.0, 1.0)):
+        np.testing.assert_allclose(_get(ops.gaussian(cp.asarray(v), sigma)), _cpu.gaussian(v, sigma), atol=2e-6)
+    T = rng.random((9,) + shape).astype(np.float32)
+    ref = _cpu.smooth_channels(T.copy(), 2.5)
+    got = ops.smooth_channels(cp.asarray(T), 2.5)
+    np.testing.assert_allclose(_get(got), ref, atol=2e-6)
+
+
+def test_constant_memory_slots_are_reused_safely(be):
+    cp = be.xp
+    v = np.random.default_rng(1).random((12, 13, 14)).astype(np.float32)
+    ops = _ops(be, "cache")
+    for k in range(12):       # more sigmas than constant-memory slots
+        s = 0.5 + 0.2 * k
+        np.testing.assert_allclose(_get(ops.gaussian(cp.asarray(v), s)), _cpu.gaussian(v, s), atol=2e-6)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_resample_and_warp(be, shape):
+    cp = be.xp
+    rng = np.random.default_rng(2)
+    v = rng.random(shape).astype(np.float32)
+    u = (rng.standard_normal((3,) + shape) * 3).astype(np.float32)
+    ops = _ops(be, "cache")
+    np.testing.assert_allclose(_get(ops.warp(cp.asarray(v), cp.asarray(u))), _cpu.warp(v, u), atol=1e-5)
+    small = tuple((s + 1) // 2 for s in shape)
+    np.testing.assert_allclose(_get(ops.resample(cp.asarray(v), small, (2, 2, 2), (0.5, 0.5, 0.5))),
+                               _cpu.resample(v, small, (2, 2, 2), (0.5, 0.5, 0.5)), atol=1e-5)
+    np.testing.assert_allclose(_get(ops.resample(cp.asarray(v[:small[0], :small[1], :small[2]].copy()), shape,
+                                                 (0.5, 0.5, 0.5), (-0.25, -0.25, -0.25))),
+                               _cpu.resample(v[:small[0], :small[1], :small[2]].copy(), shape, (0.5, 0.5, 0.5),
+                                             (-0.25, -0.25, -0.25)), atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("kind", ["central", "forward"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_tensor(be, variant, kind, shape):
+    cp = be.xp
+    rng = np.random.default_rng(3)
+    f = rng.random(shape).astype(np.float32)
+    m = rng.random(shape).astype(np.float32)
+    u = (rng.standard_normal((3,) + shape)).astype(np.float32)
+    got = _ops(be, variant).tensor(cp.asarray(f), cp.asarray(m), cp.asarray(u), kind)
+    np.testing.assert_allclose(_get(got), _cpu.tensor(f, m, u, kind), atol=2e-5)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_finish_layout(be, shape):
+    cp = be.xp
+    rng = np.random.default_rng(4)
+    T = _cpu.smooth_channels(_cpu.tensor(rng.random(shape).astype(np.float32), rng.random(shape).astype(np.float32),
+                                         None, "central"), 1.0)
+    u0 = rng.standard_normal((3,) + shape).astype(np.float32)
+    ref = _cpu.finish(T.copy(), u0, 0.02, 0.05)
+    got = _ops(be, "cache").finish(cp.asarray(T), cp.asarray(u0), 0.02, 0.05)
+    np.testing.assert_allclose(_natural(got, shape), ref, rtol=2e-4, atol=1e-4)
+
+
+def _system(shape, seed=5, alpha=0.03, beta=0.05):
+    rng = np.random.default_rng(seed)
+    T = _cpu.smooth_channels(_cpu.tensor(rng.random(shape).astype(np.float32), rng.random(shape).astype(np.float32),
+                                         None, "central"), 1.0)
+    u0 = rng.standard_normal((3,) + shape).astype(np.float32)
+    Tn = _cpu.finish(T.copy(), u0, alpha, beta)
+    return T, u0, Tn, rng.standard_normal((3,) + shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_jacobi_sweep(be, variant, shape):
+    cp = be.xp
+    alpha, beta = 0.03, 0.05
+    T, u0, Tn, u = _system(shape)
+    ops = _ops(be, variant)
+    Tc = ops.finish(cp.asarray(T), cp.asarray(u0), alpha, beta)
+    ref = np.empty_like(u)
+    st_ref = np.zeros(1)
+    _cpu.sweep(Tn, u, ref, -1, 0.9, alpha, beta, st_ref)
+    dst = cp.full(u.shape, cp.nan, dtype=cp.float32)        # every voxel must be written
+    st = ops.new_stats()
+    ops.sweep(Tc, cp.asarray(u), dst, -1, 0.9, alpha, beta, st)
+    np.testing.assert_allclose(_get(dst), ref, rtol=1e-4, atol=2e-4)
+    assert abs(ops.read_stats(st) - st_ref[0]) <= 1e-3 * st_ref[0]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sor_sweep(be, variant, shape):
+    cp = be.xp
+    alpha, beta = 0.03, 0.05
+    T, u0, Tn, u = _system(shape, seed=6)
+    ops = _ops(be, variant)
+    Tc = ops.finish(cp.asarray(T), cp.asarray(u0), alpha, beta)
+    ref = u.copy()
+    st_ref = np.zeros(1)
+    got = cp.asarray(u)
+    st = ops.new_stats()
+    for sweep in range(2):
+        for c in range(4):
+            _cpu.sweep(Tn, ref, ref, c, 1.7, alpha, beta, st_ref)
+            ops.sweep(Tc, got, got, c, 1.7, alpha, beta, st)
+            np.testing.assert_allclose(_get(got), ref, rtol=1e-4, atol=2e-4, err_msg=f"sweep {sweep} colour {c}")
+    assert abs(ops.read_stats(st) - st_ref[0]) <= 1e-3 * st_ref[0]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("solver", ["sor", "jacobi"])
+def test_estimate_motion_gpu_equals_cpu(be, variant, solver):
+    from gpu_kernels.echo import endpoint_error, estimate_motion
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, gt = make_pair((36, 40, 44), shift=(1.2, -0.7, 1.6), seed=8)
+    kw = dict(levels=3, warps=2, iters=30, tol=0, solver=solver)
+    cpu = estimate_motion(f, m, device="cpu", **kw)
+    gpu, info = estimate_motion(f, m, device="cuda", variant=variant, return_info=True, **kw)
+    assert isinstance(gpu, np.ndarray) and info.device.startswith("cuda")
+    assert np.abs(gpu - cpu).max() < 5e-3, np.abs(gpu - cpu).max()
+    assert endpoint_error(gpu, gt)["mean"] < 0.2
+    # CuPy in, CuPy out
+    out = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), device=be, variant=variant, **kw)
+    assert hasattr(out, "__cuda_array_interface__")
+
+
+def test_lv_sequence_gpu_accuracy_matches_cpu(be):
+    from gpu_kernels.echo import endpoint_error, estimate_motion
+    from gpu_kernels.echo.synthetic import make_sequence
+
+    seq = make_sequence(48, frames=6, seed=9, device="cuda")
+    cpu_seq = make_sequence(48, frames=2, seed=9, device="cpu")
+    assert np.abs(seq.frames[0].astype(int) - cpu_seq.frames[0].astype(int)).max() <= 1
+    gt = seq.displacement(1, 2, device="cuda")
+    np.testing.assert_allclose(gt, seq.displacement(1, 2, device="cpu"), atol=1e-4)
+    cpu = endpoint_error(estimate_motion(seq.frames[1], seq.frames[2], device="cpu"), gt)["mean"]
+    gpu = endpoint_error(estimate_motion(seq.frames[1], seq.frames[2], device="cuda"), gt)["mean"]
+    assert abs(cpu - gpu) < 0.01 and gpu < 0.3, (cpu, gpu)
+
+
+def test_maps_on_gpu(be):
+    from gpu_kernels.echo import compose, divergence, jacobian_determinant, magnitude
+
+    rng = np.random.default_rng(10)
+    u = (rng.standard_normal((3, 12, 13, 14)) * 0.3).astype(np.float32)
+    w = (rng.standard_normal((3, 12, 13, 14)) * 0.3).astype(np.float32)
+    cu, cw = be.xp.asarray(u), be.xp.asarray(w)
+    np.testing.assert_allclose(_get(jacobian_determinant(cu)), jacobian_determinant(u), atol=1e-5)
+    np.testing.assert_allclose(_get(divergence(cu)), divergence(u), atol=1e-5)
+    np.testing.assert_allclose(_get(magnitude(cu, (2, 1, 1))), magnitude(u, (2, 1, 1)), atol=1e-5)
+    np.testing.assert_allclose(_get(compose(cu, cw)), compose(u, w), atol=1e-5)
+
+
+def test_too_large_is_reported(be, monkeypatch):
+    from gpu_kernels.echo import estimate_motion
+    from gpu_kernels.errors import TooLargeError
+
+    monkeypatch.setattr(type(be), "mem_info", lambda self: (1000, 1000))
+    v = np.zeros((16, 16, 16), np.float32)
+    with pytest.raises(TooLargeError, match="voxels"):
+        estimate_motion(v, v, device=be)
