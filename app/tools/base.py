@@ -43,7 +43,7 @@ from gpu_kernels.jobs import Progress, as_progress
 
 from .params import ParamSet
 
-__all__ = ["Tool", "Export", "Job", "execute", "run_job", "resources_dir", "samples_in", "fmt_seconds"]
+__all__ = ["Tool", "Export", "BatchItem", "Job", "execute", "run_job", "resources_dir", "samples_in", "fmt_seconds"]
 
 
 def resources_dir() -> pathlib.Path:
@@ -91,6 +91,17 @@ class Export:
 
 
 @dataclass(frozen=True)
+class BatchItem:
+    """One unit of ``gpulab batch``: ``key`` names its outputs (unique in the batch); ``inputs``
+    are file paths (as text, so they travel to Dask workers cheaply); ``meta`` is small JSON-able
+    data (a frame index, a view name)."""
+
+    key: str
+    inputs: tuple[str, ...]
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Tool:
     """A tool as the CLI, the window, the demo and batch see it (see the module docstring)."""
 
@@ -119,11 +130,59 @@ class Tool:
     default_output: Callable[[pathlib.Path], str] | None = None
     #: the compute library's entry point; its keyword defaults must equal the parameters'
     library: Callable[..., Any] | None = None
+    # -- gpulab batch (defaults: one item per input file; every file export written as
+    #    OUT/<key>-<export key><ext>; no metrics) -------------------------------------------
+    #: ``batch_items(paths) -> list[BatchItem]``: the items of a batch over these inputs
+    batch_items: Callable[[list[pathlib.Path]], list[BatchItem]] | None = None
+    #: ``batch_load(item, *, progress) -> data``
+    batch_load: Callable[..., Any] | None = None
+    #: ``batch_write(result, out_dir, key) -> list[Path]`` (atomic writes)
+    batch_write: Callable[[Any, pathlib.Path, str], list[pathlib.Path]] | None = None
+    #: ``metrics(result) -> dict``: a few key figures for the batch manifest
+    metrics: Callable[[Any], dict] | None = None
 
     def __post_init__(self):
         sig = inspect.signature(self.run)
         if "device" not in sig.parameters or "progress" not in sig.parameters:
             raise TypeError(f"{self.name}: run() must take device= and progress= keywords")
+
+    # -- batch defaults ----------------------------------------------------------------
+    def items(self, paths: Sequence[str | pathlib.Path]) -> list[BatchItem]:
+        """The batch items for these inputs (files, or folders of files of this tool's types)."""
+        if self.batch_items is not None:
+            return list(self.batch_items([pathlib.Path(p) for p in paths]))
+        files: list[pathlib.Path] = []
+        for p in map(pathlib.Path, paths):
+            if p.is_dir():
+                files += sorted(q for q in p.iterdir() if q.is_file() and self.handles(q))
+            else:
+                files.append(p)
+        items, seen = [], set()
+        for f in files:
+            key, n = f.stem, 2
+            while key in seen:
+                key, n = f"{f.stem}-{n}", n + 1
+            seen.add(key)
+            items.append(BatchItem(key, (str(f),)))
+        return items
+
+    def load_item(self, item: BatchItem, *, progress: Progress | None = None):
+        if self.batch_load is not None:
+            return self.batch_load(item, progress=progress)
+        return self.load(pathlib.Path(item.inputs[0]), progress=progress)
+
+    def write_item(self, result, out_dir: pathlib.Path, key: str) -> list[pathlib.Path]:
+        if self.batch_write is not None:
+            return list(self.batch_write(result, pathlib.Path(out_dir), key))
+        out: list[pathlib.Path] = []
+        for e in self.exports:
+            if not e.folder:
+                out += e.write(result, pathlib.Path(out_dir) / f"{key}-{e.key}{e.extensions[0]}")
+        return out
+
+    def item_outputs(self, out_dir: pathlib.Path, key: str) -> list[pathlib.Path]:
+        """The files :meth:`write_item` writes with the default writer (for re-run checks)."""
+        return [pathlib.Path(out_dir) / f"{key}-{e.key}{e.extensions[0]}" for e in self.exports if not e.folder]
 
     def handles(self, path: str | pathlib.Path) -> bool:
         name = pathlib.Path(path).name.lower()
