@@ -248,7 +248,7 @@ class _GpuIter:
         cp = self.be.xp
         cur = cp.cuda.get_current_stream()
         self.stream.wait_event(cur.record())
-        self.graph.launch(self.stream)
+        self.graph.launch(stream=self.stream)
         cur.wait_event(self.stream.record())
 
 

@@ -1,0 +1,617 @@
+"""Optical-flow benchmark: ours (block matching, Lucas-Kanade, TV-L1 refinement; GPU and CPU)
+against OpenCV (DIS ultrafast / fast / medium, Farneback, all the host's cores), scikit-image
+(iLK, TV-L1) and cuCIM (iLK, TV-L1 on the GPU), on the same inputs in one run.
+
+Sections (each printed as a markdown table and saved with ``--out``):
+
+1. accuracy: endpoint error on the Middlebury training pairs (``middlebury-flow/``) and on a
+   synthetic set (a natural image warped by translation / rotation / zoom / vortex fields of
+   30 px, 480 x 640), with each method's time on the pair;
+2. confidence: sparsification (AUSE, pixels) of our quality maps against forward-backward
+   consistency of the same method, on the Middlebury pairs;
+3. speed at 640x480, 1280x720 and 1920x1080: end to end from device arrays, kernels only (the
+   pipeline captured in a CUDA graph and replayed), peak device memory, pairs per second;
+4. hardware: device-to-device copy bandwidth, and the TV-L1 / LK iterations' achieved
+   bandwidth at 1080p against it;
+5. ``--sweep``: a small grid over the default method's parameters (accuracy and 1080p time).
+
+A peer that is not installed prints "n/a (not installed)". Only numpy, scipy, opencv,
+scikit-image and (for the GPU) cupy are needed; cuCIM comes from a carried wheel.
+
+Usage::
+
+    python benchmarks/flow.py --data ../shared/data --out benchmarks/results/flow_h100
+    python benchmarks/flow.py --quick            # fewer repeats, no CPU peers at 1080p
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import device_name, format_table, host_description, median  # noqa: E402
+
+MIDDLEBURY = ("Dimetrodon", "Grove2", "RubberWhale", "Venus")
+SYN_KINDS = ("translation", "rotation", "zoom", "vortex")
+SIZES = ((480, 640), (720, 1280), (1080, 1920))
+NA = "n/a (not installed)"
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+# ------------------------------------------------------------------------------ data
+def read_flo(path):
+    raw = np.fromfile(path, "<f4")
+    w, h = raw[1:3].view("<i4")
+    f = raw[3:].reshape(h, w, 2).copy()
+    valid = (np.abs(f) < 1e9).all(-1)
+    f[~valid] = 0
+    return f, valid
+
+
+def load_middlebury(root: Path):
+    import cv2
+
+    out = []
+    for s in MIDDLEBURY:
+        d = root / "middlebury-flow" / s
+        if not d.exists():
+            continue
+        a = cv2.imread(str(d / "frame10.png"), cv2.IMREAD_GRAYSCALE)
+        b = cv2.imread(str(d / "frame11.png"), cv2.IMREAD_GRAYSCALE)
+        gt, valid = read_flo(d / "flow10.flo")
+        out.append((s, a, b, gt, valid))
+    return out
+
+
+def load_synthetic(size=(480, 640)):
+    from gpu_kernels.flow.synthetic import synthetic_pair
+
+    out = []
+    for k in SYN_KINDS:
+        p = synthetic_pair(k, size=size, magnitude=30.0, image="coffee")
+        to8 = lambda x: np.clip(np.rint(x * 255), 0, 255).astype(np.uint8)  # noqa: E731
+        out.append((f"syn-{k}", to8(p.img1), to8(p.img2), p.flow, p.valid))
+    return out
+
+
+def aee(u, v, gt, valid):
+    e = np.hypot(np.asarray(u, np.float64) - gt[..., 0], np.asarray(v, np.float64) - gt[..., 1])
+    return float(e[valid].mean())
+
+
+# ------------------------------------------------------------------------------ timing
+def _cp():
+    import cupy as cp
+
+    return cp
+
+
+def gpu_time(fn, repeat=5, warmup=1):
+    cp = _cp()
+    for _ in range(warmup):
+        fn()
+    cp.cuda.get_current_stream().synchronize()
+    ts = []
+    for _ in range(repeat):
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3)
+    return median(ts)
+
+
+def cpu_time(fn, repeat=3, warmup=1):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return median(ts)
+
+
+class PeakMemory:
+    """Peak bytes held in CuPy's pool during a call (above what was held before)."""
+
+    def __enter__(self):
+        cp = _cp()
+        self.pool = cp.get_default_memory_pool()
+        self.base = self.pool.used_bytes()
+        self.peak = self.base
+
+        def malloc(n):
+            p = self.pool.malloc(n)
+            self.peak = max(self.peak, self.pool.used_bytes())
+            return p
+
+        cp.cuda.set_allocator(malloc)
+        return self
+
+    def __exit__(self, *exc):
+        _cp().cuda.set_allocator(self.pool.malloc)
+
+    @property
+    def bytes(self):
+        return self.peak - self.base
+
+
+def graph_time(fn, repeat=20):
+    """Kernels only: capture fn() into a CUDA graph and time its replays.
+
+    fn runs twice on the capturing stream first, so that CuPy's pool (per stream) holds every
+    block the capture asks for and no cudaMalloc happens while capturing.
+    """
+    cp = _cp()
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        fn()
+        fn()
+        s.synchronize()
+        s.begin_capture()
+        try:
+            fn()
+        finally:
+            g = s.end_capture()
+        g.launch(stream=s)
+        s.synchronize()
+        ts = []
+        for _ in range(repeat):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record(s)
+            g.launch(stream=s)
+            b.record(s)
+            b.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(a, b) / 1e3)
+    return median(ts)
+
+
+# ------------------------------------------------------------------------------ methods
+def ours(method, device, **params):
+    from gpu_kernels.flow import optical_flow
+
+    def run(a, b):
+        r = optical_flow(a, b, method=method, device=device, **params)
+        return r.u, r.v, r.quality
+
+    return run
+
+
+def ours_core(method, be, shape, **params):
+    """The method's core on prepared grey float32 device images (what the graph captures)."""
+    from gpu_kernels.flow.blockmatch import (
+        DEFAULT_BLOCK,
+        DEFAULT_BM_LEVELS,
+        DEFAULT_RADIUS,
+        _bm_core,
+        bm_levels,
+    )
+    from gpu_kernels.flow.lucas_kanade import (
+        DEFAULT_EIG_MIN,
+        DEFAULT_EIG_TAU,
+        DEFAULT_LK_ITERS,
+        DEFAULT_LK_LEVELS,
+        DEFAULT_LK_SIGMA,
+        DEFAULT_WINDOW,
+        _lk_core,
+    )
+    from gpu_kernels.flow.refine import (
+        DEFAULT_LAMBDA,
+        DEFAULT_TAU,
+        DEFAULT_THETA,
+        DEFAULT_TV_ITERS,
+        DEFAULT_TV_LEVELS,
+        DEFAULT_WARPS,
+        _tv_core,
+    )
+
+    if method == "bm":
+        B = params.get("block", DEFAULT_BLOCK)
+        L = bm_levels(shape, params.get("levels", DEFAULT_BM_LEVELS), B)
+        return lambda g1, g2: _bm_core(be, g1, g2, None, levels=L, block=B, radius=params.get("radius", DEFAULT_RADIUS),
+                                       flat_sigma=0.01, median=True)
+    if method == "lk":
+        return lambda g1, g2: _lk_core(be, g1, g2, None, levels=params.get("levels", DEFAULT_LK_LEVELS),
+                                       window=params.get("window", DEFAULT_WINDOW),
+                                       iters=params.get("iters", DEFAULT_LK_ITERS), sigma=DEFAULT_LK_SIGMA,
+                                       eig_min=DEFAULT_EIG_MIN, eig_tau=DEFAULT_EIG_TAU)
+    return lambda g1, g2: _tv_core(be, g1, g2, None, levels=params.get("levels", DEFAULT_TV_LEVELS),
+                                   warps=params.get("warps", DEFAULT_WARPS), iters=params.get("iters", DEFAULT_TV_ITERS),
+                                   lam=params.get("lam", DEFAULT_LAMBDA), theta=DEFAULT_THETA, tau=DEFAULT_TAU,
+                                   median=params.get("median", True))
+
+
+def peers():
+    """name -> (kind, factory(a, b) -> (u, v)) for the peers that import; else the reason."""
+    out = {}
+    try:
+        import cv2
+
+        cv2.setNumThreads(os.cpu_count() or 1)
+        for name, preset in (("DIS ultrafast", "ULTRAFAST"), ("DIS fast", "FAST"), ("DIS medium", "MEDIUM")):
+            def dis(a, b, _p=getattr(cv2, f"DISOPTICAL_FLOW_PRESET_{preset}")):
+                f = cv2.DISOpticalFlow_create(_p).calc(a, b, None)
+                return f[..., 0], f[..., 1]
+            out[name] = ("cpu", dis)
+
+        def farneback(a, b):
+            f = cv2.calcOpticalFlowFarneback(a, b, None, 0.5, 5, 15, 3, 5, 1.2, 0)
+            return f[..., 0], f[..., 1]
+        out["Farneback"] = ("cpu", farneback)
+    except Exception as exc:  # noqa: BLE001
+        for n in ("DIS ultrafast", "DIS fast", "DIS medium", "Farneback"):
+            out[n] = f"n/a ({type(exc).__name__})"
+    try:
+        from skimage.registration import optical_flow_ilk, optical_flow_tvl1
+
+        def sk(fn):
+            def run(a, b):
+                v, u = fn(a.astype(np.float32) / 255, b.astype(np.float32) / 255)
+                return u, v
+            return run
+        out["skimage iLK"] = ("cpu", sk(optical_flow_ilk))
+        out["skimage TV-L1"] = ("cpu", sk(optical_flow_tvl1))
+    except Exception:  # noqa: BLE001
+        out["skimage iLK"] = out["skimage TV-L1"] = NA
+    try:
+        import cupy as cp
+        from cucim.skimage.registration import optical_flow_ilk as cilk
+        from cucim.skimage.registration import optical_flow_tvl1 as ctvl1
+
+        def cu(fn):
+            def run(a, b):
+                a = cp.asarray(a, dtype=cp.float32) / 255 if a.dtype == np.uint8 or a.dtype == cp.uint8 else a
+                b = cp.asarray(b, dtype=cp.float32) / 255 if b.dtype == np.uint8 or b.dtype == cp.uint8 else b
+                v, u = fn(a, b)
+                return u, v
+            return run
+        out["cuCIM iLK"] = ("gpu", cu(cilk))
+        out["cuCIM TV-L1"] = ("gpu", cu(ctvl1))
+    except Exception as exc:  # noqa: BLE001
+        why = NA if isinstance(exc, ImportError) else f"n/a ({type(exc).__name__}: {exc})"[:80]
+        out["cuCIM iLK"] = out["cuCIM TV-L1"] = why
+    return out
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+# ------------------------------------------------------------------------------ sections
+def accuracy(datasets, methods, results, *, gpu_repeat=3):
+    rows = []
+    for name, (kind, fn) in methods.items():
+        row = {"method": name}
+        errs = {}
+        for ds, a, b, gt, valid in datasets:
+            try:
+                if kind == "gpu":
+                    cp = _cp()
+                    da, db = cp.asarray(a), cp.asarray(b)
+                    res = fn(da, db)
+                    t = gpu_time(lambda: fn(da, db), repeat=gpu_repeat, warmup=0)  # noqa: B023
+                else:
+                    t0 = time.perf_counter()
+                    res = fn(a, b)
+                    t = time.perf_counter() - t0
+                u, v = _host(res[0]), _host(res[1])
+                errs[ds] = aee(u, v, gt, valid)
+                row[ds] = f"{errs[ds]:.3f}"
+                row[ds + " ms"] = round(1e3 * t, 1)
+            except Exception as exc:  # noqa: BLE001
+                row[ds] = f"error: {type(exc).__name__}"
+                log(f"  {name} on {ds}: {exc}")
+        mb = [errs[d] for d in MIDDLEBURY if d in errs]
+        sy = [errs[d] for d in errs if d.startswith("syn-")]
+        row["Middlebury avg"] = f"{np.mean(mb):.3f}" if mb else "-"
+        row["synthetic avg"] = f"{np.mean(sy):.3f}" if sy else "-"
+        results.setdefault("accuracy", {})[name] = {"aee": errs, "row": row}
+        log(f"  {name}: Middlebury {row['Middlebury avg']}  synthetic {row['synthetic avg']}")
+        rows.append(row)
+    return rows
+
+
+def confidence(datasets, device, results):
+    from gpu_kernels.flow import forward_backward_confidence, optical_flow, sparsification
+    from gpu_kernels.flow.metrics import endpoint_error
+
+    rows = []
+    for method in ("refine", "bm", "lk"):
+        row = {"method": method}
+        q_all, fb_all = [], []
+        for ds, a, b, gt, valid in datasets:
+            f = optical_flow(a, b, method=method, device=device).to_numpy()
+            bk = optical_flow(b, a, method=method, device=device).to_numpy()
+            e = endpoint_error(f.u, f.v, gt, valid)
+            sq = sparsification(e, f.quality)["ause"]
+            sf = sparsification(e, forward_backward_confidence(f.u, f.v, bk.u, bk.v))["ause"]
+            q_all.append(sq)
+            fb_all.append(sf)
+            row[ds] = f"{sq:.3f} / {sf:.3f}"
+        row["avg (ours / FB)"] = f"{np.mean(q_all):.3f} / {np.mean(fb_all):.3f}"
+        row["ours better"] = "yes" if np.mean(q_all) < np.mean(fb_all) else "no"
+        results.setdefault("confidence", {})[method] = {"quality": q_all, "fb": fb_all}
+        log(f"  {method}: AUSE quality {np.mean(q_all):.3f} vs forward-backward {np.mean(fb_all):.3f}")
+        rows.append(row)
+    return rows
+
+
+def speed(base_pair, methods, device, results, *, quick=False, cpu_peers_max=(480, 640)):
+    import cv2
+
+    rows = []
+    a0, b0 = base_pair
+    for H, W in SIZES:
+        a = cv2.resize(a0, (W, H), interpolation=cv2.INTER_LINEAR)
+        b = cv2.resize(b0, (W, H), interpolation=cv2.INTER_LINEAR)
+        for name, spec in methods.items():
+            row = {"size": f"{W}x{H}", "method": name}
+            if isinstance(spec, str):
+                row["e2e ms"] = spec
+                rows.append(row)
+                continue
+            kind, fn = spec
+            try:
+                if kind == "gpu":
+                    cp = _cp()
+                    da, db = cp.asarray(a), cp.asarray(b)
+                    fn(da, db)
+                    with PeakMemory() as pm:
+                        fn(da, db)
+                        cp.cuda.get_current_stream().synchronize()
+                    t = gpu_time(lambda: fn(da, db), repeat=3 if quick else 7)  # noqa: B023
+                    row["e2e ms"] = round(1e3 * t, 2)
+                    row["pairs/s"] = round(1 / t, 1)
+                    row["peak MiB"] = round(pm.bytes / 2**20, 1)
+                    core = methods_core.get(name)
+                    if core is not None:
+                        from gpu_kernels.backend import get_backend
+                        from gpu_kernels.ops.color import _gray
+
+                        be = get_backend(device)
+                        g1, g2 = _gray(be, da), _gray(be, db)
+                        cfn = core(be, (H, W))
+                        try:
+                            tk = graph_time(lambda: cfn(g1, g2), repeat=5 if quick else 20)  # noqa: B023
+                            row["kernels ms"] = round(1e3 * tk, 3)
+                        except Exception as exc:  # noqa: BLE001
+                            row["kernels ms"] = f"n/a ({type(exc).__name__})"
+                            log(f"  graph capture of {name}: {exc}")
+                else:
+                    if (H, W) > cpu_peers_max and name.startswith(("skimage", "ours CPU")):
+                        row["e2e ms"] = "skipped (slow)"
+                        rows.append(row)
+                        continue
+                    if quick and (H, W) != SIZES[0] and name.startswith(("skimage", "ours CPU")):
+                        row["e2e ms"] = "skipped (quick)"
+                        rows.append(row)
+                        continue
+                    t = cpu_time(lambda: fn(a, b), repeat=1 if name.startswith(("skimage", "ours CPU")) else 3,  # noqa: B023
+                                 warmup=0 if name.startswith(("skimage", "ours CPU")) else 1)
+                    row["e2e ms"] = round(1e3 * t, 2)
+                    row["pairs/s"] = round(1 / t, 1)
+            except Exception as exc:  # noqa: BLE001
+                row["e2e ms"] = f"error: {type(exc).__name__}"
+                log(f"  {name} at {W}x{H}: {exc}")
+                traceback.print_exc()
+            rows.append(row)
+            log(f"  {W}x{H} {name}: {row.get('e2e ms')} ms e2e, {row.get('kernels ms', '-')} ms kernels, "
+                f"{row.get('peak MiB', '-')} MiB")
+    results["speed"] = rows
+    return rows
+
+
+methods_core: dict = {}
+
+
+def hardware(device, results):
+    """Copy bandwidth and the iterations' achieved bandwidth at 1080p."""
+    cp = _cp()
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.ops import _gpu
+
+    be = get_backend(device)
+    rows = []
+    n = 256 * 2**20
+    src = cp.ones(n, cp.float32)
+    dst = cp.empty_like(src)
+    t = gpu_time(lambda: dst.__setitem__(Ellipsis, src), repeat=10)
+    copy_bw = 2 * n * 4 / t
+    rows.append({"what": "device-to-device copy (1 GiB, read + write)", "GB/s": round(copy_bw / 1e9, 1),
+                 "of copy": "100%"})
+    H, W = 1080, 1920
+    N = H * W
+    rng = cp.random.default_rng(0)
+    u, v = (rng.random((H, W), dtype=cp.float32) for _ in range(2))
+    p = cp.zeros((4, H, W), cp.float32)
+    gxy = rng.random((2, H, W), dtype=cp.float32) * 0.1
+    rc = rng.random((H, W), dtype=cp.float32) * 0.01
+    kp = _gpu.kernel(be, "flow_tvl1.cu", "tv_primal")
+    kd = _gpu.kernel(be, "flow_tvl1.cu", "tv_dual")
+    grid = _gpu.grid1d(N)
+
+    def tv10():
+        for _ in range(10):
+            kp(grid, (256,), (u, v, p, gxy, rc, _gpu.f32(30), _gpu.f32(0.3), _gpu.i32(H), _gpu.i32(W)))
+            kd(grid, (256,), (u, v, p, _gpu.f32(0.25 / 0.3), _gpu.i32(H), _gpu.i32(W)))
+
+    t = gpu_time(tv10, repeat=5) / 10
+    # primal reads u, v, p(4), gx, gy, rc, writes u, v: 11 floats; dual reads u, v, p(4), writes p(4): 10
+    bw = 21 * 4 * N / t
+    rows.append({"what": "TV-L1 iteration (primal + dual) at 1080p", "us": round(1e6 * t, 1),
+                 "GB/s": round(bw / 1e9, 1), "of copy": f"{100 * bw / copy_bw:.0f}%"})
+    I1 = rng.random((H, W), dtype=cp.float32)
+    grad = rng.random((2, H, W), dtype=cp.float32)
+    bb = cp.empty((2, H, W), cp.float32)
+    kr = _gpu.kernel(be, "flow_lk.cu", "lk_residual")
+    t = gpu_time(lambda: kr(grid, (256,), (I1, I1, u, v, grad, I1, _gpu.i32(0), bb, _gpu.i32(H), _gpu.i32(W))), repeat=10)
+    bw = 9 * 4 * N / t     # reads I1, I2 (one sample), u, v, grad(2); writes b(2)
+    rows.append({"what": "LK residual at 1080p", "us": round(1e6 * t, 1), "GB/s": round(bw / 1e9, 1),
+                 "of copy": f"{100 * bw / copy_bw:.0f}%"})
+    from gpu_kernels.flow.blockmatch import _level_gpu
+
+    I2 = rng.random((H, W), dtype=cp.float32)
+    t = gpu_time(lambda: _level_gpu(be, I1, I2, None, 8, 4, None, 0.01), repeat=5)
+    nblk = (W // 8) * (H // 8)
+    macs = nblk * 121 * 64
+    rows.append({"what": "BM level at 1080p (B 8, R 4: blocks, window stats, search)", "us": round(1e6 * t, 1),
+                 "GMAC/s": round(macs / t / 1e9, 1), "of copy": "-"})
+    results["hardware"] = rows
+    results["copy_bw"] = copy_bw
+    return rows
+
+
+def sweep(datasets, device, base_pair, results):
+    """Default method (refine): accuracy and 1080p time over a small grid."""
+    import cv2
+
+    from gpu_kernels.flow import optical_flow
+
+    cp = _cp()
+    a = cv2.resize(base_pair[0], (1920, 1080))
+    b = cv2.resize(base_pair[1], (1920, 1080))
+    da, db = cp.asarray(a), cp.asarray(b)
+    grid = []
+    for warps in (3, 5):
+        for iters in (10, 20, 30):
+            for lam in (50.0, 100.0, 150.0):
+                grid.append(dict(warps=warps, iters=iters, lam=lam))
+    grid += [dict(levels=4, warps=5, iters=20, lam=100.0), dict(warps=5, iters=20, lam=100.0, median=False),
+             dict(seed="bm", warps=5, iters=20, lam=100.0), dict(seed="lk", warps=5, iters=20, lam=100.0),
+             dict(seed="bm", levels=3, warps=5, iters=20, lam=100.0)]
+    rows = []
+    for cfg in grid:
+        try:
+            errs = {}
+            for ds, x, y, gt, valid in datasets:
+                r = optical_flow(x, y, method="refine", device=device, **cfg)
+                errs[ds] = aee(_host(r.u), _host(r.v), gt, valid)
+            t = gpu_time(lambda: optical_flow(da, db, method="refine", device=device, **cfg), repeat=3)  # noqa: B023
+            mb = np.mean([errs[d] for d in MIDDLEBURY if d in errs])
+            sy = np.mean([errs[d] for d in errs if d.startswith("syn-")])
+            row = dict(cfg)
+            row.update({"Middlebury": round(float(mb), 3), "synthetic": round(float(sy), 3),
+                        "1080p ms": round(1e3 * t, 2)})
+            rows.append(row)
+            log(f"  {cfg}: Middlebury {mb:.3f} synthetic {sy:.3f} 1080p {1e3 * t:.1f} ms")
+        except Exception as exc:  # noqa: BLE001
+            log(f"  sweep {cfg}: {exc}")
+    results["sweep"] = rows
+    return rows
+
+
+# ------------------------------------------------------------------------------ main
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.environ.get("GPULAB_SHARED_DATA",
+                                                     str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data")))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--out", default=None, help="write OUT.json and OUT.md")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--sections", default="accuracy,confidence,speed,hardware")
+    args = ap.parse_args(argv)
+    sections = set(args.sections.split(","))
+    t_start = time.time()
+    results = {"device": device_name(), "host": host_description(),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv)}
+    md = [f"Device: {results['device']}; host: {results['host']}; {results['date']}", "",
+          f"Command: `{results['command']}`", ""]
+    gpu = args.device != "cpu"
+    log(md[0])
+    mb = load_middlebury(Path(args.data))
+    log(f"Middlebury pairs: {[d[0] for d in mb]} (from {args.data})")
+    syn = load_synthetic()
+    datasets = mb + syn
+    pe = peers()
+    methods = {}
+    if gpu:
+        methods["ours refine (GPU)"] = ("gpu", ours("refine", args.device))
+        methods["ours BM (GPU)"] = ("gpu", ours("bm", args.device))
+        methods["ours LK (GPU)"] = ("gpu", ours("lk", args.device))
+        methods_core.update({"ours refine (GPU)": lambda be, s: ours_core("refine", be, s),
+                             "ours BM (GPU)": lambda be, s: ours_core("bm", be, s),
+                             "ours LK (GPU)": lambda be, s: ours_core("lk", be, s)})
+    for name in ("DIS ultrafast", "DIS fast", "DIS medium", "Farneback", "cuCIM iLK", "cuCIM TV-L1",
+                 "skimage iLK", "skimage TV-L1"):
+        methods[name] = pe[name]
+    cpu_methods = {"ours refine (CPU)": ("cpu", ours("refine", "cpu")), "ours BM (CPU)": ("cpu", ours("bm", "cpu")),
+                   "ours LK (CPU)": ("cpu", ours("lk", "cpu"))}
+    def save():
+        if args.out:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.with_suffix(".md").write_text("\n".join(md) + "\n")
+            out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
+
+    if "accuracy" in sections:
+        log("\n## accuracy")
+        acc_methods = {k: v for k, v in methods.items() if not isinstance(v, str)}
+        rows = accuracy(datasets, acc_methods, results)
+        # ours on the CPU: one Middlebury pair (the same function: tests check GPU = CPU)
+        rows += accuracy([d for d in datasets if d[0] == "Grove2"], cpu_methods, results)
+        for name, spec in methods.items():
+            if isinstance(spec, str):
+                rows.append({"method": name, "Middlebury avg": spec})
+        cols = [("method", "method"), ("Middlebury avg", "Middlebury AEE"), ("synthetic avg", "synthetic AEE")]
+        cols += [(d, d) for d in MIDDLEBURY] + [(f"syn-{k}", k) for k in SYN_KINDS]
+        cols += [("Grove2 ms", "Grove2 ms")]
+        md += ["### Endpoint error (AEE, px) and time on Grove2 (640x480)", "", format_table(rows, cols), ""]
+        save()
+        log("\n".join(md[-4:]))
+    if "confidence" in sections:
+        log("\n## confidence")
+        rows = confidence(mb, args.device, results)
+        cols = [("method", "method"), ("avg (ours / FB)", "AUSE quality / FB"), ("ours better", "quality better")]
+        cols += [(d, d) for d in MIDDLEBURY]
+        md += ["### Sparsification: area between the curve and the oracle (AUSE, px; lower is better)", "",
+               format_table(rows, cols), ""]
+        save()
+        log("\n".join(md[-4:]))
+    if "speed" in sections and mb:
+        log("\n## speed")
+        grove = next((d for d in mb if d[0] == "Grove2"), mb[0])
+        smethods = dict(methods)
+        smethods.update(cpu_methods)
+        rows = speed((grove[1], grove[2]), smethods, args.device, results, quick=args.quick)
+        cols = [("size", "size"), ("method", "method"), ("e2e ms", "end to end ms"), ("kernels ms", "kernels ms"),
+                ("pairs/s", "pairs/s"), ("peak MiB", "peak device MiB")]
+        md += ["### Speed (end to end from device arrays for GPU methods; kernels only = CUDA graph replay)", "",
+               format_table(rows, cols), ""]
+        save()
+        log("\n".join(md[-4:]))
+    if "hardware" in sections and gpu:
+        log("\n## hardware")
+        rows = hardware(args.device, results)
+        md += ["### Achieved bandwidth", "", format_table(rows, [("what", "what"), ("us", "us"), ("GB/s", "GB/s"),
+                                                                 ("GMAC/s", "GMAC/s"), ("of copy", "of copy bw")]), ""]
+        save()
+        log("\n".join(md[-4:]))
+    if args.sweep and gpu:
+        log("\n## sweep (refine)")
+        grove = next((d for d in mb if d[0] == "Grove2"), mb[0])
+        rows = sweep(datasets, args.device, (grove[1], grove[2]), results)
+        keys = ["seed", "levels", "warps", "iters", "lam", "median", "Middlebury", "synthetic", "1080p ms"]
+        md += ["### Sweep of the refinement's parameters", "", format_table(rows, [(k, k) for k in keys]), ""]
+    results["elapsed_s"] = round(time.time() - t_start, 1)
+    save()
+    log("\n" + "\n".join(md))
+    return results
+
+
+if __name__ == "__main__":
+    main()
