@@ -45,11 +45,11 @@ def test_known_rotation_recovered():
     assert e["mean"] < 0.06 and float(np.abs(gt).max()) > 1.2, e
 
 
-def test_jacobi_and_sor_reach_the_same_solution(shifted):
-    f, m, _ = shifted
+def test_jacobi_and_sor_reach_the_same_solution():
+    f, m, _ = make_pair(24, shift=(0.6, -0.4, 0.8), seed=3)
     kw = dict(device="cpu", levels=1, warps=1, tol=0, beta=0.02)
-    sor = estimate_motion(f, m, solver="sor", iters=300, **kw)
-    jac, info = estimate_motion(f, m, solver="jacobi", iters=1500, return_info=True, **kw)
+    sor = estimate_motion(f, m, solver="sor", iters=200, **kw)
+    jac, info = estimate_motion(f, m, solver="jacobi", iters=900, return_info=True, **kw)
     assert np.abs(sor - jac).max() < 2e-3, np.abs(sor - jac).max()
     # and SOR gets there in far fewer sweeps
     sor30 = estimate_motion(f, m, solver="sor", iters=40, **kw)
