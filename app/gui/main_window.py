@@ -152,6 +152,10 @@ class MainWindow(QMainWindow):
                                       triggered=self.export_screenshot_dialog)
         m.addAction(self.act_screenshot)
         m.addSeparator()
+        self.act_batch = QAction("&Batch…", self, shortcut=QKeySequence("Ctrl+B"), triggered=self.show_batch)
+        self.act_batch.setToolTip("Run a tool over many files on every GPU or CPU core (Dask)")
+        m.addAction(self.act_batch)
+        m.addSeparator()
         self.act_quit = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
         self.act_quit.setMenuRole(QAction.MenuRole.QuitRole)
         m.addAction(self.act_quit)
@@ -480,6 +484,20 @@ class MainWindow(QMainWindow):
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self._error_box = box
         box.open()
+
+    def show_batch(self):
+        """File ▸ Batch…: the current tab's tool, with that tab's parameters."""
+        from .batch_dialog import BatchDialog
+
+        def params_of(name):
+            tab = next((t for t in self.tabs if getattr(getattr(t, "tool", None), "name", None) == name), None)
+            return tab.params() if tab is not None else {}
+
+        cur = getattr(self.current_tab(), "tool", None)
+        self._batch = BatchDialog(self, params_of=params_of, tool_name=cur.name if cur else None)
+        self._batch.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._batch.open()
+        return self._batch
 
     def show_about(self) -> AboutDialog:
         self._about = AboutDialog(self, device=self._device_spec)

@@ -1,0 +1,382 @@
+"""Batch processing on Dask: many meshes, frame pairs, volume pairs, views or images, on every
+GPU (or CPU core) of this machine or on an existing Dask cluster. No Qt.
+
+Each item runs through the tool layer exactly as the single-item command does (the same
+:class:`~app.tools.base.Tool`, the same validated parameters, a JSON preset from the window
+works unchanged), on a worker: it is loaded there from its file path, computed on that
+worker's device, and its outputs are written there, each atomically. Only file paths, the
+parameter dict and a small record travel over the network, never arrays.
+
+``OUT/manifest.jsonl`` gets one JSON line per finished item (``done``, ``failed`` or
+``skipped``, the worker, the device, the time, the tool's key metrics, the error text and the
+number of attempts). Running the same batch again skips items whose outputs are complete and
+retries the failed ones. A worker that dies mid-item (a killed process, a crash) has its item
+rescheduled on another worker up to ``retries`` times; an item that ran out of GPU memory is
+retried the same way. A user's mistake in one item (an unreadable file) fails that item only.
+
+Example
+-------
+>>> from app.batch import run_batch                                          # doctest: +SKIP
+>>> summary = run_batch("imseg", ["photos/"], "out/", workers=2, gpus="none")  # doctest: +SKIP
+>>> summary.done, summary.failed                                              # doctest: +SKIP
+(100000, 0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pathlib
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import UserError, classify
+from .tools import TOOLS, tool_by_name
+from .tools.base import BatchItem, Tool
+
+__all__ = ["run_batch", "process_item", "BatchSummary", "read_manifest", "make_cluster", "plan",
+           "MANIFEST", "BatchProgress"]
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.jsonl"
+_ATTEMPTS = ".attempts"
+
+
+# --------------------------------------------------------------------------- on the worker
+def _bump_attempts(out_dir: pathlib.Path, key: str) -> int:
+    d = out_dir / _ATTEMPTS
+    d.mkdir(exist_ok=True)
+    f = d / key
+    n = 1
+    with contextlib.suppress(OSError, ValueError):
+        n = int(f.read_text().strip() or 0) + 1
+    f.write_text(str(n))
+    return n
+
+
+class RetryableError(RuntimeError):
+    """Raised on a worker for a failure worth another attempt (out of GPU memory): Dask retries."""
+
+
+def _import_on_main_thread() -> None:
+    """Libraries whose first import must happen on the process's main thread (pymeshlab)."""
+    with contextlib.suppress(ImportError):
+        import pymeshlab  # noqa: F401
+
+
+def process_item(tool_name: str, item: BatchItem, out_dir: str, params: dict, device: str | None) -> dict:
+    """Run one item on this worker: load it, run the tool, write its outputs. Returns its
+    manifest record; a user's mistake or a bug becomes a ``failed`` record (not retried),
+    running out of memory raises :class:`RetryableError` (Dask retries it elsewhere)."""
+    from gpu_kernels.backend import get_backend
+
+    t0 = time.perf_counter()
+    out = pathlib.Path(out_dir)
+    attempts = _bump_attempts(out, item.key)
+    rec: dict[str, Any] = {"key": item.key, "inputs": list(item.inputs), "attempts": attempts,
+                           "worker": f"{socket.gethostname()}:{os.getpid()}",
+                           "visible_gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
+    try:
+        tool = tool_by_name(tool_name)
+        be = get_backend(device)
+        rec["device"] = be.label
+        with be.activate():
+            data = tool.load_item(item)
+            result = tool.run(data, params, device=be, progress=None)
+            files = tool.write_item(result, out, item.key)
+            metrics = tool.metrics(result) if tool.metrics else {}
+        rec.update(status="done", outputs=[str(p) for p in files],
+                   metrics={k: v for k, v in (metrics or {}).items() if isinstance(v, int | float | str | bool)})
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a record
+        kind, msg = classify(exc, f"item {item.key}")
+        if kind == "oom":
+            raise RetryableError(msg) from None
+        rec.update(status="failed", error=msg, error_kind=kind)
+        if kind == "bug":
+            rec["traceback"] = traceback.format_exc()[-4000:]
+    rec["seconds"] = round(time.perf_counter() - t0, 4)
+    return rec
+
+
+# --------------------------------------------------------------------------- manifest
+def read_manifest(out_dir: str | os.PathLike) -> dict[str, dict]:
+    """The latest record of each item key in ``OUT/manifest.jsonl`` (empty if none)."""
+    path = pathlib.Path(out_dir) / MANIFEST
+    latest: dict[str, dict] = {}
+    if not path.is_file():
+        return latest
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+        if isinstance(rec, dict) and "key" in rec:
+            latest[rec["key"]] = rec
+    return latest
+
+
+class _Manifest:
+    def __init__(self, out_dir: pathlib.Path):
+        self.path = out_dir / MANIFEST
+        self.lock = threading.Lock()
+
+    def append(self, rec: dict) -> None:
+        line = json.dumps(rec, sort_keys=True) + "\n"
+        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+# --------------------------------------------------------------------------- planning
+@dataclass
+class BatchSummary:
+    """What a batch did; ``records`` are the manifest lines written by this run."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    workers: int = 0
+    devices: list[str] = field(default_factory=list)
+    dashboard: str = ""
+    startup_seconds: float = 0.0
+    records: list[dict] = field(default_factory=list)
+
+    @property
+    def items_per_second(self) -> float:
+        """Finished items per second once the workers were up."""
+        n = self.done + self.failed
+        t = self.seconds - self.startup_seconds
+        return n / t if t > 0 else 0.0
+
+
+def plan(tool: Tool, inputs: Sequence[str | os.PathLike], out_dir: pathlib.Path) -> tuple[list[BatchItem], list[dict]]:
+    """The items to run, and skip records for those already done (outputs complete)."""
+    items = tool.items(list(inputs))
+    if not items:
+        raise UserError(f"no {tool.input_kind.lower()} to process in {', '.join(map(str, inputs))}")
+    keys = [i.key for i in items]
+    if len(set(keys)) != len(keys):
+        raise UserError("two batch items have the same name; rename one of the inputs")
+    previous = read_manifest(out_dir)
+    todo, skipped = [], []
+    for it in items:
+        prev = previous.get(it.key)
+        if prev and prev.get("status") in ("done", "skipped") and prev.get("outputs") and \
+                all(pathlib.Path(o).is_file() for o in prev["outputs"]):
+            skipped.append({"key": it.key, "status": "skipped", "inputs": list(it.inputs),
+                            "outputs": prev["outputs"], "reason": "done in an earlier run"})
+        else:
+            todo.append(it)
+    return todo, skipped
+
+
+def _gpu_ids(gpus: str | int | None) -> list[int]:
+    """The GPUs to use: ``all``, a number, or ``none``."""
+    if gpus in (None, "none", 0, "0"):
+        return []
+    from gpu_kernels.backend import cuda_device_count
+
+    n = cuda_device_count()
+    if gpus == "all":
+        return list(range(n))
+    try:
+        k = int(gpus)
+    except (TypeError, ValueError):
+        raise UserError(f"--gpus must be all, none or a number, not {gpus!r}") from None
+    if k > n:
+        raise UserError(f"--gpus {k} asks for more GPUs than this machine has ({n})")
+    return list(range(k))
+
+
+def make_cluster(*, workers: int | None = None, gpus: str | int | None = "all", retries: int = 2,
+                 dashboard: bool = True):
+    """A local cluster: one worker per GPU, each pinned to its own device (dask-cuda's
+    LocalCUDACluster when installed, else the same pinning through ``CUDA_VISIBLE_DEVICES``),
+    or ``workers`` CPU worker processes. Returns ``(cluster, device_spec, n_workers)``."""
+    import dask
+    from distributed import LocalCluster
+
+    dask.config.set({"distributed.scheduler.allowed-failures": int(retries),
+                     "distributed.worker.daemon": False})
+    ids = _gpu_ids(gpus)
+    dash = ":0" if dashboard else None
+    if ids:
+        try:
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=ids, threads_per_worker=1,
+                                       dashboard_address=dash, silence_logs=logging.ERROR)
+        except ImportError:
+            from distributed import Nanny, Scheduler, SpecCluster
+
+            spec = {f"gpu-{i}": {"cls": Nanny, "options": {"nthreads": 1, "env": {
+                "CUDA_VISIBLE_DEVICES": str(i), "GPULAB_DEVICE": "cuda:0"}, "silence_logs": logging.ERROR}}
+                for i in ids}
+            cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {
+                "dashboard_address": dash}}, silence_logs=logging.ERROR)
+        return cluster, "cuda:0", len(ids)
+    n = int(workers or max(1, (os.cpu_count() or 2)))
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dash,
+                           silence_logs=logging.ERROR)
+    return cluster, "cpu", n
+
+
+def _main_thread_plugin():
+    """A Dask worker plugin that imports on the worker's main thread (its event loop) at start:
+    pymeshlab imported first from a task thread corrupts the heap."""
+    from distributed import WorkerPlugin
+
+    class MainThreadImports(WorkerPlugin):
+        name = "gpulab-main-thread-imports"
+
+        def setup(self, worker):
+            _import_on_main_thread()
+
+    return MainThreadImports()
+
+
+# --------------------------------------------------------------------------- the driver
+BatchProgress = Callable[[BatchSummary, dict], None]
+
+
+def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *,
+              params: dict | None = None, scheduler: str | None = None, workers: int | None = None,
+              gpus: str | int | None = "all", retries: int = 2, device: str | None = None,
+              on_record: BatchProgress | None = None, on_start: Callable[..., None] | None = None,
+              cancel: threading.Event | None = None) -> BatchSummary:
+    """Run ``tool`` over every item of ``inputs``, writing into ``out_dir``.
+
+    Parameters
+    ----------
+    tool : str or Tool
+        A tool name from :data:`app.tools.TOOLS` (``mesh-seg``, ``imseg``, ...).
+    inputs : paths
+        Files and folders; the tool says what an item is (:meth:`Tool.items`).
+    params : dict, optional
+        The tool's parameters (validated here, exactly as the single-item command does).
+    scheduler : str, optional
+        ``tcp://host:port`` of an existing Dask scheduler; its workers need gpulab installed.
+        Without it a local cluster is started (:func:`make_cluster`).
+    workers, gpus, retries
+        Local cluster size; ``retries`` is how often an item whose worker died (or that ran out
+        of GPU memory) is rescheduled.
+    device : str, optional
+        The device spec each worker uses (default: its own GPU, or the CPU).
+    on_record : callable, optional
+        Called as ``on_record(summary, record)`` for every finished item (progress bars).
+    on_start : callable, optional
+        Called as ``on_start(summary, client)`` once the workers are up.
+    cancel : threading.Event, optional
+        When set, the batch stops: running items are cancelled, finished ones stay recorded.
+    """
+    from distributed import Client, as_completed
+
+    tool = tool if isinstance(tool, Tool) else _tool(tool)
+    p = tool.params.validate(params or {})
+    out = pathlib.Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: a file has that name; give a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    if not os.access(out, os.W_OK):
+        raise UserError(f"--out {out}: the folder is not writable")
+    todo, skipped = plan(tool, inputs, out)
+    manifest = _Manifest(out)
+    summary = BatchSummary(total=len(todo) + len(skipped))
+    t0 = time.perf_counter()
+    for rec in skipped:
+        manifest.append(rec)
+        summary.skipped += 1
+        summary.records.append(rec)
+        if on_record:
+            on_record(summary, rec)
+    if not todo:
+        summary.seconds = time.perf_counter() - t0
+        return summary
+    cluster = None
+    client = None
+    try:
+        if scheduler:
+            try:
+                client = Client(scheduler, timeout="10s")
+            except OSError as exc:
+                raise UserError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
+            try:
+                client.wait_for_workers(1, timeout=120)
+            except TimeoutError:
+                raise UserError(f"--scheduler {scheduler}: the scheduler has no workers (start some with "
+                                f"'dask worker {scheduler}')") from None
+            spec = device
+            summary.workers = len(client.scheduler_info().get("workers", {}))
+        else:
+            cluster, spec, summary.workers = make_cluster(workers=workers, gpus=gpus, retries=retries)
+            spec = device or spec
+            client = Client(cluster)
+        try:
+            client.register_plugin(_main_thread_plugin())
+        except Exception as exc:  # noqa: BLE001 - an old worker: items still run, pymeshlab may not
+            log.warning("could not register the worker plugin: %s", exc)
+        summary.dashboard = getattr(client, "dashboard_link", "") or ""
+        summary.startup_seconds = time.perf_counter() - t0
+        if on_start:
+            on_start(summary, client)
+        futures = {client.submit(process_item, tool.name, it, str(out.resolve()), p, spec, pure=False,
+                                 retries=int(retries), key=f"gpulab-{tool.name}-{it.key}-{time.time_ns()}"): it
+                   for it in todo}
+        ac = as_completed(futures)
+        for fut in ac:
+            it = futures[fut]
+            try:
+                rec = fut.result()
+            except Exception as exc:  # noqa: BLE001 - KilledWorker, RetryableError after the retries
+                rec = {"key": it.key, "inputs": list(it.inputs), "status": "failed",
+                       "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500],
+                       "error_kind": "worker"}
+                with contextlib.suppress(Exception):
+                    rec["attempts"] = int((out / _ATTEMPTS / it.key).read_text())
+            manifest.append(rec)
+            summary.records.append(rec)
+            if rec["status"] == "done":
+                summary.done += 1
+                if rec.get("device") and rec["device"] not in summary.devices:
+                    summary.devices.append(rec["device"])
+            else:
+                summary.failed += 1
+            summary.seconds = time.perf_counter() - t0
+            if on_record:
+                on_record(summary, rec)
+            if cancel is not None and cancel.is_set():
+                for f in futures:
+                    f.cancel()
+                from gpu_kernels.jobs import Cancelled
+
+                raise Cancelled()
+    finally:
+        summary.seconds = time.perf_counter() - t0
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close(timeout=10)
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=20)
+    return summary
+
+
+def _tool(name: str) -> Tool:
+    try:
+        return tool_by_name(name)
+    except KeyError:
+        raise UserError(f"unknown task {name!r}; choose from {', '.join(t.name for t in TOOLS)}") from None
