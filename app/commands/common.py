@@ -24,6 +24,7 @@ from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import Progress
 
 from ..errors import UserError
+from ..io.atomic import OutputPathError, check_output_file
 from ..tools.base import Export, Tool
 
 __all__ = [
@@ -116,13 +117,10 @@ def check_outputs(inputs: Sequence[pathlib.Path], outputs: Sequence[tuple[str, p
             if not any(path.name.lower().endswith(e) for e in exp.extensions):
                 raise UserError(f"{opt} {path}: {exp.label.lower()} is written as "
                                 f"{' or '.join(exp.extensions)}; give a name ending in {exp.extensions[0]}")
-            if path.is_dir():
-                raise UserError(f"{opt} {path}: is a folder; give a file name")
-            parent = path.parent if str(path.parent) else pathlib.Path(".")
-            if not parent.is_dir():
-                raise UserError(f"{opt} {path}: the folder {parent} does not exist")
-            if not os.access(parent, os.W_OK):
-                raise UserError(f"{opt} {path}: the folder {parent} is not writable")
+            try:
+                check_output_file(path)
+            except OutputPathError as exc:
+                raise UserError(f"{opt} {exc}") from None
         if exp.check is not None:
             try:
                 exp.check(path)

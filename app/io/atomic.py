@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "atomic_output_dir"]
+from gpu_kernels.errors import InputError
+
+__all__ = ["atomic_write", "atomic_output_dir", "check_output_file", "OutputPathError"]
 
 # read once at import: os.umask() is process-wide and changing it from a worker
 # thread would race with other threads creating files
@@ -146,4 +148,23 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _fsync_dir(parent)
+
+
+class OutputPathError(InputError):
+    """An output cannot be written where the user asked (one clear line)."""
+
+
+def check_output_file(path: str | os.PathLike) -> Path:
+    """Check, before any work, that a file can be written at ``path``: not a folder, in a
+    folder that exists and is writable. Raises :class:`OutputPathError`; every writer's own
+    check and the CLI's output checks call this one."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError(f"{path}: is a folder; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputPathError(f"{path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OutputPathError(f"{path}: the folder {parent} is not writable")
+    return path
 
