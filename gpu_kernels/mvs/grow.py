@@ -32,8 +32,7 @@ from gpu_kernels.mvs.optimize import (
     DEFAULT_SEED_MIN_ITER,
     OptimizeParams,
     build_geometry,
-    normals_from_offsets,
-    optimize_pixels,
+    launch_optimize,
     threads_per_pixel,
 )
 
@@ -88,50 +87,234 @@ def textured_mask(img9: np.ndarray, window: int, min_std: float) -> np.ndarray:
 
 
 class _Queue:
-    """Candidate pixels: flat arrays, grown by concatenation, compacted as they are used."""
+    """A bucket queue: priorities quantised into ``levels`` buckets over ``[lo, hi]`` (seeds in a
+    bucket of their own above), first in first out inside a bucket. Pushing and popping a
+    batch cost O(batch) whatever the queue's length (a fully sorted queue would cost O(n)
+    per batch: 10 ms at a million candidates). Candidates of pixels finished through another
+    parent are dropped when they come up (lazy deletion)."""
 
-    def __init__(self):
-        self.key = np.zeros(0, np.int64)
-        self.pri = np.zeros(0, np.float32)
-        self.init = np.zeros((0, 3), np.float32)
-
-    def push(self, key, pri, init):
-        if len(key):
-            self.key = np.concatenate([self.key, key])
-            self.pri = np.concatenate([self.pri, pri.astype(np.float32)])
-            self.init = np.concatenate([self.init, init.astype(np.float32)])
+    def __init__(self, lo: float, hi: float, levels: int = 256):
+        self.lo, self.hi, self.levels = float(lo), float(hi), int(levels)
+        self.buckets: list[list] = [[] for _ in range(levels + 1)]
+        self.counts = np.zeros(levels + 1, np.int64)
+        self.top = -1
 
     def __len__(self):
-        return len(self.key)
+        return int(self.counts.sum())
 
-    def pop_top(self, k: int, state_flat: np.ndarray):
-        """Remove and return the ``k`` best live candidates (one per pixel)."""
-        live = state_flat[self.key] == _FREE
-        if not live.all():
-            self.key, self.pri, self.init = self.key[live], self.pri[live], self.init[live]
-        n = len(self.key)
-        if n == 0:
-            return self.key, self.pri, self.init
-        if n > k:
-            part = np.argpartition(-self.pri, k - 1)[:k]
-        else:
-            part = np.arange(n)
-        # best first, then one candidate per pixel
-        part = part[np.argsort(-self.pri[part], kind="stable")]
-        _, first = np.unique(self.key[part], return_index=True)
-        take = part[np.sort(first)]
-        keep = np.ones(n, bool)
-        keep[take] = False  # duplicates not taken stay: another parent, another start
-        k_, p_, i_ = self.key[take], self.pri[take], self.init[take]
-        self.key, self.pri, self.init = self.key[keep], self.pri[keep], self.init[keep]
-        return k_, p_, i_
+    def _bucket(self, pri):
+        b = ((pri - self.lo) * (self.levels / max(self.hi - self.lo, 1e-9))).astype(np.int64)
+        b = np.clip(b, 0, self.levels - 1)
+        return np.where(pri >= SEED_PRIORITY, self.levels, b)
+
+    def push(self, key, pri, init):
+        if len(key) == 0:
+            return
+        b = self._bucket(pri)
+        order = np.argsort(b, kind="stable")
+        bs = b[order]
+        cut = np.flatnonzero(np.diff(bs)) + 1
+        starts = np.concatenate([[0], cut])
+        ends = np.concatenate([cut, [len(bs)]])
+        key, pri, init = key[order], pri[order], init[order]
+        for s0, e0 in zip(starts.tolist(), ends.tolist(), strict=True):
+            bk = int(bs[s0])
+            self.buckets[bk].append((key[s0:e0], pri[s0:e0], init[s0:e0]))
+            self.counts[bk] += e0 - s0
+            self.top = max(self.top, bk)
+
+    def pop_top(self, k: int, state: np.ndarray, stamp: np.ndarray):
+        """Remove and return up to ``k`` of the best candidates whose pixel is free, one per pixel."""
+        while True:
+            chunks, got = [], 0
+            bk = self.top
+            while got < k and bk >= 0:
+                lst = self.buckets[bk]
+                while lst and got < k:
+                    c = lst.pop(0)
+                    need = k - got
+                    if len(c[0]) > need:
+                        lst.insert(0, (c[0][need:], c[1][need:], c[2][need:]))
+                        c = (c[0][:need], c[1][:need], c[2][:need])
+                    chunks.append(c)
+                    got += len(c[0])
+                    self.counts[bk] -= len(c[0])
+                if not lst:
+                    bk -= 1
+            self.top = bk
+            while self.top >= 0 and self.counts[self.top] == 0:
+                self.top -= 1
+            if not chunks:
+                e = np.zeros(0, np.int64)
+                return e, np.zeros(0, np.float32), np.zeros((0, 3), np.float32)
+            key = np.concatenate([c[0] for c in chunks])
+            pri = np.concatenate([c[1] for c in chunks])
+            init = np.concatenate([c[2] for c in chunks])
+            live = state[key] == _FREE
+            key, pri, init = key[live], pri[live], init[live]
+            if len(key) == 0:
+                continue
+            # one candidate per pixel, the best: the last write of ascending order wins
+            order = np.argsort(pri, kind="stable")
+            stamp[key[order]] = order
+            first = stamp[key] == np.arange(len(key))
+            return key[first], pri[first], init[first]
+
+
+class _Grower:
+    """The region-growing state of a group of reference views: flat maps, the queue, and the
+    two host steps around an optimiser launch (:meth:`next_batch`, :meth:`apply`)."""
+
+    def __init__(self, cameras, refs, neighbors, seeds, images9, masks, params, batch_size, max_attempts,
+                 max_slant_deg, depth_ranges, seed_min_iter, nv, tpp):
+        self.params, self.batch_size, self.max_attempts = params, batch_size, max_attempts
+        self.nv = nv
+        self.geo, self.nbr, self.refid = build_geometry(cameras, refs, neighbors, tpp)
+        rad = params.window // 2
+        nref = len(refs)
+        sizes = [(cameras[r].height, cameras[r].width) for r in refs]
+        offs = np.concatenate([[0], np.cumsum([h * w for h, w in sizes])]).astype(np.int64)
+        total = int(offs[-1])
+        # all views' maps in flat arrays; each DepthMap holds views of its slice
+        self.depth = np.full(total, np.nan, np.float32)
+        self.hs = np.full(total, np.nan, np.float32)
+        self.ht = np.full(total, np.nan, np.float32)
+        self.conf = np.zeros(total, np.float32)
+        self.iters = np.zeros(total, np.int16)
+        self.normal = np.full((total, 3), np.nan, np.float32)
+        self.state = np.full(total, _CLOSED, np.uint8)
+        self.maps: list[DepthMap] = []
+        for a, r in enumerate(refs):
+            H, W = sizes[a]
+            st = np.full((H, W), _CLOSED, np.uint8)
+            m = rad + 1
+            if H > 2 * m and W > 2 * m:
+                st[m:H - m, m:W - m] = _FREE
+            st[~textured_mask(images9[r], params.window, params.min_ref_std)] = _CLOSED
+            if masks is not None and masks[r] is not None:
+                st[~np.asarray(masks[r], bool)] = _CLOSED
+            sl = slice(offs[a], offs[a + 1])
+            self.state[sl] = st.reshape(-1)
+            self.maps.append(DepthMap(r, self.depth[sl].reshape(H, W), self.normal[sl].reshape(H, W, 3),
+                                      self.conf[sl].reshape(H, W), self.iters[sl].reshape(H, W),
+                                      self.hs[sl].reshape(H, W), self.ht[sl].reshape(H, W), list(neighbors[a])))
+        self.attempts = np.zeros(total, np.uint8)
+        self.stamp = np.zeros(total, np.int64)
+        self.qpri = np.full(total, -np.inf, np.float32)  # best priority a pixel is queued with
+        self.which = np.repeat(np.arange(nref), np.diff(offs))
+        self.offs = offs
+        self.Hs = np.array([s_[0] for s_ in sizes], np.int64)
+        self.Ws = np.array([s_[1] for s_ in sizes], np.int64)
+        self.Kinv = np.array([np.linalg.inv(cameras[r].K) for r in refs], np.float32)
+        self.dmin = np.array([0.0 if depth_ranges is None else depth_ranges[a][0] for a in range(nref)], np.float32)
+        self.dmax = np.array([np.inf if depth_ranges is None else depth_ranges[a][1] for a in range(nref)],
+                             np.float32)
+        self.cos_slant = np.float32(np.cos(np.radians(max_slant_deg)))
+        self.mi_grow = np.int32(params.min_iter)
+        self.mi_seed = np.int32(max(seed_min_iter, params.min_iter))
+        self.q = _Queue(params.ncc_accept, 1.0)
+        self.n_seeds = 0
+        for a, r in enumerate(refs):
+            S = np.asarray(seeds[a], np.float64).reshape(-1, 3)
+            if not len(S):
+                continue
+            uv, z = cameras[r].project(S)
+            ui = np.round(np.nan_to_num(uv, nan=-1)).astype(np.int64)
+            H, W = sizes[a]
+            ok = (z > 0) & (ui[:, 0] >= 0) & (ui[:, 0] < W) & (ui[:, 1] >= 0) & (ui[:, 1] < H)
+            ok &= (z >= self.dmin[a]) & (z <= self.dmax[a])
+            key = offs[a] + ui[ok, 1] * W + ui[ok, 0]
+            live = self.state[key] == _FREE
+            key, zz = key[live], z[ok][live]
+            self.n_seeds += len(key)
+            init = np.stack([zz, np.zeros_like(zz), np.zeros_like(zz)], 1)
+            self.q.push(key, np.full(len(key), SEED_PRIORITY, np.float32), init)
+        self.total_free = max(int((self.state == _FREE).sum()), 1)
+        self.samples = self.tried = self.batches = 0
+        self.t_queue = 0.0
+        self.cache: dict = {}
+        self.stream = None
+
+    def next_batch(self):
+        """Pop the next batch: ``(key, pri, a, xs, ys, xy, init, min_iter)`` or None."""
+        t0 = time.perf_counter()
+        key, pri, init = self.q.pop_top(self.batch_size, self.state, self.stamp)
+        if len(key) == 0:
+            self.t_queue += time.perf_counter() - t0
+            return None
+        a = self.which[key]
+        ys, xs = np.divmod(key - self.offs[a], self.Ws[a])
+        mi = np.where(pri >= SEED_PRIORITY, self.mi_seed, self.mi_grow).astype(np.int32)
+        xy = np.empty((len(key), 2), np.int32)
+        xy[:, 0], xy[:, 1] = xs, ys
+        self.t_queue += time.perf_counter() - t0
+        return key, pri, a, xs, ys, xy, init, mi
+
+    def apply(self, batch, res) -> None:
+        """Write the accepted pixels and queue their 4-neighbours."""
+        t0 = time.perf_counter()
+        key, _pri, a, xs, ys, _xy, _init, _mi = batch
+        self.batches += 1
+        self.tried += len(key)
+        prm_ = res["param"]
+        h, hs, ht, conf = prm_[:, 0], prm_[:, 1], prm_[:, 2], res["conf"]
+        ok = (res["status"] >= 0) & (conf >= self.params.ncc_accept) & (h >= self.dmin[a]) & (h <= self.dmax[a])
+        # the window's plane against the viewing ray (normals_from_offsets, vectorised per view)
+        Ki = self.Kinv[a]
+        xf, yf = xs.astype(np.float32), ys.astype(np.float32)
+        ray = Ki[:, :, 0] * xf[:, None] + Ki[:, :, 1] * yf[:, None] + Ki[:, :, 2]
+        Pu = hs[:, None] * ray + h[:, None] * Ki[:, :, 0]
+        Pv = ht[:, None] * ray + h[:, None] * Ki[:, :, 1]
+        nrm = np.cross(Pu, Pv)
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), np.float32(1e-30))
+        dot = np.sum(nrm * ray, axis=1)
+        nrm[dot > 0] *= -1
+        ok &= np.abs(dot) >= self.cos_slant * np.linalg.norm(ray, axis=1)
+        acc = np.flatnonzero(ok)
+        kacc = key[acc]
+        self.depth[kacc] = h[acc]
+        self.hs[kacc] = hs[acc]
+        self.ht[kacc] = ht[acc]
+        self.conf[kacc] = conf[acc]
+        self.normal[kacc] = nrm[acc]
+        self.iters[key] = np.maximum(self.iters[key], res["iters"].astype(np.int16))
+        self.state[kacc] = _DONE
+        self.samples += len(acc)
+        kr = key[~ok]
+        self.qpri[kr] = -np.inf  # a failed pixel may be queued again from another parent
+        self.attempts[kr] += 1
+        self.state[kr[self.attempts[kr] >= self.max_attempts]] = _CLOSED
+        # the 4-neighbours of accepted pixels start from the parent's plane
+        if len(acc):
+            xa, ya, aa = xs[acc], ys[acc], a[acc]
+            Wa, Ha = self.Ws[aa], self.Hs[aa]
+            ha, hsa, hta, ca = h[acc], hs[acc], ht[acc], conf[acc]
+            nk, npri, ninit = [], [], []
+            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                nx, ny = xa + dx, ya + dy
+                inb = (nx >= 0) & (ny >= 0) & (nx < Wa) & (ny < Ha)
+                k2 = np.where(inb, kacc + dy * Wa + dx, 0)
+                free = inb & (self.state[k2] == _FREE)
+                if not free.any():
+                    continue
+                nk.append(k2[free])
+                npri.append(ca[free])
+                ninit.append(np.stack([ha[free] + dx * hsa[free] + dy * hta[free], hsa[free], hta[free]], 1))
+            if nk:
+                nk, npri = np.concatenate(nk), np.concatenate(npri)
+                # queue a pixel again only with a better priority than it already has
+                better = npri > self.qpri[nk]
+                nk, npri = nk[better], npri[better]
+                self.qpri[nk] = npri
+                self.q.push(nk, npri, np.concatenate(ninit)[better])
+        self.t_queue += time.perf_counter() - t0
 
 
 def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks=None,
                     params: OptimizeParams = OptimizeParams(), batch_size: int | None = None,
                     max_attempts: int = DEFAULT_MAX_ATTEMPTS, max_slant_deg: float = DEFAULT_MAX_SLANT_DEG,
-                    depth_ranges=None, seed_min_iter: int = DEFAULT_SEED_MIN_ITER, device=None, progress=None,
-                    callback=None) -> list[DepthMap]:
+                    depth_ranges=None, seed_min_iter: int = DEFAULT_SEED_MIN_ITER, overlap: bool | None = None,
+                    device=None, progress=None, callback=None) -> list[DepthMap]:
     """Grow the depth maps of the reference views ``refs`` together.
 
     Parameters
@@ -146,15 +329,25 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
         Neighbour views of each reference (at most :data:`MAX_NEIGHBORS`).
     seeds : list of ndarray
         For each reference, ``(k, 3)`` world points to start from.
+    batch_size : int, optional
+        Pixels per launch (default 16384 on the GPU, 2048 on the CPU).
     depth_ranges : list of (float, float), optional
         Accepted z-depth range per reference (default: no limit).
+    seed_min_iter : int
+        Iterations before a seed may converge (seeds start fronto-parallel).
+    overlap : bool, optional
+        On the GPU with two or more references: split them into two groups, each with its own
+        CUDA stream, and alternate, so that the host keeps one group's queue while the GPU
+        optimises the other's batch (default: on).
     callback : callable, optional
         Called after each batch as ``callback(maps, info)`` with the live :class:`DepthMap`
         objects (do not modify) and ``info = {"batch", "samples", "queued"}``.
 
     Returns
     -------
-    list of DepthMap, one per reference, with ``stats`` (samples, batches, time split).
+    list of DepthMap, one per reference, with ``stats`` (samples, batches, time split:
+    ``queue_s`` is the host's queue and bookkeeping time, ``wait_s`` the time it waited for
+    the optimiser).
     """
     be = get_backend(device)
     progress = as_progress(progress)
@@ -170,147 +363,65 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
         raise MVSInputError(f"view {bad} has {min(len(n) for n in neighbors)} neighbour views, fewer than "
                             f"min_views = {params.min_views}: lower min_views or add views")
     tpp = threads_per_pixel(nv)
-    geo, nbr, refid = build_geometry(cameras, refs, neighbors, tpp)
-    rad = params.window // 2
-    maps: list[DepthMap] = []
-    sizes = []
-    state_parts = []
-    for a, r in enumerate(refs):
-        cam = cameras[r]
-        H, W = cam.height, cam.width
-        sizes.append((H, W))
-        st = np.full((H, W), _CLOSED, np.uint8)
-        m = rad + 1
-        if H > 2 * m and W > 2 * m:
-            st[m:H - m, m:W - m] = _FREE
-        st[~textured_mask(images9[r], params.window, params.min_ref_std)] = _CLOSED
-        if masks is not None and masks[r] is not None:
-            st[~np.asarray(masks[r], bool)] = _CLOSED
-        state_parts.append(st.reshape(-1))
-        nan = np.full((H, W), np.nan, np.float32)
-        maps.append(DepthMap(r, nan.copy(), np.full((H, W, 3), np.nan, np.float32), np.zeros((H, W), np.float32),
-                             np.zeros((H, W), np.int16), nan.copy(), nan.copy(), list(neighbors[a])))
-    offs = np.concatenate([[0], np.cumsum([h * w for h, w in sizes])]).astype(np.int64)
-    state = np.concatenate(state_parts)
-    attempts = np.zeros(len(state), np.uint8)
-    Hs = np.array([s[0] for s in sizes], np.int64)
-    Ws = np.array([s[1] for s in sizes], np.int64)
-    dmin = np.array([0.0 if depth_ranges is None else depth_ranges[a][0] for a in range(len(refs))], np.float32)
-    dmax = np.array([np.inf if depth_ranges is None else depth_ranges[a][1] for a in range(len(refs))], np.float32)
-    cos_slant = float(np.cos(np.radians(max_slant_deg)))
-
-    q = _Queue()
-    n_seeds = 0
-    for a, r in enumerate(refs):
-        S = np.asarray(seeds[a], np.float64).reshape(-1, 3)
-        if not len(S):
-            continue
-        uv, z = cameras[r].project(S)
-        ui = np.round(uv).astype(np.int64)
-        H, W = sizes[a]
-        ok = (z > 0) & (ui[:, 0] >= 0) & (ui[:, 0] < W) & (ui[:, 1] >= 0) & (ui[:, 1] < H)
-        ok &= (z >= dmin[a]) & (z <= dmax[a])
-        key = offs[a] + ui[ok, 1] * W + ui[ok, 0]
-        live = state[key] == _FREE
-        key, zz = key[live], z[ok][live]
-        n_seeds += len(key)
-        init = np.stack([zz, np.zeros_like(zz), np.zeros_like(zz)], 1)
-        q.push(key, np.full(len(key), SEED_PRIORITY, np.float32), init)
-    if n_seeds == 0:
+    refs = list(refs)
+    if overlap is None:
+        overlap = True
+    ngroups = 2 if (overlap and be.is_gpu and len(refs) >= 2) else 1
+    bounds = np.linspace(0, len(refs), ngroups + 1).round().astype(int)
+    groups = []
+    for g in range(ngroups):
+        sel = list(range(bounds[g], bounds[g + 1]))
+        gr = _Grower(cameras, [refs[i] for i in sel], [neighbors[i] for i in sel], [seeds[i] for i in sel],
+                     images9, masks, params, max(1, batch_size // ngroups), max_attempts, max_slant_deg,
+                     None if depth_ranges is None else [depth_ranges[i] for i in sel], seed_min_iter, nv, tpp)
+        if ngroups > 1:
+            with be.activate():
+                gr.stream = be.xp.cuda.Stream(non_blocking=True)
+        groups.append(gr)
+    if sum(g.n_seeds for g in groups) == 0:
         raise MVSInputError("no seed point projects into a reconstructable pixel of the reference view(s): "
                             "the scene has no usable sparse points (check the cameras, masks or depth range)")
+    maps = [m for g in groups for m in g.maps]
+    total_free = sum(g.total_free for g in groups)
+
+    def launch(g, batch):
+        key, pri, a, xs, ys, xy, init, mi = batch
+        return launch_optimize(textures, g.geo, g.nbr, g.refid, a.astype(np.int32), xy, init, nv=nv, params=params,
+                               item_min_iter=mi, cache=g.cache, stream=g.stream, device=be)
 
     t_start = time.perf_counter()
-    t_opt = t_queue = 0.0
-    batches = 0
-    tried = 0
-    total_free = max(int((state == _FREE).sum()), 1)
-    samples = np.zeros(len(refs), np.int64)
-    which = np.repeat(np.arange(len(refs)), np.diff(offs))
-    while len(q):
-        t0 = time.perf_counter()
-        key, pri, init = q.pop_top(batch_size, state)
-        if len(key) == 0:
-            t_queue += time.perf_counter() - t0
-            break
-        a = which[key]
-        local = key - offs[a]
-        ys, xs = np.divmod(local, Ws[a])
-        t1 = time.perf_counter()
-        t_queue += t1 - t0
-        mi = np.where(pri >= SEED_PRIORITY, max(seed_min_iter, params.min_iter), params.min_iter).astype(np.int32)
-        res = optimize_pixels(textures, geo, nbr, refid, a.astype(np.int32), np.stack([xs, ys], 1).astype(np.int32),
-                              init, nv=nv, params=params, item_min_iter=mi, device=be)
-        t2 = time.perf_counter()
-        t_opt += t2 - t1
-        batches += 1
-        tried += len(key)
-        h, hs, ht = res["param"][:, 0], res["param"][:, 1], res["param"][:, 2]
-        ok = (res["status"] >= 0) & (res["conf"] >= params.ncc_accept) & (h >= dmin[a]) & (h <= dmax[a])
-        # slant: the window's plane against the viewing ray
-        normals = np.full((len(key), 3), np.nan, np.float32)
-        if ok.any():
-            idx = np.flatnonzero(ok)
-            for aa in np.unique(a[idx]):
-                sub = idx[a[idx] == aa]
-                K = cameras[refs[aa]].K
-                nn = normals_from_offsets(K, xs[sub], ys[sub], h[sub], hs[sub], ht[sub])
-                ray = np.stack([xs[sub], ys[sub], np.ones(len(sub))], 1) @ np.linalg.inv(K).T
-                ray /= np.linalg.norm(ray, axis=1, keepdims=True)
-                cosang = -np.sum(nn * ray, axis=1)
-                good = cosang >= cos_slant
-                normals[sub] = nn
-                ok[sub[~good]] = False
-        acc = np.flatnonzero(ok)
-        rej = np.flatnonzero(~ok)
-        # write accepted
-        state[key[acc]] = _DONE
-        for aa in np.unique(a[acc]):
-            sub = acc[a[acc] == aa]
-            mp = maps[aa]
-            loc = local[sub]
-            mp.depth.reshape(-1)[loc] = h[sub]
-            mp.hs.reshape(-1)[loc] = hs[sub]
-            mp.ht.reshape(-1)[loc] = ht[sub]
-            mp.conf.reshape(-1)[loc] = res["conf"][sub]
-            mp.normal.reshape(-1, 3)[loc] = normals[sub]
-            samples[aa] += len(sub)
-        iters = res["iters"].astype(np.int16)
-        for aa in np.unique(a):
-            sub = np.flatnonzero(a == aa)
-            loc = local[sub]
-            it = maps[aa].iters.reshape(-1)
-            it[loc] = np.maximum(it[loc], iters[sub])
-        # failures: give up after max_attempts
-        kr = key[rej]
-        attempts[kr] += 1
-        state[kr[attempts[kr] >= max_attempts]] = _CLOSED
-        # push the 4-neighbours of accepted pixels
-        if len(acc):
-            ka, xa, ya, aa_ = key[acc], xs[acc], ys[acc], a[acc]
-            ha, hsa, hta, ca = h[acc], hs[acc], ht[acc], res["conf"][acc]
-            nk, npri, ninit = [], [], []
-            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-                nx, ny = xa + dx, ya + dy
-                inb = (nx >= 0) & (ny >= 0) & (nx < Ws[aa_]) & (ny < Hs[aa_])
-                k2 = np.where(inb, ka + dy * Ws[aa_] + dx, 0)
-                free = inb & (state[k2] == _FREE)
-                if not free.any():
-                    continue
-                nk.append(k2[free])
-                npri.append(ca[free])
-                ninit.append(np.stack([ha[free] + dx * hsa[free] + dy * hta[free], hsa[free], hta[free]], 1))
-            if nk:
-                q.push(np.concatenate(nk), np.concatenate(npri), np.concatenate(ninit))
-        t3 = time.perf_counter()
-        t_queue += t3 - t2
-        done_frac = min(1.0, float(samples.sum() + (attempts > 0).sum()) / total_free)
-        if callback is not None:
-            callback(maps, {"batch": batches, "samples": int(samples.sum()), "queued": len(q)})
-        progress.update(done_frac, f"batch {batches}: {int(samples.sum()):,} samples, {len(q):,} queued")
-    total = time.perf_counter() - t_start
-    for a, mp in enumerate(maps):
-        mp.stats = {"samples": int(samples[a]), "seeds": n_seeds, "batches": batches, "tried": tried,
-                    "time_s": total, "optimize_s": t_opt, "queue_s": t_queue, "views_together": len(refs),
-                    "neighbors": nv}
+    t_wait = 0.0
+    pending = {}
+    for gi, g in enumerate(groups):
+        b = g.next_batch()
+        if b is not None:
+            pending[gi] = (b, launch(g, b))
+    while pending:
+        for gi, g in enumerate(groups):
+            if gi not in pending:
+                continue
+            b, h = pending.pop(gi)
+            tw = time.perf_counter()
+            res = h.result()
+            t_wait += time.perf_counter() - tw
+            g.apply(b, res)
+            nb_ = g.next_batch()
+            if nb_ is not None:
+                pending[gi] = (nb_, launch(g, nb_))
+            samples = sum(x.samples for x in groups)
+            if callback is not None:
+                callback(maps, {"batch": sum(x.batches for x in groups), "samples": samples,
+                                "queued": sum(len(x.q) for x in groups)})
+            tried = sum(x.tried for x in groups)
+            progress.update(min(1.0, tried / (1.15 * total_free)),
+                            f"batch {sum(x.batches for x in groups)}: {samples:,} samples, "
+                            f"{sum(len(x.q) for x in groups):,} queued")
+    total_s = time.perf_counter() - t_start
+    stats = {"seeds": sum(g.n_seeds for g in groups), "batches": sum(g.batches for g in groups),
+             "tried": sum(g.tried for g in groups), "time_s": total_s, "wait_s": t_wait,
+             "queue_s": sum(g.t_queue for g in groups), "views_together": len(refs), "groups": ngroups,
+             "neighbors": nv}
+    stats["optimize_s"] = t_wait if ngroups > 1 else max(total_s - stats["queue_s"], 0.0)
+    for mp in maps:
+        mp.stats = {"samples": mp.n_samples, **stats}
     return maps

@@ -53,6 +53,7 @@ __all__ = [
     "pair_geometry",
     "build_geometry",
     "optimize_pixels",
+    "launch_optimize",
     "normals_from_offsets",
 ]
 
@@ -235,7 +236,8 @@ def normals_from_offsets(K: np.ndarray, u, v, h, hs, ht) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- the optimiser
 def optimize_pixels(textures: ViewTextures, geo, nbr, refid, item_ref, item_xy, item_init, *,
-                    nv: int, params: OptimizeParams = OptimizeParams(), item_min_iter=None, device=None):
+                    nv: int, params: OptimizeParams = OptimizeParams(), item_min_iter=None, cache=None,
+                    device=None):
     """Optimise a batch of pixels. All inputs are NumPy arrays (host).
 
     Parameters
@@ -254,12 +256,51 @@ def optimize_pixels(textures: ViewTextures, geo, nbr, refid, item_ref, item_xy, 
         Neighbour slots in use (``<= MAX_NEIGHBORS``).
     item_min_iter : (B,) int, optional
         Per-pixel ``min_iter`` (default ``params.min_iter`` for all; seeds use more).
+    cache : dict, optional
+        Keeps the device copies of ``geo``, ``nbr``, ``refid`` between calls with the same
+        ``geo`` object (region growing makes hundreds of calls).
 
     Returns
     -------
     dict of NumPy arrays: ``param (B, 3)``, ``conf (B,)``, ``iters (B,)``, ``status (B,)``
     (>= 0: success, the bit mask of the active views; < 0: ``ST_*`` failure codes) and
     ``ncc (B, tpp)`` (-2 for views not active at the end).
+    """
+    return launch_optimize(textures, geo, nbr, refid, item_ref, item_xy, item_init, nv=nv, params=params,
+                           item_min_iter=item_min_iter, cache=cache, device=device).result()
+
+
+class _Done:
+    def __init__(self, res):
+        self._res = res
+
+    def result(self):
+        return self._res
+
+
+class _Pending:
+    """A launched GPU batch; :meth:`result` waits for it (on its stream) and downloads."""
+
+    def __init__(self, ob, B, tpp, stream):
+        self.ob, self.B, self.tpp, self.stream = ob, B, tpp, stream
+
+    def result(self):
+        B = self.B
+        if self.stream is not None:
+            with self.stream:
+                o = self.ob.get()
+        else:
+            o = self.ob.get()
+        return {"param": o[:3 * B].reshape(B, 3), "conf": o[3 * B:4 * B], "iters": o[4 * B:5 * B].view(np.int32),
+                "status": o[5 * B:6 * B].view(np.int32), "ncc": o[6 * B:].reshape(B, self.tpp)}
+
+
+def launch_optimize(textures: ViewTextures, geo, nbr, refid, item_ref, item_xy, item_init, *,
+                    nv: int, params: OptimizeParams = OptimizeParams(), item_min_iter=None, cache=None,
+                    stream=None, device=None):
+    """:func:`optimize_pixels` without waiting: returns an object whose ``result()`` gives the
+    outputs. On the GPU the batch runs on ``stream`` (a ``cupy.cuda.Stream``; the current one
+    if None) while the host goes on; on the CPU it is computed at once.
     """
     params.check()
     if not 1 <= nv <= MAX_NEIGHBORS:
@@ -272,12 +313,13 @@ def optimize_pixels(textures: ViewTextures, geo, nbr, refid, item_ref, item_xy, 
         raise MVSInputError("the view textures were packed for another device")
     if len(item_ref) == 0:
         tpp = threads_per_pixel(nv)
-        return {"param": np.zeros((0, 3), np.float32), "conf": np.zeros(0, np.float32),
-                "iters": np.zeros(0, np.int32), "status": np.zeros(0, np.int32),
-                "ncc": np.zeros((0, tpp), np.float32)}
+        return _Done({"param": np.zeros((0, 3), np.float32), "conf": np.zeros(0, np.float32),
+                      "iters": np.zeros(0, np.int32), "status": np.zeros(0, np.int32),
+                      "ncc": np.zeros((0, tpp), np.float32)})
     if be.is_gpu:
-        return _optimize_gpu(be, textures, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, params)
-    return _optimize_cpu(textures, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, params)
+        return _optimize_gpu(be, textures, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, params,
+                             cache, stream)
+    return _Done(_optimize_cpu(textures, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, params))
 
 
 # ----------------------------------------------------------------------------- GPU
@@ -290,34 +332,42 @@ def _kernel(device_id: int, window: int, tpp: int, ppb: int):
     return mod.get_function("mvs_optimize")
 
 
-def _optimize_gpu(be, tx, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, prm):
+def _optimize_gpu(be, tx, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, prm, cache=None,
+                  stream=None):
     xp = be.xp
     tpp = threads_per_pixel(nv)
     # 128 threads per block, the reference windows in (static, < 48 KiB) shared memory
     ppb = max(1, min((PIXELS_PER_BLOCK * 8) // tpp, (40 * 1024) // (prm.window ** 2 * 12)))
     B = len(item_ref)
-    with be.activate():
+    import contextlib
+
+    with be.activate(), (stream if stream is not None else contextlib.nullcontext()):
         fn = _kernel(be.device_id, prm.window, tpp, ppb)
-        d_geo = xp.asarray(np.ascontiguousarray(geo, np.float32))
-        d_nbr = xp.asarray(np.ascontiguousarray(nbr, np.int32))
-        d_ref = xp.asarray(np.ascontiguousarray(refid, np.int32))
-        d_iref = xp.asarray(np.ascontiguousarray(item_ref, np.int32))
-        d_ixy = xp.asarray(np.ascontiguousarray(item_xy, np.int32))
+        tables = None if cache is None else cache.get("tables")
+        if tables is None or tables[0] is not geo:
+            tables = (geo, xp.asarray(np.ascontiguousarray(geo, np.float32)),
+                      xp.asarray(np.ascontiguousarray(nbr, np.int32)),
+                      xp.asarray(np.ascontiguousarray(refid, np.int32)))
+            if cache is not None:
+                cache["tables"] = tables
+        _, d_geo, d_nbr, d_ref = tables
+        # one upload of the integers (ref, x, y, min_iter) and one of the starts
+        ib = np.empty(4 * B, np.int32)
+        ib[:B] = item_ref
+        ib[B:3 * B] = np.asarray(item_xy, np.int32).reshape(-1)
+        ib[3 * B:] = item_min_iter
+        d_ib = xp.asarray(ib)
         d_init = xp.asarray(np.ascontiguousarray(item_init, np.float32))
-        d_mi = xp.asarray(np.ascontiguousarray(item_min_iter, np.int32))
-        out_param = xp.empty((B, 3), xp.float32)
-        out_conf = xp.empty(B, xp.float32)
-        out_iters = xp.empty(B, xp.int32)
-        out_status = xp.empty(B, xp.int32)
-        out_ncc = xp.empty((B, tpp), xp.float32)
+        # one download: param (3B), conf (B), iters (B), status (B), ncc (tpp B)
+        ob = xp.empty((6 + tpp) * B, xp.float32)
         grid = ((B + ppb - 1) // ppb,)
-        fn(grid, (tpp * ppb,), (tx.flat, tx.dev_ofs, tx.dev_w, tx.dev_h, d_geo, d_nbr, d_ref, d_iref, d_ixy,
-                                 d_init, d_mi, np.int32(B), np.int32(nv), np.int32(prm.min_views),
-                                 np.int32(prm.max_iter), np.int32(prm.drop_from), np.float32(prm.ncc_accept),
-                                 np.float32(prm.eps), np.float32(prm.step_px), np.float32(prm.min_ref_std ** 2),
-                                 out_param, out_conf, out_iters, out_status, out_ncc))
-        return {"param": out_param.get(), "conf": out_conf.get(), "iters": out_iters.get(),
-                "status": out_status.get(), "ncc": out_ncc.get()}
+        fn(grid, (tpp * ppb,), (tx.flat, tx.dev_ofs, tx.dev_w, tx.dev_h, d_geo, d_nbr, d_ref, d_ib[:B],
+                                 d_ib[B:3 * B], d_init, d_ib[3 * B:], np.int32(B), np.int32(nv),
+                                 np.int32(prm.min_views), np.int32(prm.max_iter), np.int32(prm.drop_from),
+                                 np.float32(prm.ncc_accept), np.float32(prm.eps), np.float32(prm.step_px),
+                                 np.float32(prm.min_ref_std ** 2), ob[:3 * B], ob[3 * B:4 * B],
+                                 ob[4 * B:5 * B].view(xp.int32), ob[5 * B:6 * B].view(xp.int32), ob[6 * B:]))
+        return _Pending(ob, B, tpp, stream)
 
 
 # ----------------------------------------------------------------------------- CPU

@@ -161,6 +161,7 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
     vt = views_together or (DEFAULT_VIEWS_TOGETHER_GPU if be.is_gpu else DEFAULT_VIEWS_TOGETHER_CPU)
     vt = max(1, min(int(vt), len(vs)))
     maps_all: list[DepthMap] = []
+    call_stats: list[dict] = []
     peak_mem = 0
     t_grow = 0.0
     groups = [vs[i:i + vt] for i in range(0, len(vs), vt)]
@@ -193,6 +194,7 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
                                    masks=scene.masks, params=prm, batch_size=batch_size,
                                    max_attempts=max_attempts, device=be, progress=sub, callback=callback)
             t_grow += time.perf_counter() - tg
+            call_stats.append(maps[0].stats)
             if be.is_gpu:
                 peak_mem = max(peak_mem, int(pool.total_bytes()))
             maps_all.extend(maps)
@@ -214,8 +216,10 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
     stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(pts),
              "seed_source": seed_src, "seeds_s": t_seeds, "grow_s": t_grow, "fuse_s": t_fuse,
              "total_s": time.perf_counter() - t0, "peak_device_bytes": peak_mem,
-             "queue_s": float(sum(m.stats.get("queue_s", 0) for m in maps_all[::1]) / max(1, vt)),
-             "optimize_s": float(sum(m.stats.get("optimize_s", 0) for m in maps_all) / max(1, vt)),
+             "queue_s": float(sum(c["queue_s"] for c in call_stats)),
+             "wait_s": float(sum(c["wait_s"] for c in call_stats)),
+             "optimize_s": float(sum(c["optimize_s"] for c in call_stats)),
+             "batches": int(sum(c["batches"] for c in call_stats)),
              "views_together": vt, "neighbors": {scene.names[v]: [scene.names[n] for n in nbrs[v]] for v in vs}}
     progress.update(1.0, f"{samples:,} samples in {len(vs)} view(s)")
     return MVSResult(maps_all, vs, fused, pts, pvis, stats)

@@ -115,10 +115,10 @@ def _intersect(objects, C, D):
     return best, nrm, lab
 
 
-def _texture(X, lab, objects, rng_seed: int):
+def _texture(X, lab, objects, rng_seed: int, freq_range=(2.5, 14.0)):
     rng = np.random.default_rng(rng_seed)
     m = 20
-    freqs = np.exp(rng.uniform(np.log(2.5), np.log(14.0), size=(3, m)))
+    freqs = np.exp(rng.uniform(np.log(freq_range[0]), np.log(freq_range[1]), size=(3, m)))
     dirs = rng.normal(size=(3, m, 3))
     dirs /= np.linalg.norm(dirs, axis=2, keepdims=True)
     phase = rng.uniform(0, 2 * np.pi, size=(3, m))
@@ -136,7 +136,8 @@ def _texture(X, lab, objects, rng_seed: int):
     return out * tint[np.where(lab >= 0, lab, len(objects))]
 
 
-def ray_cast(camera: Camera, objects, *, offsets=((0.0, 0.0),), light=(0.4, -0.3, 0.85), seed: int = 7):
+def ray_cast(camera: Camera, objects, *, offsets=((0.0, 0.0),), light=(0.4, -0.3, 0.85), seed: int = 7,
+             freq_range=(2.5, 14.0)):
     """Render ``camera``: returns ``(image (H, W, 3) float in [0, 1], depth, normals_cam, labels)``;
     the image averages the rays at the sub-pixel ``offsets``, the rest is at the centres."""
     W, H = camera.width, camera.height
@@ -162,7 +163,7 @@ def ray_cast(camera: Camera, objects, *, offsets=((0.0, 0.0),), light=(0.4, -0.3
             labels = lab.reshape(H, W)
             continue
         X = C + s[hit, None] * D[hit]
-        alb = _texture(X, lab[hit], objects, seed)
+        alb = _texture(X, lab[hit], objects, seed, freq_range)
         shade = 0.35 + 0.65 * np.clip(nrm[hit] @ L, 0, 1)
         img[hit] += alb * shade[:, None]
     img /= max(len(offsets), 1)
@@ -176,7 +177,9 @@ def render_synthetic_scene(*, n_views: int = DEFAULT_SYNTH_VIEWS, width: int = D
     """Render a ring of ``n_views`` cameras around the default objects (or ``objects``).
 
     The cameras sit on a circle of ``radius`` at ``elevation_deg`` above the ground plane,
-    look at the point (0, 0, 0.3) and have a horizontal field of view of ``fov_deg``.
+    look at the point (0, 0, 0.3) and have a horizontal field of view of ``fov_deg``. The
+    texture's wavelengths span 3 to 16 pixels at the target's distance, whatever the image
+    size, so that a 5 x 5 window sees the same amount of texture at every resolution.
     ``noise`` adds Gaussian noise (standard deviation in [0, 1] units) before 8-bit rounding.
     """
     progress = as_progress(progress)
@@ -197,7 +200,8 @@ def render_synthetic_scene(*, n_views: int = DEFAULT_SYNTH_VIEWS, width: int = D
         az = 2 * np.pi * i / n_views
         C = target + radius * np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
         cam = look_at(C, target, [0, 0, 1], focal=focal, width=width, height=height)
-        img, d, n, lab = ray_cast(cam, objects, offsets=offs, seed=seed)
+        ppu = focal / radius  # pixels per scene unit at the target
+        img, d, n, lab = ray_cast(cam, objects, offsets=offs, seed=seed, freq_range=(ppu / 16, ppu / 3.0))
         if noise > 0:
             img = img + rng.normal(scale=noise, size=img.shape)
         cams.append(cam)
