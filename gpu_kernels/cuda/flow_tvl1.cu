@@ -136,6 +136,33 @@ extern "C" __global__ void tv_median5(const float* __restrict__ src, float* __re
     }
 }
 
+// 3 x 3 median of each channel, edge-clamped (Paeth's exchange network)
+__device__ __forceinline__ void tv_sort2(float& a, float& b) {
+    const float lo = fminf(a, b), hi = fmaxf(a, b);
+    a = lo;
+    b = hi;
+}
+extern "C" __global__ void tv_median3(const float* __restrict__ src, float* __restrict__ dst, int nch, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(j, n * nch) {
+        const long long c = j / n, i = j % n;
+        const int x = (int)(i % W), y = (int)(i / W);
+        const float* f = src + c * n;
+        float p[9];
+#pragma unroll
+        for (int k = 0; k < 9; ++k)
+            p[k] = f[(long long)ops_clampi(y + k / 3 - 1, 0, H - 1) * W + ops_clampi(x + k % 3 - 1, 0, W - 1)];
+        tv_sort2(p[1], p[2]); tv_sort2(p[4], p[5]); tv_sort2(p[7], p[8]);
+        tv_sort2(p[0], p[1]); tv_sort2(p[3], p[4]); tv_sort2(p[6], p[7]);
+        tv_sort2(p[1], p[2]); tv_sort2(p[4], p[5]); tv_sort2(p[7], p[8]);
+        tv_sort2(p[0], p[3]); tv_sort2(p[5], p[8]); tv_sort2(p[4], p[7]);
+        tv_sort2(p[3], p[6]); tv_sort2(p[1], p[4]); tv_sort2(p[2], p[5]);
+        tv_sort2(p[4], p[7]); tv_sort2(p[4], p[2]); tv_sort2(p[6], p[4]);
+        tv_sort2(p[4], p[2]);
+        dst[j] = p[4];
+    }
+}
+
 // Quality map: local normalised cross-correlation of I1 and the warped I2 over a window (the
 // window means S = (m1, m2, m11, m22, m12) are box filters of tv_ncc_products), divided by
 // 1 + G|grad f| / kappa (G a Gaussian): low where the flow does not align the images (occlusions,

@@ -128,6 +128,23 @@ def _check_one(img, which: str):
     return img
 
 
+def check_pair(be: Backend, img1, img2):
+    """Both images on ``be`` in their own dtype, checked (sizes, layout, type, finite values)."""
+    img1 = _check_one(img1, "the first image")
+    img2 = _check_one(img2, "the second image")
+    if tuple(img1.shape[:2]) != tuple(img2.shape[:2]):
+        raise FlowInputError(f"the images have different sizes ({_shape_text(img1.shape)} and "
+                             f"{_shape_text(img2.shape)}): both frames must be the same size")
+    xp = be.xp
+    out = []
+    for img, which in ((img1, "first"), (img2, "second")):
+        a = xp.asarray(img) if be.is_gpu else np.asarray(be.asnumpy(img))
+        if a.dtype.kind == "f" and not bool(xp.isfinite(a).all()):
+            raise FlowInputError(f"the {which} image has NaN or infinite pixel values")
+        out.append(xp.ascontiguousarray(a))
+    return out[0], out[1]
+
+
 def prepare_pair(be: Backend, img1, img2):
     """Greyscale float32 (0..1) copies of both images on ``be``; checks that they match."""
     img1 = _check_one(img1, "the first image")

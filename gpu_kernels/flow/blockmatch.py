@@ -46,9 +46,11 @@ from gpu_kernels.backend import Backend, get_backend
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
+from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.pyramid import _pyr_down, pyramid_levels
 
-from ._common import FlowResult, check_float, check_int, prepare_mask, prepare_pair
+from . import _plan
+from ._common import FlowResult, check_float, check_int, check_pair, prepare_mask, prepare_pair
 
 __all__ = [
     "DEFAULT_BM_LEVELS",
@@ -472,6 +474,18 @@ def block_matching(img1, img2, *, levels: int = DEFAULT_BM_LEVELS, block: int = 
             params["tile_size"] = tile_size
             mres = None if hm is None else (hm > 0).astype(np.float32)
             return FlowResult(u, v, q, "bm", "cpu", params, {}, mres)
+        if not small:
+            a, b = check_pair(be, img1, img2)
+            m = prepare_mask(be, mask, a.shape[:2])
+
+            def build(x, y):
+                return _bm_core(be, _gray(be, x), _gray(be, y), m, levels=L, block=block, radius=radius,
+                                flat_sigma=flat_sigma, median=median, progress=progress)
+
+            key = ("bm",) + tuple(sorted(params.items()))
+            u, v, q, bu, bv, bq = _plan.run(be, key, [a, b], build) if m is None else build(a, b)
+            progress.update(1.0, "block matching done")
+            return _bm_result(be, u, v, q, bu, bv, bq, m, block, H, W, params)
         g1, g2 = prepare_pair(be, img1, img2)
         m = prepare_mask(be, mask, g1.shape)
         if small:   # pad to one block with edge values, crop afterwards
@@ -487,6 +501,10 @@ def block_matching(img1, img2, *, levels: int = DEFAULT_BM_LEVELS, block: int = 
             u, v, q = (be.xp.ascontiguousarray(a[:H, :W]) for a in (u, v, q))
             if m is not None:
                 m = be.xp.ascontiguousarray(m[:H, :W])
+    return _bm_result(be, u, v, q, bu, bv, bq, m, block, H, W, params)
+
+
+def _bm_result(be, u, v, q, bu, bv, bq, m, block, H, W, params):
     Hp, Wp = max(H, block), max(W, block)
     nby, nbx = bu.shape
     centers = (_centers(nbx, block, Wp), _centers(nby, block, Hp))

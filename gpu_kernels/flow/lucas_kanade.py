@@ -35,11 +35,13 @@ import numpy as np
 from gpu_kernels.backend import Backend, get_backend
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
+from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.filters import _correlate_axis, gaussian_kernel1d
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up, pyramid_levels
 from gpu_kernels.ops.warp import _bilinear_np, _inside_np
 
-from ._common import FlowResult, check_float, check_int, mask_pyramid, prepare_mask, prepare_pair
+from . import _plan
+from ._common import FlowResult, check_float, check_int, check_pair, mask_pyramid, prepare_mask
 
 __all__ = [
     "DEFAULT_LK_LEVELS",
@@ -244,10 +246,18 @@ def lucas_kanade(img1, img2, *, levels: int = DEFAULT_LK_LEVELS, window: int = D
     eig_tau = check_float("eig_tau", eig_tau, 0.0, lo_open=True)
     be = get_backend(device)
     progress = as_progress(progress)
-    with be.activate():
-        g1, g2 = prepare_pair(be, img1, img2)
-        m = prepare_mask(be, mask, g1.shape)
-        u, v, q, lmin = _lk_core(be, g1, g2, m, levels=levels, window=window, iters=iters, sigma=sigma,
-                                 eig_min=eig_min, eig_tau=eig_tau, progress=progress)
     params = dict(levels=levels, window=window, iters=iters, sigma=sigma, eig_min=eig_min, eig_tau=eig_tau)
+    with be.activate():
+        a, b = check_pair(be, img1, img2)
+        m = prepare_mask(be, mask, a.shape[:2])
+
+        def build(x, y):
+            return _lk_core(be, _gray(be, x), _gray(be, y), m, levels=levels, window=window, iters=iters,
+                            sigma=sigma, eig_min=eig_min, eig_tau=eig_tau, progress=progress)
+
+        if m is None:
+            u, v, q, lmin = _plan.run(be, ("lk",) + tuple(sorted(params.items())), [a, b], build)
+        else:
+            u, v, q, lmin = build(a, b)
+        progress.update(1.0, "Lucas-Kanade done")
     return FlowResult(u, v, q, "lk", be.label, params, {"min_eig": lmin}, m)

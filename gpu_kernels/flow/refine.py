@@ -38,11 +38,21 @@ import numpy as np
 from gpu_kernels.backend import Backend, get_backend
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
+from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.filters import _correlate_axis, gaussian_kernel1d
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up, pyramid_levels
 from gpu_kernels.ops.warp import _bilinear_np, _inside_np
 
-from ._common import FlowInputError, FlowResult, check_float, check_int, prepare_mask, prepare_pair
+from . import _plan
+from ._common import (
+    FlowInputError,
+    FlowResult,
+    check_float,
+    check_int,
+    check_pair,
+    prepare_mask,
+    prepare_pair,
+)
 
 __all__ = [
     "SEEDS",
@@ -75,8 +85,8 @@ DEFAULT_LAMBDA = 100.0
 DEFAULT_THETA = 0.3
 #: dual step (<= 0.25 for convergence)
 DEFAULT_TAU = 0.25
-#: 5 x 5 median of the flow after each warp
-DEFAULT_MEDIAN = True
+#: side of the median filter of the flow after each warp (5, 3, or 0 for none)
+DEFAULT_MEDIAN = 5
 #: Gaussian sigma (pixels) of the quality-weighted smoothing of the seed
 DEFAULT_SEED_SIGMA = 4.0
 #: window of the local-NCC quality map (odd, pixels)
@@ -151,10 +161,10 @@ def _fgrad_np(u):
     return ux, uy
 
 
-def _median5_np(a):
+def _median_np(a, size: int):
     from scipy import ndimage
 
-    return ndimage.median_filter(a, size=(1, 5, 5), mode="nearest").astype(np.float32)
+    return ndimage.median_filter(a, size=(1, size, size), mode="nearest").astype(np.float32)
 
 
 # ----------------------------------------------------------------------------- one level
@@ -269,7 +279,7 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
             gxy, rc = _warp_np(I1, I2s, u, v, w)
             _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters)
             if median:
-                uv = _median5_np(np.stack([u, v]))
+                uv = _median_np(np.stack([u, v]), median)
                 u[...] = uv[0]
                 v[...] = uv[1]
         return
@@ -282,7 +292,7 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
     gxy = xp.empty((2, H, W), xp.float32)
     rc = xp.empty((H, W), xp.float32)
     kw = _gpu.kernel(be, _SRC, "tv_warp")
-    km = _gpu.kernel(be, _SRC, "tv_median5")
+    km = _gpu.kernel(be, _SRC, "tv_median5" if median == 5 else "tv_median3")
     uv = xp.empty((2, H, W), xp.float32)
     med = xp.empty((2, H, W), xp.float32)
     uv[0] = u
@@ -450,8 +460,8 @@ def tvl1_refine(img1, img2, *, seed: str = DEFAULT_SEED, levels: int = DEFAULT_T
         Coupling of the primal sub-problems.
     tau : float
         Dual step, at most 0.25.
-    median : bool
-        5 x 5 median of the flow after each warp.
+    median : {5, 3, 0}
+        Side of the median filter of the flow after each warp (0: none; True means 5).
     seed_sigma : float
         Gaussian sigma of the seed's quality-weighted smoothing.
     seed_params : dict, optional
@@ -484,21 +494,34 @@ def tvl1_refine(img1, img2, *, seed: str = DEFAULT_SEED, levels: int = DEFAULT_T
     be = get_backend(device)
     progress = as_progress(progress)
     extras = {}
+    median = 5 if median is True else (0 if median is False else check_int("median", median, 0, choices=(0, 3, 5)))
+    key = ("refine", seed, levels, warps, iters, lam, theta, tau, median, seed_sigma, conf_window,
+           tuple(sorted((seed_params or {}).items())))
     with be.activate():
-        g1, g2 = prepare_pair(be, img1, img2)
-        m = prepare_mask(be, mask, g1.shape)
-        init = None
+        a, b = check_pair(be, img1, img2)
+        m = prepare_mask(be, mask, a.shape[:2])
+
+        def build(x, y):
+            g1, g2 = _gray(be, x), _gray(be, y)
+            init = None
+            seed_out = ()
+            if seed != "none":
+                init, q0 = _seed(be, g1, g2, m, seed, dict(seed_params or {}), progress.sub(0.0, 0.2, "seed"))
+                seed_out = (init[0], init[1], q0)
+                if seed_sigma > 0:
+                    init = _qws(be, init[0], init[1], q0, seed_sigma)
+            u, v, q = _tv_core(be, g1, g2, m, levels=levels, warps=warps, iters=iters, lam=lam, theta=theta,
+                               tau=tau, median=median, init=init, conf_window=conf_window,
+                               progress=progress.sub(0.2 if seed != "none" else 0.0, 1.0))
+            return (u, v, q) + seed_out
+
+        out = _plan.run(be, key, [a, b], build) if m is None else build(a, b)
+        u, v, q = out[:3]
         if seed != "none":
-            sub = progress.sub(0.0, 0.2, "seed")
-            init, q0 = _seed(be, g1, g2, m, seed, dict(seed_params or {}), sub)
-            extras.update(seed_u=init[0], seed_v=init[1], seed_quality=q0)
-            if seed_sigma > 0:
-                init = _qws(be, init[0], init[1], q0, seed_sigma)
-        u, v, q = _tv_core(be, g1, g2, m, levels=levels, warps=warps, iters=iters, lam=lam, theta=theta, tau=tau,
-                           median=bool(median), init=init, conf_window=conf_window,
-                           progress=progress.sub(0.2 if seed != "none" else 0.0, 1.0))
+            extras.update(seed_u=out[3], seed_v=out[4], seed_quality=out[5])
+        progress.update(1.0, "TV-L1 done")
     params = dict(seed=seed, levels=levels, warps=warps, iters=iters, lam=lam, theta=theta, tau=tau,
-                  median=bool(median), seed_sigma=seed_sigma, conf_window=conf_window)
+                  median=median, seed_sigma=seed_sigma, conf_window=conf_window)
     return FlowResult(u, v, q, "refine", be.label, params, extras, m)
 
 

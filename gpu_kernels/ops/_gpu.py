@@ -44,9 +44,17 @@ def module(be: Backend, name: str, defines: dict | None = None):
     return load_module(name, defines=defines, device=be)
 
 
+_kernels: dict[tuple, object] = {}
+
+
 def kernel(be: Backend, source: str, name: str, defines: dict | None = None):
-    """The kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled for ``be``."""
-    return module(be, source, defines).get_function(name)
+    """The kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled for ``be`` (cached)."""
+    key = (type(be).__name__, be.device_id, source, name, tuple(sorted((defines or {}).items())))
+    fn = _kernels.get(key)
+    if fn is None:
+        fn = module(be, source, defines).get_function(name)
+        _kernels[key] = fn
+    return fn
 
 
 _arrays: dict[tuple, object] = {}
