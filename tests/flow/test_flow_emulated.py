@@ -103,3 +103,10 @@ def test_emulator_checks_argument_types(be):
         k((1,), (32,), (x, x, 4, np.int32(1), np.float32(1)))        # a Python int for a long long
     with pytest.raises(TypeError, match="float64 array"):
         k((1,), (32,), (x.astype(np.float64), x, np.int64(4), np.int32(1), np.float32(1)))
+
+
+def test_refine_median3(be, pair):
+    kw = dict(levels=2, warps=2, iters=2, median=3)
+    a = tvl1_refine(pair.img1, pair.img2, device="cpu", **kw)
+    b = tvl1_refine(pair.img1, pair.img2, device=be, **kw)
+    np.testing.assert_allclose(b.u, a.u, atol=1e-3)
