@@ -154,7 +154,8 @@ def bench_temple(scene, device, *, views="all", label="", **kw) -> dict:
            "grow_s": res.stats["grow_s"], "s_per_view": res.stats["grow_s"] / nviews,
            "us_per_sample": 1e6 * res.stats["grow_s"] / max(samples, 1),
            "queue_share": res.stats["queue_s"] / max(res.stats["grow_s"], 1e-9),
-           "seeds_s": res.stats["seeds_s"], "fuse_s": res.stats["fuse_s"],
+           "host_exposed_share": 1 - res.stats["wait_s"] / max(res.stats["grow_s"], 1e-9),
+           "batches": res.stats["batches"], "seeds_s": res.stats["seeds_s"], "fuse_s": res.stats["fuse_s"],
            "peak_mem": res.stats["peak_device_bytes"], "per_view": per_view,
            "neighbors": res.stats["neighbors"], **sample_work(res, kw.get("window", 5))}
     return out, res
@@ -164,7 +165,8 @@ TEMPLE_COLS = [("label", "run"), ("views", "views"), ("samples_per_view", "sampl
                ("confirmed_per_view", "confirmed/view"), ("consistency", "consistent"),
                ("view_points_in_bbox", "in bbox (views)"), ("fused_points", "fused pts"),
                ("fused_in_bbox", "fused in bbox"), ("s_per_view", "s/view"), ("us_per_sample", "us/sample"),
-               ("queue_share", "queue share"), ("peak_mem", "peak MiB")]
+               ("queue_share", "queue share"), ("host_exposed_share", "host not hidden"), ("batches", "batches"),
+               ("peak_mem", "peak MiB")]
 
 
 def fmt_row(r: dict) -> dict:
@@ -172,7 +174,7 @@ def fmt_row(r: dict) -> dict:
     for k, v in r.items():
         if isinstance(v, float):
             if k in ("consistency", "view_points_in_bbox", "fused_in_bbox", "queue_share", "acc_0.5%", "acc_1%",
-                     "completeness"):
+                     "completeness", "host_exposed_share"):
                 out[k] = f"{100 * v:.1f}%"
             elif k == "peak_mem":
                 out[k] = f"{v / 2**20:.0f}"
@@ -408,13 +410,16 @@ def main(argv=None):
     if args.tune and scene is not None:
         if dev != "cpu" and args.tune_only:
             reconstruct(scene, views=[0], device=dev, fuse=False)  # warm
-        grid = [("batch 4096", {"batch_size": 4096}), ("batch 65536", {"batch_size": 65536}),
-                ("views together 4", {"views_together": 4}),
-                ("window 7", {"window": 7}), ("ncc 0.5", {"ncc_accept": 0.5}), ("ncc 0.7", {"ncc_accept": 0.7}),
-                ("min views 3", {"min_views": 3}), ("neighbors 6", {"neighbors": 6}),
+        grid = [("batch 65536", {"batch_size": 65536}), ("batch 4096", {"batch_size": 4096}),
+                ("no overlap", {"overlap": False}), ("ncc 0.7", {"ncc_accept": 0.7}),
+                ("fuse 3 views", {"fuse_min_views": 3}), ("window 7", {"window": 7}),
+                ("ncc 0.5", {"ncc_accept": 0.5}), ("min std 0.04", {"optimize_params": OptimizeParams(min_ref_std=0.04)}),
                 ("min std 0.02", {"optimize_params": OptimizeParams(min_ref_std=0.02)}),
+                ("min views 3", {"min_views": 3}), ("neighbors 6", {"neighbors": 6}),
                 ("drop from 0", {"optimize_params": OptimizeParams(drop_from=0)}),
-                ("attempts 1", {"max_attempts": 1})]
+                ("drop from 5", {"optimize_params": OptimizeParams(drop_from=5)}),
+                ("attempts 1", {"max_attempts": 1}), ("views together 4", {"views_together": 4}),
+                ("window 3", {"window": 3})]
         rows = []
         for label, kw in grid:
             try:

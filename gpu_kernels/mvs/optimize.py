@@ -176,7 +176,10 @@ def pack_views(images, *, device=None, views=None) -> ViewTextures:
                 buf = np.zeros((len(p), 12), np.float32)
                 buf[:, 0:3], buf[:, 4:7], buf[:, 8:11] = p[:, 0:3], p[:, 3:6], p[:, 6:9]
                 flat[ofs[i]:ofs[i] + npx[i]] = xp.asarray(buf)
-            return ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H))
+            tx = ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H))
+            # the optimiser runs on non-blocking streams, which do not wait for the null stream
+            xp.cuda.runtime.deviceSynchronize()
+            return tx
     flat = np.zeros((max(total, 1), 9), np.float32)
     for i in sorted(use):
         flat[ofs[i]:ofs[i] + npx[i]] = prepare_image(images[i]).reshape(-1, 9)

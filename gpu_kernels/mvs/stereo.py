@@ -107,7 +107,7 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
                 views_together: int | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                 fuse: bool = True, fuse_tol: float = DEFAULT_FUSE_TOL,
                 fuse_min_views: int = DEFAULT_FUSE_MIN_VIEWS, optimize_params: OptimizeParams | None = None,
-                device=None, progress=None, callback=None) -> MVSResult:
+                overlap: bool | None = None, device=None, progress=None, callback=None) -> MVSResult:
     """Depth, normal and confidence maps of ``views`` (default all) and their fused cloud.
 
     Parameters
@@ -123,6 +123,8 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
         Reference views grown in one shared batch (default 16 on the GPU, 1 on the CPU).
     fuse : bool
         Fuse the processed views' depth maps into a point cloud (needs >= 2 views).
+    overlap : bool, optional
+        Alternate two groups of views on two CUDA streams (see :func:`grow_depth_maps`).
     device, progress, callback
         ``callback(maps, info)`` after every batch (see :func:`grow_depth_maps`).
 
@@ -192,7 +194,8 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
             tg = time.perf_counter()
             maps = grow_depth_maps(tex, img9, scene.cameras, grp, [nbrs[v] for v in grp], seeds,
                                    masks=scene.masks, params=prm, batch_size=batch_size,
-                                   max_attempts=max_attempts, device=be, progress=sub, callback=callback)
+                                   max_attempts=max_attempts, overlap=overlap, device=be, progress=sub,
+                                   callback=callback)
             t_grow += time.perf_counter() - tg
             call_stats.append(maps[0].stats)
             if be.is_gpu:
