@@ -321,6 +321,7 @@ def main(argv=None):
     ap.add_argument("--synthetic-size", type=int, default=640)
     ap.add_argument("--cpu-size", type=int, default=320, help="synthetic image width for the CPU comparison")
     ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU timing of the same view")
     ap.add_argument("--tune-only", action="store_true", help="only the tuning sweep")
     ap.add_argument("--no-synthetic", action="store_true")
     ap.add_argument("--colmap", action="store_true", help="also run COLMAP (needs --pycolmap)")
@@ -395,7 +396,7 @@ def main(argv=None):
         save()
         # GPU against CPU on the same small scene and view
         rows = []
-        for d in ([dev, "cpu"] if dev != "cpu" else ["cpu"]):
+        for d in ([dev] if args.no_cpu else [dev, "cpu"]) if dev != "cpu" else ["cpu"]:
             rows.append(bench_synthetic(d, size=args.cpu_size, n_views=12, views=[0],
                                         repeat_warm=(d != "cpu")))
         out["synthetic_gpu_cpu"] = rows
