@@ -96,17 +96,20 @@ def test_graph_plans_match_plain_launches(pair, method):
     from gpu_kernels.flow import _plan, optical_flow
 
     a, b = cp.asarray(pair.img1), cp.asarray(pair.img2)
+    saved = _plan.ENABLED
     _plan.clear()
-    first = optical_flow(a, b, method=method, device="cuda").to_numpy()
-    again = optical_flow(a, b, method=method, device="cuda").to_numpy()      # replay
-    swapped = optical_flow(b, a, method=method, device="cuda").to_numpy()    # replay, other inputs
-    assert _plan.LAST_FALLBACK is None, _plan.LAST_FALLBACK
-    _plan.ENABLED = False
+    _plan.ENABLED = True
     try:
+        first = optical_flow(a, b, method=method, device="cuda").to_numpy()
+        again = optical_flow(a, b, method=method, device="cuda").to_numpy()      # replay
+        swapped = optical_flow(b, a, method=method, device="cuda").to_numpy()    # replay, other inputs
+        assert _plan.LAST_FALLBACK is None, _plan.LAST_FALLBACK
+        _plan.ENABLED = False
         plain = optical_flow(a, b, method=method, device="cuda").to_numpy()
         plain_swapped = optical_flow(b, a, method=method, device="cuda").to_numpy()
     finally:
-        _plan.ENABLED = True
+        _plan.ENABLED = saved
+        _plan.clear()
     for r in (first, again):
         assert np.array_equal(r.u, plain.u) and np.array_equal(r.quality, plain.quality)
     assert np.array_equal(swapped.v, plain_swapped.v)
