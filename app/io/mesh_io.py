@@ -1,5 +1,6 @@
-"""Mesh file I/O for mesh segmentation: read anything pymeshlab reads, write coloured PLY,
-PSB ``.seg`` label files and one mesh per segment.
+"""Mesh file I/O for mesh segmentation: read meshes (PLY, OBJ, OFF and STL with our own
+checked readers in :mod:`app.io.mesh_formats`, other formats through pymeshlab), write
+coloured PLY, PSB ``.seg`` label files and one mesh per segment.
 
 This module never imports Qt. Every write goes through :mod:`app.io.atomic`, so a failure
 or a cancelled job leaves no partial file behind, and every writer validates its input
@@ -12,7 +13,7 @@ Example
 >>> v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
 >>> f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "tet.ply"
->>> write_colored_ply(out, v, f, np.full((4, 3), 200, np.uint8))
+>>> _ = write_colored_ply(out, v, f, np.full((4, 3), 200, np.uint8))
 >>> vv, ff = read_mesh(out)
 >>> vv.shape, ff.shape
 ((4, 3), (4, 3))
@@ -24,12 +25,14 @@ import os
 import pathlib
 import re
 import shutil
+import struct
 from collections.abc import Sequence
 
 import numpy as np
 
+from app.io import mesh_formats
 from app.io.atomic import atomic_output_dir, atomic_write
-from gpu_kernels.errors import InputError
+from app.io.mesh_formats import MeshFile, MeshIOError
 
 __all__ = [
     "MeshIOError",
@@ -47,7 +50,8 @@ __all__ = [
     "face_areas",
 ]
 
-#: Extensions of the mesh formats pymeshlab reads (lower case, with the dot).
+#: Extensions of the mesh formats :func:`read_mesh` reads (lower case, with the dot): PLY,
+#: OBJ, OFF and STL with our own readers (:mod:`app.io.mesh_formats`), the rest with pymeshlab.
 MESH_EXTENSIONS: tuple[str, ...] = (
     ".ply", ".obj", ".off", ".stl", ".3mf", ".gltf", ".glb", ".dae", ".3ds",
     ".ctm", ".wrl", ".x3d", ".vmi", ".tri",
@@ -57,13 +61,10 @@ MESH_EXTENSIONS: tuple[str, ...] = (
 SEGMENT_FORMATS: tuple[str, ...] = ("ply", "obj", "off", "stl")
 
 
-class MeshIOError(InputError):
-    """A mesh or label file cannot be read or written. The message is one clear line."""
-
-
 # ----------------------------------------------------------------------------- reading
 def _name(path: pathlib.Path) -> str:
-    return str(path)
+    """How messages name a file: by its name (a job may read a temporary copy)."""
+    return path.name or str(path)
 
 
 def _first_line(text: str) -> str:
@@ -83,99 +84,63 @@ def _pymeshlab_reason(exc: Exception) -> str:
     return _first_line(text) or type(exc).__name__
 
 
-def _declared_counts(path: pathlib.Path) -> tuple[int | None, int | None]:
-    """Vertex and face counts the file itself declares, where cheap to find.
-
-    pymeshlab silently drops vertices whose coordinates are NaN or infinite (and the faces
-    that use them); comparing with the declared counts lets us say so instead.
-    """
-    ext = path.suffix.lower()
-    try:
-        if ext == ".ply":
-            with open(path, "rb") as fh:
-                head = fh.read(64 * 1024)
-            end = head.find(b"end_header")
-            if end < 0:
-                return None, None
-            header = head[:end].decode("latin-1")
-            nv = re.search(r"^element\s+vertex\s+(\d+)", header, re.M)
-            nf = re.search(r"^element\s+face\s+(\d+)", header, re.M)
-            return (int(nv.group(1)) if nv else None, int(nf.group(1)) if nf else None)
-        if ext == ".off":
-            with open(path, encoding="latin-1") as fh:
-                tokens: list[str] = []
-                for line in fh:
-                    line = line.split("#", 1)[0].strip()
-                    if not line:
-                        continue
-                    if not tokens and line.upper().endswith("OFF"):
-                        tokens.append(line)
-                        continue
-                    if not tokens:
-                        rest = line[3:] if line.upper().startswith("OFF") else line
-                        tokens.append("OFF")
-                        line = rest
-                    parts = line.split()
-                    if len(parts) >= 2:
-                        return int(parts[0]), int(parts[1])
-                    return None, None
-            return None, None
-        if ext == ".stl":
-            size = path.stat().st_size
-            with open(path, "rb") as fh:
-                head = fh.read(84)
-            if len(head) == 84:
-                n = int(np.frombuffer(head[80:84], "<u4")[0])
-                if size == 84 + 50 * n:
-                    return None, n
-            if size <= 512 * 1024 * 1024:
-                return None, len(re.findall(rb"facet\s+normal", path.read_bytes(), re.I))
-            return None, None
-        if ext == ".obj":
-            if path.stat().st_size > 512 * 1024 * 1024:
-                return None, None
-            data = b"\n" + path.read_bytes()
-            nv = len(re.findall(rb"\n[ \t]*v[ \t]", data))
-            nf = len(re.findall(rb"\n[ \t]*f[ \t]", data))
-            return nv, nf
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None, None
-    return None, None
-
-
-def _stl_nonfinite(path: pathlib.Path, n: int | None) -> int:
-    """How many triangles of an STL file have a NaN or infinite coordinate."""
-    try:
-        size = path.stat().st_size
-        if n is not None and size == 84 + 50 * n:
-            rec = np.fromfile(path, dtype=np.dtype([("n", "<f4", (3,)), ("v", "<f4", (9,)), ("a", "<u2")]),
-                              count=n, offset=84)
-            return int((~np.isfinite(rec["v"])).any(axis=1).sum())
-        if size <= 512 * 1024 * 1024:
-            text = path.read_bytes()
-            return len(re.findall(rb"vertex[^\n]*?(?:nan|inf)", text, re.I))
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def _nonfinite(bad: int, total: int) -> str:
     verb = "has" if bad == 1 else "have"
     return (f"{bad} of {total} vertices {verb} coordinates that are not finite numbers "
             "(NaN or infinity); fix or remove them")
 
 
-def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Read a triangle mesh from any format pymeshlab reads.
+def _read_own(path: pathlib.Path, name: str, ext: str, **kw) -> MeshFile:
+    """One of our readers (:mod:`app.io.mesh_formats`), every failure one MeshIOError line."""
+    try:
+        return mesh_formats.READERS[ext](path, name, **kw)
+    except MeshIOError:
+        raise
+    except MemoryError:
+        raise MeshIOError(f"{name}: too large to read into memory") from None
+    except OSError as exc:
+        raise MeshIOError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, IndexError, OverflowError, struct.error) as exc:
+        # a safety net: the readers check what they read, so this is a bug, but a corrupt
+        # file must still give one line and never take the application down
+        reason = _first_line(str(exc)) or type(exc).__name__
+        raise MeshIOError(f"{name}: not a readable {ext[1:].upper()} mesh ({reason})") from None
 
-    Quads and polygons are triangulated by the loader. Vertex and face order are those of
-    the file (for triangle meshes), so a PSB ``.seg`` file lines up with the faces.
+
+def _read_pymeshlab(path: pathlib.Path, name: str, ext: str) -> tuple[np.ndarray, np.ndarray]:
+    """Formats we do not parse ourselves (3MF, glTF, COLLADA, ...)."""
+    import pymeshlab
+
+    ms = pymeshlab.MeshSet()
+    try:
+        ms.load_new_mesh(str(path))
+    except Exception as exc:
+        reason = _pymeshlab_reason(exc)
+        if "unknown format" in str(exc).lower():
+            raise MeshIOError(
+                f"{name}: unknown mesh format {ext!r} (use one of {', '.join(MESH_EXTENSIONS)})"
+            ) from None
+        raise MeshIOError(f"{name}: not a readable {ext[1:].upper()} mesh ({reason})") from None
+    mesh = ms.current_mesh()
+    vertices = np.ascontiguousarray(mesh.vertex_matrix(), dtype=np.float64).reshape(-1, 3)
+    faces = np.ascontiguousarray(mesh.face_matrix(), dtype=np.int64).reshape(-1, 3)
+    return vertices, faces
+
+
+def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Read a triangle mesh.
+
+    PLY, OBJ, OFF and STL are read by our own checked readers (:mod:`app.io.mesh_formats`);
+    the other formats of :data:`MESH_EXTENSIONS` by pymeshlab. Quads and polygons are
+    fan-triangulated in place. Vertex and face order are those of the file, so a PSB
+    ``.seg`` file lines up with the faces (STL vertices are welded, in order of first
+    appearance).
 
     Parameters
     ----------
     path : str or os.PathLike
     warnings : list, optional
-        Non-fatal findings (unreferenced vertices, ...) are appended here as text.
+        Non-fatal findings (skipped faces, unreferenced vertices, ...) are appended here.
 
     Returns
     -------
@@ -185,8 +150,9 @@ def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, n
     Raises
     ------
     MeshIOError
-        The file is missing, empty, not a mesh, has no faces, or has coordinates that are
-        not finite numbers.
+        The file is missing, empty, not a mesh, corrupt or truncated, has no faces, has
+        faces that refer to vertices that do not exist, or has coordinates that are not
+        finite numbers. The message is one line that names the file.
     """
     path = pathlib.Path(path)
     name = _name(path)
@@ -209,57 +175,33 @@ def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, n
             f"(use one of {', '.join(MESH_EXTENSIONS)})"
         )
 
-    import pymeshlab
+    skipped = 0
+    if ext in mesh_formats.READERS:
+        got = _read_own(path, name, ext)
+        vertices, faces, skipped = got.vertices, got.faces, got.skipped
+    else:
+        vertices, faces = _read_pymeshlab(path, name, ext)
 
-    ms = pymeshlab.MeshSet()
-    try:
-        ms.load_new_mesh(str(path))
-    except Exception as exc:
-        reason = _pymeshlab_reason(exc)
-        if "unknown format" in str(exc).lower():
-            raise MeshIOError(
-                f"{name}: unknown mesh format {ext!r} (use one of {', '.join(MESH_EXTENSIONS)})"
-            ) from None
-        raise MeshIOError(f"{name}: not a readable {ext[1:].upper()} mesh ({reason})") from None
-    mesh = ms.current_mesh()
-    vertices = np.ascontiguousarray(mesh.vertex_matrix(), dtype=np.float64)
-    faces = np.ascontiguousarray(mesh.face_matrix(), dtype=np.int64)
-    if vertices.ndim != 2 or vertices.shape[1] != 3:
-        vertices = vertices.reshape(-1, 3)
-    if faces.size == 0:
-        faces = faces.reshape(0, 3)
-
-    declared_v, declared_f = _declared_counts(path)
-    if ext == ".stl":
-        bad = _stl_nonfinite(path, declared_f)
-        if bad:
-            raise MeshIOError(f"{name}: {bad} of {declared_f} triangles have coordinates that are not finite "
-                              "numbers (NaN or infinity); fix or remove them")
-    dropped = (declared_v - len(vertices)) if declared_v is not None else 0
-    if dropped > 0:
-        raise MeshIOError(f"{name}: {_nonfinite(dropped, declared_v)}")
-    if not np.isfinite(vertices).all():
-        bad = int((~np.isfinite(vertices)).any(axis=1).sum())
-        raise MeshIOError(f"{name}: {_nonfinite(bad, len(vertices))}")
+    finite = np.isfinite(vertices).all(axis=1)
+    if not finite.all():
+        raise MeshIOError(f"{name}: {_nonfinite(int((~finite).sum()), len(vertices))}")
     if len(vertices) == 0:
         raise MeshIOError(f"{name}: the file holds no vertices; it is not a mesh")
     if len(faces) == 0:
-        if declared_f:
-            raise MeshIOError(
-                f"{name}: none of its {declared_f} faces could be read (do they refer to vertices "
-                "that do not exist?)"
-            )
+        if skipped:
+            raise MeshIOError(f"{name}: its only face has fewer than 3 vertices" if skipped == 1 else
+                              f"{name}: none of its {skipped:,} faces has 3 or more vertices")
         raise MeshIOError(
-            f"{name}: has {len(vertices)} vertices but no faces; it is a point cloud, not a "
+            f"{name}: has {len(vertices):,} vert{'ex' if len(vertices) == 1 else 'ices'} but no faces; "
+            "it is a point cloud, not a "
             "surface mesh, so it cannot be segmented"
         )
     if faces.min() < 0 or faces.max() >= len(vertices):
         raise MeshIOError(f"{name}: faces refer to vertices that do not exist")
     if warnings is not None:
-        if declared_f is not None and len(faces) < declared_f:
-            n = declared_f - len(faces)
-            warnings.append(f"{n} face{'s' if n != 1 else ''} of {name} could not be read (degenerate or "
-                            f"invalid) and {'were' if n != 1 else 'was'} skipped")
+        if skipped:
+            warnings.append(f"{skipped:,} face{'s' if skipped != 1 else ''} of {name} could not be read "
+                            f"(fewer than 3 vertices) and {'were' if skipped != 1 else 'was'} skipped")
         used = np.zeros(len(vertices), bool)
         used[faces.ravel()] = True
         n_unused = int((~used).sum())
@@ -270,14 +212,22 @@ def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, n
 
 
 def read_face_colors(path) -> np.ndarray | None:
-    """Per-face RGB colours (F, 3) uint8 of a mesh file, or None if it has none."""
+    """Per-face RGB colours (F, 3) uint8 of a mesh file (one row per triangle, in the order
+    of :func:`read_mesh`), or None if it has none. PLY ``red``/``green``/``blue`` face
+    properties are read by our PLY reader, other formats by pymeshlab."""
+    path = pathlib.Path(path)
+    name = _name(path)
+    if not path.is_file():
+        raise MeshIOError(f"{name}: no such file")
+    if path.suffix.lower() == ".ply":
+        return _read_own(path, name, ".ply", colors=True).face_colors
     import pymeshlab
 
     ms = pymeshlab.MeshSet()
     try:
         ms.load_new_mesh(str(path))
     except Exception as exc:
-        raise MeshIOError(f"{path}: {_pymeshlab_reason(exc)}") from None
+        raise MeshIOError(f"{name}: {_pymeshlab_reason(exc)}") from None
     m = ms.current_mesh()
     if not m.has_face_color():
         return None
@@ -457,26 +407,58 @@ def write_seg(path, labels, n_faces: int | None = None) -> pathlib.Path:
     return path
 
 
+#: Largest ``.seg`` file :func:`read_seg` reads: one line per face, so 256 MB is tens of
+#: millions of faces, far beyond what the segmentation handles.
+SEG_MAX_BYTES = 256 * 1024 * 1024
+
+
 def read_seg(path, n_faces: int | None = None) -> np.ndarray:
-    """Read a PSB ``.seg`` file: (F,) int64 labels, one per line."""
+    """Read a PSB ``.seg`` file: (F,) int64 labels, one per line.
+
+    Raises :class:`MeshIOError` (one line naming the file) for a missing, empty, oversized
+    or binary file, a line that is not a whole number, a negative label, or a label count
+    that does not match ``n_faces``.
+    """
     path = pathlib.Path(path)
+    name = _name(path)
     if not path.is_file():
-        raise MeshIOError(f"{path}: no such file")
+        raise MeshIOError(f"{name}: {'is a folder, not a .seg file' if path.is_dir() else 'no such file'}")
     try:
-        text = path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MeshIOError(f"{path}: not a .seg label file ({type(exc).__name__})") from None
-    tokens = text.split()
-    if not tokens:
-        raise MeshIOError(f"{path}: the file is empty")
+        size = path.stat().st_size
+        if size > SEG_MAX_BYTES:
+            raise MeshIOError(f"{name}: the file is {size / 2**20:,.0f} MB; a .seg label file (one line per "
+                              f"face) of more than {SEG_MAX_BYTES >> 20} MB is not one")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MeshIOError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    a = np.frombuffer(data, np.uint8)
+    if a.size and (a.max() >= 128 or (a == 0).any()):
+        raise MeshIOError(f"{name}: not a .seg label file (it holds binary data, not one integer per line)")
+    ws = mesh_formats._WS[a]
+    n_tokens = int((~ws[:1]).sum() + (~ws[1:] & ws[:-1]).sum()) if a.size else 0
+    if n_tokens == 0:
+        raise MeshIOError(f"{name}: the file is empty")
+    lab = None
     try:
-        lab = np.array([int(t) for t in tokens], dtype=np.int64)
+        lab = np.fromstring(data, dtype=np.int64, sep=" ")
     except ValueError:
-        raise MeshIOError(f"{path}: not a .seg label file (expected one integer per line)") from None
+        pass
+    bound = np.iinfo(np.int64)
+    if lab is None or lab.size != n_tokens or (lab.size and (lab.max() == bound.max or lab.min() == bound.min)):
+        where = ""
+        for i, line in enumerate(data.splitlines(), 1):
+            for tok in line.split():
+                if not re.fullmatch(rb"[+-]?\d{1,18}", tok):
+                    where = f"; line {i:,} holds {tok[:20].decode('ascii')!r}"
+                    break
+            if where:
+                break
+        raise MeshIOError(f"{name}: not a .seg label file (expected one integer per line{where})")
     if lab.min() < 0:
-        raise MeshIOError(f"{path}: labels must be 0 or more")
+        raise MeshIOError(f"{name}: labels must be 0 or more (line {int(np.argmax(lab < 0)) + 1:,} "
+                          f"holds {int(lab.min())})")
     if n_faces is not None and len(lab) != n_faces:
-        raise MeshIOError(f"{path}: {len(lab)} labels for a mesh of {n_faces} faces")
+        raise MeshIOError(f"{name}: {len(lab)} labels for a mesh of {n_faces} faces")
     return lab
 
 
@@ -579,13 +561,76 @@ def face_areas(vertices, faces) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- fuzz registry
+_CUBE_V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], float)
+#: the bottom as two triangles, the other sides as quads: both list lengths in one file
+_CUBE_F = [[0, 3, 2], [0, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [2, 3, 7, 6], [3, 0, 4, 7], [1, 2, 6, 5]]
+
+
+def _cube_variants(folder: pathlib.Path) -> list[pathlib.Path]:
+    """A unit cube of quads and triangles in the variants our readers handle beyond what
+    :func:`write_mesh` writes: ASCII and big-endian PLY with extra properties and elements,
+    OBJ with ``a/b/c`` and negative indices, COFF with comments, ASCII STL."""
+    v, faces = _CUBE_V, _CUBE_F
+    out = []
+    head = ["ply", "format ascii 1.0", "comment cube", f"element vertex {len(v)}", "property float x",
+            "property float y", "property float z", "property uchar alpha", f"element face {len(faces)}",
+            "property list uchar int vertex_indices", "property uchar red", "property uchar green",
+            "property uchar blue", "end_header"]
+    rows = [f"{x:g} {y:g} {z:g} 255" for x, y, z in v]
+    rows += [f"{len(f)} {' '.join(map(str, f))} {40 * i} 100 200" for i, f in enumerate(faces)]
+    out.append(folder / "cube-ascii.ply")
+    out[-1].write_text("\n".join(head + rows) + "\n")
+
+    head = ["ply", "format binary_big_endian 1.0", f"element vertex {len(v)}", "property uchar flags",
+            "property double x", "property float y", "property int z", f"element face {len(faces)}",
+            "property list ushort uint vertex_index", "property float quality", "element edge 2",
+            "property int vertex1", "property int vertex2", "end_header"]
+    vrec = np.zeros(len(v), np.dtype([("flags", "u1"), ("x", ">f8"), ("y", ">f4"), ("z", ">i4")]))
+    vrec["x"], vrec["y"], vrec["z"] = v[:, 0], v[:, 1], v[:, 2]
+    body = vrec.tobytes()
+    for f in faces:
+        body += np.array([len(f)], ">u2").tobytes() + np.asarray(f, ">u4").tobytes()
+        body += np.array([0.5], ">f4").tobytes()
+    body += np.array([[0, 1], [1, 2]], ">i4").tobytes()
+    out.append(folder / "cube-big-endian.ply")
+    out[-1].write_bytes(("\n".join(head) + "\n").encode("ascii") + body)
+
+    lines = ["# a cube", "mtllib cube.mtl", "o cube"]
+    lines += [f"v {x:g} {y:g} {z:g}" for x, y, z in v[:4]]
+    lines += ["vt 0 0", "vn 0 0 -1", "f 1/1/1 4/1/1 3/1/1", "f -4//1 -2//1 -3//1"]
+    lines += [f"v {x:g} {y:g} {z:g}" for x, y, z in v[4:]]
+    lines += ["g sides", "usemtl grey", "s off"]
+    lines += ["f " + " ".join(f"{i + 1}/1" for i in f) for f in faces[2:]]
+    out.append(folder / "cube.obj")
+    out[-1].write_text("\n".join(lines) + "\n")
+
+    lines = ["COFF # colours per vertex", f"{len(v)} {len(faces)} 0"]
+    lines += [f"{x:g} {y:g} {z:g} 0.5 0.5 0.5 1" for x, y, z in v]
+    lines += ["# faces, with colours"]
+    lines += [f"{len(f)} {' '.join(map(str, f))} 255 0 0" for f in faces]
+    out.append(folder / "cube.off")
+    out[-1].write_text("\n".join(lines) + "\n")
+
+    lines = ["solid cube"]
+    for f in faces:
+        for k in range(1, len(f) - 1):
+            lines += ["  facet normal 0 0 0", "    outer loop"]
+            lines += [f"      vertex {x:e} {y:e} {z:e}" for x, y, z in v[[f[0], f[k], f[k + 1]]]]
+            lines += ["    endloop", "  endfacet"]
+    lines.append("endsolid cube")
+    out.append(folder / "cube-ascii.stl")
+    out[-1].write_text("\n".join(lines) + "\n")
+    return out
+
+
 def _sample_meshes(folder: pathlib.Path) -> list[pathlib.Path]:
-    """A small closed mesh (an octahedron) in every format :func:`write_mesh` writes."""
+    """A small closed mesh (an octahedron) in every format :func:`write_mesh` writes, and a
+    cube in the other variants of these formats (:func:`_cube_variants`)."""
     v = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
     f = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
     out = [write_colored_ply(folder / "octa-colored.ply", v, f, np.full((8, 3), 100, np.uint8))]
     out += [write_mesh(folder / f"octa.{ext}", v, f) for ext in SEGMENT_FORMATS]
-    return out
+    return out + _cube_variants(folder)
 
 
 def _sample_seg(folder: pathlib.Path) -> list[pathlib.Path]:

@@ -1,5 +1,6 @@
-"""Mesh file I/O: reading anything pymeshlab reads with clear errors, coloured PLY, PSB
-.seg labels, one mesh per segment, atomic writes, and the bundled samples."""
+"""Mesh file I/O: our PLY/OBJ/OFF/STL readers (format variants, agreement with pymeshlab,
+one clear line for every corrupt file), coloured PLY, PSB .seg labels, one mesh per segment,
+atomic writes, and the bundled samples."""
 
 from __future__ import annotations
 
@@ -175,6 +176,53 @@ BAD_INPUTS = {
                       "not finite numbers"),
     "no-extension": (lambda d: _w(d / "mesh", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"), "no extension"),
     "folder": (lambda d: (d / "dir.ply").mkdir() or d / "dir.ply", "is a folder"),
+    # corrupt files our readers refuse in one line (pymeshlab crashed on the first)
+    "obj-absurd-index": (lambda d: _w(d / "absurd.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 99999999999\n"),
+                         "faces refer to vertices that do not exist (face 1 uses vertex 99,999,999,999; "
+                         "the file has 3 vertices)"),
+    "obj-index-zero": (lambda d: _w(d / "zero.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n"),
+                       "OBJ indices start at 1"),
+    "obj-negative-too-far": (lambda d: _w(d / "back.obj", "v 0 0 0\nv 1 0 0\nf -1 -2 -3\nv 0 1 0\n"),
+                             "face 1 uses vertex -3"),
+    "obj-word": (lambda d: _w(d / "word.obj", "v 0 0 zero\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"),
+                 "vertex 1 has 'zero', which is not a number"),
+    "obj-two-coordinates": (lambda d: _w(d / "flat.obj", "v 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"),
+                            "vertex 1 has 2 coordinates, not 3"),
+    "obj-nul": (lambda d: _w(d / "nul.obj", b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n" + bytes(64)),
+                "byte 32 is a NUL byte"),
+    "ply-no-end-header": (lambda d: _w(d / "nohead.ply", "ply\nformat ascii 1.0\nelement vertex 3\n"
+                                       "property float x\n0 0 0\n"), "no 'end_header' line"),
+    "ply-absurd-count": (lambda d: _w(d / "absurd.ply", _binary_ply_with_nan(d / "x.ply").read_bytes()
+                                      .replace(b"vertex 3", b"vertex 4000000000")),
+                         "declares 4,000,000,000 vertices but the file is only 227 bytes; it is truncated or "
+                         "corrupt"),
+    "ply-truncated": (lambda d: _w(d / "cut.ply", _binary_ply_with_nan(d / "x.ply").read_bytes()[:-3]),
+                      "the file ends inside its faces (1 declared); it is truncated"),
+    "ply-index-out-of-range": (lambda d: _w(d / "range.ply", NAN_PLY.replace("nan", "1").replace("0 1 2\n", "0 1 3\n")),
+                               "face 1 uses vertex 3; the file has 3 vertices"),
+    "ply-word": (lambda d: _w(d / "word.ply", NAN_PLY.replace("nan", "one")), "'one', is not a number"),
+    "ply-unknown-type": (lambda d: _w(d / "type.ply", NAN_PLY.replace("float x", "float128 x")),
+                         "bad property line 'property float128 x'"),
+    "ply-no-faces-list": (lambda d: _w(d / "nolist.ply", NAN_PLY.replace("vertex_indices", "corners")),
+                          "its faces have no 'vertex_indices' list"),
+    "off-absurd-count": (lambda d: _w(d / "absurd.off", "OFF\n4000000000 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"),
+                         "declares 4,000,000,000 vertices but the file is only 45 bytes"),
+    "off-truncated": (lambda d: _w(d / "cut.off", "OFF\n3 1 0\n0 0 0\n1 0 0\n"),
+                      "the file ends after 2 of its 3 vertices; it is truncated"),
+    "off-short-face": (lambda d: _w(d / "short.off", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n4 0 1 2\n"),
+                       "face 1 declares 4 vertices but its line holds 3 numbers after that"),
+    "off-no-header": (lambda d: _w(d / "nohead.off", "3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"),
+                      "does not start with an OFF header line"),
+    "off-4d": (lambda d: _w(d / "four.off", "4OFF\n3 1 0\n0 0 0 1\n1 0 0 1\n0 1 0 1\n3 0 1 2\n"),
+               "not supported"),
+    "stl-binary-count": (lambda d: _w(d / "count.stl", mesh_io._stl_bytes(*tetra())[:-10]),
+                         "declares 4 triangles (284 bytes) but the file is 274 bytes"),
+    "stl-ascii-truncated": (lambda d: _w(d / "cut.stl", "solid s\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n"
+                                         "vertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\n"),
+                            "ends without 'endsolid'; it is truncated"),
+    "stl-ascii-two-corners": (lambda d: _w(d / "two.stl", "solid s\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n"
+                                           "vertex 1 0 0\nendloop\nendfacet\nendsolid s\n"),
+                              "facet 1 has 2 vertices, not 3"),
 }
 
 
@@ -195,6 +243,206 @@ def test_nan_count_is_reported(tmp_path):
     p.write_text("v 0 0 0\nv nan 0 0\nv 1 inf 0\nv 1 1 0\nf 1 2 3\nf 1 3 4\nf 1 2 4\n")
     with pytest.raises(MeshIOError, match="2 of 4 vertices have coordinates"):
         read_mesh(p)
+
+
+# ----------------------------------------------------------------------------- our readers, variant by variant
+# A house: a square (0 1 2 3) and its roof (3 2 4). Every file below holds it, in one variant
+# of its format, and must read back as exactly these arrays (the square fan-triangulated).
+HOUSE_V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0.5, 1.5, 0]], float)
+HOUSE_F = np.array([[0, 1, 2], [0, 2, 3], [3, 2, 4]])
+HOUSE_POLYS = [[0, 1, 2, 3], [3, 2, 4]]
+
+
+def _be_ply(path: Path) -> Path:
+    """Big-endian PLY: mixed-type coordinates, properties before and after the face list
+    (ushort counts, uint indices, named vertex_index), and an extra element at the end."""
+    head = ("ply\nformat binary_big_endian 1.0\ncomment big-endian house\nobj_info test\nelement vertex 5\n"
+            "property uchar flags\nproperty double x\nproperty float y\nproperty int z\nelement face 2\n"
+            "property uchar kind\nproperty list ushort uint vertex_index\nproperty float quality\n"
+            "element edge 1\nproperty int vertex1\nproperty int vertex2\nend_header\n")
+    body = b"".join(struct.pack(">BdfI", 7, x, y, int(z)) for x, y, z in HOUSE_V)
+    for poly in HOUSE_POLYS:
+        body += struct.pack(f">BH{len(poly)}If", 1, len(poly), *poly, 0.5)
+    body += struct.pack(">ii", 0, 1)
+    path.write_bytes(head.encode() + body)
+    return path
+
+
+def _be_triangles_ply(path: Path) -> Path:
+    """Big-endian PLY whose faces are all triangles (the one-block path), with colours."""
+    head = ("ply\nformat binary_big_endian 1.0\nelement vertex 5\nproperty float x\nproperty float y\n"
+            "property float z\nelement face 3\nproperty list uchar short vertex_indices\nproperty uchar red\n"
+            "property uchar green\nproperty uchar blue\nend_header\n")
+    body = HOUSE_V.astype(">f4").tobytes()
+    body += b"".join(struct.pack(">B3h3B", 3, *f, 10 * i, 20, 30) for i, f in enumerate(HOUSE_F))
+    path.write_bytes(head.encode() + body)
+    return path
+
+
+def _ascii_stl(path: Path) -> Path:
+    """ASCII STL: indented, one keyword upper case, a -0 corner (welded with 0)."""
+    text = "solid house\n"
+    for i, tri in enumerate(HOUSE_F):
+        corners = HOUSE_V[tri].tolist()
+        if i == 1:
+            corners[0][0] = "-0"
+        text += ("  FACET NORMAL 0 0 1\n" if i == 2 else "  facet normal 0 0 1\n") + "    outer loop\n"
+        text += "".join(f"      vertex {x} {y} {z}\n" for x, y, z in corners)
+        text += "    endloop\n  endfacet\n"
+    path.write_text(text + "endsolid house\n")
+    return path
+
+
+HOUSES = {
+    "quads.obj": "# a house\nmtllib house.mtl\no house\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0.5 1.5 0 1.0\n"
+                 "vt 0 0\nvn 0 0 1\nusemtl wall\ns off\nf 1/1/1 2/1/1 3/1/1 4/1/1\ng roof\nf 4//1 3//1 5//1\n",
+    "negative.obj": "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf -4 -3 -2 -1\nv 0.5 1.5 0\nf -2/-1 -3/-1 -1/-1\n",
+    "crlf.obj": "v 0 0 0\r\n\tv 1 0 0 \r\n\r\nv 1 1 0\r\nv 0 1 0\r\nv 0.5 1.5 0\r\nf 1 2 3 4 # a quad\r\nf 4 3 5\r\n",
+    "counts-on-header.off": "OFF 5 2 0\n0 0 0\n1 0 0\n1 1 0\n0 1 0\n0.5 1.5 0\n4 0 1 2 3\n3 3 2 4\n",
+    "coff.off": "COFF\n# RGBA per vertex, RGB per face\n5 2 0\n0 0 0 255 0 0 255\n1 0 0 0 255 0 255\n"
+                "1 1 0 0 0 255 255\n0 1 0 0.5 0.5 0.5 1\n0.5 1.5 0 1 1 1 1\n4 0 1 2 3 255 0 0\n"
+                "3 3 2 4 0.2 0.4 0.6\n",
+    "cnoff.off": "CNOFF\n5 2 0\n0 0 0 0 0 1 1 0 0 1\n1 0 0 0 0 1 0 1 0 1\n1 1 0 0 0 1 0 0 1 1\n"
+                 "0 1 0 0 0 1 1 1 1 1\n0.5 1.5 0 0 0 1 1 1 1 1\n4 0 1 2 3\n3 3 2 4\n",
+    "noff-comments.off": "# leading comment\nNOFF\n\n5 2 0 # counts\n0 0 0 0 0 1\n1 0 0 0 0 1\n1 1 0 0 0 1\n"
+                         "0 1 0 0 0 1\n0.5 1.5 0 0 0 1\n4 0 1 2 3\n3 3 2 4\n",
+    "ascii.ply": "ply\nformat ascii 1.0\nelement vertex 5\nproperty double x\nproperty double y\nproperty double z\n"
+                 "property uchar alpha\nelement face 2\nproperty list uchar int vertex_indices\n"
+                 "property uchar red\nproperty uchar green\nproperty uchar blue\nend_header\n0 0 0 9\n1 0 0 9\n"
+                 "1 1 0 9\n0 1 0 9\n0.5 1.5 0 9\n4 0 1 2 3 255 0 0\n3 3 2 4 0 0 255\n",
+    "big-endian.ply": _be_ply,
+    "triangles-big-endian.ply": _be_triangles_ply,
+    "ascii.stl": _ascii_stl,
+    "binary-named-solid.stl": lambda p: _w(p, b"solid but binary".ljust(80)
+                                           + mesh_io._stl_bytes(HOUSE_V, HOUSE_F)[80:]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOUSES))
+def test_format_variants_read_exactly(tmp_path, name):
+    make = HOUSES[name]
+    path = _w(tmp_path / name, make) if isinstance(make, str) else make(tmp_path / name)
+    warnings: list[str] = []
+    v, f = read_mesh(path, warnings=warnings)
+    assert v.dtype == np.float64 and f.dtype == np.int64
+    np.testing.assert_array_equal(v, HOUSE_V)
+    np.testing.assert_array_equal(f, HOUSE_F)
+    assert warnings == []
+
+
+def test_ply_face_colours_follow_the_triangles(tmp_path):
+    """A polygon's colour goes to each of its triangles; both PLY paths (one block for
+    equal list lengths, record by record otherwise) and both encodings."""
+    p = _w(tmp_path / "ascii.ply", HOUSES["ascii.ply"])
+    np.testing.assert_array_equal(read_face_colors(p), [[255, 0, 0], [255, 0, 0], [0, 0, 255]])
+    p = _be_triangles_ply(tmp_path / "be.ply")
+    np.testing.assert_array_equal(read_face_colors(p), [[0, 20, 30], [10, 20, 30], [20, 20, 30]])
+    assert read_face_colors(_be_ply(tmp_path / "plain.ply")) is None
+
+
+def test_polygons_are_fans_in_file_order(tmp_path):
+    """Pentagon 0 1 2 4 3 is the fan 0 1 2, 0 2 4, 0 4 3 in every format. (pymeshlab's OFF
+    reader makes 0 1 2, 0 2 3, 0 3 4 of it, which covers the wrong area.)"""
+    v = "0 0 0\n1 0 0\n1 1 0\n0 1 0\n0.5 1.5 0\n"
+    expected = [[0, 1, 2], [0, 2, 4], [0, 4, 3]]
+    files = {
+        "p.off": "OFF\n5 1 0\n" + v + "5 0 1 2 4 3\n",
+        "p.obj": "".join(f"v {line}\n" for line in v.splitlines()) + "f 1 2 3 5 4\n",
+        "p.ply": ("ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\nproperty float y\n"
+                  "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
+                  + v + "5 0 1 2 4 3\n"),
+    }
+    for name, text in files.items():
+        assert read_mesh(_w(tmp_path / name, text))[1].tolist() == expected, name
+
+
+def test_faces_keep_file_order_and_degenerate_faces_are_kept(tmp_path):
+    """Face i of the file stays face i (a .seg file lines up): a face that repeats a vertex is
+    kept; one with fewer than 3 vertices is skipped, with a warning."""
+    p = _w(tmp_path / "w.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 5 5 5\nf 1 2 3\nf 1 1 2\nf 3 2\nf 2 3 1\n")
+    warnings: list[str] = []
+    v, f = read_mesh(p, warnings=warnings)
+    assert f.tolist() == [[0, 1, 2], [0, 0, 1], [1, 2, 0]]
+    assert warnings == ["1 face of w.obj could not be read (fewer than 3 vertices) and was skipped",
+                        "1 vertex of w.obj belongs to no face"]
+    with pytest.raises(MeshIOError, match="none of its 2 faces has 3 or more vertices"):
+        read_mesh(_w(tmp_path / "lines.off", "OFF\n3 2 0\n0 0 0\n1 0 0\n0 1 0\n2 0 1\n2 1 2\n"))
+
+
+def test_stl_corners_are_welded_in_order_of_first_appearance(tmp_path):
+    v, f = tetra()
+    v2, f2 = read_mesh(write_mesh(tmp_path / "t.stl", v, f))
+    order = list(dict.fromkeys(f.ravel().tolist()))          # vertices as the triangles meet them
+    np.testing.assert_array_equal(v2, v[order])
+    np.testing.assert_array_equal(v2[f2], v[f])
+
+
+def test_our_formats_do_not_load_pymeshlab(tmp_path):
+    """PLY, OBJ, OFF and STL never reach pymeshlab, whose loaders crash on corrupt files."""
+    v, f = tetra()
+    files = [str(write_mesh(tmp_path / f"t.{ext}", v, f)) for ext in ("ply", "obj", "off", "stl")]
+    code = ("import sys; from app.io.mesh_io import read_mesh, read_face_colors; "
+            f"[read_mesh(p) for p in {files!r}]; read_face_colors({files[0]!r}); "
+            "print('pymeshlab' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+def _pymeshlab_arrays(path: Path):
+    import pymeshlab
+
+    ms = pymeshlab.MeshSet()
+    ms.load_new_mesh(str(path))
+    m = ms.current_mesh()
+    return m.vertex_matrix(), m.face_matrix()
+
+
+@pytest.mark.parametrize("fmt", ["sample", "colored.ply", "ply", "obj", "off", "stl"])
+@pytest.mark.parametrize("name", ["dumbbell", "creature", "table"])
+def test_round_trip_agrees_with_pymeshlab(tmp_path, name, fmt):
+    """Each bundled sample, as it is and written in every format, reads back as written and
+    exactly as pymeshlab reads it (vertices, faces, order)."""
+    v, f = read_mesh(SAMPLES / f"{name}.ply")
+    if fmt == "sample":
+        out = SAMPLES / f"{name}.ply"
+    elif fmt == "colored.ply":
+        colors = np.random.default_rng(2).integers(0, 256, (len(f), 3)).astype(np.uint8)
+        out = write_colored_ply(tmp_path / f"{name}.ply", v, f, colors)
+        np.testing.assert_array_equal(read_face_colors(out), colors)
+    else:
+        out = write_mesh(tmp_path / f"{name}.{fmt}", v, f)
+    v2, f2 = read_mesh(out)
+    if fmt == "stl":   # float32 corners, welded in order of first appearance
+        np.testing.assert_array_equal(v2[f2], v[f].astype(np.float32))
+        assert len(v2) == len(v)
+    else:
+        np.testing.assert_array_equal(v2, v)
+        np.testing.assert_array_equal(f2, f)
+    try:
+        import pymeshlab  # noqa: F401
+    except ImportError:
+        pytest.skip("pymeshlab is not installed: our readers passed, but there is nothing to compare them with")
+    pv, pf = _pymeshlab_arrays(out)
+    np.testing.assert_array_equal(v2, pv)
+    np.testing.assert_array_equal(f2, pf)
+
+
+def test_read_seg_refuses_oversized_and_binary_files(tmp_path):
+    big = tmp_path / "big.seg"
+    with open(big, "wb") as fh:
+        fh.write(b"0\n1\n")
+        fh.truncate(300 << 20)            # sparse: costs no disk
+    with pytest.raises(MeshIOError, match=r"big.seg: the file is 300 MB; a .seg label file .* of more than 256 MB"):
+        read_seg(big)
+    (tmp_path / "bin.seg").write_bytes(b"0\n1\x00\n")
+    with pytest.raises(MeshIOError, match="binary data"):
+        read_seg(tmp_path / "bin.seg")
+    (tmp_path / "neg.seg").write_text("0\n-1\n")
+    with pytest.raises(MeshIOError, match=r"labels must be 0 or more \(line 2 holds -1\)"):
+        read_seg(tmp_path / "neg.seg")
+    (tmp_path / "crlf.seg").write_bytes(b"3\r\n0\r\n")
+    np.testing.assert_array_equal(read_seg(tmp_path / "crlf.seg"), [3, 0])
 
 
 # ----------------------------------------------------------------------------- writers validate first
