@@ -139,6 +139,8 @@ class Case:
             self.gpu = dict(fixed=cp.asarray(self.fixed), moving=cp.asarray(self.moving),
                             fixed32=cp.asarray(self.fixed, dtype=cp.float32) / 255.0,
                             moving32=cp.asarray(self.moving, dtype=cp.float32) / 255.0,
+                            fixed255=cp.asarray(self.fixed, dtype=cp.float32),
+                            moving255=cp.asarray(self.moving, dtype=cp.float32),
                             gt=cp.asarray(self.gt), myo=cp.asarray(self.myo))
         return self.gpu
 
@@ -201,7 +203,7 @@ def render_md(p):
         parts.append("\nPeak device memory\n\n" + format_table(p["memory"], [(k, k) for k in p["memory"][0]]))
     if p["tuning"]:
         keys = list(dict.fromkeys(k for r in p["tuning"] for k in r))
-        parts.append("\nTuning (128^3 pairs)\n\n" + format_table(p["tuning"], [(k, k) for k in keys]))
+        parts.append("\nTuning\n\n" + format_table(p["tuning"], [(k, k) for k in keys]))
     if p["acdc"]:
         keys = list(dict.fromkeys(k for r in p["acdc"] for k in r))
         parts.append("\nACDC ED -> ES\n\n" + format_table(p["acdc"], [(k, k) for k in keys]))
@@ -283,7 +285,7 @@ def run_skimage(cases, sk_max, budget):
             add_row(name, case, t, u, note="CPU, scikit-image defaults")
 
 
-def run_cucim(cases, budget):
+def run_cucim(cases, budget, tvl1_max=10**9):
     try:
         from cucim.skimage.registration import optical_flow_ilk, optical_flow_tvl1
     except Exception as exc:  # noqa: BLE001
@@ -294,6 +296,9 @@ def run_cucim(cases, budget):
     for case in cases:
         g = case.on_gpu()
         for name, fn in (("cucim-ilk", optical_flow_ilk), ("cucim-tvl1", optical_flow_tvl1)):
+            if name == "cucim-tvl1" and case.size > tvl1_max:
+                note(f"cucim-tvl1 at {case.size}^3 not run in this run (cap {tvl1_max}^3)")
+                continue
             if left(budget) < 30:
                 note(f"{name} at {case.size}^3 skipped: out of time")
                 continue
@@ -318,10 +323,12 @@ def run_of3d(cases, budget):
     sign = {}
     for case in cases:
         g = case.on_gpu()
-        runs = (("of3d-farneback", lambda: farneback_3d(g["fixed32"], g["moving32"], iters=5, num_levels=5, scale=0.5,
+        # intensities 0..255: LK's regularisation (alpha^2 = 0.01) and eigenvalue threshold (tau = 0.1)
+        # are absolute, and with [0, 1] intensities they reject every displacement
+        runs = (("of3d-farneback", lambda: farneback_3d(g["fixed255"], g["moving255"], iters=5, num_levels=5, scale=0.5,
                                                         spatial_size=9, sigma_k=0.15, filter_type="box",
                                                         filter_size=21, presmoothing=None)[:3]),
-                ("of3d-lk", lambda: pyrlk_3d(g["fixed32"], g["moving32"], iters=15, num_levels=5, scale=0.5, tau=0.1,
+                ("of3d-lk", lambda: pyrlk_3d(g["fixed255"], g["moving255"], iters=15, num_levels=5, scale=0.5, tau=0.1,
                                              alpha=0.1, filter_type="gaussian", filter_size=21,
                                              presmoothing=None)))
         for name, fn in runs:
@@ -336,7 +343,7 @@ def run_of3d(cases, budget):
                     e_neg = float(cp.sqrt(((-u - g["gt"]) ** 2).sum(0)).mean())
                     sign[name] = 1.0 if e_pos <= e_neg else -1.0
                     note(f"{name}: field sign {sign[name]:+.0f} matches our convention (EPE {e_pos:.3f} vs {e_neg:.3f})")
-                add_row(name, case, t, sign[name] * u, note="opticalflow3d 0.3.2 defaults")
+                add_row(name, case, t, sign[name] * u, note="opticalflow3d 0.3.2 defaults, intensities 0..255")
             except Exception as exc:  # noqa: BLE001
                 note(f"{name} at {case.size}^3 failed: {type(exc).__name__}: {exc}")
         cp.get_default_memory_pool().free_all_blocks()
@@ -395,14 +402,16 @@ def sweep_bandwidth(sizes, copy_bw, budget):
         f = rng.random(shape, dtype=cp.float32)
         m = rng.random(shape, dtype=cp.float32)
         u = cp.zeros((3,) + shape, dtype=cp.float32)
-        for variant in ("cache", "smem"):
-            ops = GpuOps(be, variant)
+        for variant, extra in (("cache", {}), ("smem", {}), ("cache", {"ECHO_MINB": 2}), ("cache", {"ECHO_MINB": 4}),
+                               ("smem", {"ECHO_MINB": 4})):
+            ops = GpuOps(be, variant, solve_defines=extra)
+            label = variant + "".join(f" {k[5:].lower()}={v}" for k, v in extra.items())
             t_tensor, T = gpu_time(lambda ops=ops: ops.tensor(f, m, u, "central"), repeat=10)
             t_smooth, _ = gpu_time(lambda ops=ops: ops.smooth_channels(T, 2.5), repeat=5)
             t_finish, Tc = gpu_time(lambda ops=ops: ops.finish(T, u, 0.02, 0.02), repeat=5)
             nc = Tc.size // 9
             RESULTS["kernels"].append({
-                "size": size, "variant": variant, "tensor_ms": round(t_tensor * 1e3, 3),
+                "size": size, "variant": label, "tensor_ms": round(t_tensor * 1e3, 3),
                 "tensor_GBps": round((2 * 4 * n + 3 * 4 * n + 9 * 4 * n) / t_tensor / 1e9, 1),
                 "smooth9_ms": round(t_smooth * 1e3, 3),
                 "smooth9_GBps": round(9 * 3 * 2 * 4 * n / t_smooth / 1e9, 1),
@@ -428,7 +437,7 @@ def sweep_bandwidth(sizes, copy_bw, budget):
                 t, _ = gpu_time(fn, repeat=3)
                 ts = t / reps
                 RESULTS["bandwidth"].append({
-                    "size": size, "variant": variant, "solver": solver, "sweep_ms": round(ts * 1e3, 4),
+                    "size": size, "variant": label, "solver": solver, "sweep_ms": round(ts * 1e3, 4),
                     "MB_min": round(bytes_min / 1e6, 1), "GBps": round(bytes_min / ts / 1e9, 1),
                     "of_copy": round(bytes_min / ts / copy_bw, 3)})
                 print(json.dumps(RESULTS["bandwidth"][-1]), flush=True)
@@ -461,47 +470,46 @@ def peak_memory(cases, params):
 
 
 def tune(cases, base, budget):
-    """One-at-a-time sweep around ``base``, then a grid of sweep budgets; EPE averaged over the pairs."""
+    """A speed grid (warps x iters x tol) and an accuracy grid (rho x beta x alpha) around ``base``,
+    at each size of ``cases``; EPE averaged over the pairs of one size."""
     from gpu_kernels.backend import get_backend
 
     be = get_backend("cuda")
-    grid = [dict()]
-    for k, vals in (("alpha", [0.005, 0.01, 0.02, 0.04, 0.08]), ("beta", [0.0, 0.005, 0.02, 0.06, 0.2]),
-                    ("rho", [1.0, 1.5, 2.5, 3.5]), ("sigma", [0.0, 0.5, 1.0]), ("levels", [2, 3, 4, 5]),
-                    ("warps", [1, 2, 3, 5]), ("iters", [5, 10, 20, 40, 80]), ("tol", [0.0, 3e-4, 1e-3, 3e-3, 1e-2]),
-                    ("derivative", ["forward"]), ("solver", ["jacobi"])):
-        for v in vals:
-            if base.get(k) != v:
-                grid.append({k: v})
-    for w in (1, 2, 3):
-        for it in (5, 10, 20):
-            for lev in (3, 4):
-                grid.append({"warps": w, "iters": it, "levels": lev, "tol": 0.0})
-    for change in grid:
-        if left(budget) < 15:
-            note("tuning stopped early: out of time")
-            break
-        params = dict(base, **change)
-        rows = []
-        for case in cases:
-            g = case.on_gpu()
-            try:
-                t, (u, info) = gpu_time(lambda p=params, g=g: estimate_motion(
-                    g["fixed"], g["moving"], device=be, return_info=True, **p), repeat=2)
-                rows.append((t, metrics(u, case), info.sweeps))
-            except Exception as exc:  # noqa: BLE001
-                note(f"tuning {change} failed: {type(exc).__name__}: {exc}")
-                rows = []
+    speed = [{"warps": w, "iters": it, "tol": tol} for w in (2, 3) for it in (5, 10, 20) for tol in (0.0, 1e-3)]
+    accuracy = [{"rho": r, "beta": b, "alpha": a} for r in (3.0, 3.5, 4.0, 5.0) for b in (0.0, 0.005, 0.01, 0.02, 0.05)
+                for a in (0.015, 0.02, 0.03)]
+    accuracy += [{"levels": lv} for lv in (2, 3, 4, 5)] + [{"solver": "jacobi", "iters": k} for k in (10, 20, 40)]
+    by_size: dict = {}
+    for c in cases:
+        by_size.setdefault(c.size, []).append(c)
+    for size, group in sorted(by_size.items()):
+        for change in [dict()] + speed + accuracy:
+            if left(budget) < 15:
+                note(f"tuning at {size}^3 stopped early: out of time")
                 break
-        if not rows:
-            continue
-        rec = {"change": json.dumps(change) if change else "base", "ms": round(np.mean([r[0] for r in rows]) * 1e3, 2),
-               "epe": round(float(np.mean([r[1]["epe"] for r in rows])), 4),
-               "epe_myo": round(float(np.mean([r[1]["epe_myo"] for r in rows])), 4),
-               "det_err_myo": round(float(np.mean([r[1]["det_err_myo"] for r in rows])), 4),
-               "sweeps": int(np.mean([r[2] for r in rows]))}
-        RESULTS["tuning"].append(rec)
-        print(json.dumps(rec), flush=True)
+            params = dict(base, **change)
+            rows = []
+            for case in group:
+                g = case.on_gpu()
+                try:
+                    t, (u, info) = gpu_time(lambda p=params, g=g: estimate_motion(
+                        g["fixed"], g["moving"], device=be, return_info=True, **p), repeat=2)
+                    rows.append((t, metrics(u, case), info.sweeps))
+                except Exception as exc:  # noqa: BLE001
+                    note(f"tuning {change} failed: {type(exc).__name__}: {exc}")
+                    rows = []
+                    break
+            if not rows:
+                continue
+            rec = {"size": size, "change": json.dumps(change) if change else "base",
+                   "ms": round(float(np.mean([r[0] for r in rows])) * 1e3, 2),
+                   "epe": round(float(np.mean([r[1]["epe"] for r in rows])), 4),
+                   "epe_p95": round(float(np.mean([r[1]["epe_p95"] for r in rows])), 4),
+                   "epe_myo": round(float(np.mean([r[1]["epe_myo"] for r in rows])), 4),
+                   "det_err_myo": round(float(np.mean([r[1]["det_err_myo"] for r in rows])), 4),
+                   "sweeps": int(np.mean([r[2] for r in rows]))}
+            RESULTS["tuning"].append(rec)
+            print(json.dumps(rec), flush=True)
 
 
 def acdc(data_dir, params, budget):
@@ -597,7 +605,8 @@ def main(argv=None):
                     help="comma-separated sections")
     ap.add_argument("--cpu-max", type=int, default=64, help="largest size for our CPU path")
     ap.add_argument("--skimage-max", type=int, default=64, help="largest size for scikit-image (slow)")
-    ap.add_argument("--tune-size", type=int, default=128)
+    ap.add_argument("--tune-sizes", default="128,256")
+    ap.add_argument("--tvl1-max", type=int, default=10**9, help="largest size for cuCIM TV-L1")
     ap.add_argument("--budget", type=float, default=1e9, help="seconds; later sections are skipped past it")
     ap.add_argument("--params", default="{}", help="JSON dict of estimate_motion parameters")
     ap.add_argument("--data", default=os.environ.get("GPULAB_SHARED_DATA", str(ROOT / ".." / "shared" / "data")))
@@ -625,9 +634,10 @@ def main(argv=None):
         ("bandwidth", lambda: sweep_bandwidth([s for s in (128, 256) if s in sizes] or sizes[-1:],
                                                copy_bandwidth(), args.budget), True),
         ("memory", lambda: peak_memory([c for c in cases if c.size == max(sizes)], params), True),
-        ("cucim", lambda: run_cucim(cases, args.budget), True),
+        ("cucim", lambda: run_cucim(cases, args.budget, args.tvl1_max), True),
         ("of3d", lambda: run_of3d(cases, args.budget), True),
-        ("tune", lambda: tune([Case(args.tune_size, "cuda", seed=s) for s in (0, 1)], params, args.budget), True),
+        ("tune", lambda: tune([Case(int(z), "cuda", seed=s) for z in args.tune_sizes.split(",") if z.strip()
+                               for s in ((0, 1) if int(z) <= 128 else (0,))], params, args.budget), True),
         ("acdc", lambda: acdc(args.data, params, args.budget), False),
         ("cpu", lambda: run_ours_cpu(cases, params, args.cpu_max, args.budget), False),
         ("skimage", lambda: run_skimage(cases, args.skimage_max, args.budget), False),

@@ -19,8 +19,9 @@ __all__ = ["GpuOps", "MAXW", "NSETS"]
 TX, TY = 32, 8
 MAXW = 2 * _cpu.MAX_RADIUS + 1
 NSETS = 8
-#: lines longer than this are filtered by cupyx.scipy.ndimage (shared memory would not hold them)
-MAX_LINE = 1024
+#: lines longer than this (with their borders) are filtered by cupyx.scipy.ndimage (shared
+#: memory would not hold them)
+MAX_LINE = 1280
 
 _slots_lock = threading.Lock()
 _slots: dict[int, dict] = {}
@@ -45,7 +46,7 @@ def _cdiv(a, b):
 class GpuOps:
     """The estimator's building blocks on one CUDA device, in one kernel variant."""
 
-    def __init__(self, be, variant: str = "cache"):
+    def __init__(self, be, variant: str = "cache", solve_defines: dict | None = None):
         self.be = be
         self.xp = be.xp
         self.variant = variant
@@ -53,7 +54,8 @@ class GpuOps:
         self.m_tensor = load_module("echo_tensor.cu", defines=defs, device=be)
         self.m_filter = load_module("echo_filter.cu", defines=dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS),
                                     device=be)
-        self.m_solve = load_module("echo_solve.cu", defines=defs, device=be)
+        # solve_defines: kernel-tuning experiments (e.g. {"ECHO_MINB": 4}), benchmarks only
+        self.m_solve = load_module("echo_solve.cu", defines=dict(defs, **(solve_defines or {})), device=be)
         self.k_tensor = self.m_tensor.get_function(f"echo_tensor_{variant}")
         self.k_gx = self.m_filter.get_function("echo_gauss_x")
         self.k_gl = self.m_filter.get_function("echo_gauss_line")
@@ -104,23 +106,23 @@ class GpuOps:
         L = shape[ax]
         if L == 1 or sigma <= 0:
             return
-        if L > MAX_LINE:
+        slot, r = self._weights_slot(sigma)
+        if L + 2 * r > MAX_LINE:
             from cupyx.scipy import ndimage as cndi
 
             w = self.xp.asarray(_cpu.gaussian_kernel1d(sigma))
             v = data.reshape((C,) + tuple(shape))
             for c in range(C):
-                cndi.correlate1d(v[c], w, axis=ax, output=v[c], mode="nearest")
+                v[c] = cndi.correlate1d(v[c], w, axis=ax, mode="nearest")
             return
-        slot, r = self._weights_slot(sigma)
         if ax == 2:
             rows = C * Z * Y
-            smem = TY * X * 4
+            smem = TY * (X + 2 * r) * 4
             set_max_dynamic_smem(self.k_gx, smem)
             self.k_gx((_cdiv(rows, TY),), (TX, TY), (data, _i64(rows), _i32(X), _i32(slot), _i32(r)),
                       shared_mem=smem)
         else:
-            smem = L * 32 * 4
+            smem = (L + 2 * r) * 32 * 4
             set_max_dynamic_smem(self.k_gl, smem)
             if ax == 1:
                 grid = (_cdiv(X, 32), Z, C)

@@ -92,17 +92,19 @@ __all__ = [
     "jacobi_damping",
     "jacobi_lambda_max",
     "pyramid_shapes",
+    "auto_levels",
     "memory_bytes",
     "max_voxels_for_memory",
 ]
 
 DEFAULT_ALPHA = 0.02
-DEFAULT_BETA = 0.02
-DEFAULT_RHO = 3.0
+DEFAULT_BETA = 0.01
+DEFAULT_RHO = 3.5
 DEFAULT_SIGMA = 0.0
-DEFAULT_LEVELS = 4
+#: pyramid levels; 0 = automatic (:func:`auto_levels`: the coarsest level about 24-48 voxels)
+DEFAULT_LEVELS = 0
 DEFAULT_WARPS = 3
-DEFAULT_ITERS = 40
+DEFAULT_ITERS = 10
 DEFAULT_TOL = 1e-3
 DEFAULT_SOLVER = "sor"
 DEFAULT_SOR_OMEGA = 1.8
@@ -192,6 +194,25 @@ def jacobi_damping(alpha: float, beta: float) -> float:
     return float(min(1.0, 1.96 / lam))
 
 
+def auto_levels(shape, spacing=None) -> int:
+    """Levels until the smallest halvable axis is below 48 voxels (at least 1).
+
+    Example
+    -------
+    >>> auto_levels((64, 64, 64)), auto_levels((128,) * 3), auto_levels((256,) * 3), auto_levels((10, 192, 192), (10, 1, 1))
+    (2, 3, 4, 4)
+    """
+    pyr = pyramid_shapes(shape, 12, spacing)
+    n = 1
+    for _shape, fac in pyr[1:]:
+        prev = pyr[n - 1][0]
+        halved = [prev[ax] for ax in range(3) if fac[ax] == 2]
+        if not halved or min(halved) < 48:
+            break
+        n += 1
+    return n
+
+
 def pyramid_shapes(shape, levels: int, spacing=None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """The pyramid, finest first: ``[(shape, factors_from_previous), ...]``.
 
@@ -257,8 +278,8 @@ def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, va
         raise EchoInputError(f"rho (integration scale) must be between 0 and 20 voxels, got {rho}")
     if not (0 <= sigma <= 20):
         raise EchoInputError(f"sigma (pre-smoothing) must be between 0 and 20 voxels, got {sigma}")
-    if int(levels) < 1 or int(levels) > 12:
-        raise EchoInputError(f"levels must be between 1 and 12, got {levels}")
+    if int(levels) < 0 or int(levels) > 12:
+        raise EchoInputError(f"levels must be between 1 and 12 (0: automatic), got {levels}")
     if int(warps) < 1 or int(warps) > 100:
         raise EchoInputError(f"warps must be between 1 and 100, got {warps}")
     if int(iters) < 1 or int(iters) > 100000:
@@ -395,7 +416,8 @@ def estimate_motion(
     sigma : float
         Pre-smoothing of both volumes on each level (voxels; 0: none).
     levels : int
-        Pyramid levels (1: no pyramid); fewer are used when the volume is small.
+        Pyramid levels (1: no pyramid; 0: :func:`auto_levels`); fewer are used when the volume
+        is small.
     warps : int
         Outer warping iterations per level.
     iters : int
@@ -468,10 +490,15 @@ def estimate_motion(
             if not hi > lo:
                 lo, hi = float(f.min()), float(f.max())
             scale = 1.0 / (hi - lo) if hi > lo else 1.0
-            f = (f - lo) * scale
-            m = (m - lo) * scale
+            # in place (on our own float32 copies): no temporaries that would stay in the pool
+            f = f.copy() if f is fixed else f
+            m = m.copy() if m is moving else m
+            f -= np.float32(lo)
+            f *= np.float32(scale)
+            m -= np.float32(lo)
+            m *= np.float32(scale)
             info.scale = scale
-        pyr = pyramid_shapes(shape, levels, spacing)
+        pyr = pyramid_shapes(shape, int(levels) or auto_levels(shape, spacing), spacing)
         fixed_l, moving_l = [f], [m]
         del f, m
         for shp, fac in pyr[1:]:
@@ -508,13 +535,13 @@ def estimate_motion(
                 m_l = ops.gaussian(m_l, sigma)
             lev_info = {"shape": shp, "warps": []}
             nvox = float(np.prod(shp))
-            other = xp.empty_like(u) if solver == "jacobi" else None
             for w in range(warps):
                 progress.update(done_work / total_work, f"level {nlev - lev}/{nlev}, warp {w + 1}/{warps}")
                 T = ops.tensor(f_l, m_l, u, derivative)
                 ops.smooth_channels(T, rho)
                 T = ops.finish(T, u, alpha, beta)
-                a, b = u, other
+                # Jacobi's second buffer only now: it reuses the memory the raw tensor freed
+                a, b = u, (xp.empty_like(u) if solver == "jacobi" else None)
                 res = float("nan")
                 n_sw = 0
                 for it in range(int(iters)):
@@ -536,8 +563,8 @@ def estimate_motion(
                             break
                     if (it & 7) == 7:
                         progress.check()
-                u, other = a, b
-                del T
+                u = a
+                del T, b
                 info.sweeps += n_sw
                 lev_info["warps"].append({"sweeps": n_sw, "residual": res})
                 done_work += work[lev]

@@ -134,7 +134,7 @@ def test_initial_flow_is_used(shifted):
         (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"beta": -1}, "beta"),
         (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"solver": "cg"}, "solver"),
         (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"variant": "tex"}, "variant"),
-        (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"levels": 0}, "levels"),
+        (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"levels": -1}, "levels"),
         (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"omega": 2.5}, "omega"),
         (np.zeros((8, 8, 8)), np.zeros((8, 8, 8)), {"initial_flow": np.zeros((3, 8, 8, 7))}, "initial_flow"),
         (np.zeros((2, 8, 8)), np.zeros((2, 8, 8)), {}, "too small"),
