@@ -118,7 +118,7 @@ def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, ne
         See :class:`~gpu_kernels.mvs.optimize.OptimizeParams`; ``neighbors`` is the global
         view selection's limit.
     batch_size : int, optional
-        Pixels per optimiser launch (default 16384 on the GPU, 2048 on the CPU).
+        Pixels per optimiser launch (default 65536 on the GPU, 2048 on the CPU).
     views_together : int, optional
         Reference views grown in one shared batch (default 16 on the GPU, 1 on the CPU).
     fuse : bool
