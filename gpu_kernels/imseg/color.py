@@ -318,7 +318,7 @@ def bilateral_lab(lab, *, window: int = DEFAULT_BILATERAL_WINDOW, sigma_spatial:
         return bilateral_np(lab, win, ss, sr, passes, progress)
     h, w = lab.shape[:2]
     with activated(be):
-        d = be.xp.asarray(np.ascontiguousarray(lab).reshape(-1))
+        d = be.xp.array(lab.reshape(-1), dtype=be.xp.float32, copy=True)  # the passes overwrite it
         out = bilateral_device(be, d, h, w, win, ss, sr, passes)
         res = asnumpy(out).reshape(h, w, 3)
     progress.update(1.0, "bilateral")

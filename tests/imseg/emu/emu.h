@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -38,29 +39,43 @@ inline thread_local uint3 bid;
 inline dim3 bdim, gdim;
 inline std::barrier<>* bar = nullptr;
 
+// One host thread per CUDA thread of a block, created once per launch; the threads walk the
+// grid's blocks together. Each block gets a fresh __syncthreads barrier that a thread leaves
+// when its body returns (as an exited CUDA thread does); a second barrier ends the block.
 template <class F>
 void launch(dim3 g, dim3 b, F&& body) {
     gdim = g;
     bdim = b;
     const unsigned nt = b.x * b.y * b.z;
-    for (unsigned bz = 0; bz < g.z; ++bz)
-        for (unsigned by = 0; by < g.y; ++by)
-            for (unsigned bx = 0; bx < g.x; ++bx) {
-                std::barrier<> br((std::ptrdiff_t)nt);
-                bar = &br;
-                std::vector<std::thread> ts;
-                ts.reserve(nt);
-                for (unsigned t = 0; t < nt; ++t) {
-                    ts.emplace_back([&, t]() {
-                        tid = uint3{t % b.x, (t / b.x) % b.y, t / (b.x * b.y)};
-                        bid = uint3{bx, by, bz};
-                        body();
-                        bar->arrive_and_drop();
-                    });
-                }
-                for (auto& th : ts) th.join();
-                bar = nullptr;
+    const unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
+    if (nblocks == 0 || nt == 0) return;
+    std::optional<std::barrier<>> sync_bar;
+    sync_bar.emplace((std::ptrdiff_t)nt);
+    bar = &*sync_bar;
+    unsigned long long cur = 0;
+    auto next_block = [&]() noexcept {
+        ++cur;
+        sync_bar.emplace((std::ptrdiff_t)nt);
+        bar = &*sync_bar;
+    };
+    std::barrier<decltype(next_block)> end_bar((std::ptrdiff_t)nt, next_block);
+    std::vector<std::thread> ts;
+    ts.reserve(nt);
+    for (unsigned t = 0; t < nt; ++t) {
+        ts.emplace_back([&, t]() {
+            tid = uint3{t % b.x, (t / b.x) % b.y, t / (b.x * b.y)};
+            while (true) {
+                unsigned long long blk = cur;
+                if (blk >= nblocks) break;
+                bid = uint3{(unsigned)(blk % g.x), (unsigned)((blk / g.x) % g.y), (unsigned)(blk / ((unsigned long long)g.x * g.y))};
+                body();
+                bar->arrive_and_drop();
+                end_bar.arrive_and_wait();
             }
+        });
+    }
+    for (auto& th : ts) th.join();
+    bar = nullptr;
 }
 }  // namespace emu
 
