@@ -4,7 +4,7 @@
 // The 1-D kernels are held in constant memory (ECHO_NSETS sets of up to ECHO_MAXW taps,
 // filled from the host): every thread of a warp reads the same tap at the same time, which
 // constant memory broadcasts. Each pass is in place: a block loads whole lines into shared
-// memory (with the replicated border), synchronises, convolves and writes the lines back.
+// memory, synchronises, convolves (border replicated) and writes the lines back.
 //   echo_gauss_x     8 rows along x per block of 32 x 8 threads;
 //   echo_gauss_line  32 neighbouring columns along y or z (coalesced: 32 consecutive x).
 // Channels: blockIdx.z (gauss_line) or consecutive rows (gauss_x) cover C volumes of N voxels.
@@ -19,25 +19,20 @@
 
 __constant__ float c_gauss[ECHO_NSETS * ECHO_MAXW];
 
-// Lines are staged with r replicated voxels on each side (no clamping in the tap loop) and
-// the symmetric taps are applied in pairs: acc = w0 c + sum_k w_k (c[+k] + c[-k]).
 extern "C" __global__ void echo_gauss_x(float* __restrict__ data, i64 rows, int X, int set, int r) {
     extern __shared__ float sm[];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const i64 row = (i64)blockIdx.x * blockDim.y + ty;
-    const int W = X + 2 * r;
-    float* line = sm + ty * W;
+    float* line = sm + ty * X;
     const bool ok = row < rows;
     if (ok)
-        for (int i = tx; i < W; i += blockDim.x) line[i] = data[row * X + echo_clamp(i - r, X - 1)];
+        for (int x = tx; x < X; x += blockDim.x) line[x] = data[row * X + x];
     __syncthreads();
     if (!ok) return;
     const float* w = c_gauss + set * ECHO_MAXW + r;
     for (int x = tx; x < X; x += blockDim.x) {
-        const float* c = line + x + r;
-        float acc = w[0] * c[0];
-#pragma unroll 4
-        for (int k = 1; k <= r; ++k) acc += w[k] * (c[k] + c[-k]);
+        float acc = 0.f;
+        for (int k = -r; k <= r; ++k) acc += w[k] * line[echo_clamp(x + k, X - 1)];
         data[row * X + x] = acc;
     }
 }
@@ -49,17 +44,14 @@ extern "C" __global__ void echo_gauss_line(float* __restrict__ data, i64 N, int 
     const int x = blockIdx.x * 32 + tx;
     const i64 base = (i64)blockIdx.z * N + (i64)blockIdx.y * strideB + x;
     const bool ok = x < X;
-    const int W = L + 2 * r;
     if (ok)
-        for (int l = ty; l < W; l += blockDim.y) sm[l * 32 + tx] = data[base + echo_clamp(l - r, L - 1) * stride];
+        for (int l = ty; l < L; l += blockDim.y) sm[l * 32 + tx] = data[base + l * stride];
     __syncthreads();
     if (!ok) return;
     const float* w = c_gauss + set * ECHO_MAXW + r;
     for (int l = ty; l < L; l += blockDim.y) {
-        const float* c = sm + (l + r) * 32 + tx;
-        float acc = w[0] * c[0];
-#pragma unroll 4
-        for (int k = 1; k <= r; ++k) acc += w[k] * (c[k * 32] + c[-k * 32]);
+        float acc = 0.f;
+        for (int k = -r; k <= r; ++k) acc += w[k] * sm[echo_clamp(l + k, L - 1) * 32 + tx];
         data[base + l * stride] = acc;
     }
 }

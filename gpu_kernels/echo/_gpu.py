@@ -19,9 +19,8 @@ __all__ = ["GpuOps", "MAXW", "NSETS"]
 TX, TY = 32, 8
 MAXW = 2 * _cpu.MAX_RADIUS + 1
 NSETS = 8
-#: lines longer than this (with their borders) are filtered by cupyx.scipy.ndimage (shared
-#: memory would not hold them)
-MAX_LINE = 1280
+#: lines longer than this are filtered by cupyx.scipy.ndimage (shared memory would not hold them)
+MAX_LINE = 1024
 
 _slots_lock = threading.Lock()
 _slots: dict[int, dict] = {}
@@ -106,8 +105,7 @@ class GpuOps:
         L = shape[ax]
         if L == 1 or sigma <= 0:
             return
-        slot, r = self._weights_slot(sigma)
-        if L + 2 * r > MAX_LINE:
+        if L > MAX_LINE:
             from cupyx.scipy import ndimage as cndi
 
             w = self.xp.asarray(_cpu.gaussian_kernel1d(sigma))
@@ -115,14 +113,15 @@ class GpuOps:
             for c in range(C):
                 v[c] = cndi.correlate1d(v[c], w, axis=ax, mode="nearest")
             return
+        slot, r = self._weights_slot(sigma)
         if ax == 2:
             rows = C * Z * Y
-            smem = TY * (X + 2 * r) * 4
+            smem = TY * X * 4
             set_max_dynamic_smem(self.k_gx, smem)
             self.k_gx((_cdiv(rows, TY),), (TX, TY), (data, _i64(rows), _i32(X), _i32(slot), _i32(r)),
                       shared_mem=smem)
         else:
-            smem = (L + 2 * r) * 32 * 4
+            smem = L * 32 * 4
             set_max_dynamic_smem(self.k_gl, smem)
             if ax == 1:
                 grid = (_cdiv(X, 32), Z, C)
