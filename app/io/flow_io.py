@@ -217,3 +217,21 @@ def write_flow(path: str | os.PathLike, flow, valid=None) -> Path:
     """Write a flow as ``.flo`` or KITTI ``.png`` (by the extension), atomically."""
     path = Path(path)
     return write_flo(path, flow, valid) if _kind(path) == "flo" else write_kitti_png(path, flow, valid)
+
+
+# ------------------------------------------------------------------ fuzz registry
+def _sample_flows(folder: Path) -> list[Path]:
+    rng = np.random.default_rng(0)
+    f = (rng.standard_normal((12, 17, 2)) * 5).astype(np.float32)
+    valid = rng.random((12, 17)) > 0.2
+    return [write_flo(folder / "a.flo", f, valid), write_flo(folder / "b.flo", f[:1, :3])]
+
+
+def _register() -> None:
+    from .registry import register_reader
+
+    # (KITTI flows are PNG files: the image reader's fuzzing covers their decoding)
+    register_reader("flo flow", read_flo, (".flo",), make_samples=_sample_flows)
+
+
+_register()

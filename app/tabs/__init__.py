@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from ..tools import TOOLS
 from .base import ToolTab
+from .flow_tab import FlowTab
 from .mesh_tab import MeshTab
 from .placeholder import PLANNED, PlaceholderTab
 
 __all__ = ["TAB_CLASSES", "tab_classes", "ToolTab", "PlaceholderTab"]
 
 #: the tab class of each tool, by tool name
-TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab,)}
+TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab)}
 
 
 def tab_classes() -> list[type]:

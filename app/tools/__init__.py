@@ -7,7 +7,7 @@ from it, all in this order.
 
 from __future__ import annotations
 
-from . import mesh_seg
+from . import flow, mesh_seg
 from .base import Export, Job, Tool, execute
 from .params import Param, ParameterError, ParamSet
 
@@ -16,6 +16,7 @@ __all__ = ["TOOLS", "tool_by_name", "Tool", "Export", "Job", "execute", "Param",
 #: every tool, in the window's tab order
 TOOLS: tuple[Tool, ...] = (
     mesh_seg.TOOL,
+    flow.TOOL,
 )
 
 

@@ -18,7 +18,7 @@ True
 """
 
 from ._common import FlowInputError, FlowResult
-from .api import DEFAULT_METHOD, METHODS, backward_flow, optical_flow
+from .api import DEFAULT_METHOD, METHODS, backward_flow, compute_flow, optical_flow
 from .blockmatch import block_matching
 from .colorwheel import flow_to_color, make_colorwheel
 from .lucas_kanade import lucas_kanade
@@ -31,6 +31,7 @@ __all__ = [
     "METHODS",
     "DEFAULT_METHOD",
     "optical_flow",
+    "compute_flow",
     "backward_flow",
     "block_matching",
     "lucas_kanade",

@@ -14,8 +14,15 @@ Example
 from __future__ import annotations
 
 from ._common import FlowInputError, FlowResult
+from .blockmatch import DEFAULT_BLOCK as _BLOCK
+from .blockmatch import DEFAULT_RADIUS as _RADIUS
+from .lucas_kanade import DEFAULT_WINDOW as _WINDOW
+from .refine import DEFAULT_LAMBDA as _LAMBDA
+from .refine import DEFAULT_MEDIAN as _MEDIAN
+from .refine import DEFAULT_SEED as _SEED
+from .refine import DEFAULT_WARPS as _WARPS
 
-__all__ = ["METHODS", "DEFAULT_METHOD", "optical_flow", "backward_flow"]
+__all__ = ["METHODS", "DEFAULT_METHOD", "optical_flow", "compute_flow", "backward_flow"]
 
 #: bm: NCC block matching; lk: pyramidal Lucas-Kanade; refine: TV-L1 seeded by one of them
 METHODS = ("bm", "lk", "refine")
@@ -52,3 +59,34 @@ def backward_flow(img1, img2, **kw) -> FlowResult:
     if mask is not None:
         raise FlowInputError("backward_flow takes no mask")
     return optical_flow(img2, img1, **kw)
+
+
+def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None = None, block: int = _BLOCK,
+                 radius: int = _RADIUS, window: int = _WINDOW, iters: int | None = None, seed: str = _SEED,
+                 warps: int = _WARPS, lam: float = _LAMBDA, median: int = _MEDIAN, tile_size: int | None = None,
+                 mask=None, device=None, progress=None) -> FlowResult:
+    """Every method behind one signature with explicit keywords (what the tool layer calls).
+
+    ``levels=None``/``iters=None`` mean the chosen method's own default (``levels``: 5 for ``bm`` and ``refine``,
+    3 for ``lk``; ``iters``: 3 for ``lk``, 10 for ``refine``). Keywords that do not apply to
+    the method are ignored (``block`` for ``lk``, ``window`` for ``bm``); ``block``,
+    ``radius`` and ``levels`` of ``bm`` also shape the seed of ``refine`` when ``seed="bm"``,
+    ``window`` and ``iters`` of ``lk`` are not passed to an ``lk`` seed.
+
+    Example
+    -------
+    >>> from gpu_kernels.flow.synthetic import synthetic_pair
+    >>> p = synthetic_pair("zoom", size=(64, 80), magnitude=2.0)
+    >>> compute_flow(p.img1, p.img2, method="lk", window=7, device="cpu").params["window"]
+    7
+    """
+    if method not in METHODS:
+        raise FlowInputError(f"unknown flow method {method!r}: use one of {', '.join(METHODS)}")
+    given = dict(levels=levels, block=block, radius=radius, window=window, iters=iters, seed=seed, warps=warps,
+                 lam=lam, median=median, tile_size=tile_size)
+    wanted = {"bm": ("levels", "block", "radius", "tile_size"), "lk": ("levels", "window", "iters"),
+              "refine": ("levels", "iters", "seed", "warps", "lam", "median")}[method]
+    kw = {k: v for k, v in given.items() if k in wanted and v is not None}
+    if method == "refine" and kw.get("seed", "none") == "bm":
+        kw["seed_params"] = {"block": block, "radius": radius}
+    return optical_flow(img1, img2, method=method, mask=mask, device=device, progress=progress, **kw)

@@ -78,7 +78,7 @@ DEFAULT_TV_LEVELS = 5
 #: warps per level
 DEFAULT_WARPS = 5
 #: TV-L1 iterations per warp
-DEFAULT_TV_ITERS = 20
+DEFAULT_TV_ITERS = 10
 #: weight of the data term (intensities 0..1)
 DEFAULT_LAMBDA = 100.0
 #: coupling of the two TV-L1 sub-problems

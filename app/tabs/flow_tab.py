@@ -1,0 +1,425 @@
+"""The Optical flow tab: the two frames side by side, the flow as the colour wheel or as arrows
+over the first frame, the quality map as a grey overlay, the warped second frame and the
+difference image, a hover readout of u, v and quality, pair stepping through a video or a frame
+folder, a second-frame / ground-truth / mask picker, and the metrics against a ground truth.
+
+Everything generic (input, parameters, Run/Cancel, errors, exports) is
+:class:`~app.tabs.base.ToolTab`'s; the computation is :mod:`app.tools.flow`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..io import image_io
+from ..tools import flow
+from ..tools.base import Job, fmt_seconds
+from .base import ToolTab
+from .flow_view import FlowView
+
+__all__ = ["FlowTab"]
+
+log = logging.getLogger(__name__)
+
+RIGHT_VIEWS = ("Second frame", "Second frame warped by the flow", "Difference |frame 1 - warped frame 2|",
+               "Flow (colour wheel)", "Quality map", "Ground truth (colour wheel)", "Endpoint error")
+FLOW_STYLES = ("Colour wheel", "Arrows", "None")
+
+
+def _slider(value: int, tip: str) -> QSlider:
+    s = QSlider(Qt.Orientation.Horizontal)
+    s.setRange(0, 100)
+    s.setValue(value)
+    s.setToolTip(tip)
+    return s
+
+
+class FlowTab(ToolTab):
+    tool = flow.TOOL
+    run_label = "Compute flow"
+
+    # ------------------------------------------------------------------ building
+    def build_view(self) -> QWidget:
+        v = FlowView()
+        v.hovered.connect(self._on_hover)
+        return v
+
+    def build_controls(self) -> list[QWidget]:
+        # frames: second frame, ground truth, mask, pair stepping
+        g = QGroupBox("Frames and extras")
+        lay = QVBoxLayout(g)
+        row = QHBoxLayout()
+        self.second_button = QPushButton("Second frame…")
+        self.second_button.setToolTip("Choose the second image of the pair (default: the next image in the folder)")
+        self.second_button.clicked.connect(self.choose_second)
+        self.gt_button = QPushButton("Ground truth…")
+        self.gt_button.setToolTip("Load a ground-truth flow (.flo or KITTI .png): the metrics show after a run")
+        self.gt_button.clicked.connect(self.choose_ground_truth)
+        row.addWidget(self.second_button)
+        row.addWidget(self.gt_button)
+        lay.addLayout(row)
+        row = QHBoxLayout()
+        self.mask_button = QPushButton("Mask…")
+        self.mask_button.setToolTip("A region-of-interest image: pixels where it is 0 (or transparent) neither "
+                                    "contribute nor receive flow")
+        self.mask_button.clicked.connect(self.choose_mask)
+        self.clear_mask_button = QPushButton("No mask")
+        self.clear_mask_button.clicked.connect(self.clear_mask)
+        row.addWidget(self.mask_button)
+        row.addWidget(self.clear_mask_button)
+        lay.addLayout(row)
+        row = QHBoxLayout()
+        self.prev_button = QPushButton("◀")
+        self.prev_button.setFixedWidth(36)
+        self.prev_button.setToolTip("Previous pair of the video / folder (then computes its flow if a result was shown)")
+        self.prev_button.clicked.connect(lambda: self.step_pair(-1))
+        self.pair_spin = QSpinBox()
+        self.pair_spin.setObjectName("flow-pair")
+        self.pair_spin.setPrefix("pair ")
+        self.pair_spin.setRange(1, 1)
+        self.pair_spin.setKeyboardTracking(False)
+        self.pair_spin.valueChanged.connect(lambda v: self.go_to_pair(v - 1))
+        self.next_button = QPushButton("▶")
+        self.next_button.setFixedWidth(36)
+        self.next_button.setToolTip("Next pair of the video / folder")
+        self.next_button.clicked.connect(lambda: self.step_pair(+1))
+        row.addWidget(self.prev_button)
+        row.addWidget(self.pair_spin, 1)
+        row.addWidget(self.next_button)
+        lay.addLayout(row)
+
+        # display
+        d = QGroupBox("Display")
+        dl = QVBoxLayout(d)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Flow on frame 1:"))
+        self.style_combo = QComboBox()
+        self.style_combo.setObjectName("flow-style")
+        self.style_combo.addItems(FLOW_STYLES)
+        self.style_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.style_combo.setMinimumContentsLength(8)
+        self.style_combo.currentIndexChanged.connect(self._redraw)
+        row.addWidget(self.style_combo, 1)
+        dl.addLayout(row)
+        self.flow_opacity = _slider(70, "Opacity of the colour-coded flow over the first frame")
+        self.flow_opacity.valueChanged.connect(self._redraw)
+        dl.addWidget(QLabel("Flow opacity"))
+        dl.addWidget(self.flow_opacity)
+        self.quality_overlay = QCheckBox("Quality as a grey overlay")
+        self.quality_overlay.toggled.connect(self._redraw)
+        dl.addWidget(self.quality_overlay)
+        self.quality_opacity = _slider(60, "Opacity of the quality overlay (dark = low quality)")
+        self.quality_opacity.valueChanged.connect(self._redraw)
+        dl.addWidget(self.quality_opacity)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Hide below quality"))
+        self.threshold = QDoubleSpinBox()
+        self.threshold.setObjectName("flow-threshold")
+        self.threshold.setRange(0.0, 1.0)
+        self.threshold.setSingleStep(0.05)
+        self.threshold.setDecimals(2)
+        self.threshold.setToolTip("Vectors (colour and arrows) with a lower quality are hidden")
+        self.threshold.valueChanged.connect(self._redraw)
+        row.addWidget(self.threshold)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Arrow spacing"))
+        self.spacing = QSpinBox()
+        self.spacing.setRange(4, 128)
+        self.spacing.setValue(16)
+        self.spacing.setSuffix(" px")
+        self.spacing.valueChanged.connect(self._redraw)
+        row.addWidget(self.spacing)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Colour radius"))
+        self.max_flow = QDoubleSpinBox()
+        self.max_flow.setObjectName("flow-max")
+        self.max_flow.setRange(0.0, 10000.0)
+        self.max_flow.setSpecialValueText("largest")
+        self.max_flow.setSuffix(" px")
+        self.max_flow.setToolTip("The magnitude shown at full colour ('largest': the largest in the flow)")
+        self.max_flow.valueChanged.connect(self._redraw)
+        row.addWidget(self.max_flow)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Right view:"))
+        self.right_combo = QComboBox()
+        self.right_combo.setObjectName("flow-right-view")
+        self.right_combo.addItems(RIGHT_VIEWS)
+        self.right_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.right_combo.setMinimumContentsLength(10)
+        self.right_combo.currentIndexChanged.connect(self._redraw)
+        row.addWidget(self.right_combo, 1)
+        dl.addLayout(row)
+        for w, key in ((self.style_combo, "style"), (self.flow_opacity, "flow_opacity"),
+                       (self.quality_opacity, "quality_opacity"), (self.spacing, "spacing"),
+                       (self.right_combo, "right_view")):
+            self.setting_widgets[key] = w
+        self._update_pair_controls()
+        return [g, d]
+
+    def build_side_panel(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        self.readout = QLabel("Hover over an image for u, v and the quality.")
+        self.readout.setObjectName("flow-readout")
+        self.readout.setWordWrap(True)
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.metrics_label = QLabel("")
+        self.metrics_label.setObjectName("flow-metrics")
+        self.metrics_label.setWordWrap(True)
+        self.metrics_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stats_label = QLabel("")
+        self.stats_label.setWordWrap(True)
+        self.wheel = QLabel()
+        self.wheel.setToolTip("Middlebury's colour wheel: the hue is the direction, the saturation the magnitude")
+        lay.addWidget(QLabel("<b>Under the cursor</b>"))
+        lay.addWidget(self.readout)
+        lay.addWidget(QLabel("<b>Result</b>"))
+        lay.addWidget(self.stats_label)
+        lay.addWidget(self.metrics_label)
+        lay.addWidget(self.wheel, 0, Qt.AlignmentFlag.AlignHCenter)
+        lay.addStretch(1)
+        self._show_wheel()
+        return w
+
+    def _show_wheel(self) -> None:
+        from PySide6.QtGui import QImage, QPixmap
+
+        from gpu_kernels.flow import flow_to_color
+
+        n = 96
+        y, x = np.mgrid[-1:1:n * 1j, -1:1:n * 1j]
+        img = flow_to_color(x, y, max_flow=1.0)
+        img[np.hypot(x, y) > 1] = 240
+        img = np.ascontiguousarray(img)
+        q = QImage(img.data, n, n, 3 * n, QImage.Format.Format_RGB888).copy()
+        self.wheel.setPixmap(QPixmap.fromImage(q))
+
+    # ------------------------------------------------------------------ input and result
+    def describe_input(self, data) -> str:
+        H, W = data.shape
+        lines = [f"<b>{data.name1}</b> → <b>{data.name2}</b>, {W} x {H}"]
+        if data.sequence is not None:
+            lines.append(f"pair {data.index + 1} of {data.n_pairs} of {data.path.name}")
+        if data.gt is not None:
+            lines.append(f"ground truth: {data.gt_path.name if data.gt_path else 'yes'}")
+        if data.mask is not None:
+            lines.append(f"mask: {data.mask_path.name if data.mask_path else 'yes'} "
+                         f"({100 * data.mask.mean():.0f} % of the pixels)")
+        return "<br>".join(lines)
+
+    def show_input(self, data) -> None:
+        self.view.set_frames(data.img1, data.img2)
+        self._update_pair_controls()
+        self.metrics_label.setText("Ground truth loaded: the metrics show after a run." if data.gt is not None else "")
+        self.stats_label.setText("")
+        self._redraw()
+
+    def clear_result(self) -> None:
+        self.view.clear_result()
+        self.metrics_label.setText("")
+        self.stats_label.setText("")
+
+    def show_result(self, result) -> None:
+        q = result.quality[result.valid]
+        mag = np.hypot(result.u, result.v)[result.valid]
+        self.stats_label.setText(
+            f"{result.params['method']} on {result.device} in {fmt_seconds(result.elapsed)}<br>"
+            f"flow: mean {mag.mean():.2f} px, largest {mag.max():.2f} px<br>quality: mean {q.mean():.2f}")
+        m = result.metrics
+        if m is not None:
+            self.metrics_label.setText(
+                "<b>Against the ground truth</b><br>"
+                f"AEE {m['aee']:.3f} px<br>AAE {m['aae']:.2f}°<br>EPE &gt; 1 px: {m['r1']:.1f} %<br>"
+                f"EPE &gt; 3 px: {m['r3']:.1f} %")
+        else:
+            self.metrics_label.setText("No ground truth (load one to see the errors).")
+        self._redraw()
+
+    # ------------------------------------------------------------------ drawing
+    def _max_flow(self) -> float | None:
+        v = self.max_flow.value()
+        return v if v > 0 else None
+
+    def _redraw(self, *_):
+        if self.data is None:
+            return
+        res = self.result
+        self.view.show_left(
+            self.data.img1, res, style=self.style_combo.currentText(), flow_opacity=self.flow_opacity.value() / 100,
+            quality_overlay=self.quality_overlay.isChecked(), quality_opacity=self.quality_opacity.value() / 100,
+            threshold=self.threshold.value(), spacing=self.spacing.value(), max_flow=self._max_flow())
+        which = self.right_combo.currentText()
+        self.view.show_right(self.right_image(which), title=which if res is not None or "Ground" in which
+                             else "Second frame")
+
+    def right_image(self, which: str):
+        """The picture the right view shows (RGB uint8 or grey float in 0..1)."""
+        from gpu_kernels.flow import flow_to_color
+
+        d, res = self.data, self.result
+        if which == "Second frame" or (res is None and which != "Ground truth (colour wheel)"):
+            return d.img2
+        if which == "Ground truth (colour wheel)":
+            if d.gt is None:
+                return d.img2
+            gt, valid = d.gt
+            return flow_to_color(gt[..., 0], gt[..., 1], max_flow=self._max_flow(), valid=valid)
+        if which.startswith("Second frame warped"):
+            return flow.warped_second(res)
+        if which.startswith("Difference"):
+            w = flow.warped_second(res)
+            a = np.asarray(d.img1, np.float32)
+            a = a / (255.0 if d.img1.dtype == np.uint8 else 65535.0 if d.img1.dtype == np.uint16 else 1.0)
+            diff = np.abs(a - w)
+            return diff.mean(axis=2) if diff.ndim == 3 else diff
+        if which.startswith("Flow"):
+            return flow_to_color(res.u, res.v, max_flow=self._max_flow(), valid=res.valid)
+        if which == "Quality map":
+            return res.quality
+        if which == "Endpoint error":
+            if d.gt is None:
+                return np.zeros(d.shape, np.float32)
+            gt, valid = d.gt
+            e = np.hypot(res.u - gt[..., 0], res.v - gt[..., 1])
+            return np.where(valid, np.clip(e / 3.0, 0, 1), 0).astype(np.float32)   # 3 px = white
+        return d.img2
+
+    def _on_hover(self, x: int, y: int) -> None:
+        d = self.data
+        if d is None or not (0 <= y < d.shape[0] and 0 <= x < d.shape[1]):
+            return
+        text = f"x {x}, y {y}"
+        res = self.result
+        if res is not None:
+            text += f"<br>u {res.u[y, x]:+.3f}, v {res.v[y, x]:+.3f} px<br>quality {res.quality[y, x]:.2f}"
+        if d.gt is not None and d.gt[1][y, x]:
+            g = d.gt[0][y, x]
+            text += f"<br>truth u {g[0]:+.3f}, v {g[1]:+.3f}"
+            if res is not None:
+                text += f"<br>endpoint error {np.hypot(res.u[y, x] - g[0], res.v[y, x] - g[1]):.3f} px"
+        self.readout.setText(text)
+
+    # ------------------------------------------------------------------ extra inputs
+    def _start_load(self, fn, args, what: str, *, run_after: bool = False) -> bool:
+        if self.runner.is_running():
+            self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
+            return False
+        path = self.input_path or Path("frames")
+        self._job = ("load", path)
+        self._run_after_load = run_after
+        self.runner.start(Job(fn, args, what=what, uses_device=False))
+        return True
+
+    def _pick(self, title: str, filt: str, key: str) -> Path | None:
+        path, _ = QFileDialog.getOpenFileName(self, title, str(self._last_dir(key)), filt + ";;All files (*)")
+        if not path:
+            return None
+        self._remember_dir(Path(path).parent, key)
+        return Path(path)
+
+    def choose_second(self, path: Path | None = None) -> bool:
+        if self.data is None:
+            self.host.show_error("No first frame", "Open the first frame first.")
+            return False
+        path = path or self._pick("Second frame", "Images (" + " ".join(f"*{e}" for e in image_io.IMAGE_EXTENSIONS)
+                                  + ")", "last_dir")
+        if path is None:
+            return False
+        first = self.data.path if self.data.sequence is None else None
+        if first is None:
+            self.host.show_error("Not a pair of images", "A video or frame folder sets its own frames; open an image "
+                                 "as the first frame to choose the second.")
+            return False
+        gt, gt_path, mask, mask_path = self.data.gt, self.data.gt_path, self.data.mask, self.data.mask_path
+
+        def load_second(progress=None):
+            d = flow.load_pair(first, path, progress=progress)
+            if mask is not None and mask.shape == d.shape:
+                d.mask, d.mask_path = mask, mask_path
+            if d.gt is None and gt is not None and gt[0].shape[:2] == d.shape:
+                d.gt, d.gt_path = gt, gt_path
+            return d
+
+        return self._start_load(load_second, (), f"Opening {path.name}")
+
+    def choose_ground_truth(self, path: Path | None = None) -> bool:
+        if self.data is None:
+            self.host.show_error("No frames", "Open the frames first.")
+            return False
+        path = path or self._pick("Ground-truth flow", "Flow files (*.flo *.png)", "last_gt_dir")
+        if path is None:
+            return False
+        data = self.data
+        return self._start_load(lambda progress=None: flow.with_ground_truth(data, path), (),
+                                f"Reading {path.name}", run_after=self.result is not None)
+
+    def choose_mask(self, path: Path | None = None) -> bool:
+        if self.data is None:
+            self.host.show_error("No frames", "Open the frames first.")
+            return False
+        path = path or self._pick("Mask (region of interest)", "Images (" + " ".join(
+            f"*{e}" for e in image_io.IMAGE_EXTENSIONS) + ")", "last_mask_dir")
+        if path is None:
+            return False
+        data = self.data
+        return self._start_load(lambda progress=None: flow.with_mask(data, path), (), f"Reading {path.name}",
+                                run_after=self.result is not None)
+
+    def clear_mask(self) -> None:
+        if self.data is not None and self.data.mask is not None:
+            data = self.data
+            self._start_load(lambda progress=None: flow.with_mask(data, None), (), "Removing the mask",
+                             run_after=self.result is not None)
+
+    def go_to_pair(self, index: int) -> bool:
+        d = self.data
+        if d is None or d.sequence is None or index == d.index or not 0 <= index < d.n_pairs:
+            return False
+        return self._start_load(lambda progress=None: flow.with_pair(d, index), (), f"Reading pair {index + 1}",
+                                run_after=self.result is not None)
+
+    def step_pair(self, delta: int) -> bool:
+        d = self.data
+        if d is None or d.sequence is None:
+            return False
+        return self.go_to_pair(d.index + delta)
+
+    def _update_pair_controls(self) -> None:
+        d = self.data
+        seq = d is not None and d.sequence is not None
+        self.pair_spin.blockSignals(True)
+        self.pair_spin.setRange(1, d.n_pairs if seq else 1)
+        self.pair_spin.setValue(d.index + 1 if seq else 1)
+        self.pair_spin.blockSignals(False)
+        for w in (self.pair_spin, self.prev_button, self.next_button):
+            w.setEnabled(seq)
+        if seq:
+            self.prev_button.setEnabled(d.index > 0)
+            self.next_button.setEnabled(d.index + 1 < d.n_pairs)
+        self.second_button.setEnabled(d is not None and not seq)
+
+    def export_options(self, export) -> dict:
+        if export.key == "color":
+            return {"max_flow": self._max_flow()}
+        return {}

@@ -1,0 +1,134 @@
+"""The Optical flow tab, driven as a user would (CPU, offscreen or Xvfb)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from app.io.flow_io import read_flow  # noqa: E402
+from app.io.image_io import read_image, write_image  # noqa: E402
+from app.tabs.flow_tab import RIGHT_VIEWS, FlowTab  # noqa: E402
+from app.tabs.flow_view import arrow_segments  # noqa: E402
+from app.tools import flow  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "flow"
+
+
+@pytest.fixture
+def errors_of(monkeypatch):
+    from app.tabs.base import StandaloneHost
+
+    calls = []
+    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
+    return calls
+
+
+@pytest.fixture
+def tab(qtbot, errors_of):
+    t = FlowTab()
+    qtbot.addWidget(t)
+    t.resize(1300, 800)
+    t.show()
+    qtbot.waitExposed(t)
+    yield t
+    t.runner.shutdown(10000)
+
+
+def _wait_idle(qtbot, tab):
+    qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=60000)
+    qtbot.wait(20)
+
+
+def test_sample_runs_and_every_view_draws(qtbot, tab, tab_runner, tmp_path):
+    data = tab_runner.load(tab, flow.samples()[0])
+    assert data.gt is not None
+    assert "frame2.png" in tab.input_info.text() and "flow_gt.png" in tab.input_info.text()
+    res = tab_runner.run(tab, method="bm", device="cpu")
+    assert res is not None and res.metrics is not None
+    assert "AEE" in tab.metrics_label.text()
+    for which in RIGHT_VIEWS:
+        tab.right_combo.setCurrentText(which)
+        img = tab.right_image(which)
+        assert img.shape[:2] == (240, 320)
+    diff = tab.right_image("Difference |frame 1 - warped frame 2|")
+    assert 0 <= diff.min() and diff.mean() < 0.2
+    for style in ("Arrows", "None", "Colour wheel"):
+        tab.style_combo.setCurrentText(style)
+    tab.quality_overlay.setChecked(True)
+    tab.threshold.setValue(0.5)
+    tab._on_hover(100, 80)
+    assert "u " in tab.readout.text() and "endpoint error" in tab.readout.text()
+    written = tab.save_result(tmp_path / "out.flo")
+    f, _ = read_flow(written[0])
+    assert np.allclose(f[..., 0], res.u)
+    exp = next(e for e in tab.tool.exports if e.key == "color")
+    tab.max_flow.setValue(3.0)
+    tab.save_result(tmp_path / "c.png", exp)
+    assert read_image(tmp_path / "c.png").shape == (240, 320, 3)
+
+
+def test_frame_folder_steps_pair_by_pair(qtbot, tab, tab_runner, tmp_path):
+    a = read_image(SAMPLE / "frame1.png")
+    b = read_image(SAMPLE / "frame2.png")
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i, img in enumerate((a, b, a)):
+        write_image(folder / f"f{i}.png", img)
+    tab_runner.load(tab, folder)
+    assert tab.pair_spin.maximum() == 2 and tab.next_button.isEnabled() and not tab.prev_button.isEnabled()
+    first = tab_runner.run(tab, method="lk", device="cpu")
+    assert first is not None
+    with qtbot.waitSignal(tab.result_shown, timeout=60000):
+        assert tab.step_pair(+1)                  # loads pair 2 and computes its flow
+    _wait_idle(qtbot, tab)
+    assert tab.data.index == 1 and tab.pair_spin.value() == 2
+    # pair 2 (b -> a) moves opposite to pair 1 (a -> b)
+    assert np.median(tab.result.u * first.u + tab.result.v * first.v) < 0
+    assert not tab.next_button.isEnabled()
+
+
+def test_second_frame_ground_truth_and_mask(qtbot, tab, tab_runner, tmp_path, errors_of):
+    tab_runner.load(tab, flow.samples()[0])
+    small = write_image(tmp_path / "small.png", np.zeros((10, 12), np.uint8))
+    tab.choose_mask(small)
+    _wait_idle(qtbot, tab)
+    assert errors_of and "12 x 10" in errors_of[-1][1]
+    assert tab.data.mask is None                  # the input is kept
+    m = np.zeros((240, 320), np.uint8)
+    m[40:200, 60:260] = 255
+    mpath = write_image(tmp_path / "roi.png", m)
+    with qtbot.waitSignal(tab.input_loaded, timeout=30000):
+        tab.choose_mask(mpath)
+    assert tab.data.mask is not None and "roi.png" in tab.input_info.text()
+    res = tab_runner.run(tab, method="lk", device="cpu")
+    assert (res.u[m == 0] == 0).all() and (res.quality[m == 0] == 0).all()
+    gt_copy = tmp_path / "gt.flo"
+    from app.io.flow_io import write_flo
+
+    write_flo(gt_copy, *read_flow(SAMPLE / "flow_gt.png"))
+    with qtbot.waitSignal(tab.result_shown, timeout=60000):   # a result was shown: it runs again
+        tab.choose_ground_truth(gt_copy)
+    _wait_idle(qtbot, tab)
+    assert tab.data.gt_path == gt_copy and tab.result.metrics is not None
+    with qtbot.waitSignal(tab.input_loaded, timeout=30000):
+        tab.choose_second(SAMPLE / "frame1.png")      # the same frame twice: zero motion
+    assert tab.data.name2 == "frame1.png" and tab.data.mask is not None
+
+
+def test_arrow_segments_geometry():
+    u = np.zeros((32, 32), np.float32)
+    v = np.zeros((32, 32), np.float32)
+    u[:] = 2.0
+    q = np.ones((32, 32), np.float32)
+    q[:16] = 0.1
+    X, Y = arrow_segments(u, v, q, spacing=16, threshold=0.5)
+    assert X.size == 2 * 6                          # 2 arrows (the lower half), 3 segments each
+    assert X[1] - X[0] == pytest.approx(0.9 * 16)   # the longest arrow spans 0.9 spacing
+    assert Y[0] == Y[1] == 24
