@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from gpu_kernels.backend import load_module
+from gpu_kernels.backend import array_module, load_module
 from gpu_kernels.errors import InputError
 
 __all__ = [
@@ -36,7 +36,7 @@ class ImsegInputError(InputError):
     """The image or a segmentation parameter is wrong; the message says what to do."""
 
 
-def as_image(image, xp=np) -> tuple:
+def as_image(image) -> tuple:
     """Check an image and bring it to a dtype the kernels read.
 
     Returns ``(array, H, W, C)`` with ``array`` of dtype uint8, uint16 or float32, shape
@@ -45,7 +45,7 @@ def as_image(image, xp=np) -> tuple:
     float32 (values must lie in [0, 1]).
     """
     a = image
-    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+    if not hasattr(a, "shape") or not hasattr(a, "dtype") or isinstance(a, np.generic):
         a = np.asarray(a)
     shape = tuple(int(s) for s in a.shape)
     if len(shape) == 3 and shape[2] == 1:
@@ -61,7 +61,7 @@ def as_image(image, xp=np) -> tuple:
         raise ImsegInputError(f"the image has {h * w:,} pixels; at most {MAX_PIXELS:,} are supported: downscale it")
     c = 1 if len(shape) == 2 else shape[2]
     dt = np.dtype(a.dtype)
-    mod = xp if xp is not np and hasattr(a, "__cuda_array_interface__") else np
+    mod = array_module(a)
     if dt == np.bool_:
         a = a.astype(np.uint8) * np.uint8(255)
     elif dt in (np.dtype(np.uint8), np.dtype(np.uint16)):
@@ -115,9 +115,11 @@ def grid(n: int, threads: int) -> tuple[int]:
 class SyncCounter:
     """Counts the points where the host waits for the device (each read-back of a value).
 
-    ``read(be, array)`` returns the array on the host; on CuPy it runs inside
-    ``cupyx.allow_synchronize(True)``, so a caller that forbids synchronisation around a
-    whole pipeline (``cupyx.allow_synchronize(False)``) catches any other.
+    ``read(be, array)`` returns the array on the host (inside ``cupyx.allow_synchronize(True)``
+    where CuPy has it, so a caller that forbids synchronisation around a pipeline catches
+    any other). The GPU test ``test_pipeline_runs_ahead_of_the_device`` checks that the
+    host reaches the first read-back while a long kernel queued before the pipeline still
+    runs, i.e. nothing before it waited for the device.
     """
 
     def __init__(self):
@@ -128,9 +130,7 @@ class SyncCounter:
         self.count += 1
         self.reasons.append(reason)
         if is_cupy(be):
-            import cupyx
-
-            with cupyx.allow_synchronize(True):
+            with allow_sync():
                 return a.get()
         return np.asarray(a)
 
@@ -163,9 +163,7 @@ class StageTimer:
         out = {}
         prev = self._start
         if self.cuda and self.marks:
-            import cupyx
-
-            with cupyx.allow_synchronize(True):
+            with allow_sync():
                 self.marks[-1].synchronize()
         for name, m in zip(self.names, self.marks, strict=True):
             if self.cuda:
@@ -176,6 +174,18 @@ class StageTimer:
             prev = m
         out["total"] = float(sum(v for k, v in out.items() if k != "total"))
         return out
+
+
+def allow_sync():
+    """``cupyx.allow_synchronize(True)`` where CuPy still has it (deprecated since v10),
+    otherwise nothing."""
+    try:
+        import cupyx
+
+        fn = getattr(cupyx, "allow_synchronize", None)
+    except ImportError:
+        fn = None
+    return fn(True) if fn is not None else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

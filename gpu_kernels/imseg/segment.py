@@ -35,7 +35,15 @@ from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import kmeans as _km
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg import merge as _merge
-from gpu_kernels.imseg._util import ImsegInputError, StageTimer, SyncCounter, activated, as_image, is_cupy
+from gpu_kernels.imseg._util import (
+    ImsegInputError,
+    StageTimer,
+    SyncCounter,
+    activated,
+    allow_sync,
+    as_image,
+    is_cupy,
+)
 from gpu_kernels.jobs import as_progress
 
 __all__ = [
@@ -315,9 +323,7 @@ def _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_st
         feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
     timer.mark("features")
     if is_cupy(be):
-        import cupyx
-
-        with cupyx.allow_synchronize(True):
+        with allow_sync():
             labels = labels_d.get().reshape(h, w)
             clusters_h = clusters.get().reshape(h, w)
             centres_h = centres.get()[:k]
