@@ -25,6 +25,7 @@ Parts (any combination; ``--all`` = speed, labelling, features):
 Peers that are missing are skipped with a note. Results go to ``--out`` (JSON + Markdown).
 """
 
+# ruff: noqa: B023  (the timed lambdas run inside the loop iteration that defines them)
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import device_name, format_table, host_description, median  # noqa: E402
-
-from gpu_kernels.imseg import segment_image  # noqa: E402
 from gpu_kernels.imseg import features as _feat  # noqa: E402
 from gpu_kernels.imseg import label as _label  # noqa: E402
+from gpu_kernels.imseg import segment_image  # noqa: E402
 from gpu_kernels.imseg.metrics import evaluate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,7 +115,6 @@ def copy_bandwidth() -> float:
     a = cp.empty(1 << 28, dtype=cp.float32)  # 1 GiB
     b = cp.empty_like(a)
     t = time_gpu(lambda: b.__setitem__(Ellipsis, a), repeat=10, warmup=2)
-    del a, b
     return 2 * (1 << 30) / t
 
 
@@ -209,11 +208,20 @@ def label_masks():
     }
 
 
-def bench_labelling(conn: int = 8) -> list[dict]:
+def bench_labelling() -> list[dict]:
+    rows = []
+    masks = label_masks()
+    for conn in (4, 8):
+        for name, (mask, binary) in masks.items():
+            if binary or conn == 8:
+                rows.append(_bench_label_one(f"{name}, {conn}-conn", mask, binary, conn))
+    return rows
+
+
+def _bench_label_one(name, mask, binary, conn) -> dict:
     import cv2
     from scipy import ndimage as ndi
 
-    rows = []
     have_gpu = gpu_available()
     cucim_label = None
     try:
@@ -221,7 +229,7 @@ def bench_labelling(conn: int = 8) -> list[dict]:
     except Exception as exc:  # noqa: BLE001
         log(f"  cuCIM not available: {type(exc).__name__}: {exc}")
     structure = ndi.generate_binary_structure(2, 1 if conn == 4 else 2)
-    for name, (mask, binary) in label_masks().items():
+    if True:
         h, w = mask.shape
         n = h * w
         r = {"mask": name, "pixels": n}
@@ -275,8 +283,7 @@ def bench_labelling(conn: int = 8) -> list[dict]:
         r["ours_gpix_s"] = n / (best * 1e-3) / 1e9 if np.isfinite(best) else None
         log(f"  {name}: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
                                       if k not in ("mask",)))
-        rows.append(r)
-    return rows
+    return r
 
 
 # --------------------------------------------------------------------------- features
@@ -452,6 +459,46 @@ def bench_tune(items, grid: dict) -> list[dict]:
     return rows
 
 
+# --------------------------------------------------------------------------- GPU sweep
+SWEEP_SETS = [
+    {},
+    {"min_size": 0},
+    {"min_size": 256, "merge_distance": 14.0},
+    {"min_size": 512, "merge_distance": 18.0},
+    {"min_size": 1024, "merge_distance": 18.0, "connectivity": 4},
+    {"min_size": 256, "merge_distance": 14.0, "bilateral": 5},
+    {"k_max": 256, "merge_distance": 6.0},
+    {"global_step": "single"},
+    {"weights": "sort"},
+    {"features_method": "sort"},
+    {"label_method": "equivalence"},
+]
+
+
+def bench_gpu_sweep(sizes) -> list[dict]:
+    rows = []
+    for h, w in sizes:
+        img = natural_image(h, w)
+        for ps in SWEEP_SETS:
+            segs = []
+            try:
+                t = time_gpu(lambda ps=ps: segs.append(segment_image(img, device="cuda", **ps)),
+                             repeat=10 if h * w <= 512 * 512 else 4)
+            except Exception as exc:  # noqa: BLE001
+                log(f"  sweep {ps} failed: {type(exc).__name__}: {exc}")
+                continue
+            st = {}
+            for sg in segs:
+                for k, v in sg.timings.items():
+                    st.setdefault(k, []).append(v)
+            r = {"size": f"{w}x{h}", "params": json.dumps(ps), "ms": round(1e3 * t, 4),
+                 "regions": segs[-1].n_regions, "syncs": segs[-1].syncs}
+            r.update({f"{k}_ms": round(1e3 * median(v), 4) for k, v in st.items() if k != "total"})
+            rows.append(r)
+            log(f"  sweep {r}")
+    return rows
+
+
 # --------------------------------------------------------------------------- output
 def fmt(v, nd=3):
     if v is None:
@@ -510,6 +557,7 @@ def main(argv=None):
     ap.add_argument("--features", action="store_true")
     ap.add_argument("--quality", action="store_true")
     ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--gpu-sweep", action="store_true", help="GPU pipeline time for SWEEP_SETS at 512x512 and 4K")
     ap.add_argument("--all", action="store_true", help="speed, labelling and features")
     ap.add_argument("--sizes", default="64x64,256x256,512x512,1920x1080,3840x2160")
     ap.add_argument("--cpu-max", default="1920x1080", help="largest size timed on the CPU path")
@@ -545,6 +593,24 @@ def main(argv=None):
         log(f"copy bandwidth {bw / 1e9:.0f} GB/s")
     else:
         bw = None
+    if args.labelling:
+        log("## labelling")
+        rows = bench_labelling()
+        payload["labelling"] = rows
+        md += ["## Labelling", "", generic_table(rows), ""]
+        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
+    if args.gpu_sweep and gpu:
+        log("## GPU parameter sweep")
+        rows = bench_gpu_sweep([(512, 512), (2160, 3840)])
+        payload["gpu_sweep"] = rows
+        md += ["## GPU time per parameter set", "", generic_table(rows), ""]
+        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
+    if args.features and gpu:
+        log("## features")
+        rows = bench_features(bw)
+        payload["features"] = rows
+        md += ["## Region features (4K)", "", generic_table(rows), ""]
+        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
     if args.speed:
         sizes = []
         for s in args.sizes.split(","):
@@ -557,17 +623,6 @@ def main(argv=None):
         payload["speed"] = rows
         md += ["## Speed", "", speed_table(rows), "", "### Stages", "", stage_table(rows), ""]
         (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
-    if args.labelling:
-        log("## labelling")
-        rows = bench_labelling()
-        payload["labelling"] = rows
-        md += ["## Labelling (8-connectivity)", "", generic_table(rows), ""]
-        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
-    if args.features and gpu:
-        log("## features")
-        rows = bench_features(bw)
-        payload["features"] = rows
-        md += ["## Region features (4K)", "", generic_table(rows), ""]
     if args.quality or args.tune:
         root = Path(args.bsds) if args.bsds else shared_data() / "bsds500"
         if not (root / "images").is_dir():
