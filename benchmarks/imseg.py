@@ -599,17 +599,17 @@ def main(argv=None):
         payload["labelling"] = rows
         md += ["## Labelling", "", generic_table(rows), ""]
         (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
-    if args.gpu_sweep and gpu:
-        log("## GPU parameter sweep")
-        rows = bench_gpu_sweep([(512, 512), (2160, 3840)])
-        payload["gpu_sweep"] = rows
-        md += ["## GPU time per parameter set", "", generic_table(rows), ""]
-        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
     if args.features and gpu:
         log("## features")
         rows = bench_features(bw)
         payload["features"] = rows
         md += ["## Region features (4K)", "", generic_table(rows), ""]
+        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
+    if args.gpu_sweep and gpu:
+        log("## GPU parameter sweep")
+        rows = bench_gpu_sweep([(512, 512), (2160, 3840)])
+        payload["gpu_sweep"] = rows
+        md += ["## GPU time per parameter set", "", generic_table(rows), ""]
         (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
     if args.speed:
         sizes = []
