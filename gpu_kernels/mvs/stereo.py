@@ -101,7 +101,7 @@ def _texture_bytes(scene, views) -> int:
     return int(sum(scene.cameras[v].width * scene.cameras[v].height * 48 for v in views))
 
 
-def reconstruct(scene: MVSScene, *, views=None, window: int = DEFAULT_WINDOW, neighbors: int = DEFAULT_NEIGHBORS,
+def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, neighbors: int = DEFAULT_NEIGHBORS,
                 min_views: int = DEFAULT_MIN_VIEWS, ncc_accept: float = DEFAULT_NCC_ACCEPT,
                 max_iter: int = DEFAULT_MAX_ITER, batch_size: int | None = None,
                 views_together: int | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,

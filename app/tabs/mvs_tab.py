@@ -1,0 +1,327 @@
+"""The Multi-view stereo tab: pick a reference view, watch its depth map fill in batch by batch
+while the region grows, switch between image, depth, normal, confidence and iterations with a
+confidence threshold, and look at the view's points or the fused cloud in 3-D with the
+cameras drawn as frusta.
+
+Everything generic (input, parameters, Run/Cancel, errors, exports) is
+:class:`~app.tabs.base.ToolTab`'s; the computation is :mod:`app.tools.mvs`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..tools import mvs
+from ..tools.base import fmt_seconds
+from .base import ToolTab
+from .mvs_views import CloudView, MapView
+
+__all__ = ["MvsTab", "SHOW_CHOICES", "CLOUD_CHOICES"]
+
+log = logging.getLogger(__name__)
+
+SHOW_CHOICES = ("Depth", "Normal", "Confidence", "Iterations", "Image")
+CLOUD_CHOICES = ("This view's points", "Fused cloud", "Seeds", "Cameras only")
+PREVIEW_INTERVAL_S = 0.15
+
+
+class MvsTab(ToolTab):
+    tool = mvs.TOOL
+    run_label = "Reconstruct"
+
+    #: (view index, depth copy, info) from the worker thread, for the live preview
+    preview_ready = Signal(int, object, object)
+
+    # ------------------------------------------------------------------ building
+    def build_view(self) -> QWidget:
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.map_view = MapView()
+        self.map_view.hovered.connect(self._on_hover)
+        self.cloud_view = CloudView()
+        split.addWidget(self.map_view)
+        split.addWidget(self.cloud_view)
+        split.setSizes([600, 500])
+        self.preview_ready.connect(self._on_preview)
+        self._last_preview = 0.0
+        self._live = None  # (view, depth) of the running job's preview
+        return split
+
+    def build_controls(self) -> list[QWidget]:
+        g = QGroupBox("Reference view")
+        lay = QVBoxLayout(g)
+        row = QHBoxLayout()
+        self.view_combo = QComboBox()
+        self.view_combo.setObjectName("mvs-view")
+        self.view_combo.setToolTip("The view shown (and reconstructed by 'Only this view')")
+        self.view_combo.currentIndexChanged.connect(self._redraw)
+        row.addWidget(self.view_combo, 1)
+        self.only_button = QPushButton("Only this view")
+        self.only_button.setToolTip("Set Views to the chosen view, so that Reconstruct computes it alone")
+        self.only_button.clicked.connect(self.only_this_view)
+        row.addWidget(self.only_button)
+        lay.addLayout(row)
+
+        d = QGroupBox("Display")
+        dl = QVBoxLayout(d)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Show:"))
+        self.show_combo = QComboBox()
+        self.show_combo.setObjectName("mvs-show")
+        self.show_combo.addItems(SHOW_CHOICES)
+        self.show_combo.currentIndexChanged.connect(self._redraw)
+        row.addWidget(self.show_combo, 1)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Confidence ≥"))
+        self.threshold = QSlider(Qt.Orientation.Horizontal)
+        self.threshold.setObjectName("mvs-threshold")
+        self.threshold.setRange(0, 100)
+        self.threshold.setValue(0)
+        self.threshold.setToolTip("Hide samples whose confidence (mean NCC of the active views) is lower, "
+                                  "in the map and in the 3-D view")
+        self.threshold.valueChanged.connect(self._redraw)
+        self.threshold_label = QLabel("0.00")
+        row.addWidget(self.threshold, 1)
+        row.addWidget(self.threshold_label)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("3-D:"))
+        self.cloud_combo = QComboBox()
+        self.cloud_combo.setObjectName("mvs-cloud")
+        self.cloud_combo.addItems(CLOUD_CHOICES)
+        self.cloud_combo.currentIndexChanged.connect(self._redraw_cloud)
+        row.addWidget(self.cloud_combo, 1)
+        dl.addLayout(row)
+        self.frusta_check = QCheckBox("Cameras as frusta")
+        self.frusta_check.setChecked(True)
+        self.frusta_check.toggled.connect(self._redraw_cloud)
+        dl.addWidget(self.frusta_check)
+        for w, key in ((self.show_combo, "show"), (self.cloud_combo, "cloud"), (self.frusta_check, "frusta")):
+            self.setting_widgets[key] = w
+        return [g, d]
+
+    def build_side_panel(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        self.readout = QLabel("Hover over the map for depth, normal and confidence.")
+        self.readout.setObjectName("mvs-readout")
+        self.readout.setWordWrap(True)
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stats_label = QLabel("")
+        self.stats_label.setObjectName("mvs-stats")
+        self.stats_label.setWordWrap(True)
+        self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(QLabel("<b>Under the cursor</b>"))
+        lay.addWidget(self.readout)
+        lay.addWidget(QLabel("<b>This view</b>"))
+        lay.addWidget(self.stats_label)
+        lay.addStretch(1)
+        w.setMinimumWidth(220)
+        return w
+
+    # ------------------------------------------------------------------ input
+    def describe_input(self, data: mvs.MVSData) -> str:
+        sc = data.scene
+        c = sc.cameras[0]
+        parts = [f"{data.name}: {sc.n_views} views, {c.width} x {c.height}"]
+        if sc.points is not None:
+            parts.append(f"{len(sc.points):,} sparse points")
+        if any(m is not None for m in sc.masks):
+            parts.append(f"{sum(m is not None for m in sc.masks)} masks")
+        if sc.bbox is not None:
+            parts.append("bounding box known")
+        return ", ".join(parts) + "".join(f"\nwarning: {w}" for w in data.warnings)
+
+    def show_input(self, data: mvs.MVSData) -> None:
+        self.view_combo.blockSignals(True)
+        self.view_combo.clear()
+        self.view_combo.addItems([f"{i}: {n}" for i, n in enumerate(data.scene.names)])
+        self.view_combo.setCurrentIndex(0)
+        self.view_combo.blockSignals(False)
+        self._live = None
+        self._redraw()
+
+    def clear_result(self) -> None:
+        self._live = None
+        self.stats_label.setText("")
+        self.cloud_view.clear()
+
+    def show_result(self, result: mvs.MVSRun) -> None:
+        self._live = None
+        if result.view_map(self.current_view()) is None and result.maps:
+            self.view_combo.setCurrentIndex(result.maps[0].view)
+        if self.cloud_combo.currentIndex() == 0 and result.fused is not None and len(result.maps) > 1:
+            self.cloud_combo.setCurrentIndex(1)
+        self._redraw()
+
+    # ------------------------------------------------------------------ running
+    def run(self, *, device: str | None = None, overrides: dict | None = None) -> bool:
+        if self.data is not None:
+            self.data.preview = self._preview_sink
+            self._live = None
+        return super().run(device=device, overrides=overrides)
+
+    def _preview_sink(self, maps, info) -> None:
+        """Called on the worker thread after every batch: throttled copies of the shown view's depth."""
+        now = time.monotonic()
+        if now - self._last_preview < PREVIEW_INTERVAL_S:
+            return
+        self._last_preview = now
+        v = self._view_for_preview
+        for m in maps:
+            if m.view == v:
+                self.preview_ready.emit(v, np.array(m.depth, dtype=np.float32, copy=True), dict(info))
+                return
+
+    @property
+    def _view_for_preview(self) -> int:
+        return getattr(self, "_preview_view", 0)
+
+    def _on_preview(self, view: int, depth, info) -> None:
+        if not self.runner.is_running():
+            return
+        self._live = (view, depth)
+        if self.current_view() == view and self.show_combo.currentText() in ("Depth", "Confidence", "Normal",
+                                                                               "Iterations"):
+            n = int(np.isfinite(depth).sum())
+            self.map_view.show_scalar(depth, title=f"{self.data.scene.names[view]}: growing, {n:,} samples "
+                                      f"(batch {info.get('batch', 0)}, {info.get('queued', 0):,} queued)")
+
+    def only_this_view(self) -> None:
+        if self.data is None:
+            return
+        self.form.set_value("views", self.data.scene.names[self.current_view()])
+
+    # ------------------------------------------------------------------ drawing
+    def current_view(self) -> int:
+        return max(self.view_combo.currentIndex(), 0)
+
+    def _threshold(self) -> float:
+        return self.threshold.value() / 100.0
+
+    def _redraw(self) -> None:
+        self._preview_view = self.current_view()
+        self.threshold_label.setText(f"{self._threshold():.2f}")
+        if self.data is None:
+            self.map_view.clear()
+            return
+        v = self.current_view()
+        sc = self.data.scene
+        name = sc.names[v]
+        what = self.show_combo.currentText()
+        m = self.result.view_map(v) if self.result is not None else None
+        if m is None or what == "Image":
+            img = np.asarray(sc.images[v])
+            if img.dtype != np.uint8:
+                img = np.clip(img.astype(np.float32) / (img.max() or 1) * 255, 0, 255).astype(np.uint8)
+            if img.ndim == 2:
+                img = np.repeat(img[..., None], 3, axis=2)
+            note = "" if m is not None or what == "Image" else " (not reconstructed yet)"
+            self.map_view.show_rgb(img[..., :3], title=f"{name}{note}")
+            self.stats_label.setText("" if m is None else self._stats_text(m))
+            self._redraw_cloud()
+            return
+        keep = m.conf >= self._threshold()
+        if what == "Depth":
+            self.map_view.show_scalar(m.depth, mask=keep, title=f"{name}: depth (z, scene units)")
+        elif what == "Confidence":
+            c = np.where(np.isfinite(m.depth), m.conf, np.nan)
+            self.map_view.show_scalar(c, mask=keep, levels=(max(self.result.params["ncc_accept"], 0.0), 1.0),
+                                      title=f"{name}: confidence (mean NCC)")
+        elif what == "Iterations":
+            it = np.where(m.iters > 0, m.iters.astype(np.float32), np.nan)
+            self.map_view.show_scalar(it, levels=(0, float(self.result.params["max_iter"])),
+                                      title=f"{name}: iterations (tried pixels)")
+        else:
+            rgb = mvs.normals_rgb(m.normal)
+            rgb[~(keep & np.isfinite(m.depth))] = (30, 30, 34)
+            self.map_view.show_rgb(rgb, title=f"{name}: normal (camera frame, x y z as R G B)")
+        self.stats_label.setText(self._stats_text(m))
+        self._redraw_cloud()
+
+    def _stats_text(self, m) -> str:
+        sc = self.data.scene
+        ok = np.isfinite(m.depth)
+        lines = [f"{m.n_samples:,} samples ({100 * ok.mean():.1f} % of the pixels)"]
+        if ok.any():
+            lines.append(f"depth {np.nanmin(m.depth):.4g} .. {np.nanmax(m.depth):.4g}")
+            lines.append(f"mean confidence {m.conf[ok].mean():.3f}")
+            lines.append(f"mean iterations {m.iters[ok].mean():.1f}")
+        lines.append("neighbours: " + ", ".join(sc.names[n] for n in m.neighbors))
+        if self.result is not None:
+            st = self.result.result.stats
+            lines.append(f"run: {st['samples']:,} samples in {len(self.result.maps)} view(s), "
+                         f"{fmt_seconds(self.result.elapsed)} on {self.result.device}")
+        return "\n".join(lines)
+
+    def _redraw_cloud(self) -> None:
+        if self.data is None:
+            self.cloud_view.clear()
+            return
+        sc = self.data.scene
+        v = self.current_view()
+        what = self.cloud_combo.currentText()
+        cams = sc.cameras if self.frusta_check.isChecked() else []
+        pts = np.zeros((0, 3), np.float32)
+        cols = np.zeros((0, 3), np.uint8)
+        thr = self._threshold()
+        if what == "This view's points" and self.result is not None:
+            m = self.result.view_map(v)
+            if m is not None:
+                keep = np.isfinite(m.depth) & (m.conf >= thr)
+                ys, xs = np.nonzero(keep)
+                pts = sc.cameras[v].backproject(np.stack([xs, ys], 1).astype(float), m.depth[keep]).astype(np.float32)
+                img = np.asarray(sc.images[v])
+                cols = (img[ys, xs][:, :3] if img.dtype == np.uint8 else
+                        np.clip(img[ys, xs][:, :3] * 255, 0, 255)).astype(np.uint8)
+        elif what == "Fused cloud" and self.result is not None and self.result.fused is not None:
+            f = self.result.fused
+            keep = f.confidence >= thr
+            pts, cols = f.points[keep], f.colors[keep]
+        elif what == "Seeds":
+            if self.result is not None:
+                pts = np.asarray(self.result.result.seeds, np.float32)
+            elif sc.points is not None:
+                pts = np.asarray(sc.points, np.float32)
+            cols = np.tile(np.array([[220, 60, 40]], np.uint8), (len(pts), 1))
+        if not len(pts) and not len(cams):
+            self.cloud_view.clear()
+            return
+        self.cloud_view.set_points(pts, cols, cams, highlight=v)
+
+    def _on_hover(self, x: int, y: int) -> None:
+        if x < 0 or self.data is None:
+            self.readout.setText("")
+            return
+        v = self.current_view()
+        m = self.result.view_map(v) if self.result is not None else None
+        text = f"pixel ({x}, {y})"
+        if m is not None and np.isfinite(m.depth[y, x]):
+            n = m.normal[y, x]
+            text += (f"\ndepth {m.depth[y, x]:.5g}\nnormal ({n[0]:+.2f}, {n[1]:+.2f}, {n[2]:+.2f})\n"
+                     f"confidence {m.conf[y, x]:.3f}\niterations {int(m.iters[y, x])}")
+        elif m is not None:
+            text += "\nnot reconstructed" + (f" (tried, {int(m.iters[y, x])} iterations)" if m.iters[y, x] else "")
+        self.readout.setText(text)
+
+    # ------------------------------------------------------------------ exports
+    def export_options(self, export) -> dict:
+        if export.key == "depth":
+            return {"view": self.current_view()}
+        return {}

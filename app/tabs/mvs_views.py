@@ -1,0 +1,259 @@
+"""The views of the Multi-view stereo tab.
+
+* :class:`MapView`: one reference view's depth, normal or confidence map (or its image) with
+  pyqtgraph, a colour bar for depth and confidence, and a hover readout.
+* :class:`CloudView`: a pyvistaqt 3-D view of points (a view's depth samples or the fused
+  cloud) with the cameras drawn as frusta. Without OpenGL (offscreen, ``GPULAB_NO_OPENGL``)
+  it says so and shows a static software picture of the points instead.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
+
+from ..ui.gl import opengl_status
+
+__all__ = ["MapView", "CloudView", "frustum_lines", "render_points_png"]
+
+log = logging.getLogger(__name__)
+
+
+class MapView(QWidget):
+    """An image of one view's map, with a colour bar for scalar maps.
+
+    Signals
+    -------
+    hovered(int, int)
+        The pixel under the cursor (-1, -1 outside the image).
+    """
+
+    hovered = Signal(int, int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setMinimumSize(320, 240)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.glw.setBackground("#f4f5f7")
+        self.plot = self.glw.addPlot()
+        self.plot.setAspectLocked(True)
+        self.plot.invertY(True)
+        self.plot.hideAxis("left")
+        self.plot.hideAxis("bottom")
+        # scalar maps: a float image whose colour map and levels the colour bar controls (NaN is
+        # transparent over the dark background); pictures: a second, RGB image item
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.rgb_image = pg.ImageItem(axisOrder="row-major")
+        self.backdrop = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.backdrop)
+        self.plot.addItem(self.image)
+        self.plot.addItem(self.rgb_image)
+        try:
+            self.cmap = pg.colormap.get("turbo")
+        except Exception:  # noqa: BLE001 - older pyqtgraph without turbo
+            self.cmap = pg.colormap.get("viridis")
+        self.bar = pg.ColorBarItem(values=(0, 1), colorMap=self.cmap, interactive=False, width=14)
+        self.bar.setImageItem(self.image, insert_in=self.plot)
+        self.title = pg.LabelItem("", justify="left")
+        self.glw.addItem(self.title, row=1, col=0)
+        lay.addWidget(self.glw)
+        self.shape: tuple[int, int] | None = None
+        self.plot.scene().sigMouseMoved.connect(self._moved)
+        self.kind = "scalar"
+
+    def _moved(self, pos) -> None:
+        if self.shape is None:
+            return
+        p = self.plot.vb.mapSceneToView(pos)
+        x, y = int(np.floor(p.x() + 0.5)), int(np.floor(p.y() + 0.5))
+        h, w = self.shape
+        self.hovered.emit(x, y) if 0 <= x < w and 0 <= y < h else self.hovered.emit(-1, -1)
+
+    def show_scalar(self, values: np.ndarray, *, levels: tuple[float, float] | None = None, title: str = "",
+                    mask: np.ndarray | None = None) -> None:
+        """A float map (NaN = nothing) colour-mapped, with the colour bar."""
+        v = np.array(values, dtype=np.float32, copy=True)
+        if mask is not None:
+            v[~mask] = np.nan
+        ok = np.isfinite(v)
+        if levels is None:
+            levels = (float(np.percentile(v[ok], 1)), float(np.percentile(v[ok], 99))) if ok.any() else (0.0, 1.0)
+        if levels[1] <= levels[0]:
+            levels = (levels[0], levels[0] + 1e-6)
+        self.backdrop.setImage(np.full(v.shape + (3,), 34, np.uint8), autoLevels=False, levels=(0, 255))
+        self.image.setImage(v, autoLevels=False)
+        self.bar.setLevels(levels)
+        self.image.setLevels(levels)
+        self.image.show()
+        self.rgb_image.hide()
+        self.bar.show()
+        self.shape = v.shape
+        self.title.setText(title)
+        self.kind = "scalar"
+
+    def show_rgb(self, rgb: np.ndarray, *, title: str = "") -> None:
+        """An RGB picture (image or normal map); no colour bar."""
+        self.rgb_image.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+        self.rgb_image.show()
+        self.image.hide()
+        self.bar.hide()
+        self.shape = rgb.shape[:2]
+        self.title.setText(title)
+        self.kind = "rgb"
+
+    def clear(self) -> None:
+        self.image.clear()
+        self.rgb_image.clear()
+        self.backdrop.clear()
+        self.shape = None
+        self.title.setText("")
+
+
+def frustum_lines(camera, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Points and line segments (pairs of indices) of a camera's frustum of depth ``scale``."""
+    w, h = camera.width, camera.height
+    corners = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], float)
+    far = camera.backproject(corners, np.full(4, scale))
+    pts = np.vstack([camera.center[None], far])
+    seg = np.array([[0, 1], [0, 2], [0, 3], [0, 4], [1, 2], [2, 3], [3, 4], [4, 1]])
+    return pts, seg
+
+
+def render_points_png(points: np.ndarray, colors: np.ndarray, size=(640, 480), cameras=None) -> QImage:
+    """A software picture of a point cloud (orthographic, looking along the cloud's least
+    principal axis), for machines without OpenGL."""
+    W, H = size
+    img = np.full((H, W, 3), 245, np.uint8)
+    if len(points):
+        c = points.mean(0)
+        _, _, vt = np.linalg.svd(points[:: max(1, len(points) // 20000)] - c, full_matrices=False)
+        P = (points - c) @ vt[:2].T
+        lo, hi = P.min(0), P.max(0)
+        s = 0.9 * min(W / max(hi[0] - lo[0], 1e-9), H / max(hi[1] - lo[1], 1e-9))
+        uv = ((P - (lo + hi) / 2) * s + [W / 2, H / 2]).astype(int)
+        depth = (points - c) @ vt[2]
+        order = np.argsort(depth)
+        ok = (uv[:, 0] >= 0) & (uv[:, 0] < W) & (uv[:, 1] >= 0) & (uv[:, 1] < H)
+        o = order[ok[order]]
+        img[uv[o, 1], uv[o, 0]] = colors[o]
+    q = QImage(img.data, W, H, 3 * W, QImage.Format.Format_RGB888)
+    return q.copy()
+
+
+class CloudView(QWidget):
+    """Points with per-point colours and camera frusta, in 3-D when OpenGL works."""
+
+    def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True):
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(320, 240)
+        self.plotter = None
+        self._stack = QStackedLayout()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self._stack)
+        self.placeholder = QLabel("<div style='color:#666'><h3>No points yet</h3>"
+                                  "<p>Run to see the reconstructed points and the cameras.</p></div>")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._stack.addWidget(self.placeholder)
+        ok, why = opengl_status() if allow_3d else (False, "the 3-D view was turned off")
+        self.gl_reason = why
+        if ok:
+            try:
+                from pyvistaqt import QtInteractor
+
+                self.plotter = QtInteractor(self, auto_update=False)
+                self.plotter.set_background("#f4f5f7", top="#d7dce3")
+                self._stack.addWidget(self.plotter.interactor if hasattr(self.plotter, "interactor")
+                                      else self.plotter)
+            except Exception as exc:  # no usable OpenGL after all
+                log.warning("3-D view unavailable: %s", exc)
+                self.gl_reason = f"{type(exc).__name__}: {exc}"
+                self.plotter = None
+        self.static = None
+        if self.plotter is None:
+            box = QWidget()
+            bl = QVBoxLayout(box)
+            bl.setContentsMargins(0, 0, 0, 0)
+            note = QLabel(f"Static picture: the interactive 3-D view is unavailable ({self.gl_reason}).")
+            note.setWordWrap(True)
+            note.setStyleSheet("background: #fff4d6; color: #6b4e00; padding: 4px 8px;")
+            self.static = QLabel()
+            self.static.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.static.setStyleSheet("background: #ffffff;")
+            bl.addWidget(note)
+            bl.addWidget(self.static, 1)
+            self._static_box = box
+            self._stack.addWidget(box)
+        self._stack.setCurrentWidget(self.placeholder)
+        self.n_points = 0
+
+    @property
+    def available(self) -> bool:
+        return self.plotter is not None
+
+    def close_view(self) -> None:
+        if self.plotter is not None:
+            try:
+                self.plotter.close()
+            except Exception:  # pragma: no cover
+                log.debug("closing the plotter failed", exc_info=True)
+
+    def clear(self) -> None:
+        self.n_points = 0
+        if self.plotter is not None:
+            self.plotter.clear_actors()
+        self._stack.setCurrentWidget(self.placeholder)
+
+    def set_points(self, points: np.ndarray, colors: np.ndarray, cameras=(), *, highlight: int | None = None,
+                   max_points: int = 1_500_000) -> None:
+        """Show ``points`` (N, 3) coloured ``colors`` (N, 3) uint8 and the ``cameras`` as frusta
+        (the ``highlight`` one in red)."""
+        pts = np.asarray(points, np.float32)
+        cols = np.asarray(colors, np.uint8)
+        if len(pts) > max_points:
+            sel = np.random.default_rng(0).choice(len(pts), max_points, replace=False)
+            pts, cols = pts[sel], cols[sel]
+        self.n_points = len(pts)
+        if self.plotter is None:
+            pm = QPixmap.fromImage(render_points_png(pts, cols, (640, 480)))
+            self.static.setPixmap(pm)
+            self._stack.setCurrentWidget(self._static_box)
+            return
+        import pyvista as pv
+
+        self.plotter.clear_actors()
+        if len(pts):
+            cloud = pv.PolyData(pts)
+            cloud["rgb"] = cols
+            self.plotter.add_mesh(cloud, scalars="rgb", rgb=True, point_size=2, render_points_as_spheres=False,
+                                  name="points")
+        if len(cameras):
+            ext = np.ptp(pts, axis=0).max() if len(pts) else 1.0
+            scale = 0.15 * float(ext) if ext > 0 else 0.1
+            allp, segs, hp, hseg = [], [], [], []
+            for i, cam in enumerate(cameras):
+                p, s = frustum_lines(cam, scale)
+                if i == highlight:
+                    hp.append(p)
+                    hseg.append(s)
+                else:
+                    segs.append(s + 5 * len(allp))
+                    allp.append(p)
+            for name, P, S, color in (("frusta", allp, segs, "#33415c"), ("current", hp, hseg, "#e0112b")):
+                if not P:
+                    continue
+                P = np.vstack(P)
+                S = np.vstack(S)
+                lines = np.hstack([np.full((len(S), 1), 2), S]).ravel()
+                self.plotter.add_mesh(pv.PolyData(P, lines=lines), color=color, line_width=2, name=name)
+        self.plotter.reset_camera()
+        self._stack.setCurrentWidget(self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter)
+        self.plotter.render()

@@ -1,0 +1,407 @@
+"""Multi-view stereo as a tool: scenes (Middlebury par files, COLMAP models), parameters,
+running, summary, exports, samples and demo.
+
+The compute layer is :func:`gpu_kernels.mvs.stereo.reconstruct` (Goesele-style region-growing
+depth and normal maps, a batch of top-priority pixels per GPU launch, fusion into a point
+cloud). ``gpulab mvs``, the Multi-view stereo tab, ``gpulab demo`` and ``gpulab batch`` all
+call :data:`TOOL`.
+
+A loaded scene can carry a live-preview sink: :attr:`MVSData.preview` (set by the tab) is
+called from the worker thread after every batch with the growing depth maps, so the window
+can show the region filling in.
+
+Example
+-------
+>>> from app.tools import mvs                                              # doctest: +SKIP
+>>> from gpu_kernels.backend import get_backend                           # doctest: +SKIP
+>>> data = mvs.load(mvs.samples()[0])                                     # doctest: +SKIP
+>>> res = mvs.run(data, {"views": "0,1"}, device=get_backend("cpu"))      # doctest: +SKIP
+>>> res.result.maps[0].n_samples > 0                                      # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_kernels.backend import Backend
+from gpu_kernels.errors import InputError, TooLargeError
+from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.mvs import fusion as _fu
+from gpu_kernels.mvs import grow as _gr
+from gpu_kernels.mvs import optimize as _op
+from gpu_kernels.mvs import stereo as _st
+from gpu_kernels.mvs import views as _vs
+from gpu_kernels.mvs.camera import MVSScene
+
+from ..io import depth_io, ply_points_io, scene_io
+from ..io.atomic import atomic_output_dir, atomic_write
+from .base import Export, Tool, fmt_seconds, resources_dir
+from .params import Param, ParamSet
+
+__all__ = ["PARAMS", "TOOL", "MVSData", "MVSRun", "load", "run", "summary", "samples", "demo", "write_outdir",
+           "write_fused", "write_view_depth", "colorize", "INPUT_EXTENSIONS", "CPU_COMFORT_PIXELS"]
+
+INPUT_EXTENSIONS = ("_par.txt", "cameras.txt", "cameras.bin", "images.txt", "images.bin")
+#: pixels (views x width x height) above which a CPU run takes minutes
+CPU_COMFORT_PIXELS = 2 * 640 * 480
+
+PARAMS = ParamSet([
+    Param("views", str, "all", "Views",
+          "Reference views to reconstruct: 'all', or image names / 0-based indices separated by commas.",
+          metavar="all|i,j,.."),
+    Param("window", int, _op.DEFAULT_WINDOW, "Window",
+          "Side of the n x n matching window in pixels (odd); larger is steadier on weak texture and "
+          "rounder at depth edges.", minimum=3, maximum=11, step=2, unit="px", metavar="N"),
+    Param("neighbors", int, _vs.DEFAULT_NEIGHBORS, "Neighbour views",
+          "Views chosen per reference view by Goesele's global view selection (shared seeds, parallax, "
+          "scale); the optimiser uses them all, dropping those that do not match.",
+          minimum=1, maximum=_op.MAX_NEIGHBORS, metavar="K"),
+    Param("min_views", int, _op.DEFAULT_MIN_VIEWS, "Min. views",
+          "A pixel fails when fewer neighbour views than this still match (NCC above the threshold).",
+          minimum=1, maximum=_op.MAX_NEIGHBORS, metavar="M"),
+    Param("ncc_accept", float, _op.DEFAULT_NCC_ACCEPT, "NCC threshold",
+          "A neighbour view whose NCC falls below this leaves the pixel's active set; the confidence "
+          "(mean NCC of the active views) must reach it too.", minimum=0.0, maximum=0.99, step=0.05,
+          decimals=2, metavar="NCC"),
+    Param("batch_size", int, None, "Batch",
+          "Pixels optimised per launch (the top of the priority queue); 'auto' is 65536 on the GPU and "
+          "2048 on the CPU. Larger is faster on the GPU and follows the priority order less strictly.",
+          minimum=1, maximum=1 << 22, auto=True, auto_value=None, typical=_gr.DEFAULT_BATCH_GPU,
+          flag="--batch", unit="px", metavar="N"),
+    Param("max_iter", int, _op.DEFAULT_MAX_ITER, "Iterations",
+          "Most iterations per pixel (every fifth a joint depth and normal step).",
+          minimum=1, maximum=200, advanced=True, metavar="N"),
+    Param("views_together", int, None, "Views together",
+          "Reference views grown in one shared batch ('auto': 16 on the GPU, 1 on the CPU); more use the "
+          "GPU better and need more device memory for the textures.",
+          minimum=1, maximum=10_000, auto=True, auto_value=None, typical=_st.DEFAULT_VIEWS_TOGETHER_GPU,
+          advanced=True, metavar="N"),
+    Param("max_attempts", int, _gr.DEFAULT_MAX_ATTEMPTS, "Attempts per pixel",
+          "How often a failed pixel is tried again from another neighbour's start.",
+          minimum=1, maximum=10, advanced=True, metavar="N"),
+    Param("fuse", bool, True, "Fuse",
+          "Fuse the views' depth maps into one point cloud (needs two or more views).", advanced=True),
+    Param("fuse_min_views", int, _fu.DEFAULT_FUSE_MIN_VIEWS, "Fusion: views that agree",
+          "A fused point needs this many views (its own included) that agree on its depth.",
+          minimum=1, maximum=64, advanced=True, metavar="N"),
+    Param("fuse_tol", float, _fu.DEFAULT_FUSE_TOL, "Fusion: depth tolerance",
+          "Relative depth difference within which two views agree.", minimum=0.0, min_open=True,
+          maximum=0.5, step=0.005, decimals=3, advanced=True, metavar="TOL"),
+])
+
+
+# ----------------------------------------------------------------------------- data
+@dataclass
+class MVSData:
+    """A loaded scene and what belongs to it.
+
+    ``preview`` (optional) is called as ``preview(maps, info)`` from the worker thread after
+    every batch (see :func:`gpu_kernels.mvs.grow.grow_depth_maps`); it must not touch widgets.
+    """
+
+    scene: MVSScene
+    path: pathlib.Path | None = None
+    mask_dir: pathlib.Path | None = None
+    preview: Callable | None = field(default=None, repr=False)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        if self.path is None:
+            return "scene"
+        return self.path.parent.name + "/" + self.path.name if self.path.is_file() else self.path.name
+
+    @property
+    def n_views(self) -> int:
+        return self.scene.n_views
+
+
+def load(path, *, progress: Progress | None = None, mask_dir=None, image_dir=None) -> MVSData:
+    """Read a scene: a Middlebury ``*_par.txt`` (images beside it), a COLMAP model folder (or one
+    of its ``cameras``/``images`` files) with its image folder, or a folder holding either."""
+    progress = as_progress(progress)
+    path = pathlib.Path(path)
+    scene = scene_io.read_scene(path, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
+    data = MVSData(scene, path, pathlib.Path(mask_dir) if mask_dir else None)
+    if scene.meta.get("undistorted"):
+        data.warnings.append(f"{scene.meta['undistorted']} image(s) undistorted to a pinhole camera")
+    return data
+
+
+def with_masks(data: MVSData, mask_dir) -> MVSData:
+    """The scene with per-image masks from ``mask_dir`` (re-reads the scene)."""
+    return load(data.path, mask_dir=mask_dir)
+
+
+# ----------------------------------------------------------------------------- run
+@dataclass
+class MVSRun:
+    """A reconstruction of ``data``: ``result`` is the :class:`gpu_kernels.mvs.MVSResult`."""
+
+    data: MVSData
+    result: object
+    params: dict
+    device: str
+    elapsed: float
+
+    @property
+    def maps(self):
+        return self.result.maps
+
+    @property
+    def fused(self):
+        return self.result.fused
+
+    def view_map(self, view: int):
+        """The :class:`DepthMap` of scene view ``view``, or None if it was not processed."""
+        return next((m for m in self.result.maps if m.view == view), None)
+
+
+def check(params: dict, device: Backend) -> None:
+    p = PARAMS.validate(params)
+    if p["window"] % 2 == 0:
+        raise InputError(f"window must be odd, got {p['window']}")
+    if p["min_views"] > p["neighbors"]:
+        raise InputError(f"min_views ({p['min_views']}) cannot exceed neighbors ({p['neighbors']})")
+
+
+def run(data: MVSData, params: dict, *, device: Backend, progress: Progress | None = None) -> MVSRun:
+    """Depth, normal and confidence maps of the chosen views, and their fused cloud."""
+    p = PARAMS.validate(params)
+    check(p, device)
+    t0 = time.perf_counter()
+    res = _st.reconstruct(
+        data.scene, views=p["views"], window=p["window"], neighbors=p["neighbors"], min_views=p["min_views"],
+        ncc_accept=p["ncc_accept"], max_iter=p["max_iter"], batch_size=p["batch_size"],
+        views_together=p["views_together"], max_attempts=p["max_attempts"], fuse=p["fuse"],
+        fuse_tol=p["fuse_tol"], fuse_min_views=p["fuse_min_views"], device=device, progress=progress,
+        callback=data.preview)
+    return MVSRun(data, res, p, device.label, time.perf_counter() - t0)
+
+
+def advise(data: MVSData, params: dict, device: Backend) -> TooLargeError | None:
+    """Many views on the CPU take minutes (about 1 ms per reconstructed pixel): say so."""
+    if device.is_gpu:
+        return None
+    p = PARAMS.validate(params)
+    try:
+        n = len(_st.parse_views(p["views"], data.scene))
+    except InputError:
+        return None
+    px = n * max(c.width * c.height for c in data.scene.cameras)
+    if px > CPU_COMFORT_PIXELS:
+        return TooLargeError(px, CPU_COMFORT_PIXELS, unit="pixels", where="the CPU in reasonable time",
+                             message=(f"{n} view(s) of {px // n:,} pixels on the CPU take minutes (about a "
+                                      f"millisecond per reconstructed pixel); choose fewer views or a CUDA device"))
+    return None
+
+
+# ----------------------------------------------------------------------------- summary
+def summary(result: MVSRun) -> list[str]:
+    d, r = result.data, result.result
+    sc = d.scene
+    st = r.stats
+    w, h = sc.cameras[0].width, sc.cameras[0].height
+    lines = [f"{d.name}: {sc.n_views} views, {w} x {h}"
+             + (f", {sum(m is not None for m in sc.masks)} masks" if any(m is not None for m in sc.masks) else "")]
+    lines += [f"  warning: {x}" for x in d.warnings]
+    lines.append(f"  seeds: {st['seed_points']:,} points ({'from the model' if st['seed_source'] == 'model' else 'SIFT, triangulated'})")
+    p = result.params
+    lines.append(f"  parameters: window {p['window']}, {p['neighbors']} neighbours, min views {p['min_views']}, "
+                 f"NCC {p['ncc_accept']:g}, batch {p['batch_size'] or 'auto'}")
+    lines.append(f"  device: {st['device']}; time {fmt_seconds(result.elapsed)} (seeds {fmt_seconds(st['seeds_s'])}, "
+                 f"depth maps {fmt_seconds(st['grow_s'])}, fusion {fmt_seconds(st['fuse_s'])})")
+    n = max(len(r.maps), 1)
+    lines.append(f"  samples: {st['samples']:,} in {len(r.maps)} view(s), {st['samples'] / n:,.0f} per view, "
+                 f"{1e6 * st['grow_s'] / max(st['samples'], 1):.2f} us per sample; queue share "
+                 f"{100 * st['queue_s'] / max(st['grow_s'], 1e-9):.0f} %")
+    for m in r.maps[:20]:
+        ok = np.isfinite(m.depth)
+        extra = f", depth {np.nanmin(m.depth):.4g}..{np.nanmax(m.depth):.4g}" if ok.any() else ""
+        conf = f", mean confidence {m.conf[ok].mean():.3f}" if ok.any() else ""
+        lines.append(f"  {sc.names[m.view]}: {m.n_samples:,} samples ({100 * ok.mean():.1f} %){extra}{conf}; "
+                     f"neighbours {', '.join(sc.names[v] for v in m.neighbors)}")
+    if len(r.maps) > 20:
+        lines.append(f"  ... {len(r.maps) - 20} more views")
+    if r.fused is not None:
+        f = r.fused
+        line = f"  fused: {len(f.points):,} points"
+        if len(f.points) and sc.bbox is not None:
+            inside = np.all((f.points >= sc.bbox[0]) & (f.points <= sc.bbox[1]), axis=1).mean()
+            line += f", {100 * inside:.1f} % inside the scene's bounding box"
+        lines.append(line)
+    return lines
+
+
+def metrics(result: MVSRun) -> dict:
+    st = result.result.stats
+    return {"views": len(result.result.maps), "samples": int(st["samples"]), "seconds": float(result.elapsed),
+            "fused_points": 0 if result.fused is None else len(result.fused.points)}
+
+
+# ----------------------------------------------------------------------------- exports
+def colorize(values: np.ndarray, lo: float | None = None, hi: float | None = None) -> np.ndarray:
+    """``(H, W)`` values to an RGB uint8 picture (turbo-like ramp; NaN black)."""
+    v = np.asarray(values, np.float64)
+    ok = np.isfinite(v)
+    if lo is None or hi is None:
+        if ok.any():
+            lo, hi = np.percentile(v[ok], [1, 99])
+        else:
+            lo, hi = 0.0, 1.0
+    t = np.clip((v - lo) / max(hi - lo, 1e-12), 0, 1)
+    t = np.where(ok, t, 0)
+    # a compact approximation of the turbo colour map
+    r = np.clip(0.13572138 + t * (4.6153926 + t * (-42.66032258 + t * (132.13108234 + t * (-152.94239396 + t * 59.28637943)))), 0, 1)
+    g = np.clip(0.09140261 + t * (2.19418839 + t * (4.84296658 + t * (-14.18503333 + t * (4.27729857 + t * 2.82956604)))), 0, 1)
+    b = np.clip(0.1066733 + t * (12.64194608 + t * (-60.58204836 + t * (110.36276771 + t * (-89.90310912 + t * 27.34824973)))), 0, 1)
+    out = (np.stack([r, g, b], -1) * 255).astype(np.uint8)
+    out[~ok] = 0
+    return out
+
+
+def normals_rgb(normal: np.ndarray) -> np.ndarray:
+    """Camera-frame normals to RGB (x, y, z in [-1, 1] -> 0..255; no normal: black)."""
+    n = np.asarray(normal, np.float64)
+    ok = np.isfinite(n).all(axis=-1)
+    out = np.clip((np.nan_to_num(n) * 0.5 + 0.5) * 255, 0, 255).astype(np.uint8)
+    out[~ok] = 0
+    return out
+
+
+def write_view_files(result: MVSRun, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Per view: ``NAME.depth.npy``, ``NAME.normal.npy``, ``NAME.conf.npy``, ``NAME.iters.npy``,
+    ``NAME.depth.pfm`` and COLMAP-style ``NAME.depth.bin`` (0 = no depth)."""
+    written = []
+    names = result.data.scene.names
+    for m in result.maps:
+        base = out_dir / names[m.view]
+        for suffix, arr, fn in ((".depth.npy", m.depth, depth_io.write_npy), (".normal.npy", m.normal, depth_io.write_npy),
+                                (".conf.npy", m.conf, depth_io.write_npy), (".iters.npy", m.iters, depth_io.write_npy),
+                                (".depth.pfm", m.depth, depth_io.write_pfm),
+                                (".depth.bin", m.depth, depth_io.write_colmap_array)):
+            p = base.with_name(base.name + suffix)
+            fn(p, arr)
+            written.append(p)
+    return written
+
+
+def write_fused(result: MVSRun, path) -> list[pathlib.Path]:
+    """The fused cloud as PLY (x y z nx ny nz red green blue confidence)."""
+    f = result.fused
+    if f is None:
+        raise InputError("there is no fused cloud: run with two or more views and fusion on")
+    ply_points_io.write_points_ply(path, f.points, normals=f.normals, colors=f.colors, confidence=f.confidence)
+    return [pathlib.Path(path)]
+
+
+def write_outdir(result: MVSRun, path) -> list[pathlib.Path]:
+    """Everything into a new folder (atomically): the per-view maps and ``fused.ply``."""
+    path = pathlib.Path(path)
+    with atomic_output_dir(path) as tmp:
+        write_view_files(result, tmp)
+        if result.fused is not None:
+            write_fused(result, tmp / "fused.ply")
+        names = sorted(p.name for p in tmp.iterdir())
+    return [path / n for n in names]
+
+
+def write_view_depth(result: MVSRun, path, *, view: int | None = None) -> list[pathlib.Path]:
+    """One view's depth map (the first processed one unless ``view``): .pfm, .npy, .bin or a
+    colour-mapped .png."""
+    m = result.maps[0] if view is None else result.view_map(view)
+    if m is None:
+        raise InputError(f"view {view} was not reconstructed")
+    path = pathlib.Path(path)
+    if path.suffix.lower() == ".png":
+        from ..io.image_io import write_image
+
+        return [pathlib.Path(write_image(path, colorize(m.depth)))]
+    depth_io.write_depth(path, m.depth)
+    return [path]
+
+
+def _check_outdir(path) -> None:
+    path = pathlib.Path(path)
+    parent = path.parent if str(path.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{path}: the folder {parent} does not exist")
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: a file has that name; give a folder name")
+
+
+EXPORTS = (
+    Export("outdir", "All maps and fused.ply (folder)", (), write_outdir, folder=True, cli_option="-o",
+           check=_check_outdir),
+    Export("fused", "Fused point cloud", (".ply",), write_fused, cli_option="--fused"),
+    Export("depth", "Depth map of one view", (".pfm", ".npy", ".bin", ".png"), write_view_depth, cli_option=None),
+)
+
+
+# ----------------------------------------------------------------------------- samples, demo
+def samples() -> list[pathlib.Path]:
+    """The bundled synthetic scene (``resources/samples/mvs/synth_par.txt``)."""
+    p = resources_dir() / "samples" / "mvs" / "synth_par.txt"
+    return [p] if p.is_file() else []
+
+
+def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[pathlib.Path]:
+    """Reconstruct the bundled scene (all views on the GPU, three on the CPU): maps, fused cloud,
+    colour-mapped depth pictures and the summary."""
+    from ..io.image_io import write_image
+
+    progress = as_progress(progress)
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo = samples()
+    if not todo:
+        raise InputError("the bundled multi-view stereo sample is missing (resources/samples/mvs)")
+    data = load(todo[0], progress=progress.sub(0, 0.1, "reading"))
+    views = "all" if device.is_gpu else "0,1,2"
+    res = run(data, {"views": views}, device=device, progress=progress.sub(0.1, 0.95, "mvs"))
+    written = write_outdir(res, out_dir / "mvs-maps")
+    for m in res.maps[:3]:
+        written.append(pathlib.Path(write_image(out_dir / f"mvs-{data.scene.names[m.view]}-depth.png",
+                                                colorize(m.depth))))
+    txt = out_dir / "mvs-summary.txt"
+    with atomic_write(txt, "w") as fh:
+        fh.write("\n".join(summary(res)) + "\n")
+    written.append(txt)
+    return written
+
+
+def _handles(path) -> bool:
+    return pathlib.Path(path).name.lower().endswith(INPUT_EXTENSIONS)
+
+
+TOOL = Tool(
+    name="mvs",
+    title="Multi-view stereo",
+    key="mvs",
+    description="Depth and normal maps of calibrated views by region growing (Goesele et al.), fused into a point cloud.",
+    params=PARAMS,
+    load=load,
+    run=run,
+    summary=summary,
+    exports=EXPORTS,
+    input_extensions=INPUT_EXTENSIONS,
+    input_kind="Scenes",
+    input_noun="Scene",
+    headline=lambda r: (f"{r.result.stats['samples']:,} samples in {len(r.maps)} view(s) in "
+                        f"{fmt_seconds(r.elapsed)} on {r.device}"
+                        + (f"; {len(r.fused.points):,} fused points" if r.fused is not None else "")),
+    samples=samples,
+    demo=demo,
+    advise=advise,
+    check=check,
+    library=_st.reconstruct,
+    output_option="-o",
+    default_output=lambda p: f"{p.stem.replace('_par', '')}-mvs",
+    metrics=metrics,
+)
