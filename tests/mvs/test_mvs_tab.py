@@ -1,0 +1,83 @@
+"""The Multi-view stereo tab, driven as a user would: open the bundled scene, reconstruct two
+views with a live preview, switch the maps, threshold, 3-D content, export, and a bad scene."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from app.io.depth_io import read_pfm  # noqa: E402
+from app.tabs.mvs_tab import CLOUD_CHOICES, SHOW_CHOICES, MvsTab  # noqa: E402
+from app.tools import mvs  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def errors_of(monkeypatch):
+    from app.tabs.base import StandaloneHost
+
+    calls = []
+    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
+    return calls
+
+
+@pytest.fixture
+def tab(qtbot, errors_of):
+    t = MvsTab()
+    qtbot.addWidget(t)
+    t.resize(1300, 800)
+    t.show()
+    qtbot.waitExposed(t)
+    yield t
+    t.runner.shutdown(10000)
+    t.cloud_view.close_view()
+
+
+def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_of):
+    sample = mvs.samples()
+    if not sample:
+        pytest.skip("the bundled sample is missing")
+    data = tab_runner.load(tab, sample[0])
+    assert data.n_views == 12 and tab.view_combo.count() == 12
+    assert "12 views" in tab.input_info.text()
+    previews = []
+    tab.preview_ready.connect(lambda v, d, info: previews.append((v, int(np.isfinite(d).sum()))))
+    res = tab_runner.run(tab, device="cpu", views="0,1", neighbors=6)
+    assert res is not None, errors_of
+    assert previews and all(v == 0 for v, _ in previews)
+    assert previews[-1][1] <= res.view_map(0).n_samples
+    assert tab.map_view.shape == (120, 160) and "depth" in tab.map_view.title.text
+    for what in SHOW_CHOICES:
+        tab.show_combo.setCurrentText(what)
+        assert tab.map_view.shape == (120, 160)
+    tab.show_combo.setCurrentText("Depth")
+    shown = np.isfinite(tab.map_view.image.image).sum()
+    tab.threshold.setValue(95)
+    assert np.isfinite(tab.map_view.image.image).sum() < shown
+    tab.threshold.setValue(0)
+    for what in CLOUD_CHOICES:
+        tab.cloud_combo.setCurrentText(what)
+    tab.cloud_combo.setCurrentText("This view's points")
+    assert tab.cloud_view.n_points == res.view_map(0).n_samples
+    tab.view_combo.setCurrentIndex(5)  # not reconstructed: the image with a note
+    assert "not reconstructed" in tab.map_view.title.text
+    tab.only_this_view()
+    assert tab.form.values()["views"] == "view005"
+    tab.view_combo.setCurrentIndex(1)
+    files = tab.save_result(tmp_path / "v1.pfm", mvs.TOOL.export_for("x.pfm"))
+    np.testing.assert_array_equal(read_pfm(files[0]), res.view_map(1).depth)
+    assert not errors_of
+
+
+def test_a_bad_scene_is_one_error_dialog(qtbot, tab, tmp_path, errors_of):
+    bad = tmp_path / "broken_par.txt"
+    bad.write_text("2\nimg0.png 1 0 0\n")
+    assert tab.open_file(bad)
+    qtbot.waitUntil(lambda: bool(errors_of) and not tab.runner.is_running(), timeout=20000)
+    title, summary, details = errors_of[-1]
+    assert "line 2" in summary and not details
+    assert tab.data is None
