@@ -81,26 +81,29 @@ def read_pfm(path: str | os.PathLike) -> np.ndarray:
     p = pathlib.Path(path)
     if not p.is_file():
         raise DepthIOError(f"no such file: {p}")
-    data = p.read_bytes()
-    magic, pos = _read_token(data, 0)
-    if magic not in ("Pf", "PF"):
-        raise DepthIOError(f"{_name(p)}: not a PFM file (header {magic[:8]!r})")
-    try:
-        w_s, pos = _read_token(data, pos)
-        h_s, pos = _read_token(data, pos)
-        s_s, pos = _read_token(data, pos)
-        w, h, scale = int(w_s), int(h_s), float(s_s)
-    except ValueError:
-        raise DepthIOError(f"{_name(p)}: malformed PFM header") from None
-    pos += 1  # the single whitespace after the scale
-    c = 3 if magic == "PF" else 1
-    if w <= 0 or h <= 0 or w * h * c > _MAX_ELEMENTS:
-        raise DepthIOError(f"{_name(p)}: absurd PFM size {w} x {h}")
-    need = w * h * c * 4
-    if len(data) - pos < need:
-        raise DepthIOError(f"{_name(p)}: the file is truncated ({len(data) - pos} of {need} data bytes)")
-    dt = "<f4" if scale < 0 else ">f4"
-    a = np.frombuffer(data, dtype=dt, count=w * h * c, offset=pos).astype(np.float32)
+    size = p.stat().st_size
+    with open(p, "rb") as fh:
+        head = fh.read(256)
+        magic, pos = _read_token(head, 0)
+        if magic not in ("Pf", "PF"):
+            raise DepthIOError(f"{_name(p)}: not a PFM file (header {magic[:8]!r})")
+        try:
+            w_s, pos = _read_token(head, pos)
+            h_s, pos = _read_token(head, pos)
+            s_s, pos = _read_token(head, pos)
+            w, h, scale = int(w_s), int(h_s), float(s_s)
+        except ValueError:
+            raise DepthIOError(f"{_name(p)}: malformed PFM header") from None
+        pos += 1  # the single whitespace after the scale
+        c = 3 if magic == "PF" else 1
+        if w <= 0 or h <= 0 or w * h * c > _MAX_ELEMENTS or not np.isfinite(scale) or scale == 0:
+            raise DepthIOError(f"{_name(p)}: absurd PFM header ({w} x {h}, scale {s_s})")
+        need = w * h * c * 4
+        if size - pos < need:
+            raise DepthIOError(f"{_name(p)}: the file is truncated ({max(size - pos, 0)} of {need} data bytes)")
+        fh.seek(pos)
+        dt = "<f4" if scale < 0 else ">f4"
+        a = np.fromfile(fh, dtype=dt, count=w * h * c).astype(np.float32)
     a = a.reshape((h, w, c) if c == 3 else (h, w))[::-1]
     return np.ascontiguousarray(a)
 
@@ -123,22 +126,24 @@ def read_colmap_array(path: str | os.PathLike, *, zero_is_missing: bool = False)
     p = pathlib.Path(path)
     if not p.is_file():
         raise DepthIOError(f"no such file: {p}")
-    data = p.read_bytes()
-    head = data[:64]
-    parts = head.split(b"&")
-    if len(parts) < 4:
-        raise DepthIOError(f"{_name(p)}: not a COLMAP array (no 'W&H&C&' header)")
-    try:
-        w, h, c = (int(x) for x in parts[:3])
-    except ValueError:
-        raise DepthIOError(f"{_name(p)}: not a COLMAP array (malformed 'W&H&C&' header)") from None
-    off = sum(len(x) for x in parts[:3]) + 3
-    if w <= 0 or h <= 0 or c <= 0 or w * h * c > _MAX_ELEMENTS:
-        raise DepthIOError(f"{_name(p)}: absurd array size {w} x {h} x {c}")
-    need = w * h * c * 4
-    if len(data) - off != need:
-        raise DepthIOError(f"{_name(p)}: {len(data) - off} data bytes, but {w} x {h} x {c} floats need {need}")
-    a = np.frombuffer(data, dtype="<f4", count=w * h * c, offset=off)
+    size = p.stat().st_size
+    with open(p, "rb") as fh:
+        head = fh.read(64)
+        parts = head.split(b"&")
+        if len(parts) < 4:
+            raise DepthIOError(f"{_name(p)}: not a COLMAP array (no 'W&H&C&' header)")
+        try:
+            w, h, c = (int(x) for x in parts[:3])
+        except ValueError:
+            raise DepthIOError(f"{_name(p)}: not a COLMAP array (malformed 'W&H&C&' header)") from None
+        off = sum(len(x) for x in parts[:3]) + 3
+        if w <= 0 or h <= 0 or c <= 0 or w * h * c > _MAX_ELEMENTS:
+            raise DepthIOError(f"{_name(p)}: absurd array size {w} x {h} x {c}")
+        need = w * h * c * 4
+        if size - off != need:
+            raise DepthIOError(f"{_name(p)}: {size - off} data bytes, but {w} x {h} x {c} floats need {need}")
+        fh.seek(off)
+        a = np.fromfile(fh, dtype="<f4", count=w * h * c)
     a = np.transpose(a.reshape((w, h, c), order="F"), (1, 0, 2)).astype(np.float32)
     if zero_is_missing:
         a = np.where(a == 0, np.nan, a).astype(np.float32)
@@ -188,3 +193,22 @@ def write_depth(path: str | os.PathLike, array) -> None:
     if ext == ".npy":
         return write_npy(path, array)
     raise DepthIOError(f"{_name(path)}: cannot write {ext or 'files without an extension'}; use .pfm, .bin or .npy")
+
+
+def _register() -> None:
+    from .registry import register_reader
+
+    def _samples(folder: pathlib.Path) -> list[pathlib.Path]:
+        d = np.arange(35, dtype=np.float32).reshape(5, 7) / 7
+        d[1, 2] = np.nan
+        out = [folder / "d.pfm", folder / "n.pfm", folder / "d.bin"]
+        write_pfm(out[0], d)
+        write_pfm(out[1], np.stack([d, d, d], -1))
+        write_colmap_array(out[2], d)
+        return out
+
+    register_reader("pfm", read_pfm, (".pfm",), make_samples=lambda f: _samples(f)[:2])
+    register_reader("colmap array", read_colmap_array, (".bin",), make_samples=lambda f: _samples(f)[2:])
+
+
+_register()

@@ -92,20 +92,32 @@ def write_points_ply(path: str | os.PathLike, points, *, normals=None, colors=No
                          + "\n").encode("ascii"))
 
 
+_MAX_HEADER = 1 << 16
+
+
 def read_points_ply(path: str | os.PathLike) -> dict:
     """Read a point-cloud PLY. Returns ``{"points", "normals"?, "colors"?, "confidence"?}``."""
     p = pathlib.Path(path)
     if not p.is_file():
         raise PointCloudIOError(f"no such file: {p}")
-    data = p.read_bytes()
-    if not data.startswith(b"ply"):
+    size = p.stat().st_size
+    try:
+        with open(p, "rb") as fh:
+            return _read_ply(fh, p, size)
+    except MemoryError:
+        raise PointCloudIOError(f"{p.name}: the point cloud is too large to read into memory") from None
+
+
+def _read_ply(fh, p: pathlib.Path, size: int) -> dict:
+    head = fh.read(_MAX_HEADER)
+    if not head.startswith(b"ply"):
         raise PointCloudIOError(f"{p.name}: not a PLY file")
-    end = data.find(b"end_header")
+    end = head.find(b"end_header")
     if end < 0:
         raise PointCloudIOError(f"{p.name}: the PLY header has no end_header")
-    nl = data.find(b"\n", end)
-    body_start = nl + 1 if nl >= 0 else len(data)
-    lines = data[:end].decode("ascii", errors="replace").splitlines()
+    nl = head.find(b"\n", end)
+    body_start = nl + 1 if nl >= 0 else len(head)
+    lines = head[:end].decode("ascii", errors="replace").splitlines()
     fmt = None
     elements: list[tuple[str, int, list]] = []
     for ln in lines[1:]:
@@ -119,13 +131,15 @@ def read_points_ply(path: str | os.PathLike) -> dict:
                 elements.append((tok[1], int(tok[2]), []))
             except ValueError:
                 raise PointCloudIOError(f"{p.name}: malformed element line {ln!r}") from None
-        elif tok[0] == "property" and elements:
+        elif tok[0] == "property" and elements and len(tok) >= 3:
             if tok[1] == "list":
                 elements[-1][2].append((tok[-1], None))
             elif len(tok) == 3 and tok[1] in _PLY_TYPES:
                 elements[-1][2].append((tok[2], _PLY_TYPES[tok[1]]))
             else:
                 raise PointCloudIOError(f"{p.name}: unsupported property line {ln!r}")
+        elif tok[0] not in ("ply", "property"):
+            raise PointCloudIOError(f"{p.name}: unexpected header line {ln[:40]!r}")
     if fmt not in ("ascii", "binary_little_endian", "binary_big_endian"):
         raise PointCloudIOError(f"{p.name}: unknown PLY format {fmt!r}")
     if not elements or elements[0][0] != "vertex":
@@ -134,34 +148,60 @@ def read_points_ply(path: str | os.PathLike) -> dict:
     if any(t is None for _, t in props):
         raise PointCloudIOError(f"{p.name}: list properties on vertices are not supported")
     names = [nm for nm, _ in props]
-    if not all(k in names for k in ("x", "y", "z")):
-        raise PointCloudIOError(f"{p.name}: the vertices have no x, y, z")
+    if not all(k in names for k in ("x", "y", "z")) or len(set(names)) != len(names):
+        raise PointCloudIOError(f"{p.name}: the vertices have no x, y, z (or repeat a property)")
     if n < 0:
         raise PointCloudIOError(f"{p.name}: negative vertex count")
+    k = len(props)
+    left = size - body_start
+    fh.seek(body_start)
     if fmt == "ascii":
-        text = data[body_start:].decode("ascii", errors="replace").split()
-        k = len(props)
-        if len(text) < n * k:
-            raise PointCloudIOError(f"{p.name}: the file is truncated ({len(text) // max(k, 1)} of {n} vertices)")
+        if n * k * 2 > left:
+            raise PointCloudIOError(f"{p.name}: the file is truncated (header says {n:,} vertices)")
+        vals = []
+        for i in range(n):
+            ln = fh.readline()
+            tok = ln.split()
+            if len(tok) < k:
+                raise PointCloudIOError(f"{p.name}: vertex {i} has {len(tok)} values, {k} expected (truncated?)")
+            vals.append(tok[:k])
         try:
-            vals = np.array(text[: n * k], dtype=np.float64).reshape(n, k)
+            arr = np.array(vals, dtype=np.float64).reshape(n, k)
         except ValueError:
             raise PointCloudIOError(f"{p.name}: a vertex value is not a number") from None
-        cols = {nm: vals[:, i] for i, nm in enumerate(names)}
+        cols = {nm: arr[:, i] for i, nm in enumerate(names)}
     else:
         e = "<" if fmt == "binary_little_endian" else ">"
         dt = np.dtype([(nm, e + t) for nm, t in props])
-        if n * dt.itemsize > len(data) - body_start:
+        if n * dt.itemsize > left:
             raise PointCloudIOError(f"{p.name}: the file is truncated (header says {n:,} vertices)")
-        rec = np.frombuffer(data, dtype=dt, count=n, offset=body_start)
+        rec = np.fromfile(fh, dtype=dt, count=n)
         cols = {nm: rec[nm] for nm in names}
     out = {"points": np.stack([cols["x"], cols["y"], cols["z"]], axis=1).astype(np.float32)}
-    if all(k in cols for k in ("nx", "ny", "nz")):
+    if all(c in cols for c in ("nx", "ny", "nz")):
         out["normals"] = np.stack([cols["nx"], cols["ny"], cols["nz"]], axis=1).astype(np.float32)
-    if all(k in cols for k in ("red", "green", "blue")):
+    if all(c in cols for c in ("red", "green", "blue")):
         out["colors"] = np.stack([cols["red"], cols["green"], cols["blue"]], axis=1).astype(np.uint8)
-    for k in ("confidence", "quality", "value"):
-        if k in cols:
-            out["confidence"] = np.asarray(cols[k], dtype=np.float32)
+    for c in ("confidence", "quality", "value"):
+        if c in cols:
+            out["confidence"] = np.asarray(cols[c], dtype=np.float32)
             break
     return out
+
+
+def _register() -> None:
+    from .registry import register_reader
+
+    def _samples(folder: pathlib.Path) -> list[pathlib.Path]:
+        rng = np.random.default_rng(0)
+        pts = rng.normal(size=(40, 3))
+        out = [folder / "pts.ply", folder / "pts_ascii.ply"]
+        write_points_ply(out[0], pts, normals=pts, colors=rng.integers(0, 255, (40, 3)),
+                         confidence=rng.uniform(size=40))
+        write_points_ply(out[1], pts, binary=False)
+        return out
+
+    register_reader("point cloud ply", read_points_ply, (".ply",), make_samples=_samples)
+
+
+_register()

@@ -82,6 +82,7 @@ SUPPORTED_COLMAP_MODELS = ("SIMPLE_PINHOLE", "PINHOLE", "SIMPLE_RADIAL", "RADIAL
                            "FULL_OPENCV", "OPENCV_FISHEYE")
 
 _MAX_VIEWS = 100_000
+_MAX_PAR_BYTES = 64 << 20  # 21 numbers a line: room for a million views
 _MAX_POINTS = 200_000_000
 
 
@@ -95,6 +96,8 @@ def parse_middlebury_par(path: str | os.PathLike):
     path = pathlib.Path(path)
     if not path.is_file():
         raise SceneReadError(f"no such camera file: {path}")
+    if path.stat().st_size > _MAX_PAR_BYTES:
+        raise SceneReadError(f"{_name(path)}: {path.stat().st_size:,} bytes is far too large for a camera file")
     try:
         text = path.read_text(encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
@@ -647,3 +650,22 @@ def read_scene(path: str | os.PathLike, *, image_dir=None, mask_dir=None,
         raise SceneReadError(f"{p} holds {len(pars)} *_par.txt files: name the one to use")
     raise SceneReadError(f"{p} is neither a Middlebury par file nor a COLMAP model folder "
                          f"(cameras/images .txt or .bin)")
+
+
+def _register() -> None:
+    from gpu_kernels.mvs.camera import look_at
+
+    from .registry import register_reader
+
+    def _samples(folder: pathlib.Path) -> list[pathlib.Path]:
+        cams = [look_at([2 * np.cos(a), 2 * np.sin(a), 1], [0, 0, 0], [0, 0, 1], focal=500, width=640, height=480)
+                for a in (0.0, 0.4, 0.8)]
+        out = [folder / "cams_par.txt", folder / "nocount_par.txt"]
+        write_middlebury_par(out[0], ["a.png", "b.png", "c.png"], cams)
+        write_middlebury_par(out[1], ["a.png", "b.png", "c.png"], cams, count_line=False)
+        return out
+
+    register_reader("middlebury cameras", parse_middlebury_par, ("_par.txt",), make_samples=_samples)
+
+
+_register()
