@@ -235,6 +235,7 @@ class CloudView(QWidget):
             cloud["rgb"] = cols
             self.plotter.add_mesh(cloud, scalars="rgb", rgb=True, point_size=2, render_points_as_spheres=False,
                                   name="points")
+            self.plotter.reset_camera()  # framed on the points; the cameras may lie outside
         if len(cameras):
             ext = np.ptp(pts, axis=0).max() if len(pts) else 1.0
             scale = 0.15 * float(ext) if ext > 0 else 0.1
@@ -253,7 +254,9 @@ class CloudView(QWidget):
                 P = np.vstack(P)
                 S = np.vstack(S)
                 lines = np.hstack([np.full((len(S), 1), 2), S]).ravel()
-                self.plotter.add_mesh(pv.PolyData(P, lines=lines), color=color, line_width=2, name=name)
-        self.plotter.reset_camera()
+                self.plotter.add_mesh(pv.PolyData(P, lines=lines), color=color, line_width=2, name=name,
+                                      reset_camera=False)
+        if not len(pts):
+            self.plotter.reset_camera()
         self._stack.setCurrentWidget(self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter)
         self.plotter.render()
