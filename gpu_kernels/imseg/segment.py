@@ -240,6 +240,8 @@ def _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params) 
     t = {}
     t0 = time.perf_counter()
     lab = _color.lab_np(img)
+    t_lab = time.perf_counter() - t0
+    t0 = time.perf_counter()
     lab_f = lab
     if p["bilateral"]:
         lab_f = _color.bilateral_np(lab, p["bilateral_window"], p["sigma_spatial"], p["sigma_color"], p["bilateral"],
@@ -247,7 +249,7 @@ def _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params) 
     t["bilateral"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     codes = _color.codes_np(lab_f, p["q"])
-    t["quantise"] = time.perf_counter() - t0
+    t["quantise"] = time.perf_counter() - t0 + t_lab
     progress.update(0.3, "k-means")
     t0 = time.perf_counter()
     clusters, centres, n_colours = _km.kmeans_np(codes, h, w, p["q"], p["k_max"], p["iterations"],

@@ -1,0 +1,80 @@
+"""``gpulab imseg``: argument mapping for :mod:`app.tools.imseg`.
+
+::
+
+    gpulab imseg IMG -o LABELS.png|.tif|.npy [--regions OUT.csv] [--vis random|mean|boundaries|clusters]
+                 [--vis-out OUT.png] [--k-max K] [--q Q] [--iters N] [--merge-distance D] [--bilateral N]
+                 [--connectivity 4|8] [--min-size S] [--params FILE] [--save-params FILE] [--device DEVICE]
+                 [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+from gpu_kernels.imseg.vis import STYLES
+
+from ..tools import imseg
+from .common import (
+    add_tool_parser,
+    check_outputs,
+    cli_progress,
+    end_progress_line,
+    finish,
+    prepare,
+    run_tool,
+    write_outputs,
+)
+
+__all__ = ["TOOL", "register", "run"]
+
+TOOL = imseg.TOOL
+
+
+def register(subparsers) -> None:
+    p = add_tool_parser(
+        subparsers, TOOL,
+        help="segment an image into regions of similar colour (GPU k-means + union-find)",
+        description=(
+            "Unsupervised colour segmentation: CIELAB, an optional bilateral filter, k-means on the "
+            "quantised colour space, connected components (parallel union-find), small regions merged into "
+            "their most similar neighbour, and region features (area, box, centroid, mean RGB and CIELAB "
+            "colour, central moments). Runs on the GPU when there is one. Writes the label image (regions "
+            "1..R), optionally the region table and a picture."),
+        epilog=("example: gpulab imseg photo.jpg -o photo-labels.png --regions photo.csv --vis boundaries "
+                "--vis-out photo-regions.png --min-size 256\n"
+                "Label images: .png is 16-bit (at most 65,535 regions), .tif 32-bit, .npy int32."),
+    )
+    p.add_argument("input", metavar="IMG", type=pathlib.Path,
+                   help="input image: PNG, JPEG, TIFF or BMP; 8 or 16 bit; grey, RGB or RGBA (alpha ignored)")
+    p.add_argument("-o", "--output", metavar="LABELS", type=pathlib.Path, required=True,
+                   help="output label image: .png (16-bit), .tif (32-bit) or .npy")
+    p.add_argument("--regions", metavar="OUT.csv", type=pathlib.Path, default=None,
+                   help="also write the region table (one row per region, regionprops_table columns)")
+    p.add_argument("--vis", choices=STYLES, default=None,
+                   help="picture style for --vis-out: regions in random colours, in their mean colour, "
+                        "boundaries over the image, or the k-means clusters (default: boundaries)")
+    p.add_argument("--vis-out", metavar="OUT.png", type=pathlib.Path, default=None,
+                   help="also write a picture of the segmentation (default name with --vis: LABELS-STYLE.png)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ex = {e.key: e for e in TOOL.exports}
+    outputs = [("-o", args.output, ex["labels"], {})]
+    if args.regions is not None:
+        outputs.append(("--regions", args.regions, ex["regions"], {}))
+    vis_out = args.vis_out
+    if vis_out is None and args.vis is not None:
+        vis_out = args.output.with_name(f"{args.output.stem}-{args.vis}.png")
+    if vis_out is not None:
+        outputs.append(("--vis-out", vis_out, ex["picture"], {"style": args.vis or "boundaries"}))
+    check_outputs([args.input], [(o, p, e) for o, p, e, _ in outputs])
+    params, be = prepare(TOOL, args)
+    progress = cli_progress(quiet=args.quiet)
+    data = TOOL.load(args.input, progress=progress)
+    result = run_tool(TOOL, data, params, device=be, progress=progress, quiet=args.quiet)
+    end_progress_line()
+    written = write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+    return finish(TOOL, result, written, args)

@@ -1,0 +1,273 @@
+"""The Image segmentation tab: the image with the segmentation as the original, the clusters in
+false colour, the regions in random or mean colour, or the boundaries over the image; the
+features of the region under the cursor; a sortable table of every region (click a row or a
+region to highlight it); the time of each stage; stepping through the images of a folder.
+
+Everything generic (input, parameters, Run/Cancel, errors, exports) is
+:class:`~app.tabs.base.ToolTab`'s; the computation is :mod:`app.tools.imseg`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpu_kernels.imseg import vis
+
+from ..tools import imseg
+from ..tools.base import Export, fmt_seconds
+from .base import ToolTab
+from .imseg_views import ImsegView, RegionTable
+
+__all__ = ["ImsegTab", "VIEWS"]
+
+#: the view box's entries: (text, picture style or None for the original)
+VIEWS = (("Original", None), ("Boundaries over the image", "boundaries"), ("Regions, mean colour", "mean"),
+         ("Regions, random colours", "random"), ("Clusters, false colour", "clusters"))
+
+
+class ImsegTab(ToolTab):
+    tool = imseg.TOOL
+    run_label = "Segment"
+
+    # ------------------------------------------------------------------ building
+    def build_view(self) -> QWidget:
+        v = ImsegView()
+        v.hovered.connect(self._on_hover)
+        v.clicked.connect(self._on_click)
+        self._pictures: dict = {}
+        self.selected: int | None = None
+        return v
+
+    def build_controls(self) -> list[QWidget]:
+        g = QGroupBox("View")
+        lay = QVBoxLayout(g)
+        self.view_combo = QComboBox()
+        self.view_combo.setObjectName("imseg-view")
+        self.view_combo.addItems([t for t, _ in VIEWS])
+        self.view_combo.setCurrentIndex(1)
+        self.view_combo.setToolTip("What the image pane shows (the result's views need a run)")
+        self.view_combo.currentIndexChanged.connect(self._redraw)
+        lay.addWidget(self.view_combo)
+        self.highlight_box = QCheckBox("Highlight the selected region")
+        self.highlight_box.setChecked(True)
+        self.highlight_box.setToolTip("Dim the rest of the image around the region picked in the table or the view")
+        self.highlight_box.toggled.connect(self._redraw)
+        lay.addWidget(self.highlight_box)
+        self.clear_sel = QPushButton("Clear selection")
+        self.clear_sel.clicked.connect(lambda: self.select_region(None))
+        lay.addWidget(self.clear_sel)
+
+        f = QGroupBox("Folder")
+        fl = QHBoxLayout(f)
+        self.prev_button = QPushButton("◀")
+        self.prev_button.setFixedWidth(36)
+        self.prev_button.setToolTip("Previous image of the folder (segmented at once if a result is shown)")
+        self.prev_button.clicked.connect(lambda: self.step_image(-1))
+        self.folder_label = QLabel("-")
+        self.folder_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.next_button = QPushButton("▶")
+        self.next_button.setFixedWidth(36)
+        self.next_button.setToolTip("Next image of the folder")
+        self.next_button.clicked.connect(lambda: self.step_image(+1))
+        fl.addWidget(self.prev_button)
+        fl.addWidget(self.folder_label, 1)
+        fl.addWidget(self.next_button)
+        self.setting_widgets["view"] = self.view_combo
+        self.setting_widgets["highlight"] = self.highlight_box
+        self._update_folder()
+        return [g, f]
+
+    def build_side_panel(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        lay.addWidget(QLabel("<b>Under the cursor</b>"))
+        self.readout = QLabel("Hover over the image for a region's features.")
+        self.readout.setObjectName("imseg-readout")
+        self.readout.setWordWrap(True)
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.readout.setMinimumHeight(110)
+        self.readout.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        lay.addWidget(self.readout)
+        self.table_title = QLabel("<b>Regions</b>")
+        lay.addWidget(self.table_title)
+        self.table = RegionTable()
+        self.table.region_selected.connect(self.select_region)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(QLabel("<b>Stages</b>"))
+        self.timings = QLabel("-")
+        self.timings.setObjectName("imseg-timings")
+        self.timings.setWordWrap(True)
+        self.timings.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.timings)
+        w.setMinimumWidth(380)
+        return w
+
+    # ------------------------------------------------------------------ input and result
+    def describe_input(self, data) -> str:
+        return f"<b>{data.name}</b><br>{data.describe()}"
+
+    def show_input(self, data) -> None:
+        self._pictures = {}
+        self.selected = None
+        self.view.set_picture(vis.to_rgb8(data.image), f"{data.name}: {data.describe()}")
+        self._update_folder()
+
+    def clear_result(self) -> None:
+        self._pictures = {}
+        self.selected = None
+        self.table.set_features(None)
+        self.table_title.setText("<b>Regions</b>")
+        self.timings.setText("-")
+        self.readout.setText("Hover over the image for a region's features.")
+
+    def show_result(self, result) -> None:
+        self._pictures = {}
+        self.selected = None
+        seg = result.seg
+        f = seg.features
+        swatches = vis.mean_colors(np.arange(len(f.get("label", [])) + 1), f, result.data.image)[1:] if f else None
+        self.table.set_features(f, swatches)
+        self.table_title.setText(f"<b>Regions</b> ({seg.n_regions:,}; click a row or a region)")
+        self.timings.setText(self._timings_text(result))
+        self._redraw()
+
+    @staticmethod
+    def _timings_text(result) -> str:
+        st = imseg.stage_times(result)
+        s = result.seg
+        rows = "".join(f"<tr><td>{k}</td><td align='right'>{fmt_seconds(v)}</td></tr>" for k, v in st)
+        sync = f"; {s.syncs} host synchronisation(s)" if result.device != "cpu" else ""
+        return (f"<table>{rows}<tr><td><b>total</b></td><td align='right'><b>{fmt_seconds(result.elapsed)}</b>"
+                f"</td></tr></table>on {result.device}{sync}; {s.n_clusters} clusters, "
+                f"{s.info.get('merge_rounds', 0)} merging round(s)")
+
+    # ------------------------------------------------------------------ drawing
+    def current_style(self) -> str | None:
+        return VIEWS[self.view_combo.currentIndex()][1]
+
+    def picture(self, style: str | None) -> np.ndarray:
+        if style is None or self.result is None:
+            return vis.to_rgb8(self.data.image)
+        if style not in self._pictures:
+            self._pictures[style] = imseg.picture(self.result, style)
+        return self._pictures[style]
+
+    def _redraw(self, *_args) -> None:
+        if self.data is None:
+            return
+        style = self.current_style()
+        if self.result is None:
+            style = None
+        rgb = self.picture(style)
+        if self.result is not None and self.selected is not None and self.highlight_box.isChecked():
+            rgb = vis.highlight(rgb, self.result.seg.labels, self.selected)
+        text = VIEWS[self.view_combo.currentIndex()][0] if style is not None else "Original"
+        if self.result is not None:
+            text += f": {self.result.seg.n_regions:,} regions"
+            if self.selected is not None:
+                text += f", region {self.selected} selected"
+        self.view.set_picture(rgb, f"{self.data.name} — {text}")
+
+    # ------------------------------------------------------------------ regions
+    def region_at(self, x: int, y: int) -> int | None:
+        if self.result is None:
+            return None
+        lab = self.result.seg.labels
+        if 0 <= y < lab.shape[0] and 0 <= x < lab.shape[1]:
+            return int(lab[y, x])
+        return None
+
+    def region_text(self, label: int, x: int | None = None, y: int | None = None) -> str:
+        s = self.result.seg
+        f = s.features
+        i = label - 1
+        head = f"pixel ({x}, {y}): " if x is not None else ""
+        if not f or not 0 <= i < len(f.get("label", [])):
+            return f"{head}region {label}"
+        r0, c0, r1, c1 = (int(v) for v in f["bbox"][i])
+        cy, cx = f["centroid"][i]
+        mean = " ".join(f"{v:.1f}" for v in np.asarray(f["intensity_mean"][i]).ravel())
+        L, a, b = f["intensity_mean_lab"][i]
+        mu = f.get("moments_central")
+        extra = ""
+        if mu is not None:
+            m = mu[i]
+            extra = f"<br>μ20 {m[2, 0]:.4g}, μ11 {m[1, 1]:.4g}, μ02 {m[0, 2]:.4g}"
+        cl = ""
+        if x is not None and s.clusters is not None:
+            cl = f" (cluster {int(s.clusters[y, x])})"
+        return (f"{head}<b>region {label}</b>{cl}<br>area {int(f['area'][i]):,} px<br>"
+                f"box rows {r0}:{r1}, cols {c0}:{c1}<br>centroid ({cy:.1f}, {cx:.1f})<br>"
+                f"mean colour {mean}<br>mean L*a*b* {L:.1f}, {a:.1f}, {b:.1f}{extra}")
+
+    def _on_hover(self, x: int, y: int) -> None:
+        lab = self.region_at(x, y)
+        if lab is None:
+            if self.data is not None:
+                self.readout.setText(f"pixel ({x}, {y}); press {self.run_label} for regions")
+            return
+        self.readout.setText(self.region_text(lab, x, y))
+
+    def _on_click(self, x: int, y: int) -> None:
+        lab = self.region_at(x, y)
+        if lab is not None:
+            self.select_region(lab)
+
+    def select_region(self, label: int | None) -> None:
+        """Highlight region ``label`` (None: no selection) and show its row."""
+        self.selected = None if label is None or label <= 0 else int(label)
+        self.table.select_label(self.selected)
+        if self.selected is not None and self.result is not None:
+            self.readout.setText(self.region_text(self.selected))
+        self._redraw()
+
+    # ------------------------------------------------------------------ folder
+    def _update_folder(self) -> None:
+        files = list(getattr(self.data, "folder_images", ()) or ())
+        path = getattr(self.data, "path", None)
+        i = files.index(path) if path in files else -1
+        self.folder_label.setText(f"{i + 1} of {len(files)}" if i >= 0 and len(files) > 1 else "-")
+        self.prev_button.setEnabled(i > 0)
+        self.next_button.setEnabled(0 <= i < len(files) - 1)
+
+    def step_image(self, step: int) -> bool:
+        """Open the previous/next image of the folder; segment it too when a result was shown."""
+        files = list(getattr(self.data, "folder_images", ()) or ())
+        path = getattr(self.data, "path", None)
+        if path not in files:
+            return False
+        j = files.index(path) + step
+        if not 0 <= j < len(files):
+            return False
+        had_result = self.result is not None
+        if not self.open_file(files[j]):
+            return False
+        if had_result:
+            self.run_default()
+        return True
+
+    # ------------------------------------------------------------------ exports
+    def export_widget(self, export: Export) -> QWidget | None:
+        if export.key != "picture":
+            return None
+        self.picture_style = QComboBox()
+        self.picture_style.setObjectName("imseg-picture-style")
+        self.picture_style.addItems(list(vis.STYLES))
+        self.picture_style.setToolTip("Which picture the export writes")
+        return self.picture_style
+
+    def export_options(self, export: Export) -> dict:
+        if export.key == "picture" and hasattr(self, "picture_style"):
+            return {"style": self.picture_style.currentText()}
+        return {}

@@ -1,0 +1,221 @@
+"""The image segmentation tab's widgets: the image view (one pyqtgraph pane, hover and click
+report the pixel) and the region table (a model over the feature arrays, sorted with NumPy,
+so tens of thousands of regions stay quick)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+__all__ = ["ImsegView", "RegionTableModel", "RegionTable", "COLUMNS"]
+
+
+class ImsegView(QWidget):
+    """One image pane (zoom and pan with the mouse); ``hovered(x, y)`` and ``clicked(x, y)``
+    give the pixel under the cursor."""
+
+    hovered = Signal(int, int)
+    clicked = Signal(int, int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.glw.setBackground("w")
+        self.title = self.glw.addLabel("Open an image or pick a bundled sample", row=0, col=0, color="k")
+        self.vb = self.glw.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMenu=False)
+        self.img = pg.ImageItem(axisOrder="row-major")
+        self.vb.addItem(self.img)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.glw)
+        self.glw.scene().sigMouseMoved.connect(self._moved)
+        self.glw.scene().sigMouseClicked.connect(self._clicked)
+        self.shape: tuple[int, int] | None = None
+
+    def set_picture(self, rgb: np.ndarray, title: str = "") -> None:
+        self.img.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+        shape = tuple(rgb.shape[:2])
+        if shape != self.shape:
+            self.shape = shape
+            self.vb.autoRange(padding=0.02)
+        if title:
+            self.title.setText(title)
+
+    def _pixel(self, pos) -> tuple[int, int] | None:
+        if self.shape is None or not self.vb.sceneBoundingRect().contains(pos):
+            return None
+        p = self.vb.mapSceneToView(pos)
+        x, y = int(np.floor(p.x())), int(np.floor(p.y()))
+        if 0 <= x < self.shape[1] and 0 <= y < self.shape[0]:
+            return x, y
+        return None
+
+    def _moved(self, pos) -> None:
+        px = self._pixel(pos)
+        if px is not None:
+            self.hovered.emit(*px)
+
+    def _clicked(self, ev) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            return
+        px = self._pixel(ev.scenePos())
+        if px is not None:
+            self.clicked.emit(*px)
+
+
+#: (header, feature, index or None, format)
+COLUMNS = (
+    ("label", "label", None, "{:d}"),
+    ("area px", "area", None, "{:,d}"),
+    ("row", "centroid", 0, "{:.1f}"),
+    ("col", "centroid", 1, "{:.1f}"),
+    ("bbox", "bbox", None, None),
+    ("mean colour", "intensity_mean", None, None),
+    ("L*", "intensity_mean_lab", 0, "{:.1f}"),
+    ("a*", "intensity_mean_lab", 1, "{:.1f}"),
+    ("b*", "intensity_mean_lab", 2, "{:.1f}"),
+)
+
+
+class RegionTableModel(QAbstractTableModel):
+    """Rows = regions, columns = :data:`COLUMNS`; :meth:`sort` reorders with NumPy."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.f: dict = {}
+        self.order = np.zeros(0, np.int64)
+        self.swatches: np.ndarray | None = None
+
+    def set_features(self, features: dict | None, swatches: np.ndarray | None = None) -> None:
+        self.beginResetModel()
+        self.f = dict(features or {})
+        n = len(self.f.get("label", []))
+        self.order = np.arange(n)
+        self.swatches = swatches
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.order)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section][0]
+        return None
+
+    def _value(self, i: int, col: int):
+        _, key, idx, _ = COLUMNS[col]
+        v = self.f[key][i]
+        return v if idx is None else v[idx]
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not self.f:
+            return None
+        i = int(self.order[index.row()])
+        col = index.column()
+        name, key, idx, fmt = COLUMNS[col]
+        if key not in self.f:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            v = self._value(i, col)
+            if key == "bbox":
+                r0, c0, r1, c1 = (int(x) for x in v)
+                return f"{r0}:{r1}, {c0}:{c1}"
+            if key == "intensity_mean":
+                return " ".join(f"{x:.0f}" for x in np.asarray(v).ravel())
+            return fmt.format(int(v) if fmt.endswith("d}") else float(v))
+        if role == Qt.ItemDataRole.DecorationRole and key == "intensity_mean" and self.swatches is not None:
+            c = self.swatches[i]
+            return QColor(int(c[0]), int(c[1]), int(c[2]))
+        if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("bbox", "intensity_mean"):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.UserRole:
+            return int(self.f["label"][i])
+        return None
+
+    def sort_key(self, col: int) -> np.ndarray:
+        _, key, idx, _ = COLUMNS[col]
+        v = np.asarray(self.f[key])
+        if key == "bbox":
+            return v[:, 0] * 1e7 + v[:, 1]
+        if key == "intensity_mean":
+            return v.reshape(len(v), -1).mean(axis=1)
+        return v if idx is None else v[:, idx]
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        if not self.f or column < 0:
+            return
+        self.layoutAboutToBeChanged.emit()
+        o = np.argsort(self.sort_key(column), kind="stable")
+        self.order = o[::-1] if order == Qt.SortOrder.DescendingOrder else o
+        self.layoutChanged.emit()
+
+    def row_of_label(self, label: int) -> int:
+        hits = np.flatnonzero(np.asarray(self.f.get("label", []))[self.order] == label)
+        return int(hits[0]) if len(hits) else -1
+
+    def label_at(self, row: int) -> int | None:
+        if 0 <= row < len(self.order):
+            return int(self.f["label"][int(self.order[row])])
+        return None
+
+
+class RegionTable(QTableView):
+    """The sortable region table; ``region_selected(label)`` when the user picks a row."""
+
+    region_selected = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model_ = RegionTableModel(self)
+        self.setModel(self.model_)
+        self.setObjectName("imseg-regions")
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(20)
+        hh = self.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        hh.setStretchLastSection(True)
+        self.setSortingEnabled(True)
+        hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.selectionModel().selectionChanged.connect(self._on_selection)
+        self._silent = False
+
+    def set_features(self, features: dict | None, swatches=None) -> None:
+        self._silent = True
+        self.model_.set_features(features, swatches)
+        hh = self.horizontalHeader()
+        if hh.sortIndicatorSection() >= 0:
+            self.model_.sort(hh.sortIndicatorSection(), hh.sortIndicatorOrder())
+        for c, w in enumerate((56, 72, 56, 56, 104, 96, 44, 44, 44)):
+            self.setColumnWidth(c, w)
+        self._silent = False
+
+    def select_label(self, label: int | None) -> None:
+        self._silent = True
+        try:
+            if label is None:
+                self.clearSelection()
+                return
+            row = self.model_.row_of_label(int(label))
+            if row >= 0:
+                self.selectRow(row)
+                self.scrollTo(self.model_.index(row, 0), QAbstractItemView.ScrollHint.PositionAtCenter)
+        finally:
+            self._silent = False
+
+    def _on_selection(self, *_args) -> None:
+        if self._silent:
+            return
+        rows = self.selectionModel().selectedRows()
+        if rows:
+            lab = self.model_.label_at(rows[0].row())
+            if lab is not None:
+                self.region_selected.emit(lab)

@@ -1,0 +1,297 @@
+"""Image segmentation as a tool: parameters, loading, running, summary, exports, samples, demo.
+
+Unsupervised colour segmentation (:func:`gpu_kernels.imseg.segment_image`): CIELAB, an
+optional bilateral filter, k-means on the quantised colour space, connected components with
+the parallel union-find, small-region merging and region features, all on the GPU when
+there is one. ``gpulab imseg``, the Image segmentation tab, ``gpulab demo`` and ``gpulab
+batch`` all call :data:`TOOL`.
+
+Example
+-------
+>>> from app.tools import imseg                                            # doctest: +SKIP
+>>> from gpu_kernels.backend import get_backend                            # doctest: +SKIP
+>>> data = imseg.load(imseg.samples()[0])                                  # doctest: +SKIP
+>>> res = imseg.run(data, {}, device=get_backend("cpu"), progress=None)    # doctest: +SKIP
+>>> res.seg.n_regions                                                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpu_kernels.backend import Backend
+from gpu_kernels.errors import InputError
+from gpu_kernels.imseg import segment as _seg
+from gpu_kernels.imseg import vis as _vis
+from gpu_kernels.imseg.color import MAX_BILATERAL_PASSES, MAX_BILATERAL_WINDOW, MAX_Q, MIN_Q
+from gpu_kernels.imseg.kmeans import MAX_ITERATIONS, MAX_K
+from gpu_kernels.jobs import Progress, as_progress
+
+from ..io import image_io, labels_io
+from ..io.atomic import atomic_write
+from .base import Export, Tool, fmt_seconds, samples_in
+from .params import Param, ParamSet
+
+__all__ = ["PARAMS", "TOOL", "ImageData", "ImsegResult", "load", "run", "summary", "samples", "demo",
+           "picture", "STAGE_NAMES"]
+
+PARAMS = ParamSet([
+    Param("k_max", int, _seg.DEFAULT_K_MAX, "Clusters (k max)",
+          "Most k-means clusters: colours are sampled on a grid of this many pixels and samples closer than "
+          "the merge distance share a centre, so k is usually smaller. More clusters: more, smaller regions.",
+          minimum=1, maximum=MAX_K, metavar="K"),
+    Param("q", int, _seg.DEFAULT_Q, "Quantisation (Q bits)",
+          "Bits per CIELAB channel of the quantised colour space k-means runs on (2^(3Q) colours; the "
+          "paper's Q = 5). Fewer bits: coarser colours, faster k-means.",
+          minimum=MIN_Q, maximum=MAX_Q, metavar="Q"),
+    Param("iterations", int, _seg.DEFAULT_ITERATIONS, "k-means iterations",
+          "Fixed number of k-means iterations on the quantised colours (no convergence test, so the GPU "
+          "never waits for the host).", minimum=0, maximum=MAX_ITERATIONS, flag="--iters", metavar="N"),
+    Param("merge_distance", float, _seg.DEFAULT_MERGE_DISTANCE, "Merge distance",
+          "Initial colour samples closer than this CIELAB distance become one cluster centre. Larger: fewer "
+          "clusters, larger regions.", minimum=0.0, maximum=200.0, step=1.0, decimals=1, unit="ΔE",
+          metavar="D"),
+    Param("bilateral", int, _seg.DEFAULT_BILATERAL, "Bilateral passes",
+          "Passes of an edge-preserving bilateral filter in CIELAB before clustering (0: off; the paper uses "
+          "5). Smooths noise and texture into fewer regions.", minimum=0, maximum=MAX_BILATERAL_PASSES,
+          metavar="N"),
+    Param("bilateral_window", int, _seg.DEFAULT_BILATERAL_WINDOW, "Filter window",
+          "Side of the bilateral filter's window, odd.", minimum=3, maximum=MAX_BILATERAL_WINDOW, unit="px",
+          step=2, advanced=True, metavar="W"),
+    Param("sigma_spatial", float, _seg.DEFAULT_SIGMA_SPATIAL, "Filter σ (space)",
+          "Spatial sigma of the bilateral filter.", minimum=0.0, maximum=50.0, min_open=True, unit="px",
+          step=0.5, decimals=2, advanced=True, metavar="S"),
+    Param("sigma_color", float, _seg.DEFAULT_SIGMA_COLOR, "Filter σ (colour)",
+          "Colour sigma of the bilateral filter: colour differences well above it are edges the filter "
+          "keeps.", minimum=0.0, maximum=200.0, min_open=True, unit="ΔE", step=1.0, decimals=1,
+          advanced=True, metavar="S"),
+    Param("connectivity", int, _seg.DEFAULT_CONNECTIVITY, "Connectivity",
+          "Which neighbours join a region: 4 (edges only) or 8 (edges and corners).", choices=(4, 8),
+          metavar="{4,8}"),
+    Param("min_size", int, _seg.DEFAULT_MIN_SIZE, "Minimum region size",
+          "Regions smaller than this merge into their most similar neighbour until none is left (0 or 1: "
+          "off). Guaranteed unless the whole image is smaller.", minimum=0, maximum=100_000_000, unit="px",
+          step=16, metavar="S"),
+])
+
+
+@dataclass
+class ImageData:
+    """A loaded image and, for stepping through a folder, its siblings."""
+
+    path: pathlib.Path | None
+    image: np.ndarray
+    folder_images: tuple[pathlib.Path, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path is not None else "image"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.image.shape[0]), int(self.image.shape[1])
+
+    def describe(self) -> str:
+        a = self.image
+        kind = {2: "grey"}.get(a.ndim) or {3: "RGB", 4: "RGBA"}.get(a.shape[2], f"{a.shape[2]}-channel")
+        return f"{a.shape[1]} x {a.shape[0]} {kind}, {a.dtype}"
+
+
+@dataclass
+class ImsegResult:
+    """A segmentation of ``data`` (``seg`` is a :class:`gpu_kernels.imseg.ImageSegmentation`)."""
+
+    data: ImageData
+    seg: object
+    params: dict
+    device: str
+    elapsed: float
+
+    def table(self) -> dict:
+        """``regionprops_table``-style columns."""
+        return self.seg.region_table()
+
+
+# ----------------------------------------------------------------------------- load / run
+def load(path, *, progress: Progress | None = None) -> ImageData:
+    """Read an image (PNG, JPEG, TIFF, BMP; 8/16 bit; grey, RGB, RGBA, palette). A folder
+    opens its first image, and the folder's images can then be stepped through."""
+    progress = as_progress(progress)
+    path = pathlib.Path(path)
+    if path.is_dir():
+        files = image_io.list_images(path)
+        path = files[0]
+    else:
+        try:
+            files = image_io.list_images(path.parent) if path.parent.is_dir() else [path]
+        except InputError:
+            files = [path]
+    img = image_io.read_image(path, mode="keep")
+    if img.ndim == 3 and img.shape[2] == 2:  # grey + alpha
+        img = img[..., 0]
+    progress.update(0.0, f"read {path.name}")
+    return ImageData(path, img, tuple(files))
+
+
+def run(data: ImageData, params: dict, *, device: Backend, progress: Progress | None = None) -> ImsegResult:
+    """Segment ``data`` with ``params`` on ``device``.
+
+    Raises
+    ------
+    gpu_kernels.errors.InputError
+        A bad image or parameter (e.g. an even bilateral window).
+    gpu_kernels.errors.TooLargeError
+        The image does not fit the GPU's free memory.
+    """
+    p = PARAMS.validate(params)
+    t0 = time.perf_counter()
+    seg = _seg.segment_image(data.image, device=device, progress=progress, **p)
+    return ImsegResult(data, seg, p, device.label, time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------- summary
+STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
+               "labelling": "components", "min_size": "min size", "features": "features", "download": "download"}
+
+
+def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
+    t = getattr(result.seg, "timings", {}) or {}
+    return [(STAGE_NAMES.get(k, k), float(v)) for k, v in t.items() if k != "total" and v > 0]
+
+
+def summary(result: ImsegResult) -> list[str]:
+    """Image, regions, clusters, parameters, device, time per stage, the largest regions."""
+    d, s = result.data, result.seg
+    info = s.info or {}
+    lines = [f"{d.name}: {d.describe()}"]
+    lines.append(f"  regions: {s.n_regions:,}; clusters: {s.n_clusters} of at most {result.params['k_max']}; "
+                 f"occupied quantised colours: {info.get('n_colours', '?'):,}")
+    p = result.params
+    shown = [f"Q = {p['q']}", f"iterations = {p['iterations']}", f"merge distance = {p['merge_distance']:g}",
+             f"{p['connectivity']}-connectivity", f"min size = {p['min_size']} px"]
+    if p["bilateral"]:
+        shown.append(f"bilateral {p['bilateral']} x (window {p['bilateral_window']}, σ {p['sigma_spatial']:g} px, "
+                     f"{p['sigma_color']:g} ΔE)")
+    lines.append("  parameters: " + ", ".join(shown))
+    if p["min_size"] > 1:
+        lines.append(f"  small-region merging: {info.get('merge_rounds', 0)} round(s)")
+    dev = info.get("device", result.device)
+    syncs = f"; host synchronisations: {s.syncs}" if dev != "cpu" else ""
+    lines.append(f"  device: {dev}{syncs}")
+    st = stage_times(result)
+    lines.append("  time: " + (", ".join(f"{k} {fmt_seconds(v)}" for k, v in st) + "; total " if st else "")
+                 + fmt_seconds(result.elapsed))
+    f = s.features
+    if f and len(f.get("area", [])):
+        order = np.argsort(-np.asarray(f["area"]), kind="stable")[:8]
+        total = float(np.sum(f["area"]))
+        lines.append("  largest regions: label  area %  centroid (row, col)  mean colour")
+        for i in order:
+            mc = np.asarray(f["intensity_mean"][i]).ravel()
+            col = " ".join(f"{v:.0f}" for v in mc)
+            cy, cx = f["centroid"][i]
+            lines.append(f"    {int(f['label'][i]):6d}  {100 * f['area'][i] / total:5.1f}  ({cy:7.1f}, {cx:7.1f})  {col}")
+    return lines
+
+
+def headline(result: ImsegResult) -> str:
+    return (f"Segmented {result.data.name} into {result.seg.n_regions:,} regions ({result.seg.n_clusters} clusters) "
+            f"in {fmt_seconds(result.elapsed)} on {result.device}")
+
+
+# ----------------------------------------------------------------------------- exports
+def picture(result: ImsegResult, style: str) -> np.ndarray:
+    """The segmentation as an 8-bit RGB picture (:data:`gpu_kernels.imseg.vis.STYLES`)."""
+    s = result.seg
+    return _vis.render(style, result.data.image, s.labels, features=s.features, clusters=s.clusters,
+                       centres=s.centres)
+
+
+def write_labels(result: ImsegResult, path) -> list[pathlib.Path]:
+    return [labels_io.write_labels(path, result.seg.labels)]
+
+
+def write_regions(result: ImsegResult, path) -> list[pathlib.Path]:
+    if not result.seg.features:
+        raise InputError("this result has no region features to write")
+    return [labels_io.write_region_table(path, result.seg.features)]
+
+
+def write_picture(result: ImsegResult, path, *, style: str = "boundaries") -> list[pathlib.Path]:
+    if style not in _vis.STYLES:
+        raise InputError(f"unknown picture style {style!r}: use one of {', '.join(_vis.STYLES)}")
+    return [image_io.write_image(path, picture(result, style))]
+
+
+VIS_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
+
+EXPORTS = (
+    Export("labels", "Label image (16-bit PNG, 32-bit TIFF or .npy)", labels_io.LABEL_EXTENSIONS, write_labels,
+           cli_option="-o", check=labels_io.check_labels_output),
+    Export("regions", "Region table (CSV)", (".csv",), write_regions, cli_option="--regions"),
+    Export("picture", "Picture (random / mean colour / boundaries / clusters)", VIS_EXTENSIONS, write_picture,
+           cli_option="--vis-out"),
+)
+
+
+# ----------------------------------------------------------------------------- samples and demo
+def samples() -> list[pathlib.Path]:
+    """Bundled sample images, the default (``coffee``) first."""
+    return samples_in("imseg", image_io.IMAGE_EXTENSIONS, first=("coffee", "astronaut"))
+
+
+def demo(out_dir, *, device: Backend, progress: Progress | None = None,
+         names: Sequence[str] = ("coffee", "astronaut")) -> list[pathlib.Path]:
+    """Segment the bundled samples: labels (16-bit PNG), the region table, the pictures and
+    the summary of each."""
+    progress = as_progress(progress)
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo = [p for p in samples() if p.stem in names]
+    if not todo:
+        raise InputError("no bundled sample images found in resources/samples/imseg")
+    written: list[pathlib.Path] = []
+    for i, path in enumerate(todo):
+        sub = progress.sub(i / len(todo), (i + 1) / len(todo), prefix=path.stem)
+        res = run(load(path), PARAMS.defaults(), device=device, progress=sub)
+        written += write_labels(res, out_dir / f"{path.stem}-labels.png")
+        written += write_regions(res, out_dir / f"{path.stem}-regions.csv")
+        for style in ("boundaries", "mean", "random"):
+            written += write_picture(res, out_dir / f"{path.stem}-{style}.png", style=style)
+        txt = out_dir / f"{path.stem}-summary.txt"
+        with atomic_write(txt, "w") as fh:
+            fh.write("\n".join(summary(res)) + "\n")
+        written.append(txt)
+    return written
+
+
+def metrics(result: ImsegResult) -> dict:
+    return {"regions": int(result.seg.n_regions), "clusters": int(result.seg.n_clusters),
+            "seconds": round(float(result.elapsed), 4)}
+
+
+TOOL = Tool(
+    name="imseg",
+    title="Image segmentation",
+    key="imseg",
+    description="Split an image into regions of similar colour (CIELAB k-means, GPU union-find, region features).",
+    params=PARAMS,
+    load=load,
+    run=run,
+    summary=summary,
+    exports=EXPORTS,
+    input_extensions=image_io.IMAGE_EXTENSIONS,
+    input_kind="Images",
+    input_noun="Image",
+    headline=headline,
+    samples=samples,
+    demo=demo,
+    library=_seg.segment_image,
+    default_output=lambda p: f"{p.stem}-labels.png",
+    metrics=metrics,
+)
