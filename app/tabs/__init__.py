@@ -9,13 +9,14 @@ from __future__ import annotations
 from ..tools import TOOLS
 from .base import ToolTab
 from .flow_tab import FlowTab
+from .imseg_tab import ImsegTab
 from .mesh_tab import MeshTab
 from .placeholder import PLANNED, PlaceholderTab
 
 __all__ = ["TAB_CLASSES", "tab_classes", "ToolTab", "PlaceholderTab"]
 
 #: the tab class of each tool, by tool name
-TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab)}
+TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab, ImsegTab)}
 
 
 def tab_classes() -> list[type]:
