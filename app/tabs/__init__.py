@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..tools import TOOLS
 from .base import ToolTab
+from .echo_tab import EchoTab
 from .flow_tab import FlowTab
 from .imseg_tab import ImsegTab
 from .mesh_tab import MeshTab
@@ -16,7 +17,7 @@ from .placeholder import PLANNED, PlaceholderTab
 __all__ = ["TAB_CLASSES", "tab_classes", "ToolTab", "PlaceholderTab"]
 
 #: the tab class of each tool, by tool name
-TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab, ImsegTab)}
+TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab, EchoTab, ImsegTab)}
 
 
 def tab_classes() -> list[type]:

@@ -7,7 +7,7 @@ from it, all in this order.
 
 from __future__ import annotations
 
-from . import flow, imseg, mesh_seg
+from . import echo, flow, imseg, mesh_seg
 from .base import Export, Job, Tool, execute
 from .params import Param, ParameterError, ParamSet
 
@@ -17,6 +17,7 @@ __all__ = ["TOOLS", "tool_by_name", "Tool", "Export", "Job", "execute", "Param",
 TOOLS: tuple[Tool, ...] = (
     mesh_seg.TOOL,
     flow.TOOL,
+    echo.TOOL,
     imseg.TOOL,
 )
 

@@ -72,6 +72,7 @@ def test_metrics():
     assert mean_squared_difference(a, a + 0.5) == pytest.approx(0.25)
 
 
+@pytest.mark.slow
 def test_sequence_pairwise_and_trajectory():
     seq = make_sequence(32, frames=4, seed=5)
     kw = dict(levels=3, device="cpu")

@@ -1,0 +1,433 @@
+"""The 3-D echo motion tab: three linked orthogonal slice views with a shared crosshair, a time
+slider with play/pause, window/level, and overlays of the motion (in-plane arrows on a grid,
+a colour map of the magnitude, the Jacobian determinant or the divergence, with a colour bar
+and an opacity), a hover readout and the result's numbers.
+
+Everything generic (input, parameters, Run/Cancel, errors, exports) is
+:class:`~app.tabs.base.ToolTab`'s; the computation is :mod:`app.tools.echo`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..io import volume_io
+from ..tools import echo
+from ..tools.base import Job
+from .base import ToolTab
+from .echo_views import SliceViews
+
+__all__ = ["EchoTab"]
+
+log = logging.getLogger(__name__)
+
+MOTIONS = ("From the reference frame", "To the next frame")
+
+
+class EchoTab(ToolTab):
+    tool = echo.TOOL
+    run_label = "Estimate motion"
+
+    def __init__(self, parent: QWidget | None = None, *, host=None):
+        self.frame = 0
+        self._auto_levels = True
+        super().__init__(parent, host=host)
+        self.play_timer = QTimer(self)
+        self.play_timer.timeout.connect(self._tick)
+        self.setting_widgets.update({"overlay": self.overlay_combo, "motion": self.motion_combo,
+                                     "opacity": self.opacity_slider, "arrows": self.arrows_check,
+                                     "arrow_step": self.step_spin, "fps": self.fps_spin})
+
+    # ------------------------------------------------------------------ building
+    def build_view(self) -> QWidget:
+        v = SliceViews()
+        v.position_changed.connect(lambda *_: self.redraw())
+        v.hovered.connect(self._on_hover)
+        return v
+
+    def build_controls(self) -> list[QWidget]:
+        g = QGroupBox("Volumes and time")
+        lay = QVBoxLayout(g)
+        row = QHBoxLayout()
+        self.folder_button = QPushButton("Open folder…")
+        self.folder_button.setToolTip("A folder of 3-D frames, a DICOM series, or a folder written by "
+                                      "'gpulab echo-synth' (with its ground truth)")
+        self.folder_button.clicked.connect(self.open_folder_dialog)
+        self.moving_button = QPushButton("Moving volume…")
+        self.moving_button.setToolTip("Choose the second volume when a single 3-D volume is open")
+        self.moving_button.clicked.connect(lambda: self.choose_moving())
+        row.addWidget(self.folder_button)
+        row.addWidget(self.moving_button)
+        self.folder_button.setText("Folder…")
+        self.moving_button.setText("Moving…")
+        lay.addLayout(row)
+        row = QHBoxLayout()
+        self.play_button = QPushButton("▶")
+        self.play_button.setObjectName("echo-play")
+        self.play_button.setFixedWidth(36)
+        self.play_button.setCheckable(True)
+        self.play_button.setToolTip("Play / pause the sequence")
+        self.play_button.toggled.connect(self.set_playing)
+        self.time_slider = QSlider(Qt.Orientation.Horizontal)
+        self.time_slider.setObjectName("echo-time")
+        self.time_slider.setRange(0, 0)
+        self.time_slider.valueChanged.connect(self.set_frame)
+        self.frame_label = QLabel("1 / 1")
+        self.frame_label.setObjectName("echo-frame")
+        row.addWidget(self.play_button)
+        row.addWidget(self.time_slider, 1)
+        row.addWidget(self.frame_label)
+        lay.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Speed"))
+        self.fps_spin = QSpinBox()
+        self.fps_spin.setRange(1, 60)
+        self.fps_spin.setValue(8)
+        self.fps_spin.setSuffix(" fps")
+        self.fps_spin.valueChanged.connect(lambda v: self.play_timer.setInterval(int(1000 / v)))
+        row.addWidget(self.fps_spin)
+        lay.addLayout(row)
+
+        d = QGroupBox("Display")
+        dl = QVBoxLayout(d)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Window"))
+        self.window_spin = QDoubleSpinBox()
+        self.window_spin.setToolTip("Width of the intensity range shown from black to white")
+        self.window_spin.setObjectName("echo-window")
+        self.window_spin.setRange(1e-3, 1e6)
+        self.window_spin.setDecimals(1)
+        self.window_spin.setValue(255)
+        self.window_spin.valueChanged.connect(self._levels_changed)
+        row.addWidget(self.window_spin, 1)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Level"))
+        self.level_spin = QDoubleSpinBox()
+        self.level_spin.setToolTip("Intensity shown as mid grey")
+        self.level_spin.setObjectName("echo-level")
+        self.level_spin.setRange(-1e6, 1e6)
+        self.level_spin.setDecimals(1)
+        self.level_spin.setValue(127.5)
+        self.level_spin.valueChanged.connect(self._levels_changed)
+        row.addWidget(self.level_spin, 1)
+        self.auto_wl = QPushButton("Auto")
+        self.auto_wl.setToolTip("Window/level from the frame's 1st to 99.5th percentile")
+        self.auto_wl.clicked.connect(self.auto_levels)
+        row.addWidget(self.auto_wl)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Motion"))
+        self.motion_combo = QComboBox()
+        self.motion_combo.setObjectName("echo-motion")
+        self.motion_combo.addItems(MOTIONS)
+        self.motion_combo.setToolTip("Show the displacement from the reference frame (trajectories) or to the next frame")
+        self.motion_combo.currentIndexChanged.connect(lambda *_: self.redraw())
+        row.addWidget(self.motion_combo, 1)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Colour"))
+        self.overlay_combo = QComboBox()
+        self.overlay_combo.setObjectName("echo-overlay")
+        self.overlay_combo.addItems(echo.MAP_KINDS)
+        self.overlay_combo.setToolTip("Colour map over the slices: motion magnitude (mm), volume change "
+                                      "det(I + grad u) or divergence")
+        self.overlay_combo.currentIndexChanged.connect(lambda *_: self.redraw())
+        row.addWidget(self.overlay_combo, 1)
+        dl.addLayout(row)
+        self.opacity_slider = QSlider(Qt.Orientation.Horizontal)
+        self.opacity_slider.setObjectName("echo-opacity")
+        self.opacity_slider.setRange(0, 100)
+        self.opacity_slider.setValue(45)
+        self.opacity_slider.setToolTip("Opacity of the colour map")
+        self.opacity_slider.valueChanged.connect(lambda *_: self.redraw())
+        dl.addWidget(QLabel("Opacity"))
+        dl.addWidget(self.opacity_slider)
+        row = QHBoxLayout()
+        self.arrows_check = QCheckBox("Arrows, every")
+        self.arrows_check.setChecked(True)
+        self.arrows_check.toggled.connect(lambda *_: self.redraw())
+        self.step_spin = QSpinBox()
+        self.step_spin.setRange(2, 64)
+        self.step_spin.setValue(6)
+        self.step_spin.setSuffix(" vx")
+        self.step_spin.valueChanged.connect(lambda *_: self.redraw())
+        row.addWidget(self.arrows_check)
+        row.addWidget(self.step_spin)
+        dl.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Scale"))
+        self.scale_spin = QDoubleSpinBox()
+        self.scale_spin.setRange(0.1, 20.0)
+        self.scale_spin.setValue(1.0)
+        self.scale_spin.setSingleStep(0.5)
+        self.scale_spin.setSuffix(" x")
+        self.scale_spin.valueChanged.connect(lambda *_: self.redraw())
+        row.addWidget(self.scale_spin)
+        self.reset_button = QPushButton("Reset views")
+        self.reset_button.clicked.connect(lambda: self.view.reset_views())
+        row.addWidget(self.reset_button)
+        dl.addLayout(row)
+        self._update_time_controls()
+        return [g, d]
+
+    def build_side_panel(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        self.readout = QLabel("Hover over a view for the voxel, its intensity and its motion; click to move "
+                              "the crosshair.")
+        self.readout.setObjectName("echo-readout")
+        self.readout.setWordWrap(True)
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.colorbar = QLabel()
+        self.colorbar.setObjectName("echo-colorbar")
+        self.colorbar_label = QLabel("")
+        self.colorbar_label.setWordWrap(True)
+        self.result_label = QLabel("")
+        self.result_label.setObjectName("echo-result")
+        self.result_label.setWordWrap(True)
+        self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(QLabel("<b>Under the cursor</b>"))
+        lay.addWidget(self.readout)
+        lay.addWidget(QLabel("<b>Colour map</b>"))
+        lay.addWidget(self.colorbar)
+        lay.addWidget(self.colorbar_label)
+        lay.addWidget(QLabel("<b>Result</b>"))
+        lay.addWidget(self.result_label)
+        lay.addStretch(1)
+        w.setMinimumWidth(250)
+        return w
+
+    # ------------------------------------------------------------------ input and result
+    def describe_input(self, data) -> str:
+        Z, Y, X = data.shape
+        sp = data.spacing
+        lines = [f"<b>{data.name}</b>",
+                 f"{data.n_frames} frame(s) of {Z} × {Y} × {X} [z, y, x]",
+                 f"voxel {sp[0]:.3g} × {sp[1]:.3g} × {sp[2]:.3g} mm, {data.frames.dtype}"]
+        if data.n_frames == 2:
+            lines.append(f"fixed {data.names[0]}<br>moving {data.names[1]}")
+        if data.n_frames == 1:
+            lines.append("<span style='color:#a15c00'>a single volume: choose the moving volume</span>")
+        if data.truth:
+            lines.append(f"truth: {len(data.truth)} field(s) ({data.truth_source})")
+        lines += [f"<span style='color:#a15c00'>⚠ {w}</span>" for w in data.warnings]
+        return "<br>".join(lines)
+
+    def show_input(self, data) -> None:
+        self.set_playing(False)
+        self.view.set_volume_geometry(data.shape, data.spacing)
+        self.frame = 0
+        self._update_time_controls()
+        self.auto_levels()
+        self.result_label.setText(f"<span style='color:#666'>Press <b>{self.run_label}</b>.</span>")
+        self.redraw()
+
+    def clear_result(self) -> None:
+        self.view.clear_overlays()
+        self.result_label.setText("")
+        self.colorbar.clear()
+        self.colorbar_label.setText("")
+
+    def show_result(self, result) -> None:
+        if result.is_pair:
+            self.motion_combo.setCurrentIndex(1 if self.frame == 0 else 0)
+        lines = echo.summary(result)
+        self.result_label.setText("<br>".join(ln.strip().replace("->", "→") for ln in lines))
+        self.redraw()
+
+    # ------------------------------------------------------------------ time
+    def _update_time_controls(self) -> None:
+        T = self.data.n_frames if self.data is not None else 1
+        self.time_slider.blockSignals(True)
+        self.time_slider.setRange(0, max(T - 1, 0))
+        self.time_slider.setValue(min(self.frame, T - 1))
+        self.time_slider.blockSignals(False)
+        self.play_button.setEnabled(T > 1)
+        self.frame_label.setText(f"{self.frame + 1} / {T}")
+        self.moving_button.setEnabled(self.data is not None and T == 1)
+
+    def set_frame(self, t: int) -> None:
+        if self.data is None:
+            return
+        self.frame = int(np.clip(t, 0, self.data.n_frames - 1))
+        if self.time_slider.value() != self.frame:
+            self.time_slider.blockSignals(True)
+            self.time_slider.setValue(self.frame)
+            self.time_slider.blockSignals(False)
+        self.frame_label.setText(f"{self.frame + 1} / {self.data.n_frames}")
+        self.redraw()
+
+    def set_playing(self, on: bool) -> None:
+        if self.play_button.isChecked() != bool(on):
+            self.play_button.blockSignals(True)
+            self.play_button.setChecked(bool(on))
+            self.play_button.blockSignals(False)
+        if on and self.data is not None and self.data.n_frames > 1:
+            self.play_timer.start(int(1000 / self.fps_spin.value()))
+            self.play_button.setText("⏸")
+        else:
+            self.play_timer.stop()
+            self.play_button.setText("▶")
+
+    def _tick(self) -> None:
+        if self.data is None:
+            self.set_playing(False)
+            return
+        self.set_frame((self.frame + 1) % self.data.n_frames)
+
+    # ------------------------------------------------------------------ window / level
+    def auto_levels(self) -> None:
+        if self.data is None:
+            return
+        v = self.data.frames[self.frame][::2, ::2, ::2]
+        lo, hi = np.percentile(v, (1, 99.5)) if v.size else (0.0, 1.0)
+        hi = hi if hi > lo else lo + 1
+        self.window_spin.blockSignals(True)
+        self.level_spin.blockSignals(True)
+        self.window_spin.setValue(float(hi - lo))
+        self.level_spin.setValue(float((hi + lo) / 2))
+        self.window_spin.blockSignals(False)
+        self.level_spin.blockSignals(False)
+        self._levels_changed()
+
+    def _levels_changed(self, *_):
+        w, c = self.window_spin.value(), self.level_spin.value()
+        self.view.set_levels(c - w / 2, c + w / 2)
+
+    def levels(self) -> tuple[float, float]:
+        w, c = self.window_spin.value(), self.level_spin.value()
+        return c - w / 2, c + w / 2
+
+    # ------------------------------------------------------------------ drawing
+    def motion_kind(self) -> str:
+        return "pairwise" if self.motion_combo.currentIndex() == 1 else "trajectory"
+
+    def current_field(self):
+        res = self.result
+        if res is None:
+            return None
+        return res.field(self.frame, self.motion_kind())
+
+    def redraw(self) -> None:
+        d = self.data
+        if d is None:
+            return
+        self.view.show_volume(d.frames[self.frame], levels=self.levels())
+        for p, name in zip(self.view.planes, ("Axial", "Coronal", "Sagittal"), strict=True):
+            ax = "zyx"[p.normal]
+            p.title.setText(f"{name}, {ax} = {self.view.pos[p.normal]} (frame {self.frame + 1})")
+        u = self.current_field()
+        if u is None:
+            self.view.clear_overlays()
+            return
+        kind = self.overlay_combo.currentText()
+        opacity = self.opacity_slider.value() / 100
+        vmin = vmax = None
+        for i, p in enumerate(self.view.planes):
+            if kind in echo.COLORMAPS:
+                m = echo.slice_maps(u, p.normal, self.view.pos[p.normal], kind, d.spacing)
+                if vmin is None:
+                    vmin, vmax = echo.map_range(kind, m)
+                self.view.show_overlay(i, echo.colorize(m, kind, vmin, vmax), opacity)
+            else:
+                self.view.show_overlay(i, None, 0)
+            if self.arrows_check.isChecked():
+                sl = [slice(None)] * 4
+                sl[1 + p.normal] = self.view.pos[p.normal]
+                w = u[tuple(sl)]
+                self.view.show_arrows(i, w[p.col_ax], w[p.row_ax], self.step_spin.value(), self.scale_spin.value())
+            else:
+                self.view.show_arrows(i, None, None, 1)
+        self._show_colorbar(kind, vmin, vmax)
+
+    def _show_colorbar(self, kind: str, vmin, vmax) -> None:
+        if kind not in echo.COLORMAPS or vmin is None:
+            self.colorbar.clear()
+            self.colorbar_label.setText("")
+            return
+        ramp = np.linspace(vmin, vmax, 200, dtype=np.float32)[None, :].repeat(14, axis=0)
+        rgb = np.ascontiguousarray(echo.colorize(ramp, kind, vmin, vmax))
+        img = QImage(rgb.data, rgb.shape[1], rgb.shape[0], 3 * rgb.shape[1], QImage.Format.Format_RGB888).copy()
+        self.colorbar.setPixmap(QPixmap.fromImage(img))
+        unit = " mm" if kind == "Magnitude" else ""
+        what = {"Magnitude": "motion magnitude", "Jacobian determinant": "det(I + ∇u): <1 shrinks, >1 grows",
+                "Divergence": "div u"}[kind]
+        self.colorbar_label.setText(f"{vmin:.3g}{unit} … {vmax:.3g}{unit}: {what}")
+
+    def _on_hover(self, z: int, y: int, x: int) -> None:
+        d = self.data
+        if d is None or z < 0:
+            return
+        v = d.frames[self.frame][z, y, x]
+        text = f"z {z}, y {y}, x {x}: intensity {float(v):.4g}"
+        u = self.current_field()
+        if u is not None:
+            w = u[:, z, y, x].astype(np.float64)
+            mm = w * np.asarray(d.spacing)
+            text += (f"<br>motion ({'from frame ' + str(self.result.reference + 1) if self.motion_kind() == 'trajectory' else 'to the next frame'}):"
+                     f"<br>u = ({w[0]:+.2f}, {w[1]:+.2f}, {w[2]:+.2f}) voxels [z, y, x]"
+                     f"<br>|u| = {np.linalg.norm(mm):.2f} mm")
+            if (0, 1) in d.truth and self.result.is_pair:
+                g = d.truth[(0, 1)][:, z, y, x]
+                text += f"<br>truth ({g[0]:+.2f}, {g[1]:+.2f}, {g[2]:+.2f}), error {np.linalg.norm(w - g):.3f} voxels"
+        self.readout.setText(text)
+
+    # ------------------------------------------------------------------ extra inputs
+    def open_folder_dialog(self) -> None:
+        d = QFileDialog.getExistingDirectory(self, "Open a folder of volumes", str(self._last_dir()))
+        if d:
+            self._remember_dir(Path(d).parent)
+            self.open_file(Path(d))
+
+    def choose_moving(self, path: Path | None = None) -> bool:
+        if self.data is None or self.data.n_frames != 1:
+            self.host.show_error("No single volume", "Open the fixed volume first (a single 3-D volume).")
+            return False
+        if path is None:
+            exts = " ".join(f"*{e}" for e in volume_io.VOLUME_EXTENSIONS)
+            p, _ = QFileDialog.getOpenFileName(self, "Moving volume", str(self._last_dir()),
+                                               f"Volumes ({exts});;All files (*)")
+            if not p:
+                return False
+            path = Path(p)
+        fixed = self.data.path
+        if self.runner.is_running():
+            self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
+            return False
+        self._job = ("load", fixed)
+        self.runner.start(Job(lambda progress=None: echo.load_pair(fixed, path, progress=progress), (),
+                              what=f"Opening {path.name}", uses_device=False))
+        return True
+
+    def export_options(self, export) -> dict:
+        if export.key == "slices":
+            return {"frame": self.frame, "center": tuple(self.view.pos), "kind": self.overlay_combo.currentText(),
+                    "motion": self.motion_kind(), "opacity": self.opacity_slider.value() / 100,
+                    "arrows": self.arrows_check.isChecked(), "step": self.step_spin.value()}
+        return {}
+
+    def shutdown(self, timeout_ms: int = 5000) -> bool:
+        self.play_timer.stop()
+        return super().shutdown(timeout_ms)
+
+

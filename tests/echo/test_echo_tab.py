@@ -1,0 +1,110 @@
+"""The 3-D echo motion tab, driven as a user would (CPU, offscreen or Xvfb)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from app.io.image_io import read_image  # noqa: E402
+from app.io.volume_io import write_volume  # noqa: E402
+from app.tabs.echo_tab import EchoTab  # noqa: E402
+from app.tools import echo  # noqa: E402
+from gpu_kernels.echo.synthetic import make_pair  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def errors_of(monkeypatch):
+    from app.tabs.base import StandaloneHost
+
+    calls = []
+    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
+    return calls
+
+
+@pytest.fixture
+def tab(qtbot, errors_of):
+    t = EchoTab()
+    qtbot.addWidget(t)
+    t.resize(1400, 800)
+    t.show()
+    qtbot.waitExposed(t)
+    yield t
+    t.runner.shutdown(10000)
+
+
+def test_sample_runs_and_the_views_follow_time_crosshair_and_overlays(qtbot, tab, tab_runner, tmp_path):
+    data = tab_runner.load(tab, echo.samples()[0])
+    assert data.n_frames == 4 and "truth" in tab.input_info.text()
+    assert tab.time_slider.maximum() == 3 and tab.play_button.isEnabled()
+    res = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    assert res is not None and res.metrics is not None
+    assert "against the truth" in tab.result_label.text()
+    # time: the slider and the views follow the frame
+    tab.time_slider.setValue(2)
+    assert tab.frame == 2 and "frame 3" in tab.view.planes[0].title.text
+    shown = tab.view.planes[0].grey.image
+    np.testing.assert_array_equal(shown, data.frames[2][tab.view.pos[0]].astype(np.float32))
+    # play advances the frame and pause stops it
+    tab.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: tab.frame != 2, timeout=3000)
+    tab.play_button.setChecked(False)
+    assert not tab.play_timer.isActive()
+    # the crosshair: a click in the axial view moves y and x, the coronal view then shows that y
+    tab.view.click_plane(0, col=10, row=30)
+    assert tab.view.pos[1:] == [30, 10]
+    np.testing.assert_array_equal(tab.view.planes[1].grey.image, data.frames[tab.frame][:, 30, :].astype(np.float32))
+    assert "y = 30" in tab.view.planes[1].title.text
+    # overlays: every map draws with a colour bar; arrows on a grid
+    for kind in echo.MAP_KINDS:
+        tab.overlay_combo.setCurrentText(kind)
+        has = tab.view.planes[0].overlay.image is not None
+        assert has == (kind != "None"), kind
+    tab.overlay_combo.setCurrentText("Jacobian determinant")
+    assert "det(I" in tab.colorbar_label.text()
+    x, _ = tab.view.planes[0].arrows.getData()
+    assert x is not None and len(x) > 0
+    tab.arrows_check.setChecked(False)
+    x, _ = tab.view.planes[0].arrows.getData()
+    assert x is None or len(x) == 0
+    # window / level reach the grey images
+    tab.window_spin.setValue(100)
+    tab.level_spin.setValue(120)
+    assert tab.view.planes[2].grey.levels is not None and abs(float(tab.view.planes[2].grey.levels[0]) - 70) < 1e-3
+    # hover readout
+    tab._on_hover(20, 20, 20)
+    assert "voxels" in tab.readout.text() and "mm" in tab.readout.text()
+    # exports: a slice picture of what is shown, the fields
+    exp = next(e for e in tab.tool.exports if e.key == "slices")
+    tab.save_result(tmp_path / "s.png", exp)
+    assert read_image(tmp_path / "s.png").shape[2] == 3
+    tab.save_result(tmp_path / "f.npy")
+    assert np.load(tmp_path / "f.npy").shape == (3, 3, 48, 48, 48)
+
+
+def test_single_volume_asks_for_the_moving_one(qtbot, tab, tab_runner, tmp_path, errors_of):
+    f, m, _ = make_pair(20, shift=(0.0, 0.5, 0.5), seed=1)
+    (tmp_path / "a").mkdir()
+    write_volume(tmp_path / "a" / "fixed.nii.gz", f)
+    write_volume(tmp_path / "moving.nii.gz", m)
+    tab_runner.load(tab, tmp_path / "a" / "fixed.nii.gz")
+    assert tab.data.n_frames == 1 and tab.moving_button.isEnabled()
+    assert tab_runner.run(tab, device="cpu") is None
+    assert errors_of and "single volume" in errors_of[-1][1]
+    with qtbot.waitSignal(tab.input_loaded, timeout=30000):
+        assert tab.choose_moving(tmp_path / "moving.nii.gz")
+    assert tab.data.n_frames == 2 and not tab.moving_button.isEnabled()
+    res = tab_runner.run(tab, device="cpu", levels=1)
+    assert res is not None and res.is_pair and tab.motion_combo.currentIndex() == 1
+    # a second volume of another size is refused with one line, the input is kept
+    (tmp_path / "b").mkdir()
+    write_volume(tmp_path / "b" / "fixed.nii.gz", f)
+    tab_runner.load(tab, tmp_path / "b" / "fixed.nii.gz")
+    write_volume(tmp_path / "small.nii.gz", m[:, :, :10])
+    tab.choose_moving(tmp_path / "small.nii.gz")
+    qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=30000)
+    assert "share a grid" in errors_of[-1][1] and tab.data.n_frames == 1
