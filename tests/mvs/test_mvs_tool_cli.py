@@ -141,6 +141,7 @@ def test_tool_run_summary_and_exports(synth_dir, tmp_path):
     assert mvs.advise(data, {"views": "all"}, get_backend("cpu")) is None  # 12 x 96 x 72 is small
 
 
+@pytest.mark.slow
 def test_demo_on_the_bundled_sample(tmp_path):
     if not mvs.samples():
         pytest.skip("the bundled sample is missing")
