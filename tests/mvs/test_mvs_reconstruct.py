@@ -138,3 +138,19 @@ def test_view_spec_and_parameter_errors(small_scene):
         reconstruct(sc, views=[0], window=4, device="cpu")
     with pytest.raises(MVSInputError, match=r"min_views \(9\) cannot exceed neighbors \(8\)"):
         reconstruct(sc, views=[0], min_views=9, device="cpu")
+
+
+def test_cancel_stops_between_batches(small_scene):
+    from gpu_kernels.jobs import Cancelled, Progress
+
+    seen = []
+    p = Progress()
+
+    def cb(maps, info):
+        seen.append(info["batch"])
+        if info["batch"] == 2:
+            p.cancel()
+
+    with pytest.raises(Cancelled):
+        reconstruct(small_scene.scene, views=[0], neighbors=6, batch_size=64, device="cpu", progress=p, callback=cb)
+    assert seen[-1] == 2  # the next batch's progress check raised
