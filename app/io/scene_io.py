@@ -601,8 +601,9 @@ def read_colmap(model_dir: str | os.PathLike, *, image_dir: str | os.PathLike | 
 
 
 def write_colmap_text(folder: str | os.PathLike, names: Sequence[str], cameras: Sequence[Camera], *,
-                      points: np.ndarray | None = None) -> None:
-    """Write a COLMAP text model (PINHOLE cameras, one per image; empty points2D lines)."""
+                      points: np.ndarray | None = None, point_views: Sequence | None = None) -> None:
+    """Write a COLMAP text model (PINHOLE cameras, one per image; empty points2D lines; the
+    points' tracks name the 0-based ``point_views`` as image ids with point2D index 0)."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_write(folder / "cameras.txt", "w") as f:
@@ -621,7 +622,8 @@ def write_colmap_text(folder: str | os.PathLike, names: Sequence[str], cameras: 
         f.write("# POINT3D_ID, X, Y, Z, R, G, B, ERROR, TRACK[] as (IMAGE_ID, POINT2D_IDX)\n")
         if points is not None:
             for k, X in enumerate(np.asarray(points).reshape(-1, 3)):
-                f.write(f"{k + 1} {X[0]:.10g} {X[1]:.10g} {X[2]:.10g} 128 128 128 0\n")
+                track = "" if point_views is None else "".join(f" {int(v) + 1} 0" for v in point_views[k])
+                f.write(f"{k + 1} {X[0]:.10g} {X[1]:.10g} {X[2]:.10g} 128 128 128 0{track}\n")
 
 
 # =============================================================================== any scene

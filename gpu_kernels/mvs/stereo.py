@@ -185,7 +185,9 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
             seeds = []
             for v in grp:
                 if pvis is not None:
-                    sel = np.array([v in np.asarray(pv) for pv in pvis], bool)
+                    # a point without a track counts as seen by every view (the grower keeps
+                    # only those in front of the camera and inside the image)
+                    sel = np.array([len(pv) == 0 or v in np.asarray(pv) for pv in pvis], bool)
                     seeds.append(pts[sel])
                 else:
                     seeds.append(pts)
