@@ -4,7 +4,8 @@ Label images (one integer per pixel, 0 = no region, regions 1..R):
 
 ``.png``
     16-bit grey. More than 65,535 labels do not fit: refused with a message that names
-    the formats that hold them.
+    the formats that hold them. Reading also takes 8-bit grey and colour-coded PNGs (the
+    COCO panoptic convention: id = R + 256 G + 65536 B).
 ``.tif`` / ``.tiff``
     32-bit unsigned grey (tifffile).
 ``.npy``
@@ -138,6 +139,18 @@ def write_labels(path: str | os.PathLike, labels) -> pathlib.Path:
     return path
 
 
+def _png_size(path: pathlib.Path) -> tuple[int, int] | None:
+    """(width, height) from the PNG header without decoding (Pillow), or None."""
+    try:
+        from PIL import Image
+
+        Image.MAX_IMAGE_PIXELS = None  # checked here, with a clear message
+        with Image.open(path) as im:
+            return int(im.size[0]), int(im.size[1])
+    except Exception:  # noqa: BLE001 - not a PNG Pillow can parse
+        return None
+
+
 def read_labels(path: str | os.PathLike) -> np.ndarray:
     """Read a label image (.png 8/16-bit grey, .tif integer grey, .npy 2-D integer)."""
     path = pathlib.Path(path)
@@ -155,13 +168,19 @@ def read_labels(path: str | os.PathLike) -> np.ndarray:
         elif ext == ".png":
             import cv2
 
-            raw = np.fromfile(path, dtype=np.uint8)
-            arr = cv2.imdecode(raw, cv2.IMREAD_UNCHANGED)
+            size = _png_size(path)
+            if size is None:
+                raise LabelsIOError(f"{_name(path)}: not a readable PNG (corrupt or truncated)")
+            if size[0] * size[1] > MAX_PIXELS:
+                raise LabelsIOError(f"{_name(path)}: the image is too large ({size[0]} x {size[1]})")
+            arr = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            if arr is None and not str(path).isascii():  # OpenCV's imread wants an ASCII path
+                arr = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
             if arr is None:
                 raise LabelsIOError(f"{_name(path)}: not a readable PNG (corrupt or truncated)")
-            if arr.ndim != 2:
-                raise LabelsIOError(f"{_name(path)}: a label PNG must be single-channel grey, this one has "
-                                    f"{arr.shape[2]} channels")
+            if arr.ndim == 3:  # colour-coded ids (COCO panoptic): R + 256 G + 65536 B; alpha ignored
+                bgr = arr[..., :3].astype(np.int64)
+                arr = bgr[..., 2] + 256 * bgr[..., 1] + 65536 * bgr[..., 0]
         else:
             import tifffile
 
@@ -182,6 +201,8 @@ def read_labels(path: str | os.PathLike) -> np.ndarray:
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad file for the user
         raise LabelsIOError(f"{_name(path)}: cannot read labels ({type(exc).__name__}: "
                             f"{str(exc).splitlines()[0] if str(exc) else 'corrupt file'})") from None
+    if arr.ndim != 2:
+        raise LabelsIOError(f"{_name(path)}: expected one grey plane of labels, got shape {arr.shape}")
     if 0 in arr.shape:
         raise LabelsIOError(f"{_name(path)}: the label image is empty ({arr.shape[0]} x {arr.shape[1]})")
     if arr.dtype.kind == "b":
@@ -289,3 +310,34 @@ def read_bsds_groundtruth(path: str | os.PathLike) -> list[tuple[np.ndarray, np.
             raise LabelsIOError(f"{_name(path)}: malformed ground truth (shapes {seg.shape}, {bnd.shape})")
         out.append((seg.astype(np.int32), bnd.astype(bool)))
     return out
+
+
+# --------------------------------------------------------------------------- registry
+def _sample_labels(folder: pathlib.Path) -> list[pathlib.Path]:
+    rng = np.random.default_rng(0)
+    small = rng.integers(0, 300, (20, 24))
+    big = rng.integers(0, 100_000, (12, 10))
+    return [write_labels(folder / "labels.png", small), write_labels(folder / "labels.tif", big),
+            write_labels(folder / "labels.npy", small)]
+
+
+def _sample_groundtruth(folder: pathlib.Path) -> list[pathlib.Path]:
+    from scipy.io import savemat
+
+    gt = np.empty((1, 2), dtype=object)
+    for i in range(2):
+        seg = (np.indices((12, 16)).sum(0) // (4 + i) + 1).astype(np.uint16)
+        gt[0, i] = {"Segmentation": seg, "Boundaries": np.zeros_like(seg, dtype=np.uint8)}
+    path = folder / "groundtruth.mat"
+    savemat(path, {"groundTruth": gt})
+    return [path]
+
+
+def _register() -> None:
+    from .registry import register_reader
+
+    register_reader("labels", read_labels, LABEL_EXTENSIONS, make_samples=_sample_labels)
+    register_reader("bsds-groundtruth", read_bsds_groundtruth, (".mat",), make_samples=_sample_groundtruth)
+
+
+_register()
