@@ -354,7 +354,7 @@ class EchoTab(ToolTab):
             if self.arrows_check.isChecked():
                 sl = [slice(None)] * 4
                 sl[1 + p.normal] = self.view.pos[p.normal]
-                w = u[tuple(sl)]
+                w = u[tuple(sl)].astype(np.float32)
                 self.view.show_arrows(i, w[p.col_ax], w[p.row_ax], self.step_spin.value(), self.scale_spin.value())
             else:
                 self.view.show_arrows(i, None, None, 1)

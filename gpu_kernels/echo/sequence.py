@@ -59,7 +59,8 @@ class SequenceMotion:
 
 
 def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, refine: bool = False,
-                      cyclic: bool = False, spacing=None, device=None, progress=None, **params) -> SequenceMotion:
+                      cyclic: bool = False, spacing=None, trajectory_dtype=np.float32, device=None, progress=None,
+                      **params) -> SequenceMotion:
     """Pairwise motion of consecutive frames and, optionally, trajectories from ``reference``.
 
     Parameters
@@ -76,6 +77,9 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
         forwards only.
     spacing : 3 floats, optional
         Voxel size, carried to the result (and to the pyramid).
+    trajectory_dtype : dtype
+        Storage of the trajectories (``float16`` halves the host memory of a long sequence;
+        the composition itself runs in float32).
     device, progress
     **params
         Passed to :func:`~gpu_kernels.echo.motion.estimate_motion` (alpha, beta, rho, ...).
@@ -112,7 +116,7 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
             prev = nxt
         traj = None
         if trajectory:
-            traj = np.zeros((T,) + (3,) + shape, dtype=np.float32)
+            traj = np.zeros((T,) + (3,) + shape, dtype=trajectory_dtype)
             # forwards: ref -> ref + 1 -> ... (cyclic: all the way round)
             cur = None
             stop = T if cyclic else T - ref
