@@ -7,7 +7,13 @@ import pytest
 from imseg_emu import available, emu_backend
 from imseg_masks import piecewise_image
 
-from gpu_kernels.imseg import ImsegInputError, kmeans_quantized, label_components, merge_small_regions, rgb2lab
+from gpu_kernels.imseg import (
+    ImsegInputError,
+    kmeans_quantized,
+    label_components,
+    merge_small_regions,
+    rgb2lab,
+)
 from gpu_kernels.imseg.kmeans import sample_grid
 
 needs_emu = pytest.mark.skipif(bool(available()), reason=f"CUDA emulator unavailable: {available()}")
