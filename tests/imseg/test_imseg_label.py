@@ -81,12 +81,15 @@ def test_bad_connectivity_and_method():
 
 # --------------------------------------------------------------------------- CUDA kernels
 @needs_emu
-@pytest.mark.parametrize("method,global_step", [("unionfind", "levels"), ("unionfind", "single"),
-                                                ("equivalence", "levels")])
-def test_cuda_labelling_matches_scipy_on_adversarial_masks(method, global_step):
+@pytest.mark.parametrize("method,global_step,n", [
+    ("unionfind", "single", 40), ("unionfind", "levels", 40), ("equivalence", "levels", 40),
+    pytest.param("unionfind", "levels", 70, marks=pytest.mark.slow),  # two levels of the global step
+    pytest.param("unionfind", "single", 70, marks=pytest.mark.slow),
+])
+def test_cuda_labelling_matches_scipy_on_adversarial_masks(method, global_step, n):
     be = emu_backend()
-    masks = adversarial(70)
-    masks["random"] = random_mask(np.random.default_rng(0), 67, 75, 0.5)
+    masks = adversarial(n)
+    masks["random"] = random_mask(np.random.default_rng(0), n - 3, n + 5, 0.5)
     for name, m in masks.items():
         for conn in (4, 8):
             labels, n = label_components(m, connectivity=conn, background=0, method=method,

@@ -13,6 +13,7 @@ from imseg_masks import piecewise_image
 
 from app.io.image_io import ImageReadError, read_image
 from gpu_kernels.imseg import ImsegInputError, segment_image
+from gpu_kernels.imseg.segment import DEFAULT_MIN_SIZE
 from gpu_kernels.jobs import Cancelled, Progress
 
 needs_emu = pytest.mark.skipif(bool(available()), reason=f"CUDA emulator unavailable: {available()}")
@@ -27,7 +28,7 @@ def test_result_is_complete_and_consistent():
     f = seg.features
     assert f["area"].sum() == 60 * 80 and len(f["label"]) == seg.n_regions
     assert {"bilateral", "quantise", "kmeans", "labelling", "min_size", "features", "total"} <= set(seg.timings)
-    assert seg.syncs == 0 and seg.info["params"]["min_size"] == 64
+    assert seg.syncs == 0 and seg.info["params"]["min_size"] == DEFAULT_MIN_SIZE
     table = seg.region_table()
     assert table["moments_central-0-0"].tolist() == f["area"].tolist()
 
@@ -93,13 +94,14 @@ def test_doctests(module):
 
 
 @needs_emu
-def test_emulated_gpu_pipeline_equals_cpu():
+@pytest.mark.parametrize("kw", [{}, pytest.param({"bilateral": 2, "min_size": 20, "connectivity": 4},
+                                                 marks=pytest.mark.slow)])
+def test_emulated_gpu_pipeline_equals_cpu(kw):
     be = emu_backend()
     img, _ = piecewise_image(np.random.default_rng(2), 34, 47, noise=5.0, shading=True)
-    for kw in ({}, {"bilateral": 2, "min_size": 20, "connectivity": 4}):
-        g = segment_image(img, device=be, **kw)
-        c = segment_image(img, device="cpu", **kw)
-        assert g.n_regions == c.n_regions and g.n_clusters == c.n_clusters
-        assert (g.labels == c.labels).mean() > 0.995
-        assert g.syncs == 1 + (g.info["merge_rounds"] + 1 if kw.get("min_size", 64) > 1 else 0)
-        np.testing.assert_allclose(g.features["centroid"], c.features["centroid"], atol=0.05)
+    g = segment_image(img, device=be, **kw)
+    c = segment_image(img, device="cpu", **kw)
+    assert g.n_regions == c.n_regions and g.n_clusters == c.n_clusters
+    assert (g.labels == c.labels).mean() > 0.995
+    assert g.syncs == 1 + (g.info["merge_rounds"] + 1 if kw.get("min_size", DEFAULT_MIN_SIZE) > 1 else 0)
+    np.testing.assert_allclose(g.features["centroid"], c.features["centroid"], atol=0.05)
