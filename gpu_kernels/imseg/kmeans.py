@@ -53,8 +53,10 @@ __all__ = [
 DEFAULT_K_MAX = 64
 #: k-means iterations on the quantised colours (the paper's i_kM = 3)
 DEFAULT_ITERATIONS = 3
-#: samples closer than this (CIELAB units, CIE76) to a candidate are merged into it
-DEFAULT_MERGE_DISTANCE = 10.0
+#: samples closer than this (CIELAB units, CIE76) to a candidate are merged into it. 18 was
+#: chosen on BSDS500 with min_size 512 (benchmarks/results/imseg.md: 10 gives too many
+#: clusters and fragments, 25 merges distinct objects: PRI falls)
+DEFAULT_MERGE_DISTANCE = 18.0
 MAX_K = 1024
 MAX_ITERATIONS = 100
 WEIGHT_METHODS = ("histogram", "sort")
