@@ -110,7 +110,6 @@ class ImsegTab(ToolTab):
         self.timings.setWordWrap(True)
         self.timings.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.timings)
-        w.setMinimumWidth(380)
         return w
 
     # ------------------------------------------------------------------ input and result
@@ -264,6 +263,7 @@ class ImsegTab(ToolTab):
         self.picture_style = QComboBox()
         self.picture_style.setObjectName("imseg-picture-style")
         self.picture_style.addItems(list(vis.STYLES))
+        self.picture_style.setCurrentText("boundaries")
         self.picture_style.setToolTip("Which picture the export writes")
         return self.picture_style
 

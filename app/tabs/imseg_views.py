@@ -186,10 +186,13 @@ class RegionTable(QTableView):
         self.setSortingEnabled(True)
         hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.selectionModel().selectionChanged.connect(self._on_selection)
+        self.model_.layoutChanged.connect(self._keep_selection)  # sorting moves the selected row
         self._silent = False
+        self.selected_label: int | None = None
 
     def set_features(self, features: dict | None, swatches=None) -> None:
         self._silent = True
+        self.selected_label = None
         self.model_.set_features(features, swatches)
         hh = self.horizontalHeader()
         if hh.sortIndicatorSection() >= 0:
@@ -198,8 +201,12 @@ class RegionTable(QTableView):
             self.setColumnWidth(c, w)
         self._silent = False
 
+    def _keep_selection(self, *_args) -> None:
+        self.select_label(self.selected_label)
+
     def select_label(self, label: int | None) -> None:
         self._silent = True
+        self.selected_label = None if label is None else int(label)
         try:
             if label is None:
                 self.clearSelection()
@@ -218,4 +225,5 @@ class RegionTable(QTableView):
         if rows:
             lab = self.model_.label_at(rows[0].row())
             if lab is not None:
+                self.selected_label = lab
                 self.region_selected.emit(lab)

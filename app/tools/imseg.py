@@ -160,8 +160,10 @@ STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB
 
 
 def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
+    """(stage, seconds) of the stages that ran (the bilateral filter only when it was on)."""
     t = getattr(result.seg, "timings", {}) or {}
-    return [(STAGE_NAMES.get(k, k), float(v)) for k, v in t.items() if k != "total" and v > 0]
+    skip = {"total"} | ({"bilateral"} if not result.params.get("bilateral") else set())
+    return [(STAGE_NAMES.get(k, k), float(v)) for k, v in t.items() if k not in skip and v > 0]
 
 
 def summary(result: ImsegResult) -> list[str]:
@@ -228,13 +230,13 @@ def write_picture(result: ImsegResult, path, *, style: str = "boundaries") -> li
     return [image_io.write_image(path, picture(result, style))]
 
 
-VIS_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
+VIS_EXTENSIONS = (".png", ".jpg", ".tif")
 
 EXPORTS = (
-    Export("labels", "Label image (16-bit PNG, 32-bit TIFF or .npy)", labels_io.LABEL_EXTENSIONS, write_labels,
+    Export("labels", "Label image", labels_io.LABEL_EXTENSIONS, write_labels,
            cli_option="-o", check=labels_io.check_labels_output),
-    Export("regions", "Region table (CSV)", (".csv",), write_regions, cli_option="--regions"),
-    Export("picture", "Picture (random / mean colour / boundaries / clusters)", VIS_EXTENSIONS, write_picture,
+    Export("regions", "Region table", (".csv",), write_regions, cli_option="--regions"),
+    Export("picture", "Picture", VIS_EXTENSIONS, write_picture,
            cli_option="--vis-out"),
 )
 
