@@ -15,12 +15,12 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..tools import TOOLS
-from . import batch, demo, echo, flow, imseg, info, mesh_seg
+from . import batch, demo, echo, flow, imseg, info, mesh_seg, mvs
 
 __all__ = ["command_modules", "TOOL_COMMANDS", "GENERAL_COMMANDS"]
 
 #: the command module of each tool, by tool name (each module's ``TOOL`` says which)
-TOOL_COMMANDS: dict[str, ModuleType] = {m.TOOL.name: m for m in (mesh_seg, flow, echo, imseg)}
+TOOL_COMMANDS: dict[str, ModuleType] = {m.TOOL.name: m for m in (mesh_seg, flow, echo, mvs, imseg)}
 #: commands that belong to no single tool, listed first
 GENERAL_COMMANDS: tuple[ModuleType, ...] = (info, demo, batch)
 

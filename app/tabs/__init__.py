@@ -12,12 +12,13 @@ from .echo_tab import EchoTab
 from .flow_tab import FlowTab
 from .imseg_tab import ImsegTab
 from .mesh_tab import MeshTab
+from .mvs_tab import MvsTab
 from .placeholder import PLANNED, PlaceholderTab
 
 __all__ = ["TAB_CLASSES", "tab_classes", "ToolTab", "PlaceholderTab"]
 
 #: the tab class of each tool, by tool name
-TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab, EchoTab, ImsegTab)}
+TAB_CLASSES: dict[str, type[ToolTab]] = {cls.tool.name: cls for cls in (MeshTab, FlowTab, EchoTab, MvsTab, ImsegTab)}
 
 
 def tab_classes() -> list[type]:

@@ -7,7 +7,7 @@ from it, all in this order.
 
 from __future__ import annotations
 
-from . import echo, flow, imseg, mesh_seg
+from . import echo, flow, imseg, mesh_seg, mvs
 from .base import Export, Job, Tool, execute
 from .params import Param, ParameterError, ParamSet
 
@@ -18,6 +18,7 @@ TOOLS: tuple[Tool, ...] = (
     mesh_seg.TOOL,
     flow.TOOL,
     echo.TOOL,
+    mvs.TOOL,
     imseg.TOOL,
 )
 
