@@ -4,6 +4,7 @@ the headless commands; the compute library does not depend on the app."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import subprocess
@@ -80,7 +81,8 @@ def test_import_linter_contracts():
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     if exe is None:
         pytest.skip("lint-imports is not installed")
-    r = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                       timeout=300, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"Contracts: [1-9]\d* kept, 0 broken", r.stdout), r.stdout
     assert "Layers: " in r.stdout  # the layers contract is among them

@@ -77,7 +77,7 @@ TAB_LINES = 8  # what the README says
 def test_the_tab_is_as_small_as_the_readme_says():
     src = [ln for ln in inspect.getsource(InvertTab).splitlines() if ln.strip()]
     assert len(src) <= TAB_LINES, "\n".join(src)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"{TAB_LINES} lines" in readme
 
 
