@@ -205,6 +205,7 @@ class _Printer:
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self.last_stage: str | None = None
         self.last_decile = -1
+        self.last_head: str | None = None
         self.last_len = 0
         self.start = time.monotonic()
 
@@ -223,11 +224,16 @@ class _Printer:
                     self._newline()
                 self.stream.flush()
             else:
+                # in a log: a line per 10 %, and one when the top-level stage (the text before
+                # its first ':') changes, so a long run or a demo writes a few dozen lines, not
+                # one per sub-stage
                 decile = pct // 10
-                if stage != self.last_stage or decile > self.last_decile:
+                head = stage.split(":", 1)[0]
+                if head != self.last_head or decile > self.last_decile:
                     self.stream.write(f"[{pct:3d}%] {stage}\n")
                     self.stream.flush()
                     self.last_decile = decile
+                    self.last_head = head
             self.last_stage = stage
 
     def _newline(self) -> None:
