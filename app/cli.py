@@ -75,6 +75,8 @@ def build_gui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quit-after", type=int, default=None, help=argparse.SUPPRESS)
     # start the current tab's computation after opening (its Run button), e.g. for screenshots
     parser.add_argument("--run", action="store_true", help=argparse.SUPPRESS)
+    # show this tab first (a tool name or key: mesh-seg, flow, echo, mvs, imseg)
+    parser.add_argument("--tab", default=None, help=argparse.SUPPRESS)
     return parser
 
 

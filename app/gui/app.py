@@ -64,6 +64,15 @@ def run_gui(args: argparse.Namespace) -> int:
     tick.start(250)
     tick.timeout.connect(lambda: None)
 
+    if getattr(args, "tab", None):
+        want = args.tab
+        for i, t in enumerate(win.tabs):
+            tool = getattr(t, "tool", None)
+            if t.settings_key == want or (tool is not None and tool.name == want):
+                win.tab_widget.setCurrentIndex(i)
+                break
+        else:
+            print(f"gpulab: no tab {want!r}", file=sys.stderr)
     status = {"rc": 0}
     started = False
     if getattr(args, "run", False):

@@ -474,7 +474,16 @@ class ToolTab(QWidget):
             log.info("%s: dropped a result for an input that is no longer shown", self.title)
             return
         self.result = res
-        self.show_result(res)
+        try:
+            self.show_result(res)
+        except Exception as exc:  # noqa: BLE001 - a bug in a view must not leave the tab half-updated
+            import traceback
+
+            tb = traceback.format_exc()
+            log.error("%s: showing the result failed:\n%s", self.title, tb.rstrip())
+            self.host.show_error(f"{self.title}: cannot show the result",
+                                 f"Showing the result failed: {classify(exc)[1]}\n\nThis is a bug in gpulab; "
+                                 "the result can still be exported.", tb)
         self._set_status(self.tool.headline(res) if self.tool.headline else f"{self.title}: done")
         self.result_changed.emit()
         self.result_shown.emit()
