@@ -106,8 +106,13 @@ class MainWindow(QMainWindow):
         r.progress.connect(lambda f, s, r=r: self._on_progress(r, f, s))
         r.failed.connect(lambda _s, _d, t=tab: self.statusBar().showMessage(f"{t.title}: failed", 8000))
         r.cancelled.connect(lambda t=tab: self.statusBar().showMessage(f"{t.title}: cancelled", 5000))
-        tab.status_message.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
+        tab.status_message.connect(lambda msg, t=tab: self._tab_status(t, msg))
         tab.result_changed.connect(self._update_actions)
+
+    def _tab_status(self, tab, msg: str) -> None:
+        """A tab's status line shows while that tab is the one in view (all go to the log)."""
+        if tab is self.current_tab():
+            self.statusBar().showMessage(msg, 8000)
 
     def _build_status_bar(self) -> None:
         sb = self.statusBar()

@@ -145,7 +145,7 @@ class ToolTab(QWidget):
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
-        split.setSizes([300, 700, 280] if side is not None else [300, 900])
+        split.setSizes([340, 680, 280] if side is not None else [340, 880])
         self.splitter = split
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -317,7 +317,7 @@ class ToolTab(QWidget):
         scroll.setWidget(panel)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setMinimumWidth(290)
+        scroll.setMinimumWidth(330)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         return scroll
 
