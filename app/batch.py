@@ -90,6 +90,8 @@ def process_item(tool_name: str, item: BatchItem, out_dir: str, params: dict, de
         rec["device"] = be.label
         with be.activate():
             data = tool.load_item(item)
+            if tool.item_params is not None:
+                params = tool.item_params(item, params)
             result = tool.run(data, params, device=be, progress=None)
             files = tool.write_item(result, out, item.key)
             metrics = tool.metrics(result) if tool.metrics else {}
@@ -154,6 +156,7 @@ class BatchSummary:
     dashboard: str = ""
     startup_seconds: float = 0.0
     records: list[dict] = field(default_factory=list)
+    finish: dict | None = None
 
     @property
     def items_per_second(self) -> float:
@@ -172,6 +175,7 @@ def plan(tool: Tool, inputs: Sequence[str | os.PathLike], out_dir: pathlib.Path)
     if len(set(keys)) != len(keys):
         raise UserError("two batch items have the same name; rename one of the inputs")
     previous = read_manifest(out_dir)
+    previous.pop("__finish__", None)
     todo, skipped = [], []
     for it in items:
         prev = previous.get(it.key)
@@ -364,6 +368,17 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
                 from gpu_kernels.jobs import Cancelled
 
                 raise Cancelled()
+        if tool.batch_finish is not None:
+            done = [r for r in read_manifest(out).values() if r.get("status") in ("done", "skipped")
+                    and r["key"] != "__finish__"]
+            rec = client.submit(finish_batch, tool.name, str(out.resolve()), done, p, spec, pure=False).result()
+            manifest.append(rec)
+            summary.records.append(rec)
+            summary.finish = rec
+            if rec["status"] != "done":
+                summary.failed += 1
+            if on_record:
+                on_record(summary, rec)
     finally:
         summary.seconds = time.perf_counter() - t0
         if client is not None:
@@ -373,6 +388,26 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
             with contextlib.suppress(Exception):
                 cluster.close(timeout=20)
     return summary
+
+
+def finish_batch(tool_name: str, out_dir: str, records: list[dict], params: dict, device: str | None) -> dict:
+    """The tool's ``batch_finish`` on a worker, after every item (a ``finish`` record)."""
+    from gpu_kernels.backend import get_backend
+
+    t0 = time.perf_counter()
+    rec: dict[str, Any] = {"key": "__finish__", "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    try:
+        tool = tool_by_name(tool_name)
+        be = get_backend(device)
+        rec["device"] = be.label
+        with be.activate():
+            files = tool.batch_finish(pathlib.Path(out_dir), records, params, device=be)
+        rec.update(status="done", outputs=[str(p) for p in files])
+    except Exception as exc:  # noqa: BLE001
+        kind, msg = classify(exc, "finishing the batch")
+        rec.update(status="failed", error=msg, error_kind=kind)
+    rec["seconds"] = round(time.perf_counter() - t0, 4)
+    return rec
 
 
 def _tool(name: str) -> Tool:

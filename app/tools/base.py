@@ -140,6 +140,11 @@ class Tool:
     batch_write: Callable[[Any, pathlib.Path, str], list[pathlib.Path]] | None = None
     #: ``metrics(result) -> dict``: a few key figures for the batch manifest
     metrics: Callable[[Any], dict] | None = None
+    #: ``item_params(item, params) -> params``: an item's own parameters (e.g. its view)
+    item_params: Callable[[BatchItem, dict], dict] | None = None
+    #: ``batch_finish(out_dir, records, params, *, device) -> list[Path]``: runs once, on a worker,
+    #: after every item is done (e.g. fusing per-view depth maps into one cloud)
+    batch_finish: Callable[..., list[pathlib.Path]] | None = None
 
     def __post_init__(self):
         sig = inspect.signature(self.run)
