@@ -583,7 +583,7 @@ def arrow_grid(u2: np.ndarray, v2: np.ndarray, step: int, scale: float = 1.0):
 
 def render_slices(result: EchoResult, path=None, *, frame: int | None = None, center=None, kind: str = "Magnitude",
                   motion: str = "trajectory", opacity: float = 0.5, arrows: bool = True, step: int = 8,
-                  zoom: int = 2) -> np.ndarray:
+                  zoom: int | None = None) -> np.ndarray:
     """The three orthogonal slices through ``center`` at ``frame`` side by side (axial z,
     coronal y, sagittal x), with the map as colour and the in-plane motion as arrows; written
     as a PNG when ``path`` is given. Returns the RGB picture."""
@@ -593,6 +593,8 @@ def render_slices(result: EchoResult, path=None, *, frame: int | None = None, ce
     if result.is_pair and frame is None:
         t, motion = 0, "pairwise"
     Z, Y, X = d.shape
+    if zoom is None:  # about 256 pixels per panel: a 48^3 sample stays legible, 256^3 stays 1:1
+        zoom = max(1, int(round(256 / max(Z, Y, X))))
     c = (Z // 2, Y // 2, X // 2) if center is None else tuple(int(np.clip(v, 0, n - 1)) for v, n in zip(center, d.shape, strict=True))
     vol = d.frames[t]
     lo, hi = np.percentile(vol[::2, ::2, ::2], (1, 99.5))
