@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpu_kernels.backend import get_backend  # noqa: E402
 from gpu_kernels.mesh import segment as _segment  # noqa: E402
-from gpu_kernels.mesh.metrics import compare_segmentations  # noqa: E402
+from gpu_kernels.mesh.metrics import compare_segmentations, rand_index_error  # noqa: E402
 from gpu_kernels.mesh.segment import segment_mesh  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "psb"
@@ -101,51 +101,150 @@ def _install_apsp_cache():
 
 
 # --------------------------------------------------------------------------- evaluation
-def evaluate_mesh(data: Path, mesh_id: int, params: dict, max_faces: int | None, device: str):
+def _segment_kwargs(max_faces):
+    """``max_faces``: ``"default"`` leaves the library's choice, ``None`` clusters at full
+    resolution, an int simplifies to that many faces."""
+    if max_faces == "default":
+        return {}
+    if max_faces is None:
+        return {"max_faces": None, "simplify": False}
+    return {"max_faces": int(max_faces)}
+
+
+def evaluate_mesh(data: Path, mesh_id: int, params: dict, max_faces, device: str,
+                  quick: bool = False, auto_k: bool = False):
     v, f = load_off(data / "off" / f"{mesh_id}.off")
     humans = load_human(data, mesh_id)
     ks = sorted({int(np.unique(h).size) for h in humans})
+    if auto_k == "only":
+        ks = ks[:1]
     by_k = {}
     times = {}
+    kw = _segment_kwargs(max_faces)
     for k in ks:
         t0 = time.perf_counter()
-        seg = segment_mesh(v, f, k=k, max_faces=max_faces, device=device, **params)
+        seg = segment_mesh(v, f, k=k, device=device, **kw, **params)
         times[k] = time.perf_counter() - t0
         by_k[k] = seg
-    cmp = {k: compare_segmentations(v, f, by_k[k].labels, humans) for k in ks}
-    rows = [cmp[int(np.unique(h).size)] for h in humans]
-    res = {key: float(np.mean([r[key] for r in rows if r[key] is not None]))
-           for key in METRICS}
+    if quick:  # the same protocol, Rand Index only: each k's result against every human
+        cmp = {k: {"RI": float(np.mean([rand_index_error(by_k[k].labels, h) for h in humans]))}
+               for k in ks}
+        rows = [cmp[int(np.unique(h).size)] for h in humans if int(np.unique(h).size) in cmp]
+        res = {key: None for key in METRICS}
+        res["RI"] = float(np.mean([r["RI"] for r in rows]))
+    else:
+        cmp = {k: compare_segmentations(v, f, by_k[k].labels, humans) for k in ks}
+        rows = [cmp[int(np.unique(h).size)] for h in humans if int(np.unique(h).size) in cmp]
+        res = {key: float(np.mean([r[key] for r in rows if r[key] is not None]))
+               for key in METRICS}
     seg0 = by_k[ks[0]]
     res.update({"mesh": mesh_id, "category": CATEGORIES.get(mesh_id, "?"), "faces": int(f.shape[0]),
                 "faces_segmented": seg0.info.get("n_faces_segmented"), "n_humans": len(humans),
-                "ks": ks, "ks_returned": [int(by_k[k].k) for k in ks], "seconds_per_run": float(np.mean(list(times.values()))),
+                "ks": ks, "ks_returned": [int(by_k[k].k) for k in ks],
+                "RI_per_k": {int(k): float(cmp[k]["RI"]) for k in ks},
+                "seconds_per_run": float(np.mean(list(times.values()))),
                 "first_run_seconds": float(times[ks[0]]),
                 "params_used": {kk: seg0.info["params"][kk] for kk in ("delta", "eta_convex", "epsilon")},
                 "warnings": sorted({w for s in by_k.values() for w in s.info["warnings"]})})
+    if auto_k:
+        t0 = time.perf_counter()
+        seg = segment_mesh(v, f, k="auto", device=device, **kw, **params)
+        hk = [int(np.unique(h).size) for h in humans]
+        res.update({"k_auto": int(seg.k), "k_human_min": min(hk), "k_human_max": max(hk),
+                    "k_human_median": float(np.median(hk)),
+                    "RI_auto": float(np.mean([rand_index_error(seg.labels, h) for h in humans])),
+                    "auto_seconds": time.perf_counter() - t0})
     return res
 
 
+def _apply_settings(settings):
+    """``--set module.NAME=value`` (tuning experiments): set a constant of a
+    ``gpu_kernels.mesh`` module (or ``apsp``) in this process."""
+    import importlib
+
+    for item in settings or ():
+        name, _, val = item.partition("=")
+        mod, _, attr = name.rpartition(".")
+        m = importlib.import_module("gpu_kernels.graph.apsp" if mod == "apsp" else f"gpu_kernels.mesh.{mod}")
+        if not hasattr(m, attr):
+            raise SystemExit(f"--set: {m.__name__} has no attribute {attr}")
+        old = getattr(m, attr)
+        if isinstance(old, bool):
+            new = val.lower() in ("1", "true", "yes", "on")
+        elif isinstance(old, int | float) and not isinstance(old, bool):
+            new = type(old)(float(val)) if isinstance(old, float) else int(float(val))
+        elif isinstance(old, tuple):
+            new = tuple(float(x) for x in val.split(":") if x)
+        elif old is None:
+            try:
+                new = float(val)
+            except ValueError:
+                new = None if val.lower() == "none" else val
+        else:
+            new = val
+        setattr(m, attr, new)
+
+
+_simplified: dict = {}
+
+
+def _install_simplify_cache():
+    """Memoise the simplification by (mesh hash, target) within a worker: the several k
+    of one mesh simplify the same input to the same target."""
+    from gpu_kernels.mesh import simplify as _simp
+
+    orig = _simp.simplify_mesh
+
+    def cached(vertices, faces, target_faces):
+        h = hashlib.sha1(np.ascontiguousarray(vertices, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(faces, dtype=np.int64).tobytes())
+        key = (h.hexdigest(), int(target_faces))
+        if key not in _simplified:
+            if len(_simplified) >= 4:
+                _simplified.pop(next(iter(_simplified)))
+            _simplified[key] = orig(vertices, faces, target_faces)
+        v, f = _simplified[key]
+        return v.copy(), f.copy()
+
+    if getattr(_segment.simplify_mesh, "__name__", "") != "cached":
+        _segment.simplify_mesh = cached
+
+
 def _worker(args):
-    data, mesh_id, params, max_faces, device = args
+    data, mesh_id, params, max_faces, device, quick, auto_k, settings = args
     _install_apsp_cache()
+    _install_simplify_cache()
+    _apply_settings(settings)
     if os.environ.get("PSB_MERGE_CRITERION"):  # tuning experiments only
         from gpu_kernels.mesh import boundary
 
         boundary.MERGE_CRITERION = os.environ["PSB_MERGE_CRITERION"]
-    return evaluate_mesh(Path(data), mesh_id, params, max_faces, device)
+    return evaluate_mesh(Path(data), mesh_id, params, max_faces, device, quick, auto_k)
 
 
-def run(data: Path, ids, params: dict, max_faces, device, jobs: int, verbose=True):
-    tasks = [(str(data), i, params, max_faces, device) for i in ids]
+def _cost(data: Path, mesh_id: int) -> int:
+    try:
+        with open(data / "off" / f"{mesh_id}.off") as fh:
+            fh.readline()
+            return int(fh.readline().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def run(data: Path, ids, params: dict, max_faces, device, jobs: int, verbose=True, *, quick=False,
+        auto_k=False, settings=()):
+    tasks = [(str(data), i, params, max_faces, device, quick, auto_k, tuple(settings)) for i in ids]
     out = []
     if jobs > 1:
+        # the largest meshes first, so that the pool ends evenly
+        tasks.sort(key=lambda t: -_cost(data, t[1]))
         # spawn: the parent may already hold a CUDA context, which a forked child cannot use
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
             for r in ex.map(_worker, tasks):
                 out.append(r)
                 if verbose:
                     _print_row(r)
+        out.sort(key=lambda r: r["mesh"])
     else:
         for t in tasks:
             r = _worker(t)
@@ -155,16 +254,32 @@ def run(data: Path, ids, params: dict, max_faces, device, jobs: int, verbose=Tru
     return out
 
 
+def _fmt(x, nd=3):
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
 def _print_row(r):
-    cd = f"{r['CD']:.3f}" if r["CD"] is not None else "  -  "
-    print(f"{r['mesh']:>4} {r['category']:<10} F={r['faces']:>6} ks={r['ks']!s:<16} "
-          f"RI={r['RI']:.3f} HD={r['HD']:.3f} Rm={r['Rm']:.3f} Rf={r['Rf']:.3f} "
-          f"GCE={r['GCE']:.3f} LCE={r['LCE']:.3f} CD={cd} t={r['seconds_per_run']:.2f}s",
+    extra = ""
+    if "k_auto" in r:
+        extra = (f" | auto k={r['k_auto']} (human {r['k_human_min']}-{r['k_human_max']}) "
+                 f"RI={r['RI_auto']:.3f}")
+    print(f"{r['mesh']:>4} {r['category']:<10} F={r['faces']:>6} W={r['faces_segmented']!s:>6} "
+          f"ks={r['ks']!s:<16} RI={r['RI']:.3f} HD={_fmt(r['HD'])} GCE={_fmt(r['GCE'])} "
+          f"CD={_fmt(r['CD'])} t={r['first_run_seconds']:.2f}/{r['seconds_per_run']:.2f}s{extra}",
           flush=True)
 
 
 def summary(rows):
-    return {key: float(np.mean([r[key] for r in rows if r[key] is not None])) for key in METRICS}
+    out = {}
+    for key in METRICS:
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        out[key] = float(np.mean(vals)) if vals else None
+    if rows and all("k_auto" in r for r in rows):
+        out["RI_auto"] = float(np.mean([r["RI_auto"] for r in rows]))
+        out["auto_in_range"] = int(sum(r["k_human_min"] <= r["k_auto"] <= r["k_human_max"] for r in rows))
+    out["worst"] = max(rows, key=lambda r: r["RI"])["mesh"] if rows else None
+    out["worst_RI"] = max(r["RI"] for r in rows) if rows else None
+    return out
 
 
 def markdown(rows, avg, header: str) -> str:
@@ -173,22 +288,47 @@ def markdown(rows, avg, header: str) -> str:
              "| s first run | s/run |",
              "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        cd = f"{r['CD']:.3f}" if r["CD"] is not None else "-"
         lines.append(f"| {r['mesh']} | {r['category']} | {r['faces']} | {r['faces_segmented']} | "
                      f"{','.join(map(str, r['ks']))} | "
-                     f"{r['RI']:.3f} | {r['HD']:.3f} | {r['Rm']:.3f} | {r['Rf']:.3f} | {r['GCE']:.3f} | "
-                     f"{r['LCE']:.3f} | {cd} | {r['first_run_seconds']:.2f} | {r['seconds_per_run']:.2f} |")
-    lines.append(f"| **average** | | | | | **{avg['RI']:.3f}** | {avg['HD']:.3f} | {avg['Rm']:.3f} | "
-                 f"{avg['Rf']:.3f} | {avg['GCE']:.3f} | {avg['LCE']:.3f} | {avg['CD']:.3f} | | |")
+                     f"{r['RI']:.3f} | {_fmt(r['HD'])} | {_fmt(r['Rm'])} | {_fmt(r['Rf'])} | {_fmt(r['GCE'])} | "
+                     f"{_fmt(r['LCE'])} | {_fmt(r['CD'])} | {r['first_run_seconds']:.2f} | {r['seconds_per_run']:.2f} |")
+    lines.append(f"| **average** | | | | | **{avg['RI']:.3f}** | {_fmt(avg['HD'])} | {_fmt(avg['Rm'])} | "
+                 f"{_fmt(avg['Rf'])} | {_fmt(avg['GCE'])} | {_fmt(avg['LCE'])} | {_fmt(avg['CD'])} | | |")
+    if rows and all("k_auto" in r for r in rows):
+        lines += ["", "k = auto (one run per mesh, compared with every human segmentation):", "",
+                  "| mesh | category | auto k | human k (min-max, median) | in range | RI err (auto k) |",
+                  "|---:|---|---:|---|---|---:|"]
+        for r in rows:
+            inr = "yes" if r["k_human_min"] <= r["k_auto"] <= r["k_human_max"] else "no"
+            lines.append(f"| {r['mesh']} | {r['category']} | {r['k_auto']} | {r['k_human_min']}-{r['k_human_max']} "
+                         f"({r['k_human_median']:g}) | {inr} | {r['RI_auto']:.3f} |")
+        lines.append(f"| **average** | | | | **{avg['auto_in_range']}/{len(rows)}** | **{avg['RI_auto']:.3f}** |")
     return "\n".join(lines) + "\n"
+
+
+def _parse_max_faces(text: str):
+    out = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        if not item:
+            continue
+        if item in ("default", "auto"):
+            out.append("default")
+        elif item in ("0", "off", "full", "none"):
+            out.append(None)
+        else:
+            out.append(int(item))
+    return out or ["default"]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--meshes", type=str, default="", help="comma-separated mesh ids (default all)")
-    ap.add_argument("--max-faces", type=int, default=4000,
-                    help="simplify larger meshes to this many faces (labels carried back); 0: full resolution")
+    ap.add_argument("--max-faces", type=str, default="default",
+                    help="working resolution(s), comma-separated: 'default' (the library's own choice, "
+                         "what a user gets), N (simplify larger meshes to N faces, labels carried back), "
+                         "0/off (cluster at full resolution)")
     ap.add_argument("--delta", type=float, default=None)
     ap.add_argument("--eta-convex", type=float, default=None)
     ap.add_argument("--epsilon", type=float, default=None)
@@ -200,6 +340,13 @@ def main(argv=None):
     ap.add_argument("--apsp", default=None, help="APSP method (default: auto)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 2)))
+    ap.add_argument("--auto-k", action="store_true",
+                    help="also run k = auto once per mesh and compare it with every human segmentation")
+    ap.add_argument("--auto-only", action="store_true",
+                    help="tuning: only k = auto (and the smallest human k, for the table's shape)")
+    ap.add_argument("--quick", action="store_true", help="Rand Index error only (tuning)")
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="tuning experiments: set a constant of a gpu_kernels.mesh module first")
     ap.add_argument("--grid", action="store_true", help="sweep delta x eta_convex (x epsilon)")
     ap.add_argument("--grid-delta", default="0.0,0.2,0.5,0.8")
     ap.add_argument("--grid-eta", default="0.05,0.1,0.2,0.5")
@@ -207,8 +354,7 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args(argv)
-    if args.max_faces is not None and args.max_faces <= 0:
-        args.max_faces = None
+    resolutions = _parse_max_faces(args.max_faces)
     if not args.data.is_dir():
         print(f"no PSB data at {args.data}", file=sys.stderr)
         return 2
@@ -233,41 +379,60 @@ def main(argv=None):
         base["apsp_method"] = args.apsp
     results = {"date": stamp, "device": be.label, "host": platform.node(),
                "command": "python benchmarks/mesh_psb.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-               "max_faces": args.max_faces}
+               "settings": args.set, "runs": []}
+    opts = {"quick": args.quick, "auto_k": "only" if args.auto_only else args.auto_k, "settings": args.set}
     if args.grid:
         deltas = [float(x) for x in args.grid_delta.split(",")]
         etas = [float(x) for x in args.grid_eta.split(",")]
         epss = [float(x) for x in args.grid_epsilon.split(",") if x] or [base.get("epsilon")]
         pows = [float(x) for x in args.grid_power.split(",") if x] or [base.get("update_power")]
         grid = []
-        for d, e, eps, pw in itertools.product(deltas, etas, epss, pows):
-            p = dict(base, delta=d, eta_convex=e)
-            if eps is not None:
-                p["epsilon"] = eps
-            if pw is not None:
-                p["update_power"] = pw
-            t0 = time.perf_counter()
-            rows = run(args.data, ids, p, args.max_faces, args.device, args.jobs, verbose=False)
-            avg = summary(rows)
-            grid.append({"params": p, "avg": avg, "per_mesh": {r["mesh"]: r["RI"] for r in rows},
-                         "seconds": time.perf_counter() - t0})
-            print(f"delta={d:.2f} eta_convex={e:.2f} eps={eps} power={pw} -> RI={avg['RI']:.4f} "
-                  f"HD={avg['HD']:.3f} GCE={avg['GCE']:.3f} CD={avg['CD']:.3f} "
-                  f"({time.perf_counter() - t0:.0f}s)", flush=True)
+        for mf in resolutions:
+            for d, e, eps, pw in itertools.product(deltas, etas, epss, pows):
+                p = dict(base, delta=d, eta_convex=e)
+                if eps is not None:
+                    p["epsilon"] = eps
+                if pw is not None:
+                    p["update_power"] = pw
+                t0 = time.perf_counter()
+                rows = run(args.data, ids, p, mf, args.device, args.jobs, verbose=False, **opts)
+                avg = summary(rows)
+                grid.append({"max_faces": mf, "params": p, "avg": avg,
+                             "per_mesh": {r["mesh"]: r["RI"] for r in rows},
+                             "seconds": time.perf_counter() - t0})
+                print(f"max_faces={mf} delta={d:.3f} eta_convex={e:.3f} eps={eps} power={pw} -> "
+                      f"RI={avg['RI']:.4f} worst={avg['worst']} {avg['worst_RI']:.3f} "
+                      f"({time.perf_counter() - t0:.0f}s)", flush=True)
         results["grid"] = grid
     else:
-        t0 = time.perf_counter()
-        rows = run(args.data, ids, base, args.max_faces, args.device, args.jobs)
-        avg = summary(rows)
-        results.update({"params": base or "defaults", "per_mesh": rows, "average": avg,
-                        "wall_seconds": time.perf_counter() - t0})
-        print(f"average over {len(rows)} meshes: RI={avg['RI']:.4f} HD={avg['HD']:.4f} "
-              f"Rm={avg['Rm']:.4f} Rf={avg['Rf']:.4f} GCE={avg['GCE']:.4f} LCE={avg['LCE']:.4f} "
-              f"CD={avg['CD']:.4f}")
+        md = []
+        for mf in resolutions:
+            t0 = time.perf_counter()
+            rows = run(args.data, ids, base, mf, args.device, args.jobs, **opts)
+            avg = summary(rows)
+            label = {"default": "library default", None: "full resolution"}.get(mf, f"{mf} faces")
+            results["runs"].append({"max_faces": mf, "resolution": label, "params": base or "defaults",
+                                    "per_mesh": rows, "average": avg,
+                                    "wall_seconds": time.perf_counter() - t0})
+            line = (f"[{label}] average over {len(rows)} meshes: RI={avg['RI']:.4f} "
+                    f"(worst {avg['worst']}: {avg['worst_RI']:.3f})")
+            if not args.quick:
+                line += (f" HD={avg['HD']:.4f} Rm={avg['Rm']:.4f} Rf={avg['Rf']:.4f} GCE={avg['GCE']:.4f} "
+                         f"LCE={avg['LCE']:.4f} CD={avg['CD']:.4f}")
+            if "RI_auto" in avg:
+                line += f"; auto k: RI={avg['RI_auto']:.4f}, k in the human range on {avg['auto_in_range']}/{len(rows)}"
+            print(line + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
+            md.append(markdown(rows, avg, f"PSB quality at {label}, {stamp}, device {be.label}, "
+                                          f"command `{results['command']}`"))
+        if len(resolutions) > 1:
+            print("\nresolution      RI err   worst")
+            for r in results["runs"]:
+                a = r["average"]
+                print(f"{r['resolution']:<15} {a['RI']:.4f}   {a['worst']} {a['worst_RI']:.3f}"
+                      + (f"   auto k RI {a['RI_auto']:.4f}, in range {a['auto_in_range']}" if "RI_auto" in a else ""))
         if args.markdown:
             args.markdown.parent.mkdir(parents=True, exist_ok=True)
-            args.markdown.write_text(markdown(rows, avg, f"PSB quality, {stamp}, device {be.label}, "
-                                              f"command `{results['command']}`"))
+            args.markdown.write_text("\n".join(md))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=1, default=str))

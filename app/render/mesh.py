@@ -14,13 +14,17 @@ import numpy as np
 from ..io.atomic import atomic_write
 from .gl import gl_unavailable_reason
 
-__all__ = ["render_png", "render_image", "rasterize", "to_polydata", "view_direction", "set_default_view"]
+__all__ = ["render_png", "render_image", "rasterize", "to_polydata", "view_direction", "set_default_view",
+           "layout_labels", "fit_distance"]
+
+#: marker boxes (part numbers) in pixels
+LABEL_BOX = (24, 20)
 
 log = logging.getLogger(__name__)
 
 
 def render_png(path, vertices, faces, face_colors, *, size: tuple[int, int] = (900, 700),
-               title: str | None = None, edges: bool = False) -> pathlib.Path:
+               title: str | None = None, edges: bool = False, markers=None) -> pathlib.Path:
     """Draw the mesh with its face colours into a PNG, off-screen.
 
     Uses pyvista's off-screen plotter (VTK picks EGL/OSMesa without a display); if that is
@@ -28,7 +32,7 @@ def render_png(path, vertices, faces, face_colors, *, size: tuple[int, int] = (9
     renderer, so a picture is always written.
     """
     path = pathlib.Path(path)
-    img = render_image(vertices, faces, face_colors, size=size, title=title, edges=edges)
+    img = render_image(vertices, faces, face_colors, size=size, title=title, edges=edges, markers=markers)
     from PIL import Image
 
     with atomic_write(path, "wb") as fh:
@@ -37,16 +41,19 @@ def render_png(path, vertices, faces, face_colors, *, size: tuple[int, int] = (9
 
 
 def render_image(vertices, faces, face_colors, *, size: tuple[int, int] = (900, 700),
-                 title: str | None = None, edges: bool = False) -> np.ndarray:
-    """An (H, W, 3) uint8 picture of the mesh: pyvista off-screen, else :func:`rasterize`."""
+                 title: str | None = None, edges: bool = False, markers=None) -> np.ndarray:
+    """An (H, W, 3) uint8 picture of the mesh: pyvista off-screen, else :func:`rasterize`.
+
+    ``markers``: optional ``(points (M, 3), texts, colours (M, 3))``, drawn as numbered
+    boxes that never overlap one another (:func:`layout_labels`)."""
     try:
-        return _render_pyvista(vertices, faces, face_colors, size, title, edges)
+        return _render_pyvista(vertices, faces, face_colors, size, title, edges, markers)
     except Exception as exc:  # no OpenGL at all: draw it ourselves
         log.info("off-screen OpenGL rendering failed (%s); using the software rasteriser", exc)
-        return rasterize(vertices, faces, face_colors, size=size)
+        return rasterize(vertices, faces, face_colors, size=size, markers=markers, title=title)
 
 
-def _render_pyvista(vertices, faces, face_colors, size, title, edges) -> np.ndarray:
+def _render_pyvista(vertices, faces, face_colors, size, title, edges, markers=None) -> np.ndarray:
     why = gl_unavailable_reason()
     if why:
         raise RuntimeError(why)
@@ -65,14 +72,85 @@ def _render_pyvista(vertices, faces, face_colors, size, title, edges) -> np.ndar
                     smooth_shading=False, lighting=True)
         if title:
             pl.add_text(title, font_size=10, color="black")
-        set_default_view(pl, vertices)
+        set_default_view(pl, vertices, aspect=size[0] / max(size[1], 1))
         img = pl.screenshot(return_img=True)
+        anchors = None
+        if markers is not None and len(markers[0]):
+            ren = pl.renderer
+            anchors = []
+            for p in np.asarray(markers[0], dtype=np.float64):
+                ren.SetWorldPoint(float(p[0]), float(p[1]), float(p[2]), 1.0)
+                ren.WorldToDisplay()
+                x, y, _ = ren.GetDisplayPoint()
+                anchors.append((x, size[1] - y))
     finally:
         pl.close()
     img = np.asarray(img)
     if img.ndim != 3 or img.size == 0 or float(img.std()) == 0.0:
         raise RuntimeError("the off-screen render came back blank")
-    return img[..., :3].astype(np.uint8)
+    img = img[..., :3].astype(np.uint8)
+    if anchors is not None:
+        img = draw_markers(img, np.asarray(anchors, dtype=np.float64), markers[1], markers[2])
+    return img
+
+
+def layout_labels(anchors, size, box=LABEL_BOX, iterations: int = 200) -> np.ndarray:
+    """(M, 2) centres for label boxes near ``anchors`` (M, 2 pixels) such that no two boxes
+    overlap and every box stays inside ``size`` (width, height): overlapping boxes are pushed
+    apart along the axis of least overlap until none is left."""
+    a = np.asarray(anchors, dtype=np.float64).reshape(-1, 2)
+    pos = a.copy()
+    w, h = float(box[0]) + 2.0, float(box[1]) + 2.0
+    W, H = float(size[0]), float(size[1])
+    rng = np.random.default_rng(0)
+    for _ in range(iterations):
+        moved = False
+        for i in range(len(pos)):
+            for j in range(i + 1, len(pos)):
+                dx = pos[j, 0] - pos[i, 0]
+                dy = pos[j, 1] - pos[i, 1]
+                ox, oy = w - abs(dx), h - abs(dy)
+                if ox <= 0 or oy <= 0:
+                    continue
+                moved = True
+                if ox / w < oy / h:
+                    sgn = np.sign(dx) or rng.choice((-1.0, 1.0))
+                    pos[i, 0] -= sgn * ox / 2
+                    pos[j, 0] += sgn * ox / 2
+                else:
+                    sgn = np.sign(dy) or rng.choice((-1.0, 1.0))
+                    pos[i, 1] -= sgn * oy / 2
+                    pos[j, 1] += sgn * oy / 2
+        pos[:, 0] = np.clip(pos[:, 0], w / 2, max(w / 2, W - w / 2))
+        pos[:, 1] = np.clip(pos[:, 1], h / 2, max(h / 2, H - h / 2))
+        if not moved:
+            break
+    return pos
+
+
+def draw_markers(img, anchors, texts, colors, box=LABEL_BOX) -> np.ndarray:
+    """Numbered boxes in the part colours, laid out by :func:`layout_labels`, with a thin
+    leader line where a box had to move away from its point."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    im = Image.fromarray(np.ascontiguousarray(img))
+    draw = ImageDraw.Draw(im)
+    pos = layout_labels(anchors, im.size, box)
+    try:
+        font = ImageFont.load_default(size=13)
+    except TypeError:  # Pillow < 10.1
+        font = ImageFont.load_default()
+    cols = np.asarray(colors, dtype=np.int64).reshape(-1, 3)
+    for (ax, ay), (px, py), text, c in zip(anchors, pos, texts, cols, strict=False):
+        if abs(px - ax) + abs(py - ay) > 3:
+            draw.line([(ax, ay), (px, py)], fill=(40, 40, 40), width=1)
+        draw.ellipse([ax - 3, ay - 3, ax + 3, ay + 3], fill=tuple(int(x) for x in c), outline=(20, 20, 20))
+        x0, y0 = px - box[0] / 2, py - box[1] / 2
+        draw.rounded_rectangle([x0, y0, x0 + box[0], y0 + box[1]], radius=4,
+                               fill=tuple(int(x) for x in c), outline=(20, 20, 20))
+        light = float(np.dot(c, [0.299, 0.587, 0.114])) > 150
+        draw.text((px, py), str(text), fill=(0, 0, 0) if light else (255, 255, 255), font=font, anchor="mm")
+    return np.asarray(im)
 
 
 def to_polydata(vertices, faces, face_colors=None):
@@ -93,17 +171,38 @@ def view_direction(vertices) -> tuple[np.ndarray, np.ndarray]:
     return d / np.linalg.norm(d), np.array([0.0, 1.0, 0.0])
 
 
-def set_default_view(plotter, vertices) -> None:
+def fit_distance(radius: float, view_angle_deg: float, aspect: float, margin: float = 1.08) -> float:
+    """Camera distance at which a sphere of ``radius`` fits the view both ways: ``view_angle``
+    is the vertical field of view, ``aspect`` width / height (a tall view narrows the horizontal
+    field, which VTK's own reset ignores)."""
+    v = np.radians(float(view_angle_deg)) / 2
+    hh = np.arctan(np.tan(v) * max(float(aspect), 1e-3))
+    half = min(v, hh)
+    return margin * float(radius) / max(np.sin(half), 1e-6)
+
+
+def set_default_view(plotter, vertices, aspect: float | None = None) -> None:
+    """The 3/4 view of the whole mesh, framed for the plotter's current shape."""
     v = np.asarray(vertices, dtype=np.float64)
     c = (v.min(0) + v.max(0)) / 2
     r = float(np.linalg.norm(v.max(0) - v.min(0))) / 2 or 1.0
     d, up = view_direction(v)
-    plotter.camera_position = [tuple(c + d * r * 3.2), tuple(c), tuple(up)]
-    plotter.reset_camera()
+    if aspect is None:
+        try:
+            w, h = plotter.window_size
+            aspect = w / max(h, 1)
+        except Exception:  # noqa: BLE001 - no window yet
+            aspect = 1.0
+    cam = plotter.camera
+    dist = fit_distance(r, cam.view_angle, aspect)
+    plotter.camera_position = [tuple(c + d * dist), tuple(c), tuple(up)]
+    plotter.reset_camera_clipping_range()
 
 
-def rasterize(vertices, faces, face_colors, *, size=(900, 700), background=(255, 255, 255)) -> np.ndarray:
-    """Software render: orthographic projection, flat Lambert shading, painter's algorithm.
+def rasterize(vertices, faces, face_colors, *, size=(900, 700), background=(255, 255, 255),
+              markers=None, title: str | None = None) -> np.ndarray:
+    """Software render: orthographic projection, flat Lambert shading, painter's algorithm;
+    the whole mesh fits the picture (with a margin), markers as in :func:`render_image`.
 
     Needs only NumPy and Pillow; used where OpenGL is unavailable.
     """
@@ -120,10 +219,13 @@ def rasterize(vertices, faces, face_colors, *, size=(900, 700), background=(255,
     c = (v.min(0) + v.max(0)) / 2
     p = v - c
     x, y, z = p @ right, p @ up2, p @ d
-    span = max(np.ptp(x), np.ptp(y), 1e-12)
-    scale = 0.85 * min(w, h) / span
-    px = w / 2 + x * scale
-    py = h / 2 - y * scale
+    # fit both ways, centred on the projected extent
+    sx, sy = max(np.ptp(x), 1e-12), max(np.ptp(y), 1e-12)
+    top = 22 if title else 0
+    scale = 0.9 * min(w / sx, (h - top) / sy)
+    cx, cy = (x.max() + x.min()) / 2, (y.max() + y.min()) / 2
+    px = w / 2 + (x - cx) * scale
+    py = top + (h - top) / 2 - (y - cy) * scale
     tri = v[f]
     n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
     ln = np.linalg.norm(n, axis=1, keepdims=True)
@@ -139,4 +241,12 @@ def rasterize(vertices, faces, face_colors, *, size=(900, 700), background=(255,
     for i in np.argsort(depth):  # far to near
         a, b, cc = f[i]
         draw.polygon([(px[a], py[a]), (px[b], py[b]), (px[cc], py[cc])], fill=tuple(int(t) for t in rgb[i]))
-    return np.asarray(img)
+    if title:
+        draw.text((6, 4), title, fill=(0, 0, 0))
+    out = np.asarray(img)
+    if markers is not None and len(markers[0]):
+        mp = np.asarray(markers[0], dtype=np.float64) - c
+        ax = w / 2 + (mp @ right - cx) * scale
+        ay = top + (h - top) / 2 - (mp @ up2 - cy) * scale
+        out = draw_markers(out, np.c_[ax, ay], markers[1], markers[2])
+    return out

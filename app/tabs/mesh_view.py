@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
 
-from ..render.mesh import rasterize, set_default_view, to_polydata
+from ..render.mesh import LABEL_BOX, layout_labels, rasterize, set_default_view, to_polydata
 from ..ui.gl import opengl_status
 
 __all__ = ["MeshView", "opengl_status"]  # opengl_status re-exported for the tests
@@ -58,7 +58,9 @@ class MeshView(QWidget):
         self.show_reps = False
         self.picked_face: int | None = None
         self._actors: dict[str, object] = {}
+        self._label_actors: list = []
         self._press: tuple[int, int] | None = None
+        self._camera_moved = False  # the user turned or zoomed: keep their view on resize
 
         self._stack = QStackedLayout()
         lay = QVBoxLayout(self)
@@ -155,6 +157,7 @@ class MeshView(QWidget):
         if self.plotter is not None:
             self.plotter.clear_actors()
             self._actors.clear()
+            self._clear_label_overlay()
             self.plotter.render()
         self._stack.setCurrentWidget(self.placeholder)
 
@@ -172,13 +175,14 @@ class MeshView(QWidget):
         if self.plotter is not None:
             self.plotter.clear_actors()
             self._actors.clear()
+            self._clear_label_overlay()
             self._actors["mesh"] = self.plotter.add_mesh(
                 self.mesh, scalars="colors", rgb=True, show_edges=self.show_edges,
                 edge_color="#3a3a3a", line_width=0.5, smooth_shading=False, name="mesh",
                 pickable=True, reset_camera=False,
             )
             if reset_camera:
-                set_default_view(self.plotter, self.vertices)
+                self._frame()
             self._stack.setCurrentWidget(self.plotter.interactor if hasattr(self.plotter, "interactor")
                                          else self.plotter)
             self.plotter.render()
@@ -200,8 +204,25 @@ class MeshView(QWidget):
     def reset_camera(self) -> None:
         """Back to the default 3/4 view of the whole mesh."""
         if self.plotter is not None and self.vertices is not None:
-            set_default_view(self.plotter, self.vertices)
+            self._frame()
             self.plotter.render()
+
+    def _frame(self) -> None:
+        """Frame the whole mesh for the view's current shape (both ways)."""
+        w, h = max(self.width(), 1), max(self.height(), 1)
+        set_default_view(self.plotter, self.vertices, aspect=w / h)
+        self._camera_moved = False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self.vertices is None:
+            return
+        if self.plotter is not None:
+            if not self._camera_moved:  # the first view follows the window until the user moves it
+                self._frame()
+                self.plotter.render()
+        elif self.static is not None:
+            self._update_static()
 
     def set_show_edges(self, on: bool) -> None:
         self.show_edges = bool(on)
@@ -238,6 +259,8 @@ class MeshView(QWidget):
 
     def _refresh_reps(self) -> None:
         if self.plotter is None:
+            if self.mesh is not None:
+                self._update_static()
             return
         for name in [n for n in self._actors if n == "reps" or n.startswith("rep-label-")]:
             self.plotter.remove_actor(self._actors.pop(name), render=False)
@@ -255,25 +278,79 @@ class MeshView(QWidget):
                 glyphs, scalars="colors", rgb=True, name="reps", pickable=False, reset_camera=False,
                 smooth_shading=True, specular=0.4,
             )
-            # a label per part, drawn on top so that it shows even when the sphere is hidden
-            for j, (p, c) in enumerate(zip(self.reps_points, cols, strict=False)):
-                light = float(np.dot(np.asarray(c, float), [0.299, 0.587, 0.114])) > 150
-                self._actors[f"rep-label-{j}"] = self.plotter.add_point_labels(
-                    np.asarray([p]), [str(j)], name=f"rep-label-{j}", shape_color=tuple(int(x) for x in c),
-                    text_color="black" if light else "white", font_size=13, bold=True, shape_opacity=0.9,
-                    show_points=False, always_visible=True, pickable=False, reset_camera=False,
-                    margin=4,
-                )
+            self._add_label_overlay(cols)
+        else:
+            self._clear_label_overlay()
         self.plotter.render()
+
+    # ------------------------------------------------------------------ part numbers
+    def _clear_label_overlay(self) -> None:
+        for a in self._label_actors:
+            self.plotter.renderer.RemoveViewProp(a)
+        self._label_actors = []
+
+    def _add_label_overlay(self, cols) -> None:
+        """One numbered box per part, drawn on top of the mesh (so it shows even when its
+        sphere is hidden) and laid out again at every render so that no two boxes overlap."""
+        import vtk
+
+        self._clear_label_overlay()
+        for j, c in enumerate(cols):
+            t = vtk.vtkTextActor()
+            t.SetInput(str(j))
+            tp = t.GetTextProperty()
+            tp.SetFontSize(13)
+            tp.BoldOn()
+            tp.SetJustificationToCentered()
+            tp.SetVerticalJustificationToCentered()
+            light = float(np.dot(np.asarray(c, float), [0.299, 0.587, 0.114])) > 150
+            tp.SetColor((0.0, 0.0, 0.0) if light else (1.0, 1.0, 1.0))
+            tp.SetBackgroundColor(*(float(x) / 255 for x in c))
+            tp.SetBackgroundOpacity(0.95)
+            tp.SetFrame(True)
+            tp.SetFrameColor(0.1, 0.1, 0.1)
+            t.SetPickable(False)
+            self.plotter.renderer.AddViewProp(t)
+            self._label_actors.append(t)
+        if not getattr(self, "_label_observer", None):
+            self._label_observer = self.plotter.renderer.AddObserver("StartEvent", self._place_labels)
+
+    def label_positions(self) -> np.ndarray | None:
+        """(M, 2) display positions of the part-number boxes (VTK coordinates), laid out."""
+        if self.plotter is None or self.reps_points is None or not self._label_actors:
+            return None
+        ren = self.plotter.renderer
+        anchors = []
+        for p in self.reps_points:
+            ren.SetWorldPoint(float(p[0]), float(p[1]), float(p[2]), 1.0)
+            ren.WorldToDisplay()
+            x, y, _ = ren.GetDisplayPoint()
+            anchors.append((x, y))
+        w, h = ren.GetSize()
+        return layout_labels(np.asarray(anchors), (max(w, 1), max(h, 1)), LABEL_BOX)
+
+    def _place_labels(self, *_args) -> None:
+        pos = self.label_positions()
+        if pos is None:
+            return
+        for a, (x, y) in zip(self._label_actors, pos, strict=False):
+            a.SetDisplayPosition(int(round(x)), int(round(y)))
 
     # ------------------------------------------------------------------ picking
     def _install_picking(self) -> None:
         iren = self.plotter.iren
         iren.add_observer("LeftButtonPressEvent", self._on_press)
         iren.add_observer("LeftButtonReleaseEvent", self._on_release)
+        for ev in ("MouseWheelForwardEvent", "MouseWheelBackwardEvent", "MiddleButtonPressEvent",
+                   "RightButtonPressEvent"):
+            iren.add_observer(ev, self._on_camera_event)
+
+    def _on_camera_event(self, *_args) -> None:
+        self._camera_moved = True
 
     def _on_press(self, obj, _event) -> None:
         self._press = tuple(self.plotter.iren.interactor.GetEventPosition())
+        self._camera_moved = True
 
     def _on_release(self, obj, _event) -> None:
         pos = tuple(self.plotter.iren.interactor.GetEventPosition())
@@ -320,7 +397,11 @@ class MeshView(QWidget):
             self.plotter.render()
             return np.asarray(self.plotter.screenshot(return_img=True))[..., :3]
         w, h = size or (max(self.width(), 640), max(self.height(), 480))
-        return rasterize(self.vertices, self.faces, self.mesh.cell_data["colors"], size=(w, h))
+        markers = None
+        if self.show_reps and self.reps_points is not None and len(self.reps_points):
+            cols = self.reps_colors if self.reps_colors is not None else np.full((len(self.reps_points), 3), 128)
+            markers = (self.reps_points, [str(j) for j in range(len(self.reps_points))], cols)
+        return rasterize(self.vertices, self.faces, self.mesh.cell_data["colors"], size=(w, h), markers=markers)
 
     def _update_static(self) -> None:
         if self.static is None or self.mesh is None:
@@ -329,7 +410,10 @@ class MeshView(QWidget):
             self.static.setText(f"<p>{len(self.faces):,} faces: too many for the static picture.</p>"
                                 f"<p style='color:#a15c00'>The 3-D view is unavailable ({self.gl_reason}).</p>")
         else:
-            img = self.render_image((max(self.width(), 480), max(self.height(), 360)))
+            # the picture is drawn for the space it gets, so nothing is cut off
+            w = self.static.width() if self.static.isVisible() else self.width()
+            h = self.static.height() if self.static.isVisible() else self.height() - 30
+            img = self.render_image((max(w, 320), max(h, 240)))
             img = np.ascontiguousarray(img)
             h, w, _ = img.shape
             qimg = QImage(img.data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()

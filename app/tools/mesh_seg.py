@@ -17,6 +17,7 @@ Example
 
 from __future__ import annotations
 
+import os
 import pathlib
 import time
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from gpu_kernels.backend import Backend, _no_cuda_reason
 from gpu_kernels.errors import InputError, TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.mesh import segment as _seg
+from gpu_kernels.mesh.colors import DEFAULT_SHADING, certainty
 
 from ..io import mesh_io
 from ..io.atomic import atomic_write
@@ -36,10 +38,12 @@ from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 
 __all__ = ["PARAMS", "TOOL", "MeshData", "MeshSegResult", "load", "run", "summary", "advise",
-           "samples", "demo", "CPU_COMFORT_FACES", "APSP_CHOICES"]
+           "samples", "demo", "WORKING_FACES", "APSP_CHOICES", "write_parts_ply"]
 
-#: above this many faces a CPU run is slow: the window offers to simplify, the CLI says so
-CPU_COMFORT_FACES = 12_000
+#: the working resolution (the one number for the simplification advice): with ``max_faces``
+#: at 'auto' a larger mesh is clustered at this many faces; asked for much more on the CPU,
+#: the window offers it and the CLI suggests it
+WORKING_FACES = _seg.WORKING_FACES
 
 APSP_CHOICES = ("auto", "gpu-sym", "gpu", "cpu", "cpu-mt")
 GPU_APSP = ("gpu-sym", "gpu")
@@ -71,10 +75,17 @@ PARAMS = ParamSet([
                        "cpu-mt": "CPU, Dijkstra on all cores"}),
     Param("max_iter", int, _seg.DEFAULT_MAX_ITER, "Iteration cap",
           "Maximum number of representative updates.", minimum=1, maximum=500, metavar="N"),
-    Param("max_faces", int, None, "Simplify to",
-          "Simplify a mesh with more faces than this (quadric edge collapse) before clustering; "
-          "the labels are carried back to every original face. 'off' never simplifies.",
-          minimum=4, maximum=10_000_000, optional=True, typical=4000, step=1000, unit="faces", metavar="N"),
+    Param("max_faces", int, _seg.DEFAULT_MAX_FACES, "Working resolution",
+          "Cluster a mesh with more faces than this on a simplified copy (quadric edge collapse); "
+          "the parts are carried back to every face and their boundaries re-cut at full resolution. "
+          f"'auto': {_seg.WORKING_FACES:,} faces (the resolution the defaults were chosen at, on every "
+          "device); 'off': always the full resolution (slower; sharp creases then weigh more).",
+          minimum=200, maximum=10_000_000, auto=True, auto_value=_seg.DEFAULT_MAX_FACES, optional=True,
+          typical=_seg.WORKING_FACES, step=1000, unit="faces", metavar="N"),
+    Param("shading", float, DEFAULT_SHADING, "Uncertainty shading",
+          "How far faces near a boundary between parts fade towards white (0: flat part colours, "
+          "1: white on the boundary). Only the picture and the coloured faces change.",
+          minimum=0.0, maximum=1.0, step=0.05, decimals=2, metavar="S"),
 ])
 
 
@@ -152,27 +163,45 @@ def run(data: MeshData, params: dict, *, device: Backend, progress: Progress | N
     """
     p = PARAMS.validate(params)
     check_device(p, device)
-    n = len(data.faces)
-    if p["k"] != "auto" and p["k"] > n:
-        raise InputError(f"k = {p['k']} asks for more parts than the mesh has faces ({n:,})")
+    check_k(p, len(data.faces))
     t0 = time.perf_counter()
     seg = _seg.segment_mesh(
         data.vertices, data.faces, k=p["k"], delta=p["delta"], eta_convex=p["eta_convex"],
         epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"], max_faces=p["max_faces"],
-        simplify=p["max_faces"] is not None, device=device, progress=progress)
+        shading=p["shading"], device=device, progress=progress)
     return MeshSegResult(data, seg, p, device.label, time.perf_counter() - t0)
 
 
+#: a part needs at least this many faces of the clustered mesh on average
+MIN_FACES_PER_PART = 10
+
+
+def check_k(params: dict, n_faces: int) -> None:
+    """k must leave the parts a few faces each (of the mesh actually clustered)."""
+    k = params.get("k", "auto")
+    if k == "auto":
+        return
+    mf = params.get("max_faces")
+    n = min(n_faces, mf) if isinstance(mf, int) and not isinstance(mf, bool) else n_faces
+    if k * MIN_FACES_PER_PART > n:
+        raise InputError(f"k = {k} asks for more parts than make sense for {n:,} faces (at most "
+                         f"{max(1, n // MIN_FACES_PER_PART):,}, {MIN_FACES_PER_PART} faces per part)")
+
+
 def advise(data: MeshData, params: dict, device: Backend) -> TooLargeError | None:
-    """A large mesh on the CPU: suggest simplifying first (the run would take minutes)."""
+    """Working resolution turned off for a large mesh on the CPU: suggest the CPU's working
+    resolution (the run would take minutes and gigabytes)."""
     p = PARAMS.validate(params)
     n = len(data.faces)
-    if not device.is_gpu and p["max_faces"] is None and n > CPU_COMFORT_FACES:
+    limit = 2 * WORKING_FACES
+    if not device.is_gpu and (p["max_faces"] is None or (isinstance(p["max_faces"], int) and p["max_faces"] > limit)) \
+            and n > limit:
         return TooLargeError(
-            n, CPU_COMFORT_FACES, unit="faces", parameter="max_faces", where="the CPU in reasonable time",
-            remedy="simplify the mesh first; the labels are carried back to every face",
-            message=(f"{n:,} faces on the CPU can take many minutes (the shortest paths grow with the cube "
-                     f"of the face count); simplify to {CPU_COMFORT_FACES:,} faces first"))
+            n, WORKING_FACES, unit="faces", parameter="max_faces", where="the CPU in reasonable time",
+            remedy="cluster at a working resolution; the parts are carried back to every face",
+            message=(f"clustering {n:,} faces on the CPU can take many minutes (the shortest paths grow "
+                     f"with the cube of the face count); the CPU's working resolution is "
+                     f"{WORKING_FACES:,} faces, with the boundaries re-cut at full resolution"))
     return None
 
 
@@ -194,8 +223,9 @@ def summary(result: MeshSegResult) -> list[str]:
     params = dict(info.get("params", {}) or {})
     lines = [f"{data.name}: {len(data.vertices):,} vertices, {len(data.faces):,} faces"]
     lines += [f"  warning: {w}" for w in data.warnings]
-    if info.get("simplified") and not any("simplified" in str(w) for w in info.get("warnings", [])):
-        lines.append("  simplified for clustering; labels carried back to every face")
+    if info.get("simplified"):
+        lines.append(f"  working resolution: {int(info.get('n_faces_segmented', 0)):,} faces "
+                     f"(boundaries re-cut on all {len(data.faces):,})")
     k_req = result.params.get("k", "auto")
     lines.append(f"  parts (k): {int(seg.k)}" + (" (auto)" if str(k_req) == "auto" else f" (asked for {k_req})"))
     shown = []
@@ -228,26 +258,83 @@ def summary(result: MeshSegResult) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- exports
+def write_parts_ply(path, vertices, faces, labels, part_colors, quality) -> pathlib.Path:
+    """Binary PLY with one flat colour per part (``red``/``green``/``blue`` per face) and the
+    per-face certainty as ``float quality``, which MeshLab reads as face quality (Render ▸
+    Color ▸ Per Face Quality, or Filters ▸ Quality Measure for selections). Atomic.
+
+    (``mesh_io.write_colored_ply`` writes colours only; once it takes a ``face_quality``
+    argument this writer can go.)
+    """
+    path = mesh_io.check_output_path(path)
+    v = np.ascontiguousarray(vertices, dtype="<f8")
+    f = np.asarray(faces, dtype=np.int64)
+    header = "\n".join([
+        "ply", "format binary_little_endian 1.0", "comment written by gpulab: faces coloured by part",
+        "comment quality = certainty of the face's part, 0 (on a boundary) to 1",
+        f"element vertex {len(v)}", "property double x", "property double y", "property double z",
+        f"element face {len(f)}", "property list uchar int vertex_indices",
+        "property uchar red", "property uchar green", "property uchar blue", "property float quality",
+        "end_header"]) + "\n"
+    rec = np.empty(len(f), dtype=np.dtype([("n", "u1"), ("idx", "<i4", (3,)), ("rgb", "u1", (3,)), ("q", "<f4")]))
+    rec["n"] = 3
+    rec["idx"] = f
+    rec["rgb"] = np.asarray(part_colors, dtype=np.uint8)[np.asarray(labels)]
+    rec["q"] = np.asarray(quality, dtype=np.float32)
+    with atomic_write(path, "wb") as fh:
+        fh.write(header.encode("ascii"))
+        fh.write(v.tobytes())
+        fh.write(rec.tobytes())
+    return path
+
+
 def write_colored_ply(result: MeshSegResult, path) -> list[pathlib.Path]:
-    d = result.data
-    return [mesh_io.write_colored_ply(path, d.vertices, d.faces, result.seg.face_colors)]
+    """The mesh with one flat colour per part and the certainty as face quality."""
+    d, seg = result.data, result.seg
+    return [write_parts_ply(path, d.vertices, d.faces, seg.labels, seg.cluster_colors,
+                            certainty(seg.memberships))]
 
 
 def write_labels(result: MeshSegResult, path) -> list[pathlib.Path]:
     return [mesh_io.write_seg(path, result.seg.labels, n_faces=len(result.data.faces))]
 
 
+class SegmentsDirError(InputError):
+    """The folder for the part meshes cannot be written."""
+
+
+def check_segments_dir(path) -> pathlib.Path:
+    """Before any work: :func:`mesh_io.check_segments_dir`, then a real try at creating a
+    folder next to it (permissions as root, read-only or special file systems)."""
+    import tempfile
+
+    path = mesh_io.check_segments_dir(path)
+    parent = path.parent if str(path.parent) else pathlib.Path(".")
+    try:
+        probe = tempfile.mkdtemp(prefix=f".{path.name}.check-", dir=parent)
+    except OSError as exc:
+        raise SegmentsDirError(f"{path}: cannot create a folder in {parent} ({exc.strerror or exc})") from None
+    try:
+        os.rmdir(probe)
+    except OSError:
+        pass
+    return path
+
+
 def write_segments(result: MeshSegResult, path, *, fmt: str = "ply") -> list[pathlib.Path]:
     d = result.data
-    return mesh_io.write_segments(path, d.vertices, d.faces, result.seg.labels, fmt=fmt,
-                                  colors=result.seg.cluster_colors)
+    try:
+        return mesh_io.write_segments(path, d.vertices, d.faces, result.seg.labels, fmt=fmt,
+                                      colors=result.seg.cluster_colors)
+    except OSError as exc:  # name the folder asked for, not a temporary one
+        raise SegmentsDirError(f"{path}: cannot write the part meshes ({exc.strerror or exc})") from None
 
 
 EXPORTS = (
     Export("mesh", "Coloured mesh", (".ply",), write_colored_ply, cli_option="-o"),
     Export("labels", "Segment labels, PSB format", (".seg",), write_labels, cli_option="--labels"),
     Export("segments", "One mesh per part (folder)", tuple(f".{e}" for e in mesh_io.SEGMENT_FORMATS),
-           write_segments, folder=True, cli_option="--segments-dir", check=mesh_io.check_segments_dir),
+           write_segments, folder=True, cli_option="--segments-dir", check=check_segments_dir),
 )
 
 

@@ -41,6 +41,7 @@ Example
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import mmap
 import multiprocessing as mp
@@ -358,10 +359,10 @@ def _apsp_cpu(n, g, progress, rows=None):
     out = np.empty((m, n), dtype=np.float32)
     chunk = _cpu_chunk(m, 1)
     for a in range(0, m, chunk):
-        progress.update(a / max(m, 1), f"APSP: Dijkstra sources {a}/{m}")
+        progress.update(a / max(m, 1), f"APSP: Dijkstra from {m:,} sources")
         b = min(m, a + chunk)
         out[a:b] = dijkstra(g, directed=True, indices=rows[a:b])
-    progress.update(1.0, f"APSP: Dijkstra sources {m}/{m}")
+    progress.update(1.0, f"APSP: Dijkstra from {m:,} sources")
     return out
 
 
@@ -412,6 +413,7 @@ def _get_pool(workers):
                 _pool.shutdown(wait=False, cancel_futures=True)
             _pool = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context())
             _pool_workers = workers
+
         return _pool
 
 
@@ -426,19 +428,65 @@ def _reset_pool():
 atexit.register(_reset_pool)
 
 
+@contextlib.contextmanager
+def _children_skip_main():
+    """Start worker processes without re-running the caller's main script in them.
+
+    A forkserver/spawn child normally imports ``__main__`` first; a script that calls the
+    library at its top level (no ``if __name__ == "__main__":``) would then run again in
+    every worker and fail. The workers only need this module, so ``__main__`` is hidden
+    while they start.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {a: getattr(main, a) for a in ("__file__", "__spec__") if hasattr(main, a)}
+    try:
+        if "__file__" in saved:
+            del main.__file__
+        main.__spec__ = None
+        yield
+    finally:
+        for a, v in saved.items():
+            setattr(main, a, v)
+        if "__spec__" not in saved and hasattr(main, "__spec__"):
+            try:
+                del main.__spec__
+            except AttributeError:
+                pass
+
+
 def _mp_context():
     if sys.platform.startswith("linux"):
         return mp.get_context("forkserver")   # fork is unsafe in a threaded (Qt) process
     return mp.get_context("spawn")
 
 
-def auto_cpu_method(n: int) -> str:
-    """``cpu-mt`` where worker processes pay for themselves, else ``cpu``.
+#: single-thread Dijkstra APSP time per n^2 log2(n) on a dual graph (measured on a 2-core
+#: x86-64 container: 1.1 s at n = 3000, 2.2 s at 4000, 3.6 s at 5000)
+_DIJKSTRA_RATE = 1.1e-8
+#: starting the worker pool (forkserver, each process imports SciPy): about half a second
+_POOL_START = 0.6
 
-    Starting the pool costs about a second (each process imports SciPy) and two
-    cores gain little over one, so small graphs and small machines stay on one thread.
+
+def auto_cpu_method(n: int) -> str:
+    """The faster CPU method for ``n`` nodes on this machine: ``cpu-mt`` when its share of the
+    work on all cores, plus starting the worker pool if it is not running yet, beats one
+    thread; else ``cpu``.
+
+    On a 2-core machine that is ``cpu-mt`` from about 2,500 nodes with a cold pool (3,000
+    nodes: 1.05 s against 1.14 s; 4,000: 1.25 s against 2.24 s) and from about 1,000 with
+    the pool already running (the window keeps it between runs).
     """
-    return "cpu-mt" if default_workers() > 2 and n >= 2048 else "cpu"
+    workers = default_workers()
+    if workers < 2 or n < 1000 or mp.current_process().name != "MainProcess":
+        # inside a worker process the cores are already shared out (batch, benchmarks):
+        # no second level of processes
+        return "cpu"
+    t1 = _DIJKSTRA_RATE * float(n) ** 2 * np.log2(max(n, 2))
+    start = 0.0 if (_pool is not None and _pool_workers == workers) else _POOL_START
+    return "cpu-mt" if t1 / workers + start < t1 else "cpu"
 
 
 def default_workers() -> int:
@@ -455,6 +503,10 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
     if m == 0 or n == 0:
         return np.zeros((m, n), dtype=np.float32)
     if workers == 1 or m * n < (1 << 18):      # tiny: processes cost more than they save
+        return _apsp_cpu(n, g, progress, rows)
+    if mp.current_process().name != "MainProcess":
+        # a worker process (batch, a benchmark's pool) gets no pool of its own: it runs no
+        # atexit handlers, so its exit would wait forever for the idle pool processes
         return _apsp_cpu(n, g, progress, rows)
     nnz = int(g.nnz)
     o_out, o_ptr, o_idx, o_dat, o_rows, size = _mt_layout(n, m, nnz)
@@ -473,20 +525,21 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
         jobs = [(a, min(m, a + chunk)) for a in range(0, m, chunk)]
         done_rows = 0
         label = f"APSP: Dijkstra on {workers} processes"
-        progress.update(0.0, f"{label}, 0/{m} sources")
+        progress.update(0.0, f"{label}, {m:,} sources")
         pool = _get_pool(workers)
-        try:
-            pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
-        except BrokenProcessPool:
-            _reset_pool()
-            pool = _get_pool(workers)
-            pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
+        with _children_skip_main():  # workers start on the first submits
+            try:
+                pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
+            except BrokenProcessPool:
+                _reset_pool()
+                pool = _get_pool(workers)
+                pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
         try:
             while pending:
                 finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
                 for f in finished:
                     done_rows += f.result()
-                progress.update(done_rows / m, f"{label}, {done_rows}/{m} sources")
+                progress.update(done_rows / m, f"{label}, {m:,} sources")
         except BaseException as exc:
             for f in pending:
                 f.cancel()
@@ -494,7 +547,7 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
             if isinstance(exc, BrokenProcessPool):
                 _reset_pool()
             raise
-        progress.update(1.0, f"{label}, {m}/{m} sources")
+        progress.update(1.0, f"{label}, {m:,} sources")
         return out
     finally:
         os.close(fd)
@@ -754,8 +807,9 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
         Treat (src, dst) as one-way edges. ``gpu-sym`` needs ``directed=False``.
     method : {"auto", "gpu-sym", "gpu", "cpu", "cpu-mt"}
         ``auto``: ``gpu-sym`` (``gpu`` if directed) on a CUDA backend when it fits in
-        free device memory, otherwise ``cpu-mt`` (``cpu`` for N < 2048 or on a
-        machine with two cores or fewer, where worker processes cost more than they save).
+        free device memory, otherwise the faster CPU method on this machine
+        (:func:`auto_cpu_method`: ``cpu-mt`` once the work outweighs starting the worker
+        processes, ``cpu`` for small graphs or a single core).
     device : str or Backend, optional
         As :func:`gpu_kernels.backend.get_backend`.
     progress : Progress or callable, optional

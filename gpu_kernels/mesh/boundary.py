@@ -27,10 +27,20 @@ from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh.dualgraph import DualGraph
 
 __all__ = ["cut_capacity", "fuzzy_faces", "resolve_fuzzy_regions", "merge_islands", "dilate",
-           "merge_weakest_boundaries"]
+           "merge_weakest_boundaries", "part_memberships"]
 
 CAP_SCALE = 1000
 MERGE_CRITERION = "contrast"
+#: "smooth": merge decisions use :meth:`DualGraph.smooth_concavity` (measured over the
+#: reference spacing, independent of the triangulation); "arc": the bend of each arc
+MERGE_CONCAVITY = "smooth"
+
+
+def merge_concavity(graph: DualGraph) -> np.ndarray:
+    """(E,) the concavity that merge decisions compare (see ``MERGE_CONCAVITY``)."""
+    if MERGE_CONCAVITY == "smooth" and graph.ref_scale > 0:
+        return graph.smooth_concavity()
+    return graph.concavity
 INF_CAP = 1 << 29
 
 
@@ -262,7 +272,9 @@ def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10)
 
 
 def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict,
-                             label_component: np.ndarray) -> tuple[np.ndarray, list]:
+                             label_component: np.ndarray, *, stop: dict | None = None,
+                             strengths: list | None = None,
+                             min_area: float = 0.0) -> tuple[np.ndarray, list]:
     """Merge adjacent clusters along their least concave boundary until each mesh component
     has its target number of clusters.
 
@@ -278,6 +290,15 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
     labels : (F,) hard labels 0..K-1
     targets : {component id: wanted cluster count}
     label_component : (K,) mesh component of each label
+    stop : {component id: strength}, optional
+        Merge in that component only while its weakest boundary is weaker than this
+        (``k = "auto"``); ``targets`` is then the least number of clusters kept.
+    strengths : list, optional
+        Receives the strength of each merged boundary, in order.
+    min_area : float
+        A cluster with less than this fraction of its component's area is a sliver, not a
+        part: while there are more clusters than the target, slivers are merged first (the
+        smallest first), into the neighbour they share the longest boundary with.
 
     Returns ``(labels, merges)`` with ``merges`` a list of ``(kept, removed)`` label pairs (the
     kept one is the larger by area); labels are *not* renumbered.
@@ -291,6 +312,7 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
     cap = cut_capacity(graph)
     length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
     area = np.bincount(lab, weights=graph.areas, minlength=K)
+    comp_area = np.bincount(label_component, weights=area, minlength=int(label_component.max()) + 1)
     merges = []
     s, d = graph.src, graph.dst
     while True:
@@ -310,13 +332,32 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
         key = lo * K + hi
         uk, inv = np.unique(key, return_inverse=True)
         ulo, uhi = uk // K, uk % K
+        if min_area > 0:
+            frac = area / np.maximum(comp_area[label_component], 1e-300)
+            small = present & (frac < min_area) & np.isin(label_component, over)
+            small &= np.isin(np.arange(K), np.r_[ulo, uhi])
+            if small.any():
+                sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
+                shared = np.bincount(inv, weights=L)
+                touch = (ulo == sl) | (uhi == sl)
+                j = int(np.flatnonzero(touch)[np.argmax(shared[touch])])
+                nb = int(uhi[j] if ulo[j] == sl else ulo[j])
+                lab[lab == sl] = nb
+                area[nb] += area[sl]
+                area[sl] = 0
+                present[sl] = False
+                count[int(label_component[nb])] -= 1
+                merges.append((nb, sl))
+                if strengths is not None:
+                    strengths.append(0.0)
+                continue
         num = np.bincount(inv, weights=L * cap[cut][ok])
         if MERGE_CRITERION == "outline":
             # the share of the smaller cluster's outline that this smooth boundary makes up
             strength = -num / np.maximum(np.minimum(perim[ulo], perim[uhi]), 1e-300)
         elif MERGE_CRITERION == "contrast":
             # boundary concavity against the concavity inside the two clusters
-            conc = graph.concavity
+            conc = merge_concavity(graph)
             same = ~cut
             li = lab[s][same]
             wi = length[same]
@@ -328,14 +369,62 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
         else:  # "concavity": mean concavity along the boundary
-            numc = np.bincount(inv, weights=L * graph.concavity[cut][ok])
+            numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
+        if stop:
+            lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
+            allowed = strength < lim[label_component[ulo]]
+            if not allowed.any():
+                break
+            strength = np.where(allowed, strength, np.inf)
         j = int(np.argmin(strength))
+        if strengths is not None:
+            strengths.append(float(strength[j]))
         p, q = int(uk[j] // K), int(uk[j] % K)
         keep, gone = (p, q) if area[p] >= area[q] else (q, p)
         lab[lab == gone] = keep
         area[keep] += area[gone]
         area[gone] = 0
+        present[gone] = False
         count[int(label_component[keep])] -= 1
         merges.append((keep, gone))
     return lab.astype(np.int32), merges
+
+
+def part_memberships(graph: DualGraph, labels: np.ndarray, k: int, *, scale: float,
+                     cutoff: float = 4.0) -> np.ndarray:
+    """(F, k) float32 memberships of the final parts, consistent with the labels.
+
+    ``P_j(f)`` is proportional to ``1 / (d_j(f) + scale) - 1 / (cutoff * scale + scale)``,
+    with ``d_j(f)`` the dual-graph distance from face f to the nearest face of part j (0 for
+    the face's own part), and 0 beyond ``cutoff * scale``. A face's own part therefore
+    always has its highest membership; a face deep inside a part belongs to it with
+    membership 1; a face next to a boundary over smooth surface is shared nearly evenly,
+    one next to a sharp concave crease much less (crossing the crease is long).
+
+    One multi-source Dijkstra per part, stopped at the cutoff (``scipy.sparse.csgraph``):
+    about linear in the number of faces.
+    """
+    from scipy.sparse.csgraph import dijkstra
+
+    lab = np.asarray(labels, dtype=np.int64)
+    F = lab.size
+    k = int(k)
+    scale = float(scale)
+    if k <= 1 or graph.n_edges == 0:
+        P = np.zeros((F, max(k, 1)), dtype=np.float32)
+        P[np.arange(F), np.clip(lab, 0, max(k, 1) - 1)] = 1.0
+        return P
+    limit = float(cutoff) * scale
+    floor = 1.0 / (limit + scale)
+    G = graph.csr()
+    W = np.zeros((F, k), dtype=np.float64)
+    for j in range(k):
+        src = np.flatnonzero(lab == j)
+        if src.size == 0:
+            continue
+        d = dijkstra(G, directed=True, indices=src, min_only=True, limit=limit)
+        ok = np.isfinite(d)
+        W[ok, j] = np.maximum(1.0 / (d[ok] + scale) - floor, 0.0)
+    W[np.arange(F), lab] = np.maximum(W[np.arange(F), lab], 1.0 / scale - floor)
+    return (W / W.sum(axis=1, keepdims=True)).astype(np.float32)

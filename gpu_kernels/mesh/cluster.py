@@ -96,6 +96,9 @@ def memberships(D, reps):
 
 
 UPDATE_POWER = 1.0
+#: the representative update weighs only the faces whose best cluster it is (a medoid of
+#: its own faces) instead of every face by its membership
+UPDATE_OWN_FACES = False
 
 
 def update_representatives(D, P, old_reps=None, power: float | None = None) -> np.ndarray:
@@ -107,6 +110,10 @@ def update_representatives(D, P, old_reps=None, power: float | None = None) -> n
     xp = array_module(D)
     m = UPDATE_POWER if power is None else float(power)
     W = P if m == 1.0 else (P ** m).astype(xp.float32)
+    if UPDATE_OWN_FACES:
+        # each representative is pulled only by the faces it is the best cluster of
+        own = P == P.max(axis=1, keepdims=True)
+        W = xp.where(own, W, xp.float32(0.0)).astype(xp.float32)
     C = xp.matmul(D, W)  # (N, K): C[f, j] = sum_i d(f, f_i) W_j(f_i)
     new = asnumpy(xp.argmin(C, axis=0)).astype(np.int64)
     if old_reps is not None:
@@ -166,7 +173,9 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
     it = 0
     max_iter = max(int(max_iter), 0)
     for it in range(1, max_iter + 1):
-        prog.update((it - 1) / max(max_iter, 1), f"clustering iteration {it}/{max_iter}")
+        # one stage text per clustering (a log gets one line per stage, not per iteration);
+        # the fraction shows the iterations
+        prog.update((it - 1) / max(max_iter, 1), f"clustering into {k} parts")
         new = update_representatives(D, P, reps, power)
         if np.array_equal(new, reps):
             converged = True
@@ -174,6 +183,6 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
         reps = new
         history.append(reps.copy())
         P = memberships(D, reps)
-    prog.update(1.0, f"clustering iteration {it}/{max_iter}")
+    prog.update(1.0, f"clustering into {k} parts")
     return FuzzyClustering(reps=reps, P=P, k=k, n_iter=it, converged=converged, G=G,
                            k_auto=auto, history=history)

@@ -1,12 +1,24 @@
-"""Cluster colours and the white-to-colour blend of fuzzy memberships.
+"""Part colours and the mild uncertainty shading of the faces.
 
 :func:`palette` gives deterministic, well-separated colours: 24 hand-picked ones (after
 Kelly's and Glasbey's lists, without white, black or greys, so that white stays the colour
-of uncertainty), then golden-ratio hue steps with alternating saturation and value.
+of uncertainty; the first seven are red, green, blue, orange, purple, cyan and yellow, so a
+creature's seven parts never get two purples), then golden-ratio hue steps with alternating saturation and value.
 
-:func:`blend_face_colors` colours a face ``white + (cluster - white) * t`` with
-``t = (max membership - 1/K) / (1 - 1/K)``: white where the face is equally likely in every
-cluster, the full cluster colour at membership 1.
+:func:`certainty` is ``(p1 - p2) / (p1 + p2)`` for the two highest memberships of a face: 0 on
+a boundary between two parts, 1 deep inside one. :func:`blend_face_colors` moves a face's
+part colour towards white by ``shading * (1 - certainty)``: with the default
+``DEFAULT_SHADING = 0.35`` a face on a boundary keeps 65% of its part's colour, so every part
+stays recognisable (1 is the full white-to-colour blend, 0 flat part colours).
+
+Example
+-------
+>>> import numpy as np
+>>> P = np.array([[1.0, 0.0], [0.5, 0.5]])
+>>> certainty(P).tolist()
+[1.0, 0.0]
+>>> blend_face_colors(P, np.array([0, 0]), np.array([[200, 0, 0], [0, 0, 200]]), shading=0.5).tolist()
+[[200, 0, 0], [228, 128, 128]]
 """
 
 from __future__ import annotations
@@ -15,12 +27,15 @@ import colorsys
 
 import numpy as np
 
-__all__ = ["palette", "blend_face_colors", "certainty"]
+__all__ = ["palette", "blend_face_colors", "certainty", "DEFAULT_SHADING"]
+
+#: how far the least certain faces move towards white (0: flat part colours, 1: white)
+DEFAULT_SHADING = 0.35
 
 _BASE = np.array([
     (230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),
-    (70, 200, 220), (240, 50, 230), (170, 210, 40), (0, 128, 128), (154, 99, 36),
-    (128, 0, 0), (0, 0, 128), (128, 128, 0), (255, 200, 20), (220, 120, 190),
+    (70, 200, 220), (255, 200, 20), (170, 210, 40), (0, 128, 128), (154, 99, 36),
+    (128, 0, 0), (0, 0, 128), (128, 128, 0), (240, 50, 230), (220, 120, 190),
     (60, 90, 40), (100, 60, 220), (255, 110, 90), (40, 160, 140), (180, 140, 60),
     (90, 20, 90), (30, 60, 160), (200, 70, 20), (120, 200, 120),
 ], dtype=np.uint8)
@@ -43,18 +58,21 @@ def palette(n: int) -> np.ndarray:
 
 
 def certainty(P: np.ndarray) -> np.ndarray:
-    """(F,) in [0, 1]: 0 at max membership 1/K (uncertain), 1 at membership 1."""
+    """(F,) in [0, 1]: ``(p1 - p2) / (p1 + p2)`` of the two highest memberships (1 with one part)."""
     P = np.asarray(P, dtype=np.float64)
-    K = P.shape[1]
-    if K <= 1:
+    if P.ndim != 2 or P.shape[1] <= 1:
         return np.ones(P.shape[0])
-    pmax = P.max(axis=1)
-    return np.clip((pmax - 1.0 / K) / (1.0 - 1.0 / K), 0.0, 1.0)
+    top2 = -np.partition(-P, 1, axis=1)[:, :2]
+    s = top2[:, 0] + top2[:, 1]
+    return np.clip((top2[:, 0] - top2[:, 1]) / np.where(s > 0, s, 1.0), 0.0, 1.0)
 
 
-def blend_face_colors(P: np.ndarray, labels: np.ndarray, cluster_colors: np.ndarray) -> np.ndarray:
-    """(F, 3) uint8 face colours: white blended towards the face's cluster colour."""
-    t = certainty(P)[:, None]
+def blend_face_colors(P: np.ndarray, labels: np.ndarray, cluster_colors: np.ndarray, *,
+                      shading: float = DEFAULT_SHADING) -> np.ndarray:
+    """(F, 3) uint8 face colours: the part colour, moved towards white by
+    ``shading * (1 - certainty)``."""
+    shading = float(np.clip(shading, 0.0, 1.0))
+    t = 1.0 - shading * (1.0 - certainty(P))[:, None]
     c = np.asarray(cluster_colors, dtype=np.float64)[np.asarray(labels)]
     out = 255.0 + (c - 255.0) * t
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)

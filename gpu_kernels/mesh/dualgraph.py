@@ -40,6 +40,71 @@ from gpu_kernels.errors import InputError
 __all__ = ["MeshInputError", "DualGraph", "clean_mesh", "dual_graph", "face_areas", "GEOD_FLOOR"]
 
 GEOD_FLOOR = 1e-3
+#: "scale": resolution-independent bending cost (:func:`scale_bending`); "cosine": Katz & Tal's
+#: ``1 - cos(dihedral)`` per arc
+ANGLE_MODE = "scale"
+#: the reference scale of :func:`ref_scale`: the centroid spacing of a mesh of this many
+#: equal faces with the same area
+REF_FACES = 4000
+
+
+#: average the face normals over the reference spacing before measuring bends (only where
+#: the mesh is finer than the reference spacing)
+NORMAL_SMOOTHING = False
+
+
+def _smoothing_rings(geod, total_area) -> float:
+    """How many rings of neighbours span the reference spacing beyond the first: 0 for a
+    mesh at or below the reference resolution, fractional in between."""
+    g = float(np.mean(geod)) if len(geod) else 0.0
+    r0 = ref_scale(total_area)
+    return max(0.0, r0 / g - 1.0) if g > 0 else 0.0
+
+
+def _smooth_normals(normals, areas, fa, fb, same_dir, rings: float) -> np.ndarray:
+    """Area-weighted normal averaging over ``rings`` rings of dual-graph neighbours (the
+    last ring partially), respecting inconsistent orientations."""
+    sign = np.where(same_dir, -1.0, 1.0)
+    w = normals * areas[:, None]
+    n = normals.copy()
+    done = 0.0
+    while done < rings:
+        step = min(1.0, rings - done)
+        acc = w.copy()
+        np.add.at(acc, fa, sign[:, None] * w[fb])
+        np.add.at(acc, fb, sign[:, None] * w[fa])
+        ln = np.linalg.norm(acc, axis=1, keepdims=True)
+        avg = np.where(ln > 0, acc / np.where(ln > 0, ln, 1.0), n)
+        n = n + step * (avg - n)
+        ln = np.linalg.norm(n, axis=1, keepdims=True)
+        n = np.where(ln > 0, n / np.where(ln > 0, ln, 1.0), normals)
+        w = n * areas[:, None]
+        done += step
+    return n
+
+
+def ref_scale(total_area: float) -> float:
+    """Centroid-to-centroid distance of equilateral triangles tiling ``total_area`` with
+    ``REF_FACES`` faces (``0.877 sqrt(area per face)``): the length at which bends are measured."""
+    a = max(float(total_area), 0.0) / max(REF_FACES, 1)
+    return float(np.sqrt(a * 4.0 / np.sqrt(3.0)) / np.sqrt(3.0))
+
+
+def scale_bending(cosd, geod, r0):
+    """Bending cost of one dual arc, measured at the physical scale ``r0``.
+
+    With ``theta`` the dihedral angle and ``g`` the arc's length, the cost is
+    ``theta * min(1, theta * r0 / g)``: ``theta^2 r0 / g`` for a gentle bend (the normal
+    turns by ``kappa g`` over the arc, so a path over a smooth bend sums to ``r0 * integral
+    of kappa^2``), the angle itself for a crease (its turning angle, whatever the spacing).
+    Either way a path's cost does not depend on how finely the surface is triangulated; at
+    the spacing ``r0`` it is about ``2 (1 - cos theta)``, Katz & Tal's term.
+    """
+    theta = np.arccos(np.clip(np.asarray(cosd, dtype=np.float64), -1.0, 1.0))
+    if ANGLE_MODE == "turning":
+        return theta
+    g = np.maximum(np.asarray(geod, dtype=np.float64), 1e-300)
+    return theta * np.minimum(1.0, theta * float(r0) / g)
 
 
 class MeshInputError(InputError):
@@ -169,6 +234,7 @@ class DualGraph:
     edge_vertices: np.ndarray  # (E, 2) the shared mesh edge of each arc
     concave: np.ndarray        # (E,) bool
     edge_length: np.ndarray = None  # (E,) length of the shared mesh edge
+    ref_scale: float = 0.0     # the reference spacing (see ref_scale()), 0 in "cosine" mode
     n_nonmanifold_edges: int = 0
     n_boundary_edges: int = 0
     n_flipped_pairs: int = 0
@@ -181,6 +247,41 @@ class DualGraph:
         """(E,) ``1 - cos(dihedral)`` on concave arcs, 0 on convex ones (independent of eta)."""
         one_minus_cos = np.where(self.concave, self.ang, 0.0)
         return one_minus_cos
+
+    def smooth_concavity(self) -> np.ndarray:
+        """(E,) concavity measured over a disk of radius ``ref_scale`` around each arc, so
+        that it does not depend on the triangulation.
+
+        Per face, the concave bend times the edge length of its arcs over twice its area (a
+        density, bend per unit length) is averaged (area-weighted) over as many rings of
+        neighbours as the reference spacing spans, times the reference spacing; an arc
+        gets the mean of its two faces. A crease of angle ``theta`` scores about
+        ``theta / 2`` whatever the spacing, a gentle bend its curvature times the spacing,
+        and noise at the triangle scale averages out. Cached.
+        """
+        cached = getattr(self, "_smooth_conc", None)
+        if cached is not None:
+            return cached
+        F = self.n
+        L = self.edge_length if self.edge_length is not None else np.ones(self.n_edges)
+        w = self.concavity * L
+        area = np.maximum(self.areas, 1e-300)
+        dens = (np.bincount(self.src, weights=w, minlength=F)
+                + np.bincount(self.dst, weights=w, minlength=F)) / (2.0 * area)
+        r0 = self.ref_scale if self.ref_scale > 0 else float(self.geod.mean() if self.n_edges else 1.0)
+        mean_geod = float(self.geod.mean()) if self.n_edges else r0
+        rings = int(np.clip(np.ceil(r0 / max(mean_geod, 1e-300) - 0.5), 0, 64))
+        if rings and self.n_edges:
+            A = self.csr(np.ones(self.n_edges))
+            m = dens * area
+            for _ in range(rings):
+                m_new = A @ m + m
+                a_new = A @ area + area
+                dens = m_new / a_new
+                m = dens * area
+        out = r0 * 0.5 * (dens[self.src] + dens[self.dst])
+        self._smooth_conc = out
+        return out
 
     @property
     def n_edges(self) -> int:
@@ -283,19 +384,39 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
     # --- angular distance
     n1 = normals[fa]
     n2 = np.where(same_dir[:, None], -normals[fb], normals[fb])
-    cosd = np.clip(np.einsum("ij,ij->i", n1, n2), -1.0, 1.0)
-    # concave when face b's centroid lies above face a's plane (outward normals)
-    side = np.einsum("ij,ij->i", cen[fb] - cen[fa], n1)
     scale = np.sqrt(areas.mean()) if F else 1.0
+    rings = _smoothing_rings(geod, areas.sum()) if (E and ANGLE_MODE != "cosine" and NORMAL_SMOOTHING) else 0.0
+    if rings > 0:
+        # normals averaged over the reference spacing: the bends and their sign are those of
+        # the surface at that scale, not of triangle-scale noise
+        ns = _smooth_normals(normals, areas, fa, fb, same_dir, rings)
+        n1 = ns[fa]
+        n2 = np.where(same_dir[:, None], -ns[fb], ns[fb])
+        side = np.einsum("ij,ij->i", cen[fb] - cen[fa], n1 - n2)
+    else:
+        # concave when face b's centroid lies above face a's plane (outward normals)
+        side = np.einsum("ij,ij->i", cen[fb] - cen[fa], n1)
+    cosd = np.clip(np.einsum("ij,ij->i", n1, n2), -1.0, 1.0)
     concave = side > 1e-9 * scale
     eta = np.where(concave, 1.0, float(eta_convex))
-    ang = eta * (1.0 - cosd)
-    ang = np.maximum(ang, 0.0)
-
     avg_geod = float(geod.mean()) if E else 1.0
     if not avg_geod > 0:
         avg_geod = 1.0
-    avg_ang = float(ang.mean()) if E else 0.0
+    if ANGLE_MODE == "cosine":
+        bend = np.maximum(1.0 - cosd, 0.0)
+        ang = eta * bend
+        avg_ang = float(ang.mean()) if E else 0.0
+    else:
+        r0 = ref_scale(areas.sum())
+        bend = scale_bending(cosd, geod, r0)
+        ang = eta * bend
+        # lengths in units of r0 and the angular cost per r0 of path (edge-length weighted
+        # over the surface): neither depends on how finely the mesh is triangulated, so
+        # distances at any resolution are comparable
+        num = float((alen * geod).sum()) if E else 0.0
+        avg_ang = float((alen * ang).sum()) / num * r0 if num > 0 else 0.0
+        if r0 > 0:
+            avg_geod = r0
     g_term = geod / avg_geod
     if avg_ang > 1e-12:
         a_term = ang / avg_ang
@@ -306,6 +427,7 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
                             "using the geodesic term only")
         w = g_term.copy()
         avg_ang = 0.0
+        ang = np.zeros_like(ang)
     w = w + GEOD_FLOOR * g_term
     w = np.where(np.isfinite(w) & (w > 0), w, GEOD_FLOOR)
 
@@ -321,7 +443,7 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
     return DualGraph(
         n=F, src=fa, dst=fb, weight=w, ang=ang, geod=geod, avg_ang=avg_ang, avg_geod=avg_geod,
         centroids=cen, normals=normals, areas=areas, component=comp.astype(np.int64),
-        edge_length=alen,
+        edge_length=alen, ref_scale=0.0 if ANGLE_MODE == "cosine" else ref_scale(areas.sum()),
         n_components=int(ncomp), edge_vertices=np.stack([ea, eb], axis=1), concave=concave,
         n_nonmanifold_edges=n_nm, n_boundary_edges=n_bd, n_flipped_pairs=n_flip,
         delta=float(delta), eta_convex=float(eta_convex), warnings=warnings,

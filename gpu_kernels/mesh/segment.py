@@ -48,7 +48,7 @@ from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import fuzzy_cluster
-from gpu_kernels.mesh.colors import blend_face_colors, palette
+from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph
 from gpu_kernels.mesh.simplify import simplify_mesh, transfer_memberships
 
@@ -74,11 +74,37 @@ DEFAULT_ETA_CONVEX = 0.02
 DEFAULT_EPSILON = 0.04
 DEFAULT_UPDATE_POWER = 2.0
 # over-segmentation factors tried per mesh; the most concave final boundaries win
-DEFAULT_OVERSEGMENT = (1.0, 1.5, 2.0)
+DEFAULT_OVERSEGMENT = (1.0, 1.5, 2.0, 3.0)
 #: cap on the representative-update iterations
 DEFAULT_MAX_ITER = 20
 #: largest number of parts asked for
 MAX_K = 1000
+#: ``max_faces="auto"``: meshes with more faces are clustered at this working resolution (a
+#: quadric-edge-collapse copy); the parts are carried back to every face and their boundaries
+#: re-cut at full resolution. The same on every device, so the CPU and the GPU compute the
+#: same function; chosen on the PSB (benchmarks/results/mesh_defaults_log.md)
+WORKING_FACES = 4000
+DEFAULT_MAX_FACES = "auto"
+#: k = "auto": over-segment into this many clusters, then merge adjacent clusters while
+#: their boundary is weaker than AUTO_K_STRENGTH (see merge_weakest_boundaries)
+AUTO_K_START = 30
+AUTO_K_STRENGTH = 1.8
+#: ... and while it is weaker than this share of the strongest boundary met on the way
+#: down to two clusters (a mesh whose parts meet at very sharp creases has strong seams
+#: inside its parts too)
+AUTO_K_RELATIVE = 0.4
+#: "merge" (the rule above) or "gap" (the farthest-point gap rule of Katz & Tal)
+AUTO_K_RULE = "merge"
+#: memberships of the final parts: 1 / (d + s) with d the dual-graph distance to the part
+#: (0 inside it) and s the cost of crossing MEMBERSHIP_SPACINGS reference spacings
+#: (dualgraph.ref_scale) of flat surface
+MEMBERSHIP_SPACINGS = 3.0
+#: clusters with less than this fraction of their component's area are slivers: merged
+#: first when clusters are merged down to k
+MIN_PART_AREA = 0.002
+#: how a working resolution is made: "patches" (:mod:`gpu_kernels.mesh.coarsen`, no remeshing)
+#: or "simplify" (pymeshlab's quadric edge collapse)
+COARSENING = "simplify"
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -136,6 +162,20 @@ def _resolve_method(method: str, backend, n: int = 0) -> str:
     from gpu_kernels.graph import apsp
 
     return "gpu-sym" if backend.is_gpu else apsp.auto_cpu_method(n)
+
+
+def working_faces(n_faces: int, backend=None, method: str = "auto") -> int | None:
+    """The clustering resolution that ``max_faces="auto"`` uses for a mesh of ``n_faces``:
+    ``WORKING_FACES`` for a larger mesh, ``None`` (its own resolution) for a smaller one.
+    (``backend`` and ``method`` are accepted for callers that pass them; the choice is the
+    same on every device.)"""
+    return WORKING_FACES if n_faces > WORKING_FACES else None
+
+
+def _can_simplify() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pymeshlab") is not None
 
 
 def max_faces_for_device(backend, method: str = "auto") -> int:
@@ -216,8 +256,15 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
         factors = (1.0,)
     ks_by = []
     for fac in factors:
-        ks_by.append([t if (t == 1 or fac <= 1.0) else int(min(sizes[c], math.ceil(fac * t)))
-                      for c, t in enumerate(targets)])
+        row = []
+        for c, t in enumerate(targets):
+            if t == "auto":
+                row.append(int(min(sizes[c], AUTO_K_START)) if AUTO_K_RULE == "merge" else "auto")
+            elif t == 1 or fac <= 1.0:
+                row.append(t)
+            else:
+                row.append(int(min(sizes[c], math.ceil(fac * t))))
+        ks_by.append(row)
     order = np.argsort(comp, kind="stable")
     starts = np.r_[0, np.cumsum(sizes)]
     local = np.empty(F, dtype=np.int64)
@@ -286,13 +333,20 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
         if best is None or key[0] > best[0][0] or (key[0] == best[0][0] and score > best[0][1] + 1e-12):
             best = (key, i, res, trial)
     _, i, res, trial = best
-    for key in ("cut", "merges", "k_per_component", "k_clustered_per_component"):
+    for key in ("cut", "merges", "merge_strengths", "k_per_component", "k_clustered_per_component"):
         if key in trial:
             info[key] = trial[key]
     if nf > 1:
         info["oversegment_scores"] = {float(f): float(sc) for f, sc in zip(factors, scores, strict=True)}
         info["oversegment_used"] = float(factors[i])
     return res
+
+
+def _membership_scale(graph) -> float:
+    """The dual-graph cost of crossing MEMBERSHIP_SPACINGS reference spacings of flat surface."""
+    from gpu_kernels.mesh.dualgraph import GEOD_FLOOR
+
+    return MEMBERSHIP_SPACINGS * (max(graph.delta, 0.01) + GEOD_FLOOR)
 
 
 def boundary_concavity(graph, labels) -> float:
@@ -303,7 +357,7 @@ def boundary_concavity(graph, labels) -> float:
     if not cut.any():
         return 0.0
     L = graph.edge_length[cut] if graph.edge_length is not None else np.ones(int(cut.sum()))
-    return float((L * graph.concavity[cut]).sum() / max(L.sum(), 1e-300))
+    return float((L * _bd.merge_concavity(graph)[cut]).sum() / max(L.sum(), 1e-300))
 
 
 def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
@@ -324,9 +378,11 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["timings"]["cut"] += time.perf_counter() - t0
     info["cut"] = st
     info["k_clustered_per_component"] = list(kused)
-    if not isinstance(k, str) and any(a > b for a, b in zip(kused, targets, strict=True)):
+    auto_merge = AUTO_K_RULE == "merge" and any(t == "auto" for t in targets)
+    if auto_merge or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
         labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
-        info["k_per_component"] = [int(min(a, b)) for a, b in zip(kused, targets, strict=True)]
+        info["k_per_component"] = [int(np.unique(labels[graph.component == c]).size)
+                                   for c in range(len(kused))]
     return labels, P, reps, fuzzy
 
 
@@ -336,8 +392,35 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     t0 = time.perf_counter()
     labels, _ = _bd.merge_islands(graph, labels)
     label_comp = np.repeat(np.arange(len(ks)), ks)
-    tg = {c: int(t) for c, t in enumerate(targets)}
-    labels, merges = _bd.merge_weakest_boundaries(graph, labels, tg, label_comp)
+    tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
+    auto = {c for c, t in enumerate(targets) if t == "auto"}
+    strengths: list = []
+    merged, merges = _bd.merge_weakest_boundaries(graph, labels, tg, label_comp, strengths=strengths,
+                                                  min_area=MIN_PART_AREA)
+    if auto:
+        # k = "auto": the merges were run down to 2 clusters; keep those before the first
+        # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
+        # strongest boundary of the same component (AUTO_K_RELATIVE of it)
+        comp_of = [int(label_comp[keep]) for keep, _ in merges]
+        smax = {c: max([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c], default=0.0)
+                for c in auto}
+        thr = {c: max(AUTO_K_STRENGTH, AUTO_K_RELATIVE * smax[c]) for c in auto}
+        stopped: set = set()
+        kept, kept_st = [], []
+        for (keep, gone), st, c in zip(merges, strengths, comp_of, strict=True):
+            if c in auto and (c in stopped or st >= thr[c]):
+                stopped.add(c)
+                continue
+            kept.append((keep, gone))
+            kept_st.append(st)
+        lab = np.asarray(labels).astype(np.int64).copy()
+        for keep, gone in kept:
+            lab[lab == gone] = keep
+        labels, merges, strengths = lab.astype(np.int32), kept, kept_st
+        info["auto_k_threshold"] = {int(c): float(v) for c, v in thr.items()}
+    else:
+        labels = merged
+    info["merge_strengths"] = strengths
     P = P.copy()
     for keep, gone in merges:
         P[:, keep] += P[:, gone]
@@ -383,9 +466,10 @@ def _finish_labels(graph, labels, P, reps, info):
 
 
 def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
-                 epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=DEFAULT_MAX_ITER, max_faces=None,
+                 epsilon=DEFAULT_EPSILON, apsp_method="auto", max_iter=DEFAULT_MAX_ITER,
+                 max_faces=DEFAULT_MAX_FACES,
                  simplify=False, device=None, progress=None,
-                 update_power=None, oversegment=None) -> MeshSegmentation:
+                 update_power=None, oversegment=None, shading=DEFAULT_SHADING) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -404,11 +488,15 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     apsp_method : {"auto", "gpu-sym", "gpu", "cpu", "cpu-mt"}
     max_iter : int
         Cap on the representative-update iterations.
-    max_faces : int, optional
-        Simplify to at most this many faces first when the mesh has more (forces it).
+    max_faces : int, "auto" or None
+        The clustering (working) resolution. An int: a mesh with more faces is simplified
+        to about that many first; the memberships are carried back to every face and the
+        boundaries re-cut at full resolution. ``"auto"`` (default): :func:`working_faces`,
+        i.e. ``WORKING_FACES`` for a larger mesh (on every device). ``None``: the full
+        resolution (see ``simplify``).
     simplify : bool or "auto"
-        ``True``/``"auto"``: simplify when the distance matrix would not fit; ``False``:
-        raise :class:`MeshTooLargeError` instead.
+        With ``max_faces=None``: ``True``/``"auto"`` simplifies when the distance matrix
+        would not fit; ``False`` raises :class:`MeshTooLargeError` instead.
     device : str or Backend, optional
     progress : callable or Progress, optional
     update_power : float, optional
@@ -419,6 +507,9 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         clusters along their weakest boundaries down to k; with several factors, each is
         tried and the result with the most concave boundaries is kept (``None``:
         ``DEFAULT_OVERSEGMENT``; 1 disables merging). Not used with ``k="auto"``.
+    shading : float in [0, 1]
+        How far the least certain faces of ``face_colors`` move towards white
+        (:func:`gpu_kernels.mesh.colors.blend_face_colors`; 0: flat part colours).
 
     Raises
     ------
@@ -432,6 +523,9 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     epsilon = float(epsilon)
     if not (0.0 <= epsilon <= 1.0):
         raise MeshInputError(f"epsilon must lie in [0, 1], got {epsilon}")
+    shading = DEFAULT_SHADING if shading is None else float(shading)
+    if not (0.0 <= shading <= 1.0):
+        raise MeshInputError(f"shading must lie in [0, 1], got {shading}")
     p_used = DEFAULT_UPDATE_POWER if update_power is None else float(update_power)
     if oversegment is None:
         o_used = DEFAULT_OVERSEGMENT
@@ -478,10 +572,23 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         largest = int(np.bincount(graph.component).max())
         limit = max_faces_for_device(backend, apsp_method)
         target = None
-        if max_faces is not None and graph.n > int(max_faces):
+        auto_res = isinstance(max_faces, str)
+        if auto_res:
+            if max_faces != "auto":
+                raise MeshInputError(f"max_faces must be a face count, 'auto' or None, got {max_faces!r}")
+            wf = working_faces(graph.n, backend, apsp_method)
+            if wf is not None and wf < graph.n:
+                if _can_simplify():
+                    target = wf
+                else:
+                    info["warnings"].append(
+                        f"pymeshlab is not installed, so the mesh is clustered at its full resolution "
+                        f"({graph.n:,} faces) instead of {wf:,}; this is slower, and sharp creases weigh "
+                        "more at full resolution")
+        if not auto_res and max_faces is not None and graph.n > int(max_faces):
             target = int(max_faces)
-        elif largest > limit:
-            if simplify in (False, None, "no"):
+        elif target is None and largest > limit:
+            if simplify in (False, None, "no") and not auto_res:
                 where = f"{backend.label} ({'GPU' if backend.is_gpu else 'host'} memory free now)"
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
@@ -497,6 +604,9 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         prog.update(0.95, "boundary cut")
         t0 = time.perf_counter()
         labels, P, reps = _finish_labels(graph, labels, P, reps, info)
+        # memberships of the final parts (the clustering's memberships describe the clusters
+        # before the cut and the merges, so they can disagree with the labels)
+        P = _bd.part_memberships(graph, labels, P.shape[1], scale=_membership_scale(graph))
         info["timings"]["cut"] += time.perf_counter() - t0
     # back to the input faces
     K = P.shape[1]
@@ -518,7 +628,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         P_in[dropped] = P[near]
         comp_in[dropped] = graph.component[near]
     cluster_colors = palette(K)
-    face_colors = blend_face_colors(P_in, labels_in, cluster_colors)
+    face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=shading)
     info["k"] = K
     info["timings"]["total"] = time.perf_counter() - t_start
     prog.update(1.0, "done")
@@ -528,23 +638,42 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         component=comp_in, info=info)
 
 
+def _patch_centre_face(graph, patch, p, centre) -> int:
+    faces = np.flatnonzero(patch == p)
+    return int(faces[np.argmin(((graph.centroids[faces] - centre) ** 2).sum(axis=1))])
+
+
 def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp_method,
                         max_iter, backend, prog, info, power=None, overseg=1.0):
-    """Segment a simplified copy, carry memberships back, re-cut near label changes."""
+    """Segment a coarse version (patches, or a simplified copy), carry memberships back,
+    re-cut near label changes."""
     t0 = time.perf_counter()
-    prog.update(0.05, "simplify")
-    vs, fs = simplify_mesh(v, f, target)
-    vs, fs, _, _ = clean_mesh(vs, fs)
-    gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex)
+    prog.update(0.05, "working resolution")
+    if COARSENING == "patches":
+        from gpu_kernels.mesh.coarsen import coarsen
+
+        gs, patch = coarsen(graph, target)
+    else:
+        vs, fs = simplify_mesh(v, f, target)
+        vs, fs, _, _ = clean_mesh(vs, fs)
+        gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex)
+        patch = None
     info["timings"]["simplify"] = time.perf_counter() - t0
     info["n_faces_segmented"] = gs.n
-    info["warnings"].append(f"the mesh was simplified from {graph.n:,} to {gs.n:,} faces for "
-                            "clustering; labels were carried back to every face")
+    msg = (f"clustered at a working resolution of {gs.n:,} faces (simplified from {graph.n:,}); "
+           "the parts were carried back to every face and their boundaries re-cut at full resolution")
+    if info["params"].get("max_faces") == "auto":
+        info.setdefault("notes", []).append(msg)
+    else:
+        info["warnings"].append(msg)
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
                                               prog, info, power, overseg)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
-    P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
+    if patch is not None:
+        P, nearest = np.asarray(P_s, dtype=np.float32)[patch], patch
+    else:
+        P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
     lab0 = labels_s[nearest].astype(np.int64)
     # faces near label changes are re-decided by a cut on the full-resolution graph
     change = lab0[graph.src] != lab0[graph.dst]
@@ -566,5 +695,7 @@ def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp
     info["cut_full_resolution"] = st
     # representatives: the input face nearest to each simplified representative
     _, reps = cKDTree(graph.centroids).query(gs.centroids[reps_s], k=1)
+    if patch is not None:  # the face nearest the patch's centre, within the patch
+        reps = np.asarray([_patch_centre_face(graph, patch, int(r), gs.centroids[int(r)]) for r in reps_s])
     info["timings"]["transfer"] = time.perf_counter() - t0
     return labels, P, np.asarray(reps, dtype=np.int64), band

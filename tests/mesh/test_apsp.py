@@ -386,11 +386,20 @@ def test_gpu_progress_and_cancel(method):
         all_pairs_shortest_paths(n, s, d, w, method=method, device="cuda", progress=p)
 
 
-def test_auto_cpu_method_follows_size_and_cores(monkeypatch):
+def test_auto_cpu_method_follows_size_cores_and_pool(monkeypatch):
     from gpu_kernels.graph import apsp as mod
 
+    monkeypatch.setattr(mod, "_pool", None)
+    monkeypatch.setattr(mod, "default_workers", lambda: 1)
+    assert mod.auto_cpu_method(50_000) == "cpu"          # one core: nothing to share
     monkeypatch.setattr(mod, "default_workers", lambda: 2)
-    assert mod.auto_cpu_method(50_000) == "cpu"          # two cores: processes don't pay
+    assert mod.auto_cpu_method(900) == "cpu"             # small graph: pool start-up dominates
+    assert mod.auto_cpu_method(1500) == "cpu"            # cold pool: starting it costs more than it saves
+    assert mod.auto_cpu_method(4000) == "cpu-mt"         # two cores pay from a few thousand nodes
+    assert mod.auto_cpu_method(50_000) == "cpu-mt"
+    monkeypatch.setattr(mod, "_pool", object())          # the pool is running (the window keeps it)
+    monkeypatch.setattr(mod, "_pool_workers", 2)
+    assert mod.auto_cpu_method(1500) == "cpu-mt"
     monkeypatch.setattr(mod, "default_workers", lambda: 16)
-    assert mod.auto_cpu_method(1000) == "cpu"            # small graph: pool start-up dominates
+    monkeypatch.setattr(mod, "_pool", None)
     assert mod.auto_cpu_method(20_000) == "cpu-mt"

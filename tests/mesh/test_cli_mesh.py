@@ -147,7 +147,7 @@ def test_bad_outputs_are_refused_before_any_work(tmp_path, capsys, args, expecte
     (["--delta", "1.5"], "delta must lie in [0, 1], not 1.5"),
     (["--epsilon", "-1"], "epsilon must lie in [0, 1], not -1"),
     (["--apsp", "magic"], "apsp must be one of auto, gpu-sym, gpu, cpu, cpu-mt, not 'magic'"),
-    (["--max-faces", "2"], "max-faces must lie in [4, 10000000], not 2"),
+    (["--max-faces", "2"], "max-faces must lie in [200, 10000000], not 2"),
     (["--params", "{d}/missing.json"], "no such preset file"),
 ])
 def test_bad_parameters(tmp_path, capsys, args, expected):
@@ -189,6 +189,7 @@ def test_a_failing_write_removes_the_outputs_already_written(tmp_path, capsys, m
         face_colors = np.full((3000, 3), 200, np.uint8)
         cluster_colors = np.array([[1, 2, 3], [4, 5, 6]], np.uint8)
         fuzzy = np.zeros(3000, bool)
+        memberships = np.eye(2, dtype=np.float32)[np.zeros(3000, int)]
         info = {}
 
         def cluster_table(self, areas):
@@ -238,3 +239,51 @@ def test_render_png_falls_back_without_opengl(tmp_path, monkeypatch):
 
     assert Image.open(out).size == (200, 150)
     assert [p.name for p in tmp_path.iterdir()] == ["t.png"]
+
+
+def _read_ply_faces(path):
+    """Per-face properties of a binary PLY written by gpulab (independent little parser)."""
+    raw = Path(path).read_bytes()
+    end = raw.index(b"end_header\n") + len(b"end_header\n")
+    header = raw[:end].decode("ascii").splitlines()
+    nv = int(next(h for h in header if h.startswith("element vertex")).split()[2])
+    nf = int(next(h for h in header if h.startswith("element face")).split()[2])
+    face_props = header[header.index(next(h for h in header if h.startswith("element face"))) + 1:-1]
+    assert face_props[0] == "property list uchar int vertex_indices", face_props
+    names = [p.split()[-1] for p in face_props[1:]]
+    types = {"uchar": "u1", "float": "<f4"}
+    dt = np.dtype([("n", "u1"), ("idx", "<i4", (3,))] + [(n, types[p.split()[1]]) for n, p in zip(names, face_props[1:], strict=True)])
+    return np.frombuffer(raw, dtype=dt, count=nf, offset=end + nv * 24), names
+
+
+def test_exported_ply_has_one_flat_colour_per_part_and_the_certainty(tmp_path, capsys):
+    out = tmp_path / "parts.ply"
+    rc, _, err = run_cli(capsys, SAMPLES / "creature.ply", "-o", out, "--labels", tmp_path / "p.seg",
+                         "--k", "7", "--device", "cpu", "-q")
+    assert rc == 0, err
+    rec, names = _read_ply_faces(out)
+    assert names == ["red", "green", "blue", "quality"]
+    rgb = np.c_[rec["red"], rec["green"], rec["blue"]]
+    labels = read_seg(tmp_path / "p.seg")
+    assert len(np.unique(rgb, axis=0)) == len(np.unique(labels)) == 7  # MeshLab can tell the parts apart
+    for j in np.unique(labels):
+        assert len(np.unique(rgb[labels == j], axis=0)) == 1
+    q = rec["quality"]
+    assert np.isfinite(q).all() and q.min() >= 0 and q.max() <= 1 and q.max() == 1
+    np.testing.assert_array_equal(read_face_colors(out), rgb)  # the app's own reader agrees
+
+
+def test_an_unwritable_segments_folder_fails_before_the_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(seg_lib, "segment_mesh", lambda *a, **k: pytest.fail("segmented anyway"))
+    rc, _, err = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply",
+                         "--segments-dir", "/proc/gpulab-parts", "--device", "cpu", "-q")
+    assert rc == 2 and "--segments-dir" in err and "/proc/gpulab-parts" in err
+    assert ".part" not in err and ".new" not in err  # no temporary names
+    assert len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_absurd_k_is_refused_with_one_line(tmp_path, capsys):
+    rc, _, err = run_cli(capsys, SAMPLES / "dumbbell.ply", "-o", tmp_path / "o.ply", "--k", "900",
+                         "--device", "cpu", "-q")
+    assert_one_line_error(rc, err, "k = 900", "faces per part")

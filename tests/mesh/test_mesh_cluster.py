@@ -146,14 +146,24 @@ def test_auto_k_on_box_bar_box():
     assert 2 <= fc.k <= 20 and fc.k_auto
 
 
-def test_colours_white_when_uncertain_full_when_certain():
+def test_colours_keep_the_part_recognisable():
+    """Mild shading: a face on a boundary keeps (1 - shading) of its part colour; a certain
+    face has the part colour; shading 1 is the full white blend, 0 flat colours."""
+    from gpu_kernels.mesh.colors import DEFAULT_SHADING, certainty
+
     pal = palette(3)
-    P = np.array([[1 / 3, 1 / 3, 1 / 3], [0, 1, 0], [0.5, 0.25, 0.25]], np.float32)
+    P = np.array([[0.5, 0.5, 0.0], [0, 1, 0], [0.6, 0.2, 0.2]], np.float32)
+    np.testing.assert_allclose(certainty(P), [0.0, 1.0, 0.5], atol=1e-6)
     c = blend_face_colors(P, np.array([0, 1, 0]), pal)
-    assert tuple(c[0]) == (255, 255, 255)
     assert tuple(c[1]) == tuple(pal[1])
-    expect = np.rint(255 + (pal[0].astype(float) - 255) * ((0.5 - 1 / 3) / (2 / 3)))
-    np.testing.assert_array_equal(c[2], expect)
+    for row, cert in ((0, 0.0), (2, 0.5)):
+        t = 1 - DEFAULT_SHADING * (1 - cert)
+        np.testing.assert_array_equal(c[row], np.rint(255 + (pal[0].astype(float) - 255) * t))
+    assert 0 < DEFAULT_SHADING <= 0.5  # the part colour always dominates by default
+    full = blend_face_colors(P, np.array([0, 1, 0]), pal, shading=1.0)
+    assert tuple(full[0]) == (255, 255, 255)
+    flat = blend_face_colors(P, np.array([0, 1, 0]), pal, shading=0.0)
+    np.testing.assert_array_equal(flat, pal[[0, 1, 0]])
 
 
 def test_palette_is_distinct_and_deterministic():

@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from gpu_kernels.mesh.dualgraph import GEOD_FLOOR, MeshInputError, clean_mesh, dual_graph
+from gpu_kernels.mesh import dualgraph as dg
+from gpu_kernels.mesh.dualgraph import GEOD_FLOOR, MeshInputError, clean_mesh, dual_graph, ref_scale
+
+
+@pytest.fixture
+def cosine(monkeypatch):
+    """Katz & Tal's own angular term, 1 - cos(dihedral) per arc, averaged over the arcs."""
+    monkeypatch.setattr(dg, "ANGLE_MODE", "cosine")
 
 
 def orient_outward(v, f):
@@ -51,7 +58,7 @@ def arc(g, a, b):
     raise AssertionError(f"no arc between faces {a} and {b}")
 
 
-def test_tetrahedron_weights():
+def test_tetrahedron_weights(cosine):
     v, f = tetrahedron()
     eta = 0.2
     g = dual_graph(v, f, delta=0.5, eta_convex=eta)
@@ -67,7 +74,7 @@ def test_tetrahedron_weights():
     assert g.n_boundary_edges == 0 and g.n_nonmanifold_edges == 0
 
 
-def test_folded_strip_concave_convex_and_unfolding():
+def test_folded_strip_concave_convex_and_unfolding(cosine):
     alpha = math.radians(60)
     v, f = folded_strip(alpha)
     eta = 0.3
@@ -89,6 +96,62 @@ def test_folded_strip_concave_convex_and_unfolding():
     w = 0.4 * g.geod / g.geod.mean() + 0.6 * g.ang / g.ang.mean() + GEOD_FLOOR * g.geod / g.geod.mean()
     np.testing.assert_allclose(g.weight, w, rtol=1e-12)
     assert g.avg_ang == pytest.approx(g.ang.mean())
+
+
+def test_scale_bending_on_the_tetrahedron():
+    """The default term: theta * min(1, theta r0 / g), lengths in units of r0."""
+    v, f = tetrahedron()
+    eta = 0.2
+    g = dual_graph(v, f, delta=0.5, eta_convex=eta)
+    theta = math.acos(-1 / 3)                      # between outward normals
+    geod = 2 * math.sqrt(2) / math.sqrt(3)
+    area = 4 * (math.sqrt(3) / 4) * 8              # four equilateral faces of side 2 sqrt 2
+    r0 = math.sqrt(area / dg.REF_FACES * 4 / math.sqrt(3)) / math.sqrt(3)
+    assert g.ref_scale == pytest.approx(r0, rel=1e-12) == pytest.approx(ref_scale(area), rel=1e-12)
+    np.testing.assert_allclose(g.ang, eta * theta * min(1.0, theta * r0 / geod), rtol=1e-12)
+    # equal arcs: the angular cost per unit length is ang / geod, so the angular term is
+    # geod / r0 like the geodesic one, and every weight is (1 + floor) * geod / r0
+    np.testing.assert_allclose(g.weight, (1 + GEOD_FLOOR) * geod / r0, rtol=1e-12)
+
+
+def test_crease_costs_the_same_at_any_resolution():
+    """A 60-degree valley crossed by a straight path costs the same whatever the spacing:
+    the bend is the crease's angle once the spacing is finer than the reference scale."""
+    alpha = math.radians(60)
+
+    def strip(n):
+        # two planes meeting in a valley along y, each n x n squares of side 1/n, split in two
+        xs = np.linspace(0, 1, n + 1)
+        pts, faces = [], []
+        c, s_ = math.cos(alpha), math.sin(alpha)
+        for side in (0, 1):
+            base = len(pts)
+            for j in range(n + 1):
+                for i in range(n + 1):
+                    x = xs[i]
+                    pts.append((-x, xs[j], 0.0) if side == 0 else (x * c, xs[j], x * s_))
+            for j in range(n):
+                for i in range(n):
+                    a = base + j * (n + 1) + i
+                    q = (a, a + 1, a + n + 2, a + n + 1)
+                    tri = [(q[0], q[1], q[2]), (q[0], q[2], q[3])]
+                    faces += tri if side == 1 else [t[::-1] for t in tri]
+        v = np.array(pts)
+        f = np.array(faces)
+        # merge the shared crease vertices
+        v, inv = np.unique(np.round(v, 12), axis=0, return_inverse=True)
+        return v, inv.reshape(-1)[f]
+
+    totals = []
+    for n in (60, 90):  # spacing finer than the reference scale (about 1/50 here)
+        v, f = strip(n)
+        g = dual_graph(v, f, delta=0.5, eta_convex=0.2)
+        crease = g.concave & (g.ang > 1e-6)
+        # the crease arcs carry the angle itself (theta r0 / g >= 1 here), nothing else bends
+        np.testing.assert_allclose(g.ang[crease], alpha, rtol=1e-9)
+        # cost of crossing: angular term of one crease arc, in units of r0 per unit of length
+        totals.append(float(g.ang[crease][0] / g.avg_ang) * g.ref_scale)
+    assert totals[0] == pytest.approx(totals[1], rel=0.02)
 
 
 def test_flat_mesh_has_finite_positive_weights():

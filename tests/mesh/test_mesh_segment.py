@@ -3,6 +3,8 @@ metrics; plus GPU-marked comparisons with the CPU path."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/ is on sys.path under pytest)
@@ -41,7 +43,7 @@ def test_segments_box_bar_box(bbb):
     assert seg.info["params"]["delta"] == segmod.DEFAULT_DELTA
     assert seg.info["params"]["eta_convex"] == segmod.DEFAULT_ETA_CONVEX
     assert seg.info["params"]["delta_auto"]
-    assert seg.info["oversegment_used"] in (1.0, 1.5, 2.0)
+    assert seg.info["oversegment_used"] in segmod.DEFAULT_OVERSEGMENT
     table = seg.cluster_table(face_areas(v, f))
     assert sum(r["faces"] for r in table) == f.shape[0]
     assert sum(r["area_fraction"] for r in table) == pytest.approx(1.0)
@@ -122,7 +124,7 @@ def test_too_large_raises_with_proposal(bbb, monkeypatch):
     v, f, _ = bbb
     monkeypatch.setattr(segmod, "max_faces_for_device", lambda be, m="auto": 300)
     with pytest.raises(MeshTooLargeError) as ei:
-        segment_mesh(v, f, k=3, device="cpu")
+        segment_mesh(v, f, k=3, device="cpu", max_faces=None)
     assert ei.value.n_faces == f.shape[0] and ei.value.max_faces == 300
     assert "simplif" in str(ei.value).lower()
 
@@ -148,7 +150,7 @@ def test_simplify_auto_when_too_large(bbb, monkeypatch):
     assert seg.labels.shape == (f.shape[0],)
 
 
-@pytest.mark.parametrize("stage", ["APSP", "clustering iteration", "boundary cut"])
+@pytest.mark.parametrize("stage", ["APSP", "clustering into", "boundary cut"])
 def test_cancellation_between_stages(bbb, stage):
     v, f, _ = bbb
     seen = []
@@ -171,8 +173,8 @@ def test_progress_stages_in_order(bbb):
                  progress=Progress(lambda fr, s: seen.append((fr, s)), min_interval=0))
     texts = [s for _, s in seen]
     first = {name: next(i for i, t in enumerate(texts) if name in t)
-             for name in ("dual graph", "APSP", "clustering iteration", "boundary cut")}
-    assert first["dual graph"] < first["APSP"] < first["clustering iteration"] < first["boundary cut"]
+             for name in ("dual graph", "APSP", "clustering into", "boundary cut")}
+    assert first["dual graph"] < first["APSP"] < first["clustering into"] < first["boundary cut"]
     fr = [x for x, _ in seen]
     assert all(b >= a - 1e-9 for a, b in zip(fr, fr[1:], strict=False)) and fr[-1] == 1.0
 
@@ -233,3 +235,120 @@ def test_gpu_auto_k_and_simplify(bbb, monkeypatch):
     gpu = segment_mesh(v, f, k="auto", device="cuda")
     assert cpu.k == gpu.k
     assert 1 - rand_index_error(cpu.labels, gpu.labels) >= 0.99
+
+
+# --------------------------------------------------------------------------- the creature
+CREATURE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "creature.ply"
+
+
+def _creature_groups(v, f):
+    """Faces that surely belong to each of the creature's seven parts, from the shapes it is
+    built of (resources/samples/make_samples.py, then scaled by about 0.725 to a length of 2
+    and set on y = 0): four legs, the tail, the head, the back."""
+    c = v[f].mean(axis=1)
+    x, y, z = c[:, 0], c[:, 1], c[:, 2]
+    groups = {}
+    for sx in (-1, 1):
+        for sz in (-1, 1):
+            groups[f"leg {'+' if sx > 0 else '-'}x {'+' if sz > 0 else '-'}z"] = (
+                (y < 0.35) & (np.sign(x) == sx) & (np.sign(z) == sz))
+    groups["tail"] = (x < -0.75) & (y > 0.85)
+    groups["head"] = x > 0.86
+    groups["body"] = (np.abs(x) < 0.27) & (y > 0.98)
+    return groups
+
+
+@pytest.mark.parametrize("k", ["auto", 7])
+def test_creature_is_body_head_tail_and_four_legs(k):
+    """The failure this catches: one body plus slivers (legs joined to the body, the body cut
+    in two, tiny parts). Each part must have its own label, covering almost all of it."""
+    from app.io.mesh_io import read_mesh
+
+    v, f = read_mesh(CREATURE)
+    seg = segment_mesh(v, f, k=k, device="cpu")
+    assert seg.k == 7, seg.info.get("merge_strengths")
+    groups = _creature_groups(v, f)
+    majority = {}
+    for name, m in groups.items():
+        assert m.sum() > 30, name
+        lab = np.bincount(seg.labels[m], minlength=seg.k)
+        majority[name] = int(lab.argmax())
+        assert lab.max() / m.sum() > 0.9, (name, lab)
+    assert len(set(majority.values())) == 7, majority
+    area = np.bincount(seg.labels, weights=face_areas(v, f), minlength=seg.k) / face_areas(v, f).sum()
+    assert area.min() > 0.02  # no slivers
+
+
+def test_memberships_agree_with_the_labels(bbb):
+    """What the memberships panel shows and the label of a face must agree."""
+    v, f, _ = bbb
+    seg = segment_mesh(v, f, k=5, device="cpu", apsp_method="cpu")
+    np.testing.assert_array_equal(np.argmax(seg.memberships, axis=1), seg.labels)
+    np.testing.assert_allclose(seg.memberships.sum(axis=1), 1.0, rtol=1e-5)
+    # faces deep inside a part are certain, faces on a boundary less so
+    from gpu_kernels.mesh.colors import certainty
+
+    c = certainty(seg.memberships)
+    lab = seg.labels
+    from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
+
+    vc, fc, _, _ = clean_mesh(v, f)
+    g = dual_graph(vc, fc, delta=0.05, eta_convex=0.02)
+    on_boundary = np.zeros(len(lab), bool)
+    cut = lab[g.src] != lab[g.dst]
+    on_boundary[g.src[cut]] = on_boundary[g.dst[cut]] = True
+    assert c[~on_boundary].mean() > c[on_boundary].mean()
+
+
+def test_distances_do_not_depend_on_the_triangulation(bbb):
+    """The same surface, subdivided 1 -> 4: dual-graph distances between the same points
+    agree (they did not with Katz & Tal's per-arc 1 - cos term, where every crease grows)."""
+    from scipy.sparse.csgraph import dijkstra
+    from scipy.spatial import cKDTree
+
+    from gpu_kernels.mesh import dualgraph as dg
+
+    v, f, _ = bbb
+    # midpoint subdivision
+    e = np.sort(np.r_[f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]], axis=1)
+    ue, inv = np.unique(e, axis=0, return_inverse=True)
+    mid = len(v) + inv.reshape(3, -1).T
+    v2 = np.vstack([v, v[ue].mean(axis=1)])
+    a, b, c = f[:, 0], f[:, 1], f[:, 2]
+    ab, bc, ca = mid[:, 0], mid[:, 1], mid[:, 2]
+    f2 = np.vstack([np.c_[a, ab, ca], np.c_[ab, b, bc], np.c_[ca, bc, c], np.c_[ab, bc, ca]])
+
+    def dist(mode, vv, ff, pts):
+        old = dg.ANGLE_MODE
+        dg.ANGLE_MODE = mode
+        try:
+            g = dg.dual_graph(vv, ff, delta=0.05, eta_convex=0.02)
+        finally:
+            dg.ANGLE_MODE = old
+        idx = cKDTree(g.centroids).query(pts)[1]
+        return dijkstra(g.csr(), indices=idx)[:, idx]
+
+    rng = np.random.default_rng(1)
+    pts = v[f[rng.choice(len(f), 12, replace=False)]].mean(axis=1)
+    off = ~np.eye(12, dtype=bool)
+    r_scale = dist("scale", v2, f2, pts)[off] / dist("scale", v, f, pts)[off]
+    r_cos = dist("cosine", v2, f2, pts)[off] / dist("cosine", v, f, pts)[off]
+    assert np.median(r_scale) == pytest.approx(1.0, abs=0.15)
+    assert np.median(r_cos) > 1.5  # the old term: four times the faces, the creases twice as costly
+
+
+def test_slivers_are_merged_before_parts():
+    """A tiny cluster is merged first even when its boundary is the strongest."""
+    from gpu_kernels.mesh.boundary import merge_weakest_boundaries
+
+    v, f, truth = box_bar_box()
+    from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
+
+    vc, fc, _, _ = clean_mesh(v, f)
+    g = dual_graph(vc, fc, delta=0.05, eta_convex=0.02)
+    lab = np.asarray(truth, dtype=np.int64).copy()
+    # a two-face sliver inside box 0
+    first = np.flatnonzero(lab == 0)[:2]
+    lab[first] = 3
+    out, merges = merge_weakest_boundaries(g, lab, {0: 3}, np.zeros(4, np.int64), min_area=0.002)
+    assert merges[0][1] == 3 and len(np.unique(out)) == 3

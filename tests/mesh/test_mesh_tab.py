@@ -115,6 +115,11 @@ def test_picking_a_face_shows_its_memberships(segmented):
     np.testing.assert_allclose(tab.bars.values, seg.memberships[face])
     assert tab.bars.label == int(seg.labels[face])
     assert tab.bars.order()[0] == int(np.argmax(seg.memberships[face]))
+    # for every face, the bar drawn first (highest) is the face's own part
+    for fc in range(0, len(tab.data.faces), 97):
+        tab.show_face(fc)
+        assert tab.bars.order()[0] == tab.bars.label == int(seg.labels[fc])
+    tab.show_face(face)
     text = tab.face_label.text()
     assert f"Face {face:,}" in text and f"part {int(seg.labels[face])}" in text
     assert tab.view.picked_face == face
@@ -172,7 +177,9 @@ def test_exports(tmp_path, segmented):
     seg = tab.result.seg
     nf = len(tab.data.faces)
     tab.save_result(tmp_path / "parts.ply")
-    np.testing.assert_array_equal(read_face_colors(tmp_path / "parts.ply"), seg.face_colors)
+    # one flat colour per part in the file (the view shades mildly, the export does not)
+    np.testing.assert_array_equal(read_face_colors(tmp_path / "parts.ply"), seg.cluster_colors[seg.labels])
+    assert b"property float quality" in (tmp_path / "parts.ply").read_bytes()[:1000]
     tab.save_result(tmp_path / "parts.seg")
     np.testing.assert_array_equal(read_seg(tmp_path / "parts.seg", n_faces=nf), seg.labels)
     tab.segments_format.setCurrentText("obj")
@@ -205,7 +212,7 @@ def test_parameters_persist(tab, tmp_path, qtbot):
     tab.edges_check.setChecked(True)
     params = tab.params()
     assert params == {"k": 4, "delta": 0.35, "eta_convex": None, "epsilon": 0.07, "apsp": "cpu-mt",
-                      "max_iter": 9, "max_faces": 5000}
+                      "max_iter": 9, "max_faces": 5000, "shading": mesh_seg.DEFAULT_SHADING}
     s = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     s.beginGroup("tabs/mesh")
     tab.save_settings(s)
@@ -258,7 +265,7 @@ def test_too_large_proposes_simplification(qtbot, tab, tab_runner, monkeypatch, 
 
     def fake(vertices, faces, **kw):
         calls.append(kw.get("max_faces"))
-        if kw.get("max_faces") is None:
+        if kw.get("max_faces") in (None, "auto"):
             raise MeshTooLargeError(len(faces), 1500, "cpu")
         return dumbbell_result
 
@@ -268,9 +275,9 @@ def test_too_large_proposes_simplification(qtbot, tab, tab_runner, monkeypatch, 
     tab_runner.load(tab, SAMPLES / "dumbbell.ply")
     assert tab_runner.run(tab) is not None
     assert len(asked) == 1 and asked[0].size == 3000 and asked[0].suggested_size == 1400
-    assert calls == [None, 1400]
+    assert calls == ["auto", 1400]
     assert tab.result.params["max_faces"] == 1400
-    assert tab.params()["max_faces"] is None  # for that run only: the form keeps its value
+    assert tab.params()["max_faces"] == "auto"  # for that run only: the form keeps its value
     assert tab.legend.rowCount() == tab.result.seg.k
 
 
@@ -288,17 +295,22 @@ def test_declining_the_offer_runs_nothing(qtbot, tab, tab_runner, monkeypatch, e
 
 
 @pytest.mark.parametrize("choice", ["cancel", "apply", "run"])
-def test_large_mesh_on_the_cpu_offers_to_simplify_first(qtbot, tab, tab_runner, monkeypatch, dumbbell_result,
-                                                        choice):
+def test_a_full_resolution_run_on_the_cpu_offers_the_working_resolution(qtbot, tab, tab_runner, monkeypatch,
+                                                                       dumbbell_result, choice):
+    """The default (auto) needs no offer; asking for a resolution far above the CPU's working
+    resolution gets one, with the same number the CLI and the README give."""
     seen = []
-    monkeypatch.setattr(mesh_seg, "CPU_COMFORT_FACES", 1000)
+    monkeypatch.setattr(mesh_seg, "WORKING_FACES", 1000)
     monkeypatch.setattr(seg_lib, "segment_mesh", lambda *a, **k: seen.append(k["max_faces"]) or dumbbell_result)
     monkeypatch.setattr(tab, "ask_advice", lambda adv: seen.append(adv.size) or choice)
     tab_runner.load(tab, SAMPLES / "dumbbell.ply")
-    res = tab_runner.run(tab)
-    expected = {"cancel": [3000], "apply": [3000, 1000], "run": [3000, None]}[choice]
+    assert tab_runner.run(tab) is not None and seen == ["auto"]  # default: no question
+    seen.clear()
+    res = tab_runner.run(tab, max_faces=100_000)
+    expected = {"cancel": [3000], "apply": [3000, 1000], "run": [3000, 100_000]}[choice]
     assert seen == expected
     assert (res is not None) == (choice != "cancel")
+    assert tab.params()["max_faces"] == 100_000  # the offer is for that run only
 
 
 def test_cancel_keeps_the_previous_result(qtbot, tab, tab_runner, monkeypatch, dumbbell_result):
@@ -373,3 +385,43 @@ def test_main_window_routes_meshes_to_the_tab(qtbot, monkeypatch):
     assert tab.input_path.name == "creature.ply"
     assert errors == []
     w.close()
+
+
+def test_part_numbers_never_hide_one_another(segmented):
+    from app.render.mesh import LABEL_BOX, layout_labels
+
+    # a crowd of anchors on one spot, and some near the edge
+    anchors = np.array([[100, 100]] * 6 + [[2, 2], [3, 1], [637, 477]], float)
+    pos = layout_labels(anchors, (640, 480))
+    w, h = LABEL_BOX
+    for i in range(len(pos)):
+        for j in range(i + 1, len(pos)):
+            assert abs(pos[i, 0] - pos[j, 0]) >= w or abs(pos[i, 1] - pos[j, 1]) >= h
+    assert (pos[:, 0] >= w / 2).all() and (pos[:, 0] <= 640 - w / 2).all()
+    assert (pos[:, 1] >= h / 2).all() and (pos[:, 1] <= 480 - h / 2).all()
+    tab = segmented
+    if tab.view.available:
+        tab.view.plotter.render()
+        shown = tab.view.label_positions()
+        assert shown is not None and len(shown) == tab.result.seg.k
+
+
+def test_the_first_view_and_the_static_picture_frame_the_whole_mesh(qtbot, tmp_path, tab_runner):
+    """The dumbbell fits the 3-D view in a narrow window as in a wide one, and the software
+    picture (no OpenGL) holds both boxes with a margin, plus the part numbers."""
+    from app.render.mesh import rasterize
+
+    v, f = read_mesh(SAMPLES / "dumbbell.ply")
+    for size in ((300, 600), (900, 300)):
+        img = rasterize(v, f, np.full((len(f), 3), 90, np.uint8), size=size)
+        ys, xs = np.nonzero((img < 250).any(axis=2))
+        assert xs.min() > 2 and ys.min() > 2 and xs.max() < size[0] - 3 and ys.max() < size[1] - 3
+    t = MeshTab(allow_3d=False)
+    qtbot.addWidget(t)
+    t.resize(700, 500)
+    t.show()
+    tab_runner.load(t, SAMPLES / "dumbbell.ply")
+    seg = tab_runner.run(t, apsp="cpu", max_faces=800).seg
+    img = t.view.render_image((400, 600))
+    for c in seg.cluster_colors:  # every part's colour shows, markers included
+        assert (np.abs(img.astype(int) - c.astype(int)).sum(axis=2) < 40).any()
