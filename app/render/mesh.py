@@ -15,7 +15,7 @@ from ..io.atomic import atomic_write
 from .gl import gl_unavailable_reason
 
 __all__ = ["render_png", "render_image", "rasterize", "to_polydata", "view_direction", "set_default_view",
-           "layout_labels", "fit_distance"]
+           "layout_labels", "fit_distance", "fit_points_distance", "draw_markers"]
 
 #: marker boxes (part numbers) in pixels
 LABEL_BOX = (24, 20)
@@ -194,9 +194,28 @@ def set_default_view(plotter, vertices, aspect: float | None = None) -> None:
         except Exception:  # noqa: BLE001 - no window yet
             aspect = 1.0
     cam = plotter.camera
-    dist = fit_distance(r, cam.view_angle, aspect)
+    dist = min(fit_distance(r, cam.view_angle, aspect), fit_points_distance(v, c, d, up, cam.view_angle, aspect))
     plotter.camera_position = [tuple(c + d * dist), tuple(c), tuple(up)]
     plotter.reset_camera_clipping_range()
+
+
+def fit_points_distance(vertices, centre, direction, up, view_angle_deg: float, aspect: float,
+                        margin: float = 1.06) -> float:
+    """The smallest camera distance (looking at ``centre`` from ``centre + direction * D``) at
+    which every vertex is inside the perspective view, with a margin: tighter than the
+    bounding sphere for long or flat meshes."""
+    v = np.asarray(vertices, dtype=np.float64)
+    if len(v) > 20000:
+        v = v[np.linspace(0, len(v) - 1, 20000).astype(np.int64)]
+    d = np.asarray(direction, dtype=np.float64)
+    right = np.cross(np.asarray(up, dtype=np.float64), d)
+    right /= np.linalg.norm(right) or 1.0
+    up2 = np.cross(d, right)
+    p = v - np.asarray(centre, dtype=np.float64)
+    x, y, z = np.abs(p @ right), np.abs(p @ up2), p @ d
+    tv = np.tan(np.radians(float(view_angle_deg)) / 2) / margin
+    th = tv * max(float(aspect), 1e-3)
+    return float(max(np.max(z + x / th), np.max(z + y / tv), 1e-9))
 
 
 def rasterize(vertices, faces, face_colors, *, size=(900, 700), background=(255, 255, 255),

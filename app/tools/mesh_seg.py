@@ -360,8 +360,12 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None,
         res = run(data, PARAMS.defaults(), device=device, progress=sub)
         written += write_colored_ply(res, out_dir / f"{path.stem}-parts.ply")
         written += write_labels(res, out_dir / f"{path.stem}.seg")
+        reps = np.asarray(res.seg.representatives, dtype=np.int64)
+        markers = (data.vertices[data.faces[reps]].mean(axis=1), [str(j) for j in range(len(reps))],
+                   res.seg.cluster_colors)
         written.append(render_png(out_dir / f"{path.stem}-parts.png", data.vertices, data.faces,
-                                  res.seg.face_colors, title=f"{path.stem}: {res.seg.k} parts, {len(data.faces):,} faces"))
+                                  res.seg.face_colors, title=f"{path.stem}: {res.seg.k} parts, {len(data.faces):,} faces",
+                                  markers=markers))
         txt = out_dir / f"{path.stem}-summary.txt"
         with atomic_write(txt, "w") as fh:
             fh.write("\n".join(summary(res)) + "\n")
