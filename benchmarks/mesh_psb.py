@@ -210,10 +210,55 @@ def _install_simplify_cache():
         _segment.simplify_mesh = cached
 
 
+def _simplify_key(vertices, faces, target) -> str:
+    h = hashlib.sha1(np.ascontiguousarray(vertices, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(faces, dtype=np.int64).tobytes())
+    h.update(str(int(target)).encode())
+    return h.hexdigest()[:20]
+
+
+def _install_simplified(path):
+    """Serve the simplifications from ``path`` (``--save-simplified``), for a host without
+    pymeshlab (the GPU machines): the same function as where pymeshlab runs."""
+    store = dict(np.load(path))
+
+    def lookup(vertices, faces, target_faces):
+        key = _simplify_key(vertices, faces, target_faces)
+        if f"v_{key}" not in store:
+            raise RuntimeError(f"no stored simplification for this mesh at {target_faces} faces in {path}")
+        return store[f"v_{key}"].copy(), store[f"f_{key}"].copy()
+
+    _segment.simplify_mesh = lookup
+    _segment._can_simplify = lambda: True
+
+
+def _record_simplified(path):
+    """Wrap the simplification so that every result is added to ``path`` (npz)."""
+    from gpu_kernels.mesh import simplify as _simp
+
+    orig = _simp.simplify_mesh
+
+    def record(vertices, faces, target_faces):
+        v, f = orig(vertices, faces, target_faces)
+        key = _simplify_key(vertices, faces, target_faces)
+        p = Path(path)
+        store = dict(np.load(p)) if p.exists() else {}
+        store[f"v_{key}"], store[f"f_{key}"] = v, f
+        np.savez_compressed(p, **store)
+        return v, f
+
+    _segment.simplify_mesh = record
+
+
 def _worker(args):
     data, mesh_id, params, max_faces, device, quick, auto_k, settings = args
     _install_apsp_cache()
-    _install_simplify_cache()
+    if os.environ.get("PSB_SIMPLIFIED"):
+        _install_simplified(os.environ["PSB_SIMPLIFIED"])
+    elif os.environ.get("PSB_SAVE_SIMPLIFIED"):
+        _record_simplified(os.environ["PSB_SAVE_SIMPLIFIED"])
+    else:
+        _install_simplify_cache()
     _apply_settings(settings)
     if os.environ.get("PSB_MERGE_CRITERION"):  # tuning experiments only
         from gpu_kernels.mesh import boundary
@@ -345,6 +390,11 @@ def main(argv=None):
     ap.add_argument("--auto-only", action="store_true",
                     help="tuning: only k = auto (and the smallest human k, for the table's shape)")
     ap.add_argument("--quick", action="store_true", help="Rand Index error only (tuning)")
+    ap.add_argument("--simplified", type=Path, default=None, metavar="FILE.npz",
+                    help="take the simplifications from FILE (written by --save-simplified), for hosts "
+                         "without pymeshlab")
+    ap.add_argument("--save-simplified", type=Path, default=None, metavar="FILE.npz",
+                    help="store every simplification made into FILE (use --jobs 1)")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="tuning experiments: set a constant of a gpu_kernels.mesh module first")
     ap.add_argument("--grid", action="store_true", help="sweep delta x eta_convex (x epsilon)")
@@ -355,6 +405,10 @@ def main(argv=None):
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args(argv)
     resolutions = _parse_max_faces(args.max_faces)
+    if args.simplified is not None:
+        os.environ["PSB_SIMPLIFIED"] = str(args.simplified.resolve())
+    if args.save_simplified is not None:
+        os.environ["PSB_SAVE_SIMPLIFIED"] = str(args.save_simplified.resolve())
     if not args.data.is_dir():
         print(f"no PSB data at {args.data}", file=sys.stderr)
         return 2

@@ -8,7 +8,10 @@ Four methods that agree to float32 rounding:
 ``cpu-mt``
     The same with the sources split across worker *processes*: SciPy's Dijkstra holds
     the GIL, so threads do not scale. The workers write their rows straight into a
-    shared memory-mapped result.
+    shared memory-mapped result. They start without re-running the caller's main script;
+    called from inside a worker process (a benchmark's or batch's pool) it runs on one
+    thread instead of nesting pools. ``auto`` picks it where it is faster on this machine
+    (:func:`auto_cpu_method`).
 ``gpu``
     Tiled Floyd-Warshall for directed graphs (Katz & Kider 2008), ``cuda/fw_dense.cu``:
     per diagonal tile three stages, dependency tiles in shared memory, register-blocked

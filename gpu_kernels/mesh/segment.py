@@ -5,33 +5,42 @@
 fuzzy k-way clustering, and the fuzzy boundary between clusters is settled by minimum cuts
 along the sharpest concave creases. Each connected component is clustered on its own.
 
-A mesh whose largest component's N x N matrix does not fit in memory (GPU memory on the GPU,
-host RAM on the CPU) raises :class:`MeshTooLargeError` unless ``simplify`` is requested or
-``max_faces`` is given: then a quadric-edge-collapse copy is segmented and its memberships
-are carried back to every input face, followed by a fresh boundary cut on the input mesh.
+By default (``max_faces="auto"``) a mesh with more than ``WORKING_FACES`` = 4000 faces is
+clustered on a quadric-edge-collapse copy of that size, on every device; its memberships are
+carried back to every input face and the boundaries are re-cut on the input mesh. So a
+user gets the same parts from a 5,000- or a 50,000-face scan, on the CPU or the GPU. A
+mesh whose largest component's N x N matrix does not fit in memory is simplified too;
+``max_faces=None`` clusters at full resolution (and raises :class:`MeshTooLargeError` when
+it does not fit, unless ``simplify``).
 
-Defaults (chosen on the 19-mesh Princeton Segmentation Benchmark subset, Princeton protocol,
-meshes simplified to 4000 faces; see benchmarks/RESULTS.md for every candidate's score):
+Defaults (chosen on the 19-mesh Princeton Segmentation Benchmark subset, Princeton protocol;
+every candidate's score is in benchmarks/results/mesh_defaults_log.md; no choice inside this
+function looks at labels):
 
+* the dual graph's bend is measured at a fixed physical scale
+  (:func:`gpu_kernels.mesh.dualgraph.scale_bending`), so distances do not depend on the
+  triangulation (Katz & Tal's ``1 - cos`` per arc made every crease a wall on fine meshes:
+  0.204 at full resolution with the old defaults);
 * ``delta = 0.05``, ``eta_convex = 0.02``: the distance is almost all angular and convex
-  edges are nearly free to cross, so clusters end at concave creases. The published
-  ``delta = 0.8, eta_convex = 0.2`` scores 0.29 Rand Index error;
-* ``update_power = 2``: the representative update weights faces by ``P_j(f)^2``. With the
-  plain ``P_j(f)`` (power 1) the 1/d memberships are so flat that every representative drifts
-  towards the mesh's medoid and clusters come out equal-sized (0.246 with power 1 against
-  0.183 with power 2, both without merging);
-* ``oversegment = (1, 1.5, 2)``: with an integer k, cluster into ``ceil(f k)`` parts for each
-  factor f (on the same distance matrix), merge adjacent clusters whose boundary is no more
-  concave than their inside (:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`)
-  down to k, and keep the result whose boundaries are the most concave on average
-  (:func:`boundary_concavity`; a label-free, per-mesh choice). 0.183 without merging, 0.148
-  with the fixed factor 1.5, 0.140 with the choice;
-* ``epsilon = 0.04`` (0.25 was worse). Fuzziness is measured on the two best memberships
-  renormalised over the pair (Katz & Tal's binary rule, see
-  :func:`gpu_kernels.mesh.boundary.fuzzy_faces`).
+  edges are nearly free to cross, so clusters end at concave creases;
+* ``update_power = 2``: the representative update weights faces by ``P_j(f)^2`` (power 1
+  drags every representative to the medoid);
+* ``oversegment = (1, 1.5, 2, 3)``: cluster into ``ceil(f k)`` parts for each factor f, merge
+  adjacent clusters whose boundary is no more concave than their inside down to k
+  (slivers, clusters with less than ``MIN_PART_AREA`` of the area, first), and keep the
+  result whose boundaries are the most concave on average (:func:`boundary_concavity`);
+* ``k = "auto"``: over-segment into ``AUTO_K_START`` = 30 clusters and merge the same way
+  while the weakest boundary is weaker than ``max(AUTO_K_STRENGTH, AUTO_K_RELATIVE x the
+  strongest boundary on the way down to 2 clusters)`` (1.8 and 0.4);
+* ``epsilon = 0.04``; fuzziness is measured on the two best memberships renormalised over
+  the pair (Katz & Tal's binary rule, see :func:`gpu_kernels.mesh.boundary.fuzzy_faces`).
+  The returned memberships are those of the final parts
+  (:func:`gpu_kernels.mesh.boundary.part_memberships`), so a face's highest membership is
+  always its own part.
 
-The 0.140 holds at the benchmark's 4000-face clustering resolution; at 3000 and 6000 faces
-the same defaults score 0.172 and 0.162.
+Scores (Rand Index error, Princeton protocol, 19 meshes): 0.145 with these defaults (working
+resolution 4000); 0.166 / 0.150 / 0.170 when clustering at 2000 / 3000 / 6000 faces; k =
+auto 0.160 with k inside the human range on 15 of 19 meshes.
 """
 
 from __future__ import annotations
