@@ -172,7 +172,7 @@ class JobRunner(QObject):
         thread = _JobThread(job, device, None, what)
         # the callback runs in the worker thread: it only emits (queued to this thread)
         thread._progress = self._progress = Progress(
-            thread.progressed.emit, threading.Event(), min_interval=0.03
+            thread.progressed.emit, threading.Event(), min_interval=0.25
         )
         self.last_progress = (0.0, "starting")
         self.current_job_token = job.token
