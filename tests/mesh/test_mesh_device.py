@@ -3,6 +3,7 @@ on a GPU host, computes on the CPU (and with ``device="cuda"`` on the GPU)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
@@ -31,7 +32,14 @@ def test_a_tab_job_asked_for_the_cpu_runs_on_the_cpu_on_a_gpu_host():
         res_gpu, be_gpu, _ = execute(job, device="cuda:0")
         assert be_gpu.is_gpu and res_gpu.seg.info["device"] == "cuda:0"
         assert res_gpu.seg.info["method"].startswith("gpu")
-        assert (res_gpu.seg.labels == res.seg.labels).mean() > 0.98
+        # the same parts, whatever numbers each device gives them
+        from scipy.optimize import linear_sum_assignment
+
+        a, b = res_gpu.seg.labels, res.seg.labels
+        table = np.zeros((a.max() + 1, b.max() + 1))
+        np.add.at(table, (a, b), 1)
+        rows, cols = linear_sum_assignment(-table)
+        assert table[rows, cols].sum() / a.size > 0.98
     finally:
         backend._default_spec = saved
 
