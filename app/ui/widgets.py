@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget, QTableWidgetItem, QWidget
 
 __all__ = ["swatch", "LegendTable", "hex_color"]
 
@@ -102,6 +102,8 @@ class LegendTable(QTableWidget):
         h += sum(self.rowHeight(r) for r in range(min(rows, self.max_rows_shown)))
         if rows > self.max_rows_shown:
             h += self.rowHeight(0) // 2  # a hint that it scrolls
+        # room for the horizontal scroll bar, which a narrow panel shows (it would hide a row)
+        h += self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         self.setFixedHeight(max(h, self.horizontalHeader().height() + 40))
 
     def _on_selection(self) -> None:

@@ -8,8 +8,8 @@ run back to back with no host round-trip, except reading the number of regions (
 feature arrays: one synchronisation) and, with ``min_size > 1``, one check per merging round;
 ``ImageSegmentation.syncs`` counts them and ``info["sync_reasons"]`` says what each was.
 
-Defaults: see ``docs/readme-imseg.md`` and ``benchmarks/results/imseg.md`` for how they
-were chosen on BSDS500.
+Defaults: see the README's Image segmentation section and ``benchmarks/results/imseg.md``
+for how they were chosen on BSDS500.
 
 Example
 -------
