@@ -40,7 +40,7 @@ import numpy as np
 
 from gpu_kernels.errors import InputError
 
-from .atomic import atomic_write
+from .atomic import OutputPathError, atomic_write, check_output_file
 
 __all__ = [
     "LABEL_EXTENSIONS",
@@ -80,14 +80,10 @@ def check_labels_output(path: str | os.PathLike) -> pathlib.Path:
     an existing writable folder, not a folder itself."""
     path = pathlib.Path(path)
     _ext(path)
-    if path.is_dir():
-        raise LabelsIOError(f"{path}: is a folder; give a file name")
-    parent = path.parent if str(path.parent) else pathlib.Path(".")
-    if not parent.is_dir():
-        raise LabelsIOError(f"{path}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise LabelsIOError(f"{path}: the folder {parent} is not writable")
-    return path
+    try:
+        return check_output_file(path)
+    except OutputPathError as e:
+        raise LabelsIOError(str(e)) from None
 
 
 def _check_labels(labels) -> np.ndarray:

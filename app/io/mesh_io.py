@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.io import mesh_formats
-from app.io.atomic import atomic_output_dir, atomic_write
+from app.io.atomic import OutputPathError, atomic_output_dir, atomic_write, check_output_file
 from app.io.mesh_formats import MeshFile, MeshIOError
 
 __all__ = [
@@ -284,15 +284,10 @@ def _check_labels(labels, n_faces: int | None = None) -> np.ndarray:
 def check_output_path(path: str | os.PathLike) -> pathlib.Path:
     """Check that a file can be written at ``path`` (not a folder; its folder exists and
     is writable) before any work starts. Raises :class:`MeshIOError` with one clear line."""
-    path = pathlib.Path(path)
-    if path.is_dir():
-        raise MeshIOError(f"{path}: is a folder; give a file name")
-    parent = path.parent if str(path.parent) else pathlib.Path(".")
-    if not parent.is_dir():
-        raise MeshIOError(f"{path}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise MeshIOError(f"{path}: the folder {parent} is not writable")
-    return path
+    try:
+        return check_output_file(path)
+    except OutputPathError as e:
+        raise MeshIOError(str(e)) from None
 
 
 # ----------------------------------------------------------------------------- writers

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from app.io.atomic import atomic_write
+from app.io.atomic import OutputPathError, atomic_write, check_output_file
 from gpu_kernels.errors import InputError
 
 __all__ = [
@@ -608,14 +608,10 @@ def check_output_path(path, extensions=WRITE_EXTENSIONS) -> Path:
     name = p.name.lower()
     if not any(name.endswith(e) for e in extensions):
         raise VolumeIOError(f"{p}: unsupported output type: use one of {', '.join(extensions)}")
-    if p.is_dir():
-        raise VolumeIOError(f"{p}: is a folder; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise VolumeIOError(f"{p}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise VolumeIOError(f"{p}: the folder {parent} is not writable")
-    return p
+    try:
+        return check_output_file(p)
+    except OutputPathError as e:
+        raise VolumeIOError(str(e)) from None
 
 
 @contextlib.contextmanager
