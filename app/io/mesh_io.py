@@ -291,12 +291,15 @@ def check_output_path(path: str | os.PathLike) -> pathlib.Path:
 
 
 # ----------------------------------------------------------------------------- writers
-def _ply_bytes(v: np.ndarray, f: np.ndarray, face_colors: np.ndarray | None) -> bytes:
-    """Binary little-endian PLY: double x,y,z; uchar-count int vertex_indices; uchar rgb."""
+def _ply_bytes(v: np.ndarray, f: np.ndarray, face_colors: np.ndarray | None,
+               face_quality: np.ndarray | None = None, comments=()) -> bytes:
+    """Binary little-endian PLY: double x,y,z; uchar-count int vertex_indices; uchar rgb;
+    float quality."""
     header = [
         "ply",
         "format binary_little_endian 1.0",
         "comment written by gpulab",
+        *(f"comment {c}" for c in comments),
         f"element vertex {len(v)}",
         "property double x",
         "property double y",
@@ -308,6 +311,9 @@ def _ply_bytes(v: np.ndarray, f: np.ndarray, face_colors: np.ndarray | None) -> 
     if face_colors is not None:
         header += ["property uchar red", "property uchar green", "property uchar blue"]
         fields += [("rgb", "u1", (3,))]
+    if face_quality is not None:
+        header.append("property float quality")
+        fields += [("q", "<f4")]
     header.append("end_header")
     vrec = np.ascontiguousarray(v, dtype="<f8")
     frec = np.empty(len(f), dtype=np.dtype(fields))
@@ -315,6 +321,8 @@ def _ply_bytes(v: np.ndarray, f: np.ndarray, face_colors: np.ndarray | None) -> 
     frec["idx"] = f
     if face_colors is not None:
         frec["rgb"] = face_colors
+    if face_quality is not None:
+        frec["q"] = face_quality
     return ("\n".join(header) + "\n").encode("ascii") + vrec.tobytes() + frec.tobytes()
 
 
@@ -356,16 +364,28 @@ def _mesh_bytes(fmt: str, v, f, face_colors=None) -> bytes:
     raise MeshIOError(f"cannot write {fmt!r} meshes (use one of {', '.join(SEGMENT_FORMATS)})")
 
 
-def write_colored_ply(path, vertices, faces, face_colors) -> pathlib.Path:
-    """Write a binary PLY with per-face ``red``/``green``/``blue`` uchar properties.
+def write_colored_ply(path, vertices, faces, face_colors, *, face_quality=None,
+                      comments=()) -> pathlib.Path:
+    """Write a binary PLY with per-face ``red``/``green``/``blue`` uchar properties and,
+    optionally, a per-face ``float quality`` (MeshLab shows it through Render ▸ Color ▸ Per
+    Face Quality) and header comments.
 
     MeshLab, pymeshlab and pyvista (VTK) read the colours back. The file appears
     atomically: either the whole file is written or none at all.
     """
     v, f = _check_mesh(vertices, faces)
     c = _check_colors(face_colors, len(f))
+    q = None
+    if face_quality is not None:
+        q = np.asarray(face_quality, dtype=np.float32).reshape(-1)
+        if len(q) != len(f):
+            raise MeshIOError(f"{len(q)} face quality values for {len(f)} faces")
+        if not np.isfinite(q).all():
+            raise MeshIOError("the face quality contains NaN or infinite values")
+    if any("\n" in str(cm) for cm in comments):
+        raise MeshIOError("a PLY comment cannot contain a line break")
     path = check_output_path(path)
-    data = _ply_bytes(v, f, c)
+    data = _ply_bytes(v, f, c, q, comments)
     with atomic_write(path, "wb") as fh:
         fh.write(data)
     return path

@@ -38,7 +38,7 @@ from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 
 __all__ = ["PARAMS", "TOOL", "MeshData", "MeshSegResult", "load", "run", "summary", "advise",
-           "samples", "demo", "WORKING_FACES", "APSP_CHOICES", "write_parts_ply"]
+           "samples", "demo", "WORKING_FACES", "APSP_CHOICES"]
 
 #: the working resolution (the one number for the simplification advice): with ``max_faces``
 #: at 'auto' a larger mesh is clustered at this many faces; asked for much more on the CPU,
@@ -258,41 +258,14 @@ def summary(result: MeshSegResult) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- exports
-def write_parts_ply(path, vertices, faces, labels, part_colors, quality) -> pathlib.Path:
-    """Binary PLY with one flat colour per part (``red``/``green``/``blue`` per face) and the
-    per-face certainty as ``float quality``, which MeshLab reads as face quality (Render ▸
-    Color ▸ Per Face Quality, or Filters ▸ Quality Measure for selections). Atomic.
-
-    (``mesh_io.write_colored_ply`` writes colours only; once it takes a ``face_quality``
-    argument this writer can go.)
-    """
-    path = mesh_io.check_output_path(path)
-    v = np.ascontiguousarray(vertices, dtype="<f8")
-    f = np.asarray(faces, dtype=np.int64)
-    header = "\n".join([
-        "ply", "format binary_little_endian 1.0", "comment written by gpulab: faces coloured by part",
-        "comment quality = certainty of the face's part, 0 (on a boundary) to 1",
-        f"element vertex {len(v)}", "property double x", "property double y", "property double z",
-        f"element face {len(f)}", "property list uchar int vertex_indices",
-        "property uchar red", "property uchar green", "property uchar blue", "property float quality",
-        "end_header"]) + "\n"
-    rec = np.empty(len(f), dtype=np.dtype([("n", "u1"), ("idx", "<i4", (3,)), ("rgb", "u1", (3,)), ("q", "<f4")]))
-    rec["n"] = 3
-    rec["idx"] = f
-    rec["rgb"] = np.asarray(part_colors, dtype=np.uint8)[np.asarray(labels)]
-    rec["q"] = np.asarray(quality, dtype=np.float32)
-    with atomic_write(path, "wb") as fh:
-        fh.write(header.encode("ascii"))
-        fh.write(v.tobytes())
-        fh.write(rec.tobytes())
-    return path
-
-
 def write_colored_ply(result: MeshSegResult, path) -> list[pathlib.Path]:
     """The mesh with one flat colour per part and the certainty as face quality."""
     d, seg = result.data, result.seg
-    return [write_parts_ply(path, d.vertices, d.faces, seg.labels, seg.cluster_colors,
-                            certainty(seg.memberships))]
+    colors = np.asarray(seg.cluster_colors, dtype=np.uint8)[np.asarray(seg.labels)]
+    return [mesh_io.write_colored_ply(
+        path, d.vertices, d.faces, colors, face_quality=certainty(seg.memberships),
+        comments=("faces coloured by part",
+                  "quality = certainty of the face's part, 0 (on a boundary) to 1"))]
 
 
 def write_labels(result: MeshSegResult, path) -> list[pathlib.Path]:

@@ -49,6 +49,26 @@ def leftovers(d: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- round trips
+def test_face_quality_reaches_meshlab_and_bad_quality_is_refused(tmp_path):
+    v, f = read_mesh(SAMPLES / "dumbbell.ply")
+    colors = np.full((len(f), 3), 90, np.uint8)
+    q = np.linspace(0, 1, len(f), dtype=np.float32)
+    out = write_colored_ply(tmp_path / "q.ply", v, f, colors, face_quality=q, comments=("hello",))
+    assert b"comment hello\n" in out.read_bytes()[:300]
+    np.testing.assert_array_equal(read_face_colors(out), colors)
+    pymeshlab = pytest.importorskip("pymeshlab")
+    ms = pymeshlab.MeshSet()
+    ms.load_new_mesh(str(out))
+    assert ms.current_mesh().has_face_scalar()  # MeshLab calls face quality its face scalar
+    np.testing.assert_allclose(ms.current_mesh().face_scalar_array(), q, atol=1e-7)
+    for bad, msg in ((q[:-1], "face quality values"), (np.full(len(f), np.nan), "NaN")):
+        with pytest.raises(MeshIOError, match=msg):
+            write_colored_ply(tmp_path / "bad.ply", v, f, colors, face_quality=bad)
+    with pytest.raises(MeshIOError, match="line break"):
+        write_colored_ply(tmp_path / "bad.ply", v, f, colors, comments=("a\nb",))
+    assert not (tmp_path / "bad.ply").exists() and leftovers(tmp_path) == []
+
+
 def test_coloured_ply_round_trip_through_pymeshlab_and_pyvista(tmp_path):
     v, f = read_mesh(SAMPLES / "dumbbell.ply")
     assert v.dtype == np.float64 and f.dtype == np.int64 and v.shape[1] == f.shape[1] == 3
