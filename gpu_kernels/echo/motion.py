@@ -388,6 +388,18 @@ def _restrict_flow(ops, u, coarse_shape, fac):
     return out
 
 
+#: volumes from this many voxels release the pool's cached blocks before the finest level
+_RELEASE_CACHED_FROM = 64 ** 3
+
+
+def _release_cached_blocks(xp) -> None:
+    """Free the unused blocks of CuPy's default pool (blocks in use are not touched)."""
+    try:
+        xp.get_default_memory_pool().free_all_blocks()
+    except AttributeError:  # not CuPy's module
+        pass
+
+
 def estimate_motion(
     fixed,
     moving,
@@ -526,6 +538,7 @@ def estimate_motion(
             om = DEFAULT_SOR_OMEGA if omega is None else float(omega)
         info.omega = om
         nlev = len(pyr)
+        nvox_fine = float(np.prod(shape))
         u = None
         stats = ops.new_stats()
         work = [float(np.prod(s)) for s, _ in pyr]
@@ -542,6 +555,12 @@ def estimate_motion(
                 u = _upsample_flow(ops, u, shp, pyr[lev + 1][1])
             f_l, m_l = fixed_l[lev], moving_l[lev]
             fixed_l[lev] = moving_l[lev] = None     # finer levels are built: free as we go
+            if lev == 0 and nlev > 1 and be.is_gpu and nvox_fine >= _RELEASE_CACHED_FROM:
+                # The coarser levels' tensors, flows and images are free now but stay cached in
+                # CuPy's pool, where blocks of their sizes cannot serve the finest level's
+                # allocations: hand them back first, so the peak is the finest level's own need
+                # (about 3 floats per voxel less). One device synchronisation per call.
+                _release_cached_blocks(xp)
             if sigma > 0:
                 f_l = ops.gaussian(f_l, sigma)
                 m_l = ops.gaussian(m_l, sigma)
