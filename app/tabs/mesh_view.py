@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from ..render.mesh import LABEL_BOX, layout_labels, rasterize, set_default_view, to_polydata
 from ..ui.gl import opengl_status
+from ..ui.view3d import View3D
 
 __all__ = ["MeshView", "opengl_status"]  # opengl_status re-exported for the tests
 
@@ -30,7 +31,7 @@ PICK_COLOR = "#ff1744"
 SOFTWARE_MAX_FACES = 300_000  # above this the static fallback picture is skipped
 
 
-class MeshView(QWidget):
+class MeshView(View3D):
     """A mesh with per-face colours, in 3-D when OpenGL works.
 
     Signals
@@ -43,9 +44,6 @@ class MeshView(QWidget):
 
     def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True):
         super().__init__(parent)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(320, 240)
-        self.plotter = None
         self.mesh = None  # pyvista.PolyData with cell array "colors"
         self.vertices: np.ndarray | None = None
         self.faces: np.ndarray | None = None
@@ -61,92 +59,19 @@ class MeshView(QWidget):
         self._label_actors: list = []
         self._press: tuple[int, int] | None = None
         self._camera_moved = False  # the user turned or zoomed: keep their view on resize
-
-        self._stack = QStackedLayout()
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addLayout(self._stack)
-
-        self.placeholder = QLabel(
+        self.init_view(
             "<div style='color:#666'><h3>No mesh loaded</h3>"
             "<p>Open a mesh (File ▸ Open, or drop a PLY, OBJ, OFF, STL … file on the window)<br>"
-            "or pick a bundled sample on the left.</p></div>"
-        )
-        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.placeholder.setObjectName("mesh-view-placeholder")
-        self._stack.addWidget(self.placeholder)
+            "or pick a bundled sample on the left.</p></div>",
+            name="mesh-view", allow_3d=allow_3d)
 
-        ok, why = opengl_status() if allow_3d else (False, "the 3-D view was turned off")
-        self.gl_reason = why
-        if ok:
-            try:
-                from pyvistaqt import QtInteractor
-
-                self.plotter = QtInteractor(self, auto_update=False)
-                self.plotter.set_background("#f4f5f7", top="#d7dce3")
-                try:
-                    self.plotter.enable_anti_aliasing("fxaa")
-                except Exception:  # pragma: no cover - older VTK
-                    pass
-                self._stack.addWidget(self.plotter.interactor if hasattr(self.plotter, "interactor")
-                                      else self.plotter)
-                self._install_picking()
-                self.plotter.add_axes(interactive=False, line_width=2, labels_off=False)
-            except Exception as exc:  # no usable OpenGL after all
-                log.warning("3-D view unavailable: %s", exc)
-                self.gl_reason = f"{type(exc).__name__}: {exc}"
-                self._drop_plotter()
-        if self.plotter is None:
-            box = QWidget()
-            bl = QVBoxLayout(box)
-            bl.setContentsMargins(0, 0, 0, 0)
-            bl.setSpacing(0)
-            note = QLabel(f"Static picture: the interactive 3-D view is unavailable ({self.gl_reason}).")
-            note.setObjectName("mesh-view-note")
-            note.setWordWrap(True)
-            note.setStyleSheet("background: #fff4d6; color: #6b4e00; padding: 4px 8px;")
-            self.static = QLabel()
-            self.static.setObjectName("mesh-view-static")
-            self.static.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.static.setWordWrap(True)
-            self.static.setStyleSheet("background: #ffffff;")
-            bl.addWidget(note)
-            bl.addWidget(self.static, 1)
-            self._static_box = box
-            self._stack.addWidget(box)
-            self.placeholder.setText(
-                self.placeholder.text()
-                + f"<p style='color:#a15c00'>The interactive 3-D view is unavailable ({self.gl_reason}); "
-                "a static picture is shown instead.</p>"
-            )
-        else:
-            self.static = None
-        self._stack.setCurrentWidget(self.placeholder)
-
-    # ------------------------------------------------------------------ state
-    @property
-    def available(self) -> bool:
-        """True when the interactive OpenGL view is in use."""
-        return self.plotter is not None
-
-    def _drop_plotter(self) -> None:
-        if self.plotter is not None:
-            try:
-                self.plotter.close()
-            except Exception:
-                pass
-            w = self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter
-            self._stack.removeWidget(w)
-            w.deleteLater()
-        self.plotter = None
-
-    def close_view(self) -> None:
-        """Release the render window (the tab is closing)."""
-        if self.plotter is not None:
-            try:
-                self.plotter.close()
-            except Exception:  # pragma: no cover
-                log.debug("closing the plotter failed", exc_info=True)
+    def setup_plotter(self, plotter) -> None:
+        try:
+            plotter.enable_anti_aliasing("fxaa")
+        except Exception:  # pragma: no cover - older VTK
+            pass
+        self._install_picking()
+        plotter.add_axes(interactive=False, line_width=2, labels_off=False)
 
     # ------------------------------------------------------------------ content
     def clear(self) -> None:

@@ -13,11 +13,11 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from ..ui.gl import opengl_status
+from ..ui.view3d import View3D
 
 __all__ = ["MapView", "CloudView", "frustum_lines", "render_points_png"]
 
@@ -147,64 +147,15 @@ def render_points_png(points: np.ndarray, colors: np.ndarray, size=(640, 480), c
     return q.copy()
 
 
-class CloudView(QWidget):
+class CloudView(View3D):
     """Points with per-point colours and camera frusta, in 3-D when OpenGL works."""
 
     def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True):
         super().__init__(parent)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(320, 240)
-        self.plotter = None
-        self._stack = QStackedLayout()
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addLayout(self._stack)
-        self.placeholder = QLabel("<div style='color:#666'><h3>No points yet</h3>"
-                                  "<p>Run to see the reconstructed points and the cameras.</p></div>")
-        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self._stack.addWidget(self.placeholder)
-        ok, why = opengl_status() if allow_3d else (False, "the 3-D view was turned off")
-        self.gl_reason = why
-        if ok:
-            try:
-                from pyvistaqt import QtInteractor
-
-                self.plotter = QtInteractor(self, auto_update=False)
-                self.plotter.set_background("#f4f5f7", top="#d7dce3")
-                self._stack.addWidget(self.plotter.interactor if hasattr(self.plotter, "interactor")
-                                      else self.plotter)
-            except Exception as exc:  # no usable OpenGL after all
-                log.warning("3-D view unavailable: %s", exc)
-                self.gl_reason = f"{type(exc).__name__}: {exc}"
-                self.plotter = None
-        self.static = None
-        if self.plotter is None:
-            box = QWidget()
-            bl = QVBoxLayout(box)
-            bl.setContentsMargins(0, 0, 0, 0)
-            note = QLabel(f"Static picture: the interactive 3-D view is unavailable ({self.gl_reason}).")
-            note.setWordWrap(True)
-            note.setStyleSheet("background: #fff4d6; color: #6b4e00; padding: 4px 8px;")
-            self.static = QLabel()
-            self.static.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.static.setStyleSheet("background: #ffffff;")
-            bl.addWidget(note)
-            bl.addWidget(self.static, 1)
-            self._static_box = box
-            self._stack.addWidget(box)
-        self._stack.setCurrentWidget(self.placeholder)
         self.n_points = 0
-
-    @property
-    def available(self) -> bool:
-        return self.plotter is not None
-
-    def close_view(self) -> None:
-        if self.plotter is not None:
-            try:
-                self.plotter.close()
-            except Exception:  # pragma: no cover
-                log.debug("closing the plotter failed", exc_info=True)
+        self.init_view("<div style='color:#666'><h3>No points yet</h3>"
+                       "<p>Run to see the reconstructed points and the cameras.</p></div>",
+                       name="cloud-view", allow_3d=allow_3d)
 
     def clear(self) -> None:
         self.n_points = 0

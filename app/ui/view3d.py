@@ -1,0 +1,115 @@
+"""The frame every 3-D view of the window shares: a pyvistaqt ``QtInteractor`` where OpenGL
+works, otherwise a static picture under a note that says why, and a placeholder until there
+is something to show. Subclasses draw the content (:mod:`app.tabs.mesh_view`,
+:mod:`app.tabs.mvs_views`)."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
+
+from .gl import opengl_status
+
+__all__ = ["View3D"]
+
+log = logging.getLogger(__name__)
+
+
+class View3D(QWidget):
+    """A 3-D view with a software fallback.
+
+    A subclass sets its own attributes, then calls :meth:`init_view` once; it may override
+    :meth:`setup_plotter` (observers, axes). Afterwards ``plotter`` is the interactor or
+    ``None``, ``static`` the fallback's picture label or ``None``, and ``gl_reason`` says why
+    OpenGL is not used.
+    """
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(320, 240)
+        self.plotter = None
+        self.static: QLabel | None = None
+        self._static_box: QWidget | None = None
+        self.gl_reason = ""
+
+    def init_view(self, placeholder_html: str, *, name: str, allow_3d: bool = True) -> None:
+        """Build the placeholder, the interactor or the fallback; ``name`` prefixes the object
+        names (``NAME-placeholder``, ``NAME-note``, ``NAME-static``)."""
+        self._stack = QStackedLayout()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self._stack)
+        self.placeholder = QLabel(placeholder_html)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setObjectName(f"{name}-placeholder")
+        self._stack.addWidget(self.placeholder)
+        ok, why = opengl_status() if allow_3d else (False, "the 3-D view was turned off")
+        self.gl_reason = why
+        if ok:
+            try:
+                from pyvistaqt import QtInteractor
+
+                self.plotter = QtInteractor(self, auto_update=False)
+                self.plotter.set_background("#f4f5f7", top="#d7dce3")
+                self._stack.addWidget(self._plotter_widget())
+                self.setup_plotter(self.plotter)
+            except Exception as exc:  # no usable OpenGL after all
+                log.warning("3-D view unavailable: %s", exc)
+                self.gl_reason = f"{type(exc).__name__}: {exc}"
+                self._drop_plotter()
+        if self.plotter is None:
+            box = QWidget()
+            bl = QVBoxLayout(box)
+            bl.setContentsMargins(0, 0, 0, 0)
+            bl.setSpacing(0)
+            note = QLabel(f"Static picture: the interactive 3-D view is unavailable ({self.gl_reason}).")
+            note.setObjectName(f"{name}-note")
+            note.setWordWrap(True)
+            note.setStyleSheet("background: #fff4d6; color: #6b4e00; padding: 4px 8px;")
+            self.static = QLabel()
+            self.static.setObjectName(f"{name}-static")
+            self.static.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.static.setWordWrap(True)
+            self.static.setStyleSheet("background: #ffffff;")
+            bl.addWidget(note)
+            bl.addWidget(self.static, 1)
+            self._static_box = box
+            self._stack.addWidget(box)
+            self.placeholder.setText(
+                self.placeholder.text()
+                + f"<p style='color:#a15c00'>The interactive 3-D view is unavailable ({self.gl_reason}); "
+                "a static picture is shown instead.</p>")
+        self._stack.setCurrentWidget(self.placeholder)
+
+    def setup_plotter(self, plotter) -> None:
+        """Called once with a working interactor (observers, axes, anti-aliasing)."""
+
+    @property
+    def available(self) -> bool:
+        """True when the interactive OpenGL view is in use."""
+        return self.plotter is not None
+
+    def _plotter_widget(self) -> QWidget:
+        return self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter
+
+    def _drop_plotter(self) -> None:
+        if self.plotter is not None:
+            try:
+                self.plotter.close()
+            except Exception:  # noqa: BLE001
+                pass
+            w = self._plotter_widget()
+            self._stack.removeWidget(w)
+            w.deleteLater()
+        self.plotter = None
+
+    def close_view(self) -> None:
+        """Release the render window (the tab is closing)."""
+        if self.plotter is not None:
+            try:
+                self.plotter.close()
+            except Exception:  # pragma: no cover
+                log.debug("closing the plotter failed", exc_info=True)
