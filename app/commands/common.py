@@ -180,6 +180,27 @@ def run_tool(tool: Tool, data, params: dict, *, device: Backend, progress: Progr
         raise UserError(msg) from None
 
 
+def run_command(tool: Tool, args: argparse.Namespace, *, inputs: Sequence[pathlib.Path],
+                outputs: Sequence[tuple[str, pathlib.Path, Export, dict]], load, load_share: float = 0.0):
+    """The steps every tool command takes, in order: check every output before any work, read
+    the parameters and the device, ``load(progress)`` the input, run the tool, write the outputs.
+
+    ``outputs`` holds ``(option, path, export, writer options)``; ``load_share`` is the part of
+    the progress bar that loading takes. Returns ``(result, written paths)``.
+    """
+    check_outputs(inputs, [(o, p, e) for o, p, e, _ in outputs])
+    params, be = prepare(tool, args)
+    progress = cli_progress(quiet=args.quiet)
+    if load_share > 0:
+        data = load(progress.sub(0, load_share))
+        progress = progress.sub(load_share, 1.0)
+    else:
+        data = load(progress)
+    result = run_tool(tool, data, params, device=be, progress=progress, quiet=args.quiet)
+    end_progress_line()
+    return result, write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+
+
 def finish(tool: Tool, result, written: Sequence[pathlib.Path], args) -> int:
     """Print the summary and what was written; save ``--save-params``."""
     lines = list(tool.summary(result))

@@ -23,14 +23,11 @@ from ..tools import echo
 from .common import (
     add_device_arg,
     add_tool_parser,
-    check_outputs,
     cli_progress,
     end_progress_line,
     finish,
-    prepare,
-    run_tool,
+    run_command,
     select_device,
-    write_outputs,
 )
 
 __all__ = ["TOOL", "register", "run", "run_synth"]
@@ -111,38 +108,35 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ex = {e.key: e for e in TOOL.exports}
-    outputs = [("-o", args.output, ex["field"], {})]
+    outputs = [("-o", args.output, TOOL.export("field"), {})]
     for opt, key in (("--jacobian", "jacobian"), ("--trajectory", "trajectory"), ("--warped", "warped"),
                      ("--slices", "slices")):
         path = getattr(args, opt[2:])
         if path is not None:
-            outputs.append((opt, path, ex[key], {}))
+            outputs.append((opt, path, TOOL.export(key), {}))
     if args.mask is not None and args.gt is None:
         raise UserError("--mask goes with --gt (the Jacobian error is measured inside it)")
+
+    def load(progress):
+        if args.moving is not None:
+            if args.frames is not None:
+                raise UserError("--frames picks two frames of one 4-D input; with two volumes leave it out")
+            data = echo.load_pair(args.fixed, args.moving, progress=progress)
+        else:
+            data = TOOL.load(args.fixed, progress=progress)
+            if args.frames is not None:
+                data = echo.with_frames(data, *args.frames)
+            elif data.n_frames < 2:
+                raise UserError(f"{args.fixed.name} is a single 3-D volume: give MOVING too, or a 4-D input")
+        if args.gt is not None:
+            data = echo.with_truth(data, args.gt, args.mask)
+        if data.n_frames > 2 and str(args.output).lower().endswith((".nii", ".nii.gz")):
+            raise UserError(f"-o {args.output}: a NIfTI vector image holds one field; {data.name} has "
+                            f"{data.n_frames} frames: write .npy/.npz, or pick a pair with --frames I J")
+        return data
+
     inputs = [p for p in (args.fixed, args.moving, args.gt, args.mask) if p is not None]
-    check_outputs(inputs, [(o, p, e) for o, p, e, _ in outputs])
-    params, be = prepare(TOOL, args)
-    progress = cli_progress(quiet=args.quiet)
-    if args.moving is not None:
-        if args.frames is not None:
-            raise UserError("--frames picks two frames of one 4-D input; with two volumes leave it out")
-        data = echo.load_pair(args.fixed, args.moving, progress=progress)
-    else:
-        data = TOOL.load(args.fixed, progress=progress)
-        if args.frames is not None:
-            data = echo.with_frames(data, *args.frames)
-        elif data.n_frames < 2:
-            raise UserError(f"{args.fixed.name} is a single 3-D volume: give MOVING too, or a 4-D input")
-    if args.gt is not None:
-        data = echo.with_truth(data, args.gt, args.mask)
-    if data.n_frames > 2 and any(str(p).lower().endswith((".nii", ".nii.gz")) for _, p, e, _ in outputs
-                                 if e.key == "field"):
-        raise UserError(f"-o {args.output}: a NIfTI vector image holds one field; {data.name} has {data.n_frames} "
-                        "frames: write .npy/.npz, or pick a pair with --frames I J")
-    result = run_tool(TOOL, data, params, device=be, progress=progress, quiet=args.quiet)
-    end_progress_line()
-    written = write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+    result, written = run_command(TOOL, args, inputs=inputs, outputs=outputs, load=load)
     code = finish(TOOL, result, written, args)
     if args.gt is not None and result.metrics is not None:
         m = {k: v for k, v in result.metrics.items() if k != "pairs"}

@@ -18,13 +18,8 @@ from ..errors import UserError
 from ..tools import flow
 from .common import (
     add_tool_parser,
-    check_outputs,
-    cli_progress,
-    end_progress_line,
     finish,
-    prepare,
-    run_tool,
-    write_outputs,
+    run_command,
 )
 
 __all__ = ["TOOL", "register", "run"]
@@ -68,35 +63,33 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ex = {e.key: e for e in TOOL.exports}
-    outputs = [("-o", args.output, ex["flow"], {})]
+    outputs = [("-o", args.output, TOOL.export("flow"), {})]
     if args.quality is not None:
-        outputs.append(("--quality", args.quality, ex["quality"], {}))
+        outputs.append(("--quality", args.quality, TOOL.export("quality"), {}))
     if args.color is not None:
         if args.max_flow is not None and not args.max_flow > 0:
             raise UserError(f"--max-flow must be a positive number of pixels, not {args.max_flow}")
-        outputs.append(("--color", args.color, ex["color"], {"max_flow": args.max_flow}))
+        outputs.append(("--color", args.color, TOOL.export("color"), {"max_flow": args.max_flow}))
     if args.warped is not None:
-        outputs.append(("--warped", args.warped, ex["warped"], {}))
+        outputs.append(("--warped", args.warped, TOOL.export("warped"), {}))
+
+    def load(progress):
+        if args.img2 is not None:
+            if args.pair:
+                raise UserError("--pair applies to a video or a frame folder, not to two images")
+            data = flow.load_pair(args.img1, args.img2, progress=progress)
+        else:
+            data = TOOL.load(args.img1, progress=progress)
+            if args.pair:
+                data = flow.with_pair(data, args.pair)
+        if args.gt is not None:
+            data = flow.with_ground_truth(data, args.gt)
+        if args.mask is not None:
+            data = flow.with_mask(data, args.mask)
+        return data
+
     inputs = [p for p in (args.img1, args.img2, args.mask, args.gt) if p is not None]
-    check_outputs(inputs, [(o, p, e) for o, p, e, _ in outputs])
-    params, be = prepare(TOOL, args)
-    progress = cli_progress(quiet=args.quiet)
-    if args.img2 is not None:
-        if args.pair:
-            raise UserError("--pair applies to a video or a frame folder, not to two images")
-        data = flow.load_pair(args.img1, args.img2, progress=progress)
-    else:
-        data = TOOL.load(args.img1, progress=progress)
-        if args.pair:
-            data = flow.with_pair(data, args.pair)
-    if args.gt is not None:
-        data = flow.with_ground_truth(data, args.gt)
-    if args.mask is not None:
-        data = flow.with_mask(data, args.mask)
-    result = run_tool(TOOL, data, params, device=be, progress=progress, quiet=args.quiet)
-    end_progress_line()
-    written = write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+    result, written = run_command(TOOL, args, inputs=inputs, outputs=outputs, load=load)
     code = finish(TOOL, result, written, args)
     if args.gt is not None and result.metrics is not None:
         print(flow.metrics_json(result.metrics))

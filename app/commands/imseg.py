@@ -18,13 +18,8 @@ from gpu_kernels.imseg.vis import STYLES
 from ..tools import imseg
 from .common import (
     add_tool_parser,
-    check_outputs,
-    cli_progress,
-    end_progress_line,
     finish,
-    prepare,
-    run_tool,
-    write_outputs,
+    run_command,
 )
 
 __all__ = ["TOOL", "register", "run"]
@@ -61,20 +56,14 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ex = {e.key: e for e in TOOL.exports}
-    outputs = [("-o", args.output, ex["labels"], {})]
+    outputs = [("-o", args.output, TOOL.export("labels"), {})]
     if args.regions is not None:
-        outputs.append(("--regions", args.regions, ex["regions"], {}))
+        outputs.append(("--regions", args.regions, TOOL.export("regions"), {}))
     vis_out = args.vis_out
     if vis_out is None and args.vis is not None:
         vis_out = args.output.with_name(f"{args.output.stem}-{args.vis}.png")
     if vis_out is not None:
-        outputs.append(("--vis-out", vis_out, ex["picture"], {"style": args.vis or "boundaries"}))
-    check_outputs([args.input], [(o, p, e) for o, p, e, _ in outputs])
-    params, be = prepare(TOOL, args)
-    progress = cli_progress(quiet=args.quiet)
-    data = TOOL.load(args.input, progress=progress)
-    result = run_tool(TOOL, data, params, device=be, progress=progress, quiet=args.quiet)
-    end_progress_line()
-    written = write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+        outputs.append(("--vis-out", vis_out, TOOL.export("picture"), {"style": args.vis or "boundaries"}))
+    result, written = run_command(TOOL, args, inputs=[args.input], outputs=outputs,
+                                  load=lambda progress: TOOL.load(args.input, progress=progress))
     return finish(TOOL, result, written, args)

@@ -17,13 +17,8 @@ from ..io import mesh_io
 from ..tools import mesh_seg
 from .common import (
     add_tool_parser,
-    check_outputs,
-    cli_progress,
-    end_progress_line,
     finish,
-    prepare,
-    run_tool,
-    write_outputs,
+    run_command,
 )
 
 __all__ = ["TOOL", "register", "run"]
@@ -57,17 +52,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ex = {e.key: e for e in TOOL.exports}
-    outputs = [("-o", args.output, ex["mesh"], {})]
+    outputs = [("-o", args.output, TOOL.export("mesh"), {})]
     if args.labels is not None:
-        outputs.append(("--labels", args.labels, ex["labels"], {}))
+        outputs.append(("--labels", args.labels, TOOL.export("labels"), {}))
     if args.segments_dir is not None:
-        outputs.append(("--segments-dir", args.segments_dir, ex["segments"], {"fmt": args.segments_format}))
-    check_outputs([args.input], [(o, p, e) for o, p, e, _ in outputs])
-    params, be = prepare(TOOL, args)
-    progress = cli_progress(quiet=args.quiet)
-    data = TOOL.load(args.input, progress=progress)
-    result = run_tool(TOOL, data, params, device=be, progress=progress, quiet=args.quiet)
-    end_progress_line()
-    written = write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+        outputs.append(("--segments-dir", args.segments_dir, TOOL.export("segments"), {"fmt": args.segments_format}))
+    result, written = run_command(TOOL, args, inputs=[args.input], outputs=outputs,
+                                  load=lambda progress: TOOL.load(args.input, progress=progress))
     return finish(TOOL, result, written, args)

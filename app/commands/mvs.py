@@ -18,13 +18,10 @@ from ..errors import UserError
 from ..tools import mvs
 from .common import (
     add_tool_parser,
-    check_outputs,
     cli_progress,
     end_progress_line,
     finish,
-    prepare,
-    run_tool,
-    write_outputs,
+    run_command,
 )
 
 __all__ = ["TOOL", "register", "run", "run_synth"]
@@ -77,19 +74,15 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ex = {e.key: e for e in TOOL.exports}
-    outputs = [("-o", args.output, ex["outdir"], {})]
+    outputs = [("-o", args.output, TOOL.export("outdir"), {})]
     if args.fused is not None:
-        outputs.append(("--fused", args.fused, ex["fused"], {}))
-    check_outputs([args.input], [(o, p, e) for o, p, e, _ in outputs])
+        outputs.append(("--fused", args.fused, TOOL.export("fused"), {}))
     if args.mask_dir is not None and not args.mask_dir.is_dir():
         raise UserError(f"--mask-dir {args.mask_dir}: no such folder")
-    params, be = prepare(TOOL, args)
-    progress = cli_progress(quiet=args.quiet)
-    data = mvs.load(args.input, mask_dir=args.mask_dir, image_dir=args.image_dir, progress=progress.sub(0, 0.1))
-    result = run_tool(TOOL, data, params, device=be, progress=progress.sub(0.1, 1.0), quiet=args.quiet)
-    end_progress_line()
-    written = write_outputs(result, [(p, e, o) for _, p, e, o in outputs])
+    result, written = run_command(
+        TOOL, args, inputs=[args.input], outputs=outputs, load_share=0.1,
+        load=lambda progress: mvs.load(args.input, mask_dir=args.mask_dir, image_dir=args.image_dir,
+                                       progress=progress))
     shown = [w for w in written if w.name == "fused.ply" or w.suffix == ".ply"][:2]
     if len(written) > len(shown):
         shown.append(pathlib.Path(f"{args.output}/ ({len(written)} files)"))

@@ -193,6 +193,13 @@ class Tool:
         name = pathlib.Path(path).name.lower()
         return any(name.endswith(e) for e in self.input_extensions)
 
+    def export(self, key: str) -> Export:
+        """The export named ``key``."""
+        for e in self.exports:
+            if e.key == key:
+                return e
+        raise KeyError(f"{self.name} has no export {key!r}")
+
     def export_for(self, path: str | pathlib.Path) -> Export | None:
         """The file export whose extension ``path`` has."""
         name = pathlib.Path(path).name.lower()
