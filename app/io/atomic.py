@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "atomic_output_dir", "check_output_file", "OutputPathError"]
+__all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "OutputPathError"]
 
 # read once at import: os.umask() is process-wide and changing it from a worker
 # thread would race with other threads creating files
@@ -100,6 +100,14 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
             tmp_path.unlink()
         raise
     _fsync_dir(parent)
+
+
+def write_lines(path: str | os.PathLike, lines) -> Path:
+    """Write ``lines`` as a UTF-8 text file, one per line, atomically; returns the path."""
+    path = Path(path)
+    with atomic_write(path, "w") as fh:
+        fh.write("".join(f"{line}\n" for line in lines))
+    return path
 
 
 def _copy_mode(existing: Path, new: Path) -> None:

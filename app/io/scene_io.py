@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from app.io.atomic import atomic_write
+from app.io.atomic import atomic_write, write_lines
 from app.io.image_io import IMAGE_EXTENSIONS, ImageReadError, read_image
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import Camera, MVSInputError, MVSScene
@@ -254,8 +254,7 @@ def write_middlebury_par(path: str | os.PathLike, names: Sequence[str], cameras:
     for n, c in zip(names, cameras, strict=True):
         vals = list(c.K.reshape(-1)) + list(c.R.reshape(-1)) + list(c.t)
         lines.append(n + " " + " ".join(f"{v:.17g}" for v in vals))
-    with atomic_write(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_lines(path, lines)
 
 
 # =============================================================================== COLMAP

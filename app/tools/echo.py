@@ -39,7 +39,7 @@ from gpu_kernels.errors import InputError, TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
 
 from ..io import image_io, volume_io
-from ..io.atomic import atomic_output_dir, atomic_write
+from ..io.atomic import atomic_output_dir, atomic_write, write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 
@@ -802,10 +802,7 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[
     written += write_trajectory(res, out_dir / "echo-trajectory.npy")
     written += write_jacobian(res, out_dir / "echo-jacobian.nii.gz")
     written += write_slices(res, out_dir / "echo-slices.png", kind="Jacobian determinant")
-    txt = out_dir / "echo-summary.txt"
-    with atomic_write(txt, "w") as fh:
-        fh.write("\n".join(summary(res)) + "\n")
-    written.append(txt)
+    written.append(write_lines(out_dir / "echo-summary.txt", summary(res)))
     return written
 
 

@@ -42,7 +42,7 @@ from gpu_kernels.flow.metrics import flow_metrics
 from gpu_kernels.jobs import Progress, as_progress
 
 from ..io import flow_io, image_io, video_io
-from ..io.atomic import atomic_write
+from ..io.atomic import write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 
@@ -411,10 +411,7 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[
         written += write_color(res, out_dir / f"flow-{m}-color.png")
         written += write_quality(res, out_dir / f"flow-{m}-quality.png")
         lines += summary(res) + [""]
-    txt = out_dir / "flow-summary.txt"
-    with atomic_write(txt, "w") as fh:
-        fh.write("\n".join(lines))
-    written.append(txt)
+    written.append(write_lines(out_dir / "flow-summary.txt", lines))
     return written
 
 

@@ -33,7 +33,7 @@ from gpu_kernels.imseg.kmeans import MAX_ITERATIONS, MAX_K
 from gpu_kernels.jobs import Progress, as_progress
 
 from ..io import image_io, labels_io
-from ..io.atomic import atomic_write
+from ..io.atomic import write_lines
 from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 
@@ -265,10 +265,7 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None,
         written += write_regions(res, out_dir / f"{path.stem}-regions.csv")
         for style in ("boundaries", "mean", "random"):
             written += write_picture(res, out_dir / f"{path.stem}-{style}.png", style=style)
-        txt = out_dir / f"{path.stem}-summary.txt"
-        with atomic_write(txt, "w") as fh:
-            fh.write("\n".join(summary(res)) + "\n")
-        written.append(txt)
+        written.append(write_lines(out_dir / f"{path.stem}-summary.txt", summary(res)))
     return written
 
 

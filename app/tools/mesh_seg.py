@@ -32,7 +32,7 @@ from gpu_kernels.mesh import segment as _seg
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, certainty
 
 from ..io import mesh_io
-from ..io.atomic import atomic_write
+from ..io.atomic import write_lines
 from ..render.mesh import render_png
 from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
@@ -339,10 +339,7 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None,
         written.append(render_png(out_dir / f"{path.stem}-parts.png", data.vertices, data.faces,
                                   res.seg.face_colors, title=f"{path.stem}: {res.seg.k} parts, {len(data.faces):,} faces",
                                   markers=markers))
-        txt = out_dir / f"{path.stem}-summary.txt"
-        with atomic_write(txt, "w") as fh:
-            fh.write("\n".join(summary(res)) + "\n")
-        written.append(txt)
+        written.append(write_lines(out_dir / f"{path.stem}-summary.txt", summary(res)))
     return written
 
 

@@ -40,7 +40,7 @@ from gpu_kernels.mvs import views as _vs
 from gpu_kernels.mvs.camera import MVSScene
 
 from ..io import depth_io, ply_points_io, scene_io
-from ..io.atomic import atomic_output_dir, atomic_write
+from ..io.atomic import atomic_output_dir, write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, resources_dir
 from .params import Param, ParamSet
 
@@ -369,10 +369,7 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[
     for m in res.maps[:3]:
         written.append(pathlib.Path(write_image(out_dir / f"mvs-{data.scene.names[m.view]}-depth.png",
                                                 colorize(m.depth))))
-    txt = out_dir / "mvs-summary.txt"
-    with atomic_write(txt, "w") as fh:
-        fh.write("\n".join(summary(res)) + "\n")
-    written.append(txt)
+    written.append(write_lines(out_dir / "mvs-summary.txt", summary(res)))
     return written
 
 
