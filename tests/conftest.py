@@ -91,6 +91,36 @@ def errors(monkeypatch):
 
 
 @pytest.fixture
+def errors_of(monkeypatch):
+    """Error dialogs of tabs shown on their own, recorded as (title, summary, details)."""
+    from app.tabs.base import StandaloneHost
+
+    calls = []
+    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
+    return calls
+
+
+@pytest.fixture
+def open_tab(qtbot, errors_of):
+    """``open_tab(TabClass, size)`` shows a tab on its own (its error dialogs recorded in
+    ``errors_of``) and shuts its worker down after the test (GUI tests only)."""
+    tabs = []
+
+    def make(cls, size=(1300, 800)):
+        t = cls()
+        qtbot.addWidget(t)
+        t.resize(*size)
+        t.show()
+        qtbot.waitExposed(t)
+        tabs.append(t)
+        return t
+
+    yield make
+    for t in tabs:
+        t.runner.shutdown(10000)
+
+
+@pytest.fixture
 def tab_runner(qtbot):
     """Drive a :class:`app.tabs.base.ToolTab` to the end, as a user would (GUI tests only).
 

@@ -55,6 +55,7 @@ from ..errors import classify
 from ..tools.base import Export, Job, Tool, resources_dir, run_job
 from ..ui.forms import ParamForm
 from ..ui.settings import make_settings, restore_widgets, save_widgets
+from ..ui.view3d import View3D
 from ..ui.worker import JobRunner
 
 __all__ = ["ToolTab", "TabHost", "StandaloneHost"]
@@ -668,4 +669,10 @@ class ToolTab(QWidget):
     def shutdown(self, timeout_ms: int = 5000) -> bool:
         """Stop the tab's job (window closing)."""
         return self.runner.shutdown(timeout_ms)
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        """Release the render windows of the tab's 3-D views."""
+        for view in self.findChildren(View3D):
+            view.close_view()
+        super().closeEvent(event)
 

@@ -272,7 +272,3 @@ class MeshTab(ToolTab):
 
         with atomic_write(Path(path), "wb") as fh:
             Image.fromarray(np.ascontiguousarray(img)).save(fh, format="PNG")
-
-    def closeEvent(self, event) -> None:  # noqa: N802
-        self.view.close_view()
-        super().closeEvent(event)

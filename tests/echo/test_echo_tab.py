@@ -18,23 +18,8 @@ pytestmark = pytest.mark.gui
 
 
 @pytest.fixture
-def errors_of(monkeypatch):
-    from app.tabs.base import StandaloneHost
-
-    calls = []
-    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
-    return calls
-
-
-@pytest.fixture
-def tab(qtbot, errors_of):
-    t = EchoTab()
-    qtbot.addWidget(t)
-    t.resize(1400, 800)
-    t.show()
-    qtbot.waitExposed(t)
-    yield t
-    t.runner.shutdown(10000)
+def tab(open_tab):
+    return open_tab(EchoTab, (1400, 800))
 
 
 def test_sample_runs_and_the_views_follow_time_crosshair_and_overlays(qtbot, tab, tab_runner, tmp_path):

@@ -22,23 +22,8 @@ SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "flow"
 
 
 @pytest.fixture
-def errors_of(monkeypatch):
-    from app.tabs.base import StandaloneHost
-
-    calls = []
-    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
-    return calls
-
-
-@pytest.fixture
-def tab(qtbot, errors_of):
-    t = FlowTab()
-    qtbot.addWidget(t)
-    t.resize(1300, 800)
-    t.show()
-    qtbot.waitExposed(t)
-    yield t
-    t.runner.shutdown(10000)
+def tab(open_tab):
+    return open_tab(FlowTab, (1300, 800))
 
 
 def _wait_idle(qtbot, tab):

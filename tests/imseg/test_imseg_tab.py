@@ -19,23 +19,8 @@ pytestmark = pytest.mark.gui
 
 
 @pytest.fixture
-def errors_of(monkeypatch):
-    from app.tabs.base import StandaloneHost
-
-    calls = []
-    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
-    return calls
-
-
-@pytest.fixture
-def tab(qtbot, errors_of):
-    t = ImsegTab()
-    qtbot.addWidget(t)
-    t.resize(1300, 800)
-    t.show()
-    qtbot.waitExposed(t)
-    yield t
-    t.runner.shutdown(10000)
+def tab(open_tab):
+    return open_tab(ImsegTab, (1300, 800))
 
 
 def test_sample_segments_views_table_hover_and_exports(qtbot, tab, tab_runner, tmp_path, errors_of):

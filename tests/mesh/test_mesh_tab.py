@@ -26,26 +26,10 @@ SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
 
 @pytest.fixture
-def tab(qtbot, errors_of):
-    t = MeshTab()
-    qtbot.addWidget(t)
-    t.resize(1200, 760)
-    t.show()
-    qtbot.waitExposed(t)
+def tab(open_tab):
+    t = open_tab(MeshTab, (1200, 760))
     t.form.set_value("apsp", "cpu")  # one process: fastest on small meshes
-    yield t
-    t.runner.shutdown(10000)
-    t.view.close_view()
-
-
-@pytest.fixture
-def errors_of(monkeypatch):
-    """Error dialogs of tabs shown on their own, recorded as (title, summary, details)."""
-    from app.tabs.base import StandaloneHost
-
-    calls = []
-    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
-    return calls
+    return t
 
 
 @pytest.fixture(scope="module")

@@ -17,24 +17,15 @@ pytestmark = pytest.mark.gui
 
 
 @pytest.fixture
-def errors_of(monkeypatch):
-    from app.tabs.base import StandaloneHost
-
-    calls = []
-    monkeypatch.setattr(StandaloneHost, "show_error", lambda self, t, s, d="": calls.append((t, s, d)))
-    return calls
+def tab(open_tab):
+    return open_tab(MvsTab, (1300, 800))
 
 
-@pytest.fixture
-def tab(qtbot, errors_of):
-    t = MvsTab()
-    qtbot.addWidget(t)
-    t.resize(1300, 800)
-    t.show()
-    qtbot.waitExposed(t)
-    yield t
-    t.runner.shutdown(10000)
-    t.cloud_view.close_view()
+def test_closing_the_tab_releases_its_3d_view(tab, monkeypatch):
+    closed = []
+    monkeypatch.setattr(type(tab.cloud_view), "close_view", lambda self: closed.append(self))
+    tab.close()
+    assert closed == [tab.cloud_view]
 
 
 def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_of):
