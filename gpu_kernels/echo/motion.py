@@ -392,14 +392,6 @@ def _restrict_flow(ops, u, coarse_shape, fac):
 _RELEASE_CACHED_FROM = 64 ** 3
 
 
-def _release_cached_blocks(xp) -> None:
-    """Free the unused blocks of CuPy's default pool (blocks in use are not touched)."""
-    try:
-        xp.get_default_memory_pool().free_all_blocks()
-    except AttributeError:  # not CuPy's module
-        pass
-
-
 def estimate_motion(
     fixed,
     moving,
@@ -560,7 +552,7 @@ def estimate_motion(
                 # CuPy's pool, where blocks of their sizes cannot serve the finest level's
                 # allocations: hand them back first, so the peak is the finest level's own need
                 # (about 3 floats per voxel less). One device synchronisation per call.
-                _release_cached_blocks(xp)
+                be.free_memory_pool()
             if sigma > 0:
                 f_l = ops.gaussian(f_l, sigma)
                 m_l = ops.gaussian(m_l, sigma)
