@@ -37,6 +37,18 @@ def grid1d(n: int, threads: int = THREADS) -> tuple[int]:
     return (int(min(max(1, -(-int(n) // threads)), _MAX_BLOCKS)),)
 
 
+def axis_output(be: Backend, a, axis: int, n_out: int):
+    """``(out, outer, inner)`` for a kernel that maps ``a`` along ``axis`` to ``n_out`` samples:
+    a new float32 array of ``a``'s shape with ``n_out`` on that axis, and the sizes of the axes
+    before and after it."""
+    shape = list(a.shape)
+    shape[axis] = n_out
+    out = be.xp.empty(tuple(shape), dtype=be.xp.float32)
+    outer = int(np.prod(a.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(a.shape[axis + 1:], dtype=np.int64))
+    return out, outer, inner
+
+
 def module(be: Backend, name: str, defines: dict | None = None):
     loader = getattr(be, "load_module", None)
     if callable(loader):

@@ -91,14 +91,9 @@ def _correlate_axis(be: Backend, a, taps: np.ndarray, axis: int, *, step: int = 
         if step > 1:
             out = np.ascontiguousarray(out[(slice(None),) * axis + (slice(None, None, step),)])
         return out
-    xp = be.xp
-    shape = list(a.shape)
-    shape[axis] = n_out
-    out = xp.empty(tuple(shape), dtype=xp.float32)
+    out, outer, inner = _gpu.axis_output(be, a, axis, n_out)
     if out.size == 0:
         return out
-    outer = int(np.prod(a.shape[:axis], dtype=np.int64))
-    inner = int(np.prod(a.shape[axis + 1:], dtype=np.int64))
     fn = _gpu.kernel(be, "ops_image.cu", "ops_correlate_axis")
     d_taps = _gpu.cached_device_array(be, taps)
     fn(_gpu.grid1d(out.size), (_gpu.THREADS,),

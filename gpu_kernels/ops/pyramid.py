@@ -67,14 +67,9 @@ def _linear_axis(be: Backend, a, axis: int, n_out: int, scale: float, offset: fl
         v0 = np.take(a, i0, axis=axis)
         v1 = np.take(a, i1, axis=axis)
         return np.ascontiguousarray(np.float32(vscale) * (v0 + w * (v1 - v0)), dtype=np.float32)
-    xp = be.xp
-    shape = list(a.shape)
-    shape[axis] = n_out
-    out = xp.empty(tuple(shape), dtype=xp.float32)
+    out, outer, inner = _gpu.axis_output(be, a, axis, n_out)
     if out.size == 0:
         return out
-    outer = int(np.prod(a.shape[:axis], dtype=np.int64))
-    inner = int(np.prod(a.shape[axis + 1:], dtype=np.int64))
     fn = _gpu.kernel(be, "ops_image.cu", "ops_linear_axis")
     fn(_gpu.grid1d(out.size), (_gpu.THREADS,),
        (a, out, _gpu.i64(outer), _gpu.i32(n_in), _gpu.i32(n_out), _gpu.i64(inner), _gpu.f32(scale),
