@@ -134,11 +134,6 @@ def load(path, *, progress: Progress | None = None, mask_dir=None, image_dir=Non
     return data
 
 
-def with_masks(data: MVSData, mask_dir) -> MVSData:
-    """The scene with per-image masks from ``mask_dir`` (re-reads the scene)."""
-    return load(data.path, mask_dir=mask_dir)
-
-
 # ----------------------------------------------------------------------------- run
 @dataclass
 class MVSRun:
@@ -450,10 +445,6 @@ def batch_finish(out_dir: pathlib.Path, records: list[dict], params: dict, *, de
                                        confidence=fused.confidence)
         written.append(out)
     return written
-
-
-def _handles(path) -> bool:
-    return pathlib.Path(path).name.lower().endswith(INPUT_EXTENSIONS)
 
 
 TOOL = Tool(

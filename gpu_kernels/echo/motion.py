@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_kernels.backend import Backend, asnumpy, get_backend
+from gpu_kernels.checks import check_float, check_int
 from gpu_kernels.echo import _cpu
 from gpu_kernels.echo.errors import EchoInputError
 from gpu_kernels.errors import TooLargeError
@@ -282,30 +283,27 @@ def _check_volume(name, v, be):
 
 
 def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega):
-    if not (alpha > 0 and math.isfinite(alpha)):
-        raise EchoInputError(f"alpha (smoothness weight) must be a positive number, got {alpha}")
-    if not (beta >= 0 and math.isfinite(beta)):
-        raise EchoInputError(f"beta (divergence weight) must be zero or positive, got {beta}")
-    if not (0 <= rho <= 20):
-        raise EchoInputError(f"rho (integration scale) must be between 0 and 20 voxels, got {rho}")
-    if not (0 <= sigma <= 20):
-        raise EchoInputError(f"sigma (pre-smoothing) must be between 0 and 20 voxels, got {sigma}")
-    if int(levels) < 0 or int(levels) > 12:
-        raise EchoInputError(f"levels must be between 1 and 12 (0: automatic), got {levels}")
-    if int(warps) < 1 or int(warps) > 100:
-        raise EchoInputError(f"warps must be between 1 and 100, got {warps}")
-    if int(iters) < 1 or int(iters) > 100000:
-        raise EchoInputError(f"iters must be between 1 and 100000, got {iters}")
-    if not (tol >= 0):
-        raise EchoInputError(f"tol must be zero or positive, got {tol}")
+    """The numeric parameters converted (``alpha, beta, rho, sigma, tol, omega``), or one clear line."""
+    err = {"error": EchoInputError}
+    alpha = check_float("alpha (smoothness weight)", alpha, 0, lo_open=True, **err)
+    beta = check_float("beta (divergence weight)", beta, 0, **err)
+    rho = check_float("rho (integration scale, voxels)", rho, 0, 20, **err)
+    sigma = check_float("sigma (pre-smoothing, voxels)", sigma, 0, 20, **err)
+    check_int("levels (0: automatic)", levels, 0, 12, **err)
+    check_int("warps", warps, 1, 100, **err)
+    check_int("iters", iters, 1, 100000, **err)
+    tol = check_float("tol", tol, 0, **err)
     if solver not in SOLVERS:
         raise EchoInputError(f"unknown solver {solver!r}: use one of {', '.join(SOLVERS)}")
     if variant not in VARIANTS:
         raise EchoInputError(f"unknown kernel variant {variant!r}: use one of {', '.join(VARIANTS)}")
     if derivative not in DERIVATIVES:
         raise EchoInputError(f"unknown derivative {derivative!r}: use one of {', '.join(DERIVATIVES)}")
-    if omega is not None and not (0 < omega < 2):
-        raise EchoInputError(f"omega (relaxation factor) must be in (0, 2), got {omega}")
+    if omega is not None:
+        omega = check_float("omega (relaxation factor)", omega, 0, 2, lo_open=True, **err)
+        if omega == 2:
+            raise EchoInputError("omega (relaxation factor) must be below 2, got 2.0")
+    return alpha, beta, rho, sigma, tol, omega
 
 
 # --------------------------------------------------------------------------- ops facade
@@ -470,8 +468,8 @@ def estimate_motion(
     t_start = time.perf_counter()
     be = get_backend(device)
     progress = as_progress(progress)
-    alpha, beta, rho, sigma, tol = float(alpha), float(beta), float(rho), float(sigma), float(tol)
-    _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega)
+    alpha, beta, rho, sigma, tol, omega = _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver,
+                                                        variant, derivative, omega)
     check_every = max(1, int(check_every))
     return_cupy = be.is_gpu and hasattr(fixed, "__cuda_array_interface__")
     xp = be.xp

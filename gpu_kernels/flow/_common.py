@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_kernels import checks as _checks
 from gpu_kernels.backend import Backend
 from gpu_kernels.errors import InputError
 from gpu_kernels.ops import _gpu
@@ -78,32 +79,11 @@ class FlowResult:
 
 
 def check_int(name: str, value, lo: int, hi: int | None = None, choices=None) -> int:
-    try:
-        iv = int(value)
-    except (TypeError, ValueError):
-        raise FlowInputError(f"{name} must be an integer, got {value!r}") from None
-    if iv != value and not (isinstance(value, float) and value.is_integer()):
-        raise FlowInputError(f"{name} must be an integer, got {value!r}")
-    if choices is not None and iv not in choices:
-        raise FlowInputError(f"{name} must be one of {', '.join(map(str, choices))}, got {iv}")
-    if iv < lo or (hi is not None and iv > hi):
-        rng = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-        raise FlowInputError(f"{name} must be {rng}, got {iv}")
-    return iv
+    return _checks.check_int(name, value, lo, hi, choices, error=FlowInputError)
 
 
 def check_float(name: str, value, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False) -> float:
-    try:
-        fv = float(value)
-    except (TypeError, ValueError):
-        raise FlowInputError(f"{name} must be a number, got {value!r}") from None
-    if not np.isfinite(fv):
-        raise FlowInputError(f"{name} must be a finite number, got {value!r}")
-    if lo is not None and (fv < lo or (lo_open and fv == lo)):
-        raise FlowInputError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {fv}")
-    if hi is not None and fv > hi:
-        raise FlowInputError(f"{name} must be <= {hi}, got {fv}")
-    return fv
+    return _checks.check_float(name, value, lo, hi, lo_open=lo_open, error=FlowInputError)
 
 
 def _shape_text(shape) -> str:
@@ -192,14 +172,6 @@ def mask_pyramid(be: Backend, mask, levels_shapes):
         cur = _pyr_down(be, cur, (0, 1))
         out.append(be.xp.ascontiguousarray((cur >= 0.5).astype(be.xp.float32)))
     return out
-
-
-def apply_mask(be: Backend, arrays, mask):
-    """Zero each array outside the mask (in place)."""
-    if mask is None:
-        return
-    for a in arrays:
-        a *= mask
 
 
 def launch(be: Backend, source: str, name: str, n: int, args, defines=None, threads: int = _gpu.THREADS):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.checks import check_int
 from gpu_kernels.imseg._util import NULL, PIXEL_SUFFIX, ImsegInputError, activated, as_image, grid, kernel
 from gpu_kernels.jobs import as_progress
 
@@ -209,28 +210,14 @@ def codes_device(be, img_d, n: int, c: int, q: int, hist=None, lab_d=None):
 
 # --------------------------------------------------------------------------- checks
 def check_q(q) -> int:
-    try:
-        qi = int(q)
-    except (TypeError, ValueError):
-        raise ImsegInputError(f"q must be an integer between {MIN_Q} and {MAX_Q}, got {q!r}") from None
-    if qi != q or not MIN_Q <= qi <= MAX_Q:
-        raise ImsegInputError(
-            f"q (bits per CIELAB channel) must be an integer between {MIN_Q} and {MAX_Q}, got {q!r}")
-    return qi
+    return check_int("q (bits per CIELAB channel)", q, MIN_Q, MAX_Q, error=ImsegInputError)
 
 
 def check_bilateral(window, sigma_spatial, sigma_color, passes) -> tuple[int, float, float, int]:
-    try:
-        passes_i = int(passes)
-    except (TypeError, ValueError):
-        raise ImsegInputError(f"bilateral passes must be an integer, got {passes!r}") from None
-    if passes_i != passes or not 0 <= passes_i <= MAX_BILATERAL_PASSES:
-        raise ImsegInputError(f"bilateral passes must be an integer in 0..{MAX_BILATERAL_PASSES}, got {passes!r}")
-    try:
-        win = int(window)
-    except (TypeError, ValueError):
-        raise ImsegInputError(f"the bilateral window must be an odd integer, got {window!r}") from None
-    if win != window or win < 3 or win % 2 == 0 or win > MAX_BILATERAL_WINDOW:
+    passes_i = check_int("bilateral passes", passes, 0, MAX_BILATERAL_PASSES, error=ImsegInputError)
+    win = check_int("the bilateral window (an odd number of pixels)", window, 3, MAX_BILATERAL_WINDOW,
+                    error=ImsegInputError)
+    if win % 2 == 0:
         raise ImsegInputError(
             f"the bilateral window must be an odd number of pixels from 3 to {MAX_BILATERAL_WINDOW}, got {window!r}")
     for name, v in (("sigma_spatial", sigma_spatial), ("sigma_color", sigma_color)):

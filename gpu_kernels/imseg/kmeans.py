@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.checks import check_float, check_int
 from gpu_kernels.imseg import color as _color
 from gpu_kernels.imseg._util import NULL, ImsegInputError, activated, as_image, grid, kernel
 from gpu_kernels.jobs import as_progress
@@ -84,24 +85,10 @@ def _sample_positions(h: int, w: int, ny: int, nx: int) -> np.ndarray:
 
 
 def check_kmeans(k_max, iterations, merge_distance) -> tuple[int, int, float]:
-    try:
-        k = int(k_max)
-    except (TypeError, ValueError, OverflowError):
-        raise ImsegInputError(f"k_max must be an integer between 1 and {MAX_K}, got {k_max!r}") from None
-    if k != k_max or not 1 <= k <= MAX_K:
-        raise ImsegInputError(f"k_max (the most clusters) must be an integer between 1 and {MAX_K}, got {k_max!r}")
-    try:
-        it = int(iterations)
-    except (TypeError, ValueError):
-        raise ImsegInputError(f"iterations must be an integer, got {iterations!r}") from None
-    if it != iterations or not 0 <= it <= MAX_ITERATIONS:
-        raise ImsegInputError(f"iterations must be an integer in 0..{MAX_ITERATIONS}, got {iterations!r}")
-    try:
-        md = float(merge_distance)
-    except (TypeError, ValueError):
-        raise ImsegInputError(f"merge_distance must be a number, got {merge_distance!r}") from None
-    if not (np.isfinite(md) and md >= 0):
-        raise ImsegInputError(f"merge_distance must be a number >= 0 (CIELAB units), got {merge_distance!r}")
+    err = {"error": ImsegInputError}
+    k = check_int("k_max (the most clusters)", k_max, 1, MAX_K, **err)
+    it = check_int("iterations", iterations, 0, MAX_ITERATIONS, **err)
+    md = check_float("merge_distance (CIELAB units)", merge_distance, 0, **err)
     return k, it, md
 
 
