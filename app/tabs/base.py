@@ -343,6 +343,26 @@ class ToolTab(QWidget):
     def _remember_dir(self, d: Path, key: str = "last_dir") -> None:
         self.host.settings.setValue(key, str(d))
 
+    def pick_file(self, title: str, file_filter: str, key: str = "last_dir") -> Path | None:
+        """Ask for one file (starting in the folder remembered under ``key``); None if cancelled."""
+        path, _ = QFileDialog.getOpenFileName(self, title, str(self._last_dir(key)), file_filter + ";;All files (*)")
+        if not path:
+            return None
+        self._remember_dir(Path(path).parent, key)
+        return Path(path)
+
+    def load_extra(self, fn, what: str, *, run_after: bool = False) -> bool:
+        """Change the input on the worker thread: ``fn(progress=None)`` returns the new data, shown
+        as if it had been opened (a second frame, a mask, a ground truth); with ``run_after`` the
+        tool runs again once it is shown. False (and says why) when the tab is busy."""
+        if self.runner.is_running():
+            self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
+            return False
+        self._job = ("load", self.input_path or Path(self.tool.key))
+        self._run_after_load = run_after
+        self.runner.start(Job(fn, (), what=what, uses_device=False))
+        return True
+
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, f"Open {self.tool.input_kind.lower()}", str(self._last_dir()),
                                               ";;".join(f for f in (self.open_filter(), "All files (*)") if f))

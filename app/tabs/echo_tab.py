@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
 
 from ..io import volume_io
 from ..tools import echo
-from ..tools.base import Job
 from .base import ToolTab
 from .echo_views import SliceViews
 
@@ -405,19 +404,12 @@ class EchoTab(ToolTab):
             return False
         if path is None:
             exts = " ".join(f"*{e}" for e in volume_io.VOLUME_EXTENSIONS)
-            p, _ = QFileDialog.getOpenFileName(self, "Moving volume", str(self._last_dir()),
-                                               f"Volumes ({exts});;All files (*)")
-            if not p:
+            path = self.pick_file("Moving volume", f"Volumes ({exts})")
+            if path is None:
                 return False
-            path = Path(p)
         fixed = self.data.path
-        if self.runner.is_running():
-            self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
-            return False
-        self._job = ("load", fixed)
-        self.runner.start(Job(lambda progress=None: echo.load_pair(fixed, path, progress=progress), (),
-                              what=f"Opening {path.name}", uses_device=False))
-        return True
+        return self.load_extra(lambda progress=None: echo.load_pair(fixed, path, progress=progress),
+                               f"Opening {path.name}")
 
     def export_options(self, export) -> dict:
         if export.key == "slices":

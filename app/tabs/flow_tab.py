@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -31,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from ..io import image_io
 from ..tools import flow
-from ..tools.base import Job, fmt_seconds
+from ..tools.base import fmt_seconds
 from .base import ToolTab
 from .flow_view import FlowView
 
@@ -321,29 +320,12 @@ class FlowTab(ToolTab):
         self.readout.setText(text)
 
     # ------------------------------------------------------------------ extra inputs
-    def _start_load(self, fn, args, what: str, *, run_after: bool = False) -> bool:
-        if self.runner.is_running():
-            self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
-            return False
-        path = self.input_path or Path("frames")
-        self._job = ("load", path)
-        self._run_after_load = run_after
-        self.runner.start(Job(fn, args, what=what, uses_device=False))
-        return True
-
-    def _pick(self, title: str, filt: str, key: str) -> Path | None:
-        path, _ = QFileDialog.getOpenFileName(self, title, str(self._last_dir(key)), filt + ";;All files (*)")
-        if not path:
-            return None
-        self._remember_dir(Path(path).parent, key)
-        return Path(path)
-
     def choose_second(self, path: Path | None = None) -> bool:
         if self.data is None:
             self.host.show_error("No first frame", "Open the first frame first.")
             return False
-        path = path or self._pick("Second frame", "Images (" + " ".join(f"*{e}" for e in image_io.IMAGE_EXTENSIONS)
-                                  + ")", "last_dir")
+        path = path or self.pick_file(
+            "Second frame", "Images (" + " ".join(f"*{e}" for e in image_io.IMAGE_EXTENSIONS) + ")", "last_dir")
         if path is None:
             return False
         first = self.data.path if self.data.sequence is None else None
@@ -361,43 +343,43 @@ class FlowTab(ToolTab):
                 d.gt, d.gt_path = gt, gt_path
             return d
 
-        return self._start_load(load_second, (), f"Opening {path.name}")
+        return self.load_extra(load_second, f"Opening {path.name}")
 
     def choose_ground_truth(self, path: Path | None = None) -> bool:
         if self.data is None:
             self.host.show_error("No frames", "Open the frames first.")
             return False
-        path = path or self._pick("Ground-truth flow", "Flow files (*.flo *.png)", "last_gt_dir")
+        path = path or self.pick_file("Ground-truth flow", "Flow files (*.flo *.png)", "last_gt_dir")
         if path is None:
             return False
         data = self.data
-        return self._start_load(lambda progress=None: flow.with_ground_truth(data, path), (),
-                                f"Reading {path.name}", run_after=self.result is not None)
+        return self.load_extra(lambda progress=None: flow.with_ground_truth(data, path), f"Reading {path.name}",
+                               run_after=self.result is not None)
 
     def choose_mask(self, path: Path | None = None) -> bool:
         if self.data is None:
             self.host.show_error("No frames", "Open the frames first.")
             return False
-        path = path or self._pick("Mask (region of interest)", "Images (" + " ".join(
+        path = path or self.pick_file("Mask (region of interest)", "Images (" + " ".join(
             f"*{e}" for e in image_io.IMAGE_EXTENSIONS) + ")", "last_mask_dir")
         if path is None:
             return False
         data = self.data
-        return self._start_load(lambda progress=None: flow.with_mask(data, path), (), f"Reading {path.name}",
-                                run_after=self.result is not None)
+        return self.load_extra(lambda progress=None: flow.with_mask(data, path), f"Reading {path.name}",
+                               run_after=self.result is not None)
 
     def clear_mask(self) -> None:
         if self.data is not None and self.data.mask is not None:
             data = self.data
-            self._start_load(lambda progress=None: flow.with_mask(data, None), (), "Removing the mask",
-                             run_after=self.result is not None)
+            self.load_extra(lambda progress=None: flow.with_mask(data, None), "Removing the mask",
+                            run_after=self.result is not None)
 
     def go_to_pair(self, index: int) -> bool:
         d = self.data
         if d is None or d.sequence is None or index == d.index or not 0 <= index < d.n_pairs:
             return False
-        return self._start_load(lambda progress=None: flow.with_pair(d, index), (), f"Reading pair {index + 1}",
-                                run_after=self.result is not None)
+        return self.load_extra(lambda progress=None: flow.with_pair(d, index), f"Reading pair {index + 1}",
+                               run_after=self.result is not None)
 
     def step_pair(self, delta: int) -> bool:
         d = self.data

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -76,6 +78,17 @@ class MvsTab(ToolTab):
         self.only_button.setToolTip("Set Views to the chosen view, so that Reconstruct computes it alone")
         self.only_button.clicked.connect(self.only_this_view)
         lay.addWidget(self.only_button)
+        row = QHBoxLayout()
+        self.masks_button = QPushButton("Masks…")
+        self.masks_button.setToolTip("A folder with one mask image per view (non-zero: reconstruct); "
+                                     "COLMAP's NAME.png or NAME.<ext> naming")
+        self.masks_button.clicked.connect(lambda: self.choose_masks())
+        self.no_masks_button = QPushButton("No masks")
+        self.no_masks_button.setEnabled(False)
+        self.no_masks_button.clicked.connect(self.clear_masks)
+        row.addWidget(self.masks_button)
+        row.addWidget(self.no_masks_button)
+        lay.addLayout(row)
 
         d = QGroupBox("Display")
         dl = QVBoxLayout(d)
@@ -149,6 +162,7 @@ class MvsTab(ToolTab):
         return ", ".join(parts) + "".join(f"\nwarning: {w}" for w in data.warnings)
 
     def show_input(self, data: mvs.MVSData) -> None:
+        self.no_masks_button.setEnabled(data.mask_dir is not None)
         self.view_combo.blockSignals(True)
         self.view_combo.clear()
         self.view_combo.addItems([f"{i}: {n}" for i, n in enumerate(data.scene.names)])
@@ -202,6 +216,29 @@ class MvsTab(ToolTab):
             n = int(np.isfinite(depth).sum())
             self.map_view.show_scalar(depth, title=f"{self.data.scene.names[view]}: growing, {n:,} samples "
                                       f"(batch {info.get('batch', 0)}, {info.get('queued', 0):,} queued)")
+
+    def choose_masks(self, folder: Path | None = None) -> bool:
+        """Re-read the scene with the masks in ``folder`` (asked for when None), on the worker."""
+        if self.data is None:
+            self.host.show_error("No scene", "Open a scene first.")
+            return False
+        if folder is None:
+            d = QFileDialog.getExistingDirectory(self, "Folder of masks (one image per view)",
+                                                 str(self._last_dir("last_mask_dir")))
+            if not d:
+                return False
+            folder = Path(d)
+            self._remember_dir(folder, "last_mask_dir")
+        data = self.data
+        return self.load_extra(lambda progress=None: mvs.with_masks(data, folder, progress=progress),
+                               f"Reading the masks in {folder.name}")
+
+    def clear_masks(self) -> bool:
+        if self.data is None or self.data.mask_dir is None:
+            return False
+        data = self.data
+        return self.load_extra(lambda progress=None: mvs.with_masks(data, None, progress=progress),
+                               "Removing the masks")
 
     def only_this_view(self) -> None:
         if self.data is None:

@@ -134,6 +134,11 @@ def load(path, *, progress: Progress | None = None, mask_dir=None, image_dir=Non
     return data
 
 
+def with_masks(data: MVSData, mask_dir, *, progress: Progress | None = None) -> MVSData:
+    """The scene re-read with per-image masks from ``mask_dir`` (``None``: without masks)."""
+    return load(data.path, mask_dir=mask_dir, progress=progress)
+
+
 # ----------------------------------------------------------------------------- run
 @dataclass
 class MVSRun:

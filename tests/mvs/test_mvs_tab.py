@@ -10,6 +10,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from app.io.depth_io import read_pfm  # noqa: E402
+from app.io.image_io import write_image  # noqa: E402
 from app.tabs.mvs_tab import CLOUD_CHOICES, SHOW_CHOICES, MvsTab  # noqa: E402
 from app.tools import mvs  # noqa: E402
 
@@ -62,6 +63,39 @@ def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_
     files = tab.save_result(tmp_path / "v0.pfm", mvs.TOOL.export_for("x.pfm"))
     np.testing.assert_array_equal(read_pfm(files[0]), res.view_map(0).depth)
     assert not errors_of
+
+
+def test_masks_are_chosen_and_removed_in_the_tab(qtbot, tab, tab_runner, tmp_path, errors_of):
+    sample = mvs.samples()
+    if not sample:
+        pytest.skip("the bundled sample is missing")
+    data = tab_runner.load(tab, sample[0])
+    assert data.mask_dir is None and not tab.no_masks_button.isEnabled()
+    h, w = data.scene.images[0].shape[:2]
+    masks = tmp_path / "masks"
+    masks.mkdir()
+    keep = np.zeros((h, w), np.uint8)
+    keep[:, : w // 2] = 255  # the left half only
+    write_image(masks / f"{data.scene.names[0]}.png", keep)
+    with qtbot.waitSignal(tab.input_loaded, timeout=30000):
+        assert tab.choose_masks(masks)
+    assert tab.data.mask_dir == masks and "1 masks" in tab.input_info.text()
+    assert tab.no_masks_button.isEnabled()
+    res = tab_runner.run(tab, device="cpu", views="0", neighbors=5, min_views=3, batch_size=4096)
+    assert res is not None, errors_of
+    depth = res.view_map(0).depth
+    assert np.isfinite(depth[:, : w // 2]).any() and not np.isfinite(depth[:, w // 2:]).any()
+    with qtbot.waitSignal(tab.input_loaded, timeout=30000):
+        assert tab.clear_masks()
+    assert tab.data.mask_dir is None
+    # a folder whose masks fit no image: one error dialog, the scene stays
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    write_image(wrong / "nothing.png", keep)
+    with qtbot.waitSignal(tab.runner.failed, timeout=30000):
+        assert tab.choose_masks(wrong)
+    qtbot.waitUntil(lambda: bool(errors_of), timeout=5000)
+    assert "no mask" in errors_of[-1][1] and tab.data is not None
 
 
 def test_a_bad_scene_is_one_error_dialog(qtbot, tab, tmp_path, errors_of):
