@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import pathlib
+import shutil
 import socket
 import threading
 import time
@@ -38,16 +39,107 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UserError, classify
+from .io.atomic import OUTPUT_MARKER, write_output_marker
 from .tools import TOOLS, tool_by_name
 from .tools.base import BatchItem, Tool
 
 __all__ = ["run_batch", "process_item", "BatchSummary", "read_manifest", "make_cluster", "plan",
-           "MANIFEST", "BatchProgress"]
+           "MANIFEST", "BatchProgress", "check_batch_out", "batch_owned"]
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.jsonl"
 _ATTEMPTS = ".attempts"
+#: every file a worker publishes into OUT is listed here first (one relative path a line), so a
+#: batch killed mid-item still knows what in OUT is its own
+JOURNAL = ".gpulab-written"
+#: items write into OUT/.gpulab-staging/<key>.<pid>/ and their files are then moved into OUT
+_STAGING = ".gpulab-staging"
+_BOOKKEEPING = (MANIFEST, _ATTEMPTS, JOURNAL, _STAGING, OUTPUT_MARKER)
+
+
+# --------------------------------------------------------------------------- what OUT may hold
+def _top(out: pathlib.Path, p: str | os.PathLike) -> str | None:
+    """The first component of ``p`` relative to ``out`` (None if outside it)."""
+    q = pathlib.Path(p)
+    if not q.is_absolute():
+        return q.parts[0] if q.parts else None
+    try:
+        rel = q.resolve().relative_to(out.resolve())
+    except ValueError:
+        return None
+    return rel.parts[0] if rel.parts else None
+
+
+def batch_owned(out_dir: str | os.PathLike) -> set[str]:
+    """The top-level names in ``out_dir`` that gpulab batch wrote: its bookkeeping, the names
+    its marker and journal list, and every output the manifest records."""
+    out = pathlib.Path(out_dir)
+    owned = set(_BOOKKEEPING)
+    try:
+        data = json.loads((out / OUTPUT_MARKER).read_text(encoding="utf-8"))
+        owned |= {str(n).split("/", 1)[0] for n in data.get("files", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    with contextlib.suppress(OSError):
+        owned |= {ln.split("/", 1)[0] for ln in (out / JOURNAL).read_text(encoding="utf-8").splitlines() if ln}
+    for rec in read_manifest(out).values():
+        for o in rec.get("outputs") or ():
+            t = _top(out, o)
+            if t:
+                owned.add(t)
+    return owned
+
+
+def check_batch_out(out: pathlib.Path, inputs: Sequence[str | os.PathLike], *, option: str = "--out") -> None:
+    """Refuse an output folder that holds anything gpulab batch did not write there (the
+    user's files, the inputs), or that is, or holds, one of the inputs: a batch never
+    overwrites a file it did not write and never reads its own outputs as inputs."""
+    out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{option} {out}: a file has that name; give a folder")
+    out_r = out.resolve()
+    for p in inputs:
+        rp = pathlib.Path(p).resolve()
+        if rp == out_r or out_r in rp.parents:
+            raise UserError(f"{option} {out}: it holds the input {p}; write the outputs into a separate folder")
+    if out.is_dir():
+        owned = batch_owned(out)
+        foreign = sorted(q.name for q in out.iterdir() if q.name not in owned)
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise UserError(f"{option} {out}: the folder holds files gpulab did not write ({foreign[0]}{more}); "
+                            "give a new or empty folder, or the folder of an earlier batch to resume it")
+
+
+def _journal(out: pathlib.Path, rels: Sequence[str]) -> None:
+    if not rels:
+        return
+    with open(out / JOURNAL, "a", encoding="utf-8") as fh:
+        fh.write("".join(f"{r}\n" for r in rels))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _publish(stage: pathlib.Path, out: pathlib.Path, files: Sequence[pathlib.Path]) -> list[pathlib.Path]:
+    """Move an item's staged files into ``out``; an existing file there is replaced only if
+    gpulab batch wrote it (else the item fails and nothing is moved)."""
+    owned = batch_owned(out)
+    rels = []
+    for f in files:
+        rel = pathlib.Path(f).resolve().relative_to(stage.resolve())
+        dest = out / rel
+        if dest.exists() and rel.parts[0] not in owned:
+            raise UserError(f"{dest} exists and gpulab did not write it; it is left alone (choose a new --out)")
+        rels.append(rel.as_posix())
+    _journal(out, rels)
+    published = []
+    for rel in rels:
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / rel, dest)
+        published.append(dest)
+    return published
 
 
 # --------------------------------------------------------------------------- on the worker
@@ -93,7 +185,13 @@ def process_item(tool_name: str, item: BatchItem, out_dir: str, params: dict, de
             if tool.item_params is not None:
                 params = tool.item_params(item, params)
             result = tool.run(data, params, device=be, progress=None)
-            files = tool.write_item(result, out, item.key)
+            stage = out / _STAGING / f"{item.key}.{os.getpid()}"
+            shutil.rmtree(stage, ignore_errors=True)
+            stage.mkdir(parents=True)
+            try:
+                files = _publish(stage, out, tool.write_item(result, stage, item.key))
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
             metrics = tool.metrics(result) if tool.metrics else {}
         rec.update(status="done", outputs=[str(p) for p in files],
                    metrics={k: v for k, v in (metrics or {}).items() if isinstance(v, int | float | str | bool)})
@@ -206,11 +304,21 @@ def _gpu_ids(gpus: str | int | None) -> list[int]:
     return list(range(k))
 
 
+def require_dask() -> None:
+    """A one-line :class:`UserError` naming the extra when Dask is not installed."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        raise UserError("install gpulab[batch] to run batches (Dask and distributed are not installed)") from None
+
+
 def make_cluster(*, workers: int | None = None, gpus: str | int | None = "all", retries: int = 2,
                  dashboard: bool = True):
     """A local cluster: one worker per GPU, each pinned to its own device (dask-cuda's
     LocalCUDACluster when installed, else the same pinning through ``CUDA_VISIBLE_DEVICES``),
     or ``workers`` CPU worker processes. Returns ``(cluster, device_spec, n_workers)``."""
+    require_dask()
     import dask
     from distributed import LocalCluster
 
@@ -287,17 +395,20 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
     cancel : threading.Event, optional
         When set, the batch stops: running items are cancelled, finished ones stay recorded.
     """
+    require_dask()
     from distributed import Client, as_completed
 
     tool = tool if isinstance(tool, Tool) else _tool(tool)
     p = tool.params.validate(params or {})
     out = pathlib.Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: a file has that name; give a folder")
+    check_batch_out(out, inputs)
     out.mkdir(parents=True, exist_ok=True)
     if not os.access(out, os.W_OK):
         raise UserError(f"--out {out}: the folder is not writable")
     todo, skipped = plan(tool, inputs, out)
+    check_batch_out(out, [f for it in todo for f in it.inputs] + [f for r in skipped for f in r["inputs"]])
+    if not (out / OUTPUT_MARKER).exists():
+        write_output_marker(out, [MANIFEST, _ATTEMPTS, JOURNAL, _STAGING])
     manifest = _Manifest(out)
     summary = BatchSummary(total=len(todo) + len(skipped))
     t0 = time.perf_counter()
@@ -381,6 +492,8 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
                 on_record(summary, rec)
     finally:
         summary.seconds = time.perf_counter() - t0
+        with contextlib.suppress(OSError):
+            (out / _STAGING).rmdir()  # only when empty: a killed worker's stage stays for the next run
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close(timeout=10)
@@ -402,6 +515,7 @@ def finish_batch(tool_name: str, out_dir: str, records: list[dict], params: dict
         rec["device"] = be.label
         with be.activate():
             files = tool.batch_finish(pathlib.Path(out_dir), records, params, device=be)
+        _journal(pathlib.Path(out_dir), [t for t in (_top(pathlib.Path(out_dir), p) for p in files) if t])
         rec.update(status="done", outputs=[str(p) for p in files])
     except Exception as exc:  # noqa: BLE001
         kind, msg = classify(exc, "finishing the batch")

@@ -17,7 +17,7 @@ from gpu_kernels.backend import Backend, device_report
 from gpu_kernels.jobs import Cancelled, Progress
 
 from ..errors import UserError, classify
-from ..io.atomic import atomic_write
+from ..io.atomic import OutputPathError, atomic_write, check_output_dir, marker_names, write_output_marker
 from ..tools import TOOLS
 from .common import add_device_arg, cli_progress, end_progress_line, select_device
 
@@ -50,16 +50,20 @@ def run_demos(out_dir: Path, progress: Progress, *, device: Backend, only: list[
     """Write the device report and run each tool's demo on ``device``.
     Returns ``(written, failures)``; one failing demo does not stop the others."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"--out {out_dir}: a file has that name; give a folder")
+    try:  # a new, empty or earlier demo folder: never a folder of the user's files
+        check_output_dir(out_dir, option="--out")
+    except OutputPathError as exc:
+        raise UserError(exc.user_message) from None
+    tools = [t for t in TOOLS if t.demo is not None and (not only or any(o in t.name for o in only))]
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_output_marker(out_dir, (marker_names(out_dir) or set()) | {"device_report.txt"}
+                        | {t.key for t in tools})
     written: list[Path] = []
     report = out_dir / "device_report.txt"
     with atomic_write(report, "w") as f:
         f.write(device_report(device) + "\n")
     written.append(report)
     log_line(f"wrote {report}")
-    tools = [t for t in TOOLS if t.demo is not None and (not only or any(o in t.name for o in only))]
     failures: list[str] = []
     n = max(len(tools), 1)
     for i, tool in enumerate(tools):

@@ -15,6 +15,7 @@ result behind, and an existing file is only replaced once its successor is whole
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -24,7 +25,8 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "OutputPathError"]
+__all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+           "foreign_entries", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError"]
 
 # read once at import: os.umask() is process-wide and changing it from a worker
 # thread would race with other threads creating files
@@ -121,26 +123,98 @@ def _copy_mode(existing: Path, new: Path) -> None:
         pass
 
 
+#: the file that marks a folder as gpulab's own output (JSON: the names gpulab wrote there)
+OUTPUT_MARKER = ".gpulab-output"
+
+
+def marker_names(folder: Path) -> set[str] | None:
+    """The top-level names gpulab recorded in ``folder``'s marker; None without a readable one."""
+    try:
+        data = json.loads((folder / OUTPUT_MARKER).read_text(encoding="utf-8"))
+        names = data.get("files")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(names, list):
+        return None
+    return {str(n).split("/", 1)[0] for n in names}
+
+
+def foreign_entries(folder: str | os.PathLike) -> list[str]:
+    """The entries of an existing ``folder`` that gpulab did not write there (sorted): every
+    entry, unless the folder carries gpulab's marker, then those the marker does not list."""
+    folder = Path(folder)
+    entries = sorted(p.name for p in folder.iterdir() if p.name != OUTPUT_MARKER)
+    known = marker_names(folder)
+    if known is None:
+        return entries
+    return [e for e in entries if e not in known]
+
+
+def write_output_marker(folder: str | os.PathLike, names) -> Path:
+    """Mark ``folder`` as gpulab's output, listing ``names`` (paths relative to it) as the files
+    gpulab wrote; a later run may then replace them, and nothing else."""
+    folder = Path(folder)
+    from app import __version__
+
+    data = {"gpulab": __version__, "files": sorted({str(n) for n in names} - {OUTPUT_MARKER})}
+    marker = folder / OUTPUT_MARKER
+    with atomic_write(marker, "w") as fh:
+        fh.write(json.dumps(data, indent=1) + "\n")
+    return marker
+
+
+def check_output_dir(path: str | os.PathLike, *, option: str = "") -> Path:
+    """Check, before any work, that an output folder may be written at ``path``: a new folder
+    in a writable folder, an empty folder, or a folder gpulab wrote earlier holding nothing but
+    what gpulab wrote (its marker lists it). A folder with anything else in it (the user's
+    files, an input) is refused: gpulab never removes what it did not write. Raises
+    :class:`OutputPathError`."""
+    path = Path(path)
+    lead = f"{option} {path}" if option else f"{path}"
+    if path.exists() and not path.is_dir():
+        raise OutputPathError(f"{lead}: a file has that name; give a folder name")
+    if path.is_dir():
+        try:
+            foreign = foreign_entries(path)
+        except OSError as exc:
+            raise OutputPathError(f"{lead}: the folder cannot be read ({exc.strerror or exc})") from None
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise OutputPathError(f"{lead}: the folder holds files gpulab did not write ({foreign[0]}{more}); "
+                                  "give a new or empty folder")
+        if not os.access(path, os.W_OK):
+            raise OutputPathError(f"{lead}: the folder is not writable")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputPathError(f"{lead}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OutputPathError(f"{lead}: the folder {parent} is not writable")
+    return path
+
+
 @contextlib.contextmanager
 def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary folder next to ``path``; on success rename it to ``path``.
 
-    For outputs made of several files (e.g. one mesh per segment). On any exception
-    the temporary folder and everything in it is removed. If ``path`` already exists
-    it is replaced only when ``overwrite`` is true, and only after the new folder is
-    complete (the old one is moved aside, then deleted).
+    For outputs made of several files (e.g. one mesh per segment). On any exception the
+    temporary folder and everything in it is removed. The finished folder carries gpulab's
+    marker (:data:`OUTPUT_MARKER`) listing what was written. An existing ``path`` is replaced
+    only when ``overwrite`` is true and it is empty or holds nothing but an earlier gpulab
+    output (:func:`check_output_dir`; checked before and again just before the swap), and only
+    after the new folder is complete (the old one is moved aside, then deleted).
     """
     path = Path(path)
-    parent = _check_parent(path, for_file=False)
-    if path.exists() and not overwrite:
+    if path.exists() and path.is_dir() and not overwrite:
         raise FileExistsError(17, "folder exists", str(path))
-    if path.exists() and not path.is_dir():
-        raise NotADirectoryError(20, "a file has that name", str(path))
+    check_output_dir(path)
+    parent = _check_parent(path, for_file=False)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=parent))
     try:
         yield tmp
+        write_output_marker(tmp, [p.name for p in tmp.iterdir()])
         os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
+            check_output_dir(path)  # the user may have put files there while we worked
             old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
             os.rmdir(old)
             os.replace(path, old)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.io import mesh_formats
-from app.io.atomic import OutputPathError, atomic_output_dir, atomic_write, check_output_file
+from app.io.atomic import OUTPUT_MARKER, OutputPathError, atomic_output_dir, atomic_write, check_output_file
 from app.io.mesh_formats import MeshFile, MeshIOError
 
 __all__ = [
@@ -494,7 +494,8 @@ def check_segments_dir(directory) -> pathlib.Path:
     if directory.exists() and not directory.is_dir():
         raise MeshIOError(f"{directory}: a file has that name; give a folder")
     if directory.is_dir():
-        foreign = [p.name for p in directory.iterdir() if not _SEGMENT_FILE.fullmatch(p.name)]
+        foreign = [p.name for p in directory.iterdir()
+                   if not _SEGMENT_FILE.fullmatch(p.name) and p.name != OUTPUT_MARKER]
         if foreign:
             raise MeshIOError(
                 f"{directory}: the folder holds other files ({foreign[0]}, ...); choose a new or "

@@ -174,9 +174,19 @@ def _load_image(path: pathlib.Path, what: str) -> np.ndarray:
         raise SceneReadError(f"{what}: {exc.user_message}") from None
 
 
+def _scene_file(folder: pathlib.Path, name: str) -> pathlib.Path:
+    """An image the scene file names, kept inside ``folder`` (see :mod:`app.io.paths`)."""
+    from .paths import OutsidePathError, contained_path
+
+    try:
+        return contained_path(folder, name, what="image")
+    except OutsidePathError as exc:
+        raise SceneReadError(exc.user_message) from None
+
+
 def find_mask(mask_dir: pathlib.Path, image_name: str) -> pathlib.Path | None:
     """The mask file of ``image_name`` in ``mask_dir`` (COLMAP's ``name.ext.png`` or ``stem.*``)."""
-    p = mask_dir / (image_name + ".png")
+    p = _scene_file(mask_dir, image_name + ".png")
     if p.is_file():
         return p
     stem = pathlib.PurePath(image_name)
@@ -230,7 +240,7 @@ def read_middlebury(par_path: str | os.PathLike, *, image_dir: str | os.PathLike
     images, cams = [], []
     for i, name in enumerate(names):
         progress.update(i / len(names), f"reading image {i + 1}/{len(names)}")
-        p = folder / name
+        p = _scene_file(folder, name)
         if not p.is_file():
             raise SceneReadError(f"{_name(par_path)} names image {name}, but {p} does not exist")
         img = _load_image(p, f"image {name}")
@@ -559,7 +569,7 @@ def read_colmap(model_dir: str | os.PathLike, *, image_dir: str | os.PathLike | 
         q, t, cid, name = imgs[iid]
         progress.update(k / len(order), f"reading image {k + 1}/{len(order)}")
         model, w, h, params = cams[cid]
-        p = folder / name
+        p = _scene_file(folder, name)
         if not p.is_file():
             raise SceneReadError(f"the model names image {name}, but {p} does not exist")
         img = _load_image(p, f"image {name}")

@@ -264,6 +264,16 @@ def _header_text(path, limit=65536) -> str:
     return head.decode("latin-1")
 
 
+def _header_data_file(path, name: str) -> Path:
+    """The data file a MetaImage/NRRD header names, kept inside the header's folder."""
+    from .paths import OutsidePathError, contained_path
+
+    try:
+        return contained_path(Path(path).parent, name.strip(), what="data file")
+    except OutsidePathError as exc:
+        raise _err(path, exc.user_message) from None
+
+
 def _precheck_metaimage(path):
     """Validate a MetaImage header (sizes, type, data file) before SimpleITK reads it."""
     text = _header_text(path)
@@ -296,8 +306,10 @@ def _precheck_metaimage(path):
     if datafile.upper() == "LOCAL":
         available = os.path.getsize(path) - header_len
     else:
-        dpath = Path(path).parent / datafile
-        if "%" in datafile or datafile.upper() == "LIST" or not dpath.is_file():
+        if "%" in datafile or datafile.upper() == "LIST":
+            raise _err(path, f"its data file {datafile!r} is missing or not a single file")
+        dpath = _header_data_file(path, datafile)
+        if not dpath.is_file():
             raise _err(path, f"its data file {datafile!r} is missing or not a single file")
         available = dpath.stat().st_size
     n = _check_count(path, dims + [ncomp], _MET_TYPES[etype], None if compressed else available)
@@ -335,11 +347,15 @@ def _precheck_nrrd(path):
         raise _err(path, f"unsupported NRRD type {t or '(none)'}")
     enc = fields.get("encoding", "raw").lower()
     if "data file" in fields or "datafile" in fields:
-        df = fields.get("data file", fields.get("datafile", ""))
-        dpath = Path(path).parent / df
-        if not dpath.is_file():
-            raise _err(path, f"its data file {df!r} is missing")
-        available = dpath.stat().st_size
+        available = 0
+        for key in ("data file", "datafile"):  # both spellings are NRRD; check each one given
+            if key not in fields:
+                continue
+            df = fields[key]
+            dpath = _header_data_file(path, df)
+            if not dpath.is_file():
+                raise _err(path, f"its data file {df!r} is missing")
+            available = dpath.stat().st_size
     else:
         if not ended:
             raise _err(path, "the NRRD header does not end (no blank line)")

@@ -40,7 +40,7 @@ from gpu_kernels.mvs import views as _vs
 from gpu_kernels.mvs.camera import MVSScene
 
 from ..io import depth_io, ply_points_io, scene_io
-from ..io.atomic import atomic_output_dir, write_lines
+from ..io.atomic import atomic_output_dir, check_output_dir, write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, resources_dir
 from .params import Param, ParamSet
 
@@ -328,12 +328,8 @@ def write_view_depth(result: MVSRun, path, *, view: int | None = None) -> list[p
 
 
 def _check_outdir(path) -> None:
-    path = pathlib.Path(path)
-    parent = path.parent if str(path.parent) else pathlib.Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{path}: the folder {parent} does not exist")
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{path}: a file has that name; give a folder name")
+    """A new folder, an empty one, or an earlier gpulab output: never a folder of the user's files."""
+    check_output_dir(path)
 
 
 EXPORTS = (

@@ -74,7 +74,10 @@ def test_an_interrupted_batch_runs_only_the_missing_items_again(meshes, tmp_path
     # nothing half-written: every output of the manifest exists, no temporary files around
     for r in latest.values():
         assert all(Path(o).is_file() for o in r["outputs"])
-    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.name != ".attempts"]
+    # (the bookkeeping: attempts, the journal of written files and the gpulab-output marker)
+    assert not [p for p in out.iterdir() if p.name.startswith(".")
+                and p.name not in (".attempts", ".gpulab-written", ".gpulab-output")]
+    assert not (out / ".gpulab-staging").exists()
 
 
 def test_an_unreadable_item_fails_alone(meshes, tmp_path):

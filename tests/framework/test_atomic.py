@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.io.atomic import atomic_output_dir, atomic_write
+from app.io.atomic import OUTPUT_MARKER, atomic_output_dir, atomic_write
 from gpu_kernels.jobs import Cancelled
 
 
@@ -86,21 +86,21 @@ def test_output_dir_appears_complete(tmp_path):
         (d / "part0.ply").write_text("a")
         (d / "part1.ply").write_text("b")
         assert not target.exists()
-    assert sorted(p.name for p in target.iterdir()) == ["part0.ply", "part1.ply"]
+    assert sorted(p.name for p in target.iterdir()) == [OUTPUT_MARKER, "part0.ply", "part1.ply"]
     assert [p.name for p in tmp_path.iterdir()] == ["segments"]
 
 
 def test_output_dir_failure_leaves_nothing_and_keeps_old(tmp_path):
     target = tmp_path / "segments"
-    target.mkdir()
-    (target / "old.ply").write_text("old")
+    with atomic_output_dir(target) as d:  # an earlier gpulab output
+        (d / "old.ply").write_text("old")
     with pytest.raises(Cancelled):
         with atomic_output_dir(target) as d:
             (d / "new.ply").write_text("new")
             raise Cancelled()
-    assert [p.name for p in target.iterdir()] == ["old.ply"]
+    assert sorted(p.name for p in target.iterdir()) == [OUTPUT_MARKER, "old.ply"]
     assert [p.name for p in tmp_path.iterdir()] == ["segments"]
     with atomic_output_dir(target) as d:
         (d / "new.ply").write_text("new")
-    assert [p.name for p in target.iterdir()] == ["new.ply"]
+    assert sorted(p.name for p in target.iterdir()) == [OUTPUT_MARKER, "new.ply"]
     assert [p.name for p in tmp_path.iterdir()] == ["segments"]
