@@ -31,6 +31,8 @@ import numpy as np
 from app.io.atomic import atomic_write
 from gpu_kernels.errors import InputError
 
+from .inputs import check_input_file, failure_reason
+
 __all__ = ["DepthIOError", "read_pfm", "write_pfm", "read_colmap_array", "write_colmap_array",
            "read_npy", "write_npy", "read_depth", "write_depth"]
 
@@ -79,8 +81,7 @@ def _read_token(data: bytes, pos: int) -> tuple[str, int]:
 def read_pfm(path: str | os.PathLike) -> np.ndarray:
     """Read a PFM file into float32 ``(H, W)`` or ``(H, W, 3)`` (top row first)."""
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise DepthIOError(f"no such file: {p}")
+    check_input_file(p, error=DepthIOError, what="a depth map")
     size = p.stat().st_size
     with open(p, "rb") as fh:
         head = fh.read(256)
@@ -124,8 +125,7 @@ def write_colmap_array(path: str | os.PathLike, array) -> None:
 def read_colmap_array(path: str | os.PathLike, *, zero_is_missing: bool = False) -> np.ndarray:
     """Read a COLMAP ``.bin`` array: ``(H, W)`` for one channel, else ``(H, W, C)``."""
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise DepthIOError(f"no such file: {p}")
+    check_input_file(p, error=DepthIOError, what="a depth map")
     size = p.stat().st_size
     with open(p, "rb") as fh:
         head = fh.read(64)
@@ -159,12 +159,11 @@ def write_npy(path: str | os.PathLike, array) -> None:
 
 def read_npy(path: str | os.PathLike) -> np.ndarray:
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise DepthIOError(f"no such file: {p}")
+    check_input_file(p, error=DepthIOError, what="a depth map")
     try:
         a = np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise DepthIOError(f"{_name(p)}: not a readable .npy file ({type(exc).__name__})") from None
+        raise DepthIOError(f"{_name(p)}: not a readable .npy file ({failure_reason(exc)})") from None
     if a.ndim not in (2, 3):
         raise DepthIOError(f"{_name(p)}: expected a 2-D map, got shape {a.shape}")
     return a

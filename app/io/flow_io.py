@@ -37,6 +37,7 @@ import numpy as np
 from gpu_kernels.errors import InputError
 
 from .atomic import atomic_write
+from .inputs import check_input_file
 
 __all__ = [
     "FLOW_EXTENSIONS",
@@ -72,14 +73,7 @@ def _name(path: Path) -> str:
 
 
 def _check_readable(path) -> Path:
-    path = Path(path)
-    if not path.exists():
-        raise FlowFileError(f"no such file: {path}")
-    if path.is_dir():
-        raise FlowFileError(f"{path} is a folder, not a flow file")
-    if path.stat().st_size == 0:
-        raise FlowFileError(f"{_name(path)}: the file is empty")
-    return path
+    return check_input_file(path, error=FlowFileError, what="a flow file")
 
 
 def as_flow(flow, valid=None) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ import numpy as np
 from gpu_kernels.errors import InputError
 
 from .atomic import atomic_write
+from .inputs import check_input_file, failure_reason
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -43,6 +44,8 @@ IMAGE_EXTENSIONS: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".tif", ".tiff", "
 
 #: Refuse images with more pixels than this before decoding them (1 gigapixel).
 MAX_PIXELS = 1 << 30
+#: Refuse images narrower or lower than this: a 1 x 1 image has nothing to segment or match.
+MIN_SIDE = 2
 
 
 class ImageReadError(InputError):
@@ -65,20 +68,76 @@ def _header_size(path: pathlib.Path) -> tuple[int, int] | None:
         return None
 
 
+def _tiff_layout(arr: np.ndarray, axes: str, path: pathlib.Path) -> np.ndarray:
+    """An (H, W) or (H, W, C) array from a TIFF series of any axis order.
+
+    tifffile writes an (H, W, C) array with C > 4 as H pages of W x C ("QYX"), and planar
+    channels as C pages ("SYX" or "QYX"): the sample axis is the one tifffile names S or C,
+    else the small one (at most 16) of a 3-D series, at either end."""
+    keep = [i for i, n in enumerate(arr.shape) if n != 1]
+    if len(keep) < 2:
+        keep = list(range(arr.ndim))[-2:]
+    axes = "".join(axes[i] for i in keep) if len(axes) == arr.ndim else ""
+    arr = arr.reshape([arr.shape[i] for i in keep])
+    if arr.ndim == 2:
+        return arr
+    if arr.ndim == 3:
+        named = [i for i, a in enumerate(axes) if a in "SC"]
+        if len(named) == 1:
+            return np.moveaxis(arr, named[0], -1)
+        h0, h1, h2 = arr.shape
+        if h2 <= 16 and h2 < min(h0, h1):
+            return arr                      # (H, W, C), stored one row per page
+        if h0 <= 16 and h0 < min(h1, h2):
+            return np.moveaxis(arr, 0, -1)  # planar channels
+        raise ImageReadError(f"{_name(path)}: the TIFF holds a stack of {h0:,} images of {h2:,} x {h1:,} "
+                             "pixels; gpulab reads one image: save the one you want on its own")
+    raise ImageReadError(f"{_name(path)}: the TIFF holds a {arr.ndim}-D array of shape {arr.shape}; "
+                         "gpulab reads one 2-D image (grey or colour)")
+
+
 def _read_tiff(path: pathlib.Path) -> np.ndarray:
     import tifffile
 
     with tifffile.TiffFile(path) as tf:
-        if not tf.pages:
+        if not tf.pages or not tf.series:
             raise ImageReadError(f"{_name(path)}: the TIFF file holds no image")
-        page = tf.pages[0]
-        shape = tuple(int(s) for s in page.shape)
+        series = tf.series[0]
+        shape = tuple(int(s) for s in series.shape)
         if int(np.prod(shape, dtype=np.int64)) > 4 * MAX_PIXELS:
             raise ImageReadError(f"{_name(path)}: the image is too large ({' x '.join(map(str, shape))})")
-        arr = page.asarray()
-    if arr.ndim == 3 and arr.shape[0] in (3, 4) and arr.shape[-1] not in (3, 4):
-        arr = np.moveaxis(arr, 0, -1)  # planar RGB
-    return arr
+        arr = series.asarray()
+        axes = str(series.axes)
+    return _tiff_layout(np.asarray(arr), axes, path)
+
+
+#: the first bytes of each format read here
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"),
+    (b"II+\x00", "TIFF"), (b"MM\x00+", "TIFF"), (b"BM", "BMP"),
+)
+
+
+def _sniff(path: pathlib.Path) -> str | None:
+    """The format the file's first bytes announce (PNG, JPEG, TIFF, BMP), or None."""
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    for magic, fmt in _MAGIC:
+        if head.startswith(magic):
+            return fmt
+    return None
+
+
+def _looks_like_text(path: pathlib.Path) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(512)
+    if not head or b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _read_cv2(path: pathlib.Path) -> np.ndarray:
@@ -146,17 +205,19 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
     if mode not in ("keep", "gray", "rgb"):
         raise ImageReadError(f"unknown image mode {mode!r}: use keep, gray or rgb")
     path = pathlib.Path(path)
-    if not path.exists():
-        raise ImageReadError(f"no such file: {path}")
-    if path.is_dir():
-        raise ImageReadError(f"{path} is a folder, not an image")
+    check_input_file(path, error=ImageReadError, what="an image")
     size = path.stat().st_size
-    if size == 0:
-        raise ImageReadError(f"{_name(path)}: the file is empty")
     ext = path.suffix.lower()
     if ext not in IMAGE_EXTENSIONS:
         raise ImageReadError(f"{_name(path)}: unsupported image type {ext or '(no extension)'}; "
                              f"gpulab reads {', '.join(IMAGE_EXTENSIONS)}")
+    # refuse what is no image at all from its first bytes, before any decoder library loads
+    # (a text file named .png took 4 s in the window: Pillow tried each of its plugins)
+    kind = _sniff(path)
+    if kind is None:
+        what = "a text file" if _looks_like_text(path) else "no image format gpulab reads (PNG, JPEG, TIFF, BMP)"
+        raise ImageReadError(f"{_name(path)}: not an image: the file is {what}, whatever its "
+                             f"{ext} name says")
     wh = _header_size(path)
     if wh is not None:
         w, h = wh
@@ -171,9 +232,9 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
                                  f"{w:,} x {h:,} image can be; it is corrupt")
     try:
         arr = None
-        if ext in (".tif", ".tiff"):
+        if kind == "TIFF":
             arr = _read_tiff(path)
-        elif ext == ".png":
+        elif kind == "PNG":
             arr = _read_palette_png(path)
         if arr is None:
             arr = _read_cv2(path)
@@ -183,16 +244,22 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
         raise ImageReadError(f"{_name(path)}: the image is too large to read into memory") from None
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a corrupt file to the user
         raise ImageReadError(f"{_name(path)}: not a readable image: the file is corrupt or not a "
-                             f"{ext.lstrip('.').upper()} file ({type(exc).__name__})") from None
+                             f"{ext.lstrip('.').upper()} file ({failure_reason(exc)})") from None
     arr = np.asarray(arr)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[..., 0]
     if arr.ndim == 3 and arr.shape[2] == 2:  # grey + alpha
         arr = arr[..., 0]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+    if arr.ndim == 3 and arr.shape[2] not in (3, 4):
+        raise ImageReadError(f"{_name(path)}: the image has {arr.shape[2]} channels per pixel; gpulab reads "
+                             "grey, grey + alpha, RGB and RGBA images")
+    if arr.ndim not in (2, 3):
         raise ImageReadError(f"{_name(path)}: unsupported image layout {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ImageReadError(f"{_name(path)}: the image has no pixels ({arr.shape[1]} x {arr.shape[0]})")
+    if min(arr.shape[:2]) < MIN_SIDE:
+        raise ImageReadError(f"{_name(path)}: the image is {arr.shape[1]} x {arr.shape[0]} pixels, too small "
+                             f"to process (at least {MIN_SIDE} x {MIN_SIDE})")
     if arr.dtype == np.bool_:
         arr = arr.astype(np.uint8) * 255
     elif arr.dtype.kind == "f":

@@ -41,6 +41,7 @@ import numpy as np
 from gpu_kernels.errors import InputError
 
 from .atomic import OutputPathError, atomic_write, check_output_file
+from .inputs import check_input_file, failure_reason
 
 __all__ = [
     "LABEL_EXTENSIONS",
@@ -151,10 +152,7 @@ def read_labels(path: str | os.PathLike) -> np.ndarray:
     """Read a label image (.png 8/16-bit grey, .tif integer grey, .npy 2-D integer)."""
     path = pathlib.Path(path)
     ext = _ext(path)
-    if not path.is_file():
-        raise LabelsIOError(f"{path}: no such file")
-    if path.stat().st_size == 0:
-        raise LabelsIOError(f"{_name(path)}: the file is empty")
+    check_input_file(path, error=LabelsIOError, what="a label image")
     try:
         if ext == ".npy":
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -195,8 +193,7 @@ def read_labels(path: str | os.PathLike) -> np.ndarray:
     except LabelsIOError:
         raise
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad file for the user
-        raise LabelsIOError(f"{_name(path)}: cannot read labels ({type(exc).__name__}: "
-                            f"{str(exc).splitlines()[0] if str(exc) else 'corrupt file'})") from None
+        raise LabelsIOError(f"{_name(path)}: cannot read labels ({failure_reason(exc)})") from None
     if arr.ndim != 2:
         raise LabelsIOError(f"{_name(path)}: expected one grey plane of labels, got shape {arr.shape}")
     if 0 in arr.shape:
@@ -284,14 +281,13 @@ def read_bsds_groundtruth(path: str | os.PathLike) -> list[tuple[np.ndarray, np.
     """The human segmentations of one BSDS500 image: ``[(segmentation, boundaries), ...]``,
     segmentation int32 (regions from 1), boundaries bool."""
     path = pathlib.Path(path)
-    if not path.is_file():
-        raise LabelsIOError(f"{path}: no such file")
+    check_input_file(path, error=LabelsIOError, what="a ground-truth file")
     try:
         from scipy.io import loadmat
 
         m = loadmat(path)
     except Exception as exc:  # noqa: BLE001
-        raise LabelsIOError(f"{_name(path)}: not a readable MATLAB file ({type(exc).__name__})") from None
+        raise LabelsIOError(f"{_name(path)}: not a readable MATLAB file ({failure_reason(exc)})") from None
     gt = m.get("groundTruth")
     if gt is None or gt.dtype != object or gt.size == 0:
         raise LabelsIOError(f"{_name(path)}: no 'groundTruth' cell array (not a BSDS500 ground-truth file)")

@@ -32,6 +32,7 @@ import numpy as np
 
 from app.io import mesh_formats
 from app.io.atomic import OUTPUT_MARKER, OutputPathError, atomic_output_dir, atomic_write, check_output_file
+from app.io.inputs import check_input_file, failure_reason
 from app.io.mesh_formats import MeshFile, MeshIOError
 
 __all__ = [
@@ -81,7 +82,7 @@ def _pymeshlab_reason(exc: Exception) -> str:
     m = re.search(r"Error details:\s*(.+)", text)
     if m:
         return m.group(1).strip()
-    return _first_line(text) or type(exc).__name__
+    return _first_line(text) or failure_reason(exc)
 
 
 def _nonfinite(bad: int, total: int) -> str:
@@ -103,7 +104,7 @@ def _read_own(path: pathlib.Path, name: str, ext: str, **kw) -> MeshFile:
     except (ValueError, IndexError, OverflowError, struct.error) as exc:
         # a safety net: the readers check what they read, so this is a bug, but a corrupt
         # file must still give one line and never take the application down
-        reason = _first_line(str(exc)) or type(exc).__name__
+        reason = _first_line(str(exc)) or failure_reason(exc)
         raise MeshIOError(f"{name}: not a readable {ext[1:].upper()} mesh ({reason})") from None
 
 
@@ -156,18 +157,7 @@ def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, n
     """
     path = pathlib.Path(path)
     name = _name(path)
-    if not path.exists():
-        raise MeshIOError(f"{name}: no such file")
-    if path.is_dir():
-        raise MeshIOError(f"{name}: is a folder, not a mesh file")
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise MeshIOError(f"{name}: cannot be read ({exc.strerror or exc})") from None
-    if size == 0:
-        raise MeshIOError(f"{name}: the file is empty")
-    if not os.access(path, os.R_OK):
-        raise MeshIOError(f"{name}: permission denied")
+    check_input_file(path, error=MeshIOError, what="a mesh file", label=name)
     ext = path.suffix.lower()
     if not ext:
         raise MeshIOError(
@@ -217,8 +207,7 @@ def read_face_colors(path) -> np.ndarray | None:
     properties are read by our PLY reader, other formats by pymeshlab."""
     path = pathlib.Path(path)
     name = _name(path)
-    if not path.is_file():
-        raise MeshIOError(f"{name}: no such file")
+    check_input_file(path, error=MeshIOError, what="a mesh file", label=name)
     if path.suffix.lower() == ".ply":
         return _read_own(path, name, ".ply", colors=True).face_colors
     import pymeshlab
@@ -436,8 +425,7 @@ def read_seg(path, n_faces: int | None = None) -> np.ndarray:
     """
     path = pathlib.Path(path)
     name = _name(path)
-    if not path.is_file():
-        raise MeshIOError(f"{name}: {'is a folder, not a .seg file' if path.is_dir() else 'no such file'}")
+    check_input_file(path, error=MeshIOError, what="a .seg file", label=name, allow_empty=True)
     try:
         size = path.stat().st_size
         if size > SEG_MAX_BYTES:

@@ -29,6 +29,8 @@ import numpy as np
 from app.io.atomic import atomic_write
 from gpu_kernels.errors import InputError
 
+from .inputs import check_input_file
+
 __all__ = ["PointCloudIOError", "write_points_ply", "read_points_ply"]
 
 _PLY_TYPES = {
@@ -98,8 +100,7 @@ _MAX_HEADER = 1 << 16
 def read_points_ply(path: str | os.PathLike) -> dict:
     """Read a point-cloud PLY. Returns ``{"points", "normals"?, "colors"?, "confidence"?}``."""
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise PointCloudIOError(f"no such file: {p}")
+    check_input_file(p, error=PointCloudIOError, what="a point cloud")
     size = p.stat().st_size
     try:
         with open(p, "rb") as fh:

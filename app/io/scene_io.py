@@ -47,6 +47,8 @@ from app.io.image_io import IMAGE_EXTENSIONS, ImageReadError, read_image
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import Camera, MVSInputError, MVSScene
 
+from .inputs import check_input_file, failure_reason
+
 __all__ = [
     "SceneReadError",
     "COLMAP_MODELS",
@@ -94,8 +96,7 @@ def _name(p: pathlib.Path) -> str:
 def parse_middlebury_par(path: str | os.PathLike):
     """Parse a Middlebury ``*_par.txt``: returns ``(names, K (N,3,3), R (N,3,3), t (N,3))``."""
     path = pathlib.Path(path)
-    if not path.is_file():
-        raise SceneReadError(f"no such camera file: {path}")
+    check_input_file(path, error=SceneReadError, what="a camera file")
     if path.stat().st_size > _MAX_PAR_BYTES:
         raise SceneReadError(f"{_name(path)}: {path.stat().st_size:,} bytes is far too large for a camera file")
     try:
@@ -484,7 +485,7 @@ def read_colmap_model(model_dir: str | os.PathLike):
         if pf is not None:
             pts = _read_points_bin(pf[0]) if pf[1] else _read_points_text(pf[0])
     except (struct.error, UnicodeDecodeError) as exc:
-        raise SceneReadError(f"{d}: corrupt COLMAP model ({type(exc).__name__})") from None
+        raise SceneReadError(f"{d}: corrupt COLMAP model ({failure_reason(exc)})") from None
     if not imgs:
         raise SceneReadError(f"{d}: the COLMAP model has no images")
     for iid, (_, _, cid, name) in imgs.items():

@@ -28,6 +28,8 @@ import numpy as np
 
 from gpu_kernels.errors import InputError
 
+from .inputs import check_input_file
+
 __all__ = ["VIDEO_EXTENSIONS", "VideoReadError", "FrameSequence", "open_sequence"]
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm", ".mpg", ".mpeg", ".wmv", ".gif")
@@ -58,8 +60,7 @@ class FrameSequence:
         self._cap = None
         self._pos = -1
         self.fps = None
-        if not self.path.exists():
-            raise VideoReadError(f"no such file or folder: {self.path}")
+        check_input_file(self.path, error=VideoReadError, what="a video", allow_dir=True)
         if self.path.is_dir():
             from .image_io import ImageReadError, list_images
 

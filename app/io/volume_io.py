@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from app.io.atomic import OutputPathError, atomic_write, check_output_file
+from app.io.inputs import check_input_file, failure_reason
 from gpu_kernels.errors import InputError
 
 __all__ = [
@@ -208,7 +209,7 @@ def _read_nifti(path) -> Volume:
             with open(path, "rb") as fh:
                 head = fh.read(544)
     except Exception as exc:
-        raise _err(path, f"not a readable NIfTI file ({type(exc).__name__})") from None
+        raise _err(path, f"not a readable NIfTI file ({failure_reason(exc)})") from None
     hdr, cls = _nifti_header(head, path)
     try:
         shape = tuple(int(s) for s in hdr.get_data_shape())
@@ -238,7 +239,7 @@ def _read_nifti(path) -> Volume:
     except VolumeIOError:
         raise
     except Exception as exc:
-        raise _err(path, f"the voxel data cannot be read ({type(exc).__name__})") from None
+        raise _err(path, f"the voxel data cannot be read ({failure_reason(exc)})") from None
     zooms = tuple(float(z) for z in img.header.get_zooms())
     sp = tuple(reversed((zooms + (1.0, 1.0, 1.0))[:3]))
     dt = zooms[3] if len(zooms) > 3 and len(shape) == 4 else None
@@ -400,7 +401,7 @@ def _read_sitk_file(path, fmt) -> Volume:
         raise
     except Exception as exc:
         msg = str(exc).strip().splitlines()
-        detail = next((ln.strip() for ln in reversed(msg) if ln.strip()), type(exc).__name__)
+        detail = next((ln.strip() for ln in reversed(msg) if ln.strip()), failure_reason(exc))
         raise _err(path, f"cannot be read as {fmt} ({detail[:160]})") from None
     return _sitk_volume(path, img, fmt)
 
@@ -431,7 +432,7 @@ def _read_dicom(path) -> Volume:
         raise
     except Exception as exc:
         msg = str(exc).strip().splitlines()
-        detail = next((ln.strip() for ln in reversed(msg) if ln.strip()), type(exc).__name__)
+        detail = next((ln.strip() for ln in reversed(msg) if ln.strip()), failure_reason(exc))
         raise _err(path, f"cannot be read as a DICOM series ({detail[:160]})") from None
     if img.GetDimension() == 2:
         raise _err(path, "the DICOM series has a single slice; a 3-D volume is needed")
@@ -449,7 +450,7 @@ def _npy_header(fh, path):
         else:
             raise ValueError(f"version {version}")
     except Exception as exc:
-        raise _err(path, f"not a valid NumPy array file ({type(exc).__name__})") from None
+        raise _err(path, f"not a valid NumPy array file ({failure_reason(exc)})") from None
     if dtype.hasobject:
         raise _err(path, "holds Python objects; numbers are needed")
     return shape, fortran, dtype
@@ -464,7 +465,7 @@ def _read_npy(path) -> Volume:
         data = np.load(path, mmap_mode="r", allow_pickle=False)
         data = np.array(data)
     except Exception as exc:
-        raise _err(path, f"the array cannot be read ({type(exc).__name__})") from None
+        raise _err(path, f"the array cannot be read ({failure_reason(exc)})") from None
     return _finish(path, data, (1.0, 1.0, 1.0), "npy")
 
 
@@ -481,11 +482,26 @@ def _npz_member(zf, name, path) -> np.ndarray:
         return np.lib.format.read_array(fh, allow_pickle=False)
 
 
+def _npz_spacing(sp, path) -> tuple:
+    """The ``spacing`` array of an ``.npz``: 3 positive finite voxel sizes (z, y, x) in mm, or
+    4 (t, z, y, x) whose last 3 are used; anything else is an error, not a silent 1 mm."""
+    sp = np.asarray(sp)
+    if sp.dtype.kind not in "uif" or sp.size not in (3, 4) or sp.ndim > 1:
+        raise _err(path, f"its 'spacing' must hold 3 voxel sizes (z, y, x) in mm; it holds "
+                         f"{sp.size} value{'' if sp.size == 1 else 's'} of type {sp.dtype}")
+    vals = [float(v) for v in sp.ravel()[-3:]]
+    bad = [v for v in vals if not np.isfinite(v) or v <= 0]
+    if bad:
+        raise _err(path, f"its 'spacing' {tuple(vals)} is not usable: voxel sizes must be finite and "
+                         "greater than 0")
+    return tuple(vals)
+
+
 def _read_npz(path) -> Volume:
     try:
         zf = zipfile.ZipFile(path)
     except Exception as exc:
-        raise _err(path, f"not a valid .npz (zip) file ({type(exc).__name__})") from None
+        raise _err(path, f"not a valid .npz (zip) file ({failure_reason(exc)})") from None
     with zf:
         try:
             names = {n[:-4] if n.endswith(".npy") else n: n for n in zf.namelist()}
@@ -499,9 +515,7 @@ def _read_npz(path) -> Volume:
             data = _npz_member(zf, names[key], path)
             spacing = (1.0, 1.0, 1.0)
             if "spacing" in names:
-                sp = _npz_member(zf, names["spacing"], path)
-                if sp.size >= 3:
-                    spacing = tuple(float(s) for s in np.ravel(sp)[-3:])
+                spacing = _npz_spacing(_npz_member(zf, names["spacing"], path), path)
             dt = None
             if "time_step" in names:
                 t = _npz_member(zf, names["time_step"], path)
@@ -509,7 +523,7 @@ def _read_npz(path) -> Volume:
         except VolumeIOError:
             raise
         except Exception as exc:
-            raise _err(path, f"the arrays cannot be read ({type(exc).__name__})") from None
+            raise _err(path, f"the arrays cannot be read ({failure_reason(exc)})") from None
     return _finish(path, data, spacing, "npz", time_step=dt)
 
 
@@ -523,16 +537,11 @@ def read_volume(path) -> Volume:
         Missing, empty, truncated, corrupt or unsupported files (one line).
     """
     p = Path(path)
-    if not p.exists():
-        raise VolumeIOError(f"{p}: no such file or folder")
     fmt = volume_format(p)
-    if p.is_dir() and fmt != "dicom":
-        raise _err(p, "is a folder")
+    check_input_file(p, error=VolumeIOError, what="a volume file", allow_dir=fmt == "dicom")
     if not fmt:
         raise _err(p, f"unknown volume format {p.suffix or '(no extension)'}: use one of {', '.join(VOLUME_EXTENSIONS)} "
                       "or a DICOM folder")
-    if p.is_file() and p.stat().st_size == 0:
-        raise _err(p, "the file is empty")
     try:
         if fmt == "nifti":
             return _read_nifti(p)
@@ -548,15 +557,14 @@ def read_volume(path) -> Volume:
     except MemoryError:
         raise _err(p, "does not fit in memory") from None
     except Exception as exc:  # zlib, gzip, zip, struct, nibabel, SimpleITK errors: a corrupt file
-        raise _err(p, f"cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''})") from None
+        raise _err(p, f"cannot be read ({failure_reason(exc)})") from None
 
 
 def read_displacement(path, shape=None) -> np.ndarray:
     """A displacement field (3, Z, Y, X) in voxels from ``.npy``/``.npz`` or a NIfTI vector
     image written by :func:`write_displacement` (``shape`` checks the volume size)."""
     p = Path(path)
-    if not p.is_file():
-        raise VolumeIOError(f"{p}: no such file")
+    check_input_file(p, error=VolumeIOError, what="a displacement file")
     fmt = volume_format(p)
     if fmt == "npy":
         with open(p, "rb") as fh:
@@ -566,7 +574,7 @@ def read_displacement(path, shape=None) -> np.ndarray:
         try:
             u = np.array(np.load(p, mmap_mode="r", allow_pickle=False))
         except Exception as exc:
-            raise _err(p, f"the array cannot be read ({type(exc).__name__})") from None
+            raise _err(p, f"the array cannot be read ({failure_reason(exc)})") from None
     elif fmt == "npz":
         try:
             with zipfile.ZipFile(p) as zf:
@@ -581,7 +589,7 @@ def read_displacement(path, shape=None) -> np.ndarray:
         except VolumeIOError:
             raise
         except Exception as exc:
-            raise _err(p, f"not a readable .npz ({type(exc).__name__})") from None
+            raise _err(p, f"not a readable .npz ({failure_reason(exc)})") from None
     elif fmt == "nifti":
         import nibabel as nib
 
@@ -593,7 +601,7 @@ def read_displacement(path, shape=None) -> np.ndarray:
         except VolumeIOError:
             raise
         except Exception as exc:
-            raise _err(p, f"not a readable NIfTI field ({type(exc).__name__})") from None
+            raise _err(p, f"not a readable NIfTI field ({failure_reason(exc)})") from None
         if arr.ndim == 5 and arr.shape[3] == 1:
             arr = arr[:, :, :, 0, :]
         if arr.ndim != 4 or arr.shape[3] != 3:

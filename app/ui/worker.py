@@ -28,7 +28,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from gpu_kernels.backend import Backend
 from gpu_kernels.jobs import Cancelled, Progress
 
-from ..errors import classify, is_out_of_memory
+from ..errors import classify, in_context, is_out_of_memory
 from ..tools.base import Job, execute
 
 __all__ = ["JobRunner", "JobBusyError", "describe_exception"]
@@ -52,7 +52,7 @@ def describe_exception(what: str, exc: BaseException, tb: str = "") -> tuple[str
     """
     kind, msg = classify(exc, what)
     if kind == "user":
-        return f"{what}: {msg}", ""
+        return in_context(what, msg), ""
     if kind == "oom":
         return msg, tb
     summary = (

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import mmap
 import multiprocessing as mp
@@ -52,6 +53,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -406,15 +408,152 @@ _pool = None
 _pool_workers = 0
 _pool_lock = threading.Lock()
 
+#: the shared result files: ``gpulab-apsp-<pid of the process that made it>-<random>``
+SHM_PREFIX = "gpulab-apsp-"
+_PR_SET_PDEATHSIG = 1
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _mapped_shm_files() -> set[str] | None:
+    """Names of the /dev/shm files some process maps now (from /proc/*/maps), or None when a
+    process of ours could not be inspected (then nothing may be called stale)."""
+    names: set[str] = set()
+    uid = os.getuid()
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as fh:
+                for line in fh:
+                    i = line.find(b"/dev/shm/")
+                    if i >= 0:
+                        names.add(line[i + 9:].split(b" (deleted)")[0].strip().decode("utf-8", "replace"))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        except OSError:
+            # a process of ours we may not inspect could be a Python program using the files
+            # (init of a sandbox is root's and unreadable, but is not Python)
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read(4096)
+                if os.stat(f"/proc/{pid}").st_uid == uid and (b"python" in cmd.lower() or not cmd):
+                    return None
+            except OSError:
+                continue
+    return names
+
+
+def cleanup_stale_shared_memory(shm_dir: str = "/dev/shm", *, min_age_s: float = 60.0) -> list[str]:
+    """Remove what killed runs left in ``shm_dir``: result files ``gpulab-apsp-<pid>-*`` of
+    processes that no longer exist, and multiprocessing semaphores (``sem.mp-*``) and older
+    unnamed result files that no process maps any more and that are older than ``min_age_s``.
+
+    A run killed with SIGKILL cannot remove its own files (a killed 40,000-face run left
+    6.4 GB); the next run calls this before it starts its workers. Only files of this user
+    are touched. Returns the names removed.
+    """
+    removed: list[str] = []
+    try:
+        entries = os.listdir(shm_dir)
+    except OSError:
+        return removed
+    uid = os.getuid()
+    unowned: list[str] = []
+    for name in entries:
+        if not (name.startswith(SHM_PREFIX) or name.startswith("sem.mp-")):
+            continue
+        path = os.path.join(shm_dir, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_uid != uid:
+            continue
+        pid_part = name[len(SHM_PREFIX):].split("-", 1)[0] if name.startswith(SHM_PREFIX) else ""
+        if pid_part.isdigit() and "-" in name[len(SHM_PREFIX):]:
+            if not _pid_alive(int(pid_part)):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                    removed.append(name)
+            continue
+        if time.time() - st.st_mtime >= min_age_s:
+            unowned.append(name)
+    if unowned:
+        mapped = _mapped_shm_files()
+        if mapped is not None:
+            for name in unowned:
+                if name not in mapped:
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(shm_dir, name))
+                        removed.append(name)
+    return removed
+
+
+def _watch_parent(pid: int) -> None:
+    """Worker thread: exit this process as soon as process ``pid`` (the one that started the
+    pool) is gone, even if it was killed with SIGKILL and could not shut the pool down."""
+    fd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            os._exit(0)
+        except OSError:
+            fd = None
+    if fd is not None:
+        import select
+
+        select.select([fd], [], [])
+        os._exit(0)
+    while _pid_alive(pid):
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def _worker_init(main_pid: int) -> None:
+    """Pool worker start-up: die with the process that started the pool.
+
+    Workers are children of multiprocessing's fork server, not of that process, and they hold
+    the pipes of the pool's queue open, so nothing tells them when it is killed: without this
+    they, the fork server and the resource tracker ran on for ever and kept the shared file.
+    ``PR_SET_PDEATHSIG`` covers the fork server's death, a thread watching ``main_pid`` (a
+    pidfd, else polling) the caller's."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() == 1:      # the parent died before prctl took effect
+                os._exit(0)
+        except (OSError, AttributeError):
+            pass
+    threading.Thread(target=_watch_parent, args=(main_pid,), name="gpulab-parent-watch", daemon=True).start()
+
 
 def _get_pool(workers):
-    """A process pool kept between calls (start-up costs about a second: imports)."""
+    """A process pool kept between calls (start-up costs about a second: imports). Its
+    workers exit with this process, even when it is killed (:func:`_worker_init`)."""
     global _pool, _pool_workers
     with _pool_lock:
         if _pool is None or _pool_workers != workers:
             if _pool is not None:
                 _pool.shutdown(wait=False, cancel_futures=True)
-            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context())
+            cleanup_stale_shared_memory()
+            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(),
+                                        initializer=_worker_init, initargs=(os.getpid(),))
             _pool_workers = workers
 
         return _pool
@@ -498,6 +637,26 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def _reserve(fd: int, size: int, n: int, m: int) -> None:
+    """Give the shared file its size with its blocks reserved: on a full /dev/shm (a small
+    container default) writes into a sparse mapping would kill the process with SIGBUS; here
+    it is one clear out-of-memory error instead of "[Errno 12]" or "[Errno 28]"."""
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, size)
+        else:  # pragma: no cover - macOS
+            os.ftruncate(fd, size)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.ENOMEM, errno.EFBIG, errno.EDQUOT):
+            raise
+        free = 0
+        with contextlib.suppress(OSError):
+            st = os.fstatvfs(fd)
+            free = st.f_bavail * st.f_frsize
+        raise ApspMemoryError(size, free, max_nodes_for_memory(free, "cpu-mt") if free else 0, "cpu-mt",
+                              "shared (/dev/shm)") from None
+
+
 def _apsp_cpu_mt(n, g, progress, workers, rows=None):
     """Rows ``rows`` (default: all) by Dijkstra in worker processes writing to shared memory."""
     workers = max(1, int(workers or default_workers()))
@@ -514,9 +673,16 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
     nnz = int(g.nnz)
     o_out, o_ptr, o_idx, o_dat, o_rows, size = _mt_layout(n, m, nnz)
     shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    fd, path = tempfile.mkstemp(prefix="gpulab-apsp-", dir=shm_dir)
+    if shm_dir:
+        cleanup_stale_shared_memory(shm_dir)
+    fd, path = tempfile.mkstemp(prefix=f"{SHM_PREFIX}{os.getpid()}-", dir=shm_dir)
     try:
-        os.ftruncate(fd, size)
+        try:
+            _reserve(fd, size, n, m)
+        except ApspMemoryError:
+            # /dev/shm is too small (64 MB in a default container): one process, plain memory
+            # (which, if it is short too, raises a MemoryError the caller reports as such)
+            return _apsp_cpu(n, g, progress, rows)
         mm = mmap.mmap(fd, size)
         np.frombuffer(mm, np.int64, n + 1, o_ptr)[:] = g.indptr
         np.frombuffer(mm, np.int64, nnz, o_idx)[:] = g.indices

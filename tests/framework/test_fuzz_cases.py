@@ -1,0 +1,401 @@
+"""Issue 18's numbered fault cases (4-9, 17-19), one test each (or more): each failed before
+its fix. The families over every reader and command are in ``test_fuzz_commands.py``."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.errors import classify, in_context
+from gpu_kernels.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env.pop("GPULAB_DEBUG", None)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+# ----------------------------------------------------------------------------- case 4
+def _descendants(pid: int) -> set[int]:
+    parent: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            parent[int(d)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for c, pp in parent.items():
+            if pp == p and c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not os.path.isdir("/dev/shm"),
+                    reason="the multi-process APSP shares memory through /dev/shm (Linux)")
+def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
+    """Case 4: SIGKILL while the Dijkstra workers run. The pool workers, the fork server and
+    the resource tracker must exit with the killed process, and the next run must remove
+    the shared result file the killed one could not."""
+    before = set(os.listdir("/dev/shm"))
+    script = textwrap.dedent("""
+        import numpy as np
+        from gpu_kernels.graph.apsp import all_pairs_shortest_paths
+        n = 9000
+        rng = np.random.default_rng(0)
+        s = np.concatenate([np.arange(n - 1), rng.integers(0, n, 3 * n)])
+        d = np.concatenate([np.arange(1, n), rng.integers(0, n, 3 * n)])
+        all_pairs_shortest_paths(n, s, d, rng.random(len(s)) + 0.1, method="cpu-mt", workers=2,
+                                 device="cpu")
+        print("finished", flush=True)
+    """)
+    proc = subprocess.Popen([PY, "-c", script], cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    kids: set[int] = set()
+    new: set[str] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            new = {n for n in set(os.listdir("/dev/shm")) - before if n.startswith("gpulab-apsp-")}
+            kids = _descendants(proc.pid)
+            workers = [k for k in kids if _descendants(k)]  # the fork server has the workers
+            if new and workers and len(kids) >= 4:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the APSP run ended before it could be killed"
+        assert new, "no shared result file appeared"
+        time.sleep(0.5)
+        kids = _descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(k) for k in kids):
+            time.sleep(0.1)
+        left = sorted(k for k in kids if _alive(k))
+        assert not left, f"processes left running after SIGKILL of their parent: {left}"
+        # the next start removes the dead run's segment
+        from gpu_kernels.graph.apsp import cleanup_stale_shared_memory
+
+        cleanup_stale_shared_memory()
+        assert not (new & set(os.listdir("/dev/shm"))), "the killed run's shared file is still there"
+    finally:
+        for k in kids:
+            if _alive(k):
+                os.kill(k, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+        for n in new:
+            Path("/dev/shm", n).unlink(missing_ok=True)
+
+
+def test_stale_segment_of_a_dead_process_is_removed_and_a_live_ones_kept(tmp_path):
+    from gpu_kernels.graph.apsp import cleanup_stale_shared_memory
+
+    dead = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    (tmp_path / f"gpulab-apsp-{dead_pid}-abc").write_bytes(b"x")
+    (tmp_path / f"gpulab-apsp-{os.getpid()}-def").write_bytes(b"x")
+    (tmp_path / "other-file").write_bytes(b"x")
+    removed = cleanup_stale_shared_memory(str(tmp_path))
+    assert removed == [f"gpulab-apsp-{dead_pid}-abc"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"gpulab-apsp-{os.getpid()}-def", "other-file"]
+
+
+# ----------------------------------------------------------------------------- case 5
+def _reader_samples():
+    import importlib
+    import pkgutil
+
+    import app.io
+    from app.io.registry import READERS
+
+    for m in pkgutil.iter_modules(app.io.__path__):
+        importlib.import_module(f"app.io.{m.name}")
+    return list(READERS)
+
+
+@pytest.mark.parametrize("reader", _reader_samples(), ids=lambda r: r.name)
+def test_fifo_is_refused_without_blocking(reader, tmp_path):
+    """Case 5: a FIFO given as input hung ``gpulab echo``; every reader refuses it at once."""
+    fifo = tmp_path / f"pipe{reader.extensions[0]}"
+    os.mkfifo(fifo)
+    result: dict = {}
+
+    def read():
+        try:
+            reader.read(fifo)
+            result["outcome"] = "ok"
+        except InputError as exc:
+            result["outcome"] = str(exc)
+        except BaseException as exc:  # noqa: BLE001
+            result["outcome"] = f"other {type(exc).__name__}: {exc}"
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():  # unblock the reader stuck in open()
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        t.join(5)
+        pytest.fail(f"reader {reader.name!r} blocked on a FIFO")
+    assert "FIFO" in result["outcome"], result
+
+
+def test_fifo_given_to_echo_command_is_one_line(tmp_path):
+    fifo = tmp_path / "vol.nii.gz"
+    os.mkfifo(fifo)
+    r = subprocess.run([PY, "-m", "app", "echo", str(fifo), str(fifo), "-o", str(tmp_path / "u.npy"), "-q",
+                        "--device", "cpu"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+# ----------------------------------------------------------------------------- case 6
+def test_enomem_is_the_out_of_memory_line():
+    """Case 6: ``OSError: [Errno 12]`` from the multi-process APSP was an internal error."""
+    kind, msg = classify(OSError(errno.ENOMEM, "Cannot allocate memory"), "Mesh segmentation")
+    assert kind == "oom"
+    assert msg.startswith("Mesh segmentation ran out of host memory") and "Errno" not in msg
+
+
+def test_full_shared_memory_falls_back_to_one_process(monkeypatch):
+    from gpu_kernels.graph import apsp
+
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    n = 700
+    rng = np.random.default_rng(1)
+    s = np.concatenate([np.arange(n - 1), rng.integers(0, n, 2 * n)])
+    d = np.concatenate([np.arange(1, n), rng.integers(0, n, 2 * n)])
+    w = rng.random(len(s)) + 0.1
+    got = apsp.all_pairs_shortest_paths(n, s, d, w, method="cpu-mt", workers=2, device="cpu")
+    ref = apsp.all_pairs_shortest_paths(n, s, d, w, method="cpu", device="cpu")
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- case 7
+@pytest.mark.parametrize("exc", [
+    OSError(errno.ENOSPC, "No space left on device"),
+    OSError(errno.ENOSPC, "No space left on device", "/data/out.ply"),
+    OSError("19200 requested and 16352 written"),
+    OSError(errno.EDQUOT, "Disk quota exceeded"),
+    OSError(errno.EROFS, "Read-only file system"),
+])
+def test_disk_errors_are_user_errors(exc):
+    kind, msg = classify(exc, "the command")
+    assert kind == "user", msg
+    assert "\n" not in msg and "Errno" not in msg and "requested" not in msg
+    assert any(w in msg for w in ("space", "quota", "read-only", "full"))
+
+
+def _tmpfs(path: Path, size: str) -> bool:
+    if os.geteuid() != 0 or not sys.platform.startswith("linux"):
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                       capture_output=True, text=True)
+    return r.returncode == 0
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs (skipped where it cannot be mounted: not root, or no mount permission)."""
+    mnt = tmp_path / "tiny"
+    if not _tmpfs(mnt, "64k"):
+        pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("args", [
+    ["mesh-seg", "resources/samples/creature.ply", "-o", "{out}/k.ply", "--k", "3", "--device", "cpu"],
+    ["echo-synth", "-o", "{out}/syn", "--size", "24", "--frames", "3"],
+    ["mvs", "resources/samples/mvs/synth_par.txt", "-o", "{out}/mv", "--views", "0,1", "--max-iter", "2",
+     "--device", "cpu"],
+], ids=["mesh-seg", "echo-synth", "mvs"])
+def test_full_disk_is_one_line(args, full_disk):
+    """Case 7: ENOSPC gave a traceback in mesh-seg, mvs and echo-synth."""
+    argv = [a.replace("{out}", str(full_disk)) for a in args]
+    r = subprocess.run([PY, "-m", "app", *argv, "-q"], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "space" in lines[0], r.stderr[-2000:]
+    assert [p for p in full_disk.iterdir()] == [], "a partial output was left on the full disk"
+
+
+# ----------------------------------------------------------------------------- case 9
+@pytest.mark.parametrize("spacing", [[0.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [np.nan, 1, 1], [1.0, 2.0],
+                                     [1, 2, 3, 4, 5], ["a", "b", "c"]])
+def test_bad_npz_spacing_is_an_error(tmp_path, spacing):
+    from app.io.volume_io import VolumeIOError, read_volume
+
+    p = tmp_path / "v.npz"
+    np.savez(p, volume=np.zeros((4, 5, 6), np.float32), spacing=np.asarray(spacing))
+    with pytest.raises(VolumeIOError, match="spacing"):
+        read_volume(p)
+
+
+def test_good_npz_spacing_is_kept(tmp_path):
+    from app.io.volume_io import read_volume
+
+    p = tmp_path / "v.npz"
+    np.savez(p, volume=np.zeros((4, 5, 6), np.float32), spacing=np.array([2.0, 1.0, 0.5]))
+    assert read_volume(p).spacing == (2.0, 1.0, 0.5)
+
+
+def test_five_channel_tiff_is_read_as_five_channels(tmp_path):
+    """Case 9: a 50x50x5 TIFF was read as a 50x5 image (tifffile stores it as 50 pages)."""
+    import tifffile
+
+    from app.io.image_io import ImageReadError, read_image
+
+    p = tmp_path / "c5.tif"
+    tifffile.imwrite(p, (np.random.default_rng(0).random((50, 50, 5)) * 255).astype(np.uint8))
+    with pytest.raises(ImageReadError, match="5 channels"):
+        read_image(p)
+    rgb = (np.random.default_rng(1).random((50, 40, 3)) * 255).astype(np.uint8)
+    tifffile.imwrite(tmp_path / "planar.tif", np.moveaxis(rgb, 2, 0), photometric="rgb",
+                     planarconfig="separate")
+    np.testing.assert_array_equal(read_image(tmp_path / "planar.tif"), rgb)
+    tifffile.imwrite(tmp_path / "contig.tif", rgb, photometric="rgb")
+    np.testing.assert_array_equal(read_image(tmp_path / "contig.tif"), rgb)
+
+
+# ----------------------------------------------------------------------------- case 17
+def test_file_name_is_not_said_twice():
+    assert in_context("Opening notamesh.ply", "notamesh.ply: not a mesh") == "Opening notamesh.ply: not a mesh"
+    assert in_context("Saving", "out.png: permission denied") == "Saving: out.png: permission denied"
+
+
+def test_window_error_summary_names_the_file_once(tmp_path):
+    pytest.importorskip("PySide6")
+    from app.io.mesh_io import read_mesh
+    from app.ui.worker import describe_exception
+
+    p = tmp_path / "notamesh.ply"
+    p.write_text("hello\n")
+    with pytest.raises(InputError) as ei:
+        read_mesh(p)
+    summary, details = describe_exception("Opening notamesh.ply", ei.value)
+    assert summary.count("notamesh.ply") == 1, summary
+    assert details == ""
+
+
+def _corrupt_files(d: Path) -> dict[str, Path]:
+    import gzip
+
+    out = {}
+    good = gzip.compress(b"\x5c\x01" + b"\x00" * 400)
+    out["nii.gz"] = d / "bad.nii.gz"
+    out["nii.gz"].write_bytes(good[:12] + b"garbage" * 20)
+    out["png"] = d / "bad.png"
+    out["png"].write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    out["npz"] = d / "bad.npz"
+    out["npz"].write_bytes(b"PK\x03\x04" + b"\x00" * 64)
+    out["npy"] = d / "bad.npy"
+    out["npy"].write_bytes(b"\x93NUMPY\x01\x00" + b"\x10" * 30)
+    out["tif"] = d / "bad.tif"
+    out["tif"].write_bytes(b"II*\x00" + b"\xff" * 40)
+    out["mat"] = d / "bad.mat"
+    out["mat"].write_bytes(b"MATLAB 5.0" + b"\x00" * 200)
+    return out
+
+
+def test_no_python_class_name_in_reader_errors(tmp_path):
+    """Case 17: "(BadGzipFile)", "(UnidentifiedImageError)" reached users."""
+    from app.io.image_io import read_image
+    from app.io.labels_io import read_bsds_groundtruth
+    from app.io.volume_io import read_volume
+
+    readers = {"nii.gz": read_volume, "png": read_image, "npz": read_volume, "npy": read_volume,
+               "tif": read_image, "mat": read_bsds_groundtruth}
+    for kind, p in _corrupt_files(tmp_path).items():
+        with pytest.raises(InputError) as ei:
+            readers[kind](p)
+        msg = str(ei.value)
+        for word in ("BadGzipFile", "UnidentifiedImageError", "Error)", "BadZipFile", "TiffFileError",
+                     "struct.error", "EOFError", "ValueError"):
+            assert word not in msg, (kind, msg)
+
+
+def test_text_file_named_png_is_refused_before_any_decoder_loads(tmp_path):
+    """Case 17: a text file renamed .png took 4 s (Pillow tried each of its plugins). Measured
+    structurally: the refusal comes from the first bytes, before Pillow or OpenCV import."""
+    p = tmp_path / "notes.png"
+    p.write_text("these are my notes\n" * 100)
+    code = textwrap.dedent(f"""
+        import sys, json
+        from app.io.image_io import read_image
+        try:
+            read_image({str(p)!r})
+            msg = None
+        except Exception as exc:
+            msg = str(exc)
+        print(json.dumps({{"msg": msg, "pil": "PIL.Image" in sys.modules, "cv2": "cv2" in sys.modules}}))
+    """)
+    r = subprocess.run([PY, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["msg"] and "text file" in out["msg"], out
+    assert not out["pil"] and not out["cv2"], out
+
+
+def test_one_pixel_image_is_refused(tmp_path):
+    from app.io.image_io import ImageReadError, read_image, write_image
+
+    write_image(tmp_path / "one.png", np.zeros((1, 1), np.uint8))
+    with pytest.raises(ImageReadError, match="too small"):
+        read_image(tmp_path / "one.png")
+    write_image(tmp_path / "line.png", np.zeros((1, 40, 3), np.uint8))
+    with pytest.raises(ImageReadError, match="too small"):
+        read_image(tmp_path / "line.png")
+    write_image(tmp_path / "ok.png", np.zeros((2, 2), np.uint8))
+    assert read_image(tmp_path / "ok.png").shape == (2, 2)
+
+
+def test_zip_error_names_no_class(tmp_path):
+    from app.io.volume_io import VolumeIOError, read_volume
+
+    p = tmp_path / "v.npz"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("volume.npy", b"\x93NUMPY garbage")
+    with pytest.raises(VolumeIOError) as ei:
+        read_volume(p)
+    assert "Error" not in str(ei.value)
