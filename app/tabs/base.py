@@ -56,6 +56,7 @@ from ..tools.base import Export, Job, Tool, resources_dir, run_job
 from ..ui.forms import ParamForm
 from ..ui.settings import make_settings, restore_widgets, save_widgets
 from ..ui.view3d import View3D
+from ..ui.widgets import balance_splitter, fit_scroll_width
 from ..ui.worker import JobRunner
 
 __all__ = ["ToolTab", "TabHost", "StandaloneHost"]
@@ -147,6 +148,7 @@ class ToolTab(QWidget):
         split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
         split.setSizes([340, 680, 280] if side is not None else [340, 880])
+        balance_splitter(split)  # panels as wide as their controls need, the view the rest
         self.splitter = split
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -318,8 +320,7 @@ class ToolTab(QWidget):
         scroll.setWidget(panel)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setMinimumWidth(330)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        fit_scroll_width(scroll)  # never cuts a control at the right (app.ui.widgets)
         return scroll
 
     # ------------------------------------------------------------------ opening

@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QVBoxLayout, QWidget
 
 __all__ = ["ImsegView", "RegionTableModel", "RegionTable", "COLUMNS"]
 
@@ -165,6 +165,12 @@ class RegionTableModel(QAbstractTableModel):
         return None
 
 
+#: the columns' widths; the first CORE_COLUMNS always show, the others in OPTIONAL_ORDER while they fit
+COLUMN_WIDTHS = (56, 72, 56, 56, 104, 96, 44, 44, 44)
+CORE_COLUMNS = 4
+OPTIONAL_ORDER = (5, 6, 7, 8, 4)
+
+
 class RegionTable(QTableView):
     """The sortable region table; ``region_selected(label)`` when the user picks a row."""
 
@@ -187,6 +193,10 @@ class RegionTable(QTableView):
         hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.selectionModel().selectionChanged.connect(self._on_selection)
         self.model_.layoutChanged.connect(self._keep_selection)  # sorting moves the selected row
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        sb = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.setMinimumWidth(sum(COLUMN_WIDTHS[:CORE_COLUMNS]) + sb + 2 * self.frameWidth() + 2)
+        hh.setToolTip("Widen the panel (drag its left edge) to see more columns: mean colour, L*a*b*, bounding box")
         self._silent = False
         self.selected_label: int | None = None
 
@@ -197,9 +207,25 @@ class RegionTable(QTableView):
         hh = self.horizontalHeader()
         if hh.sortIndicatorSection() >= 0:
             self.model_.sort(hh.sortIndicatorSection(), hh.sortIndicatorOrder())
-        for c, w in enumerate((56, 72, 56, 56, 104, 96, 44, 44, 44)):
+        for c, w in enumerate(COLUMN_WIDTHS):
             self.setColumnWidth(c, w)
+        self._fit_columns()
         self._silent = False
+
+    def _fit_columns(self) -> None:
+        """The first four columns always; the others while they fit the table's width (a
+        wider side panel shows more), so the table never scrolls sideways."""
+        avail = self.viewport().width()
+        used = sum(COLUMN_WIDTHS[:CORE_COLUMNS])
+        for c in OPTIONAL_ORDER:
+            show = used + COLUMN_WIDTHS[c] <= avail
+            self.setColumnHidden(c, not show)
+            if show:
+                used += COLUMN_WIDTHS[c]
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_columns()
 
     def _keep_selection(self, *_args) -> None:
         self.select_label(self.selected_label)

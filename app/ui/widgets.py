@@ -1,14 +1,28 @@
-"""Widgets that several tabs use: colour swatches and a legend table of coloured rows."""
+"""Widgets that several tabs use: colour swatches, a legend table of coloured rows, a colour
+bar with its scale, and the helpers that keep a tab's panels as wide as their controls need
+(:func:`fit_scroll_width`, :func:`balance_splitter`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget, QTableWidgetItem, QWidget
+import numpy as np
+from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QIcon, QImage, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QScrollArea,
+    QSizePolicy,
+    QSplitter,
+    QStyle,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+)
 
-__all__ = ["swatch", "LegendTable", "hex_color"]
+__all__ = ["swatch", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
 
 
 def hex_color(color) -> str:
@@ -63,10 +77,12 @@ class LegendTable(QTableWidget):
         hh = self.horizontalHeader()
         for c in range(len(headers)):
             hh.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        hh.setStretchLastSection(True)
+        # the name column takes what is left; the table is never narrower than its columns (fit_width)
+        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.itemSelectionChanged.connect(self._on_selection)
         hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows in the given order until clicked
         self.setSortingEnabled(True)
+        self.fit_width()
 
     def set_rows(self, rows) -> None:
         self.setSortingEnabled(False)
@@ -82,6 +98,7 @@ class LegendTable(QTableWidget):
                 self.setItem(r, c, _NumItem(text, value))
         self.setSortingEnabled(True)  # re-applies the column the user chose, if any
         self.fit_height()
+        self.fit_width()
 
     def row_of(self, key) -> int:
         """The row showing ``key`` (-1 if none)."""
@@ -102,11 +119,227 @@ class LegendTable(QTableWidget):
         h += sum(self.rowHeight(r) for r in range(min(rows, self.max_rows_shown)))
         if rows > self.max_rows_shown:
             h += self.rowHeight(0) // 2  # a hint that it scrolls
-        # room for the horizontal scroll bar, which a narrow panel shows (it would hide a row)
-        h += self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         self.setFixedHeight(max(h, self.horizontalHeader().height() + 40))
+
+    def columns_width(self) -> int:
+        """The width every column needs (its contents or its header, whichever is wider)."""
+        hh = self.horizontalHeader()
+        return sum(max(self.sizeHintForColumn(c), hh.sectionSizeHint(c)) for c in range(self.columnCount()))
+
+    def fit_width(self) -> None:
+        """At least as wide as its columns (plus a vertical scroll bar), so that no row needs
+        sideways scrolling: the panel that holds the table grows instead."""
+        sb = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.setMinimumWidth(self.columns_width() + sb + 2 * self.frameWidth() + 8)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
     def _on_selection(self) -> None:
         rows = self.selectionModel().selectedRows() if self.selectionModel() else []
         if rows:
             self.row_selected.emit(self.key_at(rows[0].row()))
+
+
+# ----------------------------------------------------------------------------- colour bars
+def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    """About ``n`` round numbers (1, 2 or 5 times a power of ten) between ``lo`` and ``hi``.
+
+    >>> nice_ticks(0, 190)
+    [0.0, 50.0, 100.0, 150.0]
+    >>> nice_ticks(0.8, 1.2, 3)
+    [0.8, 1.0, 1.2]
+    """
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return [lo]
+    raw = (hi - lo) / max(n, 1)
+    mag = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    out = []
+    x = first
+    while x <= hi + 1e-9 * step:
+        out.append(round(x, 12))
+        x += step
+    return out
+
+
+def _fmt_tick(x: float) -> str:
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a >= 1000 or a < 0.01:
+        return f"{x:.3g}"
+    return f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+class ColorBar(QWidget):
+    """A horizontal colour ramp with its scale: ticks at round values, a unit and a caption.
+
+    ``set_map(lut, lo, hi, unit="px", caption="...")`` shows the ``(N, 3)`` uint8 ``lut``
+    spread over ``[lo, hi]``; ``clear_map()`` hides the content. ``above``/``below``
+    name what lies outside the range ("clipped"), shown at the ends.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, bar_height: int = 12):
+        super().__init__(parent)
+        self.bar_height = bar_height
+        self.lut: np.ndarray | None = None
+        self.lo, self.hi = 0.0, 1.0
+        self.unit = ""
+        self.caption = ""
+        self.labels: tuple[str, str] | None = None
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_map(self, lut, lo: float, hi: float, *, unit: str = "", caption: str = "",
+                labels: tuple[str, str] | None = None) -> None:
+        """``labels`` replaces the numeric ticks by words at both ends (e.g. "certain", "uncertain")."""
+        self.lut = np.ascontiguousarray(np.asarray(lut, np.uint8).reshape(-1, 3))
+        self.lo, self.hi = float(lo), float(hi)
+        self.unit, self.caption, self.labels = unit, caption, labels
+        self.setToolTip(f"{caption}: {_fmt_tick(self.lo)} … {_fmt_tick(self.hi)}{' ' + unit if unit else ''}"
+                        if labels is None else f"{caption}: {labels[0]} … {labels[1]}")
+        self.show()
+        self.updateGeometry()
+        self.update()
+
+    def clear_map(self) -> None:
+        self.lut = None
+        self.update()
+
+    def ticks(self) -> list[float]:
+        return nice_ticks(self.lo, self.hi, 4)
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        fm = self.fontMetrics()
+        return QSize(200, self.bar_height + 2 * fm.height() + 10)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(120, self.sizeHint().height())
+
+    def paintEvent(self, _event) -> None:  # noqa: N802
+        if self.lut is None:
+            return
+        p = QPainter(self)
+        fm = self.fontMetrics()
+        pad = 4
+        w = max(self.width() - 2 * pad, 10)
+        ramp = np.ascontiguousarray(np.repeat(self.lut[None], 2, axis=0))
+        img = QImage(ramp.data, ramp.shape[1], 2, 3 * ramp.shape[1], QImage.Format.Format_RGB888).copy()
+        top = 2
+        bar = QRectF(pad, top, w, self.bar_height)
+        p.drawImage(bar, img)
+        p.setPen(QPen(QColor(90, 90, 90)))
+        p.drawRect(bar)
+        y_text = top + self.bar_height + fm.ascent() + 3
+        if self.labels is not None:
+            p.drawText(int(pad), int(y_text), self.labels[0])
+            p.drawText(int(pad + w - fm.horizontalAdvance(self.labels[1])), int(y_text), self.labels[1])
+        else:
+            span = self.hi - self.lo or 1.0
+            last_right = -1e9
+            ticks = self.ticks()
+            for i, t in enumerate(ticks):
+                x = pad + w * (t - self.lo) / span
+                p.drawLine(int(x), int(top + self.bar_height), int(x), int(top + self.bar_height + 3))
+                text = _fmt_tick(t) + (f" {self.unit}" if self.unit and i == len(ticks) - 1 else "")
+                tw = fm.horizontalAdvance(text)
+                left = min(max(x - tw / 2, 0), self.width() - tw)
+                if left > last_right + 4:
+                    p.drawText(int(left), int(y_text), text)
+                    last_right = left + tw
+        if self.caption:
+            f = QFont(self.font())
+            p.setFont(f)
+            p.setPen(QPen(QColor(70, 70, 70)))
+            p.drawText(QRectF(pad, y_text + 2, w, fm.height() + 2),
+                       Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+                       fm.elidedText(self.caption, Qt.TextElideMode.ElideRight, int(w)))
+        p.end()
+
+
+def grey_lut(n: int = 256, *, invert: bool = False) -> np.ndarray:
+    g = np.linspace(0, 255, n)
+    if invert:
+        g = g[::-1]
+    return np.repeat(np.rint(g).astype(np.uint8)[:, None], 3, axis=1)
+
+
+# ----------------------------------------------------------------------------- panel sizes
+class _ScrollFit(QObject):
+    """Keeps a vertically scrolling panel's minimum width at its content's (see fit_scroll_width)."""
+
+    def __init__(self, scroll: QScrollArea):
+        super().__init__(scroll)
+        self.scroll = scroll
+        self.update_width()
+
+    def update_width(self) -> None:
+        sc = self.scroll
+        content = sc.widget()
+        if content is None:
+            return
+        sb = sc.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        want = content.minimumSizeHint().width() + sb + 2 * sc.frameWidth()
+        if want != sc.minimumWidth():
+            sc.setMinimumWidth(want)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Show, QEvent.Type.FontChange):
+            QTimer.singleShot(0, self, self.update_width)
+        return False
+
+
+def fit_scroll_width(scroll: QScrollArea) -> None:
+    """A panel that scrolls vertically never cuts its controls at the right: its minimum width
+    follows its content's minimum (with room for the vertical scroll bar), also when the
+    content changes (an "Advanced" section opened, a longer label)."""
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    fit = _ScrollFit(scroll)
+    scroll.widget().installEventFilter(fit)
+    scroll._width_fit = fit  # keep it alive with the scroll area
+
+
+class _SplitterBalance(QObject):
+    def __init__(self, split: QSplitter, view_index: int, side_share: float, side_max: int):
+        super().__init__(split)
+        self.split, self.view_index, self.side_share, self.side_max = split, view_index, side_share, side_max
+        self.user_moved = False
+        split.splitterMoved.connect(self._moved)
+
+    def _moved(self, *_a) -> None:
+        if not getattr(self, "_balancing", False):
+            self.user_moved = True
+
+    def balance(self) -> None:
+        sp = self.split
+        total = sp.width() - sp.handleWidth() * (sp.count() - 1)
+        if total <= 0 or sp.count() < 2:
+            return
+        mins = [max(sp.widget(i).minimumWidth(), sp.widget(i).minimumSizeHint().width()) for i in range(sp.count())]
+        sizes = list(mins)
+        if sp.count() > 2:  # a side panel: a share of the width, at least its minimum
+            side = sp.count() - 1
+            sizes[side] = max(mins[side], min(int(self.side_share * total), self.side_max))
+        sizes[0] = max(mins[0], 340) if total >= 1500 else mins[0]
+        sizes[self.view_index] = max(total - sum(s for i, s in enumerate(sizes) if i != self.view_index),
+                                     mins[self.view_index])
+        self._balancing = True
+        try:
+            sp.setSizes(sizes)
+        finally:
+            self._balancing = False
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show) and not self.user_moved:
+            self.balance()
+        return False
+
+
+def balance_splitter(split: QSplitter, *, view_index: int = 1, side_share: float = 0.2, side_max: int = 420) -> None:
+    """Share a tab's splitter (left panel, view, optional side panel) by the window's width:
+    the panels get what their controls need (the side panel up to ``side_share`` of the width,
+    at most ``side_max`` px), the view the rest. Re-shared when the window is resized, until the
+    user drags a handle."""
+    b = _SplitterBalance(split, view_index, side_share, side_max)
+    split.installEventFilter(b)
+    split._balance = b
