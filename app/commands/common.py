@@ -28,6 +28,7 @@ from ..io.atomic import OutputPathError, check_output_file
 from ..tools.base import Export, Tool
 
 __all__ = [
+    "ToolCommand",
     "add_device_arg",
     "add_tool_parser",
     "cli_progress",
@@ -211,6 +212,58 @@ def finish(tool: Tool, result, written: Sequence[pathlib.Path], args) -> int:
     print("\n".join(lines))
     sys.stdout.flush()
     return 0
+
+
+# --------------------------------------------------------------------------- generated commands
+class ToolCommand:
+    """The subcommand of a tool, generated from its declaration: ``gpulab NAME INPUT -o OUT``
+    with one flag per parameter (:func:`add_tool_parser`) and one per :class:`Export` that has a
+    ``cli_option`` (the export whose option is the tool's ``output_option`` is the required
+    main output; the others are optional extra outputs).
+    """
+
+    def __init__(self, tool: Tool):
+        self.TOOL = tool
+
+    def _exports(self) -> tuple[Export | None, list[Export]]:
+        t = self.TOOL
+        main = next((e for e in t.exports if e.cli_option == t.output_option), None)
+        extra = [e for e in t.exports if e.cli_option and e is not main]
+        return main, extra
+
+    def register(self, subparsers) -> None:
+        t = self.TOOL
+        p = add_tool_parser(subparsers, t, help=t.description[:1].lower() + t.description[1:].rstrip("."),
+                            description=t.description, epilog=t.cli_epilog)
+        exts = " ".join(t.input_extensions)
+        p.add_argument("input", metavar=t.input_noun.upper().replace(" ", "_"), type=pathlib.Path,
+                       help=t.input_help or f"input {t.input_noun.lower()}{': ' + exts if exts else ''}")
+        main, extra = self._exports()
+        if main is not None:
+            opts = [main.cli_option] + (["--output"] if main.cli_option == "-o" else [])
+            p.add_argument(*opts, dest="output", metavar="OUT" + main.extensions[0], type=pathlib.Path,
+                           required=True, help=main.cli_help or f"output {main.label.lower()} "
+                           f"({' or '.join(main.extensions)})")
+        for e in extra:
+            p.add_argument(e.cli_option, dest=f"export_{e.key}", type=pathlib.Path, default=None,
+                           metavar="DIR" if e.folder else "OUT" + e.extensions[0],
+                           help=e.cli_help or f"also write the {e.label.lower()}"
+                           + ("" if e.folder else f" ({' or '.join(e.extensions)})"))
+        p.set_defaults(func=self.run)
+
+    def run(self, args: argparse.Namespace) -> int:
+        t = self.TOOL
+        main, extra = self._exports()
+        outputs = []
+        if main is not None:
+            outputs.append((main.cli_option, args.output, main, {}))
+        for e in extra:
+            path = getattr(args, f"export_{e.key}", None)
+            if path is not None:
+                outputs.append((e.cli_option, path, e, {}))
+        result, written = run_command(t, args, inputs=[args.input], outputs=outputs,
+                                      load=lambda progress: t.load(args.input, progress=progress))
+        return finish(t, result, written, args)
 
 
 # --------------------------------------------------------------------------- progress

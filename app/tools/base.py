@@ -21,7 +21,13 @@ tool's parameters, device or outputs:
 ``advise(data, params, device) -> TooLargeError | None``
     a soft size rule ("this will be slow on the CPU"): the window offers the remedy, the CLI
     prints a note; hard limits are raised by ``run`` as :class:`~gpu_kernels.errors.TooLargeError`;
-``samples()`` and ``demo(out_dir, *, device, progress)``.
+``samples()`` and ``demo(out_dir, *, device, progress)``;
+``stages``
+    the :class:`~app.tools.stages.Pipeline` of named stages ``run`` goes through: the window
+    re-runs only the stages whose parameters changed (see :mod:`app.tools.stages`);
+``display(result, params) -> result``
+    applies the display-only parameters (``Param(display=True)``) to a finished result,
+    without computing anything (the window calls it on the GUI thread).
 
 :func:`execute` runs a :class:`Job` on a given device; the window's worker thread and the
 tests use the same function.
@@ -43,14 +49,17 @@ from gpu_kernels.jobs import Progress, as_progress
 
 from .params import ParamSet
 
-__all__ = ["Tool", "Export", "BatchItem", "Job", "execute", "run_job", "resources_dir", "samples_in", "fmt_seconds"]
+__all__ = ["Tool", "Export", "resolve", "BatchItem", "Job", "execute", "run_job", "run_staged_job", "resources_dir", "samples_in", "fmt_seconds"]
 
 
 def resources_dir() -> pathlib.Path:
-    """``resources/`` of a checkout (or of an installed copy)."""
+    """gpulab's samples and icons: ``app/resources`` in an installed wheel or a frozen bundle
+    (setup.py maps the checkout's top-level ``resources/`` there), else ``resources/`` of a
+    source checkout. A folder counts only if it holds gpulab's icon: a stray ``resources/``
+    of another package in site-packages is never taken."""
     here = pathlib.Path(__file__).resolve()
-    for cand in (here.parents[2] / "resources", here.parents[1] / "resources"):
-        if cand.is_dir():
+    for cand in (here.parents[1] / "resources", here.parents[2] / "resources"):
+        if (cand / "icons" / "gpulab.svg").is_file():
             return cand
     return here.parents[2] / "resources"
 
@@ -82,6 +91,8 @@ class Export:
     cli_option: str | None = None  # the command's option for it, for the copied command line
     #: ``check(path)`` raises a one-line error before any work if ``path`` cannot be written
     check: Callable[[pathlib.Path], Any] | None = None
+    #: the help of its CLI flag (default: "also write the <label>")
+    cli_help: str = ""
 
     @property
     def filter(self) -> str:
@@ -145,11 +156,67 @@ class Tool:
     #: ``batch_finish(out_dir, records, params, *, device) -> list[Path]``: runs once, on a worker,
     #: after every item is done (e.g. fusing per-view depth maps into one cloud)
     batch_finish: Callable[..., list[pathlib.Path]] | None = None
+    # -- stages and display ------------------------------------------------------------------
+    # -- where the other layers find the tool's parts (named, imported only when needed) ----
+    #: the window's tab: ``"app.tabs.echo_tab:EchoTab"`` (or the class itself)
+    tab: Any = None
+    #: a command module with ``register(subparsers)``/``run(args)`` for a tool whose command
+    #: has real extras (``"app.commands.echo"``); None: the command is generated from the tool
+    command: str | None = None
+    #: the generated command's positional input: its metavar and help
+    input_help: str = ""
+    cli_epilog: str = ""
+    #: the pipeline ``run`` goes through (:mod:`app.tools.stages`); None: one opaque stage
+    stages: Any = None
+    #: ``display(result, params) -> result``: apply the display-only parameters to a result
+    display: Callable[[Any, dict], Any] | None = None
 
     def __post_init__(self):
         sig = inspect.signature(self.run)
         if "device" not in sig.parameters or "progress" not in sig.parameters:
             raise TypeError(f"{self.name}: run() must take device= and progress= keywords")
+        if self.stages is not None:
+            self.stages.check_params(self.params)
+
+    def tab_class(self):
+        """The tab class named by :attr:`tab` (imported now; None if the tool has no tab)."""
+        return resolve(self.tab)
+
+    # -- stages ------------------------------------------------------------------------------
+    def pipeline(self):
+        """The tool's :class:`~app.tools.stages.Pipeline` (a tool without stages gets one stage,
+        ``run``, that every compute parameter feeds)."""
+        if self.stages is not None:
+            return self.stages
+        from .stages import Pipeline, Stage
+
+        pl = getattr(self, "_opaque_pipeline", None)
+        if pl is None:
+            compute = tuple(self.params.compute_names())
+            run = self.run
+
+            def whole(ctx):
+                return run(ctx.data, {**self.params.defaults(), **ctx.p}, device=ctx.device, progress=ctx.progress)
+
+            pl = Pipeline([Stage("run", whole, params=compute, label=self.title)],
+                          finish=lambda data, out, params, *, device, elapsed: out["run"])
+            object.__setattr__(self, "_opaque_pipeline", pl)
+        return pl
+
+    def run_staged(self, data, params: dict, *, device: Backend, progress: Progress | None = None,
+                   cache=None, scope: str | None = None):
+        """Run through the stage cache: ``(result, report)``; the result equals ``run``'s and
+        has the display-only parameters applied."""
+        p = self.params.validate(params)
+        result, report = self.pipeline().execute(data, p, device=device, progress=progress, cache=cache,
+                                                 scope=scope or self.name)
+        return self.apply_display(result, p), report
+
+    def apply_display(self, result, params: dict):
+        """``result`` with the display-only parameters of ``params`` (no computation)."""
+        if self.display is None or result is None:
+            return result
+        return self.display(result, self.params.validate(params))
 
     # -- batch defaults ----------------------------------------------------------------
     def items(self, paths: Sequence[str | pathlib.Path]) -> list[BatchItem]:
@@ -220,6 +287,18 @@ class Tool:
         return shlex.join(args)
 
 
+def resolve(ref):
+    """The object a ``"package.module:Name"`` reference names (imported now); other values as they are."""
+    if not isinstance(ref, str):
+        return ref
+    import importlib
+    import sys
+
+    mod_name, _, attr = ref.partition(":")
+    mod = sys.modules.get(mod_name) or importlib.import_module(mod_name)
+    return getattr(mod, attr) if attr else mod
+
+
 @dataclass
 class Job:
     """A unit of work for the worker thread: ``fn(*args, device=<Backend>, progress=..., **kwargs)``.
@@ -240,6 +319,20 @@ def run_job(tool: Tool, data, params: dict, *, token: Any = None) -> Job:
     """The job that runs ``tool`` on ``data``: what the tab's Run button starts, and what
     the tests execute without Qt."""
     return Job(tool.run, (data, params), what=tool.title, token=token)
+
+
+def _staged(data, params: dict, *, device: Backend, progress: Progress | None = None, tool: Tool, cache,
+            scope: str, input_key: Any):
+    cache.bind(scope, input_key, device)  # another input or device: the scope's outputs go
+    return tool.run_staged(data, params, device=device, progress=progress, cache=cache, scope=scope)
+
+
+def run_staged_job(tool: Tool, data, params: dict, *, cache, scope: str, input_key: Any, token: Any = None) -> Job:
+    """The job the window runs: ``tool`` through the stage ``cache`` (``scope`` is the tab, and
+    ``input_key`` names its input: another key, or another device, clears the scope first).
+    Returns ``(result, report)`` (:class:`~app.tools.stages.RunReport`)."""
+    return Job(_staged, (data, params), dict(tool=tool, cache=cache, scope=scope, input_key=input_key),
+               what=tool.title, token=token)
 
 
 def execute(job: Job, *, device: str | Backend | None, progress: Progress | None = None):

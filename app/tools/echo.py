@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -42,6 +41,7 @@ from ..io import image_io, volume_io
 from ..io.atomic import atomic_output_dir, atomic_write, write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
+from .stages import Pipeline, Stage
 
 __all__ = ["PARAMS", "TOOL", "EchoData", "EchoResult", "load", "load_pair", "with_frames", "with_truth",
            "run", "summary", "samples", "demo", "slice_maps", "render_slices", "write_synthetic",
@@ -393,49 +393,93 @@ def check(params: dict, device: Backend) -> None:
     PARAMS.validate(params)
 
 
-def run(data: EchoData, params: dict, *, device: Backend, progress: Progress | None = None) -> EchoResult:
-    """Motion of every consecutive pair of ``data`` and trajectories from the reference frame."""
-    progress = as_progress(progress)
-    p = PARAMS.validate(params)
+def _reference(data: EchoData, reference: int) -> int:
     T = data.n_frames
     if T < 2:
         raise EchoInputError(f"{data.name} is a single volume: open the moving volume too (two volumes, a 4-D "
                              "file or a folder of frames)")
-    ref = p["reference"]
-    if not -T <= ref < T:
-        raise EchoInputError(f"reference frame {ref} does not exist: the sequence has {T} frames (0..{T - 1})")
-    ref %= T
+    if not -T <= reference < T:
+        raise EchoInputError(f"reference frame {reference} does not exist: the sequence has {T} frames (0..{T - 1})")
+    return reference % T
+
+
+def _pairs(ctx):
+    """Stage 1: the motion of every consecutive pair (pyramids, gradients, the solver per level)."""
+    d = ctx.data
+    _reference(d, 0)
+    seq = estimate_sequence(d.frames, trajectory=False, spacing=d.spacing, device=ctx.device,
+                            progress=ctx.progress, **ctx.p)
+    return seq.pairwise, list(seq.info)
+
+
+def _trajectory(ctx):
+    """Stage 2: the trajectories from the reference frame (composed forwards; backwards, the
+    pairs are estimated with the frames swapped)."""
+    d, p, be = ctx.data, ctx.p, ctx.device
+    pair, _ = ctx["pairs"]
+    ref = _reference(d, p["reference"])
     lib = _params_for_library(p)
-    t0 = time.perf_counter()
-    if T == 2:
-        u, info = _motion.estimate_motion(data.frames[0], data.frames[1], spacing=data.spacing, device=device,
-                                          progress=progress, return_info=True, **lib)
-        pair = np.asarray(u, dtype=np.float32)[None]
-        traj = np.stack([np.zeros_like(pair[0]), pair[0]]) if ref == 0 else None
-        if traj is None:   # reference 1: the field from frame 1 back to frame 0
-            back = _motion.estimate_motion(data.frames[1], data.frames[0], spacing=data.spacing, device=device, **lib)
-            traj = np.stack([np.asarray(back, np.float32), np.zeros_like(pair[0])])
-        infos = [info.as_dict()]
-    else:
-        seq = estimate_sequence(data.frames, reference=ref, trajectory=True, spacing=data.spacing,
-                                trajectory_dtype=np.float16, device=device, progress=progress, **lib)
-        pair = seq.pairwise
-        traj = seq.trajectory
-        infos = seq.info
-    elapsed = time.perf_counter() - t0
-    metrics = None
-    if data.truth:
-        per = []
-        for (i, j), gt in sorted(data.truth.items()):
-            if j == i + 1 and i < len(pair):
-                per.append(pair_metrics(pair[i], gt, data.masks.get(i), data.spacing))
-        if per:
-            metrics = {k: (int(sum(m[k] for m in per)) if k == "mask_voxels"
-                           else round(float(np.mean([m[k] for m in per])), 5))
-                       for k in per[0] if all(k in m for m in per)}
-            metrics["pairs"] = len(per)
-    return EchoResult(data, pair, traj, ref, p, device.label, elapsed, infos, metrics,
+    T, xp = d.n_frames, be.xp
+    traj = np.zeros((T, 3) + d.shape, dtype=np.float32 if T == 2 else np.float16)
+    infos = []
+    with be.activate():
+        cur = None
+        for j in range(ref + 1, T):
+            pk = xp.asarray(pair[j - 1])
+            cur = pk if cur is None else _maps.compose(cur, pk, device=be)
+            traj[j] = be.asnumpy(cur)
+        cur = None
+        for j in range(ref - 1, -1, -1):
+            ctx.progress.update((ref - 1 - j) / max(ref, 1), f"backwards {j + 1}->{j}")
+            back, info = _motion.estimate_motion(xp.asarray(d.frames[j + 1]), xp.asarray(d.frames[j]),
+                                                 spacing=d.spacing, device=be, return_info=True, **lib)
+            infos.append(info.as_dict())
+            cur = back if cur is None else _maps.compose(cur, back, device=be)
+            traj[j] = be.asnumpy(cur)
+    return traj, infos
+
+
+def _metrics(ctx):
+    """Stage 3: the errors against the ground truth, where there is one."""
+    d = ctx.data
+    pair, _ = ctx["pairs"]
+    if not d.truth:
+        return None
+    per = []
+    for (i, j), gt in sorted(d.truth.items()):
+        if j == i + 1 and i < len(pair):
+            per.append(pair_metrics(pair[i], gt, d.masks.get(i), d.spacing))
+    if not per:
+        return None
+    metrics = {k: (int(sum(m[k] for m in per)) if k == "mask_voxels" else round(float(np.mean([m[k] for m in per])), 5))
+               for k in per[0] if all(k in m for m in per)}
+    metrics["pairs"] = len(per)
+    return metrics
+
+
+def _finish(data: EchoData, out: dict, p: dict, *, device: Backend, elapsed: float) -> EchoResult:
+    pair, infos = out["pairs"]
+    traj, back_infos = out["trajectory"]
+    ref = _reference(data, p["reference"])
+    return EchoResult(data, pair, traj, ref, p, device.label, elapsed, [*infos, *back_infos], out["metrics"],
                       stats=motion_stats(pair, traj, data.spacing, ref))
+
+
+#: the stages of a run (:mod:`app.tools.stages`)
+PIPELINE = Pipeline([
+    Stage("pairs", _pairs, params=LIBRARY_KEYS, inputs=("frames", "spacing"), label="pairwise motion", weight=8.0),
+    Stage("trajectory", _trajectory, params=("reference", *LIBRARY_KEYS), inputs=("frames", "spacing"),
+          label="trajectories"),
+    Stage("metrics", _metrics, after=("pairs",), inputs=("truth", "masks", "spacing"), label="metrics",
+          weight=0.2),
+], finish=_finish, params=PARAMS)
+
+
+def run(data: EchoData, params: dict, *, device: Backend, progress: Progress | None = None) -> EchoResult:
+    """Motion of every consecutive pair of ``data`` and trajectories from the reference frame."""
+    p = PARAMS.validate(params)
+    _reference(data, p["reference"])
+    return PIPELINE.run(data, p, device=device, progress=progress)
 
 
 def motion_stats(pair: np.ndarray, traj: np.ndarray, spacing, reference: int) -> dict:
@@ -848,6 +892,9 @@ TOOL = Tool(
     description="Dense 3-D motion of a volume sequence (volume-preserving CLG optical flow), with trajectories "
                 "and Jacobian maps.",
     params=PARAMS,
+    tab="app.tabs.echo_tab:EchoTab",
+    command="app.commands.echo",
+    stages=PIPELINE,
     load=load,
     run=run,
     summary=summary,

@@ -26,7 +26,6 @@ import json
 import pathlib
 import re
 import sys
-import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -45,6 +44,7 @@ from ..io import flow_io, image_io, video_io
 from ..io.atomic import write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
+from .stages import Pipeline, Stage
 
 _api = sys.modules["gpu_kernels.flow.api"]
 _bm = sys.modules["gpu_kernels.flow.blockmatch"]
@@ -287,18 +287,38 @@ def run(data: FlowData, params: dict, *, device: Backend, progress: Progress | N
     """The flow from ``data.img1`` to ``data.img2`` with ``params`` on ``device``."""
     p = PARAMS.validate(params)
     _check_params(p)
-    t0 = time.perf_counter()
-    res = _api.compute_flow(data.img1, data.img2, method=p["method"], levels=p["levels"], block=p["block"],
+    return PIPELINE.run(data, p, device=device, progress=progress)
+
+
+def _flow(ctx):
+    d, p = ctx.data, ctx.p
+    _check_params(p)
+    res = _api.compute_flow(d.img1, d.img2, method=p["method"], levels=p["levels"], block=p["block"],
                             radius=p["radius"], window=p["window"], iters=p["iters"], seed=p["seed"],
                             warps=p["warps"], lam=p["lam"], median=p["median"], tile_size=p["tile_size"],
-                            mask=data.mask, device=device, progress=progress)
-    res = res.to_numpy()
-    elapsed = time.perf_counter() - t0
-    metrics = None
-    if data.gt is not None:
-        gt, valid = data.gt
-        metrics = flow_metrics(res.u, res.v, gt, valid & (data.mask if data.mask is not None else True))
-    return FlowRun(data, res, p, device.label, elapsed, metrics)
+                            mask=d.mask, device=ctx.device, progress=ctx.progress)
+    return res.to_numpy()
+
+
+def _metrics(ctx):
+    d, res = ctx.data, ctx["flow"]
+    if d.gt is None:
+        return None
+    gt, valid = d.gt
+    return flow_metrics(res.u, res.v, gt, valid & (d.mask if d.mask is not None else True))
+
+
+def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: float) -> FlowRun:
+    return FlowRun(data, out["flow"], p, device.label, elapsed, out["metrics"])
+
+
+#: the stages of a run (:mod:`app.tools.stages`): the flow (pyramids, matching, refinement,
+#: quality), then its errors against the ground truth
+PIPELINE = Pipeline([
+    Stage("flow", _flow, params=tuple(PARAMS.compute_names()), inputs=("img1", "img2", "mask"), label="flow",
+          weight=9.0),
+    Stage("metrics", _metrics, inputs=("gt", "mask"), label="metrics"),
+], finish=_finish, params=PARAMS)
 
 
 def advise(data: FlowData, params: dict, device: Backend):
@@ -447,6 +467,9 @@ TOOL = Tool(
     key="flow",
     description="Dense motion between two frames: NCC block matching, pyramidal Lucas-Kanade or TV-L1 refinement.",
     params=PARAMS,
+    tab="app.tabs.flow_tab:FlowTab",
+    command="app.commands.flow",
+    stages=PIPELINE,
     load=load,
     run=run,
     summary=summary,

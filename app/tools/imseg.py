@@ -18,7 +18,6 @@ Example
 from __future__ import annotations
 
 import pathlib
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +35,7 @@ from ..io import image_io, labels_io
 from ..io.atomic import write_lines
 from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
+from .stages import Pipeline, Stage
 
 __all__ = ["PARAMS", "TOOL", "ImageData", "ImsegResult", "load", "run", "summary", "samples", "demo",
            "picture", "STAGE_NAMES"]
@@ -148,10 +148,21 @@ def run(data: ImageData, params: dict, *, device: Backend, progress: Progress | 
     gpu_kernels.errors.TooLargeError
         The image does not fit the GPU's free memory.
     """
-    p = PARAMS.validate(params)
-    t0 = time.perf_counter()
-    seg = _seg.segment_image(data.image, device=device, progress=progress, **p)
-    return ImsegResult(data, seg, p, device.label, time.perf_counter() - t0)
+    return PIPELINE.run(data, params, device=device, progress=progress)
+
+
+def _segment(ctx):
+    return _seg.segment_image(ctx.data.image, device=ctx.device, progress=ctx.progress, **ctx.p)
+
+
+def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: float) -> ImsegResult:
+    return ImsegResult(data, out["segment"], p, device.label, elapsed)
+
+
+#: the stages of a run (:mod:`app.tools.stages`); for now the library's whole pipeline is one stage
+PIPELINE = Pipeline([
+    Stage("segment", _segment, params=tuple(PARAMS.compute_names()), inputs=("image",), label="segmentation"),
+], finish=_finish, params=PARAMS)
 
 
 # ----------------------------------------------------------------------------- summary
@@ -280,6 +291,9 @@ TOOL = Tool(
     key="imseg",
     description="Split an image into regions of similar colour (CIELAB k-means, GPU union-find, region features).",
     params=PARAMS,
+    tab="app.tabs.imseg_tab:ImsegTab",
+    command="app.commands.imseg",
+    stages=PIPELINE,
     load=load,
     run=run,
     summary=summary,

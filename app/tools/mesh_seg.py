@@ -17,11 +17,11 @@ Example
 
 from __future__ import annotations
 
+import copy
 import os
 import pathlib
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -29,13 +29,14 @@ from gpu_kernels.backend import Backend, _no_cuda_reason
 from gpu_kernels.errors import InputError, TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.mesh import segment as _seg
-from gpu_kernels.mesh.colors import DEFAULT_SHADING, certainty
+from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, certainty
 
 from ..io import mesh_io
 from ..io.atomic import write_lines
 from ..render.mesh import render_png
 from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
+from .stages import Pipeline, Stage
 
 __all__ = ["PARAMS", "TOOL", "MeshData", "MeshSegResult", "load", "run", "summary", "advise",
            "samples", "demo", "WORKING_FACES", "APSP_CHOICES"]
@@ -85,7 +86,7 @@ PARAMS = ParamSet([
     Param("shading", float, DEFAULT_SHADING, "Uncertainty shading",
           "How far faces near a boundary between parts fade towards white (0: flat part colours, "
           "1: white on the boundary). Only the picture and the coloured faces change.",
-          minimum=0.0, maximum=1.0, step=0.05, decimals=2, metavar="S"),
+          minimum=0.0, maximum=1.0, step=0.05, decimals=2, metavar="S", display=True),
 ])
 
 
@@ -164,12 +165,37 @@ def run(data: MeshData, params: dict, *, device: Backend, progress: Progress | N
     p = PARAMS.validate(params)
     check_device(p, device)
     check_k(p, len(data.faces))
-    t0 = time.perf_counter()
-    seg = _seg.segment_mesh(
-        data.vertices, data.faces, k=p["k"], delta=p["delta"], eta_convex=p["eta_convex"],
+    return apply_display(PIPELINE.run(data, p, device=device, progress=progress), p)
+
+
+def _segment(ctx):
+    p = ctx.p
+    check_device(p, ctx.device)
+    check_k(p, len(ctx.data.faces))
+    return _seg.segment_mesh(
+        ctx.data.vertices, ctx.data.faces, k=p["k"], delta=p["delta"], eta_convex=p["eta_convex"],
         epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"], max_faces=p["max_faces"],
-        shading=p["shading"], device=device, progress=progress)
-    return MeshSegResult(data, seg, p, device.label, time.perf_counter() - t0)
+        device=ctx.device, progress=ctx.progress)
+
+
+def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MeshSegResult:
+    return MeshSegResult(data, out["segment"], p, device.label, elapsed)
+
+
+def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
+    """The result with the display-only parameters (the uncertainty shading of the face colours)."""
+    seg = result.seg
+    colors = blend_face_colors(seg.memberships, seg.labels, seg.cluster_colors, shading=params["shading"])
+    seg = copy.copy(seg)  # the cached segmentation stays as it was
+    seg.face_colors = colors
+    return replace(result, seg=seg, params={**result.params, "shading": params["shading"]})
+
+
+#: the stages of a run (:mod:`app.tools.stages`); for now the library's whole pipeline is one stage
+PIPELINE = Pipeline([
+    Stage("segment", _segment, params=tuple(PARAMS.compute_names()), inputs=("vertices", "faces"),
+          label="segmentation"),
+], finish=_finish, params=PARAMS)
 
 
 #: a part needs at least this many faces of the clustered mesh on average
@@ -349,6 +375,10 @@ TOOL = Tool(
     key="mesh",
     description="Split a triangle mesh into meaningful parts (Katz-Tal fuzzy clustering on the dual graph).",
     params=PARAMS,
+    tab="app.tabs.mesh_tab:MeshTab",
+    command="app.commands.mesh_seg",
+    stages=PIPELINE,
+    display=apply_display,
     load=load,
     run=run,
     summary=summary,

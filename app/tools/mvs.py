@@ -25,7 +25,7 @@ from __future__ import annotations
 import pathlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from ..io import depth_io, ply_points_io, scene_io
 from ..io.atomic import atomic_output_dir, check_output_dir, write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, resources_dir
 from .params import Param, ParamSet
+from .stages import Pipeline, Stage
 
 __all__ = ["PARAMS", "TOOL", "MVSData", "MVSRun", "load", "run", "summary", "samples", "demo", "write_outdir",
            "write_fused", "write_view_depth", "colorize", "INPUT_EXTENSIONS", "CPU_COMFORT_PIXELS"]
@@ -171,18 +172,52 @@ def check(params: dict, device: Backend) -> None:
         raise InputError(f"min_views ({p['min_views']}) cannot exceed neighbors ({p['neighbors']})")
 
 
+def _depth(ctx) -> object:
+    """Seeds, view selection and growing of every chosen view (no fusion)."""
+    p = ctx.p
+    return _st.reconstruct(
+        ctx.data.scene, views=p["views"], window=p["window"], neighbors=p["neighbors"], min_views=p["min_views"],
+        ncc_accept=p["ncc_accept"], max_iter=p["max_iter"], batch_size=p["batch_size"],
+        views_together=p["views_together"], max_attempts=p["max_attempts"], fuse=False,
+        device=ctx.device, progress=ctx.progress, callback=ctx.data.preview)
+
+
+def _fusion(ctx):
+    """The fused cloud of the depth maps (None when fusion is off or one view was grown)."""
+    res, p = ctx["depth"], ctx.p
+    if not p["fuse"] or len(res.views) < 2:
+        return None, 0.0
+    t0 = time.perf_counter()
+    scene = ctx.data.scene
+    fused = _fu.fuse_depth_maps(
+        scene.cameras, [m.depth for m in res.maps], views=res.views, normals=[m.normal for m in res.maps],
+        confidences=[m.conf for m in res.maps],
+        images=[scene.images[v] if np.asarray(scene.images[v]).dtype == np.uint8 else None for v in res.views],
+        rel_tol=p["fuse_tol"], min_views=p["fuse_min_views"], device=ctx.device, progress=ctx.progress)
+    return fused, time.perf_counter() - t0
+
+
+def _finish(data: MVSData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MVSRun:
+    res = out["depth"]
+    fused, t_fuse = out["fusion"]
+    stats = {**res.stats, "fuse_s": t_fuse}
+    return MVSRun(data, replace(res, fused=fused, stats=stats), p, device.label, elapsed)
+
+
+#: the stages of a run (:mod:`app.tools.stages`): growing the depth maps, then fusing them
+PIPELINE = Pipeline([
+    Stage("depth", _depth, params=("views", "window", "neighbors", "min_views", "ncc_accept", "batch_size",
+                                   "max_iter", "views_together", "max_attempts"),
+          inputs=("scene",), label="seeds, view selection and growing", weight=9.0),
+    Stage("fusion", _fusion, params=("fuse", "fuse_min_views", "fuse_tol"), inputs=("scene",), label="fusion"),
+], finish=_finish, params=PARAMS)
+
+
 def run(data: MVSData, params: dict, *, device: Backend, progress: Progress | None = None) -> MVSRun:
     """Depth, normal and confidence maps of the chosen views, and their fused cloud."""
     p = PARAMS.validate(params)
     check(p, device)
-    t0 = time.perf_counter()
-    res = _st.reconstruct(
-        data.scene, views=p["views"], window=p["window"], neighbors=p["neighbors"], min_views=p["min_views"],
-        ncc_accept=p["ncc_accept"], max_iter=p["max_iter"], batch_size=p["batch_size"],
-        views_together=p["views_together"], max_attempts=p["max_attempts"], fuse=p["fuse"],
-        fuse_tol=p["fuse_tol"], fuse_min_views=p["fuse_min_views"], device=device, progress=progress,
-        callback=data.preview)
-    return MVSRun(data, res, p, device.label, time.perf_counter() - t0)
+    return PIPELINE.run(data, p, device=device, progress=progress)
 
 
 def advise(data: MVSData, params: dict, device: Backend) -> TooLargeError | None:
@@ -454,6 +489,8 @@ TOOL = Tool(
     key="mvs",
     description="Depth and normal maps of calibrated views by region growing (Goesele et al.), fused into a point cloud.",
     params=PARAMS,
+    tab="app.tabs.mvs_tab:MvsTab",
+    command="app.commands.mvs",
     load=load,
     run=run,
     summary=summary,
@@ -468,6 +505,7 @@ TOOL = Tool(
     demo=demo,
     advise=advise,
     check=check,
+    stages=PIPELINE,
     library=_st.reconstruct,
     output_option="-o",
     default_output=lambda p: f"{p.stem.replace('_par', '')}-mvs",

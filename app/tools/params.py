@@ -100,6 +100,10 @@ class Param:
         The keyword of the tool's library function that takes this value (default: ``name``;
         ``""`` when no library keyword matches, e.g. an app-level option). The agreement
         test checks the library's default against :attr:`default`.
+    display : bool
+        Display-only: it changes how a result is shown or exported (a colour map, an
+        opacity, a picture style), never what is computed. No stage reads it
+        (:mod:`app.tools.stages`); the window redraws without a job when it changes.
     """
 
     name: str
@@ -126,6 +130,7 @@ class Param:
     flag: str | None = None
     metavar: str | None = None
     library_name: str | None = None
+    display: bool = False
 
     def __post_init__(self):
         if self.type not in (int, float, str, bool):
@@ -300,6 +305,14 @@ class ParamSet:
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
+
+    def display_names(self) -> list[str]:
+        """The display-only parameters (:attr:`Param.display`)."""
+        return [p.name for p in self.params if p.display]
+
+    def compute_names(self) -> list[str]:
+        """The parameters that change what is computed."""
+        return [p.name for p in self.params if not p.display]
 
     def validate(self, values: Mapping[str, Any] | None = None) -> dict:
         """Every parameter's canonical value: ``values`` over the defaults.

@@ -15,7 +15,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent, QImage  # noqa: E402
 
 from app.gui.main_window import MainWindow  # noqa: E402
-from app.tabs import TAB_CLASSES, tab_classes  # noqa: E402
+from app.tabs import tab_class, tab_classes  # noqa: E402
 from app.tabs.placeholder import PlaceholderTab  # noqa: E402
 from app.tools import TOOLS  # noqa: E402
 from gpu_kernels import backend  # noqa: E402
@@ -44,7 +44,7 @@ def test_window_has_the_five_tools_in_order(qtbot):
     assert [t.title for t in win.tabs] == EXPECTED_TABS
     assert len({t.settings_key for t in win.tabs}) == 5
     # one real tab per registered tool, first, in the registry's order
-    assert [type(t) for t in win.tabs[:len(TOOLS)]] == [TAB_CLASSES[t.name] for t in TOOLS]
+    assert [type(t) for t in win.tabs[:len(TOOLS)]] == [tab_class(t) for t in TOOLS]
     # the placeholders say what they will hold
     for tab in win.tabs[1:]:
         if isinstance(tab, PlaceholderTab):

@@ -1,0 +1,513 @@
+"""A tool's pipeline as named stages, and one stage cache shared by every tool (Qt-free).
+
+A tool declares, next to its :class:`~app.tools.params.ParamSet`, the stages its run goes
+through. Each :class:`Stage` names the parameters it reads, the stages whose outputs it
+takes (by default the stage before it) and the fields of the input it reads. From that
+declaration the :class:`Pipeline` computes a key per stage: the input's identity, the
+stage's own parameter values and the keys of the stages it takes from. With a
+:class:`StageCache`, a run re-uses every stage whose key is cached and starts at the first
+one whose key changed; without a cache (the CLI, batch, the demo) it runs every stage. Both
+give the same result, because a stage sees nothing but what its key covers: its function is
+handed only its own parameters (``ctx.p``) and only its declared upstream outputs.
+
+Parameters that only change how a result looks (a colour map, an opacity, a slice) are
+marked ``Param(..., display=True)``. No stage may read them; the tool's ``display(result,
+params)`` applies them to a finished result without any job.
+
+Rules for a stage function
+--------------------------
+* ``fn(ctx) -> output``: ``ctx.data`` is the input, ``ctx.p`` the stage's parameters
+  (validated), ``ctx[name]`` an upstream output, ``ctx.device`` the Backend,
+  ``ctx.progress`` a Progress for this stage alone.
+* It must **not modify** its inputs or its upstream outputs in place: they may be cached and
+  handed to the next run. Copy first (``xp.array(a)``), or make new arrays.
+* Its output stays where it was made (CuPy arrays on the GPU); the last step, ``finish``,
+  turns the outputs into the tool's result (moving what the views need to the host).
+
+Example
+-------
+>>> import numpy as np
+>>> from app.tools.params import Param, ParamSet
+>>> from app.tools.stages import Pipeline, Stage, StageCache
+>>> from gpu_kernels.backend import get_backend
+>>> PARAMS = ParamSet([
+...     Param("sigma", float, 1.0, "Blur", "blur before thresholding", minimum=0, maximum=10),
+...     Param("level", float, 0.5, "Level", "threshold", minimum=0, maximum=1),
+...     Param("cmap", str, "grey", "Colours", "display colours", choices=("grey", "hot"), display=True),
+... ])
+>>> def blur(ctx):                       # reads the input and sigma
+...     xp = ctx.device.xp
+...     return xp.asarray(ctx.data, dtype=xp.float32) * (1.0 / (1.0 + ctx.p["sigma"]))
+>>> def threshold(ctx):                  # reads the blurred image and level
+...     return ctx["blur"] > ctx.p["level"]
+>>> PIPELINE = Pipeline([
+...     Stage("blur", blur, params=("sigma",), label="blur"),
+...     Stage("threshold", threshold, params=("level",)),
+... ], finish=lambda data, out, params, *, device, elapsed: device.asnumpy(out["threshold"]),
+...    params=PARAMS)
+>>> cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 20)
+>>> img = np.linspace(0, 2, 8)
+>>> r1, rep = PIPELINE.execute(img, PARAMS.validate({}), device=cpu, cache=cache, scope="demo")
+>>> rep.ran                              # a first run computes every stage
+['blur', 'threshold']
+>>> r2, rep = PIPELINE.execute(img, PARAMS.validate({"level": 0.2}), device=cpu, cache=cache, scope="demo")
+>>> rep.ran, rep.reused                  # only the threshold runs again
+(['threshold'], ['blur'])
+>>> bool((r2 == PIPELINE.run(img, {"level": 0.2}, device=cpu)).all())   # same as a full run
+True
+
+In a tool module the pipeline replaces the hand-written ``run``: ``Tool(..., stages=PIPELINE,
+display=apply_display)`` and the tool's ``run(data, params, device=, progress=)`` is a full
+run of every stage (the CLI and batch call it as before).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_kernels.backend import Backend
+from gpu_kernels.jobs import Progress, as_progress
+
+__all__ = ["Stage", "Pipeline", "StageContext", "StageCache", "RunReport", "output_nbytes", "shared_cache",
+           "DEFAULT_HOST_SHARE", "DEFAULT_DEVICE_SHARE", "CACHE_ENV"]
+
+log = logging.getLogger(__name__)
+
+#: the environment variable that sets the cache's cap in MiB (host and device each)
+CACHE_ENV = "GPULAB_STAGE_CACHE_MB"
+#: default caps: this share of the host's available memory, and of the GPU's free memory
+DEFAULT_HOST_SHARE = 0.25
+DEFAULT_DEVICE_SHARE = 0.25
+_MAX_DEFAULT_HOST = 8 << 30
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a tool's pipeline.
+
+    Parameters
+    ----------
+    name : str
+        Unique in the pipeline; ``ctx[name]`` in later stages is its output.
+    fn : callable
+        ``fn(ctx: StageContext) -> output`` (see the module docstring's rules).
+    params : tuple of str
+        The parameters it reads (and only those: ``ctx.p`` holds nothing else).
+    after : tuple of str, optional
+        The stages whose outputs it takes; ``None`` (default): the stage before it (none for
+        the first stage).
+    inputs : tuple of str
+        The fields of the input (``data``) it reads; ``()``: the input as a whole. Replacing a
+        field the stage does not read (a ground truth, a mask) keeps its cached output.
+    label : str
+        What the status bar calls it ("k-means"); default: the name.
+    weight : float
+        Its share of the progress bar, relative to the other stages.
+    cache : bool
+        Keep its output in the cache (off for cheap stages with big outputs).
+    """
+
+    name: str
+    fn: Callable[[StageContext], Any]
+    params: tuple[str, ...] = ()
+    after: tuple[str, ...] | None = None
+    inputs: tuple[str, ...] = ()
+    label: str = ""
+    weight: float = 1.0
+    cache: bool = True
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name
+
+
+@dataclass
+class StageContext:
+    """What a stage function is given (see :class:`Stage`)."""
+
+    data: Any
+    p: dict
+    device: Backend
+    progress: Progress
+    upstream: Mapping[str, Any]
+    stage: str = ""
+
+    def __getitem__(self, name: str):
+        try:
+            return self.upstream[name]
+        except KeyError:
+            raise KeyError(f"stage {self.stage!r} did not declare {name!r} in after=") from None
+
+
+@dataclass
+class RunReport:
+    """What a run did: the stages it ran and re-used, in order, with their times."""
+
+    ran: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    first_run: int | None = None      # index (0-based) of the first stage that ran
+    total: float = 0.0
+    n_stages: int = 0
+
+    @property
+    def full(self) -> bool:
+        return self.first_run == 0
+
+    def describe(self) -> str:
+        """One line for the status bar."""
+        if not self.ran:
+            return "all stages re-used from the cache"
+        first = self.ran[0]
+        done = ", ".join(f"{self.labels.get(s, s)} {_fmt(self.seconds.get(s, 0.0))}" for s in self.ran)
+        if self.first_run == 0:
+            return f"full run: {done}"
+        return f"re-ran from stage {self.first_run + 1} of {self.n_stages} ({self.labels.get(first, first)}): {done}"
+
+
+def _fmt(t: float) -> str:
+    return f"{t * 1000:.0f} ms" if t < 1.0 else f"{t:.2f} s"
+
+
+# ----------------------------------------------------------------------------- sizes
+def output_nbytes(obj, _depth: int = 0, _seen: set | None = None) -> tuple[int, int]:
+    """``(host_bytes, device_bytes)`` held by the arrays in ``obj`` (NumPy/CuPy arrays inside
+    tuples, lists, dicts, dataclasses and plain objects, a few levels deep)."""
+    seen = set() if _seen is None else _seen
+    if obj is None or isinstance(obj, int | float | str | bool | bytes) or _depth > 6:
+        return 0, 0
+    if id(obj) in seen:
+        return 0, 0
+    seen.add(id(obj))
+    nb = getattr(obj, "nbytes", None)
+    if isinstance(nb, int) and hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        dev = type(obj).__module__.split(".")[0] == "cupy"
+        return (0, nb) if dev else (nb, 0)
+    h = d = 0
+    if isinstance(obj, Mapping):
+        items: Iterable = obj.values()
+    elif isinstance(obj, list | tuple | set | frozenset):
+        items = obj
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        items = (getattr(obj, f.name, None) for f in dataclasses.fields(obj))
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = vars(obj).values()
+    else:
+        return 0, 0
+    for it in items:
+        a, b = output_nbytes(it, _depth + 1, seen)
+        h += a
+        d += b
+    return h, d
+
+
+def _host_available() -> int:
+    try:
+        from gpu_kernels.backend import _host_mem_info
+
+        return int(_host_mem_info()[0])
+    except Exception:  # noqa: BLE001
+        try:
+            return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return 4 << 30
+
+
+# ----------------------------------------------------------------------------- the cache
+class StageCache:
+    """Stage outputs, least recently used evicted first, under a cap on host and device bytes.
+
+    Entries belong to a *scope* (a tab, i.e. a tool): :meth:`bind` states the scope's current
+    input and device, and clears the scope when either changed. ``cap_bytes`` caps host
+    memory and ``device_cap_bytes`` device memory (default: :data:`DEFAULT_HOST_SHARE` of the
+    available RAM, at most 8 GiB, and :data:`DEFAULT_DEVICE_SHARE` of the GPU's free memory
+    when the first GPU output arrives; ``GPULAB_STAGE_CACHE_MB`` sets both). An output larger
+    than the cap is not kept; a cap of 0 keeps nothing. Safe to use from several worker threads.
+    """
+
+    def __init__(self, cap_bytes: int | None = None, device_cap_bytes: int | None = None):
+        env = os.environ.get(CACHE_ENV, "").strip()
+        env_cap = None
+        if env:
+            try:
+                env_cap = max(0, int(float(env) * (1 << 20)))
+            except ValueError:
+                log.warning("%s=%r is not a number of MiB; using the default", CACHE_ENV, env)
+        if cap_bytes is None:
+            cap_bytes = env_cap if env_cap is not None else min(_MAX_DEFAULT_HOST,
+                                                                int(DEFAULT_HOST_SHARE * _host_available()))
+        self.cap_bytes = int(cap_bytes)
+        self.device_cap_bytes = device_cap_bytes if device_cap_bytes is not None else env_cap
+        self._lock = threading.RLock()
+        self._entries: OrderedDict[tuple, tuple[Any, int, int, str, tuple]] = OrderedDict()
+        self._bound: dict[str, tuple] = {}
+        self.host_bytes = 0
+        self.device_bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+
+    # -- scopes ----------------------------------------------------------------------------
+    def bind(self, scope: str, input_token: Any, device: Backend | str) -> bool:
+        """State ``scope``'s input and device; clear its entries if either changed. True if cleared."""
+        dev = device.label if isinstance(device, Backend) else str(device)
+        state = (input_token, dev)
+        with self._lock:
+            old = self._bound.get(scope)
+            self._bound[scope] = state
+            if old is not None and old != state:
+                self.clear(scope)
+                return True
+        return False
+
+    def clear(self, scope: str | None = None) -> None:
+        """Forget every entry (of ``scope`` only, if given)."""
+        with self._lock:
+            for k in [k for k, e in self._entries.items() if scope is None or e[3] == scope]:
+                self._drop(k)
+
+    def set_caps(self, cap_bytes: int | None = None, device_cap_bytes: int | None = None) -> None:
+        with self._lock:
+            if cap_bytes is not None:
+                self.cap_bytes = int(cap_bytes)
+            if device_cap_bytes is not None:
+                self.device_cap_bytes = int(device_cap_bytes)
+            self._evict()
+
+    # -- entries ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def keys(self, scope: str | None = None) -> list[tuple]:
+        with self._lock:
+            return [k for k, e in self._entries.items() if scope is None or e[3] == scope]
+
+    def get(self, key) -> tuple[bool, Any]:
+        with self._lock:
+            e = self._entries.get(key)
+            if e is None:
+                self.misses += 1
+                return False, None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return True, e[0]
+
+    def put(self, key, value, *, scope: str = "", refs: tuple = (), device: Backend | None = None) -> bool:
+        """Keep ``value`` (with ``refs``, the input objects its key names by identity, kept
+        alive so that their ids stay unique). False if it is larger than the cap."""
+        h, d = output_nbytes(value)
+        with self._lock:
+            if d and self.device_cap_bytes is None:
+                self.device_cap_bytes = self._default_device_cap(device)
+            if self.cap_bytes <= 0 or h > self.cap_bytes or (d and d > (self.device_cap_bytes or 0)):
+                return False
+            if key in self._entries:
+                self._drop(key)
+            self._entries[key] = (value, h, d, scope, refs)
+            self.host_bytes += h
+            self.device_bytes += d
+            self._evict()
+            return key in self._entries
+
+    def _default_device_cap(self, device: Backend | None) -> int:
+        try:
+            if device is not None and device.is_gpu:
+                free, _total = device.mem_info()
+                return int(DEFAULT_DEVICE_SHARE * free)
+        except Exception:  # noqa: BLE001
+            pass
+        return 1 << 30
+
+    def _drop(self, key) -> None:
+        e = self._entries.pop(key, None)
+        if e is not None:
+            self.host_bytes -= e[1]
+            self.device_bytes -= e[2]
+
+    def _evict(self) -> None:
+        dcap = self.device_cap_bytes if self.device_cap_bytes is not None else 1 << 62
+        while self._entries and (self.host_bytes > self.cap_bytes or self.device_bytes > dcap):
+            k = next(iter(self._entries))
+            self._drop(k)
+            self.evictions += 1
+
+
+_SHARED: StageCache | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_cache() -> StageCache:
+    """The process's one stage cache (the window's tabs share it, each tab its own scope)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = StageCache()
+        return _SHARED
+
+
+# ----------------------------------------------------------------------------- the pipeline
+class Pipeline:
+    """The ordered stages of a tool and ``finish``, which turns their outputs into the result.
+
+    ``finish(data, outputs, params, *, device, elapsed) -> result``: ``outputs`` maps every
+    stage's name to its output; ``params`` are all the validated parameters (display ones
+    included); it must be cheap (it runs on every run, cached or not) and must not modify
+    the outputs.
+
+    ``params`` (the tool's ParamSet) lets the pipeline check its declaration: every stage
+    parameter exists and is not display-only.
+    """
+
+    def __init__(self, stages: Sequence[Stage], finish: Callable[..., Any], *, params=None):
+        self.stages: tuple[Stage, ...] = tuple(stages)
+        if not self.stages:
+            raise TypeError("a pipeline needs at least one stage")
+        self.finish = finish
+        names = [s.name for s in self.stages]
+        if len(set(names)) != len(names):
+            raise TypeError(f"duplicate stage names in {names}")
+        self._after: dict[str, tuple[str, ...]] = {}
+        for i, s in enumerate(self.stages):
+            after = s.after if s.after is not None else ((names[i - 1],) if i else ())
+            bad = [a for a in after if a not in names[:i]]
+            if bad:
+                raise TypeError(f"stage {s.name!r} takes {bad[0]!r}, which is not an earlier stage")
+            self._after[s.name] = tuple(after)
+        if params is not None:
+            self.bind_params(params)
+
+    def check_params(self, params) -> None:
+        for s in self.stages:
+            for name in s.params:
+                if name not in params:
+                    raise TypeError(f"stage {s.name!r} reads {name!r}, which is not a parameter")
+                if getattr(params[name], "display", False):
+                    raise TypeError(f"stage {s.name!r} reads {name!r}, which is display-only")
+
+    # -- introspection ---------------------------------------------------------------------
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def upstream(self, name: str) -> tuple[str, ...]:
+        return self._after[name]
+
+    def stage_of(self, param: str) -> str | None:
+        """The first stage that reads ``param`` (None: no stage; a display-only parameter)."""
+        return next((s.name for s in self.stages if param in s.params), None)
+
+    def affected(self, param: str) -> list[str]:
+        """The stages a change of ``param`` re-runs: those reading it and everything downstream."""
+        dirty: set[str] = set()
+        for s in self.stages:
+            if param in s.params or any(a in dirty for a in self._after[s.name]):
+                dirty.add(s.name)
+        return [s.name for s in self.stages if s.name in dirty]
+
+    def used_params(self) -> set[str]:
+        return {p for s in self.stages for p in s.params}
+
+    # -- keys ------------------------------------------------------------------------------
+    def keys(self, data, params: Mapping[str, Any], *, device: Backend | str, scope: str = "") -> dict[str, tuple]:
+        """Every stage's key: input identity, its parameters, the keys it takes from."""
+        dev = device.label if isinstance(device, Backend) else str(device)
+        keys: dict[str, tuple] = {}
+        for s in self.stages:
+            ident = tuple((f, id(getattr(data, f, None))) for f in s.inputs) if s.inputs else (("*", id(data)),)
+            keys[s.name] = (scope, s.name, dev, ident, tuple((p, _hashable(params[p])) for p in s.params),
+                            tuple(keys[a] for a in self._after[s.name]))
+        return keys
+
+    def _refs(self, data, s: Stage) -> tuple:
+        return tuple(getattr(data, f, None) for f in s.inputs) if s.inputs else (data,)
+
+    # -- running ---------------------------------------------------------------------------
+    def execute(self, data, params: Mapping[str, Any], *, device: Backend, progress: Progress | None = None,
+                cache: StageCache | None = None, scope: str = "") -> tuple[Any, RunReport]:
+        """Run the stages (re-using those cached under the same key) and ``finish``.
+
+        ``params`` must be validated. Returns ``(result, report)``.
+        """
+        progress = as_progress(progress)
+        t_all = time.perf_counter()
+        keys = self.keys(data, params, device=device, scope=scope) if cache is not None else {}
+        outputs: dict[str, Any] = {}
+        report = RunReport(n_stages=len(self.stages), labels={s.name: s.title for s in self.stages})
+        todo: list[Stage] = []
+        for s in self.stages:
+            hit, val = cache.get(keys[s.name]) if (cache is not None and s.cache) else (False, None)
+            if hit:
+                outputs[s.name] = val
+                report.reused.append(s.name)
+            else:
+                todo.append(s)
+        # a cached stage whose output a stage to run needs is already in outputs; stages that
+        # are cached but lie after a stage to run were re-used (their key did not change)
+        total_w = sum(s.weight for s in todo) or 1.0
+        done_w = 0.0
+        for s in todo:
+            a = done_w / total_w
+            done_w += s.weight
+            sub = progress.sub(a, done_w / total_w, prefix=s.title)
+            progress.update(a, s.title)  # also raises Cancelled between stages
+            ctx = StageContext(data, {p: params[p] for p in s.params}, device, sub,
+                               {u: outputs[u] for u in self._after[s.name]}, s.name)
+            t0 = time.perf_counter()
+            out = s.fn(ctx)
+            if device.is_gpu:
+                device.synchronize()  # the stage's time is its own
+            report.seconds[s.name] = time.perf_counter() - t0
+            report.ran.append(s.name)
+            outputs[s.name] = out
+            if cache is not None and s.cache:
+                cache.put(keys[s.name], out, scope=scope, refs=self._refs(data, s), device=device)
+        if report.ran:
+            report.first_run = self.names().index(report.ran[0])
+        elapsed = time.perf_counter() - t_all
+        result = self.finish(data, outputs, dict(params), device=device, elapsed=elapsed)
+        report.total = time.perf_counter() - t_all
+        progress.update(1.0, "done")
+        return result, report
+
+    def run(self, data, params: Mapping[str, Any], *, device: Backend, progress: Progress | None = None,
+            paramset=None):
+        """A full run of every stage (no cache): what the CLI, batch and the demo call."""
+        if paramset is not None:
+            params = paramset.validate(params)
+        elif self._paramset is not None:
+            params = self._paramset.validate(params)
+        return self.execute(data, params, device=device, progress=progress)[0]
+
+    _paramset = None
+
+    def bind_params(self, paramset) -> Pipeline:
+        """Validate parameters with ``paramset`` in :meth:`run` (and check the declaration)."""
+        self.check_params(paramset)
+        self._paramset = paramset
+        return self
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v

@@ -1,0 +1,240 @@
+"""The stage mechanism (app.tools.stages): a run with a cached prefix starts at the first
+changed stage and gives the result of a full run; a tiny cap still gives correct results;
+changing the input or the device clears the cache; every tool's declaration is complete."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from app.tools import TOOLS
+from app.tools.params import Param, ParamSet
+from app.tools.stages import Pipeline, Stage, StageCache, output_nbytes
+from gpu_kernels.backend import get_backend
+
+CPU = get_backend("cpu")
+
+
+# ----------------------------------------------------------------------------- a toy pipeline
+PARAMS = ParamSet([
+    Param("scale", float, 2.0, "Scale", "first stage", minimum=0, maximum=10),
+    Param("offset", float, 0.0, "Offset", "second stage", minimum=-10, maximum=10),
+    Param("power", int, 1, "Power", "third stage", minimum=1, maximum=3),
+    Param("cmap", str, "grey", "Colours", "display only", choices=("grey", "hot"), display=True),
+])
+
+
+@dataclasses.dataclass
+class Data:
+    image: np.ndarray
+    truth: np.ndarray | None = None
+
+
+def make(calls: list):
+    def scale(ctx):
+        calls.append("scale")
+        assert set(ctx.p) == {"scale"}  # a stage sees only its own parameters
+        return ctx.data.image * ctx.p["scale"]
+
+    def offset(ctx):
+        calls.append("offset")
+        return ctx["scale"] + ctx.p["offset"]
+
+    def power(ctx):
+        calls.append("power")
+        return ctx["offset"] ** ctx.p["power"]
+
+    def error(ctx):
+        calls.append("error")
+        return None if ctx.data.truth is None else float(np.abs(ctx["power"] - ctx.data.truth).mean())
+
+    return Pipeline([
+        Stage("scale", scale, params=("scale",), inputs=("image",)),
+        Stage("offset", offset, params=("offset",), inputs=("image",)),
+        Stage("power", power, params=("power",), inputs=("image",)),
+        Stage("error", error, inputs=("truth",)),
+    ], finish=lambda data, out, params, *, device, elapsed: (out["power"], out["error"], params["cmap"]),
+        params=PARAMS)
+
+
+def run(pl, data, cache, **values):
+    return pl.execute(data, PARAMS.validate(values), device=CPU, cache=cache, scope="toy")
+
+
+def test_cached_prefix_starts_at_the_first_changed_stage_and_equals_a_full_run():
+    calls: list = []
+    pl, cache = make(calls), StageCache(cap_bytes=1 << 20)
+    data = Data(np.arange(12.0).reshape(3, 4))
+    run(pl, data, cache)
+    assert calls == ["scale", "offset", "power", "error"]
+    calls.clear()
+    (out, _e, _c), rep = run(pl, data, cache, power=2)
+    assert calls == ["power", "error"] and rep.ran == ["power", "error"] and rep.reused == ["scale", "offset"]
+    assert rep.first_run == 2 and "stage 3 of 4" in rep.describe()
+    full = pl.run(data, {"power": 2}, device=CPU)
+    np.testing.assert_array_equal(out, full[0])
+    calls.clear()
+    (out, _e, _c), rep = run(pl, data, cache, offset=1.5, power=2)
+    assert calls == ["offset", "power", "error"]
+    np.testing.assert_array_equal(out, pl.run(data, {"offset": 1.5, "power": 2}, device=CPU)[0])
+    # going back to earlier parameters recomputes nothing
+    calls.clear()
+    (out, _e, _c), rep = run(pl, data, cache, power=2)
+    assert calls == [] and rep.ran == [] and "re-used" in rep.describe()
+    np.testing.assert_array_equal(out, full[0])
+
+
+def test_display_only_parameters_never_run_a_stage():
+    calls: list = []
+    pl, cache = make(calls), StageCache(cap_bytes=1 << 20)
+    data = Data(np.ones((2, 2)))
+    run(pl, data, cache)
+    calls.clear()
+    (_o, _e, cmap), rep = run(pl, data, cache, cmap="hot")
+    assert calls == [] and cmap == "hot"
+    assert pl.stage_of("cmap") is None and pl.affected("offset") == ["offset", "power", "error"]
+    with pytest.raises(TypeError, match="display-only"):
+        Pipeline([Stage("x", lambda ctx: 0, params=("cmap",))], finish=lambda *a, **k: 0, params=PARAMS)
+    with pytest.raises(TypeError, match="not a parameter"):
+        Pipeline([Stage("x", lambda ctx: 0, params=("nope",))], finish=lambda *a, **k: 0, params=PARAMS)
+    with pytest.raises(TypeError, match="not an earlier stage"):
+        Pipeline([Stage("x", lambda ctx: 0, after=("y",))], finish=lambda *a, **k: 0)
+
+
+def test_a_field_the_stage_does_not_read_keeps_its_output():
+    """A new ground truth (a new input field) re-runs only the stage that reads it."""
+    calls: list = []
+    pl, cache = make(calls), StageCache(cap_bytes=1 << 20)
+    img = np.arange(6.0).reshape(2, 3)
+    run(pl, Data(img, None), cache)
+    calls.clear()
+    (_o, err, _c), _rep = run(pl, Data(img, np.zeros_like(img)), cache)
+    assert calls == ["error"] and err == pytest.approx(float((2 * img).mean()))
+
+
+def test_a_tiny_cap_still_gives_correct_results():
+    calls: list = []
+    pl = make(calls)
+    data = Data(np.random.default_rng(0).random((64, 64)))  # 32 KiB per stage output
+    tiny = StageCache(cap_bytes=40_000)  # room for one output
+    for values in ({}, {"power": 2}, {"offset": 0.5}, {"scale": 3.0, "power": 3}, {"power": 2}):
+        (out, _e, _c), _rep = run(pl, data, tiny, **values)
+        np.testing.assert_array_equal(out, pl.run(data, values, device=CPU)[0])
+        assert tiny.host_bytes <= tiny.cap_bytes
+    assert tiny.evictions > 0 and len(tiny) <= 2  # one array and the (empty) error
+    zero = StageCache(cap_bytes=0)  # keeps nothing, runs everything
+    calls.clear()
+    run(pl, data, zero)
+    run(pl, data, zero, power=2)
+    assert calls.count("scale") == 2 and len(zero) == 0
+
+
+def test_least_recently_used_is_evicted_first():
+    c = StageCache(cap_bytes=3 * 800)
+    a = [np.zeros(100) for _ in range(4)]  # 800 bytes each
+    for i in range(3):
+        c.put(("k", i), a[i])
+    assert c.get(("k", 0))[0]  # 0 is now the most recent
+    c.put(("k", 3), a[3])
+    assert ("k", 1) not in c and ("k", 0) in c and ("k", 2) in c and ("k", 3) in c
+    assert not c.put(("big",), np.zeros(1000))  # larger than the cap: not kept
+    assert output_nbytes({"x": [np.zeros(10), (np.zeros(5, np.float32),)]}) == (100, 0)
+
+
+def test_changing_the_input_or_the_device_clears_the_scope():
+    calls: list = []
+    pl, cache = make(calls), StageCache(cap_bytes=1 << 20)
+    data = Data(np.ones((4, 4)))
+    assert not cache.bind("toy", "a.png", CPU)
+    run(pl, data, cache)
+    cache.put(("other",), np.zeros(3), scope="other-tab")
+    assert len(cache.keys("toy")) == 4
+    assert not cache.bind("toy", "a.png", CPU)  # same input, same device: kept
+    assert len(cache.keys("toy")) == 4
+    assert cache.bind("toy", "b.png", CPU)  # another file
+    assert cache.keys("toy") == [] and cache.keys("other-tab")
+    run(pl, data, cache)
+    assert cache.bind("toy", "b.png", "cuda:0")  # another device
+    assert cache.keys("toy") == []
+    calls.clear()
+    run(pl, data, cache)
+    assert calls == ["scale", "offset", "power", "error"]
+
+
+def test_cancel_between_stages():
+    from gpu_kernels.jobs import Cancelled, Progress
+
+    calls: list = []
+    pl = make(calls)
+    p = Progress()
+    p.cancel()
+    with pytest.raises(Cancelled):
+        pl.execute(Data(np.ones(3)), PARAMS.validate({}), device=CPU, progress=p)
+    assert calls == []
+
+
+# ----------------------------------------------------------------------------- the five tools
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_every_compute_parameter_feeds_a_stage(tool):
+    pl = tool.pipeline()
+    used = pl.used_params()
+    missing = [n for n in tool.params.compute_names() if n not in used]
+    assert not missing, f"{tool.name}: parameters no stage reads: {missing} (mark them display=True?)"
+    assert not used & set(tool.params.display_names())
+
+
+def test_echo_reference_change_reruns_only_the_trajectories():
+    from app.tools import echo
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, gt = make_pair(16, shift=(0.5, -0.5, 0.5), seed=2)
+    data = echo.EchoData(np.stack([f, m]).astype(np.float32), (1.0, 1.0, 1.0), ["f", "m"], truth={(0, 1): gt})
+    cache = StageCache(cap_bytes=64 << 20)
+    fast = {"levels": 1, "warps": 1, "iters": 5}
+    r0, rep = echo.TOOL.run_staged(data, fast, device=CPU, cache=cache)
+    assert rep.ran == ["pairs", "trajectory", "metrics"]
+    r1, rep = echo.TOOL.run_staged(data, {**fast, "reference": 1}, device=CPU, cache=cache)
+    assert rep.ran == ["trajectory"] and rep.reused == ["pairs", "metrics"]
+    full = echo.run(data, {**fast, "reference": 1}, device=CPU)
+    np.testing.assert_array_equal(r1.pairwise, full.pairwise)
+    np.testing.assert_array_equal(r1.trajectory, full.trajectory)
+    assert r1.metrics == full.metrics and r1.reference == full.reference == 1
+    r2, rep = echo.TOOL.run_staged(data, {**fast, "alpha": 0.5}, device=CPU, cache=cache)
+    assert rep.ran == ["pairs", "trajectory", "metrics"]
+    np.testing.assert_array_equal(r2.pairwise, echo.run(data, {**fast, "alpha": 0.5}, device=CPU).pairwise)
+
+
+def test_mvs_fusion_change_reuses_the_depth_maps():
+    from app.tools import mvs
+    from gpu_kernels.mvs.synth import render_synthetic_scene
+
+    syn = render_synthetic_scene(n_views=8, width=64, height=48)
+    data = mvs.MVSData(syn.scene)
+    cache = StageCache(cap_bytes=256 << 20)
+    prm = {"views": "0,1", "neighbors": 4, "min_views": 2}
+    r0, rep = mvs.TOOL.run_staged(data, prm, device=CPU, cache=cache)
+    assert rep.ran == ["depth", "fusion"]
+    r1, rep = mvs.TOOL.run_staged(data, {**prm, "fuse_tol": 0.02, "fuse_min_views": 1}, device=CPU, cache=cache)
+    assert rep.ran == ["fusion"]
+    full = mvs.run(data, {**prm, "fuse_tol": 0.02, "fuse_min_views": 1}, device=CPU)
+    for a, b in zip(r1.maps, full.maps, strict=True):
+        np.testing.assert_array_equal(a.depth, b.depth)
+    if full.fused is not None:
+        np.testing.assert_array_equal(r1.fused.points, full.fused.points)
+
+
+def test_mesh_shading_is_display_only():
+    from app.tools import mesh_seg
+
+    data = mesh_seg.load(mesh_seg.samples()[0])
+    cache = StageCache(cap_bytes=256 << 20)
+    r0, rep = mesh_seg.TOOL.run_staged(data, {"k": 2}, device=CPU, cache=cache)
+    r1, rep = mesh_seg.TOOL.run_staged(data, {"k": 2, "shading": 1.0}, device=CPU, cache=cache)
+    assert rep.ran == []
+    full = mesh_seg.run(data, {"k": 2, "shading": 1.0}, device=CPU)
+    np.testing.assert_array_equal(r1.seg.face_colors, full.seg.face_colors)
+    np.testing.assert_array_equal(r1.seg.labels, full.seg.labels)
+    np.testing.assert_array_equal(r0.seg.face_colors, mesh_seg.run(data, {"k": 2}, device=CPU).seg.face_colors)
+    assert r1.params["shading"] == 1.0 and r0.params["shading"] != 1.0
