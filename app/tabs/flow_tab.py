@@ -31,8 +31,13 @@ from PySide6.QtWidgets import (
 from ..io import image_io
 from ..tools import flow
 from ..tools.base import fmt_seconds
+from ..ui.widgets import ColorBar, grey_lut, hex_color
 from .base import ToolTab
-from .flow_view import FlowView
+from .flow_view import FAILED_RGB, OCCLUDED_RGB, FlowView, FlowWheel
+
+
+def _hex(rgb) -> str:
+    return hex_color(rgb)
 
 __all__ = ["FlowTab"]
 
@@ -189,30 +194,66 @@ class FlowTab(ToolTab):
         self.metrics_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stats_label = QLabel("")
         self.stats_label.setWordWrap(True)
-        self.wheel = QLabel()
-        self.wheel.setToolTip("Middlebury's colour wheel: the hue is the direction, the saturation the magnitude")
         lay.addWidget(QLabel("<b>Under the cursor</b>"))
         lay.addWidget(self.readout)
         lay.addWidget(QLabel("<b>Result</b>"))
         lay.addWidget(self.stats_label)
         lay.addWidget(self.metrics_label)
-        lay.addWidget(self.wheel, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.legend_title = QLabel("<b>Legend</b>")
+        lay.addWidget(self.legend_title)
+        self.wheel = FlowWheel()
+        lay.addWidget(self.wheel)
+        self.quality_legend = QLabel(
+            "<span style='background:#777'>&nbsp;&nbsp;&nbsp;</span> darker: lower quality<br>"
+            f"<span style='background:{_hex(OCCLUDED_RGB)}'>&nbsp;&nbsp;&nbsp;</span> occluded / leaves the frame<br>"
+            f"<span style='background:{_hex(FAILED_RGB)}'>&nbsp;&nbsp;&nbsp;</span> matching failed (quality &lt; 0.25)")
+        self.quality_legend.setObjectName("flow-quality-legend")
+        lay.addWidget(self.quality_legend)
+        self.right_bar = ColorBar()
+        self.right_bar.setObjectName("flow-right-colorbar")
+        lay.addWidget(self.right_bar)
         lay.addStretch(1)
-        self._show_wheel()
+        self._update_legends()
         return w
 
-    def _show_wheel(self) -> None:
-        from PySide6.QtGui import QImage, QPixmap
-
-        from gpu_kernels.flow import flow_to_color
-
-        n = 96
-        y, x = np.mgrid[-1:1:n * 1j, -1:1:n * 1j]
-        img = flow_to_color(x, y, max_flow=1.0)
-        img[np.hypot(x, y) > 1] = 240
-        img = np.ascontiguousarray(img)
-        q = QImage(img.data, n, n, 3 * n, QImage.Format.Format_RGB888).copy()
-        self.wheel.setPixmap(QPixmap.fromImage(q))
+    def _update_legends(self) -> None:
+        """Show the legend of what is on screen: the wheel (with its pixel scale) only while a
+        colour-wheel picture is shown, the colour bar of the right pane's map, the overlay's key."""
+        res = self.result
+        which = self.right_combo.currentText()
+        has_gt = self.data is not None and self.data.gt is not None
+        wheel_left = res is not None and self.style_combo.currentText() == "Colour wheel"
+        wheel_right = (which.startswith("Flow") and res is not None) or (which.startswith("Ground truth") and has_gt)
+        if wheel_left or wheel_right:
+            r = self._max_flow()
+            note = ""
+            if r is None:
+                mags = []
+                if res is not None:
+                    mags.append(float(np.hypot(res.u, res.v)[res.valid].max(initial=0.0)))
+                if which.startswith("Ground truth") and has_gt:
+                    gt, valid = self.data.gt
+                    mags.append(float(np.hypot(gt[..., 0], gt[..., 1])[valid].max(initial=0.0)))
+                r, note = max(mags + [1e-3]), "largest"
+            self.wheel.set_radius(r, note)
+        self.wheel.setVisible(wheel_left or wheel_right)
+        self.quality_legend.setVisible(res is not None and self.quality_overlay.isChecked())
+        bar = None
+        if res is not None:
+            if which == "Quality map":
+                bar = (grey_lut(), 0.0, 1.0, "", "quality (black: unreliable)")
+            elif which == "Endpoint error" and has_gt:
+                bar = (grey_lut(), 0.0, 3.0, "px", "endpoint error (white: 3 px or more)")
+            elif which.startswith("Difference"):
+                bar = (grey_lut(), 0.0, 1.0, "", "|frame 1 - warped frame 2| (intensity)")
+        if bar is None:
+            self.right_bar.clear_map()
+            self.right_bar.hide()
+        else:
+            lut, lo, hi, unit, cap = bar
+            self.right_bar.set_map(lut, lo, hi, unit=unit, caption=cap)
+        self.legend_title.setVisible(self.wheel.isVisibleTo(self) or self.right_bar.isVisibleTo(self)
+                                     or self.quality_legend.isVisibleTo(self))
 
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
@@ -269,8 +310,21 @@ class FlowTab(ToolTab):
             quality_overlay=self.quality_overlay.isChecked(), quality_opacity=self.quality_opacity.value() / 100,
             threshold=self.threshold.value(), spacing=self.spacing.value(), max_flow=self._max_flow())
         which = self.right_combo.currentText()
-        self.view.show_right(self.right_image(which), title=which if res is not None or "Ground" in which
-                             else "Second frame")
+        message = self.right_message(which)
+        title = which if res is not None or "Ground" in which else "Second frame"
+        if message:
+            self.view.show_right(None, title=f"{which}: {message}", message=message)
+        else:
+            self.view.show_right(self.right_image(which), title=title)
+        self._update_legends()
+
+    def right_message(self, which: str) -> str:
+        """What the right pane says instead of a picture it cannot show ("no ground truth")."""
+        if self.data is None or self.data.gt is not None:
+            return ""
+        if which == "Ground truth (colour wheel)" or (which == "Endpoint error" and self.result is not None):
+            return "no ground truth (load one with Ground truth…)"
+        return ""
 
     def right_image(self, which: str):
         """The picture the right view shows (RGB uint8 or grey float in 0..1)."""
@@ -280,8 +334,8 @@ class FlowTab(ToolTab):
         if which == "Second frame" or (res is None and which != "Ground truth (colour wheel)"):
             return d.img2
         if which == "Ground truth (colour wheel)":
-            if d.gt is None:
-                return d.img2
+            if d.gt is None:  # the pane says so (right_message)
+                return np.full(d.shape, 0.92, np.float32)
             gt, valid = d.gt
             return flow_to_color(gt[..., 0], gt[..., 1], max_flow=self._max_flow(), valid=valid)
         if which.startswith("Second frame warped"):
@@ -297,8 +351,8 @@ class FlowTab(ToolTab):
         if which == "Quality map":
             return res.quality
         if which == "Endpoint error":
-            if d.gt is None:
-                return np.zeros(d.shape, np.float32)
+            if d.gt is None:  # the pane says so (right_message); a blank grey picture
+                return np.full(d.shape, 0.92, np.float32)
             gt, valid = d.gt
             e = np.hypot(res.u - gt[..., 0], res.v - gt[..., 1])
             return np.where(valid, np.clip(e / 3.0, 0, 1), 0).astype(np.float32)   # 3 px = white

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gpu_kernels.flow import flow_to_color
 
-__all__ = ["FlowView", "arrow_segments"]
+__all__ = ["FlowView", "arrow_segments", "failure_masks", "quality_overlay_rgba", "FlowWheel"]
 
 
 def _as_display(img) -> np.ndarray:
@@ -63,8 +63,50 @@ def arrow_segments(u, v, quality, *, spacing: int = 16, threshold: float = 0.0, 
     return X, Y
 
 
+def failure_masks(res) -> tuple[np.ndarray, np.ndarray]:
+    """``(occluded, failed)`` bool maps of a flow result, for the quality overlay.
+
+    ``occluded``: the flow result's own occlusion mask when the method gives one
+    (``extras["occlusion"]``); otherwise pixels whose flow leaves the second frame, and
+    pixels that collide with another pixel in the second frame where theirs is the weaker
+    match (a forward-splat check: two points of frame 1 cannot both be seen at one point of
+    frame 2). ``failed``: the result's ``extras["failed"]`` when given; otherwise pixels
+    whose quality is below 0.25, outside the occluded ones.
+    """
+    u, v, q = (np.asarray(a, np.float32) for a in (res.u, res.v, res.quality))
+    H, W = u.shape
+    extras = getattr(getattr(res, "flow", res), "extras", {}) or {}
+    valid = np.asarray(res.valid, bool) if getattr(res, "valid", None) is not None else np.ones((H, W), bool)
+    if extras.get("occlusion") is not None:
+        occ = np.asarray(extras["occlusion"], bool)
+    else:
+        ys, xs = np.mgrid[0:H, 0:W]
+        tx, ty = xs + u, ys + v
+        outside = (tx < -0.5) | (tx > W - 0.5) | (ty < -0.5) | (ty > H - 0.5)
+        ix = np.clip(np.rint(tx), 0, W - 1).astype(np.int64)
+        iy = np.clip(np.rint(ty), 0, H - 1).astype(np.int64)
+        cell = (iy * W + ix).ravel()
+        ok = (~outside & valid).ravel()
+        best = np.full(H * W, -1.0, np.float32)
+        np.maximum.at(best, cell[ok], q.ravel()[ok])
+        count = np.bincount(cell[ok], minlength=H * W)
+        collide = ok & (count[cell] > 1) & (q.ravel() < best[cell] - 0.1)
+        occ = outside | collide.reshape(H, W)
+    if extras.get("failed") is not None:
+        failed = np.asarray(extras["failed"], bool)
+    else:
+        failed = (q < 0.25) & ~occ
+    return occ & valid, failed & valid
+
+
+#: the quality overlay's colours (RGB) for occluded pixels and failed matches
+OCCLUDED_RGB = (40, 110, 255)
+FAILED_RGB = (255, 30, 30)
+
+
 class FlowView(QWidget):
-    """Two image panes side by side, zoom and pan linked."""
+    """Two image panes, zoom and pan linked: side by side, or one above the other when that
+    shows the frames larger (a landscape pair in a tall view)."""
 
     #: (x, y) pixel of the first frame under the cursor
     hovered = Signal(int, int)
@@ -73,10 +115,15 @@ class FlowView(QWidget):
         super().__init__(parent)
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.setBackground("w")
-        self.left_title = self.glw.addLabel("First frame", row=0, col=0, color="k")
-        self.right_title = self.glw.addLabel("Second frame", row=0, col=1, color="k")
-        self.left = self.glw.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMenu=False)
-        self.right = self.glw.addViewBox(row=1, col=1, lockAspect=True, invertY=True, enableMenu=False)
+        self.left_title = pg.LabelItem("First frame", color="k")
+        self.right_title = pg.LabelItem("Second frame", color="k")
+        self.left = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
+        self.right = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
+        for t in (self.left_title, self.right_title):
+            # a long title must not widen its column: both panes get the same width
+            t.setSizePolicy(pg.QtWidgets.QSizePolicy.Policy.Ignored, pg.QtWidgets.QSizePolicy.Policy.Preferred)
+        self.vertical: bool | None = None
+        self._arrange(False)
         self.right.setXLink(self.left)
         self.right.setYLink(self.left)
         self.img_left = pg.ImageItem(axisOrder="row-major")
@@ -87,6 +134,10 @@ class FlowView(QWidget):
         for it in (self.img_left, self.img_flow, self.img_quality, self.arrows):
             self.left.addItem(it)
         self.right.addItem(self.img_right)
+        self.message = pg.TextItem("", color=(80, 80, 80), anchor=(0.5, 0.5))
+        self.message.setZValue(10)
+        self.right.addItem(self.message)
+        self.message.hide()
         self.img_flow.setZValue(1)
         self.img_quality.setZValue(2)
         self.arrows.setZValue(3)
@@ -96,6 +147,67 @@ class FlowView(QWidget):
         self.glw.scene().sigMouseMoved.connect(self._moved)
         self.shape: tuple[int, int] | None = None
 
+    # ------------------------------------------------------------------ layout
+    def _arrange(self, vertical: bool) -> None:
+        if vertical == self.vertical:
+            return
+        ci = self.glw.ci
+        for it in (self.left_title, self.right_title, self.left, self.right):
+            if it in ci.items:
+                ci.removeItem(it)
+        lay = ci.layout
+        if vertical:
+            ci.addItem(self.left_title, row=0, col=0)
+            ci.addItem(self.left, row=1, col=0)
+            ci.addItem(self.right_title, row=2, col=0)
+            ci.addItem(self.right, row=3, col=0)
+            lay.setRowStretchFactor(1, 1)
+            lay.setRowStretchFactor(3, 1)
+            lay.setColumnStretchFactor(0, 1)
+        else:
+            ci.addItem(self.left_title, row=0, col=0)
+            ci.addItem(self.right_title, row=0, col=1)
+            ci.addItem(self.left, row=1, col=0)
+            ci.addItem(self.right, row=1, col=1)
+            lay.setRowStretchFactor(1, 1)
+            lay.setColumnStretchFactor(0, 1)
+            lay.setColumnStretchFactor(1, 1)
+        self.vertical = vertical
+
+    def best_arrangement(self, width: int, height: int) -> bool:
+        """True when the frames show larger one above the other than side by side."""
+        if self.shape is None:
+            return False
+        h, w = self.shape
+        title = 28
+        side = min((width / 2) / w, (height - title) / h)
+        stacked = min(width / w, (height - 2 * title) / 2 / h)
+        return stacked > side * 1.05
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._relayout()
+
+    def _relayout(self) -> None:
+        vertical = self.best_arrangement(self.width(), self.height())
+        changed = vertical != self.vertical
+        if changed:
+            self._arrange(vertical)
+        lay = self.glw.ci.layout
+        half = 1e6 if vertical else max((self.width() - 40) / 2, 50)
+        for c in (0, 1):  # two equal columns side by side
+            lay.setColumnMaximumWidth(c, half)
+        if changed and self.shape is not None:
+            self.left.autoRange(padding=0.02)
+
+    def image_rect_on_screen(self) -> tuple[int, int]:
+        """The size in pixels the first frame is drawn at (for tests and screenshots)."""
+        if self.shape is None:
+            return (0, 0)
+        h, w = self.shape
+        r = self.left.mapViewToDevice(pg.QtCore.QRectF(0, 0, w, h)).boundingRect()
+        return int(r.width()), int(r.height())
+
     # ------------------------------------------------------------------ content
     def set_frames(self, img1, img2) -> None:
         self.img_left.setImage(_as_display(img1), autoLevels=False, levels=(0, 255))
@@ -103,6 +215,7 @@ class FlowView(QWidget):
         new_shape = tuple(np.asarray(img1).shape[:2])
         if new_shape != self.shape:
             self.shape = new_shape
+            self._relayout()
             self.left.autoRange(padding=0.02)
         self.clear_result()
 
@@ -127,14 +240,23 @@ class FlowView(QWidget):
             X, Y = arrow_segments(res.u, res.v, res.quality, spacing=spacing, threshold=threshold, valid=res.valid)
             self.arrows.setData(X, Y)
         if quality_overlay:
-            dark = np.clip(1.0 - res.quality, 0, 1) * quality_opacity
-            rgba = np.zeros(res.quality.shape + (4,), np.uint8)
-            rgba[..., 3] = np.rint(255 * dark).astype(np.uint8)
-            self.img_quality.setImage(rgba, autoLevels=False, levels=(0, 255))
-        self.left_title.setText(f"First frame, flow as {style.lower()}" if style != "None" else "First frame")
+            self.img_quality.setImage(quality_overlay_rgba(res, quality_opacity), autoLevels=False, levels=(0, 255))
+        title = f"First frame, flow as {style.lower()}" if style != "None" else "First frame"
+        if quality_overlay:
+            title += " + quality (grey), occlusions (blue), failures (red)"
+        self.left_title.setText(title)
 
-    def show_right(self, img, title: str | None = None) -> None:
-        self.img_right.setImage(_as_display(img), autoLevels=False, levels=(0, 255))
+    def show_right(self, img, title: str | None = None, *, message: str = "") -> None:
+        """The right pane's picture; with ``message`` a blank pane that says it instead."""
+        if message:
+            h, w = self.shape if self.shape is not None else np.asarray(img).shape[:2]
+            self.img_right.setImage(np.full((h, w), 235, np.uint8), autoLevels=False, levels=(0, 255))
+            self.message.setText(message)
+            self.message.setPos(w / 2, h / 2)
+            self.message.show()
+        else:
+            self.message.hide()
+            self.img_right.setImage(_as_display(img), autoLevels=False, levels=(0, 255))
         if title:
             self.right_title.setText(title)
 
@@ -145,3 +267,98 @@ class FlowView(QWidget):
                 p = vb.mapSceneToView(pos)
                 self.hovered.emit(int(np.floor(p.x())), int(np.floor(p.y())))
                 return
+
+
+def quality_overlay_rgba(res, opacity: float) -> np.ndarray:
+    """RGBA over frame 1: grey darkening by 1 - quality, occluded pixels blue, failed matches red."""
+    q = np.asarray(res.quality, np.float32)
+    rgba = np.zeros(q.shape + (4,), np.uint8)
+    rgba[..., 3] = np.rint(255 * np.clip(1.0 - q, 0, 1) * opacity).astype(np.uint8)
+    occ, failed = failure_masks(res)
+    a = int(round(255 * min(1.0, 0.35 + 0.65 * opacity)))
+    for m, rgb in ((occ, OCCLUDED_RGB), (failed, FAILED_RGB)):
+        rgba[m, :3] = rgb
+        rgba[m, 3] = a
+    return rgba
+
+
+class FlowWheel(QWidget):
+    """The colour wheel as a legend with its pixel scale: the hue is the direction, the
+    saturation the magnitude, full at the colour radius; rings at round magnitudes are
+    labelled in pixels, so a 190 px motion reads as such."""
+
+    def __init__(self, parent: QWidget | None = None, *, diameter: int = 120):
+        super().__init__(parent)
+        self.diameter = diameter
+        self.radius_px = 1.0
+        self.note = ""
+        self._pix = None
+        self.setObjectName("flow-wheel")
+        from PySide6.QtWidgets import QSizePolicy
+
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setToolTip("Middlebury's colour wheel: the hue is the direction of the motion, the saturation its "
+                        "magnitude (full at the colour radius); the rings give the magnitude in pixels")
+        self._render()
+
+    def set_radius(self, radius_px: float, note: str = "") -> None:
+        self.radius_px = float(radius_px) if radius_px and radius_px > 0 else 1.0
+        self.note = note
+        self.update()
+
+    def ring_values(self) -> list[float]:
+        from ..ui.widgets import nice_ticks
+
+        return [t for t in nice_ticks(0, self.radius_px, 4) if 0 < t <= self.radius_px]
+
+    def _render(self) -> None:
+        from PySide6.QtGui import QImage
+
+        n = self.diameter
+        y, x = np.mgrid[-1:1:n * 1j, -1:1:n * 1j]
+        img = flow_to_color(x, y, max_flow=1.0)
+        alpha = np.where(np.hypot(x, y) <= 1.0, 255, 0).astype(np.uint8)
+        rgba = np.ascontiguousarray(np.dstack([img, alpha]))
+        self._rgba = rgba
+        self._pix = QImage(rgba.data, n, n, 4 * n, QImage.Format.Format_RGBA8888).copy()
+
+    def sizeHint(self):  # noqa: N802
+        from PySide6.QtCore import QSize
+
+        fm = self.fontMetrics()
+        return QSize(max(self.diameter + 16, fm.horizontalAdvance("radius 000.0 px (largest)") + 8),
+                     self.diameter + 2 * fm.height() + 10)
+
+    def minimumSizeHint(self):  # noqa: N802
+        return self.sizeHint()
+
+    def paintEvent(self, _event) -> None:  # noqa: N802
+        from PySide6.QtCore import QPointF, QRectF
+        from PySide6.QtGui import QColor, QPainter, QPen
+
+        from ..ui.widgets import _fmt_tick
+
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fm = self.fontMetrics()
+        n = self.diameter
+        x0 = (self.width() - n) / 2
+        y0 = 2
+        p.drawImage(QRectF(x0, y0, n, n), self._pix)
+        c = QPointF(x0 + n / 2, y0 + n / 2)
+        p.setPen(QPen(QColor(255, 255, 255, 200), 1))
+        p.drawLine(QPointF(x0, c.y()), QPointF(x0 + n, c.y()))
+        p.drawLine(QPointF(c.x(), y0), QPointF(c.x(), y0 + n))
+        for r in self.ring_values():
+            rr = n / 2 * r / self.radius_px
+            p.setPen(QPen(QColor(40, 40, 40, 170), 1))
+            p.drawEllipse(c, rr, rr)
+            text = _fmt_tick(r)
+            p.setPen(QPen(QColor(20, 20, 20)))
+            p.drawText(QPointF(c.x() + rr * 0.71 + 2, c.y() - rr * 0.71 - 2), text)
+        p.setPen(QPen(QColor(60, 60, 60)))
+        cap = f"radius {self.radius_px:.3g} px" + (f" ({self.note})" if self.note else "")
+        p.drawText(QRectF(0, y0 + n + 2, self.width(), fm.height() + 2), 0x0084, cap)  # AlignHCenter | AlignTop
+        p.drawText(QRectF(0, y0 + n + 2 + fm.height(), self.width(), fm.height() + 2), 0x0084,
+                   "hue: direction; rings: px")
+        p.end()

@@ -117,3 +117,84 @@ def test_arrow_segments_geometry():
     assert X.size == 2 * 6                          # 2 arrows (the lower half), 3 segments each
     assert X[1] - X[0] == pytest.approx(0.9 * 16)   # the longest arrow spans 0.9 spacing
     assert Y[0] == Y[1] == 24
+
+
+# ----------------------------------------------------------------------------- issue 18 (12), issue 25: legends
+def test_legends_follow_what_is_shown(qtbot, tab, tab_runner):
+    tab_runner.load(tab, flow.samples()[0])
+    tab.style_combo.setCurrentText("None")
+    tab.right_combo.setCurrentText("Second frame")
+    assert not tab.wheel.isVisibleTo(tab)              # no colour wheel before a run
+    res = tab_runner.run(tab, device="cpu")
+    assert res is not None
+    assert not tab.wheel.isVisibleTo(tab)              # nothing colour-coded on screen
+    tab.style_combo.setCurrentText("Colour wheel")
+    assert tab.wheel.isVisibleTo(tab)
+    largest = float(np.hypot(res.u, res.v).max())
+    assert tab.wheel.radius_px == pytest.approx(largest, rel=1e-4) and tab.wheel.note == "largest"
+    tab.right_combo.setCurrentText("Quality map")
+    assert tab.right_bar.isVisibleTo(tab) and (tab.right_bar.lo, tab.right_bar.hi) == (0.0, 1.0)
+    tab.right_combo.setCurrentText("Endpoint error")
+    assert tab.right_bar.isVisibleTo(tab) and tab.right_bar.hi == 3.0 and tab.right_bar.unit == "px"
+    tab.right_combo.setCurrentText("Second frame")
+    assert not tab.right_bar.isVisibleTo(tab)
+    tab.quality_overlay.setChecked(True)
+    assert tab.quality_legend.isVisibleTo(tab) and "occluded" in tab.quality_legend.text()
+
+
+def test_large_motion_wheel_gives_the_pixel_scale(tab):
+    tab.wheel.set_radius(190.0, "largest")
+    assert tab.wheel.ring_values() == [50.0, 100.0, 150.0]
+    tab.wheel.set_radius(2.0)
+    assert tab.wheel.ring_values()[-1] <= 2.0 and len(tab.wheel.ring_values()) >= 2
+
+
+def test_no_ground_truth_is_said_not_black(qtbot, tab, tab_runner, tmp_path):
+    a = read_image(SAMPLE / "frame1.png")
+    b = read_image(SAMPLE / "frame2.png")
+    write_image(tmp_path / "a.png", a)
+    write_image(tmp_path / "b.png", b)
+    tab_runner.load(tab, tmp_path / "a.png")
+    assert tab.data.gt is None
+    assert tab_runner.run(tab, device="cpu") is not None
+    tab.right_combo.setCurrentText("Endpoint error")
+    assert "no ground truth" in tab.view.right_title.text and tab.view.message.isVisible()
+    assert tab.right_image("Endpoint error").mean() > 0.5          # not a black pane
+    assert not tab.right_bar.isVisibleTo(tab)
+    tab.right_combo.setCurrentText("Second frame")
+    assert not tab.view.message.isVisible()
+
+
+def test_failure_masks_mark_occlusions_and_failed_matches():
+    from types import SimpleNamespace
+
+    from app.tabs.flow_view import failure_masks, quality_overlay_rgba
+
+    H, W = 40, 60
+    u = np.zeros((H, W), np.float32)
+    v = np.zeros((H, W), np.float32)
+    u[:, -5:] = 10.0                                   # leaves the frame
+    q = np.ones((H, W), np.float32)
+    q[10:15, 10:15] = 0.05                             # a failed match
+    res = SimpleNamespace(u=u, v=v, quality=q, valid=np.ones((H, W), bool), flow=SimpleNamespace(extras={}))
+    occ, failed = failure_masks(res)
+    assert occ[:, -5:].all() and not occ[:, :-5].any()
+    assert failed[10:15, 10:15].all() and failed.sum() == 25
+    rgba = quality_overlay_rgba(res, 0.6)
+    assert tuple(rgba[12, 12, :3]) == (255, 30, 30) and rgba[0, 0, 3] == 0
+    # the method's own masks win where it gives them
+    own = np.zeros((H, W), bool)
+    own[0, 0] = True
+    res.flow.extras = {"occlusion": own, "failed": own}
+    occ, failed = failure_masks(res)
+    assert occ.sum() == 1 and failed.sum() == 1
+
+
+def test_frames_fill_the_view_at_1280x800(qtbot, tab, tab_runner):
+    tab.resize(1280, 760)
+    tab_runner.load(tab, flow.samples()[0])
+    qtbot.wait(100)
+    w, h = tab.view.image_rect_on_screen()
+    vw, vh = tab.view.width(), tab.view.height()
+    # the 320 x 240 frames take the larger arrangement: at least 75 % of the view's width
+    assert w >= 0.75 * vw or h >= 0.4 * vh, (w, h, vw, vh, tab.view.vertical)
