@@ -248,11 +248,43 @@ class EchoTab(ToolTab):
         self.colorbar_label.setText("")
 
     def show_result(self, result) -> None:
+        self._magnitude_max = None
         if result.is_pair:
             self.motion_combo.setCurrentIndex(1 if self.frame == 0 else 0)
+        elif self.motion_kind() == "trajectory" and self.frame == result.reference:
+            # the reference frame has no motion from itself: show the frame of largest motion
+            self.set_playing(False)
+            self.frame = self.largest_motion_frame(result)
+            self._update_time_controls()
         lines = echo.summary(result)
         self.result_label.setText("<br>".join(ln.strip().replace("->", "→") for ln in lines))
         self.redraw()
+
+    @staticmethod
+    def largest_motion_frame(result) -> int:
+        """The frame whose motion from the reference is largest (99th percentile), else the
+        frame after the reference."""
+        st = result.stats or {}
+        if "traj_frame" in st and st["traj_frame"] != result.reference:
+            return int(st["traj_frame"])
+        T = result.data.n_frames
+        return (result.reference + 1) % T if T > 1 else 0
+
+    def magnitude_range(self) -> tuple[float, float]:
+        """The magnitude colour bar's range (mm): the same for every frame and slice of a result,
+        the 99th percentile of the largest motion shown (from the reference, or frame to frame)."""
+        res = self.result
+        key = self.motion_kind()
+        cache = getattr(self, "_magnitude_max", None)
+        if cache is None or cache[0] is not res or cache[1] != key:
+            st = res.stats or {}
+            hi = st.get("traj_p99_mm") if key == "trajectory" else st.get("p99_mm")
+            if not hi:  # two frames, or no statistics: from the field itself, every second voxel
+                sp = np.asarray(res.data.spacing, np.float32).reshape(3, 1, 1, 1)
+                fields = [res.field(t, key)[:, ::2, ::2, ::2].astype(np.float32) for t in range(res.data.n_frames)]
+                hi = max(float(np.percentile(np.sqrt(((f * sp) ** 2).sum(axis=0)), 99)) for f in fields)
+            self._magnitude_max = cache = (res, key, max(float(hi), 1e-3))
+        return 0.0, cache[2]
 
     # ------------------------------------------------------------------ time
     def _update_time_controls(self) -> None:
@@ -346,7 +378,7 @@ class EchoTab(ToolTab):
             if kind in echo.COLORMAPS:
                 m = echo.slice_maps(u, p.normal, self.view.pos[p.normal], kind, d.spacing)
                 if vmin is None:
-                    vmin, vmax = echo.map_range(kind, m)
+                    vmin, vmax = self.magnitude_range() if kind == "Magnitude" else echo.map_range(kind, m)
                 self.view.show_overlay(i, echo.colorize(m, kind, vmin, vmax), opacity)
             else:
                 self.view.show_overlay(i, None, 0)
@@ -371,6 +403,11 @@ class EchoTab(ToolTab):
         unit = " mm" if kind == "Magnitude" else ""
         what = {"Magnitude": "motion magnitude", "Jacobian determinant": "det(I + ∇u): <1 shrinks, >1 grows",
                 "Divergence": "div u"}[kind]
+        if kind == "Magnitude":
+            what += (f" from frame {self.result.reference + 1}" if self.motion_kind() == "trajectory"
+                     else " to the next frame") + " (99th percentile of the sequence at full colour)"
+            if self.motion_kind() == "trajectory" and self.frame == self.result.reference:
+                what += "; this is the reference frame: no motion from itself"
         self.colorbar_label.setText(f"{vmin:.3g}{unit} … {vmax:.3g}{unit}: {what}")
 
     def _on_hover(self, z: int, y: int, x: int) -> None:

@@ -93,3 +93,22 @@ def test_single_volume_asks_for_the_moving_one(qtbot, tab, tab_runner, tmp_path,
     tab.choose_moving(tmp_path / "small.nii.gz")
     qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=30000)
     assert "share a grid" in errors_of[-1][1] and tab.data.n_frames == 1
+
+
+def test_result_shows_the_frame_of_largest_motion_with_a_sensible_colour_bar(qtbot, tab, tab_runner):
+    """Issue 18, case 10: after a run the view left the reference frame (zero motion) on
+    screen with a colour bar of 0 ... 0.001 mm."""
+    tab_runner.load(tab, echo.samples()[0])
+    assert tab.frame == 0
+    res = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    assert res is not None and res.reference == 0
+    assert tab.frame != res.reference
+    assert tab.frame == res.stats["traj_frame"]
+    assert tab.time_slider.value() == tab.frame and f"{tab.frame + 1} / 4" == tab.frame_label.text()
+    tab.overlay_combo.setCurrentText("Magnitude")
+    lo, hi = tab.magnitude_range()
+    assert lo == 0 and hi == pytest.approx(res.stats["traj_p99_mm"]) and hi > 0.5
+    assert f"{hi:.3g} mm" in tab.colorbar_label.text()
+    # the same scale on every frame, the reference frame included (and it says why it is still)
+    tab.set_frame(0)
+    assert tab.magnitude_range() == (lo, hi) and "reference frame" in tab.colorbar_label.text()
