@@ -21,14 +21,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from gpu_kernels.jobs import Cancelled
-
 from . import __version__
-from .commands import command_modules
-from .commands.common import DEVICE_HELP, ArgumentParser, end_progress_line, select_device
-from .errors import classify
 
-__all__ = ["main", "build_parser", "build_gui_parser"]
+# Start-up (issue 18, case 19): this module imports only the standard library, so that
+# ``gpulab --version`` never loads NumPy, SciPy, Qt or a tool; the commands, the device and
+# the error classification are imported when they are needed (tests/framework/test_fuzz_cases.py
+# checks sys.modules after --version).
+
+__all__ = ["main", "build_parser", "build_gui_parser", "check_display"]
 
 log = logging.getLogger("app")
 
@@ -36,6 +36,8 @@ USAGE = "gpulab [--device DEVICE] [FILE ...]\n       gpulab [--device DEVICE] CO
 
 
 def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    from .commands.common import DEVICE_HELP
+
     parser.add_argument("--device", dest="global_device", metavar="DEVICE", default=None, help=DEVICE_HELP)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug output)")
     parser.add_argument("--version", action="version", version=f"gpulab {__version__}")
@@ -43,6 +45,9 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser for headless commands, and the names of the subcommands."""
+    from .commands import command_modules
+    from .commands.common import ArgumentParser
+
     parser = ArgumentParser(
         prog="gpulab",
         usage=USAGE,
@@ -118,6 +123,17 @@ def _setup_logging(verbosity: int) -> None:
     root.setLevel(min(level, logging.WARNING))
     for name in ("app", "gpu_kernels"):
         logging.getLogger(name).setLevel(min(level, logging.INFO))
+    # Python warnings (numpy's RuntimeWarnings: overflow, invalid value) are details for -v,
+    # not lines on a user's terminal: through logging, shown with -v (issue 18, case 9)
+    logging.captureWarnings(True)
+    logging.getLogger("py.warnings").setLevel(logging.WARNING if verbosity >= 1 else logging.ERROR)
+    # nibabel logs through its own stderr handler and to the root logger: the same warning
+    # printed twice; one route, at -v
+    nib = logging.getLogger("nibabel.global")
+    for h in list(nib.handlers):
+        nib.removeHandler(h)
+    nib.propagate = True
+    nib.setLevel(logging.WARNING if verbosity >= 1 else logging.ERROR)
 
 
 def _main(argv: list[str]) -> int:
@@ -138,16 +154,74 @@ def _main(argv: list[str]) -> int:
     for f in args.files:
         if not f.exists():
             raise FileNotFoundError(2, "No such file or directory", str(f))
+    from .commands.common import select_device
+
     select_device(args)  # before Qt starts: a bad --device is one line, not a dialog
+    check_display()      # before Qt starts: an unusable DISPLAY aborted Qt with exit 134
     from .gui.app import run_gui  # Qt is imported only for the window
 
     return run_gui(args)
 
 
+def check_display() -> None:
+    """Raise a one-line :class:`~app.errors.UserError` when Qt's X11 (xcb) platform is going to
+    be used but cannot work: no X server answers at ``DISPLAY`` (or it refuses us), or libxcb
+    is missing. Qt itself would abort the process (exit 134) with a hint about libraries.
+
+    Checked with libxcb through ctypes (``xcb_connect``, a few milliseconds), the library Qt's
+    xcb plugin uses; nothing is checked where Qt will not use xcb (``QT_QPA_PLATFORM`` set to
+    another platform, Wayland, macOS, Windows, or no DISPLAY: the window then falls back to
+    the offscreen platform itself)."""
+    if not sys.platform.startswith("linux"):
+        return
+    platform = os.environ.get("QT_QPA_PLATFORM", "").split(":", 1)[0].strip().lower()
+    display = os.environ.get("DISPLAY", "")
+    if platform and platform != "xcb":
+        return
+    if not platform and (os.environ.get("WAYLAND_DISPLAY") or not display):
+        return
+    from .errors import UserError
+
+    hint = ("run with QT_QPA_PLATFORM=offscreen (no window on screen), under Xvfb "
+            "(xvfb-run gpulab ...), or set DISPLAY to a running X server")
+    if not display:
+        raise UserError(f"QT_QPA_PLATFORM=xcb but DISPLAY is not set: {hint}")
+    import ctypes
+    import ctypes.util
+
+    try:
+        xcb = ctypes.CDLL(ctypes.util.find_library("xcb") or "libxcb.so.1")
+    except OSError:
+        raise UserError(f"the X11 library libxcb is not installed, so no window can open on {display}: "
+                        f"install libxcb1 (apt install libxcb1 libxcb-cursor0), or {hint}") from None
+    xcb.xcb_connect.restype = ctypes.c_void_p
+    xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+    xcb.xcb_disconnect.argtypes = [ctypes.c_void_p]
+    conn = xcb.xcb_connect(display.encode(), None)
+    try:
+        err = xcb.xcb_connection_has_error(conn) if conn else 1
+    finally:
+        if conn:
+            xcb.xcb_disconnect(conn)
+    if err:
+        raise UserError(f"cannot open a window: no X server answers at DISPLAY={display} (or it refused the "
+                        f"connection); {hint}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gpulab`` command. Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--version"]:
+        # answered before anything heavy is imported (start-up: well under 0.2 s)
+        print(f"gpulab {__version__}")
+        return 0
     debug = os.environ.get("GPULAB_DEBUG", "") not in ("", "0")
+    from gpu_kernels.jobs import Cancelled
+
+    from .commands.common import end_progress_line
+    from .errors import classify
+
     try:
         return _main(argv)
     except BrokenPipeError:

@@ -17,6 +17,22 @@ from .common import _terminal_width
 __all__ = ["register", "run"]
 
 
+def _count(least: int):
+    """An argparse type: a whole number of at least ``least`` (``--workers 0`` and
+    ``--retries -1`` were accepted)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"must be {least} or more, got {n}")
+        return n
+
+    parse.__name__ = "count"
+    return parse
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "batch", help="run a tool over many inputs, on every GPU or CPU core (Dask), or on a cluster",
@@ -36,11 +52,11 @@ def register(subparsers) -> None:
                         help="output folder (created); gets the results and manifest.jsonl")
         tp.add_argument("--scheduler", metavar="ADDRESS", default=None,
                         help="an existing Dask scheduler (tcp://host:port); default: a local cluster")
-        tp.add_argument("--workers", type=int, default=None, metavar="N",
+        tp.add_argument("--workers", type=_count(1), default=None, metavar="N",
                         help="CPU worker processes of the local cluster (default: one per core)")
         tp.add_argument("--gpus", default="all", metavar="all|N|none",
                         help="GPUs of the local cluster, one worker each (default: all; none: CPU workers)")
-        tp.add_argument("--retries", type=int, default=2, metavar="N",
+        tp.add_argument("--retries", type=_count(0), default=2, metavar="N",
                         help="reschedule an item whose worker died up to N times (default: 2)")
         tp.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
         tool.params.add_arguments(tp)

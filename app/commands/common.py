@@ -190,6 +190,12 @@ def run_command(tool: Tool, args: argparse.Namespace, *, inputs: Sequence[pathli
     the progress bar that loading takes. Returns ``(result, written paths)``.
     """
     check_outputs(inputs, [(o, p, e) for o, p, e, _ in outputs])
+    if getattr(args, "save_params", None) is not None:
+        # checked before the work, not after it (a bad --save-params lost a finished run)
+        try:
+            check_output_file(args.save_params)
+        except OutputPathError as exc:
+            raise UserError(f"--save-params {exc.user_message}") from None
     params, be = prepare(tool, args)
     progress = cli_progress(quiet=args.quiet)
     if load_share > 0:

@@ -557,11 +557,22 @@ def write_segments(
 
 
 def face_areas(vertices, faces) -> np.ndarray:
-    """Area of each triangle, (F,) float64."""
+    """Area of each triangle, (F,) float64.
+
+    Computed on the mesh centred and scaled to unit size, then scaled back, so that far-out
+    coordinates (1e200) give large areas (or inf) instead of overflow warnings and NaN."""
     v = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces)
-    tri = v[f]
-    return 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    if v.size == 0 or f.size == 0:
+        return np.zeros(len(f), np.float64)
+    centre = np.median(v, axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = float(np.abs(v - centre).max())
+        if not np.isfinite(scale) or scale == 0:
+            scale = 1.0
+        tri = (v[f] - centre) / scale
+        a = 0.5 * np.sqrt(np.square(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])).sum(axis=1))
+        return a * scale * scale
 
 
 # ----------------------------------------------------------------------------- fuzz registry

@@ -820,15 +820,18 @@ def write_synthetic(out_dir, seq, *, fmt: str = "nii.gz", progress: Progress | N
 # ----------------------------------------------------------------------------- samples, demo, batch
 #: the real cardiac MRI pair (ACDC, end-diastole and end-systole), when the shared data sits
 #: beside the checkout (it is not bundled)
-ACDC_ED = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "cardiac-mri" / "acdc" / "sax_ed.nii.gz"
+ACDC_ED = pathlib.Path("cardiac-mri") / "acdc" / "sax_ed.nii.gz"   # under app.io.sample_data.data_dir()
 
 
 def samples() -> list[pathlib.Path]:
     """The bundled synthetic sequence (its truth is rebuilt on load), then the ACDC pair if the
     shared data is beside the checkout (opening ``sax_ed`` pairs it with ``sax_es``)."""
     out = samples_in("echo", (".npz",), first=("lv_synthetic",))
-    if ACDC_ED.is_file():
-        out.append(ACDC_ED.resolve())
+    from ..io.sample_data import data_path
+
+    acdc = data_path(*ACDC_ED.parts)
+    if acdc is not None and acdc.is_file():
+        out.append(acdc.resolve())
     return out
 
 

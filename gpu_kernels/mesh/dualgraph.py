@@ -138,7 +138,27 @@ def _validate(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
         raise MeshInputError(
             f"face vertex indices out of range: they span {f.min()}..{f.max()} "
             f"but there are {v.shape[0]} vertices")
+    _check_span(v, f)
     return v, f
+
+
+#: largest extent of the vertices the faces use: squared lengths and cross products of edges
+#: must stay finite in float64 (1.8e308); a vertex at 1e308 crashed the segmentation
+MAX_COORDINATE_SPAN = 1e150
+
+
+def _check_span(v: np.ndarray, f: np.ndarray) -> None:
+    used = v[np.unique(f)]
+    centre = np.median(used, axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = np.abs(used - centre).max(axis=1)
+    far = int(np.argmax(dev))
+    if not np.isfinite(dev[far]) or dev[far] > MAX_COORDINATE_SPAN / 2:
+        idx = int(np.unique(f)[far])
+        xyz = ", ".join(f"{c:.3g}" for c in v[idx])
+        raise MeshInputError(
+            f"vertex {idx:,} lies at ({xyz}), too far out to compute with (coordinates must stay within "
+            f"{MAX_COORDINATE_SPAN / 2:.0e} of the mesh's centre): fix or remove it, or rescale the mesh")
 
 
 def face_areas(vertices, faces) -> np.ndarray:
@@ -182,9 +202,14 @@ def clean_mesh(vertices, faces):
     keep = np.ones(n_in, dtype=bool)
     # repeated vertex index inside a face
     rep = (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 0] == f[:, 2])
-    area = face_areas(v, f)
+    # zero area is judged on the mesh centred and scaled to unit size (no overflow, no loss
+    # for far-out coordinates) against the median face: one far vertex made the mean area so
+    # large that 9,403 of 9,408 faces were counted as zero-area
+    centre = np.median(v, axis=0)
+    scale = float(np.abs(v - centre).max()) or 1.0
+    area = face_areas((v - centre) / scale, f)
     pos = area[area > 0]
-    tol = 1e-12 * (pos.mean() if pos.size else 1.0)
+    tol = 1e-12 * (float(np.median(pos)) if pos.size else 1.0)
     degenerate = rep | (area <= tol)
     keep &= ~degenerate
     # duplicate faces: same vertex set (first occurrence kept)
@@ -339,6 +364,27 @@ def _face_pairs(faces: np.ndarray):
     return fa, fb, lo[he_a], hi[he_a], same_dir, n_nonmanifold, n_boundary
 
 
+def _far_vertices(v: np.ndarray, f: np.ndarray) -> str:
+    """A warning when a few vertices lie absurdly far (1e6 times the mesh's typical radius)
+    from the rest: their faces then hold nearly all the area and decide the parts."""
+    used = np.unique(f)
+    if used.size < 8:
+        return ""
+    centre = np.median(v[used], axis=0)
+    r = np.linalg.norm(v[used] - centre, axis=1)
+    typical = float(np.percentile(r, 90))
+    if typical <= 0:
+        return ""
+    out = used[r > 1e6 * typical]
+    if out.size == 0 or out.size > 0.01 * used.size:
+        return ""
+    i = int(out[0])
+    xyz = ", ".join(f"{c:.3g}" for c in v[i])
+    return (f"{out.size} vertex{'' if out.size == 1 else 'es'} lie{'s' if out.size == 1 else ''} far outside "
+            f"the mesh (vertex {i:,} at ({xyz}), the rest within {typical:.3g} of the centre): their "
+            "faces dominate the parts; fix or remove them")
+
+
 def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph:
     """Build the weighted dual graph of a (cleaned) triangle mesh.
 
@@ -366,6 +412,9 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
     areas = 0.5 * nrm_len
     normals = cr / np.where(nrm_len > 0, nrm_len, 1.0)[:, None]
     warnings: list[str] = []
+    far = _far_vertices(v, f)
+    if far:
+        warnings.append(far)
 
     fa, fb, ea, eb, same_dir, n_nm, n_bd = _face_pairs(f)
     E = fa.size

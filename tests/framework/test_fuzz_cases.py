@@ -399,3 +399,205 @@ def test_zip_error_names_no_class(tmp_path):
     with pytest.raises(VolumeIOError) as ei:
         read_volume(p)
     assert "Error" not in str(ei.value)
+
+
+# ----------------------------------------------------------------------------- case 8
+def _tetra_strip():
+    """A small closed mesh (an octahedron subdivided once) in a unit box."""
+    v = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
+    f = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
+    return v, f
+
+
+@pytest.mark.parametrize("value", [1e308, -1e200, 1e160])
+def test_overflowing_vertex_is_a_clear_error(value):
+    """Case 8: one vertex at 1e308 crashed mesh-seg with an IndexError."""
+    from gpu_kernels.mesh.dualgraph import MeshInputError
+    from gpu_kernels.mesh.segment import segment_mesh
+
+    v, f = _tetra_strip()
+    v[4] = [value, 0.0, 0.0]
+    with pytest.raises(MeshInputError, match="too far out"):
+        segment_mesh(v, f, k=2, device="cpu")
+
+
+def test_far_vertex_does_not_make_every_face_zero_area():
+    """Case 8: at 1e20, 9,403 of 9,408 faces were counted as zero-area (the tolerance was a
+    fraction of the mean area, which the far vertex's faces dominate)."""
+    from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
+
+    rng = np.random.default_rng(0)
+    # a bumpy sphere of 400 faces
+    from scipy.spatial import ConvexHull
+
+    pts = rng.normal(size=(202, 3))
+    pts /= np.linalg.norm(pts, axis=1, keepdims=True)
+    f = ConvexHull(pts).simplices
+    v = pts.copy()
+    v[int(f[0, 0])] = [1e20, 0.0, 0.0]
+    _v, kept_f, _kept, rep = clean_mesh(v, f)
+    assert rep["n_degenerate_faces"] == 0, rep
+    g = dual_graph(_v, kept_f, delta=0.5, eta_convex=0.2)
+    assert any("far outside" in w for w in g.warnings), g.warnings
+
+
+def test_far_vertex_in_a_file_gives_one_line_in_the_cli(tmp_path):
+    from app.io.mesh_io import read_mesh, write_colored_ply
+
+    v, f = read_mesh(ROOT / "resources/samples/creature.ply")
+    v[int(f[0, 0])] = [1e308, 0.0, 0.0]
+    p = tmp_path / "far.ply"
+    write_colored_ply(p, v, f, np.full((len(f), 3), 200, np.uint8))
+    r = subprocess.run([PY, "-m", "app", "mesh-seg", str(p), "-o", str(tmp_path / "o.ply"), "--k", "3", "-q",
+                        "--device", "cpu"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "too far out" in r.stderr
+    # one line: no traceback, and no numpy RuntimeWarning (case 9) either
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+# ----------------------------------------------------------------------------- case 9 (the rest)
+@pytest.mark.parametrize("flag,value", [("--workers", "0"), ("--retries", "-1"), ("--workers", "x")])
+def test_batch_rejects_bad_counts(tmp_path, flag, value):
+    r = subprocess.run([PY, "-m", "app", "batch", "imseg", "resources/samples/imseg", "--out", str(tmp_path / "o"),
+                        flag, value, "-q"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert flag in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_save_params_is_checked_before_the_run(tmp_path):
+    out = tmp_path / "seg.png"
+    r = subprocess.run([PY, "-m", "app", "imseg", "resources/samples/imseg/coffee.jpg", "-o", str(out),
+                        "--save-params", str(tmp_path / "missing" / "p.json"), "-q", "--device", "cpu"],
+                       cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--save-params" in r.stderr, r.stderr
+    assert not out.exists(), "the run went ahead although --save-params could not be written"
+
+
+def test_numpy_warnings_stay_off_stderr():
+    """Case 9: numpy RuntimeWarnings reached stderr with -q; they go to the log (-v shows them)."""
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from app import cli
+        cli._setup_logging(0)
+        np.float64(1e308) * 10
+        cli._setup_logging(1)
+        np.float64(1e308) * 100
+    """)
+    r = subprocess.run([PY, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("overflow") == 1, r.stderr     # only the one logged at -v
+    assert "gpulab: WARNING" in r.stderr
+
+
+def test_nibabel_warning_is_printed_once_and_only_with_verbose(tmp_path):
+    nib = pytest.importorskip("nibabel")
+    p = tmp_path / "v.nii"
+    img = nib.Nifti1Image(np.zeros((4, 4, 4), np.float32), np.eye(4))
+    img.header["pixdim"][1:4] = [1, 1, 1]
+    img.header["sizeof_hdr"] = 348
+    nib.save(img, p)
+    code = textwrap.dedent("""
+        import logging
+        from app import cli
+        cli._setup_logging({v})
+        logging.getLogger("nibabel.global").warning("a nibabel warning")
+    """)
+    quiet = subprocess.run([PY, "-c", code.replace("{v}", "0")], cwd=ROOT, env=_env(), capture_output=True,
+                           text=True, timeout=60)
+    loud = subprocess.run([PY, "-c", code.replace("{v}", "1")], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert "a nibabel warning" not in quiet.stderr, quiet.stderr
+    assert loud.stderr.count("a nibabel warning") == 1, loud.stderr
+
+
+# ----------------------------------------------------------------------------- case 18
+def test_data_dir_from_environment_and_settings(tmp_path, monkeypatch):
+    from app.io import sample_data
+
+    monkeypatch.delenv("GPULAB_SHARED_DATA", raising=False)
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "env-data"))
+    assert sample_data.data_dir() == tmp_path / "env-data"
+    monkeypatch.delenv("GPULAB_DATA_DIR")
+    (tmp_path / "set-data" / "cardiac-mri").mkdir(parents=True)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "gpulab.ini").write_text(f"[paths]\ndata_dir={tmp_path / 'set-data'}\n")
+    monkeypatch.setenv("GPULAB_SETTINGS_DIR", str(tmp_path / "cfg"))
+    assert sample_data.data_dir() == tmp_path / "set-data"
+    assert sample_data.data_path("cardiac-mri") == tmp_path / "set-data" / "cardiac-mri"
+    assert sample_data.data_path("psb") is None
+
+
+def test_echo_samples_follow_the_data_dir(tmp_path, monkeypatch):
+    from app.tools import echo
+
+    acdc = tmp_path / "cardiac-mri" / "acdc"
+    acdc.mkdir(parents=True)
+    (acdc / "sax_ed.nii.gz").write_bytes(b"x")
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    assert (acdc / "sax_ed.nii.gz").resolve() in echo.samples()
+
+
+def test_unusable_display_is_one_line_not_an_abort(tmp_path):
+    """Case 18: with DISPLAY pointing at no X server gpulab aborted with exit 134."""
+    pytest.importorskip("PySide6")
+    env = _env(DISPLAY=":187", GPULAB_SETTINGS_DIR=str(tmp_path))
+    env.pop("QT_QPA_PLATFORM", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    r = subprocess.run([PY, "-m", "app", "--quit-after", "100"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "QT_QPA_PLATFORM=offscreen" in lines[0] and "Xvfb" in lines[0], r.stderr
+
+
+def test_check_display_accepts_a_running_x_server(tmp_path, monkeypatch):
+    import shutil
+
+    from app.cli import check_display
+    from app.errors import UserError
+
+    if not shutil.which("Xvfb"):
+        pytest.skip("Xvfb is not installed (make test installs it)")
+    n = 100 + os.getpid() % 700
+    xvfb = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", "320x240x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+        monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+        monkeypatch.setenv("DISPLAY", f":{n}")
+        deadline = time.monotonic() + 10
+        while not Path(f"/tmp/.X11-unix/X{n}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check_display()
+        monkeypatch.setenv("DISPLAY", f":{n + 1}")
+        with pytest.raises(UserError, match="offscreen"):
+            check_display()
+        monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+        check_display()   # not xcb: nothing to check
+    finally:
+        xvfb.terminate()
+        xvfb.wait(10)
+
+
+# ----------------------------------------------------------------------------- case 19
+def test_version_imports_nothing_heavy():
+    """Case 19: ``gpulab --version`` imported NumPy, SciPy and every tool (0.6-1.6 s).
+    Checked structurally (what is imported), not by timing."""
+    code = ("import sys, io, contextlib\nfrom app.cli import main\nbuf = io.StringIO()\n"
+            "with contextlib.redirect_stdout(buf):\n    rc = main(['--version'])\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy', 'PySide6', 'cupy', "
+            "'gpu_kernels') or m.startswith('app.tools') or m.startswith('app.commands'))\n"
+            "print(rc, buf.getvalue().strip(), heavy)")
+    r = subprocess.run([PY, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().startswith("0 gpulab ") and r.stdout.strip().endswith("[]"), r.stdout
+    imp = subprocess.run([PY, "-X", "importtime", "-m", "app", "--version"], cwd=ROOT, env=_env(),
+                         capture_output=True, text=True, timeout=60)
+    assert imp.returncode == 0 and imp.stdout.startswith("gpulab ")
+    import re
+
+    heavy = re.findall(r"\|\s+(numpy|scipy|PySide6)\s*$", imp.stderr, flags=re.M)
+    assert not heavy, f"imported by --version: {sorted(set(heavy))}"
