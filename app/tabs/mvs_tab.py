@@ -169,9 +169,26 @@ class MvsTab(ToolTab):
         self.view_combo.setCurrentIndex(0)
         self.view_combo.blockSignals(False)
         self._live = None
+        self._check_views_param(data)
         self._redraw()
 
-    def clear_result(self) -> None:
+    def _check_views_param(self, data) -> None:
+        """Views naming images or indices the new scene does not have go back to 'all' (a
+        scene opened after "Reconstruct only this view" kept that view's name)."""
+        from gpu_kernels.mvs.stereo import parse_views
+
+        try:
+            spec = self.form.values().get("views", "all")
+        except Exception:  # noqa: BLE001 - an invalid form is reported when Run is pressed
+            return
+        if str(spec).strip().lower() == "all":
+            return
+        try:
+            parse_views(spec, data.scene)
+        except Exception:  # noqa: BLE001 - any view the scene lacks
+            self.form.set_value("views", "all")
+            self._set_status(f"Views reset to 'all': {data.name} has no view {spec!r}.")
+
         self._live = None
         self.stats_label.setText("")
         self.cloud_view.clear()

@@ -37,6 +37,7 @@ class MapView(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.shape: tuple[int, int] | None = None
         self.setMinimumSize(320, 240)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -61,12 +62,33 @@ class MapView(QWidget):
             self.cmap = pg.colormap.get("viridis")
         self.bar = pg.ColorBarItem(values=(0, 1), colorMap=self.cmap, interactive=False, width=14)
         self.bar.setImageItem(self.image, insert_in=self.plot)
+        # the colour bar is as tall as the map on screen, not as the pane (a small depth map
+        # in a tall pane had a bar four times its height)
+        self.plot.layout.setAlignment(self.bar, pg.QtCore.Qt.AlignmentFlag.AlignVCenter)
+        self.plot.vb.sigResized.connect(self._fit_bar)
+        self.plot.vb.sigRangeChanged.connect(self._fit_bar)
         self.title = pg.LabelItem("", justify="left")
         self.glw.addItem(self.title, row=1, col=0)
         lay.addWidget(self.glw)
         self.shape: tuple[int, int] | None = None
         self.plot.scene().sigMouseMoved.connect(self._moved)
         self.kind = "scalar"
+
+    def _fit_bar(self, *_a) -> None:
+        if self.shape is None:
+            return
+        h = self.map_height_on_screen()
+        if h > 0:
+            self.bar.setMaximumHeight(max(h, 80))
+
+    def map_height_on_screen(self) -> float:
+        """The height in pixels the map is drawn at (clipped to the pane)."""
+        if self.shape is None:
+            return 0.0
+        H, W = self.shape
+        r = self.plot.vb.mapViewToScene(pg.QtCore.QRectF(0, 0, W, H)).boundingRect()
+        vr = self.plot.vb.sceneBoundingRect()
+        return float(min(r.bottom(), vr.bottom()) - max(r.top(), vr.top()))
 
     def _moved(self, pos) -> None:
         if self.shape is None:
@@ -95,6 +117,7 @@ class MapView(QWidget):
         self.rgb_image.hide()
         self.bar.show()
         self.shape = v.shape
+        self._fit_bar()
         self.title.setText(title)
         self.kind = "scalar"
 

@@ -106,3 +106,48 @@ def test_a_bad_scene_is_one_error_dialog(qtbot, tab, tmp_path, errors_of):
     title, summary, details = errors_of[-1]
     assert "line 2" in summary and not details
     assert tab.data is None
+
+
+def test_views_naming_a_view_the_new_scene_lacks_go_back_to_all(qtbot, tab, tab_runner, tmp_path):
+    """Issue 18, case 18: "view000" stayed as Views after a scene without such a view was opened."""
+    import shutil
+
+    sample = mvs.samples()
+    if not sample:
+        pytest.skip("the bundled sample is missing")
+    tab_runner.load(tab, sample[0])
+    tab.view_combo.setCurrentIndex(0)
+    tab.only_this_view()
+    assert tab.form.values()["views"] == "view000"
+    other = tmp_path / "renamed"
+    other.mkdir()
+    src = sample[0].parent
+    lines = (src / "synth_par.txt").read_text().splitlines()
+    out = [lines[0]]
+    for ln in lines[1:]:
+        name, rest = ln.split(" ", 1)
+        shutil.copy(src / name, other / name.replace("view", "cam"))
+        out.append(f"{name.replace('view', 'cam')} {rest}")
+    (other / "synth_par.txt").write_text("\n".join(out) + "\n")
+    tab_runner.load(tab, other / "synth_par.txt")
+    assert tab.form.values()["views"] == "all"
+    # an index every scene has is kept
+    tab.form.set_value("views", "0,1")
+    tab_runner.load(tab, sample[0])
+    assert tab.form.values()["views"] == "0,1"
+
+
+def test_colour_bar_is_as_tall_as_the_map(qtbot):
+    """Issue 18, case 12: the colour bar dwarfed a small depth map."""
+    from app.tabs.mvs_views import MapView
+
+    v = MapView()
+    qtbot.addWidget(v)
+    v.resize(700, 900)
+    v.show()
+    qtbot.waitExposed(v)
+    v.show_scalar(np.random.default_rng(0).random((120, 160)).astype(np.float32), title="depth")
+    qtbot.wait(50)
+    map_h = v.map_height_on_screen()
+    assert 0 < map_h < 700
+    assert v.bar.height() <= map_h + 4, (v.bar.height(), map_h)
