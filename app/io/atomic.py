@@ -26,7 +26,8 @@ from typing import IO, Any
 from gpu_kernels.errors import InputError
 
 __all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
-           "foreign_entries", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError"]
+           "foreign_entries", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
+           "remove_stale_parts"]
 
 # read once at import: os.umask() is process-wide and changing it from a worker
 # thread would race with other threads creating files
@@ -45,6 +46,60 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _host() -> str:
+    import socket
+
+    h = "".join(c for c in socket.gethostname().split(".")[0] if c.isalnum() or c in "-_")
+    return h[:24] or "host"
+
+
+def _part_prefix(name: str) -> str:
+    """Prefix of the hidden temporary file or folder written before ``name`` appears:
+    ``.NAME.HOST-PID.`` so that a later run can tell the leftovers of a killed one."""
+    return f".{name}.{_host()}-{os.getpid()}."
+
+
+def remove_stale_parts(parent: str | os.PathLike, name: str | None = None) -> list[str]:
+    """Remove the hidden ``.NAME.HOST-PID.*.part`` files and folders in ``parent`` that a
+    process of this host left when it was killed (SIGKILL, a power cut: no clean-up code ran;
+    a killed echo-synth left 41 MB folders). Only entries of processes that no longer exist
+    are removed; ``name`` limits it to one output. Returns the names removed."""
+    parent = Path(parent)
+    host = _host()
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for e in entries:
+        n = e.name
+        if not (n.startswith(".") and (n.endswith(".part") or ".part." in n)):
+            continue
+        if name is not None and not n.startswith(f".{name}."):
+            continue
+        tag = f".{host}-"
+        i = n.rfind(tag, 0, n.rfind(".part"))
+        if i < 0:
+            continue
+        pid = n[i + len(tag):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue                      # still running (or not ours to signal)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        with contextlib.suppress(OSError):
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed.append(n)
+    return removed
 
 
 def _check_parent(path: Path, *, for_file: bool = True) -> Path:
@@ -83,7 +138,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
         raise FileExistsError(17, "file exists", str(path))
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    remove_stale_parts(parent, path.name)
+    fd, tmp = tempfile.mkstemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -208,7 +264,8 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
         raise FileExistsError(17, "folder exists", str(path))
     check_output_dir(path)
     parent = _check_parent(path, for_file=False)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=parent))
+    remove_stale_parts(parent, path.name)
+    tmp = Path(tempfile.mkdtemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent))
     try:
         yield tmp
         write_output_marker(tmp, [p.name for p in tmp.iterdir()])

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from app.io.atomic import OutputPathError, atomic_write, check_output_file
+from app.io.atomic import OutputPathError, _part_prefix, atomic_write, check_output_file, remove_stale_parts
 from app.io.inputs import check_input_file, failure_reason
 from gpu_kernels.errors import InputError
 
@@ -644,7 +644,8 @@ def _atomic_named(path: Path):
     (for libraries that pick the format from the file name)."""
     name = path.name
     ext = ".nii.gz" if name.lower().endswith(".nii.gz") else path.suffix
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=f".part{ext}", dir=path.parent)
+    remove_stale_parts(path.parent, name)
+    fd, tmp = tempfile.mkstemp(prefix=_part_prefix(name), suffix=f".part{ext}", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
