@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from ..io import mesh_io
 from ..tools import mesh_seg
 from ..tools.base import fmt_seconds
-from ..ui.widgets import LegendTable, hex_color
+from ..ui.widgets import ColorBar, LegendTable, hex_color
 from .base import ToolTab
 from .mesh_view import MeshView
 
@@ -164,6 +164,10 @@ class MeshTab(ToolTab):
         self.summary_label.setWordWrap(True)
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         gl.addWidget(self.summary_label)
+        self.shading_legend = ColorBar()
+        self.shading_legend.setObjectName("mesh-shading-legend")
+        self.shading_legend.hide()
+        gl.addWidget(self.shading_legend)
         gl.addStretch(1)
         v.addWidget(g, 3)
 
@@ -195,6 +199,7 @@ class MeshTab(ToolTab):
 
     def clear_result(self) -> None:
         self.legend.set_rows([])
+        self.shading_legend.hide()
         self.summary_label.setText("")
         self.face_label.setText("Click a face in the view to see its memberships.")
         self.bars.set_values(None, None)
@@ -225,8 +230,26 @@ class MeshTab(ToolTab):
             bits.append("time: " + ", ".join(f"{k} {fmt_seconds(t)}" for k, t in st))
         bits += [f"<span style='color:#a15c00'>⚠ {w}</span>" for w in result.warnings]
         self.summary_label.setText("<br>".join(bits))
+        self.show_shading_legend(result)
         if self.view.picked_face is not None:
             self.show_face(self.view.picked_face)
+
+    def show_shading_legend(self, result) -> None:
+        """The legend of the uncertainty shading: a part's colour from a certain face (best
+        membership far above the second) to an uncertain one, faded towards white."""
+        shading = float(result.params.get("shading", 0.0) or 0.0)
+        if shading <= 0 or not len(result.seg.cluster_colors):
+            self.shading_legend.hide()
+            return
+        from gpu_kernels.mesh.colors import blend_face_colors
+
+        n = 64
+        cert = np.linspace(1.0, 0.0, n)
+        P = np.stack([(1 + cert) / 2, (1 - cert) / 2], axis=1)  # two memberships with that certainty
+        lut = blend_face_colors(P, np.zeros(n, np.int64), np.asarray(result.seg.cluster_colors)[:1], shading=shading)
+        self.shading_legend.set_map(lut, 0.0, 1.0, labels=("certain", "uncertain"),
+                                    caption=f"uncertainty shading {shading:g}: faded to white by up to "
+                                            f"{100 * shading:.0f} %")
 
     def show_face(self, face: int) -> None:
         """Show the memberships of ``face`` (called when a face is clicked)."""

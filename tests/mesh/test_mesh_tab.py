@@ -409,3 +409,18 @@ def test_the_first_view_and_the_static_picture_frame_the_whole_mesh(qtbot, tmp_p
     img = t.view.render_image((400, 600))
     for c in seg.cluster_colors:  # every part's colour shows, markers included
         assert (np.abs(img.astype(int) - c.astype(int)).sum(axis=2) < 40).any()
+
+
+def test_uncertainty_shading_has_a_legend(segmented):
+    """Issue 18, case 12: the uncertainty shading of the face colours had no legend."""
+    tab = segmented
+    bar = tab.shading_legend
+    assert bar.isVisibleTo(tab) and bar.labels == ("certain", "uncertain")
+    first = tuple(int(c) for c in tab.result.seg.cluster_colors[0])
+    assert tuple(int(c) for c in bar.lut[0]) == first              # a certain face keeps its part's colour
+    s = tab.result.params["shading"]
+    faded = tuple(int(round(255 + (c - 255) * (1 - s))) for c in first)
+    assert all(abs(a - b) <= 1 for a, b in zip(bar.lut[-1], faded, strict=True))
+    assert f"{100 * s:.0f} %" in bar.caption
+    tab.clear_result()
+    assert not bar.isVisibleTo(tab)
