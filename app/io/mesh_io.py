@@ -109,23 +109,14 @@ def _read_own(path: pathlib.Path, name: str, ext: str, **kw) -> MeshFile:
 
 
 def _read_pymeshlab(path: pathlib.Path, name: str, ext: str) -> tuple[np.ndarray, np.ndarray]:
-    """Formats we do not parse ourselves (3MF, glTF, COLLADA, ...)."""
-    import pymeshlab
+    """Formats we do not parse ourselves (3MF, glTF, COLLADA, ...), read by pymeshlab in a
+    child process (:mod:`app.io.pymeshlab_child`): its importers can crash on a bad file."""
+    from app.io import pymeshlab_child
 
-    ms = pymeshlab.MeshSet()
-    try:
-        ms.load_new_mesh(str(path))
-    except Exception as exc:
-        reason = _pymeshlab_reason(exc)
-        if "unknown format" in str(exc).lower():
-            raise MeshIOError(
-                f"{name}: unknown mesh format {ext!r} (use one of {', '.join(MESH_EXTENSIONS)})"
-            ) from None
-        raise MeshIOError(f"{name}: not a readable {ext[1:].upper()} mesh ({reason})") from None
-    mesh = ms.current_mesh()
-    vertices = np.ascontiguousarray(mesh.vertex_matrix(), dtype=np.float64).reshape(-1, 3)
-    faces = np.ascontiguousarray(mesh.face_matrix(), dtype=np.int64).reshape(-1, 3)
-    return vertices, faces
+    got = pymeshlab_child.load(path, name, MeshIOError)
+    if got.get("unknown_format"):
+        raise MeshIOError(f"{name}: unknown mesh format {ext!r} (use one of {', '.join(MESH_EXTENSIONS)})")
+    return got["vertices"], got["faces"]
 
 
 def read_mesh(path, *, warnings: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -210,18 +201,12 @@ def read_face_colors(path) -> np.ndarray | None:
     check_input_file(path, error=MeshIOError, what="a mesh file", label=name)
     if path.suffix.lower() == ".ply":
         return _read_own(path, name, ".ply", colors=True).face_colors
-    import pymeshlab
+    from app.io import pymeshlab_child
 
-    ms = pymeshlab.MeshSet()
-    try:
-        ms.load_new_mesh(str(path))
-    except Exception as exc:
-        raise MeshIOError(f"{name}: {_pymeshlab_reason(exc)}") from None
-    m = ms.current_mesh()
-    if not m.has_face_color():
-        return None
-    c = m.face_color_matrix()  # float RGBA in 0..1
-    return np.clip(np.rint(c[:, :3] * 255), 0, 255).astype(np.uint8)
+    got = pymeshlab_child.load(path, name, MeshIOError)
+    if got.get("unknown_format"):
+        raise MeshIOError(f"{name}: unknown mesh format {path.suffix!r}")
+    return got.get("face_colors")
 
 
 # ----------------------------------------------------------------------------- validation

@@ -653,3 +653,38 @@ def test_sigkilled_echo_synth_leftovers_go_at_the_next_run(tmp_path):
                         "-q", "--device", "cpu"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert [p.name for p in tmp_path.iterdir()] == ["syn"]
+
+
+# ----------------------------------------------------------------------------- case 9: pymeshlab
+def _pymeshlab_file(tmp_path, ext):
+    pymeshlab = pytest.importorskip("pymeshlab")
+    ms = pymeshlab.MeshSet()
+    ms.load_new_mesh(str(ROOT / "resources/samples/table.ply"))
+    p = tmp_path / f"table.{ext}"
+    ms.save_current_mesh(str(p))
+    return p
+
+
+def test_pymeshlab_formats_load_in_a_child_process(tmp_path):
+    """Case 9: 3MF, glTF, DAE ... were loaded by pymeshlab in the window's own process, where
+    a corrupt file can crash it; checked structurally: pymeshlab is not imported here."""
+    p = _pymeshlab_file(tmp_path, "3mf")
+    code = ("import sys\nfrom app.io.mesh_io import read_mesh\nv, f = read_mesh(sys.argv[1])\n"
+            "print(len(v), len(f), 'pymeshlab' in sys.modules)")
+    r = subprocess.run([PY, "-c", code, str(p)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    nv, nf, imported = r.stdout.split()
+    assert int(nf) > 0 and imported == "False"
+
+
+def test_a_crash_of_the_mesh_importer_is_one_line(tmp_path, monkeypatch):
+    from app.io import pymeshlab_child
+    from app.io.mesh_io import MeshIOError, read_mesh
+
+    p = _pymeshlab_file(tmp_path, "dae")
+    (tmp_path / "crashing_child.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(pymeshlab_child, "_CHILD_MODULE", "crashing_child")
+    with pytest.raises(MeshIOError, match="crashed") as ei:
+        read_mesh(p)
+    assert "SIGSEGV" in str(ei.value) and "\n" not in str(ei.value)
