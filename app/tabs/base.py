@@ -12,7 +12,16 @@
 * errors: a dialog through the window, one "input too large" flow for every tool (a
   :class:`~gpu_kernels.errors.TooLargeError` offers to re-run with its remedy), and a
   status line;
-* settings: the parameters and the tab's own widgets are remembered.
+* settings: the parameters and the tab's own widgets are remembered;
+* live tuning (:mod:`app.tools.stages`): runs go through the shared stage cache, so a change
+  re-runs only the stages it affects. **Live** (beside Run, remembered) re-runs ~150 ms after
+  each edit, cancelling and superseding a run in flight (an older result is never shown over a
+  newer one); display-only parameters redraw at once without a job; the status bar says which
+  stage re-ran and how long it took. **Pin** keeps the shown result and its parameters and shows
+  it beside the live one (a second copy of the tab's view) with a table of the parameters that
+  differ. Each parameter change is a step of the tab's history (Ctrl+Z / Ctrl+Shift+Z), and
+  going back shows the cached result without recomputing. Copy command and Save preset
+  describe the result on screen.
 
 A tab implements three methods — :meth:`build_view`, :meth:`show_input` and
 :meth:`show_result` — and may add :meth:`build_controls`, :meth:`build_side_panel`,
@@ -30,8 +39,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFrame,
@@ -43,6 +53,8 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -52,16 +64,23 @@ from gpu_kernels.backend import get_backend
 from gpu_kernels.errors import TooLargeError
 
 from ..errors import classify
-from ..tools.base import Export, Job, Tool, resources_dir, run_job
+from ..tools.base import Export, Job, Tool, fmt_seconds, resources_dir, run_staged_job
+from ..tools.params import ParameterError
+from ..tools.stages import shared_cache
 from ..ui.forms import ParamForm
 from ..ui.settings import make_settings, restore_widgets, save_widgets
 from ..ui.view3d import View3D
 from ..ui.widgets import balance_splitter, fit_scroll_width
 from ..ui.worker import JobRunner
 
-__all__ = ["ToolTab", "TabHost", "StandaloneHost"]
+__all__ = ["ToolTab", "TabHost", "StandaloneHost", "LIVE_DEBOUNCE_MS", "SLOW_RUN_S"]
 
 log = logging.getLogger(__name__)
+
+#: Live waits this long after the last edit before it runs (a drag or typing is one run)
+LIVE_DEBOUNCE_MS = 150
+#: above this many seconds for a full run, Live says what each change costs
+SLOW_RUN_S = 2.0
 
 
 class TabHost(Protocol):
@@ -135,6 +154,21 @@ class ToolTab(QWidget):
         self._job: tuple | None = None  # ("load", path) or ("run", token, params, device)
         self._last_error: BaseException | None = None
         self._run_after_load = False
+        # live tuning: the stage cache, the newest request, what is shown, history, pin
+        self.cache = shared_cache()
+        self._input_key: tuple = (None, 0)
+        self._request = 0
+        self._pending_live = False
+        self._shown_params: dict | None = None
+        self._form_params: dict | None = None
+        self.last_report = None
+        self.stage_seconds: dict[str, float] = {}
+        self.full_seconds: float | None = None
+        self.history: list[dict] = []
+        self.history_index = -1
+        self._restoring = False
+        self.pinned: tuple | None = None  # (result, params)
+        self._pinned_slot: dict | None = None
 
         self.view = self.build_view()
         left = self._build_left()
@@ -160,6 +194,21 @@ class ToolTab(QWidget):
         self.runner.cancelled.connect(self._on_cancelled)
         self.runner.running_changed.connect(self._on_running_changed)
         self.runner.progress.connect(self._on_progress)
+        self._live_timer = QTimer(self)
+        self._live_timer.setSingleShot(True)
+        self._live_timer.setInterval(LIVE_DEBOUNCE_MS)
+        self._live_timer.timeout.connect(self._live_fire)
+        self._history_timer = QTimer(self)
+        self._history_timer.setSingleShot(True)
+        self._history_timer.setInterval(LIVE_DEBOUNCE_MS)
+        self._history_timer.timeout.connect(self._record_history)
+        self._form_params = self._try_params()
+        self.history, self.history_index = ([dict(self._form_params)], 0) if self._form_params else ([], -1)
+        self.form.changed.connect(self._on_params_changed)
+        for seq, fn in (("Ctrl+Z", self.undo), ("Ctrl+Shift+Z", self.redo), ("Ctrl+Y", self.redo)):
+            sc = QShortcut(QKeySequence(seq), self)
+            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            sc.activated.connect(fn)
         self._update_enabled()
 
     # ------------------------------------------------------------------ what a tab implements
@@ -287,6 +336,40 @@ class ToolTab(QWidget):
         row.addWidget(self.run_button, 1)
         row.addWidget(self.cancel_button)
         v.addLayout(row)
+        row = QHBoxLayout()
+        self.live_check = QCheckBox("Live")
+        self.live_check.setObjectName(f"{self.settings_key}-live")
+        self.live_check.setToolTip("Re-run after each parameter change (only the stages the change affects); "
+                                   "display options redraw at once")
+        self.live_check.toggled.connect(self._on_live_toggled)
+        self.setting_widgets["live"] = self.live_check
+        self.pin_button = QPushButton("Pin")
+        self.pin_button.setObjectName(f"{self.settings_key}-pin")
+        self.pin_button.setCheckable(True)
+        self.pin_button.setToolTip("Keep the result shown and compare it with the live one")
+        self.pin_button.toggled.connect(self._on_pin_toggled)
+        self.undo_button = QToolButton()
+        self.undo_button.setText("↶")
+        self.undo_button.setToolTip("Undo the last parameter change (Ctrl+Z)")
+        self.undo_button.clicked.connect(self.undo)
+        self.redo_button = QToolButton()
+        self.redo_button.setText("↷")
+        self.redo_button.setToolTip("Redo (Ctrl+Shift+Z)")
+        self.redo_button.clicked.connect(self.redo)
+        row.addWidget(self.live_check)
+        row.addWidget(self.pin_button)
+        row.addStretch(1)
+        row.addWidget(self.undo_button)
+        row.addWidget(self.redo_button)
+        v.addLayout(row)
+        self.compare_table = QTableWidget(0, 3)
+        self.compare_table.setObjectName(f"{self.settings_key}-compare")
+        self.compare_table.setHorizontalHeaderLabels(["Parameter", "Pinned", "Live"])
+        self.compare_table.verticalHeader().setVisible(False)
+        self.compare_table.horizontalHeader().setStretchLastSection(True)
+        self.compare_table.setMaximumHeight(140)
+        self.compare_table.setVisible(False)
+        v.addWidget(self.compare_table)
         self.stage_label = QLabel("")
         self.stage_label.setObjectName(f"{self.settings_key}-stage")
         self.stage_label.setWordWrap(True)
@@ -359,7 +442,7 @@ class ToolTab(QWidget):
         if self.runner.is_running():
             self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
             return False
-        self._job = ("load", self.input_path or Path(self.tool.key))
+        self._job = ("load", self.input_path or Path(self.tool.key), "extra")
         self._run_after_load = run_after
         self.runner.start(Job(fn, (), what=what, uses_device=False))
         return True
@@ -388,18 +471,23 @@ class ToolTab(QWidget):
         if not path.exists():
             self.host.show_error("Cannot open file", f"No such file: {path}")
             return False
-        self._job = ("load", path)
+        self._job = ("load", path, "open")
         self.runner.start(Job(self.tool.load, (path,), what=f"Opening {path.name}", uses_device=False))
         return True
 
     def is_loading(self) -> bool:
         return self.runner.is_running() and self._job is not None and self._job[0] == "load"
 
-    def _loaded(self, path: Path, data) -> None:
+    def _loaded(self, path: Path, data, how: str = "open") -> None:
         self.data = data
         self.input_path = path
         self._token += 1
+        if how != "extra":  # a new input: its stage outputs start afresh (an extra keeps those it does not touch)
+            self._input_key = (str(path), self._input_key[1] + 1)
+            self.cache.clear(self.settings_key)
         self.result = None
+        self._shown_params = None
+        self.unpin()
         self.clear_result()
         self.show_input(data)
         self.input_info.setText(self.describe_input(data))
@@ -419,6 +507,17 @@ class ToolTab(QWidget):
     def params(self) -> dict:
         """The validated parameters in the form (raises ParameterError)."""
         return self.form.values()
+
+    def _try_params(self) -> dict | None:
+        try:
+            return self.form.values()
+        except ParameterError:
+            return None
+
+    def shown_params(self) -> dict:
+        """The parameters of the result on screen (the form's when none is shown)."""
+        return dict(self._shown_params) if self._shown_params is not None and self.result is not None \
+            else self.params()
 
     def run(self, *, device: str | None = None, overrides: dict | None = None) -> bool:
         """Run the tool on the loaded input with the form's parameters (plus ``overrides``),
@@ -449,8 +548,10 @@ class ToolTab(QWidget):
                 return False
             if choice == "apply":
                 params[advice.parameter] = advice.max_size
-        self._job = ("run", self._token, params, spec)
-        self.runner.start(run_job(self.tool, self.data, params, token=self._token), device=spec)
+        self._request += 1
+        self._job = ("run", self._token, params, spec, self._request)
+        self.runner.start(run_staged_job(self.tool, self.data, params, cache=self.cache, scope=self.settings_key,
+                                         input_key=self._input_key, token=self._token), device=spec)
         return True
 
     def run_default(self) -> bool:
@@ -490,12 +591,32 @@ class ToolTab(QWidget):
         if job is None:
             return
         if job[0] == "load":
-            self._loaded(job[1], res)
+            self._loaded(job[1], res, job[2] if len(job) > 2 else "open")
             return
         if job[1] != self._token:
             log.info("%s: dropped a result for an input that is no longer shown", self.title)
+            self._after_job()
             return
+        res, report = res if isinstance(res, tuple) and len(res) == 2 else (res, None)
+        if self._pending_live or (len(job) > 4 and job[4] != self._request):
+            log.info("%s: dropped a result superseded by a newer request", self.title)
+            self._after_job()
+            return
+        self._show_new_result(res, job[2], report)
+        self._after_job()
+
+    def _show_new_result(self, res, params: dict, report=None) -> None:
+        current = self._try_params()
+        if current is not None and any(current[n] != params.get(n) for n in self.tool.params.display_names()):
+            res = self.tool.apply_display(res, current)  # display options changed while it ran
+            params = {**params, **{n: current[n] for n in self.tool.params.display_names()}}
         self.result = res
+        self._shown_params = dict(params)
+        self.last_report = report
+        if report is not None:
+            self.stage_seconds.update(report.seconds)
+            if report.full:
+                self.full_seconds = report.total
         try:
             self.show_result(res)
         except Exception as exc:  # noqa: BLE001 - a bug in a view must not leave the tab half-updated
@@ -506,10 +627,20 @@ class ToolTab(QWidget):
             self.host.show_error(f"{self.title}: cannot show the result",
                                  f"Showing the result failed: {classify(exc)[1]}\n\nThis is a bug in gpulab; "
                                  "the result can still be exported.", tb)
-        self._set_status(self.tool.headline(res) if self.tool.headline else f"{self.title}: done")
+        line = self.tool.headline(res) if self.tool.headline else f"{self.title}: done"
+        if report is not None:
+            line += f" — {report.describe()}"
+        self._set_status(line)
+        self._update_compare()
         self.result_changed.emit()
         self.result_shown.emit()
         self._update_enabled()
+
+    def _after_job(self) -> None:
+        """A job ended: start the live run that waited for it."""
+        if self._pending_live:
+            self._pending_live = False
+            QTimer.singleShot(0, self, self._live_fire)
 
     def _on_error(self, exc: BaseException) -> None:
         self._last_error = exc
@@ -517,6 +648,9 @@ class ToolTab(QWidget):
     def _on_failed(self, summary: str, details: str) -> None:
         job, self._job = self._job, None
         exc, self._last_error = self._last_error, None
+        if self._pending_live:  # a newer request is waiting: this failure is stale
+            self._after_job()
+            return
         if (job is not None and job[0] == "run" and isinstance(exc, TooLargeError) and exc.max_size > 0
                 and exc.parameter in self.tool.params):
             if self.ask_too_large(exc):
@@ -536,13 +670,272 @@ class ToolTab(QWidget):
     def _on_cancelled(self) -> None:
         job, self._job = self._job, None
         self._run_after_load = False
+        if self._pending_live:  # superseded by a newer edit, not cancelled by the user
+            self._after_job()
+            return
         self._set_status("Cancelled; the previous result is kept." if job and job[0] == "run" else "Cancelled.")
 
+    # ------------------------------------------------------------------ live tuning
+    def live_enabled(self) -> bool:
+        return self.live_check.isChecked()
+
+    def _on_live_toggled(self, on: bool) -> None:
+        if on and self.data is not None and self.result is None and not self.runner.is_running():
+            self._live_timer.start()
+        if on and self.full_seconds is not None and self.full_seconds > SLOW_RUN_S:
+            self._set_status(f"Live: a full run took {fmt_seconds(self.full_seconds)} here; each change re-runs "
+                             "only the stages it affects")
+
+    def _on_params_changed(self) -> None:
+        new = self._try_params()
+        if new is None:
+            return
+        old, self._form_params = self._form_params, new
+        changed = [n for n in new if old is None or new[n] != old.get(n)]
+        if not changed:
+            return
+        if not self._restoring:
+            self._history_timer.start()
+        display = set(self.tool.params.display_names())
+        if self.result is not None and self._shown_params is not None and any(n in display for n in changed):
+            self._redisplay(new)
+        shown = self._shown_params or {}
+        needs_run = any(new[n] != shown.get(n) for n in self.tool.params.compute_names())
+        if needs_run and self.live_enabled() and self.data is not None:
+            self._live_timer.start()
+            self._say_cost([n for n in changed if n not in display])
+
+    def _redisplay(self, params: dict) -> None:
+        """Apply the display-only parameters to the shown result (no job)."""
+        import time
+
+        t0 = time.perf_counter()
+        self.result = self.tool.apply_display(self.result, params)
+        self._shown_params = {**self._shown_params, **{n: params[n] for n in self.tool.params.display_names()}}
+        try:
+            self.show_result(self.result)
+        except Exception as exc:  # noqa: BLE001
+            log.error("%s: redrawing failed: %s", self.title, exc)
+            return
+        self._update_compare()
+        self.result_changed.emit()
+        self.result_shown.emit()
+        self._set_status(f"Redrawn in {fmt_seconds(time.perf_counter() - t0)} (display only, no job)")
+
+    def _say_cost(self, names: list[str]) -> None:
+        """On a slow device, say what a change costs: the stage it re-runs from and its last time."""
+        if not names or self.full_seconds is None or self.full_seconds <= SLOW_RUN_S:
+            return
+        pl = self.tool.pipeline()
+        stages = sorted({s for n in names for s in pl.affected(n)}, key=pl.names().index)
+        if not stages:
+            return
+        i = pl.names().index(stages[0])
+        cost = sum(self.stage_seconds.get(s, 0.0) for s in stages)
+        self._set_status(f"Live: this change re-runs from stage {i + 1} of {len(pl.names())} "
+                         f"({pl.stage(stages[0]).title}); last time {fmt_seconds(cost)}")
+
+    def _live_fire(self) -> None:
+        if self.data is None or not self.live_enabled() and not self._restoring_run:
+            return
+        if self.runner.is_running():
+            if self._job is not None and self._job[0] == "load":
+                return
+            self._pending_live = True
+            self.runner.cancel()
+            return
+        params = self._try_params()
+        if params is None:
+            return
+        if self.result is not None and self._shown_params == params:
+            return
+        self.run()
+
+    _restoring_run = False
+
+    # ------------------------------------------------------------------ history
+    def _record_history(self) -> None:
+        p = self._try_params()
+        if p is None or self._restoring:
+            return
+        if self.history and self.history[self.history_index] == p:
+            return
+        del self.history[self.history_index + 1:]
+        self.history.append(dict(p))
+        self.history_index = len(self.history) - 1
+        self._update_enabled()
+
+    def can_undo(self) -> bool:
+        return self.history_index > 0
+
+    def can_redo(self) -> bool:
+        return 0 <= self.history_index < len(self.history) - 1
+
+    def undo(self) -> bool:
+        """Back one parameter change: the parameters, and the result if it is still cached."""
+        self._history_timer.stop()
+        self._record_history()  # a change still waiting to be recorded is a step
+        if not self.can_undo():
+            return False
+        self.history_index -= 1
+        self._restore_step(self.history[self.history_index])
+        return True
+
+    def redo(self) -> bool:
+        self._history_timer.stop()
+        if not self.can_redo():
+            return False
+        self.history_index += 1
+        self._restore_step(self.history[self.history_index])
+        return True
+
+    def _restore_step(self, params: dict) -> None:
+        self._restoring = True
+        try:
+            self.form.set_values(params)
+        finally:
+            self._restoring = False
+        self._live_timer.stop()
+        self._update_enabled()
+        if self.data is None or (self.result is not None and self._shown_params == params):
+            return
+        if self.live_enabled() or (self.result is not None and self.is_cached(params)):
+            self._restoring_run = True
+            try:
+                self._live_fire()
+            finally:
+                self._restoring_run = False
+
+    def is_cached(self, params: dict) -> bool:
+        """Whether every stage's output for ``params`` on the current input is in the cache."""
+        try:
+            be = get_backend(self.host.device_spec())
+            p = self.tool.params.validate(params)
+        except Exception:  # noqa: BLE001
+            return False
+        keys = self.tool.pipeline().keys(self.data, p, device=be, scope=self.settings_key)
+        return all(k in self.cache for k in keys.values())
+
+    # ------------------------------------------------------------------ pin and compare
+    def pin(self) -> bool:
+        """Keep the shown result and show it beside the live one."""
+        if self.result is None:
+            return False
+        if not self.pin_button.isChecked():
+            self.pin_button.setChecked(True)  # calls back here
+            return True
+        self.pinned = (self.result, dict(self.shown_params()))
+        if self._pinned_slot is None:
+            before = dict(vars(self))
+            view = self.build_view()
+            after = vars(self)
+            # build_view may keep its parts on the tab (self.canvas = ...): those are the pinned
+            # view's; the live view's are put back
+            slot = {k: after[k] for k in after if k in before and after[k] is not before[k]}
+            slot.update({k: after[k] for k in after if k not in before})
+            for k in slot:
+                if k in before:
+                    setattr(self, k, before[k])
+            slot["view"] = view
+            view.setObjectName(f"{self.settings_key}-pinned-view")
+            self._pinned_slot = slot
+            self.splitter.insertWidget(1, view)
+        self._render_pinned()
+        self._update_compare()
+        self._set_status("Pinned: the pinned result is on the left, the live one on the right")
+        return True
+
+    def unpin(self) -> None:
+        self.pinned = None
+        if self._pinned_slot is not None:
+            v = self._pinned_slot["view"]
+            self._pinned_slot = None
+            if isinstance(v, View3D):
+                v.close_view()
+            for child in v.findChildren(View3D):
+                child.close_view()
+            v.setParent(None)
+            v.deleteLater()
+        if self.pin_button.isChecked():
+            self.pin_button.blockSignals(True)
+            self.pin_button.setChecked(False)
+            self.pin_button.blockSignals(False)
+        self.compare_table.setVisible(False)
+
+    def _on_pin_toggled(self, on: bool) -> None:
+        if on:
+            if not self.pin():
+                self.pin_button.blockSignals(True)
+                self.pin_button.setChecked(False)
+                self.pin_button.blockSignals(False)
+        else:
+            self.unpin()
+
+    def _swap_slot(self) -> None:
+        slot = self._pinned_slot
+        for k in list(slot):
+            mine = getattr(self, k, None)
+            setattr(self, k, slot[k])
+            slot[k] = mine
+
+    def _render_pinned(self) -> None:
+        if self.pinned is None or self._pinned_slot is None:
+            return
+        self._swap_slot()
+        try:
+            self.show_input(self.data)
+            self.show_result(self.pinned[0])
+        except Exception as exc:  # noqa: BLE001
+            log.error("%s: showing the pinned result failed: %s", self.title, exc)
+        finally:
+            self._swap_slot()
+        if self.result is not None:
+            try:
+                self.show_result(self.result)  # the side panels describe the live result
+            except Exception as exc:  # noqa: BLE001
+                log.error("%s: showing the result failed: %s", self.title, exc)
+
+    def differing_params(self) -> list[tuple[str, str, str]]:
+        """``(label, pinned, live)`` of every parameter that differs between the two results."""
+        if self.pinned is None:
+            return []
+        a, b = self.pinned[1], self.shown_params()
+        return [(p.label, p.to_text(a.get(p.name)), p.to_text(b.get(p.name)))
+                for p in self.tool.params if a.get(p.name) != b.get(p.name)]
+
+    def _update_compare(self) -> None:
+        rows = self.differing_params()
+        self.compare_table.setVisible(self.pinned is not None)
+        self.compare_table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            for j, text in enumerate(row):
+                self.compare_table.setItem(i, j, QTableWidgetItem(text))
+
     def _on_progress(self, fraction: float, stage: str) -> None:
-        self.stage_label.setText(f"{stage} — {100 * fraction:.0f}%")
+        self._progress_now = (fraction, stage)
+        self._show_stage()
+
+    def _show_stage(self) -> None:
+        """The stage, the percentage, the elapsed time and an estimate of the time left
+        (refreshed every second, also between reports)."""
+        fraction, stage = getattr(self, "_progress_now", (0.0, ""))
+        clock = getattr(self, "_clock", None)
+        tail = f" · {clock.text(fraction)}" if clock is not None else ""
+        self.stage_label.setText(f"{stage} — {100 * fraction:.0f}%{tail}")
 
     def _on_running_changed(self, running: bool) -> None:
-        if not running:
+        from gpu_kernels.jobs import ProgressClock
+
+        if not hasattr(self, "_clock_timer"):
+            self._clock_timer = QTimer(self)
+            self._clock_timer.setInterval(1000)
+            self._clock_timer.timeout.connect(self._show_stage)
+        if running:
+            self._clock, self._progress_now = ProgressClock(), (0.0, "starting")
+            self._clock_timer.start()
+        else:
+            self._clock_timer.stop()
+            self._clock = None
             self.stage_label.setText("")
         self._update_enabled()
 
@@ -552,7 +945,7 @@ class ToolTab(QWidget):
         self._set_status(f"Loaded preset {Path(path).name}")
 
     def save_preset(self, path: Path) -> Path:
-        out = self.tool.params.save_json(path, self.params(), tool=self.tool.name)
+        out = self.tool.params.save_json(path, self.shown_params(), tool=self.tool.name)
         self._set_status(f"Saved preset {out}")
         return out
 
@@ -576,7 +969,7 @@ class ToolTab(QWidget):
         """The ``gpulab`` command that repeats the current run headless."""
         inputs = [str(self.input_path)] if self.input_path is not None else ["INPUT"]
         spec = self.host.device_spec()
-        return self.tool.command_line(inputs, self.params(), device=spec)
+        return self.tool.command_line(inputs, self.shown_params(), device=spec)
 
     def copy_command_line(self) -> str:
         try:
@@ -663,6 +1056,10 @@ class ToolTab(QWidget):
         self.form.restore(settings)
         settings.endGroup()
         restore_widgets(settings, self.setting_widgets)
+        self._history_timer.stop()
+        self._form_params = self._try_params()
+        self.history, self.history_index = ([dict(self._form_params)], 0) if self._form_params else ([], -1)
+        self._update_enabled()
 
     # ------------------------------------------------------------------ screenshots
     def screenshot_widget(self) -> QWidget:
@@ -682,6 +1079,8 @@ class ToolTab(QWidget):
         self.sample_combo.setEnabled(not running)
         for b in self.export_buttons.values():
             b.setEnabled(self.result is not None and not running)
+        self.undo_button.setEnabled(self.can_undo())
+        self.redo_button.setEnabled(self.can_redo())
 
     def _set_status(self, msg: str) -> None:
         log.info("%s", msg)

@@ -466,8 +466,12 @@ class Pipeline:
         for s in todo:
             a = done_w / total_w
             done_w += s.weight
-            sub = progress.sub(a, done_w / total_w, prefix=s.title)
-            progress.update(a, s.title)  # also raises Cancelled between stages
+            many = len(self.stages) > 1
+            sub = progress.sub(a, done_w / total_w, prefix=s.title if many else "")
+            if many:
+                progress.update(a, s.title)
+            else:
+                progress.check()  # raises Cancelled between stages
             ctx = StageContext(data, {p: params[p] for p in s.params}, device, sub,
                                {u: outputs[u] for u in self._after[s.name]}, s.name)
             t0 = time.perf_counter()

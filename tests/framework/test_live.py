@@ -1,0 +1,286 @@
+"""Live tuning in a tab (ToolTab, offscreen, CPU): an edit re-runs only the stages it affects
+and shows what a full run gives; edits are debounced; a stale run never overwrites a newer
+result; a new input clears the tab's cache; a tiny cap still gives correct results; undo and
+redo restore parameters and results; Pin shows both results and what differs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtWidgets import QLabel  # noqa: E402
+
+from app.tabs.base import LIVE_DEBOUNCE_MS, ToolTab  # noqa: E402
+from app.tools import Param, ParamSet, Tool  # noqa: E402
+from app.tools.stages import Pipeline, Stage, StageCache  # noqa: E402
+from gpu_kernels.backend import get_backend  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+CALLS: list[tuple[str, dict]] = []
+GATE = threading.Event()  # a stage waits on it when level == 0.99 (a slow, stale run)
+
+
+@dataclass
+class Res:
+    value: np.ndarray
+    text: str
+    params: dict
+    device: str
+
+
+def _blur(ctx):
+    CALLS.append(("blur", dict(ctx.p)))
+    return ctx.data * (1.0 / (1.0 + ctx.p["blur"]))
+
+
+def _level(ctx):
+    CALLS.append(("level", dict(ctx.p)))
+    if ctx.p["level"] == 0.99:
+        GATE.wait(5)  # ignores Cancel, like one long library call
+    return ctx["blur"] > ctx.p["level"]
+
+
+def _finish(data, out, p, *, device, elapsed):
+    return Res(out["level"], "", p, device.label)
+
+
+def _display(r, p):
+    return replace(r, text=f"{int(r.value.sum())} {p['style']}", params={**r.params, "style": p["style"]})
+
+
+PARAMS = ParamSet([
+    Param("blur", float, 0.0, "Blur", "first stage", minimum=0, maximum=10, step=0.5),
+    Param("level", float, 0.5, "Level", "second stage", minimum=0, maximum=1, step=0.01),
+    Param("style", str, "plain", "Style", "display only", choices=("plain", "fancy"), display=True),
+])
+PIPELINE = Pipeline([Stage("blur", _blur, params=("blur",)), Stage("level", _level, params=("level",))],
+                    finish=_finish, params=PARAMS)
+
+
+def run(data, params, *, device, progress=None):
+    p = PARAMS.validate(params)
+    return _display(PIPELINE.run(data, p, device=device, progress=progress), p)
+
+
+TOOL = Tool(name="live-test", title="Live test", key="live-test", description="A test tool.", params=PARAMS,
+            stages=PIPELINE, display=_display, load=lambda path, *, progress=None: np.load(path), run=run,
+            summary=lambda r: [r.text])
+
+
+class LiveTab(ToolTab):
+    tool = TOOL
+
+    def build_view(self):
+        self.label = QLabel("nothing")
+        return self.label
+
+    def show_input(self, data):
+        self.label.setText("input")
+
+    def show_result(self, result):
+        self.shown.append(result)
+        self.label.setText(result.text)
+
+    shown: list
+
+
+CPU = get_backend("cpu")
+IMG = np.linspace(0, 1, 400).reshape(20, 20)
+
+
+@pytest.fixture
+def tab(open_tab, tmp_path):
+    CALLS.clear()
+    GATE.clear()
+    t = open_tab(LiveTab)
+    t.shown = []
+    t.cache = StageCache(cap_bytes=64 << 20)
+    t.host.device = "cpu"
+    t.set_input(IMG, tmp_path / "img.npy")
+    yield t
+    GATE.set()
+
+
+def full(values):
+    return run(IMG, values, device=CPU)
+
+
+def wait_idle(qtbot, tab, timeout=10000):
+    qtbot.waitUntil(lambda: not tab.runner.is_running() and not tab._live_timer.isActive()
+                    and not tab._pending_live, timeout=timeout)
+    qtbot.wait(20)
+
+
+def test_an_edit_with_live_on_reruns_only_the_stage_it_affects(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    assert tab.result is not None and [c[0] for c in CALLS] == ["blur", "level"]
+    CALLS.clear()
+    tab.form.editor("level").setValue(0.3)
+    wait_idle(qtbot, tab)
+    assert [c[0] for c in CALLS] == ["level"]  # the blur stage came from the cache
+    np.testing.assert_array_equal(tab.result.value, full({"level": 0.3}).value)
+    assert tab.result.params["level"] == 0.3
+    assert tab.last_report.ran == ["level"] and "stage 2 of 2" in tab.last_report.describe()
+
+
+def test_ten_quick_edits_give_at_most_two_runs_and_end_on_the_last_value(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    CALLS.clear()
+    n_shown = len(tab.shown)
+    for i in range(10):
+        tab.form.editor("level").setValue(0.1 + 0.05 * i)
+        qtbot.wait(5)
+    wait_idle(qtbot, tab)
+    assert len([c for c in CALLS if c[0] == "level"]) <= 2
+    assert len(tab.shown) - n_shown <= 2
+    assert tab.result.params["level"] == pytest.approx(0.55)
+    np.testing.assert_array_equal(tab.result.value, full({"level": 0.55}).value)
+
+
+def test_a_slow_stale_run_never_overwrites_a_newer_result(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    tab.form.editor("level").setValue(0.99)  # this run blocks in its stage
+    qtbot.waitUntil(lambda: tab.runner.is_running(), timeout=5000)
+    tab.form.editor("level").setValue(0.2)  # a newer request supersedes it
+    qtbot.wait(LIVE_DEBOUNCE_MS + 100)
+    assert tab._pending_live
+    GATE.set()  # the stale run now finishes
+    wait_idle(qtbot, tab)
+    assert all(r.params["level"] != 0.99 for r in tab.shown)
+    assert tab.result.params["level"] == 0.2
+    np.testing.assert_array_equal(tab.result.value, full({"level": 0.2}).value)
+
+
+def test_display_only_parameters_redraw_without_a_job(tab, qtbot):
+    assert tab.run()
+    wait_idle(qtbot, tab)
+    CALLS.clear()
+    starts = []
+    tab.runner.running_changed.connect(lambda on: starts.append(on))
+    tab.form.set_value("style", "fancy")
+    assert tab.label.text().endswith("fancy") and tab.result.params["style"] == "fancy"
+    qtbot.wait(LIVE_DEBOUNCE_MS + 50)
+    assert CALLS == [] and starts == []
+    assert "--style fancy" in tab.command_line()
+
+
+def test_a_new_input_clears_the_tabs_cache(tab, qtbot, tmp_path):
+    assert tab.run()
+    wait_idle(qtbot, tab)
+    assert tab.cache.keys(tab.settings_key)
+    tab.set_input(IMG * 0.5, tmp_path / "other.npy")
+    assert tab.cache.keys(tab.settings_key) == []
+    CALLS.clear()
+    assert tab.run()
+    wait_idle(qtbot, tab)
+    assert [c[0] for c in CALLS] == ["blur", "level"]
+    np.testing.assert_array_equal(tab.result.value, run(IMG * 0.5, {}, device=CPU).value)
+    # another device clears it too (the binding is per input and device)
+    assert tab.cache.bind(tab.settings_key, tab._input_key, "cuda:0")
+    assert tab.cache.keys(tab.settings_key) == []
+
+
+def test_a_tiny_cap_still_gives_correct_results(tab, qtbot):
+    tab.cache = StageCache(cap_bytes=IMG.nbytes + 10)  # room for one stage output
+    tab.live_check.setChecked(True)
+    for v in (0.3, 0.6, 0.2):
+        tab.form.editor("level").setValue(v)
+        wait_idle(qtbot, tab)
+        np.testing.assert_array_equal(tab.result.value, full({"level": v}).value)
+    tab.form.editor("blur").setValue(1.0)
+    wait_idle(qtbot, tab)
+    np.testing.assert_array_equal(tab.result.value, full({"level": 0.2, "blur": 1.0}).value)
+    assert tab.cache.host_bytes <= tab.cache.cap_bytes
+
+
+def test_undo_and_redo_restore_parameters_and_cached_results(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    for v in (0.3, 0.7):
+        tab.form.editor("level").setValue(v)
+        wait_idle(qtbot, tab)
+    qtbot.wait(LIVE_DEBOUNCE_MS + 50)
+    CALLS.clear()
+    qtbot.keyClick(tab.form.editor("blur"), "z", modifier=qtbot_ctrl())  # Ctrl+Z from inside the tab
+    wait_idle(qtbot, tab)
+    if tab.form.values()["level"] != 0.3:  # the spin box took the key for its own undo
+        assert tab.undo()
+        wait_idle(qtbot, tab)
+    assert tab.form.values()["level"] == 0.3 and tab.result.params["level"] == 0.3
+    assert CALLS == []  # from the cache, not recomputed
+    np.testing.assert_array_equal(tab.result.value, full({"level": 0.3}).value)
+    CALLS.clear()
+    assert tab.redo()
+    wait_idle(qtbot, tab)
+    assert tab.form.values()["level"] == 0.7 and tab.result.params["level"] == 0.7 and CALLS == []
+    assert tab.undo() and tab.undo()
+    wait_idle(qtbot, tab)
+    assert tab.form.values()["level"] == 0.5 and not tab.can_undo()
+
+
+def qtbot_ctrl():
+    from PySide6.QtCore import Qt
+
+    return Qt.KeyboardModifier.ControlModifier
+
+
+def test_without_live_undo_shows_a_cached_result_and_edits_wait_for_run(tab, qtbot):
+    assert tab.run()
+    wait_idle(qtbot, tab)
+    tab.form.editor("level").setValue(0.3)
+    qtbot.wait(LIVE_DEBOUNCE_MS + 80)
+    assert tab.result.params["level"] == 0.5  # Live is off: nothing ran
+    assert tab.command_line().count("--level") == 0  # the command describes what is shown
+    assert tab.run()
+    wait_idle(qtbot, tab)
+    assert "--level 0.3" in tab.command_line()
+    CALLS.clear()
+    assert tab.undo()
+    wait_idle(qtbot, tab)
+    assert tab.result.params["level"] == 0.5 and CALLS == []
+
+
+def test_pin_shows_both_results_and_the_parameters_that_differ(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    assert tab.pin()
+    pinned_view = tab._pinned_slot["view"]
+    assert tab.splitter.indexOf(pinned_view) == 1 and tab.splitter.indexOf(tab.view) == 2
+    tab.form.editor("level").setValue(0.2)
+    tab.form.set_value("style", "fancy")
+    wait_idle(qtbot, tab)
+    assert tab.label is not pinned_view and tab.label.text() == full({"level": 0.2, "style": "fancy"}).text
+    assert pinned_view.text() == full({}).text
+    rows = tab.differing_params()
+    assert rows == [("Level", "0.5", "0.2"), ("Style", "plain", "fancy")]
+    assert tab.compare_table.isVisible() and tab.compare_table.rowCount() == 2
+    assert tab.compare_table.item(0, 1).text() == "0.5"
+    tab.pin_button.setChecked(False)
+    assert tab.pinned is None and not tab.compare_table.isVisible()
+    assert tab._pinned_slot is None and tab.splitter.count() == 2
+
+
+def test_live_is_remembered(tab, qtbot):
+    from app.ui.settings import make_settings
+
+    tab.live_check.setChecked(True)
+    s = make_settings()
+    s.beginGroup("live-test-remember")
+    tab.save_settings(s)
+    tab.live_check.setChecked(False)
+    tab.restore_settings(s)
+    s.endGroup()
+    assert tab.live_check.isChecked()
+    wait_idle(qtbot, tab)
+    time.sleep(0.01)
