@@ -357,6 +357,49 @@ def e2e(args):
     return rows
 
 
+def speed(files, devices, repeat: int = 3, simplifiers=("auto",)):
+    """End to end with the defaults, from the file to the coloured result: read the mesh
+    (``app.io.mesh_io.read_mesh``), ``segment_mesh`` (the face colours are part of its
+    result). One warm-up run per device and simplifier, then the best of ``repeat``; every
+    stage's time (``info["timings"]``) of that best run."""
+    from app.io.mesh_io import read_mesh
+    from gpu_kernels.mesh import simplify as simp
+    from gpu_kernels.mesh.segment import segment_mesh
+
+    rows = []
+    for dev in devices:
+        for sname in simplifiers:
+            if sname != "auto" and sname not in simp.available_simplifiers():
+                print(f"  speed: simplifier {sname} is not installed here; skipped", flush=True)
+                continue
+            saved = simp.SIMPLIFIER
+            simp.SIMPLIFIER = sname
+            try:
+                for path in files:
+                    def once(path=path, dev=dev):
+                        t0 = time.perf_counter()
+                        v, f = read_mesh(path)
+                        t1 = time.perf_counter()
+                        seg = segment_mesh(v, f, device=dev)
+                        assert seg.face_colors.shape == (len(f), 3)
+                        return t1 - t0, time.perf_counter() - t0, seg, len(f)
+
+                    once()  # warm-up: kernels compiled, worker pools started
+                    best = min((once() for _ in range(max(1, repeat))), key=lambda r: r[1])
+                    read_s, total_s, seg, nf = best
+                    row = {"file": Path(path).name, "faces": nf, "device": dev, "simplifier": sname,
+                           "resolved_simplifier": simp._resolve(sname) if seg.info["simplified"] else "-",
+                           "read_s": read_s, "total_s": total_s, "k": int(seg.k),
+                           **{f"t_{k}": float(x) for k, x in seg.info["timings"].items()}}
+                    rows.append(row)
+                    print(f"  speed {row['file']} ({nf} faces) {dev} simplifier={row['resolved_simplifier']}: "
+                          f"{total_s:.3f} s end to end (read {read_s:.3f} s) k={seg.k}; stages "
+                          + ", ".join(f"{k} {x:.3f}" for k, x in seg.info["timings"].items()), flush=True)
+            finally:
+                simp.SIMPLIFIER = saved
+    return rows
+
+
 def render(payload) -> str:
     rows = []
     for r in payload["rows"]:
@@ -419,7 +462,21 @@ def main(argv=None):
                     help="after --tune (and --check-dtype) run the rest with the fastest gpu-sym kernel config, "
                          "and int32 if it was faster and left every label unchanged")
     ap.add_argument("--no-sizes", action="store_true", help="skip the synthetic size sweep")
+    ap.add_argument("--speed", default=None, metavar="FILE[,FILE]",
+                    help="end-to-end time of the defaults from each file to the coloured result, then exit")
+    ap.add_argument("--speed-devices", default="cuda", help="devices for --speed (comma-separated)")
+    ap.add_argument("--speed-simplifiers", default="auto", help="simplifiers for --speed: auto,fast,pymeshlab")
     args = ap.parse_args(argv)
+    if args.speed:
+        print(f"device: {device_name()}\nhost: {host_description()}", flush=True)
+        rows = speed(args.speed.split(","), args.speed_devices.split(","), args.repeat,
+                     args.speed_simplifiers.split(","))
+        if args.out:
+            save_results(args.out, {"speed": rows}, "\n".join(
+                f"| {r['file']} | {r['faces']} | {r['device']} | {r['resolved_simplifier']} | {r['total_s']:.3f} | "
+                f"{r['read_s']:.3f} | {r.get('t_simplify', 0):.3f} | {r.get('t_apsp', 0):.3f} | "
+                f"{r.get('t_clustering', 0):.3f} | {r.get('t_cut', 0):.3f} | {r['k']} |" for r in rows))
+        return 0
     args.tune_configs = None
     if args.configs:   # "64:8x4:32,128:8x4:32:p:64x64" = tile:TMxTN:KC[:p pipelined][:BMxBN sub-block]
         args.tune_configs = []

@@ -47,6 +47,14 @@ CATEGORIES = {1: "human", 21: "cup", 41: "glasses", 61: "airplane", 81: "ant", 1
               121: "octopus", 141: "table", 161: "teddy", 181: "hand", 201: "plier",
               221: "fish", 241: "bird", 281: "armadillo", 301: "bust", 321: "mech",
               341: "bearing", 361: "vase", 381: "fourleg"}
+
+
+def category_of(mesh_id: int) -> str:
+    """The PSB category of a mesh id (ids N..N+19 share N's category)."""
+    first = max((n for n in CATEGORIES if n <= mesh_id), default=None)
+    return CATEGORIES[first] if first is not None and mesh_id < first + 20 else "?"
+
+
 METRICS = ("RI", "HD", "Rm", "Rf", "GCE", "LCE", "CD")
 
 
@@ -63,7 +71,42 @@ def load_off(path: Path):
     return v, rest[:, 1:]
 
 
+_packed: dict = {}
+
+
+def _pack(data: Path):
+    """The meshes and human segmentations of a packed copy of the data (``--pack``): one
+    .npz file, for a host that does not have ../shared (the GPU machines)."""
+    key = str(data)
+    if key not in _packed:
+        _packed[key] = np.load(data)
+    return _packed[key]
+
+
+def load_mesh(data: Path, mesh_id: int):
+    if data.suffix == ".npz":
+        z = _pack(data)
+        return np.asarray(z[f"v_{mesh_id}"], dtype=np.float64), np.asarray(z[f"f_{mesh_id}"], dtype=np.int64)
+    return load_off(data / "off" / f"{mesh_id}.off")
+
+
+def pack_data(data: Path, out: Path):
+    """Write every mesh and human segmentation of ``data`` into one .npz file."""
+    store = {}
+    for i in mesh_ids(data):
+        v, f = load_off(data / "off" / f"{i}.off")
+        store[f"v_{i}"], store[f"f_{i}"] = v, f.astype(np.int32)
+        for j, h in enumerate(load_human(data, i)):
+            store[f"s_{i}_{j}"] = h.astype(np.int16)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **store)
+
+
 def load_human(data: Path, mesh_id: int):
+    if data.suffix == ".npz":
+        z = _pack(data)
+        n = sum(1 for k in z.files if k.startswith(f"s_{mesh_id}_"))
+        return [np.asarray(z[f"s_{mesh_id}_{j}"], dtype=np.int64) for j in range(n)]
     d = data / "seg" / str(mesh_id)
     segs = []
     for p in sorted(d.glob(f"{mesh_id}_*.seg"), key=lambda q: int(q.stem.split("_")[1])):
@@ -72,11 +115,14 @@ def load_human(data: Path, mesh_id: int):
 
 
 def mesh_ids(data: Path):
+    if data.suffix == ".npz":
+        return sorted(int(k[2:]) for k in _pack(data).files if k.startswith("f_"))
     return sorted(int(p.stem) for p in (data / "off").glob("*.off"))
 
 
 # --------------------------------------------------------------------------- APSP cache
 _cache: dict = {}
+_CACHE_SIZE = 2
 
 
 def _install_apsp_cache():
@@ -91,7 +137,7 @@ def _install_apsp_cache():
         key = (n, method, backend.label, h.hexdigest())
         D = _cache.get(key)
         if D is None:
-            if len(_cache) >= 2:
+            if len(_cache) >= _CACHE_SIZE:
                 _cache.pop(next(iter(_cache)))
             D = orig(n, src, dst, w, method, backend, progress)
             _cache[key] = D
@@ -113,7 +159,7 @@ def _segment_kwargs(max_faces):
 
 def evaluate_mesh(data: Path, mesh_id: int, params: dict, max_faces, device: str,
                   quick: bool = False, auto_k: bool = False):
-    v, f = load_off(data / "off" / f"{mesh_id}.off")
+    v, f = load_mesh(data, mesh_id)
     humans = load_human(data, mesh_id)
     ks = sorted({int(np.unique(h).size) for h in humans})
     if auto_k == "only":
@@ -138,7 +184,7 @@ def evaluate_mesh(data: Path, mesh_id: int, params: dict, max_faces, device: str
         res = {key: float(np.mean([r[key] for r in rows if r[key] is not None]))
                for key in METRICS}
     seg0 = by_k[ks[0]]
-    res.update({"mesh": mesh_id, "category": CATEGORIES.get(mesh_id, "?"), "faces": int(f.shape[0]),
+    res.update({"mesh": mesh_id, "category": category_of(mesh_id), "faces": int(f.shape[0]),
                 "faces_segmented": seg0.info.get("n_faces_segmented"), "n_humans": len(humans),
                 "ks": ks, "ks_returned": [int(by_k[k].k) for k in ks],
                 "RI_per_k": {int(k): float(cmp[k]["RI"]) for k in ks},
@@ -268,6 +314,8 @@ def _worker(args):
 
 
 def _cost(data: Path, mesh_id: int) -> int:
+    if data.suffix == ".npz":
+        return int(_pack(data)[f"f_{mesh_id}"].shape[0])
     try:
         with open(data / "off" / f"{mesh_id}.off") as fh:
             fh.readline()
@@ -297,6 +345,267 @@ def run(data: Path, ids, params: dict, max_faces, device, jobs: int, verbose=Tru
             if verbose:
                 _print_row(r)
     return out
+
+
+# --------------------------------------------------------------------------- cross-validation
+#: Candidate configurations for ``--cv``: each is run on every mesh; leave-one-category-out
+#: then picks, for each held-out category, the candidate with the best mean over the other
+#: 18 categories and scores it on the held-out one. ``set``: module constants (as ``--set``;
+#: ``stored=FILE.npz`` serves the simplifications from a file written by --save-simplified,
+#: e.g. pymeshlab's on a host without it); ``params``: segment_mesh keywords; ``what``:
+#: "protocol" (the human k's), "auto" (k = auto) or "both". Every candidate names what it
+#: changes from the library's defaults, so the grid means the same whatever the defaults are.
+CV_GRID = [
+    {"name": "defaults", "set": [], "what": "both"},
+]
+
+
+def load_grid(path: Path | None) -> list:
+    if path is None:
+        return CV_GRID
+    return json.loads(Path(path).read_text())
+
+
+_cv_ready = {"apsp": False}
+_simp_cache: dict = {}
+
+
+def _cv_simplifier():
+    """The simplification used inside the CV workers: cached by (input, target, simplifier
+    settings), or served from a stored file (``stored=``)."""
+    from gpu_kernels.mesh import simplify as _simp
+
+    orig = _simp.simplify_mesh
+
+    def cached(vertices, faces, target_faces, method=None):
+        stored = _cv_ready.get("stored")
+        key = (_simplify_key(vertices, faces, target_faces), stored, _simp.SIMPLIFIER, _simp.FAST_AGG, method)
+        if key not in _simp_cache:
+            if len(_simp_cache) >= 16:
+                _simp_cache.pop(next(iter(_simp_cache)))
+            if stored:
+                store = _cv_ready.setdefault(("store", stored), dict(np.load(stored)))
+                k = _simplify_key(vertices, faces, target_faces)
+                if f"v_{k}" not in store:
+                    raise RuntimeError(f"no stored simplification for this mesh at {target_faces} faces in {stored}")
+                _simp_cache[key] = (np.asarray(store[f"v_{k}"], np.float64), np.asarray(store[f"f_{k}"], np.int64))
+            else:
+                _simp_cache[key] = orig(vertices, faces, target_faces, method)
+        v, f = _simp_cache[key]
+        return v.copy(), f.copy()
+
+    _segment.simplify_mesh = cached
+    _segment._can_simplify = lambda: True
+
+
+def _settings_snapshot(settings):
+    import importlib
+
+    snap = []
+    for item in settings:
+        name = item.partition("=")[0]
+        if name == "stored":
+            continue
+        mod, _, attr = name.rpartition(".")
+        m = importlib.import_module("gpu_kernels.graph.apsp" if mod == "apsp" else f"gpu_kernels.mesh.{mod}")
+        snap.append((m, attr, getattr(m, attr)))
+    return snap
+
+
+def cv_task(args):
+    """One (candidate, mesh): the protocol's Rand Index error and/or k = auto's."""
+    data, mesh_id, cfg, device = args
+    data = Path(data)
+    if not _cv_ready["apsp"]:
+        global _CACHE_SIZE
+        _CACHE_SIZE = 8
+        _install_apsp_cache()
+        _cv_simplifier()
+        _cv_ready["apsp"] = True
+    settings = list(cfg.get("set", []))
+    snap = _settings_snapshot(settings)
+    _cv_ready["stored"] = next((x.partition("=")[2] for x in settings if x.startswith("stored=")), None)
+    _apply_settings([x for x in settings if not x.startswith("stored=")])
+    params = dict(cfg.get("params", {}))
+    if isinstance(params.get("oversegment"), list):
+        params["oversegment"] = tuple(params["oversegment"])
+    what = cfg.get("what", "both")
+    out = {"config": cfg["name"], "mesh": mesh_id, "category": category_of(mesh_id)}
+    t0 = time.perf_counter()
+    try:
+        v, f = load_mesh(data, mesh_id)
+        humans = load_human(data, mesh_id)
+        hk = [int(np.unique(h).size) for h in humans]
+        out.update(faces=int(f.shape[0]), k_human_min=min(hk), k_human_max=max(hk))
+        if what in ("both", "protocol"):
+            cmp = {}
+            for k in sorted(set(hk)):
+                seg = segment_mesh(v, f, k=k, device=device, **params)
+                cmp[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+            out["RI"] = float(np.mean([cmp[k] for k in hk]))
+            out["RI_per_k"] = {int(k): x for k, x in cmp.items()}
+        if what in ("both", "auto"):
+            seg = segment_mesh(v, f, k="auto", device=device, **params)
+            out["k_auto"] = int(seg.k)
+            out["RI_auto"] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+            out["in_range"] = bool(min(hk) <= seg.k <= max(hk))
+    except Exception as exc:  # a failed candidate is reported, not fatal to the sweep
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        for m, attr, old in snap:
+            setattr(m, attr, old)
+        _cv_ready["stored"] = None
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def run_cv(data: Path, ids, grid, device, jobs, out_path: Path | None):
+    """Every candidate of ``grid`` on every mesh (candidates in order, so that a partial run
+    is complete for the first ones). Rows are appended to ``out_path`` (JSON lines)."""
+    tasks = [(str(data), i, cfg, device) for cfg in grid
+             for i in sorted(ids, key=lambda i: -_cost(data, i))]
+    rows = []
+    fh = open(out_path, "a") if out_path else None  # noqa: SIM115
+    t0 = time.perf_counter()
+    try:
+        if jobs > 1:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
+                it = ex.map(cv_task, tasks)
+                for r in it:
+                    rows.append(r)
+                    if fh:
+                        fh.write(json.dumps(r) + "\n")
+                        fh.flush()
+                    _cv_progress(rows, grid, ids, t0)
+        else:
+            for t in tasks:
+                r = cv_task(t)
+                rows.append(r)
+                if fh:
+                    fh.write(json.dumps(r) + "\n")
+                    fh.flush()
+                _cv_progress(rows, grid, ids, t0)
+    finally:
+        if fh:
+            fh.close()
+    return rows
+
+
+def _cv_progress(rows, grid, ids, t0):
+    name = rows[-1]["config"]
+    mine = [r for r in rows if r["config"] == name]
+    if len(mine) == len(ids):
+        ok = [r for r in mine if "error" not in r]
+        parts = [f"[{time.perf_counter() - t0:6.0f} s] {name}: {len(ok)}/{len(ids)} meshes"]
+        if ok and "RI" in ok[0]:
+            parts.append(f"RI {np.mean([r['RI'] for r in ok]):.4f} (worst {max(r['RI'] for r in ok):.3f})")
+        if ok and "RI_auto" in ok[0]:
+            parts.append(f"auto RI {np.mean([r['RI_auto'] for r in ok]):.4f}, "
+                         f"in range {sum(r['in_range'] for r in ok)}/{len(ok)}")
+        print("  ".join(parts), flush=True)
+
+
+def loco(rows, key: str, configs=None):
+    """Leave one category out over the candidates that have ``key`` on every mesh.
+
+    Returns ``(per_category, per_mesh, candidates)``: for each category the candidate with
+    the lowest mean ``key`` over the other categories' meshes, and its mean on the held-out
+    category; per held-out mesh its score under its fold's choice."""
+    by = {}
+    for r in rows:
+        if key in r and "error" not in r:
+            by.setdefault(r["config"], {})[r["mesh"]] = r
+    meshes = sorted({r["mesh"] for r in rows})
+    cands = [c for c in (configs or by) if c in by and len(by[c]) == len(meshes)]
+    if not cands:
+        return [], [], []
+    cat = {m: category_of(m) for m in meshes}
+    out, per_mesh = [], []
+    for c in sorted(set(cat.values()), key=lambda c: min(m for m in meshes if cat[m] == c)):
+        train = [m for m in meshes if cat[m] != c]
+        test = [m for m in meshes if cat[m] == c]
+        scores = {n: float(np.mean([by[n][m][key] for m in train])) for n in cands}
+        best = min(cands, key=lambda n: (scores[n], cands.index(n)))
+        held = [by[best][m] for m in test]
+        row = {"category": c, "chosen": best, "train": scores[best],
+               "held_out": float(np.mean([h[key] for h in held])),
+               "worst_mesh": max(held, key=lambda h: h[key])["mesh"], "worst": max(h[key] for h in held)}
+        if key == "RI_auto":
+            row["in_range"] = int(sum(h["in_range"] for h in held))
+            row["n"] = len(held)
+        out.append(row)
+        per_mesh.extend({"mesh": h["mesh"], "category": c, "config": best, key: h[key],
+                         **({"in_range": h["in_range"], "k_auto": h["k_auto"],
+                             "k_human": f"{h['k_human_min']}-{h['k_human_max']}"} if key == "RI_auto" else {})}
+                        for h in held)
+    return out, per_mesh, cands
+
+
+def cv_report(rows, grid_names, header: str) -> str:
+    """The leave-one-category-out tables (protocol k and auto k), every candidate's plain
+    score on all meshes, and the per-mesh scores of the defaults."""
+    lines = [header, ""]
+    for key, title in (("RI", "protocol k (Rand Index error)"), ("RI_auto", "k = auto (Rand Index error)")):
+        table, per_mesh, cands = loco(rows, key, grid_names)
+        if not table:
+            continue
+        mean = float(np.mean([t["held_out"] for t in table]))
+        worst = max(per_mesh, key=lambda h: h[key])
+        lines += [f"### Leave one category out, {title}", "",
+                  f"Candidates ({len(cands)}): {', '.join(cands)}", "",
+                  "| held-out category | chosen on the other 18 | train mean | held-out mean | worst held-out mesh |"
+                  + (" k in human range |" if key == "RI_auto" else ""),
+                  "|---|---|---:|---:|---|" + ("---:|" if key == "RI_auto" else "")]
+        for t in table:
+            lines.append(f"| {t['category']} | {t['chosen']} | {t['train']:.4f} | {t['held_out']:.4f} | "
+                         f"{t['worst_mesh']} ({t['worst']:.3f}) |"
+                         + (f" {t['in_range']}/{t['n']} |" if key == "RI_auto" else ""))
+        extra = ""
+        if key == "RI_auto":
+            nin = sum(h["in_range"] for h in per_mesh)
+            extra = f" | k in range {nin}/{len(per_mesh)} ({100 * nin / len(per_mesh):.0f}%)"
+        lines += [f"| **mean of the held-out folds** | | | **{mean:.4f}** | {worst['mesh']} ({worst[key]:.3f}) |"
+                  + (f" {sum(h['in_range'] for h in per_mesh)}/{len(per_mesh)} |" if key == "RI_auto" else ""), ""]
+        print(f"LOCO {title}: held-out mean {mean:.4f}, worst held-out mesh {worst['mesh']} "
+              f"({worst[key]:.3f}), meshes above 0.30: {sum(h[key] > 0.30 for h in per_mesh)}{extra}", flush=True)
+    # plain scores of every candidate on all meshes
+    lines += ["### Every candidate on all meshes (no held-out set: for comparison only)", "",
+              "| candidate | meshes | RI (protocol) | worst | > 0.30 | RI (auto k) | k in range | s per mesh |",
+              "|---|---:|---:|---|---:|---:|---:|---:|"]
+    names = [n for n in grid_names if any(r["config"] == n for r in rows)]
+    for n in names:
+        mine = [r for r in rows if r["config"] == n and "error" not in r]
+        errs = sum(1 for r in rows if r["config"] == n and "error" in r)
+        pr = [r for r in mine if "RI" in r]
+        au = [r for r in mine if "RI_auto" in r]
+        w = max(pr, key=lambda r: r["RI"]) if pr else None
+        lines.append(
+            f"| {n} | {len(mine)}{f' ({errs} failed)' if errs else ''} | "
+            + (f"{np.mean([r['RI'] for r in pr]):.4f} | {w['mesh']} {w['category']} {w['RI']:.3f} | "
+               f"{sum(r['RI'] > 0.30 for r in pr)} | " if pr else "- | - | - | ")
+            + (f"{np.mean([r['RI_auto'] for r in au]):.4f} | {sum(r['in_range'] for r in au)}/{len(au)} | "
+               if au else "- | - | ")
+            + f"{np.mean([r['seconds'] for r in mine]):.2f} |" if mine else f"| {n} | 0 | | | | | | |")
+    # per-mesh scores of the first candidate (the defaults)
+    first = names[0] if names else None
+    if first:
+        mine = sorted((r for r in rows if r["config"] == first and "error" not in r), key=lambda r: r["mesh"])
+        lines += ["", f"### Plain scores of `{first}` on all {len(mine)} meshes", "",
+                  "| mesh | category | faces | RI (protocol) | auto k | human k | RI (auto k) |",
+                  "|---:|---|---:|---:|---:|---|---:|"]
+        for r in mine:
+            lines.append(f"| {r['mesh']} | {r['category']} | {r['faces']} | {_fmt(r.get('RI'))} | "
+                         f"{r.get('k_auto', '-')} | {r['k_human_min']}-{r['k_human_max']} | {_fmt(r.get('RI_auto'))} |")
+        pr = [r["RI"] for r in mine if "RI" in r]
+        au = [r for r in mine if "RI_auto" in r]
+        lines.append(f"| **mean** | | | **{_fmt(float(np.mean(pr)) if pr else None, 4)}** | | "
+                     f"{sum(r['in_range'] for r in au)}/{len(au)} in range | "
+                     f"**{_fmt(float(np.mean([r['RI_auto'] for r in au])) if au else None, 4)}** |")
+        if pr:
+            print(f"plain, {first} on {len(mine)} meshes: RI {np.mean(pr):.4f}"
+                  + (f", auto RI {np.mean([r['RI_auto'] for r in au]):.4f}, in range "
+                     f"{sum(r['in_range'] for r in au)}/{len(au)}" if au else ""), flush=True)
+    return "\n".join(lines) + "\n"
 
 
 def _fmt(x, nd=3):
@@ -366,6 +675,40 @@ def _parse_max_faces(text: str):
     return out or ["default"]
 
 
+def _main_cv(args, argv) -> int:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    grid = load_grid(args.cv_grid)
+    names = [c["name"] for c in grid]
+    if args.cv_from:
+        rows = []
+        for p in args.cv_from.split(","):
+            rows += [json.loads(line) for line in Path(p).read_text().splitlines() if line.strip()]
+        # the last row of a (candidate, mesh) wins; candidates not in the grid are kept, after it
+        last = {(r["config"], r["mesh"]): r for r in rows}
+        rows = list(last.values())
+        names += [n for n in dict.fromkeys(r["config"] for r in rows) if n not in names]
+        device = "(from " + args.cv_from + ")"
+    else:
+        if not (args.data.is_dir() or args.data.suffix == ".npz"):
+            print(f"no PSB data at {args.data}", file=sys.stderr)
+            return 2
+        ids = [int(x) for x in args.meshes.split(",") if x] or mesh_ids(args.data)
+        device = get_backend(args.device).label
+        print(f"--cv: {len(grid)} candidates x {len(ids)} meshes on {device}, {args.jobs} processes", flush=True)
+        rows = run_cv(args.data, ids, grid, args.device, args.jobs, args.cv_out)
+    cmd = "python benchmarks/mesh_psb.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    md = cv_report(rows, names, f"## Leave-one-category-out cross-validation, {stamp}, device {device}\n\n"
+                                f"Command: `{cmd}`")
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(md)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"date": stamp, "device": device, "command": cmd, "grid": grid,
+                                         "rows": rows}, indent=1, default=str))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -403,7 +746,24 @@ def main(argv=None):
     ap.add_argument("--grid-epsilon", default="")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument("--cv", action="store_true",
+                    help="leave one category out: run every candidate of the grid on every mesh, then for "
+                         "each category pick the candidate best on the other categories and score it there")
+    ap.add_argument("--cv-grid", type=Path, default=None, metavar="GRID.json",
+                    help="candidates for --cv (a JSON list like CV_GRID; default: CV_GRID)")
+    ap.add_argument("--cv-out", type=Path, default=None, metavar="ROWS.jsonl",
+                    help="append every (candidate, mesh) result to this file as it comes")
+    ap.add_argument("--cv-from", default="", metavar="ROWS.jsonl[,...]",
+                    help="--cv tables from rows saved earlier (--cv-out) instead of running")
+    ap.add_argument("--pack", type=Path, default=None, metavar="OUT.npz",
+                    help="write the data as one .npz (meshes and human segmentations; --data accepts it)")
     args = ap.parse_args(argv)
+    if args.pack is not None:
+        pack_data(args.data, args.pack)
+        print(f"packed {len(mesh_ids(args.data))} meshes into {args.pack}")
+        return 0
+    if args.cv or args.cv_from:
+        return _main_cv(args, argv)
     resolutions = _parse_max_faces(args.max_faces)
     if args.simplified is not None:
         os.environ["PSB_SIMPLIFIED"] = str(args.simplified.resolve())

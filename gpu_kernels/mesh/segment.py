@@ -59,7 +59,8 @@ from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import fuzzy_cluster
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph
-from gpu_kernels.mesh.simplify import simplify_mesh, transfer_memberships
+from gpu_kernels.mesh.metrics import contingency
+from gpu_kernels.mesh.simplify import available_simplifiers, simplify_mesh, transfer_memberships
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -102,8 +103,16 @@ AUTO_K_STRENGTH = 1.8
 #: down to two clusters (a mesh whose parts meet at very sharp creases has strong seams
 #: inside its parts too)
 AUTO_K_RELATIVE = 0.4
-#: "merge" (the rule above) or "gap" (the farthest-point gap rule of Katz & Tal)
+#: "merge" (the rule above), "elbow" (stop at the elbow of the merge curve, see
+#: :func:`elbow_stop`) or "gap" (the farthest-point gap rule of Katz & Tal)
 AUTO_K_RULE = "merge"
+#: extra working resolutions, as multiples of WORKING_FACES, clustered besides WORKING_FACES
+#: itself (``max_faces="auto"``); the consensus of the results is kept (CONSENSUS_RULE).
+#: () = one working resolution
+CONSENSUS_SCALES: tuple = ()
+#: "medoid": the result that agrees best with the others (area-weighted Rand index);
+#: "concavity": the one whose boundaries are the most concave on average
+CONSENSUS_RULE = "medoid"
 #: memberships of the final parts: 1 / (d + s) with d the dual-graph distance to the part
 #: (0 inside it) and s the cost of crossing MEMBERSHIP_SPACINGS reference spacings
 #: (dualgraph.ref_scale) of flat surface
@@ -182,9 +191,7 @@ def working_faces(n_faces: int, backend=None, method: str = "auto") -> int | Non
 
 
 def _can_simplify() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pymeshlab") is not None
+    return bool(available_simplifiers())
 
 
 def max_faces_for_device(backend, method: str = "auto") -> int:
@@ -268,7 +275,7 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
         row = []
         for c, t in enumerate(targets):
             if t == "auto":
-                row.append(int(min(sizes[c], AUTO_K_START)) if AUTO_K_RULE == "merge" else "auto")
+                row.append(int(min(sizes[c], AUTO_K_START)) if AUTO_K_RULE in ("merge", "elbow") else "auto")
             elif t == 1 or fac <= 1.0:
                 row.append(t)
             else:
@@ -291,7 +298,8 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
         faces_c = order[starts[c]:starts[c + 1]]
         n = faces_c.size
         a0 = 0.05 + 0.75 * done / wsum
-        a1 = 0.05 + 0.75 * (done + 0.8 * work[c]) / wsum
+        # the APSP's share of a component's work, measured: ~95 % on the CPU (Dijkstra), less on a GPU
+        a1 = 0.05 + 0.75 * (done + (0.8 if backend.is_gpu else 0.95) * work[c]) / wsum
         a2 = 0.05 + 0.75 * (done + work[c]) / wsum
         done += work[c]
         if targets[c] == 1 or n == 1:
@@ -387,12 +395,38 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["timings"]["cut"] += time.perf_counter() - t0
     info["cut"] = st
     info["k_clustered_per_component"] = list(kused)
-    auto_merge = AUTO_K_RULE == "merge" and any(t == "auto" for t in targets)
+    auto_merge = AUTO_K_RULE in ("merge", "elbow") and any(t == "auto" for t in targets)
     if auto_merge or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
         labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
         info["k_per_component"] = [int(np.unique(labels[graph.component == c]).size)
                                    for c in range(len(kused))]
     return labels, P, reps, fuzzy
+
+
+def elbow_stop(strengths) -> int:
+    """How many merges of a merge curve to keep (``AUTO_K_RULE = "elbow"``).
+
+    ``strengths`` are the boundary strengths of the merges in order (weakest first, from
+    AUTO_K_START clusters down to 2). Their running maximum is a rising curve; scaled to the
+    unit square, its elbow is the point farthest below the chord from its first to its last
+    point (Kneedle). The merges up to the elbow are kept, and at least every merge before
+    the first one whose boundary is as strong as AUTO_K_STRENGTH.
+    """
+    st = np.asarray(strengths, dtype=np.float64)
+    m = st.size
+    if m < 3:
+        return int(np.count_nonzero(st < AUTO_K_STRENGTH))
+    cm = np.maximum.accumulate(st)
+    span = cm[-1] - cm[0]
+    if not span > 0:
+        return m
+    x = np.arange(m) / (m - 1)
+    y = (cm - cm[0]) / span
+    knee = int(np.argmax(x - y))
+    n = knee + 1
+    strong = st >= AUTO_K_STRENGTH
+    floor = int(np.argmax(strong)) if strong.any() else m
+    return int(max(n, floor))
 
 
 def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
@@ -414,12 +448,20 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
         smax = {c: max([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c], default=0.0)
                 for c in auto}
         thr = {c: max(AUTO_K_STRENGTH, AUTO_K_RELATIVE * smax[c]) for c in auto}
+        n_keep = {}
+        if AUTO_K_RULE == "elbow":
+            for c in auto:
+                n_keep[c] = elbow_stop([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c])
         stopped: set = set()
         kept, kept_st = [], []
+        seen = dict.fromkeys(auto, 0)
         for (keep, gone), st, c in zip(merges, strengths, comp_of, strict=True):
-            if c in auto and (c in stopped or st >= thr[c]):
-                stopped.add(c)
-                continue
+            if c in auto:
+                seen[c] += 1
+                stop = seen[c] > n_keep[c] if c in n_keep else st >= thr[c]
+                if c in stopped or stop:
+                    stopped.add(c)
+                    continue
             kept.append((keep, gone))
             kept_st.append(st)
         lab = np.asarray(labels).astype(np.int64).copy()
@@ -591,7 +633,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                     target = wf
                 else:
                     info["warnings"].append(
-                        f"pymeshlab is not installed, so the mesh is clustered at its full resolution "
+                        "neither fast-simplification nor pymeshlab is installed, so the mesh is clustered "
+                        f" at its full resolution "
                         f"({graph.n:,} faces) instead of {wf:,}; this is slower, and sharp creases weigh "
                         "more at full resolution")
         if not auto_res and max_faces is not None and graph.n > int(max_faces):
@@ -603,8 +646,9 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
             target = int(0.9 * limit * graph.n / largest)
         if target is not None:
             info["simplified"] = True
-            labels, P, reps, fuzzy = _segment_simplified(
-                v, f, graph, target, k, d_used, e_used, epsilon, apsp_method, max_iter,
+            targets = consensus_targets(target, graph.n) if auto_res else [target]
+            labels, P, reps, fuzzy = _segment_resolutions(
+                v, f, graph, targets, k, d_used, e_used, epsilon, apsp_method, max_iter,
                 backend, prog, info, p_used, o_used)
         else:
             info["n_faces_segmented"] = graph.n
@@ -647,6 +691,82 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         component=comp_in, info=info)
 
 
+def consensus_targets(target: int, n_faces: int) -> list[int]:
+    """The working resolutions clustered for ``max_faces="auto"``: ``target`` first, then
+    ``CONSENSUS_SCALES`` times it (capped at the mesh's own face count, duplicates dropped)."""
+    out = [int(target)]
+    for sc in CONSENSUS_SCALES:
+        t = min(int(round(float(sc) * target)), int(n_faces))
+        if t >= 200 and t not in out:
+            out.append(t)
+    return out
+
+
+def labels_agreement(a, b, weights) -> float:
+    """Area-weighted Rand index of two labelings of the same faces (1: the same partition)."""
+    n = contingency(a, b, weights)
+    tot = float(n.sum()) or 1.0
+    s_ab = float((n ** 2).sum())
+    s_a = float((n.sum(axis=1) ** 2).sum())
+    s_b = float((n.sum(axis=0) ** 2).sum())
+    return 1.0 - (s_a + s_b - 2.0 * s_ab) / tot ** 2
+
+
+def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[int, list]:
+    """Index of the labeling kept among results at several working resolutions, and the
+    per-candidate scores. ``"medoid"``: the highest summed agreement with the others
+    (:func:`labels_agreement`; ties and two candidates go to the most concave boundaries);
+    ``"concavity"``: the most concave boundaries (:func:`boundary_concavity`)."""
+    rule = CONSENSUS_RULE if rule is None else rule
+    m = len(labelings)
+    conc = [boundary_concavity(graph, lab) for lab in labelings]
+    if m == 1:
+        return 0, [1.0]
+    if rule == "concavity" or m == 2:
+        return int(np.argmax(conc)), conc
+    agree = np.zeros((m, m))
+    for i in range(m):
+        for j in range(i + 1, m):
+            agree[i, j] = agree[j, i] = labels_agreement(labelings[i], labelings[j], graph.areas)
+    score = agree.sum(axis=1)
+    best = np.flatnonzero(score >= score.max() - 1e-9)
+    return int(best[np.argmax(np.asarray(conc)[best])]), [float(x) for x in score]
+
+
+def _segment_resolutions(v, f, graph, targets, k, delta, eta_convex, epsilon, apsp_method,
+                         max_iter, backend, prog, info, power, overseg):
+    """Segment at each working resolution of ``targets`` and keep the consensus
+    (:func:`choose_consensus`). One target: :func:`_segment_simplified` alone."""
+    if len(targets) == 1:
+        return _segment_simplified(v, f, graph, targets[0], k, delta, eta_convex, epsilon,
+                                   apsp_method, max_iter, backend, prog, info, power, overseg)
+    results, infos = [], []
+    nt = len(targets)
+    for i, t in enumerate(targets):
+        sub = {"params": info["params"], "timings": info["timings"], "warnings": [], "notes": []}
+        sp = prog.sub(i / nt, (i + 1) / nt)
+        if t >= graph.n:
+            sub["n_faces_segmented"] = graph.n
+            res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg)
+        else:
+            res = _segment_simplified(v, f, graph, t, k, delta, eta_convex, epsilon, apsp_method,
+                                      max_iter, backend, sp, sub, power, overseg)
+        results.append(res)
+        infos.append(sub)
+    best, scores = choose_consensus(graph, [r[0] for r in results])
+    for key, val in infos[best].items():
+        if key in ("params", "timings"):
+            continue
+        if key in ("warnings", "notes"):
+            info.setdefault(key, []).extend(val)
+        else:
+            info[key] = val
+    info["consensus"] = {"resolutions": [int(min(t, graph.n)) for t in targets],
+                         "scores": scores, "kept": int(min(targets[best], graph.n)),
+                         "k": [int(np.unique(r[0]).size) for r in results]}
+    return results[best]
+
+
 def _patch_centre_face(graph, patch, p, centre) -> int:
     faces = np.flatnonzero(patch == p)
     return int(faces[np.argmin(((graph.centroids[faces] - centre) ** 2).sum(axis=1))])
@@ -675,8 +795,9 @@ def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp
         info.setdefault("notes", []).append(msg)
     else:
         info["warnings"].append(msg)
+    # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog, info, power, overseg)
+                                              prog.sub(0.0, 0.8), info, power, overseg)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     if patch is not None:
