@@ -9,10 +9,18 @@
 #   make demo         gpulab demo --out demo-out
 #   make screenshot   resources/screenshot-main.png, taken under Xvfb
 #   make bench        benchmarks (on a CUDA host)
+#   make wheel-check  build wheel + sdist, twine and check-wheel-contents, install the wheel into a
+#                     fresh venv outside the tree, run --version, demo and every tool from there
+#   make package      stand-alone folder (PyInstaller) -> dist/gpulab-VERSION-linux-x86_64[-cudaNN].tar.gz
+#   make package-check  unpack that archive in a temp folder, run it under Xvfb (version, demo
+#                     compared with the checkout's, mesh-seg, install.sh), report size and start time
+#   make desktop-check  desktop-file-validate and appstreamcli on the menu entry and AppStream file
 #
 # Variables: PYTHON (interpreter for the venv, default python3), VENV (default .venv),
 # CUDA_EXTRA (cuda12, cuda13 or none; default: from the driver's CUDA version),
-# RUN_ARGS (extra arguments for gpulab in `make run`), PYTEST_ARGS.
+# RUN_ARGS (extra arguments for gpulab in `make run`), PYTEST_ARGS,
+# WHEEL_DEPS (wheel-check: reuse = the dev venv's dependencies, default; full = pip installs them),
+# PACKAGE_VENV (make package's build venv, default build/package-venv-$(CUDA_EXTRA)).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -37,7 +45,7 @@ ifeq ($(origin CUDA_EXTRA),undefined)
     CUDA_EXTRA := none
   endif
 endif
-EXTRAS_RUN := $(if $(filter none,$(CUDA_EXTRA)),,[$(CUDA_EXTRA)])
+EXTRAS_RUN := [medical,batch$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]
 EXTRAS_DEV := [dev$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]
 
 STAMP_RUN := $(VENV)/.stamp-run-$(CUDA_EXTRA)
@@ -48,7 +56,13 @@ XVFB_PKGS := xvfb xauth libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-i
 	libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libgl1 libegl1 \
 	libglx-mesa0 libgl1-mesa-dri libfontconfig1 libdbus-1-3
 
-.PHONY: help venv install dev run test lint gpu-test demo screenshot bench xvfb-deps clean distclean
+VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -n1)
+ARCHIVE := dist/gpulab-$(VERSION)-linux-x86_64$(if $(filter none,$(CUDA_EXTRA)),,-$(CUDA_EXTRA)).tar.gz
+WHEEL_DEPS ?= reuse
+PACKAGE_VENV ?= build/package-venv-$(CUDA_EXTRA)
+
+.PHONY: help venv install dev run test lint gpu-test demo screenshot bench xvfb-deps clean distclean \
+	wheel-check package package-check desktop-check desktop-deps
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -131,6 +145,46 @@ gpu-test: $(STAMP_DEV)
 bench: $(STAMP_RUN)
 	@for b in benchmarks/mesh.py benchmarks/mesh_psb.py; do \
 	  if [ -f $$b ]; then echo "== $$b"; $(PY) $$b || exit $$?; fi; done
+
+# ------------------------------------------------------------------ packaging (packaging/README.md)
+# desktop-file-validate and appstreamcli, through apt when missing and root
+desktop-deps:
+	@if ! command -v desktop-file-validate >/dev/null 2>&1 || ! command -v appstreamcli >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing through apt: desktop-file-utils appstream"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends desktop-file-utils appstream >/dev/null 2>&1 || \
+	      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends desktop-file-utils appstream >/dev/null; }; } \
+	      || { echo "apt-get install desktop-file-utils appstream failed"; exit 1; }; \
+	  else echo "desktop-check needs desktop-file-validate and appstreamcli (apt-get install desktop-file-utils appstream)"; exit 1; fi; \
+	fi
+
+desktop-check: desktop-deps
+	desktop-file-validate packaging/linux/org.gpulab.gpulab.desktop
+	appstreamcli validate --no-net packaging/linux/org.gpulab.gpulab.metainfo.xml
+
+wheel-check: $(STAMP_DEV) desktop-check
+	WHEEL_CHECK_COMPARE=$${WHEEL_CHECK_COMPARE:-1} packaging/wheel_check.sh $(PY) $(WHEEL_DEPS)
+
+$(PACKAGE_VENV)/.stamp: pyproject.toml setup.py $(wildcard app/*.py)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+	  { echo "gpulab needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) --version 2>&1)"; exit 1; }
+	@test -x $(PACKAGE_VENV)/bin/python || $(PYTHON) -m venv $(PACKAGE_VENV)
+	@echo "Installing gpulab[medical,batch$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))] and PyInstaller into $(PACKAGE_VENV)"
+	@$(PACKAGE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --progress-bar off \
+	  "pyinstaller>=6.10" ".[medical,batch$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]" \
+	  > $(PACKAGE_VENV)/pip-install.log 2>&1 || { tail -30 $(PACKAGE_VENV)/pip-install.log; exit 1; }
+	@touch $@
+
+# the PyInstaller build always reinstalls gpulab itself (not editable) so the bundle has this tree
+package: $(PACKAGE_VENV)/.stamp
+	@$(PACKAGE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall . \
+	  > $(PACKAGE_VENV)/pip-gpulab.log 2>&1 || { cat $(PACKAGE_VENV)/pip-gpulab.log; exit 1; }
+	nice -n 10 packaging/build_bundle.sh $(PACKAGE_VENV) $(CUDA_EXTRA)
+
+package-check: $(STAMP_RUN) xvfb-deps desktop-deps
+	@test -f $(ARCHIVE) || { echo "no $(ARCHIVE): run make package$(if $(filter none,$(CUDA_EXTRA)),, CUDA_EXTRA=$(CUDA_EXTRA)) first"; exit 1; }
+	packaging/package_check.sh $(ARCHIVE) $(VENV)/bin/gpulab
 
 # ------------------------------------------------------------------ cleaning
 clean:

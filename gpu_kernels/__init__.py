@@ -5,7 +5,12 @@ NumPy/SciPy reference path; :mod:`gpu_kernels.backend` picks one. This package n
 imports Qt and never reads files.
 """
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+try:  # the distribution's version (pyproject.toml), the same one app.__version__ reports
+    __version__ = _metadata.version("gpulab")
+except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
+    __version__ = "0+unknown"
 
 from gpu_kernels.backend import BackendError, get_backend  # noqa: E402
 from gpu_kernels.errors import GpulabError, InputError, TooLargeError  # noqa: E402

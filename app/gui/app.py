@@ -35,7 +35,7 @@ def make_app(argv: list[str] | None = None):
     app.setApplicationName("gpulab")
     app.setOrganizationName("gpulab")
     app.setApplicationDisplayName("gpulab")
-    app.setDesktopFileName("gpulab")
+    app.setDesktopFileName("org.gpulab.gpulab")  # packaging/linux/org.gpulab.gpulab.desktop
     app.setWindowIcon(app_icon())
     return app
 

@@ -12,8 +12,11 @@ __all__ = ["resources_dir", "app_icon"]
 
 
 def resources_dir() -> Path:
-    """The top-level ``resources/`` folder of the source tree (samples, icons)."""
-    return Path(__file__).resolve().parents[2] / "resources"
+    """gpulab's samples and icons (:func:`app.tools.base.resources_dir`: the checkout's, or the
+    installed package's)."""
+    from ..tools.base import resources_dir as _resources_dir
+
+    return _resources_dir()
 
 
 @functools.cache

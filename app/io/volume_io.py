@@ -248,6 +248,20 @@ def _read_nifti(path) -> Volume:
 
 
 # --------------------------------------------------------------------------- SimpleITK formats
+_SITK_WHAT = {"metaimage": "read MetaImage files", "nrrd": "read NRRD files", "dicom": "read DICOM series",
+              "write": "write MetaImage or NRRD files"}
+
+
+def _sitk(path, fmt):
+    """SimpleITK, or a one-line error naming the extra that brings it (``gpulab[medical]``)."""
+    try:
+        import SimpleITK as sitk
+    except ImportError:
+        raise _err(path, f"install gpulab[medical] to {_SITK_WHAT.get(fmt, 'use SimpleITK')} "
+                         "(SimpleITK is not installed)") from None
+    return sitk
+
+
 _MET_TYPES = {"MET_UCHAR": 1, "MET_CHAR": 1, "MET_USHORT": 2, "MET_SHORT": 2, "MET_UINT": 4, "MET_INT": 4,
               "MET_ULONG": 8, "MET_LONG": 8, "MET_ULONG_LONG": 8, "MET_LONG_LONG": 8, "MET_FLOAT": 4,
               "MET_DOUBLE": 8}
@@ -384,7 +398,7 @@ def _sitk_volume(path, img, fmt) -> Volume:
 
 
 def _read_sitk_file(path, fmt) -> Volume:
-    import SimpleITK as sitk
+    sitk = _sitk(path, fmt)
 
     if fmt == "metaimage":
         _precheck_metaimage(path)
@@ -407,7 +421,7 @@ def _read_sitk_file(path, fmt) -> Volume:
 
 
 def _read_dicom(path) -> Volume:
-    import SimpleITK as sitk
+    sitk = _sitk(path, "dicom")
 
     p = Path(path)
     folder = p if p.is_dir() else p.parent
@@ -703,8 +717,7 @@ def write_volume(path, data, *, spacing=(1.0, 1.0, 1.0), affine=None, time_step=
         with atomic_write(p, "wb") as fh:
             fh.write(_nifti_bytes(img, name.endswith(".gz")))
     else:
-        import SimpleITK as sitk
-
+        sitk = _sitk(p, "write")
         img = sitk.GetImageFromArray(np.ascontiguousarray(a), isVector=False)
         spc = [sp[2], sp[1], sp[0]] + ([float(time_step or 1.0)] if a.ndim == 4 else [])
         img.SetSpacing(spc)
