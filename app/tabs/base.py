@@ -839,16 +839,30 @@ class ToolTab(QWidget):
             slot["view"] = view
             view.setObjectName(f"{self.settings_key}-pinned-view")
             self._pinned_slot = slot
-            self.splitter.insertWidget(1, view)
+            box = QWidget()
+            box.setObjectName(f"{self.settings_key}-pinned")
+            lay = QVBoxLayout(box)
+            lay.setContentsMargins(0, 0, 0, 0)
+            self.pinned_caption = QLabel("")
+            self.pinned_caption.setStyleSheet("background: #fff3c4; padding: 2px 6px;")
+            lay.addWidget(self.pinned_caption)
+            lay.addWidget(view, 1)
+            self._pinned_box = box
+            sizes = self.splitter.sizes()
+            self.splitter.insertWidget(1, box)
+            half = max(200, sizes[1] // 2)
+            self.splitter.setSizes([sizes[0], half, half, *sizes[2:]])
+        self.pinned_caption.setText("Pinned — " + (self._pin_text(self.pinned[1]) or "defaults"))
         self._render_pinned()
         self._update_compare()
-        self._set_status("Pinned: the pinned result is on the left, the live one on the right")
+        self._set_status("Pinned: the pinned result is on the left, the live one on the right; "
+                         "the table lists the parameters that differ")
         return True
 
     def unpin(self) -> None:
         self.pinned = None
         if self._pinned_slot is not None:
-            v = self._pinned_slot["view"]
+            v = self._pinned_box
             self._pinned_slot = None
             if isinstance(v, View3D):
                 v.close_view()
@@ -861,6 +875,10 @@ class ToolTab(QWidget):
             self.pin_button.setChecked(False)
             self.pin_button.blockSignals(False)
         self.compare_table.setVisible(False)
+
+    def _pin_text(self, params: dict) -> str:
+        """The pinned parameters that differ from the defaults, as flags."""
+        return " ".join(self.tool.params.to_cli(params))
 
     def _on_pin_toggled(self, on: bool) -> None:
         if on:

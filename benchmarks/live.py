@@ -1,0 +1,306 @@
+"""Live tuning, measured: from a parameter edit to the new result shown, in each of the five tabs.
+
+For every tool it loads an input (``--quick``: the bundled samples and small synthetic data;
+otherwise 1080p flow and imseg, a ~17k-face PSB mesh, a 128^3 echo pair and two 640x480 views
+of templeSparseRing), turns Live on and measures
+
+1. ``last_stage_s``: an edit of a parameter of the tool's last compute stage;
+2. ``full_s``: an edit of a parameter of its first stage (a full run);
+3. ``display_s``: an edit of a display-only parameter (a redraw without a job);
+
+each from the edit to the tab's ``result_shown`` signal, through the tab's real form widgets
+(offscreen Qt), with the debounce, compute and paint shares apart. ``same_as_full_run``
+compares the live result, array by array, with a fresh ``tool.run`` at the same parameters.
+
+Where PySide6 is missing (the GPU host), the tabs cannot be driven: the same edits go through
+``Tool.run_staged`` and the shared stage cache (the compute share alone), and the JSON says
+``"driver": "stages"``.
+
+    python benchmarks/live.py --device cpu --quick --json live-cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SHARED = ROOT.parent / "shared" / "data"
+
+from app.tools import TOOLS  # noqa: E402
+from app.tools.stages import StageCache  # noqa: E402
+from gpu_kernels.backend import get_backend  # noqa: E402
+
+#: per tool: (parameter of the last compute stage, new value), (first-stage parameter, new value),
+#: (display-only parameter, new value) -- None where the tool declares none
+EDITS = {
+    "mesh-seg": (("k", 4), ("delta", 0.3), ("shading", 0.8)),
+    "flow": (("lam", 0.2), ("lam", 0.1), None),
+    "echo": (("reference", 1), ("alpha", 0.5), None),
+    "mvs": (("fuse_tol", 0.02), ("ncc_accept", 0.5), None),
+    "imseg": (("min_size", 128), ("k_max", 12), None),
+}
+
+
+# ----------------------------------------------------------------------------- inputs
+def _resize(img, shape):
+    import cv2
+
+    return cv2.resize(img, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
+
+
+def load_input(tool, quick: bool):
+    name = tool.name
+    if name == "mesh-seg":
+        from app.tools import mesh_seg
+
+        if quick:
+            return mesh_seg.load(ROOT / "resources" / "samples" / "dumbbell.ply"), {"k": 3}
+        best = None
+        for f in sorted((SHARED / "psb" / "off").glob("*.off")):
+            with open(f) as fh:
+                head = fh.readline().split()
+                counts = (head[1:] if len(head) > 1 else fh.readline().split())
+            n = int(counts[1])
+            if best is None or abs(n - 17000) < abs(best[1] - 17000):
+                best = (f, n)
+        return mesh_seg.load(best[0]), {"k": 3, "max_faces": None}
+    if name == "flow":
+        from app.tools import flow
+
+        data = flow.load(flow.samples()[0])
+        if not quick:
+            shape = (1080, 1920)
+            data = dataclasses.replace(data, img1=_resize(data.img1, shape), img2=_resize(data.img2, shape), gt=None,
+                                       mask=None)
+        return data, {}
+    if name == "echo":
+        from app.tools import echo
+        from gpu_kernels.echo.synthetic import make_pair
+
+        n = 32 if quick else 128
+        f, m, gt = make_pair(n, shift=(0.5, -0.5, 1.0), seed=2)
+        return echo.EchoData(np.stack([f, m]).astype(np.float32), (1.0, 1.0, 1.0), ["f", "m"],
+                             truth={(0, 1): gt}), {"levels": 2 if quick else 3}
+    if name == "mvs":
+        from app.tools import mvs
+
+        if quick:
+            from gpu_kernels.mvs.synth import render_synthetic_scene
+
+            return mvs.MVSData(render_synthetic_scene(n_views=8, width=64, height=48).scene), \
+                {"views": "0,1", "neighbors": 4, "min_views": 2}
+        par = next((SHARED / "middlebury-mvs" / "templeSparseRing").rglob("*_par.txt"))
+        return mvs.load(par), {"views": "0,1"}
+    if name == "imseg":
+        from app.tools import imseg
+
+        data = imseg.load(imseg.samples()[0])
+        if not quick:
+            data = dataclasses.replace(data, image=_resize(data.image, (1080, 1920)))
+        return data, {}
+    raise KeyError(name)
+
+
+# ----------------------------------------------------------------------------- comparing
+def arrays_of(obj, prefix="", out=None, depth=0, seen=None):
+    """Every array inside a result (its input, ``data``, left out)."""
+    out = {} if out is None else out
+    seen = set() if seen is None else seen
+    if obj is None or depth > 6 or id(obj) in seen:
+        return out
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        out[prefix] = obj
+        return out
+    if hasattr(obj, "get") and type(obj).__module__.startswith("cupy"):
+        out[prefix] = obj.get()
+        return out
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list | tuple):
+        items = enumerate(obj)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        items = ((f.name, getattr(obj, f.name, None)) for f in dataclasses.fields(obj) if f.name != "data")
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = ((k, v) for k, v in vars(obj).items() if k != "data")
+    else:
+        return out
+    for k, v in items:
+        arrays_of(v, f"{prefix}.{k}", out, depth + 1, seen)
+    return out
+
+
+def same(a, b) -> bool:
+    aa, bb = arrays_of(a), arrays_of(b)
+    if aa.keys() != bb.keys():
+        return False
+    return all(x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind == "f") for x, y in
+               ((aa[k], bb[k]) for k in aa))
+
+
+# ----------------------------------------------------------------------------- drivers
+def bench_stages(tool, data, base: dict, device) -> dict:
+    """Without Qt: the compute share, through the stage cache."""
+    be = get_backend(device)
+    cache = StageCache()
+    last, first, disp = EDITS[tool.name]
+    p0 = tool.params.validate(base)
+    tool.run_staged(data, p0, device=be, cache=cache)  # warm-up: kernels compiled, the cache filled
+    out = {"driver": "stages"}
+    p_last = {**p0, last[0]: last[1]}
+    t0 = time.perf_counter()
+    r_last, rep = tool.run_staged(data, p_last, device=be, cache=cache)
+    out["last_stage_s"] = time.perf_counter() - t0
+    out["last_stage_ran"] = rep.ran
+    p_full = {**p_last, first[0]: first[1]}
+    t0 = time.perf_counter()
+    r_full, rep = tool.run_staged(data, p_full, device=be, cache=cache)
+    out["full_s"] = time.perf_counter() - t0
+    out["full_ran"] = rep.ran
+    out["display_s"] = None
+    if disp is not None:
+        t0 = time.perf_counter()
+        tool.apply_display(r_full, {**p_full, disp[0]: disp[1]})
+        out["display_s"] = time.perf_counter() - t0
+    out["changed_param"] = last[0]
+    out["full_param"] = first[0]
+    out["display_param"] = disp[0] if disp else None
+    out["same_as_full_run"] = bool(same(r_last, tool.run(data, p_last, device=be, progress=None)))
+    return out
+
+
+def bench_tab(tool, data, base: dict, device, app) -> dict:
+    """Through the tab's real widgets, offscreen."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from app.tabs.base import LIVE_DEBOUNCE_MS
+
+    be = get_backend(device)
+    cls = tool.tab_class()
+    tab = cls()
+    tab.host.device = device
+    tab.resize(1300, 800)
+    tab.show()
+    tab.cache = StageCache()
+    tab.set_input(data, getattr(data, "path", None) or pathlib.Path(tool.key))
+    tab.form.set_values(base)
+    timings: dict = {}
+
+    def wait_shown(action, timeout_s=900):
+        loop = QEventLoop()
+        t = {}
+        fired = []
+        tab._live_timer.timeout.connect(lambda: fired.append(time.perf_counter()))
+        paint = []
+        orig = tab.show_result
+
+        def timed_show(res):
+            t1 = time.perf_counter()
+            orig(res)
+            paint.append(time.perf_counter() - t1)
+
+        tab.show_result = timed_show
+        tab.result_shown.connect(loop.quit)
+        QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+        t0 = time.perf_counter()
+        action()
+        loop.exec()
+        t["edit_to_shown_s"] = time.perf_counter() - t0
+        t["debounce_s"] = (fired[0] - t0) if fired else 0.0
+        t["paint_s"] = sum(paint)
+        t["compute_s"] = tab.last_report.total if tab.last_report is not None else None
+        tab.result_shown.disconnect(loop.quit)
+        tab.show_result = orig
+        while tab.runner.is_running():
+            app.processEvents()
+        return t
+
+    def edit(name, value):
+        p = tool.params[name]
+        w = tab.form.editor(name)
+        flag = tab.form.flag(name)
+        if flag is not None and flag.isChecked():
+            flag.setChecked(False)
+        if p.choices:
+            w.setCurrentIndex(w.findData(value))
+        elif p.type is bool:
+            w.setChecked(bool(value))
+        else:
+            w.setValue(value)
+
+    last, first, disp = EDITS[tool.name]
+    # the first run (Live turned on), as a warm-up
+    wait_shown(lambda: tab.live_check.setChecked(True))
+    timings["last"] = wait_shown(lambda: edit(*last))
+    ran_last = list(tab.last_report.ran) if tab.last_report else []
+    live_last = tab.result
+    p_last = tab.shown_params()
+    timings["full"] = wait_shown(lambda: edit(*first))
+    ran_full = list(tab.last_report.ran) if tab.last_report else []
+    display_s = None
+    if disp is not None:
+        t0 = time.perf_counter()
+        edit(*disp)
+        app.processEvents()
+        display_s = time.perf_counter() - t0
+    out = {"driver": "tabs", "debounce_ms": LIVE_DEBOUNCE_MS,
+           "last_stage_s": timings["last"]["edit_to_shown_s"], "full_s": timings["full"]["edit_to_shown_s"],
+           "display_s": display_s, "changed_param": last[0], "full_param": first[0],
+           "display_param": disp[0] if disp else None, "last_stage_ran": ran_last, "full_ran": ran_full,
+           "shares": timings}
+    out["same_as_full_run"] = bool(same(live_last, tool.apply_display(tool.run(data, p_last, device=be, progress=None),
+                                                                       p_last)))
+    tab.live_check.setChecked(False)
+    tab.close()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--quick", action="store_true", help="small inputs (the CPU in CI)")
+    ap.add_argument("--json", type=pathlib.Path, default=None)
+    ap.add_argument("--tools", default="", help="comma-separated tool names (default: all five)")
+    ap.add_argument("--no-tabs", action="store_true", help="measure through the stage cache only")
+    args = ap.parse_args(argv)
+    app = None
+    if not args.no_tabs:
+        try:
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+            from PySide6.QtWidgets import QApplication
+
+            app = QApplication.instance() or QApplication([])
+        except ImportError:
+            app = None
+    be = get_backend(args.device)
+    only = [t for t in args.tools.split(",") if t]
+    doc = {"device": be.label, "quick": args.quick, "tools": {}}
+    for tool in TOOLS:
+        if tool.name not in EDITS or (only and tool.name not in only):
+            continue
+        data, base = load_input(tool, args.quick)
+        try:
+            res = bench_tab(tool, data, base, args.device, app) if app is not None else \
+                bench_stages(tool, data, base, args.device)
+        except Exception as exc:  # noqa: BLE001 - one tool's failure is a figure too
+            res = {"error": f"{type(exc).__name__}: {exc}"}
+        doc["tools"][tool.name] = res
+        print(f"{tool.name:9s} " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                                             for k, v in res.items() if k not in ("shares",)), flush=True)
+    text = json.dumps(doc, indent=2, default=str)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
