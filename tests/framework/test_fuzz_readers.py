@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import fuzz_report
 import numpy as np
 import pytest
 
@@ -86,7 +88,24 @@ def _cases(reader, folder: Path) -> list[Path]:
             fh.write(data)
             fh.truncate(HUGE)
     (cases / f"folder{reader.extensions[0]}").mkdir()
+    # the path families: a FIFO (must not block), links, a unicode name
+    first = next(p for p in sorted(cases.iterdir()) if p.name.startswith("valid-"))
+    ext = first.name[len("valid-s00"):]
+    os.mkfifo(cases / f"fifo{ext}")
+    (cases / f"symlink-ok{ext}").symlink_to(first)
+    (cases / f"symlink-dangling{ext}").symlink_to(cases / f"gone{ext}")
+    (cases / f"unicode-ok-données é 日本{ext}").write_bytes(first.read_bytes())
     return sorted(cases.iterdir())
+
+
+def _family(case: str) -> str:
+    for key, fam in (("-empty", "empty"), ("-trunc", "truncated"), ("-flip", "random"), ("-garbage", "random"),
+                     ("-count", "huge-count"), ("-huge", "huge-file"), ("folder", "directory"), ("fifo", "fifo"),
+                     ("symlink-ok", "symlink"), ("symlink-dangling", "dangling-symlink"),
+                     ("unicode-ok", "unicode-path"), ("valid-", "valid")):
+        if key in case:
+            return fam
+    return "other"
 
 
 @pytest.mark.parametrize("reader", READERS, ids=lambda r: r.name)
@@ -98,6 +117,13 @@ def test_reader_survives_corrupt_files(reader, tmp_path):
     lines = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
     started = [d["start"] for d in lines if "start" in d]
     done = {d["case"]: d for d in lines if "case" in d}
+    if r.returncode != 0 and started:
+        fuzz_report.record("readers", reader.name, _family(started[-1]), "crash", "input_error", (), False)
+    for k, v in done.items():
+        fam = _family(k)
+        expect = "ok" if fam in ("valid", "symlink", "unicode-path") else \
+            ("input_error" if fam in ("empty", "directory", "fifo", "dangling-symlink") else "ok|input_error")
+        fuzz_report.record("readers", reader.name, fam, v["outcome"], expect, (), v["outcome"] in expect.split("|"))
     assert r.returncode == 0, (f"the reading process died (exit {r.returncode}) on "
                                f"{started[-1] if started else '?'}:\n{r.stderr[-2000:]}")
     assert len(done) == len(files)
@@ -108,8 +134,10 @@ def test_reader_survives_corrupt_files(reader, tmp_path):
     for k, v in done.items():
         if k.startswith("valid-"):
             assert v["outcome"] == "ok", (k, v)
-        if "-empty" in k or k.startswith("folder"):
+        if "-empty" in k or k.startswith("folder") or k.startswith("fifo") or k.startswith("symlink-dangling"):
             assert v["outcome"] == "input_error", (k, v)
+        if k.startswith("symlink-ok") or k.startswith("unicode-ok"):
+            assert v["outcome"] == "ok", (k, v)
 
 
 def test_every_format_reader_is_registered():
