@@ -256,7 +256,8 @@ def test_pin_shows_both_results_and_the_parameters_that_differ(tab, qtbot):
     wait_idle(qtbot, tab)
     assert tab.pin()
     pinned_view = tab._pinned_slot["view"]
-    assert tab.splitter.indexOf(pinned_view) == 1 and tab.splitter.indexOf(tab.view) == 2
+    assert tab.splitter.indexOf(tab._pinned_box) == 1 and tab.splitter.indexOf(tab.view) == 2
+    assert tab.pinned_caption.text() == "Pinned — defaults"
     tab.form.editor("level").setValue(0.2)
     tab.form.set_value("style", "fancy")
     wait_idle(qtbot, tab)
