@@ -303,6 +303,7 @@ class _SplitterBalance(QObject):
     def __init__(self, split: QSplitter, view_index: int, side_share: float, side_max: int):
         super().__init__(split)
         self.split, self.view_index, self.side_share, self.side_max = split, view_index, side_share, side_max
+        self.has_side = split.count() > view_index + 1  # a panel right of the view(s)
         self.user_moved = False
         split.splitterMoved.connect(self._moved)
 
@@ -315,14 +316,17 @@ class _SplitterBalance(QObject):
         total = sp.width() - sp.handleWidth() * (sp.count() - 1)
         if total <= 0 or sp.count() < 2:
             return
-        mins = [max(sp.widget(i).minimumWidth(), sp.widget(i).minimumSizeHint().width()) for i in range(sp.count())]
+        n = sp.count()
+        mins = [max(sp.widget(i).minimumWidth(), sp.widget(i).minimumSizeHint().width()) for i in range(n)]
         sizes = list(mins)
-        if sp.count() > 2:  # a side panel: a share of the width, at least its minimum
-            side = sp.count() - 1
-            sizes[side] = max(mins[side], min(int(self.side_share * total), self.side_max))
+        if self.has_side:  # a side panel: a share of the width, at least its minimum
+            sizes[n - 1] = max(mins[n - 1], min(int(self.side_share * total), self.side_max))
         sizes[0] = max(mins[0], 340) if total >= 1500 else mins[0]
-        sizes[self.view_index] = max(total - sum(s for i, s in enumerate(sizes) if i != self.view_index),
-                                     mins[self.view_index])
+        # the view (or the views side by side, a pinned copy beside the live one) share the rest
+        views = list(range(self.view_index, n - 1 if self.has_side else n))
+        rest = total - sum(s for i, s in enumerate(sizes) if i not in views)
+        for i in views:
+            sizes[i] = max(rest // len(views), mins[i])
         self._balancing = True
         try:
             sp.setSizes(sizes)

@@ -336,7 +336,7 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                     params: OptimizeParams = OptimizeParams(), batch_size: int | None = None,
                     max_attempts: int = DEFAULT_MAX_ATTEMPTS, max_slant_deg: float = DEFAULT_MAX_SLANT_DEG,
                     depth_ranges=None, seed_min_iter: int = DEFAULT_SEED_MIN_ITER, overlap: bool | None = None,
-                    device=None, progress=None, callback=None) -> list[DepthMap]:
+                    device=None, progress=None, callback=None, work_hint: float | None = None) -> list[DepthMap]:
     """Grow the depth maps of the reference views ``refs`` together.
 
     Parameters
@@ -364,6 +364,10 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
     callback : callable, optional
         Called after each batch as ``callback(maps, info)`` with the live :class:`DepthMap`
         objects (do not modify) and ``info = {"batch", "samples", "queued"}``.
+    work_hint : float, optional
+        The share of the free pixels the growing is expected to try (from views grown
+        before; 0.5 when None): the progress bar's scale, since the growing's length is
+        known only at its end.
 
     Returns
     -------
@@ -435,14 +439,16 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                 callback(maps, {"batch": sum(x.batches for x in groups), "samples": samples,
                                 "queued": sum(len(x.q) for x in groups)})
             tried = sum(x.tried for x in groups)
-            progress.update(min(1.0, tried / (1.15 * total_free)),
+            # the growing's length is known only at its end: expect it to try the share of the free
+            # pixels that the previous views tried (work_hint), about half at first
+            progress.update(min(0.97, tried / (max(work_hint or 0.5, 0.05) * max(total_free, 1))),
                             f"batch {sum(x.batches for x in groups)}: {samples:,} samples, "
                             f"{sum(len(x.q) for x in groups):,} queued")
     for g in groups:
         g.finish()
     total_s = time.perf_counter() - t_start
     stats = {"seeds": sum(g.n_seeds for g in groups), "batches": sum(g.batches for g in groups),
-             "tried": sum(g.tried for g in groups), "time_s": total_s, "wait_s": t_wait,
+             "tried": sum(g.tried for g in groups), "free": int(total_free), "time_s": total_s, "wait_s": t_wait,
              "queue_s": sum(g.t_queue for g in groups), "views_together": len(refs), "groups": ngroups,
              "neighbors": nv}
     stats["optimize_s"] = t_wait if ngroups > 1 else max(total_s - stats["queue_s"], 0.0)

@@ -148,12 +148,19 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         if scene.images[v] is None:
             raise MVSInputError(f"view {scene.names[v]} has no image")
     t0 = time.perf_counter()
-    prog_seed = progress.sub(0.0, 0.1, "seeds")
+    # the bar is shared by measured cost: SIFT seeding costs about 2 % of growing one view per
+    # view it reads (nothing with the scene's own sparse points), growing is alike per view,
+    # the fusion a few per cent
+    sift_views = 0 if (scene.points is not None and len(scene.points)) else scene.n_views
+    seed_end = min(0.3, 0.02 * sift_views / (0.02 * sift_views + len(vs)))
+    grow_end = 0.97 if fuse and len(vs) >= 2 else 1.0
+    prog_seed = progress.sub(0.0, seed_end, "seeds")
     pts, pvis, seed_src = scene_seeds(scene, progress=prog_seed)
     if len(pts) == 0:
         raise MVSInputError("the scene has no seeds: no sparse points and no SIFT feature could be matched "
                             "and triangulated between neighbouring views")
     t_seeds = time.perf_counter() - t0
+    progress.update(seed_end, "view selection")
     nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors)
             for v in vs}
     for v in vs:
@@ -167,7 +174,8 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     peak_mem = 0
     t_grow = 0.0
     groups = [vs[i:i + vt] for i in range(0, len(vs), vt)]
-    prog_grow = progress.sub(0.1, 0.9 if fuse else 1.0)
+    prog_grow = progress.sub(seed_end, grow_end)
+    tried_free = [0, 0]  # pixels tried and pixels free so far: how much of a view the growing visits
     with be.activate():
         if be.is_gpu:
             be.free_memory_pool()
@@ -180,6 +188,9 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                 if nbytes > 0.8 * free:
                     raise TooLargeError(nbytes, int(0.8 * free), unit="bytes of view textures",
                                         remedy="process fewer views together", parameter="views_together")
+            sub = prog_grow.sub(gi / len(groups), (gi + 1) / len(groups),
+                                f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
+            sub.update(0.0, "textures")
             tex = pack_views(scene.images, device=be, views=need)
             img9 = {v: prepare_image(scene.images[v]) for v in grp}
             seeds = []
@@ -191,13 +202,15 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                     seeds.append(pts[sel])
                 else:
                     seeds.append(pts)
-            sub = prog_grow.sub(gi / len(groups), (gi + 1) / len(groups),
-                                f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
+            sub.update(0.05, "growing")
             tg = time.perf_counter()
+            hint = tried_free[0] / tried_free[1] if tried_free[1] else None
             maps = grow_depth_maps(tex, img9, scene.cameras, grp, [nbrs[v] for v in grp], seeds,
                                    masks=scene.masks, params=prm, batch_size=batch_size,
-                                   max_attempts=max_attempts, overlap=overlap, device=be, progress=sub,
-                                   callback=callback)
+                                   max_attempts=max_attempts, overlap=overlap, device=be,
+                                   progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint)
+            tried_free[0] += maps[0].stats.get("tried", 0)
+            tried_free[1] += maps[0].stats.get("free", 0)
             t_grow += time.perf_counter() - tg
             call_stats.append(maps[0].stats)
             if be.is_gpu:
@@ -215,7 +228,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                                 images=[scene.images[v] if np.asarray(scene.images[v]).dtype == np.uint8 else None
                                         for v in vs],
                                 rel_tol=fuse_tol, min_views=fuse_min_views, device=be,
-                                progress=progress.sub(0.9, 1.0, "fusion"))
+                                progress=progress.sub(grow_end, 1.0, "fusion"))
         t_fuse = time.perf_counter() - tf
     samples = int(sum(m.n_samples for m in maps_all))
     stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(pts),

@@ -47,7 +47,7 @@ def test_throttling_keeps_stage_changes_and_the_end():
     p.update(0.5, "next stage")
     p.update(1.0)
     assert seen[0] == (0.0, "loop")
-    assert (0.5, "next stage") in seen
+    assert (0.999, "next stage") in seen  # a new stage never moves the bar back (monotonic)
     assert seen[-1] == (1.0, "next stage")
     assert len(seen) == 3
 
