@@ -104,7 +104,9 @@ class MainWindow(QMainWindow):
         r = tab.runner
         r.running_changed.connect(lambda running, r=r: self._on_running_changed(r, running))
         r.progress.connect(lambda f, s, r=r: self._on_progress(r, f, s))
-        r.failed.connect(lambda _s, _d, t=tab: self.statusBar().showMessage(f"{t.title}: failed", 8000))
+        # the tab says what failed ("Could not open x.ply; ..."); the window only for a tab out of view
+        r.failed.connect(lambda _s, _d, t=tab: None if t is self.current_tab()
+                         else self.statusBar().showMessage(f"{t.title}: failed", 8000))
         r.cancelled.connect(lambda t=tab: self.statusBar().showMessage(f"{t.title}: cancelled", 5000))
         tab.status_message.connect(lambda msg, t=tab: self._tab_status(t, msg))
         tab.result_changed.connect(self._update_actions)

@@ -292,7 +292,7 @@ class ToolTab(QWidget):
         row.addWidget(self.open_button)
         row.addWidget(self.sample_combo, 1)
         gl.addLayout(row)
-        self.input_info = QLabel(f"No {self.tool.input_kind.lower().rstrip('s')} loaded.")
+        self.input_info = QLabel(f"No {self.tool.input_noun.lower()} loaded.")  # "No mesh loaded." (was "meshe")
         self.input_info.setObjectName(f"{self.settings_key}-input-info")
         self.input_info.setWordWrap(True)
         self.input_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
