@@ -472,8 +472,13 @@ class ToolTab(QWidget):
             self.host.show_error("Cannot open file", f"No such file: {path}")
             return False
         self._job = ("load", path, "open")
-        self.runner.start(Job(self.tool.load, (path,), what=f"Opening {path.name}", uses_device=False))
+        self.runner.start(Job(self.load_input, (path,), what=f"Opening {path.name}", uses_device=False))
         return True
+
+    def load_input(self, path: Path, *, progress=None):
+        """Read ``path`` on the worker thread (no widgets here): the tool's loader; a tab may
+        accept more (the flow tab opens a lone image and asks for the second frame)."""
+        return self.tool.load(path, progress=progress)
 
     def is_loading(self) -> bool:
         return self.runner.is_running() and self._job is not None and self._job[0] == "load"

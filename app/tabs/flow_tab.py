@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -42,6 +42,9 @@ def _hex(rgb) -> str:
 __all__ = ["FlowTab"]
 
 log = logging.getLogger(__name__)
+
+#: the warning that marks a lone first frame waiting for its second (FlowData.warnings)
+AWAITING_SECOND = "no second frame yet: choose it with Second frame…"
 
 RIGHT_VIEWS = ("Second frame", "Second frame warped by the flow", "Difference |frame 1 - warped frame 2|",
                "Flow (colour wheel)", "Quality map", "Ground truth (colour wheel)", "Endpoint error")
@@ -255,9 +258,38 @@ class FlowTab(ToolTab):
         self.legend_title.setVisible(self.wheel.isVisibleTo(self) or self.right_bar.isVisibleTo(self)
                                      or self.quality_legend.isVisibleTo(self))
 
+    # ------------------------------------------------------------------ a lone image
+    def load_input(self, path: Path, *, progress=None):
+        """A pair, a video or a frame folder; or a lone image (nothing to pair it with in its
+        folder, or a partner of another size): opened as the first frame, and the tab asks for
+        the second (worker thread)."""
+        from gpu_kernels.errors import InputError
+
+        try:
+            return flow.load(path, progress=progress)
+        except InputError:
+            path = Path(path)
+            if path.is_dir() or path.suffix.lower() not in image_io.IMAGE_EXTENSIONS:
+                raise
+            img = image_io.read_image(path)  # an unreadable image raises its own clear error
+            return flow.FlowData(img, img, path.name, "?", path, warnings=[AWAITING_SECOND])
+
+    def awaiting_second(self) -> bool:
+        return self.data is not None and AWAITING_SECOND in self.data.warnings
+
+    def run(self, *, device: str | None = None, overrides: dict | None = None) -> bool:
+        if self.awaiting_second():
+            self._set_status("Choose the second frame first (Second frame…).")
+            self.choose_second()
+            return False
+        return super().run(device=device, overrides=overrides)
+
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
         H, W = data.shape
+        if AWAITING_SECOND in data.warnings:
+            return (f"<b>{data.name1}</b>, {W} x {H}<br><span style='color:#a15c00'>the first frame: choose the "
+                    "second with <b>Second frame…</b></span>")
         lines = [f"<b>{data.name1}</b> → <b>{data.name2}</b>, {W} x {H}"]
         if data.sequence is not None:
             lines.append(f"pair {data.index + 1} of {data.n_pairs} of {data.path.name}")
@@ -271,6 +303,10 @@ class FlowTab(ToolTab):
     def show_input(self, data) -> None:
         self.view.set_frames(data.img1, data.img2)
         self._update_pair_controls()
+        if AWAITING_SECOND in data.warnings:
+            self.second_button.setFocus()
+            QTimer.singleShot(0, self, lambda: self._set_status(
+                f"Opened {data.name1} as the first frame: choose the second with Second frame…"))
         self.metrics_label.setText("Ground truth loaded: the metrics show after a run." if data.gt is not None else "")
         self.stats_label.setText("")
         self._redraw()
@@ -320,6 +356,8 @@ class FlowTab(ToolTab):
 
     def right_message(self, which: str) -> str:
         """What the right pane says instead of a picture it cannot show ("no ground truth")."""
+        if self.awaiting_second() and which in ("Second frame", RIGHT_VIEWS[0]):
+            return "choose the second frame (Second frame…)"
         if self.data is None or self.data.gt is not None:
             return ""
         if which == "Ground truth (colour wheel)" or (which == "Endpoint error" and self.result is not None):
@@ -374,10 +412,19 @@ class FlowTab(ToolTab):
         self.readout.setText(text)
 
     # ------------------------------------------------------------------ extra inputs
-    def choose_second(self, path: Path | None = None) -> bool:
-        if self.data is None:
-            self.host.show_error("No first frame", "Open the first frame first.")
-            return False
+    def choose_second(self, path: Path | None = None, *, first: Path | None = None) -> bool:
+        """Pick the second frame of a pair; with no first frame open, the first one too."""
+        img_filter = "Images (" + " ".join(f"*{e}" for e in image_io.IMAGE_EXTENSIONS) + ")"
+        if self.data is None and first is None:
+            first = self.pick_file("First frame", img_filter, "last_dir")
+            if first is None:
+                return False
+        if first is not None:  # two files, as a pair
+            second = path or self.pick_file("Second frame", img_filter, "last_dir")
+            if second is None:
+                return False
+            f1, f2 = Path(first), Path(second)
+            return self.open_pair(f1, f2)
         path = path or self.pick_file(
             "Second frame", "Images (" + " ".join(f"*{e}" for e in image_io.IMAGE_EXTENSIONS) + ")", "last_dir")
         if path is None:
@@ -398,6 +445,19 @@ class FlowTab(ToolTab):
             return d
 
         return self.load_extra(load_second, f"Opening {path.name}")
+
+    def open_pair(self, first: Path, second: Path) -> bool:
+        """Open two image files as a pair (as if the first had been opened)."""
+        if self.runner.is_running():
+            self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
+            return False
+        self._job = ("load", Path(first))
+        self._run_after_load = False
+        from ..tools.base import Job
+
+        self.runner.start(Job(flow.load_pair, (Path(first), Path(second)), what=f"Opening {Path(second).name}",
+                              uses_device=False))
+        return True
 
     def choose_ground_truth(self, path: Path | None = None) -> bool:
         if self.data is None:
@@ -453,7 +513,7 @@ class FlowTab(ToolTab):
         if seq:
             self.prev_button.setEnabled(d.index > 0)
             self.next_button.setEnabled(d.index + 1 < d.n_pairs)
-        self.second_button.setEnabled(d is not None and not seq)
+        self.second_button.setEnabled(not seq)  # with nothing open it asks for both frames
 
     def export_options(self, export) -> dict:
         if export.key == "color":

@@ -198,3 +198,36 @@ def test_frames_fill_the_view_at_1280x800(qtbot, tab, tab_runner):
     vw, vh = tab.view.width(), tab.view.height()
     # the 320 x 240 frames take the larger arrangement: at least 75 % of the view's width
     assert w >= 0.75 * vw or h >= 0.4 * vh, (w, h, vw, vh, tab.view.vertical)
+
+
+# ----------------------------------------------------------------------------- issue 18 (14): two arbitrary images
+def test_a_lone_image_opens_and_asks_for_the_second(qtbot, tab, tab_runner, tmp_path, monkeypatch, errors_of):
+    a = read_image(SAMPLE / "frame1.png")
+    b = read_image(SAMPLE / "frame2.png")
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    write_image(tmp_path / "one" / "first.png", a)          # alone in its folder: nothing to pair it with
+    write_image(tmp_path / "two" / "other.png", b)
+    tab_runner.load(tab, tmp_path / "one" / "first.png")
+    assert not errors_of, errors_of
+    assert tab.awaiting_second() and "choose the" in tab.input_info.text()
+    assert tab.second_button.isEnabled()
+    assert "no ground truth" not in tab.view.right_title.text
+    # Compute asks for the second frame instead of running on one image
+    monkeypatch.setattr(tab, "pick_file", lambda *a, **k: tmp_path / "two" / "other.png")
+    with qtbot.waitSignal(tab.input_loaded, timeout=20000):
+        assert tab.run(device="cpu") is False
+    assert not tab.awaiting_second() and tab.data.name2 == "other.png"
+    assert tab_runner.run(tab, device="cpu") is not None
+    assert np.abs(tab.result.u).mean() > 0.5               # the real pair's motion
+
+
+def test_second_frame_with_nothing_open_asks_for_both(qtbot, tab, tmp_path):
+    a = read_image(SAMPLE / "frame1.png")
+    b = read_image(SAMPLE / "frame2.png")
+    write_image(tmp_path / "x.png", a)
+    write_image(tmp_path / "y.png", b)
+    assert tab.data is None and tab.second_button.isEnabled()
+    with qtbot.waitSignal(tab.input_loaded, timeout=20000):
+        assert tab.choose_second(tmp_path / "y.png", first=tmp_path / "x.png")
+    assert (tab.data.name1, tab.data.name2) == ("x.png", "y.png")
