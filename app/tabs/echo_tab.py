@@ -244,6 +244,7 @@ class EchoTab(ToolTab):
     def clear_result(self) -> None:
         self.view.clear_overlays()
         self.result_label.setText("")
+        self.form.clear_chosen()
         self.colorbar.clear()
         self.colorbar_label.setText("")
 
@@ -257,8 +258,17 @@ class EchoTab(ToolTab):
             self.frame = self.largest_motion_frame(result)
             self._update_time_controls()
         lines = echo.summary(result)
+        self.form.show_chosen({"levels": self.levels_used(result)})  # "auto (2)"
         self.result_label.setText("<br>".join(ln.strip().replace("->", "→") for ln in lines))
         self.redraw()
+
+    @staticmethod
+    def levels_used(result) -> int:
+        """The pyramid levels the run used (what 'auto' chose)."""
+        from gpu_kernels.echo import motion as _motion
+
+        d, p = result.data, result.params
+        return len(_motion.pyramid_shapes(d.shape, p["levels"] or _motion.auto_levels(d.shape, d.spacing), d.spacing))
 
     @staticmethod
     def largest_motion_frame(result) -> int:

@@ -313,6 +313,7 @@ class FlowTab(ToolTab):
 
     def clear_result(self) -> None:
         self.view.clear_result()
+        self.form.clear_chosen()
         self.metrics_label.setText("")
         self.stats_label.setText("")
 
@@ -322,6 +323,8 @@ class FlowTab(ToolTab):
         self.stats_label.setText(
             f"{result.params['method']} on {result.device} in {fmt_seconds(result.elapsed)}<br>"
             f"flow: mean {mag.mean():.2f} px, largest {mag.max():.2f} px<br>quality: mean {q.mean():.2f}")
+        fp = getattr(result.flow, "params", {}) or {}
+        self.form.show_chosen({k: fp[k] for k in ("levels", "iters") if isinstance(fp.get(k), int)})
         m = result.metrics
         if m is not None:
             self.metrics_label.setText(

@@ -200,6 +200,7 @@ class MeshTab(ToolTab):
     def clear_result(self) -> None:
         self.legend.set_rows([])
         self.shading_legend.hide()
+        self.form.clear_chosen()
         self.summary_label.setText("")
         self.face_label.setText("Click a face in the view to see its memberships.")
         self.bars.set_values(None, None)
@@ -231,6 +232,9 @@ class MeshTab(ToolTab):
         bits += [f"<span style='color:#a15c00'>⚠ {w}</span>" for w in result.warnings]
         self.summary_label.setText("<br>".join(bits))
         self.show_shading_legend(result)
+        # what auto chose, in the greyed boxes ("auto (7)")
+        self.form.show_chosen({"k": int(seg.k), "delta": p.get("delta"), "eta_convex": p.get("eta_convex"),
+                               "max_faces": info.get("n_faces_segmented")})
         if self.view.picked_face is not None:
             self.show_face(self.view.picked_face)
 

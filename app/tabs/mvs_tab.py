@@ -189,11 +189,19 @@ class MvsTab(ToolTab):
             self.form.set_value("views", "all")
             self._set_status(f"Views reset to 'all': {data.name} has no view {spec!r}.")
 
+    def clear_result(self) -> None:
         self._live = None
+        self.form.clear_chosen()
         self.stats_label.setText("")
         self.cloud_view.clear()
 
     def show_result(self, result: mvs.MVSRun) -> None:
+        from gpu_kernels.mvs import grow as _gr
+
+        st = result.result.stats or {}
+        gpu = str(st.get("device", result.device)).startswith("cuda")
+        self.form.show_chosen({"batch_size": _gr.DEFAULT_BATCH_GPU if gpu else _gr.DEFAULT_BATCH_CPU,
+                               "views_together": st.get("views_together")})  # "auto (2,048)"
         self._live = None
         if result.view_map(self.current_view()) is None and result.maps:
             self.view_combo.setCurrentIndex(result.maps[0].view)

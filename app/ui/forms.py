@@ -98,6 +98,7 @@ class _Field:
             if p.auto or p.optional:
                 self.flag = QCheckBox(p.none_text if p.optional and not p.auto else "auto")
                 self.flag.toggled.connect(lambda on: self.editor.setEnabled(not on))
+                self.flag.toggled.connect(self._show_special)
                 self.flag.toggled.connect(on_change)
                 self.flag.setToolTip("Let gpulab choose" if p.auto else f"{p.none_text}: {p.label} is not used")
         self.editor.setToolTip(tip)
@@ -112,6 +113,42 @@ class _Field:
             self.widget = box
         else:
             self.widget = self.editor
+
+    # -- the auto/off display: the greyed box says "auto" (and, after a run, what auto chose),
+    #    never a number that was not used
+    chosen = None  # what auto chose in the last run
+
+    def special_text(self) -> str:
+        word = self.flag.text() if self.flag is not None else "auto"
+        if self.chosen is None:
+            return word
+        c = self.chosen
+        return f"{word} ({c:,})" if isinstance(c, int) else f"{word} ({c:.{max(self.editor.decimals(), 2)}g})" \
+            if isinstance(c, float) else f"{word} ({c})"
+
+    def _show_special(self, on: bool) -> None:
+        e = self.editor
+        if not isinstance(e, QSpinBox | QDoubleSpinBox):
+            return
+        e.blockSignals(True)
+        try:
+            if on:
+                if e.specialValueText() == "" and e.value() != e.minimum():
+                    self._manual = e.value()
+                e.setSpecialValueText(self.special_text())
+                e.setValue(e.minimum())
+            else:
+                e.setSpecialValueText("")
+                back = self.chosen if self.chosen is not None else getattr(self, "_manual", None)
+                e.setValue(back if back is not None else self.p.shown_value)
+        finally:
+            e.blockSignals(False)
+
+    def set_chosen(self, value) -> None:
+        """What auto chose in the last run (None: forget it)."""
+        self.chosen = value
+        if self.flag is not None and self.flag.isChecked():
+            self._show_special(True)
 
     def get(self):
         p, e = self.p, self.editor
@@ -132,8 +169,7 @@ class _Field:
             self.flag.setChecked(special)
             e.setEnabled(not special)
         if special:
-            if isinstance(e, QSpinBox | QDoubleSpinBox):
-                e.setValue(p.shown_value)
+            self._show_special(True)
             return
         if isinstance(e, QCheckBox):
             e.setChecked(bool(value))
@@ -234,6 +270,19 @@ class ParamForm(QWidget):
     def editor(self, name: str) -> QWidget:
         """The value widget of ``name`` (spin box, combo box, ...)."""
         return self.fields[name].editor
+
+    def show_chosen(self, values: dict[str, Any]) -> None:
+        """After a run: what each ``auto`` parameter chose, shown in its greyed box ("auto (7)")."""
+        for name, v in values.items():
+            f = self.fields.get(name)
+            if f is not None and f.flag is not None:
+                f.set_chosen(v)
+
+    def clear_chosen(self) -> None:
+        """Forget what auto chose (a new input: the boxes say "auto" again)."""
+        for f in self.fields.values():
+            if f.flag is not None and f.chosen is not None:
+                f.set_chosen(None)
 
     def flag(self, name: str) -> QCheckBox | None:
         """The ``auto``/``off`` check box of ``name``, if it has one."""

@@ -112,3 +112,14 @@ def test_result_shows_the_frame_of_largest_motion_with_a_sensible_colour_bar(qtb
     # the same scale on every frame, the reference frame included (and it says why it is still)
     tab.set_frame(0)
     assert tab.magnitude_range() == (lo, hi) and "reference frame" in tab.colorbar_label.text()
+
+
+def test_auto_levels_show_the_levels_used(qtbot, tab, tab_runner):
+    """Issue 18, case 15: the greyed levels box showed 3 where runs used 2 and 4."""
+    tab_runner.load(tab, echo.samples()[0])
+    tab.form.set_values({"levels": "auto"})
+    assert tab.form.editor("levels").text() == "auto"
+    res = tab_runner.run(tab, device="cpu", iters=2, warps=1)
+    assert res is not None
+    used = tab.levels_used(res)
+    assert tab.form.editor("levels").text() == f"auto ({used})"

@@ -424,3 +424,12 @@ def test_uncertainty_shading_has_a_legend(segmented):
     assert f"{100 * s:.0f} %" in bar.caption
     tab.clear_result()
     assert not bar.isVisibleTo(tab)
+
+
+def test_auto_parts_show_what_auto_chose(segmented, tab_runner):
+    """Issue 18, case 15: the greyed Parts (k) box showed 5 where the result had 7."""
+    tab = segmented
+    assert tab.form.flag("k").isChecked()
+    assert tab.form.editor("k").text() == f"auto ({tab.result.seg.k})"
+    tab.clear_result()
+    assert tab.form.editor("k").text() == "auto"
