@@ -61,7 +61,7 @@ def _render_pyvista(vertices, faces, face_colors, size, title, edges, markers=No
 
     if not os.environ.get("DISPLAY"):
         # VTK tries X11 first and warns before it falls back to EGL/OSMesa: not news
-        import vtk
+        import vtkmodules.vtkCommonCore as vtk  # not `import vtk`: that loads all of VTK
 
         vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_ERROR)
     mesh = to_polydata(vertices, faces, face_colors)

@@ -217,7 +217,7 @@ class MeshView(View3D):
     def _add_label_overlay(self, cols) -> None:
         """One numbered box per part, drawn on top of the mesh (so it shows even when its
         sphere is hidden) and laid out again at every render so that no two boxes overlap."""
-        import vtk
+        import vtkmodules.vtkRenderingCore as vtk  # not `import vtk`: that loads all of VTK
 
         self._clear_label_overlay()
         for j, c in enumerate(cols):
@@ -288,7 +288,7 @@ class MeshView(View3D):
         """The face under display position (x, y) (VTK coordinates), or -1."""
         if self.plotter is None or "mesh" not in self._actors:
             return -1
-        import vtk
+        import vtkmodules.vtkRenderingCore as vtk  # not `import vtk`: that loads all of VTK
 
         picker = vtk.vtkCellPicker()
         picker.SetTolerance(0.0005)

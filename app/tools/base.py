@@ -61,7 +61,7 @@ def resources_dir() -> pathlib.Path:
     for cand in (here.parents[1] / "resources", here.parents[2] / "resources"):
         if (cand / "icons" / "gpulab.svg").is_file():
             return cand
-    return here.parents[2] / "resources"
+    return here.parents[1] / "resources"
 
 
 def samples_in(subdir: str, extensions: Sequence[str], first: Sequence[str] = ()) -> list[pathlib.Path]:
