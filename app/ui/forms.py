@@ -224,14 +224,30 @@ class ParamForm(QWidget):
                 self.advanced_button.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
 
             self.advanced_button.toggled.connect(toggle)
+        self._rows: dict[str, QFormLayout] = {}
         for p in params:
             f = _Field(p, self._emit)
             self.fields[p.name] = f
             label = QLabel(f"{p.label}:")
             label.setToolTip(f.editor.toolTip())
-            (adv_form if p.advanced and adv_form is not None else main).addRow(label, f.widget)
+            lay = adv_form if p.advanced and adv_form is not None else main
+            lay.addRow(label, f.widget)
+            self._rows[p.name] = lay
         self._muted = False
+        self.changed.connect(self._update_used)
         self.set_values(params.defaults())
+
+    def _update_used(self) -> None:
+        """Hide the parameters the others make unused (Param.used_when: flow's block size
+        under the refinement)."""
+        unused = set(self.params.unused(self.raw_values())) if hasattr(self.params, "unused") else set()
+        for name, lay in self._rows.items():
+            lay.setRowVisible(self.fields[name].widget, name not in unused)
+
+    def is_shown(self, name: str) -> bool:
+        """Whether the row of ``name`` is shown (not hidden as unused)."""
+        lay = self._rows[name]
+        return lay.isRowVisible(self.fields[name].widget)
 
     def _emit(self, *_a) -> None:
         if not self._muted:

@@ -231,3 +231,22 @@ def test_second_frame_with_nothing_open_asks_for_both(qtbot, tab, tmp_path):
     with qtbot.waitSignal(tab.input_loaded, timeout=20000):
         assert tab.choose_second(tmp_path / "y.png", first=tmp_path / "x.png")
     assert (tab.data.name1, tab.data.name2) == ("x.png", "y.png")
+
+
+# ----------------------------------------------------------------------------- issue 18 (16): settings a method ignores
+def test_parameters_the_method_ignores_are_hidden(tab):
+    form = tab.form
+    assert form.values()["method"] == "refine"
+    for name in ("block", "radius", "window"):
+        assert not form.is_shown(name), name              # refine ignores them
+    assert form.is_shown("levels") and form.is_shown("iters")
+    form.set_value("method", "bm")
+    assert form.is_shown("block") and form.is_shown("radius") and not form.is_shown("window")
+    assert not form.is_shown("iters")
+    form.set_value("method", "lk")
+    assert form.is_shown("window") and form.is_shown("iters") and not form.is_shown("block")
+    # the refinement seeded by block matching uses the block size and radius again
+    form.set_values({"method": "refine", "seed": "bm"})
+    assert form.is_shown("block") and form.is_shown("radius") and not form.is_shown("window")
+    # the values still reach the command line and presets unchanged
+    assert form.values()["block"] == 8
