@@ -100,6 +100,11 @@ class Param:
         The keyword of the tool's library function that takes this value (default: ``name``;
         ``""`` when no library keyword matches, e.g. an app-level option). The agreement
         test checks the library's default against :attr:`default`.
+    used_when : callable, optional
+        ``used_when(values) -> bool`` on the validated values of the whole set: whether this
+        parameter is used with the others as they are (flow's block size only by block matching
+        or a block-matching seed). The form hides it while it is not used; the CLI, presets
+        and validation are unchanged.
     display : bool
         Display-only: it changes how a result is shown or exported (a colour map, an
         opacity, a picture style), never what is computed. No stage reads it
@@ -131,6 +136,7 @@ class Param:
     metavar: str | None = None
     library_name: str | None = None
     display: bool = False
+    used_when: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.type not in (int, float, str, bool):
@@ -309,6 +315,20 @@ class ParamSet:
     def display_names(self) -> list[str]:
         """The display-only parameters (:attr:`Param.display`)."""
         return [p.name for p in self.params if p.display]
+
+    def unused(self, values: Mapping[str, Any]) -> list[str]:
+        """The parameters that ``values`` make unused (:attr:`Param.used_when`)."""
+        out = []
+        for p in self.params:
+            if p.used_when is None:
+                continue
+            try:
+                used = bool(p.used_when(values))
+            except (KeyError, TypeError, ValueError):
+                used = True
+            if not used:
+                out.append(p.name)
+        return out
 
     def compute_names(self) -> list[str]:
         """The parameters that change what is computed."""
