@@ -370,7 +370,7 @@ def cuda_source(name: str) -> str:
 
 
 _module_cache: dict[tuple, Any] = {}
-_module_lock = threading.Lock()
+_module_lock = threading.RLock()
 _INCLUDE_RE = None
 
 
@@ -449,6 +449,59 @@ def load_module(
                 mod.compile()
             _module_cache[key] = mod
     return mod
+
+
+_kernel_cache: dict[tuple, Any] = {}
+
+
+def _is_emulator(be) -> bool:
+    return callable(getattr(be, "load_module", None))
+
+
+def _kernel_backend(device):
+    """The backend a kernel is built for: a Backend, a device spec, or an emulator (any object
+    with its own ``load_module``: the test suite's CPU emulators of CUDA kernels)."""
+    if device is not None and not isinstance(device, str) and _is_emulator(device):
+        return device
+    return get_backend(device)
+
+
+def module(device, source: str, defines: dict | None = None, options: tuple[str, ...] = ()):
+    """The compiled module of ``gpu_kernels/cuda/<source>`` for ``device`` (see :func:`kernel`)."""
+    be = _kernel_backend(device)
+    if _is_emulator(be):  # the emulator hook: the emulator builds the module itself
+        key = ("emu", id(be), source, tuple(sorted((defines or {}).items())), tuple(options))
+        mod = _kernel_cache.get(key)
+        if mod is None:
+            mod = be.load_module(source, defines=defines, options=options) if options else \
+                be.load_module(source, defines=defines)
+            _kernel_cache[key] = mod
+        return mod
+    return load_module(source, defines=defines, options=tuple(options), device=be)
+
+
+def kernel(device, source: str, name: str, defines: dict | None = None, options: tuple[str, ...] = ()):
+    """The kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled once per device (and
+    defines and options) and memoised: the one way the library gets a CUDA kernel.
+
+    ``device`` is a :class:`Backend`, a device spec (``"cuda:0"``), or an emulator carrying its
+    own ``load_module`` (the test suite's CPU emulators compile the same ``.cu`` source with a
+    C++ compiler), so every kernel reached through here can be tested without a GPU.
+
+    >>> k = kernel("cuda:0", "selftest.cu", "selftest_add")                # doctest: +SKIP
+    >>> k((blocks,), (threads,), (a, b, out, n))                           # doctest: +SKIP
+    """
+    be = _kernel_backend(device)
+    dev = ("emu", id(be)) if _is_emulator(be) else ("cuda", be.device_id)
+    key = (*dev, source, name, tuple(sorted((defines or {}).items())), tuple(options))
+    fn = _kernel_cache.get(key)
+    if fn is None:
+        with _module_lock:
+            fn = _kernel_cache.get(key)
+            if fn is None:
+                fn = module(be, source, defines, options).get_function(name)
+                _kernel_cache[key] = fn
+    return fn
 
 
 def set_max_dynamic_smem(fn, nbytes: int) -> None:

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from gpu_kernels.backend import load_module, set_max_dynamic_smem
+from gpu_kernels.backend import kernel, module, set_max_dynamic_smem
 from gpu_kernels.echo import _cpu
 
 __all__ = ["GpuOps", "MAXW", "NSETS"]
@@ -50,18 +50,17 @@ class GpuOps:
         self.xp = be.xp
         self.variant = variant
         defs = {"ECHO_TX": TX, "ECHO_TY": TY}
-        self.m_tensor = load_module("echo_tensor.cu", defines=defs, device=be)
-        self.m_filter = load_module("echo_filter.cu", defines=dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS),
-                                    device=be)
+        fdefs = dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS)
         # solve_defines: kernel-tuning experiments (e.g. {"ECHO_MINB": 4}), benchmarks only
-        self.m_solve = load_module("echo_solve.cu", defines=dict(defs, **(solve_defines or {})), device=be)
-        self.k_tensor = self.m_tensor.get_function(f"echo_tensor_{variant}")
-        self.k_gx = self.m_filter.get_function("echo_gauss_x")
-        self.k_gl = self.m_filter.get_function("echo_gauss_line")
-        self.k_resample = self.m_filter.get_function("echo_resample")
-        self.k_finish = self.m_solve.get_function("echo_finish")
-        self.k_jacobi = self.m_solve.get_function(f"echo_jacobi_{variant}")
-        self.k_sor = self.m_solve.get_function(f"echo_sor_{variant}")
+        sdefs = dict(defs, **(solve_defines or {}))
+        self.m_filter = module(be, "echo_filter.cu", fdefs)  # its constant memory holds the filter taps
+        self.k_tensor = kernel(be, "echo_tensor.cu", f"echo_tensor_{variant}", defs)
+        self.k_gx = kernel(be, "echo_filter.cu", "echo_gauss_x", fdefs)
+        self.k_gl = kernel(be, "echo_filter.cu", "echo_gauss_line", fdefs)
+        self.k_resample = kernel(be, "echo_filter.cu", "echo_resample", fdefs)
+        self.k_finish = kernel(be, "echo_solve.cu", "echo_finish", sdefs)
+        self.k_jacobi = kernel(be, "echo_solve.cu", f"echo_jacobi_{variant}", sdefs)
+        self.k_sor = kernel(be, "echo_solve.cu", f"echo_sor_{variant}", sdefs)
         with be.activate():
             self.sms = int(self.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
         self._dummy = None

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_kernels.backend import BackendError, get_backend, load_module, set_max_dynamic_smem
+from gpu_kernels.backend import BackendError, get_backend, kernel, module, set_max_dynamic_smem
 from gpu_kernels.jobs import LaunchTracker, as_progress
 
 __all__ = [
@@ -824,8 +824,8 @@ def _stage_kernels(name, defs, tile, be):
     per CUDA block, ``subs`` blocks per tile; stage 1 holds one whole tile in shared
     memory and runs on ``s1_threads`` threads.
     """
-    mod = load_module(f"{name}.cu", defines=defs, device=be)
-    f1, f2, f3 = (mod.get_function(f"{name}_stage{i}") for i in (1, 2, 3))
+    mod = module(be, f"{name}.cu", defs)
+    f1, f2, f3 = (kernel(be, f"{name}.cu", f"{name}_stage{i}", defs) for i in (1, 2, 3))
     smem = _smem_bytes(defs)
     set_max_dynamic_smem(f2, smem)
     set_max_dynamic_smem(f3, smem)

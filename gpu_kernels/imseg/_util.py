@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from gpu_kernels.backend import array_module, load_module
+from gpu_kernels.backend import array_module, kernel  # noqa: F401 - the one kernel helper (imported by the imseg modules)
 from gpu_kernels.errors import InputError
 
 __all__ = [
@@ -84,28 +84,6 @@ def as_image(image) -> tuple:
 def is_cupy(be) -> bool:
     """True when ``be`` drives a real CUDA device through CuPy (not the test emulator)."""
     return be.is_gpu and getattr(be.xp, "__name__", "") == "cupy"
-
-
-_KERNELS: dict = {}
-
-
-def kernel(be, source: str, name: str, defines: dict | None = None, options: tuple = ()):
-    """Kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled once per device.
-
-    A backend that carries its own ``load_module`` (the emulator of the test suite) builds
-    the module itself.
-    """
-    key = (be.label, id(be), source, name, tuple(sorted((defines or {}).items())), options)
-    fn = _KERNELS.get(key)
-    if fn is None:
-        loader = getattr(be, "load_module", None)
-        if loader is not None:
-            mod = loader(source, defines=defines, options=options)
-        else:
-            mod = load_module(source, defines=defines, options=options, device=be)
-        fn = mod.get_function(name)
-        _KERNELS[key] = fn
-    return fn
 
 
 def grid(n: int, threads: int) -> tuple[int]:

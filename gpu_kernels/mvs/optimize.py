@@ -23,12 +23,11 @@ Example
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_kernels.backend import Backend, get_backend, load_module
+from gpu_kernels.backend import Backend, get_backend, kernel
 from gpu_kernels.mvs.camera import Camera, MVSInputError
 
 __all__ = [
@@ -332,13 +331,6 @@ def launch_optimize(textures: ViewTextures, geo, nbr, refid, item_ref, item_xy, 
 # ----------------------------------------------------------------------------- GPU
 PIXELS_PER_BLOCK = 16
 
-@functools.lru_cache(maxsize=32)
-def _kernel(device_id: int, window: int, tpp: int, ppb: int):
-    be = get_backend(f"cuda:{device_id}")
-    mod = load_module("mvs_optimize.cu", defines={"WIN": window, "TPP": tpp, "PPB": ppb}, device=be)
-    return mod.get_function("mvs_optimize")
-
-
 def _optimize_gpu(be, tx, geo, nbr, refid, item_ref, item_xy, item_init, item_min_iter, nv, prm, cache=None,
                   stream=None):
     xp = be.xp
@@ -349,7 +341,7 @@ def _optimize_gpu(be, tx, geo, nbr, refid, item_ref, item_xy, item_init, item_mi
     import contextlib
 
     with be.activate(), (stream if stream is not None else contextlib.nullcontext()):
-        fn = _kernel(be.device_id, prm.window, tpp, ppb)
+        fn = kernel(be, "mvs_optimize.cu", "mvs_optimize", {"WIN": prm.window, "TPP": tpp, "PPB": ppb})
         tables = None if cache is None else cache.get("tables")
         if tables is None or tables[0] is not geo:
             tables = (geo, xp.asarray(np.ascontiguousarray(geo, np.float32)),

@@ -1,9 +1,9 @@
 """Small helpers for the GPU paths of gpu_kernels.ops and the tools built on it.
 
 Kernel arguments go to CuPy as NumPy scalars of the C type (``i32``/``f32``/``i64``): a bare
-Python int or float would be passed with another width. ``module`` loads a ``.cu`` source
-through :func:`gpu_kernels.backend.load_module` (cached per device), or through the backend's
-own ``load_module`` where it has one (the tests' CPU emulation of the kernels).
+Python int or float would be passed with another width. ``kernel`` and ``module`` are
+:func:`gpu_kernels.backend.kernel` and :func:`gpu_kernels.backend.module` (compiled once per
+device, with the test suite's emulator hook), re-exported for the ops and flow modules.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from gpu_kernels.backend import Backend, load_module
+from gpu_kernels.backend import Backend, kernel, module  # noqa: F401 - the one kernel helper, for ops and flow
 
 __all__ = ["module", "kernel", "i32", "i64", "f32", "grid1d", "cached_device_array", "THREADS"]
 
@@ -47,26 +47,6 @@ def axis_output(be: Backend, a, axis: int, n_out: int):
     outer = int(np.prod(a.shape[:axis], dtype=np.int64))
     inner = int(np.prod(a.shape[axis + 1:], dtype=np.int64))
     return out, outer, inner
-
-
-def module(be: Backend, name: str, defines: dict | None = None):
-    loader = getattr(be, "load_module", None)
-    if callable(loader):
-        return loader(name, defines=defines)
-    return load_module(name, defines=defines, device=be)
-
-
-_kernels: dict[tuple, object] = {}
-
-
-def kernel(be: Backend, source: str, name: str, defines: dict | None = None):
-    """The kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled for ``be`` (cached)."""
-    key = (type(be).__name__, be.device_id, source, name, tuple(sorted((defines or {}).items())))
-    fn = _kernels.get(key)
-    if fn is None:
-        fn = module(be, source, defines).get_function(name)
-        _kernels[key] = fn
-    return fn
 
 
 _arrays: dict[tuple, object] = {}
