@@ -33,7 +33,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = pathlib.Path(os.environ.get("GPULAB_DATA_DIR", ROOT.parent / "shared" / "data"))
 
 from app.tools import TOOLS  # noqa: E402
 from app.tools.stages import StageCache  # noqa: E402
@@ -247,15 +247,34 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
     timings["full"] = wait_shown(lambda: edit(*first))
     ran_full = list(tab.last_report.ran) if tab.last_report else []
     display_s = None
+    display_what = disp[0] if disp else None
     if disp is not None:
         t0 = time.perf_counter()
         edit(*disp)
         app.processEvents()
         display_s = time.perf_counter() - t0
+    else:  # no display-only Param yet: the tab's own display control (a view combo box or check box)
+        from PySide6.QtWidgets import QCheckBox, QComboBox
+
+        for key, w in tab.setting_widgets.items():
+            if key == "live" or not w.isEnabled():
+                continue
+            if isinstance(w, QComboBox) and w.count() > 1:
+                t0 = time.perf_counter()
+                w.setCurrentIndex((w.currentIndex() + 1) % w.count())
+                app.processEvents()
+                display_s, display_what = time.perf_counter() - t0, f"tab control {key}"
+                break
+            if isinstance(w, QCheckBox):
+                t0 = time.perf_counter()
+                w.setChecked(not w.isChecked())
+                app.processEvents()
+                display_s, display_what = time.perf_counter() - t0, f"tab control {key}"
+                break
     out = {"driver": "tabs", "debounce_ms": LIVE_DEBOUNCE_MS,
            "last_stage_s": timings["last"]["edit_to_shown_s"], "full_s": timings["full"]["edit_to_shown_s"],
            "display_s": display_s, "changed_param": last[0], "full_param": first[0],
-           "display_param": disp[0] if disp else None, "last_stage_ran": ran_last, "full_ran": ran_full,
+           "display_param": display_what, "last_stage_ran": ran_last, "full_ran": ran_full,
            "shares": timings}
     out["same_as_full_run"] = bool(same(live_last, tool.apply_display(tool.run(data, p_last, device=be, progress=None),
                                                                        p_last)))
@@ -271,7 +290,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=pathlib.Path, default=None)
     ap.add_argument("--tools", default="", help="comma-separated tool names (default: all five)")
     ap.add_argument("--no-tabs", action="store_true", help="measure through the stage cache only")
+    ap.add_argument("--data", type=pathlib.Path, default=None, help="the shared data folder (default: ../shared/data)")
     args = ap.parse_args(argv)
+    if args.data is not None:
+        global SHARED
+        SHARED = args.data
     app = None
     if not args.no_tabs:
         try:

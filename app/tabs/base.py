@@ -156,6 +156,8 @@ class ToolTab(QWidget):
         self._run_after_load = False
         # live tuning: the stage cache, the newest request, what is shown, history, pin
         self.cache = shared_cache()
+        self.slow_run_s = SLOW_RUN_S
+        self._read_live_settings()
         self._input_key: tuple = (None, 0)
         self._request = 0
         self._pending_live = False
@@ -681,13 +683,29 @@ class ToolTab(QWidget):
         self._set_status("Cancelled; the previous result is kept." if job and job[0] == "run" else "Cancelled.")
 
     # ------------------------------------------------------------------ live tuning
+    def _read_live_settings(self) -> None:
+        """The window-wide settings ``live/cache_mb`` (the stage cache's cap, host and device,
+        in MiB) and ``live/slow_run_s`` (past this a full run, Live says what a change costs)."""
+        s = getattr(self.host, "settings", None)
+        if s is None:
+            return
+        try:
+            mb = s.value("live/cache_mb")
+            if mb not in (None, ""):
+                self.cache.set_caps(int(float(mb) * (1 << 20)), int(float(mb) * (1 << 20)))
+            slow = s.value("live/slow_run_s")
+            if slow not in (None, ""):
+                self.slow_run_s = float(slow)
+        except (TypeError, ValueError) as exc:
+            log.info("ignored a live setting: %s", exc)
+
     def live_enabled(self) -> bool:
         return self.live_check.isChecked()
 
     def _on_live_toggled(self, on: bool) -> None:
         if on and self.data is not None and self.result is None and not self.runner.is_running():
             self._live_timer.start()
-        if on and self.full_seconds is not None and self.full_seconds > SLOW_RUN_S:
+        if on and self.full_seconds is not None and self.full_seconds > self.slow_run_s:
             self._set_status(f"Live: a full run took {fmt_seconds(self.full_seconds)} here; each change re-runs "
                              "only the stages it affects")
 
@@ -729,7 +747,7 @@ class ToolTab(QWidget):
 
     def _say_cost(self, names: list[str]) -> None:
         """On a slow device, say what a change costs: the stage it re-runs from and its last time."""
-        if not names or self.full_seconds is None or self.full_seconds <= SLOW_RUN_S:
+        if not names or self.full_seconds is None or self.full_seconds <= self.slow_run_s:
             return
         pl = self.tool.pipeline()
         stages = sorted({s for n in names for s in pl.affected(n)}, key=pl.names().index)
