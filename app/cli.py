@@ -163,6 +163,84 @@ def _main(argv: list[str]) -> int:
     return run_gui(args)
 
 
+# --------------------------------------------------------------------------- help cache
+# ``gpulab COMMAND --help`` needs every parameter of the tool, and the tools' modules import
+# NumPy, SciPy and the compute kernels (about 2 s on a quiet 2-core machine). The help text is
+# kept in the user's cache, keyed by the exact arguments, the terminal width, the version,
+# GPULAB_TOOLS and the size and time of every source file of gpulab: a repeated --help, or any
+# --help after the first, prints it without importing anything but the standard library.
+
+def _help_key(argv: list[str]) -> str | None:
+    """The cache key of a pure help request (``[WORD ...] -h|--help``), else None."""
+    if not argv or argv[-1] not in ("-h", "--help") or len(argv) > 4:
+        return None
+    words = argv[:-1]
+    if any(w.startswith("-") or "/" in w or "." in w for w in words):
+        return None
+    if os.environ.get("GPULAB_NO_HELP_CACHE"):
+        return None
+    import hashlib
+    import shutil
+
+    h = hashlib.sha1()
+    h.update(repr((__version__, words, argv[-1], shutil.get_terminal_size().columns,
+                   os.environ.get("GPULAB_TOOLS", ""), sys.version_info[:2])).encode())
+    here = Path(__file__).resolve().parent
+    for root in (here, here.parent / "gpu_kernels"):
+        stack = [str(root)]
+        while stack:
+            d = stack.pop()
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                if e.is_dir(follow_symlinks=False) and not e.name.startswith((".", "__")):
+                    stack.append(e.path)
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    h.update(f"{e.path}:{st.st_mtime_ns}:{st.st_size};".encode())
+    return h.hexdigest()
+
+
+def _help_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpulab" / "help"
+
+
+def _help_cached(key: str) -> str | None:
+    try:
+        return (_help_dir() / f"{key}.txt").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _help_and_cache(key: str, argv: list[str]) -> int:
+    """Print the help as argparse makes it, and keep the text for the next time."""
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    code = 0
+    try:
+        with redirect_stdout(buf):
+            code = _main(argv)
+    except SystemExit as exc:       # argparse's --help: exit 0 after printing
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    text = buf.getvalue()
+    sys.stdout.write(text)
+    if code == 0 and text:
+        d = _help_dir()
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            tmp = d / f".{key}.{os.getpid()}.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, d / f"{key}.txt")
+        except OSError:
+            pass                     # no cache (read-only home): just slower
+    return code
+
+
 def check_display() -> None:
     """Raise a one-line :class:`~app.errors.UserError` when Qt's X11 (xcb) platform is going to
     be used but cannot work: no X server answers at ``DISPLAY`` (or it refuses us), or libxcb
@@ -216,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
         # answered before anything heavy is imported (start-up: well under 0.2 s)
         print(f"gpulab {__version__}")
         return 0
+    key = _help_key(argv)
+    if key is not None:
+        text = _help_cached(key)
+        if text is not None:
+            sys.stdout.write(text)
+            return 0
     debug = os.environ.get("GPULAB_DEBUG", "") not in ("", "0")
     from gpu_kernels.jobs import Cancelled
 
@@ -223,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import classify
 
     try:
+        if key is not None:
+            return _help_and_cache(key, argv)
         return _main(argv)
     except BrokenPipeError:
         # the reader went away (``gpulab ... | head``): not an error of ours
