@@ -8,11 +8,15 @@ Rand Index error, Hamming distance (Rm, Rf), GCE, LCE, cut discrepancy.
 
 Usage::
 
-    python benchmarks/mesh_psb.py                       # defaults, all 19 meshes
+    python benchmarks/mesh_psb.py                       # defaults, all 76 meshes
     python benchmarks/mesh_psb.py --max-faces 4000 --delta 0.2 --eta-convex 0.1
     python benchmarks/mesh_psb.py --grid                # parameter sweep (uses a cache of APSP
                                                         # matrices per weight set; same pipeline)
     python benchmarks/mesh_psb.py --json out/psb.json --markdown out/psb.md
+    python benchmarks/mesh_psb.py --cv --jobs 16 --device cuda --cv-out out/cv.jsonl --markdown out/cv.md
+                                                        # leave one category out over CV_GRID
+    python benchmarks/mesh_psb.py --cv-from out/cv.jsonl --cv-grid GRID.json   # tables again
+    python benchmarks/mesh_psb.py --pack out/psb.npz     # the data in one file, for a GPU host
 
 The data live in ../shared/data/psb relative to the repository root (or --data).
 """
@@ -355,8 +359,16 @@ def run(data: Path, ids, params: dict, max_faces, device, jobs: int, verbose=Tru
 #: e.g. pymeshlab's on a host without it); ``params``: segment_mesh keywords; ``what``:
 #: "protocol" (the human k's), "auto" (k = auto) or "both". Every candidate names what it
 #: changes from the library's defaults, so the grid means the same whatever the defaults are.
+#: ``pools``: the candidate sets LOCO chooses from ("speed": within the speed budget of
+#: issue 22, one working resolution and a quick simplifier). The full grids of the runs
+#: behind the defaults are benchmarks/results/mesh_cv_grid*.json.
 CV_GRID = [
-    {"name": "defaults", "set": [], "what": "both"},
+    {"name": "defaults", "set": [], "what": "both", "pools": ["all", "speed"]},
+    {"name": "simplifier fast", "set": ["simplify.SIMPLIFIER=fast"], "what": "both", "pools": ["all", "speed"]},
+    {"name": "simplifier pymeshlab", "set": ["simplify.SIMPLIFIER=pymeshlab"], "what": "both", "pools": ["all"]},
+    {"name": "consensus 2000/4000/6000", "params": {"consensus": True}, "what": "both", "pools": ["all"]},
+    {"name": "auto tau 1.8", "set": ["segment.AUTO_K_STRENGTH=1.8"], "what": "auto", "pools": ["all", "speed"]},
+    {"name": "auto elbow", "set": ["segment.AUTO_K_RULE=elbow"], "what": "auto", "pools": ["all", "speed"]},
 ]
 
 
@@ -541,12 +553,17 @@ def loco(rows, key: str, configs=None):
     return out, per_mesh, cands
 
 
-def cv_report(rows, grid_names, header: str) -> str:
-    """The leave-one-category-out tables (protocol k and auto k), every candidate's plain
-    score on all meshes, and the per-mesh scores of the defaults."""
+def cv_report(rows, grid_names, header: str, pools: dict | None = None, first: str | None = None) -> str:
+    """The leave-one-category-out tables (protocol k and auto k) for each pool of candidates
+    (``pools``: name -> candidate names; default one pool of every candidate), every
+    candidate's plain score on all meshes, and the per-mesh scores of ``first`` (default the
+    grid's first candidate)."""
     lines = [header, ""]
-    for key, title in (("RI", "protocol k (Rand Index error)"), ("RI_auto", "k = auto (Rand Index error)")):
-        table, per_mesh, cands = loco(rows, key, grid_names)
+    pools = pools or {"all": grid_names}
+    for (pool, members), (key, title) in itertools.product(
+            pools.items(), (("RI", "protocol k (Rand Index error)"), ("RI_auto", "k = auto (Rand Index error)"))):
+        title = f"{title}, candidates: {pool}"
+        table, per_mesh, cands = loco(rows, key, [n for n in grid_names if n in members])
         if not table:
             continue
         mean = float(np.mean([t["held_out"] for t in table]))
@@ -587,7 +604,7 @@ def cv_report(rows, grid_names, header: str) -> str:
                if au else "- | - | ")
             + f"{np.mean([r['seconds'] for r in mine]):.2f} |" if mine else f"| {n} | 0 | | | | | | |")
     # per-mesh scores of the first candidate (the defaults)
-    first = names[0] if names else None
+    first = first or (names[0] if names else None)
     if first:
         mine = sorted((r for r in rows if r["config"] == first and "error" not in r), key=lambda r: r["mesh"])
         lines += ["", f"### Plain scores of `{first}` on all {len(mine)} meshes", "",
@@ -697,8 +714,14 @@ def _main_cv(args, argv) -> int:
         print(f"--cv: {len(grid)} candidates x {len(ids)} meshes on {device}, {args.jobs} processes", flush=True)
         rows = run_cv(args.data, ids, grid, args.device, args.jobs, args.cv_out)
     cmd = "python benchmarks/mesh_psb.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    pools = {}
+    for c in grid:
+        for p in c.get("pools", ["all"]):
+            pools.setdefault(p, []).append(c["name"])
+    if "all" in pools:
+        pools["all"] += [n for n in names if n not in pools["all"]]
     md = cv_report(rows, names, f"## Leave-one-category-out cross-validation, {stamp}, device {device}\n\n"
-                                f"Command: `{cmd}`")
+                                f"Command: `{cmd}`", pools, args.cv_show or None)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(md)
@@ -755,6 +778,8 @@ def main(argv=None):
                     help="append every (candidate, mesh) result to this file as it comes")
     ap.add_argument("--cv-from", default="", metavar="ROWS.jsonl[,...]",
                     help="--cv tables from rows saved earlier (--cv-out) instead of running")
+    ap.add_argument("--cv-show", default="", metavar="NAME",
+                    help="the candidate whose per-mesh scores --cv lists (default: the grid's first)")
     ap.add_argument("--pack", type=Path, default=None, metavar="OUT.npz",
                     help="write the data as one .npz (meshes and human segmentations; --data accepts it)")
     args = ap.parse_args(argv)

@@ -83,6 +83,10 @@ PARAMS = ParamSet([
           "device); 'off': always the full resolution (slower; sharp creases then weigh more).",
           minimum=200, maximum=10_000_000, auto=True, auto_value=_seg.DEFAULT_MAX_FACES, optional=True,
           typical=_seg.WORKING_FACES, step=1000, unit="faces", metavar="N"),
+    Param("consensus", bool, False, "Three resolutions",
+          "With the automatic working resolution: also cluster at 2,000 and 6,000 faces and keep the "
+          "result that agrees best with the other two (better parts on the PSB, about three times "
+          "the work; the 6,000-face distance matrix is slow on a CPU).", advanced=True),
     Param("shading", float, DEFAULT_SHADING, "Uncertainty shading",
           "How far faces near a boundary between parts fade towards white (0: flat part colours, "
           "1: white on the boundary). Only the picture and the coloured faces change.",
@@ -175,7 +179,7 @@ def _segment(ctx):
     return _seg.segment_mesh(
         ctx.data.vertices, ctx.data.faces, k=p["k"], delta=p["delta"], eta_convex=p["eta_convex"],
         epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"], max_faces=p["max_faces"],
-        device=ctx.device, progress=ctx.progress)
+        consensus=p["consensus"], device=ctx.device, progress=ctx.progress)
 
 
 def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MeshSegResult:
