@@ -715,6 +715,12 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
             wait(pending)      # the running chunks finish (they are short), then the file goes
             if isinstance(exc, BrokenProcessPool):
                 _reset_pool()
+                # a worker that dies without a Python error was killed: by the kernel's
+                # out-of-memory killer, almost always (a MemoryError the caller reports as such)
+                raise MemoryError(
+                    f"a worker process of the shortest-path computation was killed (most likely the "
+                    f"system ran out of memory: the {m:,} x {n:,} distance matrix takes "
+                    f"{4 * m * n / 2**30:.1f} GiB)") from None
             raise
         progress.update(1.0, f"{label}, {m:,} sources")
         return out

@@ -720,3 +720,52 @@ def test_help_cache_key_follows_sources_and_environment(monkeypatch):
     assert cli._help_key(["mesh-seg", "--k", "3"]) is None
     monkeypatch.setenv("GPULAB_TOOLS", "mypkg.tool:TOOL")
     assert cli._help_key(["mesh-seg", "--help"]) != k
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+def test_a_killed_apsp_worker_is_the_out_of_memory_line():
+    """Case 6: a pool worker killed by the OOM killer gave a BrokenProcessPool traceback."""
+    code = textwrap.dedent("""
+        import os, signal, threading, time
+        import numpy as np
+        from app.errors import classify
+        from gpu_kernels.graph.apsp import all_pairs_shortest_paths
+
+        def descendants(pid):
+            kids = set()
+            for d in os.listdir("/proc"):
+                if d.isdigit():
+                    try:
+                        with open(f"/proc/{d}/stat") as fh:
+                            if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                                kids.add(int(d))
+                    except (OSError, ValueError, IndexError):
+                        pass
+            return kids
+
+        def killer():
+            for _ in range(600):
+                workers = [w for k in descendants(os.getpid()) for w in descendants(k)]
+                if workers:
+                    time.sleep(0.3)
+                    os.kill(workers[0], signal.SIGKILL)
+                    return
+                time.sleep(0.05)
+
+        threading.Thread(target=killer, daemon=True).start()
+        n = 8000
+        rng = np.random.default_rng(0)
+        s = np.concatenate([np.arange(n - 1), rng.integers(0, n, 3 * n)])
+        d = np.concatenate([np.arange(1, n), rng.integers(0, n, 3 * n)])
+        try:
+            all_pairs_shortest_paths(n, s, d, rng.random(len(s)) + 0.1, method="cpu-mt", workers=2, device="cpu")
+            print("FINISHED")
+        except BaseException as exc:
+            kind, msg = classify(exc, "Mesh segmentation")
+            print(kind, "|", msg)
+    """)
+    r = subprocess.run([PY, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    out = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-1000:]
+    if out == "FINISHED":
+        pytest.skip("the run ended before a worker could be killed")
+    assert out.startswith("oom | Mesh segmentation ran out of host memory"), out
