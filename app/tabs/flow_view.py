@@ -146,6 +146,18 @@ class FlowView(QWidget):
         lay.addWidget(self.glw)
         self.glw.scene().sigMouseMoved.connect(self._moved)
         self.shape: tuple[int, int] | None = None
+        self.user_zoomed = False  # until the user zooms or pans, a resize re-frames the frames
+        for vb in (self.left, self.right):
+            vb.sigRangeChangedManually.connect(self._zoomed)
+
+    def _zoomed(self, *_a) -> None:
+        self.user_zoomed = True
+
+    def reset_zoom(self) -> None:
+        """Frame the whole frames again (and follow resizes until the next zoom)."""
+        self.user_zoomed = False
+        if self.shape is not None:
+            self.left.autoRange(padding=0.02)
 
     # ------------------------------------------------------------------ layout
     def _arrange(self, vertical: bool) -> None:
@@ -197,7 +209,7 @@ class FlowView(QWidget):
         half = 1e6 if vertical else max((self.width() - 40) / 2, 50)
         for c in (0, 1):  # two equal columns side by side
             lay.setColumnMaximumWidth(c, half)
-        if changed and self.shape is not None:
+        if self.shape is not None and (changed or not self.user_zoomed):
             self.left.autoRange(padding=0.02)
 
     def image_rect_on_screen(self) -> tuple[int, int]:
@@ -215,6 +227,7 @@ class FlowView(QWidget):
         new_shape = tuple(np.asarray(img1).shape[:2])
         if new_shape != self.shape:
             self.shape = new_shape
+            self.user_zoomed = False
             self._relayout()
             self.left.autoRange(padding=0.02)
         self.clear_result()

@@ -252,8 +252,7 @@ class MeshTab(ToolTab):
         P = np.stack([(1 + cert) / 2, (1 - cert) / 2], axis=1)  # two memberships with that certainty
         lut = blend_face_colors(P, np.zeros(n, np.int64), np.asarray(result.seg.cluster_colors)[:1], shading=shading)
         self.shading_legend.set_map(lut, 0.0, 1.0, labels=("certain", "uncertain"),
-                                    caption=f"uncertainty shading {shading:g}: faded to white by up to "
-                                            f"{100 * shading:.0f} %")
+                                    caption=f"shading {shading:g}: up to {100 * shading:.0f} % towards white")
 
     def show_face(self, face: int) -> None:
         """Show the memberships of ``face`` (called when a face is clicked)."""

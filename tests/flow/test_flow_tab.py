@@ -250,3 +250,18 @@ def test_parameters_the_method_ignores_are_hidden(tab):
     assert form.is_shown("block") and form.is_shown("radius") and not form.is_shown("window")
     # the values still reach the command line and presets unchanged
     assert form.values()["block"] == 8
+
+
+def test_frames_follow_a_resize_until_the_user_zooms(qtbot, tab, tab_runner):
+    tab.resize(700, 500)
+    tab_runner.load(tab, flow.samples()[0])
+    qtbot.wait(50)
+    small = tab.view.image_rect_on_screen()
+    tab.resize(1500, 950)
+    qtbot.wait(100)
+    large = tab.view.image_rect_on_screen()
+    assert large[0] > 1.3 * small[0], (small, large)      # re-framed, not left at the old scale
+    tab.view.left.sigRangeChangedManually.emit([True, True])
+    assert tab.view.user_zoomed
+    tab.view.reset_zoom()
+    assert not tab.view.user_zoomed

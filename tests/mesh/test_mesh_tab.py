@@ -196,7 +196,7 @@ def test_parameters_persist(tab, tmp_path, qtbot):
     tab.edges_check.setChecked(True)
     params = tab.params()
     assert params == {"k": 4, "delta": 0.35, "eta_convex": None, "epsilon": 0.07, "apsp": "cpu-mt",
-                      "max_iter": 9, "max_faces": 5000, "consensus": False, "shading": mesh_seg.DEFAULT_SHADING}
+                      "max_iter": 9, "max_faces": 5000, "consensus": False, "simplifier": "auto", "shading": mesh_seg.DEFAULT_SHADING}
     s = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     s.beginGroup("tabs/mesh")
     tab.save_settings(s)
@@ -421,7 +421,7 @@ def test_uncertainty_shading_has_a_legend(segmented):
     s = tab.result.params["shading"]
     faded = tuple(int(round(255 + (c - 255) * (1 - s))) for c in first)
     assert all(abs(a - b) <= 1 for a, b in zip(bar.lut[-1], faded, strict=True))
-    assert f"{100 * s:.0f} %" in bar.caption
+    assert f"{100 * s:.0f} %" in bar.caption and "white" in bar.caption
     tab.clear_result()
     assert not bar.isVisibleTo(tab)
 
