@@ -176,10 +176,9 @@ $(PACKAGE_VENV)/.stamp: pyproject.toml setup.py $(wildcard app/*.py)
 	  > $(PACKAGE_VENV)/pip-install.log 2>&1 || { tail -30 $(PACKAGE_VENV)/pip-install.log; exit 1; }
 	@touch $@
 
-# the PyInstaller build always reinstalls gpulab itself (not editable) so the bundle has this tree
+# build_bundle.sh reinstalls gpulab itself (not editable) from this tree, or from a clean
+# `git archive` of PACKAGE_FROM (make package PACKAGE_FROM=HEAD)
 package: $(PACKAGE_VENV)/.stamp
-	@$(PACKAGE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall . \
-	  > $(PACKAGE_VENV)/pip-gpulab.log 2>&1 || { cat $(PACKAGE_VENV)/pip-gpulab.log; exit 1; }
 	nice -n 10 packaging/build_bundle.sh $(PACKAGE_VENV) $(CUDA_EXTRA)
 
 package-check: $(STAMP_RUN) xvfb-deps desktop-deps

@@ -12,20 +12,34 @@ set -euo pipefail
 VENV=${1:?usage: build_bundle.sh BUILD_VENV CUDA_EXTRA}
 EXTRA=${2:-none}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-PY="$VENV/bin/python"
+PY=$(realpath -s "$VENV")/bin/python
+B="$ROOT/build/package"
+SECONDS=0
+mkdir -p "$B"
+# PACKAGE_FROM=REV (e.g. HEAD) builds from a clean `git archive REV` instead of the working tree
+# (what a release should do; and in a tree others are editing, a consistent snapshot)
+if [ -n "${PACKAGE_FROM:-}" ]; then
+  SRC="$B/src"
+  rm -rf "$SRC"
+  mkdir -p "$SRC"
+  git -C "$ROOT" archive "$PACKAGE_FROM" | tar -x -C "$SRC"
+  echo "== building from $PACKAGE_FROM ($(git -C "$ROOT" rev-parse --short "$PACKAGE_FROM")) exported to $SRC"
+else
+  SRC="$ROOT"
+fi
+cd "$SRC"
+# gpulab itself, not editable, from this source: its metadata is what the bundle's `info` reads
+"$PY" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$SRC" \
+  > "$B/pip-gpulab.log" 2>&1 || { cat "$B/pip-gpulab.log"; exit 1; }
 VERSION=$("$PY" -c 'import importlib.metadata as m; print(m.version("gpulab"))')
 WANT=$("$PY" -c 'import sys, tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 [ "$VERSION" = "$WANT" ] || { echo "build venv has gpulab $VERSION, pyproject.toml says $WANT"; exit 1; }
 SUFFIX=$([ "$EXTRA" = none ] && echo "" || echo "-$EXTRA")
 NAME="gpulab-$VERSION-linux-x86_64$SUFFIX"
-B="$ROOT/build/package"
 STAGE="$B/$NAME"
-SECONDS=0
 
 echo "== PyInstaller ($("$PY" -m PyInstaller --version)) -> $B/dist/gpulab"
 rm -rf "$B/dist" "$STAGE"
-mkdir -p "$B"
 "$PY" -m PyInstaller packaging/gpulab.spec --noconfirm --log-level WARN \
   --distpath "$B/dist" --workpath "$B/work" > "$B/pyinstaller.log" 2>&1 \
   || { tail -40 "$B/pyinstaller.log"; echo "PyInstaller failed (log: $B/pyinstaller.log)"; exit 1; }
@@ -55,15 +69,44 @@ gpulab demo --out DIR runs every tool on the bundled samples. MIT licence (LICEN
 libraries in gpulab/_internal keep their own licences.
 EOF
 
+echo "== leave out what gpulab never loads"
+# pymeshlab ships every MeshLab plugin with its libraries. gpulab reads meshes and decimates them;
+# these serve ray-traced ambient occlusion (Embree, 44 MB), E57 scans (Xerces + a second ICU, 35 MB)
+# and U3D export, and libIDTF.a is a static archive nobody loads at run time.
+PML="$STAGE/gpulab/_internal/pymeshlab/lib"
+if [ -d "$PML" ]; then
+  for f in plugins/libfilter_embree.so 'libembree4.so*' plugins/libio_e57.so 'libE57Format.so*' \
+           'libxerces-c*.so*' 'libicudata.so.70*' 'libicuuc.so.70*' 'libicui18n.so.70*' \
+           plugins/libio_u3d.so 'libIFXCore.so*' 'libIFXExporting.so*' 'libIFXScheduling.so*' 'libIDTF.a'; do
+    for g in "$PML"/$f; do [ -e "$g" ] || [ -L "$g" ] && rm -f "$g" && echo "   - pymeshlab/lib/${g#"$PML"/}"; done
+  done
+fi
+# nothing left may need what went: every ELF file's libraries must still be found
+"$PY" - "$STAGE/gpulab/_internal/pymeshlab/lib" <<'PYEOF'
+import pathlib, subprocess, sys
+lib = pathlib.Path(sys.argv[1])
+if lib.is_dir():
+    have = {p.name for p in lib.rglob("*")}
+    gone = ("libembree4", "libE57Format", "libxerces-c", "libicudata.so.70", "libicuuc.so.70", "libIFX")
+    bad = []
+    for p in lib.rglob("*.so*"):
+        out = subprocess.run(["readelf", "-d", str(p)], capture_output=True, text=True).stdout
+        bad += [f"{p.name} needs {n}" for n in gone if f"[{n}" in out and not any(h.startswith(n) for h in have)]
+    if bad:
+        sys.exit("pruned libraries still needed: " + "; ".join(bad))
+PYEOF
+
 echo "== replace duplicate files in the bundle by symbolic links"
 "$PY" packaging/dedupe.py "$STAGE/gpulab"
 
 echo "== archive"
-mkdir -p dist
-rm -f "dist/$NAME.tar.gz"
-tar -C "$B" -cf - "$NAME" | gzip -6 > "dist/$NAME.tar.gz"
+mkdir -p "$ROOT/dist"
+OUT="$ROOT/dist/$NAME.tar.gz"
+rm -f "$OUT"
+tar -C "$B" -cf - "$NAME" | gzip -9 > "$OUT.part"
+mv "$OUT.part" "$OUT"
 du -sh "$STAGE" | sed 's/^/   folder  /'
-du -h "dist/$NAME.tar.gz" | sed 's/^/   archive /'
+echo "   archive $(du -h "$OUT" | cut -f1) ($(stat -c %s "$OUT") bytes)"
 echo "== largest in the bundle (MB on disk)"
 (cd "$STAGE/gpulab/_internal" && du -s --block-size=1M -- * | sort -rn | head -15)
-echo "== done in ${SECONDS} s: dist/$NAME.tar.gz"
+echo "== done in ${SECONDS} s: $OUT"

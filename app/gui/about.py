@@ -13,7 +13,7 @@ from gpu_kernels.backend import BackendError, device_info, versions
 from .. import __version__
 from .icons import app_icon
 
-__all__ = ["about_text", "device_description", "AboutDialog"]
+__all__ = ["about_text", "device_description", "install_kind", "AboutDialog"]
 
 
 def device_description(info: dict) -> str:
@@ -27,6 +27,17 @@ def device_description(info: dict) -> str:
         f"{info['compute_capability']}, {info['free_bytes'] / gib:.1f} of "
         f"{info['total_bytes'] / gib:.1f} GiB free"
     )
+
+
+def install_kind() -> str:
+    """How this gpulab was installed: "stand-alone bundle", "Python package" or "source checkout"."""
+    import sys
+
+    from ..tools.base import resources_dir
+
+    if getattr(sys, "frozen", False):
+        return "stand-alone bundle"
+    return "Python package" if resources_dir().parent.name == "app" else "source checkout"
 
 
 def about_text(device=None) -> str:
@@ -43,6 +54,8 @@ def about_text(device=None) -> str:
         "GPU tools for geometry and vision in one window.",
         "",
         f"Compute device: {dev}{extra}",
+        f"Installed as: {install_kind()}, "
+        + (f"with CuPy {v['cupy']} (GPU when the driver supports it)" if v.get("cupy") else "CPU only (no CuPy)"),
         "",
         f"gpulab {v.get('gpulab') or __version__}",
         f"CuPy {v.get('cupy') or 'not installed'}",

@@ -399,3 +399,15 @@ def test_compare_outputs_finds_a_changed_array(tmp_path):
     np.save(b / "x.npy", np.arange(6.0) + 1)
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 1 and "x.npy" in r.stdout
+
+
+def test_about_box_says_how_gpulab_was_installed_and_whether_it_has_cupy(qapp, monkeypatch):
+    from app.gui import about
+
+    assert about.install_kind() == "source checkout"
+    text = about.about_text("cpu")
+    line = next(ln for ln in text.splitlines() if ln.startswith("Installed as: "))
+    assert line.startswith("Installed as: source checkout, ")
+    assert ("with CuPy" in line) == (about.versions().get("cupy") is not None)
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert about.install_kind() == "stand-alone bundle"
