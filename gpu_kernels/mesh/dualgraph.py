@@ -147,14 +147,19 @@ def _validate(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
 MAX_COORDINATE_SPAN = 1e150
 
 
+def _used_vertices(v: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """``np.unique(f)`` (the vertices some face uses, sorted) by one bincount."""
+    return np.flatnonzero(np.bincount(np.asarray(f).reshape(-1), minlength=len(v)) > 0)
+
+
 def _check_span(v: np.ndarray, f: np.ndarray) -> None:
-    used = v[np.unique(f)]
+    used = v[_used_vertices(v, f)]
     centre = np.median(used, axis=0)
     with np.errstate(over="ignore", invalid="ignore"):
         dev = np.abs(used - centre).max(axis=1)
     far = int(np.argmax(dev))
     if not np.isfinite(dev[far]) or dev[far] > MAX_COORDINATE_SPAN / 2:
-        idx = int(np.unique(f)[far])
+        idx = int(_used_vertices(v, f)[far])
         xyz = ", ".join(f"{c:.3g}" for c in v[idx])
         raise MeshInputError(
             f"vertex {idx:,} lies at ({xyz}), too far out to compute with (coordinates must stay within "
@@ -391,7 +396,7 @@ def _face_pairs(faces: np.ndarray):
 def _far_vertices(v: np.ndarray, f: np.ndarray) -> str:
     """A warning when a few vertices lie absurdly far (1e6 times the mesh's typical radius)
     from the rest: their faces then hold nearly all the area and decide the parts."""
-    used = np.unique(f)
+    used = _used_vertices(v, f)
     if used.size < 8:
         return ""
     centre = np.median(v[used], axis=0)

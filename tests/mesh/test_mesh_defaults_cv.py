@@ -205,3 +205,33 @@ def test_cv_from_saved_rows_prints_the_tables(tmp_path, capsys):
     text = md.read_text()
     assert "| **mean of the held-out folds** | | | **0.2000** |" in text
     assert "Plain scores of `defaults` on all 3 meshes" in text
+
+
+def test_tool_refuses_a_simplifier_that_is_not_installed(monkeypatch):
+    from app.tools import mesh_seg
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.errors import InputError
+
+    monkeypatch.setattr(simp, "available_simplifiers", lambda: ["fast"])
+    p = mesh_seg.PARAMS.validate({"simplifier": "pymeshlab"})
+    with pytest.raises(InputError, match="pymeshlab simplifier needs pymeshlab"):
+        mesh_seg.check_device(p, get_backend("cpu"))
+    mesh_seg.check_device(mesh_seg.PARAMS.validate({"simplifier": "fast"}), get_backend("cpu"))
+
+
+def test_tool_passes_simplifier_and_consensus_to_the_library(monkeypatch):
+    from app.tools import mesh_seg
+    from gpu_kernels.backend import get_backend
+
+    seen = {}
+    real = segmod.segment_mesh
+
+    def spy(*a, **k):
+        seen.update(k)
+        return real(*a, **k)
+
+    monkeypatch.setattr(segmod, "segment_mesh", spy)
+    v, f, _ = box_bar_box()
+    res = mesh_seg.run(mesh_seg.from_arrays(v, f), {"k": 3, "apsp": "cpu", "simplifier": "auto"},
+                       device=get_backend("cpu"))
+    assert seen["consensus"] is False and seen["simplifier"] == "auto" and res.seg.k == 3
