@@ -75,6 +75,86 @@ def load_middlebury(root: Path):
     return out
 
 
+def load_chairs(root: Path):
+    """The shared FlyingChairs pairs (RGB, 512x384, motions up to ~100 px)."""
+    import cv2
+
+    out = []
+    for i in range(6):
+        d = root / "flow-large" / "flyingchairs" / f"{i:07d}"
+        if not (d / "flow.flo").exists():
+            continue
+        a = cv2.imread(str(d / "img0.png"))[..., ::-1].copy()
+        b = cv2.imread(str(d / "img1.png"))[..., ::-1].copy()
+        gt, valid = read_flo(d / "flow.flo")
+        out.append((f"chairs{i}", a, b, gt, valid))
+    return out
+
+
+def load_middlebury_rgb(root: Path):
+    import cv2
+
+    out = []
+    for s in MIDDLEBURY:
+        d = root / "middlebury-flow" / s
+        if not d.exists():
+            continue
+        a = cv2.imread(str(d / "frame10.png"))[..., ::-1].copy()
+        b = cv2.imread(str(d / "frame11.png"))[..., ::-1].copy()
+        gt, valid = read_flo(d / "flow10.flo")
+        out.append((s, a, b, gt, valid))
+    return out
+
+
+def _object_pair(bg, obj, bg_shift, obj_pos, obj_shift):
+    """A background translated by ``bg_shift`` and a textured object moving by ``obj_shift``
+    (integer pixels, so both frames are exact copies; the object occludes what it covers)."""
+    H, W = bg.shape[:2]
+    bx, by = bg_shift
+    pad = np.pad(bg, ((abs(by), abs(by)), (abs(bx), abs(bx))) + ((0, 0),) * (bg.ndim - 2), mode="reflect")
+    img1 = pad[abs(by):abs(by) + H, abs(bx):abs(bx) + W].copy()
+    # IMG2(x + f) = IMG1(x): the second frame's content at x + (bx, by) is the first's at x
+    img2 = pad[abs(by) - by:abs(by) - by + H, abs(bx) - bx:abs(bx) - bx + W].copy()
+    gt = np.zeros((H, W, 2), np.float32)
+    gt[..., 0], gt[..., 1] = bx, by
+    oh, ow = obj.shape[:2]
+    (x0, y0), (ox, oy) = obj_pos, obj_shift
+    img1[y0:y0 + oh, x0:x0 + ow] = obj
+    img2[y0 + oy:y0 + oy + oh, x0 + ox:x0 + ox + ow] = obj
+    gt[y0:y0 + oh, x0:x0 + ow] = (ox, oy)
+    ys, xs = np.mgrid[0:H, 0:W]
+    valid = ((xs + gt[..., 0] >= 0) & (xs + gt[..., 0] <= W - 1) & (ys + gt[..., 1] >= 0) & (ys + gt[..., 1] <= H - 1))
+    return img1, img2, gt, valid
+
+
+def load_large(root: Path):
+    """Our own large-motion cases (20 to 200 px), made from the shared pictures and
+    scikit-image's: warped by known smooth fields, and textured objects moving over a moving
+    background (occlusions, motion discontinuities)."""
+    import cv2
+
+    from gpu_kernels.flow.synthetic import synthetic_pair
+
+    to8 = lambda x: np.clip(np.rint(x * 255), 0, 255).astype(np.uint8)  # noqa: E731
+    out = []
+    for kind, mag, img, size in (("translation", 120.0, "coffee", (480, 640)), ("rotation", 60.0, "astronaut", (480, 640)),
+                                 ("zoom", 60.0, "chelsea", (480, 640)), ("translation", 200.0, "rocket", (720, 1280))):
+        p = synthetic_pair(kind, size=size, magnitude=mag, image=img)
+        out.append((f"{kind[:5]}{int(mag)}{'-720p' if size[0] == 720 else ''}", to8(p.img1), to8(p.img2), p.flow, p.valid))
+    g = root / "middlebury-flow"
+    c = root / "flow-large" / "flyingchairs"
+    if (g / "Grove2").exists() and (g / "RubberWhale").exists():
+        bg = cv2.imread(str(g / "Grove2" / "frame10.png"), cv2.IMREAD_GRAYSCALE)
+        obj = cv2.imread(str(g / "RubberWhale" / "frame10.png"), cv2.IMREAD_GRAYSCALE)[100:250, 150:350]
+        out.append(("object150",) + _object_pair(bg, obj, (6, -3), (60, 200), (150, -40)))
+    if (c / "0000003").exists() and (g / "Dimetrodon").exists():
+        bg = cv2.imread(str(c / "0000003" / "img0.png"), cv2.IMREAD_GRAYSCALE)
+        bg = cv2.resize(bg, (960, 720), interpolation=cv2.INTER_CUBIC)
+        obj = cv2.imread(str(g / "Dimetrodon" / "frame10.png"), cv2.IMREAD_GRAYSCALE)[60:300, 100:400]
+        out.append(("object200-720p",) + _object_pair(bg, obj, (-12, 4), (40, 300), (200, 60)))
+    return out
+
+
 def load_synthetic(size=(480, 640)):
     from gpu_kernels.flow.synthetic import synthetic_pair
 
@@ -244,23 +324,24 @@ def peers():
         cv2.setNumThreads(os.cpu_count() or 1)
         for name, preset in (("DIS ultrafast", "ULTRAFAST"), ("DIS fast", "FAST"), ("DIS medium", "MEDIUM")):
             def dis(a, b, _p=getattr(cv2, f"DISOPTICAL_FLOW_PRESET_{preset}")):
-                f = cv2.DISOpticalFlow_create(_p).calc(a, b, None)
+                f = cv2.DISOpticalFlow_create(_p).calc(_gray8(a), _gray8(b), None)
                 return f[..., 0], f[..., 1]
             out[name] = ("cpu", dis)
 
         def farneback(a, b):
-            f = cv2.calcOpticalFlowFarneback(a, b, None, 0.5, 5, 15, 3, 5, 1.2, 0)
+            f = cv2.calcOpticalFlowFarneback(_gray8(a), _gray8(b), None, 0.5, 5, 15, 3, 5, 1.2, 0)
             return f[..., 0], f[..., 1]
         out["Farneback"] = ("cpu", farneback)
     except Exception as exc:  # noqa: BLE001
         for n in ("DIS ultrafast", "DIS fast", "DIS medium", "Farneback"):
             out[n] = f"n/a ({type(exc).__name__})"
+    out.update(contrib_peers())
     try:
         from skimage.registration import optical_flow_ilk, optical_flow_tvl1
 
         def sk(fn):
             def run(a, b):
-                v, u = fn(a.astype(np.float32) / 255, b.astype(np.float32) / 255)
+                v, u = fn(_gray8(a).astype(np.float32) / 255, _gray8(b).astype(np.float32) / 255)
                 return u, v
             return run
         out["skimage iLK"] = ("cpu", sk(optical_flow_ilk))
@@ -274,8 +355,8 @@ def peers():
 
         def cu(fn):
             def run(a, b):
-                a = cp.asarray(a, dtype=cp.float32) / 255 if a.dtype == np.uint8 or a.dtype == cp.uint8 else a
-                b = cp.asarray(b, dtype=cp.float32) / 255 if b.dtype == np.uint8 or b.dtype == cp.uint8 else b
+                a = cp.asarray(_gray8(a), dtype=cp.float32) / 255 if a.dtype == np.uint8 else a
+                b = cp.asarray(_gray8(b), dtype=cp.float32) / 255 if b.dtype == np.uint8 else b
                 v, u = fn(a, b)
                 return u, v
             return run
@@ -285,6 +366,47 @@ def peers():
         why = NA if isinstance(exc, ImportError) else f"n/a ({type(exc).__name__}: {exc})"[:80]
         out["cuCIM iLK"] = out["cuCIM TV-L1"] = why
     return out
+
+
+CONTRIB = ("OpenCV DeepFlow", "OpenCV PCAFlow", "OpenCV SparseToDense", "OpenCV RLOF")
+
+
+def _gray8(a):
+    import cv2
+
+    a = _host(a)
+    return cv2.cvtColor(a, cv2.COLOR_RGB2GRAY) if a.ndim == 3 else a
+
+
+def contrib_peers():
+    """OpenCV-contrib's dense flows (``cv2.optflow``), where opencv-contrib is installed."""
+    try:
+        import cv2
+
+        of = cv2.optflow
+    except Exception:  # noqa: BLE001
+        why = ("n/a (cv2.optflow missing: opencv-contrib-python-headless is not installed; its 69 MB wheel "
+               "is over the GPU host's 64 MiB carry, so these peers run on the CPU host)")
+        return dict.fromkeys(CONTRIB, why)
+
+    def mk(factory, color=False):
+        def run(a, b):
+            if color:
+                x, y = _host(a), _host(b)
+                x = x if x.ndim == 3 else np.dstack([x] * 3)
+                y = y if y.ndim == 3 else np.dstack([y] * 3)
+                f = factory(x, y)
+            else:
+                f = factory(_gray8(a), _gray8(b))
+            return f[..., 0], f[..., 1]
+        return run
+
+    return {
+        "OpenCV DeepFlow": ("cpu", mk(lambda a, b: of.createOptFlow_DeepFlow().calc(a, b, None))),
+        "OpenCV PCAFlow": ("cpu", mk(lambda a, b: of.createOptFlow_PCAFlow().calc(a, b, None))),
+        "OpenCV SparseToDense": ("cpu", mk(lambda a, b: of.calcOpticalFlowSparseToDense(a, b))),
+        "OpenCV RLOF": ("cpu", mk(lambda a, b: of.calcOpticalFlowDenseRLOF(a, b, None), color=True)),
+    }
 
 
 def _host(x):
@@ -324,6 +446,100 @@ def accuracy(datasets, methods, results, *, gpu_repeat=3):
         log(f"  {name}: Middlebury {row['Middlebury avg']}  synthetic {row['synthetic avg']}")
         rows.append(row)
     return rows
+
+
+def run_timed(name, kind, fn, a, b, *, gpu_repeat=3):
+    """(u, v, seconds) of one method on one pair (GPU: CUDA events, median of gpu_repeat)."""
+    if kind == "gpu":
+        cp = _cp()
+        da, db = cp.asarray(a), cp.asarray(b)
+        res = fn(da, db)
+        t = gpu_time(lambda: fn(da, db), repeat=gpu_repeat if name.startswith("ours") else 1, warmup=0)
+    else:
+        t0 = time.perf_counter()
+        res = fn(a, b)
+        t = time.perf_counter() - t0
+    return _host(res[0]), _host(res[1]), t
+
+
+def accuracy_sets(sets, methods, results, *, ref="DIS medium"):
+    """Per pair AEE and time of every method on each named set; mean, and ratios to ``ref``.
+
+    ``sets``: {set name: [(pair, img1, img2, gt, valid), ...]}. Returns markdown lines.
+    """
+    md = []
+    for set_name, data in sets.items():
+        if not data:
+            continue
+        errs, times = {}, {}
+        for name, spec in methods.items():
+            if isinstance(spec, str):
+                continue
+            kind, fn = spec
+            errs[name], times[name] = {}, {}
+            for ds, a, b, gt, valid in data:
+                try:
+                    u, v, t = run_timed(name, kind, fn, a, b)
+                    errs[name][ds] = aee(u, v, gt, valid)
+                    times[name][ds] = t
+                except Exception as exc:  # noqa: BLE001
+                    log(f"  {name} on {ds}: {type(exc).__name__}: {exc}")
+            e = errs[name]
+            log(f"  [{set_name}] {name}: " + " ".join(f"{k} {x:.3f}" for k, x in e.items()))
+        pairs = [d[0] for d in data]
+        refe = errs.get(ref, {})
+        rows = []
+        for name, spec in methods.items():
+            row = {"method": name}
+            if isinstance(spec, str):
+                row["mean"] = spec
+                rows.append(row)
+                continue
+            e, t = errs.get(name, {}), times.get(name, {})
+            for d in pairs:
+                row[d] = f"{e[d]:.3f}" if d in e else "error"
+            if len(e) == len(pairs):
+                m = float(np.mean([e[d] for d in pairs]))
+                row["mean"] = f"{m:.3f}"
+                if len(refe) == len(pairs):
+                    row["x ref"] = f"{m / np.mean([refe[d] for d in pairs]):.2f}"
+                    worst = max(pairs, key=lambda d: e[d] / max(refe[d], 1e-9))  # noqa: B023
+                    row["worst pair"] = f"{e[worst] / max(refe[worst], 1e-9):.2f} ({worst})"
+            if t:
+                row["ms/pair"] = f"{1e3 * np.mean(list(t.values())):.1f}"
+                row["where"] = "GPU" if spec[0] == "gpu" else "CPU"
+            rows.append(row)
+        results.setdefault("accuracy_sets", {})[set_name] = {"aee": errs, "seconds": times}
+        cols = [("method", "method"), ("mean", "mean AEE"), ("x ref", f"mean / {ref}"),
+                ("worst pair", f"worst pair / {ref}"), ("ms/pair", "ms/pair"), ("where", "on")]
+        cols += [(d, d) for d in pairs]
+        md += [f"### {set_name}: endpoint error (AEE, px) per pair, each method's mean time per pair", "",
+               format_table(rows, cols), ""]
+    return md
+
+
+def confidence_sets(sets, device, results, methods=("search", "refine")):
+    """AUSE of our quality map against forward-backward consistency, per set."""
+    from gpu_kernels.flow import forward_backward_confidence, optical_flow, sparsification
+    from gpu_kernels.flow.metrics import endpoint_error
+
+    rows = []
+    for set_name, data in sets.items():
+        for method in methods:
+            q_all, fb_all = [], []
+            for _ds, a, b, gt, valid in data:
+                f = optical_flow(a, b, method=method, device=device).to_numpy()
+                bk = optical_flow(b, a, method=method, device=device).to_numpy()
+                e = endpoint_error(f.u, f.v, gt, valid)
+                q_all.append(sparsification(e, f.quality)["ause"])
+                fb_all.append(sparsification(e, forward_backward_confidence(f.u, f.v, bk.u, bk.v))["ause"])
+            rows.append({"set": set_name, "method": method, "quality": f"{np.mean(q_all):.3f}",
+                         "fb": f"{np.mean(fb_all):.3f}", "better": "yes" if np.mean(q_all) < np.mean(fb_all) else "no"})
+            results.setdefault("confidence_sets", {})[f"{set_name}/{method}"] = {"quality": q_all, "fb": fb_all}
+            log(f"  [{set_name}] {method}: AUSE quality {np.mean(q_all):.3f} vs FB {np.mean(fb_all):.3f}")
+    return ["### Sparsification (AUSE, px; lower is better): our quality map against forward-backward", "",
+            format_table(rows, [("set", "set"), ("method", "method"), ("quality", "AUSE quality map"),
+                                ("fb", "AUSE forward-backward"), ("better", "quality map better")]), ""]
 
 
 def confidence(datasets, device, results):
@@ -527,6 +743,136 @@ def sweep(datasets, device, base_pair, results):
     return rows
 
 
+def search_grid(kind="main"):
+    """Configurations of the default method (``search``) that ``--search-sweep`` scores."""
+    import itertools
+    import random
+
+    if kind == "first":      # the first sweep (H100, 2026-11-25 15:28 UTC): 300 configurations
+        out = []
+        for fpl, radius, warps, tv_iters, lam in itertools.product(
+                (1, 2, 3, 4, 9), (0, 4, 8), ((5,), (3, 5), (2, 5), (1, 3, 5), (8,)), (10, 20), (60.0, 100.0)):
+            out.append(dict(finest_patch_level=fpl, radius=radius, warps=warps, tv_iters=tv_iters, lam=lam))
+        random.Random(0).shuffle(out)   # a time cap then still samples the whole grid
+        return out
+    if kind == "main":       # the second: around the first's best, with the pre-blur
+        out = []
+        for blur, fpl, radius, warps, tv_iters in itertools.product(
+                (0.5, 0.7), (0, 1, 2), (8, 12), ((8,), (3, 8), (2, 5, 8), (1, 4, 8), (2, 8)), (10, 20)):
+            out.append(dict(blur=blur, finest_patch_level=fpl, radius=radius, warps=warps, tv_iters=tv_iters,
+                            iters=32, rounds=4))
+        random.Random(0).shuffle(out)
+        return out
+    return []
+
+
+def search_variants(best):
+    """One-at-a-time variations around ``best`` (the secondary parameters)."""
+    out = []
+    for k, vals in (("stride", (3, 6)), ("patch", (6, 12)), ("iters", (16, 64)), ("rounds", (2, 8)),
+                    ("eps", (0.003, 0.03)), ("prior", (0.0, 0.3, 3.0, 10.0)), ("lam", (60.0, 150.0)),
+                    ("blur", (0.3, 1.0))):
+        for x in vals:
+            c = dict(best)
+            c[k] = x
+            out.append(c)
+    return out
+
+
+def sweep_search(shared, large, device, results, *, out=None, grid=None, time_top=16, max_seconds=100.0,
+                 max_variant_seconds=30.0):
+    """Score configurations of ``search`` on the shared pairs and our large-motion set at once.
+
+    The score of a configuration is its mean AEE over the shared pairs divided by DIS medium's
+    (same pairs); configurations whose worst shared pair is over 1.1x DIS medium's, or whose
+    mean on the large set is over DIS medium's, rank after the others. The best few are timed
+    at 1080p (graph plans, as the default runs).
+    """
+    import cv2
+
+    from gpu_kernels.flow import _plan
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    cp = _cp()
+    allp = shared + large
+    dis = {}
+    for ds, a, b, gt, valid in allp:
+        f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+        dis[ds] = aee(f[..., 0], f[..., 1], gt, valid)
+    log("  DIS medium: " + " ".join(f"{k} {v:.3f}" for k, v in dis.items()))
+    dev = [(ds, cp.asarray(a), cp.asarray(b), gt, valid) for ds, a, b, gt, valid in allp]
+    names_s = [d[0] for d in shared]
+    names_l = [d[0] for d in large]
+    mean_dis_s = float(np.mean([dis[d] for d in names_s]))
+    mean_dis_l = float(np.mean([dis[d] for d in names_l])) if names_l else 1.0
+    saved = _plan.ENABLED
+    _plan.ENABLED = False
+
+    def score(cfg):
+        e = {}
+        for ds, a, b, gt, valid in dev:
+            r = inverse_search_flow(a, b, device=device, **cfg)
+            e[ds] = aee(_host(r.u), _host(r.v), gt, valid)
+        ms = float(np.mean([e[d] for d in names_s]))
+        ml = float(np.mean([e[d] for d in names_l])) if names_l else 0.0
+        worst = max(e[d] / max(dis[d], 1e-9) for d in names_s)
+        row = {"cfg": cfg, "aee": e, "shared": ms / mean_dis_s, "worst": worst, "large": ml / mean_dis_l,
+               "shared_mean": ms, "large_mean": ml}
+        row["rank"] = (0 if (worst <= 1.1 and ml <= 0.6 * mean_dis_l) else 1, ms / mean_dis_s + 0.1 * ml / mean_dis_l)
+        return row
+
+    rows = []
+    t0 = time.time()
+    try:
+        for i, cfg in enumerate(grid if grid is not None else search_grid()):
+            try:
+                rows.append(score(cfg))
+            except Exception as exc:  # noqa: BLE001
+                log(f"  {cfg}: {type(exc).__name__}: {exc}")
+            if i % 20 == 0:
+                log(f"  {i} configurations, {time.time() - t0:.0f} s")
+            if time.time() - t0 > max_seconds:
+                log(f"  time cap: {i + 1} configurations scored")
+                break
+                if out:
+                    Path(out).with_suffix(".sweep.json").write_text(json.dumps(rows, default=str))
+        rows.sort(key=lambda r: r["rank"])
+        t1 = time.time()
+        if rows:
+            for cfg in search_variants(rows[0]["cfg"]):
+                if time.time() - t1 > max_variant_seconds:
+                    break
+                try:
+                    rows.append(score(cfg))
+                except Exception as exc:  # noqa: BLE001
+                    log(f"  {cfg}: {type(exc).__name__}: {exc}")
+        rows.sort(key=lambda r: r["rank"])
+    finally:
+        _plan.ENABLED = saved
+    a = cv2.resize(shared[0][1], (1920, 1080))
+    b = cv2.resize(shared[0][2], (1920, 1080))
+    da, db = cp.asarray(a), cp.asarray(b)
+    f = lambda: cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)  # noqa: E731
+    t_dis = cpu_time(f, repeat=3)
+    log(f"  DIS medium at 1080p: {1e3 * t_dis:.1f} ms")
+    for r in rows[:time_top]:
+        t = gpu_time(lambda: inverse_search_flow(da, db, device=device, **r["cfg"]), repeat=5)  # noqa: B023
+        r["1080p ms"] = round(1e3 * t, 2)
+        r["x DIS 1080p"] = round(t_dis / t, 1)
+    results["search_sweep"] = {"rows": rows, "dis": dis, "dis_1080p_ms": 1e3 * t_dis}
+    if out:
+        Path(out).with_suffix(".sweep.json").write_text(json.dumps(results["search_sweep"], default=str))
+    md_rows = []
+    for r in rows[:25]:
+        md_rows.append({"cfg": json.dumps(r["cfg"]), "shared": f"{r['shared']:.3f}", "worst": f"{r['worst']:.2f}",
+                        "large": f"{r['large']:.3f}", "ms": r.get("1080p ms", "-")})
+    return ["### Sweep of the default method (`search`): mean AEE / DIS medium's on the shared pairs, worst pair, "
+            "large set", "", format_table(md_rows, [("cfg", "configuration"), ("shared", "shared / DIS"),
+                                                    ("worst", "worst pair / DIS"), ("large", "large / DIS"),
+                                                    ("ms", "1080p ms")]), "",
+            f"{len(rows)} configurations scored; DIS medium at 1080p {1e3 * t_dis:.1f} ms (host CPU)", ""]
+
+
 # ------------------------------------------------------------------------------ main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -541,7 +887,15 @@ def main(argv=None):
                     help="leave out scikit-image, Farneback and our CPU path (minutes on big images)")
     ap.add_argument("--accuracy-methods", default=None, help="comma-separated prefixes of the methods to score")
     ap.add_argument("--plans", action="store_true", help="end to end through CUDA-graph plans (gpu_kernels.flow._plan)")
+    ap.add_argument("--accuracy", action="store_true",
+                    help="only the accuracy tables: the shared pairs (FlyingChairs 0-5 + Middlebury) and our "
+                         "large-motion set, every peer with its time, and the quality maps' AUSE on both")
+    ap.add_argument("--search-sweep", action="store_true", help="score a grid of the default method's parameters")
+    ap.add_argument("--no-cpu-ours", action="store_true", help="--accuracy on a GPU: leave out our CPU path")
+    ap.add_argument("--no-large", action="store_true", help="--accuracy: leave out our large-motion set")
     args = ap.parse_args(argv)
+    if args.accuracy or args.search_sweep:
+        return main_accuracy(args)
     t_start = time.time()
     results = {"device": device_name(), "host": host_description(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv)}
@@ -663,6 +1017,114 @@ def main(argv=None):
     save()
     log("\n" + "\n".join(md))
     return results
+
+
+def main_accuracy(args):
+    """``--accuracy`` / ``--search-sweep``: the tables of issue 25."""
+    t_start = time.time()
+    gpu = args.device != "cpu"
+    results = {"device": device_name() if gpu else "cpu", "host": host_description(),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv)}
+    md = [f"Device: {results['device']}; host: {results['host']}; {results['date']}", "",
+          f"Command: `{results['command']}`", ""]
+    root = Path(args.data)
+    shared = load_chairs(root) + load_middlebury_rgb(root)
+    large = [] if args.no_large else load_large(root)
+    log(md[0])
+    log(f"shared pairs: {[d[0] for d in shared]}; large set: {[d[0] for d in large]}")
+
+    def save():
+        if args.out:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.with_suffix(".md").write_text("\n".join(md) + "\n")
+            out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
+
+    if args.search_sweep and gpu:
+        log("\n## sweep (search)")
+        md += sweep_search(shared, large, args.device, results, out=args.out)
+        save()
+        log("\n".join(md[-8:]))
+    if args.accuracy:
+        pe = peers()
+        methods = {}
+        if gpu:
+            methods["ours search (GPU), the default"] = ("gpu", ours("search", args.device))
+            methods["ours refine (GPU)"] = ("gpu", ours("refine", args.device))
+        if not (gpu and args.no_cpu_ours):
+            methods["ours search (CPU)"] = ("cpu", ours("search", "cpu"))
+            methods["ours refine (CPU)"] = ("cpu", ours("refine", "cpu"))
+        names = ["DIS ultrafast", "DIS fast", "DIS medium", "Farneback", *CONTRIB, "cuCIM TV-L1"]
+        if not args.no_slow_peers:
+            names.append("skimage TV-L1")
+        for name in names:
+            spec = pe.get(name, NA)
+            if name.startswith("cuCIM") and not gpu:
+                spec = "not run (GPU peer; this run is on the CPU)"
+            methods[name] = spec
+        log("\n## accuracy")
+        sets = {"shared pairs (FlyingChairs 0-5, Middlebury)": shared}
+        if large:
+            sets["large-motion set (ours: 20-200 px)"] = large
+        md += accuracy_sets(sets, methods, results)
+        save()
+        log("\n## confidence")
+        try:
+            md += confidence_sets({"FlyingChairs": shared[:6], "Middlebury": shared[6:], **({"large": large} if large else {})},
+                                  args.device if gpu else "cpu", results)
+        except Exception as exc:  # noqa: BLE001
+            log(f"confidence failed: {exc}")
+            traceback.print_exc()
+    if args.accuracy and gpu and shared:
+        log("\n## 1080p")
+        md += speed_1080(shared[0], args.device, results)
+    results["elapsed_s"] = round(time.time() - t_start, 1)
+    save()
+    log("\n" + "\n".join(md))
+    return results
+
+
+def speed_1080(pair, device, results):
+    """The default (search) and refine at 1080p on the GPU against DIS on the host, same run."""
+    import cv2
+
+    from gpu_kernels.flow import _plan
+
+    cp = _cp()
+    a = cv2.resize(pair[1], (1920, 1080), interpolation=cv2.INTER_LINEAR)
+    b = cv2.resize(pair[2], (1920, 1080), interpolation=cv2.INTER_LINEAR)
+    da, db = cp.asarray(a), cp.asarray(b)
+    rows = []
+    pe = peers()
+    t_ref = None
+    for name in ("DIS ultrafast", "DIS fast", "DIS medium"):
+        _, fn = pe[name]
+        t = cpu_time(lambda: fn(a, b), repeat=5)  # noqa: B023
+        rows.append({"method": f"{name} ({os.cpu_count()} host cores)", "ms": round(1e3 * t, 2)})
+        if name == "DIS medium":
+            t_ref = t
+    for m in ("search", "refine"):
+        fn = ours(m, device)
+        fn(da, db)
+        with PeakMemory() as pm:
+            fn(da, db)
+            cp.cuda.get_current_stream().synchronize()
+        t = gpu_time(lambda: fn(da, db), repeat=10)  # noqa: B023
+        saved = _plan.ENABLED
+        _plan.ENABLED = False
+        try:
+            tp = gpu_time(lambda: fn(da, db), repeat=5)  # noqa: B023
+        finally:
+            _plan.ENABLED = saved
+        rows.append({"method": f"ours {m} (GPU){', the default' if m == 'search' else ''}", "ms": round(1e3 * t, 2),
+                     "plain": round(1e3 * tp, 2), "peak": round(pm.bytes / 2**20, 1)})
+    for r in rows:
+        r["x"] = f"{t_ref / (r['ms'] / 1e3):.1f}x" if t_ref else "-"
+    results["speed_1080p"] = rows
+    log("  " + "; ".join(f"{r['method']} {r['ms']} ms" for r in rows))
+    return ["### 1920x1080 (a FlyingChairs pair resized), end to end from device arrays; DIS on the host", "",
+            format_table(rows, [("method", "method"), ("ms", "ms/pair"), ("plain", "without graph plans ms"),
+                                ("peak", "peak device MiB"), ("x", "speed vs DIS medium")]), ""]
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import gpu_kernels.flow.api  # noqa: F401 - the submodules (the package's names 
 import gpu_kernels.flow.blockmatch  # noqa: F401
 import gpu_kernels.flow.lucas_kanade  # noqa: F401
 import gpu_kernels.flow.refine  # noqa: F401
+import gpu_kernels.flow.search  # noqa: F401
 from gpu_kernels.backend import Backend
 from gpu_kernels.errors import InputError
 from gpu_kernels.flow.colorwheel import flow_to_color
@@ -50,6 +51,7 @@ _api = sys.modules["gpu_kernels.flow.api"]
 _bm = sys.modules["gpu_kernels.flow.blockmatch"]
 _lk = sys.modules["gpu_kernels.flow.lucas_kanade"]
 _tv = sys.modules["gpu_kernels.flow.refine"]
+_search = sys.modules["gpu_kernels.flow.search"]
 
 __all__ = ["PARAMS", "TOOL", "FlowData", "FlowRun", "load", "load_pair", "with_pair", "with_ground_truth",
            "with_mask", "run", "summary", "samples", "demo", "warped_second", "INPUT_EXTENSIONS"]
@@ -67,17 +69,29 @@ def _refine_only(v) -> bool:
     return v["method"] == "refine"
 
 
+def _variational(v) -> bool:
+    """TV-L1 parameters: the refinement and the default (search), which refines every level."""
+    return v["method"] in ("refine", "search")
+
+
+def _search_only(v) -> bool:
+    return v["method"] == "search"
+
+
 PARAMS = ParamSet([
     Param("method", str, _api.DEFAULT_METHOD, "Method",
+          "search: patch inverse search + TV-L1, motions from 0 to a fifth of the frame (the default); "
           "bm: NCC block matching (fast, one vector per block); lk: pyramidal Lucas-Kanade (fast, "
-          "small motions); refine: TV-L1 variational refinement (the most accurate).",
+          "small motions); refine: TV-L1 variational refinement alone (small motions).",
           choices=_api.METHODS,
-          choice_help={"bm": "multi-scale NCC block matching with a quality map",
+          choice_help={"search": "DIS-style patch inverse search over a deep pyramid, densified, TV-L1 at "
+                                 "every level (large and small motions)",
+                       "bm": "multi-scale NCC block matching with a quality map",
                        "lk": "pyramidal Lucas-Kanade with warping and a reliability map",
                        "refine": "TV-L1 refinement, coarse to fine (optionally seeded by bm or lk)"}),
     Param("levels", int, None, "Pyramid levels",
-          "Levels of the Gaussian pyramid; 'auto' is the method's default (5 for bm and refine, 3 "
-          "for lk). More levels follow larger motions.",
+          "Levels of the Gaussian pyramid; 'auto' is the method's default (search: down to about four "
+          "patches across; 5 for bm and refine, 3 for lk). More levels follow larger motions.",
           minimum=1, maximum=12, auto=True, auto_value=None, typical=5, metavar="L"),
     Param("block", int, _bm.DEFAULT_BLOCK, "Block size",
           "Block matching: side of the blocks in pixels (4, 8 or 16); larger is steadier and coarser.",
@@ -89,23 +103,36 @@ PARAMS = ParamSet([
           "Lucas-Kanade: odd side of the window of the per-pixel 2 x 2 solve.",
           minimum=1, maximum=63, unit="px", metavar="W", used_when=lambda v: v["method"] == "lk"),
     Param("iters", int, None, "Iterations",
-          "Lucas-Kanade: warp-and-refine iterations per level (auto 3); refinement: TV-L1 "
-          "iterations per warp (auto 10).",
+          "Lucas-Kanade: warp-and-refine iterations per level (auto 3); refinement and search: TV-L1 "
+          "iterations per warp (auto 10 and 20).",
           minimum=1, maximum=500, auto=True, auto_value=None, typical=10, metavar="N",
-          used_when=lambda v: v["method"] in ("lk", "refine")),
+          used_when=lambda v: v["method"] in ("lk", "refine", "search")),
     Param("seed", str, _tv.DEFAULT_SEED, "Seed",
           "Refinement: the local method whose quality-weighted, smoothed flow starts the coarsest "
           "level ('none': TV-L1 alone).", choices=_tv.SEEDS, advanced=True, used_when=_refine_only),
-    Param("warps", int, _tv.DEFAULT_WARPS, "Warps",
-          "Refinement: re-linearisations of the data term per pyramid level.", minimum=1, maximum=50,
-          advanced=True, metavar="N", used_when=_refine_only),
+    Param("warps", int, None, "Warps",
+          "Refinement and search: re-linearisations of the data term per pyramid level (auto: 5 for "
+          "refine, 8 for search).", minimum=1, maximum=50, auto=True, auto_value=None, typical=5,
+          advanced=True, metavar="N", used_when=_variational),
+    Param("patch", int, _search.DEFAULT_PATCH, "Patch size",
+          "Search: side of the patches of the inverse search (4, 6, 8 or 12 pixels of each level); "
+          "larger is steadier on weak texture, smaller follows small objects.",
+          minimum=4, maximum=12, unit="px", advanced=True, metavar="P", used_when=_search_only),
+    Param("search_level", int, _search.DEFAULT_FINEST_PATCH_LEVEL, "Finest search level",
+          "Search: the finest pyramid level with a patch search, counted from the working level "
+          "(0: down to it; 1 or 2: faster, fewer small fast objects found).",
+          minimum=0, maximum=12, advanced=True, metavar="S", used_when=_search_only),
+    Param("max_pixels", int, _search.DEFAULT_MAX_PIXELS, "Working size",
+          "Search: the finest level solved has at most this many pixels; larger frames are solved at "
+          "the first level that fits and the flow is upsampled (1080p at 960 x 540).",
+          minimum=4096, maximum=1 << 28, advanced=True, metavar="N", used_when=_search_only),
     Param("lam", float, _tv.DEFAULT_LAMBDA, "Data weight λ",
           "Refinement: weight of the data term (intensities 0..1); larger follows the images more "
           "closely, smaller gives smoother flow.", minimum=0.0, min_open=True, maximum=10000.0, step=10.0,
-          decimals=1, advanced=True, flag="--lambda", metavar="LAMBDA", used_when=_refine_only),
+          decimals=1, advanced=True, flag="--lambda", metavar="LAMBDA", used_when=_variational),
     Param("median", int, _tv.DEFAULT_MEDIAN, "Median filter",
           "Refinement: side of the median filter of the flow after each warp (5, 3, or 0 for none).",
-          minimum=0, maximum=5, advanced=True, metavar="M", used_when=_refine_only),
+          minimum=0, maximum=5, advanced=True, metavar="M", used_when=_variational),
     Param("tile_size", int, None, "Tiles",
           "Block matching: process in tiles of this many pixels a side (with halos; the same result "
           "as one piece). 'off' tiles only when the image does not fit the device.",
@@ -123,6 +150,8 @@ def _check_params(p: dict) -> None:
         raise FlowInputError(f"window must be odd, got {p['window']}")
     if p["median"] not in (0, 3, 5):
         raise FlowInputError(f"median must be 0, 3 or 5, got {p['median']}")
+    if p["patch"] not in _search.PATCH_SIZES:
+        raise FlowInputError(f"patch must be one of {', '.join(map(str, _search.PATCH_SIZES))}, got {p['patch']}")
 
 
 # ----------------------------------------------------------------------------- data
@@ -307,6 +336,7 @@ def _flow(ctx):
     res = _api.compute_flow(d.img1, d.img2, method=p["method"], levels=p["levels"], block=p["block"],
                             radius=p["radius"], window=p["window"], iters=p["iters"], seed=p["seed"],
                             warps=p["warps"], lam=p["lam"], median=p["median"], tile_size=p["tile_size"],
+                            patch=p["patch"], search_level=p["search_level"], max_pixels=p["max_pixels"],
                             mask=d.mask, device=ctx.device, progress=ctx.progress)
     return res.to_numpy()
 
@@ -323,8 +353,11 @@ def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: flo
     return FlowRun(data, out["flow"], p, device.label, elapsed, out["metrics"])
 
 
-#: the stages of a run (:mod:`app.tools.stages`): the flow (pyramids, matching, refinement,
-#: quality), then its errors against the ground truth
+#: the stages of a run (:mod:`app.tools.stages`): the flow, then its errors against the ground
+#: truth. The default method's steps (pyramids, then per level coarse matching, densification and
+#: TV-L1, then the quality map: gpu_kernels.flow.search) stay one stage: each level's matching
+#: starts from the level above's refinement, so no step can be re-used alone when a parameter
+#: changes, and on a GPU the whole pipeline is one captured CUDA graph.
 PIPELINE = Pipeline([
     Stage("flow", _flow, params=tuple(PARAMS.compute_names()), inputs=("img1", "img2", "mask"), label="flow",
           weight=15.0),  # measured: the metrics take ~6 % of a CPU run
@@ -476,7 +509,8 @@ TOOL = Tool(
     name="flow",
     title="Optical flow",
     key="flow",
-    description="Dense motion between two frames: NCC block matching, pyramidal Lucas-Kanade or TV-L1 refinement.",
+    description="Dense motion between two frames, small or large (to ~200 px at 1080p): patch inverse search + "
+                "TV-L1 (the default), NCC block matching, pyramidal Lucas-Kanade or TV-L1 refinement.",
     params=PARAMS,
     tab="app.tabs.flow_tab:FlowTab",
     command="app.commands.flow",

@@ -1,8 +1,9 @@
 """2-D optical flow after Marras et al., "Two examples of GPGPU acceleration of memory-intensive
 algorithms": multi-scale NCC block matching with a quality map, pyramidal Lucas-Kanade with
 warping, an alpha mask and a reliability map, and a TV-L1 variational refinement seeded by
-either, on the GPU (CUDA kernels in ``gpu_kernels/cuda/flow_*.cu``) or the CPU (NumPy/SciPy,
-the same function).
+either; and the default for large motions (``search``: DIS-style patch inverse search over a
+deep pyramid, densification, TV-L1 at every level), on the GPU (CUDA kernels in
+``gpu_kernels/cuda/flow_*.cu``) or the CPU (NumPy/SciPy/OpenCV, the same function).
 
 Convention (Middlebury): the flow ``f = (u, v)`` from IMG1 to IMG2 satisfies
 ``IMG2(x + f(x)) = IMG1(x)``, ``u`` along the columns, ``v`` along the rows.
@@ -24,6 +25,7 @@ from .colorwheel import flow_to_color, make_colorwheel
 from .lucas_kanade import lucas_kanade
 from .metrics import flow_metrics, forward_backward_confidence, sparsification
 from .refine import ncc_confidence, quality_weighted_smoothing, tvl1_refine
+from .search import inverse_search_flow
 
 __all__ = [
     "FlowInputError",
@@ -36,6 +38,7 @@ __all__ = [
     "block_matching",
     "lucas_kanade",
     "tvl1_refine",
+    "inverse_search_flow",
     "quality_weighted_smoothing",
     "ncc_confidence",
     "flow_to_color",

@@ -20,28 +20,30 @@ from .lucas_kanade import DEFAULT_WINDOW as _WINDOW
 from .refine import DEFAULT_LAMBDA as _LAMBDA
 from .refine import DEFAULT_MEDIAN as _MEDIAN
 from .refine import DEFAULT_SEED as _SEED
-from .refine import DEFAULT_WARPS as _WARPS
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "optical_flow", "compute_flow", "backward_flow"]
 
-#: bm: NCC block matching; lk: pyramidal Lucas-Kanade; refine: TV-L1 seeded by one of them
-METHODS = ("bm", "lk", "refine")
-#: the most accurate at interactive speed in benchmarks/flow.py (benchmarks/results/flow.md)
-DEFAULT_METHOD = "refine"
+#: search: patch inverse search + densification + TV-L1 (large motions); bm: NCC block matching;
+#: lk: pyramidal Lucas-Kanade; refine: TV-L1 alone (or seeded by bm / lk)
+METHODS = ("search", "bm", "lk", "refine")
+#: holds from 0 to ~200 px and beats DIS medium on the shared pairs (benchmarks/results/flow_search.md)
+DEFAULT_METHOD = "search"
 
 
 def optical_flow(img1, img2, *, method: str = DEFAULT_METHOD, mask=None, device=None, progress=None,
                  **params) -> FlowResult:
-    """Flow from ``img1`` to ``img2`` by ``method`` (``bm``, ``lk`` or ``refine``).
+    """Flow from ``img1`` to ``img2`` by ``method`` (``search``, ``bm``, ``lk`` or ``refine``).
 
-    ``params`` go to :func:`~gpu_kernels.flow.block_matching`,
-    :func:`~gpu_kernels.flow.lucas_kanade` or :func:`~gpu_kernels.flow.tvl1_refine`.
+    ``params`` go to :func:`~gpu_kernels.flow.search.inverse_search_flow`,
+    :func:`~gpu_kernels.flow.block_matching`, :func:`~gpu_kernels.flow.lucas_kanade` or
+    :func:`~gpu_kernels.flow.tvl1_refine`.
     """
     from .blockmatch import block_matching
     from .lucas_kanade import lucas_kanade
     from .refine import tvl1_refine
+    from .search import inverse_search_flow
 
-    fn = {"bm": block_matching, "lk": lucas_kanade, "refine": tvl1_refine}.get(method)
+    fn = {"bm": block_matching, "lk": lucas_kanade, "refine": tvl1_refine, "search": inverse_search_flow}.get(method)
     if fn is None:
         raise FlowInputError(f"unknown flow method {method!r}: use one of {', '.join(METHODS)}")
     try:
@@ -63,15 +65,19 @@ def backward_flow(img1, img2, **kw) -> FlowResult:
 
 def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None = None, block: int = _BLOCK,
                  radius: int = _RADIUS, window: int = _WINDOW, iters: int | None = None, seed: str = _SEED,
-                 warps: int = _WARPS, lam: float = _LAMBDA, median: int = _MEDIAN, tile_size: int | None = None,
+                 warps: int | None = None, lam: float = _LAMBDA, median: int = _MEDIAN, tile_size: int | None = None,
+                 patch: int | None = None, search_level: int | None = None, max_pixels: int | None = None,
                  mask=None, device=None, progress=None) -> FlowResult:
     """Every method behind one signature with explicit keywords (what the tool layer calls).
 
-    ``levels=None``/``iters=None`` mean the chosen method's own default (``levels``: 5 for ``bm`` and ``refine``,
-    3 for ``lk``; ``iters``: 3 for ``lk``, 10 for ``refine``). Keywords that do not apply to
-    the method are ignored (``block`` for ``lk``, ``window`` for ``bm``); ``block``,
-    ``radius`` and ``levels`` of ``bm`` also shape the seed of ``refine`` when ``seed="bm"``,
-    ``window`` and ``iters`` of ``lk`` are not passed to an ``lk`` seed.
+    ``levels=None``/``iters=None``/``warps=None`` mean the chosen method's own default (``levels``:
+    5 for ``bm`` and ``refine``, 3 for ``lk``, automatic for ``search``; ``iters``: 3 for ``lk``,
+    10 for ``refine``, 20 TV-L1 iterations per warp for ``search``; ``warps``: 5 for ``refine``, 8
+    for ``search``). Keywords that do not apply to the method are ignored (``block`` for ``lk``,
+    ``window`` for ``bm``, ``radius`` for ``search``); ``block``, ``radius`` and ``levels`` of
+    ``bm`` also shape the seed of ``refine`` when ``seed="bm"``, ``window`` and ``iters`` of
+    ``lk`` are not passed to an ``lk`` seed. ``patch``, ``search_level`` (finest level of the
+    patch search, from the working level) and ``max_pixels`` are the ``search`` method's.
 
     Example
     -------
@@ -82,6 +88,11 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
     """
     if method not in METHODS:
         raise FlowInputError(f"unknown flow method {method!r}: use one of {', '.join(METHODS)}")
+    if method == "search":
+        kw = dict(levels=levels, tv_iters=iters, warps=warps, lam=lam, median=median, patch=patch,
+                  finest_patch_level=search_level, max_pixels=max_pixels)
+        kw = {k: v for k, v in kw.items() if v is not None}
+        return optical_flow(img1, img2, method=method, mask=mask, device=device, progress=progress, **kw)
     given = dict(levels=levels, block=block, radius=radius, window=window, iters=iters, seed=seed, warps=warps,
                  lam=lam, median=median, tile_size=tile_size)
     wanted = {"bm": ("levels", "block", "radius", "tile_size"), "lk": ("levels", "window", "iters"),

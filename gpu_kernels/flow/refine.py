@@ -162,19 +162,52 @@ def _fgrad_np(u):
 
 
 def _median_np(a, size: int):
-    from scipy import ndimage
+    """Median of each (H, W) plane over size x size, edges replicated (scipy's mode "nearest").
 
-    return ndimage.median_filter(a, size=(1, size, size), mode="nearest").astype(np.float32)
+    OpenCV's float32 median (3 and 5) gives the same values as ``scipy.ndimage.median_filter``
+    some 300x faster (0.8 s against 2.3 ms for a 640 x 480 flow on 2 cores).
+    """
+    try:
+        import cv2
+    except ImportError:  # pragma: no cover - OpenCV is a dependency
+        from scipy import ndimage
+
+        return ndimage.median_filter(a, size=(1, size, size), mode="nearest").astype(np.float32)
+    return np.stack([cv2.medianBlur(np.ascontiguousarray(x, dtype=np.float32), size) for x in a])
 
 
 # ----------------------------------------------------------------------------- one level
-def _warp_np(I1, I2s, u, v, w):
+def _bilinear_planes_np(img, xs, ys):
+    """``ops.warp._bilinear_np`` for (C, H, W) planes through flat ``take`` (the same arithmetic,
+    a third faster than 2-D fancy indexing)."""
+    H, W = img.shape[-2:]
+    xs = np.fmin(np.fmax(xs, np.float32(0)), np.float32(W - 1))
+    ys = np.fmin(np.fmax(ys, np.float32(0)), np.float32(H - 1))
+    x0 = xs.astype(np.int32)
+    y0 = ys.astype(np.int32)
+    a = xs - x0.astype(np.float32)
+    b = ys - y0.astype(np.float32)
+    i00 = (y0 * W + x0).ravel()
+    i01 = i00 + (x0 < W - 1).ravel()
+    i10 = i00 + W * (y0 < H - 1).ravel()
+    i11 = i10 + (x0 < W - 1).ravel()
+    out = np.empty(img.shape, np.float32)
+    for c, plane in enumerate(img):
+        f = plane.ravel()
+        p00, p01, p10, p11 = (f.take(i).reshape(xs.shape) for i in (i00, i01, i10, i11))
+        top = p00 + a * (p01 - p00)
+        bot = p10 + a * (p11 - p10)
+        out[c] = top + b * (bot - top)
+    return out
+
+
+def _warp_np(I1, I2s, u, v, w, i1g=None):
     H, W = I1.shape
     xs = np.arange(W, dtype=np.float32)[None, :] + u
     ys = np.arange(H, dtype=np.float32)[:, None] + v
     inside = _inside_np(xs, ys, H, W) > 0
-    s = _bilinear_np(I2s, xs, ys)
-    i1x, i1y = _grad_np(I1)
+    s = _bilinear_planes_np(I2s, xs, ys)
+    i1x, i1y = _grad_np(I1) if i1g is None else i1g
     gx = np.float32(0.5) * (s[1] + i1x)
     gy = np.float32(0.5) * (s[2] + i1y)
     r = s[0] - I1 - gx * u - gy * v
@@ -186,28 +219,51 @@ def _warp_np(I1, I2s, u, v, w):
 
 
 def _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters):
+    """``iters`` TV-L1 iterations in place (the kernels tv_primal / tv_dual, with preallocated
+    buffers: the thresholding step is ``-clip(rho / |g|^2, -lt, lt) g``)."""
     gx, gy = gxy
     g2 = gx * gx + gy * gy
+    inv = np.zeros_like(g2)
+    np.divide(np.float32(1), g2, out=inv, where=g2 > np.float32(1e-10))
     lt, theta, taut = np.float32(lt), np.float32(theta), np.float32(taut)
-    safe = np.where(g2 > np.float32(1e-10), g2, np.float32(1))
+    t = np.empty_like(u)
+    d = np.empty_like(u)
+    gxx = np.zeros_like(u)
+    gyy = np.zeros_like(u)
+    nrm = np.empty_like(u)
+    tmp = np.empty_like(u)
     for _ in range(iters):
-        rho = rc + gx * u + gy * v
-        lo = rho < -lt * g2
-        hi = rho > lt * g2
-        mid = ~(lo | hi) & (g2 > np.float32(1e-10))
-        r = rho / safe
-        du = np.where(lo, lt * gx, np.where(hi, -lt * gx, np.where(mid, -r * gx, np.float32(0))))
-        dv = np.where(lo, lt * gy, np.where(hi, -lt * gy, np.where(mid, -r * gy, np.float32(0))))
-        u[...] = u + du + theta * _div_np(p[0], p[1])
-        v[...] = v + dv + theta * _div_np(p[2], p[3])
-        ux, uy = _fgrad_np(u)
-        vx, vy = _fgrad_np(v)
-        nu = np.float32(1) + taut * np.sqrt(ux * ux + uy * uy)
-        nv = np.float32(1) + taut * np.sqrt(vx * vx + vy * vy)
-        p[0] = (p[0] + taut * ux) / nu
-        p[1] = (p[1] + taut * uy) / nu
-        p[2] = (p[2] + taut * vx) / nv
-        p[3] = (p[3] + taut * vy) / nv
+        # primal: rho = rc + g . f; f += -clip(rho / g2) g + theta div p
+        np.multiply(gx, u, out=t)
+        np.multiply(gy, v, out=tmp)
+        t += tmp
+        t += rc
+        t *= inv
+        np.clip(t, -lt, lt, out=t)
+        for f, g, pa, pb in ((u, gx, p[0], p[1]), (v, gy, p[2], p[3])):
+            np.add(pa, pb, out=d)
+            d[:, 1:] -= pa[:, :-1]
+            d[1:] -= pb[:-1]
+            d *= theta
+            np.multiply(t, g, out=tmp)
+            d -= tmp
+            f += d
+        # dual: p = (p + taut grad f) / (1 + taut |grad f|)
+        for f, pa, pb in ((u, p[0], p[1]), (v, p[2], p[3])):
+            np.subtract(f[:, 1:], f[:, :-1], out=gxx[:, :-1])
+            np.subtract(f[1:], f[:-1], out=gyy[:-1])
+            np.multiply(gxx, gxx, out=nrm)
+            np.multiply(gyy, gyy, out=tmp)
+            nrm += tmp
+            np.sqrt(nrm, out=nrm)
+            nrm *= taut
+            nrm += np.float32(1)
+            gxx *= taut
+            gyy *= taut
+            pa += gxx
+            pa /= nrm
+            pb += gyy
+            pb /= nrm
 
 
 class _GpuIter:
@@ -266,7 +322,7 @@ class _GpuIter:
 _USE_GRAPHS = True
 
 
-def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, median):
+def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, median, progress=None):
     xp = be.xp
     H, W = I1.shape
     lt = lam * theta
@@ -275,13 +331,16 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
     if not be.is_gpu:
         i2x, i2y = _grad_np(I2)
         I2s = np.stack([I2, i2x, i2y])
-        for _ in range(warps):
-            gxy, rc = _warp_np(I1, I2s, u, v, w)
+        i1g = _grad_np(I1)
+        for k in range(warps):
+            gxy, rc = _warp_np(I1, I2s, u, v, w, i1g)
             _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters)
             if median:
                 uv = _median_np(np.stack([u, v]), median)
                 u[...] = uv[0]
                 v[...] = uv[1]
+            if progress is not None:
+                progress.update((k + 1) / warps)
         return
     n = H * W
     grid = _gpu.grid1d(n)
@@ -417,17 +476,23 @@ def _tv_core(be: Backend, g1, g2, mask, *, levels, warps, iters, lam, theta, tau
             u = _pyr_down(be, u, (0, 1)) * xp.float32(0.5)
             v = _pyr_down(be, v, (0, 1)) * xp.float32(0.5)
         u, v = xp.ascontiguousarray(u), xp.ascontiguousarray(v)
+    # each level's share of the bar is its share of the pixels (the finest has about 3/4), and
+    # the CPU reports every warp: the bar moves with the work (it sat at 76 % for 85 % of a run)
+    from gpu_kernels.jobs import level_weights
+
+    lw = level_weights([a.shape for a in p1])
     for lev in range(L - 1, -1, -1):
         H, W = p1[lev].shape
+        start = 0.95 * sum(lw[lev + 1:])
         if u is None:
             u = xp.zeros((H, W), xp.float32)
             v = xp.zeros((H, W), xp.float32)
         elif u.shape != (H, W):
             u = _pyr_up(be, u, (H, W), (0, 1), value_scale=2.0)
             v = _pyr_up(be, v, (H, W), (0, 1), value_scale=2.0)
+        progress.update(start, f"TV-L1 level {L - lev}/{L}")
         _level(be, p1[lev], p2[lev], u, v, pm[lev], warps=warps, iters=iters, lam=lam, theta=theta, tau=tau,
-               median=median)
-        progress.update((L - lev) / L * 0.95, f"TV-L1 level {L - lev}/{L}")
+               median=median, progress=progress.sub(start, start + 0.95 * lw[lev]))
     q = _ncc_conf(be, g1, g2, u, v, mask, window=conf_window)
     if mask is not None:
         u *= mask

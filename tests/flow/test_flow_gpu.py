@@ -199,3 +199,71 @@ def test_middlebury_gpu_matches_cpu():
     m_cpu = flow_metrics(r_cpu.u, r_cpu.v, gt, valid)["aee"]
     m_gpu = flow_metrics(r_gpu.u, r_gpu.v, gt, valid)["aee"]
     assert abs(m_cpu - m_gpu) < 2e-3 and m_gpu < 0.25
+
+
+# ----------------------------------------------------------------------------- search (issue 25)
+def _large_pair():
+    from gpu_kernels.flow.synthetic import synthetic_flow, warp_image_by_flow
+
+    img = synthetic_pair("translation", size=(240, 320), magnitude=1.0, image="astronaut").img1
+    f = synthetic_flow("rotation", (240, 320), 25.0) + synthetic_flow("translation", (240, 320), 30.0)
+    img2, valid = warp_image_by_flow(img, f)
+    return img, img2, f, valid
+
+
+def test_search_stages_gpu_vs_cpu():
+    """Each stage of the default method on the GPU against the CPU path, from the same inputs."""
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.flow import search as S
+
+    cp = pytest.importorskip("cupy")
+    img1, img2, f, _ = _large_pair()
+    cpu, gpu = get_backend("cpu"), get_backend("cuda")
+    I1, I2 = img1.astype(np.float32), img2.astype(np.float32)
+    u0 = np.full(I1.shape, 3.0, np.float32)
+    v0 = np.full(I1.shape, -2.0, np.float32)
+    with gpu.activate():
+        g = S.coarse_match(gpu, cp.asarray(I1), cp.asarray(I2), cp.asarray(u0), cp.asarray(v0), radius=3)
+        c = S.coarse_match(cpu, I1, I2, u0, v0, radius=3)
+        pu, pv, cost, conf = (_np(x) for x in g)
+        # the searches agree except where float ties differ (a few patches)
+        close = (np.abs(pu - c[0]) < 1e-2) & (np.abs(pv - c[1]) < 1e-2)
+        assert close.mean() > 0.97, close.mean()
+        np.testing.assert_allclose(conf, c[3], atol=1e-4)
+        dg = S.densify(gpu, cp.asarray(I1), cp.asarray(I2), *(cp.asarray(x) for x in c[:2]), cp.asarray(c[3]),
+                       cp.asarray(u0), cp.asarray(v0))
+        dc = S.densify(cpu, I1, I2, c[0], c[1], c[3], u0, v0)
+        np.testing.assert_allclose(_np(dg[0]), dc[0], atol=2e-4)
+        np.testing.assert_allclose(_np(dg[1]), dc[1], atol=2e-4)
+
+
+def test_search_gpu_vs_cpu_end_to_end():
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    img1, img2, f, valid = _large_pair()
+    g = inverse_search_flow(img1, img2, device="cuda").to_numpy()
+    c = inverse_search_flow(img1, img2, device="cpu")
+    eg = np.hypot(g.u - f[..., 0], g.v - f[..., 1])[valid].mean()
+    ec = np.hypot(c.u - f[..., 0], c.v - f[..., 1])[valid].mean()
+    assert ec < 1.0 and eg < 1.0, (ec, eg)
+    assert abs(eg - ec) < 0.05, (eg, ec)
+    d = np.hypot(g.u - c.u, g.v - c.v)
+    assert np.median(d) < 0.02 and (d > 1.0).mean() < 0.01, (np.median(d), (d > 1.0).mean())
+    assert np.abs(g.quality - c.quality).mean() < 0.01
+
+
+def test_search_plan_matches_plain_launches():
+    from gpu_kernels.flow import _plan
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    img1, img2, _, _ = _large_pair()
+    a = inverse_search_flow(img1, img2, device="cuda").to_numpy()
+    saved = _plan.ENABLED
+    _plan.ENABLED = False
+    try:
+        b = inverse_search_flow(img1, img2, device="cuda").to_numpy()
+    finally:
+        _plan.ENABLED = saved
+    np.testing.assert_array_equal(a.u, b.u)
+    np.testing.assert_array_equal(a.quality, b.quality)
+    assert _plan.LAST_FALLBACK is None or "search" not in str(_plan.LAST_FALLBACK)

@@ -236,9 +236,9 @@ def test_second_frame_with_nothing_open_asks_for_both(qtbot, tab, tmp_path):
 # ----------------------------------------------------------------------------- issue 18 (16): settings a method ignores
 def test_parameters_the_method_ignores_are_hidden(tab):
     form = tab.form
-    assert form.values()["method"] == "refine"
+    assert form.values()["method"] == "search"
     for name in ("block", "radius", "window"):
-        assert not form.is_shown(name), name              # refine ignores them
+        assert not form.is_shown(name), name              # the default (search) ignores them
     assert form.is_shown("levels") and form.is_shown("iters")
     form.set_value("method", "bm")
     assert form.is_shown("block") and form.is_shown("radius") and not form.is_shown("window")

@@ -1,0 +1,172 @@
+// Patch inverse search (DIS, Kroeger et al. 2016) and its densification, for gpu_kernels/flow/search.py.
+//
+// Patches of IS_P x IS_P pixels sit on a grid of Ny x Nx origins spread evenly over the level
+// (origin j = j * (n - P) / (N - 1), integer division, as in the NumPy path). One thread per patch:
+// the template is the first image's patch minus its mean, the second image's patch is sampled
+// bilinearly at x + f and mean-normalised too, the cost is their sum of squared differences.
+#include "flow_common.cuh"
+
+#ifndef IS_P
+#define IS_P 8
+#endif
+#define IS_N (IS_P * IS_P)
+
+__device__ __forceinline__ int is_origin(int j, int n, int N) {
+    return N > 1 ? (int)(((long long)j * (n - IS_P)) / (N - 1)) : 0;
+}
+
+// template (mean removed), its gradients and the Hessian of the patch at (ox, oy)
+__device__ __forceinline__ void is_template(const float* __restrict__ I1, int H, int W, int ox, int oy, float* T,
+                                            float* Tx, float* Ty, float& a, float& b, float& c) {
+    float m = 0.0f;
+    a = b = c = 0.0f;
+    for (int k = 0; k < IS_N; ++k) {
+        const int x = ox + k % IS_P, y = oy + k / IS_P;
+        T[k] = I1[(long long)y * W + x];
+        m += T[k];
+        float gx, gy;
+        flow_grad(I1, H, W, x, y, gx, gy);
+        Tx[k] = gx;
+        Ty[k] = gy;
+        a += gx * gx;
+        b += gx * gy;
+        c += gy * gy;
+    }
+    m *= 1.0f / IS_N;
+    for (int k = 0; k < IS_N; ++k) T[k] -= m;
+}
+
+// mean-normalised SSD of the template against I2 at the patch shifted by (u, v); r gets the residuals
+__device__ __forceinline__ float is_cost(const float* __restrict__ I2, int H, int W, int ox, int oy, float u, float v,
+                                         const float* T, float* r) {
+    float m = 0.0f;
+    for (int k = 0; k < IS_N; ++k) {
+        r[k] = ops_bilinear(I2, H, W, (float)(ox + k % IS_P) + u, (float)(oy + k / IS_P) + v);
+        m += r[k];
+    }
+    m *= 1.0f / IS_N;
+    float s = 0.0f;
+    for (int k = 0; k < IS_N; ++k) {
+        r[k] = (r[k] - m) - T[k];
+        s += r[k] * r[k];
+    }
+    return s;
+}
+
+// Start: the dense flow at each patch centre, then (R > 0) the best integer shift within R of it.
+extern "C" __global__ void is_init(const float* __restrict__ I1, const float* __restrict__ I2,
+                                   const float* __restrict__ u0, const float* __restrict__ v0, float* __restrict__ pu,
+                                   float* __restrict__ pv, float* __restrict__ pc, float* __restrict__ conf, int H,
+                                   int W, int Ny, int Nx, int R, float tex) {
+    FLOW_GRID_STRIDE(k, (long long)Ny * Nx) {
+        const int j = (int)(k / Nx), i = (int)(k % Nx);
+        const int oy = is_origin(j, H, Ny), ox = is_origin(i, W, Nx);
+        float T[IS_N], Tx[IS_N], Ty[IS_N], r[IS_N];
+        float a, b, c;
+        is_template(I1, H, W, ox, oy, T, Tx, Ty, a, b, c);
+        const long long ctr = (long long)(oy + IS_P / 2) * W + (ox + IS_P / 2);
+        float u = u0[ctr], v = v0[ctr];
+        float best = is_cost(I2, H, W, ox, oy, u, v, T, r);
+        const float bu = u, bv = v;
+        for (int dy = -R; dy <= R; ++dy)
+            for (int dx = -R; dx <= R; ++dx) {
+                const float cu = bu + (float)dx, cv = bv + (float)dy;
+                const float s = is_cost(I2, H, W, ox, oy, cu, cv, T, r);
+                if (s < best) { best = s; u = cu; v = cv; }
+            }
+        pu[k] = u;
+        pv[k] = v;
+        pc[k] = best;
+        const float lmin = 0.5f * (a + c - sqrtf((a - c) * (a - c) + 4.0f * b * b)) * (1.0f / IS_N);
+        conf[k] = lmin / (lmin + tex);
+    }
+}
+
+// One round: the best of the patch's flow and its four grid neighbours' (prop != 0), then
+// `iters` inverse-compositional Gauss-Newton steps; the lowest-cost flow seen is kept.
+extern "C" __global__ void is_step(const float* __restrict__ I1, const float* __restrict__ I2,
+                                   const float* __restrict__ pu_in, const float* __restrict__ pv_in,
+                                   const float* __restrict__ pc_in, float* __restrict__ pu, float* __restrict__ pv,
+                                   float* __restrict__ pc, int H, int W, int Ny, int Nx, int iters, int prop,
+                                   float reg) {
+    FLOW_GRID_STRIDE(k, (long long)Ny * Nx) {
+        const int j = (int)(k / Nx), i = (int)(k % Nx);
+        const int oy = is_origin(j, H, Ny), ox = is_origin(i, W, Nx);
+        float T[IS_N], Tx[IS_N], Ty[IS_N], r[IS_N];
+        float a, b, c;
+        is_template(I1, H, W, ox, oy, T, Tx, Ty, a, b, c);
+        a += reg;
+        c += reg;
+        const float det = a * c - b * b;
+        float bu = pu_in[k], bv = pv_in[k], bc = pc_in[k];
+        if (prop) {
+            const int nj[4] = {j, j, j + 1, j - 1};
+            const int ni[4] = {i + 1, i - 1, i, i};
+            for (int q = 0; q < 4; ++q) {
+                if (nj[q] < 0 || nj[q] >= Ny || ni[q] < 0 || ni[q] >= Nx) continue;
+                const long long n = (long long)nj[q] * Nx + ni[q];
+                const float cu = pu_in[n], cv = pv_in[n];
+                const float s = is_cost(I2, H, W, ox, oy, cu, cv, T, r);
+                if (s < bc) { bc = s; bu = cu; bv = cv; }
+            }
+        }
+        float u = bu, v = bv;
+        for (int it = 0; it <= iters; ++it) {
+            const float s = is_cost(I2, H, W, ox, oy, u, v, T, r);
+            if (s < bc) { bc = s; bu = u; bv = v; }
+            if (it == iters) break;
+            float ex = 0.0f, ey = 0.0f;
+            for (int q = 0; q < IS_N; ++q) {
+                ex += Tx[q] * r[q];
+                ey += Ty[q] * r[q];
+            }
+            u -= (c * ex - b * ey) / det;
+            v -= (a * ey - b * ex) / det;
+        }
+        pu[k] = bu;
+        pv[k] = bv;
+        pc[k] = bc;
+    }
+}
+
+// Dense flow: each pixel's flow is the mean of the patches covering it, weighted by each
+// patch's texture confidence over its photometric error at that pixel, plus `prior` times the
+// flow it had before (so pixels of untextured patches keep the coarser level's flow).
+extern "C" __global__ void is_densify(const float* __restrict__ I1, const float* __restrict__ I2,
+                                      const float* __restrict__ pu, const float* __restrict__ pv,
+                                      const float* __restrict__ conf, const float* __restrict__ u0,
+                                      const float* __restrict__ v0, float* __restrict__ uo, float* __restrict__ vo,
+                                      int H, int W, int Ny, int Nx, float eps, float prior) {
+    FLOW_GRID_STRIDE(p, (long long)H * W) {
+        const int x = (int)(p % W), y = (int)(p / W);
+        const float i1 = I1[p];
+        float ws = 0.0f, su = 0.0f, sv = 0.0f;
+        const int jy = Ny > 1 ? (int)(((long long)y * (Ny - 1)) / max(H - IS_P, 1)) : 0;
+        const int jx = Nx > 1 ? (int)(((long long)x * (Nx - 1)) / max(W - IS_P, 1)) : 0;
+        for (int j = max(jy - IS_P, 0); j <= min(jy + 1, Ny - 1); ++j) {
+            const int oy = is_origin(j, H, Ny);
+            if (oy > y || oy + IS_P <= y) continue;
+            for (int i = max(jx - IS_P, 0); i <= min(jx + 1, Nx - 1); ++i) {
+                const int ox = is_origin(i, W, Nx);
+                if (ox > x || ox + IS_P <= x) continue;
+                const long long k = (long long)j * Nx + i;
+                const float fu = pu[k], fv = pv[k];
+                const float d = fabsf(ops_bilinear(I2, H, W, (float)x + fu, (float)y + fv) - i1);
+                const float w = conf[k] / fmaxf(d, eps);
+                ws += w;
+                su += w * fu;
+                sv += w * fv;
+            }
+        }
+        ws += prior;
+        su += prior * u0[p];
+        sv += prior * v0[p];
+        if (ws > 1e-12f) {
+            uo[p] = su / ws;
+            vo[p] = sv / ws;
+        } else {
+            uo[p] = u0[p];
+            vo[p] = v0[p];
+        }
+    }
+}

@@ -1,0 +1,476 @@
+"""Large-displacement flow: patch inverse search over a deep pyramid, densification, TV-L1.
+
+The default method (``search``). Coarse to fine over a Gaussian pyramid whose coarsest level is
+a few patches across (so it sees motions of a fifth of the image, 200 px at 1080p), each level:
+
+1. **coarse matching** (:func:`coarse_match`, levels ``>= finest_patch_level``): DIS's inverse
+   search (Kroeger et al., "Fast optical flow using dense inverse search", ECCV 2016). Patches
+   of ``patch`` x ``patch`` pixels on a grid of about ``stride`` pixels start from the flow
+   at their centre; at the coarsest level every integer shift within ``radius`` of it is
+   tried (a zero start cannot find motions wider than the patch); then ``rounds`` times: the
+   best of the patch's own flow and its four grid neighbours' (spatial propagation, as in
+   PatchMatch and DIS), and ``iters / rounds`` inverse-compositional Gauss-Newton steps on the
+   mean-normalised SSD. The lowest-cost flow seen is kept, so a patch never ends worse than it
+   started.
+2. **densification** (:func:`densify`): each pixel's flow is the average of the patches
+   covering it, weighted by the patch's texture (smaller structure-tensor eigenvalue) over its
+   photometric error at the pixel, plus ``prior`` times the coarser level's flow, so pixels of
+   flat patches keep the smoother estimate.
+3. **refinement** (:func:`refine_level`): ``warps`` x ``iters`` of the TV-L1 of
+   :mod:`gpu_kernels.flow.refine` at this level, from the densified flow; it removes the
+   patches' blockiness and brings sub-pixel accuracy, and at the finest levels (where no patch
+   search runs) it is all there is.
+
+The quality map (:func:`quality_map`) is the refinement's: local NCC of the first frame and the
+warped second, lowered at motion boundaries, zero where ``x + f`` leaves the frame. Every stage
+is a pure function of arrays, on the GPU (``cuda/flow_search.cu``, ``cuda/flow_tvl1.cu``) or the
+CPU (NumPy/SciPy/OpenCV, the same arithmetic).
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.flow.search import inverse_search_flow
+>>> from gpu_kernels.flow.synthetic import synthetic_pair
+>>> p = synthetic_pair("translation", size=(128, 160), magnitude=20.0)
+>>> res = inverse_search_flow(p.img1, p.img2, device="cpu")
+>>> bool(np.hypot(res.u - p.flow[..., 0], res.v - p.flow[..., 1])[p.valid].mean() < 0.5)
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpu_kernels.backend import Backend, get_backend
+from gpu_kernels.jobs import as_progress
+from gpu_kernels.ops import _gpu
+from gpu_kernels.ops.color import _gray
+from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up
+from gpu_kernels.ops.warp import _bilinear_np
+
+from . import _plan
+from ._common import FlowInputError, FlowResult, check_float, check_int, check_pair, prepare_mask
+
+__all__ = [
+    "DEFAULT_PATCH",
+    "DEFAULT_STRIDE",
+    "DEFAULT_SEARCH_ITERS",
+    "DEFAULT_ROUNDS",
+    "DEFAULT_RADIUS",
+    "DEFAULT_FINEST_PATCH_LEVEL",
+    "DEFAULT_SEARCH_WARPS",
+    "DEFAULT_SEARCH_TV_ITERS",
+    "DEFAULT_SEARCH_LAMBDA",
+    "DEFAULT_SEARCH_MEDIAN",
+    "DEFAULT_EPS",
+    "DEFAULT_PRIOR",
+    "PATCH_SIZES",
+    "coarsest_level",
+    "build_pyramids",
+    "patch_grid",
+    "coarse_match",
+    "densify",
+    "refine_level",
+    "quality_map",
+    "inverse_search_flow",
+]
+
+PATCH_SIZES = (4, 6, 8, 12)
+#: patch side (pixels of each level)
+DEFAULT_PATCH = 8
+#: about this many pixels between patch origins
+DEFAULT_STRIDE = 4
+#: Gauss-Newton steps per patch and level (split over the rounds)
+DEFAULT_SEARCH_ITERS = 32
+#: propagation rounds per level (each: neighbours' flows tried, then iters / rounds steps)
+DEFAULT_ROUNDS = 4
+#: integer shifts searched around the start at the coarsest level (pixels of that level)
+DEFAULT_RADIUS = 8
+#: finest level with a patch search, counted from the working level (0: the working level itself)
+DEFAULT_FINEST_PATCH_LEVEL = 0
+#: TV-L1 warps per level, finest first (the last value for the coarser levels)
+DEFAULT_SEARCH_WARPS = (8,)
+#: TV-L1 iterations per warp
+DEFAULT_SEARCH_TV_ITERS = 20
+#: TV-L1 data weight (intensities 0..1)
+DEFAULT_SEARCH_LAMBDA = 100.0
+#: median filter of the flow after each warp (5, 3, 0)
+DEFAULT_SEARCH_MEDIAN = 5
+#: photometric error (intensities 0..1) under which densification weights stop growing
+DEFAULT_EPS = 0.01
+#: weight of the coarser level's flow in densification (a patch weighs up to 1 / eps)
+DEFAULT_PRIOR = 1.0
+#: texture (mean smaller structure-tensor eigenvalue per pixel) at which a patch weighs half
+DEFAULT_TEXTURE = 1e-4
+#: the finest level solved has at most this many pixels (larger frames are solved at the first level
+#: that fits and the flow is upsampled, as DIS solves at half resolution): 1080p at 960 x 540
+DEFAULT_MAX_PIXELS = 600_000
+#: Gaussian pre-blur of both frames (pixels): noise in the finest level's data term
+DEFAULT_BLUR = 0.5
+#: Tikhonov term of the patches' Gauss-Newton normal equations
+DEFAULT_REG = 1e-3
+
+_SRC = "flow_search.cu"
+
+
+# ----------------------------------------------------------------------------- stage 1: pyramids
+def coarsest_level(shape, patch: int = DEFAULT_PATCH) -> int:
+    """Index of the coarsest level: about four patches across the longer side (DIS's rule), and
+    at least one patch across the shorter.
+
+    >>> coarsest_level((384, 512)), coarsest_level((1080, 1920)), coarsest_level((20, 30))
+    (4, 6, 1)
+    """
+    H, W = (int(s) for s in shape[:2])
+    if min(H, W) < patch:
+        return 0
+    a = int(math.log2(max(H, W) / (4.0 * patch)) + 0.5)
+    b = int(math.log2(min(H, W) / patch))
+    return max(0, min(a, b))
+
+
+def working_level(shape, max_pixels: int, coarsest: int) -> int:
+    """The finest level solved: the first whose pixel count is at most ``max_pixels``.
+
+    >>> working_level((480, 640), 600_000, 4), working_level((1080, 1920), 600_000, 6)
+    (0, 1)
+    """
+    H, W = (int(s) for s in shape[:2])
+    lev = 0
+    while lev < coarsest and H * W > max_pixels:
+        H, W = -(-H // 2), -(-W // 2)
+        lev += 1
+    return lev
+
+
+def build_pyramids(be: Backend, g1, g2, levels: int, *, blur: float = 0.0):
+    """Gaussian pyramids (finest first) of two prepared grey images, ``levels`` levels each,
+    after a Gaussian pre-blur of ``blur`` pixels (sensor noise; 0: none)."""
+    if blur > 0:
+        from .refine import _blur2
+
+        g1, g2 = _blur2(be, g1, blur), _blur2(be, g2, blur)
+    p1, p2 = [g1], [g2]
+    for _ in range(levels - 1):
+        p1.append(_pyr_down(be, p1[-1], (0, 1)))
+        p2.append(_pyr_down(be, p2[-1], (0, 1)))
+    return p1, p2
+
+
+# ----------------------------------------------------------------------------- stage 2: coarse matching
+def patch_grid(n: int, patch: int, stride: int) -> np.ndarray:
+    """Patch origins along one axis of length ``n`` (``n >= patch``): evenly spread, first at 0,
+    last at ``n - patch``, at most ``stride`` apart.
+
+    >>> patch_grid(20, 8, 4).tolist()
+    [0, 4, 8, 12]
+    """
+    N = -(-(n - patch) // stride) + 1
+    j = np.arange(N, dtype=np.int64)
+    return (j * (n - patch) // (N - 1) if N > 1 else j * 0).astype(np.int64)
+
+
+class _Patches:
+    """The NumPy path's per-patch arrays (templates, gradients, Hessians) at one level."""
+
+    def __init__(self, I1, patch, stride):
+        from .lucas_kanade import _grad_np
+
+        H, W = I1.shape
+        self.oy, self.ox = patch_grid(H, patch, stride), patch_grid(W, patch, stride)
+        self.Ny, self.Nx = len(self.oy), len(self.ox)
+        d = np.arange(patch)
+        ky, kx = np.divmod(np.arange(patch * patch), patch)
+        del d
+        self.iy = (self.oy[:, None, None] + ky[None, None, :]).repeat(self.Nx, 1).reshape(-1, patch * patch)
+        self.ix = np.broadcast_to(self.ox[None, :, None] + kx[None, None, :], (self.Ny, self.Nx, patch * patch)
+                                  ).reshape(-1, patch * patch)
+        self.fy = self.iy.astype(np.float32)
+        self.fx = self.ix.astype(np.float32)
+        gx, gy = _grad_np(I1)
+        T = I1[self.iy, self.ix]
+        self.T = T - T.sum(1, keepdims=True) * np.float32(1.0 / (patch * patch))
+        self.Tx, self.Ty = gx[self.iy, self.ix], gy[self.iy, self.ix]
+        self.a = (self.Tx * self.Tx).sum(1)
+        self.b = (self.Tx * self.Ty).sum(1)
+        self.c = (self.Ty * self.Ty).sum(1)
+        self.n = patch * patch
+        self.patch = patch
+
+    def cost(self, I2, u, v):
+        Wv = _bilinear_np(I2, self.fx + u[:, None], self.fy + v[:, None])
+        Wv -= Wv.sum(1, keepdims=True) * np.float32(1.0 / self.n)
+        r = Wv - self.T
+        return (r * r).sum(1), r
+
+
+def _neighbours_np(a, Ny, Nx):
+    """The four grid neighbours' values (right, left, down, up); a patch's own value off the grid."""
+    A = a.reshape(Ny, Nx)
+    P = np.pad(A, 1, mode="edge")
+    out = [P[1:-1, 2:], P[1:-1, :-2], P[2:, 1:-1], P[:-2, 1:-1]]
+    # off-grid neighbours repeat the patch itself: same cost, never strictly better
+    return [x.reshape(-1) for x in out]
+
+
+def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,
+                 iters: int = DEFAULT_SEARCH_ITERS, rounds: int = DEFAULT_ROUNDS, radius: int = 0,
+                 reg: float = DEFAULT_REG, texture: float = DEFAULT_TEXTURE):
+    """Patch flows at one level by inverse search, started from the dense ``(u0, v0)``.
+
+    Returns ``(pu, pv, cost, conf)``, each ``(Ny, Nx)`` over the grid of :func:`patch_grid`.
+    """
+    H, W = I1.shape
+    Ny, Nx = len(patch_grid(H, patch, stride)), len(patch_grid(W, patch, stride))
+    per = max(1, iters // max(rounds, 1))
+    if be.is_gpu:
+        xp = be.xp
+        d = {"IS_P": patch}
+        pu, pv, pc, conf = (xp.empty((Ny, Nx), xp.float32) for _ in range(4))
+        n = Ny * Nx
+        grid, T = _gpu.grid1d(n, 64), (64,)
+        _gpu.kernel(be, _SRC, "is_init", d)(grid, T, (I1, I2, u0, v0, pu, pv, pc, conf, _gpu.i32(H), _gpu.i32(W),
+                                                     _gpu.i32(Ny), _gpu.i32(Nx), _gpu.i32(radius),
+                                                     _gpu.f32(texture)))
+        ks = _gpu.kernel(be, _SRC, "is_step", d)
+        qu, qv, qc = (xp.empty((Ny, Nx), xp.float32) for _ in range(3))
+        for _ in range(max(rounds, 1)):
+            ks(grid, T, (I1, I2, pu, pv, pc, qu, qv, qc, _gpu.i32(H), _gpu.i32(W), _gpu.i32(Ny), _gpu.i32(Nx),
+                         _gpu.i32(per), _gpu.i32(rounds > 0), _gpu.f32(reg)))
+            pu, qu = qu, pu
+            pv, qv = qv, pv
+            pc, qc = qc, pc
+        return pu, pv, pc, conf
+    P = _Patches(I1, patch, stride)
+    cy, cx = P.oy + patch // 2, P.ox + patch // 2
+    u = u0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
+    v = v0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
+    cost = P.cost(I2, u, v)[0]
+    if radius > 0:
+        bu, bv = u.copy(), v.copy()
+        for dy in range(-radius, radius + 1):
+            for dx in range(-radius, radius + 1):
+                cu, cv = bu + np.float32(dx), bv + np.float32(dy)
+                s = P.cost(I2, cu, cv)[0]
+                better = s < cost
+                u, v, cost = np.where(better, cu, u), np.where(better, cv, v), np.where(better, s, cost)
+    a, b, c = P.a + np.float32(reg), P.b, P.c + np.float32(reg)
+    det = a * c - b * b
+    for _ in range(max(rounds, 1)):
+        bu, bv, bc = u.copy(), v.copy(), cost.copy()
+        if rounds > 0:
+            for cu, cv in zip(_neighbours_np(u, Ny, Nx), _neighbours_np(v, Ny, Nx), strict=True):
+                s = P.cost(I2, cu, cv)[0]
+                better = s < bc
+                bu, bv, bc = np.where(better, cu, bu), np.where(better, cv, bv), np.where(better, s, bc)
+        uu, vv = bu.copy(), bv.copy()
+        for it in range(per + 1):
+            s, r = P.cost(I2, uu, vv)
+            better = s < bc
+            bu, bv, bc = np.where(better, uu, bu), np.where(better, vv, bv), np.where(better, s, bc)
+            if it == per:
+                break
+            ex, ey = (P.Tx * r).sum(1), (P.Ty * r).sum(1)
+            uu = uu - (c * ex - b * ey) / det
+            vv = vv - (a * ey - b * ex) / det
+        u, v, cost = bu, bv, bc
+    lmin = np.float32(0.5) * (P.a + P.c - np.sqrt((P.a - P.c) ** 2 + 4 * P.b * P.b)) * np.float32(1.0 / P.n)
+    conf = lmin / (lmin + np.float32(texture))
+    shape = (Ny, Nx)
+    return (u.reshape(shape), v.reshape(shape), cost.reshape(shape), conf.reshape(shape).astype(np.float32))
+
+
+# ----------------------------------------------------------------------------- stage 3: densification
+def densify(be: Backend, I1, I2, pu, pv, conf, u0, v0, *, patch: int = DEFAULT_PATCH, eps: float = DEFAULT_EPS,
+            prior: float = DEFAULT_PRIOR):
+    """Dense ``(u, v)`` from patch flows (weighted by texture / photometric error) and ``(u0, v0)``."""
+    H, W = I1.shape
+    Ny, Nx = pu.shape
+    if be.is_gpu:
+        xp = be.xp
+        uo, vo = xp.empty((H, W), xp.float32), xp.empty((H, W), xp.float32)
+        _gpu.kernel(be, _SRC, "is_densify", {"IS_P": patch})(
+            _gpu.grid1d(H * W), (_gpu.THREADS,),
+            (I1, I2, pu, pv, conf, u0, v0, uo, vo, _gpu.i32(H), _gpu.i32(W), _gpu.i32(Ny), _gpu.i32(Nx),
+             _gpu.f32(eps), _gpu.f32(prior)))
+        return uo, vo
+    stride_y = (H - patch) / max(Ny - 1, 1)
+    stride_x = (W - patch) / max(Nx - 1, 1)
+    del stride_y, stride_x
+    oy = np.arange(Ny, dtype=np.int64) * (H - patch) // (Ny - 1) if Ny > 1 else np.zeros(1, np.int64)
+    ox = np.arange(Nx, dtype=np.int64) * (W - patch) // (Nx - 1) if Nx > 1 else np.zeros(1, np.int64)
+    ky, kx = np.divmod(np.arange(patch * patch), patch)
+    iy = (oy[:, None, None] + ky[None, None, :]).repeat(Nx, 1).reshape(-1, patch * patch)
+    ix = np.broadcast_to(ox[None, :, None] + kx[None, None, :], (Ny, Nx, patch * patch)).reshape(-1, patch * patch)
+    fu = pu.reshape(-1, 1)
+    fv = pv.reshape(-1, 1)
+    s = _bilinear_np(I2, ix.astype(np.float32) + fu, iy.astype(np.float32) + fv)
+    w = conf.reshape(-1, 1) / np.fmax(np.abs(s - I1[iy, ix]), np.float32(eps))
+    idx = (iy * W + ix).reshape(-1)
+    n = H * W
+    ws = np.bincount(idx, w.reshape(-1), n) + prior
+    su = np.bincount(idx, (w * fu).reshape(-1), n) + prior * u0.reshape(-1)
+    sv = np.bincount(idx, (w * fv).reshape(-1), n) + prior * v0.reshape(-1)
+    ok = ws > 1e-12
+    uo = np.where(ok, su / np.where(ok, ws, 1), u0.reshape(-1)).astype(np.float32).reshape(H, W)
+    vo = np.where(ok, sv / np.where(ok, ws, 1), v0.reshape(-1)).astype(np.float32).reshape(H, W)
+    return uo, vo
+
+
+# ----------------------------------------------------------------------------- stage 4: refinement
+def refine_level(be: Backend, I1, I2, u, v, *, warps: int, iters: int, lam: float, median: int, mask=None,
+                 theta: float = 0.3, tau: float = 0.25):
+    """TV-L1 at one level from ``(u, v)`` (refined in place, and returned)."""
+    from .refine import _level
+
+    if warps > 0:
+        _level(be, I1, I2, u, v, mask, warps=warps, iters=iters, lam=lam, theta=theta, tau=tau, median=median)
+    return u, v
+
+
+def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7):
+    """Confidence 0..1 of the final flow (see :func:`gpu_kernels.flow.ncc_confidence`)."""
+    from .refine import _ncc_conf
+
+    return _ncc_conf(be, g1, g2, u, v, mask, window=window)
+
+
+# ----------------------------------------------------------------------------- driver
+def _pipeline(be: Backend, g1, g2, mask, *, patch, stride, iters, rounds, radius, finest_patch_level, warps,
+              tv_iters, lam, median, eps, prior, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
+              progress=None):
+    xp = be.xp
+    progress = as_progress(progress)
+    L = coarsest_level(g1.shape, patch)
+    if max_level is not None:
+        L = min(L, max_level)
+    p1, p2 = build_pyramids(be, g1, g2, L + 1, blur=blur)
+    pm = [mask]
+    if mask is not None:
+        for _ in range(L):
+            pm.append(xp.ascontiguousarray((_pyr_down(be, pm[-1], (0, 1)) >= 0.5).astype(xp.float32)))
+    else:
+        pm = [None] * (L + 1)
+    work = working_level(g1.shape, max_pixels, L)
+    u = v = None
+    for lev in range(L, -1, -1):
+        I1, I2 = p1[lev], p2[lev]
+        H, W = I1.shape
+        if u is None:
+            u = xp.zeros((H, W), xp.float32)
+            v = xp.zeros((H, W), xp.float32)
+        else:
+            u = _pyr_up(be, u, (H, W), (0, 1), value_scale=2.0)
+            v = _pyr_up(be, v, (H, W), (0, 1), value_scale=2.0)
+        if lev < work:
+            continue            # finer than the working level: upsampled only
+        if (lev >= work + finest_patch_level or lev == L) and min(H, W) >= patch:
+            pu, pv, _, conf = coarse_match(be, I1, I2, u, v, patch=patch, stride=stride, iters=iters, rounds=rounds,
+                                           radius=radius if lev == L else 0)
+            u, v = densify(be, I1, I2, pu, pv, conf, u, v, patch=patch, eps=eps, prior=prior)
+        w = warps[lev] if lev < len(warps) else warps[-1]
+        u, v = refine_level(be, I1, I2, u, v, warps=w, iters=tv_iters, lam=lam, median=median, mask=pm[lev])
+        progress.update((L + 1 - lev) / (L + 1) * 0.95, f"level {L + 1 - lev}/{L + 1}")
+    q = quality_map(be, g1, g2, u, v, mask)
+    if mask is not None:
+        u *= mask
+        v *= mask
+    return u, v, q
+
+
+def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,
+                        iters: int = DEFAULT_SEARCH_ITERS, rounds: int = DEFAULT_ROUNDS, radius: int = DEFAULT_RADIUS,
+                        finest_patch_level: int = DEFAULT_FINEST_PATCH_LEVEL, warps=DEFAULT_SEARCH_WARPS,
+                        tv_iters: int = DEFAULT_SEARCH_TV_ITERS, lam: float = DEFAULT_SEARCH_LAMBDA,
+                        median: int = DEFAULT_SEARCH_MEDIAN, eps: float = DEFAULT_EPS, prior: float = DEFAULT_PRIOR,
+                        blur: float = DEFAULT_BLUR, max_pixels: int = DEFAULT_MAX_PIXELS, levels: int | None = None,
+                        mask=None, device=None, progress=None) -> FlowResult:
+    """Flow from ``img1`` to ``img2`` for motions from 0 to a fifth of the image (the default method).
+
+    Parameters
+    ----------
+    img1, img2 : array_like
+        ``(H, W)`` or ``(H, W, C)``, uint8, uint16 or float (0..1), NumPy or CuPy.
+    patch : {4, 6, 8, 12}
+        Patch side of the inverse search (pixels of each level).
+    stride : int
+        Largest distance between patch origins.
+    iters : int
+        Gauss-Newton steps per patch and level.
+    rounds : int
+        Propagation rounds per level (0: no propagation, ``iters`` steps in one go).
+    radius : int
+        Integer shifts tried around zero at the coarsest level (pixels of that level).
+    finest_patch_level : int
+        Finest level with a patch search, counted from the working level (0: that level).
+    warps : int or sequence of int
+        TV-L1 warps per level, finest first (the last value serves the coarser levels).
+    tv_iters : int
+        TV-L1 iterations per warp.
+    lam : float
+        TV-L1 data weight (intensities 0..1).
+    median : {5, 3, 0}
+        Median filter of the flow after each warp.
+    eps, prior : float
+        Densification: error floor of the weights, weight of the coarser level's flow.
+    blur : float
+        Gaussian pre-blur of both frames (pixels; 0: none).
+    max_pixels : int
+        The finest level solved has at most this many pixels; the flow of larger frames is
+        upsampled from it (1080p is solved at 960 x 540).
+    levels : int, optional
+        Pyramid levels (default: the coarsest level has about four patches across).
+    mask, device, progress
+        As for :func:`~gpu_kernels.flow.tvl1_refine`.
+
+    Returns
+    -------
+    FlowResult
+        ``u``, ``v``, ``quality`` (local NCC confidence), method ``"search"``.
+    """
+    patch = check_int("patch", patch, 4, 12, choices=PATCH_SIZES)
+    stride = check_int("stride", stride, 1, patch)
+    iters = check_int("iters", iters, 0, 500)
+    rounds = check_int("rounds", rounds, 0, 20)
+    radius = check_int("radius", radius, 0, 32)
+    finest_patch_level = check_int("finest_patch_level", finest_patch_level, 0, 12)
+    if isinstance(warps, int | np.integer):
+        warps = (int(warps),)
+    try:
+        warps = tuple(check_int("warps", w, 0, 50) for w in warps)
+    except TypeError:
+        raise FlowInputError(f"warps must be an integer or a list of integers, got {warps!r}") from None
+    if not warps:
+        raise FlowInputError("warps must not be empty")
+    tv_iters = check_int("tv_iters", tv_iters, 1, 500)
+    lam = check_float("lam", lam, 0.0, lo_open=True)
+    median = 5 if median is True else (0 if median is False else check_int("median", median, 0, choices=(0, 3, 5)))
+    eps = check_float("eps", eps, 0.0, lo_open=True)
+    prior = check_float("prior", prior, 0.0)
+    blur = check_float("blur", blur, 0.0, 10.0)
+    max_pixels = check_int("max_pixels", max_pixels, 64)
+    max_level = None if levels is None else check_int("levels", levels, 1, 12) - 1
+    be = get_backend(device)
+    progress = as_progress(progress)
+    params = dict(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
+                  finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam, median=median,
+                  eps=eps, prior=prior, blur=blur, max_pixels=max_pixels)
+    with be.activate():
+        a, b = check_pair(be, img1, img2)
+        m = prepare_mask(be, mask, a.shape[:2])
+
+        def build(x, y):
+            g1, g2 = _gray(be, x), _gray(be, y)
+            return _pipeline(be, g1, g2, m, patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
+                             finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam,
+                             median=median, eps=eps, prior=prior, max_level=max_level, blur=blur,
+                             max_pixels=max_pixels, progress=progress)
+
+        key = ("search",) + tuple(params.items()) + (max_level,)
+        u, v, q = _plan.run(be, key, [a, b], build) if m is None else build(a, b)
+        progress.update(1.0, "flow done")
+    params["levels"] = (coarsest_level(a.shape, patch) if max_level is None else
+                        min(max_level, coarsest_level(a.shape, patch))) + 1
+    return FlowResult(u, v, q, "search", be.label, params, {}, m)

@@ -1,0 +1,145 @@
+"""The default method (``search``: patch inverse search, densification, TV-L1) on the CPU:
+large synthetic motions of real pictures, a small-motion Middlebury pair, its stages, bad input."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.flow import FlowInputError, optical_flow
+from gpu_kernels.flow import search as S
+from gpu_kernels.flow.synthetic import natural_image, synthetic_flow, warp_image_by_flow
+
+
+def _textured_interior(img, valid, border=16, min_std=0.02):
+    """Valid pixels away from the border whose 9 x 9 neighbourhood has some texture."""
+    from scipy import ndimage
+
+    m = ndimage.uniform_filter(img, 9)
+    sd = np.sqrt(np.maximum(ndimage.uniform_filter(img * img, 9) - m * m, 0))
+    keep = valid & (sd > min_std)
+    keep[:border] = keep[-border:] = False
+    keep[:, :border] = keep[:, -border:] = False
+    return keep
+
+
+def _aee(res, flow, keep):
+    return float(np.hypot(res.u - flow[..., 0], res.v - flow[..., 1])[keep].mean())
+
+
+def test_translation_60px():
+    img = natural_image("coffee", (288, 384))
+    H, W = img.shape
+    flow = np.zeros((H, W, 2), np.float32)
+    flow[..., 0], flow[..., 1] = 52.0, -30.0          # 60 px
+    img2, valid = warp_image_by_flow(img, flow)
+    res = optical_flow(img, img2, device="cpu")        # the default method
+    assert res.method == "search"
+    keep = _textured_interior(img, valid)
+    assert keep.mean() > 0.3
+    err = _aee(res, flow, keep)
+    assert err <= 1.0, err
+    # the old default (TV-L1 from zero, 5 levels) does not reach this far
+    old = optical_flow(img, img2, method="refine", device="cpu")
+    assert _aee(old, flow, keep) > 3 * err
+
+
+def test_rotation_plus_zoom_40px():
+    img = natural_image("astronaut", (288, 384))
+    H, W = img.shape
+    f = synthetic_flow("rotation", (H, W), 1.0) + synthetic_flow("zoom", (H, W), 1.0)
+    f *= np.float32(40.0 / np.hypot(f[..., 0], f[..., 1]).max())
+    img2, valid = warp_image_by_flow(img, f)
+    res = optical_flow(img, img2, device="cpu")
+    keep = _textured_interior(img, valid)
+    err = _aee(res, f, keep)
+    assert err <= 1.0, err
+
+
+def _middlebury():
+    env = os.environ.get("GPULAB_SHARED_DATA")
+    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+    return root / "middlebury-flow"
+
+
+#: the old default's (refine, TV-L1 5 x 5 x 10) AEE on Grove2 (640 x 480), CPU path, 2026-11-25
+TODAY_GROVE2 = 0.172
+
+
+@pytest.mark.slow
+def test_middlebury_small_motion_not_worse():
+    d = _middlebury() / "Grove2"
+    if not (d / "flow10.flo").exists():
+        pytest.skip(f"the shared Middlebury pair is absent ({d})")
+    from app.io import flow_io, image_io
+
+    a = image_io.read_image(d / "frame10.png")
+    b = image_io.read_image(d / "frame11.png")
+    gt, valid = flow_io.read_flow(d / "flow10.flo")
+    res = optical_flow(a, b, device="cpu")
+    err = float(np.hypot(res.u - gt[..., 0], res.v - gt[..., 1])[valid].mean())
+    assert err <= TODAY_GROVE2, err
+
+
+def test_stages_are_pure_and_shaped():
+    from gpu_kernels.backend import get_backend
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(3)
+    I1 = rng.random((40, 52)).astype(np.float32)
+    I2 = np.roll(I1, (2, -3), (0, 1))
+    u0 = np.zeros_like(I1)
+    v0 = np.zeros_like(I1)
+    before = [x.copy() for x in (I1, I2, u0, v0)]
+    pu, pv, cost, conf = S.coarse_match(be, I1, I2, u0, v0, radius=4)
+    assert pu.shape == (len(S.patch_grid(40, 8, 4)), len(S.patch_grid(52, 8, 4)))
+    # a random texture rolled by (-3, 2): the interior patches find it exactly
+    assert np.allclose(pu[1:-1, 1:-1], -3, atol=0.05) and np.allclose(pv[1:-1, 1:-1], 2, atol=0.05)
+    assert (conf > 0).all() and (conf <= 1).all() and (cost >= 0).all()
+    u, v = S.densify(be, I1, I2, pu, pv, conf, u0, v0)
+    assert u.shape == I1.shape and np.isfinite(u).all()
+    assert np.allclose(u[10:-10, 10:-10], -3, atol=0.1)
+    for x, y in zip(before, (I1, I2, u0, v0), strict=True):
+        assert np.array_equal(x, y)
+    p1, p2 = S.build_pyramids(be, I1, I2, 3, blur=0.5)
+    assert [p.shape for p in p1] == [(40, 52), (20, 26), (10, 13)]
+
+
+def test_patch_grid_and_levels():
+    assert S.patch_grid(8, 8, 4).tolist() == [0]
+    g = S.patch_grid(101, 8, 4)
+    assert g[0] == 0 and g[-1] == 93 and np.diff(g).max() <= 4
+    assert S.coarsest_level((480, 640)) == 4
+    assert S.coarsest_level((1080, 1920)) == 6
+    assert S.coarsest_level((5, 5)) == 0
+
+
+def test_tiny_and_flat_images():
+    z = np.zeros((6, 7), np.float32)
+    r = optical_flow(z, z, device="cpu")
+    assert r.u.shape == (6, 7) and np.isfinite(r.u).all()
+    flat = np.full((64, 64), 0.5, np.float32)
+    r = optical_flow(flat, flat, device="cpu")
+    assert np.abs(r.u).max() < 1e-3 and np.isfinite(r.quality).all()
+
+
+@pytest.mark.parametrize("kw, word", [
+    (dict(patch=5), "patch"), (dict(warps=[]), "warps"), (dict(warps="x"), "warps"), (dict(blur=-1), "blur"),
+    (dict(radius=99), "radius"), (dict(stride=0), "stride"), (dict(eps=0), "eps"), (dict(median=4), "median"),
+])
+def test_bad_parameters_one_line(kw, word):
+    img = np.zeros((32, 32), np.float32)
+    with pytest.raises(FlowInputError) as e:
+        optical_flow(img, img, method="search", device="cpu", **kw)
+    assert word in str(e.value) and "\n" not in str(e.value)
+
+
+def test_mask_zero_outside():
+    img = natural_image("coffee", (96, 128))
+    img2 = np.roll(img, 3, axis=1)
+    mask = np.zeros(img.shape, bool)
+    mask[20:80, 20:100] = True
+    r = optical_flow(img, img2, method="search", mask=mask, device="cpu")
+    assert np.all(r.u[~mask] == 0) and np.all(r.quality[~mask] == 0)
+    assert abs(float(np.median(r.u[30:70, 30:90])) - 3.0) < 0.2
