@@ -369,7 +369,6 @@ class ToolTab(QWidget):
         self.compare_table.setHorizontalHeaderLabels(["Parameter", "Pinned", "Live"])
         self.compare_table.verticalHeader().setVisible(False)
         self.compare_table.horizontalHeader().setStretchLastSection(True)
-        self.compare_table.setMaximumHeight(140)
         self.compare_table.setVisible(False)
         v.addWidget(self.compare_table)
         self.stage_label = QLabel("")
@@ -378,7 +377,17 @@ class ToolTab(QWidget):
         self.stage_label.setStyleSheet("color: #555;")
         v.addWidget(self.stage_label)
 
-        for w in self.build_controls():
+        controls = self.build_controls()
+        if self.form.display_widget is not None:  # the tool's display-only parameters, in the Display group
+            g = next((w for w in controls if isinstance(w, QGroupBox) and w.title().replace("&", "") == "Display"
+                      and w.layout() is not None), None)
+            if g is None:
+                g = QGroupBox("Display")
+                g.setObjectName(f"{self.settings_key}-display")
+                QVBoxLayout(g)
+                controls.insert(0, g)
+            g.layout().insertWidget(0, self.form.display_widget)
+        for w in controls:
             v.addWidget(w)
 
         self.export_buttons: dict[str, QPushButton] = {}
@@ -946,11 +955,15 @@ class ToolTab(QWidget):
 
     def _update_compare(self) -> None:
         rows = self.differing_params()
-        self.compare_table.setVisible(self.pinned is not None)
-        self.compare_table.setRowCount(len(rows))
+        t = self.compare_table
+        t.setVisible(self.pinned is not None)
+        t.setRowCount(len(rows))
         for i, row in enumerate(rows):
             for j, text in enumerate(row):
-                self.compare_table.setItem(i, j, QTableWidgetItem(text))
+                t.setItem(i, j, QTableWidgetItem(text))
+        t.resizeRowsToContents()
+        h = t.horizontalHeader().height() + sum(t.rowHeight(i) for i in range(len(rows))) + 2 * t.frameWidth()
+        t.setFixedHeight(min(160, max(h, t.horizontalHeader().height() + 24)))
 
     def _on_progress(self, fraction: float, stage: str) -> None:
         self._progress_now = (fraction, stage)

@@ -225,12 +225,21 @@ class ParamForm(QWidget):
 
             self.advanced_button.toggled.connect(toggle)
         self._rows: dict[str, QFormLayout] = {}
+        # display-only parameters (Param.display) get their own form, which the tab shows in
+        # its Display group: editing them redraws the result without a job
+        self.display_widget: QWidget | None = None
+        disp_form = None
+        if any(p.display for p in params):
+            self.display_widget = QWidget()
+            disp_form = QFormLayout(self.display_widget)
+            disp_form.setContentsMargins(0, 0, 0, 0)
+            disp_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         for p in params:
             f = _Field(p, self._emit)
             self.fields[p.name] = f
             label = QLabel(f"{p.label}:")
             label.setToolTip(f.editor.toolTip())
-            lay = adv_form if p.advanced and adv_form is not None else main
+            lay = disp_form if p.display else adv_form if p.advanced and adv_form is not None else main
             lay.addRow(label, f.widget)
             self._rows[p.name] = lay
         self._muted = False

@@ -285,3 +285,20 @@ def test_live_is_remembered(tab, qtbot):
     assert tab.live_check.isChecked()
     wait_idle(qtbot, tab)
     time.sleep(0.01)
+
+
+def test_the_saved_preset_reproduces_the_result_shown(tab, qtbot, tmp_path):
+    """Save preset describes what is on screen: a run with it gives the shown result."""
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    tab.form.editor("level").setValue(0.35)
+    tab.form.set_value("style", "fancy")
+    wait_idle(qtbot, tab)
+    tab.live_check.setChecked(False)
+    tab.form.editor("blur").setValue(2.0)  # edited, not run: not what is shown
+    preset = tab.save_preset(tmp_path / "p.json")
+    p = TOOL.params.load_json(preset, tool=TOOL.name)
+    assert p["blur"] == 0.0 and p["level"] == 0.35 and p["style"] == "fancy"
+    again = run(IMG, p, device=CPU)
+    np.testing.assert_array_equal(again.value, tab.result.value)
+    assert again.text == tab.result.text
