@@ -197,6 +197,7 @@ def run_command(tool: Tool, args: argparse.Namespace, *, inputs: Sequence[pathli
         except OutputPathError as exc:
             raise UserError(f"--save-params {exc.user_message}") from None
     params, be = prepare(tool, args)
+    outputs = [(o, p, e, {**e.writer_options(params), **opts}) for o, p, e, opts in outputs]
     progress = cli_progress(quiet=args.quiet)
     if load_share > 0:
         data = load(progress.sub(0, load_share))
@@ -240,7 +241,7 @@ class ToolCommand:
     def register(self, subparsers) -> None:
         t = self.TOOL
         p = add_tool_parser(subparsers, t, help=t.description[:1].lower() + t.description[1:].rstrip("."),
-                            description=t.description, epilog=t.cli_epilog)
+                            description=t.cli_description or t.description, epilog=t.cli_epilog)
         exts = " ".join(t.input_extensions)
         p.add_argument("input", metavar=t.input_noun.upper().replace(" ", "_"), type=pathlib.Path,
                        help=t.input_help or f"input {t.input_noun.lower()}{': ' + exts if exts else ''}")

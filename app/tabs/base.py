@@ -378,7 +378,9 @@ class ToolTab(QWidget):
         v.addWidget(self.stage_label)
 
         controls = self.build_controls()
-        if self.form.display_widget is not None:  # the tool's display-only parameters, in the Display group
+        export_opts = {p for e in self.tool.exports for p in e.options.values()}
+        if self.form.display_widget is not None and any(  # the tool's display-only parameters, in the Display group
+                p.display and p.name not in export_opts for p in self.tool.params):
             g = next((w for w in controls if isinstance(w, QGroupBox) and w.title().replace("&", "") == "Display"
                       and w.layout() is not None), None)
             if g is None:
@@ -400,6 +402,8 @@ class ToolTab(QWidget):
                 b.clicked.connect(lambda _c=False, e=e: self.export_dialog(e))
                 self.export_buttons[e.key] = b
                 extra = self.export_widget(e)
+                if extra is None and e.options:
+                    extra = self._export_option_widgets(e)
                 if extra is None:
                     gl.addWidget(b)
                 else:
@@ -416,6 +420,22 @@ class ToolTab(QWidget):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         fit_scroll_width(scroll)  # never cuts a control at the right (app.ui.widgets)
         return scroll
+
+    def _export_option_widgets(self, export: Export) -> QWidget:
+        """The form's widgets of ``export``'s option Params, moved beside its button."""
+        box = QWidget()
+        h = QHBoxLayout(box)
+        h.setContentsMargins(0, 0, 0, 0)
+        for name in export.options.values():
+            f = self.form.fields[name]
+            lay = self.form._rows.pop(name, None)
+            if lay is not None:
+                taken = lay.takeRow(f.widget)
+                label = taken.labelItem.widget() if taken.labelItem is not None else None
+                if label is not None:
+                    label.deleteLater()
+            h.addWidget(f.widget)
+        return box
 
     # ------------------------------------------------------------------ opening
     def _last_dir(self, key: str = "last_dir") -> Path:
@@ -1053,7 +1073,8 @@ class ToolTab(QWidget):
         if export is None:
             exts = ", ".join(x for e in self.tool.exports if not e.folder for x in e.extensions)
             raise UserError(f"cannot save {path.suffix or 'extension-less'} files here: use {exts}")
-        files = export.write(self.result, path, **self.export_options(export))
+        opts = {**export.writer_options(self.shown_params()), **self.export_options(export)}
+        files = export.write(self.result, path, **opts)
         self._set_status(f"Saved {path}" if len(files) <= 1 else f"Wrote {len(files)} files to {path}")
         return files
 

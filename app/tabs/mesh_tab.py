@@ -12,7 +12,6 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QGroupBox,
     QLabel,
     QPushButton,
@@ -21,7 +20,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..io import mesh_io
 from ..tools import mesh_seg
 from ..tools.base import fmt_seconds
 from ..ui.widgets import ColorBar, LegendTable, hex_color
@@ -107,7 +105,8 @@ class MeshTab(ToolTab):
         self._allow_3d = allow_3d
         super().__init__(parent, host=host)
         self.setting_widgets.update({"show_edges": self.edges_check, "show_representatives": self.reps_check,
-                                     "highlight_fuzzy": self.fuzzy_check, "segments_format": self.segments_format})
+                                     "highlight_fuzzy": self.fuzzy_check})
+        self.segments_format = self.form.editor("segments_format")  # a Param, beside its export button
 
     # ------------------------------------------------------------------ widgets
     def build_view(self) -> QWidget:
@@ -137,17 +136,6 @@ class MeshTab(ToolTab):
         dl.addWidget(self.reset_view_button)
         self.view.set_show_representatives(True)
         return [g]
-
-    def export_widget(self, export):
-        if export.key != "segments":
-            return None
-        self.segments_format = QComboBox()
-        self.segments_format.addItems(list(mesh_io.SEGMENT_FORMATS))
-        self.segments_format.setToolTip("File format of the per-part meshes")
-        return self.segments_format
-
-    def export_options(self, export) -> dict:
-        return {"fmt": self.segments_format.currentText()} if export.key == "segments" else {}
 
     def build_side_panel(self) -> QWidget:
         panel = QWidget()

@@ -39,7 +39,7 @@ import inspect
 import pathlib
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,14 @@ class Export:
     check: Callable[[pathlib.Path], Any] | None = None
     #: the help of its CLI flag (default: "also write the <label>")
     cli_help: str = ""
+    #: writer keyword -> the tool's (display-only) Param that gives it, e.g. ``{"fmt":
+    #: "segments_format"}``: the CLI flag, the widget beside the export button, presets and the
+    #: copied command line all come from that Param
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def writer_options(self, params: Mapping[str, Any]) -> dict:
+        """The writer's keyword options taken from ``params``."""
+        return {kw: params[p] for kw, p in self.options.items() if p in params}
 
     @property
     def filter(self) -> str:
@@ -163,7 +171,8 @@ class Tool:
     #: a command module with ``register(subparsers)``/``run(args)`` for a tool whose command
     #: has real extras (``"app.commands.echo"``); None: the command is generated from the tool
     command: str | None = None
-    #: the generated command's positional input: its metavar and help
+    #: the generated command's texts: a longer description, the positional input's help, the epilog
+    cli_description: str = ""
     input_help: str = ""
     cli_epilog: str = ""
     #: the pipeline ``run`` goes through (:mod:`app.tools.stages`); None: one opaque stage

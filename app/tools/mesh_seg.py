@@ -99,6 +99,9 @@ PARAMS = ParamSet([
           "How far faces near a boundary between parts fade towards white (0: flat part colours, "
           "1: white on the boundary). Only the picture and the coloured faces change.",
           minimum=0.0, maximum=1.0, step=0.05, decimals=2, metavar="S", display=True),
+    Param("segments_format", str, "ply", "Part mesh format",
+          "File format of the per-part meshes (the export 'One mesh per part'; PLY keeps the part colours).",
+          choices=mesh_io.SEGMENT_FORMATS, display=True, library_name=""),
 ])
 
 
@@ -187,14 +190,25 @@ def run(data: MeshData, params: dict, *, device: Backend, progress: Progress | N
     return apply_display(PIPELINE.run(data, p, device=device, progress=progress), p)
 
 
+def _graph(ctx):
+    """Stage 1: clean the mesh, its dual graph, the working resolution(s) and their graphs."""
+    p = ctx.p
+    check_device(p, ctx.device)
+    return _seg.prepare_mesh(
+        ctx.data.vertices, ctx.data.faces, delta=p["delta"], eta_convex=p["eta_convex"],
+        max_faces=p["max_faces"], consensus=p["consensus"], simplifier=p["simplifier"],
+        apsp_method=p["apsp"], device=ctx.device, progress=ctx.progress)
+
+
 def _segment(ctx):
+    """Stage 2: distances, fuzzy clustering and cuts on stage 1's graphs (a change of k,
+    epsilon or the iteration cap starts here)."""
     p = ctx.p
     check_device(p, ctx.device)
     check_k(p, len(ctx.data.faces))
-    return _seg.segment_mesh(
-        ctx.data.vertices, ctx.data.faces, k=p["k"], delta=p["delta"], eta_convex=p["eta_convex"],
-        epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"], max_faces=p["max_faces"],
-        consensus=p["consensus"], simplifier=p["simplifier"], device=ctx.device, progress=ctx.progress)
+    return _seg.segment_prepared(
+        ctx["graph"], k=p["k"], epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"],
+        device=ctx.device, progress=ctx.progress)
 
 
 def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MeshSegResult:
@@ -210,9 +224,13 @@ def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
     return replace(result, seg=seg, params={**result.params, "shading": params["shading"]})
 
 
-#: the stages of a run (:mod:`app.tools.stages`); for now the library's whole pipeline is one stage
+#: the stages of a run (:mod:`app.tools.stages`): the graphs (:func:`gpu_kernels.mesh.segment.prepare_mesh`:
+#: cleaning, dual graph, simplification to the working resolution(s)), then the segmentation
+#: (:func:`gpu_kernels.mesh.segment.segment_prepared`: APSP, clustering, cuts)
 PIPELINE = Pipeline([
-    Stage("segment", _segment, params=tuple(PARAMS.compute_names()), inputs=("vertices", "faces"),
+    Stage("graph", _graph, params=("delta", "eta_convex", "max_faces", "consensus", "simplifier", "apsp"),
+          inputs=("vertices", "faces"), label="dual graph"),
+    Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces"), inputs=("faces",),
           label="segmentation"),
 ], finish=_finish, params=PARAMS)
 
@@ -349,10 +367,15 @@ def write_segments(result: MeshSegResult, path, *, fmt: str = "ply") -> list[pat
 
 
 EXPORTS = (
-    Export("mesh", "Coloured mesh", (".ply",), write_colored_ply, cli_option="-o"),
-    Export("labels", "Segment labels, PSB format", (".seg",), write_labels, cli_option="--labels"),
+    Export("mesh", "Coloured mesh", (".ply",), write_colored_ply, cli_option="-o",
+           cli_help="output PLY with per-face colours by part"),
+    Export("labels", "Segment labels, PSB format", (".seg",), write_labels, cli_option="--labels",
+           cli_help="also write the labels, one integer per line, line i for face i (PSB format)"),
     Export("segments", "One mesh per part (folder)", tuple(f".{e}" for e in mesh_io.SEGMENT_FORMATS),
-           write_segments, folder=True, cli_option="--segments-dir", check=check_segments_dir),
+           write_segments, folder=True, cli_option="--segments-dir", check=check_segments_dir,
+           cli_help="also write each part as its own mesh, DIR/segment_000.ply and so on "
+                    "(in the format of --segments-format)",
+           options={"fmt": "segments_format"}),
 )
 
 
@@ -395,7 +418,14 @@ TOOL = Tool(
     description="Split a triangle mesh into meaningful parts (Katz-Tal fuzzy clustering on the dual graph).",
     params=PARAMS,
     tab="app.tabs.mesh_tab:MeshTab",
-    command="app.commands.mesh_seg",
+    cli_description=(
+        "Segment a triangle mesh into meaningful parts: a weighted dual graph, all-pairs "
+        "shortest paths (on the GPU when there is one), fuzzy clustering and minimum-cut "
+        "boundaries. Writes a PLY whose faces are coloured by part, and optionally the "
+        "labels in the Princeton Segmentation Benchmark format and one mesh per part."),
+    input_help="input mesh: anything pymeshlab reads (PLY, OBJ, OFF, STL, 3MF, ...)",
+    cli_epilog=("example: gpulab mesh-seg bunny.off -o bunny-parts.ply --labels bunny.seg --k auto\n"
+                "Parameters left at 'auto' are chosen per mesh by the library."),
     stages=PIPELINE,
     display=apply_display,
     load=load,

@@ -196,7 +196,8 @@ def test_parameters_persist(tab, tmp_path, qtbot):
     tab.edges_check.setChecked(True)
     params = tab.params()
     assert params == {"k": 4, "delta": 0.35, "eta_convex": None, "epsilon": 0.07, "apsp": "cpu-mt",
-                      "max_iter": 9, "max_faces": 5000, "consensus": False, "simplifier": "auto", "shading": mesh_seg.DEFAULT_SHADING}
+                      "max_iter": 9, "max_faces": 5000, "consensus": False, "simplifier": "auto", "shading": mesh_seg.DEFAULT_SHADING,
+                      "segments_format": "ply"}
     s = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     s.beginGroup("tabs/mesh")
     tab.save_settings(s)
