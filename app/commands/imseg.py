@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from gpu_kernels.imseg.vis import STYLES
-
 from ..tools import imseg
 from .common import (
     add_tool_parser,
@@ -47,9 +45,6 @@ def register(subparsers) -> None:
                    help="output label image: .png (16-bit), .tif (32-bit) or .npy")
     p.add_argument("--regions", metavar="OUT.csv", type=pathlib.Path, default=None,
                    help="also write the region table (one row per region, regionprops_table columns)")
-    p.add_argument("--vis", choices=STYLES, default=None,
-                   help="picture style for --vis-out: regions in random colours, in their mean colour, "
-                        "boundaries over the image, or the k-means clusters (default: boundaries)")
     p.add_argument("--vis-out", metavar="OUT.png", type=pathlib.Path, default=None,
                    help="also write a picture of the segmentation (default name with --vis: LABELS-STYLE.png)")
     p.set_defaults(func=run)
@@ -60,10 +55,11 @@ def run(args: argparse.Namespace) -> int:
     if args.regions is not None:
         outputs.append(("--regions", args.regions, TOOL.export("regions"), {}))
     vis_out = args.vis_out
-    if vis_out is None and args.vis is not None:
-        vis_out = args.output.with_name(f"{args.output.stem}-{args.vis}.png")
+    style = getattr(args, "picture_style", None)  # --vis: the picture_style Param's flag
+    if vis_out is None and style is not None:
+        vis_out = args.output.with_name(f"{args.output.stem}-{style}.png")
     if vis_out is not None:
-        outputs.append(("--vis-out", vis_out, TOOL.export("picture"), {"style": args.vis or "boundaries"}))
+        outputs.append(("--vis-out", vis_out, TOOL.export("picture"), {}))  # its style comes from the params
     result, written = run_command(TOOL, args, inputs=[args.input], outputs=outputs,
                                   load=lambda progress: TOOL.load(args.input, progress=progress))
     return finish(TOOL, result, written, args)

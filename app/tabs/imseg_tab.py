@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from gpu_kernels.imseg import vis
 
 from ..tools import imseg
-from ..tools.base import Export, fmt_seconds
+from ..tools.base import fmt_seconds
 from .base import ToolTab
 from .imseg_views import ImsegView, RegionTable
 
@@ -257,17 +257,7 @@ class ImsegTab(ToolTab):
         return True
 
     # ------------------------------------------------------------------ exports
-    def export_widget(self, export: Export) -> QWidget | None:
-        if export.key != "picture":
-            return None
-        self.picture_style = QComboBox()
-        self.picture_style.setObjectName("imseg-picture-style")
-        self.picture_style.addItems(list(vis.STYLES))
-        self.picture_style.setCurrentText("boundaries")
-        self.picture_style.setToolTip("Which picture the export writes")
-        return self.picture_style
-
-    def export_options(self, export: Export) -> dict:
-        if export.key == "picture" and hasattr(self, "picture_style"):
-            return {"style": self.picture_style.currentText()}
-        return {}
+    @property
+    def picture_style(self) -> QWidget:
+        """The Picture export's style box (the tool's picture_style Param, beside the button)."""
+        return self.form.editor("picture_style")

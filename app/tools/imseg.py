@@ -77,6 +77,10 @@ PARAMS = ParamSet([
           "Regions smaller than this merge into their most similar neighbour until none is left (0 or 1: "
           "off). Guaranteed unless the whole image is smaller.", minimum=0, maximum=100_000_000, unit="px",
           step=16, metavar="S"),
+    Param("picture_style", str, "boundaries", "Picture",
+          "Which picture the Picture export writes: regions in random colours, in their mean colour, "
+          "boundaries over the image, or the k-means clusters.",
+          choices=_vis.STYLES, display=True, flag="--vis", library_name=""),
 ])
 
 
@@ -248,7 +252,7 @@ EXPORTS = (
            cli_option="-o", check=labels_io.check_labels_output),
     Export("regions", "Region table", (".csv",), write_regions, cli_option="--regions"),
     Export("picture", "Picture", VIS_EXTENSIONS, write_picture,
-           cli_option="--vis-out"),
+           cli_option="--vis-out", options={"style": "picture_style"}),
 )
 
 
