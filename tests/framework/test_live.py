@@ -302,3 +302,19 @@ def test_the_saved_preset_reproduces_the_result_shown(tab, qtbot, tmp_path):
     again = run(IMG, p, device=CPU)
     np.testing.assert_array_equal(again.value, tab.result.value)
     assert again.text == tab.result.text
+
+
+def test_on_a_slow_device_live_says_what_a_change_costs(tab, qtbot):
+    msgs: list[str] = []
+    tab.status_message.connect(msgs.append)
+    tab.slow_run_s = 0.0  # every run counts as slow (the setting live/slow_run_s; 2 s by default)
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    tab.form.editor("level").setValue(0.4)
+    assert any("re-runs from stage 2 of 2 (level); last time" in m for m in msgs), msgs
+    wait_idle(qtbot, tab)
+    assert "re-ran from stage 2 of 2 (level)" in msgs[-1]
+    msgs.clear()
+    tab.form.editor("blur").setValue(1.5)
+    assert any("re-runs from stage 1 of 2 (blur)" in m for m in msgs), msgs
+    wait_idle(qtbot, tab)
