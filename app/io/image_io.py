@@ -44,8 +44,9 @@ IMAGE_EXTENSIONS: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".tif", ".tiff", "
 
 #: Refuse images with more pixels than this before decoding them (1 gigapixel).
 MAX_PIXELS = 1 << 30
-#: Refuse images narrower or lower than this: a 1 x 1 image has nothing to segment or match.
-MIN_SIDE = 2
+#: Refuse images of fewer pixels: a 1 x 1 image has nothing to segment or match (one row or
+#: column is still an image: imseg segments it).
+MIN_PIXELS = 2
 
 
 class ImageReadError(InputError):
@@ -257,9 +258,9 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
         raise ImageReadError(f"{_name(path)}: unsupported image layout {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ImageReadError(f"{_name(path)}: the image has no pixels ({arr.shape[1]} x {arr.shape[0]})")
-    if min(arr.shape[:2]) < MIN_SIDE:
-        raise ImageReadError(f"{_name(path)}: the image is {arr.shape[1]} x {arr.shape[0]} pixels, too small "
-                             f"to process (at least {MIN_SIDE} x {MIN_SIDE})")
+    if arr.shape[0] * arr.shape[1] < MIN_PIXELS:
+        raise ImageReadError(f"{_name(path)}: the image is a single pixel, too small to process "
+                             f"(at least {MIN_PIXELS} pixels)")
     if arr.dtype == np.bool_:
         arr = arr.astype(np.uint8) * 255
     elif arr.dtype.kind == "f":

@@ -16,9 +16,10 @@ COLUMNS = {"ok": "ok", "clear": "clear errors", "input_error": "clear errors", "
            "timeout": "hangs", "crash": "crashes"}
 
 
-def record(suite: str, command: str, family: str, outcome: str, expect: str, data_loss=(), passed=True) -> None:
+def record(suite: str, command: str, family: str, outcome: str, expect: str, data_loss=(), passed=True,
+           message: str = "") -> None:
     CASES.append({"suite": suite, "command": command, "family": family, "outcome": outcome, "expect": expect,
-                  "data_loss": list(data_loss), "passed": bool(passed)})
+                  "data_loss": list(data_loss), "passed": bool(passed), "message": message.strip()[-300:]})
 
 
 def totals() -> dict:

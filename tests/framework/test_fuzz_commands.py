@@ -44,7 +44,7 @@ def _run_worker(cases: list[dict], folder: Path) -> dict[str, dict]:
         f.write_text(json.dumps(todo))
         budget = 120 + sum(c["timeout"] for c in todo)
         try:
-            r = subprocess.run([sys.executable, str(WORKER), str(f)], capture_output=True, text=True, cwd=ROOT,
+            r = subprocess.run([sys.executable, str(WORKER), str(f)], capture_output=True, encoding="utf-8", errors="replace", cwd=ROOT,
                                env=_env(), timeout=budget)
             out, err = r.stdout, r.stderr
         except subprocess.TimeoutExpired as exc:
@@ -95,7 +95,7 @@ def command_results(tmp_path_factory):
     for c in cases:
         r = results[c["id"]]
         fuzz_report.record("commands", r["command"], r["family"], r["outcome"], r["expect"], r["data_loss"],
-                           _expected(r))
+                           _expected(r), r.get("stderr", ""))
     return results
 
 
@@ -202,7 +202,7 @@ def test_signal_mid_run(command, sig, tmp_path):
     protected = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "app", *argv, "--device", "cpu"], cwd=ROOT, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
     # wait until the tool is at work: its progress line shows (after the imports)
     kids: set[int] = set()
     line = ""
@@ -242,7 +242,7 @@ def test_signal_mid_run(command, sig, tmp_path):
         rerun_ok = True
         if sig == "sigkill" and not lost:
             r = subprocess.run([sys.executable, "-m", "app", *argv, "--device", "cpu", "-q", *_fast(command)],
-                               cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+                               cwd=ROOT, env=_env(), capture_output=True, encoding="utf-8", errors="replace", timeout=300)
             leftovers = [p.name for p in tmp_path.iterdir() if ".part" in p.name]
             rerun_ok = r.returncode == 0 and not leftovers
             if not rerun_ok:

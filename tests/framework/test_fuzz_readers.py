@@ -112,7 +112,7 @@ def _family(case: str) -> str:
 def test_reader_survives_corrupt_files(reader, tmp_path):
     files = _cases(reader, tmp_path)
     r = subprocess.run([sys.executable, str(WORKER), reader.name, str(tmp_path / "cases"), str(MEMORY_MB),
-                        str(TIMEOUT_S)], capture_output=True, text=True, timeout=60 + TIMEOUT_S * len(files),
+                        str(TIMEOUT_S)], capture_output=True, encoding="utf-8", errors="replace", timeout=60 + TIMEOUT_S * len(files),
                        cwd=ROOT)
     lines = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
     started = [d["start"] for d in lines if "start" in d]
@@ -123,7 +123,8 @@ def test_reader_survives_corrupt_files(reader, tmp_path):
         fam = _family(k)
         expect = "ok" if fam in ("valid", "symlink", "unicode-path") else \
             ("input_error" if fam in ("empty", "directory", "fifo", "dangling-symlink") else "ok|input_error")
-        fuzz_report.record("readers", reader.name, fam, v["outcome"], expect, (), v["outcome"] in expect.split("|"))
+        fuzz_report.record("readers", reader.name, fam, v["outcome"], expect, (), v["outcome"] in expect.split("|"),
+                           v.get("message", ""))
     assert r.returncode == 0, (f"the reading process died (exit {r.returncode}) on "
                                f"{started[-1] if started else '?'}:\n{r.stderr[-2000:]}")
     assert len(done) == len(files)
