@@ -203,7 +203,10 @@ def _mount_tmpfs(path: Path, opts: str) -> bool:
     import subprocess
 
     path.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True)
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):   # no mount(8) in this container
+        return False
     return r.returncode == 0
 
 

@@ -48,7 +48,7 @@ def _run_worker(cases: list[dict], folder: Path) -> dict[str, dict]:
                                env=_env(), timeout=budget)
             out, err = r.stdout, r.stderr
         except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             err = "worker timed out"
         started = None
         for ln in out.splitlines():
@@ -64,8 +64,9 @@ def _run_worker(cases: list[dict], folder: Path) -> dict[str, dict]:
         if started is not None and started not in done_ids:
             c = next(c for c in todo if c["id"] == started)
             results[started] = {"id": started, "command": c["command"], "family": c["family"],
-                                "expect": c["expect"], "outcome": "crash", "rc": None, "data_loss": [],
-                                "stderr": err[-600:]}
+                                "expect": c["expect"], "data_loss": [], "rc": None, "stderr": err[-600:],
+                                # stuck where the per-case alarm could not reach (C code): a hang
+                                "outcome": "hang" if err == "worker timed out" else "crash"}
         rest = [c for c in todo if c["id"] not in results]
         if len(rest) == len(todo):   # no progress at all: give up on the rest
             for c in rest:
