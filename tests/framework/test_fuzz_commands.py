@@ -42,7 +42,7 @@ def _run_worker(cases: list[dict], folder: Path) -> dict[str, dict]:
     while todo:
         f = folder / f"cases-{len(results):03d}.json"
         f.write_text(json.dumps(todo))
-        budget = 120 + sum(c["timeout"] for c in todo)
+        budget = min(240, 60 + sum(c["timeout"] for c in todo))  # within pytest-timeout's 300 s
         try:
             r = subprocess.run([sys.executable, str(WORKER), str(f)], capture_output=True, encoding="utf-8", errors="replace", cwd=ROOT,
                                env=_env(), timeout=budget)
