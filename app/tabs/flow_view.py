@@ -156,8 +156,16 @@ class FlowView(QWidget):
     def reset_zoom(self) -> None:
         """Frame the whole frames again (and follow resizes until the next zoom)."""
         self.user_zoomed = False
-        if self.shape is not None:
-            self.left.autoRange(padding=0.02)
+        self._frame()
+
+    def _frame(self) -> None:
+        """Fit the frames, now and on every resize (pyqtgraph's auto-range, which a zoom or a
+        pan by the user turns off)."""
+        if self.shape is None:
+            return
+        self.right.disableAutoRange()  # linked to the left pane
+        self.left.enableAutoRange()
+        self.left.autoRange(padding=0.02)
 
     # ------------------------------------------------------------------ layout
     def _arrange(self, vertical: bool) -> None:
@@ -200,6 +208,18 @@ class FlowView(QWidget):
         super().resizeEvent(event)
         self._relayout()
 
+    def showEvent(self, event) -> None:  # noqa: N802
+        """A tab shown for the first time was laid out while hidden: fit once it has its size."""
+        super().showEvent(event)
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(0, self, self._refit)
+
+    def _refit(self) -> None:
+        self._relayout()
+        if not self.user_zoomed:
+            self._frame()
+
     def _relayout(self) -> None:
         vertical = self.best_arrangement(self.width(), self.height())
         changed = vertical != self.vertical
@@ -210,7 +230,7 @@ class FlowView(QWidget):
         for c in (0, 1):  # two equal columns side by side
             lay.setColumnMaximumWidth(c, half)
         if self.shape is not None and (changed or not self.user_zoomed):
-            self.left.autoRange(padding=0.02)
+            self._frame()
 
     def image_rect_on_screen(self) -> tuple[int, int]:
         """The size in pixels the first frame is drawn at (for tests and screenshots)."""
@@ -229,7 +249,7 @@ class FlowView(QWidget):
             self.shape = new_shape
             self.user_zoomed = False
             self._relayout()
-            self.left.autoRange(padding=0.02)
+            self._frame()
         self.clear_result()
 
     def clear_result(self) -> None:

@@ -317,13 +317,15 @@ class _SplitterBalance(QObject):
         if total <= 0 or sp.count() < 2:
             return
         n = sp.count()
-        mins = [max(sp.widget(i).minimumWidth(), sp.widget(i).minimumSizeHint().width()) for i in range(n)]
+        hidden = [sp.widget(i).isHidden() for i in range(n)]
+        mins = [0 if hidden[i] else max(sp.widget(i).minimumWidth(), sp.widget(i).minimumSizeHint().width())
+                for i in range(n)]
         sizes = list(mins)
         if self.has_side:  # a side panel: a share of the width, at least its minimum
             sizes[n - 1] = max(mins[n - 1], min(int(self.side_share * total), self.side_max))
         sizes[0] = max(mins[0], 340) if total >= 1500 else mins[0]
         # the view (or the views side by side, a pinned copy beside the live one) share the rest
-        views = list(range(self.view_index, n - 1 if self.has_side else n))
+        views = [i for i in range(self.view_index, n - 1 if self.has_side else n) if not hidden[i]] or [self.view_index]
         rest = total - sum(s for i, s in enumerate(sizes) if i not in views)
         for i in views:
             sizes[i] = max(rest // len(views), mins[i])

@@ -136,3 +136,19 @@ def test_the_view_gets_the_room_of_a_large_window(window, qapp, key):
     small, large = widths[SIZES[0]], widths[SIZES[1]]
     assert large >= small + 0.6 * (SIZES[1][0] - SIZES[0][0]), widths
     assert large >= 0.55 * SIZES[1][0], widths
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_flow_frames_fill_their_panes(window, qapp, size):
+    """The flow tab drew a 584x388 pair about 246 px wide inside large empty margins."""
+    tab = next(t for t in window.tabs if t.settings_key == "flow")
+    window.resize(*size)
+    window.tab_widget.setCurrentWidget(tab)
+    _settle(qapp, 300)
+    w, h = tab.view.image_rect_on_screen()
+    vw, vh = tab.view.width(), tab.view.height()
+    H, W = tab.data.shape
+    # the larger of the two arrangements: at least 80 % of the scale the best one allows
+    best = max(min(vw / W, (vh - 60) / 2 / H), min(vw / 2 / W, (vh - 30) / H))
+    assert w >= 0.8 * best * W, (w, h, vw, vh, tab.view.vertical)
