@@ -3,7 +3,8 @@
 #   make run          create .venv if missing, install gpulab (+ CuPy when nvidia-smi finds a
 #                     driver), open the window on the bundled samples
 #   make test         .venv with the dev extra, Xvfb + Qt's xcb libraries (apt, when root),
-#                     ruff, import-linter, the whole pytest suite
+#                     ruff, import-linter, the whole pytest suite, then make wheel-check
+#                     (WHEEL_CHECK=0 skips that)
 #   make gpu-test     only the tests marked `gpu` (on a CUDA host)
 #   make lint         ruff + import-linter
 #   make demo         gpulab demo --out demo-out
@@ -132,11 +133,14 @@ lint: $(STAMP_DEV)
 # pytest-xvfb starts Xvfb for the session; under it Qt uses xcb so VTK views get OpenGL.
 QT_PLATFORM = $(if $(shell command -v Xvfb 2>/dev/null),xcb,offscreen)
 
+# then the wheel as a user installs it (make wheel-check, ~2 min on 2 idle cores); WHEEL_CHECK=0 skips it
+WHEEL_CHECK ?= 1
 test: $(STAMP_DEV) xvfb-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	@rc=0; QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+	@if [ "$(WHEEL_CHECK)" != 0 ]; then $(MAKE) --no-print-directory wheel-check; fi
 
 gpu-test: $(STAMP_DEV)
 	@rc=0; $(PY) -m pytest -m gpu -ra -s $(PYTEST_ARGS) || rc=$$?; \
