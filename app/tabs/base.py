@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QMenu,
     QMessageBox,
@@ -171,6 +172,7 @@ class ToolTab(QWidget):
         self._restoring = False
         self.pinned: tuple | None = None  # (result, params)
         self._pinned_slot: dict | None = None
+        self.swipe_view = None
 
         self.view = self.build_view()
         left = self._build_left()
@@ -350,6 +352,13 @@ class ToolTab(QWidget):
         self.pin_button.setCheckable(True)
         self.pin_button.setToolTip("Keep the result shown and compare it with the live one")
         self.pin_button.toggled.connect(self._on_pin_toggled)
+        self.swipe_button = QPushButton("Swipe")
+        self.swipe_button.setObjectName(f"{self.settings_key}-swipe")
+        self.swipe_button.setCheckable(True)
+        self.swipe_button.setToolTip("Compare the pinned and the live result in one view, split by a divider "
+                                     "you drag (for images and slices; 3-D views stay side by side)")
+        self.swipe_button.setVisible(False)
+        self.swipe_button.toggled.connect(self.set_swipe)
         self.undo_button = QToolButton()
         self.undo_button.setText("↶")
         self.undo_button.setToolTip("Undo the last parameter change (Ctrl+Z)")
@@ -360,6 +369,7 @@ class ToolTab(QWidget):
         self.redo_button.clicked.connect(self.redo)
         row.addWidget(self.live_check)
         row.addWidget(self.pin_button)
+        row.addWidget(self.swipe_button)
         row.addStretch(1)
         row.addWidget(self.undo_button)
         row.addWidget(self.redo_button)
@@ -368,7 +378,9 @@ class ToolTab(QWidget):
         self.compare_table.setObjectName(f"{self.settings_key}-compare")
         self.compare_table.setHorizontalHeaderLabels(["Parameter", "Pinned", "Live"])
         self.compare_table.verticalHeader().setVisible(False)
-        self.compare_table.horizontalHeader().setStretchLastSection(True)
+        self.compare_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.compare_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.compare_table.setWordWrap(True)
         self.compare_table.setVisible(False)
         v.addWidget(self.compare_table)
         self.stage_label = QLabel("")
@@ -432,7 +444,8 @@ class ToolTab(QWidget):
             if lay is not None:
                 taken = lay.takeRow(f.widget)
                 label = taken.labelItem.widget() if taken.labelItem is not None else None
-                if label is not None:
+                if label is not None:  # out of the layout but still a child: hide it at once
+                    label.hide()
                     label.deleteLater()
             h.addWidget(f.widget)
         return box
@@ -663,6 +676,7 @@ class ToolTab(QWidget):
             self.host.show_error(f"{self.title}: cannot show the result",
                                  f"Showing the result failed: {classify(exc)[1]}\n\nThis is a bug in gpulab; "
                                  "the result can still be exported.", tb)
+        self._refresh_swipe()
         line = self.tool.headline(res) if self.tool.headline else f"{self.title}: done"
         if report is not None:
             line += f" — {report.describe()}"
@@ -770,6 +784,7 @@ class ToolTab(QWidget):
             log.error("%s: redrawing failed: %s", self.title, exc)
             return
         self._update_compare()
+        self._refresh_swipe()
         self.result_changed.emit()
         self.result_shown.emit()
         self._set_status(f"Redrawn in {fmt_seconds(time.perf_counter() - t0)} (display only, no job)")
@@ -907,11 +922,73 @@ class ToolTab(QWidget):
         self.pinned_caption.setText("Pinned — " + (self._pin_text(self.pinned[1]) or "defaults"))
         self._render_pinned()
         self._update_compare()
+        self.swipe_button.setVisible(not self._pinned_slot["view"].findChildren(View3D)
+                                     and not isinstance(self._pinned_slot["view"], View3D))
+        self._refresh_swipe()
         self._set_status("Pinned: the pinned result is on the left, the live one on the right; "
                          "the table lists the parameters that differ")
         return True
 
+    def set_swipe(self, on: bool) -> None:
+        """Show the pinned and the live result in one swipe view (on) or side by side (off)."""
+        from ..ui.compare import SwipeView
+
+        if on and self.pinned is not None and self._pinned_slot is not None:
+            if self.swipe_view is None:
+                before = self.splitter.sizes()
+                self.swipe_view = SwipeView()
+                self.swipe_view.setObjectName(f"{self.settings_key}-swipe-view")
+                i_p, i_v = self.splitter.indexOf(self._pinned_box), self.splitter.indexOf(self.view)
+                self.splitter.insertWidget(i_v + 1, self.swipe_view)
+                self._sizes_before_swipe = before
+                room = before[i_p] + before[i_v]
+                self._pinned_box.setVisible(False)
+                self.view.setVisible(False)
+                sizes = before[:i_v + 1] + [room] + before[i_v + 1:]
+                sizes[i_p] = sizes[i_v] = 0
+                self.splitter.setSizes(sizes)
+                self.swipe_view.resize(room, self.view.height())
+            self._refresh_swipe(force=True)
+            return
+        if self.swipe_view is not None:
+            self.swipe_view.setParent(None)
+            self.swipe_view.deleteLater()
+            self.swipe_view = None
+            self.view.setVisible(True)
+            if self._pinned_slot is not None:
+                self._pinned_box.setVisible(True)
+            before = getattr(self, "_sizes_before_swipe", None)
+            if before is not None and len(before) == self.splitter.count():
+                self.splitter.setSizes(before)
+        if self.swipe_button.isChecked():
+            self.swipe_button.blockSignals(True)
+            self.swipe_button.setChecked(False)
+            self.swipe_button.blockSignals(False)
+
+    def _refresh_swipe(self, force: bool = False) -> None:
+        """New pictures for the swipe view (the views are rendered even while hidden)."""
+        if self.swipe_view is None or self._pinned_slot is None:
+            return
+        size = self.swipe_view.size()
+        if size.width() < 50 or size.height() < 50:
+            size = self.view.size()
+        if not self.view.isVisible():  # hidden behind the swipe view: laid out at its size, rendered off screen
+            self.view.resize(size)
+        if not self._pinned_box.isVisible():  # the pinned view gets the live view's size (below its caption)
+            lay = self._pinned_box.layout()
+            self._pinned_box.resize(size.width(), size.height() + self.pinned_caption.sizeHint().height()
+                                    + max(0, lay.spacing()))
+            lay.activate()
+        live = self.view.grab()
+        pinned = self._pinned_slot["view"].grab()
+        if not live.isNull() and not pinned.isNull() and pinned.size() != live.size():
+            pinned = pinned.scaled(live.size(), Qt.AspectRatioMode.IgnoreAspectRatio,
+                                   Qt.TransformationMode.SmoothTransformation)
+        self.swipe_view.set_pixmaps(pinned, live)
+
     def unpin(self) -> None:
+        self.set_swipe(False)
+        self.swipe_button.setVisible(False)
         self.pinned = None
         if self._pinned_slot is not None:
             v = self._pinned_box

@@ -318,3 +318,25 @@ def test_on_a_slow_device_live_says_what_a_change_costs(tab, qtbot):
     tab.form.editor("blur").setValue(1.5)
     assert any("re-runs from stage 1 of 2 (blur)" in m for m in msgs), msgs
     wait_idle(qtbot, tab)
+
+
+def test_swipe_compares_the_pinned_and_the_live_picture(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    assert not tab.swipe_button.isVisible() or tab.pinned is not None
+    assert tab.pin() and tab.swipe_button.isVisibleTo(tab)
+    tab.swipe_button.setChecked(True)
+    sw = tab.swipe_view
+    assert sw is not None and sw.isVisible() and not tab.view.isVisible() and not tab._pinned_box.isVisible()
+    assert not sw.left.isNull() and not sw.right.isNull()
+    assert sw.right.toImage() == sw.left.toImage()  # the same result, pinned and live
+    tab.form.editor("level").setValue(0.2)  # the live picture follows the live result
+    wait_idle(qtbot, tab)
+    assert sw.left.size() == sw.right.size() and sw.right.toImage() != sw.left.toImage()
+    sw.set_split(0.25)
+    assert sw.split == 0.25
+    tab.swipe_button.setChecked(False)
+    assert tab.swipe_view is None and tab.view.isVisible() and tab._pinned_box.isVisible()
+    tab.swipe_button.setChecked(True)
+    tab.unpin()
+    assert tab.swipe_view is None and tab.view.isVisible() and not tab.swipe_button.isVisibleTo(tab)
