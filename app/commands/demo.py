@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -55,13 +56,19 @@ def run_demos(out_dir: Path, progress: Progress, *, device: Backend, only: list[
     except OutputPathError as exc:
         raise UserError(exc.user_message) from None
     tools = [t for t in TOOLS if t.demo is not None and (not only or any(o in t.name for o in only))]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_output_marker(out_dir, (marker_names(out_dir) or set()) | {"device_report.txt"}
-                        | {t.key for t in tools})
+    created = not out_dir.exists()
     written: list[Path] = []
     report = out_dir / "device_report.txt"
-    with atomic_write(report, "w") as f:
-        f.write(device_report(device) + "\n")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_output_marker(out_dir, (marker_names(out_dir) or set()) | {"device_report.txt"}
+                            | {t.key for t in tools})
+        with atomic_write(report, "w") as f:
+            f.write(device_report(device) + "\n")
+    except BaseException:
+        if created:   # made by this run and holding nothing yet (a full disk): leave nothing behind
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
     written.append(report)
     log_line(f"wrote {report}")
     failures: list[str] = []

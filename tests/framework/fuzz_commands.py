@@ -100,6 +100,7 @@ def _commands(inp: dict) -> dict:
         "imseg": {"argv": ["imseg", "{IN}", "-o", "{OUT}"], "in": inp["a"], "out": "labels.png", "folder": False},
         "echo-synth": {"argv": ["echo-synth", "-o", "{OUT}", "--size", "16", "--frames", "2"], "in": None,
                        "out": "synth", "folder": True},
+        "demo": {"argv": ["demo", "--out", "{OUT}", "--only", "imseg"], "in": None, "out": "demo", "folder": True},
         "mesh-seg --segments-dir": {"argv": ["mesh-seg", str(inp["mesh"]), "-o", "{OUTP}/seg2.ply",
                                              "--segments-dir", "{OUT}", "--k", "2", "--max-iter", "3"],
                                     "in": None, "out": "parts", "folder": True},

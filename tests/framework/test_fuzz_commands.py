@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("fuzz_commands.py")
-COMMANDS = ("mesh-seg", "flow", "echo", "mvs", "imseg", "echo-synth", "mesh-seg --segments-dir", "batch imseg")
+COMMANDS = ("mesh-seg", "flow", "echo", "mvs", "imseg", "echo-synth", "demo", "mesh-seg --segments-dir", "batch imseg")
 
 
 def _env():
