@@ -154,6 +154,7 @@ SIGNAL_RUNS = {
     "mvs": (["mvs", str(ROOT / "resources/samples/mvs/synth_par.txt"), "-o", "{OUT}/depth", "--views", "0,1,2",
              "--max-iter", "3"], "depth"),
     "imseg": (["imseg", "{OUT}/big.png", "-o", "{OUT}/labels.png", "--bilateral", "8"], "labels.png"),
+    "echo": (["echo", str(ROOT / "resources/samples/echo/lv_synthetic.npz"), "-o", "{OUT}/u.npy"], "u.npy"),
 }
 
 
@@ -264,4 +265,4 @@ def test_signal_mid_run(command, sig, tmp_path):
 def _fast(command: str) -> list[str]:
     """Smaller settings for the re-run after SIGKILL (it only has to work)."""
     return {"echo-synth": ["--size", "16", "--frames", "2"], "mvs": ["--views", "0", "--max-iter", "1"],
-            "mesh-seg": ["--max-faces", "1500"], "imseg": []}[command]
+            "mesh-seg": ["--max-faces", "1500"], "imseg": [], "echo": ["--frames", "0", "1", "--levels", "1"]}[command]
