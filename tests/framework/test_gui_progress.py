@@ -119,3 +119,31 @@ def test_the_tab_shows_elapsed_time_and_an_estimate(qtbot, open_tab, tmp_path):
     assert "%" in tab.stage_label.text()
     qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=20000)
     assert tab.stage_label.text() == ""
+
+
+def test_mesh_working_resolution_path_never_asks_to_go_back(monkeypatch):
+    """Mesh went back from 90 % to 80 %: the coarse clustering filled the bar to 95 %, then
+    the full-resolution re-cut reported from 80 %. The kernel's own requests are checked
+    (the root's monotonic guard would hide them)."""
+    from pathlib import Path
+
+    from app.io import mesh_io
+    from gpu_kernels import jobs
+    from gpu_kernels.mesh import segment as seg
+
+    raw = []
+    orig = jobs.Progress.update
+
+    def spy(self, fraction, stage=None):
+        raw.append((self._offset + self._scale * min(max(float(fraction), 0.0), 1.0), stage))
+        return orig(self, fraction, stage)
+
+    monkeypatch.setattr(jobs.Progress, "update", spy)
+    sample = Path(__file__).resolve().parents[2] / "resources" / "samples" / "dumbbell.ply"
+    m = mesh_io.read_mesh(sample) if hasattr(mesh_io, "read_mesh") else mesh_io.load_mesh(sample)
+    v, f = (m.vertices, m.faces) if hasattr(m, "vertices") else m[:2]
+    seg.segment_mesh(v, f, k=3, max_faces=1000, apsp_method="cpu", device="cpu", progress=lambda *_: None)
+    fr = [g for g, _ in raw]
+    back = [(round(a, 3), round(b, 3), raw[i + 1][1])
+            for i, (a, b) in enumerate(zip(fr[:-1], fr[1:], strict=True)) if b < a - 1e-9]
+    assert not back, back[:8]
