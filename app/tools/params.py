@@ -375,7 +375,11 @@ class ParamSet:
             raise ParameterError(f"{source}: {exc}") from None
 
     def load_json(self, path: str | os.PathLike, *, tool: str = "") -> dict:
+        from app.io.inputs import check_input_file
+
         path = pathlib.Path(path)
+        if path.exists() or path.is_symlink():   # a FIFO, a folder or an empty file: one line, no hang
+            check_input_file(path, error=ParameterError, what="a preset file", label=str(path))
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -350,6 +350,18 @@ def build_cases(work: Path, mounts: list[Path]) -> tuple[list[dict], list[str]]:
             (d / "notes" / "a.txt").write_text("notes\n")
             case(cmd, "output-folder-with-user-files", fill(spec, src, d), expect="ok|clear",
                  protect=[d / "thesis.tex", d / "notes" / "a.txt"])
+    # a parameter preset (--params) that is a FIFO, a folder or empty: every tool command reads it
+    pdir = work / "cases" / "params"
+    pdir.mkdir(parents=True)
+    os.mkfifo(pdir / "fifo.json")
+    (pdir / "folder.json").mkdir()
+    (pdir / "empty.json").write_bytes(b"")
+    (pdir / "random.json").write_bytes(_random(300, 5))
+    for fam, name in (("fifo", "fifo.json"), ("directory", "folder.json"), ("empty", "empty.json"),
+                      ("random", "random.json")):
+        out = pdir / f"{fam}-labels.png"
+        case("imseg --params", fam, ["imseg", str(inp["a"]), "-o", str(out), "--params", str(pdir / name)],
+             expect="clear", absent=[out], timeout=20)
     # batch: its own families (it reads folders and writes one)
     bdir = work / "cases" / "batch"
     (bdir / "in").mkdir(parents=True)

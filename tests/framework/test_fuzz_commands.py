@@ -23,7 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("fuzz_commands.py")
-COMMANDS = ("mesh-seg", "flow", "echo", "mvs", "imseg", "echo-synth", "demo", "mesh-seg --segments-dir", "batch imseg")
+COMMANDS = ("mesh-seg", "flow", "echo", "mvs", "imseg", "echo-synth", "demo", "mesh-seg --segments-dir", "batch imseg",
+            "imseg --params")
 
 
 def _env():
