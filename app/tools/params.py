@@ -384,8 +384,10 @@ class ParamSet:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ParameterError(f"no such preset file: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ParameterError(f"cannot read the preset {path}: {exc}") from None
+        except UnicodeDecodeError:
+            raise ParameterError(f"{path}: not a text file (a JSON parameter preset is expected)") from None
+        except OSError as exc:
+            raise ParameterError(f"cannot read the preset {path}: {exc.strerror or exc}") from None
         return self.from_json(text, tool=tool, source=path.name)
 
     def save_json(self, path: str | os.PathLike, values: Mapping[str, Any], *, tool: str = "") -> pathlib.Path:
