@@ -381,6 +381,9 @@ def build_cases(work: Path, mounts: list[Path]) -> tuple[list[dict], list[str]]:
 
 
 # ----------------------------------------------------------------------------- the worker
+_PYTHONISH = __import__("re").compile(r"\b[A-Z]\w*(Error|Exception)\b|\[Errno|codec can't|Traceback|object has no")
+
+
 class _Timeout(BaseException):
     pass
 
@@ -394,6 +397,9 @@ def _outcome(rc: int, err: str) -> str:
     if rc == 130:
         return "cancelled"
     if rc == 2 and len(lines) == 1 and lines[0].startswith("gpulab: error: "):
+        # a clear line names no Python class or errno ("(BadGzipFile)", "[Errno 28]", "codec can't")
+        if _PYTHONISH.search(lines[0]):
+            return "unclear"
         return "clear"
     if rc == 2 and lines and lines[-1].startswith("gpulab: error: "):
         return "clear-multiline"
