@@ -206,9 +206,10 @@ def _segment(ctx):
     p = ctx.p
     check_device(p, ctx.device)
     check_k(p, len(ctx.data.faces))
-    return _seg.segment_prepared(
-        ctx["graph"], k=p["k"], epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"],
-        device=ctx.device, progress=ctx.progress)
+    return _seg.segment_mesh(
+        ctx.data.vertices, ctx.data.faces, k=p["k"], epsilon=p["epsilon"], apsp_method=p["apsp"],
+        max_iter=p["max_iter"], max_faces=p["max_faces"], prepared=ctx["graph"], device=ctx.device,
+        progress=ctx.progress)
 
 
 def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MeshSegResult:
@@ -230,7 +231,7 @@ def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
 PIPELINE = Pipeline([
     Stage("graph", _graph, params=("delta", "eta_convex", "max_faces", "consensus", "simplifier", "apsp"),
           inputs=("vertices", "faces"), label="dual graph"),
-    Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces"), inputs=("faces",),
+    Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces"), inputs=("vertices", "faces"),
           label="segmentation"),
 ], finish=_finish, params=PARAMS)
 

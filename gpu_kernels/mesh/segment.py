@@ -132,6 +132,10 @@ MIN_PART_AREA = 0.002
 #: how a working resolution is made: "patches" (:mod:`gpu_kernels.mesh.coarsen`, no remeshing)
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
+#: re-cut the boundaries near label changes on the full-resolution graph after carrying the
+#: working resolution's parts back (False: every face takes its nearest simplified face's
+#: label; for measuring the cut's effect)
+FULL_RES_CUT = True
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -530,7 +534,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  max_faces=DEFAULT_MAX_FACES,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None, shading=DEFAULT_SHADING,
-                 consensus=None, simplifier=None) -> MeshSegmentation:
+                 consensus=None, simplifier=None, prepared=None) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -582,6 +586,11 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     shading : float in [0, 1]
         How far the least certain faces of ``face_colors`` move towards white
         (:func:`gpu_kernels.mesh.colors.blend_face_colors`; 0: flat part colours).
+    prepared : PreparedMesh, optional
+        :func:`prepare_mesh`'s result for these vertices and faces (then ``delta``,
+        ``eta_convex``, ``max_faces``, ``simplify``, ``consensus`` and ``simplifier`` are
+        those it was made with): the run starts at the distances. The two stages of the
+        tool (:mod:`app.tools.mesh_seg`) call it so.
 
     Raises
     ------
@@ -590,6 +599,17 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
+    seg_kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
+    prep = prepared if prepared is not None else prepare_mesh(
+        vertices, faces, delta=delta, eta_convex=eta_convex, max_faces=max_faces, simplify=simplify,
+        consensus=consensus, simplifier=simplifier, apsp_method=apsp_method, device=backend, progress=prog)
+    seg = segment_prepared(prep, apsp_method=apsp_method, device=backend, progress=prog, **seg_kw)
+    seg.info["timings"]["total"] = time.perf_counter() - t_start
+    return seg
+
+
+def _segment_params(k, epsilon, max_iter, update_power, oversegment, shading) -> dict:
+    """The checked parameters of :func:`segment_prepared` (checked before any work)."""
     if epsilon is None:
         epsilon = DEFAULT_EPSILON
     epsilon = float(epsilon)
@@ -598,6 +618,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     shading = DEFAULT_SHADING if shading is None else float(shading)
     if not (0.0 <= shading <= 1.0):
         raise MeshInputError(f"shading must lie in [0, 1], got {shading}")
+    if isinstance(k, str) and k != "auto":
+        raise MeshInputError(f"k must be a positive integer or 'auto', got {k!r}")
     p_used = DEFAULT_UPDATE_POWER if update_power is None else float(update_power)
     if oversegment is None:
         o_used = DEFAULT_OVERSEGMENT
@@ -605,19 +627,49 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         o_used = tuple(max(1.0, float(x)) for x in oversegment)
     else:
         o_used = max(1.0, float(oversegment))
+    return {"k": k, "epsilon": epsilon, "max_iter": int(max_iter), "update_power": p_used,
+            "oversegment": o_used, "shading": shading}
+
+
+@dataclass
+class PreparedMesh:
+    """What :func:`prepare_mesh` makes and :func:`segment_prepared` reads (never modifies):
+    the cleaned mesh, its dual graph, and the dual graphs of its working resolutions. It
+    depends only on the mesh and on delta, eta_convex, the working resolution, the
+    simplifier and the consensus, so a change of k, epsilon or the iteration cap re-uses it."""
+
+    vertices_in: np.ndarray       # the caller's arrays (dropped faces are labelled from them)
+    faces_in: np.ndarray
+    vertices: np.ndarray          # cleaned
+    faces: np.ndarray
+    kept: np.ndarray              # (F',) input index of each cleaned face
+    report: dict                  # clean_mesh's report
+    graph: object                 # DualGraph of the cleaned mesh
+    working: list                 # [(target faces, DualGraph or None (the full graph), patch)]
+    info: dict                    # params, timings, warnings and notes so far
+
+
+def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
+                 simplify=False, consensus=None, simplifier=None, apsp_method="auto", device=None,
+                 progress=None) -> PreparedMesh:
+    """The first stage of :func:`segment_mesh`: clean the mesh, build its dual graph, choose
+    the working resolution(s) and build their dual graphs (simplifying the mesh).
+
+    Parameters are those of :func:`segment_mesh` (``apsp_method`` and ``device`` decide
+    whether a full-resolution distance matrix would fit). Returns a :class:`PreparedMesh`.
+    """
+    prog = as_progress(progress)
+    backend = get_backend(device)
     d_used = DEFAULT_DELTA if delta is None else float(delta)
     e_used = DEFAULT_ETA_CONVEX if eta_convex is None else float(eta_convex)
     info = {
-        "params": {"k": k, "delta": d_used, "eta_convex": e_used, "epsilon": epsilon,
-                   "apsp_method": apsp_method, "max_iter": int(max_iter), "update_power": p_used, "oversegment": o_used, "max_faces": max_faces,
-                   "simplify": simplify, "delta_auto": delta is None, "consensus": bool(consensus),
-                   "simplifier": simplifier,
+        "params": {"delta": d_used, "eta_convex": e_used, "apsp_method": apsp_method,
+                   "max_faces": max_faces, "simplify": simplify, "delta_auto": delta is None,
+                   "consensus": bool(consensus), "simplifier": simplifier,
                    "eta_convex_auto": eta_convex is None},
         "timings": {"clean": 0.0, "dual_graph": 0.0, "simplify": 0.0, "apsp": 0.0,
                     "clustering": 0.0, "cut": 0.0, "transfer": 0.0},
         "warnings": [],
-        "device": backend.label,
-        "method": _resolve_method(apsp_method, backend, int(np.asarray(faces).shape[0])),
         "simplified": False,
     }
     with backend.activate():
@@ -627,7 +679,6 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         F_in = rep["n_input_faces"]
         info["n_faces"] = F_in
         info["cleaning"] = {key: val for key, val in rep.items() if key != "dropped_faces"}
-        n_drop = F_in - f.shape[0]
         if rep["n_duplicate_faces"]:
             info["warnings"].append(f"{rep['n_duplicate_faces']} duplicate faces were left out of the "
                                     "graph and take the label of their twin")
@@ -656,9 +707,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                 else:
                     info["warnings"].append(
                         "neither fast-simplification nor pymeshlab is installed, so the mesh is clustered "
-                        f" at its full resolution "
-                        f"({graph.n:,} faces) instead of {wf:,}; this is slower, and sharp creases weigh "
-                        "more at full resolution")
+                        f"at its full resolution ({graph.n:,} faces) instead of {wf:,}; this is slower, "
+                        "and sharp creases weigh more at full resolution")
         if not auto_res and max_faces is not None and graph.n > int(max_faces):
             target = int(max_faces)
         elif target is None and largest > limit:
@@ -666,13 +716,70 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                 where = f"{backend.label} ({'GPU' if backend.is_gpu else 'host'} memory free now)"
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
+        working = []
         if target is not None:
             info["simplified"] = True
             scales = CONSENSUS_SCALES if consensus is None else (CONSENSUS_RESOLUTIONS if consensus else ())
             targets = consensus_targets(target, graph.n, scales) if auto_res else [target]
+            prog.update(0.05, "working resolution")
+            t0 = time.perf_counter()
+            for t in targets:
+                if t >= graph.n:
+                    working.append((int(t), None, None))
+                else:
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier)))
+            info["timings"]["simplify"] = time.perf_counter() - t0
+            gs0 = working[0][1]
+            msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
+                   + (f" and at {len(working) - 1} more for a consensus" if len(working) > 1 else "")
+                   + "; the parts were carried back to every face and their boundaries re-cut at full resolution")
+            if max_faces == "auto":
+                info.setdefault("notes", []).append(msg)
+            else:
+                info["warnings"].append(msg)
+    return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
+                        graph=graph, working=working, info=info)
+
+
+def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None):
+    """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
+    the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
+    Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None."""
+    if COARSENING == "patches":
+        from gpu_kernels.mesh.coarsen import coarsen
+
+        return coarsen(graph, target)
+    vs, fs = (simplify_mesh(v, f, target) if simplifier in (None, "auto")
+              else simplify_mesh(v, f, target, method=simplifier))
+    vs, fs, _, _ = clean_mesh(vs, fs)
+    return dual_graph(vs, fs, delta=delta, eta_convex=eta_convex), None
+
+
+def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",
+                     max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
+                     shading=DEFAULT_SHADING, device=None, progress=None) -> MeshSegmentation:
+    """The second stage of :func:`segment_mesh`: distances, fuzzy clustering and cuts on a
+    :class:`PreparedMesh` (which it does not modify), carried back to every input face.
+    Parameters are those of :func:`segment_mesh`."""
+    t_start = time.perf_counter()
+    prog = as_progress(progress)
+    backend = get_backend(device)
+    kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
+    k, epsilon, max_iter = kw["k"], kw["epsilon"], kw["max_iter"]
+    p_used, o_used, shading = kw["update_power"], kw["oversegment"], kw["shading"]
+    src = prep.info
+    info = {key: (dict(val) if isinstance(val, dict) else list(val) if isinstance(val, list) else val)
+            for key, val in src.items()}
+    info["params"].update({"k": k, "epsilon": epsilon, "apsp_method": apsp_method, "max_iter": max_iter,
+                           "update_power": p_used, "oversegment": o_used})
+    info["device"] = backend.label
+    graph, kept, rep = prep.graph, prep.kept, prep.report
+    F_in = rep["n_input_faces"]
+    info["method"] = _resolve_method(apsp_method, backend, int(F_in))
+    with backend.activate():
+        if prep.working:
             labels, P, reps, fuzzy = _segment_resolutions(
-                v, f, graph, targets, k, d_used, e_used, epsilon, apsp_method, max_iter,
-                backend, prog, info, p_used, o_used)
+                graph, prep.working, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used)
         else:
             info["n_faces_segmented"] = graph.n
             labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
@@ -685,6 +792,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         P = _bd.part_memberships(graph, labels, P.shape[1], scale=_membership_scale(graph))
         info["timings"]["cut"] += time.perf_counter() - t0
     # back to the input faces
+    n_drop = F_in - prep.faces.shape[0]
     K = P.shape[1]
     labels_in = np.zeros(F_in, dtype=np.int32)
     P_in = np.zeros((F_in, K), dtype=np.float32)
@@ -695,8 +803,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     fuzzy_in[kept] = fuzzy
     comp_in[kept] = graph.component
     if n_drop:
-        vin = np.asarray(vertices, dtype=np.float64)
-        fin = np.asarray(faces, dtype=np.int64)
+        vin = np.asarray(prep.vertices_in, dtype=np.float64)
+        fin = np.asarray(prep.faces_in, dtype=np.int64)
         dropped = rep["dropped_faces"]
         cen = vin[fin[dropped]].mean(axis=1)
         _, near = cKDTree(graph.centroids).query(cen, k=1)
@@ -706,7 +814,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     cluster_colors = palette(K)
     face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=shading)
     info["k"] = K
-    info["timings"]["total"] = time.perf_counter() - t_start
+    stage = time.perf_counter() - t_start
+    info["timings"]["total"] = stage + sum(src["timings"][x] for x in ("clean", "dual_graph", "simplify"))
     prog.update(1.0, "done")
     return MeshSegmentation(
         labels=labels_in, memberships=P_in, representatives=kept[reps].astype(np.int64),
@@ -757,24 +866,25 @@ def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[i
     return int(best[np.argmax(np.asarray(conc)[best])]), [float(x) for x in score]
 
 
-def _segment_resolutions(v, f, graph, targets, k, delta, eta_convex, epsilon, apsp_method,
-                         max_iter, backend, prog, info, power, overseg):
-    """Segment at each working resolution of ``targets`` and keep the consensus
-    (:func:`choose_consensus`). One target: :func:`_segment_simplified` alone."""
-    if len(targets) == 1:
-        return _segment_simplified(v, f, graph, targets[0], k, delta, eta_convex, epsilon,
-                                   apsp_method, max_iter, backend, prog, info, power, overseg)
+def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, backend, prog, info,
+                         power, overseg):
+    """Segment at each working resolution of ``working`` (:class:`PreparedMesh`) and keep the
+    consensus (:func:`choose_consensus`). One working resolution: :func:`_segment_simplified`."""
+    if len(working) == 1:
+        _, gs, patch = working[0]
+        return _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend,
+                                   prog, info, power, overseg)
     results, infos = [], []
-    nt = len(targets)
-    for i, t in enumerate(targets):
+    nt = len(working)
+    for i, (_, gs, patch) in enumerate(working):
         sub = {"params": info["params"], "timings": info["timings"], "warnings": [], "notes": []}
         sp = prog.sub(i / nt, (i + 1) / nt)
-        if t >= graph.n:
+        if gs is None:
             sub["n_faces_segmented"] = graph.n
             res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg)
         else:
-            res = _segment_simplified(v, f, graph, t, k, delta, eta_convex, epsilon, apsp_method,
-                                      max_iter, backend, sp, sub, power, overseg)
+            res = _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp,
+                                      sub, power, overseg)
         results.append(res)
         infos.append(sub)
     best, scores = choose_consensus(graph, [r[0] for r in results])
@@ -785,8 +895,9 @@ def _segment_resolutions(v, f, graph, targets, k, delta, eta_convex, epsilon, ap
             info.setdefault(key, []).extend(val)
         else:
             info[key] = val
-    info["consensus"] = {"resolutions": [int(min(t, graph.n)) for t in targets],
-                         "scores": scores, "kept": int(min(targets[best], graph.n)),
+    sizes = [graph.n if gs is None else gs.n for _, gs, _ in working]
+    info["consensus"] = {"resolutions": [int(min(t, graph.n)) for t, _, _ in working], "faces": sizes,
+                         "scores": scores, "kept": int(min(working[best][0], graph.n)),
                          "k": [int(np.unique(r[0]).size) for r in results]}
     return results[best]
 
@@ -796,33 +907,14 @@ def _patch_centre_face(graph, patch, p, centre) -> int:
     return int(faces[np.argmin(((graph.centroids[faces] - centre) ** 2).sum(axis=1))])
 
 
-def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp_method,
-                        max_iter, backend, prog, info, power=None, overseg=1.0):
-    """Segment a coarse version (patches, or a simplified copy), carry memberships back,
-    re-cut near label changes."""
-    t0 = time.perf_counter()
-    prog.update(0.05, "working resolution")
-    if COARSENING == "patches":
-        from gpu_kernels.mesh.coarsen import coarsen
-
-        gs, patch = coarsen(graph, target)
-    else:
-        how = info["params"].get("simplifier")
-        vs, fs = simplify_mesh(v, f, target) if how in (None, "auto") else simplify_mesh(v, f, target, method=how)
-        vs, fs, _, _ = clean_mesh(vs, fs)
-        gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex)
-        patch = None
-    info["timings"]["simplify"] = time.perf_counter() - t0
+def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
+                        power=None, overseg=1.0):
+    """Segment a working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
+    graph), carry memberships back to ``graph``, re-cut near label changes."""
     info["n_faces_segmented"] = gs.n
-    msg = (f"clustered at a working resolution of {gs.n:,} faces (simplified from {graph.n:,}); "
-           "the parts were carried back to every face and their boundaries re-cut at full resolution")
-    if info["params"].get("max_faces") == "auto":
-        info.setdefault("notes", []).append(msg)
-    else:
-        info["warnings"].append(msg)
     # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog.sub(0.0, 0.8), info, power, overseg)
+                                              prog.sub(0.05, 0.8), info, power, overseg)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     if patch is not None:
@@ -837,6 +929,8 @@ def _segment_simplified(v, f, graph, target, k, delta, eta_convex, epsilon, apsp
     mask[graph.dst[change]] = True
     rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + 1
     band = _bd.dilate(graph, mask, rings) | _bd.fuzzy_faces(P, epsilon)
+    if not FULL_RES_CUT:
+        band[:] = False
     # never let the band swallow a whole cluster: its most certain half stays fixed
     Pl = P[np.arange(graph.n), lab0]
     for j in range(P.shape[1]):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.cli import main
+from app.io.atomic import OUTPUT_MARKER
 from app.io.mesh_io import read_face_colors, read_mesh, read_seg
 from app.render import mesh as render
 from app.tools import mesh_seg
@@ -67,7 +68,7 @@ def test_psb_mesh_end_to_end(tmp_path, capsys):
     assert colors is not None and colors.shape == (len(f), 3)
     assert len(np.unique(colors, axis=0)) > 1
     # one mesh per segment, their faces adding up to the whole
-    files = sorted(segs.iterdir())
+    files = sorted(p for p in segs.iterdir() if p.name != OUTPUT_MARKER)
     assert [p.name for p in files] == [f"segment_{i:03d}.ply" for i in range(k)]
     assert sum(len(read_mesh(p)[1]) for p in files) == len(f)
     for i, p in enumerate(files):

@@ -224,14 +224,51 @@ def test_tool_passes_simplifier_and_consensus_to_the_library(monkeypatch):
     from gpu_kernels.backend import get_backend
 
     seen = {}
-    real = segmod.segment_mesh
+    real = segmod.prepare_mesh
 
     def spy(*a, **k):
         seen.update(k)
         return real(*a, **k)
 
-    monkeypatch.setattr(segmod, "segment_mesh", spy)
+    monkeypatch.setattr(segmod, "prepare_mesh", spy)
     v, f, _ = box_bar_box()
     res = mesh_seg.run(mesh_seg.from_arrays(v, f), {"k": 3, "apsp": "cpu", "simplifier": "auto"},
                        device=get_backend("cpu"))
     assert seen["consensus"] is False and seen["simplifier"] == "auto" and res.seg.k == 3
+
+
+def test_staged_tool_reuses_the_graphs_when_k_changes():
+    """The tool's two stages: a change of k re-runs only the segmentation, with the same
+    result as a full run; a change of delta re-runs both."""
+    from app.tools import mesh_seg
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    cpu = get_backend("cpu")
+    v, f, _ = box_bar_box()
+    data = mesh_seg.from_arrays(v, f)
+    cache = StageCache(cap_bytes=256 << 20)
+    r1, rep = mesh_seg.TOOL.run_staged(data, {"k": 3, "apsp": "cpu"}, device=cpu, cache=cache, scope="t")
+    assert rep.ran == ["graph", "segment"]
+    graph_before = r1.seg.info["n_faces"], len(r1.seg.info["warnings"])
+    r2, rep = mesh_seg.TOOL.run_staged(data, {"k": 2, "apsp": "cpu"}, device=cpu, cache=cache, scope="t")
+    assert rep.ran == ["segment"] and rep.reused == ["graph"]
+    full = mesh_seg.run(data, {"k": 2, "apsp": "cpu"}, device=cpu)
+    np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
+    assert r2.seg.k == 2 and (r2.seg.info["n_faces"], len(r2.seg.info["warnings"])) == graph_before
+    _, rep = mesh_seg.TOOL.run_staged(data, {"k": 2, "apsp": "cpu", "delta": 0.3}, device=cpu, cache=cache,
+                                      scope="t")
+    assert rep.ran == ["graph", "segment"]
+
+
+def test_segment_prepared_leaves_the_prepared_mesh_as_it_was():
+    v, f, _ = box_bar_box()
+    prep = segmod.prepare_mesh(v, f, device="cpu")
+    info_before = repr(prep.info)
+    w_before = prep.graph.weight.copy()
+    a = segmod.segment_prepared(prep, k=3, apsp_method="cpu", device="cpu")
+    b = segmod.segment_prepared(prep, k=3, apsp_method="cpu", device="cpu")
+    assert repr(prep.info) == info_before
+    np.testing.assert_array_equal(prep.graph.weight, w_before)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.labels, segment_mesh(v, f, k=3, apsp_method="cpu", device="cpu").labels)

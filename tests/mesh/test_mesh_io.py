@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from app.io import mesh_io
+from app.io.atomic import OUTPUT_MARKER
 from app.io.mesh_io import (
     MeshIOError,
     read_face_colors,
@@ -45,7 +46,8 @@ def two_tetras():
 
 def leftovers(d: Path) -> list[str]:
     """Temporary files/folders an interrupted atomic write would leave."""
-    return [p.name for p in d.rglob("*") if p.name.startswith(".") or p.name.endswith(".part")]
+    return [p.name for p in d.rglob("*")
+            if (p.name.startswith(".") and p.name != OUTPUT_MARKER) or p.name.endswith(".part")]
 
 
 # ----------------------------------------------------------------------------- round trips
@@ -126,7 +128,8 @@ def test_write_segments_one_mesh_per_segment(tmp_path):
     colors = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255]], np.uint8)
     files = write_segments(tmp_path / "parts", v, f, lab, colors=colors)
     assert [p.name for p in files] == ["segment_001.ply", "segment_002.ply"]
-    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["segment_001.ply", "segment_002.ply"]
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir() if p.name != OUTPUT_MARKER) == [
+        "segment_001.ply", "segment_002.ply"]
     for p, k in zip(files, (1, 2), strict=True):
         sv, sf = read_mesh(p)
         assert sv.shape == (4, 3) and sf.shape == (4, 3)  # unused vertices removed
@@ -135,7 +138,8 @@ def test_write_segments_one_mesh_per_segment(tmp_path):
 
     # writing again replaces a folder of earlier segment files, in another format
     files = write_segments(tmp_path / "parts", v, f, lab, fmt="obj")
-    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["segment_001.obj", "segment_002.obj"]
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir() if p.name != OUTPUT_MARKER) == [
+        "segment_001.obj", "segment_002.obj"]
     assert leftovers(tmp_path) == []
 
 
@@ -528,7 +532,7 @@ def test_bundled_samples(name):
 
 
 def test_mesh_io_does_not_import_qt():
-    code = ("import sys, app.io.mesh_io, app.commands.mesh_seg; "
+    code = ("import sys, app.io.mesh_io, app.tools.mesh_seg; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyvistaqt', 'pyqtgraph')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
