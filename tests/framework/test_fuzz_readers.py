@@ -132,6 +132,11 @@ def test_reader_survives_corrupt_files(reader, tmp_path):
     assert not bad, json.dumps(bad, indent=1)
     multi = {k: v["message"] for k, v in done.items() if v["outcome"] == "input_error" and not v["one_line"]}
     assert not multi, multi
+    # no Python class name, errno or codec text reaches the user (issue 18, case 17)
+    pythonish = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|\[Errno|codec can't|Traceback")
+    leaks = {k: v["message"] for k, v in done.items() if v["outcome"] == "input_error"
+             and pythonish.search(v["message"])}
+    assert not leaks, leaks
     for k, v in done.items():
         if k.startswith("valid-"):
             assert v["outcome"] == "ok", (k, v)
