@@ -285,6 +285,39 @@ def check_display() -> None:
     if err:
         raise UserError(f"cannot open a window: no X server answers at DISPLAY={display} (or it refused the "
                         f"connection); {hint}")
+    missing = _missing_xcb_library()
+    if missing:
+        raise UserError(f"Qt's X11 platform cannot load: {missing} is not installed (on Debian/Ubuntu: apt install "
+                        f"{_APT_NAMES.get(missing.split('.so')[0], missing.split('.so')[0])}); or {hint}")
+
+
+#: Debian packages of the libraries Qt's xcb platform needs beyond libxcb itself
+_APT_NAMES = {"libxcb-cursor": "libxcb-cursor0", "libxkbcommon-x11": "libxkbcommon-x11-0",
+              "libxcb-icccm": "libxcb-icccm4", "libxcb-image": "libxcb-image0", "libxcb-keysyms": "libxcb-keysyms1",
+              "libxcb-randr": "libxcb-randr0", "libxcb-render-util": "libxcb-render-util0",
+              "libxcb-shape": "libxcb-shape0", "libxcb-xinerama": "libxcb-xinerama0", "libxcb-xkb": "libxcb-xkb1",
+              "libEGL": "libegl1", "libGL": "libgl1", "libfontconfig": "libfontconfig1"}
+
+
+def _missing_xcb_library() -> str | None:
+    """The shared library that Qt's xcb platform plugin (PySide6's libQt6XcbQpa) cannot find, or
+    None: loading it with ctypes reports the first missing one, where Qt would abort."""
+    import ctypes
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("PySide6")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    lib = Path(list(spec.submodule_search_locations)[0]) / "Qt" / "lib" / "libQt6XcbQpa.so.6"
+    if not lib.is_file():
+        return None
+    try:
+        ctypes.CDLL(str(lib))
+    except OSError as exc:
+        m = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", str(exc))
+        return m.group(1) if m else None
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

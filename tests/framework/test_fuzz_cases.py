@@ -577,6 +577,24 @@ def test_check_display_accepts_a_running_x_server(tmp_path, monkeypatch):
         monkeypatch.setenv("DISPLAY", f":{n + 1}")
         with pytest.raises(UserError, match="offscreen"):
             check_display()
+        # a library Qt's xcb plugin needs is missing (Qt aborted with exit 134 and a hint)
+        import ctypes
+
+        real = ctypes.CDLL
+
+        def fake(name, *a, **k):
+            if str(name).endswith("libQt6XcbQpa.so.6"):
+                raise OSError("libxcb-cursor.so.0: cannot open shared object file: No such file or directory")
+            return real(name, *a, **k)
+
+        monkeypatch.setenv("DISPLAY", f":{n}")
+        monkeypatch.setattr(ctypes, "CDLL", fake)
+        import importlib.util
+
+        if importlib.util.find_spec("PySide6") is not None:   # the check reads PySide6's xcb library
+            with pytest.raises(UserError, match="apt install libxcb-cursor0"):
+                check_display()
+        monkeypatch.setattr(ctypes, "CDLL", real)
         monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
         check_display()   # not xcb: nothing to check
     finally:
