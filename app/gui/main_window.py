@@ -93,6 +93,8 @@ class MainWindow(QMainWindow):
         for tab in self.tabs:
             self._connect_tab(tab)
         self.tab_widget.currentChanged.connect(lambda _i: self._update_actions())
+        # a tab's status line belongs to that tab: switching tabs clears it (it showed over the next tab)
+        self.tab_widget.currentChanged.connect(lambda _i: self.statusBar().clearMessage())
         self._default_size()
         self._restore_settings()
         self._update_actions()

@@ -41,3 +41,14 @@ def test_a_failed_open_says_what_failed_in_the_status_bar(qtbot, tmp_path, error
     assert msg.startswith("Could not open bad.slow"), msg           # not "Slow tool: failed"
     assert errors and errors[-1][0] == "Cannot open file"
     win.close()
+
+
+def test_a_tabs_status_line_does_not_follow_to_the_next_tab(qtbot, tmp_path, errors):
+    win = MainWindow(tab_classes=[SlowTab, OtherTab])
+    qtbot.addWidget(win)
+    win.show()
+    win.tabs[0].status_message.emit("Segmented a.slow into 3 parts")
+    assert win.statusBar().currentMessage() == "Segmented a.slow into 3 parts"
+    win.tab_widget.setCurrentIndex(1)
+    assert win.statusBar().currentMessage() == ""
+    win.close()
