@@ -272,3 +272,17 @@ def test_segment_prepared_leaves_the_prepared_mesh_as_it_was():
     np.testing.assert_array_equal(prep.graph.weight, w_before)
     np.testing.assert_array_equal(a.labels, b.labels)
     np.testing.assert_array_equal(a.labels, segment_mesh(v, f, k=3, apsp_method="cpu", device="cpu").labels)
+
+
+def test_speed_benchmark_times_a_file_end_to_end(tmp_path):
+    """benchmarks/mesh.py --speed: file -> coloured result, one row per file and device."""
+    spec = importlib.util.spec_from_file_location("mesh_bench_for_tests", ROOT / "benchmarks" / "mesh.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    sample = ROOT / "resources" / "samples" / "dumbbell.ply"
+    rows = mod.speed([str(sample)], ["cpu"], repeat=1)
+    assert len(rows) == 1
+    r = rows[0]
+    assert r["faces"] > 1000 and r["device"] == "cpu" and r["k"] >= 2
+    assert 0 < r["read_s"] < r["total_s"] and r["t_apsp"] > 0
