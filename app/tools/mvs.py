@@ -172,14 +172,27 @@ def check(params: dict, device: Backend) -> None:
         raise InputError(f"min_views ({p['min_views']}) cannot exceed neighbors ({p['neighbors']})")
 
 
+def _seeds(ctx) -> tuple:
+    """The scene's sparse points, or SIFT features matched and triangulated between neighbouring
+    views (seconds on a CPU; they depend on the scene alone)."""
+    t0 = time.perf_counter()
+    pts, pvis, src = _st.scene_seeds(ctx.data.scene, progress=ctx.progress)
+    if len(pts) == 0:
+        raise InputError("the scene has no seeds: no sparse points and no SIFT feature could be matched "
+                         "and triangulated between neighbouring views")
+    return pts, pvis, src, time.perf_counter() - t0
+
+
 def _depth(ctx) -> object:
-    """Seeds, view selection and growing of every chosen view (no fusion)."""
+    """View selection and growing of every chosen view (no fusion)."""
     p = ctx.p
-    return _st.reconstruct(
+    pts, pvis, src, t_seeds = ctx["seeds"]
+    res = _st.reconstruct(
         ctx.data.scene, views=p["views"], window=p["window"], neighbors=p["neighbors"], min_views=p["min_views"],
         ncc_accept=p["ncc_accept"], max_iter=p["max_iter"], batch_size=p["batch_size"],
         views_together=p["views_together"], max_attempts=p["max_attempts"], fuse=False,
-        device=ctx.device, progress=ctx.progress, callback=ctx.data.preview)
+        device=ctx.device, progress=ctx.progress, callback=ctx.data.preview, seeds=(pts, pvis, src))
+    return replace(res, stats={**res.stats, "seeds_s": t_seeds})
 
 
 def _fusion(ctx):
@@ -204,8 +217,10 @@ def _finish(data: MVSData, out: dict, p: dict, *, device: Backend, elapsed: floa
     return MVSRun(data, replace(res, fused=fused, stats=stats), p, device.label, elapsed)
 
 
-#: the stages of a run (:mod:`app.tools.stages`): growing the depth maps, then fusing them
+#: the stages of a run (:mod:`app.tools.stages`): the seeds (the scene's alone), growing the
+#: depth maps, then fusing them
 PIPELINE = Pipeline([
+    Stage("seeds", _seeds, inputs=("scene",), label="seeds", weight=2.0),
     Stage("depth", _depth, params=("views", "window", "neighbors", "min_views", "ncc_accept", "batch_size",
                                    "max_iter", "views_together", "max_attempts"),
           inputs=("scene",), label="seeds, view selection and growing", weight=40.0),  # fusion: ~2 % (CPU)

@@ -107,7 +107,8 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                 views_together: int | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                 fuse: bool = True, fuse_tol: float = DEFAULT_FUSE_TOL,
                 fuse_min_views: int = DEFAULT_FUSE_MIN_VIEWS, optimize_params: OptimizeParams | None = None,
-                overlap: bool | None = None, device=None, progress=None, callback=None) -> MVSResult:
+                overlap: bool | None = None, device=None, progress=None, callback=None,
+                seeds: tuple | None = None) -> MVSResult:
     """Depth, normal and confidence maps of ``views`` (default all) and their fused cloud.
 
     Parameters
@@ -127,6 +128,9 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         Alternate two groups of views on two CUDA streams (see :func:`grow_depth_maps`).
     device, progress, callback
         ``callback(maps, info)`` after every batch (see :func:`grow_depth_maps`).
+    seeds : tuple, optional
+        ``scene_seeds(scene)``'s ``(points, point_views, source)``, computed once for the scene
+        (they depend on nothing else; the window keeps them between runs).
 
     Returns
     -------
@@ -151,11 +155,11 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     # the bar is shared by measured cost: SIFT seeding costs about 2 % of growing one view per
     # view it reads (nothing with the scene's own sparse points), growing is alike per view,
     # the fusion a few per cent
-    sift_views = 0 if (scene.points is not None and len(scene.points)) else scene.n_views
+    sift_views = 0 if (seeds is not None or (scene.points is not None and len(scene.points))) else scene.n_views
     seed_end = min(0.3, 0.02 * sift_views / (0.02 * sift_views + len(vs)))
     grow_end = 0.97 if fuse and len(vs) >= 2 else 1.0
     prog_seed = progress.sub(0.0, seed_end, "seeds")
-    pts, pvis, seed_src = scene_seeds(scene, progress=prog_seed)
+    pts, pvis, seed_src = seeds if seeds is not None else scene_seeds(scene, progress=prog_seed)
     if len(pts) == 0:
         raise MVSInputError("the scene has no seeds: no sparse points and no SIFT feature could be matched "
                             "and triangulated between neighbouring views")
