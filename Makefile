@@ -185,9 +185,12 @@ $(PACKAGE_VENV)/.stamp: pyproject.toml setup.py $(wildcard app/*.py)
 package: $(PACKAGE_VENV)/.stamp
 	nice -n 10 packaging/build_bundle.sh $(PACKAGE_VENV) $(CUDA_EXTRA)
 
-package-check: $(STAMP_RUN) xvfb-deps desktop-deps
+# the reference demo comes from the build venv's gpulab: the installed (not editable) package
+# of exactly the source the bundle was frozen from
+package-check: xvfb-deps desktop-deps
 	@test -f $(ARCHIVE) || { echo "no $(ARCHIVE): run make package$(if $(filter none,$(CUDA_EXTRA)),, CUDA_EXTRA=$(CUDA_EXTRA)) first"; exit 1; }
-	packaging/package_check.sh $(ARCHIVE) $(VENV)/bin/gpulab
+	@test -x $(PACKAGE_VENV)/bin/gpulab || { echo "no $(PACKAGE_VENV)/bin/gpulab: run make package first"; exit 1; }
+	packaging/package_check.sh $(ARCHIVE) $(PACKAGE_VENV)/bin/gpulab
 
 # ------------------------------------------------------------------ cleaning
 clean:

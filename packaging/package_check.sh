@@ -4,8 +4,8 @@
 #
 #   packaging/package_check.sh ARCHIVE REFERENCE_GPULAB
 #
-# REFERENCE_GPULAB is the installed package's `gpulab` (the dev venv's): its demo is compared with
-# the frozen one. Checks the version, `info` (library metadata), `demo`, `mesh-seg` through the
+# REFERENCE_GPULAB is an installed package's `gpulab` built from the same source as the bundle
+# (make package-check passes the build venv's): its demo is compared with the frozen one. Checks the version, `info` (library metadata), `demo`, `mesh-seg` through the
 # multi-process shortest paths (freeze_support), the window (time to the first window, a
 # screenshot) and install.sh / --uninstall into a scratch HOME. Prints the archive size.
 # PACKAGE_CHECK_DIR: where to work (default: a new folder under /tmp; kept for inspection).
