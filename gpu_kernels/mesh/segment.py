@@ -130,6 +130,10 @@ MEMBERSHIP_SPACINGS = 3.0
 #: clusters with less than this fraction of their component's area are slivers: merged
 #: first when clusters are merged down to k
 MIN_PART_AREA = 0.002
+#: which over-segmentation factor's result is kept: "concavity" (the most concave boundaries
+#: on average) or "medoid" (the one that agrees best with the other factors' results, ties to
+#: the most concave; an experiment of issue 22)
+OVERSEG_RULE = "concavity"
 #: how a working resolution is made: "patches" (:mod:`gpu_kernels.mesh.coarsen`, no remeshing)
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
@@ -351,18 +355,28 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
     info["iterations"] = iters
     info["converged"] = all(conv) if conv else True
     best = None
-    scores = []
+    scores, results, trials = [], [], []
     for i in range(nf):
         trial = {"timings": {"cut": 0.0}, "warnings": []}
         cut_prog = prog.sub(0.8 + 0.15 * i / nf, 0.8 + 0.15 * (i + 1) / nf)
         res = _assemble_and_cut(graph, blocks[i], kused[i], targets, k, epsilon, cut_prog, trial)
         score = boundary_concavity(graph, res[0]) if nf > 1 else 0.0
         scores.append(score)
+        results.append(res)
+        trials.append(trial)
         info["timings"]["cut"] += trial["timings"]["cut"]
         # a result that kept every cluster beats one that lost some to the cut
         key = (int(np.unique(res[0]).size), score)
         if best is None or key[0] > best[0][0] or (key[0] == best[0][0] and score > best[0][1] + 1e-12):
             best = (key, i, res, trial)
+    if OVERSEG_RULE == "medoid" and nf > 2:
+        full = [j for j in range(nf) if int(np.unique(results[j][0]).size) == best[0][0]]
+        if len(full) > 2:
+            agree = {j: sum(labels_agreement(results[j][0], results[m][0], graph.areas) for m in full if m != j)
+                     for j in full}
+            top = max(agree.values())
+            j = max((j for j in full if agree[j] >= top - 1e-9), key=lambda j: scores[j])
+            best = ((best[0][0], scores[j]), j, results[j], trials[j])
     _, i, res, trial = best
     for key in ("cut", "merges", "merge_strengths", "k_per_component", "k_clustered_per_component"):
         if key in trial:
