@@ -248,10 +248,11 @@ def full_disk(tmp_path):
 
 
 @pytest.mark.parametrize("args", [
-    ["mesh-seg", "resources/samples/creature.ply", "-o", "{out}/k.ply", "--k", "3", "--device", "cpu"],
-    ["echo-synth", "-o", "{out}/syn", "--size", "24", "--frames", "3"],
-    ["mvs", "resources/samples/mvs/synth_par.txt", "-o", "{out}/mv", "--views", "0,1", "--max-iter", "2",
+    ["mesh-seg", "resources/samples/creature.ply", "-o", "{out}/k.ply", "--k", "3", "--max-faces", "800",
      "--device", "cpu"],
+    ["echo-synth", "-o", "{out}/syn", "--size", "24", "--frames", "3"],
+    ["mvs", "resources/samples/mvs/synth_par.txt", "-o", "{out}/mv", "--views", "0", "--max-iter", "1",
+     "--min-views", "1", "--neighbors", "2", "--device", "cpu"],
 ], ids=["mesh-seg", "echo-synth", "mvs"])
 def test_full_disk_is_one_line(args, full_disk):
     """Case 7: ENOSPC gave a traceback in mesh-seg, mvs and echo-synth."""
@@ -649,8 +650,8 @@ def test_stale_part_folders_of_killed_runs_are_removed(tmp_path):
 
 
 def test_sigkilled_echo_synth_leftovers_go_at_the_next_run(tmp_path):
-    proc = subprocess.Popen([PY, "-m", "app", "echo-synth", "-o", str(tmp_path / "syn"), "--size", "96",
-                             "--frames", "12", "-q", "--device", "cpu"], cwd=ROOT, env=_env(),
+    proc = subprocess.Popen([PY, "-m", "app", "echo-synth", "-o", str(tmp_path / "syn"), "--size", "72",
+                             "--frames", "8", "-q", "--device", "cpu"], cwd=ROOT, env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

@@ -266,4 +266,5 @@ def test_signal_mid_run(command, sig, tmp_path):
 def _fast(command: str) -> list[str]:
     """Smaller settings for the re-run after SIGKILL (it only has to work)."""
     return {"echo-synth": ["--size", "16", "--frames", "2"], "mvs": ["--views", "0", "--max-iter", "1"],
-            "mesh-seg": ["--max-faces", "1500"], "imseg": [], "echo": ["--frames", "0", "1", "--levels", "1"]}[command]
+            "mesh-seg": ["--max-faces", "1500"], "imseg": ["--bilateral", "0"],
+            "echo": ["--frames", "0", "1", "--levels", "1", "--iters", "5"]}[command]
