@@ -136,7 +136,22 @@ def _setup_logging(verbosity: int) -> None:
     nib.setLevel(logging.WARNING if verbosity >= 1 else logging.ERROR)
 
 
+def _clean_after_killed_runs() -> None:
+    """Remove what runs killed with SIGKILL left in /dev/shm (the shortest-path workers' result
+    files of dead processes, orphaned semaphores): at every start, so a GPU-only user is not
+    left with a 6 GB file from an old CPU run. Never fails a command."""
+    try:
+        from gpu_kernels.graph.shm import cleanup_stale_shared_memory
+
+        removed = cleanup_stale_shared_memory()
+    except Exception:  # noqa: BLE001 - housekeeping only
+        return
+    if removed:
+        log.info("removed %d file(s) that killed runs left in /dev/shm", len(removed))
+
+
 def _main(argv: list[str]) -> int:
+    _clean_after_killed_runs()
     parser, names = build_parser()
     gui_parser = build_gui_parser()
     first = _first_positional(argv, _options_with_values(gui_parser))

@@ -121,6 +121,21 @@ def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
             Path("/dev/shm", n).unlink(missing_ok=True)
 
 
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_any_gpulab_start_removes_a_dead_runs_segment():
+    """Case 4: "clean up at the next start" (any command, not only the next CPU APSP run)."""
+    dead = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, encoding="utf-8")
+    f = Path("/dev/shm") / f"gpulab-apsp-{int(dead.stdout)}-testleak"
+    f.write_bytes(b"\0" * 4096)
+    try:
+        r = subprocess.run([PY, "-m", "app", "info", "--device", "cpu"], cwd=ROOT, env=_env(), capture_output=True,
+                           encoding="utf-8", errors="replace", timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert not f.exists()
+    finally:
+        f.unlink(missing_ok=True)
+
+
 def test_stale_segment_of_a_dead_process_is_removed_and_a_live_ones_kept(tmp_path):
     from gpu_kernels.graph.apsp import cleanup_stale_shared_memory
 
