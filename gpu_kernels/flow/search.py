@@ -1,30 +1,39 @@
 """Large-displacement flow: patch inverse search over a deep pyramid, densification, TV-L1.
 
-The default method (``search``). Coarse to fine over a Gaussian pyramid whose coarsest level is
-a few patches across (so it sees motions of a fifth of the image, 200 px at 1080p), each level:
+The default method (``search``). Stages, each a pure function of arrays:
 
-1. **coarse matching** (:func:`coarse_match`, levels ``>= finest_patch_level``): DIS's inverse
-   search (Kroeger et al., "Fast optical flow using dense inverse search", ECCV 2016). Patches
-   of ``patch`` x ``patch`` pixels on a grid of about ``stride`` pixels start from the flow
-   at their centre; at the coarsest level every integer shift within ``radius`` of it is
-   tried (a zero start cannot find motions wider than the patch); then ``rounds`` times: the
-   best of the patch's own flow and its four grid neighbours' (spatial propagation, as in
-   PatchMatch and DIS), and ``iters / rounds`` inverse-compositional Gauss-Newton steps on the
-   mean-normalised SSD. The lowest-cost flow seen is kept, so a patch never ends worse than it
-   started.
-2. **densification** (:func:`densify`): each pixel's flow is the average of the patches
+1. **pyramids** (:func:`build_pyramids`): both frames blurred by ``blur`` (0.5 px: sensor
+   noise), then Gaussian pyramids down to a coarsest level about four patches across (DIS's
+   rule, :func:`coarsest_level`), so it sees motions of a fifth of the frame (200 px at 1080p).
+   Frames over ``max_pixels`` are solved down to the first level that fits
+   (:func:`working_level`; 1080p at 960 x 540) and the flow is upsampled, as DIS-medium
+   solves at half resolution.
+2. **coarse matching** (:func:`coarse_match`, at every level from the coarsest to the working
+   level + ``finest_patch_level``): DIS's inverse search (Kroeger et al., "Fast optical flow
+   using dense inverse search", ECCV 2016). Patches of ``patch`` x ``patch`` pixels on a grid
+   of about ``stride`` pixels start from the flow at their centre; at the coarsest level every
+   integer shift within ``radius`` of it is tried (a zero start cannot find motions wider than
+   the patch); then ``rounds`` times: the best of the patch's own flow and its four grid
+   neighbours' (spatial propagation, as in PatchMatch and DIS), and ``iters / rounds``
+   inverse-compositional Gauss-Newton steps on the mean-normalised SSD. The lowest-cost flow
+   seen is kept, so a patch never ends worse than it started.
+3. **densification** (:func:`densify`): each pixel's flow is the average of the patches
    covering it, weighted by the patch's texture (smaller structure-tensor eigenvalue) over its
    photometric error at the pixel, plus ``prior`` times the coarser level's flow, so pixels of
    flat patches keep the smoother estimate.
-3. **refinement** (:func:`refine_level`): ``warps`` x ``iters`` of the TV-L1 of
-   :mod:`gpu_kernels.flow.refine` at this level, from the densified flow; it removes the
-   patches' blockiness and brings sub-pixel accuracy, and at the finest levels (where no patch
-   search runs) it is all there is.
+4. **refinement** (:func:`refine_level`): ``warps`` x ``tv_iters`` of the TV-L1 of
+   :mod:`gpu_kernels.flow.refine` at every level, from the densified flow: it removes the
+   patches' blockiness, brings sub-pixel accuracy, and corrects the coarser levels' errors
+   (each level's matching starts again from the refined flow, so errors are not frozen in).
+   Stages 2-4 alternate per level (:func:`coarse_to_fine`).
+5. **quality map** (:func:`quality_map`): the local NCC of the first frame and the warped
+   second, times the forward-backward consistency with a backward flow solved one level
+   coarser (``quality="fb"``, ~25 % more time), lowered for large motions; ``quality="ncc"``
+   keeps the one-pass NCC map.
 
-The quality map (:func:`quality_map`) is the refinement's: local NCC of the first frame and the
-warped second, lowered at motion boundaries, zero where ``x + f`` leaves the frame. Every stage
-is a pure function of arrays, on the GPU (``cuda/flow_search.cu``, ``cuda/flow_tvl1.cu``) or the
-CPU (NumPy/SciPy/OpenCV, the same arithmetic).
+On the GPU the kernels are ``cuda/flow_search.cu`` (one thread per patch; one per pixel for
+densification) and ``cuda/flow_tvl1.cu``, the whole pipeline captured once as a CUDA graph
+(:mod:`gpu_kernels.flow._plan`); on the CPU the same arithmetic in NumPy/SciPy/OpenCV.
 
 Example
 -------
@@ -48,7 +57,6 @@ from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up
-from gpu_kernels.ops.warp import _bilinear_np
 
 from . import _plan
 from ._common import FlowInputError, FlowResult, check_float, check_int, check_pair, prepare_mask
@@ -67,8 +75,14 @@ __all__ = [
     "DEFAULT_EPS",
     "DEFAULT_PRIOR",
     "PATCH_SIZES",
+    "DEFAULT_BLUR",
+    "DEFAULT_MAX_PIXELS",
+    "DEFAULT_QUALITY",
+    "QUALITIES",
     "coarsest_level",
+    "working_level",
     "build_pyramids",
+    "coarse_to_fine",
     "patch_grid",
     "coarse_match",
     "densify",
@@ -109,6 +123,10 @@ DEFAULT_TEXTURE = 1e-4
 DEFAULT_MAX_PIXELS = 600_000
 #: Gaussian pre-blur of both frames (pixels): noise in the finest level's data term
 DEFAULT_BLUR = 0.5
+#: quality map: "fb" (local NCC x forward-backward consistency with a backward flow solved one
+#: level coarser, ~25 % more time) or "ncc" (local NCC alone, one pass)
+DEFAULT_QUALITY = "fb"
+QUALITIES = ("fb", "ncc")
 #: Tikhonov term of the patches' Gauss-Newton normal equations
 DEFAULT_REG = 1e-3
 
@@ -172,6 +190,29 @@ def patch_grid(n: int, patch: int, stride: int) -> np.ndarray:
     return (j * (n - patch) // (N - 1) if N > 1 else j * 0).astype(np.int64)
 
 
+def _bilinear_flat(img, xs, ys):
+    """``ops.warp._bilinear_np`` of a 2-D image through flat ``take`` (the same arithmetic, about
+    three times faster on the (patches, P * P) sample arrays of the search)."""
+    H, W = img.shape
+    xs = np.fmin(np.fmax(xs, np.float32(0)), np.float32(W - 1))
+    ys = np.fmin(np.fmax(ys, np.float32(0)), np.float32(H - 1))
+    x0 = xs.astype(np.int32)
+    y0 = ys.astype(np.int32)
+    a = xs - x0.astype(np.float32)
+    b = ys - y0.astype(np.float32)
+    f = img.ravel()
+    i00 = y0 * np.int32(W) + x0
+    dx = (x0 < W - 1).astype(np.int32)
+    dy = (y0 < H - 1).astype(np.int32) * np.int32(W)
+    p00 = f.take(i00)
+    p01 = f.take(i00 + dx)
+    p10 = f.take(i00 + dy)
+    p11 = f.take(i00 + dy + dx)
+    top = p00 + a * (p01 - p00)
+    bot = p10 + a * (p11 - p10)
+    return top + b * (bot - top)
+
+
 class _Patches:
     """The NumPy path's per-patch arrays (templates, gradients, Hessians) at one level."""
 
@@ -200,7 +241,7 @@ class _Patches:
         self.patch = patch
 
     def cost(self, I2, u, v):
-        Wv = _bilinear_np(I2, self.fx + u[:, None], self.fy + v[:, None])
+        Wv = _bilinear_flat(I2, self.fx + u[:, None], self.fy + v[:, None])
         Wv -= Wv.sum(1, keepdims=True) * np.float32(1.0 / self.n)
         r = Wv - self.T
         return (r * r).sum(1), r
@@ -306,7 +347,7 @@ def densify(be: Backend, I1, I2, pu, pv, conf, u0, v0, *, patch: int = DEFAULT_P
     ix = np.broadcast_to(ox[None, :, None] + kx[None, None, :], (Ny, Nx, patch * patch)).reshape(-1, patch * patch)
     fu = pu.reshape(-1, 1)
     fv = pv.reshape(-1, 1)
-    s = _bilinear_np(I2, ix.astype(np.float32) + fu, iy.astype(np.float32) + fv)
+    s = _bilinear_flat(I2, ix.astype(np.float32) + fu, iy.astype(np.float32) + fv)
     w = conf.reshape(-1, 1) / np.fmax(np.abs(s - I1[iy, ix]), np.float32(eps))
     idx = (iy * W + ix).reshape(-1)
     n = H * W
@@ -330,30 +371,44 @@ def refine_level(be: Backend, I1, I2, u, v, *, warps: int, iters: int, lam: floa
     return u, v
 
 
-def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7):
-    """Confidence 0..1 of the final flow (see :func:`gpu_kernels.flow.ncc_confidence`)."""
+def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backward=None):
+    """Confidence 0..1 of the final flow.
+
+    Without ``backward``: the local NCC of the first frame and the warped second, lowered at
+    motion boundaries (:func:`gpu_kernels.flow.ncc_confidence`). With ``backward = (ub, vb)``
+    (a flow from the second frame to the first, from a level coarser): ``(0.5 + ncc) / 1.5 *
+    exp(-|f + b(x + f)|^2) / (1 + |f| / 50)``: forward-backward consistency catches occlusions
+    and mismatches that still warp well (flat areas, repeated texture), the NCC term orders the
+    consistent pixels, and large motions are trusted a little less.
+    """
+    from gpu_kernels.ops.warp import _warp2d
+
     from .refine import _ncc_conf
 
-    return _ncc_conf(be, g1, g2, u, v, mask, window=window)
+    q = _ncc_conf(be, g1, g2, u, v, mask, window=window)
+    if backward is None:
+        return q
+    xp = be.xp
+    bw, inside = _warp2d(be, xp.ascontiguousarray(xp.stack(backward)), u, v, return_inside=True)
+    du = u + bw[0]
+    dv = v + bw[1]
+    fb = xp.exp(-(du * du + dv * dv)) * inside
+    out = (xp.float32(0.5) + q) * xp.float32(1 / 1.5) * fb / (xp.float32(1) + xp.sqrt(u * u + v * v) * xp.float32(1 / 50))
+    if mask is not None:
+        out = out * mask
+    return xp.ascontiguousarray(out.astype(xp.float32))
 
 
 # ----------------------------------------------------------------------------- driver
-def _pipeline(be: Backend, g1, g2, mask, *, patch, stride, iters, rounds, radius, finest_patch_level, warps,
-              tv_iters, lam, median, eps, prior, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
-              progress=None):
+def coarse_to_fine(be: Backend, p1, p2, pm, *, work: int, patch, stride, iters, rounds, radius,
+                   finest_patch_level, warps, tv_iters, lam, median, eps, prior, progress=None):
+    """Stages 2-4 over the pyramids ``p1``, ``p2`` (finest first): at each level from the
+    coarsest to ``work``, coarse matching and densification (levels ``>= work +
+    finest_patch_level``, and always the coarsest), then TV-L1; below ``work`` the flow is only
+    upsampled. Returns the full-resolution ``(u, v)``."""
     xp = be.xp
     progress = as_progress(progress)
-    L = coarsest_level(g1.shape, patch)
-    if max_level is not None:
-        L = min(L, max_level)
-    p1, p2 = build_pyramids(be, g1, g2, L + 1, blur=blur)
-    pm = [mask]
-    if mask is not None:
-        for _ in range(L):
-            pm.append(xp.ascontiguousarray((_pyr_down(be, pm[-1], (0, 1)) >= 0.5).astype(xp.float32)))
-    else:
-        pm = [None] * (L + 1)
-    work = working_level(g1.shape, max_pixels, L)
+    L = len(p1) - 1
     u = v = None
     for lev in range(L, -1, -1):
         I1, I2 = p1[lev], p2[lev]
@@ -370,10 +425,39 @@ def _pipeline(be: Backend, g1, g2, mask, *, patch, stride, iters, rounds, radius
             pu, pv, _, conf = coarse_match(be, I1, I2, u, v, patch=patch, stride=stride, iters=iters, rounds=rounds,
                                            radius=radius if lev == L else 0)
             u, v = densify(be, I1, I2, pu, pv, conf, u, v, patch=patch, eps=eps, prior=prior)
-        w = warps[lev] if lev < len(warps) else warps[-1]
-        u, v = refine_level(be, I1, I2, u, v, warps=w, iters=tv_iters, lam=lam, median=median, mask=pm[lev])
-        progress.update((L + 1 - lev) / (L + 1) * 0.95, f"level {L + 1 - lev}/{L + 1}")
-    q = quality_map(be, g1, g2, u, v, mask)
+        k = lev - work
+        w = warps[k] if k < len(warps) else warps[-1]
+        u, v = refine_level(be, I1, I2, u, v, warps=w, iters=tv_iters, lam=lam, median=median,
+                            mask=pm[lev] if pm is not None else None)
+        progress.update((L + 1 - lev) / (L + 1 - work), f"level {L + 1 - lev}/{L + 1 - work}")
+    return u, v
+
+
+def _pipeline(be: Backend, g1, g2, mask, *, patch, stride, iters, rounds, radius, finest_patch_level, warps,
+              tv_iters, lam, median, eps, prior, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
+              quality=DEFAULT_QUALITY, progress=None):
+    xp = be.xp
+    progress = as_progress(progress)
+    L = coarsest_level(g1.shape, patch)
+    if max_level is not None:
+        L = min(L, max_level)
+    p1, p2 = build_pyramids(be, g1, g2, L + 1, blur=blur)
+    pm = None
+    if mask is not None:
+        pm = [mask]
+        for _ in range(L):
+            pm.append(xp.ascontiguousarray((_pyr_down(be, pm[-1], (0, 1)) >= 0.5).astype(xp.float32)))
+    work = working_level(g1.shape, max_pixels, L)
+    kw = dict(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
+              finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam, median=median, eps=eps,
+              prior=prior)
+    fw = 0.8 if quality == "fb" else 0.95
+    u, v = coarse_to_fine(be, p1, p2, pm, work=work, progress=progress.sub(0.0, fw, "flow"), **kw)
+    ub = vb = None
+    if quality == "fb":
+        ub, vb = coarse_to_fine(be, p2, p1, None, work=min(work + 1, L), progress=progress.sub(fw, 0.95, "backward"),
+                                **kw)
+    q = quality_map(be, g1, g2, u, v, mask, backward=None if ub is None else (ub, vb))
     if mask is not None:
         u *= mask
         v *= mask
@@ -385,8 +469,9 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
                         finest_patch_level: int = DEFAULT_FINEST_PATCH_LEVEL, warps=DEFAULT_SEARCH_WARPS,
                         tv_iters: int = DEFAULT_SEARCH_TV_ITERS, lam: float = DEFAULT_SEARCH_LAMBDA,
                         median: int = DEFAULT_SEARCH_MEDIAN, eps: float = DEFAULT_EPS, prior: float = DEFAULT_PRIOR,
-                        blur: float = DEFAULT_BLUR, max_pixels: int = DEFAULT_MAX_PIXELS, levels: int | None = None,
-                        mask=None, device=None, progress=None) -> FlowResult:
+                        blur: float = DEFAULT_BLUR, max_pixels: int = DEFAULT_MAX_PIXELS,
+                        quality: str = DEFAULT_QUALITY, levels: int | None = None, mask=None, device=None,
+                        progress=None) -> FlowResult:
     """Flow from ``img1`` to ``img2`` for motions from 0 to a fifth of the image (the default method).
 
     Parameters
@@ -420,6 +505,9 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
     max_pixels : int
         The finest level solved has at most this many pixels; the flow of larger frames is
         upsampled from it (1080p is solved at 960 x 540).
+    quality : {"fb", "ncc"}
+        The quality map: local NCC x forward-backward consistency (a backward flow solved one
+        level coarser) or the local NCC alone (one pass, faster). See :func:`quality_map`.
     levels : int, optional
         Pyramid levels (default: the coarsest level has about four patches across).
     mask, device, progress
@@ -451,12 +539,14 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
     prior = check_float("prior", prior, 0.0)
     blur = check_float("blur", blur, 0.0, 10.0)
     max_pixels = check_int("max_pixels", max_pixels, 64)
+    if quality not in QUALITIES:
+        raise FlowInputError(f"unknown quality map {quality!r}: use one of {', '.join(QUALITIES)}")
     max_level = None if levels is None else check_int("levels", levels, 1, 12) - 1
     be = get_backend(device)
     progress = as_progress(progress)
     params = dict(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
                   finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam, median=median,
-                  eps=eps, prior=prior, blur=blur, max_pixels=max_pixels)
+                  eps=eps, prior=prior, blur=blur, max_pixels=max_pixels, quality=quality)
     with be.activate():
         a, b = check_pair(be, img1, img2)
         m = prepare_mask(be, mask, a.shape[:2])
@@ -466,7 +556,7 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
             return _pipeline(be, g1, g2, m, patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
                              finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam,
                              median=median, eps=eps, prior=prior, max_level=max_level, blur=blur,
-                             max_pixels=max_pixels, progress=progress)
+                             max_pixels=max_pixels, quality=quality, progress=progress)
 
         key = ("search",) + tuple(params.items()) + (max_level,)
         u, v, q = _plan.run(be, key, [a, b], build) if m is None else build(a, b)

@@ -247,7 +247,9 @@ def test_search_gpu_vs_cpu_end_to_end():
     ec = np.hypot(c.u - f[..., 0], c.v - f[..., 1])[valid].mean()
     assert ec < 1.0 and eg < 1.0, (ec, eg)
     assert abs(eg - ec) < 0.05, (eg, ec)
-    d = np.hypot(g.u - c.u, g.v - c.v)
+    # compared where the ground truth is valid: where x + f leaves the frame there is no data
+    # term and float differences can move the flow by a pixel (seen on an H100, 2026-11-25)
+    d = np.hypot(g.u - c.u, g.v - c.v)[valid]
     assert np.median(d) < 0.02 and (d > 1.0).mean() < 0.01, (np.median(d), (d > 1.0).mean())
     assert np.abs(g.quality - c.quality).mean() < 0.01
 
