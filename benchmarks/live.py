@@ -39,6 +39,8 @@ from app.tools import TOOLS  # noqa: E402
 from app.tools.stages import StageCache  # noqa: E402
 from gpu_kernels.backend import get_backend  # noqa: E402
 
+#: the MVS views of a full-size run ("0": the one view of the issue's target; "0,1" fuses two)
+MVS_VIEWS = "0,1"
 #: per tool: (parameter of the last compute stage, new value), (first-stage parameter, new value),
 #: (display-only parameter, new value) -- None where the tool declares none
 EDITS = {
@@ -99,7 +101,7 @@ def load_input(tool, quick: bool):
             return mvs.MVSData(render_synthetic_scene(n_views=8, width=64, height=48).scene), \
                 {"views": "0,1", "neighbors": 4, "min_views": 2}
         par = next((SHARED / "middlebury-mvs" / "templeSparseRing").rglob("*_par.txt"))
-        return mvs.load(par), {"views": "0,1"}
+        return mvs.load(par), {"views": MVS_VIEWS}
     if name == "imseg":
         from app.tools import imseg
 
@@ -284,17 +286,19 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
 
 
 def main(argv=None) -> int:
+    global SHARED, MVS_VIEWS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--quick", action="store_true", help="small inputs (the CPU in CI)")
     ap.add_argument("--json", type=pathlib.Path, default=None)
     ap.add_argument("--tools", default="", help="comma-separated tool names (default: all five)")
     ap.add_argument("--no-tabs", action="store_true", help="measure through the stage cache only")
+    ap.add_argument("--mvs-views", default=MVS_VIEWS, help="the MVS views of a full-size run (default: 0,1)")
     ap.add_argument("--data", type=pathlib.Path, default=None, help="the shared data folder (default: ../shared/data)")
     args = ap.parse_args(argv)
     if args.data is not None:
-        global SHARED
         SHARED = args.data
+    MVS_VIEWS = args.mvs_views
     app = None
     if not args.no_tabs:
         try:
