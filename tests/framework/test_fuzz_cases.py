@@ -808,3 +808,34 @@ def test_a_killed_apsp_worker_is_the_out_of_memory_line():
     if out == "FINISHED":
         pytest.skip("the run ended before a worker could be killed")
     assert out.startswith("oom | Mesh segmentation ran out of host memory"), out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ext", ["3mf", "dae", "wrl"])
+def test_corrupt_pymeshlab_formats_are_one_line(tmp_path, ext):
+    """The formats read by pymeshlab in its child process, corrupted: one MeshIOError line each,
+    never a crash of this process (the reader fuzz covers the formats we parse ourselves)."""
+    import fuzz_report
+
+    from app.io.mesh_io import MeshIOError, read_mesh
+
+    good = _pymeshlab_file(tmp_path, ext).read_bytes()
+    rng = np.random.default_rng(3)
+    flipped = bytearray(good)
+    for j in rng.integers(0, len(good), 24):
+        flipped[j] ^= 0x5A
+    cases = {"truncated": good[: len(good) // 2], "random": rng.integers(0, 256, 2048, dtype=np.uint8).tobytes(),
+             "random-flips": bytes(flipped), "huge-count": good.replace(b"count=\"", b"count=\"9999999999")}
+    for fam, data in cases.items():
+        p = tmp_path / f"{fam}.{ext}"
+        p.write_bytes(data)
+        try:
+            read_mesh(p)
+            outcome = "ok"
+        except MeshIOError as exc:
+            outcome = "input_error" if "\n" not in str(exc).strip() else "multiline"
+        except Exception as exc:  # noqa: BLE001
+            outcome = f"other {type(exc).__name__}"
+        fuzz_report.record("readers", f"mesh ({ext}, pymeshlab)", fam, outcome if not outcome.startswith("other")
+                           else "other", "ok|input_error", (), outcome in ("ok", "input_error"))
+        assert outcome in ("ok", "input_error"), (fam, outcome)
