@@ -547,6 +547,8 @@ class ToolTab(QWidget):
         if self._run_after_load:
             self._run_after_load = False
             QTimer.singleShot(0, self, self.run)  # after the runner has settled
+        elif self.live_enabled():  # Live: a new input is shown with its result
+            self._live_timer.start()
 
     def set_input(self, data, path: Path | None = None) -> None:
         """Show ``data`` as if it had been loaded from ``path`` (synchronously)."""
@@ -808,6 +810,10 @@ class ToolTab(QWidget):
         if self.runner.is_running():
             if self._job is not None and self._job[0] == "load":
                 return
+            now = self._try_params()
+            if (self._job is not None and self._job[0] == "run" and now is not None
+                    and all(self._job[2].get(n) == now[n] for n in self.tool.params.compute_names())):
+                return  # the run in flight is already for these parameters
             self._pending_live = True
             self.runner.cancel()
             return

@@ -340,3 +340,12 @@ def test_swipe_compares_the_pinned_and_the_live_picture(tab, qtbot):
     tab.swipe_button.setChecked(True)
     tab.unpin()
     assert tab.swipe_view is None and tab.view.isVisible() and not tab.swipe_button.isVisibleTo(tab)
+
+
+def test_with_live_on_a_new_input_shows_its_result(tab, qtbot, tmp_path):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    with qtbot.waitSignal(tab.result_shown, timeout=5000):
+        tab.set_input(IMG * 0.25, tmp_path / "quarter.npy")
+    wait_idle(qtbot, tab)
+    np.testing.assert_array_equal(tab.result.value, run(IMG * 0.25, {}, device=CPU).value)
