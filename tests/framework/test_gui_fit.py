@@ -152,3 +152,24 @@ def test_flow_frames_fill_their_panes(window, qapp, size):
     # the larger of the two arrangements: at least 80 % of the scale the best one allows
     best = max(min(vw / W, (vh - 60) / 2 / H), min(vw / 2 / W, (vh - 30) / H))
     assert w >= 0.8 * best * W, (w, h, vw, vh, tab.view.vertical)
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("key", ["flow", "imseg"])
+def test_nothing_is_cut_off_with_a_pinned_result(window, qapp, key):
+    """Pin puts a second copy of the view beside the live one: both still fit at 1280x800."""
+    tab = next(t for t in window.tabs if t.settings_key == key)
+    window.resize(*SIZES[0])
+    window.tab_widget.setCurrentWidget(tab)
+    _settle(qapp)
+    assert tab.pin()
+    try:
+        _settle(qapp, 300)
+        bad = clipped_controls(window)
+        assert not bad, "\n".join(bad)
+        if key == "flow":  # the live frames still fill their (halved) pane
+            w, _h = tab.view.image_rect_on_screen()
+            assert w >= 0.6 * tab.view.width(), (w, tab.view.width())
+    finally:
+        tab.unpin()
+        _settle(qapp)
