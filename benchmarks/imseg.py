@@ -138,17 +138,23 @@ def peak_device_bytes(fn) -> int:
 # --------------------------------------------------------------------------- speed
 def bench_speed(sizes, gpu: bool, cpu_max_px: int, peers_max_px: dict, params: dict) -> list[dict]:
     rows = []
+    method = params.get("method", "contours")
+    params = {k: v for k, v in params.items() if k != "method"}
+    if method == "contours":
+        from gpu_kernels.imseg.contours import segment_contours as segf
+    else:
+        segf = segment_image
     for h, w in sizes:
         img = natural_image(h, w)
         n = h * w
-        r = {"size": f"{w}x{h}", "pixels": n}
+        r = {"size": f"{w}x{h}", "pixels": n, "method": method}
         if gpu:
-            seg = segment_image(img, device="cuda", **params)  # warm-up and compile
+            seg = segf(img, device="cuda", **params)  # warm-up and compile
             rep = 20 if n <= 512 * 512 else 5
             segs = []
 
             def run():
-                segs.append(segment_image(img, device="cuda", **params))
+                segs.append(segf(img, device="cuda", **params))
 
             r["gpu_ms"] = 1e3 * time_gpu(run, repeat=rep)
             seg = segs[-1]
@@ -161,17 +167,17 @@ def bench_speed(sizes, gpu: bool, cpu_max_px: int, peers_max_px: dict, params: d
             r["regions"] = seg.n_regions
             r["clusters"] = seg.n_clusters
             r["merge_rounds"] = seg.info["merge_rounds"]
-            r["gpu_nofeat_ms"] = 1e3 * time_gpu(lambda: segment_image(img, device="cuda", features=False, **params),
+            r["gpu_nofeat_ms"] = 1e3 * time_gpu(lambda: segf(img, device="cuda", features=False, **params),
                                                 repeat=rep)
-            pb = peak_device_bytes(lambda: segment_image(img, device="cuda", **params))
+            pb = peak_device_bytes(lambda: segf(img, device="cuda", **params))
             r["peak_bytes_per_px"] = round(pb / n, 2)
-            if n >= 1920 * 1080:
+            if n >= 1920 * 1080 and method != "contours":
                 pbil = dict(params, bilateral=5)
-                r["gpu_bilateral5_ms"] = 1e3 * time_gpu(lambda: segment_image(img, device="cuda", **pbil), repeat=3)
+                r["gpu_bilateral5_ms"] = 1e3 * time_gpu(lambda: segf(img, device="cuda", **pbil), repeat=3)
             log(f"  GPU {r['size']}: {r['gpu_ms']:.3f} ms ({r['regions']} regions, {r['clusters']} clusters, "
                 f"{r['gpu_syncs']} syncs, {r['peak_bytes_per_px']} B/px) stages {r['gpu_stages_ms']}")
         if n <= cpu_max_px:
-            t, segc = time_cpu(lambda: segment_image(img, device="cpu", **params))
+            t, segc = time_cpu(lambda: segf(img, device="cpu", **params))
             r["cpu_ms"] = 1e3 * t
             r["cpu_stages_ms"] = {k: round(1e3 * v, 2) for k, v in segc.timings.items()}
             r.setdefault("regions", segc.n_regions)
@@ -400,39 +406,138 @@ def _match_quickshift(img, target: int):
     return best[0]
 
 
-def bench_quality(items, params: dict, peers=("felzenszwalb", "slic", "quickshift")) -> dict:
-    from skimage.segmentation import felzenszwalb, slic
+GPB_OWT_UCM = {"covering": 0.59, "pri": 0.83, "voi": 1.69}  # published, ODS, BSDS500 test (Arbelaez et al. 2011)
+PEERS = ("felzenszwalb", "slic", "quickshift", "watershed", "slic_rag")
 
-    acc: dict[str, list] = {}
-    for i, img, gts, gbs in items:
+
+def run_ours(img, params: dict):
+    method = params.get("method", "contours")
+    p = {k: v for k, v in params.items() if k != "method"}
+    if method == "contours":
+        from gpu_kernels.imseg.contours import segment_contours
+
+        return segment_contours(img, device="cpu", features=False, **p).labels
+    return segment_image(img, device="cpu", features=False, **p).labels
+
+
+def _slic_rag(img, thresh: float, n_sp: int = 400):
+    """SLIC, then skimage.graph's hierarchical merging on the boundary RAG (Sobel edges)."""
+    from skimage import graph
+    from skimage.color import rgb2gray
+    from skimage.filters import sobel
+    from skimage.segmentation import slic
+
+    sp = slic(img, n_segments=n_sp, compactness=10, start_label=1)
+    edges = sobel(rgb2gray(img) if img.ndim == 3 else img)
+    g = graph.rag_boundary(sp, edges)
+
+    def weight(graph_, src, dst, n):
+        default = {"weight": 0.0, "count": 0}
+        c1, c2 = graph_[src].get(n, default)["count"], graph_[dst].get(n, default)["count"]
+        w1, w2 = graph_[src].get(n, default)["weight"], graph_[dst].get(n, default)["weight"]
+        return {"count": c1 + c2, "weight": (c1 * w1 + c2 * w2) / max(c1 + c2, 1)}
+
+    return graph.merge_hierarchical(sp, g, thresh=thresh, rag_copy=False, in_place_merge=True,
+                                    merge_func=lambda *a: None, weight_func=weight)
+
+
+def _watershed(img, markers: int, compactness: float = 1e-3):
+    from skimage.color import rgb2gray
+    from skimage.filters import sobel
+    from skimage.segmentation import watershed
+
+    return watershed(sobel(rgb2gray(img) if img.ndim == 3 else img), markers=markers, compactness=compactness)
+
+
+def peer_settings(peers) -> dict:
+    """Each peer's own operating points (name -> callable(img)); the best on a set is its best point."""
+    from skimage.segmentation import felzenszwalb, quickshift, slic
+
+    out = {}
+    if "felzenszwalb" in peers:
+        out["felzenszwalb (scale 500)"] = lambda im: felzenszwalb(im, scale=500, sigma=0.8, min_size=FELZ_MIN)
+        out["felzenszwalb (scale 100)"] = lambda im: felzenszwalb(im, scale=100, sigma=0.8, min_size=FELZ_MIN // 4)
+        for sc in (1000, 2000):
+            out[f"felzenszwalb (scale {sc})"] = lambda im, sc=sc: felzenszwalb(im, scale=sc, sigma=0.8, min_size=FELZ_MIN)
+    if "slic" in peers:
+        for k in (10, 25, 50):
+            out[f"slic ({k})"] = lambda im, k=k: slic(im, n_segments=k, compactness=10, start_label=1)
+    if "quickshift" in peers:
+        for ks, md in ((5, 10), (10, 20), (20, 40)):
+            out[f"quickshift ({ks}, {md})"] = lambda im, ks=ks, md=md: quickshift(im, kernel_size=ks, max_dist=md,
+                                                                               ratio=0.5)
+    if "watershed" in peers:
+        for k in (10, 25, 50):
+            out[f"compact watershed ({k})"] = lambda im, k=k: _watershed(im, k)
+    if "slic_rag" in peers:
+        for th in (0.04, 0.08, 0.16):
+            out[f"slic + rag merge ({th})"] = lambda im, th=th: _slic_rag(im, th)
+    return out
+
+
+def _quality_one(job):
+    (i, img, gts, gbs), params, peers, matched = job
+    from skimage.segmentation import slic
+
+    res = {}
+    t0 = time.perf_counter()
+    ours = run_ours(img, params)
+    t_ours = time.perf_counter() - t0
+    k = len(np.unique(ours))
+    cands = {"ours": (ours, t_ours)}
+    for name, fn in peer_settings(peers).items():
         t0 = time.perf_counter()
-        ours = segment_image(img, device="cpu", features=False, **params).labels
-        t_ours = time.perf_counter() - t0
-        k = len(np.unique(ours))
-        cands = {"ours": (ours, t_ours)}
+        cands[name] = (fn(img), time.perf_counter() - t0)
+    if matched:
         if "felzenszwalb" in peers:
-            t0 = time.perf_counter()
             cands["felzenszwalb (matched)"] = (_match_felz(img, k), None)
-            t0 = time.perf_counter()
-            cands["felzenszwalb (scale 500)"] = (felzenszwalb(img, scale=FELZ_SCALE, sigma=0.8, min_size=FELZ_MIN),
-                                                 time.perf_counter() - t0)
         if "slic" in peers:
-            t0 = time.perf_counter()
-            cands["slic (matched)"] = (slic(img, n_segments=k, compactness=10, start_label=1), time.perf_counter() - t0)
+            cands["slic (matched)"] = (slic(img, n_segments=k, compactness=10, start_label=1), None)
         if "quickshift" in peers:
             cands["quickshift (matched)"] = (_match_quickshift(img, k), None)
-        for name, (seg, t) in cands.items():
-            m = evaluate(seg, gts, gt_boundaries=gbs)
-            if t is not None:
-                m["seconds"] = t
+        if "watershed" in peers:
+            cands["compact watershed (matched)"] = (_watershed(img, k), None)
+    for name, (seg, t) in cands.items():
+        m = evaluate(seg, gts, gt_boundaries=gbs)
+        if t is not None:
+            m["seconds"] = t
+        res[name] = m
+    return i, res
+
+
+def bench_quality(items, params: dict, peers=PEERS, matched: bool = True, workers: int = 1) -> dict:
+    """Mean measures over ``items`` of ours and the peers (own operating points and, with
+    ``matched``, at our number of segments per image). ``workers`` processes."""
+    jobs = [(it, params, tuple(peers), matched) for it in items]
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(workers) as pool:
+            results = pool.map(_quality_one, jobs, chunksize=1)
+    else:
+        results = [_quality_one(j) for j in jobs]
+    acc: dict[str, list] = {}
+    for i, res in results:
+        for name, m in res.items():
             acc.setdefault(name, []).append(m)
-        log(f"  {i}: ours {k} segments " + " ".join(
-            f"{n}={acc[n][-1]['covering']:.3f}" for n in acc))
+        log(f"  {i}: " + " ".join(f"{n}={m['covering']:.3f}" for n, m in res.items()))
     out = {}
     for name, ms in acc.items():
         keys = ms[0].keys()
         out[name] = {k: float(np.mean([m.get(k, np.nan) for m in ms])) for k in keys}
     return out
+
+
+def best_points(res: dict) -> dict:
+    """For each peer family, the setting with the highest mean covering in ``res``."""
+    best = {}
+    for name, m in res.items():
+        fam = name.split(" (")[0]
+        if name == "ours" or "matched" in name:
+            continue
+        if fam not in best or m["covering"] > res[best[fam]]["covering"]:
+            best[fam] = name
+    return best
 
 
 # --------------------------------------------------------------------------- tuning
@@ -456,6 +561,58 @@ def bench_tune(items, grid: dict) -> list[dict]:
         r["cpu_s_per_image"] = round(t / len(items), 3)
         rows.append(r)
         log("  " + json.dumps(r))
+    return rows
+
+
+def _tune_contours_one(job):
+    (i, img, gts, gbs), pre, settings = job
+    import math
+
+    from gpu_kernels.imseg import contours as C
+
+    h, w = img.shape[:2]
+    u8 = C.to_u8(img)
+    sm = C.blur_np(C.lab_planes_np(u8), pre.get("sigma", C.DEFAULT_SIGMA))
+    _, gq, q = C.gradient_np(sm)
+    S = C.slic_step(h, w, pre.get("n_superpixels", C.DEFAULT_N_SUPERPIXELS))
+    cells = C.slic_np(sm, q, S, pre.get("compactness", C.DEFAULT_COMPACTNESS), C.SLIC_ITERATIONS)
+    comps, R = _label.label_np(cells, 4)
+    g = C.region_graph_np(comps, R, gq, q)
+    out = []
+    for kind, v in settings:
+        if kind == "coarseness":
+            into, _, rounds = C.merge_np(g, 0, C.coarseness_threshold(v), 1.0 / math.sqrt(h * w))
+        else:
+            into, _, rounds = C.merge_np(g, int(v), math.inf, 1.0 / math.sqrt(h * w))
+        seg, _ = C._resolve(into)
+        m = evaluate(seg[comps - 1], gts, gt_boundaries=gbs)
+        m["rounds"] = rounds
+        m["superpixels"] = R
+        out.append(m)
+    return out
+
+
+def bench_tune_contours(items, pre_grid: list[dict], settings: list, workers: int = 1) -> list[dict]:
+    """The contours method on ``items`` for each preprocessing dict in ``pre_grid`` and each
+    ("coarseness", c) or ("n_segments", k) in ``settings`` (superpixels and graph computed once
+    per image and preprocessing)."""
+    import multiprocessing as mp
+
+    rows = []
+    for pre in pre_grid:
+        jobs = [(it, pre, settings) for it in items]
+        if workers > 1:
+            with mp.get_context("fork").Pool(workers) as pool:
+                res = pool.map(_tune_contours_one, jobs, chunksize=1)
+        else:
+            res = [_tune_contours_one(j) for j in jobs]
+        for j, (kind, v) in enumerate(settings):
+            ms = [r[j] for r in res]
+            row = dict(pre)
+            row[kind] = v
+            row.update({k: round(float(np.mean([m[k] for m in ms])), 4) for k in ms[0]})
+            rows.append(row)
+            log("  " + json.dumps(row))
     return rows
 
 
@@ -525,7 +682,13 @@ def speed_table(rows) -> str:
 
 
 def stage_table(rows) -> str:
-    stages = ["upload", "bilateral", "quantise", "kmeans", "labelling", "min_size", "features", "download", "total"]
+    stages = ["upload", "bilateral", "quantise", "kmeans", "labelling", "min_size", "colour", "superpixels", "graph",
+              "merge", "features", "download", "total"]
+    if rows:
+        seen = set()
+        for r in rows:
+            seen |= set(r.get("gpu_stages_ms", {})) | set(r.get("cpu_stages_ms", {}))
+        stages = [s for s in stages if s in seen]
     out = []
     for r in rows:
         if "gpu_stages_ms" in r:
@@ -544,6 +707,21 @@ def generic_table(rows) -> str:
     return format_table([{k: fmt(r.get(k)) for k in keys} for r in rows], [(k, k) for k in keys])
 
 
+def summary_table(rows: dict, n_train: int) -> str:
+    out = []
+    for name, (val, tr) in rows.items():
+        r = {"method": name}
+        for k in ("covering", "pri", "voi", "segments"):
+            r[k] = fmt(val.get(k))
+            r["t_" + k] = fmt(tr.get(k)) if tr else "-"
+        out.append(r)
+    out.append({"method": "gPb-owt-ucm (published, ODS on the 200 test images)", "covering": "0.590", "pri": "0.830",
+                "voi": "1.690", "segments": "-", "t_covering": "-", "t_pri": "-", "t_voi": "-", "t_segments": "-"})
+    cols = [("method", "method")] + [(k, k + " (val)") for k in ("covering", "pri", "voi", "segments")]
+    cols += [("t_" + k, f"{k} (train {n_train})") for k in ("covering", "pri", "voi", "segments")]
+    return format_table(out, cols)
+
+
 def quality_table(res: dict) -> str:
     cols = ["covering", "pri", "voi", "boundary_recall", "undersegmentation", "segments", "seconds"]
     rows = [{"method": name, **{c: fmt(m.get(c)) for c in cols}} for name, m in res.items()]
@@ -557,6 +735,9 @@ def main(argv=None):
     ap.add_argument("--features", action="store_true")
     ap.add_argument("--quality", action="store_true")
     ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--tune-contours", default=None, metavar="JSON",
+                    help='tune the contours method on BSDS train: {"pre": [{...}], "settings": [["coarseness", 3.4], '
+                         '["n_segments", 30]]}')
     ap.add_argument("--gpu-sweep", action="store_true", help="GPU pipeline time for SWEEP_SETS at 512x512 and 4K")
     ap.add_argument("--all", action="store_true", help="speed, labelling and features")
     ap.add_argument("--sizes", default="64x64,256x256,512x512,1920x1080,3840x2160")
@@ -567,7 +748,11 @@ def main(argv=None):
     ap.add_argument("--bsds", default=None, help="BSDS500 folder (images/, groundTruth/)")
     ap.add_argument("--limit", type=int, default=0, help="use only the first N BSDS images")
     ap.add_argument("--no-quickshift", action="store_true")
-    ap.add_argument("--params", default="{}", help="JSON dict of segment_image parameters")
+    ap.add_argument("--train", action="store_true", help="with --quality: also the training images (bsds/train)")
+    ap.add_argument("--train-limit", type=int, default=0, help="use every k-th training image, N in all")
+    ap.add_argument("--workers", type=int, default=1, help="processes for the quality runs")
+    ap.add_argument("--params", default="{}", help="JSON dict of parameters; \"method\": \"contours\" (the default, "
+                    "segment_contours) or \"kmeans\" (the paper's pipeline, segment_image)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
     if args.all:
@@ -623,6 +808,17 @@ def main(argv=None):
         payload["speed"] = rows
         md += ["## Speed", "", speed_table(rows), "", "### Stages", "", stage_table(rows), ""]
         (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
+    if args.tune_contours:
+        spec = json.loads(args.tune_contours)
+        root = (Path(args.bsds) if args.bsds else shared_data() / "bsds500") / "train"
+        titems = list(bsds_items(root))
+        if args.train_limit:
+            titems = titems[::max(1, len(titems) // args.train_limit)][:args.train_limit]
+        log(f"## tuning the contours method on {len(titems)} training images")
+        rows = bench_tune_contours(titems, spec["pre"], [tuple(x) for x in spec["settings"]], args.workers)
+        payload["tune_contours"] = rows
+        md += [f"## Tuning the contours method ({len(titems)} BSDS500 training images)", "", generic_table(rows), ""]
+        (out / "imseg_tune.json").write_text(json.dumps(payload, indent=1, default=str))
     if args.quality or args.tune:
         root = Path(args.bsds) if args.bsds else shared_data() / "bsds500"
         if not (root / "images").is_dir():
@@ -640,11 +836,32 @@ def main(argv=None):
                 md += ["## Tuning grid (BSDS500, CPU)", "", generic_table(rows), ""]
             if args.quality:
                 log("## quality: BSDS500")
-                peers = ("felzenszwalb", "slic") if args.no_quickshift else ("felzenszwalb", "slic", "quickshift")
-                res = bench_quality(items, params, peers)
+                peers = tuple(p for p in PEERS if not (args.no_quickshift and p == "quickshift"))
+                res = bench_quality(items, params, peers, workers=args.workers)
                 payload["quality_bsds"] = res
-                md += [f"## Quality on BSDS500 ({len(items)} images, mean over images of the mean over "
-                       "the human segmentations)", "", quality_table(res), ""]
+                title = f"## Quality on {root.name if args.bsds else 'BSDS500'} ({len(items)} images"
+                md += [f"{title}, mean over images of the mean over the human segmentations)", "",
+                       quality_table(res), ""]
+                train_root = root / "train"
+                if args.train and (train_root / "images").is_dir():
+                    log("## quality: BSDS500 train (the peers' best points are chosen here)")
+                    titems = list(bsds_items(train_root))
+                    if args.train_limit:
+                        titems = titems[::max(1, len(titems) // args.train_limit)][:args.train_limit]
+                    tres = bench_quality(titems, params, peers, matched=False, workers=args.workers)
+                    payload["quality_bsds_train"] = tres
+                    best = best_points(tres)
+                    payload["best_points"] = best
+                    md += [f"## Quality on the BSDS500 training images ({len(titems)})", "", quality_table(tres), ""]
+                    rows = {"ours": (res["ours"], tres["ours"])}
+                    for name in best.values():
+                        rows[f"{name}, best on train"] = (res[name], tres[name])
+                    for name in ("felzenszwalb (scale 500)", "felzenszwalb (scale 100)"):
+                        rows.setdefault(name, (res[name], tres[name]))
+                    for name in res:
+                        if "matched" in name:
+                            rows[name] = (res[name], None)
+                    md += ["## Summary: validation (20) and train", "", summary_table(rows, len(titems)), ""]
         if args.quality:
             log("## quality: synthetic")
             res = bench_quality(list(synthetic_items()), params, ("felzenszwalb", "slic"))

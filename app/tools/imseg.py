@@ -25,6 +25,7 @@ import numpy as np
 
 from gpu_kernels.backend import Backend
 from gpu_kernels.errors import InputError
+from gpu_kernels.imseg import contours as _ct
 from gpu_kernels.imseg import segment as _seg
 from gpu_kernels.imseg import vis as _vis
 from gpu_kernels.imseg.color import MAX_BILATERAL_PASSES, MAX_BILATERAL_WINDOW, MAX_Q, MIN_Q
@@ -40,43 +41,74 @@ from .stages import Pipeline, Stage
 __all__ = ["PARAMS", "TOOL", "ImageData", "ImsegResult", "load", "run", "summary", "samples", "demo",
            "picture", "STAGE_NAMES"]
 
+def _kmeans(v) -> bool:
+    return v["method"] == "kmeans"
+
+
+def _contours(v) -> bool:
+    return v["method"] == "contours"
+
+
 PARAMS = ParamSet([
+    Param("method", str, "contours", "Method",
+          "contours: superpixels merged hierarchically by colour and by the strength of the edge between them "
+          "(follows the image's contours; the default). kmeans: the paper's pipeline (CIELAB k-means on the "
+          "quantised colours, connected components, small-region merging).", choices=("contours", "kmeans"),
+          metavar="{contours,kmeans}"),
+    Param("coarseness", float, _ct.DEFAULT_COARSENESS, "Coarseness",
+          "How far the merging goes: regions merge while the cheapest merge costs less than 10^coarseness. "
+          "Larger: fewer, larger segments (3.4: about 30 on a 481 x 321 photograph).",
+          minimum=_ct.MIN_COARSENESS, maximum=_ct.MAX_COARSENESS, step=0.1, decimals=2, metavar="C",
+          used_when=lambda v: _contours(v) and not v["n_segments"]),
+    Param("n_segments", int, _ct.DEFAULT_N_SEGMENTS, "Segments",
+          "Merge until exactly this many segments are left (0: the coarseness decides).", minimum=0,
+          maximum=_ct.MAX_N_SEGMENTS, metavar="N", used_when=_contours),
+    Param("n_superpixels", int, _ct.DEFAULT_N_SUPERPIXELS, "Superpixels",
+          "SLIC grid cells, the finest level the merging starts from (whatever the image size).", minimum=1,
+          maximum=_ct.MAX_N_SUPERPIXELS, advanced=True, metavar="K", used_when=_contours),
+    Param("compactness", float, _ct.DEFAULT_COMPACTNESS, "Compactness",
+          "SLIC's m: larger gives squarer superpixels, smaller ones that follow colour more closely.",
+          minimum=0.0, maximum=1000.0, step=1.0, decimals=1, advanced=True, metavar="M", used_when=_contours),
+    Param("sigma", float, _ct.DEFAULT_SIGMA, "Blur σ",
+          "Gaussian blur before the colour gradient and the superpixels.", minimum=0.1, maximum=20.0,
+          step=0.1, decimals=2, unit="px", advanced=True, metavar="S", used_when=_contours),
     Param("k_max", int, _seg.DEFAULT_K_MAX, "Clusters (k max)",
           "Most k-means clusters: colours are sampled on a grid of this many pixels and samples closer than "
           "the merge distance share a centre, so k is usually smaller. More clusters: more, smaller regions.",
-          minimum=1, maximum=MAX_K, metavar="K"),
+          minimum=1, maximum=MAX_K, metavar="K", used_when=_kmeans),
     Param("q", int, _seg.DEFAULT_Q, "Quantisation (Q bits)",
           "Bits per CIELAB channel of the quantised colour space k-means runs on (2^(3Q) colours; the "
           "paper's Q = 5). Fewer bits: coarser colours, faster k-means.",
-          minimum=MIN_Q, maximum=MAX_Q, metavar="Q"),
+          minimum=MIN_Q, maximum=MAX_Q, metavar="Q", used_when=_kmeans),
     Param("iterations", int, _seg.DEFAULT_ITERATIONS, "k-means iterations",
           "Fixed number of k-means iterations on the quantised colours (no convergence test, so the GPU "
-          "never waits for the host).", minimum=0, maximum=MAX_ITERATIONS, flag="--iters", metavar="N"),
+          "never waits for the host).", minimum=0, maximum=MAX_ITERATIONS, flag="--iters", metavar="N",
+          used_when=_kmeans),
     Param("merge_distance", float, _seg.DEFAULT_MERGE_DISTANCE, "Merge distance",
           "Initial colour samples closer than this CIELAB distance become one cluster centre. Larger: fewer "
           "clusters, larger regions.", minimum=0.0, maximum=200.0, step=1.0, decimals=1, unit="ΔE",
-          metavar="D"),
+          metavar="D", used_when=_kmeans),
     Param("bilateral", int, _seg.DEFAULT_BILATERAL, "Bilateral passes",
           "Passes of an edge-preserving bilateral filter in CIELAB before clustering (0: off; the paper uses "
           "5). Smooths noise and texture into fewer regions.", minimum=0, maximum=MAX_BILATERAL_PASSES,
-          metavar="N"),
+          metavar="N", used_when=_kmeans),
     Param("bilateral_window", int, _seg.DEFAULT_BILATERAL_WINDOW, "Filter window",
           "Side of the bilateral filter's window, odd.", minimum=3, maximum=MAX_BILATERAL_WINDOW, unit="px",
-          step=2, advanced=True, metavar="W"),
+          step=2, advanced=True, metavar="W", used_when=_kmeans),
     Param("sigma_spatial", float, _seg.DEFAULT_SIGMA_SPATIAL, "Filter σ (space)",
           "Spatial sigma of the bilateral filter.", minimum=0.0, maximum=50.0, min_open=True, unit="px",
-          step=0.5, decimals=2, advanced=True, metavar="S"),
+          step=0.5, decimals=2, advanced=True, metavar="S", used_when=_kmeans),
     Param("sigma_color", float, _seg.DEFAULT_SIGMA_COLOR, "Filter σ (colour)",
           "Colour sigma of the bilateral filter: colour differences well above it are edges the filter "
           "keeps.", minimum=0.0, maximum=200.0, min_open=True, unit="ΔE", step=1.0, decimals=1,
-          advanced=True, metavar="S"),
+          advanced=True, metavar="S", used_when=_kmeans),
     Param("connectivity", int, _seg.DEFAULT_CONNECTIVITY, "Connectivity",
           "Which neighbours join a region: 4 (edges only) or 8 (edges and corners).", choices=(4, 8),
-          metavar="{4,8}"),
+          metavar="{4,8}", used_when=_kmeans),
     Param("min_size", int, _seg.DEFAULT_MIN_SIZE, "Minimum region size",
           "Regions smaller than this merge into their most similar neighbour until none is left (0 or 1: "
           "off). Guaranteed unless the whole image is smaller.", minimum=0, maximum=100_000_000, unit="px",
-          step=16, metavar="S"),
+          step=16, metavar="S", used_when=_kmeans),
     Param("picture_style", str, "boundaries", "Picture",
           "Which picture the Picture export writes: regions in random colours, in their mean colour, "
           "boundaries over the image, or the k-means clusters.",
@@ -155,23 +187,71 @@ def run(data: ImageData, params: dict, *, device: Backend, progress: Progress | 
     return PIPELINE.run(data, params, device=device, progress=progress)
 
 
+_KMEANS_PARAMS = ("k_max", "q", "iterations", "merge_distance", "bilateral", "bilateral_window", "sigma_spatial",
+                  "sigma_color", "connectivity", "min_size")
+
+
 def _segment(ctx):
-    return _seg.segment_image(ctx.data.image, device=ctx.device, progress=ctx.progress, **ctx.p)
+    """The paper's pipeline, one stage (nothing for the contours method)."""
+    if ctx.p["method"] != "kmeans":
+        return None
+    p = {k: v for k, v in ctx.p.items() if k != "method"}
+    return _seg.segment_image(ctx.data.image, device=ctx.device, progress=ctx.progress, **p)
+
+
+def _colour(ctx):
+    if ctx.p["method"] != "contours":
+        return None
+    return _ct.stage_colour(ctx.data.image, sigma=ctx.p["sigma"], device=ctx.device)
+
+
+def _superpixels(ctx):
+    if ctx.p["method"] != "contours":
+        return None
+    return _ct.stage_superpixels(ctx["colour"], n_superpixels=ctx.p["n_superpixels"],
+                                 compactness=ctx.p["compactness"], device=ctx.device)
+
+
+def _merge(ctx):
+    if ctx.p["method"] != "contours":
+        return None
+    return _ct.stage_merge(ctx["colour"], ctx["superpixels"], coarseness=ctx.p["coarseness"],
+                           n_segments=ctx.p["n_segments"], device=ctx.device)
+
+
+def _regions(ctx):
+    """The segmentation with its region features, on the host."""
+    if ctx.p["method"] != "contours":
+        return ctx["segment"]
+    return _ct.stage_finish(ctx["colour"], ctx["superpixels"], ctx["merge"], device=ctx.device)
 
 
 def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: float) -> ImsegResult:
-    return ImsegResult(data, out["segment"], p, device.label, elapsed)
+    return ImsegResult(data, out["regions"], p, device.label, elapsed)
 
 
-#: the stages of a run (:mod:`app.tools.stages`); for now the library's whole pipeline is one stage
+#: the stages of a run (:mod:`app.tools.stages`): the contours method (the default) as colour ->
+#: superpixels -> merge -> regions, so changing the coarseness re-runs only the merge; the paper's
+#: k-means pipeline as one stage
 PIPELINE = Pipeline([
-    Stage("segment", _segment, params=tuple(PARAMS.compute_names()), inputs=("image",), label="segmentation"),
+    Stage("segment", _segment, params=("method",) + _KMEANS_PARAMS, after=(), inputs=("image",),
+          label="k-means segmentation"),
+    Stage("colour", _colour, params=("method", "sigma"), after=(), inputs=("image",), label="colour + gradient",
+          weight=0.5),
+    Stage("superpixels", _superpixels, params=("method", "n_superpixels", "compactness"), after=("colour",),
+          label="superpixels"),
+    Stage("merge", _merge, params=("method", "coarseness", "n_segments"), after=("colour", "superpixels"),
+          label="region merging", weight=0.5),
+    Stage("regions", _regions, params=("method",), after=("segment", "colour", "superpixels", "merge"),
+          label="region features", weight=0.5),
 ], finish=_finish, params=PARAMS)
 
 
 # ----------------------------------------------------------------------------- summary
 STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
-               "labelling": "components", "min_size": "min size", "features": "features", "download": "download"}
+               "labelling": "components", "min_size": "min size", "features": "features", "download": "download",
+               "colour": "CIELAB + gradient", "superpixels": "superpixels", "graph": "region graph",
+               "merge": "merging"}
 
 
 def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
@@ -186,9 +266,16 @@ def summary(result: ImsegResult) -> list[str]:
     d, s = result.data, result.seg
     info = s.info or {}
     lines = [f"{d.name}: {d.describe()}"]
+    p = result.params
+    if p.get("method", "kmeans") == "contours":
+        lines.append(f"  regions: {s.n_regions:,}, merged from {info.get('superpixels', 0):,} superpixel pieces "
+                     f"in {info.get('merge_rounds', 0)} round(s)")
+        target = f"{p['n_segments']} segments" if p["n_segments"] else f"coarseness {p['coarseness']:g}"
+        lines.append(f"  parameters: contours, {target}, {p['n_superpixels']} superpixels, compactness "
+                     f"{p['compactness']:g}, blur σ {p['sigma']:g} px")
+        return lines + _summary_tail(result)
     lines.append(f"  regions: {s.n_regions:,}; clusters: {s.n_clusters} of at most {result.params['k_max']}; "
                  f"occupied quantised colours: {info.get('n_colours', '?'):,}")
-    p = result.params
     shown = [f"Q = {p['q']}", f"iterations = {p['iterations']}", f"merge distance = {p['merge_distance']:g}",
              f"{p['connectivity']}-connectivity", f"min size = {p['min_size']} px"]
     if p["bilateral"]:
@@ -197,6 +284,13 @@ def summary(result: ImsegResult) -> list[str]:
     lines.append("  parameters: " + ", ".join(shown))
     if p["min_size"] > 1:
         lines.append(f"  small-region merging: {info.get('merge_rounds', 0)} round(s)")
+    return lines + _summary_tail(result)
+
+
+def _summary_tail(result: ImsegResult) -> list[str]:
+    s = result.seg
+    info = s.info or {}
+    lines = []
     dev = info.get("device", result.device)
     syncs = f"; host synchronisations: {s.syncs}" if dev != "cpu" else ""
     lines.append(f"  device: {dev}{syncs}")
@@ -217,7 +311,8 @@ def summary(result: ImsegResult) -> list[str]:
 
 
 def headline(result: ImsegResult) -> str:
-    return (f"Segmented {result.data.name} into {result.seg.n_regions:,} regions ({result.seg.n_clusters} clusters) "
+    what = "superpixel pieces" if result.params.get("method") == "contours" else "clusters"
+    return (f"Segmented {result.data.name} into {result.seg.n_regions:,} regions ({result.seg.n_clusters} {what}) "
             f"in {fmt_seconds(result.elapsed)} on {result.device}")
 
 

@@ -26,7 +26,8 @@ def test_cli_writes_labels_table_and_picture(tmp_path, capsys):
     src = imseg.samples()[0]
     out = tmp_path / "labels.tif"
     rc = main(["imseg", str(src), "-o", str(out), "--regions", str(tmp_path / "r.csv"), "--vis", "boundaries",
-               "--vis-out", str(tmp_path / "b.png"), "--min-size", "100", "--device", "cpu", "--quiet"])
+               "--vis-out", str(tmp_path / "b.png"), "--method", "kmeans", "--min-size", "100", "--device", "cpu",
+               "--quiet"])
     assert rc == 0
     labels = read_labels(out)
     img = read_image(src)
@@ -59,7 +60,7 @@ def test_cli_bad_input_one_line_no_output(tmp_path, capsys, make, match):
 def test_cli_bad_parameters_and_outputs(tmp_path, capsys):
     src = str(imseg.samples()[0])
     for args, needle in ((["--k-max", "5000000"], "k-max"), (["--connectivity", "6"], "connectivity"),
-                         (["--q", "9"], "q"), (["--bilateral", "1", "--bilateral-window", "4"], "odd"),
+                         (["--q", "9"], "q"), (["--method", "kmeans", "--bilateral", "1", "--bilateral-window", "4"], "odd"),
                          (["-o", str(tmp_path / "x.gif")], ".gif")):
         argv = ["imseg", src, "-o", str(tmp_path / "o.png"), "--device", "cpu", "--quiet", *args]
         if args[0] == "-o":
@@ -76,7 +77,7 @@ def test_png_refuses_more_than_65535_labels(tmp_path):
     img = ((np.indices((300, 300)).sum(0) % 2) * 255).astype(np.uint8)
     write_image(tmp_path / "checker.png", img)
     data = imseg.load(tmp_path / "checker.png")
-    res = imseg.run(data, {"connectivity": 4, "min_size": 0}, device=get_backend("cpu"))
+    res = imseg.run(data, {"method": "kmeans", "connectivity": 4, "min_size": 0}, device=get_backend("cpu"))
     assert res.seg.n_regions == 90000
     from app.io.labels_io import LabelsIOError
 
@@ -109,3 +110,39 @@ def test_demo_writes_everything(tmp_path):
     assert names == ["coffee-boundaries.png", "coffee-labels.png", "coffee-mean.png", "coffee-random.png",
                      "coffee-regions.csv", "coffee-summary.txt"]
     assert "regions:" in (tmp_path / "coffee-summary.txt").read_text()
+
+
+def test_cli_contours_default_and_segments(tmp_path, capsys):
+    """The default method follows contours; --n-segments sets the count, --coarseness the depth."""
+    src = imseg.samples()[0]
+    assert imseg.PARAMS.defaults()["method"] == "contours"
+    out = tmp_path / "l.npy"
+    assert main(["imseg", str(src), "-o", str(out), "--n-segments", "12", "--device", "cpu", "--quiet"]) == 0
+    assert read_labels(out).max() == 12
+    assert "contours, 12 segments" in capsys.readouterr().out
+    assert main(["imseg", str(src), "-o", str(out), "--coarseness", "2", "--device", "cpu", "--quiet"]) == 0
+    fine = read_labels(out).max()
+    assert main(["imseg", str(src), "-o", str(out), "--coarseness", "4", "--device", "cpu", "--quiet"]) == 0
+    assert read_labels(out).max() < fine
+    capsys.readouterr()
+    assert main(["imseg", str(src), "-o", str(out), "--coarseness", "12", "--device", "cpu", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "coarseness" in err[0]
+
+
+def test_stage_cache_reruns_only_the_merge():
+    """Changing the coarseness re-uses the cached colour and superpixel stages."""
+    from app.tools.stages import StageCache
+
+    data = imseg.load(imseg.samples()[0])
+    cpu = get_backend("cpu")
+    cache = StageCache(cap_bytes=1 << 30)
+    p = imseg.PARAMS.validate({})
+    r1, rep1 = imseg.PIPELINE.execute(data, p, device=cpu, cache=cache, scope="t")
+    assert "superpixels" in rep1.ran
+    p2 = imseg.PARAMS.validate({"coarseness": 3.0})
+    r2, rep2 = imseg.PIPELINE.execute(data, p2, device=cpu, cache=cache, scope="t")
+    assert rep2.ran == ["merge", "regions"] and {"colour", "superpixels"} <= set(rep2.reused)
+    full = imseg.run(data, p2, device=cpu)
+    np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
+    assert r2.seg.n_regions > r1.seg.n_regions

@@ -1,0 +1,508 @@
+// Contour-following segmentation (gpu_kernels/imseg/contours.py): CIELAB through lookup
+// tables, a Gaussian blur, the colour gradient, SLIC superpixels, the region adjacency graph
+// with the boundary strength of every pair of adjacent regions, and the hierarchical merging
+// of the graph in one persistent block (the rounds stop on the device).
+//
+// Compiled with --fmad=false: every float and double operation is rounded as the NumPy path
+// rounds it (same operations, same order), and every sum is a sum of integers, so the CPU
+// and the GPU give the same labels.
+#include "imseg_common.cuh"
+
+#define CT_NF 1024         // entries of the f(t) = cbrt(t) table (plus two)
+#define CT_EMPTY 0xFFFFFFFFFFFFFFFFULL
+
+__device__ __forceinline__ float ct_flook(const float* __restrict__ F, float t) {
+    float u = t * (float)CT_NF;
+    u = fminf(fmaxf(u, 0.0f), (float)CT_NF);
+    int i = (int)u;
+    if (i > CT_NF - 1) i = CT_NF - 1;
+    float fr = u - (float)i;
+    return F[i] + fr * (F[i + 1] - F[i]);
+}
+
+// u8 image (C = 1, 3 or 4 channels) -> planar CIELAB (3 n floats)
+extern "C" __global__ void ct_lab(const unsigned char* __restrict__ img, long long n, int C,
+                                  const float* __restrict__ lin, const float* __restrict__ F,
+                                  const float* __restrict__ M, float* __restrict__ lab) {
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    float r, g, b;
+    if (C >= 3) {
+        r = lin[img[p * C]];
+        g = lin[img[p * C + 1]];
+        b = lin[img[p * C + 2]];
+    } else {
+        r = g = b = lin[img[p]];
+    }
+    float x = (r * M[0] + g * M[1]) + b * M[2];
+    float y = (r * M[3] + g * M[4]) + b * M[5];
+    float z = (r * M[6] + g * M[7]) + b * M[8];
+    float fx = ct_flook(F, x), fy = ct_flook(F, y), fz = ct_flook(F, z);
+    lab[p] = 116.0f * fy - 16.0f;
+    lab[n + p] = 500.0f * (fx - fy);
+    lab[2 * n + p] = 200.0f * (fy - fz);
+}
+
+// one separable Gaussian pass over 3 planes; axis 0: along rows (x), 1: along columns (y)
+extern "C" __global__ void ct_blur(const float* __restrict__ src, float* __restrict__ dst, int W, int H,
+                                   const float* __restrict__ wts, int r, int axis) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long n = (long long)W * H;
+    if (idx >= 3 * n) return;
+    int ch = (int)(idx / n);
+    int p = (int)(idx - (long long)ch * n);
+    int y = p / W, x = p - y * W;
+    const float* s = src + (long long)ch * n;
+    float acc = 0.0f;
+    for (int k = 0; k <= 2 * r; ++k) {
+        int q;
+        if (axis == 0) {
+            int xx = imin(imax(x + k - r, 0), W - 1);
+            q = y * W + xx;
+        } else {
+            int yy = imin(imax(y + k - r, 0), H - 1);
+            q = yy * W + x;
+        }
+        acc = acc + wts[k] * s[q];
+    }
+    dst[(long long)ch * n + p] = acc;
+}
+
+// colour gradient magnitude of the smoothed planes; its fixed-point value gq and the
+// fixed-point colour q (16 per CIELAB unit) that the region sums use
+extern "C" __global__ void ct_gradient(const float* __restrict__ sm, int W, int H, float gscale, float gmax,
+                                       int* __restrict__ gq, int* __restrict__ q) {
+    long long pp = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long n = (long long)W * H;
+    if (pp >= n) return;
+    int p = (int)pp;
+    int y = p / W, x = p - y * W;
+    int xp = imin(x + 1, W - 1), xm = imax(x - 1, 0), yp = imin(y + 1, H - 1), ym = imax(y - 1, 0);
+    float g = 0.0f;
+    for (int c = 0; c < 3; ++c) {
+        const float* s = sm + (long long)c * n;
+        float gx = s[y * W + xp] - s[y * W + xm];
+        float gy = s[yp * W + x] - s[ym * W + x];
+        g = g + (gx * gx + gy * gy);
+        q[(long long)c * n + p] = (int)rintf(s[p] * 16.0f);
+    }
+    float G = sqrtf(g);
+    gq[p] = (int)fminf(rintf(G * gscale), gmax);
+}
+
+// ------------------------------------------------------------------ SLIC
+// centres: cc (3 K floats, planar), cy, cx (K floats); cell k = gy * gw + gx
+extern "C" __global__ void ct_slic_init(const float* __restrict__ sm, long long n, int W, int H, int S, int gw,
+                                        int K, float* __restrict__ cc, float* __restrict__ cy,
+                                        float* __restrict__ cx) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= K) return;
+    int gy = k / gw, gx = k - gy * gw;
+    int y = imin(gy * S + S / 2, H - 1), x = imin(gx * S + S / 2, W - 1);
+    cy[k] = (float)y;
+    cx[k] = (float)x;
+    for (int c = 0; c < 3; ++c) cc[c * K + k] = sm[(long long)c * n + (long long)y * W + x];
+}
+
+#define CT_CHUNK 16
+
+__device__ __forceinline__ void ct_flush(int k, int c, long long s0, long long s1, long long s2, long long sy,
+                                         long long sx, int* __restrict__ cnt, long long* __restrict__ sums) {
+    atomicAdd(&cnt[k], c);
+    atomicAdd((unsigned long long*)&sums[5 * k], (unsigned long long)s0);
+    atomicAdd((unsigned long long*)&sums[5 * k + 1], (unsigned long long)s1);
+    atomicAdd((unsigned long long*)&sums[5 * k + 2], (unsigned long long)s2);
+    atomicAdd((unsigned long long*)&sums[5 * k + 3], (unsigned long long)sy);
+    atomicAdd((unsigned long long*)&sums[5 * k + 4], (unsigned long long)sx);
+}
+
+// assign every pixel to the nearest of the 9 centres of its cell's neighbourhood; with acc,
+// add it to that centre's integer sums (count, colour, row, column). A thread takes
+// CT_CHUNK consecutive pixels and adds each run of one centre with one set of atomics.
+extern "C" __global__ void ct_slic_assign(const float* __restrict__ sm, const int* __restrict__ q, int W, int H,
+                                          int S, int gw, int gh, float wxy, const float* __restrict__ cc,
+                                          const float* __restrict__ cy, const float* __restrict__ cx,
+                                          int* __restrict__ lab, int acc, int* __restrict__ cnt,
+                                          long long* __restrict__ sums) {
+    long long n = (long long)W * H;
+    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_CHUNK;
+    if (p0 >= n) return;
+    const int K = gw * gh;
+    int rk = -1, rc = 0;
+    long long r0 = 0, r1 = 0, r2 = 0, ry = 0, rx = 0;
+    for (int j = 0; j < CT_CHUNK; ++j) {
+        long long pp = p0 + j;
+        if (pp >= n) break;
+        int p = (int)pp;
+        int y = p / W, x = p - y * W;
+        int py = y / S, px = x / S;
+        float v0 = sm[p], v1 = sm[n + p], v2 = sm[2 * n + p];
+        float fy = (float)y, fx = (float)x;
+        float best = 0.0f;
+        int bk = -1;
+        for (int dy = -1; dy <= 1; ++dy) {
+            int gy = py + dy;
+            if (gy < 0 || gy >= gh) continue;
+            for (int dx = -1; dx <= 1; ++dx) {
+                int gx = px + dx;
+                if (gx < 0 || gx >= gw) continue;
+                int k = gy * gw + gx;
+                float d0 = v0 - cc[k], d1 = v1 - cc[K + k], d2 = v2 - cc[2 * K + k];
+                float ey = fy - cy[k], ex = fx - cx[k];
+                float D = ((d0 * d0 + d1 * d1) + d2 * d2) + wxy * (ey * ey + ex * ex);
+                if (bk < 0 || D < best) {
+                    best = D;
+                    bk = k;
+                }
+            }
+        }
+        lab[p] = bk;
+        if (acc) {
+            if (bk != rk) {
+                if (rk >= 0) ct_flush(rk, rc, r0, r1, r2, ry, rx, cnt, sums);
+                rk = bk;
+                rc = 0;
+                r0 = r1 = r2 = ry = rx = 0;
+            }
+            rc += 1;
+            r0 += q[p];
+            r1 += q[n + p];
+            r2 += q[2 * n + p];
+            ry += y;
+            rx += x;
+        }
+    }
+    if (acc && rk >= 0) ct_flush(rk, rc, r0, r1, r2, ry, rx, cnt, sums);
+}
+
+// new centres from the sums (a centre with no pixel keeps its place); clears the sums
+extern "C" __global__ void ct_slic_update(int K, int* __restrict__ cnt, long long* __restrict__ sums,
+                                          float* __restrict__ cc, float* __restrict__ cy, float* __restrict__ cx) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= K) return;
+    int c = cnt[k];
+    if (c > 0) {
+        double dc = (double)c;
+        double d16 = dc * 16.0;
+        cc[k] = (float)((double)sums[5 * k] / d16);
+        cc[K + k] = (float)((double)sums[5 * k + 1] / d16);
+        cc[2 * K + k] = (float)((double)sums[5 * k + 2] / d16);
+        cy[k] = (float)((double)sums[5 * k + 3] / dc);
+        cx[k] = (float)((double)sums[5 * k + 4] / dc);
+    }
+    cnt[k] = 0;
+    for (int j = 0; j < 5; ++j) sums[5 * k + j] = 0;
+}
+
+// ------------------------------------------------------------------ region adjacency graph
+__device__ __forceinline__ unsigned int ct_hash(u64 key, int logcap) {
+    return (unsigned int)((key * 0x9E3779B97F4A7C15ULL) >> (64 - logcap));
+}
+
+// add (len, gsum) to the slot of key (open addressing, linear probing); returns the slot
+// when this call created it, else -1
+__device__ __forceinline__ int ct_insert(u64* __restrict__ hkey, int* __restrict__ hlen,
+                                          unsigned long long* __restrict__ hgs, int logcap, u64 key, int len,
+                                          unsigned long long gs) {
+    unsigned int mask = (1u << logcap) - 1u;
+    unsigned int s = ct_hash(key, logcap);
+    while (true) {
+        u64 old = atomicCAS((unsigned long long*)&hkey[s], (unsigned long long)CT_EMPTY, (unsigned long long)key);
+        if (old == CT_EMPTY || old == key) {
+            atomicAdd(&hlen[s], len);
+            atomicAdd(&hgs[s], gs);
+            return old == CT_EMPTY ? (int)s : -1;
+        }
+        s = (s + 1u) & mask;
+    }
+}
+
+// per pixel: its region's area and colour sums; every pair of 4-adjacent pixels of two
+// regions adds one boundary pixel pair (and its two gradient values) to the pair's slot.
+// Regions are 0-based (label - 1). A thread takes CT_CHUNK consecutive pixels and adds each
+// run of one region, and each run of one horizontal or vertical pair, at once.
+extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const int* __restrict__ gq,
+                                         const int* __restrict__ q, int W, int H, long long* __restrict__ area,
+                                         long long* __restrict__ rsum, u64* __restrict__ hkey,
+                                         int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap) {
+    long long n = (long long)W * H;
+    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_CHUNK;
+    if (p0 >= n) return;
+    int rl = -1;
+    long long ra = 0, r0 = 0, r1 = 0, r2 = 0;
+    u64 hk = CT_EMPTY, vk = CT_EMPTY;
+    int hn = 0, vn = 0;
+    unsigned long long hs = 0, vs = 0;
+    for (int j = 0; j < CT_CHUNK; ++j) {
+        long long pp = p0 + j;
+        if (pp >= n) break;
+        int p = (int)pp;
+        int y = p / W, x = p - y * W;
+        int l = labels[p] - 1;
+        if (l != rl) {
+            if (rl >= 0) {
+                atomicAdd((unsigned long long*)&area[rl], (unsigned long long)ra);
+                atomicAdd((unsigned long long*)&rsum[3 * rl], (unsigned long long)r0);
+                atomicAdd((unsigned long long*)&rsum[3 * rl + 1], (unsigned long long)r1);
+                atomicAdd((unsigned long long*)&rsum[3 * rl + 2], (unsigned long long)r2);
+            }
+            rl = l;
+            ra = r0 = r1 = r2 = 0;
+        }
+        ra += 1;
+        r0 += q[p];
+        r1 += q[n + p];
+        r2 += q[2 * n + p];
+        if (x + 1 < W) {
+            int m = labels[p + 1] - 1;
+            if (m != l) {
+                u64 key = ((u64)imin(l, m) << 32) | (u64)imax(l, m);
+                if (key != hk) {
+                    if (hn) ct_insert(hkey, hlen, hgs, logcap, hk, hn, hs);
+                    hk = key;
+                    hn = 0;
+                    hs = 0;
+                }
+                hn += 1;
+                hs += (unsigned long long)(gq[p] + gq[p + 1]);
+            }
+        }
+        if (y + 1 < H) {
+            int m = labels[p + W] - 1;
+            if (m != l) {
+                u64 key = ((u64)imin(l, m) << 32) | (u64)imax(l, m);
+                if (key != vk) {
+                    if (vn) ct_insert(hkey, hlen, hgs, logcap, vk, vn, vs);
+                    vk = key;
+                    vn = 0;
+                    vs = 0;
+                }
+                vn += 1;
+                vs += (unsigned long long)(gq[p] + gq[p + W]);
+            }
+        }
+    }
+    if (rl >= 0) {
+        atomicAdd((unsigned long long*)&area[rl], (unsigned long long)ra);
+        atomicAdd((unsigned long long*)&rsum[3 * rl], (unsigned long long)r0);
+        atomicAdd((unsigned long long*)&rsum[3 * rl + 1], (unsigned long long)r1);
+        atomicAdd((unsigned long long*)&rsum[3 * rl + 2], (unsigned long long)r2);
+    }
+    if (hn) ct_insert(hkey, hlen, hgs, logcap, hk, hn, hs);
+    if (vn) ct_insert(hkey, hlen, hgs, logcap, vk, vn, vs);
+}
+
+// the merge cost of regions a and b (see contours.py: _merge_cost_np); float32 bits
+__device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict__ area,
+                                                     const long long* __restrict__ rsum, int a, int b, int len,
+                                                     unsigned long long gs, double g2, double b0, double inv_norm) {
+    double aA = (double)area[a], aB = (double)area[b];
+    double dd0 = (double)rsum[3 * a] / aA - (double)rsum[3 * b] / aB;
+    double dd1 = (double)rsum[3 * a + 1] / aA - (double)rsum[3 * b + 1] / aB;
+    double dd2 = (double)rsum[3 * a + 2] / aA - (double)rsum[3 * b + 2] / aB;
+    double d2 = ((dd0 * dd0 + dd1 * dd1) + dd2 * dd2) / 256.0;
+    double hm = (aA * aB) / (aA + aB);
+    double ln = (double)len;
+    double bnd = (double)gs / (ln * g2);
+    double t = bnd + b0;
+    double t2 = t * t;
+    double cost = (((hm * d2) / ln) * t2) * inv_norm;
+    return __float_as_uint((float)cost);
+}
+
+// block-wide sum of one int per thread (blockDim.x == 1024)
+__device__ __forceinline__ int ct_block_count(int v, int* sh) {
+    __syncthreads();
+    if (threadIdx.x == 0) *sh = 0;
+    __syncthreads();
+    if (v) atomicAdd(sh, v);
+    __syncthreads();
+    return *sh;
+}
+
+// Hierarchical merging, one block of 1024 threads, all rounds. Each round: the cost of every
+// adjacent pair; every region's cheapest pair (atomicMin of cost bits << 32 | other); the
+// pairs that are each other's cheapest and below thr merge (with a target count, only the
+// cheapest ones that reach it); the lower region absorbs the higher (area and colour sums);
+// the pairs are renamed and aggregated again through the hash table.
+// hkey/hlen/hgs: the table (cleared, capacity 2^logcap) holding the initial pairs.
+// into[r] (out): the region r merged into (r itself for survivors); state[0] = regions left,
+// state[1] = rounds.
+extern "C" __global__ void __launch_bounds__(1024) ct_merge(
+    int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
+    int* __restrict__ ea, int* __restrict__ eb, int* __restrict__ el, unsigned long long* __restrict__ eg,
+    unsigned int* __restrict__ ecost, long long* __restrict__ area, long long* __restrict__ rsum,
+    u64* __restrict__ best, int* __restrict__ into, int target, float thr, double g2, double b0, double inv_norm,
+    int max_rounds, int min_area, int* __restrict__ state) {
+    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK;
+    const int t = threadIdx.x, T = blockDim.x;
+    const int cap = 1 << logcap;
+    for (int r = t; r < R; r += T) {
+        into[r] = r;
+        best[r] = CT_EMPTY;
+    }
+    if (t == 0) {
+        sE = 0;
+        sNew = 0;
+        sCount = R;
+        sRounds = 0;
+        sDone = 0;
+    }
+    __syncthreads();
+    // compact the initial table into the edge list, clearing it
+    for (int s = t; s < cap; s += T) {
+        u64 k = hkey[s];
+        if (k != CT_EMPTY) {
+            int i = atomicAdd(&sE, 1);
+            ea[i] = (int)(k >> 32);
+            eb[i] = (int)(k & 0xffffffffULL);
+            el[i] = hlen[s];
+            eg[i] = hgs[s];
+            hkey[s] = CT_EMPTY;
+            hlen[s] = 0;
+            hgs[s] = 0ULL;
+        }
+    }
+    __syncthreads();
+    while (!sDone) {
+        const int E = sE;
+        if (E == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
+        // 1. costs and every region's cheapest pair
+        for (int e = t; e < E; e += T) {
+            int a = ea[e], b = eb[e];
+            unsigned int bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm);
+            ecost[e] = bits;
+            atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
+            atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));
+        }
+        __syncthreads();
+        // 2. mutual pairs below the threshold (flag: ecost's pair is kept in el's sign)
+        int mine = 0;
+        for (int e = t; e < E; e += T) {
+            int a = ea[e], b = eb[e];
+            unsigned int bits = ecost[e];
+            bool m = (int)(best[a] & 0xffffffffULL) == b && (int)(best[b] & 0xffffffffULL) == a &&
+                     __uint_as_float(bits) < thr;
+            if (m) {
+                el[e] = -el[e] - 1;  // flagged: negative length
+                mine += 1;
+            }
+        }
+        int nm = ct_block_count(mine, &sTmp);
+        bool cleanup = false;
+        if (nm == 0) {
+            // clean-up (coarseness mode): every region smaller than min_area joins its cheapest
+            // neighbour, all at once (min-root union-find over the regions)
+            if (target > 0 || min_area <= 1) break;
+            int sel = 0;
+            for (int e = t; e < E; e += T) {
+                int a = ea[e], b = eb[e];
+                bool la = (int)(best[a] & 0xffffffffULL) == b && area[a] < (long long)min_area;
+                bool lb = (int)(best[b] & 0xffffffffULL) == a && area[b] < (long long)min_area;
+                if (la || lb) {
+                    uf_union(into, a, b);
+                    sel += 1;
+                }
+            }
+            if (ct_block_count(sel, &sTmp) == 0) break;
+            int mv = 0;
+            for (int r = t; r < R; r += T) {
+                if (best[r] == CT_EMPTY) continue;  // merged away earlier
+                int root = uf_find(into, r);
+                if (root != r) {
+                    atomicAdd((unsigned long long*)&area[root], (unsigned long long)area[r]);
+                    for (int c = 0; c < 3; ++c)
+                        atomicAdd((unsigned long long*)&rsum[3 * root + c], (unsigned long long)rsum[3 * r + c]);
+                    into[r] = root;
+                    mv += 1;
+                }
+                best[r] = CT_EMPTY;
+            }
+            nm = ct_block_count(mv, &sTmp);
+            cleanup = true;
+        }
+        if (!cleanup) {
+        // 3. a target count: keep only the k cheapest (cost bits, lower region) mutual pairs
+        if (target > 0 && sCount - nm < target) {
+            const int k = sCount - target;
+            u64 lo = 0ULL, hi = CT_EMPTY;
+            while (lo < hi) {
+                u64 mid = lo + (hi - lo) / 2ULL;
+                int c = 0;
+                for (int e = t; e < E; e += T)
+                    if (el[e] < 0 && ((((u64)ecost[e]) << 32) | (u64)ea[e]) <= mid) c += 1;
+                int tot = ct_block_count(c, &sTmp);
+                if (tot >= k) hi = mid;
+                else lo = mid + 1ULL;
+            }
+            for (int e = t; e < E; e += T)
+                if (el[e] < 0 && ((((u64)ecost[e]) << 32) | (u64)ea[e]) > lo) el[e] = -el[e] - 1;
+            if (t == 0) sK = k;
+            __syncthreads();
+            nm = sK;
+        }
+        // 4. merge: the lower region absorbs the higher
+        for (int e = t; e < E; e += T) {
+            if (el[e] < 0) {
+                int a = ea[e], b = eb[e];
+                into[b] = a;
+                area[a] += area[b];
+                for (int c = 0; c < 3; ++c) rsum[3 * a + c] += rsum[3 * b + c];
+            }
+        }
+        __syncthreads();
+        }
+        __syncthreads();
+        // 5. rename the pairs and aggregate them again
+        for (int e = t; e < E; e += T) {
+            int len = el[e];
+            if (len < 0) continue;
+            int a = ea[e], b = eb[e];
+            if (!cleanup) {
+                best[a] = CT_EMPTY;
+                best[b] = CT_EMPTY;
+            }
+            a = into[a];
+            b = into[b];
+            if (a == b) continue;
+            int lo = imin(a, b), hi2 = imax(a, b);
+            int slot = ct_insert(hkey, hlen, hgs, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e]);
+            if (slot >= 0) ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
+        }
+        for (int e = t; e < E; e += T) {
+            if (el[e] < 0) {
+                best[ea[e]] = CT_EMPTY;
+                best[eb[e]] = CT_EMPTY;
+            }
+        }
+        __syncthreads();
+        if (t == 0) {
+            sE = sNew;
+            sNew = 0;
+            sCount -= nm;
+            sRounds += 1;
+        }
+        __syncthreads();
+        const int E2 = sE;
+        for (int i = t; i < E2; i += T) {
+            const int s = (int)ecost[i];
+            u64 k = hkey[s];
+            ea[i] = (int)(k >> 32);
+            eb[i] = (int)(k & 0xffffffffULL);
+            el[i] = hlen[s];
+            eg[i] = hgs[s];
+            hkey[s] = CT_EMPTY;
+            hlen[s] = 0;
+            hgs[s] = 0ULL;
+        }
+        __syncthreads();
+    }
+    __syncthreads();
+    if (t == 0) {
+        state[0] = sCount;
+        state[1] = sRounds;
+    }
+}
+
+// into[] -> a union-find forest (into[r] <= r) that relabel_device numbers: nothing to do
+// but follow the chains, which flatten_count does.

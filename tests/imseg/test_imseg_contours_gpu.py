@@ -1,0 +1,69 @@
+"""The contour-following segmentation on a GPU (CuPy) against its CPU path: the same labels,
+stage by stage and end to end. Run with ``pytest -m gpu`` on a GPU host."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from skimage import data, transform
+
+from gpu_kernels.imseg import contours as C
+from gpu_kernels.imseg.contours import segment_contours
+
+pytestmark = pytest.mark.gpu
+
+
+def natural(h, w, src=None):
+    src = data.astronaut() if src is None else src
+    img = transform.resize(src, (h, w), anti_aliasing=True, preserve_range=True)
+    return np.clip(np.round(img), 0, 255).astype(np.uint8)
+
+
+def _same(img, **kw):
+    g = segment_contours(img, device="cuda", **kw)
+    c = segment_contours(img, device="cpu", **kw)
+    np.testing.assert_array_equal(g.clusters, c.clusters)  # superpixel components
+    np.testing.assert_array_equal(g.labels, c.labels)
+    assert g.n_regions == c.n_regions and g.info["merge_rounds"] == c.info["merge_rounds"]
+    return g, c
+
+
+@pytest.mark.parametrize("shape", [(321, 481), (481, 321), (257, 300), (1080, 1920)])
+def test_labels_equal_cpu_natural(shape):
+    g, c = _same(natural(*shape, data.coffee() if shape[0] > 400 else None))
+    assert 2 <= g.n_regions < 2000
+    assert g.syncs == 2
+    for k in ("area", "bbox", "label"):
+        np.testing.assert_array_equal(g.features[k], c.features[k])
+    np.testing.assert_allclose(g.features["centroid"], c.features["centroid"], rtol=1e-9)
+    np.testing.assert_allclose(g.features["intensity_mean"], c.features["intensity_mean"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(n_segments=12), dict(n_segments=1), dict(coarseness=2.0),
+                                dict(coarseness=5.0, n_superpixels=200, compactness=20.0, sigma=2.0)])
+def test_labels_equal_cpu_parameters(kw):
+    g, _ = _same(natural(240, 320), **kw)
+    if "n_segments" in kw:
+        assert g.n_regions == kw["n_segments"]
+
+
+def test_labels_equal_cpu_dtypes():
+    img = natural(200, 260)
+    grey = img[..., 0]
+    rgba = np.dstack([img, np.full(img.shape[:2], 255, np.uint8)])
+    u16 = img.astype(np.uint16) * 257
+    fl = img.astype(np.float32) / 255
+    for a in (grey, rgba, u16, fl):
+        _same(a)
+
+
+def test_stage_functions_match_cpu():
+    img = natural(200, 300)
+    lg, gg = C.colour_gradient(img, device="cuda")
+    lc, gc = C.colour_gradient(img, device="cpu")
+    np.testing.assert_array_equal(lg, lc)
+    np.testing.assert_array_equal(gg, gc)
+    sg, rg = C.superpixels(img, device="cuda")
+    sc, rc = C.superpixels(img, device="cpu")
+    assert rg == rc
+    np.testing.assert_array_equal(sg, sc)
