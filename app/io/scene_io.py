@@ -646,6 +646,8 @@ def read_scene(path: str | os.PathLike, *, image_dir=None, mask_dir=None,
     p = pathlib.Path(path)
     if not p.exists():
         raise SceneReadError(f"no such scene: {p}")
+    # a FIFO or a device: refused unopened, as by every reader
+    check_input_file(p, error=SceneReadError, what="a scene", allow_dir=True, label=str(p))
     if p.is_file():
         if p.name in ("cameras.txt", "images.txt", "cameras.bin", "images.bin", "points3D.txt", "points3D.bin"):
             return read_colmap(p.parent, image_dir=image_dir, mask_dir=mask_dir, progress=progress)

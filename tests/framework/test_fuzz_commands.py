@@ -112,6 +112,14 @@ def test_command_families(command, command_results):
                               f"stderr: {r['stderr'][-300:]!r}" for r in bad)
 
 
+def test_fifo_messages_say_fifo(command_results):
+    """A FIFO is refused unopened, and the message says what it is (not "not a par file")."""
+    fifo = [r for r in command_results.values() if r["family"] == "fifo"]
+    assert fifo
+    vague = {r["command"]: r["stderr"] for r in fifo if "FIFO" not in r["stderr"]}
+    assert not vague, vague
+
+
 def test_every_family_is_exercised(command_results):
     seen = {r["family"] for r in command_results.values()}
     want = set(fc.FAMILIES) - {"sigint", "sigkill"}
