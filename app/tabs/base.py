@@ -35,6 +35,7 @@ window through :class:`TabHost`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -74,7 +75,7 @@ from ..ui.view3d import View3D
 from ..ui.widgets import balance_splitter, fit_scroll_width
 from ..ui.worker import JobRunner
 
-__all__ = ["ToolTab", "TabHost", "StandaloneHost", "LIVE_DEBOUNCE_MS", "SLOW_RUN_S"]
+__all__ = ["ToolTab", "TabHost", "StandaloneHost", "PendingJob", "LIVE_DEBOUNCE_MS", "SLOW_RUN_S"]
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,31 @@ class StandaloneHost:
         pass
 
 
+@dataclass
+class PendingJob:
+    """What the tab's runner is doing: loading ``path`` (``how``: a file opened, or an ``extra``
+    input such as a second frame), or running request number ``request`` with ``params`` on
+    ``device`` for the input of ``token``."""
+
+    kind: str                       # "load" | "run"
+    path: Path | None = None
+    how: str = "open"
+    token: int = 0
+    params: dict = field(default_factory=dict)
+    device: str | None = None
+    request: int = 0
+
+    @classmethod
+    def of(cls, job) -> PendingJob | None:
+        """A PendingJob from one (or from the old tuples: ``("load", path[, how])``,
+        ``("run", token, params, device[, request])``)."""
+        if job is None or isinstance(job, PendingJob):
+            return job
+        if job[0] == "load":
+            return cls("load", Path(job[1]), job[2] if len(job) > 2 else "open")
+        return cls("run", token=job[1], params=dict(job[2]), device=job[3], request=job[4] if len(job) > 4 else 0)
+
+
 class ToolTab(QWidget):
     """One tool of the window (see the module docstring).
 
@@ -152,7 +178,7 @@ class ToolTab(QWidget):
         self.result: Any = None
         self.setting_widgets: dict[str, QWidget] = {}  # the tab's own widgets to remember
         self._token = 0
-        self._job: tuple | None = None  # ("load", path) or ("run", token, params, device)
+        self._pending_job: PendingJob | None = None
         self._last_error: BaseException | None = None
         self._run_after_load = False
         # live tuning: the stage cache, the newest request, what is shown, history, pin
@@ -214,6 +240,16 @@ class ToolTab(QWidget):
             sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             sc.activated.connect(fn)
         self._update_enabled()
+
+    @property
+    def _job(self) -> PendingJob | None:
+        """The job the runner is doing (:class:`PendingJob`); a tab may set it to a PendingJob
+        (or to the old tuple forms)."""
+        return self._pending_job
+
+    @_job.setter
+    def _job(self, job) -> None:
+        self._pending_job = PendingJob.of(job)
 
     # ------------------------------------------------------------------ what a tab implements
     def build_view(self) -> QWidget:
@@ -486,7 +522,7 @@ class ToolTab(QWidget):
         if self.runner.is_running():
             self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
             return False
-        self._job = ("load", self.input_path or Path(self.tool.key), "extra")
+        self._job = PendingJob("load", self.input_path or Path(self.tool.key), "extra")
         self._run_after_load = run_after
         self.runner.start(Job(fn, (), what=what, uses_device=False))
         return True
@@ -515,7 +551,7 @@ class ToolTab(QWidget):
         if not path.exists():
             self.host.show_error("Cannot open file", f"No such file: {path}")
             return False
-        self._job = ("load", path, "open")
+        self._job = PendingJob("load", path, "open")
         self.runner.start(Job(self.load_input, (path,), what=f"Opening {path.name}", uses_device=False))
         return True
 
@@ -525,7 +561,7 @@ class ToolTab(QWidget):
         return self.tool.load(path, progress=progress)
 
     def is_loading(self) -> bool:
-        return self.runner.is_running() and self._job is not None and self._job[0] == "load"
+        return self.runner.is_running() and self._job is not None and self._job.kind == "load"
 
     def _loaded(self, path: Path, data, how: str = "open") -> None:
         self.data = data
@@ -600,7 +636,7 @@ class ToolTab(QWidget):
             if choice == "apply":
                 params[advice.parameter] = advice.max_size
         self._request += 1
-        self._job = ("run", self._token, params, spec, self._request)
+        self._job = PendingJob("run", token=self._token, params=params, device=spec, request=self._request)
         self.runner.start(run_staged_job(self.tool, self.data, params, cache=self.cache, scope=self.settings_key,
                                          input_key=self._input_key, token=self._token), device=spec)
         return True
@@ -641,19 +677,19 @@ class ToolTab(QWidget):
         job, self._job = self._job, None
         if job is None:
             return
-        if job[0] == "load":
-            self._loaded(job[1], res, job[2] if len(job) > 2 else "open")
+        if job.kind == "load":
+            self._loaded(job.path, res, job.how)
             return
-        if job[1] != self._token:
+        if job.token != self._token:
             log.info("%s: dropped a result for an input that is no longer shown", self.title)
             self._after_job()
             return
         res, report = res if isinstance(res, tuple) and len(res) == 2 else (res, None)
-        if self._pending_live or (len(job) > 4 and job[4] != self._request):
+        if self._pending_live or (job.request and job.request != self._request):
             log.info("%s: dropped a result superseded by a newer request", self.title)
             self._after_job()
             return
-        self._show_new_result(res, job[2], report)
+        self._show_new_result(res, job.params, report)
         self._after_job()
 
     def _show_new_result(self, res, params: dict, report=None) -> None:
@@ -703,17 +739,17 @@ class ToolTab(QWidget):
         if self._pending_live:  # a newer request is waiting: this failure is stale
             self._after_job()
             return
-        if (job is not None and job[0] == "run" and isinstance(exc, TooLargeError) and exc.max_size > 0
+        if (job is not None and job.kind == "run" and isinstance(exc, TooLargeError) and exc.max_size > 0
                 and exc.parameter in self.tool.params):
             if self.ask_too_large(exc):
                 overrides = {exc.parameter: exc.suggested_size}
-                QTimer.singleShot(0, self, lambda: self.run(device=job[3], overrides=overrides))
+                QTimer.singleShot(0, self, lambda: self.run(device=job.device, overrides=overrides))
             else:
                 self._set_status(f"Not run: {exc.user_message}")
             return
-        if job is not None and job[0] == "load":
+        if job is not None and job.kind == "load":
             title = "Cannot open file"
-            self._set_status(f"Could not open {job[1].name}; {'the previous input is kept' if self.data is not None else 'nothing is loaded'}.")
+            self._set_status(f"Could not open {job.path.name}; {'the previous input is kept' if self.data is not None else 'nothing is loaded'}.")
         else:
             title = f"{self.title} failed"
             self._set_status(f"{self.title} failed: {summary.splitlines()[0]}")
@@ -725,7 +761,7 @@ class ToolTab(QWidget):
         if self._pending_live:  # superseded by a newer edit, not cancelled by the user
             self._after_job()
             return
-        self._set_status("Cancelled; the previous result is kept." if job and job[0] == "run" else "Cancelled.")
+        self._set_status("Cancelled; the previous result is kept." if job and job.kind == "run" else "Cancelled.")
 
     # ------------------------------------------------------------------ live tuning
     def _read_live_settings(self) -> None:
@@ -808,11 +844,11 @@ class ToolTab(QWidget):
         if self.data is None or not self.live_enabled() and not self._restoring_run:
             return
         if self.runner.is_running():
-            if self._job is not None and self._job[0] == "load":
+            if self._job is not None and self._job.kind == "load":
                 return
             now = self._try_params()
-            if (self._job is not None and self._job[0] == "run" and now is not None
-                    and all(self._job[2].get(n) == now[n] for n in self.tool.params.compute_names())):
+            if (self._job is not None and self._job.kind == "run" and now is not None
+                    and all(self._job.params.get(n) == now[n] for n in self.tool.params.compute_names())):
                 return  # the run in flight is already for these parameters
             self._pending_live = True
             self.runner.cancel()
