@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import app.cli as cli_module
 import app.commands
 import app.commands.demo as demo_cmd
 from app.cli import main
