@@ -173,3 +173,22 @@ def test_nothing_is_cut_off_with_a_pinned_result(window, qapp, key):
     finally:
         tab.unpin()
         _settle(qapp)
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("key", TAB_KEYS)
+def test_opening_advanced_cuts_nothing(window, qapp, key):
+    """The left panel follows its content: the Advanced section's longer labels widen it."""
+    tab = next(t for t in window.tabs if t.settings_key == key)
+    window.resize(*SIZES[0])
+    window.tab_widget.setCurrentWidget(tab)
+    button = getattr(tab.form, "advanced_button", None)
+    assert button is not None, f"{tab.title} has no Advanced section"
+    button.setChecked(True)
+    try:
+        _settle(qapp, 300)
+        bad = clipped_controls(window)
+        assert not bad, f"{tab.title}, Advanced open:\n" + "\n".join(bad)
+    finally:
+        button.setChecked(False)
+        _settle(qapp)
