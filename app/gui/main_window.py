@@ -124,7 +124,7 @@ class MainWindow(QMainWindow):
         self.device_label.setObjectName("device-label")
         self.stage_label = QLabel("Ready")
         self.stage_label.setObjectName("stage-label")
-        self.stage_label.setMinimumWidth(260)
+        self.stage_label.setMinimumWidth(120)  # leaves the tab's status line room at 1280 px
         self.progress_bar = QProgressBar()
         self.progress_bar.setObjectName("job-progress")
         self.progress_bar.setRange(0, 1000)
