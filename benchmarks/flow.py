@@ -13,7 +13,19 @@ Sections (each printed as a markdown table and saved with ``--out``):
    pipeline captured in a CUDA graph and replayed), peak device memory, pairs per second;
 4. hardware: device-to-device copy bandwidth, and the TV-L1 / LK iterations' achieved
    bandwidth at 1080p against it;
-5. ``--sweep``: a small grid over the default method's parameters (accuracy and 1080p time).
+5. ``--sweep``: a small grid over the old refinement's parameters (accuracy and 1080p time).
+
+Issue 25 (the large-motion default, ``search``):
+
+* ``--accuracy``: AEE per pair and time of every method on the shared pairs (FlyingChairs 0-5 +
+  the Middlebury four) and on our own large-motion set (``load_large``: 48-200 px warps and
+  moving objects), with the mean and the worst pair as ratios to DIS medium; DIS ultrafast /
+  fast / medium, Farneback, OpenCV-contrib DeepFlow / PCAFlow / SparseToDense / RLOF (where
+  ``cv2.optflow`` exists; its 69 MB wheel does not fit the GPU host's carry), cuCIM TV-L1 (GPU);
+  the quality map's AUSE against forward-backward on FlyingChairs, Middlebury and the large set;
+  on a GPU, the 1080p time of the default against DIS on the host's cores.
+* ``--search-sweep``: a grid of the default's parameters scored on both sets at once (ratios
+  to DIS medium), the best timed at 1080p.
 
 A peer that is not installed prints "n/a (not installed)". Only numpy, scipy, opencv,
 scikit-image and (for the GPU) cupy are needed; cuCIM comes from a carried wheel.
@@ -22,6 +34,8 @@ Usage::
 
     python benchmarks/flow.py --data ../shared/data --out benchmarks/results/flow_h100
     python benchmarks/flow.py --quick            # fewer repeats, no CPU peers at 1080p
+    python benchmarks/flow.py --accuracy --no-slow-peers --out benchmarks/results/flow_search_h100
+    python benchmarks/flow.py --accuracy --device cpu --no-slow-peers     # the CPU path, contrib peers
 """
 
 from __future__ import annotations
