@@ -143,3 +143,33 @@ def test_mask_zero_outside():
     r = optical_flow(img, img2, method="search", mask=mask, device="cpu")
     assert np.all(r.u[~mask] == 0) and np.all(r.quality[~mask] == 0)
     assert abs(float(np.median(r.u[30:70, 30:90])) - 3.0) < 0.2
+
+
+def test_quality_map_flags_occlusions():
+    """A textured object moving 40 px over a background moving 4 px: the background the object
+    covers in the second frame has no match, and the quality map says so."""
+    rng = np.random.default_rng(7)
+    from scipy import ndimage
+
+    H, W = 160, 224
+    bg = ndimage.gaussian_filter(rng.random((H + 8, W + 8)), 1.5).astype(np.float32)
+    bg = (bg - bg.min()) / (bg.max() - bg.min())
+    obj = natural_image("astronaut", (48, 56))
+    img1 = bg[4:4 + H, 4:4 + W].copy()
+    img2 = bg[4:4 + H, 0:W].copy()                   # background moves +4 px along x
+    y0, x0, dx = 56, 40, 40
+    img1[y0:y0 + 48, x0:x0 + 56] = obj
+    img2[y0:y0 + 48, x0 + dx:x0 + dx + 56] = obj
+    r = optical_flow(img1, img2, device="cpu")
+    covered = np.zeros((H, W), bool)                  # background of frame 1 hidden in frame 2
+    covered[y0:y0 + 48, x0 + dx - 4:x0 + dx + 52] = True
+    covered[y0:y0 + 48, x0:x0 + 56] = False
+    visible = np.zeros((H, W), bool)
+    visible[16:-16, 16:-16] = True
+    visible[y0 - 8:y0 + 56, x0 - 8:x0 + dx + 64] = False
+    obj_px = np.zeros((H, W), bool)
+    obj_px[y0 + 4:y0 + 44, x0 + 4:x0 + 52] = True
+    assert abs(float(np.median(r.u[obj_px])) - dx) < 0.5      # the object's 40 px is found
+    assert abs(float(np.median(r.u[visible])) - 4) < 0.2
+    assert r.quality[covered].mean() < 0.5 * r.quality[visible].mean(), (r.quality[covered].mean(),
+                                                                          r.quality[visible].mean())
