@@ -170,13 +170,14 @@ desktop-check: desktop-deps
 wheel-check: $(STAMP_DEV) desktop-check
 	WHEEL_CHECK_COMPARE=$${WHEEL_CHECK_COMPARE:-1} packaging/wheel_check.sh $(PY) $(WHEEL_DEPS)
 
-$(PACKAGE_VENV)/.stamp: pyproject.toml setup.py $(wildcard app/*.py)
+$(PACKAGE_VENV)/.stamp: pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
 	  { echo "gpulab needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) --version 2>&1)"; exit 1; }
 	@test -x $(PACKAGE_VENV)/bin/python || $(PYTHON) -m venv $(PACKAGE_VENV)
 	@echo "Installing gpulab[medical,batch$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))] and PyInstaller into $(PACKAGE_VENV)"
 	@$(PACKAGE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --progress-bar off \
 	  "pyinstaller>=6.10" ".[medical,batch$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]" \
+	  $(if $(filter none,$(CUDA_EXTRA)),,"cupy-$(CUDA_EXTRA)x[ctk]") \
 	  > $(PACKAGE_VENV)/pip-install.log 2>&1 || { tail -30 $(PACKAGE_VENV)/pip-install.log; exit 1; }
 	@touch $@
 
