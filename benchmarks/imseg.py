@@ -751,6 +751,7 @@ def main(argv=None):
     ap.add_argument("--train", action="store_true", help="with --quality: also the training images (bsds/train)")
     ap.add_argument("--train-limit", type=int, default=0, help="use every k-th training image, N in all")
     ap.add_argument("--workers", type=int, default=1, help="processes for the quality runs")
+    ap.add_argument("--train-peers", default="", help="peers run on the training images (default: all)")
     ap.add_argument("--params", default="{}", help="JSON dict of parameters; \"method\": \"contours\" (the default, "
                     "segment_contours) or \"kmeans\" (the paper's pipeline, segment_image)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
@@ -848,7 +849,8 @@ def main(argv=None):
                     titems = list(bsds_items(train_root))
                     if args.train_limit:
                         titems = titems[::max(1, len(titems) // args.train_limit)][:args.train_limit]
-                    tres = bench_quality(titems, params, peers, matched=False, workers=args.workers)
+                    tpeers = tuple(args.train_peers.split(",")) if args.train_peers else peers
+                    tres = bench_quality(titems, params, tpeers, matched=False, workers=args.workers)
                     payload["quality_bsds_train"] = tres
                     best = best_points(tres)
                     payload["best_points"] = best
@@ -857,7 +859,10 @@ def main(argv=None):
                     for name in best.values():
                         rows[f"{name}, best on train"] = (res[name], tres[name])
                     for name in ("felzenszwalb (scale 500)", "felzenszwalb (scale 100)"):
-                        rows.setdefault(name, (res[name], tres[name]))
+                        rows.setdefault(name, (res[name], tres.get(name)))
+                    for name in res:
+                        if name not in rows and "matched" not in name and name not in best.values():
+                            rows[name] = (res[name], tres.get(name))
                     for name in res:
                         if "matched" in name:
                             rows[name] = (res[name], None)

@@ -57,7 +57,7 @@ PARAMS = ParamSet([
           metavar="{contours,kmeans}"),
     Param("coarseness", float, _ct.DEFAULT_COARSENESS, "Coarseness",
           "How far the merging goes: regions merge while the cheapest merge costs less than 10^coarseness. "
-          "Larger: fewer, larger segments (3.4: about 30 on a 481 x 321 photograph).",
+          "Larger: fewer, larger segments (the default 3.2: about 28 on a 481 x 321 photograph).",
           minimum=_ct.MIN_COARSENESS, maximum=_ct.MAX_COARSENESS, step=0.1, decimals=2, metavar="C",
           used_when=lambda v: _contours(v) and not v["n_segments"]),
     Param("n_segments", int, _ct.DEFAULT_N_SEGMENTS, "Segments",

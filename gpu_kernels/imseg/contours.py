@@ -89,7 +89,7 @@ __all__ = [
 
 #: coarseness 0..10: the merge threshold is 10^coarseness (cost units above); chosen on the
 #: 200 BSDS500 training images (benchmarks/results/imseg_contours.md)
-DEFAULT_COARSENESS = 3.4
+DEFAULT_COARSENESS = 3.2
 MIN_COARSENESS, MAX_COARSENESS = 0.0, 10.0
 #: 0: the number of segments follows from the coarseness
 DEFAULT_N_SEGMENTS = 0
