@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpu_kernels.backend import get_backend
+from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.imseg import color as _color
 from gpu_kernels.imseg import features as _feat
@@ -40,8 +40,9 @@ from gpu_kernels.imseg._util import (
     StageTimer,
     SyncCounter,
     activated,
+    allow_sync,
     as_image,
-    download,
+    is_cupy,
 )
 from gpu_kernels.jobs import as_progress
 
@@ -323,11 +324,17 @@ def _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_st
         progress.update(0.7, "region features")
         feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
     timer.mark("features")
-    host = download(be, {"__labels": labels_d, "__clusters": clusters, "__centres": centres, **feats_d})
-    labels = host.pop("__labels").reshape(h, w)
-    clusters_h = host.pop("__clusters").reshape(h, w)
-    centres_h = host.pop("__centres")[:k].copy()
-    feats = host
+    if is_cupy(be):
+        with allow_sync():
+            labels = labels_d.get().reshape(h, w)
+            clusters_h = clusters.get().reshape(h, w)
+            centres_h = centres.get()[:k]
+            feats = {key: v.get() for key, v in feats_d.items()}
+    else:
+        labels = asnumpy(labels_d).reshape(h, w).copy()
+        clusters_h = asnumpy(clusters).reshape(h, w).copy()
+        centres_h = asnumpy(centres)[:k].copy()
+        feats = {key: np.array(asnumpy(v)) for key, v in feats_d.items()}
     timer.mark("download")
     timings = timer.result()
     progress.update(1.0, "done")
