@@ -56,6 +56,8 @@ def main(out: Path) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for w, h in SIZES:
             win.resize(w, h)
+            # the larger one also shows the quality overlay (occlusions blue, failures red) and its key
+            flow.quality_overlay.setChecked((w, h) == SIZES[-1])
             for tab in win.tabs:
                 win.tab_widget.setCurrentWidget(tab)
                 pump(1.5)
