@@ -20,6 +20,9 @@ from .lucas_kanade import DEFAULT_WINDOW as _WINDOW
 from .refine import DEFAULT_LAMBDA as _LAMBDA
 from .refine import DEFAULT_MEDIAN as _MEDIAN
 from .refine import DEFAULT_SEED as _SEED
+from .search import DEFAULT_FINEST_PATCH_LEVEL as _SEARCH_LEVEL
+from .search import DEFAULT_MAX_PIXELS as _MAX_PIXELS
+from .search import DEFAULT_PATCH as _PATCH
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "optical_flow", "compute_flow", "backward_flow"]
 
@@ -66,7 +69,7 @@ def backward_flow(img1, img2, **kw) -> FlowResult:
 def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None = None, block: int = _BLOCK,
                  radius: int = _RADIUS, window: int = _WINDOW, iters: int | None = None, seed: str = _SEED,
                  warps: int | None = None, lam: float = _LAMBDA, median: int = _MEDIAN, tile_size: int | None = None,
-                 patch: int | None = None, search_level: int | None = None, max_pixels: int | None = None,
+                 patch: int = _PATCH, search_level: int = _SEARCH_LEVEL, max_pixels: int = _MAX_PIXELS,
                  mask=None, device=None, progress=None) -> FlowResult:
     """Every method behind one signature with explicit keywords (what the tool layer calls).
 
