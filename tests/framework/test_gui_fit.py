@@ -24,6 +24,9 @@ from PySide6.QtWidgets import (  # noqa: E402
     QWidget,
 )
 
+#: every tool runs once on its sample for the module (about 40 s on 2 CPU cores)
+pytestmark = pytest.mark.slow
+
 SIZES = [(1280, 800), (1920, 1080)]
 
 

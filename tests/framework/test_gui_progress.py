@@ -83,6 +83,7 @@ def test_the_expensive_stage_gets_most_of_the_bar(tool_key):
     assert w[0] / sum(w) >= 0.93, [(s.name, s.weight) for s in stages]
 
 
+@pytest.mark.slow
 def test_mvs_seeding_and_growing_move_the_bar(tmp_path):
     """MVS sat at 10 % through seeding and view selection, and jumped at the end of each view."""
     from app.tools import mvs
@@ -121,6 +122,7 @@ def test_the_tab_shows_elapsed_time_and_an_estimate(qtbot, open_tab, tmp_path):
     assert tab.stage_label.text() == ""
 
 
+@pytest.mark.slow
 def test_mesh_working_resolution_path_never_asks_to_go_back(monkeypatch):
     """Mesh went back from 90 % to 80 %: the coarse clustering filled the bar to 95 %, then
     the full-resolution re-cut reported from 80 %. The kernel's own requests are checked
