@@ -17,8 +17,7 @@ import errno
 import os
 import re
 
-from gpu_kernels.backend import BackendError
-from gpu_kernels.errors import GpulabError, InputError, TooLargeError
+from gpu_kernels.errors import BackendError, GpulabError, InputError, TooLargeError
 
 __all__ = ["UserError", "InputError", "TooLargeError", "classify", "is_user_error", "user_message",
            "one_line", "is_out_of_memory", "out_of_memory_message", "disk_error_message", "in_context"]

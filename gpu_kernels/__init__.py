@@ -12,9 +12,13 @@ try:  # the distribution's version (pyproject.toml), the same one app.__version_
 except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
     __version__ = "0+unknown"
 
-from gpu_kernels.backend import BackendError, get_backend  # noqa: E402
-from gpu_kernels.errors import GpulabError, InputError, TooLargeError  # noqa: E402
+from gpu_kernels.errors import BackendError, GpulabError, InputError, TooLargeError  # noqa: E402
 from gpu_kernels.jobs import Cancelled, LaunchTracker, Progress, as_progress  # noqa: E402
+from gpu_kernels.lazy import lazy_exports as _lazy_exports  # noqa: E402
+
+# the backend imports NumPy: loaded on first use, so that ``gpu_kernels.jobs`` and
+# ``gpu_kernels.errors`` stay light (start-up, issue 18 case 19)
+__getattr__, __dir__ = _lazy_exports(__name__, {"get_backend": "backend", "backend": "backend"})
 
 __all__ = ["BackendError", "Cancelled", "GpulabError", "InputError", "LaunchTracker", "Progress",
            "TooLargeError", "as_progress", "get_backend", "__version__"]

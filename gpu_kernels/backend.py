@@ -52,11 +52,8 @@ __all__ = [
     "set_max_dynamic_smem",
 ]
 
-ENV_VAR = "GPULAB_DEVICE"
-
-
-class BackendError(RuntimeError):
-    """The requested compute device cannot be used. The message is one clear line."""
+from gpu_kernels.env import ENV_VAR  # noqa: E402 - light, for the CLI's help
+from gpu_kernels.errors import BackendError  # noqa: E402 - defined there, so that classifying errors needs no NumPy
 
 
 # --------------------------------------------------------------------------- cupy probe

@@ -29,7 +29,12 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["GpulabError", "InputError", "TooLargeError", "round_down"]
+__all__ = ["GpulabError", "InputError", "TooLargeError", "BackendError", "round_down"]
+
+
+class BackendError(RuntimeError):
+    """The requested compute device cannot be used. The message is one clear line.
+    (:mod:`gpu_kernels.backend` raises it and exports it under its own name too.)"""
 
 
 class GpulabError(Exception):

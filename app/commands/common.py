@@ -17,15 +17,19 @@ import textwrap
 import threading
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from gpu_kernels.backend import ENV_VAR, Backend, get_backend
+from gpu_kernels.env import ENV_VAR
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import Progress
+from gpu_kernels.lazy import lazy_module
 
 from ..errors import UserError
 from ..io.atomic import OutputPathError, check_output_file
 from ..tools.base import Export, Tool
+
+if TYPE_CHECKING:
+    from gpu_kernels.backend import Backend
 
 __all__ = [
     "ToolCommand",
@@ -98,7 +102,7 @@ def select_device(args: argparse.Namespace) -> Backend:
     The backend is passed to the tool explicitly; the process default is left alone.
     """
     spec = getattr(args, "device", None) or getattr(args, "global_device", None)
-    be = get_backend(spec)
+    be = lazy_module("gpu_kernels.backend").get_backend(spec)
     log.info("compute device: %s", be.label)
     return be
 

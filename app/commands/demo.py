@@ -13,14 +13,20 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gpu_kernels.backend import Backend, device_report
 from gpu_kernels.jobs import Cancelled, Progress
+from gpu_kernels.lazy import lazy_module
 
 from ..errors import UserError, classify
 from ..io.atomic import OutputPathError, atomic_write, check_output_dir, marker_names, write_output_marker
 from ..tools import TOOLS
 from .common import add_device_arg, cli_progress, end_progress_line, select_device
+
+if TYPE_CHECKING:
+    from gpu_kernels.backend import Backend
+
+_backend = lazy_module("gpu_kernels.backend")  # NumPy on first use (start-up)
 
 __all__ = ["register", "run", "run_demos"]
 
@@ -64,7 +70,7 @@ def run_demos(out_dir: Path, progress: Progress, *, device: Backend, only: list[
         write_output_marker(out_dir, (marker_names(out_dir) or set()) | {"device_report.txt"}
                             | {t.key for t in tools})
         with atomic_write(report, "w") as f:
-            f.write(device_report(device) + "\n")
+            f.write(_backend.device_report(device) + "\n")
     except BaseException:
         if created:   # made by this run and holding nothing yet (a full disk): leave nothing behind
             shutil.rmtree(out_dir, ignore_errors=True)

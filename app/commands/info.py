@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpu_kernels.backend import device_report
+from gpu_kernels.lazy import lazy_module
 
 from .common import add_device_arg, select_device
 
@@ -21,5 +21,5 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     be = select_device(args)
-    print(device_report(be))
+    print(lazy_module("gpu_kernels.backend").device_report(be))
     return 0

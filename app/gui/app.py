@@ -65,14 +65,11 @@ def run_gui(args: argparse.Namespace) -> int:
     tick.timeout.connect(lambda: None)
 
     if getattr(args, "tab", None):
-        want = args.tab
-        for i, t in enumerate(win.tabs):
-            tool = getattr(t, "tool", None)
-            if t.settings_key == want or (tool is not None and tool.name == want):
-                win.tab_widget.setCurrentIndex(i)
-                break
+        i = win.tab_index(args.tab)          # builds only that tab (start-up, issue 18 case 19)
+        if i >= 0:
+            win.tab_widget.setCurrentIndex(i)
         else:
-            print(f"gpulab: no tab {want!r}", file=sys.stderr)
+            print(f"gpulab: no tab {args.tab!r}", file=sys.stderr)
     status = {"rc": 0}
     started = False
     if getattr(args, "run", False):

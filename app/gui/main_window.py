@@ -26,6 +26,7 @@ from gpu_kernels.backend import BackendError
 from .. import tabs as _tabs
 from ..errors import classify
 from ..tabs.base import ToolTab
+from ..tools import TOOLS
 from ..ui.capture import save_widget_png
 from ..ui.settings import make_settings
 from ..ui.worker import JobRunner
@@ -38,6 +39,25 @@ __all__ = ["MainWindow", "MAX_RECENT"]
 log = logging.getLogger(__name__)
 
 MAX_RECENT = 10
+
+
+class _PendingTab:
+    """A tool's tab not built yet: an empty page in its place, and what the window needs to
+    know of it without building it (title, key, the files it opens, its samples)."""
+
+    def __init__(self, tool):
+        self.tool = tool
+        self.title = tool.title
+        self.settings_key = tool.key
+        self.file_extensions = tuple(tool.input_extensions)
+        self.page = QWidget()
+        self.page.setObjectName(f"tab-{tool.key}-pending")
+
+    def handles(self, path) -> bool:
+        return self.tool.handles(path)
+
+    def samples(self) -> list:
+        return list(self.tool.samples())
 
 
 class MainWindow(QMainWindow):
@@ -75,11 +95,26 @@ class MainWindow(QMainWindow):
         self.tab_widget = QTabWidget()
         self.tab_widget.setDocumentMode(True)
         self.tab_widget.setObjectName("tools")
-        self.tabs: list[ToolTab] = []
-        for cls in _tabs.tab_classes() if tab_classes is None else tab_classes:
-            tab = cls(self.tab_widget, host=self)
-            self.tabs.append(tab)
-            self.tab_widget.addTab(tab, tab.title)
+        # Start-up (issue 18, case 19): with the default tabs, only the tab in view is built (and
+        # its module imported: pyqtgraph, pymeshlab, VTK); another is built when first shown or
+        # used (:attr:`tabs` builds them all). ``_slots`` holds a ToolTab or a _PendingTab.
+        self._slots: list = []
+        self._settings_restored = False
+        self._tabs_connected = False
+        if tab_classes is None:
+            have = {t.name for t in TOOLS}
+            entries = [_PendingTab(t) for t in TOOLS] + [p for p in _tabs.PLANNED if p.planned_tool not in have]
+        else:
+            entries = list(tab_classes)
+        for entry in entries:
+            if isinstance(entry, _PendingTab):
+                self._slots.append(entry)
+                self.tab_widget.addTab(entry.page, entry.tool.title)
+            else:
+                tab = entry(self.tab_widget, host=self)
+                self._slots.append(tab)
+                self.tab_widget.addTab(tab, tab.title)
+        self.tab_widget.currentChanged.connect(self._build_tab)
         self.setCentralWidget(self.tab_widget)
 
         # log panel
@@ -90,8 +125,9 @@ class MainWindow(QMainWindow):
 
         self._build_status_bar()
         self._build_menus()
-        for tab in self.tabs:
+        for tab in self.built_tabs():
             self._connect_tab(tab)
+        self._tabs_connected = True
         self.tab_widget.currentChanged.connect(lambda _i: self._update_actions())
         # a tab's status line belongs to that tab: switching tabs clears it (it showed over the next tab)
         self.tab_widget.currentChanged.connect(lambda _i: self.statusBar().clearMessage())
@@ -213,18 +249,66 @@ class MainWindow(QMainWindow):
         self.resize(w, h)
 
     # ------------------------------------------------------------------ tabs & files
+    @property
+    def tabs(self) -> list[ToolTab]:
+        """Every tab, in window order (tabs not built yet are built now)."""
+        return [self._tab_at(i) for i in range(len(self._slots))]
+
+    def built_tabs(self) -> list[ToolTab]:
+        """The tabs built so far (the one in view, and those shown or used since the start)."""
+        return [s for s in self._slots if not isinstance(s, _PendingTab)]
+
+    def _tab_at(self, index: int) -> ToolTab:
+        slot = self._slots[index]
+        return self._build_tab(index) if isinstance(slot, _PendingTab) else slot
+
+    def _build_tab(self, index: int) -> ToolTab | None:
+        """Build the tab at ``index`` if it is still pending (its page is swapped for it)."""
+        if not 0 <= index < len(self._slots):
+            return None
+        slot = self._slots[index]
+        if not isinstance(slot, _PendingTab):
+            return slot
+        cls = _tabs.tab_class(slot.tool)
+        tab = cls(self.tab_widget, host=self)
+        self._slots[index] = tab
+        tw = self.tab_widget
+        current = tw.currentIndex()
+        blocked = tw.blockSignals(True)
+        try:
+            tw.removeTab(index)
+            tw.insertTab(index, tab, tab.title)
+            tw.setCurrentIndex(current)
+        finally:
+            tw.blockSignals(blocked)
+        slot.page.deleteLater()
+        if self._tabs_connected:              # built after the window: connect it now
+            self._connect_tab(tab)
+        if self._settings_restored:
+            self._restore_tab_settings(tab)
+        log.debug("built the %s tab", tab.title)
+        return tab
+
+    def tab_index(self, name: str) -> int:
+        """The index of the tab whose tool is ``name`` (or whose key is), else -1; builds nothing."""
+        for i, s in enumerate(self._slots):
+            tool = getattr(s, "tool", None)
+            if s.settings_key == name or (tool is not None and getattr(tool, "name", None) == name):
+                return i
+        return -1
+
     def current_tab(self) -> ToolTab:
-        return self.tab_widget.currentWidget()  # type: ignore[return-value]
+        return self._build_tab(self.tab_widget.currentIndex())  # type: ignore[return-value]
 
     def tab_by_title(self, title: str) -> ToolTab | None:
-        return next((t for t in self.tabs if t.title == title), None)
+        return next((self._tab_at(i) for i, s in enumerate(self._slots) if s.title == title), None)
 
     def tab_for_path(self, path: str | Path) -> ToolTab | None:
         """The tab that opens files like ``path``; the current tab wins ties."""
         cur = self.current_tab()
         if cur is not None and cur.handles(path):
             return cur
-        return next((t for t in self.tabs if t.handles(path)), None)
+        return next((self._tab_at(i) for i, s in enumerate(self._slots) if s.handles(path)), None)
 
     def open_path(self, path: str | Path) -> bool:
         """Open ``path`` in the tab that handles it; the tab loads it on its worker thread and
@@ -232,7 +316,7 @@ class MainWindow(QMainWindow):
         path = Path(path)
         tab = self.tab_for_path(path)
         if tab is None:
-            exts = sorted({e for t in self.tabs for e in t.file_extensions})
+            exts = sorted({e for t in self._slots for e in t.file_extensions})
             known = ", ".join(exts) if exts else "none yet"
             self.show_error("Cannot open file",
                             f"No tab opens {path.suffix or 'extension-less'} files ({path.name}). "
@@ -374,7 +458,7 @@ class MainWindow(QMainWindow):
     def _fill_samples_menu(self) -> None:
         self.samples_menu.clear()
         n = 0
-        for t in self.tabs:
+        for t in self._slots:
             try:
                 samples = t.samples()
             except Exception:
@@ -401,7 +485,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ device
     def set_device(self, spec: str) -> None:
         """Use ``spec`` (``auto``, ``cpu``, ``cuda:N``) for the jobs started from now on."""
-        if any(t.runner.is_running() for t in self.tabs):
+        if any(t.runner.is_running() for t in self.built_tabs()):
             self.show_error("Device not changed", "Wait for the running job to finish or cancel it first.")
             self.refresh_device()
             return
@@ -443,7 +527,7 @@ class MainWindow(QMainWindow):
             self._active_runner = runner
             self._show_progress(runner, 0.0, "starting")
         elif runner is self._active_runner:
-            others = [t.runner for t in self.tabs if t.runner.is_running()]
+            others = [t.runner for t in self.built_tabs() if t.runner.is_running()]
             self._active_runner = others[0] if others else None
             if self._active_runner is not None:
                 self._show_progress(self._active_runner, *self._active_runner.last_progress)
@@ -533,21 +617,26 @@ class MainWindow(QMainWindow):
                 self.tab_widget.setCurrentIndex(int(idx))
             except (TypeError, ValueError):
                 pass
-        for t in self.tabs:
-            s.beginGroup(f"tabs/{t.settings_key}")
-            try:
-                t.restore_settings(s)
-            except Exception:
-                log.exception("restoring the settings of %s failed", t.title)
-            finally:
-                s.endGroup()
+        for t in self.built_tabs():
+            self._restore_tab_settings(t)
+        self._settings_restored = True      # a tab built from now on restores its own
+
+    def _restore_tab_settings(self, t: ToolTab) -> None:
+        s = self.settings
+        s.beginGroup(f"tabs/{t.settings_key}")
+        try:
+            t.restore_settings(s)
+        except Exception:
+            log.exception("restoring the settings of %s failed", t.title)
+        finally:
+            s.endGroup()
 
     def save_settings(self) -> None:
         s = self.settings
         s.setValue("window/geometry", self.saveGeometry())
         s.setValue("window/state", self.saveState())
         s.setValue("window/tab", self.tab_widget.currentIndex())
-        for t in self.tabs:
+        for t in self.built_tabs():             # a tab never built keeps its saved settings
             s.beginGroup(f"tabs/{t.settings_key}")
             try:
                 t.save_settings(s)
@@ -561,7 +650,7 @@ class MainWindow(QMainWindow):
     def shutdown_jobs(self, timeout_ms: int = 3000) -> None:
         """Cancel every job and wait for the threads to end (no timeout in the end:
         a QThread must never be destroyed while it runs)."""
-        running = [t for t in self.tabs if t.runner.is_running()]
+        running = [t for t in self.built_tabs() if t.runner.is_running()]
         for t in running:
             t.runner.cancel()
         for t in running:
@@ -579,7 +668,7 @@ class MainWindow(QMainWindow):
         self._closing = True
         self.save_settings()
         self.shutdown_jobs()
-        for t in self.tabs:
+        for t in self.built_tabs():
             try:
                 t.close()
             except Exception:

@@ -41,13 +41,19 @@ import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpu_kernels.backend import Backend, get_backend
+from gpu_kernels.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from gpu_kernels.backend import Backend
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
 
 from .params import ParamSet
+
+# NumPy and the kernels load on first use, not with the declarations (start-up, issue 18 case 19)
+_backend = lazy_module("gpu_kernels.backend")
 
 __all__ = ["Tool", "Export", "resolve", "BatchItem", "Job", "execute", "run_job", "run_staged_job", "resources_dir", "samples_in", "fmt_seconds"]
 
@@ -354,7 +360,7 @@ def execute(job: Job, *, device: str | Backend | None, progress: Progress | None
     t0 = time.perf_counter()
     if not job.uses_device:
         return job.fn(*job.args, progress=progress, **job.kwargs), None, time.perf_counter() - t0
-    be = get_backend(device)
+    be = _backend.get_backend(device)
     with be.activate():
         out = job.fn(*job.args, device=be, progress=progress, **job.kwargs)
     return out, be, time.perf_counter() - t0

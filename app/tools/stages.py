@@ -71,10 +71,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpu_kernels.backend import Backend
+from gpu_kernels.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from gpu_kernels.backend import Backend
 from gpu_kernels.jobs import Progress, as_progress
+
+_backend = lazy_module("gpu_kernels.backend")  # NumPy on first use (start-up, issue 18 case 19)
 
 __all__ = ["Stage", "Pipeline", "StageContext", "StageCache", "RunReport", "output_nbytes", "shared_cache",
            "DEFAULT_HOST_SHARE", "DEFAULT_DEVICE_SHARE", "CACHE_ENV"]
@@ -259,7 +264,7 @@ class StageCache:
     # -- scopes ----------------------------------------------------------------------------
     def bind(self, scope: str, input_token: Any, device: Backend | str) -> bool:
         """State ``scope``'s input and device; clear its entries if either changed. True if cleared."""
-        dev = device.label if isinstance(device, Backend) else str(device)
+        dev = device.label if isinstance(device, _backend.Backend) else str(device)
         state = (input_token, dev)
         with self._lock:
             old = self._bound.get(scope)
@@ -428,7 +433,7 @@ class Pipeline:
     # -- keys ------------------------------------------------------------------------------
     def keys(self, data, params: Mapping[str, Any], *, device: Backend | str, scope: str = "") -> dict[str, tuple]:
         """Every stage's key: input identity, its parameters, the keys it takes from."""
-        dev = device.label if isinstance(device, Backend) else str(device)
+        dev = device.label if isinstance(device, _backend.Backend) else str(device)
         keys: dict[str, tuple] = {}
         for s in self.stages:
             ident = tuple((f, id(getattr(data, f, None))) for f in s.inputs) if s.inputs else (("*", id(data)),)

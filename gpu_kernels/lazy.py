@@ -1,0 +1,122 @@
+"""Lazy imports (start-up, issue 18 case 19): standard library only.
+
+``gpulab --help`` and the window's first paint need the tools' declarations (parameters,
+exports, stages), not NumPy, SciPy, CuPy or the kernels. Two helpers defer those imports to
+the first use:
+
+* :func:`lazy_module` gives a stand-in for a module, imported on the first attribute access
+  (thread-safe), for a module-level ``import numpy as np`` or ``from pkg import mod as _m``;
+* :func:`lazy_exports` gives a package's ``__getattr__``/``__dir__`` (PEP 562), so that
+  ``from gpu_kernels.mesh import segment_mesh`` imports only the submodule that defines it.
+
+>>> from gpu_kernels.lazy import lazy_module
+>>> json = lazy_module("json")
+>>> json.dumps([1])
+'[1]'
+
+Set ``GPULAB_TRACE_LAZY=1`` to print a stack trace where each deferred module is first
+loaded (to find what still imports NumPy at start-up).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import types
+
+__all__ = ["lazy_module", "lazy_exports", "is_loaded"]
+
+_lock = threading.RLock()
+
+
+class LazyModule(types.ModuleType):
+    """A module imported on first attribute access; afterwards its names are copied here, so
+    that later lookups cost what a plain module's do."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.__dict__["_lazy_target"] = name
+        self.__dict__["_lazy_module"] = None
+
+    def _lazy_load(self) -> types.ModuleType:
+        mod = self.__dict__["_lazy_module"]
+        if mod is not None:
+            return mod
+        with _lock:
+            mod = self.__dict__["_lazy_module"]
+            if mod is None:
+                name = self.__dict__["_lazy_target"]
+                if os.environ.get("GPULAB_TRACE_LAZY") and name not in sys.modules:
+                    import traceback
+
+                    sys.stderr.write(f"gpulab: lazy import of {name} from:\n")
+                    traceback.print_stack(limit=8, file=sys.stderr)
+                mod = importlib.import_module(name)
+                for k, v in vars(mod).items():
+                    if k not in ("__name__", "__dict__", "__class__"):
+                        self.__dict__.setdefault(k, v)
+                self.__dict__["_lazy_module"] = mod
+        return mod
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__") and attr.endswith("__") and attr not in ("__file__", "__path__", "__version__",
+                                                                          "__all__", "__spec__"):
+            raise AttributeError(attr)
+        return getattr(self._lazy_load(), attr)
+
+    def __setattr__(self, attr: str, value) -> None:
+        # a test's monkeypatch.setattr(tool_module._seg, ...) must reach the real module
+        setattr(self._lazy_load(), attr, value)
+        self.__dict__[attr] = value
+
+    def __delattr__(self, attr: str) -> None:
+        delattr(self._lazy_load(), attr)
+        self.__dict__.pop(attr, None)
+
+    def __dir__(self):
+        return dir(self._lazy_load())
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.__dict__["_lazy_module"] is not None else "not loaded yet"
+        return f"<lazy module {self.__dict__['_lazy_target']!r} ({state})>"
+
+
+def lazy_module(name: str) -> types.ModuleType:
+    """The module ``name`` if it is imported already, else a stand-in that imports it on the
+    first attribute access."""
+    mod = sys.modules.get(name)
+    if mod is not None and not _is_partial(mod):
+        return mod
+    return LazyModule(name)
+
+
+def _is_partial(mod) -> bool:
+    spec = getattr(mod, "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+def is_loaded(mod) -> bool:
+    """False for a :func:`lazy_module` stand-in not used yet."""
+    return not isinstance(mod, LazyModule) or mod.__dict__["_lazy_module"] is not None
+
+
+def lazy_exports(package: str, exports: dict[str, str]):
+    """``(__getattr__, __dir__)`` for ``package``'s ``__init__``: each name of ``exports`` is
+    imported from the submodule it maps to (relative, e.g. ``{"segment_mesh": "segment"}``)
+    on first use, then kept in the package."""
+
+    def __getattr__(name: str):
+        sub = exports.get(name)
+        if sub is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        mod = importlib.import_module(f"{package}.{sub}")
+        value = mod if name == sub and not hasattr(mod, name) else getattr(mod, name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__():
+        return sorted(set(vars(sys.modules[package])) | set(exports))
+
+    return __getattr__, __dir__
