@@ -32,7 +32,7 @@ from ..io import image_io
 from ..tools import flow
 from ..tools.base import fmt_seconds
 from ..ui.widgets import ColorBar, grey_lut, hex_color
-from .base import ToolTab
+from .base import PendingJob, ToolTab
 from .flow_view import FAILED_RGB, OCCLUDED_RGB, FlowView, FlowWheel
 
 
@@ -454,7 +454,7 @@ class FlowTab(ToolTab):
         if self.runner.is_running():
             self.host.show_error("Busy", f"{self.title} is busy; cancel the job or wait for it first.")
             return False
-        self._job = ("load", Path(first))
+        self._job = PendingJob("load", Path(first), "open")
         self._run_after_load = False
         from ..tools.base import Job
 
