@@ -101,7 +101,7 @@ def _timed(cmd: list[str], env: dict) -> tuple[float, list[str], str]:
     return dt, mods, p.stderr
 
 
-def run(repeat: int, tool: str) -> dict:
+def run(repeat: int, tool: str, only: str | None = None) -> dict:
     py = sys.executable
     out: dict = {"python": py, "repeat": repeat, "tool": tool, "platform": os.environ.get("QT_QPA_PLATFORM", ""),
                  "loadavg_before": os.getloadavg()}
@@ -114,6 +114,8 @@ def run(repeat: int, tool: str) -> dict:
             {"GPULAB_NO_HELP_CACHE": "1"}),
     }
     results: dict = {}
+    if only == "window":
+        cases = {k: v for k, v in cases.items() if k == "python -c pass"}
     for name, (cmd, extra) in cases.items():
         times, mods = [], []
         for _ in range(repeat):
@@ -121,6 +123,10 @@ def run(repeat: int, tool: str) -> dict:
             times.append(dt)
         results[name] = {"median_s": statistics.median(times), "min_s": min(times), "runs_s": times,
                          "heavy_modules": mods}
+    if only == "cli":
+        out["results"] = results
+        out["loadavg_after"] = os.getloadavg()
+        return out
     paint, mods = [], []
     penv = _env({} if os.environ.get("DISPLAY") or os.environ.get("QT_QPA_PLATFORM")
                 else {"QT_QPA_PLATFORM": "offscreen"})
@@ -147,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--tool", default="mesh-seg")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--only", choices=("cli", "window"), default=None, help="only the CLI cases, or only the window")
     a = ap.parse_args(argv)
-    res = run(a.repeat, a.tool)
+    res = run(a.repeat, a.tool, a.only)
     print(f"load average before {res['loadavg_before'][0]:.1f}, after {res['loadavg_after'][0]:.1f}; "
           f"{a.repeat} runs each; platform {res['platform'] or os.environ.get('QT_QPA_PLATFORM', 'offscreen')}")
     print(f"{'case':34s} {'median':>8s} {'min':>8s}  heavy modules imported")

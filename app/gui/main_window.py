@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import traceback
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from gpu_kernels.backend import BackendError
 
 from .. import tabs as _tabs
 from ..errors import classify
+from ..io import sample_data
 from ..tabs.base import ToolTab
 from ..tools import TOOLS
 from ..ui.capture import save_widget_png
@@ -101,6 +103,8 @@ class MainWindow(QMainWindow):
         self._slots: list = []
         self._settings_restored = False
         self._tabs_connected = False
+        # the shared data folder chosen in File ▸ Sample data folder… (the tabs list its samples)
+        sample_data.set_data_dir(self.data_dir_setting() or None)
         if tab_classes is None:
             have = {t.name for t in TOOLS}
             entries = [_PendingTab(t) for t in TOOLS] + [p for p in _tabs.PLANNED if p.planned_tool not in have]
@@ -188,6 +192,11 @@ class MainWindow(QMainWindow):
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self.samples_menu = m.addMenu("Open &sample")
         self._fill_samples_menu()
+        self.samples_menu.aboutToShow.connect(self._fill_samples_menu)
+        self.act_data_dir = QAction("Sample &data folder…", self, triggered=self.show_data_dir)
+        self.act_data_dir.setToolTip("Where the shared sample data is (PSB, Middlebury, BSDS500, cardiac MRI); "
+                                     "pick another folder")
+        m.addAction(self.act_data_dir)
         m.addSeparator()
         self.act_save = QAction("&Save result as…", self, shortcut=QKeySequence.StandardKey.SaveAs,
                                 triggered=self.save_result_dialog)
@@ -591,6 +600,47 @@ class MainWindow(QMainWindow):
         self._batch.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self._batch.open()
         return self._batch
+
+    # ------------------------------------------------------------------ shared data folder
+    def data_dir_setting(self) -> str:
+        """The folder chosen in File ▸ Sample data folder… ('' when none)."""
+        v = self.settings.value(sample_data.SETTING_KEY, "")
+        return str(v).strip() if v else ""
+
+    def set_data_dir(self, path: str | Path | None) -> bool:
+        """Use ``path`` as the shared data folder from now on (kept in the setting
+        ``paths/data_dir``); None forgets the choice. The sample lists follow."""
+        if path:
+            p = Path(path).expanduser()
+            if not p.is_dir():
+                self.show_error("Sample data folder", f"No such folder: {p}")
+                return False
+            self.settings.setValue(sample_data.SETTING_KEY, str(p.resolve()))
+        else:
+            self.settings.remove(sample_data.SETTING_KEY)
+        self.settings.sync()
+        sample_data.set_data_dir(self.data_dir_setting() or None)
+        self._fill_samples_menu()
+        for t in self.built_tabs():
+            refresh = getattr(t, "refresh_samples", None)
+            if refresh is not None:
+                refresh()
+        now = sample_data.data_dir()
+        msg = f"Sample data folder: {now}" if now is not None else "No sample data folder"
+        if os.environ.get(sample_data.DATA_DIR_ENV):
+            msg += f" ({sample_data.DATA_DIR_ENV} is set and wins over the setting)"
+        self.statusBar().showMessage(msg, 8000)
+        log.info("%s", msg)
+        return True
+
+    def show_data_dir(self):
+        """File ▸ Sample data folder…: the folder in use, where it comes from, Choose…"""
+        from .data_dir_dialog import DataDirDialog
+
+        self._data_dir_dialog = DataDirDialog(self)
+        self._data_dir_dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._data_dir_dialog.open()
+        return self._data_dir_dialog
 
     def show_about(self) -> AboutDialog:
         self._about = AboutDialog(self, device=self._device_spec)

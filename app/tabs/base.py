@@ -309,6 +309,13 @@ class ToolTab(QWidget):
     def samples(self) -> list[Path]:
         return list(self.tool.samples())
 
+    def refresh_samples(self) -> None:
+        """List the samples again (the window calls it when the shared data folder changes)."""
+        self.sample_combo.clear()
+        self.sample_combo.addItem("Bundled sample…")
+        for s in self.samples():
+            self.sample_combo.addItem(Path(s).stem, str(s))
+
     # ------------------------------------------------------------------ building
     def _build_left(self) -> QWidget:
         panel = QWidget()
@@ -324,10 +331,9 @@ class ToolTab(QWidget):
         self.open_button.clicked.connect(self.open_dialog)
         self.sample_combo = QComboBox()
         self.sample_combo.setObjectName(f"{self.settings_key}-samples")
-        self.sample_combo.addItem("Bundled sample…")
-        for s in self.samples():
-            self.sample_combo.addItem(s.stem, str(s))
-        self.sample_combo.setToolTip("Open one of the samples that ship with gpulab")
+        self.refresh_samples()
+        self.sample_combo.setToolTip("Open one of the samples that ship with gpulab (and those of the "
+                                     "shared data folder: File ▸ Sample data folder…)")
         self.sample_combo.activated.connect(self._on_sample)
         row.addWidget(self.open_button)
         row.addWidget(self.sample_combo, 1)

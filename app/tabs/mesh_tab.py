@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -32,12 +32,16 @@ log = logging.getLogger(__name__)
 
 # pymeshlab (simplification) runs on the worker thread, but its FIRST import must happen on the
 # main thread: imported first from a worker, it corrupts the heap (glibc aborts the process at
-# exit, "malloc_consolidate(): unaligned fastbin chunk"). Importing this module (on the main
-# thread, when the window builds its tabs) does it.
-try:
-    import pymeshlab  # noqa: F401
-except ImportError:  # pragma: no cover - an install without pymeshlab cannot simplify anyway
-    pass
+# exit, "malloc_consolidate(): unaligned fastbin chunk"). It costs 0.2 s, so it is not imported
+# with this module (start-up, issue 18 case 19) but by the tab on the main thread: right after
+# the window is painted, and in any case before the tab's first job starts (running_changed is
+# emitted on the main thread before the worker thread starts).
+def import_pymeshlab_here() -> None:
+    """Import pymeshlab in the calling (main) thread, once."""
+    try:
+        import pymeshlab  # noqa: F401
+    except ImportError:  # pragma: no cover - an install without pymeshlab cannot simplify anyway
+        pass
 
 
 class MembershipBars(QWidget):
@@ -104,6 +108,8 @@ class MeshTab(ToolTab):
     def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True, host=None):
         self._allow_3d = allow_3d
         super().__init__(parent, host=host)
+        self.runner.running_changed.connect(lambda running: running and import_pymeshlab_here())
+        QTimer.singleShot(300, self, import_pymeshlab_here)
         self.setting_widgets.update({"show_edges": self.edges_check, "show_representatives": self.reps_check,
                                      "highlight_fuzzy": self.fuzzy_check})
         self.segments_format = self.form.editor("segments_format")  # a Param, beside its export button
