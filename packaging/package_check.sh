@@ -74,7 +74,7 @@ for i in 1 2; do
     > "$WORK/window-$i.log" 2>&1 || { cat "$WORK/window-$i.log"; fail "the window did not open"; }
   echo "   run $i: start, first window shown and grabbed, quit: $(python3 -c "import time; print(f'{time.time() - $T0:.1f}')") s (Xvfb start included)"
 done
-"${XVFB[@]}" env QT_QPA_PLATFORM=xcb "$G" --samples --tab mesh-seg --screenshot "$WORK/window-samples.png" \
+"${XVFB[@]}" env QT_QPA_PLATFORM=xcb "$G" --samples --tab mesh-seg --run --screenshot "$WORK/window-samples.png" \
   --screenshot-delay 3000 > "$WORK/window-samples.log" 2>&1 || { cat "$WORK/window-samples.log"; fail "the window with the samples"; }
 [ -s "$WORK/window-samples.png" ] || fail "no screenshot"
 # a module the freezing missed shows as a warning, not a crash (the 3-D views fall back to a
