@@ -135,7 +135,7 @@ QT_PLATFORM = $(if $(shell command -v Xvfb 2>/dev/null),xcb,offscreen)
 
 # then the wheel as a user installs it (make wheel-check, ~2 min on 2 idle cores); WHEEL_CHECK=0 skips it
 WHEEL_CHECK ?= 1
-test: $(STAMP_DEV) xvfb-deps
+test: $(STAMP_DEV) xvfb-deps desktop-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	@rc=0; QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $(PYTEST_ARGS) || rc=$$?; \
