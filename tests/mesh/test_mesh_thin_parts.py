@@ -54,6 +54,10 @@ def fish_mesh(faces: int = 6000):
 
 @pytest.fixture(scope="module")
 def fish():
+    from gpu_kernels.mesh.simplify import available_simplifiers
+
+    if not available_simplifiers():  # the GPU host has neither wheel (over its carry limit)
+        pytest.skip("building the fish needs fast-simplification or pymeshlab; neither is installed here")
     return fish_mesh()
 
 
