@@ -21,8 +21,6 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import __version__
-
 # Start-up (issue 18, case 19): this module imports only the standard library, so that
 # ``gpulab --version`` never loads NumPy, SciPy, Qt or a tool; the commands, the device and
 # the error classification are imported when they are needed (tests/framework/test_fuzz_cases.py
@@ -40,7 +38,17 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--device", dest="global_device", metavar="DEVICE", default=None, help=DEVICE_HELP)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug output)")
-    parser.add_argument("--version", action="version", version=f"gpulab {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show gpulab's version and exit")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the version is read (importlib.metadata) only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        parser._print_message(f"gpulab {__version__}\n", sys.stdout)
+        parser.exit()
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
@@ -198,7 +206,8 @@ def _help_key(argv: list[str]) -> str | None:
     import shutil
 
     h = hashlib.sha1()
-    h.update(repr((__version__, words, argv[-1], shutil.get_terminal_size().columns,
+    # (the help text does not show the version: the sources' sizes and times below key it)
+    h.update(repr((words, argv[-1], shutil.get_terminal_size().columns,
                    os.environ.get("GPULAB_TOOLS", ""), sys.version_info[:2])).encode())
     here = Path(__file__).resolve().parent
     for root in (here, here.parent / "gpu_kernels"):
@@ -340,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:
         # answered before anything heavy is imported (start-up: well under 0.2 s)
+        from . import __version__
+
         print(f"gpulab {__version__}")
         return 0
     key = _help_key(argv)

@@ -5,20 +5,26 @@ NumPy/SciPy reference path; :mod:`gpu_kernels.backend` picks one. This package n
 imports Qt and never reads files.
 """
 
-from importlib import metadata as _metadata
-
-try:  # the distribution's version (pyproject.toml), the same one app.__version__ reports
-    __version__ = _metadata.version("gpulab")
-except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
-    __version__ = "0+unknown"
-
 from gpu_kernels.errors import BackendError, GpulabError, InputError, TooLargeError  # noqa: E402
 from gpu_kernels.jobs import Cancelled, LaunchTracker, Progress, as_progress  # noqa: E402
 from gpu_kernels.lazy import lazy_exports as _lazy_exports  # noqa: E402
 
 # the backend imports NumPy: loaded on first use, so that ``gpu_kernels.jobs`` and
 # ``gpu_kernels.errors`` stay light (start-up, issue 18 case 19)
-__getattr__, __dir__ = _lazy_exports(__name__, {"get_backend": "backend", "backend": "backend"})
+_lazy_getattr, __dir__ = _lazy_exports(__name__, {"get_backend": "backend", "backend": "backend"})
+
+
+def __getattr__(name: str):
+    if name == "__version__":  # the distribution's version (pyproject.toml), as app.__version__; on first use
+        from importlib import metadata as _metadata
+
+        try:
+            v = _metadata.version("gpulab")
+        except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
+            v = "0+unknown"
+        globals()["__version__"] = v
+        return v
+    return _lazy_getattr(name)
 
 __all__ = ["BackendError", "Cancelled", "GpulabError", "InputError", "LaunchTracker", "Progress",
            "TooLargeError", "as_progress", "get_backend", "__version__"]

@@ -21,19 +21,20 @@ loaded (to find what still imports NumPy at start-up).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import threading
 import types
 
-__all__ = ["lazy_module", "lazy_exports", "is_loaded"]
+__all__ = ["lazy_module", "lazy_exports", "lazy_function", "is_loaded"]
 
 _lock = threading.RLock()
 
 
 class LazyModule(types.ModuleType):
-    """A module imported on first attribute access; afterwards its names are copied here, so
-    that later lookups cost what a plain module's do."""
+    """A module imported on first attribute access; every later lookup is forwarded to it (so
+    that a monkeypatch of the real module is seen)."""
 
     def __init__(self, name: str):
         super().__init__(name)
@@ -54,9 +55,6 @@ class LazyModule(types.ModuleType):
                     sys.stderr.write(f"gpulab: lazy import of {name} from:\n")
                     traceback.print_stack(limit=8, file=sys.stderr)
                 mod = importlib.import_module(name)
-                for k, v in vars(mod).items():
-                    if k not in ("__name__", "__dict__", "__class__"):
-                        self.__dict__.setdefault(k, v)
                 self.__dict__["_lazy_module"] = mod
         return mod
 
@@ -67,13 +65,12 @@ class LazyModule(types.ModuleType):
         return getattr(self._lazy_load(), attr)
 
     def __setattr__(self, attr: str, value) -> None:
-        # a test's monkeypatch.setattr(tool_module._seg, ...) must reach the real module
+        # a test's monkeypatch.setattr(tool_module._seg, ...) must reach the real module (and
+        # one on the real module must be seen here: every lookup goes to the module)
         setattr(self._lazy_load(), attr, value)
-        self.__dict__[attr] = value
 
     def __delattr__(self, attr: str) -> None:
         delattr(self._lazy_load(), attr)
-        self.__dict__.pop(attr, None)
 
     def __dir__(self):
         return dir(self._lazy_load())
@@ -110,6 +107,9 @@ def lazy_exports(package: str, exports: dict[str, str]):
     def __getattr__(name: str):
         sub = exports.get(name)
         if sub is None:
+            # a submodule the eager __init__ used to import on the way (gpu_kernels.mesh.metrics)
+            if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}") is not None:
+                return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         mod = importlib.import_module(f"{package}.{sub}")
         value = mod if name == sub and not hasattr(mod, name) else getattr(mod, name)
@@ -119,4 +119,47 @@ def lazy_exports(package: str, exports: dict[str, str]):
     def __dir__():
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
+    # A name that is both a submodule and a function of it (gpu_kernels.flow.lucas_kanade): the
+    # eager __init__ bound the function over the submodule; importing the submodule later sets
+    # the package's attribute to the module, so the package keeps the function instead.
+    clashes = {name for name, sub in exports.items() if name == sub}
+    pkg = sys.modules.get(package)
+    if clashes and pkg is not None and type(pkg) is types.ModuleType:
+        class _Package(types.ModuleType):
+            def __setattr__(self, name, value):
+                if name in clashes and isinstance(value, types.ModuleType) and hasattr(value, name):
+                    value = getattr(value, name)
+                super().__setattr__(name, value)
+
+        pkg.__class__ = _Package
     return __getattr__, __dir__
+
+
+class LazyFunction:
+    """A function named ``"package.module:name"``, imported on the first call. ``__name__``
+    answers without importing; :func:`inspect.signature` sees the real function through
+    ``__wrapped__``."""
+
+    def __init__(self, ref: str):
+        module, _, name = ref.partition(":")
+        if not module or not name:
+            raise ValueError(f"expected 'package.module:function', got {ref!r}")
+        self._module, self.__name__, self.__qualname__ = module, name, name
+        self._fn = None
+
+    @property
+    def __wrapped__(self):
+        if self._fn is None:
+            self._fn = getattr(importlib.import_module(self._module), self.__name__)
+        return self._fn
+
+    def __call__(self, *args, **kwargs):
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<function {self._module}.{self.__name__} (imported on first call)>"
+
+
+def lazy_function(ref: str) -> LazyFunction:
+    """A stand-in for the function ``"package.module:name"`` (see :class:`LazyFunction`)."""
+    return LazyFunction(ref)

@@ -16,7 +16,8 @@ import json
 import pathlib
 import sys
 
-from gpu_kernels.echo import synthetic as _syn
+from gpu_kernels.echo import defaults as _d
+from gpu_kernels.lazy import lazy_module
 
 from ..errors import UserError
 from ..tools import echo
@@ -84,20 +85,20 @@ def register(subparsers) -> None:
         epilog="example: gpulab echo-synth -o synth --size 128 --frames 10 && gpulab echo synth -o motion.npy",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("-o", "--output", metavar="DIR", type=pathlib.Path, required=True, help="output folder (new)")
-    s.add_argument("--size", type=int, default=_syn.DEFAULT_SIZE, metavar="N",
-                   help=f"edge of the cubic volume in voxels, {_syn.MIN_SIZE}..{_syn.MAX_SIZE} (default {_syn.DEFAULT_SIZE})")
-    s.add_argument("--frames", type=int, default=_syn.DEFAULT_FRAMES, metavar="T",
-                   help=f"frames over one cardiac cycle (default {_syn.DEFAULT_FRAMES})")
-    s.add_argument("--noise", type=float, default=_syn.DEFAULT_NOISE, metavar="X",
-                   help=f"complex noise relative to the speckle RMS (default {_syn.DEFAULT_NOISE})")
-    s.add_argument("--decorrelation", type=float, default=_syn.DEFAULT_DECORRELATION, metavar="X",
-                   help=f"speckle decorrelation between frames, 0..1 (default {_syn.DEFAULT_DECORRELATION})")
-    s.add_argument("--contraction", type=float, default=_syn.DEFAULT_CONTRACTION, metavar="X",
-                   help=f"blood-pool cross-section lost at end-systole (default {_syn.DEFAULT_CONTRACTION})")
-    s.add_argument("--shortening", type=float, default=_syn.DEFAULT_SHORTENING, metavar="X",
-                   help=f"long-axis shortening at end-systole (default {_syn.DEFAULT_SHORTENING})")
-    s.add_argument("--twist", type=float, default=_syn.DEFAULT_TWIST, metavar="DEG",
-                   help=f"apex-to-base twist at end-systole, degrees (default {_syn.DEFAULT_TWIST})")
+    s.add_argument("--size", type=int, default=_d.SYNTH_SIZE, metavar="N",
+                   help=f"edge of the cubic volume in voxels, {_d.SYNTH_MIN_SIZE}..{_d.SYNTH_MAX_SIZE} (default {_d.SYNTH_SIZE})")
+    s.add_argument("--frames", type=int, default=_d.SYNTH_FRAMES, metavar="T",
+                   help=f"frames over one cardiac cycle (default {_d.SYNTH_FRAMES})")
+    s.add_argument("--noise", type=float, default=_d.SYNTH_NOISE, metavar="X",
+                   help=f"complex noise relative to the speckle RMS (default {_d.SYNTH_NOISE})")
+    s.add_argument("--decorrelation", type=float, default=_d.SYNTH_DECORRELATION, metavar="X",
+                   help=f"speckle decorrelation between frames, 0..1 (default {_d.SYNTH_DECORRELATION})")
+    s.add_argument("--contraction", type=float, default=_d.SYNTH_CONTRACTION, metavar="X",
+                   help=f"blood-pool cross-section lost at end-systole (default {_d.SYNTH_CONTRACTION})")
+    s.add_argument("--shortening", type=float, default=_d.SYNTH_SHORTENING, metavar="X",
+                   help=f"long-axis shortening at end-systole (default {_d.SYNTH_SHORTENING})")
+    s.add_argument("--twist", type=float, default=_d.SYNTH_TWIST, metavar="DEG",
+                   help=f"apex-to-base twist at end-systole, degrees (default {_d.SYNTH_TWIST})")
     s.add_argument("--spacing", type=float, default=1.0, metavar="MM", help="voxel size in mm (default 1)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     s.add_argument("--format", choices=("nii.gz", "nii", "npz", "mha", "nrrd"), default="nii.gz",
@@ -156,7 +157,7 @@ def run_synth(args: argparse.Namespace) -> int:
         raise UserError(f"--spacing must be positive, not {args.spacing}")
     be = select_device(args)
     progress = cli_progress(quiet=args.quiet)
-    seq = _syn.make_sequence(args.size, frames=args.frames, noise=args.noise, decorrelation=args.decorrelation,
+    seq = lazy_module("gpu_kernels.echo.synthetic").make_sequence(args.size, frames=args.frames, noise=args.noise, decorrelation=args.decorrelation,
                              contraction=args.contraction, shortening=args.shortening, twist=args.twist,
                              spacing=(args.spacing,) * 3, seed=args.seed, device=be,
                              progress=progress.sub(0.0, 0.5, "render"))

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: Extensions read and written here (lower case, with the dot).
-IMAGE_EXTENSIONS: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
+from .formats import IMAGE_EXTENSIONS  # noqa: E402 - declared there (no NumPy)
 
 #: Refuse images with more pixels than this before decoding them (1 gigapixel).
 MAX_PIXELS = 1 << 30

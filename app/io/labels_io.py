@@ -55,7 +55,8 @@ __all__ = [
     "read_bsds_groundtruth",
 ]
 
-LABEL_EXTENSIONS: tuple[str, ...] = (".png", ".tif", ".tiff", ".npy")
+from .formats import LABEL_EXTENSIONS  # noqa: E402 - declared there (no NumPy)
+
 PNG_MAX_LABEL = 65535
 MAX_PIXELS = 1 << 31
 

@@ -51,15 +51,10 @@ __all__ = [
     "face_areas",
 ]
 
-#: Extensions of the mesh formats :func:`read_mesh` reads (lower case, with the dot): PLY,
-#: OBJ, OFF and STL with our own readers (:mod:`app.io.mesh_formats`), the rest with pymeshlab.
-MESH_EXTENSIONS: tuple[str, ...] = (
-    ".ply", ".obj", ".off", ".stl", ".3mf", ".gltf", ".glb", ".dae", ".3ds",
-    ".ctm", ".wrl", ".x3d", ".vmi", ".tri",
-)
-
-#: Formats :func:`write_segments` and :func:`write_mesh` can write.
-SEGMENT_FORMATS: tuple[str, ...] = ("ply", "obj", "off", "stl")
+#: Extensions of the mesh formats :func:`read_mesh` reads (PLY, OBJ, OFF and STL with our own
+#: readers, the rest with pymeshlab), and the formats :func:`write_segments` and
+#: :func:`write_mesh` can write: declared in :mod:`app.io.formats` (no NumPy there).
+from .formats import MESH_EXTENSIONS, SEGMENT_FORMATS  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- reading

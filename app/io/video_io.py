@@ -32,7 +32,7 @@ from .inputs import check_input_file
 
 __all__ = ["VIDEO_EXTENSIONS", "VideoReadError", "FrameSequence", "open_sequence"]
 
-VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm", ".mpg", ".mpeg", ".wmv", ".gif")
+from .formats import VIDEO_EXTENSIONS  # noqa: E402 - declared there (no NumPy)
 
 
 class VideoReadError(InputError):

@@ -69,7 +69,8 @@ __all__ = [
 ]
 
 #: What :func:`read_volume` reads (a DICOM series is given by its folder or by one of its files).
-VOLUME_EXTENSIONS = (".nii", ".nii.gz", ".mha", ".mhd", ".nrrd", ".nhdr", ".dcm", ".npy", ".npz")
+from .formats import VOLUME_EXTENSIONS  # noqa: E402 - declared there (no NumPy)
+
 #: What :func:`write_volume` writes.
 WRITE_EXTENSIONS = (".nii", ".nii.gz", ".mha", ".nrrd", ".npy", ".npz")
 #: What :func:`write_displacement` writes and :func:`read_displacement` reads.

@@ -24,28 +24,15 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from gpu_kernels.backend import Backend
-from gpu_kernels.echo import maps as _maps
-from gpu_kernels.echo import motion as _motion
+from gpu_kernels.echo import defaults as _echo_defaults
 from gpu_kernels.echo.errors import EchoInputError
-from gpu_kernels.echo.sequence import estimate_sequence
 from gpu_kernels.errors import InputError, TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.lazy import lazy_function, lazy_module
 
 from ..io.atomic import write_lines
-from ..render.echo import (  # noqa: F401 - the pictures, re-exported for the tab and the tests
-    COLORMAPS,
-    MAP_KINDS,
-    MAP_RANGES,
-    arrow_grid,
-    colorize,
-    map_range,
-    render_slices,
-    slice_maps,
-)
 from .base import Export, Tool, fmt_seconds
 from .echo_data import (  # noqa: F401 - the inputs, re-exported: echo.load, echo.EchoData, ...
     ACDC_ED,
@@ -72,6 +59,35 @@ from .echo_exports import (  # noqa: F401 - re-exported
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
+# NumPy, SciPy, the kernels and the renderer load on first use, not with the declaration
+# (start-up, issue 18 case 19)
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpu_kernels.backend import Backend
+    from gpu_kernels.echo import maps as _maps
+    from gpu_kernels.echo import motion as _motion
+    from gpu_kernels.echo import sequence as _sequence
+
+    from ..render import echo as _render
+    from ..render.echo import COLORMAPS, MAP_KINDS, render_slices, slice_maps  # noqa: F401 - see __getattr__
+else:
+    np = lazy_module("numpy")
+    _maps = lazy_module("gpu_kernels.echo.maps")
+    _motion = lazy_module("gpu_kernels.echo.motion")
+    _sequence = lazy_module("gpu_kernels.echo.sequence")
+    _render = lazy_module("app.render.echo")
+
+#: the pictures, re-exported for the tab and the tests (echo.render_slices, ...), loaded on first use
+_RENDER_NAMES = ("COLORMAPS", "MAP_KINDS", "MAP_RANGES", "arrow_grid", "colorize", "map_range", "render_slices",
+                 "slice_maps")
+
+
+def __getattr__(name: str):
+    if name in _RENDER_NAMES:
+        return getattr(_render, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = ["PARAMS", "TOOL", "EchoData", "EchoResult", "load", "load_pair", "with_frames", "with_truth",
            "run", "summary", "samples", "demo", "slice_maps", "render_slices", "write_synthetic",
            "pair_metrics", "MAP_KINDS", "COLORMAPS"]
@@ -79,7 +95,7 @@ __all__ = ["PARAMS", "TOOL", "EchoData", "EchoResult", "load", "load_pair", "wit
 #: voxels x pairs above which a CPU run takes minutes (the tab and the CLI say so)
 CPU_COMFORT_VOXELS = 64 ** 3 * 4
 
-_M = _motion
+_M = _echo_defaults   # the parameters' defaults and choices (light: no NumPy)
 PARAMS = ParamSet([
     Param("alpha", float, _M.DEFAULT_ALPHA, "Smoothness α",
           "Weight of the smoothness term |grad u|^2 (intensities normalised to 0..1); larger gives "
@@ -209,7 +225,7 @@ def _pairs(ctx):
     """Stage 1: the motion of every consecutive pair (pyramids, gradients, the solver per level)."""
     d = ctx.data
     _reference(d, 0)
-    seq = estimate_sequence(d.frames, trajectory=False, spacing=d.spacing, device=ctx.device,
+    seq = _sequence.estimate_sequence(d.frames, trajectory=False, spacing=d.spacing, device=ctx.device,
                             progress=ctx.progress, **ctx.p)
     return seq.pairwise, list(seq.info)
 
@@ -414,7 +430,7 @@ TOOL = Tool(
     demo=demo,
     advise=advise,
     check=check,
-    library=_motion.estimate_motion,
+    library=lazy_function("gpu_kernels.echo.motion:estimate_motion"),
     default_output=lambda p: f"{p.name.split('.')[0]}-motion.npy",
     batch_items=batch_items,
     batch_load=batch_load,

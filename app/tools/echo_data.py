@@ -10,21 +10,29 @@ import json
 import pathlib
 import re
 from dataclasses import dataclass, field, replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from gpu_kernels.echo.errors import EchoInputError
 from gpu_kernels.errors import InputError
 from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.lazy import lazy_module
 
-from ..io import volume_io
+from ..io import formats as _formats
 from ..io.atomic import atomic_output_dir, atomic_write
 from .base import BatchItem, samples_in
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..io import volume_io
+else:  # loaded on first use (start-up, issue 18 case 19)
+    np = lazy_module("numpy")
+    volume_io = lazy_module("app.io.volume_io")
 
 __all__ = ["EchoData", "load", "load_pair", "with_frames", "with_truth", "write_synthetic", "samples",
            "batch_items", "batch_load", "INPUT_EXTENSIONS", "ACDC_ED"]
 
-INPUT_EXTENSIONS = tuple(e for e in volume_io.VOLUME_EXTENSIONS)
+INPUT_EXTENSIONS = tuple(e for e in _formats.VOLUME_EXTENSIONS)
 
 
 # ----------------------------------------------------------------------------- data

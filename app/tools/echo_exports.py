@@ -4,15 +4,25 @@ the warped volumes and the three-slice picture (each written atomically)."""
 from __future__ import annotations
 
 import pathlib
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from gpu_kernels.echo import maps as _maps
 from gpu_kernels.echo.errors import EchoInputError
+from gpu_kernels.lazy import lazy_module
 
-from ..io import volume_io
 from ..io.atomic import atomic_write
-from ..render.echo import render_slices
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpu_kernels.echo import maps as _maps
+
+    from ..io import volume_io
+    from ..render import echo as _render
+else:  # loaded on first use (start-up, issue 18 case 19)
+    np = lazy_module("numpy")
+    _maps = lazy_module("gpu_kernels.echo.maps")
+    volume_io = lazy_module("app.io.volume_io")
+    _render = lazy_module("app.render.echo")
 
 __all__ = ["write_field", "write_trajectory", "write_jacobian", "write_warped", "write_slices", "jacobian_volumes",
            "warped_volumes"]
@@ -116,5 +126,5 @@ def write_warped(result, path) -> list[pathlib.Path]:
 
 def write_slices(result, path, **options) -> list[pathlib.Path]:
     """A picture of the three orthogonal slices with the overlays (PNG)."""
-    render_slices(result, path, **options)
+    _render.render_slices(result, path, **options)
     return [pathlib.Path(path)]

@@ -25,38 +25,46 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import sys
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-import gpu_kernels.flow.api  # noqa: F401 - the submodules (the package's names are functions)
-import gpu_kernels.flow.blockmatch  # noqa: F401
-import gpu_kernels.flow.lucas_kanade  # noqa: F401
-import gpu_kernels.flow.refine  # noqa: F401
-import gpu_kernels.flow.search  # noqa: F401
-from gpu_kernels.backend import Backend
 from gpu_kernels.errors import InputError
-from gpu_kernels.flow.colorwheel import flow_to_color
-from gpu_kernels.flow.metrics import flow_metrics
+from gpu_kernels.flow import defaults as _fd
 from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.lazy import lazy_function, lazy_module
 
-from ..io import flow_io, image_io, video_io
+from ..io import formats as _formats
 from ..io.atomic import write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
-_api = sys.modules["gpu_kernels.flow.api"]
-_bm = sys.modules["gpu_kernels.flow.blockmatch"]
-_lk = sys.modules["gpu_kernels.flow.lucas_kanade"]
-_tv = sys.modules["gpu_kernels.flow.refine"]
-_search = sys.modules["gpu_kernels.flow.search"]
+# NumPy, SciPy, OpenCV, the kernels and the readers load on first use, not with the declaration
+# (start-up, issue 18 case 19); the parameters' defaults come from gpu_kernels.flow.defaults.
+# (The kernel modules by their sys.modules names: the package's names are functions.)
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpu_kernels.backend import Backend
+
+    from ..io import flow_io, image_io, video_io
+else:
+    np = lazy_module("numpy")
+    flow_io = lazy_module("app.io.flow_io")
+    image_io = lazy_module("app.io.image_io")
+    video_io = lazy_module("app.io.video_io")
+_api = lazy_module("gpu_kernels.flow.api")
+_bm = lazy_module("gpu_kernels.flow.blockmatch")
+_lk = lazy_module("gpu_kernels.flow.lucas_kanade")
+_tv = lazy_module("gpu_kernels.flow.refine")
+_search = lazy_module("gpu_kernels.flow.search")
+_colorwheel = lazy_module("gpu_kernels.flow.colorwheel")
+_flow_metrics = lazy_module("gpu_kernels.flow.metrics")
 
 __all__ = ["PARAMS", "TOOL", "FlowData", "FlowRun", "load", "load_pair", "with_pair", "with_ground_truth",
            "with_mask", "run", "summary", "samples", "demo", "warped_second", "INPUT_EXTENSIONS"]
 
-INPUT_EXTENSIONS = image_io.IMAGE_EXTENSIONS + video_io.VIDEO_EXTENSIONS
+INPUT_EXTENSIONS = _formats.IMAGE_EXTENSIONS + _formats.VIDEO_EXTENSIONS
 #: pixels above which a CPU run of the refinement takes more than a few seconds
 CPU_COMFORT_PIXELS = 1_000_000
 
@@ -79,11 +87,11 @@ def _search_only(v) -> bool:
 
 
 PARAMS = ParamSet([
-    Param("method", str, _api.DEFAULT_METHOD, "Method",
+    Param("method", str, _fd.DEFAULT_METHOD, "Method",
           "search: patch inverse search + TV-L1, motions from 0 to a fifth of the frame (the default); "
           "bm: NCC block matching (fast, one vector per block); lk: pyramidal Lucas-Kanade (fast, "
           "small motions); refine: TV-L1 variational refinement alone (small motions).",
-          choices=_api.METHODS,
+          choices=_fd.METHODS,
           choice_help={"search": "DIS-style patch inverse search over a deep pyramid, densified, TV-L1 at "
                                  "every level (large and small motions)",
                        "bm": "multi-scale NCC block matching with a quality map",
@@ -93,13 +101,13 @@ PARAMS = ParamSet([
           "Levels of the Gaussian pyramid; 'auto' is the method's default (search: down to about four "
           "patches across; 5 for bm and refine, 3 for lk). More levels follow larger motions.",
           minimum=1, maximum=12, auto=True, auto_value=None, typical=5, metavar="L"),
-    Param("block", int, _bm.DEFAULT_BLOCK, "Block size",
+    Param("block", int, _fd.BM_BLOCK, "Block size",
           "Block matching: side of the blocks in pixels (4, 8 or 16); larger is steadier and coarser.",
           minimum=4, maximum=16, unit="px", metavar="B", used_when=_uses_bm),
-    Param("radius", int, _bm.DEFAULT_RADIUS, "Search radius",
+    Param("radius", int, _fd.BM_RADIUS, "Search radius",
           "Block matching: shifts searched around the coarser level's prediction, pixels of each level.",
-          minimum=1, maximum=_bm.MAX_RADIUS, unit="px", metavar="R", used_when=_uses_bm),
-    Param("window", int, _lk.DEFAULT_WINDOW, "LK window",
+          minimum=1, maximum=_fd.BM_MAX_RADIUS, unit="px", metavar="R", used_when=_uses_bm),
+    Param("window", int, _fd.LK_WINDOW, "LK window",
           "Lucas-Kanade: odd side of the window of the per-pixel 2 x 2 solve.",
           minimum=1, maximum=63, unit="px", metavar="W", used_when=lambda v: v["method"] == "lk"),
     Param("iters", int, None, "Iterations",
@@ -107,30 +115,30 @@ PARAMS = ParamSet([
           "iterations per warp (auto 10 and 20).",
           minimum=1, maximum=500, auto=True, auto_value=None, typical=10, metavar="N",
           used_when=lambda v: v["method"] in ("lk", "refine", "search")),
-    Param("seed", str, _tv.DEFAULT_SEED, "Seed",
+    Param("seed", str, _fd.TV_SEED, "Seed",
           "Refinement: the local method whose quality-weighted, smoothed flow starts the coarsest "
-          "level ('none': TV-L1 alone).", choices=_tv.SEEDS, advanced=True, used_when=_refine_only),
+          "level ('none': TV-L1 alone).", choices=_fd.TV_SEEDS, advanced=True, used_when=_refine_only),
     Param("warps", int, None, "Warps",
           "Refinement and search: re-linearisations of the data term per pyramid level (auto: 5 for "
           "refine, 8 for search).", minimum=1, maximum=50, auto=True, auto_value=None, typical=5,
           advanced=True, metavar="N", used_when=_variational),
-    Param("patch", int, _search.DEFAULT_PATCH, "Patch size",
+    Param("patch", int, _fd.SEARCH_PATCH, "Patch size",
           "Search: side of the patches of the inverse search (4, 6, 8 or 12 pixels of each level); "
           "larger is steadier on weak texture, smaller follows small objects.",
           minimum=4, maximum=12, unit="px", advanced=True, metavar="P", used_when=_search_only),
-    Param("search_level", int, _search.DEFAULT_FINEST_PATCH_LEVEL, "Finest search level",
+    Param("search_level", int, _fd.SEARCH_FINEST_PATCH_LEVEL, "Finest search level",
           "Search: the finest pyramid level with a patch search, counted from the working level "
           "(0: down to it; 1 or 2: faster, fewer small fast objects found).",
           minimum=0, maximum=12, advanced=True, metavar="S", used_when=_search_only),
-    Param("max_pixels", int, _search.DEFAULT_MAX_PIXELS, "Working size",
+    Param("max_pixels", int, _fd.SEARCH_MAX_PIXELS, "Working size",
           "Search: the finest level solved has at most this many pixels; larger frames are solved at "
           "the first level that fits and the flow is upsampled (1080p at 960 x 540).",
           minimum=4096, maximum=1 << 28, advanced=True, metavar="N", used_when=_search_only),
-    Param("lam", float, _tv.DEFAULT_LAMBDA, "Data weight λ",
+    Param("lam", float, _fd.TV_LAMBDA, "Data weight λ",
           "Refinement: weight of the data term (intensities 0..1); larger follows the images more "
           "closely, smaller gives smoother flow.", minimum=0.0, min_open=True, maximum=10000.0, step=10.0,
           decimals=1, advanced=True, flag="--lambda", metavar="LAMBDA", used_when=_variational),
-    Param("median", int, _tv.DEFAULT_MEDIAN, "Median filter",
+    Param("median", int, _fd.TV_MEDIAN, "Median filter",
           "Refinement: side of the median filter of the flow after each warp (5, 3, or 0 for none).",
           minimum=0, maximum=5, advanced=True, metavar="M", used_when=_variational),
     Param("tile_size", int, None, "Tiles",
@@ -346,7 +354,7 @@ def _metrics(ctx):
     if d.gt is None:
         return None
     gt, valid = d.gt
-    return flow_metrics(res.u, res.v, gt, valid & (d.mask if d.mask is not None else True))
+    return _flow_metrics.flow_metrics(res.u, res.v, gt, valid & (d.mask if d.mask is not None else True))
 
 
 def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: float) -> FlowRun:
@@ -434,7 +442,7 @@ def write_quality(result: FlowRun, path) -> list[pathlib.Path]:
 
 def write_color(result: FlowRun, path, *, max_flow: float | None = None) -> list[pathlib.Path]:
     """The flow in Middlebury's colour coding (normalised by the largest magnitude, or max_flow)."""
-    img = flow_to_color(result.u, result.v, max_flow=max_flow, valid=_unknown_outside(result))
+    img = _colorwheel.flow_to_color(result.u, result.v, max_flow=max_flow, valid=_unknown_outside(result))
     return [pathlib.Path(image_io.write_image(path, img))]
 
 
@@ -454,7 +462,7 @@ EXPORTS = (
 # ----------------------------------------------------------------------------- samples, demo, batch
 def samples() -> list[pathlib.Path]:
     """The bundled pair (its first frame; the second and the ground truth are found beside it)."""
-    return [p for p in samples_in("flow", image_io.IMAGE_EXTENSIONS, first=("frame1",)) if p.stem == "frame1"]
+    return [p for p in samples_in("flow", _formats.IMAGE_EXTENSIONS, first=("frame1",)) if p.stem == "frame1"]
 
 
 def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[pathlib.Path]:
@@ -528,7 +536,7 @@ TOOL = Tool(
     demo=demo,
     advise=advise,
     check=check,
-    library=_api.compute_flow,
+    library=lazy_function("gpu_kernels.flow.api:compute_flow"),
     default_output=lambda p: f"{p.stem}.flo",
     batch_items=batch_items,
     batch_load=batch_load,

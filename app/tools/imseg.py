@@ -20,23 +20,45 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from gpu_kernels.backend import Backend
 from gpu_kernels.errors import InputError
-from gpu_kernels.imseg import contours as _ct
-from gpu_kernels.imseg import segment as _seg
-from gpu_kernels.imseg import vis as _vis
-from gpu_kernels.imseg.color import MAX_BILATERAL_PASSES, MAX_BILATERAL_WINDOW, MAX_Q, MIN_Q
-from gpu_kernels.imseg.kmeans import MAX_ITERATIONS, MAX_K
+from gpu_kernels.imseg import defaults as _dflt
+from gpu_kernels.imseg.defaults import (
+    MAX_BILATERAL_PASSES,
+    MAX_BILATERAL_WINDOW,
+    MAX_ITERATIONS,
+    MAX_K,
+    MAX_Q,
+    MIN_Q,
+)
 from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.lazy import lazy_function, lazy_module
 
-from ..io import image_io, labels_io
+from ..io import formats as _formats
 from ..io.atomic import write_lines
 from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
+
+# NumPy, SciPy, the kernels and the readers load on first use, not with the declaration
+# (start-up, issue 18 case 19); the parameters' defaults come from gpu_kernels.imseg.defaults
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpu_kernels.backend import Backend
+    from gpu_kernels.imseg import contours as _ct
+    from gpu_kernels.imseg import segment as _seg
+    from gpu_kernels.imseg import vis as _vis
+
+    from ..io import image_io, labels_io
+else:
+    np = lazy_module("numpy")
+    _ct = lazy_module("gpu_kernels.imseg.contours")
+    _seg = lazy_module("gpu_kernels.imseg.segment")
+    _vis = lazy_module("gpu_kernels.imseg.vis")
+    image_io = lazy_module("app.io.image_io")
+    labels_io = lazy_module("app.io.labels_io")
 
 __all__ = ["PARAMS", "TOOL", "ImageData", "ImsegResult", "load", "run", "summary", "samples", "demo",
            "picture", "STAGE_NAMES"]
@@ -55,64 +77,64 @@ PARAMS = ParamSet([
           "(follows the image's contours; the default). kmeans: the paper's pipeline (CIELAB k-means on the "
           "quantised colours, connected components, small-region merging).", choices=("contours", "kmeans"),
           metavar="{contours,kmeans}"),
-    Param("coarseness", float, _ct.DEFAULT_COARSENESS, "Coarseness",
+    Param("coarseness", float, _dflt.DEFAULT_COARSENESS, "Coarseness",
           "How far the merging goes: regions merge while the cheapest merge costs less than 10^coarseness. "
           "Larger: fewer, larger segments (the default 3.2: about 28 on a 481 x 321 photograph).",
-          minimum=_ct.MIN_COARSENESS, maximum=_ct.MAX_COARSENESS, step=0.1, decimals=2, metavar="C",
+          minimum=_dflt.MIN_COARSENESS, maximum=_dflt.MAX_COARSENESS, step=0.1, decimals=2, metavar="C",
           used_when=lambda v: _contours(v) and not v["n_segments"]),
-    Param("n_segments", int, _ct.DEFAULT_N_SEGMENTS, "Segments",
+    Param("n_segments", int, _dflt.DEFAULT_N_SEGMENTS, "Segments",
           "Merge until exactly this many segments are left (0: the coarseness decides).", minimum=0,
-          maximum=_ct.MAX_N_SEGMENTS, metavar="N", used_when=_contours),
-    Param("n_superpixels", int, _ct.DEFAULT_N_SUPERPIXELS, "Superpixels",
+          maximum=_dflt.MAX_N_SEGMENTS, metavar="N", used_when=_contours),
+    Param("n_superpixels", int, _dflt.DEFAULT_N_SUPERPIXELS, "Superpixels",
           "SLIC grid cells, the finest level the merging starts from (whatever the image size).", minimum=1,
-          maximum=_ct.MAX_N_SUPERPIXELS, advanced=True, metavar="K", used_when=_contours),
-    Param("compactness", float, _ct.DEFAULT_COMPACTNESS, "Compactness",
+          maximum=_dflt.MAX_N_SUPERPIXELS, advanced=True, metavar="K", used_when=_contours),
+    Param("compactness", float, _dflt.DEFAULT_COMPACTNESS, "Compactness",
           "SLIC's m: larger gives squarer superpixels, smaller ones that follow colour more closely.",
           minimum=0.0, maximum=1000.0, step=1.0, decimals=1, advanced=True, metavar="M", used_when=_contours),
-    Param("sigma", float, _ct.DEFAULT_SIGMA, "Blur σ",
+    Param("sigma", float, _dflt.DEFAULT_SIGMA, "Blur σ",
           "Gaussian blur before the colour gradient and the superpixels.", minimum=0.1, maximum=20.0,
           step=0.1, decimals=2, unit="px", advanced=True, metavar="S", used_when=_contours),
-    Param("k_max", int, _seg.DEFAULT_K_MAX, "Clusters (k max)",
+    Param("k_max", int, _dflt.DEFAULT_K_MAX, "Clusters (k max)",
           "Most k-means clusters: colours are sampled on a grid of this many pixels and samples closer than "
           "the merge distance share a centre, so k is usually smaller. More clusters: more, smaller regions.",
           minimum=1, maximum=MAX_K, metavar="K", used_when=_kmeans),
-    Param("q", int, _seg.DEFAULT_Q, "Quantisation (Q bits)",
+    Param("q", int, _dflt.DEFAULT_Q, "Quantisation (Q bits)",
           "Bits per CIELAB channel of the quantised colour space k-means runs on (2^(3Q) colours; the "
           "paper's Q = 5). Fewer bits: coarser colours, faster k-means.",
           minimum=MIN_Q, maximum=MAX_Q, metavar="Q", used_when=_kmeans),
-    Param("iterations", int, _seg.DEFAULT_ITERATIONS, "k-means iterations",
+    Param("iterations", int, _dflt.DEFAULT_ITERATIONS, "k-means iterations",
           "Fixed number of k-means iterations on the quantised colours (no convergence test, so the GPU "
           "never waits for the host).", minimum=0, maximum=MAX_ITERATIONS, flag="--iters", metavar="N",
           used_when=_kmeans),
-    Param("merge_distance", float, _seg.DEFAULT_MERGE_DISTANCE, "Merge distance",
+    Param("merge_distance", float, _dflt.DEFAULT_MERGE_DISTANCE, "Merge distance",
           "Initial colour samples closer than this CIELAB distance become one cluster centre. Larger: fewer "
           "clusters, larger regions.", minimum=0.0, maximum=200.0, step=1.0, decimals=1, unit="ΔE",
           metavar="D", used_when=_kmeans),
-    Param("bilateral", int, _seg.DEFAULT_BILATERAL, "Bilateral passes",
+    Param("bilateral", int, _dflt.DEFAULT_BILATERAL, "Bilateral passes",
           "Passes of an edge-preserving bilateral filter in CIELAB before clustering (0: off; the paper uses "
           "5). Smooths noise and texture into fewer regions.", minimum=0, maximum=MAX_BILATERAL_PASSES,
           metavar="N", used_when=_kmeans),
-    Param("bilateral_window", int, _seg.DEFAULT_BILATERAL_WINDOW, "Filter window",
+    Param("bilateral_window", int, _dflt.DEFAULT_BILATERAL_WINDOW, "Filter window",
           "Side of the bilateral filter's window, odd.", minimum=3, maximum=MAX_BILATERAL_WINDOW, unit="px",
           step=2, advanced=True, metavar="W", used_when=_kmeans),
-    Param("sigma_spatial", float, _seg.DEFAULT_SIGMA_SPATIAL, "Filter σ (space)",
+    Param("sigma_spatial", float, _dflt.DEFAULT_SIGMA_SPATIAL, "Filter σ (space)",
           "Spatial sigma of the bilateral filter.", minimum=0.0, maximum=50.0, min_open=True, unit="px",
           step=0.5, decimals=2, advanced=True, metavar="S", used_when=_kmeans),
-    Param("sigma_color", float, _seg.DEFAULT_SIGMA_COLOR, "Filter σ (colour)",
+    Param("sigma_color", float, _dflt.DEFAULT_SIGMA_COLOR, "Filter σ (colour)",
           "Colour sigma of the bilateral filter: colour differences well above it are edges the filter "
           "keeps.", minimum=0.0, maximum=200.0, min_open=True, unit="ΔE", step=1.0, decimals=1,
           advanced=True, metavar="S", used_when=_kmeans),
-    Param("connectivity", int, _seg.DEFAULT_CONNECTIVITY, "Connectivity",
+    Param("connectivity", int, _dflt.DEFAULT_CONNECTIVITY, "Connectivity",
           "Which neighbours join a region: 4 (edges only) or 8 (edges and corners).", choices=(4, 8),
           metavar="{4,8}", used_when=_kmeans),
-    Param("min_size", int, _seg.DEFAULT_MIN_SIZE, "Minimum region size",
+    Param("min_size", int, _dflt.DEFAULT_MIN_SIZE, "Minimum region size",
           "Regions smaller than this merge into their most similar neighbour until none is left (0 or 1: "
           "off). Guaranteed unless the whole image is smaller.", minimum=0, maximum=100_000_000, unit="px",
           step=16, metavar="S", used_when=_kmeans),
     Param("picture_style", str, "boundaries", "Picture",
           "Which picture the Picture export writes: regions in random colours, in their mean colour, "
           "boundaries over the image, or the k-means clusters.",
-          choices=_vis.STYLES, display=True, flag="--vis", library_name=""),
+          choices=_dflt.STYLES, display=True, flag="--vis", library_name=""),
 ])
 
 
@@ -343,8 +365,8 @@ def write_picture(result: ImsegResult, path, *, style: str = "boundaries") -> li
 VIS_EXTENSIONS = (".png", ".jpg", ".tif")
 
 EXPORTS = (
-    Export("labels", "Label image", labels_io.LABEL_EXTENSIONS, write_labels,
-           cli_option="-o", check=labels_io.check_labels_output),
+    Export("labels", "Label image", _formats.LABEL_EXTENSIONS, write_labels,
+           cli_option="-o", check=lazy_function("app.io.labels_io:check_labels_output")),
     Export("regions", "Region table", (".csv",), write_regions, cli_option="--regions"),
     Export("picture", "Picture", VIS_EXTENSIONS, write_picture,
            cli_option="--vis-out", options={"style": "picture_style"}),
@@ -354,7 +376,7 @@ EXPORTS = (
 # ----------------------------------------------------------------------------- samples and demo
 def samples() -> list[pathlib.Path]:
     """Bundled sample images, the default (``coffee``) first."""
-    return samples_in("imseg", image_io.IMAGE_EXTENSIONS, first=("coffee", "astronaut"))
+    return samples_in("imseg", _formats.IMAGE_EXTENSIONS, first=("coffee", "astronaut"))
 
 
 def demo(out_dir, *, device: Backend, progress: Progress | None = None,
@@ -397,13 +419,13 @@ TOOL = Tool(
     run=run,
     summary=summary,
     exports=EXPORTS,
-    input_extensions=image_io.IMAGE_EXTENSIONS,
+    input_extensions=_formats.IMAGE_EXTENSIONS,
     input_kind="Images",
     input_noun="Image",
     headline=headline,
     samples=samples,
     demo=demo,
-    library=_seg.segment_image,
+    library=lazy_function("gpu_kernels.imseg.segment:segment_image"),
     default_output=lambda p: f"{p.stem}-labels.png",
     metrics=metrics,
 )

@@ -22,21 +22,40 @@ import os
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from gpu_kernels.backend import Backend, _no_cuda_reason
 from gpu_kernels.errors import InputError, TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
-from gpu_kernels.mesh import segment as _seg
-from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, certainty
+from gpu_kernels.lazy import lazy_function, lazy_module
+from gpu_kernels.mesh import defaults as _defaults
+from gpu_kernels.mesh.defaults import DEFAULT_SHADING
 
-from ..io import mesh_io
+from ..io import formats as _formats
 from ..io.atomic import write_lines
-from ..render.mesh import render_png
 from .base import Export, Tool, fmt_seconds, samples_in
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
+
+# NumPy, SciPy, the kernels, the reader and the renderer load on first use, not with the
+# declaration (start-up, issue 18 case 19); the parameters' defaults come from the light
+# gpu_kernels.mesh.defaults and app.io.formats
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpu_kernels import backend as _backend
+    from gpu_kernels.backend import Backend
+    from gpu_kernels.mesh import colors as _colors
+    from gpu_kernels.mesh import segment as _seg
+
+    from ..io import mesh_io
+    from ..render import mesh as _render
+else:
+    np = lazy_module("numpy")
+    _backend = lazy_module("gpu_kernels.backend")
+    _colors = lazy_module("gpu_kernels.mesh.colors")
+    _seg = lazy_module("gpu_kernels.mesh.segment")
+    mesh_io = lazy_module("app.io.mesh_io")
+    _render = lazy_module("app.render.mesh")
 
 __all__ = ["PARAMS", "TOOL", "MeshData", "MeshSegResult", "load", "run", "summary", "advise",
            "samples", "demo", "WORKING_FACES", "APSP_CHOICES"]
@@ -44,7 +63,7 @@ __all__ = ["PARAMS", "TOOL", "MeshData", "MeshSegResult", "load", "run", "summar
 #: the working resolution (the one number for the simplification advice): with ``max_faces``
 #: at 'auto' a larger mesh is clustered at this many faces; asked for much more on the CPU,
 #: the window offers it and the CLI suggests it
-WORKING_FACES = _seg.WORKING_FACES
+WORKING_FACES = _defaults.WORKING_FACES
 
 APSP_CHOICES = ("auto", "gpu-sym", "gpu", "cpu", "cpu-mt")
 GPU_APSP = ("gpu-sym", "gpu")
@@ -52,18 +71,18 @@ GPU_APSP = ("gpu-sym", "gpu")
 PARAMS = ParamSet([
     Param("k", int, "auto", "Parts (k)",
           "Number of parts; 'auto' picks it from the largest gap in the representatives' distances.",
-          minimum=1, maximum=_seg.MAX_K, auto=True, typical=5, metavar="K"),
+          minimum=1, maximum=_defaults.MAX_K, auto=True, typical=5, metavar="K"),
     Param("delta", float, None, "Delta",
           "Weight of geodesic against angular distance in the dual graph (0 = angles only, "
           "1 = geodesic only); 'auto' is the library's choice.",
-          minimum=0.0, maximum=1.0, auto=True, auto_value=None, typical=_seg.DEFAULT_DELTA,
+          minimum=0.0, maximum=1.0, auto=True, auto_value=None, typical=_defaults.DEFAULT_DELTA,
           step=0.05, decimals=3, metavar="D"),
     Param("eta_convex", float, None, "Convex η",
           "Angular weight of convex edges relative to concave ones (concave = 1); 'auto' is the "
           "library's choice.",
           minimum=0.0, maximum=1.0, min_open=True, auto=True, auto_value=None,
-          typical=_seg.DEFAULT_ETA_CONVEX, step=0.01, decimals=3, metavar="E"),
-    Param("epsilon", float, _seg.DEFAULT_EPSILON, "Fuzzy band ε",
+          typical=_defaults.DEFAULT_ETA_CONVEX, step=0.01, decimals=3, metavar="E"),
+    Param("epsilon", float, _defaults.DEFAULT_EPSILON, "Fuzzy band ε",
           "A face is fuzzy when its two best memberships p1 >= p2 satisfy (p1 - p2) / (p1 + p2) <= ε; "
           "a minimum cut decides fuzzy faces.",
           minimum=0.0, maximum=1.0, step=0.01, decimals=3, metavar="EPS"),
@@ -74,15 +93,15 @@ PARAMS = ParamSet([
                        "gpu-sym": "GPU, tiled Floyd-Warshall on the lower triangle (half the memory)",
                        "gpu": "GPU, tiled Floyd-Warshall", "cpu": "CPU, Dijkstra",
                        "cpu-mt": "CPU, Dijkstra on all cores"}),
-    Param("max_iter", int, _seg.DEFAULT_MAX_ITER, "Iteration cap",
+    Param("max_iter", int, _defaults.DEFAULT_MAX_ITER, "Iteration cap",
           "Maximum number of representative updates.", minimum=1, maximum=500, metavar="N"),
-    Param("max_faces", int, _seg.DEFAULT_MAX_FACES, "Working resolution",
+    Param("max_faces", int, _defaults.DEFAULT_MAX_FACES, "Working resolution",
           "Cluster a mesh with more faces than this on a simplified copy (quadric edge collapse); "
           "the parts are carried back to every face and their boundaries re-cut at full resolution. "
-          f"'auto': {_seg.WORKING_FACES:,} faces (the resolution the defaults were chosen at, on every "
+          f"'auto': {_defaults.WORKING_FACES:,} faces (the resolution the defaults were chosen at, on every "
           "device); 'off': always the full resolution (slower; sharp creases then weigh more).",
-          minimum=200, maximum=10_000_000, auto=True, auto_value=_seg.DEFAULT_MAX_FACES, optional=True,
-          typical=_seg.WORKING_FACES, step=1000, unit="faces", metavar="N"),
+          minimum=200, maximum=10_000_000, auto=True, auto_value=_defaults.DEFAULT_MAX_FACES, optional=True,
+          typical=_defaults.WORKING_FACES, step=1000, unit="faces", metavar="N"),
     Param("consensus", bool, False, "Three resolutions",
           "With the automatic working resolution: also cluster at 2,000 and 6,000 faces and keep the "
           "result that agrees best with the other two (better parts on the PSB, about three times "
@@ -101,7 +120,7 @@ PARAMS = ParamSet([
           minimum=0.0, maximum=1.0, step=0.05, decimals=2, metavar="S", display=True),
     Param("segments_format", str, "ply", "Part mesh format",
           "File format of the per-part meshes (the export 'One mesh per part'; PLY keeps the part colours).",
-          choices=mesh_io.SEGMENT_FORMATS, display=True, library_name=""),
+          choices=_formats.SEGMENT_FORMATS, display=True, library_name=""),
 ])
 
 
@@ -168,7 +187,7 @@ def check_device(params: dict, device: Backend) -> None:
                          "use simplifier 'auto'")
     method = params.get("apsp", "auto")
     if method in GPU_APSP and not device.is_gpu:
-        why = _no_cuda_reason() or "the CPU was selected"
+        why = _backend._no_cuda_reason() or "the CPU was selected"
         raise InputError(f"APSP method {method} runs on a CUDA GPU, but {why}; use cpu-mt (or cpu), "
                          "or a CUDA device")
 
@@ -219,7 +238,7 @@ def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: flo
 def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
     """The result with the display-only parameters (the uncertainty shading of the face colours)."""
     seg = result.seg
-    colors = blend_face_colors(seg.memberships, seg.labels, seg.cluster_colors, shading=params["shading"])
+    colors = _colors.blend_face_colors(seg.memberships, seg.labels, seg.cluster_colors, shading=params["shading"])
     seg = copy.copy(seg)  # the cached segmentation stays as it was
     seg.face_colors = colors
     return replace(result, seg=seg, params={**result.params, "shading": params["shading"]})
@@ -327,7 +346,7 @@ def write_colored_ply(result: MeshSegResult, path) -> list[pathlib.Path]:
     d, seg = result.data, result.seg
     colors = np.asarray(seg.cluster_colors, dtype=np.uint8)[np.asarray(seg.labels)]
     return [mesh_io.write_colored_ply(
-        path, d.vertices, d.faces, colors, face_quality=certainty(seg.memberships),
+        path, d.vertices, d.faces, colors, face_quality=_colors.certainty(seg.memberships),
         comments=("faces coloured by part",
                   "quality = certainty of the face's part, 0 (on a boundary) to 1"))]
 
@@ -372,7 +391,7 @@ EXPORTS = (
            cli_help="output PLY with per-face colours by part"),
     Export("labels", "Segment labels, PSB format", (".seg",), write_labels, cli_option="--labels",
            cli_help="also write the labels, one integer per line, line i for face i (PSB format)"),
-    Export("segments", "One mesh per part (folder)", tuple(f".{e}" for e in mesh_io.SEGMENT_FORMATS),
+    Export("segments", "One mesh per part (folder)", tuple(f".{e}" for e in _formats.SEGMENT_FORMATS),
            write_segments, folder=True, cli_option="--segments-dir", check=check_segments_dir,
            cli_help="also write each part as its own mesh, DIR/segment_000.ply and so on "
                     "(in the format of --segments-format)",
@@ -383,7 +402,7 @@ EXPORTS = (
 # ----------------------------------------------------------------------------- samples and demo
 def samples() -> list[pathlib.Path]:
     """Bundled sample meshes, the default (``dumbbell``) first."""
-    return samples_in("", mesh_io.MESH_EXTENSIONS, first=("dumbbell", "creature", "table"))
+    return samples_in("", _formats.MESH_EXTENSIONS, first=("dumbbell", "creature", "table"))
 
 
 def demo(out_dir, *, device: Backend, progress: Progress | None = None,
@@ -405,7 +424,7 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None,
         reps = np.asarray(res.seg.representatives, dtype=np.int64)
         markers = (data.vertices[data.faces[reps]].mean(axis=1), [str(j) for j in range(len(reps))],
                    res.seg.cluster_colors)
-        written.append(render_png(out_dir / f"{path.stem}-parts.png", data.vertices, data.faces,
+        written.append(_render.render_png(out_dir / f"{path.stem}-parts.png", data.vertices, data.faces,
                                   res.seg.face_colors, title=f"{path.stem}: {res.seg.k} parts, {len(data.faces):,} faces",
                                   markers=markers))
         written.append(write_lines(out_dir / f"{path.stem}-summary.txt", summary(res)))
@@ -433,7 +452,7 @@ TOOL = Tool(
     run=run,
     summary=summary,
     exports=EXPORTS,
-    input_extensions=mesh_io.MESH_EXTENSIONS,
+    input_extensions=_formats.MESH_EXTENSIONS,
     input_kind="Meshes",
     input_noun="Mesh",
     headline=lambda r: f"Segmented {r.data.name} into {r.seg.k} parts in {fmt_seconds(r.elapsed)} on {r.device}",
@@ -441,6 +460,6 @@ TOOL = Tool(
     demo=demo,
     advise=advise,
     check=check_device,
-    library=_seg.segment_mesh,
+    library=lazy_function("gpu_kernels.mesh.segment:segment_mesh"),
     default_output=lambda p: f"{p.stem}-parts.ply",
 )

@@ -26,24 +26,42 @@ import pathlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from gpu_kernels.backend import Backend
 from gpu_kernels.errors import InputError, TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
-from gpu_kernels.mvs import fusion as _fu
-from gpu_kernels.mvs import grow as _gr
-from gpu_kernels.mvs import optimize as _op
-from gpu_kernels.mvs import stereo as _st
-from gpu_kernels.mvs import views as _vs
-from gpu_kernels.mvs.camera import MVSScene
+from gpu_kernels.lazy import lazy_function, lazy_module
+from gpu_kernels.mvs import defaults as _md
 
-from ..io import depth_io, ply_points_io, scene_io
 from ..io.atomic import atomic_output_dir, check_output_dir, write_lines
 from .base import BatchItem, Export, Tool, fmt_seconds, resources_dir
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
+
+# NumPy, SciPy, the kernels and the readers load on first use, not with the declaration
+# (start-up, issue 18 case 19); the parameters' defaults come from gpu_kernels.mvs.defaults
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpu_kernels.backend import Backend
+    from gpu_kernels.mvs import fusion as _fu
+    from gpu_kernels.mvs import grow as _gr
+    from gpu_kernels.mvs import optimize as _op
+    from gpu_kernels.mvs import stereo as _st
+    from gpu_kernels.mvs import views as _vs
+    from gpu_kernels.mvs.camera import MVSScene
+
+    from ..io import depth_io, ply_points_io, scene_io
+else:
+    np = lazy_module("numpy")
+    _fu = lazy_module("gpu_kernels.mvs.fusion")
+    _gr = lazy_module("gpu_kernels.mvs.grow")
+    _op = lazy_module("gpu_kernels.mvs.optimize")
+    _st = lazy_module("gpu_kernels.mvs.stereo")
+    _vs = lazy_module("gpu_kernels.mvs.views")
+    depth_io = lazy_module("app.io.depth_io")
+    ply_points_io = lazy_module("app.io.ply_points_io")
+    scene_io = lazy_module("app.io.scene_io")
 
 __all__ = ["PARAMS", "TOOL", "MVSData", "MVSRun", "load", "run", "summary", "samples", "demo", "write_outdir",
            "write_fused", "write_view_depth", "colorize", "INPUT_EXTENSIONS", "CPU_COMFORT_PIXELS"]
@@ -56,42 +74,42 @@ PARAMS = ParamSet([
     Param("views", str, "all", "Views",
           "Reference views to reconstruct: 'all', or image names / 0-based indices separated by commas.",
           metavar="all|i,j,.."),
-    Param("window", int, _op.DEFAULT_WINDOW, "Window",
+    Param("window", int, _md.WINDOW, "Window",
           "Side of the n x n matching window in pixels (odd); larger is steadier on weak texture and "
           "rounder at depth edges.", minimum=3, maximum=11, step=2, unit="px", metavar="N"),
-    Param("neighbors", int, _vs.DEFAULT_NEIGHBORS, "Neighbour views",
+    Param("neighbors", int, _md.NEIGHBORS, "Neighbour views",
           "Views chosen per reference view by Goesele's global view selection (shared seeds, parallax, "
           "scale); the optimiser uses them all, dropping those that do not match.",
-          minimum=1, maximum=_op.MAX_NEIGHBORS, metavar="K"),
-    Param("min_views", int, _op.DEFAULT_MIN_VIEWS, "Min. views",
+          minimum=1, maximum=_md.MAX_NEIGHBORS, metavar="K"),
+    Param("min_views", int, _md.MIN_VIEWS, "Min. views",
           "A pixel fails when fewer neighbour views than this still match (NCC above the threshold).",
-          minimum=1, maximum=_op.MAX_NEIGHBORS, metavar="M"),
-    Param("ncc_accept", float, _op.DEFAULT_NCC_ACCEPT, "NCC threshold",
+          minimum=1, maximum=_md.MAX_NEIGHBORS, metavar="M"),
+    Param("ncc_accept", float, _md.NCC_ACCEPT, "NCC threshold",
           "A neighbour view whose NCC falls below this leaves the pixel's active set; the confidence "
           "(mean NCC of the active views) must reach it too.", minimum=0.0, maximum=0.99, step=0.05,
           decimals=2, metavar="NCC"),
     Param("batch_size", int, None, "Batch",
           "Pixels optimised per launch (the top of the priority queue); 'auto' is 65536 on the GPU and "
           "2048 on the CPU. Larger is faster on the GPU and follows the priority order less strictly.",
-          minimum=1, maximum=1 << 22, auto=True, auto_value=None, typical=_gr.DEFAULT_BATCH_GPU,
+          minimum=1, maximum=1 << 22, auto=True, auto_value=None, typical=_md.BATCH_GPU,
           flag="--batch", unit="px", metavar="N"),
-    Param("max_iter", int, _op.DEFAULT_MAX_ITER, "Iterations",
+    Param("max_iter", int, _md.MAX_ITER, "Iterations",
           "Most iterations per pixel (every fifth a joint depth and normal step).",
           minimum=1, maximum=200, advanced=True, metavar="N"),
     Param("views_together", int, None, "Views together",
           "Reference views grown in one shared batch ('auto': 16 on the GPU, 1 on the CPU); more use the "
           "GPU better and need more device memory for the textures.",
-          minimum=1, maximum=10_000, auto=True, auto_value=None, typical=_st.DEFAULT_VIEWS_TOGETHER_GPU,
+          minimum=1, maximum=10_000, auto=True, auto_value=None, typical=_md.VIEWS_TOGETHER_GPU,
           advanced=True, metavar="N"),
-    Param("max_attempts", int, _gr.DEFAULT_MAX_ATTEMPTS, "Attempts per pixel",
+    Param("max_attempts", int, _md.MAX_ATTEMPTS, "Attempts per pixel",
           "How often a failed pixel is tried again from another neighbour's start.",
           minimum=1, maximum=10, advanced=True, metavar="N"),
     Param("fuse", bool, True, "Fuse",
           "Fuse the views' depth maps into one point cloud (needs two or more views).", advanced=True),
-    Param("fuse_min_views", int, _fu.DEFAULT_FUSE_MIN_VIEWS, "Fusion: views that agree",
+    Param("fuse_min_views", int, _md.FUSE_MIN_VIEWS, "Fusion: views that agree",
           "A fused point needs this many views (its own included) that agree on its depth.",
           minimum=1, maximum=64, advanced=True, metavar="N"),
-    Param("fuse_tol", float, _fu.DEFAULT_FUSE_TOL, "Fusion: depth tolerance",
+    Param("fuse_tol", float, _md.FUSE_TOL, "Fusion: depth tolerance",
           "Relative depth difference within which two views agree.", minimum=0.0, min_open=True,
           maximum=0.5, step=0.005, decimals=3, advanced=True, metavar="TOL"),
 ])
@@ -521,7 +539,7 @@ TOOL = Tool(
     advise=advise,
     check=check,
     stages=PIPELINE,
-    library=_st.reconstruct,
+    library=lazy_function("gpu_kernels.mvs.stereo:reconstruct"),
     output_option="-o",
     default_output=lambda p: f"{p.stem.replace('_par', '')}-mvs",
     metrics=metrics,

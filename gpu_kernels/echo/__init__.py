@@ -18,33 +18,19 @@ divergence, magnitude, warping, composition, metrics), :mod:`~gpu_kernels.echo.s
 """
 
 from gpu_kernels.echo.errors import EchoInputError
-from gpu_kernels.echo.maps import (
-    compose,
-    divergence,
-    endpoint_error,
-    jacobian_determinant,
-    magnitude,
-    mean_squared_difference,
-    ncc,
-    warp_volume,
-)
-from gpu_kernels.echo.motion import (
-    DEFAULT_ALPHA,
-    DEFAULT_BETA,
-    DEFAULT_DERIVATIVE,
-    DEFAULT_ITERS,
-    DEFAULT_LEVELS,
-    DEFAULT_RHO,
-    DEFAULT_SIGMA,
-    DEFAULT_SOLVER,
-    DEFAULT_TOL,
-    DEFAULT_VARIANT,
-    DEFAULT_WARPS,
-    MotionInfo,
-    estimate_motion,
-    jacobi_damping,
-)
-from gpu_kernels.echo.sequence import SequenceMotion, estimate_sequence
+from gpu_kernels.lazy import lazy_exports as _lazy_exports
+
+# each name loads its submodule on first use (NumPy, SciPy, CuPy): importing the package or a
+# light submodule of it stays cheap (start-up, issue 18 case 19)
+__getattr__, __dir__ = _lazy_exports(__name__, {
+    "compose": "maps", "divergence": "maps", "endpoint_error": "maps", "jacobian_determinant": "maps",
+    "magnitude": "maps", "mean_squared_difference": "maps", "ncc": "maps", "warp_volume": "maps",
+    "DEFAULT_ALPHA": "motion", "DEFAULT_BETA": "motion", "DEFAULT_DERIVATIVE": "motion",
+    "DEFAULT_ITERS": "motion", "DEFAULT_LEVELS": "motion", "DEFAULT_RHO": "motion", "DEFAULT_SIGMA": "motion",
+    "DEFAULT_SOLVER": "motion", "DEFAULT_TOL": "motion", "DEFAULT_VARIANT": "motion",
+    "DEFAULT_WARPS": "motion", "MotionInfo": "motion", "estimate_motion": "motion",
+    "jacobi_damping": "motion", "SequenceMotion": "sequence", "estimate_sequence": "sequence",
+})
 
 __all__ = [
     "DEFAULT_ALPHA",

@@ -110,23 +110,27 @@ __all__ = [
     "max_voxels_for_memory",
 ]
 
-DEFAULT_ALPHA = 0.02
-DEFAULT_BETA = 0.02
-DEFAULT_RHO = 3.5
-DEFAULT_SIGMA = 0.0
-#: pyramid levels; 0 = automatic (:func:`auto_levels`: the coarsest level about 24-48 voxels)
-DEFAULT_LEVELS = 0
-DEFAULT_WARPS = 3
-DEFAULT_ITERS = 10
-DEFAULT_TOL = 1e-3
-DEFAULT_SOLVER = "sor"
-DEFAULT_SOR_OMEGA = 1.8
-DEFAULT_VARIANT = "cache"
-DEFAULT_DERIVATIVE = "central"
-DEFAULT_CHECK_EVERY = 5
-SOLVERS = ("sor", "jacobi")
-VARIANTS = ("cache", "smem")
-DERIVATIVES = ("central", "forward")
+# the defaults and choices (DEFAULT_LEVELS = 0: automatic, see auto_levels) live in
+# gpu_kernels.echo.defaults, free of NumPy, so that declaring the tool stays light
+from gpu_kernels.echo.defaults import (  # noqa: E402
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    DEFAULT_CHECK_EVERY,
+    DEFAULT_DERIVATIVE,
+    DEFAULT_ITERS,
+    DEFAULT_LEVELS,
+    DEFAULT_RHO,
+    DEFAULT_SIGMA,
+    DEFAULT_SOLVER,
+    DEFAULT_SOR_OMEGA,
+    DEFAULT_TOL,
+    DEFAULT_VARIANT,
+    DEFAULT_WARPS,
+    DERIVATIVES,
+    SOLVERS,
+    VARIANTS,
+)
+
 MIN_LEVEL_SIZE = 8
 #: device float32 values per voxel of the finest level at the peak (see memory_bytes)
 FLOATS_PER_VOXEL = 19.5

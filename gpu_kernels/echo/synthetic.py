@@ -88,15 +88,17 @@ __all__ = [
     "speckle_volume",
 ]
 
+from gpu_kernels.echo import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: edge length in voxels of the generated volume (an int for a cube or a (Z, Y, X) tuple)
-DEFAULT_SIZE = 128
+DEFAULT_SIZE = _d.SYNTH_SIZE
 #: frames over one cardiac cycle (frame 0 end-diastole, frame frames//2 end-systole)
-DEFAULT_FRAMES = 10
+DEFAULT_FRAMES = _d.SYNTH_FRAMES
 #: standard deviation of the complex thermal noise, relative to the RMS speckle signal
-DEFAULT_NOISE = 0.05
+DEFAULT_NOISE = _d.SYNTH_NOISE
 #: fraction of each scatterer's amplitude redrawn between consecutive frames (0: speckle
 #: moves rigidly with the tissue, 1: new speckle every frame)
-DEFAULT_DECORRELATION = 0.05
+DEFAULT_DECORRELATION = _d.SYNTH_DECORRELATION
 #: scatterers per voxel (about 10 per resolution cell with the default PSF: fully developed speckle)
 DEFAULT_DENSITY = 0.2
 #: standard deviations of the PSF envelope in voxels along (axis 0 = beam, axis 1, axis 2)
@@ -106,13 +108,13 @@ DEFAULT_WAVELENGTH = 2.5
 #: dB of envelope range mapped onto [0, 1]
 DEFAULT_DYNAMIC_RANGE = 45.0
 #: fraction of the blood pool's cross-section lost at end-systole at mid-ventricle
-DEFAULT_CONTRACTION = 0.5
+DEFAULT_CONTRACTION = _d.SYNTH_CONTRACTION
 #: long-axis shortening at end-systole (base-to-apex length shrinks by this fraction)
-DEFAULT_SHORTENING = 0.12
+DEFAULT_SHORTENING = _d.SYNTH_SHORTENING
 #: apex-to-base rotation difference at end-systole, degrees
-DEFAULT_TWIST = 12.0
-MIN_SIZE = 16
-MAX_SIZE = 512
+DEFAULT_TWIST = _d.SYNTH_TWIST
+MIN_SIZE = _d.SYNTH_MIN_SIZE
+MAX_SIZE = _d.SYNTH_MAX_SIZE
 
 LABEL_BACKGROUND = 0
 LABEL_MYOCARDIUM = 1

@@ -18,14 +18,18 @@ Example
 True
 """
 
-from ._common import FlowInputError, FlowResult
-from .api import DEFAULT_METHOD, METHODS, backward_flow, compute_flow, optical_flow
-from .blockmatch import block_matching
-from .colorwheel import flow_to_color, make_colorwheel
-from .lucas_kanade import lucas_kanade
-from .metrics import flow_metrics, forward_backward_confidence, sparsification
-from .refine import ncc_confidence, quality_weighted_smoothing, tvl1_refine
-from .search import inverse_search_flow
+from gpu_kernels.lazy import lazy_exports as _lazy_exports
+
+# each name loads its submodule on first use (NumPy, SciPy, CuPy): importing the package or a
+# light submodule of it stays cheap (start-up, issue 18 case 19)
+__getattr__, __dir__ = _lazy_exports(__name__, {
+    "FlowInputError": "_common", "FlowResult": "_common", "DEFAULT_METHOD": "api", "METHODS": "api",
+    "backward_flow": "api", "compute_flow": "api", "optical_flow": "api", "block_matching": "blockmatch",
+    "flow_to_color": "colorwheel", "make_colorwheel": "colorwheel", "lucas_kanade": "lucas_kanade",
+    "flow_metrics": "metrics", "forward_backward_confidence": "metrics", "sparsification": "metrics",
+    "ncc_confidence": "refine", "quality_weighted_smoothing": "refine", "tvl1_refine": "refine",
+    "inverse_search_flow": "search",
+})
 
 __all__ = [
     "FlowInputError",

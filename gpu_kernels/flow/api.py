@@ -26,11 +26,11 @@ from .search import DEFAULT_PATCH as _PATCH
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "optical_flow", "compute_flow", "backward_flow"]
 
-#: search: patch inverse search + densification + TV-L1 (large motions); bm: NCC block matching;
-#: lk: pyramidal Lucas-Kanade; refine: TV-L1 alone (or seeded by bm / lk)
-METHODS = ("search", "bm", "lk", "refine")
-#: holds from 0 to ~200 px and beats DIS medium on the shared pairs (benchmarks/results/flow_search.md)
-DEFAULT_METHOD = "search"
+from gpu_kernels.flow import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
+#: the methods and the default (see gpu_kernels.flow.defaults)
+METHODS = _d.METHODS
+DEFAULT_METHOD = _d.DEFAULT_METHOD
 
 
 def optical_flow(img1, img2, *, method: str = DEFAULT_METHOD, mask=None, device=None, progress=None,

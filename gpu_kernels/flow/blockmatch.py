@@ -66,12 +66,14 @@ __all__ = [
 
 #: pyramid levels (the paper's 5)
 DEFAULT_BM_LEVELS = 5
+from gpu_kernels.flow import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: block side in pixels
-DEFAULT_BLOCK = 8
+DEFAULT_BLOCK = _d.BM_BLOCK
 BLOCK_SIZES = (4, 8, 16)
 #: search radius at every level, pixels of that level
-DEFAULT_RADIUS = 4
-MAX_RADIUS = 14
+DEFAULT_RADIUS = _d.BM_RADIUS
+MAX_RADIUS = _d.BM_MAX_RADIUS
 #: texture level (standard deviation, intensities 0..1) at which a block's quality is halved
 DEFAULT_FLAT_SIGMA = 0.01
 #: 3 x 3 median of the block vectors at each level

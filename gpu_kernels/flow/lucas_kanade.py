@@ -55,8 +55,10 @@ __all__ = [
 
 #: pyramid levels (the paper's 3)
 DEFAULT_LK_LEVELS = 3
+from gpu_kernels.flow import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: side of the square window of the 2 x 2 solve, pixels (odd)
-DEFAULT_WINDOW = 9
+DEFAULT_WINDOW = _d.LK_WINDOW
 #: warp-and-refine iterations per level
 DEFAULT_LK_ITERS = 3
 #: Gaussian pre-smoothing of the finest level (pixels); 0 for none

@@ -71,22 +71,24 @@ __all__ = [
     "ncc_confidence",
 ]
 
-SEEDS = ("bm", "lk", "none")
+from gpu_kernels.flow import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
+SEEDS = _d.TV_SEEDS
 #: what starts the refinement
-DEFAULT_SEED = "none"
+DEFAULT_SEED = _d.TV_SEED
 DEFAULT_TV_LEVELS = 5
 #: warps per level
 DEFAULT_WARPS = 5
 #: TV-L1 iterations per warp
 DEFAULT_TV_ITERS = 10
 #: weight of the data term (intensities 0..1)
-DEFAULT_LAMBDA = 100.0
+DEFAULT_LAMBDA = _d.TV_LAMBDA
 #: coupling of the two TV-L1 sub-problems
 DEFAULT_THETA = 0.3
 #: dual step (<= 0.25 for convergence)
 DEFAULT_TAU = 0.25
 #: side of the median filter of the flow after each warp (5, 3, or 0 for none)
-DEFAULT_MEDIAN = 5
+DEFAULT_MEDIAN = _d.TV_MEDIAN
 #: Gaussian sigma (pixels) of the quality-weighted smoothing of the seed
 DEFAULT_SEED_SIGMA = 4.0
 #: window of the local-NCC quality map (odd, pixels)

@@ -92,8 +92,10 @@ __all__ = [
 ]
 
 PATCH_SIZES = (4, 6, 8, 12)
+from gpu_kernels.flow import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: patch side (pixels of each level)
-DEFAULT_PATCH = 8
+DEFAULT_PATCH = _d.SEARCH_PATCH
 #: about this many pixels between patch origins
 DEFAULT_STRIDE = 4
 #: Gauss-Newton steps per patch and level (split over the rounds)
@@ -103,7 +105,7 @@ DEFAULT_ROUNDS = 4
 #: integer shifts searched around the start at the coarsest level (pixels of that level)
 DEFAULT_RADIUS = 8
 #: finest level with a patch search, counted from the working level (0: the working level itself)
-DEFAULT_FINEST_PATCH_LEVEL = 0
+DEFAULT_FINEST_PATCH_LEVEL = _d.SEARCH_FINEST_PATCH_LEVEL
 #: TV-L1 warps per level, finest first (the last value for the coarser levels)
 DEFAULT_SEARCH_WARPS = (8,)
 #: TV-L1 iterations per warp
@@ -120,7 +122,7 @@ DEFAULT_PRIOR = 1.0
 DEFAULT_TEXTURE = 1e-4
 #: the finest level solved has at most this many pixels (larger frames are solved at the first level
 #: that fits and the flow is upsampled, as DIS solves at half resolution): 1080p at 960 x 540
-DEFAULT_MAX_PIXELS = 600_000
+DEFAULT_MAX_PIXELS = _d.SEARCH_MAX_PIXELS
 #: Gaussian pre-blur of both frames (pixels): noise in the finest level's data term
 DEFAULT_BLUR = 0.5
 #: quality map: "fb" (local NCC x forward-backward consistency with a backward flow solved one

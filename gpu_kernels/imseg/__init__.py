@@ -9,14 +9,16 @@ Each stage is a function of its own (arrays in, arrays out, ``device=`` and ``pr
 the two entry points run them back to back on the device.
 """
 
-from gpu_kernels.imseg._util import ImsegInputError
-from gpu_kernels.imseg.color import bilateral_lab, quantize_lab, rgb2lab
-from gpu_kernels.imseg.contours import segment_contours
-from gpu_kernels.imseg.features import features_table, region_features
-from gpu_kernels.imseg.kmeans import kmeans_quantized
-from gpu_kernels.imseg.label import label_components
-from gpu_kernels.imseg.merge import merge_small_regions
-from gpu_kernels.imseg.segment import ImageSegmentation, device_bytes_estimate, segment_image
+from gpu_kernels.lazy import lazy_exports as _lazy_exports
+
+# each name loads its submodule on first use (NumPy, SciPy, CuPy): importing the package or a
+# light submodule of it stays cheap (start-up, issue 18 case 19)
+__getattr__, __dir__ = _lazy_exports(__name__, {
+    "ImsegInputError": "_util", "bilateral_lab": "color", "quantize_lab": "color", "rgb2lab": "color",
+    "segment_contours": "contours", "features_table": "features", "region_features": "features",
+    "kmeans_quantized": "kmeans", "label_components": "label", "merge_small_regions": "merge",
+    "ImageSegmentation": "segment", "device_bytes_estimate": "segment", "segment_image": "segment",
+})
 
 __all__ = [
     "ImsegInputError",

@@ -46,16 +46,18 @@ __all__ = [
 LAB_LO = (0.0, -87.0, -108.0)
 LAB_HI = (100.0, 99.0, 95.0)
 
+from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: bits per channel of the quantised colour space (the paper's Q = 5: F = 2^15 colours)
-DEFAULT_Q = 5
-MIN_Q, MAX_Q = 2, 7
+DEFAULT_Q = _d.DEFAULT_Q
+MIN_Q, MAX_Q = _d.MIN_Q, _d.MAX_Q
 
 #: bilateral filter window (pixels, odd), spatial and colour sigmas (pixels, CIELAB units)
-DEFAULT_BILATERAL_WINDOW = 5
-DEFAULT_SIGMA_SPATIAL = 2.0
-DEFAULT_SIGMA_COLOR = 6.0
-MAX_BILATERAL_WINDOW = 17
-MAX_BILATERAL_PASSES = 50
+DEFAULT_BILATERAL_WINDOW = _d.DEFAULT_BILATERAL_WINDOW
+DEFAULT_SIGMA_SPATIAL = _d.DEFAULT_SIGMA_SPATIAL
+DEFAULT_SIGMA_COLOR = _d.DEFAULT_SIGMA_COLOR
+MAX_BILATERAL_WINDOW = _d.MAX_BILATERAL_WINDOW
+MAX_BILATERAL_PASSES = _d.MAX_BILATERAL_PASSES
 
 _COLOR_SRC = "imseg_color.cu"
 #: exact float32 arithmetic order (no fused multiply-adds), as the NumPy path computes it

@@ -87,18 +87,20 @@ __all__ = [
     "to_u8",
 ]
 
+from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: coarseness 0..10: the merge threshold is 10^coarseness (cost units above); chosen on the
 #: 200 BSDS500 training images (benchmarks/results/imseg_contours.md)
-DEFAULT_COARSENESS = 3.2
-MIN_COARSENESS, MAX_COARSENESS = 0.0, 10.0
+DEFAULT_COARSENESS = _d.DEFAULT_COARSENESS
+MIN_COARSENESS, MAX_COARSENESS = _d.MIN_COARSENESS, _d.MAX_COARSENESS
 #: 0: the number of segments follows from the coarseness
-DEFAULT_N_SEGMENTS = 0
-MAX_N_SEGMENTS = 1_000_000
-DEFAULT_N_SUPERPIXELS = 600
-MAX_N_SUPERPIXELS = 100_000
+DEFAULT_N_SEGMENTS = _d.DEFAULT_N_SEGMENTS
+MAX_N_SEGMENTS = _d.MAX_N_SEGMENTS
+DEFAULT_N_SUPERPIXELS = _d.DEFAULT_N_SUPERPIXELS
+MAX_N_SUPERPIXELS = _d.MAX_N_SUPERPIXELS
 #: SLIC's compactness m (colour distance equivalent of one grid step)
-DEFAULT_COMPACTNESS = 10.0
-DEFAULT_SIGMA = 1.0
+DEFAULT_COMPACTNESS = _d.DEFAULT_COMPACTNESS
+DEFAULT_SIGMA = _d.DEFAULT_SIGMA
 SLIC_ITERATIONS = 4
 #: fixed-point gradient: 8 steps per CIELAB unit per pixel
 GSCALE = 8.0

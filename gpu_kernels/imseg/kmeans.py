@@ -50,16 +50,18 @@ __all__ = [
     "kmeans_quantized",
 ]
 
+from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: most initial samples (the number of clusters k is at most this)
-DEFAULT_K_MAX = 64
+DEFAULT_K_MAX = _d.DEFAULT_K_MAX
 #: k-means iterations on the quantised colours (the paper's i_kM = 3)
-DEFAULT_ITERATIONS = 3
+DEFAULT_ITERATIONS = _d.DEFAULT_ITERATIONS
 #: samples closer than this (CIELAB units, CIE76) to a candidate are merged into it. 18 was
 #: chosen on BSDS500 with min_size 512 (benchmarks/results/imseg.md: 10 gives too many
 #: clusters and fragments, 25 merges distinct objects: PRI falls)
-DEFAULT_MERGE_DISTANCE = 18.0
-MAX_K = 1024
-MAX_ITERATIONS = 100
+DEFAULT_MERGE_DISTANCE = _d.DEFAULT_MERGE_DISTANCE
+MAX_K = _d.MAX_K
+MAX_ITERATIONS = _d.MAX_ITERATIONS
 WEIGHT_METHODS = ("histogram", "sort")
 DEFAULT_WEIGHTS = "histogram"
 

@@ -35,9 +35,11 @@ from gpu_kernels.imseg._util import ImsegInputError, SyncCounter, activated, gri
 
 __all__ = ["DEFAULT_MIN_SIZE", "MAX_ROUNDS", "check_min_size", "merge_small_regions"]
 
+from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: regions smaller than this many pixels are merged (0 or 1: off); 512 chosen on BSDS500
 #: (481 x 321 images: 0.3 % of the image; benchmarks/results/imseg.md)
-DEFAULT_MIN_SIZE = 512
+DEFAULT_MIN_SIZE = _d.DEFAULT_MIN_SIZE
 MAX_ROUNDS = 64
 
 _SRC = "imseg_merge.cu"

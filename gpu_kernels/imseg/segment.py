@@ -67,12 +67,14 @@ DEFAULT_K_MAX = _km.DEFAULT_K_MAX
 DEFAULT_Q = _color.DEFAULT_Q
 DEFAULT_ITERATIONS = _km.DEFAULT_ITERATIONS
 DEFAULT_MERGE_DISTANCE = _km.DEFAULT_MERGE_DISTANCE
+from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: bilateral passes (0 = off); the paper's filter is optional, 5 passes when used
-DEFAULT_BILATERAL = 0
+DEFAULT_BILATERAL = _d.DEFAULT_BILATERAL
 DEFAULT_BILATERAL_WINDOW = _color.DEFAULT_BILATERAL_WINDOW
 DEFAULT_SIGMA_SPATIAL = _color.DEFAULT_SIGMA_SPATIAL
 DEFAULT_SIGMA_COLOR = _color.DEFAULT_SIGMA_COLOR
-DEFAULT_CONNECTIVITY = 8
+DEFAULT_CONNECTIVITY = _d.DEFAULT_CONNECTIVITY
 DEFAULT_MIN_SIZE = _merge.DEFAULT_MIN_SIZE
 
 STAGES = ("upload", "bilateral", "quantise", "kmeans", "labelling", "min_size", "features", "download")

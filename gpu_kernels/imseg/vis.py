@@ -18,7 +18,9 @@ import numpy as np
 __all__ = ["STYLES", "label_palette", "random_colors", "mean_colors", "boundary_mask", "boundaries",
            "cluster_colors", "highlight", "to_rgb8", "render"]
 
-STYLES = ("random", "mean", "boundaries", "clusters")
+from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
+STYLES = _d.STYLES
 BOUNDARY_COLOR = (255, 255, 0)
 
 

@@ -14,17 +14,18 @@ Modules: :mod:`~gpu_kernels.mesh.dualgraph` (cleaning, weighted dual graph),
 shortest paths, CPU and GPU).
 """
 
-from gpu_kernels.mesh.colors import blend_face_colors, palette
-from gpu_kernels.mesh.dualgraph import DualGraph, MeshInputError, clean_mesh, dual_graph, face_areas
-from gpu_kernels.mesh.segment import (
-    DEFAULT_DELTA,
-    DEFAULT_EPSILON,
-    DEFAULT_ETA_CONVEX,
-    MeshSegmentation,
-    MeshTooLargeError,
-    max_faces_for_device,
-    segment_mesh,
-)
+from gpu_kernels.lazy import lazy_exports as _lazy_exports
+
+# the names load their submodule on first use (NumPy, SciPy): importing the package, or its
+# light gpu_kernels.mesh.defaults, stays cheap (start-up, issue 18 case 19)
+__getattr__, __dir__ = _lazy_exports(__name__, {
+    "blend_face_colors": "colors", "palette": "colors",
+    "DualGraph": "dualgraph", "MeshInputError": "dualgraph", "clean_mesh": "dualgraph", "dual_graph": "dualgraph",
+    "face_areas": "dualgraph",
+    "DEFAULT_DELTA": "defaults", "DEFAULT_EPSILON": "defaults", "DEFAULT_ETA_CONVEX": "defaults",
+    "MeshSegmentation": "segment", "MeshTooLargeError": "segment", "max_faces_for_device": "segment",
+    "segment_mesh": "segment",
+})
 
 __all__ = [
     "DEFAULT_DELTA",

@@ -29,8 +29,9 @@ import numpy as np
 
 __all__ = ["palette", "blend_face_colors", "certainty", "DEFAULT_SHADING"]
 
-#: how far the least certain faces move towards white (0: flat part colours, 1: white)
-DEFAULT_SHADING = 0.35
+#: how far the least certain faces move towards white (0: flat part colours, 1: white);
+#: declared in gpu_kernels.mesh.defaults (no NumPy there)
+from gpu_kernels.mesh.defaults import DEFAULT_SHADING  # noqa: E402
 
 _BASE = np.array([
     (230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),

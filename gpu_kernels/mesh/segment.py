@@ -85,23 +85,21 @@ __all__ = [
     "max_faces_for_device",
 ]
 
-# Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
-DEFAULT_DELTA = 0.05
-DEFAULT_ETA_CONVEX = 0.02
-DEFAULT_EPSILON = 0.04
-DEFAULT_UPDATE_POWER = 2.0
-# over-segmentation factors tried per mesh; the most concave final boundaries win
-DEFAULT_OVERSEGMENT = (1.0, 1.5, 2.0, 3.0)
-#: cap on the representative-update iterations
-DEFAULT_MAX_ITER = 20
-#: largest number of parts asked for
-MAX_K = 1000
-#: ``max_faces="auto"``: meshes with more faces are clustered at this working resolution (a
-#: quadric-edge-collapse copy); the parts are carried back to every face and their boundaries
-#: re-cut at full resolution. The same on every device, so the CPU and the GPU compute the
-#: same function; chosen on the PSB (benchmarks/results/mesh_defaults_log.md)
-WORKING_FACES = 4000
-DEFAULT_MAX_FACES = "auto"
+# The defaults and limits (chosen on the Princeton Segmentation Benchmark subset, see
+# benchmarks/RESULTS.md; WORKING_FACES: the working resolution of max_faces="auto") live in
+# gpu_kernels.mesh.defaults, free of NumPy, so that declaring the tool stays light.
+from gpu_kernels.mesh.defaults import (  # noqa: E402
+    DEFAULT_DELTA,
+    DEFAULT_EPSILON,
+    DEFAULT_ETA_CONVEX,
+    DEFAULT_MAX_FACES,
+    DEFAULT_MAX_ITER,
+    DEFAULT_OVERSEGMENT,
+    DEFAULT_UPDATE_POWER,
+    MAX_K,
+    WORKING_FACES,
+)
+
 #: k = "auto": over-segment into this many clusters, then merge adjacent clusters while
 #: their boundary is weaker than AUTO_K_STRENGTH (see merge_weakest_boundaries)
 AUTO_K_START = 30

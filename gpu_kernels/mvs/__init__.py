@@ -13,12 +13,17 @@ Modules: :mod:`.camera` (cameras, scene container), :mod:`.seeds` (SIFT seeds),
 (end to end), :mod:`.synth` (synthetic scenes with ground truth).
 """
 
-from gpu_kernels.mvs.camera import Camera, MVSInputError, MVSScene, look_at
-from gpu_kernels.mvs.fusion import FusedCloud, consistency_counts, fuse_depth_maps
-from gpu_kernels.mvs.grow import DepthMap, grow_depth_maps
-from gpu_kernels.mvs.optimize import OptimizeParams
-from gpu_kernels.mvs.stereo import MVSResult, cross_view_consistency, parse_views, reconstruct
-from gpu_kernels.mvs.synth import SyntheticScene, render_synthetic_scene
+from gpu_kernels.lazy import lazy_exports as _lazy_exports
+
+# each name loads its submodule on first use (NumPy, SciPy, CuPy): importing the package or a
+# light submodule of it stays cheap (start-up, issue 18 case 19)
+__getattr__, __dir__ = _lazy_exports(__name__, {
+    "Camera": "camera", "MVSInputError": "camera", "MVSScene": "camera", "look_at": "camera",
+    "FusedCloud": "fusion", "consistency_counts": "fusion", "fuse_depth_maps": "fusion", "DepthMap": "grow",
+    "grow_depth_maps": "grow", "OptimizeParams": "optimize", "MVSResult": "stereo",
+    "cross_view_consistency": "stereo", "parse_views": "stereo", "reconstruct": "stereo",
+    "SyntheticScene": "synth", "render_synthetic_scene": "synth",
+})
 
 __all__ = [
     "Camera", "MVSInputError", "MVSScene", "look_at", "FusedCloud", "consistency_counts", "fuse_depth_maps",

@@ -39,10 +39,12 @@ from gpu_kernels.mvs.camera import MVSInputError
 
 __all__ = ["DEFAULT_FUSE_TOL", "DEFAULT_FUSE_MIN_VIEWS", "FusedCloud", "fuse_depth_maps", "consistency_counts"]
 
+from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: relative depth agreement (COLMAP's ``max_depth_error``)
-DEFAULT_FUSE_TOL = 0.01
+DEFAULT_FUSE_TOL = _d.FUSE_TOL
 #: views that must agree on a fused point (its own included)
-DEFAULT_FUSE_MIN_VIEWS = 2
+DEFAULT_FUSE_MIN_VIEWS = _d.FUSE_MIN_VIEWS
 
 
 @dataclass

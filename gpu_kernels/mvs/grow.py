@@ -40,13 +40,15 @@ __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DE
            "DepthMap", "grow_depth_maps", "textured_mask"]
 
 #: pixels per launch on the GPU (shared by the views growing together). templeSparseRing, 16
+from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: views together on an H100: 4096 -> 0.20 s per view, 16384 -> 0.19 s, 65536 -> 0.137 s,
 #: with the same samples (76.5k per view) and consistency
-DEFAULT_BATCH_GPU = 65536
+DEFAULT_BATCH_GPU = _d.BATCH_GPU
 #: pixels per NumPy step on the CPU
 DEFAULT_BATCH_CPU = 2048
 #: how often a pixel may be tried (from different parents) before it is given up
-DEFAULT_MAX_ATTEMPTS = 2
+DEFAULT_MAX_ATTEMPTS = _d.MAX_ATTEMPTS
 #: surfaces seen more obliquely than this are rejected
 DEFAULT_MAX_SLANT_DEG = 80.0
 

@@ -56,14 +56,16 @@ __all__ = [
     "normals_from_offsets",
 ]
 
+from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: window size n (n x n pixels), the paper's and Goesele's 5
-DEFAULT_WINDOW = 5
+DEFAULT_WINDOW = _d.WINDOW
 #: a pixel fails with fewer active views (the CUDA paper: "at least four active views")
-DEFAULT_MIN_VIEWS = 4
+DEFAULT_MIN_VIEWS = _d.MIN_VIEWS
 #: NCC a view must keep to stay active
-DEFAULT_NCC_ACCEPT = 0.6
+DEFAULT_NCC_ACCEPT = _d.NCC_ACCEPT
 #: iterations (Goesele: 20)
-DEFAULT_MAX_ITER = 20
+DEFAULT_MAX_ITER = _d.MAX_ITER
 #: convergence: no active view's NCC changes by this much
 DEFAULT_EPS = 1e-3
 #: iterations before convergence may be declared (5: after the first joint depth + normal
@@ -86,7 +88,7 @@ DEFAULT_STEP_PX = 1.0
 #: bounding box, 0.03 76.5k and 96.7 %, 0.04 74.4k and 98.5 %.
 DEFAULT_MIN_REF_STD = 0.04
 #: neighbour views per pixel the kernel supports (threads per pixel <= 16)
-MAX_NEIGHBORS = 16
+MAX_NEIGHBORS = _d.MAX_NEIGHBORS
 
 ST_TOO_FEW_VIEWS = -1
 ST_TEXTURELESS = -2

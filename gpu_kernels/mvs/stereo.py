@@ -51,8 +51,10 @@ from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views
 __all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "reconstruct", "cross_view_consistency",
            "scene_seeds", "parse_views"]
 
+from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: reference views grown in one shared batch on the GPU / CPU
-DEFAULT_VIEWS_TOGETHER_GPU = 16
+DEFAULT_VIEWS_TOGETHER_GPU = _d.VIEWS_TOGETHER_GPU
 DEFAULT_VIEWS_TOGETHER_CPU = 1
 
 

@@ -37,8 +37,10 @@ from gpu_kernels.mvs.camera import MVSInputError
 
 __all__ = ["DEFAULT_NEIGHBORS", "DEFAULT_ALPHA_MAX_DEG", "select_views", "select_all_views", "view_scores"]
 
+from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
+
 #: neighbour views per reference view (Goesele: 10 for community photos; the CUDA paper: 8)
-DEFAULT_NEIGHBORS = 8
+DEFAULT_NEIGHBORS = _d.NEIGHBORS
 #: parallax that counts as full (Goesele: 10 degrees)
 DEFAULT_ALPHA_MAX_DEG = 10.0
 

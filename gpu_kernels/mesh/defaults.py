@@ -1,0 +1,29 @@
+"""The mesh segmentation's defaults and limits (standard library only: the tool's parameters
+are declared from them without loading NumPy or SciPy; :mod:`gpu_kernels.mesh.segment` and
+:mod:`gpu_kernels.mesh.colors` re-export them)."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_DELTA", "DEFAULT_ETA_CONVEX", "DEFAULT_EPSILON", "DEFAULT_UPDATE_POWER", "DEFAULT_OVERSEGMENT",
+           "DEFAULT_MAX_ITER", "MAX_K", "WORKING_FACES", "DEFAULT_MAX_FACES", "DEFAULT_SHADING"]
+
+# Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
+DEFAULT_DELTA = 0.05
+DEFAULT_ETA_CONVEX = 0.02
+DEFAULT_EPSILON = 0.04
+DEFAULT_UPDATE_POWER = 2.0
+# over-segmentation factors tried per mesh; the most concave final boundaries win
+DEFAULT_OVERSEGMENT = (1.0, 1.5, 2.0, 3.0)
+#: cap on the representative-update iterations
+DEFAULT_MAX_ITER = 20
+#: largest number of parts asked for
+MAX_K = 1000
+#: ``max_faces="auto"``: meshes with more faces are clustered at this working resolution (a
+#: quadric-edge-collapse copy); the parts are carried back to every face and their boundaries
+#: re-cut at full resolution. The same on every device, so the CPU and the GPU compute the
+#: same function; chosen on the PSB (benchmarks/results/mesh_defaults_log.md)
+WORKING_FACES = 4000
+DEFAULT_MAX_FACES = "auto"
+
+#: how far the least certain faces move towards white (0: flat part colours, 1: white)
+DEFAULT_SHADING = 0.35
