@@ -183,6 +183,8 @@ class MeshView(View3D):
             self._update_static()
 
     def _refresh_reps(self) -> None:
+        if self._gl_pending and self.mesh is None:
+            return      # the interactor is built after the first paint (View3D); nothing to draw yet
         if self.plotter is None:
             if self.mesh is not None:
                 self._update_static()

@@ -6,8 +6,9 @@ is something to show. Subclasses draw the content (:mod:`app.tabs.mesh_view`,
 from __future__ import annotations
 
 import logging
+import sys
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedLayout, QVBoxLayout, QWidget
 
 from .gl import opengl_status
@@ -15,6 +16,11 @@ from .gl import opengl_status
 __all__ = ["View3D"]
 
 log = logging.getLogger(__name__)
+
+#: Start-up (issue 18, case 19): importing pyvistaqt and VTK takes about 1 s, so the interactor
+#: is built right after the view's placeholder is first painted (or at the first use of
+#: ``plotter``, whichever comes first), not while the window is being built.
+DEFER_INTERACTOR = True
 
 
 class View3D(QWidget):
@@ -30,10 +36,22 @@ class View3D(QWidget):
         super().__init__(parent)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMinimumSize(320, 240)
-        self.plotter = None
+        self._gl_pending = False
+        self._plotter = None
         self.static: QLabel | None = None
         self._static_box: QWidget | None = None
         self.gl_reason = ""
+
+    @property
+    def plotter(self):
+        """The interactor (built now if its build was deferred), or None."""
+        if self._gl_pending:
+            self._build_view(True)
+        return self._plotter
+
+    @plotter.setter
+    def plotter(self, value) -> None:
+        self._plotter = value
 
     def init_view(self, placeholder_html: str, *, name: str, allow_3d: bool = True) -> None:
         """Build the placeholder, the interactor or the fallback; ``name`` prefixes the object
@@ -48,6 +66,37 @@ class View3D(QWidget):
         self._stack.addWidget(self.placeholder)
         ok, why = opengl_status() if allow_3d else (False, "the 3-D view was turned off")
         self.gl_reason = why
+        self._view_name = name
+        if ok and DEFER_INTERACTOR and "pyvistaqt" not in sys.modules:
+            self._gl_pending = True             # built after the first paint (see DEFER_INTERACTOR)
+            self.placeholder.installEventFilter(self)
+            # an OpenGL widget in the window from its first show: the window composes with OpenGL
+            # from the start (adding the first one to a shown window switches its compositor,
+            # which crashed under Xvfb's Mesa)
+            from PySide6.QtOpenGLWidgets import QOpenGLWidget
+
+            self._gl_anchor = QOpenGLWidget(self)
+            self._gl_anchor.setFixedSize(1, 1)
+            self._gl_anchor.lower()
+        else:
+            self._build_view(ok)
+        self._stack.setCurrentWidget(self.placeholder)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.placeholder and event.type() == QEvent.Type.Paint and self._gl_pending:
+            self.placeholder.removeEventFilter(self)
+            QTimer.singleShot(0, self, self._build_if_pending)
+        return super().eventFilter(obj, event)
+
+    def _build_if_pending(self) -> None:
+        if self._gl_pending:
+            self._build_view(True)
+
+    def _build_view(self, ok: bool) -> None:
+        """The interactor where OpenGL works (``ok``), else the static fallback."""
+        self._gl_pending = False
+        name = self._view_name
+        current = self._stack.currentWidget()
         if ok:
             try:
                 from pyvistaqt import QtInteractor
@@ -60,7 +109,7 @@ class View3D(QWidget):
                 log.warning("3-D view unavailable: %s", exc)
                 self.gl_reason = f"{type(exc).__name__}: {exc}"
                 self._drop_plotter()
-        if self.plotter is None:
+        if self._plotter is None:
             box = QWidget()
             bl = QVBoxLayout(box)
             bl.setContentsMargins(0, 0, 0, 0)
@@ -82,7 +131,8 @@ class View3D(QWidget):
                 self.placeholder.text()
                 + f"<p style='color:#a15c00'>The interactive 3-D view is unavailable ({self.gl_reason}); "
                 "a static picture is shown instead.</p>")
-        self._stack.setCurrentWidget(self.placeholder)
+        if current is not None:
+            self._stack.setCurrentWidget(current)
 
     def setup_plotter(self, plotter) -> None:
         """Called once with a working interactor (observers, axes, anti-aliasing)."""
@@ -90,7 +140,7 @@ class View3D(QWidget):
     @property
     def available(self) -> bool:
         """True when the interactive OpenGL view is in use."""
-        return self.plotter is not None
+        return self._gl_pending or self._plotter is not None   # (a deferred build is not forced here)
 
     def _plotter_widget(self) -> QWidget:
         return self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter
@@ -108,8 +158,9 @@ class View3D(QWidget):
 
     def close_view(self) -> None:
         """Release the render window (the tab is closing)."""
-        if self.plotter is not None:
+        self._gl_pending = False            # never built: nothing to release (and no VTK to import)
+        if self._plotter is not None:
             try:
-                self.plotter.close()
+                self._plotter.close()
             except Exception:  # pragma: no cover
                 log.debug("closing the plotter failed", exc_info=True)
