@@ -53,11 +53,14 @@ class DataDirDialog(QDialog):
         self.setWindowTitle("Sample data folder")
         self.setObjectName("data-dir-dialog")
         v = QVBoxLayout(self)
-        v.addWidget(QLabel("gpulab lists the samples of the shared data (the cardiac MRI study, …) "
-                           "beside its bundled ones, from this folder:"))
+        intro = QLabel("gpulab lists the samples of the shared data (the cardiac MRI study, …) "
+                       "beside its bundled ones, from this folder:")
+        intro.setWordWrap(True)
+        v.addWidget(intro)
         self.path_label = QLabel()
         self.path_label.setObjectName("data-dir-path")
         self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.path_label.setStyleSheet("font-weight: bold; padding: 4px 0;")
         v.addWidget(self.path_label)
         self.source_label = QLabel()
         self.source_label.setObjectName("data-dir-source")
