@@ -547,7 +547,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  max_faces=DEFAULT_MAX_FACES,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None, shading=DEFAULT_SHADING,
-                 consensus=None, simplifier=None, prepared=None) -> MeshSegmentation:
+                 consensus=False, simplifier="auto", prepared=None) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -663,7 +663,7 @@ class PreparedMesh:
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
-                 simplify=False, consensus=None, simplifier=None, apsp_method="auto", device=None,
+                 simplify=False, consensus=False, simplifier="auto", apsp_method="auto", device=None,
                  progress=None) -> PreparedMesh:
     """The first stage of :func:`segment_mesh`: clean the mesh, build its dual graph, choose
     the working resolution(s) and build their dual graphs (simplifying the mesh).
