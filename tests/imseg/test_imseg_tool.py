@@ -109,7 +109,7 @@ def test_demo_writes_everything(tmp_path):
     names = sorted(p.name for p in written)
     assert names == ["coffee-boundaries.png", "coffee-labels.png", "coffee-mean.png", "coffee-random.png",
                      "coffee-regions.csv", "coffee-summary.txt"]
-    assert "regions:" in (tmp_path / "coffee-summary.txt").read_text()
+    assert "regions:" in (tmp_path / "coffee-summary.txt").read_text(encoding="utf-8")
 
 
 def test_cli_contours_default_and_segments(tmp_path, capsys):
