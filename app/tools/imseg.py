@@ -46,6 +46,7 @@ from .stages import Pipeline, Stage
 if TYPE_CHECKING:
     import numpy as np
 
+    import gpu_kernels.imseg.api  # noqa: F401  (the library entry point, reached lazily)
     from gpu_kernels.backend import Backend
     from gpu_kernels.imseg import contours as _ct
     from gpu_kernels.imseg import segment as _seg
@@ -425,7 +426,7 @@ TOOL = Tool(
     headline=headline,
     samples=samples,
     demo=demo,
-    library=lazy_function("gpu_kernels.imseg.segment:segment_image"),
+    library=lazy_function("gpu_kernels.imseg.api:segment"),
     default_output=lambda p: f"{p.stem}-labels.png",
     metrics=metrics,
 )
