@@ -65,7 +65,18 @@ def test_nifti_axis_order_is_the_files_own(tmp_path):
     assert r.spacing == pytest.approx((2.0, 1.0, 0.5))
 
 
-def test_dicom_series(tmp_path):
+@pytest.fixture
+def keep_locale():
+    """GDCM's DICOM *writer* sets the process's C locale to "C" (gpulab writes no DICOM): every
+    later text file opened without an encoding would be read as ASCII. Put it back."""
+    import locale
+
+    saved = locale.setlocale(locale.LC_ALL)
+    yield
+    locale.setlocale(locale.LC_ALL, saved)
+
+
+def test_dicom_series(tmp_path, keep_locale):
     import SimpleITK as sitk
 
     v = np.random.default_rng(2).integers(0, 1000, size=(4, 8, 9)).astype(np.int16)
