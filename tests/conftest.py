@@ -11,6 +11,7 @@ numpy, scipy, cupy and pytest. GUI test modules do ``pytest.importorskip("PySide
 
 from __future__ import annotations
 
+import locale
 import os
 import shutil
 
@@ -57,6 +58,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+#: the process's C locale when the session started, before any test could change it
+_START_LOCALE = locale.setlocale(locale.LC_ALL)
+
+
+@pytest.fixture(autouse=True)
+def _keep_c_locale():
+    """Some libraries a test drives set the process's C locale to "C" (GDCM's DICOM writer does):
+    every later text file opened without an encoding would then be read as ASCII. Every test
+    starts and ends with the session's starting locale."""
+    if locale.setlocale(locale.LC_ALL) != _START_LOCALE:  # changed by a module fixture
+        locale.setlocale(locale.LC_ALL, _START_LOCALE)
+    yield
+    if locale.setlocale(locale.LC_ALL) != _START_LOCALE:
+        locale.setlocale(locale.LC_ALL, _START_LOCALE)
 
 
 @pytest.fixture(autouse=True)
