@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UserError, classify
-from .io.atomic import OUTPUT_MARKER, write_output_marker
+from .io.atomic import OUTPUT_MARKER, foreign_message, marker_names, write_output_marker
 from .tools import TOOLS, tool_by_name
 from .tools.base import BatchItem, Tool
 
@@ -75,12 +75,7 @@ def batch_owned(out_dir: str | os.PathLike) -> set[str]:
     """The top-level names in ``out_dir`` that gpulab batch wrote: its bookkeeping, the names
     its marker and journal list, and every output the manifest records."""
     out = pathlib.Path(out_dir)
-    owned = set(_BOOKKEEPING)
-    try:
-        data = json.loads((out / OUTPUT_MARKER).read_text(encoding="utf-8"))
-        owned |= {str(n).split("/", 1)[0] for n in data.get("files", [])}
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
+    owned = set(_BOOKKEEPING) | (marker_names(out) or set())
     with contextlib.suppress(OSError):
         owned |= {ln.split("/", 1)[0] for ln in (out / JOURNAL).read_text(encoding="utf-8").splitlines() if ln}
     for rec in read_manifest(out).values():
@@ -107,9 +102,8 @@ def check_batch_out(out: pathlib.Path, inputs: Sequence[str | os.PathLike], *, o
         owned = batch_owned(out)
         foreign = sorted(q.name for q in out.iterdir() if q.name not in owned)
         if foreign:
-            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-            raise UserError(f"{option} {out}: the folder holds files gpulab did not write ({foreign[0]}{more}); "
-                            "give a new or empty folder, or the folder of an earlier batch to resume it")
+            raise UserError(foreign_message(f"{option} {out}", foreign, "give a new or empty folder, or the "
+                                            "folder of an earlier batch to resume it"))
 
 
 def _journal(out: pathlib.Path, rels: Sequence[str]) -> None:

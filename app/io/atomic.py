@@ -26,7 +26,7 @@ from typing import IO, Any
 from gpu_kernels.errors import InputError
 
 __all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
-           "foreign_entries", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
+           "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
 
 # read once at import: os.umask() is process-wide and changing it from a worker
@@ -235,17 +235,25 @@ def check_output_dir(path: str | os.PathLike, *, option: str = "") -> Path:
         except OSError as exc:
             raise OutputPathError(f"{lead}: the folder cannot be read ({exc.strerror or exc})") from None
         if foreign:
-            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-            raise OutputPathError(f"{lead}: the folder holds files gpulab did not write ({foreign[0]}{more}); "
-                                  "give a new or empty folder")
+            raise OutputPathError(foreign_message(lead, foreign, "give a new or empty folder"))
         if not os.access(path, os.W_OK):
             raise OutputPathError(f"{lead}: the folder is not writable")
+    _check_writable_parent(path, lead)
+    return path
+
+
+def foreign_message(lead: str, foreign: list[str], remedy: str) -> str:
+    """The one line that refuses a folder holding ``foreign`` entries gpulab did not write."""
+    more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+    return f"{lead}: the folder holds files gpulab did not write ({foreign[0]}{more}); {remedy}"
+
+
+def _check_writable_parent(path: Path, lead: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise OutputPathError(f"{lead}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise OutputPathError(f"{lead}: the folder {parent} is not writable")
-    return path
 
 
 @contextlib.contextmanager
@@ -300,10 +308,6 @@ def check_output_file(path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.is_dir():
         raise OutputPathError(f"{path}: is a folder; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise OutputPathError(f"{path}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise OutputPathError(f"{path}: the folder {parent} is not writable")
+    _check_writable_parent(path, str(path))
     return path
 

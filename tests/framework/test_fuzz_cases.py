@@ -15,6 +15,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import fuzz_commands as fc
 import numpy as np
 import pytest
 
@@ -35,35 +36,6 @@ def _env(**extra):
 
 
 # ----------------------------------------------------------------------------- case 4
-def _descendants(pid: int) -> set[int]:
-    parent: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            parent[int(d)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        for c, pp in parent.items():
-            if pp == p and c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not os.path.isdir("/dev/shm"),
                     reason="the multi-process APSP shares memory through /dev/shm (Linux)")
 def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
@@ -90,21 +62,21 @@ def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
             new = {n for n in set(os.listdir("/dev/shm")) - before if n.startswith("gpulab-apsp-")}
-            kids = _descendants(proc.pid)
-            workers = [k for k in kids if _descendants(k)]  # the fork server has the workers
+            kids = fc.descendants(proc.pid)
+            workers = [k for k in kids if fc.descendants(k)]  # the fork server has the workers
             if new and workers and len(kids) >= 4:
                 break
             time.sleep(0.1)
         assert proc.poll() is None, "the APSP run ended before it could be killed"
         assert new, "no shared result file appeared"
         time.sleep(0.5)
-        kids = _descendants(proc.pid)
+        kids = fc.descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(_alive(k) for k in kids):
+        while time.monotonic() < deadline and any(fc.alive(k) for k in kids):
             time.sleep(0.1)
-        left = sorted(k for k in kids if _alive(k))
+        left = sorted(k for k in kids if fc.alive(k))
         assert not left, f"processes left running after SIGKILL of their parent: {left}"
         # the next start removes the dead run's segment
         from gpu_kernels.graph.apsp import cleanup_stale_shared_memory
@@ -113,7 +85,7 @@ def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
         assert not (new & set(os.listdir("/dev/shm"))), "the killed run's shared file is still there"
     finally:
         for k in kids:
-            if _alive(k):
+            if fc.alive(k):
                 os.kill(k, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()

@@ -128,33 +128,6 @@ def test_every_family_is_exercised(command_results):
 
 
 # ----------------------------------------------------------------------------- signals
-def _descendants(pid: int) -> set[int]:
-    parent: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as fh:
-                    parent[int(d)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        for c, pp in parent.items():
-            if pp == p and c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 #: long enough runs to interrupt: (command, argv with {OUT}, the output, what marks "working")
 SIGNAL_RUNS = {
     "mesh-seg": (["mesh-seg", str(ROOT / "resources/samples/creature.ply"), "-o", "{OUT}/seg.ply", "--k", "4"],
@@ -225,7 +198,7 @@ def test_signal_mid_run(command, sig, tmp_path):
         if proc.poll() is not None:
             pytest.fail(f"{command} ended before the signal: {line!r}")
         time.sleep(0.2)
-        kids = _descendants(proc.pid)
+        kids = fc.descendants(proc.pid)
         os.kill(proc.pid, signal.SIGINT if sig == "sigint" else signal.SIGKILL)
         try:
             proc.wait(60)
@@ -243,9 +216,9 @@ def test_signal_mid_run(command, sig, tmp_path):
             else:
                 outcome = "killed" if proc.returncode == -signal.SIGKILL else f"exit-{proc.returncode}"
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(_alive(k) for k in kids):
+        while time.monotonic() < deadline and any(fc.alive(k) for k in kids):
             time.sleep(0.1)
-        left = sorted(k for k in kids if _alive(k))
+        left = sorted(k for k in kids if fc.alive(k))
         out = tmp_path / out_name
         lost = [f"{out} (half-written)"] if out.exists() and not _complete(out) else []
         lost += [f"{p.name} (input changed)" for p, b in protected.items() if not p.exists() or p.read_bytes() != b]
@@ -265,7 +238,7 @@ def test_signal_mid_run(command, sig, tmp_path):
         assert passed, (outcome, lost, err[-1000:])
     finally:
         for k in kids:
-            if _alive(k):
+            if fc.alive(k):
                 os.kill(k, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
