@@ -118,11 +118,13 @@ def _journal(out: pathlib.Path, rels: Sequence[str]) -> None:
 def _publish(stage: pathlib.Path, out: pathlib.Path, files: Sequence[pathlib.Path]) -> list[pathlib.Path]:
     """Move an item's staged files into ``out``; an existing file there is replaced only if
     gpulab batch wrote it (else the item fails and nothing is moved)."""
-    owned = batch_owned(out)
+    owned: set[str] | None = None  # read (marker, journal, manifest) only when a file is in the way
     rels = []
     for f in files:
         rel = pathlib.Path(f).resolve().relative_to(stage.resolve())
         dest = out / rel
+        if dest.exists() and owned is None:
+            owned = batch_owned(out)
         if dest.exists() and rel.parts[0] not in owned:
             raise UserError(f"{dest} exists and gpulab did not write it; it is left alone (choose a new --out)")
         rels.append(rel.as_posix())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import traceback
@@ -671,15 +672,21 @@ class MainWindow(QMainWindow):
             self._restore_tab_settings(t)
         self._settings_restored = True      # a tab built from now on restores its own
 
-    def _restore_tab_settings(self, t: ToolTab) -> None:
+    @contextlib.contextmanager
+    def _tab_settings(self, t: ToolTab, doing: str):
+        """``settings`` inside the tab's group; a failure is logged, never raised."""
         s = self.settings
         s.beginGroup(f"tabs/{t.settings_key}")
         try:
-            t.restore_settings(s)
+            yield s
         except Exception:
-            log.exception("restoring the settings of %s failed", t.title)
+            log.exception("%s the settings of %s failed", doing, t.title)
         finally:
             s.endGroup()
+
+    def _restore_tab_settings(self, t: ToolTab) -> None:
+        with self._tab_settings(t, "restoring") as s:
+            t.restore_settings(s)
 
     def save_settings(self) -> None:
         s = self.settings
@@ -687,13 +694,8 @@ class MainWindow(QMainWindow):
         s.setValue("window/state", self.saveState())
         s.setValue("window/tab", self.tab_widget.currentIndex())
         for t in self.built_tabs():             # a tab never built keeps its saved settings
-            s.beginGroup(f"tabs/{t.settings_key}")
-            try:
-                t.save_settings(s)
-            except Exception:
-                log.exception("saving the settings of %s failed", t.title)
-            finally:
-                s.endGroup()
+            with self._tab_settings(t, "saving") as ts:
+                t.save_settings(ts)
         s.sync()
 
     # ------------------------------------------------------------------ closing
