@@ -5,8 +5,12 @@ def __getattr__(name: str):
     # the one version: pyproject.toml's, through the installed (or editable) distribution; read
     # on first use (importlib.metadata costs 30-50 ms at every start: issue 18, case 19)
     if name == "__version__":
-        from gpu_kernels.env import distribution_version
+        from importlib import metadata as _metadata
 
-        globals()["__version__"] = v = distribution_version()
+        try:
+            v = _metadata.version("gpulab")
+        except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
+            v = "0+unknown"
+        globals()["__version__"] = v
         return v
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

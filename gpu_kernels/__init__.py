@@ -16,9 +16,13 @@ _lazy_getattr, __dir__ = _lazy_exports(__name__, {"get_backend": "backend", "bac
 
 def __getattr__(name: str):
     if name == "__version__":  # the distribution's version (pyproject.toml), as app.__version__; on first use
-        from .env import distribution_version
+        from importlib import metadata as _metadata
 
-        globals()["__version__"] = v = distribution_version()
+        try:
+            v = _metadata.version("gpulab")
+        except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
+            v = "0+unknown"
+        globals()["__version__"] = v
         return v
     return _lazy_getattr(name)
 
