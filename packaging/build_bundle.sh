@@ -96,13 +96,14 @@ if lib.is_dir():
         sys.exit("pruned libraries still needed: " + "; ".join(bad))
 PYEOF
 
-# VTK's wheels keep their symbol tables (libvtkCommonCore.so: 98 MB, 61 MB stripped); the
-# dynamic symbols stay, so loading is unchanged
-if command -v strip >/dev/null; then
-  before=$(du -sm "$STAGE/gpulab/_internal/vtkmodules" | cut -f1)
-  find "$STAGE/gpulab/_internal/vtkmodules" -maxdepth 1 -name '*.so*' -type f -exec strip --strip-unneeded {} +
-  echo "   strip vtkmodules: $before -> $(du -sm "$STAGE/gpulab/_internal/vtkmodules" | cut -f1) MB"
-fi
+# many wheels keep their symbol tables and debug sections (VTK's libvtkCommonCore.so: 98 MB,
+# 61 MB stripped; libpython 23 -> 6 MB). The dynamic symbols stay, so loading is unchanged;
+# strip_libs.py dlopens every library before and after and puts back any that no longer loads
+# (auditwheel's patchelf-edited OpenBLAS does not survive a strip)
+echo "== strip symbol tables and debug sections"
+before=$(du -sm "$STAGE/gpulab/_internal" | cut -f1)
+"$PY" packaging/strip_libs.py "$STAGE/gpulab/_internal"
+echo "   _internal: $before -> $(du -sm "$STAGE/gpulab/_internal" | cut -f1) MB"
 
 echo "== replace duplicate files in the bundle by symbolic links"
 "$PY" packaging/dedupe.py "$STAGE/gpulab"
@@ -111,7 +112,7 @@ echo "== archive"
 mkdir -p "$ROOT/dist"
 OUT="$ROOT/dist/$NAME.tar.gz"
 rm -f "$OUT"
-tar -C "$B" -cf - "$NAME" | gzip -9 > "$OUT.part"
+tar -C "$B" -cf - "$NAME" | gzip "-${GZIP_LEVEL:-9}" > "$OUT.part"
 mv "$OUT.part" "$OUT"
 du -sh "$STAGE" | sed 's/^/   folder  /'
 echo "   archive $(du -h "$OUT" | cut -f1) ($(stat -c %s "$OUT") bytes)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import logging
 
 import PySide6
 from PySide6.QtCore import Qt, qVersion
@@ -14,6 +15,8 @@ from .. import __version__
 from .icons import app_icon
 
 __all__ = ["about_text", "device_description", "install_kind", "AboutDialog"]
+
+log = logging.getLogger(__name__)
 
 
 def device_description(info: dict) -> str:
@@ -80,6 +83,9 @@ class AboutDialog(QDialog):
         icon.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         lay.addWidget(icon)
         self._text = about_text(device)
+        # `gpulab -v` logs what the box shows: packaging/package_check.sh reads the frozen bundle's
+        # About box through this line (the box itself is only a picture to a script)
+        log.info("About gpulab:\n%s", self._text)
         first, _, rest = self._text.partition("\n")
         label = QLabel(f"<h3>{html.escape(first)}</h3>" + html.escape(rest).replace("\n", "<br>"))
         label.setObjectName("about-text")

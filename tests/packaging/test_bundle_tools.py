@@ -1,0 +1,85 @@
+"""The bundle's helpers (issue 23): stripping the libraries without breaking one, and the About
+box's text reaching the log, where package-check reads it in the frozen app."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOOLS = all(shutil.which(t) for t in ("gcc", "strip", "readelf"))
+need_tools = pytest.mark.skipif(not TOOLS, reason="needs gcc, strip and readelf (binutils)")
+
+
+def _strip_module():
+    spec = importlib.util.spec_from_file_location("gpulab_strip_libs", ROOT / "packaging" / "strip_libs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cc(out: pathlib.Path, src: str, *args: str) -> pathlib.Path:
+    c = out.with_suffix(".c")
+    c.write_text(src)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-g", "-o", str(out), str(c), *args], check=True)
+    c.unlink()
+    return out
+
+
+def _symtab(p: pathlib.Path) -> bool:
+    return " .symtab " in subprocess.run(["readelf", "-S", "-W", str(p)], capture_output=True, text=True).stdout
+
+
+@need_tools
+def test_strip_libs_strips_what_loads_and_leaves_what_it_cannot_check(tmp_path):
+    sl = _strip_module()
+    good = _cc(tmp_path / "libgood.so", "int gpulab_answer(void) { return 42; }\n")
+    dep = _cc(tmp_path / "libdep.so", "int gpulab_dep(void) { return 1; }\n")
+    user = _cc(tmp_path / "libuser.so.1", "int gpulab_dep(void);\nint f(void) { return gpulab_dep(); }\n",
+               f"-L{tmp_path}", "-ldep")
+    dep.unlink()  # libuser.so.1 cannot load now: a strip of it could not be checked
+    user_bytes = user.read_bytes()
+    assert _symtab(good) and _symtab(user)
+    r = subprocess.run([sys.executable, str(ROOT / "packaging" / "strip_libs.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "stripped 1 of 2" in r.stdout, r.stdout
+    assert not _symtab(good)
+    assert sl.loads([good], tmp_path) == {str(good): True}
+    assert user.read_bytes() == user_bytes  # untouched
+
+
+@need_tools
+def test_strip_libs_puts_back_a_library_that_no_longer_loads(tmp_path, monkeypatch, capsys):
+    sl = _strip_module()
+    lib = _cc(tmp_path / "libx.so", "int gpulab_x(void) { return 7; }\n")
+    original = lib.read_bytes()
+    calls = []
+
+    def fake_loads(paths, libdir):  # loads before the strip, never after it
+        calls.append(list(paths))
+        return {str(p): len(calls) == 1 for p in paths}
+
+    monkeypatch.setattr(sl, "loads", fake_loads)
+    assert sl.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "put back (did not load after strip): libx.so" in out
+    assert lib.read_bytes() == original
+    assert len(calls) == 3  # before, after, and the second chance alone
+
+
+def test_about_box_logs_what_it_shows(qapp, caplog):
+    from app.gui.about import AboutDialog
+
+    with caplog.at_level(logging.INFO, logger="app.gui.about"):
+        box = AboutDialog(device="cpu")
+    logged = [r.getMessage() for r in caplog.records if r.name == "app.gui.about"]
+    assert logged == ["About gpulab:\n" + box.text()]
+    assert "Installed as: source checkout" in box.text()
+    box.deleteLater()
