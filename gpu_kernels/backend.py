@@ -456,8 +456,9 @@ def _is_emulator(be) -> bool:
 
 
 def _kernel_backend(device):
-    """The backend a kernel is built for: a Backend, a device spec, or an emulator (any object
-    with its own ``load_module``: the test suite's CPU emulators of CUDA kernels)."""
+    """The backend a kernel is built for: a Backend, a device spec, or an emulator: any object
+    with its own ``load_module(source, *, defines, options)`` returning a module with
+    ``get_function`` (the test suite's CPU emulator of CUDA kernels, ``tests/cuda_emu``)."""
     if device is not None and not isinstance(device, str) and _is_emulator(device):
         return device
     return get_backend(device)
@@ -470,8 +471,7 @@ def module(device, source: str, defines: dict | None = None, options: tuple[str,
         key = ("emu", id(be), source, tuple(sorted((defines or {}).items())), tuple(options))
         mod = _kernel_cache.get(key)
         if mod is None:
-            mod = be.load_module(source, defines=defines, options=options) if options else \
-                be.load_module(source, defines=defines)
+            mod = be.load_module(source, defines=defines, options=tuple(options))
             _kernel_cache[key] = mod
         return mod
     return load_module(source, defines=defines, options=tuple(options), device=be)
@@ -482,8 +482,9 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
     defines and options) and memoised: the one way the library gets a CUDA kernel.
 
     ``device`` is a :class:`Backend`, a device spec (``"cuda:0"``), or an emulator carrying its
-    own ``load_module`` (the test suite's CPU emulators compile the same ``.cu`` source with a
-    C++ compiler), so every kernel reached through here can be tested without a GPU.
+    own ``load_module`` (the test suite's CPU emulator, ``tests/cuda_emu``, compiles the same
+    ``.cu`` source with a C++ compiler), so every kernel reached through here can be tested
+    without a GPU.
 
     >>> k = kernel("cuda:0", "selftest.cu", "selftest_add")                # doctest: +SKIP
     >>> k((blocks,), (threads,), (a, b, out, n))                           # doctest: +SKIP

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from imseg_emu import available, emu_backend
+from cuda_emu import available, emu_backend
 from skimage.color import rgb2lab as sk_rgb2lab
 
 from gpu_kernels.imseg import ImsegInputError, bilateral_lab, quantize_lab, rgb2lab

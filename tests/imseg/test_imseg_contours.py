@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from imseg_emu import available as emu_available
-from imseg_emu import emu_backend
+from cuda_emu import available as emu_available
+from cuda_emu import emu_backend
 
 from gpu_kernels.imseg import contours as C
 from gpu_kernels.imseg import segment_image
@@ -142,7 +142,7 @@ def test_bad_images_one_line(img, match):
 @pytest.mark.skipif(bool(emu_available()), reason="no C++ compiler for the kernel emulator")
 @pytest.mark.parametrize("kw", [dict(n_segments=5), dict(coarseness=3.0)])
 def test_kernels_in_the_emulator_give_the_cpu_labels(kw):
-    """The CUDA kernels (run on the host by tests/imseg/emu) and the NumPy path: the same
+    """The CUDA kernels (run on the host by tests/cuda_emu) and the NumPy path: the same
     superpixel components and the same labels, clean-up included."""
     from skimage import data, transform
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from imseg_emu import available, emu_backend
+from cuda_emu import available, emu_backend
 from skimage.measure import regionprops_table
 
 from gpu_kernels.imseg import ImsegInputError, features_table, region_features, rgb2lab

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from imseg_emu import available, emu_backend
+from cuda_emu import available, emu_backend
 from imseg_masks import piecewise_image
 
 from gpu_kernels.imseg import (

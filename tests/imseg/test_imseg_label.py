@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from imseg_emu import available, emu_backend
+from cuda_emu import available, emu_backend
 from imseg_masks import adversarial, random_mask, random_values
 from scipy import ndimage as ndi
 from skimage.measure import label as sk_label

@@ -8,7 +8,7 @@ import importlib
 
 import numpy as np
 import pytest
-from imseg_emu import available, emu_backend
+from cuda_emu import available, emu_backend
 from imseg_masks import piecewise_image
 
 from app.io.image_io import ImageReadError, read_image
