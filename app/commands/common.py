@@ -26,6 +26,7 @@ from gpu_kernels.lazy import lazy_module
 
 from ..errors import UserError
 from ..io.atomic import OutputPathError, check_output_file
+from ..io.registry import check_input
 from ..tools.base import Export, Tool
 
 if TYPE_CHECKING:
@@ -203,6 +204,8 @@ def run_command(tool: Tool, args: argparse.Namespace, *, inputs: Sequence[pathli
     params, be = prepare(tool, args)
     outputs = [(o, p, e, {**e.writer_options(params), **opts}) for o, p, e, opts in outputs]
     progress = cli_progress(quiet=args.quiet)
+    if inputs:  # the main input is one the tool takes (the reader registry decides: a file, a folder)
+        check_input(tool.inputs, inputs[0])
     if load_share > 0:
         data = load(progress.sub(0, load_share))
         progress = progress.sub(load_share, 1.0)
@@ -246,9 +249,8 @@ class ToolCommand:
         t = self.TOOL
         p = add_tool_parser(subparsers, t, help=t.description[:1].lower() + t.description[1:].rstrip("."),
                             description=t.cli_description or t.description, epilog=t.cli_epilog)
-        exts = " ".join(t.input_extensions)
         p.add_argument("input", metavar=t.input_noun.upper().replace(" ", "_"), type=pathlib.Path,
-                       help=t.input_help or f"input {t.input_noun.lower()}{': ' + exts if exts else ''}")
+                       help=t.input_help or f"input {t.input.describe()}")  # from the reader registry
         main, extra = self._exports()
         if main is not None:
             opts = [main.cli_option] + (["--output"] if main.cli_option == "-o" else [])

@@ -16,11 +16,11 @@ import json
 import pathlib
 import sys
 
-from gpu_kernels.echo import defaults as _d
 from gpu_kernels.lazy import lazy_module
 
 from ..errors import UserError
 from ..tools import echo
+from ..tools.echo_data import SYNTH_PARAMS
 from .common import (
     add_device_arg,
     add_tool_parser,
@@ -32,6 +32,8 @@ from .common import (
 )
 
 __all__ = ["TOOL", "register", "run", "run_synth"]
+
+volume_io = lazy_module("app.io.volume_io")   # reads the study: folders, pairs, truth (NumPy on first use)
 
 TOOL = echo.TOOL
 
@@ -85,24 +87,7 @@ def register(subparsers) -> None:
         epilog="example: gpulab echo-synth -o synth --size 128 --frames 10 && gpulab echo synth -o motion.npy",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("-o", "--output", metavar="DIR", type=pathlib.Path, required=True, help="output folder (new)")
-    s.add_argument("--size", type=int, default=_d.SYNTH_SIZE, metavar="N",
-                   help=f"edge of the cubic volume in voxels, {_d.SYNTH_MIN_SIZE}..{_d.SYNTH_MAX_SIZE} (default {_d.SYNTH_SIZE})")
-    s.add_argument("--frames", type=int, default=_d.SYNTH_FRAMES, metavar="T",
-                   help=f"frames over one cardiac cycle (default {_d.SYNTH_FRAMES})")
-    s.add_argument("--noise", type=float, default=_d.SYNTH_NOISE, metavar="X",
-                   help=f"complex noise relative to the speckle RMS (default {_d.SYNTH_NOISE})")
-    s.add_argument("--decorrelation", type=float, default=_d.SYNTH_DECORRELATION, metavar="X",
-                   help=f"speckle decorrelation between frames, 0..1 (default {_d.SYNTH_DECORRELATION})")
-    s.add_argument("--contraction", type=float, default=_d.SYNTH_CONTRACTION, metavar="X",
-                   help=f"blood-pool cross-section lost at end-systole (default {_d.SYNTH_CONTRACTION})")
-    s.add_argument("--shortening", type=float, default=_d.SYNTH_SHORTENING, metavar="X",
-                   help=f"long-axis shortening at end-systole (default {_d.SYNTH_SHORTENING})")
-    s.add_argument("--twist", type=float, default=_d.SYNTH_TWIST, metavar="DEG",
-                   help=f"apex-to-base twist at end-systole, degrees (default {_d.SYNTH_TWIST})")
-    s.add_argument("--spacing", type=float, default=1.0, metavar="MM", help="voxel size in mm (default 1)")
-    s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    s.add_argument("--format", choices=("nii.gz", "nii", "npz", "mha", "nrrd"), default="nii.gz",
-                   help="file type of the sequence (default nii.gz)")
+    SYNTH_PARAMS.add_arguments(s, title="the synthetic sequence", preset=False)  # one flag per declared Param
     add_device_arg(s)
     s.add_argument("--quiet", "-q", action="store_true", help="do not print progress")
     s.set_defaults(func=run_synth)
@@ -119,18 +104,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--mask goes with --gt (the Jacobian error is measured inside it)")
 
     def load(progress):
-        if args.moving is not None:
-            if args.frames is not None:
-                raise UserError("--frames picks two frames of one 4-D input; with two volumes leave it out")
-            data = echo.load_pair(args.fixed, args.moving, progress=progress)
-        else:
-            data = TOOL.load(args.fixed, progress=progress)
-            if args.frames is not None:
-                data = echo.with_frames(data, *args.frames)
-            elif data.n_frames < 2:
-                raise UserError(f"{args.fixed.name} is a single 3-D volume: give MOVING too, or a 4-D input")
-        if args.gt is not None:
-            data = echo.with_truth(data, args.gt, args.mask)
+        if args.moving is not None and args.frames is not None:
+            raise UserError("--frames picks two frames of one 4-D input; with two volumes leave it out")
+        data = volume_io.read_sequence(args.fixed, moving=args.moving, frames=args.frames, truth=args.gt,
+                                       mask=args.mask, progress=progress)
+        if args.moving is None and args.frames is None and data.n_frames < 2:
+            raise UserError(f"{args.fixed.name} is a single 3-D volume: give MOVING too, or a 4-D input")
         if data.n_frames > 2 and str(args.output).lower().endswith((".nii", ".nii.gz")):
             raise UserError(f"-o {args.output}: a NIfTI vector image holds one field; {data.name} has "
                             f"{data.n_frames} frames: write .npy/.npz, or pick a pair with --frames I J")
@@ -153,18 +132,18 @@ def run_synth(args: argparse.Namespace) -> int:
     parent = out.parent if str(out.parent) else pathlib.Path(".")
     if not parent.is_dir():
         raise UserError(f"-o {out}: the folder {parent} does not exist")
-    if not args.spacing > 0:
-        raise UserError(f"--spacing must be positive, not {args.spacing}")
+    prm = SYNTH_PARAMS.from_args(args)       # validated (ranges) by the declared Params
     be = select_device(args)
     progress = cli_progress(quiet=args.quiet)
-    seq = lazy_module("gpu_kernels.echo.synthetic").make_sequence(args.size, frames=args.frames, noise=args.noise, decorrelation=args.decorrelation,
-                             contraction=args.contraction, shortening=args.shortening, twist=args.twist,
-                             spacing=(args.spacing,) * 3, seed=args.seed, device=be,
-                             progress=progress.sub(0.0, 0.5, "render"))
-    written = echo.write_synthetic(out, seq, fmt=args.format, progress=progress.sub(0.5, 1.0, "truth"))
+    shown = dict(prm)
+    fmt = prm.pop("format")
+    prm["spacing"] = (prm["spacing"],) * 3
+    seq = lazy_module("gpu_kernels.echo.synthetic").make_sequence(device=be, progress=progress.sub(0.0, 0.5, "render"),
+                                                                  **prm)
+    written = echo.write_synthetic(out, seq, fmt=fmt, progress=progress.sub(0.5, 1.0, "truth"))
     end_progress_line()
-    print(f"synthetic sequence: {args.frames} frames of {args.size}^3 voxels, seed {args.seed}")
-    print(f"wrote {out}/ ({len(written)} files: sequence.{args.format}, "
+    print(f"synthetic sequence: {shown['frames']} frames of {shown['size']}^3 voxels, seed {shown['seed']}")
+    print(f"wrote {out}/ ({len(written)} files: sequence.{fmt}, "
           f"{sum(1 for w in written if w.name.startswith('gt_'))} ground-truth fields, masks, params.json)")
     sys.stdout.flush()
     return 0

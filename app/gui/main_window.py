@@ -328,11 +328,12 @@ class MainWindow(QMainWindow):
         if tab is None:
             exts = sorted({e for t in self._slots for e in t.file_extensions})
             known = ", ".join(exts) if exts else "none yet"
+            what = f"the folder {path.name}" if path.is_dir() else f"{path.suffix or 'extension-less'} files ({path.name})"
             self.show_error("Cannot open file",
-                            f"No tab opens {path.suffix or 'extension-less'} files ({path.name}). "
+                            f"No tab opens {what}. "
                             f"Files gpulab opens: {known}.")
             return False
-        if not path.is_file():
+        if not (path.is_file() or path.is_dir()):  # a folder the registry accepts is an input too
             self.show_error("Cannot open file", f"No such file: {path}")
             self._remove_recent(path)
             return False

@@ -9,7 +9,7 @@ NumPy (start-up, issue 18 case 19).
 from __future__ import annotations
 
 __all__ = ["MESH_EXTENSIONS", "SEGMENT_FORMATS", "IMAGE_EXTENSIONS", "VIDEO_EXTENSIONS", "VOLUME_EXTENSIONS",
-           "LABEL_EXTENSIONS"]
+           "LABEL_EXTENSIONS", "SEQUENCE_NAMES"]
 
 #: Extensions of the mesh formats :func:`app.io.mesh_io.read_mesh` reads (lower case, with the
 #: dot): PLY, OBJ, OFF and STL with our own readers (:mod:`app.io.mesh_formats`), the rest with
@@ -34,3 +34,6 @@ VOLUME_EXTENSIONS: tuple[str, ...] = (".nii", ".nii.gz", ".mha", ".mhd", ".nrrd"
 
 #: Label images :mod:`app.io.labels_io` reads and writes.
 LABEL_EXTENSIONS: tuple[str, ...] = (".png", ".tif", ".tiff", ".npy")
+
+#: The 4-D file of a folder written by ``gpulab echo-synth`` (ground truth beside it).
+SEQUENCE_NAMES: tuple[str, ...] = ("sequence.nii.gz", "sequence.nii", "sequence.npz", "sequence.mha", "sequence.nrrd")

@@ -66,6 +66,8 @@ __all__ = [
     "read_displacement",
     "write_displacement",
     "check_output_path",
+    "read_sequence",
+    "npz_member",
 ]
 
 #: What :func:`read_volume` reads (a DICOM series is given by its folder or by one of its files).
@@ -484,7 +486,9 @@ def _read_npy(path) -> Volume:
     return _finish(path, data, (1.0, 1.0, 1.0), "npy")
 
 
-def _npz_member(zf, name, path) -> np.ndarray:
+def npz_member(zf, name, path) -> np.ndarray:
+    """The array ``name`` of the open ``.npz`` ``zf``, its header checked against the data
+    before anything is allocated (raises :class:`VolumeIOError`)."""
     info = zf.getinfo(name)
     with zf.open(name) as fh:
         head = fh.read(min(info.file_size, 100000 + 16))
@@ -527,13 +531,13 @@ def _read_npz(path) -> Volume:
                     raise _err(path, f"holds {len(arrays)} arrays ({', '.join(sorted(arrays)[:5])}); "
                                      "name the volume 'volume' or 'frames'")
                 key = arrays[0]
-            data = _npz_member(zf, names[key], path)
+            data = npz_member(zf, names[key], path)
             spacing = (1.0, 1.0, 1.0)
             if "spacing" in names:
-                spacing = _npz_spacing(_npz_member(zf, names["spacing"], path), path)
+                spacing = _npz_spacing(npz_member(zf, names["spacing"], path), path)
             dt = None
             if "time_step" in names:
-                t = _npz_member(zf, names["time_step"], path)
+                t = npz_member(zf, names["time_step"], path)
                 dt = float(np.ravel(t)[0]) if t.size else None
         except VolumeIOError:
             raise
@@ -600,7 +604,7 @@ def read_displacement(path, shape=None) -> np.ndarray:
                     if len(arr) != 1:
                         raise _err(p, "name the field 'displacement' in the .npz")
                     key = arr[0]
-                u = _npz_member(zf, names[key], p)
+                u = npz_member(zf, names[key], p)
         except VolumeIOError:
             raise
         except Exception as exc:
@@ -638,6 +642,15 @@ def read_displacement(path, shape=None) -> np.ndarray:
     if not np.isfinite(u).all():
         raise _err(p, "the field contains NaN or infinite values")
     return u
+
+
+def read_sequence(path, **kw):
+    """An echo study (:class:`app.io.echo_study.EchoStudy`): a 4-D file, a 3-D file paired
+    with the next of its folder (or ``moving=``), a folder of frames, a DICOM series or a
+    synthetic sequence folder, with its ground truth. See :func:`app.io.echo_study.read_sequence`."""
+    from .echo_study import read_sequence as _read_sequence
+
+    return _read_sequence(path, **kw)
 
 
 # --------------------------------------------------------------------------- writers

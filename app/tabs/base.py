@@ -299,12 +299,12 @@ class ToolTab(QWidget):
             cls.title, cls.settings_key, cls.file_extensions = tool.title, tool.key, tool.input_extensions
 
     def handles(self, path: str | Path) -> bool:
+        """Whether this tab opens ``path`` (a file or a folder): the reader registry decides."""
         return self.tool.handles(path)
 
     def open_filter(self) -> str:
-        if not self.file_extensions:
-            return ""
-        return f"{self.tool.input_kind} (" + " ".join(f"*{e}" for e in self.file_extensions) + ")"
+        """The Open dialog's filter, from the reader registry's kind of the tool's input."""
+        return self.tool.input.filter
 
     def samples(self) -> list[Path]:
         return list(self.tool.samples())

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
 
+from ..io import registry as _registry
 from .params import ParamSet
 
 # NumPy and the kernels load on first use, not with the declarations (start-up, issue 18 case 19)
@@ -139,8 +140,12 @@ class Tool:
     run: Callable[..., Any]
     summary: Callable[[Any], list[str]]
     exports: tuple[Export, ...] = ()
+    #: the kind of input, by its name in the reader registry (:data:`app.io.registry.INPUT_KINDS`):
+    #: file patterns, folders, pairing and ground truth come from there. A tool that names
+    #: none but gives ``input_extensions`` gets a kind of its own, registered under its name.
+    inputs: str | None = None
     input_extensions: tuple[str, ...] = ()
-    input_kind: str = "Files"
+    input_kind: str = ""              # the kind's title ("Volumes"); default: the registry's
     input_noun: str = "Input"         # the input box's title ("Mesh")
     #: one line for the status bar once a result is shown (default: the title and "done")
     headline: Callable[[Any], str] | None = None
@@ -187,11 +192,24 @@ class Tool:
     display: Callable[[Any, dict], Any] | None = None
 
     def __post_init__(self):
+        registry = _registry
+        if self.inputs is None:  # a tool declared with extensions only: its own kind
+            registry.register_input(registry.InputKind(self.name, self.input_kind or "Files",
+                                                       tuple(e.lower() for e in self.input_extensions)))
+            object.__setattr__(self, "inputs", self.name)
+        kind = registry.input_kind(self.inputs)
+        object.__setattr__(self, "input_extensions", kind.patterns)
+        object.__setattr__(self, "input_kind", kind.title)
         sig = inspect.signature(self.run)
         if "device" not in sig.parameters or "progress" not in sig.parameters:
             raise TypeError(f"{self.name}: run() must take device= and progress= keywords")
         if self.stages is not None:
             self.stages.check_params(self.params)
+
+    @property
+    def input(self):
+        """The tool's :class:`~app.io.registry.InputKind` (patterns, folders, pairs, truth)."""
+        return _registry.input_kind(self.inputs)
 
     def tab_class(self):
         """The tab class named by :attr:`tab` (imported now; None if the tool has no tab)."""
@@ -235,15 +253,11 @@ class Tool:
 
     # -- batch defaults ----------------------------------------------------------------
     def items(self, paths: Sequence[str | pathlib.Path]) -> list[BatchItem]:
-        """The batch items for these inputs (files, or folders of files of this tool's types)."""
+        """The batch items for these inputs (files, or folders of files of this tool's types, as
+        the reader registry expands them)."""
         if self.batch_items is not None:
             return list(self.batch_items([pathlib.Path(p) for p in paths]))
-        files: list[pathlib.Path] = []
-        for p in map(pathlib.Path, paths):
-            if p.is_dir():
-                files += sorted(q for q in p.iterdir() if q.is_file() and self.handles(q))
-            else:
-                files.append(p)
+        files = self.input.expand(paths)
         items, seen = [], set()
         for f in files:
             key, n = f.stem, 2
@@ -272,8 +286,8 @@ class Tool:
         return [pathlib.Path(out_dir) / f"{key}-{e.key}{e.extensions[0]}" for e in self.exports if not e.folder]
 
     def handles(self, path: str | pathlib.Path) -> bool:
-        name = pathlib.Path(path).name.lower()
-        return any(name.endswith(e) for e in self.input_extensions)
+        """Whether ``path`` (a file, or a folder) is this tool's input: the reader registry decides."""
+        return self.input.accepts(path)
 
     def export(self, key: str) -> Export:
         """The export named ``key``."""

@@ -37,7 +37,6 @@ from .base import Export, Tool, fmt_seconds
 from .echo_data import (  # noqa: F401 - the inputs, re-exported: echo.load, echo.EchoData, ...
     ACDC_ED,
     INPUT_EXTENSIONS,
-    EchoData,
     batch_items,
     batch_load,
     load,
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
     from gpu_kernels.echo import motion as _motion
     from gpu_kernels.echo import sequence as _sequence
 
+    from ..io.echo_study import EchoStudy as EchoData
     from ..render import echo as _render
     from ..render.echo import COLORMAPS, MAP_KINDS, render_slices, slice_maps  # noqa: F401 - see __getattr__
 else:
@@ -86,6 +86,10 @@ _RENDER_NAMES = ("COLORMAPS", "MAP_KINDS", "MAP_RANGES", "arrow_grid", "colorize
 def __getattr__(name: str):
     if name in _RENDER_NAMES:
         return getattr(_render, name)
+    if name in ("EchoData", "EchoStudy"):  # the study, read by app.io.volume_io.read_sequence (NumPy: on first use)
+        from ..io.echo_study import EchoStudy
+
+        return EchoStudy
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["PARAMS", "TOOL", "EchoData", "EchoResult", "load", "load_pair", "with_frames", "with_truth",
@@ -422,8 +426,7 @@ TOOL = Tool(
     run=run,
     summary=summary,
     exports=EXPORTS,
-    input_extensions=INPUT_EXTENSIONS,
-    input_kind="Volumes",
+    inputs="volumes",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Volumes",
     headline=_headline,
     samples=samples,

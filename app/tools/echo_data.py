@@ -1,262 +1,107 @@
-"""The inputs of the echo tool: a sequence of volumes with what belongs to it (spacing, frame
-names, ground-truth displacements, myocardium masks), read from a 4-D file, two volumes, a
-folder of volumes or a synthetic sequence (whose truth is rebuilt); synthetic sequences
-written as folders; the samples and batch items.
+"""The inputs of the echo tool: the study (:class:`app.io.echo_study.EchoStudy`, read by
+:func:`app.io.volume_io.read_sequence`), synthetic sequences written as folders, the samples
+and the batch items.
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
-import re
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from gpu_kernels.echo import defaults as _d
 from gpu_kernels.echo.errors import EchoInputError
-from gpu_kernels.errors import InputError
 from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.lazy import lazy_module
 
 from ..io import formats as _formats
 from ..io.atomic import atomic_output_dir, atomic_write
+from ..io.registry import input_kind
 from .base import BatchItem, samples_in
+from .params import Param, ParamSet
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..io import echo_study as _study
     from ..io import volume_io
+    from ..io.echo_study import EchoStudy
+    from ..io.echo_study import EchoStudy as EchoData  # noqa: F401 - see __getattr__
 else:  # loaded on first use (start-up, issue 18 case 19)
     np = lazy_module("numpy")
     volume_io = lazy_module("app.io.volume_io")
+    _study = lazy_module("app.io.echo_study")
 
-__all__ = ["EchoData", "load", "load_pair", "with_frames", "with_truth", "write_synthetic", "samples",
+
+def __getattr__(name: str):
+    # the study a run takes: read by app.io.volume_io.read_sequence (folders, DICOM series,
+    # pairing and ground truth are decided there and in the reader registry, not here)
+    if name in ("EchoData", "EchoStudy"):
+        return _study.EchoStudy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = ["SYNTH_PARAMS", "EchoData", "load", "load_pair", "with_frames", "with_truth", "write_synthetic", "samples",
            "batch_items", "batch_load", "INPUT_EXTENSIONS", "ACDC_ED"]
 
 INPUT_EXTENSIONS = tuple(e for e in _formats.VOLUME_EXTENSIONS)
+_SYNTH_FORMATS = ("nii.gz", "nii", "npz", "mha", "nrrd")
 
 
 # ----------------------------------------------------------------------------- data
-@dataclass
-class EchoData:
-    """A sequence of T >= 1 volumes ``frames`` (T, Z, Y, X) and what belongs to it.
-
-    ``truth`` maps a frame pair ``(i, j)`` to its exact displacement (synthetic sequences);
-    ``masks`` maps a frame to a boolean mask (the myocardium) used by the metrics.
-    """
-
-    frames: np.ndarray
-    spacing: tuple
-    names: list[str]
-    path: pathlib.Path | None = None
-    affine: object = None
-    time_step: float | None = None
-    truth: dict = field(default_factory=dict)
-    masks: dict = field(default_factory=dict)
-    truth_source: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.path.name if self.path is not None else (self.names[0] if self.names else "volumes")
-
-    @property
-    def n_frames(self) -> int:
-        return int(self.frames.shape[0])
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(int(s) for s in self.frames.shape[1:])
-
-
-def _natural_key(p: pathlib.Path):
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)]
-
-
-def _volume_files(folder: pathlib.Path) -> list[pathlib.Path]:
-    files = [p for p in folder.iterdir() if p.is_file() and volume_io.volume_format(p) in
-             ("nifti", "metaimage", "nrrd", "npy", "npz") and not p.name.lower().endswith(".raw")]
-    return sorted(files, key=_natural_key)
-
-
-def _from_volume(vol: volume_io.Volume, name: str) -> EchoData:
-    frames = vol.data if vol.data.ndim == 4 else vol.data[None]
-    T = frames.shape[0]
-    names = [f"{name}[{t}]" for t in range(T)] if T > 1 else [name]
-    return EchoData(frames, vol.spacing, names, vol.path, vol.affine, vol.time_step)
-
-
-def _stack(vols: list[volume_io.Volume], names: list[str], path) -> EchoData:
-    shape = vols[0].data.shape
-    for v, n in zip(vols, names, strict=True):
-        if v.data.ndim != 3:
-            raise EchoInputError(f"{n} is a {v.data.ndim}-D file; a folder of frames must hold 3-D volumes")
-        if v.data.shape != shape:
-            raise EchoInputError(f"{n} is {v.data.shape} voxels but {names[0]} is {shape}: the frames must share a grid")
-    dt = np.result_type(*[v.data.dtype for v in vols])
-    frames = np.stack([v.data.astype(dt, copy=False) for v in vols])
-    data = EchoData(frames, vols[0].spacing, names, path, vols[0].affine)
-    if any(tuple(np.round(v.spacing, 6)) != tuple(np.round(vols[0].spacing, 6)) for v in vols):
-        data.warnings.append("the frames' voxel sizes differ; the first frame's is used")
-    return data
-
-
-def load_pair(fixed, moving, *, progress: Progress | None = None) -> EchoData:
-    """Two 3-D volumes as a two-frame sequence (fixed first)."""
-    progress = as_progress(progress)
-    p1, p2 = pathlib.Path(fixed), pathlib.Path(moving)
-    a, b = volume_io.read_volume(p1), volume_io.read_volume(p2)
-    for v, p in ((a, p1), (b, p2)):
-        if v.data.ndim != 3:
-            raise EchoInputError(f"{p.name} holds a 4-D sequence; give it alone (with --frames i j) or two 3-D volumes")
-    if a.data.shape != b.data.shape:
-        raise EchoInputError(f"{p1.name} is {a.data.shape} voxels but {p2.name} is {b.data.shape}: "
-                             "the volumes must share a grid")
-    data = _stack([a, b], [p1.name, p2.name], p1)
-    progress.update(1.0, f"read {p1.name} and {p2.name}")
-    return data
-
-
-def _synthetic_folder(folder: pathlib.Path) -> pathlib.Path | None:
-    for name in ("sequence.nii.gz", "sequence.nii", "sequence.npz", "sequence.mha", "sequence.nrrd"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
-
-
-def _attach_folder_truth(data: EchoData, folder: pathlib.Path) -> EchoData:
-    """Ground-truth fields ``gt_III_JJJ.npy`` and masks ``myocardium_III.*`` beside a sequence."""
-    for p in sorted(folder.glob("gt_*_*.npy")):
-        m = re.fullmatch(r"gt_(\d+)_(\d+)\.npy", p.name)
-        if m:
-            i, j = int(m.group(1)), int(m.group(2))
-            if i < data.n_frames and j < data.n_frames:
-                data.truth[(i, j)] = volume_io.read_displacement(p, shape=data.shape)
-    for p in sorted(folder.iterdir()):
-        m = re.fullmatch(r"myocardium_(\d+)\.(nii\.gz|nii|npy|npz|mha|nrrd)", p.name)
-        if m and int(m.group(1)) < data.n_frames:
-            v = volume_io.read_volume(p)
-            if v.data.shape == data.shape:
-                data.masks[int(m.group(1))] = v.data > 0
-    if data.truth:
-        data.truth_source = folder.name
-    return data
-
-
-def _synthetic_truth(data: EchoData, params_json: str) -> EchoData:
-    """Rebuild the exact motion of a sequence written with the generator's parameters."""
-    from gpu_kernels.echo.synthetic import make_sequence
-
-    try:
-        prm = json.loads(params_json)
-        seq = make_sequence(prm["size"], frames=prm["frames"], seed=prm["seed"],
-                            spacing=tuple(prm.get("spacing", (1.0, 1.0, 1.0))), device="cpu")
-    except Exception:  # noqa: BLE001 - no truth is not an error
-        return data
-    if seq.frames.shape != data.frames.shape:
-        return data
-    T = data.n_frames
-    for k in range(T - 1):
-        data.truth[(k, k + 1)] = seq.displacement(k, k + 1, device="cpu")
-    for t in range(T):
-        data.masks[t] = seq.myocardium_mask(t, device="cpu")
-    data.truth_source = "the generator"
-    return data
-
-
-def load(path, *, progress: Progress | None = None) -> EchoData:
+def load(path, *, progress: Progress | None = None) -> EchoStudy:
     """A 4-D file, a 3-D file (paired with the next volume of its folder), a folder of 3-D
-    frames, a DICOM series folder, or a synthetic sequence folder (``gpulab echo-synth``)."""
-    progress = as_progress(progress)
-    path = pathlib.Path(path)
-    if not path.exists():
-        raise InputError(f"no such file or folder: {path}")
-    if path.is_dir():
-        seq_file = _synthetic_folder(path)
-        if seq_file is not None:
-            data = _from_volume(volume_io.read_volume(seq_file), seq_file.name)
-            data.path = path
-            _attach_folder_truth(data, path)
-            progress.update(1.0, f"read {path.name}: {data.n_frames} frames")
-            return data
-        files = _volume_files(path)
-        if not files:
-            vol = volume_io.read_volume(path)          # a DICOM series
-            return _from_volume(vol, path.name)
-        vols = []
-        for k, f in enumerate(files):
-            progress.update(k / len(files), f"reading {f.name}")
-            vols.append(volume_io.read_volume(f))
-        if len(vols) == 1 and vols[0].data.ndim == 4:
-            return _from_volume(vols[0], files[0].name)
-        return _stack(vols, [f.name for f in files], path)
-    vol = volume_io.read_volume(path)
-    data = _from_volume(vol, path.name)
-    if vol.data.ndim == 3:
-        files = _volume_files(path.parent)
-        idx = [f.resolve() for f in files].index(path.resolve()) if path.resolve() in [f.resolve() for f in files] else -1
-        nxt = [f for f in files[idx + 1:] if not re.match(r"(gt_|myocardium_|labels)", f.name)] if idx >= 0 else []
-        cand = None
-        for f in nxt:
-            try:
-                v2 = volume_io.read_volume(f)
-            except InputError:
-                continue
-            if v2.data.ndim == 3 and v2.data.shape == vol.data.shape:
-                cand = (f, v2)
-                break
-        if cand is not None:
-            data = _stack([vol, cand[1]], [path.name, cand[0].name], path)
-    if path.suffix.lower() == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                pj = str(z["params"]) if "params" in z.files else None
-        except Exception:  # noqa: BLE001
-            pj = None
-        if pj:
-            _synthetic_truth(data, pj)
-    progress.update(1.0, f"read {path.name}: {data.n_frames} frame(s) of {data.shape}")
-    return data
+    frames, a DICOM series folder, or a synthetic sequence folder (``gpulab echo-synth``),
+    with its ground truth: :func:`app.io.volume_io.read_sequence`."""
+    return volume_io.read_sequence(path, progress=progress)
 
 
-def with_frames(data: EchoData, i: int, j: int) -> EchoData:
+def load_pair(fixed, moving, *, progress: Progress | None = None) -> EchoStudy:
+    """Two 3-D volumes as a two-frame sequence (fixed first)."""
+    return volume_io.read_sequence(fixed, moving=moving, progress=progress)
+
+
+def with_frames(data: EchoStudy, i: int, j: int) -> EchoStudy:
     """The pair (frame ``i`` -> frame ``j``) of a sequence as a two-frame input."""
-    T = data.n_frames
-    for k in (i, j):
-        if not -T <= k < T:
-            raise EchoInputError(f"frame {k} does not exist: {data.name} has {T} frames (0..{T - 1})")
-    i, j = i % T, j % T
-    if i == j:
-        raise EchoInputError("the two frames must differ")
-    truth = {(0, 1): data.truth[(i, j)]} if (i, j) in data.truth else {}
-    masks = {0: data.masks[i]} if i in data.masks else {}
-    return replace(data, frames=data.frames[[i, j]], names=[data.names[i], data.names[j]], truth=truth, masks=masks)
+    return _study.with_frames(data, i, j)
 
 
-def with_truth(data: EchoData, gt_path, mask_path=None) -> EchoData:
+def with_truth(data: EchoStudy, gt_path, mask_path=None) -> EchoStudy:
     """A ground-truth field for the pair (frame 0 -> 1) and, optionally, a mask."""
-    if data.n_frames != 2:
-        raise EchoInputError("a ground-truth field belongs to a pair: give two volumes or --frames i j")
-    u = volume_io.read_displacement(gt_path, shape=data.shape)
-    masks = dict(data.masks)
-    if mask_path is not None:
-        m = volume_io.read_volume(mask_path)
-        if m.data.shape != data.shape:
-            raise EchoInputError(f"the mask {pathlib.Path(mask_path).name} is {m.data.shape} voxels but the volumes "
-                                 f"are {data.shape}")
-        if not (m.data > 0).any():
-            raise EchoInputError(f"the mask {pathlib.Path(mask_path).name} selects no voxel")
-        masks[0] = m.data > 0
-    return replace(data, truth={(0, 1): u}, masks=masks, truth_source=pathlib.Path(gt_path).name)
+    return _study.with_truth(data, gt_path, mask_path)
 
 
 # ----------------------------------------------------------------------------- synthetic sequences
+
+#: the generator's settings (``gpulab echo-synth`` flags are made from them; the generator
+#: validates the values, so its messages are the ones a user sees)
+SYNTH_PARAMS = ParamSet([
+    Param("size", int, _d.SYNTH_SIZE, "Size", "Edge of the cubic volume in voxels.",
+          minimum=_d.SYNTH_MIN_SIZE, maximum=_d.SYNTH_MAX_SIZE, metavar="N"),
+    Param("frames", int, _d.SYNTH_FRAMES, "Frames", "Frames over one cardiac cycle.", minimum=1, maximum=1000,
+          metavar="T"),
+    Param("noise", float, _d.SYNTH_NOISE, "Noise", "Complex noise relative to the speckle RMS.", minimum=0.0,
+          maximum=10.0, metavar="X"),
+    Param("decorrelation", float, _d.SYNTH_DECORRELATION, "Decorrelation", "Speckle decorrelation between frames.",
+          minimum=0.0, maximum=1.0, metavar="X"),
+    Param("contraction", float, _d.SYNTH_CONTRACTION, "Contraction",
+          "Blood-pool cross-section lost at end-systole.", minimum=0.0, maximum=0.95, max_open=True, metavar="X"),
+    Param("shortening", float, _d.SYNTH_SHORTENING, "Shortening", "Long-axis shortening at end-systole.",
+          minimum=0.0, maximum=0.5, max_open=True, metavar="X"),
+    Param("twist", float, _d.SYNTH_TWIST, "Twist", "Apex-to-base twist at end-systole.", minimum=-90.0,
+          maximum=90.0, unit="degrees", metavar="DEG"),
+    Param("spacing", float, 1.0, "Voxel size", "Voxel size.", minimum=0.0, min_open=True, unit="mm", metavar="MM"),
+    Param("seed", int, 0, "Seed", "Random seed.", metavar="SEED"),
+    Param("format", str, "nii.gz", "Format", "File type of the sequence.", choices=_SYNTH_FORMATS),
+])
+
+
 def write_synthetic(out_dir, seq, *, fmt: str = "nii.gz", progress: Progress | None = None) -> list[pathlib.Path]:
     """Write a :class:`~gpu_kernels.echo.synthetic.SyntheticEcho` as a folder: ``sequence.<fmt>``
     (4-D), ``gt_III_JJJ.npy`` for every consecutive pair (and from frame 0 to every frame),
     ``myocardium_III.nii.gz`` masks and ``params.json`` (atomically: all or nothing)."""
     progress = as_progress(progress)
     out_dir = pathlib.Path(out_dir)
-    if fmt not in ("nii.gz", "nii", "npz", "mha", "nrrd"):
+    if fmt not in _SYNTH_FORMATS:
         raise EchoInputError(f"unknown sequence format {fmt!r}: use nii.gz, nii, npz, mha or nrrd")
     T = seq.frames.shape[0]
     written = []
@@ -288,7 +133,7 @@ ACDC_ED = pathlib.Path("cardiac-mri") / "acdc" / "sax_ed.nii.gz"   # under app.i
 
 
 def samples() -> list[pathlib.Path]:
-    """The bundled synthetic sequence (its truth is rebuilt on load), then the ACDC pair if the
+    """The bundled synthetic sequence (its truth is stored with it), then the ACDC pair if the
     shared data is beside the checkout (opening ``sax_ed`` pairs it with ``sax_es``)."""
     out = samples_in("echo", (".npz",), first=("lv_synthetic",))
     from ..io.sample_data import data_path
@@ -300,13 +145,14 @@ def samples() -> list[pathlib.Path]:
 
 
 def batch_items(paths: list[pathlib.Path]) -> list[BatchItem]:
-    """Consecutive frame pairs of every 4-D file; 3-D files pair up in turn."""
+    """Consecutive frame pairs of every 4-D file; 3-D files pair up in turn (a folder stands
+    for its sequence file, else for its volumes, as the reader registry lists them)."""
     items: list[BatchItem] = []
     threes: list[pathlib.Path] = []
     for p in paths:
         if p.is_dir():
-            items += batch_items(_volume_files(p)) if _synthetic_folder(p) is None else \
-                batch_items([_synthetic_folder(p)])
+            seq = next((p / n for n in _formats.SEQUENCE_NAMES if (p / n).is_file()), None)
+            items += batch_items([seq] if seq is not None else input_kind("volumes").files_in(p))
             continue
         vol = volume_io.read_volume(p)
         if vol.data.ndim == 4:
@@ -320,9 +166,8 @@ def batch_items(paths: list[pathlib.Path]) -> list[BatchItem]:
     return items
 
 
-def batch_load(item: BatchItem, *, progress: Progress | None = None) -> EchoData:
+def batch_load(item: BatchItem, *, progress: Progress | None = None) -> EchoStudy:
     if len(item.inputs) == 2:
         return load_pair(*item.inputs, progress=progress)
-    data = load(pathlib.Path(item.inputs[0]), progress=progress)
     i, j = item.meta.get("frames", [0, 1])
-    return with_frames(data, int(i), int(j))
+    return volume_io.read_sequence(item.inputs[0], frames=(int(i), int(j)), progress=progress)

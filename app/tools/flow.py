@@ -534,8 +534,7 @@ TOOL = Tool(
     run=run,
     summary=summary,
     exports=EXPORTS,
-    input_extensions=INPUT_EXTENSIONS,
-    input_kind="Images or videos",
+    inputs="frames",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Frames",
     headline=lambda r: (f"Flow {r.data.name1} -> {r.data.name2} ({r.params['method']}) in {fmt_seconds(r.elapsed)} "
                         f"on {r.device}" + (f"; AEE {r.metrics['aee']:.3f} px" if r.metrics else "")),

@@ -528,8 +528,7 @@ TOOL = Tool(
     run=run,
     summary=summary,
     exports=EXPORTS,
-    input_extensions=INPUT_EXTENSIONS,
-    input_kind="Scenes",
+    inputs="scene",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Scene",
     headline=lambda r: (f"{r.result.stats['samples']:,} samples in {len(r.maps)} view(s) in "
                         f"{fmt_seconds(r.elapsed)} on {r.device}"

@@ -268,7 +268,8 @@ class Param:
             base = self.metavar or {int: "N", float: "X", str: "TEXT", bool: "BOOL"}[self.type]
             metavar = "|".join([base] + [e.strip("'") for e in extra])
         default = self.to_text(self.default)
-        rng = "" if self.type in (str, bool) else f" in {self.range_text()}"
+        rng = "" if self.type in (str, bool) or (self.minimum is None and self.maximum is None) \
+            else f" in {self.range_text()}"
         unit = f" {self.unit}" if self.unit else ""
         help_text = f"{self.help}{rng and ' Range' + rng}{unit} (default: {default})."
         help_text = help_text.replace("%", "%%")
@@ -399,15 +400,18 @@ class ParamSet:
         return path
 
     # -- CLI -----------------------------------------------------------------------------
-    def add_arguments(self, parser: argparse.ArgumentParser, *, title: str = "parameters") -> None:
-        """A flag per parameter (values parsed and validated by argparse), and ``--params FILE``."""
+    def add_arguments(self, parser: argparse.ArgumentParser, *, title: str = "parameters",
+                      preset: bool = True) -> None:
+        """A flag per parameter (values parsed and validated by argparse), and ``--params FILE``
+        (unless ``preset`` is False)."""
         group = parser.add_argument_group(title)
         for p in self.params:
             if p.cli:
                 p.add_argument(group)
-        group.add_argument("--params", metavar="FILE", type=pathlib.Path, default=None, dest="params_file",
-                           help="a JSON preset (from the window's Save preset, or --save-params); "
-                                "flags given as well override its values")
+        if preset:
+            group.add_argument("--params", metavar="FILE", type=pathlib.Path, default=None, dest="params_file",
+                               help="a JSON preset (from the window's Save preset, or --save-params); "
+                                    "flags given as well override its values")
 
     def from_args(self, args: argparse.Namespace, *, tool: str = "") -> dict:
         """The validated values: defaults, then the preset (``--params``), then the flags."""
