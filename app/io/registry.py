@@ -208,7 +208,8 @@ class InputKind:
     def partner(self, path: str | os.PathLike) -> pathlib.Path | None:
         """The file a lone ``path`` pairs with: the next input of its folder (natural order)."""
         p = pathlib.Path(path)
-        files = self.files_in(p.parent)
+        seq = self.is_sequence_file(p)   # an image pairs with an image, never with a video
+        files = [f for f in self.files_in(p.parent) if self.is_sequence_file(f) == seq]
         try:
             i = [f.resolve() for f in files].index(p.resolve())
         except ValueError:
