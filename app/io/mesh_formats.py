@@ -42,7 +42,8 @@ import numpy as np
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["MeshIOError", "MeshFile", "read_ply", "read_obj", "read_off", "read_stl", "READERS"]
+__all__ = ["MeshIOError", "MeshFile", "read_ply", "read_ply_elements", "read_obj", "read_off", "read_stl", "READERS",
+           "PLY_TYPES"]
 
 
 class MeshIOError(InputError):
@@ -79,17 +80,20 @@ def _short(token: bytes | str, width: int = 24) -> str:
 class _Ctx:
     """The file being read: its name for messages, its format, its size."""
 
-    def __init__(self, path: pathlib.Path, fmt: str, name: str | None = None):
+    def __init__(self, path: pathlib.Path, fmt: str, name: str | None = None, *, noun: str = "mesh",
+                 error: type[InputError] | None = None):
         self.path = pathlib.Path(path)
         self.fmt = fmt
         self.name = name or self.path.name
         self.size = self.path.stat().st_size
+        self.noun = noun
+        self.error_class = error or MeshIOError
 
-    def bad(self, reason: str) -> MeshIOError:
-        return MeshIOError(f"{self.name}: not a readable {self.fmt} mesh ({reason})")
+    def bad(self, reason: str) -> InputError:
+        return self.error_class(f"{self.name}: not a readable {self.fmt} {self.noun} ({reason})")
 
-    def error(self, text: str) -> MeshIOError:
-        return MeshIOError(f"{self.name}: {text}")
+    def error(self, text: str) -> InputError:
+        return self.error_class(f"{self.name}: {text}")
 
     def too_many(self, declared: str) -> MeshIOError:
         return self.error(f"declares {declared} but the file is only {self.size:,} bytes; "
@@ -232,7 +236,8 @@ def _as_index(ctx: _Ctx, values: np.ndarray, what: str) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- PLY
-_PLY_TYPES = {
+#: the one table of PLY property types (meshes and point clouds): PLY name -> NumPy code
+PLY_TYPES = _PLY_TYPES = {
     "char": "i1", "int8": "i1", "uchar": "u1", "uint8": "u1",
     "short": "i2", "int16": "i2", "ushort": "u2", "uint16": "u2",
     "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4",
@@ -613,38 +618,57 @@ def _ply_ascii_walk(ctx: _Ctx, vals: np.ndarray, p: int, e: _Elem, want) -> tupl
     return res, q
 
 
+def read_ply_elements(path, wants, *, name: str | None = None, noun: str = "mesh",
+                      error: type[InputError] | None = None, faces: bool = True) -> tuple[dict, dict, _Ctx]:
+    """The one PLY parser (meshes and point clouds, :mod:`app.io.ply_points_io`): the header
+    checked against the file size, then the properties named in ``wants`` (``{element:
+    property names}``; a ``callable(elems)`` may build it from the header) of every element.
+
+    Returns ``(elements by name, {element: {property: values or (items, counts)}}, ctx)``.
+    Vertices must have scalar ``x``, ``y``, ``z``; with ``faces``, a ``face`` element must
+    hold a ``vertex_indices`` (or ``vertex_index``) list. Errors are ``error`` (default
+    :class:`MeshIOError`) with one line that says the file is not a readable PLY ``noun``.
+    """
+    ctx = _Ctx(path, "PLY", name, noun=noun, error=error)
+    with open(ctx.path, "rb") as fh:
+        head = fh.read(_HEADER_MAX)
+    fmt, elems, offset = _ply_header(ctx, head)
+    _ply_check_sizes(ctx, fmt, elems, offset)
+    by_name = {e.name: e for e in elems}
+    if "vertex" not in by_name:
+        raise ctx.bad("the header declares no 'vertex' element")
+    vprops = {p.name: p for p in by_name["vertex"].props}
+    for axis in "xyz":
+        if axis not in vprops or vprops[axis].count_type is not None:
+            raise ctx.bad(f"its vertices have no '{axis}' property")
+    if faces and "face" in by_name and not any(p.count_type is not None and p.name in _FACE_LISTS
+                                               for p in by_name["face"].props):
+        raise ctx.bad("its faces have no 'vertex_indices' list")
+    wants = wants(by_name) if callable(wants) else wants
+    if fmt == "ascii":
+        data = _ply_ascii(ctx, elems, offset, wants)
+    else:
+        data = _ply_binary(ctx, elems, offset, "<" if fmt == "binary_little_endian" else ">", wants)
+    return by_name, data, ctx
+
+
 def read_ply(path, name: str | None = None, *, colors: bool = False) -> MeshFile:
     """Read a PLY file: ascii, binary_little_endian or binary_big_endian; any vertex layout
     (x, y, z of any numeric type); faces from a ``vertex_indices`` (or ``vertex_index``) list
     of any count and index type; every other element and property skipped. With ``colors``,
     per-face ``red``/``green``/``blue`` come back as :attr:`MeshFile.face_colors`."""
-    ctx = _Ctx(path, "PLY", name)
-    with open(ctx.path, "rb") as fh:
-        head = fh.read(_HEADER_MAX)
-    fmt, elems, offset = _ply_header(ctx, head)
-    _ply_check_sizes(ctx, fmt, elems, offset)
-    names = [e.name for e in elems]
-    if "vertex" not in names:
-        raise ctx.bad("the header declares no 'vertex' element")
-    vert = elems[names.index("vertex")]
-    vprops = {p.name: p for p in vert.props}
-    for axis in "xyz":
-        if axis not in vprops or vprops[axis].count_type is not None:
-            raise ctx.bad(f"its vertices have no '{axis}' property")
-    face = elems[names.index("face")] if "face" in names else None
     flist = None
-    if face is not None:
-        lists = [p for p in face.props if p.count_type is not None and p.name in _FACE_LISTS]
-        if not lists:
-            raise ctx.bad("its faces have no 'vertex_indices' list")
-        flist = lists[0].name
-    wants = {"vertex": {"x", "y", "z"}}
-    if face is not None:
-        wants["face"] = {flist, *(_COLORS if colors else ())}
-    if fmt == "ascii":
-        data = _ply_ascii(ctx, elems, offset, wants)
-    else:
-        data = _ply_binary(ctx, elems, offset, "<" if fmt == "binary_little_endian" else ">", wants)
+
+    def wants(by_name):
+        nonlocal flist
+        out = {"vertex": {"x", "y", "z"}}
+        if "face" in by_name:
+            flist = next(p.name for p in by_name["face"].props if p.count_type is not None and p.name in _FACE_LISTS)
+            out["face"] = {flist, *(_COLORS if colors else ())}
+        return out
+
+    by_name, data, ctx = read_ply_elements(path, wants, name=name)
+    vert, face = by_name["vertex"], by_name.get("face")
     v = data["vertex"]
     with np.errstate(invalid="ignore"):          # signalling NaNs: refused by read_mesh
         vertices = np.stack([np.asarray(v[a], np.float64) for a in "xyz"], axis=1) if vert.count else \

@@ -4,7 +4,8 @@ confidence`` (the layout MeshLab, CloudCompare and COLMAP's fused.ply readers ac
 :func:`write_points_ply` writes that layout atomically (binary little-endian, or ASCII);
 :func:`read_points_ply` reads any PLY whose ``vertex`` element has at least ``x y z`` as
 scalar properties (other properties, faces and other elements are skipped) and returns the
-fields it finds. Errors are :class:`PointCloudIOError` with one line.
+fields it finds, through the one PLY parser (:func:`app.io.mesh_formats.read_ply_elements`,
+shared with meshes). Errors are :class:`PointCloudIOError` with one line.
 
 Example
 -------
@@ -30,15 +31,9 @@ from app.io.atomic import atomic_write
 from gpu_kernels.errors import InputError
 
 from .inputs import check_input_file
+from .mesh_formats import read_ply_elements
 
 __all__ = ["PointCloudIOError", "write_points_ply", "read_points_ply"]
-
-_PLY_TYPES = {
-    "char": "i1", "int8": "i1", "uchar": "u1", "uint8": "u1", "short": "i2", "int16": "i2",
-    "ushort": "u2", "uint16": "u2", "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4",
-    "float": "f4", "float32": "f4", "double": "f8", "float64": "f8",
-}
-
 
 class PointCloudIOError(InputError):
     """A point-cloud PLY cannot be read or written. One clear line."""
@@ -94,99 +89,39 @@ def write_points_ply(path: str | os.PathLike, points, *, normals=None, colors=No
                          + "\n").encode("ascii"))
 
 
-_MAX_HEADER = 1 << 16
+_FIELDS = {"points": ("x", "y", "z"), "normals": ("nx", "ny", "nz"), "colors": ("red", "green", "blue")}
+_CONFIDENCE = ("confidence", "quality", "value")
 
 
 def read_points_ply(path: str | os.PathLike) -> dict:
-    """Read a point-cloud PLY. Returns ``{"points", "normals"?, "colors"?, "confidence"?}``."""
+    """Read a point-cloud PLY. Returns ``{"points", "normals"?, "colors"?, "confidence"?}``.
+
+    The parser is the mesh reader's (:func:`app.io.mesh_formats.read_ply_elements`: one PLY
+    parser, one type table): ascii or binary, any property types, other elements skipped."""
     p = pathlib.Path(path)
     check_input_file(p, error=PointCloudIOError, what="a point cloud")
-    size = p.stat().st_size
+    with open(p, "rb") as fh:
+        if not fh.read(3) == b"ply":
+            raise PointCloudIOError(f"{p.name}: not a PLY file")
+    wanted = {c for cols in _FIELDS.values() for c in cols} | set(_CONFIDENCE)
     try:
-        with open(p, "rb") as fh:
-            return _read_ply(fh, p, size)
+        by_name, data, _ = read_ply_elements(p, {"vertex": wanted}, noun="point cloud", error=PointCloudIOError,
+                                             faces=False)
     except MemoryError:
         raise PointCloudIOError(f"{p.name}: the point cloud is too large to read into memory") from None
-
-
-def _read_ply(fh, p: pathlib.Path, size: int) -> dict:
-    head = fh.read(_MAX_HEADER)
-    if not head.startswith(b"ply"):
-        raise PointCloudIOError(f"{p.name}: not a PLY file")
-    end = head.find(b"end_header")
-    if end < 0:
-        raise PointCloudIOError(f"{p.name}: the PLY header has no end_header")
-    nl = head.find(b"\n", end)
-    body_start = nl + 1 if nl >= 0 else len(head)
-    lines = head[:end].decode("ascii", errors="replace").splitlines()
-    fmt = None
-    elements: list[tuple[str, int, list]] = []
-    for ln in lines[1:]:
-        tok = ln.split()
-        if not tok or tok[0] in ("comment", "obj_info"):
-            continue
-        if tok[0] == "format" and len(tok) >= 2:
-            fmt = tok[1]
-        elif tok[0] == "element" and len(tok) == 3:
-            try:
-                elements.append((tok[1], int(tok[2]), []))
-            except ValueError:
-                raise PointCloudIOError(f"{p.name}: malformed element line {ln!r}") from None
-        elif tok[0] == "property" and elements and len(tok) >= 3:
-            if tok[1] == "list":
-                elements[-1][2].append((tok[-1], None))
-            elif len(tok) == 3 and tok[1] in _PLY_TYPES:
-                elements[-1][2].append((tok[2], _PLY_TYPES[tok[1]]))
-            else:
-                raise PointCloudIOError(f"{p.name}: unsupported property line {ln!r}")
-        elif tok[0] not in ("ply", "property"):
-            raise PointCloudIOError(f"{p.name}: unexpected header line {ln[:40]!r}")
-    if fmt not in ("ascii", "binary_little_endian", "binary_big_endian"):
-        raise PointCloudIOError(f"{p.name}: unknown PLY format {fmt!r}")
-    if not elements or elements[0][0] != "vertex":
-        raise PointCloudIOError(f"{p.name}: the PLY has no vertex element first")
-    name, n, props = elements[0]
-    if any(t is None for _, t in props):
+    cols = data.get("vertex", {})
+    if any(isinstance(v, tuple) for v in cols.values()):
         raise PointCloudIOError(f"{p.name}: list properties on vertices are not supported")
-    names = [nm for nm, _ in props]
-    if not all(k in names for k in ("x", "y", "z")) or len(set(names)) != len(names):
-        raise PointCloudIOError(f"{p.name}: the vertices have no x, y, z (or repeat a property)")
-    if n < 0:
-        raise PointCloudIOError(f"{p.name}: negative vertex count")
-    k = len(props)
-    left = size - body_start
-    fh.seek(body_start)
-    if fmt == "ascii":
-        if n * k * 2 > left:
-            raise PointCloudIOError(f"{p.name}: the file is truncated (header says {n:,} vertices)")
-        vals = []
-        for i in range(n):
-            ln = fh.readline()
-            tok = ln.split()
-            if len(tok) < k:
-                raise PointCloudIOError(f"{p.name}: vertex {i} has {len(tok)} values, {k} expected (truncated?)")
-            vals.append(tok[:k])
-        try:
-            arr = np.array(vals, dtype=np.float64).reshape(n, k)
-        except ValueError:
-            raise PointCloudIOError(f"{p.name}: a vertex value is not a number") from None
-        cols = {nm: arr[:, i] for i, nm in enumerate(names)}
-    else:
-        e = "<" if fmt == "binary_little_endian" else ">"
-        dt = np.dtype([(nm, e + t) for nm, t in props])
-        if n * dt.itemsize > left:
-            raise PointCloudIOError(f"{p.name}: the file is truncated (header says {n:,} vertices)")
-        rec = np.fromfile(fh, dtype=dt, count=n)
-        cols = {nm: rec[nm] for nm in names}
-    out = {"points": np.stack([cols["x"], cols["y"], cols["z"]], axis=1).astype(np.float32)}
-    if all(c in cols for c in ("nx", "ny", "nz")):
-        out["normals"] = np.stack([cols["nx"], cols["ny"], cols["nz"]], axis=1).astype(np.float32)
-    if all(c in cols for c in ("red", "green", "blue")):
-        out["colors"] = np.stack([cols["red"], cols["green"], cols["blue"]], axis=1).astype(np.uint8)
-    for c in ("confidence", "quality", "value"):
-        if c in cols:
-            out["confidence"] = np.asarray(cols[c], dtype=np.float32)
-            break
+    n = by_name["vertex"].count
+    out = {}
+    for key, names in _FIELDS.items():
+        if all(c in cols for c in names):
+            dt = np.uint8 if key == "colors" else np.float32
+            out[key] = np.stack([np.asarray(cols[c]) for c in names], axis=1).astype(dt) if n else \
+                np.empty((0, 3), dt)
+    c = next((c for c in _CONFIDENCE if c in cols), None)
+    if c is not None:
+        out["confidence"] = np.asarray(cols[c], dtype=np.float32)
     return out
 
 
