@@ -45,7 +45,7 @@ from gpu_kernels.backend import Backend, cuda_include_dir
 __all__ = ["available", "compiler", "emu_backend", "EmuBackend", "EmuArray", "EmuError", "xp", "compile_module"]
 
 HEADER = Path(__file__).resolve().parent / "cuda_emu.h"
-_VERSION = "1"   # bump when the generated wrapper changes
+_VERSION = "2"   # bump when the generated wrapper changes
 
 
 class EmuError(RuntimeError):
@@ -237,6 +237,20 @@ def _fibered(text: str) -> set[str]:
 
 
 # ----------------------------------------------------------------------------- build
+# inline PTX the emulator knows: one output, one input (the rest fails to build, with g++'s message)
+_ASM = re.compile(r'\basm\s*(?:volatile\s*)?\(\s*"\s*([\w.]+)\s+%0\s*,\s*%1\s*;?\s*"\s*:\s*"=\w+"\s*\(\s*([^()]+?)\s*\)'
+                  r'\s*:\s*"\w+"\s*\(\s*([^()]+?)\s*\)\s*\)\s*;')
+_PTX = {"cvt.rn.f16.f32": "emu::f32_to_f16", "cvt.f32.f16": "emu::f16_to_f32", "mov.b32": "",
+        "cvt.rn.f32.f16": "emu::f16_to_f32"}
+
+
+def _asm(m):
+    fn = _PTX.get(m.group(1))
+    if fn is None:
+        return m.group(0)
+    return f"{m.group(2)} = {fn}({m.group(3)});"
+
+
 _EXTERN_SHARED = re.compile(r"\bextern\s+static\s+((?:alignas\s*\(\s*\d+\s*\)\s*)?)([A-Za-z_][\w\s]*?)\s+(\w+)\s*\[\s*\]\s*;")
 
 
@@ -279,6 +293,7 @@ def _build(name: str, defines: dict, options) -> tuple[Path, dict[str, _Kernel]]
     for kname, bounds, params in _signatures(bare):
         kernels[kname] = _Kernel(kname, _parse_params(params, tdefs), _bound(bounds), kname in fib)
     full = _run([*base, "-E", "-x", "c++", "-include", str(HEADER), str(src)], f"preprocessing {name}")
+    full = _ASM.sub(_asm, full)
     full = _EXTERN_SHARED.sub(lambda m: f"static {m.group(2)}* const {m.group(3)} = "
                                         f"reinterpret_cast<{m.group(2)}*>(emu::g_dyn_smem);", full)
     lines = [full, '\nextern "C" const char* emu_error() { return emu::g_err; }']
@@ -336,7 +351,8 @@ class EmuKernel:
                 if want is not None and a.size:
                     kind = "b" if a.dtype.kind == "b" else ("f" if a.dtype.kind == "f" else "i")
                     ok = (kind, a.dtype.itemsize) == want or (want == ("i", 1) and kind == "b") or \
-                        (want == ("b", 1) and a.dtype.itemsize == 1)
+                        (want == ("b", 1) and a.dtype.itemsize == 1) or \
+                        (want == ("i", 2) and a.dtype == np.float16)      # halves as unsigned short
                     if not ok:
                         self._fail(f"argument {i} ({p.name}): a {a.dtype} array for a {p.ctype}")
                 slot = ctypes.c_void_p(a.ctypes.data)

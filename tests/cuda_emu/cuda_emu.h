@@ -17,7 +17,9 @@
 // filled with 0xff bytes before each block so that a read of memory the block never wrote
 // shows up. __constant__ variables are ordinary globals (the driver finds them by name for
 // get_global). Atomics are plain read-modify-writes: fibers never preempt each other.
-// Errors are reported to the driver (emu_error), not by aborting the test process.
+// Errors are reported to the driver (emu_error), not by aborting the test process. Inline
+// PTX is not C++: the driver turns the few instructions it knows (f16 <-> f32 conversions)
+// into calls of emu:: functions.
 #pragma once
 #include <math.h>
 
@@ -311,6 +313,19 @@ int launch(dim3 grid, dim3 block, unsigned long long dyn_smem, bool fibers, F& b
         return 1;
     }
     return 0;
+}
+
+// half precision as the PTX cvt instructions do it (round to nearest even)
+inline unsigned short f32_to_f16(float v) {
+    _Float16 h = (_Float16)v;
+    unsigned short b;
+    std::memcpy(&b, &h, 2);
+    return b;
+}
+inline float f16_to_f32(unsigned short b) {
+    _Float16 h;
+    std::memcpy(&h, &b, 2);
+    return (float)h;
 }
 
 template <typename T>
