@@ -18,7 +18,6 @@ Example
 from __future__ import annotations
 
 import copy
-import os
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,18 @@ from gpu_kernels.mesh.defaults import DEFAULT_SHADING
 
 from ..io import formats as _formats
 from ..io.atomic import write_lines
-from .base import Export, Tool, fmt_seconds, samples_in
+from .base import Tool, fmt_seconds, samples_in
+from .mesh_seg_exports import (  # noqa: F401  (re-exported: the tab and the tests use them here)
+    EXPORTS,
+    STAGE_NAMES,
+    SegmentsDirError,
+    check_segments_dir,
+    stage_times,
+    summary,
+    write_colored_ply,
+    write_labels,
+    write_segments,
+)
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -210,7 +220,8 @@ def run(data: MeshData, params: dict, *, device: Backend, progress: Progress | N
 
 
 def _graph(ctx):
-    """Stage 1: clean the mesh, its dual graph, the working resolution(s) and their graphs."""
+    """Stage 1: clean the mesh, its dual graph, the working resolution(s), their graphs and their
+    all-pairs shortest paths (everything that k and epsilon do not change)."""
     p = ctx.p
     check_device(p, ctx.device)
     return _seg.prepare_mesh(
@@ -220,8 +231,8 @@ def _graph(ctx):
 
 
 def _segment(ctx):
-    """Stage 2: distances, fuzzy clustering and cuts on stage 1's graphs (a change of k,
-    epsilon or the iteration cap starts here)."""
+    """Stage 2: fuzzy clustering and cuts on stage 1's distances (a change of k, epsilon or the
+    iteration cap starts here)."""
     p = ctx.p
     check_device(p, ctx.device)
     check_k(p, len(ctx.data.faces))
@@ -244,12 +255,13 @@ def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
     return replace(result, seg=seg, params={**result.params, "shading": params["shading"]})
 
 
-#: the stages of a run (:mod:`app.tools.stages`): the graphs (:func:`gpu_kernels.mesh.segment.prepare_mesh`:
-#: cleaning, dual graph, simplification to the working resolution(s)), then the segmentation
-#: (:func:`gpu_kernels.mesh.segment.segment_prepared`: APSP, clustering, cuts)
+#: the stages of a run (:mod:`app.tools.stages`): the graphs and distances
+#: (:func:`gpu_kernels.mesh.segment.prepare_mesh`: cleaning, dual graph, simplification to the
+#: working resolution(s), APSP), then the segmentation
+#: (:func:`gpu_kernels.mesh.segment.segment_prepared`: clustering, cuts)
 PIPELINE = Pipeline([
     Stage("graph", _graph, params=("delta", "eta_convex", "max_faces", "consensus", "simplifier", "apsp"),
-          inputs=("vertices", "faces"), label="dual graph"),
+          inputs=("vertices", "faces"), label="dual graph and distances"),
     Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces"), inputs=("vertices", "faces"),
           label="segmentation"),
 ], finish=_finish, params=PARAMS)
@@ -286,117 +298,6 @@ def advise(data: MeshData, params: dict, device: Backend) -> TooLargeError | Non
                      f"with the cube of the face count); the CPU's working resolution is "
                      f"{WORKING_FACES:,} faces, with the boundaries re-cut at full resolution"))
     return None
-
-
-# ----------------------------------------------------------------------------- summary
-STAGE_NAMES = {"clean": "clean-up", "dual_graph": "dual graph", "simplify": "simplify", "apsp": "APSP",
-               "clustering": "clustering", "cut": "cut", "transfer": "transfer"}
-
-
-def stage_times(result: MeshSegResult) -> list[tuple[str, float]]:
-    info = getattr(result.seg, "info", {}) or {}
-    return [(STAGE_NAMES.get(k, k), float(t)) for k, t in (info.get("timings") or {}).items()
-            if k != "total" and t]
-
-
-def summary(result: MeshSegResult) -> list[str]:
-    """The human-readable summary: mesh, k, parameters used, device, time per stage, parts."""
-    data, seg = result.data, result.seg
-    info = dict(getattr(seg, "info", {}) or {})
-    params = dict(info.get("params", {}) or {})
-    lines = [f"{data.name}: {len(data.vertices):,} vertices, {len(data.faces):,} faces"]
-    lines += [f"  warning: {w}" for w in data.warnings]
-    if info.get("simplified"):
-        lines.append(f"  working resolution: {int(info.get('n_faces_segmented', 0)):,} faces "
-                     f"(boundaries re-cut on all {len(data.faces):,})")
-    k_req = result.params.get("k", "auto")
-    lines.append(f"  parts (k): {int(seg.k)}" + (" (auto)" if str(k_req) == "auto" else f" (asked for {k_req})"))
-    shown = []
-    for key in ("delta", "eta_convex"):
-        val = params.get(key)
-        if val is not None:
-            shown.append(f"{key} = {float(val):.3g}{' (auto)' if params.get(f'{key}_auto') else ''}")
-    if params.get("epsilon") is not None:
-        shown.append(f"epsilon = {float(params['epsilon']):.3g}")
-    its = info.get("iterations")
-    if its:
-        its = its if isinstance(its, list | tuple) else [its]
-        conv = "" if info.get("converged", True) else f", stopped at the cap of {params.get('max_iter')}"
-        shown.append(f"iterations = {max(its)}{conv}")
-    if shown:
-        lines.append("  parameters: " + ", ".join(shown))
-    lines.append(f"  device: {info.get('device', result.device)}; APSP: {info.get('method') or params.get('apsp_method')}")
-    st = stage_times(result)
-    lines.append("  time: " + (", ".join(f"{k} {fmt_seconds(v)}" for k, v in st) + "; total " if st else "")
-                 + fmt_seconds(result.elapsed))
-    lines.append(f"  fuzzy faces resolved by minimum cut: {int(np.count_nonzero(seg.fuzzy)):,}")
-    table = result.table()
-    if table:
-        lines.append("  part  faces     area %  colour")
-        for row in table:
-            hexcol = "#" + "".join(f"{int(c):02x}" for c in row["color"])
-            lines.append(f"  {row['label']:4d}  {row['faces']:8,}  {100 * row['area_fraction']:6.1f}  {hexcol}")
-    lines += [f"  warning: {w}" for w in result.warnings]
-    return lines
-
-
-# ----------------------------------------------------------------------------- exports
-def write_colored_ply(result: MeshSegResult, path) -> list[pathlib.Path]:
-    """The mesh with one flat colour per part and the certainty as face quality."""
-    d, seg = result.data, result.seg
-    colors = np.asarray(seg.cluster_colors, dtype=np.uint8)[np.asarray(seg.labels)]
-    return [mesh_io.write_colored_ply(
-        path, d.vertices, d.faces, colors, face_quality=_colors.certainty(seg.memberships),
-        comments=("faces coloured by part",
-                  "quality = certainty of the face's part, 0 (on a boundary) to 1"))]
-
-
-def write_labels(result: MeshSegResult, path) -> list[pathlib.Path]:
-    return [mesh_io.write_seg(path, result.seg.labels, n_faces=len(result.data.faces))]
-
-
-class SegmentsDirError(InputError):
-    """The folder for the part meshes cannot be written."""
-
-
-def check_segments_dir(path) -> pathlib.Path:
-    """Before any work: :func:`mesh_io.check_segments_dir`, then a real try at creating a
-    folder next to it (permissions as root, read-only or special file systems)."""
-    import tempfile
-
-    path = mesh_io.check_segments_dir(path)
-    parent = path.parent if str(path.parent) else pathlib.Path(".")
-    try:
-        probe = tempfile.mkdtemp(prefix=f".{path.name}.check-", dir=parent)
-    except OSError as exc:
-        raise SegmentsDirError(f"{path}: cannot create a folder in {parent} ({exc.strerror or exc})") from None
-    try:
-        os.rmdir(probe)
-    except OSError:
-        pass
-    return path
-
-
-def write_segments(result: MeshSegResult, path, *, fmt: str = "ply") -> list[pathlib.Path]:
-    d = result.data
-    try:
-        return mesh_io.write_segments(path, d.vertices, d.faces, result.seg.labels, fmt=fmt,
-                                      colors=result.seg.cluster_colors)
-    except OSError as exc:  # name the folder asked for, not a temporary one
-        raise SegmentsDirError(f"{path}: cannot write the part meshes ({exc.strerror or exc})") from None
-
-
-EXPORTS = (
-    Export("mesh", "Coloured mesh", (".ply",), write_colored_ply, cli_option="-o",
-           cli_help="output PLY with per-face colours by part"),
-    Export("labels", "Segment labels, PSB format", (".seg",), write_labels, cli_option="--labels",
-           cli_help="also write the labels, one integer per line, line i for face i (PSB format)"),
-    Export("segments", "One mesh per part (folder)", tuple(f".{e}" for e in _formats.SEGMENT_FORMATS),
-           write_segments, folder=True, cli_option="--segments-dir", check=check_segments_dir,
-           cli_help="also write each part as its own mesh, DIR/segment_000.ply and so on "
-                    "(in the format of --segments-format)",
-           options={"fmt": "segments_format"}),
-)
 
 
 # ----------------------------------------------------------------------------- samples and demo

@@ -318,6 +318,18 @@ def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10)
                                   "area_merged": area_merged / total_area}
 
 
+def _thickness_contrast(graph: DualGraph, lab, ulo, uhi, K: int):
+    """``1 + SDF_MERGE * |mean log thickness of A - of B|`` per adjacent pair (1 when off)."""
+    from gpu_kernels.mesh import dualgraph
+
+    th = getattr(graph, "thickness", None)
+    if th is None or dualgraph.SDF_MERGE <= 0:
+        return 1.0
+    lg = np.log(np.maximum(th, 1e-300)) * graph.areas
+    m = np.bincount(lab, weights=lg, minlength=K) / np.maximum(np.bincount(lab, weights=graph.areas, minlength=K), 1e-300)
+    return 1.0 + dualgraph.SDF_MERGE * np.abs(m[ulo] - m[uhi])
+
+
 def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict,
                              label_component: np.ndarray, *, stop: dict | None = None,
                              strengths: list | None = None,
@@ -415,6 +427,7 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
             bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
+            strength = strength * _thickness_contrast(graph, lab, ulo, uhi, K)
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)

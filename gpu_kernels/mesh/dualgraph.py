@@ -48,6 +48,16 @@ ANGLE_MODE = "scale"
 REF_FACES = 4000
 
 
+#: weight of the thickness term (shape diameter, :mod:`gpu_kernels.mesh.thickness`): each arc
+#: costs ``SDF_WEIGHT * |log(t_a / t_b)|`` more, in the units of the normalised angular
+#: term, so a path from a thin part into a thick one pays for the change of thickness even
+#: over smooth surface (0: off, no thickness computed)
+SDF_WEIGHT = 0.0
+#: merges (:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`) count a boundary
+#: between clusters of different thickness as stronger: ``x (1 + SDF_MERGE * |log(tA / tB)|)``
+#: with each cluster's area-weighted mean log thickness (0: off)
+SDF_MERGE = 0.0
+
 #: average the face normals over the reference spacing before measuring bends (only where
 #: the mesh is finer than the reference spacing)
 NORMAL_SMOOTHING = False
@@ -295,6 +305,7 @@ class DualGraph:
     delta: float = 0.0
     eta_convex: float = 0.0
     warnings: list = field(default_factory=list)
+    thickness: np.ndarray = None  # (F,) shape diameter per face (SDF_WEIGHT > 0), else None
 
     @property
     def concavity(self) -> np.ndarray:
@@ -414,7 +425,7 @@ def _far_vertices(v: np.ndarray, f: np.ndarray) -> str:
             "faces dominate the parts; fix or remove them")
 
 
-def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph:
+def dual_graph(vertices, faces, *, delta: float, eta_convex: float, thickness: bool | None = None) -> DualGraph:
     """Build the weighted dual graph of a (cleaned) triangle mesh.
 
     Parameters
@@ -426,6 +437,8 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
         Weight of the geodesic term (``1 - delta`` goes to the angular term).
     eta_convex : float > 0
         Factor on the angular distance of convex edges (concave edges use 1).
+    thickness : bool, optional
+        Measure each face's thickness (:func:`with_thickness`); default: :func:`uses_thickness`.
     """
     if not (0.0 <= float(delta) <= 1.0):
         raise MeshInputError(f"delta must lie in [0, 1], got {delta}")
@@ -518,7 +531,7 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
     if n_flip:
         warnings.append(f"{n_flip} neighbouring face pairs are inconsistently oriented; "
                         "their concave/convex classification may be wrong")
-    return DualGraph(
+    g = DualGraph(
         n=F, src=fa, dst=fb, weight=w, ang=ang, geod=geod, avg_ang=avg_ang, avg_geod=avg_geod,
         centroids=cen, normals=normals, areas=areas, component=comp.astype(np.int64),
         edge_length=alen, ref_scale=0.0 if ANGLE_MODE == "cosine" else ref_scale(areas.sum()),
@@ -526,3 +539,26 @@ def dual_graph(vertices, faces, *, delta: float, eta_convex: float) -> DualGraph
         n_nonmanifold_edges=n_nm, n_boundary_edges=n_bd, n_flipped_pairs=n_flip,
         delta=float(delta), eta_convex=float(eta_convex), warnings=warnings,
     )
+    if thickness is None:
+        thickness = uses_thickness()
+    return with_thickness(g, v, f) if thickness and E else g
+
+
+def uses_thickness() -> bool:
+    """Whether the thickness feature is on (``SDF_WEIGHT`` or ``SDF_MERGE``)."""
+    return SDF_WEIGHT > 0 or SDF_MERGE > 0
+
+
+def with_thickness(graph: DualGraph, vertices, faces) -> DualGraph:
+    """``graph`` with its faces' thickness (:func:`gpu_kernels.mesh.thickness.face_thickness`)
+    and, with ``SDF_WEIGHT``, the thickness term added to its arc weights."""
+    from dataclasses import replace
+
+    from gpu_kernels.mesh.thickness import face_thickness
+
+    th = face_thickness(vertices, faces, graph.centroids, graph.normals, src=graph.src, dst=graph.dst,
+                        areas=graph.areas)
+    w = graph.weight
+    if SDF_WEIGHT > 0:
+        w = w + SDF_WEIGHT * np.abs(np.log(th[graph.src]) - np.log(th[graph.dst]))
+    return replace(graph, weight=w, thickness=th)

@@ -65,7 +65,7 @@ from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import fuzzy_cluster
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
-from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph
+from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
 from gpu_kernels.mesh.metrics import contingency
 from gpu_kernels.mesh.simplify import available_simplifiers, simplify_mesh, transfer_memberships
 
@@ -270,15 +270,55 @@ def _k_per_component(k, sizes: np.ndarray, areas: np.ndarray, warnings: list) ->
 
 
 # --------------------------------------------------------------------------- core
+def _component_index(graph):
+    """``(order, starts, sizes, local, arc_comp)``: the faces of component c are
+    ``order[starts[c]:starts[c + 1]]`` (ascending), ``local`` a face's index within its component."""
+    comp = graph.component
+    sizes = np.bincount(comp, minlength=graph.n_components)
+    order = np.argsort(comp, kind="stable")
+    starts = np.r_[0, np.cumsum(sizes)]
+    local = np.empty(graph.n, dtype=np.int64)
+    local[order] = np.arange(graph.n) - np.repeat(starts[:-1], sizes)
+    return order, starts, sizes, local, comp[graph.src]
+
+
+def _component_apsp(graph, index, c, apsp_method, backend, prog):
+    """The distance matrix of component ``c`` (on the backend's device)."""
+    order, starts, sizes, local, arc_comp = index
+    m = arc_comp == c
+    D = _apsp(int(sizes[c]), local[graph.src[m]], local[graph.dst[m]], graph.weight[m], apsp_method,
+              backend, prog)
+    D = backend.asarray(D)
+    if backend.is_gpu:
+        backend.synchronize()
+    return D
+
+
+def graph_distances(graph, apsp_method, backend, prog, min_faces: int = 2) -> dict:
+    """{component: distance matrix} for every component of ``graph`` with at least
+    ``min_faces`` faces: the stage that depends only on the graph (delta, eta_convex and the
+    working resolution), re-used by every k and epsilon."""
+    index = _component_index(graph)
+    sizes = index[2]
+    work = np.maximum(sizes.astype(np.float64), 1) ** 2
+    wsum, done, out = work.sum(), 0.0, {}
+    for c in range(graph.n_components):
+        if sizes[c] >= max(min_faces, 2):
+            out[c] = _component_apsp(graph, index, c, apsp_method, backend,
+                                     prog.sub(done / wsum, (done + work[c]) / wsum, "APSP"))
+        done += work[c]
+    return out
+
+
 def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, power=None,
-                   overseg=1.0):
+                   overseg=1.0, dists=None):
     """Cluster every component of ``graph``; returns (labels, P, reps, fuzzy) on its faces.
 
     ``overseg`` is a factor, or a tuple of factors: then each is tried on the same distance
     matrices and the result whose boundaries are the most concave on average
-    (:func:`boundary_concavity`, no ground truth involved) is kept.
+    (:func:`boundary_concavity`, no ground truth involved) is kept. ``dists``:
+    :func:`graph_distances`'s matrices (a component missing there is computed here).
     """
-    F = graph.n
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
     careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
@@ -297,11 +337,8 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
             else:
                 row.append(int(min(sizes[c], math.ceil(fac * t))))
         ks_by.append(row)
-    order = np.argsort(comp, kind="stable")
-    starts = np.r_[0, np.cumsum(sizes)]
-    local = np.empty(F, dtype=np.int64)
-    local[order] = np.arange(F) - np.repeat(starts[:-1], sizes)
-    arc_comp = comp[graph.src]
+    index = _component_index(graph)
+    order, starts = index[0], index[1]
     work = np.maximum(sizes.astype(np.float64), 1) ** 2
     wsum = work.sum()
     nf = len(factors)
@@ -323,13 +360,10 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
                 blocks[i].append((faces_c, np.ones((n, 1), np.float32), np.array([faces_c[0]])))
                 kused[i].append(1)
             continue
-        m = arc_comp == c
         t0 = time.perf_counter()
-        D = _apsp(n, local[graph.src[m]], local[graph.dst[m]], graph.weight[m], apsp_method,
-                  backend, prog.sub(a0, a1, "APSP"))
-        D = backend.asarray(D)
-        if backend.is_gpu:
-            backend.synchronize()
+        D = dists.get(c) if dists is not None else None
+        if D is None:
+            D = _component_apsp(graph, index, c, apsp_method, backend, prog.sub(a0, a1, "APSP"))
         t1 = time.perf_counter()
         prog.check()
         done_k = {}
@@ -615,8 +649,10 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     seg_kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
     prep = prepared if prepared is not None else prepare_mesh(
         vertices, faces, delta=delta, eta_convex=eta_convex, max_faces=max_faces, simplify=simplify,
-        consensus=consensus, simplifier=simplifier, apsp_method=apsp_method, device=backend, progress=prog)
-    seg = segment_prepared(prep, apsp_method=apsp_method, device=backend, progress=prog, **seg_kw)
+        consensus=consensus, simplifier=simplifier, apsp_method=apsp_method, device=backend,
+        progress=prog.sub(0.0, 0.4))
+    seg = segment_prepared(prep, apsp_method=apsp_method, device=backend,
+                           progress=prog if prepared is not None else prog.sub(0.4, 1.0), **seg_kw)
     seg.info["timings"]["total"] = time.perf_counter() - t_start
     return seg
 
@@ -647,9 +683,10 @@ def _segment_params(k, epsilon, max_iter, update_power, oversegment, shading) ->
 @dataclass
 class PreparedMesh:
     """What :func:`prepare_mesh` makes and :func:`segment_prepared` reads (never modifies):
-    the cleaned mesh, its dual graph, and the dual graphs of its working resolutions. It
-    depends only on the mesh and on delta, eta_convex, the working resolution, the
-    simplifier and the consensus, so a change of k, epsilon or the iteration cap re-uses it."""
+    the cleaned mesh, its dual graph, the dual graphs of its working resolutions and their
+    all-pairs shortest paths. It depends only on the mesh and on delta, eta_convex, the
+    working resolution, the simplifier, the consensus and the APSP method, so a change of k,
+    epsilon or the iteration cap re-uses it, distances included."""
 
     vertices_in: np.ndarray       # the caller's arrays (dropped faces are labelled from them)
     faces_in: np.ndarray
@@ -660,6 +697,9 @@ class PreparedMesh:
     graph: object                 # DualGraph of the cleaned mesh
     working: list                 # [(target faces, DualGraph or None (the full graph), patch)]
     info: dict                    # params, timings, warnings and notes so far
+    #: per working resolution (or [the full graph] when there is none): {component: distance
+    #: matrix} (:func:`graph_distances`), on the device that made them
+    distances: list = field(default_factory=list)
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -699,7 +739,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
             info["warnings"].append(f"{rep['n_degenerate_faces']} zero-area faces were left out of the "
                                     "graph and take the label of a neighbour")
         t1 = time.perf_counter()
-        graph = dual_graph(v, f, delta=d_used, eta_convex=e_used)
+        graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
         info["timings"]["dual_graph"] = time.perf_counter() - t1
         info["warnings"].extend(graph.warnings)
@@ -730,6 +770,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
         working = []
+        if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
+            graph = with_thickness(graph, v, f)
         if target is not None:
             info["simplified"] = True
             scales = CONSENSUS_SCALES if consensus is None else (CONSENSUS_RESOLUTIONS if consensus else ())
@@ -750,8 +792,15 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 info.setdefault("notes", []).append(msg)
             else:
                 info["warnings"].append(msg)
+        # the distances: they depend on nothing that stage 2 changes
+        t0 = time.perf_counter()
+        graphs = [graph if gs is None else gs for _, gs, _ in working] or [graph]
+        nfull = len(graphs)
+        distances = [graph_distances(g, apsp_method, backend, prog.sub(0.1 + 0.9 * i / nfull, 0.1 + 0.9 * (i + 1) / nfull),
+                                     MIN_COMPONENT_FACES) for i, g in enumerate(graphs)]
+        info["timings"]["apsp"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
-                        graph=graph, working=working, info=info)
+                        graph=graph, working=working, info=info, distances=distances)
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None):
@@ -792,11 +841,13 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     with backend.activate():
         if prep.working:
             labels, P, reps, fuzzy = _segment_resolutions(
-                graph, prep.working, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used)
+                graph, prep.working, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used,
+                prep.distances)
         else:
             info["n_faces_segmented"] = graph.n
             labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
-                                                    backend, prog, info, p_used, o_used)
+                                                    backend, prog, info, p_used, o_used,
+                                                    prep.distances[0] if prep.distances else None)
         prog.update(0.95, "boundary cut")
         t0 = time.perf_counter()
         labels, P, reps = _finish_labels(graph, labels, P, reps, info)
@@ -828,7 +879,7 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=shading)
     info["k"] = K
     stage = time.perf_counter() - t_start
-    info["timings"]["total"] = stage + sum(src["timings"][x] for x in ("clean", "dual_graph", "simplify"))
+    info["timings"]["total"] = stage + sum(src["timings"][x] for x in ("clean", "dual_graph", "simplify", "apsp"))
     prog.update(1.0, "done")
     return MeshSegmentation(
         labels=labels_in, memberships=P_in, representatives=kept[reps].astype(np.int64),
@@ -880,24 +931,25 @@ def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[i
 
 
 def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                         power, overseg):
+                         power, overseg, distances=None):
     """Segment at each working resolution of ``working`` (:class:`PreparedMesh`) and keep the
     consensus (:func:`choose_consensus`). One working resolution: :func:`_segment_simplified`."""
     if len(working) == 1:
         _, gs, patch = working[0]
         return _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend,
-                                   prog, info, power, overseg)
+                                   prog, info, power, overseg, distances[0] if distances else None)
     results, infos = [], []
     nt = len(working)
     for i, (_, gs, patch) in enumerate(working):
         sub = {"params": info["params"], "timings": info["timings"], "warnings": [], "notes": []}
         sp = prog.sub(i / nt, (i + 1) / nt)
+        dist = distances[i] if distances else None
         if gs is None:
             sub["n_faces_segmented"] = graph.n
-            res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg)
+            res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg, dist)
         else:
             res = _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp,
-                                      sub, power, overseg)
+                                      sub, power, overseg, dist)
         results.append(res)
         infos.append(sub)
     best, scores = choose_consensus(graph, [r[0] for r in results])
@@ -921,13 +973,13 @@ def _patch_centre_face(graph, patch, p, centre) -> int:
 
 
 def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                        power=None, overseg=1.0):
+                        power=None, overseg=1.0, dists=None):
     """Segment a working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
     graph), carry memberships back to ``graph``, re-cut near label changes."""
     info["n_faces_segmented"] = gs.n
     # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog.sub(0.05, 0.8), info, power, overseg)
+                                              prog.sub(0.05, 0.8), info, power, overseg, dists)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     if patch is not None:

@@ -5,12 +5,13 @@ of its own, not merged into the body or lost as a sliver."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from gpu_kernels.mesh import segment_mesh
-
-pytest.importorskip("skimage")
+from gpu_kernels.mesh.defaults import WORKING_FACES
 
 
 def _ellipsoid(p, center, radii):
@@ -32,7 +33,7 @@ FISH = (
 
 def fish_mesh(faces: int = 6000):
     """(vertices, faces, truth): truth is the primitive nearest each face (0 = body)."""
-    from skimage.measure import marching_cubes
+    from skimage.measure import marching_cubes  # only for writing STORED again
 
     from gpu_kernels.mesh.simplify import simplify_mesh
 
@@ -52,13 +53,16 @@ def fish_mesh(faces: int = 6000):
     return v, f, truth
 
 
+#: the fish at the working resolution (4,000 faces, so that segment_mesh clusters it as it is,
+#: with or without a simplifier installed): fish_mesh(4000) as float32, written by
+#: ``python tests/mesh/test_mesh_thin_parts.py``
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+
+
 @pytest.fixture(scope="module")
 def fish():
-    from gpu_kernels.mesh.simplify import available_simplifiers
-
-    if not available_simplifiers():  # the GPU host has neither wheel (over its carry limit)
-        pytest.skip("building the fish needs fast-simplification or pymeshlab; neither is installed here")
-    return fish_mesh()
+    z = np.load(STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64), z["truth"].astype(np.int64)
 
 
 def _fins_kept(labels, truth) -> dict:
@@ -75,9 +79,16 @@ def _fins_kept(labels, truth) -> dict:
     return out
 
 
+def test_stored_fish_is_clustered_as_it_is(fish):
+    """No simplifier is needed: the stored fish is at the working resolution already."""
+    v, f, truth = fish
+    assert len(f) <= WORKING_FACES and np.bincount(truth).min() > 200
+
+
 def test_fish_keeps_its_fins_at_auto_k(fish):
     v, f, truth = fish
     seg = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
+    assert not seg.info["simplified"]
     kept = _fins_kept(seg.labels, truth)
     for name, (share, purity, own) in kept.items():
         assert own, f"the {name} fin was merged into the body (k = {seg.k}): {kept}"
@@ -96,3 +107,9 @@ def test_fish_keeps_its_fins_at_auto_k_on_the_gpu(fish):
     assert gpu.k == cpu.k
     assert rand_index_error(gpu.labels, cpu.labels) < 0.01
     assert all(own for _, _, own in _fins_kept(gpu.labels, truth).values())
+
+
+if __name__ == "__main__":
+    v, f, truth = fish_mesh(4000)
+    STORED.parent.mkdir(exist_ok=True)
+    np.savez_compressed(STORED, vertices=v.astype(np.float32), faces=f.astype(np.int32), truth=truth.astype(np.int8))

@@ -1,0 +1,107 @@
+"""Local thickness of a mesh per face: a shape-diameter (SDF) feature without ray casting.
+
+The shape-diameter function (Shapira et al. 2008) is the typical length of rays cast
+inwards from a face; parts of a shape differ in it (a fin is thin, a body thick) even
+where they meet over smooth surface, with no concave crease for the angular distance to
+find. Here the same quantity comes from the *shrinking ball* (Ma, Bae & Sidorov 2012): the
+largest ball inside the surface that touches the face's centroid, centred on the inward
+normal. Its diameter equals the SDF of a tube and is at most the distance to the opposite
+wall anywhere. One k-d tree query per face and step (about ten steps), NumPy and SciPy
+only: about 10 ms for the 4,000-face working resolution.
+
+:func:`face_thickness` returns the diameter per face, smoothed in the log domain over
+``SMOOTH_RINGS`` rings of dual-graph neighbours (a single noisy ball, at a crease or a
+spike, does not make a wall).
+
+Example
+-------
+>>> import numpy as np
+>>> from scipy.spatial import ConvexHull
+>>> from gpu_kernels.mesh.thickness import face_thickness
+>>> from gpu_kernels.mesh.dualgraph import dual_graph
+>>> g1 = np.linspace(-1, 1, 21)          # a 4 x 2 x 0.4 box, its sides bulged a little
+>>> q = np.array([(x, y, z) for x in g1 for y in g1 for z in g1 if max(abs(x), abs(y), abs(z)) == 1])
+>>> w = 1 - q ** 2
+>>> q = q + 0.03 * np.sign(q) * (np.abs(q) == 1) * np.c_[w[:, 1] * w[:, 2], w[:, 0] * w[:, 2], w[:, 0] * w[:, 1]]
+>>> v = q * [2.0, 1.0, 0.2]
+>>> f = ConvexHull(v).simplices
+>>> out = np.einsum("ij,ij->i", np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]), v[f].mean(axis=1)) > 0
+>>> f = np.where(out[:, None], f, f[:, ::-1])
+>>> g = dual_graph(v, f, delta=0.5, eta_convex=0.5)
+>>> th = face_thickness(v, f, g.centroids, g.normals)
+>>> bool(0.38 < np.median(th[np.abs(g.normals[:, 2]) > 0.99]) < 0.45)   # the large sides: 0.4 apart
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+__all__ = ["face_thickness", "SMOOTH_RINGS"]
+
+#: rings of dual-graph neighbours over which log thickness is averaged (area-weighted)
+SMOOTH_RINGS = 2
+#: shrinking-ball steps (the radius decreases monotonically; most balls settle in 3-6)
+MAX_STEPS = 16
+
+
+def _orient_outward(v, f, normals) -> np.ndarray:
+    """Flip every normal when the mesh is wound inwards (negative signed volume)."""
+    p0, p1, p2 = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    vol = float(np.einsum("ij,ij->i", p0, np.cross(p1, p2)).sum())
+    return -normals if vol < 0 else normals
+
+
+def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, areas=None) -> np.ndarray:
+    """(F,) local thickness (shrinking-ball diameter) of each face of a triangle mesh.
+
+    Parameters
+    ----------
+    vertices, faces : the mesh (its dual graph's ``centroids`` and unit ``normals``).
+    src, dst, areas : optional dual-graph arcs and face areas: log thickness is then
+        averaged over ``SMOOTH_RINGS`` rings of neighbours.
+
+    The balls touch the surface samples (vertices and centroids); a ball that never meets
+    the far side (an open or a flat mesh) stops at the mesh's bounding-box diagonal.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    p = np.asarray(centroids, dtype=np.float64)
+    n = _orient_outward(v, f, np.asarray(normals, dtype=np.float64))
+    F = p.shape[0]
+    if F == 0:
+        return np.zeros(0)
+    samples = np.concatenate([v[np.unique(f)], p])
+    tree = cKDTree(samples)
+    diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0))) or 1.0
+    r = np.full(F, 0.5 * diag)
+    active = np.ones(F, dtype=bool)
+    tol = 1e-6 * diag
+    for _ in range(MAX_STEPS):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        c = p[idx] - r[idx, None] * n[idx]
+        dist, j = tree.query(c, k=1)
+        q = samples[j]
+        inside = dist < r[idx] - tol
+        pq = p[idx] - q
+        den = 2.0 * np.einsum("ij,ij->i", pq, n[idx])
+        num = np.einsum("ij,ij->i", pq, pq)
+        ok = inside & (den > 1e-12 * diag)
+        new = np.where(ok, num / np.where(ok, den, 1.0), r[idx])
+        shrink = ok & (new < r[idx] - tol)
+        r[idx[shrink]] = np.maximum(new[shrink], tol)
+        active[idx[~shrink]] = False
+    th = 2.0 * r
+    if src is not None and dst is not None and SMOOTH_RINGS > 0 and len(src):
+        import scipy.sparse as sp
+
+        a = np.ones(F) if areas is None else np.maximum(np.asarray(areas, dtype=np.float64), 1e-300)
+        A = sp.coo_matrix((np.ones(2 * len(src)), (np.r_[src, dst], np.r_[dst, src])), shape=(F, F)).tocsr()
+        lg = np.log(th)
+        for _ in range(SMOOTH_RINGS):
+            lg = (A @ (lg * a) + lg * a) / (A @ a + a)
+        th = np.exp(lg)
+    return th
