@@ -34,7 +34,6 @@ app.tools.params.ParameterError: epsilon must lie in [0, 1], not 2
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import pathlib
@@ -44,10 +43,12 @@ from typing import Any
 
 from gpu_kernels.errors import InputError
 
+from . import presets as _presets
+
 __all__ = ["Param", "ParamSet", "ParameterError", "AUTO", "PRESET_VERSION"]
 
 AUTO = "auto"
-PRESET_VERSION = 1
+PRESET_VERSION = _presets.PRESET_VERSION
 _NONE_WORDS = ("off", "none", "null", "no")
 
 
@@ -348,56 +349,19 @@ class ParamSet:
         return {p.name: p.validate(values[p.name]) if p.name in values else p.default for p in self.params}
 
     # -- presets ---------------------------------------------------------------------
+    # -- presets (app.tools.presets) ------------------------------------------------------
     def to_json(self, values: Mapping[str, Any], *, tool: str = "") -> str:
-        vals = self.validate(values)
-        doc = {"gpulab_preset": PRESET_VERSION, "tool": tool,
-               "params": {p.name: p.to_json(vals[p.name]) for p in self.params}}
-        return json.dumps(doc, indent=2) + "\n"
+        return _presets.to_json(self, values, tool=tool)
 
     def from_json(self, text: str, *, tool: str = "", source: str = "preset") -> dict:
         """Parameter values from a preset's text (validated; missing ones take defaults)."""
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ParameterError(f"{source}: not a JSON preset ({exc.msg} at line {exc.lineno})") from None
-        if not isinstance(doc, dict):
-            raise ParameterError(f"{source}: a preset is a JSON object with a 'params' object")
-        if "params" in doc:
-            if tool and doc.get("tool") and doc["tool"] != tool:
-                raise ParameterError(f"{source}: this preset is for '{doc['tool']}', not '{tool}'")
-            params = doc["params"]
-        else:
-            params = doc
-        if not isinstance(params, dict):
-            raise ParameterError(f"{source}: 'params' must be a JSON object")
-        try:
-            return self.validate(params)
-        except ParameterError as exc:
-            raise ParameterError(f"{source}: {exc}") from None
+        return _presets.from_json(self, text, tool=tool, source=source)
 
     def load_json(self, path: str | os.PathLike, *, tool: str = "") -> dict:
-        from app.io.inputs import check_input_file
-
-        path = pathlib.Path(path)
-        if path.exists() or path.is_symlink():   # a FIFO, a folder or an empty file: one line, no hang
-            check_input_file(path, error=ParameterError, what="a preset file", label=str(path))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ParameterError(f"no such preset file: {path}") from None
-        except UnicodeDecodeError:
-            raise ParameterError(f"{path}: not a text file (a JSON parameter preset is expected)") from None
-        except OSError as exc:
-            raise ParameterError(f"cannot read the preset {path}: {exc.strerror or exc}") from None
-        return self.from_json(text, tool=tool, source=path.name)
+        return _presets.load_json(self, path, tool=tool)
 
     def save_json(self, path: str | os.PathLike, values: Mapping[str, Any], *, tool: str = "") -> pathlib.Path:
-        from app.io.atomic import atomic_write
-
-        path = pathlib.Path(path)
-        with atomic_write(path, "w", encoding="utf-8") as fh:
-            fh.write(self.to_json(values, tool=tool))
-        return path
+        return _presets.save_json(self, path, values, tool=tool)
 
     # -- CLI -----------------------------------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser, *, title: str = "parameters",
