@@ -7,7 +7,8 @@ are fibers, barriers and warp collectives a scheduler; see the header). It is th
 hook of :func:`gpu_kernels.backend.kernel`: pass the backend as the device, and a tool's GPU
 path runs unchanged, its kernels on the CPU and its host code on :data:`xp`, NumPy dressed
 as the part of CuPy the host code uses (``a.get()``, ``a.data.ptr``, ``xp.cuda`` streams,
-events, ``runtime.memcpyAsync``, ``Module.get_global``).
+events, ``runtime.memcpyAsync``, ``Module.get_global``, stream capture into a graph that
+``launch`` replays).
 
 Launches are checked as the GPU would check them, or stricter: the argument count; NumPy
 scalars of the parameter's width and kind (a Python int or a float64 for a ``float`` is an
@@ -323,6 +324,8 @@ def _build(name: str, defines: dict, options) -> tuple[Path, dict[str, _Kernel]]
 
 # every launch runs on the one host thread that holds this: the emulator's state is global
 _launch_lock = threading.Lock()
+# the launches and copies of a stream capture (cupy.cuda.Stream.begin_capture), else None
+_capture: list | None = None
 
 
 class EmuKernel:
@@ -403,6 +406,9 @@ class EmuKernel:
         args = tuple(args)
         if len(args) != len(self.params):
             self._fail(f"{len(args)} arguments for {len(self.params)} parameters")
+        if _capture is not None:          # inside stream capture: recorded for the graph, not run
+            _capture.append(lambda: self(grid, block, args, shared_mem=smem))
+            return
         keep: list = []
         ptrs = (ctypes.c_void_p * max(1, len(args)))()
         for i, (p, a) in enumerate(zip(self.params, args, strict=True)):
@@ -559,6 +565,22 @@ class _Stream:
     def wait_event(self, event):
         pass
 
+    def begin_capture(self, mode=None):
+        global _capture
+        if _capture is not None:
+            raise EmuError("stream capture is already under way")
+        _capture = []
+
+    def end_capture(self):
+        global _capture
+        if _capture is None:
+            raise EmuError("end_capture without begin_capture")
+        steps, _capture = _capture, None
+        return _Graph(steps)
+
+    def is_capturing(self):
+        return _capture is not None
+
     def done(self):
         return True
 
@@ -567,6 +589,20 @@ class _Stream:
 
     def __exit__(self, *exc):
         return False
+
+
+class _Graph:
+    """A captured sequence of launches and copies; ``launch`` replays it."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    def launch(self, stream=None):
+        for step in self.steps:
+            step()
+
+    def upload(self, stream=None):
+        pass
 
 
 class _Event:
@@ -619,6 +655,9 @@ class _Device:
 
 
 def _memcpy(dst, src, size, kind=None, stream=None):
+    if _capture is not None:
+        _capture.append(lambda: ctypes.memmove(int(dst), int(src), int(size)))
+        return
     ctypes.memmove(int(dst), int(src), int(size))
 
 
@@ -712,6 +751,9 @@ class EmuBackend(Backend):
     def asarray(self, a, dtype=None):
         return self.xp.asarray(np.asarray(a), dtype=dtype)
 
+    def asnumpy(self, a):
+        return np.asarray(a)
+
     def synchronize(self) -> None:
         pass
 
@@ -726,9 +768,18 @@ class EmuBackend(Backend):
         return compile_module(name, defines, options)
 
 
-_backend = EmuBackend()
+_backends = {"cupy": EmuBackend(), "numpy": EmuBackend(device_id=1, xp=np)}
 
 
-def emu_backend() -> EmuBackend:
-    """The emulated CUDA device (one per process, so kernels are cached once)."""
-    return _backend
+def emu_backend(host: str = "cupy") -> EmuBackend:
+    """The emulated CUDA device (one per process and host flavour, so kernels are cached once).
+
+    ``host="cupy"``: arrays are :class:`EmuArray` and ``xp`` is :data:`xp`, so host code
+    written for CuPy runs as it is. ``host="numpy"``: ``xp`` is NumPy itself, for host code that
+    takes a branch of its own for the emulator (``be.xp is np``) where it would call what only
+    the real CuPy has (``cupyx.scipy``).
+    """
+    try:
+        return _backends[host]
+    except KeyError:
+        raise ValueError(f"host must be 'cupy' or 'numpy', not {host!r}") from None
