@@ -2,7 +2,7 @@
 #
 #   make run          create .venv if missing, install gpulab (+ CuPy when nvidia-smi finds a
 #                     driver), open the window on the bundled samples
-#   make test         .venv with the dev extra, Xvfb + Qt's xcb libraries (apt, when root),
+#   make test         .venv with the dev extra, Xvfb + Qt's xcb libraries and g++ (apt, when root),
 #                     ruff, import-linter, the whole pytest suite, then make wheel-check
 #                     (WHEEL_CHECK=0 skips that)
 #   make gpu-test     only the tests marked `gpu` (on a CUDA host)
@@ -62,7 +62,7 @@ ARCHIVE := dist/gpulab-$(VERSION)-linux-x86_64$(if $(filter none,$(CUDA_EXTRA)),
 WHEEL_DEPS ?= reuse
 PACKAGE_VENV ?= build/package-venv-$(CUDA_EXTRA)
 
-.PHONY: help venv install dev run test lint gpu-test demo screenshot bench xvfb-deps clean distclean \
+.PHONY: help venv install dev run test lint gpu-test demo screenshot bench xvfb-deps emu-deps clean distclean \
 	wheel-check package package-check desktop-check desktop-deps
 
 help:
@@ -110,6 +110,19 @@ xvfb-deps:
 	  fi; \
 	fi
 
+# a C++ compiler for the tests that run the CUDA kernels on the CPU (tests/cuda_emu); installed
+# through apt when missing and root, otherwise those tests skip and say why
+emu-deps:
+	@if ! command -v g++ >/dev/null 2>&1 && ! command -v c++ >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing through apt: g++ (the CUDA emulator's tests)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends g++ >/dev/null 2>&1 || \
+	      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends g++ >/dev/null; }; } \
+	      || { echo "apt-get install g++ failed"; exit 1; }; \
+	  else echo "Note: no C++ compiler; the emulated CUDA kernel tests will skip (apt-get install g++)."; fi; \
+	fi
+
 # ------------------------------------------------------------------ run
 HAVE_DISPLAY := $(or $(DISPLAY),$(WAYLAND_DISPLAY))
 XVFB_RUN := $(if $(HAVE_DISPLAY),,$(shell command -v xvfb-run 2>/dev/null))
@@ -135,7 +148,7 @@ QT_PLATFORM = $(if $(shell command -v Xvfb 2>/dev/null),xcb,offscreen)
 
 # then the wheel as a user installs it (make wheel-check, ~2 min on 2 idle cores); WHEEL_CHECK=0 skips it
 WHEEL_CHECK ?= 1
-test: $(STAMP_DEV) xvfb-deps desktop-deps
+test: $(STAMP_DEV) xvfb-deps desktop-deps emu-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	@rc=0; QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $(PYTEST_ARGS) || rc=$$?; \
