@@ -913,7 +913,18 @@ def main(argv=None):
     ap.add_argument("--search-sweep", action="store_true", help="score a grid of the default method's parameters")
     ap.add_argument("--no-cpu-ours", action="store_true", help="--accuracy on a GPU: leave out our CPU path")
     ap.add_argument("--no-large", action="store_true", help="--accuracy: leave out our large-motion set")
+    ap.add_argument("--tune", default=None, help="issue 25 tuning: score the grids, write this JSON")
+    ap.add_argument("--tune-seconds", type=float, default=60.0)
+    ap.add_argument("--live", default=None, help="issue 20: the staged run's edit-to-result times at 1080p, to this JSON")
+    ap.add_argument("--cpu-time", default=None, help="time these configurations (JSON list) on the CPU; write --out")
     args = ap.parse_args(argv)
+    if args.tune:
+        return tune(args.data, args.tune, max_seconds=args.tune_seconds, device=args.device,
+                    smoke=args.device == "cpu")
+    if args.live:
+        return live_stages(args.live, args.device)
+    if args.cpu_time:
+        return cpu_times(json.loads(Path(args.cpu_time).read_text()), args.out)
     if args.accuracy or args.search_sweep:
         return main_accuracy(args)
     t_start = time.time()
@@ -1146,6 +1157,226 @@ def speed_1080(pair, device, results):
             format_table(rows, [("method", "method"), ("ms", "ms/pair"), ("plain", "without graph plans ms"),
                                 ("peak", "peak device MiB"), ("x", "speed vs DIS medium")]), ""]
 
+
+
+# ------------------------------------------------------------------------------ issue 25, session 2: tuning
+def load_heldout():
+    """A held-out synthetic set, never tuned on (made only to check that a tuned default
+    generalises): scikit-image pictures that ``load_large`` does not use (camera, gravel, moon,
+    retina behind; immunohistochemistry, hubble, cat, coins, clock crops in front), two
+    textured objects each moving 20-110 px over a background moving up to 15 px, with noise."""
+    import cv2
+    from skimage import data
+
+    def grey(name, shape):
+        x = np.asarray(getattr(data, name)())
+        if x.ndim == 3:
+            x = cv2.cvtColor(np.ascontiguousarray(x[..., :3]), cv2.COLOR_RGB2GRAY)
+        return cv2.resize(x.astype(np.uint8), (shape[1], shape[0]), interpolation=cv2.INTER_AREA)
+
+    rng = np.random.default_rng(25)
+    scenes = [("camera", (480, 640), "immunohistochemistry", "cat"), ("gravel", (384, 512), "hubble_deep_field", "coins"),
+              ("moon", (480, 640), "cat", "clock"), ("retina", (384, 512), "coins", "immunohistochemistry")]
+    out = []
+    for k, (bname, (H, W), o1n, o2n) in enumerate(scenes):
+        bg = grey(bname, (H, W))
+        bshift = tuple(int(x) for x in rng.integers(-15, 16, 2))
+        o1 = grey(o1n, (120, 160))
+        a, b, gt, _ = _object_pair(bg, o1, bshift, (int(rng.integers(150, 300)), int(rng.integers(150, 220))),
+                                   tuple(int(x) for x in rng.integers(-110, 111, 2)))
+        o2 = grey(o2n, (80, 100))
+        x0, y0 = int(rng.integers(70, 150)), int(rng.integers(70, 150))
+        sx, sy = (int(x) for x in rng.integers(-60, 61, 2))
+        a[y0:y0 + 80, x0:x0 + 100] = o2
+        b[y0 + sy:y0 + sy + 80, x0 + sx:x0 + sx + 100] = o2
+        gt[y0:y0 + 80, x0:x0 + 100] = (sx, sy)
+        ys, xs = np.mgrid[0:H, 0:W]
+        valid = (xs + gt[..., 0] >= 0) & (xs + gt[..., 0] <= W - 1) & (ys + gt[..., 1] >= 0) & (ys + gt[..., 1] <= H - 1)
+        a = np.clip(a + rng.normal(0, 2, a.shape), 0, 255).astype(np.uint8)
+        b = np.clip(b + rng.normal(0, 2, b.shape), 0, 255).astype(np.uint8)
+        out.append((f"held{k}", a, b, gt, valid))
+    return out
+
+
+def live_stages(out, device="cuda"):
+    """Issue 20 on the GPU without the window: the tool's staged run at 1080p (the bundled pair
+    resized, as benchmarks/live.py loads it) through a StageCache, full and after single edits,
+    each from the edit to the result on the host (debounce and paint are the window's)."""
+    import dataclasses
+
+    import cv2
+
+    from app.tools import flow
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    data = flow.load(flow.samples()[0])
+    size = (1920, 1080) if device != "cpu" else (320, 240)    # the CPU: a quick check of this function
+    data = dataclasses.replace(data, img1=cv2.resize(data.img1, size), img2=cv2.resize(data.img2, size), gt=None,
+                               mask=None)
+    be = get_backend(device)
+    cache = StageCache(cap_bytes=4 << 30, device_cap_bytes=8 << 30)
+    rows = []
+
+    def run(params, what):
+        if be.is_gpu:
+            be.xp.cuda.get_current_stream().synchronize()
+        t = time.perf_counter()
+        _, rep = flow.PIPELINE.execute(data, flow.PARAMS.validate(params), device=be, cache=cache, scope="live")
+        dt = time.perf_counter() - t
+        rows.append({"edit": what, "ms": round(1e3 * dt, 2), "ran": rep.ran,
+                     "stage_ms": {k: round(1e3 * v, 2) for k, v in rep.seconds.items()}})
+        log(f"  live {what}: {1e3 * dt:.1f} ms, ran {rep.ran}")
+
+    run({}, "first full run (compiles)")
+    run({"lam": 90.0}, "lam 100 -> 90 (warm-up)")
+    for lam in (80.0, 70.0, 60.0):
+        run({"lam": lam}, f"lam -> {lam:g} (matching + TV-L1, quality map)")
+    for lam in (55.0, 50.0, 45.0):
+        run({"lam": lam}, f"lam -> {lam:g} (matching + TV-L1, quality map)")
+        run({"lam": lam, "quality_map": "ncc"}, "quality map fb -> ncc (last stage only)")
+    run({"lam": 60.0, "patch": 12}, "patch 8 -> 12 (full run)")
+    run({"lam": 60.0, "patch": 8}, "patch 12 -> 8 (all cached)")
+    Path(out).write_text(json.dumps({"device": device_name() if be.is_gpu else "cpu", "size": size, "rows": rows},
+                                    indent=1))
+    return rows
+
+
+def tune_grid(phase, best=None):
+    """Phase 1: the new terms (edge-aware TV, occlusion-robust data term, integer search at more
+    levels) around the committed default; phase 2: speed settings around the best of phase 1."""
+    import itertools
+    import random
+
+    if phase == 1:
+        out = [dict(edge=e, occ=o, radius_levels=rl, radius=r) for e, o, (rl, r) in
+               itertools.product((0.0, 3.0, 6.0), (0.0, 0.04, 0.1), ((1, 8), (2, 8), (3, 8), (2, 12)))]
+        random.Random(1).shuffle(out)
+        return out
+    out = []
+    for b in best:
+        for fpl, warps, tv, it in itertools.product((0, 1, 2), ((8,), (4,), (2,)), (10, 20), ((32, 4), (16, 2))):
+            c = dict(b)
+            c.update(finest_patch_level=fpl, warps=warps, tv_iters=tv, iters=it[0], rounds=it[1])
+            out.append(c)
+        for fpl, warps in itertools.product((0, 1), ((8,), (4,), (2,))):
+            c = dict(b)
+            c.update(finest_patch_level=fpl, warps=warps, tv_iters=10, max_pixels=160_000)
+            out.append(c)
+    random.Random(2).shuffle(out)
+    return out
+
+
+def tune(data_root, out, *, max_seconds=60.0, time_cfgs=8, device="cuda", smoke=False):
+    """Score configurations of ``search`` on the shared pairs, our large set and the held-out
+    set at once (GPU, no graph plans), then time the best at 1080p with each quality map."""
+    import cv2
+
+    from gpu_kernels.flow import _plan
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    cp = _cp() if device != "cpu" else np
+    tgpu = gpu_time if device != "cpu" else cpu_time
+    root = Path(data_root)
+    sets = {"shared": load_chairs(root) + load_middlebury_rgb(root), "large": load_large(root), "held": load_heldout()}
+    if smoke:   # a quick check of this function on the CPU: one small pair per set, two configurations
+        sets = {k: [min(v, key=lambda d: d[1].size)] for k, v in sets.items()}
+    res = {"device": device_name(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "dis": {},
+           "rows": []}
+    allp = [p for v in sets.values() for p in v]
+    for ds, a, b, gt, valid in allp:
+        f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+        res["dis"][ds] = aee(f[..., 0], f[..., 1], gt, valid)
+    res["sets"] = {k: [d[0] for d in v] for k, v in sets.items()}
+    dev = [(ds, cp.asarray(a), cp.asarray(b), gt, valid) for ds, a, b, gt, valid in allp]
+    _plan.ENABLED = False
+
+    def score(cfg):
+        e = {}
+        for ds, a, b, gt, valid in dev:
+            r = inverse_search_flow(a, b, device=device, quality="ncc", **cfg)
+            e[ds] = aee(_host(r.u), _host(r.v), gt, valid)
+        row = {"cfg": cfg, "aee": e}
+        for k, names in res["sets"].items():
+            row[k] = float(np.mean([e[d] for d in names]) / np.mean([res["dis"][d] for d in names]))
+        row["worst"] = max(e[d] / res["dis"][d] for d in res["sets"]["shared"])
+        res["rows"].append(row)
+        return row
+
+    def save():
+        Path(out).write_text(json.dumps(res, default=str))
+
+    t0 = time.time()
+    score({})
+    for phase in (1, 2):
+        grid = tune_grid(phase, [r["cfg"] for r in sorted(res["rows"], key=lambda r: r["shared"] + 0.1 * r["large"])[:2]])
+        grid = grid[:1] if smoke else grid
+        t1 = time.time()
+        for cfg in grid:
+            if time.time() - t1 > max_seconds / 2:
+                log(f"  phase {phase}: time cap")
+                break
+            try:
+                score(cfg)
+            except Exception as exc:  # noqa: BLE001
+                log(f"  {cfg}: {type(exc).__name__}: {exc}")
+        save()
+        log(f"  phase {phase}: {len(res['rows'])} configurations, {time.time() - t0:.0f} s")
+    _plan.ENABLED = True
+    size = (320, 240) if smoke else (1920, 1080)
+    a = cv2.resize(sets["shared"][0][1], size)
+    b = cv2.resize(sets["shared"][0][2], size)
+    da, db = cp.asarray(a), cp.asarray(b)
+    res["dis_1080p_ms"] = 1e3 * cpu_time(
+        lambda: cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None), repeat=5)
+    ranked = sorted(res["rows"], key=lambda r: r["shared"] + 0.1 * r["large"])
+    fast = sorted([r for r in res["rows"] if r["shared"] < 0.84], key=lambda r: (r["cfg"].get("finest_patch_level", 0),
+                                                                                    r["shared"]), reverse=True)
+    timed = []
+    for r in ranked[:time_cfgs] + fast[:4]:
+        if r in timed:
+            continue
+        timed.append(r)
+        r["ms"] = {}
+        for q, fl in (("ncc", 1), ("fb", 1), ("fb", 2)):
+            t = tgpu(lambda: inverse_search_flow(da, db, device=device, quality=q, fb_level=fl, **r["cfg"]),  # noqa: B023
+                     repeat=5 if not smoke else 1)
+            r["ms"][f"{q}{fl}"] = round(1e3 * t, 2)
+        log(f"  {r['cfg']}: shared {r['shared']:.3f} large {r['large']:.3f} held {r['held']:.3f} 1080p {r['ms']}")
+        save()
+    save()
+    return res
+
+
+def cpu_times(cfgs, out):
+    """The CPU path's time at 640x480 (Grove2), wall and process seconds, per configuration (run
+    under ``taskset -c 0,1`` with OMP_NUM_THREADS=2 for a 2-core figure); DIS medium alongside."""
+    import cv2
+
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    cv2.setNumThreads(2)
+    root = Path(os.environ.get("GPULAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    d = root / "middlebury-flow" / "Grove2"
+    a = cv2.imread(str(d / "frame10.png"))
+    b = cv2.imread(str(d / "frame11.png"))
+    rows = []
+    t = time.perf_counter()
+    for _ in range(5):
+        cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+    rows.append({"cfg": "DIS medium", "wall_s": (time.perf_counter() - t) / 5})
+    for cfg in cfgs:
+        inverse_search_flow(a, b, device="cpu", **cfg)
+        w, c = [], []
+        for _ in range(2):
+            t, p = time.perf_counter(), time.process_time()
+            inverse_search_flow(a, b, device="cpu", **cfg)
+            w.append(time.perf_counter() - t)
+            c.append(time.process_time() - p)
+        rows.append({"cfg": cfg, "wall_s": min(w), "cpu_s": min(c)})
+        log(f"  CPU {cfg}: {min(w):.3f} s wall, {min(c):.3f} CPU-s")
+        Path(out).write_text(json.dumps({"affinity": sorted(os.sched_getaffinity(0)), "rows": rows}, default=str))
+    return rows
 
 if __name__ == "__main__":
     main()

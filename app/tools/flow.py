@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpu_kernels.errors import InputError
@@ -35,7 +34,24 @@ from gpu_kernels.lazy import lazy_function, lazy_module
 
 from ..io import formats as _formats
 from ..io.atomic import write_lines
-from .base import BatchItem, Export, Tool, fmt_seconds, samples_in
+from .base import BatchItem, Tool, ToolResult, fmt_seconds, samples_in
+from .flow_data import (  # noqa: F401 - the input, re-exported: flow.load, flow.FlowData, ...
+    FlowData,
+    load,
+    load_pair,
+    with_ground_truth,
+    with_mask,
+    with_pair,
+)
+from .flow_report import (  # noqa: F401 - the report, re-exported
+    EXPORTS,
+    metrics,
+    summary,
+    write_color,
+    write_flow,
+    write_quality,
+    write_warped,
+)
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -46,6 +62,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     import gpu_kernels.flow.api as _api
+    import gpu_kernels.flow.search as _search
     import gpu_kernels.flow.blockmatch as _bm
     import gpu_kernels.flow.colorwheel as _colorwheel
     import gpu_kernels.flow.lucas_kanade as _lk
@@ -61,6 +78,7 @@ else:
     image_io = lazy_module("app.io.image_io")
     video_io = lazy_module("app.io.video_io")
     _api = lazy_module("gpu_kernels.flow.api")
+    _search = lazy_module("gpu_kernels.flow.search")
     _bm = lazy_module("gpu_kernels.flow.blockmatch")
     _lk = lazy_module("gpu_kernels.flow.lucas_kanade")
     _tv = lazy_module("gpu_kernels.flow.refine")
@@ -148,6 +166,10 @@ PARAMS = ParamSet([
     Param("median", int, _fd.TV_MEDIAN, "Median filter",
           "Refinement: side of the median filter of the flow after each warp (5, 3, or 0 for none).",
           minimum=0, maximum=5, advanced=True, metavar="M", used_when=_variational),
+    Param("quality_map", str, _fd.SEARCH_QUALITY, "Quality map",
+          "Search: the quality map: fb (local NCC times forward-backward consistency) or ncc (local NCC "
+          "alone, faster).", choices=_fd.SEARCH_QUALITIES, advanced=True, library_name="quality",
+          used_when=_search_only),
     Param("tile_size", int, None, "Tiles",
           "Block matching: process in tiles of this many pixels a side (with halos; the same result "
           "as one piece). 'off' tiles only when the image does not fit the device.",
@@ -169,144 +191,9 @@ def _check_params(p: dict) -> None:
         raise FlowInputError(f"patch must be one of {', '.join(map(str, _search.PATCH_SIZES))}, got {p['patch']}")
 
 
-# ----------------------------------------------------------------------------- data
-@dataclass
-class FlowData:
-    """A pair of frames, and what belongs to them.
-
-    ``sequence`` is set for a video or a frame folder (``index`` is the pair shown);
-    ``gt`` is ``(flow (H, W, 2), valid (H, W))`` when a ground truth is known; ``mask`` the
-    region of interest (bool (H, W)) when one was given.
-    """
-
-    img1: np.ndarray
-    img2: np.ndarray
-    name1: str
-    name2: str
-    path: pathlib.Path | None = None
-    sequence: video_io.FrameSequence | None = None
-    index: int = 0
-    gt: tuple | None = None
-    gt_path: pathlib.Path | None = None
-    mask: np.ndarray | None = None
-    mask_path: pathlib.Path | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.path.name if self.path is not None else self.name1
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.img1.shape[:2])
-
-    @property
-    def n_pairs(self) -> int:
-        return self.sequence.n_pairs if self.sequence is not None else 1
-
-
-_GT_PATTERNS = ("flow*.flo", "*flow_gt*.png", "*_gt.flo", "gt*.flo", "*flow*gt*.flo")
-
-
-def _find_ground_truth(folder: pathlib.Path, shape) -> tuple[pathlib.Path, tuple] | None:
-    """A flow file in ``folder`` that fits ``shape`` (Middlebury's flow10.flo, flow_gt.png, ...)."""
-    cands = []
-    for pat in _GT_PATTERNS:
-        cands += [p for p in folder.glob(pat) if p.is_file()]
-    for p in sorted(set(cands)):
-        try:
-            f, v = flow_io.read_flow(p)
-        except InputError:
-            continue
-        if f.shape[:2] == tuple(shape):
-            return p, (f, v)
-    return None
-
-
-def _partner(path: pathlib.Path) -> pathlib.Path:
-    files = image_io.list_images(path.parent)
-    names = [f.resolve() for f in files]
-    i = names.index(path.resolve())
-    # skip files that are flow ground truths (flow_gt.png)
-    rest = [f for f in files[i + 1:] if not re.search(r"flow", f.stem, re.I)]
-    if not rest:
-        raise InputError(f"{path.name} has no next image in its folder to pair with: open the second frame too "
-                         f"(gpulab flow IMG1 IMG2)")
-    return rest[0]
-
-
-def load_pair(path1, path2, *, progress: Progress | None = None) -> FlowData:
-    """Two image files as a pair (a ground truth beside the first is picked up)."""
-    progress = as_progress(progress)
-    p1, p2 = pathlib.Path(path1), pathlib.Path(path2)
-    a = image_io.read_image(p1)
-    b = image_io.read_image(p2)
-    if a.shape[:2] != b.shape[:2]:
-        raise InputError(f"{p1.name} is {a.shape[1]} x {a.shape[0]} but {p2.name} is {b.shape[1]} x {b.shape[0]}: "
-                         "both frames must be the same size")
-    data = FlowData(a, b, p1.name, p2.name, p1)
-    found = _find_ground_truth(p1.parent, a.shape[:2])
-    if found is not None and found[0].resolve() not in (p1.resolve(), p2.resolve()):
-        data.gt_path, data.gt = found
-    progress.update(1.0, f"read {p1.name} and {p2.name}")
-    return data
-
-
-def load(path, *, progress: Progress | None = None) -> FlowData:
-    """An image (paired with the next image of its folder), a video file or a frame folder."""
-    progress = as_progress(progress)
-    path = pathlib.Path(path)
-    if path.is_dir() or path.suffix.lower() in video_io.VIDEO_EXTENSIONS:
-        seq = video_io.FrameSequence(path)
-        a, b = seq.pair(0)
-        if a.shape != b.shape:
-            raise InputError(f"{path.name}: the frames differ in size or channels")
-        data = FlowData(a, b, seq.name(0), seq.name(1), path, seq, 0)
-        progress.update(1.0, f"opened {path.name}: {len(seq)} frames")
-        return data
-    if not path.exists():
-        raise InputError(f"no such file: {path}")
-    return load_pair(path, _partner(path), progress=progress)
-
-
-def with_pair(data: FlowData, index: int) -> FlowData:
-    """The same sequence at pair ``index`` (frames ``index`` and ``index + 1``)."""
-    if data.sequence is None:
-        raise InputError("only a video or a frame folder has more than one pair")
-    a, b = data.sequence.pair(int(index))
-    return replace(data, img1=a, img2=b, name1=data.sequence.name(index), name2=data.sequence.name(index + 1),
-                   index=int(index), gt=None, gt_path=None)
-
-
-def with_ground_truth(data: FlowData, path) -> FlowData:
-    path = pathlib.Path(path)
-    f, v = flow_io.read_flow(path)
-    if f.shape[:2] != data.shape:
-        raise InputError(f"{path.name} is {f.shape[1]} x {f.shape[0]} but the frames are "
-                         f"{data.shape[1]} x {data.shape[0]}")
-    return replace(data, gt=(f, v), gt_path=path)
-
-
-def with_mask(data: FlowData, path) -> FlowData:
-    """A mask image (non-zero = region of interest; the alpha channel where there is one)."""
-    if path is None:
-        return replace(data, mask=None, mask_path=None)
-    path = pathlib.Path(path)
-    m = image_io.read_image(path)
-    if m.ndim == 3:
-        m = m[..., -1] if m.shape[2] in (2, 4) else m.max(axis=2)
-    if m.shape[:2] != data.shape:
-        raise InputError(f"the mask {path.name} is {m.shape[1]} x {m.shape[0]} but the frames are "
-                         f"{data.shape[1]} x {data.shape[0]}: give a mask of the frames' size")
-    mask = m > 0
-    if not mask.any():
-        raise InputError(f"the mask {path.name} selects no pixel (it is all zero)")
-    return replace(data, mask=mask, mask_path=path)
-
-
 # ----------------------------------------------------------------------------- run
 @dataclass
-class FlowRun:
+class FlowRun(ToolResult):
     """A flow of ``data``: ``flow`` is the :class:`gpu_kernels.flow.FlowResult` on the host."""
 
     data: FlowData
@@ -315,6 +202,11 @@ class FlowRun:
     device: str
     elapsed: float
     metrics: dict | None = None
+
+    def headline(self) -> str:
+        return (f"Flow {self.data.name1} -> {self.data.name2} ({self.params['method']}) in "
+                f"{fmt_seconds(self.elapsed)} on {self.device}"
+                + (f"; AEE {self.metrics['aee']:.3f} px" if self.metrics else ""))
 
     @property
     def u(self) -> np.ndarray:
@@ -345,9 +237,29 @@ def run(data: FlowData, params: dict, *, device: Backend, progress: Progress | N
     return PIPELINE.run(data, p, device=device, progress=progress)
 
 
+def _search_kw(p: dict) -> dict:
+    """The tool's parameters (those a stage has) as the search method's keywords."""
+    names = {"levels": "levels", "iters": "tv_iters", "warps": "warps", "lam": "lam", "median": "median",
+             "patch": "patch", "search_level": "finest_patch_level", "max_pixels": "max_pixels",
+             "quality_map": "quality"}
+    return _search.search_params(**{names[k]: v for k, v in p.items() if k in names and v is not None})
+
+
+def _pyramids(ctx):
+    """Stage 1 (search): the checked frames' pyramids; the other methods have none."""
+    d, p = ctx.data, ctx.p
+    if p["method"] != "search":
+        return None
+    return _search.stage_pyramids(d.img1, d.img2, _search_kw(p), mask=d.mask, device=ctx.device)
+
+
 def _flow(ctx):
+    """Stage 2: the flow: coarse matching, densification and TV-L1 per level (search), or the
+    whole of another method."""
     d, p = ctx.data, ctx.p
     _check_params(p)
+    if p["method"] == "search":
+        return _search.stage_flow(ctx["pyramids"], _search_kw(p), device=ctx.device, progress=ctx.progress)
     res = _api.compute_flow(d.img1, d.img2, method=p["method"], levels=p["levels"], block=p["block"],
                             radius=p["radius"], window=p["window"], iters=p["iters"], seed=p["seed"],
                             warps=p["warps"], lam=p["lam"], median=p["median"], tile_size=p["tile_size"],
@@ -356,8 +268,17 @@ def _flow(ctx):
     return res.to_numpy()
 
 
+def _quality(ctx):
+    """Stage 3 (search): the quality map of the flow, and the result (other methods: theirs)."""
+    p = ctx.p
+    if p["method"] != "search":
+        return ctx["flow"]
+    return _search.stage_quality(ctx["pyramids"], ctx["flow"], _search_kw(p), device=ctx.device,
+                                 progress=ctx.progress).to_numpy()
+
+
 def _metrics(ctx):
-    d, res = ctx.data, ctx["flow"]
+    d, res = ctx.data, ctx["quality"]
     if d.gt is None:
         return None
     gt, valid = d.gt
@@ -365,18 +286,21 @@ def _metrics(ctx):
 
 
 def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: float) -> FlowRun:
-    return FlowRun(data, out["flow"], p, device.label, elapsed, out["metrics"])
+    return FlowRun(data, out["quality"], p, device.label, elapsed, out["metrics"])
 
 
-#: the stages of a run (:mod:`app.tools.stages`): the flow, then its errors against the ground
-#: truth. The default method's steps (pyramids, then per level coarse matching, densification and
-#: TV-L1, then the quality map: gpu_kernels.flow.search) stay one stage: each level's matching
-#: starts from the level above's refinement, so no step can be re-used alone when a parameter
-#: changes, and on a GPU the whole pipeline is one captured CUDA graph.
+#: the stages of a run (:mod:`app.tools.stages`): for the default search method the pyramids,
+#: the flow (matching + TV-L1 per level), the quality map; then the errors against the ground
+#: truth. A quality-map change re-runs only the quality map; a TV-L1 change keeps the pyramids.
+_PYRAMID_KEYS = ("method", "levels", "patch", "max_pixels")
+_FLOW_KEYS = tuple(n for n in PARAMS.compute_names() if n != "quality_map")
 PIPELINE = Pipeline([
-    Stage("flow", _flow, params=tuple(PARAMS.compute_names()), inputs=("img1", "img2", "mask"), label="flow",
-          weight=15.0),  # measured: the metrics take ~6 % of a CPU run
-    Stage("metrics", _metrics, inputs=("gt", "mask"), label="metrics"),
+    Stage("pyramids", _pyramids, params=_PYRAMID_KEYS, inputs=("img1", "img2", "mask"), label="pyramids"),
+    Stage("flow", _flow, params=_FLOW_KEYS, after=("pyramids",), inputs=("img1", "img2", "mask"), label="flow",
+          weight=15.0),
+    Stage("quality", _quality, params=("quality_map", *_FLOW_KEYS), after=("pyramids", "flow"),
+          label="quality map", weight=3.0),
+    Stage("metrics", _metrics, after=("quality",), inputs=("gt", "mask"), label="metrics"),
 ], finish=_finish, params=PARAMS)
 
 
@@ -394,76 +318,6 @@ def warped_second(result: FlowRun) -> np.ndarray:
     f = img.astype(np.float32) / np.float32(scale)
     w = warp_flow(f, result.u, result.v, channel_axis=2 if f.ndim == 3 else None, device="cpu")
     return np.asarray(w)
-
-
-# ----------------------------------------------------------------------------- summary
-def _metrics_line(m: dict) -> str:
-    return (f"  against the ground truth: AEE {m['aee']:.3f} px, AAE {m['aae']:.2f} deg, "
-            f"EPE > 1 px {m['r1']:.1f} %, > 3 px {m['r3']:.1f} % ({m['n']:,} pixels)")
-
-
-def summary(result: FlowRun) -> list[str]:
-    d, f, p = result.data, result.flow, result.params
-    H, W = d.shape
-    lines = [f"{d.name1} -> {d.name2}: {W} x {H}" + (f" (pair {d.index + 1} of {d.n_pairs} of {d.path.name})"
-                                                    if d.sequence is not None else "")]
-    lines += [f"  warning: {w}" for w in d.warnings]
-    shown = ", ".join(f"{k} = {v}" for k, v in f.params.items() if k not in ("eig_min", "eig_tau"))
-    lines.append(f"  method: {p['method']} ({shown})")
-    if d.mask is not None:
-        lines.append(f"  mask: {d.mask_path.name if d.mask_path else 'given'}, {100 * d.mask.mean():.1f} % of the pixels")
-    lines.append(f"  device: {result.device}; time {fmt_seconds(result.elapsed)}")
-    valid = result.valid
-    mag = np.hypot(result.u, result.v)[valid]
-    q = result.quality[valid]
-    lines.append(f"  flow: mean {mag.mean():.2f} px, largest {mag.max():.2f} px; quality: mean {q.mean():.2f}, "
-                 f"{100 * (q >= 0.5).mean():.0f} % of the pixels at 0.5 or more")
-    if result.metrics is not None:
-        lines.append(_metrics_line(result.metrics))
-    return lines
-
-
-def metrics(result: FlowRun) -> dict:
-    out = {"mean_flow_px": float(np.hypot(result.u, result.v).mean()), "mean_quality": float(result.quality.mean()),
-           "seconds": float(result.elapsed)}
-    if result.metrics is not None:
-        out.update({k: float(v) for k, v in result.metrics.items()})
-    return out
-
-
-# ----------------------------------------------------------------------------- exports
-def _unknown_outside(result: FlowRun):
-    return result.valid
-
-
-def write_flow(result: FlowRun, path) -> list[pathlib.Path]:
-    """The flow as .flo (Middlebury) or .png (KITTI); pixels outside the mask are unknown."""
-    return [flow_io.write_flow(path, (result.u, result.v), _unknown_outside(result))]
-
-
-def write_quality(result: FlowRun, path) -> list[pathlib.Path]:
-    """The quality map as an 8-bit grey PNG (0..1 -> 0..255)."""
-    q = np.clip(np.rint(result.quality * 255), 0, 255).astype(np.uint8)
-    return [pathlib.Path(image_io.write_image(path, q))]
-
-
-def write_color(result: FlowRun, path, *, max_flow: float | None = None) -> list[pathlib.Path]:
-    """The flow in Middlebury's colour coding (normalised by the largest magnitude, or max_flow)."""
-    img = _colorwheel.flow_to_color(result.u, result.v, max_flow=max_flow, valid=_unknown_outside(result))
-    return [pathlib.Path(image_io.write_image(path, img))]
-
-
-def write_warped(result: FlowRun, path) -> list[pathlib.Path]:
-    w = warped_second(result)
-    return [pathlib.Path(image_io.write_image(path, np.clip(np.rint(w * 255), 0, 255).astype(np.uint8)))]
-
-
-EXPORTS = (
-    Export("flow", "Flow", (".flo", ".png"), write_flow, cli_option="-o"),
-    Export("quality", "Quality map", (".png",), write_quality, cli_option="--quality"),
-    Export("color", "Colour-coded flow", (".png",), write_color, cli_option="--color"),
-    Export("warped", "Second frame warped by the flow", (".png",), write_warped, cli_option="--warped"),
-)
 
 
 # ----------------------------------------------------------------------------- samples, demo, batch
@@ -536,8 +390,6 @@ TOOL = Tool(
     exports=EXPORTS,
     inputs="frames",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Frames",
-    headline=lambda r: (f"Flow {r.data.name1} -> {r.data.name2} ({r.params['method']}) in {fmt_seconds(r.elapsed)} "
-                        f"on {r.device}" + (f"; AEE {r.metrics['aee']:.3f} px" if r.metrics else "")),
     samples=samples,
     demo=demo,
     advise=advise,

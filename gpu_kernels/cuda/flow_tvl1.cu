@@ -11,10 +11,12 @@
 #include "flow_common.cuh"
 
 // warp: I2s = (I2, I2x, I2y) stacked (3, H, W); out gxy (2, H, W) = symmetric gradient * sqrt(w),
-// rc = (I2w - I1 - g . f0) * sqrt(w)
+// rc = (I2w - I1 - g . f0) * sqrt(w); with occ > 0 the weight is also multiplied by
+// 1 / (1 + ((I2w - I1) / occ)^2): pixels the current flow cannot match (occluded, or not yet
+// found) pull less on the flow, and the smoothness term fills them in from their neighbours.
 extern "C" __global__ void tv_warp(const float* __restrict__ I1, const float* __restrict__ I2s,
                                    const float* __restrict__ u, const float* __restrict__ v,
-                                   const float* __restrict__ weight, int has_weight,
+                                   const float* __restrict__ weight, int has_weight, float occ,
                                    float* __restrict__ gxy, float* __restrict__ rc, int H, int W) {
     const long long n = (long long)H * W;
     FLOW_GRID_STRIDE(i, n) {
@@ -29,9 +31,15 @@ extern "C" __global__ void tv_warp(const float* __restrict__ I1, const float* __
             flow_grad(I1, H, W, x, y, i1x, i1y);
             gx = 0.5f * (i2x + i1x);
             gy = 0.5f * (i2y + i1y);
-            r = i2 - I1[i] - gx * u[i] - gy * v[i];
-            if (has_weight) {
-                const float s = sqrtf(weight[i]);
+            const float r0 = i2 - I1[i];
+            r = r0 - gx * u[i] - gy * v[i];
+            float wt = has_weight ? weight[i] : 1.0f;
+            if (occ > 0.0f) {
+                const float z = r0 / occ;
+                wt = wt / (1.0f + z * z);
+            }
+            if (has_weight || occ > 0.0f) {
+                const float s = sqrtf(wt);
                 gx *= s;
                 gy *= s;
                 r *= s;
@@ -102,6 +110,39 @@ extern "C" __global__ void tv_dual(const float* __restrict__ u, const float* __r
         const float vy = y < H - 1 ? v[i + W] - v[i] : 0.0f;
         const float nu = 1.0f + taut * sqrtf(ux * ux + uy * uy);
         const float nv = 1.0f + taut * sqrtf(vx * vx + vy * vy);
+        p[i] = (p[i] + taut * ux) / nu;
+        p[n + i] = (p[n + i] + taut * uy) / nu;
+        p[2 * n + i] = (p[2 * n + i] + taut * vx) / nv;
+        p[3 * n + i] = (p[3 * n + i] + taut * vy) / nv;
+    }
+}
+
+// edge-aware smoothness: ginv = 1 / max(exp(-alpha |grad I1|), gmin), the inverse weight of the
+// total variation at each pixel (weak across the first frame's edges, where motions break)
+extern "C" __global__ void tv_edge(const float* __restrict__ I1, float* __restrict__ ginv, float alpha, float gmin,
+                                   int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        float gx, gy;
+        flow_grad(I1, H, W, x, y, gx, gy);
+        ginv[i] = 1.0f / fmaxf(expf(-alpha * sqrtf(gx * gx + gy * gy)), gmin);
+    }
+}
+
+// tv_dual for the weighted total variation sum g |grad f|: the dual field is held to |p| <= g
+extern "C" __global__ void tv_dual_w(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ p,
+                                     const float* __restrict__ ginv, float taut, int H, int W) {
+    const long long n = (long long)H * W;
+    FLOW_GRID_STRIDE(i, n) {
+        const int x = (int)(i % W), y = (int)(i / W);
+        const float ux = x < W - 1 ? u[i + 1] - u[i] : 0.0f;
+        const float uy = y < H - 1 ? u[i + W] - u[i] : 0.0f;
+        const float vx = x < W - 1 ? v[i + 1] - v[i] : 0.0f;
+        const float vy = y < H - 1 ? v[i + W] - v[i] : 0.0f;
+        const float gi = ginv[i];
+        const float nu = 1.0f + taut * sqrtf(ux * ux + uy * uy) * gi;
+        const float nv = 1.0f + taut * sqrtf(vx * vx + vy * vy) * gi;
         p[i] = (p[i] + taut * ux) / nu;
         p[n + i] = (p[n + i] + taut * uy) / nu;
         p[2 * n + i] = (p[2 * n + i] + taut * vx) / nv;

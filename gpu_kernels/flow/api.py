@@ -70,7 +70,7 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
                  radius: int = _RADIUS, window: int = _WINDOW, iters: int | None = None, seed: str = _SEED,
                  warps: int | None = None, lam: float = _LAMBDA, median: int = _MEDIAN, tile_size: int | None = None,
                  patch: int = _PATCH, search_level: int = _SEARCH_LEVEL, max_pixels: int = _MAX_PIXELS,
-                 mask=None, device=None, progress=None) -> FlowResult:
+                 quality: str = _d.SEARCH_QUALITY, mask=None, device=None, progress=None) -> FlowResult:
     """Every method behind one signature with explicit keywords (what the tool layer calls).
 
     ``levels=None``/``iters=None``/``warps=None`` mean the chosen method's own default (``levels``:
@@ -80,7 +80,8 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
     ``window`` for ``bm``, ``radius`` for ``search``); ``block``, ``radius`` and ``levels`` of
     ``bm`` also shape the seed of ``refine`` when ``seed="bm"``, ``window`` and ``iters`` of
     ``lk`` are not passed to an ``lk`` seed. ``patch``, ``search_level`` (finest level of the
-    patch search, from the working level) and ``max_pixels`` are the ``search`` method's.
+    patch search, from the working level), ``max_pixels`` and ``quality`` (the quality map, "fb"
+    or "ncc") are the ``search`` method's.
 
     Example
     -------
@@ -93,7 +94,7 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
         raise FlowInputError(f"unknown flow method {method!r}: use one of {', '.join(METHODS)}")
     if method == "search":
         kw = dict(levels=levels, tv_iters=iters, warps=warps, lam=lam, median=median, patch=patch,
-                  finest_patch_level=search_level, max_pixels=max_pixels)
+                  finest_patch_level=search_level, max_pixels=max_pixels, quality=quality)
         kw = {k: v for k, v in kw.items() if v is not None}
         return optical_flow(img1, img2, method=method, mask=mask, device=device, progress=progress, **kw)
     given = dict(levels=levels, block=block, radius=radius, window=window, iters=iters, seed=seed, warps=warps,

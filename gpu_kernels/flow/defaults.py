@@ -6,7 +6,8 @@ Each kernel module re-exports its own under its usual name (``blockmatch.DEFAULT
 from __future__ import annotations
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "BM_BLOCK", "BM_RADIUS", "BM_MAX_RADIUS", "LK_WINDOW", "TV_SEEDS",
-           "TV_SEED", "TV_LAMBDA", "TV_MEDIAN", "SEARCH_PATCH", "SEARCH_FINEST_PATCH_LEVEL", "SEARCH_MAX_PIXELS"]
+           "TV_SEED", "TV_LAMBDA", "TV_MEDIAN", "SEARCH_PATCH", "SEARCH_FINEST_PATCH_LEVEL", "SEARCH_MAX_PIXELS",
+           "SEARCH_QUALITY", "SEARCH_QUALITIES"]
 
 # -- api
 #: search: patch inverse search + densification + TV-L1 (large motions); bm: NCC block matching;
@@ -43,3 +44,6 @@ SEARCH_FINEST_PATCH_LEVEL = 0
 #: the finest level solved has at most this many pixels (larger frames are solved at the first level
 #: that fits and the flow is upsampled, as DIS solves at half resolution): 1080p at 960 x 540
 SEARCH_MAX_PIXELS = 600_000
+#: the quality map: "fb" (local NCC x forward-backward consistency) or "ncc" (local NCC alone)
+SEARCH_QUALITY = "fb"
+SEARCH_QUALITIES = ("fb", "ncc")

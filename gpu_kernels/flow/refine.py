@@ -41,7 +41,7 @@ from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.filters import _correlate_axis, gaussian_kernel1d
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up, pyramid_levels
-from gpu_kernels.ops.warp import _bilinear_np, _inside_np
+from gpu_kernels.ops.warp import _bilinear_np, _bilinear_take, _inside_np
 
 from . import _plan
 from ._common import (
@@ -179,40 +179,20 @@ def _median_np(a, size: int):
 
 
 # ----------------------------------------------------------------------------- one level
-def _bilinear_planes_np(img, xs, ys):
-    """``ops.warp._bilinear_np`` for (C, H, W) planes through flat ``take`` (the same arithmetic,
-    a third faster than 2-D fancy indexing)."""
-    H, W = img.shape[-2:]
-    xs = np.fmin(np.fmax(xs, np.float32(0)), np.float32(W - 1))
-    ys = np.fmin(np.fmax(ys, np.float32(0)), np.float32(H - 1))
-    x0 = xs.astype(np.int32)
-    y0 = ys.astype(np.int32)
-    a = xs - x0.astype(np.float32)
-    b = ys - y0.astype(np.float32)
-    i00 = (y0 * W + x0).ravel()
-    i01 = i00 + (x0 < W - 1).ravel()
-    i10 = i00 + W * (y0 < H - 1).ravel()
-    i11 = i10 + (x0 < W - 1).ravel()
-    out = np.empty(img.shape, np.float32)
-    for c, plane in enumerate(img):
-        f = plane.ravel()
-        p00, p01, p10, p11 = (f.take(i).reshape(xs.shape) for i in (i00, i01, i10, i11))
-        top = p00 + a * (p01 - p00)
-        bot = p10 + a * (p11 - p10)
-        out[c] = top + b * (bot - top)
-    return out
-
-
-def _warp_np(I1, I2s, u, v, w, i1g=None):
+def _warp_np(I1, I2s, u, v, w, i1g=None, occ: float = 0.0):
     H, W = I1.shape
     xs = np.arange(W, dtype=np.float32)[None, :] + u
     ys = np.arange(H, dtype=np.float32)[:, None] + v
     inside = _inside_np(xs, ys, H, W) > 0
-    s = _bilinear_planes_np(I2s, xs, ys)
+    s = _bilinear_take(I2s, xs, ys)
     i1x, i1y = _grad_np(I1) if i1g is None else i1g
     gx = np.float32(0.5) * (s[1] + i1x)
     gy = np.float32(0.5) * (s[2] + i1y)
-    r = s[0] - I1 - gx * u - gy * v
+    r0 = s[0] - I1
+    r = r0 - gx * u - gy * v
+    if occ > 0:
+        z = r0 * np.float32(1.0 / occ)
+        w = (np.float32(1) if w is None else w) / (np.float32(1) + z * z)
     if w is not None:
         sw = np.sqrt(w)
         gx, gy, r = gx * sw, gy * sw, r * sw
@@ -220,7 +200,7 @@ def _warp_np(I1, I2s, u, v, w, i1g=None):
     return np.stack([np.where(inside, gx, z), np.where(inside, gy, z)]), np.where(inside, r, z).astype(np.float32)
 
 
-def _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters):
+def _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters, ginv=None):
     """``iters`` TV-L1 iterations in place (the kernels tv_primal / tv_dual, with preallocated
     buffers: the thresholding step is ``-clip(rho / |g|^2, -lt, lt) g``)."""
     gx, gy = gxy
@@ -258,6 +238,8 @@ def _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters):
             np.multiply(gyy, gyy, out=tmp)
             nrm += tmp
             np.sqrt(nrm, out=nrm)
+            if ginv is not None:
+                nrm *= ginv
             nrm *= taut
             nrm += np.float32(1)
             gxx *= taut
@@ -271,12 +253,13 @@ def _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters):
 class _GpuIter:
     """Launches ``iters`` TV-L1 iterations, through a CUDA graph where CuPy can capture one."""
 
-    def __init__(self, be, u, v, p, gxy, rc, lt, theta, taut, iters, H, W):
+    def __init__(self, be, u, v, p, gxy, rc, lt, theta, taut, iters, H, W, ginv=None):
         self.be = be
         self.kp = _gpu.kernel(be, _SRC, "tv_primal")
-        self.kd = _gpu.kernel(be, _SRC, "tv_dual")
+        self.kd = _gpu.kernel(be, _SRC, "tv_dual" if ginv is None else "tv_dual_w")
         self.args_p = (u, v, p, gxy, rc, _gpu.f32(lt), _gpu.f32(theta), _gpu.i32(H), _gpu.i32(W))
-        self.args_d = (u, v, p, _gpu.f32(taut), _gpu.i32(H), _gpu.i32(W))
+        self.args_d = ((u, v, p, _gpu.f32(taut), _gpu.i32(H), _gpu.i32(W)) if ginv is None else
+                       (u, v, p, ginv, _gpu.f32(taut), _gpu.i32(H), _gpu.i32(W)))
         self.grid = _gpu.grid1d(H * W)
         self.iters = iters
         self.graph = None
@@ -324,19 +307,41 @@ class _GpuIter:
 _USE_GRAPHS = True
 
 
-def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, median, progress=None):
+#: smallest smoothness weight of the edge-aware total variation (its inverse caps ginv)
+EDGE_MIN = 0.05
+
+
+def _edge_ginv(be: Backend, I1, alpha: float):
+    """``1 / max(exp(-alpha |grad I1|), EDGE_MIN)``: the inverse weight of the edge-aware TV."""
+    H, W = I1.shape
+    if not be.is_gpu:
+        gx, gy = _grad_np(I1)
+        g = np.exp(np.float32(-alpha) * np.sqrt(gx * gx + gy * gy))
+        return (np.float32(1) / np.fmax(g, np.float32(EDGE_MIN))).astype(np.float32)
+    out = be.xp.empty((H, W), be.xp.float32)
+    _gpu.kernel(be, _SRC, "tv_edge")(_gpu.grid1d(H * W), (_gpu.THREADS,),
+                                     (I1, out, _gpu.f32(alpha), _gpu.f32(EDGE_MIN), _gpu.i32(H), _gpu.i32(W)))
+    return out
+
+
+def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, median, progress=None,
+           edge: float = 0.0, occ: float = 0.0):
+    """``warps`` x ``iters`` TV-L1 at one level, ``(u, v)`` refined in place. ``edge`` > 0: the
+    total variation weighted by ``exp(-edge |grad I1|)`` (edge-aware); ``occ`` > 0: the data term
+    weighted by ``1 / (1 + (residual / occ)^2)`` (pixels the flow cannot match pull less)."""
     xp = be.xp
     H, W = I1.shape
     lt = lam * theta
     taut = tau / theta
     p = xp.zeros((4, H, W), xp.float32)
+    ginv = _edge_ginv(be, I1, edge) if edge > 0 else None
     if not be.is_gpu:
         i2x, i2y = _grad_np(I2)
         I2s = np.stack([I2, i2x, i2y])
         i1g = _grad_np(I1)
         for k in range(warps):
-            gxy, rc = _warp_np(I1, I2s, u, v, w, i1g)
-            _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters)
+            gxy, rc = _warp_np(I1, I2s, u, v, w, i1g, occ)
+            _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters, ginv)
             if median:
                 uv = _median_np(np.stack([u, v]), median)
                 u[...] = uv[0]
@@ -359,12 +364,12 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
     uv[0] = u
     uv[1] = v
     uu, vv = uv[0], uv[1]
-    it = _GpuIter(be, uu, vv, p, gxy, rc, lt, theta, taut, iters, H, W)
+    it = _GpuIter(be, uu, vv, p, gxy, rc, lt, theta, taut, iters, H, W, ginv)
     if warps > 1:
         it.capture()
     for _ in range(warps):
-        kw(grid, T, (I1, I2s, uu, vv, w if w is not None else rc, _gpu.i32(w is not None), gxy, rc, _gpu.i32(H),
-                     _gpu.i32(W)))
+        kw(grid, T, (I1, I2s, uu, vv, w if w is not None else rc, _gpu.i32(w is not None), _gpu.f32(occ), gxy, rc,
+                     _gpu.i32(H), _gpu.i32(W)))
         it.run()
         if median:
             km(_gpu.grid1d(2 * n), T, (uv, med, _gpu.i32(2), _gpu.i32(H), _gpu.i32(W)))

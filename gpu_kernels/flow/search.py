@@ -49,6 +49,8 @@ True
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +59,7 @@ from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up
+from gpu_kernels.ops.warp import _bilinear_take
 
 from . import _plan
 from ._common import FlowInputError, FlowResult, check_float, check_int, check_pair, prepare_mask
@@ -88,6 +91,14 @@ __all__ = [
     "densify",
     "refine_level",
     "quality_map",
+    "Pyramids",
+    "pyramids",
+    "solve",
+    "quality_stage",
+    "search_params",
+    "stage_pyramids",
+    "stage_flow",
+    "stage_quality",
     "inverse_search_flow",
 ]
 
@@ -127,8 +138,16 @@ DEFAULT_MAX_PIXELS = _d.SEARCH_MAX_PIXELS
 DEFAULT_BLUR = 0.5
 #: quality map: "fb" (local NCC x forward-backward consistency with a backward flow solved one
 #: level coarser, ~25 % more time) or "ncc" (local NCC alone, one pass)
-DEFAULT_QUALITY = "fb"
-QUALITIES = ("fb", "ncc")
+DEFAULT_QUALITY = _d.SEARCH_QUALITY
+QUALITIES = _d.SEARCH_QUALITIES
+#: edge-aware smoothness: TV weighted by exp(-edge |grad I1|) (0: plain TV)
+DEFAULT_EDGE = 0.0
+#: occlusion-robust data term: weight 1 / (1 + (residual / occ)^2) (0: plain L1)
+DEFAULT_OCC = 0.0
+#: the integer search runs at this many of the coarsest levels
+DEFAULT_RADIUS_LEVELS = 1
+#: quality="fb": the backward flow is solved this many levels coarser than the forward one
+DEFAULT_FB_LEVEL = 1
 #: Tikhonov term of the patches' Gauss-Newton normal equations
 DEFAULT_REG = 1e-3
 
@@ -192,29 +211,6 @@ def patch_grid(n: int, patch: int, stride: int) -> np.ndarray:
     return (j * (n - patch) // (N - 1) if N > 1 else j * 0).astype(np.int64)
 
 
-def _bilinear_flat(img, xs, ys):
-    """``ops.warp._bilinear_np`` of a 2-D image through flat ``take`` (the same arithmetic, about
-    three times faster on the (patches, P * P) sample arrays of the search)."""
-    H, W = img.shape
-    xs = np.fmin(np.fmax(xs, np.float32(0)), np.float32(W - 1))
-    ys = np.fmin(np.fmax(ys, np.float32(0)), np.float32(H - 1))
-    x0 = xs.astype(np.int32)
-    y0 = ys.astype(np.int32)
-    a = xs - x0.astype(np.float32)
-    b = ys - y0.astype(np.float32)
-    f = img.ravel()
-    i00 = y0 * np.int32(W) + x0
-    dx = (x0 < W - 1).astype(np.int32)
-    dy = (y0 < H - 1).astype(np.int32) * np.int32(W)
-    p00 = f.take(i00)
-    p01 = f.take(i00 + dx)
-    p10 = f.take(i00 + dy)
-    p11 = f.take(i00 + dy + dx)
-    top = p00 + a * (p01 - p00)
-    bot = p10 + a * (p11 - p10)
-    return top + b * (bot - top)
-
-
 class _Patches:
     """The NumPy path's per-patch arrays (templates, gradients, Hessians) at one level."""
 
@@ -243,7 +239,7 @@ class _Patches:
         self.patch = patch
 
     def cost(self, I2, u, v):
-        Wv = _bilinear_flat(I2, self.fx + u[:, None], self.fy + v[:, None])
+        Wv = _bilinear_take(I2, self.fx + u[:, None], self.fy + v[:, None])
         Wv -= Wv.sum(1, keepdims=True) * np.float32(1.0 / self.n)
         r = Wv - self.T
         return (r * r).sum(1), r
@@ -349,7 +345,7 @@ def densify(be: Backend, I1, I2, pu, pv, conf, u0, v0, *, patch: int = DEFAULT_P
     ix = np.broadcast_to(ox[None, :, None] + kx[None, None, :], (Ny, Nx, patch * patch)).reshape(-1, patch * patch)
     fu = pu.reshape(-1, 1)
     fv = pv.reshape(-1, 1)
-    s = _bilinear_flat(I2, ix.astype(np.float32) + fu, iy.astype(np.float32) + fv)
+    s = _bilinear_take(I2, ix.astype(np.float32) + fu, iy.astype(np.float32) + fv)
     w = conf.reshape(-1, 1) / np.fmax(np.abs(s - I1[iy, ix]), np.float32(eps))
     idx = (iy * W + ix).reshape(-1)
     n = H * W
@@ -364,13 +360,14 @@ def densify(be: Backend, I1, I2, pu, pv, conf, u0, v0, *, patch: int = DEFAULT_P
 
 # ----------------------------------------------------------------------------- stage 4: refinement
 def refine_level(be: Backend, I1, I2, u, v, *, warps: int, iters: int, lam: float, median: int, mask=None,
-                 theta: float = 0.3, tau: float = 0.25, progress=None):
-    """TV-L1 at one level from ``(u, v)`` (refined in place, and returned)."""
+                 theta: float = 0.3, tau: float = 0.25, edge: float = 0.0, occ: float = 0.0, progress=None):
+    """TV-L1 at one level from ``(u, v)`` (refined in place, and returned); ``edge``, ``occ``: the
+    edge-aware smoothness and the occlusion-robust data weight of :func:`gpu_kernels.flow.refine._level`."""
     from .refine import _level
 
     if warps > 0:
         _level(be, I1, I2, u, v, mask, warps=warps, iters=iters, lam=lam, theta=theta, tau=tau, median=median,
-               progress=progress)
+               progress=progress, edge=edge, occ=occ)
     return u, v
 
 
@@ -406,7 +403,8 @@ def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backwa
 
 # ----------------------------------------------------------------------------- driver
 def coarse_to_fine(be: Backend, p1, p2, pm, *, work: int, patch, stride, iters, rounds, radius,
-                   finest_patch_level, warps, tv_iters, lam, median, eps, prior, progress=None):
+                   finest_patch_level, warps, tv_iters, lam, median, eps, prior, edge=0.0, occ=0.0, radius_levels=1,
+                   progress=None):
     """Stages 2-4 over the pyramids ``p1``, ``p2`` (finest first): at each level from the
     coarsest to ``work``, coarse matching and densification (levels ``>= work +
     finest_patch_level``, and always the coarsest), then TV-L1; below ``work`` the flow is only
@@ -432,7 +430,7 @@ def coarse_to_fine(be: Backend, p1, p2, pm, *, work: int, patch, stride, iters, 
             continue            # finer than the working level: upsampled only
         if (lev >= work + finest_patch_level or lev == L) and min(H, W) >= patch:
             pu, pv, _, conf = coarse_match(be, I1, I2, u, v, patch=patch, stride=stride, iters=iters, rounds=rounds,
-                                           radius=radius if lev == L else 0)
+                                           radius=radius if lev > L - radius_levels else 0)
             u, v = densify(be, I1, I2, pu, pv, conf, u, v, patch=patch, eps=eps, prior=prior)
             matched = 0.6  # measured on the CPU: matching and densification take ~60 % of such a level
             progress.update((done + matched * npix[lev]) / total, f"level {L + 1 - lev}/{L + 1 - work}: matched")
@@ -440,7 +438,7 @@ def coarse_to_fine(be: Backend, p1, p2, pm, *, work: int, patch, stride, iters, 
             matched = 0.0
         k = lev - work
         w = warps[k] if k < len(warps) else warps[-1]
-        u, v = refine_level(be, I1, I2, u, v, warps=w, iters=tv_iters, lam=lam, median=median,
+        u, v = refine_level(be, I1, I2, u, v, warps=w, iters=tv_iters, lam=lam, median=median, edge=edge, occ=occ,
                             mask=pm[lev] if pm is not None else None,
                             progress=progress.sub((done + matched * npix[lev]) / total,
                                                   (done + npix[lev]) / total))  # per warp (CPU)
@@ -449,11 +447,29 @@ def coarse_to_fine(be: Backend, p1, p2, pm, *, work: int, patch, stride, iters, 
     return u, v
 
 
-def _pipeline(be: Backend, g1, g2, mask, *, patch, stride, iters, rounds, radius, finest_patch_level, warps,
-              tv_iters, lam, median, eps, prior, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
-              quality=DEFAULT_QUALITY, progress=None):
+@dataclass
+class Pyramids:
+    """Stage 1's output: the prepared grey frames, their pyramids (finest first) after the
+    pre-blur, the mask's pyramid (None without a mask) and the working level."""
+
+    g1: Any
+    g2: Any
+    mask: Any
+    p1: list
+    p2: list
+    pm: list | None
+    work: int
+
+    @property
+    def coarsest(self) -> int:
+        return len(self.p1) - 1
+
+
+def pyramids(be: Backend, g1, g2, mask=None, *, patch: int = DEFAULT_PATCH, blur: float = DEFAULT_BLUR,
+             max_pixels: int = DEFAULT_MAX_PIXELS, max_level: int | None = None) -> Pyramids:
+    """Stage 1: the pyramids of two prepared grey frames (and of the mask), down to
+    :func:`coarsest_level` (or ``max_level``), and the working level."""
     xp = be.xp
-    progress = as_progress(progress)
     L = coarsest_level(g1.shape, patch)
     if max_level is not None:
         L = min(L, max_level)
@@ -463,21 +479,39 @@ def _pipeline(be: Backend, g1, g2, mask, *, patch, stride, iters, rounds, radius
         pm = [mask]
         for _ in range(L):
             pm.append(xp.ascontiguousarray((_pyr_down(be, pm[-1], (0, 1)) >= 0.5).astype(xp.float32)))
-    work = working_level(g1.shape, max_pixels, L)
-    kw = dict(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
-              finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam, median=median, eps=eps,
-              prior=prior)
-    fw = 0.8 if quality == "fb" else 0.95
-    u, v = coarse_to_fine(be, p1, p2, pm, work=work, progress=progress.sub(0.0, fw, "flow"), **kw)
-    ub = vb = None
-    if quality == "fb":
-        ub, vb = coarse_to_fine(be, p2, p1, None, work=min(work + 1, L), progress=progress.sub(fw, 0.95, "backward"),
-                                **kw)
-    q = quality_map(be, g1, g2, u, v, mask, backward=None if ub is None else (ub, vb))
-    if mask is not None:
-        u *= mask
-        v *= mask
+    return Pyramids(g1, g2, mask, p1, p2, pm, working_level(g1.shape, max_pixels, L))
+
+
+def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, **kw):
+    """Stage 2: the full-resolution ``(u, v)`` by :func:`coarse_to_fine` (``kw``: its
+    parameters). ``backward`` > 0: the flow from the second frame to the first instead, solved
+    ``backward`` levels coarser than the working level (for the quality map)."""
+    if backward:
+        return coarse_to_fine(be, pyr.p2, pyr.p1, None, work=min(pyr.work + backward, pyr.coarsest),
+                              progress=progress, **kw)
+    return coarse_to_fine(be, pyr.p1, pyr.p2, pyr.pm, work=pyr.work, progress=progress, **kw)
+
+
+def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QUALITY,
+                  fb_level: int = DEFAULT_FB_LEVEL, progress=None, **kw):
+    """Stage 3: the quality map of the flow ``(u, v)`` (``kw``: the flow's parameters, for the
+    backward flow of ``quality="fb"``); returns ``(u, v, q)`` with the mask applied (new arrays)."""
+    back = solve(be, pyr, backward=fb_level, progress=progress, **kw) if quality == "fb" else None
+    q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back)
+    if pyr.mask is not None:
+        u, v = u * pyr.mask, v * pyr.mask
     return u, v, q
+
+
+def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
+              quality=DEFAULT_QUALITY, fb_level=DEFAULT_FB_LEVEL, progress=None, **kw):
+    """The three stages in one go (what :func:`inverse_search_flow` captures as one CUDA graph)."""
+    progress = as_progress(progress)
+    pyr = pyramids(be, g1, g2, mask, patch=kw["patch"], blur=blur, max_pixels=max_pixels, max_level=max_level)
+    fw = 0.8 if quality == "fb" else 0.95
+    u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), **kw)
+    return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, progress=progress.sub(fw, 0.95, "backward"),
+                         **kw)
 
 
 def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,
@@ -486,8 +520,9 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
                         tv_iters: int = DEFAULT_SEARCH_TV_ITERS, lam: float = DEFAULT_SEARCH_LAMBDA,
                         median: int = DEFAULT_SEARCH_MEDIAN, eps: float = DEFAULT_EPS, prior: float = DEFAULT_PRIOR,
                         blur: float = DEFAULT_BLUR, max_pixels: int = DEFAULT_MAX_PIXELS,
-                        quality: str = DEFAULT_QUALITY, levels: int | None = None, mask=None, device=None,
-                        progress=None) -> FlowResult:
+                        quality: str = DEFAULT_QUALITY, edge: float = DEFAULT_EDGE, occ: float = DEFAULT_OCC,
+                        radius_levels: int = DEFAULT_RADIUS_LEVELS, fb_level: int = DEFAULT_FB_LEVEL,
+                        levels: int | None = None, mask=None, device=None, progress=None) -> FlowResult:
     """Flow from ``img1`` to ``img2`` for motions from 0 to a fifth of the image (the default method).
 
     Parameters
@@ -524,6 +559,17 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
     quality : {"fb", "ncc"}
         The quality map: local NCC x forward-backward consistency (a backward flow solved one
         level coarser) or the local NCC alone (one pass, faster). See :func:`quality_map`.
+    edge : float
+        Edge-aware smoothness: the total variation is weighted by ``exp(-edge |grad I1|)``, so
+        motions break at the first frame's edges (0: plain TV-L1).
+    occ : float
+        Occlusion-robust data term: weighted by ``1 / (1 + (r / occ)^2)``, ``r`` the residual
+        at the current flow, so pixels that cannot be matched are filled in by the smoothness
+        (0: plain L1).
+    radius_levels : int
+        The integer search of ``radius`` runs at this many of the coarsest levels.
+    fb_level : int
+        ``quality="fb"``: the backward flow is solved this many levels coarser than the forward.
     levels : int, optional
         Pyramid levels (default: the coarsest level has about four patches across).
     mask, device, progress
@@ -534,12 +580,53 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
     FlowResult
         ``u``, ``v``, ``quality`` (local NCC confidence), method ``"search"``.
     """
-    patch = check_int("patch", patch, 4, 12, choices=PATCH_SIZES)
-    stride = check_int("stride", stride, 1, patch)
-    iters = check_int("iters", iters, 0, 500)
-    rounds = check_int("rounds", rounds, 0, 20)
-    radius = check_int("radius", radius, 0, 32)
-    finest_patch_level = check_int("finest_patch_level", finest_patch_level, 0, 12)
+    params = search_params(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
+                           finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam,
+                           median=median, eps=eps, prior=prior, blur=blur, max_pixels=max_pixels, quality=quality,
+                           edge=edge, occ=occ, radius_levels=radius_levels, fb_level=fb_level, levels=levels)
+    be = get_backend(device)
+    progress = as_progress(progress)
+    with be.activate():
+        a, b = check_pair(be, img1, img2)
+        m = prepare_mask(be, mask, a.shape[:2])
+
+        def build(x, y):
+            return _pipeline(be, _gray(be, x), _gray(be, y), m, progress=progress, **_kw(params))
+
+        key = ("search",) + tuple(params.items())
+        u, v, q = _plan.run(be, key, [a, b], build) if m is None else build(a, b)
+        progress.update(1.0, "flow done")
+    return _result(be, params, a.shape, u, v, q, m)
+
+
+def _result(be, params, shape, u, v, q, m) -> FlowResult:
+    params = dict(params)
+    ml = params.pop("max_level")
+    params["levels"] = (coarsest_level(shape, params["patch"]) if ml is None else
+                        min(ml, coarsest_level(shape, params["patch"]))) + 1
+    return FlowResult(u, v, q, "search", be.label, params, {}, m)
+
+
+def _kw(params: dict) -> dict:
+    return {k: x for k, x in params.items() if k not in ("levels",)}
+
+
+def search_params(*, levels: int | None = None, **kw) -> dict:
+    """The parameters of :func:`inverse_search_flow` (the defaults filled in), checked: each
+    bad value raises a one-line :class:`FlowInputError`. ``levels`` becomes ``max_level``."""
+    import inspect
+
+    sig = inspect.signature(inverse_search_flow).parameters
+    unknown = set(kw) - set(sig)
+    if unknown:
+        raise FlowInputError(f"the search method has no parameter {sorted(unknown)[0]!r}")
+    p = {k: kw.get(k, sig[k].default) for k in _NAMES}
+    p["patch"] = patch = check_int("patch", p["patch"], 4, 12, choices=PATCH_SIZES)
+    p["stride"] = check_int("stride", p["stride"], 1, patch)
+    for k, lo, hi in (("iters", 0, 500), ("rounds", 0, 20), ("radius", 0, 32), ("finest_patch_level", 0, 12),
+                      ("tv_iters", 1, 500), ("radius_levels", 1, 12), ("fb_level", 0, 12), ("max_pixels", 64, None)):
+        p[k] = check_int(k, p[k], lo, hi)
+    warps = p["warps"]
     if isinstance(warps, int | np.integer):
         warps = (int(warps),)
     try:
@@ -548,35 +635,51 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
         raise FlowInputError(f"warps must be an integer or a list of integers, got {warps!r}") from None
     if not warps:
         raise FlowInputError("warps must not be empty")
-    tv_iters = check_int("tv_iters", tv_iters, 1, 500)
-    lam = check_float("lam", lam, 0.0, lo_open=True)
-    median = 5 if median is True else (0 if median is False else check_int("median", median, 0, choices=(0, 3, 5)))
-    eps = check_float("eps", eps, 0.0, lo_open=True)
-    prior = check_float("prior", prior, 0.0)
-    blur = check_float("blur", blur, 0.0, 10.0)
-    max_pixels = check_int("max_pixels", max_pixels, 64)
-    if quality not in QUALITIES:
-        raise FlowInputError(f"unknown quality map {quality!r}: use one of {', '.join(QUALITIES)}")
-    max_level = None if levels is None else check_int("levels", levels, 1, 12) - 1
+    p["warps"] = warps
+    p["lam"] = check_float("lam", p["lam"], 0.0, lo_open=True)
+    m = p["median"]
+    p["median"] = 5 if m is True else (0 if m is False else check_int("median", m, 0, choices=(0, 3, 5)))
+    p["eps"] = check_float("eps", p["eps"], 0.0, lo_open=True)
+    p["prior"] = check_float("prior", p["prior"], 0.0)
+    p["blur"] = check_float("blur", p["blur"], 0.0, 10.0)
+    p["edge"] = check_float("edge", p["edge"], 0.0, 1000.0)
+    p["occ"] = check_float("occ", p["occ"], 0.0, 10.0)
+    if p["quality"] not in QUALITIES:
+        raise FlowInputError(f"unknown quality map {p['quality']!r}: use one of {', '.join(QUALITIES)}")
+    p["max_level"] = None if levels is None else check_int("levels", levels, 1, 12) - 1
+    return p
+
+
+_NAMES = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", "warps", "tv_iters", "lam", "median",
+          "eps", "prior", "blur", "max_pixels", "quality", "edge", "occ", "radius_levels", "fb_level")
+_PYR = ("patch", "blur", "max_pixels", "max_level")
+_SOLVE = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", "warps", "tv_iters", "lam", "median",
+          "eps", "prior", "edge", "occ", "radius_levels")
+
+
+# ----------------------------------------------------------------------------- the stages, one call each
+def stage_pyramids(img1, img2, params: dict, *, mask=None, device=None) -> Pyramids:
+    """Stage 1 of a staged run (the window's live tuning): the checked frames' pyramids.
+    ``params`` from :func:`search_params`."""
     be = get_backend(device)
-    progress = as_progress(progress)
-    params = dict(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
-                  finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam, median=median,
-                  eps=eps, prior=prior, blur=blur, max_pixels=max_pixels, quality=quality)
     with be.activate():
         a, b = check_pair(be, img1, img2)
         m = prepare_mask(be, mask, a.shape[:2])
+        return pyramids(be, _gray(be, a), _gray(be, b), m, **{k: params[k] for k in _PYR})
 
-        def build(x, y):
-            g1, g2 = _gray(be, x), _gray(be, y)
-            return _pipeline(be, g1, g2, m, patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
-                             finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam,
-                             median=median, eps=eps, prior=prior, max_level=max_level, blur=blur,
-                             max_pixels=max_pixels, quality=quality, progress=progress)
 
-        key = ("search",) + tuple(params.items()) + (max_level,)
-        u, v, q = _plan.run(be, key, [a, b], build) if m is None else build(a, b)
-        progress.update(1.0, "flow done")
-    params["levels"] = (coarsest_level(a.shape, patch) if max_level is None else
-                        min(max_level, coarsest_level(a.shape, patch))) + 1
-    return FlowResult(u, v, q, "search", be.label, params, {}, m)
+def stage_flow(pyr: Pyramids, params: dict, *, device=None, progress=None):
+    """Stage 2: the flow ``(u, v)`` (new arrays, unmasked) from the pyramids of stage 1."""
+    be = get_backend(device)
+    with be.activate():
+        return solve(be, pyr, progress=progress, **{k: params[k] for k in _SOLVE})
+
+
+def stage_quality(pyr: Pyramids, flow, params: dict, *, device=None, progress=None) -> FlowResult:
+    """Stage 3: the quality map of stage 2's flow, and the result (the same arrays as
+    :func:`inverse_search_flow` with these parameters gives)."""
+    be = get_backend(device)
+    with be.activate():
+        u, v, q = quality_stage(be, pyr, flow[0], flow[1], quality=params["quality"], fb_level=params["fb_level"],
+                                progress=progress, **{k: params[k] for k in _SOLVE})
+    return _result(be, params, pyr.g1.shape, u, v, q, pyr.mask)

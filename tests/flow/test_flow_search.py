@@ -173,3 +173,46 @@ def test_quality_map_flags_occlusions():
     assert abs(float(np.median(r.u[visible])) - 4) < 0.2
     assert r.quality[covered].mean() < 0.5 * r.quality[visible].mean(), (r.quality[covered].mean(),
                                                                           r.quality[visible].mean())
+
+
+def test_tool_stages_reuse_and_equal_a_full_run():
+    """The tool's three stages: a quality-map change re-runs only the quality map, a TV-L1
+    change keeps the pyramids, and each result equals a full run of the library."""
+    from app.tools import flow
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    img = natural_image("astronaut", (72, 96))
+    f = synthetic_flow("translation", (72, 96), 6.0)
+    img2, _ = warp_image_by_flow(img, f)
+    data = flow.FlowData(img, img2, "a", "b")
+    cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 28)
+    r1, rep = flow.PIPELINE.execute(data, flow.PARAMS.validate({}), device=cpu, cache=cache, scope="t")
+    assert rep.ran[:3] == ["pyramids", "flow", "quality"]
+    r2, rep = flow.PIPELINE.execute(data, flow.PARAMS.validate({"quality_map": "ncc"}), device=cpu, cache=cache,
+                                    scope="t")
+    assert rep.ran[0] == "quality" and {"pyramids", "flow"} <= set(rep.reused)
+    one = S.inverse_search_flow(img, img2, quality="ncc", device="cpu")
+    np.testing.assert_array_equal(r2.u, one.u)
+    np.testing.assert_array_equal(r2.quality, one.quality)
+    assert not np.array_equal(r1.quality, r2.quality)
+    r3, rep = flow.PIPELINE.execute(data, flow.PARAMS.validate({"lam": 50.0}), device=cpu, cache=cache, scope="t")
+    assert rep.ran[0] == "flow" and "pyramids" in rep.reused
+    np.testing.assert_array_equal(r3.u, S.inverse_search_flow(img, img2, lam=50.0, device="cpu").u)
+
+
+@pytest.mark.parametrize("kw", [dict(edge=-1.0), dict(occ=-0.1), dict(radius_levels=0), dict(fb_level=-1),
+                                dict(nonsense=1)])
+def test_new_parameters_checked(kw):
+    with pytest.raises(FlowInputError) as e:
+        optical_flow(np.zeros((32, 32)), np.zeros((32, 32)), method="search", device="cpu", **kw)
+    assert "\n" not in str(e.value)
+
+
+def test_edge_and_occlusion_terms_run_and_recover_translation():
+    img = natural_image("astronaut", (96, 128))
+    f = synthetic_flow("translation", (96, 128), 20.0)
+    img2, valid = warp_image_by_flow(img, f)
+    r = S.inverse_search_flow(img, img2, edge=5.0, occ=0.05, radius_levels=2, device="cpu")
+    err = np.hypot(r.u - f[..., 0], r.v - f[..., 1])[valid].mean()
+    assert err < 0.5, err
