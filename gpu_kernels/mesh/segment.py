@@ -700,6 +700,9 @@ class PreparedMesh:
     #: per working resolution (or [the full graph] when there is none): {component: distance
     #: matrix} (:func:`graph_distances`), on the device that made them
     distances: list = field(default_factory=list)
+    #: per working resolution: the nearest working face of every full-resolution face (None
+    #: for the full graph or patches)
+    nearest: list = field(default_factory=list)
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -799,8 +802,13 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         distances = [graph_distances(g, apsp_method, backend, prog.sub(0.1 + 0.9 * i / nfull, 0.1 + 0.9 * (i + 1) / nfull),
                                      MIN_COMPONENT_FACES) for i, g in enumerate(graphs)]
         info["timings"]["apsp"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        nearest = [None if gs is None or patch is not None else
+                   cKDTree(gs.centroids).query(graph.centroids, k=1, workers=-1)[1].astype(np.int64)
+                   for _, gs, patch in working]
+        info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
-                        graph=graph, working=working, info=info, distances=distances)
+                        graph=graph, working=working, info=info, distances=distances, nearest=nearest)
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None):
@@ -842,7 +850,7 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
         if prep.working:
             labels, P, reps, fuzzy = _segment_resolutions(
                 graph, prep.working, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used,
-                prep.distances)
+                prep.distances, prep.nearest)
         else:
             info["n_faces_segmented"] = graph.n
             labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
@@ -879,7 +887,7 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=shading)
     info["k"] = K
     stage = time.perf_counter() - t_start
-    info["timings"]["total"] = stage + sum(src["timings"][x] for x in ("clean", "dual_graph", "simplify", "apsp"))
+    info["timings"]["total"] = stage + sum(src["timings"][x] for x in ("clean", "dual_graph", "simplify", "apsp", "transfer"))
     prog.update(1.0, "done")
     return MeshSegmentation(
         labels=labels_in, memberships=P_in, representatives=kept[reps].astype(np.int64),
@@ -931,13 +939,14 @@ def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[i
 
 
 def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                         power, overseg, distances=None):
+                         power, overseg, distances=None, nearest=None):
     """Segment at each working resolution of ``working`` (:class:`PreparedMesh`) and keep the
     consensus (:func:`choose_consensus`). One working resolution: :func:`_segment_simplified`."""
     if len(working) == 1:
         _, gs, patch = working[0]
         return _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend,
-                                   prog, info, power, overseg, distances[0] if distances else None)
+                                   prog, info, power, overseg, distances[0] if distances else None,
+                                   nearest[0] if nearest else None)
     results, infos = [], []
     nt = len(working)
     for i, (_, gs, patch) in enumerate(working):
@@ -949,7 +958,7 @@ def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, back
             res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg, dist)
         else:
             res = _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp,
-                                      sub, power, overseg, dist)
+                                      sub, power, overseg, dist, nearest[i] if nearest else None)
         results.append(res)
         infos.append(sub)
     best, scores = choose_consensus(graph, [r[0] for r in results])
@@ -973,7 +982,7 @@ def _patch_centre_face(graph, patch, p, centre) -> int:
 
 
 def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                        power=None, overseg=1.0, dists=None):
+                        power=None, overseg=1.0, dists=None, nearest=None):
     """Segment a working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
     graph), carry memberships back to ``graph``, re-cut near label changes."""
     info["n_faces_segmented"] = gs.n
@@ -984,6 +993,8 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     t0 = time.perf_counter()
     if patch is not None:
         P, nearest = np.asarray(P_s, dtype=np.float32)[patch], patch
+    elif nearest is not None:  # stage 1's mapping (the same as transfer_memberships')
+        P = np.asarray(P_s, dtype=np.float32)[nearest]
     else:
         P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
     lab0 = labels_s[nearest].astype(np.int64)
@@ -1012,5 +1023,5 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     reps = np.asarray([int(np.argmin(((graph.centroids - c) ** 2).sum(axis=1))) for c in gs.centroids[reps_s]])
     if patch is not None:  # the face nearest the patch's centre, within the patch
         reps = np.asarray([_patch_centre_face(graph, patch, int(r), gs.centroids[int(r)]) for r in reps_s])
-    info["timings"]["transfer"] = time.perf_counter() - t0
+    info["timings"]["transfer"] += time.perf_counter() - t0
     return labels, P, np.asarray(reps, dtype=np.int64), band
