@@ -6,8 +6,10 @@
 #
 # REFERENCE_GPULAB is an installed package's `gpulab` built from the same source as the bundle
 # (make package-check passes the build venv's): its demo is compared with the frozen one. Checks the version, `info` (library metadata), `demo`, `mesh-seg` through the
-# multi-process shortest paths (freeze_support), the window (time to the first window, a
-# screenshot) and install.sh / --uninstall into a scratch HOME. Prints the archive size.
+# multi-process shortest paths (freeze_support), echo on MetaImage volumes (SimpleITK), the window
+# (time to the first window, a screenshot), Help > About (what it says about the install and the
+# compute device: "with CuPy ..."/"CPU only", and for a CUDA bundle on a machine without a GPU,
+# "CPU (NumPy)" and why) and install.sh / --uninstall into a scratch HOME. Prints the archive size.
 # PACKAGE_CHECK_DIR: where to work (default: a new folder under /tmp; kept for inspection).
 set -euo pipefail
 
@@ -46,8 +48,22 @@ echo "   $out ($(python3 -c "import time; print(f'{time.time() - $T0:.2f}')") s)
 step "gpulab info (library versions come from the bundled metadata)"
 "$G" info | tee "$WORK/info.txt"
 for lib in numpy scipy vtk pyvista pymeshlab scikit-image; do
-  grep -q "$lib: [0-9]" "$WORK/info.txt" || fail "info does not see $lib's version"
+  grep -qi "$lib: [0-9]" "$WORK/info.txt" || fail "info does not see $lib's version"
 done
+case "$NAME" in
+  *-cuda1[0-9])
+    CUDA_BUNDLE=1
+    grep -q "cupy: [0-9]" "$WORK/info.txt" || fail "a CUDA bundle whose info does not see CuPy"
+    if GPU=$(nvidia-smi -L 2>/dev/null | head -n1) && [ -n "$GPU" ]; then
+      echo "   this machine has a GPU ($GPU): the bundle should use it"
+    else
+      # no driver here: the bundle must say so and run on NumPy
+      grep -q "CUDA: " "$WORK/info.txt" || fail "no GPU here, and info gives no reason for the NumPy path"
+      echo "   no GPU on this machine: $(grep -m1 "CUDA: " "$WORK/info.txt" | sed 's/^ *//')"
+    fi ;;
+  *) CUDA_BUNDLE=0
+     if grep -q "cupy: [0-9]" "$WORK/info.txt"; then fail "a CPU-only bundle that carries CuPy"; fi ;;
+esac
 
 step "gpulab mesh-seg on the bundled creature, shortest paths in worker processes (--apsp cpu-mt)"
 S="$APP/_internal/app/resources/samples"
@@ -55,6 +71,22 @@ S="$APP/_internal/app/resources/samples"
   > "$WORK/mesh.log" 2>&1 || { cat "$WORK/mesh.log"; fail "mesh-seg"; }
 [ -s "$WORK/run/creature-parts.ply" ] || fail "mesh-seg wrote nothing"
 grep -E "part|device" "$WORK/mesh.log" | head -3
+
+step "gpulab echo on two MetaImage volumes (SimpleITK, the [medical] extra, is in the bundle)"
+"$(dirname "$REF_G")/python" - "$WORK/run" <<'PYEOF'
+import sys, numpy as np, SimpleITK as sitk
+z, y, x = np.mgrid[:24, :24, :24]
+for name, cx in (("fixed", 12), ("moving", 13)):
+    a = np.exp(-((x - cx) ** 2 + (y - 12) ** 2 + (z - 12) ** 2) / 30.0).astype(np.float32)
+    sitk.WriteImage(sitk.GetImageFromArray(a), f"{sys.argv[1]}/{name}.mha")
+PYEOF
+E=(--device cpu echo "$WORK/run/fixed.mha" "$WORK/run/moving.mha" --levels 1 --iters 5 --quiet)
+"$G" "${E[@]}" -o "$WORK/run/echo-frozen.npy" > "$WORK/echo.log" 2>&1 || { cat "$WORK/echo.log"; fail "frozen echo on .mha"; }
+"$REF_G" "${E[@]}" -o "$WORK/run/echo-ref.npy" > "$WORK/echo-ref.log" 2>&1 || { cat "$WORK/echo-ref.log"; fail "installed echo on .mha"; }
+"$(dirname "$REF_G")/python" -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); \
+sys.exit(0 if a.shape == b.shape and np.allclose(a, b, atol=1e-4) else 'frozen and installed echo differ')" \
+  "$WORK/run/echo-frozen.npy" "$WORK/run/echo-ref.npy" || fail "echo on .mha differs"
+grep -m1 "frames of" "$WORK/echo.log" | sed 's/^/   /'
 
 step "gpulab demo --out DIR, frozen and from the installed package ($REF_G), compared"
 T0=$(date +%s.%N)
@@ -82,6 +114,25 @@ done
 if grep -H -E "No module named|unavailable|Traceback|ImportError|rendering failed" "$WORK"/mesh.log "$WORK"/demo.log "$WORK"/window-*.log; then
   fail "the frozen app misses a module (above)"
 fi
+
+step "Help > About in the frozen window (keyboard, under Xvfb): what it says about the install"
+# a scratch HOME: the window's saved settings and matplotlib's cache are not the user's
+HOME="$WORK/about-home" XDG_CONFIG_HOME="$WORK/about-home/.config" XDG_CACHE_HOME="$WORK/about-home/.cache" \
+  "$ROOT/packaging/about_check.sh" "$G" "$WORK/about" || fail "the About box"
+A="$WORK/about/about.txt"
+grep -q "^Installed as: stand-alone bundle, " "$A" || fail "the frozen About box does not say 'stand-alone bundle'"
+if [ "$CUDA_BUNDLE" = 1 ]; then
+  grep -q "^Installed as: stand-alone bundle, with CuPy [0-9]" "$A" || fail "a CUDA bundle's About box does not name CuPy"
+  if [ -n "${GPU:-}" ]; then
+    grep -q "^Compute device: CPU" "$A" && fail "a GPU is here ($GPU) but the About box says CPU"
+  else
+    grep -q "^Compute device: CPU (NumPy)" "$A" || fail "no GPU here, but the About box does not say CPU (NumPy)"
+    grep -q "^CUDA: ." "$A" || fail "the About box gives no reason for the NumPy path"
+  fi
+else
+  grep -q "^Installed as: stand-alone bundle, CPU only (no CuPy)" "$A" || fail "a CPU bundle's About box"
+fi
+grep -E "^(Compute device|CUDA|Installed as):" "$A" | sed 's/^/   /'
 
 step "install.sh into a scratch HOME, then --uninstall"
 H="$WORK/home"
