@@ -10,32 +10,18 @@ import cuda_emu
 import numpy as np
 import pytest
 
+# the same optimiser inputs as the GPU test (tests/mvs is on sys.path, as for every test folder)
+from test_mvs_gpu import _inputs
+
 from gpu_kernels.mvs import optimize as opt
 from gpu_kernels.mvs.optimize import (
     OptimizeParams,
-    build_geometry,
     optimize_pixels,
     pack_views,
-    threads_per_pixel,
 )
-from gpu_kernels.mvs.views import select_views
 
 if cuda_emu.available():
     pytest.skip(cuda_emu.available(), allow_module_level=True)
-
-
-def _inputs(syn, ref, n, pert, nv, seed=0):
-    sc = syn.scene
-    nb = select_views(sc.cameras, None, None, ref, max_neighbors=nv, min_views=nv)
-    geo, nbr, refid = build_geometry(sc.cameras, [ref], [nb], threads_per_pixel(len(nb)))
-    H, W = syn.depths[ref].shape
-    rng = np.random.default_rng(seed)
-    ys, xs = np.mgrid[4:H - 4, 4:W - 4]
-    pick = rng.choice(xs.size, n, replace=False)
-    xs, ys = xs.ravel()[pick], ys.ravel()[pick]
-    z = syn.depths[ref][ys, xs].astype(np.float64)
-    init = np.stack([z * (1 + pert * rng.uniform(-1, 1, n)), rng.normal(0, 1e-3, n), rng.normal(0, 1e-3, n)], 1)
-    return nb, geo, nbr, refid, np.stack([xs, ys], 1), init, z
 
 
 def _optimize(syn, dev, nv, window, n=160):
