@@ -188,7 +188,7 @@ def process_item(tool_name: str, item: BatchItem, out_dir: str, params: dict, de
                 files = _publish(stage, out, tool.write_item(result, stage, item.key))
             finally:
                 shutil.rmtree(stage, ignore_errors=True)
-            metrics = tool.metrics(result) if tool.metrics else {}
+            metrics = tool.metrics_of(result)
         rec.update(status="done", outputs=[str(p) for p in files],
                    metrics={k: v for k, v in (metrics or {}).items() if isinstance(v, int | float | str | bool)})
     except Exception as exc:  # noqa: BLE001 - every failure becomes a record

@@ -721,7 +721,7 @@ class ToolTab(QWidget):
                                  f"Showing the result failed: {classify(exc)[1]}\n\nThis is a bug in gpulab; "
                                  "the result can still be exported.", tb)
         self._refresh_swipe()
-        line = self.tool.headline(res) if self.tool.headline else f"{self.title}: done"
+        line = self.tool.headline_of(res)
         if report is not None:
             line += f" — {report.describe()}"
         self._set_status(line)

@@ -38,25 +38,20 @@ from __future__ import annotations
 import inspect
 import pathlib
 import shlex
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpu_kernels.lazy import lazy_module
-
 if TYPE_CHECKING:
     from gpu_kernels.backend import Backend
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.jobs import Progress
 
 from ..io import registry as _registry
 from .params import ParamSet
+from .running import Job, execute, run_job, run_staged_job  # noqa: F401 - re-exported
 
-# NumPy and the kernels load on first use, not with the declarations (start-up, issue 18 case 19)
-_backend = lazy_module("gpu_kernels.backend")
-
-__all__ = ["Tool", "Export", "resolve", "BatchItem", "Job", "execute", "run_job", "run_staged_job", "resources_dir", "samples_in", "fmt_seconds"]
+__all__ = ["Tool", "ToolResult", "Export", "resolve", "BatchItem", "Job", "execute", "run_job", "run_staged_job", "resources_dir", "samples_in", "fmt_seconds"]
 
 
 def resources_dir() -> pathlib.Path:
@@ -114,6 +109,35 @@ class Export:
         if self.folder:
             return self.label
         return f"{self.label} (" + " ".join(f"*{e}" for e in self.extensions) + ")"
+
+
+class ToolResult:
+    """The one shape of a tool's result (a mixin for the tools' result dataclasses).
+
+    Every result holds ``params`` (the validated parameters it was computed with), ``device``
+    (the device's label), ``elapsed`` (seconds) and ``metrics`` (the errors against a ground
+    truth, a dict, or None where there is none), and answers :meth:`headline` (the status
+    bar's line) and :meth:`figures` (the numbers batch's manifest and the benchmarks keep).
+
+    Vector convention: a displacement is stored with one component per array axis, in
+    pixels/voxels, in the order of the axes they move along: 2-D flow is ``(u, v)`` =
+    ``(x, y)`` (columns, rows), as OpenCV and Middlebury store it; 3-D echo fields are
+    ``(3, Z, Y, X)``, component i along array axis i (z, y, x), as SciPy's ``map_coordinates``
+    takes them. Both satisfy ``second(x + d(x)) = first(x)``.
+    """
+
+    params: dict
+    device: str
+    elapsed: float
+    metrics = None
+
+    def headline(self) -> str:
+        return f"Done in {fmt_seconds(self.elapsed)} on {self.device}"
+
+    def figures(self) -> dict:
+        out: dict = {"seconds": float(self.elapsed)}
+        out.update({k: float(v) for k, v in (self.metrics or {}).items() if isinstance(v, int | float)})
+        return out
 
 
 @dataclass(frozen=True)
@@ -251,6 +275,23 @@ class Tool:
             return result
         return self.display(result, self.params.validate(params))
 
+    # -- the result's shape -------------------------------------------------------------
+    def headline_of(self, result) -> str:
+        """The status bar's line for ``result``: the tool's ``headline``, else the result's
+        :meth:`ToolResult.headline`, else the title."""
+        if self.headline is not None:
+            return self.headline(result)
+        h = getattr(result, "headline", None)
+        return h() if callable(h) else f"{self.title}: done"
+
+    def metrics_of(self, result) -> dict:
+        """The numbers kept for ``result`` (batch's manifest): the tool's ``metrics``, else the
+        result's :meth:`ToolResult.figures`."""
+        if self.metrics is not None:
+            return dict(self.metrics(result))
+        f = getattr(result, "figures", None)
+        return dict(f()) if callable(f) else {}
+
     # -- batch defaults ----------------------------------------------------------------
     def items(self, paths: Sequence[str | pathlib.Path]) -> list[BatchItem]:
         """The batch items for these inputs (files, or folders of files of this tool's types, as
@@ -326,58 +367,6 @@ def resolve(ref):
     mod_name, _, attr = ref.partition(":")
     mod = sys.modules.get(mod_name) or importlib.import_module(mod_name)
     return getattr(mod, attr) if attr else mod
-
-
-@dataclass
-class Job:
-    """A unit of work for the worker thread: ``fn(*args, device=<Backend>, progress=..., **kwargs)``.
-
-    ``uses_device=False`` (loading a file) calls ``fn(*args, progress=..., **kwargs)``.
-    ``token`` lets the caller recognise a stale result.
-    """
-
-    fn: Callable[..., Any]
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    what: str = "The job"
-    uses_device: bool = True
-    token: Any = None
-
-
-def run_job(tool: Tool, data, params: dict, *, token: Any = None) -> Job:
-    """The job that runs ``tool`` on ``data``: what the tab's Run button starts, and what
-    the tests execute without Qt."""
-    return Job(tool.run, (data, params), what=tool.title, token=token)
-
-
-def _staged(data, params: dict, *, device: Backend, progress: Progress | None = None, tool: Tool, cache,
-            scope: str, input_key: Any):
-    cache.bind(scope, input_key, device)  # another input or device: the scope's outputs go
-    return tool.run_staged(data, params, device=device, progress=progress, cache=cache, scope=scope)
-
-
-def run_staged_job(tool: Tool, data, params: dict, *, cache, scope: str, input_key: Any, token: Any = None) -> Job:
-    """The job the window runs: ``tool`` through the stage ``cache`` (``scope`` is the tab, and
-    ``input_key`` names its input: another key, or another device, clears the scope first).
-    Returns ``(result, report)`` (:class:`~app.tools.stages.RunReport`)."""
-    return Job(_staged, (data, params), dict(tool=tool, cache=cache, scope=scope, input_key=input_key),
-               what=tool.title, token=token)
-
-
-def execute(job: Job, *, device: str | Backend | None, progress: Progress | None = None):
-    """Run ``job`` on ``device`` in the calling thread: the device is resolved, made current
-    and passed to the job as ``device=`` (so nothing inside reads the process default).
-
-    Returns ``(result, backend, seconds)``.
-    """
-    progress = as_progress(progress)
-    t0 = time.perf_counter()
-    if not job.uses_device:
-        return job.fn(*job.args, progress=progress, **job.kwargs), None, time.perf_counter() - t0
-    be = _backend.get_backend(device)
-    with be.activate():
-        out = job.fn(*job.args, device=be, progress=progress, **job.kwargs)
-    return out, be, time.perf_counter() - t0
 
 
 def fmt_seconds(t) -> str:

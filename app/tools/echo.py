@@ -33,7 +33,7 @@ from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.lazy import lazy_function, lazy_module
 
 from ..io.atomic import write_lines
-from .base import Export, Tool, fmt_seconds
+from .base import Export, Tool, ToolResult, fmt_seconds
 from .echo_data import (  # noqa: F401 - the inputs, re-exported: echo.load, echo.EchoData, ...
     ACDC_ED,
     INPUT_EXTENSIONS,
@@ -154,7 +154,7 @@ LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "to
 
 # ----------------------------------------------------------------------------- run
 @dataclass
-class EchoResult:
+class EchoResult(ToolResult):
     """The motion of ``data``.
 
     ``pairwise[k]`` (3, Z, Y, X) float32: frame k -> k + 1. ``trajectory[t]``: reference ->
@@ -177,6 +177,12 @@ class EchoResult:
     @property
     def is_pair(self) -> bool:
         return self.data.n_frames == 2
+
+    def headline(self) -> str:
+        d = self.data
+        what = f"{d.names[0]} -> {d.names[1]}" if self.is_pair else f"{d.name} ({d.n_frames} frames)"
+        extra = f"; EPE {self.metrics['epe_mean']:.3f} voxels" if self.metrics else ""
+        return f"Motion of {what} in {fmt_seconds(self.elapsed)} on {self.device}{extra}"
 
     def field(self, t: int, kind: str = "trajectory") -> np.ndarray:
         """The field shown at frame ``t``: from the reference (``trajectory``) or to the next
@@ -406,12 +412,6 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[
     return written
 
 
-def _headline(r: EchoResult) -> str:
-    what = f"{r.data.names[0]} -> {r.data.names[1]}" if r.is_pair else f"{r.data.name} ({r.data.n_frames} frames)"
-    extra = f"; EPE {r.metrics['epe_mean']:.3f} voxels" if r.metrics else ""
-    return f"Motion of {what} in {fmt_seconds(r.elapsed)} on {r.device}{extra}"
-
-
 TOOL = Tool(
     name="echo",
     title="Echo motion",
@@ -428,7 +428,6 @@ TOOL = Tool(
     exports=EXPORTS,
     inputs="volumes",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Volumes",
-    headline=_headline,
     samples=samples,
     demo=demo,
     advise=advise,

@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     import gpu_kernels.flow.api as _api
-    import gpu_kernels.flow.search as _search
     import gpu_kernels.flow.blockmatch as _bm
     import gpu_kernels.flow.colorwheel as _colorwheel
     import gpu_kernels.flow.lucas_kanade as _lk
@@ -78,7 +77,6 @@ else:
     image_io = lazy_module("app.io.image_io")
     video_io = lazy_module("app.io.video_io")
     _api = lazy_module("gpu_kernels.flow.api")
-    _search = lazy_module("gpu_kernels.flow.search")
     _bm = lazy_module("gpu_kernels.flow.blockmatch")
     _lk = lazy_module("gpu_kernels.flow.lucas_kanade")
     _tv = lazy_module("gpu_kernels.flow.refine")

@@ -31,7 +31,7 @@ from gpu_kernels.mesh.defaults import DEFAULT_SHADING
 
 from ..io import formats as _formats
 from ..io.atomic import write_lines
-from .base import Tool, fmt_seconds, samples_in
+from .base import Tool, ToolResult, fmt_seconds, samples_in
 from .mesh_seg_exports import (  # noqa: F401  (re-exported: the tab and the tests use them here)
     EXPORTS,
     STAGE_NAMES,
@@ -150,8 +150,11 @@ class MeshData:
 
 
 @dataclass
-class MeshSegResult:
+class MeshSegResult(ToolResult):
     """A segmentation of ``data`` (``seg`` is a :class:`gpu_kernels.mesh.MeshSegmentation`)."""
+
+    def headline(self) -> str:
+        return f"Segmented {self.data.name} into {self.seg.k} parts in {fmt_seconds(self.elapsed)} on {self.device}"
 
     data: MeshData
     seg: object
@@ -355,7 +358,6 @@ TOOL = Tool(
     exports=EXPORTS,
     inputs="mesh",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Mesh",
-    headline=lambda r: f"Segmented {r.data.name} into {r.seg.k} parts in {fmt_seconds(r.elapsed)} on {r.device}",
     samples=samples,
     demo=demo,
     advise=advise,

@@ -34,7 +34,7 @@ from gpu_kernels.lazy import lazy_function, lazy_module
 from gpu_kernels.mvs import defaults as _md
 
 from ..io.atomic import atomic_output_dir, check_output_dir, write_lines
-from .base import BatchItem, Export, Tool, fmt_seconds, resources_dir
+from .base import BatchItem, Export, Tool, ToolResult, fmt_seconds, resources_dir
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -160,8 +160,13 @@ def with_masks(data: MVSData, mask_dir, *, progress: Progress | None = None) -> 
 
 # ----------------------------------------------------------------------------- run
 @dataclass
-class MVSRun:
+class MVSRun(ToolResult):
     """A reconstruction of ``data``: ``result`` is the :class:`gpu_kernels.mvs.MVSResult`."""
+
+    def headline(self) -> str:
+        return (f"{self.result.stats['samples']:,} samples in {len(self.maps)} view(s) in "
+                f"{fmt_seconds(self.elapsed)} on {self.device}"
+                + (f"; {len(self.fused.points):,} fused points" if self.fused is not None else ""))
 
     data: MVSData
     result: object
@@ -530,9 +535,6 @@ TOOL = Tool(
     exports=EXPORTS,
     inputs="scene",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Scene",
-    headline=lambda r: (f"{r.result.stats['samples']:,} samples in {len(r.maps)} view(s) in "
-                        f"{fmt_seconds(r.elapsed)} on {r.device}"
-                        + (f"; {len(r.fused.points):,} fused points" if r.fused is not None else "")),
     samples=samples,
     demo=demo,
     advise=advise,
