@@ -62,10 +62,12 @@ from typing import Any
 import numpy as np
 
 from gpu_kernels.backend import BackendError, get_backend, kernel, module, set_max_dynamic_smem
+from gpu_kernels.errors import InputError
 from gpu_kernels.graph.shm import SHM_PREFIX, _pid_alive, cleanup_stale_shared_memory
 from gpu_kernels.jobs import LaunchTracker, as_progress
 
 __all__ = [
+    "APSPInputError",
     "METHODS",
     "DTYPES",
     "ApspMemoryError",
@@ -79,6 +81,12 @@ __all__ = [
     "zorder_tiles",
     "default_workers",
 ]
+
+
+class APSPInputError(InputError):
+    """A bad graph or option for the APSP (one line; an :class:`~gpu_kernels.errors.InputError`,
+    so the CLI and the window show it as the user's error, not a bug; still a ValueError)."""
+
 
 METHODS = ("gpu-sym", "gpu", "cpu", "cpu-mt")
 DTYPES = ("float32", "int32", "int32-nodpx")
@@ -197,13 +205,13 @@ def _check_tile(tile, n: int = 0) -> int:
         tile = 128 if n >= LARGE_TILE_FROM else 64
     tile = int(tile)
     if tile not in _KERNEL_CONFIGS:
-        raise ValueError(f"tile must be one of {sorted(_KERNEL_CONFIGS)}, got {tile}")
+        raise APSPInputError(f"tile must be one of {sorted(_KERNEL_CONFIGS)}, got {tile}")
     return tile
 
 
 def _check_method(method: str) -> str:
     if method not in METHODS and method != "auto":
-        raise ValueError(f"unknown APSP method {method!r}: use one of {', '.join(METHODS)} or auto")
+        raise APSPInputError(f"unknown APSP method {method!r}: use one of {', '.join(METHODS)} or auto")
     return method
 
 
@@ -218,7 +226,7 @@ def apsp_memory_bytes(n: int, method: str, tile: int | None = None, *, out: str 
     _check_method(method)
     n = int(n)
     if n < 0:
-        raise ValueError("n must be >= 0")
+        raise APSPInputError("n must be >= 0")
     if method == "auto":
         method = "gpu-sym"
     if method in ("cpu", "cpu-mt"):
@@ -281,21 +289,21 @@ def _prepare_edges(n, src, dst, weight, directed: bool):
     """Validate and deduplicate edges. Returns int64 (s, d) and float64 w, self-loops dropped;
     undirected edges are normalised to s > d (one per pair, the minimum weight)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise ValueError(f"n must be an integer node count, got {n!r}")
+        raise APSPInputError(f"n must be an integer node count, got {n!r}")
     n = int(n)
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise APSPInputError(f"n must be >= 0, got {n}")
     from gpu_kernels.backend import asnumpy
 
     s = np.asarray(asnumpy(src)).ravel()
     d = np.asarray(asnumpy(dst)).ravel()
     w = np.asarray(asnumpy(weight), dtype=np.float64).ravel()
     if not (len(s) == len(d) == len(w)):
-        raise ValueError(f"src, dst and weight must have the same length, got {len(s)}, {len(d)}, {len(w)}")
+        raise APSPInputError(f"src, dst and weight must have the same length, got {len(s)}, {len(d)}, {len(w)}")
     for name, a in (("src", s), ("dst", d)):
         if a.size and not np.issubdtype(a.dtype, np.integer):
             if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
-                raise ValueError(f"{name} must hold integer node ids")
+                raise APSPInputError(f"{name} must hold integer node ids")
     s = s.astype(np.int64)
     d = d.astype(np.int64)
     if s.size:
@@ -303,11 +311,11 @@ def _prepare_edges(n, src, dst, weight, directed: bool):
         hi = max(s.max(), d.max())
         if lo < 0 or hi >= n:
             bad = lo if lo < 0 else hi
-            raise ValueError(f"node id {bad} is out of range for a graph of {n} nodes (ids are 0..{n - 1})")
+            raise APSPInputError(f"node id {bad} is out of range for a graph of {n} nodes (ids are 0..{n - 1})")
     if np.isnan(w).any():
-        raise ValueError(f"edge weights contain NaN ({int(np.isnan(w).sum())} of {w.size})")
+        raise APSPInputError(f"edge weights contain NaN ({int(np.isnan(w).sum())} of {w.size})")
     if (w < 0).any():
-        raise ValueError(
+        raise APSPInputError(
             f"edge weights must be non-negative (found {w.min():g}); shortest paths with "
             "negative weights are not supported"
         )
@@ -647,7 +655,7 @@ def kernel_config(tile: int | None = None, dtype: str | None = None, **override)
     tile = _check_tile(tile)
     dtype = dtype or DEFAULT_DTYPE
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise APSPInputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     cfg = dict(_KERNEL_CONFIGS[tile])
     cfg.update({k: v for k, v in override.items() if v is not None})
     return {
@@ -827,7 +835,7 @@ def floyd_warshall_sym_packed(n, src=None, dst=None, weight=None, *, device=None
     npad = _padded(n, tile)
     t = npad // tile
     if t > 0xFFFF:
-        raise ValueError(f"{n} nodes is too many for tile size {tile}")
+        raise APSPInputError(f"{n} nodes is too many for tile size {tile}")
     is_int = dtype != "float32"
     scale = _int_scale(n, s, d, w, False) if is_int else None
     perm = _locality_order(n, s, d) if reorder else np.arange(n)
@@ -927,7 +935,7 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
 
     Raises
     ------
-    ValueError
+    APSPInputError
         Bad input: negative or NaN weights, ids out of range, unknown method, ``gpu-sym``
         on a directed graph.
     BackendError
@@ -937,11 +945,11 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
     """
     _check_method(method)
     if out not in ("dense", "packed"):
-        raise ValueError(f"out must be 'dense' or 'packed', got {out!r}")
+        raise APSPInputError(f"out must be 'dense' or 'packed', got {out!r}")
     if method == "gpu-sym" and directed:
-        raise ValueError("method 'gpu-sym' is for undirected graphs; use method='gpu' for a directed graph")
+        raise APSPInputError("method 'gpu-sym' is for undirected graphs; use method='gpu' for a directed graph")
     if out == "packed" and method not in ("gpu-sym", "auto"):
-        raise ValueError("out='packed' is only available with method='gpu-sym'")
+        raise APSPInputError("out='packed' is only available with method='gpu-sym'")
     progress = as_progress(progress)
     n, s, d, w = _prepare_edges(n, src, dst, weight, directed)
 
@@ -961,7 +969,7 @@ def all_pairs_shortest_paths(n, src, dst, weight, *, directed=False, method="aut
             elif not directed and out == "dense" and apsp_memory_bytes(n, "gpu", tile) <= free:
                 method = "gpu"   # dense output fits, the packed + dense peak does not
         if out == "packed" and method != "gpu-sym":
-            raise ValueError("out='packed' needs the gpu-sym method, which is not available here")
+            raise APSPInputError("out='packed' needs the gpu-sym method, which is not available here")
 
     if method in ("cpu", "cpu-mt"):
         # free_bytes describes the device when auto fell back from it
