@@ -1,10 +1,13 @@
-"""Image segmentation as a tool: parameters, loading, running, summary, exports, samples, demo.
+"""Image segmentation as a tool: parameters, loading, running, exports, samples, demo (the
+summary lives in :mod:`app.tools.imseg_report`).
 
-Unsupervised colour segmentation (:func:`gpu_kernels.imseg.segment_image`): CIELAB, an
-optional bilateral filter, k-means on the quantised colour space, connected components with
-the parallel union-find, small-region merging and region features, all on the GPU when
-there is one. ``gpulab imseg``, the Image segmentation tab, ``gpulab demo`` and ``gpulab
-batch`` all call :data:`TOOL`.
+Two methods (:func:`gpu_kernels.imseg.api.segment`): ``contours`` (the default: SLIC
+superpixels merged hierarchically by colour and by the strength of the edge between them,
+one ``coarseness`` or an exact number of segments) and ``kmeans`` (the paper's pipeline:
+CIELAB, an optional bilateral filter, k-means on the quantised colours, connected
+components, small-region merging), with region features, on the GPU when there is one.
+``gpulab imseg``, the Image segmentation tab, ``gpulab demo`` and ``gpulab batch`` all call
+:data:`TOOL`.
 
 Example
 -------
@@ -37,7 +40,8 @@ from gpu_kernels.lazy import lazy_function, lazy_module
 
 from ..io import formats as _formats
 from ..io.atomic import write_lines
-from .base import Export, Tool, fmt_seconds, samples_in
+from .base import Export, Tool, samples_in
+from .imseg_report import STAGE_NAMES, headline, stage_times, summary
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -62,7 +66,7 @@ else:
     labels_io = lazy_module("app.io.labels_io")
 
 __all__ = ["PARAMS", "TOOL", "ImageData", "ImsegResult", "load", "run", "summary", "samples", "demo",
-           "picture", "STAGE_NAMES"]
+           "picture", "STAGE_NAMES", "stage_times", "headline"]
 
 def _kmeans(v) -> bool:
     return v["method"] == "kmeans"
@@ -80,12 +84,12 @@ PARAMS = ParamSet([
           metavar="{contours,kmeans}"),
     Param("coarseness", float, _dflt.DEFAULT_COARSENESS, "Coarseness",
           "How far the merging goes: regions merge while the cheapest merge costs less than 10^coarseness. "
-          "Larger: fewer, larger segments (the default 3.2: about 28 on a 481 x 321 photograph).",
+          "Larger: fewer, larger segments (the default 3.3: about 27 on a 481 x 321 photograph).",
           minimum=_dflt.MIN_COARSENESS, maximum=_dflt.MAX_COARSENESS, step=0.1, decimals=2, metavar="C",
           used_when=lambda v: _contours(v) and not v["n_segments"]),
     Param("n_segments", int, _dflt.DEFAULT_N_SEGMENTS, "Segments",
-          "Merge until exactly this many segments are left (0: the coarseness decides).", minimum=0,
-          maximum=_dflt.MAX_N_SEGMENTS, metavar="N", used_when=_contours),
+          "Merge until exactly this many segments are left; auto (or 0): the coarseness decides.", minimum=0,
+          maximum=_dflt.MAX_N_SEGMENTS, auto=True, auto_value=0, typical=30, metavar="N", used_when=_contours),
     Param("n_superpixels", int, _dflt.DEFAULT_N_SUPERPIXELS, "Superpixels",
           "SLIC grid cells, the finest level the merging starts from (whatever the image size).", minimum=1,
           maximum=_dflt.MAX_N_SUPERPIXELS, advanced=True, metavar="K", used_when=_contours),
@@ -210,36 +214,51 @@ def run(data: ImageData, params: dict, *, device: Backend, progress: Progress | 
     return PIPELINE.run(data, params, device=device, progress=progress)
 
 
-_KMEANS_PARAMS = ("k_max", "q", "iterations", "merge_distance", "bilateral", "bilateral_window", "sigma_spatial",
-                  "sigma_color", "connectivity", "min_size")
+_QUANTISE_PARAMS = ("q", "bilateral", "bilateral_window", "sigma_spatial", "sigma_color")
+_KMEANS_PARAMS = ("k_max", "iterations", "merge_distance", "connectivity", "min_size")
 
 
+def _only(method):
+    """A stage function that runs for ``method`` only (None for the other method)."""
+    def wrap(fn):
+        def stage(ctx):
+            return fn(ctx) if ctx.p["method"] == method else None
+        stage.__name__ = stage.__qualname__ = fn.__name__
+        stage.__doc__ = fn.__doc__
+        return stage
+    return wrap
+
+
+@_only("kmeans")
+def _quantise(ctx):
+    """The paper's pipeline, stage 1: CIELAB, the bilateral filter, the quantised colours."""
+    return _seg.stage_quantise(ctx.data.image, **{k: ctx.p[k] for k in _QUANTISE_PARAMS}, device=ctx.device,
+                               progress=ctx.progress)
+
+
+@_only("kmeans")
 def _segment(ctx):
-    """The paper's pipeline, one stage (nothing for the contours method)."""
-    if ctx.p["method"] != "kmeans":
-        return None
-    p = {k: v for k, v in ctx.p.items() if k != "method"}
-    return _seg.segment_image(ctx.data.image, device=ctx.device, progress=ctx.progress, **p)
+    """Stage 2: k-means, components, small-region merging, features (a k-means parameter
+    re-runs this stage only, not CIELAB)."""
+    return _seg.stage_regions(ctx["quantise"], **{k: ctx.p[k] for k in _KMEANS_PARAMS}, device=ctx.device,
+                              progress=ctx.progress)
 
 
+@_only("contours")
 def _colour(ctx):
-    if ctx.p["method"] != "contours":
-        return None
     return _ct.stage_colour(ctx.data.image, sigma=ctx.p["sigma"], device=ctx.device)
 
 
+@_only("contours")
 def _superpixels(ctx):
-    if ctx.p["method"] != "contours":
-        return None
     return _ct.stage_superpixels(ctx["colour"], n_superpixels=ctx.p["n_superpixels"],
-                                 compactness=ctx.p["compactness"], device=ctx.device)
+                                 compactness=ctx.p["compactness"], device=ctx.device, progress=ctx.progress)
 
 
+@_only("contours")
 def _merge(ctx):
-    if ctx.p["method"] != "contours":
-        return None
     return _ct.stage_merge(ctx["colour"], ctx["superpixels"], coarseness=ctx.p["coarseness"],
-                           n_segments=ctx.p["n_segments"], device=ctx.device)
+                           n_segments=ctx.p["n_segments"], device=ctx.device, progress=ctx.progress)
 
 
 def _regions(ctx):
@@ -255,9 +274,11 @@ def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: fl
 
 #: the stages of a run (:mod:`app.tools.stages`): the contours method (the default) as colour ->
 #: superpixels -> merge -> regions, so changing the coarseness re-runs only the merge; the paper's
-#: k-means pipeline as one stage
+#: pipeline as quantise -> segment, so a k-means parameter does not re-run CIELAB
 PIPELINE = Pipeline([
-    Stage("segment", _segment, params=("method",) + _KMEANS_PARAMS, after=(), inputs=("image",),
+    Stage("quantise", _quantise, params=("method",) + _QUANTISE_PARAMS, after=(), inputs=("image",),
+          label="CIELAB + quantise", weight=0.5),
+    Stage("segment", _segment, params=("method",) + _KMEANS_PARAMS, after=("quantise",),
           label="k-means segmentation"),
     Stage("colour", _colour, params=("method", "sigma"), after=(), inputs=("image",), label="colour + gradient",
           weight=0.5),
@@ -268,75 +289,6 @@ PIPELINE = Pipeline([
     Stage("regions", _regions, params=("method",), after=("segment", "colour", "superpixels", "merge"),
           label="region features", weight=0.5),
 ], finish=_finish, params=PARAMS)
-
-
-# ----------------------------------------------------------------------------- summary
-STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
-               "labelling": "components", "min_size": "min size", "features": "features", "download": "download",
-               "colour": "CIELAB + gradient", "superpixels": "superpixels", "graph": "region graph",
-               "merge": "merging"}
-
-
-def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
-    """(stage, seconds) of the stages that ran (the bilateral filter only when it was on)."""
-    t = getattr(result.seg, "timings", {}) or {}
-    skip = {"total"} | ({"bilateral"} if not result.params.get("bilateral") else set())
-    return [(STAGE_NAMES.get(k, k), float(v)) for k, v in t.items() if k not in skip and v > 0]
-
-
-def summary(result: ImsegResult) -> list[str]:
-    """Image, regions, clusters, parameters, device, time per stage, the largest regions."""
-    d, s = result.data, result.seg
-    info = s.info or {}
-    lines = [f"{d.name}: {d.describe()}"]
-    p = result.params
-    if p.get("method", "kmeans") == "contours":
-        lines.append(f"  regions: {s.n_regions:,}, merged from {info.get('superpixels', 0):,} superpixel pieces "
-                     f"in {info.get('merge_rounds', 0)} round(s)")
-        target = f"{p['n_segments']} segments" if p["n_segments"] else f"coarseness {p['coarseness']:g}"
-        lines.append(f"  parameters: contours, {target}, {p['n_superpixels']} superpixels, compactness "
-                     f"{p['compactness']:g}, blur σ {p['sigma']:g} px")
-        return lines + _summary_tail(result)
-    lines.append(f"  regions: {s.n_regions:,}; clusters: {s.n_clusters} of at most {result.params['k_max']}; "
-                 f"occupied quantised colours: {info.get('n_colours', '?'):,}")
-    shown = [f"Q = {p['q']}", f"iterations = {p['iterations']}", f"merge distance = {p['merge_distance']:g}",
-             f"{p['connectivity']}-connectivity", f"min size = {p['min_size']} px"]
-    if p["bilateral"]:
-        shown.append(f"bilateral {p['bilateral']} x (window {p['bilateral_window']}, σ {p['sigma_spatial']:g} px, "
-                     f"{p['sigma_color']:g} ΔE)")
-    lines.append("  parameters: " + ", ".join(shown))
-    if p["min_size"] > 1:
-        lines.append(f"  small-region merging: {info.get('merge_rounds', 0)} round(s)")
-    return lines + _summary_tail(result)
-
-
-def _summary_tail(result: ImsegResult) -> list[str]:
-    s = result.seg
-    info = s.info or {}
-    lines = []
-    dev = info.get("device", result.device)
-    syncs = f"; host synchronisations: {s.syncs}" if dev != "cpu" else ""
-    lines.append(f"  device: {dev}{syncs}")
-    st = stage_times(result)
-    lines.append("  time: " + (", ".join(f"{k} {fmt_seconds(v)}" for k, v in st) + "; total " if st else "")
-                 + fmt_seconds(result.elapsed))
-    f = s.features
-    if f and len(f.get("area", [])):
-        order = np.argsort(-np.asarray(f["area"]), kind="stable")[:8]
-        total = float(np.sum(f["area"]))
-        lines.append("  largest regions: label  area %  centroid (row, col)  mean colour")
-        for i in order:
-            mc = np.asarray(f["intensity_mean"][i]).ravel()
-            col = " ".join(f"{v:.0f}" for v in mc)
-            cy, cx = f["centroid"][i]
-            lines.append(f"    {int(f['label'][i]):6d}  {100 * f['area'][i] / total:5.1f}  ({cy:7.1f}, {cx:7.1f})  {col}")
-    return lines
-
-
-def headline(result: ImsegResult) -> str:
-    what = "superpixel pieces" if result.params.get("method") == "contours" else "clusters"
-    return (f"Segmented {result.data.name} into {result.seg.n_regions:,} regions ({result.seg.n_clusters} {what}) "
-            f"in {fmt_seconds(result.elapsed)} on {result.device}")
 
 
 # ----------------------------------------------------------------------------- exports
@@ -411,7 +363,7 @@ TOOL = Tool(
     name="imseg",
     title="Image segmentation",
     key="imseg",
-    description="Split an image into regions of similar colour (CIELAB k-means, GPU union-find, region features).",
+    description="Split an image into regions that follow its contours (superpixels merged by colour and edge strength; or the paper's CIELAB k-means), with region features.",
     params=PARAMS,
     tab="app.tabs.imseg_tab:ImsegTab",
     command="app.commands.imseg",

@@ -295,7 +295,8 @@ extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const i
 // the merge cost of regions a and b (see contours.py: _merge_cost_np); float32 bits
 __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict__ area,
                                                      const long long* __restrict__ rsum, int a, int b, int len,
-                                                     unsigned long long gs, double g2, double b0, double inv_norm) {
+                                                     unsigned long long gs, double g2, double b0, double inv_norm,
+                                                     double npx, double size_k) {
     double aA = (double)area[a], aB = (double)area[b];
     double dd0 = (double)rsum[3 * a] / aA - (double)rsum[3 * b] / aB;
     double dd1 = (double)rsum[3 * a + 1] / aA - (double)rsum[3 * b + 1] / aB;
@@ -307,6 +308,10 @@ __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict
     double t = bnd + b0;
     double t2 = t * t;
     double cost = (((hm * d2) / ln) * t2) * inv_norm;
+    // the size guard: merges that would cover much of the image cost more (fraction f^3)
+    double f = (aA + aB) / npx;
+    double f3 = (f * f) * f;
+    cost = cost * (1.0 + size_k * f3);
     return __float_as_uint((float)cost);
 }
 
@@ -333,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int* __restrict__ ea, int* __restrict__ eb, int* __restrict__ el, unsigned long long* __restrict__ eg,
     unsigned int* __restrict__ ecost, long long* __restrict__ area, long long* __restrict__ rsum,
     u64* __restrict__ best, int* __restrict__ into, int target, float thr, double g2, double b0, double inv_norm,
-    int max_rounds, int min_area, int* __restrict__ state) {
+    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state) {
     __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK;
     const int t = threadIdx.x, T = blockDim.x;
     const int cap = 1 << logcap;
@@ -370,7 +375,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         // 1. costs and every region's cheapest pair
         for (int e = t; e < E; e += T) {
             int a = ea[e], b = eb[e];
-            unsigned int bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm);
+            unsigned int bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
             ecost[e] = bits;
             atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
             atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));

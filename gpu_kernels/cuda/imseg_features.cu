@@ -170,6 +170,126 @@ extern "C" __global__ void feat_moments(const int* __restrict__ labels, long lon
     }
 }
 
+// ------------------------------------------------------------------ exact central moments
+// The moments as exact integer sums, so the result does not depend on the order the atomics
+// land in (float atomics made moments_central differ between two runs on the GPU): every
+// pixel adds u^i v^j, u = row - anchor_row, v = col - anchor_col (the anchor: the centroid
+// rounded down, so |u|, |v| stay small), as a 128-bit two's-complement integer (two 64-bit
+// words, the low word's carry added to the high one). feat_moments_finish then shifts the
+// sums from the anchor to the centroid (a shift under one pixel: no cancellation).
+__device__ __forceinline__ void ft_mul128(long long a, long long b, u64& lo, u64& hi) {
+#ifdef GPULAB_EMU
+    __int128 p = (__int128)a * (__int128)b;
+    lo = (u64)p;
+    hi = (u64)(p >> 64);
+#else
+    lo = (u64)a * (u64)b;
+    hi = (u64)__mul64hi(a, b);
+#endif
+}
+
+__device__ __forceinline__ void ft_add128(u64& lo, u64& hi, u64 alo, u64 ahi) {
+    u64 s = lo + alo;
+    hi += ahi + (s < lo ? 1ULL : 0ULL);
+    lo = s;
+}
+
+// acc: 32 words per region (lo[16], hi[16]); anchor: 2 per region (row, col)
+extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, long long n, int W,
+                                              const int* __restrict__ order, const long long* __restrict__ anchor,
+                                              u64* __restrict__ acc) {
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
+    if (i0 >= n) return;
+    const long long i1 = lmin(i0 + FT_CHUNK, n);
+    int rl = -1;
+    long long ar = 0, ac = 0;
+    u64 lo[16], hi[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        lo[k] = 0ULL;
+        hi[k] = 0ULL;
+    }
+    for (long long i = i0; i <= i1; ++i) {
+        int l = -2;
+        long long p = 0;
+        if (i < i1) {
+            p = order != 0 ? (long long)order[i] : i;
+            l = labels[p];
+        }
+        if (l != rl) {
+            if (rl > 0) {
+                u64* dst = acc + 32 * (long long)(rl - 1);
+                for (int k = 1; k < 16; ++k) {
+                    u64 old = atomicAdd((unsigned long long*)&dst[k], (unsigned long long)lo[k]);
+                    u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
+                    atomicAdd((unsigned long long*)&dst[16 + k], (unsigned long long)(hi[k] + carry));
+                }
+            }
+            if (i >= i1) break;
+            rl = l;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                lo[k] = 0ULL;
+                hi[k] = 0ULL;
+            }
+            if (l > 0) {
+                ar = anchor[2 * (l - 1)];
+                ac = anchor[2 * (l - 1) + 1];
+            }
+        }
+        if (l <= 0) continue;
+        const long long y = p / W, x = p - y * W;
+        const long long u = y - ar, v = x - ac;
+        const long long pu[4] = {1, u, u * u, u * u * u};
+        const long long pv[4] = {1, v, v * v, v * v * v};
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+                if (a == 0 && b == 0) continue;
+                u64 plo, phi;
+                ft_mul128(pu[a], pv[b], plo, phi);
+                ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ double ft_to_double(u64 lo, u64 hi) {
+    if ((long long)hi < 0) {  // negative: the magnitude is the two's complement
+        u64 nlo = ~lo + 1ULL;
+        u64 nhi = ~hi + (nlo == 0ULL ? 1ULL : 0ULL);
+        return -((double)nhi * 18446744073709551616.0 + (double)nlo);
+    }
+    return (double)hi * 18446744073709551616.0 + (double)lo;
+}
+
+// mu (16 per region) from the exact sums about the anchor and the centroid (double, 2 per region)
+extern "C" __global__ void feat_moments_finish(int R, const u64* __restrict__ acc, const int* __restrict__ area,
+                                               const long long* __restrict__ anchor,
+                                               const double* __restrict__ centroid, double* __restrict__ mu) {
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    const u64* a = acc + 32 * (long long)r;
+    double M[16];
+    M[0] = (double)area[r];
+    for (int k = 1; k < 16; ++k) M[k] = ft_to_double(a[k], a[16 + k]);
+    const double dr = -(centroid[2 * r] - (double)anchor[2 * r]);
+    const double dc = -(centroid[2 * r + 1] - (double)anchor[2 * r + 1]);
+    const double pr[4] = {1.0, dr, dr * dr, (dr * dr) * dr};
+    const double pc[4] = {1.0, dc, dc * dc, (dc * dc) * dc};
+    const double Cb[4][4] = {{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 2, 1, 0}, {1, 3, 3, 1}};
+    for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+            double s = 0.0;
+            for (int k = 0; k <= i; ++k)
+                for (int l = 0; l <= j; ++l) s += ((Cb[i][k] * Cb[j][l]) * (pr[i - k] * pc[j - l])) * M[4 * k + l];
+            mu[16 * (long long)r + 4 * i + j] = s;
+        }
+    }
+    mu[16 * (long long)r] = (double)area[r];
+}
+
 // accumulators' initial values over cap regions: area 0, bbox (INT_MAX, INT_MAX, -1, -1)
 extern "C" __global__ void feat_init_bbox(int* __restrict__ bbox, long long cap) {
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;

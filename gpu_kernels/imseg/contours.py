@@ -19,9 +19,13 @@ Stages (each a pure function, arrays in, arrays out):
    boundary is::
 
        cost = |A||B| / (|A| + |B|) * |mean(A) - mean(B)|^2 / len(A, B) * (mean gradient(A, B) + b0)^2 / sqrt(N)
+              * (1 + k * ((|A| + |B|) / N)^3)
 
    so small regions of similar colour separated by a weak edge merge first, and a strong
-   contour keeps two regions apart even when their colours are close. Each round every
+   contour keeps two regions apart even when their colours are close. The last factor (the
+   size guard, k = ``SIZE_K``) makes a merge that would cover much of the image dearer: one
+   region swallowing most of a photograph is what the probabilistic Rand index punishes
+   hardest (issue 21). Each round every
    region finds its cheapest neighbour; the pairs that choose each other merge (this is the
    order greedy merging would take them in), until the cheapest cost reaches the threshold
    that ``coarseness`` sets, or exactly ``n_segments`` regions are left.
@@ -107,6 +111,9 @@ GSCALE = 8.0
 GMAX = float(1 << 20)
 #: the boundary weight's offset (gradient units)
 B0 = 0.5
+#: the size guard's weight k in (1 + k f^3), f = merged area / image area (chosen on the 200
+#: BSDS500 training images, benchmarks/results/imseg_contours.md)
+SIZE_K = 7.0
 MAX_ROUNDS = 100_000
 NF = 1024
 BLOCK = 1024
@@ -223,8 +230,10 @@ def gradient_np(sm: np.ndarray):
     return G, gq, q
 
 
-def slic_np(sm: np.ndarray, q: np.ndarray, S: int, compactness: float, iterations: int) -> np.ndarray:
-    """SLIC cell of every pixel (int32, 0..K-1)."""
+def slic_np(sm: np.ndarray, q: np.ndarray, S: int, compactness: float, iterations: int,
+            progress=None) -> np.ndarray:
+    """SLIC cell of every pixel (int32, 0..K-1); ``progress`` hears of every iteration."""
+    progress = as_progress(progress)
     _, h, w = sm.shape
     gh, gw = -(-h // S), -(-w // S)
     K = gh * gw
@@ -243,6 +252,7 @@ def slic_np(sm: np.ndarray, q: np.ndarray, S: int, compactness: float, iteration
     qf = [q[c].ravel().astype(np.float64) for c in range(3)]
     lab = np.zeros((h, w), np.int64)
     for it in range(iterations + 1):
+        progress.update(it / (iterations + 1), f"SLIC iteration {it + 1} of {iterations + 1}")
         best = np.zeros((h, w), np.float32)
         lab = np.full((h, w), -1, np.int64)
         for dy in (-1, 0, 1):
@@ -301,7 +311,8 @@ def _aggregate(lo, hi, ln, gs, R):
     return u // R, u % R, el, eg
 
 
-def merge_cost_np(area, rsum, a, b, el, eg, g2: float, b0: float, inv_norm: float) -> np.ndarray:
+def merge_cost_np(area, rsum, a, b, el, eg, g2: float, b0: float, inv_norm: float, npx: float = 1.0,
+                  size_k: float = 0.0) -> np.ndarray:
     """float32 merge costs of the pairs (a, b), as ``ct_cost_bits`` computes them."""
     aA = area[a].astype(np.float64)
     aB = area[b].astype(np.float64)
@@ -316,12 +327,17 @@ def merge_cost_np(area, rsum, a, b, el, eg, g2: float, b0: float, inv_norm: floa
     t = bnd + b0
     t2 = t * t
     cost = (((hm * d2) / ln) * t2) * inv_norm
+    f = (aA + aB) / float(npx)
+    f3 = (f * f) * f
+    cost = cost * (1.0 + float(size_k) * f3)
     return cost.astype(np.float32)
 
 
 def merge_np(graph: dict, target: int, thr: float, inv_norm: float, max_rounds: int = MAX_ROUNDS,
-             min_area: int = 0):
-    """The rounds of ``ct_merge`` on the CPU: ``(into, count, rounds)``."""
+             min_area: int = 0, size_k: float = SIZE_K, progress=None):
+    """The rounds of ``ct_merge`` on the CPU: ``(into, count, rounds)``; ``progress`` hears
+    of every round (the fraction: regions merged away, of those a target count would)."""
+    progress = as_progress(progress)
     R = graph["R"]
     ea, eb, el, eg = graph["ea"], graph["eb"], graph["el"], graph["eg"]
     area = graph["area"].copy()
@@ -329,8 +345,11 @@ def merge_np(graph: dict, target: int, thr: float, inv_norm: float, max_rounds: 
     into = np.arange(R, dtype=np.int64)
     count, rounds = R, 0
     g2, thr32 = 2.0 * GSCALE, f32(thr)
+    npx = float(int(area.sum()))
+    goal = max(1, R - max(target, 1))
     while len(ea) and rounds < max_rounds and not (target > 0 and count <= target):
-        c32 = merge_cost_np(area, rsum, ea, eb, el, eg, g2, B0, inv_norm)
+        progress.update(min(0.99, (R - count) / goal), f"merging: {count:,} regions, round {rounds + 1}")
+        c32 = merge_cost_np(area, rsum, ea, eb, el, eg, g2, B0, inv_norm, npx, size_k)
         bits = c32.view(np.uint32).astype(np.uint64)
         best = np.full(R, np.iinfo(np.uint64).max, np.uint64)
         np.minimum.at(best, ea, (bits << np.uint64(32)) | eb.astype(np.uint64))
@@ -486,7 +505,7 @@ def _logcap(R: int) -> int:
 
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
-                       max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0):
+                       max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K):
     """Build the graph and merge on the device: returns ``(into (R,), state (2,): [count, rounds])``."""
     xp = be.xp
     n = h * w
@@ -514,7 +533,7 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     kernel(be, _SRC, "ct_merge", options=_OPTS)((1,), (BLOCK,), (
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
-        np.int32(max_rounds), np.int32(min_area), state))
+        np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state))
     return into, state
 
 
@@ -647,9 +666,11 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
     with activated(be):
         col = stage_colour(image, sigma=sigma, device=be)
         progress.update(0.2, "superpixels")
-        sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be)
+        sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
+                               progress=progress.sub(0.2, 0.5))
         progress.update(0.5, "merging")
-        mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, device=be)
+        mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, device=be,
+                         progress=progress.sub(0.5, 0.8))
         progress.update(0.8, "region features")
         seg = stage_finish(col, sp, mg, features=features, moments=moments, features_method=features_method,
                            device=be)
@@ -696,7 +717,7 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
 
 
 def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
-                      compactness: float = DEFAULT_COMPACTNESS, device=None) -> dict:
+                      compactness: float = DEFAULT_COMPACTNESS, device=None, progress=None) -> dict:
     """Stage 2: SLIC cells split into 4-connected components (``comps`` 1..R)."""
     be = get_backend(device)
     p = check_params(DEFAULT_COARSENESS, 0, n_superpixels, compactness, DEFAULT_SIGMA)
@@ -705,7 +726,7 @@ def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
     out = {"S": S, "n_superpixels": p["n_superpixels"], "compactness": p["compactness"]}
     if not be.is_gpu:
         t0 = time.perf_counter()
-        cells = slic_np(col["sm"], col["q"], S, p["compactness"], SLIC_ITERATIONS)
+        cells = slic_np(col["sm"], col["q"], S, p["compactness"], SLIC_ITERATIONS, progress)
         comps, R = _label.label_np(cells, 4)
         out.update(comps=comps, R=int(R), t={"superpixels": time.perf_counter() - t0})
         return out
@@ -721,7 +742,7 @@ def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
 
 
 def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, n_segments: int = 0,
-                device=None) -> dict:
+                device=None, progress=None) -> dict:
     """Stages 3 and 4: the region graph and its merging; ``labels`` 1..count."""
     be = get_backend(device)
     p = check_params(coarseness, n_segments, 1, DEFAULT_COMPACTNESS, DEFAULT_SIGMA)
@@ -734,7 +755,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         t0 = time.perf_counter()
         graph = region_graph_np(sp["comps"], R, col["gq"], col["q"])
         t1 = time.perf_counter()
-        into, _, rounds = merge_np(graph, p["n_segments"], thr, inv_norm, min_area=min_area)
+        into, _, rounds = merge_np(graph, p["n_segments"], thr, inv_norm, min_area=min_area, progress=progress)
         seg, count = _resolve(into)
         labels = seg[sp["comps"] - 1].astype(np.int32)
         out.update(labels=labels, count=count, rounds=rounds,

@@ -165,14 +165,20 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         "intensity_mean_lab": (acc["lab_sum"].reshape(-1, 3) / area_f[:, None])[:R],
     }
     if moments:
-        mu = xp.zeros(16 * max(R, 1), dtype=xp.float64)
-        kernel(be, _SRC, "feat_moments", options=_color.CUDA_OPTIONS)(
+        # exact integer sums about the rounded-down centroid (the same on every run; float
+        # atomics were not), then shifted to the centroid
+        R1 = max(R, 1)
+        rc = acc["sum_rc"][:2 * R1].reshape(-1, 2).astype(xp.int64)
+        anchor = xp.ascontiguousarray(rc // xp.maximum(acc["area"][:R1], 1).astype(xp.int64)[:, None])
+        macc = xp.zeros(32 * R1, dtype=xp.uint64)
+        kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS)(
             grid(-(-n // CHUNK), 256), (256,),
-            (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, xp.ascontiguousarray(centroid),
-             mu))
-        mu = mu.reshape(-1, 4, 4)
-        mu[:, 0, 0] = acc["area"]
-        out["moments_central"] = mu[:R]
+            (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
+        mu = xp.empty(16 * R1, dtype=xp.float64)
+        kernel(be, _SRC, "feat_moments_finish", options=_color.CUDA_OPTIONS)(
+            grid(R1, 256), (256,), (np.int32(R), macc, acc["area"], anchor,
+                                    xp.ascontiguousarray(centroid[:R1]), mu))
+        out["moments_central"] = mu.reshape(-1, 4, 4)[:R]
     return out
 
 

@@ -60,6 +60,8 @@ __all__ = [
     "ImageSegmentation",
     "ImsegInputError",
     "segment_image",
+    "stage_quantise",
+    "stage_regions",
     "device_bytes_estimate",
 ]
 
@@ -224,55 +226,128 @@ def segment_image(image, *, k_max: int = DEFAULT_K_MAX, q: int = DEFAULT_Q, iter
     params = dict(p, label_method=label_method, global_step=global_step, weights=weights,
                   features_method=features_method)
     progress.update(0.0, "segmenting")
+    qt = stage_quantise(img, q=q, bilateral=bilateral, bilateral_window=bilateral_window, sigma_spatial=sigma_spatial,
+                        sigma_color=sigma_color, weights=weights, features_method=features_method, device=be,
+                        progress=progress.sub(0.0, 0.2))
+    return stage_regions(qt, k_max=k_max, iterations=iterations, merge_distance=merge_distance,
+                         connectivity=connectivity, min_size=min_size, features=features, moments=moments,
+                         label_method=label_method, global_step=global_step, features_method=features_method,
+                         device=be, progress=progress.sub(0.2, 1.0), _params=params)
+
+
+# --------------------------------------------------------------------------- stages
+# The pipeline in two stages, so that the window re-runs only the second when a k-means,
+# labelling or merging parameter changes (issue 20): stage_quantise (upload, CIELAB, the
+# bilateral filter, the quantised codes and their histogram) and stage_regions (k-means,
+# connected components, small-region merging, features, download). Neither changes its
+# input: the stage cache may hand the same quantise output to many runs.
+def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATERAL,
+                   bilateral_window: int = DEFAULT_BILATERAL_WINDOW, sigma_spatial: float = DEFAULT_SIGMA_SPATIAL,
+                   sigma_color: float = DEFAULT_SIGMA_COLOR, weights: str = _km.DEFAULT_WEIGHTS,
+                   features_method: str = "auto", device=None, progress=None) -> dict:
+    """Stage 1 of :func:`segment_image`: the checked image, CIELAB (bilateral-filtered when
+    ``bilateral``) and the quantised colour codes, on the device when there is one."""
+    progress = as_progress(progress)
+    be = get_backend(device)
+    img, h, w, c = as_image(image)
+    q = _color.check_q(q)
+    win, ss, sr, passes = _color.check_bilateral(bilateral_window, sigma_spatial, sigma_color, bilateral)
+    if weights not in _km.WEIGHT_METHODS:
+        raise ImsegInputError(f"weights must be one of {', '.join(_km.WEIGHT_METHODS)}, got {weights!r}")
+    fm = _feat.DEFAULT_METHOD if features_method == "auto" else features_method
+    out = {"img": img, "h": h, "w": w, "c": c, "q": q, "bilateral": passes, "weights": weights, "device": be.label}
     if not be.is_gpu:
-        return _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params)
-    need = device_bytes_estimate(h, w, c, img.dtype.itemsize, bilateral=p["bilateral"], q=p["q"], weights=weights,
-                                 features_method=features_method)
+        t0 = time.perf_counter()
+        lab = _color.lab_np(img)
+        t_lab = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lab_f = lab
+        if passes:
+            lab_f = _color.bilateral_np(lab, win, ss, sr, passes, progress.sub(0.0, 0.9, "bilateral"))
+        t_bil = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        codes = _color.codes_np(lab_f, q)
+        out.update(lab=lab, lab_f=lab_f, codes=codes,
+                   t={"bilateral": t_bil, "quantise": time.perf_counter() - t0 + t_lab})
+        return out
+    need = device_bytes_estimate(h, w, c, img.dtype.itemsize, bilateral=passes, q=q, weights=weights,
+                                 features_method=fm)
     free, _ = be.mem_info()
     if need > 0.9 * free:
         max_px = int(h * w * (0.9 * free) / need)
         raise TooLargeError(h * w, max_px, unit="pixels", where="the GPU",
                             remedy="downscale the image or segment it on the CPU (--device cpu)")
     with activated(be):
-        return _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_step, weights,
-                            features_method, progress, params)
+        xp = be.xp
+        n = h * w
+        timer = StageTimer(be)
+        img_d = xp.asarray(img)
+        timer.mark("upload")
+        hist = xp.zeros(1 << (3 * q), dtype=xp.uint32) if weights == "histogram" else None
+        lab_d = None
+        if passes:
+            progress.update(0.1, "bilateral filter")
+            lab0 = _color.lab_device(be, img_d, n, c)
+            lab_d = _color.bilateral_device(be, lab0, h, w, win, ss, sr, passes)
+            del lab0
+        timer.mark("bilateral")
+        codes = _color.codes_device(be, img_d, n, c, q, hist=hist, lab_d=lab_d)
+        timer.mark("quantise")
+        out.update(img_d=img_d, lab_d=lab_d, codes=codes, hist=hist, timer=timer)
+    return out
 
 
-def _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params) -> ImageSegmentation:
-    t = {}
+def stage_regions(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEFAULT_ITERATIONS,
+                  merge_distance: float = DEFAULT_MERGE_DISTANCE, connectivity: int = DEFAULT_CONNECTIVITY,
+                  min_size: int = DEFAULT_MIN_SIZE, features: bool = True, moments: bool = True,
+                  label_method: str = "auto", global_step: str = _label.DEFAULT_GLOBAL_STEP,
+                  features_method: str = "auto", device=None, progress=None, _params=None) -> ImageSegmentation:
+    """Stage 2 of :func:`segment_image` on a :func:`stage_quantise` output: k-means, connected
+    components, small-region merging and the region features, brought to the host."""
+    progress = as_progress(progress)
+    be = get_backend(device)
+    k_max, iterations, merge_distance = _km.check_kmeans(k_max, iterations, merge_distance)
+    conn = _label.check_connectivity(connectivity)
+    S = _merge.check_min_size(min_size)
+    if label_method == "auto":
+        label_method = _label.DEFAULT_METHOD_GPU if be.is_gpu else "scipy"
+    if features_method == "auto":
+        features_method = _feat.DEFAULT_METHOD
+    p = dict(k_max=k_max, q=qt["q"], iterations=iterations, merge_distance=merge_distance, bilateral=qt["bilateral"],
+             connectivity=conn, min_size=S)
+    params = _params or dict(p, label_method=label_method, global_step=global_step, weights=qt["weights"],
+                             features_method=features_method)
+    if not be.is_gpu:
+        return _segment_cpu(qt, p, features, moments, progress, params)
+    with activated(be):
+        return _segment_gpu(be, qt, p, features, moments, label_method, global_step, features_method, progress,
+                            params)
+
+
+def _segment_cpu(qt, p, features, moments, progress, params) -> ImageSegmentation:
+    img, h, w = qt["img"], qt["h"], qt["w"]
+    t = dict(qt["t"])
+    progress.update(0.0, "k-means")
     t0 = time.perf_counter()
-    lab = _color.lab_np(img)
-    t_lab = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    lab_f = lab
-    if p["bilateral"]:
-        lab_f = _color.bilateral_np(lab, p["bilateral_window"], p["sigma_spatial"], p["sigma_color"], p["bilateral"],
-                                    progress.sub(0.0, 0.3, "bilateral"))
-    t["bilateral"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    codes = _color.codes_np(lab_f, p["q"])
-    t["quantise"] = time.perf_counter() - t0 + t_lab
-    progress.update(0.3, "k-means")
-    t0 = time.perf_counter()
-    clusters, centres, n_colours = _km.kmeans_np(codes, h, w, p["q"], p["k_max"], p["iterations"],
-                                                 p["merge_distance"], weights)
+    clusters, centres, n_colours = _km.kmeans_np(qt["codes"], h, w, p["q"], p["k_max"], p["iterations"],
+                                                 p["merge_distance"], qt["weights"])
     clusters = clusters.reshape(h, w)
     t["kmeans"] = time.perf_counter() - t0
-    progress.update(0.45, "connected components")
+    progress.update(0.3, "connected components")
     t0 = time.perf_counter()
     labels, R = _label.label_np(clusters, p["connectivity"])
     t["labelling"] = time.perf_counter() - t0
     rounds = 0
     t0 = time.perf_counter()
     if p["min_size"] > 1:
-        progress.update(0.6, "merging small regions")
-        labels, R, rounds = _merge.merge_np(labels, R, lab_f, p["min_size"], p["connectivity"])
+        progress.update(0.5, "merging small regions")
+        labels, R, rounds = _merge.merge_np(labels, R, qt["lab_f"], p["min_size"], p["connectivity"])
     t["min_size"] = time.perf_counter() - t0
     feats = {}
     t0 = time.perf_counter()
     if features:
-        progress.update(0.75, "region features")
-        feats = _feat.features_np(labels, R, img, lab=lab, moments=moments)
+        progress.update(0.7, "region features")
+        feats = _feat.features_np(labels, R, img, lab=qt["lab"], moments=moments)
     t["features"] = time.perf_counter() - t0
     t["total"] = sum(t.values())
     progress.update(1.0, "done")
@@ -282,32 +357,20 @@ def _segment_cpu(img, h, w, c, p, features, moments, weights, progress, params) 
                                    "merge_rounds": rounds, "sync_reasons": []})
 
 
-def _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_step, weights, features_method,
-                 progress, params) -> ImageSegmentation:
+def _segment_gpu(be, qt, p, features, moments, label_method, global_step, features_method, progress,
+                 params) -> ImageSegmentation:
     xp = be.xp
-    n = h * w
-    q = p["q"]
+    h, w, c, img_d = qt["h"], qt["w"], qt["c"], qt["img_d"]
     timer = StageTimer(be)
     syncs = SyncCounter()
-    img_d = xp.asarray(img)
-    timer.mark("upload")
-    hist = xp.zeros(1 << (3 * q), dtype=xp.uint32) if weights == "histogram" else None
-    lab_d = None
-    if p["bilateral"]:
-        progress.update(0.05, "bilateral filter")
-        lab0 = _color.lab_device(be, img_d, n, c)
-        lab_d = _color.bilateral_device(be, lab0, h, w, p["bilateral_window"], p["sigma_spatial"],
-                                        p["sigma_color"], p["bilateral"])
-        del lab0
-    timer.mark("bilateral")
-    codes = _color.codes_device(be, img_d, n, c, q, hist=hist, lab_d=lab_d)
-    timer.mark("quantise")
-    progress.update(0.2, "k-means")
-    clusters, centres, k_d, m_d = _km.kmeans_device(be, codes, h, w, q, p["k_max"], p["iterations"],
-                                                    p["merge_distance"], hist, weights)
+    progress.update(0.0, "k-means")
+    # k-means replaces the codes by cluster ids in place: work on a copy (the stage cache keeps qt)
+    hist = qt["hist"].copy() if qt["hist"] is not None else None
+    clusters, centres, k_d, m_d = _km.kmeans_device(be, qt["codes"].copy(), h, w, p["q"], p["k_max"],
+                                                    p["iterations"], p["merge_distance"], hist, qt["weights"])
     del hist
     timer.mark("kmeans")
-    progress.update(0.35, "connected components")
+    progress.update(0.2, "connected components")
     if label_method == "unionfind":
         labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None, global_step)
     else:
@@ -317,9 +380,9 @@ def _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_st
     R, k, n_colours = (int(v) for v in meta)
     rounds = 0
     if p["min_size"] > 1:
-        progress.update(0.5, "merging small regions")
+        progress.update(0.4, "merging small regions")
         R, rounds = _merge.merge_device(be, labels_d, R, h, w, p["min_size"], p["connectivity"], img_d, c,
-                                        lab_d=lab_d, syncs=syncs)
+                                        lab_d=qt["lab_d"], syncs=syncs)
     timer.mark("min_size")
     feats_d = {}
     if features:
@@ -338,7 +401,8 @@ def _segment_gpu(be, img, h, w, c, p, features, moments, label_method, global_st
         centres_h = asnumpy(centres)[:k].copy()
         feats = {key: np.array(asnumpy(v)) for key, v in feats_d.items()}
     timer.mark("download")
-    timings = timer.result()
+    timings = {**qt["timer"].result(), **timer.result()}
+    timings["total"] = float(sum(v for k2, v in timings.items() if k2 != "total"))
     progress.update(1.0, "done")
     return ImageSegmentation(labels=labels, clusters=clusters_h, n_regions=R, n_clusters=k, centres=centres_h,
                              features=feats, timings=timings, syncs=syncs.count,

@@ -146,3 +146,34 @@ def test_stage_cache_reruns_only_the_merge():
     full = imseg.run(data, p2, device=cpu)
     np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
     assert r2.seg.n_regions > r1.seg.n_regions
+
+
+def test_kmeans_parameter_does_not_rerun_cielab():
+    """With the paper's pipeline, a k-means parameter re-runs only the segment stage (issue 20):
+    CIELAB and the quantised colours come from the cache, with the full run's labels."""
+    from app.tools.stages import StageCache
+
+    data = imseg.load(imseg.samples()[0])
+    cpu = get_backend("cpu")
+    cache = StageCache(cap_bytes=1 << 30)
+    p = imseg.PARAMS.validate({"method": "kmeans"})
+    _, rep1 = imseg.PIPELINE.execute(data, p, device=cpu, cache=cache, scope="k")
+    assert {"quantise", "segment"} <= set(rep1.ran)
+    for change in ({"k_max": 16}, {"merge_distance": 10.0}, {"min_size": 64}, {"connectivity": 4}):
+        p2 = imseg.PARAMS.validate({"method": "kmeans", **change})
+        r2, rep2 = imseg.PIPELINE.execute(data, p2, device=cpu, cache=cache, scope="k")
+        assert "quantise" in rep2.reused and "quantise" not in rep2.ran, change
+        assert "segment" in rep2.ran
+        full = imseg.run(data, p2, device=cpu)
+        np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
+    p3 = imseg.PARAMS.validate({"method": "kmeans", "q": 4})
+    _, rep3 = imseg.PIPELINE.execute(data, p3, device=cpu, cache=cache, scope="k")
+    assert "quantise" in rep3.ran
+
+
+def test_segments_field_is_auto_by_default():
+    """The Segments parameter reads 'auto' (the coarseness decides), not 0."""
+    par = imseg.PARAMS["n_segments"]
+    assert par.auto and par.is_auto(par.default) and par.to_text(par.default) == "auto"
+    assert imseg.PARAMS.validate({"n_segments": "auto"})["n_segments"] == 0
+    assert imseg.PARAMS.validate({"n_segments": 12})["n_segments"] == 12

@@ -1,0 +1,86 @@
+"""The image segmentation tool's summary: the lines ``gpulab imseg`` prints and the window's
+summary pane shows, the headline, the stage times (split from :mod:`app.tools.imseg`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpu_kernels.lazy import lazy_module
+
+from .base import fmt_seconds
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .imseg import ImsegResult
+else:
+    np = lazy_module("numpy")
+
+__all__ = ["STAGE_NAMES", "stage_times", "summary", "headline"]
+
+STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
+               "labelling": "components", "min_size": "min size", "features": "features", "download": "download",
+               "colour": "CIELAB + gradient", "superpixels": "superpixels", "graph": "region graph",
+               "merge": "merging"}
+
+
+def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
+    """(stage, seconds) of the stages that ran (the bilateral filter only when it was on)."""
+    t = getattr(result.seg, "timings", {}) or {}
+    skip = {"total"} | ({"bilateral"} if not result.params.get("bilateral") else set())
+    return [(STAGE_NAMES.get(k, k), float(v)) for k, v in t.items() if k not in skip and v > 0]
+
+
+def summary(result: ImsegResult) -> list[str]:
+    """Image, regions, clusters, parameters, device, time per stage, the largest regions."""
+    d, s = result.data, result.seg
+    info = s.info or {}
+    lines = [f"{d.name}: {d.describe()}"]
+    p = result.params
+    if p.get("method", "kmeans") == "contours":
+        lines.append(f"  regions: {s.n_regions:,}, merged from {info.get('superpixels', 0):,} superpixel pieces "
+                     f"in {info.get('merge_rounds', 0)} round(s)")
+        target = f"{p['n_segments']} segments" if p["n_segments"] else f"coarseness {p['coarseness']:g}"
+        lines.append(f"  parameters: contours, {target}, {p['n_superpixels']} superpixels, compactness "
+                     f"{p['compactness']:g}, blur σ {p['sigma']:g} px")
+        return lines + _summary_tail(result)
+    lines.append(f"  regions: {s.n_regions:,}; clusters: {s.n_clusters} of at most {result.params['k_max']}; "
+                 f"occupied quantised colours: {info.get('n_colours', '?'):,}")
+    shown = [f"Q = {p['q']}", f"iterations = {p['iterations']}", f"merge distance = {p['merge_distance']:g}",
+             f"{p['connectivity']}-connectivity", f"min size = {p['min_size']} px"]
+    if p["bilateral"]:
+        shown.append(f"bilateral {p['bilateral']} x (window {p['bilateral_window']}, σ {p['sigma_spatial']:g} px, "
+                     f"{p['sigma_color']:g} ΔE)")
+    lines.append("  parameters: " + ", ".join(shown))
+    if p["min_size"] > 1:
+        lines.append(f"  small-region merging: {info.get('merge_rounds', 0)} round(s)")
+    return lines + _summary_tail(result)
+
+
+def _summary_tail(result: ImsegResult) -> list[str]:
+    s = result.seg
+    info = s.info or {}
+    lines = []
+    dev = info.get("device", result.device)
+    syncs = f"; host synchronisations: {s.syncs}" if dev != "cpu" else ""
+    lines.append(f"  device: {dev}{syncs}")
+    st = stage_times(result)
+    lines.append("  time: " + (", ".join(f"{k} {fmt_seconds(v)}" for k, v in st) + "; total " if st else "")
+                 + fmt_seconds(result.elapsed))
+    f = s.features
+    if f and len(f.get("area", [])):
+        order = np.argsort(-np.asarray(f["area"]), kind="stable")[:8]
+        total = float(np.sum(f["area"]))
+        lines.append("  largest regions: label  area %  centroid (row, col)  mean colour")
+        for i in order:
+            mc = np.asarray(f["intensity_mean"][i]).ravel()
+            col = " ".join(f"{v:.0f}" for v in mc)
+            cy, cx = f["centroid"][i]
+            lines.append(f"    {int(f['label'][i]):6d}  {100 * f['area'][i] / total:5.1f}  ({cy:7.1f}, {cx:7.1f})  {col}")
+    return lines
+
+
+def headline(result: ImsegResult) -> str:
+    what = "superpixel pieces" if result.params.get("method") == "contours" else "clusters"
+    return (f"Segmented {result.data.name} into {result.seg.n_regions:,} regions ({result.seg.n_clusters} {what}) "
+            f"in {fmt_seconds(result.elapsed)} on {result.device}")
