@@ -38,6 +38,10 @@ at labels):
   cross-validation folds, 1.8 before);
 * the boundary cut solves every fuzzy region in one maximum-flow problem
   (``boundary.CUT_MODE = "batched"``: 0.1719 against 0.1715 for one problem per region);
+* merges count a boundary between clusters of different thickness as stronger
+  (``dualgraph.SDF_MERGE = 0.5``, :mod:`gpu_kernels.mesh.thickness`: the shrinking-ball
+  shape diameter at the working resolution), so thin parts that meet a thick body over
+  smooth surface (fins, tails, handles) stay parts (issue 22, chosen in all 19 folds);
 * ``epsilon = 0.04``; fuzziness is measured on the two best memberships renormalised over
   the pair (Katz & Tal's binary rule, see :func:`gpu_kernels.mesh.boundary.fuzzy_faces`).
   The returned memberships are those of the final parts
@@ -45,9 +49,11 @@ at labels):
   always its own part.
 
 Scores (Rand Index error, Princeton protocol, 76 meshes): cross-validated (mean of the 19
-held-out folds of the selection among the quick candidates) 0.178 with the protocol's k and
-0.195 with k = auto; these defaults on all 76 meshes 0.176 and 0.186 (k inside the human range
-on 52 of 76); ``consensus=True`` 0.165 and 0.187 (59 of 76), about three times the work.
+held-out folds of the selection among the quick candidates) 0.161 with the protocol's k and
+0.177 with k = auto (0.178 and 0.195 without the thickness contrast); these defaults on all
+76 meshes the same (SDF_MERGE was chosen in every fold), k inside the human range on 48 of
+76; ``consensus=True`` (without the thickness contrast) 0.165 and 0.187, about three times
+the work.
 """
 
 from __future__ import annotations

@@ -43,8 +43,9 @@ def test_thickness_does_not_depend_on_the_winding():
     np.testing.assert_allclose(a, b, rtol=1e-9)
 
 
-def test_thickness_is_off_by_default_and_only_where_clustered(monkeypatch):
+def test_thickness_only_when_used(monkeypatch):
     v, f, _ = _fish()
+    monkeypatch.setattr(dualgraph, "SDF_MERGE", 0.0)
     assert dual_graph(v, f, delta=0.05, eta_convex=0.02).thickness is None
     monkeypatch.setattr(dualgraph, "SDF_MERGE", 0.5)
     g = dual_graph(v, f, delta=0.05, eta_convex=0.02)
@@ -71,13 +72,26 @@ def test_a_boundary_between_thin_and_thick_clusters_is_stronger(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_cpu_and_gpu_agree_with_the_thickness_on(monkeypatch):
+def test_cpu_and_gpu_agree_with_the_thickness_on():
     from gpu_kernels.mesh import segment_mesh
     from gpu_kernels.mesh.metrics import rand_index_error
 
-    monkeypatch.setattr(dualgraph, "SDF_MERGE", 0.5)
+    assert dualgraph.SDF_MERGE > 0   # the default
     v, f, _ = _fish()
     for k in ("auto", 4):
         cpu = segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
         gpu = segment_mesh(v, f, k=k, device="cuda")
         assert gpu.k == cpu.k and rand_index_error(gpu.labels, cpu.labels) < 0.01
+
+
+def test_the_full_resolution_graph_gets_no_thickness_when_a_working_resolution_is_clustered():
+    """The thickness is measured where the clustering and the merges happen, not on the
+    full mesh that is only re-cut (speed)."""
+    from gpu_kernels.mesh import segment as segmod
+    from gpu_kernels.mesh.simplify import available_simplifiers
+
+    if not available_simplifiers():
+        pytest.skip("no simplifier here: the full resolution is clustered")
+    v, f, _ = _fish()
+    prep = segmod.prepare_mesh(v, f, max_faces=2000, device="cpu", apsp_method="cpu")
+    assert prep.graph.thickness is None and prep.working[0][1].thickness is not None
