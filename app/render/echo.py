@@ -13,11 +13,12 @@ import numpy as np
 from gpu_kernels.echo import maps as _maps
 
 from ..io import image_io
+from .choices import ECHO_MAP_KINDS
 
 __all__ = ["MAP_KINDS", "COLORMAPS", "MAP_RANGES", "slice_maps", "colorize", "map_range", "arrow_grid",
            "render_slices"]
 
-MAP_KINDS = ("Magnitude", "Jacobian determinant", "Divergence", "None")
+MAP_KINDS = ECHO_MAP_KINDS   # the display Param "overlay" of the echo tool takes them from app.render.choices
 #: colour maps as control points (value in 0..1, RGB): shared by the tab and the PNG export
 COLORMAPS = {
     "Magnitude": [(0.0, (68, 1, 84)), (0.25, (59, 82, 139)), (0.5, (33, 145, 140)), (0.75, (94, 201, 98)),

@@ -70,7 +70,7 @@ from ..tools.base import Export, Job, Tool, fmt_seconds, resources_dir, run_stag
 from ..tools.params import ParameterError
 from ..tools.stages import shared_cache
 from ..ui.forms import ParamForm
-from ..ui.settings import make_settings, restore_widgets, save_widgets
+from ..ui.settings import make_settings, restore_widgets, save_widgets, set_widget_value, widget_value
 from ..ui.view3d import View3D
 from ..ui.widgets import balance_splitter, fit_scroll_width
 from ..ui.worker import JobRunner
@@ -432,9 +432,10 @@ class ToolTab(QWidget):
         v.addWidget(self.stage_label)
 
         controls = self.build_controls()
+        self._bind_display_widgets()
         export_opts = {p for e in self.tool.exports for p in e.options.values()}
         if self.form.display_widget is not None and any(  # the tool's display-only parameters, in the Display group
-                p.display and p.name not in export_opts for p in self.tool.params):
+                p.display and p.name not in export_opts and p.name not in self._bound for p in self.tool.params):
             g = next((w for w in controls if isinstance(w, QGroupBox) and w.title().replace("&", "") == "Display"
                       and w.layout() is not None), None)
             if g is None:
@@ -808,22 +809,84 @@ class ToolTab(QWidget):
             self._history_timer.start()
         display = set(self.tool.params.display_names())
         if self.result is not None and self._shown_params is not None and any(n in display for n in changed):
-            self._redisplay(new)
+            self._redisplay(new, changed)
         shown = self._shown_params or {}
         needs_run = any(new[n] != shown.get(n) for n in self.tool.params.compute_names())
         if needs_run and self.live_enabled() and self.data is not None:
             self._live_timer.start()
             self._say_cost([n for n in changed if n not in display])
 
-    def _redisplay(self, params: dict) -> None:
-        """Apply the display-only parameters to the shown result (no job)."""
+    # ------------------------------------------------------------------ display Params bound to widgets
+    #: the tool's display-only Params a widget of the tab shows, ``{param: "attribute"}`` or
+    #: ``{param: ("attribute", scale)}`` (a 0..100 slider for a 0..1 opacity has scale 100). The
+    #: Param is the one declaration (presets, history, Copy command, settings); the widget
+    #: stays the tab's, and the generated field of the form is hidden.
+    display_bindings: dict = {}
+    _bound: dict = {}
+
+    def _bind_display_widgets(self) -> None:
+        self._bound: dict[str, tuple[QWidget, float]] = {}
+        for name, spec in self.display_bindings.items():
+            attr, scale = (spec, 1.0) if isinstance(spec, str) else spec
+            w = getattr(self, attr, None)
+            if w is None or name not in self.tool.params or not self.tool.params[name].display:
+                log.warning("%s: cannot bind the display parameter %r to %r", self.title, name, attr)
+                continue
+            self._bound[name] = (w, float(scale))
+            self.form.hide(name)
+            self._widget_to_form(name)       # the tab's widget holds the declared default already
+            for sig in ("currentTextChanged", "toggled", "valueChanged"):
+                if hasattr(w, sig):
+                    getattr(w, sig).connect(lambda *_a, n=name: self._widget_to_form(n))
+                    break
+        if self._bound:
+            self.form.changed.connect(self._form_to_widgets)
+
+    def _widget_to_form(self, name: str) -> None:
+        w, scale = self._bound[name]
+        v = widget_value(w)
+        p = self.tool.params[name]
+        v = v / scale if scale != 1.0 else v
+        v = round(v, 6) if p.type is float else p.type(v)
+        if self.form.raw_values().get(name) != v:
+            self.form.set_value(name, v)
+
+    def _form_to_widgets(self) -> None:
+        vals = self.form.raw_values()
+        for name, (w, scale) in self._bound.items():
+            v = vals.get(name)
+            if v is None:
+                continue
+            cur = widget_value(w)
+            if isinstance(cur, bool):
+                want = bool(v)
+            elif isinstance(cur, int):
+                want = int(round(v * scale))
+            elif isinstance(cur, float):
+                want = float(v) * scale
+            else:
+                want = str(v)
+            if cur != want:
+                set_widget_value(w, want)       # the widget's own signal redraws the view
+
+    def bound_display_widget(self, name: str) -> QWidget | None:
+        """The tab's widget bound to the display Param ``name`` (None if the form shows it)."""
+        return self._bound.get(name, (None, 0))[0]
+
+    def _redisplay(self, params: dict, changed: list[str] | None = None) -> None:
+        """Apply the display-only parameters to the shown result (no job). Parameters bound to
+        the tab's own widgets (:attr:`display_bindings`) were redrawn by those widgets already."""
         import time
 
         t0 = time.perf_counter()
         self.result = self.tool.apply_display(self.result, params)
         self._shown_params = {**self._shown_params, **{n: params[n] for n in self.tool.params.display_names()}}
+        display = set(self.tool.params.display_names())
+        bound_only = changed is not None and self.tool.display is None and \
+            all(n in self._bound for n in changed if n in display)
         try:
-            self.show_result(self.result)
+            if not bound_only:
+                self.show_result(self.result)
         except Exception as exc:  # noqa: BLE001
             log.error("%s: redrawing failed: %s", self.title, exc)
             return

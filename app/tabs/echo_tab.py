@@ -44,6 +44,9 @@ MOTIONS = ("From the reference frame", "To the next frame")
 
 class EchoTab(ToolTab):
     tool = echo.TOOL
+    #: the tool's display Params shown by this tab's widgets (ToolTab.display_bindings)
+    display_bindings = {"motion": "motion_combo", "overlay": "overlay_combo", "opacity": ("opacity_slider", 100),
+                        "arrows": "arrows_check", "arrow_step": "step_spin", "arrow_scale": "scale_spin"}
     run_label = "Estimate motion"
 
     def __init__(self, parent: QWidget | None = None, *, host=None):

@@ -61,6 +61,11 @@ def _slider(value: int, tip: str) -> QSlider:
 
 class FlowTab(ToolTab):
     tool = flow.TOOL
+    #: the tool's display Params shown by this tab's widgets (ToolTab.display_bindings)
+    display_bindings = {"flow_style": "style_combo", "flow_opacity": ("flow_opacity", 100),
+                        "quality_overlay": "quality_overlay", "quality_opacity": ("quality_opacity", 100),
+                        "hide_below": "threshold", "arrow_spacing": "spacing", "max_flow": "max_flow",
+                        "right_view": "right_combo"}
     run_label = "Compute flow"
 
     # ------------------------------------------------------------------ building

@@ -45,6 +45,9 @@ PREVIEW_INTERVAL_S = 0.15
 
 class MvsTab(ToolTab):
     tool = mvs.TOOL
+    #: the tool's display Params shown by this tab's widgets (ToolTab.display_bindings)
+    display_bindings = {"show": "show_combo", "min_confidence": ("threshold", 100), "cloud": "cloud_combo",
+                        "frusta": "frusta_check"}
     run_label = "Reconstruct"
 
     #: (view index, depth copy, info) from the worker thread, for the live preview

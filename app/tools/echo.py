@@ -33,6 +33,7 @@ from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.lazy import lazy_function, lazy_module
 
 from ..io.atomic import write_lines
+from . import display_params as _display
 from .base import Export, Tool, ToolResult, fmt_seconds
 from .echo_data import (  # noqa: F401 - the inputs, re-exported: echo.load, echo.EchoData, ...
     ACDC_ED,
@@ -145,6 +146,7 @@ PARAMS = ParamSet([
     Param("reference", int, 0, "Reference",
           "Frame the trajectories start from (end-diastole); negative counts from the end.",
           minimum=-10000, maximum=10000, library_name="", metavar="R"),
+    *_display.ECHO,  # display only (app/tools/display_params.py): redrawn without a job
 ])
 
 LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "tol", "solver", "omega", "variant",

@@ -34,6 +34,7 @@ from gpu_kernels.lazy import lazy_function, lazy_module
 
 from ..io import formats as _formats
 from ..io.atomic import write_lines
+from . import display_params as _display
 from .base import BatchItem, Tool, ToolResult, fmt_seconds, samples_in
 from .flow_data import (  # noqa: F401 - the input, re-exported: flow.load, flow.FlowData, ...
     FlowData,
@@ -173,6 +174,7 @@ PARAMS = ParamSet([
           "as one piece). 'off' tiles only when the image does not fit the device.",
           minimum=64, maximum=1 << 20, optional=True, typical=4096, unit="px", advanced=True, metavar="T",
           used_when=lambda v: v["method"] == "bm"),
+    *_display.FLOW,  # display only (app/tools/display_params.py): redrawn without a job
 ])
 
 

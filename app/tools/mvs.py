@@ -34,6 +34,7 @@ from gpu_kernels.lazy import lazy_function, lazy_module
 from gpu_kernels.mvs import defaults as _md
 
 from ..io.atomic import atomic_output_dir, check_output_dir, write_lines
+from . import display_params as _display
 from .base import BatchItem, Export, Tool, ToolResult, fmt_seconds, resources_dir
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
@@ -112,6 +113,7 @@ PARAMS = ParamSet([
     Param("fuse_tol", float, _md.FUSE_TOL, "Fusion: depth tolerance",
           "Relative depth difference within which two views agree.", minimum=0.0, min_open=True,
           maximum=0.5, step=0.005, decimals=3, advanced=True, metavar="TOL"),
+    *_display.MVS,  # display only (app/tools/display_params.py): redrawn without a job
 ])
 
 

@@ -225,6 +225,7 @@ class ParamForm(QWidget):
 
             self.advanced_button.toggled.connect(toggle)
         self._rows: dict[str, QFormLayout] = {}
+        self._hidden: set[str] = set()
         # display-only parameters (Param.display) get their own form, which the tab shows in
         # its Display group: editing them redraws the result without a job
         self.display_widget: QWidget | None = None
@@ -248,10 +249,15 @@ class ParamForm(QWidget):
 
     def _update_used(self) -> None:
         """Hide the parameters the others make unused (Param.used_when: flow's block size
-        under the refinement)."""
+        under the refinement), and those a tab shows with its own widget (:meth:`hide`)."""
         unused = set(self.params.unused(self.raw_values())) if hasattr(self.params, "unused") else set()
         for name, lay in self._rows.items():
-            lay.setRowVisible(self.fields[name].widget, name not in unused)
+            lay.setRowVisible(self.fields[name].widget, name not in unused and name not in self._hidden)
+
+    def hide(self, name: str) -> None:
+        """Never show the row of ``name`` (a tab binds the parameter to a widget of its own)."""
+        self._hidden.add(name)
+        self._update_used()
 
     def is_shown(self, name: str) -> bool:
         """Whether the row of ``name`` is shown (not hidden as unused)."""
