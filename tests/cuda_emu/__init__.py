@@ -15,7 +15,10 @@ scalars of the parameter's width and kind (a Python int or a float64 for a ``flo
 error, since CuPy would pass it with another width); C-contiguous arrays whose element
 matches the pointer's type; at most 1024 threads and the kernel's ``__launch_bounds__``;
 more than 48 KiB of dynamic shared memory only after ``max_dynamic_shared_size_bytes`` was
-raised. A barrier that cannot be reached is reported as a deadlock, not a hang.
+raised. A barrier that cannot be reached is reported as a deadlock, not a hang. Blocks, and
+the threads of a block, run in a shuffled order (the same for the same kernel and launch
+shape), since CUDA promises none;
+``GPULAB_EMU_ORDER=inorder`` runs them in index order.
 
 Timing means nothing here, and inputs must stay small (one CPU core runs every thread).
 
@@ -36,6 +39,7 @@ import subprocess
 import tempfile
 import threading
 import types
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +50,7 @@ from gpu_kernels.backend import Backend, cuda_include_dir
 __all__ = ["available", "compiler", "emu_backend", "EmuBackend", "EmuArray", "EmuError", "xp", "compile_module"]
 
 HEADER = Path(__file__).resolve().parent / "cuda_emu.h"
-_VERSION = "2"   # bump when the generated wrapper changes
+_VERSION = "3"   # bump when the generated wrapper changes
 
 
 class EmuError(RuntimeError):
@@ -302,9 +306,9 @@ def _build(name: str, defines: dict, options) -> tuple[Path, dict[str, _Kernel]]
         args = ", ".join(f"*({p.ctype}*)a[{i}]" for i, p in enumerate(k.params))
         lines.append(
             f'extern "C" int emu_{k.name}(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, '
-            f"unsigned bz, unsigned long long smem, void** a) {{\n"
+            f"unsigned bz, unsigned long long smem, unsigned long long seed, void** a) {{\n"
             f"  auto body = [&]() {{ {k.name}({args}); }};\n"
-            f"  return emu::launch(dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, smem, {str(k.fibers).lower()}, body);\n}}")
+            f"  return emu::launch(dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, smem, {str(k.fibers).lower()}, seed, body);\n}}")
     code = "\n".join(lines) + "\n"
     flags = ["-O1", "-shared", "-fPIC", "-w", "-ffp-contract=off", "-fno-strict-aliasing", "-U_FORTIFY_SOURCE",
              "-D_FORTIFY_SOURCE=0"]
@@ -328,6 +332,31 @@ _launch_lock = threading.Lock()
 _capture: list | None = None
 
 
+def _order_seed() -> int:
+    """``GPULAB_EMU_ORDER``: ``shuffle`` (the default) runs the blocks and the threads of each
+    block of every launch in a shuffled order, ``inorder`` in index order, an integer shuffles
+    from that seed."""
+    v = os.environ.get("GPULAB_EMU_ORDER", "shuffle").strip().lower()
+    if v in ("", "shuffle"):
+        return 0x9E3779B97F4A7C15
+    if v in ("inorder", "0", "none"):
+        return 0
+    try:
+        return int(v)
+    except ValueError:
+        raise EmuError(f"GPULAB_EMU_ORDER={v!r}: use shuffle, inorder or an integer seed") from None
+
+
+def _launch_seed(name: str, grid, block) -> int:
+    """The order of one launch: from the kernel and its shape, so a test run alone or in the
+    suite sees the same order."""
+    base = _order_seed()
+    if not base:
+        return 0
+    h = zlib.crc32(f"{name}{grid}{block}".encode())
+    return (base * 6364136223846793005 + h * 1442695040888963407) % (1 << 64) or 1
+
+
 class EmuKernel:
     """One kernel; called as a ``cupy.RawKernel`` is: ``k(grid, block, args, shared_mem=0)``."""
 
@@ -338,7 +367,8 @@ class EmuKernel:
         self.num_regs, self.local_size_bytes, self.shared_size_bytes, self.const_size_bytes = 32, 0, 0, 0
         self._fn = getattr(lib, "emu_" + k.name)
         self._fn.restype = ctypes.c_int
-        self._fn.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_ulonglong, ctypes.POINTER(ctypes.c_void_p)]
+        self._fn.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_ulonglong, ctypes.c_ulonglong,
+                                                   ctypes.POINTER(ctypes.c_void_p)]
         self._err = lib.emu_error
         self._err.restype = ctypes.c_char_p
 
@@ -414,7 +444,7 @@ class EmuKernel:
         for i, (p, a) in enumerate(zip(self.params, args, strict=True)):
             ptrs[i] = self._arg(i, p, a, keep)
         with _launch_lock:
-            rc = self._fn(*grid, *block, smem, ptrs)
+            rc = self._fn(*grid, *block, smem, _launch_seed(self.name, grid, block), ptrs)
             if rc:
                 self._fail(self._err().decode(errors="replace"))
 

@@ -11,7 +11,9 @@
 //     a different number of times (masks of 8 or 16 lanes) work as on the GPU;
 //   * when nothing can run and nothing can be released, the launch fails with "deadlock"
 //     and says where the threads wait (a barrier in divergent code, say).
-// Other kernels run every thread to completion in turn, with no fibers.
+// Other kernels run every thread to completion in turn, with no fibers. Blocks, and threads
+// within a block, run in a shuffled order when the driver passes a seed (the default: CUDA
+// promises no order, so a result that depends on it is a bug the emulator should show).
 // Static __shared__ arrays are function-local statics (one copy, used by the blocks in
 // turn, as shared memory is); dynamic shared memory (extern __shared__) is one buffer,
 // filled with 0xff bytes before each block so that a read of memory the block never wrote
@@ -95,6 +97,7 @@ inline dim3 g_bdim{1, 1, 1}, g_gdim{1, 1, 1};
 inline Fiber* g_cur = nullptr;
 inline jmp_buf g_sched_jb;
 inline std::vector<Fiber*> g_pool;
+inline std::vector<unsigned> g_torder;  // the order the threads of a block are run or resumed in
 inline void (*g_body)(void*) = nullptr;
 inline void* g_body_arg = nullptr;
 inline char g_err[2048];
@@ -232,8 +235,10 @@ inline void run_block_fibers(unsigned nt) {
         makecontext(&f->ctx, (void (*)())trampoline, 0);
     }
     while (true) {
-        for (unsigned t = 0; t < nt; ++t)
-            if (g_pool[t]->st == RUN) resume(g_pool[t]);
+        for (unsigned i = 0; i < nt; ++i) {
+            Fiber* f = g_pool[g_torder[i]];
+            if (f->st == RUN) resume(f);
+        }
         if (release_warps(nt)) continue;
         unsigned live = 0, at_bar = 0;
         for (unsigned t = 0; t < nt; ++t) {
@@ -276,9 +281,24 @@ inline void run_block_fibers(unsigned nt) {
     }
 }
 
-// one kernel launch; returns 0, or 1 with the reason in g_err
+// a permutation of 0..n-1 from seed (identity for seed 0)
+inline void shuffled(std::vector<unsigned long long>& v, unsigned long long n, unsigned long long& seed) {
+    v.resize(n);
+    for (unsigned long long i = 0; i < n; ++i) v[i] = i;
+    if (!seed) return;
+    for (unsigned long long i = n; i > 1; --i) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::swap(v[i - 1], v[seed % i]);
+    }
+}
+
+// one kernel launch; returns 0, or 1 with the reason in g_err. With a seed, the blocks run in
+// a shuffled order and the threads of a block are scheduled in one (CUDA promises no order:
+// a kernel whose result depends on it shows up)
 template <typename F>
-int launch(dim3 grid, dim3 block, unsigned long long dyn_smem, bool fibers, F& body) {
+int launch(dim3 grid, dim3 block, unsigned long long dyn_smem, bool fibers, unsigned long long seed, F& body) {
     g_err[0] = 0;
     g_gdim = grid;
     g_bdim = block;
@@ -291,22 +311,26 @@ int launch(dim3 grid, dim3 block, unsigned long long dyn_smem, bool fibers, F& b
     g_body_arg = &body;
     try {
         if (fibers) ensure_pool(nt);
-        for (unsigned bz = 0; bz < grid.z; ++bz)
-            for (unsigned by = 0; by < grid.y; ++by)
-                for (unsigned bx = 0; bx < grid.x; ++bx) {
-                    g_bid = uint3{bx, by, bz};
-                    if (dyn_smem) std::memset(g_dyn_smem, 0xff, dyn_smem);
-                    if (fibers) {
-                        run_block_fibers(nt);
-                        continue;
-                    }
-                    for (unsigned tz = 0; tz < block.z; ++tz)
-                        for (unsigned ty = 0; ty < block.y; ++ty)
-                            for (unsigned tx = 0; tx < block.x; ++tx) {
-                                g_tid = uint3{tx, ty, tz};
-                                body();
-                            }
-                }
+        const unsigned long long nb = (unsigned long long)grid.x * grid.y * grid.z;
+        std::vector<unsigned long long> border, torder;
+        if (nb > (1ull << 24)) seed = 0;  // in order: no permutation table that large
+        shuffled(border, nb, seed);
+        shuffled(torder, nt, seed);
+        g_torder.assign(torder.begin(), torder.end());
+        for (unsigned long long b = 0; b < nb; ++b) {
+            const unsigned long long q = border[b];
+            g_bid = uint3{(unsigned)(q % grid.x), (unsigned)(q / grid.x % grid.y), (unsigned)(q / grid.x / grid.y)};
+            if (dyn_smem) std::memset(g_dyn_smem, 0xff, dyn_smem);
+            if (fibers) {
+                run_block_fibers(nt);
+                continue;
+            }
+            for (unsigned i = 0; i < nt; ++i) {
+                const unsigned t = g_torder[i];
+                g_tid = uint3{t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+                body();
+            }
+        }
     } catch (const Error& e) {
         if (e.what != g_err) std::snprintf(g_err, sizeof g_err, "%s", e.what);
         g_cur = nullptr;

@@ -66,3 +66,7 @@ extern "C" __global__ void emu_constant(const float* __restrict__ in, float* __r
 extern "C" __global__ void __launch_bounds__(64) emu_bounded(float* __restrict__ out) {
     out[threadIdx.x] = (float)threadIdx.x;
 }
+
+extern "C" __global__ void emu_order(int* __restrict__ counter, int* __restrict__ order) {
+    if (threadIdx.x == 0) order[atomicAdd(counter, 1)] = blockIdx.x;
+}

@@ -147,3 +147,24 @@ def test_host_arrays_answer_cupy_calls():
     graph.launch(s)
     graph.launch(s)
     np.testing.assert_array_equal(y, 2 * b)
+
+
+def test_blocks_run_in_a_shuffled_order(mod, monkeypatch):
+    """CUDA promises no block order; the emulator shuffles it (the same way each time), unless
+    GPULAB_EMU_ORDER=inorder."""
+    k = mod.get_function("emu_order")
+
+    def run():
+        counter, order = np.zeros(1, np.int32), np.full(64, -1, np.int32)
+        k((64,), (32,), (counter, order))
+        assert counter[0] == 64
+        return order
+
+    a = run()
+    assert sorted(a) == list(range(64)) and (a != np.arange(64)).any()
+    np.testing.assert_array_equal(run(), a)
+    monkeypatch.setenv("GPULAB_EMU_ORDER", "inorder")
+    np.testing.assert_array_equal(run(), np.arange(64))
+    monkeypatch.setenv("GPULAB_EMU_ORDER", "12345")
+    b = run()
+    assert sorted(b) == list(range(64)) and (b != a).any()
