@@ -24,7 +24,7 @@ Timing means nothing here, and inputs must stay small (one CPU core runs every t
 
 >>> from cuda_emu import available, emu_backend                        # doctest: +SKIP
 >>> from gpu_kernels.backend import kernel                              # doctest: +SKIP
->>> k = kernel(emu_backend(), "selftest.cu", "selftest_add")            # doctest: +SKIP
+>>> k = kernel(emu_backend(), "selftest.cu", "gpulab_saxpy")            # doctest: +SKIP
 """
 
 from __future__ import annotations

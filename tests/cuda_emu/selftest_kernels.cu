@@ -1,6 +1,7 @@
 // Kernels that check the CUDA emulator itself (tests/cuda_emu/test_cuda_emu.py): warp
 // collectives with full and partial masks, block reductions, deadlock detection, dynamic
-// shared memory, constant memory, launch bounds. Valid CUDA (NVRTC builds it too).
+// shared memory, constant memory, launch bounds, block order. Written as CUDA kernels; only the
+// emulator builds them.
 
 __constant__ float c_scale[4];
 
