@@ -21,7 +21,8 @@
 # CUDA_EXTRA (cuda12, cuda13 or none; default: from the driver's CUDA version),
 # RUN_ARGS (extra arguments for gpulab in `make run`), PYTEST_ARGS,
 # WHEEL_DEPS (wheel-check: reuse = the dev venv's dependencies, default; full = pip installs them),
-# PACKAGE_VENV (make package's build venv, default build/package-venv-$(CUDA_EXTRA)).
+# PACKAGE_VENV (make package's build venv, default build/package-venv-$(CUDA_EXTRA)),
+# PACKAGE_FROM (make package from a clean `git archive` of that revision), GZIP_LEVEL (default 9).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
