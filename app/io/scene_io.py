@@ -341,13 +341,17 @@ def _check_model(name: str, model: str, params, path_name: str, cam_id) -> None:
         raise SceneReadError(f"{path_name}: camera {cam_id} ({model}) needs {n} parameters, got {len(params)}")
 
 
-def _read_cameras_text(p: pathlib.Path) -> dict:
-    cams = {}
+def _text_records(p: pathlib.Path):
+    """``(line number, tokens)`` of each line of a COLMAP text file that is not blank or a comment."""
     for lineno, ln in enumerate(p.read_text(errors="replace").splitlines(), 1):
         ln = ln.strip()
-        if not ln or ln.startswith("#"):
-            continue
-        tok = ln.split()
+        if ln and not ln.startswith("#"):
+            yield lineno, ln.split()
+
+
+def _read_cameras_text(p: pathlib.Path) -> dict:
+    cams = {}
+    for lineno, tok in _text_records(p):
         try:
             cid, model, w, h = int(tok[0]), tok[1], int(tok[2]), int(tok[3])
             params = [float(x) for x in tok[4:]]
@@ -418,11 +422,7 @@ def _read_images_bin(p: pathlib.Path) -> dict:
 
 def _read_points_text(p: pathlib.Path):
     xyz, rgb, tracks = [], [], []
-    for lineno, ln in enumerate(p.read_text(errors="replace").splitlines(), 1):
-        ln = ln.strip()
-        if not ln or ln.startswith("#"):
-            continue
-        tok = ln.split()
+    for lineno, tok in _text_records(p):
         try:
             xyz.append([float(x) for x in tok[1:4]])
             rgb.append([int(x) for x in tok[4:7]])

@@ -292,6 +292,26 @@ def _header_data_file(path, name: str) -> Path:
         raise _err(path, exc.user_message) from None
 
 
+def _header_shape(path, fmt: str, ndim: tuple[str, str], sizes: tuple[str, str]) -> list[int]:
+    """The sizes a MetaImage or NRRD text header declares: ``ndim``/``sizes`` are (the key as
+    the message names it, its text); 3-D volumes and 4-D sequences only (one line otherwise)."""
+    (nkey, ntext), (skey, stext) = ndim, sizes
+    try:
+        n = int(ntext)
+        dims = [int(x) for x in stext.split()]
+    except ValueError:
+        raise _err(path, f"the {fmt} header's {nkey.strip(' =')} or {skey} is not a whole number") from None
+    if not 3 <= n <= 4 or len(dims) != n:
+        raise _err(path, f"{nkey}{n} with {skey} {dims}: a 3-D volume or 4-D sequence is needed")
+    return dims
+
+
+def _header_type(path, what: str, value: str, types: dict) -> str:
+    if value not in types:
+        raise _err(path, f"unsupported {what} {value or '(none)'}")
+    return value
+
+
 def _precheck_metaimage(path):
     """Validate a MetaImage header (sizes, type, data file) before SimpleITK reads it."""
     text = _header_text(path)
@@ -307,16 +327,8 @@ def _precheck_metaimage(path):
             break
     else:
         raise _err(path, "not a MetaImage file: no ElementDataFile line")
-    try:
-        ndim = int(fields.get("ndims", "0"))
-        dims = [int(x) for x in fields.get("dimsize", "").split()]
-    except ValueError:
-        raise _err(path, "the MetaImage header's NDims or DimSize is not a whole number") from None
-    if not 3 <= ndim <= 4 or len(dims) != ndim:
-        raise _err(path, f"NDims = {ndim} with DimSize {dims}: a 3-D volume or 4-D sequence is needed")
-    etype = fields.get("elementtype", "").upper()
-    if etype not in _MET_TYPES:
-        raise _err(path, f"unsupported ElementType {etype or '(none)'}")
+    dims = _header_shape(path, "MetaImage", ("NDims = ", fields.get("ndims", "0")), ("DimSize", fields.get("dimsize", "")))
+    etype = _header_type(path, "ElementType", fields.get("elementtype", "").upper(), _MET_TYPES)
     nc = fields.get("elementnumberofchannels", "1")
     ncomp = int(nc) if nc.isdigit() and int(nc) > 0 else 1
     compressed = fields.get("compresseddata", "false").lower() == "true"
@@ -353,16 +365,8 @@ def _precheck_nrrd(path):
         if ":" in s:
             k, v = s.split(":", 1)
             fields[k.strip().lower()] = v.lstrip("=").strip()
-    try:
-        dim = int(fields.get("dimension", "0"))
-        sizes = [int(x) for x in fields.get("sizes", "").split()]
-    except ValueError:
-        raise _err(path, "the NRRD header's dimension or sizes is not a whole number") from None
-    if not 3 <= dim <= 4 or len(sizes) != dim:
-        raise _err(path, f"dimension {dim} with sizes {sizes}: a 3-D volume or 4-D sequence is needed")
-    t = fields.get("type", "").lower()
-    if t not in _NRRD_TYPES:
-        raise _err(path, f"unsupported NRRD type {t or '(none)'}")
+    sizes = _header_shape(path, "NRRD", ("dimension ", fields.get("dimension", "0")), ("sizes", fields.get("sizes", "")))
+    t = _header_type(path, "NRRD type", fields.get("type", "").lower(), _NRRD_TYPES)
     enc = fields.get("encoding", "raw").lower()
     if "data file" in fields or "datafile" in fields:
         available = 0
@@ -417,10 +421,14 @@ def _read_sitk_file(path, fmt) -> Volume:
     except VolumeIOError:
         raise
     except Exception as exc:
-        msg = str(exc).strip().splitlines()
-        detail = next((ln.strip() for ln in reversed(msg) if ln.strip()), failure_reason(exc))
-        raise _err(path, f"cannot be read as {fmt} ({detail[:160]})") from None
+        raise _err(path, f"cannot be read as {fmt} ({_sitk_detail(exc)})") from None
     return _sitk_volume(path, img, fmt)
+
+
+def _sitk_detail(exc: Exception) -> str:
+    """The last non-empty line of a SimpleITK error (its reason), else a plain phrase."""
+    msg = str(exc).strip().splitlines()
+    return next((ln.strip() for ln in reversed(msg) if ln.strip()), failure_reason(exc))[:160]
 
 
 def _read_dicom(path) -> Volume:
@@ -448,9 +456,7 @@ def _read_dicom(path) -> Volume:
     except VolumeIOError:
         raise
     except Exception as exc:
-        msg = str(exc).strip().splitlines()
-        detail = next((ln.strip() for ln in reversed(msg) if ln.strip()), failure_reason(exc))
-        raise _err(path, f"cannot be read as a DICOM series ({detail[:160]})") from None
+        raise _err(path, f"cannot be read as a DICOM series ({_sitk_detail(exc)})") from None
     if img.GetDimension() == 2:
         raise _err(path, "the DICOM series has a single slice; a 3-D volume is needed")
     return _sitk_volume(path, img, "dicom")
