@@ -83,3 +83,21 @@ def test_about_box_logs_what_it_shows(qapp, caplog):
     assert logged == ["About gpulab:\n" + box.text()]
     assert "Installed as: source checkout" in box.text()
     box.deleteLater()
+
+
+def test_cuda_runtime_hook_puts_the_bundle_first_in_the_site_packages(tmp_path):
+    """cuda-pathfinder finds CuPy's CUDA libraries under site.getsitepackages(); in a CUDA bundle
+    they are under sys._MEIPASS/nvidia, which the runtime hook names first (and only then)."""
+    hook = ROOT / "packaging" / "pyi_rth_gpulab_cuda.py"
+    code = (
+        "import runpy, site, sys\n"
+        "before = site.getsitepackages()\n"
+        "sys._MEIPASS = sys.argv[1]\n"
+        f"runpy.run_path({str(hook)!r})\n"
+        "print(site.getsitepackages()[0] == sys.argv[1], site.getsitepackages()[1:] == before)\n"
+    )
+    run = lambda: subprocess.run([sys.executable, "-c", code, str(tmp_path)],  # noqa: E731
+                                 capture_output=True, text=True, check=True).stdout.split()
+    assert run() == ["False", "False"]  # no nvidia/ folder: a CPU bundle's site is left alone
+    (tmp_path / "nvidia").mkdir()
+    assert run() == ["True", "True"]
