@@ -551,15 +551,16 @@ def uses_thickness() -> bool:
     return SDF_WEIGHT > 0 or SDF_MERGE > 0
 
 
-def with_thickness(graph: DualGraph, vertices, faces) -> DualGraph:
-    """``graph`` with its faces' thickness (:func:`gpu_kernels.mesh.thickness.face_thickness`)
-    and, with ``SDF_WEIGHT``, the thickness term added to its arc weights."""
+def with_thickness(graph: DualGraph, vertices, faces, xp=None) -> DualGraph:
+    """``graph`` with its faces' thickness (:func:`gpu_kernels.mesh.thickness.face_thickness`,
+    on the GPU when ``xp`` is CuPy) and, with ``SDF_WEIGHT``, the thickness term added to its
+    arc weights."""
     from dataclasses import replace
 
     from gpu_kernels.mesh.thickness import face_thickness
 
     th = face_thickness(vertices, faces, graph.centroids, graph.normals, src=graph.src, dst=graph.dst,
-                        areas=graph.areas)
+                        areas=graph.areas, xp=xp)
     w = graph.weight
     if SDF_WEIGHT > 0:
         w = w + SDF_WEIGHT * np.abs(np.log(th[graph.src]) - np.log(th[graph.dst]))

@@ -734,6 +734,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         "warnings": [],
         "simplified": False,
     }
+    xp = backend.xp if backend.is_gpu else None  # the thickness's nearest-sample searches
     with backend.activate():
         prog.update(0.0, "dual graph")
         t0 = time.perf_counter()
@@ -780,7 +781,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
             target = int(0.9 * limit * graph.n / largest)
         working = []
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
-            graph = with_thickness(graph, v, f)
+            graph = with_thickness(graph, v, f, xp)
         if target is not None:
             info["simplified"] = True
             scales = CONSENSUS_SCALES if consensus is None else (CONSENSUS_RESOLUTIONS if consensus else ())
@@ -791,7 +792,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 if t >= graph.n:
                     working.append((int(t), None, None))
                 else:
-                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier)))
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp)))
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -817,7 +818,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest)
 
 
-def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None):
+def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None."""
@@ -828,7 +829,8 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
     vs, fs = (simplify_mesh(v, f, target) if simplifier in (None, "auto")
               else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
-    return dual_graph(vs, fs, delta=delta, eta_convex=eta_convex), None
+    gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
+    return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
 
 
 def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",

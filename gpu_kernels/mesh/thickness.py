@@ -54,7 +54,29 @@ def _orient_outward(v, f, normals) -> np.ndarray:
     return -normals if vol < 0 else normals
 
 
-def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, areas=None) -> np.ndarray:
+def _nearest_on_device(xp, samples):
+    """A nearest-sample search on the GPU (brute force in float64, rows in chunks): the
+    k-d tree's answer, the ties aside. Returns ``query(c) -> (dist, index)`` on the host."""
+    s = xp.asarray(samples, dtype=xp.float64)
+    s2 = (s * s).sum(axis=1)
+
+    def query(c):
+        cd = xp.asarray(c, dtype=xp.float64)
+        d_out = xp.empty(cd.shape[0], dtype=xp.float64)
+        j_out = xp.empty(cd.shape[0], dtype=xp.int64)
+        for a in range(0, cd.shape[0], 2048):
+            blk = cd[a:a + 2048]
+            d2 = (blk * blk).sum(axis=1)[:, None] + s2[None, :] - 2.0 * blk @ s.T
+            j = xp.argmin(d2, axis=1)
+            j_out[a:a + 2048] = j
+            d_out[a:a + 2048] = xp.sqrt(xp.maximum(xp.take_along_axis(d2, j[:, None], axis=1)[:, 0], 0.0))
+        return xp.asnumpy(d_out), xp.asnumpy(j_out)
+
+    return query
+
+
+def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, areas=None,
+                   xp=None) -> np.ndarray:
     """(F,) local thickness (shrinking-ball diameter) of each face of a triangle mesh.
 
     Parameters
@@ -62,6 +84,9 @@ def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, a
     vertices, faces : the mesh (its dual graph's ``centroids`` and unit ``normals``).
     src, dst, areas : optional dual-graph arcs and face areas: log thickness is then
         averaged over ``SMOOTH_RINGS`` rings of neighbours.
+    xp : array module, optional
+        CuPy: the nearest-sample searches run on the GPU (brute force); else a k-d tree on
+        every CPU core.
 
     The balls touch the surface samples (vertices and centroids); a ball that never meets
     the far side (an open or a flat mesh) stops at the mesh's bounding-box diagonal.
@@ -74,7 +99,13 @@ def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, a
     if F == 0:
         return np.zeros(0)
     samples = np.concatenate([v[np.unique(f)], p])
-    tree = cKDTree(samples)
+    if xp is not None and xp is not np:
+        query = _nearest_on_device(xp, samples)
+    else:
+        tree = cKDTree(samples)
+
+        def query(c):
+            return tree.query(c, k=1, workers=-1)
     diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0))) or 1.0
     r = np.full(F, 0.5 * diag)
     active = np.ones(F, dtype=bool)
@@ -84,7 +115,7 @@ def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, a
         if idx.size == 0:
             break
         c = p[idx] - r[idx, None] * n[idx]
-        dist, j = tree.query(c, k=1, workers=-1)
+        dist, j = query(c)
         q = samples[j]
         inside = dist < r[idx] - tol
         pq = p[idx] - q
