@@ -413,8 +413,18 @@ class ToolTab(QWidget):
         row.addWidget(self.pin_button)
         row.addWidget(self.swipe_button)
         row.addStretch(1)
+        self.history_button = QToolButton()        # the steps, the current one ticked: click one to go back to it
+        self.history_button.setText("History")
+        self.history_button.setObjectName(f"{self.settings_key}-history")
+        self.history_button.setToolTip("The parameter changes of this tab: pick a step to go back (or forward) "
+                                       "to it; its result comes back from the cache when it is still there")
+        self.history_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.history_menu = QMenu(self.history_button)
+        self.history_menu.aboutToShow.connect(self._fill_history_menu)
+        self.history_button.setMenu(self.history_menu)
         row.addWidget(self.undo_button)
         row.addWidget(self.redo_button)
+        row.addWidget(self.history_button)
         v.addLayout(row)
         self.compare_table = QTableWidget(0, 3)
         self.compare_table.setObjectName(f"{self.settings_key}-compare")
@@ -966,6 +976,44 @@ class ToolTab(QWidget):
         self.history_index += 1
         self._restore_step(self.history[self.history_index])
         return True
+
+    def history_steps(self) -> list[str]:
+        """One line per history step: what it changed from the step before ("Parts: 4 → 6")."""
+        out = []
+        for i, step in enumerate(self.history):
+            prev = self.history[i - 1] if i else None
+            if prev is None:
+                out.append("Start")
+                continue
+            diffs = [f"{p.label}: {p.to_text(prev.get(p.name))} → {p.to_text(step[p.name])}"
+                     for p in self.tool.params if p.name in step and prev.get(p.name) != step[p.name]]
+            out.append("; ".join(diffs) or "(no change)")
+        return out
+
+    def go_to_step(self, index: int) -> bool:
+        """Go to history step ``index`` (as repeated undo or redo would)."""
+        self._history_timer.stop()
+        self._record_history()
+        if not 0 <= index < len(self.history) or index == self.history_index:
+            return False
+        self.history_index = index
+        self._restore_step(self.history[index])
+        return True
+
+    def _fill_history_menu(self) -> None:
+        self.history_menu.clear()
+        self._history_timer.stop()
+        self._record_history()
+        steps = self.history_steps()
+        for i, text in reversed(list(enumerate(steps))):   # the newest first, as editors list them
+            cached = self.data is not None and self.is_cached(self.history[i])
+            act = self.history_menu.addAction(f"{i}. {text}" + ("" if cached or i == self.history_index
+                                                                 else "  (re-runs)"))
+            act.setCheckable(True)
+            act.setChecked(i == self.history_index)
+            act.triggered.connect(lambda _=False, k=i: self.go_to_step(k))
+        if not steps:
+            self.history_menu.addAction("No parameter change yet").setEnabled(False)
 
     def _restore_step(self, params: dict) -> None:
         self._restoring = True

@@ -349,3 +349,26 @@ def test_with_live_on_a_new_input_shows_its_result(tab, qtbot, tmp_path):
         tab.set_input(IMG * 0.25, tmp_path / "quarter.npy")
     wait_idle(qtbot, tab)
     np.testing.assert_array_equal(tab.result.value, run(IMG * 0.25, {}, device=CPU).value)
+
+
+def test_the_history_menu_lists_each_change_and_jumps_to_a_step(tab, qtbot):
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    for v in (0.3, 0.7):
+        tab.form.editor("level").setValue(v)
+        wait_idle(qtbot, tab)
+    qtbot.wait(LIVE_DEBOUNCE_MS + 50)
+    steps = tab.history_steps()
+    assert steps[0] == "Start" and steps[1].endswith("0.5 → 0.3") and steps[2].endswith("0.3 → 0.7"), steps
+    tab._fill_history_menu()
+    acts = tab.history_menu.actions()
+    assert [a.text().split(".")[0] for a in acts] == ["2", "1", "0"]    # the newest first
+    assert acts[0].isChecked() and not acts[2].isChecked()
+    CALLS.clear()
+    acts[2].trigger()                                                   # back to the start, from the cache
+    wait_idle(qtbot, tab)
+    assert tab.form.values()["level"] == 0.5 and tab.result.params["level"] == 0.5 and CALLS == []
+    assert tab.history_index == 0 and tab.can_redo()
+    assert tab.go_to_step(2)
+    wait_idle(qtbot, tab)
+    assert tab.form.values()["level"] == 0.7 and not tab.can_redo()
