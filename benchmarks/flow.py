@@ -915,6 +915,7 @@ def main(argv=None):
     ap.add_argument("--no-large", action="store_true", help="--accuracy: leave out our large-motion set")
     ap.add_argument("--tune", default=None, help="issue 25 tuning: score the grids, write this JSON")
     ap.add_argument("--tune-seconds", type=float, default=60.0)
+    ap.add_argument("--final", default=None, help="issue 25: the chosen default's figures, to this JSON")
     ap.add_argument("--live", default=None, help="issue 20: the staged run's edit-to-result times at 1080p, to this JSON")
     ap.add_argument("--cpu-time", default=None, help="time these configurations (JSON list) on the CPU; write --out")
     args = ap.parse_args(argv)
@@ -923,6 +924,8 @@ def main(argv=None):
                     smoke=args.device == "cpu")
     if args.live:
         return live_stages(args.live, args.device)
+    if args.final:
+        return final(args.data, args.final, device=args.device)
     if args.cpu_time:
         return cpu_times(json.loads(Path(args.cpu_time).read_text()), args.out)
     if args.accuracy or args.search_sweep:
@@ -1377,6 +1380,73 @@ def cpu_times(cfgs, out):
         log(f"  CPU {cfg}: {min(w):.3f} s wall, {min(c):.3f} CPU-s")
         Path(out).write_text(json.dumps({"affinity": sorted(os.sched_getaffinity(0)), "rows": rows}, default=str))
     return rows
+
+
+def final(data_root, out, *, variants=None, device="cuda"):
+    """The chosen default on the GPU, same run: AEE on the shared pairs, our large set and the
+    held-out set against DIS medium; the quality map's AUSE against forward-backward consistency
+    (a full backward run of the same method) per set; 1080p time of each variant (graph plans)
+    with DIS medium on the host's cores; the small-level block kernel on and off."""
+    import cv2
+
+    from gpu_kernels.flow import _plan, forward_backward_confidence, refine, sparsification
+    from gpu_kernels.flow.metrics import endpoint_error
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    cp = _cp() if device != "cpu" else np
+    tgpu = gpu_time if device != "cpu" else cpu_time
+    root = Path(data_root)
+    sets = {"shared": load_chairs(root) + load_middlebury_rgb(root), "large": load_large(root), "held": load_heldout()}
+    if device == "cpu":   # a quick check of this function: one small pair per set
+        sets = {k: [min(v, key=lambda d: d[1].size)] for k, v in sets.items()}
+    variants = variants or {"default": {}, "cheap backward": {"fb_warps": 2, "fb_iters": 10},
+                            "cheap backward, 2 levels": {"fb_warps": 2, "fb_iters": 10, "fb_level": 2},
+                            "one-pass NCC": {"quality": "ncc"}, "old default": {"edge": 0.0, "occ": 0.0, "radius_levels": 1}}
+    res = {"device": device_name(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "dis": {}, "aee": {},
+           "ause": {}, "ms": {}}
+    for data in sets.values():
+        for ds, a, b, gt, valid in data:
+            f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+            res["dis"][ds] = aee(f[..., 0], f[..., 1], gt, valid)
+    for name, cfg in variants.items():
+        res["aee"][name], res["ause"][name] = {}, {}
+        for k, data in sets.items():
+            qa, fa = [], []
+            for ds, a, b, gt, valid in data:
+                r = inverse_search_flow(cp.asarray(a), cp.asarray(b), device=device, **cfg).to_numpy()
+                res["aee"][name][ds] = aee(r.u, r.v, gt, valid)
+                e = endpoint_error(r.u, r.v, gt, valid)
+                qa.append(sparsification(e, r.quality)["ause"])
+                if name == "default":
+                    bk = inverse_search_flow(cp.asarray(b), cp.asarray(a), device=device, **cfg).to_numpy()
+                    fa.append(sparsification(e, forward_backward_confidence(r.u, r.v, bk.u, bk.v))["ause"])
+            res["ause"][name][k] = float(np.mean(qa))
+            if fa:
+                res["ause"]["forward-backward"] = res["ause"].get("forward-backward", {})
+                res["ause"]["forward-backward"][k] = float(np.mean(fa))
+            m = np.mean([res["aee"][name][d[0]] for d in data]) / np.mean([res["dis"][d[0]] for d in data])
+            log(f"  {name} [{k}]: AEE / DIS medium {m:.3f}, AUSE {np.mean(qa):.3f}" + (f" (FB {np.mean(fa):.3f})" if fa else ""))
+        Path(out).write_text(json.dumps(res, default=str))
+    size = (1920, 1080) if device != "cpu" else (320, 240)
+    a = cv2.resize(sets["shared"][0][1], size)
+    b = cv2.resize(sets["shared"][0][2], size)
+    da, db = cp.asarray(a), cp.asarray(b)
+    res["dis_1080p_ms"] = 1e3 * cpu_time(
+        lambda: cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None), repeat=5)
+    _plan.ENABLED = True
+    for name, cfg in variants.items():
+        res["ms"][name] = round(1e3 * tgpu(lambda: inverse_search_flow(da, db, device=device, **cfg), repeat=7), 2)  # noqa: B023
+        log(f"  1080p {name}: {res['ms'][name]} ms (DIS medium {res['dis_1080p_ms']:.1f} ms)")
+    saved = refine.SMALL_LEVEL
+    refine.SMALL_LEVEL = 0
+    _plan.clear()
+    res["ms"]["default, without the small-level block kernel"] = round(
+        1e3 * tgpu(lambda: inverse_search_flow(da, db, device=device), repeat=7), 2)
+    refine.SMALL_LEVEL = saved
+    _plan.clear()
+    log(f"  1080p without the block kernel: {res['ms']['default, without the small-level block kernel']} ms")
+    Path(out).write_text(json.dumps(res, default=str))
+    return res
 
 if __name__ == "__main__":
     main()

@@ -263,8 +263,17 @@ class _GpuIter:
         self.grid = _gpu.grid1d(H * W)
         self.iters = iters
         self.graph = None
+        # a small level: every iteration in one block, one launch (tv_iterate_block)
+        self.block = H * W <= SMALL_LEVEL
+        if self.block:
+            self.kb = _gpu.kernel(be, _SRC, "tv_iterate_block")
+            self.args_b = (u, v, p, gxy, rc, ginv if ginv is not None else rc, _gpu.i32(ginv is not None),
+                           _gpu.f32(lt), _gpu.f32(theta), _gpu.f32(taut), _gpu.i32(H), _gpu.i32(W), _gpu.i32(iters))
 
     def _launch(self):
+        if self.block:
+            self.kb((1,), (1024,), self.args_b)
+            return
         for _ in range(self.iters):
             self.kp(self.grid, (_gpu.THREADS,), self.args_p)
             self.kd(self.grid, (_gpu.THREADS,), self.args_d)
@@ -305,6 +314,8 @@ class _GpuIter:
 
 #: capture each level's iteration loop into a CUDA graph and replay it per warp (fewer launches)
 _USE_GRAPHS = True
+#: levels of at most this many pixels run all their TV-L1 iterations in one block and one launch
+SMALL_LEVEL = 16384
 
 
 #: smallest smoothness weight of the edge-aware total variation (its inverse caps ginv)

@@ -141,13 +141,17 @@ DEFAULT_BLUR = 0.5
 DEFAULT_QUALITY = _d.SEARCH_QUALITY
 QUALITIES = _d.SEARCH_QUALITIES
 #: edge-aware smoothness: TV weighted by exp(-edge |grad I1|) (0: plain TV)
-DEFAULT_EDGE = 0.0
+DEFAULT_EDGE = 6.0
 #: occlusion-robust data term: weight 1 / (1 + (residual / occ)^2) (0: plain L1)
-DEFAULT_OCC = 0.0
+DEFAULT_OCC = 0.1
 #: the integer search runs at this many of the coarsest levels
-DEFAULT_RADIUS_LEVELS = 1
+DEFAULT_RADIUS_LEVELS = 2
 #: quality="fb": the backward flow is solved this many levels coarser than the forward one
 DEFAULT_FB_LEVEL = 1
+#: quality="fb": the backward flow's TV-L1 warps per level and iterations per warp (None: the
+#: forward flow's); the backward flow only has to be right where the forward one is
+DEFAULT_FB_WARPS = None
+DEFAULT_FB_ITERS = None
 #: Tikhonov term of the patches' Gauss-Newton normal equations
 DEFAULT_REG = 1e-3
 
@@ -493,10 +497,14 @@ def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, **kw)
 
 
 def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QUALITY,
-                  fb_level: int = DEFAULT_FB_LEVEL, progress=None, **kw):
+                  fb_level: int = DEFAULT_FB_LEVEL, fb_warps=DEFAULT_FB_WARPS, fb_iters=DEFAULT_FB_ITERS,
+                  progress=None, **kw):
     """Stage 3: the quality map of the flow ``(u, v)`` (``kw``: the flow's parameters, for the
     backward flow of ``quality="fb"``); returns ``(u, v, q)`` with the mask applied (new arrays)."""
-    back = solve(be, pyr, backward=fb_level, progress=progress, **kw) if quality == "fb" else None
+    back = None
+    if quality == "fb":
+        bk = dict(kw, warps=fb_warps or kw["warps"], tv_iters=fb_iters or kw["tv_iters"])
+        back = solve(be, pyr, backward=fb_level, progress=progress, **bk)
     q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back)
     if pyr.mask is not None:
         u, v = u * pyr.mask, v * pyr.mask
@@ -504,14 +512,15 @@ def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QU
 
 
 def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
-              quality=DEFAULT_QUALITY, fb_level=DEFAULT_FB_LEVEL, progress=None, **kw):
+              quality=DEFAULT_QUALITY, fb_level=DEFAULT_FB_LEVEL, fb_warps=DEFAULT_FB_WARPS,
+              fb_iters=DEFAULT_FB_ITERS, progress=None, **kw):
     """The three stages in one go (what :func:`inverse_search_flow` captures as one CUDA graph)."""
     progress = as_progress(progress)
     pyr = pyramids(be, g1, g2, mask, patch=kw["patch"], blur=blur, max_pixels=max_pixels, max_level=max_level)
     fw = 0.8 if quality == "fb" else 0.95
     u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), **kw)
-    return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, progress=progress.sub(fw, 0.95, "backward"),
-                         **kw)
+    return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps, fb_iters=fb_iters,
+                         progress=progress.sub(fw, 0.95, "backward"), **kw)
 
 
 def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,
@@ -522,7 +531,7 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
                         blur: float = DEFAULT_BLUR, max_pixels: int = DEFAULT_MAX_PIXELS,
                         quality: str = DEFAULT_QUALITY, edge: float = DEFAULT_EDGE, occ: float = DEFAULT_OCC,
                         radius_levels: int = DEFAULT_RADIUS_LEVELS, fb_level: int = DEFAULT_FB_LEVEL,
-                        levels: int | None = None, mask=None, device=None, progress=None) -> FlowResult:
+                        fb_warps=DEFAULT_FB_WARPS, fb_iters: int | None = DEFAULT_FB_ITERS, levels: int | None = None, mask=None, device=None, progress=None) -> FlowResult:
     """Flow from ``img1`` to ``img2`` for motions from 0 to a fifth of the image (the default method).
 
     Parameters
@@ -570,6 +579,9 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
         The integer search of ``radius`` runs at this many of the coarsest levels.
     fb_level : int
         ``quality="fb"``: the backward flow is solved this many levels coarser than the forward.
+    fb_warps, fb_iters : optional
+        ``quality="fb"``: the backward flow's TV-L1 warps (per level) and iterations per warp
+        (None: the forward flow's ``warps`` and ``tv_iters``).
     levels : int, optional
         Pyramid levels (default: the coarsest level has about four patches across).
     mask, device, progress
@@ -583,7 +595,8 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
     params = search_params(patch=patch, stride=stride, iters=iters, rounds=rounds, radius=radius,
                            finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam,
                            median=median, eps=eps, prior=prior, blur=blur, max_pixels=max_pixels, quality=quality,
-                           edge=edge, occ=occ, radius_levels=radius_levels, fb_level=fb_level, levels=levels)
+                           edge=edge, occ=occ, radius_levels=radius_levels, fb_level=fb_level, fb_warps=fb_warps,
+                           fb_iters=fb_iters, levels=levels)
     be = get_backend(device)
     progress = as_progress(progress)
     with be.activate():
@@ -626,16 +639,9 @@ def search_params(*, levels: int | None = None, **kw) -> dict:
     for k, lo, hi in (("iters", 0, 500), ("rounds", 0, 20), ("radius", 0, 32), ("finest_patch_level", 0, 12),
                       ("tv_iters", 1, 500), ("radius_levels", 1, 12), ("fb_level", 0, 12), ("max_pixels", 64, None)):
         p[k] = check_int(k, p[k], lo, hi)
-    warps = p["warps"]
-    if isinstance(warps, int | np.integer):
-        warps = (int(warps),)
-    try:
-        warps = tuple(check_int("warps", w, 0, 50) for w in warps)
-    except TypeError:
-        raise FlowInputError(f"warps must be an integer or a list of integers, got {warps!r}") from None
-    if not warps:
-        raise FlowInputError("warps must not be empty")
-    p["warps"] = warps
+    p["warps"] = _warps("warps", p["warps"])
+    p["fb_warps"] = None if p["fb_warps"] is None else _warps("fb_warps", p["fb_warps"])
+    p["fb_iters"] = None if p["fb_iters"] is None else check_int("fb_iters", p["fb_iters"], 1, 500)
     p["lam"] = check_float("lam", p["lam"], 0.0, lo_open=True)
     m = p["median"]
     p["median"] = 5 if m is True else (0 if m is False else check_int("median", m, 0, choices=(0, 3, 5)))
@@ -650,8 +656,20 @@ def search_params(*, levels: int | None = None, **kw) -> dict:
     return p
 
 
+def _warps(name, warps) -> tuple:
+    if isinstance(warps, int | np.integer):
+        warps = (int(warps),)
+    try:
+        warps = tuple(check_int(name, w, 0, 50) for w in warps)
+    except TypeError:
+        raise FlowInputError(f"{name} must be an integer or a list of integers, got {warps!r}") from None
+    if not warps:
+        raise FlowInputError(f"{name} must not be empty")
+    return warps
+
+
 _NAMES = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", "warps", "tv_iters", "lam", "median",
-          "eps", "prior", "blur", "max_pixels", "quality", "edge", "occ", "radius_levels", "fb_level")
+          "eps", "prior", "blur", "max_pixels", "quality", "edge", "occ", "radius_levels", "fb_level", "fb_warps", "fb_iters")
 _PYR = ("patch", "blur", "max_pixels", "max_level")
 _SOLVE = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", "warps", "tv_iters", "lam", "median",
           "eps", "prior", "edge", "occ", "radius_levels")
@@ -681,5 +699,6 @@ def stage_quality(pyr: Pyramids, flow, params: dict, *, device=None, progress=No
     be = get_backend(device)
     with be.activate():
         u, v, q = quality_stage(be, pyr, flow[0], flow[1], quality=params["quality"], fb_level=params["fb_level"],
-                                progress=progress, **{k: params[k] for k in _SOLVE})
+                                fb_warps=params["fb_warps"], fb_iters=params["fb_iters"], progress=progress,
+                                **{k: params[k] for k in _SOLVE})
     return _result(be, params, pyr.g1.shape, u, v, q, pyr.mask)

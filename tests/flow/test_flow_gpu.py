@@ -320,3 +320,18 @@ def test_search_tool_stages_on_gpu_match_one_call():
                                      scope="t")
     assert rep2.ran[0] == "quality" and "flow" in rep2.reused, (rep2.ran, rep2.reused)
     np.testing.assert_array_equal(r2.u, r1.u)
+
+
+def test_small_level_block_kernel_matches_launches(monkeypatch):
+    """tv_iterate_block (a small level's TV-L1 iterations in one block) against two launches per
+    iteration on the GPU, end to end (every level of a 120 x 160 pair is small)."""
+    from gpu_kernels.flow import _plan, refine
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    img1, img2, _, _ = _large_pair()
+    a = inverse_search_flow(img1[:120, :160], img2[:120, :160], device="cuda").to_numpy()
+    monkeypatch.setattr(refine, "SMALL_LEVEL", 0)
+    monkeypatch.setattr(_plan, "ENABLED", False)
+    b = inverse_search_flow(img1[:120, :160], img2[:120, :160], device="cuda").to_numpy()
+    np.testing.assert_allclose(a.u, b.u, atol=1e-3)
+    np.testing.assert_allclose(a.v, b.v, atol=1e-3)

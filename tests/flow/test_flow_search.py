@@ -216,3 +216,31 @@ def test_edge_and_occlusion_terms_run_and_recover_translation():
     r = S.inverse_search_flow(img, img2, edge=5.0, occ=0.05, radius_levels=2, device="cpu")
     err = np.hypot(r.u - f[..., 0], r.v - f[..., 1])[valid].mean()
     assert err < 0.5, err
+
+
+def test_small_level_block_kernel_equals_per_iteration_launches(monkeypatch):
+    """tv_iterate_block (every TV-L1 iteration of a small level in one block) against the two
+    kernels per iteration, in the CUDA emulator, with and without the edge-aware weights."""
+    import cuda_emu as emu
+
+    if emu.available():
+        pytest.skip(emu.available())
+    from gpu_kernels.flow import refine
+
+    be = emu.emu_backend()
+    img = natural_image("astronaut", (30, 41))
+    f = synthetic_flow("translation", (30, 41), 2.0)
+    img2, _ = warp_image_by_flow(img, f)
+    out = {}
+    for small in (16384, 0):
+        monkeypatch.setattr(refine, "SMALL_LEVEL", small)
+        for edge in (0.0, 5.0):
+            u = np.ones((30, 41), np.float32)
+            v = np.zeros((30, 41), np.float32)
+            refine._level(be, img.astype(np.float32), img2.astype(np.float32), u, v, None, warps=2, iters=5,
+                          lam=100.0, theta=0.3, tau=0.25, median=5, edge=edge, occ=0.1)
+            out[small, edge] = (np.asarray(u), np.asarray(v))
+    for edge in (0.0, 5.0):
+        np.testing.assert_allclose(out[16384, edge][0], out[0, edge][0], atol=1e-5)
+        np.testing.assert_allclose(out[16384, edge][1], out[0, edge][1], atol=1e-5)
+    assert not np.allclose(out[16384, 0.0][0], out[16384, 5.0][0])
