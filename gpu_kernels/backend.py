@@ -486,8 +486,8 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
     ``.cu`` source with a C++ compiler), so every kernel reached through here can be tested
     without a GPU.
 
-    >>> k = kernel("cuda:0", "selftest.cu", "selftest_add")                # doctest: +SKIP
-    >>> k((blocks,), (threads,), (a, b, out, n))                           # doctest: +SKIP
+    >>> k = kernel("cuda:0", "selftest.cu", "gpulab_saxpy")                # doctest: +SKIP
+    >>> k((blocks,), (threads,), (np.float32(2), x, y, np.int32(n)))       # doctest: +SKIP
     """
     be = _kernel_backend(device)
     dev = ("emu", id(be)) if _is_emulator(be) else ("cuda", be.device_id)
