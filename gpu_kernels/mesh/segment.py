@@ -734,7 +734,11 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         "warnings": [],
         "simplified": False,
     }
-    xp = backend.xp if backend.is_gpu else None  # the thickness's nearest-sample searches
+    # the thickness's nearest-sample searches on the GPU (thickness.ON_GPU; off: not yet
+    # measured or tested on a GPU inside the pipeline)
+    from gpu_kernels.mesh import thickness as _thickness
+
+    xp = backend.xp if (backend.is_gpu and _thickness.ON_GPU) else None
     with backend.activate():
         prog.update(0.0, "dual graph")
         t0 = time.perf_counter()
