@@ -7,6 +7,8 @@ Usage (GPU host)::
 
     python benchmarks/mvs.py --device cuda --json out.json [--tune] [--cpu-size 320]
     python benchmarks/mvs.py colmap --pycolmap /tmp/pc --views all --json colmap.json
+    python benchmarks/mvs.py queue --device cuda --json queue.json   # issue 24: host vs device queue
+    python benchmarks/mvs.py queue --device cuda --batch-sweep 4096,16384,65536
 
 Data: ``$GPULAB_SHARED_DATA/middlebury-mvs/templeSparseRing`` (default ``../shared/data``).
 Needs numpy, scipy, opencv and (for the GPU) cupy only.
@@ -15,6 +17,7 @@ Needs numpy, scipy, opencv and (for the GPU) cupy only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -174,7 +177,7 @@ def fmt_row(r: dict) -> dict:
     for k, v in r.items():
         if isinstance(v, float):
             if k in ("consistency", "view_points_in_bbox", "fused_in_bbox", "queue_share", "acc_0.5%", "acc_1%",
-                     "completeness", "host_exposed_share"):
+                     "completeness", "host_exposed_share", "host_share", "one_host_share"):
                 out[k] = f"{100 * v:.1f}%"
             elif k == "peak_mem":
                 out[k] = f"{v / 2**20:.0f}"
@@ -185,6 +188,125 @@ def fmt_row(r: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+# ----------------------------------------------------------------------------- queue (issue 24)
+def _baseline_grower():
+    """The host-queue grower before issue 24 (``benchmarks/results/mvs_baseline_grow.py``, a copy of the
+    old ``gpu_kernels/mvs/grow.py``, when present), adapted to the new call."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / "results" / "mvs_baseline_grow.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("mvs_baseline_grow", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["mvs_baseline_grow"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@contextlib.contextmanager
+def _variant(env: dict, grower=None, img9=None):
+    import gpu_kernels.mvs.stereo as st
+
+    old_env = {k: os.environ.get(k) for k in env}
+    old_grow = st.grow_depth_maps
+    os.environ.update(env)
+    if grower is not None:
+        def grow(tex, _img9, cameras, refs, *a, **kw):
+            kw.pop("graph", None)
+            return grower.grow_depth_maps(tex, {r: img9[r] for r in refs}, cameras, refs, *a, **kw)
+        st.grow_depth_maps = grow
+    try:
+        yield
+    finally:
+        st.grow_depth_maps = old_grow
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def bench_queue(scene, dev, *, repeat: int = 3) -> dict:
+    """Host queue (before) against the device queue (variants), in one process: the scene (16
+    views together, fused) and one view alone (median of ``repeat`` runs, and a determinism check)."""
+    from gpu_kernels.mvs.optimize import prepare_image
+
+    pts, pvis, _ = scene_seeds(scene)
+    scene.points, scene.point_views = pts, pvis
+    img9 = {v: prepare_image(scene.images[v]) for v in range(scene.n_views)}
+    base = _baseline_grower()
+    variants = []  # (label, environment, grower, keywords, the whole scene too)
+    if base is not None:
+        variants.append(("host queue (before)", {"GPULAB_MVS_SPL": "1"}, base, {}, True))
+    variants += [("device queue", {}, None, {}, True),
+                 ("device queue, 1024 levels", {"GPULAB_MVS_LEVELS": "1024"}, None, {}, True),
+                 ("device queue, no retry", {"GPULAB_MVS_RETRY": "0"}, None, {}, True),
+                 ("device queue, batch 16384", {}, None, {"batch_size": 16384}, True),
+                 ("device queue, SPL 1", {"GPULAB_MVS_SPL": "1"}, None, {}, False),
+                 ("device queue, no graph", {"GPULAB_MVS_GRAPH": "0"}, None, {}, False)]
+    rows = []
+    for label, env, grower, kw, whole in variants:
+        with _variant(env, grower, img9):
+            try:
+                reconstruct(scene, views=[0], device=dev, fuse=False, views_together=1)  # compile, warm
+                r = {k: float("nan") for k in ("samples_per_view", "confirmed_per_view", "fused_in_bbox",
+                                              "view_points_in_bbox", "s_per_view", "us_per_sample",
+                                              "host_exposed_share", "queue_share")}
+                r.update(fused_points=0, batches=0, peak_mem=0)
+                res = None
+                if whole:
+                    r, res = bench_temple(scene, dev, views="all", label=label, **kw)
+                ones = []
+                for _ in range(max(1, repeat)):
+                    r1, res1 = bench_temple(scene, dev, views=[0], label=label, fuse=False, views_together=1, **kw)
+                    ones.append((r1, res1))
+            except Exception as exc:  # noqa: BLE001 - one failing variant must not lose the rest
+                log(label, "failed:", repr(exc))
+                rows.append({"label": label, "error": repr(exc)})
+                continue
+        ones.sort(key=lambda x: x[0]["grow_s"])
+        r1, res1 = ones[len(ones) // 2]
+        same = all(np.array_equal(m.depth, o[1].maps[0].depth, equal_nan=True) for o in ones for m in res1.maps)
+        st1 = res1.stats
+        row = {"label": label, "samples_per_view": r["samples_per_view"], "confirmed_per_view": r["confirmed_per_view"],
+               "fused_points": r["fused_points"], "fused_in_bbox": r["fused_in_bbox"],
+               "view_points_in_bbox": r["view_points_in_bbox"], "s_per_view": r["s_per_view"],
+               "us_per_sample": r["us_per_sample"], "host_share": r["host_exposed_share"],
+               "queue_share": r["queue_share"], "batches": r["batches"], "peak_mem": r["peak_mem"],
+               "one_samples": r1["samples_per_view"], "one_s": r1["grow_s"],
+               "one_s_all": [o[0]["grow_s"] for o in ones], "one_us_per_sample": r1["us_per_sample"],
+               "one_host_share": r1["host_exposed_share"], "one_batches": r1["batches"],
+               "one_setup_s": st1.get("setup_s", 0.0), "one_prepare_s": st1.get("prepare_s", 0.0),
+               "one_deterministic": bool(same), "one_stats": _split(res1.maps[0].stats),
+               "scene_stats": None if res is None else _split(res.maps[0].stats)}
+        rows.append(row)
+        log(label, "one view:", {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row["one_stats"].items()})
+        if row["scene_stats"]:
+            log(label, "scene:", {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row["scene_stats"].items()})
+    log(format_table([fmt_row({k: v for k, v in x.items() if k not in ("one_s_all", "one_stats", "scene_stats")})
+                      for x in rows if "error" not in x], QUEUE_COLS))
+    return {"rows": rows}
+
+
+def _split(st: dict) -> dict:
+    """The time split of one growing call (host set-up, host in the loop, waits, download)."""
+    keys = ("time_s", "setup_s", "loop_s", "wait_s", "queue_s", "launch_s", "download_s", "batches", "levels",
+            "retry", "graph")
+    out = {k: st.get(k) for k in keys}
+    t = max(st.get("time_s", 0.0), 1e-9)
+    out["host_loop_share"] = st.get("queue_s", 0.0) / t
+    out["host_share_with_setup"] = (st.get("queue_s", 0.0) + st.get("setup_s", 0.0)) / t
+    return out
+
+
+QUEUE_COLS = [("label", "run"), ("samples_per_view", "samples/view"), ("confirmed_per_view", "confirmed/view"),
+              ("fused_in_bbox", "fused in bbox"), ("s_per_view", "s/view"), ("us_per_sample", "us/sample"),
+              ("host_share", "host share"), ("batches", "batches"), ("one_samples", "1 view: samples"),
+              ("one_s", "1 view: s"), ("one_us_per_sample", "1 view: us/sample"), ("one_host_share", "1 view: host"),
+              ("one_batches", "1 view: batches"), ("one_deterministic", "1 view: same twice")]
 
 
 # ----------------------------------------------------------------------------- COLMAP
@@ -315,7 +437,7 @@ def run_colmap(args, scene, sources, device):
 # ----------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", nargs="?", default="bench", choices=["bench", "colmap", "colmap-worker"])
+    ap.add_argument("mode", nargs="?", default="bench", choices=["bench", "colmap", "colmap-worker", "queue"])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--json", default=None)
     ap.add_argument("--synthetic-size", type=int, default=640)
@@ -333,6 +455,8 @@ def main(argv=None):
     ap.add_argument("--geo-views", default="all", help="views COLMAP computes geometric maps for")
     ap.add_argument("--workspace", default="/tmp/colmap_ws")
     ap.add_argument("--views", default="all")
+    ap.add_argument("--repeat", type=int, default=3, help="queue mode: timed runs of one view alone (median)")
+    ap.add_argument("--batch-sweep", default="", help="queue mode: only the scene at these batch sizes (no fusion)")
     ap.add_argument("--temple-views", default="all", help="temple views for our runs (all, or 0,1,..)")
     ap.add_argument("--sources", default=None)
     args = ap.parse_args(argv)
@@ -353,6 +477,24 @@ def main(argv=None):
     scene = read_scene(temple_dir()) if temple_dir().is_dir() else None
     if scene is None:
         log(f"templeSparseRing not found under {temple_dir()}: temple sections skipped")
+    if args.mode == "queue" and args.batch_sweep:
+        pts, pvis, _ = scene_seeds(scene)
+        scene.points, scene.point_views = pts, pvis
+        reconstruct(scene, views=[0], device=dev, fuse=False, views_together=1)  # compile, warm
+        rows = []
+        for b in [int(x) for x in args.batch_sweep.split(",")]:
+            r, _ = bench_temple(scene, dev, views="all", label=f"batch {b}", fuse=False, batch_size=b)
+            r.pop("per_view", None)
+            r.pop("neighbors", None)
+            rows.append(r)
+            log(format_table([fmt_row(r)], TEMPLE_COLS))
+        out["batch_sweep"] = rows
+        save()
+        return 0
+    if args.mode == "queue":
+        out["queue"] = bench_queue(scene, dev, repeat=args.repeat)
+        save()
+        return 0
     if args.mode == "colmap":
         pts, pvis, _ = scene_seeds(scene)
         src = {str(v): select_views(scene.cameras, pts, pvis, v, max_neighbors=8, min_views=8)

@@ -33,9 +33,19 @@ from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.lazy import lazy_function, lazy_module
 from gpu_kernels.mvs import defaults as _md
 
-from ..io.atomic import atomic_output_dir, check_output_dir, write_lines
+from ..io.atomic import write_lines
 from . import display_params as _display
-from .base import BatchItem, Export, Tool, ToolResult, fmt_seconds, resources_dir
+from .base import Tool, ToolResult, fmt_seconds, resources_dir
+from .mvs_batch import batch_finish, batch_items, batch_write, item_params
+from .mvs_exports import (
+    EXPORTS,
+    colorize,
+    normals_rgb,
+    write_fused,
+    write_outdir,
+    write_view_depth,
+    write_view_files,
+)
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -46,26 +56,19 @@ if TYPE_CHECKING:
 
     from gpu_kernels.backend import Backend
     from gpu_kernels.mvs import fusion as _fu
-    from gpu_kernels.mvs import grow as _gr
-    from gpu_kernels.mvs import optimize as _op
     from gpu_kernels.mvs import stereo as _st
-    from gpu_kernels.mvs import views as _vs
     from gpu_kernels.mvs.camera import MVSScene
 
-    from ..io import depth_io, ply_points_io, scene_io
+    from ..io import scene_io
 else:
     np = lazy_module("numpy")
     _fu = lazy_module("gpu_kernels.mvs.fusion")
-    _gr = lazy_module("gpu_kernels.mvs.grow")
-    _op = lazy_module("gpu_kernels.mvs.optimize")
     _st = lazy_module("gpu_kernels.mvs.stereo")
-    _vs = lazy_module("gpu_kernels.mvs.views")
-    depth_io = lazy_module("app.io.depth_io")
-    ply_points_io = lazy_module("app.io.ply_points_io")
     scene_io = lazy_module("app.io.scene_io")
 
 __all__ = ["PARAMS", "TOOL", "MVSData", "MVSRun", "load", "run", "summary", "samples", "demo", "write_outdir",
-           "write_fused", "write_view_depth", "colorize", "INPUT_EXTENSIONS", "CPU_COMFORT_PIXELS"]
+           "write_fused", "write_view_depth", "write_view_files", "colorize", "normals_rgb", "batch_items",
+           "item_params", "batch_write", "batch_finish", "INPUT_EXTENSIONS", "CPU_COMFORT_PIXELS"]
 
 INPUT_EXTENSIONS = ("_par.txt", "cameras.txt", "cameras.bin", "images.txt", "images.bin")
 #: pixels (views x width x height) above which a CPU run takes minutes
@@ -208,16 +211,23 @@ def _seeds(ctx) -> tuple:
     return pts, pvis, src, time.perf_counter() - t0
 
 
-def _depth(ctx) -> object:
-    """View selection and growing of every chosen view (no fusion)."""
-    p = ctx.p
+def _views(ctx) -> object:
+    """View selection, each view's seeds and the views' textures on the device
+    (:func:`gpu_kernels.mvs.stereo.prepare_views`): what no growing parameter changes."""
     pts, pvis, src, t_seeds = ctx["seeds"]
-    res = _st.reconstruct(
-        ctx.data.scene, views=p["views"], window=p["window"], neighbors=p["neighbors"], min_views=p["min_views"],
-        ncc_accept=p["ncc_accept"], max_iter=p["max_iter"], batch_size=p["batch_size"],
-        views_together=p["views_together"], max_attempts=p["max_attempts"], fuse=False,
-        device=ctx.device, progress=ctx.progress, callback=ctx.data.preview, seeds=(pts, pvis, src))
-    return replace(res, stats={**res.stats, "seeds_s": t_seeds})
+    prep = _st.prepare_views(ctx.data.scene, views=ctx.p["views"], neighbors=ctx.p["neighbors"], min_views=1,
+                             device=ctx.device, progress=ctx.progress, seeds=(pts, pvis, src))
+    return replace(prep, seeds_s=t_seeds)
+
+
+def _depth(ctx) -> object:
+    """Growing every chosen view's depth map (no fusion)."""
+    p, prep = ctx.p, ctx["views"]
+    maps, stats = _st.grow_views(
+        ctx.data.scene, prep, window=p["window"], min_views=p["min_views"], ncc_accept=p["ncc_accept"],
+        max_iter=p["max_iter"], batch_size=p["batch_size"], views_together=p["views_together"],
+        max_attempts=p["max_attempts"], device=ctx.device, progress=ctx.progress, callback=ctx.data.preview)
+    return _st.MVSResult(maps, list(prep.views), None, prep.points, prep.point_views, stats)
 
 
 def _fusion(ctx):
@@ -242,13 +252,16 @@ def _finish(data: MVSData, out: dict, p: dict, *, device: Backend, elapsed: floa
     return MVSRun(data, replace(res, fused=fused, stats=stats), p, device.label, elapsed)
 
 
-#: the stages of a run (:mod:`app.tools.stages`): the seeds (the scene's alone), growing the
-#: depth maps, then fusing them
+#: the stages of a run (:mod:`app.tools.stages`): the seeds (the scene's alone); the images on
+#: the device and view selection; growing the depth maps; fusing them. A growing parameter
+#: (NCC threshold, window, batch, views together, ...) re-runs the growing and the fusion only
 PIPELINE = Pipeline([
     Stage("seeds", _seeds, inputs=("scene",), label="seeds", weight=2.0),
-    Stage("depth", _depth, params=("views", "window", "neighbors", "min_views", "ncc_accept", "batch_size",
-                                   "max_iter", "views_together", "max_attempts"),
-          inputs=("scene",), label="seeds, view selection and growing", weight=40.0),  # fusion: ~2 % (CPU)
+    Stage("views", _views, params=("views", "neighbors"), after=("seeds",), inputs=("scene",),
+          label="view selection and textures", weight=2.0),
+    Stage("depth", _depth, params=("window", "min_views", "ncc_accept", "batch_size", "max_iter", "views_together",
+                                   "max_attempts"),
+          after=("views",), inputs=("scene",), label="growing", weight=40.0),  # fusion: ~2 % (CPU)
     Stage("fusion", _fusion, params=("fuse", "fuse_min_views", "fuse_tol"), inputs=("scene",), label="fusion"),
 ], finish=_finish, params=PARAMS)
 
@@ -320,101 +333,6 @@ def metrics(result: MVSRun) -> dict:
             "fused_points": 0 if result.fused is None else len(result.fused.points)}
 
 
-# ----------------------------------------------------------------------------- exports
-def colorize(values: np.ndarray, lo: float | None = None, hi: float | None = None) -> np.ndarray:
-    """``(H, W)`` values to an RGB uint8 picture (turbo-like ramp; NaN black)."""
-    v = np.asarray(values, np.float64)
-    ok = np.isfinite(v)
-    if lo is None or hi is None:
-        if ok.any():
-            lo, hi = np.percentile(v[ok], [1, 99])
-        else:
-            lo, hi = 0.0, 1.0
-    t = np.clip((v - lo) / max(hi - lo, 1e-12), 0, 1)
-    t = np.where(ok, t, 0)
-    # a compact approximation of the turbo colour map
-    r = np.clip(0.13572138 + t * (4.6153926 + t * (-42.66032258 + t * (132.13108234 + t * (-152.94239396 + t * 59.28637943)))), 0, 1)
-    g = np.clip(0.09140261 + t * (2.19418839 + t * (4.84296658 + t * (-14.18503333 + t * (4.27729857 + t * 2.82956604)))), 0, 1)
-    b = np.clip(0.1066733 + t * (12.64194608 + t * (-60.58204836 + t * (110.36276771 + t * (-89.90310912 + t * 27.34824973)))), 0, 1)
-    out = (np.stack([r, g, b], -1) * 255).astype(np.uint8)
-    out[~ok] = 0
-    return out
-
-
-def normals_rgb(normal: np.ndarray) -> np.ndarray:
-    """Camera-frame normals to RGB (x, y, z in [-1, 1] -> 0..255; no normal: black)."""
-    n = np.asarray(normal, np.float64)
-    ok = np.isfinite(n).all(axis=-1)
-    out = np.clip((np.nan_to_num(n) * 0.5 + 0.5) * 255, 0, 255).astype(np.uint8)
-    out[~ok] = 0
-    return out
-
-
-def write_view_files(result: MVSRun, out_dir: pathlib.Path) -> list[pathlib.Path]:
-    """Per view: ``NAME.depth.npy``, ``NAME.normal.npy``, ``NAME.conf.npy``, ``NAME.iters.npy``,
-    ``NAME.depth.pfm`` and COLMAP-style ``NAME.depth.bin`` (0 = no depth)."""
-    written = []
-    names = result.data.scene.names
-    for m in result.maps:
-        base = out_dir / names[m.view]
-        for suffix, arr, fn in ((".depth.npy", m.depth, depth_io.write_npy), (".normal.npy", m.normal, depth_io.write_npy),
-                                (".conf.npy", m.conf, depth_io.write_npy), (".iters.npy", m.iters, depth_io.write_npy),
-                                (".depth.pfm", m.depth, depth_io.write_pfm),
-                                (".depth.bin", m.depth, depth_io.write_colmap_array)):
-            p = base.with_name(base.name + suffix)
-            fn(p, arr)
-            written.append(p)
-    return written
-
-
-def write_fused(result: MVSRun, path) -> list[pathlib.Path]:
-    """The fused cloud as PLY (x y z nx ny nz red green blue confidence)."""
-    f = result.fused
-    if f is None:
-        raise InputError("there is no fused cloud: run with two or more views and fusion on")
-    ply_points_io.write_points_ply(path, f.points, normals=f.normals, colors=f.colors, confidence=f.confidence)
-    return [pathlib.Path(path)]
-
-
-def write_outdir(result: MVSRun, path) -> list[pathlib.Path]:
-    """Everything into a new folder (atomically): the per-view maps and ``fused.ply``."""
-    path = pathlib.Path(path)
-    with atomic_output_dir(path) as tmp:
-        write_view_files(result, tmp)
-        if result.fused is not None:
-            write_fused(result, tmp / "fused.ply")
-        names = sorted(p.name for p in tmp.iterdir())
-    return [path / n for n in names]
-
-
-def write_view_depth(result: MVSRun, path, *, view: int | None = None) -> list[pathlib.Path]:
-    """One view's depth map (the first processed one unless ``view``): .pfm, .npy, .bin or a
-    colour-mapped .png."""
-    m = result.maps[0] if view is None else result.view_map(view)
-    if m is None:
-        raise InputError(f"view {view} was not reconstructed")
-    path = pathlib.Path(path)
-    if path.suffix.lower() == ".png":
-        from ..io.image_io import write_image
-
-        return [pathlib.Path(write_image(path, colorize(m.depth)))]
-    depth_io.write_depth(path, m.depth)
-    return [path]
-
-
-def _check_outdir(path) -> None:
-    """A new folder, an empty one, or an earlier gpulab output: never a folder of the user's files."""
-    check_output_dir(path)
-
-
-EXPORTS = (
-    Export("outdir", "All maps and fused.ply (folder)", (), write_outdir, folder=True, cli_option="-o",
-           check=_check_outdir),
-    Export("fused", "Fused point cloud", (".ply",), write_fused, cli_option="--fused"),
-    Export("depth", "Depth map of one view", (".pfm", ".npy", ".bin", ".png"), write_view_depth, cli_option=None),
-)
-
-
 # ----------------------------------------------------------------------------- samples, demo
 def samples() -> list[pathlib.Path]:
     """The bundled synthetic scene (``resources/samples/mvs/synth_par.txt``)."""
@@ -441,85 +359,6 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[
         written.append(pathlib.Path(write_image(out_dir / f"mvs-{data.scene.names[m.view]}-depth.png",
                                                 colorize(m.depth))))
     written.append(write_lines(out_dir / "mvs-summary.txt", summary(res)))
-    return written
-
-
-# ----------------------------------------------------------------------------- batch
-def _view_names(path: pathlib.Path) -> list[str]:
-    """The scene's image names, without reading the images (cameras only)."""
-    p = pathlib.Path(path)
-    if p.is_file() and p.name.lower().endswith("_par.txt"):
-        names = scene_io.parse_middlebury_par(p)[0]
-        return [pathlib.Path(n).stem for n in names]
-    return list(scene_io.read_scene(p).names)
-
-
-def batch_items(paths: list[pathlib.Path]) -> list[BatchItem]:
-    """One item per reference view of each scene (keys are the views' names; with several
-    scenes, ``<scene>-<view>``); the depth maps are fused once all are in (:func:`batch_finish`)."""
-    items = []
-    for p in paths:
-        names = _view_names(p)
-        prefix = "" if len(paths) == 1 else f"{p.stem.replace('_par', '')}-"
-        items += [BatchItem(f"{prefix}{n}", (str(p),), {"view": i, "name": n, "scene": prefix.rstrip("-")})
-                  for i, n in enumerate(names)]
-    return items
-
-
-def item_params(item: BatchItem, params: dict) -> dict:
-    """The item's reference view only, without fusion (that runs after every view)."""
-    return {**params, "views": str(item.meta["view"]), "fuse": False}
-
-
-def _scene_out(out_dir: pathlib.Path, scene: str) -> pathlib.Path:
-    d = pathlib.Path(out_dir) / scene if scene else pathlib.Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def batch_write(result: MVSRun, out_dir: pathlib.Path, key: str) -> list[pathlib.Path]:
-    """The view's maps, as ``gpulab mvs`` writes them (NAME.depth.npy, .normal.npy, ...)."""
-    scene = key[: -len(result.data.scene.names[result.maps[0].view]) - 1] if result.maps and \
-        key != result.data.scene.names[result.maps[0].view] else ""
-    return write_view_files(result, _scene_out(out_dir, scene))
-
-
-def batch_finish(out_dir: pathlib.Path, records: list[dict], params: dict, *, device: Backend) -> list[pathlib.Path]:
-    """Fuse the depth maps of every finished view of each scene into ``fused.ply``."""
-    p = PARAMS.validate(params)
-    if not p["fuse"]:
-        return []
-    written: list[pathlib.Path] = []
-    by_scene: dict[str, list[dict]] = {}
-    for r in records:
-        by_scene.setdefault(r["inputs"][0], []).append(r)
-    for scene_path, recs in by_scene.items():
-        data = load(scene_path)
-        sc = data.scene
-        prefix = ""
-        for r in recs:
-            name = next((n for n in sc.names if r["key"].endswith(n)), None)
-            if name is not None and r["key"] != name:
-                prefix = r["key"][: -len(name) - 1]
-        d = _scene_out(out_dir, prefix)
-        views, depths, normals, confs = [], [], [], []
-        for v, name in enumerate(sc.names):
-            f = d / f"{name}.depth.npy"
-            if f.is_file():
-                views.append(v)
-                depths.append(depth_io.read_npy(f))
-                normals.append(depth_io.read_npy(d / f"{name}.normal.npy"))
-                confs.append(depth_io.read_npy(d / f"{name}.conf.npy"))
-        if len(views) < 2:
-            continue
-        fused = _fu.fuse_depth_maps(
-            sc.cameras, depths, views=views, normals=normals, confidences=confs,
-            images=[sc.images[v] if np.asarray(sc.images[v]).dtype == np.uint8 else None for v in views],
-            rel_tol=p["fuse_tol"], min_views=p["fuse_min_views"], device=device)
-        out = d / "fused.ply"
-        ply_points_io.write_points_ply(out, fused.points, normals=fused.normals, colors=fused.colors,
-                                       confidence=fused.confidence)
-        written.append(out)
     return written
 
 

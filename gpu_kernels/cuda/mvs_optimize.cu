@@ -25,16 +25,35 @@
 // (dr/dx, dg/dx, db/dx, -), (dr/dy, dg/dy, db/dy, -). `geo[ref][k]` = (H row-major 3x3, e 3):
 // the neighbour-k homogeneous pixel of window point (u, v, depth d) is e + d * H (u, v, 1).
 
+//
+// Sample split (SPL): with few pixels in a batch (one view's growing front) the GPU is latency
+// bound: each iteration walks the n x n window one dependent texture fetch after another. SPL > 1
+// gives each (pixel, view) SPL threads that take every SPL-th window sample, so a pixel has
+// G = TPP * SPL (<= 32) threads and an iteration's chain of fetches is SPL times shorter. Per-view
+// sums add the SPL partial sums (xor shuffles over the lanes of one view), the normal equations
+// add over the whole group; every lane still ends with bit-identical values.
+//
+// Two kernels share the per-pixel optimisation (optimize_pixel below):
+//   mvs_optimize    a host-given batch (optimize_pixels / launch_optimize): outputs per item;
+//   mvs_grow_apply  region growing's batch, selected on the device (cuda/mvs_queue.cu): the item
+//                   count comes from device memory and the result is applied at once (accepted:
+//                   depth, offsets, confidence, normal, DONE; failed: one more attempt, CLOSED after
+//                   max_attempts), so no batch makes a round trip through the host.
+
 #ifndef WIN
 #define WIN 5
 #endif
 #ifndef TPP
 #define TPP 8
 #endif
+#ifndef SPL
+#define SPL 1
+#endif
 #ifndef PPB
 #define PPB 16
 #endif
 
+#define GRP (TPP * SPL)
 #define RAD ((WIN - 1) / 2)
 #define NS (WIN * WIN)
 
@@ -42,73 +61,60 @@
 #define ST_TEXTURELESS -2
 #define ST_BAD_DEPTH -3
 
+#define PX_FREE 0
+#define PX_DONE 1
+#define PX_CLOSED 2
+
+// sum over every lane of the pixel's group (all views, all sample subsets)
 __device__ __forceinline__ float group_sum(float v, unsigned mask) {
 #pragma unroll
-    for (int o = TPP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, TPP);
+    for (int o = GRP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, GRP);
     return v;
 }
 
-__device__ __forceinline__ float3 f3(const float4 a) { return make_float3(a.x, a.y, a.z); }
+// sum over the SPL lanes of one view (the sample subsets)
+__device__ __forceinline__ float sub_sum(float v, unsigned mask) {
+#pragma unroll
+    for (int o = TPP; o < GRP; o <<= 1) v += __shfl_xor_sync(mask, v, o, GRP);
+    return v;
+}
 
-extern "C" __global__ void __launch_bounds__(TPP * PPB)
-mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
-             const int* __restrict__ vW, const int* __restrict__ vH,
-             const float* __restrict__ geo, const int* __restrict__ nbr, const int* __restrict__ refid,
-             const int* __restrict__ item_ref, const int* __restrict__ item_xy,
-             const float* __restrict__ item_init, const int* __restrict__ item_min_iter,
-             const int n_items, const int nv, const int min_views, const int max_iter, const int drop_from,
-             const float ncc_accept, const float eps, const float step_px, const float min_ref_var,
-             float* __restrict__ out_param, float* __restrict__ out_conf, int* __restrict__ out_iters,
-             int* __restrict__ out_status, float* __restrict__ out_ncc)
+struct PixelResult {
+    float h, hs, ht, conf, ncc;
+    int iters, status;
+    bool act;
+};
+
+// Optimise one pixel; `sref` is the slot's reference window (loaded by the caller), `lane` the
+// thread's index in the pixel's group (view lane = lane % TPP, sample subset = lane / TPP).
+__device__ __forceinline__ PixelResult optimize_pixel(
+    const float4* __restrict__ tex, const long long* __restrict__ vofs, const int* __restrict__ vW,
+    const int* __restrict__ vH, const float* __restrict__ geo, const int* __restrict__ nbr,
+    const float (*sref)[3], const int r, const int s, const int t, float h, float hs, float ht, const int min_iter_in,
+    const int lane, const unsigned gmask, const unsigned vmask, const int gbase,
+    const int nv, const int min_views, const int max_iter, const int drop_from,
+    const float ncc_accept, const float eps, const float step_px, const float min_ref_var)
 {
-    __shared__ float sref[PPB][NS][3];
-
-    const int lane = threadIdx.x % TPP;
-    const int slot = threadIdx.x / TPP;
-    const int item = blockIdx.x * PPB + slot;
-    const bool have = item < n_items;
-    const int wl = threadIdx.x & 31;
-    const unsigned gmask = (TPP == 32) ? 0xffffffffu : (((1u << TPP) - 1u) << (wl & ~(TPP - 1)));
-
-    int r = 0, s = 0, t = 0, rv = 0;
-    if (have) {
-        r = item_ref[item];
-        s = item_xy[2 * item];
-        t = item_xy[2 * item + 1];
-        rv = refid[r];
-        // the reference window: nearest samples at integer pixels (the caller keeps RAD away from borders)
-        const float4* rimg = tex + vofs[rv];
-        const int W = vW[rv];
-        for (int q = lane; q < NS; q += TPP) {
-            const int i = q % WIN - RAD, j = q / WIN - RAD;
-            const float4 c = rimg[3LL * ((long long)(t + j) * W + (s + i))];
-            sref[slot][q][0] = c.x;
-            sref[slot][q][1] = c.y;
-            sref[slot][q][2] = c.z;
-        }
-    }
-    __syncthreads();
-    if (!have) return;  // whole pixel groups leave together
-
+    const int vl = lane % TPP;
+    const int sub = lane / TPP;
     const float N = 3.0f * NS;
     float sx = 0.f, sxx = 0.f;
     for (int q = 0; q < NS; ++q)
-        for (int c = 0; c < 3; ++c) { const float x = sref[slot][q][c]; sx += x; sxx += x * x; }
+        for (int c = 0; c < 3; ++c) { const float x = sref[q][c]; sx += x; sxx += x * x; }
     const float vx = sxx - sx * sx / N;
 
-    const int min_iter = max(1, item_min_iter[item]);
-    float h = item_init[3 * item], hs = item_init[3 * item + 1], ht = item_init[3 * item + 2];
+    const int min_iter = max(1, min_iter_in);
     int status = 0, iters = 0;
     float ncc = -1.f, ncc_prev = -2.f;
     float ck0 = 1.f, ck1 = 1.f, ck2 = 1.f;
 
-    const int nb = (lane < nv) ? nbr[r * TPP + lane] : -1;
+    const int nb = (vl < nv) ? nbr[r * TPP + vl] : -1;
     bool act = nb >= 0;
     float H[9], e[3];
     const float4* img = tex;
     int W = 1, Hh = 1;
     if (act) {
-        const float* g = geo + ((long long)r * TPP + lane) * 12;
+        const float* g = geo + ((long long)r * TPP + vl) * 12;
 #pragma unroll
         for (int k = 0; k < 9; ++k) H[k] = g[k];
         e[0] = g[9]; e[1] = g[10]; e[2] = g[11];
@@ -130,7 +136,7 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
             bool valid = act;
             if (act) {
 #pragma unroll 1
-                for (int q = 0; q < NS; ++q) {
+                for (int q = sub; q < NS; q += SPL) {
                     const float fi = (float)(q % WIN - RAD), fj = (float)(q / WIN - RAD);
                     const float u = (float)s + fi, v = (float)t + fj;
                     const float d = h + fi * hs + fj * ht;
@@ -161,7 +167,7 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
                                      (w00 * gy00.y + w10 * gy10.y + w01 * gy01.y + w11 * gy11.y) * dydh;
                     const float D2 = (w00 * gx00.z + w10 * gx10.z + w01 * gx01.z + w11 * gx11.z) * dxdh +
                                      (w00 * gy00.z + w10 * gy10.z + w01 * gy01.z + w11 * gy11.z) * dydh;
-                    const float R0 = sref[slot][q][0], R1 = sref[slot][q][1], R2 = sref[slot][q][2];
+                    const float R0 = sref[q][0], R1 = sref[q][1], R2 = sref[q][2];
                     Sk0 += I0; Sk1 += I1; Sk2 += I2;
                     Skk0 += I0 * I0; Skk1 += I1 * I1; Skk2 += I2 * I2;
                     Srk0 += R0 * I0; Srk1 += R1 * I1; Srk2 += R2 * I2;
@@ -181,6 +187,17 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
                     }
                 }
             }
+#if SPL > 1
+            {   // a view stays valid only if every sample subset was; the per-view sums add up
+                int inv = valid ? 0 : 1;
+#pragma unroll
+                for (int o = TPP; o < GRP; o <<= 1) inv |= __shfl_xor_sync(gmask, inv, o, GRP);
+                valid = act && inv == 0;
+                Sk0 = sub_sum(Sk0, gmask); Sk1 = sub_sum(Sk1, gmask); Sk2 = sub_sum(Sk2, gmask);
+                Skk0 = sub_sum(Skk0, gmask); Skk1 = sub_sum(Skk1, gmask); Skk2 = sub_sum(Skk2, gmask);
+                Srk0 = sub_sum(Srk0, gmask); Srk1 = sub_sum(Srk1, gmask); Srk2 = sub_sum(Srk2, gmask);
+            }
+#endif
             if (!valid) act = false;
             if (act && cupd) {
                 ck0 = Skk0 > 1e-12f ? Srk0 / Skk0 : 1.f;
@@ -195,18 +212,20 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
                 ncc = vy > 1e-12f ? (sxy - sx * sy / N) * rsqrtf(vx * vy) : -1.f;
                 if (pass >= drop_from && ncc < ncc_accept) act = false;
             }
-            int count = __popc(__ballot_sync(gmask, act) & gmask);
+            int count = __popc(__ballot_sync(gmask, act) & vmask);
             if (count < min_views) { status = ST_TOO_FEW_VIEWS; break; }
             const bool moving = act && fabsf(ncc - ncc_prev) >= eps;
             const bool conv = pass >= min_iter && (__ballot_sync(gmask, moving) & gmask) == 0u;
             if (conv || pass >= max_iter) {
                 if (act && ncc < ncc_accept) act = false;
-                count = __popc(__ballot_sync(gmask, act) & gmask);
-                status = count < min_views ? ST_TOO_FEW_VIEWS : (int)((__ballot_sync(gmask, act) & gmask) >> (wl & ~(TPP - 1)));
+                const unsigned bits = __ballot_sync(gmask, act) & vmask;
+                count = __popc(bits);
+                status = count < min_views ? ST_TOO_FEW_VIEWS : (int)(bits >> gbase);
                 break;
             }
             ncc_prev = ncc;
             // ------------------------------------------------------------- the update
+            // (rate is set in the one lane of each view that holds the centre sample)
             const float mrate = group_sum(act ? rate : 0.f, gmask) / (float)count;
             const float max_dh = mrate > 0.f ? step_px / mrate : 0.f;
             float dh = 0.f, dhs = 0.f, dht = 0.f;
@@ -235,6 +254,7 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
                     dh = b1 / a11;
                 }
             } else {
+                // partial sums of this lane's samples; the group sum adds views and subsets
                 float a = 0.f, b = 0.f;
                 if (act) {
                     a = ck0 * ck0 * Sdd0 + ck1 * ck1 * Sdd1 + ck2 * ck2 * Sdd2;
@@ -253,16 +273,166 @@ mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
             if (!(h > 0.f) || !isfinite(h) || !isfinite(hs) || !isfinite(ht)) { status = ST_BAD_DEPTH; break; }
         }
     }
-
-    out_ncc[(long long)item * TPP + lane] = act ? ncc : -2.f;
+    // every view counted SPL times in both sums: the mean is the same
     const float csum = group_sum(act ? ncc : 0.f, gmask);
     const float ccnt = group_sum(act ? 1.f : 0.f, gmask);
-    if (lane == 0) {
-        out_param[3 * item] = h;
-        out_param[3 * item + 1] = hs;
-        out_param[3 * item + 2] = ht;
-        out_conf[item] = (status >= 0 && ccnt > 0.f) ? csum / ccnt : 0.f;
-        out_iters[item] = iters;
-        out_status[item] = status;
+    PixelResult res;
+    res.h = h; res.hs = hs; res.ht = ht;
+    res.conf = (status >= 0 && ccnt > 0.f) ? csum / ccnt : 0.f;
+    res.ncc = ncc;
+    res.iters = iters;
+    res.status = status;
+    res.act = act;
+    return res;
+}
+
+// the lane masks of the calling thread's pixel group
+#define GROUP_MASKS                                                                                      \
+    const int wl = threadIdx.x & 31;                                                                     \
+    const int gbase = wl & ~(GRP - 1);                                                                   \
+    const unsigned gmask = (GRP == 32) ? 0xffffffffu : (((1u << GRP) - 1u) << gbase);                    \
+    const unsigned vmask = (TPP == 32) ? 0xffffffffu : (((1u << TPP) - 1u) << gbase);
+
+__device__ __forceinline__ void load_ref_window(float (*sref)[3], const float4* __restrict__ tex,
+                                                const long long* __restrict__ vofs, const int* __restrict__ vW,
+                                                const int rv, const int s, const int t, const int lane)
+{
+    // nearest samples at integer pixels (the caller keeps RAD away from borders)
+    const float4* rimg = tex + vofs[rv];
+    const int W = vW[rv];
+    for (int q = lane; q < NS; q += GRP) {
+        const int i = q % WIN - RAD, j = q / WIN - RAD;
+        const float4 c = rimg[3LL * ((long long)(t + j) * W + (s + i))];
+        sref[q][0] = c.x;
+        sref[q][1] = c.y;
+        sref[q][2] = c.z;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(TPP * SPL * PPB)
+mvs_optimize(const float4* __restrict__ tex, const long long* __restrict__ vofs,
+             const int* __restrict__ vW, const int* __restrict__ vH,
+             const float* __restrict__ geo, const int* __restrict__ nbr, const int* __restrict__ refid,
+             const int* __restrict__ item_ref, const int* __restrict__ item_xy,
+             const float* __restrict__ item_init, const int* __restrict__ item_min_iter,
+             const int n_items, const int nv, const int min_views, const int max_iter, const int drop_from,
+             const float ncc_accept, const float eps, const float step_px, const float min_ref_var,
+             float* __restrict__ out_param, float* __restrict__ out_conf, int* __restrict__ out_iters,
+             int* __restrict__ out_status, float* __restrict__ out_ncc)
+{
+    __shared__ float sref[PPB][NS][3];
+
+    const int lane = threadIdx.x % GRP;
+    const int slot = threadIdx.x / GRP;
+    const int item = blockIdx.x * PPB + slot;
+    const bool have = item < n_items;
+    GROUP_MASKS
+
+    int r = 0, s = 0, t = 0;
+    if (have) {
+        r = item_ref[item];
+        s = item_xy[2 * item];
+        t = item_xy[2 * item + 1];
+        load_ref_window(sref[slot], tex, vofs, vW, refid[r], s, t, lane);
+    }
+    __syncthreads();
+    if (!have) return;  // whole pixel groups leave together
+
+    const PixelResult res = optimize_pixel(
+        tex, vofs, vW, vH, geo, nbr, sref[slot], r, s, t, item_init[3 * item], item_init[3 * item + 1],
+        item_init[3 * item + 2], item_min_iter[item], lane, gmask, vmask, gbase, nv, min_views, max_iter, drop_from,
+        ncc_accept, eps, step_px, min_ref_var);
+
+    if (lane < TPP) out_ncc[(long long)item * TPP + lane] = res.act ? res.ncc : -2.f;
+    if (lane == 0) {
+        out_param[3 * item] = res.h;
+        out_param[3 * item + 1] = res.hs;
+        out_param[3 * item + 2] = res.ht;
+        out_conf[item] = res.conf;
+        out_iters[item] = res.iters;
+        out_status[item] = res.status;
+    }
+}
+
+// Region growing's batch (selected by mvs_select in cuda/mvs_queue.cu): ctrl[0] items, pixel
+// item_key[i] (flat index over the group's views) of reference row item_ref[i]. The result is
+// applied here: accepted pixels (success, confidence >= ncc_accept, depth in the reference's
+// range, a surface seen less obliquely than the slant limit) get their depth, offsets,
+// confidence and unit normal (facing the camera) and turn DONE (records: one plane each); the others count an attempt and
+// are CLOSED after max_attempts. rtab[a] = (K^-1 row-major 9, dmin, dmax, -) per reference.
+extern "C" __global__ void __launch_bounds__(TPP * SPL * PPB)
+mvs_grow_apply(const float4* __restrict__ tex, const long long* __restrict__ vofs,
+               const int* __restrict__ vW, const int* __restrict__ vH,
+               const float* __restrict__ geo, const int* __restrict__ nbr, const int* __restrict__ refid,
+               const int* __restrict__ ctrl, const int* __restrict__ item_key, const int* __restrict__ item_ref,
+               const int* __restrict__ item_xy, const float* __restrict__ item_init,
+               const int* __restrict__ item_min_iter, const float* __restrict__ rtab,
+               const int nv, const int min_views, const int max_iter, const int drop_from,
+               const float ncc_accept, const float eps, const float step_px, const float min_ref_var,
+               const float cos_slant, const int max_attempts,
+               unsigned char* __restrict__ state, unsigned char* __restrict__ attempts,
+               float* __restrict__ rh, float* __restrict__ rhs, float* __restrict__ rht, float* __restrict__ rconf,
+               float* __restrict__ rnrm, short* __restrict__ riters, int* __restrict__ counters)
+{
+    __shared__ float sref[PPB][NS][3];
+    __shared__ int n_accepted;
+
+    const int lane = threadIdx.x % GRP;
+    const int slot = threadIdx.x / GRP;
+    const int item = blockIdx.x * PPB + slot;
+    const bool have = item < ctrl[0];
+    GROUP_MASKS
+
+    int r = 0, s = 0, t = 0;
+    if (threadIdx.x == 0) n_accepted = 0;
+    if (have) {
+        r = item_ref[item];
+        s = item_xy[2 * item];
+        t = item_xy[2 * item + 1];
+        load_ref_window(sref[slot], tex, vofs, vW, refid[r], s, t, lane);
+    }
+    __syncthreads();
+    if (have) {  // (no early return: the block meets again below to count its accepted pixels)
+        const PixelResult res = optimize_pixel(
+            tex, vofs, vW, vH, geo, nbr, sref[slot], r, s, t, item_init[3 * item], item_init[3 * item + 1],
+            item_init[3 * item + 2], item_min_iter[item], lane, gmask, vmask, gbase, nv, min_views, max_iter,
+            drop_from, ncc_accept, eps, step_px, min_ref_var);
+        if (lane == 0) {
+            const int p = item_key[item];
+            const float* K = rtab + 12 * r;
+            const float h = res.h, hs = res.hs, ht = res.ht, conf = res.conf;
+            bool ok = res.status >= 0 && conf >= ncc_accept && h >= K[9] && h <= K[10];
+            // the window's plane against the viewing ray (as grow.py's CPU path)
+            const float xf = (float)s, yf = (float)t;
+            const float ray0 = K[0] * xf + K[1] * yf + K[2];
+            const float ray1 = K[3] * xf + K[4] * yf + K[5];
+            const float ray2 = K[6] * xf + K[7] * yf + K[8];
+            const float pu0 = hs * ray0 + h * K[0], pu1 = hs * ray1 + h * K[3], pu2 = hs * ray2 + h * K[6];
+            const float pv0 = ht * ray0 + h * K[1], pv1 = ht * ray1 + h * K[4], pv2 = ht * ray2 + h * K[7];
+            const float n0 = pu1 * pv2 - pu2 * pv1, n1 = pu2 * pv0 - pu0 * pv2, n2 = pu0 * pv1 - pu1 * pv0;
+            const float nn = sqrtf(n0 * n0 + n1 * n1 + n2 * n2);
+            const float dot = n0 * ray0 + n1 * ray1 + n2 * ray2;
+            const float rr = sqrtf(ray0 * ray0 + ray1 * ray1 + ray2 * ray2);
+            ok = ok && fabsf(dot) >= cos_slant * rr * nn;
+            riters[p] = (short)res.iters;
+            if (ok) {
+                rh[p] = h;
+                rhs[p] = hs;
+                rht[p] = ht;
+                rconf[p] = conf;
+                const float sg = (dot > 0.f ? -1.f : 1.f) / fmaxf(nn, 1e-30f);
+                rnrm[3LL * p] = n0 * sg;
+                rnrm[3LL * p + 1] = n1 * sg;
+                rnrm[3LL * p + 2] = n2 * sg;
+                state[p] = PX_DONE;
+                atomicAdd(&n_accepted, 1);
+            } else {
+                const int att = attempts[p] + 1;
+                attempts[p] = (unsigned char)min(att, 255);
+                if (att >= max_attempts) state[p] = PX_CLOSED;
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && n_accepted) atomicAdd(counters, n_accepted);  // the samples accepted so far
 }

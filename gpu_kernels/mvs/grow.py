@@ -2,13 +2,21 @@
 optimised in order of confidence, seeds first, then the 4-neighbours of accepted pixels,
 which start from their parent's plane (``h + ds hs + dt ht``, same ``hs``, ``ht``).
 
-Each step takes the ``batch_size`` highest-priority candidates of the queue and optimises them
-in one call of :func:`gpu_kernels.mvs.optimize.optimize_pixels` (one kernel launch on the
-GPU). Several reference views can grow at once: their candidates share the batch, which
-keeps the GPU busy while each view's front is still small. The queue lives on the host as
-flat NumPy arrays (top-k selection by ``argpartition``, de-duplication by pixel), so its
-cost per batch is a few vectorised passes over the live candidates; the time it takes is
-measured (``stats["queue_s"]``).
+The priority queue is one candidate slot per pixel: a 32-bit key holding the candidate's
+priority (its parent's confidence) in its high bits and where its start comes from (which
+4-neighbour, or a seed) in its low 3 bits, so that pushing a candidate is a maximum and the
+best one wins whatever the order of the pushes. Each step takes the ``batch_size`` best
+candidates by bucket (256 priority levels over ``[ncc_accept, 1]``, seeds above; the
+threshold bucket in a fixed pixel order), optimises them in one launch, applies the results
+and pushes the accepted pixels' free 4-neighbours. A pixel that fails takes its best accepted
+neighbour other than the parent it failed from as its next candidate, until
+``max_attempts``. Several reference views can grow at once: their pixels share the batches.
+
+On the GPU the whole step runs on the device (``cuda/mvs_queue.cu`` selects and pushes,
+``mvs_grow_apply`` in ``cuda/mvs_optimize.cu`` optimises and applies), replayed as one CUDA
+graph per batch, a few batches ahead of the host, which only reads each batch's figures from
+a small ring in pinned memory (no round trip per batch). The CPU path is the same state
+machine in NumPy, with the same batch order, so both paths follow the same rules.
 
 Example
 -------
@@ -19,31 +27,31 @@ True
 
 from __future__ import annotations
 
+import collections
+import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import ndimage
 
-from gpu_kernels.backend import get_backend
+from gpu_kernels.backend import get_backend, kernel
 from gpu_kernels.jobs import as_progress
+from gpu_kernels.mvs import defaults as _d
 from gpu_kernels.mvs.camera import MVSInputError
 from gpu_kernels.mvs.optimize import (
     DEFAULT_SEED_MIN_ITER,
     OptimizeParams,
     build_geometry,
     launch_optimize,
+    sample_split,
     threads_per_pixel,
 )
 
 __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_MAX_SLANT_DEG",
-           "DepthMap", "grow_depth_maps", "textured_mask"]
+           "DepthMap", "grow_depth_maps", "textured_mask", "cand_key", "cand_level", "batch_order"]
 
-#: pixels per launch on the GPU (shared by the views growing together). templeSparseRing, 16
-from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
-
-#: views together on an H100: 4096 -> 0.20 s per view, 16384 -> 0.19 s, 65536 -> 0.137 s,
-#: with the same samples (76.5k per view) and consistency
+#: pixels per launch on the GPU (shared by the views growing together)
 DEFAULT_BATCH_GPU = _d.BATCH_GPU
 #: pixels per NumPy step on the CPU
 DEFAULT_BATCH_CPU = 2048
@@ -54,6 +62,17 @@ DEFAULT_MAX_SLANT_DEG = 80.0
 
 _FREE, _DONE, _CLOSED = 0, 1, 2
 SEED_PRIORITY = 10.0
+SEED_CODE = 4
+LEVELS = 256
+# the device selection's layout (cuda/mvs_queue.cu): blocks of _NT threads, _KPT pixels each
+_NT, _KPT = 256, 16
+_CHUNK = _NT * _KPT
+#: batches the host keeps queued on the device ahead of the one it reads
+_AHEAD = 4
+_RING = 16
+
+_DX = np.array([1, -1, 0, 0], np.int64)
+_DY = np.array([0, 0, 1, -1], np.int64)
 
 
 @dataclass
@@ -81,192 +100,212 @@ class DepthMap:
         return int(np.isfinite(self.depth).sum())
 
 
-def textured_mask(img9: np.ndarray, window: int, min_std: float) -> np.ndarray:
+def _is_cupy(xp) -> bool:
+    """The real CuPy (not NumPy, nor a test emulator dressed as CuPy)."""
+    return getattr(xp, "__name__", None) == "cupy"
+
+
+def textured_mask(img9, window: int, min_std: float, *, device=None):
     """Pixels whose n x n RGB window (the optimiser's reference window) has a standard
-    deviation of at least ``min_std``; ``img9`` from :func:`prepare_image`."""
-    f = img9[..., :3].astype(np.float64)
-    m = ndimage.uniform_filter(f.mean(2), window, mode="nearest")
-    m2 = ndimage.uniform_filter((f * f).mean(2), window, mode="nearest")
+    deviation of at least ``min_std``; ``img9``: :func:`prepare_image`'s ``(H, W, >=3)`` (NumPy,
+    or CuPy with ``device``)."""
+    be = get_backend(device) if device is not None else None
+    if be is not None and be.is_gpu and _is_cupy(be.xp):
+        from cupyx.scipy import ndimage as nd
+
+        xp = be.xp
+    else:
+        nd, xp = ndimage, np
+    f = img9[..., :3].astype(xp.float64)
+    m = nd.uniform_filter(f.mean(2), window, mode="nearest")
+    m2 = nd.uniform_filter((f * f).mean(2), window, mode="nearest")
     return (m2 - m * m) > min_std ** 2 * (1 - 1e-3)
 
 
-class _Queue:
-    """A bucket queue: priorities quantised into ``levels`` buckets over ``[lo, hi]`` (seeds in a
-    bucket of their own above), first in first out inside a bucket. Pushing and popping a
-    batch cost O(batch) whatever the queue's length (a fully sorted queue would cost O(n)
-    per batch: 10 ms at a million candidates). Candidates of pixels finished through another
-    parent are dropped when they come up (lazy deletion)."""
-
-    def __init__(self, lo: float, hi: float, levels: int = 256):
-        self.lo, self.hi, self.levels = float(lo), float(hi), int(levels)
-        self.buckets: list[list] = [[] for _ in range(levels + 1)]
-        self.counts = np.zeros(levels + 1, np.int64)
-        self.top = -1
-
-    def __len__(self):
-        return int(self.counts.sum())
-
-    def _bucket(self, pri):
-        b = ((pri - self.lo) * (self.levels / max(self.hi - self.lo, 1e-9))).astype(np.int64)
-        b = np.clip(b, 0, self.levels - 1)
-        return np.where(pri >= SEED_PRIORITY, self.levels, b)
-
-    def push(self, key, pri, init):
-        if len(key) == 0:
-            return
-        b = self._bucket(pri)
-        order = np.argsort(b, kind="stable")
-        bs = b[order]
-        cut = np.flatnonzero(np.diff(bs)) + 1
-        starts = np.concatenate([[0], cut])
-        ends = np.concatenate([cut, [len(bs)]])
-        key, pri, init = key[order], pri[order], init[order]
-        for s0, e0 in zip(starts.tolist(), ends.tolist(), strict=True):
-            bk = int(bs[s0])
-            self.buckets[bk].append((key[s0:e0], pri[s0:e0], init[s0:e0]))
-            self.counts[bk] += e0 - s0
-            self.top = max(self.top, bk)
-
-    def pop_top(self, k: int, state: np.ndarray, stamp: np.ndarray):
-        """Remove and return up to ``k`` of the best candidates whose pixel is free, one per pixel."""
-        while True:
-            chunks, got = [], 0
-            bk = self.top
-            while got < k and bk >= 0:
-                lst = self.buckets[bk]
-                while lst and got < k:
-                    c = lst.pop(0)
-                    need = k - got
-                    if len(c[0]) > need:
-                        lst.insert(0, (c[0][need:], c[1][need:], c[2][need:]))
-                        c = (c[0][:need], c[1][:need], c[2][:need])
-                    chunks.append(c)
-                    got += len(c[0])
-                    self.counts[bk] -= len(c[0])
-                if not lst:
-                    bk -= 1
-            self.top = bk
-            while self.top >= 0 and self.counts[self.top] == 0:
-                self.top -= 1
-            if not chunks:
-                e = np.zeros(0, np.int64)
-                return e, np.zeros(0, np.float32), np.zeros((0, 3), np.float32)
-            key = np.concatenate([c[0] for c in chunks])
-            pri = np.concatenate([c[1] for c in chunks])
-            init = np.concatenate([c[2] for c in chunks])
-            live = state[key] == _FREE
-            key, pri, init = key[live], pri[live], init[live]
-            if len(key) == 0:
-                continue
-            # one candidate per pixel, the best: the last write of ascending order wins
-            order = np.argsort(pri, kind="stable")
-            stamp[key[order]] = order
-            first = stamp[key] == np.arange(len(key))
-            return key[first], pri[first], init[first]
+# ----------------------------------------------------------------------------- queue keys
+def cand_key(conf, code) -> np.ndarray:
+    """The candidate keys of priorities ``conf`` (float32) from origin ``code`` (0..3: the
+    parent's direction, 4: a seed): order-preserving float bits, low 3 bits the code."""
+    b = np.ascontiguousarray(conf, np.float32).view(np.uint32)
+    o = np.where(b & np.uint32(0x80000000), ~b, b | np.uint32(0x80000000)).astype(np.uint32)
+    return (o & np.uint32(0xFFFFFFF8)) | np.asarray(code, np.uint32)
 
 
-class _Grower:
-    """The region-growing state of a group of reference views: flat maps, the queue, and the
-    two host steps around an optimiser launch (:meth:`next_batch`, :meth:`apply`)."""
+def cand_level(keys, lo: float, scale: float, levels: int = LEVELS) -> np.ndarray:
+    """The bucket (0..levels-1; seeds: levels) of candidate keys, as ``cuda/mvs_queue.cu``
+    computes it."""
+    u = np.asarray(keys, np.uint32) & np.uint32(0xFFFFFFF8)
+    b = np.where(u & np.uint32(0x80000000), u & np.uint32(0x7FFFFFFF), ~u).astype(np.uint32)
+    x = (b.view(np.float32) - np.float32(lo)) * np.float32(scale)
+    lv = np.where(x > 0, np.minimum(x, np.float32(levels - 1)), 0).astype(np.int64)
+    return np.where((np.asarray(keys, np.uint32) & 7) == SEED_CODE, levels, lv)
 
-    def __init__(self, cameras, refs, neighbors, seeds, images9, masks, params, batch_size, max_attempts,
-                 max_slant_deg, depth_ranges, seed_min_iter, nv, tpp):
-        self.params, self.batch_size, self.max_attempts = params, batch_size, max_attempts
-        self.nv = nv
-        self.geo, self.nbr, self.refid = build_geometry(cameras, refs, neighbors, tpp)
-        rad = params.window // 2
+
+def batch_order(p) -> np.ndarray:
+    """The order in which the device writes a batch's pixels (block, thread, then the thread's
+    own pixels): sorting by it gives the device's batch order."""
+    p = np.asarray(p, np.int64)
+    r = p % _CHUNK
+    return (p - r) + (r % _NT) * _KPT + r // _NT
+
+
+def _levels() -> int:
+    """Priority buckets (``GPULAB_MVS_LEVELS`` overrides the default 256; a power of two)."""
+    v = os.environ.get("GPULAB_MVS_LEVELS", "").strip()
+    n = int(v) if v else LEVELS
+    return max(2, min(n, 4096))
+
+
+def _retry() -> bool:
+    """A failed pixel takes its best other accepted neighbour at once (``GPULAB_MVS_RETRY=0``: it
+    waits for a new neighbour's push)."""
+    return os.environ.get("GPULAB_MVS_RETRY", "1").strip() != "0"
+
+
+# ----------------------------------------------------------------------------- setup
+class _Group:
+    """What both paths share: the views' flat layout, the cameras' tables, the seeds."""
+
+    def __init__(self, cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter):
         nref = len(refs)
-        sizes = [(cameras[r].height, cameras[r].width) for r in refs]
-        offs = np.concatenate([[0], np.cumsum([h * w for h, w in sizes])]).astype(np.int64)
-        total = int(offs[-1])
-        # all views' results in one packed record array (one scatter per accepted pixel); each
-        # DepthMap holds (strided) views of its slice while growing, own arrays at the end
-        self.rec = np.zeros(total, _REC)
-        self.rec["h"] = self.rec["hs"] = self.rec["ht"] = np.nan
-        self.rec["n"] = np.nan
-        self.iters = np.zeros(total, np.int16)
-        self.state = np.full(total, _CLOSED, np.uint8)
-        self.maps: list[DepthMap] = []
-        self.slices = []
-        for a, r in enumerate(refs):
-            H, W = sizes[a]
-            st = np.full((H, W), _CLOSED, np.uint8)
-            m = rad + 1
-            if H > 2 * m and W > 2 * m:
-                st[m:H - m, m:W - m] = _FREE
-            st[~textured_mask(images9[r], params.window, params.min_ref_std)] = _CLOSED
-            if masks is not None and masks[r] is not None:
-                st[~np.asarray(masks[r], bool)] = _CLOSED
-            sl = slice(offs[a], offs[a + 1])
-            self.slices.append(sl)
-            self.state[sl] = st.reshape(-1)
-            rv = self.rec[sl]
-            self.maps.append(DepthMap(r, rv["h"].reshape(H, W), rv["n"].reshape(H, W, 3), rv["conf"].reshape(H, W),
-                                      self.iters[sl].reshape(H, W), rv["hs"].reshape(H, W), rv["ht"].reshape(H, W),
-                                      list(neighbors[a])))
-        self.attempts = np.zeros(total, np.uint8)
-        self.stamp = np.zeros(total, np.int64)
-        self.qpri = np.full(total, -np.inf, np.float32)  # best priority a pixel is queued with
-        self.which = np.repeat(np.arange(nref), np.diff(offs))
-        self.offs = offs
-        self.Hs = np.array([s_[0] for s_ in sizes], np.int64)
-        self.Ws = np.array([s_[1] for s_ in sizes], np.int64)
-        self.Kinv = np.array([np.linalg.inv(cameras[r].K) for r in refs], np.float32)
+        self.refs = list(refs)
+        self.sizes = [(cameras[r].height, cameras[r].width) for r in refs]
+        self.offs = np.concatenate([[0], np.cumsum([h * w for h, w in self.sizes])]).astype(np.int64)
+        self.total = int(self.offs[-1])
+        if self.total >= 2 ** 31 - 1:
+            raise MVSInputError(f"{nref} views of {self.total:,} pixels in one group: grow fewer views together")
+        self.Hs = np.array([s_[0] for s_ in self.sizes], np.int64)
+        self.Ws = np.array([s_[1] for s_ in self.sizes], np.int64)
+        self.Kinv = np.array([np.linalg.inv(cameras[r].K) for r in refs], np.float32).reshape(nref, 3, 3)
         self.dmin = np.array([0.0 if depth_ranges is None else depth_ranges[a][0] for a in range(nref)], np.float32)
         self.dmax = np.array([np.inf if depth_ranges is None else depth_ranges[a][1] for a in range(nref)],
                              np.float32)
         self.cos_slant = np.float32(np.cos(np.radians(max_slant_deg)))
-        self.mi_grow = np.int32(params.min_iter)
-        self.mi_seed = np.int32(max(seed_min_iter, params.min_iter))
-        self.q = _Queue(params.ncc_accept, 1.0)
-        self.n_seeds = 0
+        self.ncc_accept = np.float32(params.ncc_accept)
+        self.mi_grow = int(params.min_iter)
+        self.mi_seed = int(max(seed_min_iter, params.min_iter))
+        self.levels = _levels()
+        self.retry = _retry()
+        self.lo = float(np.float32(params.ncc_accept))
+        self.scale = float(np.float32(self.levels / max(1.0 - self.lo, 1e-9)))
+        self.window = params.window
+        # seeds: pixel keys and depths, one per pixel (the last seed that lands on it)
+        keys, zs = [], []
         for a, r in enumerate(refs):
             S = np.asarray(seeds[a], np.float64).reshape(-1, 3)
             if not len(S):
                 continue
             uv, z = cameras[r].project(S)
             ui = np.round(np.nan_to_num(uv, nan=-1)).astype(np.int64)
-            H, W = sizes[a]
+            H, W = self.sizes[a]
             ok = (z > 0) & (ui[:, 0] >= 0) & (ui[:, 0] < W) & (ui[:, 1] >= 0) & (ui[:, 1] < H)
             ok &= (z >= self.dmin[a]) & (z <= self.dmax[a])
-            key = offs[a] + ui[ok, 1] * W + ui[ok, 0]
-            live = self.state[key] == _FREE
-            key, zz = key[live], z[ok][live]
-            self.n_seeds += len(key)
-            init = np.stack([zz, np.zeros_like(zz), np.zeros_like(zz)], 1)
-            self.q.push(key, np.full(len(key), SEED_PRIORITY, np.float32), init)
-        self.total_free = max(int((self.state == _FREE).sum()), 1)
+            keys.append(self.offs[a] + ui[ok, 1] * W + ui[ok, 0])
+            zs.append(z[ok])
+        key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        z = np.concatenate(zs).astype(np.float32) if zs else np.zeros(0, np.float32)
+        _, last = np.unique(key[::-1], return_index=True)
+        pick = len(key) - 1 - last
+        self.seed_key, self.seed_z = key[pick], z[pick]
+
+    def first_state(self, xp, textured, masks):
+        """The first states on ``xp`` (FREE inside the border, textured, inside the mask), the
+        first candidates (the seeds) and the seeds' depths, with the counts of free pixels and
+        of seeds on them."""
+        rad = self.window // 2
+        state = xp.full(self.total, _CLOSED, xp.uint8)
+        for a, r in enumerate(self.refs):
+            H, W = self.sizes[a]
+            st = state[self.offs[a]:self.offs[a + 1]].reshape(H, W)
+            m = rad + 1
+            if H > 2 * m and W > 2 * m:
+                st[m:H - m, m:W - m] = _FREE
+            keep = xp.asarray(textured[a], bool)
+            if masks is not None and masks[r] is not None:
+                keep = keep & xp.asarray(np.asarray(masks[r], bool))
+            st[...] = xp.where(keep, st, xp.uint8(_CLOSED))
+        cand = xp.zeros(self.total, xp.uint32)
+        seed_z = xp.zeros(self.total, xp.float32)
+        key = xp.asarray(self.seed_key)
+        cand[key] = xp.asarray(cand_key(np.full(len(self.seed_key), SEED_PRIORITY, np.float32), SEED_CODE))
+        seed_z[key] = xp.asarray(self.seed_z)
+        n_seeds = int((state[key] == _FREE).sum()) if len(self.seed_key) else 0
+        total_free = max(int((state == _FREE).sum()), 1)
+        return state, cand, seed_z, n_seeds, total_free
+
+    def rtab(self) -> np.ndarray:
+        """Per reference: K^-1 (9), dmin, dmax, 0 (``mvs_grow_apply``'s table)."""
+        t = np.zeros((len(self.sizes), 12), np.float32)
+        t[:, :9] = self.Kinv.reshape(-1, 9)
+        t[:, 9], t[:, 10] = self.dmin, self.dmax
+        return t
+
+
+def _records(xp, P):
+    """Depth, offsets, confidence (one plane each), unit normals and iterations."""
+    rh, rhs, rht = (xp.full(P, np.nan, xp.float32) for _ in range(3))
+    return rh, rhs, rht, xp.zeros(P, xp.float32), xp.full((P, 3), np.nan, xp.float32), xp.zeros(P, xp.int16)
+
+
+class _HostGrower:
+    """The NumPy path: the same steps as the device's, on host arrays."""
+
+    def __init__(self, g: _Group, textured, masks, params, batch_size, max_attempts):
+        self.g, self.params, self.B, self.max_attempts = g, params, int(batch_size), int(max_attempts)
+        self.state, self.cand, self.seed_z, self.n_seeds, self.total_free = g.first_state(np, textured, masks)
+        self.attempts = np.zeros(g.total, np.uint8)
+        self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters = _records(np, g.total)
         self.samples = self.tried = self.batches = 0
-        self.t_queue = 0.0
-        self.cache: dict = {}
-        self.stream = None
+        self.queued = 0
 
-    def next_batch(self):
-        """Pop the next batch: ``(key, pri, a, xs, ys, xy, init, min_iter)`` or None."""
-        t0 = time.perf_counter()
-        key, pri, init = self.q.pop_top(self.batch_size, self.state, self.stamp)
-        if len(key) == 0:
-            self.t_queue += time.perf_counter() - t0
+    def select(self):
+        g = self.g
+        idx = np.flatnonzero(self.cand)
+        idx = idx[self.state[idx] == _FREE]
+        self.queued = len(idx)
+        if not len(idx):
             return None
-        a = self.which[key]
-        ys, xs = np.divmod(key - self.offs[a], self.Ws[a])
-        mi = np.where(pri >= SEED_PRIORITY, self.mi_seed, self.mi_grow).astype(np.int32)
-        xy = np.empty((len(key), 2), np.int32)
-        xy[:, 0], xy[:, 1] = xs, ys
-        self.t_queue += time.perf_counter() - t0
-        return key, pri, a, xs, ys, xy, init, mi
+        L = g.levels
+        lvl = cand_level(self.cand[idx], g.lo, g.scale, L)
+        if len(idx) > self.B:
+            cum = np.zeros(L + 2, np.int64)
+            cum[:L + 1] = np.cumsum(np.bincount(lvl, minlength=L + 1)[::-1])[::-1]
+            T = int(np.flatnonzero(cum[:L + 1] >= self.B).max())
+            need = self.B - int(cum[T + 1])
+            eq = np.flatnonzero(lvl == T)
+            eq = eq[np.argsort(batch_order(idx[eq]), kind="stable")][:need]
+            idx = idx[np.concatenate([np.flatnonzero(lvl > T), eq])]
+        idx = idx[np.argsort(batch_order(idx), kind="stable")]
+        c = self.cand[idx]
+        self.cand[idx] = 0
+        code = (c & 7).astype(np.int64)
+        a = np.searchsorted(g.offs, idx, side="right") - 1
+        W = g.Ws[a]
+        ys, xs = np.divmod(idx - g.offs[a], W)
+        seed = code == SEED_CODE
+        cc = np.where(seed, 0, code)
+        dx, dy = _DX[cc], _DY[cc]
+        pp = np.where(seed, idx, idx - dx - dy * W)
+        ph, phs, pht = self.rh[pp], self.rhs[pp], self.rht[pp]
+        init = np.empty((len(idx), 3), np.float32)
+        init[:, 0] = np.where(seed, self.seed_z[idx], ph + dx.astype(np.float32) * phs + dy.astype(np.float32) * pht)
+        init[:, 1] = np.where(seed, 0, phs)
+        init[:, 2] = np.where(seed, 0, pht)
+        mi = np.where(seed, g.mi_seed, g.mi_grow).astype(np.int32)
+        xy = np.stack([xs, ys], 1).astype(np.int32)
+        return {"key": idx, "a": a, "xs": xs, "ys": ys, "xy": xy, "init": init, "mi": mi, "code": code}
 
-    def apply(self, batch, res) -> None:
-        """Write the accepted pixels and queue their 4-neighbours."""
-        t0 = time.perf_counter()
-        key, _pri, a, xs, ys, _xy, _init, _mi = batch
+    def apply(self, b, res) -> None:
+        """Write the accepted pixels, count the failures' attempts, push the candidates."""
+        g = self.g
+        key, a, xs, ys = b["key"], b["a"], b["xs"], b["ys"]
         self.batches += 1
         self.tried += len(key)
         prm_ = res["param"]
         h, hs, ht, conf = prm_[:, 0], prm_[:, 1], prm_[:, 2], res["conf"]
-        ok = (res["status"] >= 0) & (conf >= self.params.ncc_accept) & (h >= self.dmin[a]) & (h <= self.dmax[a])
-        # the window's plane against the viewing ray (normals_from_offsets, vectorised per view)
-        Ki = self.Kinv[a]
+        ok = (res["status"] >= 0) & (conf >= g.ncc_accept) & (h >= g.dmin[a]) & (h <= g.dmax[a])
+        # the window's plane against the viewing ray
+        Ki = g.Kinv[a]
         xf, yf = xs.astype(np.float32), ys.astype(np.float32)
         ray = Ki[:, :, 0] * xf[:, None] + Ki[:, :, 1] * yf[:, None] + Ki[:, :, 2]
         Pu = hs[:, None] * ray + h[:, None] * Ki[:, :, 0]
@@ -275,78 +314,201 @@ class _Grower:
         nn = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
         dot = np.einsum("ij,ij->i", nrm, ray)
         rr = np.sqrt(np.einsum("ij,ij->i", ray, ray))
-        ok &= np.abs(dot) >= self.cos_slant * rr * nn
+        ok &= np.abs(dot) >= g.cos_slant * rr * nn
         acc = np.flatnonzero(ok)
         kacc = key[acc]
-        na = len(acc)
-        if na:
-            rec = np.empty(na, self.rec.dtype)
-            rec["h"], rec["hs"], rec["ht"], rec["conf"] = h[acc], hs[acc], ht[acc], conf[acc]
-            sgn = np.where(dot[acc] > 0, np.float32(-1), np.float32(1)) / np.maximum(nn[acc], np.float32(1e-30))
-            rec["n"] = nrm[acc] * sgn[:, None]
-            self.rec[kacc] = rec
         self.iters[key] = res["iters"]
-        self.state[kacc] = _DONE
-        self.samples += na
-        kr = key[~ok]
-        self.qpri[kr] = -np.inf  # a failed pixel may be queued again from another parent
-        att = self.attempts[kr] + 1
-        self.attempts[kr] = att
-        self.state[kr[att >= self.max_attempts]] = _CLOSED
-        # the 4-neighbours of accepted pixels start from the parent's plane
-        if na:
-            aa = a[acc]
-            Wa, Ha = self.Ws[aa][:, None], self.Hs[aa][:, None]
-            nx = xs[acc][:, None] + _DX
-            ny = ys[acc][:, None] + _DY
-            inb = (nx >= 0) & (ny >= 0) & (nx < Wa) & (ny < Ha)
-            k2 = np.where(inb, kacc[:, None] + _DY * Wa + _DX, 0)
-            free = inb & (self.state[k2] == _FREE)
-            r_, c_ = np.nonzero(free)
-            nk = k2[r_, c_]
-            npri = conf[acc][r_]
-            # queue a pixel again only with a better priority than it already has
-            better = npri > self.qpri[nk]
-            r_, c_, nk, npri = r_[better], c_[better], nk[better], npri[better]
-            self.qpri[nk] = npri
-            src = acc[r_]
-            ninit = np.empty((len(nk), 3), np.float32)
-            ninit[:, 1], ninit[:, 2] = hs[src], ht[src]
-            ninit[:, 0] = h[src] + _DXf[c_] * ninit[:, 1] + _DYf[c_] * ninit[:, 2]
-            self.q.push(nk, npri, ninit)
-        self.t_queue += time.perf_counter() - t0
+        if len(acc):
+            self.rh[kacc], self.rhs[kacc], self.rht[kacc], self.rc[kacc] = h[acc], hs[acc], ht[acc], conf[acc]
+            sgn = np.where(dot[acc] > 0, np.float32(-1), np.float32(1)) / np.maximum(nn[acc], np.float32(1e-30))
+            self.nrm[kacc] = nrm[acc] * sgn[:, None]
+            self.state[kacc] = _DONE
+        self.samples += len(acc)
+        kf = key[~ok]
+        att = self.attempts[kf].astype(np.int64) + 1
+        self.attempts[kf] = np.minimum(att, 255)
+        self.state[kf[att >= self.max_attempts]] = _CLOSED
+        self._push(key, a, xs, ys, b["code"])
 
-    def finish(self) -> None:
-        """Copy the results out of the packed record array into the maps' own arrays."""
-        for mp, sl in zip(self.maps, self.slices, strict=True):
-            H, W = mp.depth.shape
-            r = self.rec[sl]
-            mp.depth, mp.hs, mp.ht = (np.ascontiguousarray(r[f]).reshape(H, W) for f in ("h", "hs", "ht"))
-            mp.conf = np.ascontiguousarray(r["conf"]).reshape(H, W)
-            mp.normal = np.ascontiguousarray(r["n"]).reshape(H, W, 3)
-            mp.iters = self.iters[sl].reshape(H, W).copy()
+    def _push(self, key, a, xs, ys, code) -> None:
+        W, H = self.g.Ws[a], self.g.Hs[a]
+        st = self.state[key]
+        done = st == _DONE
+        if done.any():
+            kb = cand_key(self.rc[key[done]], 0)
+            k, x, y, w, hh = key[done], xs[done], ys[done], W[done], H[done]
+            for d in range(4):
+                nx, ny = x + _DX[d], y + _DY[d]
+                c = k + _DX[d] + _DY[d] * w
+                ok = (nx >= 0) & (ny >= 0) & (nx < w) & (ny < hh)
+                ok[ok] = self.state[c[ok]] == _FREE
+                np.maximum.at(self.cand, c[ok], kb[ok] | np.uint32(d))
+        fail = (st == _FREE) & self.g.retry
+        if fail.any():
+            k, x, y, w, hh, cf = key[fail], xs[fail], ys[fail], W[fail], H[fail], code[fail]
+            best = np.zeros(len(k), np.uint32)
+            for d in range(4):
+                nx, ny = x - _DX[d], y - _DY[d]
+                q = k - _DX[d] - _DY[d] * w
+                ok = (nx >= 0) & (ny >= 0) & (nx < w) & (ny < hh) & (cf != d)
+                ok[ok] = self.state[q[ok]] == _DONE
+                kd = np.zeros(len(k), np.uint32)
+                kd[ok] = cand_key(self.rc[q[ok]], d)
+                best = np.maximum(best, kd)
+            has = best > 0
+            np.maximum.at(self.cand, k[has], best[has])
+
+    def records(self):
+        return self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters
 
 
-_DX = np.array([1, -1, 0, 0], np.int64)
-_DY = np.array([0, 0, 1, -1], np.int64)
-_DXf = _DX.astype(np.float32)
-_DYf = _DY.astype(np.float32)
-_REC = np.dtype([("h", "<f4"), ("hs", "<f4"), ("ht", "<f4"), ("conf", "<f4"), ("n", "<f4", (3,))])
+class _DeviceGrower:
+    """The GPU path: state, queue and maps on the device; a batch is four kernels and a copy of
+    the figures' ring, captured once as a CUDA graph and replayed."""
+
+    def __init__(self, be, tx, g: _Group, textured, masks, geo, nbr, refid, params, batch_size, max_attempts, nv,
+                 tpp):
+        self.be, self.g, self.params, self.B = be, g, params, int(batch_size)
+        self.max_attempts = int(max_attempts)
+        xp = self.xp = be.xp
+        self.emu = not _is_cupy(xp)  # a CPU emulator of the kernels (tests): one batch at a time
+        self.tx, self.nv, self.tpp = tx, nv, tpp
+        spl = sample_split(tpp)
+        G = tpp * spl
+        self.ppb = max(1, min(128 // G, (40 * 1024) // (params.window ** 2 * 12)))
+        self.G = G
+        P = g.total
+        self.nb = (P + _CHUNK - 1) // _CHUNK
+        self.ncum = g.levels + 2
+        defs = {"WIN": params.window, "TPP": tpp, "SPL": spl, "PPB": self.ppb}
+        self.k_apply = kernel(be, "mvs_optimize.cu", "mvs_grow_apply", defs)
+        qdefs = {"LEVELS": g.levels}
+        self.k_count = kernel(be, "mvs_queue.cu", "mvs_select_count", qdefs)
+        self.k_take = kernel(be, "mvs_queue.cu", "mvs_select_take", qdefs)
+        self.k_push = kernel(be, "mvs_queue.cu", "mvs_push", qdefs)
+        self.state, self.cand, self.seed_z, self.n_seeds, self.total_free = g.first_state(xp, textured, masks)
+        self.attempts = xp.zeros(P, xp.uint8)
+        self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters = _records(xp, P)
+        a = xp.asarray
+        self.geo, self.nbr, self.refid = a(np.ascontiguousarray(geo, np.float32)), a(nbr), a(refid)
+        self.goffs = a(g.offs[:-1].astype(np.int32))
+        self.gW, self.gH = a(g.Ws.astype(np.int32)), a(g.Hs.astype(np.int32))
+        self.rtab = a(g.rtab())
+        B = self.B
+        self.i_key, self.i_ref, self.i_mi, self.i_code = (xp.zeros(B, xp.int32) for _ in range(4))
+        self.i_xy = xp.zeros(2 * B, xp.int32)
+        self.i_init = xp.zeros(3 * B, xp.float32)
+        self.ctrl = xp.zeros(8, xp.int32)
+        self.gcum = xp.zeros(2 * self.ncum, xp.int32)
+        self.bcum = xp.zeros(self.nb * self.ncum, xp.int32)
+        self.ring = xp.zeros(4 * _RING, xp.int32)
+        if self.emu:
+            self.host_ring = None
+            self.stream = None
+        else:
+            self._pinned = xp.cuda.alloc_pinned_memory(self.ring.nbytes)
+            self.host_ring = np.frombuffer(self._pinned, np.int32, 4 * _RING)
+            self.stream = xp.cuda.Stream(non_blocking=True)
+            xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
+        self.graph = None
+        self.samples = self.tried = self.batches = 0
+        self.t_launch = 0.0
+
+    def _enqueue_batch(self) -> None:
+        g, p, i32, f32 = self.g, self.params, np.int32, np.float32
+        P = i32(g.total)
+        self.k_count((self.nb,), (_NT,), (self.state, self.cand, P, f32(g.lo), f32(g.scale), self.ctrl, self.gcum,
+                                          self.bcum))
+        self.k_take((self.nb,), (_NT,), (self.state, self.cand, P, f32(g.lo), f32(g.scale), i32(self.B), self.ctrl,
+                                         self.gcum, self.bcum, self.goffs, self.gW, i32(len(g.sizes)), self.rh,
+                                         self.rhs, self.rht, self.seed_z, i32(g.mi_seed), i32(g.mi_grow), self.i_key,
+                                         self.i_ref, self.i_xy, self.i_init, self.i_mi, self.i_code))
+        tx = self.tx
+        self.k_apply(((self.B + self.ppb - 1) // self.ppb,), (self.G * self.ppb,), (
+            tx.flat, tx.dev_ofs, tx.dev_w, tx.dev_h, self.geo, self.nbr, self.refid, self.ctrl, self.i_key,
+            self.i_ref, self.i_xy, self.i_init, self.i_mi, self.rtab, i32(self.nv), i32(p.min_views),
+            i32(p.max_iter), i32(p.drop_from), f32(p.ncc_accept), f32(p.eps), f32(p.step_px),
+            f32(p.min_ref_std ** 2), g.cos_slant, i32(self.max_attempts), self.state, self.attempts, self.rh,
+            self.rhs, self.rht, self.rc, self.nrm, self.iters, self.ctrl[4:]))
+        self.k_push(((self.B + _NT - 1) // _NT,), (_NT,), (self.ctrl, self.i_key, self.i_ref, self.i_code, self.goffs,
+                                                          self.gW, self.gH, self.state, self.rc, self.cand, self.ring,
+                                                          i32(_RING), i32(1 if g.retry else 0)))
+        if not self.emu:
+            rt = self.xp.cuda.runtime
+            rt.memcpyAsync(self.host_ring.ctypes.data, self.ring.data.ptr, self.ring.nbytes,
+                           rt.memcpyDeviceToHost, self.stream.ptr)
+
+    def launch(self, use_graph: bool):
+        """Queue one batch; returns an event to wait on (None when emulated: already done)."""
+        if self.emu:
+            self._enqueue_batch()
+            return None
+        t0 = time.perf_counter()
+        if use_graph and self.graph is None:
+            self.graph = False
+            try:
+                with self.stream:
+                    self.stream.begin_capture()
+                    try:
+                        self._enqueue_batch()
+                    finally:
+                        self.graph = self.stream.end_capture()
+            except Exception:  # noqa: BLE001 - no graphs here: launch the kernels one by one
+                self.graph = False
+                self.stream = self.xp.cuda.Stream(non_blocking=True)
+        with self.stream:
+            if use_graph and self.graph:
+                self.graph.launch(self.stream)
+            else:
+                self._enqueue_batch()
+            ev = self.xp.cuda.Event(block=False, disable_timing=True)
+            ev.record(self.stream)
+        self.t_launch += time.perf_counter() - t0
+        return ev
+
+    def figures(self, b: int):
+        ring = self.be.asnumpy(self.ring) if self.host_ring is None else self.host_ring
+        r = ring[4 * (b % _RING):4 * (b % _RING) + 4]
+        return int(r[0]), int(r[1]), int(r[2]), int(r[3])
+
+    def depth_now(self) -> np.ndarray:
+        if self.stream is not None:
+            self.stream.synchronize()
+        return self.be.asnumpy(self.rh)
+
+    def records(self):
+        if self.stream is not None:
+            self.stream.synchronize()
+        self.tried = int(self.be.asnumpy(self.ctrl)[5])
+        asn = self.be.asnumpy
+        return tuple(asn(x) for x in (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters))
+
+
+def _maps(g: _Group, neighbors, rh, rhs, rht, rc, nrm, iters) -> list[DepthMap]:
+    out = []
+    for a, r in enumerate(g.refs):
+        H, W = g.sizes[a]
+        sl = slice(g.offs[a], g.offs[a + 1])
+        out.append(DepthMap(r, rh[sl].reshape(H, W), nrm[sl].reshape(H, W, 3), rc[sl].reshape(H, W),
+                            iters[sl].reshape(H, W), rhs[sl].reshape(H, W), rht[sl].reshape(H, W),
+                            list(neighbors[a])))
+    return out
 
 
 def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks=None,
                     params: OptimizeParams = OptimizeParams(), batch_size: int | None = None,
                     max_attempts: int = DEFAULT_MAX_ATTEMPTS, max_slant_deg: float = DEFAULT_MAX_SLANT_DEG,
                     depth_ranges=None, seed_min_iter: int = DEFAULT_SEED_MIN_ITER, overlap: bool | None = None,
-                    device=None, progress=None, callback=None, work_hint: float | None = None) -> list[DepthMap]:
+                    device=None, progress=None, callback=None, work_hint: float | None = None,
+                    graph: bool = True) -> list[DepthMap]:
     """Grow the depth maps of the reference views ``refs`` together.
 
     Parameters
     ----------
     textures : ViewTextures
         :func:`pack_views` of (at least) the references and their neighbours.
-    images9 : dict
-        ``view -> prepare_image(image)`` for the references (to find textured pixels).
+    images9 : dict or None
+        Not needed any more (the textured pixels are found in ``textures``); kept for callers.
     cameras : list of Camera
     refs : list of int
     neighbors : list of list of int
@@ -360,23 +522,24 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
     seed_min_iter : int
         Iterations before a seed may converge (seeds start fronto-parallel).
     overlap : bool, optional
-        On the GPU with two or more references: split them into two groups, each with its own
-        CUDA stream, and alternate, so that the host keeps one group's queue while the GPU
-        optimises the other's batch (default: on).
+        Ignored (the two host-side groups it switched are gone: the queue lives on the device).
     callback : callable, optional
         Called after each batch as ``callback(maps, info)`` with the live :class:`DepthMap`
-        objects (do not modify) and ``info = {"batch", "samples", "queued"}``.
+        objects (do not modify; on the GPU their depth is refreshed at most every 0.1 s) and
+        ``info = {"batch", "samples", "queued"}``.
     work_hint : float, optional
         The share of the free pixels the growing is expected to try (from views grown
-        before; 0.5 when None): the progress bar's scale, since the growing's length is
-        known only at its end.
+        before; 0.5 when None): the progress bar's scale.
+    graph : bool
+        On the GPU, replay each batch as one captured CUDA graph (else four launches).
 
     Returns
     -------
     list of DepthMap, one per reference, with ``stats`` (samples, batches, time split:
-    ``queue_s`` is the host's queue and bookkeeping time, ``wait_s`` the time it waited for
-    the optimiser).
+    ``queue_s`` is the host's own time in the loop (launches, bookkeeping), ``wait_s`` the
+    time it waited for the device, ``setup_s`` the state and upload before it).
     """
+    del images9, overlap
     be = get_backend(device)
     progress = as_progress(progress)
     params.check()
@@ -392,68 +555,95 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                             f"min_views = {params.min_views}: lower min_views or add views")
     tpp = threads_per_pixel(nv)
     refs = list(refs)
-    if overlap is None:
-        overlap = True
-    ngroups = 2 if (overlap and be.is_gpu and len(refs) >= 2) else 1
-    bounds = np.linspace(0, len(refs), ngroups + 1).round().astype(int)
-    groups = []
-    for g in range(ngroups):
-        sel = list(range(bounds[g], bounds[g + 1]))
-        gr = _Grower(cameras, [refs[i] for i in sel], [neighbors[i] for i in sel], [seeds[i] for i in sel],
-                     images9, masks, params, max(1, batch_size // ngroups), max_attempts, max_slant_deg,
-                     None if depth_ranges is None else [depth_ranges[i] for i in sel], seed_min_iter, nv, tpp)
-        if ngroups > 1:
-            with be.activate():
-                gr.stream = be.xp.cuda.Stream(non_blocking=True)
-        groups.append(gr)
-    if sum(g.n_seeds for g in groups) == 0:
-        raise MVSInputError("no seed point projects into a reconstructable pixel of the reference view(s): "
-                            "the scene has no usable sparse points (check the cameras, masks or depth range)")
-    maps = [m for g in groups for m in g.maps]
-    total_free = sum(g.total_free for g in groups)
-
-    def launch(g, batch):
-        key, pri, a, xs, ys, xy, init, mi = batch
-        return launch_optimize(textures, g.geo, g.nbr, g.refid, a.astype(np.int32), xy, init, nv=nv, params=params,
-                               item_min_iter=mi, cache=g.cache, stream=g.stream, device=be)
-
     t_start = time.perf_counter()
-    t_wait = 0.0
-    pending = {}
-    for gi, g in enumerate(groups):
-        b = g.next_batch()
-        if b is not None:
-            pending[gi] = (b, launch(g, b))
-    while pending:
-        for gi, g in enumerate(groups):
-            if gi not in pending:
-                continue
-            b, h = pending.pop(gi)
-            tw = time.perf_counter()
-            res = h.result()
-            t_wait += time.perf_counter() - tw
-            g.apply(b, res)
-            nb_ = g.next_batch()
-            if nb_ is not None:
-                pending[gi] = (nb_, launch(g, nb_))
-            samples = sum(x.samples for x in groups)
+    dev = be.is_gpu
+    with be.activate():
+        g = _Group(cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter)
+        textured = []
+        for r in refs:
+            H, W = cameras[r].height, cameras[r].width
+            o = int(textures.pix_offset[r])
+            rgb = textures.flat[o:o + H * W, :3].reshape(H, W, 3)
+            textured.append(textured_mask(rgb, params.window, params.min_ref_std, device=be if dev else None))
+        geo, nbr, refid = build_geometry(cameras, refs, neighbors, tpp)
+        if dev:
+            gr = _DeviceGrower(be, textures, g, textured, masks, geo, nbr, refid, params, batch_size, max_attempts,
+                               nv, tpp)
+        else:
+            gr = _HostGrower(g, textured, masks, params, batch_size, max_attempts)
+        if gr.n_seeds == 0:
+            raise MVSInputError("no seed point projects into a reconstructable pixel of the reference view(s): "
+                                "the scene has no usable sparse points (check the cameras, masks or depth range)")
+        maps = []
+        if not dev:
+            maps = _maps(g, neighbors, *gr.records())
+        elif callback is not None:
+            maps = _maps(g, neighbors, *_records(np, g.total))
+        t_setup = time.perf_counter() - t_start
+        scale = max(work_hint or 0.5, 0.05) * gr.total_free
+        t_wait = 0.0
+        t_loop = time.perf_counter()
+
+        def report(batch, samples, queued, tried):
             if callback is not None:
-                callback(maps, {"batch": sum(x.batches for x in groups), "samples": samples,
-                                "queued": sum(len(x.q) for x in groups)})
-            tried = sum(x.tried for x in groups)
-            # the growing's length is known only at its end: expect it to try the share of the free
-            # pixels that the previous views tried (work_hint), about half at first
-            progress.update(min(0.97, tried / (max(work_hint or 0.5, 0.05) * max(total_free, 1))),
-                            f"batch {sum(x.batches for x in groups)}: {samples:,} samples, "
-                            f"{sum(len(x.q) for x in groups):,} queued")
-    for g in groups:
-        g.finish()
+                callback(maps, {"batch": batch, "samples": samples, "queued": queued})
+            progress.update(min(0.97, tried / scale), f"batch {batch}: {samples:,} samples, {queued:,} queued")
+
+        if dev:
+            use_graph = graph and os.environ.get("GPULAB_MVS_GRAPH", "1") != "0"
+            inflight: collections.deque = collections.deque()
+            nxt, stop, last_preview, tried = 0, False, 0.0, 0
+            while True:
+                while not stop and len(inflight) < _AHEAD:
+                    inflight.append((nxt, gr.launch(use_graph)))
+                    nxt += 1
+                if not inflight:
+                    break
+                b, ev = inflight.popleft()
+                if ev is not None:
+                    tw = time.perf_counter()
+                    ev.synchronize()
+                    t_wait += time.perf_counter() - tw
+                n_items, avail, samples, _bno = gr.figures(b)
+                if n_items == 0:
+                    stop = True
+                    continue
+                gr.batches += 1
+                tried += n_items
+                gr.samples = samples
+                if callback is not None and time.perf_counter() - last_preview >= 0.1:
+                    tw = time.perf_counter()
+                    d = gr.depth_now()
+                    t_wait += time.perf_counter() - tw
+                    for a, mp in enumerate(maps):
+                        H, W = g.sizes[a]
+                        mp.depth = d[g.offs[a]:g.offs[a + 1]].reshape(H, W)
+                    last_preview = time.perf_counter()
+                report(gr.batches, samples, avail - n_items, tried)
+            t_loop_end = time.perf_counter()
+            maps = _maps(g, neighbors, *gr.records())
+            t_download = time.perf_counter() - t_loop_end
+        else:
+            while True:
+                b = gr.select()
+                if b is None:
+                    break
+                tw = time.perf_counter()
+                res = launch_optimize(textures, geo, nbr, refid, b["a"].astype(np.int32), b["xy"], b["init"], nv=nv,
+                                      params=params, item_min_iter=b["mi"], device=be).result()
+                t_wait += time.perf_counter() - tw
+                gr.apply(b, res)
+                report(gr.batches, gr.samples, gr.queued - len(b["key"]), gr.tried)
+            t_loop_end = time.perf_counter()
+            t_download = 0.0
     total_s = time.perf_counter() - t_start
-    stats = {"seeds": sum(g.n_seeds for g in groups), "batches": sum(g.batches for g in groups),
-             "tried": sum(g.tried for g in groups), "free": int(total_free), "time_s": total_s, "wait_s": t_wait,
-             "queue_s": sum(g.t_queue for g in groups), "views_together": len(refs), "groups": ngroups,
-             "neighbors": nv}
-    stats["optimize_s"] = t_wait if ngroups > 1 else max(total_s - stats["queue_s"], 0.0)
+    loop_s = t_loop_end - t_loop
+    stats = {"seeds": gr.n_seeds, "batches": gr.batches, "tried": int(gr.tried), "free": int(gr.total_free),
+             "time_s": total_s, "wait_s": t_wait, "setup_s": t_setup, "queue_s": max(loop_s - t_wait, 0.0),
+             "launch_s": getattr(gr, "t_launch", 0.0), "download_s": t_download, "loop_s": loop_s,
+             "views_together": len(refs), "groups": 1, "neighbors": nv, "levels": g.levels, "retry": g.retry,
+             "graph": bool(dev and getattr(gr, "graph", None))}
+    stats["optimize_s"] = t_wait if not dev else loop_s
     for mp in maps:
         mp.stats = {"samples": mp.n_samples, **stats}
     return maps

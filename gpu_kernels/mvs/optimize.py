@@ -23,7 +23,7 @@ Example
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 
 import numpy as np
 
@@ -54,6 +54,8 @@ __all__ = [
     "optimize_pixels",
     "launch_optimize",
     "normals_from_offsets",
+    "threads_per_pixel",
+    "sample_split",
 ]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
@@ -145,9 +147,12 @@ def prepare_image(img: np.ndarray) -> np.ndarray:
 
 @dataclass
 class ViewTextures:
-    """Every view's image and gradients, packed for the optimiser on one backend."""
+    """Every view's image and gradients, packed for the optimiser on one backend.
 
-    backend: Backend
+    ``backend`` is an init-only value (a property, not a field), so that walking the fields
+    (the stage cache's size count) meets arrays only, never the array module."""
+
+    backend_: InitVar[Backend]
     flat: object          # CPU: (P, 9) float32; GPU: (P, 12) float32 (three float4 per pixel)
     pix_offset: np.ndarray  # (n_views,) int64 pixel offsets
     widths: np.ndarray
@@ -155,6 +160,13 @@ class ViewTextures:
     dev_ofs: object = None  # GPU copies of the offsets (in float4 units), widths, heights
     dev_w: object = None
     dev_h: object = None
+
+    def __post_init__(self, backend_: Backend) -> None:
+        self._backend = backend_
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
 
     @property
     def nbytes(self) -> int:
@@ -183,7 +195,8 @@ def pack_views(images, *, device=None, views=None) -> ViewTextures:
                 flat[ofs[i]:ofs[i] + npx[i]] = xp.asarray(buf)
             tx = ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H))
             # the optimiser runs on non-blocking streams, which do not wait for the null stream
-            xp.cuda.runtime.deviceSynchronize()
+            if xp is not np:
+                xp.cuda.runtime.deviceSynchronize()
             return tx
     flat = np.zeros((max(total, 1), 9), np.float32)
     for i in sorted(use):
@@ -220,6 +233,18 @@ def threads_per_pixel(nv: int) -> int:
     while t < max(nv, 1):
         t *= 2
     return t
+
+
+def sample_split(tpp: int) -> int:
+    """Threads per (pixel, neighbour view) on the GPU: each takes every ``SPL``-th window sample,
+    so a pixel's ``tpp * SPL`` threads fill a warp and an iteration's chain of dependent texture
+    fetches is ``SPL`` times shorter (``GPULAB_MVS_SPL`` overrides it; 1 is the old layout)."""
+    import os
+
+    env = os.environ.get("GPULAB_MVS_SPL", "").strip()
+    spl = int(env) if env else max(1, 32 // max(int(tpp), 1))
+    spl = 1 << max(0, spl.bit_length() - 1)  # a power of two
+    return max(1, min(spl, 32 // max(int(tpp), 1)))
 
 
 # ----------------------------------------------------------------------------- normals
@@ -293,12 +318,15 @@ class _Pending:
         self.ob, self.B, self.tpp, self.stream = ob, B, tpp, stream
 
     def result(self):
-        B = self.B
         if self.stream is not None:
             with self.stream:
                 o = self.ob.get()
         else:
             o = self.ob.get()
+        return self.unpack(o)
+
+    def unpack(self, o):
+        B = self.B
         return {"param": o[:3 * B].reshape(B, 3), "conf": o[3 * B:4 * B], "iters": o[4 * B:5 * B].view(np.int32),
                 "status": o[5 * B:6 * B].view(np.int32), "ncc": o[6 * B:].reshape(B, self.tpp)}
 
@@ -337,13 +365,14 @@ def _optimize_gpu(be, tx, geo, nbr, refid, item_ref, item_xy, item_init, item_mi
                   stream=None):
     xp = be.xp
     tpp = threads_per_pixel(nv)
+    spl = sample_split(tpp)
     # 128 threads per block, the reference windows in (static, < 48 KiB) shared memory
-    ppb = max(1, min((PIXELS_PER_BLOCK * 8) // tpp, (40 * 1024) // (prm.window ** 2 * 12)))
+    ppb = max(1, min((PIXELS_PER_BLOCK * 8) // (tpp * spl), (40 * 1024) // (prm.window ** 2 * 12)))
     B = len(item_ref)
     import contextlib
 
-    with be.activate(), (stream if stream is not None else contextlib.nullcontext()):
-        fn = kernel(be, "mvs_optimize.cu", "mvs_optimize", {"WIN": prm.window, "TPP": tpp, "PPB": ppb})
+    with be.activate(), (stream if stream is not None and xp is not np else contextlib.nullcontext()):
+        fn = kernel(be, "mvs_optimize.cu", "mvs_optimize", {"WIN": prm.window, "TPP": tpp, "SPL": spl, "PPB": ppb})
         tables = None if cache is None else cache.get("tables")
         if tables is None or tables[0] is not geo:
             tables = (geo, xp.asarray(np.ascontiguousarray(geo, np.float32)),
@@ -362,12 +391,14 @@ def _optimize_gpu(be, tx, geo, nbr, refid, item_ref, item_xy, item_init, item_mi
         # one download: param (3B), conf (B), iters (B), status (B), ncc (tpp B)
         ob = xp.empty((6 + tpp) * B, xp.float32)
         grid = ((B + ppb - 1) // ppb,)
-        fn(grid, (tpp * ppb,), (tx.flat, tx.dev_ofs, tx.dev_w, tx.dev_h, d_geo, d_nbr, d_ref, d_ib[:B],
+        fn(grid, (tpp * spl * ppb,), (tx.flat, tx.dev_ofs, tx.dev_w, tx.dev_h, d_geo, d_nbr, d_ref, d_ib[:B],
                                  d_ib[B:3 * B], d_init, d_ib[3 * B:], np.int32(B), np.int32(nv),
                                  np.int32(prm.min_views), np.int32(prm.max_iter), np.int32(prm.drop_from),
                                  np.float32(prm.ncc_accept), np.float32(prm.eps), np.float32(prm.step_px),
                                  np.float32(prm.min_ref_std ** 2), ob[:3 * B], ob[3 * B:4 * B],
                                  ob[4 * B:5 * B].view(xp.int32), ob[5 * B:6 * B].view(xp.int32), ob[6 * B:]))
+        if xp is np:  # the CPU emulator of the kernels (tests)
+            return _Done(_Pending(ob, B, tpp, None).unpack(ob))
         return _Pending(ob, B, tpp, stream)
 
 

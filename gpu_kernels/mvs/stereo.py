@@ -42,14 +42,14 @@ from gpu_kernels.mvs.optimize import (
     DEFAULT_WINDOW,
     MAX_NEIGHBORS,
     OptimizeParams,
+    ViewTextures,
     pack_views,
-    prepare_image,
 )
 from gpu_kernels.mvs.seeds import sift_seeds
 from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views
 
-__all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "reconstruct", "cross_view_consistency",
-           "scene_seeds", "parse_views"]
+__all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "PreparedViews", "reconstruct",
+           "prepare_views", "grow_views", "cross_view_consistency", "scene_seeds", "parse_views"]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
@@ -103,6 +103,149 @@ def _texture_bytes(scene, views) -> int:
     return int(sum(scene.cameras[v].width * scene.cameras[v].height * 48 for v in views))
 
 
+@dataclass
+class PreparedViews:
+    """What growing needs before it starts (:func:`prepare_views`): the reference views, their
+    neighbour views (Goesele's global view selection), each one's seed points, and the views'
+    textures on the device (``None`` where they did not fit together: each group of views
+    grown together then packs its own)."""
+
+    views: list
+    neighbors: dict
+    view_seeds: dict
+    points: np.ndarray
+    point_views: list | None
+    seed_source: str
+    textures: ViewTextures | None
+    device: str
+    seeds_s: float = 0.0
+    prepare_s: float = 0.0
+
+
+def prepare_views(scene: MVSScene, *, views="all", neighbors: int = DEFAULT_NEIGHBORS,
+                  min_views: int = DEFAULT_MIN_VIEWS, device=None, progress=None, seeds: tuple | None = None,
+                  pack: bool = True) -> PreparedViews:
+    """Seeds (unless given), view selection and the views' textures on ``device``: the part of
+    :func:`reconstruct` that no growing parameter changes."""
+    be = get_backend(device)
+    progress = as_progress(progress)
+    vs = parse_views(views, scene)
+    if not 1 <= neighbors <= MAX_NEIGHBORS:
+        raise MVSInputError(f"neighbors must be 1..{MAX_NEIGHBORS}, got {neighbors}")
+    if scene.n_views < 2:
+        raise MVSInputError("multi-view stereo needs at least 2 views")
+    if min_views > neighbors:
+        raise MVSInputError(f"min_views ({min_views}) cannot exceed neighbors ({neighbors})")
+    for v in vs:
+        if scene.images[v] is None:
+            raise MVSInputError(f"view {scene.names[v]} has no image")
+    t0 = time.perf_counter()
+    # the bar: SIFT seeding costs about 2 % of growing one view per view it reads
+    sift_views = 0 if (seeds is not None or (scene.points is not None and len(scene.points))) else scene.n_views
+    seed_end = min(0.6, 0.02 * sift_views / (0.02 * sift_views + 0.1))
+    pts, pvis, seed_src = seeds if seeds is not None else scene_seeds(scene, progress=progress.sub(0.0, seed_end,
+                                                                                                     "seeds"))
+    if len(pts) == 0:
+        raise MVSInputError("the scene has no seeds: no sparse points and no SIFT feature could be matched "
+                            "and triangulated between neighbouring views")
+    t_seeds = time.perf_counter() - t0
+    progress.update(seed_end, "view selection")
+    nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors)
+            for v in vs}
+    view_seeds = {}
+    for v in vs:
+        if pvis is not None:
+            # a point without a track counts as seen by every view (the grower keeps only those
+            # in front of the camera and inside the image)
+            sel = np.array([len(pv) == 0 or v in np.asarray(pv) for pv in pvis], bool)
+            view_seeds[v] = pts[sel]
+        else:
+            view_seeds[v] = pts
+    tex = None
+    if pack:
+        need = sorted(set(vs) | {n for v in vs for n in nbrs[v]})
+        fits = True
+        if be.is_gpu and be.xp is not np:
+            free, _total = be.mem_info()
+            fits = _texture_bytes(scene, need) <= 0.5 * free
+        if fits:
+            progress.update(seed_end + 0.5 * (1 - seed_end), "textures")
+            tex = pack_views(scene.images, device=be, views=need)
+    progress.update(1.0, "view selection")
+    return PreparedViews(vs, nbrs, view_seeds, pts, pvis, seed_src, tex, be.label, t_seeds,
+                         time.perf_counter() - t0)
+
+
+def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WINDOW,
+               min_views: int = DEFAULT_MIN_VIEWS, ncc_accept: float = DEFAULT_NCC_ACCEPT,
+               max_iter: int = DEFAULT_MAX_ITER, batch_size: int | None = None, views_together: int | None = None,
+               max_attempts: int = DEFAULT_MAX_ATTEMPTS, optimize_params: OptimizeParams | None = None,
+               overlap: bool | None = None, device=None, progress=None, callback=None) -> tuple[list, dict]:
+    """Grow the depth maps of ``prep.views``, ``views_together`` at a time: ``(maps, stats)``."""
+    be = get_backend(device)
+    progress = as_progress(progress)
+    prm = optimize_params or OptimizeParams(window=window, min_views=min_views, ncc_accept=ncc_accept,
+                                            max_iter=max_iter)
+    prm.check()
+    vs, nbrs = prep.views, prep.neighbors
+    for v in vs:
+        if len(nbrs[v]) < prm.min_views:
+            raise MVSInputError(f"view {scene.names[v]} has only {len(nbrs[v])} usable neighbour views, fewer "
+                                f"than min_views = {prm.min_views}")
+    if prep.textures is not None and prep.textures.backend.is_gpu != be.is_gpu:
+        raise MVSInputError("the prepared view textures belong to another device")
+    vt = views_together or (DEFAULT_VIEWS_TOGETHER_GPU if be.is_gpu else DEFAULT_VIEWS_TOGETHER_CPU)
+    vt = max(1, min(int(vt), len(vs)))
+    maps_all: list[DepthMap] = []
+    call_stats: list[dict] = []
+    peak_mem = 0
+    t_grow = 0.0
+    groups = [vs[i:i + vt] for i in range(0, len(vs), vt)]
+    tried_free = [0, 0]  # pixels tried and pixels free so far: how much of a view the growing visits
+    pool = be.xp.get_default_memory_pool() if be.is_gpu and be.xp is not np else None
+    with be.activate():
+        for gi, grp in enumerate(groups):
+            sub = progress.sub(gi / len(groups), (gi + 1) / len(groups),
+                               f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
+            tex = prep.textures
+            if tex is None:
+                need = sorted(set(grp) | {n for v in grp for n in nbrs[v]})
+                if pool is not None:
+                    free, _total = be.mem_info()
+                    nbytes = _texture_bytes(scene, need)
+                    if nbytes > 0.8 * free:
+                        raise TooLargeError(nbytes, int(0.8 * free), unit="bytes of view textures",
+                                            remedy="process fewer views together", parameter="views_together")
+                sub.update(0.0, "textures")
+                tex = pack_views(scene.images, device=be, views=need)
+            sub.update(0.05, "growing")
+            tg = time.perf_counter()
+            hint = tried_free[0] / tried_free[1] if tried_free[1] else None
+            maps = grow_depth_maps(tex, None, scene.cameras, grp, [nbrs[v] for v in grp],
+                                   [prep.view_seeds[v] for v in grp], masks=scene.masks, params=prm,
+                                   batch_size=batch_size, max_attempts=max_attempts, overlap=overlap, device=be,
+                                   progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint)
+            tried_free[0] += maps[0].stats.get("tried", 0)
+            tried_free[1] += maps[0].stats.get("free", 0)
+            t_grow += time.perf_counter() - tg
+            call_stats.append(maps[0].stats)
+            if pool is not None:
+                peak_mem = max(peak_mem, int(pool.total_bytes()))
+            maps_all.extend(maps)
+            del tex
+    samples = int(sum(m.n_samples for m in maps_all))
+    stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(prep.points),
+             "seed_source": prep.seed_source, "seeds_s": prep.seeds_s, "prepare_s": prep.prepare_s,
+             "grow_s": t_grow, "peak_device_bytes": peak_mem,
+             "queue_s": float(sum(c["queue_s"] for c in call_stats)),
+             "wait_s": float(sum(c["wait_s"] for c in call_stats)),
+             "setup_s": float(sum(c.get("setup_s", 0.0) for c in call_stats)),
+             "optimize_s": float(sum(c["optimize_s"] for c in call_stats)),
+             "batches": int(sum(c["batches"] for c in call_stats)),
+             "views_together": vt, "neighbors": {scene.names[v]: [scene.names[n] for n in nbrs[v]] for v in vs}}
+    return maps_all, stats
+
+
 def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, neighbors: int = DEFAULT_NEIGHBORS,
                 min_views: int = DEFAULT_MIN_VIEWS, ncc_accept: float = DEFAULT_NCC_ACCEPT,
                 max_iter: int = DEFAULT_MAX_ITER, batch_size: int | None = None,
@@ -127,7 +270,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     fuse : bool
         Fuse the processed views' depth maps into a point cloud (needs >= 2 views).
     overlap : bool, optional
-        Alternate two groups of views on two CUDA streams (see :func:`grow_depth_maps`).
+        Ignored (kept for callers; the growing's queue lives on the device).
     device, progress, callback
         ``callback(maps, info)`` after every batch (see :func:`grow_depth_maps`).
     seeds : tuple, optional
@@ -140,91 +283,21 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     """
     be = get_backend(device)
     progress = as_progress(progress)
-    vs = parse_views(views, scene)
-    if not 1 <= neighbors <= MAX_NEIGHBORS:
-        raise MVSInputError(f"neighbors must be 1..{MAX_NEIGHBORS}, got {neighbors}")
-    if scene.n_views < 2:
-        raise MVSInputError("multi-view stereo needs at least 2 views")
-    prm = optimize_params or OptimizeParams(window=window, min_views=min_views, ncc_accept=ncc_accept,
-                                            max_iter=max_iter)
-    prm.check()
-    if min_views > neighbors:
-        raise MVSInputError(f"min_views ({min_views}) cannot exceed neighbors ({neighbors})")
-    for v in vs:
-        if scene.images[v] is None:
-            raise MVSInputError(f"view {scene.names[v]} has no image")
     t0 = time.perf_counter()
-    # the bar is shared by measured cost: SIFT seeding costs about 2 % of growing one view per
-    # view it reads (nothing with the scene's own sparse points), growing is alike per view,
-    # the fusion a few per cent
+    # the bar is shared by measured cost: SIFT seeding about 2 % of growing one view per view it
+    # reads (nothing with the scene's own sparse points), growing alike per view, fusion a few %
+    vs = parse_views(views, scene)
     sift_views = 0 if (seeds is not None or (scene.points is not None and len(scene.points))) else scene.n_views
-    seed_end = min(0.3, 0.02 * sift_views / (0.02 * sift_views + len(vs)))
+    prep_end = min(0.3, 0.02 * sift_views / (0.02 * sift_views + len(vs)) + 0.01)
     grow_end = 0.97 if fuse and len(vs) >= 2 else 1.0
-    prog_seed = progress.sub(0.0, seed_end, "seeds")
-    pts, pvis, seed_src = seeds if seeds is not None else scene_seeds(scene, progress=prog_seed)
-    if len(pts) == 0:
-        raise MVSInputError("the scene has no seeds: no sparse points and no SIFT feature could be matched "
-                            "and triangulated between neighbouring views")
-    t_seeds = time.perf_counter() - t0
-    progress.update(seed_end, "view selection")
-    nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors)
-            for v in vs}
-    for v in vs:
-        if len(nbrs[v]) < prm.min_views:
-            raise MVSInputError(f"view {scene.names[v]} has only {len(nbrs[v])} usable neighbour views, fewer "
-                                f"than min_views = {prm.min_views}")
-    vt = views_together or (DEFAULT_VIEWS_TOGETHER_GPU if be.is_gpu else DEFAULT_VIEWS_TOGETHER_CPU)
-    vt = max(1, min(int(vt), len(vs)))
-    maps_all: list[DepthMap] = []
-    call_stats: list[dict] = []
-    peak_mem = 0
-    t_grow = 0.0
-    groups = [vs[i:i + vt] for i in range(0, len(vs), vt)]
-    prog_grow = progress.sub(seed_end, grow_end)
-    tried_free = [0, 0]  # pixels tried and pixels free so far: how much of a view the growing visits
-    with be.activate():
-        if be.is_gpu:
-            be.free_memory_pool()
-            pool = be.xp.get_default_memory_pool()
-        for gi, grp in enumerate(groups):
-            need = sorted(set(grp) | {n for v in grp for n in nbrs[v]})
-            if be.is_gpu:
-                free, _total = be.mem_info()
-                nbytes = _texture_bytes(scene, need)
-                if nbytes > 0.8 * free:
-                    raise TooLargeError(nbytes, int(0.8 * free), unit="bytes of view textures",
-                                        remedy="process fewer views together", parameter="views_together")
-            sub = prog_grow.sub(gi / len(groups), (gi + 1) / len(groups),
-                                f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
-            sub.update(0.0, "textures")
-            tex = pack_views(scene.images, device=be, views=need)
-            img9 = {v: prepare_image(scene.images[v]) for v in grp}
-            seeds = []
-            for v in grp:
-                if pvis is not None:
-                    # a point without a track counts as seen by every view (the grower keeps
-                    # only those in front of the camera and inside the image)
-                    sel = np.array([len(pv) == 0 or v in np.asarray(pv) for pv in pvis], bool)
-                    seeds.append(pts[sel])
-                else:
-                    seeds.append(pts)
-            sub.update(0.05, "growing")
-            tg = time.perf_counter()
-            hint = tried_free[0] / tried_free[1] if tried_free[1] else None
-            maps = grow_depth_maps(tex, img9, scene.cameras, grp, [nbrs[v] for v in grp], seeds,
-                                   masks=scene.masks, params=prm, batch_size=batch_size,
-                                   max_attempts=max_attempts, overlap=overlap, device=be,
-                                   progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint)
-            tried_free[0] += maps[0].stats.get("tried", 0)
-            tried_free[1] += maps[0].stats.get("free", 0)
-            t_grow += time.perf_counter() - tg
-            call_stats.append(maps[0].stats)
-            if be.is_gpu:
-                peak_mem = max(peak_mem, int(pool.total_bytes()))
-            maps_all.extend(maps)
-            del tex
-        if be.is_gpu:
-            be.free_memory_pool()
+    if optimize_params is not None:
+        min_views = optimize_params.min_views
+    prep = prepare_views(scene, views=vs, neighbors=neighbors, min_views=min_views, device=be,
+                         progress=progress.sub(0.0, prep_end), seeds=seeds)
+    maps_all, stats = grow_views(scene, prep, window=window, min_views=min_views, ncc_accept=ncc_accept,
+                                 max_iter=max_iter, batch_size=batch_size, views_together=views_together,
+                                 max_attempts=max_attempts, optimize_params=optimize_params, overlap=overlap,
+                                 device=be, progress=progress.sub(prep_end, grow_end), callback=callback)
     fused = None
     t_fuse = 0.0
     if fuse and len(vs) >= 2:
@@ -236,17 +309,11 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                                 rel_tol=fuse_tol, min_views=fuse_min_views, device=be,
                                 progress=progress.sub(grow_end, 1.0, "fusion"))
         t_fuse = time.perf_counter() - tf
-    samples = int(sum(m.n_samples for m in maps_all))
-    stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(pts),
-             "seed_source": seed_src, "seeds_s": t_seeds, "grow_s": t_grow, "fuse_s": t_fuse,
-             "total_s": time.perf_counter() - t0, "peak_device_bytes": peak_mem,
-             "queue_s": float(sum(c["queue_s"] for c in call_stats)),
-             "wait_s": float(sum(c["wait_s"] for c in call_stats)),
-             "optimize_s": float(sum(c["optimize_s"] for c in call_stats)),
-             "batches": int(sum(c["batches"] for c in call_stats)),
-             "views_together": vt, "neighbors": {scene.names[v]: [scene.names[n] for n in nbrs[v]] for v in vs}}
-    progress.update(1.0, f"{samples:,} samples in {len(vs)} view(s)")
-    return MVSResult(maps_all, vs, fused, pts, pvis, stats)
+    if be.is_gpu and be.xp is not np:
+        be.free_memory_pool()
+    stats.update(fuse_s=t_fuse, total_s=time.perf_counter() - t0)
+    progress.update(1.0, f"{stats['samples']:,} samples in {len(vs)} view(s)")
+    return MVSResult(maps_all, vs, fused, prep.points, prep.point_views, stats)
 
 
 def cross_view_consistency(result: MVSResult, cameras, *, rel_tol: float = DEFAULT_FUSE_TOL, device=None):

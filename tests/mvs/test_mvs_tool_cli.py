@@ -90,7 +90,7 @@ def test_bad_inputs_are_one_line_user_errors(synth_dir, tmp_path):
         assert "\n" not in msg
         return msg
 
-    assert "no such scene" in err("mvs", tmp_path / "nope_par.txt", "-o", tmp_path / "o", "--device", "cpu", "-q")
+    assert "no such" in err("mvs", tmp_path / "nope_par.txt", "-o", tmp_path / "o", "--device", "cpu", "-q")
     bad = tmp_path / "bad_par.txt"
     bad.write_text("view000.png 1 2 3\n")
     assert "line 1" in err("mvs", bad, "-o", tmp_path / "o", "--device", "cpu", "-q")
@@ -109,6 +109,8 @@ def test_params_agree_with_the_library():
     """The checks tests/framework/test_tools_agree.py makes for registered tools."""
     sig = inspect.signature(mvs.TOOL.library)
     for p in mvs.PARAMS:
+        if p.display:  # display-only: the view's, not the library's
+            continue
         name = p.library_name or p.name
         assert name in sig.parameters, name
         lib = sig.parameters[name].default
@@ -118,6 +120,8 @@ def test_params_agree_with_the_library():
             assert lib == p.default, name
     sub = _parser()._subparsers._group_actions[0].choices["mvs"]
     for p in mvs.PARAMS:
+        if p.display:
+            continue
         action = next(a for a in sub._actions if a.dest == p.name)
         assert action.default is argparse.SUPPRESS
         assert action.type(p.to_text(p.default)) == p.default or (p.auto and action.type(AUTO) == p.auto_value)
