@@ -43,6 +43,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, device_name, format_table, host_description  # noqa: E402
 
+if os.environ.get("ECHO_BENCH_KERNELS"):
+    # another gpu_kernels tree (e.g. `git archive` of an older commit): a baseline in the same run
+    sys.path.insert(0, os.environ["ECHO_BENCH_KERNELS"])
+
 from gpu_kernels.echo import (  # noqa: E402
     estimate_motion,
     jacobian_determinant,
@@ -53,7 +57,8 @@ from gpu_kernels.echo import (  # noqa: E402
 from gpu_kernels.echo.synthetic import make_sequence  # noqa: E402
 
 PAIR = (2, 3)
-RESULTS: dict = {"rows": [], "notes": [], "bandwidth": [], "memory": [], "tuning": [], "acdc": [], "kernels": []}
+RESULTS: dict = {"rows": [], "notes": [], "bandwidth": [], "memory": [], "tuning": [], "acdc": [], "kernels": [],
+                 "residual": [], "live": [], "persist": []}
 T_START = time.perf_counter()
 
 
@@ -193,7 +198,8 @@ def render_md(p):
     parts = [f"Device: {p['device']}; host: {p['host']}; {p['date']}\n\nCommand: `{p['command']}`\n"]
     if p["rows"]:
         cols = [("method", "method"), ("size", "size"), ("ms", "time (ms)"), ("epe", "EPE"),
-                ("epe_p95", "EPE p95"), ("epe_myo", "EPE myo"), ("det_err_myo", "|det-1| myo"), ("note", "note")]
+                ("epe_p95", "EPE p95"), ("epe_myo", "EPE myo"), ("det_err_myo", "|det-1| myo"), ("sweeps", "sweeps"),
+                ("note", "note")]
         parts.append(format_table(sorted(p["rows"], key=lambda r: (r["size"], r["method"])), cols))
     if p["bandwidth"]:
         parts.append("\nSweep bandwidth\n\n" + format_table(p["bandwidth"], [(k, k) for k in p["bandwidth"][0]]))
@@ -207,6 +213,12 @@ def render_md(p):
     if p["acdc"]:
         keys = list(dict.fromkeys(k for r in p["acdc"] for k in r))
         parts.append("\nACDC ED -> ES\n\n" + format_table(p["acdc"], [(k, k) for k in keys]))
+    for key, title in (("persist", "A warp's sweeps in one launch (levels up to N voxels) against 4 launches a sweep"),
+                       ("residual", "Sweeps to reach a residual (finest level, first warp)"),
+                       ("live", "Live re-run, compute only (tool.run_staged)")):
+        if p.get(key):
+            keys = list(dict.fromkeys(k for r in p[key] for k in r))
+            parts.append(f"\n{title}\n\n" + format_table(p[key], [(k, k) for k in keys]))
     if p["notes"]:
         parts.append("\nNotes\n\n" + "\n".join(f"- {n}" for n in p["notes"]))
     return "\n".join(parts) + "\n"
@@ -597,6 +609,258 @@ def jacobi_table(out):
     RESULTS["jacobi_table"] = rows
 
 
+# --------------------------------------------------------------------------- issue 24
+def _acdc_pair(data_dir, acdc_npz):
+    """The ACDC ED/ES pair and its spacing, from a .npz (``ed``, ``es``, ``spacing``) or the NIfTI files."""
+    if acdc_npz and Path(acdc_npz).is_file():
+        z = np.load(acdc_npz)
+        return z["ed"].astype(np.float32), z["es"].astype(np.float32), tuple(float(v) for v in z["spacing"])
+    from app.io.volume_io import read_volume
+
+    d = Path(data_dir) / "cardiac-mri" / "acdc"
+    ed, es = read_volume(d / "sax_ed.nii.gz"), read_volume(d / "sax_es.nii.gz")
+    return ed.data.astype(np.float32), es.data.astype(np.float32), tuple(ed.spacing)
+
+
+def e2e(sizes, configs, label, data_dir, acdc_npz, budget, repeat=7):
+    """End to end (CuPy in and out, CUDA events around the call, median of ``repeat``) on the
+    synthetic pairs, and the ACDC pair's registration quality, for each parameter set. Uses
+    only ``estimate_motion``'s long-standing keywords (runs on older trees too)."""
+    from gpu_kernels.backend import get_backend
+
+    be = get_backend("cuda")
+    for size in sizes:
+        case = Case(size, "cuda")
+        g = case.on_gpu()
+        for cfg in configs:
+            if left(budget) < 10:
+                note(f"e2e {label} {cfg} at {size}^3 skipped: out of time")
+                continue
+            name = f"{label}" + ("" if not cfg else " " + json.dumps(cfg, sort_keys=True))
+            try:
+                t, (u, info) = gpu_time(lambda c=cfg: estimate_motion(g["fixed"], g["moving"], device=be,
+                                                                      return_info=True, **c), repeat=repeat, warmup=2)
+                add_row(name, case, t, u, sweeps=info.sweeps)
+                if size == max(sizes):   # peak device memory: the pool's growth during one call
+                    import cupy as cp
+
+                    u = None
+                    pool = cp.get_default_memory_pool()
+                    pool.free_all_blocks()
+                    base = pool.total_bytes()
+                    u = estimate_motion(g["fixed"], g["moving"], device=be, **cfg)
+                    sync()
+                    peak = pool.total_bytes() - base
+                    RESULTS["memory"].append({"method": name, "size": size, "peak_MiB": round(peak / 2 ** 20, 1),
+                                              "floats_per_voxel": round(peak / 4 / size ** 3, 2)})
+                    print(json.dumps(RESULTS["memory"][-1]), flush=True)
+                    u = None
+            except Exception as exc:  # noqa: BLE001
+                note(f"e2e {name} at {size}^3 failed: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+        case.gpu = None
+    try:
+        f, m, sp = _acdc_pair(data_dir, acdc_npz)
+    except Exception as exc:  # noqa: BLE001
+        note(f"ACDC not available: {type(exc).__name__}: {exc}")
+        return
+    import cupy as cp
+
+    Z, Y, X = f.shape
+    yy, xx = np.mgrid[:Y, :X]
+    roi = np.broadcast_to((yy - 95) ** 2 + (xx - 100) ** 2 <= 50 ** 2, f.shape)
+    fg, mg = cp.asarray(f), cp.asarray(m)
+    for cfg in configs:
+        name = f"{label}" + ("" if not cfg else " " + json.dumps(cfg, sort_keys=True))
+        t, u = gpu_time(lambda c=cfg: estimate_motion(fg, mg, device=be, spacing=sp, **c), repeat=5)
+        u = cp.asnumpy(u)
+        w = warp_volume(m, u, device="cpu")
+        det = jacobian_determinant(u)[roi]
+        rec = {"method": name, "ms": round(t * 1e3, 2), "ncc_before": round(ncc(f, m, roi), 4),
+               "ncc_after": round(ncc(f, w, roi), 4), "msd_after": round(mean_squared_difference(f, w, roi), 1),
+               "ncc_all_after": round(ncc(f, w), 4), "det_p1": round(float(np.percentile(det, 1)), 3),
+               "det_p99": round(float(np.percentile(det, 99)), 3)}
+        RESULTS["acdc"].append(rec)
+        print(json.dumps(rec), flush=True)
+
+
+def _finest_system(case, be, ops, params):
+    """The finest level's system of a real pair at its first warp: the coarse levels solved, the
+    field upsampled (what the solver starts from)."""
+    from gpu_kernels.echo import motion
+
+    g = case.on_gpu()
+    prep = motion.prepare_motion(g["fixed"], g["moving"], device=be)
+    shape, fac = prep.pyr[0][0], prep.pyr[1][1]
+    coarse = motion.Prepared(prep.pyr[1][0], prep.pyr[1:], prep.fixed[1:], prep.moving[1:], prep.tensors[1:],
+                             prep.scale, prep.rho, prep.derivative, prep.variant, be, True)
+    uc = motion.solve_motion(coarse, **params)
+    u0 = motion._upsample_flow(ops, uc, shape, fac)
+    J = prep.tensors[0]
+    Tc = ops.system(J, params.get("alpha", motion.DEFAULT_ALPHA), params.get("beta", motion.DEFAULT_BETA))
+    B = ops.tensor(prep.fixed[0], prep.moving[0], u0, "central", parts=2)
+    ops.smooth_channels(B, prep.rho)
+    ops.rhs(Tc, J, B, u0)
+    return prep, J, B, Tc, u0
+
+
+def issue24(sizes, copy_bw, budget):
+    """Per sweep: time, bytes, share of the copy rate (float32 and float16 systems); the
+    kernels of a warp and of a level; sweeps to reach a residual; for issue 24."""
+    import cupy as cp
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.echo import _gpu, motion
+    from gpu_kernels.echo._gpu import GpuOps, bytes_per_sweep
+
+    be = get_backend("cuda")
+    a, b = motion.DEFAULT_ALPHA, motion.DEFAULT_BETA
+    for size in sizes:
+        if left(budget) < 20:
+            note(f"issue24 at {size}^3 skipped: out of time")
+            continue
+        case = Case(size, "cuda")
+        g = case.on_gpu()
+        # a warp's sweeps in one launch (echo_sor_persistent) up to a level size, against the
+        # four launches per sweep; the same field?
+        ref = None
+        keep = _gpu.PERSIST_MAX_VOXELS
+        for cap in (0, 64 ** 3, 128 ** 3):
+            _gpu.PERSIST_MAX_VOXELS = cap
+            t, (u, info) = gpu_time(lambda: estimate_motion(g["fixed"], g["moving"], device=be, return_info=True),
+                                    repeat=7, warmup=2)
+            u = cp.asnumpy(u)
+            ref = u if ref is None else ref
+            rec = {"size": size, "persistent_up_to": cap, "ms": round(t * 1e3, 2), "sweeps": info.sweeps,
+                   "max_diff_vs_queued": float(np.abs(u - ref).max()), **metrics(u, case)}
+            RESULTS["persist"].append(rec)
+            print(json.dumps(rec), flush=True)
+        _gpu.PERSIST_MAX_VOXELS = keep
+        if size == min(sizes) and os.environ.get("OUT"):
+            import cProfile
+            import io
+            import pstats
+
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(5):
+                estimate_motion(g["fixed"], g["moving"], device=be)
+            sync()
+            pr.disable()
+            buf = io.StringIO()
+            pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(30)
+            Path(os.environ["OUT"], f"echo_profile_{size}.txt").write_text(buf.getvalue())
+        n = size ** 3
+        for half in (False, True):
+            ops = GpuOps(be, "cache", half=half)
+            prep, J, B, Tc, u0 = _finest_system(case, be, ops, {})
+            f, m = prep.fixed[0], prep.moving[0]
+            if not half:   # on copies: the system (Tc) must stay as built for the sweeps below
+                J, B, Tc2 = J.copy(), B.copy(), ops.new_system(J.shape[1:])
+                k = {"size": size}
+                t, _ = gpu_time(lambda: ops.tensor(f, m, u0, "central", parts=2), repeat=10)
+                k["b_products_ms"] = round(t * 1e3, 3)
+                t, _ = gpu_time(lambda: ops.smooth_channels(B, prep.rho), repeat=10)
+                k["smooth3_ms"], k["smooth3_GBps"] = round(t * 1e3, 3), round(3 * 3 * 2 * 4 * n / t / 1e9, 1)
+                t, _ = gpu_time(lambda: ops.rhs(Tc2, J, B, u0), repeat=10)
+                k["rhs_ms"] = round(t * 1e3, 3)
+                t, _ = gpu_time(lambda: ops.tensor(f, None, None, "central", parts=1), repeat=10)
+                k["J_products_ms"] = round(t * 1e3, 3)
+                t, _ = gpu_time(lambda: ops.smooth_channels(J, prep.rho), repeat=5)
+                k["smooth6_ms"], k["smooth6_GBps"] = round(t * 1e3, 3), round(6 * 3 * 2 * 4 * n / t / 1e9, 1)
+                t, _ = gpu_time(lambda: ops.system(J, a, b), repeat=10)
+                k["system_ms"] = round(t * 1e3, 3)
+                t, T9 = gpu_time(lambda: ops.tensor(f, m, u0, "central"), repeat=5)
+                k["old_tensor9_ms"] = round(t * 1e3, 3)
+                t, _ = gpu_time(lambda: ops.smooth_channels(T9, prep.rho), repeat=5)
+                k["old_smooth9_ms"] = round(t * 1e3, 3)
+                t, _ = gpu_time(lambda: ops.finish(T9, u0, a, b), repeat=5)
+                k["old_finish_ms"] = round(t * 1e3, 3)
+                T9 = Tc2 = None
+                RESULTS["kernels"].append(k)
+                print(json.dumps(k), flush=True)
+            v = u0.copy()
+            reps = 20
+
+            def sor(ops=ops, v=v, Tc=Tc):
+                for _ in range(reps):
+                    for c in range(4):
+                        ops.sweep(Tc, v, v, c, 1.8, a, b)
+
+            t, _ = gpu_time(sor, repeat=5)
+            ts = t / reps
+            # the same sweeps in one launch (grid-wide barriers between the colours)
+            keep, _gpu.PERSIST_MAX_VOXELS = _gpu.PERSIST_MAX_VOXELS, 1 << 40
+            done, log = ops.new_control(1)
+            st = ops.new_stats()
+            tp, _ = gpu_time(lambda ops=ops, v=v, Tc=Tc: ops.relax_sor(Tc, v, 1.8, a, b, reps, 5, 0.0, n, st, done,
+                                                                      log, 0), repeat=5)
+            _gpu.PERSIST_MAX_VOXELS = keep
+            bmin = bytes_per_sweep((size,) * 3, "sor", half=half)
+            sysb = Tc.nbytes
+            dram = sysb + 4 * (12 * n) + 12 * n     # 4 passes: the system once, the field read 4x, written once
+            rec = {"size": size, "system": "float16" if half else "float32", "sweep_ms": round(ts * 1e3, 4),
+                   "MB_min": round(bmin / 1e6, 1), "GBps_min": round(bmin / ts / 1e9, 1),
+                   "of_copy_min": round(bmin / ts / copy_bw, 3), "MB_4pass": round(dram / 1e6, 1),
+                   "of_copy_4pass": round(dram / ts / copy_bw, 3),
+                   "MB_min_float32": round(bytes_per_sweep((size,) * 3, "sor") / 1e6, 1),
+                   "one_launch_sweep_ms": round(tp / reps * 1e3, 4),
+                   "one_launch_of_copy_min": round(bmin / (tp / reps) / copy_bw, 3)}
+            RESULTS["bandwidth"].append(rec)
+            print(json.dumps(rec), flush=True)
+            # sweeps to reach a residual, from the real start of the finest level
+            for om in ((1.5, 1.8, 1.9) if not half else (1.8,)):
+                w = u0.copy()
+                st = ops.new_stats()
+                hist = []
+                for _it in range(60):
+                    for c in range(4):
+                        ops.sweep(Tc, w, w, c, om, a, b, st)
+                    hist.append(float(np.sqrt(max(ops.read_stats(st), 0.0) / n)))
+                r = {"size": size, "system": rec["system"], "omega": om, "res_1": round(hist[0], 5)}
+                for thr in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4):
+                    hit = next((i + 1 for i, h in enumerate(hist) if h < thr), None)
+                    r[f"to_{thr:g}"] = hit if hit is not None else ">60"
+                r["res_10"], r["res_60"] = round(hist[9], 6), round(hist[-1], 6)
+                RESULTS["residual"].append(r)
+                print(json.dumps(r), flush=True)
+            prep = J = B = Tc = u0 = v = None
+            cp.get_default_memory_pool().free_all_blocks()
+        case.gpu = None
+
+
+def live_alpha(budget, sizes=(128,)):
+    """Issue 20: an alpha edit at 128^3 through the tool's stage cache (compute only: no Qt on
+    the GPU host), with the stages that re-ran and their times."""
+    from app.tools import echo as tool
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.echo.synthetic import make_pair
+
+    be = get_backend("cuda")
+    for size in sizes:
+        f, mv, gt = make_pair(size, shift=(0.5, -0.5, 1.0), seed=2)
+        data = tool.EchoData(np.stack([f, mv]).astype(np.float32), (1.0, 1.0, 1.0), ["f", "m"], truth={(0, 1): gt})
+        cache = StageCache()
+        base = tool.PARAMS.validate({"levels": 3})
+        tool.TOOL.run_staged(data, base, device=be, cache=cache)
+        for k, (name, value) in enumerate((("reference", 1), ("alpha", 0.5), ("alpha", 0.03), ("alpha", 0.02),
+                                           ("beta", 0.05), ("precision", "float32"))):
+            p = tool.PARAMS.validate({**base, name: value})
+            t0 = time.perf_counter()
+            res, rep = tool.TOOL.run_staged(data, p, device=be, cache=cache)
+            t = time.perf_counter() - t0
+            rec = {"size": size, "edit": f"{name}={value}", "ms": round(t * 1e3, 1), "ran": "+".join(rep.ran),
+                   **{f"{s}_ms": round(v * 1e3, 1) for s, v in rep.seconds.items()}}
+            if k == 1:
+                full = tool.run(data, p, device=be)
+                rec["same_as_full_run"] = bool(np.array_equal(res.pairwise, full.pairwise)
+                                               and np.array_equal(res.trajectory, full.trajectory))
+            RESULTS["live"].append(rec)
+            print(json.dumps(rec), flush=True)
+            base = p
+
+
 # --------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -611,6 +875,9 @@ def main(argv=None):
     ap.add_argument("--params", default="{}", help="JSON dict of estimate_motion parameters")
     ap.add_argument("--data", default=os.environ.get("GPULAB_SHARED_DATA", str(ROOT / ".." / "shared" / "data")))
     ap.add_argument("--out", default=None, help="write OUT.json and OUT.md")
+    ap.add_argument("--configs", default="[{}]", help="JSON list of parameter sets for the e2e section")
+    ap.add_argument("--label", default="ours", help="row label of the e2e section")
+    ap.add_argument("--acdc-npz", default=None, help="the ACDC pair as .npz (ed, es, spacing): no NIfTI reader needed")
     args = ap.parse_args(argv)
     only = set(s.strip() for s in args.only.split(","))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -630,6 +897,10 @@ def main(argv=None):
             print(f"case {s}^3: generated in {c.seconds:.1f} s; |gt| max {np.abs(c.gt).max():.2f}", flush=True)
             cases.append(c)
     sections = [
+        ("e2e", lambda: e2e(sizes, json.loads(args.configs), args.label, args.data, args.acdc_npz, args.budget), True),
+        ("issue24", lambda: issue24([s for s in (128, 256) if s in sizes] or sizes[-1:], copy_bandwidth(),
+                                    args.budget), True),
+        ("live", lambda: live_alpha(args.budget), True),
         ("ours", lambda: run_ours(cases, params, only, args.budget), True),
         ("bandwidth", lambda: sweep_bandwidth([s for s in (128, 256) if s in sizes] or sizes[-1:],
                                                copy_bandwidth(), args.budget), True),

@@ -56,6 +56,7 @@ from .echo_exports import (  # noqa: F401 - re-exported
     write_trajectory,
     write_warped,
 )
+from .echo_report import metrics, summary  # noqa: F401 - the summary lines and batch metrics
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -143,6 +144,9 @@ PARAMS = ParamSet([
     Param("derivative", str, _M.DEFAULT_DERIVATIVE, "Derivatives",
           "Spatial derivative of the fixed volume: central, or forward differences as in the paper.",
           choices=_M.DERIVATIVES, advanced=True),
+    Param("precision", str, _M.DEFAULT_PRECISION, "System precision",
+          "Storage of the per-voxel system every sweep reads: float16 halves its bytes (the arithmetic "
+          "stays float32).", choices=_M.PRECISIONS, advanced=True),
     Param("reference", int, 0, "Reference",
           "Frame the trajectories start from (end-diastole); negative counts from the end.",
           minimum=-10000, maximum=10000, library_name="", metavar="R"),
@@ -150,7 +154,9 @@ PARAMS = ParamSet([
 ])
 
 LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "tol", "solver", "omega", "variant",
-                "derivative")
+                "derivative", "precision")
+#: what the pyramids and structure tensors depend on (the solver's parameters do not change them)
+PREPARE_KEYS = ("rho", "sigma", "levels", "derivative", "variant")
 
 
 
@@ -203,20 +209,10 @@ def _params_for_library(p: dict) -> dict:
     return {k: p[k] for k in LIBRARY_KEYS}
 
 
-def pair_metrics(u, gt, mask=None, spacing=None) -> dict:
+def pair_metrics(u, gt, mask=None, spacing=None, device=None) -> dict:
     """EPE (mean, 95th percentile; voxels and mm) and, inside ``mask``, the mean absolute
     error of the Jacobian determinant (the issue's ``--gt`` metrics)."""
-    e = _maps.endpoint_error(u, gt, spacing=spacing)
-    out = {"epe_mean": e["mean"], "epe_p95": e["p95"], "epe_mean_mm": e["mean_mm"], "epe_p95_mm": e["p95_mm"]}
-    if mask is not None:
-        m = np.asarray(mask, bool)
-        if m.shape != tuple(u.shape[1:]):
-            raise EchoInputError(f"the mask is {m.shape} voxels but the field is {tuple(u.shape[1:])}")
-        d = np.abs(_maps.jacobian_determinant(u) - _maps.jacobian_determinant(gt))[m]
-        out["jacobian_error_mask"] = float(d.mean())
-        out["epe_mean_mask"] = _maps.endpoint_error(u, gt, mask=m, spacing=spacing)["mean"]
-        out["mask_voxels"] = int(m.sum())
-    return {k: round(v, 5) if isinstance(v, float) else v for k, v in out.items()}
+    return _maps.pair_metrics(u, gt, mask, spacing, device=device)
 
 
 def check(params: dict, device: Backend) -> None:
@@ -233,18 +229,25 @@ def _reference(data: EchoData, reference: int) -> int:
     return reference % T
 
 
-def _pairs(ctx):
-    """Stage 1: the motion of every consecutive pair (pyramids, gradients, the solver per level)."""
+def _prepare(ctx):
+    """Stage 1: per pair, the normalised pyramids and the spatial structure tensors, which the
+    solver's parameters (alpha, beta, warps, ...) do not change: kept on the device."""
     d = ctx.data
     _reference(d, 0)
+    return _sequence.prepare_pairs(d.frames, spacing=d.spacing, device=ctx.device, progress=ctx.progress, **ctx.p)
+
+
+def _pairs(ctx):
+    """Stage 2: the motion of every consecutive pair (the solver on every level)."""
+    d = ctx.data
     seq = _sequence.estimate_sequence(d.frames, trajectory=False, spacing=d.spacing, device=ctx.device,
-                            progress=ctx.progress, **ctx.p)
+                                      progress=ctx.progress, prepared=ctx["prepare"], **ctx.p)
     return seq.pairwise, list(seq.info)
 
 
 def _trajectory(ctx):
-    """Stage 2: the trajectories from the reference frame (composed forwards; backwards, the
-    pairs are estimated with the frames swapped)."""
+    """Stage 3: the trajectories from the reference frame (composed forwards; backwards, the
+    pairs are estimated with the frames swapped), and the summary's numbers."""
     d, p, be = ctx.data, ctx.p, ctx.device
     pair, _ = ctx["pairs"]
     ref = _reference(d, p["reference"])
@@ -255,8 +258,7 @@ def _trajectory(ctx):
     with be.activate():
         cur = None
         for j in range(ref + 1, T):
-            pk = xp.asarray(pair[j - 1])
-            cur = pk if cur is None else _maps.compose(cur, pk, device=be)
+            cur = pair[j - 1] if cur is None else _maps.compose(cur, xp.asarray(pair[j - 1]), device=be)
             traj[j] = be.asnumpy(cur)
         cur = None
         for j in range(ref - 1, -1, -1):
@@ -266,7 +268,7 @@ def _trajectory(ctx):
             infos.append(info.as_dict())
             cur = back if cur is None else _maps.compose(cur, back, device=be)
             traj[j] = be.asnumpy(cur)
-    return traj, infos
+    return traj, infos, _maps.motion_stats(pair, traj, d.spacing, device=be)
 
 
 def _metrics(ctx):
@@ -278,7 +280,7 @@ def _metrics(ctx):
     per = []
     for (i, j), gt in sorted(d.truth.items()):
         if j == i + 1 and i < len(pair):
-            per.append(pair_metrics(pair[i], gt, d.masks.get(i), d.spacing))
+            per.append(pair_metrics(pair[i], gt, d.masks.get(i), d.spacing, device=ctx.device))
     if not per:
         return None
     metrics = {k: (int(sum(m[k] for m in per)) if k == "mask_voxels" else round(float(np.mean([m[k] for m in per])), 5))
@@ -289,16 +291,18 @@ def _metrics(ctx):
 
 def _finish(data: EchoData, out: dict, p: dict, *, device: Backend, elapsed: float) -> EchoResult:
     pair, infos = out["pairs"]
-    traj, back_infos = out["trajectory"]
+    traj, back_infos, stats = out["trajectory"]
     ref = _reference(data, p["reference"])
     return EchoResult(data, pair, traj, ref, p, device.label, elapsed, [*infos, *back_infos], out["metrics"],
-                      stats=motion_stats(pair, traj, data.spacing, ref))
+                      stats=dict(stats))
 
 
 #: the stages of a run (:mod:`app.tools.stages`)
 PIPELINE = Pipeline([
-    Stage("pairs", _pairs, params=LIBRARY_KEYS, inputs=("frames", "spacing"), label="pairwise motion", weight=100.0),  # measured: 99 % of a CPU run
-    Stage("trajectory", _trajectory, params=("reference", *LIBRARY_KEYS), inputs=("frames", "spacing"),
+    Stage("prepare", _prepare, params=PREPARE_KEYS, inputs=("frames", "spacing"), label="pyramids and tensors",
+          weight=15.0),
+    Stage("pairs", _pairs, params=LIBRARY_KEYS, inputs=("frames", "spacing"), label="pairwise motion", weight=85.0),
+    Stage("trajectory", _trajectory, params=("reference", *LIBRARY_KEYS), after=("pairs",), inputs=("frames", "spacing"),
           label="trajectories"),
     Stage("metrics", _metrics, after=("pairs",), inputs=("truth", "masks", "spacing"), label="metrics",
           weight=0.2),
@@ -312,25 +316,9 @@ def run(data: EchoData, params: dict, *, device: Backend, progress: Progress | N
     return PIPELINE.run(data, p, device=device, progress=progress)
 
 
-def motion_stats(pair: np.ndarray, traj: np.ndarray, spacing, reference: int) -> dict:
-    """The numbers of the summary, on every second voxel (cheap on a 256^3 x 20 sequence)."""
-    sub = (slice(None), slice(None), slice(None, None, 2), slice(None, None, 2), slice(None, None, 2))
-    spv = np.asarray(spacing, np.float32).reshape(1, 3, 1, 1, 1)
-    pw = pair[sub].astype(np.float32)
-    mag = np.sqrt((pw ** 2).sum(axis=1))
-    mag_mm = np.sqrt(((pw * spv) ** 2).sum(axis=1))
-    out = {"mean_vox": float(mag.mean()), "p99_vox": float(np.percentile(mag, 99)),
-           "mean_mm": float(mag_mm.mean()), "p99_mm": float(np.percentile(mag_mm, 99))}
-    if len(traj) > 2:
-        tr = traj[sub].astype(np.float32)
-        tmag = np.sqrt(((tr * spv) ** 2).sum(axis=1)).reshape(len(tr), -1)
-        p99 = np.percentile(tmag, 99, axis=1)
-        k = int(np.argmax(p99))
-        out.update(traj_frame=k, traj_p99_mm=float(p99[k]))
-    # on every second voxel: the field in units of that coarser grid has the same gradient
-    det = _maps.jacobian_determinant(pair[0][:, ::2, ::2, ::2].astype(np.float32) / 2.0)
-    out.update(det_p1=float(np.percentile(det, 1)), det_p99=float(np.percentile(det, 99)))
-    return out
+def motion_stats(pair: np.ndarray, traj: np.ndarray, spacing, reference: int = 0, device=None) -> dict:
+    """The numbers of the summary (:func:`gpu_kernels.echo.maps.motion_stats`)."""
+    return _maps.motion_stats(pair, traj, spacing, device=device)
 
 
 def advise(data: EchoData, params: dict, device: Backend) -> TooLargeError | None:
@@ -342,47 +330,6 @@ def advise(data: EchoData, params: dict, device: Backend) -> TooLargeError | Non
                              message=(f"{data.n_frames - 1} pair(s) of {'x'.join(map(str, data.shape))} voxels on the "
                                       f"CPU take about {max(1, round(minutes))} minute(s); a CUDA GPU takes seconds"))
     return None
-
-
-# ----------------------------------------------------------------------------- summary
-def summary(result: EchoResult) -> list[str]:
-    d, p = result.data, result.params
-    Z, Y, X = d.shape
-    sp = d.spacing
-    lines = [f"{d.name}: {d.n_frames} frames of {Z} x {Y} x {X} voxels ({sp[0]:.3g} x {sp[1]:.3g} x {sp[2]:.3g} mm, "
-             "[z, y, x])"]
-    lines += [f"  warning: {w}" for w in d.warnings]
-    lev = _motion.pyramid_shapes(d.shape, p["levels"] or _motion.auto_levels(d.shape, d.spacing), d.spacing)
-    lines.append(f"  parameters: alpha {p['alpha']:g}, beta {p['beta']:g}, rho {p['rho']:g}, sigma {p['sigma']:g}, "
-                 f"{len(lev)} levels, {p['warps']} warps, {p['solver']} (cap {p['iters']}, tol {p['tol']:g})")
-    sweeps = sum(int(i.get("sweeps", 0)) for i in result.infos)
-    npairs = len(result.pairwise)
-    lines.append(f"  device: {result.device}; {npairs} pair(s) in {fmt_seconds(result.elapsed)} "
-                 f"({fmt_seconds(result.elapsed / max(npairs, 1))} each, {sweeps} sweeps in all)")
-    st = result.stats or motion_stats(result.pairwise, result.trajectory, sp, result.reference)
-    lines.append(f"  frame-to-frame motion: mean {st['mean_vox']:.2f} voxels ({st['mean_mm']:.2f} mm), "
-                 f"99th percentile {st['p99_vox']:.2f} voxels ({st['p99_mm']:.2f} mm)")
-    if "traj_frame" in st:
-        lines.append(f"  trajectories from frame {result.reference}: largest at frame {st['traj_frame']} "
-                     f"(99th percentile {st['traj_p99_mm']:.2f} mm)")
-    lines.append(f"  volume change det(I + grad u) of the first pair: 1st-99th percentile "
-                 f"{st['det_p1']:.3f} .. {st['det_p99']:.3f}")
-    if result.metrics:
-        m = result.metrics
-        line = (f"  against the truth ({d.truth_source or 'given'}, {m.get('pairs', 1)} pair(s)): EPE mean "
-                f"{m['epe_mean']:.3f} voxels ({m['epe_mean_mm']:.3f} mm), 95th percentile {m['epe_p95']:.3f}")
-        if "jacobian_error_mask" in m:
-            line += f"; in the mask: EPE {m['epe_mean_mask']:.3f}, |det error| {m['jacobian_error_mask']:.4f}"
-        lines.append(line)
-    return lines
-
-
-def metrics(result: EchoResult) -> dict:
-    out = {"seconds": float(result.elapsed), "pairs": len(result.pairwise),
-           "mean_motion_voxels": float((result.stats or {}).get("mean_vox", float("nan")))}
-    if result.metrics:
-        out.update({k: float(v) for k, v in result.metrics.items()})
-    return out
 
 
 # ----------------------------------------------------------------------------- exports

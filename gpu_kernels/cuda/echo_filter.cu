@@ -19,39 +19,43 @@
 
 __constant__ float c_gauss[ECHO_NSETS * ECHO_MAXW];
 
+// The lines are staged with the replicated border (r voxels each side), so the inner loop
+// needs no clamping, and the symmetric taps are paired: w0 v[l] + sum_k w_k (v[l-k] + v[l+k]).
 extern "C" __global__ void echo_gauss_x(float* __restrict__ data, i64 rows, int X, int set, int r) {
     extern __shared__ float sm[];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const i64 row = (i64)blockIdx.x * blockDim.y + ty;
-    float* line = sm + ty * X;
+    const int W = X + 2 * r;
+    float* line = sm + ty * W + r;
     const bool ok = row < rows;
     if (ok)
-        for (int x = tx; x < X; x += blockDim.x) line[x] = data[row * X + x];
+        for (int x = tx - r; x < X + r; x += blockDim.x) line[x] = data[row * X + echo_clamp(x, X - 1)];
     __syncthreads();
     if (!ok) return;
     const float* w = c_gauss + set * ECHO_MAXW + r;
     for (int x = tx; x < X; x += blockDim.x) {
-        float acc = 0.f;
-        for (int k = -r; k <= r; ++k) acc += w[k] * line[echo_clamp(x + k, X - 1)];
+        float acc = w[0] * line[x];
+        for (int k = 1; k <= r; ++k) acc += w[k] * (line[x - k] + line[x + k]);
         data[row * X + x] = acc;
     }
 }
 
 extern "C" __global__ void echo_gauss_line(float* __restrict__ data, i64 N, int L, i64 stride, i64 strideB, int X,
                                            int set, int r) {
-    extern __shared__ float sm[];
+    extern __shared__ float sm_line[];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x = blockIdx.x * 32 + tx;
     const i64 base = (i64)blockIdx.z * N + (i64)blockIdx.y * strideB + x;
+    float* sm = sm_line + r * 32;
     const bool ok = x < X;
     if (ok)
-        for (int l = ty; l < L; l += blockDim.y) sm[l * 32 + tx] = data[base + l * stride];
+        for (int l = ty - r; l < L + r; l += blockDim.y) sm[l * 32 + tx] = data[base + echo_clamp(l, L - 1) * stride];
     __syncthreads();
     if (!ok) return;
     const float* w = c_gauss + set * ECHO_MAXW + r;
     for (int l = ty; l < L; l += blockDim.y) {
-        float acc = 0.f;
-        for (int k = -r; k <= r; ++k) acc += w[k] * sm[echo_clamp(l + k, L - 1) * 32 + tx];
+        float acc = w[0] * sm[l * 32 + tx];
+        for (int k = 1; k <= r; ++k) acc += w[k] * (sm[(l - k) * 32 + tx] + sm[(l + k) * 32 + tx]);
         data[base + l * stride] = acc;
     }
 }

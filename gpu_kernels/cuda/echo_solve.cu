@@ -1,9 +1,15 @@
 // Relaxation of the CLG + divergence Euler-Lagrange system (gpu_kernels/echo).
 //
-// echo_finish turns the smoothed tensor T (9 volumes) into the per-voxel system: the
-// inverse of K = J + diag(alpha n + beta n_i) (+ the mixed-term self coupling on the
-// volume's edges) and the right-hand side R = -(b - J u0), written in the colour layout
-// Tc[9][colour][z][y/2][x/2] so that a pass over one colour reads contiguous memory.
+// echo_finish turns the smoothed tensor into the per-voxel system, in the colour layout
+// Tc[9][colour][z][y/2][x/2] so that a pass over one colour reads contiguous memory:
+//   mode & 1: channels 0..5, the inverse of K = J + diag(alpha n + beta n_i) (+ the
+//             mixed-term self coupling on the volume's edges), from the spatial tensor J
+//             alone (once per pyramid level: it depends on neither u0 nor the warp);
+//   mode & 2: channels 6..8, the right-hand side R = -(b - J u0) (once per warp).
+// J (6 volumes) and B (3 volumes: b) are natural-layout [c][z][y][x] arrays.
+// The system is stored as echo_sys_t: float, or with ECHO_HALF IEEE half precision
+// (16-bit, converted with cvt.rn; values beyond +-65504 are clamped), which halves the
+// bytes a sweep reads for it.
 //
 // Sweeps (each thread solves its voxel's 3x3 system with the neighbours fixed, then
 // new = old + omega (v - old)):
@@ -14,15 +20,38 @@
 // L1/L2; *_smem stage z-slices of the field with a one-voxel halo in shared memory and march
 // through a chunk of z with three slices (z-1, z, z+1) resident.
 // With do_stats, sum over the updated voxels of |v - old|^2 is added to stats[0].
+// Convergence on the device (no host round trip): echo_check turns stats[0] into the RMS
+// residual, logs it, and sets done[0] once it is below tol; every SOR pass returns at once
+// while done[0] is set, so the host queues a warp's whole sweep budget without waiting.
 #include "echo_common.cuh"
 
 #ifndef ECHO_MINB
 #define ECHO_MINB 3
 #endif
 
-extern "C" __global__ void echo_finish(const float* __restrict__ T, const float* __restrict__ u,
-                                       float* __restrict__ Tc, int Z, int Y, int X, int Yh, int Xh, float alpha,
-                                       float beta) {
+#ifdef ECHO_HALF
+typedef unsigned short echo_sys_t;
+__device__ __forceinline__ float echo_sys_get(const echo_sys_t* p) {
+    unsigned short h = __ldg(p);
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ echo_sys_t echo_sys_put(float v) {
+    v = fminf(fmaxf(v, -65504.f), 65504.f);
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+#else
+typedef float echo_sys_t;
+__device__ __forceinline__ float echo_sys_get(const echo_sys_t* p) { return __ldg(p); }
+__device__ __forceinline__ echo_sys_t echo_sys_put(float v) { return v; }
+#endif
+
+extern "C" __global__ void echo_finish(const float* __restrict__ J, const float* __restrict__ B,
+                                       const float* __restrict__ u, echo_sys_t* __restrict__ Tc, int Z, int Y, int X,
+                                       int Yh, int Xh, float alpha, float beta, int mode, int has_u) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     int z = blockIdx.z;
@@ -30,13 +59,22 @@ extern "C" __global__ void echo_finish(const float* __restrict__ T, const float*
     const i64 N = (i64)Z * Y * X;
     const i64 Nc = (i64)4 * Z * Yh * Xh;
     const i64 idx = echo_idx(z, y, x, Y, X);
-    float J00 = T[idx], J11 = T[N + idx], J22 = T[2 * N + idx];
-    float J01 = T[3 * N + idx], J02 = T[4 * N + idx], J12 = T[5 * N + idx];
-    float b0 = T[6 * N + idx], b1 = T[7 * N + idx], b2 = T[8 * N + idx];
-    float u0 = u[idx], u1 = u[N + idx], u2 = u[2 * N + idx];
-    float R0 = -(b0 - (J00 * u0 + J01 * u1 + J02 * u2));
-    float R1 = -(b1 - (J01 * u0 + J11 * u1 + J12 * u2));
-    float R2 = -(b2 - (J02 * u0 + J12 * u1 + J22 * u2));
+    const i64 ci = echo_cidx(z, y, x, Z, Yh, Xh);
+    float J00 = J[idx], J11 = J[N + idx], J22 = J[2 * N + idx];
+    float J01 = J[3 * N + idx], J02 = J[4 * N + idx], J12 = J[5 * N + idx];
+    if (mode & 2) {
+        float b0 = B[idx], b1 = B[N + idx], b2 = B[2 * N + idx];
+        float u0 = 0.f, u1 = 0.f, u2 = 0.f;
+        if (has_u) {
+            u0 = u[idx];
+            u1 = u[N + idx];
+            u2 = u[2 * N + idx];
+        }
+        Tc[6 * Nc + ci] = echo_sys_put(-(b0 - (J00 * u0 + J01 * u1 + J02 * u2)));
+        Tc[7 * Nc + ci] = echo_sys_put(-(b1 - (J01 * u0 + J11 * u1 + J12 * u2)));
+        Tc[8 * Nc + ci] = echo_sys_put(-(b2 - (J02 * u0 + J12 * u1 + J22 * u2)));
+    }
+    if (!(mode & 1)) return;
     EchoAxisW wz = echo_axis_weights(z, Z), wy = echo_axis_weights(y, Y), wx = echo_axis_weights(x, X);
     float ntot = wz.n + wy.n + wx.n;
     float a = J00 + alpha * ntot + beta * wz.n;
@@ -49,24 +87,40 @@ extern "C" __global__ void echo_finish(const float* __restrict__ T, const float*
     float A00 = b * c - f * f, A01 = e * f - d * c, A02 = d * f - b * e;
     float A11 = a * c - e * e, A12 = d * e - a * f, A22 = a * b - d * d;
     float inv = 1.f / (a * A00 + d * A01 + e * A02);
-    const i64 ci = echo_cidx(z, y, x, Z, Yh, Xh);
-    Tc[ci] = A00 * inv;
-    Tc[Nc + ci] = A11 * inv;
-    Tc[2 * Nc + ci] = A22 * inv;
-    Tc[3 * Nc + ci] = A01 * inv;
-    Tc[4 * Nc + ci] = A02 * inv;
-    Tc[5 * Nc + ci] = A12 * inv;
-    Tc[6 * Nc + ci] = R0;
-    Tc[7 * Nc + ci] = R1;
-    Tc[8 * Nc + ci] = R2;
+    Tc[ci] = echo_sys_put(A00 * inv);
+    Tc[Nc + ci] = echo_sys_put(A11 * inv);
+    Tc[2 * Nc + ci] = echo_sys_put(A22 * inv);
+    Tc[3 * Nc + ci] = echo_sys_put(A01 * inv);
+    Tc[4 * Nc + ci] = echo_sys_put(A02 * inv);
+    Tc[5 * Nc + ci] = echo_sys_put(A12 * inv);
 }
 
-__device__ __forceinline__ void echo_load_system(const float* __restrict__ Tc, i64 Nc, i64 ci, float (&Kinv)[6],
-                                                 float (&R)[3]) {
+// The residual check of one SOR sweep (one thread): see the head of this file.
+// log[2 slot] = sweeps done, log[2 slot + 1] = the RMS residual, of the last check that ran.
+__device__ __forceinline__ void echo_check_one(float* stats, int* done, float* log, int slot, int sweeps,
+                                               float inv_nvox, float tol) {
+    volatile int* vdone = done;
+    if (!vdone[0]) {
+        const float res = sqrtf(fmaxf(__ldcg(stats), 0.f) * inv_nvox);   // the atomics' sum, from L2
+        log[2 * slot] = (float)sweeps;
+        log[2 * slot + 1] = res;
+        if (res < tol || !isfinite(res)) vdone[0] = 1;
+    }
+    atomicExch(stats, 0.f);
+}
+
+extern "C" __global__ void echo_check(float* stats, int* done, float* log, int slot, int sweeps, float inv_nvox,
+                                      float tol) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    echo_check_one(stats, done, log, slot, sweeps, inv_nvox, tol);
+}
+
+__device__ __forceinline__ void echo_load_system(const echo_sys_t* __restrict__ Tc, i64 Nc, i64 ci,
+                                                 float (&Kinv)[6], float (&R)[3]) {
 #pragma unroll
-    for (int k = 0; k < 6; ++k) Kinv[k] = __ldg(Tc + k * Nc + ci);
+    for (int k = 0; k < 6; ++k) Kinv[k] = echo_sys_get(Tc + k * Nc + ci);
 #pragma unroll
-    for (int k = 0; k < 3; ++k) R[k] = __ldg(Tc + (6 + k) * Nc + ci);
+    for (int k = 0; k < 3; ++k) R[k] = echo_sys_get(Tc + (6 + k) * Nc + ci);
 }
 
 // --------------------------------------------------------------------------- global loads
@@ -81,7 +135,7 @@ struct EchoGlobalLoad {
 };
 
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
-echo_jacobi_cache(const float* __restrict__ Tc, const float* __restrict__ src,
+echo_jacobi_cache(const echo_sys_t* __restrict__ Tc, const float* __restrict__ src,
                                              float* __restrict__ dst, int Z, int Y, int X, int Yh, int Xh,
                                              float omega, float alpha, float beta, float* stats, int do_stats) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -110,9 +164,10 @@ echo_jacobi_cache(const float* __restrict__ Tc, const float* __restrict__ src,
 
 // One colour in place: thread (xh, yh, z) updates voxel (z, 2 yh + py, 2 xh + px).
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
-echo_sor_cache(const float* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh,
+echo_sor_cache(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh,
                                           int Xh, int colour, float omega, float alpha, float beta, float* stats,
-                                          int do_stats) {
+                                          int do_stats, const int* __restrict__ done) {
+    if (*done) return;
     const int xh = blockIdx.x * blockDim.x + threadIdx.x;
     const int yh = blockIdx.y * blockDim.y + threadIdx.y;
     const int z = blockIdx.z;
@@ -138,6 +193,93 @@ echo_sor_cache(const float* __restrict__ Tc, float* u, int Z, int Y, int X, int 
         }
     }
     if (do_stats) echo_warp_accumulate(d2, stats);
+}
+
+// --------------------------------------------------------------------------- one launch per warp
+// echo_sor_persistent runs a whole warp's SOR sweeps (and residual checks) in one launch: a
+// grid of blocks that are all resident at once (the host launches at most 2 per
+// multiprocessor, which __launch_bounds__ guarantees room for) walks each colour with a grid
+// stride, and a grid-wide barrier stands where the kernel boundary between two colour passes
+// was. The arithmetic per voxel is echo_sor_cache's, in the same order, so the result is the
+// same; the field is read through L2 only (ld.global.cg), never from an L1 line another
+// multiprocessor may have written since. Small volumes, where a pass takes a few
+// microseconds, spend their time in launches otherwise.
+struct EchoGlobalLoadCG {
+    const float* u;
+    i64 N;
+    int z, y, x, Z, Y, X;
+    __device__ __forceinline__ float operator()(int c, int dz, int dy, int dx) const {
+        int zz = echo_clamp(z + dz, Z - 1), yy = echo_clamp(y + dy, Y - 1), xx = echo_clamp(x + dx, X - 1);
+        return __ldcg(u + c * N + echo_idx(zz, yy, xx, Y, X));
+    }
+};
+
+// bar[0]: blocks arrived, bar[1]: generation (both start at 0; the count returns to 0).
+__device__ __forceinline__ void echo_grid_barrier(unsigned int* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned int* vb = bar;
+        const unsigned int gen = vb[1];
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (vb[1] == gen) {
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2)
+echo_sor_persistent(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, float omega,
+                    float alpha, float beta, int iters, int check_every, float tol, float inv_nvox, float* stats,
+                    int* done, float* log, int slot, unsigned int* bar) {
+    const i64 per = (i64)Z * Yh * Xh;
+    const i64 N = (i64)Z * Y * X;
+    const i64 Nc = 4 * per;
+    const i64 nthr = (i64)gridDim.x * blockDim.x;
+    const i64 tid0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    volatile int* vdone = done;
+    for (int it = 0; it < iters; ++it) {
+        if (vdone[0]) break;   // every block reads it after the same barrier
+        const bool check = tol > 0.f && ((it + 1) % check_every == 0 || it + 1 == iters);
+        for (int colour = 0; colour < 4; ++colour) {
+            float d2 = 0.f;
+            for (i64 k = tid0; k < per; k += nthr) {
+                const int xh = (int)(k % Xh);
+                const i64 r = k / Xh;
+                const int yh = (int)(r % Yh);
+                const int z = (int)(r / Yh);
+                const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
+                const int x = 2 * xh + px, y = 2 * yh + py;
+                if (x >= X || y >= Y) continue;
+                const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
+                float Kinv[6], R[3], v[3];
+                echo_load_system(Tc, Nc, ci, Kinv, R);
+                EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+                EchoGlobalLoadCG U{u, N, z, y, x, Z, Y, X};
+                echo_point(U, w, Kinv, R, alpha, beta, v);
+                const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+                for (int c = 0; c < 3; ++c) {
+                    float old = __ldcg(u + c * N + idx);
+                    float dv = v[c] - old;
+                    d2 += dv * dv;
+                    u[c * N + idx] = old + omega * dv;
+                }
+            }
+            if (check) echo_warp_accumulate(d2, stats);
+            echo_grid_barrier(bar);
+        }
+        if (check) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) echo_check_one(stats, done, log, slot, it + 1, inv_nvox, tol);
+            echo_grid_barrier(bar);
+        }
+    }
 }
 
 // --------------------------------------------------------------------------- shared-memory tiles
@@ -167,7 +309,7 @@ __device__ __forceinline__ void echo_load_slice(float (*s)[3][TH + 2][TW + 2], i
 }
 
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
-echo_jacobi_smem(const float* __restrict__ Tc, const float* __restrict__ src, float* __restrict__ dst, int Z, int Y,
+echo_jacobi_smem(const echo_sys_t* __restrict__ Tc, const float* __restrict__ src, float* __restrict__ dst, int Z, int Y,
                  int X, int Yh, int Xh, float omega, float alpha, float beta, float* stats, int do_stats,
                  int zchunk) {
     constexpr int TH = ECHO_TY, TW = ECHO_TX;
@@ -208,8 +350,9 @@ echo_jacobi_smem(const float* __restrict__ Tc, const float* __restrict__ src, fl
 // SOR with tiles of 2 TH x 2 TW voxels: thread (tx, ty) updates the colour's voxel
 // (y0 + 2 ty + py, x0 + 2 tx + px) of each slice.
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
-echo_sor_smem(const float* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, int colour, float omega,
-              float alpha, float beta, float* stats, int do_stats, int zchunk) {
+echo_sor_smem(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, int colour, float omega,
+              float alpha, float beta, float* stats, int do_stats, const int* __restrict__ done, int zchunk) {
+    if (*done) return;
     constexpr int TH = 2 * ECHO_TY, TW = 2 * ECHO_TX;
     __shared__ float s[3][3][TH + 2][TW + 2];
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ECHO_TX + tx;

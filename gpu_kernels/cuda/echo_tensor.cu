@@ -3,8 +3,12 @@
 // For every voxel: the spatial derivatives g of the fixed volume (central or forward
 // differences, zero on the border voxels where the stencil would leave the volume), the
 // temporal difference It = moving(p + u0(p)) - fixed(p) (trilinear warp fused in), and the
-// nine products J00 J11 J22 J01 J02 J12 (g_i g_k) and b0 b1 b2 (g_i It), written as nine
-// volumes T[c][z][y][x].
+// nine products J00 J11 J22 J01 J02 J12 (g_i g_k) and b0 b1 b2 (g_i It), written as
+// volumes T[c][z][y][x]. ``parts`` selects them: 1 the six spatial products J alone (they
+// depend on the fixed volume only: the estimator computes them once per pyramid level),
+// 2 the three data products b alone (they depend on the linearisation point u0: once per
+// warp), 3 all nine (J then b). The channels chosen are written consecutively from T; with
+// parts = 1 the moving volume and u0 are not read (any pointer will do).
 //
 // Two variants, the paper's experiment:
 //   echo_tensor_cache  one thread per voxel, every read from global memory (L1/L2 caches);
@@ -14,16 +18,21 @@
 #include "echo_common.cuh"
 
 __device__ __forceinline__ void echo_write_products(float* __restrict__ T, i64 N, i64 idx, float gz, float gy,
-                                                    float gx, float it) {
-    T[idx] = gz * gz;
-    T[N + idx] = gy * gy;
-    T[2 * N + idx] = gx * gx;
-    T[3 * N + idx] = gz * gy;
-    T[4 * N + idx] = gz * gx;
-    T[5 * N + idx] = gy * gx;
-    T[6 * N + idx] = gz * it;
-    T[7 * N + idx] = gy * it;
-    T[8 * N + idx] = gx * it;
+                                                    float gx, float it, int parts) {
+    if (parts & 1) {
+        T[idx] = gz * gz;
+        T[N + idx] = gy * gy;
+        T[2 * N + idx] = gx * gx;
+        T[3 * N + idx] = gz * gy;
+        T[4 * N + idx] = gz * gx;
+        T[5 * N + idx] = gy * gx;
+        T += 6 * N;
+    }
+    if (parts & 2) {
+        T[idx] = gz * it;
+        T[N + idx] = gy * it;
+        T[2 * N + idx] = gx * it;
+    }
 }
 
 __device__ __forceinline__ float echo_it(const float* __restrict__ mov, const float* __restrict__ u, i64 N, i64 idx,
@@ -36,7 +45,7 @@ __device__ __forceinline__ float echo_it(const float* __restrict__ mov, const fl
 
 extern "C" __global__ void echo_tensor_cache(const float* __restrict__ fix, const float* __restrict__ mov,
                                              const float* __restrict__ u, float* __restrict__ T, int Z, int Y,
-                                             int X, int central) {
+                                             int X, int central, int parts) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     int z = blockIdx.z;
@@ -54,13 +63,13 @@ extern "C" __global__ void echo_tensor_cache(const float* __restrict__ fix, cons
         if (y < Y - 1) gy = __ldg(fix + idx + X) - f;
         if (x < X - 1) gx = __ldg(fix + idx + 1) - f;
     }
-    float it = echo_it(mov, u, N, idx, z, y, x, Z, Y, X, f);
-    echo_write_products(T, N, idx, gz, gy, gx, it);
+    const float it = (parts & 2) ? echo_it(mov, u, N, idx, z, y, x, Z, Y, X, f) : 0.f;
+    echo_write_products(T, N, idx, gz, gy, gx, it, parts);
 }
 
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY)
 echo_tensor_smem(const float* __restrict__ fix, const float* __restrict__ mov, const float* __restrict__ u,
-                 float* __restrict__ T, int Z, int Y, int X, int central, int zchunk) {
+                 float* __restrict__ T, int Z, int Y, int X, int central, int parts, int zchunk) {
     __shared__ float s[3][ECHO_TY + 2][ECHO_TX + 2];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x0 = blockIdx.x * ECHO_TX, y0 = blockIdx.y * ECHO_TY;
@@ -99,8 +108,8 @@ echo_tensor_smem(const float* __restrict__ fix, const float* __restrict__ mov, c
                 if (x < X - 1) gx = s[sc][ty + 1][tx + 2] - f;
             }
             const i64 idx = echo_idx(z, y, x, Y, X);
-            float it = echo_it(mov, u, N, idx, z, y, x, Z, Y, X, f);
-            echo_write_products(T, N, idx, gz, gy, gx, it);
+            const float it = (parts & 2) ? echo_it(mov, u, N, idx, z, y, x, Z, Y, X, f) : 0.f;
+            echo_write_products(T, N, idx, gz, gy, gx, it, parts);
         }
     }
 }

@@ -29,6 +29,7 @@ __getattr__, __dir__ = _lazy_exports(__name__, {
     "DEFAULT_ITERS": "motion", "DEFAULT_LEVELS": "motion", "DEFAULT_RHO": "motion", "DEFAULT_SIGMA": "motion",
     "DEFAULT_SOLVER": "motion", "DEFAULT_TOL": "motion", "DEFAULT_VARIANT": "motion",
     "DEFAULT_WARPS": "motion", "MotionInfo": "motion", "estimate_motion": "motion",
+    "Prepared": "motion", "prepare_motion": "motion", "solve_motion": "motion",
     "jacobi_damping": "motion", "SequenceMotion": "sequence", "estimate_sequence": "sequence",
 })
 
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_WARPS",
     "EchoInputError",
     "MotionInfo",
+    "Prepared",
     "SequenceMotion",
     "compose",
     "divergence",
@@ -57,5 +59,7 @@ __all__ = [
     "magnitude",
     "mean_squared_difference",
     "ncc",
+    "prepare_motion",
+    "solve_motion",
     "warp_volume",
 ]

@@ -26,6 +26,9 @@ __all__ = [
     "tensor",
     "smooth_channels",
     "finish",
+    "rhs",
+    "system_inverse",
+    "to_half",
     "sweep",
     "resample",
     "warp",
@@ -109,23 +112,31 @@ def resample(vol: np.ndarray, out_shape, scale, offset) -> np.ndarray:
     return ndi.map_coordinates(vol, coords, order=1, mode="nearest", prefilter=False).astype(np.float32)
 
 
-def tensor(fixed: np.ndarray, moving: np.ndarray, u0: np.ndarray | None, kind: str = "central") -> np.ndarray:
-    """The 9 unsmoothed channels of the structure tensor at the linearisation point ``u0``.
+def tensor(fixed: np.ndarray, moving: np.ndarray, u0: np.ndarray | None, kind: str = "central",
+           parts: int = 3) -> np.ndarray:
+    """The unsmoothed channels of the structure tensor at the linearisation point ``u0``.
 
     ``grad`` is the derivative of ``fixed`` (:func:`derivatives`), ``It = moving(x + u0) - fixed``.
+    ``parts``: 1 the six spatial products ``J`` (independent of ``moving`` and ``u0``), 2 the
+    three data products ``b``, 3 all nine (J then b).
     """
     g = derivatives(fixed, kind)
-    it = warp(moving, u0) - fixed
-    T = np.empty((9,) + fixed.shape, dtype=np.float32)
-    T[0] = g[0] * g[0]
-    T[1] = g[1] * g[1]
-    T[2] = g[2] * g[2]
-    T[3] = g[0] * g[1]
-    T[4] = g[0] * g[2]
-    T[5] = g[1] * g[2]
-    T[6] = g[0] * it
-    T[7] = g[1] * it
-    T[8] = g[2] * it
+    n = (6 if parts & 1 else 0) + (3 if parts & 2 else 0)
+    T = np.empty((n,) + fixed.shape, dtype=np.float32)
+    c = 0
+    if parts & 1:
+        T[0] = g[0] * g[0]
+        T[1] = g[1] * g[1]
+        T[2] = g[2] * g[2]
+        T[3] = g[0] * g[1]
+        T[4] = g[0] * g[2]
+        T[5] = g[1] * g[2]
+        c = 6
+    if parts & 2:
+        it = warp(moving, u0) - fixed
+        T[c] = g[0] * it
+        T[c + 1] = g[1] * it
+        T[c + 2] = g[2] * it
     return T
 
 
@@ -187,20 +198,34 @@ def finish(T: np.ndarray, u0: np.ndarray | None, alpha: float, beta: float) -> n
     with ``n`` the in-volume neighbours, ``n_i`` those along axis i, S/A/M the neighbour
     sums of the Laplacian, the axis-i second difference and the mixed derivatives. Channels
     0..5 become the inverse of ``K = J + diag(...)`` (symmetric: K00, K11, K22, K01, K02,
-    K12 of the inverse), channels 6..8 the right-hand side ``-(b - J u0)``.
+    K12 of the inverse), channels 6..8 the right-hand side ``-(b - J u0)``. The two halves
+    are :func:`system_inverse` (J alone: once per pyramid level) and :func:`rhs` (per warp).
     """
-    cnt = neighbour_counts(T.shape[1:])
+    J = T[:6].copy()
+    rhs(J, T[6:9], u0, T)
+    return system_inverse(J, alpha, beta, T)
+
+
+def rhs(J: np.ndarray, B: np.ndarray, u0: np.ndarray | None, out: np.ndarray) -> np.ndarray:
+    """``out[6:9] = -(b - J u0)`` from the spatial tensor ``J`` (6) and ``B`` = b (3)."""
+    J00, J11, J22, J01, J02, J12 = (J[k] for k in range(6))
+    for i, (a, b, c) in enumerate(((J00, J01, J02), (J01, J11, J12), (J02, J12, J22))):
+        r = B[i] - (a * u0[0] + b * u0[1] + c * u0[2]) if u0 is not None else np.array(B[i], dtype=np.float32)
+        out[6 + i] = -r
+    return out
+
+
+def system_inverse(J: np.ndarray, alpha: float, beta: float, out: np.ndarray) -> np.ndarray:
+    """``out[0:6]``: the inverse of the per-voxel matrix ``K = J + diag(alpha n + beta n_i)`` (see
+    :func:`finish`) from the spatial tensor ``J`` (6 channels)."""
+    cnt = neighbour_counts(J.shape[1:])
     ntot = cnt[0] + cnt[1] + cnt[2]
-    J00, J11, J22, J01, J02, J12 = (T[k].astype(np.float32) for k in range(6))
-    if u0 is not None:
-        for i, (a, b, c) in enumerate(((J00, J01, J02), (J01, J11, J12), (J02, J12, J22))):
-            T[6 + i] -= a * u0[0] + b * u0[1] + c * u0[2]
-    T[6:9] *= -1.0
+    J00, J11, J22, J01, J02, J12 = (J[k].astype(np.float32) for k in range(6))
     a = J00 + np.float32(alpha) * ntot + np.float32(beta) * cnt[0]
     b = J11 + np.float32(alpha) * ntot + np.float32(beta) * cnt[1]
     c = J22 + np.float32(alpha) * ntot + np.float32(beta) * cnt[2]
     # the mixed terms couple the components of one voxel on the volume's edges
-    w0 = mixed_weights(T.shape[1:])
+    w0 = mixed_weights(J.shape[1:])
     g0 = [w0[ax][0][1] for ax in range(3)]
     q = np.float32(0.25 * beta)
     d = J01 + q * g0[0] * g0[1]
@@ -213,13 +238,21 @@ def finish(T: np.ndarray, u0: np.ndarray | None, alpha: float, beta: float) -> n
     A12 = d * e - a * f
     A22 = a * b - d * d
     inv = np.float32(1.0) / (a * A00 + d * A01 + e * A02)
-    T[0] = A00 * inv
-    T[1] = A11 * inv
-    T[2] = A22 * inv
-    T[3] = A01 * inv
-    T[4] = A02 * inv
-    T[5] = A12 * inv
-    return T
+    out[0] = A00 * inv
+    out[1] = A11 * inv
+    out[2] = A22 * inv
+    out[3] = A01 * inv
+    out[4] = A02 * inv
+    out[5] = A12 * inv
+    return out
+
+
+def to_half(a: np.ndarray) -> np.ndarray:
+    """Round ``a`` in place to IEEE half precision (clamped to +-65504), as the GPU stores a
+    half-precision system (``cvt.rn.f16.f32``: round to nearest even)."""
+    np.clip(a, -65504.0, 65504.0, out=a)
+    a[...] = a.astype(np.float16)
+    return a
 
 
 def colours(shape) -> np.ndarray:

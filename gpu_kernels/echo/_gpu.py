@@ -21,6 +21,14 @@ MAXW = 2 * _cpu.MAX_RADIUS + 1
 NSETS = 8
 #: lines longer than this are filtered by cupyx.scipy.ndimage (shared memory would not hold them)
 MAX_LINE = 1024
+#: levels up to this many voxels run a warp's SOR sweeps in one launch (echo_sor_persistent;
+#: above, a pass is long enough for its launch not to matter, and the L1 cache that the
+#: persistent kernel gives up serves the neighbour reads). Measured on an H100
+#: (benchmarks/results/echo_issue24.md), same field to the bit: 128^3 pair 13.5 ms with no
+#: level in one launch, 9.5 ms up to 64^3, 15.7 ms up to 128^3; 256^3 44.3 / 40.0 / 42.9 ms
+PERSIST_MAX_VOXELS = 64 ** 3
+#: ... and sweep caps up to this (a longer kernel could not be cancelled between sweeps)
+PERSIST_MAX_ITERS = 64
 
 _slots_lock = threading.Lock()
 _slots: dict[int, dict] = {}
@@ -42,17 +50,40 @@ def _cdiv(a, b):
     return -(-int(a) // int(b))
 
 
+_SMS: dict = {}
+
+
+def _sm_count(be) -> int:
+    """Multiprocessors of ``be``'s device, asked once (CuPy's ``Device.attributes`` reads every
+    attribute: too slow for each estimate)."""
+    key = (type(be).__name__, be.device_id)
+    n = _SMS.get(key)
+    if n is None:
+        with be.activate():
+            try:
+                n = int(be.xp.cuda.runtime.deviceGetAttribute(16, be.device_id))  # cudaDevAttrMultiProcessorCount
+            except Exception:  # noqa: BLE001 - an emulator without the call
+                n = int(be.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
+        _SMS[key] = n
+    return n
+
+
 class GpuOps:
     """The estimator's building blocks on one CUDA device, in one kernel variant."""
 
-    def __init__(self, be, variant: str = "cache", solve_defines: dict | None = None):
+    def __init__(self, be, variant: str = "cache", solve_defines: dict | None = None, half: bool = False):
         self.be = be
         self.xp = be.xp
         self.variant = variant
+        self.half = bool(half)
+        #: storage of the per-voxel system (Kinv and R): float32, or float16 with ``half``
+        self.sys_dtype = self.xp.float16 if self.half else self.xp.float32
         defs = {"ECHO_TX": TX, "ECHO_TY": TY}
         fdefs = dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS)
         # solve_defines: kernel-tuning experiments (e.g. {"ECHO_MINB": 4}), benchmarks only
         sdefs = dict(defs, **(solve_defines or {}))
+        if self.half:
+            sdefs["ECHO_HALF"] = 1
         self.m_filter = module(be, "echo_filter.cu", fdefs)  # its constant memory holds the filter taps
         self.k_tensor = kernel(be, "echo_tensor.cu", f"echo_tensor_{variant}", defs)
         self.k_gx = kernel(be, "echo_filter.cu", "echo_gauss_x", fdefs)
@@ -61,9 +92,15 @@ class GpuOps:
         self.k_finish = kernel(be, "echo_solve.cu", "echo_finish", sdefs)
         self.k_jacobi = kernel(be, "echo_solve.cu", f"echo_jacobi_{variant}", sdefs)
         self.k_sor = kernel(be, "echo_solve.cu", f"echo_sor_{variant}", sdefs)
-        with be.activate():
-            self.sms = int(self.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
+        self.k_check = kernel(be, "echo_solve.cu", "echo_check", sdefs)
+        # one launch per warp (grid-wide barriers), on real devices only: an emulator runs the
+        # blocks one after another, and a block waiting at a grid barrier would wait forever
+        self.k_persist = None if callable(getattr(be, "load_module", None)) else \
+            kernel(be, "echo_solve.cu", "echo_sor_persistent", sdefs)
+        self._bar = None
+        self.sms = _sm_count(be)
         self._dummy = None
+        self._plans: dict = {}
 
     # -- helpers ---------------------------------------------------------------
     def _zchunk(self, Z, tiles):
@@ -72,12 +109,15 @@ class GpuOps:
 
     def _weights_slot(self, sigma: float) -> tuple[int, int]:
         """Slot of the 1-D Gaussian for ``sigma`` in constant memory, and its radius."""
-        w = _cpu.gaussian_kernel1d(sigma)
-        r = (len(w) - 1) // 2
         key = (round(float(sigma), 6),)
         with _slots_lock:
-            table = _slots.setdefault(id(self.m_filter), {"map": {}, "next": 0})
+            table = _slots.setdefault(id(self.m_filter), {"map": {}, "next": 0, "radius": {}})
             slot = table["map"].get(key)
+            if slot is not None:   # the taps are there already (the usual case: no NumPy work)
+                return slot, table["radius"][key]
+            w = _cpu.gaussian_kernel1d(sigma)
+            r = (len(w) - 1) // 2
+            table.setdefault("radius", {})[key] = r
             if slot is None:
                 slot = table["next"] % NSETS
                 if table["next"] >= NSETS:
@@ -115,12 +155,12 @@ class GpuOps:
         slot, r = self._weights_slot(sigma)
         if ax == 2:
             rows = C * Z * Y
-            smem = TY * X * 4
+            smem = TY * (X + 2 * r) * 4
             set_max_dynamic_smem(self.k_gx, smem)
             self.k_gx((_cdiv(rows, TY),), (TX, TY), (data, _i64(rows), _i32(X), _i32(slot), _i32(r)),
                       shared_mem=smem)
         else:
-            smem = L * 32 * 4
+            smem = (L + 2 * r) * 32 * 4
             set_max_dynamic_smem(self.k_gl, smem)
             if ax == 1:
                 grid = (_cdiv(X, 32), Z, C)
@@ -171,14 +211,16 @@ class GpuOps:
             return self.xp.array(v, dtype=self.xp.float32, copy=True)
         return self.resample(v, v.shape, (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), u=u)
 
-    def tensor(self, f, m, u0, kind):
+    def tensor(self, f, m, u0, kind, parts=3):
         xp = self.xp
         Z, Y, X = f.shape
-        T = xp.empty((9, Z, Y, X), dtype=xp.float32)
-        if u0 is None:
-            u0 = xp.zeros((3, Z, Y, X), dtype=xp.float32)
+        T = xp.empty(((6 if parts & 1 else 0) + (3 if parts & 2 else 0), Z, Y, X), dtype=xp.float32)
+        if u0 is None or not parts & 2:
+            u0 = self._zeros(3 * Z * Y * X) if parts & 2 else self._zeros(1)
+        if m is None:
+            m = f
         central = _i32(1 if kind == "central" else 0)
-        args = (f, m, u0, T, _i32(Z), _i32(Y), _i32(X), central)
+        args = (f, m, u0, T, _i32(Z), _i32(Y), _i32(X), central, _i32(parts))
         if self.variant == "smem":
             gx, gy = _cdiv(X, TX), _cdiv(Y, TY)
             zch = self._zchunk(Z, gx * gy)
@@ -187,27 +229,60 @@ class GpuOps:
             self.k_tensor((_cdiv(X, TX), _cdiv(Y, TY), Z), (TX, TY), args)
         return T
 
-    def finish(self, T, u0, alpha, beta):
-        xp = self.xp
-        _, Z, Y, X = T.shape
+    def _zeros(self, n):
+        z = getattr(self, "_zbuf", None)
+        if z is None or z.size < n:
+            z = self._zbuf = self.xp.zeros(max(int(n), 1), dtype=self.xp.float32)
+        return z
+
+    def _finish(self, J, B, u0, Tc, alpha, beta, mode):
+        _, Z, Y, X = J.shape
         Yh, Xh = (Y + 1) // 2, (X + 1) // 2
-        Tc = xp.empty((9, 4, Z, Yh, Xh), dtype=xp.float32)
-        if u0 is None:
-            u0 = xp.zeros((3, Z, Y, X), dtype=xp.float32)
+        has_u = u0 is not None and mode & 2
         self.k_finish((_cdiv(X, TX), _cdiv(Y, TY), Z), (TX, TY),
-                      (T, u0, Tc, _i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh), _f32(alpha), _f32(beta)))
+                      (J, J if B is None else B, u0 if has_u else self._zeros(1), Tc, _i32(Z), _i32(Y), _i32(X),
+                       _i32(Yh), _i32(Xh), _f32(alpha), _f32(beta), _i32(mode), _i32(1 if has_u else 0)))
         return Tc
+
+    def new_system(self, shape):
+        Z, Y, X = shape
+        return self.xp.empty((9, 4, Z, (Y + 1) // 2, (X + 1) // 2), dtype=self.sys_dtype)
+
+    def finish(self, T, u0, alpha, beta):
+        """The whole system from the 9-channel tensor (Kinv and R in one pass)."""
+        return self._finish(T[:6], T[6:], u0, self.new_system(T.shape[1:]), alpha, beta, 3)
+
+    def system(self, J, alpha, beta):
+        """A new system with Kinv from the smoothed spatial tensor ``J`` (R not yet written)."""
+        self._plans.clear()   # the launches of the last system's sweeps: let its arrays go
+        return self._finish(J, None, None, self.new_system(J.shape[1:]), alpha, beta, 1)
+
+    def rhs(self, Tc, J, B, u0):
+        """Write R = -(b - J u0) into the system ``Tc``."""
+        return self._finish(J, B, u0, Tc, 0.0, 0.0, 2)
 
     def new_stats(self):
         return self.xp.zeros(1, dtype=self.xp.float32)
 
-    def sweep(self, Tc, src, dst, colour, omega, alpha, beta, stats=None):
+    def new_control(self, n_slots):
+        """The convergence flag and the log of (sweeps, residual) per warp slot."""
+        log = self.xp.full(2 * max(int(n_slots), 1), np.nan, dtype=self.xp.float32)
+        return self.xp.zeros(1, dtype=self.xp.int32), log
+
+    def reset(self, done):
+        done.fill(0)
+
+    def check(self, stats, done, log, slot, sweeps, nvox, tol):
+        self.k_check((1,), (1,), (stats, done, log, _i32(slot), _i32(sweeps), _f32(1.0 / nvox), _f32(tol)))
+
+    def is_done(self, done) -> bool:
+        return bool(int(done.get()[0]))
+
+    def sweep(self, Tc, src, dst, colour, omega, alpha, beta, stats=None, done=None):
         _, Z, Y, X = src.shape
         Yh, Xh = (Y + 1) // 2, (X + 1) // 2
         if stats is None:
-            if self._dummy is None:
-                self._dummy = self.xp.zeros(1, dtype=self.xp.float32)
-            st, do = self._dummy, 0
+            st, do = self._zeros(1), 0
         else:
             st, do = stats, 1
         common = (_i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh))
@@ -220,30 +295,65 @@ class GpuOps:
             else:
                 self.k_jacobi((_cdiv(X, TX), _cdiv(Y, TY), Z), (TX, TY), args)
         else:
-            args = (Tc, src) + common + (_i32(colour), _f32(omega), _f32(alpha), _f32(beta), st, _i32(do))
-            if self.variant == "smem":
-                gx, gy = _cdiv(X, 2 * TX), _cdiv(Y, 2 * TY)
-                zch = self._zchunk(Z, gx * gy)
-                self.k_sor((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),))
-            else:
-                self.k_sor((_cdiv(Xh, TX), _cdiv(Yh, TY), Z), (TX, TY), args)
+            if done is None:
+                if getattr(self, "_not_done", None) is None:
+                    self._not_done = self.xp.zeros(1, dtype=self.xp.int32)
+                done = self._not_done
+            # the launch of one colour pass, built once per system and field (a warp queues
+            # dozens of them: the host's cost per launch matters at 128^3)
+            key = (id(Tc), id(src), id(st), id(done), colour, float(omega), float(alpha), float(beta))
+            plan = self._plans.get(key)
+            if plan is None:
+                args = (Tc, src) + common + (_i32(colour), _f32(omega), _f32(alpha), _f32(beta), st, _i32(do), done)
+                if self.variant == "smem":
+                    gx, gy = _cdiv(X, 2 * TX), _cdiv(Y, 2 * TY)
+                    zch = self._zchunk(Z, gx * gy)
+                    plan = ((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),))
+                else:
+                    plan = ((_cdiv(Xh, TX), _cdiv(Yh, TY), Z), (TX, TY), args)
+                if len(self._plans) >= 16:   # the arrays' ids stay valid while the plan holds them
+                    self._plans.clear()
+                self._plans[key] = plan
+            self.k_sor(*plan)
+
+    def relax_sor(self, Tc, u, omega, alpha, beta, iters, check_every, tol, nvox, stats, done, log, slot) -> bool:
+        """A warp's SOR sweeps and checks in one launch (:data:`PERSIST_MAX_VOXELS` voxels at
+        most, a cap of :data:`PERSIST_MAX_ITERS`); False where the caller must queue them."""
+        _, Z, Y, X = u.shape
+        if self.k_persist is None or Z * Y * X > PERSIST_MAX_VOXELS or iters > PERSIST_MAX_ITERS:
+            return False
+        Yh, Xh = (Y + 1) // 2, (X + 1) // 2
+        if self._bar is None:
+            self._bar = self.xp.zeros(2, dtype=self.xp.uint32)
+        blocks = int(min(2 * self.sms, _cdiv(Z * Yh * Xh, 256)))
+        self.k_persist((blocks,), (256,), (Tc, u, _i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh), _f32(omega),
+                                           _f32(alpha), _f32(beta), _i32(iters), _i32(check_every), _f32(tol),
+                                           _f32(1.0 / nvox), stats, done, log, _i32(slot), self._bar))
+        return True
+
+    def release(self):
+        """Forget the launches built for the last system (they hold its arrays)."""
+        self._plans.clear()
 
     def read_stats(self, stats) -> float:
         s = float(stats.get()[0])
         stats.fill(0)
         return s
 
+    def to_host(self, a):
+        return self.xp.asnumpy(a)
+
     def sync(self):
         self.xp.cuda.get_current_stream().synchronize()
 
 
-def bytes_per_sweep(shape, solver: str) -> int:
+def bytes_per_sweep(shape, solver: str, half: bool = False) -> int:
     """Fewest bytes one sweep must move through device memory (each value once)."""
     n = int(np.prod(shape))
     Z, Y, X = shape
     nc = 4 * Z * ((Y + 1) // 2) * ((X + 1) // 2)
-    # the system (9 floats per voxel, colour layout) read once; the field read and written once
-    return int(9 * 4 * nc + 2 * 3 * 4 * n) if solver in ("sor", "jacobi") else 0
+    # the system (9 values per voxel, colour layout) read once; the field read and written once
+    return int(9 * (2 if half else 4) * nc + 2 * 3 * 4 * n) if solver in ("sor", "jacobi") else 0
 
 
 __all__.append("bytes_per_sweep")

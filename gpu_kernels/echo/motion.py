@@ -69,8 +69,9 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
@@ -95,13 +96,20 @@ __all__ = [
     "DEFAULT_VARIANT",
     "DEFAULT_DERIVATIVE",
     "DEFAULT_CHECK_EVERY",
+    "DEFAULT_PRECISION",
+    "PRECISIONS",
     "SOLVERS",
     "VARIANTS",
     "DERIVATIVES",
     "MIN_LEVEL_SIZE",
     "FLOATS_PER_VOXEL",
     "MotionInfo",
+    "Prepared",
+    "PREPARE_KEYS",
+    "SOLVE_KEYS",
     "estimate_motion",
+    "prepare_motion",
+    "solve_motion",
     "jacobi_damping",
     "jacobi_lambda_max",
     "pyramid_shapes",
@@ -119,6 +127,7 @@ from gpu_kernels.echo.defaults import (  # noqa: E402
     DEFAULT_DERIVATIVE,
     DEFAULT_ITERS,
     DEFAULT_LEVELS,
+    DEFAULT_PRECISION,
     DEFAULT_RHO,
     DEFAULT_SIGMA,
     DEFAULT_SOLVER,
@@ -127,13 +136,14 @@ from gpu_kernels.echo.defaults import (  # noqa: E402
     DEFAULT_VARIANT,
     DEFAULT_WARPS,
     DERIVATIVES,
+    PRECISIONS,
     SOLVERS,
     VARIANTS,
 )
 
 MIN_LEVEL_SIZE = 8
 #: device float32 values per voxel of the finest level at the peak (see memory_bytes)
-FLOATS_PER_VOXEL = 19.5
+FLOATS_PER_VOXEL = 23.0
 
 
 @dataclass
@@ -286,7 +296,8 @@ def _check_volume(name, v, be):
         return xp.ascontiguousarray(a, dtype=xp.float32)
 
 
-def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega):
+def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega,
+                  precision=DEFAULT_PRECISION):
     """The numeric parameters converted (``alpha, beta, rho, sigma, tol, omega``), or one clear line."""
     err = {"error": EchoInputError}
     alpha = check_float("alpha (smoothness weight)", alpha, 0, lo_open=True, **err)
@@ -303,6 +314,8 @@ def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, va
         raise EchoInputError(f"unknown kernel variant {variant!r}: use one of {', '.join(VARIANTS)}")
     if derivative not in DERIVATIVES:
         raise EchoInputError(f"unknown derivative {derivative!r}: use one of {', '.join(DERIVATIVES)}")
+    if precision not in PRECISIONS:
+        raise EchoInputError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
     if omega is not None:
         omega = check_float("omega (relaxation factor)", omega, 0, 2, lo_open=True, **err)
         if omega == 2:
@@ -312,9 +325,12 @@ def _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, va
 
 # --------------------------------------------------------------------------- ops facade
 class _CpuOps:
-    def __init__(self, be):
+    """The NumPy facade: the same methods as :class:`gpu_kernels.echo._gpu.GpuOps`."""
+
+    def __init__(self, be, half: bool = False):
         self.be = be
         self.xp = np
+        self.half = bool(half)
         self._caches: dict = {}
 
     def gaussian(self, v, sigma):
@@ -323,19 +339,48 @@ class _CpuOps:
     def resample(self, v, shape, scale, offset):
         return _cpu.resample(v, shape, scale, offset)
 
-    def tensor(self, f, m, u0, kind):
-        return _cpu.tensor(f, m, u0, kind)
+    def tensor(self, f, m, u0, kind, parts=3):
+        return _cpu.tensor(f, m, u0, kind, parts)
 
     def smooth_channels(self, T, rho):
         return _cpu.smooth_channels(T, rho)
 
-    def finish(self, T, u0, alpha, beta):
-        return _cpu.finish(T, u0, alpha, beta)
+    def system(self, J, alpha, beta):
+        T = np.empty((9,) + J.shape[1:], dtype=np.float32)
+        _cpu.system_inverse(J, alpha, beta, T)
+        if self.half:
+            _cpu.to_half(T[:6])
+        return T
+
+    def rhs(self, T, J, B, u0):
+        _cpu.rhs(J, B, u0, T)
+        if self.half:
+            _cpu.to_half(T[6:])
+        return T
 
     def new_stats(self):
         return np.zeros(1, dtype=np.float64)
 
-    def sweep(self, T, src, dst, colour, omega, alpha, beta, stats=None):
+    def new_control(self, n_slots):
+        return np.zeros(1, dtype=np.int32), np.full(2 * max(int(n_slots), 1), np.nan, dtype=np.float32)
+
+    def reset(self, done):
+        done[0] = 0
+
+    def check(self, stats, done, log, slot, sweeps, nvox, tol):
+        if not done[0]:
+            res = math.sqrt(max(float(stats[0]), 0.0) / nvox)
+            log[2 * slot], log[2 * slot + 1] = sweeps, res
+            if res < tol or not math.isfinite(res):
+                done[0] = 1
+        stats[:] = 0
+
+    def is_done(self, done) -> bool:
+        return bool(done[0])
+
+    def sweep(self, T, src, dst, colour, omega, alpha, beta, stats=None, done=None):
+        if done is not None and done[0]:
+            return
         cache = self._caches.setdefault(src.shape, {})
         _cpu.sweep(T, src, dst, colour, omega, alpha, beta, stats, cache)
 
@@ -344,6 +389,9 @@ class _CpuOps:
         stats[:] = 0
         return s
 
+    def to_host(self, a):
+        return np.asarray(a)
+
     def warp(self, v, u):
         return _cpu.warp(v, u)
 
@@ -351,12 +399,23 @@ class _CpuOps:
         pass
 
 
-def _ops_for(be: Backend, variant: str):
-    if be.is_gpu:
-        from gpu_kernels.echo._gpu import GpuOps
+_OPS: dict = {}
 
-        return GpuOps(be, variant)
-    return _CpuOps(be)
+
+def _ops_for(be: Backend, variant: str, half: bool = False):
+    if be.is_gpu:
+        from gpu_kernels.echo import _gpu
+
+        # one facade per device, variant, precision, thread and kernel loader (building one
+        # looks up eight kernels: a measurable share of a 128^3 estimate)
+        key = (id(be), be.device_id, variant, bool(half), threading.get_ident(), _gpu.kernel)
+        ops = _OPS.get(key)
+        if ops is None:
+            if len(_OPS) > 64:
+                _OPS.clear()
+            ops = _OPS[key] = _gpu.GpuOps(be, variant, half=half)
+        return ops
+    return _CpuOps(be, half=half)
 
 
 # --------------------------------------------------------------------------- the estimator
@@ -390,8 +449,299 @@ def _restrict_flow(ops, u, coarse_shape, fac):
     return out
 
 
-#: volumes from this many voxels release the pool's cached blocks before the finest level
+#: the parameters of :func:`prepare_motion` and of :func:`solve_motion`
+PREPARE_KEYS = ("rho", "sigma", "levels", "derivative", "variant")
+SOLVE_KEYS = ("alpha", "beta", "warps", "iters", "tol", "solver", "omega", "precision")
+
+#: volumes from this many voxels release the pool's cached blocks before the finest level,
+#: when the estimate needs more than this share of the free device memory
 _RELEASE_CACHED_FROM = 64 ** 3
+_TIGHT_SHARE = 0.25
+#: with SOR the host waits for the device's convergence flag only every this many sweeps (the
+#: sweeps after convergence return at once on the device, so a small cap needs no wait at all)
+_SYNC_EVERY = 32
+
+
+@dataclass
+class Prepared:
+    """The part of an estimate that the solver's parameters (alpha, beta, warps, iters, tol,
+    solver, omega, precision) do not change: the normalised pyramids of both volumes
+    (pre-smoothed by ``sigma``) and, per level, the smoothed spatial structure tensor
+    ``J_rho`` of the fixed volume (6 channels). :func:`prepare_motion` makes it and
+    :func:`solve_motion` uses it without changing it, so one can serve many solves (the
+    window's live tuning re-runs only the solver when alpha changes)."""
+
+    shape: tuple
+    pyr: list
+    fixed: list
+    moving: list
+    tensors: list
+    scale: float
+    rho: object
+    derivative: str
+    variant: str
+    backend: InitVar[Backend]
+    cupy_in: bool = False
+    seconds: float = 0.0
+    #: the estimate needs a large share of the free device memory (see :func:`_solve`)
+    tight: bool = False
+
+    def __post_init__(self, backend):
+        # an attribute, not a field: whatever walks the fields (a stage cache sizing the
+        # arrays) sees the arrays alone
+        self.be = backend
+
+    @property
+    def device(self) -> str:
+        return self.be.label
+
+
+def _spatial_tensor(ops, f_l, rho, derivative):
+    J = ops.tensor(f_l, None, None, derivative, parts=1)
+    return ops.smooth_channels(J, rho)
+
+
+def prepare_motion(
+    fixed,
+    moving,
+    *,
+    rho: float = DEFAULT_RHO,
+    sigma: float = DEFAULT_SIGMA,
+    levels: int = DEFAULT_LEVELS,
+    derivative: str = DEFAULT_DERIVATIVE,
+    variant: str = DEFAULT_VARIANT,
+    spacing=None,
+    normalize: bool = True,
+    tensors: bool = True,
+    device=None,
+) -> Prepared:
+    """Validate the pair, normalise it and build what :func:`solve_motion` needs (see
+    :class:`Prepared`); the parameters are those of :func:`estimate_motion`. With
+    ``tensors=False`` the per-level tensors are left to the solve (lower peak memory for a
+    single estimate)."""
+    t0 = time.perf_counter()
+    be = get_backend(device)
+    _alpha, _beta, rho, sigma, _tol, _omega = _check_params(1.0, 0.0, rho, sigma, levels, 1, 1, 0.0, DEFAULT_SOLVER,
+                                                            variant, derivative, None, DEFAULT_PRECISION)
+    cupy_in = be.is_gpu and hasattr(fixed, "__cuda_array_interface__")
+    xp = be.xp
+    with be.activate():
+        f = _check_volume("fixed", fixed, be)
+        m = _check_volume("moving", moving, be)
+        if f.shape != m.shape:
+            raise EchoInputError(
+                f"the volumes differ in shape: fixed {tuple(f.shape)}, moving {tuple(m.shape)}; resample one onto the other's grid")
+        shape = tuple(int(s) for s in f.shape)
+        tight = False
+        if be.is_gpu:
+            free, _total = be.mem_info()
+            need = memory_bytes(shape, levels=levels)
+            tight = need > _TIGHT_SHARE * free
+            if need > free:
+                raise TooLargeError(int(np.prod(shape)), max_voxels_for_memory(free), unit="voxels",
+                                    remedy="crop or downsample the volumes, or use --device cpu",
+                                    where="the GPU")
+        ops = _ops_for(be, variant)
+        scale = 1.0
+        if normalize:  # one affine map for both volumes
+            sub = f[::2, ::2, ::2]
+            lo, hi = (float(v) for v in xp.percentile(sub, xp.asarray([1.0, 99.0])))
+            if not hi > lo:
+                lo, hi = float(f.min()), float(f.max())
+            scale = 1.0 / (hi - lo) if hi > lo else 1.0
+            # in place (on our own float32 copies): no temporaries that would stay in the pool
+            f = f.copy() if f is fixed else f
+            m = m.copy() if m is moving else m
+            f -= np.float32(lo)
+            f *= np.float32(scale)
+            m -= np.float32(lo)
+            m *= np.float32(scale)
+        pyr = pyramid_shapes(shape, int(levels) or auto_levels(shape, spacing), spacing)
+        fixed_l, moving_l = [f], [m]
+        del f, m
+        for shp, fac in pyr[1:]:
+            fixed_l.append(_downsample(ops, fixed_l[-1], shp, fac))
+            moving_l.append(_downsample(ops, moving_l[-1], shp, fac))
+        if sigma > 0:
+            fixed_l = [ops.gaussian(v, sigma) for v in fixed_l]
+            moving_l = [ops.gaussian(v, sigma) for v in moving_l]
+        J_l = [_spatial_tensor(ops, v, rho, derivative) if tensors else None for v in fixed_l]
+    return Prepared(shape, pyr, fixed_l, moving_l, J_l, scale, rho, derivative, variant, be, cupy_in,
+                    time.perf_counter() - t0, tight)
+
+
+def solve_motion(
+    prepared: Prepared,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    warps: int = DEFAULT_WARPS,
+    iters: int = DEFAULT_ITERS,
+    tol: float = DEFAULT_TOL,
+    solver: str = DEFAULT_SOLVER,
+    omega: float | None = None,
+    precision: str = DEFAULT_PRECISION,
+    check_every: int = DEFAULT_CHECK_EVERY,
+    initial_flow=None,
+    return_info: bool = False,
+    progress=None,
+):
+    """The displacement field of a :class:`Prepared` pair (see :func:`estimate_motion`, whose
+    solver parameters these are). ``prepared`` is left as it was."""
+    return _solve(prepared, alpha=alpha, beta=beta, warps=warps, iters=iters, tol=tol, solver=solver, omega=omega,
+                  precision=precision, check_every=check_every, initial_flow=initial_flow, return_info=return_info,
+                  progress=progress, own=False)
+
+
+def _solve(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, omega, precision, check_every, initial_flow,
+           return_info, progress, own: bool, t_start: float | None = None):
+    t_start = time.perf_counter() if t_start is None else t_start
+    be = prep.be
+    progress = as_progress(progress)
+    alpha, beta, _rho, _sigma, tol, omega = _check_params(alpha, beta, 1.0, 0.0, 0, warps, iters, tol, solver,
+                                                          prep.variant, prep.derivative, omega, precision)
+    check_every = max(1, int(check_every))
+    xp = be.xp
+    shape, pyr = prep.shape, prep.pyr
+    rho, derivative = prep.rho, prep.derivative
+    with be.activate():
+        if initial_flow is not None:
+            u_init = xp.asarray(initial_flow, dtype=xp.float32)
+            if u_init.shape != (3,) + shape:
+                raise EchoInputError(f"initial_flow must have shape {(3,) + shape}, got {tuple(u_init.shape)}")
+            if not bool(xp.isfinite(u_init).all()):
+                raise EchoInputError("initial_flow contains NaN or infinite values")
+        else:
+            u_init = None
+        ops = _ops_for(be, prep.variant, half=precision == "float16")
+        info = MotionInfo(device=be.label, variant=prep.variant if be.is_gpu else "cpu", scale=prep.scale)
+        fixed_l, moving_l, J_l = list(prep.fixed), list(prep.moving), list(prep.tensors)
+        if own:  # free each level's arrays once it is solved
+            prep.fixed = prep.moving = prep.tensors = []
+        init_l = [u_init]
+        if u_init is not None:
+            for shp, fac in pyr[1:]:
+                init_l.append(_restrict_flow(ops, init_l[-1], shp, fac))
+        if solver == "jacobi":
+            om = jacobi_damping(alpha, beta) if omega is None else float(omega)
+        else:
+            om = DEFAULT_SOR_OMEGA if omega is None else float(omega)
+        info.omega = om
+        nlev = len(pyr)
+        nvox_fine = float(np.prod(shape))
+        u = None
+        stats = ops.new_stats()
+        done, log = ops.new_control(nlev * warps)
+        work = [float(np.prod(s)) for s, _ in pyr]
+        total_work = sum(work) * warps
+        done_work = 0.0
+        slots = []
+        for lev in range(nlev - 1, -1, -1):
+            shp = pyr[lev][0]
+            if u is None:
+                u = init_l[lev].copy() if u_init is not None else xp.zeros((3,) + shp, dtype=xp.float32)
+            else:
+                u = _upsample_flow(ops, u, shp, pyr[lev + 1][1])
+            f_l, m_l, J = fixed_l[lev], moving_l[lev], J_l[lev]
+            fixed_l[lev] = moving_l[lev] = J_l[lev] = None
+            if own and prep.tight and lev == 0 and nlev > 1 and be.is_gpu and nvox_fine >= _RELEASE_CACHED_FROM:
+                # The coarser levels' arrays are free now but stay cached in CuPy's pool, where
+                # blocks of their sizes cannot serve the finest level's allocations: where memory
+                # is short, hand them back first, so the peak is the finest level's own need (a
+                # synchronisation, and new allocations for the finest level: ~1 ms, paid only then)
+                be.free_memory_pool()
+            if J is None:
+                J = _spatial_tensor(ops, f_l, rho, derivative)
+            # K^-1 depends on J, alpha and beta only: once per level, R once per warp
+            Tc = ops.system(J, alpha, beta)
+            lev_info = {"shape": shp, "warps": []}
+            nvox = float(np.prod(shp))
+            for w in range(warps):
+                progress.update(done_work / total_work, f"level {nlev - lev}/{nlev}, warp {w + 1}/{warps}")
+                B = ops.tensor(f_l, m_l, u, derivative, parts=2)
+                ops.smooth_channels(B, rho)
+                ops.rhs(Tc, J, B, u)
+                del B
+                slot = len(slots)
+                if solver == "jacobi":
+                    u, n_sw, res = _relax_jacobi(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, nvox,
+                                                 progress)
+                    log_entry = (n_sw, res)
+                else:
+                    _relax_sor(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, done, log, slot, nvox,
+                               progress)
+                    log_entry = None
+                slots.append(log_entry)
+                lev_info["warps"].append(slot)
+                done_work += work[lev]
+            del Tc, J
+            info.levels.append(lev_info)
+        # one read of the device's convergence log for the whole estimate
+        host_log = ops.to_host(log) if any(e is None for e in slots) else None
+        for lev_info in info.levels:
+            ws = []
+            for slot in lev_info["warps"]:
+                if slots[slot] is not None:
+                    n_sw, res = slots[slot]
+                elif tol > 0:
+                    n_sw, res = int(host_log[2 * slot]), float(host_log[2 * slot + 1])
+                else:
+                    n_sw, res = int(iters), float("nan")
+                info.sweeps += n_sw
+                ws.append({"sweeps": n_sw, "residual": res})
+            lev_info["warps"] = ws
+        ops.sync()
+        if hasattr(ops, "release"):
+            ops.release()
+        progress.update(1.0, "done")
+        out = u if prep.cupy_in else asnumpy(u)
+    info.seconds = time.perf_counter() - t_start
+    if not prep.cupy_in:
+        out = np.ascontiguousarray(out, dtype=np.float32)
+    return (out, info) if return_info else out
+
+
+def _relax_sor(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, done, log, slot, nvox, progress):
+    """One warp's SOR sweeps, queued without waiting: the device stops them (``done``) once a
+    check finds the residual below ``tol``; the host looks every ``_SYNC_EVERY`` sweeps. On a
+    GPU, small levels run them all in one launch (the same arithmetic)."""
+    ops.reset(done)
+    if getattr(ops, "persistent", True) and hasattr(ops, "relax_sor") and ops.relax_sor(
+            Tc, u, om, alpha, beta, int(iters), check_every, tol, nvox, stats, done, log, slot):
+        progress.check()
+        return
+    for it in range(int(iters)):
+        check = tol > 0 and ((it + 1) % check_every == 0 or it + 1 == int(iters))
+        st = stats if check else None
+        for c in range(4):
+            ops.sweep(Tc, u, u, c, om, alpha, beta, st, done)
+        if check:
+            ops.check(stats, done, log, slot, it + 1, nvox, tol)
+            if (it + 1) % _SYNC_EVERY == 0 and it + 1 < int(iters) and ops.is_done(done):
+                break
+        if (it & 7) == 7:
+            progress.check()
+
+
+def _relax_jacobi(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, nvox, progress):
+    """One warp's Jacobi sweeps (two buffers; the host reads each residual check)."""
+    xp = ops.xp
+    a, b = u, xp.empty_like(u)
+    res = float("nan")
+    n_sw = 0
+    for it in range(int(iters)):
+        check = (it + 1) % check_every == 0 or it + 1 == int(iters)
+        st = stats if check and tol > 0 else None
+        ops.sweep(Tc, a, b, -1, om, alpha, beta, st)
+        a, b = b, a
+        n_sw += 1
+        if st is not None:
+            res = math.sqrt(max(ops.read_stats(stats), 0.0) / nvox)
+            if not math.isfinite(res) or res < tol:
+                break
+        if (it & 7) == 7:
+            progress.check()
+    return a, n_sw, res
 
 
 def estimate_motion(
@@ -410,6 +760,7 @@ def estimate_motion(
     omega: float | None = None,
     variant: str = DEFAULT_VARIANT,
     derivative: str = DEFAULT_DERIVATIVE,
+    precision: str = DEFAULT_PRECISION,
     check_every: int = DEFAULT_CHECK_EVERY,
     spacing=None,
     initial_flow=None,
@@ -450,8 +801,11 @@ def estimate_motion(
         GPU kernel variant (ignored on the CPU).
     derivative : {"central", "forward"}
         Spatial derivative of the fixed volume (the paper uses forward differences).
+    precision : {"float32", "float16"}
+        Storage of the per-voxel system (inverse matrix and right-hand side) that every sweep
+        reads: float16 halves those bytes (the arithmetic stays float32).
     check_every : int
-        Sweeps between residual checks (each check synchronises the GPU).
+        Sweeps between residual checks.
     spacing : 3 floats, optional
         Voxel size (z, y, x); only decides which axes the pyramid halves.
     initial_flow : array (3, Z, Y, X), optional
@@ -470,135 +824,9 @@ def estimate_motion(
         Only with ``return_info=True``.
     """
     t_start = time.perf_counter()
-    be = get_backend(device)
-    progress = as_progress(progress)
-    alpha, beta, rho, sigma, tol, omega = _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver,
-                                                        variant, derivative, omega)
-    check_every = max(1, int(check_every))
-    return_cupy = be.is_gpu and hasattr(fixed, "__cuda_array_interface__")
-    xp = be.xp
-    with be.activate():
-        f = _check_volume("fixed", fixed, be)
-        m = _check_volume("moving", moving, be)
-        if f.shape != m.shape:
-            raise EchoInputError(
-                f"the volumes differ in shape: fixed {tuple(f.shape)}, moving {tuple(m.shape)}; resample one onto the other's grid")
-        shape = tuple(int(s) for s in f.shape)
-        if initial_flow is not None:
-            u_init = xp.asarray(initial_flow, dtype=xp.float32)
-            if u_init.shape != (3,) + shape:
-                raise EchoInputError(f"initial_flow must have shape {(3,) + shape}, got {tuple(u_init.shape)}")
-            if not bool(xp.isfinite(u_init).all()):
-                raise EchoInputError("initial_flow contains NaN or infinite values")
-        else:
-            u_init = None
-        if be.is_gpu:
-            free, _total = be.mem_info()
-            need = memory_bytes(shape, levels=levels)
-            if need > free:
-                raise TooLargeError(int(np.prod(shape)), max_voxels_for_memory(free), unit="voxels",
-                                    remedy="crop or downsample the volumes, or use --device cpu",
-                                    where="the GPU")
-        ops = _ops_for(be, variant)
-        info = MotionInfo(device=be.label, variant=variant if be.is_gpu else "cpu")
-        # intensity normalisation (one affine map for both volumes)
-        if normalize:
-            sub = f[::2, ::2, ::2]
-            lo, hi = (float(v) for v in xp.percentile(sub, xp.asarray([1.0, 99.0])))
-            if not hi > lo:
-                lo, hi = float(f.min()), float(f.max())
-            scale = 1.0 / (hi - lo) if hi > lo else 1.0
-            # in place (on our own float32 copies): no temporaries that would stay in the pool
-            f = f.copy() if f is fixed else f
-            m = m.copy() if m is moving else m
-            f -= np.float32(lo)
-            f *= np.float32(scale)
-            m -= np.float32(lo)
-            m *= np.float32(scale)
-            info.scale = scale
-        pyr = pyramid_shapes(shape, int(levels) or auto_levels(shape, spacing), spacing)
-        fixed_l, moving_l = [f], [m]
-        del f, m
-        for shp, fac in pyr[1:]:
-            fixed_l.append(_downsample(ops, fixed_l[-1], shp, fac))
-            moving_l.append(_downsample(ops, moving_l[-1], shp, fac))
-        init_l = [u_init]
-        if u_init is not None:
-            for shp, fac in pyr[1:]:
-                init_l.append(_restrict_flow(ops, init_l[-1], shp, fac))
-        if solver == "jacobi":
-            om = jacobi_damping(alpha, beta) if omega is None else float(omega)
-        else:
-            om = DEFAULT_SOR_OMEGA if omega is None else float(omega)
-        info.omega = om
-        nlev = len(pyr)
-        nvox_fine = float(np.prod(shape))
-        u = None
-        stats = ops.new_stats()
-        work = [float(np.prod(s)) for s, _ in pyr]
-        total_work = sum(work) * warps
-        done_work = 0.0
-        for lev in range(nlev - 1, -1, -1):
-            shp = pyr[lev][0]
-            if u is None:
-                if u_init is not None:
-                    u = init_l[lev].copy()
-                else:
-                    u = xp.zeros((3,) + shp, dtype=xp.float32)
-            else:
-                u = _upsample_flow(ops, u, shp, pyr[lev + 1][1])
-            f_l, m_l = fixed_l[lev], moving_l[lev]
-            fixed_l[lev] = moving_l[lev] = None     # finer levels are built: free as we go
-            if lev == 0 and nlev > 1 and be.is_gpu and nvox_fine >= _RELEASE_CACHED_FROM:
-                # The coarser levels' tensors, flows and images are free now but stay cached in
-                # CuPy's pool, where blocks of their sizes cannot serve the finest level's
-                # allocations: hand them back first, so the peak is the finest level's own need
-                # (about 3 floats per voxel less). One device synchronisation per call.
-                be.free_memory_pool()
-            if sigma > 0:
-                f_l = ops.gaussian(f_l, sigma)
-                m_l = ops.gaussian(m_l, sigma)
-            lev_info = {"shape": shp, "warps": []}
-            nvox = float(np.prod(shp))
-            for w in range(warps):
-                progress.update(done_work / total_work, f"level {nlev - lev}/{nlev}, warp {w + 1}/{warps}")
-                T = ops.tensor(f_l, m_l, u, derivative)
-                ops.smooth_channels(T, rho)
-                T = ops.finish(T, u, alpha, beta)
-                # Jacobi's second buffer only now: it reuses the memory the raw tensor freed
-                a, b = u, (xp.empty_like(u) if solver == "jacobi" else None)
-                res = float("nan")
-                n_sw = 0
-                for it in range(int(iters)):
-                    check = (it + 1) % check_every == 0 or it + 1 == int(iters)
-                    st = stats if check and tol > 0 else None
-                    if solver == "jacobi":
-                        ops.sweep(T, a, b, -1, om, alpha, beta, st)
-                        a, b = b, a
-                    else:
-                        for c in range(4):
-                            ops.sweep(T, a, a, c, om, alpha, beta, st)
-                    n_sw += 1
-                    if st is not None:
-                        # one sweep updates every voxel once in both solvers
-                        res = math.sqrt(max(ops.read_stats(stats), 0.0) / nvox)
-                        if not math.isfinite(res):
-                            break
-                        if res < tol:
-                            break
-                    if (it & 7) == 7:
-                        progress.check()
-                u = a
-                del T, b
-                info.sweeps += n_sw
-                lev_info["warps"].append({"sweeps": n_sw, "residual": res})
-                done_work += work[lev]
-            info.levels.append(lev_info)
-        ops.sync()
-        progress.update(1.0, "done")
-        out = u if return_cupy else asnumpy(u)
-    info.seconds = time.perf_counter() - t_start
-    if not (be.is_gpu and return_cupy):
-        out = np.ascontiguousarray(out, dtype=np.float32)
-    return (out, info) if return_info else out
-
+    _check_params(alpha, beta, rho, sigma, levels, warps, iters, tol, solver, variant, derivative, omega, precision)
+    prep = prepare_motion(fixed, moving, rho=rho, sigma=sigma, levels=levels, derivative=derivative, variant=variant,
+                          spacing=spacing, normalize=normalize, tensors=False, device=device)
+    return _solve(prep, alpha=alpha, beta=beta, warps=warps, iters=iters, tol=tol, solver=solver, omega=omega,
+                  precision=precision, check_every=check_every, initial_flow=initial_flow, return_info=return_info,
+                  progress=progress, own=True, t_start=t_start)

@@ -27,10 +27,14 @@ import numpy as np
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.echo.errors import EchoInputError
 from gpu_kernels.echo.maps import compose
-from gpu_kernels.echo.motion import estimate_motion
+from gpu_kernels.echo.motion import PREPARE_KEYS, SOLVE_KEYS, estimate_motion, prepare_motion, solve_motion
 from gpu_kernels.jobs import as_progress
 
-__all__ = ["SequenceMotion", "estimate_sequence"]
+__all__ = ["SequenceMotion", "estimate_sequence", "prepare_pairs"]
+
+#: share of the device's free memory (of the host's, on the CPU: at most 2 GiB) that
+#: :func:`prepare_pairs` fills; the pairs beyond it are prepared again by each solve
+PREPARED_SHARE = 0.25
 
 
 @dataclass
@@ -58,9 +62,40 @@ class SequenceMotion:
     info: list = field(default_factory=list)
 
 
+def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, progress=None, **params) -> list:
+    """:func:`~gpu_kernels.echo.motion.prepare_motion` of every consecutive pair, kept where it
+    was made while it fits :data:`PREPARED_SHARE` of the free memory; ``None`` for the pairs
+    beyond (their solve prepares them again). ``params``: the preparation's parameters
+    (``PREPARE_KEYS``; others are ignored)."""
+    be = get_backend(device)
+    progress = as_progress(progress)
+    T = len(frames)
+    npairs = T if cyclic else T - 1
+    kw = {k: params[k] for k in PREPARE_KEYS if k in params}
+    if be.is_gpu:
+        budget = PREPARED_SHARE * be.mem_info()[0]
+    else:
+        from gpu_kernels.backend import _host_mem_info
+
+        budget = min(PREPARED_SHARE * _host_mem_info()[0], 2 << 30)
+    out, used = [], 0.0
+    with be.activate():
+        for k in range(npairs):
+            progress.update(k / max(npairs, 1), f"pyramids and tensors {k + 1}/{npairs}")
+            # two pyramids (~2.3 volumes) and six tensor channels (~6.9) per pair, float32
+            need = 9.2 * 4 * float(np.prod(frames[0].shape))
+            if used + need > budget and out:
+                out.append(None)
+                continue
+            out.append(prepare_motion(be.xp.asarray(frames[k]), be.xp.asarray(frames[(k + 1) % T]), spacing=spacing,
+                                      device=be, **kw))
+            used += need
+    return out
+
+
 def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, refine: bool = False,
                       cyclic: bool = False, spacing=None, trajectory_dtype=np.float32, device=None, progress=None,
-                      **params) -> SequenceMotion:
+                      prepared=None, **params) -> SequenceMotion:
     """Pairwise motion of consecutive frames and, optionally, trajectories from ``reference``.
 
     Parameters
@@ -81,6 +116,9 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
         Storage of the trajectories (``float16`` halves the host memory of a long sequence;
         the composition itself runs in float32).
     device, progress
+    prepared : list, optional
+        :func:`prepare_pairs` of these frames with these parameters: the pairs it holds are
+        only solved (it is not changed).
     **params
         Passed to :func:`~gpu_kernels.echo.motion.estimate_motion` (alpha, beta, rho, ...).
     """
@@ -108,9 +146,13 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
         prev = xp.asarray(frames[0])
         for k in range(npairs):
             nxt = xp.asarray(frames[(k + 1) % T])
-            u, info = estimate_motion(prev, nxt, spacing=spacing, device=be, return_info=True,
-                                      progress=progress.sub(k / total, (k + 1) / total, f"pair {k + 1}/{npairs}"),
-                                      **params)
+            sub = progress.sub(k / total, (k + 1) / total, f"pair {k + 1}/{npairs}")
+            if prepared is not None and prepared[k] is not None:
+                u, info = solve_motion(prepared[k], return_info=True, progress=sub,
+                                       **{n: params[n] for n in SOLVE_KEYS if n in params})
+            else:
+                u, info = estimate_motion(prev, nxt, spacing=spacing, device=be, return_info=True, progress=sub,
+                                          **params)
             pair[k] = asnumpy(u)
             infos.append(info.as_dict())
             prev = nxt

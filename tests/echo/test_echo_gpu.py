@@ -23,10 +23,10 @@ def be():
     return get_backend("cuda")
 
 
-def _ops(be, variant):
+def _ops(be, variant, half=False):
     from gpu_kernels.echo._gpu import GpuOps
 
-    return GpuOps(be, variant)
+    return GpuOps(be, variant, half=half)
 
 
 def _get(a):
@@ -95,6 +95,44 @@ def test_tensor(be, variant, kind, shape):
     np.testing.assert_allclose(_get(got), _cpu.tensor(f, m, u, kind), atol=2e-5)
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("parts", [1, 2])
+def test_tensor_parts(be, variant, parts):
+    cp = be.xp
+    shape = SHAPES[1]
+    rng = np.random.default_rng(13)
+    f, m = (rng.random(shape).astype(np.float32) for _ in range(2))
+    u = rng.standard_normal((3,) + shape).astype(np.float32)
+    got = _ops(be, variant).tensor(cp.asarray(f), cp.asarray(m), cp.asarray(u), "central", parts=parts)
+    full = _cpu.tensor(f, m, u, "central")
+    np.testing.assert_allclose(_get(got), full[:6] if parts == 1 else full[6:], atol=2e-5)
+    np.testing.assert_array_equal(_cpu.tensor(f, m, u, "central", parts=parts), full[:6] if parts == 1 else full[6:])
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_system_and_rhs_equal_finish(be, half):
+    """Kinv once per level (system) and R per warp (rhs) give what finish gives in one pass;
+    in half precision, what the CPU's rounding gives."""
+    cp = be.xp
+    shape = SHAPES[1]
+    rng = np.random.default_rng(14)
+    T = _cpu.smooth_channels(_cpu.tensor(rng.random(shape).astype(np.float32), rng.random(shape).astype(np.float32),
+                                         rng.standard_normal((3,) + shape).astype(np.float32), "central"), 1.0)
+    u0 = rng.standard_normal((3,) + shape).astype(np.float32)
+    ref = _cpu.finish(T.copy(), u0, 0.02, 0.05)
+    if half:
+        _cpu.to_half(ref)
+    ops = _ops(be, "cache", half=half)
+    J, B = cp.asarray(T[:6]), cp.asarray(T[6:])
+    Tc = ops.system(J, 0.02, 0.05)
+    assert Tc.dtype == (cp.float16 if half else cp.float32)
+    ops.rhs(Tc, J, B, cp.asarray(u0))
+    got = _natural(Tc, shape).astype(np.float32)
+    np.testing.assert_allclose(got, ref, rtol=2e-3 if half else 2e-4, atol=1e-4)
+    if half:   # every value rounds to the same half, or to its neighbour (float32 arithmetic order)
+        assert np.mean(got == ref) > 0.99
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_finish_layout(be, shape):
     cp = be.xp
@@ -155,13 +193,80 @@ def test_sor_sweep(be, variant, shape):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_half_precision_sor_sweep(be, variant):
+    cp = be.xp
+    alpha, beta = 0.03, 0.05
+    shape = SHAPES[1]
+    T, u0, Tn, u = _system(shape, seed=7)
+    _cpu.to_half(Tn)
+    ops = _ops(be, variant, half=True)
+    J = cp.asarray(T[:6])
+    Tc = ops.system(J, alpha, beta)
+    ops.rhs(Tc, J, cp.asarray(T[6:]), cp.asarray(u0))
+    ref, got = u.copy(), cp.asarray(u)
+    for c in range(4):
+        _cpu.sweep(Tn, ref, ref, c, 1.7, alpha, beta)
+        ops.sweep(Tc, got, got, c, 1.7, alpha, beta)
+    np.testing.assert_allclose(_get(got), ref, rtol=2e-3, atol=2e-3)
+
+
+def test_device_convergence_flag_matches_the_host_check(be):
+    """The SOR sweeps stop on the device at the same check as the CPU's, with the same residual."""
+    from gpu_kernels.echo import estimate_motion
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, _gt = make_pair((30, 34, 38), shift=(0.8, -0.5, 1.1), seed=11)
+    kw = dict(levels=2, warps=2, iters=40, tol=2e-3, check_every=3)
+    _, ic = estimate_motion(f, m, device="cpu", return_info=True, **kw)
+    _, ig = estimate_motion(f, m, device="cuda", return_info=True, **kw)
+    sc = [w["sweeps"] for lev in ic.levels for w in lev["warps"]]
+    sg = [w["sweeps"] for lev in ig.levels for w in lev["warps"]]
+    assert sg == sc and all(s % 3 == 0 or s == 40 for s in sg), (sc, sg)
+    rc = [w["residual"] for lev in ic.levels for w in lev["warps"]]
+    rg = [w["residual"] for lev in ig.levels for w in lev["warps"]]
+    np.testing.assert_allclose(rg, rc, rtol=2e-2)
+    # a cap larger than the host's look-ahead: the host sees the flag and stops queueing
+    _, ib = estimate_motion(f, m, device="cuda", return_info=True, levels=1, warps=1, iters=500, tol=5e-3)
+    assert ib.sweeps < 500
+
+
+@pytest.mark.parametrize("tol", [0.0, 2e-3])
+def test_one_launch_sweeps_equal_the_queued_passes(be, monkeypatch, tol):
+    """echo_sor_persistent (a warp's sweeps in one launch, grid-wide barriers) computes what
+    the four launches per sweep compute, stops at the same check, on a volume of many blocks."""
+    from gpu_kernels.echo import _gpu, estimate_motion
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, _gt = make_pair((48, 60, 70), shift=(0.8, -0.5, 1.1), seed=15)
+    kw = dict(levels=2, warps=2, iters=12, tol=tol, check_every=3, device=be, return_info=True)
+    one, i1 = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw)
+    monkeypatch.setattr(_gpu, "PERSIST_MAX_VOXELS", 0)
+    four, i4 = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw)
+    assert [w["sweeps"] for lev in i1.levels for w in lev["warps"]] == \
+        [w["sweeps"] for lev in i4.levels for w in lev["warps"]]
+    np.testing.assert_allclose(_get(one), _get(four), atol=1e-5)
+
+
+def test_prepared_solve_equals_estimate_on_gpu(be):
+    from gpu_kernels.echo import estimate_motion, prepare_motion, solve_motion
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, _gt = make_pair(40, shift=(0.8, -0.5, 1.1), seed=12)
+    prep = prepare_motion(be.xp.asarray(f), be.xp.asarray(m), device=be)
+    for alpha in (0.02, 0.05):
+        a = solve_motion(prep, alpha=alpha, tol=0)
+        b = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), device=be, alpha=alpha, tol=0)
+        np.testing.assert_array_equal(_get(a), _get(b))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("solver", ["sor", "jacobi"])
 def test_estimate_motion_gpu_equals_cpu(be, variant, solver):
     from gpu_kernels.echo import endpoint_error, estimate_motion
     from gpu_kernels.echo.synthetic import make_pair
 
     f, m, gt = make_pair((36, 40, 44), shift=(1.2, -0.7, 1.6), seed=8)
-    kw = dict(levels=3, warps=2, iters=30, tol=0, solver=solver)
+    kw = dict(levels=3, warps=2, iters=30, tol=0, solver=solver, precision="float32")
     cpu = estimate_motion(f, m, device="cpu", **kw)
     gpu, info = estimate_motion(f, m, device="cuda", variant=variant, return_info=True, **kw)
     assert isinstance(gpu, np.ndarray) and info.device.startswith("cuda")
@@ -170,6 +275,12 @@ def test_estimate_motion_gpu_equals_cpu(be, variant, solver):
     # CuPy in, CuPy out
     out = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), device=be, variant=variant, **kw)
     assert hasattr(out, "__cuda_array_interface__")
+    # the half-precision system: the GPU computes what the CPU's rounding computes
+    kw["precision"] = "float16"
+    c16 = estimate_motion(f, m, device="cpu", **kw)
+    g16 = estimate_motion(f, m, device="cuda", variant=variant, **kw)
+    assert np.abs(g16 - c16).max() < 2e-2, np.abs(g16 - c16).max()
+    assert endpoint_error(g16, gt)["mean"] < 0.2
 
 
 def test_lv_sequence_gpu_accuracy_matches_cpu(be):

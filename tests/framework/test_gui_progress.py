@@ -80,7 +80,8 @@ def test_the_expensive_stage_gets_most_of_the_bar(tool_key):
 
     stages = importlib.import_module(f"app.tools.{tool_key}").PIPELINE.stages
     w = [s.weight for s in stages]
-    assert w[0] / sum(w) >= 0.93, [(s.name, s.weight) for s in stages]
+    heavy = 2 if tool_key == "echo" else 1   # echo: the pyramids and tensors, then the solver
+    assert sum(w[:heavy]) / sum(w) >= 0.93, [(s.name, s.weight) for s in stages]
 
 
 @pytest.mark.slow

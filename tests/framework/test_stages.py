@@ -194,15 +194,15 @@ def test_echo_reference_change_reruns_only_the_trajectories():
     cache = StageCache(cap_bytes=64 << 20)
     fast = {"levels": 1, "warps": 1, "iters": 5}
     r0, rep = echo.TOOL.run_staged(data, fast, device=CPU, cache=cache)
-    assert rep.ran == ["pairs", "trajectory", "metrics"]
+    assert rep.ran == ["prepare", "pairs", "trajectory", "metrics"]
     r1, rep = echo.TOOL.run_staged(data, {**fast, "reference": 1}, device=CPU, cache=cache)
-    assert rep.ran == ["trajectory"] and rep.reused == ["pairs", "metrics"]
+    assert rep.ran == ["trajectory"] and rep.reused == ["prepare", "pairs", "metrics"]
     full = echo.run(data, {**fast, "reference": 1}, device=CPU)
     np.testing.assert_array_equal(r1.pairwise, full.pairwise)
     np.testing.assert_array_equal(r1.trajectory, full.trajectory)
     assert r1.metrics == full.metrics and r1.reference == full.reference == 1
     r2, rep = echo.TOOL.run_staged(data, {**fast, "alpha": 0.5}, device=CPU, cache=cache)
-    assert rep.ran == ["pairs", "trajectory", "metrics"]
+    assert rep.ran == ["pairs", "trajectory", "metrics"]      # the pyramids and tensors are re-used
     np.testing.assert_array_equal(r2.pairwise, echo.run(data, {**fast, "alpha": 0.5}, device=CPU).pairwise)
 
 
