@@ -307,7 +307,7 @@ def summary(result: MVSRun) -> list[str]:
                  f"depth maps {fmt_seconds(st['grow_s'])}, fusion {fmt_seconds(st['fuse_s'])})")
     n = max(len(r.maps), 1)
     lines.append(f"  samples: {st['samples']:,} in {len(r.maps)} view(s), {st['samples'] / n:,.0f} per view, "
-                 f"{1e6 * st['grow_s'] / max(st['samples'], 1):.2f} us per sample; queue share "
+                 f"{1e6 * st['grow_s'] / max(st['samples'], 1):.2f} us per sample; host share of the growing "
                  f"{100 * st['queue_s'] / max(st['grow_s'], 1e-9):.0f} %")
     for m in r.maps[:20]:
         ok = np.isfinite(m.depth)
