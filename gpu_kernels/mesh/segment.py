@@ -642,8 +642,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     prepared : PreparedMesh, optional
         :func:`prepare_mesh`'s result for these vertices and faces (then ``delta``,
         ``eta_convex``, ``max_faces``, ``simplify``, ``consensus`` and ``simplifier`` are
-        those it was made with): the run starts at the distances. The two stages of the
-        tool (:mod:`app.tools.mesh_seg`) call it so.
+        those it was made with): the run starts at the clustering (the distances are in it).
+        The two stages of the tool (:mod:`app.tools.mesh_seg`) call it so.
 
     Raises
     ------
@@ -715,10 +715,14 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                  simplify=False, consensus=False, simplifier="auto", apsp_method="auto", device=None,
                  progress=None) -> PreparedMesh:
     """The first stage of :func:`segment_mesh`: clean the mesh, build its dual graph, choose
-    the working resolution(s) and build their dual graphs (simplifying the mesh).
+    the working resolution(s), build their dual graphs (simplifying the mesh; the faces'
+    thickness at the resolution that is clustered), their all-pairs shortest paths (every
+    component of at least ``MIN_COMPONENT_FACES`` faces) and the full-to-working face mapping:
+    everything a change of k, epsilon or the iteration cap leaves as it was.
 
-    Parameters are those of :func:`segment_mesh` (``apsp_method`` and ``device`` decide
-    whether a full-resolution distance matrix would fit). Returns a :class:`PreparedMesh`.
+    Parameters are those of :func:`segment_mesh` (``apsp_method`` and ``device`` choose and run
+    the APSP, and decide whether a full-resolution distance matrix would fit). Returns a
+    :class:`PreparedMesh`.
     """
     prog = as_progress(progress)
     backend = get_backend(device)
