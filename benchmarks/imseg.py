@@ -616,6 +616,51 @@ def bench_tune_contours(items, pre_grid: list[dict], settings: list, workers: in
     return rows
 
 
+# --------------------------------------------------------------------------- live edits (issue 20)
+def bench_live(device: str = "cuda", repeat: int = 5) -> list[dict]:
+    """Edit -> result through the tool's stage cache on a 1080p photograph (the bundled coffee
+    resized): the time of ``PIPELINE.execute`` after one parameter changes (a new value each
+    time, so the changed stage really runs), which stages ran, and a full run for reference.
+    Compute only: no window (PySide6 is not on the GPU host)."""
+    from skimage.transform import resize
+
+    from app.tools import imseg as tool
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    be = get_backend(device)
+    data = tool.load(tool.samples()[0])
+    big = np.clip(np.round(resize(data.image, (1080, 1920), preserve_range=True, anti_aliasing=True)), 0, 255)
+    data = tool.ImageData(data.path, big.astype(np.uint8), ())
+    rows = []
+    cases = [("contours", "coarseness", [3.0 + 0.02 * i for i in range(repeat + 1)]),
+             ("contours", "n_segments", [20 + i for i in range(repeat + 1)]),
+             ("kmeans", "k_max", [40 + i for i in range(repeat + 1)]),
+             ("kmeans", "min_size", [400 + 8 * i for i in range(repeat + 1)])]
+    for method, name, values in cases:
+        cache = StageCache(cap_bytes=4 << 30)
+        base = tool.PARAMS.validate({"method": method})
+        for _ in range(2):  # warm-up (kernels compiled, cache filled)
+            tool.PIPELINE.execute(data, base, device=be, cache=cache, scope="live")
+        t_full = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            tool.PIPELINE.execute(data, base, device=be)
+            t_full.append(time.perf_counter() - t0)
+        ts, ran = [], []
+        for v in values[1:]:
+            p = tool.PARAMS.validate({"method": method, name: v})
+            t0 = time.perf_counter()
+            _, rep_ = tool.PIPELINE.execute(data, p, device=be, cache=cache, scope="live")
+            ts.append(time.perf_counter() - t0)
+            ran = rep_.ran
+        r = {"method": method, "edit": name, "edit_ms": round(1e3 * median(ts), 2),
+             "full_run_ms": round(1e3 * median(t_full), 2), "stages_ran": "+".join(ran), "device": be.label}
+        log(f"  live: {r}")
+        rows.append(r)
+    return rows
+
+
 # --------------------------------------------------------------------------- GPU sweep
 SWEEP_SETS = [
     {},
@@ -738,6 +783,7 @@ def main(argv=None):
     ap.add_argument("--tune-contours", default=None, metavar="JSON",
                     help='tune the contours method on BSDS train: {"pre": [{...}], "settings": [["coarseness", 3.4], '
                          '["n_segments", 30]]}')
+    ap.add_argument("--live", action="store_true", help="edit -> result at 1080p through the tool's stage cache")
     ap.add_argument("--gpu-sweep", action="store_true", help="GPU pipeline time for SWEEP_SETS at 512x512 and 4K")
     ap.add_argument("--all", action="store_true", help="speed, labelling and features")
     ap.add_argument("--sizes", default="64x64,256x256,512x512,1920x1080,3840x2160")
@@ -790,6 +836,12 @@ def main(argv=None):
         rows = bench_features(bw)
         payload["features"] = rows
         md += ["## Region features (4K)", "", generic_table(rows), ""]
+        (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
+    if args.live:
+        log("## live edits, 1080p")
+        rows = bench_live("cuda" if gpu else "cpu")
+        payload["live"] = rows
+        md += ["## Live edits (1080p, edit -> result through the stage cache)", "", generic_table(rows), ""]
         (out / "imseg_speed.json").write_text(json.dumps(payload, indent=1, default=str))
     if args.gpu_sweep and gpu:
         log("## GPU parameter sweep")

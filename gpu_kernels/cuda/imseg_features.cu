@@ -178,14 +178,16 @@ extern "C" __global__ void feat_moments(const int* __restrict__ labels, long lon
 // words, the low word's carry added to the high one). feat_moments_finish then shifts the
 // sums from the anchor to the centroid (a shift under one pixel: no cancellation).
 __device__ __forceinline__ void ft_mul128(long long a, long long b, u64& lo, u64& hi) {
-#ifdef GPULAB_EMU
-    __int128 p = (__int128)a * (__int128)b;
-    lo = (u64)p;
-    hi = (u64)(p >> 64);
-#else
-    lo = (u64)a * (u64)b;
-    hi = (u64)__mul64hi(a, b);
-#endif
+    // 64 x 64 -> 128-bit signed product from 32-bit limbs (the same code on the GPU and in
+    // the test suite's emulator): the unsigned product, then the sign correction
+    const u64 ua = (u64)a, ub = (u64)b;
+    const u64 a0 = ua & 0xffffffffULL, a1 = ua >> 32, b0 = ub & 0xffffffffULL, b1 = ub >> 32;
+    const u64 p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    const u64 mid = (p00 >> 32) + (p01 & 0xffffffffULL) + (p10 & 0xffffffffULL);
+    lo = (p00 & 0xffffffffULL) | (mid << 32);
+    hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+    if (a < 0) hi -= ub;
+    if (b < 0) hi -= ua;
 }
 
 __device__ __forceinline__ void ft_add128(u64& lo, u64& hi, u64 alo, u64 ahi) {
@@ -194,7 +196,11 @@ __device__ __forceinline__ void ft_add128(u64& lo, u64& hi, u64 alo, u64 ahi) {
     lo = s;
 }
 
-// acc: 32 words per region (lo[16], hi[16]); anchor: 2 per region (row, col)
+// acc: 32 words per region (lo[16], hi[16]); anchor: 2 per region (row, col). A thread walks
+// its FT_CHUNK items; within a run of one label on one row only sum v^j (j = 0..3, exact in
+// 64 bits) is kept per pixel, and the run adds u^i * sum v^j (one 128-bit product per
+// moment and run, not per pixel); a change of label sends the thread's sums to the region's
+// accumulators (two 64-bit atomics per moment).
 extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, long long n, int W,
                                               const int* __restrict__ order, const long long* __restrict__ anchor,
                                               u64* __restrict__ acc) {
@@ -202,7 +208,8 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
     if (i0 >= n) return;
     const long long i1 = lmin(i0 + FT_CHUNK, n);
     int rl = -1;
-    long long ar = 0, ac = 0;
+    long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
+    long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     u64 lo[16], hi[16];
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
@@ -211,47 +218,64 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
     }
     for (long long i = i0; i <= i1; ++i) {
         int l = -2;
-        long long p = 0;
+        long long p = 0, y = -1;
         if (i < i1) {
             p = order != 0 ? (long long)order[i] : i;
             l = labels[p];
+            y = p / W;
         }
-        if (l != rl) {
-            if (rl > 0) {
-                u64* dst = acc + 32 * (long long)(rl - 1);
-                for (int k = 1; k < 16; ++k) {
-                    u64 old = atomicAdd((unsigned long long*)&dst[k], (unsigned long long)lo[k]);
-                    u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
-                    atomicAdd((unsigned long long*)&dst[16 + k], (unsigned long long)(hi[k] + carry));
+        if (l != rl || y != ry) {
+            if (rl > 0 && s0 > 0) {  // the run ends: add u^i * sum v^j
+                const long long pu[4] = {1, u1, u2, u3};
+                const long long sv[4] = {s0, s1, s2, s3};
+#pragma unroll
+                for (int a = 0; a < 4; ++a) {
+#pragma unroll
+                    for (int b = 0; b < 4; ++b) {
+                        if (a == 0 && b == 0) continue;
+                        u64 plo, phi;
+                        ft_mul128(pu[a], sv[b], plo, phi);
+                        ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
+                    }
+                }
+            }
+            s0 = s1 = s2 = s3 = 0;
+            if (l != rl) {
+                if (rl > 0) {
+                    u64* dst = acc + 32 * (long long)(rl - 1);
+#pragma unroll
+                    for (int k = 1; k < 16; ++k) {
+                        u64 old = atomicAdd((unsigned long long*)&dst[k], (unsigned long long)lo[k]);
+                        u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
+                        atomicAdd((unsigned long long*)&dst[16 + k], (unsigned long long)(hi[k] + carry));
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < 16; ++k) {
+                    lo[k] = 0ULL;
+                    hi[k] = 0ULL;
+                }
+                rl = l;
+                if (l > 0) {
+                    ar = anchor[2 * (l - 1)];
+                    ac = anchor[2 * (l - 1) + 1];
                 }
             }
             if (i >= i1) break;
-            rl = l;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                lo[k] = 0ULL;
-                hi[k] = 0ULL;
-            }
+            ry = y;
             if (l > 0) {
-                ar = anchor[2 * (l - 1)];
-                ac = anchor[2 * (l - 1) + 1];
+                u1 = y - ar;
+                u2 = u1 * u1;
+                u3 = u2 * u1;
             }
         }
         if (l <= 0) continue;
-        const long long y = p / W, x = p - y * W;
-        const long long u = y - ar, v = x - ac;
-        const long long pu[4] = {1, u, u * u, u * u * u};
-        const long long pv[4] = {1, v, v * v, v * v * v};
-#pragma unroll
-        for (int a = 0; a < 4; ++a) {
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-                if (a == 0 && b == 0) continue;
-                u64 plo, phi;
-                ft_mul128(pu[a], pv[b], plo, phi);
-                ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
-            }
-        }
+        const long long v = (p - y * W) - ac;
+        const long long v2 = v * v;
+        s0 += 1;
+        s1 += v;
+        s2 += v2;
+        s3 += v2 * v;
     }
 }
 

@@ -119,15 +119,17 @@ class StageTimer:
     wall-clock on the CPU."""
 
     def __init__(self, be):
-        self.be = be
+        # the Event class only, not the backend: a timer sits in stage outputs that the stage
+        # cache walks for their size (and a backend holds lazily filled caches)
         self.cuda = is_cupy(be)
+        self._event = be.xp.cuda.Event if self.cuda else None
         self.names: list[str] = []
         self.marks: list = []
         self._start = self._now()
 
     def _now(self):
         if self.cuda:
-            ev = self.be.xp.cuda.Event()
+            ev = self._event()
             ev.record()
             return ev
         return time.perf_counter()
@@ -146,7 +148,9 @@ class StageTimer:
                 self.marks[-1].synchronize()
         for name, m in zip(self.names, self.marks, strict=True):
             if self.cuda:
-                dt = self.be.xp.cuda.get_elapsed_time(prev, m) / 1e3
+                import cupy
+
+                dt = cupy.cuda.get_elapsed_time(prev, m) / 1e3
             else:
                 dt = m - prev
             out[name] = out.get(name, 0.0) + float(dt)

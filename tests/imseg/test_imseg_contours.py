@@ -154,3 +154,19 @@ def test_kernels_in_the_emulator_give_the_cpu_labels(kw):
     np.testing.assert_array_equal(a.labels, b.labels)
     assert a.info["merge_rounds"] == b.info["merge_rounds"] and a.syncs == 2
     np.testing.assert_array_equal(a.features["area"], b.features["area"])
+
+
+def test_size_guard_makes_large_merges_dearer():
+    """The merge cost carries (1 + SIZE_K f^3), f = the merged area's share of the image: a
+    merge covering most of the image costs several times what it would without the guard,
+    a merge of two small regions almost the same (float32 costs, as the kernel's)."""
+    area = np.array([100, 200, 30_000, 60_000], np.int64)
+    rsum = np.array([[16 * 50, 0, 0], [16 * 52, 0, 0], [16 * 40, 0, 0], [16 * 45, 0, 0]], np.int64) * area[:, None]
+    a, b = np.array([0, 2]), np.array([1, 3])
+    el, eg = np.array([20, 300]), np.array([20 * 16, 300 * 16])
+    npx = float(area.sum())
+    plain = C.merge_cost_np(area, rsum, a, b, el, eg, 16.0, C.B0, 1e-3, npx, 0.0).astype(np.float64)
+    guard = C.merge_cost_np(area, rsum, a, b, el, eg, 16.0, C.B0, 1e-3, npx, C.SIZE_K).astype(np.float64)
+    f = (area[a] + area[b]) / npx
+    np.testing.assert_allclose(guard / plain, 1 + C.SIZE_K * f ** 3, rtol=1e-6)
+    assert guard[0] / plain[0] < 1.001 and guard[1] / plain[1] > 5

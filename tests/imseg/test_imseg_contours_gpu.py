@@ -84,7 +84,7 @@ def test_region_features_deterministic_and_match_cpu():
     R = int(labels.max())
     runs = []
     for method in ("runs", "runs", "sort"):
-        f = F.features_device(be, cp.asarray(labels), R, *labels.shape, cp.asarray(img), 3, method, True)
+        f = F.features_device(be, cp.asarray(labels).ravel(), R, *labels.shape, cp.asarray(img), 3, method, True)
         runs.append({k: cp.asnumpy(v) for k, v in f.items()})
     for k in runs[0]:
         if k == "intensity_mean_lab":  # float sums of CIELAB: not exact
