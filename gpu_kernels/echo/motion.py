@@ -593,8 +593,19 @@ def solve_motion(
                   progress=progress, own=False)
 
 
-def _solve(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, omega, precision, check_every, initial_flow,
-           return_info, progress, own: bool, t_start: float | None = None):
+def _solve(prep: Prepared, **kw):
+    try:
+        return _solve_levels(prep, **kw)
+    finally:
+        # the cached facades' launches hold this solve's arrays: let them go, cancelled or not
+        me = threading.get_ident()
+        for key, ops in list(_OPS.items()):
+            if key[4] == me:
+                ops.release()
+
+
+def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, omega, precision, check_every,
+                  initial_flow, return_info, progress, own: bool, t_start: float | None = None):
     t_start = time.perf_counter() if t_start is None else t_start
     be = prep.be
     progress = as_progress(progress)
@@ -691,8 +702,6 @@ def _solve(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, omega, pre
                 ws.append({"sweeps": n_sw, "residual": res})
             lev_info["warps"] = ws
         ops.sync()
-        if hasattr(ops, "release"):
-            ops.release()
         progress.update(1.0, "done")
         out = u if prep.cupy_in else asnumpy(u)
     info.seconds = time.perf_counter() - t_start
