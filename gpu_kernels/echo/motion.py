@@ -32,12 +32,25 @@ voxel with the 3x3 system of each voxel solved exactly (coupled point relaxation
 
 Each level stops on a residual tolerance (the RMS of the block-Jacobi-preconditioned
 residual, i.e. of the change a point solve would make, in voxels of that level, checked
-every ``check_every`` sweeps) or on the sweep cap ``iters``.
+every ``check_every`` sweeps) or on the sweep cap ``iters``. On the GPU the check is made on
+the device: the remaining passes of a converged warp return at once, so the host queues a
+warp's whole budget without waiting, and on levels of at most 64^3 voxels a warp's sweeps run
+in one launch (grid-wide barriers between the colour passes; ``_gpu.PERSIST_MAX_VOXELS``).
 
 Warping and multiresolution: on each level of a pyramid (axes halved while they stay at
 least ``MIN_LEVEL_SIZE`` voxels and no coarser than about 1.5x the finest spacing, so thick
 slices are not halved), ``warps`` times: warp the moving volume by the current field
-(trilinear, fused into the tensor kernel), rebuild ``J_rho`` and re-solve for the total field.
+(trilinear, fused into the data-term kernel), rebuild the data term and re-solve for the
+total field. Only the three channels ``K_rho * (grad I It)`` change with the warp: the six
+spatial channels of ``J_rho`` and the inverse of each voxel's 3x3 matrix are built once per
+level, and :func:`prepare_motion` keeps the pyramids and spatial tensors, which none of the
+solver's parameters change, for any number of :func:`solve_motion` calls (the window's live
+tuning re-runs only the solver on an alpha edit).
+
+System precision (``precision``): the per-voxel system every sweep reads (inverse matrix and
+right-hand side) is stored as IEEE halves by default: the same EPE to 4 digits at 128^3 and
+256^3 and the same ACDC registration as float32, the same sweeps to every residual down to
+1e-4, 18.5 instead of 24 floats per voxel at the peak (benchmarks/results/echo_issue24.md, H100).
 
 Kernel variants (``variant``), the paper's central experiment: ``"smem"`` tiles z-slices of
 the volume with halos in shared memory and marches through z (gradient/tensor kernel and
@@ -52,8 +65,8 @@ against 0.103 at 128^3), no pre-smoothing (sigma 1 raises the EPE from 0.103 to 
 0.0139 against 0.0126; 0.2 over-constrains: 0.162), SOR with omega 1.8, 3 warps, automatic
 levels (3 at 128^3: same EPE as 4, 2.6 ms faster), and the residual tolerance 1e-3 with a cap
 of 10 sweeps per warp (caps of 5, 10 and 40 all give EPE 0.103; no tolerance at all costs 2.3x
-the time for no gain). The combination of these defaults was measured on the CPU path (EPE
-0.101 at 128^3, which computes the same function); its GPU time is not yet measured.
+the time for no gain). With these defaults the H100 takes 9.5 ms for a 128^3 pair and 40 ms
+for 256^3 (EPE 0.1006 and 0.0985; benchmarks/results/echo_issue24.md).
 
 Example
 -------
