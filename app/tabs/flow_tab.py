@@ -328,8 +328,11 @@ class FlowTab(ToolTab):
         self.stats_label.setText(
             f"{result.params['method']} on {result.device} in {fmt_seconds(result.elapsed)}<br>"
             f"flow: mean {mag.mean():.2f} px, largest {mag.max():.2f} px<br>quality: mean {q.mean():.2f}")
-        fp = getattr(result.flow, "params", {}) or {}
-        self.form.show_chosen({k: fp[k] for k in ("levels", "iters") if isinstance(fp.get(k), int)})
+        fp = dict(getattr(result.flow, "params", {}) or {})
+        if result.params["method"] == "search":     # the form's iters / warps are the TV-L1's there
+            fp["iters"], w = fp.get("tv_iters"), fp.get("warps")
+            fp["warps"] = w[0] if isinstance(w, tuple) and len(w) == 1 else None
+        self.form.show_chosen({k: fp[k] for k in ("levels", "iters", "warps") if isinstance(fp.get(k), int)})
         m = result.metrics
         if m is not None:
             self.metrics_label.setText(

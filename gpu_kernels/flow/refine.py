@@ -315,7 +315,9 @@ class _GpuIter:
 #: capture each level's iteration loop into a CUDA graph and replay it per warp (fewer launches)
 _USE_GRAPHS = True
 #: levels of at most this many pixels run all their TV-L1 iterations in one block and one launch
-SMALL_LEVEL = 16384
+#: (tv_iterate_block). Off (0): the kernel agrees with the per-iteration launches on an H100
+#: (tests/flow/test_flow_gpu.py), but its 1080p time was not measured; 16384 turns it on.
+SMALL_LEVEL = 0
 
 
 #: smallest smoothness weight of the edge-aware total variation (its inverse caps ginv)

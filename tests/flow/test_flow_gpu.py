@@ -329,6 +329,8 @@ def test_small_level_block_kernel_matches_launches(monkeypatch):
     from gpu_kernels.flow.search import inverse_search_flow
 
     img1, img2, _, _ = _large_pair()
+    monkeypatch.setattr(refine, "SMALL_LEVEL", 16384)
+    monkeypatch.setattr(_plan, "ENABLED", False)
     a = inverse_search_flow(img1[:120, :160], img2[:120, :160], device="cuda").to_numpy()
     monkeypatch.setattr(refine, "SMALL_LEVEL", 0)
     monkeypatch.setattr(_plan, "ENABLED", False)
