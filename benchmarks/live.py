@@ -45,10 +45,10 @@ MVS_VIEWS = "0,1"
 #: (display-only parameter, new value) -- None where the tool declares none
 EDITS = {
     "mesh-seg": (("k", 4), ("delta", 0.3), ("shading", 0.8)),
-    "flow": (("lam", 0.2), ("lam", 0.1), None),
-    "echo": (("reference", 1), ("alpha", 0.5), None),
-    "mvs": (("fuse_tol", 0.02), ("ncc_accept", 0.5), None),
-    "imseg": (("min_size", 128), ("k_max", 12), None),
+    "flow": (("quality_map", "ncc"), ("patch", 12), ("flow_style", "Arrows")),
+    "echo": (("reference", 1), ("alpha", 0.5), ("overlay", "Jacobian determinant")),
+    "mvs": (("fuse_tol", 0.02), ("ncc_accept", 0.5), ("show", "Confidence")),
+    "imseg": (("min_size", 128), ("k_max", 12), ("picture_style", "mean")),
 }
 
 

@@ -146,6 +146,20 @@ class PendingJob:
         return cls("run", token=job[1], params=dict(job[2]), device=job[3], request=job[4] if len(job) > 4 else 0)
 
 
+
+def _deliver_resizes(root: QWidget) -> None:
+    """Hidden widgets keep their resize events until shown: deliver them now, so that views
+    that fit their content on resize (pictures, plots) are laid out at their new size before
+    they are rendered off screen (the swipe view's pictures)."""
+    from PySide6.QtCore import QCoreApplication, QSize
+    from PySide6.QtGui import QResizeEvent
+
+    for w in reversed([root, *root.findChildren(QWidget)]):   # the innermost first: a parent fits to them
+        if w.testAttribute(Qt.WidgetAttribute.WA_PendingResizeEvent):
+            w.setAttribute(Qt.WidgetAttribute.WA_PendingResizeEvent, False)
+            QCoreApplication.sendEvent(w, QResizeEvent(w.size(), QSize(-1, -1)))
+
+
 class ToolTab(QWidget):
     """One tool of the window (see the module docstring).
 
@@ -1067,8 +1081,10 @@ class ToolTab(QWidget):
             self._pinned_slot = slot
             box = QWidget()
             box.setObjectName(f"{self.settings_key}-pinned")
+            box.setMinimumSize(1, 1)   # the pinned copy may shrink below its views' minimum: a pin never widens the window
             lay = QVBoxLayout(box)
             lay.setContentsMargins(0, 0, 0, 0)
+            lay.setSizeConstraint(QVBoxLayout.SizeConstraint.SetNoConstraint)
             self.pinned_caption = QLabel("")
             self.pinned_caption.setStyleSheet("background: #fff3c4; padding: 2px 6px;")
             lay.addWidget(self.pinned_caption)
@@ -1133,11 +1149,13 @@ class ToolTab(QWidget):
             size = self.view.size()
         if not self.view.isVisible():  # hidden behind the swipe view: laid out at its size, rendered off screen
             self.view.resize(size)
+            _deliver_resizes(self.view)
         if not self._pinned_box.isVisible():  # the pinned view gets the live view's size (below its caption)
             lay = self._pinned_box.layout()
             self._pinned_box.resize(size.width(), size.height() + self.pinned_caption.sizeHint().height()
                                     + max(0, lay.spacing()))
             lay.activate()
+            _deliver_resizes(self._pinned_box)
         live = self.view.grab()
         pinned = self._pinned_slot["view"].grab()
         if not live.isNull() and not pinned.isNull() and pinned.size() != live.size():

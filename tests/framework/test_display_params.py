@@ -106,3 +106,22 @@ def test_a_display_edit_redraws_without_a_job_and_keeps_the_result(name, open_ta
     qtbot.wait(300)                                      # the history step is recorded after its debounce
     assert tab.undo()
     assert tab.form.values()[n] == tool.params[n].default and widget_value(w) == tool.params[n].default
+
+
+@pytest.mark.parametrize("name", ["mvs", "echo"])
+def test_a_pin_never_widens_the_tab(name, open_tab, qtbot, tmp_path):
+    """The pinned copy of a wide view (MVS: map and 3-D view) may shrink: pinning in a
+    1280 x 800 window once made it 1883 px wide, past the screen."""
+    tool = tool_by_name(name)
+    data, base, _ = _input(name)
+    tab = open_tab(tool.tab_class(), size=(1000, 700))
+    tab.host.device = "cpu"
+    tab.set_input(data, getattr(data, "path", None) or tmp_path / f"{name}.in")
+    tab.form.set_values(base)
+    with qtbot.waitSignal(tab.result_shown, timeout=120000):
+        assert tab.run(device="cpu")
+    qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=60000)
+    w0 = tab.width()
+    assert tab.pin()
+    qtbot.wait(300)
+    assert tab.width() <= w0 + 8        # a splitter handle at most (it grew by ~650 px before)
