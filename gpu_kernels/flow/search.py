@@ -241,9 +241,35 @@ class _Patches:
         self.c = (self.Ty * self.Ty).sum(1)
         self.n = patch * patch
         self.patch = patch
+        self.oy_r = np.repeat(self.oy, self.Nx).astype(np.float32)
+        self.ox_r = np.tile(self.ox, self.Ny).astype(np.float32)
+        self._I2 = None
+
+    def _windows(self, I2):
+        """(P + 1) x (P + 1) windows of I2 padded by its edge values, P + 2 pixels a side."""
+        if self._I2 is not I2:
+            m = self.patch + 2
+            self._pad = np.pad(I2, m, mode="edge")
+            self._win = np.lib.stride_tricks.sliding_window_view(self._pad, (self.patch + 1, self.patch + 1))
+            self._I2, self._m = I2, m
+        return self._win
 
     def cost(self, I2, u, v):
-        Wv = _bilinear_take(I2, self.fx + u[:, None], self.fy + v[:, None])
+        # The patch moves as a whole, so its bilinear weights are the same at every sample: one
+        # (P + 1)^2 window of the edge-padded image per patch, then the same three lerps as the
+        # kernel's ops_bilinear (a window past the padding holds edge values only, as clamping does).
+        win = self._windows(I2)
+        P, m = self.patch, self._m
+        fu, fv = np.floor(u), np.floor(v)
+        a = (u - fu)[:, None, None]
+        b = (v - fv)[:, None, None]
+        x0 = np.clip(self.ox_r + fu + m, 0, win.shape[1] - 1).astype(np.intp)
+        y0 = np.clip(self.oy_r + fv + m, 0, win.shape[0] - 1).astype(np.intp)
+        B = win[y0, x0]
+        p00, p01, p10, p11 = B[:, :-1, :-1], B[:, :-1, 1:], B[:, 1:, :-1], B[:, 1:, 1:]
+        top = p00 + a * (p01 - p00)
+        bot = p10 + a * (p11 - p10)
+        Wv = (top + b * (bot - top)).reshape(-1, P * P)
         Wv -= Wv.sum(1, keepdims=True) * np.float32(1.0 / self.n)
         r = Wv - self.T
         return (r * r).sum(1), r
