@@ -579,11 +579,17 @@ def _tune_contours_one(job):
     comps, R = _label.label_np(cells, 4)
     g = C.region_graph_np(comps, R, gq, q)
     out = []
+    inv = 1.0 / math.sqrt(h * w)
     for kind, v in settings:
+        # ("coarseness", c) and ("n_segments", k) as the defaults run them (size guard, clean-up);
+        # ("guard", [k, c]): the coarseness c with the size guard's weight k instead of SIZE_K
         if kind == "coarseness":
-            into, _, rounds = C.merge_np(g, 0, C.coarseness_threshold(v), 1.0 / math.sqrt(h * w))
+            into, _, rounds = C.merge_np(g, 0, C.coarseness_threshold(v), inv, min_area=C.min_region_area(S))
+        elif kind == "guard":
+            into, _, rounds = C.merge_np(g, 0, C.coarseness_threshold(v[1]), inv, min_area=C.min_region_area(S),
+                                         size_k=float(v[0]))
         else:
-            into, _, rounds = C.merge_np(g, int(v), math.inf, 1.0 / math.sqrt(h * w))
+            into, _, rounds = C.merge_np(g, int(v), math.inf, inv)
         seg, _ = C._resolve(into)
         m = evaluate(seg[comps - 1], gts, gt_boundaries=gbs)
         m["rounds"] = rounds
@@ -782,7 +788,7 @@ def main(argv=None):
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--tune-contours", default=None, metavar="JSON",
                     help='tune the contours method on BSDS train: {"pre": [{...}], "settings": [["coarseness", 3.4], '
-                         '["n_segments", 30]]}')
+                         '["n_segments", 30], ["guard", [7, 3.3]]]}')
     ap.add_argument("--live", action="store_true", help="edit -> result at 1080p through the tool's stage cache")
     ap.add_argument("--gpu-sweep", action="store_true", help="GPU pipeline time for SWEEP_SETS at 512x512 and 4K")
     ap.add_argument("--all", action="store_true", help="speed, labelling and features")
