@@ -11,9 +11,10 @@ The default method (``search``). Stages, each a pure function of arrays:
 2. **coarse matching** (:func:`coarse_match`, at every level from the coarsest to the working
    level + ``finest_patch_level``): DIS's inverse search (Kroeger et al., "Fast optical flow
    using dense inverse search", ECCV 2016). Patches of ``patch`` x ``patch`` pixels on a grid
-   of about ``stride`` pixels start from the flow at their centre; at the coarsest level every
-   integer shift within ``radius`` of it is tried (a zero start cannot find motions wider than
-   the patch); then ``rounds`` times: the best of the patch's own flow and its four grid
+   of about ``stride`` pixels start from the flow at their centre; at the ``radius_levels`` (2)
+   coarsest levels every integer shift within ``radius`` of it is tried (a zero start cannot
+   find motions wider than the patch; the second level finds small fast objects that a patch of
+   the coarsest level cannot see); then ``rounds`` times: the best of the patch's own flow and its four grid
    neighbours' (spatial propagation, as in PatchMatch and DIS), and ``iters / rounds``
    inverse-compositional Gauss-Newton steps on the mean-normalised SSD. The lowest-cost flow
    seen is kept, so a patch never ends worse than it started.
@@ -25,11 +26,19 @@ The default method (``search``). Stages, each a pure function of arrays:
    :mod:`gpu_kernels.flow.refine` at every level, from the densified flow: it removes the
    patches' blockiness, brings sub-pixel accuracy, and corrects the coarser levels' errors
    (each level's matching starts again from the refined flow, so errors are not frozen in).
-   Stages 2-4 alternate per level (:func:`coarse_to_fine`).
+   The total variation is edge-aware (weighted by ``exp(-edge |grad I1|)``, so motions break at
+   the first frame's edges rather than bleed over flat background) and the data term
+   occlusion-robust (weighted by ``1 / (1 + (r / occ)^2)``, ``r`` the residual at the current
+   flow, so pixels that cannot be matched are filled in by the smoothness). Stages 2-4
+   alternate per level (:func:`coarse_to_fine`).
 5. **quality map** (:func:`quality_map`): the local NCC of the first frame and the warped
    second, times the forward-backward consistency with a backward flow solved one level
-   coarser (``quality="fb"``, ~25 % more time), lowered for large motions; ``quality="ncc"``
-   keeps the one-pass NCC map.
+   coarser (``quality="fb"``, ~70 % more time at 1080p), lowered for large motions;
+   ``quality="ncc"`` keeps the one-pass NCC map.
+
+The tool runs three stages (:func:`stage_pyramids`, :func:`stage_flow`, :func:`stage_quality`)
+so that a live edit re-runs only what it changes; :func:`inverse_search_flow` runs them in one
+go. Figures: benchmarks/results/flow_session2.md.
 
 On the GPU the kernels are ``cuda/flow_search.cu`` (one thread per patch; one per pixel for
 densification) and ``cuda/flow_tvl1.cu``, the whole pipeline captured once as a CUDA graph
