@@ -918,7 +918,8 @@ class ToolTab(QWidget):
         self._refresh_swipe()
         self.result_changed.emit()
         self.result_shown.emit()
-        self._set_status(f"Redrawn in {fmt_seconds(time.perf_counter() - t0)} (display only, no job)")
+        took = "" if bound_only else f" in {fmt_seconds(time.perf_counter() - t0)}"   # bound: the widget drew it
+        self._set_status(f"Redrawn{took} (display only, no job)")
 
     def _say_cost(self, names: list[str]) -> None:
         """On a slow device, say what a change costs: the stage it re-runs from and its last time."""
@@ -1090,6 +1091,8 @@ class ToolTab(QWidget):
             lay.addWidget(self.pinned_caption)
             lay.addWidget(view, 1)
             self._pinned_box = box
+            self._view_min = self.view.minimumSize()   # both halves may shrink while pinned (unpin restores)
+            self.view.setMinimumSize(1, 1)
             sizes = self.splitter.sizes()
             self.splitter.insertWidget(1, box)
             half = max(200, sizes[1] // 2)
@@ -1176,6 +1179,9 @@ class ToolTab(QWidget):
                 child.close_view()
             v.setParent(None)
             v.deleteLater()
+            if getattr(self, "_view_min", None) is not None:
+                self.view.setMinimumSize(self._view_min)
+                self._view_min = None
         if self.pin_button.isChecked():
             self.pin_button.blockSignals(True)
             self.pin_button.setChecked(False)
