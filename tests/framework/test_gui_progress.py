@@ -75,13 +75,15 @@ def test_flow_refinement_reports_inside_the_finest_level():
 @pytest.mark.parametrize("tool_key", ["echo", "flow"])
 def test_the_expensive_stage_gets_most_of_the_bar(tool_key):
     """Echo's pairs take 99 % of a CPU run (the trajectories and metrics got 13 % of the bar);
-    flow's metrics ~6 %."""
+    flow's quality map ~10 % and its metrics ~6 % (benchmarks/results/live_framework_cpu.json:
+    a quality-map change 0.22 s of a 2.2 s run)."""
     import importlib
 
     stages = importlib.import_module(f"app.tools.{tool_key}").PIPELINE.stages
     w = [s.weight for s in stages]
-    heavy = 2 if tool_key == "echo" else 1   # echo: the pyramids and tensors, then the solver
-    assert sum(w[:heavy]) / sum(w) >= 0.93, [(s.name, s.weight) for s in stages]
+    heavy = 2   # echo: the pyramids and tensors, then the solver; flow: the pyramids, then matching + TV-L1
+    least = 0.93 if tool_key == "echo" else 0.8
+    assert sum(w[:heavy]) / sum(w) >= least, [(s.name, s.weight) for s in stages]
 
 
 @pytest.mark.slow
