@@ -149,3 +149,32 @@ def test_reader_survives_corrupt_files(reader, tmp_path):
 def test_every_format_reader_is_registered():
     names = {r.name for r in READERS}
     assert {"mesh", "seg labels", "image"} <= names
+
+
+@pytest.mark.parametrize("reader", [r for r in READERS if r.name in ("volume", "image", "mesh", "echo study")],
+                         ids=lambda r: r.name)
+def test_the_input_registry_dispatches_the_corrupt_cases_quickly(reader, tmp_path):
+    """The window's Open and drop, the generated commands and batch ask the reader registry
+    (app.io.registry) which tool takes a path before any reader runs: on every corrupt case
+    (FIFOs, dangling links, empty, truncated, huge files, folders of them) it answers at once,
+    never opens a FIFO and never raises."""
+    import time
+
+    from app.io.registry import INPUT_KINDS, kinds_for
+
+    files = _cases(reader, tmp_path)
+    t0 = time.perf_counter()
+    for f in [*files, tmp_path / "cases", tmp_path / "src"]:
+        kinds = kinds_for(f)
+        assert all(k.name in INPUT_KINDS for k in kinds)
+        for k in INPUT_KINDS.values():
+            k.files_in(f if f.is_dir() else f.parent)
+            k.partner(f)
+            k.truth_beside(f)
+    assert time.perf_counter() - t0 < 30.0   # ~1 s on a quiet core; no hang on a FIFO
+    # the folder of cases holds files of this reader's kind: a folder input where the kind takes folders
+    names = {k.name for k in kinds_for(tmp_path / "cases")}
+    if reader.name in ("volume", "echo study"):
+        assert "volumes" in names
+    if reader.name == "image":
+        assert {"frames", "image"} <= names
