@@ -94,7 +94,7 @@ __all__ = [
 from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
 #: coarseness 0..10: the merge threshold is 10^coarseness (cost units above); chosen on the
-#: 200 BSDS500 training images (benchmarks/results/imseg_contours.md)
+#: 200 BSDS500 training images with the size guard (benchmarks/results/imseg_session2.md)
 DEFAULT_COARSENESS = _d.DEFAULT_COARSENESS
 MIN_COARSENESS, MAX_COARSENESS = _d.MIN_COARSENESS, _d.MAX_COARSENESS
 #: 0: the number of segments follows from the coarseness
@@ -112,7 +112,7 @@ GMAX = float(1 << 20)
 #: the boundary weight's offset (gradient units)
 B0 = 0.5
 #: the size guard's weight k in (1 + k f^3), f = merged area / image area (chosen on the 200
-#: BSDS500 training images, benchmarks/results/imseg_contours.md)
+#: BSDS500 training images, benchmarks/results/imseg_session2.md)
 SIZE_K = 7.0
 MAX_ROUNDS = 100_000
 NF = 1024
