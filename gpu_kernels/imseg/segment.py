@@ -42,7 +42,6 @@ from gpu_kernels.imseg._util import (
     activated,
     allow_sync,
     as_image,
-    download,
     is_cupy,
 )
 from gpu_kernels.jobs import as_progress
@@ -80,9 +79,6 @@ DEFAULT_SIGMA_COLOR = _color.DEFAULT_SIGMA_COLOR
 DEFAULT_CONNECTIVITY = _d.DEFAULT_CONNECTIVITY
 DEFAULT_MIN_SIZE = _merge.DEFAULT_MIN_SIZE
 
-#: from this many pixels the GPU result comes back through the pinned, packed download
-#: (below it one get() per array measured faster: 0.36 against 1.95 ms at 512 x 512)
-_PINNED_FROM = 1 << 20
 STAGES = ("upload", "bilateral", "quantise", "kmeans", "labelling", "min_size", "features", "download")
 
 
@@ -393,15 +389,7 @@ def _segment_gpu(be, qt, p, features, moments, label_method, global_step, featur
         progress.update(0.7, "region features")
         feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
     timer.mark("features")
-    if is_cupy(be) and h * w >= _PINNED_FROM:
-        # large images: one packed copy through a pinned staging buffer (pageable copies of
-        # the two label images ran at ~2 GB/s: 30 ms at 4K)
-        host = download(be, {"__labels": labels_d, "__clusters": clusters, "__centres": centres, **feats_d})
-        labels = host.pop("__labels").reshape(h, w)
-        clusters_h = host.pop("__clusters").reshape(h, w)
-        centres_h = host.pop("__centres")[:k]
-        feats = host
-    elif is_cupy(be):
+    if is_cupy(be):
         with allow_sync():
             labels = labels_d.get().reshape(h, w)
             clusters_h = clusters.get().reshape(h, w)
