@@ -349,15 +349,17 @@ def demo(out_dir, *, device: Backend, progress: Progress | None = None) -> list[
 
 
 def batch_items(paths: list[pathlib.Path]) -> list[BatchItem]:
-    """Consecutive frame pairs of each video or frame folder; image files pair up in turn."""
+    """Consecutive frame pairs of each video or frame folder; image files pair up in turn (what
+    a folder, a video and an image are: the reader registry's ``frames`` kind)."""
+    kind = TOOL.input
     items: list[BatchItem] = []
     for p in paths:
-        if p.is_dir() or p.suffix.lower() in video_io.VIDEO_EXTENSIONS:
+        if p.is_dir() or kind.is_sequence_file(p):
             seq = video_io.FrameSequence(p)
             for i in range(seq.n_pairs):
                 items.append(BatchItem(f"{p.stem}-{i:05d}", (str(p),), {"pair": i}))
             seq.close()
-    imgs = [p for p in paths if p.is_file() and p.suffix.lower() in image_io.IMAGE_EXTENSIONS]
+    imgs = [p for p in paths if p.is_file() and kind.matches(p) and not kind.is_sequence_file(p)]
     for a, b in zip(imgs, imgs[1:], strict=False):
         items.append(BatchItem(f"{a.stem}-{b.stem}", (str(a), str(b))))
     return items
