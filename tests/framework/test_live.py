@@ -204,13 +204,18 @@ def test_a_tiny_cap_still_gives_correct_results(tab, qtbot):
     assert tab.cache.host_bytes <= tab.cache.cap_bytes
 
 
-def test_undo_and_redo_restore_parameters_and_cached_results(tab, qtbot):
+def _live_then_two_level_edits(tab, qtbot):
+    """Live on, then level 0.5 -> 0.3 -> 0.7, each shown and recorded as a history step."""
     tab.live_check.setChecked(True)
     wait_idle(qtbot, tab)
     for v in (0.3, 0.7):
         tab.form.editor("level").setValue(v)
         wait_idle(qtbot, tab)
     qtbot.wait(LIVE_DEBOUNCE_MS + 50)
+
+
+def test_undo_and_redo_restore_parameters_and_cached_results(tab, qtbot):
+    _live_then_two_level_edits(tab, qtbot)
     CALLS.clear()
     qtbot.keyClick(tab.form.editor("blur"), "z", modifier=qtbot_ctrl())  # Ctrl+Z from inside the tab
     wait_idle(qtbot, tab)
@@ -352,12 +357,7 @@ def test_with_live_on_a_new_input_shows_its_result(tab, qtbot, tmp_path):
 
 
 def test_the_history_menu_lists_each_change_and_jumps_to_a_step(tab, qtbot):
-    tab.live_check.setChecked(True)
-    wait_idle(qtbot, tab)
-    for v in (0.3, 0.7):
-        tab.form.editor("level").setValue(v)
-        wait_idle(qtbot, tab)
-    qtbot.wait(LIVE_DEBOUNCE_MS + 50)
+    _live_then_two_level_edits(tab, qtbot)
     steps = tab.history_steps()
     assert steps[0] == "Start" and steps[1].endswith("0.5 → 0.3") and steps[2].endswith("0.3 → 0.7"), steps
     tab._fill_history_menu()
