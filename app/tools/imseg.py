@@ -186,14 +186,14 @@ def load(path, *, progress: Progress | None = None) -> ImageData:
     opens its first image, and the folder's images can then be stepped through."""
     progress = as_progress(progress)
     path = pathlib.Path(path)
+    kind = TOOL.input   # what a folder of images is: the reader registry's "image" kind
     if path.is_dir():
-        files = image_io.list_images(path)
+        files = kind.files_in(path)
+        if not files:
+            raise InputError(f"{path}: the folder holds no images ({', '.join(kind.patterns)})")
         path = files[0]
     else:
-        try:
-            files = image_io.list_images(path.parent) if path.parent.is_dir() else [path]
-        except InputError:
-            files = [path]
+        files = kind.files_in(path.parent) or [path]
     img = image_io.read_image(path, mode="keep")
     if img.ndim == 3 and img.shape[2] == 2:  # grey + alpha
         img = img[..., 0]
