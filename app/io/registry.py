@@ -188,7 +188,7 @@ class InputKind:
             return False
         if any(p.name.lower().endswith(holds) and not self._excluded(p.name) for p in entries):
             return True
-        return self.dicom and any(_is_dicom(p) for p in entries[:3])
+        return self.dicom and any(p.suffix.lower() == ".dcm" or _is_dicom(p) for p in entries[:3])
 
     def accepts(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` is an input of this kind: a matching file, or a folder it accepts."""

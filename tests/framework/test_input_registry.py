@@ -195,3 +195,31 @@ def test_the_window_opens_a_dropped_folder_in_the_tab_the_registry_names(qtbot, 
         assert win.open_path(tmp_path)
     assert tab.data.n_frames == 2 and tab.data.names == ["a.nii.gz", "b.nii.gz"]
     win.close()
+
+
+def test_a_dicom_series_folder_is_a_volumes_input_and_reads_as_one_volume(tmp_path):
+    import locale
+
+    sitk = pytest.importorskip("SimpleITK")
+    saved = locale.setlocale(locale.LC_ALL)          # GDCM's writer sets the C locale
+    try:
+        v = np.random.default_rng(2).integers(0, 1000, size=(4, 8, 9)).astype(np.int16)
+        folder = tmp_path / "series"
+        folder.mkdir()
+        writer = sitk.ImageFileWriter()
+        writer.KeepOriginalImageUIDOn()
+        for z in range(v.shape[0]):
+            sl = sitk.GetImageFromArray(v[z])
+            for tag, val in [("0020|000e", "1.2.826.0.1.3680043.2.1125.1.7"), ("0020|0032", f"0\\0\\{2.0 * z}"),
+                             ("0020|0013", str(z + 1)), ("0020|0037", "1\\0\\0\\0\\1\\0"), ("0008|0060", "MR")]:
+                sl.SetMetaData(tag, val)
+            writer.SetFileName(str(folder / f"IM{z:04d}.dcm"))
+            writer.Execute(sl)
+            (folder / f"IM{z:04d}.dcm").rename(folder / f"IM{z:04d}")   # no extension, as scanners write them
+    finally:
+        locale.setlocale(locale.LC_ALL, saved)
+    assert [k.name for k in registry.kinds_for(folder)] == ["volumes"]
+    assert check_input("volumes", folder) == folder
+    s = read_sequence(folder)
+    assert s.n_frames == 1 and s.shape == v.shape
+    np.testing.assert_array_equal(s.frames[0], v)
