@@ -63,7 +63,13 @@ def _import_cupy():
     try:
         import cupy  # noqa: F401
     except Exception as exc:  # ImportError, or a broken CUDA install
-        return f"CuPy is not installed ({type(exc).__name__}: {exc})".splitlines()[0]
+        # CuPy wraps a failed import in a banner that starts with a blank line; the cause is the
+        # line after "Original error:" (a frozen bundle missing a module showed only "ImportError: ")
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        cause = next((lines[i + 1] for i, ln in enumerate(lines[:-1]) if ln == "Original error:"), None)
+        detail = cause or f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+        missing = isinstance(exc, ModuleNotFoundError) and exc.name == "cupy"
+        return f"CuPy is {'not installed' if missing else 'installed but cannot be imported'} ({detail})"
     return cupy
 
 

@@ -101,3 +101,29 @@ def test_cuda_runtime_hook_puts_the_bundle_first_in_the_site_packages(tmp_path):
     assert run() == ["False", "False"]  # no nvidia/ folder: a CPU bundle's site is left alone
     (tmp_path / "nvidia").mkdir()
     assert run() == ["True", "True"]
+
+
+@pytest.mark.parametrize("body, want", [
+    (None, "CuPy is not installed (ModuleNotFoundError: No module named 'cupy')"),
+    ("raise ImportError('\\n' + '=' * 64 + '\\nFailed to import CuPy.\\n\\nOriginal error:\\n"
+     "  ModuleNotFoundError: No module named \\'graphlib\\'\\n' + '=' * 64)",
+     "CuPy is installed but cannot be imported (ModuleNotFoundError: No module named 'graphlib')"),
+    ("raise OSError('libcuda.so.1: cannot open shared object file')",
+     "CuPy is installed but cannot be imported (OSError: libcuda.so.1: cannot open shared object file)"),
+])
+def test_the_reason_for_the_numpy_path_names_the_cause(tmp_path, body, want):
+    """What `gpulab info` and the About box say when CuPy fails to import: CuPy's own error is a
+    banner that starts with a blank line (a frozen CUDA bundle said only "ImportError: ")."""
+    if body is not None:
+        (tmp_path / "cupy").mkdir()
+        (tmp_path / "cupy" / "__init__.py").write_text(body + "\n")
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            + ("sys.modules['cupy'] = None\n" if body is None else "")
+            + "from gpu_kernels import backend\nprint(backend._import_cupy())\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    got = r.stdout.strip()
+    if body is None:  # sys.modules[name] = None: Python's own wording
+        assert got.startswith("CuPy is not installed (ModuleNotFoundError: "), got
+    else:
+        assert got == want
