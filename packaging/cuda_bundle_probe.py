@@ -1,10 +1,15 @@
 """Without a GPU: do a CUDA bundle's CUDA libraries load and its NVRTC compile gpulab's kernels?
 
     BUILD_VENV/bin/python packaging/cuda_bundle_probe.py STAGE/gpulab/_internal [ARCH]
+    gpulab -B -S -I -c "from multiprocessing.forkserver import main; import runpy; \
+        runpy.run_path('packaging/cuda_bundle_probe.py', run_name='__main__')"     (inside the bundle)
 
 Run with the build venv's Python (it has CuPy and cuda-pathfinder), after `make package
-CUDA_EXTRA=cudaNN`. It does what the bundle's runtime hook (pyi_rth_gpulab_cuda.py) does, but
-with only the bundle as site-packages, so every library is looked up in the bundle: NVRTC,
+CUDA_EXTRA=cudaNN`; or inside the frozen app itself (package-check does: PyInstaller's
+multiprocessing hook runs a `-c` line that starts with that import, which is how the frozen app
+runs Python code it was not built with). With the venv's Python it does what the bundle's runtime
+hook (pyi_rth_gpulab_cuda.py) does, but with only the bundle as site-packages; inside the bundle,
+the runtime hook itself is tested. Either way every library is looked up in the bundle: NVRTC,
 cudart, cuBLAS(Lt), cuFFT, cuRAND, cuSOLVER, cuSPARSE, nvJitLink and the CUDA headers; then the
 bundled NVRTC compiles every .cu source in the bundle for ARCH (default sm_90) to a cubin. None of
 that needs a driver. What it cannot show: kernels running, which needs a GPU host (the frozen
@@ -19,13 +24,20 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    frozen = getattr(sys, "frozen", False)
+    if not argv and not frozen:
         print(__doc__)
         return 2
-    internal = str(pathlib.Path(argv[0]).resolve())
-    arch = argv[1] if len(argv) > 1 else "sm_90"
-    site.getsitepackages = lambda prefixes=None: [internal]
-    site.ENABLE_USER_SITE = False
+    internal = str(pathlib.Path(sys._MEIPASS if frozen else argv[0]).resolve())
+    arch = (argv[1:] if not frozen else argv)[:1] or ["sm_90"]
+    arch = arch[0]
+    if not frozen:
+        site.getsitepackages = lambda prefixes=None: [internal]
+        site.ENABLE_USER_SITE = False
+    import cupy
+
+    print(f"  CuPy {cupy.__version__} from {cupy.__file__.replace(internal, '_internal')}"
+          + (" (inside the frozen app)" if frozen else ""))
     from cuda.pathfinder import find_nvidia_header_directory, load_nvidia_dynamic_lib
 
     bad = 0

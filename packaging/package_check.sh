@@ -65,6 +65,16 @@ case "$NAME" in
      if grep -q "cupy: [0-9]" "$WORK/info.txt"; then fail "a CPU-only bundle that carries CuPy"; fi ;;
 esac
 
+if [ "$CUDA_BUNDLE" = 1 ]; then
+  step "inside the frozen app: CuPy imports, the CUDA libraries come from the bundle, its NVRTC compiles gpulab's kernels"
+  # PyInstaller's multiprocessing hook runs a `-c` line that starts with this import (with the
+  # interpreter flags multiprocessing passes): the one way to run a script inside the frozen app
+  "$G" -B -S -I -c "from multiprocessing.forkserver import main; import runpy, sys; sys.argv = ['probe']; \
+runpy.run_path('$ROOT/packaging/cuda_bundle_probe.py', run_name='__main__')" > "$WORK/cuda-probe.log" 2>&1 \
+    || { cat "$WORK/cuda-probe.log"; fail "CuPy / CUDA libraries / NVRTC inside the frozen app"; }
+  sed 's/^/   /' "$WORK/cuda-probe.log"
+fi
+
 step "gpulab mesh-seg on the bundled creature, shortest paths in worker processes (--apsp cpu-mt)"
 S="$APP/_internal/app/resources/samples"
 "$G" --device cpu mesh-seg "$S/creature.ply" --apsp cpu-mt -o "$WORK/run/creature-parts.ply" --quiet \
