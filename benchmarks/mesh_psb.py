@@ -369,6 +369,8 @@ CV_GRID = [
     {"name": "consensus 2000/4000/6000", "params": {"consensus": True}, "what": "both", "pools": ["all"]},
     {"name": "auto tau 1.8", "set": ["segment.AUTO_K_STRENGTH=1.8"], "what": "auto", "pools": ["all", "speed"]},
     {"name": "auto elbow", "set": ["segment.AUTO_K_RULE=elbow"], "what": "auto", "pools": ["all", "speed"]},
+    {"name": "no thickness contrast", "set": ["dualgraph.SDF_MERGE=0"], "what": "both", "pools": ["all", "speed"]},
+    {"name": "thickness contrast 0.25", "set": ["dualgraph.SDF_MERGE=0.25"], "what": "both", "pools": ["all", "speed"]},
 ]
 
 
