@@ -117,6 +117,7 @@ AUTO_K_RELATIVE = 0.4
 #: k = "auto" only: the thickness contrast of the merges (dualgraph.SDF_MERGE) gets a further
 #: ``x d^2`` term (d the clusters' difference of mean log thickness), so that a thin part
 #: meeting a thick one (a leg, a handle) stops the merging while a small difference does not
+#: (0.5 / 1 / 2 cross-validated worse than 0: benchmarks/results/mesh_cv.md, run 7)
 AUTO_K_SDF_QUADRATIC = 0.0
 #: "merge" (the rule above), "elbow" (stop at the elbow of the merge curve, see
 #: :func:`elbow_stop`) or "gap" (the farthest-point gap rule of Katz & Tal)
