@@ -73,6 +73,7 @@ from gpu_kernels.mesh.cluster import fuzzy_cluster
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
 from gpu_kernels.mesh.metrics import contingency
+from gpu_kernels.mesh.nearest import kd_nearest
 from gpu_kernels.mesh.simplify import available_simplifiers, simplify_mesh, transfer_memberships
 
 __all__ = [
@@ -825,7 +826,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
-                   cKDTree(gs.centroids).query(graph.centroids, k=1, workers=-1)[1].astype(np.int64)
+                   kd_nearest(cKDTree(gs.centroids), graph.centroids)[1].astype(np.int64)
                    for _, gs, patch in working]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,

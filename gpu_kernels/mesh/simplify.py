@@ -25,6 +25,8 @@ import importlib.util
 import numpy as np
 from scipy.spatial import cKDTree
 
+from gpu_kernels.mesh.nearest import kd_nearest
+
 __all__ = ["SIMPLIFIER", "available_simplifiers", "simplify_mesh", "transfer_memberships"]
 
 #: "auto" (the first of "fast+pymeshlab", "pymeshlab", "fast" whose packages are installed),
@@ -118,6 +120,6 @@ def transfer_memberships(src_centroids, src_P, dst_centroids) -> tuple[np.ndarra
     Returns ``(P, nearest)``: (F_dst, K) float32 and the (F_dst,) source face index.
     """
     tree = cKDTree(np.asarray(src_centroids, dtype=np.float64))
-    _, nearest = tree.query(np.asarray(dst_centroids, dtype=np.float64), k=1, workers=-1)
+    _, nearest = kd_nearest(tree, np.asarray(dst_centroids, dtype=np.float64))
     nearest = np.asarray(nearest, dtype=np.int64)
     return np.asarray(src_P, dtype=np.float32)[nearest], nearest

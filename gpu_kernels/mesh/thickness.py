@@ -39,6 +39,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
+from gpu_kernels.mesh.nearest import kd_nearest
+
 __all__ = ["face_thickness", "SMOOTH_RINGS"]
 
 #: rings of dual-graph neighbours over which log thickness is averaged (area-weighted)
@@ -91,7 +93,7 @@ def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, a
         averaged over ``SMOOTH_RINGS`` rings of neighbours.
     xp : array module, optional
         CuPy: the nearest-sample searches run on the GPU (brute force); else a k-d tree on
-        every CPU core.
+        every CPU core (:func:`~gpu_kernels.mesh.nearest.kd_nearest`: safe to interrupt).
 
     The balls touch the surface samples (vertices and centroids); a ball that never meets
     the far side (an open or a flat mesh) stops at the mesh's bounding-box diagonal.
@@ -110,7 +112,7 @@ def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, a
         tree = cKDTree(samples)
 
         def query(c):
-            return tree.query(c, k=1, workers=-1)
+            return kd_nearest(tree, c)
     diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0))) or 1.0
     r = np.full(F, 0.5 * diag)
     active = np.ones(F, dtype=bool)
