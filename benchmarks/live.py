@@ -46,9 +46,9 @@ MVS_VIEWS = "0,1"
 EDITS = {
     "mesh-seg": (("k", 4), ("delta", 0.3), ("shading", 0.8)),
     "flow": (("quality_map", "ncc"), ("patch", 12), ("flow_style", "Arrows")),
-    "echo": (("reference", 1), ("alpha", 0.5), ("overlay", "Jacobian determinant")),
+    "echo": (("reference", 1), ("rho", 2.5), ("overlay", "Jacobian determinant")),
     "mvs": (("fuse_tol", 0.02), ("ncc_accept", 0.5), ("show", "Confidence")),
-    "imseg": (("min_size", 128), ("k_max", 12), ("picture_style", "mean")),
+    "imseg": (("coarseness", 3.0), ("sigma", 1.5), ("picture_style", "mean")),
 }
 
 
@@ -106,8 +106,9 @@ def load_input(tool, quick: bool):
         from app.tools import imseg
 
         data = imseg.load(imseg.samples()[0])
-        if not quick:
-            data = dataclasses.replace(data, image=_resize(data.image, (1080, 1920)))
+        # 1080p on the CPU too: the contours method takes about a second there, and at the
+        # sample's size the 150 ms debounce alone would decide the edit-to-shown ratio
+        data = dataclasses.replace(data, image=_resize(data.image, (1080, 1920)))
         return data, {}
     raise KeyError(name)
 
