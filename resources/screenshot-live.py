@@ -25,7 +25,7 @@ PLAN = {
     "flow": ("frame1.png", {}, ("lam", 8.0), ("flow_style", "Arrows")),
     "echo": ("lv_synthetic.npz", {"levels": 2, "iters": 20}, ("alpha", 0.2), ("overlay", "Jacobian determinant")),
     "mvs": ("synth_par.txt", {"views": "0"}, ("ncc_accept", 0.85), ("show", "Confidence")),
-    "imseg": ("coffee.jpg", {}, ("min_size", 4000), ("picture_style", "mean")),
+    "imseg": ("coffee.jpg", {}, ("coarseness", 2.6), ("picture_style", "mean")),
 }
 
 
