@@ -67,6 +67,27 @@ class MvsTab(ToolTab):
         self._live = None  # (view, depth) of the running job's preview
         return split
 
+    def pin(self) -> bool:
+        """Pinned, the map and the 3-D view of each result stack vertically: side by side in
+        half the width, the 3-D views were squeezed to slivers."""
+        ok = super().pin()
+        if ok:
+            self._stack_views(Qt.Orientation.Vertical)
+        return ok
+
+    def unpin(self) -> None:
+        super().unpin()
+        self._stack_views(Qt.Orientation.Horizontal)
+
+    def _stack_views(self, orientation) -> None:
+        views = [self.view] + ([self._pinned_slot["view"]] if self._pinned_slot is not None else [])
+        for v in views:
+            if isinstance(v, QSplitter) and v.orientation() != orientation:
+                v.setOrientation(orientation)
+                n = max(1, v.count())
+                extent = v.height() if orientation == Qt.Orientation.Vertical else v.width()
+                v.setSizes([max(1, extent // n)] * n)
+
     def build_controls(self) -> list[QWidget]:
         g = QGroupBox("Reference view")
         lay = QVBoxLayout(g)
