@@ -138,18 +138,26 @@ class ImsegTab(ToolTab):
         swatches = vis.mean_colors(np.arange(len(f.get("label", [])) + 1), f, result.data.image)[1:] if f else None
         self.table.set_features(f, swatches)
         self.table_title.setText(f"<b>Regions</b> ({seg.n_regions:,}; click a row or a region)")
-        self.timings.setText(self._timings_text(result))
+        report = self.last_report if result is self.result else None
+        self.timings.setText(self._timings_text(result, report))
         self._redraw()
 
     @staticmethod
-    def _timings_text(result) -> str:
+    def _timings_text(result, report=None) -> str:
         st = imseg.stage_times(result)
         s = result.seg
         rows = "".join(f"<tr><td>{k}</td><td align='right'>{fmt_seconds(v)}</td></tr>" for k, v in st)
         sync = f"; {s.syncs} host synchronisation(s)" if result.device != "cpu" else ""
-        return (f"<table>{rows}<tr><td><b>total</b></td><td align='right'><b>{fmt_seconds(result.elapsed)}</b>"
+        total = "total"
+        cached = ""
+        if report is not None and report.reused:
+            # a live re-run: the stage rows keep the times of the run that computed them
+            total = "total, this run"
+            names = ", ".join(report.labels.get(n, n) for n in report.reused)
+            cached = f"<br>re-used from the cache: {names} (their times are from the run that made them)"
+        return (f"<table>{rows}<tr><td><b>{total}</b></td><td align='right'><b>{fmt_seconds(result.elapsed)}</b>"
                 f"</td></tr></table>on {result.device}{sync}; {s.n_clusters} clusters, "
-                f"{s.info.get('merge_rounds', 0)} merging round(s)")
+                f"{s.info.get('merge_rounds', 0)} merging round(s){cached}")
 
     # ------------------------------------------------------------------ drawing
     def current_style(self) -> str | None:

@@ -92,3 +92,24 @@ def test_folder_steps_and_bad_file(qtbot, tab, tab_runner, tmp_path, errors_of):
     qtbot.wait(20)
     assert errors_of and "zz-broken.png" in " ".join(errors_of[-1][:2])
     assert tab.input_path.name == "frame1.png"
+
+
+def test_stages_panel_names_the_stages_a_live_rerun_reused():
+    """A live re-run keeps the re-used stages' earlier times in the Stages panel: it must say
+    which ones came from the cache, and that the total is this run's."""
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    img = np.zeros((48, 64, 3), np.uint8)
+    img[:, 32:] = 200
+    data = imseg.ImageData(None, img)
+    be, cache = get_backend("cpu"), StageCache()
+    p = imseg.PARAMS.validate({})
+    imseg.TOOL.run_staged(data, p, device=be, cache=cache)
+    res, rep = imseg.TOOL.run_staged(data, {**p, "coarseness": 2.5}, device=be, cache=cache)
+    assert rep.reused, rep
+    text = ImsegTab._timings_text(res, rep)
+    assert "total, this run" in text and "re-used from the cache" in text
+    assert rep.labels.get(rep.reused[0], rep.reused[0]) in text
+    plain = ImsegTab._timings_text(res, None)
+    assert "re-used" not in plain
