@@ -357,6 +357,18 @@ def _launch_seed(name: str, grid, block) -> int:
     return (base * 6364136223846793005 + h * 1442695040888963407) % (1 << 64) or 1
 
 
+def _kind(dtype) -> str:
+    """The kind of ``_SCALARS``: "b" (bool), "f" (floating) or "i" (any integer)."""
+    return "b" if dtype.kind == "b" else ("f" if dtype.kind == "f" else "i")
+
+
+def _slot(address: int, keep: list) -> int:
+    """The address of a pointer argument's slot (kept alive in ``keep`` until the launch)."""
+    slot = ctypes.c_void_p(address)
+    keep.append(slot)
+    return ctypes.addressof(slot)
+
+
 class EmuKernel:
     """One kernel; called as a ``cupy.RawKernel`` is: ``k(grid, block, args, shared_mem=0)``."""
 
@@ -382,31 +394,24 @@ class EmuKernel:
                     self._fail(f"argument {i} ({p.name}) is not a C-contiguous array")
                 want = _SCALARS.get(p.base) or _VECTORS.get(p.base)
                 if want is not None and a.size:
-                    kind = "b" if a.dtype.kind == "b" else ("f" if a.dtype.kind == "f" else "i")
+                    kind = _kind(a.dtype)
                     ok = (kind, a.dtype.itemsize) == want or (want == ("i", 1) and kind == "b") or \
                         (want == ("b", 1) and a.dtype.itemsize == 1) or \
                         (want == ("i", 2) and a.dtype == np.float16)      # halves as unsigned short
                     if not ok:
                         self._fail(f"argument {i} ({p.name}): a {a.dtype} array for a {p.ctype}")
-                slot = ctypes.c_void_p(a.ctypes.data)
-                keep.append(slot)
-                return ctypes.addressof(slot)
+                return _slot(a.ctypes.data, keep)
             if isinstance(a, np.integer) and a.dtype.itemsize == 8:     # NULL (or a raw address)
-                slot = ctypes.c_void_p(int(a))
-                keep.append(slot)
-                return ctypes.addressof(slot)
+                return _slot(int(a), keep)
             ptr = getattr(a, "ptr", None)
             if isinstance(ptr, int):
-                slot = ctypes.c_void_p(ptr)
-                keep.append(slot)
-                return ctypes.addressof(slot)
+                return _slot(ptr, keep)
             self._fail(f"argument {i} ({p.name}, {p.ctype}): expected an array, got {type(a).__name__}")
         kind, size = _SCALARS[p.base]
         want = _CTYPE_OF[(kind, size)]
-        if not isinstance(a, np.generic) or isinstance(a, np.ndarray):
+        if not isinstance(a, np.generic):
             self._fail(f"argument {i} ({p.name}): pass a numpy {want} scalar for a {p.ctype}, got {type(a).__name__}")
-        akind = "b" if a.dtype.kind == "b" else ("f" if a.dtype.kind == "f" else "i")
-        if (akind, a.dtype.itemsize) != (kind, size):
+        if (_kind(a.dtype), a.dtype.itemsize) != (kind, size):
             self._fail(f"argument {i} ({p.name}): pass a numpy {want} scalar for a {p.ctype}, got a {a.dtype} scalar")
         buf = np.array(a)
         keep.append(buf)
@@ -510,16 +515,21 @@ class _Ptr:
         return self.ptr
 
 
+def _to_host(a, order="C", out=None) -> np.ndarray:
+    """``cupy.asnumpy`` / ``ndarray.get``: a plain NumPy copy, or written into ``out``."""
+    r = np.array(a, order=order)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
 class EmuArray(np.ndarray):
     """A NumPy array with the CuPy methods host code calls: ``get``, ``set``, ``data.ptr``.
     Reductions give 0-d arrays, as in CuPy."""
 
     def get(self, stream=None, order="C", out=None, blocking=True):
-        a = np.array(self, order=order)
-        if out is not None:
-            out[...] = a
-            return out
-        return a
+        return _to_host(self, order, out)
 
     def set(self, arr, stream=None):
         self[...] = arr
@@ -539,7 +549,7 @@ class EmuArray(np.ndarray):
 def _to_emu(r):
     if type(r) is np.ndarray:
         return r.view(EmuArray)
-    if isinstance(r, np.generic) and not isinstance(r, np.ndarray):
+    if isinstance(r, np.generic):
         return np.asarray(r).view(EmuArray)
     if isinstance(r, tuple):
         return tuple(_to_emu(x) for x in r)
@@ -735,11 +745,7 @@ class _EmuCupy:
     cuda = _cuda
 
     def asnumpy(self, a, stream=None, order="C", out=None, blocking=True):
-        r = np.array(a, order=order)
-        if out is not None:
-            out[...] = r
-            return out
-        return r
+        return _to_host(a, order, out)
 
     def get_default_memory_pool(self):
         return _MemPool()
