@@ -46,7 +46,8 @@ from .formats import SEQUENCE_NAMES
 from .inputs import failure_reason
 from .registry import input_kind
 
-__all__ = ["EchoStudy", "read_sequence", "read_pair", "with_frames", "with_truth", "SEQUENCE_NAMES"]
+__all__ = ["EchoStudy", "read_sequence", "read_pair", "with_frames", "with_truth", "SEQUENCE_NAMES",
+           "sequence_file"]
 
 _GT = re.compile(r"gt_(\d+)_(\d+)(\.npy)?")
 _MASK = re.compile(r"myocardium_(\d+)(\.(nii\.gz|nii|npy|npz|mha|nrrd))?")
@@ -128,7 +129,8 @@ def read_pair(fixed, moving, *, progress: Progress | None = None) -> EchoStudy:
     return data
 
 
-def _sequence_file(folder: pathlib.Path) -> pathlib.Path | None:
+def sequence_file(folder: pathlib.Path) -> pathlib.Path | None:
+    """The ``sequence.*`` file ``gpulab echo-synth`` wrote in ``folder``, if any."""
     return next((folder / n for n in SEQUENCE_NAMES if (folder / n).is_file()), None)
 
 
@@ -186,7 +188,7 @@ def _truth_stored(data: EchoStudy, path: pathlib.Path) -> EchoStudy:
 
 
 def _read_folder(path: pathlib.Path, progress) -> EchoStudy:
-    seq_file = _sequence_file(path)
+    seq_file = sequence_file(path)
     if seq_file is not None:                      # written by gpulab echo-synth
         data = _from_volume(volume_io.read_volume(seq_file), seq_file.name)
         data.path = path

@@ -151,7 +151,7 @@ def batch_items(paths: list[pathlib.Path]) -> list[BatchItem]:
     threes: list[pathlib.Path] = []
     for p in paths:
         if p.is_dir():
-            seq = next((p / n for n in _formats.SEQUENCE_NAMES if (p / n).is_file()), None)
+            seq = _study.sequence_file(p)
             items += batch_items([seq] if seq is not None else input_kind("volumes").files_in(p))
             continue
         vol = volume_io.read_volume(p)
