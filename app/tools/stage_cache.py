@@ -223,6 +223,3 @@ def shared_cache() -> StageCache:
         if _SHARED is None:
             _SHARED = StageCache()
         return _SHARED
-
-
-# ----------------------------------------------------------------------------- the pipeline
