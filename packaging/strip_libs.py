@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
         return 0
     before = loads(libs, root)
     backup = Path(tempfile.mkdtemp(prefix="gpulab-strip-"))
-    saved, stripped, restored = 0, [], []
+    saved, stripped, restored, unstrippable = 0, [], [], []
     try:
         for i, p in enumerate(libs):
             if not before.get(str(p)):
@@ -98,6 +98,7 @@ def main(argv: list[str]) -> int:
             size = p.stat().st_size
             if subprocess.run(["strip", "--strip-unneeded", str(p)], capture_output=True).returncode != 0:
                 shutil.copy2(keep, p)
+                unstrippable.append(p)
                 continue
             stripped.append((p, keep, size))
         after = loads([p for p, _, _ in stripped], root)
@@ -119,9 +120,12 @@ def main(argv: list[str]) -> int:
     finally:
         shutil.rmtree(backup, ignore_errors=True)
     n_ok = len(stripped) - len(restored)
+    n_unloadable = len(libs) - len(stripped) - len(unstrippable)
     print(f"   stripped {n_ok} of {len(libs)} unstripped libraries, {saved / 1e6:.1f} MB saved "
-          f"({len(libs) - len(stripped)} left as they were: they do not load alone, so a strip "
+          f"({n_unloadable} left as they were: they do not load alone, so a strip "
           "could not be checked)")
+    for p in unstrippable:
+        print(f"   left as it was (strip failed on it): {p.relative_to(root)}")
     for p in restored:
         print(f"   put back (did not load after strip): {p.relative_to(root)}")
     for p, _, size in sorted(stripped, key=lambda t: -t[2])[:8]:
