@@ -156,7 +156,7 @@ PARAMS = ParamSet([
 LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "tol", "solver", "omega", "variant",
                 "derivative", "precision")
 #: what the pyramids and structure tensors depend on (the solver's parameters do not change them)
-PREPARE_KEYS = ("rho", "sigma", "levels", "derivative", "variant")
+PREPARE_KEYS = _M.PREPARE_KEYS
 
 
 

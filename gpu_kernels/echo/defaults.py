@@ -8,7 +8,7 @@ __all__ = ["DEFAULT_ALPHA", "DEFAULT_BETA", "DEFAULT_RHO", "DEFAULT_SIGMA", "DEF
            "DEFAULT_ITERS", "DEFAULT_TOL", "DEFAULT_SOLVER", "DEFAULT_SOR_OMEGA", "DEFAULT_VARIANT",
            "DEFAULT_DERIVATIVE", "DEFAULT_CHECK_EVERY", "DEFAULT_PRECISION", "SOLVERS", "PRECISIONS", "VARIANTS", "DERIVATIVES", "SYNTH_SIZE",
            "SYNTH_MIN_SIZE", "SYNTH_MAX_SIZE", "SYNTH_FRAMES", "SYNTH_NOISE", "SYNTH_DECORRELATION", "SYNTH_CONTRACTION",
-           "SYNTH_SHORTENING", "SYNTH_TWIST"]
+           "SYNTH_SHORTENING", "SYNTH_TWIST", "PREPARE_KEYS", "SOLVE_KEYS"]
 
 DEFAULT_ALPHA = 0.02
 DEFAULT_BETA = 0.02
@@ -32,6 +32,9 @@ SOLVERS = ("sor", "jacobi")
 PRECISIONS = ("float32", "float16")
 VARIANTS = ("cache", "smem")
 DERIVATIVES = ("central", "forward")
+#: the parameters of motion.prepare_motion (pyramids, tensors) and of motion.solve_motion
+PREPARE_KEYS = ("rho", "sigma", "levels", "derivative", "variant")
+SOLVE_KEYS = ("alpha", "beta", "warps", "iters", "tol", "solver", "omega", "precision")
 
 # -- the synthetic echo generator (gpu_kernels.echo.synthetic; ``gpulab echo-synth``)
 #: edge length in voxels of the generated volume

@@ -150,6 +150,8 @@ from gpu_kernels.echo.defaults import (  # noqa: E402
     DEFAULT_WARPS,
     DERIVATIVES,
     PRECISIONS,
+    PREPARE_KEYS,
+    SOLVE_KEYS,
     SOLVERS,
     VARIANTS,
 )
@@ -462,9 +464,8 @@ def _restrict_flow(ops, u, coarse_shape, fac):
     return out
 
 
-#: the parameters of :func:`prepare_motion` and of :func:`solve_motion`
-PREPARE_KEYS = ("rho", "sigma", "levels", "derivative", "variant")
-SOLVE_KEYS = ("alpha", "beta", "warps", "iters", "tol", "solver", "omega", "precision")
+#: the parameters of :func:`prepare_motion` and of :func:`solve_motion` (declared in
+#: gpu_kernels.echo.defaults, imported above)
 
 #: volumes from this many voxels release the pool's cached blocks before the finest level,
 #: when the estimate needs more than this share of the free device memory
