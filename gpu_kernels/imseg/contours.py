@@ -682,10 +682,6 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
 # Each takes the outputs of the stages before it and returns a new dict (never changing its
 # inputs: the tool's stage cache may hand them to the next run). On the GPU the arrays stay
 # on the device until stage_finish; ``t`` holds each stage's seconds (CUDA events).
-def _timer(be):
-    return StageTimer(be)
-
-
 def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
     """Stage 1: the checked image, its 8-bit copy on the device, blurred CIELAB and the
     fixed-point gradient and colour."""
@@ -707,7 +703,7 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
         raise TooLargeError(h * w, int(h * w * 0.9 * free / need), unit="pixels", where="the GPU",
                             remedy="downscale the image or segment it on the CPU (--device cpu)")
     with activated(be):
-        timer = _timer(be)
+        timer = StageTimer(be)
         img_d = be.xp.asarray(u8)
         timer.mark("upload")
         sm, gq, q = colour_device(be, img_d, h, w, c8, p["sigma"])
@@ -731,7 +727,7 @@ def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
         out.update(comps=comps, R=int(R), t={"superpixels": time.perf_counter() - t0})
         return out
     with activated(be):
-        timer = _timer(be)
+        timer = StageTimer(be)
         syncs = SyncCounter()
         cells = slic_device(be, col["sm"], col["q"], h, w, S, p["compactness"], SLIC_ITERATIONS)
         comps, total = _label.unionfind_device(be, cells, h, w, 4)
@@ -764,7 +760,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
     with activated(be):
         xp = be.xp
         n = h * w
-        timer = _timer(be)
+        timer = StageTimer(be)
         syncs = SyncCounter()
         into, state = graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], thr,
                                          inv_norm, timer=timer, min_area=min_area)
@@ -804,7 +800,7 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
                                  info={**info, "sync_reasons": []})
     with activated(be):
         xp = be.xp
-        timer = _timer(be)
+        timer = StageTimer(be)
         feats_d = {}
         if features:
             src = col["img_d"] if img.dtype == np.uint8 else xp.asarray(img)
