@@ -111,18 +111,23 @@ xvfb-deps:
 	  fi; \
 	fi
 
+# $(call apt-install,CHECK,PACKAGES,NOTE,FAIL): when the shell test CHECK fails, apt-get install
+# PACKAGES if root (apt-get update only when the plain install fails); otherwise print NOTE, and
+# exit 1 when FAIL is 1. No comma inside an argument.
+apt-install = if ! { $(1); }; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing through apt: $(2)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    { apt-get install -y -qq --no-install-recommends $(2) >/dev/null 2>&1 || \
+	      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(2) >/dev/null; }; } \
+	      || { echo "apt-get install $(2) failed"; exit 1; }; \
+	  else echo "$(3)"; $(if $(filter 1,$(4)),exit 1;) fi; \
+	fi
+
 # a C++ compiler for the tests that run the CUDA kernels on the CPU (tests/cuda_emu); installed
 # through apt when missing and root, otherwise those tests skip and say why
 emu-deps:
-	@if ! command -v g++ >/dev/null 2>&1 && ! command -v c++ >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing through apt: g++ (the CUDA emulator's tests)"; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    { apt-get install -y -qq --no-install-recommends g++ >/dev/null 2>&1 || \
-	      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends g++ >/dev/null; }; } \
-	      || { echo "apt-get install g++ failed"; exit 1; }; \
-	  else echo "Note: no C++ compiler; the emulated CUDA kernel tests will skip (apt-get install g++)."; fi; \
-	fi
+	@$(call apt-install,command -v g++ >/dev/null 2>&1 || command -v c++ >/dev/null 2>&1,g++,Note: no C++ compiler; the emulated CUDA kernel tests will skip (apt-get install g++).,0)
 
 # ------------------------------------------------------------------ run
 HAVE_DISPLAY := $(or $(DISPLAY),$(WAYLAND_DISPLAY))
@@ -167,15 +172,7 @@ bench: $(STAMP_RUN)
 # ------------------------------------------------------------------ packaging (packaging/README.md)
 # desktop-file-validate and appstreamcli, through apt when missing and root
 desktop-deps:
-	@if ! command -v desktop-file-validate >/dev/null 2>&1 || ! command -v appstreamcli >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing through apt: desktop-file-utils appstream"; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    { apt-get install -y -qq --no-install-recommends desktop-file-utils appstream >/dev/null 2>&1 || \
-	      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends desktop-file-utils appstream >/dev/null; }; } \
-	      || { echo "apt-get install desktop-file-utils appstream failed"; exit 1; }; \
-	  else echo "desktop-check needs desktop-file-validate and appstreamcli (apt-get install desktop-file-utils appstream)"; exit 1; fi; \
-	fi
+	@$(call apt-install,command -v desktop-file-validate >/dev/null 2>&1 && command -v appstreamcli >/dev/null 2>&1,desktop-file-utils appstream,desktop-check needs desktop-file-validate and appstreamcli (apt-get install desktop-file-utils appstream),1)
 
 desktop-check: desktop-deps
 	desktop-file-validate packaging/linux/org.gpulab.gpulab.desktop
