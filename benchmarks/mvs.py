@@ -554,7 +554,7 @@ def main(argv=None):
         if dev != "cpu" and args.tune_only:
             reconstruct(scene, views=[0], device=dev, fuse=False)  # warm
         grid = [("batch 65536", {"batch_size": 65536}), ("batch 4096", {"batch_size": 4096}),
-                ("no overlap", {"overlap": False}), ("ncc 0.7", {"ncc_accept": 0.7}),
+                ("ncc 0.7", {"ncc_accept": 0.7}),
                 ("fuse 3 views", {"fuse_min_views": 3}), ("window 7", {"window": 7}),
                 ("ncc 0.5", {"ncc_accept": 0.5}), ("min std 0.04", {"optimize_params": OptimizeParams(min_ref_std=0.04)}),
                 ("min std 0.02", {"optimize_params": OptimizeParams(min_ref_std=0.02)}),
