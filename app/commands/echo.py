@@ -135,14 +135,13 @@ def run_synth(args: argparse.Namespace) -> int:
     prm = SYNTH_PARAMS.from_args(args)       # validated (ranges) by the declared Params
     be = select_device(args)
     progress = cli_progress(quiet=args.quiet)
-    shown = dict(prm)
     fmt = prm.pop("format")
     prm["spacing"] = (prm["spacing"],) * 3
     seq = lazy_module("gpu_kernels.echo.synthetic").make_sequence(device=be, progress=progress.sub(0.0, 0.5, "render"),
                                                                   **prm)
     written = echo.write_synthetic(out, seq, fmt=fmt, progress=progress.sub(0.5, 1.0, "truth"))
     end_progress_line()
-    print(f"synthetic sequence: {shown['frames']} frames of {shown['size']}^3 voxels, seed {shown['seed']}")
+    print(f"synthetic sequence: {prm['frames']} frames of {prm['size']}^3 voxels, seed {prm['seed']}")
     print(f"wrote {out}/ ({len(written)} files: sequence.{fmt}, "
           f"{sum(1 for w in written if w.name.startswith('gt_'))} ground-truth fields, masks, params.json)")
     sys.stdout.flush()
