@@ -43,7 +43,7 @@ def __getattr__(name: str):
 __all__ = ["SYNTH_PARAMS", "EchoData", "load", "load_pair", "with_frames", "with_truth", "write_synthetic", "samples",
            "batch_items", "batch_load", "INPUT_EXTENSIONS", "ACDC_ED"]
 
-INPUT_EXTENSIONS = tuple(e for e in _formats.VOLUME_EXTENSIONS)
+INPUT_EXTENSIONS = _formats.VOLUME_EXTENSIONS
 _SYNTH_FORMATS = ("nii.gz", "nii", "npz", "mha", "nrrd")
 
 
