@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from gpu_kernels.backend import array_module, kernel  # noqa: F401 - the one kernel helper (imported by the imseg modules)
-from gpu_kernels.errors import InputError
+from gpu_kernels.errors import InputError, TooLargeError
 
 __all__ = [
     "ImsegInputError",
@@ -22,6 +22,7 @@ __all__ = [
     "StageTimer",
     "PIXEL_SUFFIX",
     "download",
+    "check_fits",
 ]
 
 #: a null device pointer as a kernel argument
@@ -222,3 +223,12 @@ def download(be, arrays: dict) -> dict:
     with allow_sync():
         packed.get(out=host)
     return {k: host[o:o + nb].view(dt).reshape(shape).copy() for k, o, dt, shape, nb in meta}
+
+
+def check_fits(be, h: int, w: int, need: int) -> None:
+    """Raise :class:`TooLargeError` where ``need`` bytes for an ``h`` x ``w`` image exceed
+    90 % of the device's free memory (the largest image that would fit is in the message)."""
+    free, _ = be.mem_info()
+    if need > 0.9 * free:
+        raise TooLargeError(h * w, int(h * w * (0.9 * free) / need), unit="pixels", where="the GPU",
+                            remedy="downscale the image or segment it on the CPU (--device cpu)")

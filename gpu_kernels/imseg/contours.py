@@ -56,7 +56,6 @@ import time
 import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
-from gpu_kernels.errors import TooLargeError
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg._util import (
@@ -65,6 +64,7 @@ from gpu_kernels.imseg._util import (
     SyncCounter,
     activated,
     as_image,
+    check_fits,
     download,
     grid,
     kernel,
@@ -697,11 +697,7 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
         _, gq, q = gradient_np(sm)
         out.update(sm=sm, gq=gq, q=q, t={"colour": time.perf_counter() - t0})
         return out
-    need = device_bytes_estimate(h, w, c8)
-    free, _ = be.mem_info()
-    if need > 0.9 * free:
-        raise TooLargeError(h * w, int(h * w * 0.9 * free / need), unit="pixels", where="the GPU",
-                            remedy="downscale the image or segment it on the CPU (--device cpu)")
+    check_fits(be, h, w, device_bytes_estimate(h, w, c8))
     with activated(be):
         timer = StageTimer(be)
         img_d = be.xp.asarray(u8)

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
-from gpu_kernels.errors import TooLargeError
 from gpu_kernels.imseg import color as _color
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import kmeans as _km
@@ -42,6 +41,7 @@ from gpu_kernels.imseg._util import (
     activated,
     allow_sync,
     as_image,
+    check_fits,
     is_cupy,
 )
 from gpu_kernels.jobs import as_progress
@@ -272,11 +272,7 @@ def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATE
         return out
     need = device_bytes_estimate(h, w, c, img.dtype.itemsize, bilateral=passes, q=q, weights=weights,
                                  features_method=fm)
-    free, _ = be.mem_info()
-    if need > 0.9 * free:
-        max_px = int(h * w * (0.9 * free) / need)
-        raise TooLargeError(h * w, max_px, unit="pixels", where="the GPU",
-                            remedy="downscale the image or segment it on the CPU (--device cpu)")
+    check_fits(be, h, w, need)
     with activated(be):
         xp = be.xp
         n = h * w
