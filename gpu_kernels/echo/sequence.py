@@ -78,7 +78,7 @@ def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, pr
         from gpu_kernels.backend import _host_mem_info
 
         budget = min(PREPARED_SHARE * _host_mem_info()[0], 2 << 30)
-    out, used = [], 0.0
+    out, used, prev = [], 0.0, None
     with be.activate():
         for k in range(npairs):
             progress.update(k / max(npairs, 1), f"pyramids and tensors {k + 1}/{npairs}")
@@ -86,9 +86,12 @@ def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, pr
             need = 9.2 * 4 * float(np.prod(frames[0].shape))
             if used + need > budget and out:
                 out.append(None)
+                prev = None
                 continue
-            out.append(prepare_motion(be.xp.asarray(frames[k]), be.xp.asarray(frames[(k + 1) % T]), spacing=spacing,
-                                      device=be, **kw))
+            # each frame goes to the device once: pair k's moving volume is pair k + 1's fixed one
+            fixed = be.xp.asarray(frames[k]) if prev is None else prev
+            prev = be.xp.asarray(frames[(k + 1) % T])
+            out.append(prepare_motion(fixed, prev, spacing=spacing, device=be, **kw))
             used += need
     return out
 
