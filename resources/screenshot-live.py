@@ -12,11 +12,12 @@ writes ``live-<tab>.png`` and ``history-<tab>.png`` (256-colour PNGs, 1280x800) 
 
 from __future__ import annotations
 
-import io
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _shots import pump as _pump
+from _shots import to_pil, write
 
 #: per tab: the sample, the parameters of the first run, the change made with Live on, and a
 #: display-only change made next (a history step too, redrawn without a job)
@@ -30,7 +31,6 @@ PLAN = {
 
 
 def main(out: Path) -> int:
-    from PIL import Image
     from PySide6.QtCore import QTimer
 
     from app.gui.app import make_app
@@ -44,10 +44,7 @@ def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     def pump(sec: float) -> None:
-        t0 = time.time()
-        while time.time() - t0 < sec:
-            app.processEvents()
-            time.sleep(0.02)
+        _pump(app, sec)
 
     def idle(tab, limit: float = 900) -> None:
         t0 = time.time()
@@ -58,14 +55,7 @@ def main(out: Path) -> int:
         pump(0.5)
 
     def save(img, name: str) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            raw = Path(tmp) / "shot.png"
-            img.save(str(raw))
-            im = Image.open(raw).convert("RGB")
-        buf = io.BytesIO()
-        im.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "PNG", optimize=True)
-        (out / name).write_bytes(buf.getvalue())
-        print(f"{name}: {buf.tell() // 1024} KB", file=sys.stderr)
+        write(to_pil(img), out / name)
 
     only = sys.argv[2:] or list(PLAN)
     for key in only:

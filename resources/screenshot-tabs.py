@@ -11,18 +11,17 @@ README uses) into the folder given.
 
 from __future__ import annotations
 
-import io
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _shots import pump as _pump
+from _shots import to_pil, write
 
 SIZES = ((1280, 800), (1920, 1080))
 
 
 def main(out: Path) -> int:
-    from PIL import Image
-
     from app.gui.app import make_app
     from app.gui.main_window import MainWindow
     from app.ui.capture import grab_widget
@@ -34,10 +33,7 @@ def main(out: Path) -> int:
     win.open_samples()
 
     def pump(sec: float) -> None:
-        t0 = time.time()
-        while time.time() - t0 < sec:
-            app.processEvents()
-            time.sleep(0.02)
+        _pump(app, sec)
 
     def wait_idle(tab, limit: float = 900) -> None:
         t0 = time.time()
@@ -53,26 +49,18 @@ def main(out: Path) -> int:
     flow = next(t for t in win.tabs if t.settings_key == "flow")
     flow.right_combo.setCurrentText("Endpoint error")  # shows the error pane's colour bar
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for w, h in SIZES:
-            win.resize(w, h)
-            # the larger one also shows the quality overlay (occlusions blue, failures red) and its key
-            flow.quality_overlay.setChecked((w, h) == SIZES[-1])
-            for tab in win.tabs:
-                win.tab_widget.setCurrentWidget(tab)
-                pump(1.5)
-                raw = Path(tmp) / "shot.png"
-                grab_widget(win).save(str(raw))
-                im = Image.open(raw).convert("RGB")
-                buf = io.BytesIO()
-                if tab.settings_key == "flow":
-                    name = f"screenshot-flow-{w}x{h}.jpg"
-                    im.save(buf, "JPEG", quality=88, optimize=True, progressive=True)
-                else:
-                    name = f"screenshot-{tab.settings_key}-{w}x{h}.png"
-                    im.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "PNG", optimize=True)
-                (out / name).write_bytes(buf.getvalue())
-                print(f"{name}: {buf.tell() // 1024} KB", file=sys.stderr)
+    for w, h in SIZES:
+        win.resize(w, h)
+        # the larger one also shows the quality overlay (occlusions blue, failures red) and its key
+        flow.quality_overlay.setChecked((w, h) == SIZES[-1])
+        for tab in win.tabs:
+            win.tab_widget.setCurrentWidget(tab)
+            pump(1.5)
+            im = to_pil(grab_widget(win))
+            if tab.settings_key == "flow":
+                write(im, out / f"screenshot-flow-{w}x{h}.jpg", "JPEG")
+            else:
+                write(im, out / f"screenshot-{tab.settings_key}-{w}x{h}.png")
     win.close()
     return 0
 
