@@ -318,24 +318,24 @@ def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10)
                                   "area_merged": area_merged / total_area}
 
 
-def _thickness_contrast(graph: DualGraph, lab, ulo, uhi, K: int, quadratic: float = 0.0):
-    """``1 + SDF_MERGE * d + quadratic * d^2`` per adjacent pair, ``d = |mean log thickness
+def _thickness_contrast(graph: DualGraph, lab, ulo, uhi, K: int):
+    """``1 + SDF_MERGE * d`` per adjacent pair, ``d = |mean log thickness
     of A - of B|`` (1 when off)."""
     from gpu_kernels.mesh import dualgraph
 
     th = getattr(graph, "thickness", None)
-    if th is None or (dualgraph.SDF_MERGE <= 0 and quadratic <= 0):
+    if th is None or dualgraph.SDF_MERGE <= 0:
         return 1.0
     lg = np.log(np.maximum(th, 1e-300)) * graph.areas
     m = np.bincount(lab, weights=lg, minlength=K) / np.maximum(np.bincount(lab, weights=graph.areas, minlength=K), 1e-300)
     d = np.abs(m[ulo] - m[uhi])
-    return 1.0 + dualgraph.SDF_MERGE * d + float(quadratic) * d * d
+    return 1.0 + dualgraph.SDF_MERGE * d
 
 
 def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict,
                              label_component: np.ndarray, *, stop: dict | None = None,
                              strengths: list | None = None,
-                             min_area: float = 0.0, thickness_quadratic: float = 0.0) -> tuple[np.ndarray, list]:
+                             min_area: float = 0.0) -> tuple[np.ndarray, list]:
     """Merge adjacent clusters along their least concave boundary until each mesh component
     has its target number of clusters.
 
@@ -360,8 +360,6 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
         A cluster with less than this fraction of its component's area is a sliver, not a
         part: while there are more clusters than the target, slivers are merged first (the
         smallest first), into the neighbour they share the longest boundary with.
-    thickness_quadratic : float
-        A further ``x d^2`` term of the thickness contrast (:func:`_thickness_contrast`).
 
     Returns ``(labels, merges)`` with ``merges`` a list of ``(kept, removed)`` label pairs (the
     kept one is the larger by area); labels are *not* renumbered.
@@ -431,7 +429,7 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
             bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
-            strength = strength * _thickness_contrast(graph, lab, ulo, uhi, K, thickness_quadratic)
+            strength = strength * _thickness_contrast(graph, lab, ulo, uhi, K)
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)

@@ -115,11 +115,6 @@ AUTO_K_STRENGTH = 1.5
 #: down to two clusters (a mesh whose parts meet at very sharp creases has strong seams
 #: inside its parts too)
 AUTO_K_RELATIVE = 0.4
-#: k = "auto" only: the thickness contrast of the merges (dualgraph.SDF_MERGE) gets a further
-#: ``x d^2`` term (d the clusters' difference of mean log thickness), so that a thin part
-#: meeting a thick one (a leg, a handle) stops the merging while a small difference does not
-#: (0.5 / 1 / 2 cross-validated worse than 0: benchmarks/results/mesh_cv.md, run 7)
-AUTO_K_SDF_QUADRATIC = 0.0
 #: "merge" (the rule above), "elbow" (stop at the elbow of the merge curve, see
 #: :func:`elbow_stop`) or "gap" (the farthest-point gap rule of Katz & Tal)
 AUTO_K_RULE = "merge"
@@ -511,8 +506,7 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     auto = {c for c, t in enumerate(targets) if t == "auto"}
     strengths: list = []
     merged, merges = _bd.merge_weakest_boundaries(graph, labels, tg, label_comp, strengths=strengths,
-                                                  min_area=MIN_PART_AREA,
-                                                  thickness_quadratic=AUTO_K_SDF_QUADRATIC if auto else 0.0)
+                                                  min_area=MIN_PART_AREA)
     if auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
