@@ -29,8 +29,8 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     internal = str(pathlib.Path(sys._MEIPASS if frozen else argv[0]).resolve())
-    arch = (argv[1:] if not frozen else argv)[:1] or ["sm_90"]
-    arch = arch[0]
+    rest = argv if frozen else argv[1:]  # the frozen app takes no INTERNAL_DIR: it is sys._MEIPASS
+    arch = rest[0] if rest else "sm_90"
     if not frozen:
         site.getsitepackages = lambda prefixes=None: [internal]
         site.ENABLE_USER_SITE = False
