@@ -317,14 +317,17 @@ class Tool:
         if self.batch_write is not None:
             return list(self.batch_write(result, pathlib.Path(out_dir), key))
         out: list[pathlib.Path] = []
-        for e in self.exports:
-            if not e.folder:
-                out += e.write(result, pathlib.Path(out_dir) / f"{key}-{e.key}{e.extensions[0]}")
+        for e, path in self._item_files(out_dir, key):
+            out += e.write(result, path)
         return out
 
     def item_outputs(self, out_dir: pathlib.Path, key: str) -> list[pathlib.Path]:
         """The files :meth:`write_item` writes with the default writer (for re-run checks)."""
-        return [pathlib.Path(out_dir) / f"{key}-{e.key}{e.extensions[0]}" for e in self.exports if not e.folder]
+        return [path for _e, path in self._item_files(out_dir, key)]
+
+    def _item_files(self, out_dir: pathlib.Path, key: str) -> list[tuple[Export, pathlib.Path]]:
+        """The default writer's file exports and their paths, ``<key>-<export><ext>``."""
+        return [(e, pathlib.Path(out_dir) / f"{key}-{e.key}{e.extensions[0]}") for e in self.exports if not e.folder]
 
     def handles(self, path: str | pathlib.Path) -> bool:
         """Whether ``path`` (a file, or a folder) is this tool's input: the reader registry decides."""
