@@ -260,11 +260,13 @@ def _trajectory(ctx):
         for j in range(ref + 1, T):
             cur = pair[j - 1] if cur is None else _maps.compose(cur, xp.asarray(pair[j - 1]), device=be)
             traj[j] = be.asnumpy(cur)
-        cur = None
+        cur = prev = None
         for j in range(ref - 1, -1, -1):
             ctx.progress.update((ref - 1 - j) / max(ref, 1), f"backwards {j + 1}->{j}")
-            back, info = _motion.estimate_motion(xp.asarray(d.frames[j + 1]), xp.asarray(d.frames[j]),
-                                                 spacing=d.spacing, device=be, return_info=True, **lib)
+            # each frame goes to the device once: this pair's moving volume is the next one's fixed
+            fixed = xp.asarray(d.frames[j + 1]) if prev is None else prev
+            prev = xp.asarray(d.frames[j])
+            back, info = _motion.estimate_motion(fixed, prev, spacing=d.spacing, device=be, return_info=True, **lib)
             infos.append(info.as_dict())
             cur = back if cur is None else _maps.compose(cur, back, device=be)
             traj[j] = be.asnumpy(cur)
