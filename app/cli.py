@@ -45,10 +45,15 @@ class _VersionAction(argparse.Action):
     """``--version``: the version is read (importlib.metadata) only when asked for."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from . import __version__
-
-        parser._print_message(f"gpulab {__version__}\n", sys.stdout)
+        parser._print_message(_version_line() + "\n", sys.stdout)
         parser.exit()
+
+
+def _version_line() -> str:
+    """``gpulab X.Y.Z`` (importlib.metadata is read only now)."""
+    from . import __version__
+
+    return f"gpulab {__version__}"
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
@@ -349,9 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:
         # answered before anything heavy is imported (start-up: well under 0.2 s)
-        from . import __version__
-
-        print(f"gpulab {__version__}")
+        print(_version_line())
         return 0
     key = _help_key(argv)
     if key is not None:
