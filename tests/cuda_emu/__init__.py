@@ -297,7 +297,7 @@ def _build(name: str, defines: dict, options) -> tuple[Path, dict[str, _Kernel]]
     tdefs = _typedefs(bare)
     for kname, bounds, params in _signatures(bare):
         kernels[kname] = _Kernel(kname, _parse_params(params, tdefs), _bound(bounds), kname in fib)
-    full = _run([*base, "-E", "-x", "c++", "-include", str(HEADER), str(src)], f"preprocessing {name}")
+    full = _run([*base, "-E", "-x", "c++", "-include", str(HEADER), str(src)], f"preprocessing {name} with cuda_emu.h")
     full = _ASM.sub(_asm, full)
     full = _EXTERN_SHARED.sub(lambda m: f"static {m.group(2)}* const {m.group(3)} = "
                                         f"reinterpret_cast<{m.group(2)}*>(emu::g_dyn_smem);", full)
