@@ -66,8 +66,8 @@ def loads(paths: list[Path], libdir: Path) -> dict[str, bool]:
                 continue
             result[p] = ok
         rest = [p for p in todo if p not in result]
-        if rest and proc.returncode != 0:
-            result[rest[0]] = False  # this one took the process down
+        if rest:  # this one took the process down (or garbled its line): not proven to load
+            result[rest[0]] = False
             rest = rest[1:]
         todo = rest
     return result
