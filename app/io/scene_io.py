@@ -48,6 +48,7 @@ from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import Camera, MVSInputError, MVSScene
 
 from .inputs import check_input_file, failure_reason
+from .registry import input_kind
 
 __all__ = [
     "SceneReadError",
@@ -654,7 +655,7 @@ def read_scene(path: str | os.PathLike, *, image_dir=None, mask_dir=None,
         return read_middlebury(p, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
     if _model_file(p, "cameras") is not None:
         return read_colmap(p, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
-    for sub in ("sparse/0", "sparse", "dense/sparse"):
+    for sub in input_kind("scene").folder_subdirs:   # sparse/0, sparse, dense/sparse
         if _model_file(p / sub, "cameras") is not None:
             return read_colmap(p / sub, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
     pars = sorted(p.glob("*_par.txt"))
