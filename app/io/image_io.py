@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from gpu_kernels.errors import InputError
 
 from .atomic import atomic_write
 from .inputs import check_input_file, failure_reason
+from .registry import natural_key
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -320,10 +320,6 @@ def write_image(path: str | os.PathLike, array) -> pathlib.Path:
     return path
 
 
-def _natural_key(p: pathlib.Path):
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)]
-
-
 def list_images(folder: str | os.PathLike) -> list[pathlib.Path]:
     """The image files in ``folder`` (not recursive), in natural order (frame2 before frame10)."""
     d = pathlib.Path(folder)
@@ -332,7 +328,7 @@ def list_images(folder: str | os.PathLike) -> list[pathlib.Path]:
     files = [p for p in d.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS]
     if not files:
         raise ImageReadError(f"{d}: the folder holds no images ({', '.join(IMAGE_EXTENSIONS)})")
-    return sorted(files, key=_natural_key)
+    return sorted(files, key=natural_key)
 
 
 # ----------------------------------------------------------------------------- fuzz registry
