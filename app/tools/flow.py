@@ -64,25 +64,17 @@ if TYPE_CHECKING:
 
     import gpu_kernels.flow.api as _api
     import gpu_kernels.flow.blockmatch as _bm
-    import gpu_kernels.flow.colorwheel as _colorwheel
-    import gpu_kernels.flow.lucas_kanade as _lk
     import gpu_kernels.flow.metrics as _flow_metrics
-    import gpu_kernels.flow.refine as _tv
     import gpu_kernels.flow.search as _search
     from gpu_kernels.backend import Backend
 
-    from ..io import flow_io, image_io, video_io
+    from ..io import video_io
 else:
     np = lazy_module("numpy")
-    flow_io = lazy_module("app.io.flow_io")
-    image_io = lazy_module("app.io.image_io")
     video_io = lazy_module("app.io.video_io")
     _api = lazy_module("gpu_kernels.flow.api")
     _bm = lazy_module("gpu_kernels.flow.blockmatch")
-    _lk = lazy_module("gpu_kernels.flow.lucas_kanade")
-    _tv = lazy_module("gpu_kernels.flow.refine")
     _search = lazy_module("gpu_kernels.flow.search")
-    _colorwheel = lazy_module("gpu_kernels.flow.colorwheel")
     _flow_metrics = lazy_module("gpu_kernels.flow.metrics")
 
 __all__ = ["PARAMS", "TOOL", "FlowData", "FlowRun", "load", "load_pair", "with_pair", "with_ground_truth",
