@@ -65,6 +65,22 @@ _START_LOCALE = locale.setlocale(locale.LC_ALL)
 
 
 @pytest.fixture(autouse=True)
+def _collect_cycles_between_tests():
+    """Once a GUI test installed app.ui.gc_guard, cycles are collected only when Qt's event
+    loop runs; between tests (in the main thread) collect what is due, as its timer would."""
+    yield
+    import sys
+
+    guard = sys.modules.get("app.ui.gc_guard")
+    if guard is not None and guard.installed():
+        from PySide6.QtCore import QCoreApplication
+
+        g = QCoreApplication.instance().findChild(guard._Guard, "gpulab-gc-guard")
+        if g is not None:
+            g.check()
+
+
+@pytest.fixture(autouse=True)
 def _keep_c_locale():
     """Some libraries a test drives set the process's C locale to "C" (GDCM's DICOM writer does):
     every later text file opened without an encoding would then be read as ASCII. Every test

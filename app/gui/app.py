@@ -27,7 +27,10 @@ def make_app(argv: list[str] | None = None):
         app = QApplication([sys.argv[0] if sys.argv else "gpulab", *(argv or [])])
     import PySide6
 
+    from ..ui import gc_guard
     from .icons import app_icon
+
+    gc_guard.install()   # cyclic garbage (Qt/VTK objects) collected in the GUI thread only
 
     if PySide6.__version__ == "6.12.0":
         log.error("PySide6 6.12.0 has a reference-counting bug in Signal.emit() that crashes "

@@ -30,6 +30,7 @@ from gpu_kernels.jobs import Cancelled, Progress
 
 from ..errors import classify, in_context, is_out_of_memory
 from ..tools.base import Job, execute
+from . import gc_guard
 
 __all__ = ["JobRunner", "JobBusyError", "describe_exception"]
 
@@ -144,6 +145,7 @@ class JobRunner(QObject):
         super().__init__(parent)
         self.name = name
         self._thread: _JobThread | None = None
+        gc_guard.install()   # reference cycles (closed tabs' widgets) freed in the GUI thread only
         self._progress: Progress | None = None
         self.last_progress: tuple[float, str] = (0.0, "")
         self.current_job_token: Any = None
