@@ -72,9 +72,15 @@ def samples_in(subdir: str, extensions: Sequence[str], first: Sequence[str] = ()
     d = resources_dir() / "samples" / subdir if subdir else resources_dir() / "samples"
     if not d.is_dir():
         return []
-    files = [p for p in d.iterdir() if p.is_file() and p.suffix.lower() in tuple(extensions)]
+    exts = tuple(e.lower() for e in extensions)
+    stems = {}      # name without its matched extension (".nii.gz" is one extension)
+    for p in d.iterdir():
+        low = p.name.lower()
+        ext = next((e for e in sorted(exts, key=len, reverse=True) if low.endswith(e)), None)
+        if ext is not None and p.is_file():
+            stems[p] = p.name[: len(p.name) - len(ext)]
     order = {s: i for i, s in enumerate(first)}
-    return sorted(files, key=lambda p: (order.get(p.stem, len(order)), p.name))
+    return sorted(stems, key=lambda p: (order.get(stems[p], len(order)), p.name))
 
 
 @dataclass(frozen=True)
