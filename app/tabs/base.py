@@ -135,17 +135,6 @@ class PendingJob:
     device: str | None = None
     request: int = 0
 
-    @classmethod
-    def of(cls, job) -> PendingJob | None:
-        """A PendingJob from one (or from the old tuples: ``("load", path[, how])``,
-        ``("run", token, params, device[, request])``)."""
-        if job is None or isinstance(job, PendingJob):
-            return job
-        if job[0] == "load":
-            return cls("load", Path(job[1]), job[2] if len(job) > 2 else "open")
-        return cls("run", token=job[1], params=dict(job[2]), device=job[3], request=job[4] if len(job) > 4 else 0)
-
-
 
 def _deliver_resizes(root: QWidget) -> None:
     """Hidden widgets keep their resize events until shown: deliver them now, so that views
@@ -257,13 +246,14 @@ class ToolTab(QWidget):
 
     @property
     def _job(self) -> PendingJob | None:
-        """The job the runner is doing (:class:`PendingJob`); a tab may set it to a PendingJob
-        (or to the old tuple forms)."""
+        """The job the runner is doing (:class:`PendingJob`), or None."""
         return self._pending_job
 
     @_job.setter
-    def _job(self, job) -> None:
-        self._pending_job = PendingJob.of(job)
+    def _job(self, job: PendingJob | None) -> None:
+        if job is not None and not isinstance(job, PendingJob):
+            raise TypeError(f"a tab's job is a PendingJob or None, not {type(job).__name__}")
+        self._pending_job = job
 
     # ------------------------------------------------------------------ what a tab implements
     def build_view(self) -> QWidget:

@@ -14,6 +14,7 @@ from PySide6.QtCore import QSettings  # noqa: E402
 
 from app.errors import UserError  # noqa: E402
 from app.io.mesh_io import read_face_colors, read_mesh, read_seg  # noqa: E402
+from app.tabs.base import PendingJob  # noqa: E402
 from app.tabs.mesh_tab import MeshTab  # noqa: E402
 from app.tabs.mesh_view import NEUTRAL  # noqa: E402
 from app.tools import mesh_seg  # noqa: E402
@@ -330,7 +331,7 @@ def test_a_result_for_a_replaced_mesh_is_dropped(qtbot, tab, tab_runner, monkeyp
     """The stale-result guard: open another mesh while... the first result arrives late."""
     tab_runner.load(tab, SAMPLES / "dumbbell.ply")
     token = tab._token
-    tab._job = ("run", token - 1, {}, "cpu")  # a result of an input that is no longer shown
+    tab._job = PendingJob("run", token=token - 1, device="cpu")  # a result of an input that is no longer shown
     tab._on_finished(mesh_seg.MeshSegResult(tab.data, dumbbell_result, {}, "cpu", 0.1))
     assert tab.result is None and not tab.can_save()
 
