@@ -8,7 +8,7 @@ and ``gpulab batch`` all call this module.
 
 A run estimates the motion of every consecutive frame pair and, for more than two frames,
 the trajectory of every voxel from the reference frame (end-diastole by default), by
-composing the pairwise fields.
+composing the pairwise fields (inverted for the frames before the reference).
 
 Example
 -------
@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 
     from gpu_kernels.backend import Backend
     from gpu_kernels.echo import maps as _maps
-    from gpu_kernels.echo import motion as _motion
     from gpu_kernels.echo import sequence as _sequence
 
     from ..io.echo_study import EchoStudy as EchoData
@@ -76,7 +75,6 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")
     _maps = lazy_module("gpu_kernels.echo.maps")
-    _motion = lazy_module("gpu_kernels.echo.motion")
     _sequence = lazy_module("gpu_kernels.echo.sequence")
     _render = lazy_module("app.render.echo")
 
@@ -155,7 +153,8 @@ PARAMS = ParamSet([
 
 LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "tol", "solver", "omega", "variant",
                 "derivative", "precision")
-#: what the pyramids and structure tensors depend on (the solver's parameters do not change them)
+#: what the pyramids and structure tensors depend on (the solver's parameters, the kernel variant
+#: included, do not change them)
 PREPARE_KEYS = _M.PREPARE_KEYS
 
 
@@ -205,10 +204,6 @@ class EchoResult(ToolResult):
         return self.trajectory[t]
 
 
-def _params_for_library(p: dict) -> dict:
-    return {k: p[k] for k in LIBRARY_KEYS}
-
-
 def pair_metrics(u, gt, mask=None, spacing=None, device=None) -> dict:
     """EPE (mean, 95th percentile; voxels and mm) and, inside ``mask``, the mean absolute
     error of the Jacobian determinant (the issue's ``--gt`` metrics)."""
@@ -246,31 +241,28 @@ def _pairs(ctx):
 
 
 def _trajectory(ctx):
-    """Stage 3: the trajectories from the reference frame (composed forwards; backwards, the
-    pairs are estimated with the frames swapped), and the summary's numbers."""
+    """Stage 3: the trajectories from the reference frame, composed from the pair fields:
+    forwards as they are, backwards each pair field inverted (:func:`gpu_kernels.echo.maps.invert`,
+    as accurate as a new estimate with the frames swapped and no solve:
+    benchmarks/results/echo_session3_backward.md), so a reference edit only composes; and
+    the summary's numbers."""
     d, p, be = ctx.data, ctx.p, ctx.device
     pair, _ = ctx["pairs"]
     ref = _reference(d, p["reference"])
-    lib = _params_for_library(p)
     T, xp = d.n_frames, be.xp
     traj = np.zeros((T, 3) + d.shape, dtype=np.float32 if T == 2 else np.float16)
-    infos = []
     with be.activate():
         cur = None
         for j in range(ref + 1, T):
             cur = pair[j - 1] if cur is None else _maps.compose(cur, xp.asarray(pair[j - 1]), device=be)
             traj[j] = be.asnumpy(cur)
-        cur = prev = None
+        cur = None
         for j in range(ref - 1, -1, -1):
             ctx.progress.update((ref - 1 - j) / max(ref, 1), f"backwards {j + 1}->{j}")
-            # each frame goes to the device once: this pair's moving volume is the next one's fixed
-            fixed = xp.asarray(d.frames[j + 1]) if prev is None else prev
-            prev = xp.asarray(d.frames[j])
-            back, info = _motion.estimate_motion(fixed, prev, spacing=d.spacing, device=be, return_info=True, **lib)
-            infos.append(info.as_dict())
+            back = _maps.invert(xp.asarray(pair[j]), device=be)
             cur = back if cur is None else _maps.compose(cur, back, device=be)
             traj[j] = be.asnumpy(cur)
-    return traj, infos, _maps.motion_stats(pair, traj, d.spacing, device=be)
+    return traj, _maps.motion_stats(pair, traj, d.spacing, device=be)
 
 
 def _metrics(ctx):
@@ -293,9 +285,9 @@ def _metrics(ctx):
 
 def _finish(data: EchoData, out: dict, p: dict, *, device: Backend, elapsed: float) -> EchoResult:
     pair, infos = out["pairs"]
-    traj, back_infos, stats = out["trajectory"]
+    traj, stats = out["trajectory"]
     ref = _reference(data, p["reference"])
-    return EchoResult(data, pair, traj, ref, p, device.label, elapsed, [*infos, *back_infos], out["metrics"],
+    return EchoResult(data, pair, traj, ref, p, device.label, elapsed, list(infos), out["metrics"],
                       stats=dict(stats))
 
 
@@ -304,7 +296,8 @@ PIPELINE = Pipeline([
     Stage("prepare", _prepare, params=PREPARE_KEYS, inputs=("frames", "spacing"), label="pyramids and tensors",
           weight=15.0),
     Stage("pairs", _pairs, params=LIBRARY_KEYS, inputs=("frames", "spacing"), label="pairwise motion", weight=85.0),
-    Stage("trajectory", _trajectory, params=("reference", *LIBRARY_KEYS), after=("pairs",), inputs=("frames", "spacing"),
+    # the reference alone: the backward fields are the pair fields inverted, not new estimates
+    Stage("trajectory", _trajectory, params=("reference",), after=("pairs",), inputs=("frames", "spacing"),
           label="trajectories"),
     Stage("metrics", _metrics, after=("pairs",), inputs=("truth", "masks", "spacing"), label="metrics",
           weight=0.2),

@@ -23,7 +23,7 @@ from gpu_kernels.lazy import lazy_exports as _lazy_exports
 # each name loads its submodule on first use (NumPy, SciPy, CuPy): importing the package or a
 # light submodule of it stays cheap (start-up, issue 18 case 19)
 __getattr__, __dir__ = _lazy_exports(__name__, {
-    "compose": "maps", "divergence": "maps", "endpoint_error": "maps", "jacobian_determinant": "maps",
+    "compose": "maps", "invert": "maps", "divergence": "maps", "endpoint_error": "maps", "jacobian_determinant": "maps",
     "magnitude": "maps", "mean_squared_difference": "maps", "ncc": "maps", "warp_volume": "maps",
     "DEFAULT_ALPHA": "motion", "DEFAULT_BETA": "motion", "DEFAULT_DERIVATIVE": "motion",
     "DEFAULT_ITERS": "motion", "DEFAULT_LEVELS": "motion", "DEFAULT_RHO": "motion", "DEFAULT_SIGMA": "motion",
@@ -50,6 +50,7 @@ __all__ = [
     "Prepared",
     "SequenceMotion",
     "compose",
+    "invert",
     "divergence",
     "endpoint_error",
     "estimate_motion",

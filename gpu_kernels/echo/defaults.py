@@ -32,9 +32,11 @@ SOLVERS = ("sor", "jacobi")
 PRECISIONS = ("float32", "float16")
 VARIANTS = ("cache", "smem")
 DERIVATIVES = ("central", "forward")
-#: the parameters of motion.prepare_motion (pyramids, tensors) and of motion.solve_motion
-PREPARE_KEYS = ("rho", "sigma", "levels", "derivative", "variant")
-SOLVE_KEYS = ("alpha", "beta", "warps", "iters", "tol", "solver", "omega", "precision")
+#: the parameters the prepared pyramids and tensors depend on (motion.prepare_motion) and those
+#: of motion.solve_motion; the kernel variant is a solve parameter: both variants' tensor
+#: kernels do the same float32 arithmetic, so a preparation serves either
+PREPARE_KEYS = ("rho", "sigma", "levels", "derivative")
+SOLVE_KEYS = ("alpha", "beta", "warps", "iters", "tol", "solver", "omega", "precision", "variant")
 
 # -- the synthetic echo generator (gpu_kernels.echo.synthetic; ``gpulab echo-synth``)
 #: edge length in voxels of the generated volume

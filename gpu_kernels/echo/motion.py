@@ -595,16 +595,20 @@ def solve_motion(
     solver: str = DEFAULT_SOLVER,
     omega: float | None = None,
     precision: str = DEFAULT_PRECISION,
+    variant: str | None = None,
     check_every: int = DEFAULT_CHECK_EVERY,
     initial_flow=None,
     return_info: bool = False,
     progress=None,
 ):
     """The displacement field of a :class:`Prepared` pair (see :func:`estimate_motion`, whose
-    solver parameters these are). ``prepared`` is left as it was."""
+    solver parameters these are). ``prepared`` is left as it was. ``variant``: the GPU kernels
+    of the solve (None: the one ``prepared`` was made with); the prepared pyramids and tensors
+    are the same in both variants (the tensor kernels do the same float32 arithmetic), so one
+    preparation serves either."""
     return _solve(prepared, alpha=alpha, beta=beta, warps=warps, iters=iters, tol=tol, solver=solver, omega=omega,
-                  precision=precision, check_every=check_every, initial_flow=initial_flow, return_info=return_info,
-                  progress=progress, own=False)
+                  precision=precision, variant=variant, check_every=check_every, initial_flow=initial_flow,
+                  return_info=return_info, progress=progress, own=False)
 
 
 def _solve(prep: Prepared, **kw):
@@ -619,12 +623,14 @@ def _solve(prep: Prepared, **kw):
 
 
 def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, omega, precision, check_every,
-                  initial_flow, return_info, progress, own: bool, t_start: float | None = None):
+                  initial_flow, return_info, progress, own: bool, t_start: float | None = None,
+                  variant: str | None = None):
     t_start = time.perf_counter() if t_start is None else t_start
     be = prep.be
     progress = as_progress(progress)
+    variant = prep.variant if variant is None else variant
     alpha, beta, _rho, _sigma, tol, omega = _check_params(alpha, beta, 1.0, 0.0, 0, warps, iters, tol, solver,
-                                                          prep.variant, prep.derivative, omega, precision)
+                                                          variant, prep.derivative, omega, precision)
     check_every = max(1, int(check_every))
     xp = be.xp
     shape, pyr = prep.shape, prep.pyr
@@ -638,8 +644,8 @@ def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, ome
                 raise EchoInputError("initial_flow contains NaN or infinite values")
         else:
             u_init = None
-        ops = _ops_for(be, prep.variant, half=precision == "float16")
-        info = MotionInfo(device=be.label, variant=prep.variant if be.is_gpu else "cpu", scale=prep.scale)
+        ops = _ops_for(be, variant, half=precision == "float16")
+        info = MotionInfo(device=be.label, variant=variant if be.is_gpu else "cpu", scale=prep.scale)
         fixed_l, moving_l, J_l = list(prep.fixed), list(prep.moving), list(prep.tensors)
         if own:  # free each level's arrays once it is solved
             prep.fixed = prep.moving = prep.tensors = []

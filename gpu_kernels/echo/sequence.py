@@ -4,7 +4,10 @@
 from the reference frame r (usually end-diastole) to frame j is the composition of the
 pairwise fields along the way, on frame r's grid:
 ``traj[j](x) = traj[j - 1](x) + pairwise[j - 1](x + traj[j - 1](x))`` for j > r, and the
-same backwards with the fields from k + 1 to k for j < r. With ``refine=True`` each
+same backwards with the fields from k + 1 to k for j < r: by default the inverse of the pair
+field k -> k + 1 (:func:`~gpu_kernels.echo.maps.invert`, no new estimate; as accurate as one,
+benchmarks/results/echo_session3_backward.md), or with ``backward="estimate"`` a new estimate
+with the frames swapped. With ``refine=True`` each
 composed field is used as the initial field of a direct estimate from frame r to frame j,
 which removes most of the drift that composition accumulates.
 
@@ -26,11 +29,14 @@ import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.echo.errors import EchoInputError
-from gpu_kernels.echo.maps import compose
+from gpu_kernels.echo.maps import compose, invert
 from gpu_kernels.echo.motion import PREPARE_KEYS, SOLVE_KEYS, estimate_motion, prepare_motion, solve_motion
 from gpu_kernels.jobs import as_progress
 
-__all__ = ["SequenceMotion", "estimate_sequence", "prepare_pairs"]
+__all__ = ["SequenceMotion", "estimate_sequence", "prepare_pairs", "BACKWARDS"]
+
+#: how the fields from frame k + 1 to k are made for the frames before the reference
+BACKWARDS = ("invert", "estimate")
 
 #: share of the device's free memory (of the host's, on the CPU: at most 2 GiB) that
 #: :func:`prepare_pairs` fills; the pairs beyond it are prepared again by each solve
@@ -98,7 +104,7 @@ def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, pr
 
 def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, refine: bool = False,
                       cyclic: bool = False, spacing=None, trajectory_dtype=np.float32, device=None, progress=None,
-                      prepared=None, **params) -> SequenceMotion:
+                      prepared=None, backward: str = "invert", **params) -> SequenceMotion:
     """Pairwise motion of consecutive frames and, optionally, trajectories from ``reference``.
 
     Parameters
@@ -122,6 +128,10 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
     prepared : list, optional
         :func:`prepare_pairs` of these frames with these parameters: the pairs it holds are
         only solved (it is not changed).
+    backward : {"invert", "estimate"}
+        The fields from frame k + 1 to k, for the trajectories to the frames before the
+        reference: the inverse of pair k's field (no solve), or a new estimate with the frames
+        swapped.
     **params
         Passed to :func:`~gpu_kernels.echo.motion.estimate_motion` (alpha, beta, rho, ...).
     """
@@ -135,6 +145,8 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
     if not -T <= ref < T:
         raise EchoInputError(f"reference frame {reference} does not exist: the sequence has {T} frames (0..{T - 1})")
     ref %= T
+    if backward not in BACKWARDS:
+        raise EchoInputError(f"unknown backward mode {backward!r}: use one of {', '.join(BACKWARDS)}")
     shape = tuple(frames[0].shape)
     for k in range(T):
         if tuple(frames[k].shape) != shape:
@@ -171,12 +183,15 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
                 cur = pk if cur is None else compose(cur, pk, device=be)
                 traj[j] = asnumpy(cur)
             if not cyclic and ref > 0:
-                # backwards: the field from k + 1 to k is estimated with the frames swapped
+                # backwards: the field from k + 1 to k, pair k's inverted or estimated with the frames swapped
                 cur = None
                 for j in range(ref - 1, -1, -1):
-                    back, info = estimate_motion(xp.asarray(frames[j + 1]), xp.asarray(frames[j]), spacing=spacing,
-                                                 device=be, return_info=True, **params)
-                    infos.append(info.as_dict())
+                    if backward == "invert":
+                        back = invert(xp.asarray(pair[j]), device=be)
+                    else:
+                        back, info = estimate_motion(xp.asarray(frames[j + 1]), xp.asarray(frames[j]),
+                                                     spacing=spacing, device=be, return_info=True, **params)
+                        infos.append(info.as_dict())
                     cur = back if cur is None else compose(cur, back, device=be)
                     traj[j] = asnumpy(cur)
             if refine:
