@@ -136,6 +136,11 @@ class PendingJob:
     request: int = 0
 
 
+def _views3d(root: QWidget) -> list[View3D]:
+    """The 3-D views in ``root`` (itself included), in widget-tree order."""
+    return ([root] if isinstance(root, View3D) else []) + root.findChildren(View3D)
+
+
 def _deliver_resizes(root: QWidget) -> None:
     """Hidden widgets keep their resize events until shown: deliver them now, so that views
     that fit their content on resize (pictures, plots) are laid out at their new size before
@@ -1087,6 +1092,8 @@ class ToolTab(QWidget):
             self.splitter.insertWidget(1, box)
             half = max(200, sizes[1] // 2)
             self.splitter.setSizes([sizes[0], half, half, *sizes[2:]])
+            for live3d, pinned3d in zip(_views3d(self.view), _views3d(view), strict=False):
+                live3d.link_camera(pinned3d)     # one camera: both results seen from the same side
         self.pinned_caption.setText("Pinned — " + (self._pin_text(self.pinned[1]) or "defaults"))
         self._render_pinned()
         self._update_compare()

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 #: ``plotter``, whichever comes first), not while the window is being built.
 DEFER_INTERACTOR = True
 
+_RENDERING_LINKED = False   # a linked view is being rendered (no render back and forth)
+
 
 class View3D(QWidget):
     """A 3-D view with a software fallback.
@@ -41,6 +43,7 @@ class View3D(QWidget):
         self.static: QLabel | None = None
         self._static_box: QWidget | None = None
         self.gl_reason = ""
+        self._camera_links: list[tuple[object, int, View3D]] = []   # (render window, observer, view)
 
     @property
     def plotter(self):
@@ -156,8 +159,58 @@ class View3D(QWidget):
             w.deleteLater()
         self.plotter = None
 
+    # ------------------------------------------------------------------ linked cameras
+    def link_camera(self, other: View3D) -> bool:
+        """Share one camera with ``other`` (a pinned copy of this view): turning, panning or
+        zooming either view, or resetting it, moves both. False where either view has no
+        interactive 3-D view (the static fallback)."""
+        a, b = self.plotter, other.plotter
+        if a is None or b is None or other is self:
+            return False
+        b.renderer.camera = a.renderer.camera
+        for src, dst in ((self, other), (other, self)):
+            rw = src._plotter.render_window
+            oid = rw.AddObserver("EndEvent", lambda *_, d=dst: d._render_linked())
+            src._camera_links.append((rw, oid, dst))
+        other._render_linked()
+        return True
+
+    def unlink_cameras(self) -> None:
+        """Stop sharing the camera (the pinned copy is going away); each view keeps its framing."""
+        for rw, oid, dst in self._camera_links:
+            try:
+                rw.RemoveObserver(oid)
+            except Exception:  # noqa: BLE001 - a finalised render window
+                pass
+            for rw2, oid2, back in list(dst._camera_links):
+                if back is self:
+                    try:
+                        rw2.RemoveObserver(oid2)
+                    except Exception:  # noqa: BLE001
+                        pass
+                    dst._camera_links.remove((rw2, oid2, back))
+        self._camera_links = []
+
+    @property
+    def linked_views(self) -> list[View3D]:
+        return [d for _, _, d in self._camera_links]
+
+    def _render_linked(self) -> None:
+        """Render this view because a linked one rendered (never back: one render each)."""
+        global _RENDERING_LINKED
+        p = self._plotter
+        if _RENDERING_LINKED or p is None or getattr(p, "_closed", False) or p.render_window is None:
+            return
+        _RENDERING_LINKED = True
+        try:
+            p.renderer.ResetCameraClippingRange()
+            p.render_window.Render()
+        finally:
+            _RENDERING_LINKED = False
+
     def close_view(self) -> None:
         """Release the render window (the tab is closing)."""
+        self.unlink_cameras()
         self._gl_pending = False            # never built: nothing to release (and no VTK to import)
         if self._plotter is not None:
             try:
