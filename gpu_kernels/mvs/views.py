@@ -49,49 +49,76 @@ def _scale_weight(r):
     return np.where(r >= 2, 2.0 / np.maximum(r, 1e-12), np.where(r >= 1, 1.0, r))
 
 
+def _membership(point_views, n_points: int, n: int) -> np.ndarray:
+    """(n_points, n) bool: point k is seen by view v (indices outside 0..n-1 ignored)."""
+    member = np.zeros((n_points, n), bool)
+    tracks = [np.asarray(v).reshape(-1) for v in point_views]
+    lengths = np.array([len(t) for t in tracks], np.int64)
+    if lengths.sum():
+        rows = np.repeat(np.arange(n_points), lengths)
+        cols = np.concatenate(tracks).astype(np.int64)
+        ok = (cols >= 0) & (cols < n)
+        member[rows[ok], cols[ok]] = True
+    return member
+
+
+class _Scorer:
+    """What :func:`view_scores` needs of one reference view, computed once and kept over the
+    greedy steps of :func:`select_views` (the points it sees, their rays, footprints and
+    track membership): each step then only scores."""
+
+    def __init__(self, cameras, points, point_views, ref: int, alpha_max_deg=DEFAULT_ALPHA_MAX_DEG):
+        self.cameras, self.n = cameras, len(cameras)
+        pts = np.asarray(points, np.float64)
+        member = _membership(point_views, len(pts), self.n) if len(pts) else np.zeros((0, self.n), bool)
+        seen_by_ref = member[:, ref] if len(pts) else np.zeros(0, bool)
+        self.any = bool(seen_by_ref.any())
+        self.P = pts[seen_by_ref]
+        self.member = member[seen_by_ref]
+        self.am = np.radians(alpha_max_deg)
+        self.centers = np.array([c.center for c in cameras])
+        self.ref = ref
+        self._dirs: dict = {}
+        self._foot: dict = {}
+
+    def ray_dirs(self, v):
+        if v not in self._dirs:
+            d = self.P - self.centers[v]
+            self._dirs[v] = d / np.linalg.norm(d, axis=1, keepdims=True)
+        return self._dirs[v]
+
+    def footprint(self, v):
+        if v not in self._foot:
+            z = (self.P - self.centers[v]) @ self.cameras[v].R[2]
+            self._foot[v] = np.abs(z) / self.cameras[v].focal
+        return self._foot[v]
+
+    def scores(self, chosen) -> np.ndarray:
+        scores = np.zeros(self.n)
+        if not self.any:
+            return scores
+        ref = self.ref
+        s_ref = self.footprint(ref)
+        for v in range(self.n):
+            if v in chosen or v == ref:
+                continue
+            shared = self.member[:, v]
+            if not shared.any():
+                continue
+            wn = np.ones(int(shared.sum()))
+            dv = self.ray_dirs(v)[shared]
+            for c in chosen:
+                dc = self.ray_dirs(c)[shared]
+                ang = np.arccos(np.clip(np.sum(dv * dc, axis=1), -1, 1))
+                wn *= np.minimum((ang / self.am) ** 2, 1.0)
+            r = s_ref[shared] / np.maximum(self.footprint(v)[shared], 1e-30)
+            scores[v] = float(np.sum(wn * _scale_weight(r)))
+        return scores
+
+
 def view_scores(cameras, points, point_views, ref: int, chosen, *, alpha_max_deg=DEFAULT_ALPHA_MAX_DEG):
     """Goesele's score ``g_R(V)`` of every view given the chosen set (``ref`` included)."""
-    n = len(cameras)
-    pts = np.asarray(points, np.float64)
-    seen_by_ref = np.array([ref in np.asarray(v) for v in point_views], bool) if len(pts) else np.zeros(0, bool)
-    scores = np.zeros(n)
-    if not seen_by_ref.any():
-        return scores
-    P = pts[seen_by_ref]
-    vis = [np.asarray(point_views[i]) for i in np.flatnonzero(seen_by_ref)]
-    am = np.radians(alpha_max_deg)
-    centers = np.array([c.center for c in cameras])
-    dirs = {}
-
-    def ray_dirs(v):
-        if v not in dirs:
-            d = P - centers[v]
-            dirs[v] = d / np.linalg.norm(d, axis=1, keepdims=True)
-        return dirs[v]
-
-    def footprint(v):
-        z = (P - centers[v]) @ cameras[v].R[2]
-        return np.abs(z) / cameras[v].focal
-
-    s_ref = footprint(ref)
-    member = np.zeros((len(P), n), bool)
-    for k, vv in enumerate(vis):
-        member[k, vv[(vv >= 0) & (vv < n)]] = True
-    for v in range(n):
-        if v in chosen or v == ref:
-            continue
-        shared = member[:, v]
-        if not shared.any():
-            continue
-        wn = np.ones(int(shared.sum()))
-        dv = ray_dirs(v)[shared]
-        for c in chosen:
-            dc = ray_dirs(c)[shared]
-            ang = np.arccos(np.clip(np.sum(dv * dc, axis=1), -1, 1))
-            wn *= np.minimum((ang / am) ** 2, 1.0)
-        r = s_ref[shared] / np.maximum(footprint(v)[shared], 1e-30)
-        scores[v] = float(np.sum(wn * _scale_weight(r)))
-    return scores
+    return _Scorer(cameras, points, point_views, ref, alpha_max_deg).scores(chosen)
 
 
 def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int = DEFAULT_NEIGHBORS,
@@ -106,8 +133,9 @@ def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int =
     chosen = [ref]
     out: list[int] = []
     if points is not None and point_views is not None and len(points):
+        scorer = _Scorer(cameras, points, point_views, ref, alpha_max_deg)  # once for every greedy step
         while len(out) < max_neighbors:
-            sc = view_scores(cameras, points, point_views, ref, chosen, alpha_max_deg=alpha_max_deg)
+            sc = scorer.scores(chosen)
             sc[chosen] = 0
             best = int(np.argmax(sc))
             if sc[best] <= 0:

@@ -98,3 +98,54 @@ def test_view_selection_prefers_parallax_and_shared_points():
     assert 6 not in sel
     assert sel[0] in (2, 3, 4, 5) and 1 not in sel[:2]   # the 2-degree near-duplicate is not first
     assert len(sel) == 4
+
+
+def _scores_by_point(cams, pts, vis, ref, chosen, alpha_max_deg=10.0):
+    """Goesele's score written point by point (the definition, no vectorisation)."""
+    am = np.radians(alpha_max_deg)
+    out = np.zeros(len(cams))
+    for v in range(len(cams)):
+        if v in chosen or v == ref:
+            continue
+        for X, tr in zip(pts, vis, strict=True):
+            tr = list(np.asarray(tr).reshape(-1))
+            if ref not in tr or v not in tr:
+                continue
+            w = 1.0
+            dv = (X - cams[v].center) / np.linalg.norm(X - cams[v].center)
+            for c in chosen:
+                dc = (X - cams[c].center) / np.linalg.norm(X - cams[c].center)
+                w *= min((np.arccos(np.clip(dv @ dc, -1, 1)) / am) ** 2, 1.0)
+            s_ref = abs((X - cams[ref].center) @ cams[ref].R[2]) / cams[ref].focal
+            s_v = abs((X - cams[v].center) @ cams[v].R[2]) / cams[v].focal
+            r = s_ref / max(s_v, 1e-30)
+            out[v] += w * (2.0 / r if r >= 2 else (1.0 if r >= 1 else r))
+    return out
+
+
+def test_view_scores_kept_over_the_greedy_steps_equal_the_definition():
+    """Issue 20: view selection keeps each reference view's rays, footprints and tracks over
+    its greedy steps (8x faster on templeSparseRing); the scores and the choice are those of
+    the definition, with tracks of any length (empty ones too) and indices out of range."""
+    from gpu_kernels.mvs.views import view_scores
+
+    rng = np.random.default_rng(3)
+    cams = [look_at([3 * np.cos(a), 3 * np.sin(a), 1 + 0.3 * np.sin(3 * a)], [0, 0, 0], [0, 0, 1],
+                    focal=150 + 40 * (k % 3), width=64, height=48)
+            for k, a in enumerate(np.radians([0, 5, 20, 40, 65, 90, 150, 200]))]
+    pts = rng.normal(scale=0.3, size=(120, 3))
+    vis = [rng.choice(8, size=rng.integers(0, 6), replace=False) for _ in range(120)]
+    vis[0] = np.array([0, 1, 99, -1])      # out-of-range indices are ignored
+    for ref, chosen in ((0, [0]), (0, [0, 3]), (2, [2, 5, 6]), (7, [7])):
+        np.testing.assert_allclose(view_scores(cams, pts, vis, ref, chosen),
+                                   _scores_by_point(cams, pts, vis, ref, chosen), rtol=1e-9, atol=1e-12)
+    for ref in range(8):
+        sel = select_views(cams, pts, vis, ref, max_neighbors=4)
+        chosen = [ref]
+        for v in sel:      # every greedy step took the best score of the definition
+            sc = _scores_by_point(cams, pts, vis, ref, chosen)
+            if sc.max() <= 0:
+                break
+            assert v == int(np.argmax(sc)), (ref, sel)
+            chosen.append(v)
+    assert not view_scores(cams, pts, [np.array([], int)] * 120, 0, [0]).any()
