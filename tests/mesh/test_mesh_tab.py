@@ -319,6 +319,9 @@ def test_cancel_keeps_the_previous_result(qtbot, tab, tab_runner, monkeypatch, d
         raise AssertionError("not cancelled")
 
     monkeypatch.setattr(seg_lib, "segment_mesh", slow)
+    # a segmentation-stage edit: with the same parameters every stage would come from the cache
+    # and the run could end before Cancel is pressed (it did in a loaded full run)
+    tab.form.set_value("epsilon", 0.5)
     with qtbot.waitSignal(tab.runner.cancelled, timeout=10000):
         assert tab.run(device="cpu")
         tab.cancel_button.click()
