@@ -92,6 +92,10 @@ def test_reference_edit_composes_the_cached_pair_fields_without_a_solve(monkeypa
             r, rep = echo.TOOL.run_staged(data, {**fast, "reference": ref}, device=cpu, cache=cache)
             assert rep.ran == ["trajectory"], (ref, rep.ran)
             assert r.pairwise is r0.pairwise or np.array_equal(r.pairwise, r0.pairwise)
+    # the summary gives the pairs' own solve time, not this short run's as if it had solved them
+    solved = [ln for ln in echo.summary(r) if "solved in" in ln]
+    assert len(solved) == 1 and "from the cache" in solved[0], solved
+    assert "from the cache" not in next(ln for ln in echo.summary(r0) if "solved in" in ln)
     for ref in (2, 1):
         r, _ = echo.TOOL.run_staged(data, {**fast, "reference": ref}, device=cpu, cache=cache)
         full = echo.run(data, {**fast, "reference": ref}, device=cpu)
