@@ -73,6 +73,9 @@ def run_gui(args: argparse.Namespace) -> int:
             win.tab_widget.setCurrentIndex(i)
         else:
             print(f"gpulab: no tab {args.tab!r}", file=sys.stderr)
+    from ..ui import gc_guard
+
+    gc_guard.settle()    # the window and its tabs are built: later collections skip them
     status = {"rc": 0}
     started = False
     if getattr(args, "run", False):
