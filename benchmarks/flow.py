@@ -918,7 +918,13 @@ def main(argv=None):
     ap.add_argument("--final", default=None, help="issue 25: the chosen default's figures, to this JSON")
     ap.add_argument("--live", default=None, help="issue 20: the staged run's edit-to-result times at 1080p, to this JSON")
     ap.add_argument("--cpu-time", default=None, help="time these configurations (JSON list) on the CPU; write --out")
+    ap.add_argument("--ause", default=None,
+                    help="issue 25, session 3: the default's AEE (/ DIS medium) and its quality map's AUSE against "
+                         "forward-backward consistency on every pair of the three sets (--device cpu on a CPU), "
+                         "to this JSON")
     args = ap.parse_args(argv)
+    if args.ause:
+        return ause_sets(args.data, args.ause, device=args.device)
     if args.tune:
         return tune(args.data, args.tune, max_seconds=args.tune_seconds, device=args.device,
                     smoke=args.device == "cpu")
@@ -1380,6 +1386,44 @@ def cpu_times(cfgs, out):
         log(f"  CPU {cfg}: {min(w):.3f} s wall, {min(c):.3f} CPU-s")
         Path(out).write_text(json.dumps({"affinity": sorted(os.sched_getaffinity(0)), "rows": rows}, default=str))
     return rows
+
+
+def ause_sets(data_root, out, *, device="cuda"):
+    """The committed default on every pair of the shared, large and held-out sets: AEE against
+    DIS medium, and the AUSE of its quality map against forward-backward consistency (a full
+    backward run of the same method), per set (mean of the pairs' AUSE). Runs on the CPU too
+    (a few minutes on two cores), which ``final`` cuts to one pair per set."""
+    import cv2
+
+    from gpu_kernels.flow import forward_backward_confidence, sparsification
+    from gpu_kernels.flow.metrics import endpoint_error
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    cp = _cp() if device != "cpu" else np
+    root = Path(data_root)
+    sets = {"shared": load_chairs(root) + load_middlebury_rgb(root), "large": load_large(root), "held": load_heldout()}
+    res = {"device": device_name() if device != "cpu" else "cpu", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "aee": {}, "dis": {}, "ause": {}, "ause_fb": {}, "sets": {}}
+    for k, data in sets.items():
+        for ds, a, b, gt, valid in data:
+            f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+            res["dis"][ds] = aee(f[..., 0], f[..., 1], gt, valid)
+            r = inverse_search_flow(cp.asarray(a), cp.asarray(b), device=device).to_numpy()
+            bk = inverse_search_flow(cp.asarray(b), cp.asarray(a), device=device).to_numpy()
+            e = endpoint_error(r.u, r.v, gt, valid)
+            res["aee"][ds] = aee(r.u, r.v, gt, valid)
+            res["ause"][ds] = sparsification(e, r.quality)["ause"]
+            res["ause_fb"][ds] = sparsification(e, forward_backward_confidence(r.u, r.v, bk.u, bk.v))["ause"]
+            log(f"  {ds}: AEE {res['aee'][ds]:.3f} (DIS medium {res['dis'][ds]:.3f}), AUSE {res['ause'][ds]:.4f} "
+                f"(FB {res['ause_fb'][ds]:.4f})")
+            Path(out).write_text(json.dumps(res, default=str))
+        names = [d[0] for d in data]
+        res["sets"][k] = {"aee_vs_dis": float(np.mean([res["aee"][d] for d in names]) / np.mean([res["dis"][d] for d in names])),
+                          "ause": float(np.mean([res["ause"][d] for d in names])),
+                          "ause_fb": float(np.mean([res["ause_fb"][d] for d in names]))}
+        log(f"  [{k}] {res['sets'][k]}")
+    Path(out).write_text(json.dumps(res, default=str))
+    return res
 
 
 def final(data_root, out, *, variants=None, device="cuda"):

@@ -158,8 +158,8 @@ PARAMS = ParamSet([
           "Refinement: side of the median filter of the flow after each warp (5, 3, or 0 for none).",
           minimum=0, maximum=5, advanced=True, metavar="M", used_when=_variational),
     Param("quality_map", str, _fd.SEARCH_QUALITY, "Quality map",
-          "Search: the quality map: fb (local NCC times forward-backward consistency) or ncc (local NCC "
-          "alone, faster).", choices=_fd.SEARCH_QUALITIES, advanced=True, library_name="quality",
+          "Search: the quality map: fb (local NCC times forward-backward consistency, photometric "
+          "residual and motion size) or ncc (local NCC alone, faster).", choices=_fd.SEARCH_QUALITIES, advanced=True, library_name="quality",
           used_when=_search_only),
     Param("tile_size", int, None, "Tiles",
           "Block matching: process in tiles of this many pixels a side (with halos; the same result "

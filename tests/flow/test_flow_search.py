@@ -244,3 +244,53 @@ def test_small_level_block_kernel_equals_per_iteration_launches(monkeypatch):
         np.testing.assert_allclose(out[16384, edge][0], out[0, edge][0], atol=1e-5)
         np.testing.assert_allclose(out[16384, edge][1], out[0, edge][1], atol=1e-5)
     assert not np.allclose(out[16384, 0.0][0], out[16384, 5.0][0])
+
+
+def _qmap(d, residual=0.0, mag=0.0, ncc_img=True):
+    """The "fb" quality map of a constant flow ``(mag, 0)`` over a textured picture whose
+    backward flow disagrees by ``d`` px along y and whose second frame is off by ``residual``."""
+    from gpu_kernels.backend import get_backend
+
+    g1 = natural_image("astronaut", (40, 48)).astype(np.float32)
+    g2 = g1 + np.float32(residual)
+    u = np.full(g1.shape, mag, np.float32)
+    v = np.zeros_like(u)
+    back = (-u, np.full(g1.shape, d, np.float32))
+    return S.quality_map(get_backend("cpu"), g1, g2, u, v, backward=(back[0].copy(), back[1]))[20, 24]
+
+
+def test_quality_map_orders_inconsistent_pixels():
+    """The map keeps ordering pixels far from forward-backward consistent (a Gaussian of the
+    distance, the session-2 map, gave 0 to all of them) and lowers a pixel for a photometric
+    residual or a larger motion; 0..1 and 1 only for a perfect pixel."""
+    q = [_qmap(d) for d in (0.0, 0.5, 2.0, 5.0, 10.0)]
+    assert all(a > b > 0 for a, b in zip(q, q[1:], strict=False)), q
+    assert 0.9 < q[0] <= 1.0
+    assert _qmap(1.0, residual=0.05) < _qmap(1.0)
+    assert _qmap(1.0, mag=40.0) < _qmap(1.0, mag=0.0)
+    # "matching failed" (< 0.25 in the window): 10 px inconsistent is, 0.1 px is not
+    assert _qmap(10.0) < 0.25 < _qmap(0.1)
+
+
+def test_patch_cost_equals_bilinear_reference():
+    """The NumPy patch cost (one x lerp per window row, then the y lerp) equals the mean-normalised
+    SSD of each patch against the second frame sampled bilinearly at the patch's shifted pixels,
+    edges clamped, for sub-pixel, integer and far-off-frame shifts."""
+    from gpu_kernels.ops.warp import _bilinear_np
+
+    rng = np.random.default_rng(3)
+    I1 = natural_image("astronaut", (30, 38)).astype(np.float32)
+    I2 = np.roll(I1, 2, 1) + np.float32(0.01) * rng.random(I1.shape, dtype=np.float32)
+    P = S._Patches(I1, 6, 3)
+    n = P.Ny * P.Nx
+    u = rng.normal(0, 4, n).astype(np.float32)
+    v = rng.normal(0, 4, n).astype(np.float32)
+    u[:3], v[3:6], u[6] = 1e3, -1e3, 2.0
+    cost, r = P.cost(I2, u, v)
+    xs = np.clip(P.fx + u[:, None], 0, I1.shape[1] - 1)
+    ys = np.clip(P.fy + v[:, None], 0, I1.shape[0] - 1)
+    w = _bilinear_np(I2, xs, ys)
+    w = w - w.mean(1, keepdims=True)
+    ref = w - P.T
+    np.testing.assert_allclose(r, ref, atol=2e-6)
+    np.testing.assert_allclose(cost, (ref * ref).sum(1), rtol=1e-4, atol=1e-7)
