@@ -142,6 +142,63 @@ def cmd_cut_effect(args) -> int:
     return 0
 
 
+def cmd_proto_cache(args) -> int:
+    """The protocol's k with the default pipeline, per mesh and k: the Rand Index against every
+    human and the over-segmentation factors' boundary concavities (the pipeline keeps the most
+    concave result), for scoring other candidates under the same choice. JSON lines."""
+    mp._cv_simplifier()
+    mp._cv_ready["stored"] = str(args.stored)
+    ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
+    mp._apply_settings(args.set)
+    done = set()
+    if args.out.exists():
+        done = {json.loads(line)["mesh"] for line in args.out.read_text().splitlines() if line.strip()}
+    with open(args.out, "a") as fh:
+        for i in ids:
+            if i in done:
+                continue
+            v, f = mp.load_mesh(args.data, i)
+            humans = mp.load_human(args.data, i)
+            hk = [int(np.unique(h).size) for h in humans]
+            prep = _segment.prepare_mesh(v, f)
+            row = {"mesh": i, "category": mp.category_of(i), "hk": hk, "per_k": {}}
+            for k in sorted(set(hk)):
+                seg = _segment.segment_prepared(prep, k=k)
+                row["per_k"][str(k)] = {
+                    "RI": float(np.mean([rand_index_error(seg.labels, h) for h in humans])), "k": int(seg.k),
+                    "scores": seg.info.get("oversegment_scores"), "used": seg.info.get("oversegment_used")}
+            row["RI"] = float(np.mean([row["per_k"][str(k)]["RI"] for k in hk]))
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            print(f"{i:4d} {row['category']:10s} RI {row['RI']:.4f}", flush=True)
+    return 0
+
+
+def cmd_two_pass(args) -> int:
+    """k from the default k = "auto", then the protocol's pipeline run at that k (a second
+    clustering with the over-segmentation factors); JSON lines with both results."""
+    mp._cv_simplifier()
+    mp._cv_ready["stored"] = str(args.stored)
+    ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
+    with open(args.out, "a") as fh:
+        for i in ids:
+            v, f = mp.load_mesh(args.data, i)
+            humans = mp.load_human(args.data, i)
+            hk = [int(np.unique(h).size) for h in humans]
+            prep = _segment.prepare_mesh(v, f)
+            auto = _segment.segment_prepared(prep, k="auto")
+            again = _segment.segment_prepared(prep, k=int(auto.k))
+            row = {"mesh": i, "category": mp.category_of(i), "k_human_min": min(hk), "k_human_max": max(hk),
+                   "k_auto": int(auto.k), "k_two_pass": int(again.k),
+                   "RI_auto": float(np.mean([rand_index_error(auto.labels, h) for h in humans])),
+                   "RI_two_pass": float(np.mean([rand_index_error(again.labels, h) for h in humans]))}
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            print(f"{i:4d} {row['category']:10s} k {row['k_auto']} RI {row['RI_auto']:.4f} -> {row['RI_two_pass']:.4f}",
+                  flush=True)
+    return 0
+
+
 # --------------------------------------------------------------------------- replay
 class Replay:
     """One cached mesh: the labels and Rand Index for any number of kept merges."""
@@ -288,7 +345,19 @@ def rule_sliver(st, D=None, small=None, tau=1.5, rel=0.4, a=0.02, b=0.0, **_):
     return int(hit[0]) if hit.size else int(st.size)
 
 
-RULES = {"sliver": rule_sliver, "default": rule_default, "gap": rule_gap, "medk": rule_medoid_k, "medtau": rule_medoid_tau,
+def rule_rank(st, D=None, tau=1.5, rel=0.4, rank=2, **_):
+    """The default rule with the relative threshold taken of the ``rank``-th strongest merge
+    (a few very sharp small parts do not set it)."""
+    st = np.asarray(st, dtype=np.float64)
+    if st.size == 0:
+        return 0
+    ref = np.sort(st)[::-1][min(rank, st.size) - 1]
+    thr = max(tau, rel * ref)
+    hit = np.flatnonzero(st >= thr)
+    return int(hit[0]) if hit.size else int(st.size)
+
+
+RULES = {"rank": rule_rank, "sliver": rule_sliver, "default": rule_default, "gap": rule_gap, "medk": rule_medoid_k, "medtau": rule_medoid_tau,
          "medband": rule_medoid_band}
 
 
@@ -311,6 +380,9 @@ def rule_grid():
         for hi in (2.5, 3.0, 4.0, 6.0):
             for rel in (0.0, 0.4):
                 grid.append((f"medband {lo}-{hi} rel{rel}", "medband", {"lo": lo, "hi": hi, "rel": rel}))
+    for rank in (2, 3):
+        for rel in (0.4, 0.5, 0.6):
+            grid.append((f"rank{rank} rel{rel}", "rank", {"rank": rank, "rel": rel}))
     for a in (0.01, 0.02, 0.03, 0.05):
         for b in (0.0, a):
             grid.append((f"sliver a{a} b{b}", "sliver", {"a": a, "b": b}))
@@ -397,6 +469,72 @@ def cmd_cv(args) -> int:
     return 0
 
 
+def _load_cache(path: Path, data: Path) -> list:
+    out = []
+    for p in sorted(path.glob("*.pkl"), key=lambda p: int(p.stem)):
+        with open(p, "rb") as fh:
+            rec = pickle.load(fh)
+        out.append((rec, mp.load_human(data, rec["mesh"])))
+    return out
+
+
+def cmd_variants(args) -> int:
+    """Merge-criterion variants for k = "auto": the cached over-segmentations merged again with
+    module constants changed (``{"name": {"dualgraph.SDF_MERGE": 0.25}, ...}``), stopped by the
+    default rule. Writes ``{name: {mesh: [RI, k in human range, k, category]}}``."""
+    import importlib
+
+    variants = json.loads(args.variants)
+    cache = _load_cache(args.cache, args.data)
+    table = {}
+    for name, sets in variants.items():
+        old = []
+        for key, val in sets.items():
+            mod, _, attr = key.rpartition(".")
+            m = importlib.import_module(f"gpu_kernels.mesh.{mod}")
+            old.append((m, attr, getattr(m, attr)))
+            setattr(m, attr, val)
+        rows = {}
+        try:
+            for rec, humans in cache:
+                st: list = []
+                _, merges = _bd.merge_weakest_boundaries(rec["gs"], rec["labels"], rec["targets"], rec["label_comp"],
+                                                         strengths=st, min_area=_segment.MIN_PART_AREA)
+                r2 = dict(rec, merges=merges, strengths=st, comp_of=[int(rec["label_comp"][k]) for k, _ in merges])
+                rp = Replay(r2, humans)
+                ri, k = apply_rule(rp, rule_default, {"tau": _segment.AUTO_K_STRENGTH, "rel": _segment.AUTO_K_RELATIVE})
+                rows[rec["mesh"]] = (ri, bool(min(rp.hk) <= k <= max(rp.hk)), k, rec["category"])
+        finally:
+            for m, attr, val in old:
+                setattr(m, attr, val)
+        table[name] = rows
+        v = list(rows.values())
+        print(f"{name:28s} RI {np.mean([x[0] for x in v]):.4f} in range {sum(x[1] for x in v)}/{len(v)} "
+              f">0.30 {sum(x[0] > 0.30 for x in v)}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(table))
+    return 0
+
+
+def cmd_loco_tables(args) -> int:
+    """LOCO over a pool of the rows of one or more tables (``variants`` / ``cv --json``)."""
+    tabs: dict = {}
+    for f in args.tables.split(","):
+        t = json.loads(Path(f).read_text())
+        tabs.update(t.get("table", t))
+    pool = args.pool.split(",") if args.pool else list(tabs)
+    meshes = sorted(tabs[pool[0]], key=int)
+    cats = {m: mp.category_of(int(m)) for m in meshes}
+    table = {n: {m: tuple(tabs[n][m][:3]) for m in meshes} for n in pool}
+    lo = loco(table, meshes, cats, pool)
+    print(f"LOCO over {pool}: held-out mean {np.mean([r['held_out'] for r in lo]):.4f}, "
+          f"in range {sum(r['in_range'] for r in lo)}/{len(meshes)}")
+    for r in lo:
+        print(f"  {r['category']:10s} {r['chosen']:32s} train {r['train']:.4f} held {r['held_out']:.4f} "
+              f"in {r['in_range']}/{r['n']} worst {r['worst'][1]} ({r['worst'][0]:.3f})")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -417,8 +555,28 @@ def main(argv=None) -> int:
     e.add_argument("--ids", default="")
     e.add_argument("--stored", type=Path, default=STORED)
     e.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    g = sub.add_parser("proto-cache")
+    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--ids", default="")
+    g.add_argument("--stored", type=Path, default=STORED)
+    g.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    g.add_argument("--set", action="append", default=[], help="module.CONST=value, e.g. segment.FULL_RES_CUT=0")
+    t = sub.add_parser("two-pass")
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--ids", default="")
+    t.add_argument("--stored", type=Path, default=STORED)
+    t.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    va = sub.add_parser("variants")
+    va.add_argument("--cache", type=Path, required=True)
+    va.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    va.add_argument("--variants", required=True, help='JSON: {"name": {"module.CONST": value}}')
+    va.add_argument("--json", type=Path)
+    lt = sub.add_parser("loco-tables")
+    lt.add_argument("--tables", required=True)
+    lt.add_argument("--pool", default="")
     args = ap.parse_args(argv)
-    return {"cache": cmd_cache, "cv": cmd_cv, "cut-effect": cmd_cut_effect}[args.cmd](args)
+    return {"variants": cmd_variants, "loco-tables": cmd_loco_tables, "cache": cmd_cache, "cv": cmd_cv, "cut-effect": cmd_cut_effect, "proto-cache": cmd_proto_cache,
+            "two-pass": cmd_two_pass}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,14 @@ def test_sliver_rule_ignores_small_parts_for_the_relative_threshold():
     assert ak.rule_sliver(st, small=small, a=0.02, b=0.0) == 1
 
 
+def test_rank_rule_takes_the_relative_threshold_of_a_lower_rank():
+    ak = _autok()
+    st = [1.0, 2.0, 9.0, 8.0, 2.5]
+    assert ak.rule_default(st) == 2  # 0.4 * 9 = 3.6
+    assert ak.rule_rank(st, rank=1) == ak.rule_default(st)
+    assert ak.rule_rank(st, rank=3) == 1  # 0.4 * 2.5 = 1.0 -> the floor 1.5 -> index 1
+
+
 def test_replay_reproduces_the_pipeline_on_a_small_mesh(tmp_path):
     """The cached merge sequence, replayed at the default rule, gives the pipeline's k and
     Rand Index exactly when there is no working resolution (a small mesh)."""
@@ -75,6 +83,19 @@ def test_replay_reproduces_the_pipeline_on_a_small_mesh(tmp_path):
     D = rp.level_distances(c)
     assert np.allclose(D, D.T) and np.allclose(np.diag(D), 0)
     assert D[0, -1] >= D[0, 1] > 0
+    # merge-criterion variants re-merge the cached clusters: no change reproduces the pipeline,
+    # and the module constant is restored afterwards
+    from gpu_kernels.mesh import dualgraph
+
+    sdf = dualgraph.SDF_MERGE
+    table = tmp_path / "variants.json"
+    args = type("A", (), {"cache": out, "data": data, "json": table,
+                          "variants": '{"ref": {}, "flat": {"boundary.MERGE_CRITERION": "concavity"}}'})()
+    assert ak.cmd_variants(args) == 0
+    assert dualgraph.SDF_MERGE == sdf and boundary.MERGE_CRITERION == "contrast"
+    rows = __import__("json").loads(table.read_text())
+    assert rows["ref"]["1"][2] == rec["k_default"]
+    assert rows["ref"]["1"][0] == pytest.approx(rec["RI_default"], abs=1e-9)
 
 
 def test_loco_over_rules_chooses_on_the_other_categories():
