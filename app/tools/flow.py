@@ -159,8 +159,12 @@ PARAMS = ParamSet([
           minimum=0, maximum=5, advanced=True, metavar="M", used_when=_variational),
     Param("quality_map", str, _fd.SEARCH_QUALITY, "Quality map",
           "Search: the quality map: fb (local NCC times forward-backward consistency, photometric "
-          "residual and motion size) or ncc (local NCC alone, faster).", choices=_fd.SEARCH_QUALITIES, advanced=True, library_name="quality",
-          used_when=_search_only),
+          "residual and motion size) or ncc (local NCC alone, faster).", choices=_fd.SEARCH_QUALITIES,
+          advanced=True, library_name="quality", used_when=_search_only),
+    Param("fill", float, _fd.SEARCH_FILL, "Occlusion fill",
+          "Search: poorly matched pixels more than this many px from forward-backward consistent "
+          "(occlusions) get the flow of the pixels around them, spread along the image's edges (0: off).", minimum=0.0,
+          maximum=1000.0, step=0.5, decimals=1, unit="px", advanced=True, used_when=_search_only),
     Param("tile_size", int, None, "Tiles",
           "Block matching: process in tiles of this many pixels a side (with halos; the same result "
           "as one piece). 'off' tiles only when the image does not fit the device.",
@@ -233,7 +237,7 @@ def _search_kw(p: dict) -> dict:
     """The tool's parameters (those a stage has) as the search method's keywords."""
     names = {"levels": "levels", "iters": "tv_iters", "warps": "warps", "lam": "lam", "median": "median",
              "patch": "patch", "search_level": "finest_patch_level", "max_pixels": "max_pixels",
-             "quality_map": "quality"}
+             "quality_map": "quality", "fill": "fill"}
     return _search.search_params(**{names[k]: v for k, v in p.items() if k in names and v is not None})
 
 
@@ -285,12 +289,12 @@ def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: flo
 #: the flow (matching + TV-L1 per level), the quality map; then the errors against the ground
 #: truth. A quality-map change re-runs only the quality map; a TV-L1 change keeps the pyramids.
 _PYRAMID_KEYS = ("method", "levels", "patch", "max_pixels")
-_FLOW_KEYS = tuple(n for n in PARAMS.compute_names() if n != "quality_map")
+_FLOW_KEYS = tuple(n for n in PARAMS.compute_names() if n not in ("quality_map", "fill"))
 PIPELINE = Pipeline([
     Stage("pyramids", _pyramids, params=_PYRAMID_KEYS, inputs=("img1", "img2", "mask"), label="pyramids"),
     Stage("flow", _flow, params=_FLOW_KEYS, after=("pyramids",), inputs=("img1", "img2", "mask"), label="flow",
           weight=15.0),
-    Stage("quality", _quality, params=("quality_map", *_FLOW_KEYS), after=("pyramids", "flow"),
+    Stage("quality", _quality, params=("quality_map", "fill", *_FLOW_KEYS), after=("pyramids", "flow"),
           label="quality map", weight=3.0),
     Stage("metrics", _metrics, after=("quality",), inputs=("gt", "mask"), label="metrics"),
 ], finish=_finish, params=PARAMS)

@@ -170,3 +170,19 @@ extern "C" __global__ void is_densify(const float* __restrict__ I1, const float*
         }
     }
 }
+
+// Recursive edge-aware filter along rows (the domain transform's RF, Gastal & Oliveira 2011), for
+// the forward-backward fill of search.fill_inconsistent: C channels of R rows of L samples each
+// (J, row-major C x R x L, filtered in place), A the R x (L - 1) feedback weights between
+// neighbours. One thread per row: left to right J[x] += A[x-1] (J[x-1] - J[x]), then right to
+// left J[x] += A[x] (J[x+1] - J[x]), the NumPy path's operations in the same order.
+extern "C" __global__ void is_rf_rows(float* __restrict__ J, const float* __restrict__ A, int C, int R, int L) {
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    const float* a = A + (long long)r * (L - 1);
+    for (int c = 0; c < C; ++c) {
+        float* p = J + ((long long)c * R + r) * L;
+        for (int x = 1; x < L; ++x) p[x] = p[x] + a[x - 1] * (p[x - 1] - p[x]);
+        for (int x = L - 2; x >= 0; --x) p[x] = p[x] + a[x] * (p[x + 1] - p[x]);
+    }
+}

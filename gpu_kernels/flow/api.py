@@ -70,7 +70,8 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
                  radius: int = _RADIUS, window: int = _WINDOW, iters: int | None = None, seed: str = _SEED,
                  warps: int | None = None, lam: float = _LAMBDA, median: int = _MEDIAN, tile_size: int | None = None,
                  patch: int = _PATCH, search_level: int = _SEARCH_LEVEL, max_pixels: int = _MAX_PIXELS,
-                 quality: str = _d.SEARCH_QUALITY, mask=None, device=None, progress=None) -> FlowResult:
+                 quality: str = _d.SEARCH_QUALITY, fill: float = _d.SEARCH_FILL, mask=None, device=None,
+                 progress=None) -> FlowResult:
     """Every method behind one signature with explicit keywords (what the tool layer calls).
 
     ``levels=None``/``iters=None``/``warps=None`` mean the chosen method's own default (``levels``:
@@ -80,8 +81,8 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
     ``window`` for ``bm``, ``radius`` for ``search``); ``block``, ``radius`` and ``levels`` of
     ``bm`` also shape the seed of ``refine`` when ``seed="bm"``, ``window`` and ``iters`` of
     ``lk`` are not passed to an ``lk`` seed. ``patch``, ``search_level`` (finest level of the
-    patch search, from the working level), ``max_pixels`` and ``quality`` (the quality map, "fb"
-    or "ncc") are the ``search`` method's.
+    patch search, from the working level), ``max_pixels``, ``quality`` (the quality map, "fb"
+    or "ncc") and ``fill`` (the forward-backward fill, px; 0: off) are the ``search`` method's.
 
     Example
     -------
@@ -94,7 +95,7 @@ def compute_flow(img1, img2, *, method: str = DEFAULT_METHOD, levels: int | None
         raise FlowInputError(f"unknown flow method {method!r}: use one of {', '.join(METHODS)}")
     if method == "search":
         kw = dict(levels=levels, tv_iters=iters, warps=warps, lam=lam, median=median, patch=patch,
-                  finest_patch_level=search_level, max_pixels=max_pixels, quality=quality)
+                  finest_patch_level=search_level, max_pixels=max_pixels, quality=quality, fill=fill)
         kw = {k: v for k, v in kw.items() if v is not None}
         return optical_flow(img1, img2, method=method, mask=mask, device=device, progress=progress, **kw)
     given = dict(levels=levels, block=block, radius=radius, window=window, iters=iters, seed=seed, warps=warps,

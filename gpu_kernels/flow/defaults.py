@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "BM_BLOCK", "BM_RADIUS", "BM_MAX_RADIUS", "LK_WINDOW", "TV_SEEDS",
            "TV_SEED", "TV_LAMBDA", "TV_MEDIAN", "SEARCH_PATCH", "SEARCH_FINEST_PATCH_LEVEL", "SEARCH_MAX_PIXELS",
-           "SEARCH_QUALITY", "SEARCH_QUALITIES"]
+           "SEARCH_QUALITY", "SEARCH_QUALITIES", "SEARCH_FILL"]
 
 # -- api
 #: search: patch inverse search + densification + TV-L1 (large motions); bm: NCC block matching;
@@ -47,3 +47,6 @@ SEARCH_MAX_PIXELS = 600_000
 #: the quality map: "fb" (local NCC x forward-backward consistency) or "ncc" (local NCC alone)
 SEARCH_QUALITY = "fb"
 SEARCH_QUALITIES = ("fb", "ncc")
+#: forward-backward fill: pixels more than this many px from forward-backward consistent get the flow
+#: of the consistent pixels around them, spread along the first frame's edges (0: off)
+SEARCH_FILL = 2.0

@@ -31,10 +31,16 @@ The default method (``search``). Stages, each a pure function of arrays:
    occlusion-robust (weighted by ``1 / (1 + (r / occ)^2)``, ``r`` the residual at the current
    flow, so pixels that cannot be matched are filled in by the smoothness). Stages 2-4
    alternate per level (:func:`coarse_to_fine`).
-5. **quality map** (:func:`quality_map`): the local NCC of the first frame and the warped
-   second, times the forward-backward consistency with a backward flow solved one level
-   coarser (``quality="fb"``, ~70 % more time at 1080p), lowered for large motions;
-   ``quality="ncc"`` keeps the one-pass NCC map.
+5. **forward-backward fill** (:func:`fill_inconsistent`, ``fill`` px, 0: off): a backward flow
+   solved one level coarser; pixels more than ``fill`` px from forward-backward consistent whose
+   local NCC is also low (occlusions, a flat region that took a neighbour's motion) get the flow
+   of the others around them, spread along the first frame's edges by an edge-aware
+   normalised convolution (:func:`edge_aware_fill`: the domain transform's recursive filter;
+   EpicFlow's interpolation of consistent matches, with a filter for its geodesic distances).
+6. **quality map** (:func:`quality_map`): the local NCC of the first frame and the warped
+   second, times the forward-backward consistency with the same backward flow
+   (``quality="fb"``, ~70 % more time at 1080p), the photometric residual and a term lowering
+   large motions; ``quality="ncc"`` keeps the one-pass NCC map.
 
 The tool runs three stages (:func:`stage_pyramids`, :func:`stage_flow`, :func:`stage_quality`)
 so that a live edit re-runs only what it changes; :func:`inverse_search_flow` runs them in one
@@ -100,6 +106,8 @@ __all__ = [
     "densify",
     "refine_level",
     "quality_map",
+    "edge_aware_fill",
+    "fill_inconsistent",
     "Pyramids",
     "pyramids",
     "solve",
@@ -169,6 +177,17 @@ QM_NCC_FLOOR = 0.1
 QM_FB_SCALE = 0.125
 QM_MAG = 12.5
 QM_RESIDUAL = 0.01
+#: forward-backward fill: pixels whose forward-backward distance exceeds this (px) get the flow of
+#: the consistent pixels around them, by an edge-aware normalised convolution (0: no fill)
+DEFAULT_FILL = _d.SEARCH_FILL
+#: the fill's spatial scale (px of the frame) and intensity scale (0..1) of the domain transform
+FILL_SIGMA_S = 100.0
+FILL_SIGMA_R = 0.2
+#: the fill's filter passes (each: rows, then columns; the scale shrinks from pass to pass)
+FILL_PASSES = 3
+#: the fill keeps a pixel whose local NCC confidence is at least this, consistent or not (the
+#: backward flow can miss what the forward one found: a 200 px object)
+FILL_NCC = 0.7
 
 _SRC = "flow_search.cu"
 
@@ -422,6 +441,69 @@ def refine_level(be: Backend, I1, I2, u, v, *, warps: int, iters: int, lam: floa
     return u, v
 
 
+def _rf_rows(be: Backend, J, A):
+    """The recursive filter along the last axis of ``J`` (C, R, L), in place; ``A`` (R, L - 1)."""
+    C, R, L = J.shape
+    if be.is_gpu:
+        _gpu.kernel(be, _SRC, "is_rf_rows")(_gpu.grid1d(R, 64), (64,), (J, A, _gpu.i32(C), _gpu.i32(R), _gpu.i32(L)))
+        return J
+    T = np.ascontiguousarray(J.transpose(2, 0, 1))        # (L, C, R): each step a contiguous slice
+    At = np.ascontiguousarray(A.T)[:, None, :]
+    for x in range(1, L):
+        T[x] += At[x - 1] * (T[x - 1] - T[x])
+    for x in range(L - 2, -1, -1):
+        T[x] += At[x] * (T[x + 1] - T[x])
+    J[...] = T.transpose(1, 2, 0)
+    return J
+
+
+def edge_aware_fill(be: Backend, guide, u, v, ok, *, sigma_s: float = FILL_SIGMA_S, sigma_r: float = FILL_SIGMA_R,
+                    passes: int = FILL_PASSES):
+    """``(u, v)`` where ``ok`` (0/1), elsewhere the normalised convolution of ``ok * (u, v)``
+    by the domain transform's recursive filter guided by ``guide`` (Gastal & Oliveira,
+    "Domain transform for edge-aware image and video processing", 2011): flow spreads from
+    the consistent pixels along the image, not across its edges. Pixels no consistent pixel
+    reaches keep their flow."""
+    xp = be.xp
+    f = xp.float32
+    H, W = u.shape
+    k = f(sigma_s / sigma_r)
+    dx = f(1) + k * xp.abs(guide[:, 1:] - guide[:, :-1])               # (H, W - 1)
+    dy = xp.ascontiguousarray((f(1) + k * xp.abs(guide[1:] - guide[:-1])).T)   # (W, H - 1)
+    J = xp.stack([u * ok, v * ok, ok]).astype(xp.float32)
+    for i in range(passes):
+        sig = sigma_s * math.sqrt(3.0) * 2.0 ** (passes - i - 1) / math.sqrt(4.0 ** passes - 1.0)
+        la = f(-math.sqrt(2.0) / sig)
+        if W > 1:
+            J = _rf_rows(be, J, xp.exp(la * dx))
+        if H > 1:
+            J = xp.ascontiguousarray(_rf_rows(be, xp.ascontiguousarray(J.transpose(0, 2, 1)), xp.exp(la * dy))
+                                     .transpose(0, 2, 1))
+    den = J[2]
+    keep = (ok > 0) | (den < f(1e-4))
+    safe = xp.where(keep, f(1), den)
+    return (xp.where(keep, u, J[0] / safe).astype(xp.float32), xp.where(keep, v, J[1] / safe).astype(xp.float32))
+
+
+def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float = DEFAULT_FILL,
+                      ncc: float = FILL_NCC):
+    """The flow ``(u, v)`` with the pixels more than ``threshold`` px from forward-backward
+    consistent (``|f + b(x + f)|``, ``backward = (ub, vb)``: occlusions, mismatches) and with a
+    local NCC confidence (:func:`gpu_kernels.flow.ncc_confidence`, 7 x 7) under ``ncc``
+    replaced by :func:`edge_aware_fill` of the others (EpicFlow's idea, interpolating matches
+    along the image's edges, with a filter in place of geodesic nearest neighbours)."""
+    from gpu_kernels.ops.warp import _warp2d
+
+    from .refine import _ncc_conf
+
+    xp = be.xp
+    bw = _warp2d(be, xp.ascontiguousarray(xp.stack(backward)), u, v)
+    du, dv = u + bw[0], v + bw[1]
+    ok = (du * du + dv * dv) <= xp.float32(threshold * threshold)
+    ok = (ok | (_ncc_conf(be, g1, g2, u, v, None, window=7) >= xp.float32(ncc))).astype(xp.float32)
+    return edge_aware_fill(be, g1, u, v, ok)
+
+
 def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backward=None):
     """Confidence 0..1 of the final flow.
 
@@ -559,14 +641,17 @@ def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, **kw)
 
 def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QUALITY,
                   fb_level: int = DEFAULT_FB_LEVEL, fb_warps=DEFAULT_FB_WARPS, fb_iters=DEFAULT_FB_ITERS,
-                  progress=None, **kw):
-    """Stage 3: the quality map of the flow ``(u, v)`` (``kw``: the flow's parameters, for the
-    backward flow of ``quality="fb"``); returns ``(u, v, q)`` with the mask applied (new arrays)."""
+                  fill: float = DEFAULT_FILL, progress=None, **kw):
+    """Stage 3: the forward-backward fill (``fill`` > 0) and the quality map of the flow ``(u,
+    v)`` (``kw``: the flow's parameters, for the backward flow); returns ``(u, v, q)`` with the
+    mask applied (new arrays)."""
     back = None
-    if quality == "fb":
+    if quality == "fb" or fill > 0:
         bk = dict(kw, warps=fb_warps or kw["warps"], tv_iters=fb_iters or kw["tv_iters"])
         back = solve(be, pyr, backward=fb_level, progress=progress, **bk)
-    q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back)
+    if fill > 0:
+        u, v = fill_inconsistent(be, pyr.g1, pyr.g2, u, v, back, threshold=fill)
+    q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back if quality == "fb" else None)
     if pyr.mask is not None:
         u, v = u * pyr.mask, v * pyr.mask
     return u, v, q
@@ -574,14 +659,14 @@ def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QU
 
 def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pixels=DEFAULT_MAX_PIXELS,
               quality=DEFAULT_QUALITY, fb_level=DEFAULT_FB_LEVEL, fb_warps=DEFAULT_FB_WARPS,
-              fb_iters=DEFAULT_FB_ITERS, progress=None, **kw):
+              fb_iters=DEFAULT_FB_ITERS, fill=DEFAULT_FILL, progress=None, **kw):
     """The three stages in one go (what :func:`inverse_search_flow` captures as one CUDA graph)."""
     progress = as_progress(progress)
     pyr = pyramids(be, g1, g2, mask, patch=kw["patch"], blur=blur, max_pixels=max_pixels, max_level=max_level)
-    fw = 0.8 if quality == "fb" else 0.95
+    fw = 0.8 if quality == "fb" or fill > 0 else 0.95
     u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), **kw)
     return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps, fb_iters=fb_iters,
-                         progress=progress.sub(fw, 0.95, "backward"), **kw)
+                         fill=fill, progress=progress.sub(fw, 0.95, "backward"), **kw)
 
 
 def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,
@@ -592,7 +677,8 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
                         blur: float = DEFAULT_BLUR, max_pixels: int = DEFAULT_MAX_PIXELS,
                         quality: str = DEFAULT_QUALITY, edge: float = DEFAULT_EDGE, occ: float = DEFAULT_OCC,
                         radius_levels: int = DEFAULT_RADIUS_LEVELS, fb_level: int = DEFAULT_FB_LEVEL,
-                        fb_warps=DEFAULT_FB_WARPS, fb_iters: int | None = DEFAULT_FB_ITERS, levels: int | None = None, mask=None, device=None, progress=None) -> FlowResult:
+                        fb_warps=DEFAULT_FB_WARPS, fb_iters: int | None = DEFAULT_FB_ITERS, fill: float = DEFAULT_FILL,
+                        levels: int | None = None, mask=None, device=None, progress=None) -> FlowResult:
     """Flow from ``img1`` to ``img2`` for motions from 0 to a fifth of the image (the default method).
 
     Parameters
@@ -643,6 +729,10 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
     fb_warps, fb_iters : optional
         ``quality="fb"``: the backward flow's TV-L1 warps (per level) and iterations per warp
         (None: the forward flow's ``warps`` and ``tv_iters``).
+    fill : float
+        Pixels more than ``fill`` px from forward-backward consistent (occlusions, mismatches;
+        the backward flow is the quality map's) get the flow of the consistent pixels around
+        them, spread along the first frame's edges (:func:`fill_inconsistent`; 0: off).
     levels : int, optional
         Pyramid levels (default: the coarsest level has about four patches across).
     mask, device, progress
@@ -657,7 +747,7 @@ def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int =
                            finest_patch_level=finest_patch_level, warps=warps, tv_iters=tv_iters, lam=lam,
                            median=median, eps=eps, prior=prior, blur=blur, max_pixels=max_pixels, quality=quality,
                            edge=edge, occ=occ, radius_levels=radius_levels, fb_level=fb_level, fb_warps=fb_warps,
-                           fb_iters=fb_iters, levels=levels)
+                           fb_iters=fb_iters, fill=fill, levels=levels)
     be = get_backend(device)
     progress = as_progress(progress)
     with be.activate():
@@ -711,6 +801,7 @@ def search_params(*, levels: int | None = None, **kw) -> dict:
     p["blur"] = check_float("blur", p["blur"], 0.0, 10.0)
     p["edge"] = check_float("edge", p["edge"], 0.0, 1000.0)
     p["occ"] = check_float("occ", p["occ"], 0.0, 10.0)
+    p["fill"] = check_float("fill", p["fill"], 0.0, 1000.0)
     if p["quality"] not in QUALITIES:
         raise FlowInputError(f"unknown quality map {p['quality']!r}: use one of {', '.join(QUALITIES)}")
     p["max_level"] = None if levels is None else check_int("levels", levels, 1, 12) - 1
@@ -730,7 +821,7 @@ def _warps(name, warps) -> tuple:
 
 
 _NAMES = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", "warps", "tv_iters", "lam", "median",
-          "eps", "prior", "blur", "max_pixels", "quality", "edge", "occ", "radius_levels", "fb_level", "fb_warps", "fb_iters")
+          "eps", "prior", "blur", "max_pixels", "quality", "edge", "occ", "radius_levels", "fb_level", "fb_warps", "fb_iters", "fill")
 _PYR = ("patch", "blur", "max_pixels", "max_level")
 _SOLVE = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", "warps", "tv_iters", "lam", "median",
           "eps", "prior", "edge", "occ", "radius_levels")
@@ -760,6 +851,7 @@ def stage_quality(pyr: Pyramids, flow, params: dict, *, device=None, progress=No
     be = get_backend(device)
     with be.activate():
         u, v, q = quality_stage(be, pyr, flow[0], flow[1], quality=params["quality"], fb_level=params["fb_level"],
-                                fb_warps=params["fb_warps"], fb_iters=params["fb_iters"], progress=progress,
+                                fb_warps=params["fb_warps"], fb_iters=params["fb_iters"], fill=params["fill"],
+                                progress=progress,
                                 **{k: params[k] for k in _SOLVE})
     return _result(be, params, pyr.g1.shape, u, v, q, pyr.mask)

@@ -294,3 +294,76 @@ def test_patch_cost_equals_bilinear_reference():
     ref = w - P.T
     np.testing.assert_allclose(r, ref, atol=2e-6)
     np.testing.assert_allclose(cost, (ref * ref).sum(1), rtol=1e-4, atol=1e-7)
+
+
+def _two_regions(H=48, W=64):
+    """A picture of two textured regions split at x = 32 and a flow of (3, 0) on the left, (-2, 1)
+    on the right."""
+    rng = np.random.default_rng(5)
+    g = np.where(np.arange(W)[None, :] < 32, 0.2, 0.8) + 0.02 * rng.random((H, W))
+    u = np.where(np.arange(W)[None, :] < 32, 3.0, -2.0) * np.ones((H, 1))
+    v = np.where(np.arange(W)[None, :] < 32, 0.0, 1.0) * np.ones((H, 1))
+    return g.astype(np.float32), u.astype(np.float32), v.astype(np.float32)
+
+
+def test_edge_aware_fill_spreads_along_the_image_not_across_edges():
+    """Pixels marked inconsistent next to an image edge get the flow of their own side; the
+    consistent pixels are kept exactly; without edge-awareness (a huge intensity scale) the
+    other side's flow leaks in."""
+    from gpu_kernels.backend import get_backend
+
+    g, u, v = _two_regions()
+    bad = np.zeros_like(g, bool)
+    bad[10:38, 32:44] = True                           # right side, next to the edge
+    ub, vb = u.copy(), v.copy()
+    ub[bad], vb[bad] = 25.0, -17.0                     # garbage there
+    ok = (~bad).astype(np.float32)
+    cpu = get_backend("cpu")
+    fu, fv = S.edge_aware_fill(cpu, g, ub, vb, ok)
+    np.testing.assert_array_equal(fu[~bad], u[~bad])
+    assert np.abs(fu[bad] - (-2.0)).max() < 0.05 and np.abs(fv[bad] - 1.0).max() < 0.05, (fu[bad].min(), fu[bad].max())
+    lu, _ = S.edge_aware_fill(cpu, g, ub, vb, ok, sigma_r=1e6)
+    assert np.abs(lu[bad] - (-2.0)).max() > 0.3        # the plain (not edge-aware) fill mixes the sides
+
+
+def test_fill_inconsistent_uses_forward_backward_distance():
+    """fill_inconsistent replaces exactly the pixels whose |f + b(x + f)| exceeds the threshold."""
+    from gpu_kernels.backend import get_backend
+
+    g, _, _ = _two_regions()
+    u, v = np.full_like(g, 3.0), np.zeros_like(g)      # everything moves 3 px right ...
+    u2 = u.copy()
+    u2[20:24, 40:44] = 9.0                              # ... but a wrong patch, 6 px from consistent
+    back = (np.full_like(u, -3.0), np.zeros_like(u))
+    fu, _ = S.fill_inconsistent(get_backend("cpu"), g, g, u2, v, back, threshold=2.0)
+    assert np.abs(fu[20:24, 40:44] - 3.0).max() < 0.05
+    same = np.ones_like(u, bool)
+    same[20:24, 40:44] = False
+    np.testing.assert_array_equal(fu[same], u2[same])
+    with pytest.raises(FlowInputError, match="fill"):
+        S.inverse_search_flow(g, g, fill=-1.0, device="cpu")
+
+
+def test_fill_lowers_error_where_the_background_is_covered():
+    """The occlusion scene above: the background pixels hidden in the second frame have no
+    match; the forward-backward fill gives them the background's flow (+4 px)."""
+    rng = np.random.default_rng(7)
+    from scipy import ndimage
+
+    H, W = 160, 224
+    bg = ndimage.gaussian_filter(rng.random((H + 8, W + 8)), 1.5).astype(np.float32)
+    bg = (bg - bg.min()) / (bg.max() - bg.min())
+    obj = natural_image("astronaut", (48, 56))
+    img1 = bg[4:4 + H, 4:4 + W].copy()
+    img2 = bg[4:4 + H, 0:W].copy()
+    y0, x0, dx = 56, 40, 40
+    img1[y0:y0 + 48, x0:x0 + 56] = obj
+    img2[y0:y0 + 48, x0 + dx:x0 + dx + 56] = obj
+    covered = np.zeros((H, W), bool)
+    covered[y0:y0 + 48, x0 + dx - 4:x0 + dx + 52] = True
+    covered[y0:y0 + 48, x0:x0 + 56] = False
+    on = S.inverse_search_flow(img1, img2, device="cpu")
+    off = S.inverse_search_flow(img1, img2, device="cpu", fill=0.0)
+    e_on = np.hypot(on.u[covered] - 4, on.v[covered]).mean()
+    e_off = np.hypot(off.u[covered] - 4, off.v[covered]).mean()
+    assert e_on < 0.7 * e_off, (e_on, e_off)
