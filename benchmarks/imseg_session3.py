@@ -25,9 +25,10 @@ three measures on the training images, the one with the largest smallest margin 
 felzenszwalb (500, 0.8, 200) in covering, PRI and VI / 10; if none, the default stays. The
 cross-validation applies the same rule on 160 images and scores the other 40.
 
-Usage (2 cores, about 15 minutes)::
+Usage (2 cores, about 15 minutes; ``--families`` adds the guard x coarseness grids of the
+base, ori and mixori maps and their cross-validation)::
 
-    python benchmarks/imseg_session3.py --workers 2 --out /tmp/imseg_s3
+    python benchmarks/imseg_session3.py --workers 2 --out /tmp/imseg_s3 [--families] [--val]
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ CANDIDATES = ([("base", c, 0.0) for c in (3.2, 3.25, 3.3, 3.35, 3.4)]
               + [("ms2cn6", c, 0.0) for c in (2.7, 2.8, 2.9)]
               + [("base", c, a) for a in (0.25, 0.5, 0.75, 1.0) for c in (3.25, 3.3, 3.35)]
               + [("ori", c, 0.0) for c in (3.2, 3.3, 3.4)] + [("mixori", 3.3, 0.0)])
+#: ``--families``: each boundary map tuned over the size guard k and the coarseness; the
+#: selection is cross-validated per family (procedure against procedure, both held out)
+FAMILIES = {m: [(m, c, 0.0, k) for k in (3.0, 7.0, 15.0) for c in (3.1, 3.2, 3.3, 3.4)]
+            for m in ("base", "ori", "mixori")}
 
 
 def _maps(sm, lab):
@@ -139,12 +144,13 @@ def scores(d, seg):
 def run_candidate(d, cand):
     from gpu_kernels.imseg import contours as C
 
-    m, c, alpha = cand
+    m, c, alpha = cand[:3]
+    size_k = cand[3] if len(cand) > 3 else C.SIZE_K
     if alpha:
         c = c + alpha * math.log10(d["gbar"] / GREF)
     n = d["h"] * d["w"]
     into, _, _ = C.merge_np(d["graphs"][m], 0, C.coarseness_threshold(c), 1 / math.sqrt(n),
-                            min_area=C.min_region_area(d["S"]))
+                            min_area=C.min_region_area(d["S"]), size_k=size_k)
     seg, count = C._resolve(into)
     return (*scores(d, seg), count)
 
@@ -176,6 +182,29 @@ def choose(rows: dict, felz: np.ndarray, idx) -> tuple:
     return max(ok)[1] if ok else DEFAULT
 
 
+def _min_margin(r, f):
+    m, fm = r.mean(0), f.mean(0)
+    return min(m[0] - fm[0], m[1] - fm[1], (fm[2] - m[2]) / 10)
+
+
+def family_cv(rows: dict, felz: np.ndarray, seeds=(0, 1, 2)) -> dict:
+    """Per family: on each fold, the member with the largest smallest margin over felzenszwalb
+    on the other 160 images, scored on the held-out 40; the mean over the folds per seed."""
+    n = len(felz)
+    out = {}
+    for fam, members in FAMILIES.items():
+        res = []
+        for seed in seeds:
+            held = []
+            for te in np.array_split(np.random.default_rng(seed).permutation(n), 5):
+                tr = np.setdiff1d(np.arange(n), te)
+                p = max(members, key=lambda c: _min_margin(rows[c][tr], felz[tr]))
+                held.append(rows[p][te].mean(0))
+            res.append(np.mean(held, 0).tolist())
+        out[fam] = res
+    return out
+
+
 def main(argv=None):
     import multiprocessing as mp
 
@@ -186,6 +215,7 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="/tmp/imseg_s3")
     ap.add_argument("--val", action="store_true", help="also score the 20 validation images (report once)")
+    ap.add_argument("--families", action="store_true", help="also cross-validate the guard x coarseness families")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -193,23 +223,27 @@ def main(argv=None):
     res = {}
     for name, root in sets:
         items = list(B.bsds_items(root))
+        cands = CANDIDATES + ([c for m in FAMILIES.values() for c in m] if a.families else [])
         with mp.get_context("fork").Pool(a.workers) as pool:
-            r = np.array(pool.map(_job, [(it, CANDIDATES) for it in items], chunksize=2))
-        res[name] = {"rows": {c: r[:, k] for k, c in enumerate(CANDIDATES)}, "felz": r[:, -1]}
+            r = np.array(pool.map(_job, [(it, cands) for it in items], chunksize=2))
+        res[name] = {"rows": {c: r[:, k] for k, c in enumerate(cands)}, "felz": r[:, -1]}
     tr = res["train"]
     n = len(tr["felz"])
-    report = {"pick_train": choose(tr["rows"], tr["felz"], np.arange(n)), "folds": []}
+    main_rows = {c: tr["rows"][c] for c in CANDIDATES}
+    report = {"pick_train": choose(main_rows, tr["felz"], np.arange(n)), "folds": []}
     folds = np.array_split(np.random.default_rng(0).permutation(n), 5)
     for te in folds:
-        p = choose(tr["rows"], tr["felz"], np.setdiff1d(np.arange(n), te))
+        p = choose(main_rows, tr["felz"], np.setdiff1d(np.arange(n), te))
         report["folds"].append({"pick": p, "pick_heldout": tr["rows"][p][te].mean(0).tolist(),
                                 "default_heldout": tr["rows"][DEFAULT][te].mean(0).tolist(),
                                 "felz_heldout": tr["felz"][te].mean(0).tolist()})
     report["means"] = {name: {"felz": v["felz"].mean(0).tolist(),
-                              **{"{} c{} a{}".format(*c): r.mean(0).tolist() for c, r in v["rows"].items()}}
+                              **{" ".join(map(str, c)): r.mean(0).tolist() for c, r in v["rows"].items()}}
                        for name, v in res.items()}
+    if a.families:
+        report["family_cv"] = family_cv(tr["rows"], tr["felz"])
     (out / "imseg_session3.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps({"pick_train": report["pick_train"], "folds": report["folds"]}, indent=1))
+    print(json.dumps({k: report[k] for k in ("pick_train", "folds", "family_cv") if k in report}, indent=1))
 
 
 if __name__ == "__main__":
