@@ -211,18 +211,29 @@ def _seeds(ctx) -> tuple:
     return pts, pvis, src, time.perf_counter() - t0
 
 
+def _textures(ctx) -> object:
+    """Every view's textures on the device (:func:`gpu_kernels.mvs.stereo.scene_textures`), or
+    None where they do not fit under :data:`gpu_kernels.mvs.defaults.TEXTURE_SHARE` of the free
+    memory: they depend on the scene alone, so a ``views`` or ``neighbors`` edit re-uses them."""
+    return _st.scene_textures(ctx.data.scene, device=ctx.device, progress=ctx.progress)
+
+
 def _views(ctx) -> object:
-    """View selection, each view's seeds and the views' textures on the device
-    (:func:`gpu_kernels.mvs.stereo.prepare_views`): what no growing parameter changes."""
+    """View selection and each view's seeds (:func:`gpu_kernels.mvs.stereo.prepare_views`):
+    what no growing parameter changes; and the textures of the views it needs where the
+    ``textures`` stage could not pack every view."""
     pts, pvis, src, t_seeds = ctx["seeds"]
     prep = _st.prepare_views(ctx.data.scene, views=ctx.p["views"], neighbors=ctx.p["neighbors"], min_views=1,
-                             device=ctx.device, progress=ctx.progress, seeds=(pts, pvis, src))
+                             device=ctx.device, progress=ctx.progress, seeds=(pts, pvis, src),
+                             pack=ctx["textures"] is None)
     return replace(prep, seeds_s=t_seeds)
 
 
 def _depth(ctx) -> object:
     """Growing every chosen view's depth map (no fusion)."""
     p, prep = ctx.p, ctx["views"]
+    if prep.textures is None and ctx["textures"] is not None:
+        prep = replace(prep, textures=ctx["textures"])  # every view's, packed once per scene
     maps, stats = _st.grow_views(
         ctx.data.scene, prep, window=p["window"], min_views=p["min_views"], ncc_accept=p["ncc_accept"],
         max_iter=p["max_iter"], batch_size=p["batch_size"], views_together=p["views_together"],
@@ -252,16 +263,19 @@ def _finish(data: MVSData, out: dict, p: dict, *, device: Backend, elapsed: floa
     return MVSRun(data, replace(res, fused=fused, stats=stats), p, device.label, elapsed)
 
 
-#: the stages of a run (:mod:`app.tools.stages`): the seeds (the scene's alone); the images on
-#: the device and view selection; growing the depth maps; fusing them. A growing parameter
-#: (NCC threshold, window, batch, views together, ...) re-runs the growing and the fusion only
+#: the stages of a run (:mod:`app.tools.stages`): the seeds and every view's images on the device
+#: (the scene's alone; the images of the chosen views are packed by view selection instead where
+#: not all fit); view selection; growing the depth maps; fusing them. A ``views`` or
+#: ``neighbors`` edit re-runs view selection and what follows, a growing parameter (NCC
+#: threshold, window, batch, views together, ...) the growing and the fusion only
 PIPELINE = Pipeline([
     Stage("seeds", _seeds, inputs=("scene",), label="seeds", weight=2.0),
-    Stage("views", _views, params=("views", "neighbors"), after=("seeds",), inputs=("scene",),
-          label="view selection and textures", weight=2.0),
+    Stage("textures", _textures, after=(), inputs=("scene",), label="textures", weight=1.0),
+    Stage("views", _views, params=("views", "neighbors"), after=("seeds", "textures"), inputs=("scene",),
+          label="view selection", weight=1.0),
     Stage("depth", _depth, params=("window", "min_views", "ncc_accept", "batch_size", "max_iter", "views_together",
                                    "max_attempts"),
-          after=("views",), inputs=("scene",), label="growing", weight=40.0),  # fusion: ~2 % (CPU)
+          after=("views", "textures"), inputs=("scene",), label="growing", weight=40.0),  # fusion: ~2 % (CPU)
     Stage("fusion", _fusion, params=("fuse", "fuse_min_views", "fuse_tol"), inputs=("scene",), label="fusion"),
 ], finish=_finish, params=PARAMS)
 

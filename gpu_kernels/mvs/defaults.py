@@ -5,7 +5,7 @@ re-exports its own under its usual name (``optimize.DEFAULT_WINDOW`` is :data:`W
 from __future__ import annotations
 
 __all__ = ["FUSE_TOL", "FUSE_MIN_VIEWS", "BATCH_GPU", "MAX_ATTEMPTS", "WINDOW", "MIN_VIEWS", "NCC_ACCEPT",
-           "MAX_ITER", "MAX_NEIGHBORS", "VIEWS_TOGETHER_GPU", "NEIGHBORS"]
+           "MAX_ITER", "MAX_NEIGHBORS", "VIEWS_TOGETHER_GPU", "NEIGHBORS", "TEXTURE_SHARE"]
 
 # -- fusion
 #: relative depth agreement (COLMAP's ``max_depth_error``)
@@ -35,6 +35,10 @@ MAX_NEIGHBORS = 16
 # -- stereo
 #: reference views grown in one shared batch on the GPU
 VIEWS_TOGETHER_GPU = 16
+#: the textures of every view of a scene are packed once (a stage of their own, which view
+#: selection edits do not re-run) when they take at most this share of the free device memory
+#: (of the host's available memory on the CPU): the stage cache's own default share
+TEXTURE_SHARE = 0.25
 
 # -- views
 #: neighbour views per reference view (Goesele: 10 for community photos; the CUDA paper: 8)

@@ -49,13 +49,16 @@ from gpu_kernels.mvs.seeds import sift_seeds
 from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views
 
 __all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "PreparedViews", "reconstruct",
-           "prepare_views", "grow_views", "cross_view_consistency", "scene_seeds", "parse_views"]
+           "prepare_views", "grow_views", "cross_view_consistency", "scene_seeds", "parse_views", "scene_textures",
+           "DEFAULT_TEXTURE_SHARE"]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
 #: reference views grown in one shared batch on the GPU / CPU
 DEFAULT_VIEWS_TOGETHER_GPU = _d.VIEWS_TOGETHER_GPU
 DEFAULT_VIEWS_TOGETHER_CPU = 1
+#: share of the free memory under which :func:`scene_textures` packs every view
+DEFAULT_TEXTURE_SHARE = _d.TEXTURE_SHARE
 
 
 @dataclass
@@ -101,6 +104,30 @@ def scene_seeds(scene: MVSScene, *, progress=None):
 
 def _texture_bytes(scene, views) -> int:
     return int(sum(scene.cameras[v].width * scene.cameras[v].height * 48 for v in views))
+
+
+def scene_textures(scene: MVSScene, *, device=None, share: float | None = None,
+                   progress=None) -> ViewTextures | None:
+    """Every view's textures on ``device``, or ``None`` where they take more than ``share`` of
+    its free memory (of the host's available memory on the CPU; default
+    :data:`DEFAULT_TEXTURE_SHARE`) or a view has no image.
+
+    The optimiser looks a view's texture up by its index, so textures packed for views that a
+    run does not read change nothing: :func:`prepare_views` with ``pack=False`` and these
+    textures grow the same depth maps as :func:`prepare_views` packing its own views."""
+    be = get_backend(device)
+    progress = as_progress(progress)
+    share = DEFAULT_TEXTURE_SHARE if share is None else share
+    if scene.n_views == 0 or any(im is None for im in scene.images):
+        return None
+    views = list(range(scene.n_views))
+    free, _total = be.mem_info()
+    if _texture_bytes(scene, views) > share * free:
+        return None
+    progress.update(0.0, "textures")
+    tex = pack_views(scene.images, device=be, views=views)
+    progress.update(1.0, "textures")
+    return tex
 
 
 @dataclass

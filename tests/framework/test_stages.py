@@ -215,7 +215,7 @@ def test_mvs_fusion_change_reuses_the_depth_maps():
     cache = StageCache(cap_bytes=256 << 20)
     prm = {"views": "0,1", "neighbors": 4, "min_views": 2}
     r0, rep = mvs.TOOL.run_staged(data, prm, device=CPU, cache=cache)
-    assert rep.ran == ["seeds", "views", "depth", "fusion"]
+    assert rep.ran == ["seeds", "textures", "views", "depth", "fusion"]
     r1, rep = mvs.TOOL.run_staged(data, {**prm, "fuse_tol": 0.02, "fuse_min_views": 1}, device=CPU, cache=cache)
     assert rep.ran == ["fusion"]
     full = mvs.run(data, {**prm, "fuse_tol": 0.02, "fuse_min_views": 1}, device=CPU)
@@ -225,7 +225,7 @@ def test_mvs_fusion_change_reuses_the_depth_maps():
         np.testing.assert_array_equal(r1.fused.points, full.fused.points)
     # a growing parameter re-runs the growing and the fusion, not the seeds (SIFT on a real scene)
     r2, rep = mvs.TOOL.run_staged(data, {**prm, "ncc_accept": 0.5}, device=CPU, cache=cache)
-    assert rep.ran == ["depth", "fusion"] and rep.reused == ["seeds", "views"]
+    assert rep.ran == ["depth", "fusion"] and rep.reused == ["seeds", "textures", "views"]
     full = mvs.run(data, {**prm, "ncc_accept": 0.5}, device=CPU)
     for a, b in zip(r2.maps, full.maps, strict=True):
         np.testing.assert_array_equal(a.depth, b.depth)

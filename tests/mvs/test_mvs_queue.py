@@ -71,12 +71,12 @@ def test_growing_parameters_keep_the_view_selection(small_scene):
     cache = StageCache(cap_bytes=256 << 20)
     prm = {"views": "0", "neighbors": 5, "min_views": 3, "max_iter": 6}
     _, rep = mvs.TOOL.run_staged(data, prm, device=CPU, cache=cache)
-    assert rep.ran == ["seeds", "views", "depth", "fusion"]
+    assert rep.ran == ["seeds", "textures", "views", "depth", "fusion"]
     for edit in ({"batch_size": 128}, {"views_together": 2}, {"ncc_accept": 0.5}):
         r, rep = mvs.TOOL.run_staged(data, {**prm, **edit}, device=CPU, cache=cache)
-        assert rep.ran == ["depth", "fusion"] and rep.reused == ["seeds", "views"], (edit, rep)
+        assert rep.ran == ["depth", "fusion"] and rep.reused == ["seeds", "textures", "views"], (edit, rep)
     full = mvs.run(data, {**prm, "ncc_accept": 0.5}, device=CPU)
     np.testing.assert_array_equal(r.maps[0].depth, full.maps[0].depth)
     # the view selection's own parameter re-runs it, not the seeds
     _, rep = mvs.TOOL.run_staged(data, {**prm, "neighbors": 4}, device=CPU, cache=cache)
-    assert rep.ran == ["views", "depth", "fusion"] and rep.reused == ["seeds"]
+    assert rep.ran == ["views", "depth", "fusion"] and rep.reused == ["seeds", "textures"]
