@@ -113,12 +113,11 @@ def cmd_cache(args) -> int:
 
 
 def cmd_cut_effect(args) -> int:
-    """k = "auto" with and without the full-resolution boundary cut (segment.FULL_RES_CUT),
+    """k = "auto" with and without the full-resolution boundary cut (``refine_boundaries``),
     the same prepared mesh for both; one JSON line per mesh."""
     mp._cv_simplifier()
     mp._cv_ready["stored"] = str(args.stored)
     ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
-    old = _segment.FULL_RES_CUT
     with open(args.out, "a") as fh:
         for i in ids:
             v, f = mp.load_mesh(args.data, i)
@@ -126,15 +125,11 @@ def cmd_cut_effect(args) -> int:
             hk = [int(np.unique(h).size) for h in humans]
             prep = _segment.prepare_mesh(v, f)
             row = {"mesh": i, "category": mp.category_of(i), "k_human_min": min(hk), "k_human_max": max(hk)}
-            try:
-                for cut in (True, False):
-                    _segment.FULL_RES_CUT = cut
-                    seg = _segment.segment_prepared(prep, k="auto")
-                    key = "cut" if cut else "nocut"
-                    row[f"k_{key}"] = int(seg.k)
-                    row[f"RI_{key}"] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
-            finally:
-                _segment.FULL_RES_CUT = old
+            for cut in (True, False):
+                seg = _segment.segment_prepared(prep, k="auto", refine_boundaries=cut)
+                key = "cut" if cut else "nocut"
+                row[f"k_{key}"] = int(seg.k)
+                row[f"RI_{key}"] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"{i:4d} {row['category']:10s} k {row['k_cut']}/{row['k_nocut']} RI {row['RI_cut']:.4f} / "
@@ -163,7 +158,7 @@ def cmd_proto_cache(args) -> int:
             prep = _segment.prepare_mesh(v, f)
             row = {"mesh": i, "category": mp.category_of(i), "hk": hk, "per_k": {}}
             for k in sorted(set(hk)):
-                seg = _segment.segment_prepared(prep, k=k)
+                seg = _segment.segment_prepared(prep, k=k, refine_boundaries=not args.no_refine)
                 row["per_k"][str(k)] = {
                     "RI": float(np.mean([rand_index_error(seg.labels, h) for h in humans])), "k": int(seg.k),
                     "scores": seg.info.get("oversegment_scores"), "used": seg.info.get("oversegment_used")}
@@ -357,7 +352,18 @@ def rule_rank(st, D=None, tau=1.5, rel=0.4, rank=2, **_):
     return int(hit[0]) if hit.size else int(st.size)
 
 
-RULES = {"rank": rule_rank, "sliver": rule_sliver, "default": rule_default, "gap": rule_gap, "medk": rule_medoid_k, "medtau": rule_medoid_tau,
+def rule_median(st, D=None, tau=1.5, rel=0.4, c=2.0, **_):
+    """The default rule with a third floor, ``c`` x the median strength of the merge sequence
+    (a mesh with sharp creases everywhere has strong seams inside its parts too)."""
+    st = np.asarray(st, dtype=np.float64)
+    if st.size == 0:
+        return 0
+    thr = max(tau, rel * st.max(), c * float(np.median(st)))
+    hit = np.flatnonzero(st >= thr)
+    return int(hit[0]) if hit.size else int(st.size)
+
+
+RULES = {"median": rule_median, "rank": rule_rank, "sliver": rule_sliver, "default": rule_default, "gap": rule_gap, "medk": rule_medoid_k, "medtau": rule_medoid_tau,
          "medband": rule_medoid_band}
 
 
@@ -380,6 +386,9 @@ def rule_grid():
         for hi in (2.5, 3.0, 4.0, 6.0):
             for rel in (0.0, 0.4):
                 grid.append((f"medband {lo}-{hi} rel{rel}", "medband", {"lo": lo, "hi": hi, "rel": rel}))
+    for c in (1.5, 2.0, 2.5, 3.0):
+        for rel in (0.0, 0.4):
+            grid.append((f"median c{c} rel{rel}", "median", {"c": c, "rel": rel}))
     for rank in (2, 3):
         for rel in (0.4, 0.5, 0.6):
             grid.append((f"rank{rank} rel{rel}", "rank", {"rank": rank, "rel": rel}))
@@ -560,7 +569,8 @@ def main(argv=None) -> int:
     g.add_argument("--ids", default="")
     g.add_argument("--stored", type=Path, default=STORED)
     g.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
-    g.add_argument("--set", action="append", default=[], help="module.CONST=value, e.g. segment.FULL_RES_CUT=0")
+    g.add_argument("--set", action="append", default=[], help="module.CONST=value, e.g. dualgraph.SDF_MERGE=0.25")
+    g.add_argument("--no-refine", action="store_true", help="refine_boundaries=False")
     t = sub.add_parser("two-pass")
     t.add_argument("--out", type=Path, required=True)
     t.add_argument("--ids", default="")

@@ -1,6 +1,6 @@
 """The full-resolution boundary cut's effect on the PSB score (issue 22): the defaults with
 and without the re-cut after the working resolution's parts are carried back
-(``segment.FULL_RES_CUT``), the protocol's k, on the first mesh of each category (the
+(``refine_boundaries``), the protocol's k, on the first mesh of each category (the
 simplifications served from a file, --stored, so that both variants see the same working
 mesh). Run: ``python benchmarks/results/mesh_cut_effect.py --stored .carry-mesh/hyb.npz``."""
 
@@ -39,11 +39,10 @@ def main():
         hk = [int(np.unique(h).size) for h in humans]
         res = {}
         for cut in (True, False):
-            S.FULL_RES_CUT = cut
             t0 = time.perf_counter()
             cmp = {}
             for k in set(hk):
-                lab = S.segment_mesh(v, f, k=k, device="cpu").labels
+                lab = S.segment_mesh(v, f, k=k, device="cpu", refine_boundaries=cut).labels
                 cmp[k] = float(np.mean([rand_index_error(lab, h) for h in humans]))
             res[cut] = (float(np.mean([cmp[k] for k in hk])), time.perf_counter() - t0)
         row = {"mesh": m, "category": psb.category_of(m), "faces": int(len(f)),

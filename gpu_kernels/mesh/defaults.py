@@ -5,7 +5,8 @@ are declared from them without loading NumPy or SciPy; :mod:`gpu_kernels.mesh.se
 from __future__ import annotations
 
 __all__ = ["DEFAULT_DELTA", "DEFAULT_ETA_CONVEX", "DEFAULT_EPSILON", "DEFAULT_UPDATE_POWER", "DEFAULT_OVERSEGMENT",
-           "DEFAULT_MAX_ITER", "MAX_K", "WORKING_FACES", "DEFAULT_MAX_FACES", "DEFAULT_SHADING"]
+           "DEFAULT_MAX_ITER", "MAX_K", "WORKING_FACES", "DEFAULT_MAX_FACES", "DEFAULT_SHADING",
+           "DEFAULT_REFINE_BOUNDARIES"]
 
 # Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
 DEFAULT_DELTA = 0.05
@@ -27,3 +28,9 @@ DEFAULT_MAX_FACES = "auto"
 
 #: how far the least certain faces move towards white (0: flat part colours, 1: white)
 DEFAULT_SHADING = 0.35
+
+#: after clustering at a working resolution: re-cut the parts' boundaries on the full-resolution
+#: graph (a minimum cut in a band around each boundary) instead of giving every face its nearest
+#: working face's part. Smoother boundaries that follow the full mesh's creases; on the 76 PSB
+#: meshes it costs about 0.002-0.003 of Rand Index (benchmarks/results/mesh_session3.md)
+DEFAULT_REFINE_BOUNDARIES = True

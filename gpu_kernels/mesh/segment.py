@@ -102,6 +102,7 @@ from gpu_kernels.mesh.defaults import (  # noqa: E402
     DEFAULT_MAX_FACES,
     DEFAULT_MAX_ITER,
     DEFAULT_OVERSEGMENT,
+    DEFAULT_REFINE_BOUNDARIES,
     DEFAULT_UPDATE_POWER,
     MAX_K,
     WORKING_FACES,
@@ -142,10 +143,8 @@ OVERSEG_RULE = "concavity"
 #: how a working resolution is made: "patches" (:mod:`gpu_kernels.mesh.coarsen`, no remeshing)
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
-#: re-cut the boundaries near label changes on the full-resolution graph after carrying the
-#: working resolution's parts back (False: every face takes its nearest simplified face's
-#: label; for measuring the cut's effect)
-FULL_RES_CUT = True
+#: (the full-resolution re-cut of the boundaries is the keyword ``refine_boundaries``,
+#: default ``defaults.DEFAULT_REFINE_BOUNDARIES``)
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -588,7 +587,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  max_faces=DEFAULT_MAX_FACES,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None, shading=DEFAULT_SHADING,
-                 consensus=False, simplifier="auto", prepared=None) -> MeshSegmentation:
+                 consensus=False, simplifier="auto", prepared=None,
+                 refine_boundaries=DEFAULT_REFINE_BOUNDARIES) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -645,6 +645,10 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         ``eta_convex``, ``max_faces``, ``simplify``, ``consensus`` and ``simplifier`` are
         those it was made with): the run starts at the clustering (the distances are in it).
         The two stages of the tool (:mod:`app.tools.mesh_seg`) call it so.
+    refine_boundaries : bool
+        After clustering at a working resolution, re-cut the parts' boundaries on the
+        full-resolution graph (smoother boundaries along the full mesh's creases); False: every
+        face takes its nearest working face's part. No effect without a working resolution.
 
     Raises
     ------
@@ -659,7 +663,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         consensus=consensus, simplifier=simplifier, apsp_method=apsp_method, device=backend,
         progress=prog.sub(0.0, 0.4))
     seg = segment_prepared(prep, apsp_method=apsp_method, device=backend,
-                           progress=prog if prepared is not None else prog.sub(0.4, 1.0), **seg_kw)
+                           progress=prog if prepared is not None else prog.sub(0.4, 1.0),
+                           refine_boundaries=refine_boundaries, **seg_kw)
     seg.info["timings"]["total"] = time.perf_counter() - t_start
     return seg
 
@@ -844,7 +849,8 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
 
 def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",
                      max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
-                     shading=DEFAULT_SHADING, device=None, progress=None) -> MeshSegmentation:
+                     shading=DEFAULT_SHADING, device=None, progress=None,
+                     refine_boundaries=DEFAULT_REFINE_BOUNDARIES) -> MeshSegmentation:
     """The second stage of :func:`segment_mesh`: distances, fuzzy clustering and cuts on a
     :class:`PreparedMesh` (which it does not modify), carried back to every input face.
     Parameters are those of :func:`segment_mesh`."""
@@ -858,7 +864,8 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     info = {key: (dict(val) if isinstance(val, dict) else list(val) if isinstance(val, list) else val)
             for key, val in src.items()}
     info["params"].update({"k": k, "epsilon": epsilon, "apsp_method": apsp_method, "max_iter": max_iter,
-                           "update_power": p_used, "oversegment": o_used})
+                           "update_power": p_used, "oversegment": o_used,
+                           "refine_boundaries": bool(refine_boundaries)})
     info["device"] = backend.label
     graph, kept, rep = prep.graph, prep.kept, prep.report
     F_in = rep["n_input_faces"]
@@ -867,7 +874,7 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
         if prep.working:
             labels, P, reps, fuzzy = _segment_resolutions(
                 graph, prep.working, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used,
-                prep.distances, prep.nearest)
+                prep.distances, prep.nearest, refine=bool(refine_boundaries))
         else:
             info["n_faces_segmented"] = graph.n
             labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
@@ -956,14 +963,14 @@ def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[i
 
 
 def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                         power, overseg, distances=None, nearest=None):
+                         power, overseg, distances=None, nearest=None, refine=DEFAULT_REFINE_BOUNDARIES):
     """Segment at each working resolution of ``working`` (:class:`PreparedMesh`) and keep the
     consensus (:func:`choose_consensus`). One working resolution: :func:`_segment_simplified`."""
     if len(working) == 1:
         _, gs, patch = working[0]
         return _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend,
                                    prog, info, power, overseg, distances[0] if distances else None,
-                                   nearest[0] if nearest else None)
+                                   nearest[0] if nearest else None, refine)
     results, infos = [], []
     nt = len(working)
     for i, (_, gs, patch) in enumerate(working):
@@ -975,7 +982,7 @@ def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, back
             res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg, dist)
         else:
             res = _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp,
-                                      sub, power, overseg, dist, nearest[i] if nearest else None)
+                                      sub, power, overseg, dist, nearest[i] if nearest else None, refine)
         results.append(res)
         infos.append(sub)
     best, scores = choose_consensus(graph, [r[0] for r in results])
@@ -999,7 +1006,7 @@ def _patch_centre_face(graph, patch, p, centre) -> int:
 
 
 def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                        power=None, overseg=1.0, dists=None, nearest=None):
+                        power=None, overseg=1.0, dists=None, nearest=None, refine=DEFAULT_REFINE_BOUNDARIES):
     """Segment a working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
     graph), carry memberships back to ``graph``, re-cut near label changes."""
     info["n_faces_segmented"] = gs.n
@@ -1022,7 +1029,7 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     mask[graph.dst[change]] = True
     rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + 1
     band = _bd.dilate(graph, mask, rings) | _bd.fuzzy_faces(P, epsilon)
-    if not FULL_RES_CUT:
+    if not refine:
         band[:] = False
     # never let the band swallow a whole cluster: its most certain half stays fixed
     Pl = P[np.arange(graph.n), lab0]
