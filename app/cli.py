@@ -349,6 +349,45 @@ def _missing_xcb_library() -> str | None:
     return None
 
 
+class _Interrupts:
+    """Whether SIGINT arrived in this command (truthy once it did)."""
+
+    def __init__(self):
+        self.seen = False
+        self._previous = None
+
+    def __bool__(self) -> bool:
+        return self.seen
+
+    def restore(self) -> None:
+        """Put back the SIGINT handler found at the start (main() may run again in-process)."""
+        if self._previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
+def _note_interrupts() -> _Interrupts:
+    """Keep Python's Ctrl+C behaviour (KeyboardInterrupt) and remember that it came. Only in
+    the main thread, and only where SIGINT has Python's default handler (the window installs
+    its own)."""
+    import signal
+    import threading
+
+    state = _Interrupts()
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return state
+
+    def on_sigint(signum, frame):
+        state.seen = True
+        signal.default_int_handler(signum, frame)
+
+    state._previous = signal.signal(signal.SIGINT, on_sigint)
+    return state
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gpulab`` command. Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -368,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     from .commands.common import end_progress_line
     from .errors import classify
 
+    interrupted = _note_interrupts()
     try:
         if key is not None:
             return _help_and_cache(key, argv)
@@ -383,6 +423,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:
         end_progress_line()
+        if interrupted and not debug:
+            # Ctrl+C that landed inside an extension module's import or a C call comes back
+            # as that call's own error ("ImportError: initialization failed"): a cancel all the same
+            print("gpulab: cancelled", file=sys.stderr)
+            return 130
         if debug:
             raise
         kind, msg = classify(exc, "the command")
@@ -392,3 +437,5 @@ def main(argv: list[str] | None = None) -> int:
             return 3
         print(f"gpulab: error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        interrupted.restore()

@@ -272,3 +272,33 @@ def test_cli_progress_quiet_prints_nothing_but_cancels(capsys):
     p.cancel()
     assert p.cancelled
     assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_inside_an_extension_import_is_a_cancel(monkeypatch, capsys):
+    """Found by the fuzz harness under load: SIGINT while pymeshlab's extension initialised came
+    back as "ImportError: initialization failed" and the command printed a traceback (exit 3)."""
+    import signal
+    import time
+
+    import app.cli as cli
+
+    def interrupted_import(argv):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed") from None   # what the extension reports
+        return 0
+
+    monkeypatch.setattr(cli, "_main", interrupted_import)
+    monkeypatch.delenv("GPULAB_DEBUG", raising=False)
+    assert main(["mesh-seg", "x.ply"]) == 130
+    assert "gpulab: cancelled" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # put back
+
+    def broken_import(argv):
+        raise ImportError("initialization failed")       # no Ctrl+C: still a bug report
+
+    monkeypatch.setattr(cli, "_main", broken_import)
+    assert main(["mesh-seg", "x.ply"]) == 3
+    assert "internal error" in capsys.readouterr().err
