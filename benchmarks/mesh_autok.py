@@ -118,6 +118,7 @@ def cmd_cut_effect(args) -> int:
     mp._cv_simplifier()
     mp._cv_ready["stored"] = str(args.stored)
     ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
+    mp._apply_settings(args.set)
     with open(args.out, "a") as fh:
         for i in ids:
             v, f = mp.load_mesh(args.data, i)
@@ -564,6 +565,7 @@ def main(argv=None) -> int:
     e.add_argument("--ids", default="")
     e.add_argument("--stored", type=Path, default=STORED)
     e.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    e.add_argument("--set", action="append", default=[], help="module.CONST=value, e.g. segment.REFINE_BAND=rings")
     g = sub.add_parser("proto-cache")
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--ids", default="")

@@ -32,5 +32,6 @@ DEFAULT_SHADING = 0.35
 #: after clustering at a working resolution: re-cut the parts' boundaries on the full-resolution
 #: graph (a minimum cut in a band around each boundary) instead of giving every face its nearest
 #: working face's part. Smoother boundaries that follow the full mesh's creases; on the 76 PSB
-#: meshes it costs about 0.002-0.003 of Rand Index (benchmarks/results/mesh_session3.md)
+#: meshes it costs 0.002 (protocol k) / 0.001 (auto k) of Rand Index, held out
+#: (benchmarks/results/mesh_session3.md)
 DEFAULT_REFINE_BOUNDARIES = True

@@ -144,7 +144,8 @@ OVERSEG_RULE = "concavity"
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
 #: (the full-resolution re-cut of the boundaries is the keyword ``refine_boundaries``,
-#: default ``defaults.DEFAULT_REFINE_BOUNDARIES``)
+#: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within a few rings
+#: of the carried labels' changes)
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -1028,7 +1029,12 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     mask[graph.src[change]] = True
     mask[graph.dst[change]] = True
     rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + 1
-    band = _bd.dilate(graph, mask, rings) | _bd.fuzzy_faces(P, epsilon)
+    # the band: the rings around the carried labels' changes that the working resolution's
+    # staircase spans. (Adding every face whose carried memberships are fuzzy, as before
+    # session 3b, let the cut move a boundary far, e.g. swallow most of a plier's handle:
+    # 0.1614 -> 0.1609 protocol k, 0.1772 -> 0.1761 auto k on the 76 PSB meshes, chosen in 19/19
+    # leave-one-category-out folds, benchmarks/results/mesh_session3.md)
+    band = _bd.dilate(graph, mask, rings)
     if not refine:
         band[:] = False
     # never let the band swallow a whole cluster: its most certain half stays fixed
@@ -1048,4 +1054,6 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     if patch is not None:  # the face nearest the patch's centre, within the patch
         reps = np.asarray([_patch_centre_face(graph, patch, int(r), gs.centroids[int(r)]) for r in reps_s])
     info["timings"]["transfer"] += time.perf_counter() - t0
-    return labels, P, np.asarray(reps, dtype=np.int64), band
+    # the faces reported as uncertain: the re-cut band and the fuzzy carried memberships
+    uncertain = band | _bd.fuzzy_faces(P, epsilon) if refine else band
+    return labels, P, np.asarray(reps, dtype=np.int64), uncertain
