@@ -144,8 +144,9 @@ OVERSEG_RULE = "concavity"
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
 #: (the full-resolution re-cut of the boundaries is the keyword ``refine_boundaries``,
-#: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within a few rings
-#: of the carried labels' changes)
+#: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within
+#: ceil(sqrt(full faces / working faces)) + REFINE_EXTRA_RINGS rings of the carried labels' changes)
+REFINE_EXTRA_RINGS = 1
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -1028,7 +1029,7 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     mask = np.zeros(graph.n, dtype=bool)
     mask[graph.src[change]] = True
     mask[graph.dst[change]] = True
-    rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + 1
+    rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + REFINE_EXTRA_RINGS
     # the band: the rings around the carried labels' changes that the working resolution's
     # staircase spans. (Adding every face whose carried memberships are fuzzy, as before
     # session 3b, let the cut move a boundary far, e.g. swallow most of a plier's handle:
