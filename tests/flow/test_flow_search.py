@@ -145,9 +145,9 @@ def test_mask_zero_outside():
     assert abs(float(np.median(r.u[30:70, 30:90])) - 3.0) < 0.2
 
 
-def test_quality_map_flags_occlusions():
-    """A textured object moving 40 px over a background moving 4 px: the background the object
-    covers in the second frame has no match, and the quality map says so."""
+def _occlusion_scene():
+    """A textured object moving 40 px over a background moving 4 px along x: ``(img1, img2,
+    (y0, x0, dx), covered)``, ``covered`` the background of frame 1 hidden in frame 2."""
     rng = np.random.default_rng(7)
     from scipy import ndimage
 
@@ -160,10 +160,18 @@ def test_quality_map_flags_occlusions():
     y0, x0, dx = 56, 40, 40
     img1[y0:y0 + 48, x0:x0 + 56] = obj
     img2[y0:y0 + 48, x0 + dx:x0 + dx + 56] = obj
-    r = optical_flow(img1, img2, device="cpu")
-    covered = np.zeros((H, W), bool)                  # background of frame 1 hidden in frame 2
+    covered = np.zeros((H, W), bool)
     covered[y0:y0 + 48, x0 + dx - 4:x0 + dx + 52] = True
     covered[y0:y0 + 48, x0:x0 + 56] = False
+    return img1, img2, (y0, x0, dx), covered
+
+
+def test_quality_map_flags_occlusions():
+    """A textured object moving 40 px over a background moving 4 px: the background the object
+    covers in the second frame has no match, and the quality map says so."""
+    img1, img2, (y0, x0, dx), covered = _occlusion_scene()
+    H, W = img1.shape
+    r = optical_flow(img1, img2, device="cpu")
     visible = np.zeros((H, W), bool)
     visible[16:-16, 16:-16] = True
     visible[y0 - 8:y0 + 56, x0 - 8:x0 + dx + 64] = False
@@ -347,21 +355,7 @@ def test_fill_inconsistent_uses_forward_backward_distance():
 def test_fill_lowers_error_where_the_background_is_covered():
     """The occlusion scene above: the background pixels hidden in the second frame have no
     match; the forward-backward fill gives them the background's flow (+4 px)."""
-    rng = np.random.default_rng(7)
-    from scipy import ndimage
-
-    H, W = 160, 224
-    bg = ndimage.gaussian_filter(rng.random((H + 8, W + 8)), 1.5).astype(np.float32)
-    bg = (bg - bg.min()) / (bg.max() - bg.min())
-    obj = natural_image("astronaut", (48, 56))
-    img1 = bg[4:4 + H, 4:4 + W].copy()
-    img2 = bg[4:4 + H, 0:W].copy()
-    y0, x0, dx = 56, 40, 40
-    img1[y0:y0 + 48, x0:x0 + 56] = obj
-    img2[y0:y0 + 48, x0 + dx:x0 + dx + 56] = obj
-    covered = np.zeros((H, W), bool)
-    covered[y0:y0 + 48, x0 + dx - 4:x0 + dx + 52] = True
-    covered[y0:y0 + 48, x0:x0 + 56] = False
+    img1, img2, _, covered = _occlusion_scene()
     on = S.inverse_search_flow(img1, img2, device="cpu")
     off = S.inverse_search_flow(img1, img2, device="cpu", fill=0.0)
     e_on = np.hypot(on.u[covered] - 4, on.v[covered]).mean()
