@@ -545,14 +545,19 @@ def cmd_loco_tables(args) -> int:
     return 0
 
 
+def _run_args(p) -> None:
+    """The options of the subcommands that run the pipeline on meshes."""
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--ids", default="")
+    p.add_argument("--stored", type=Path, default=STORED)
+    p.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("cache")
-    a.add_argument("--out", type=Path, required=True)
-    a.add_argument("--ids", default="")
-    a.add_argument("--stored", type=Path, default=STORED)
-    a.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    _run_args(a)
     b = sub.add_parser("cv")
     b.add_argument("--cache", type=Path, required=True)
     b.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
@@ -561,23 +566,14 @@ def main(argv=None) -> int:
     b.add_argument("--json", type=Path)
     b.add_argument("--only", default="", help="rule name prefixes to evaluate")
     e = sub.add_parser("cut-effect")
-    e.add_argument("--out", type=Path, required=True)
-    e.add_argument("--ids", default="")
-    e.add_argument("--stored", type=Path, default=STORED)
-    e.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    _run_args(e)
     e.add_argument("--set", action="append", default=[], help="module.CONST=value, e.g. segment.REFINE_BAND=rings")
     g = sub.add_parser("proto-cache")
-    g.add_argument("--out", type=Path, required=True)
-    g.add_argument("--ids", default="")
-    g.add_argument("--stored", type=Path, default=STORED)
-    g.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    _run_args(g)
     g.add_argument("--set", action="append", default=[], help="module.CONST=value, e.g. dualgraph.SDF_MERGE=0.25")
     g.add_argument("--no-refine", action="store_true", help="refine_boundaries=False")
     t = sub.add_parser("two-pass")
-    t.add_argument("--out", type=Path, required=True)
-    t.add_argument("--ids", default="")
-    t.add_argument("--stored", type=Path, default=STORED)
-    t.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    _run_args(t)
     va = sub.add_parser("variants")
     va.add_argument("--cache", type=Path, required=True)
     va.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
