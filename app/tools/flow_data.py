@@ -116,6 +116,12 @@ def load(path, *, progress: Progress | None = None) -> FlowData:
         if a.shape != b.shape:
             raise InputError(f"{path.name}: the frames differ in size or channels")
         data = FlowData(a, b, seq.name(0), seq.name(1), path, seq, 0)
+        if path.is_dir() and len(seq) == 2:
+            # a folder of one pair (Middlebury's frame10/frame11/flow10.flo, FlyingChairs'
+            # img0/img1/flow.flo): a flow file beside them is that pair's ground truth
+            found = _find_ground_truth(path, a.shape[:2])
+            if found is not None:
+                data.gt_path, data.gt = found
         progress.update(1.0, f"opened {path.name}: {len(seq)} frames")
         return data
     if not path.exists():

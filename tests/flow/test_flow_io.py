@@ -170,3 +170,23 @@ def test_sequence_errors(tmp_path):
     seq = FrameSequence(mixed)
     with pytest.raises(VideoReadError, match="same size"):
         list(seq.pairs())
+
+
+def test_a_folder_of_one_pair_finds_its_ground_truth(tmp_path):
+    """FlyingChairs' img0/img1/flow.flo (or Middlebury's frame10/frame11/flow10.flo) opened as a
+    folder: the flow file is the pair's ground truth, as it is when the first frame is opened."""
+    from app.io.image_io import write_image
+    from app.tools import flow
+
+    d = tmp_path / "0000000"
+    d.mkdir()
+    write_image(d / "img0.png", np.full((7, 9, 3), 10, np.uint8))
+    write_image(d / "img1.png", np.full((7, 9, 3), 20, np.uint8))
+    gt = _flow()
+    write_flo(d / "flow.flo", gt)
+    data = flow.load(d)
+    assert data.gt_path is not None and data.gt_path.name == "flow.flo"
+    np.testing.assert_array_equal(data.gt[0], gt)
+    assert flow.load(d / "img0.png").gt_path.name == "flow.flo"
+    write_image(d / "img2.png", np.full((7, 9, 3), 30, np.uint8))   # three frames: whose truth?
+    assert flow.load(d).gt is None
