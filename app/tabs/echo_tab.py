@@ -62,9 +62,43 @@ class EchoTab(ToolTab):
     # ------------------------------------------------------------------ building
     def build_view(self) -> QWidget:
         v = SliceViews()
-        v.position_changed.connect(lambda *_: self.redraw())
+        v.position_changed.connect(lambda *pos, src=v: self._position_changed(src, pos))
         v.hovered.connect(self._on_hover)
         return v
+
+    def _position_changed(self, source: SliceViews, pos) -> None:
+        """The crosshair moved in the live or in the pinned views: both show that voxel."""
+        for other in (self.view, (self._pinned_slot or {}).get("view")):
+            if isinstance(other, SliceViews) and other is not source:
+                other.set_position(*pos, emit=False)
+        self.redraw()
+
+    def _render_pinned(self) -> None:
+        self._drawing_pinned = True      # base swaps the pinned views in and shows the pinned result
+        try:
+            super()._render_pinned()
+        finally:
+            self._drawing_pinned = False
+
+    def _redraw_pinned(self) -> None:
+        """The pinned result at the live side's frame and crosshair, so that the two sides compare
+        like with like while the time slider moves or the crosshair is dragged."""
+        slot = self._pinned_slot
+        if self.pinned is None or slot is None or not isinstance(slot.get("view"), SliceViews):
+            return
+        slot["view"].set_position(*self.view.pos, emit=False)
+        live = self.result
+        self._drawing_pinned = True
+        self._swap_slot()
+        try:
+            self.result = self.pinned[0]
+            self._draw()
+        except Exception as exc:  # noqa: BLE001 - the live side must still draw
+            log.error("%s: drawing the pinned result failed: %s", self.title, exc)
+        finally:
+            self.result = live
+            self._swap_slot()
+            self._drawing_pinned = False
 
     def build_controls(self) -> list[QWidget]:
         g = QGroupBox("Volumes and time")
@@ -373,6 +407,14 @@ class EchoTab(ToolTab):
         return res.field(self.frame, self.motion_kind())
 
     def redraw(self) -> None:
+        """Draw the live side, and the pinned side at the same frame and crosshair."""
+        if self.data is None:
+            return
+        if not getattr(self, "_drawing_pinned", False):
+            self._redraw_pinned()
+        self._draw()
+
+    def _draw(self) -> None:
         d = self.data
         if d is None:
             return

@@ -123,3 +123,26 @@ def test_auto_levels_show_the_levels_used(qtbot, tab, tab_runner):
     assert res is not None
     used = tab.levels_used(res)
     assert tab.form.editor("levels").text() == f"auto ({used})"
+
+
+def test_pinned_side_follows_the_frame_and_the_crosshair(qtbot, tab, tab_runner):
+    """Seen in a screenshot: pinned, the live side moved to frame 1 after a run while the pinned
+    side stayed at frame 3, so the two halves showed different frames."""
+    tab_runner.load(tab, echo.samples()[0])
+    first = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    assert first is not None and tab.pin()
+    pinned = tab._pinned_slot["view"]
+    assert tab_runner.run(tab, device="cpu", levels=2, iters=5, alpha=0.05) is not None
+    for t in (2, 0, 3):
+        tab.time_slider.setValue(t)
+        assert f"(frame {t + 1})" in pinned.planes[0].title.text and f"(frame {t + 1})" in tab.view.planes[0].title.text
+        np.testing.assert_array_equal(pinned.planes[0].grey.image, tab.view.planes[0].grey.image)
+    tab.view.click_plane(0, col=12, row=20)            # the live crosshair moves the pinned one
+    assert pinned.pos == tab.view.pos and pinned.pos[1:] == [20, 12]
+    pinned.click_plane(0, col=30, row=8)                # and the other way round
+    assert tab.view.pos == pinned.pos and tab.view.pos[1:] == [8, 30]
+    # each side still shows its own result: the overlays differ (alpha 0.02 against 0.05)
+    tab.time_slider.setValue(1)
+    a, b = pinned.planes[0].overlay.image, tab.view.planes[0].overlay.image
+    assert a is not None and b is not None and not np.array_equal(a, b)
+    assert tab.result is not first and tab.colorbar_label.text()   # the side panel: the live result
