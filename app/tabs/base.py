@@ -34,6 +34,7 @@ window through :class:`TabHost`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -870,6 +871,17 @@ class ToolTab(QWidget):
         if self.form.raw_values().get(name) != v:
             self.form.set_value(name, v)
 
+    @staticmethod
+    def _as_widget_value(cur, v, scale: float):
+        """The display Param value ``v`` as its widget holds it (``cur`` gives the type)."""
+        if isinstance(cur, bool):
+            return bool(v)
+        if isinstance(cur, int):
+            return int(round(v * scale))
+        if isinstance(cur, float):
+            return float(v) * scale
+        return str(v)
+
     def _form_to_widgets(self) -> None:
         vals = self.form.raw_values()
         for name, (w, scale) in self._bound.items():
@@ -877,16 +889,32 @@ class ToolTab(QWidget):
             if v is None:
                 continue
             cur = widget_value(w)
-            if isinstance(cur, bool):
-                want = bool(v)
-            elif isinstance(cur, int):
-                want = int(round(v * scale))
-            elif isinstance(cur, float):
-                want = float(v) * scale
-            else:
-                want = str(v)
+            want = self._as_widget_value(cur, v, scale)
             if cur != want:
                 set_widget_value(w, want)       # the widget's own signal redraws the view
+
+    @contextlib.contextmanager
+    def pinned_display_widgets(self):
+        """While the pinned side is drawn by the tab's own drawing code: the bound display
+        widgets hold the *pinned* result's display values (signals blocked), then are put back.
+        The pinned result keeps its own display parameters, as the compare table says."""
+        vals = self.pinned[1] if self.pinned is not None else {}
+        saved = []
+        try:
+            for name, (w, scale) in self._bound.items():
+                if vals.get(name) is None:
+                    continue
+                cur = widget_value(w)
+                want = self._as_widget_value(cur, vals[name], scale)
+                if want != cur:
+                    blocked = w.blockSignals(True)
+                    set_widget_value(w, want)
+                    saved.append((w, cur, blocked))
+            yield
+        finally:
+            for w, cur, blocked in reversed(saved):
+                set_widget_value(w, cur)
+                w.blockSignals(blocked)
 
     def bound_display_widget(self, name: str) -> QWidget | None:
         """The tab's widget bound to the display Param ``name`` (None if the form shows it)."""

@@ -88,17 +88,24 @@ class EchoTab(ToolTab):
             return
         slot["view"].set_position(*self.view.pos, emit=False)
         live = self.result
+        bar, bar_text = self.colorbar.pixmap(), self.colorbar_label.text()   # the side panel: the live result's
         self._drawing_pinned = True
         self._swap_slot()
         try:
             self.result = self.pinned[0]
-            self._draw()
+            with self.pinned_display_widgets():   # the pinned result keeps its own colour map, arrows, ...
+                self._draw()
         except Exception as exc:  # noqa: BLE001 - the live side must still draw
             log.error("%s: drawing the pinned result failed: %s", self.title, exc)
         finally:
             self.result = live
             self._swap_slot()
             self._drawing_pinned = False
+            if bar is None or bar.isNull():
+                self.colorbar.clear()
+            else:
+                self.colorbar.setPixmap(bar)
+            self.colorbar_label.setText(bar_text)
 
     def build_controls(self) -> list[QWidget]:
         g = QGroupBox("Volumes and time")
@@ -407,12 +414,18 @@ class EchoTab(ToolTab):
         return res.field(self.frame, self.motion_kind())
 
     def redraw(self) -> None:
-        """Draw the live side, and the pinned side at the same frame and crosshair."""
+        """Draw the live side now, and the pinned side (at the same frame and crosshair) right
+        after, from the event loop: never inside a widget's own signal, whose value the pinned
+        drawing borrows for a moment."""
         if self.data is None:
             return
-        if not getattr(self, "_drawing_pinned", False):
-            self._redraw_pinned()
         self._draw()
+        if self.pinned is not None and not getattr(self, "_drawing_pinned", False):
+            if getattr(self, "_pinned_timer", None) is None:
+                self._pinned_timer = QTimer(self)
+                self._pinned_timer.setSingleShot(True)
+                self._pinned_timer.timeout.connect(self._redraw_pinned)
+            self._pinned_timer.start(0)
 
     def _draw(self) -> None:
         d = self.data

@@ -135,14 +135,27 @@ def test_pinned_side_follows_the_frame_and_the_crosshair(qtbot, tab, tab_runner)
     assert tab_runner.run(tab, device="cpu", levels=2, iters=5, alpha=0.05) is not None
     for t in (2, 0, 3):
         tab.time_slider.setValue(t)
+        qtbot.wait(20)                                  # the pinned side draws right after
         assert f"(frame {t + 1})" in pinned.planes[0].title.text and f"(frame {t + 1})" in tab.view.planes[0].title.text
         np.testing.assert_array_equal(pinned.planes[0].grey.image, tab.view.planes[0].grey.image)
     tab.view.click_plane(0, col=12, row=20)            # the live crosshair moves the pinned one
+    qtbot.wait(20)
     assert pinned.pos == tab.view.pos and pinned.pos[1:] == [20, 12]
     pinned.click_plane(0, col=30, row=8)                # and the other way round
+    qtbot.wait(20)
     assert tab.view.pos == pinned.pos and tab.view.pos[1:] == [8, 30]
     # each side still shows its own result: the overlays differ (alpha 0.02 against 0.05)
     tab.time_slider.setValue(1)
+    qtbot.wait(20)
     a, b = pinned.planes[0].overlay.image, tab.view.planes[0].overlay.image
     assert a is not None and b is not None and not np.array_equal(a, b)
     assert tab.result is not first and tab.colorbar_label.text()   # the side panel: the live result
+    # display parameters stay each side's own (the compare table lists them): no overlay on
+    # the live side leaves the pinned side's magnitude map, and the widget keeps the live value
+    tab.overlay_combo.setCurrentText("None")
+    tab.time_slider.setValue(2)
+    qtbot.wait(20)
+    assert tab.view.planes[0].overlay.image is None and pinned.planes[0].overlay.image is not None
+    assert tab.overlay_combo.currentText() == "None" and tab.params()["overlay"] == "None"
+    assert any(r[1:] == ("Magnitude", "None") for r in tab.differing_params()), tab.differing_params()
+    assert tab.colorbar_label.text() == ""              # the live side has no colour map now
