@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -187,6 +188,9 @@ class ToolTab(QWidget):
         self.result: Any = None
         self.setting_widgets: dict[str, QWidget] = {}  # the tab's own widgets to remember
         self._token = 0
+        self._drawing_pinned = False      # the pinned side is being drawn (draw_pinned_later)
+        self._pinned_draw = None
+        self._pinned_timer: QTimer | None = None
         self._pending_job: PendingJob | None = None
         self._last_error: BaseException | None = None
         self._run_after_load = False
@@ -1233,9 +1237,51 @@ class ToolTab(QWidget):
             setattr(self, k, slot[k])
             slot[k] = mine
 
+    def draw_pinned_later(self, draw: Callable[[], None], keep: tuple = ()) -> None:
+        """Call it after ``draw()`` drew the live side from the tab's shared controls (a frame,
+        a view, a crosshair): right after, from the event loop (never inside a widget's own
+        signal), ``draw()`` runs again for the pinned side, with the pinned views swapped in,
+        ``self.result`` the pinned result and the bound display widgets holding the pinned
+        result's display values (:meth:`pinned_display_widgets`). The texts and pictures of the
+        side-panel labels in ``keep`` are put back afterwards: they describe the live result.
+        Nothing happens when nothing is pinned."""
+        if self.pinned is None or self._pinned_slot is None or self._drawing_pinned:
+            return
+        self._pinned_draw = (draw, tuple(keep))
+        if self._pinned_timer is None:
+            self._pinned_timer = QTimer(self)
+            self._pinned_timer.setSingleShot(True)
+            self._pinned_timer.timeout.connect(self._draw_pinned_now)
+        self._pinned_timer.start(0)
+
+    def _draw_pinned_now(self) -> None:
+        if self.pinned is None or self._pinned_slot is None or self._pinned_draw is None:
+            return
+        draw, keep = self._pinned_draw
+        saved = [(w, w.text(), w.pixmap()) for w in keep]
+        live = self.result
+        self._drawing_pinned = True
+        self._swap_slot()
+        try:
+            self.result = self.pinned[0]
+            with self.pinned_display_widgets():
+                draw()
+        except Exception as exc:  # noqa: BLE001 - the live side stays drawn
+            log.error("%s: drawing the pinned result failed: %s", self.title, exc)
+        finally:
+            self.result = live
+            self._swap_slot()
+            self._drawing_pinned = False
+            for w, text, pix in saved:
+                if pix is not None and not pix.isNull():
+                    w.setPixmap(pix)
+                else:
+                    w.setText(text)
+
     def _render_pinned(self) -> None:
         if self.pinned is None or self._pinned_slot is None:
             return
+        self._drawing_pinned = True
         self._swap_slot()
         try:
             self.show_input(self.data)
@@ -1244,6 +1290,7 @@ class ToolTab(QWidget):
             log.error("%s: showing the pinned result failed: %s", self.title, exc)
         finally:
             self._swap_slot()
+            self._drawing_pinned = False
         if self.result is not None:
             try:
                 self.show_result(self.result)  # the side panels describe the live result

@@ -73,39 +73,13 @@ class EchoTab(ToolTab):
                 other.set_position(*pos, emit=False)
         self.redraw()
 
-    def _render_pinned(self) -> None:
-        self._drawing_pinned = True      # base swaps the pinned views in and shows the pinned result
-        try:
-            super()._render_pinned()
-        finally:
-            self._drawing_pinned = False
-
-    def _redraw_pinned(self) -> None:
-        """The pinned result at the live side's frame and crosshair, so that the two sides compare
-        like with like while the time slider moves or the crosshair is dragged."""
-        slot = self._pinned_slot
-        if self.pinned is None or slot is None or not isinstance(slot.get("view"), SliceViews):
-            return
-        slot["view"].set_position(*self.view.pos, emit=False)
-        live = self.result
-        bar, bar_text = self.colorbar.pixmap(), self.colorbar_label.text()   # the side panel: the live result's
-        self._drawing_pinned = True
-        self._swap_slot()
-        try:
-            self.result = self.pinned[0]
-            with self.pinned_display_widgets():   # the pinned result keeps its own colour map, arrows, ...
-                self._draw()
-        except Exception as exc:  # noqa: BLE001 - the live side must still draw
-            log.error("%s: drawing the pinned result failed: %s", self.title, exc)
-        finally:
-            self.result = live
-            self._swap_slot()
-            self._drawing_pinned = False
-            if bar is None or bar.isNull():
-                self.colorbar.clear()
-            else:
-                self.colorbar.setPixmap(bar)
-            self.colorbar_label.setText(bar_text)
+    def _draw_pinned_side(self) -> None:
+        """The pinned side (views swapped in by ToolTab.draw_pinned_later) at the live frame
+        and crosshair, so that the two sides compare like with like."""
+        live_view = (self._pinned_slot or {}).get("view")
+        if isinstance(live_view, SliceViews):
+            self.view.set_position(*live_view.pos, emit=False)
+        self._draw()
 
     def build_controls(self) -> list[QWidget]:
         g = QGroupBox("Volumes and time")
@@ -420,12 +394,7 @@ class EchoTab(ToolTab):
         if self.data is None:
             return
         self._draw()
-        if self.pinned is not None and not getattr(self, "_drawing_pinned", False):
-            if getattr(self, "_pinned_timer", None) is None:
-                self._pinned_timer = QTimer(self)
-                self._pinned_timer.setSingleShot(True)
-                self._pinned_timer.timeout.connect(self._redraw_pinned)
-            self._pinned_timer.start(0)
+        self.draw_pinned_later(self._draw_pinned_side, keep=(self.colorbar, self.colorbar_label))
 
     def _draw(self) -> None:
         d = self.data

@@ -302,6 +302,11 @@ class MvsTab(ToolTab):
         return self.threshold.value() / 100.0
 
     def _redraw(self) -> None:
+        """Draw the live side, then (pinned) the pinned side at the same view."""
+        self._draw()
+        self.draw_pinned_later(self._draw, keep=(self.stats_label, self.threshold_label))
+
+    def _draw(self) -> None:
         self._preview_view = self.current_view()
         self.threshold_label.setText(f"{self._threshold():.2f}")
         if self.data is None:

@@ -151,3 +151,30 @@ def test_colour_bar_is_as_tall_as_the_map(qtbot):
     map_h = v.map_height_on_screen()
     assert 0 < map_h < 700
     assert v.bar.height() <= map_h + 4, (v.bar.height(), map_h)
+
+
+def test_the_pinned_map_follows_the_view_chosen(qtbot, tab, tab_runner, errors_of):
+    """Pinned, the map of the pinned result showed the view chosen when it was pinned whatever
+    the view combo said; now both sides show the chosen view, each with its own display."""
+    sample = mvs.samples()
+    if not sample:
+        pytest.skip("the bundled sample is missing")
+    tab_runner.load(tab, sample[0])
+    first = tab_runner.run(tab, device="cpu", views="0,1", neighbors=5, min_views=3, batch_size=4096)
+    assert first is not None, errors_of
+    assert tab.pin()
+    pinned_map = tab._pinned_slot["map_view"]
+    assert tab_runner.run(tab, device="cpu", views="0,1", neighbors=5, min_views=3, batch_size=4096,
+                          ncc_accept=0.6) is not None
+    for v in (1, 0, 5):
+        tab.view_combo.setCurrentIndex(v)
+        qtbot.wait(20)
+        name = tab.data.scene.names[v]
+        assert pinned_map.title.text.startswith(name) and tab.map_view.title.text.startswith(name)
+    tab.view_combo.setCurrentIndex(0)
+    tab.show_combo.setCurrentText("Confidence")          # a display edit: the live side only
+    qtbot.wait(20)
+    assert "confidence" in tab.map_view.title.text and "depth" in pinned_map.title.text
+    assert tab.show_combo.currentText() == "Confidence" and tab.params()["show"] == "Confidence"
+    live_stats = tab.stats_label.text()
+    assert live_stats == tab._stats_text(tab.result.view_map(0))   # the side panel: the live result
