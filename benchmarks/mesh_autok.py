@@ -112,25 +112,37 @@ def cmd_cache(args) -> int:
     return 0
 
 
-def cmd_cut_effect(args) -> int:
-    """k = "auto" with and without the full-resolution boundary cut (``refine_boundaries``),
-    the same prepared mesh for both; one JSON line per mesh."""
+def _prepared_meshes(args, *, skip=()):
+    """The meshes the run subcommands go through: ``(id, humans, human ks, prepared mesh)`` of
+    each of ``args.ids`` (default every shared mesh) not in ``skip``, with the CV's simplifier,
+    the stored working meshes and any ``--set`` constants in force."""
     mp._cv_simplifier()
     mp._cv_ready["stored"] = str(args.stored)
     ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
-    mp._apply_settings(args.set)
+    mp._apply_settings(getattr(args, "set", None) or [])
+    for i in ids:
+        if i in skip:
+            continue
+        v, f = mp.load_mesh(args.data, i)
+        humans = mp.load_human(args.data, i)
+        yield i, humans, [int(np.unique(h).size) for h in humans], _segment.prepare_mesh(v, f)
+
+
+def _ri(seg, humans) -> float:
+    return float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+
+
+def cmd_cut_effect(args) -> int:
+    """k = "auto" with and without the full-resolution boundary cut (``refine_boundaries``),
+    the same prepared mesh for both; one JSON line per mesh."""
     with open(args.out, "a") as fh:
-        for i in ids:
-            v, f = mp.load_mesh(args.data, i)
-            humans = mp.load_human(args.data, i)
-            hk = [int(np.unique(h).size) for h in humans]
-            prep = _segment.prepare_mesh(v, f)
+        for i, humans, hk, prep in _prepared_meshes(args):
             row = {"mesh": i, "category": mp.category_of(i), "k_human_min": min(hk), "k_human_max": max(hk)}
             for cut in (True, False):
                 seg = _segment.segment_prepared(prep, k="auto", refine_boundaries=cut)
                 key = "cut" if cut else "nocut"
                 row[f"k_{key}"] = int(seg.k)
-                row[f"RI_{key}"] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+                row[f"RI_{key}"] = _ri(seg, humans)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"{i:4d} {row['category']:10s} k {row['k_cut']}/{row['k_nocut']} RI {row['RI_cut']:.4f} / "
@@ -142,26 +154,16 @@ def cmd_proto_cache(args) -> int:
     """The protocol's k with the default pipeline, per mesh and k: the Rand Index against every
     human and the over-segmentation factors' boundary concavities (the pipeline keeps the most
     concave result), for scoring other candidates under the same choice. JSON lines."""
-    mp._cv_simplifier()
-    mp._cv_ready["stored"] = str(args.stored)
-    ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
-    mp._apply_settings(args.set)
     done = set()
     if args.out.exists():
         done = {json.loads(line)["mesh"] for line in args.out.read_text().splitlines() if line.strip()}
     with open(args.out, "a") as fh:
-        for i in ids:
-            if i in done:
-                continue
-            v, f = mp.load_mesh(args.data, i)
-            humans = mp.load_human(args.data, i)
-            hk = [int(np.unique(h).size) for h in humans]
-            prep = _segment.prepare_mesh(v, f)
+        for i, humans, hk, prep in _prepared_meshes(args, skip=done):
             row = {"mesh": i, "category": mp.category_of(i), "hk": hk, "per_k": {}}
             for k in sorted(set(hk)):
                 seg = _segment.segment_prepared(prep, k=k, refine_boundaries=not args.no_refine)
                 row["per_k"][str(k)] = {
-                    "RI": float(np.mean([rand_index_error(seg.labels, h) for h in humans])), "k": int(seg.k),
+                    "RI": _ri(seg, humans), "k": int(seg.k),
                     "scores": seg.info.get("oversegment_scores"), "used": seg.info.get("oversegment_used")}
             row["RI"] = float(np.mean([row["per_k"][str(k)]["RI"] for k in hk]))
             fh.write(json.dumps(row) + "\n")
@@ -173,21 +175,13 @@ def cmd_proto_cache(args) -> int:
 def cmd_two_pass(args) -> int:
     """k from the default k = "auto", then the protocol's pipeline run at that k (a second
     clustering with the over-segmentation factors); JSON lines with both results."""
-    mp._cv_simplifier()
-    mp._cv_ready["stored"] = str(args.stored)
-    ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
     with open(args.out, "a") as fh:
-        for i in ids:
-            v, f = mp.load_mesh(args.data, i)
-            humans = mp.load_human(args.data, i)
-            hk = [int(np.unique(h).size) for h in humans]
-            prep = _segment.prepare_mesh(v, f)
+        for i, humans, hk, prep in _prepared_meshes(args):
             auto = _segment.segment_prepared(prep, k="auto")
             again = _segment.segment_prepared(prep, k=int(auto.k))
             row = {"mesh": i, "category": mp.category_of(i), "k_human_min": min(hk), "k_human_max": max(hk),
                    "k_auto": int(auto.k), "k_two_pass": int(again.k),
-                   "RI_auto": float(np.mean([rand_index_error(auto.labels, h) for h in humans])),
-                   "RI_two_pass": float(np.mean([rand_index_error(again.labels, h) for h in humans]))}
+                   "RI_auto": _ri(auto, humans), "RI_two_pass": _ri(again, humans)}
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"{i:4d} {row['category']:10s} k {row['k_auto']} RI {row['RI_auto']:.4f} -> {row['RI_two_pass']:.4f}",
