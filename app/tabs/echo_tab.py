@@ -108,7 +108,7 @@ class EchoTab(ToolTab):
         self.time_slider.setObjectName("echo-time")
         self.time_slider.setRange(0, 0)
         self.time_slider.valueChanged.connect(self.set_frame)
-        self.frame_label = QLabel("1 / 1")
+        self.frame_label = QLabel("0 of 0–0")
         self.frame_label.setObjectName("echo-frame")
         row.addWidget(self.play_button)
         row.addWidget(self.time_slider, 1)
@@ -322,8 +322,13 @@ class EchoTab(ToolTab):
         self.time_slider.setValue(min(self.frame, T - 1))
         self.time_slider.blockSignals(False)
         self.play_button.setEnabled(T > 1)
-        self.frame_label.setText(f"{self.frame + 1} / {T}")
+        self.frame_label.setText(self.frame_text(self.frame, T))
         self.moving_button.setEnabled(self.data is not None and T == 1)
+
+    @staticmethod
+    def frame_text(t: int, T: int) -> str:
+        """Frames are counted from 0 everywhere (the Reference box, the CLI, titles and summary)."""
+        return f"{t} of 0–{max(T - 1, 0)}"
 
     def set_frame(self, t: int) -> None:
         if self.data is None:
@@ -333,7 +338,7 @@ class EchoTab(ToolTab):
             self.time_slider.blockSignals(True)
             self.time_slider.setValue(self.frame)
             self.time_slider.blockSignals(False)
-        self.frame_label.setText(f"{self.frame + 1} / {self.data.n_frames}")
+        self.frame_label.setText(self.frame_text(self.frame, self.data.n_frames))
         self.redraw()
 
     def set_playing(self, on: bool) -> None:
@@ -403,7 +408,7 @@ class EchoTab(ToolTab):
         self.view.show_volume(d.frames[self.frame], levels=self.levels())
         for p, name in zip(self.view.planes, ("Axial", "Coronal", "Sagittal"), strict=True):
             ax = "zyx"[p.normal]
-            p.title.setText(f"{name}, {ax} = {self.view.pos[p.normal]} (frame {self.frame + 1})")
+            p.title.setText(f"{name}, {ax} = {self.view.pos[p.normal]} (frame {self.frame})")
         u = self.current_field()
         if u is None:
             self.view.clear_overlays()
@@ -441,7 +446,7 @@ class EchoTab(ToolTab):
         what = {"Magnitude": "motion magnitude", "Jacobian determinant": "det(I + ∇u): <1 shrinks, >1 grows",
                 "Divergence": "div u"}[kind]
         if kind == "Magnitude":
-            what += (f" from frame {self.result.reference + 1}" if self.motion_kind() == "trajectory"
+            what += (f" from frame {self.result.reference}" if self.motion_kind() == "trajectory"
                      else " to the next frame") + " (99th percentile of the sequence at full colour)"
             if self.motion_kind() == "trajectory" and self.frame == self.result.reference:
                 what += "; this is the reference frame: no motion from itself"
@@ -457,7 +462,7 @@ class EchoTab(ToolTab):
         if u is not None:
             w = u[:, z, y, x].astype(np.float64)
             mm = w * np.asarray(d.spacing)
-            text += (f"<br>motion ({'from frame ' + str(self.result.reference + 1) if self.motion_kind() == 'trajectory' else 'to the next frame'}):"
+            text += (f"<br>motion ({'from frame ' + str(self.result.reference) if self.motion_kind() == 'trajectory' else 'to the next frame'}):"
                      f"<br>u = ({w[0]:+.2f}, {w[1]:+.2f}, {w[2]:+.2f}) voxels [z, y, x]"
                      f"<br>|u| = {np.linalg.norm(mm):.2f} mm")
             if (0, 1) in d.truth and self.result.is_pair:

@@ -146,7 +146,7 @@ PARAMS = ParamSet([
           "Storage of the per-voxel system every sweep reads: float16 halves its bytes (the arithmetic "
           "stays float32).", choices=_M.PRECISIONS, advanced=True),
     Param("reference", int, 0, "Reference",
-          "Frame the trajectories start from (end-diastole); negative counts from the end.",
+          "Frame the trajectories start from (end-diastole), counted from 0; negative counts from the end.",
           minimum=-10000, maximum=10000, library_name="", metavar="R"),
     *_display.ECHO,  # display only (app/tools/display_params.py): redrawn without a job
 ])

@@ -31,7 +31,7 @@ def test_sample_runs_and_the_views_follow_time_crosshair_and_overlays(qtbot, tab
     assert "against the truth" in tab.result_label.text()
     # time: the slider and the views follow the frame
     tab.time_slider.setValue(2)
-    assert tab.frame == 2 and "frame 3" in tab.view.planes[0].title.text
+    assert tab.frame == 2 and "(frame 2)" in tab.view.planes[0].title.text
     shown = tab.view.planes[0].grey.image
     np.testing.assert_array_equal(shown, data.frames[2][tab.view.pos[0]].astype(np.float32))
     # play advances the frame and pause stops it
@@ -104,7 +104,7 @@ def test_result_shows_the_frame_of_largest_motion_with_a_sensible_colour_bar(qtb
     assert res is not None and res.reference == 0
     assert tab.frame != res.reference
     assert tab.frame == res.stats["traj_frame"]
-    assert tab.time_slider.value() == tab.frame and f"{tab.frame + 1} / 4" == tab.frame_label.text()
+    assert tab.time_slider.value() == tab.frame and f"{tab.frame} of 0–3" == tab.frame_label.text()
     tab.overlay_combo.setCurrentText("Magnitude")
     lo, hi = tab.magnitude_range()
     assert lo == 0 and hi == pytest.approx(res.stats["traj_p99_mm"]) and hi > 0.5
@@ -136,7 +136,7 @@ def test_pinned_side_follows_the_frame_and_the_crosshair(qtbot, tab, tab_runner)
     for t in (2, 0, 3):
         tab.time_slider.setValue(t)
         qtbot.wait(20)                                  # the pinned side draws right after
-        assert f"(frame {t + 1})" in pinned.planes[0].title.text and f"(frame {t + 1})" in tab.view.planes[0].title.text
+        assert f"(frame {t})" in pinned.planes[0].title.text and f"(frame {t})" in tab.view.planes[0].title.text
         np.testing.assert_array_equal(pinned.planes[0].grey.image, tab.view.planes[0].grey.image)
     tab.view.click_plane(0, col=12, row=20)            # the live crosshair moves the pinned one
     qtbot.wait(20)
@@ -159,3 +159,18 @@ def test_pinned_side_follows_the_frame_and_the_crosshair(qtbot, tab, tab_runner)
     assert tab.overlay_combo.currentText() == "None" and tab.params()["overlay"] == "None"
     assert any(r[1:] == ("Magnitude", "None") for r in tab.differing_params()), tab.differing_params()
     assert tab.colorbar_label.text() == ""              # the live side has no colour map now
+
+
+def test_frames_are_counted_from_zero_in_the_tab_as_in_the_reference_box(tab, tab_runner):
+    """The Reference box, the CLI and the summary count frames from 0; the frame label, the view
+    titles and the colour bar used to count from 1, so "Reference 2" showed "from frame 3"."""
+    tab_runner.load(tab, echo.samples()[0])
+    res = tab_runner.run(tab, device="cpu", levels=2, iters=5, reference=2)
+    assert res is not None and res.reference == 2
+    tab.overlay_combo.setCurrentText("Magnitude")
+    tab.set_frame(1)
+    assert tab.frame_label.text() == "1 of 0–3"
+    assert "(frame 1)" in tab.view.planes[0].title.text
+    assert tab.motion_kind() == "trajectory" and "from frame 2 " in tab.colorbar_label.text()
+    tab.set_frame(2)
+    assert "this is the reference frame" in tab.colorbar_label.text()
