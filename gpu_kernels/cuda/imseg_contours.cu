@@ -335,13 +335,43 @@ __device__ __forceinline__ int ct_block_count(int v, int* sh) {
 // state[1] = rounds.
 extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
-    int* __restrict__ ea, int* __restrict__ eb, int* __restrict__ el, unsigned long long* __restrict__ eg,
-    unsigned int* __restrict__ ecost, long long* __restrict__ area, long long* __restrict__ rsum,
-    u64* __restrict__ best, int* __restrict__ into, int target, float thr, double g2, double b0, double inv_norm,
-    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state) {
+    int* g_ea, int* g_eb, int* g_el, unsigned long long* g_eg, unsigned int* g_ecost, long long* g_area,
+    long long* g_rsum, u64* g_best, int* g_into, int target, float thr, double g2, double b0, double inv_norm,
+    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem) {
     __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK;
     const int t = threadIdx.x, T = blockDim.x;
     const int cap = 1 << logcap;
+    // the regions' and the pairs' arrays live in shared memory when they fit (use_smem: the
+    // launch gave ct_merge_smem_bytes(R, emax) bytes), else in the global arrays; every round
+    // reads and writes them several times, and shared memory answers in tens of cycles
+    // instead of an L2 round trip. The hash table stays global.
+    extern __shared__ u64 ct_smem[];
+    long long* area = g_area;
+    long long* rsum = g_rsum;
+    u64* best = g_best;
+    unsigned long long* eg = g_eg;
+    int* into = g_into;
+    int* ea = g_ea;
+    int* eb = g_eb;
+    int* el = g_el;
+    unsigned int* ecost = g_ecost;
+    if (use_smem) {
+        area = (long long*)ct_smem;
+        rsum = area + R;
+        best = (u64*)(rsum + 3 * R);
+        eg = (unsigned long long*)(best + R);
+        into = (int*)(eg + emax);
+        ea = into + R;
+        eb = ea + emax;
+        el = eb + emax;
+        ecost = (unsigned int*)(el + emax);
+        for (int r = t; r < R; r += T) {
+            area[r] = g_area[r];
+            rsum[3 * r] = g_rsum[3 * r];
+            rsum[3 * r + 1] = g_rsum[3 * r + 1];
+            rsum[3 * r + 2] = g_rsum[3 * r + 2];
+        }
+    }
     for (int r = t; r < R; r += T) {
         into[r] = r;
         best[r] = CT_EMPTY;
@@ -503,6 +533,8 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         __syncthreads();
     }
     __syncthreads();
+    if (use_smem)
+        for (int r = t; r < R; r += T) g_into[r] = into[r];
     if (t == 0) {
         state[0] = sCount;
         state[1] = sRounds;

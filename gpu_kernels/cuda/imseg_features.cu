@@ -20,6 +20,87 @@
 #define FT_RAW 2
 #define FT_LAB 4
 
+
+// ------------------------------------------------------------------ warp-aggregated flushes
+// A thread's last segment (the run of one label that reaches the end of its chunk) is not
+// sent to the region's accumulators by the thread itself: the lanes of a warp whose last
+// segments carry the same label side by side (a region wider than one chunk) first add their
+// sums together (a segmented reduction over the lanes, five shuffles a quantity), and only
+// the lowest lane of each such run of lanes issues the atomics. Large regions then take one
+// atomic per warp instead of one per thread. Integer sums stay exact, so the result does not
+// depend on the order (or the grouping) of the additions.
+// ft_seg_end: the last lane of this lane's run of equal keys (every lane of the warp calls it).
+__device__ __forceinline__ int ft_seg_end(int key, bool& head) {
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const int prev = __shfl_up_sync(full, key, 1);
+    head = lane == 0 || prev != key;
+    const unsigned heads = __ballot_sync(full, head ? 1 : 0);
+    const unsigned after = lane == 31 ? 0u : (heads & ~((2u << lane) - 1u));
+    return after ? __ffs((int)after) - 2 : 31;
+}
+
+template <typename V>
+__device__ __forceinline__ V ft_seg_sum(V v, int end) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        V o = __shfl_down_sync(0xffffffffu, v, off);
+        if (lane + off <= end) v += o;
+    }
+    return v;
+}
+
+__device__ __forceinline__ int ft_seg_min(int v, int end) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int o = __shfl_down_sync(0xffffffffu, v, off);
+        if (lane + off <= end) v = imin(v, o);
+    }
+    return v;
+}
+
+__device__ __forceinline__ int ft_seg_max(int v, int end) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int o = __shfl_down_sync(0xffffffffu, v, off);
+        if (lane + off <= end) v = imax(v, o);
+    }
+    return v;
+}
+
+template <typename T>
+__device__ __forceinline__ void feat_pass1_flush(int j, int flags, int nc, int cnt, int minr, int minc, int maxr,
+                                                 int maxc, u64 sr, u64 sc, double v0, double v1, double v2,
+                                                 double l0, double l1, double l2, int* __restrict__ area,
+                                                 int* __restrict__ bbox, u64* __restrict__ sum_rc,
+                                                 double* __restrict__ raw_sum, double* __restrict__ lab_sum) {
+    atomicAdd(&area[j], cnt);
+    if (flags & FT_BBOX) {
+        atomicMin(&bbox[4 * j], minr);
+        atomicMin(&bbox[4 * j + 1], minc);
+        atomicMax(&bbox[4 * j + 2], maxr + 1);
+        atomicMax(&bbox[4 * j + 3], maxc + 1);
+        atomicAdd(&sum_rc[2 * j], sr);
+        atomicAdd(&sum_rc[2 * j + 1], sc);
+    }
+    if (flags & FT_RAW) {
+        atomicAdd(&raw_sum[nc * j], v0);
+        if (nc == 3) {
+            atomicAdd(&raw_sum[nc * j + 1], v1);
+            atomicAdd(&raw_sum[nc * j + 2], v2);
+        }
+    }
+    if (flags & FT_LAB) {
+        atomicAdd(&lab_sum[3 * j], l0);
+        atomicAdd(&lab_sum[3 * j + 1], l1);
+        atomicAdd(&lab_sum[3 * j + 2], l2);
+    }
+}
+
+// (no early return: every lane of a warp takes part in the last segment's reduction)
 template <typename T>
 __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, long long n, int W,
                                                 const int* __restrict__ order, const T* __restrict__ img, int C,
@@ -27,46 +108,19 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
                                                 int* __restrict__ bbox, u64* __restrict__ sum_rc,
                                                 double* __restrict__ raw_sum, double* __restrict__ lab_sum) {
     const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
-    if (i0 >= n) return;
     const long long i1 = lmin(i0 + FT_CHUNK, n);
     const int nc = C >= 3 ? 3 : 1;
     int rl = -1;
     int cnt = 0, minr = 0, minc = 0, maxr = 0, maxc = 0;
     u64 sr = 0, sc = 0;
     double v0 = 0, v1 = 0, v2 = 0, l0 = 0, l1 = 0, l2 = 0;
-    for (long long i = i0; i <= i1; ++i) {
-        int l = -2;
-        long long p = 0;
-        if (i < i1) {
-            p = order != 0 ? (long long)order[i] : i;
-            l = labels[p];
-        }
+    for (long long i = i0; i < i1; ++i) {
+        const long long p = order != 0 ? (long long)order[i] : i;
+        const int l = labels[p];
         if (l != rl) {
-            if (rl > 0) {  // flush the segment of region rl
-                const int j = rl - 1;
-                atomicAdd(&area[j], cnt);
-                if (flags & FT_BBOX) {
-                    atomicMin(&bbox[4 * j], minr);
-                    atomicMin(&bbox[4 * j + 1], minc);
-                    atomicMax(&bbox[4 * j + 2], maxr + 1);
-                    atomicMax(&bbox[4 * j + 3], maxc + 1);
-                    atomicAdd(&sum_rc[2 * j], sr);
-                    atomicAdd(&sum_rc[2 * j + 1], sc);
-                }
-                if (flags & FT_RAW) {
-                    atomicAdd(&raw_sum[nc * j], v0);
-                    if (nc == 3) {
-                        atomicAdd(&raw_sum[nc * j + 1], v1);
-                        atomicAdd(&raw_sum[nc * j + 2], v2);
-                    }
-                }
-                if (flags & FT_LAB) {
-                    atomicAdd(&lab_sum[3 * j], l0);
-                    atomicAdd(&lab_sum[3 * j + 1], l1);
-                    atomicAdd(&lab_sum[3 * j + 2], l2);
-                }
-            }
-            if (i >= i1) break;
+            if (rl > 0)  // a segment inside the chunk ends: flush it
+                feat_pass1_flush<T>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2,
+                                    area, bbox, sum_rc, raw_sum, lab_sum);
             rl = l;
             cnt = 0;
             minr = 0x7fffffff;
@@ -108,6 +162,31 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
             l2 += (double)B;
         }
     }
+    // the last segment: summed over the lanes that end in the same region, one flush per run
+    bool head;
+    const int end = ft_seg_end(rl, head);
+    cnt = ft_seg_sum<int>(cnt, end);
+    if (flags & FT_BBOX) {
+        minr = ft_seg_min(minr, end);
+        minc = ft_seg_min(minc, end);
+        maxr = ft_seg_max(maxr, end);
+        maxc = ft_seg_max(maxc, end);
+        sr = ft_seg_sum<u64>(sr, end);
+        sc = ft_seg_sum<u64>(sc, end);
+    }
+    if (flags & FT_RAW) {
+        v0 = ft_seg_sum<double>(v0, end);
+        v1 = ft_seg_sum<double>(v1, end);
+        v2 = ft_seg_sum<double>(v2, end);
+    }
+    if (flags & FT_LAB) {
+        l0 = ft_seg_sum<double>(l0, end);
+        l1 = ft_seg_sum<double>(l1, end);
+        l2 = ft_seg_sum<double>(l2, end);
+    }
+    if (head && rl > 0)
+        feat_pass1_flush<T>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
+                            bbox, sum_rc, raw_sum, lab_sum);
 }
 
 #define DEF_FEAT_KERNELS(suf, T)                                                                               \
@@ -201,11 +280,21 @@ __device__ __forceinline__ void ft_add128(u64& lo, u64& hi, u64 alo, u64 ahi) {
 // 64 bits) is kept per pixel, and the run adds u^i * sum v^j (one 128-bit product per
 // moment and run, not per pixel); a change of label sends the thread's sums to the region's
 // accumulators (two 64-bit atomics per moment).
+__device__ __forceinline__ void ft_moments_flush(u64* __restrict__ acc, int rl, const u64* lo, const u64* hi) {
+    u64* dst = acc + 32 * (long long)(rl - 1);
+#pragma unroll
+    for (int k = 1; k < 16; ++k) {
+        u64 old = atomicAdd((unsigned long long*)&dst[k], (unsigned long long)lo[k]);
+        u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
+        atomicAdd((unsigned long long*)&dst[16 + k], (unsigned long long)(hi[k] + carry));
+    }
+}
+
+// (no early return: every lane of a warp takes part in the last segment's reduction)
 extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, long long n, int W,
                                               const int* __restrict__ order, const long long* __restrict__ anchor,
                                               u64* __restrict__ acc) {
     const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
-    if (i0 >= n) return;
     const long long i1 = lmin(i0 + FT_CHUNK, n);
     int rl = -1;
     long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
@@ -240,16 +329,9 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
                 }
             }
             s0 = s1 = s2 = s3 = 0;
+            if (i >= i1) break;  // the last segment stays for the warp's reduction
             if (l != rl) {
-                if (rl > 0) {
-                    u64* dst = acc + 32 * (long long)(rl - 1);
-#pragma unroll
-                    for (int k = 1; k < 16; ++k) {
-                        u64 old = atomicAdd((unsigned long long*)&dst[k], (unsigned long long)lo[k]);
-                        u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
-                        atomicAdd((unsigned long long*)&dst[16 + k], (unsigned long long)(hi[k] + carry));
-                    }
-                }
+                if (rl > 0) ft_moments_flush(acc, rl, lo, hi);
 #pragma unroll
                 for (int k = 0; k < 16; ++k) {
                     lo[k] = 0ULL;
@@ -261,7 +343,6 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
                     ac = anchor[2 * (l - 1) + 1];
                 }
             }
-            if (i >= i1) break;
             ry = y;
             if (l > 0) {
                 u1 = y - ar;
@@ -277,6 +358,20 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
         s2 += v2;
         s3 += v2 * v;
     }
+    // the last segment: 128-bit sums over the lanes that end in the same region
+    bool head;
+    const int end = ft_seg_end(rl, head);
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 1; k < 16; ++k) {
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const u64 olo = __shfl_down_sync(0xffffffffu, lo[k], off);
+            const u64 ohi = __shfl_down_sync(0xffffffffu, hi[k], off);
+            if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
+        }
+    }
+    if (head && rl > 0) ft_moments_flush(acc, rl, lo, hi);
 }
 
 __device__ __forceinline__ double ft_to_double(u64 lo, u64 hi) {

@@ -55,7 +55,7 @@ import time
 
 import numpy as np
 
-from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.backend import asnumpy, get_backend, set_max_dynamic_smem
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg._util import (
@@ -67,6 +67,7 @@ from gpu_kernels.imseg._util import (
     check_fits,
     download,
     grid,
+    is_cupy,
     kernel,
 )
 from gpu_kernels.jobs import as_progress
@@ -505,8 +506,10 @@ def _logcap(R: int) -> int:
 
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
-                       max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K):
-    """Build the graph and merge on the device: returns ``(into (R,), state (2,): [count, rounds])``."""
+                       max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
+                       smem: bool | None = None):
+    """Build the graph and merge on the device: returns ``(into (R,), state (2,): [count, rounds])``.
+    ``smem``: keep the merge's arrays in shared memory (None: where they fit)."""
     xp = be.xp
     n = h * w
     lc = _logcap(R)
@@ -530,11 +533,43 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     best = xp.empty(R, dtype=xp.uint64)
     into = xp.empty(R, dtype=xp.int32)
     state = xp.zeros(2, dtype=xp.int32)
-    kernel(be, _SRC, "ct_merge", options=_OPTS)((1,), (BLOCK,), (
+    fm = kernel(be, _SRC, "ct_merge", options=_OPTS)
+    smem_on, smem = smem, merge_smem_bytes(R, emax)
+    use = smem <= _max_smem(be) if smem_on is None else bool(smem_on)
+    if use:
+        set_max_dynamic_smem(fm, smem)
+    fm((1,), (BLOCK,), (
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
-        np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state))
+        np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
+        np.int32(use)), shared_mem=smem if use else 0)
     return into, state
+
+
+def merge_smem_bytes(R: int, emax: int) -> int:
+    """Shared memory ``ct_merge`` needs to keep the regions and pairs on chip (area, 3 colour
+    sums and best: 8 bytes each a region; into: 4; per pair 8 + 4 x 4)."""
+    return int(R * (8 * 5 + 4) + emax * (8 + 4 * 4))
+
+
+def _max_smem(be) -> int:
+    """The most dynamic shared memory one block may opt in to (0 where unknown)."""
+    cache = _max_smem.__dict__.setdefault("cache", {})
+    key = id(be)
+    v = cache.get(key)
+    if v is None:
+        v = 0
+        try:
+            import cupy
+
+            if is_cupy(be):
+                v = int(cupy.cuda.runtime.getDeviceProperties(be.device_id)["sharedMemPerBlockOptin"]) - 1024
+        except Exception:  # noqa: BLE001 - the global-memory path always works
+            v = 0
+        if not is_cupy(be):
+            v = int(getattr(be, "max_dynamic_smem", 227 * 1024 - 1024))  # the emulator: an H100's
+        cache[key] = v
+    return v
 
 
 # --------------------------------------------------------------------------- public stages

@@ -39,9 +39,9 @@ from gpu_kernels.imseg._util import (
     StageTimer,
     SyncCounter,
     activated,
-    allow_sync,
     as_image,
     check_fits,
+    download,
     is_cupy,
 )
 from gpu_kernels.jobs import as_progress
@@ -386,11 +386,11 @@ def _segment_gpu(be, qt, p, features, moments, label_method, global_step, featur
         feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
     timer.mark("features")
     if is_cupy(be):
-        with allow_sync():
-            labels = labels_d.get().reshape(h, w)
-            clusters_h = clusters.get().reshape(h, w)
-            centres_h = centres.get()[:k]
-            feats = {key: v.get() for key, v in feats_d.items()}
+        host = download(be, {"__labels": labels_d, "__clusters": clusters, "__centres": centres, **feats_d})
+        labels = host.pop("__labels").reshape(h, w)
+        clusters_h = host.pop("__clusters").reshape(h, w)
+        centres_h = host.pop("__centres")[:k]
+        feats = host
     else:
         labels = asnumpy(labels_d).reshape(h, w).copy()
         clusters_h = asnumpy(clusters).reshape(h, w).copy()

@@ -1,0 +1,132 @@
+"""Where the time of the imseg GPU pipelines goes (issue 21): end-to-end wall time (upload to
+host arrays, labels and features), the stages (CUDA events), host synchronisations, and every
+kernel and copy the GPU ran with its count and GPU time (CUPTI through ``torch.profiler``
+where PyTorch is installed; the device image has it).
+
+    python benchmarks/imseg_profile.py --sizes 512x512,1920x1080,3840x2160 --json out.json
+
+``busy`` is the summed GPU time of the kernels and copies of one call over its wall time: far
+below 1 means the call waits on the host (Python, launches, synchronisations), not the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def natural_image(h: int, w: int) -> np.ndarray:
+    import cv2
+    from skimage import data
+
+    src = data.astronaut() if h == w else data.coffee()
+    interp = cv2.INTER_AREA if h * w <= src.shape[0] * src.shape[1] else cv2.INTER_CUBIC
+    return cv2.resize(src, (w, h), interpolation=interp)
+
+
+def wall(fn, rep: int) -> float:
+    import cupy as cp
+
+    fn()
+    cp.cuda.get_current_stream().synchronize()
+    ts = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        fn()
+        cp.cuda.get_current_stream().synchronize()
+        ts.append(time.perf_counter() - t0)
+    return median(ts)
+
+
+def kernel_profile(fn, rep: int = 3) -> dict | None:
+    """Per-name count and GPU microseconds of one call (mean over ``rep`` calls), or None."""
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+    except Exception as exc:  # noqa: BLE001
+        print(f"  (no torch.profiler: {exc})")
+        return None
+    fn()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(rep):
+            fn()
+    out: dict = {}
+    for e in prof.events():
+        if e.device_type != DeviceType.CUDA:
+            continue
+        d = out.setdefault(e.name[:60], [0, 0.0])
+        d[0] += 1
+        d[1] += e.time_range.elapsed_us()
+    return {k: (v[0] / rep, v[1] / rep) for k, v in sorted(out.items(), key=lambda kv: -kv[1][1])}
+
+
+def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
+    from gpu_kernels.imseg.api import segment
+
+    img = natural_image(h, w)
+    segs = []
+
+    def run(**kw):
+        s = segment(img, method=method, device="cuda", **{**params, **kw})
+        if len(segs) < 64:
+            segs.append(s.timings)
+        return s
+
+    seg = run()
+    r = {"method": method, "size": f"{w}x{h}", "regions": seg.n_regions, "syncs": seg.syncs,
+         "sync_reasons": seg.info.get("sync_reasons"), "merge_rounds": seg.info.get("merge_rounds")}
+    segs.clear()
+    r["e2e_ms"] = 1e3 * wall(run, rep)
+    r["e2e_nofeat_ms"] = 1e3 * wall(lambda: run(features=False), rep)
+    stages: dict = {}
+    for t in segs:
+        for k, v in t.items():
+            stages.setdefault(k, []).append(v)
+    r["stages_ms"] = {k: round(1e3 * median(v), 3) for k, v in stages.items()}
+    prof = kernel_profile(run)
+    if prof is not None:
+        r["launches"] = round(sum(c for c, _ in prof.values()), 1)
+        r["gpu_busy_ms"] = round(sum(us for _, us in prof.values()) / 1e3, 3)
+        r["busy"] = round(r["gpu_busy_ms"] / r["e2e_ms"], 3)
+        r["kernels"] = {k: [round(c, 1), round(us, 1)] for k, (c, us) in list(prof.items())[:25]}
+    print(f"== {method} {r['size']}: e2e {r['e2e_ms']:.3f} ms (no features {r['e2e_nofeat_ms']:.3f}), "
+          f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, launches {r.get('launches')}, "
+          f"GPU busy {r.get('gpu_busy_ms')} ms ({r.get('busy')})", flush=True)
+    print("   stages " + ", ".join(f"{k} {v:.3f}" for k, v in r["stages_ms"].items()), flush=True)
+    for k, (c, us) in (r.get("kernels") or {}).items():
+        print(f"   {us:9.1f} us  x{c:<6} {k}", flush=True)
+    return r
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="512x512,1920x1080,3840x2160")
+    ap.add_argument("--methods", default="contours,kmeans")
+    ap.add_argument("--rep", type=int, default=10)
+    ap.add_argument("--params", default="{}")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    import cupy as cp
+
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cp.__version__}", flush=True)
+    rows = []
+    for method in a.methods.split(","):
+        for s in a.sizes.split(","):
+            w, h = (int(v) for v in s.split("x"))
+            rows.append(profile_one(method, h, w, a.rep, json.loads(a.params)))
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
