@@ -16,6 +16,13 @@
 #define FT_CHUNK 16
 #endif
 
+// CIELAB sums in fixed point: every pixel adds rint(v * FT_LAB_SCALE) as a 64-bit integer,
+// so the sums are exact and do not depend on the order of the atomics (float atomics did),
+// and the CPU path (merge.py) adds the same integers. |v| <= 128: 2^21 a pixel, under 2^52
+// for 2^31 pixels, so the sums are exact in a double too.
+#define FT_LAB_SCALE 16384.0
+__device__ __forceinline__ long long ft_lab_fixed(float v) { return llrint((double)v * FT_LAB_SCALE); }
+
 #define FT_BBOX 1
 #define FT_RAW 2
 #define FT_LAB 4
@@ -74,9 +81,9 @@ __device__ __forceinline__ int ft_seg_max(int v, int end) {
 template <typename T>
 __device__ __forceinline__ void feat_pass1_flush(int j, int flags, int nc, int cnt, int minr, int minc, int maxr,
                                                  int maxc, u64 sr, u64 sc, double v0, double v1, double v2,
-                                                 double l0, double l1, double l2, int* __restrict__ area,
+                                                 long long l0, long long l1, long long l2, int* __restrict__ area,
                                                  int* __restrict__ bbox, u64* __restrict__ sum_rc,
-                                                 double* __restrict__ raw_sum, double* __restrict__ lab_sum) {
+                                                 double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {
     atomicAdd(&area[j], cnt);
     if (flags & FT_BBOX) {
         atomicMin(&bbox[4 * j], minr);
@@ -94,9 +101,9 @@ __device__ __forceinline__ void feat_pass1_flush(int j, int flags, int nc, int c
         }
     }
     if (flags & FT_LAB) {
-        atomicAdd(&lab_sum[3 * j], l0);
-        atomicAdd(&lab_sum[3 * j + 1], l1);
-        atomicAdd(&lab_sum[3 * j + 2], l2);
+        atomicAdd((unsigned long long*)&lab_sum[3 * j], (unsigned long long)l0);
+        atomicAdd((unsigned long long*)&lab_sum[3 * j + 1], (unsigned long long)l1);
+        atomicAdd((unsigned long long*)&lab_sum[3 * j + 2], (unsigned long long)l2);
     }
 }
 
@@ -106,14 +113,15 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
                                                 const int* __restrict__ order, const T* __restrict__ img, int C,
                                                 const float* __restrict__ lab, int flags, int* __restrict__ area,
                                                 int* __restrict__ bbox, u64* __restrict__ sum_rc,
-                                                double* __restrict__ raw_sum, double* __restrict__ lab_sum) {
+                                                double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {
     const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
     const long long i1 = lmin(i0 + FT_CHUNK, n);
     const int nc = C >= 3 ? 3 : 1;
     int rl = -1;
     int cnt = 0, minr = 0, minc = 0, maxr = 0, maxc = 0;
     u64 sr = 0, sc = 0;
-    double v0 = 0, v1 = 0, v2 = 0, l0 = 0, l1 = 0, l2 = 0;
+    double v0 = 0, v1 = 0, v2 = 0;
+    long long l0 = 0, l1 = 0, l2 = 0;
     for (long long i = i0; i < i1; ++i) {
         const long long p = order != 0 ? (long long)order[i] : i;
         const int l = labels[p];
@@ -128,7 +136,8 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
             maxr = -1;
             maxc = -1;
             sr = sc = 0;
-            v0 = v1 = v2 = l0 = l1 = l2 = 0.0;
+            v0 = v1 = v2 = 0.0;
+            l0 = l1 = l2 = 0;
         }
         if (l <= 0) continue;
         const int y = (int)(p / W), x = (int)(p - (long long)y * W);
@@ -157,9 +166,9 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
             } else {
                 pixel_lab<T>(img, C, p, L, A, B);
             }
-            l0 += (double)L;
-            l1 += (double)A;
-            l2 += (double)B;
+            l0 += ft_lab_fixed(L);
+            l1 += ft_lab_fixed(A);
+            l2 += ft_lab_fixed(B);
         }
     }
     // the last segment: summed over the lanes that end in the same region, one flush per run
@@ -180,9 +189,9 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
         v2 = ft_seg_sum<double>(v2, end);
     }
     if (flags & FT_LAB) {
-        l0 = ft_seg_sum<double>(l0, end);
-        l1 = ft_seg_sum<double>(l1, end);
-        l2 = ft_seg_sum<double>(l2, end);
+        l0 = ft_seg_sum<long long>(l0, end);
+        l1 = ft_seg_sum<long long>(l1, end);
+        l2 = ft_seg_sum<long long>(l2, end);
     }
     if (head && rl > 0)
         feat_pass1_flush<T>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
@@ -194,7 +203,7 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
                                                 const int* __restrict__ order, const T* __restrict__ img, int C, \
                                                 const float* __restrict__ lab, int flags, int* __restrict__ area, \
                                                 int* __restrict__ bbox, u64* __restrict__ sum_rc,                \
-                                                double* __restrict__ raw_sum, double* __restrict__ lab_sum) {    \
+                                                double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {    \
         feat_pass1_impl<T>(labels, n, W, order, img, C, lab, flags, area, bbox, sum_rc, raw_sum, lab_sum);     \
     }
 

@@ -7,17 +7,22 @@
 // atomicMin, so it does not depend on the order of the threads.
 #include "imseg_common.cuh"
 
-__device__ __forceinline__ unsigned int dist_bits(const int* __restrict__ area, const double* __restrict__ lab_sum,
+// lab_sum: fixed-point sums (imseg_features.cu, FT_LAB_SCALE = 2^14 per CIELAB unit), exact
+__device__ __forceinline__ double lab_total(const long long* __restrict__ lab_sum, long long i) {
+    return (double)lab_sum[i] * (1.0 / 16384.0);
+}
+
+__device__ __forceinline__ unsigned int dist_bits(const int* __restrict__ area, const long long* __restrict__ lab_sum,
                                                   int a, int b) {
     double wa = 1.0 / (double)area[a], wb = 1.0 / (double)area[b];
-    double dL = lab_sum[3 * a] * wa - lab_sum[3 * b] * wb;
-    double dA = lab_sum[3 * a + 1] * wa - lab_sum[3 * b + 1] * wb;
-    double dB = lab_sum[3 * a + 2] * wa - lab_sum[3 * b + 2] * wb;
+    double dL = lab_total(lab_sum, 3 * a) * wa - lab_total(lab_sum, 3 * b) * wb;
+    double dA = lab_total(lab_sum, 3 * a + 1) * wa - lab_total(lab_sum, 3 * b + 1) * wb;
+    double dB = lab_total(lab_sum, 3 * a + 2) * wa - lab_total(lab_sum, 3 * b + 2) * wb;
     float d = (float)(dL * dL + dA * dA + dB * dB);
     return __float_as_uint(d);
 }
 
-__device__ __forceinline__ void offer(const int* __restrict__ area, const double* __restrict__ lab_sum, int S,
+__device__ __forceinline__ void offer(const int* __restrict__ area, const long long* __restrict__ lab_sum, int S,
                                       u64* __restrict__ best, int a, int b) {
     bool sa = area[a] < S, sb = area[b] < S;
     if (!sa && !sb) return;
@@ -36,7 +41,7 @@ extern "C" __global__ void count_small(const int* __restrict__ area, const int* 
 
 // every pair of adjacent pixels of different regions offers each region to the other
 extern "C" __global__ void merge_choose(const int* __restrict__ labels, int W, int H, int conn8,
-                                        const int* __restrict__ area, const double* __restrict__ lab_sum, int S,
+                                        const int* __restrict__ area, const long long* __restrict__ lab_sum, int S,
                                         u64* __restrict__ best) {
     long long pp = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (pp >= (long long)W * H) return;

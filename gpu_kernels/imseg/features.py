@@ -54,6 +54,9 @@ PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_
 CHUNK = 16
 
 FT_BBOX, FT_RAW, FT_LAB = 1, 2, 4
+#: the GPU's CIELAB sums are exact integers, rint(v * LAB_SCALE) a pixel (FT_LAB_SCALE): order-
+#: independent (float atomics were not), and merge.py's CPU rounds add the same integers
+LAB_SCALE = 16384.0
 _SRC = "imseg_features.cu"
 
 
@@ -131,7 +134,7 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
     if flags & FT_LAB:
         labsum = acc.get("lab_sum")
         if labsum is None:
-            labsum = acc["lab_sum"] = xp.zeros(3 * R1, dtype=xp.float64)
+            labsum = acc["lab_sum"] = xp.zeros(3 * R1, dtype=xp.int64)
         else:
             labsum.fill(0)
     if img_d is None:
@@ -162,7 +165,7 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         "bbox": acc["bbox"].reshape(-1, 4)[:R],
         "centroid": centroid[:R],
         "intensity_mean": (acc["raw_sum"].reshape(len(area_f), -1) / area_f[:, None])[:R],
-        "intensity_mean_lab": (acc["lab_sum"].reshape(-1, 3) / area_f[:, None])[:R],
+        "intensity_mean_lab": (acc["lab_sum"].reshape(-1, 3) / (LAB_SCALE * area_f[:, None]))[:R],
     }
     if moments:
         # exact integer sums about the rounded-down centroid (the same on every run; float

@@ -86,7 +86,8 @@ def merge_np(labels: np.ndarray, n_regions: int, lab: np.ndarray, min_size: int,
     labels = labels.astype(np.int32, copy=True)
     R = int(n_regions)
     rounds = 0
-    flat_lab = [lab[..., ch].ravel().astype(np.float64) for ch in range(3)]
+    # the GPU's fixed-point sums (features.LAB_SCALE): integers, exact in float64 below 2^53
+    flat_lab = [np.rint(lab[..., ch].ravel().astype(np.float64) * _feat.LAB_SCALE) for ch in range(3)]
     while True:
         flat = labels.ravel()
         area = np.bincount(flat, minlength=R + 1)[1:R + 1]
@@ -95,7 +96,8 @@ def merge_np(labels: np.ndarray, n_regions: int, lab: np.ndarray, min_size: int,
             return labels, R, rounds
         if rounds >= MAX_ROUNDS:
             raise RuntimeError(f"small-region merging did not finish in {MAX_ROUNDS} rounds")
-        lab_sum = np.stack([np.bincount(flat, weights=f, minlength=R + 1)[1:R + 1] for f in flat_lab], axis=1)
+        lab_sum = np.stack([np.bincount(flat, weights=f, minlength=R + 1)[1:R + 1] for f in flat_lab],
+                           axis=1) / _feat.LAB_SCALE
         a, b = _adjacent_pairs(labels, connectivity)
         a -= 1
         b -= 1
