@@ -108,6 +108,57 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
     return r
 
 
+def bench_upload(rep: int = 10) -> list[dict]:
+    """Host-to-device upload of an 8-bit RGB image: CuPy's ``asarray`` (one thread copies into
+    its pinned staging), ``_util.upload`` with 2/4/8 threads, and page-locking the array in
+    place (``cudaHostRegister``) for one DMA."""
+
+    from gpu_kernels.backend import get_backend
+
+    be = get_backend("cuda")
+    rows = []
+    for h, w in ((1080, 1920), (2160, 3840)):
+        r = _upload_one(be, natural_image(h, w), rep)
+        print(f"== upload {r}", flush=True)
+        rows.append(r)
+    return rows
+
+
+def _upload_one(be, img, rep: int) -> dict:
+    import cupy as cp
+
+    from gpu_kernels.imseg import _util
+
+    rt = cp.cuda.runtime
+    h, w = img.shape[:2]
+    r = {"size": f"{w}x{h}", "MB": round(img.nbytes / 1e6, 1)}
+    r["asarray_ms"] = 1e3 * wall(lambda: cp.asarray(img), rep)
+    for t in (2, 4, 8):
+        _util.UPLOAD_THREADS = t
+        _util._STAGE.clear()
+        r[f"threads{t}_ms"] = 1e3 * wall(lambda: _util.upload(be, img), rep)
+        assert bool((_util.upload(be, img) == cp.asarray(img)).all())
+    _util.UPLOAD_THREADS = 4
+    _util._STAGE.clear()
+
+    def registered():
+        out = cp.empty(img.shape, img.dtype)
+        rt.hostRegister(img.ctypes.data, img.nbytes, 0)
+        try:
+            rt.memcpyAsync(out.data.ptr, img.ctypes.data, img.nbytes, rt.memcpyHostToDevice,
+                           cp.cuda.get_current_stream().ptr)
+            cp.cuda.get_current_stream().synchronize()
+        finally:
+            rt.hostUnregister(img.ctypes.data)
+        return out
+
+    try:
+        r["host_register_ms"] = 1e3 * wall(registered, rep)
+    except Exception as exc:  # noqa: BLE001
+        r["host_register_ms"] = f"failed: {exc}"
+    return r
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="512x512,1920x1080,3840x2160")
@@ -115,12 +166,13 @@ def main(argv=None):
     ap.add_argument("--rep", type=int, default=10)
     ap.add_argument("--params", default="{}")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--upload", action="store_true", help="also time the upload variants")
     a = ap.parse_args(argv)
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cp.__version__}", flush=True)
-    rows = []
-    for method in a.methods.split(","):
+    rows = bench_upload() if a.upload else []
+    for method in (a.methods.split(",") if a.methods else []):
         for s in a.sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
             rows.append(profile_one(method, h, w, a.rep, json.loads(a.params)))

@@ -22,6 +22,7 @@ __all__ = [
     "StageTimer",
     "PIXEL_SUFFIX",
     "download",
+    "upload",
     "check_fits",
 ]
 
@@ -193,6 +194,58 @@ def _pinned_block(be, nbytes: int) -> np.ndarray:
     size = -(-size // step) * step
     mem = be.xp.cuda.alloc_pinned_memory(size)
     return np.frombuffer(mem, np.uint8, size)
+
+
+_STAGE: dict = {}
+#: images at least this large go up through the threaded pinned stage (smaller: CuPy's own copy)
+UPLOAD_THREADED_MIN = 4 << 20
+UPLOAD_THREADS = 4
+
+
+def upload(be, a: np.ndarray):
+    """A device copy of the host array ``a``. Large images are copied into a persistent
+    page-locked stage by ``UPLOAD_THREADS`` threads at once, each chunk sent to the device
+    as soon as it is there (the host copy into page-locked memory, which CuPy does on one
+    thread, is most of an upload's time); small ones go through ``xp.asarray``."""
+    xp = be.xp
+    if not is_cupy(be) or a.nbytes < UPLOAD_THREADED_MIN or UPLOAD_THREADS <= 1:
+        return xp.asarray(a)
+    a = np.ascontiguousarray(a)
+    nbytes = int(a.nbytes)
+    key = be.label
+    st = _STAGE.get(key)
+    if st is None or st["buf"].size < nbytes:
+        size = 1 << (nbytes - 1).bit_length()
+        mem = xp.cuda.alloc_pinned_memory(size)
+        st = _STAGE[key] = {"mem": mem, "buf": np.frombuffer(mem, np.uint8, size), "event": None, "pool": None}
+    if st["event"] is not None:  # the last upload's copies have left the stage
+        with allow_sync():
+            st["event"].synchronize()
+    if st["pool"] is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        st["pool"] = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="imseg-upload")
+    out = xp.empty(a.shape, dtype=a.dtype)
+    src = a.reshape(-1).view(np.uint8)
+    dst = st["buf"]
+    step = -(-nbytes // UPLOAD_THREADS)
+    step = -(-step // 4096) * 4096
+    bounds = [(o, min(o + step, nbytes)) for o in range(0, nbytes, step)]
+
+    def copy(lo_hi):
+        lo, hi = lo_hi
+        np.copyto(dst[lo:hi], src[lo:hi])
+        return lo_hi
+
+    stream = xp.cuda.get_current_stream()
+    base = out.data.ptr
+    hbase = dst.ctypes.data
+    for lo, hi in st["pool"].map(copy, bounds):
+        xp.cuda.runtime.memcpyAsync(base + lo, hbase + lo, hi - lo, xp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+    ev = xp.cuda.Event(block=False, disable_timing=True)
+    ev.record(stream)
+    st["event"] = ev
+    return out
 
 
 def download(be, arrays: dict) -> dict:

@@ -69,6 +69,7 @@ from gpu_kernels.imseg._util import (
     grid,
     is_cupy,
     kernel,
+    upload,
 )
 from gpu_kernels.jobs import as_progress
 
@@ -454,6 +455,19 @@ def _dev_tables(be):
     return t
 
 
+def _dev_weights(be, sigma: float):
+    """The blur's weights on the device, kept per device and sigma (an upload per call cost a
+    host round trip through CuPy's staging)."""
+    cache = _dev_weights.__dict__.setdefault("cache", {})
+    key = (id(be), float(sigma))
+    wd = cache.get(key)
+    if wd is None:
+        if len(cache) > 64:
+            cache.clear()
+        wd = cache[key] = be.xp.asarray(gauss_weights(sigma))
+    return wd
+
+
 def colour_device(be, img_d, h: int, w: int, c: int, sigma: float):
     """Blurred planar CIELAB (3 n), fixed-point gradient gq (n) and colour q (3 n) on the device."""
     xp = be.xp
@@ -461,9 +475,8 @@ def colour_device(be, img_d, h: int, w: int, c: int, sigma: float):
     lin, F, M = _dev_tables(be)
     lab = xp.empty(3 * n, dtype=xp.float32)
     kernel(be, _SRC, "ct_lab", options=_OPTS)(grid(n, 256), (256,), (img_d, np.int64(n), np.int32(c), lin, F, M, lab))
-    wts = gauss_weights(sigma)
-    wd = xp.asarray(wts)
-    r = np.int32(len(wts) // 2)
+    wd = _dev_weights(be, sigma)
+    r = np.int32(len(wd) // 2)
     tmp = xp.empty_like(lab)
     fb = kernel(be, _SRC, "ct_blur", options=_OPTS)
     fb(grid(3 * n, 256), (256,), (lab, tmp, np.int32(w), np.int32(h), wd, r, np.int32(0)))
@@ -735,7 +748,7 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
     check_fits(be, h, w, device_bytes_estimate(h, w, c8))
     with activated(be):
         timer = StageTimer(be)
-        img_d = be.xp.asarray(u8)
+        img_d = upload(be, u8)
         timer.mark("upload")
         sm, gq, q = colour_device(be, img_d, h, w, c8, p["sigma"])
         timer.mark("colour")

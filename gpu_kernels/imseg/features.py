@@ -157,30 +157,34 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
     if method == "sort":
         order = xp.argsort(labels_d).astype(xp.int32)
     acc = pass1_device(be, labels_d, R, h, w, img_d, c, FT_BBOX | FT_RAW | FT_LAB, order=order)
-    area_f = xp.maximum(acc["area"], 1).astype(xp.float64)
-    centroid = acc["sum_rc"].reshape(-1, 2).astype(xp.float64) / area_f[:, None]
+    R1 = max(R, 1)
+    nc = 3 if c >= 3 else 1
+    label = xp.empty(R1, dtype=xp.int32)
+    centroid = xp.empty((R1, 2), dtype=xp.float64)
+    mean = xp.empty((R1, nc), dtype=xp.float64)
+    lab_mean = xp.empty((R1, 3), dtype=xp.float64)
+    anchor = xp.empty((R1, 2), dtype=xp.int64)
+    kernel(be, _SRC, "feat_finish", options=_color.CUDA_OPTIONS)(
+        grid(R1, 256), (256,), (np.int32(R1), np.int32(nc), acc["area"], acc["sum_rc"], acc["raw_sum"],
+                                acc["lab_sum"], label, centroid, mean, lab_mean, anchor))
     out = {
-        "label": xp.arange(1, R + 1, dtype=xp.int32),
+        "label": label[:R],
         "area": acc["area"][:R],
         "bbox": acc["bbox"].reshape(-1, 4)[:R],
         "centroid": centroid[:R],
-        "intensity_mean": (acc["raw_sum"].reshape(len(area_f), -1) / area_f[:, None])[:R],
-        "intensity_mean_lab": (acc["lab_sum"].reshape(-1, 3) / (LAB_SCALE * area_f[:, None]))[:R],
+        "intensity_mean": mean[:R],
+        "intensity_mean_lab": lab_mean[:R],
     }
     if moments:
         # exact integer sums about the rounded-down centroid (the same on every run; float
         # atomics were not), then shifted to the centroid
-        R1 = max(R, 1)
-        rc = acc["sum_rc"][:2 * R1].reshape(-1, 2).astype(xp.int64)
-        anchor = xp.ascontiguousarray(rc // xp.maximum(acc["area"][:R1], 1).astype(xp.int64)[:, None])
         macc = xp.zeros(32 * R1, dtype=xp.uint64)
         kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS)(
             grid(-(-n // CHUNK), 256), (256,),
             (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
         mu = xp.empty(16 * R1, dtype=xp.float64)
         kernel(be, _SRC, "feat_moments_finish", options=_color.CUDA_OPTIONS)(
-            grid(R1, 256), (256,), (np.int32(R), macc, acc["area"], anchor,
-                                    xp.ascontiguousarray(centroid[:R1]), mu))
+            grid(R1, 256), (256,), (np.int32(R), macc, acc["area"], anchor, centroid, mu))
         out["moments_central"] = mu.reshape(-1, 4, 4)[:R]
     return out
 

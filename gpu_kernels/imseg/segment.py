@@ -43,6 +43,7 @@ from gpu_kernels.imseg._util import (
     check_fits,
     download,
     is_cupy,
+    upload,
 )
 from gpu_kernels.jobs import as_progress
 
@@ -277,7 +278,7 @@ def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATE
         xp = be.xp
         n = h * w
         timer = StageTimer(be)
-        img_d = xp.asarray(img)
+        img_d = upload(be, img)
         timer.mark("upload")
         hist = xp.zeros(1 << (3 * q), dtype=xp.uint32) if weights == "histogram" else None
         lab_d = None
