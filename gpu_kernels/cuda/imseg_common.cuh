@@ -4,8 +4,8 @@
 // The quantisation ranges of L, a and b are the sRGB gamut's (gpu_kernels/imseg/color.py
 // holds the same numbers: LAB_LO / LAB_HI).
 //
-// Written for CUDA and for the host-side emulator of the test suite (IMSEG_EMU): no warp
-// intrinsics, no dynamic shared memory, explicit types in min/max.
+// Written for CUDA and for the host-side emulator of the test suite (tests/cuda_emu), which
+// runs warp shuffles and ballots too; explicit types in min/max.
 #pragma once
 
 #ifndef IMSEG_EMU
@@ -24,6 +24,57 @@ typedef unsigned long long u64;
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ long long lmin(long long a, long long b) { return a < b ? a : b; }
+
+// ------------------------------------------------------------------ warp-aggregated flushes
+// A thread's last segment (the run of one label that reaches the end of its chunk) is not
+// sent to the region's accumulators by the thread itself: the lanes of a warp whose last
+// segments carry the same label side by side (a region wider than one chunk) first add their
+// sums together (a segmented reduction over the lanes, five shuffles a quantity), and only
+// the lowest lane of each such run of lanes issues the atomics. Large regions then take one
+// atomic per warp instead of one per thread. Integer sums stay exact, so the result does not
+// depend on the order (or the grouping) of the additions.
+// ft_seg_end: the last lane of this lane's run of equal keys (every lane of the warp calls it).
+__device__ __forceinline__ int ft_seg_end(int key, bool& head) {
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const int prev = __shfl_up_sync(full, key, 1);
+    head = lane == 0 || prev != key;
+    const unsigned heads = __ballot_sync(full, head ? 1 : 0);
+    const unsigned after = lane == 31 ? 0u : (heads & ~((2u << lane) - 1u));
+    return after ? __ffs((int)after) - 2 : 31;
+}
+
+template <typename V>
+__device__ __forceinline__ V ft_seg_sum(V v, int end) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        V o = __shfl_down_sync(0xffffffffu, v, off);
+        if (lane + off <= end) v += o;
+    }
+    return v;
+}
+
+__device__ __forceinline__ int ft_seg_min(int v, int end) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int o = __shfl_down_sync(0xffffffffu, v, off);
+        if (lane + off <= end) v = imin(v, o);
+    }
+    return v;
+}
+
+__device__ __forceinline__ int ft_seg_max(int v, int end) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int o = __shfl_down_sync(0xffffffffu, v, off);
+        if (lane + off <= end) v = imax(v, o);
+    }
+    return v;
+}
+
 
 // ------------------------------------------------------------------ pixels and CIELAB
 template <typename T> __device__ __forceinline__ float unit_value(T v);

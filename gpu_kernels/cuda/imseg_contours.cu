@@ -118,7 +118,8 @@ __device__ __forceinline__ void ct_flush(int k, int c, long long s0, long long s
 
 // assign every pixel to the nearest of the 9 centres of its cell's neighbourhood; with acc,
 // add it to that centre's integer sums (count, colour, row, column). A thread takes
-// CT_CHUNK consecutive pixels and adds each run of one centre with one set of atomics.
+// CT_CHUNK consecutive pixels and adds each run of one centre with one set of atomics; the
+// run that ends its chunk is first summed across the warp (imseg_common.cuh: ft_seg_end).
 extern "C" __global__ void ct_slic_assign(const float* __restrict__ sm, const int* __restrict__ q, int W, int H,
                                           int S, int gw, int gh, float wxy, const float* __restrict__ cc,
                                           const float* __restrict__ cy, const float* __restrict__ cx,
@@ -126,7 +127,6 @@ extern "C" __global__ void ct_slic_assign(const float* __restrict__ sm, const in
                                           long long* __restrict__ sums) {
     long long n = (long long)W * H;
     long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_CHUNK;
-    if (p0 >= n) return;
     const int K = gw * gh;
     int rk = -1, rc = 0;
     long long r0 = 0, r1 = 0, r2 = 0, ry = 0, rx = 0;
@@ -172,7 +172,19 @@ extern "C" __global__ void ct_slic_assign(const float* __restrict__ sm, const in
             rx += x;
         }
     }
-    if (acc && rk >= 0) ct_flush(rk, rc, r0, r1, r2, ry, rx, cnt, sums);
+    // the last run: summed over the warp's lanes that end in the same cell (no early return
+    // above, every lane takes part), one set of atomics per run of lanes
+    if (acc) {
+        bool head;
+        const int end = ft_seg_end(rk, head);
+        rc = ft_seg_sum<int>(rc, end);
+        r0 = ft_seg_sum<long long>(r0, end);
+        r1 = ft_seg_sum<long long>(r1, end);
+        r2 = ft_seg_sum<long long>(r2, end);
+        ry = ft_seg_sum<long long>(ry, end);
+        rx = ft_seg_sum<long long>(rx, end);
+        if (head && rk >= 0) ct_flush(rk, rc, r0, r1, r2, ry, rx, cnt, sums);
+    }
 }
 
 // new centres from the sums (a centre with no pixel keeps its place); clears the sums

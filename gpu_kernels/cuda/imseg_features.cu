@@ -28,56 +28,6 @@ __device__ __forceinline__ long long ft_lab_fixed(float v) { return llrint((doub
 #define FT_LAB 4
 
 
-// ------------------------------------------------------------------ warp-aggregated flushes
-// A thread's last segment (the run of one label that reaches the end of its chunk) is not
-// sent to the region's accumulators by the thread itself: the lanes of a warp whose last
-// segments carry the same label side by side (a region wider than one chunk) first add their
-// sums together (a segmented reduction over the lanes, five shuffles a quantity), and only
-// the lowest lane of each such run of lanes issues the atomics. Large regions then take one
-// atomic per warp instead of one per thread. Integer sums stay exact, so the result does not
-// depend on the order (or the grouping) of the additions.
-// ft_seg_end: the last lane of this lane's run of equal keys (every lane of the warp calls it).
-__device__ __forceinline__ int ft_seg_end(int key, bool& head) {
-    const unsigned full = 0xffffffffu;
-    const int lane = threadIdx.x & 31;
-    const int prev = __shfl_up_sync(full, key, 1);
-    head = lane == 0 || prev != key;
-    const unsigned heads = __ballot_sync(full, head ? 1 : 0);
-    const unsigned after = lane == 31 ? 0u : (heads & ~((2u << lane) - 1u));
-    return after ? __ffs((int)after) - 2 : 31;
-}
-
-template <typename V>
-__device__ __forceinline__ V ft_seg_sum(V v, int end) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        V o = __shfl_down_sync(0xffffffffu, v, off);
-        if (lane + off <= end) v += o;
-    }
-    return v;
-}
-
-__device__ __forceinline__ int ft_seg_min(int v, int end) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        int o = __shfl_down_sync(0xffffffffu, v, off);
-        if (lane + off <= end) v = imin(v, o);
-    }
-    return v;
-}
-
-__device__ __forceinline__ int ft_seg_max(int v, int end) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        int o = __shfl_down_sync(0xffffffffu, v, off);
-        if (lane + off <= end) v = imax(v, o);
-    }
-    return v;
-}
-
 template <typename T>
 __device__ __forceinline__ void feat_pass1_flush(int j, int flags, int nc, int cnt, int minr, int minc, int maxr,
                                                  int maxc, u64 sr, u64 sc, double v0, double v1, double v2,
