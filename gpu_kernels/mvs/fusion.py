@@ -29,11 +29,12 @@ Example
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_kernels.backend import get_backend
+from gpu_kernels.backend import get_backend, kernel
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import MVSInputError
 
@@ -62,20 +63,26 @@ def _cam_arrays(xp, cam):
             xp.asarray(cam.t, dtype=xp.float64))
 
 
-def _backproject(xp, cam, depth):
+def _cam_tables(xp, cam):
+    """``(K, R, t, K^-1)`` of ``cam`` on ``xp``, made once per view and call (the same arrays,
+    and so the same results, as making them at every use: no upload and no inverse per pair)."""
+    K, R, t = _cam_arrays(xp, cam)
+    return K, R, t, xp.linalg.inv(K)
+
+
+def _backproject(xp, cam, depth, ca=None):
     H, W = depth.shape
     idx = xp.flatnonzero(xp.isfinite(depth.reshape(-1)) & (depth.reshape(-1) > 0))
     v, u = xp.divmod(idx, W)
-    K, R, t = _cam_arrays(xp, cam)
-    Ki = xp.linalg.inv(K)
+    K, R, t, Ki = ca if ca is not None else _cam_tables(xp, cam)
     d = depth.reshape(-1)[idx].astype(xp.float64)
     rc = xp.stack([u.astype(xp.float64), v.astype(xp.float64), xp.ones(len(idx))], 1) @ Ki.T
     X = (rc * d[:, None] - t) @ R  # R^T (z ray - t)
     return X, idx
 
 
-def _project(xp, cam, X):
-    K, R, t = _cam_arrays(xp, cam)
+def _project(xp, cam, X, ca=None):
+    K, R, t = ca[:3] if ca is not None else _cam_arrays(xp, cam)
     Xc = X @ R.T + t
     z = Xc[:, 2]
     p = Xc @ K.T
@@ -85,10 +92,10 @@ def _project(xp, cam, X):
     return u, v, z
 
 
-def _lookup(xp, cam, depth_v, X, rel_tol):
+def _lookup(xp, cam, depth_v, X, rel_tol, ca=None):
     """For points X: (pixel index in v or -1, agrees?)."""
     H, W = depth_v.shape
-    u, v, z = _project(xp, cam, X)
+    u, v, z = _project(xp, cam, X, ca)
     ui = xp.rint(u)
     vi = xp.rint(v)
     inside = (z > 0) & (ui >= 0) & (vi >= 0) & (ui < W) & (vi < H) & xp.isfinite(ui) & xp.isfinite(vi)
@@ -108,14 +115,15 @@ def consistency_counts(cameras, depths, *, views=None, rel_tol: float = DEFAULT_
         raise MVSInputError("views and depths must have the same length")
     with be.activate():
         D = [xp.asarray(d, dtype=xp.float32) for d in depths]
+        cams = [_cam_tables(xp, cameras[v]) for v in views]
         out = []
         for a, r in enumerate(views):
-            X, idx = _backproject(xp, cameras[r], D[a])
+            X, idx = _backproject(xp, cameras[r], D[a], cams[a])
             cnt = xp.zeros(len(idx), xp.int32)
             for b, v in enumerate(views):
                 if b == a:
                     continue
-                _, agree = _lookup(xp, cameras[v], D[b], X, rel_tol)
+                _, agree = _lookup(xp, cameras[v], D[b], X, rel_tol, cams[b])
                 cnt += agree.astype(xp.int32)
             m = xp.full(D[a].size, -1, xp.int32)
             m[idx] = cnt
@@ -138,31 +146,43 @@ def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=No
     if min_views < 1:
         raise MVSInputError(f"min_views must be at least 1, got {min_views}")
     n = len(views)
+    if be.is_gpu and n and os.environ.get("GPULAB_MVS_FUSE_KERNEL", "1").strip() != "0":
+        return _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_tol, min_views, progress)
     with be.activate():
         D = [xp.asarray(d, dtype=xp.float32) for d in depths]
         used = [xp.zeros(d.size, bool) for d in D]
         outs = {k: [] for k in ("p", "n", "c", "q", "k", "s")}
-
-        def attrs(b, pix):
-            N = None
-            if normals is not None and normals[b] is not None:
-                Nc = xp.asarray(normals[b], dtype=xp.float64).reshape(-1, 3)[pix]
-                N = xp.nan_to_num(Nc) @ xp.asarray(cameras[views[b]].R, dtype=xp.float64)
-            C = None
+        cams = [_cam_tables(xp, cameras[v]) for v in views]
+        # each view's normals, colours and confidences on the device once (not once per pair)
+        NF = [None if normals is None or normals[b] is None
+              else xp.asarray(normals[b], dtype=xp.float64).reshape(-1, 3) for b in range(n)]
+        CF = []
+        for b in range(n):
+            img = None
             if images is not None and images[b] is not None:
                 img = xp.asarray(images[b])
                 img = img.reshape(-1, img.shape[2] if img.ndim == 3 else 1)
-                C = img[pix][:, :3].astype(xp.float64)
+            CF.append(img)
+        QF = [None if confidences is None or confidences[b] is None
+              else xp.asarray(confidences[b], dtype=xp.float64).reshape(-1) for b in range(n)]
+
+        def attrs(b, pix):
+            N = None
+            if NF[b] is not None:
+                N = xp.nan_to_num(NF[b][pix]) @ cams[b][1]
+            C = None
+            if CF[b] is not None:
+                C = CF[b][pix][:, :3].astype(xp.float64)
                 if C.shape[1] == 1:
                     C = xp.repeat(C, 3, axis=1)
             Q = None
-            if confidences is not None and confidences[b] is not None:
-                Q = xp.asarray(confidences[b], dtype=xp.float64).reshape(-1)[pix]
+            if QF[b] is not None:
+                Q = QF[b][pix]
             return N, C, Q
 
         for a in range(n):
             progress.update(a / max(n, 1), f"fusing view {a + 1}/{n}")
-            X, idx = _backproject(xp, cameras[views[a]], D[a])
+            X, idx = _backproject(xp, cameras[views[a]], D[a], cams[a])
             free = ~used[a][idx]
             X, idx = X[free], idx[free]
             if len(idx) == 0:
@@ -176,12 +196,12 @@ def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=No
             for b in range(n):
                 if b == a:
                     continue
-                pix, agree = _lookup(xp, cameras[views[b]], D[b], X, rel_tol)
+                pix, agree = _lookup(xp, cameras[views[b]], D[b], X, rel_tol, cams[b])
                 agree &= ~used[b][pix]
                 if not bool(agree.any()):
                     continue
                 Y = xp.zeros_like(X)
-                Yb, _ = _backproject_pixels(xp, cameras[views[b]], D[b], pix[agree])
+                Yb, _ = _backproject_pixels(xp, cameras[views[b]], D[b], pix[agree], cams[b])
                 Y[agree] = Yb
                 sx += Y
                 cnt += agree.astype(xp.int32)
@@ -229,11 +249,109 @@ def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=No
                           cat("q", (0,), np.float32), cat("k", (0,), np.int32), cat("s", (0,), np.int32))
 
 
-def _backproject_pixels(xp, cam, depth, pix):
+def _emitted(xp, outs, a_view, emit, cnt, sx, sn, sc, sq):
+    """The fused points of one view's emitted samples (``sn``/``sc``/``sq`` None where that view
+    has no normals/colours/confidences), appended to ``outs``."""
+    c = cnt[emit].astype(xp.float64)
+    outs["p"].append((sx[emit] / c[:, None]).astype(xp.float32))
+    if sn is not None:
+        nn = sn[emit]
+        nn /= xp.maximum(xp.linalg.norm(nn, axis=1, keepdims=True), 1e-12)
+        outs["n"].append(nn.astype(xp.float32))
+    else:
+        outs["n"].append(xp.zeros((len(c), 3), xp.float32))
+    if sc is not None:
+        outs["c"].append(xp.clip(xp.rint(sc[emit] / c[:, None]), 0, 255).astype(xp.uint8))
+    else:
+        outs["c"].append(xp.full((len(c), 3), 200, xp.uint8))
+    if sq is not None:
+        outs["q"].append((sq[emit] / c).astype(xp.float32))
+    else:
+        outs["q"].append(xp.ones(len(c), xp.float32))
+    outs["k"].append(cnt[emit])
+    outs["s"].append(xp.full(len(c), a_view, xp.int32))
+
+
+def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_tol, min_views, progress):
+    """:func:`fuse_depth_maps` on the GPU: every view's maps concatenated on the device once, and
+    one view's samples against all the others in one launch (``cuda/mvs_fuse.cu``), the same
+    arithmetic as the CuPy path in float64."""
+    xp = be.xp
+    n = len(views)
+    with be.activate():
+        D = [xp.asarray(d, dtype=xp.float32).reshape(-1) for d in depths]
+        shapes = [tuple(np.shape(d)) for d in depths]
+        sizes = np.array([d.size for d in D], np.int64)
+        offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        total = max(int(sizes.sum()), 1)
+        Dall = xp.concatenate(D) if n > 1 else D[0]
+        used = xp.zeros(total, xp.uint8)
+        Nall = xp.zeros((total, 3), xp.float64)
+        Qall = xp.zeros(total, xp.float64)
+        Iall = xp.zeros((total, 3), xp.uint8)
+        flags = np.zeros(n, np.int32)
+        cams = np.zeros((n, 30), np.float64)
+        for b in range(n):
+            sl = slice(int(offs[b]), int(offs[b] + sizes[b]))
+            if normals is not None and normals[b] is not None:
+                Nall[sl] = xp.asarray(normals[b], dtype=xp.float64).reshape(-1, 3)
+                flags[b] |= 1
+            if images is not None and images[b] is not None:
+                img = xp.asarray(images[b])
+                img = img.reshape(-1, img.shape[2] if img.ndim == 3 else 1)[:, :3]
+                Iall[sl] = img if img.shape[1] == 3 else xp.repeat(img, 3, axis=1)
+                flags[b] |= 2
+            if confidences is not None and confidences[b] is not None:
+                Qall[sl] = xp.asarray(confidences[b], dtype=xp.float64).reshape(-1)
+                flags[b] |= 4
+            K, R, t, Ki = (be.asnumpy(x) for x in _cam_tables(xp, cameras[views[b]]))
+            cams[b] = np.concatenate([K.ravel(), R.ravel(), t.ravel(), Ki.ravel()])
+        d_offs, d_cams, d_flags = xp.asarray(offs), xp.asarray(cams), xp.asarray(flags)
+        d_W = xp.asarray(np.array([s_[1] for s_ in shapes], np.int32))
+        d_H = xp.asarray(np.array([s_[0] for s_ in shapes], np.int32))
+        k_gather = kernel(be, "mvs_fuse.cu", "mvs_fuse_gather", options=("--fmad=false",))
+        k_mark = kernel(be, "mvs_fuse.cu", "mvs_fuse_mark", options=("--fmad=false",))
+        outs = {k: [] for k in ("p", "n", "c", "q", "k", "s")}
+        for a in range(n):
+            progress.update(a / max(n, 1), f"fusing view {a + 1}/{n}")
+            da = Dall[int(offs[a]):int(offs[a] + sizes[a])]
+            ua = used[int(offs[a]):int(offs[a] + sizes[a])]
+            idx = xp.flatnonzero(xp.isfinite(da) & (da > 0) & (ua == 0))
+            m = len(idx)
+            if m == 0:
+                continue
+            sx = xp.empty((m, 3), xp.float64)
+            sn = xp.empty((m, 3), xp.float64)
+            sc = xp.empty((m, 3), xp.float64)
+            sq = xp.empty(m, xp.float64)
+            cnt = xp.empty(m, xp.int32)
+            pixb = xp.empty((n, m), xp.int32)
+            grid = ((m + 127) // 128,)
+            k_gather(grid, (128,), (np.int32(a), np.int32(m), idx, np.int32(n), d_offs, d_W, d_H, d_cams, Dall, used,
+                                    Nall, Qall, Iall, d_flags, np.float64(rel_tol), sx, cnt, sn, sc, sq, pixb))
+            k_mark(grid, (128,), (np.int32(a), np.int32(m), idx, np.int32(n), d_offs, pixb, cnt,
+                                  np.int32(min_views), used))
+            emit = cnt >= min_views
+            if not bool(emit.any()):
+                continue
+            fa = int(flags[a])
+            _emitted(xp, outs, views[a], emit, cnt, sx, sn if fa & 1 else None, sc if fa & 2 else None,
+                     sq if fa & 4 else None)
+        progress.update(1.0, "fused")
+
+        def cat(key, shape, dtype):
+            if not outs[key]:
+                return np.zeros(shape, dtype)
+            return be.asnumpy(xp.concatenate(outs[key]))
+
+        return FusedCloud(cat("p", (0, 3), np.float32), cat("n", (0, 3), np.float32), cat("c", (0, 3), np.uint8),
+                          cat("q", (0,), np.float32), cat("k", (0,), np.int32), cat("s", (0,), np.int32))
+
+
+def _backproject_pixels(xp, cam, depth, pix, ca=None):
     H, W = depth.shape
     v, u = xp.divmod(pix, W)
-    K, R, t = _cam_arrays(xp, cam)
-    Ki = xp.linalg.inv(K)
+    K, R, t, Ki = ca if ca is not None else _cam_tables(xp, cam)
     d = depth.reshape(-1)[pix].astype(xp.float64)
     rc = xp.stack([u.astype(xp.float64), v.astype(xp.float64), xp.ones(len(pix))], 1) @ Ki.T
     return (rc * d[:, None] - t) @ R, pix

@@ -173,6 +173,14 @@ class ViewTextures:
         return int(self.flat.nbytes)
 
 
+def _packs_on_device(a: np.ndarray) -> bool:
+    """8-bit grey or RGB(A...) images are packed by the device (``cuda/mvs_pack.cu``); others
+    (16-bit, float, two channels) by :func:`prepare_image` on the host."""
+    if a.dtype != np.uint8 or a.ndim not in (2, 3) or 0 in a.shape:
+        return False
+    return a.ndim == 2 or a.shape[2] == 1 or a.shape[2] >= 3
+
+
 def pack_views(images, *, device=None, views=None) -> ViewTextures:
     """Pack views (all, or the indices ``views``; the others get an empty slot) for
     :func:`optimize_pixels`."""
@@ -188,8 +196,21 @@ def pack_views(images, *, device=None, views=None) -> ViewTextures:
         xp = be.xp
         with be.activate():
             flat = xp.zeros((max(total, 1), 12), xp.float32)
+            k_pack = None
             for i in sorted(use):
-                p = prepare_image(images[i]).reshape(-1, 9)
+                a = np.asarray(images[i])
+                if _packs_on_device(a):
+                    # the 8-bit image goes up as it is; the device converts, differentiates and
+                    # interleaves it (cuda/mvs_pack.cu: the same values as prepare_image)
+                    if k_pack is None:
+                        k_pack = kernel(be, "mvs_pack.cu", "mvs_pack_view")
+                    h, w = a.shape[:2]
+                    c = 1 if a.ndim == 2 else a.shape[2]
+                    img = xp.asarray(np.ascontiguousarray(a))
+                    k_pack(((h * w + 255) // 256,), (256,), (img, np.int32(h), np.int32(w), np.int32(c),
+                                                             flat[ofs[i]:ofs[i] + npx[i]]))
+                    continue
+                p = prepare_image(a).reshape(-1, 9)
                 buf = np.zeros((len(p), 12), np.float32)
                 buf[:, 0:3], buf[:, 4:7], buf[:, 8:11] = p[:, 0:3], p[:, 3:6], p[:, 6:9]
                 flat[ofs[i]:ofs[i] + npx[i]] = xp.asarray(buf)

@@ -46,7 +46,7 @@ from gpu_kernels.mvs.optimize import (
     pack_views,
 )
 from gpu_kernels.mvs.seeds import sift_seeds
-from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views
+from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views, track_membership
 
 __all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "PreparedViews", "reconstruct",
            "prepare_views", "grow_views", "cross_view_consistency", "scene_seeds", "parse_views", "scene_textures",
@@ -177,15 +177,18 @@ def prepare_views(scene: MVSScene, *, views="all", neighbors: int = DEFAULT_NEIG
                             "and triangulated between neighbouring views")
     t_seeds = time.perf_counter() - t0
     progress.update(seed_end, "view selection")
-    nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors)
-            for v in vs}
+    # the tracks as a (points, views) table, once for every reference view
+    member = track_membership(pvis, len(pts), scene.n_views) if pvis is not None else None
+    nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors,
+                            member=member) for v in vs}
     view_seeds = {}
+    if pvis is not None:
+        # a point without a track counts as seen by every view (the grower keeps only those
+        # in front of the camera and inside the image)
+        untracked = np.array([len(pv) == 0 for pv in pvis], bool)
     for v in vs:
         if pvis is not None:
-            # a point without a track counts as seen by every view (the grower keeps only those
-            # in front of the camera and inside the image)
-            sel = np.array([len(pv) == 0 or v in np.asarray(pv) for pv in pvis], bool)
-            view_seeds[v] = pts[sel]
+            view_seeds[v] = pts[member[:, v] | untracked]
         else:
             view_seeds[v] = pts
     tex = None

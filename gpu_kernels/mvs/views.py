@@ -35,7 +35,8 @@ import numpy as np
 
 from gpu_kernels.mvs.camera import MVSInputError
 
-__all__ = ["DEFAULT_NEIGHBORS", "DEFAULT_ALPHA_MAX_DEG", "select_views", "select_all_views", "view_scores"]
+__all__ = ["DEFAULT_NEIGHBORS", "DEFAULT_ALPHA_MAX_DEG", "select_views", "select_all_views", "view_scores",
+           "track_membership"]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
@@ -49,8 +50,9 @@ def _scale_weight(r):
     return np.where(r >= 2, 2.0 / np.maximum(r, 1e-12), np.where(r >= 1, 1.0, r))
 
 
-def _membership(point_views, n_points: int, n: int) -> np.ndarray:
-    """(n_points, n) bool: point k is seen by view v (indices outside 0..n-1 ignored)."""
+def track_membership(point_views, n_points: int, n: int) -> np.ndarray:
+    """(n_points, n) bool: point k is seen by view v (indices outside 0..n-1 ignored). Compute
+    it once and pass it as ``member`` to :func:`select_views` for several reference views."""
     member = np.zeros((n_points, n), bool)
     tracks = [np.asarray(v).reshape(-1) for v in point_views]
     lengths = np.array([len(t) for t in tracks], np.int64)
@@ -67,10 +69,11 @@ class _Scorer:
     greedy steps of :func:`select_views` (the points it sees, their rays, footprints and
     track membership): each step then only scores."""
 
-    def __init__(self, cameras, points, point_views, ref: int, alpha_max_deg=DEFAULT_ALPHA_MAX_DEG):
+    def __init__(self, cameras, points, point_views, ref: int, alpha_max_deg=DEFAULT_ALPHA_MAX_DEG, member=None):
         self.cameras, self.n = cameras, len(cameras)
         pts = np.asarray(points, np.float64)
-        member = _membership(point_views, len(pts), self.n) if len(pts) else np.zeros((0, self.n), bool)
+        if member is None:
+            member = track_membership(point_views, len(pts), self.n) if len(pts) else np.zeros((0, self.n), bool)
         seen_by_ref = member[:, ref] if len(pts) else np.zeros(0, bool)
         self.any = bool(seen_by_ref.any())
         self.P = pts[seen_by_ref]
@@ -80,6 +83,8 @@ class _Scorer:
         self.ref = ref
         self._dirs: dict = {}
         self._foot: dict = {}
+        self._shared: dict = {}   # v -> the points v shares with ref, and their scale weights
+        self._parallax: dict = {}  # (v, c) -> the parallax factor of chosen view c on v's shared points
 
     def ray_dirs(self, v):
         if v not in self._dirs:
@@ -93,26 +98,44 @@ class _Scorer:
             self._foot[v] = np.abs(z) / self.cameras[v].focal
         return self._foot[v]
 
+    def _shared_of(self, v):
+        """The points ``v`` shares with the reference (``None`` where none) and their scale
+        weights ``w_s``: the same for every greedy step."""
+        if v not in self._shared:
+            shared = self.member[:, v]
+            if not shared.any():
+                self._shared[v] = None
+            else:
+                r = self.footprint(self.ref)[shared] / np.maximum(self.footprint(v)[shared], 1e-30)
+                self._shared[v] = (shared, _scale_weight(r))
+        return self._shared[v]
+
+    def _factor(self, v, c, shared):
+        """``min((alpha(f, v, c) / alpha_max)^2, 1)`` over ``v``'s shared points."""
+        key = (v, c)
+        if key not in self._parallax:
+            dv = self.ray_dirs(v)[shared]
+            dc = self.ray_dirs(c)[shared]
+            ang = np.arccos(np.clip(np.sum(dv * dc, axis=1), -1, 1))
+            self._parallax[key] = np.minimum((ang / self.am) ** 2, 1.0)
+        return self._parallax[key]
+
     def scores(self, chosen) -> np.ndarray:
         scores = np.zeros(self.n)
         if not self.any:
             return scores
         ref = self.ref
-        s_ref = self.footprint(ref)
         for v in range(self.n):
             if v in chosen or v == ref:
                 continue
-            shared = self.member[:, v]
-            if not shared.any():
+            sh = self._shared_of(v)
+            if sh is None:
                 continue
-            wn = np.ones(int(shared.sum()))
-            dv = self.ray_dirs(v)[shared]
+            shared, ws = sh
+            wn = np.ones(len(ws))
             for c in chosen:
-                dc = self.ray_dirs(c)[shared]
-                ang = np.arccos(np.clip(np.sum(dv * dc, axis=1), -1, 1))
-                wn *= np.minimum((ang / self.am) ** 2, 1.0)
-            r = s_ref[shared] / np.maximum(self.footprint(v)[shared], 1e-30)
-            scores[v] = float(np.sum(wn * _scale_weight(r)))
+                wn *= self._factor(v, c, shared)
+            scores[v] = float(np.sum(wn * ws))
         return scores
 
 
@@ -123,8 +146,9 @@ def view_scores(cameras, points, point_views, ref: int, chosen, *, alpha_max_deg
 
 def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int = DEFAULT_NEIGHBORS,
                  min_views: int = 0, alpha_max_deg: float = DEFAULT_ALPHA_MAX_DEG,
-                 alpha_min_deg: float = 3.0, max_angle_deg: float = 75.0) -> list[int]:
-    """The neighbour views of ``ref``, best first (greedy, see the module docstring)."""
+                 alpha_min_deg: float = 3.0, max_angle_deg: float = 75.0, member=None) -> list[int]:
+    """The neighbour views of ``ref``, best first (greedy, see the module docstring).
+    ``member``: :func:`track_membership` of ``point_views`` where the caller already has it."""
     n = len(cameras)
     if not 0 <= ref < n:
         raise MVSInputError(f"reference view {ref} is out of range 0..{n - 1}")
@@ -133,7 +157,9 @@ def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int =
     chosen = [ref]
     out: list[int] = []
     if points is not None and point_views is not None and len(points):
-        scorer = _Scorer(cameras, points, point_views, ref, alpha_max_deg)  # once for every greedy step
+        if member is None:
+            member = track_membership(point_views, len(points), n)
+        scorer = _Scorer(cameras, points, point_views, ref, alpha_max_deg, member)  # once for every greedy step
         while len(out) < max_neighbors:
             sc = scorer.scores(chosen)
             sc[chosen] = 0
@@ -146,8 +172,13 @@ def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int =
         # fill by the angle between viewing directions at the scene centre
         cref = cameras[ref]
         if points is not None and len(points):
-            seen = [k for k, v in enumerate(point_views) if ref in np.asarray(v)] if point_views is not None else []
-            P = np.asarray(points)[seen] if seen else np.asarray(points)
+            if point_views is not None:
+                if member is None:
+                    member = track_membership(point_views, len(points), n)
+                seen = np.flatnonzero(member[:, ref])
+            else:
+                seen = np.zeros(0, np.int64)
+            P = np.asarray(points)[seen] if len(seen) else np.asarray(points)
             centre = np.median(P, axis=0)
         else:
             centre = cref.center + cref.axis * 1.0

@@ -77,3 +77,86 @@ def test_emulated_device_queue_follows_the_host_queue(small_scene):
     assert both.sum() > 0.95 * min(c.n_samples, g.n_samples)
     rel = np.abs(c.depth[both] - g.depth[both]) / c.depth[both]
     assert np.median(rel) < 1e-4
+
+
+def _odd_images():
+    rng = np.random.default_rng(3)
+    return [rng.integers(0, 256, (7, 9, 3), dtype=np.uint8),      # RGB
+            rng.integers(0, 256, (5, 6), dtype=np.uint8),         # grey
+            rng.integers(0, 256, (4, 5, 4), dtype=np.uint8),      # RGBA: the first three
+            rng.integers(0, 256, (3, 2, 1), dtype=np.uint8),      # one channel, two columns
+            rng.integers(0, 256, (2, 1, 3), dtype=np.uint8),      # one column: no x gradient
+            rng.integers(0, 65536, (4, 4, 3), dtype=np.uint16)]   # 16 bit: packed on the host
+
+
+def test_emulated_packing_equals_prepare_image():
+    """``cuda/mvs_pack.cu`` (8-bit views packed on the device) gives prepare_image's values,
+    bit for bit, in the float4 layout; views left out keep an empty slot."""
+    ims = _odd_images()
+    dev = cuda_emu.emu_backend("numpy")
+    tex = pack_views(ims, device=dev, views=[0, 1, 2, 3, 4, 5])
+    flat = np.asarray(tex.flat)
+    for i, im in enumerate(ims):
+        o, n = int(tex.pix_offset[i]), im.shape[0] * im.shape[1]
+        want = opt.prepare_image(im).reshape(-1, 9)
+        got = flat[o:o + n]
+        np.testing.assert_array_equal(got[:, [0, 1, 2, 4, 5, 6, 8, 9, 10]], want, err_msg=str(i))
+        assert not got[:, [3, 7, 11]].any()
+    part = pack_views(ims, device=dev, views=[2])
+    assert list(part.widths) == [0, 0, 5, 0, 0, 0]
+    np.testing.assert_array_equal(np.asarray(part.flat)[:, [0, 1, 2]], opt.prepare_image(ims[2]).reshape(-1, 9)[:, :3])
+
+
+_FUSION_MAPS: dict = {}
+
+
+def _fusion_inputs(small_scene):
+    from gpu_kernels.mvs.stereo import reconstruct
+
+    r = _FUSION_MAPS.get(id(small_scene.scene))
+    if r is None:
+        r = _FUSION_MAPS[id(small_scene.scene)] = reconstruct(small_scene.scene, views=[0, 1, 2, 3], device="cpu",
+                                                              min_views=3, neighbors=5, max_iter=6, fuse=False)
+    images = [small_scene.scene.images[v] for v in r.views]
+    images[2] = None  # a view without colours: its partners add none
+    kw = {"views": r.views, "normals": [m.normal for m in r.maps], "confidences": [m.conf for m in r.maps],
+          "images": images}
+    return [m.depth for m in r.maps], kw
+
+
+def _same_cloud(a, b):
+    assert len(a.points) > 1000
+    assert abs(len(a.points) - len(b.points)) <= 0.001 * len(a.points) + 2
+    if len(a.points) == len(b.points):
+        np.testing.assert_allclose(np.asarray(b.points), a.points, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(b.normals), a.normals, atol=1e-5)
+        assert np.abs(np.asarray(b.colors).astype(int) - a.colors).max() <= 1
+        np.testing.assert_array_equal(np.asarray(b.source_view), a.source_view)
+        assert (np.asarray(b.n_views) == a.n_views).mean() > 0.999
+
+
+def test_emulated_fusion_equals_numpy(small_scene):
+    """``cuda/mvs_fuse.cu`` (one launch per view against all the others) fuses as the NumPy path."""
+    from gpu_kernels.mvs.fusion import fuse_depth_maps
+
+    deps, kw = _fusion_inputs(small_scene)
+    cams = small_scene.scene.cameras
+    a = fuse_depth_maps(cams, deps, device="cpu", **kw)
+    b = fuse_depth_maps(cams, deps, device=cuda_emu.emu_backend("cupy"), **kw)
+    _same_cloud(a, b)
+    assert (np.asarray(b.n_views) >= 2).all() and set(np.unique(b.source_view)) <= set(kw["views"])
+
+
+def test_a_fusion_without_marking_is_caught(small_scene, monkeypatch):
+    """Without the marking launch every sample is emitted again by the views that confirmed it."""
+    from gpu_kernels.mvs import fusion
+
+    deps, kw = _fusion_inputs(small_scene)
+    cams = small_scene.scene.cameras
+    a = fusion.fuse_depth_maps(cams, deps, device="cpu", **kw)
+    real = fusion.kernel
+    monkeypatch.setattr(fusion, "kernel", lambda *x, **k: (lambda *args, **kw_: None) if x[2] == "mvs_fuse_mark"
+                        else real(*x, **k))
+    b = fusion.fuse_depth_maps(cams, deps, device=cuda_emu.emu_backend("cupy"), **kw)
+    with pytest.raises(AssertionError):
+        _same_cloud(a, b)

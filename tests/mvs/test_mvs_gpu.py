@@ -132,3 +132,28 @@ def test_sample_split_layouts_agree(small_scene, monkeypatch):
         both = (a["status"] >= 0) & (b["status"] >= 0)
         assert both.sum() > 0.3 * len(xy)
         assert (np.abs(a["param"][both, 0] - b["param"][both, 0]) / z[both] < 1e-4).mean() > 0.98
+
+
+def test_fusion_kernel_matches_the_cupy_path_and_the_cpu(small_scene, monkeypatch):
+    """``cuda/mvs_fuse.cu`` against the CuPy path it replaced (``GPULAB_MVS_FUSE_KERNEL=0``) and
+    the NumPy path, on grown maps with normals, confidences and colours (one view without)."""
+    r = reconstruct(small_scene.scene, views=[0, 1, 2, 3], device="cpu", min_views=3, neighbors=5, max_iter=6,
+                    fuse=False)
+    images = [small_scene.scene.images[v] for v in r.views]
+    images[2] = None
+    kw = {"views": r.views, "normals": [m.normal for m in r.maps], "confidences": [m.conf for m in r.maps],
+          "images": images}
+    deps = [m.depth for m in r.maps]
+    cams = small_scene.scene.cameras
+    new = fuse_depth_maps(cams, deps, device="cuda", **kw)
+    monkeypatch.setenv("GPULAB_MVS_FUSE_KERNEL", "0")
+    old = fuse_depth_maps(cams, deps, device="cuda", **kw)
+    cpu = fuse_depth_maps(cams, deps, device="cpu", **kw)
+    assert len(new.points) > 1000
+    for ref in (old, cpu):
+        assert abs(len(new.points) - len(ref.points)) <= 0.001 * len(ref.points) + 2
+        if len(new.points) == len(ref.points):
+            np.testing.assert_allclose(new.points, ref.points, rtol=1e-6, atol=1e-9)
+            np.testing.assert_allclose(new.normals, ref.normals, atol=1e-5)
+            assert np.abs(new.colors.astype(int) - ref.colors).max() <= 1
+            np.testing.assert_array_equal(new.source_view, ref.source_view)
