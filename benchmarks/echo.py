@@ -622,6 +622,36 @@ def _acdc_pair(data_dir, acdc_npz):
     return ed.data.astype(np.float32), es.data.astype(np.float32), tuple(ed.spacing)
 
 
+class solver_knobs:
+    """A parameter set with the solver's module-level knobs in it (keys that start with "_":
+    ``_coarse`` = motion._COARSE_ITERS_FACTOR, ``_wave`` = _gpu.WAVE_D, ``_persist`` =
+    _gpu.PERSIST_MAX_VOXELS): set while the block runs, the rest are estimate_motion's keywords."""
+
+    NAMES = {"_coarse": ("gpu_kernels.echo.motion", "_COARSE_ITERS_FACTOR"),
+             "_wave": ("gpu_kernels.echo._gpu", "WAVE_D"),
+             "_persist": ("gpu_kernels.echo._gpu", "PERSIST_MAX_VOXELS")}
+
+    def __init__(self, cfg):
+        self.kw = {k: v for k, v in cfg.items() if not k.startswith("_")}
+        self.knobs = {k: v for k, v in cfg.items() if k.startswith("_")}
+        self.saved = []
+
+    def __enter__(self):
+        import importlib
+
+        for k, v in self.knobs.items():
+            mod, attr = self.NAMES[k]
+            m = importlib.import_module(mod)
+            self.saved.append((m, attr, getattr(m, attr)))
+            setattr(m, attr, v)
+        return self.kw
+
+    def __exit__(self, *exc):
+        for m, attr, v in reversed(self.saved):
+            setattr(m, attr, v)
+        self.saved = []
+
+
 def e2e(sizes, configs, label, data_dir, acdc_npz, budget, repeat=7):
     """End to end (CuPy in and out, CUDA events around the call, median of ``repeat``) on the
     synthetic pairs, and the ACDC pair's registration quality, for each parameter set. Uses
@@ -638,8 +668,9 @@ def e2e(sizes, configs, label, data_dir, acdc_npz, budget, repeat=7):
                 continue
             name = f"{label}" + ("" if not cfg else " " + json.dumps(cfg, sort_keys=True))
             try:
-                t, (u, info) = gpu_time(lambda c=cfg: estimate_motion(g["fixed"], g["moving"], device=be,
-                                                                      return_info=True, **c), repeat=repeat, warmup=2)
+                with solver_knobs(cfg) as kw:
+                    t, (u, info) = gpu_time(lambda c=kw: estimate_motion(g["fixed"], g["moving"], device=be,
+                                                                         return_info=True, **c), repeat=repeat, warmup=2)
                 add_row(name, case, t, u, sweeps=info.sweeps)
                 if size == max(sizes):   # peak device memory: the pool's growth during one call
                     import cupy as cp
@@ -648,7 +679,8 @@ def e2e(sizes, configs, label, data_dir, acdc_npz, budget, repeat=7):
                     pool = cp.get_default_memory_pool()
                     pool.free_all_blocks()
                     base = pool.total_bytes()
-                    u = estimate_motion(g["fixed"], g["moving"], device=be, **cfg)
+                    with solver_knobs(cfg) as kw:
+                        u = estimate_motion(g["fixed"], g["moving"], device=be, **kw)
                     sync()
                     peak = pool.total_bytes() - base
                     RESULTS["memory"].append({"method": name, "size": size, "peak_MiB": round(peak / 2 ** 20, 1),
@@ -672,7 +704,8 @@ def e2e(sizes, configs, label, data_dir, acdc_npz, budget, repeat=7):
     fg, mg = cp.asarray(f), cp.asarray(m)
     for cfg in configs:
         name = f"{label}" + ("" if not cfg else " " + json.dumps(cfg, sort_keys=True))
-        t, u = gpu_time(lambda c=cfg: estimate_motion(fg, mg, device=be, spacing=sp, **c), repeat=5)
+        with solver_knobs(cfg) as kw:
+            t, u = gpu_time(lambda c=kw: estimate_motion(fg, mg, device=be, spacing=sp, **c), repeat=5)
         u = cp.asnumpy(u)
         w = warp_volume(m, u, device="cpu")
         det = jacobian_determinant(u)[roi]

@@ -28,6 +28,10 @@ template <typename T>
 inline T __ldcg(const T* p) {
     return *p;
 }
+template <typename T>
+inline T __ldcs(const T* p) {
+    return *p;
+}
 #endif
 
 __device__ __forceinline__ int echo_clamp(int v, int hi) {

@@ -31,12 +31,14 @@
 
 #ifdef ECHO_HALF
 typedef unsigned short echo_sys_t;
-__device__ __forceinline__ float echo_sys_get(const echo_sys_t* p) {
-    unsigned short h = __ldg(p);
+__device__ __forceinline__ float echo_half_to_float(unsigned short h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
     return f;
 }
+__device__ __forceinline__ float echo_sys_get(const echo_sys_t* p) { return echo_half_to_float(__ldg(p)); }
+// a value read once per sweep: the streaming hint (evict first) keeps it from pushing the field out of L2
+__device__ __forceinline__ float echo_sys_stream(const echo_sys_t* p) { return echo_half_to_float(__ldcs(p)); }
 __device__ __forceinline__ echo_sys_t echo_sys_put(float v) {
     v = fminf(fmaxf(v, -65504.f), 65504.f);
     unsigned short h;
@@ -46,6 +48,7 @@ __device__ __forceinline__ echo_sys_t echo_sys_put(float v) {
 #else
 typedef float echo_sys_t;
 __device__ __forceinline__ float echo_sys_get(const echo_sys_t* p) { return __ldg(p); }
+__device__ __forceinline__ float echo_sys_stream(const echo_sys_t* p) { return __ldcs(p); }
 __device__ __forceinline__ echo_sys_t echo_sys_put(float v) { return v; }
 #endif
 
@@ -180,6 +183,57 @@ echo_sor_cache(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
         const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
         float Kinv[6], R[3], v[3];
         echo_load_system(Tc, Nc, ci, Kinv, R);
+        EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+        EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+        echo_point(U, w, Kinv, R, alpha, beta, v);
+        const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+            float old = u[c * N + idx];
+            float dv = v[c] - old;
+            d2 += dv * dv;
+            u[c * N + idx] = old + omega * dv;
+        }
+    }
+    if (do_stats) echo_warp_accumulate(d2, stats);
+}
+
+// --------------------------------------------------------------------------- wavefront sweeps
+// echo_sor_wave: one SOR sweep as a wavefront along z (temporal blocking of the four colour
+// passes), for volumes whose field does not stay in L2 between two passes. Stage s (colour
+// s & 3 of the sweep) updates, in launch t, the planes [t D - s L, t D - s L + D) with
+// L = D + 1: a colour runs L planes behind the one before it, so every voxel reads exactly
+// the values it reads in four whole passes (the colour before it done through its plane + 1,
+// the colour after it not yet started at its plane - 1), and one launch never reads a plane
+// another of its stages writes. The result is the queued passes' to the bit. A plane's field
+// is read by the four colours within a few launches, from L2, instead of from memory by each
+// pass; the system, read once a sweep, is loaded with the streaming hint (evict first), so it
+// does not push the field out. blockIdx.z = (stage - s0) * D + plane of the stage's slab
+// (the host launches only the stages with a plane in the volume).
+extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
+echo_sor_wave(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, int t, int D,
+              int L, int s0, float omega, float alpha, float beta, float* stats, int do_stats,
+              const int* __restrict__ done) {
+    if (*done) return;
+    const int sl = blockIdx.z / D;
+    const int stage = s0 + sl;
+    const int colour = stage & 3;
+    const int z = t * D - stage * L + (int)(blockIdx.z - sl * D);
+    if (z < 0 || z >= Z) return;   // the whole block: no barrier and no warp sum below skipped by half a warp
+    const int xh = blockIdx.x * blockDim.x + threadIdx.x;
+    const int yh = blockIdx.y * blockDim.y + threadIdx.y;
+    const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
+    const int x = 2 * xh + px, y = 2 * yh + py;
+    const i64 N = (i64)Z * Y * X;
+    float d2 = 0.f;
+    if (x < X && y < Y) {
+        const i64 Nc = (i64)4 * Z * Yh * Xh;
+        const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
+        float Kinv[6], R[3], v[3];
+#pragma unroll
+        for (int k = 0; k < 6; ++k) Kinv[k] = echo_sys_stream(Tc + k * Nc + ci);
+#pragma unroll
+        for (int k = 0; k < 3; ++k) R[k] = echo_sys_stream(Tc + (6 + k) * Nc + ci);
         EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
         EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
         echo_point(U, w, Kinv, R, alpha, beta, v);

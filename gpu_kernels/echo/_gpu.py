@@ -29,6 +29,13 @@ MAX_LINE = 1024
 PERSIST_MAX_VOXELS = 64 ** 3
 #: ... and sweep caps up to this (a longer kernel could not be cancelled between sweeps)
 PERSIST_MAX_ITERS = 64
+#: levels from this many voxels run each SOR sweep as a wavefront along z (echo_sor_wave:
+#: the four colour passes in one sweep of launches, each colour WAVE_D + 1 planes behind the
+#: one before, so a plane's field is read from L2 by the later colours), the same field to the
+#: bit as the four passes; below, the field stays in L2 between passes anyway
+WAVE_MIN_VOXELS = 160 ** 3
+#: planes of one colour per launch in the wavefront (0: never use it)
+WAVE_D = 0
 
 _slots_lock = threading.Lock()
 _slots: dict[int, dict] = {}
@@ -68,6 +75,13 @@ def _sm_count(be) -> int:
     return n
 
 
+def _function_ptr(k) -> int:
+    """The CUfunction handle of a kernel from :func:`gpu_kernels.backend.kernel` (a
+    ``cupy.RawKernel``, whose ``kernel`` is the loaded function, or a module function)."""
+    fn = getattr(k, "kernel", k)
+    return int(fn.ptr)
+
+
 class GpuOps:
     """The estimator's building blocks on one CUDA device, in one kernel variant."""
 
@@ -92,12 +106,14 @@ class GpuOps:
         self.k_finish = kernel(be, "echo_solve.cu", "echo_finish", sdefs)
         self.k_jacobi = kernel(be, "echo_solve.cu", f"echo_jacobi_{variant}", sdefs)
         self.k_sor = kernel(be, "echo_solve.cu", f"echo_sor_{variant}", sdefs)
+        self.k_wave = kernel(be, "echo_solve.cu", "echo_sor_wave", sdefs)
         self.k_check = kernel(be, "echo_solve.cu", "echo_check", sdefs)
         # one launch per warp (grid-wide barriers), on real devices only: an emulator runs the
         # blocks one after another, and a block waiting at a grid barrier would wait forever
         self.k_persist = None if callable(getattr(be, "load_module", None)) else \
             kernel(be, "echo_solve.cu", "echo_sor_persistent", sdefs)
         self._bar = None
+        self._resident = None
         self.sms = _sm_count(be)
         self._dummy = None
         self._plans: dict = {}
@@ -316,6 +332,48 @@ class GpuOps:
                 self._plans[key] = plan
             self.k_sor(*plan)
 
+    def sor_sweep(self, Tc, u, omega, alpha, beta, stats=None, done=None):
+        """One whole SOR sweep in place (the four colours): as a wavefront along z on levels of
+        :data:`WAVE_MIN_VOXELS` voxels and more, else four passes."""
+        _, Z, Y, X = u.shape
+        if WAVE_D > 0 and Z * Y * X >= WAVE_MIN_VOXELS and Z > 1:
+            self._sweep_wave(Tc, u, omega, alpha, beta, stats, done, int(WAVE_D))
+            return
+        for c in range(4):
+            self.sweep(Tc, u, u, c, omega, alpha, beta, stats, done)
+
+    def _sweep_wave(self, Tc, u, omega, alpha, beta, stats, done, D, lag=None):
+        """The launches of one wavefront sweep (``lag``: planes between colours, D + 1; a
+        smaller one is wrong and exists for the test that shows it)."""
+        _, Z, Y, X = u.shape
+        Yh, Xh = (Y + 1) // 2, (X + 1) // 2
+        st, do = (self._zeros(1), 0) if stats is None else (stats, 1)
+        if done is None:
+            if getattr(self, "_not_done", None) is None:
+                self._not_done = self.xp.zeros(1, dtype=self.xp.int32)
+            done = self._not_done
+        L = D + 1 if lag is None else int(lag)
+        key = ("wave", id(Tc), id(u), id(st), id(done), float(omega), float(alpha), float(beta), D, L)
+        plan = self._plans.get(key)
+        if plan is None:
+            gx, gy = _cdiv(Xh, TX), _cdiv(Yh, TY)
+            plan = []
+            for t in range((Z - 1 + 3 * L) // D + 1):
+                # the stages with a plane in the volume at step t: [tD - sL, tD - sL + D) meets [0, Z)
+                s_lo = max(0, _cdiv(t * D - Z + 1, L))
+                s_hi = min(3, (t * D + D - 1) // L)
+                if s_lo > s_hi:
+                    continue
+                args = (Tc, u, _i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh), _i32(t), _i32(D), _i32(L), _i32(s_lo),
+                        _f32(omega), _f32(alpha), _f32(beta), st, _i32(do), done)
+                plan.append(((gx, gy, (s_hi - s_lo + 1) * D), (TX, TY), args))
+            if len(self._plans) >= 16:
+                self._plans.clear()
+            self._plans[key] = plan
+        k = self.k_wave
+        for grid, block, args in plan:
+            k(grid, block, args)
+
     def relax_sor(self, Tc, u, omega, alpha, beta, iters, check_every, tol, nvox, stats, done, log, slot) -> bool:
         """A warp's SOR sweeps and checks in one launch (:data:`PERSIST_MAX_VOXELS` voxels at
         most, a cap of :data:`PERSIST_MAX_ITERS`); False where the caller must queue them."""
@@ -325,11 +383,35 @@ class GpuOps:
         Yh, Xh = (Y + 1) // 2, (X + 1) // 2
         if self._bar is None:
             self._bar = self.xp.zeros(2, dtype=self.xp.uint32)
-        blocks = int(min(2 * self.sms, _cdiv(Z * Yh * Xh, 256)))
+        resident = self.persist_resident()
+        if resident < 1:
+            return False
+        blocks = int(min(resident, _cdiv(Z * Yh * Xh, 256)))
         self.k_persist((blocks,), (256,), (Tc, u, _i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh), _f32(omega),
                                            _f32(alpha), _f32(beta), _i32(iters), _i32(check_every), _f32(tol),
                                            _f32(1.0 / nvox), stats, done, log, _i32(slot), self._bar))
         return True
+
+    def persist_resident(self) -> int:
+        """How many blocks of echo_sor_persistent can be resident at once on this device (at
+        most 2 per multiprocessor, which its launch bounds ask for): its grid-wide barriers
+        need every block of the launch resident together, or the blocks that run would wait
+        forever for those that cannot start. Asked once, from the driver's occupancy
+        calculator for the compiled kernel (its registers and shared memory); 0 (the caller
+        then queues the passes) where the calculator cannot be asked."""
+        if self._resident is None:
+            try:
+                from cupy.cuda import driver
+
+                per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(_function_ptr(self.k_persist), 256, 0))
+            except Exception:  # noqa: BLE001 - no calculator: from the kernel's registers (no shared memory)
+                try:
+                    regs = -(-int(self.k_persist.num_regs) // 8) * 8
+                    per_sm = min(2048 // 256, 65536 // max(regs * 256, 1))
+                except Exception:  # noqa: BLE001 - nothing known: do not risk a launch that cannot finish
+                    per_sm = 0
+            self._resident = int(min(2, max(per_sm, 0)) * self.sms)
+        return self._resident
 
     def release(self):
         """Forget the launches built for the last system (they hold its arrays)."""

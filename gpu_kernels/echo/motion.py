@@ -474,6 +474,8 @@ _TIGHT_SHARE = 0.25
 #: with SOR the host waits for the device's convergence flag only every this many sweeps (the
 #: sweeps after convergence return at once on the device, so a small cap needs no wait at all)
 _SYNC_EVERY = 32
+#: the sweep cap of the coarser levels, as a multiple of ``iters`` (see _level_iters)
+_COARSE_ITERS_FACTOR = 1.0
 
 
 @dataclass
@@ -666,7 +668,7 @@ def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, ome
         work = [float(np.prod(s)) for s, _ in pyr]
         total_work = sum(work) * warps
         done_work = 0.0
-        slots = []
+        slots, caps = [], []
         for lev in range(nlev - 1, -1, -1):
             shp = pyr[lev][0]
             if u is None:
@@ -687,6 +689,7 @@ def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, ome
             Tc = ops.system(J, alpha, beta)
             lev_info = {"shape": shp, "warps": []}
             nvox = float(np.prod(shp))
+            lev_iters = _level_iters(iters, lev)
             for w in range(warps):
                 progress.update(done_work / total_work, f"level {nlev - lev}/{nlev}, warp {w + 1}/{warps}")
                 B = ops.tensor(f_l, m_l, u, derivative, parts=2)
@@ -695,14 +698,15 @@ def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, ome
                 del B
                 slot = len(slots)
                 if solver == "jacobi":
-                    u, n_sw, res = _relax_jacobi(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, nvox,
-                                                 progress)
+                    u, n_sw, res = _relax_jacobi(ops, Tc, u, om, alpha, beta, lev_iters, tol, check_every, stats,
+                                                 nvox, progress)
                     log_entry = (n_sw, res)
                 else:
-                    _relax_sor(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, done, log, slot, nvox,
+                    _relax_sor(ops, Tc, u, om, alpha, beta, lev_iters, tol, check_every, stats, done, log, slot, nvox,
                                progress)
                     log_entry = None
                 slots.append(log_entry)
+                caps.append(lev_iters)
                 lev_info["warps"].append(slot)
                 done_work += work[lev]
             del Tc, J
@@ -717,7 +721,7 @@ def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, ome
                 elif tol > 0:
                     n_sw, res = int(host_log[2 * slot]), float(host_log[2 * slot + 1])
                 else:
-                    n_sw, res = int(iters), float("nan")
+                    n_sw, res = int(caps[slot]), float("nan")
                 info.sweeps += n_sw
                 ws.append({"sweeps": n_sw, "residual": res})
             lev_info["warps"] = ws
@@ -730,6 +734,12 @@ def _solve_levels(prep: Prepared, *, alpha, beta, warps, iters, tol, solver, ome
     return (out, info) if return_info else out
 
 
+def _level_iters(iters: int, lev: int) -> int:
+    """The sweep cap of a warp on pyramid level ``lev`` (0: the finest): ``iters`` there, and
+    ``_COARSE_ITERS_FACTOR`` times that on the coarser levels, where a sweep costs 8x less."""
+    return int(iters) if lev == 0 else max(1, int(round(int(iters) * _COARSE_ITERS_FACTOR)))
+
+
 def _relax_sor(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, done, log, slot, nvox, progress):
     """One warp's SOR sweeps, queued without waiting: the device stops them (``done``) once a
     check finds the residual below ``tol``; the host looks every ``_SYNC_EVERY`` sweeps. On a
@@ -739,11 +749,15 @@ def _relax_sor(ops, Tc, u, om, alpha, beta, iters, tol, check_every, stats, done
             Tc, u, om, alpha, beta, int(iters), check_every, tol, nvox, stats, done, log, slot):
         progress.check()
         return
+    whole = getattr(ops, "sor_sweep", None)   # the GPU's: one sweep as a wavefront on large levels
     for it in range(int(iters)):
         check = tol > 0 and ((it + 1) % check_every == 0 or it + 1 == int(iters))
         st = stats if check else None
-        for c in range(4):
-            ops.sweep(Tc, u, u, c, om, alpha, beta, st, done)
+        if whole is not None:
+            whole(Tc, u, om, alpha, beta, st, done)
+        else:
+            for c in range(4):
+                ops.sweep(Tc, u, u, c, om, alpha, beta, st, done)
         if check:
             ops.check(stats, done, log, slot, it + 1, nvox, tol)
             if (it + 1) % _SYNC_EVERY == 0 and it + 1 < int(iters) and ops.is_done(done):

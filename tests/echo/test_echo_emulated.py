@@ -84,3 +84,36 @@ def test_a_broken_sweep_is_caught(pair, monkeypatch):
     b = _run(pair, BE, solver="sor", variant="cache")
     assert dropped
     assert np.abs(b - a).max() > 0.05
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 5])
+def test_wavefront_sweep_equals_the_four_passes(monkeypatch, D):
+    """Issue 24: echo_sor_wave (one SOR sweep as a wavefront along z, each colour D + 1 planes
+    behind the one before) gives the four passes' field to the bit, for slabs that do not
+    divide the volume and a slab deeper than a third of it; and the comparison can fail (the
+    colours in the wrong order: no lag between them)."""
+    from gpu_kernels.echo import _gpu
+
+    rng = np.random.default_rng(7)
+    shape = (11, 10, 13)
+    ops = _gpu.GpuOps(BE, "cache", half=True)
+    J = rng.random((6,) + shape).astype(np.float32) * 0.5
+    J[:3] += 0.5
+    Tc = ops.system(J, 0.02, 0.05)
+    ops.rhs(Tc, J, rng.standard_normal((3,) + shape).astype(np.float32) * 0.1, None)
+    u0 = rng.standard_normal((3,) + shape).astype(np.float32)
+    monkeypatch.setattr(_gpu, "WAVE_MIN_VOXELS", 0)
+    monkeypatch.setattr(_gpu, "WAVE_D", D)
+    a, b = u0.copy(), u0.copy()
+    for _ in range(2):
+        for c in range(4):
+            ops.sweep(Tc, a, a, c, 1.8, 0.02, 0.05)
+        ops.sor_sweep(Tc, b, 1.8, 0.02, 0.05)
+    assert np.abs(a - u0).max() > 1e-3
+    np.testing.assert_array_equal(b, a)
+    if D == 2:   # the lag is what makes it exact: a wavefront whose colours run together is not
+        bad = u0.copy()
+        ops._plans.clear()
+        ops._sweep_wave(Tc, bad, 1.8, 0.02, 0.05, None, None, D, lag=D - 1)
+        ops._sweep_wave(Tc, bad, 1.8, 0.02, 0.05, None, None, D, lag=D - 1)
+        assert np.abs(bad - a).max() > 1e-4

@@ -247,6 +247,77 @@ def test_one_launch_sweeps_equal_the_queued_passes(be, monkeypatch, tol):
     np.testing.assert_allclose(_get(one), _get(four), atol=1e-5)
 
 
+def test_persistent_launch_fits_the_device_or_falls_back(be, monkeypatch):
+    """Issue 24: echo_sor_persistent's grid barriers need every block resident at once. The
+    launch takes no more blocks than the occupancy calculator says fit (registers, shared
+    memory), and where none would (or the calculator cannot answer) the passes are queued
+    instead, with the same field."""
+    from cupy.cuda import driver
+
+    from gpu_kernels.echo import _gpu, estimate_motion, motion
+    from gpu_kernels.echo.synthetic import make_pair
+
+    ops = motion._ops_for(be, "cache", half=True)
+    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(_gpu._function_ptr(ops.k_persist), 256, 0)
+    assert per_sm >= 1
+    assert ops.persist_resident() == min(2, per_sm) * ops.sms
+    launches = []
+    real = ops.k_persist
+    monkeypatch.setattr(ops, "k_persist", lambda grid, block, args: (launches.append(grid), real(grid, block, args)))
+    f, m, _gt = make_pair((40, 64, 64), shift=(0.8, -0.5, 1.1), seed=4)
+    kw = dict(levels=1, warps=1, iters=6, tol=0, device=be)
+    one = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw)
+    assert launches and all(g[0] <= ops.persist_resident() for g in launches)
+    monkeypatch.setattr(ops, "_resident", 0)      # as if no block fitted: the queued passes
+    launches.clear()
+    queued = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw)
+    assert not launches
+    np.testing.assert_allclose(_get(one), _get(queued), atol=1e-5)
+    monkeypatch.setattr(ops, "_resident", None)   # no calculator: the kernel's registers decide
+    monkeypatch.setattr(driver, "occupancyMaxActiveBlocksPerMultiprocessor",
+                        lambda *a: (_ for _ in ()).throw(RuntimeError("no calculator")))
+    assert ops.persist_resident() == min(2, per_sm) * ops.sms
+    monkeypatch.setattr(ops, "_resident", None)
+    assert _gpu.PERSIST_MAX_VOXELS >= 40 * 64 * 64
+
+
+@pytest.mark.parametrize("D", [2, 4, 7])
+def test_wavefront_sweeps_equal_the_four_passes_on_gpu(be, monkeypatch, D):
+    """Issue 24: echo_sor_wave (a sweep as a wavefront along z) gives the four passes' field
+    to the bit on the GPU, over whole estimates (many blocks, every level)."""
+    from gpu_kernels.echo import _gpu, estimate_motion
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, _gt = make_pair((45, 64, 70), shift=(0.8, -0.5, 1.1), seed=6)
+    kw = dict(levels=2, warps=2, iters=7, tol=0, device=be)
+    monkeypatch.setattr(_gpu, "PERSIST_MAX_VOXELS", 0)
+    monkeypatch.setattr(_gpu, "WAVE_MIN_VOXELS", 0)
+    monkeypatch.setattr(_gpu, "WAVE_D", 0)
+    four = _get(estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw))
+    monkeypatch.setattr(_gpu, "WAVE_D", D)
+    wave = _get(estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw))
+    np.testing.assert_array_equal(wave, four)
+
+
+def test_invert_on_gpu_reads_the_flag_rarely(be, monkeypatch):
+    """maps.invert on the GPU tests convergence on the device: the host reads it once every
+    _INVERT_SYNC steps (not once a step), and a step after convergence changes nothing, so
+    the result equals the CPU's, which stops at the first converged step."""
+    from gpu_kernels.echo import estimate_motion, invert, maps
+    from gpu_kernels.echo.synthetic import make_pair
+
+    f, m, _gt = make_pair(24, shift=(0.8, -0.5, 1.1), seed=5)
+    u = estimate_motion(f, m, device="cpu", levels=1, iters=20)
+    reads = []
+    real = maps._read_flag
+    monkeypatch.setattr(maps, "_read_flag", lambda d: (reads.append(1), real(d))[1])
+    for iters in (3, maps.INVERT_ITERS):
+        reads.clear()
+        got = _get(invert(be.xp.asarray(u), iters=iters, device=be))
+        assert len(reads) <= iters // maps._INVERT_SYNC + 1
+        np.testing.assert_allclose(got, invert(u, iters=iters, device="cpu"), atol=1e-5)
+
+
 def test_prepared_solve_equals_estimate_on_gpu(be):
     from gpu_kernels.echo import estimate_motion, prepare_motion, solve_motion
     from gpu_kernels.echo.synthetic import make_pair
