@@ -82,6 +82,57 @@ extern "C" __global__ void is_init(const float* __restrict__ I1, const float* __
     }
 }
 
+// is_init with one warp per patch: lane l tries the shifts l, l + 32, ... of the (2R + 1)^2 in
+// is_init's order (dy major, dx minor) and keeps its first lowest cost, then the warp keeps the
+// lowest cost, ties to the earliest shift, with the start (index -1) winning every tie, as the
+// sequential loop's strict "<" does: the same flow, cost and confidence, 32 threads a patch (the
+// coarsest levels have a few dozen patches, so one thread per patch leaves the GPU idle while each
+// thread walks 289 shifts).
+extern "C" __global__ void is_init_warp(const float* __restrict__ I1, const float* __restrict__ I2,
+                                        const float* __restrict__ u0, const float* __restrict__ v0,
+                                        float* __restrict__ pu, float* __restrict__ pv, float* __restrict__ pc,
+                                        float* __restrict__ conf, int H, int W, int Ny, int Nx, int R, float tex) {
+    const long long gt = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long k = gt >> 5;
+    const int lane = threadIdx.x & 31;
+    if (k >= (long long)Ny * Nx) return;           // whole warps leave together (blockDim a multiple of 32)
+    const int j = (int)(k / Nx), i = (int)(k % Nx);
+    const int oy = is_origin(j, H, Ny), ox = is_origin(i, W, Nx);
+    float T[IS_N], Tx[IS_N], Ty[IS_N], r[IS_N];
+    float a, b, c;
+    is_template(I1, H, W, ox, oy, T, Tx, Ty, a, b, c);
+    const long long ctr = (long long)(oy + IS_P / 2) * W + (ox + IS_P / 2);
+    const float bu = u0[ctr], bv = v0[ctr];
+    float best = 0.0f;
+    int bi = -1;
+    if (lane == 0) best = is_cost(I2, H, W, ox, oy, bu, bv, T, r);
+    else best = 3.4e38f;
+    const int side = 2 * R + 1, ns = side * side;
+    for (int s = lane; s < ns; s += 32) {
+        const int dy = s / side - R, dx = s % side - R;
+        const float cost = is_cost(I2, H, W, ox, oy, bu + (float)dx, bv + (float)dy, T, r);
+        if (cost < best || (bi < 0 && lane != 0 && cost == best)) { best = cost; bi = s; }
+    }
+    if (lane != 0 && bi < 0) bi = 0x7fffffff;      // no shift tried: never wins
+    for (int off = 16; off > 0; off >>= 1) {
+        const float ob = __shfl_down_sync(0xffffffffu, best, off);
+        const int oi = __shfl_down_sync(0xffffffffu, bi, off);
+        if (ob < best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+    }
+    if (lane == 0) {
+        float u = bu, v = bv;
+        if (bi >= 0) {
+            u = bu + (float)(bi % side - R);
+            v = bv + (float)(bi / side - R);
+        }
+        pu[k] = u;
+        pv[k] = v;
+        pc[k] = best;
+        const float lmin = 0.5f * (a + c - sqrtf((a - c) * (a - c) + 4.0f * b * b)) * (1.0f / IS_N);
+        conf[k] = lmin / (lmin + tex);
+    }
+}
+
 // One round: the best of the patch's flow and its four grid neighbours' (prop != 0), then
 // `iters` inverse-compositional Gauss-Newton steps; the lowest-cost flow seen is kept.
 extern "C" __global__ void is_step(const float* __restrict__ I1, const float* __restrict__ I2,
@@ -184,5 +235,57 @@ extern "C" __global__ void is_rf_rows(float* __restrict__ J, const float* __rest
         float* p = J + ((long long)c * R + r) * L;
         for (int x = 1; x < L; ++x) p[x] = p[x] + a[x - 1] * (p[x - 1] - p[x]);
         for (int x = L - 2; x >= 0; --x) p[x] = p[x] + a[x] * (p[x + 1] - p[x]);
+    }
+}
+
+// The same recursive filter along axis 1 of J (C, L, R), one thread per (channel, column r): at each
+// step the threads of a warp touch R-contiguous values (coalesced), where is_rf_rows walks rows
+// L floats apart. A (L - 1, R). The row pass runs it on the transposed stack. The values are
+// loaded IS_RF_CHUNK steps ahead of the recursion (independent loads in flight, then the chain in
+// registers), since each step's load would otherwise wait a full memory latency.
+#define IS_RF_CHUNK 8
+extern "C" __global__ void is_rf_axis1(float* __restrict__ J, const float* __restrict__ A, int C, int L, int R) {
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)C * R) return;
+    const int c = (int)(t / R), r = (int)(t % R);
+    float* p = J + (long long)c * L * R + r;
+    const float* a = A + r;
+    float prev = p[0];
+    float cur[IS_RF_CHUNK], w[IS_RF_CHUNK];
+    for (int x0 = 1; x0 < L; x0 += IS_RF_CHUNK) {           // x = x0 .. x0 + CHUNK - 1, left to right
+#pragma unroll
+        for (int k = 0; k < IS_RF_CHUNK; ++k) {
+            const int x = x0 + k;
+            if (x < L) {
+                cur[k] = p[(long long)x * R];
+                w[k] = a[(long long)(x - 1) * R];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < IS_RF_CHUNK; ++k) {
+            const int x = x0 + k;
+            if (x < L) {
+                prev = cur[k] + w[k] * (prev - cur[k]);
+                p[(long long)x * R] = prev;
+            }
+        }
+    }
+    for (int x0 = L - 2; x0 >= 0; x0 -= IS_RF_CHUNK) {      // x = x0 .. x0 - CHUNK + 1, right to left
+#pragma unroll
+        for (int k = 0; k < IS_RF_CHUNK; ++k) {
+            const int x = x0 - k;
+            if (x >= 0) {
+                cur[k] = p[(long long)x * R];
+                w[k] = a[(long long)x * R];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < IS_RF_CHUNK; ++k) {
+            const int x = x0 - k;
+            if (x >= 0) {
+                prev = cur[k] + w[k] * (prev - cur[k]);
+                p[(long long)x * R] = prev;
+            }
+        }
     }
 }

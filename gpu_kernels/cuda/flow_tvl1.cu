@@ -207,6 +207,150 @@ extern "C" __global__ void tv_iterate_block(float* __restrict__ u, float* __rest
     }
 }
 
+// `iters` iterations of tv_primal + tv_dual / tv_dual_w over one tile held in shared memory
+// (temporal blocking: one launch for `iters` iterations instead of 2 * iters). The block
+// (TVT_S x TVT_TY threads; each thread keeps TVT_S / TVT_TY pixels of one column in registers,
+// with their gradients, residual and weight) holds a TVT_S x TVT_S window of (u, v, p0..p3) whose
+// origin is (blockIdx.y * (TVT_S - 2 halo) - halo, blockIdx.x * (TVT_S - 2 halo) - halo); the
+// neighbours' values go through shared memory. Each primal pass reads p left and above, each dual
+// pass u right and below, so the values next to the window's edge go wrong one pixel further in
+// per pass, and after `iters` <= halo iterations the inner (TVT_S - 2 halo)^2 pixels are exact;
+// only those are written, to (uo, vo, po): other blocks may still be reading their edges from
+// (u, v, p), so several windows need a second set of arrays. A level of at most TVT_S x TVT_S
+// runs with halo 0 and one block, in place (uo = u ...). The arithmetic of each pixel is that of
+// tv_primal and tv_dual(_w), in the same order.
+#ifndef TVT_S
+#define TVT_S 64
+#endif
+#ifndef TVT_TY
+#define TVT_TY 16
+#endif
+#define TVT_K (TVT_S / TVT_TY)
+extern "C" __global__ void __launch_bounds__(TVT_S * TVT_TY)
+tv_iterate_tile(const float* u, const float* v, const float* p, float* uo, float* vo, float* po,
+                const float* __restrict__ gxy, const float* __restrict__ rc, const float* __restrict__ ginv,
+                int has_ginv, float lt, float theta, float taut, int H, int W, int iters, int halo) {
+    extern __shared__ float tv_sm[];
+    const int S = TVT_S * TVT_S;
+    float* su = tv_sm;
+    float* sv = su + S;
+    float* s0 = sv + S;
+    float* s1 = s0 + S;
+    float* s2 = s1 + S;
+    float* s3 = s2 + S;
+    const long long n = (long long)H * W;
+    const int lx = threadIdx.x;
+    const int x = blockIdx.x * (TVT_S - 2 * halo) - halo + lx;
+    const int y0 = blockIdx.y * (TVT_S - 2 * halo) - halo;
+    float ru[TVT_K], rv[TVT_K], r0[TVT_K], r1[TVT_K], r2[TVT_K], r3[TVT_K];
+    float gx[TVT_K], gy[TVT_K], rr[TVT_K], gi[TVT_K];
+    bool in[TVT_K];
+#pragma unroll
+    for (int k = 0; k < TVT_K; ++k) {
+        const int ly = threadIdx.y + k * TVT_TY, y = y0 + ly, l = ly * TVT_S + lx;
+        in[k] = x >= 0 && x < W && y >= 0 && y < H;
+        if (in[k]) {
+            const long long i = (long long)y * W + x;
+            ru[k] = u[i];
+            rv[k] = v[i];
+            r0[k] = p[i];
+            r1[k] = p[n + i];
+            r2[k] = p[2 * n + i];
+            r3[k] = p[3 * n + i];
+            gx[k] = gxy[i];
+            gy[k] = gxy[n + i];
+            rr[k] = rc[i];
+            gi[k] = has_ginv ? ginv[i] : 1.0f;
+        } else {
+            ru[k] = rv[k] = r0[k] = r1[k] = r2[k] = r3[k] = gx[k] = gy[k] = rr[k] = gi[k] = 0.0f;
+        }
+        su[l] = ru[k];
+        sv[l] = rv[k];
+        s0[l] = r0[k];
+        s1[l] = r1[k];
+        s2[l] = r2[k];
+        s3[l] = r3[k];
+    }
+    __syncthreads();
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int k = 0; k < TVT_K; ++k) {
+            if (!in[k]) continue;
+            const int ly = threadIdx.y + k * TVT_TY, y = y0 + ly, l = ly * TVT_S + lx;
+            const float g2 = gx[k] * gx[k] + gy[k] * gy[k];
+            const float rho = rr[k] + gx[k] * ru[k] + gy[k] * rv[k];
+            float du = 0.0f, dv = 0.0f;
+            if (rho < -lt * g2) {
+                du = lt * gx[k];
+                dv = lt * gy[k];
+            } else if (rho > lt * g2) {
+                du = -lt * gx[k];
+                dv = -lt * gy[k];
+            } else if (g2 > 1e-10f) {
+                const float r = rho / g2;
+                du = -r * gx[k];
+                dv = -r * gy[k];
+            }
+            // tv_div with the window's missing neighbours read as 0 (those pixels are not kept)
+            float da = r0[k] + r1[k], db = r2[k] + r3[k];
+            if (x > 0) {
+                da -= lx > 0 ? s0[l - 1] : 0.0f;
+                db -= lx > 0 ? s2[l - 1] : 0.0f;
+            }
+            if (y > 0) {
+                da -= ly > 0 ? s1[l - TVT_S] : 0.0f;
+                db -= ly > 0 ? s3[l - TVT_S] : 0.0f;
+            }
+            ru[k] = ru[k] + du + theta * da;
+            rv[k] = rv[k] + dv + theta * db;
+            su[l] = ru[k];                     // the primal pass reads no u from shared memory
+            sv[l] = rv[k];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < TVT_K; ++k) {
+            if (!in[k]) continue;
+            const int ly = threadIdx.y + k * TVT_TY, y = y0 + ly, l = ly * TVT_S + lx;
+            const float uc = ru[k], vc = rv[k];
+            const float ur = lx < TVT_S - 1 ? su[l + 1] : uc, vr = lx < TVT_S - 1 ? sv[l + 1] : vc;
+            const float ud = ly < TVT_S - 1 ? su[l + TVT_S] : uc, vd = ly < TVT_S - 1 ? sv[l + TVT_S] : vc;
+            const float ux = x < W - 1 ? ur - uc : 0.0f;
+            const float uy = y < H - 1 ? ud - uc : 0.0f;
+            const float vx = x < W - 1 ? vr - vc : 0.0f;
+            const float vy = y < H - 1 ? vd - vc : 0.0f;
+            float nu, nv;
+            if (has_ginv) {
+                nu = 1.0f + taut * sqrtf(ux * ux + uy * uy) * gi[k];
+                nv = 1.0f + taut * sqrtf(vx * vx + vy * vy) * gi[k];
+            } else {
+                nu = 1.0f + taut * sqrtf(ux * ux + uy * uy);
+                nv = 1.0f + taut * sqrtf(vx * vx + vy * vy);
+            }
+            r0[k] = (r0[k] + taut * ux) / nu;
+            r1[k] = (r1[k] + taut * uy) / nu;
+            r2[k] = (r2[k] + taut * vx) / nv;
+            r3[k] = (r3[k] + taut * vy) / nv;
+            s0[l] = r0[k];                     // the dual pass reads no p from shared memory
+            s1[l] = r1[k];
+            s2[l] = r2[k];
+            s3[l] = r3[k];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int k = 0; k < TVT_K; ++k) {
+        const int ly = threadIdx.y + k * TVT_TY, y = y0 + ly;
+        if (!in[k] || ly < halo || ly >= TVT_S - halo || lx < halo || lx >= TVT_S - halo) continue;
+        const long long i = (long long)y * W + x;
+        uo[i] = ru[k];
+        vo[i] = rv[k];
+        po[i] = r0[k];
+        po[n + i] = r1[k];
+        po[2 * n + i] = r2[k];
+        po[3 * n + i] = r3[k];
+    }
+}
+
 // 5 x 5 median of each of nch channels (C, H, W), edge-clamped: the 13th smallest by rank counting
 extern "C" __global__ void tv_median5(const float* __restrict__ src, float* __restrict__ dst, int nch, int H, int W) {
     const long long n = (long long)H * W;

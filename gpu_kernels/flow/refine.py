@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpu_kernels.backend import Backend, get_backend
+from gpu_kernels.backend import Backend, get_backend, set_max_dynamic_smem
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.color import _gray
@@ -269,10 +269,29 @@ class _GpuIter:
             self.kb = _gpu.kernel(be, _SRC, "tv_iterate_block")
             self.args_b = (u, v, p, gxy, rc, ginv if ginv is not None else rc, _gpu.i32(ginv is not None),
                            _gpu.f32(lt), _gpu.f32(theta), _gpu.f32(taut), _gpu.i32(H), _gpu.i32(W), _gpu.i32(iters))
+        # else: iterations in shared-memory tiles (tv_iterate_tile), a few launches per warp
+        self.tiles = tile_plan(H, W, iters) if not self.block and TILE_ITERS > 0 else None
+        if self.tiles:
+            self.kt = _gpu.kernel(be, _SRC, "tv_iterate_tile", {"TVT_S": TILE_SIDE, "TVT_TY": TILE_ROWS})
+            self.smem = 24 * TILE_SIDE * TILE_SIDE
+            set_max_dynamic_smem(self.kt, self.smem)
+            tail = (gxy, rc, ginv if ginv is not None else rc, _gpu.i32(ginv is not None), _gpu.f32(lt),
+                    _gpu.f32(theta), _gpu.f32(taut), _gpu.i32(H), _gpu.i32(W))
+            a = (u, v, p)
+            if self.tiles[0][0] == (1, 1):          # one window: in place
+                self.args_t = [a + a + tail]
+            else:                                   # windows read (u, v, p) and write a second set, and back
+                b = (be.xp.empty_like(u), be.xp.empty_like(v), be.xp.empty_like(p))
+                self.args_t = [a + b + tail, b + a + tail]
 
     def _launch(self):
         if self.block:
             self.kb((1,), (1024,), self.args_b)
+            return
+        if self.tiles:
+            for j, (grid, k, halo) in enumerate(self.tiles):
+                self.kt(grid, (TILE_SIDE, TILE_ROWS), self.args_t[j % len(self.args_t)] + (_gpu.i32(k), _gpu.i32(halo)),
+                        shared_mem=self.smem)
             return
         for _ in range(self.iters):
             self.kp(self.grid, (_gpu.THREADS,), self.args_p)
@@ -318,6 +337,42 @@ _USE_GRAPHS = True
 #: (tv_iterate_block). Off (0): the kernel agrees with the per-iteration launches on an H100
 #: (tests/flow/test_flow_gpu.py), but its 1080p time was not measured; 16384 turns it on.
 SMALL_LEVEL = 0
+
+
+#: TV-L1 iterations in shared-memory tiles (tv_iterate_tile, temporal blocking): each launch runs
+#: up to TILE_ITERS iterations over TILE_SIDE x TILE_SIDE windows whose edges, as wide as the
+#: iterations, are recomputed by the neighbouring windows (each thread keeps TILE_SIDE / TILE_ROWS
+#: pixels in registers); a level that fits one window runs all its iterations in one launch. 0:
+#: two launches per iteration (tv_primal, tv_dual). Same arithmetic per pixel
+#: (tests/flow/test_flow_gpu.py, tests/flow/test_flow_emulated.py).
+TILE_ITERS = 10
+TILE_SIDE = 64
+TILE_ROWS = 16
+
+
+def tile_plan(H: int, W: int, iters: int, *, max_iters: int | None = None, side: int | None = None):
+    """The launches of tiled TV-L1 iterations at an ``H`` x ``W`` level: a list of ``(grid,
+    iterations, halo)``. Several windows write to a second set of arrays, so their launch count
+    is even (the iterations end in the first set).
+
+    >>> tile_plan(540, 960, 20, max_iters=10, side=64)
+    [((22, 13), 10, 10), ((22, 13), 10, 10)]
+    >>> tile_plan(34, 60, 20, side=64)
+    [((1, 1), 20, 0)]
+    """
+    max_iters = TILE_ITERS if max_iters is None else max_iters
+    s = TILE_SIDE if side is None else side
+    if H <= s and W <= s:
+        return [((1, 1), iters, 0)]
+    m = -(-iters // max(1, max_iters))
+    m += m % 2
+    out = []
+    for j in range(m):
+        k = iters // m + (1 if j < iters % m else 0)       # (k = 0: a plain copy)
+        if s <= 2 * k:
+            raise ValueError(f"a {s} x {s} window cannot hold {k} iterations")
+        out.append(((-(-W // (s - 2 * k)), -(-H // (s - 2 * k))), k, k))
+    return out
 
 
 #: smallest smoothness weight of the edge-aware total variation (its inverse caps ginv)

@@ -185,6 +185,13 @@ FILL_SIGMA_S = 100.0
 FILL_SIGMA_R = 0.2
 #: the fill's filter passes (each: rows, then columns; the scale shrinks from pass to pass)
 FILL_PASSES = 3
+#: the integer search of the coarsest levels on the GPU with one warp per patch (is_init_warp: the
+#: shifts spread over the lanes, the same result) rather than one thread per patch (is_init)
+INIT_WARP = True
+#: the fill's recursive filter on the GPU: one thread per row and column with coalesced steps
+#: (is_rf_axis1 on a transposed stack for the rows) rather than is_rf_rows (one thread per row,
+#: each step L floats from the neighbouring thread's)
+RF_COALESCED = True
 #: the fill keeps a pixel whose local NCC confidence is at least this, consistent or not (the
 #: backward flow can miss what the forward one found: a 200 px object)
 FILL_NCC = 0.7
@@ -340,9 +347,11 @@ def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, str
         pu, pv, pc, conf = (xp.empty((Ny, Nx), xp.float32) for _ in range(4))
         n = Ny * Nx
         grid, T = _gpu.grid1d(n, 64), (64,)
-        _gpu.kernel(be, _SRC, "is_init", d)(grid, T, (I1, I2, u0, v0, pu, pv, pc, conf, _gpu.i32(H), _gpu.i32(W),
-                                                     _gpu.i32(Ny), _gpu.i32(Nx), _gpu.i32(radius),
-                                                     _gpu.f32(texture)))
+        warp = radius > 0 and INIT_WARP
+        _gpu.kernel(be, _SRC, "is_init_warp" if warp else "is_init", d)(
+            _gpu.grid1d(32 * n, 128) if warp else grid, (128,) if warp else T,
+            (I1, I2, u0, v0, pu, pv, pc, conf, _gpu.i32(H), _gpu.i32(W), _gpu.i32(Ny), _gpu.i32(Nx), _gpu.i32(radius),
+             _gpu.f32(texture)))
         ks = _gpu.kernel(be, _SRC, "is_step", d)
         qu, qv, qc = (xp.empty((Ny, Nx), xp.float32) for _ in range(3))
         for _ in range(max(rounds, 1)):
@@ -471,6 +480,22 @@ def edge_aware_fill(be: Backend, guide, u, v, ok, *, sigma_s: float = FILL_SIGMA
     dx = f(1) + k * xp.abs(guide[:, 1:] - guide[:, :-1])               # (H, W - 1)
     dy = xp.ascontiguousarray((f(1) + k * xp.abs(guide[1:] - guide[:-1])).T)   # (W, H - 1)
     J = xp.stack([u * ok, v * ok, ok]).astype(xp.float32)
+    if be.is_gpu and RF_COALESCED:
+        # the coalesced kernel: rows on the transposed stack, columns in place; the same steps
+        gt = xp.ascontiguousarray(guide.T)
+        dxt = f(1) + k * xp.abs(gt[1:] - gt[:-1])                  # (W - 1, H)
+        dyc = f(1) + k * xp.abs(guide[1:] - guide[:-1])            # (H - 1, W)
+        kr = _gpu.kernel(be, _SRC, "is_rf_axis1")
+        for i in range(passes):
+            sig = sigma_s * math.sqrt(3.0) * 2.0 ** (passes - i - 1) / math.sqrt(4.0 ** passes - 1.0)
+            la = f(-math.sqrt(2.0) / sig)
+            if W > 1:
+                Jt = xp.ascontiguousarray(J.transpose(0, 2, 1))
+                kr(_gpu.grid1d(3 * H, 128), (128,), (Jt, xp.exp(la * dxt), _gpu.i32(3), _gpu.i32(W), _gpu.i32(H)))
+                J = xp.ascontiguousarray(Jt.transpose(0, 2, 1))
+            if H > 1:
+                kr(_gpu.grid1d(3 * W, 128), (128,), (J, xp.exp(la * dyc), _gpu.i32(3), _gpu.i32(H), _gpu.i32(W)))
+        passes = 0
     for i in range(passes):
         sig = sigma_s * math.sqrt(3.0) * 2.0 ** (passes - i - 1) / math.sqrt(4.0 ** passes - 1.0)
         la = f(-math.sqrt(2.0) / sig)

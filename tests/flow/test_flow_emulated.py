@@ -149,12 +149,16 @@ def test_search_quality_map_matches_numpy(be):
     np.testing.assert_allclose(g, c, atol=2e-4)
 
 
-def test_search_fill_kernel_matches_numpy(be):
-    """The forward-backward fill's recursive filter (flow_search.cu: is_rf_rows, one thread per
-    row) and its host code on the emulated GPU path against the NumPy path."""
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_search_fill_kernel_matches_numpy(be, monkeypatch, coalesced):
+    """The forward-backward fill's recursive filter (flow_search.cu: is_rf_axis1, coalesced, on a
+    transposed stack for the rows; and is_rf_rows, one thread per row) and its host code on the
+    emulated GPU path against the NumPy path."""
     from gpu_kernels.backend import get_backend
+    from gpu_kernels.flow import search
     from gpu_kernels.flow.search import edge_aware_fill
 
+    monkeypatch.setattr(search, "RF_COALESCED", coalesced)
     rng = np.random.default_rng(4)
     g = rng.random((23, 37)).astype(np.float32)
     u = rng.normal(0, 3, g.shape).astype(np.float32)
@@ -167,3 +171,64 @@ def test_search_fill_kernel_matches_numpy(be):
     for a, b in zip(gg, c, strict=True):
         a = np.asarray(a.get() if hasattr(a, "get") else a)
         np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+
+
+
+@pytest.mark.parametrize("tiles", [dict(TILE_ITERS=3, TILE_SIDE=16, TILE_ROWS=4),
+                                   dict(TILE_ITERS=10, TILE_SIDE=32, TILE_ROWS=8),
+                                   dict(TILE_ITERS=10, TILE_SIDE=64, TILE_ROWS=16)])
+def test_tiled_iterations_match_launches(be, monkeypatch, tiles):
+    """tv_iterate_tile (several TV-L1 iterations per launch in shared-memory windows with a halo,
+    double-buffered; or a whole small level in one window, in place) against two launches per
+    iteration (tv_primal, tv_dual_w), at one level with the edge-aware weights and the occlusion
+    term: many small windows (7 iterations as 2 + 2 + 2 + 1: an even count of launches, as the
+    windows write to a second set of arrays and back), a few windows, and the one-window case. The same arithmetic: equal to float rounding."""
+    from gpu_kernels.flow import refine
+    from gpu_kernels.flow.refine import _level
+
+    p = synthetic_pair("vortex", size=(40, 58), magnitude=3.0)
+    I1, I2 = (np.asarray(x, np.float32) for x in (p.img1, p.img2))
+    if I1.ndim == 3:
+        I1, I2 = I1.mean(-1).astype(np.float32), I2.mean(-1).astype(np.float32)
+    u0 = (p.flow[..., 0] * 0.5).astype(np.float32)
+    v0 = (p.flow[..., 1] * 0.5).astype(np.float32)
+    kw = dict(warps=2, iters=7, lam=100.0, theta=0.3, tau=0.25, median=5, edge=5.0, occ=0.05)
+    xp = be.xp
+
+    def run():
+        ug, vg = xp.asarray(u0.copy()), xp.asarray(v0.copy())
+        _level(be, xp.asarray(I1), xp.asarray(I2), ug, vg, None, **kw)
+        return [np.asarray(a.get() if hasattr(a, "get") else a) for a in (ug, vg)]
+
+    monkeypatch.setattr(refine, "TILE_ITERS", 0)
+    ref = run()
+    assert np.abs(ref[0] - u0).mean() > 0.05                 # the iterations moved the flow
+    for k, x in tiles.items():
+        monkeypatch.setattr(refine, k, x)
+    assert len(refine.tile_plan(40, 58, 7)) == {16: 4, 32: 2, 64: 1}[tiles["TILE_SIDE"]]
+    for a, b in zip(run(), ref, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_init_warp_kernel_matches_thread_kernel(be, monkeypatch):
+    """is_init_warp (the coarsest levels' integer search, one warp per patch) gives is_init's
+    flows, costs and confidences bit for bit: ties go to the start, then to the earliest shift,
+    as in the sequential loop (a flat image makes many exact ties)."""
+    from gpu_kernels.flow import search
+
+    rng = np.random.default_rng(3)
+    I1 = rng.random((30, 44)).astype(np.float32)
+    I1[:, :12] = 0.5                                       # flat: every shift ties
+    I2 = np.roll(I1, (2, -3), (0, 1))
+    u0 = np.full(I1.shape, 0.25, np.float32)
+    v0 = np.zeros(I1.shape, np.float32)
+    xp = be.xp
+    out = []
+    for warp in (False, True):
+        monkeypatch.setattr(search, "INIT_WARP", warp)
+        r = search.coarse_match(be, *(xp.asarray(x) for x in (I1, I2, u0, v0)), patch=8, stride=4, iters=0, rounds=0,
+                                radius=4)
+        out.append([np.asarray(a.get() if hasattr(a, "get") else a) for a in r])
+    assert np.abs(out[0][0] - 0.25).max() >= 3             # the search moved patches
+    for a, b in zip(out[1], out[0], strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -337,3 +337,55 @@ def test_small_level_block_kernel_matches_launches(monkeypatch):
     b = inverse_search_flow(img1[:120, :160], img2[:120, :160], device="cuda").to_numpy()
     np.testing.assert_allclose(a.u, b.u, atol=1e-3)
     np.testing.assert_allclose(a.v, b.v, atol=1e-3)
+
+
+def test_tiled_iterations_match_launches_gpu(monkeypatch):
+    """tv_iterate_tile (TV-L1 iterations in shared-memory windows, the default) against two
+    launches per iteration, at one 540 x 960 level (the 1080p working level: many windows, two
+    launches of 10 iterations per warp) and on a small level (one window), with the edge-aware
+    and occlusion terms, on the GPU."""
+    from gpu_kernels.flow import refine
+    from gpu_kernels.flow.refine import _level
+
+    cp = pytest.importorskip("cupy")
+    for H, W in ((540, 960), (50, 70)):
+        p = synthetic_pair("vortex", size=(H, W), magnitude=6.0, image="astronaut")
+        I1, I2 = (np.asarray(x, np.float32) for x in (p.img1, p.img2))
+        if I1.ndim == 3:
+            I1, I2 = I1.mean(-1).astype(np.float32), I2.mean(-1).astype(np.float32)
+        if I1.max() > 1:
+            I1, I2 = I1 / 255, I2 / 255
+        u0 = (p.flow[..., 0] * 0.7).astype(np.float32)
+        v0 = (p.flow[..., 1] * 0.7).astype(np.float32)
+        kw = dict(warps=3, iters=20, lam=100.0, theta=0.3, tau=0.25, median=5, edge=6.0, occ=0.1)
+        out = []
+        for tile in (0, 10):
+            monkeypatch.setattr(refine, "TILE_ITERS", tile)
+            ug, vg = cp.asarray(u0), cp.asarray(v0)
+            _level(refine.get_backend("cuda"), cp.asarray(I1), cp.asarray(I2), ug, vg, None, **kw)
+            out.append((_np(ug), _np(vg)))
+        assert np.abs(out[0][0] - u0).mean() > 0.01
+        np.testing.assert_allclose(out[1][0], out[0][0], atol=1e-4)
+        np.testing.assert_allclose(out[1][1], out[0][1], atol=1e-4)
+
+
+def test_fill_kernels_gpu_vs_cpu(monkeypatch):
+    """The forward-backward fill's recursive filter on the GPU (is_rf_axis1, coalesced, the
+    default; and is_rf_rows) against the NumPy path, at 1080 x 1920."""
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.flow import search
+
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(7)
+    g = rng.random((1080, 1920)).astype(np.float32)
+    g = (g + np.roll(g, 1, 0) + np.roll(g, 1, 1)) / 3
+    u = rng.normal(0, 3, g.shape).astype(np.float32)
+    v = rng.normal(0, 3, g.shape).astype(np.float32)
+    ok = (rng.random(g.shape) > 0.3).astype(np.float32)
+    c = search.edge_aware_fill(get_backend("cpu"), g, u, v, ok)
+    assert np.abs(c[0][ok == 0] - u[ok == 0]).mean() > 0.5
+    for coalesced in (True, False):
+        monkeypatch.setattr(search, "RF_COALESCED", coalesced)
+        gg = search.edge_aware_fill(get_backend("cuda"), *(cp.asarray(x) for x in (g, u, v, ok)))
+        for a, b in zip(gg, c, strict=True):
+            np.testing.assert_allclose(_np(a), b, atol=2e-4, rtol=1e-4)
