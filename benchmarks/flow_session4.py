@@ -37,17 +37,17 @@ from benchmarks.flow import _gray8, aee, cpu_time, gpu_time, load_chairs, load_m
 
 #: kernel settings compared end to end at 1080p: (refine.TILE_ITERS, TILE_SIDE, TILE_ROWS,
 #: refine.SMALL_LEVEL, search.RF_COALESCED, search.INIT_WARP)
-NEW = "new default: tiles 10 it, 64x64 x 16 rows + coalesced fill + warp init"
+NEW = "new default: tiles 7 it, 32x32 x 16 rows + coalesced fill + warp init"
 OLD = "session 3 kernels (per-iteration launches, row-per-thread fill, thread-per-patch init)"
 SETTINGS = {
     OLD: (0, 64, 16, 0, False, False),
-    NEW: (10, 64, 16, 0, True, True),
+    NEW: (7, 32, 16, 0, True, True),
+    "tiles 10 it, 64x64 x 16 rows + coalesced fill + warp init": (10, 64, 16, 0, True, True),
     "session 3 + coalesced fill + warp init (no tiles)": (0, 64, 16, 0, True, True),
     "session 3 + small-level block kernel + fill + init": (0, 64, 16, 16384, True, True),
     "tiles 5 it, 64x64 x 16": (5, 64, 16, 0, True, True),
     "tiles 10 it, 64x64 x 8 rows": (10, 64, 8, 0, True, True),
     "tiles 10 it, 32x32 x 8 rows": (10, 32, 8, 0, True, True),
-    "tiles 7 it, 32x32 x 16 rows": (7, 32, 16, 0, True, True),
 }
 
 

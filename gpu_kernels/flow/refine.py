@@ -345,8 +345,11 @@ SMALL_LEVEL = 0
 #: pixels in registers); a level that fits one window runs all its iterations in one launch. 0:
 #: two launches per iteration (tv_primal, tv_dual). Same arithmetic per pixel
 #: (tests/flow/test_flow_gpu.py, tests/flow/test_flow_emulated.py).
-TILE_ITERS = 10
-TILE_SIDE = 64
+#: Measured on an H100 at 1080p (benchmarks/results/flow_session4.md): 7 / 32 / 16 (20 iterations as
+#: 4 launches of 5, 2 pixels a thread) 17.3 ms end to end; 10 / 64 / 16 (4 pixels a thread) 21.4 ms;
+#: per-iteration launches 21.7 ms.
+TILE_ITERS = 7
+TILE_SIDE = 32
 TILE_ROWS = 16
 
 
