@@ -84,7 +84,8 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
 
     seg = run()
     r = {"method": method, "size": f"{w}x{h}", "regions": seg.n_regions, "syncs": seg.syncs,
-         "sync_reasons": seg.info.get("sync_reasons"), "merge_rounds": seg.info.get("merge_rounds")}
+         "sync_reasons": seg.info.get("sync_reasons"), "merge_rounds": seg.info.get("merge_rounds"),
+         "superpixels": seg.info.get("superpixels"), "merge_smem": seg.info.get("merge_in_shared_memory")}
     segs.clear()
     r["e2e_ms"] = 1e3 * wall(run, rep)
     r["e2e_nofeat_ms"] = 1e3 * wall(lambda: run(features=False), rep)
@@ -100,7 +101,8 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
         r["busy"] = round(r["gpu_busy_ms"] / r["e2e_ms"], 3)
         r["kernels"] = {k: [round(c, 1), round(us, 1)] for k, (c, us) in list(prof.items())[:25]}
     print(f"== {method} {r['size']}: e2e {r['e2e_ms']:.3f} ms (no features {r['e2e_nofeat_ms']:.3f}), "
-          f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, launches {r.get('launches')}, "
+          f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, superpixels {r['superpixels']}, "
+          f"merge in smem {r['merge_smem']}, launches {r.get('launches')}, "
           f"GPU busy {r.get('gpu_busy_ms')} ms ({r.get('busy')})", flush=True)
     print("   stages " + ", ".join(f"{k} {v:.3f}" for k, v in r["stages_ms"].items()), flush=True)
     for k, (c, us) in (r.get("kernels") or {}).items():

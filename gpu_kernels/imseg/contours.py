@@ -546,6 +546,9 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     best = xp.empty(R, dtype=xp.uint64)
     into = xp.empty(R, dtype=xp.int32)
     state = xp.zeros(2, dtype=xp.int32)
+    hcost = xp.empty(cap, dtype=xp.uint32)
+    dirty = xp.empty(R, dtype=xp.int32)
+    eslot = xp.empty(emax, dtype=xp.int32)
     fm = kernel(be, _SRC, "ct_merge", options=_OPTS)
     smem_on, smem = smem, merge_smem_bytes(R, emax)
     use = smem <= _max_smem(be) if smem_on is None else bool(smem_on)
@@ -555,32 +558,37 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
         np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
-        np.int32(use)), shared_mem=smem if use else 0)
+        np.int32(use), hcost, dirty, eslot), shared_mem=smem if use else 0)
     return into, state
 
 
 def merge_smem_bytes(R: int, emax: int) -> int:
     """Shared memory ``ct_merge`` needs to keep the regions and pairs on chip (area, 3 colour
-    sums and best: 8 bytes each a region; into: 4; per pair 8 + 4 x 4)."""
-    return int(R * (8 * 5 + 4) + emax * (8 + 4 * 4))
+    sums and best: 8 bytes each a region; into and dirty: 4 each; per pair 8 + 5 x 4)."""
+    return int(R * (8 * 5 + 4 + 4) + emax * (8 + 4 * 5))
 
 
 def _max_smem(be) -> int:
-    """The most dynamic shared memory one block may opt in to (0 where unknown)."""
+    """The most dynamic shared memory one ``ct_merge`` block may opt in to (a little under the
+    device's per-block opt-in limit, for the static shared variables)."""
     cache = _max_smem.__dict__.setdefault("cache", {})
     key = id(be)
     v = cache.get(key)
     if v is None:
-        v = 0
-        try:
-            import cupy
-
-            if is_cupy(be):
-                v = int(cupy.cuda.runtime.getDeviceProperties(be.device_id)["sharedMemPerBlockOptin"]) - 1024
-        except Exception:  # noqa: BLE001 - the global-memory path always works
-            v = 0
         if not is_cupy(be):
             v = int(getattr(be, "max_dynamic_smem", 227 * 1024 - 1024))  # the emulator: an H100's
+        else:
+            import cupy
+
+            v = 48 * 1024
+            try:
+                v = int(cupy.cuda.Device(be.device_id).attributes["MaxSharedMemoryPerBlockOptin"])
+            except Exception:  # noqa: BLE001 - an older CuPy: the properties, else the 48 KiB everyone has
+                try:
+                    v = int(cupy.cuda.runtime.getDeviceProperties(be.device_id)["sharedMemPerBlockOptin"])
+                except Exception:  # noqa: BLE001
+                    pass
+            v -= 1024
         cache[key] = v
     return v
 
@@ -814,7 +822,8 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         kernel(be, _label._SRC, "relabel_pixels")(grid(n, 256), (256,), (labels_d, np.int64(n), newid))
         meta = syncs.read(be, xp.concatenate([count_d, state]), "number of segments (sizes the feature arrays)")
         timer.mark("merge")
-        out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs)
+        out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
+                   merge_smem=merge_smem_bytes(R, 3 * R + 16) <= _max_smem(be))
     return out
 
 
@@ -833,7 +842,8 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
     params = {"method": "contours", "sigma": col["sigma"], "n_superpixels": sp["n_superpixels"],
               "compactness": sp["compactness"], "slic_step": sp["S"], "coarseness": mg["coarseness"],
               "n_segments": mg["n_segments"], "features_method": features_method}
-    info = {"device": be.label, "params": params, "superpixels": sp["R"], "merge_rounds": mg["rounds"]}
+    info = {"device": be.label, "params": params, "superpixels": sp["R"], "merge_rounds": mg["rounds"],
+            "merge_in_shared_memory": bool(mg.get("merge_smem", False))}
     if not be.is_gpu:
         t0 = time.perf_counter()
         feats = _feat.features_np(mg["labels"], count, img, moments=moments) if features else {}

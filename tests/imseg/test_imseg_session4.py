@@ -46,6 +46,21 @@ def test_merge_in_shared_memory_equals_global_memory(target, coarseness):
 
 
 @needs_emu
+@pytest.mark.parametrize("kw", [{}, dict(n_segments=7), dict(coarseness=4.0)])
+def test_emulated_merge_with_cost_cache_gives_cpu_labels(kw):
+    """Many rounds (28-43 here): the merge recomputes only the costs of pairs whose regions
+    changed in the last round, and still gives the CPU's labels and round count."""
+    from gpu_kernels.imseg.contours import segment_contours
+
+    img = _image(120, 160)
+    a = segment_contours(img, device=emu_backend(), n_superpixels=300, **kw)
+    b = segment_contours(img, device="cpu", n_superpixels=300, **kw)
+    assert a.info["merge_rounds"] == b.info["merge_rounds"] > 10
+    assert a.info["merge_in_shared_memory"]
+    np.testing.assert_array_equal(a.labels, b.labels)
+
+
+@needs_emu
 @pytest.mark.parametrize("h, w, block", [(48, 300, 40), (33, 517, 97), (20, 1030, 1030)])
 def test_warp_aggregated_features_equal_cpu(h, w, block):
     """Regions wider than a warp's span (32 threads x 16 pixels): the last segments of the
@@ -69,3 +84,33 @@ def test_warp_aggregated_features_equal_cpu(h, w, block):
     np.testing.assert_allclose(np.asarray(got["intensity_mean_lab"]), ref["intensity_mean_lab"], atol=1e-4)
     scale = np.abs(ref["moments_central"]).reshape(R, -1).max(axis=1)[:, None, None] + 1.0
     assert np.all(np.abs(np.asarray(got["moments_central"]) - ref["moments_central"]) <= 1e-12 * scale)
+
+
+@pytest.mark.gpu
+def test_gpu_upload_and_download_keep_earlier_results():
+    """The threaded pinned upload gives the image, and results downloaded into pooled pinned
+    blocks stay as they were when later calls download theirs."""
+    cp = pytest.importorskip("cupy")
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import _util
+    from gpu_kernels.imseg.contours import segment_contours
+
+    be = get_backend("cuda")
+    rng = np.random.default_rng(0)
+    big = rng.integers(0, 256, size=(1200, 1700, 3), dtype=np.uint8)
+    assert big.nbytes >= _util.UPLOAD_THREADED_MIN
+    for _ in range(2):
+        np.testing.assert_array_equal(cp.asnumpy(_util.upload(be, big)), big)
+    img1 = np.repeat(np.repeat(_image(60, 85), 20, axis=0), 20, axis=1)  # 1200 x 1700
+    img2 = img1[::-1].copy()
+    s1 = segment_contours(img1, device="cuda")
+    keep = (s1.labels.copy(), {k: v.copy() for k, v in s1.features.items()})
+    s2 = segment_contours(img2, device="cuda")
+    s3 = segment_contours(img1, device="cuda")
+    np.testing.assert_array_equal(s1.labels, keep[0])
+    for k, v in keep[1].items():
+        np.testing.assert_array_equal(s1.features[k], v)
+    np.testing.assert_array_equal(s3.labels, s1.labels)
+    assert not np.shares_memory(s1.labels, s2.labels)
+    cpu = segment_contours(img1, device="cpu")
+    np.testing.assert_array_equal(s1.labels, cpu.labels)
