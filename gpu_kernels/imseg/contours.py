@@ -66,6 +66,7 @@ from gpu_kernels.imseg._util import (
     as_image,
     check_fits,
     download,
+    download_async,
     grid,
     is_cupy,
     kernel,
@@ -855,12 +856,15 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
     with activated(be):
         xp = be.xp
         timer = StageTimer(be)
+        # the labels travel to the host while the features are computed
+        pending = download_async(be, {"labels": mg["labels"], "comps": sp["comps"]})
         feats_d = {}
         if features:
             src = col["img_d"] if img.dtype == np.uint8 else xp.asarray(img)
             feats_d = _feat.features_device(be, mg["labels"], count, h, w, src, c, features_method, moments)
         timer.mark("features")
-        host = download(be, {"__labels": mg["labels"], "__comps": sp["comps"], **feats_d})
+        host = download(be, feats_d)
+        host.update({"__" + k: v for k, v in pending.result().items()})
         timer.mark("download")
         t = {}
         for tm in (col.get("timer"), sp.get("timer"), mg.get("timer"), timer):

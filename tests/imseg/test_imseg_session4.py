@@ -97,7 +97,7 @@ def test_gpu_upload_and_download_keep_earlier_results():
 
     be = get_backend("cuda")
     rng = np.random.default_rng(0)
-    big = rng.integers(0, 256, size=(1200, 1700, 3), dtype=np.uint8)
+    big = rng.integers(0, 256, size=(2200, 2000, 3), dtype=np.uint8)
     assert big.nbytes >= _util.UPLOAD_THREADED_MIN
     for _ in range(2):
         np.testing.assert_array_equal(cp.asnumpy(_util.upload(be, big)), big)
