@@ -624,11 +624,15 @@ def _acdc_pair(data_dir, acdc_npz):
 
 class solver_knobs:
     """A parameter set with the solver's module-level knobs in it (keys that start with "_":
-    ``_coarse`` = motion._COARSE_ITERS_FACTOR, ``_wave`` = _gpu.WAVE_D, ``_persist`` =
+    ``_coarse`` = motion._COARSE_ITERS_FACTOR, ``_wave``/``_wave_m``/``_wave_min`` = _gpu.WAVE_D/
+    WAVE_M/WAVE_MIN_VOXELS, ``_march`` = _gpu.MARCH_BLOCKS_PER_SM, ``_persist`` =
     _gpu.PERSIST_MAX_VOXELS): set while the block runs, the rest are estimate_motion's keywords."""
 
     NAMES = {"_coarse": ("gpu_kernels.echo.motion", "_COARSE_ITERS_FACTOR"),
              "_wave": ("gpu_kernels.echo._gpu", "WAVE_D"),
+             "_wave_m": ("gpu_kernels.echo._gpu", "WAVE_M"),
+             "_wave_min": ("gpu_kernels.echo._gpu", "WAVE_MIN_VOXELS"),
+             "_march": ("gpu_kernels.echo._gpu", "MARCH_BLOCKS_PER_SM"),
              "_persist": ("gpu_kernels.echo._gpu", "PERSIST_MAX_VOXELS")}
 
     def __init__(self, cfg):

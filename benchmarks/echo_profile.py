@@ -45,7 +45,7 @@ def profile(sizes, cfg, repeat=5, wave=None):
         kw = knobs.__enter__()
         run = lambda: estimate_motion(g["fixed"], g["moving"], device=be, **kw)  # noqa: E731
         t_e2e, _ = bench.gpu_time(run, repeat=repeat, warmup=2)
-        # host enqueue time: the call returns once the field is on the device (CuPy in and out)
+        # host wall time of the call (it ends with one read of the device's convergence log)
         hs = []
         for _ in range(repeat):
             bench.sync()
@@ -92,9 +92,11 @@ def profile(sizes, cfg, repeat=5, wave=None):
             k = (name, "x".join(map(str, shape)) if shape else "-")
             acc[k][0] += cp.cuda.get_elapsed_time(e0, e1)
             acc[k][1] += 1
-        inside = sum(v[0] for v in acc.values())
+        # sor_sweep's time holds the passes it queues (sweep): count them once
+        nested = any(n == "sor_sweep" for n, _ in acc)
+        inside = sum(v[0] for (n, _), v in acc.items() if not (nested and n == "sweep"))
         rec = {"size": size, "config": json.dumps(cfg), "wave_D": wave, "e2e_ms": round(t_e2e * 1e3, 2),
-               "host_enqueue_ms": round(t_host * 1e3, 2), "instrumented_ms": round(total, 2),
+               "host_wall_ms": round(t_host * 1e3, 2), "instrumented_ms": round(total, 2),
                "in_facade_ms": round(inside, 2),
                "calls": {f"{n}@{s}": [round(v[0], 3), v[1]] for (n, s), v in sorted(acc.items(), key=lambda kv: -kv[1][0])}}
         knobs.__exit__()
@@ -103,42 +105,45 @@ def profile(sizes, cfg, repeat=5, wave=None):
         case.gpu = None
 
 
-def sweeps(sizes, waves, reps=20):
-    """ms per SOR sweep on the real finest system (first warp): the four passes (wave 0)
-    against the wavefront (echo_sor_wave) with D planes per launch; the same field?"""
+def sweeps(sizes, modes, reps=20):
+    """ms per SOR sweep on the real finest system (first warp) for each kernel mode (a dict of
+    solver knobs, see benchmarks/echo.py solver_knobs): the plain four passes, the marching
+    passes, the wavefront; the same field as the first mode?"""
     import cupy as cp
 
     from gpu_kernels.backend import get_backend
-    from gpu_kernels.echo import _gpu
     from gpu_kernels.echo._gpu import GpuOps, bytes_per_sweep
 
     be = get_backend("cuda")
     copy_bw = bench.copy_bandwidth()
     a, b = 0.02, 0.02
-    keep_d, keep_min = _gpu.WAVE_D, _gpu.WAVE_MIN_VOXELS
     for size in sizes:
         case = bench.Case(size, "cuda")
         ops = GpuOps(be, "cache", half=True)
         sysd = bench._finest_system(case, be, ops, {})
         Tc, u0 = sysd[3], sysd[4]
         ref = None
-        for D in waves:
-            _gpu.WAVE_D, _gpu.WAVE_MIN_VOXELS = D, 0
-            v = u0.copy()
-            t, _ = bench.gpu_time(lambda v=v: [ops.sor_sweep(Tc, v, 1.8, a, b) for _ in range(reps)], repeat=5)
-            w = u0.copy()
-            for _ in range(3):
-                ops.sor_sweep(Tc, w, 1.8, a, b)
-            w = cp.asnumpy(w)
+        for mode in modes:
+            cfg = dict(mode)
+            if cfg.get("_wave"):
+                cfg.setdefault("_wave_min", 0)
+            with bench.solver_knobs(cfg):
+                ops._plans.clear()
+                v = u0.copy()
+                t, _ = bench.gpu_time(lambda v=v: [ops.sor_sweep(Tc, v, 1.8, a, b) for _ in range(reps)], repeat=5)
+                w = u0.copy()
+                for _ in range(3):
+                    ops.sor_sweep(Tc, w, 1.8, a, b)
+                w = cp.asnumpy(w)
             ref = w if ref is None else ref
             bmin = bytes_per_sweep((size,) * 3, "sor", half=True)
             ms = t / reps * 1e3
-            rec = {"size": size, "wave_D": D, "sweep_ms": round(ms, 4), "GBps_min": round(bmin / (ms / 1e3) / 1e9, 1),
-                   "of_copy_min": round(bmin / (ms / 1e3) / copy_bw, 3),
-                   "max_diff_vs_4pass": float(np.abs(w - ref).max())}
+            rec = {"size": size, "mode": json.dumps(mode, sort_keys=True), "sweep_ms": round(ms, 4),
+                   "GBps_min": round(bmin / (ms / 1e3) / 1e9, 1), "of_copy_min": round(bmin / (ms / 1e3) / copy_bw, 3),
+                   "max_diff_vs_first": float(np.abs(w - ref).max())}
             OUT["sweeps"].append(rec)
             print(json.dumps(rec), flush=True)
-        _gpu.WAVE_D, _gpu.WAVE_MIN_VOXELS = keep_d, keep_min
+        ops._plans.clear()
         sysd = None
         case.gpu = None
         cp.get_default_memory_pool().free_all_blocks()
@@ -195,7 +200,9 @@ def main(argv=None):
     ap.add_argument("--acdc-npz", default=None)
     ap.add_argument("--data", default=str(bench.ROOT / ".." / "shared" / "data"))
     ap.add_argument("--out", default=None)
-    ap.add_argument("--waves", default="0,2,4,8", help="wavefront slab depths to compare (0: four passes)")
+    ap.add_argument("--waves", default="0", help="wavefront slab depths to profile with --profile-waves")
+    ap.add_argument("--modes", default='[{"_march": 0}, {"_march": 8}, {"_wave": 8, "_march": 0}]',
+                    help="JSON list of sweep kernel modes (solver knobs) for the sweeps section")
     ap.add_argument("--profile-waves", action="store_true", help="profile each of --waves")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
@@ -205,7 +212,7 @@ def main(argv=None):
     from gpu_kernels.echo import _gpu
 
     if "sweeps" in only:
-        sweeps(sizes, [int(d) for d in args.waves.split(",")])
+        sweeps(sizes, json.loads(args.modes))
     if "profile" in only:
         for D in [int(d) for d in args.waves.split(",")] if args.profile_waves else [_gpu.WAVE_D]:
             _gpu.WAVE_D = D

@@ -40,6 +40,16 @@ extern "C" __global__ void echo_gauss_x(float* __restrict__ data, i64 rows, int 
     }
 }
 
+// echo_gauss_line: each thread computes ECHO_LB consecutive outputs of its column, keeping
+// the two windows of taps (left: v[l - k], right: v[l + k], for its ECHO_LB outputs) in
+// registers and shifting them by one voxel per tap: two shared-memory loads per tap for
+// ECHO_LB outputs instead of two per output (the passes were bound by shared-memory loads).
+// Each output is summed in the same order as before (w0 v[l], then k = 1..r), so the result
+// is the same to the bit. The staged line holds r + ECHO_LB - 1 replicated voxels after the
+// end (the windows of the last outputs reach past L + r - 1; those outputs are not written).
+#ifndef ECHO_LB
+#define ECHO_LB 4
+#endif
 extern "C" __global__ void echo_gauss_line(float* __restrict__ data, i64 N, int L, i64 stride, i64 strideB, int X,
                                            int set, int r) {
     extern __shared__ float sm_line[];
@@ -48,15 +58,37 @@ extern "C" __global__ void echo_gauss_line(float* __restrict__ data, i64 N, int 
     const i64 base = (i64)blockIdx.z * N + (i64)blockIdx.y * strideB + x;
     float* sm = sm_line + r * 32;
     const bool ok = x < X;
+    const int hi = L + r + ECHO_LB - 1;
     if (ok)
-        for (int l = ty - r; l < L + r; l += blockDim.y) sm[l * 32 + tx] = data[base + echo_clamp(l, L - 1) * stride];
+        for (int l = ty - r; l < hi; l += blockDim.y) sm[l * 32 + tx] = data[base + echo_clamp(l, L - 1) * stride];
     __syncthreads();
     if (!ok) return;
     const float* w = c_gauss + set * ECHO_MAXW + r;
-    for (int l = ty; l < L; l += blockDim.y) {
-        float acc = w[0] * sm[l * 32 + tx];
-        for (int k = 1; k <= r; ++k) acc += w[k] * (sm[(l - k) * 32 + tx] + sm[(l + k) * 32 + tx]);
-        data[base + l * stride] = acc;
+    const float w0 = w[0];
+    for (int l0 = ty * ECHO_LB; l0 < L; l0 += blockDim.y * ECHO_LB) {
+        float acc[ECHO_LB], lw[ECHO_LB], rw[ECHO_LB];
+#pragma unroll
+        for (int j = 0; j < ECHO_LB; ++j) {
+            const float c = sm[(l0 + j) * 32 + tx];
+            acc[j] = w0 * c;
+            lw[j] = c;   // v[l0 + j - k] at k = 0
+            rw[j] = c;   // v[l0 + j + k] at k = 0
+        }
+        for (int k = 1; k <= r; ++k) {
+            // shift the windows one voxel outwards: one new load at each end
+#pragma unroll
+            for (int j = ECHO_LB - 1; j > 0; --j) lw[j] = lw[j - 1];
+            lw[0] = sm[(l0 - k) * 32 + tx];
+#pragma unroll
+            for (int j = 0; j < ECHO_LB - 1; ++j) rw[j] = rw[j + 1];
+            rw[ECHO_LB - 1] = sm[(l0 + ECHO_LB - 1 + k) * 32 + tx];
+            const float wk = w[k];
+#pragma unroll
+            for (int j = 0; j < ECHO_LB; ++j) acc[j] += wk * (lw[j] + rw[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < ECHO_LB; ++j)
+            if (l0 + j < L) data[base + (i64)(l0 + j) * stride] = acc[j];
     }
 }
 

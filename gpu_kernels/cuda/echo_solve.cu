@@ -198,6 +198,46 @@ echo_sor_cache(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
     if (do_stats) echo_warp_accumulate(d2, stats);
 }
 
+// echo_sor_march: echo_sor_cache with each thread marching through zchunk consecutive planes
+// (its (xh, yh) in each: the colour's voxel moves by one in x and y with the plane's parity).
+// A plane's rows are then read by the block's threads at z - 1, z and z + 1 within three steps,
+// so the z neighbours come from L1 instead of each being fetched from L2 by another block (the
+// passes were bound by L2 bandwidth, not memory). Voxels of one colour do not depend on each
+// other, so the order does not matter: the field is echo_sor_cache's to the bit.
+extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
+echo_sor_march(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, int colour,
+               float omega, float alpha, float beta, float* stats, int do_stats, const int* __restrict__ done,
+               int zchunk) {
+    if (*done) return;
+    const int xh = blockIdx.x * blockDim.x + threadIdx.x;
+    const int yh = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z0 = blockIdx.z * zchunk, z1 = min(Z, z0 + zchunk);
+    const i64 N = (i64)Z * Y * X;
+    const i64 Nc = (i64)4 * Z * Yh * Xh;
+    float d2 = 0.f;
+    for (int z = z0; z < z1; ++z) {
+        const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
+        const int x = 2 * xh + px, y = 2 * yh + py;
+        if (x < X && y < Y) {
+            const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
+            float Kinv[6], R[3], v[3];
+            echo_load_system(Tc, Nc, ci, Kinv, R);
+            EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+            EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+            echo_point(U, w, Kinv, R, alpha, beta, v);
+            const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                float old = u[c * N + idx];
+                float dv = v[c] - old;
+                d2 += dv * dv;
+                u[c * N + idx] = old + omega * dv;
+            }
+        }
+    }
+    if (do_stats) echo_warp_accumulate(d2, stats);
+}
+
 // --------------------------------------------------------------------------- wavefront sweeps
 // echo_sor_wave: one SOR sweep as a wavefront along z (temporal blocking of the four colour
 // passes), for volumes whose field does not stay in L2 between two passes. Stage s (colour
@@ -212,38 +252,42 @@ echo_sor_cache(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
 // (the host launches only the stages with a plane in the volume).
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
 echo_sor_wave(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, int Yh, int Xh, int t, int D,
-              int L, int s0, float omega, float alpha, float beta, float* stats, int do_stats,
+              int L, int s0, int M, float omega, float alpha, float beta, float* stats, int do_stats,
               const int* __restrict__ done) {
     if (*done) return;
-    const int sl = blockIdx.z / D;
+    const int per = D / M;                      // blocks per stage, each marching M planes (M divides D)
+    const int sl = blockIdx.z / per;
     const int stage = s0 + sl;
     const int colour = stage & 3;
-    const int z = t * D - stage * L + (int)(blockIdx.z - sl * D);
-    if (z < 0 || z >= Z) return;   // the whole block: no barrier and no warp sum below skipped by half a warp
+    const int zs = t * D - stage * L + (int)(blockIdx.z - sl * per) * M;
+    const int zb = max(zs, 0), ze = min(zs + M, Z);
+    if (zb >= ze) return;   // the whole block: no warp sum below skipped by half a warp
     const int xh = blockIdx.x * blockDim.x + threadIdx.x;
     const int yh = blockIdx.y * blockDim.y + threadIdx.y;
-    const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
-    const int x = 2 * xh + px, y = 2 * yh + py;
     const i64 N = (i64)Z * Y * X;
     float d2 = 0.f;
-    if (x < X && y < Y) {
-        const i64 Nc = (i64)4 * Z * Yh * Xh;
-        const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
-        float Kinv[6], R[3], v[3];
+    for (int z = zb; z < ze; ++z) {
+        const int px = (colour & 1) ^ (z & 1), py = ((colour >> 1) & 1) ^ (z & 1);
+        const int x = 2 * xh + px, y = 2 * yh + py;
+        if (x < X && y < Y) {
+            const i64 Nc = (i64)4 * Z * Yh * Xh;
+            const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
+            float Kinv[6], R[3], v[3];
 #pragma unroll
-        for (int k = 0; k < 6; ++k) Kinv[k] = echo_sys_stream(Tc + k * Nc + ci);
+            for (int k = 0; k < 6; ++k) Kinv[k] = echo_sys_stream(Tc + k * Nc + ci);
 #pragma unroll
-        for (int k = 0; k < 3; ++k) R[k] = echo_sys_stream(Tc + (6 + k) * Nc + ci);
-        EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-        EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
-        echo_point(U, w, Kinv, R, alpha, beta, v);
-        const i64 idx = echo_idx(z, y, x, Y, X);
+            for (int k = 0; k < 3; ++k) R[k] = echo_sys_stream(Tc + (6 + k) * Nc + ci);
+            EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+            EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+            echo_point(U, w, Kinv, R, alpha, beta, v);
+            const i64 idx = echo_idx(z, y, x, Y, X);
 #pragma unroll
-        for (int c = 0; c < 3; ++c) {
-            float old = u[c * N + idx];
-            float dv = v[c] - old;
-            d2 += dv * dv;
-            u[c * N + idx] = old + omega * dv;
+            for (int c = 0; c < 3; ++c) {
+                float old = u[c * N + idx];
+                float dv = v[c] - old;
+                d2 += dv * dv;
+                u[c * N + idx] = old + omega * dv;
+            }
         }
     }
     if (do_stats) echo_warp_accumulate(d2, stats);

@@ -21,6 +21,8 @@ MAXW = 2 * _cpu.MAX_RADIUS + 1
 NSETS = 8
 #: lines longer than this are filtered by cupyx.scipy.ndimage (shared memory would not hold them)
 MAX_LINE = 1024
+#: consecutive outputs per thread of the y and z Gaussian passes (echo_gauss_line, ECHO_LB)
+LINE_BLOCK = 4
 #: levels up to this many voxels run a warp's SOR sweeps in one launch (echo_sor_persistent;
 #: above, a pass is long enough for its launch not to matter, and the L1 cache that the
 #: persistent kernel gives up serves the neighbour reads). Measured on an H100
@@ -34,8 +36,14 @@ PERSIST_MAX_ITERS = 64
 #: one before, so a plane's field is read from L2 by the later colours), the same field to the
 #: bit as the four passes; below, the field stays in L2 between passes anyway
 WAVE_MIN_VOXELS = 160 ** 3
-#: planes of one colour per launch in the wavefront (0: never use it)
+#: planes of one colour per launch in the wavefront (0: never use it), and planes each block
+#: of it marches through (divides WAVE_D)
 WAVE_D = 0
+WAVE_M = 1
+#: SOR passes of the cache variant march each thread through consecutive planes
+#: (echo_sor_march: the z neighbours from L1), with about this many blocks per multiprocessor
+#: (0: one plane per thread, echo_sor_cache); the same field to the bit either way
+MARCH_BLOCKS_PER_SM = 8
 
 _slots_lock = threading.Lock()
 _slots: dict[int, dict] = {}
@@ -93,7 +101,7 @@ class GpuOps:
         #: storage of the per-voxel system (Kinv and R): float32, or float16 with ``half``
         self.sys_dtype = self.xp.float16 if self.half else self.xp.float32
         defs = {"ECHO_TX": TX, "ECHO_TY": TY}
-        fdefs = dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS)
+        fdefs = dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS, ECHO_LB=LINE_BLOCK)
         # solve_defines: kernel-tuning experiments (e.g. {"ECHO_MINB": 4}), benchmarks only
         sdefs = dict(defs, **(solve_defines or {}))
         if self.half:
@@ -107,6 +115,7 @@ class GpuOps:
         self.k_jacobi = kernel(be, "echo_solve.cu", f"echo_jacobi_{variant}", sdefs)
         self.k_sor = kernel(be, "echo_solve.cu", f"echo_sor_{variant}", sdefs)
         self.k_wave = kernel(be, "echo_solve.cu", "echo_sor_wave", sdefs)
+        self.k_march = kernel(be, "echo_solve.cu", "echo_sor_march", sdefs) if variant == "cache" else None
         self.k_check = kernel(be, "echo_solve.cu", "echo_check", sdefs)
         # one launch per warp (grid-wide barriers), on real devices only: an emulator runs the
         # blocks one after another, and a block waiting at a grid barrier would wait forever
@@ -176,7 +185,7 @@ class GpuOps:
             self.k_gx((_cdiv(rows, TY),), (TX, TY), (data, _i64(rows), _i32(X), _i32(slot), _i32(r)),
                       shared_mem=smem)
         else:
-            smem = (L + 2 * r) * 32 * 4
+            smem = (L + 2 * r + LINE_BLOCK - 1) * 32 * 4   # see echo_gauss_line: the windows of the last outputs
             set_max_dynamic_smem(self.k_gl, smem)
             if ax == 1:
                 grid = (_cdiv(X, 32), Z, C)
@@ -317,7 +326,8 @@ class GpuOps:
                 done = self._not_done
             # the launch of one colour pass, built once per system and field (a warp queues
             # dozens of them: the host's cost per launch matters at 128^3)
-            key = (id(Tc), id(src), id(st), id(done), colour, float(omega), float(alpha), float(beta))
+            key = (id(Tc), id(src), id(st), id(done), colour, float(omega), float(alpha), float(beta),
+                   MARCH_BLOCKS_PER_SM)
             plan = self._plans.get(key)
             if plan is None:
                 args = (Tc, src) + common + (_i32(colour), _f32(omega), _f32(alpha), _f32(beta), st, _i32(do), done)
@@ -325,24 +335,31 @@ class GpuOps:
                     gx, gy = _cdiv(X, 2 * TX), _cdiv(Y, 2 * TY)
                     zch = self._zchunk(Z, gx * gy)
                     plan = ((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),))
+                elif MARCH_BLOCKS_PER_SM > 0:
+                    gx, gy = _cdiv(Xh, TX), _cdiv(Yh, TY)
+                    zch = int(min(32, max(1, _cdiv(Z, _cdiv(MARCH_BLOCKS_PER_SM * self.sms, gx * gy)))))
+                    plan = ((gx, gy, _cdiv(Z, zch)), (TX, TY), args + (_i32(zch),), self.k_march)
                 else:
                     plan = ((_cdiv(Xh, TX), _cdiv(Yh, TY), Z), (TX, TY), args)
                 if len(self._plans) >= 16:   # the arrays' ids stay valid while the plan holds them
                     self._plans.clear()
                 self._plans[key] = plan
-            self.k_sor(*plan)
+            if len(plan) == 4:
+                plan[3](*plan[:3])
+            else:
+                self.k_sor(*plan)
 
     def sor_sweep(self, Tc, u, omega, alpha, beta, stats=None, done=None):
         """One whole SOR sweep in place (the four colours): as a wavefront along z on levels of
         :data:`WAVE_MIN_VOXELS` voxels and more, else four passes."""
         _, Z, Y, X = u.shape
         if WAVE_D > 0 and Z * Y * X >= WAVE_MIN_VOXELS and Z > 1:
-            self._sweep_wave(Tc, u, omega, alpha, beta, stats, done, int(WAVE_D))
+            self._sweep_wave(Tc, u, omega, alpha, beta, stats, done, int(WAVE_D), march=int(WAVE_M))
             return
         for c in range(4):
             self.sweep(Tc, u, u, c, omega, alpha, beta, stats, done)
 
-    def _sweep_wave(self, Tc, u, omega, alpha, beta, stats, done, D, lag=None):
+    def _sweep_wave(self, Tc, u, omega, alpha, beta, stats, done, D, lag=None, march=1):
         """The launches of one wavefront sweep (``lag``: planes between colours, D + 1; a
         smaller one is wrong and exists for the test that shows it)."""
         _, Z, Y, X = u.shape
@@ -353,7 +370,8 @@ class GpuOps:
                 self._not_done = self.xp.zeros(1, dtype=self.xp.int32)
             done = self._not_done
         L = D + 1 if lag is None else int(lag)
-        key = ("wave", id(Tc), id(u), id(st), id(done), float(omega), float(alpha), float(beta), D, L)
+        M = march if march >= 1 and D % march == 0 else 1
+        key = ("wave", id(Tc), id(u), id(st), id(done), float(omega), float(alpha), float(beta), D, L, M)
         plan = self._plans.get(key)
         if plan is None:
             gx, gy = _cdiv(Xh, TX), _cdiv(Yh, TY)
@@ -365,8 +383,8 @@ class GpuOps:
                 if s_lo > s_hi:
                     continue
                 args = (Tc, u, _i32(Z), _i32(Y), _i32(X), _i32(Yh), _i32(Xh), _i32(t), _i32(D), _i32(L), _i32(s_lo),
-                        _f32(omega), _f32(alpha), _f32(beta), st, _i32(do), done)
-                plan.append(((gx, gy, (s_hi - s_lo + 1) * D), (TX, TY), args))
+                        _i32(M), _f32(omega), _f32(alpha), _f32(beta), st, _i32(do), done)
+                plan.append(((gx, gy, (s_hi - s_lo + 1) * (D // M)), (TX, TY), args))
             if len(self._plans) >= 16:
                 self._plans.clear()
             self._plans[key] = plan

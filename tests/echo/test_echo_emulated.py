@@ -117,3 +117,64 @@ def test_wavefront_sweep_equals_the_four_passes(monkeypatch, D):
         ops._sweep_wave(Tc, bad, 1.8, 0.02, 0.05, None, None, D, lag=D - 1)
         ops._sweep_wave(Tc, bad, 1.8, 0.02, 0.05, None, None, D, lag=D - 1)
         assert np.abs(bad - a).max() > 1e-4
+
+
+@pytest.mark.parametrize("sigma", [0.6, 3.5, (9.0, 0.0, 1.2)])
+def test_emulated_gaussian_passes_give_scipys(sigma):
+    """The y and z passes (echo_gauss_line: four consecutive outputs a thread, the taps'
+    windows shifted in registers) and the x pass against the NumPy path, on lines that are no
+    multiple of the 32 outputs a block computes at once and a radius longer than a line."""
+    from gpu_kernels.echo import _cpu, _gpu
+
+    v = np.random.default_rng(3).random((7, 37, 45)).astype(np.float32)
+    ops = _gpu.GpuOps(BE, "cache")
+    np.testing.assert_allclose(np.asarray(ops.gaussian(v, sigma)), _cpu.gaussian(v, sigma), atol=2e-6)
+    T = np.random.default_rng(4).random((3, 9, 11, 34)).astype(np.float32)
+    ref = _cpu.smooth_channels(T.copy(), 2.0)
+    np.testing.assert_allclose(np.asarray(ops.smooth_channels(T, 2.0)), ref, atol=2e-6)
+
+
+def _random_system(ops, shape, seed=7):
+    rng = np.random.default_rng(seed)
+    J = rng.random((6,) + shape).astype(np.float32) * 0.5
+    J[:3] += 0.5
+    Tc = ops.system(J, 0.02, 0.05)
+    ops.rhs(Tc, J, rng.standard_normal((3,) + shape).astype(np.float32) * 0.1, None)
+    return Tc, rng.standard_normal((3,) + shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("per_sm", [1, 3])
+def test_marching_passes_equal_one_plane_a_thread(monkeypatch, per_sm):
+    """Issue 24: echo_sor_march (each thread marches through a chunk of planes, z neighbours
+    from L1) gives echo_sor_cache's field to the bit, with the residual sum; and the wavefront
+    whose blocks march through their slab (WAVE_M) too."""
+    from gpu_kernels.echo import _gpu
+
+    shape = (13, 10, 13)
+    ops = _gpu.GpuOps(BE, "cache", half=True)
+    Tc, u0 = _random_system(ops, shape)
+    monkeypatch.setattr(_gpu, "MARCH_BLOCKS_PER_SM", 0)
+    a = u0.copy()
+    sa = ops.new_stats()
+    for c in range(4):
+        ops.sweep(Tc, a, a, c, 1.8, 0.02, 0.05, sa)
+    monkeypatch.setattr(_gpu, "MARCH_BLOCKS_PER_SM", per_sm)
+    launched = []
+    real = ops.k_march
+    monkeypatch.setattr(ops, "k_march", lambda g, b, args: (launched.append(g), real(g, b, args)))
+    ops._plans.clear()
+    b = u0.copy()
+    sb = ops.new_stats()
+    for c in range(4):
+        ops.sweep(Tc, b, b, c, 1.8, 0.02, 0.05, sb)
+    assert launched and all(g[2] < shape[0] for g in launched)    # several planes a block
+    assert np.abs(a - u0).max() > 1e-3
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_allclose(sb, sa, rtol=1e-5)
+    monkeypatch.setattr(_gpu, "WAVE_MIN_VOXELS", 0)
+    for D, M in ((2, 2), (4, 2), (3, 3)):
+        monkeypatch.setattr(_gpu, "WAVE_D", D)
+        monkeypatch.setattr(_gpu, "WAVE_M", M)
+        w = u0.copy()
+        ops.sor_sweep(Tc, w, 1.8, 0.02, 0.05)
+        np.testing.assert_array_equal(w, a)

@@ -281,10 +281,11 @@ def test_persistent_launch_fits_the_device_or_falls_back(be, monkeypatch):
     assert _gpu.PERSIST_MAX_VOXELS >= 40 * 64 * 64
 
 
-@pytest.mark.parametrize("D", [2, 4, 7])
-def test_wavefront_sweeps_equal_the_four_passes_on_gpu(be, monkeypatch, D):
-    """Issue 24: echo_sor_wave (a sweep as a wavefront along z) gives the four passes' field
-    to the bit on the GPU, over whole estimates (many blocks, every level)."""
+@pytest.mark.parametrize("D, M, per_sm", [(0, 1, 8), (0, 1, 2), (2, 1, 0), (4, 2, 0), (7, 7, 0)])
+def test_wavefront_and_marching_sweeps_equal_the_four_passes_on_gpu(be, monkeypatch, D, M, per_sm):
+    """Issue 24: echo_sor_march (threads marching through planes) and echo_sor_wave (a sweep
+    as a wavefront along z, its blocks marching M planes) give the plain four passes' field to
+    the bit on the GPU, over whole estimates (many blocks, every level)."""
     from gpu_kernels.echo import _gpu, estimate_motion
     from gpu_kernels.echo.synthetic import make_pair
 
@@ -293,10 +294,13 @@ def test_wavefront_sweeps_equal_the_four_passes_on_gpu(be, monkeypatch, D):
     monkeypatch.setattr(_gpu, "PERSIST_MAX_VOXELS", 0)
     monkeypatch.setattr(_gpu, "WAVE_MIN_VOXELS", 0)
     monkeypatch.setattr(_gpu, "WAVE_D", 0)
+    monkeypatch.setattr(_gpu, "MARCH_BLOCKS_PER_SM", 0)
     four = _get(estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw))
     monkeypatch.setattr(_gpu, "WAVE_D", D)
-    wave = _get(estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw))
-    np.testing.assert_array_equal(wave, four)
+    monkeypatch.setattr(_gpu, "WAVE_M", M)
+    monkeypatch.setattr(_gpu, "MARCH_BLOCKS_PER_SM", per_sm)
+    other = _get(estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw))
+    np.testing.assert_array_equal(other, four)
 
 
 def test_invert_on_gpu_reads_the_flag_rarely(be, monkeypatch):
