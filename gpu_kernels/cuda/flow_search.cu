@@ -180,6 +180,116 @@ extern "C" __global__ void is_step(const float* __restrict__ I1, const float* __
     }
 }
 
+// is_step with one warp per patch: lane l holds the patch's pixels l, l + 32, ... (template,
+// gradients, residuals), and every sum (mean, cost, Hessian, Gauss-Newton right-hand side) is a
+// butterfly over the warp, which leaves the same bits in every lane, so the lanes take the same
+// decisions. The same steps as is_step; the sums are added in another order (float rounding).
+// A thread per patch walks 13 costs of IS_N bilinear samples a round one after the other, so a
+// level's rounds took ~0.1 ms whatever its size (a few dozen patches at the coarsest levels).
+#define IS_NL ((IS_N + 31) / 32)
+__device__ __forceinline__ float is_wsum(float x) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+    return x;
+}
+
+__device__ __forceinline__ float is_wcost(const float* __restrict__ I2, int H, int W, int ox, int oy, float u,
+                                          float v, const float* T, float* r, int lane) {
+    float m = 0.0f;
+#pragma unroll
+    for (int t = 0; t < IS_NL; ++t) {
+        const int q = lane + 32 * t;
+        r[t] = 0.0f;
+        if (q < IS_N) {
+            r[t] = ops_bilinear(I2, H, W, (float)(ox + q % IS_P) + u, (float)(oy + q / IS_P) + v);
+            m += r[t];
+        }
+    }
+    m = is_wsum(m) * (1.0f / IS_N);
+    float s = 0.0f;
+#pragma unroll
+    for (int t = 0; t < IS_NL; ++t) {
+        if (lane + 32 * t < IS_N) {
+            r[t] = (r[t] - m) - T[t];
+            s += r[t] * r[t];
+        }
+    }
+    return is_wsum(s);
+}
+
+extern "C" __global__ void is_step_warp(const float* __restrict__ I1, const float* __restrict__ I2,
+                                        const float* __restrict__ pu_in, const float* __restrict__ pv_in,
+                                        const float* __restrict__ pc_in, float* __restrict__ pu,
+                                        float* __restrict__ pv, float* __restrict__ pc, int H, int W, int Ny, int Nx,
+                                        int iters, int prop, float reg) {
+    const long long gt = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long k = gt >> 5;
+    const int lane = threadIdx.x & 31;
+    if (k >= (long long)Ny * Nx) return;           // whole warps leave together (blockDim a multiple of 32)
+    const int j = (int)(k / Nx), i = (int)(k % Nx);
+    const int oy = is_origin(j, H, Ny), ox = is_origin(i, W, Nx);
+    float T[IS_NL], Tx[IS_NL], Ty[IS_NL], r[IS_NL];
+    float m = 0.0f, a = 0.0f, b = 0.0f, c = 0.0f;
+#pragma unroll
+    for (int t = 0; t < IS_NL; ++t) {
+        const int q = lane + 32 * t;
+        T[t] = Tx[t] = Ty[t] = 0.0f;
+        if (q < IS_N) {
+            const int x = ox + q % IS_P, y = oy + q / IS_P;
+            T[t] = I1[(long long)y * W + x];
+            m += T[t];
+            float gx, gy;
+            flow_grad(I1, H, W, x, y, gx, gy);
+            Tx[t] = gx;
+            Ty[t] = gy;
+            a += gx * gx;
+            b += gx * gy;
+            c += gy * gy;
+        }
+    }
+    m = is_wsum(m) * (1.0f / IS_N);
+    a = is_wsum(a) + reg;
+    b = is_wsum(b);
+    c = is_wsum(c) + reg;
+#pragma unroll
+    for (int t = 0; t < IS_NL; ++t)
+        if (lane + 32 * t < IS_N) T[t] -= m;
+    const float det = a * c - b * b;
+    float bu = pu_in[k], bv = pv_in[k], bc = pc_in[k];
+    if (prop) {
+        const int nj[4] = {j, j, j + 1, j - 1};
+        const int ni[4] = {i + 1, i - 1, i, i};
+        for (int q = 0; q < 4; ++q) {
+            if (nj[q] < 0 || nj[q] >= Ny || ni[q] < 0 || ni[q] >= Nx) continue;
+            const long long n = (long long)nj[q] * Nx + ni[q];
+            const float cu = pu_in[n], cv = pv_in[n];
+            const float s = is_wcost(I2, H, W, ox, oy, cu, cv, T, r, lane);
+            if (s < bc) { bc = s; bu = cu; bv = cv; }
+        }
+    }
+    float u = bu, v = bv;
+    for (int it = 0; it <= iters; ++it) {
+        const float s = is_wcost(I2, H, W, ox, oy, u, v, T, r, lane);
+        if (s < bc) { bc = s; bu = u; bv = v; }
+        if (it == iters) break;
+        float ex = 0.0f, ey = 0.0f;
+#pragma unroll
+        for (int t = 0; t < IS_NL; ++t) {
+            ex += Tx[t] * r[t];
+            ey += Ty[t] * r[t];
+        }
+        ex = is_wsum(ex);
+        ey = is_wsum(ey);
+        u -= (c * ex - b * ey) / det;
+        v -= (a * ey - b * ex) / det;
+    }
+    if (lane == 0) {
+        pu[k] = bu;
+        pv[k] = bv;
+        pc[k] = bc;
+    }
+}
+
 // Dense flow: each pixel's flow is the mean of the patches covering it, weighted by each
 // patch's texture confidence over its photometric error at that pixel, plus `prior` times the
 // flow it had before (so pixels of untextured patches keep the coarser level's flow).
@@ -243,7 +353,7 @@ extern "C" __global__ void is_rf_rows(float* __restrict__ J, const float* __rest
 // L floats apart. A (L - 1, R). The row pass runs it on the transposed stack. The values are
 // loaded IS_RF_CHUNK steps ahead of the recursion (independent loads in flight, then the chain in
 // registers), since each step's load would otherwise wait a full memory latency.
-#define IS_RF_CHUNK 8
+#define IS_RF_CHUNK 32
 extern "C" __global__ void is_rf_axis1(float* __restrict__ J, const float* __restrict__ A, int C, int L, int R) {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (long long)C * R) return;

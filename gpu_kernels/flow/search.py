@@ -188,6 +188,10 @@ FILL_PASSES = 3
 #: the integer search of the coarsest levels on the GPU with one warp per patch (is_init_warp: the
 #: shifts spread over the lanes, the same result) rather than one thread per patch (is_init)
 INIT_WARP = True
+#: the patches' propagation and Gauss-Newton rounds on the GPU with one warp per patch
+#: (is_step_warp: the patch's pixels over the lanes, sums over the warp; the same steps, float sums
+#: in another order) rather than one thread per patch (is_step)
+STEP_WARP = True
 #: the fill's recursive filter on the GPU: one thread per row and column with coalesced steps
 #: (is_rf_axis1 on a transposed stack for the rows) rather than is_rf_rows (one thread per row,
 #: each step L floats from the neighbouring thread's)
@@ -352,7 +356,9 @@ def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, str
             _gpu.grid1d(32 * n, 128) if warp else grid, (128,) if warp else T,
             (I1, I2, u0, v0, pu, pv, pc, conf, _gpu.i32(H), _gpu.i32(W), _gpu.i32(Ny), _gpu.i32(Nx), _gpu.i32(radius),
              _gpu.f32(texture)))
-        ks = _gpu.kernel(be, _SRC, "is_step", d)
+        ks = _gpu.kernel(be, _SRC, "is_step_warp" if STEP_WARP else "is_step", d)
+        if STEP_WARP:
+            grid, T = _gpu.grid1d(32 * n, 128), (128,)
         qu, qv, qc = (xp.empty((Ny, Nx), xp.float32) for _ in range(3))
         for _ in range(max(rounds, 1)):
             ks(grid, T, (I1, I2, pu, pv, pc, qu, qv, qc, _gpu.i32(H), _gpu.i32(W), _gpu.i32(Ny), _gpu.i32(Nx),
