@@ -161,6 +161,73 @@ def _upload_one(be, img, rep: int) -> dict:
     return r
 
 
+def gpu_time(fn, rep: int = 10) -> float:
+    """Median GPU milliseconds of ``fn`` (CUDA events)."""
+    import cupy as cp
+
+    fn()
+    ts = []
+    for _ in range(rep):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(a, b))
+    return median(ts)
+
+
+def bench_chunks(rep: int = 10) -> list[dict]:
+    """Pixels per thread of the SLIC assignment (4 iterations + the last assignment) and of
+    the feature kernels (runs, with moments), on the contours pipeline's own inputs and on
+    the k-means pipeline's labels."""
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import contours as C
+    from gpu_kernels.imseg import features as F
+
+    be = get_backend("cuda")
+    rows = []
+    sc0, fc0 = C.SLIC_CHUNK, F.CHUNK
+    for h, w in ((1080, 1920), (2160, 3840)):
+        try:
+            r = _chunks_one(be, natural_image(h, w), rep)
+        finally:
+            C.SLIC_CHUNK, F.CHUNK = sc0, fc0
+        print(f"== chunks {r}", flush=True)
+        rows.append(r)
+    return rows
+
+
+def _chunks_one(be, img, rep: int) -> dict:
+    from gpu_kernels.imseg import contours as C
+    from gpu_kernels.imseg import features as F
+    from gpu_kernels.imseg.segment import segment_image
+
+    h, w = img.shape[:2]
+    col = C.stage_colour(img, device=be)
+    sp = C.stage_superpixels(col, device=be)
+    mg = C.stage_merge(col, sp, device=be)
+    km = segment_image(img, device="cuda", features=False)
+    km_lab = be.xp.asarray(km.labels).reshape(-1)
+
+    def slic():
+        return C.slic_device(be, col["sm"], col["q"], h, w, sp["S"], sp["compactness"], C.SLIC_ITERATIONS)
+
+    def feat_contours():
+        return F.features_device(be, mg["labels"], mg["count"], h, w, col["img_d"], 3, "runs", True)
+
+    def feat_kmeans():
+        return F.features_device(be, km_lab, km.n_regions, h, w, col["img_d"], 3, "runs", True)
+
+    r = {"size": f"{w}x{h}", "contours_regions": mg["count"], "kmeans_regions": km.n_regions}
+    for c in (1, 2, 4, 8, 16):
+        C.SLIC_CHUNK = F.CHUNK = c
+        r[f"slic_chunk{c}_ms"] = round(gpu_time(slic, rep), 4)
+        r[f"feat_contours_chunk{c}_ms"] = round(gpu_time(feat_contours, rep), 4)
+        r[f"feat_kmeans_chunk{c}_ms"] = round(gpu_time(feat_kmeans, rep), 4)
+    return r
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="512x512,1920x1080,3840x2160")
@@ -169,11 +236,14 @@ def main(argv=None):
     ap.add_argument("--params", default="{}")
     ap.add_argument("--json", default=None)
     ap.add_argument("--upload", action="store_true", help="also time the upload variants")
+    ap.add_argument("--chunks", action="store_true", help="also time the pixels-per-thread variants")
     a = ap.parse_args(argv)
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cp.__version__}", flush=True)
     rows = bench_upload() if a.upload else []
+    if a.chunks:
+        rows += bench_chunks()
     for method in (a.methods.split(",") if a.methods else []):
         for s in a.sizes.split(","):
             w, h = (int(v) for v in s.split("x"))

@@ -107,6 +107,11 @@ extern "C" __global__ void ct_slic_init(const float* __restrict__ sm, long long 
 }
 
 #define CT_CHUNK 16
+// pixels per thread of ct_slic_assign (its runs are summed across the warp, so a short chunk
+// costs few atomics and reads the planes coalesced)
+#ifndef CT_SLIC_CHUNK
+#define CT_SLIC_CHUNK 16
+#endif
 
 __device__ __forceinline__ void ct_flush(int k, int c, long long s0, long long s1, long long s2, long long sy,
                                          long long sx, int* __restrict__ cnt, long long* __restrict__ sums) {
@@ -128,11 +133,11 @@ extern "C" __global__ void ct_slic_assign(const float* __restrict__ sm, const in
                                           int* __restrict__ lab, int acc, int* __restrict__ cnt,
                                           long long* __restrict__ sums) {
     long long n = (long long)W * H;
-    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_CHUNK;
+    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_SLIC_CHUNK;
     const int K = gw * gh;
     int rk = -1, rc = 0;
     long long r0 = 0, r1 = 0, r2 = 0, ry = 0, rx = 0;
-    for (int j = 0; j < CT_CHUNK; ++j) {
+    for (int j = 0; j < CT_SLIC_CHUNK; ++j) {
         long long pp = p0 + j;
         if (pp >= n) break;
         int p = (int)pp;

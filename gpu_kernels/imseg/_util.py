@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 
 import numpy as np
 
@@ -185,6 +186,27 @@ def activated(be):
         yield
 
 
+#: page-locked bytes that results may hold at once; past it, results are downloaded into
+#: ordinary (pageable) memory, so a batch that keeps every result does not pin the host's RAM
+PINNED_RESULT_CAP = 512 << 20
+_PINNED_HELD = [0]
+
+
+def _release_pinned(nbytes: int) -> None:
+    _PINNED_HELD[0] -= nbytes
+
+
+def _result_block(be, nbytes: int) -> np.ndarray:
+    """A host block for downloaded results: page-locked (:func:`_pinned_block`) while the
+    results alive hold less than ``PINNED_RESULT_CAP``, else pageable."""
+    if _PINNED_HELD[0] + nbytes > PINNED_RESULT_CAP:
+        return np.empty(max(int(nbytes), 8), np.uint8)
+    block = _pinned_block(be, nbytes)
+    _PINNED_HELD[0] += block.size
+    weakref.finalize(block, _release_pinned, int(block.size))
+    return block
+
+
 def _pinned_block(be, nbytes: int) -> np.ndarray:
     """A page-locked host buffer of at least ``nbytes`` from CuPy's pinned-memory pool: the
     arrays returned to the caller are views of it, so when they are freed the block goes back
@@ -285,7 +307,7 @@ def download_async(be, arrays: dict) -> PendingDownload:
         off += -(-int(v.nbytes) // 8) * 8
     if not srcs:
         return PendingDownload({})
-    host = _pinned_block(be, off)
+    host = _result_block(be, off)
     out = {k: host[o:o + nb].view(dt).reshape(shape) for k, o, dt, shape, nb in meta}
     side = _SIDE.get(be.label)
     if side is None:

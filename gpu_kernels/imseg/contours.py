@@ -122,6 +122,8 @@ NF = 1024
 BLOCK = 1024
 #: pixels per thread of the accumulating kernels (CT_CHUNK)
 CHUNK = 16
+#: pixels per thread of the SLIC assignment (CT_SLIC_CHUNK)
+SLIC_CHUNK = 16
 
 STAGES = ("upload", "colour", "superpixels", "graph", "merge", "features", "download")
 _SRC = "imseg_contours.cu"
@@ -504,11 +506,12 @@ def slic_device(be, sm, q, h: int, w: int, S: int, compactness: float, iteration
     sums = xp.zeros(5 * K, dtype=xp.int64)
     lab = xp.empty(n, dtype=xp.int32)
     wxy = f32((compactness / S) ** 2)
-    fa = kernel(be, _SRC, "ct_slic_assign", options=_OPTS)
+    fa = kernel(be, _SRC, "ct_slic_assign", options=_OPTS,
+                defines=None if SLIC_CHUNK == 16 else {"CT_SLIC_CHUNK": SLIC_CHUNK})
     fu = kernel(be, _SRC, "ct_slic_update", options=_OPTS)
     for it in range(iterations + 1):
         acc = np.int32(it < iterations)
-        fa(grid(-(-n // CHUNK), 256), (256,), (sm, q, np.int32(w), np.int32(h), np.int32(S), np.int32(gw), np.int32(gh), wxy,
+        fa(grid(-(-n // SLIC_CHUNK), 256), (256,), (sm, q, np.int32(w), np.int32(h), np.int32(S), np.int32(gw), np.int32(gh), wxy,
                                   cc, cy, cx, lab, acc, cnt, sums))
         if it < iterations:
             fu(grid(K, 256), (256,), (np.int32(K), cnt, sums, cc, cy, cx))

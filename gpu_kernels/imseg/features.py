@@ -110,6 +110,10 @@ def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab:
 
 
 # --------------------------------------------------------------------------- GPU path
+def _defines():
+    return None if CHUNK == 16 else {"FT_CHUNK": CHUNK}
+
+
 def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int, lab_d=None, order=None,
                  out: dict | None = None) -> dict:
     """Pass 1 accumulators on the device (no synchronisation). ``img_d`` may be None when
@@ -141,7 +145,7 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
         img_arg, sfx, c = NULL, "f32", 3
     else:
         img_arg, sfx = img_d, PIXEL_SUFFIX[np.dtype(img_d.dtype)]
-    fn = kernel(be, _SRC, f"feat_pass1_{sfx}", options=_color.CUDA_OPTIONS)
+    fn = kernel(be, _SRC, f"feat_pass1_{sfx}", options=_color.CUDA_OPTIONS, defines=_defines())
     fn(grid(-(-n // CHUNK), 256), (256,),
        (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, img_arg, np.int32(c),
         lab_d if lab_d is not None else NULL, np.int32(flags), area, bbox, sum_rc, raw, labsum))
@@ -179,7 +183,7 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         # exact integer sums about the rounded-down centroid (the same on every run; float
         # atomics were not), then shifted to the centroid
         macc = xp.zeros(32 * R1, dtype=xp.uint64)
-        kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS)(
+        kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS, defines=_defines())(
             grid(-(-n // CHUNK), 256), (256,),
             (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
         mu = xp.empty(16 * R1, dtype=xp.float64)

@@ -114,3 +114,17 @@ def test_gpu_upload_and_download_keep_earlier_results():
     assert not np.shares_memory(s1.labels, s2.labels)
     cpu = segment_contours(img1, device="cpu")
     np.testing.assert_array_equal(s1.labels, cpu.labels)
+
+
+@pytest.mark.gpu
+def test_gpu_results_past_the_pinned_cap_go_to_pageable_memory(monkeypatch):
+    pytest.importorskip("cupy")
+    from gpu_kernels.imseg import _util
+    from gpu_kernels.imseg.contours import segment_contours
+
+    img = _image(200, 300)
+    a = segment_contours(img, device="cuda")
+    monkeypatch.setattr(_util, "PINNED_RESULT_CAP", 0)
+    b = segment_contours(img, device="cuda")
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.features["moments_central"], b.features["moments_central"])
