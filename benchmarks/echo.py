@@ -633,7 +633,8 @@ class solver_knobs:
              "_wave_m": ("gpu_kernels.echo._gpu", "WAVE_M"),
              "_wave_min": ("gpu_kernels.echo._gpu", "WAVE_MIN_VOXELS"),
              "_march": ("gpu_kernels.echo._gpu", "MARCH_BLOCKS_PER_SM"),
-             "_persist": ("gpu_kernels.echo._gpu", "PERSIST_MAX_VOXELS")}
+             "_persist": ("gpu_kernels.echo._gpu", "PERSIST_MAX_VOXELS"),
+             "_minb": ("gpu_kernels.echo._gpu", "SOR_MIN_BLOCKS")}
 
     def __init__(self, cfg):
         self.kw = {k: v for k, v in cfg.items() if not k.startswith("_")}

@@ -43,7 +43,10 @@ WAVE_M = 1
 #: SOR passes of the cache variant march each thread through consecutive planes
 #: (echo_sor_march: the z neighbours from L1), with about this many blocks per multiprocessor
 #: (0: one plane per thread, echo_sor_cache); the same field to the bit either way
-MARCH_BLOCKS_PER_SM = 8
+MARCH_BLOCKS_PER_SM = 0
+#: the sweep kernels' __launch_bounds__ minimum of resident blocks (256 threads) per multiprocessor
+#: (ECHO_MINB: the compiler keeps registers to 65536 / (256 x this) a thread)
+SOR_MIN_BLOCKS = 3
 
 _slots_lock = threading.Lock()
 _slots: dict[int, dict] = {}
@@ -103,7 +106,8 @@ class GpuOps:
         defs = {"ECHO_TX": TX, "ECHO_TY": TY}
         fdefs = dict(defs, ECHO_MAXW=MAXW, ECHO_NSETS=NSETS, ECHO_LB=LINE_BLOCK)
         # solve_defines: kernel-tuning experiments (e.g. {"ECHO_MINB": 4}), benchmarks only
-        sdefs = dict(defs, **(solve_defines or {}))
+        sdefs = dict(defs, ECHO_MINB=int(SOR_MIN_BLOCKS))
+        sdefs.update(solve_defines or {})
         if self.half:
             sdefs["ECHO_HALF"] = 1
         self.m_filter = module(be, "echo_filter.cu", fdefs)  # its constant memory holds the filter taps

@@ -423,7 +423,7 @@ def _ops_for(be: Backend, variant: str, half: bool = False):
 
         # one facade per device, variant, precision, thread and kernel loader (building one
         # looks up eight kernels: a measurable share of a 128^3 estimate)
-        key = (id(be), be.device_id, variant, bool(half), threading.get_ident(), _gpu.kernel)
+        key = (id(be), be.device_id, variant, bool(half), threading.get_ident(), _gpu.kernel, _gpu.SOR_MIN_BLOCKS)
         ops = _OPS.get(key)
         if ops is None:
             if len(_OPS) > 64:

@@ -273,6 +273,7 @@ def test_persistent_launch_fits_the_device_or_falls_back(be, monkeypatch):
     queued = estimate_motion(be.xp.asarray(f), be.xp.asarray(m), **kw)
     assert not launches
     np.testing.assert_allclose(_get(one), _get(queued), atol=1e-5)
+    monkeypatch.setattr(ops, "k_persist", real)
     monkeypatch.setattr(ops, "_resident", None)   # no calculator: the kernel's registers decide
     monkeypatch.setattr(driver, "occupancyMaxActiveBlocksPerMultiprocessor",
                         lambda *a: (_ for _ in ()).throw(RuntimeError("no calculator")))
