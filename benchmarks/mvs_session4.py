@@ -143,6 +143,62 @@ def one(scene, dev, label, *, repeat, profile, views, **kw) -> dict:
     return row
 
 
+def fuse_compare(scene, dev) -> dict:
+    """The fusion kernel against the CuPy path it replaced, on the scene's grown maps: the same
+    cloud? and the time of each (median of 3)."""
+    import dataclasses
+
+    from gpu_kernels.mvs.fusion import fuse_depth_maps
+
+    res = reconstruct(scene, views="all", device=dev, fuse=False)
+    kw = {"views": res.views, "normals": [m.normal for m in res.maps], "confidences": [m.conf for m in res.maps],
+          "images": [scene.images[v] if np.asarray(scene.images[v]).dtype == np.uint8 else None for v in res.views]}
+    deps = [m.depth for m in res.maps]
+    out, clouds = {}, {}
+    for label, env in (("kernel", "1"), ("cupy", "0")):
+        os.environ["GPULAB_MVS_FUSE_KERNEL"] = env
+        ts = []
+        for _ in range(3):
+            _sync()
+            t = time.perf_counter()
+            clouds[label] = fuse_depth_maps(scene.cameras, deps, device=dev, **kw)
+            ts.append(time.perf_counter() - t)
+        out[label + "_s"] = statistics.median(ts)
+    os.environ.pop("GPULAB_MVS_FUSE_KERNEL", None)
+    a, b = clouds["kernel"], clouds["cupy"]
+    out["points"] = [len(a.points), len(b.points)]
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        out[f.name + "_equal"] = bool(x.shape == y.shape and np.array_equal(x, y))
+        if x.shape == y.shape and x.size:
+            out[f.name + "_maxdiff"] = float(np.abs(x.astype(np.float64) - y.astype(np.float64)).max())
+    log("fuse compare", json.dumps(out))
+    return out
+
+
+def batch_spread(scene, dev, batches) -> list:
+    """The confirmed samples per view of the host queue before issue 24 (``mvs.py``'s baseline
+    grower) and of the device queue at several batch sizes: how much the batch order alone moves
+    them, for either queue."""
+    import mvs as mb
+
+    from gpu_kernels.mvs.optimize import prepare_image
+
+    base = mb._baseline_grower()
+    img9 = {v: prepare_image(scene.images[v]) for v in range(scene.n_views)}
+    rows = []
+    for label, grower, env in (("host queue (before)", base, {"GPULAB_MVS_SPL": "1"}), ("device queue", None, {})):
+        if label.startswith("host") and base is None:
+            continue
+        with mb._variant(env, grower, img9):
+            for b in batches:
+                res = reconstruct(scene, views="all", device=dev, fuse=False, batch_size=b)
+                row = {"label": label, "batch": b, "grow_s": res.stats["grow_s"], **quality(scene, res, dev)}
+                rows.append(row)
+                log("spread", json.dumps(row))
+    return rows
+
+
 def stages(scene, dev) -> dict:
     """The tool's stages on the device: a full run, an NCC threshold edit, a views edit."""
     from app.tools import mvs
@@ -157,16 +213,111 @@ def stages(scene, dev) -> dict:
     for label, edit in (("full", {}), ("ncc 0.5", {"ncc_accept": 0.5}), ("views 0-3", {"views": "0,1,2,3"}),
                         ("neighbors 6", {"views": "0,1,2,3", "neighbors": 6})):
         _sync()
+        pr = cProfile.Profile() if label == "views 0-3" else None
+        if pr is not None:
+            pr.enable()
         t = time.perf_counter()
         live, rep = mvs.TOOL.run_staged(data, {**prm, **edit}, device=be, cache=cache)
         wall = time.perf_counter() - t
+        if pr is not None:
+            pr.disable()
+            st_ = io.StringIO()
+            pstats.Stats(pr, stream=st_).sort_stats("cumulative").print_stats(30)
+            log(f"--- cProfile stage {label}\n" + st_.getvalue()[-5000:])
         fresh = mvs.run(data, {**prm, **edit}, device=be)
         same = all(np.array_equal(a.depth, b.depth, equal_nan=True) and np.array_equal(a.conf, b.conf)
                    for a, b in zip(live.result.maps, fresh.result.maps, strict=True))
+        gst = live.result.maps[0].stats
         out[label] = {"wall_s": wall, "ran": rep.ran, "reused": rep.reused, "seconds": rep.seconds,
-                      "same_as_full_run": bool(same)}
+                      "same_as_full_run": bool(same), "views": len(live.result.maps),
+                      "grow": {k: gst.get(k) for k in ("time_s", "setup_s", "loop_s", "wait_s", "download_s",
+                                                       "batches", "graph", "neighbors")}}
         log("stages", label, json.dumps(out[label], default=str))
         prm = {**prm, **edit}
+    return out
+
+
+def download_bench(P: int = 16 * 640 * 480, repeat: int = 5) -> dict:
+    """Ways to bring the growing's six record arrays (P pixels: 4 float32 planes, float32 x 3
+    normals, int16 iterations) to the host: pageable ``get`` per array (what grow.py does), one
+    pinned staging buffer then copies into fresh arrays, and ``get`` into hugepage-advised memory."""
+    import mmap
+
+    import cupy as cp
+
+    arrs = [cp.full(P, 1.5, cp.float32) for _ in range(4)] + [cp.full((P, 3), 0.5, cp.float32),
+                                                                cp.ones(P, cp.int16)]
+    nbytes = sum(a.nbytes for a in arrs)
+    cp.cuda.runtime.deviceSynchronize()
+    out = {"bytes": nbytes}
+
+    def timeit(fn):
+        ts = []
+        for _ in range(repeat):
+            cp.cuda.runtime.deviceSynchronize()
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts)
+
+    out["pageable_get"] = timeit(lambda: [a.get() for a in arrs])
+    pin = cp.cuda.alloc_pinned_memory(nbytes)
+    stage = np.frombuffer(pin, np.uint8, nbytes)
+    s = cp.cuda.Stream(non_blocking=True)
+
+    def staged(copy_out=True):
+        o = 0
+        for a in arrs:
+            cp.cuda.runtime.memcpyAsync(stage.ctypes.data + o, a.data.ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToHost,
+                                        s.ptr)
+            o += a.nbytes
+        s.synchronize()
+        if copy_out:
+            o = 0
+            res = []
+            for a in arrs:
+                res.append(stage[o:o + a.nbytes].view(a.dtype).reshape(a.shape).copy())
+                o += a.nbytes
+            return res
+
+    out["pinned_dma_only"] = timeit(lambda: staged(False))
+    out["pinned_then_copy"] = timeit(staged)
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(8)
+
+    def staged_threads():
+        staged(False)
+        res = [np.empty(a.shape, a.dtype) for a in arrs]
+        jobs, o = [], 0
+        for a, r in zip(arrs, res, strict=True):
+            src = stage[o:o + a.nbytes]
+            dst = r.reshape(-1).view(np.uint8)
+            step = 1 << 22
+            for c in range(0, a.nbytes, step):
+                jobs.append(pool.submit(np.copyto, dst[c:c + step], src[c:c + step]))
+            o += a.nbytes
+        for j in jobs:
+            j.result()
+        return res
+
+    out["pinned_then_threaded_copy"] = timeit(staged_threads)
+
+    def huge():
+        mm = mmap.mmap(-1, nbytes)
+        mm.madvise(mmap.MADV_HUGEPAGE)
+        buf = np.frombuffer(mm, np.uint8)
+        o = 0
+        for a in arrs:
+            a.get(out=buf[o:o + a.nbytes].view(a.dtype).reshape(a.shape))
+            o += a.nbytes
+
+    try:
+        out["hugepage_get"] = timeit(huge)
+    except Exception as exc:  # noqa: BLE001 - no madvise here
+        out["hugepage_get"] = repr(exc)
+    out["fresh_alloc_fill"] = timeit(lambda: [np.full(a.shape, 1, a.dtype) for a in arrs])
+    log("download bench", json.dumps(out))
     return out
 
 
@@ -178,6 +329,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-stages", action="store_true")
+    ap.add_argument("--download-bench", action="store_true")
+    ap.add_argument("--fuse-compare", action="store_true")
+    ap.add_argument("--batch-spread", default="", help="batch sizes for the confirmed-samples spread")
     args = ap.parse_args(argv)
     dev = args.device
     out = {"device": device_name(), "label": args.label, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -186,6 +340,8 @@ def main(argv=None):
 
     out["code"] = str(Path(gpu_kernels.__file__).resolve().parent)
     log("device", out["device"], "label", args.label, "code", out["code"])
+    if args.download_bench:
+        out["download_bench"] = download_bench()
     scene = read_scene(temple_dir())
     t = time.perf_counter()
     pts, pvis, _ = scene_seeds(scene)
@@ -199,8 +355,12 @@ def main(argv=None):
             one(scene, dev, f"{args.label} view 0 alone", repeat=max(args.repeat, 5), profile=args.profile,
                 views=[0], fuse=False, views_together=1)]
     out["rows"] = rows
+    if args.fuse_compare:
+        out["fuse_compare"] = fuse_compare(scene, dev)
     if not args.no_stages:
         out["stages"] = stages(scene, dev)
+    if args.batch_spread:
+        out["batch_spread"] = batch_spread(scene, dev, [int(b) for b in args.batch_spread.split(",")])
     med = {r["label"]: {k: r[k] for k in ("wall_s", "grow_s", "grow_host_share", "whole_host_share",
                                           "confirmed_per_view", "samples_per_view")} for r in rows}
     log("SUMMARY", json.dumps(med, indent=1))

@@ -250,8 +250,9 @@ def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=No
 
 
 def _emitted(xp, outs, a_view, emit, cnt, sx, sn, sc, sq):
-    """The fused points of one view's emitted samples (``sn``/``sc``/``sq`` None where that view
-    has no normals/colours/confidences), appended to ``outs``."""
+    """The fused points of one view's emitted samples (``emit``: their indices, ascending;
+    ``sn``/``sc``/``sq`` None where that view has no normals/colours/confidences), appended to
+    ``outs``. Integer indices, not a mask: the same elements without a count per array."""
     c = cnt[emit].astype(xp.float64)
     outs["p"].append((sx[emit] / c[:, None]).astype(xp.float32))
     if sn is not None:
@@ -331,8 +332,8 @@ def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_t
                                     Nall, Qall, Iall, d_flags, np.float64(rel_tol), sx, cnt, sn, sc, sq, pixb))
             k_mark(grid, (128,), (np.int32(a), np.int32(m), idx, np.int32(n), d_offs, pixb, cnt,
                                   np.int32(min_views), used))
-            emit = cnt >= min_views
-            if not bool(emit.any()):
+            emit = xp.flatnonzero(cnt >= min_views)
+            if len(emit) == 0:
                 continue
             fa = int(flags[a])
             _emitted(xp, outs, views[a], emit, cnt, sx, sn if fa & 1 else None, sc if fa & 2 else None,

@@ -47,6 +47,7 @@ from gpu_kernels.mvs.optimize import (
     sample_split,
     threads_per_pixel,
 )
+from gpu_kernels.mvs.transfer import to_host
 
 __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_MAX_SLANT_DEG",
            "DepthMap", "grow_depth_maps", "textured_mask", "cand_key", "cand_level", "batch_order"]
@@ -233,6 +234,35 @@ class _Group:
         total_free = max(int((state == _FREE).sum()), 1)
         return state, cand, seed_z, n_seeds, total_free
 
+    def first_state_device(self, be, xp, textures, params, masks):
+        """:meth:`first_state` on the device in one launch (``mvs_grow_init`` in
+        ``cuda/mvs_queue.cu``: the border, the masks and the textured test of
+        :func:`textured_mask` together), from the packed ``textures``."""
+        P = self.total
+        k = kernel(be, "mvs_queue.cu", "mvs_grow_init", {"LEVELS": self.levels}, options=("--fmad=false",))
+        has_mask = masks is not None and any(masks[r] is not None for r in self.refs)
+        mh = np.ones(P if has_mask else 1, np.uint8)
+        if has_mask:
+            for a, r in enumerate(self.refs):
+                if masks[r] is not None:
+                    mh[self.offs[a]:self.offs[a + 1]] = np.asarray(masks[r], bool).reshape(-1)
+        state = xp.empty(P, xp.uint8)
+        tex_ofs = np.array([textures.pix_offset[r] for r in self.refs], np.int64)
+        a = xp.asarray
+        k(((P + _NT - 1) // _NT,), (_NT,), (textures.flat, a(tex_ofs), a(self.offs[:-1].astype(np.int32)),
+                                            a(self.Ws.astype(np.int32)), a(self.Hs.astype(np.int32)),
+                                            np.int32(len(self.refs)), np.int32(P), np.int32(self.window // 2),
+                                            np.float64(params.min_ref_std ** 2 * (1 - 1e-3)), a(mh),
+                                            np.int32(1 if has_mask else 0), state))
+        cand = xp.zeros(P, xp.uint32)
+        seed_z = xp.zeros(P, xp.float32)
+        key = xp.asarray(self.seed_key)
+        cand[key] = xp.asarray(cand_key(np.full(len(self.seed_key), SEED_PRIORITY, np.float32), SEED_CODE))
+        seed_z[key] = xp.asarray(self.seed_z)
+        n_seeds = int((state[key] == _FREE).sum()) if len(self.seed_key) else 0
+        total_free = max(int((state == _FREE).sum()), 1)
+        return state, cand, seed_z, n_seeds, total_free
+
     def rtab(self) -> np.ndarray:
         """Per reference: K^-1 (9), dmin, dmax, 0 (``mvs_grow_apply``'s table)."""
         t = np.zeros((len(self.sizes), 12), np.float32)
@@ -386,7 +416,11 @@ class _DeviceGrower:
         self.k_count = kernel(be, "mvs_queue.cu", "mvs_select_count", qdefs)
         self.k_take = kernel(be, "mvs_queue.cu", "mvs_select_take", qdefs)
         self.k_push = kernel(be, "mvs_queue.cu", "mvs_push", qdefs)
-        self.state, self.cand, self.seed_z, self.n_seeds, self.total_free = g.first_state(xp, textured, masks)
+        if textured is None:  # the textured test on the device, with the states
+            first = g.first_state_device(be, xp, tx, params, masks)
+        else:
+            first = g.first_state(xp, textured, masks)
+        self.state, self.cand, self.seed_z, self.n_seeds, self.total_free = first
         self.attempts = xp.zeros(P, xp.uint8)
         self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters = _records(xp, P)
         a = xp.asarray
@@ -480,8 +514,10 @@ class _DeviceGrower:
         if self.stream is not None:
             self.stream.synchronize()
         self.tried = int(self.be.asnumpy(self.ctrl)[5])
-        asn = self.be.asnumpy
-        return tuple(asn(x) for x in (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters))
+        recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
+        if self.emu:
+            return tuple(self.be.asnumpy(x) for x in recs)
+        return tuple(to_host(recs, self.stream))  # pinned staging, threaded copies (transfer.py)
 
 
 def _maps(g: _Group, neighbors, rh, rhs, rht, rc, nrm, iters) -> list[DepthMap]:
@@ -559,12 +595,14 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
     dev = be.is_gpu
     with be.activate():
         g = _Group(cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter)
-        textured = []
-        for r in refs:
-            H, W = cameras[r].height, cameras[r].width
-            o = int(textures.pix_offset[r])
-            rgb = textures.flat[o:o + H * W, :3].reshape(H, W, 3)
-            textured.append(textured_mask(rgb, params.window, params.min_ref_std, device=be if dev else None))
+        textured = None  # on the GPU: found with the first states, in one launch
+        if not dev or os.environ.get("GPULAB_MVS_INIT_KERNEL", "1").strip() == "0":
+            textured = []
+            for r in refs:
+                H, W = cameras[r].height, cameras[r].width
+                o = int(textures.pix_offset[r])
+                rgb = textures.flat[o:o + H * W, :3].reshape(H, W, 3)
+                textured.append(textured_mask(rgb, params.window, params.min_ref_std, device=be if dev else None))
         geo, nbr, refid = build_geometry(cameras, refs, neighbors, tpp)
         if dev:
             gr = _DeviceGrower(be, textures, g, textured, masks, geo, nbr, refid, params, batch_size, max_attempts,

@@ -160,3 +160,33 @@ def test_a_fusion_without_marking_is_caught(small_scene, monkeypatch):
     b = fusion.fuse_depth_maps(cams, deps, device=cuda_emu.emu_backend("cupy"), **kw)
     with pytest.raises(AssertionError):
         _same_cloud(a, b)
+
+
+@pytest.mark.parametrize("window", [5, 7])
+def test_emulated_first_states_equal_the_host_ones(small_scene, window):
+    """``mvs_grow_init`` (border, mask and textured test in one launch) gives the states, seeds
+    and counts of textured_mask + _Group.first_state, on three views with a mask on one."""
+    from gpu_kernels.mvs import grow
+    from gpu_kernels.mvs.stereo import prepare_views
+
+    sc = small_scene.scene
+    dev = cuda_emu.emu_backend("numpy")
+    prep = prepare_views(sc, views=[0, 1, 2], neighbors=5, min_views=3, device="cpu", pack=False)
+    refs = prep.views
+    prm = OptimizeParams(min_views=3, window=window)
+    g = grow._Group(sc.cameras, refs, [prep.neighbors[v] for v in refs], [prep.view_seeds[v] for v in refs], prm,
+                    80.0, None, 15)
+    masks = [None] * sc.n_views
+    H, W = sc.images[1].shape[:2]
+    masks[1] = np.zeros((H, W), bool)
+    masks[1][:, : W // 2] = True
+    textured = [grow.textured_mask(opt.prepare_image(sc.images[r]), window, prm.min_ref_std) for r in refs]
+    want = g.first_state(np, textured, masks)
+    got = g.first_state_device(dev, np, pack_views(sc.images, device=dev), prm, masks)
+    for w, x in zip(want, got, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), w)
+    state = want[0]
+    free = state == grow._FREE
+    assert 1000 < free.sum() < 0.9 * state.size
+    assert not free[g.offs[1]:g.offs[2]].reshape(H, W)[:, W // 2:].any()  # the mask closed them
+    assert want[3] > 0  # seeds on free pixels

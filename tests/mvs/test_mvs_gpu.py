@@ -157,3 +157,35 @@ def test_fusion_kernel_matches_the_cupy_path_and_the_cpu(small_scene, monkeypatc
             np.testing.assert_allclose(new.normals, ref.normals, atol=1e-5)
             assert np.abs(new.colors.astype(int) - ref.colors).max() <= 1
             np.testing.assert_array_equal(new.source_view, ref.source_view)
+
+
+def test_first_states_on_the_device_give_the_same_maps(small_scene, monkeypatch):
+    """``mvs_grow_init`` against textured_mask (cupyx) + first_state: the same grown maps."""
+    kw = {"views": [0, 1, 2], "neighbors": 5, "min_views": 3, "batch_size": 512, "views_together": 3,
+          "fuse": False}
+    a = reconstruct(small_scene.scene, device="cuda", **kw)
+    monkeypatch.setenv("GPULAB_MVS_INIT_KERNEL", "0")
+    b = reconstruct(small_scene.scene, device="cuda", **kw)
+    for x, y in zip(a.maps, b.maps, strict=True):
+        for f in ("depth", "normal", "conf", "iters", "hs", "ht"):
+            np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+        assert x.n_samples > 1000
+        assert x.stats["free"] == y.stats["free"]
+
+
+@pytest.mark.parametrize("sizes", [[(3,), (5, 3)], [(9_000_001,), (3_000_001, 3), (4_500_000,)]])
+def test_staged_download_equals_get(sizes):
+    """transfer.to_host (two pinned halves, threaded copy-outs) returns what ``get`` does, for
+    small arrays and for several chunks with odd ends."""
+    import cupy as cp
+
+    from gpu_kernels.mvs.transfer import to_host
+
+    rng = cp.random.default_rng(0)
+    arrs = [rng.standard_normal(s, dtype=cp.float32) for s in sizes]
+    arrs.append((rng.random(sizes[0][0]) * 1000).astype(cp.int16))
+    s = cp.cuda.Stream(non_blocking=True)
+    got = to_host(arrs, s)
+    for a, g in zip(arrs, got, strict=True):
+        assert isinstance(g, np.ndarray) and g.shape == a.shape and g.dtype == a.dtype
+        np.testing.assert_array_equal(g, a.get())
