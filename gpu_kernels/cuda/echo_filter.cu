@@ -5,7 +5,7 @@
 // filled from the host): every thread of a warp reads the same tap at the same time, which
 // constant memory broadcasts. Each pass is in place: a block loads whole lines into shared
 // memory, synchronises, convolves (border replicated) and writes the lines back.
-//   echo_gauss_x     8 rows along x per block of 32 x 8 threads;
+//   echo_gauss_x     8 rows along x per block of 32 x 8 threads (ECHO_LB outputs a thread);
 //   echo_gauss_line  32 neighbouring columns along y or z (coalesced: 32 consecutive x).
 // Channels: blockIdx.z (gauss_line) or consecutive rows (gauss_x) cover C volumes of N voxels.
 #include "echo_common.cuh"
@@ -17,26 +17,57 @@
 #define ECHO_NSETS 8
 #endif
 
+#ifndef ECHO_LB
+#define ECHO_LB 4
+#endif
+
 __constant__ float c_gauss[ECHO_NSETS * ECHO_MAXW];
 
 // The lines are staged with the replicated border (r voxels each side), so the inner loop
 // needs no clamping, and the symmetric taps are paired: w0 v[l] + sum_k w_k (v[l-k] + v[l+k]).
+// echo_gauss_x: 8 rows a block; each thread computes ECHO_LB consecutive outputs of its row
+// with the taps' windows in registers (as echo_gauss_line below). Its lanes then read shared
+// memory with a stride of ECHO_LB words: the staged row has one padding word after every 32
+// (index i is stored at i + i / 32), which puts those reads in different banks.
+__device__ __forceinline__ int echo_pad32(int i) { return i + (i >> 5); }
+
 extern "C" __global__ void echo_gauss_x(float* __restrict__ data, i64 rows, int X, int set, int r) {
     extern __shared__ float sm[];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const i64 row = (i64)blockIdx.x * blockDim.y + ty;
-    const int W = X + 2 * r;
-    float* line = sm + ty * W + r;
+    const int W = X + 2 * r + ECHO_LB - 1;            // the row, its replicated borders, the windows' reach
+    const int S = echo_pad32(W) + 1;                  // the padded row's stride in shared memory
+    float* line = sm + ty * S;
     const bool ok = row < rows;
     if (ok)
-        for (int x = tx - r; x < X + r; x += blockDim.x) line[x] = data[row * X + echo_clamp(x, X - 1)];
+        for (int i = tx; i < W; i += blockDim.x) line[echo_pad32(i)] = data[row * X + echo_clamp(i - r, X - 1)];
     __syncthreads();
     if (!ok) return;
     const float* w = c_gauss + set * ECHO_MAXW + r;
-    for (int x = tx; x < X; x += blockDim.x) {
-        float acc = w[0] * line[x];
-        for (int k = 1; k <= r; ++k) acc += w[k] * (line[x - k] + line[x + k]);
-        data[row * X + x] = acc;
+    const float w0 = w[0];
+    for (int x0 = tx * ECHO_LB; x0 < X; x0 += blockDim.x * ECHO_LB) {
+        float acc[ECHO_LB], lw[ECHO_LB], rw[ECHO_LB];
+#pragma unroll
+        for (int j = 0; j < ECHO_LB; ++j) {
+            const float c = line[echo_pad32(x0 + j + r)];
+            acc[j] = w0 * c;
+            lw[j] = c;
+            rw[j] = c;
+        }
+        for (int k = 1; k <= r; ++k) {
+#pragma unroll
+            for (int j = ECHO_LB - 1; j > 0; --j) lw[j] = lw[j - 1];
+            lw[0] = line[echo_pad32(x0 + r - k)];
+#pragma unroll
+            for (int j = 0; j < ECHO_LB - 1; ++j) rw[j] = rw[j + 1];
+            rw[ECHO_LB - 1] = line[echo_pad32(x0 + ECHO_LB - 1 + r + k)];
+            const float wk = w[k];
+#pragma unroll
+            for (int j = 0; j < ECHO_LB; ++j) acc[j] += wk * (lw[j] + rw[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < ECHO_LB; ++j)
+            if (x0 + j < X) data[row * X + x0 + j] = acc[j];
     }
 }
 
@@ -47,9 +78,6 @@ extern "C" __global__ void echo_gauss_x(float* __restrict__ data, i64 rows, int 
 // Each output is summed in the same order as before (w0 v[l], then k = 1..r), so the result
 // is the same to the bit. The staged line holds r + ECHO_LB - 1 replicated voxels after the
 // end (the windows of the last outputs reach past L + r - 1; those outputs are not written).
-#ifndef ECHO_LB
-#define ECHO_LB 4
-#endif
 extern "C" __global__ void echo_gauss_line(float* __restrict__ data, i64 N, int L, i64 stride, i64 strideB, int X,
                                            int set, int r) {
     extern __shared__ float sm_line[];

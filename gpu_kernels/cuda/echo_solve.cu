@@ -127,6 +127,11 @@ __device__ __forceinline__ void echo_load_system(const echo_sys_t* __restrict__ 
 }
 
 // --------------------------------------------------------------------------- global loads
+// The neighbours of voxel (z, y, x): the clamped offset along each axis (0 where the volume
+// ends) is computed once, and a load is a pointer per component plus the sum of three 32-bit
+// offsets (the 57 loads of a point solve shared 19 offset sums); the values loaded are those
+// of clamped indices, so the result is the same. With ECHO_CLAMP_LOADS each load clamps its
+// own three indices (the kernels before issue 24; kept to measure the difference).
 struct EchoGlobalLoad {
     const float* u;
     i64 N;
@@ -136,6 +141,42 @@ struct EchoGlobalLoad {
         return u[c * N + echo_idx(zz, yy, xx, Y, X)];
     }
 };
+
+template <bool CG>
+struct EchoOffsetLoad {
+    const float* p[3];   // the component's value at the voxel
+    int o[3][3];         // [axis][d + 1]: the offset to the clamped neighbour
+    __device__ __forceinline__ EchoOffsetLoad(const float* u, i64 N, int z, int y, int x, int Z, int Y, int X) {
+        const i64 idx = echo_idx(z, y, x, Y, X);
+        p[0] = u + idx;
+        p[1] = u + N + idx;
+        p[2] = u + 2 * N + idx;
+        const int YX = Y * X;
+        o[0][0] = z > 0 ? -YX : 0;
+        o[0][1] = 0;
+        o[0][2] = z < Z - 1 ? YX : 0;
+        o[1][0] = y > 0 ? -X : 0;
+        o[1][1] = 0;
+        o[1][2] = y < Y - 1 ? X : 0;
+        o[2][0] = x > 0 ? -1 : 0;
+        o[2][1] = 0;
+        o[2][2] = x < X - 1 ? 1 : 0;
+#ifdef ECHO_TEST_WRONG_OFFSET
+        o[2][0] = 0;   // the voxel itself for its left neighbour: for the test that shows a wrong offset is caught
+#endif
+    }
+    __device__ __forceinline__ float operator()(int c, int dz, int dy, int dx) const {
+        const float* q = p[c] + (o[0][dz + 1] + o[1][dy + 1] + o[2][dx + 1]);
+        if (CG) return __ldcg(q);
+        return *q;
+    }
+};
+
+#ifdef ECHO_CLAMP_LOADS
+#define ECHO_LOAD(U, u) EchoGlobalLoad U{u, N, z, y, x, Z, Y, X}
+#else
+#define ECHO_LOAD(U, u) EchoOffsetLoad<false> U(u, N, z, y, x, Z, Y, X)
+#endif
 
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
 echo_jacobi_cache(const echo_sys_t* __restrict__ Tc, const float* __restrict__ src,
@@ -151,7 +192,7 @@ echo_jacobi_cache(const echo_sys_t* __restrict__ Tc, const float* __restrict__ s
         float Kinv[6], R[3], v[3];
         echo_load_system(Tc, Nc, echo_cidx(z, y, x, Z, Yh, Xh), Kinv, R);
         EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-        EchoGlobalLoad U{src, N, z, y, x, Z, Y, X};
+        ECHO_LOAD(U, src);
         echo_point(U, w, Kinv, R, alpha, beta, v);
         const i64 idx = echo_idx(z, y, x, Y, X);
 #pragma unroll
@@ -184,7 +225,7 @@ echo_sor_cache(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
         float Kinv[6], R[3], v[3];
         echo_load_system(Tc, Nc, ci, Kinv, R);
         EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-        EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+        ECHO_LOAD(U, u);
         echo_point(U, w, Kinv, R, alpha, beta, v);
         const i64 idx = echo_idx(z, y, x, Y, X);
 #pragma unroll
@@ -223,7 +264,7 @@ echo_sor_march(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
             float Kinv[6], R[3], v[3];
             echo_load_system(Tc, Nc, ci, Kinv, R);
             EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-            EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+            ECHO_LOAD(U, u);
             echo_point(U, w, Kinv, R, alpha, beta, v);
             const i64 idx = echo_idx(z, y, x, Y, X);
 #pragma unroll
@@ -278,7 +319,7 @@ echo_sor_wave(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, 
 #pragma unroll
             for (int k = 0; k < 3; ++k) R[k] = echo_sys_stream(Tc + (6 + k) * Nc + ci);
             EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-            EchoGlobalLoad U{u, N, z, y, x, Z, Y, X};
+            ECHO_LOAD(U, u);
             echo_point(U, w, Kinv, R, alpha, beta, v);
             const i64 idx = echo_idx(z, y, x, Y, X);
 #pragma unroll
@@ -359,7 +400,11 @@ echo_sor_persistent(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, i
                 float Kinv[6], R[3], v[3];
                 echo_load_system(Tc, Nc, ci, Kinv, R);
                 EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+#ifdef ECHO_CLAMP_LOADS
                 EchoGlobalLoadCG U{u, N, z, y, x, Z, Y, X};
+#else
+                EchoOffsetLoad<true> U(u, N, z, y, x, Z, Y, X);
+#endif
                 echo_point(U, w, Kinv, R, alpha, beta, v);
                 const i64 idx = echo_idx(z, y, x, Y, X);
 #pragma unroll

@@ -21,7 +21,7 @@ MAXW = 2 * _cpu.MAX_RADIUS + 1
 NSETS = 8
 #: lines longer than this are filtered by cupyx.scipy.ndimage (shared memory would not hold them)
 MAX_LINE = 1024
-#: consecutive outputs per thread of the y and z Gaussian passes (echo_gauss_line, ECHO_LB)
+#: consecutive outputs per thread of the Gaussian passes (echo_gauss_x/_line, ECHO_LB)
 LINE_BLOCK = 4
 #: levels up to this many voxels run a warp's SOR sweeps in one launch (echo_sor_persistent;
 #: above, a pass is long enough for its launch not to matter, and the L1 cache that the
@@ -184,7 +184,8 @@ class GpuOps:
         slot, r = self._weights_slot(sigma)
         if ax == 2:
             rows = C * Z * Y
-            smem = TY * (X + 2 * r) * 4
+            W = X + 2 * r + LINE_BLOCK - 1                     # see echo_gauss_x: a padded row
+            smem = TY * (W + W // 32 + 1) * 4
             set_max_dynamic_smem(self.k_gx, smem)
             self.k_gx((_cdiv(rows, TY),), (TX, TY), (data, _i64(rows), _i32(X), _i32(slot), _i32(r)),
                       shared_mem=smem)

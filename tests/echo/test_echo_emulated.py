@@ -178,3 +178,34 @@ def test_marching_passes_equal_one_plane_a_thread(monkeypatch, per_sm):
         w = u0.copy()
         ops.sor_sweep(Tc, w, 1.8, 0.02, 0.05)
         np.testing.assert_array_equal(w, a)
+
+
+def test_offset_loads_equal_clamped_loads():
+    """Issue 24: the sweeps' neighbour loads through per-axis clamped offsets read the values
+    the per-load clamped indices read (ECHO_CLAMP_LOADS): the same field to the bit, SOR and
+    Jacobi, on a volume with every face, edge and corner; and a wrong offset is caught."""
+    from gpu_kernels.echo import _gpu
+
+    shape = (5, 6, 7)
+    new = _gpu.GpuOps(BE, "cache", half=True)
+    old = _gpu.GpuOps(BE, "cache", half=True, solve_defines={"ECHO_CLAMP_LOADS": 1})
+    Tc, u0 = _random_system(new, shape, seed=9)
+    a, b = u0.copy(), u0.copy()
+    for _ in range(2):
+        for c in range(4):
+            new.sweep(Tc, a, a, c, 1.8, 0.02, 0.05)
+            old.sweep(Tc, b, b, c, 1.8, 0.02, 0.05)
+    assert np.abs(a - u0).max() > 1e-3
+    np.testing.assert_array_equal(a, b)
+    ja, jb = np.empty_like(u0), np.empty_like(u0)
+    new.sweep(Tc, u0, ja, -1, 0.9, 0.02, 0.05)
+    old.sweep(Tc, u0, jb, -1, 0.9, 0.02, 0.05)
+    np.testing.assert_array_equal(ja, jb)
+    wrong = _gpu.GpuOps(BE, "cache", half=True, solve_defines={"ECHO_TEST_WRONG_OFFSET": 1})
+    c_ = u0.copy()
+    for c in range(4):
+        wrong.sweep(Tc, c_, c_, c, 1.8, 0.02, 0.05)
+    first = u0.copy()
+    for c in range(4):
+        new.sweep(Tc, first, first, c, 1.8, 0.02, 0.05)
+    assert np.abs(c_ - first).max() > 1e-4
