@@ -36,18 +36,18 @@ from benchmarks._common import device_name  # noqa: E402
 from benchmarks.flow import _gray8, aee, cpu_time, gpu_time, load_chairs, load_middlebury_rgb, log  # noqa: E402
 
 #: kernel settings compared end to end at 1080p: (refine.TILE_ITERS, TILE_SIDE, TILE_ROWS,
-#: refine.SMALL_LEVEL, search.RF_COALESCED, search.INIT_WARP)
-NEW = "new default: tiles 7 it, 32x32 x 16 rows + coalesced fill + warp init"
-OLD = "session 3 kernels (per-iteration launches, row-per-thread fill, thread-per-patch init)"
+#: refine.SMALL_LEVEL, search.RF_COALESCED, search.INIT_WARP, search.STEP_WARP)
+NEW = "new default: tiles 7 it 32x32 x 16 rows, coalesced fill, warp init, warp steps"
+OLD = "session 3 kernels (per-iteration launches, row-per-thread fill, thread-per-patch init and steps)"
 SETTINGS = {
-    OLD: (0, 64, 16, 0, False, False),
-    NEW: (7, 32, 16, 0, True, True),
-    "tiles 10 it, 64x64 x 16 rows + coalesced fill + warp init": (10, 64, 16, 0, True, True),
-    "session 3 + coalesced fill + warp init (no tiles)": (0, 64, 16, 0, True, True),
-    "session 3 + small-level block kernel + fill + init": (0, 64, 16, 16384, True, True),
-    "tiles 5 it, 64x64 x 16": (5, 64, 16, 0, True, True),
-    "tiles 10 it, 64x64 x 8 rows": (10, 64, 8, 0, True, True),
-    "tiles 10 it, 32x32 x 8 rows": (10, 32, 8, 0, True, True),
+    OLD: (0, 64, 16, 0, False, False, False),
+    NEW: (7, 32, 16, 0, True, True, True),
+    "new default without warp steps (the call-3 default)": (7, 32, 16, 0, True, True, False),
+    "new default without tiles": (0, 32, 16, 0, True, True, True),
+    "tiles 7 it 32x32 x 32 rows (1 px a thread)": (7, 32, 32, 0, True, True, True),
+    "tiles 10 it 32x32 x 16 rows": (10, 32, 16, 0, True, True, True),
+    "tiles 4 it 32x32 x 16 rows": (4, 32, 16, 0, True, True, True),
+    "tiles 10 it 48x48 x 16 rows": (10, 48, 16, 0, True, True, True),
 }
 
 
@@ -55,7 +55,7 @@ def _apply(setting):
     from gpu_kernels.flow import _plan, refine, search
 
     refine.TILE_ITERS, refine.TILE_SIDE, refine.TILE_ROWS, refine.SMALL_LEVEL, search.RF_COALESCED, \
-        search.INIT_WARP = setting
+        search.INIT_WARP, search.STEP_WARP = setting
     _plan.clear()
 
 
@@ -268,15 +268,77 @@ def cpu(out, size=(640, 480), cfgs=None):
     return res
 
 
+#: CPU schedules scored by ``cpu-tune`` (inverse_search_flow keywords)
+CPU_CFGS = {
+    "default": {},
+    "A: fpl1, warps (2,4), it 10, fb l2 w2 i10": dict(finest_patch_level=1, warps=(2, 4), tv_iters=10, fb_level=2,
+                                                     fb_warps=(2,), fb_iters=10),
+    "B: fpl1, warps (3,6), it 10, fb l2 w2 i10": dict(finest_patch_level=1, warps=(3, 6), tv_iters=10, fb_level=2,
+                                                     fb_warps=(2,), fb_iters=10),
+    "C: fpl0, warps (2,4), it 10, fb l2 w2 i10": dict(warps=(2, 4), tv_iters=10, fb_level=2, fb_warps=(2,),
+                                                     fb_iters=10),
+    "D: fpl1, warps (2,8), it 10, fb l2 w2 i10": dict(finest_patch_level=1, warps=(2, 8), tv_iters=10, fb_level=2,
+                                                     fb_warps=(2,), fb_iters=10),
+    "E: fpl1, warps (4,4), it 10, fb l1 w2 i10": dict(finest_patch_level=1, warps=(4, 4), tv_iters=10, fb_level=1,
+                                                     fb_warps=(2,), fb_iters=10),
+    "F: fpl1, warps (2,4), it 20, fb l2 w2 i10": dict(finest_patch_level=1, warps=(2, 4), tv_iters=20, fb_level=2,
+                                                     fb_warps=(2,), fb_iters=10),
+}
+
+
+def cpu_tune(out, names=None):
+    """Each CPU schedule: CPU-seconds at 640x480 (one run after a warm-up) and AEE on the ten shared
+    pairs against DIS medium (mean ratio, worst pair), and the leave-one-pair-out choice among the
+    schedules that fit ``CPU_BUDGET_S`` (the one with the best mean ratio on the other nine,
+    scored on the held-out pair)."""
+    import cv2
+
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    sets = load_chairs(_root()) + load_middlebury_rgb(_root())
+    dis = {}
+    for ds, a, b, gt, valid in sets:
+        f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+        dis[ds] = aee(f[..., 0], f[..., 1], gt, valid)
+    _, a, b = _pair((640, 480))
+    res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "dis": dis, "cfgs": {}}
+    if Path(out).exists():
+        res["cfgs"] = json.loads(Path(out).read_text()).get("cfgs", {})
+    for name, cfg in CPU_CFGS.items():
+        if (names and name.split(":")[0] not in names) or name in res["cfgs"]:
+            continue
+        inverse_search_flow(a[:96, :128], b[:96, :128], device="cpu", **cfg)
+        c0 = time.process_time()
+        inverse_search_flow(a, b, device="cpu", **cfg)
+        cs = time.process_time() - c0
+        r = {}
+        for ds, x, y, gt, valid in sets:
+            f = inverse_search_flow(x, y, device="cpu", **cfg)
+            r[ds] = aee(f.u, f.v, gt, valid)
+        ratio = {k: r[k] / dis[k] for k in r}
+        res["cfgs"][name] = {"cfg": {k: list(x) if isinstance(x, tuple) else x for k, x in cfg.items()},
+                             "cpu_s_640x480": round(cs, 3), "aee": r,
+                             "mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dis.values()))),
+                             "worst_ratio": float(max(ratio.values())),
+                             "worst_pair": max(ratio, key=ratio.get)}
+        e = res["cfgs"][name]
+        log(f"  {name}: {cs:.2f} CPU-s, mean/DIS {e['mean_ratio']:.3f}, worst {e['worst_ratio']:.2f} ({e['worst_pair']})")
+        Path(out).write_text(json.dumps(res, indent=1, default=str))
+    return res
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("gpu", "cpu"))
+    ap.add_argument("what", choices=("gpu", "cpu", "cpu-tune"))
+    ap.add_argument("--names", default=None, help="cpu-tune: comma-separated schedule letters")
     ap.add_argument("--out", default="flow_session4.json")
     ap.add_argument("--quick", action="store_true", help="gpu: only the session-3 and the new default settings")
     ap.add_argument("--cfgs", default=None, help="cpu: JSON dict name -> inverse_search_flow keywords")
     args = ap.parse_args(argv)
     if args.what == "gpu":
         gpu(args.out, only=[NEW, OLD] if args.quick else None)
+    elif args.what == "cpu-tune":
+        cpu_tune(args.out, names=args.names.split(",") if args.names else None)
     else:
         cpu(args.out, cfgs=json.loads(args.cfgs) if args.cfgs else None)
 
