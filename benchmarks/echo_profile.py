@@ -125,11 +125,12 @@ def sweeps(sizes, modes, reps=20):
         ref = None
         for mode in modes:
             cfg = dict(mode)
+            defs = cfg.pop("_defs", None)
             if cfg.get("_wave"):
                 cfg.setdefault("_wave_min", 0)
             with bench.solver_knobs(cfg):
-                if "_minb" in cfg:   # the kernels compiled with other launch bounds
-                    ops = GpuOps(be, "cache", half=True)
+                if "_minb" in cfg or defs:   # the kernels compiled with other launch bounds or defines
+                    ops = GpuOps(be, "cache", half=True, solve_defines=defs)
                 ops._plans.clear()
                 v = u0.copy()
                 t, _ = bench.gpu_time(lambda v=v: [ops.sor_sweep(Tc, v, 1.8, a, b) for _ in range(reps)], repeat=5)
