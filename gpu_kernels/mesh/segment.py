@@ -129,6 +129,10 @@ CONSENSUS_RESOLUTIONS = (0.5, 1.5)
 #: "medoid": the result that agrees best with the others (area-weighted Rand index);
 #: "concavity": the one whose boundaries are the most concave on average
 CONSENSUS_RULE = "medoid"
+#: "all": every working resolution's result is re-cut at full resolution before the consensus
+#: compares them; "winner": the results are compared as carried (nearest working face) and
+#: only the one kept is re-cut (one full-resolution cut instead of one per resolution)
+CONSENSUS_RECUT = "all"
 #: memberships of the final parts: 1 / (d + s) with d the dual-graph distance to the part
 #: (0 inside it) and s the cost of crossing MEMBERSHIP_SPACINGS reference spacings
 #: (dualgraph.ref_scale) of flat surface
@@ -746,8 +750,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         "warnings": [],
         "simplified": False,
     }
-    # the thickness's nearest-sample searches on the GPU (thickness.ON_GPU; off: not yet
-    # measured or tested on a GPU inside the pipeline)
+    # the thickness's nearest-sample searches on the GPU (thickness.ON_GPU)
     from gpu_kernels.mesh import thickness as _thickness
 
     xp = backend.xp if (backend.is_gpu and _thickness.ON_GPU) else None
@@ -975,6 +978,7 @@ def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, back
                                    nearest[0] if nearest else None, refine)
     results, infos = [], []
     nt = len(working)
+    winner_only = CONSENSUS_RECUT == "winner"
     for i, (_, gs, patch) in enumerate(working):
         sub = {"params": info["params"], "timings": info["timings"], "warnings": [], "notes": []}
         sp = prog.sub(i / nt, (i + 1) / nt)
@@ -982,12 +986,18 @@ def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, back
         if gs is None:
             sub["n_faces_segmented"] = graph.n
             res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg, dist)
+        elif winner_only:
+            res = _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp, sub, power,
+                                   overseg, dist, nearest[i] if nearest else None)
         else:
             res = _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp,
                                       sub, power, overseg, dist, nearest[i] if nearest else None, refine)
         results.append(res)
         infos.append(sub)
-    best, scores = choose_consensus(graph, [r[0] for r in results])
+    best, scores = choose_consensus(graph, [r["lab0"] if isinstance(r, dict) else r[0] for r in results])
+    if isinstance(results[best], dict):  # winner_only: re-cut the one kept
+        _, gs, patch = working[best]
+        results[best] = _recut_full(graph, gs, patch, results[best], epsilon, prog, infos[best], refine)
     for key, val in infos[best].items():
         if key in ("params", "timings"):
             continue
@@ -998,7 +1008,7 @@ def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, back
     sizes = [graph.n if gs is None else gs.n for _, gs, _ in working]
     info["consensus"] = {"resolutions": [int(min(t, graph.n)) for t, _, _ in working], "faces": sizes,
                          "scores": scores, "kept": int(min(working[best][0], graph.n)),
-                         "k": [int(np.unique(r[0]).size) for r in results]}
+                         "k": [int(np.unique(r["lab0"] if isinstance(r, dict) else r[0]).size) for r in results]}
     return results[best]
 
 
@@ -1011,6 +1021,16 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
                         power=None, overseg=1.0, dists=None, nearest=None, refine=DEFAULT_REFINE_BOUNDARIES):
     """Segment a working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
     graph), carry memberships back to ``graph``, re-cut near label changes."""
+    coarse = _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
+                              power, overseg, dists, nearest)
+    return _recut_full(graph, gs, patch, coarse, epsilon, prog, info, refine)
+
+
+def _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
+                     power=None, overseg=1.0, dists=None, nearest=None) -> dict:
+    """The first half of :func:`_segment_simplified`: cluster the working resolution and carry
+    its labels and memberships to every face of ``graph`` by the nearest working face (no cut).
+    Returns ``{"labels_s", "reps_s", "P", "nearest", "lab0"}``."""
     info["n_faces_segmented"] = gs.n
     # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
@@ -1024,6 +1044,15 @@ def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, bac
     else:
         P, nearest = transfer_memberships(gs.centroids, P_s, graph.centroids)
     lab0 = labels_s[nearest].astype(np.int64)
+    info["timings"]["transfer"] += time.perf_counter() - t0
+    return {"labels_s": labels_s, "reps_s": reps_s, "P": P, "nearest": nearest, "lab0": lab0}
+
+
+def _recut_full(graph, gs, patch, coarse: dict, epsilon, prog, info, refine=DEFAULT_REFINE_BOUNDARIES):
+    """The second half of :func:`_segment_simplified`: re-decide the faces near the carried
+    labels' changes by a cut on the full-resolution graph; the representatives."""
+    t0 = time.perf_counter()
+    P, lab0, reps_s = coarse["P"], coarse["lab0"], coarse["reps_s"]
     # faces near label changes are re-decided by a cut on the full-resolution graph
     change = lab0[graph.src] != lab0[graph.dst]
     mask = np.zeros(graph.n, dtype=bool)
