@@ -10,8 +10,6 @@
 
 #define CT_NF 1024         // entries of the f(t) = cbrt(t) table (plus two)
 #define CT_EMPTY 0xFFFFFFFFFFFFFFFFULL
-// a pair whose merge cost must be computed (costs are float bits of non-negative numbers)
-#define CT_NOCOST 0xFFFFFFFFu
 
 __device__ __forceinline__ float ct_flook(const float* __restrict__ F, float t) {
     float u = t * (float)CT_NF;
@@ -356,8 +354,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
     int* g_ea, int* g_eb, int* g_el, unsigned long long* g_eg, unsigned int* g_ecost, long long* g_area,
     long long* g_rsum, u64* g_best, int* g_into, int target, float thr, double g2, double b0, double inv_norm,
-    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem,
-    unsigned int* __restrict__ hcost, int* g_dirty, int* g_eslot) {
+    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem) {
     __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK;
     const int t = threadIdx.x, T = blockDim.x;
     const int cap = 1 << logcap;
@@ -375,8 +372,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int* eb = g_eb;
     int* el = g_el;
     unsigned int* ecost = g_ecost;
-    int* dirty = g_dirty;
-    int* eslot = g_eslot;
     if (use_smem) {
         area = (long long*)ct_smem;
         rsum = area + R;
@@ -387,8 +382,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         eb = ea + emax;
         el = eb + emax;
         ecost = (unsigned int*)(el + emax);
-        eslot = (int*)(ecost + emax);
-        dirty = eslot + emax;
         for (int r = t; r < R; r += T) {
             area[r] = g_area[r];
             rsum[3 * r] = g_rsum[3 * r];
@@ -399,7 +392,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     for (int r = t; r < R; r += T) {
         into[r] = r;
         best[r] = CT_EMPTY;
-        dirty[r] = 0;
     }
     if (t == 0) {
         sE = 0;
@@ -418,7 +410,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
             eb[i] = (int)(k & 0xffffffffULL);
             el[i] = hlen[s];
             eg[i] = hgs[s];
-            ecost[i] = CT_NOCOST;
             hkey[s] = CT_EMPTY;
             hlen[s] = 0;
             hgs[s] = 0ULL;
@@ -431,11 +422,8 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         // 1. costs and every region's cheapest pair
         for (int e = t; e < E; e += T) {
             int a = ea[e], b = eb[e];
-            unsigned int bits = ecost[e];
-            if (bits == CT_NOCOST) {  // a pair of a region that changed last round: its cost anew
-                bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
-                ecost[e] = bits;
-            }
+            unsigned int bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
+            ecost[e] = bits;
             atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
             atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));
         }
@@ -478,8 +466,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
                     for (int c = 0; c < 3; ++c)
                         atomicAdd((unsigned long long*)&rsum[3 * root + c], (unsigned long long)rsum[3 * r + c]);
                     into[r] = root;
-                    dirty[r] = 1;
-                    dirty[root] = 1;
                     mv += 1;
                 }
                 best[r] = CT_EMPTY;
@@ -512,8 +498,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
             if (el[e] < 0) {
                 int a = ea[e], b = eb[e];
                 into[b] = a;
-                dirty[a] = 1;
-                dirty[b] = 1;
                 area[a] += area[b];
                 for (int c = 0; c < 3; ++c) rsum[3 * a + c] += rsum[3 * b + c];
             }
@@ -535,11 +519,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
             if (a == b) continue;
             int lo = imin(a, b), hi2 = imax(a, b);
             int slot = ct_insert(hkey, hlen, hgs, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e]);
-            if (slot >= 0) {
-                eslot[atomicAdd(&sNew, 1)] = slot;
-                // a pair of two unchanged regions is the only one in its slot: its cost stands
-                hcost[slot] = ecost[e];
-            }
+            if (slot >= 0) ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
         }
         for (int e = t; e < E; e += T) {
             if (el[e] < 0) {
@@ -557,20 +537,16 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         __syncthreads();
         const int E2 = sE;
         for (int i = t; i < E2; i += T) {
-            const int s = eslot[i];
+            const int s = (int)ecost[i];
             u64 k = hkey[s];
-            const int a = (int)(k >> 32), b = (int)(k & 0xffffffffULL);
-            ea[i] = a;
-            eb[i] = b;
+            ea[i] = (int)(k >> 32);
+            eb[i] = (int)(k & 0xffffffffULL);
             el[i] = hlen[s];
             eg[i] = hgs[s];
-            ecost[i] = (dirty[a] || dirty[b]) ? CT_NOCOST : hcost[s];
             hkey[s] = CT_EMPTY;
             hlen[s] = 0;
             hgs[s] = 0ULL;
         }
-        __syncthreads();
-        for (int r = t; r < R; r += T) dirty[r] = 0;
         __syncthreads();
     }
     __syncthreads();

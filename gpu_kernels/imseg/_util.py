@@ -23,8 +23,6 @@ __all__ = [
     "StageTimer",
     "PIXEL_SUFFIX",
     "download",
-    "download_async",
-    "PendingDownload",
     "upload",
     "check_fits",
 ]
@@ -273,31 +271,13 @@ def upload(be, a: np.ndarray):
     return out
 
 
-class PendingDownload:
-    """Host copies on their way (:func:`download_async`); :meth:`result` waits for them."""
-
-    def __init__(self, out: dict, done=None, keep=None):
-        self._out, self._done, self._keep = out, done, keep
-
-    def result(self) -> dict:
-        if self._done is not None:
-            with allow_sync():
-                self._done.synchronize()
-            self._done = self._keep = None
-        return self._out
-
-
-_SIDE: dict = {}
-
-
-def download_async(be, arrays: dict) -> PendingDownload:
-    """Start host copies of device arrays on a side stream, after everything queued so far on
-    the current stream, and return at once: the kernels queued next (the region features)
-    run while the copy engine moves the labels. Each array is copied at full DMA speed into
-    one page-locked block from CuPy's pinned pool, which the returned arrays are views of (no
-    pageable copy, no host-side copy; the block goes back to the pool when they are freed)."""
+def download(be, arrays: dict) -> dict:
+    """Host copies of device arrays: each copied asynchronously, at full DMA speed, into one
+    page-locked block from CuPy's pinned pool that the returned arrays are views of (the
+    block goes back to the pool when they are freed), then one synchronisation: no pageable
+    copy, no packing kernel and no host-side copy."""
     if not is_cupy(be):
-        return PendingDownload({k: np.array(np.asarray(v)) for k, v in arrays.items()})
+        return {k: np.array(np.asarray(v)) for k, v in arrays.items()}
     xp = be.xp
     srcs, meta, off = [], [], 0
     for k, v in arrays.items():
@@ -306,30 +286,19 @@ def download_async(be, arrays: dict) -> PendingDownload:
         srcs.append(v)
         off += -(-int(v.nbytes) // 8) * 8
     if not srcs:
-        return PendingDownload({})
+        return {}
     host = _result_block(be, off)
     out = {k: host[o:o + nb].view(dt).reshape(shape) for k, o, dt, shape, nb in meta}
-    side = _SIDE.get(be.label)
-    if side is None:
-        side = _SIDE[be.label] = xp.cuda.Stream(non_blocking=True)
-    ready = xp.cuda.Event(disable_timing=True)
-    ready.record(xp.cuda.get_current_stream())
-    side.wait_event(ready)
-    for (k, *_), v in zip(meta, srcs, strict=True):
-        if v.size:
-            try:
-                v.get(stream=side, out=out[k], blocking=False)
-            except TypeError:  # a CuPy without ``blocking``: a synchronous copy
-                with allow_sync():
-                    v.get(stream=side, out=out[k])
-    done = xp.cuda.Event(disable_timing=True)
-    done.record(side)
-    return PendingDownload(out, done, srcs)
-
-
-def download(be, arrays: dict) -> dict:
-    """Host copies of device arrays (:func:`download_async`, waited for)."""
-    return download_async(be, arrays).result()
+    stream = xp.cuda.get_current_stream()
+    with allow_sync():
+        for (k, *_), v in zip(meta, srcs, strict=True):
+            if v.size:
+                try:
+                    v.get(stream=stream, out=out[k], blocking=False)
+                except TypeError:  # a CuPy without ``blocking``: a synchronous copy
+                    v.get(stream=stream, out=out[k])
+        stream.synchronize()
+    return out
 
 
 def check_fits(be, h: int, w: int, need: int) -> None:

@@ -66,7 +66,6 @@ from gpu_kernels.imseg._util import (
     as_image,
     check_fits,
     download,
-    download_async,
     grid,
     is_cupy,
     kernel,
@@ -122,8 +121,10 @@ NF = 1024
 BLOCK = 1024
 #: pixels per thread of the accumulating kernels (CT_CHUNK)
 CHUNK = 16
-#: pixels per thread of the SLIC assignment (CT_SLIC_CHUNK)
-SLIC_CHUNK = 16
+#: pixels per thread of the SLIC assignment (CT_SLIC_CHUNK): 8, the fastest of 1-16 on an
+#: H100 (the whole SLIC at 1080p 0.49 ms against 1.15 with 16; 4K 1.80 against 5.22;
+#: benchmarks/results/imseg_session4.md)
+SLIC_CHUNK = 8
 
 STAGES = ("upload", "colour", "superpixels", "graph", "merge", "features", "download")
 _SRC = "imseg_contours.cu"
@@ -506,8 +507,7 @@ def slic_device(be, sm, q, h: int, w: int, S: int, compactness: float, iteration
     sums = xp.zeros(5 * K, dtype=xp.int64)
     lab = xp.empty(n, dtype=xp.int32)
     wxy = f32((compactness / S) ** 2)
-    fa = kernel(be, _SRC, "ct_slic_assign", options=_OPTS,
-                defines=None if SLIC_CHUNK == 16 else {"CT_SLIC_CHUNK": SLIC_CHUNK})
+    fa = kernel(be, _SRC, "ct_slic_assign", options=_OPTS, defines={"CT_SLIC_CHUNK": SLIC_CHUNK})
     fu = kernel(be, _SRC, "ct_slic_update", options=_OPTS)
     for it in range(iterations + 1):
         acc = np.int32(it < iterations)
@@ -550,9 +550,6 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     best = xp.empty(R, dtype=xp.uint64)
     into = xp.empty(R, dtype=xp.int32)
     state = xp.zeros(2, dtype=xp.int32)
-    hcost = xp.empty(cap, dtype=xp.uint32)
-    dirty = xp.empty(R, dtype=xp.int32)
-    eslot = xp.empty(emax, dtype=xp.int32)
     fm = kernel(be, _SRC, "ct_merge", options=_OPTS)
     smem_on, smem = smem, merge_smem_bytes(R, emax)
     use = smem <= _max_smem(be) if smem_on is None else bool(smem_on)
@@ -562,14 +559,14 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
         np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
-        np.int32(use), hcost, dirty, eslot), shared_mem=smem if use else 0)
+        np.int32(use)), shared_mem=smem if use else 0)
     return into, state
 
 
 def merge_smem_bytes(R: int, emax: int) -> int:
     """Shared memory ``ct_merge`` needs to keep the regions and pairs on chip (area, 3 colour
-    sums and best: 8 bytes each a region; into and dirty: 4 each; per pair 8 + 5 x 4)."""
-    return int(R * (8 * 5 + 4 + 4) + emax * (8 + 4 * 5))
+    sums and best: 8 bytes each a region; into: 4; per pair 8 + 4 x 4)."""
+    return int(R * (8 * 5 + 4) + emax * (8 + 4 * 4))
 
 
 def _max_smem(be) -> int:
@@ -859,15 +856,12 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
     with activated(be):
         xp = be.xp
         timer = StageTimer(be)
-        # the labels travel to the host while the features are computed
-        pending = download_async(be, {"labels": mg["labels"], "comps": sp["comps"]})
         feats_d = {}
         if features:
             src = col["img_d"] if img.dtype == np.uint8 else xp.asarray(img)
             feats_d = _feat.features_device(be, mg["labels"], count, h, w, src, c, features_method, moments)
         timer.mark("features")
-        host = download(be, feats_d)
-        host.update({"__" + k: v for k, v in pending.result().items()})
+        host = download(be, {"__labels": mg["labels"], "__comps": sp["comps"], **feats_d})
         timer.mark("download")
         t = {}
         for tm in (col.get("timer"), sp.get("timer"), mg.get("timer"), timer):

@@ -42,7 +42,6 @@ from gpu_kernels.imseg._util import (
     as_image,
     check_fits,
     download,
-    download_async,
     is_cupy,
     upload,
 )
@@ -367,8 +366,6 @@ def _segment_gpu(be, qt, p, features, moments, label_method, global_step, featur
     clusters, centres, k_d, m_d = _km.kmeans_device(be, qt["codes"].copy(), h, w, p["q"], p["k_max"],
                                                     p["iterations"], p["merge_distance"], hist, qt["weights"])
     del hist
-    # the clusters travel to the host while the regions are labelled, merged and measured
-    pending_cl = download_async(be, {"clusters": clusters, "centres": centres}) if is_cupy(be) else None
     timer.mark("kmeans")
     progress.update(0.2, "connected components")
     if label_method == "unionfind":
@@ -385,18 +382,16 @@ def _segment_gpu(be, qt, p, features, moments, label_method, global_step, featur
                                         lab_d=qt["lab_d"], syncs=syncs)
     timer.mark("min_size")
     feats_d = {}
-    # the labels and clusters travel to the host while the features are computed
-    pending = download_async(be, {"labels": labels_d}) if is_cupy(be) else None
     if features:
         progress.update(0.7, "region features")
         feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
     timer.mark("features")
-    if pending is not None:
-        feats = download(be, feats_d)
-        labels = pending.result()["labels"].reshape(h, w)
-        early = pending_cl.result()
-        clusters_h = early["clusters"].reshape(h, w)
-        centres_h = early["centres"][:k]
+    if is_cupy(be):
+        host = download(be, {"__labels": labels_d, "__clusters": clusters, "__centres": centres, **feats_d})
+        labels = host.pop("__labels").reshape(h, w)
+        clusters_h = host.pop("__clusters").reshape(h, w)
+        centres_h = host.pop("__centres")[:k]
+        feats = host
     else:
         labels = asnumpy(labels_d).reshape(h, w).copy()
         clusters_h = asnumpy(clusters).reshape(h, w).copy()

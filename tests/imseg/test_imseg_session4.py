@@ -47,9 +47,9 @@ def test_merge_in_shared_memory_equals_global_memory(target, coarseness):
 
 @needs_emu
 @pytest.mark.parametrize("kw", [{}, dict(n_segments=7), dict(coarseness=4.0)])
-def test_emulated_merge_with_cost_cache_gives_cpu_labels(kw):
-    """Many rounds (28-43 here): the merge recomputes only the costs of pairs whose regions
-    changed in the last round, and still gives the CPU's labels and round count."""
+def test_emulated_merge_in_shared_memory_gives_cpu_labels(kw):
+    """Many rounds (28-43 here), the merge's arrays in shared memory: the CPU's labels and
+    round count."""
     from gpu_kernels.imseg.contours import segment_contours
 
     img = _image(120, 160)
