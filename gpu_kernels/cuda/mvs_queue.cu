@@ -294,39 +294,53 @@ mvs_push(int* __restrict__ ctrl, const int* __restrict__ item_key, const int* __
 // any) and its n x n RGB window is textured: the window variance of the channel means,
 // mean(m2) - mean(m)^2 with m = (r + g + b) / 3 and m2 = (r^2 + g^2 + b^2) / 3 in float64, above
 // thr = min_ref_std^2 (1 - 1e-3); else CLOSED. tex: pack_views' (pixels, 12) float32, the
-// reference view a's pixels from pixel tex_ofs[a].
+// reference view a's pixels from pixel tex_ofs[a]. counts[0] += the FREE pixels (one atomic per
+// warp), so the host needs no reduction (CuPy compiles one per size class: 1.5 s each, once per
+// process and new number of views).
 extern "C" __global__ void __launch_bounds__(NT)
 mvs_grow_init(const float* __restrict__ tex, const long long* __restrict__ tex_ofs, const int* __restrict__ goffs,
               const int* __restrict__ gW, const int* __restrict__ gH, const int nref, const int P, const int rad,
               const double thr, const unsigned char* __restrict__ mask, const int has_mask,
-              unsigned char* __restrict__ state)
+              unsigned char* __restrict__ state, int* __restrict__ counts)
 {
     const int p = blockIdx.x * NT + threadIdx.x;
-    if (p >= P) return;
-    int lo_i = 0, hi_i = nref - 1;  // the reference: the last offset <= p
-    while (lo_i < hi_i) {
-        const int mid = (lo_i + hi_i + 1) >> 1;
-        if (goffs[mid] <= p) lo_i = mid; else hi_i = mid - 1;
-    }
-    const int W = gW[lo_i], H = gH[lo_i];
-    const int loc = p - goffs[lo_i];
-    const int y = loc / W, x = loc - y * W;
-    const int m = rad + 1;
     unsigned char st = PX_CLOSED;
-    if (H > 2 * m && W > 2 * m && x >= m && x < W - m && y >= m && y < H - m && (!has_mask || mask[p])) {
-        double s = 0.0, s2 = 0.0;
-        const long long row0 = tex_ofs[lo_i] + (long long)(y - rad) * W + (x - rad);
-        for (int j = 0; j <= 2 * rad; ++j) {
-            const float* t = tex + 12 * (row0 + (long long)j * W);
-            for (int i = 0; i <= 2 * rad; ++i, t += 12) {
-                const double r = (double)t[0], g = (double)t[1], b = (double)t[2];
-                s += (r + g + b) / 3.0;
-                s2 += (r * r + g * g + b * b) / 3.0;
-            }
+    if (p < P) {
+        int lo_i = 0, hi_i = nref - 1;  // the reference: the last offset <= p
+        while (lo_i < hi_i) {
+            const int mid = (lo_i + hi_i + 1) >> 1;
+            if (goffs[mid] <= p) lo_i = mid; else hi_i = mid - 1;
         }
-        const double n = (double)((2 * rad + 1) * (2 * rad + 1));
-        const double mean = s / n;
-        if (s2 / n - mean * mean > thr) st = PX_FREE;
+        const int W = gW[lo_i], H = gH[lo_i];
+        const int loc = p - goffs[lo_i];
+        const int y = loc / W, x = loc - y * W;
+        const int m = rad + 1;
+        if (H > 2 * m && W > 2 * m && x >= m && x < W - m && y >= m && y < H - m && (!has_mask || mask[p])) {
+            double s = 0.0, s2 = 0.0;
+            const long long row0 = tex_ofs[lo_i] + (long long)(y - rad) * W + (x - rad);
+            for (int j = 0; j <= 2 * rad; ++j) {
+                const float* t = tex + 12 * (row0 + (long long)j * W);
+                for (int i = 0; i <= 2 * rad; ++i, t += 12) {
+                    const double r = (double)t[0], g = (double)t[1], b = (double)t[2];
+                    s += (r + g + b) / 3.0;
+                    s2 += (r * r + g * g + b * b) / 3.0;
+                }
+            }
+            const double n = (double)((2 * rad + 1) * (2 * rad + 1));
+            const double mean = s / n;
+            if (s2 / n - mean * mean > thr) st = PX_FREE;
+        }
+        state[p] = st;
     }
-    state[p] = st;
+    const unsigned free_lanes = __ballot_sync(0xffffffffu, st == PX_FREE);
+    if ((threadIdx.x & 31) == 0 && free_lanes) atomicAdd(&counts[0], __popc(free_lanes));
+}
+
+// counts[1] += the seeds (pixel keys) whose pixel is FREE
+extern "C" __global__ void __launch_bounds__(NT)
+mvs_count_seeds(const long long* __restrict__ keys, const int n, const unsigned char* __restrict__ state,
+                int* __restrict__ counts)
+{
+    const int i = blockIdx.x * NT + threadIdx.x;
+    if (i < n && state[keys[i]] == PX_FREE) atomicAdd(&counts[1], 1);
 }

@@ -37,6 +37,7 @@ import numpy as np
 from gpu_kernels.backend import get_backend, kernel
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import MVSInputError
+from gpu_kernels.mvs.transfer import to_device
 
 __all__ = ["DEFAULT_FUSE_TOL", "DEFAULT_FUSE_MIN_VIEWS", "FusedCloud", "fuse_depth_maps", "consistency_counts"]
 
@@ -273,6 +274,10 @@ def _emitted(xp, outs, a_view, emit, cnt, sx, sn, sc, sq):
     outs["s"].append(xp.full(len(c), a_view, xp.int32))
 
 
+def _is_device(a) -> bool:
+    return a is not None and not isinstance(a, np.ndarray) and hasattr(a, "__cuda_array_interface__")
+
+
 def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_tol, min_views, progress):
     """:func:`fuse_depth_maps` on the GPU: every view's maps concatenated on the device once, and
     one view's samples against all the others in one launch (``cuda/mvs_fuse.cu``), the same
@@ -280,7 +285,16 @@ def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_t
     xp = be.xp
     n = len(views)
     with be.activate():
-        D = [xp.asarray(d, dtype=xp.float32).reshape(-1) for d in depths]
+        # every map up at once, in its own dtype (pinned staging, transfer.py); float64 on the device
+        up = [np.asarray(d, np.float32) if not _is_device(d) else d for d in depths]
+        nrm = [None if normals is None else normals[b] for b in range(n)]
+        img = [None if images is None else images[b] for b in range(n)]
+        cnf = [None if confidences is None else confidences[b] for b in range(n)]
+        host = [x if x is not None and not _is_device(x) else None for x in up + nrm + img + cnf]
+        dev = to_device(host, xp)
+        own = [dv if dv is not None else x for x, dv in zip(up + nrm + img + cnf, dev, strict=True)]
+        D = [xp.asarray(d, dtype=xp.float32).reshape(-1) for d in own[:n]]
+        normals, images, confidences = own[n:2 * n], own[2 * n:3 * n], own[3 * n:]
         shapes = [tuple(np.shape(d)) for d in depths]
         sizes = np.array([d.size for d in D], np.int64)
         offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -294,16 +308,16 @@ def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_t
         cams = np.zeros((n, 30), np.float64)
         for b in range(n):
             sl = slice(int(offs[b]), int(offs[b] + sizes[b]))
-            if normals is not None and normals[b] is not None:
-                Nall[sl] = xp.asarray(normals[b], dtype=xp.float64).reshape(-1, 3)
+            if normals[b] is not None:
+                Nall[sl] = xp.asarray(normals[b]).reshape(-1, 3).astype(xp.float64)
                 flags[b] |= 1
-            if images is not None and images[b] is not None:
-                img = xp.asarray(images[b])
-                img = img.reshape(-1, img.shape[2] if img.ndim == 3 else 1)[:, :3]
-                Iall[sl] = img if img.shape[1] == 3 else xp.repeat(img, 3, axis=1)
+            if images[b] is not None:
+                im = xp.asarray(images[b])
+                im = im.reshape(-1, im.shape[2] if im.ndim == 3 else 1)[:, :3]
+                Iall[sl] = im if im.shape[1] == 3 else xp.repeat(im, 3, axis=1)
                 flags[b] |= 2
-            if confidences is not None and confidences[b] is not None:
-                Qall[sl] = xp.asarray(confidences[b], dtype=xp.float64).reshape(-1)
+            if confidences[b] is not None:
+                Qall[sl] = xp.asarray(confidences[b]).reshape(-1).astype(xp.float64)
                 flags[b] |= 4
             K, R, t, Ki = (be.asnumpy(x) for x in _cam_tables(xp, cameras[views[b]]))
             cams[b] = np.concatenate([K.ravel(), R.ravel(), t.ravel(), Ki.ravel()])

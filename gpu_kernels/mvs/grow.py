@@ -247,21 +247,25 @@ class _Group:
                 if masks[r] is not None:
                     mh[self.offs[a]:self.offs[a + 1]] = np.asarray(masks[r], bool).reshape(-1)
         state = xp.empty(P, xp.uint8)
+        counts = xp.zeros(2, xp.int32)  # FREE pixels, seeds on FREE pixels: no CuPy reduction
         tex_ofs = np.array([textures.pix_offset[r] for r in self.refs], np.int64)
         a = xp.asarray
         k(((P + _NT - 1) // _NT,), (_NT,), (textures.flat, a(tex_ofs), a(self.offs[:-1].astype(np.int32)),
                                             a(self.Ws.astype(np.int32)), a(self.Hs.astype(np.int32)),
                                             np.int32(len(self.refs)), np.int32(P), np.int32(self.window // 2),
                                             np.float64(params.min_ref_std ** 2 * (1 - 1e-3)), a(mh),
-                                            np.int32(1 if has_mask else 0), state))
+                                            np.int32(1 if has_mask else 0), state, counts))
         cand = xp.zeros(P, xp.uint32)
         seed_z = xp.zeros(P, xp.float32)
-        key = xp.asarray(self.seed_key)
-        cand[key] = xp.asarray(cand_key(np.full(len(self.seed_key), SEED_PRIORITY, np.float32), SEED_CODE))
-        seed_z[key] = xp.asarray(self.seed_z)
-        n_seeds = int((state[key] == _FREE).sum()) if len(self.seed_key) else 0
-        total_free = max(int((state == _FREE).sum()), 1)
-        return state, cand, seed_z, n_seeds, total_free
+        key = xp.asarray(self.seed_key.astype(np.int64))
+        ns = len(self.seed_key)
+        if ns:
+            cand[key] = xp.asarray(cand_key(np.full(ns, SEED_PRIORITY, np.float32), SEED_CODE))
+            seed_z[key] = xp.asarray(self.seed_z)
+            kc = kernel(be, "mvs_queue.cu", "mvs_count_seeds", {"LEVELS": self.levels}, options=("--fmad=false",))
+            kc(((ns + _NT - 1) // _NT,), (_NT,), (key, np.int32(ns), state, counts))
+        c = be.asnumpy(counts)
+        return state, cand, seed_z, int(c[1]), max(int(c[0]), 1)
 
     def rtab(self) -> np.ndarray:
         """Per reference: K^-1 (9), dmin, dmax, 0 (``mvs_grow_apply``'s table)."""

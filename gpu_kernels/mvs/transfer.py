@@ -23,14 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["CHUNK_BYTES", "to_host"]
+__all__ = ["CHUNK_BYTES", "to_host", "to_device"]
 
 #: bytes per staging half (two per device)
 CHUNK_BYTES = 16 << 20
 #: bytes one copying thread takes at a time
 _PIECE = 2 << 20
-#: below this a plain ``get`` is as fast
-_SMALL = 4 << 20
+#: below this a plain ``get`` is faster (one 640 x 480 view's maps, 9 MB: 0.9 ms against 1.7)
+_SMALL = 32 << 20
 
 _lock = threading.Lock()
 _stage: dict = {}
@@ -111,4 +111,47 @@ def to_host(arrays, stream) -> list:
         for h in (0, 1):
             for f in pending[h]:
                 f.result()
+    return outs
+
+
+def to_device(arrays, xp) -> list:
+    """``[xp.asarray(a) for a in arrays]`` for host arrays (``None`` stays ``None``): on CuPy,
+    the large ones go up through the same two pinned halves, host threads copying each chunk in
+    while the previous one is on its way, on the current stream (later work on it sees them)."""
+    arrays = [None if a is None else np.ascontiguousarray(a) for a in arrays]
+    total = sum(a.nbytes for a in arrays if a is not None)
+    if getattr(xp, "__name__", None) != "cupy" or total < _SMALL or _threads() < 2 or \
+            os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0":
+        return [None if a is None else xp.asarray(a) for a in arrays]
+    cp = xp
+    outs = [None if a is None else cp.empty(a.shape, a.dtype) for a in arrays]
+    chunks = []  # (host source as uint8, device pointer, bytes)
+    for a, d in zip(arrays, outs, strict=True):
+        if a is None or not a.nbytes:
+            continue
+        src = a.reshape(-1).view(np.uint8)
+        for c in range(0, a.nbytes, CHUNK_BYTES):
+            n = min(CHUNK_BYTES, a.nbytes - c)
+            chunks.append((src[c:c + n], d.data.ptr + c, n))
+    _mem, views, busy = _halves(cp)
+    pool = _executor()
+    rt = cp.cuda.runtime
+    stream = cp.cuda.get_current_stream()
+    events = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
+    used = [False, False]
+    with busy:
+        for i, (src, ptr, n) in enumerate(chunks):
+            h = i & 1
+            if used[h]:
+                events[h].synchronize()  # the half's previous chunk has left
+            dst = views[h]
+            jobs = [pool.submit(np.copyto, dst[c:min(c + _PIECE, n)], src[c:c + _PIECE]) for c in range(0, n, _PIECE)]
+            for j in jobs:
+                j.result()
+            rt.memcpyAsync(ptr, dst.ctypes.data, n, rt.memcpyHostToDevice, stream.ptr)
+            events[h].record(stream)
+            used[h] = True
+        for h in (0, 1):
+            if used[h]:
+                events[h].synchronize()  # the halves are free for the next transfer
     return outs

@@ -173,13 +173,14 @@ def test_first_states_on_the_device_give_the_same_maps(small_scene, monkeypatch)
         assert x.stats["free"] == y.stats["free"]
 
 
-@pytest.mark.parametrize("sizes", [[(3,), (5, 3)], [(9_000_001,), (3_000_001, 3), (4_500_000,)]])
+@pytest.mark.parametrize("sizes", [[(3,), (5, 3)], [(9_000_001,), (3_000_001, 3), (4_500_000,)],
+                                   [(12_000_001,), (5_000_001, 3)]])
 def test_staged_download_equals_get(sizes):
     """transfer.to_host (two pinned halves, threaded copy-outs) returns what ``get`` does, for
     small arrays and for several chunks with odd ends."""
     import cupy as cp
 
-    from gpu_kernels.mvs.transfer import to_host
+    from gpu_kernels.mvs.transfer import to_device, to_host
 
     rng = cp.random.default_rng(0)
     arrs = [rng.standard_normal(s, dtype=cp.float32) for s in sizes]
@@ -189,3 +190,9 @@ def test_staged_download_equals_get(sizes):
     for a, g in zip(arrs, got, strict=True):
         assert isinstance(g, np.ndarray) and g.shape == a.shape and g.dtype == a.dtype
         np.testing.assert_array_equal(g, a.get())
+    # and back up (transfer.to_device: the same halves, threaded copy-ins), None kept in place
+    up = to_device([got[0], None, *got[1:]], cp)
+    assert up[1] is None
+    for a, u in zip(arrs, [up[0], *up[2:]], strict=True):
+        assert isinstance(u, cp.ndarray) and u.shape == a.shape and u.dtype == a.dtype
+        assert bool((u == a).all())
