@@ -70,7 +70,7 @@ def kernel_profile(fn, rep: int = 3) -> dict | None:
     return {k: (v[0] / rep, v[1] / rep) for k, v in sorted(out.items(), key=lambda kv: -kv[1][1])}
 
 
-def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
+def profile_one(method: str, h: int, w: int, rep: int, params: dict, kernels: bool = True) -> dict:
     from gpu_kernels.imseg.api import segment
 
     img = natural_image(h, w)
@@ -94,7 +94,7 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
         for k, v in t.items():
             stages.setdefault(k, []).append(v)
     r["stages_ms"] = {k: round(1e3 * median(v), 3) for k, v in stages.items()}
-    prof = kernel_profile(run)
+    prof = kernel_profile(run) if kernels else None
     if prof is not None:
         r["launches"] = round(sum(c for c, _ in prof.values()), 1)
         r["gpu_busy_ms"] = round(sum(us for _, us in prof.values()) / 1e3, 3)
@@ -237,17 +237,27 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--upload", action="store_true", help="also time the upload variants")
     ap.add_argument("--chunks", action="store_true", help="also time the pixels-per-thread variants")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel profile (no PyTorch)")
+    ap.add_argument("--slic-chunk", type=int, default=0, help="pixels per thread of the SLIC assignment")
+    ap.add_argument("--feat-chunk", type=int, default=0, help="pixels per thread of the feature kernels")
     a = ap.parse_args(argv)
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cp.__version__}", flush=True)
+    from gpu_kernels.imseg import contours as C
+    from gpu_kernels.imseg import features as F
+
+    if a.slic_chunk:
+        C.SLIC_CHUNK = a.slic_chunk
+    if a.feat_chunk:
+        F.CHUNK = a.feat_chunk
     rows = bench_upload() if a.upload else []
     if a.chunks:
         rows += bench_chunks()
     for method in (a.methods.split(",") if a.methods else []):
         for s in a.sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
-            rows.append(profile_one(method, h, w, a.rep, json.loads(a.params)))
+            rows.append(profile_one(method, h, w, a.rep, json.loads(a.params), kernels=not a.no_kernels))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
 
