@@ -70,7 +70,7 @@ def kernel_profile(fn, rep: int = 3) -> dict | None:
     return {k: (v[0] / rep, v[1] / rep) for k, v in sorted(out.items(), key=lambda kv: -kv[1][1])}
 
 
-def profile_one(method: str, h: int, w: int, rep: int, params: dict, kernels: bool = True) -> dict:
+def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
     from gpu_kernels.imseg.api import segment
 
     img = natural_image(h, w)
@@ -94,19 +94,30 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict, kernels: bo
         for k, v in t.items():
             stages.setdefault(k, []).append(v)
     r["stages_ms"] = {k: round(1e3 * median(v), 3) for k, v in stages.items()}
-    prof = kernel_profile(run) if kernels else None
+    print(f"== {method} {r['size']}: e2e {r['e2e_ms']:.3f} ms (no features {r['e2e_nofeat_ms']:.3f}), "
+          f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, superpixels {r['superpixels']}, "
+          f"merge in smem {r['merge_smem']}", flush=True)
+    print("   stages " + ", ".join(f"{k} {v:.3f}" for k, v in r["stages_ms"].items()), flush=True)
+    return r
+
+
+def kernels_one(r: dict, params: dict) -> dict:
+    """Add the per-kernel profile to a :func:`profile_one` row (run after every row's wall
+    times: the profiler leaves CUPTI overhead behind that slows later launches)."""
+    from gpu_kernels.imseg.api import segment
+
+    w, h = (int(v) for v in r["size"].split("x"))
+    img = natural_image(h, w)
+    prof = kernel_profile(lambda: segment(img, method=r["method"], device="cuda", **params))
     if prof is not None:
         r["launches"] = round(sum(c for c, _ in prof.values()), 1)
         r["gpu_busy_ms"] = round(sum(us for _, us in prof.values()) / 1e3, 3)
         r["busy"] = round(r["gpu_busy_ms"] / r["e2e_ms"], 3)
         r["kernels"] = {k: [round(c, 1), round(us, 1)] for k, (c, us) in list(prof.items())[:25]}
-    print(f"== {method} {r['size']}: e2e {r['e2e_ms']:.3f} ms (no features {r['e2e_nofeat_ms']:.3f}), "
-          f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, superpixels {r['superpixels']}, "
-          f"merge in smem {r['merge_smem']}, launches {r.get('launches')}, "
-          f"GPU busy {r.get('gpu_busy_ms')} ms ({r.get('busy')})", flush=True)
-    print("   stages " + ", ".join(f"{k} {v:.3f}" for k, v in r["stages_ms"].items()), flush=True)
-    for k, (c, us) in (r.get("kernels") or {}).items():
-        print(f"   {us:9.1f} us  x{c:<6} {k}", flush=True)
+        print(f"== kernels {r['method']} {r['size']}: launches {r['launches']}, GPU busy {r['gpu_busy_ms']} ms "
+              f"({r['busy']} of e2e)", flush=True)
+        for k, (c, us) in r["kernels"].items():
+            print(f"   {us:9.1f} us  x{c:<6} {k}", flush=True)
     return r
 
 
@@ -257,7 +268,11 @@ def main(argv=None):
     for method in (a.methods.split(",") if a.methods else []):
         for s in a.sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
-            rows.append(profile_one(method, h, w, a.rep, json.loads(a.params), kernels=not a.no_kernels))
+            rows.append(profile_one(method, h, w, a.rep, json.loads(a.params)))
+    if not a.no_kernels:
+        for r in rows:
+            if "method" in r:
+                kernels_one(r, json.loads(a.params))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
 
