@@ -20,8 +20,11 @@ On the GPU the features are segmented reductions over the pixels (the paper's St
 ``method="runs"`` walks the pixels in raster order, each run of equal labels in a thread's
 chunk being one segment; ``method="sort"`` first sorts the pixels by label (the paper's
 Bitonic Sort + Segmented Scan). Two passes: area, box, sums; then the central moments about
-the centroid (no cancellation from raw moments). On the CPU: ``numpy.bincount`` and
-``scipy.ndimage.find_objects``.
+the centroid (no cancellation from raw moments). The run that ends each thread's chunk is
+first summed across the warp's lanes that end in the same region, so a large region takes
+one set of atomics per warp, not per thread. The CIELAB sums are exact fixed-point integers
+(``LAB_SCALE``) and the moments exact 128-bit integers, so neither depends on the order the
+atomics land in. On the CPU: ``numpy.bincount`` and ``scipy.ndimage.find_objects``.
 
 Example
 -------
