@@ -4,6 +4,7 @@ host synchronisations, and per-stage timing that does not stall the GPU."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import weakref
 
@@ -219,6 +220,7 @@ def _pinned_block(be, nbytes: int) -> np.ndarray:
 
 
 _STAGE: dict = {}
+_STAGE_LOCK = threading.Lock()
 #: images at least this large go up through the threaded pinned stage (smaller: CuPy's own copy,
 #: faster at 1080p on the H100; 4K: 1.5 ms against 2.3, benchmarks/results/imseg_session4.md)
 UPLOAD_THREADED_MIN = 12 << 20
@@ -234,13 +236,22 @@ def upload(be, a: np.ndarray):
     if not is_cupy(be) or a.nbytes < UPLOAD_THREADED_MIN or UPLOAD_THREADS <= 1:
         return xp.asarray(a)
     a = np.ascontiguousarray(a)
+    with _STAGE_LOCK:  # one stage a device: uploads from several threads take turns
+        return _upload_staged(be, xp, a)
+
+
+def _upload_staged(be, xp, a: np.ndarray):
     nbytes = int(a.nbytes)
     key = be.label
     st = _STAGE.get(key)
     if st is None or st["buf"].size < nbytes:
+        if st is not None and st["event"] is not None:  # the old stage's copies are done
+            with allow_sync():
+                st["event"].synchronize()
         size = 1 << (nbytes - 1).bit_length()
         mem = xp.cuda.alloc_pinned_memory(size)
-        st = _STAGE[key] = {"mem": mem, "buf": np.frombuffer(mem, np.uint8, size), "event": None, "pool": None}
+        st = _STAGE[key] = {"mem": mem, "buf": np.frombuffer(mem, np.uint8, size), "event": None,
+                            "pool": st["pool"] if st is not None else None}
     if st["event"] is not None:  # the last upload's copies have left the stage
         with allow_sync():
             st["event"].synchronize()
