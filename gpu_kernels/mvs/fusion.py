@@ -7,7 +7,9 @@ every sample; :func:`fuse_depth_maps` walks the views in order and, for every sa
 used, gathers the samples of the other views that confirm it; when at least ``min_views``
 views agree (the sample's own view included) it emits their mean point, normal, colour and
 confidence and marks them used, so that a surface seen by several views is emitted once.
-Both run on NumPy or CuPy arrays (``device``).
+Both run on NumPy or CuPy arrays (``device``); on the GPU the fusion takes one launch per view
+against all the others (``cuda/mvs_fuse.cu``, the same float64 operations, the same cloud bit for
+bit; ``GPULAB_MVS_FUSE_KERNEL=0`` keeps the CuPy path).
 
 Example
 -------

@@ -15,8 +15,11 @@ neighbour other than the parent it failed from as its next candidate, until
 On the GPU the whole step runs on the device (``cuda/mvs_queue.cu`` selects and pushes,
 ``mvs_grow_apply`` in ``cuda/mvs_optimize.cu`` optimises and applies), replayed as one CUDA
 graph per batch, a few batches ahead of the host, which only reads each batch's figures from
-a small ring in pinned memory (no round trip per batch). The CPU path is the same state
-machine in NumPy, with the same batch order, so both paths follow the same rules.
+a small ring in pinned memory (no round trip per batch). The first states (border, masks and
+the textured test of :func:`textured_mask`) are one launch (``mvs_grow_init``), with no CuPy
+reduction (CuPy compiles one per size class), and the maps come down through pinned staging with
+threaded copies (:mod:`.transfer`). The CPU path is the same state machine in NumPy, with the
+same batch order, so both paths follow the same rules.
 
 Example
 -------
