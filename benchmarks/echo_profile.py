@@ -129,14 +129,15 @@ def sweeps(sizes, modes, reps=20):
             if cfg.get("_wave"):
                 cfg.setdefault("_wave_min", 0)
             with bench.solver_knobs(cfg):
-                if "_minb" in cfg or defs:   # the kernels compiled with other launch bounds or defines
-                    ops = GpuOps(be, "cache", half=True, solve_defines=defs)
-                ops._plans.clear()
+                # the kernels compiled with other launch bounds or defines, for this mode only
+                mops = GpuOps(be, "cache", half=True, solve_defines=defs) if "_minb" in cfg or defs else ops
+                mops._plans.clear()
                 v = u0.copy()
-                t, _ = bench.gpu_time(lambda v=v: [ops.sor_sweep(Tc, v, 1.8, a, b) for _ in range(reps)], repeat=5)
+                t, _ = bench.gpu_time(lambda v=v, o=mops: [o.sor_sweep(Tc, v, 1.8, a, b) for _ in range(reps)],
+                                      repeat=5)
                 w = u0.copy()
                 for _ in range(3):
-                    ops.sor_sweep(Tc, w, 1.8, a, b)
+                    mops.sor_sweep(Tc, w, 1.8, a, b)
                 w = cp.asnumpy(w)
             ref = w if ref is None else ref
             bmin = bytes_per_sweep((size,) * 3, "sor", half=True)
