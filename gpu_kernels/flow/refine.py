@@ -251,7 +251,9 @@ def _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters, ginv=None):
 
 
 class _GpuIter:
-    """Launches ``iters`` TV-L1 iterations, through a CUDA graph where CuPy can capture one."""
+    """Launches ``iters`` TV-L1 iterations: a few tiled launches (:func:`tile_plan`), or one block
+    (:data:`SMALL_LEVEL`), or two launches an iteration (``TILE_ITERS = 0``); through a CUDA graph
+    where CuPy can capture one (inside a pipeline's graph plan they are captured with it)."""
 
     def __init__(self, be, u, v, p, gxy, rc, lt, theta, taut, iters, H, W, ginv=None):
         self.be = be

@@ -46,9 +46,12 @@ The tool runs three stages (:func:`stage_pyramids`, :func:`stage_flow`, :func:`s
 so that a live edit re-runs only what it changes; :func:`inverse_search_flow` runs them in one
 go. Figures: benchmarks/results/flow_session2.md.
 
-On the GPU the kernels are ``cuda/flow_search.cu`` (one thread per patch; one per pixel for
-densification) and ``cuda/flow_tvl1.cu``, the whole pipeline captured once as a CUDA graph
-(:mod:`gpu_kernels.flow._plan`); on the CPU the same arithmetic in NumPy/SciPy/OpenCV.
+On the GPU the kernels are ``cuda/flow_search.cu`` (one warp per patch for the integer search
+and the Gauss-Newton rounds, one thread per pixel for densification, one per row or column for
+the fill's recursive filter) and ``cuda/flow_tvl1.cu`` (TV-L1 iterations several to a launch in
+shared-memory tiles, :data:`gpu_kernels.flow.refine.TILE_ITERS`), the whole pipeline captured once
+as a CUDA graph (:mod:`gpu_kernels.flow._plan`); on the CPU the same arithmetic in
+NumPy/SciPy/OpenCV. 1080p on an H100: 13.9 ms (benchmarks/results/flow_session4.md).
 
 Example
 -------
