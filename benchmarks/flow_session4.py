@@ -281,6 +281,11 @@ CPU_CFGS = {
                                                      fb_warps=(2,), fb_iters=10),
     "E: fpl1, warps (4,4), it 10, fb l1 w2 i10": dict(finest_patch_level=1, warps=(4, 4), tv_iters=10, fb_level=1,
                                                      fb_warps=(2,), fb_iters=10),
+    "G: the CLI's --search-level 1 --warps 4 --iters 10": dict(finest_patch_level=1, warps=(4,), tv_iters=10),
+    "H: fpl1, warps 2, it 10": dict(finest_patch_level=1, warps=(2,), tv_iters=10),
+    "I: fpl1, warps (2,4), it 10": dict(finest_patch_level=1, warps=(2, 4), tv_iters=10),
+    "K: fpl1, warps 3, it 10": dict(finest_patch_level=1, warps=(3,), tv_iters=10),
+    "L: fpl2, warps 4, it 10": dict(finest_patch_level=2, warps=(4,), tv_iters=10),
     "F: fpl1, warps (2,4), it 20, fb l2 w2 i10": dict(finest_patch_level=1, warps=(2, 4), tv_iters=20, fb_level=2,
                                                      fb_warps=(2,), fb_iters=10),
 }
