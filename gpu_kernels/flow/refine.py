@@ -43,7 +43,7 @@ from gpu_kernels.ops.filters import _correlate_axis, gaussian_kernel1d
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up, pyramid_levels
 from gpu_kernels.ops.warp import _bilinear_np, _bilinear_take, _inside_np
 
-from . import _plan
+from . import _numba, _plan
 from ._common import (
     FlowInputError,
     FlowResult,
@@ -412,9 +412,19 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
         i2x, i2y = _grad_np(I2)
         I2s = np.stack([I2, i2x, i2y])
         i1g = _grad_np(I1)
+        nk = _numba.kernels()      # the compiled twins of _warp_np and _iterate_np (the same arithmetic)
+        if nk is not None:
+            gxy, rc = np.empty((2, H, W), np.float32), np.empty((H, W), np.float32)
+            f32 = np.float32
         for k in range(warps):
-            gxy, rc = _warp_np(I1, I2s, u, v, w, i1g, occ)
-            _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters, ginv)
+            if nk is None:
+                gxy, rc = _warp_np(I1, I2s, u, v, w, i1g, occ)
+                _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters, ginv)
+            else:
+                nk.tv_warp(I1, I2s, u, v, w if w is not None else rc, w is not None, i1g[0], i1g[1], float(occ),
+                           gxy, rc)
+                nk.tv_iterate(u, v, p, gxy[0], gxy[1], rc, ginv if ginv is not None else rc, ginv is not None,
+                              f32(lt), f32(theta), f32(taut), int(iters))
             if median:
                 uv = _median_np(np.stack([u, v]), median)
                 u[...] = uv[0]

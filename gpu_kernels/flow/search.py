@@ -79,7 +79,7 @@ from gpu_kernels.ops.color import _gray
 from gpu_kernels.ops.pyramid import _pyr_down, _pyr_up
 from gpu_kernels.ops.warp import _bilinear_take
 
-from . import _plan
+from . import _numba, _plan
 from ._common import FlowInputError, FlowResult, check_float, check_int, check_pair, prepare_mask
 
 __all__ = [
@@ -374,6 +374,9 @@ def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, str
     cy, cx = P.oy + patch // 2, P.ox + patch // 2
     u = u0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
     v = v0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
+    nk = _numba.kernels()
+    if nk is not None:             # the compiled twin of the loops below (the same float32 arithmetic)
+        return _coarse_match_numba(nk, P, I2, u, v, Ny, Nx, rounds, per, radius, reg, texture)
     cost = P.cost(I2, u, v)[0]
     if radius > 0:
         bu, bv = u.copy(), v.copy()
@@ -403,6 +406,33 @@ def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, str
             uu = uu - (c * ex - b * ey) / det
             vv = vv - (a * ey - b * ex) / det
         u, v, cost = bu, bv, bc
+    lmin = np.float32(0.5) * (P.a + P.c - np.sqrt((P.a - P.c) ** 2 + 4 * P.b * P.b)) * np.float32(1.0 / P.n)
+    conf = lmin / (lmin + np.float32(texture))
+    shape = (Ny, Nx)
+    return (u.reshape(shape), v.reshape(shape), cost.reshape(shape), conf.reshape(shape).astype(np.float32))
+
+
+def _coarse_match_numba(nk, P, I2, u, v, Ny, Nx, rounds, per, radius, reg, texture):
+    """coarse_match's CPU loops through :mod:`gpu_kernels.flow._numba_kernels`."""
+    P._windows(I2)
+    pad, m, p = P._pad, P._m, P.patch
+    T = np.ascontiguousarray(P.T, dtype=np.float32)
+    Tx = np.ascontiguousarray(P.Tx, dtype=np.float32)
+    Ty = np.ascontiguousarray(P.Ty, dtype=np.float32)
+    u = np.ascontiguousarray(u, dtype=np.float32)
+    v = np.ascontiguousarray(v, dtype=np.float32)
+    cost = nk.patch_costs(pad, T, P.oy_r, P.ox_r, p, m, u, v)
+    if radius > 0:
+        nk.patch_int_search(pad, T, P.oy_r, P.ox_r, p, m, u, v, cost, radius)
+    a, b, c = P.a + np.float32(reg), P.b, P.c + np.float32(reg)
+    det = a * c - b * b
+    uo, vo, co = np.empty_like(u), np.empty_like(v), np.empty_like(cost)
+    for _ in range(max(rounds, 1)):
+        nk.patch_round(pad, T, Tx, Ty, P.oy_r, P.ox_r, p, m, u, v, cost, Ny, Nx, rounds > 0, per, a, b, c, det,
+                       uo, vo, co)
+        u, uo = uo, u
+        v, vo = vo, v
+        cost, co = co, cost
     lmin = np.float32(0.5) * (P.a + P.c - np.sqrt((P.a - P.c) ** 2 + 4 * P.b * P.b)) * np.float32(1.0 / P.n)
     conf = lmin / (lmin + np.float32(texture))
     shape = (Ny, Nx)

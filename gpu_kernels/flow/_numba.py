@@ -1,0 +1,48 @@
+"""The optional compiled CPU path of the flow (numba), and the switch between it and NumPy.
+
+On the CPU the TV-L1 iterations and warps (:mod:`gpu_kernels.flow.refine`) and the patches'
+inverse search (:mod:`gpu_kernels.flow.search`) run as compiled loops
+(:mod:`gpu_kernels.flow._numba_kernels`) when numba imports (``pip install gpulab[fast]``),
+with the same float32 arithmetic as the NumPy path, which stays the fallback. The first run
+compiles the kernels (about 10-20 s) and caches them on disk (``__pycache__``, or
+``NUMBA_CACHE_DIR``); later processes load them in well under a second.
+
+Switches: the environment variable ``GPULAB_FLOW_NUMBA=0`` (read at import) or the module flag
+:data:`ENABLED` (``False``: the NumPy path).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["ENABLED", "kernels", "available"]
+
+#: use the compiled kernels on the CPU when numba imports (False: the NumPy path)
+ENABLED = os.environ.get("GPULAB_FLOW_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+
+_K = None
+_TRIED = False
+
+
+def kernels():
+    """The compiled kernels' module, or None (numba missing, or :data:`ENABLED` off)."""
+    global _K, _TRIED
+    if not ENABLED:
+        return None
+    if not _TRIED:
+        _TRIED = True
+        try:
+            from . import _numba_kernels as k
+        except Exception:  # noqa: BLE001 - numba absent or broken: the NumPy path
+            k = None
+        _K = k
+    return _K
+
+
+def available() -> bool:
+    """Whether numba imports here (whatever :data:`ENABLED` says)."""
+    try:
+        import numba  # noqa: F401
+    except Exception:  # noqa: BLE001
+        return False
+    return True
