@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ENABLED", "kernels", "available"]
+__all__ = ["ENABLED", "kernels", "available", "bands"]
 
 #: use the compiled kernels on the CPU when numba imports (False: the NumPy path)
 ENABLED = os.environ.get("GPULAB_FLOW_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -37,6 +37,20 @@ def kernels():
             k = None
         _K = k
     return _K
+
+
+def bands(H: int, iters: int) -> int:
+    """Row bands of a compiled TV-L1 call: one a thread where each band is at least four times
+    its halo (``iters`` rows each side), else 1 (serial)."""
+    k = kernels()
+    if k is None:
+        return 1
+    import numba
+
+    n = numba.get_num_threads()
+    while n > 1 and H < 4 * iters * n:
+        n -= 1
+    return n
 
 
 def available() -> bool:

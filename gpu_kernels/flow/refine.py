@@ -424,7 +424,7 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
                 nk.tv_warp(I1, I2s, u, v, w if w is not None else rc, w is not None, i1g[0], i1g[1], float(occ),
                            gxy, rc)
                 nk.tv_iterate(u, v, p, gxy[0], gxy[1], rc, ginv if ginv is not None else rc, ginv is not None,
-                              f32(lt), f32(theta), f32(taut), int(iters))
+                              f32(lt), f32(theta), f32(taut), int(iters), _numba.bands(H, iters))
             if median:
                 uv = _median_np(np.stack([u, v]), median)
                 u[...] = uv[0]

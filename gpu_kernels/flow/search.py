@@ -421,18 +421,20 @@ def _coarse_match_numba(nk, P, I2, u, v, Ny, Nx, rounds, per, radius, reg, textu
     Ty = np.ascontiguousarray(P.Ty, dtype=np.float32)
     u = np.ascontiguousarray(u, dtype=np.float32)
     v = np.ascontiguousarray(v, dtype=np.float32)
-    cost = nk.patch_costs(pad, T, P.oy_r, P.ox_r, p, m, u, v)
+    R = np.empty_like(T)            # each patch's residual at its current flow
+    cost = nk.patch_costs(pad, T, P.oy_r, P.ox_r, p, m, u, v, R)
     if radius > 0:
-        nk.patch_int_search(pad, T, P.oy_r, P.ox_r, p, m, u, v, cost, radius)
+        nk.patch_int_search(pad, T, P.oy_r, P.ox_r, p, m, u, v, cost, radius, R)
     a, b, c = P.a + np.float32(reg), P.b, P.c + np.float32(reg)
     det = a * c - b * b
-    uo, vo, co = np.empty_like(u), np.empty_like(v), np.empty_like(cost)
+    uo, vo, co, Ro = np.empty_like(u), np.empty_like(v), np.empty_like(cost), np.empty_like(R)
     for _ in range(max(rounds, 1)):
-        nk.patch_round(pad, T, Tx, Ty, P.oy_r, P.ox_r, p, m, u, v, cost, Ny, Nx, rounds > 0, per, a, b, c, det,
-                       uo, vo, co)
+        nk.patch_round(pad, T, Tx, Ty, P.oy_r, P.ox_r, p, m, u, v, cost, R, Ny, Nx, rounds > 0, per, a, b, c, det,
+                       uo, vo, co, Ro)
         u, uo = uo, u
         v, vo = vo, v
         cost, co = co, cost
+        R, Ro = Ro, R
     lmin = np.float32(0.5) * (P.a + P.c - np.sqrt((P.a - P.c) ** 2 + 4 * P.b * P.b)) * np.float32(1.0 / P.n)
     conf = lmin / (lmin + np.float32(texture))
     shape = (Ny, Nx)
