@@ -10,6 +10,14 @@ replays any stop rule without clustering again.
     python benchmarks/mesh_autok.py cache --out /tmp/autok [--ids 1,3,...]   # one run per mesh
     python benchmarks/mesh_autok.py cv --cache /tmp/autok                    # LOCO over the rules
 
+Since session 4 the default k = "auto" over-segments three times (``segment.AUTO_K_STARTS`` =
+24, 30 and 36 clusters) and keeps the medoid of the three results; ``cache`` records the single
+sequence of ``AUTO_K_START`` = 30 clusters (the replay's reference, 0.1751), and ``starts``
+scores sets of starts with the medoid:
+
+    python benchmarks/mesh_autok.py starts --cache /tmp/autok --out /tmp/starts --json s.json \
+        --starts 20,24,30,36,40 --sets "24/30/36;20/30/40;20/24/30/36/40"
+
 The replay carries the working resolution's labels to the input faces by the nearest-face
 map (as the pipeline does before its full-resolution boundary cut): the cut moves boundary
 faces only (its Rand Index effect was 0.001 on 19 meshes, ``mesh_cv.md``); ``cache`` also
@@ -59,6 +67,8 @@ def cache_mesh(data: Path, mesh_id: int, out: Path) -> dict:
         return merged, merges
 
     _bd.merge_weakest_boundaries = spy
+    starts = _segment.AUTO_K_STARTS
+    _segment.AUTO_K_STARTS = ()  # one merge sequence, of AUTO_K_START clusters
     try:
         t0 = time.perf_counter()
         prep = _segment.prepare_mesh(v, f)
@@ -66,6 +76,7 @@ def cache_mesh(data: Path, mesh_id: int, out: Path) -> dict:
         secs = time.perf_counter() - t0
     finally:
         _bd.merge_weakest_boundaries = orig
+        _segment.AUTO_K_STARTS = starts
     graph = prep.graph
     F_in = f.shape[0]
     if prep.working:
@@ -520,6 +531,62 @@ def cmd_variants(args) -> int:
     return 0
 
 
+def cmd_starts(args) -> int:
+    """k = "auto" from several over-segmentations (``--starts`` cluster counts) of each cached
+    mesh's working resolution, its distances computed once: every start's merged result (saved
+    under ``--out``), then for every set of ``--sets`` the medoid of its results
+    (:func:`segment.choose_consensus`), carried to the input faces like the replay. Writes
+    ``{name: {mesh: [RI, k in human range, k, category]}}`` (for ``loco-tables``)."""
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.jobs import as_progress
+    from gpu_kernels.mesh.defaults import DEFAULT_EPSILON, DEFAULT_MAX_ITER, DEFAULT_UPDATE_POWER
+
+    starts = [int(x) for x in args.starts.split(",")]
+    sets = {"start " + "/".join(map(str, ss)) if len(ss) == 1 else "consensus " + "/".join(map(str, ss)): ss
+            for ss in ([int(x) for x in g.split("/")] for g in [str(s) for s in starts] + args.sets.split(";") if g)}
+    be = get_backend("cpu")
+    args.out.mkdir(parents=True, exist_ok=True)
+    table: dict = {n: {} for n in sets}
+    saved = (_segment.AUTO_K_START, _segment.AUTO_K_STARTS)
+    try:
+        for rec, humans in _load_cache(args.cache, args.data):
+            gs, out = rec["gs"], args.out / f"{rec['mesh']}.npz"
+            if out.exists():
+                labs = dict(np.load(out))
+            else:
+                prog = as_progress(None)
+                dists = _segment.graph_distances(gs, "cpu-mt", be, prog, _segment.MIN_COMPONENT_FACES)
+                labs = {}
+                _segment.AUTO_K_STARTS = ()
+                for st in starts:
+                    _segment.AUTO_K_START = st
+                    info = {"timings": {"apsp": 0.0, "clustering": 0.0, "cut": 0.0}, "warnings": []}
+                    lab, P, reps, _ = _segment._cluster_graph(gs, "auto", DEFAULT_EPSILON, "cpu-mt", DEFAULT_MAX_ITER,
+                                                              be, prog, info, DEFAULT_UPDATE_POWER, 1.0, dists)
+                    labs[f"s{st}"] = np.asarray(_segment._finish_labels(gs, lab, P, reps, {"warnings": []})[0], np.int32)
+                np.savez(out, **labs)
+            hk = [int(np.unique(h).size) for h in humans]
+            for name, ss in sets.items():
+                cand = [labs[f"s{st}"] for st in ss]
+                j = _segment.choose_consensus(gs, cand, rule="medoid")[0] if len(cand) > 1 else 0
+                lab = cand[j][rec["in2w"]]
+                k = int(np.unique(lab).size)
+                table[name][rec["mesh"]] = (_ri_labels(lab, humans), bool(min(hk) <= k <= max(hk)), k, rec["category"])
+    finally:
+        _segment.AUTO_K_START, _segment.AUTO_K_STARTS = saved
+    for name, rows in table.items():
+        v = list(rows.values())
+        print(f"{name:28s} RI {np.mean([x[0] for x in v]):.4f} in range {sum(x[1] for x in v)}/{len(v)} "
+              f">0.30 {sum(x[0] > 0.30 for x in v)}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(table))
+    return 0
+
+
+def _ri_labels(labels, humans) -> float:
+    return float(np.mean([rand_index_error(labels, h) for h in humans]))
+
+
 def cmd_loco_tables(args) -> int:
     """LOCO over a pool of the rows of one or more tables (``variants`` / ``cv --json``)."""
     tabs: dict = {}
@@ -573,12 +640,19 @@ def main(argv=None) -> int:
     va.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
     va.add_argument("--variants", required=True, help='JSON: {"name": {"module.CONST": value}}')
     va.add_argument("--json", type=Path)
+    sa = sub.add_parser("starts")
+    sa.add_argument("--cache", type=Path, required=True)
+    sa.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    sa.add_argument("--out", type=Path, required=True, help="folder for each mesh's results per start")
+    sa.add_argument("--starts", default="20,24,30,36,40")
+    sa.add_argument("--sets", default="24/30/36;20/30/40;20/24/30/36/40")
+    sa.add_argument("--json", type=Path)
     lt = sub.add_parser("loco-tables")
     lt.add_argument("--tables", required=True)
     lt.add_argument("--pool", default="")
     args = ap.parse_args(argv)
     return {"variants": cmd_variants, "loco-tables": cmd_loco_tables, "cache": cmd_cache, "cv": cmd_cv, "cut-effect": cmd_cut_effect, "proto-cache": cmd_proto_cache,
-            "two-pass": cmd_two_pass}[args.cmd](args)
+            "two-pass": cmd_two_pass, "starts": cmd_starts}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -80,7 +80,8 @@ GPU_APSP = ("gpu-sym", "gpu")
 
 PARAMS = ParamSet([
     Param("k", int, "auto", "Parts (k)",
-          "Number of parts; 'auto' picks it from the largest gap in the representatives' distances.",
+          "Number of parts; 'auto' over-segments, merges along the weakest boundaries while they are weak, "
+          "and keeps the most typical of three such results.",
           minimum=1, maximum=_defaults.MAX_K, auto=True, typical=5, metavar="K"),
     Param("delta", float, None, "Delta",
           "Weight of geodesic against angular distance in the dual graph (0 = angles only, "
