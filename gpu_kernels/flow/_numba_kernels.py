@@ -20,92 +20,161 @@ _FH = np.float32(0.5)
 
 
 # ----------------------------------------------------------------------------- TV-L1
-@njit(cache=True, fastmath=False)
-def _tv_band(u, v, p, gx, gy, rc, ginv, has_ginv, lt, theta, taut, iters):  # pragma: no cover - compiled
-    """``iters`` TV-L1 iterations in place over the rows given (serial). Where these are a band of
-    the image, its first and last rows are wrong after an iteration, and the error moves one row
-    further in each iteration: :func:`tv_iterate` keeps only rows ``iters`` away from such edges."""
+@njit(cache=True, fastmath=False, parallel=True)
+def tv_warp_iterate(I1, I2s, i1x, i1y, w, has_w, occ, u, v, p, ginv, has_ginv, lt, theta, taut, iters, bands,
+                    uo, vo, po):  # pragma: no cover - compiled
+    """One warp of the TV-L1 at a level: the linearised data term of ``(u, v)`` (:func:`tv_warp`,
+    refine._warp_np) and ``iters`` iterations (refine._iterate_np) from ``(u, v, p)``, the result
+    in ``(uo, vo, po)``.
+
+    The rows are split into ``bands`` bands that run in parallel, each on a copy with ``iters`` rows
+    of its neighbours' recomputed (temporal blocking, as the GPU's tv_iterate_tile): one parallel
+    region a call rather than two an iteration (a barrier per iteration stalls when the cores are
+    shared). A band's own edges are wrong after an iteration and the error moves one row further
+    each iteration, so only its rows ``iters`` away from them are kept. The rows are branch-free:
+    the flow is padded by a copy of its last column and row (a zero forward difference, as
+    NumPy's), the dual field by a zero column and row in front (nothing subtracted). The loops are
+    written out in the parallel loop's body, where numba lets LLVM vectorise them (in a called
+    function it does not, ~10x slower)."""
     H, W = u.shape
-    inv = np.empty((H, W), np.float32)
-    for y in range(H):
-        for x in range(W):
-            g2 = gx[y, x] * gx[y, x] + gy[y, x] * gy[y, x]
-            inv[y, x] = _F1 / g2 if g2 > np.float32(1e-10) else _F0
     nlt = -lt
-    for _ in range(iters):
-        # primal: reads p, writes u, v
-        for y in range(H):
-            up = y > 0
+    wm = np.float32(W - 1)
+    hm = np.float32(H - 1)
+    iocc = np.float32(1.0 / occ) if occ > 0 else _F0
+    for bnd in prange(bands):
+        r0 = max(0, (bnd * H) // bands - iters)
+        r1 = min(H, ((bnd + 1) * H) // bands + iters)
+        h = r1 - r0
+        U = np.empty((h + 1, W + 1), np.float32)
+        V = np.empty((h + 1, W + 1), np.float32)
+        Q = np.zeros((4, h + 1, W + 1), np.float32)
+        inv = np.empty((h, W), np.float32)
+        G = np.ones((h, W), np.float32)
+        T = np.empty(W, np.float32)
+        gx = np.empty((h, W), np.float32)
+        gy = np.empty((h, W), np.float32)
+        rc = np.empty((h, W), np.float32)
+        for y in range(h):
+            fy0 = np.float32(r0 + y)
             for x in range(W):
-                t = gx[y, x] * u[y, x]
-                t += gy[y, x] * v[y, x]
-                t += rc[y, x]
-                t *= inv[y, x]
-                if t < nlt:
-                    t = nlt
-                elif t > lt:
-                    t = lt
-                d = p[0, y, x] + p[1, y, x]
-                if x > 0:
-                    d -= p[0, y, x - 1]
-                if up:
-                    d -= p[1, y - 1, x]
-                d *= theta
-                d -= t * gx[y, x]
-                u[y, x] += d
-                d = p[2, y, x] + p[3, y, x]
-                if x > 0:
-                    d -= p[2, y, x - 1]
-                if up:
-                    d -= p[3, y - 1, x]
-                d *= theta
-                d -= t * gy[y, x]
-                v[y, x] += d
-        # dual: reads u, v, writes p
-        for y in range(H):
+                # the warp (tv_warp): each pixel's own flow only
+                uu = u[r0 + y, x]
+                vv = v[r0 + y, x]
+                xs = np.float32(x) + uu
+                ys = fy0 + vv
+                if not (xs >= 0 and ys >= 0 and xs <= wm and ys <= hm):
+                    gx[y, x] = _F0
+                    gy[y, x] = _F0
+                    rc[y, x] = _F0
+                    continue
+                s0 = _bilin(I2s, 0, xs, ys, H, W)
+                s1 = _bilin(I2s, 1, xs, ys, H, W)
+                s2 = _bilin(I2s, 2, xs, ys, H, W)
+                ga = _FH * (s1 + i1x[r0 + y, x])
+                gb = _FH * (s2 + i1y[r0 + y, x])
+                r00 = s0 - I1[r0 + y, x]
+                r = r00 - ga * uu - gb * vv
+                wt = w[r0 + y, x] if has_w else _F1
+                use_w = has_w
+                if occ > 0:
+                    z = r00 * iocc
+                    wt = wt / (_F1 + z * z)
+                    use_w = True
+                if use_w:
+                    sw = np.sqrt(wt)
+                    ga = ga * sw
+                    gb = gb * sw
+                    r = r * sw
+                gx[y, x] = ga
+                gy[y, x] = gb
+                rc[y, x] = r
+        for y in range(h):
             for x in range(W):
-                for k in range(2):
-                    f = u if k == 0 else v
-                    fx = f[y, x + 1] - f[y, x] if x < W - 1 else _F0
-                    fy = f[y + 1, x] - f[y, x] if y < H - 1 else _F0
+                U[y, x] = u[r0 + y, x]
+                V[y, x] = v[r0 + y, x]
+                Q[0, y + 1, x + 1] = p[0, r0 + y, x]
+                Q[1, y + 1, x + 1] = p[1, r0 + y, x]
+                Q[2, y + 1, x + 1] = p[2, r0 + y, x]
+                Q[3, y + 1, x + 1] = p[3, r0 + y, x]
+                a = gx[y, x]
+                b = gy[y, x]
+                g2 = a * a + b * b
+                inv[y, x] = _F1 / g2 if g2 > np.float32(1e-10) else _F0
+            if has_ginv:
+                for x in range(W):
+                    G[y, x] = ginv[r0 + y, x]
+            U[y, W] = U[y, W - 1]
+            V[y, W] = V[y, W - 1]
+        for _ in range(iters):
+            # primal: reads the dual field, writes the flow
+            for y in range(h):
+                for x in range(W):
+                    t = gx[y, x] * U[y, x]
+                    t += gy[y, x] * V[y, x]
+                    t += rc[y, x]
+                    t *= inv[y, x]
+                    T[x] = nlt if t < nlt else (lt if t > lt else t)
+                for x in range(W):
+                    d = Q[0, y + 1, x + 1] + Q[1, y + 1, x + 1]
+                    d -= Q[0, y + 1, x]
+                    d -= Q[1, y, x + 1]
+                    d *= theta
+                    d -= T[x] * gx[y, x]
+                    U[y, x] += d
+                for x in range(W):
+                    d = Q[2, y + 1, x + 1] + Q[3, y + 1, x + 1]
+                    d -= Q[2, y + 1, x]
+                    d -= Q[3, y, x + 1]
+                    d *= theta
+                    d -= T[x] * gy[y, x]
+                    V[y, x] += d
+                U[y, W] = U[y, W - 1]
+                V[y, W] = V[y, W - 1]
+            for x in range(W + 1):
+                U[h, x] = U[h - 1, x]
+                V[h, x] = V[h - 1, x]
+            # dual: reads the flow, writes the dual field
+            for y in range(h):
+                for x in range(W):
+                    fx = U[y, x + 1] - U[y, x]
+                    fy = U[y + 1, x] - U[y, x]
                     nrm = fx * fx
                     nrm += fy * fy
                     nrm = np.sqrt(nrm)
-                    if has_ginv:
-                        nrm *= ginv[y, x]
+                    nrm *= G[y, x]
                     nrm *= taut
                     nrm += _F1
                     fx *= taut
                     fy *= taut
-                    a = p[2 * k, y, x] + fx
-                    p[2 * k, y, x] = a / nrm
-                    b = p[2 * k + 1, y, x] + fy
-                    p[2 * k + 1, y, x] = b / nrm
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def tv_iterate(u, v, p, gx, gy, rc, ginv, has_ginv, lt, theta, taut, iters, bands):  # pragma: no cover
-    """``iters`` TV-L1 iterations in place: :func:`gpu_kernels.flow.refine._iterate_np`, the rows
-    split into ``bands`` bands that run in parallel, each with ``iters`` rows of its neighbours'
-    recomputed (temporal blocking, as the GPU's tv_iterate_tile): one parallel region a call
-    rather than two an iteration (a barrier per iteration stalls when the cores are shared)."""
-    H, W = u.shape
-    if bands <= 1:
-        _tv_band(u, v, p, gx, gy, rc, ginv, has_ginv, lt, theta, taut, iters)
-        return
-    for bnd in prange(bands):
-        r0 = (bnd * H) // bands
-        r1 = ((bnd + 1) * H) // bands
-        a0 = max(0, r0 - iters)
-        a1 = min(H, r1 + iters)
-        lu = u[a0:a1].copy()
-        lv = v[a0:a1].copy()
-        lp = p[:, a0:a1].copy()
-        _tv_band(lu, lv, lp, gx[a0:a1], gy[a0:a1], rc[a0:a1], ginv[a0:a1], has_ginv, lt, theta,
-                 taut, iters)
-        u[r0:r1] = lu[r0 - a0:r1 - a0]
-        v[r0:r1] = lv[r0 - a0:r1 - a0]
-        p[:, r0:r1] = lp[:, r0 - a0:r1 - a0]
+                    a = Q[0, y + 1, x + 1] + fx
+                    Q[0, y + 1, x + 1] = a / nrm
+                    b = Q[1, y + 1, x + 1] + fy
+                    Q[1, y + 1, x + 1] = b / nrm
+                for x in range(W):
+                    fx = V[y, x + 1] - V[y, x]
+                    fy = V[y + 1, x] - V[y, x]
+                    nrm = fx * fx
+                    nrm += fy * fy
+                    nrm = np.sqrt(nrm)
+                    nrm *= G[y, x]
+                    nrm *= taut
+                    nrm += _F1
+                    fx *= taut
+                    fy *= taut
+                    a = Q[2, y + 1, x + 1] + fx
+                    Q[2, y + 1, x + 1] = a / nrm
+                    b = Q[3, y + 1, x + 1] + fy
+                    Q[3, y + 1, x + 1] = b / nrm
+        k0 = r0 + iters if r0 > 0 else 0
+        k1 = r1 - iters if r1 < H else H
+        for y in range(k0, k1):
+            for x in range(W):
+                uo[y, x] = U[y - r0, x]
+                vo[y, x] = V[y - r0, x]
+                po[0, y, x] = Q[0, y - r0 + 1, x + 1]
+                po[1, y, x] = Q[1, y - r0 + 1, x + 1]
+                po[2, y, x] = Q[2, y - r0 + 1, x + 1]
+                po[3, y, x] = Q[3, y - r0 + 1, x + 1]
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -124,49 +193,6 @@ def _bilin(img, c, xs, ys, H, W):  # pragma: no cover - compiled
     top = p00 + a * (p01 - p00)
     bot = p10 + a * (p11 - p10)
     return top + b * (bot - top)
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def tv_warp(I1, I2s, u, v, w, has_w, i1x, i1y, occ, gxy, rc):  # pragma: no cover - compiled
-    """The linearised data term of one warp: :func:`gpu_kernels.flow.refine._warp_np` into
-    ``gxy`` (2, H, W) and ``rc`` (H, W)."""
-    H, W = I1.shape
-    wm = np.float32(W - 1)
-    hm = np.float32(H - 1)
-    iocc = np.float32(1.0 / occ) if occ > 0 else _F0
-    for y in prange(H):
-        fy0 = np.float32(y)
-        for x in range(W):
-            xs = np.float32(x) + u[y, x]
-            ys = fy0 + v[y, x]
-            if not (xs >= 0 and ys >= 0 and xs <= wm and ys <= hm):
-                gxy[0, y, x] = _F0
-                gxy[1, y, x] = _F0
-                rc[y, x] = _F0
-                continue
-            cx = min(max(xs, _F0), wm)
-            cy = min(max(ys, _F0), hm)
-            s0 = _bilin(I2s, 0, cx, cy, H, W)
-            s1 = _bilin(I2s, 1, cx, cy, H, W)
-            s2 = _bilin(I2s, 2, cx, cy, H, W)
-            gx = _FH * (s1 + i1x[y, x])
-            gy = _FH * (s2 + i1y[y, x])
-            r0 = s0 - I1[y, x]
-            r = r0 - gx * u[y, x] - gy * v[y, x]
-            wt = w[y, x] if has_w else _F1
-            use_w = has_w
-            if occ > 0:
-                z = r0 * iocc
-                wt = wt / (_F1 + z * z)
-                use_w = True
-            if use_w:
-                sw = np.sqrt(wt)
-                gx = gx * sw
-                gy = gy * sw
-                r = r * sw
-            gxy[0, y, x] = gx
-            gxy[1, y, x] = gy
-            rc[y, x] = r
 
 
 # ----------------------------------------------------------------------------- patches

@@ -412,21 +412,25 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
         i2x, i2y = _grad_np(I2)
         I2s = np.stack([I2, i2x, i2y])
         i1g = _grad_np(I1)
-        nk = _numba.kernels()      # the compiled twins of _warp_np and _iterate_np (the same arithmetic)
+        nk = _numba.kernels()      # the compiled twin of _warp_np + _iterate_np (the same arithmetic)
         if nk is not None:
-            gxy, rc = np.empty((2, H, W), np.float32), np.empty((H, W), np.float32)
+            uo, vo, po = np.empty_like(u), np.empty_like(v), np.empty_like(p)
             f32 = np.float32
+            nb = _numba.bands(H, iters)
         for k in range(warps):
             if nk is None:
                 gxy, rc = _warp_np(I1, I2s, u, v, w, i1g, occ)
                 _iterate_np(u, v, p, gxy, rc, lt, theta, taut, iters, ginv)
             else:
-                nk.tv_warp(I1, I2s, u, v, w if w is not None else rc, w is not None, i1g[0], i1g[1], float(occ),
-                           gxy, rc)
-                nk.tv_iterate(u, v, p, gxy[0], gxy[1], rc, ginv if ginv is not None else rc, ginv is not None,
-                              f32(lt), f32(theta), f32(taut), int(iters), _numba.bands(H, iters))
+                nk.tv_warp_iterate(I1, I2s, i1g[0], i1g[1], w if w is not None else I1, w is not None, float(occ),
+                                   u, v, p, ginv if ginv is not None else I1, ginv is not None, f32(lt), f32(theta),
+                                   f32(taut), int(iters), nb, uo, vo, po)
+                p, po = po, p
+                if not median:
+                    u[...] = uo
+                    v[...] = vo
             if median:
-                uv = _median_np(np.stack([u, v]), median)
+                uv = _median_np(np.stack([u, v] if nk is None else [uo, vo]), median)
                 u[...] = uv[0]
                 v[...] = uv[1]
             if progress is not None:
