@@ -415,3 +415,41 @@ def patch_round(pad, T, Tx, Ty, oy_r, ox_r, P, m, u, v, cost, R, Ny, Nx, propaga
             vo[i] = bv
             co[i] = bc
             Ro[i, :] = Rb
+
+
+# ----------------------------------------------------------------------------- densification
+@njit(cache=True, fastmath=False, parallel=True)
+def densify(I1, I2s, pu, pv, conf, u0, v0, ylo, yhi, xlo, xhi, eps, prior, uo, vo):  # pragma: no cover - compiled
+    """search.densify's CPU path: each pixel's patches (rows ``ylo[y]..yhi[y]``, columns
+    ``xlo[x]..xhi[x]`` of the grid) in the order NumPy's bincount adds them, in float64."""
+    H, W = I1.shape
+    wm = np.float32(W - 1)
+    hm = np.float32(H - 1)
+    for y in prange(H):
+        fy = np.float32(y)
+        for x in range(W):
+            fx = np.float32(x)
+            ws = 0.0
+            su = 0.0
+            sv = 0.0
+            i1 = I1[y, x]
+            for iy in range(ylo[y], yhi[y] + 1):
+                for ix in range(xlo[x], xhi[x] + 1):
+                    fu = pu[iy, ix]
+                    fv = pv[iy, ix]
+                    xs = min(max(fx + fu, _F0), wm)
+                    ys = min(max(fy + fv, _F0), hm)
+                    s = _bilin(I2s, 0, xs, ys, H, W)
+                    w = conf[iy, ix] / max(abs(s - i1), eps)
+                    ws += np.float64(w)
+                    su += np.float64(w * fu)
+                    sv += np.float64(w * fv)
+            ws += prior
+            su += np.float64(np.float32(prior) * u0[y, x])
+            sv += np.float64(np.float32(prior) * v0[y, x])
+            if ws > 1e-12:
+                uo[y, x] = np.float32(su / ws)
+                vo[y, x] = np.float32(sv / ws)
+            else:
+                uo[y, x] = u0[y, x]
+                vo[y, x] = v0[y, x]

@@ -460,6 +460,18 @@ def densify(be: Backend, I1, I2, pu, pv, conf, u0, v0, *, patch: int = DEFAULT_P
     del stride_y, stride_x
     oy = np.arange(Ny, dtype=np.int64) * (H - patch) // (Ny - 1) if Ny > 1 else np.zeros(1, np.int64)
     ox = np.arange(Nx, dtype=np.int64) * (W - patch) // (Nx - 1) if Nx > 1 else np.zeros(1, np.int64)
+    nk = _numba.kernels()
+    if nk is not None:             # the compiled twin (each pixel's patches, in bincount's order)
+        def span(o, n):
+            q = np.arange(n)
+            return np.searchsorted(o, q - patch + 1, "left"), np.searchsorted(o, q, "right") - 1
+
+        (ylo, yhi), (xlo, xhi) = span(oy, H), span(ox, W)
+        uo, vo = np.empty((H, W), np.float32), np.empty((H, W), np.float32)
+        f32 = np.float32
+        nk.densify(I1, I2.reshape(1, H, W), np.ascontiguousarray(pu, f32), np.ascontiguousarray(pv, f32),
+                   np.ascontiguousarray(conf, f32), u0, v0, ylo, yhi, xlo, xhi, f32(eps), float(prior), uo, vo)
+        return uo, vo
     ky, kx = np.divmod(np.arange(patch * patch), patch)
     iy = (oy[:, None, None] + ky[None, None, :]).repeat(Nx, 1).reshape(-1, patch * patch)
     ix = np.broadcast_to(ox[None, :, None] + kx[None, None, :], (Ny, Nx, patch * patch)).reshape(-1, patch * patch)
