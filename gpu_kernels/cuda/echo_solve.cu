@@ -132,13 +132,16 @@ __device__ __forceinline__ void echo_load_system(const echo_sys_t* __restrict__ 
 // offsets (the 57 loads of a point solve shared 19 offset sums); the values loaded are those
 // of clamped indices, so the result is the same. With ECHO_CLAMP_LOADS each load clamps its
 // own three indices (the kernels before issue 24; kept to measure the difference).
+template <bool CG>
 struct EchoGlobalLoad {
     const float* u;
     i64 N;
     int z, y, x, Z, Y, X;
     __device__ __forceinline__ float operator()(int c, int dz, int dy, int dx) const {
         int zz = echo_clamp(z + dz, Z - 1), yy = echo_clamp(y + dy, Y - 1), xx = echo_clamp(x + dx, X - 1);
-        return u[c * N + echo_idx(zz, yy, xx, Y, X)];
+        const float* q = u + c * N + echo_idx(zz, yy, xx, Y, X);
+        if (CG) return __ldcg(q);
+        return *q;
     }
 };
 
@@ -173,10 +176,45 @@ struct EchoOffsetLoad {
 };
 
 #ifdef ECHO_CLAMP_LOADS
-#define ECHO_LOAD(U, u) EchoGlobalLoad U{u, N, z, y, x, Z, Y, X}
+#define ECHO_LOAD(U, u) EchoGlobalLoad<false> U{u, N, z, y, x, Z, Y, X}
 #else
 #define ECHO_LOAD(U, u) EchoOffsetLoad<false> U(u, N, z, y, x, Z, Y, X)
 #endif
+
+// One SOR update of voxel (z, y, x) in place, its system at ci of the colour-packed Tc: the point
+// solve, then u <- u + omega (v - u) per component, adding |v - u|^2 to d2. Every in-place SOR
+// kernel below does exactly this per voxel. CG: the field through L2 only (the persistent
+// kernel: never an L1 line another multiprocessor wrote); STREAM: the system loaded with the
+// evict-first hint (the wavefront, so that it does not push the field out of L2).
+template <bool CG, bool STREAM>
+__device__ __forceinline__ void echo_sor_voxel(const echo_sys_t* __restrict__ Tc, i64 Nc, i64 ci, float* u, i64 N,
+                                               int z, int y, int x, int Z, int Y, int X, float omega, float alpha,
+                                               float beta, float& d2) {
+    float Kinv[6], R[3], v[3];
+    if (STREAM) {
+#pragma unroll
+        for (int k = 0; k < 6; ++k) Kinv[k] = echo_sys_stream(Tc + k * Nc + ci);
+#pragma unroll
+        for (int k = 0; k < 3; ++k) R[k] = echo_sys_stream(Tc + (6 + k) * Nc + ci);
+    } else {
+        echo_load_system(Tc, Nc, ci, Kinv, R);
+    }
+    EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
+#ifdef ECHO_CLAMP_LOADS
+    EchoGlobalLoad<CG> U{u, N, z, y, x, Z, Y, X};
+#else
+    EchoOffsetLoad<CG> U(u, N, z, y, x, Z, Y, X);
+#endif
+    echo_point(U, w, Kinv, R, alpha, beta, v);
+    const i64 idx = echo_idx(z, y, x, Y, X);
+#pragma unroll
+    for (int c = 0; c < 3; ++c) {
+        const float old = CG ? __ldcg(u + c * N + idx) : u[c * N + idx];
+        const float dv = v[c] - old;
+        d2 += dv * dv;
+        u[c * N + idx] = old + omega * dv;
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(ECHO_TX * ECHO_TY, ECHO_MINB)
 echo_jacobi_cache(const echo_sys_t* __restrict__ Tc, const float* __restrict__ src,
@@ -222,19 +260,7 @@ echo_sor_cache(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
     if (x < X && y < Y) {
         const i64 Nc = (i64)4 * Z * Yh * Xh;
         const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
-        float Kinv[6], R[3], v[3];
-        echo_load_system(Tc, Nc, ci, Kinv, R);
-        EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-        ECHO_LOAD(U, u);
-        echo_point(U, w, Kinv, R, alpha, beta, v);
-        const i64 idx = echo_idx(z, y, x, Y, X);
-#pragma unroll
-        for (int c = 0; c < 3; ++c) {
-            float old = u[c * N + idx];
-            float dv = v[c] - old;
-            d2 += dv * dv;
-            u[c * N + idx] = old + omega * dv;
-        }
+        echo_sor_voxel<false, false>(Tc, Nc, ci, u, N, z, y, x, Z, Y, X, omega, alpha, beta, d2);
     }
     if (do_stats) echo_warp_accumulate(d2, stats);
 }
@@ -261,19 +287,7 @@ echo_sor_march(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X,
         const int x = 2 * xh + px, y = 2 * yh + py;
         if (x < X && y < Y) {
             const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
-            float Kinv[6], R[3], v[3];
-            echo_load_system(Tc, Nc, ci, Kinv, R);
-            EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-            ECHO_LOAD(U, u);
-            echo_point(U, w, Kinv, R, alpha, beta, v);
-            const i64 idx = echo_idx(z, y, x, Y, X);
-#pragma unroll
-            for (int c = 0; c < 3; ++c) {
-                float old = u[c * N + idx];
-                float dv = v[c] - old;
-                d2 += dv * dv;
-                u[c * N + idx] = old + omega * dv;
-            }
+            echo_sor_voxel<false, false>(Tc, Nc, ci, u, N, z, y, x, Z, Y, X, omega, alpha, beta, d2);
         }
     }
     if (do_stats) echo_warp_accumulate(d2, stats);
@@ -313,22 +327,7 @@ echo_sor_wave(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, 
         if (x < X && y < Y) {
             const i64 Nc = (i64)4 * Z * Yh * Xh;
             const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
-            float Kinv[6], R[3], v[3];
-#pragma unroll
-            for (int k = 0; k < 6; ++k) Kinv[k] = echo_sys_stream(Tc + k * Nc + ci);
-#pragma unroll
-            for (int k = 0; k < 3; ++k) R[k] = echo_sys_stream(Tc + (6 + k) * Nc + ci);
-            EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-            ECHO_LOAD(U, u);
-            echo_point(U, w, Kinv, R, alpha, beta, v);
-            const i64 idx = echo_idx(z, y, x, Y, X);
-#pragma unroll
-            for (int c = 0; c < 3; ++c) {
-                float old = u[c * N + idx];
-                float dv = v[c] - old;
-                d2 += dv * dv;
-                u[c * N + idx] = old + omega * dv;
-            }
+            echo_sor_voxel<false, true>(Tc, Nc, ci, u, N, z, y, x, Z, Y, X, omega, alpha, beta, d2);
         }
     }
     if (do_stats) echo_warp_accumulate(d2, stats);
@@ -343,15 +342,6 @@ echo_sor_wave(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, int X, 
 // same; the field is read through L2 only (ld.global.cg), never from an L1 line another
 // multiprocessor may have written since. Small volumes, where a pass takes a few
 // microseconds, spend their time in launches otherwise.
-struct EchoGlobalLoadCG {
-    const float* u;
-    i64 N;
-    int z, y, x, Z, Y, X;
-    __device__ __forceinline__ float operator()(int c, int dz, int dy, int dx) const {
-        int zz = echo_clamp(z + dz, Z - 1), yy = echo_clamp(y + dy, Y - 1), xx = echo_clamp(x + dx, X - 1);
-        return __ldcg(u + c * N + echo_idx(zz, yy, xx, Y, X));
-    }
-};
 
 // bar[0]: blocks arrived, bar[1]: generation (both start at 0; the count returns to 0).
 __device__ __forceinline__ void echo_grid_barrier(unsigned int* bar) {
@@ -397,23 +387,7 @@ echo_sor_persistent(const echo_sys_t* __restrict__ Tc, float* u, int Z, int Y, i
                 const int x = 2 * xh + px, y = 2 * yh + py;
                 if (x >= X || y >= Y) continue;
                 const i64 ci = (((i64)colour * Z + z) * Yh + yh) * Xh + xh;
-                float Kinv[6], R[3], v[3];
-                echo_load_system(Tc, Nc, ci, Kinv, R);
-                EchoAxisW w[3] = {echo_axis_weights(z, Z), echo_axis_weights(y, Y), echo_axis_weights(x, X)};
-#ifdef ECHO_CLAMP_LOADS
-                EchoGlobalLoadCG U{u, N, z, y, x, Z, Y, X};
-#else
-                EchoOffsetLoad<true> U(u, N, z, y, x, Z, Y, X);
-#endif
-                echo_point(U, w, Kinv, R, alpha, beta, v);
-                const i64 idx = echo_idx(z, y, x, Y, X);
-#pragma unroll
-                for (int c = 0; c < 3; ++c) {
-                    float old = __ldcg(u + c * N + idx);
-                    float dv = v[c] - old;
-                    d2 += dv * dv;
-                    u[c * N + idx] = old + omega * dv;
-                }
+                echo_sor_voxel<true, false>(Tc, Nc, ci, u, N, z, y, x, Z, Y, X, omega, alpha, beta, d2);
             }
             if (check) echo_warp_accumulate(d2, stats);
             echo_grid_barrier(bar);
