@@ -223,39 +223,27 @@ def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=No
                 used[b][pix[agree & emit]] = True
             if not bool(emit.any()):
                 continue
-            c = cnt[emit].astype(xp.float64)
-            outs["p"].append((sx[emit] / c[:, None]).astype(xp.float32))
-            if sn is not None:
-                nn = sn[emit]
-                nn /= xp.maximum(xp.linalg.norm(nn, axis=1, keepdims=True), 1e-12)
-                outs["n"].append(nn.astype(xp.float32))
-            else:
-                outs["n"].append(xp.zeros((int(emit.sum()), 3), xp.float32))
-            if sc is not None:
-                outs["c"].append(xp.clip(xp.rint(sc[emit] / c[:, None]), 0, 255).astype(xp.uint8))
-            else:
-                outs["c"].append(xp.full((int(emit.sum()), 3), 200, xp.uint8))
-            if sq is not None:
-                outs["q"].append((sq[emit] / c).astype(xp.float32))
-            else:
-                outs["q"].append(xp.ones(int(emit.sum()), xp.float32))
-            outs["k"].append(cnt[emit])
-            outs["s"].append(xp.full(int(emit.sum()), views[a], xp.int32))
+            _emitted(xp, outs, views[a], emit, cnt, sx, sn, sc, sq)
         progress.update(1.0, "fused")
+        return _cloud(be, outs)
 
-        def cat(key, shape, dtype):
-            if not outs[key]:
-                return np.zeros(shape, dtype)
-            return be.asnumpy(xp.concatenate(outs[key]))
 
-        return FusedCloud(cat("p", (0, 3), np.float32), cat("n", (0, 3), np.float32), cat("c", (0, 3), np.uint8),
-                          cat("q", (0,), np.float32), cat("k", (0,), np.int32), cat("s", (0,), np.int32))
+def _cloud(be, outs) -> FusedCloud:
+    """The fused points gathered per view in ``outs`` (device or host arrays), as one host cloud."""
+    def cat(key, shape, dtype):
+        if not outs[key]:
+            return np.zeros(shape, dtype)
+        return be.asnumpy(be.xp.concatenate(outs[key]))
+
+    return FusedCloud(cat("p", (0, 3), np.float32), cat("n", (0, 3), np.float32), cat("c", (0, 3), np.uint8),
+                      cat("q", (0,), np.float32), cat("k", (0,), np.int32), cat("s", (0,), np.int32))
 
 
 def _emitted(xp, outs, a_view, emit, cnt, sx, sn, sc, sq):
-    """The fused points of one view's emitted samples (``emit``: their indices, ascending;
-    ``sn``/``sc``/``sq`` None where that view has no normals/colours/confidences), appended to
-    ``outs``. Integer indices, not a mask: the same elements without a count per array."""
+    """The fused points of one view's emitted samples (``emit``: their indices, ascending, or a
+    boolean mask: the same elements), ``sn``/``sc``/``sq`` None where that view has no
+    normals/colours/confidences, appended to ``outs``. The device path passes indices: no count
+    per array."""
     c = cnt[emit].astype(xp.float64)
     outs["p"].append((sx[emit] / c[:, None]).astype(xp.float32))
     if sn is not None:
@@ -355,14 +343,7 @@ def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_t
             _emitted(xp, outs, views[a], emit, cnt, sx, sn if fa & 1 else None, sc if fa & 2 else None,
                      sq if fa & 4 else None)
         progress.update(1.0, "fused")
-
-        def cat(key, shape, dtype):
-            if not outs[key]:
-                return np.zeros(shape, dtype)
-            return be.asnumpy(xp.concatenate(outs[key]))
-
-        return FusedCloud(cat("p", (0, 3), np.float32), cat("n", (0, 3), np.float32), cat("c", (0, 3), np.uint8),
-                          cat("q", (0,), np.float32), cat("k", (0,), np.int32), cat("s", (0,), np.int32))
+        return _cloud(be, outs)
 
 
 def _backproject_pixels(xp, cam, depth, pix, ca=None):
