@@ -8,12 +8,15 @@ compiles the kernels (about 10-20 s) and caches them on disk (``__pycache__``, o
 ``NUMBA_CACHE_DIR``); later processes load them in well under a second.
 
 Switches: the environment variable ``GPULAB_FLOW_NUMBA=0`` (read at import) or the module flag
-:data:`ENABLED` (``False``: the NumPy path).
+:data:`ENABLED` (``False``: the NumPy path). numba's own ``NUMBA_NUM_THREADS`` sets the threads
+(default: the cores; 1 runs the kernels serially, which is faster when other processes keep the
+cores busy: each parallel region then waits for a time slice).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 
 __all__ = ["ENABLED", "kernels", "available", "bands"]
 
@@ -22,20 +25,45 @@ ENABLED = os.environ.get("GPULAB_FLOW_NUMBA", "1").strip().lower() not in ("0", 
 
 _K = None
 _TRIED = False
+#: numba's default threading layer (workqueue) aborts the process when two threads run parallel
+#: kernels at once: the kernels run one at a time (the window may run two flows at once)
+_LOCK = threading.RLock()
+
+
+class _Locked:
+    """The kernels' module with each kernel called under :data:`_LOCK`."""
+
+    def __init__(self, mod):
+        self._mod = mod
+
+    def __getattr__(self, name):
+        fn = getattr(self._mod, name)
+
+        def call(*a, **k):
+            with _LOCK:
+                return fn(*a, **k)
+
+        call.__name__ = name
+        call.__wrapped__ = fn
+        setattr(self, name, call)
+        return call
 
 
 def kernels():
-    """The compiled kernels' module, or None (numba missing, or :data:`ENABLED` off)."""
+    """The compiled kernels (:mod:`gpu_kernels.flow._numba_kernels`, each called under a lock), or
+    None (numba missing or broken, or :data:`ENABLED` off)."""
     global _K, _TRIED
     if not ENABLED:
         return None
     if not _TRIED:
-        _TRIED = True
-        try:
-            from . import _numba_kernels as k
-        except Exception:  # noqa: BLE001 - numba absent or broken: the NumPy path
-            k = None
-        _K = k
+        with _LOCK:
+            if not _TRIED:
+                try:
+                    from . import _numba_kernels as k
+                    _K = _Locked(k)
+                except Exception:  # noqa: BLE001 - numba absent or broken: the NumPy path
+                    _K = None
+                _TRIED = True
     return _K
 
 

@@ -197,43 +197,48 @@ def _bilin(img, c, xs, ys, H, W):  # pragma: no cover - compiled
 
 # ----------------------------------------------------------------------------- patches
 @njit(cache=True, fastmath=False, inline="always")
-def _psum(a, n):  # pragma: no cover - compiled
-    """NumPy's float32 sum of a contiguous row of ``n`` (8 <= n <= 128): eight running sums."""
-    r0 = a[0]
-    r1 = a[1]
-    r2 = a[2]
-    r3 = a[3]
-    r4 = a[4]
-    r5 = a[5]
-    r6 = a[6]
-    r7 = a[7]
+def _psum(a, o, n):  # pragma: no cover - compiled
+    """NumPy's float32 sum of ``a[o:o + n]`` (8 <= n <= 128, contiguous): eight running sums."""
+    r0 = a[o]
+    r1 = a[o + 1]
+    r2 = a[o + 2]
+    r3 = a[o + 3]
+    r4 = a[o + 4]
+    r5 = a[o + 5]
+    r6 = a[o + 6]
+    r7 = a[o + 7]
     i = 8
     top = n - n % 8
     while i < top:
-        r0 += a[i]
-        r1 += a[i + 1]
-        r2 += a[i + 2]
-        r3 += a[i + 3]
-        r4 += a[i + 4]
-        r5 += a[i + 5]
-        r6 += a[i + 6]
-        r7 += a[i + 7]
+        r0 += a[o + i]
+        r1 += a[o + i + 1]
+        r2 += a[o + i + 2]
+        r3 += a[o + i + 3]
+        r4 += a[o + i + 4]
+        r5 += a[o + i + 5]
+        r6 += a[o + i + 6]
+        r7 += a[o + i + 7]
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[i]
+        res += a[o + i]
         i += 1
     return res
 
 
 @njit(cache=True, fastmath=False, inline="always")
 def _sum(a, n):  # pragma: no cover - compiled
+    """NumPy's float32 sum of ``a[:n]`` (pairwise: blocks of at most 128; here n <= 256)."""
     if n < 8:
         res = _F0
         for i in range(n):
             res += a[i]
         return res
-    return _psum(a, n)
+    if n <= 128:
+        return _psum(a, 0, n)
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _psum(a, 0, n2) + _psum(a, n2, n - n2)
 
 
 @njit(cache=True, fastmath=False)

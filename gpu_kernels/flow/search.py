@@ -375,7 +375,7 @@ def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, str
     u = u0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
     v = v0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
     nk = _numba.kernels()
-    if nk is not None:             # the compiled twin of the loops below (the same float32 arithmetic)
+    if nk is not None and patch * patch <= 256:     # the compiled twin of the loops below (same float32 sums)
         return _coarse_match_numba(nk, P, I2, u, v, Ny, Nx, rounds, per, radius, reg, texture)
     cost = P.cost(I2, u, v)[0]
     if radius > 0:
