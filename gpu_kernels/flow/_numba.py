@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["ENABLED", "kernels", "available", "bands"]
+__all__ = ["ENABLED", "kernels", "available", "bands", "warmup"]
 
 #: use the compiled kernels on the CPU when numba imports (False: the NumPy path)
 ENABLED = os.environ.get("GPULAB_FLOW_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -88,3 +88,28 @@ def available() -> bool:
     except Exception:  # noqa: BLE001
         return False
     return True
+
+
+def warmup() -> bool:
+    """Compile the kernels now (or load them from numba's cache): a default flow of a small
+    synthetic pair, so that a later flow does not pay for it. False where the compiled path is off.
+    ``python -m gpu_kernels.flow._numba`` does this and prints the time (a step after installing)."""
+    if kernels() is None:
+        return False
+    import numpy as np
+
+    from .search import inverse_search_flow
+
+    y, x = np.mgrid[0:72, 0:96].astype(np.float32)
+    a = (np.sin(x * 0.31) * np.cos(y * 0.23) * 0.4 + 0.5).astype(np.float32)
+    inverse_search_flow(a, np.roll(a, (1, 2), (0, 1)), device="cpu")
+    return True
+
+
+if __name__ == "__main__":  # pragma: no cover - a command
+    import time
+
+    t0 = time.perf_counter()
+    ok = warmup()
+    print(f"flow kernels {'compiled or loaded' if ok else 'off (numba missing or GPULAB_FLOW_NUMBA=0)'} "
+          f"in {time.perf_counter() - t0:.1f} s")
