@@ -458,3 +458,37 @@ def densify(I1, I2s, pu, pv, conf, u0, v0, ylo, yhi, xlo, xhi, eps, prior, uo, v
             else:
                 uo[y, x] = u0[y, x]
                 vo[y, x] = v0[y, x]
+
+
+@njit(cache=True, fastmath=False, parallel=True)
+def patch_setup(I1, gx, gy, oy, ox, P, T, Tx, Ty, a, b, c):  # pragma: no cover - compiled
+    """search._Patches' arrays: each patch's mean-free template ``T``, gradients ``Tx``, ``Ty``
+    (N, P * P) and the sums ``a, b, c`` of ``Tx Tx``, ``Tx Ty``, ``Ty Ty`` (NumPy's sums)."""
+    Ny = oy.shape[0]
+    Nx = ox.shape[0]
+    n = P * P
+    inv = np.float32(1.0 / n)
+    for iy in prange(Ny):
+        S = np.empty(n, np.float32)
+        for ix in range(Nx):
+            i = iy * Nx + ix
+            for ky in range(P):
+                for kx in range(P):
+                    y = oy[iy] + ky
+                    x = ox[ix] + kx
+                    T[i, ky * P + kx] = I1[y, x]
+                    Tx[i, ky * P + kx] = gx[y, x]
+                    Ty[i, ky * P + kx] = gy[y, x]
+            mean = _sum(T[i], n) * inv
+            for q in range(n):
+                T[i, q] = T[i, q] - mean
+            for q in range(n):
+                S[q] = Tx[i, q] * Tx[i, q]
+            a[i] = _sum(S, n)
+            for q in range(n):
+                S[q] = Tx[i, q] * Ty[i, q]
+            b[i] = _sum(S, n)
+            for q in range(n):
+                S[q] = Ty[i, q] * Ty[i, q]
+            c[i] = _sum(S, n)
+

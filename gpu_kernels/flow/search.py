@@ -266,12 +266,23 @@ def patch_grid(n: int, patch: int, stride: int) -> np.ndarray:
 class _Patches:
     """The NumPy path's per-patch arrays (templates, gradients, Hessians) at one level."""
 
-    def __init__(self, I1, patch, stride):
+    def __init__(self, I1, patch, stride, nk=None):
         from .lucas_kanade import _grad_np
 
         H, W = I1.shape
         self.oy, self.ox = patch_grid(H, patch, stride), patch_grid(W, patch, stride)
         self.Ny, self.Nx = len(self.oy), len(self.ox)
+        if nk is not None:          # the compiled path needs only these (same values, no index arrays)
+            N, n = self.Ny * self.Nx, patch * patch
+            gx, gy = _grad_np(I1)
+            self.T, self.Tx, self.Ty = (np.empty((N, n), np.float32) for _ in range(3))
+            self.a, self.b, self.c = (np.empty(N, np.float32) for _ in range(3))
+            nk.patch_setup(I1, gx, gy, self.oy, self.ox, patch, self.T, self.Tx, self.Ty, self.a, self.b, self.c)
+            self.n, self.patch = n, patch
+            self.oy_r = np.repeat(self.oy, self.Nx).astype(np.float32)
+            self.ox_r = np.tile(self.ox, self.Ny).astype(np.float32)
+            self._I2 = None
+            return
         d = np.arange(patch)
         ky, kx = np.divmod(np.arange(patch * patch), patch)
         del d
@@ -370,12 +381,14 @@ def coarse_match(be: Backend, I1, I2, u0, v0, *, patch: int = DEFAULT_PATCH, str
             pv, qv = qv, pv
             pc, qc = qc, pc
         return pu, pv, pc, conf
-    P = _Patches(I1, patch, stride)
+    nk = _numba.kernels()
+    if patch * patch > 256:
+        nk = None                   # the kernels' sums follow NumPy's up to 256 values
+    P = _Patches(I1, patch, stride, nk)
     cy, cx = P.oy + patch // 2, P.ox + patch // 2
     u = u0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
     v = v0[cy[:, None], cx[None, :]].reshape(-1).astype(np.float32)
-    nk = _numba.kernels()
-    if nk is not None and patch * patch <= 256:     # the compiled twin of the loops below (same float32 sums)
+    if nk is not None:              # the compiled twin of the loops below (the same float32 sums)
         return _coarse_match_numba(nk, P, I2, u, v, Ny, Nx, rounds, per, radius, reg, texture)
     cost = P.cost(I2, u, v)[0]
     if radius > 0:
