@@ -414,8 +414,12 @@ def patch_round(pad, T, Tx, Ty, oy_r, ox_r, P, m, u, v, cost, R, Ny, Nx, propaga
                 for q in range(n):
                     S[q] = Ty[i, q] * r[q]
                 ey = _sum(S, n)
-                uu = uu - (c[i] * ex - b[i] * ey) / det[i]
-                vv = vv - (a[i] * ey - b[i] * ex) / det[i]
+                nu = uu - (c[i] * ex - b[i] * ey) / det[i]
+                nv = vv - (a[i] * ey - b[i] * ex) / det[i]
+                if nu == uu and nv == vv:
+                    break           # a zero step: every later step is this one again (nothing to gain)
+                uu = nu
+                vv = nv
             uo[i] = bu
             vo[i] = bv
             co[i] = bc
