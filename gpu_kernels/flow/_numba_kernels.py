@@ -196,7 +196,7 @@ def _bilin(img, c, xs, ys, H, W):  # pragma: no cover - compiled
 
 
 # ----------------------------------------------------------------------------- patches
-@njit(cache=True, fastmath=False, inline="always")
+@njit(cache=True, fastmath=False)
 def _psum(a, o, n):  # pragma: no cover - compiled
     """NumPy's float32 sum of ``a[o:o + n]`` (8 <= n <= 128, contiguous): eight running sums."""
     r0 = a[o]
@@ -226,7 +226,7 @@ def _psum(a, o, n):  # pragma: no cover - compiled
     return res
 
 
-@njit(cache=True, fastmath=False, inline="always")
+@njit(cache=True, fastmath=False)
 def _sum(a, n):  # pragma: no cover - compiled
     """NumPy's float32 sum of ``a[:n]`` (pairwise: blocks of at most 128; here n <= 256)."""
     if n < 8:
@@ -293,23 +293,10 @@ def _chunk(N, nch, c):  # pragma: no cover - compiled
 
 
 @njit(cache=True, fastmath=False, parallel=True)
-def patch_costs(pad, T, oy_r, ox_r, P, m, u, v, R):  # pragma: no cover - compiled
-    """The cost of every patch at ``(u, v)`` (search._Patches.cost), residuals into ``R``."""
-    N = u.shape[0]
-    out = np.empty(N, np.float32)
-    nch = min(N, 256)
-    for ch in prange(nch):
-        X = np.empty((2, P), np.float32)
-        S = np.empty(P * P, np.float32)
-        lo, hi = _chunk(N, nch, ch)
-        for i in range(lo, hi):
-            out[i] = _cost(pad, T[i], oy_r[i], ox_r[i], P, m, u[i], v[i], X, R[i], S)
-    return out
-
-
-@njit(cache=True, fastmath=False, parallel=True)
-def patch_int_search(pad, T, oy_r, ox_r, P, m, u, v, cost, radius, R):  # pragma: no cover - compiled
-    """coarse_match's integer search around ``(u, v)`` (in place, with ``cost`` and the residuals ``R``)."""
+def patch_init(pad, T, oy_r, ox_r, P, m, u, v, cost, radius, R):  # pragma: no cover - compiled
+    """coarse_match's start: each patch's cost at ``(u, v)`` (search._Patches.cost) into ``cost``
+    and its residual into ``R``, then (``radius`` > 0) the integer search around ``(u, v)``,
+    in place. One kernel for both (each parallel kernel costs seconds to compile)."""
     N = u.shape[0]
     n = P * P
     nch = min(N, 256)
@@ -321,11 +308,12 @@ def patch_int_search(pad, T, oy_r, ox_r, P, m, u, v, cost, radius, R):  # pragma
         for i in range(lo, hi):
             bu = u[i]
             bv = v[i]
-            cu0 = u[i]
-            cv0 = v[i]
-            c0 = cost[i]
-            for dy in range(-radius, radius + 1):
-                for dx in range(-radius, radius + 1):
+            c0 = _cost(pad, T[i], oy_r[i], ox_r[i], P, m, bu, bv, X, R[i], S)
+            cu0 = bu
+            cv0 = bv
+            r = radius if radius > 0 else -1
+            for dy in range(-r, r + 1):
+                for dx in range(-r, r + 1):
                     cu = bu + np.float32(dx)
                     cv = bv + np.float32(dy)
                     s = _cost(pad, T[i], oy_r[i], ox_r[i], P, m, cu, cv, X, Wv, S)

@@ -435,9 +435,8 @@ def _coarse_match_numba(nk, P, I2, u, v, Ny, Nx, rounds, per, radius, reg, textu
     u = np.ascontiguousarray(u, dtype=np.float32)
     v = np.ascontiguousarray(v, dtype=np.float32)
     R = np.empty_like(T)            # each patch's residual at its current flow
-    cost = nk.patch_costs(pad, T, P.oy_r, P.ox_r, p, m, u, v, R)
-    if radius > 0:
-        nk.patch_int_search(pad, T, P.oy_r, P.ox_r, p, m, u, v, cost, radius, R)
+    cost = np.empty_like(u)
+    nk.patch_init(pad, T, P.oy_r, P.ox_r, p, m, u, v, cost, int(radius), R)
     a, b, c = P.a + np.float32(reg), P.b, P.c + np.float32(reg)
     det = a * c - b * b
     uo, vo, co, Ro = np.empty_like(u), np.empty_like(v), np.empty_like(cost), np.empty_like(R)

@@ -123,7 +123,7 @@ def test_fallback_when_disabled(monkeypatch):
     I1 = _img(rng, 48, 64)
     I2 = np.roll(I1, 1, 1)
     with monkeypatch.context() as m:
-        for name in ("tv_warp_iterate", "patch_round", "patch_costs", "patch_int_search", "densify"):
+        for name in ("tv_warp_iterate", "patch_round", "patch_init", "patch_setup", "densify"):
             m.setattr(nk, name, boom)
         m.setattr(_numba, "_K", _numba._Locked(nk))
         m.setattr(_numba, "_TRIED", True)
