@@ -244,9 +244,9 @@ def _sum(a, n):  # pragma: no cover - compiled
 @njit(cache=True, fastmath=False)
 def _cost(pad, T, oy, ox, P, m, u, v, X, Wv, S):  # pragma: no cover - compiled
     """search._Patches.cost for one patch (origin ``oy``, ``ox``; template ``T``) at ``(u, v)``:
-    the SSD, with the residual in ``Wv`` (P * P); ``X`` (2, P) and ``S`` (P * P) scratch. The x
+    the SSD, with the residual in ``Wv`` (P * P); ``X`` (P + 1, P) and ``S`` (P * P) scratch. The x
     lerp of each window row once, then the y lerp: the float operations of the NumPy path, in its
-    order."""
+    order. Unsigned flat indices: numba adds no negative-index wrap (about a third faster)."""
     n = P * P
     hmax = np.float32(pad.shape[0] - P - 1)
     wmax = np.float32(pad.shape[1] - P - 1)
@@ -254,36 +254,37 @@ def _cost(pad, T, oy, ox, P, m, u, v, X, Wv, S):  # pragma: no cover - compiled
     fv = np.floor(v)
     a = u - fu
     b = v - fv
-    xf = ox + fu + np.float32(m)
-    yf = oy + fv + np.float32(m)
-    x0 = int(min(max(xf, _F0), wmax))
-    y0 = int(min(max(yf, _F0), hmax))
-    for j in range(P):
-        b0 = pad[y0, x0 + j]
-        t = pad[y0, x0 + j + 1] - b0
-        t *= a
-        t += b0
-        X[0, j] = t
-    cur = 1
-    for k in range(P):
+    x0 = np.uint64(min(max(ox + fu + np.float32(m), _F0), wmax))
+    y0 = np.uint64(min(max(oy + fv + np.float32(m), _F0), hmax))
+    Pu = np.uint64(P)
+    W2 = np.uint64(pad.shape[1])
+    one = np.uint64(1)
+    flat = pad.ravel()
+    Xf = X.ravel()
+    for k in range(P + 1):
+        rb = (y0 + np.uint64(k)) * W2 + x0
+        xb = np.uint64(k) * Pu
         for j in range(P):
-            b0 = pad[y0 + k + 1, x0 + j]
-            t = pad[y0 + k + 1, x0 + j + 1] - b0
+            ju = np.uint64(j)
+            b0 = flat[rb + ju]
+            t = flat[rb + ju + one] - b0
             t *= a
             t += b0
-            X[cur, j] = t
-            top = X[1 - cur, j]
-            w = t - top
-            w *= b
-            w += top
-            Wv[k * P + j] = w
-        cur = 1 - cur
+            Xf[xb + ju] = t
+    for q in range(n):
+        qu = np.uint64(q)
+        top = Xf[qu]
+        w = Xf[qu + Pu] - top
+        w *= b
+        w += top
+        Wv[qu] = w
     mean = _sum(Wv, n) * np.float32(1.0 / n)
-    for i in range(n):
-        w = Wv[i] - mean
-        w -= T[i]
-        Wv[i] = w
-        S[i] = w * w
+    for q in range(n):
+        qu = np.uint64(q)
+        w = Wv[qu] - mean
+        w -= T[qu]
+        Wv[qu] = w
+        S[qu] = w * w
     return _sum(S, n)
 
 
@@ -301,7 +302,7 @@ def patch_init(pad, T, oy_r, ox_r, P, m, u, v, cost, radius, R):  # pragma: no c
     n = P * P
     nch = min(N, 256)
     for ch in prange(nch):
-        X = np.empty((2, P), np.float32)
+        X = np.empty((P + 1, P), np.float32)
         Wv = np.empty(n, np.float32)
         S = np.empty(n, np.float32)
         lo, hi = _chunk(N, nch, ch)
@@ -336,7 +337,7 @@ def patch_round(pad, T, Tx, Ty, oy_r, ox_r, P, m, u, v, cost, R, Ny, Nx, propaga
     n = P * P
     nch = min(N, 256)
     for ch in prange(nch):
-        X = np.empty((2, P), np.float32)
+        X = np.empty((P + 1, P), np.float32)
         Wv = np.empty(n, np.float32)
         S = np.empty(n, np.float32)
         Rb = np.empty(n, np.float32)
