@@ -199,30 +199,32 @@ def _bilin(img, c, xs, ys, H, W):  # pragma: no cover - compiled
 @njit(cache=True, fastmath=False)
 def _psum(a, o, n):  # pragma: no cover - compiled
     """NumPy's float32 sum of ``a[o:o + n]`` (8 <= n <= 128, contiguous): eight running sums."""
-    r0 = a[o]
-    r1 = a[o + 1]
-    r2 = a[o + 2]
-    r3 = a[o + 3]
-    r4 = a[o + 4]
-    r5 = a[o + 5]
-    r6 = a[o + 6]
-    r7 = a[o + 7]
-    i = 8
-    top = n - n % 8
+    b = a[o:o + n]
+    r0 = b[0]
+    r1 = b[1]
+    r2 = b[2]
+    r3 = b[3]
+    r4 = b[4]
+    r5 = b[5]
+    r6 = b[6]
+    r7 = b[7]
+    i = np.uint64(8)
+    top = np.uint64(n - n % 8)
     while i < top:
-        r0 += a[o + i]
-        r1 += a[o + i + 1]
-        r2 += a[o + i + 2]
-        r3 += a[o + i + 3]
-        r4 += a[o + i + 4]
-        r5 += a[o + i + 5]
-        r6 += a[o + i + 6]
-        r7 += a[o + i + 7]
-        i += 8
+        r0 += b[i]
+        r1 += b[i + np.uint64(1)]
+        r2 += b[i + np.uint64(2)]
+        r3 += b[i + np.uint64(3)]
+        r4 += b[i + np.uint64(4)]
+        r5 += b[i + np.uint64(5)]
+        r6 += b[i + np.uint64(6)]
+        r7 += b[i + np.uint64(7)]
+        i += np.uint64(8)
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[o + i]
-        i += 1
+    nu = np.uint64(n)
+    while i < nu:
+        res += b[i]
+        i += np.uint64(1)
     return res
 
 
@@ -397,11 +399,15 @@ def patch_round(pad, T, Tx, Ty, oy_r, ox_r, P, m, u, v, cost, R, Ny, Nx, propaga
                         Rb[:] = Wv
                 if it == per:
                     break
+                txi = Tx[i]
+                tyi = Ty[i]
                 for q in range(n):
-                    S[q] = Tx[i, q] * r[q]
+                    qu = np.uint64(q)
+                    S[qu] = txi[qu] * r[qu]
                 ex = _sum(S, n)
                 for q in range(n):
-                    S[q] = Ty[i, q] * r[q]
+                    qu = np.uint64(q)
+                    S[qu] = tyi[qu] * r[qu]
                 ey = _sum(S, n)
                 nu = uu - (c[i] * ex - b[i] * ey) / det[i]
                 nv = vv - (a[i] * ey - b[i] * ex) / det[i]
