@@ -22,12 +22,6 @@ from gpu_kernels.flow import _numba_kernels as nk  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def numba_on(monkeypatch):
-    monkeypatch.setattr(_numba, "ENABLED", True)
-    assert _numba.kernels() is not None
-
-
 def _img(rng, H, W, smooth=2.0):
     from scipy import ndimage
 
