@@ -1,5 +1,6 @@
-"""Compiled (numba) twins of the flow's NumPy hot loops: the TV-L1 iterations, the TV-L1 warp
-(linearised data term) and the patches' inverse search (integer search, propagation, Gauss-Newton).
+"""Compiled (numba) twins of the flow's NumPy hot loops: the TV-L1 warp (linearised data term) and
+iterations, the patches' templates and inverse search (integer search, propagation, Gauss-Newton),
+and densification.
 
 Imported only through :func:`gpu_kernels.flow._numba.kernels` (numba is optional: ``pip install
 gpulab[fast]``). Each kernel does the float32 operations of its NumPy twin in the same order
@@ -23,8 +24,8 @@ _FH = np.float32(0.5)
 @njit(cache=True, fastmath=False, parallel=True)
 def tv_warp_iterate(I1, I2s, i1x, i1y, w, has_w, occ, u, v, p, ginv, has_ginv, lt, theta, taut, iters, bands,
                     uo, vo, po):  # pragma: no cover - compiled
-    """One warp of the TV-L1 at a level: the linearised data term of ``(u, v)`` (:func:`tv_warp`,
-    refine._warp_np) and ``iters`` iterations (refine._iterate_np) from ``(u, v, p)``, the result
+    """One warp of the TV-L1 at a level: the linearised data term of ``(u, v)`` (refine._warp_np,
+    the GPU's tv_warp) and ``iters`` iterations (refine._iterate_np) from ``(u, v, p)``, the result
     in ``(uo, vo, po)``.
 
     The rows are split into ``bands`` bands that run in parallel, each on a copy with ``iters`` rows
@@ -57,7 +58,7 @@ def tv_warp_iterate(I1, I2s, i1x, i1y, w, has_w, occ, u, v, p, ginv, has_ginv, l
         for y in range(h):
             fy0 = np.float32(r0 + y)
             for x in range(W):
-                # the warp (tv_warp): each pixel's own flow only
+                # the warp (refine._warp_np): each pixel's own flow only
                 uu = u[r0 + y, x]
                 vv = v[r0 + y, x]
                 xs = np.float32(x) + uu
