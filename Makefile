@@ -47,7 +47,7 @@ ifeq ($(origin CUDA_EXTRA),undefined)
     CUDA_EXTRA := none
   endif
 endif
-EXTRAS_RUN := [medical,batch$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]
+EXTRAS_RUN := [medical,batch,fast$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]
 EXTRAS_DEV := [dev$(if $(filter none,$(CUDA_EXTRA)),,$(comma)$(CUDA_EXTRA))]
 
 STAMP_RUN := $(VENV)/.stamp-run-$(CUDA_EXTRA)
@@ -81,6 +81,7 @@ venv: $(PY)
 $(STAMP_RUN): pyproject.toml | $(PY)
 	@echo "Installing gpulab$(EXTRAS_RUN) into $(VENV) (CUDA extra: $(CUDA_EXTRA))"
 	@$(PIP) -e ".$(EXTRAS_RUN)" > $(VENV)/pip-install.log 2>&1 || { cat $(VENV)/pip-install.log; exit 1; }
+	@$(PY) -m gpu_kernels.flow._numba || true  # compile the flow's CPU loops once (about 20 s), not at the first flow
 	@touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
