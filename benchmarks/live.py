@@ -354,11 +354,14 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
     ran_full = list(tab.last_report.ran) if tab.last_report else []
     display_s = None
     display_what = disp[0] if disp else None
+    restore = None
     if disp is not None:
+        before = tab.form.values()[disp[0]]
         t0 = time.perf_counter()
         edit(*disp)
         app.processEvents()
         display_s = time.perf_counter() - t0
+        restore = lambda: edit(disp[0], before)  # noqa: E731
     else:  # no display-only Param yet: the tab's own display control (a view combo box or check box)
         from PySide6.QtWidgets import QCheckBox, QComboBox
 
@@ -366,17 +369,26 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
             if key == "live" or not w.isEnabled():
                 continue
             if isinstance(w, QComboBox) and w.count() > 1:
+                i0 = w.currentIndex()
                 t0 = time.perf_counter()
-                w.setCurrentIndex((w.currentIndex() + 1) % w.count())
+                w.setCurrentIndex((i0 + 1) % w.count())
                 app.processEvents()
                 display_s, display_what = time.perf_counter() - t0, f"tab control {key}"
+                restore = lambda w=w, i0=i0: w.setCurrentIndex(i0)  # noqa: E731
                 break
             if isinstance(w, QCheckBox):
+                c0 = w.isChecked()
                 t0 = time.perf_counter()
-                w.setChecked(not w.isChecked())
+                w.setChecked(not c0)
                 app.processEvents()
                 display_s, display_what = time.perf_counter() - t0, f"tab control {key}"
+                restore = lambda w=w, c0=c0: w.setChecked(c0)  # noqa: E731
                 break
+    # the targets are drawn the way the tab draws by default (the flow's colour wheel, not the
+    # display edit's arrows: a first version timed the targets after the display edit)
+    if restore is not None:
+        restore()
+        app.processEvents()
     target = None
     if tool.name in TARGETS:
         name, values, limit = TARGETS[tool.name]
@@ -387,6 +399,7 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
         p_t = tab.shown_params()
         ok_t = bool(same(tab.result, tool.apply_display(tool.run(data, p_t, device=be, progress=None), p_t)))
         target = _target_summary(name, values, limit, runs, ok_t)
+        target["display"] = {n: p_t[n] for n in tool.params.display_names()}
     out = {"driver": "tabs", "debounce_ms": LIVE_DEBOUNCE_MS,
            "last_stage_s": timings["last"]["edit_to_shown_s"], "full_s": timings["full"]["edit_to_shown_s"],
            "display_s": display_s, "changed_param": last[0], "full_param": first[0],
