@@ -359,6 +359,21 @@ def test_without_opengl_the_tab_still_works(qtbot, tmp_path, tab_runner):
     assert (tmp_path / "v.png").stat().st_size > 1000
 
 
+def test_a_result_draws_the_static_picture_once(qtbot, tab_runner, monkeypatch):
+    """Issue 20: without OpenGL a new result drew the software picture twice (colours, then the
+    representatives): 146 ms of a 17k-face mesh's live edit on the H100 host."""
+    t = MeshTab(allow_3d=False)
+    qtbot.addWidget(t)
+    t.show()
+    tab_runner.load(t, SAMPLES / "dumbbell.ply")
+    calls = []
+    real = t.view._update_static
+    monkeypatch.setattr(t.view, "_update_static", lambda: (calls.append(1), real())[1])
+    seg = tab_runner.run(t, apsp="cpu", max_faces=800).seg
+    assert len(calls) == 1
+    np.testing.assert_array_equal(np.asarray(t.view.mesh.cell_data["colors"]), seg.face_colors)
+
+
 def test_main_window_routes_meshes_to_the_tab(qtbot, monkeypatch):
     from app.gui.main_window import MainWindow
 
