@@ -62,39 +62,71 @@ def flow_to_color(u, v, *, max_flow: float | None = None, valid=None) -> np.ndar
         The normalising radius; by default the largest magnitude among known pixels.
     valid : array_like, optional
         Known pixels (also excluded: non-finite values and magnitudes above 1e9).
+
+    Notes
+    -----
+    The arithmetic is float64 and per pixel, done in bands of rows on a few threads (NumPy
+    releases the GIL), so that the temporaries stay in the cache: a 1080p flow takes a fraction
+    of the time of whole-image passes, with the same bytes.
     """
-    u = np.asarray(asnumpy(u), np.float64)
-    v = np.asarray(asnumpy(v), np.float64)
+    u = np.asarray(asnumpy(u))
+    v = np.asarray(asnumpy(v))
     if u.shape != v.shape or u.ndim != 2:
         raise FlowInputError(f"u and v must be 2-D arrays of one shape, got {u.shape} and {v.shape}")
-    ok = np.isfinite(u) & np.isfinite(v) & (np.abs(u) < 1e9) & (np.abs(v) < 1e9)
-    if valid is not None:
-        ok &= np.asarray(asnumpy(valid)).astype(bool)
-    u = np.where(ok, u, 0.0)
-    v = np.where(ok, v, 0.0)
-    rad = np.hypot(u, v)
-    if max_flow is None:
-        maxrad = float(rad[ok].max()) if ok.any() else 0.0
-    else:
+    valid = None if valid is None else np.asarray(asnumpy(valid)).astype(bool, copy=False)
+    if max_flow is not None:
         maxrad = float(max_flow)
         if not np.isfinite(maxrad) or maxrad <= 0:
             raise FlowInputError(f"max_flow must be a positive number, got {max_flow!r}")
-    eps = np.finfo(np.float64).eps
-    fu, fv = u / (maxrad + eps), v / (maxrad + eps)
-    wheel = make_colorwheel()
+    H, W = u.shape
+    step = max(1, _BAND_PIXELS // max(W, 1))
+    bands = [slice(y, min(y + step, H)) for y in range(0, H, step)]
+
+    def known(b):
+        ub = u[b].astype(np.float64)
+        vb = v[b].astype(np.float64)
+        ok = np.isfinite(ub) & np.isfinite(vb) & (np.abs(ub) < 1e9) & (np.abs(vb) < 1e9)
+        if valid is not None:
+            ok &= valid[b]
+        return np.where(ok, ub, 0.0), np.where(ok, vb, 0.0), ok
+
+    if max_flow is None:
+        def band_max(b):
+            ub, vb, ok = known(b)
+            return float(np.hypot(ub, vb)[ok].max()) if ok.any() else 0.0
+        maxrad = max(_map(band_max, bands), default=0.0)
+    wheel = make_colorwheel() / 255.0
     ncols = wheel.shape[0]
-    r = np.hypot(fu, fv)
-    a = np.arctan2(-fv, -fu) / np.pi
-    fk = (a + 1.0) / 2.0 * (ncols - 1)
-    k0 = np.floor(fk).astype(int)
-    k1 = (k0 + 1) % ncols
-    f = fk - k0
-    out = np.zeros(u.shape + (3,), np.uint8)
-    for i in range(3):
-        col0 = wheel[k0, i] / 255.0
-        col1 = wheel[k1, i] / 255.0
-        col = (1 - f) * col0 + f * col1
-        inside = r <= 1
-        col = np.where(inside, 1 - r * (1 - col), col * 0.75)
-        out[..., i] = np.where(ok, np.floor(255.0 * col), 0).astype(np.uint8)
+    scale = maxrad + np.finfo(np.float64).eps
+    out = np.zeros((H, W, 3), np.uint8)
+
+    def band_colour(b):
+        ub, vb, ok = known(b)
+        fu, fv = ub / scale, vb / scale
+        r = np.hypot(fu, fv)[..., None]
+        fk = (np.arctan2(-fv, -fu) / np.pi + 1.0) / 2.0 * (ncols - 1)
+        k0 = np.floor(fk).astype(int)
+        f = (fk - k0)[..., None]
+        col = (1 - f) * wheel[k0] + f * wheel[(k0 + 1) % ncols]
+        col = np.where(r <= 1, 1 - r * (1 - col), col * 0.75)
+        out[b] = np.where(ok[..., None], np.floor(255.0 * col), 0).astype(np.uint8)
+
+    _map(band_colour, bands)
     return out
+
+
+#: pixels per band of :func:`flow_to_color` (its float64 temporaries then stay in the cache)
+_BAND_PIXELS = 1 << 16
+
+
+def _map(fn, items) -> list:
+    """``fn`` over ``items``, on up to 8 threads where there are several (NumPy releases the GIL)."""
+    import os
+
+    workers = min(8, os.cpu_count() or 1, len(items))
+    if workers <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))

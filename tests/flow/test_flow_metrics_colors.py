@@ -90,3 +90,45 @@ def test_forward_backward_consistency():
     bad = forward_backward_confidence(u, v, u, v)   # not inverse: |f + b| = |2 f|
     assert bad[2:-2, 2:-2].max() < 1e-6
     assert c[:, -2:].max() == 0.0                   # x + u leaves the image
+
+
+def _wheel_whole_image(u, v, max_flow=None, valid=None):
+    """The colour coding in whole-image passes (the code before the bands), as the reference."""
+    u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+    ok = np.isfinite(u) & np.isfinite(v) & (np.abs(u) < 1e9) & (np.abs(v) < 1e9)
+    if valid is not None:
+        ok &= valid
+    u, v = np.where(ok, u, 0.0), np.where(ok, v, 0.0)
+    maxrad = (float(np.hypot(u, v)[ok].max()) if ok.any() else 0.0) if max_flow is None else float(max_flow)
+    eps = np.finfo(np.float64).eps
+    fu, fv = u / (maxrad + eps), v / (maxrad + eps)
+    wheel = make_colorwheel()
+    n = wheel.shape[0]
+    r = np.hypot(fu, fv)
+    fk = (np.arctan2(-fv, -fu) / np.pi + 1.0) / 2.0 * (n - 1)
+    k0 = np.floor(fk).astype(int)
+    f = fk - k0
+    out = np.zeros(u.shape + (3,), np.uint8)
+    for i in range(3):
+        col = (1 - f) * (wheel[k0, i] / 255.0) + f * (wheel[(k0 + 1) % n, i] / 255.0)
+        col = np.where(r <= 1, 1 - r * (1 - col), col * 0.75)
+        out[..., i] = np.where(ok, np.floor(255.0 * col), 0).astype(np.uint8)
+    return out
+
+
+@pytest.mark.parametrize("max_flow", [None, 7.5])
+def test_banded_colour_coding_equals_whole_image_passes(monkeypatch, max_flow):
+    """Issue 20: the colour wheel is computed in bands of rows on threads (280 ms of a 1080p live
+    flow edit on the H100 host went there); the bytes are those of whole-image passes, across band
+    edges, unknown pixels and the automatic radius."""
+    import gpu_kernels.flow.colorwheel as cw
+
+    monkeypatch.setattr(cw, "_BAND_PIXELS", 1000)     # bands of 9 rows of 111: many band edges
+    rng = np.random.default_rng(3)
+    u = (rng.standard_normal((97, 111)) * 6).astype(np.float32)
+    v = (rng.standard_normal((97, 111)) * 6).astype(np.float32)
+    u[4, 5], v[50, 60], u[90, 3] = np.nan, np.inf, 2e9
+    valid = rng.random(u.shape) > 0.1
+    got = cw.flow_to_color(u, v, max_flow=max_flow, valid=valid)
+    np.testing.assert_array_equal(got, _wheel_whole_image(u, v, max_flow, valid))
+    assert (got[~valid] == 0).all() and got.reshape(-1, 3).max(axis=0).min() > 0
