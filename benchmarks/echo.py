@@ -533,11 +533,7 @@ def acdc(data_dir, params, budget):
         return
     ed, es = read_volume(d / "sax_ed.nii.gz"), read_volume(d / "sax_es.nii.gz")
     f, m = ed.data.astype(np.float32), es.data.astype(np.float32)
-    Z, Y, X = f.shape
-    yy, xx = np.mgrid[:Y, :X]
-    # the heart: a cylinder of radius 50 mm around the left ventricle, centre picked by eye
-    roi2 = (yy - 95) ** 2 + (xx - 100) ** 2 <= 50 ** 2
-    roi = np.broadcast_to(roi2, f.shape)
+    roi = acdc_heart_roi(f.shape)
     devices = ["cuda", "cpu"] if have_gpu() else ["cpu"]
     for dev in devices:
         if left(budget) < 20:
@@ -610,6 +606,14 @@ def jacobi_table(out):
 
 
 # --------------------------------------------------------------------------- issue 24
+def acdc_heart_roi(shape):
+    """The ACDC pair's heart: a cylinder of radius 50 voxels around the left ventricle through
+    every slice (centre picked by eye), where the NCC before and after warping is measured."""
+    _, Y, X = shape
+    yy, xx = np.mgrid[:Y, :X]
+    return np.broadcast_to((yy - 95) ** 2 + (xx - 100) ** 2 <= 50 ** 2, shape)
+
+
 def _acdc_pair(data_dir, acdc_npz):
     """The ACDC ED/ES pair and its spacing, from a .npz (``ed``, ``es``, ``spacing``) or the NIfTI files."""
     if acdc_npz and Path(acdc_npz).is_file():
@@ -703,9 +707,7 @@ def e2e(sizes, configs, label, data_dir, acdc_npz, budget, repeat=7):
         return
     import cupy as cp
 
-    Z, Y, X = f.shape
-    yy, xx = np.mgrid[:Y, :X]
-    roi = np.broadcast_to((yy - 95) ** 2 + (xx - 100) ** 2 <= 50 ** 2, f.shape)
+    roi = acdc_heart_roi(f.shape)
     fg, mg = cp.asarray(f), cp.asarray(m)
     for cfg in configs:
         name = f"{label}" + ("" if not cfg else " " + json.dumps(cfg, sort_keys=True))

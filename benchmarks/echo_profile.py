@@ -181,9 +181,7 @@ def grid(sizes, seeds, configs, acdc_npz, data_dir):
         return
     from gpu_kernels.echo import ncc, warp_volume
 
-    Z, Y, X = f.shape
-    yy, xx = np.mgrid[:Y, :X]
-    roi = np.broadcast_to((yy - 95) ** 2 + (xx - 100) ** 2 <= 50 ** 2, f.shape)
+    roi = bench.acdc_heart_roi(f.shape)
     fg, mg = cp.asarray(f), cp.asarray(m)
     for cfg in configs:
         with bench.solver_knobs(cfg) as kw:

@@ -139,6 +139,14 @@ def _prepared_meshes(args, *, skip=()):
         yield i, humans, [int(np.unique(h).size) for h in humans], _segment.prepare_mesh(v, f)
 
 
+def _print_row(name, rows) -> None:
+    """One line of a screen: mean Rand Index error, k in the human range, meshes above 0.30
+    (``rows``: mesh -> (RI, in range, k, category))."""
+    v = list(rows.values())
+    print(f"{name:28s} RI {np.mean([x[0] for x in v]):.4f} in range {sum(x[1] for x in v)}/{len(v)} "
+          f">0.30 {sum(x[0] > 0.30 for x in v)}", flush=True)
+
+
 def _ri(seg, humans) -> float:
     return float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
 
@@ -523,9 +531,7 @@ def cmd_variants(args) -> int:
             for m, attr, val in old:
                 setattr(m, attr, val)
         table[name] = rows
-        v = list(rows.values())
-        print(f"{name:28s} RI {np.mean([x[0] for x in v]):.4f} in range {sum(x[1] for x in v)}/{len(v)} "
-              f">0.30 {sum(x[0] > 0.30 for x in v)}", flush=True)
+        _print_row(name, rows)
     if args.json:
         args.json.write_text(json.dumps(table))
     return 0
@@ -575,9 +581,7 @@ def cmd_starts(args) -> int:
     finally:
         _segment.AUTO_K_START, _segment.AUTO_K_STARTS = saved
     for name, rows in table.items():
-        v = list(rows.values())
-        print(f"{name:28s} RI {np.mean([x[0] for x in v]):.4f} in range {sum(x[1] for x in v)}/{len(v)} "
-              f">0.30 {sum(x[0] > 0.30 for x in v)}", flush=True)
+        _print_row(name, rows)
     if args.json:
         args.json.write_text(json.dumps(table))
     return 0
