@@ -62,7 +62,7 @@ def run_gui(args: argparse.Namespace) -> int:
             win.tab_widget.setCurrentWidget(tab)
 
     # Ctrl+C in the terminal closes the window cleanly
-    signal.signal(signal.SIGINT, lambda *_: win.close())
+    previous_sigint = signal.signal(signal.SIGINT, lambda *_: win.close())
     tick = QTimer(win)  # lets Python see the signal while Qt's loop runs
     tick.start(250)
     tick.timeout.connect(lambda: None)
@@ -112,5 +112,10 @@ def run_gui(args: argparse.Namespace) -> int:
             QTimer.singleShot(delay, win, grab)
     if args.quit_after is not None:
         QTimer.singleShot(max(0, args.quit_after), win, win.close)
-    rc = app.exec()
+    try:
+        rc = app.exec()
+    finally:
+        # the window's Ctrl+C handler ends with it (a later command in the same process, the
+        # test suite's, gets its own handler back)
+        signal.signal(signal.SIGINT, previous_sigint)
     return status["rc"] or int(rc)

@@ -44,3 +44,19 @@ def test_window_quits_by_itself_with_quit_after():
     r = _gpulab("--device", "cpu", "--quit-after", "300")
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_the_window_gives_ctrl_c_back_when_it_closes(qtbot):
+    """The window's "Ctrl+C closes the window" handler ends with the window: a window run
+    in-process (as the test suite does) left it installed, and a later command's Ctrl+C then
+    did nothing (session 4's Ctrl+C test in CI)."""
+    import signal
+    from argparse import Namespace
+
+    from app.gui.app import run_gui
+
+    before = signal.getsignal(signal.SIGINT)
+    args = Namespace(files=[], samples=False, tab=None, run=False, screenshot=None, screenshot_delay=0,
+                     quit_after=200, global_device="cpu")
+    assert run_gui(args) == 0
+    assert signal.getsignal(signal.SIGINT) is before
