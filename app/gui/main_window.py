@@ -149,15 +149,33 @@ class MainWindow(QMainWindow):
         r.progress.connect(lambda f, s, r=r: self._on_progress(r, f, s))
         # the tab says what failed ("Could not open x.ply; ..."); the window only for a tab out of view
         r.failed.connect(lambda _s, _d, t=tab: None if t is self.current_tab()
-                         else self.statusBar().showMessage(f"{t.title}: failed", 8000))
-        r.cancelled.connect(lambda t=tab: self.statusBar().showMessage(f"{t.title}: cancelled", 5000))
+                         else self.show_status(f"{t.title}: failed", 8000))
+        r.cancelled.connect(lambda t=tab: self.show_status(f"{t.title}: cancelled", 5000))
         tab.status_message.connect(lambda msg, t=tab: self._tab_status(t, msg))
         tab.result_changed.connect(self._update_actions)
 
     def _tab_status(self, tab, msg: str) -> None:
         """A tab's status line shows while that tab is the one in view (all go to the log)."""
         if tab is self.current_tab():
-            self.statusBar().showMessage(msg, 8000)
+            self.show_status(msg, 8000)
+
+    def show_status(self, msg: str, timeout_ms: int = 8000) -> None:
+        """Show ``msg`` in the status bar, elided with "…" where it meets the permanent widgets.
+
+        QStatusBar cuts a long message off mid-word with no sign that text is missing; the
+        whole message stays in the status bar's tool tip (and in the log).
+        """
+        sb = self.statusBar()
+        if not sb.isVisible():  # no laid-out width to elide to yet
+            sb.setToolTip("")
+            sb.showMessage(msg, timeout_ms)
+            return
+        used = sum(w.width() for w in (self.stage_label, self.progress_bar,
+                                       self.cancel_button, self.device_label) if w.isVisible())
+        room = max(80, sb.width() - used - 48)  # 48: the size grip and the layout's spacing
+        shown = sb.fontMetrics().elidedText(msg, Qt.TextElideMode.ElideRight, room)
+        sb.setToolTip(msg if shown != msg else "")
+        sb.showMessage(shown, timeout_ms)
 
     def _build_status_bar(self) -> None:
         sb = self.statusBar()
@@ -389,7 +407,7 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot save", f"{Path(path).name}: {msg}",
                             traceback.format_exc() if kind == "bug" else "")
             return False
-        self.statusBar().showMessage(f"Saved {path}", 8000)
+        self.show_status(f"Saved {path}", 8000)
         log.info("saved %s", path)
         return True
 
@@ -416,7 +434,7 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot export screenshot", f"{Path(path).name}: {msg}",
                             traceback.format_exc() if kind == "bug" else "")
             return False
-        self.statusBar().showMessage(f"Screenshot saved to {path}", 8000)
+        self.show_status(f"Screenshot saved to {path}", 8000)
         return True
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
@@ -629,9 +647,9 @@ class MainWindow(QMainWindow):
                 refresh()
         now = sample_data.data_dir()
         msg = f"Sample data folder: {now}" if now is not None else "No sample data folder"
-        if os.environ.get(sample_data.DATA_DIR_ENV):
-            msg += f" ({sample_data.DATA_DIR_ENV} is set and wins over the setting)"
-        self.statusBar().showMessage(msg, 8000)
+        if os.environ.get(sample_data.DATA_DIR_ENV):  # first, so that eliding a long path keeps it
+            msg = f"{sample_data.DATA_DIR_ENV} is set and wins over the setting. {msg}"
+        self.show_status(msg, 8000)
         log.info("%s", msg)
         return True
 

@@ -52,3 +52,25 @@ def test_a_tabs_status_line_does_not_follow_to_the_next_tab(qtbot, tmp_path, err
     win.tab_widget.setCurrentIndex(1)
     assert win.statusBar().currentMessage() == ""
     win.close()
+
+
+def test_a_long_status_line_is_elided_and_kept_whole_in_the_tool_tip(qtbot):
+    """A message longer than the room beside the permanent widgets ends in "…" (it used to be
+    cut off mid-word behind the "Ready" label) and the whole text is the status bar's tool tip."""
+    win = MainWindow(tab_classes=[SlowTab, OtherTab])
+    qtbot.addWidget(win)
+    win.resize(900, 600)
+    win.show()
+    qtbot.waitExposed(win)
+    long = "Echo: " + ", ".join(f"pair {i}: mean |u| {i * 0.37:.2f} px" for i in range(30))
+    win.tabs[0].status_message.emit(long)
+    shown = win.statusBar().currentMessage()
+    assert shown.endswith("…") and long.startswith(shown[:-1]), shown
+    fm = win.statusBar().fontMetrics()
+    room = win.statusBar().width() - win.stage_label.width() - win.progress_bar.width()
+    assert fm.horizontalAdvance(shown) <= room, (fm.horizontalAdvance(shown), room)
+    assert win.statusBar().toolTip() == long
+    win.tabs[0].status_message.emit("Segmented a.slow into 3 parts")  # short: whole, no tool tip
+    assert win.statusBar().currentMessage() == "Segmented a.slow into 3 parts"
+    assert win.statusBar().toolTip() == ""
+    win.close()
