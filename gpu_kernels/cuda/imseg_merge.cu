@@ -79,3 +79,122 @@ extern "C" __global__ void merge_link(const u64* __restrict__ best, const int* _
     if (b == ~0ULL) return;
     uf_union(rparent, r, (int)(b & 0xffffffffULL));
 }
+
+// ------------------------------------------------------------------ the rounds on the device
+// (merge.py, merge_device): the same rounds over the regions of the labelling, with no host
+// read per round. A merged region is named by its smallest original region index, which keeps
+// the order of the old renumbering (raster order of first pixels), so choices and ties are the
+// same. Sums live at the roots and are added exactly (integers) when regions join, instead of
+// recounting the pixels. st[]: MS_DONE (1: finished, 2: over the round limit), MS_ROUNDS, and
+// MS_ROOTS / MS_SMALL (regions left and how many are small, counted after each round). Every kernel
+// returns at once when st[MS_DONE] is set, so the host may queue more rounds than are needed.
+#define MS_DONE 0
+#define MS_ROUNDS 1
+#define MS_ROOTS 2
+#define MS_SMALL 3
+
+// identity forest, no choices, and the counts of the starting regions
+extern "C" __global__ void md_init(int* __restrict__ root, int* __restrict__ rparent, u64* __restrict__ best,
+                                   const int* __restrict__ area, int R0, int S, int* __restrict__ st) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R0) return;
+    root[r] = r;
+    rparent[r] = r;
+    best[r] = ~0ULL;
+    atomicAdd(&st[MS_ROOTS], 1);
+    if (area[r] < S) atomicAdd(&st[MS_SMALL], 1);
+}
+
+// after the counts: stop when no region is small or one is left; flag a round limit overrun
+extern "C" __global__ void md_check(int* __restrict__ st, int max_rounds) {
+    if (threadIdx.x != 0 || blockIdx.x != 0 || st[MS_DONE]) return;
+    if (st[MS_SMALL] == 0 || st[MS_ROOTS] <= 1) {
+        st[MS_DONE] = 1;
+    } else if (st[MS_ROUNDS] >= max_rounds) {
+        st[MS_DONE] = 2;  // not finished within the limit: the host raises
+    }
+    if (!st[MS_DONE]) {
+        st[MS_ROOTS] = 0;
+        st[MS_SMALL] = 0;
+    }
+}
+
+// merge_choose on the roots of the pixels' original regions
+extern "C" __global__ void md_choose(const int* __restrict__ labels, int W, int H, int conn8,
+                                     const int* __restrict__ root, const int* __restrict__ area,
+                                     const long long* __restrict__ lab_sum, int S, u64* __restrict__ best,
+                                     const int* __restrict__ st) {
+    if (st[MS_DONE]) return;
+    long long pp = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pp >= (long long)W * H) return;
+    const int p = (int)pp;
+    const int y = p / W, x = p - y * W;
+    int l = labels[p];
+    if (l <= 0) return;
+    l = root[l - 1];
+    const bool sl = area[l] < S;
+    // only pairs with a small side offer anything; a pixel of a large region still looks at
+    // its neighbours (they may be small)
+    if (x + 1 < W) {
+        int m = labels[p + 1];
+        if (m > 0 && (m = root[m - 1]) != l && (sl || area[m] < S)) offer(area, lab_sum, S, best, l, m);
+    }
+    if (y + 1 < H) {
+        int m = labels[p + W];
+        if (m > 0 && (m = root[m - 1]) != l && (sl || area[m] < S)) offer(area, lab_sum, S, best, l, m);
+        if (conn8) {
+            if (x + 1 < W) {
+                m = labels[p + W + 1];
+                if (m > 0 && (m = root[m - 1]) != l && (sl || area[m] < S)) offer(area, lab_sum, S, best, l, m);
+            }
+            if (x > 0) {
+                m = labels[p + W - 1];
+                if (m > 0 && (m = root[m - 1]) != l && (sl || area[m] < S)) offer(area, lab_sum, S, best, l, m);
+            }
+        }
+    }
+}
+
+// every small root joins its choice
+extern "C" __global__ void md_link(const u64* __restrict__ best, const int* __restrict__ area,
+                                   const int* __restrict__ root, int R0, int S, int* __restrict__ rparent,
+                                   const int* __restrict__ st) {
+    if (st[MS_DONE]) return;
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R0 || root[r] != r || area[r] >= S) return;
+    u64 b = best[r];
+    if (b == ~0ULL) return;
+    uf_union(rparent, r, (int)(b & 0xffffffffULL));
+}
+
+// a root that joined another adds its (exact, integer) sums to the new root
+extern "C" __global__ void md_settle(const int* __restrict__ root, const int* __restrict__ rparent, int R0,
+                                    int* __restrict__ area, long long* __restrict__ lab_sum,
+                                    const int* __restrict__ st) {
+    if (st[MS_DONE]) return;
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R0 || root[r] != r) return;
+    int nr = uf_find(rparent, r);
+    if (nr == r) return;
+    atomicAdd(&area[nr], area[r]);
+    for (int ch = 0; ch < 3; ++ch)
+        atomicAdd((unsigned long long*)&lab_sum[3 * nr + ch], (unsigned long long)lab_sum[3 * r + ch]);
+}
+
+// every region points at its new root; the next round's choices start empty; counts
+extern "C" __global__ void md_compress(int* __restrict__ root, int* __restrict__ rparent, int R0,
+                                       const int* __restrict__ area, int S, u64* __restrict__ best,
+                                       int* __restrict__ st) {
+    if (st[MS_DONE]) return;
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r == 0) st[MS_ROUNDS] += 1;  // md_check runs after this kernel, reads it then
+    if (r >= R0) return;
+    int nr = uf_find(rparent, root[r]);
+    root[r] = nr;
+    rparent[r] = nr;  // an ancestor: safe while other threads walk the forest
+    best[r] = ~0ULL;
+    if (nr == r) {
+        atomicAdd(&st[MS_ROOTS], 1);
+        if (area[r] < S) atomicAdd(&st[MS_SMALL], 1);
+    }
+}

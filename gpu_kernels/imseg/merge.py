@@ -9,7 +9,9 @@ pixel. The rounds repeat until no region is smaller, so the guarantee holds unle
 image has fewer than ``min_size`` pixels (then it is one region). Every small region merges
 in each round, so the number of small regions at least halves per round.
 
-On the GPU each round costs one host synchronisation (is any region still small?).
+On the GPU the rounds run over the regions (the labelling's, named by their smallest index,
+their sums added exactly as they join) and stop on the device: the host reads the "done" flag
+once per ``ROUNDS_PER_CHECK`` rounds queued (one read at the usual sizes).
 
 Example
 -------
@@ -33,7 +35,7 @@ from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg._util import ImsegInputError, SyncCounter, activated, grid, kernel
 
-__all__ = ["DEFAULT_MIN_SIZE", "MAX_ROUNDS", "check_min_size", "merge_small_regions"]
+__all__ = ["DEFAULT_MIN_SIZE", "MAX_ROUNDS", "ROUNDS_PER_CHECK", "check_min_size", "merge_small_regions"]
 
 from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
@@ -41,6 +43,9 @@ from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaul
 #: (481 x 321 images: 0.3 % of the image; benchmarks/results/imseg.md)
 DEFAULT_MIN_SIZE = _d.DEFAULT_MIN_SIZE
 MAX_ROUNDS = 64
+#: rounds the host queues between reads of the device's "done" flag (rounds past the end cost
+#: a few empty launches; BSDS-sized to 4K images need 4-6)
+ROUNDS_PER_CHECK = 6
 
 _SRC = "imseg_merge.cu"
 
@@ -128,9 +133,56 @@ def merge_np(labels: np.ndarray, n_regions: int, lab: np.ndarray, min_size: int,
 
 # --------------------------------------------------------------------------- GPU path
 def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d, c: int,
+                 lab_d=None, syncs: SyncCounter | None = None, rounds_per_check: int | None = None):
+    """GPU rounds on device labels (changed in place) with no host read per round: the rounds
+    run over the regions of ``labels_d`` (sums counted once, then added as regions join), each
+    kernel returning at once when the device's flag says the merging is done, and the host
+    queues ``ROUNDS_PER_CHECK`` rounds between reads (one read at the usual sizes). The same
+    labels as :func:`merge_device_host_rounds` and :func:`merge_np`. Returns ``(R, rounds)``."""
+    xp = be.xp
+    syncs = syncs if syncs is not None else SyncCounter()
+    per_check = max(1, int(rounds_per_check or ROUNDS_PER_CHECK))
+    n = h * w
+    R0 = max(int(R), 1)
+    S = np.int32(min_size)
+    acc = _feat.pass1_device(be, labels_d, R0, h, w, img_d, c, _feat.FT_LAB, lab_d=lab_d)
+    area, lab_sum = acc["area"], acc["lab_sum"]
+    st = xp.zeros(4, dtype=xp.int32)  # done, rounds, regions left, small regions left
+    root = xp.empty(R0, dtype=xp.int32)
+    rparent = xp.empty(R0, dtype=xp.int32)
+    best = xp.empty(R0, dtype=xp.uint64)
+    f = {name: kernel(be, _SRC, name) for name in ("md_init", "md_check", "md_choose", "md_link", "md_settle",
+                                                   "md_compress")}
+    gr, gp = grid(R0, 256), grid(n, 256)
+    iR0, maxr = np.int32(R0), np.int32(MAX_ROUNDS)
+    f["md_init"](gr, (256,), (root, rparent, best, area, iR0, S, st))
+    f["md_check"]((1,), (32,), (st, maxr))
+    queued = 0
+    while True:
+        for _ in range(per_check):
+            f["md_choose"](gp, (256,), (labels_d, np.int32(w), np.int32(h), np.int32(connectivity == 8), root, area,
+                                        lab_sum, S, best, st))
+            f["md_link"](gr, (256,), (best, area, root, iR0, S, rparent, st))
+            f["md_settle"](gr, (256,), (root, rparent, iR0, area, lab_sum, st))
+            f["md_compress"](gr, (256,), (root, rparent, iR0, area, S, best, st))
+            f["md_check"]((1,), (32,), (st, maxr))
+        queued += per_check
+        done, rounds, rcur, _ = (int(v) for v in syncs.read(be, st, "min-size merge: done on the device?"))
+        if done == 2:
+            raise RuntimeError(f"small-region merging did not finish in {MAX_ROUNDS} rounds")
+        if done or queued > MAX_ROUNDS:
+            break
+    if rounds:
+        newid = xp.empty(R0, dtype=xp.int32)
+        _label.relabel_device(be, root, R0, newid)
+        kernel(be, _label._SRC, "relabel_pixels")(gp, (256,), (labels_d, np.int64(n), newid))
+    return rcur, rounds
+
+
+def merge_device_host_rounds(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d, c: int,
                  lab_d=None, syncs: SyncCounter | None = None):
-    """GPU rounds on device labels (changed in place); one synchronisation per round plus the
-    final check. Returns ``(R, rounds)``."""
+    """The session-4 GPU rounds (kept as the reference of :func:`merge_device`): a pixel recount
+    and one synchronisation per round plus the final check. Returns ``(R, rounds)``."""
     xp = be.xp
     syncs = syncs if syncs is not None else SyncCounter()
     n = h * w

@@ -1,0 +1,124 @@
+"""Session 5 speed work (issue 21): the k-means path's small-region rounds run on the device
+(no host read per round; sums added as regions join instead of a pixel recount). They must
+give the labels, region count and round count of the session-4 rounds (one host read per
+round, kept as ``merge_device_host_rounds``) and of the CPU rounds. Emulated CUDA here; the
+same on a real GPU with ``pytest -m gpu``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cuda_emu import available, emu_backend
+from imseg_masks import piecewise_image
+
+from gpu_kernels.imseg import label_components, rgb2lab
+from gpu_kernels.imseg import merge as M
+from gpu_kernels.imseg._util import SyncCounter
+
+needs_emu = pytest.mark.skipif(bool(available()), reason=f"CUDA emulator unavailable: {available()}")
+
+
+def _noisy_labels(seed=0, h=48, w=64, k=6, speckle=0.08):
+    rng = np.random.default_rng(seed)
+    img = (rng.integers(0, k, (h, w)) * (255 // k)).astype(np.uint8)
+    img = np.kron(img[::4, ::4], np.ones((4, 4), np.uint8))[:h, :w]
+    img[rng.random((h, w)) < speckle] = 255  # many one-pixel regions
+    i16 = img.astype(np.int32)
+    rgb = np.dstack([i16, (i16 * 3) % 256, 255 - i16]).astype(np.uint8)
+    lab = rgb2lab(rgb, device="cpu")
+    return img, lab
+
+
+def _run(be, fn, labels, R, lab, S, conn, **kw):
+    xp = be.xp
+    h, w = labels.shape
+    labels_d = xp.asarray(labels.astype(np.int32)).reshape(-1)
+    lab_d = xp.asarray(np.ascontiguousarray(lab, dtype=np.float32).reshape(-1))
+    syncs = SyncCounter()
+    R2, rounds = fn(be, labels_d, R, h, w, S, conn, None, 3, lab_d=lab_d, syncs=syncs, **kw)
+    out = np.asarray(labels_d.get() if hasattr(labels_d, "get") else labels_d).reshape(h, w).copy()
+    return out, R2, rounds, syncs.count
+
+
+@needs_emu
+@pytest.mark.parametrize("seed, conn, S, per_check", [(0, 4, 10, None), (1, 8, 40, None), (2, 8, 12, 1),
+                                                      (3, 4, 200, 2), (4, 8, 2, None), (5, 8, 100_000, 3)])
+def test_device_rounds_equal_host_rounds_and_cpu(seed, conn, S, per_check):
+    be = emu_backend()
+    img, lab = _noisy_labels(seed)
+    labels, R = label_components(img, connectivity=conn, device="cpu")
+    new, Rn, rn, syncs = _run(be, M.merge_device, labels, R, lab, S, conn, rounds_per_check=per_check)
+    old, Ro, ro, _ = _run(be, M.merge_device_host_rounds, labels, R, lab, S, conn)
+    cpu, Rc, rc = M.merge_np(labels, R, lab, S, conn)
+    assert (Rn, rn) == (Ro, ro) == (Rc, rc)
+    assert rn >= 1
+    np.testing.assert_array_equal(new, old)
+    np.testing.assert_array_equal(new, cpu)
+    # one host read per ROUNDS_PER_CHECK rounds queued, not one a round
+    P = per_check or M.ROUNDS_PER_CHECK
+    assert syncs == max(1, -(-rn // P))
+
+
+@needs_emu
+def test_device_rounds_nothing_to_merge_and_one_region():
+    be = emu_backend()
+    img, lab = _noisy_labels(7, speckle=0.0)
+    labels, R = label_components(img, connectivity=8, device="cpu")
+    out, R2, rounds, syncs = _run(be, M.merge_device, labels, R, lab, 2, 8)
+    assert (R2, rounds, syncs) == (R, 0, 1)
+    np.testing.assert_array_equal(out, labels)
+    one = np.ones_like(labels)
+    out, R2, rounds, _ = _run(be, M.merge_device, one, 1, lab, 10**6, 8)
+    assert (R2, rounds) == (1, 0) and np.all(out == 1)
+
+
+@needs_emu
+def test_device_rounds_over_the_limit_raise(monkeypatch):
+    be = emu_backend()
+    img, lab = _noisy_labels(8)
+    labels, R = label_components(img, connectivity=4, device="cpu")
+    _, _, rounds, _ = _run(be, M.merge_device, labels, R, lab, 300, 4)
+    assert rounds >= 2
+    monkeypatch.setattr(M, "MAX_ROUNDS", rounds - 1)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        _run(be, M.merge_device, labels, R, lab, 300, 4)
+
+
+@needs_emu
+def test_emulated_pipeline_gives_cpu_labels_with_two_reads():
+    """The whole k-means pipeline on the emulated device: the CPU's labels, and two host reads
+    (the region count after the labelling, the merge's done flag)."""
+    from gpu_kernels.imseg import segment_image
+
+    img, _ = piecewise_image(np.random.default_rng(11), 60, 80, noise=16.0, shading=True)
+    kw = dict(min_size=200, k_max=64, merge_distance=5.0)  # many clusters: many small regions
+    g = segment_image(img, device=emu_backend(), **kw)
+    c = segment_image(img, device="cpu", **kw)
+    assert g.info["merge_rounds"] == c.info["merge_rounds"] >= 3
+    assert g.syncs == 2, g.info["sync_reasons"]
+    np.testing.assert_array_equal(g.labels, c.labels)
+    np.testing.assert_array_equal(g.features["area"], c.features["area"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("S", [16, 64, 512])
+def test_gpu_device_rounds_equal_host_rounds_and_cpu(S):
+    from skimage import data, transform
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import kmeans_quantized
+
+    be = get_backend("cuda")
+    img = np.clip(np.round(transform.resize(data.astronaut(), (320, 480), anti_aliasing=True,
+                                            preserve_range=True)), 0, 255).astype(np.uint8)
+    lab = rgb2lab(img, device="cpu")
+    cl, _ = kmeans_quantized(img, lab=lab, device="cpu")
+    labels, R = label_components(cl, connectivity=8, device="cpu")
+    with be.activate():
+        new, Rn, rn, syncs = _run(be, M.merge_device, labels, R, lab, S, 8)
+        old, Ro, ro, _ = _run(be, M.merge_device_host_rounds, labels, R, lab, S, 8)
+    cpu, Rc, rc = M.merge_np(labels, R, lab, S, 8)
+    assert (Rn, rn) == (Ro, ro) == (Rc, rc) and rn >= 1
+    np.testing.assert_array_equal(new, old)
+    np.testing.assert_array_equal(new, cpu)
+    assert syncs == max(1, -(-rn // M.ROUNDS_PER_CHECK))
