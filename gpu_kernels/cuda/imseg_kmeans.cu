@@ -39,24 +39,30 @@ extern "C" __global__ void compact_colours(const unsigned int* __restrict__ hist
 // ------------------------------------------------------------------ initial centres
 // Samples on a grid of ny x nx pixels (equal intervals), taken in raster order; a sample whose
 // bin centre is closer than sqrt(thr2) to the nearest candidate is merged into it (running
-// mean), otherwise it becomes a new candidate. One block of KM_INIT_THREADS threads.
+// mean), otherwise it becomes a new candidate. One warp: the samples' codes are read at once
+// into shared memory, the nearest candidate (ties: the lower index) is found with shuffles,
+// and lane 0 updates the candidates (the same arithmetic, in the same order, as the CPU).
+#define KM_MAXS 1024  // most samples (ny * nx <= k_max <= KM_MAXK)
+
 extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, int H, int nx, int ny, int Q,
                                         double thr2, double* __restrict__ centres, int* __restrict__ kcount) {
     __shared__ double cand[KM_MAXK * 3];
     __shared__ double cwt[KM_MAXK];
-    __shared__ double red_d[KM_INIT_THREADS];
-    __shared__ int red_i[KM_INIT_THREADS];
+    __shared__ int scode[KM_MAXS];
     __shared__ int cnt;
     const int tid = threadIdx.x;
-    if (tid == 0) cnt = 0;
-    __syncthreads();
     const int ns = nx * ny;
-    for (int s = 0; s < ns; ++s) {
+    for (int s = tid; s < ns; s += KM_INIT_THREADS) {
         int iy = s / nx, ix = s - iy * nx;
         long long y = ((long long)(2 * iy + 1) * H) / (2LL * ny);
         long long x = ((long long)(2 * ix + 1) * W) / (2LL * nx);
+        scode[s] = codes[y * W + x];
+    }
+    if (tid == 0) cnt = 0;
+    __syncwarp();
+    for (int s = 0; s < ns; ++s) {
         double L, A, B;
-        code_centre(codes[y * W + x], Q, L, A, B);
+        code_centre(scode[s], Q, L, A, B);
         const int k = cnt;
         double bd = 1e300;
         int bi = 0x7fffffff;
@@ -68,26 +74,17 @@ extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, in
                 bi = c;
             }
         }
-        red_d[tid] = bd;
-        red_i[tid] = bi;
-        __syncthreads();
         for (int off = KM_INIT_THREADS / 2; off > 0; off >>= 1) {
-            double od = 0.0;
-            int oi = 0;
-            if (tid < off) {
-                od = red_d[tid + off];
-                oi = red_i[tid + off];
+            double od = __shfl_xor_sync(0xffffffffu, bd, off);
+            int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+            if (od < bd || (od == bd && oi < bi)) {
+                bd = od;
+                bi = oi;
             }
-            __syncthreads();
-            if (tid < off && (od < red_d[tid] || (od == red_d[tid] && oi < red_i[tid]))) {
-                red_d[tid] = od;
-                red_i[tid] = oi;
-            }
-            __syncthreads();
         }
         if (tid == 0) {
-            int i = red_i[0];
-            if (i != 0x7fffffff && red_d[0] < thr2) {
+            int i = bi;
+            if (i != 0x7fffffff && bd < thr2) {
                 double w = cwt[i];
                 cand[3 * i] = (cand[3 * i] * w + L) / (w + 1.0);
                 cand[3 * i + 1] = (cand[3 * i + 1] * w + A) / (w + 1.0);
@@ -101,7 +98,7 @@ extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, in
                 cnt = k + 1;
             }
         }
-        __syncthreads();
+        __syncwarp();
     }
     const int k = cnt;
     for (int i = tid; i < 3 * k; i += KM_INIT_THREADS) centres[i] = cand[i];
@@ -139,17 +136,14 @@ extern "C" __global__ void kmeans_assign(const int* __restrict__ ccode, const in
 }
 
 // ------------------------------------------------------------------ centroid update
-// One block of 1024 threads: counting sort of the occupied colours by cluster (histogram,
-// scan, scatter into perm), then segmented sums over the sorted order: sum w, w qL, w qa, w qb
-// per cluster (exact integers). A cluster left without colours keeps its centre.
+// One block of 1024 threads: per cluster the sums of w, w qL, w qa, w qb over its occupied
+// colours, as exact integers in shared memory (so the order the atomics land in does not
+// matter), then the centres. A cluster left without colours keeps its centre.
 #define KM_UPD_THREADS 1024
 
 extern "C" __global__ void kmeans_update(const int* __restrict__ ccode, const unsigned int* __restrict__ cw,
                                          const int* __restrict__ count, const int* __restrict__ cassign, int Q,
-                                         double* __restrict__ centres, const int* __restrict__ kcount,
-                                         int* __restrict__ perm) {
-    __shared__ int hc[KM_MAXK];
-    __shared__ int cur[KM_MAXK];
+                                         double* __restrict__ centres, const int* __restrict__ kcount) {
     __shared__ u64 s0[KM_MAXK];
     __shared__ u64 s1[KM_MAXK];
     __shared__ u64 s2[KM_MAXK];
@@ -157,61 +151,20 @@ extern "C" __global__ void kmeans_update(const int* __restrict__ ccode, const un
     const int t = threadIdx.x;
     const int k = *kcount;
     const int m = *count;
-    hc[t] = 0;
     s0[t] = 0;
     s1[t] = 0;
     s2[t] = 0;
     s3[t] = 0;
     __syncthreads();
-    for (int i = t; i < m; i += KM_UPD_THREADS) atomicAdd(&hc[cassign[i]], 1);
-    __syncthreads();
-    // inclusive scan of hc into cur (Hillis-Steele), then exclusive offsets
-    cur[t] = hc[t];
-    __syncthreads();
-    for (int off = 1; off < KM_MAXK; off <<= 1) {
-        int add = (t >= off) ? cur[t - off] : 0;
-        __syncthreads();
-        cur[t] += add;
-        __syncthreads();
-    }
-    cur[t] -= hc[t];
-    __syncthreads();
-    for (int i = t; i < m; i += KM_UPD_THREADS) {
-        int pos = atomicAdd(&cur[cassign[i]], 1);
-        perm[pos] = i;
-    }
-    __syncthreads();
-    const int chunk = (m + KM_UPD_THREADS - 1) / KM_UPD_THREADS;
-    const int j0 = t * chunk;
-    const int j1 = imin(m, j0 + chunk);
     const int mask = (1 << Q) - 1;
-    int rc = -1;
-    u64 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int j = j0; j < j1; ++j) {
-        int i = perm[j];
-        int c = cassign[i];
-        if (c != rc) {
-            if (rc >= 0) {
-                atomicAdd(&s0[rc], a0);
-                atomicAdd(&s1[rc], a1);
-                atomicAdd(&s2[rc], a2);
-                atomicAdd(&s3[rc], a3);
-            }
-            rc = c;
-            a0 = a1 = a2 = a3 = 0;
-        }
-        u64 w = (u64)cw[i];
-        int code = ccode[i];
-        a0 += w;
-        a1 += w * (u64)(code >> (2 * Q));
-        a2 += w * (u64)((code >> Q) & mask);
-        a3 += w * (u64)(code & mask);
-    }
-    if (rc >= 0) {
-        atomicAdd(&s0[rc], a0);
-        atomicAdd(&s1[rc], a1);
-        atomicAdd(&s2[rc], a2);
-        atomicAdd(&s3[rc], a3);
+    for (int i = t; i < m; i += KM_UPD_THREADS) {
+        const int c = cassign[i];
+        const u64 w = (u64)cw[i];
+        const int code = ccode[i];
+        atomicAdd(&s0[c], w);
+        atomicAdd(&s1[c], w * (u64)(code >> (2 * Q)));
+        atomicAdd(&s2[c], w * (u64)((code >> Q) & mask));
+        atomicAdd(&s3[c], w * (u64)(code & mask));
     }
     __syncthreads();
     if (t < k && s0[t] > 0) {

@@ -92,7 +92,8 @@ __device__ __forceinline__ void uf_local_impl(const T* __restrict__ img, int* __
         int l = ly * UF_T + lx;
         int out = -1;
         if (sf[l]) {
-            int root = uf_find(sp, l);
+            // all unions are done: compressing the paths is safe and shortens the next finds
+            int root = uf_find_compress(sp, l);
             int ry = root / UF_T, rx = root - ry * UF_T;
             out = (y0 + ry) * W + (x0 + rx);
         }

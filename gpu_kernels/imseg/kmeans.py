@@ -9,9 +9,8 @@
    becomes a new candidate. The number of centres k is what remains (at most ``k_max``).
 3. **Iterations.** A fixed number (``iterations``, 3 by default; no convergence test, so no
    host round-trip): the occupied colours take their nearest centre (ties: the lower index),
-   then each centre moves to the weighted mean of its colours, computed by a counting sort of
-   the colours by cluster and segmented sums (exact integer sums, so the result does not
-   depend on the order of the atomics). A centre that loses all its colours stays put.
+   then each centre moves to the weighted mean of its colours (exact integer sums in shared
+   memory, so the result does not depend on the order of the atomics). A centre that loses all its colours stays put.
 4. Every pixel takes its colour's cluster.
 
 Everything is computed on the bin centres, in float64, the same way on the CPU and the GPU.
@@ -208,14 +207,13 @@ def kmeans_device(be, codes_d, h: int, w: int, q: int, k_max: int, iterations: i
         (1,), (32,), (codes_d, np.int32(w), np.int32(h), np.int32(nx), np.int32(ny), np.int32(q),
                       np.float64(merge_distance * merge_distance), centres, k_d))
     assign = xp.empty(cap, dtype=xp.int32)
-    perm = xp.empty(cap, dtype=xp.int32)
     table = xp.zeros(F, dtype=xp.int32)
     f_assign = kernel(be, _SRC, "kmeans_assign", options=opts)
     f_update = kernel(be, _SRC, "kmeans_update", options=opts)
     ga = grid(cap, 256)
     for _ in range(iterations):
         f_assign(ga, (256,), (ccode, m_d, np.int32(q), centres, k_d, assign, NULL))
-        f_update((1,), (1024,), (ccode, cw, m_d, assign, np.int32(q), centres, k_d, perm))
+        f_update((1,), (1024,), (ccode, cw, m_d, assign, np.int32(q), centres, k_d))
     f_assign(ga, (256,), (ccode, m_d, np.int32(q), centres, k_d, assign, table))
     kernel(be, _SRC, "map_clusters", options=opts)(grid(n, 256), (256,), (codes_d, np.int64(n), table))
     return codes_d, centres, k_d, m_d
