@@ -238,7 +238,7 @@ class FlowTab(ToolTab):
             if r is None:
                 mags = []
                 if res is not None:
-                    mags.append(float(np.hypot(res.u, res.v)[res.valid].max(initial=0.0)))
+                    mags.append(self.view.picture(res).radius())   # the radius the colours use
                 if which.startswith("Ground truth") and has_gt:
                     gt, valid = self.data.gt
                     mags.append(float(np.hypot(gt[..., 0], gt[..., 1])[valid].max(initial=0.0)))
@@ -323,11 +323,11 @@ class FlowTab(ToolTab):
         self.stats_label.setText("")
 
     def show_result(self, result) -> None:
-        q = result.quality[result.valid]
-        mag = np.hypot(result.u, result.v)[result.valid]
+        st = self.view.picture(result).stats()   # once per result, on the device that computed it
         self.stats_label.setText(
             f"{result.params['method']} on {result.device} in {fmt_seconds(result.elapsed)}<br>"
-            f"flow: mean {mag.mean():.2f} px, largest {mag.max():.2f} px<br>quality: mean {q.mean():.2f}")
+            f"flow: mean {st['mean_mag']:.2f} px, largest {st['max_mag']:.2f} px<br>"
+            f"quality: mean {st['mean_quality']:.2f}")
         fp = dict(getattr(result.flow, "params", {}) or {})
         if result.params["method"] == "search":     # the form's iters / warps are the TV-L1's there
             fp["iters"], w = fp.get("tv_iters"), fp.get("warps")
@@ -396,7 +396,7 @@ class FlowTab(ToolTab):
             diff = np.abs(a - w)
             return diff.mean(axis=2) if diff.ndim == 3 else diff
         if which.startswith("Flow"):
-            return flow_to_color(res.u, res.v, max_flow=self._max_flow(), valid=res.valid)
+            return self.view.picture(res).rgb(max_flow=self._max_flow())
         if which == "Quality map":
             return res.quality
         if which == "Endpoint error":

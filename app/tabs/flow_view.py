@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gpu_kernels.flow import flow_to_color
 
+from ..render.flow import FlowPicture
+
 __all__ = ["FlowView", "arrow_segments", "failure_masks", "quality_overlay_rgba", "FlowWheel"]
 
 
@@ -146,6 +148,8 @@ class FlowView(QWidget):
         lay.addWidget(self.glw)
         self.glw.scene().sigMouseMoved.connect(self._moved)
         self.shape: tuple[int, int] | None = None
+        self._pictures: list[tuple[object, FlowPicture]] = []   # (result, its pictures): the live and the pinned
+        self._sources: dict[str, object] = {}   # the array each pane's image was made from
         self.user_zoomed = False  # until the user zooms or pans, a resize re-frames the frames
         for vb in (self.left, self.right):
             vb.sigRangeChangedManually.connect(self._zoomed)
@@ -242,8 +246,9 @@ class FlowView(QWidget):
 
     # ------------------------------------------------------------------ content
     def set_frames(self, img1, img2) -> None:
-        self.img_left.setImage(_as_display(img1), autoLevels=False, levels=(0, 255))
-        self.img_right.setImage(_as_display(img2), autoLevels=False, levels=(0, 255))
+        self._set_image(self.img_left, img1, "left")
+        self._set_image(self.img_right, img2, "right")
+        self._pictures = []
         new_shape = tuple(np.asarray(img1).shape[:2])
         if new_shape != self.shape:
             self.shape = new_shape
@@ -257,23 +262,41 @@ class FlowView(QWidget):
         self.img_quality.clear()
         self.arrows.setData([], [])
 
+    def picture(self, res) -> FlowPicture:
+        """The :class:`~app.render.flow.FlowPicture` of ``res``: made once per result (the live
+        one and the pinned one are kept), on the device that computed it."""
+        for r, pic in self._pictures:
+            if r is res:
+                return pic
+        pic = FlowPicture(res)
+        self._pictures = [(res, pic)] + self._pictures[:1]
+        return pic
+
+    def _set_image(self, item, src, key: str) -> None:
+        """Give ``item`` the picture of ``src`` unless it already shows that very array (a
+        1080p frame set again costs its conversion and pyqtgraph's re-render at every redraw)."""
+        if self._sources.get(key) is src and src is not None:
+            return
+        item.setImage(_as_display(src), autoLevels=False, levels=None)
+        self._sources[key] = src
+
     def show_left(self, img1, res, *, style: str, flow_opacity: float, quality_overlay: bool, quality_opacity: float,
                   threshold: float, spacing: int, max_flow: float | None) -> None:
-        self.img_left.setImage(_as_display(img1), autoLevels=False, levels=(0, 255))
+        self._set_image(self.img_left, img1, "left")
         self.clear_result()
         if res is None:
             self.left_title.setText("First frame")
             return
-        valid = res.valid & (res.quality >= threshold)
         if style == "Colour wheel":
-            rgb = flow_to_color(res.u, res.v, max_flow=max_flow, valid=res.valid)
-            alpha = np.where(valid, int(round(255 * flow_opacity)), 0).astype(np.uint8)
-            self.img_flow.setImage(np.dstack([rgb, alpha]), autoLevels=False, levels=(0, 255))
+            # on the GPU where the flow was computed there: only this RGBA picture comes back
+            rgba = self.picture(res).rgba(max_flow=max_flow, alpha=int(round(255 * flow_opacity)),
+                                          threshold=threshold)
+            self.img_flow.setImage(rgba, autoLevels=False, levels=None)
         elif style == "Arrows":
             X, Y = arrow_segments(res.u, res.v, res.quality, spacing=spacing, threshold=threshold, valid=res.valid)
             self.arrows.setData(X, Y)
         if quality_overlay:
-            self.img_quality.setImage(quality_overlay_rgba(res, quality_opacity), autoLevels=False, levels=(0, 255))
+            self.img_quality.setImage(quality_overlay_rgba(res, quality_opacity), autoLevels=False, levels=None)
         title = f"First frame, flow as {style.lower()}" if style != "None" else "First frame"
         if quality_overlay:
             title += " + quality (grey), occlusions (blue), failures (red)"
@@ -283,13 +306,14 @@ class FlowView(QWidget):
         """The right pane's picture; with ``message`` a blank pane that says it instead."""
         if message:
             h, w = self.shape if self.shape is not None else np.asarray(img).shape[:2]
-            self.img_right.setImage(np.full((h, w), 235, np.uint8), autoLevels=False, levels=(0, 255))
+            self.img_right.setImage(np.full((h, w), 235, np.uint8), autoLevels=False, levels=None)
+            self._sources["right"] = None
             self.message.setText(message)
             self.message.setPos(w / 2, h / 2)
             self.message.show()
         else:
             self.message.hide()
-            self.img_right.setImage(_as_display(img), autoLevels=False, levels=(0, 255))
+            self._set_image(self.img_right, img, "right")
         if title:
             self.right_title.setText(title)
 
