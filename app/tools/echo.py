@@ -156,6 +156,9 @@ LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "to
 #: what the pyramids and structure tensors depend on (the solver's parameters, the kernel variant
 #: included, do not change them)
 PREPARE_KEYS = _M.PREPARE_KEYS
+#: the tensors' own parameters: an edit of one re-makes the tensors and keeps the pyramids
+TENSOR_KEYS = ("rho", "derivative")
+PYRAMID_KEYS = tuple(k for k in PREPARE_KEYS if k not in TENSOR_KEYS)
 
 
 
@@ -225,18 +228,24 @@ def _reference(data: EchoData, reference: int) -> int:
 
 
 def _prepare(ctx):
-    """Stage 1: per pair, the normalised pyramids and the spatial structure tensors, which the
-    solver's parameters (alpha, beta, warps, ...) do not change: kept on the device."""
+    """Stage 1: per pair, the normalised pyramids (sigma, levels), which neither the tensors'
+    parameters nor the solver's change: kept on the device."""
     d = ctx.data
     _reference(d, 0)
-    return _sequence.prepare_pairs(d.frames, spacing=d.spacing, device=ctx.device, progress=ctx.progress, **ctx.p)
+    return _sequence.prepare_pairs(d.frames, spacing=d.spacing, device=ctx.device, progress=ctx.progress,
+                                   tensors=False, **ctx.p)
+
+
+def _tensors(ctx):
+    """Stage 2: the spatial structure tensors of every pair's fixed pyramid (rho, derivative)."""
+    return _sequence.add_tensors(ctx["prepare"], device=ctx.device, progress=ctx.progress, **ctx.p)
 
 
 def _pairs(ctx):
-    """Stage 2: the motion of every consecutive pair (the solver on every level)."""
+    """Stage 3: the motion of every consecutive pair (the solver on every level)."""
     d = ctx.data
     seq = _sequence.estimate_sequence(d.frames, trajectory=False, spacing=d.spacing, device=ctx.device,
-                                      progress=ctx.progress, prepared=ctx["prepare"], **ctx.p)
+                                      progress=ctx.progress, prepared=ctx["tensors"], **ctx.p)
     return seq.pairwise, list(seq.info)
 
 
@@ -293,8 +302,9 @@ def _finish(data: EchoData, out: dict, p: dict, *, device: Backend, elapsed: flo
 
 #: the stages of a run (:mod:`app.tools.stages`)
 PIPELINE = Pipeline([
-    Stage("prepare", _prepare, params=PREPARE_KEYS, inputs=("frames", "spacing"), label="pyramids and tensors",
-          weight=15.0),
+    Stage("prepare", _prepare, params=PYRAMID_KEYS, inputs=("frames", "spacing"), label="pyramids", weight=8.0),
+    Stage("tensors", _tensors, params=TENSOR_KEYS, after=("prepare",), inputs=("frames", "spacing"),
+          label="structure tensors", weight=7.0),
     Stage("pairs", _pairs, params=LIBRARY_KEYS, inputs=("frames", "spacing"), label="pairwise motion", weight=85.0),
     # the reference alone: the backward fields are the pair fields inverted, not new estimates
     Stage("trajectory", _trajectory, params=("reference",), after=("pairs",), inputs=("frames", "spacing"),

@@ -83,6 +83,7 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
@@ -125,6 +126,7 @@ __all__ = [
     "SOLVE_KEYS",
     "estimate_motion",
     "prepare_motion",
+    "with_tensors",
     "solve_motion",
     "jacobi_damping",
     "jacobi_lambda_max",
@@ -587,6 +589,22 @@ def prepare_motion(
         J_l = [_spatial_tensor(ops, v, rho, derivative) if tensors else None for v in fixed_l]
     return Prepared(shape, pyr, fixed_l, moving_l, J_l, scale, rho, derivative, variant, be, cupy_in,
                     time.perf_counter() - t0, tight)
+
+
+def with_tensors(prepared: Prepared, *, rho: float = DEFAULT_RHO, derivative: str = DEFAULT_DERIVATIVE) -> Prepared:
+    """``prepared`` with the per-level spatial structure tensors of ``rho`` and ``derivative``:
+    a new :class:`Prepared` that shares the pyramids, which neither parameter changes (the
+    window's live tuning makes only the tensors again when one of them changes). The same
+    arrays as :func:`prepare_motion` with these parameters; ``prepared`` is left as it was."""
+    t0 = time.perf_counter()
+    be = prepared.be
+    _a, _b, rho, _s, _t, _o = _check_params(1.0, 0.0, rho, 0.0, 0, 1, 1, 0.0, DEFAULT_SOLVER, prepared.variant,
+                                            derivative, None, DEFAULT_PRECISION)
+    with be.activate():
+        ops = _ops_for(be, prepared.variant)
+        J_l = [_spatial_tensor(ops, v, rho, derivative) for v in prepared.fixed]
+    return dataclasses.replace(prepared, tensors=J_l, rho=rho, derivative=derivative, backend=be,
+                               seconds=prepared.seconds + time.perf_counter() - t0)
 
 
 def solve_motion(

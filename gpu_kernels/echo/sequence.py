@@ -33,7 +33,7 @@ from gpu_kernels.echo.maps import compose, invert
 from gpu_kernels.echo.motion import PREPARE_KEYS, SOLVE_KEYS, estimate_motion, prepare_motion, solve_motion
 from gpu_kernels.jobs import as_progress
 
-__all__ = ["SequenceMotion", "estimate_sequence", "prepare_pairs", "BACKWARDS"]
+__all__ = ["SequenceMotion", "estimate_sequence", "prepare_pairs", "add_tensors", "BACKWARDS"]
 
 #: how the fields from frame k + 1 to k are made for the frames before the reference
 BACKWARDS = ("invert", "estimate")
@@ -68,11 +68,13 @@ class SequenceMotion:
     info: list = field(default_factory=list)
 
 
-def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, progress=None, **params) -> list:
+def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, progress=None, tensors: bool = True,
+                  **params) -> list:
     """:func:`~gpu_kernels.echo.motion.prepare_motion` of every consecutive pair, kept where it
     was made while it fits :data:`PREPARED_SHARE` of the free memory; ``None`` for the pairs
     beyond (their solve prepares them again). ``params``: the preparation's parameters
-    (``PREPARE_KEYS``; others are ignored)."""
+    (``PREPARE_KEYS``; others are ignored). ``tensors=False``: the pyramids alone (the tensors
+    then come from :func:`add_tensors`)."""
     be = get_backend(device)
     progress = as_progress(progress)
     T = len(frames)
@@ -97,8 +99,23 @@ def prepare_pairs(frames, *, cyclic: bool = False, spacing=None, device=None, pr
             # each frame goes to the device once: pair k's moving volume is pair k + 1's fixed one
             fixed = be.xp.asarray(frames[k]) if prev is None else prev
             prev = be.xp.asarray(frames[(k + 1) % T])
-            out.append(prepare_motion(fixed, prev, spacing=spacing, device=be, **kw))
+            out.append(prepare_motion(fixed, prev, spacing=spacing, device=be, tensors=tensors, **kw))
             used += need
+    return out
+
+
+def add_tensors(prepared: list, *, rho=None, derivative=None, device=None, progress=None) -> list:
+    """The pairs of :func:`prepare_pairs` (``tensors=False``) with their spatial structure tensors
+    (:func:`~gpu_kernels.echo.motion.with_tensors`); ``None`` stays ``None``. A ``rho`` or
+    ``derivative`` change then keeps the pyramids."""
+    from gpu_kernels.echo.motion import with_tensors
+
+    progress = as_progress(progress)
+    kw = {k: v for k, v in (("rho", rho), ("derivative", derivative)) if v is not None}
+    out = []
+    for k, p in enumerate(prepared):
+        progress.update(k / max(len(prepared), 1), f"structure tensors {k + 1}/{len(prepared)}")
+        out.append(None if p is None else with_tensors(p, **kw))
     return out
 
 

@@ -80,7 +80,7 @@ def test_reference_edit_composes_the_cached_pair_fields_without_a_solve(monkeypa
     fast = {"levels": 1, "warps": 1, "iters": 5}
     cache = StageCache(cap_bytes=64 << 20)
     r0, rep = echo.TOOL.run_staged(data, fast, device=cpu, cache=cache)
-    assert rep.ran == ["prepare", "pairs", "trajectory", "metrics"]
+    assert rep.ran == ["prepare", "tensors", "pairs", "trajectory", "metrics"]
 
     def no_solve(*a, **k):
         raise AssertionError("a reference edit must not estimate motion")
@@ -120,7 +120,7 @@ def test_variant_edit_reuses_the_pyramids_and_tensors():
     cache = StageCache(cap_bytes=64 << 20)
     echo.TOOL.run_staged(data, fast, device=cpu, cache=cache)
     r, rep = echo.TOOL.run_staged(data, {**fast, "variant": "smem"}, device=cpu, cache=cache)
-    assert rep.ran == ["pairs", "trajectory", "metrics"] and rep.reused == ["prepare"], rep.ran
+    assert rep.ran == ["pairs", "trajectory", "metrics"] and rep.reused == ["prepare", "tensors"], rep.ran
     full = echo.run(data, {**fast, "variant": "smem"}, device=cpu)
     np.testing.assert_array_equal(r.pairwise, full.pairwise)
     assert echo.PIPELINE.affected("variant")[0] == "pairs"

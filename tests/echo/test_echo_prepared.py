@@ -104,6 +104,6 @@ def test_tool_alpha_change_reuses_the_pyramids_and_tensors():
         np.testing.assert_array_equal(r.pairwise, full.pairwise)
         assert r.metrics == full.metrics and r.stats == full.stats
     r, rep = echo.TOOL.run_staged(data, {**fast, "rho": 2.0}, device=cpu, cache=cache)
-    assert rep.ran[0] == "prepare"
+    assert rep.ran[0] == "tensors"      # the pyramids are kept (issue 20)
     assert echo.PIPELINE.affected("alpha") == ["pairs", "trajectory", "metrics"]
-    assert echo.PIPELINE.affected("rho")[0] == "prepare"
+    assert echo.PIPELINE.affected("rho")[0] == "tensors"

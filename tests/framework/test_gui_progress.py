@@ -81,7 +81,7 @@ def test_the_expensive_stage_gets_most_of_the_bar(tool_key):
 
     stages = importlib.import_module(f"app.tools.{tool_key}").PIPELINE.stages
     w = [s.weight for s in stages]
-    heavy = 2   # echo: the pyramids and tensors, then the solver; flow: the pyramids, then matching + TV-L1
+    heavy = 3 if tool_key == "echo" else 2   # echo: the pyramids, the tensors, the solver; flow: the pyramids, then matching + TV-L1
     least = 0.93 if tool_key == "echo" else 0.8
     assert sum(w[:heavy]) / sum(w) >= least, [(s.name, s.weight) for s in stages]
 

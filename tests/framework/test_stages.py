@@ -194,9 +194,9 @@ def test_echo_reference_change_reruns_only_the_trajectories():
     cache = StageCache(cap_bytes=64 << 20)
     fast = {"levels": 1, "warps": 1, "iters": 5}
     r0, rep = echo.TOOL.run_staged(data, fast, device=CPU, cache=cache)
-    assert rep.ran == ["prepare", "pairs", "trajectory", "metrics"]
+    assert rep.ran == ["prepare", "tensors", "pairs", "trajectory", "metrics"]
     r1, rep = echo.TOOL.run_staged(data, {**fast, "reference": 1}, device=CPU, cache=cache)
-    assert rep.ran == ["trajectory"] and rep.reused == ["prepare", "pairs", "metrics"]
+    assert rep.ran == ["trajectory"] and rep.reused == ["prepare", "tensors", "pairs", "metrics"]
     full = echo.run(data, {**fast, "reference": 1}, device=CPU)
     np.testing.assert_array_equal(r1.pairwise, full.pairwise)
     np.testing.assert_array_equal(r1.trajectory, full.trajectory)
