@@ -5,6 +5,7 @@ mesh tab's 3-D view.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pathlib
@@ -128,18 +129,26 @@ def layout_labels(anchors, size, box=LABEL_BOX, iterations: int = 200) -> np.nda
     return pos
 
 
+@functools.cache
+def _label_font():
+    """The part numbers' font, loaded once (loading it took most of a redraw's markers)."""
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=13)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
+
+
 def draw_markers(img, anchors, texts, colors, box=LABEL_BOX) -> np.ndarray:
     """Numbered boxes in the part colours, laid out by :func:`layout_labels`, with a thin
     leader line where a box had to move away from its point."""
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     im = Image.fromarray(np.ascontiguousarray(img))
     draw = ImageDraw.Draw(im)
     pos = layout_labels(anchors, im.size, box)
-    try:
-        font = ImageFont.load_default(size=13)
-    except TypeError:  # Pillow < 10.1
-        font = ImageFont.load_default()
+    font = _label_font()
     cols = np.asarray(colors, dtype=np.int64).reshape(-1, 3)
     for (ax, ay), (px, py), text, c in zip(anchors, pos, texts, cols, strict=False):
         if abs(px - ax) + abs(py - ay) > 3:
@@ -244,7 +253,7 @@ class FaceRaster:
     Attributes
     ----------
     ids : (H, W) int32
-        The face drawn at each pixel, -1 for the background.
+        The face drawn at each pixel, -1 for the background (a property).
     shade : (F,) float64
         The Lambert factor of each face (0.35..1).
     """
@@ -285,7 +294,11 @@ class FaceRaster:
         for i in np.argsort(depth):  # far to near
             a, b, cc = f[i]
             draw.polygon([(px[a], py[a]), (px[b], py[b]), (px[cc], py[cc])], fill=int(i) + 1)
-        self.ids = np.asarray(img, dtype=np.int32) - 1
+        self._idx = np.asarray(img, dtype=np.int32)   # face + 1, 0 for the background: the lookup's rows
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._idx - 1
 
     def project(self, points) -> np.ndarray:
         """(M, 2) pixel positions of 3-D points in this picture."""
@@ -303,7 +316,7 @@ class FaceRaster:
         lut = np.empty((self.n_faces + 1, 3), np.uint8)
         lut[0] = np.asarray(background, dtype=np.uint8)[:3]
         lut[1:] = np.clip(col * self.shade[:, None], 0, 255).astype(np.uint8)
-        out = lut[self.ids + 1]
+        out = np.take(lut, self._idx, axis=0)   # 10x a fancy index of the same rows
         if self.title:
             from PIL import Image, ImageDraw
 

@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from app.io.mesh_io import read_mesh
 from app.render import mesh as render_mesh
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
@@ -67,6 +66,8 @@ def _old_rasterize(vertices, faces, face_colors, *, size, background=(255, 255, 
 
 @pytest.fixture(scope="module")
 def creature():
+    from app.io.mesh_io import read_mesh
+
     return read_mesh(SAMPLES / "creature.ply")
 
 
@@ -90,6 +91,33 @@ def test_recoloured_face_numbers_are_a_fresh_render_pixel_for_pixel(creature, si
             np.testing.assert_array_equal(render_mesh.rasterize(v, f, cols, size=size, title=title, markers=m), want)
     with pytest.raises(ValueError, match="face colours"):
         raster.picture(np.zeros((3, 3), np.uint8))
+
+
+def _flow_result(shape=(60, 80), device="cpu", mask=None, seed=0):
+    rng = np.random.default_rng(seed)
+    u = (rng.standard_normal(shape) * 4).astype(np.float32)
+    v = (rng.standard_normal(shape) * 4).astype(np.float32)
+    q = rng.random(shape).astype(np.float32)
+    data = SimpleNamespace(mask=mask, shape=shape)
+    valid = np.ones(shape, bool) if mask is None else mask
+    return SimpleNamespace(u=u, v=v, quality=q, data=data, device=device, valid=valid)
+
+
+@pytest.mark.gpu
+def test_flow_picture_of_a_gpu_result_is_made_on_the_gpu_with_the_cpu_bytes():
+    from app.render.flow import FlowPicture
+
+    res = _flow_result((1080, 1920), device="cuda:0", seed=4)
+    pic = FlowPicture(res)
+    assert pic.be.is_gpu
+    cpu = FlowPicture(res, device="cpu")
+    for kw in ({"max_flow": None, "alpha": 255, "threshold": 0.0}, {"max_flow": 5.0, "alpha": 100, "threshold": 0.4}):
+        got = pic.rgba(**kw)
+        np.testing.assert_array_equal(got, cpu.rgba(**kw))
+    np.testing.assert_array_equal(pic.rgb(max_flow=None), cpu.rgb(max_flow=None))
+    assert pic.radius() == cpu.radius()
+    for k, x in pic.stats().items():
+        assert x == pytest.approx(cpu.stats()[k], rel=1e-5)
 
 
 pytest.importorskip("PySide6")
@@ -183,16 +211,6 @@ def test_mesh_view_with_opengl_updates_the_colours_in_place_with_one_render(qtbo
         assert np.shares_memory(np.asarray(view.mesh.cell_data["colors"]), np.asarray(arr)), "not in place"
 
 
-def _flow_result(shape=(60, 80), device="cpu", mask=None, seed=0):
-    rng = np.random.default_rng(seed)
-    u = (rng.standard_normal(shape) * 4).astype(np.float32)
-    v = (rng.standard_normal(shape) * 4).astype(np.float32)
-    q = rng.random(shape).astype(np.float32)
-    data = SimpleNamespace(mask=mask, shape=shape)
-    valid = np.ones(shape, bool) if mask is None else mask
-    return SimpleNamespace(u=u, v=v, quality=q, data=data, device=device, valid=valid)
-
-
 def test_flow_view_colours_once_per_result_and_keeps_its_frames(qtbot, monkeypatch):
     """The colour wheel of a result is the NumPy path's RGBA (alpha where known and above the
     threshold); the summary numbers and the radius are computed once per result; a redraw does
@@ -233,20 +251,3 @@ def test_flow_view_colours_once_per_result_and_keeps_its_frames(qtbot, monkeypat
     assert st["mean_quality"] == pytest.approx(float(res.quality[mask].mean()), rel=1e-5)
     other = _flow_result(seed=5)
     assert view.picture(other) is not pic and view.picture(res) is pic   # the live and the pinned are kept
-
-
-@pytest.mark.gpu
-def test_flow_picture_of_a_gpu_result_is_made_on_the_gpu_with_the_cpu_bytes():
-    from app.render.flow import FlowPicture
-
-    res = _flow_result((1080, 1920), device="cuda:0", seed=4)
-    pic = FlowPicture(res)
-    assert pic.be.is_gpu
-    cpu = FlowPicture(res, device="cpu")
-    for kw in ({"max_flow": None, "alpha": 255, "threshold": 0.0}, {"max_flow": 5.0, "alpha": 100, "threshold": 0.4}):
-        got = pic.rgba(**kw)
-        np.testing.assert_array_equal(got, cpu.rgba(**kw))
-    np.testing.assert_array_equal(pic.rgb(max_flow=None), cpu.rgb(max_flow=None))
-    assert pic.radius() == cpu.radius()
-    for k, x in pic.stats().items():
-        assert x == pytest.approx(cpu.stats()[k], rel=1e-5)
