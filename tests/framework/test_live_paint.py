@@ -7,6 +7,7 @@ already shows."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -120,8 +121,10 @@ def test_flow_picture_of_a_gpu_result_is_made_on_the_gpu_with_the_cpu_bytes():
         assert x == pytest.approx(cpu.stats()[k], rel=1e-5)
 
 
-pytest.importorskip("PySide6")
-pytest.importorskip("pytestqt")
+#: the views' tests need Qt and pytest-qt (the GPU host has Qt from a carry, not pytest-qt: the
+#: GPU test above runs there without them)
+needs_qt = pytest.mark.skipif(not (importlib.util.find_spec("PySide6") and importlib.util.find_spec("pytestqt")),
+                              reason="needs PySide6 and pytest-qt")
 
 
 def _face_colors(n, k, seed):
@@ -129,6 +132,7 @@ def _face_colors(n, k, seed):
     return rng.integers(0, 256, (k, 3)).astype(np.uint8)[rng.integers(0, k, n)]
 
 
+@needs_qt
 def test_mesh_view_recolours_without_drawing_the_triangles_again(qtbot, monkeypatch, creature):
     """The static picture (no OpenGL): a new result (a live k edit) recolours the face numbers;
     the triangles are drawn again only for a new mesh or a new size. Fails without the cache:
@@ -184,6 +188,7 @@ class _FakePlotter:
         self.calls.append(("clear_actors",))
 
 
+@needs_qt
 def test_mesh_view_with_opengl_updates_the_colours_in_place_with_one_render(qtbot, monkeypatch, creature):
     """A k change with a 3-D view: the mesh actor stays (no add_mesh), the colour scalars change
     in place, and the view renders once (it rendered three times: colours, representatives,
@@ -211,6 +216,7 @@ def test_mesh_view_with_opengl_updates_the_colours_in_place_with_one_render(qtbo
         assert np.shares_memory(np.asarray(view.mesh.cell_data["colors"]), np.asarray(arr)), "not in place"
 
 
+@needs_qt
 def test_flow_view_colours_once_per_result_and_keeps_its_frames(qtbot, monkeypatch):
     """The colour wheel of a result is the NumPy path's RGBA (alpha where known and above the
     threshold); the summary numbers and the radius are computed once per result; a redraw does
