@@ -214,8 +214,9 @@ def run(data: ImageData, params: dict, *, device: Backend, progress: Progress | 
     return PIPELINE.run(data, params, device=device, progress=progress)
 
 
-_QUANTISE_PARAMS = ("q", "bilateral", "bilateral_window", "sigma_spatial", "sigma_color")
-_KMEANS_PARAMS = ("k_max", "iterations", "merge_distance", "connectivity", "min_size")
+_LAB_PARAMS = ("bilateral", "bilateral_window", "sigma_spatial", "sigma_color")
+_KMEANS_PARAMS = ("k_max", "iterations", "merge_distance")
+_REGION_PARAMS = ("connectivity", "min_size")
 
 
 def _only(method):
@@ -230,18 +231,31 @@ def _only(method):
 
 
 @_only("kmeans")
+def _lab(ctx):
+    """The paper's pipeline, stage 1: the image on the device, CIELAB, the bilateral filter."""
+    return _seg.stage_lab(ctx.data.image, **{k: ctx.p[k] for k in _LAB_PARAMS}, device=ctx.device,
+                          progress=ctx.progress)
+
+
+@_only("kmeans")
 def _quantise(ctx):
-    """The paper's pipeline, stage 1: CIELAB, the bilateral filter, the quantised colours."""
-    return _seg.stage_quantise(ctx.data.image, **{k: ctx.p[k] for k in _QUANTISE_PARAMS}, device=ctx.device,
-                               progress=ctx.progress)
+    """Stage 2: the quantised colours (``q`` re-runs from here, not CIELAB or the filter)."""
+    return _seg.stage_codes(ctx["lab"], q=ctx.p["q"], device=ctx.device)
+
+
+@_only("kmeans")
+def _kmeans(ctx):
+    """Stage 3: k-means on the quantised colours."""
+    return _seg.stage_kmeans(ctx["quantise"], **{k: ctx.p[k] for k in _KMEANS_PARAMS}, device=ctx.device,
+                             progress=ctx.progress)
 
 
 @_only("kmeans")
 def _segment(ctx):
-    """Stage 2: k-means, components, small-region merging, features (a k-means parameter
-    re-runs this stage only, not CIELAB)."""
-    return _seg.stage_regions(ctx["quantise"], **{k: ctx.p[k] for k in _KMEANS_PARAMS}, device=ctx.device,
-                              progress=ctx.progress)
+    """Stage 4: components, small-region merging, features (``connectivity`` and ``min_size``
+    re-run this stage only, not k-means)."""
+    return _seg.stage_regions(ctx["quantise"], **{k: ctx.p[k] for k in _REGION_PARAMS},
+                              km=ctx["kmeans"], device=ctx.device, progress=ctx.progress)
 
 
 @_only("contours")
@@ -274,12 +288,15 @@ def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: fl
 
 #: the stages of a run (:mod:`app.tools.stages`): the contours method (the default) as colour ->
 #: superpixels -> merge -> regions, so changing the coarseness re-runs only the merge; the paper's
-#: pipeline as quantise -> segment, so a k-means parameter does not re-run CIELAB
+#: pipeline as lab -> quantise -> kmeans -> segment, so each parameter re-runs only from the stage
+#: that reads it (q: not CIELAB or the filter; connectivity, min_size: not k-means)
 PIPELINE = Pipeline([
-    Stage("quantise", _quantise, params=("method",) + _QUANTISE_PARAMS, after=(), inputs=("image",),
-          label="CIELAB + quantise", weight=0.5),
-    Stage("segment", _segment, params=("method",) + _KMEANS_PARAMS, after=("quantise",),
-          label="k-means segmentation"),
+    Stage("lab", _lab, params=("method",) + _LAB_PARAMS, after=(), inputs=("image",), label="CIELAB + bilateral",
+          weight=0.3),
+    Stage("quantise", _quantise, params=("method", "q"), after=("lab",), label="quantise", weight=0.2),
+    Stage("kmeans", _kmeans, params=("method",) + _KMEANS_PARAMS, after=("quantise",), label="k-means", weight=0.3),
+    Stage("segment", _segment, params=("method",) + _REGION_PARAMS, after=("quantise", "kmeans"),
+          label="components + min size"),
     Stage("colour", _colour, params=("method", "sigma"), after=(), inputs=("image",), label="colour + gradient",
           weight=0.5),
     Stage("superpixels", _superpixels, params=("method", "n_superpixels", "compactness"), after=("colour",),

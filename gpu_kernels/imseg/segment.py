@@ -61,7 +61,10 @@ __all__ = [
     "ImageSegmentation",
     "ImsegInputError",
     "segment_image",
+    "stage_lab",
+    "stage_codes",
     "stage_quantise",
+    "stage_kmeans",
     "stage_regions",
     "device_bytes_estimate",
 ]
@@ -237,26 +240,24 @@ def segment_image(image, *, k_max: int = DEFAULT_K_MAX, q: int = DEFAULT_Q, iter
 
 
 # --------------------------------------------------------------------------- stages
-# The pipeline in two stages, so that the window re-runs only the second when a k-means,
-# labelling or merging parameter changes (issue 20): stage_quantise (upload, CIELAB, the
-# bilateral filter, the quantised codes and their histogram) and stage_regions (k-means,
-# connected components, small-region merging, features, download). Neither changes its
-# input: the stage cache may hand the same quantise output to many runs.
-def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATERAL,
-                   bilateral_window: int = DEFAULT_BILATERAL_WINDOW, sigma_spatial: float = DEFAULT_SIGMA_SPATIAL,
-                   sigma_color: float = DEFAULT_SIGMA_COLOR, weights: str = _km.DEFAULT_WEIGHTS,
-                   features_method: str = "auto", device=None, progress=None) -> dict:
-    """Stage 1 of :func:`segment_image`: the checked image, CIELAB (bilateral-filtered when
-    ``bilateral``) and the quantised colour codes, on the device when there is one."""
+# The pipeline in four stages, so that the window re-runs only from the stage that reads a
+# changed parameter (issue 20): stage_lab (upload, CIELAB, the bilateral filter), stage_codes
+# (the quantised codes and their histogram: q), stage_kmeans (k_max, iterations,
+# merge_distance) and stage_regions (connected components, small-region merging, features,
+# download: connectivity, min_size). stage_quantise is stage_lab then stage_codes. No stage
+# changes its input: the stage cache may hand the same output to many runs.
+def stage_lab(image, *, bilateral: int = DEFAULT_BILATERAL, bilateral_window: int = DEFAULT_BILATERAL_WINDOW,
+              sigma_spatial: float = DEFAULT_SIGMA_SPATIAL, sigma_color: float = DEFAULT_SIGMA_COLOR,
+              q: int = DEFAULT_Q, weights: str = _km.DEFAULT_WEIGHTS, features_method: str = "auto", device=None,
+              progress=None) -> dict:
+    """Stage 1 of :func:`segment_image`: the checked image on the device (when there is one)
+    and, when ``bilateral``, its bilateral-filtered CIELAB (on the CPU: CIELAB either way).
+    ``q``, ``weights`` and ``features_method`` only size the memory check."""
     progress = as_progress(progress)
     be = get_backend(device)
     img, h, w, c = as_image(image)
-    q = _color.check_q(q)
     win, ss, sr, passes = _color.check_bilateral(bilateral_window, sigma_spatial, sigma_color, bilateral)
-    if weights not in _km.WEIGHT_METHODS:
-        raise ImsegInputError(f"weights must be one of {', '.join(_km.WEIGHT_METHODS)}, got {weights!r}")
-    fm = _feat.DEFAULT_METHOD if features_method == "auto" else features_method
-    out = {"img": img, "h": h, "w": w, "c": c, "q": q, "bilateral": passes, "weights": weights, "device": be.label}
+    out = {"img": img, "h": h, "w": w, "c": c, "bilateral": passes, "device": be.label}
     if not be.is_gpu:
         t0 = time.perf_counter()
         lab = _color.lab_np(img)
@@ -265,32 +266,93 @@ def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATE
         lab_f = lab
         if passes:
             lab_f = _color.bilateral_np(lab, win, ss, sr, passes, progress.sub(0.0, 0.9, "bilateral"))
-        t_bil = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        codes = _color.codes_np(lab_f, q)
-        out.update(lab=lab, lab_f=lab_f, codes=codes,
-                   t={"bilateral": t_bil, "quantise": time.perf_counter() - t0 + t_lab})
+        out.update(lab=lab, lab_f=lab_f, t={"bilateral": time.perf_counter() - t0}, t_lab=t_lab)
         return out
-    need = device_bytes_estimate(h, w, c, img.dtype.itemsize, bilateral=passes, q=q, weights=weights,
+    fm = _feat.DEFAULT_METHOD if features_method == "auto" else features_method
+    need = device_bytes_estimate(h, w, c, img.dtype.itemsize, bilateral=passes, q=_color.check_q(q),
+                                 weights=weights if weights in _km.WEIGHT_METHODS else _km.DEFAULT_WEIGHTS,
                                  features_method=fm)
     check_fits(be, h, w, need)
     with activated(be):
-        xp = be.xp
-        n = h * w
         timer = StageTimer(be)
         img_d = upload(be, img)
         timer.mark("upload")
-        hist = xp.zeros(1 << (3 * q), dtype=xp.uint32) if weights == "histogram" else None
         lab_d = None
         if passes:
             progress.update(0.1, "bilateral filter")
-            lab0 = _color.lab_device(be, img_d, n, c)
+            lab0 = _color.lab_device(be, img_d, h * w, c)
             lab_d = _color.bilateral_device(be, lab0, h, w, win, ss, sr, passes)
             del lab0
         timer.mark("bilateral")
-        codes = _color.codes_device(be, img_d, n, c, q, hist=hist, lab_d=lab_d)
+        out.update(img_d=img_d, lab_d=lab_d, timer=timer)
+    return out
+
+
+def stage_codes(lt: dict, *, q: int = DEFAULT_Q, weights: str = _km.DEFAULT_WEIGHTS, device=None) -> dict:
+    """Stage 2 of :func:`segment_image` on a :func:`stage_lab` output: the quantised colour
+    codes (``q`` bits a channel) and, for ``weights="histogram"``, their histogram."""
+    be = get_backend(device)
+    q = _color.check_q(q)
+    if weights not in _km.WEIGHT_METHODS:
+        raise ImsegInputError(f"weights must be one of {', '.join(_km.WEIGHT_METHODS)}, got {weights!r}")
+    out = {k: v for k, v in lt.items() if k not in ("timer", "t", "t_lab")}
+    out.update(q=q, weights=weights)
+    h, w, c = lt["h"], lt["w"], lt["c"]
+    if not be.is_gpu:
+        t0 = time.perf_counter()
+        codes = _color.codes_np(lt["lab_f"], q)
+        out.update(codes=codes, t={**lt["t"], "quantise": time.perf_counter() - t0 + lt["t_lab"]})
+        return out
+    with activated(be):
+        xp = be.xp
+        timer = StageTimer(be)
+        hist = xp.zeros(1 << (3 * q), dtype=xp.uint32) if weights == "histogram" else None
+        codes = _color.codes_device(be, lt["img_d"], h * w, c, q, hist=hist, lab_d=lt["lab_d"])
         timer.mark("quantise")
-        out.update(img_d=img_d, lab_d=lab_d, codes=codes, hist=hist, timer=timer)
+        out.update(codes=codes, hist=hist, timers=[lt["timer"], timer])
+    return out
+
+
+def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATERAL,
+                   bilateral_window: int = DEFAULT_BILATERAL_WINDOW, sigma_spatial: float = DEFAULT_SIGMA_SPATIAL,
+                   sigma_color: float = DEFAULT_SIGMA_COLOR, weights: str = _km.DEFAULT_WEIGHTS,
+                   features_method: str = "auto", device=None, progress=None) -> dict:
+    """Stages 1 and 2 of :func:`segment_image`: the checked image, CIELAB (bilateral-filtered
+    when ``bilateral``) and the quantised colour codes, on the device when there is one."""
+    q = _color.check_q(q)
+    if weights not in _km.WEIGHT_METHODS:
+        raise ImsegInputError(f"weights must be one of {', '.join(_km.WEIGHT_METHODS)}, got {weights!r}")
+    lt = stage_lab(image, bilateral=bilateral, bilateral_window=bilateral_window, sigma_spatial=sigma_spatial,
+                   sigma_color=sigma_color, q=q, weights=weights, features_method=features_method, device=device,
+                   progress=progress)
+    return stage_codes(lt, q=q, weights=weights, device=device)
+
+
+def stage_kmeans(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEFAULT_ITERATIONS,
+                 merge_distance: float = DEFAULT_MERGE_DISTANCE, device=None, progress=None) -> dict:
+    """Stage 3 of :func:`segment_image` on a :func:`stage_codes` output: k-means on the
+    quantised colours (the cluster of every pixel, the centres; on the device when there is one)."""
+    progress = as_progress(progress)
+    be = get_backend(device)
+    k_max, iterations, merge_distance = _km.check_kmeans(k_max, iterations, merge_distance)
+    h, w = qt["h"], qt["w"]
+    out = {"k_max": k_max, "iterations": iterations, "merge_distance": merge_distance}
+    progress.update(0.0, "k-means")
+    if not be.is_gpu:
+        t0 = time.perf_counter()
+        clusters, centres, n_colours = _km.kmeans_np(qt["codes"], h, w, qt["q"], k_max, iterations, merge_distance,
+                                                     qt["weights"])
+        out.update(clusters=clusters.reshape(h, w), centres=centres, n_colours=int(n_colours),
+                   t={"kmeans": time.perf_counter() - t0})
+        return out
+    with activated(be):
+        timer = StageTimer(be)
+        # k-means replaces the codes by cluster ids in place: work on a copy (the stage cache keeps qt)
+        hist = qt["hist"].copy() if qt["hist"] is not None else None
+        clusters, centres, k_d, m_d = _km.kmeans_device(be, qt["codes"].copy(), h, w, qt["q"], k_max, iterations,
+                                                        merge_distance, hist, qt["weights"])
+        timer.mark("kmeans")
+        out.update(clusters=clusters, centres=centres, k_d=k_d, m_d=m_d, timer=timer)
     return out
 
 
@@ -298,38 +360,38 @@ def stage_regions(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEF
                   merge_distance: float = DEFAULT_MERGE_DISTANCE, connectivity: int = DEFAULT_CONNECTIVITY,
                   min_size: int = DEFAULT_MIN_SIZE, features: bool = True, moments: bool = True,
                   label_method: str = "auto", global_step: str = _label.DEFAULT_GLOBAL_STEP,
-                  features_method: str = "auto", device=None, progress=None, _params=None) -> ImageSegmentation:
-    """Stage 2 of :func:`segment_image` on a :func:`stage_quantise` output: k-means, connected
-    components, small-region merging and the region features, brought to the host."""
+                  features_method: str = "auto", km: dict | None = None, device=None, progress=None,
+                  _params=None) -> ImageSegmentation:
+    """Stage 4 of :func:`segment_image` on a :func:`stage_codes` (or :func:`stage_quantise`)
+    output and, when given, its :func:`stage_kmeans` output ``km`` (else k-means runs here with
+    ``k_max``, ``iterations``, ``merge_distance``): connected components, small-region
+    merging and the region features, brought to the host."""
     progress = as_progress(progress)
     be = get_backend(device)
-    k_max, iterations, merge_distance = _km.check_kmeans(k_max, iterations, merge_distance)
+    if km is None:
+        km = stage_kmeans(qt, k_max=k_max, iterations=iterations, merge_distance=merge_distance, device=be,
+                          progress=progress.sub(0.0, 0.2))
     conn = _label.check_connectivity(connectivity)
     S = _merge.check_min_size(min_size)
     if label_method == "auto":
         label_method = _label.DEFAULT_METHOD_GPU if be.is_gpu else "scipy"
     if features_method == "auto":
         features_method = _feat.DEFAULT_METHOD
-    p = dict(k_max=k_max, q=qt["q"], iterations=iterations, merge_distance=merge_distance, bilateral=qt["bilateral"],
-             connectivity=conn, min_size=S)
+    p = dict(k_max=km["k_max"], q=qt["q"], iterations=km["iterations"], merge_distance=km["merge_distance"],
+             bilateral=qt["bilateral"], connectivity=conn, min_size=S)
     params = _params or dict(p, label_method=label_method, global_step=global_step, weights=qt["weights"],
                              features_method=features_method)
     if not be.is_gpu:
-        return _segment_cpu(qt, p, features, moments, progress, params)
+        return _segment_cpu(qt, km, p, features, moments, progress, params)
     with activated(be):
-        return _segment_gpu(be, qt, p, features, moments, label_method, global_step, features_method, progress,
+        return _segment_gpu(be, qt, km, p, features, moments, label_method, global_step, features_method, progress,
                             params)
 
 
-def _segment_cpu(qt, p, features, moments, progress, params) -> ImageSegmentation:
-    img, h, w = qt["img"], qt["h"], qt["w"]
-    t = dict(qt["t"])
-    progress.update(0.0, "k-means")
-    t0 = time.perf_counter()
-    clusters, centres, n_colours = _km.kmeans_np(qt["codes"], h, w, p["q"], p["k_max"], p["iterations"],
-                                                 p["merge_distance"], qt["weights"])
-    clusters = clusters.reshape(h, w)
-    t["kmeans"] = time.perf_counter() - t0
+def _segment_cpu(qt, km, p, features, moments, progress, params) -> ImageSegmentation:
+    img = qt["img"]
+    t = {**qt["t"], **km["t"]}
+    clusters, centres, n_colours = km["clusters"], km["centres"], km["n_colours"]
     progress.update(0.3, "connected components")
     t0 = time.perf_counter()
     labels, R = _label.label_np(clusters, p["connectivity"])
@@ -354,19 +416,13 @@ def _segment_cpu(qt, p, features, moments, progress, params) -> ImageSegmentatio
                                    "merge_rounds": rounds, "sync_reasons": []})
 
 
-def _segment_gpu(be, qt, p, features, moments, label_method, global_step, features_method, progress,
+def _segment_gpu(be, qt, km, p, features, moments, label_method, global_step, features_method, progress,
                  params) -> ImageSegmentation:
     xp = be.xp
     h, w, c, img_d = qt["h"], qt["w"], qt["c"], qt["img_d"]
+    clusters, centres, k_d, m_d = km["clusters"], km["centres"], km["k_d"], km["m_d"]
     timer = StageTimer(be)
     syncs = SyncCounter()
-    progress.update(0.0, "k-means")
-    # k-means replaces the codes by cluster ids in place: work on a copy (the stage cache keeps qt)
-    hist = qt["hist"].copy() if qt["hist"] is not None else None
-    clusters, centres, k_d, m_d = _km.kmeans_device(be, qt["codes"].copy(), h, w, p["q"], p["k_max"],
-                                                    p["iterations"], p["merge_distance"], hist, qt["weights"])
-    del hist
-    timer.mark("kmeans")
     progress.update(0.2, "connected components")
     if label_method == "unionfind":
         labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None, global_step)
@@ -398,7 +454,9 @@ def _segment_gpu(be, qt, p, features, moments, label_method, global_step, featur
         centres_h = asnumpy(centres)[:k].copy()
         feats = {key: np.array(asnumpy(v)) for key, v in feats_d.items()}
     timer.mark("download")
-    timings = {**qt["timer"].result(), **timer.result()}
+    timings = {}
+    for tm in (*qt["timers"], km["timer"], timer):
+        timings.update(tm.result())
     timings["total"] = float(sum(v for k2, v in timings.items() if k2 != "total"))
     progress.update(1.0, "done")
     return ImageSegmentation(labels=labels, clusters=clusters_h, n_regions=R, n_clusters=k, centres=centres_h,

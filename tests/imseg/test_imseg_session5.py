@@ -122,3 +122,32 @@ def test_gpu_device_rounds_equal_host_rounds_and_cpu(S):
     np.testing.assert_array_equal(new, old)
     np.testing.assert_array_equal(new, cpu)
     assert syncs == max(1, -(-rn // M.ROUNDS_PER_CHECK))
+
+
+# --------------------------------------------------------------------------- issue 20's item
+@pytest.mark.parametrize("change, first", [({"q": 4}, "quantise"), ({"k_max": 16}, "kmeans"),
+                                           ({"merge_distance": 10.0}, "kmeans"), ({"iterations": 5}, "kmeans"),
+                                           ({"min_size": 64}, "segment"), ({"connectivity": 4}, "segment"),
+                                           ({"bilateral": 2}, "lab")])
+def test_kmeans_parameters_rerun_only_from_the_stage_that_reads_them(change, first):
+    """The paper's pipeline in the tool: q re-runs the quantised colours, not CIELAB or the
+    bilateral filter; connectivity and min_size re-run the components and merging, not k-means;
+    every re-run gives the labels of a full run."""
+    from app.tools import imseg
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    data = imseg.load(imseg.samples()[0])
+    cpu = get_backend("cpu")
+    cache = StageCache(cap_bytes=1 << 30)
+    order = ["lab", "quantise", "kmeans", "segment"]
+    imseg.PIPELINE.execute(data, imseg.PARAMS.validate({"method": "kmeans"}), device=cpu, cache=cache, scope="s5")
+    p2 = imseg.PARAMS.validate({"method": "kmeans", **change})
+    r2, rep = imseg.PIPELINE.execute(data, p2, device=cpu, cache=cache, scope="s5")
+    ran = [s for s in order if s in rep.ran]
+    assert ran == order[order.index(first):], (change, rep.ran)
+    assert set(order[:order.index(first)]) <= set(rep.reused)
+    full = imseg.run(data, p2, device=cpu)
+    np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
+    np.testing.assert_array_equal(r2.seg.features["area"], full.seg.features["area"])
+    assert r2.seg.info["params"] == full.seg.info["params"]

@@ -158,11 +158,11 @@ def test_kmeans_parameter_does_not_rerun_cielab():
     cache = StageCache(cap_bytes=1 << 30)
     p = imseg.PARAMS.validate({"method": "kmeans"})
     _, rep1 = imseg.PIPELINE.execute(data, p, device=cpu, cache=cache, scope="k")
-    assert {"quantise", "segment"} <= set(rep1.ran)
+    assert {"lab", "quantise", "kmeans", "segment"} <= set(rep1.ran)
     for change in ({"k_max": 16}, {"merge_distance": 10.0}, {"min_size": 64}, {"connectivity": 4}):
         p2 = imseg.PARAMS.validate({"method": "kmeans", **change})
         r2, rep2 = imseg.PIPELINE.execute(data, p2, device=cpu, cache=cache, scope="k")
-        assert "quantise" in rep2.reused and "quantise" not in rep2.ran, change
+        assert {"lab", "quantise"} <= set(rep2.reused) and "quantise" not in rep2.ran, change
         assert "segment" in rep2.ran
         full = imseg.run(data, p2, device=cpu)
         np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
