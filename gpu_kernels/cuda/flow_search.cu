@@ -399,3 +399,162 @@ extern "C" __global__ void is_rf_axis1(float* __restrict__ J, const float* __res
         }
     }
 }
+
+// The fill's filter with its weights computed on the fly from the guide G (H, W): the step between
+// samples i - 1 and i weighs exp(la (1 + k |G_i - G_(i-1)|)) (the host path's exp(la * d)). Each
+// line is split into segments (a scan of a first-order linear recurrence): a step
+// y = c + w (y' - c) is affine in the previous value y', so a segment is y_end = B + P y_in, with B
+// its result from y_in = 0 and P the product of its weights; a segment's input is composed from the
+// earlier segments' (B, P), and the segment runs again from it, writing. Each thread walks one
+// segment instead of the whole line (the sequential filter's latency: ~2 L dependent steps a pass).
+// The values equal the sequential filter's up to the rounding of the composed inputs.
+__device__ __forceinline__ float is_rf_w(float la, float k, float a, float b) {
+    return expf(la * (1.0f + k * fabsf(a - b)));
+}
+
+// One segment's causal (dir = +1: x = x0, x0 + 1, ...) or anti-causal (dir = -1) walk over n steps of
+// a line p with stride st; the weight of step x is wt(x) (a functor). write: store y, else only sum.
+template <class WT>
+__device__ __forceinline__ void is_rf_walk(float* p, long long st, int x0, int n, int dir, WT wt, float& y,
+                                           float& prod, bool write) {
+#pragma unroll 4
+    for (int t = 0; t < n; ++t) {
+        const int x = x0 + dir * t;
+        const float cu = p[(long long)x * st], w = wt(x);
+        y = cu + w * (y - cu);
+        if (write) p[(long long)x * st] = y;
+        else prod *= w;
+    }
+}
+
+// Along axis 1 of J (C, H, W): block (32, NS), threadIdx.x one of 32 neighbouring columns (coalesced
+// steps), threadIdx.y a segment of the column, blockIdx.y the channel.
+extern "C" __global__ void is_rf_cols(float* __restrict__ J, const float* __restrict__ G, int C, int H, int W,
+                                      float la, float k) {
+    __shared__ float sB[32][33], sP[32][33];
+    const int lane = threadIdx.x, s = threadIdx.y, NS = blockDim.y;
+    const int x = blockIdx.x * 32 + lane, c = blockIdx.y;
+    const bool ok = x < W && c < C;
+    float* p = J + (long long)c * H * W + (ok ? x : 0);
+    const float* g = G + (ok ? x : 0);
+    const int S = (H - 1 + NS - 1) / NS;
+    for (int dir = 1; dir >= -1; dir -= 2) {
+        // causal: steps y = 1 .. H - 1 weigh w(y); anti-causal: y = H - 2 .. 0 weigh w(y + 1)
+        const int y0 = dir > 0 ? 1 + s * S : H - 2 - s * S;
+        const int n = max(0, min(S, dir > 0 ? H - y0 : y0 + 1));
+        const int off = dir > 0 ? 0 : 1;
+        auto wt = [&](int y) { return is_rf_w(la, k, g[(long long)(y + off) * W], g[(long long)(y + off - 1) * W]); };
+        float y = 0.0f, prod = 1.0f;
+        if (ok) is_rf_walk(p, W, y0, n, dir, wt, y, prod, false);
+        sB[s][lane] = y;
+        sP[s][lane] = prod;
+        __syncthreads();
+        float yin = ok ? p[dir > 0 ? 0 : (long long)(H - 1) * W] : 0.0f;
+        for (int q = 0; q < s; ++q) yin = sB[q][lane] + sP[q][lane] * yin;
+        __syncthreads();
+        if (ok) is_rf_walk(p, W, y0, n, dir, wt, yin, prod, true);
+        __syncthreads();
+    }
+}
+
+// Along axis 2 of J (C, H, W), the contiguous one: one block per row (blockIdx.x), threadIdx.y the
+// channel, threadIdx.x one of 32 segments. The row's C channels and weights are read into shared
+// memory (coalesced), filtered there (segments of an odd length: no bank conflicts), written back.
+// Dynamic shared memory: (C + 1) * W floats.
+extern "C" __global__ void is_rf_rows_seg(float* __restrict__ J, const float* __restrict__ G, int C, int H, int W,
+                                          float la, float k) {
+    extern __shared__ float rs_sm[];
+    __shared__ float sB[4][33], sP[4][33];
+    const int row = blockIdx.x, s = threadIdx.x, c = threadIdx.y, NS = blockDim.x;
+    const int nt = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+    float* sw = rs_sm;                              // sw[x]: the weight of the step between x - 1 and x
+    const float* g = G + (long long)row * W;
+    for (int i = tid; i < W; i += nt) sw[i] = i > 0 ? is_rf_w(la, k, g[i], g[i - 1]) : 0.0f;
+    for (int i = tid; i < C * W; i += nt) {
+        const int cc = i / W, xx = i - cc * W;
+        rs_sm[(cc + 1) * W + xx] = J[((long long)cc * H + row) * W + xx];
+    }
+    __syncthreads();
+    float* p = rs_sm + (c + 1) * W;
+    int S = (W - 1 + NS - 1) / NS;
+    S += 1 - (S & 1);                               // odd: the segments' starts fall in distinct banks
+    for (int dir = 1; dir >= -1; dir -= 2) {
+        const int x0 = dir > 0 ? 1 + s * S : W - 2 - s * S;
+        const int n = max(0, min(S, dir > 0 ? W - x0 : x0 + 1));
+        const int off = dir > 0 ? 0 : 1;
+        auto wt = [&](int x) { return sw[x + off]; };
+        float y = 0.0f, prod = 1.0f;
+        is_rf_walk(p, 1, x0, n, dir, wt, y, prod, false);
+        sB[c][s] = y;
+        sP[c][s] = prod;
+        __syncthreads();
+        float yin = p[dir > 0 ? 0 : W - 1];
+        for (int q = 0; q < s; ++q) yin = sB[c][q] + sP[c][q] * yin;
+        __syncthreads();
+        is_rf_walk(p, 1, x0, n, dir, wt, yin, prod, true);
+        __syncthreads();
+    }
+    for (int i = tid; i < C * W; i += nt) {
+        const int cc = i / W, xx = i - cc * W;
+        J[((long long)cc * H + row) * W + xx] = rs_sm[(cc + 1) * W + xx];
+    }
+}
+
+// The fill's stack J = (u ok, v ok, ok) and its result: the filtered flow J0 / J2, J1 / J2 where a
+// pixel is not consistent (ok = 0) and the filter reached it (J2 >= 1e-4), else the flow itself.
+extern "C" __global__ void is_fill_stack(const float* __restrict__ u, const float* __restrict__ v,
+                                         const float* __restrict__ ok, float* __restrict__ J, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const float o = ok[i];
+        J[i] = u[i] * o;
+        J[n + i] = v[i] * o;
+        J[2 * n + i] = o;
+    }
+}
+
+extern "C" __global__ void is_fill_result(const float* __restrict__ J, const float* __restrict__ u,
+                                          const float* __restrict__ v, const float* __restrict__ ok,
+                                          float* __restrict__ uo, float* __restrict__ vo, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const float den = J[2 * n + i];
+        const bool keep = ok[i] > 0.0f || den < 1e-4f;
+        uo[i] = keep ? u[i] : J[i] / den;
+        vo[i] = keep ? v[i] : J[n + i] / den;
+    }
+}
+
+// The fill's mask of kept pixels: forward-backward consistent (|f + b(x + f)|^2 <= t2; bw is the
+// backward flow sampled at x + f, (2, n)) or of local NCC at least nmin; 1 or 0. The products are
+// rounded as the host path's separate array operations are (no fused multiply-add).
+extern "C" __global__ void is_fill_ok(const float* __restrict__ u, const float* __restrict__ v,
+                                      const float* __restrict__ bw, const float* __restrict__ ncc,
+                                      float* __restrict__ ok, float t2, float nmin, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const float du = u[i] + bw[i], dv = v[i] + bw[n + i];
+        const float d2 = __fadd_rn(__fmul_rn(du, du), __fmul_rn(dv, dv));
+        ok[i] = (d2 <= t2 || ncc[i] >= nmin) ? 1.0f : 0.0f;
+    }
+}
+
+// The "fb" quality map from the local NCC q and bw = (backward u, backward v, second frame) sampled
+// at x + f, (3, n): [(fl + q) sc / ((1 + d^2 cfb) (1 + |f| cmag) (1 + r cres))]^(1/4), d = |f + b(x + f)|,
+// r = |I2(x + f) - I1|, times the mask (has_mask); the host path's operations in its order, unfused.
+extern "C" __global__ void is_quality_fb(const float* __restrict__ q, const float* __restrict__ bw,
+                                         const float* __restrict__ u, const float* __restrict__ v,
+                                         const float* __restrict__ g1, const float* __restrict__ mask, int has_mask,
+                                         float* __restrict__ out, float fl, float sc, float cfb, float cmag,
+                                         float cres, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const float uu = u[i], vv = v[i];
+        const float du = uu + bw[i], dv = vv + bw[n + i];
+        const float r = fabsf(bw[2 * n + i] - g1[i]);
+        const float d2 = __fadd_rn(__fmul_rn(du, du), __fmul_rn(dv, dv));
+        const float m2 = __fadd_rn(__fmul_rn(uu, uu), __fmul_rn(vv, vv));
+        const float a = __fadd_rn(1.0f, __fmul_rn(d2, cfb));
+        const float b = __fadd_rn(1.0f, __fmul_rn(__fsqrt_rn(m2), cmag));
+        const float c = __fadd_rn(1.0f, __fmul_rn(r, cres));
+        float o = __fmul_rn(__fadd_rn(fl, q[i]), sc) / __fmul_rn(__fmul_rn(a, b), c);
+        o = __fsqrt_rn(__fsqrt_rn(fmaxf(o, 0.0f)));
+        out[i] = has_mask ? o * mask[i] : o;
+    }
+}

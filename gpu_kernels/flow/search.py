@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_kernels.backend import Backend, get_backend
+from gpu_kernels.backend import Backend, get_backend, set_max_dynamic_smem
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.color import _gray
@@ -199,6 +199,16 @@ STEP_WARP = True
 #: (is_rf_axis1 on a transposed stack for the rows) rather than is_rf_rows (one thread per row,
 #: each step L floats from the neighbouring thread's)
 RF_COALESCED = True
+#: the fill on the GPU with each line of its filter split into up to this many segments of at least
+#: RF_MIN_STEPS steps (a scan of the recursion: is_rf_rows_seg, is_rf_cols; the weights computed
+#: from the guide in the kernels, no transposes; the same values up to rounding); 0: one thread walks
+#: a whole line (is_rf_axis1 or is_rf_rows, see RF_COALESCED)
+RF_SEGMENTS = 32
+RF_MIN_STEPS = 16
+#: on the GPU the fill's mask of kept pixels and the "fb" quality map's arithmetic run as one kernel
+#: each (is_fill_ok, is_quality_fb: the same operations, unfused) rather than ~8 and ~15 array
+#: operations at full resolution
+FUSED_MAPS = True
 #: the fill keeps a pixel whose local NCC confidence is at least this, consistent or not (the
 #: backward flow can miss what the forward one found: a 200 px object)
 FILL_NCC = 0.7
@@ -542,6 +552,8 @@ def edge_aware_fill(be: Backend, guide, u, v, ok, *, sigma_s: float = FILL_SIGMA
     f = xp.float32
     H, W = u.shape
     k = f(sigma_s / sigma_r)
+    if be.is_gpu and RF_SEGMENTS > 0:
+        return _edge_aware_fill_segments(be, guide, u, v, ok, float(k), passes, sigma_s)
     dx = f(1) + k * xp.abs(guide[:, 1:] - guide[:, :-1])               # (H, W - 1)
     dy = xp.ascontiguousarray((f(1) + k * xp.abs(guide[1:] - guide[:-1])).T)   # (W, H - 1)
     J = xp.stack([u * ok, v * ok, ok]).astype(xp.float32)
@@ -575,6 +587,35 @@ def edge_aware_fill(be: Backend, guide, u, v, ok, *, sigma_s: float = FILL_SIGMA
     return (xp.where(keep, u, J[0] / safe).astype(xp.float32), xp.where(keep, v, J[1] / safe).astype(xp.float32))
 
 
+def _edge_aware_fill_segments(be: Backend, guide, u, v, ok, k: float, passes: int, sigma_s: float):
+    """:func:`edge_aware_fill` on the GPU in ``2 passes + 2`` launches: the stack, each pass's rows
+    (is_rf_rows_seg, a row a block in shared memory) and columns (is_rf_cols, coalesced), both split
+    into segments and with their weights from the guide on the fly, and the result."""
+    xp = be.xp
+    H, W = u.shape
+    n = H * W
+    guide, u, v, ok = (xp.ascontiguousarray(a, dtype=xp.float32) for a in (guide, u, v, ok))
+    J = xp.empty((3, H, W), xp.float32)
+    grid, T = _gpu.grid1d(n), (_gpu.THREADS,)
+    _gpu.kernel(be, _SRC, "is_fill_stack")(grid, T, (u, v, ok, J, _gpu.i64(n)))
+    kr = _gpu.kernel(be, _SRC, "is_rf_rows_seg")
+    smem = 4 * 4 * W
+    set_max_dynamic_smem(kr, smem)
+    kc = _gpu.kernel(be, _SRC, "is_rf_cols")
+    nr = max(1, min(32, RF_SEGMENTS, (W - 1) // RF_MIN_STEPS))
+    nc = max(1, min(32, RF_SEGMENTS, (H - 1) // RF_MIN_STEPS))
+    for i in range(passes):
+        sig = sigma_s * math.sqrt(3.0) * 2.0 ** (passes - i - 1) / math.sqrt(4.0 ** passes - 1.0)
+        la = _gpu.f32(-math.sqrt(2.0) / sig)
+        if W > 1:
+            kr((H,), (nr, 3), (J, guide, _gpu.i32(3), _gpu.i32(H), _gpu.i32(W), la, _gpu.f32(k)), shared_mem=smem)
+        if H > 1:
+            kc((-(-W // 32), 3), (32, nc), (J, guide, _gpu.i32(3), _gpu.i32(H), _gpu.i32(W), la, _gpu.f32(k)))
+    uo, vo = xp.empty((H, W), xp.float32), xp.empty((H, W), xp.float32)
+    _gpu.kernel(be, _SRC, "is_fill_result")(grid, T, (J, u, v, ok, uo, vo, _gpu.i64(n)))
+    return uo, vo
+
+
 def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float = DEFAULT_FILL,
                       ncc: float = FILL_NCC):
     """The flow ``(u, v)`` with the pixels more than ``threshold`` px from forward-backward
@@ -588,9 +629,16 @@ def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float =
 
     xp = be.xp
     bw = _warp2d(be, xp.ascontiguousarray(xp.stack(backward)), u, v)
+    conf = _ncc_conf(be, g1, g2, u, v, None, window=7)
+    if be.is_gpu and FUSED_MAPS:
+        n = u.size
+        ok = xp.empty(u.shape, xp.float32)
+        _gpu.kernel(be, _SRC, "is_fill_ok")(_gpu.grid1d(n), (_gpu.THREADS,), (
+            u, v, bw, conf, ok, _gpu.f32(threshold * threshold), _gpu.f32(ncc), _gpu.i64(n)))
+        return edge_aware_fill(be, g1, u, v, ok)
     du, dv = u + bw[0], v + bw[1]
     ok = (du * du + dv * dv) <= xp.float32(threshold * threshold)
-    ok = (ok | (_ncc_conf(be, g1, g2, u, v, None, window=7) >= xp.float32(ncc))).astype(xp.float32)
+    ok = (ok | (conf >= xp.float32(ncc))).astype(xp.float32)
     return edge_aware_fill(be, g1, u, v, ok)
 
 
@@ -625,6 +673,14 @@ def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backwa
     # b sampled at x + f with the edge replicated: a target off the frame is judged by the
     # backward flow at the edge (the NCC term is 0 there already)
     bw = _warp2d(be, xp.ascontiguousarray(xp.stack([backward[0], backward[1], g2])), u, v)
+    f = xp.float32
+    if be.is_gpu and FUSED_MAPS:
+        n = u.size
+        out = xp.empty(u.shape, xp.float32)
+        _gpu.kernel(be, _SRC, "is_quality_fb")(_gpu.grid1d(n), (_gpu.THREADS,), (
+            q, bw, u, v, g1, mask if mask is not None else q, _gpu.i32(mask is not None), out, f(QM_NCC_FLOOR),
+            f(1 / (1 + QM_NCC_FLOOR)), f(1 / QM_FB_SCALE ** 2), f(1 / QM_MAG), f(1 / QM_RESIDUAL), _gpu.i64(n)))
+        return out
     du = u + bw[0]
     dv = v + bw[1]
     r = xp.abs(bw[2] - g1)
@@ -731,14 +787,12 @@ def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, **kw)
 
 def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QUALITY,
                   fb_level: int = DEFAULT_FB_LEVEL, fb_warps=DEFAULT_FB_WARPS, fb_iters=DEFAULT_FB_ITERS,
-                  fill: float = DEFAULT_FILL, progress=None, **kw):
+                  fill: float = DEFAULT_FILL, progress=None, back=None, **kw):
     """Stage 3: the forward-backward fill (``fill`` > 0) and the quality map of the flow ``(u,
-    v)`` (``kw``: the flow's parameters, for the backward flow); returns ``(u, v, q)`` with the
-    mask applied (new arrays)."""
-    back = None
-    if quality == "fb" or fill > 0:
-        bk = dict(kw, warps=fb_warps or kw["warps"], tv_iters=fb_iters or kw["tv_iters"])
-        back = solve(be, pyr, backward=fb_level, progress=progress, **bk)
+    v)`` (``kw``: the flow's parameters, for the backward flow, unless ``back`` gives it); returns
+    ``(u, v, q)`` with the mask applied (new arrays)."""
+    if back is None and (quality == "fb" or fill > 0):
+        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress, kw)
     if fill > 0:
         u, v = fill_inconsistent(be, pyr.g1, pyr.g2, u, v, back, threshold=fill)
     q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back if quality == "fb" else None)
@@ -754,9 +808,48 @@ def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pi
     progress = as_progress(progress)
     pyr = pyramids(be, g1, g2, mask, patch=kw["patch"], blur=blur, max_pixels=max_pixels, max_level=max_level)
     fw = 0.8 if quality == "fb" or fill > 0 else 0.95
-    u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), **kw)
+    side = _side_stream(be) if quality == "fb" or fill > 0 else None
+    if side is None:
+        u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), **kw)
+        return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps,
+                             fb_iters=fb_iters, fill=fill, progress=progress.sub(fw, 0.95, "backward"), **kw)
+    # the backward flow on a second stream, forked from and joined to the current one (in a graph
+    # plan: two parallel branches), so its latency-bound coarse levels run beside the forward's
+    # (the launches are asynchronous: the bar follows the forward flow's, whose launches come second)
+    main = be.xp.cuda.get_current_stream()
+    side.wait_event(main.record())
+    with side:
+        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, None, kw)
+    u, v = solve(be, pyr, progress=progress.sub(0.0, 0.95, "flow"), **kw)
+    main.wait_event(side.record())
     return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps, fb_iters=fb_iters,
-                         fill=fill, progress=progress.sub(fw, 0.95, "backward"), **kw)
+                         fill=fill, back=back, **kw)
+
+
+#: quality="fb" or a fill on the GPU: the backward flow runs on a second stream beside the forward
+#: flow (the same kernels and bits; in the graph plan two parallel branches)
+CONCURRENT_BACKWARD = True
+_side: dict = {}
+
+
+def _side_stream(be: Backend):
+    """The second stream of the current device (made once, outside any capture), or None where the
+    backward flow runs after the forward one (CPU, the emulator, :data:`CONCURRENT_BACKWARD` off)."""
+    if not (CONCURRENT_BACKWARD and be.is_gpu and hasattr(getattr(be.xp, "cuda", None), "Stream")):
+        return None
+    s = _side.get(be.device_id)
+    if s is None:
+        cp = be.xp
+        if cp.cuda.get_current_stream().is_capturing():
+            return None
+        s = _side[be.device_id] = cp.cuda.Stream(non_blocking=True)
+    return s
+
+
+def _backward(be: Backend, pyr: Pyramids, fb_level, fb_warps, fb_iters, progress, kw):
+    """The backward flow of :func:`quality_stage` (``fb_level`` levels coarser)."""
+    bk = dict(kw, warps=fb_warps or kw["warps"], tv_iters=fb_iters or kw["tv_iters"])
+    return solve(be, pyr, backward=fb_level, progress=progress, **bk)
 
 
 def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,

@@ -152,16 +152,20 @@ def test_search_quality_map_matches_numpy(be):
     np.testing.assert_allclose(g, c, atol=2e-4)
 
 
-@pytest.mark.parametrize("coalesced", [True, False])
-def test_search_fill_kernel_matches_numpy(be, monkeypatch, coalesced):
-    """The forward-backward fill's recursive filter (flow_search.cu: is_rf_axis1, coalesced, on a
-    transposed stack for the rows; and is_rf_rows, one thread per row) and its host code on the
-    emulated GPU path against the NumPy path."""
+@pytest.mark.parametrize("coalesced,segments", [(True, 32), (True, 3), (True, 0), (False, 0)])
+def test_search_fill_kernel_matches_numpy(be, monkeypatch, coalesced, segments):
+    """The forward-backward fill's recursive filter and its host code on the emulated GPU path
+    against the NumPy path: flow_search.cu's is_rf_rows_seg and is_rf_cols (each line in segments of
+    a scan, weights from the guide; segments of one step or more: with 32, the 37-long rows in 12
+    segments of 3 steps, the 23-long columns in 22 of 1; with 3, longer ones), is_rf_axis1
+    (coalesced, rows on a transposed stack) and is_rf_rows (one thread per row)."""
     from gpu_kernels.backend import get_backend
     from gpu_kernels.flow import search
     from gpu_kernels.flow.search import edge_aware_fill
 
     monkeypatch.setattr(search, "RF_COALESCED", coalesced)
+    monkeypatch.setattr(search, "RF_SEGMENTS", segments)
+    monkeypatch.setattr(search, "RF_MIN_STEPS", 1)
     rng = np.random.default_rng(4)
     g = rng.random((23, 37)).astype(np.float32)
     u = rng.normal(0, 3, g.shape).astype(np.float32)

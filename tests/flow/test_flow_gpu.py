@@ -370,8 +370,8 @@ def test_tiled_iterations_match_launches_gpu(monkeypatch):
 
 
 def test_fill_kernels_gpu_vs_cpu(monkeypatch):
-    """The forward-backward fill's recursive filter on the GPU (is_rf_axis1, coalesced, the
-    default; and is_rf_rows) against the NumPy path, at 1080 x 1920."""
+    """The forward-backward fill's recursive filter on the GPU (is_rf_axis1_seg, segmented, the
+    default; is_rf_axis1, coalesced; and is_rf_rows) against the NumPy path, at 1080 x 1920."""
     from gpu_kernels.backend import get_backend
     from gpu_kernels.flow import search
 
@@ -384,8 +384,9 @@ def test_fill_kernels_gpu_vs_cpu(monkeypatch):
     ok = (rng.random(g.shape) > 0.3).astype(np.float32)
     c = search.edge_aware_fill(get_backend("cpu"), g, u, v, ok)
     assert np.abs(c[0][ok == 0] - u[ok == 0]).mean() > 0.5
-    for coalesced in (True, False):
+    for coalesced, segments in ((True, 32), (True, 0), (False, 0)):
         monkeypatch.setattr(search, "RF_COALESCED", coalesced)
+        monkeypatch.setattr(search, "RF_SEGMENTS", segments)
         gg = search.edge_aware_fill(get_backend("cuda"), *(cp.asarray(x) for x in (g, u, v, ok)))
         for a, b in zip(gg, c, strict=True):
             np.testing.assert_allclose(_np(a), b, atol=2e-4, rtol=1e-4)

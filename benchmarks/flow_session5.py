@@ -1,0 +1,261 @@
+"""Issue 25, session 5: the default method at 1080p on the GPU against DIS medium (target: 10x).
+
+Subcommands (each writes a JSON with ``--out``):
+
+* ``gpu``: on a CUDA device, a FlyingChairs pair resized to 1920x1080. DIS ultrafast / fast / medium
+  on the host's cores, then the default end to end (one CUDA-graph plan, as a user's call runs)
+  under the session's switches (:data:`SWITCHES`; "session 4" = all off, the code of defe79b,
+  timed in the same run), each stage captured on its own, and the AEE of the ten shared pairs on the
+  GPU with the session-4 switches and the new ones (plus the schedules of ``--variants``).
+* ``tune``: the CPU path's AEE on the ten shared pairs (FlyingChairs 0-5 + the Middlebury four)
+  against DIS medium for the TV-L1 schedules of :data:`VARIANTS`, all pairs at once (the
+  numba path is bitwise equal to NumPy; the GPU's sums differ by rounding).
+
+Usage::
+
+    python benchmarks/flow_session5.py gpu --out OUT.json
+    nice -n 10 python benchmarks/flow_session5.py tune --out OUT.json
+"""
+
+# ruff: noqa: B023 - the lambdas run before the loop moves on
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import device_name  # noqa: E402
+from benchmarks.flow import _gray8, aee, gpu_time, load_chairs, load_middlebury_rgb, log  # noqa: E402
+from benchmarks.flow_session4 import _dis, _pair, _root, _stage_graph_ms  # noqa: E402
+
+#: schedules (inverse_search_flow keywords) scored by ``tune`` and, with ``--variants``, timed by ``gpu``
+VARIANTS = {
+    "default": {},
+    "warps (8, 4)": dict(warps=(8, 4)),
+    "warps (8, 6)": dict(warps=(8, 6)),
+    "warps (8, 8, 4)": dict(warps=(8, 8, 4)),
+    "warps (6, 4)": dict(warps=(6, 4)),
+    "warps (8, 3)": dict(warps=(8, 3)),
+    "tv_iters 15": dict(tv_iters=15),
+    "warps (8, 4), fb_warps 4": dict(warps=(8, 4), fb_warps=(4,)),
+    "warps (6, 3)": dict(warps=(6, 3)),
+    "warps (5, 4)": dict(warps=(5, 4)),
+    "warps (4, 4)": dict(warps=(4, 4)),
+    "warps (6, 2)": dict(warps=(6, 2)),
+    "warps (6,)": dict(warps=(6,)),
+    "finest_patch_level 1": dict(finest_patch_level=1),
+    "warps (6, 4), finest_patch_level 1": dict(warps=(6, 4), finest_patch_level=1),
+    "iters 16": dict(iters=16),
+    "warps (6, 4), iters 16": dict(warps=(6, 4), iters=16),
+    "warps (6, 4), iters 24": dict(warps=(6, 4), iters=24),
+    "warps (6, 4), rounds 2": dict(warps=(6, 4), rounds=2),
+}
+
+
+def _switch_names():
+    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS")
+
+
+def _get(name):
+    from gpu_kernels.flow import refine, search
+
+    return getattr(search if hasattr(search, name) else refine, name)
+
+
+def _set(name, val):
+    from gpu_kernels.flow import _plan, refine, search
+
+    setattr(search if hasattr(search, name) else refine, name, val)
+    _plan.clear()
+
+
+def _switches(**kw):
+    """The new default's switches with ``kw`` changed."""
+    d = {n: _get(n) for n in _switch_names()}
+    d.update(kw)
+    return d
+
+
+def _apply(sw):
+    for n, x in sw.items():
+        _set(n, x)
+
+
+def gpu(out, variants=()):
+    import cupy as cp
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.flow import _plan, search
+    from gpu_kernels.flow.search import inverse_search_flow
+    from gpu_kernels.ops.color import _gray
+
+    new = _switches()
+    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False}
+    runs = {"session 4 (defe79b: all switches off)": old, "session 5 default": new}
+    flip = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False}
+    for n in _switch_names():
+        if flip[n] != new[n]:
+            runs[f"session 5 default, {n} = {flip[n]}"] = dict(new, **{n: flip[n]})
+    res = {"device": device_name(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "host_cores": os.cpu_count(), "switches_new": new}
+    ds, a, b = _pair((1920, 1080))
+    res["pair"] = f"{ds} resized to 1920x1080"
+    da, db = cp.asarray(a), cp.asarray(b)
+    res["end_to_end_ms"] = {}
+    base = None
+
+    def timed(label, sw, cfg):
+        nonlocal base
+        _apply(sw)
+        try:
+            t = 1e3 * gpu_time(lambda: inverse_search_flow(da, db, device="cuda", **cfg), repeat=20, warmup=2)
+            r = inverse_search_flow(da, db, device="cuda", **cfg).to_numpy()
+            if base is None:
+                base = r
+            d = np.hypot(r.u - base.u, r.v - base.v)
+            e = {"ms": round(t, 3), "x DIS medium": round(dis / t, 2), "mean |flow - session 4|": float(d.mean()),
+                 "max |flow - session 4|": float(d.max()),
+                 "mean |quality - session 4|": float(np.abs(r.quality - base.quality).mean()),
+                 "fallback": _plan.LAST_FALLBACK}
+            log(f"  {label}: {t:.3f} ms = {dis / t:.2f}x DIS medium; |d| mean {d.mean():.2e} max {d.max():.2e}")
+        except Exception as exc:  # noqa: BLE001 - record and go on
+            e = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            log(f"  {label}: FAILED {exc}")
+        res["end_to_end_ms"][label] = e
+        Path(out).write_text(json.dumps(res, indent=1, default=str))
+
+    # DIS before and after ours (the host's load varies): the ratio uses their mean
+    res["dis_ms_before"] = _dis(a, b)
+    log(f"DIS at 1080p ({os.cpu_count()} host cores): {res['dis_ms_before']}")
+    dis = res["dis_ms_before"]["DIS medium"]
+    for label, sw in runs.items():
+        timed(label, sw, {})
+    for name in variants:
+        timed(f"session 5 default, {name}", new, VARIANTS[name])
+    res["dis_ms_after"] = _dis(a, b)
+    log(f"DIS again: {res['dis_ms_after']}")
+    # -- per stage, each captured on its own
+    be = get_backend("cuda")
+    res["stages_ms"] = {}
+    for label, sw in (("session 5 default", new), ("session 4", old)):
+        _apply(sw)
+        prm = search.search_params()
+        kw = {k: prm[k] for k in search._SOLVE}
+        with be.activate():
+            g1, g2 = _gray(be, da), _gray(be, db)
+            pyr = search.pyramids(be, g1, g2, None, patch=prm["patch"], blur=prm["blur"], max_pixels=prm["max_pixels"])
+            u, v = search.solve(be, pyr, **kw)
+            bk = search.solve(be, pyr, backward=1, **kw)
+            st = {}
+            st["forward solve"] = _stage_graph_ms(be, (label, "fw"), lambda: search.solve(be, pyr, **kw))
+            st["backward solve"] = _stage_graph_ms(be, (label, "bw"), lambda: search.solve(be, pyr, backward=1, **kw))
+            st["fill"] = _stage_graph_ms(be, (label, "fill"), lambda: search.fill_inconsistent(
+                be, pyr.g1, pyr.g2, u, v, bk, threshold=search.DEFAULT_FILL))
+            st["edge_aware_fill alone"] = _stage_graph_ms(be, (label, "eaf"), lambda: search.edge_aware_fill(
+                be, pyr.g1, u, v, (u > 0).astype(cp.float32)))
+            st["quality map"] = _stage_graph_ms(be, (label, "qm"), lambda: search.quality_map(
+                be, pyr.g1, pyr.g2, u, v, None, backward=bk))
+            for lev in range(pyr.work, pyr.coarsest + 1):
+                I1, I2 = pyr.p1[lev], pyr.p2[lev]
+                uu = cp.zeros(I1.shape, cp.float32)
+                rad = prm["radius"] if lev > pyr.coarsest - prm["radius_levels"] else 0
+                st[f"match+densify level {lev} (radius {rad})"] = _stage_graph_ms(
+                    be, (label, "m", lev), lambda I1=I1, I2=I2, uu=uu, rad=rad: search.densify(
+                        be, I1, I2, *search.coarse_match(be, I1, I2, uu, uu, radius=rad)[:2],
+                        search.coarse_match(be, I1, I2, uu, uu, radius=rad)[3], uu, uu))
+                st[f"TV-L1 level {lev} {I1.shape[1]}x{I1.shape[0]} (8 x 20)"] = _stage_graph_ms(
+                    be, (label, "tv", lev), lambda I1=I1, I2=I2, uu=uu: search.refine_level(
+                        be, I1, I2, uu.copy(), uu.copy(), warps=8, iters=20, lam=prm["lam"], median=prm["median"],
+                        edge=prm["edge"], occ=prm["occ"]))
+        res["stages_ms"][label] = st
+        log(f"  stages [{label}]: " + "; ".join(f"{k} {x}" for k, x in st.items()))
+        Path(out).write_text(json.dumps(res, indent=1, default=str))
+    # -- accuracy on the shared pairs on the GPU
+    import cv2
+
+    sets = load_chairs(_root()) + load_middlebury_rgb(_root())
+    res["aee"] = {"DIS medium": {}}
+    for ds2, x, y, gt, valid in sets:
+        f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(x), _gray8(y), None)
+        res["aee"]["DIS medium"][ds2] = aee(f[..., 0], f[..., 1], gt, valid)
+    dm = res["aee"]["DIS medium"]
+    res["aee_summary"] = {}
+    for label, sw, cfg in ([("session 4", old, {}), ("session 5 default", new, {})]
+                           + [(f"session 5 default, {n}", new, VARIANTS[n]) for n in variants]):
+        _apply(sw)
+        r = {}
+        for ds2, x, y, gt, valid in sets:
+            f = inverse_search_flow(cp.asarray(x), cp.asarray(y), device="cuda", **cfg).to_numpy()
+            r[ds2] = aee(f.u, f.v, gt, valid)
+        res["aee"][label] = r
+        ratio = {k: r[k] / dm[k] for k in r}
+        s = {"mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dm.values()))),
+             "worst_ratio": float(max(ratio.values())), "worst_pair": max(ratio, key=ratio.get)}
+        res["aee_summary"][label] = s
+        log(f"  AEE [{label}]: mean/DIS {s['mean_ratio']:.4f}, worst {s['worst_ratio']:.3f} ({s['worst_pair']}); "
+            + " ".join(f"{k} {x:.3f}" for k, x in r.items()))
+        Path(out).write_text(json.dumps(res, indent=1, default=str))
+    _apply(new)
+    return res
+
+
+def tune(out, names=None, which="shared"):
+    """The CPU path's AEE of each schedule of :data:`VARIANTS` on the ten shared pairs (``which =
+    "shared"``) or on our own large-motion set (``"large"``, benchmarks/flow.py's ``load_large``: not
+    used to choose), as ratios to DIS medium (mean of the AEEs over the mean of DIS's, and the worst
+    pair's ratio)."""
+    import cv2
+
+    from benchmarks.flow import load_large
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    sets = load_chairs(_root()) + load_middlebury_rgb(_root()) if which == "shared" else load_large(_root())
+    dis = {}
+    for ds, a, b, gt, valid in sets:
+        f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+        dis[ds] = aee(f[..., 0], f[..., 1], gt, valid)
+    res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "dis": dis, "cfgs": {}}
+    if Path(out).exists():
+        res["cfgs"] = json.loads(Path(out).read_text()).get("cfgs", {})
+    for name, cfg in VARIANTS.items():
+        if (names and name not in names) or name in res["cfgs"]:
+            continue
+        r = {}
+        c0 = time.process_time()
+        for ds, x, y, gt, valid in sets:
+            f = inverse_search_flow(x, y, device="cpu", **cfg)
+            r[ds] = aee(f.u, f.v, gt, valid)
+        ratio = {k: r[k] / dis[k] for k in r}
+        res["cfgs"][name] = {"cfg": {k: list(x) if isinstance(x, tuple) else x for k, x in cfg.items()},
+                             "cpu_s_10_pairs": round(time.process_time() - c0, 2), "aee": r,
+                             "mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dis.values()))),
+                             "worst_ratio": float(max(ratio.values())), "worst_pair": max(ratio, key=ratio.get)}
+        e = res["cfgs"][name]
+        log(f"  {name}: mean/DIS {e['mean_ratio']:.4f}, worst {e['worst_ratio']:.3f} ({e['worst_pair']})")
+        Path(out).write_text(json.dumps(res, indent=1, default=str))
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=("gpu", "tune"))
+    ap.add_argument("--out", default="flow_session5.json")
+    ap.add_argument("--variants", default="", help="gpu: ';'-separated names of VARIANTS also timed and scored")
+    ap.add_argument("--names", default="", help="tune: ';'-separated names of VARIANTS (default: all)")
+    ap.add_argument("--set", default="shared", choices=("shared", "large"), help="tune: the pairs scored")
+    args = ap.parse_args(argv)
+    if args.what == "gpu":
+        gpu(args.out, variants=[n for n in args.variants.split(";") if n])
+    else:
+        tune(args.out, names=[n for n in args.names.split(";") if n] or None, which=args.set)
+
+
+if __name__ == "__main__":
+    main()
