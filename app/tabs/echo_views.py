@@ -202,7 +202,8 @@ class SliceViews(QWidget):
             p.overlay.clear()
             return
         alpha = np.full(rgb.shape[:2] + (1,), int(round(255 * opacity)), np.uint8)
-        p.overlay.setImage(np.concatenate([rgb, alpha], axis=-1), autoLevels=False, levels=(0, 255))
+        rgba = np.concatenate([np.asarray(rgb, np.uint8), alpha], axis=-1)
+        p.overlay.setImage(rgba, autoLevels=False, levels=None)   # 8-bit as it is: no mapping at each paint
         p.overlay.setRect(QRectF(0, 0, rgb.shape[1] * self.spacing[p.col_ax], rgb.shape[0] * self.spacing[p.row_ax]))
 
     def show_arrows(self, index: int, du, dv, step: int, scale: float = 1.0) -> None:

@@ -36,7 +36,9 @@ class ImsegView(QWidget):
         self.shape: tuple[int, int] | None = None
 
     def set_picture(self, rgb: np.ndarray, title: str = "") -> None:
-        self.img.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+        rgb = np.ascontiguousarray(rgb)
+        # 8-bit shown as it is: with levels pyqtgraph maps every pixel again at each paint (~10 ms at 1080p)
+        self.img.setImage(rgb, autoLevels=False, levels=None if rgb.dtype == np.uint8 else (0, 255))
         shape = tuple(rgb.shape[:2])
         if shape != self.shape:
             self.shape = shape

@@ -109,7 +109,7 @@ class MapView(QWidget):
             levels = (float(np.percentile(v[ok], 1)), float(np.percentile(v[ok], 99))) if ok.any() else (0.0, 1.0)
         if levels[1] <= levels[0]:
             levels = (levels[0], levels[0] + 1e-6)
-        self.backdrop.setImage(np.full(v.shape + (3,), 34, np.uint8), autoLevels=False, levels=(0, 255))
+        self.backdrop.setImage(np.full(v.shape + (3,), 34, np.uint8), autoLevels=False, levels=None)
         self.image.setImage(v, autoLevels=False)
         self.bar.setLevels(levels)
         self.image.setLevels(levels)
@@ -123,7 +123,8 @@ class MapView(QWidget):
 
     def show_rgb(self, rgb: np.ndarray, *, title: str = "") -> None:
         """An RGB picture (image or normal map); no colour bar."""
-        self.rgb_image.setImage(np.ascontiguousarray(rgb), autoLevels=False, levels=(0, 255))
+        rgb = np.ascontiguousarray(rgb)
+        self.rgb_image.setImage(rgb, autoLevels=False, levels=None if rgb.dtype == np.uint8 else (0, 255))
         self.rgb_image.show()
         self.image.hide()
         self.bar.hide()

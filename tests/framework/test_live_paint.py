@@ -257,3 +257,22 @@ def test_flow_view_colours_once_per_result_and_keeps_its_frames(qtbot, monkeypat
     assert st["mean_quality"] == pytest.approx(float(res.quality[mask].mean()), rel=1e-5)
     other = _flow_result(seed=5)
     assert view.picture(other) is not pic and view.picture(res) is pic   # the live and the pinned are kept
+
+
+@needs_qt
+def test_eight_bit_pictures_are_shown_without_levels(qtbot):
+    """An 8-bit picture with levels (0, 255) is mapped again by pyqtgraph at every paint (about
+    10 ms at 1080p); without levels it is shown as it is, with the same pixels."""
+    from app.tabs.imseg_views import ImsegView
+
+    canvas = ImsegView()
+    qtbot.addWidget(canvas)
+    rgb = np.random.default_rng(0).integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    canvas.set_picture(rgb)
+    assert canvas.img.levels is None
+    canvas.img.render()
+    q = canvas.img.qimage
+    px = q.pixelColor(7, 5)
+    assert (px.red(), px.green(), px.blue()) == tuple(int(c) for c in rgb[5, 7])
+    canvas.set_picture(rgb.astype(np.float32) / 255.0)   # float in 0..1: levels kept
+    assert canvas.img.levels is not None
