@@ -358,8 +358,9 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK;
     const int t = threadIdx.x, T = blockDim.x;
     const int cap = 1 << logcap;
-    // the regions' and the pairs' arrays live in shared memory when they fit (use_smem: the
-    // launch gave ct_merge_smem_bytes(R, emax) bytes), else in the global arrays; every round
+    // the regions' and the pairs' arrays live in shared memory when they fit (use_smem 1: the
+    // launch gave ct_merge_smem_bytes(R, emax) bytes; 2: the regions' only), else in the global
+    // arrays; every round
     // reads and writes them several times, and shared memory answers in tens of cycles
     // instead of an L2 round trip. The hash table stays global.
     extern __shared__ u64 ct_smem[];
@@ -372,7 +373,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int* eb = g_eb;
     int* el = g_el;
     unsigned int* ecost = g_ecost;
-    if (use_smem) {
+    if (use_smem == 1) {
         area = (long long*)ct_smem;
         rsum = area + R;
         best = (u64*)(rsum + 3 * R);
@@ -382,6 +383,15 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         eb = ea + emax;
         el = eb + emax;
         ecost = (unsigned int*)(el + emax);
+    } else if (use_smem == 2) {
+        // only the regions' arrays (ct_merge_region_smem_bytes): the pairs are read in order
+        // (coalesced), the regions at random (the costs' sums, the atomics on best)
+        area = (long long*)ct_smem;
+        rsum = area + R;
+        best = (u64*)(rsum + 3 * R);
+        into = (int*)(best + R);
+    }
+    if (use_smem) {
         for (int r = t; r < R; r += T) {
             area[r] = g_area[r];
             rsum[3 * r] = g_rsum[3 * r];

@@ -198,3 +198,93 @@ extern "C" __global__ void md_compress(int* __restrict__ root, int* __restrict__
         if (area[r] < S) atomicAdd(&st[MS_SMALL], 1);
     }
 }
+
+// md_link, md_settle, md_compress and md_check as one block of 1024 threads (regions that fit
+// a few passes of one block: no launch between the steps; the same operations and results)
+extern "C" __global__ void __launch_bounds__(1024) md_round(int* __restrict__ root, int* __restrict__ rparent,
+                                                            u64* __restrict__ best, int* __restrict__ area,
+                                                            long long* __restrict__ lab_sum, int R0, int S,
+                                                            int max_rounds, int* __restrict__ st) {
+    __shared__ int s_roots, s_small;
+    if (st[MS_DONE]) return;
+    const int t = threadIdx.x, T = blockDim.x;
+    if (t == 0) {
+        s_roots = 0;
+        s_small = 0;
+    }
+    for (int r = t; r < R0; r += T) {  // link
+        if (root[r] != r || area[r] >= S) continue;
+        u64 b = best[r];
+        if (b != ~0ULL) uf_union(rparent, r, (int)(b & 0xffffffffULL));
+    }
+    __syncthreads();
+    for (int r = t; r < R0; r += T) {  // settle
+        if (root[r] != r) continue;
+        int nr = uf_find(rparent, r);
+        if (nr == r) continue;
+        atomicAdd(&area[nr], area[r]);
+        for (int ch = 0; ch < 3; ++ch)
+            atomicAdd((unsigned long long*)&lab_sum[3 * nr + ch], (unsigned long long)lab_sum[3 * r + ch]);
+    }
+    __syncthreads();
+    int roots = 0, small = 0;
+    for (int r = t; r < R0; r += T) {  // compress and count
+        int nr = uf_find(rparent, root[r]);
+        root[r] = nr;
+        rparent[r] = nr;
+        best[r] = ~0ULL;
+        if (nr == r) {
+            roots += 1;
+            small += area[r] < S;
+        }
+    }
+    if (roots) atomicAdd(&s_roots, roots);
+    if (small) atomicAdd(&s_small, small);
+    __syncthreads();
+    if (t == 0) {  // check
+        const int rounds = st[MS_ROUNDS] + 1;
+        st[MS_ROUNDS] = rounds;
+        st[MS_ROOTS] = s_roots;
+        st[MS_SMALL] = s_small;
+        if (s_small == 0 || s_roots <= 1) st[MS_DONE] = 1;
+        else if (rounds >= max_rounds) st[MS_DONE] = 2;
+    }
+}
+
+// newid[r] = the rank (1..) of r's root among the roots in index order: one block, a running
+// block-wide scan over chunks of 1024 regions; then every region takes its root's number
+extern "C" __global__ void __launch_bounds__(1024) md_renumber(const int* __restrict__ root, int R0,
+                                                               int* __restrict__ newid) {
+    __shared__ int warp_sum[32];
+    __shared__ int s_base;
+    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
+    if (t == 0) s_base = 0;
+    __syncthreads();
+    for (int base = 0; base < R0; base += 1024) {
+        const int r = base + t;
+        const int f = (r < R0 && root[r] == r) ? 1 : 0;
+        int x = f;  // inclusive scan within the warp
+        for (int off = 1; off < 32; off <<= 1) {
+            int y = __shfl_up_sync(0xffffffffu, x, off);
+            if (lane >= off) x += y;
+        }
+        if (lane == 31) warp_sum[wid] = x;
+        __syncthreads();
+        if (wid == 0) {
+            int v = warp_sum[lane];
+            for (int off = 1; off < 32; off <<= 1) {
+                int y = __shfl_up_sync(0xffffffffu, v, off);
+                if (lane >= off) v += y;
+            }
+            warp_sum[lane] = v;  // inclusive prefix of the warps' sums
+        }
+        __syncthreads();
+        const int before = s_base + (wid > 0 ? warp_sum[wid - 1] : 0);
+        if (f) newid[r] = before + x;
+        __syncthreads();
+        if (t == 0) s_base += warp_sum[31];
+        __syncthreads();
+    }
+    for (int r = t; r < R0; r += 1024)
+        if (root[r] != r) newid[r] = newid[root[r]];
+}

@@ -524,9 +524,10 @@ def _logcap(R: int) -> int:
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
-                       smem: bool | None = None):
+                       smem: bool | str | None = None):
     """Build the graph and merge on the device: returns ``(into (R,), state (2,): [count, rounds])``.
-    ``smem``: keep the merge's arrays in shared memory (None: where they fit)."""
+    ``smem``: keep the merge's arrays in shared memory (True), only the regions' (``"regions"``),
+    or none (False); None: all where they fit, else the regions' where they fit."""
     xp = be.xp
     n = h * w
     lc = _logcap(R)
@@ -551,8 +552,8 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     into = xp.empty(R, dtype=xp.int32)
     state = xp.zeros(2, dtype=xp.int32)
     fm = kernel(be, _SRC, "ct_merge", options=_OPTS)
-    smem_on, smem = smem, merge_smem_bytes(R, emax)
-    use = smem <= _max_smem(be) if smem_on is None else bool(smem_on)
+    use = merge_smem_mode(be, R, emax) if smem is None else (2 if smem == "regions" else int(bool(smem)))
+    smem = merge_smem_bytes(R, emax) if use == 1 else merge_region_smem_bytes(R)
     if use:
         set_max_dynamic_smem(fm, smem)
     fm((1,), (BLOCK,), (
@@ -567,6 +568,19 @@ def merge_smem_bytes(R: int, emax: int) -> int:
     """Shared memory ``ct_merge`` needs to keep the regions and pairs on chip (area, 3 colour
     sums and best: 8 bytes each a region; into: 4; per pair 8 + 4 x 4)."""
     return int(R * (8 * 5 + 4) + emax * (8 + 4 * 4))
+
+
+def merge_region_smem_bytes(R: int) -> int:
+    """Shared memory ``ct_merge`` needs to keep only the regions on chip (area, 3 colour sums,
+    best: 8 bytes each; into: 4)."""
+    return int(R * (8 * 5 + 4))
+
+
+def merge_smem_mode(be, R: int, emax: int) -> int:
+    """Where ``ct_merge`` keeps its arrays: 1 all in shared memory, 2 the regions' only, 0 none."""
+    if merge_smem_bytes(R, emax) <= _max_smem(be):
+        return 1
+    return 2 if merge_region_smem_bytes(R) <= _max_smem(be) else 0
 
 
 def _max_smem(be) -> int:
@@ -824,7 +838,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         meta = syncs.read(be, xp.concatenate([count_d, state]), "number of segments (sizes the feature arrays)")
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
-                   merge_smem=merge_smem_bytes(R, 3 * R + 16) <= _max_smem(be))
+                   merge_smem={0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)])
     return out
 
 
@@ -844,7 +858,7 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
               "compactness": sp["compactness"], "slic_step": sp["S"], "coarseness": mg["coarseness"],
               "n_segments": mg["n_segments"], "features_method": features_method}
     info = {"device": be.label, "params": params, "superpixels": sp["R"], "merge_rounds": mg["rounds"],
-            "merge_in_shared_memory": bool(mg.get("merge_smem", False))}
+            "merge_in_shared_memory": mg.get("merge_smem", False)}
     if not be.is_gpu:
         t0 = time.perf_counter()
         feats = _feat.features_np(mg["labels"], count, img, moments=moments) if features else {}

@@ -46,6 +46,8 @@ MAX_ROUNDS = 64
 #: rounds the host queues between reads of the device's "done" flag (rounds past the end cost
 #: a few empty launches; BSDS-sized to 4K images need 4-6)
 ROUNDS_PER_CHECK = 6
+#: up to this many regions the region steps of a round run in one block (md_round)
+ONE_BLOCK_MAX = 32768
 
 _SRC = "imseg_merge.cu"
 
@@ -133,12 +135,15 @@ def merge_np(labels: np.ndarray, n_regions: int, lab: np.ndarray, min_size: int,
 
 # --------------------------------------------------------------------------- GPU path
 def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d, c: int,
-                 lab_d=None, syncs: SyncCounter | None = None, rounds_per_check: int | None = None):
+                 lab_d=None, syncs: SyncCounter | None = None, rounds_per_check: int | None = None,
+                 one_block: bool | None = None):
     """GPU rounds on device labels (changed in place) with no host read per round: the rounds
     run over the regions of ``labels_d`` (sums counted once, then added as regions join), each
     kernel returning at once when the device's flag says the merging is done, and the host
-    queues ``ROUNDS_PER_CHECK`` rounds between reads (one read at the usual sizes). The same
-    labels as :func:`merge_device_host_rounds` and :func:`merge_np`. Returns ``(R, rounds)``."""
+    queues ``ROUNDS_PER_CHECK`` rounds between reads (one read at the usual sizes). Up to
+    ``ONE_BLOCK_MAX`` regions (``one_block`` None), a round's region steps and the final
+    renumbering run in one block each (two launches a round, not five). The same labels as
+    :func:`merge_device_host_rounds` and :func:`merge_np`. Returns ``(R, rounds)``."""
     xp = be.xp
     syncs = syncs if syncs is not None else SyncCounter()
     per_check = max(1, int(rounds_per_check or ROUNDS_PER_CHECK))
@@ -157,11 +162,16 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
     iR0, maxr = np.int32(R0), np.int32(MAX_ROUNDS)
     f["md_init"](gr, (256,), (root, rparent, best, area, iR0, S, st))
     f["md_check"]((1,), (32,), (st, maxr))
+    one = R0 <= ONE_BLOCK_MAX if one_block is None else bool(one_block)
+    f_round = kernel(be, _SRC, "md_round") if one else None
     queued = 0
     while True:
         for _ in range(per_check):
             f["md_choose"](gp, (256,), (labels_d, np.int32(w), np.int32(h), np.int32(connectivity == 8), root, area,
                                         lab_sum, S, best, st))
+            if one:
+                f_round((1,), (1024,), (root, rparent, best, area, lab_sum, iR0, S, maxr, st))
+                continue
             f["md_link"](gr, (256,), (best, area, root, iR0, S, rparent, st))
             f["md_settle"](gr, (256,), (root, rparent, iR0, area, lab_sum, st))
             f["md_compress"](gr, (256,), (root, rparent, iR0, area, S, best, st))
@@ -174,7 +184,10 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
             break
     if rounds:
         newid = xp.empty(R0, dtype=xp.int32)
-        _label.relabel_device(be, root, R0, newid)
+        if one:
+            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid))
+        else:
+            _label.relabel_device(be, root, R0, newid)
         kernel(be, _label._SRC, "relabel_pixels")(gp, (256,), (labels_d, np.int64(n), newid))
     return rcur, rounds
 

@@ -41,13 +41,18 @@ def _run(be, fn, labels, R, lab, S, conn, **kw):
 
 
 @needs_emu
+@pytest.mark.parametrize("one_block", [True, False])
 @pytest.mark.parametrize("seed, conn, S, per_check", [(0, 4, 10, None), (1, 8, 40, None), (2, 8, 12, 1),
                                                       (3, 4, 200, 2), (4, 8, 2, None), (5, 8, 100_000, 3)])
-def test_device_rounds_equal_host_rounds_and_cpu(seed, conn, S, per_check):
+def test_device_rounds_equal_host_rounds_and_cpu(seed, conn, S, per_check, one_block):
+    """Both forms of a round (one block for the region steps, or a grid kernel per step)."""
     be = emu_backend()
-    img, lab = _noisy_labels(seed)
+    img, lab = (_noisy_labels(seed, h=96, w=120, speckle=0.15) if one_block else _noisy_labels(seed))
     labels, R = label_components(img, connectivity=conn, device="cpu")
-    new, Rn, rn, syncs = _run(be, M.merge_device, labels, R, lab, S, conn, rounds_per_check=per_check)
+    if one_block:
+        assert R > 1024  # the one-block steps loop over several chunks of 1024 regions
+    new, Rn, rn, syncs = _run(be, M.merge_device, labels, R, lab, S, conn, rounds_per_check=per_check,
+                              one_block=one_block)
     old, Ro, ro, _ = _run(be, M.merge_device_host_rounds, labels, R, lab, S, conn)
     cpu, Rc, rc = M.merge_np(labels, R, lab, S, conn)
     assert (Rn, rn) == (Ro, ro) == (Rc, rc)
@@ -151,3 +156,46 @@ def test_kmeans_parameters_rerun_only_from_the_stage_that_reads_them(change, fir
     np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
     np.testing.assert_array_equal(r2.seg.features["area"], full.seg.features["area"])
     assert r2.seg.info["params"] == full.seg.info["params"]
+
+
+# --------------------------------------------------------------------------- contours merge
+@needs_emu
+@pytest.mark.parametrize("target, coarseness", [(5, 3.3), (0, 3.0)])
+def test_merge_with_regions_in_shared_memory_equals_global_memory(target, coarseness):
+    """ct_merge with only the regions' arrays in shared memory (what fits at 512^2 on an H100:
+    the pairs do not) gives the global-memory merge and the CPU's rounds."""
+    from skimage import data, transform
+
+    from gpu_kernels.imseg import contours as C
+
+    be = emu_backend()
+    xp = be.xp
+    img = (transform.resize(data.astronaut(), (40, 56), anti_aliasing=True) * 255).astype(np.uint8)
+    col = C.stage_colour(img, device=be)
+    sp = C.stage_superpixels(col, n_superpixels=40, device=be)
+    h, w, R = col["h"], col["w"], sp["R"]
+    thr = np.inf if target else C.coarseness_threshold(coarseness)
+    out = {}
+    for smem in ("regions", False, True):
+        into, state = C.graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], target, thr,
+                                           1.0 / np.sqrt(h * w), min_area=0 if target else 4, smem=smem)
+        out[smem] = (np.asarray(xp.asnumpy(into) if hasattr(xp, "asnumpy") else into).copy(),
+                     np.asarray(state).copy())
+    for smem in (False, True):
+        np.testing.assert_array_equal(out["regions"][0], out[smem][0])
+        np.testing.assert_array_equal(out["regions"][1], out[smem][1])
+    assert out["regions"][1][1] > 1  # several rounds ran
+
+
+def test_merge_smem_mode_picks_what_fits():
+    from gpu_kernels.imseg import contours as C
+
+    class Be:  # an emulator-like backend with an H100's opt-in limit
+        is_gpu = True
+        xp = np
+        max_dynamic_smem = 227 * 1024 - 1024
+
+    be = Be()
+    assert C.merge_smem_mode(be, 500, 3 * 500 + 16) == 1
+    assert C.merge_smem_mode(be, 2634, 3 * 2634 + 16) == 2  # 512^2 with the default superpixels
+    assert C.merge_smem_mode(be, 9227, 3 * 9227 + 16) == 0  # 1080p
