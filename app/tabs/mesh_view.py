@@ -365,6 +365,11 @@ class MeshView(View3D):
             self.static.setText(f"<p>{len(self.faces):,} faces: too many for the static picture.</p>"
                                 f"<p style='color:#a15c00'>The 3-D view is unavailable ({self.gl_reason}).</p>")
         else:
+            if self.isVisible() and not self.static.isVisible():
+                # the picture's page first, laid out now: the first picture is drawn at the size it
+                # keeps (else the first result draws the triangles again at the label's real size)
+                self._stack.setCurrentWidget(self._static_box)
+                self._static_box.layout().activate()
             # the picture is drawn for the space it gets, so nothing is cut off
             w = self.static.width() if self.static.isVisible() else self.width()
             h = self.static.height() if self.static.isVisible() else self.height() - 30

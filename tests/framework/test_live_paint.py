@@ -149,9 +149,8 @@ def test_mesh_view_recolours_without_drawing_the_triangles_again(qtbot, monkeypa
     view.show()
     qtbot.wait(20)
     view.set_mesh(v, f)
-    view.set_segmentation(_face_colors(len(f), 2, 0))   # the first picture shown sets the label's size
     n0 = len(built)
-    assert n0 >= 1
+    assert n0 == 1
     for k, seed in ((3, 1), (5, 2), (6, 3)):
         cols = _face_colors(len(f), k, seed)
         reps = v[f[:k]].mean(axis=1)
