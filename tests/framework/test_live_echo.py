@@ -63,3 +63,20 @@ def test_with_tensors_gives_the_arrays_of_one_preparation(data):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(motion.EchoInputError, match="rho"):
         motion.with_tensors(pyr, rho=-1.0)
+
+
+@pytest.mark.gpu
+def test_rho_edit_on_the_gpu_keeps_the_pyramids_and_equals_a_full_run(data):
+    from gpu_kernels.echo import motion
+
+    gpu = get_backend("cuda")
+    f, m = data.frames
+    whole = motion.prepare_motion(f, m, rho=2.0, levels=2, device=gpu)
+    split = motion.with_tensors(motion.prepare_motion(f, m, levels=2, tensors=False, device=gpu), rho=2.0)
+    for a, b in zip(split.tensors, whole.tensors, strict=True):
+        np.testing.assert_array_equal(a.get(), b.get())
+    cache = StageCache(cap_bytes=256 << 20)
+    echo.TOOL.run_staged(data, FAST, device=gpu, cache=cache)
+    r, rep = echo.TOOL.run_staged(data, {**FAST, "rho": 2.5}, device=gpu, cache=cache)
+    assert rep.ran == ["tensors", "pairs", "trajectory", "metrics"]
+    _same(r, echo.run(data, {**FAST, "rho": 2.5}, device=gpu))
