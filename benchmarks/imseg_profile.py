@@ -251,6 +251,12 @@ def main(argv=None):
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel profile (no PyTorch)")
     ap.add_argument("--slic-chunk", type=int, default=0, help="pixels per thread of the SLIC assignment")
     ap.add_argument("--feat-chunk", type=int, default=0, help="pixels per thread of the feature kernels")
+    ap.add_argument("--merge-one-block-max", type=int, default=-1,
+                    help="merge.ONE_BLOCK_MAX for this run (0: the k-means rounds as one grid kernel a step)")
+    ap.add_argument("--no-region-smem", action="store_true",
+                    help="the contours merge never keeps only its regions in shared memory (session 4's choice)")
+    ap.add_argument("--upload-pinned-min", type=int, default=-1,
+                    help="_util.UPLOAD_PINNED_MIN for this run (bytes; 0: small images through xp.asarray)")
     a = ap.parse_args(argv)
     import cupy as cp
 
@@ -262,6 +268,16 @@ def main(argv=None):
         C.SLIC_CHUNK = a.slic_chunk
     if a.feat_chunk:
         F.CHUNK = a.feat_chunk
+    if a.merge_one_block_max >= 0:
+        from gpu_kernels.imseg import merge as M
+
+        M.ONE_BLOCK_MAX = a.merge_one_block_max
+    if a.no_region_smem:
+        C.merge_region_smem_bytes = lambda R: 1 << 40
+    if a.upload_pinned_min >= 0:
+        from gpu_kernels.imseg import _util
+
+        _util.UPLOAD_PINNED_MIN = a.upload_pinned_min
     rows = bench_upload() if a.upload else []
     if a.chunks:
         rows += bench_chunks()

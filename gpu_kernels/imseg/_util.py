@@ -225,6 +225,10 @@ _STAGE_LOCK = threading.Lock()
 #: faster at 1080p on the H100; 4K: 1.5 ms against 2.3, benchmarks/results/imseg_session4.md)
 UPLOAD_THREADED_MIN = 12 << 20
 UPLOAD_THREADS = 4
+#: images from this size up to UPLOAD_THREADED_MIN are copied into the same page-locked stage by
+#: the calling thread and sent asynchronously (the host goes on queueing kernels meanwhile);
+#: smaller ones go through ``xp.asarray`` (0: never)
+UPLOAD_PINNED_MIN = 256 << 10
 
 
 def upload(be, a: np.ndarray):
@@ -233,14 +237,16 @@ def upload(be, a: np.ndarray):
     as soon as it is there (the host copy into page-locked memory, which CuPy does on one
     thread, is most of an upload's time); small ones go through ``xp.asarray``."""
     xp = be.xp
-    if not is_cupy(be) or a.nbytes < UPLOAD_THREADED_MIN or UPLOAD_THREADS <= 1:
+    threaded = a.nbytes >= UPLOAD_THREADED_MIN and UPLOAD_THREADS > 1
+    pinned = UPLOAD_PINNED_MIN > 0 and a.nbytes >= UPLOAD_PINNED_MIN
+    if not is_cupy(be) or not (threaded or pinned):
         return xp.asarray(a)
     a = np.ascontiguousarray(a)
     with _STAGE_LOCK:  # one stage a device: uploads from several threads take turns
-        return _upload_staged(be, xp, a)
+        return _upload_staged(be, xp, a, UPLOAD_THREADS if threaded else 1)
 
 
-def _upload_staged(be, xp, a: np.ndarray):
+def _upload_staged(be, xp, a: np.ndarray, threads: int = UPLOAD_THREADS):
     nbytes = int(a.nbytes)
     key = be.label
     st = _STAGE.get(key)
@@ -255,14 +261,23 @@ def _upload_staged(be, xp, a: np.ndarray):
     if st["event"] is not None:  # the last upload's copies have left the stage
         with allow_sync():
             st["event"].synchronize()
+    out = xp.empty(a.shape, dtype=a.dtype)
+    src = a.reshape(-1).view(np.uint8)
+    dst = st["buf"]
+    stream = xp.cuda.get_current_stream()
+    if threads <= 1:  # one copy by this thread, one DMA
+        np.copyto(dst[:nbytes], src)
+        xp.cuda.runtime.memcpyAsync(out.data.ptr, dst.ctypes.data, nbytes, xp.cuda.runtime.memcpyHostToDevice,
+                                    stream.ptr)
+        ev = xp.cuda.Event(block=False, disable_timing=True)
+        ev.record(stream)
+        st["event"] = ev
+        return out
     if st["pool"] is None:
         from concurrent.futures import ThreadPoolExecutor
 
         st["pool"] = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="imseg-upload")
-    out = xp.empty(a.shape, dtype=a.dtype)
-    src = a.reshape(-1).view(np.uint8)
-    dst = st["buf"]
-    step = -(-nbytes // UPLOAD_THREADS)
+    step = -(-nbytes // threads)
     step = -(-step // 4096) * 4096
     bounds = [(o, min(o + step, nbytes)) for o in range(0, nbytes, step)]
 
@@ -271,7 +286,6 @@ def _upload_staged(be, xp, a: np.ndarray):
         np.copyto(dst[lo:hi], src[lo:hi])
         return lo_hi
 
-    stream = xp.cuda.get_current_stream()
     base = out.data.ptr
     hbase = dst.ctypes.data
     for lo, hi in st["pool"].map(copy, bounds):

@@ -118,32 +118,56 @@ def _defines():
 
 
 def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int, lab_d=None, order=None,
-                 out: dict | None = None) -> dict:
+                 out: dict | None = None, extra_u64: int = 0) -> dict:
     """Pass 1 accumulators on the device (no synchronisation). ``img_d`` may be None when
-    only the area and a given ``lab_d`` are wanted."""
+    only the area and a given ``lab_d`` are wanted. A fresh call zeroes all its accumulators
+    (and ``extra_u64`` more 64-bit words, ``acc["extra"]``) with one memset."""
     xp = be.xp
     n = h * w
     R1 = max(R, 1)
     nc = 3 if c >= 3 else 1
     acc = out if out is not None else {}
-    area = acc.get("area")
-    if area is None:
-        area = acc["area"] = xp.zeros(R1, dtype=xp.int32)
-    else:
-        area.fill(0)
     bbox = sum_rc = raw = labsum = NULL
+    if out is None:
+        parts = [("area", xp.int32, R1)]
+        if flags & FT_BBOX:
+            parts.append(("sum_rc", xp.uint64, 2 * R1))
+        if flags & FT_RAW:
+            parts.append(("raw_sum", xp.float64, nc * R1))
+        if flags & FT_LAB:
+            parts.append(("lab_sum", xp.int64, 3 * R1))
+        if extra_u64:
+            parts.append(("extra", xp.uint64, int(extra_u64)))
+        offs, total = [], 0
+        for _, dt, cnt in parts:
+            offs.append(total)
+            total += -(-cnt * np.dtype(dt).itemsize // 8) * 8
+        buf = xp.zeros(total, dtype=xp.uint8)
+        for (name, dt, cnt), o in zip(parts, offs, strict=True):
+            acc[name] = buf[o:o + cnt * np.dtype(dt).itemsize].view(dt)
+        area = acc["area"]
+        sum_rc = acc.get("sum_rc", NULL)
+        raw = acc.get("raw_sum", NULL)
+        labsum = acc.get("lab_sum", NULL)
+    else:
+        area = acc.get("area")
+        if area is None:
+            area = acc["area"] = xp.zeros(R1, dtype=xp.int32)
+        else:
+            area.fill(0)
+        if flags & FT_BBOX:
+            sum_rc = acc["sum_rc"] = xp.zeros(2 * R1, dtype=xp.uint64)
+        if flags & FT_RAW:
+            raw = acc["raw_sum"] = xp.zeros(nc * R1, dtype=xp.float64)
+        if flags & FT_LAB:
+            labsum = acc.get("lab_sum")
+            if labsum is None:
+                labsum = acc["lab_sum"] = xp.zeros(3 * R1, dtype=xp.int64)
+            else:
+                labsum.fill(0)
     if flags & FT_BBOX:
         bbox = acc["bbox"] = xp.empty(4 * R1, dtype=xp.int32)
         kernel(be, _SRC, "feat_init_bbox", options=_color.CUDA_OPTIONS)(grid(R1, 256), (256,), (bbox, np.int64(R1)))
-        sum_rc = acc["sum_rc"] = xp.zeros(2 * R1, dtype=xp.uint64)
-    if flags & FT_RAW:
-        raw = acc["raw_sum"] = xp.zeros(nc * R1, dtype=xp.float64)
-    if flags & FT_LAB:
-        labsum = acc.get("lab_sum")
-        if labsum is None:
-            labsum = acc["lab_sum"] = xp.zeros(3 * R1, dtype=xp.int64)
-        else:
-            labsum.fill(0)
     if img_d is None:
         img_arg, sfx, c = NULL, "f32", 3
     else:
@@ -163,8 +187,9 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
     order = None
     if method == "sort":
         order = xp.argsort(labels_d).astype(xp.int32)
-    acc = pass1_device(be, labels_d, R, h, w, img_d, c, FT_BBOX | FT_RAW | FT_LAB, order=order)
     R1 = max(R, 1)
+    acc = pass1_device(be, labels_d, R, h, w, img_d, c, FT_BBOX | FT_RAW | FT_LAB, order=order,
+                       extra_u64=32 * R1 if moments else 0)
     nc = 3 if c >= 3 else 1
     label = xp.empty(R1, dtype=xp.int32)
     centroid = xp.empty((R1, 2), dtype=xp.float64)
@@ -185,7 +210,7 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
     if moments:
         # exact integer sums about the rounded-down centroid (the same on every run; float
         # atomics were not), then shifted to the centroid
-        macc = xp.zeros(32 * R1, dtype=xp.uint64)
+        macc = acc["extra"]  # zeroed with the pass-1 sums
         kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS, defines=_defines())(
             grid(-(-n // CHUNK), 256), (256,),
             (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))

@@ -202,12 +202,12 @@ def kmeans_device(be, codes_d, h: int, w: int, q: int, k_max: int, iterations: i
     m_d, k_d = counts[0:1], counts[1:2]
     kernel(be, _SRC, "compact_colours", options=opts)(grid(F, 256), (256,), (hist_d, np.int32(F), ccode, cw, m_d))
     ny, nx = sample_grid(h, w, k_max)
-    centres = xp.zeros((max(k_max, 1), 3), dtype=xp.float64)
+    centres = xp.empty((max(k_max, 1), 3), dtype=xp.float64)  # rows k.. unused (callers take [:k])
     kernel(be, _SRC, "init_centres", options=opts)(
         (1,), (32,), (codes_d, np.int32(w), np.int32(h), np.int32(nx), np.int32(ny), np.int32(q),
                       np.float64(merge_distance * merge_distance), centres, k_d))
     assign = xp.empty(cap, dtype=xp.int32)
-    table = xp.zeros(F, dtype=xp.int32)
+    table = xp.empty(F, dtype=xp.int32)  # every code a pixel has is occupied: written by the last assign
     f_assign = kernel(be, _SRC, "kmeans_assign", options=opts)
     f_update = kernel(be, _SRC, "kmeans_update", options=opts)
     ga = grid(cap, 256)

@@ -199,3 +199,26 @@ def test_merge_smem_mode_picks_what_fits():
     assert C.merge_smem_mode(be, 500, 3 * 500 + 16) == 1
     assert C.merge_smem_mode(be, 2634, 3 * 2634 + 16) == 2  # 512^2 with the default superpixels
     assert C.merge_smem_mode(be, 9227, 3 * 9227 + 16) == 0  # 1080p
+
+
+@pytest.mark.gpu
+def test_gpu_pinned_single_thread_upload_gives_the_images():
+    """Images between UPLOAD_PINNED_MIN and UPLOAD_THREADED_MIN go up through the page-locked
+    stage by one thread: each device copy is the image, also when the next upload (into the
+    same stage) follows at once and when the host array changes after the call."""
+    import cupy as cp
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import _util
+
+    be = get_backend("cuda")
+    rng = np.random.default_rng(0)
+    with be.activate():
+        imgs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((300, 400), (512, 512), (301, 517))]
+        assert all(_util.UPLOAD_PINNED_MIN <= a.nbytes < _util.UPLOAD_THREADED_MIN for a in imgs)
+        ups = [_util.upload(be, a) for a in imgs]
+        keep = [a.copy() for a in imgs]
+        for a in imgs:
+            a[:] = 0  # the upload copied it already
+        for u, a in zip(ups, keep, strict=True):
+            assert u.shape == a.shape and bool((u == cp.asarray(a)).all())
