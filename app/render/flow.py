@@ -62,6 +62,7 @@ class FlowPicture:
         self._dev = None
         self._radius: float | None = None
         self._stats: dict | None = None
+        self._rgb: tuple | None = None     # (radius, colours) on the CPU
 
     # ------------------------------------------------------------------ arrays
     def _arrays(self):
@@ -102,12 +103,34 @@ class FlowPicture:
     # ------------------------------------------------------------------ pictures
     def rgba(self, *, max_flow: float | None, alpha: int, threshold: float) -> np.ndarray:
         """``(H, W, 4)`` uint8 on the host: the colour wheel, ``alpha`` where the pixel is known
-        and its quality at least ``threshold``."""
+        and its quality at least ``threshold`` (the bytes of :func:`~gpu_kernels.flow.colorwheel.flow_to_rgba`).
+
+        On the GPU one kernel makes it (about 3 ms at 1080p with the upload). On the CPU the
+        colours of a radius are kept, so an opacity or threshold edit only sets the alpha channel
+        (the colour coding is 60 ms at 1080p on 16 cores, 0.2-0.45 s on 2)."""
         u, v, q, m = self._arrays()
-        return _cw.flow_to_rgba(u, v, max_flow=max_flow, valid=m, alpha=alpha, quality=q, threshold=threshold,
-                                device=self.be)
+        if self.be.is_gpu:
+            return _cw.flow_to_rgba(u, v, max_flow=max_flow, valid=m, alpha=alpha, quality=q, threshold=threshold,
+                                    device=self.be)
+        a = int(alpha)
+        if not 0 <= a <= 255:
+            raise _cw.FlowInputError(f"alpha must be in 0..255, got {alpha!r}")
+        rgb = self.rgb(max_flow=max_flow)
+        out = np.empty(rgb.shape[:2] + (4,), np.uint8)
+        out[..., :3] = rgb
+        shown = np.asarray(q, np.float32) >= np.float32(threshold)
+        if m is not None:
+            shown &= m
+        out[..., 3] = np.where(shown, np.uint8(a), np.uint8(0))
+        return out
 
     def rgb(self, *, max_flow: float | None) -> np.ndarray:
-        """``(H, W, 3)`` uint8 on the host: the colour wheel, unknown pixels black."""
+        """``(H, W, 3)`` uint8 on the host: the colour wheel, unknown pixels black (on the CPU
+        kept for the last radius asked for; do not write into it)."""
         u, v, _q, m = self._arrays()
-        return _cw.flow_to_color(u, v, max_flow=max_flow, valid=m, device=self.be)
+        if self.be.is_gpu:
+            return _cw.flow_to_color(u, v, max_flow=max_flow, valid=m, device=self.be)
+        key = None if max_flow is None else float(max_flow)
+        if self._rgb is None or self._rgb[0] != key:
+            self._rgb = (key, _cw.flow_to_color(u, v, max_flow=max_flow, valid=m, device=self.be))
+        return self._rgb[1]

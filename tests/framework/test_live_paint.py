@@ -231,9 +231,10 @@ def test_flow_view_colours_once_per_result_and_keeps_its_frames(qtbot, monkeypat
     mask = np.ones((60, 80), bool)
     mask[:5] = False
     res = _flow_result(mask=mask)
-    radius_calls = []
-    real_radius = cw.flow_radius
+    radius_calls, colour_calls = [], []
+    real_radius, real_colour = cw.flow_radius, cw.flow_to_color
     monkeypatch.setattr(cw, "flow_radius", lambda *a, **k: (radius_calls.append(1), real_radius(*a, **k))[1])
+    monkeypatch.setattr(cw, "flow_to_color", lambda *a, **k: (colour_calls.append(1), real_colour(*a, **k))[1])
     set_left = []
     real_set = view.img_left.setImage
     monkeypatch.setattr(view.img_left, "setImage", lambda *a, **k: (set_left.append(1), real_set(*a, **k))[1])
@@ -247,6 +248,7 @@ def test_flow_view_colours_once_per_result_and_keeps_its_frames(qtbot, monkeypat
         view.picture(res).radius()
     assert set_left == [], "the first frame was converted and set again on a redraw"
     assert len(radius_calls) == 1
+    assert len(colour_calls) == 1, "an opacity or threshold edit coloured the flow again (CPU)"
     pic = view.picture(res)
     assert pic is view.picture(res) and isinstance(pic, render_flow.FlowPicture)
     st = pic.stats()
