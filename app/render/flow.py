@@ -78,8 +78,24 @@ class FlowPicture:
         return self._dev
 
     # ------------------------------------------------------------------ numbers
+    def _guarded(self, fn):
+        """``fn()``; where the GPU fails (out of memory, a lost context), the CPU draws from then on."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - the picture still comes, from the CPU
+            if not self.be.is_gpu:
+                raise
+            from gpu_kernels.backend import get_backend
+
+            log.warning("flow pictures on the CPU from now on: the GPU failed (%s: %s)", type(exc).__name__, exc)
+            self.be, self._dev, self._radius, self._stats = get_backend("cpu"), None, None, None
+            return fn()
+
     def radius(self) -> float:
         """The automatic colour radius: the largest known magnitude (pixels)."""
+        return self._guarded(self._radius_now)
+
+    def _radius_now(self) -> float:
         if self._radius is None:
             u, v, _q, m = self._arrays()
             self._radius = _cw.flow_radius(u, v, valid=m, device=self.be)
@@ -87,6 +103,9 @@ class FlowPicture:
 
     def stats(self) -> dict:
         """``mean_mag``, ``max_mag`` (pixels) and ``mean_quality`` over the known pixels (NaN where none is)."""
+        return self._guarded(self._stats_now)
+
+    def _stats_now(self) -> dict:
         if self._stats is None:
             u, v, q, m = self._arrays()
             xp = self.be.xp
@@ -108,6 +127,9 @@ class FlowPicture:
         On the GPU one kernel makes it (about 3 ms at 1080p with the upload). On the CPU the
         colours of a radius are kept, so an opacity or threshold edit only sets the alpha channel
         (the colour coding is 60 ms at 1080p on 16 cores, 0.2-0.45 s on 2)."""
+        return self._guarded(lambda: self._rgba_now(max_flow, alpha, threshold))
+
+    def _rgba_now(self, max_flow, alpha, threshold) -> np.ndarray:
         u, v, q, m = self._arrays()
         if self.be.is_gpu:
             return _cw.flow_to_rgba(u, v, max_flow=max_flow, valid=m, alpha=alpha, quality=q, threshold=threshold,
@@ -127,6 +149,9 @@ class FlowPicture:
     def rgb(self, *, max_flow: float | None) -> np.ndarray:
         """``(H, W, 3)`` uint8 on the host: the colour wheel, unknown pixels black (on the CPU
         kept for the last radius asked for; do not write into it)."""
+        return self._guarded(lambda: self._rgb_now(max_flow))
+
+    def _rgb_now(self, max_flow) -> np.ndarray:
         u, v, _q, m = self._arrays()
         if self.be.is_gpu:
             return _cw.flow_to_color(u, v, max_flow=max_flow, valid=m, device=self.be)

@@ -304,3 +304,26 @@ def test_quality_overlay_masks_are_found_once_per_result(qtbot, monkeypatch):
     view.show_left(img, other, style="None", flow_opacity=0.7, quality_overlay=True, quality_opacity=0.5,
                    threshold=0.1, spacing=16, max_flow=None)
     assert len(calls) == 2
+
+
+def test_flow_picture_falls_back_to_the_cpu_where_the_gpu_fails(caplog):
+    """A GPU that fails while drawing (out of memory, a lost context) leaves the picture to the
+    CPU, with the same bytes, and says so in the log; no exception reaches the view."""
+    from contextlib import nullcontext
+
+    from app.render.flow import FlowPicture
+    from gpu_kernels.flow import colorwheel as cw
+
+    def boom(*a, **k):
+        raise MemoryError("out of memory allocating 8,294,400 bytes")
+
+    broken = SimpleNamespace(is_gpu=True, xp=SimpleNamespace(asarray=boom, hypot=boom), activate=nullcontext,
+                             asnumpy=np.asarray)
+    res = _flow_result(mask=np.ones((60, 80), bool))
+    pic = FlowPicture(res, device=broken)
+    with caplog.at_level("WARNING", logger="app.render.flow"):
+        got = pic.rgba(max_flow=None, alpha=200, threshold=0.3)
+    np.testing.assert_array_equal(got, cw.flow_to_rgba(res.u, res.v, valid=res.data.mask, alpha=200,
+                                                       quality=res.quality, threshold=0.3, device="cpu"))
+    assert not pic.be.is_gpu and "GPU failed" in caplog.text
+    assert pic.stats()["max_mag"] > 0 and pic.radius() > 0
