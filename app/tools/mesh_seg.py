@@ -239,19 +239,28 @@ def _graph(ctx):
 
 
 def _segment(ctx):
-    """Stage 2: fuzzy clustering and cuts on stage 1's distances (a change of k, epsilon or the
-    iteration cap starts here)."""
+    """Stage 2: fuzzy clustering on stage 1's distances, cuts and merges at the clustered
+    resolution (a change of k, epsilon or the iteration cap starts here)."""
     p = ctx.p
     check_device(p, ctx.device)
     check_k(p, len(ctx.data.faces))
+    return _seg.cluster_prepared(
+        ctx["graph"], k=p["k"], epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"],
+        device=ctx.device, progress=ctx.progress)
+
+
+def _cut(ctx):
+    """Stage 3: the boundaries re-cut at full resolution, the parts' memberships and colours (a
+    change of refine_boundaries starts here: the clustering is re-used)."""
+    cm = ctx["segment"]
     return _seg.segment_mesh(
-        ctx.data.vertices, ctx.data.faces, k=p["k"], epsilon=p["epsilon"], apsp_method=p["apsp"],
-        max_iter=p["max_iter"], max_faces=p["max_faces"], prepared=ctx["graph"], device=ctx.device,
-        progress=ctx.progress, refine_boundaries=p["refine_boundaries"])
+        ctx.data.vertices, ctx.data.faces, k=cm.kw["k"], epsilon=cm.kw["epsilon"], apsp_method=cm.apsp_method,
+        max_iter=cm.kw["max_iter"], max_faces=cm.info["params"]["max_faces"], prepared=ctx["graph"], clustered=cm,
+        refine_boundaries=ctx.p["refine_boundaries"], device=ctx.device, progress=ctx.progress)
 
 
 def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MeshSegResult:
-    return MeshSegResult(data, out["segment"], p, device.label, elapsed)
+    return MeshSegResult(data, out["cut"], p, device.label, elapsed)
 
 
 def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
@@ -265,14 +274,17 @@ def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
 
 #: the stages of a run (:mod:`app.tools.stages`): the graphs and distances
 #: (:func:`gpu_kernels.mesh.segment.prepare_mesh`: cleaning, dual graph, simplification to the
-#: working resolution(s), APSP), then the segmentation
-#: (:func:`gpu_kernels.mesh.segment.segment_prepared`: clustering, cuts)
+#: working resolution(s), APSP, the distances' farthest-point orders), the clustering
+#: (:func:`gpu_kernels.mesh.segment.cluster_prepared`: fuzzy clusterings, cuts and merges at the
+#: clustered resolution), then the full-resolution cut
+#: (:func:`gpu_kernels.mesh.segment.cut_clustered`: re-cut, memberships, colours)
 PIPELINE = Pipeline([
     Stage("graph", _graph, params=("delta", "eta_convex", "max_faces", "consensus", "simplifier", "apsp"),
           inputs=("vertices", "faces"), label="dual graph and distances"),
-    Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces", "refine_boundaries"),
-          inputs=("vertices", "faces"),
-          label="segmentation"),
+    Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces"),
+          inputs=("vertices", "faces"), label="clustering"),
+    Stage("cut", _cut, params=("refine_boundaries",), after=("graph", "segment"), inputs=("vertices", "faces"),
+          label="boundary cut"),
 ], finish=_finish, params=PARAMS)
 
 

@@ -158,7 +158,9 @@ def resolve_fuzzy_regions(graph: DualGraph, P: np.ndarray, fuzzy: np.ndarray,
     capf = cut_capacity(graph)
     capi = np.maximum(np.rint(capf * CAP_SCALE), 1).astype(np.int64)
     s, d = graph.src, graph.dst
-    best2 = np.sort(_two_best(P), axis=1)
+    # the two best clusters of the fuzzy faces (the only ones read)
+    best2 = np.zeros((F, 2), dtype=np.int64)
+    best2[fuzzy] = np.sort(_two_best(P[fuzzy]), axis=1)
     pair = np.where(fuzzy, best2[:, 0] * K + best2[:, 1], -1)
     # regions: connected faces with the same (fuzzy) pair
     inner = (pair[s] >= 0) & (pair[s] == pair[d])
@@ -364,6 +366,140 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
     Returns ``(labels, merges)`` with ``merges`` a list of ``(kept, removed)`` label pairs (the
     kept one is the larger by area); labels are *not* renumbered.
     """
+    if int(np.asarray(label_component).size) <= DENSE_MERGE_MAX:
+        return _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area)
+    return _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area)
+
+
+#: up to this many clusters, :func:`merge_weakest_boundaries` keeps K x K tables of the
+#: boundaries and updates them per merge (:func:`_merge_tables`); above it, it sums over the
+#: arcs at every merge (:func:`_merge_arcs`, the same merges: a test checks it)
+DENSE_MERGE_MAX = 256
+
+
+def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area):
+    """:func:`merge_weakest_boundaries` with the boundary sums in K x K tables."""
+    lab0 = np.asarray(labels).astype(np.int64)
+    K = int(label_component.size)
+    label_component = np.asarray(label_component)
+    # current clusters per component
+    present = np.zeros(K, dtype=bool)
+    present[np.unique(lab0)] = True
+    count = {c: int(np.count_nonzero(present & (label_component == c))) for c in targets}
+    length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
+    s, d = graph.src, graph.dst
+    a, b = lab0[s], lab0[d]
+    cut = a != b
+    lo, hi = np.minimum(a[cut], b[cut]), np.maximum(a[cut], b[cut])
+    L = length[cut]
+    # the boundary between every two clusters and the inside of every cluster, summed once over
+    # the arcs; a merge then adds rows of these K x K tables (issue 20: a merge used to sum
+    # over every arc again)
+    key = lo * K + hi
+
+    def pair_table(w):
+        t = np.bincount(key, weights=w, minlength=K * K).reshape(K, K)
+        return t + t.T
+
+    BL = pair_table(L)
+    BN = pair_table(np.ones(L.size))  # arcs between two clusters: they are adjacent
+    crit = MERGE_CRITERION
+    if crit == "outline":
+        BX = pair_table(L * cut_capacity(graph)[cut])
+    else:
+        conc = merge_concavity(graph)
+        BX = pair_table(L * conc[cut])
+    if crit == "contrast":
+        same = ~cut
+        in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
+        in_den = np.bincount(a[same], weights=length[same], minlength=K)
+        c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
+        from gpu_kernels.mesh import dualgraph
+
+        th = getattr(graph, "thickness", None)
+        sdf = float(dualgraph.SDF_MERGE) if th is not None else 0.0
+        lg = np.bincount(lab0, weights=np.log(np.maximum(th, 1e-300)) * graph.areas, minlength=K) if sdf > 0 else None
+    area = np.bincount(lab0, weights=graph.areas, minlength=K)
+    comp_area = np.bincount(label_component, weights=area, minlength=int(label_component.max()) + 1)
+    root = np.arange(K)
+    merges = []
+    iu, ju = np.triu_indices(K, 1)  # the pairs in the order of lo * K + hi
+    lim = None
+    if stop:
+        lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
+
+    def merge(keep, gone):
+        if crit == "contrast":
+            in_num[keep] += in_num[gone] + BX[keep, gone]
+            in_den[keep] += in_den[gone] + BL[keep, gone]
+            if lg is not None:
+                lg[keep] += lg[gone]
+                lg[gone] = 0.0
+        for T in (BL, BN, BX):
+            T[keep] += T[gone]
+            T[:, keep] += T[:, gone]
+            T[keep, keep] = 0.0
+            T[gone] = 0.0
+            T[:, gone] = 0.0
+        root[root == gone] = keep
+        area[keep] += area[gone]
+        area[gone] = 0
+        present[gone] = False
+        count[int(label_component[keep])] -= 1
+        merges.append((keep, gone))
+
+    while True:
+        over = [c for c in targets if count[c] > targets[c]]
+        if not over:
+            break
+        cand = (BN[iu, ju] > 0) & np.isin(label_component[iu], over)
+        if not cand.any():
+            break
+        ulo, uhi = iu[cand], ju[cand]
+        bl = BL[ulo, uhi]
+        if min_area > 0:
+            frac = area / np.maximum(comp_area[label_component], 1e-300)
+            small = present & (frac < min_area) & np.isin(label_component, over)
+            small &= np.isin(np.arange(K), np.r_[ulo, uhi])
+            if small.any():
+                sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
+                touch = (ulo == sl) | (uhi == sl)
+                j = int(np.flatnonzero(touch)[np.argmax(bl[touch])])
+                nb = int(uhi[j] if ulo[j] == sl else ulo[j])
+                merge(nb, sl)
+                if strengths is not None:
+                    strengths.append(0.0)
+                continue
+        bx = BX[ulo, uhi]
+        if crit == "outline":
+            # the share of the smaller cluster's outline that this smooth boundary makes up
+            perim = BL.sum(axis=1)
+            strength = -bx / np.maximum(np.minimum(perim[ulo], perim[uhi]), 1e-300)
+        elif crit == "contrast":
+            # boundary concavity against the concavity inside the two clusters
+            bnd = bx / np.maximum(bl, 1e-300)
+            inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
+            strength = (bnd + c0) / (inner + c0)
+            if lg is not None:
+                m = lg / np.maximum(area, 1e-300)
+                strength = strength * (1.0 + sdf * np.abs(m[ulo] - m[uhi]))
+        else:  # "concavity": mean concavity along the boundary
+            strength = bx / np.maximum(bl, 1e-300)
+        if lim is not None:
+            allowed = strength < lim[label_component[ulo]]
+            if not allowed.any():
+                break
+            strength = np.where(allowed, strength, np.inf)
+        j = int(np.argmin(strength))
+        if strengths is not None:
+            strengths.append(float(strength[j]))
+        p, q = int(ulo[j]), int(uhi[j])
+        merge(*((p, q) if area[p] >= area[q] else (q, p)))
+    return root[lab0].astype(np.int32), merges
+
+
+def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area):
+    """:func:`merge_weakest_boundaries` summing over the arcs at every merge (any K)."""
     lab = np.asarray(labels).astype(np.int64).copy()
     K = int(label_component.size)
     # current clusters per component

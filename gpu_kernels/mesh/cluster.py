@@ -35,34 +35,72 @@ __all__ = [
     "memberships",
     "update_representatives",
     "fuzzy_cluster",
+    "FarthestOrder",
+    "farthest_order",
+    "fuzzy_cluster_many",
 ]
 
 KMAX_AUTO = 20
 
 
-def farthest_representatives(D, count: int):
+@dataclass
+class FarthestOrder:
+    """The farthest-point order of a distance matrix so far (:func:`farthest_order`): it
+    depends only on ``D``, and every count's representatives are a prefix of it, so it is
+    computed once per matrix and re-used by every k (issue 20). ``mind`` (the minimum
+    distance of every face to ``reps``, an xp array) lets a longer order continue from it;
+    ``done``: every face is at distance 0 from a representative (the order cannot grow)."""
+
+    reps: np.ndarray
+    G: np.ndarray
+    mind: object
+    done: bool = False
+
+    @property
+    def count(self) -> int:
+        return int(self.reps.size)
+
+
+def farthest_order(D, count: int, start: FarthestOrder | None = None) -> FarthestOrder:
+    """The farthest-point order of ``D`` up to ``count`` representatives, continued from
+    ``start`` (which is not modified) when given. See :func:`farthest_representatives`."""
+    xp = array_module(D)
+    n = D.shape[0]
+    count = max(1, min(int(count), n))
+    if start is None:
+        r0 = int(xp.argmin(D.sum(axis=1, dtype=xp.float64)))
+        reps = [r0]
+        G = [np.inf]
+        mind = D[r0].astype(xp.float32, copy=True)
+        done = False
+    else:
+        if start.done or start.count >= count:
+            return start
+        reps, G, mind, done = list(start.reps), list(start.G), start.mind, False
+    while len(reps) < count:
+        r = int(xp.argmax(mind))
+        g = float(mind[r])
+        if not g > 0:
+            done = True
+            break
+        reps.append(r)
+        G.append(g)
+        mind = xp.minimum(mind, D[r])
+    return FarthestOrder(np.asarray(reps, dtype=np.int64), np.asarray(G, dtype=np.float64), mind, done)
+
+
+def farthest_representatives(D, count: int, order: FarthestOrder | None = None):
     """Farthest-point order of up to ``count`` representatives.
 
     Returns ``(reps, G)`` as NumPy arrays: ``reps[0]`` minimises the row sum of ``D``;
     ``G[i]`` (i >= 1) is the minimum distance of ``reps[i]`` to ``reps[:i]`` (``G[0] = inf``).
     Stops early when every face is already at distance 0 from a representative.
+    ``order``: a :class:`FarthestOrder` of the same ``D`` to start from (the result is the same).
     """
-    xp = array_module(D)
     n = D.shape[0]
     count = max(1, min(int(count), n))
-    r0 = int(xp.argmin(D.sum(axis=1, dtype=xp.float64)))
-    reps = [r0]
-    G = [np.inf]
-    mind = D[r0].astype(xp.float32, copy=True)
-    for _ in range(1, count):
-        r = int(xp.argmax(mind))
-        g = float(mind[r])
-        if not g > 0:
-            break
-        reps.append(r)
-        G.append(g)
-        mind = xp.minimum(mind, D[r])
-    return np.asarray(reps, dtype=np.int64), np.asarray(G, dtype=np.float64)
+    o = farthest_order(D, count, order)
+    return o.reps[:count].copy(), o.G[:count].copy()
 
 
 def choose_k(G: np.ndarray, kmax: int = KMAX_AUTO) -> int:
@@ -138,7 +176,7 @@ class FuzzyClustering:
 
 
 def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
-                  power: float | None = None, progress=None) -> FuzzyClustering:
+                  power: float | None = None, progress=None, order: FarthestOrder | None = None) -> FuzzyClustering:
     """Run Katz-Tal fuzzy clustering on one component's distance matrix ``D``.
 
     Parameters
@@ -151,6 +189,8 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
         Exponent on the memberships in the representative update (``UPDATE_POWER``).
     progress : optional
         Receives ``"clustering iteration i/N"`` stages; checked for cancellation.
+    order : FarthestOrder, optional
+        ``D``'s farthest-point order computed earlier (:func:`farthest_order`; same result).
     """
     prog = as_progress(progress)
     n = D.shape[0]
@@ -162,7 +202,7 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
         if k < 1:
             raise InputError(f"k must be >= 1, got {k}")
     want = (kmax + 1) if auto else k
-    reps, G = farthest_representatives(D, min(want, n))
+    reps, G = farthest_representatives(D, min(want, n), order)
     if auto:
         k = choose_k(G, kmax)
     k = int(min(k, reps.size))
@@ -186,3 +226,71 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
     prog.update(1.0, f"clustering into {k} parts")
     return FuzzyClustering(reps=reps, P=P, k=k, n_iter=it, converged=converged, G=G,
                            k_auto=auto, history=history)
+
+
+def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None, progress=None,
+                       order: FarthestOrder | None = None) -> list:
+    """:func:`fuzzy_cluster` for several integer ``ks`` on the same ``D``, in lockstep.
+
+    Each clustering goes through exactly the iterations it would alone (it stops when its
+    representatives stop changing), but one iteration updates every clustering still running
+    with **one** product ``D @ [W_1 | W_2 | ...]``: ``D`` is read once per iteration instead of
+    once per clustering and iteration, and the host waits once per iteration (issue 20: a k
+    edit clusters four over-segmentations). A column of a product does not depend on the
+    other columns, so the clusterings are those of :func:`fuzzy_cluster` (up to the rounding
+    of the matrix product's summation order). Returns one :class:`FuzzyClustering` per k.
+    """
+    prog = as_progress(progress)
+    xp = array_module(D)
+    n = D.shape[0]
+    ks = [int(k) for k in ks]
+    if any(k < 1 for k in ks):
+        raise InputError(f"k must be >= 1, got {min(ks)}")
+    if not ks:
+        return []
+    order = farthest_order(D, min(max(ks), n), order)
+    m = UPDATE_POWER if power is None else float(power)
+    reps = [order.reps[:min(k, order.count)].copy() for k in ks]
+    kk = [int(r.size) for r in reps]
+    Ps = [memberships(D, r) for r in reps]
+    history = [[r.copy()] for r in reps]
+    active = list(range(len(ks)))
+    n_iter = [0] * len(ks)
+    conv = [False] * len(ks)
+    max_iter = max(int(max_iter), 0)
+    label = "/".join(str(k) for k in kk)
+    for it in range(1, max_iter + 1):
+        if not active:
+            break
+        prog.update((it - 1) / max(max_iter, 1), f"clustering into {label} parts")
+        Ws = []
+        for i in active:
+            W = Ps[i] if m == 1.0 else (Ps[i] ** m).astype(xp.float32)
+            if UPDATE_OWN_FACES:
+                own = Ps[i] == Ps[i].max(axis=1, keepdims=True)
+                W = xp.where(own, W, xp.float32(0.0)).astype(xp.float32)
+            Ws.append(W)
+        C = xp.matmul(D, Ws[0] if len(Ws) == 1 else xp.concatenate(Ws, axis=1))
+        am = asnumpy(xp.argmin(C, axis=0)).astype(np.int64)
+        still, col = [], 0
+        for i in active:
+            new = am[col:col + kk[i]].copy()
+            col += kk[i]
+            seen = set()
+            for j in range(new.size):  # as update_representatives: a duplicate keeps its old face
+                if int(new[j]) in seen:
+                    new[j] = reps[i][j]
+                seen.add(int(new[j]))
+            n_iter[i] = it
+            if np.array_equal(new, reps[i]):
+                conv[i] = True
+                continue
+            reps[i] = new
+            history[i].append(new.copy())
+            Ps[i] = memberships(D, new)
+            still.append(i)
+        active = still
+    prog.update(1.0, f"clustering into {label} parts")
+    return [FuzzyClustering(reps=reps[i], P=Ps[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
+                            G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
+            for i in range(len(ks))]

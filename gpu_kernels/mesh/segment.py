@@ -71,7 +71,7 @@ from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh import boundary as _bd
-from gpu_kernels.mesh.cluster import fuzzy_cluster
+from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
 from gpu_kernels.mesh.metrics import contingency
@@ -331,14 +331,29 @@ def graph_distances(graph, apsp_method, backend, prog, min_faces: int = 2) -> di
     return out
 
 
+#: how many representatives of each distance matrix's farthest-point order stage 1 computes
+#: (k = "auto" starts at up to 36 clusters, an integer k at up to 3k: k <= 21 needs no more;
+#: a longer order is continued from it when a k needs one)
+FARTHEST_PREFIX = 64
+
+
+def distance_orders(distances: list, count: int = FARTHEST_PREFIX) -> list:
+    """Per entry of ``distances`` ({component: matrix}), {component: the matrix's farthest-point
+    order up to ``count``} (:func:`gpu_kernels.mesh.cluster.farthest_order`): it depends only on
+    the distances, so stage 1 computes it once for every k (issue 20)."""
+    return [{c: farthest_order(D, count) for c, D in d.items()} for d in distances]
+
+
 def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, power=None,
-                   overseg=1.0, dists=None, starts=None):
+                   overseg=1.0, dists=None, starts=None, orders=None):
     """Cluster every component of ``graph``; returns (labels, P, reps, fuzzy) on its faces.
 
     ``overseg`` is a factor, or a tuple of factors: then each is tried on the same distance
     matrices and the result whose boundaries are the most concave on average
     (:func:`boundary_concavity`, no ground truth involved) is kept. ``dists``:
-    :func:`graph_distances`'s matrices (a component missing there is computed here).
+    :func:`graph_distances`'s matrices (a component missing there is computed here);
+    ``orders``: their farthest-point orders (:func:`distance_orders`), re-used by every k.
+    The clusterings of one component run in lockstep (:func:`fuzzy_cluster_many`).
     """
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
@@ -394,15 +409,21 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
             D = _component_apsp(graph, index, c, apsp_method, backend, prog.sub(a0, a1, "APSP"))
         t1 = time.perf_counter()
         prog.check()
-        done_k = {}
+        far = orders.get(c) if orders is not None else None
+        want = list(dict.fromkeys(ks_by[i][c] for i in range(nf)))
+        counts = [x for x in want if not isinstance(x, str)]
+        sub = prog.sub(a1, a2)
+        done_k = dict(zip(counts, fuzzy_cluster_many(D, counts, max_iter=max_iter, power=power, progress=sub,
+                                                     order=far), strict=True))
+        for x in want:
+            if isinstance(x, str):  # the farthest-point gap rule (AUTO_K_RULE "gap")
+                done_k[x] = fuzzy_cluster(D, x, max_iter=max_iter, power=power, progress=sub, order=far)
+        for x in want:
+            iters.append(done_k[x].n_iter)
+            conv.append(done_k[x].converged)
+            done_k[x] = (done_k[x], asnumpy(done_k[x].P))
         for i in range(nf):
             kc = ks_by[i][c]
-            if kc not in done_k:
-                sub = prog.sub(a1 + (a2 - a1) * i / nf, a1 + (a2 - a1) * (i + 1) / nf)
-                fc = fuzzy_cluster(D, kc, max_iter=max_iter, power=power, progress=sub)
-                done_k[kc] = (fc, asnumpy(fc.P))
-                iters.append(fc.n_iter)
-                conv.append(fc.converged)
             fc, Pc = done_k[kc]
             kused[i].append(fc.k)
             blocks[i].append((faces_c, Pc, faces_c[fc.reps]))
@@ -615,7 +636,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  max_faces=DEFAULT_MAX_FACES,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None, shading=DEFAULT_SHADING,
-                 consensus=False, simplifier="auto", prepared=None,
+                 consensus=False, simplifier="auto", prepared=None, clustered=None,
                  refine_boundaries=DEFAULT_REFINE_BOUNDARIES) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
@@ -672,7 +693,11 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         :func:`prepare_mesh`'s result for these vertices and faces (then ``delta``,
         ``eta_convex``, ``max_faces``, ``simplify``, ``consensus`` and ``simplifier`` are
         those it was made with): the run starts at the clustering (the distances are in it).
-        The two stages of the tool (:mod:`app.tools.mesh_seg`) call it so.
+    clustered : ClusteredMesh, optional
+        :func:`cluster_prepared`'s result for ``prepared`` (then k, epsilon, the iteration cap,
+        ``update_power``, ``oversegment`` and ``shading`` are those it was made with): the run
+        starts at the full-resolution cut, the clustering re-used. The tool's last stage
+        (:mod:`app.tools.mesh_seg`) calls it so: a change of ``refine_boundaries`` starts there.
     refine_boundaries : bool
         After clustering at a working resolution, re-cut the parts' boundaries on the
         full-resolution graph (smoother boundaries along the full mesh's creases); False: every
@@ -685,6 +710,11 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
+    if clustered is not None:
+        if prepared is None:
+            raise MeshInputError("clustered= needs the prepared= mesh it was clustered from")
+        return cut_clustered(prepared, clustered, refine_boundaries=refine_boundaries, device=backend,
+                             progress=prog)
     seg_kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
     prep = prepared if prepared is not None else prepare_mesh(
         vertices, faces, delta=delta, eta_convex=eta_convex, max_faces=max_faces, simplify=simplify,
@@ -743,6 +773,9 @@ class PreparedMesh:
     #: per working resolution: the nearest working face of every full-resolution face (None
     #: for the full graph or patches)
     nearest: list = field(default_factory=list)
+    #: per entry of ``distances``: {component: its matrix's farthest-point order
+    #: (:class:`gpu_kernels.mesh.cluster.FarthestOrder`)}: every k's first representatives
+    orders: list = field(default_factory=list)
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -849,6 +882,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         nfull = len(graphs)
         distances = [graph_distances(g, apsp_method, backend, prog.sub(0.1 + 0.9 * i / nfull, 0.1 + 0.9 * (i + 1) / nfull),
                                      MIN_COMPONENT_FACES) for i, g in enumerate(graphs)]
+        # the farthest-point order of each matrix: every k's first representatives are a prefix
+        orders = distance_orders(distances)
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
@@ -856,7 +891,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                    for _, gs, patch in working]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
-                        graph=graph, working=working, info=info, distances=distances, nearest=nearest)
+                        graph=graph, working=working, info=info, distances=distances, nearest=nearest,
+                        orders=orders)
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None):
@@ -878,36 +914,112 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
                      max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
                      shading=DEFAULT_SHADING, device=None, progress=None,
                      refine_boundaries=DEFAULT_REFINE_BOUNDARIES) -> MeshSegmentation:
-    """The second stage of :func:`segment_mesh`: distances, fuzzy clustering and cuts on a
-    :class:`PreparedMesh` (which it does not modify), carried back to every input face.
-    Parameters are those of :func:`segment_mesh`."""
+    """The second stage of :func:`segment_mesh`: fuzzy clustering and cuts on a
+    :class:`PreparedMesh` (which it does not modify), carried back to every input face:
+    :func:`cluster_prepared` (what k, epsilon and the iteration cap change) and then
+    :func:`cut_clustered` (what ``refine_boundaries`` changes). Parameters are those of
+    :func:`segment_mesh`."""
+    prog = as_progress(progress)
+    cm = cluster_prepared(prep, k=k, epsilon=epsilon, apsp_method=apsp_method, max_iter=max_iter,
+                          update_power=update_power, oversegment=oversegment, shading=shading, device=device,
+                          progress=prog.sub(0.0, 0.8))
+    return cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=prog.sub(0.8, 1.0))
+
+
+@dataclass
+class ClusteredMesh:
+    """What :func:`cluster_prepared` makes and :func:`cut_clustered` reads (never modifies):
+    the clusterings of a :class:`PreparedMesh` for one k, epsilon and iteration cap, before
+    the full-resolution re-cut of their boundaries."""
+
+    kw: dict                      # the checked parameters (_segment_params)
+    info: dict                    # params, timings, warnings and notes so far
+    apsp_method: str
+    #: per working resolution: (its clustering: a :func:`_cluster_working` dict, or the
+    #: (labels, P, reps, fuzzy) of the full graph, its own info); [] without a working resolution
+    coarse: list
+    #: without a working resolution: (labels, P, reps, fuzzy) of the full graph
+    result: tuple | None
+    seconds: float = 0.0
+
+
+def _copy_info(src: dict) -> dict:
+    return {key: (dict(val) if isinstance(val, dict) else list(val) if isinstance(val, list) else val)
+            for key, val in src.items()}
+
+
+def cluster_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",
+                     max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
+                     shading=DEFAULT_SHADING, device=None, progress=None) -> ClusteredMesh:
+    """The clustering half of :func:`segment_prepared`: the fuzzy clusterings of every working
+    resolution (their over-segmentations in lockstep, on the distances and farthest-point
+    orders of ``prep``), their cuts and merges at that resolution, and their labels carried to
+    every face; without a working resolution, the final labels of the full graph. A change
+    of ``refine_boundaries`` re-uses it (:func:`cut_clustered`)."""
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
     kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
     k, epsilon, max_iter = kw["k"], kw["epsilon"], kw["max_iter"]
-    p_used, o_used, shading = kw["update_power"], kw["oversegment"], kw["shading"]
-    src = prep.info
-    info = {key: (dict(val) if isinstance(val, dict) else list(val) if isinstance(val, list) else val)
-            for key, val in src.items()}
+    p_used, o_used = kw["update_power"], kw["oversegment"]
+    info = _copy_info(prep.info)
     info["params"].update({"k": k, "epsilon": epsilon, "apsp_method": apsp_method, "max_iter": max_iter,
-                           "update_power": p_used, "oversegment": o_used,
-                           "refine_boundaries": bool(refine_boundaries)})
+                           "update_power": p_used, "oversegment": o_used})
     info["device"] = backend.label
-    graph, kept, rep = prep.graph, prep.kept, prep.report
-    F_in = rep["n_input_faces"]
-    info["method"] = _resolve_method(apsp_method, backend, int(F_in))
+    graph = prep.graph
+    info["method"] = _resolve_method(apsp_method, backend, int(prep.report["n_input_faces"]))
+    orders = prep.orders or [None] * max(len(prep.distances), 1)
+    coarse, result = [], None
     with backend.activate():
         if prep.working:
-            labels, P, reps, fuzzy = _segment_resolutions(
-                graph, prep.working, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used,
-                prep.distances, prep.nearest, refine=bool(refine_boundaries))
+            multi = len(prep.working) > 1
+            nt = len(prep.working)
+            for i, (_, gs, patch) in enumerate(prep.working):
+                sub = info if not multi else {"params": info["params"], "timings": info["timings"],
+                                              "warnings": [], "notes": []}
+                sp = prog.sub(i / nt, (i + 1) / nt) if multi else prog
+                dist = prep.distances[i] if prep.distances else None
+                # several resolutions: k = "auto" over-segments each once (AUTO_K_START, not
+                # AUTO_K_STARTS): the consensus of resolutions was cross-validated so (session 4)
+                starts = () if multi else None
+                if gs is None:
+                    sub["n_faces_segmented"] = graph.n
+                    res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, p_used, o_used,
+                                         dist, starts=starts, orders=orders[i])
+                else:
+                    res = _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp, sub,
+                                           p_used, o_used, dist, prep.nearest[i] if prep.nearest else None,
+                                           starts=starts, orders=orders[i])
+                coarse.append((res, sub))
         else:
             info["n_faces_segmented"] = graph.n
-            labels, P, reps, fuzzy = _cluster_graph(graph, k, epsilon, apsp_method, max_iter,
-                                                    backend, prog, info, p_used, o_used,
-                                                    prep.distances[0] if prep.distances else None)
-        prog.update(0.95, "boundary cut")
+            result = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used,
+                                    prep.distances[0] if prep.distances else None, orders=orders[0])
+    return ClusteredMesh(kw=kw, info=info, apsp_method=apsp_method, coarse=coarse, result=result,
+                         seconds=time.perf_counter() - t_start)
+
+
+def cut_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries=DEFAULT_REFINE_BOUNDARIES,
+                  device=None, progress=None) -> MeshSegmentation:
+    """The cut half of :func:`segment_prepared`: the full-resolution re-cut of the carried
+    boundaries (``refine_boundaries``), the consensus of several working resolutions, the
+    clean-up, the parts' memberships, every input face's label and colour. Neither ``prep``
+    nor ``cm`` is modified."""
+    t_start = time.perf_counter()
+    prog = as_progress(progress)
+    backend = get_backend(device)
+    epsilon, shading = cm.kw["epsilon"], cm.kw["shading"]
+    info = _copy_info(cm.info)
+    info["params"]["refine_boundaries"] = bool(refine_boundaries)
+    graph, kept, rep = prep.graph, prep.kept, prep.report
+    F_in = rep["n_input_faces"]
+    with backend.activate():
+        if prep.working:
+            labels, P, reps, fuzzy = _cut_resolutions(graph, prep.working, cm, epsilon, prog, info,
+                                                      bool(refine_boundaries))
+        else:
+            labels, P, reps, fuzzy = cm.result
+        prog.update(0.5, "boundary cut")
         t0 = time.perf_counter()
         labels, P, reps = _finish_labels(graph, labels, P, reps, info)
         # memberships of the final parts (the clustering's memberships describe the clusters
@@ -937,8 +1049,9 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     cluster_colors = palette(K)
     face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=shading)
     info["k"] = K
-    stage = time.perf_counter() - t_start
-    info["timings"]["total"] = stage + sum(src["timings"][x] for x in ("clean", "dual_graph", "simplify", "apsp", "transfer"))
+    stage = cm.seconds + time.perf_counter() - t_start
+    info["timings"]["total"] = stage + sum(prep.info["timings"][x]
+                                           for x in ("clean", "dual_graph", "simplify", "apsp", "transfer"))
     prog.update(1.0, "done")
     return MeshSegmentation(
         labels=labels_in, memberships=P_in, representatives=kept[reps].astype(np.int64),
@@ -989,34 +1102,21 @@ def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[i
     return int(best[np.argmax(np.asarray(conc)[best])]), [float(x) for x in score]
 
 
-def _segment_resolutions(graph, working, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                         power, overseg, distances=None, nearest=None, refine=DEFAULT_REFINE_BOUNDARIES):
-    """Segment at each working resolution of ``working`` (:class:`PreparedMesh`) and keep the
-    consensus (:func:`choose_consensus`). One working resolution: :func:`_segment_simplified`.
-    With several, k = "auto" over-segments each once (``AUTO_K_START``, not ``AUTO_K_STARTS``):
-    the consensus of resolutions was cross-validated so (session 4)."""
+def _cut_resolutions(graph, working, cm: ClusteredMesh, epsilon, prog, info, refine):
+    """Re-cut the clusterings of ``cm`` at full resolution and keep the consensus of several
+    working resolutions (:func:`choose_consensus`); one working resolution: its re-cut."""
     if len(working) == 1:
+        res, _ = cm.coarse[0]
         _, gs, patch = working[0]
-        return _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend,
-                                   prog, info, power, overseg, distances[0] if distances else None,
-                                   nearest[0] if nearest else None, refine)
+        return _recut_full(graph, gs, patch, res, epsilon, prog, info, refine) if isinstance(res, dict) else res
     results, infos = [], []
     nt = len(working)
     winner_only = CONSENSUS_RECUT == "winner"
-    for i, (_, gs, patch) in enumerate(working):
-        sub = {"params": info["params"], "timings": info["timings"], "warnings": [], "notes": []}
-        sp = prog.sub(i / nt, (i + 1) / nt)
-        dist = distances[i] if distances else None
-        if gs is None:
-            sub["n_faces_segmented"] = graph.n
-            res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, power, overseg, dist,
-                                 starts=())
-        elif winner_only:
-            res = _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp, sub, power,
-                                   overseg, dist, nearest[i] if nearest else None, starts=())
-        else:
-            res = _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp,
-                                      sub, power, overseg, dist, nearest[i] if nearest else None, refine, starts=())
+    for i, ((_, gs, patch), (res, sub0)) in enumerate(zip(working, cm.coarse, strict=True)):
+        sub = _copy_info(sub0)
+        sub["params"], sub["timings"] = info["params"], info["timings"]
+        if isinstance(res, dict) and not winner_only:
+            res = _recut_full(graph, gs, patch, res, epsilon, prog.sub(i / nt, (i + 1) / nt), sub, refine)
         results.append(res)
         infos.append(sub)
     best, scores = choose_consensus(graph, [r["lab0"] if isinstance(r, dict) else r[0] for r in results])
@@ -1042,25 +1142,17 @@ def _patch_centre_face(graph, patch, p, centre) -> int:
     return int(faces[np.argmin(((graph.centroids[faces] - centre) ** 2).sum(axis=1))])
 
 
-def _segment_simplified(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                        power=None, overseg=1.0, dists=None, nearest=None, refine=DEFAULT_REFINE_BOUNDARIES,
-                        starts=None):
-    """Segment a working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
-    graph), carry memberships back to ``graph``, re-cut near label changes."""
-    coarse = _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                              power, overseg, dists, nearest, starts=starts)
-    return _recut_full(graph, gs, patch, coarse, epsilon, prog, info, refine)
-
-
 def _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, prog, info,
-                     power=None, overseg=1.0, dists=None, nearest=None, starts=None) -> dict:
-    """The first half of :func:`_segment_simplified`: cluster the working resolution and carry
-    its labels and memberships to every face of ``graph`` by the nearest working face (no cut).
+                     power=None, overseg=1.0, dists=None, nearest=None, starts=None, orders=None) -> dict:
+    """Cluster the working resolution ``gs`` (a simplified copy, or patches ``patch`` of the full
+    graph) and carry its labels and memberships to every face of ``graph`` by the nearest
+    working face (no cut).
     Returns ``{"labels_s", "reps_s", "P", "nearest", "lab0"}``."""
     info["n_faces_segmented"] = gs.n
     # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
     labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog.sub(0.05, 0.8), info, power, overseg, dists, starts=starts)
+                                              prog.sub(0.05, 0.8), info, power, overseg, dists, starts=starts,
+                                              orders=orders)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     if patch is not None:
@@ -1075,7 +1167,7 @@ def _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backen
 
 
 def _recut_full(graph, gs, patch, coarse: dict, epsilon, prog, info, refine=DEFAULT_REFINE_BOUNDARIES):
-    """The second half of :func:`_segment_simplified`: re-decide the faces near the carried
+    """After :func:`_cluster_working`: re-decide the faces near the carried
     labels' changes by a cut on the full-resolution graph; the representatives."""
     t0 = time.perf_counter()
     P, lab0, reps_s = coarse["P"], coarse["lab0"], coarse["reps_s"]
