@@ -10,7 +10,8 @@ mkdir -p $D
 source .carry-live/setup.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $D/gpu_$TAG.txt
 python3 -m pytest -m gpu tests/framework/test_live_colorwheel.py tests/framework/test_live_paint.py \
-    tests/framework/test_live_echo.py -q -p no:cacheprovider -o addopts="" -rs 2>&1 | tail -15 | tee $D/pytest_gpu_$TAG.txt
+    tests/framework/test_live_echo.py tests/echo/test_echo_gpu.py -k "not test_echo_gpu or prepar" \
+    -q -p no:cacheprovider -o addopts="" -rs 2>&1 | tail -15 | tee $D/pytest_gpu_$TAG.txt
 python3 -m pytest tests/framework/test_live_colorwheel.py tests/framework/test_live_echo.py tests/framework/test_stages.py \
     -q -p no:cacheprovider -o addopts="" 2>&1 | tail -4 | tee $D/pytest_cpu_$TAG.txt
 python3 benchmarks/live_paint.py --device cuda --data .carry-live/data --json $D/paint_$TAG.json 2>&1 | tail -30
