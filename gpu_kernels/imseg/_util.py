@@ -239,8 +239,8 @@ def upload(be, a: np.ndarray):
     xp = be.xp
     threaded = a.nbytes >= UPLOAD_THREADED_MIN and UPLOAD_THREADS > 1
     pinned = UPLOAD_PINNED_MIN > 0 and a.nbytes >= UPLOAD_PINNED_MIN
-    if not is_cupy(be) or not (threaded or pinned):
-        return xp.asarray(a)
+    if not is_cupy(be) or not isinstance(a, np.ndarray) or not (threaded or pinned):
+        return xp.asarray(a)  # a device array stays where it is (no round trip through the host)
     a = np.ascontiguousarray(a)
     with _STAGE_LOCK:  # one stage a device: uploads from several threads take turns
         return _upload_staged(be, xp, a, UPLOAD_THREADS if threaded else 1)
