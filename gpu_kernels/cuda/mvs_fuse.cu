@@ -1,6 +1,10 @@
 // Depth-map fusion on the device (gpu_kernels/mvs/fusion.py, fuse_depth_maps, GPU path): for the
 // free samples of one view a, the sums over every other view b that confirms them, in one launch
-// (the CuPy path took some forty launches and three host round trips per pair of views).
+// over all of a's pixels (the CuPy path took some forty launches and three host round trips per
+// pair of views; the first kernel of this file one per view after a host compaction). Nothing
+// comes back to the host per view: each pixel's fused point is written at the pixel's own place
+// (every map's pixels concatenated, views in order), so the cloud is one ordered compaction of the
+// emitted pixels at the end (the order the per-view emission gave: view, then pixel).
 //
 // Every view's maps are concatenated: depth D (float32), used (uint8), normals N (3 float64,
 // camera frame), confidence Q (float64), colour IMG (3 uint8), at pixel offset offs[v]; cam[v]
@@ -11,11 +15,18 @@
 // the GEMM computes it: fma(a2, b2, fma(a1, b1, a0 b0)); every other operation rounded on its own,
 // the module is built with --fmad=false), and a view b adds in the same order (b ascending).
 //
-//   mvs_fuse_gather  thread k: sample idx[k] of view a; writes its sums (point, normal, colour,
-//                    confidence), its count (its own view included) and, per view b, the pixel
-//                    of b that confirmed it (-1 where none) for the marking;
+//   mvs_fuse_gather  thread p: pixel p of view a, a sample when its depth is finite, positive and
+//                    not used yet; writes its count (its own view included; 0: no sample) and,
+//                    where at least min_views views agree, its fused point (float32), normal sum
+//                    (float64: the host side normalises it, as the CuPy path does), colour, mean
+//                    confidence and view, all at pixel offs[a] + p; per view b, the pixel of b that
+//                    confirmed it (-1 where none) for the marking;
 //   mvs_fuse_mark    after the counts are known: the sample is used, and where at least
 //                    min_views views agree, so are the pixels that confirmed it.
+//
+// The emitted values follow fusion._emitted's CuPy operations: point = (float)(sum / count),
+// colour = clip(rint(sum / count), 0, 255), confidence = (float)(sum / count); views without
+// normals / colours / confidences give 0 / 200 / 1.
 
 #define CAM 30
 
@@ -55,20 +66,25 @@ __device__ __forceinline__ void mvs_normal(const double* __restrict__ c, const d
 }
 
 extern "C" __global__ void mvs_fuse_gather(
-    const int a, const int m, const long long* __restrict__ idx, const int n, const long long* __restrict__ offs,
-    const int* __restrict__ Ws, const int* __restrict__ Hs, const double* __restrict__ cam,
-    const float* __restrict__ D, const unsigned char* __restrict__ used, const double* __restrict__ N,
-    const double* __restrict__ Q, const unsigned char* __restrict__ IMG, const int* __restrict__ flags,
-    const double rel_tol, double* __restrict__ sx, int* __restrict__ cnt, double* __restrict__ sn,
-    double* __restrict__ sc, double* __restrict__ sq, int* __restrict__ pixb)
+    const int a, const int S, const int n, const long long* __restrict__ offs, const int* __restrict__ Ws,
+    const int* __restrict__ Hs, const double* __restrict__ cam, const float* __restrict__ D,
+    const unsigned char* __restrict__ used, const double* __restrict__ N, const double* __restrict__ Q,
+    const unsigned char* __restrict__ IMG, const int* __restrict__ flags, const double rel_tol, const int min_views,
+    const int view_id, int* __restrict__ pixb, const int pstride, int* __restrict__ cnt_out,
+    float* __restrict__ p_out, double* __restrict__ n_out, unsigned char* __restrict__ c_out,
+    float* __restrict__ q_out, int* __restrict__ s_out)
 {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= m) return;
-    const long long p = idx[k];
-    const double* ca = cam + (long long)a * CAM;
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= S) return;
     const long long oa = offs[a];
+    const float da = D[oa + p];
+    if (!(isfinite(da) && da > 0.0f && used[oa + p] == 0)) {
+        cnt_out[oa + p] = 0;
+        return;
+    }
+    const double* ca = cam + (long long)a * CAM;
     double X[3];
-    mvs_backproject(ca, p, Ws[a], (double)D[oa + p], X);
+    mvs_backproject(ca, p, Ws[a], (double)da, X);
     double s[3] = {X[0], X[1], X[2]};
     double nrm[3] = {0.0, 0.0, 0.0}, col[3] = {0.0, 0.0, 0.0}, q = 0.0;
     const int fa = flags[a];
@@ -77,8 +93,9 @@ extern "C" __global__ void mvs_fuse_gather(
     if (fa & 4) q = Q[oa + p];
     int c = 1;
     for (int b = 0; b < n; ++b) {
+        int* pb = pixb + (long long)b * pstride + p;
         if (b == a) {
-            pixb[(long long)b * m + k] = -1;
+            *pb = -1;
             continue;
         }
         const double* cb = cam + (long long)b * CAM;
@@ -97,7 +114,7 @@ extern "C" __global__ void mvs_fuse_gather(
         const long long ob = offs[b];
         const double dv = (double)D[ob + pix];
         const bool agree = inside && isfinite(dv) && (fabs(dv - z) <= rel_tol * fabs(z)) && !used[ob + pix];
-        pixb[(long long)b * m + k] = agree ? (int)pix : -1;
+        *pb = agree ? (int)pix : -1;
         if (!agree) continue;
         double Y[3];
         mvs_backproject(cb, pix, W, dv, Y);
@@ -112,26 +129,34 @@ extern "C" __global__ void mvs_fuse_gather(
         if ((fa & 2) && (fb & 2)) for (int i = 0; i < 3; ++i) col[i] += (double)IMG[3 * (ob + pix) + i];
         if ((fa & 4) && (fb & 4)) q += Q[ob + pix];
     }
+    cnt_out[oa + p] = c;
+    if (c < min_views) return;
+    const double cd = (double)c;
+    const long long o = oa + p;
     for (int i = 0; i < 3; ++i) {
-        sx[3 * k + i] = s[i];
-        sn[3 * k + i] = nrm[i];
-        sc[3 * k + i] = col[i];
+        p_out[3 * o + i] = (float)(s[i] / cd);
+        n_out[3 * o + i] = nrm[i];
+        double r = rint(col[i] / cd);
+        r = r < 0.0 ? 0.0 : (r > 255.0 ? 255.0 : r);
+        c_out[3 * o + i] = (fa & 2) ? (unsigned char)r : (unsigned char)200;
     }
-    sq[k] = q;
-    cnt[k] = c;
+    q_out[o] = (fa & 4) ? (float)(q / cd) : 1.0f;
+    s_out[o] = view_id;
 }
 
-extern "C" __global__ void mvs_fuse_mark(const int a, const int m, const long long* __restrict__ idx, const int n,
-                                         const long long* __restrict__ offs, const int* __restrict__ pixb,
+extern "C" __global__ void mvs_fuse_mark(const int a, const int S, const int n, const long long* __restrict__ offs,
+                                         const int* __restrict__ pixb, const int pstride,
                                          const int* __restrict__ cnt, const int min_views,
                                          unsigned char* __restrict__ used)
 {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= m) return;
-    used[offs[a] + idx[k]] = 1;
-    if (cnt[k] < min_views) return;
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= S) return;
+    const int c = cnt[offs[a] + p];
+    if (c == 0) return;
+    used[offs[a] + p] = 1;
+    if (c < min_views) return;
     for (int b = 0; b < n; ++b) {
-        const int pix = pixb[(long long)b * m + k];
+        const int pix = pixb[(long long)b * pstride + p];
         if (pix >= 0) used[offs[b] + pix] = 1;
     }
 }

@@ -344,3 +344,27 @@ mvs_count_seeds(const long long* __restrict__ keys, const int n, const unsigned 
     const int i = blockIdx.x * NT + threadIdx.x;
     if (i < n && state[keys[i]] == PX_FREE) atomicAdd(&counts[1], 1);
 }
+
+// counts[a] += the finite depths of reference a (its pixels: [offs[a], offs[a + 1]), offs[nref] =
+// P): each thread 16 consecutive pixels, one atomic per view it meets (the samples per view that
+// the maps' download would otherwise count on the host)
+extern "C" __global__ void __launch_bounds__(NT)
+mvs_count_samples(const float* __restrict__ depth, const int P, const int* __restrict__ offs, const int nref,
+                  int* __restrict__ counts)
+{
+    const long long p0 = ((long long)blockIdx.x * NT + threadIdx.x) * 16;
+    if (p0 >= P) return;
+    const int p1 = (int)min((long long)P, p0 + 16);
+    int a = 0;
+    while (a + 1 < nref && offs[a + 1] <= p0) ++a;
+    int c = 0;
+    for (int p = (int)p0; p < p1; ++p) {
+        while (a + 1 < nref && offs[a + 1] <= p) {
+            if (c) atomicAdd(&counts[a], c);
+            c = 0;
+            ++a;
+        }
+        c += isfinite(depth[p]) ? 1 : 0;
+    }
+    if (c) atomicAdd(&counts[a], c);
+}

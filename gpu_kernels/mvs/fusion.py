@@ -39,7 +39,7 @@ import numpy as np
 from gpu_kernels.backend import get_backend, kernel
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import MVSInputError
-from gpu_kernels.mvs.transfer import to_device
+from gpu_kernels.mvs.transfer import to_device, to_host
 
 __all__ = ["DEFAULT_FUSE_TOL", "DEFAULT_FUSE_MIN_VIEWS", "FusedCloud", "fuse_depth_maps", "consistency_counts"]
 
@@ -240,10 +240,9 @@ def _cloud(be, outs) -> FusedCloud:
 
 
 def _emitted(xp, outs, a_view, emit, cnt, sx, sn, sc, sq):
-    """The fused points of one view's emitted samples (``emit``: their indices, ascending, or a
-    boolean mask: the same elements), ``sn``/``sc``/``sq`` None where that view has no
-    normals/colours/confidences, appended to ``outs``. The device path passes indices: no count
-    per array."""
+    """The fused points of one view's emitted samples (``emit``: a boolean mask), ``sn``/``sc``/``sq``
+    None where that view has no normals/colours/confidences, appended to ``outs`` (the CuPy and
+    NumPy paths; ``cuda/mvs_fuse.cu`` computes the same values in its gather kernel)."""
     c = cnt[emit].astype(xp.float64)
     outs["p"].append((sx[emit] / c[:, None]).astype(xp.float32))
     if sn is not None:
@@ -268,6 +267,21 @@ def _is_device(a) -> bool:
     return a is not None and not isinstance(a, np.ndarray) and hasattr(a, "__cuda_array_interface__")
 
 
+_inverses: dict = {}
+
+
+def _device_inverse(be, K) -> np.ndarray:
+    """``K^-1`` as the device computes it (``xp.linalg.inv``, what the CuPy path uses: the same
+    bits), kept per device and matrix, so that a fusion downloads none per view."""
+    key = (be.label, np.asarray(K, np.float64).tobytes())
+    inv = _inverses.get(key)
+    if inv is None:
+        if len(_inverses) > 4096:
+            _inverses.clear()
+        inv = _inverses[key] = be.asnumpy(be.xp.linalg.inv(be.xp.asarray(K, dtype=be.xp.float64)))
+    return inv
+
+
 def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_tol, min_views, progress):
     """:func:`fuse_depth_maps` on the GPU: every view's maps concatenated on the device once, and
     one view's samples against all the others in one launch (``cuda/mvs_fuse.cu``), the same
@@ -289,17 +303,24 @@ def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_t
         sizes = np.array([d.size for d in D], np.int64)
         offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         total = max(int(sizes.sum()), 1)
-        Dall = xp.concatenate(D) if n > 1 else D[0]
+        # maps that are consecutive pieces of one device buffer (the growing's records) are read
+        # in place: one conversion each instead of one per view
+        Dall = _joined(xp, D, offs, total)
+        if Dall is None:
+            Dall = xp.concatenate(D) if n > 1 else D[0]
         used = xp.zeros(total, xp.uint8)
-        Nall = xp.zeros((total, 3), xp.float64)
-        Qall = xp.zeros(total, xp.float64)
+        Nj = _joined(xp, normals, offs, total, 3)
+        Nall = Nj.astype(xp.float64) if Nj is not None else xp.zeros((total, 3), xp.float64)
+        Qj = _joined(xp, confidences, offs, total)
+        Qall = Qj.astype(xp.float64) if Qj is not None else xp.zeros(total, xp.float64)
         Iall = xp.zeros((total, 3), xp.uint8)
         flags = np.zeros(n, np.int32)
         cams = np.zeros((n, 30), np.float64)
         for b in range(n):
             sl = slice(int(offs[b]), int(offs[b] + sizes[b]))
             if normals[b] is not None:
-                Nall[sl] = xp.asarray(normals[b]).reshape(-1, 3).astype(xp.float64)
+                if Nj is None:
+                    Nall[sl] = xp.asarray(normals[b]).reshape(-1, 3).astype(xp.float64)
                 flags[b] |= 1
             if images[b] is not None:
                 im = xp.asarray(images[b])
@@ -307,43 +328,79 @@ def _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_t
                 Iall[sl] = im if im.shape[1] == 3 else xp.repeat(im, 3, axis=1)
                 flags[b] |= 2
             if confidences[b] is not None:
-                Qall[sl] = xp.asarray(confidences[b]).reshape(-1).astype(xp.float64)
+                if Qj is None:
+                    Qall[sl] = xp.asarray(confidences[b]).reshape(-1).astype(xp.float64)
                 flags[b] |= 4
-            K, R, t, Ki = (be.asnumpy(x) for x in _cam_tables(xp, cameras[views[b]]))
-            cams[b] = np.concatenate([K.ravel(), R.ravel(), t.ravel(), Ki.ravel()])
+            cam = cameras[views[b]]
+            cams[b] = np.concatenate([np.asarray(cam.K, np.float64).ravel(), np.asarray(cam.R, np.float64).ravel(),
+                                      np.asarray(cam.t, np.float64).ravel(), _device_inverse(be, cam.K).ravel()])
         d_offs, d_cams, d_flags = xp.asarray(offs), xp.asarray(cams), xp.asarray(flags)
         d_W = xp.asarray(np.array([s_[1] for s_ in shapes], np.int32))
         d_H = xp.asarray(np.array([s_[0] for s_ in shapes], np.int32))
         k_gather = kernel(be, "mvs_fuse.cu", "mvs_fuse_gather", options=("--fmad=false",))
         k_mark = kernel(be, "mvs_fuse.cu", "mvs_fuse_mark", options=("--fmad=false",))
-        outs = {k: [] for k in ("p", "n", "c", "q", "k", "s")}
+        # every pixel's count and, where emitted, its fused values, at the pixel's own place: no
+        # host round trip per view, one ordered compaction at the end (view, then pixel: the
+        # order of the per-view emission)
+        S = max(int(sizes.max()), 1)
+        pixb = xp.empty((n, S), xp.int32)
+        cnt = xp.empty(total, xp.int32)
+        p_out = xp.empty((total, 3), xp.float32)
+        n_out = xp.empty((total, 3), xp.float64)
+        c_out = xp.empty((total, 3), xp.uint8)
+        q_out = xp.empty(total, xp.float32)
+        s_out = xp.empty(total, xp.int32)
+        i32 = np.int32
         for a in range(n):
             progress.update(a / max(n, 1), f"fusing view {a + 1}/{n}")
-            da = Dall[int(offs[a]):int(offs[a] + sizes[a])]
-            ua = used[int(offs[a]):int(offs[a] + sizes[a])]
-            idx = xp.flatnonzero(xp.isfinite(da) & (da > 0) & (ua == 0))
-            m = len(idx)
+            m = int(sizes[a])
             if m == 0:
                 continue
-            sx = xp.empty((m, 3), xp.float64)
-            sn = xp.empty((m, 3), xp.float64)
-            sc = xp.empty((m, 3), xp.float64)
-            sq = xp.empty(m, xp.float64)
-            cnt = xp.empty(m, xp.int32)
-            pixb = xp.empty((n, m), xp.int32)
             grid = ((m + 127) // 128,)
-            k_gather(grid, (128,), (np.int32(a), np.int32(m), idx, np.int32(n), d_offs, d_W, d_H, d_cams, Dall, used,
-                                    Nall, Qall, Iall, d_flags, np.float64(rel_tol), sx, cnt, sn, sc, sq, pixb))
-            k_mark(grid, (128,), (np.int32(a), np.int32(m), idx, np.int32(n), d_offs, pixb, cnt,
-                                  np.int32(min_views), used))
-            emit = xp.flatnonzero(cnt >= min_views)
-            if len(emit) == 0:
-                continue
-            fa = int(flags[a])
-            _emitted(xp, outs, views[a], emit, cnt, sx, sn if fa & 1 else None, sc if fa & 2 else None,
-                     sq if fa & 4 else None)
+            k_gather(grid, (128,), (i32(a), i32(m), i32(n), d_offs, d_W, d_H, d_cams, Dall, used, Nall, Qall, Iall,
+                                    d_flags, np.float64(rel_tol), i32(min_views), i32(views[a]), pixb, i32(S), cnt,
+                                    p_out, n_out, c_out, q_out, s_out))
+            k_mark(grid, (128,), (i32(a), i32(m), i32(n), d_offs, pixb, i32(S), cnt, i32(min_views), used))
+        emit = xp.flatnonzero(cnt[:int(sizes.sum())] >= min_views)
+        nn = n_out[emit]
+        nn /= xp.maximum(xp.linalg.norm(nn, axis=1, keepdims=True), 1e-12)
+        out = [p_out[emit], nn.astype(xp.float32), c_out[emit], q_out[emit], cnt[emit], s_out[emit]]
         progress.update(1.0, "fused")
-        return _cloud(be, outs)
+        return FusedCloud(*_download(be, out))
+
+
+def _joined(xp, arrays, offs, total, k: int = 1):
+    """The one device array that ``arrays`` (C-contiguous device arrays of float32 with ``k``
+    values per pixel, view ``b``'s at pixel ``offs[b]``) are consecutive pieces of, viewed
+    whole (``(total,)`` or ``(total, k)``); None where they are not (host arrays, a gap, a
+    ``None``, another dtype)."""
+    if getattr(xp, "__name__", None) != "cupy" or not arrays or any(
+            a is None or not _is_device(a) or a.dtype != xp.float32 or not a.flags.c_contiguous for a in arrays):
+        return None
+    p0 = arrays[0].data.ptr
+    if any(a.data.ptr != p0 + int(o) * 4 * k for a, o in zip(arrays, offs, strict=True)):
+        return None
+    if sum(a.size for a in arrays) != total * k:
+        return None
+    whole = xp.ndarray((total, k) if k > 1 else (total,), xp.float32, memptr=arrays[0].data)
+    return whole
+
+
+def _download(be, arrays) -> list:
+    """The cloud's arrays on the host in one copy: packed into one device buffer (one launch per
+    array), brought down once."""
+    xp = be.xp
+    if getattr(xp, "__name__", None) != "cupy":  # NumPy, or the tests' emulator
+        return [be.asnumpy(a) for a in arrays]
+    nb = [int(a.nbytes) for a in arrays]
+    ofs = np.concatenate([[0], np.cumsum([(x + 15) // 16 * 16 for x in nb])]).astype(np.int64)
+    buf = xp.empty(max(int(ofs[-1]), 1), xp.uint8)
+    for a, o, k in zip(arrays, ofs, nb, strict=False):
+        if k:
+            buf[o:o + k] = xp.ascontiguousarray(a).reshape(-1).view(xp.uint8)
+    # pinned staging and copy threads where the maps' download does not hold them
+    host = to_host([buf], xp.cuda.get_current_stream(), min_bytes=4 << 20, if_free=True)[0]
+    return [host[o:o + k].view(a.dtype).reshape(a.shape) for a, o, k in zip(arrays, ofs, nb, strict=False)]
 
 
 def _backproject_pixels(xp, cam, depth, pix, ca=None):

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,7 +52,7 @@ from gpu_kernels.mvs.optimize import (
     sample_split,
     threads_per_pixel,
 )
-from gpu_kernels.mvs.transfer import to_host
+from gpu_kernels.mvs.transfer import host_arrays, to_host
 
 __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_MAX_SLANT_DEG",
            "DepthMap", "grow_depth_maps", "textured_mask", "cand_key", "cand_level", "batch_order"]
@@ -98,10 +100,21 @@ class DepthMap:
     ht: np.ndarray
     neighbors: list
     stats: dict = field(default_factory=dict)
+    #: while its maps are still coming down (``grow_depth_maps(keep_device=True)``): the device's
+    #: ``(depth, normal, conf)`` and the download to wait for (:meth:`wait`)
+    device: tuple | None = field(default=None, repr=False, compare=False)
+    pending: object = field(default=None, repr=False, compare=False)
 
     @property
     def n_samples(self) -> int:
+        self.wait()
         return int(np.isfinite(self.depth).sum())
+
+    def wait(self) -> DepthMap:
+        """Wait for the maps' download (where one is under way); drop the device's copies."""
+        if self.pending is not None:
+            self.pending.wait()
+        return self
 
 
 def _is_cupy(xp) -> bool:
@@ -452,6 +465,7 @@ class _DeviceGrower:
             self.stream = xp.cuda.Stream(non_blocking=True)
             xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
         self.graph = None
+        self.host_out = None
         self.samples = self.tried = self.batches = 0
         self.t_launch = 0.0
 
@@ -517,6 +531,22 @@ class _DeviceGrower:
             self.stream.synchronize()
         return self.be.asnumpy(self.rh)
 
+    def prefault(self) -> None:
+        """The host arrays the maps will come down into, allocated and touched by the copy threads
+        now (while the device grows and the host waits), so the download is a plain copy."""
+        if not self.emu and self.host_out is None:
+            recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
+            self.host_out = _background().submit(host_arrays, [(a.shape, a.dtype) for a in recs])
+
+    def _out(self) -> list:
+        if self.host_out is None:
+            return [np.empty(a.shape, a.dtype) for a in (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)]
+        outs, jobs = self.host_out.result()
+        self.host_out = None
+        for j in jobs:
+            j.result()
+        return outs
+
     def records(self):
         if self.stream is not None:
             self.stream.synchronize()
@@ -524,7 +554,66 @@ class _DeviceGrower:
         recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
         if self.emu:
             return tuple(self.be.asnumpy(x) for x in recs)
-        return tuple(to_host(recs, self.stream))  # pinned staging, threaded copies (transfer.py)
+        return tuple(to_host(recs, self.stream, out=self._out()))  # pinned staging, threaded copies (transfer.py)
+
+    def records_later(self):
+        """The records on the device and their download, started in a background thread
+        (``(device records, host records being filled, future)``): the host goes on (to fusion,
+        which reads the device's) while the copy engine and the copy threads bring them down."""
+        xp, g, i32 = self.xp, self.g, np.int32
+        # each view's samples, counted on the device (they come down with the maps)
+        k = kernel(self.be, "mvs_queue.cu", "mvs_count_samples", {"LEVELS": g.levels})
+        with self.stream:
+            counts = xp.zeros(len(g.refs), xp.int32)
+            k(((g.total + _CHUNK - 1) // _CHUNK,), (_NT,), (self.rh, i32(g.total), self.goffs, i32(len(g.refs)),
+                                                           counts))
+        self.stream.synchronize()
+        self.tried = int(self.be.asnumpy(self.ctrl)[5])
+        recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
+        host = self._out()
+        be, stream = self.be, self.stream
+        c_host = np.empty(len(g.refs), np.int32)
+
+        def download():
+            with be.activate():
+                to_host((*recs, counts), stream, out=[*host, c_host])
+            return [int(c) for c in c_host]
+
+        return recs, host, _background().submit(download)
+
+
+_bg_lock = threading.Lock()
+_bg_pool: ThreadPoolExecutor | None = None
+
+
+def _background() -> ThreadPoolExecutor:
+    """One thread that runs the maps' downloads behind the host's back (transfer.to_host)."""
+    global _bg_pool
+    with _bg_lock:
+        if _bg_pool is None:
+            _bg_pool = ThreadPoolExecutor(1, thread_name_prefix="gpulab-mvs-download")
+        return _bg_pool
+
+
+class _Pending:
+    """A group's maps on their way down: :meth:`wait` joins the download, then counts each
+    map's samples into its stats and drops the device's copies."""
+
+    def __init__(self, future, maps):
+        self.future, self.maps = future, maps
+        self.wait_s = 0.0
+
+    def wait(self) -> None:
+        if self.future is None:
+            return
+        t = time.perf_counter()
+        fut, self.future = self.future, None
+        counts = fut.result()
+        self.wait_s = time.perf_counter() - t
+        for mp, c in zip(self.maps, counts, strict=True):
+            mp.pending = mp.device = None
+            mp.stats["samples"] = c
+            mp.stats["download_wait_s"] = self.wait_s
 
 
 def _maps(g: _Group, neighbors, rh, rhs, rht, rc, nrm, iters) -> list[DepthMap]:
@@ -543,7 +632,7 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                     max_attempts: int = DEFAULT_MAX_ATTEMPTS, max_slant_deg: float = DEFAULT_MAX_SLANT_DEG,
                     depth_ranges=None, seed_min_iter: int = DEFAULT_SEED_MIN_ITER, overlap: bool | None = None,
                     device=None, progress=None, callback=None, work_hint: float | None = None,
-                    graph: bool = True) -> list[DepthMap]:
+                    graph: bool = True, keep_device: bool = False) -> list[DepthMap]:
     """Grow the depth maps of the reference views ``refs`` together.
 
     Parameters
@@ -575,6 +664,11 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
         before; 0.5 when None): the progress bar's scale.
     graph : bool
         On the GPU, replay each batch as one captured CUDA graph (else four launches).
+    keep_device : bool
+        On the GPU, return at once, with the maps still coming down in a background thread: each
+        map's ``device`` holds its depth, normal and confidence on the device (for the fusion, which
+        then runs while they come down) until :meth:`DepthMap.wait`, which must be called (on any
+        one map of the call) before its arrays are read; ``stats["samples"]`` is set then.
 
     Returns
     -------
@@ -642,6 +736,8 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                 while not stop and len(inflight) < _AHEAD:
                     inflight.append((nxt, gr.launch(use_graph)))
                     nxt += 1
+                if nxt == _AHEAD:
+                    gr.prefault()  # the maps' host arrays, while the first batches run
                 if not inflight:
                     break
                 b, ev = inflight.popleft()
@@ -666,7 +762,19 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                     last_preview = time.perf_counter()
                 report(gr.batches, samples, avail - n_items, tried)
             t_loop_end = time.perf_counter()
-            maps = _maps(g, neighbors, *gr.records())
+            pend = None
+            if keep_device and not gr.emu:
+                recs, host, fut = gr.records_later()
+                maps = _maps(g, neighbors, *host)
+                pend = _Pending(fut, maps)
+                rh, nrm, rc = recs[0], recs[4], recs[3]
+                for a, mp in enumerate(maps):
+                    H, W = g.sizes[a]
+                    sl = slice(int(g.offs[a]), int(g.offs[a + 1]))
+                    mp.device = (rh[sl].reshape(H, W), nrm[sl].reshape(H, W, 3), rc[sl].reshape(H, W))
+                    mp.pending = pend
+            else:
+                maps = _maps(g, neighbors, *gr.records())
             t_download = time.perf_counter() - t_loop_end
         else:
             while True:
@@ -681,6 +789,7 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                 report(gr.batches, gr.samples, gr.queued - len(b["key"]), gr.tried)
             t_loop_end = time.perf_counter()
             t_download = 0.0
+            pend = None
     total_s = time.perf_counter() - t_start
     loop_s = t_loop_end - t_loop
     stats = {"seeds": gr.n_seeds, "batches": gr.batches, "tried": int(gr.tried), "free": int(gr.total_free),
@@ -690,5 +799,5 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
              "graph": bool(dev and getattr(gr, "graph", None))}
     stats["optimize_s"] = t_wait if not dev else loop_s
     for mp in maps:
-        mp.stats = {"samples": mp.n_samples, **stats}
+        mp.stats = {"samples": None if pend is not None else mp.n_samples, **stats}
     return maps

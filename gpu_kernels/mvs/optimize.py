@@ -29,6 +29,7 @@ import numpy as np
 
 from gpu_kernels.backend import Backend, get_backend, kernel
 from gpu_kernels.mvs.camera import Camera, MVSInputError
+from gpu_kernels.mvs.transfer import to_device
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -160,6 +161,7 @@ class ViewTextures:
     dev_ofs: object = None  # GPU copies of the offsets (in float4 units), widths, heights
     dev_w: object = None
     dev_h: object = None
+    images8: dict | None = None  # GPU: view -> its 8-bit image as uploaded (the fusion's colours)
 
     def __post_init__(self, backend_: Backend) -> None:
         self._backend = backend_
@@ -197,16 +199,20 @@ def pack_views(images, *, device=None, views=None) -> ViewTextures:
         with be.activate():
             flat = xp.zeros((max(total, 1), 12), xp.float32)
             k_pack = None
+            # the 8-bit images go up as they are, together (pinned staging and copy threads,
+            # transfer.py, from 4 MiB on); the device converts, differentiates and interleaves
+            # them (cuda/mvs_pack.cu: the same values as prepare_image)
+            dev8 = [i for i in sorted(use) if _packs_on_device(np.asarray(images[i]))]
+            up8 = dict(zip(dev8, to_device([np.asarray(images[i]) for i in dev8], xp, min_bytes=4 << 20),
+                           strict=True))
             for i in sorted(use):
                 a = np.asarray(images[i])
-                if _packs_on_device(a):
-                    # the 8-bit image goes up as it is; the device converts, differentiates and
-                    # interleaves it (cuda/mvs_pack.cu: the same values as prepare_image)
+                if i in up8:
                     if k_pack is None:
                         k_pack = kernel(be, "mvs_pack.cu", "mvs_pack_view")
                     h, w = a.shape[:2]
                     c = 1 if a.ndim == 2 else a.shape[2]
-                    img = xp.asarray(np.ascontiguousarray(a))
+                    img = up8[i]
                     k_pack(((h * w + 255) // 256,), (256,), (img, np.int32(h), np.int32(w), np.int32(c),
                                                              flat[ofs[i]:ofs[i] + npx[i]]))
                     continue
@@ -214,7 +220,7 @@ def pack_views(images, *, device=None, views=None) -> ViewTextures:
                 buf = np.zeros((len(p), 12), np.float32)
                 buf[:, 0:3], buf[:, 4:7], buf[:, 8:11] = p[:, 0:3], p[:, 3:6], p[:, 6:9]
                 flat[ofs[i]:ofs[i] + npx[i]] = xp.asarray(buf)
-            tx = ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H))
+            tx = ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H), up8)
             # the optimiser runs on non-blocking streams, which do not wait for the null stream
             if xp is not np:
                 xp.cuda.runtime.deviceSynchronize()
@@ -230,9 +236,18 @@ def pair_geometry(ref: Camera, other: Camera) -> tuple[np.ndarray, np.ndarray]:
     """``(H, e)``: the pixel of ``other`` seeing reference pixel ``(u, v)`` at depth ``d`` is
     the dehomogenised ``e + d * H @ (u, v, 1)``."""
     M = other.K @ other.R
-    Hm = M @ ref.R.T @ np.linalg.inv(ref.K)
+    Hm = M @ ref.R.T @ (ref.Kinv if isinstance(ref, _RefCamera) else np.linalg.inv(ref.K))
     e = other.K @ (other.R @ ref.center + other.t)
     return Hm, e
+
+
+class _RefCamera:
+    """What :func:`pair_geometry` reads of a reference camera, computed once for its pairs."""
+
+    def __init__(self, cam):
+        self.K, self.R = cam.K, cam.R
+        self.center = cam.center
+        self.Kinv = np.linalg.inv(cam.K)
 
 
 def build_geometry(cameras, refs, neighbors, tpp: int):
@@ -241,8 +256,9 @@ def build_geometry(cameras, refs, neighbors, tpp: int):
     geo = np.zeros((len(refs), tpp, 12), np.float32)
     nbr = np.full((len(refs), tpp), -1, np.int32)
     for a, r in enumerate(refs):
+        ref = _RefCamera(cameras[r])  # K^-1 and the centre once per reference (the same values)
         for k, v in enumerate(neighbors[a][:tpp]):
-            Hm, e = pair_geometry(cameras[r], cameras[v])
+            Hm, e = pair_geometry(ref, cameras[v])
             geo[a, k, :9] = Hm.reshape(-1)
             geo[a, k, 9:] = e
             nbr[a, k] = v

@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -46,10 +47,10 @@ from gpu_kernels.mvs.optimize import (
     pack_views,
 )
 from gpu_kernels.mvs.seeds import sift_seeds
-from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, select_views, track_membership
+from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, greedy_device, select_views, track_membership
 
 __all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "PreparedViews", "reconstruct",
-           "prepare_views", "grow_views", "cross_view_consistency", "scene_seeds", "parse_views", "scene_textures",
+           "prepare_views", "grow_views", "finish_maps", "cross_view_consistency", "scene_seeds", "parse_views", "scene_textures",
            "DEFAULT_TEXTURE_SHARE"]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
@@ -103,7 +104,8 @@ def scene_seeds(scene: MVSScene, *, progress=None):
 
 
 def _texture_bytes(scene, views) -> int:
-    return int(sum(scene.cameras[v].width * scene.cameras[v].height * 48 for v in views))
+    # three float4 per pixel, and the 8-bit image kept for the fusion's colours
+    return int(sum(scene.cameras[v].width * scene.cameras[v].height * 51 for v in views))
 
 
 def scene_textures(scene: MVSScene, *, device=None, share: float | None = None,
@@ -179,8 +181,11 @@ def prepare_views(scene: MVSScene, *, views="all", neighbors: int = DEFAULT_NEIG
     progress.update(seed_end, "view selection")
     # the tracks as a (points, views) table, once for every reference view
     member = track_membership(pvis, len(pts), scene.n_views) if pvis is not None else None
+    # on the GPU the greedy steps of every reference view are one launch (cuda/mvs_views.cu)
+    greedy = greedy_device(be, scene.cameras, pts, member, vs, neighbors) \
+        if be.is_gpu and member is not None else None
     nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors,
-                            member=member) for v in vs}
+                            member=member, _greedy=None if greedy is None else greedy[v]) for v in vs}
     view_seeds = {}
     if pvis is not None:
         # a point without a track counts as seen by every view (the grower keeps only those
@@ -210,8 +215,11 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
                min_views: int = DEFAULT_MIN_VIEWS, ncc_accept: float = DEFAULT_NCC_ACCEPT,
                max_iter: int = DEFAULT_MAX_ITER, batch_size: int | None = None, views_together: int | None = None,
                max_attempts: int = DEFAULT_MAX_ATTEMPTS, optimize_params: OptimizeParams | None = None,
-               overlap: bool | None = None, device=None, progress=None, callback=None) -> tuple[list, dict]:
-    """Grow the depth maps of ``prep.views``, ``views_together`` at a time: ``(maps, stats)``."""
+               overlap: bool | None = None, device=None, progress=None, callback=None,
+               keep_device: bool = False) -> tuple[list, dict]:
+    """Grow the depth maps of ``prep.views``, ``views_together`` at a time: ``(maps, stats)``.
+    ``keep_device``: see :func:`~gpu_kernels.mvs.grow.grow_depth_maps` (the maps still come down
+    on return; ``stats["samples"]`` is None until :func:`finish_maps`)."""
     be = get_backend(device)
     progress = as_progress(progress)
     prm = optimize_params or OptimizeParams(window=window, min_views=min_views, ncc_accept=ncc_accept,
@@ -254,7 +262,8 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
             maps = grow_depth_maps(tex, None, scene.cameras, grp, [nbrs[v] for v in grp],
                                    [prep.view_seeds[v] for v in grp], masks=scene.masks, params=prm,
                                    batch_size=batch_size, max_attempts=max_attempts, overlap=overlap, device=be,
-                                   progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint)
+                                   progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint,
+                                   keep_device=keep_device)
             tried_free[0] += maps[0].stats.get("tried", 0)
             tried_free[1] += maps[0].stats.get("free", 0)
             t_grow += time.perf_counter() - tg
@@ -263,7 +272,7 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
                 peak_mem = max(peak_mem, int(pool.total_bytes()))
             maps_all.extend(maps)
             del tex
-    samples = int(sum(m.n_samples for m in maps_all))
+    samples = None if keep_device else int(sum(m.n_samples for m in maps_all))
     stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(prep.points),
              "seed_source": prep.seed_source, "seeds_s": prep.seeds_s, "prepare_s": prep.prepare_s,
              "grow_s": t_grow, "peak_device_bytes": peak_mem,
@@ -274,6 +283,23 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
              "batches": int(sum(c["batches"] for c in call_stats)),
              "views_together": vt, "neighbors": {scene.names[v]: [scene.names[n] for n in nbrs[v]] for v in vs}}
     return maps_all, stats
+
+
+def _keep_device() -> bool:
+    """The fusion reads the grown maps on the device while they come down
+    (``GPULAB_MVS_KEEP_DEVICE=0``: it waits for them and uploads them again, as before)."""
+    return os.environ.get("GPULAB_MVS_KEEP_DEVICE", "1").strip() != "0"
+
+
+def finish_maps(maps, stats: dict) -> None:
+    """Wait for the maps still coming down (``grow_views(keep_device=True)``) and count the
+    samples into ``stats``."""
+    t = time.perf_counter()
+    for m in maps:
+        m.wait()
+    stats["download_wait_s"] = time.perf_counter() - t
+    stats["samples"] = int(sum(m.stats["samples"] if m.stats.get("samples") is not None else m.n_samples
+                               for m in maps))
 
 
 def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, neighbors: int = DEFAULT_NEIGHBORS,
@@ -324,21 +350,28 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         min_views = optimize_params.min_views
     prep = prepare_views(scene, views=vs, neighbors=neighbors, min_views=min_views, device=be,
                          progress=progress.sub(0.0, prep_end), seeds=seeds)
+    # on the GPU the fusion reads the maps where they are, while they come down behind it
+    fusing = fuse and len(vs) >= 2
     maps_all, stats = grow_views(scene, prep, window=window, min_views=min_views, ncc_accept=ncc_accept,
                                  max_iter=max_iter, batch_size=batch_size, views_together=views_together,
                                  max_attempts=max_attempts, optimize_params=optimize_params, overlap=overlap,
-                                 device=be, progress=progress.sub(prep_end, grow_end), callback=callback)
+                                 device=be, progress=progress.sub(prep_end, grow_end), callback=callback,
+                                 keep_device=fusing and be.is_gpu and _keep_device())
     fused = None
     t_fuse = 0.0
-    if fuse and len(vs) >= 2:
-        tf = time.perf_counter()
-        fused = fuse_depth_maps(scene.cameras, [m.depth for m in maps_all], views=vs,
-                                normals=[m.normal for m in maps_all], confidences=[m.conf for m in maps_all],
-                                images=[scene.images[v] if np.asarray(scene.images[v]).dtype == np.uint8 else None
-                                        for v in vs],
-                                rel_tol=fuse_tol, min_views=fuse_min_views, device=be,
-                                progress=progress.sub(grow_end, 1.0, "fusion"))
-        t_fuse = time.perf_counter() - tf
+    try:
+        if fusing:
+            tf = time.perf_counter()
+            dev8 = prep.textures.images8 if prep.textures is not None and prep.textures.images8 else {}
+            images = [dev8.get(v, scene.images[v]) if np.asarray(scene.images[v]).dtype == np.uint8 else None
+                      for v in vs]
+            on = [m.device if m.device is not None else (m.depth, m.normal, m.conf) for m in maps_all]
+            fused = fuse_depth_maps(scene.cameras, [o[0] for o in on], views=vs, normals=[o[1] for o in on],
+                                    confidences=[o[2] for o in on], images=images, rel_tol=fuse_tol,
+                                    min_views=fuse_min_views, device=be, progress=progress.sub(grow_end, 1.0, "fusion"))
+            t_fuse = time.perf_counter() - tf
+    finally:
+        finish_maps(maps_all, stats)
     if be.is_gpu and be.xp is not np:
         be.free_memory_pool()
     stats.update(fuse_s=t_fuse, total_s=time.perf_counter() - t0)

@@ -17,13 +17,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["CHUNK_BYTES", "to_host", "to_device"]
+__all__ = ["CHUNK_BYTES", "to_host", "to_device", "host_arrays"]
 
 #: bytes per staging half (two per device)
 CHUNK_BYTES = 16 << 20
@@ -61,17 +62,64 @@ def _halves(cp):
         return st
 
 
-def to_host(arrays, stream) -> list:
+_zero: np.ndarray | None = None
+
+
+def host_arrays(specs) -> tuple[list, list]:
+    """``[np.empty(shape, dtype) for shape, dtype in specs]``, their pages touched by the copy
+    threads (the futures returned): a download into them later is a plain copy, without the
+    page faults of fresh memory (which cost more than the copy). Start it while the device works
+    and the host waits (the growing's loop)."""
+    global _zero
+    outs = [np.empty(sh, dt) for sh, dt in specs]
+    if _threads() < 2:
+        return outs, []
+    if _zero is None:
+        _zero = np.zeros(_PIECE, np.uint8)
+    pool = _executor()
+    jobs = []
+    for o in outs:
+        b = o.reshape(-1).view(np.uint8)
+        jobs += [pool.submit(np.copyto, b[c:c + _PIECE], _zero[:min(_PIECE, b.nbytes - c)])
+                 for c in range(0, b.nbytes, _PIECE)]
+    return outs, jobs
+
+
+def to_host(arrays, stream, out=None, min_bytes: int | None = None, if_free: bool = False) -> list:
     """``[a.get() for a in arrays]`` for C-contiguous CuPy arrays written on ``stream`` (a
-    ``cupy.cuda.Stream``): pinned staging and threaded copies for the large ones."""
+    ``cupy.cuda.Stream``): pinned staging and threaded copies when they take ``min_bytes``
+    (default 32 MiB) or more together. ``out``: host arrays of the same shapes and dtypes to fill
+    instead of new ones. ``if_free``: where another transfer holds the staging halves (the maps'
+    download in the background), a plain ``get`` instead of waiting for them."""
     import cupy as cp
 
     arrays = list(arrays)
+    if out is not None and [(o.shape, o.dtype) for o in out] != [(a.shape, a.dtype) for a in arrays]:
+        raise ValueError("to_host: out must match the arrays' shapes and dtypes")
+    busy = None
+    if if_free:
+        _mem, _views, busy = _halves(cp)
+        if not busy.acquire(blocking=False):
+            busy = None
+            min_bytes = 1 << 62  # taken: the plain way
+    try:
+        return _to_host(cp, arrays, stream, out, min_bytes, busy is not None)
+    finally:
+        if busy is not None:
+            busy.release()
+
+
+def _to_host(cp, arrays, stream, out, min_bytes, held) -> list:
     if os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0" or \
-            sum(a.nbytes for a in arrays) < _SMALL or _threads() < 2:
+            sum(a.nbytes for a in arrays) < (_SMALL if min_bytes is None else min_bytes) or _threads() < 2:
+        if out is None:
+            stream.synchronize()
+            return [a.get() for a in arrays]
+        for a, o in zip(arrays, out, strict=True):
+            a.get(stream=stream, out=o)
         stream.synchronize()
-        return [a.get() for a in arrays]
-    outs = [np.empty(a.shape, a.dtype) for a in arrays]
+        return list(out)
+    outs = list(out) if out is not None else [np.empty(a.shape, a.dtype) for a in arrays]
     chunks = []  # (device pointer, bytes, host destination as uint8)
     for a, o in zip(arrays, outs, strict=True):
         if not a.flags.c_contiguous:
@@ -97,7 +145,7 @@ def to_host(arrays, stream) -> list:
         rt.memcpyAsync(views[h].ctypes.data, ptr, n, rt.memcpyDeviceToHost, stream.ptr)
         events[h].record(stream)
 
-    with busy:  # one transfer at a time uses the device's halves
+    with contextlib.nullcontext() if held else busy:  # one transfer at a time uses the device's halves
         dma(0)
         for i in range(len(chunks)):
             if i + 1 < len(chunks):
@@ -114,13 +162,15 @@ def to_host(arrays, stream) -> list:
     return outs
 
 
-def to_device(arrays, xp) -> list:
+def to_device(arrays, xp, min_bytes: int | None = None) -> list:
     """``[xp.asarray(a) for a in arrays]`` for host arrays (``None`` stays ``None``): on CuPy,
-    the large ones go up through the same two pinned halves, host threads copying each chunk in
-    while the previous one is on its way, on the current stream (later work on it sees them)."""
+    when they take ``min_bytes`` (default 32 MiB) or more together, they go up through the same
+    two pinned halves, host threads copying each chunk in while the previous one is on its way,
+    on the current stream (later work on it sees them)."""
     arrays = [None if a is None else np.ascontiguousarray(a) for a in arrays]
     total = sum(a.nbytes for a in arrays if a is not None)
-    if getattr(xp, "__name__", None) != "cupy" or total < _SMALL or _threads() < 2 or \
+    small = _SMALL if min_bytes is None else min_bytes
+    if getattr(xp, "__name__", None) != "cupy" or total < small or _threads() < 2 or \
             os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0":
         return [None if a is None else xp.asarray(a) for a in arrays]
     cp = xp
@@ -133,6 +183,17 @@ def to_device(arrays, xp) -> list:
         for c in range(0, a.nbytes, CHUNK_BYTES):
             n = min(CHUNK_BYTES, a.nbytes - c)
             chunks.append((src[c:c + n], d.data.ptr + c, n))
+    # consecutive chunks share a half (many small arrays, e.g. views' images: one load, copied in
+    # parallel, instead of one round per array)
+    loads, cur, fill = [], [], 0
+    for ch in chunks:
+        if cur and fill + ch[2] > CHUNK_BYTES:
+            loads.append(cur)
+            cur, fill = [], 0
+        cur.append((*ch, fill))
+        fill += (ch[2] + 255) // 256 * 256
+    if cur:
+        loads.append(cur)
     _mem, views, busy = _halves(cp)
     pool = _executor()
     rt = cp.cuda.runtime
@@ -140,15 +201,17 @@ def to_device(arrays, xp) -> list:
     events = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
     used = [False, False]
     with busy:
-        for i, (src, ptr, n) in enumerate(chunks):
+        for i, load in enumerate(loads):
             h = i & 1
             if used[h]:
-                events[h].synchronize()  # the half's previous chunk has left
+                events[h].synchronize()  # the half's previous load has left
             dst = views[h]
-            jobs = [pool.submit(np.copyto, dst[c:min(c + _PIECE, n)], src[c:c + _PIECE]) for c in range(0, n, _PIECE)]
+            jobs = [pool.submit(np.copyto, dst[o + c:o + min(c + _PIECE, n)], src[c:c + _PIECE])
+                    for src, _ptr, n, o in load for c in range(0, n, _PIECE)]
             for j in jobs:
                 j.result()
-            rt.memcpyAsync(ptr, dst.ctypes.data, n, rt.memcpyHostToDevice, stream.ptr)
+            for _src, ptr, n, o in load:
+                rt.memcpyAsync(ptr, dst.ctypes.data + o, n, rt.memcpyHostToDevice, stream.ptr)
             events[h].record(stream)
             used[h] = True
         for h in (0, 1):

@@ -36,7 +36,7 @@ import numpy as np
 from gpu_kernels.mvs.camera import MVSInputError
 
 __all__ = ["DEFAULT_NEIGHBORS", "DEFAULT_ALPHA_MAX_DEG", "select_views", "select_all_views", "view_scores",
-           "track_membership"]
+           "track_membership", "greedy_device"]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
@@ -54,11 +54,15 @@ def track_membership(point_views, n_points: int, n: int) -> np.ndarray:
     """(n_points, n) bool: point k is seen by view v (indices outside 0..n-1 ignored). Compute
     it once and pass it as ``member`` to :func:`select_views` for several reference views."""
     member = np.zeros((n_points, n), bool)
-    tracks = [np.asarray(v).reshape(-1) for v in point_views]
-    lengths = np.array([len(t) for t in tracks], np.int64)
+    if not len(point_views):
+        return member
+    try:  # sequences of view indices (the common case): no conversion per track
+        lengths = np.fromiter(map(len, point_views), np.int64, len(point_views))
+    except TypeError:  # a bare index somewhere
+        lengths = np.fromiter(map(np.size, point_views), np.int64, len(point_views))
     if lengths.sum():
         rows = np.repeat(np.arange(n_points), lengths)
-        cols = np.concatenate(tracks).astype(np.int64)
+        cols = np.concatenate(point_views, axis=None).astype(np.int64)
         ok = (cols >= 0) & (cols < n)
         member[rows[ok], cols[ok]] = True
     return member
@@ -146,7 +150,8 @@ def view_scores(cameras, points, point_views, ref: int, chosen, *, alpha_max_deg
 
 def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int = DEFAULT_NEIGHBORS,
                  min_views: int = 0, alpha_max_deg: float = DEFAULT_ALPHA_MAX_DEG,
-                 alpha_min_deg: float = 3.0, max_angle_deg: float = 75.0, member=None) -> list[int]:
+                 alpha_min_deg: float = 3.0, max_angle_deg: float = 75.0, member=None,
+                 _greedy: list | None = None) -> list[int]:
     """The neighbour views of ``ref``, best first (greedy, see the module docstring).
     ``member``: :func:`track_membership` of ``point_views`` where the caller already has it."""
     n = len(cameras)
@@ -156,7 +161,9 @@ def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int =
         raise MVSInputError(f"max_neighbors must be at least 1, got {max_neighbors}")
     chosen = [ref]
     out: list[int] = []
-    if points is not None and point_views is not None and len(points):
+    if _greedy is not None:  # the greedy steps done already (greedy_device)
+        out = list(_greedy)
+    elif points is not None and point_views is not None and len(points):
         if member is None:
             member = track_membership(point_views, len(points), n)
         scorer = _Scorer(cameras, points, point_views, ref, alpha_max_deg, member)  # once for every greedy step
@@ -197,20 +204,52 @@ def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int =
                     pass
         dr = centre - cref.center
         dr /= np.linalg.norm(dr)
-        cand = []
-        for v in range(n):
-            if v == ref or v in out:
-                continue
-            d = centre - cameras[v].center
-            d /= np.linalg.norm(d)
-            ang = np.degrees(np.arccos(np.clip(dr @ d, -1, 1)))
-            if alpha_min_deg <= ang <= max_angle_deg:
-                cand.append((ang, v))
+        # every view's direction to the centre at once
+        d = centre[None, :] - np.array([c.center for c in cameras], np.float64)
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        angs = np.degrees(np.arccos(np.clip(d @ dr, -1, 1)))
+        taken = set(out) | {ref}
+        cand = [(float(angs[v]), v) for v in range(n)
+                if v not in taken and alpha_min_deg <= angs[v] <= max_angle_deg]
         for _, v in sorted(cand):
             if len(out) >= max_neighbors:
                 break
             out.append(v)
     return out
+
+
+#: scratch bytes above which the device selection leaves the work to NumPy
+_DEVICE_SCRATCH = 256 << 20
+
+
+def greedy_device(be, cameras, points, member, refs, max_neighbors: int,
+                  alpha_max_deg: float = DEFAULT_ALPHA_MAX_DEG) -> dict | None:
+    """The greedy steps of every reference view in ``refs`` in one launch on the device
+    (``cuda/mvs_views.cu``): ``{ref: chosen views}``, for :func:`select_views`' ``_greedy``.
+    None where the scratch would take more than :data:`_DEVICE_SCRATCH` (NumPy then)."""
+    from gpu_kernels.backend import kernel
+
+    refs = [int(r) for r in refs]
+    n, N = len(cameras), len(points)
+    if not refs or N == 0 or len(refs) * n * N * 8 > _DEVICE_SCRATCH:
+        return None
+    xp = be.xp
+    k = kernel(be, "mvs_views.cu", "mvs_select_views", options=("--fmad=false",))
+    a = xp.asarray
+    cams = np.zeros((n, 7), np.float64)
+    for v, c in enumerate(cameras):
+        cams[v, :3], cams[v, 3:6], cams[v, 6] = c.center, c.R[2], c.focal
+    with be.activate():
+        dc = a(cams)
+        out = xp.empty((len(refs), max_neighbors), xp.int32)
+        wn = xp.empty(len(refs) * n * N, xp.float64)
+        k((len(refs),), (256,), (np.int32(n), np.int32(N), a(np.ascontiguousarray(points, np.float64)),
+                                 a(np.ascontiguousarray(member, np.uint8)), xp.ascontiguousarray(dc[:, :3]),
+                                 xp.ascontiguousarray(dc[:, 3:6]), xp.ascontiguousarray(dc[:, 6]),
+                                 a(np.array(refs, np.int32)), np.int32(max_neighbors),
+                                 np.float64(np.radians(alpha_max_deg)), wn, out), shared_mem=8 * n)
+        o = be.asnumpy(out)
+    return {r: [int(v) for v in o[i] if v >= 0] for i, r in enumerate(refs)}
 
 
 def select_all_views(cameras, points, point_views, refs=None, **kw) -> list[list[int]]:

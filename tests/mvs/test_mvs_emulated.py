@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 # the same optimiser inputs as the GPU test (tests/mvs is on sys.path, as for every test folder)
-from test_mvs_gpu import _inputs
+from test_mvs_gpu import _inputs, view_scene
 
 from gpu_kernels.mvs import optimize as opt
 from gpu_kernels.mvs.optimize import (
@@ -190,3 +190,54 @@ def test_emulated_first_states_equal_the_host_ones(small_scene, window):
     assert 1000 < free.sum() < 0.9 * state.size
     assert not free[g.offs[1]:g.offs[2]].reshape(H, W)[:, W // 2:].any()  # the mask closed them
     assert want[3] > 0  # seeds on free pixels
+
+
+@pytest.mark.parametrize("seed,neighbors", [(0, 4), (1, 8), (2, 11)])
+def test_emulated_view_selection_equals_numpy(seed, neighbors):
+    """``cuda/mvs_views.cu`` (every reference view's greedy steps in one launch) chooses the
+    views NumPy's select_views chooses, in the same order, fill-in by angle included."""
+    from gpu_kernels.mvs.views import greedy_device, select_views, track_membership
+
+    cams, pts, vis = view_scene(seed)
+    member = track_membership(vis, len(pts), len(cams))
+    refs = list(range(len(cams)))
+    g = greedy_device(cuda_emu.emu_backend("cupy"), cams, pts, member, refs, neighbors)
+    for r in refs:
+        want = select_views(cams, pts, vis, r, max_neighbors=neighbors, min_views=neighbors, member=member)
+        got = select_views(cams, pts, vis, r, max_neighbors=neighbors, min_views=neighbors, member=member,
+                           _greedy=g[r])
+        assert got == want, (r, got, want)
+    assert any(len(g[r]) >= 2 for r in refs)  # the greedy steps did choose views
+
+
+def test_a_wrong_view_selection_is_caught(monkeypatch):
+    """The comparison can fail: with the parallax factor left out of the kernel's scores (alpha_max
+    huge: every factor ~0), the greedy steps choose other views or none."""
+    from gpu_kernels.mvs import views as vw
+
+    cams, pts, vis = view_scene(1)
+    member = vw.track_membership(vis, len(pts), len(cams))
+    monkeypatch.setattr(vw.np, "radians", lambda x: 1e6)
+    g = vw.greedy_device(cuda_emu.emu_backend("cupy"), cams, pts, member, list(range(len(cams))), 8)
+    monkeypatch.undo()
+    want = {r: vw.select_views(cams, pts, vis, r, max_neighbors=8, member=member) for r in range(len(cams))}
+    assert any(g[r] != want[r] for r in want)
+
+
+def test_emulated_sample_counts_per_view():
+    """``mvs_count_samples`` (each view's finite depths, counted on the device before the maps
+    come down) equals NumPy's count, with views that end inside a thread's 16 pixels."""
+    from gpu_kernels.backend import kernel
+
+    dev = cuda_emu.emu_backend("numpy")
+    rng = np.random.default_rng(5)
+    sizes = [37, 5, 300, 1, 129]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    d = np.where(rng.random(offs[-1]) < 0.6, rng.random(offs[-1]), np.nan).astype(np.float32)
+    d[40] = np.inf
+    k = kernel(dev, "mvs_queue.cu", "mvs_count_samples", {"LEVELS": 256})
+    counts = dev.xp.zeros(len(sizes), dev.xp.int32)
+    k(((offs[-1] + 4095) // 4096,), (256,), (dev.xp.asarray(d), np.int32(offs[-1]), dev.xp.asarray(offs[:-1]),
+                                             np.int32(len(sizes)), counts))
+    want = [int(np.isfinite(d[offs[a]:offs[a + 1]]).sum()) for a in range(len(sizes))]
+    assert list(np.asarray(counts)) == want and min(want) >= 0 and sum(want) > 200

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
+import threading
+
 import numpy as np
 import pytest
 
@@ -150,6 +154,8 @@ def test_fusion_kernel_matches_the_cupy_path_and_the_cpu(small_scene, monkeypatc
     old = fuse_depth_maps(cams, deps, device="cuda", **kw)
     cpu = fuse_depth_maps(cams, deps, device="cpu", **kw)
     assert len(new.points) > 1000
+    for f in dataclasses.fields(new):  # the CuPy path's cloud, bit for bit
+        np.testing.assert_array_equal(getattr(new, f.name), getattr(old, f.name), err_msg=f.name)
     for ref in (old, cpu):
         assert abs(len(new.points) - len(ref.points)) <= 0.001 * len(ref.points) + 2
         if len(new.points) == len(ref.points):
@@ -196,3 +202,94 @@ def test_staged_download_equals_get(sizes):
     for a, u in zip(arrs, [up[0], *up[2:]], strict=True):
         assert isinstance(u, cp.ndarray) and u.shape == a.shape and u.dtype == a.dtype
         assert bool((u == a).all())
+
+
+def test_fusion_while_the_maps_come_down_equals_fusion_after(small_scene, monkeypatch):
+    """reconstruct on the GPU fuses the grown maps where they are while they come down (and the
+    colours from the packed views' 8-bit images): the same maps and the same cloud, bit for bit,
+    as waiting for the maps and uploading them again (``GPULAB_MVS_KEEP_DEVICE=0``)."""
+    kw = {"views": [0, 1, 2, 3], "neighbors": 5, "min_views": 3, "batch_size": 1024, "views_together": 4}
+    a = reconstruct(small_scene.scene, device="cuda", **kw)
+    monkeypatch.setenv("GPULAB_MVS_KEEP_DEVICE", "0")
+    b = reconstruct(small_scene.scene, device="cuda", **kw)
+    assert a.stats["samples"] == b.stats["samples"] > 4000
+    for x, y in zip(a.maps, b.maps, strict=True):
+        assert x.device is None and x.pending is None  # waited for, device copies dropped
+        for f in ("depth", "normal", "conf", "iters", "hs", "ht"):
+            np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+        assert x.stats["samples"] == x.n_samples
+    assert len(a.fused.points) > 1000
+    for f in dataclasses.fields(a.fused):
+        np.testing.assert_array_equal(getattr(a.fused, f.name), getattr(b.fused, f.name), err_msg=f.name)
+
+
+def test_view_selection_on_the_device_equals_numpy():
+    """``cuda/mvs_views.cu`` (every reference view's greedy steps in one launch) chooses the views
+    that select_views chooses in NumPy, in the same order, at several numbers of neighbours."""
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.mvs.views import greedy_device, track_membership
+
+    for seed, k in ((0, 4), (1, 8), (2, 11), (3, 6)):
+        cams, pts, vis = view_scene(seed)
+        member = track_membership(vis, len(pts), len(cams))
+        g = greedy_device(get_backend("cuda"), cams, pts, member, list(range(len(cams))), k)
+        for r in range(len(cams)):
+            want = select_views(cams, pts, vis, r, max_neighbors=k, min_views=k, member=member)
+            assert select_views(cams, pts, vis, r, max_neighbors=k, min_views=k, member=member,
+                                _greedy=g[r]) == want, (seed, r)
+        assert any(len(v) >= 2 for v in g.values())
+
+
+def test_staged_copies_never_collect_garbage_off_the_gui_thread(small_scene):
+    """The GC guard's rule (app/ui/gc_guard.py: the automatic collector off, collections only in the
+    GUI thread): transfer.py's copy threads and the maps' background download run no collection
+    and do not turn the collector back on (a collection there could run a Qt destructor)."""
+    import cupy as cp
+
+    from gpu_kernels.mvs.transfer import to_device, to_host
+
+    seen = []
+
+    def note(phase, info):
+        if phase == "start":
+            seen.append(threading.current_thread().name)
+
+    was = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(note)
+    try:
+        arrs = [cp.arange(12_000_000, dtype=cp.float32), cp.ones((4_000_000, 3), cp.float32)]
+        for _ in range(3):
+            got = to_host(arrs, cp.cuda.Stream(non_blocking=True))
+            up = to_device(got, cp)
+            junk = [[] for _ in range(5000)]  # allocations that would trigger a collection if it were on
+            for j in junk:
+                j.append(j)
+            del junk
+        # and a reconstruction whose maps come down in the background thread while it fuses
+        res = reconstruct(small_scene.scene, views=[0, 1, 2], device="cuda", neighbors=5, min_views=3,
+                          batch_size=1024)
+        assert res.fused is not None and res.stats["samples"] > 3000
+        assert not gc.isenabled()
+        assert seen == [], seen
+        assert bool((up[0] == arrs[0]).all())
+    finally:
+        gc.callbacks.remove(note)
+        if was:
+            gc.enable()
+
+
+def view_scene(seed: int, n_views: int = 12, n_points: int = 400):
+    """A ring of cameras around random points, each point seen by a random run of views."""
+    from gpu_kernels.mvs.camera import look_at
+
+    rng = np.random.default_rng(seed)
+    ang = np.sort(rng.uniform(0, 2 * np.pi, n_views))
+    cams = [look_at([3 * np.cos(a), 3 * np.sin(a), rng.uniform(0.5, 1.5)], [0, 0, 0], [0, 0, 1],
+                    focal=float(rng.uniform(80, 160)), width=64, height=48) for a in ang]
+    pts = rng.normal(scale=0.4, size=(n_points, 3))
+    vis = []
+    for _ in range(n_points):
+        s, k = rng.integers(0, n_views), rng.integers(2, 6)
+        vis.append(np.unique((s + np.arange(k)) % n_views))
+    return cams, pts, vis
