@@ -60,7 +60,7 @@ VARIANTS = {
 
 
 def _switch_names():
-    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS")
+    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS", "FILL_AT_WORK")
 
 
 def _get(name):
@@ -97,9 +97,9 @@ def gpu(out, variants=()):
     from gpu_kernels.ops.color import _gray
 
     new = _switches()
-    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False}
+    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False, "FILL_AT_WORK": False}
     runs = {"session 4 (defe79b: all switches off)": old, "session 5 default": new}
-    flip = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False}
+    flip = dict(old)
     for n in _switch_names():
         if flip[n] != new[n]:
             runs[f"session 5 default, {n} = {flip[n]}"] = dict(new, **{n: flip[n]})
@@ -206,6 +206,59 @@ def gpu(out, variants=()):
     return res
 
 
+def _upscaled(sets, f=2):
+    """Pairs resized by ``f`` (and their flow scaled by it): frames over max_pixels, solved at a
+    coarser working level."""
+    import cv2
+
+    out = []
+    for ds, a, b, gt, valid in sets:
+        H, W = a.shape[:2]
+        size = (W * f, H * f)
+        g = cv2.resize(gt, size, interpolation=cv2.INTER_NEAREST) * f
+        m = cv2.resize(valid.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST) > 0
+        out.append((f"{ds}x{f}", cv2.resize(a, size, interpolation=cv2.INTER_LINEAR),
+                    cv2.resize(b, size, interpolation=cv2.INTER_LINEAR), g, m))
+    return out
+
+
+def fillcheck(out, device="cpu"):
+    """FILL_AT_WORK on and off on frames over max_pixels: the shared pairs resized 2x (chairs
+    1024x768, motions to ~200 px; Middlebury ~1170x770) and our large set's two 720p pairs: AEE and
+    the quality map's AUSE (against the ground truth's error, as benchmarks/flow.py)."""
+    import cv2
+
+    from benchmarks.flow import load_large
+    from gpu_kernels.flow import search
+    from gpu_kernels.flow.metrics import sparsification
+    from gpu_kernels.flow.search import inverse_search_flow
+
+    sets = _upscaled(load_chairs(_root()) + load_middlebury_rgb(_root()))
+    sets += [x for x in load_large(_root()) if "720p" in x[0]]
+    res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": device, "pairs": {}}
+    for ds, a, b, gt, valid in sets:
+        f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
+        r = {"shape": list(a.shape[:2]), "DIS medium": aee(f[..., 0], f[..., 1], gt, valid)}
+        for on in (False, True):
+            search.FILL_AT_WORK = on
+            x, y = (a, b) if device == "cpu" else (__import__("cupy").asarray(a), __import__("cupy").asarray(b))
+            fl = inverse_search_flow(x, y, device=device).to_numpy()
+            e = np.hypot(fl.u - gt[..., 0], fl.v - gt[..., 1])
+            r[f"fill at work {on}"] = {"aee": aee(fl.u, fl.v, gt, valid),
+                                       "ause": float(sparsification(e, fl.quality, valid=valid)["ause"])}
+        search.FILL_AT_WORK = True
+        res["pairs"][ds] = r
+        log(ds, r)
+        Path(out).write_text(json.dumps(res, indent=1, default=str))
+    for on in (False, True):
+        k = f"fill at work {on}"
+        res[k] = {"mean_aee": float(np.mean([r[k]["aee"] for r in res["pairs"].values()])),
+                  "mean_ause": float(np.mean([r[k]["ause"] for r in res["pairs"].values()]))}
+        log(k, res[k])
+    Path(out).write_text(json.dumps(res, indent=1, default=str))
+    return res
+
+
 def tune(out, names=None, which="shared"):
     """The CPU path's AEE of each schedule of :data:`VARIANTS` on the ten shared pairs (``which =
     "shared"``) or on our own large-motion set (``"large"``, benchmarks/flow.py's ``load_large``: not
@@ -245,14 +298,17 @@ def tune(out, names=None, which="shared"):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("gpu", "tune"))
+    ap.add_argument("what", choices=("gpu", "tune", "fillcheck"))
     ap.add_argument("--out", default="flow_session5.json")
     ap.add_argument("--variants", default="", help="gpu: ';'-separated names of VARIANTS also timed and scored")
     ap.add_argument("--names", default="", help="tune: ';'-separated names of VARIANTS (default: all)")
+    ap.add_argument("--device", default="cpu", help="fillcheck: cpu or cuda")
     ap.add_argument("--set", default="shared", choices=("shared", "large"), help="tune: the pairs scored")
     args = ap.parse_args(argv)
     if args.what == "gpu":
         gpu(args.out, variants=[n for n in args.variants.split(";") if n])
+    elif args.what == "fillcheck":
+        fillcheck(args.out, device=args.device)
     else:
         tune(args.out, names=[n for n in args.names.split(";") if n] or None, which=args.set)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["ENABLED", "kernels", "available", "bands", "warmup"]
+__all__ = ["ENABLED", "kernels", "available", "bands", "warmup", "prepare", "COMPILING"]
 
 #: use the compiled kernels on the CPU when numba imports (False: the NumPy path)
 ENABLED = os.environ.get("GPULAB_FLOW_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -65,6 +65,43 @@ def kernels():
                     _K = None
                 _TRIED = True
     return _K
+
+
+#: the progress message of a CPU flow that compiles the kernels first (the first after installing)
+COMPILING = "compiling CPU kernels (once, about 20 s)"
+_READY = False
+#: the compiled entry points (their on-disk cache tells whether a first call compiles)
+_ENTRIES = ("tv_warp_iterate", "patch_setup", "patch_init", "patch_round", "densify")
+
+
+def _cached() -> bool:
+    """Whether numba's on-disk cache holds every entry point's index (False when unknown): a first
+    call then loads them (under a second) rather than compiling (10-20 s)."""
+    try:
+        from . import _numba_kernels as k
+
+        return all(os.path.exists(getattr(k, n)._cache._cache_file._index_path) for n in _ENTRIES)
+    except Exception:  # noqa: BLE001 - numba's cache layout is not a public API
+        return False
+
+
+def prepare(progress=None) -> None:
+    """Before a CPU flow's first kernel: compile (or load) the kernels on a small pair
+    (:func:`warmup`), first saying :data:`COMPILING` on ``progress`` when the disk cache does not
+    hold them, so the first flow after installing does not sit silent for 10-20 s. Later calls
+    return at once."""
+    global _READY
+    if _READY or kernels() is None:
+        return
+    with _LOCK:
+        if _READY:
+            return
+        _READY = True                 # (warmup's own flow comes back here)
+        if not _cached():
+            from gpu_kernels.jobs import as_progress
+
+            as_progress(progress).update(0.0, COMPILING)
+        warmup()
 
 
 def bands(H: int, iters: int) -> int:

@@ -412,6 +412,7 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
         i2x, i2y = _grad_np(I2)
         I2s = np.stack([I2, i2x, i2y])
         i1g = _grad_np(I1)
+        _numba.prepare(progress)   # the first CPU flow says when it compiles the kernels
         nk = _numba.kernels()      # the compiled twin of _warp_np + _iterate_np (the same arithmetic)
         if nk is not None:
             uo, vo, po = np.empty_like(u), np.empty_like(v), np.empty_like(p)

@@ -209,6 +209,10 @@ RF_MIN_STEPS = 16
 #: each (is_fill_ok, is_quality_fb: the same operations, unfused) rather than ~8 and ~15 array
 #: operations at full resolution
 FUSED_MAPS = True
+#: frames solved at a coarser working level (over ``max_pixels``: 1080p at 960 x 540) are filled at
+#: that level, its threshold and spatial scale halved per level, and the filled flow upsampled, rather
+#: than filled at full resolution after upsampling (False)
+FILL_AT_WORK = True
 #: the fill keeps a pixel whose local NCC confidence is at least this, consistent or not (the
 #: backward flow can miss what the forward one found: a 200 px object)
 FILL_NCC = 0.7
@@ -617,7 +621,7 @@ def _edge_aware_fill_segments(be: Backend, guide, u, v, ok, k: float, passes: in
 
 
 def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float = DEFAULT_FILL,
-                      ncc: float = FILL_NCC):
+                      ncc: float = FILL_NCC, sigma_s: float = FILL_SIGMA_S):
     """The flow ``(u, v)`` with the pixels more than ``threshold`` px from forward-backward
     consistent (``|f + b(x + f)|``, ``backward = (ub, vb)``: occlusions, mismatches) and with a
     local NCC confidence (:func:`gpu_kernels.flow.ncc_confidence`, 7 x 7) under ``ncc``
@@ -635,11 +639,11 @@ def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float =
         ok = xp.empty(u.shape, xp.float32)
         _gpu.kernel(be, _SRC, "is_fill_ok")(_gpu.grid1d(n), (_gpu.THREADS,), (
             u, v, bw, conf, ok, _gpu.f32(threshold * threshold), _gpu.f32(ncc), _gpu.i64(n)))
-        return edge_aware_fill(be, g1, u, v, ok)
+        return edge_aware_fill(be, g1, u, v, ok, sigma_s=sigma_s)
     du, dv = u + bw[0], v + bw[1]
     ok = (du * du + dv * dv) <= xp.float32(threshold * threshold)
     ok = (ok | (conf >= xp.float32(ncc))).astype(xp.float32)
-    return edge_aware_fill(be, g1, u, v, ok)
+    return edge_aware_fill(be, g1, u, v, ok, sigma_s=sigma_s)
 
 
 def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backward=None):
@@ -697,20 +701,22 @@ def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backwa
 # ----------------------------------------------------------------------------- driver
 def coarse_to_fine(be: Backend, p1, p2, pm, *, work: int, patch, stride, iters, rounds, radius,
                    finest_patch_level, warps, tv_iters, lam, median, eps, prior, edge=0.0, occ=0.0, radius_levels=1,
-                   progress=None):
+                   progress=None, to: int = 0):
     """Stages 2-4 over the pyramids ``p1``, ``p2`` (finest first): at each level from the
     coarsest to ``work``, coarse matching and densification (levels ``>= work +
     finest_patch_level``, and always the coarsest), then TV-L1; below ``work`` the flow is only
-    upsampled. Returns the full-resolution ``(u, v)``."""
+    upsampled. Returns ``(u, v)`` at level ``to`` (0: full resolution)."""
     xp = be.xp
     progress = as_progress(progress)
+    if not be.is_gpu:
+        _numba.prepare(progress)       # the first CPU flow says when it compiles the kernels
     L = len(p1) - 1
     u = v = None
     # the levels share the bar by their pixels (the finest working level has about 3/4 of the
     # work; equal shares left the bar at 56 % for 57 % of a run)
     npix = {lev: float(p1[lev].shape[0] * p1[lev].shape[1]) for lev in range(work, L + 1)}
     total, done = sum(npix.values()) or 1.0, 0.0
-    for lev in range(L, -1, -1):
+    for lev in range(L, min(to, work) - 1, -1):
         I1, I2 = p1[lev], p2[lev]
         H, W = I1.shape
         if u is None:
@@ -775,24 +781,46 @@ def pyramids(be: Backend, g1, g2, mask=None, *, patch: int = DEFAULT_PATCH, blur
     return Pyramids(g1, g2, mask, p1, p2, pm, working_level(g1.shape, max_pixels, L))
 
 
-def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, **kw):
-    """Stage 2: the full-resolution ``(u, v)`` by :func:`coarse_to_fine` (``kw``: its
-    parameters). ``backward`` > 0: the flow from the second frame to the first instead, solved
-    ``backward`` levels coarser than the working level (for the quality map)."""
+def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, to: int = 0, **kw):
+    """Stage 2: ``(u, v)`` at level ``to`` (0: full resolution; at most the working level) by
+    :func:`coarse_to_fine` (``kw``: its parameters). ``backward`` > 0: the flow from the second
+    frame to the first instead, solved ``backward`` levels coarser than the working level (for the
+    quality map)."""
     if backward:
         return coarse_to_fine(be, pyr.p2, pyr.p1, None, work=min(pyr.work + backward, pyr.coarsest),
-                              progress=progress, **kw)
-    return coarse_to_fine(be, pyr.p1, pyr.p2, pyr.pm, work=pyr.work, progress=progress, **kw)
+                              progress=progress, to=to, **kw)
+    return coarse_to_fine(be, pyr.p1, pyr.p2, pyr.pm, work=pyr.work, progress=progress, to=to, **kw)
+
+
+def upsample(be: Backend, pyr: Pyramids, u, v, level: int):
+    """``(u, v)`` at pyramid level ``level`` brought to full resolution as :func:`coarse_to_fine`
+    brings the working level's flow (one :func:`~gpu_kernels.ops.pyramid.pyr_up` per level)."""
+    for lev in range(level - 1, -1, -1):
+        H, W = pyr.p1[lev].shape
+        u = _pyr_up(be, u, (H, W), (0, 1), value_scale=2.0)
+        v = _pyr_up(be, v, (H, W), (0, 1), value_scale=2.0)
+    return u, v
 
 
 def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QUALITY,
                   fb_level: int = DEFAULT_FB_LEVEL, fb_warps=DEFAULT_FB_WARPS, fb_iters=DEFAULT_FB_ITERS,
                   fill: float = DEFAULT_FILL, progress=None, back=None, **kw):
     """Stage 3: the forward-backward fill (``fill`` > 0) and the quality map of the flow ``(u,
-    v)`` (``kw``: the flow's parameters, for the backward flow, unless ``back`` gives it); returns
-    ``(u, v, q)`` with the mask applied (new arrays)."""
+    v)`` at the working level (stage 2's; ``kw``: the flow's parameters, for the backward flow,
+    unless ``back`` gives it, at the same level); returns the full-resolution ``(u, v, q)`` with the
+    mask applied (new arrays). The fill runs at the working level (:data:`FILL_AT_WORK`; its scales
+    in pixels of that level), the quality map at full resolution."""
+    lev = pyr.work
     if back is None and (quality == "fb" or fill > 0):
-        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress, kw)
+        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress, kw, lev)
+    if fill > 0 and FILL_AT_WORK and lev > 0:
+        s = 0.5 ** lev
+        u, v = fill_inconsistent(be, pyr.p1[lev], pyr.p2[lev], u, v, back, threshold=fill * s,
+                                 sigma_s=FILL_SIGMA_S * s)
+        fill = 0.0
+    u, v = upsample(be, pyr, u, v, lev)
+    if back is not None:
+        back = upsample(be, pyr, back[0], back[1], lev)
     if fill > 0:
         u, v = fill_inconsistent(be, pyr.g1, pyr.g2, u, v, back, threshold=fill)
     q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back if quality == "fb" else None)
@@ -810,7 +838,7 @@ def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pi
     fw = 0.8 if quality == "fb" or fill > 0 else 0.95
     side = _side_stream(be) if quality == "fb" or fill > 0 else None
     if side is None:
-        u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), **kw)
+        u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), to=pyr.work, **kw)
         return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps,
                              fb_iters=fb_iters, fill=fill, progress=progress.sub(fw, 0.95, "backward"), **kw)
     # the backward flow on a second stream, forked from and joined to the current one (in a graph
@@ -819,8 +847,8 @@ def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pi
     main = be.xp.cuda.get_current_stream()
     side.wait_event(main.record())
     with side:
-        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, None, kw)
-    u, v = solve(be, pyr, progress=progress.sub(0.0, 0.95, "flow"), **kw)
+        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, None, kw, pyr.work)
+    u, v = solve(be, pyr, progress=progress.sub(0.0, 0.95, "flow"), to=pyr.work, **kw)
     main.wait_event(side.record())
     return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps, fb_iters=fb_iters,
                          fill=fill, back=back, **kw)
@@ -846,10 +874,10 @@ def _side_stream(be: Backend):
     return s
 
 
-def _backward(be: Backend, pyr: Pyramids, fb_level, fb_warps, fb_iters, progress, kw):
-    """The backward flow of :func:`quality_stage` (``fb_level`` levels coarser)."""
+def _backward(be: Backend, pyr: Pyramids, fb_level, fb_warps, fb_iters, progress, kw, to: int):
+    """The backward flow of :func:`quality_stage` (``fb_level`` levels coarser) at level ``to``."""
     bk = dict(kw, warps=fb_warps or kw["warps"], tv_iters=fb_iters or kw["tv_iters"])
-    return solve(be, pyr, backward=fb_level, progress=progress, **bk)
+    return solve(be, pyr, backward=fb_level, progress=progress, to=to, **bk)
 
 
 def inverse_search_flow(img1, img2, *, patch: int = DEFAULT_PATCH, stride: int = DEFAULT_STRIDE,
@@ -1022,10 +1050,11 @@ def stage_pyramids(img1, img2, params: dict, *, mask=None, device=None) -> Pyram
 
 
 def stage_flow(pyr: Pyramids, params: dict, *, device=None, progress=None):
-    """Stage 2: the flow ``(u, v)`` (new arrays, unmasked) from the pyramids of stage 1."""
+    """Stage 2: the flow ``(u, v)`` at the working level (new arrays, unmasked) from the pyramids
+    of stage 1 (stage 3 brings it to full resolution)."""
     be = get_backend(device)
     with be.activate():
-        return solve(be, pyr, progress=progress, **{k: params[k] for k in _SOLVE})
+        return solve(be, pyr, progress=progress, to=pyr.work, **{k: params[k] for k in _SOLVE})
 
 
 def stage_quality(pyr: Pyramids, flow, params: dict, *, device=None, progress=None) -> FlowResult:

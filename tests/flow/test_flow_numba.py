@@ -142,3 +142,31 @@ def test_environment_switch_and_lazy_import():
     env["GPULAB_FLOW_NUMBA"] = "1"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_first_cpu_flow_says_it_compiles(monkeypatch):
+    """The first CPU flow of a process prepares the compiled kernels before its first level and,
+    when numba's disk cache does not hold them (the first run after installing: 10-20 s of
+    compiling), says so on the progress bar first; a cached first run and later runs do not."""
+    from gpu_kernels.flow.synthetic import synthetic_pair
+
+    p = synthetic_pair("translation", size=(64, 80), magnitude=3.0)
+
+    def messages():
+        seen = []
+        search.inverse_search_flow(p.img1, p.img2, device="cpu", progress=lambda f, s: seen.append(s))
+        return seen
+
+    monkeypatch.setattr(_numba, "_READY", False)
+    monkeypatch.setattr(_numba, "_cached", lambda: False)
+    seen = messages()
+    assert seen and _numba.COMPILING in seen[0], seen[:3]           # before any level's message
+    assert not any(_numba.COMPILING in (s or "") for s in messages())     # once a process
+    monkeypatch.setattr(_numba, "_READY", False)
+    monkeypatch.setattr(_numba, "_cached", lambda: True)
+    assert not any(_numba.COMPILING in (s or "") for s in messages())     # loaded from the cache: silent
+    monkeypatch.setattr(_numba, "_READY", False)
+    seen = []
+    refine.tvl1_refine(p.img1, p.img2, device="cpu", levels=2, warps=1, iters=2,
+                       progress=lambda f, s: seen.append(s))
+    assert not any(_numba.COMPILING in (s or "") for s in seen) and _numba._READY  # refine prepares them too

@@ -209,6 +209,31 @@ def test_tool_stages_reuse_and_equal_a_full_run():
     np.testing.assert_array_equal(r3.u, S.inverse_search_flow(img, img2, lam=50.0, device="cpu").u)
 
 
+def test_other_methods_parameters_rerun_nothing():
+    """The stages are keyed on the active method's parameters: with the search method, editing a
+    block-matching or Lucas-Kanade parameter (a preset that sets them all) re-uses every stage, while
+    a search parameter still re-runs the flow; with block matching, its block size re-runs it."""
+    from app.tools import flow
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+
+    img = natural_image("astronaut", (48, 64))
+    img2, _ = warp_image_by_flow(img, synthetic_flow("translation", (48, 64), 3.0))
+    data = flow.FlowData(img, img2, "a", "b")
+    cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 28)
+
+    def run(**p):
+        return flow.PIPELINE.execute(data, flow.PARAMS.validate(p), device=cpu, cache=cache, scope="k")[1]
+
+    run()
+    rep = run(block=16, radius=6, window=15, seed="lk", tile_size=64)
+    assert not rep.ran, rep.ran                                # nothing the search reads changed
+    assert run(block=16, warps=3).ran[:1] == ["flow"]
+    run(method="bm")
+    assert run(method="bm", block=16).ran[:1] == ["flow"]
+    assert not run(method="bm", block=16, patch=12, window=3).ran
+
+
 @pytest.mark.parametrize("kw", [dict(edge=-1.0), dict(occ=-0.1), dict(radius_levels=0), dict(fb_level=-1),
                                 dict(nonsense=1)])
 def test_new_parameters_checked(kw):
@@ -361,3 +386,29 @@ def test_fill_lowers_error_where_the_background_is_covered():
     e_on = np.hypot(on.u[covered] - 4, on.v[covered]).mean()
     e_off = np.hypot(off.u[covered] - 4, off.v[covered]).mean()
     assert e_on < 0.7 * e_off, (e_on, e_off)
+
+
+def test_fill_runs_at_the_working_level(monkeypatch):
+    """Frames over ``max_pixels`` are filled at the working level (FILL_AT_WORK: the fill's
+    threshold and scale in that level's pixels), then upsampled: the occlusion scene above, twice
+    as large and solved at half size, gets its covered background's flow back as at full size."""
+    import cv2
+
+    img1, img2, _, covered = _occlusion_scene()
+    H, W = img1.shape
+    a, b = (cv2.resize(x, (2 * W, 2 * H), interpolation=cv2.INTER_LINEAR) for x in (img1, img2))
+    cov = cv2.resize(covered.astype(np.uint8), (2 * W, 2 * H), interpolation=cv2.INTER_NEAREST) > 0
+    shapes = []
+    fill = S.fill_inconsistent
+    monkeypatch.setattr(S, "fill_inconsistent", lambda be, g1, *x, **k: shapes.append(g1.shape) or fill(be, g1, *x, **k))
+    kw = dict(max_pixels=H * W, device="cpu")
+    on = S.inverse_search_flow(a, b, **kw)
+    assert shapes == [(H, W)]                           # filled at the working level, once
+    off = S.inverse_search_flow(a, b, fill=0.0, **kw)
+    assert on.u.shape == (2 * H, 2 * W)
+    e_on = np.hypot(on.u[cov] - 8, on.v[cov]).mean()
+    e_off = np.hypot(off.u[cov] - 8, off.v[cov]).mean()
+    assert e_on < 0.7 * e_off, (e_on, e_off)
+    monkeypatch.setattr(S, "FILL_AT_WORK", False)       # the full-resolution fill: filled at 2H x 2W
+    S.inverse_search_flow(a, b, **kw)
+    assert shapes[-1] == (2 * H, 2 * W)
