@@ -192,8 +192,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
     return rcur, rounds
 
 
-def merge_device_host_rounds(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d, c: int,
-                 lab_d=None, syncs: SyncCounter | None = None):
+def merge_device_host_rounds(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d,
+                             c: int, lab_d=None, syncs: SyncCounter | None = None):
     """The session-4 GPU rounds (kept as the reference of :func:`merge_device`): a pixel recount
     and one synchronisation per round plus the final check. Returns ``(R, rounds)``."""
     xp = be.xp
