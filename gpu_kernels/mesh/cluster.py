@@ -228,8 +228,34 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
                            k_auto=auto, history=history)
 
 
+#: on a CUDA device, fuzzy_cluster_many computes every clustering's memberships and update
+#: weights in one kernel (``cuda/mesh_cluster.cu``) instead of a dozen array operations each
+FUSED_MEMBERSHIPS = True
+
+
+def memberships_many(D, reps_list, power: float = 1.0, device=None):
+    """``(P, W)``, each (N, sum K): the memberships of every clustering of ``reps_list`` side by
+    side (:func:`memberships` per clustering) and ``W = P ** power``, in one launch of
+    ``mesh_memberships`` (``gpu_kernels/cuda/mesh_cluster.cu``) on ``device``, a CUDA Backend
+    (or the test suite's emulator) holding ``D`` (float32, C-contiguous)."""
+    from gpu_kernels.backend import kernel
+
+    xp = device.xp
+    n = int(D.shape[0])
+    sizes = [int(np.asarray(r).size) for r in reps_list]
+    ktot = int(sum(sizes))
+    reps = xp.asarray(np.concatenate([np.asarray(r, dtype=np.int64) for r in reps_list]))
+    seg = xp.asarray(np.r_[0, np.cumsum(sizes)].astype(np.int32))
+    P = xp.empty((n, ktot), dtype=xp.float32)
+    W = xp.empty((n, ktot), dtype=xp.float32)
+    fn = kernel(device, "mesh_cluster.cu", "mesh_memberships")
+    fn(((n + 127) // 128,), (128,), (D, np.int64(n), reps, seg, np.int32(len(sizes)), np.int32(ktot),
+                                     np.float32(power), P, W))
+    return P, W
+
+
 def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None, progress=None,
-                       order: FarthestOrder | None = None) -> list:
+                       order: FarthestOrder | None = None, device=None) -> list:
     """:func:`fuzzy_cluster` for several integer ``ks`` on the same ``D``, in lockstep.
 
     Each clustering goes through exactly the iterations it would alone (it stops when its
@@ -252,6 +278,13 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
     m = UPDATE_POWER if power is None else float(power)
     reps = [order.reps[:min(k, order.count)].copy() for k in ks]
     kk = [int(r.size) for r in reps]
+    if device is None and xp is not np:
+        from gpu_kernels.backend import get_backend
+
+        device = get_backend(f"cuda:{D.device.id}")
+    if (device is not None and getattr(device, "is_gpu", False) and FUSED_MEMBERSHIPS and not UPDATE_OWN_FACES
+            and D.dtype == np.float32 and D.flags.c_contiguous):
+        return _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device)
     Ps = [memberships(D, r) for r in reps]
     history = [[r.copy()] for r in reps]
     active = list(range(len(ks)))
@@ -294,3 +327,47 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
     return [FuzzyClustering(reps=reps[i], P=Ps[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
                             G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
             for i in range(len(ks))]
+
+
+def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device) -> list:
+    """:func:`fuzzy_cluster_many` on a CUDA device: per iteration one membership kernel for every
+    clustering (:func:`memberships_many`), one product ``D @ W`` over all of them (the columns
+    of the clusterings that stopped are computed and not read: the product costs the reading
+    of ``D``), one argmin and one copy to the host."""
+    xp = device.xp
+    nk = len(ks)
+    offs = np.r_[0, np.cumsum(kk)]
+    P, W = memberships_many(D, reps, m, device)
+    history = [[r.copy()] for r in reps]
+    active = list(range(nk))
+    n_iter = [0] * nk
+    conv = [False] * nk
+    max_iter = max(int(max_iter), 0)
+    label = "/".join(str(k) for k in kk)
+    for it in range(1, max_iter + 1):
+        if not active:
+            break
+        prog.update((it - 1) / max(max_iter, 1), f"clustering into {label} parts")
+        am = asnumpy(xp.argmin(xp.matmul(D, W), axis=0)).astype(np.int64)
+        still = []
+        for i in active:
+            new = am[offs[i]:offs[i + 1]].copy()
+            seen = set()
+            for j in range(new.size):  # as update_representatives: a duplicate keeps its old face
+                if int(new[j]) in seen:
+                    new[j] = reps[i][j]
+                seen.add(int(new[j]))
+            n_iter[i] = it
+            if np.array_equal(new, reps[i]):
+                conv[i] = True
+                continue
+            reps[i] = new
+            history[i].append(new.copy())
+            still.append(i)
+        active = still
+        if active:
+            P, W = memberships_many(D, reps, m, device)
+    prog.update(1.0, f"clustering into {label} parts")
+    return [FuzzyClustering(reps=reps[i], P=P[:, offs[i]:offs[i + 1]], k=kk[i], n_iter=n_iter[i],
+                            converged=conv[i], G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
+            for i in range(nk)]

@@ -414,7 +414,7 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
         counts = [x for x in want if not isinstance(x, str)]
         sub = prog.sub(a1, a2)
         done_k = dict(zip(counts, fuzzy_cluster_many(D, counts, max_iter=max_iter, power=power, progress=sub,
-                                                     order=far), strict=True))
+                                                     order=far, device=backend), strict=True))
         for x in want:
             if isinstance(x, str):  # the farthest-point gap rule (AUTO_K_RULE "gap")
                 done_k[x] = fuzzy_cluster(D, x, max_iter=max_iter, power=power, progress=sub, order=far)
