@@ -44,3 +44,66 @@ extern "C" __global__ void mesh_memberships(const float* __restrict__ D, const l
         }
     }
 }
+
+// The farthest-point order of a distance matrix (gpu_kernels/mesh/cluster.py, farthest_order on
+// a CUDA device), in one launch of one block instead of two host round trips per representative.
+// On entry mind holds the minimum distance of every face to the `have` representatives chosen
+// so far (reps[0..have)); each step takes the face farthest from them (the first one on ties,
+// as argmax), stops when that distance is not > 0 (every face is a representative's), and
+// lowers mind by the new representative's row of D. Writes reps[have..], G[have..] and
+// *count (the number of representatives at the end); mind is updated in place.
+#define FAR_THREADS 1024
+extern "C" __global__ void __launch_bounds__(FAR_THREADS)
+mesh_farthest(const float* __restrict__ D, const long long n, float* __restrict__ mind,
+              long long* __restrict__ reps, double* __restrict__ G, const int have, const int want,
+              int* __restrict__ count)
+{
+    __shared__ float best_v[FAR_THREADS];
+    __shared__ long long best_i[FAR_THREADS];
+    const int t = threadIdx.x;
+    int got = have;
+    while (got < want) {
+        float bv = -1.0f;
+        long long bi = n;
+        for (long long i = t; i < n; i += FAR_THREADS) {
+            const float v = mind[i];
+            if (v > bv) {  // i rises: the first maximum of this thread's share
+                bv = v;
+                bi = i;
+            }
+        }
+        best_v[t] = bv;
+        best_i[t] = bi;
+        __syncthreads();
+        for (int h = FAR_THREADS / 2; h > 0; h >>= 1) {
+            if (t < h) {
+                const float ov = best_v[t + h];
+                const long long oi = best_i[t + h];
+                if (ov > best_v[t] || (ov == best_v[t] && oi < best_i[t])) {
+                    best_v[t] = ov;
+                    best_i[t] = oi;
+                }
+            }
+            __syncthreads();
+        }
+        const long long r = best_i[0];
+        const float g = best_v[0];
+        __syncthreads();
+        if (!(g > 0.0f)) {
+            break;
+        }
+        if (t == 0) {
+            reps[got] = r;
+            G[got] = (double)g;
+        }
+        const float* row = D + r * n;
+        for (long long i = t; i < n; i += FAR_THREADS) {
+            mind[i] = fminf(mind[i], row[i]);
+        }
+        ++got;
+        __syncthreads();
+    }
+    if (t == 0) {
+        *count = got;
+    }
+}

@@ -61,12 +61,21 @@ class FarthestOrder:
         return int(self.reps.size)
 
 
-def farthest_order(D, count: int, start: FarthestOrder | None = None) -> FarthestOrder:
+def farthest_order(D, count: int, start: FarthestOrder | None = None, device=None) -> FarthestOrder:
     """The farthest-point order of ``D`` up to ``count`` representatives, continued from
-    ``start`` (which is not modified) when given. See :func:`farthest_representatives`."""
+    ``start`` (which is not modified) when given. See :func:`farthest_representatives`.
+    On a CUDA device (``device``, or that of a CuPy ``D``) the steps run in one kernel launch
+    (``mesh_farthest``, ``cuda/mesh_cluster.cu``): the same order."""
     xp = array_module(D)
     n = D.shape[0]
     count = max(1, min(int(count), n))
+    if device is None and xp is not np:
+        from gpu_kernels.backend import get_backend
+
+        device = get_backend(f"cuda:{D.device.id}")
+    if (device is not None and getattr(device, "is_gpu", False) and FUSED_MEMBERSHIPS
+            and D.dtype == np.float32 and D.flags.c_contiguous):
+        return _farthest_order_kernel(D, count, start, device)
     if start is None:
         r0 = int(xp.argmin(D.sum(axis=1, dtype=xp.float64)))
         reps = [r0]
@@ -87,6 +96,31 @@ def farthest_order(D, count: int, start: FarthestOrder | None = None) -> Farthes
         G.append(g)
         mind = xp.minimum(mind, D[r])
     return FarthestOrder(np.asarray(reps, dtype=np.int64), np.asarray(G, dtype=np.float64), mind, done)
+
+
+def _farthest_order_kernel(D, count: int, start: FarthestOrder | None, device) -> FarthestOrder:
+    from gpu_kernels.backend import kernel
+
+    xp = device.xp
+    n = int(D.shape[0])
+    if start is not None and (start.done or start.count >= count):
+        return start
+    if start is None:
+        r0 = int(xp.argmin(D.sum(axis=1, dtype=xp.float64)))
+        reps, G = np.array([r0], dtype=np.int64), np.array([np.inf])
+        mind = D[r0].astype(xp.float32, copy=True)
+    else:
+        reps, G, mind = start.reps, start.G, start.mind.copy()
+    have = int(reps.size)
+    reps_d = xp.zeros(count, dtype=xp.int64)
+    G_d = xp.zeros(count, dtype=xp.float64)
+    got = xp.zeros(1, dtype=xp.int32)
+    fn = kernel(device, "mesh_cluster.cu", "mesh_farthest")
+    fn((1,), (1024,), (D, np.int64(n), mind, reps_d, G_d, np.int32(have), np.int32(count), got))
+    m = int(asnumpy(got)[0])
+    reps = np.concatenate([reps, asnumpy(reps_d[have:m]).astype(np.int64)])
+    G = np.concatenate([G, asnumpy(G_d[have:m]).astype(np.float64)])
+    return FarthestOrder(reps, G, mind, m < count)
 
 
 def farthest_representatives(D, count: int, order: FarthestOrder | None = None):

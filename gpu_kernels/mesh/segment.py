@@ -337,11 +337,11 @@ def graph_distances(graph, apsp_method, backend, prog, min_faces: int = 2) -> di
 FARTHEST_PREFIX = 64
 
 
-def distance_orders(distances: list, count: int = FARTHEST_PREFIX) -> list:
+def distance_orders(distances: list, count: int = FARTHEST_PREFIX, device=None) -> list:
     """Per entry of ``distances`` ({component: matrix}), {component: the matrix's farthest-point
     order up to ``count``} (:func:`gpu_kernels.mesh.cluster.farthest_order`): it depends only on
     the distances, so stage 1 computes it once for every k (issue 20)."""
-    return [{c: farthest_order(D, count) for c, D in d.items()} for d in distances]
+    return [{c: farthest_order(D, count, device=device) for c, D in d.items()} for d in distances]
 
 
 def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, power=None,
@@ -883,7 +883,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         distances = [graph_distances(g, apsp_method, backend, prog.sub(0.1 + 0.9 * i / nfull, 0.1 + 0.9 * (i + 1) / nfull),
                                      MIN_COMPONENT_FACES) for i, g in enumerate(graphs)]
         # the farthest-point order of each matrix: every k's first representatives are a prefix
-        orders = distance_orders(distances)
+        orders = distance_orders(distances, device=backend)
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else

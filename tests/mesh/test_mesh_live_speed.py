@@ -84,6 +84,29 @@ def test_the_fused_membership_kernel_equals_memberships_per_clustering(bar_dista
         assert P[0, 0] == 1.0 and P[50, 1] == 1.0 and P[50, 4] == 1.0  # on a representative
 
 
+def test_the_farthest_order_kernel_is_the_order_step_by_step(bar_distances):
+    """``mesh_farthest`` (one launch for all steps) through the CPU emulator: the order, the
+    gaps, a continuation from a shorter order, and the stop when every face is taken."""
+    from cuda_emu import available, emu_backend
+
+    if available():
+        pytest.skip(f"CUDA emulator unavailable: {available()}")
+    be = emu_backend()
+    D = np.ascontiguousarray(bar_distances[:300, :300])
+    ref = farthest_order(D, 40)
+    got = farthest_order(be.xp.asarray(D), 40, device=be)
+    np.testing.assert_array_equal(got.reps, ref.reps)
+    np.testing.assert_array_equal(got.G, ref.G)
+    np.testing.assert_array_equal(np.asarray(got.mind), np.asarray(ref.mind))
+    short = farthest_order(be.xp.asarray(D), 7, device=be)
+    longer = farthest_order(be.xp.asarray(D), 40, short, device=be)
+    np.testing.assert_array_equal(longer.reps, ref.reps)
+    assert short.count == 7 and not short.done
+    tiny = np.ascontiguousarray(D[:5, :5])  # 5 faces: the order stops at 5 (every face taken)
+    every = farthest_order(be.xp.asarray(tiny), 5, device=be)
+    np.testing.assert_array_equal(every.reps, farthest_order(tiny, 5).reps)
+
+
 def test_merge_tables_make_the_merges_of_the_arc_sums():
     """Both implementations of merge_weakest_boundaries merge the same clusters in the same
     order with the same strengths (the tables are the quick one, up to DENSE_MERGE_MAX)."""
