@@ -15,23 +15,28 @@ __device__ __forceinline__ int is_origin(int j, int n, int N) {
     return N > 1 ? (int)(((long long)j * (n - IS_P)) / (N - 1)) : 0;
 }
 
+// pixel q of the patch at (ox, oy): its value t and gradient (tx, ty), added to the sums of the
+// values (m) and of the Hessian's terms (a, b, c); is_template and is_step_warp's lanes
+__device__ __forceinline__ void is_sample(const float* __restrict__ I1, int H, int W, int ox, int oy, int q, float& t,
+                                          float& tx, float& ty, float& m, float& a, float& b, float& c) {
+    const int x = ox + q % IS_P, y = oy + q / IS_P;
+    t = I1[(long long)y * W + x];
+    m += t;
+    float gx, gy;
+    flow_grad(I1, H, W, x, y, gx, gy);
+    tx = gx;
+    ty = gy;
+    a += gx * gx;
+    b += gx * gy;
+    c += gy * gy;
+}
+
 // template (mean removed), its gradients and the Hessian of the patch at (ox, oy)
 __device__ __forceinline__ void is_template(const float* __restrict__ I1, int H, int W, int ox, int oy, float* T,
                                             float* Tx, float* Ty, float& a, float& b, float& c) {
     float m = 0.0f;
     a = b = c = 0.0f;
-    for (int k = 0; k < IS_N; ++k) {
-        const int x = ox + k % IS_P, y = oy + k / IS_P;
-        T[k] = I1[(long long)y * W + x];
-        m += T[k];
-        float gx, gy;
-        flow_grad(I1, H, W, x, y, gx, gy);
-        Tx[k] = gx;
-        Ty[k] = gy;
-        a += gx * gx;
-        b += gx * gy;
-        c += gy * gy;
-    }
+    for (int k = 0; k < IS_N; ++k) is_sample(I1, H, W, ox, oy, k, T[k], Tx[k], Ty[k], m, a, b, c);
     m *= 1.0f / IS_N;
     for (int k = 0; k < IS_N; ++k) T[k] -= m;
 }
@@ -234,18 +239,7 @@ extern "C" __global__ void is_step_warp(const float* __restrict__ I1, const floa
     for (int t = 0; t < IS_NL; ++t) {
         const int q = lane + 32 * t;
         T[t] = Tx[t] = Ty[t] = 0.0f;
-        if (q < IS_N) {
-            const int x = ox + q % IS_P, y = oy + q / IS_P;
-            T[t] = I1[(long long)y * W + x];
-            m += T[t];
-            float gx, gy;
-            flow_grad(I1, H, W, x, y, gx, gy);
-            Tx[t] = gx;
-            Ty[t] = gy;
-            a += gx * gx;
-            b += gx * gy;
-            c += gy * gy;
-        }
+        if (q < IS_N) is_sample(I1, H, W, ox, oy, q, T[t], Tx[t], Ty[t], m, a, b, c);
     }
     m = is_wsum(m) * (1.0f / IS_N);
     a = is_wsum(a) + reg;
