@@ -448,19 +448,25 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
         count[int(label_component[keep])] -= 1
         merges.append((keep, gone))
 
+    lc_iu = label_component[iu]
+    is_over = np.zeros(comp_area.size, dtype=bool)
     while True:
         over = [c for c in targets if count[c] > targets[c]]
         if not over:
             break
-        cand = (BN[iu, ju] > 0) & np.isin(label_component[iu], over)
+        is_over[:] = False
+        is_over[over] = True
+        cand = (BN[iu, ju] > 0) & is_over[lc_iu]
         if not cand.any():
             break
         ulo, uhi = iu[cand], ju[cand]
         bl = BL[ulo, uhi]
         if min_area > 0:
             frac = area / np.maximum(comp_area[label_component], 1e-300)
-            small = present & (frac < min_area) & np.isin(label_component, over)
-            small &= np.isin(np.arange(K), np.r_[ulo, uhi])
+            in_pair = np.zeros(K, dtype=bool)
+            in_pair[ulo] = True
+            in_pair[uhi] = True
+            small = present & (frac < min_area) & is_over[label_component] & in_pair
             if small.any():
                 sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
                 touch = (ulo == sl) | (uhi == sl)
