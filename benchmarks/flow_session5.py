@@ -38,6 +38,7 @@ from benchmarks.flow_session4 import _dis, _pair, _root, _stage_graph_ms  # noqa
 #: schedules (inverse_search_flow keywords) scored by ``tune`` and, with ``--variants``, timed by ``gpu``
 VARIANTS = {
     "default": {},
+    "warps (8,)": dict(warps=(8,)),
     "warps (8, 4)": dict(warps=(8, 4)),
     "warps (8, 6)": dict(warps=(8, 6)),
     "warps (8, 8, 4)": dict(warps=(8, 8, 4)),
@@ -59,8 +60,12 @@ VARIANTS = {
 }
 
 
+#: the session-4 default's schedule (the "session 4" runs pass it: the default is now (5, 4))
+OLD_CFG = {"warps": (8,)}
+
+
 def _switch_names():
-    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS", "FILL_AT_WORK")
+    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS", "FILL_AT_WORK", "BACKWARD_FIRST")
 
 
 def _get(name):
@@ -88,7 +93,7 @@ def _apply(sw):
         _set(n, x)
 
 
-def gpu(out, variants=()):
+def gpu(out, variants=(), quick=False):
     import cupy as cp
 
     from gpu_kernels.backend import get_backend
@@ -97,9 +102,10 @@ def gpu(out, variants=()):
     from gpu_kernels.ops.color import _gray
 
     new = _switches()
-    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False, "FILL_AT_WORK": False}
+    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False, "FILL_AT_WORK": False,
+           "BACKWARD_FIRST": True}
     runs = {"session 4 (defe79b: all switches off)": old, "session 5 default": new}
-    flip = dict(old)
+    flip = dict(old, BACKWARD_FIRST=not new["BACKWARD_FIRST"])
     for n in _switch_names():
         if flip[n] != new[n]:
             runs[f"session 5 default, {n} = {flip[n]}"] = dict(new, **{n: flip[n]})
@@ -136,17 +142,20 @@ def gpu(out, variants=()):
     log(f"DIS at 1080p ({os.cpu_count()} host cores): {res['dis_ms_before']}")
     dis = res["dis_ms_before"]["DIS medium"]
     for label, sw in runs.items():
-        timed(label, sw, {})
+        timed(label, sw, OLD_CFG if sw is old else {})
     for name in variants:
         timed(f"session 5 default, {name}", new, VARIANTS[name])
     res["dis_ms_after"] = _dis(a, b)
     log(f"DIS again: {res['dis_ms_after']}")
+    if quick:
+        _apply(new)
+        return res
     # -- per stage, each captured on its own
     be = get_backend("cuda")
     res["stages_ms"] = {}
-    for label, sw in (("session 5 default", new), ("session 4", old)):
+    for label, sw, cfg in (("session 5 default", new, {}), ("session 4", old, OLD_CFG)):
         _apply(sw)
-        prm = search.search_params()
+        prm = search.search_params(**cfg)
         kw = {k: prm[k] for k in search._SOLVE}
         with be.activate():
             g1, g2 = _gray(be, da), _gray(be, db)
@@ -187,7 +196,7 @@ def gpu(out, variants=()):
         res["aee"]["DIS medium"][ds2] = aee(f[..., 0], f[..., 1], gt, valid)
     dm = res["aee"]["DIS medium"]
     res["aee_summary"] = {}
-    for label, sw, cfg in ([("session 4", old, {}), ("session 5 default", new, {})]
+    for label, sw, cfg in ([("session 4", old, OLD_CFG), ("session 5 default", new, {})]
                            + [(f"session 5 default, {n}", new, VARIANTS[n]) for n in variants]):
         _apply(sw)
         r = {}
@@ -241,6 +250,10 @@ def fillcheck(out, device="cpu"):
         r = {"shape": list(a.shape[:2]), "DIS medium": aee(f[..., 0], f[..., 1], gt, valid)}
         for on in (False, True):
             search.FILL_AT_WORK = on
+            if device != "cpu":
+                from gpu_kernels.flow import _plan
+
+                _plan.clear()               # (a plan's key does not hold the switch)
             x, y = (a, b) if device == "cpu" else (__import__("cupy").asarray(a), __import__("cupy").asarray(b))
             fl = inverse_search_flow(x, y, device=device).to_numpy()
             e = np.hypot(fl.u - gt[..., 0], fl.v - gt[..., 1])
@@ -259,17 +272,49 @@ def fillcheck(out, device="cpu"):
     return res
 
 
-def tune(out, names=None, which="shared"):
-    """The CPU path's AEE of each schedule of :data:`VARIANTS` on the ten shared pairs (``which =
-    "shared"``) or on our own large-motion set (``"large"``, benchmarks/flow.py's ``load_large``: not
-    used to choose), as ratios to DIS medium (mean of the AEEs over the mean of DIS's, and the worst
+def d2(out, old_src="flow_search_old.cu"):
+    """Review item D2 (is_template and is_step_warp share is_sample): the patch kernels of the
+    current flow_search.cu against ``old_src`` (the file before, copied beside it for the run) on
+    the GPU, at the 1080p pair's working level and a coarse level, both kernels per step: bit for bit."""
+    import cupy as cp
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.flow import search
+    from gpu_kernels.ops.color import _gray
+
+    be = get_backend("cuda")
+    _, a, b = _pair((1920, 1080))
+    res = {"device": device_name(), "cases": {}}
+    with be.activate():
+        pyr = search.pyramids(be, _gray(be, cp.asarray(a)), _gray(be, cp.asarray(b)), None)
+        for lev in (pyr.work, pyr.coarsest - 1):
+            I1, I2 = pyr.p1[lev], pyr.p2[lev]
+            u0 = cp.full(I1.shape, 1.5, cp.float32)
+            for warp in (False, True):
+                outs = []
+                for src in ("flow_search.cu", old_src):
+                    search._SRC, search.STEP_WARP = src, warp
+                    outs.append([x.get() for x in search.coarse_match(be, I1, I2, u0, -u0, radius=2)])
+                search._SRC, search.STEP_WARP = "flow_search.cu", True
+                same = all(np.array_equal(x, y) for x, y in zip(*outs, strict=True))
+                res["cases"][f"level {lev} {I1.shape}, warp steps {warp}"] = same
+                log(f"  D2 level {lev} {I1.shape} warp steps {warp}: bitwise equal {same}")
+    Path(out).write_text(json.dumps(res, indent=1, default=str))
+    return res
+
+
+def tune(out, names=None, which="shared", device="cpu"):
+    """The AEE of each schedule of :data:`VARIANTS` on the ten shared pairs (``which = "shared"``), on
+    our own large-motion set (``"large"``, benchmarks/flow.py's ``load_large``) or on the held-out set
+    (``"held"``, ``load_heldout``: never tuned on), as ratios to DIS medium (mean of the AEEs over the mean of DIS's, and the worst
     pair's ratio)."""
     import cv2
 
-    from benchmarks.flow import load_large
+    from benchmarks.flow import load_heldout, load_large
     from gpu_kernels.flow.search import inverse_search_flow
 
-    sets = load_chairs(_root()) + load_middlebury_rgb(_root()) if which == "shared" else load_large(_root())
+    sets = {"shared": lambda: load_chairs(_root()) + load_middlebury_rgb(_root()), "large": lambda: load_large(_root()),
+            "held": load_heldout}[which]()
     dis = {}
     for ds, a, b, gt, valid in sets:
         f = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(_gray8(a), _gray8(b), None)
@@ -283,7 +328,11 @@ def tune(out, names=None, which="shared"):
         r = {}
         c0 = time.process_time()
         for ds, x, y, gt, valid in sets:
-            f = inverse_search_flow(x, y, device="cpu", **cfg)
+            if device != "cpu":
+                import cupy as cp
+
+                x, y = cp.asarray(x), cp.asarray(y)
+            f = inverse_search_flow(x, y, device=device, **cfg).to_numpy()
             r[ds] = aee(f.u, f.v, gt, valid)
         ratio = {k: r[k] / dis[k] for k in r}
         res["cfgs"][name] = {"cfg": {k: list(x) if isinstance(x, tuple) else x for k, x in cfg.items()},
@@ -298,19 +347,23 @@ def tune(out, names=None, which="shared"):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("gpu", "tune", "fillcheck"))
+    ap.add_argument("what", choices=("gpu", "tune", "fillcheck", "d2"))
     ap.add_argument("--out", default="flow_session5.json")
     ap.add_argument("--variants", default="", help="gpu: ';'-separated names of VARIANTS also timed and scored")
     ap.add_argument("--names", default="", help="tune: ';'-separated names of VARIANTS (default: all)")
-    ap.add_argument("--device", default="cpu", help="fillcheck: cpu or cuda")
-    ap.add_argument("--set", default="shared", choices=("shared", "large"), help="tune: the pairs scored")
+    ap.add_argument("--quick", action="store_true", help="gpu: the end-to-end times only")
+    ap.add_argument("--device", default="cpu", help="fillcheck, tune: cpu or cuda")
+    ap.add_argument("--set", default="shared", choices=("shared", "large", "held"),
+                    help="tune: the pairs scored (held: benchmarks/flow.py's held-out set, never tuned on)")
     args = ap.parse_args(argv)
     if args.what == "gpu":
-        gpu(args.out, variants=[n for n in args.variants.split(";") if n])
+        gpu(args.out, variants=[n for n in args.variants.split(";") if n], quick=args.quick)
     elif args.what == "fillcheck":
         fillcheck(args.out, device=args.device)
+    elif args.what == "d2":
+        d2(args.out)
     else:
-        tune(args.out, names=[n for n in args.names.split(";") if n] or None, which=args.set)
+        tune(args.out, names=[n for n in args.names.split(";") if n] or None, which=args.set, device=args.device)
 
 
 if __name__ == "__main__":

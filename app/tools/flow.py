@@ -136,8 +136,8 @@ PARAMS = ParamSet([
           "level ('none': TV-L1 alone).", choices=_fd.TV_SEEDS, advanced=True, used_when=_refine_only),
     Param("warps", int, None, "Warps",
           "Refinement and search: re-linearisations of the data term per pyramid level (auto: 5 for "
-          "refine, 8 for search).", minimum=1, maximum=50, auto=True, auto_value=None, typical=5,
-          advanced=True, metavar="N", used_when=_variational),
+          "refine; 5 at the search's finest level, 4 coarser).", minimum=1, maximum=50, auto=True,
+          auto_value=None, typical=5, advanced=True, metavar="N", used_when=_variational),
     Param("patch", int, _fd.SEARCH_PATCH, "Patch size",
           "Search: side of the patches of the inverse search (4, 6, 8 or 12 pixels of each level); "
           "larger is steadier on weak texture, smaller follows small objects.",

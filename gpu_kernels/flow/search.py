@@ -51,7 +51,8 @@ and the Gauss-Newton rounds, one thread per pixel for densification, one per row
 the fill's recursive filter) and ``cuda/flow_tvl1.cu`` (TV-L1 iterations several to a launch in
 shared-memory tiles, :data:`gpu_kernels.flow.refine.TILE_ITERS`), the whole pipeline captured once
 as a CUDA graph (:mod:`gpu_kernels.flow._plan`); on the CPU the same arithmetic in
-NumPy/SciPy/OpenCV. 1080p on an H100: 13.9 ms (benchmarks/results/flow_session4.md).
+NumPy/SciPy/OpenCV. 1080p on an H100: about 6 ms with the quality map and the fill, the backward
+flow running beside the forward one (benchmarks/results/flow_session5.md).
 
 Example
 -------
@@ -137,8 +138,11 @@ DEFAULT_ROUNDS = 4
 DEFAULT_RADIUS = 8
 #: finest level with a patch search, counted from the working level (0: the working level itself)
 DEFAULT_FINEST_PATCH_LEVEL = _d.SEARCH_FINEST_PATCH_LEVEL
-#: TV-L1 warps per level, finest first (the last value for the coarser levels)
-DEFAULT_SEARCH_WARPS = (8,)
+#: TV-L1 warps per level, finest first (the last value for the coarser levels). (8,) until session 5;
+#: (5, 4) is the schedule closest to it whose 1080p time on an H100 stays under 6.43 ms (10x the
+#: lowest DIS-medium time seen on that host, 67.5 ms, with 5 % margin) in every measurement, at 0.680
+#: x DIS medium's AEE on the shared pairs against 0.665 (benchmarks/results/flow_session5.md)
+DEFAULT_SEARCH_WARPS = (5, 4)
 #: TV-L1 iterations per warp
 DEFAULT_SEARCH_TV_ITERS = 20
 #: TV-L1 data weight (intensities 0..1)
@@ -845,10 +849,14 @@ def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pi
     # plan: two parallel branches), so its latency-bound coarse levels run beside the forward's
     # (the launches are asynchronous: the bar follows the forward flow's, whose launches come second)
     main = be.xp.cuda.get_current_stream()
-    side.wait_event(main.record())
+    fork = main.record()
+    if not BACKWARD_FIRST:
+        u, v = solve(be, pyr, progress=progress.sub(0.0, 0.95, "flow"), to=pyr.work, **kw)
+    side.wait_event(fork)
     with side:
         back = _backward(be, pyr, fb_level, fb_warps, fb_iters, None, kw, pyr.work)
-    u, v = solve(be, pyr, progress=progress.sub(0.0, 0.95, "flow"), to=pyr.work, **kw)
+    if BACKWARD_FIRST:
+        u, v = solve(be, pyr, progress=progress.sub(0.0, 0.95, "flow"), to=pyr.work, **kw)
     main.wait_event(side.record())
     return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps, fb_iters=fb_iters,
                          fill=fill, back=back, **kw)
@@ -857,6 +865,8 @@ def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pi
 #: quality="fb" or a fill on the GPU: the backward flow runs on a second stream beside the forward
 #: flow (the same kernels and bits; in the graph plan two parallel branches)
 CONCURRENT_BACKWARD = True
+#: the backward branch's launches are queued (captured) before the forward's (True) or after
+BACKWARD_FIRST = True
 _side: dict = {}
 
 
