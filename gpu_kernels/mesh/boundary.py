@@ -173,13 +173,7 @@ def resolve_fuzzy_regions(graph: DualGraph, P: np.ndarray, fuzzy: np.ndarray,
     stats["n_regions"] = int(nreg)
     region_of = np.full(F, -1, dtype=np.int64)
     region_of[fidx] = reg
-    face_order = np.argsort(reg, kind="stable")
-    face_starts = np.searchsorted(reg[face_order], np.arange(nreg + 1))
     ia = np.flatnonzero(inner)
-    ia_reg = region_of[s[ia]]
-    o = np.argsort(ia_reg, kind="stable")
-    ia = ia[o]
-    ia_starts = np.searchsorted(ia_reg[o], np.arange(nreg + 1))
     # border arcs of each region: (face in region, face outside it, capacity)
     rs, rd = region_of[s], region_of[d]
     cross = rs != rd
@@ -189,14 +183,20 @@ def resolve_fuzzy_regions(graph: DualGraph, P: np.ndarray, fuzzy: np.ndarray,
     bx = np.concatenate([d[b1], s[b2]])
     bc = np.concatenate([capi[b1], capi[b2]])
     b_reg = region_of[bf]
+    if CUT_MODE == "batched":  # one problem: the arcs' order does not matter (sums and a canonical matrix)
+        lab = _cut_batched(lab, fidx, reg, nreg, best2, bf, bx, bc, b_reg, ia, region_of, capi, s, d, stats)
+        prog.update(1.0, "boundary cut")
+        return lab.astype(np.int32), stats
+    face_order = np.argsort(reg, kind="stable")
+    face_starts = np.searchsorted(reg[face_order], np.arange(nreg + 1))
+    ia_reg = region_of[s[ia]]
+    o = np.argsort(ia_reg, kind="stable")
+    ia = ia[o]
+    ia_starts = np.searchsorted(ia_reg[o], np.arange(nreg + 1))
     o = np.argsort(b_reg, kind="stable")
     bf, bx, bc, b_reg = bf[o], bx[o], bc[o], b_reg[o]
     b_starts = np.searchsorted(b_reg, np.arange(nreg + 1))
     sizes = np.diff(face_starts)
-    if CUT_MODE == "batched":
-        lab = _cut_batched(lab, fidx, reg, nreg, best2, bf, bx, bc, b_reg, ia, region_of, capi, s, d, stats)
-        prog.update(1.0, "boundary cut")
-        return lab.astype(np.int32), stats
     for it, r in enumerate(np.argsort(-sizes, kind="stable")):
         if it % 64 == 0:
             prog.update(it / nreg, "boundary cut")
@@ -268,6 +268,29 @@ def _cut_batched(lab, fidx, reg, nreg, best2, bf, bx, bc, b_reg, ia, region_of, 
     return lab
 
 
+def arc_components(graph: DualGraph, keep: np.ndarray) -> tuple[int, np.ndarray]:
+    """Connected components of the faces over the arcs where ``keep`` is true:
+    ``(n, component of every face)``, numbered as :func:`scipy.sparse.csgraph.connected_components`
+    numbers them. The symmetric sparse layout of the arcs is built once per graph (and kept
+    on it), so a call only selects entries: no sorting (issue 20: merge_islands runs a few
+    times per k edit)."""
+    lay = getattr(graph, "_sym_layout", None)
+    if lay is None:
+        E = graph.n_edges
+        rows = np.concatenate([graph.src, graph.dst])
+        cols = np.concatenate([graph.dst, graph.src])
+        o = np.lexsort((cols, rows))
+        lay = (rows[o], cols[o].astype(np.int32), np.concatenate([np.arange(E), np.arange(E)])[o])
+        graph._sym_layout = lay
+    rows, cols, arc = lay
+    sel = np.asarray(keep, dtype=bool)[arc]
+    F = graph.n
+    indptr = np.zeros(F + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows[sel], minlength=F), out=indptr[1:])
+    A = sp.csr_matrix((np.ones(int(indptr[-1]), dtype=np.int8), cols[sel], indptr), shape=(F, F))
+    return connected_components(A, directed=False)
+
+
 def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10) -> tuple[np.ndarray, dict]:
     """Make each label one connected patch (per mesh component).
 
@@ -276,7 +299,6 @@ def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10)
     ``n_islands_merged`` and ``area_merged`` (fraction of the total area).
     """
     lab = np.asarray(labels).astype(np.int64).copy()
-    F = lab.size
     s, d = graph.src, graph.dst
     areas = graph.areas
     total_area = float(areas.sum()) or 1.0
@@ -284,8 +306,7 @@ def merge_islands(graph: DualGraph, labels: np.ndarray, *, max_rounds: int = 10)
     area_merged = 0.0
     for _ in range(max_rounds):
         same = lab[s] == lab[d]
-        A = sp.coo_matrix((np.ones(int(same.sum())), (s[same], d[same])), shape=(F, F))
-        npatch, patch = connected_components(A, directed=False)
+        npatch, patch = arc_components(graph, same)
         # largest patch (by area) per label
         parea = np.bincount(patch, weights=areas, minlength=npatch)
         plabel = np.zeros(npatch, dtype=np.int64)
