@@ -70,6 +70,7 @@ from scipy.spatial import cKDTree
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
+from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
@@ -560,7 +561,10 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
         # strongest boundary of the same component (AUTO_K_RELATIVE of it)
         comp_of = [int(label_comp[keep]) for keep, _ in merges]
-        smax = {c: max([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c], default=0.0)
+        # (the strongest boundary, each weighted by its smaller part's area share: autok.py)
+        shares = _autok.merge_shares(graph.areas, labels, merges, label_comp)
+        smax = {c: _autok.reference_strength([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c],
+                                             [sh for sh, cc in zip(shares, comp_of, strict=True) if cc == c])
                 for c in auto}
         thr = {c: max(AUTO_K_STRENGTH, AUTO_K_RELATIVE * smax[c]) for c in auto}
         n_keep = {}

@@ -1,0 +1,366 @@
+"""Merge-stage screens for the mesh segmentation's quality (issue 22, session 5).
+
+The pipeline's last decisions -- which over-segmented clusters merge, in which order, and
+where k = "auto" stops -- run on a working resolution's clusters after the boundary cut.
+This script records, per PSB mesh, those clusters for every clustering the default pipeline
+does (k = "auto": the starts 24/30/36; the protocol's k: every over-segmentation factor of
+every human k), then replays the merges under variants of the merge criterion and of the
+stop rule, picks among the results exactly as the pipeline does (the medoid of the starts;
+the most concave factor), carries the labels to the input faces by the nearest working face
+and scores both modes against every human segmentation. Leave-one-category-out picks, per
+held-out category, the variant with the best mean over the other 18.
+
+    python benchmarks/mesh_quality.py cache --out /tmp/mq            # one pipeline run per mesh
+    python benchmarks/mesh_quality.py screen --cache /tmp/mq --variants V.json --json out.json
+    python benchmarks/mesh_psb.py --cv ...                           # the figure that counts
+
+The replay leaves out the full-resolution boundary re-cut (its effect was 0.001-0.002,
+``mesh_session3.md``), so its figures are screens; candidates that survive are scored by the
+real pipeline (``mesh_psb.py --cv`` with ``set`` entries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mesh_psb as mp  # noqa: E402
+
+from gpu_kernels.mesh import boundary as _bd  # noqa: E402
+from gpu_kernels.mesh import segment as _segment  # noqa: E402
+from gpu_kernels.mesh.metrics import rand_index_error  # noqa: E402
+
+STORED = ROOT / ".carry-mesh5" / "hyb.npz"
+
+
+# --------------------------------------------------------------------------- cache
+def _record(prep, k, oversegment=None):
+    """Run ``segment_prepared(prep, k)`` and record each clustering's labels after the cut
+    (before any merge), with its cluster counts and targets."""
+    calls = []
+    orig_cut, orig_assemble = _bd.resolve_fuzzy_regions, _segment._assemble_and_cut
+
+    def assemble(graph, blocks, kused, targets, kk, epsilon, prog, info):
+        res = orig_assemble(graph, blocks, kused, targets, kk, epsilon, prog, info)
+        calls[-1].update(kused=list(map(int, kused)), targets=list(targets), final=np.asarray(res[0]).copy())
+        return res
+
+    def cut(graph, P, fuzzy, **kw):
+        labels, st = orig_cut(graph, P, fuzzy, **kw)
+        calls.append({"labels": np.asarray(labels).astype(np.int32).copy()})
+        return labels, st
+
+    _bd.resolve_fuzzy_regions, _segment._assemble_and_cut = cut, assemble
+    try:
+        seg = _segment.segment_prepared(prep, k=k, oversegment=oversegment)
+    finally:
+        _bd.resolve_fuzzy_regions, _segment._assemble_and_cut = orig_cut, orig_assemble
+    return seg, [c for c in calls if "kused" in c]
+
+
+def cache_mesh(data: Path, mesh_id: int, out: Path, oversegment=None) -> dict:
+    from scipy.spatial import cKDTree
+
+    v, f = mp.load_mesh(data, mesh_id)
+    humans = mp.load_human(data, mesh_id)
+    hk = [int(np.unique(h).size) for h in humans]
+    t0 = time.perf_counter()
+    prep = _segment.prepare_mesh(v, f)
+    graph = prep.graph
+    if prep.working:
+        gs = prep.working[0][1]
+        near = prep.nearest[0] if prep.nearest and prep.nearest[0] is not None else \
+            cKDTree(gs.centroids).query(graph.centroids, k=1)[1]
+        g2w = np.asarray(near, dtype=np.int64)
+    else:
+        gs, g2w = graph, np.arange(graph.n, dtype=np.int64)
+    in2w = np.zeros(f.shape[0], dtype=np.int64)
+    in2w[prep.kept] = g2w
+    dropped = prep.report["dropped_faces"]
+    if len(dropped):
+        cen = np.asarray(v, np.float64)[np.asarray(f, np.int64)[dropped]].mean(axis=1)
+        in2w[dropped] = g2w[cKDTree(graph.centroids).query(cen, k=1)[1]]
+    if oversegment:  # extra over-segmentation factors of the protocol's k only
+        rec = {"mesh": mesh_id, "protocol": {k: _record(prep, k, oversegment)[1] for k in sorted(set(hk))}}
+        with open(out / f"{mesh_id}.pkl", "wb") as fh:
+            pickle.dump(rec, fh)
+        return {"category": mp.category_of(mesh_id), "RI": float("nan"), "k_auto": 0, "RI_auto": float("nan"),
+                "seconds": time.perf_counter() - t0}
+    seg, auto_calls = _record(prep, "auto")
+    rec = {"mesh": mesh_id, "category": mp.category_of(mesh_id), "gs": gs, "in2w": in2w, "hk": hk,
+           "auto": auto_calls, "k_auto": int(seg.k),
+           "RI_auto": float(np.mean([rand_index_error(seg.labels, h) for h in humans])), "protocol": {}}
+    ri = {}
+    for k in sorted(set(hk)):
+        seg, calls = _record(prep, k)
+        rec["protocol"][k] = calls
+        ri[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+    rec["RI"] = float(np.mean([ri[k] for k in hk]))
+    rec["seconds"] = time.perf_counter() - t0
+    with open(out / f"{mesh_id}.pkl", "wb") as fh:
+        pickle.dump(rec, fh)
+    return rec
+
+
+def cmd_cache(args) -> int:
+    mp._cv_simplifier()
+    mp._cv_ready["stored"] = str(args.stored)
+    args.out.mkdir(parents=True, exist_ok=True)
+    ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
+    for i in ids:
+        if (args.out / f"{i}.pkl").exists():
+            continue
+        r = cache_mesh(args.data, i, args.out, tuple(map(float, args.oversegment.split(","))) if args.oversegment else None)
+        print(f"{i:4d} {r['category']:10s} RI {r['RI']:.4f} auto k {r['k_auto']:3d} RI {r['RI_auto']:.4f} "
+              f"{r['seconds']:.1f} s", flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------------- replay
+def _stop_default(st, tau, rel, small=None, **_):
+    """The pipeline's rule (:mod:`gpu_kernels.mesh.autok`, its module constants in force)."""
+    from gpu_kernels.mesh import autok
+
+    st = np.asarray(st, dtype=np.float64)
+    if st.size == 0:
+        return 0
+    thr = max(tau, rel * autok.reference_strength(st, small))
+    hit = np.flatnonzero(st >= thr)
+    return int(hit[0]) if hit.size else int(st.size)
+
+
+def _stop_robust(st, tau, rel, small=None, min_small=0.0, rank=1, **_):
+    """The default rule, its relative threshold taken from the ``rank``-th strongest merge
+    among those whose smaller part holds at least ``min_small`` of the component's area."""
+    st = np.asarray(st, dtype=np.float64)
+    if st.size == 0:
+        return 0
+    ok = st if small is None else st[np.asarray(small) >= min_small]
+    ref = np.sort(ok)[::-1][min(rank, ok.size) - 1] if ok.size else 0.0
+    thr = max(tau, rel * ref)
+    hit = np.flatnonzero(st >= thr)
+    return int(hit[0]) if hit.size else int(st.size)
+
+
+def _stop_weighted(st, tau, rel, small=None, s0=0.02, **_):
+    """The default rule, its relative threshold taken from the strongest merge with each
+    strength scaled by min(1, smaller part's area share / s0) (small parts count less)."""
+    st = np.asarray(st, dtype=np.float64)
+    if st.size == 0:
+        return 0
+    ref = float(np.max(st * np.minimum(1.0, np.asarray(small) / s0)))
+    thr = max(tau, rel * ref)
+    hit = np.flatnonzero(st >= thr)
+    return int(hit[0]) if hit.size else int(st.size)
+
+
+STOPS = {"default": _stop_default, "robust": _stop_robust, "weighted": _stop_weighted}
+
+
+def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
+    """The pipeline's ``_merge_to_targets`` on recorded clusters, with the stop rule ``stop``."""
+    labels, _ = _bd.merge_islands(gs, labels)
+    label_comp = np.repeat(np.arange(len(kused)), kused)
+    tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, kused, strict=True))}
+    st: list = []
+    merged, merges = _bd.merge_weakest_boundaries(gs, labels, tg, label_comp, strengths=st,
+                                                  min_area=_segment.MIN_PART_AREA)
+    if not auto:
+        return merged
+    lab = np.asarray(labels).astype(np.int64)
+    area = np.bincount(lab, weights=gs.areas, minlength=label_comp.size)
+    comp_area = np.bincount(label_comp, weights=area)
+    comp_of = [int(label_comp[keep]) for keep, _ in merges]
+    small = []
+    for keep, gone in merges:
+        small.append(min(area[keep], area[gone]) / max(comp_area[label_comp[keep]], 1e-300))
+        area[keep] += area[gone]
+        area[gone] = 0.0
+    fn = STOPS[stop.get("rule", "default")]
+    kw = {"tau": _segment.AUTO_K_STRENGTH, "rel": _segment.AUTO_K_RELATIVE, **stop}
+    n_keep = {}
+    for c in {cc for cc, t in enumerate(targets) if t == "auto"}:
+        idx = [j for j, cc in enumerate(comp_of) if cc == c]
+        n_keep[c] = fn([st[j] for j in idx], small=[small[j] for j in idx], **kw)
+    lab = np.asarray(labels).astype(np.int64).copy()
+    seen: dict = {}
+    for (keep, gone), c in zip(merges, comp_of, strict=True):
+        seen[c] = seen.get(c, 0) + 1
+        if c in n_keep and seen[c] > n_keep[c]:
+            continue
+        lab[lab == gone] = keep
+    return lab.astype(np.int32)
+
+
+def _merge_or_keep(gs, call, auto, stop):
+    kused, targets = call["kused"], call["targets"]
+    if auto or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
+        return _merge(gs, call["labels"], kused, targets, auto, stop)
+    return call["labels"]
+
+
+def _weakest_left(gs, lab) -> float:
+    """The strength of the weakest boundary left between the parts (the next merge's)."""
+    u, inv = np.unique(np.asarray(lab), return_inverse=True)
+    if u.size < 2:
+        return 0.0
+    st: list = []
+    lc = np.zeros(u.size, dtype=np.int64)
+    _bd.merge_weakest_boundaries(gs, inv.astype(np.int32), {0: u.size - 1}, lc, strengths=st)
+    return float(st[0]) if st else 0.0
+
+
+def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
+    gs = rec["gs"]
+    if stop.get("extra"):  # calls of extra over-segmentation factors, from another cache
+        with open(Path(stop["extra"]) / f"{rec['mesh']}.pkl", "rb") as fh:
+            ext = pickle.load(fh)["protocol"]
+        keep = stop.get("extra_keep")
+        rec = dict(rec, protocol={k: [c for j, c in enumerate(calls + ext[k]) if keep is None or j in keep]
+                                  for k, calls in rec["protocol"].items()})
+    out = {}
+    if "auto" in what:
+        res = [_merge_or_keep(gs, c, True, stop) for c in rec["auto"]]
+        j = _segment.choose_consensus(gs, res, rule="medoid")[0] if len(res) > 1 else 0
+        lab = _bd.merge_islands(gs, res[j])[0][rec["in2w"]]
+        k = int(np.unique(lab).size)
+        out.update(RI_auto=float(np.mean([rand_index_error(lab, h) for h in humans])), k_auto=k,
+                   in_range=bool(min(rec["hk"]) <= k <= max(rec["hk"])))
+    if "protocol" in what:
+        ri = {}
+        rule = stop.get("factor_rule", "concavity")
+        for k, calls in rec["protocol"].items():
+            best = None
+            labs = [_merge_or_keep(gs, c, False, stop) for c in calls]
+            if rule.startswith("only"):  # one over-segmentation factor: "only0".."only3"
+                labs = labs[min(int(rule[4:]), len(labs) - 1):][:1]
+            for lab in labs:
+                score = _weakest_left(gs, lab) if rule == "weakest" else _segment.boundary_concavity(gs, lab)
+                key = (int(np.unique(lab).size), score)
+                if best is None or key[0] > best[0][0] or (key[0] == best[0][0] and key[1] > best[0][1] + 1e-12):
+                    best = (key, lab)
+            if rule == "medoid" and len(labs) > 2:
+                full = [x for x in labs if int(np.unique(x).size) == best[0][0]]
+                if len(full) > 2:
+                    best = (None, full[_segment.choose_consensus(gs, full, rule="medoid")[0]])
+            lab = _bd.merge_islands(gs, best[1])[0][rec["in2w"]]
+            ri[int(k)] = float(np.mean([rand_index_error(lab, h) for h in humans]))
+        out["RI"] = float(np.mean([ri[int(k)] for k in rec["hk"]]))
+    return out
+
+
+def _load(cache: Path, data: Path, ids=None):
+    for p in sorted(cache.glob("*.pkl"), key=lambda p: int(p.stem)):
+        if ids and int(p.stem) not in ids:
+            continue
+        with open(p, "rb") as fh:
+            rec = pickle.load(fh)
+        yield rec, mp.load_human(data, rec["mesh"])
+
+
+def cmd_screen(args) -> int:
+    """Each variant ``{"name": {"set": {"module.CONST": value}, "stop": {...}, "what": [...]}}``
+    replayed on every cached mesh; rows ``{name: {mesh: {RI, RI_auto, k_auto, in_range, category}}}``."""
+    variants = json.loads(Path(args.variants).read_text() if args.variants.endswith(".json") else args.variants)
+    ids = {int(x) for x in args.ids.split(",")} if args.ids else None
+    recs = list(_load(args.cache, args.data, ids))
+    table = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
+    for name, spec in variants.items():
+        old = []
+        for key, val in spec.get("set", {}).items():
+            mod, _, attr = key.rpartition(".")
+            m = importlib.import_module(f"gpu_kernels.mesh.{mod}")
+            old.append((m, attr, getattr(m, attr)))
+            setattr(m, attr, tuple(val) if isinstance(val, list) else val)
+        rows = {}
+        t0 = time.perf_counter()
+        try:
+            for rec, humans in recs:
+                r = replay_mesh(rec, humans, spec.get("stop", {}), tuple(spec.get("what", ("auto", "protocol"))))
+                r["category"] = rec["category"]
+                rows[str(rec["mesh"])] = r
+        finally:
+            for m, attr, val in old:
+                setattr(m, attr, val)
+        table[name] = rows
+        _summary(name, rows, time.perf_counter() - t0)
+        if args.json:
+            args.json.write_text(json.dumps(table))
+    return 0
+
+
+def _summary(name, rows, secs=0.0) -> None:
+    ri = [r["RI"] for r in rows.values() if "RI" in r]
+    ra = [r["RI_auto"] for r in rows.values() if "RI_auto" in r]
+    inr = sum(r.get("in_range", False) for r in rows.values())
+    over = sum(r.get("RI_auto", 0) > 0.30 for r in rows.values())
+    print(f"{name:40s} n {len(rows):3d} protocol {np.mean(ri) if ri else float('nan'):.4f} "
+          f"auto {np.mean(ra) if ra else float('nan'):.4f} in range {inr} >0.30(auto) {over}  {secs:.0f} s", flush=True)
+
+
+def loco(table: dict, names: list, key: str) -> tuple[float, list]:
+    """Leave one category out: per category, the name with the best mean ``key`` over the
+    other categories' meshes, scored on the held-out category."""
+    meshes = sorted(table[names[0]], key=int)
+    cats = {m: table[names[0]][m]["category"] for m in meshes}
+    out = []
+    for cat in sorted(set(cats.values())):
+        train = [m for m in meshes if cats[m] != cat]
+        held = [m for m in meshes if cats[m] == cat]
+        best = min(names, key=lambda n: np.mean([table[n][m][key] for m in train]))
+        out.append((cat, best, float(np.mean([table[best][m][key] for m in held])),
+                    sum(table[best][m].get("in_range", False) for m in held) if key == "RI_auto" else None,
+                    max((table[best][m][key], m) for m in held)))
+    return float(np.mean([o[2] for o in out])), out
+
+
+def cmd_loco(args) -> int:
+    table = json.loads(args.json.read_text())
+    names = args.pool.split(",") if args.pool else list(table)
+    for key in ("RI", "RI_auto"):
+        if not all(key in next(iter(table[n].values())) for n in names):
+            continue
+        mean, out = loco(table, names, key)
+        inr = sum(o[3] or 0 for o in out)
+        print(f"LOCO {key} over {names}: held-out mean {mean:.4f}" + (f", in range {inr}" if key == "RI_auto" else ""))
+        for cat, best, held, n_in, worst in out:
+            print(f"  {cat:10s} {best:36s} held {held:.4f} worst {worst[1]} ({worst[0]:.3f})"
+                  + (f" in {n_in}/4" if n_in is not None else ""))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("cache")
+    a.add_argument("--out", type=Path, required=True)
+    a.add_argument("--ids", default="")
+    a.add_argument("--stored", type=Path, default=STORED)
+    a.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    a.add_argument("--oversegment", default="", help="record only the protocol's k with these factors (extra factors)")
+    s = sub.add_parser("screen")
+    s.add_argument("--cache", type=Path, required=True)
+    s.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    s.add_argument("--variants", required=True, help='JSON or a .json file: {"name": {"set": {...}, "stop": {...}}}')
+    s.add_argument("--ids", default="")
+    s.add_argument("--json", type=Path)
+    lo = sub.add_parser("loco")
+    lo.add_argument("--json", type=Path, required=True)
+    lo.add_argument("--pool", default="")
+    args = ap.parse_args(argv)
+    return {"cache": cmd_cache, "screen": cmd_screen, "loco": cmd_loco}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
