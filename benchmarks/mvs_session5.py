@@ -193,7 +193,7 @@ def gpu_busy(fn, phases=False):
             "idle_ms_total": sum(b - a for a, b in idle) * 1e-3, "phases": ph, "largest_idle_gaps": gaps}
 
 
-def row(scene, dev, label, *, repeat, views, profile_gpu, profile_host=False, **kw):
+def row(scene, dev, label, *, repeat, views, profile_gpu, profile_host=False, annotate=True, **kw):
     from mvs_session4 import quality
 
     from gpu_kernels.mvs.stereo import reconstruct
@@ -238,7 +238,8 @@ def row(scene, dev, label, *, repeat, views, profile_gpu, profile_host=False, **
             out.update(g)
             out["gpu_idle_share_of_unprofiled_wall"] = 1 - g["gpu_busy_s"] / wall
             # a second profiled call with the host's phases annotated: where the GPU waits
-            ga = gpu_busy(lambda: reconstruct(scene, views=views, device=dev, **kw), phases=True)
+            ga = gpu_busy(lambda: reconstruct(scene, views=views, device=dev, **kw), phases=True) \
+                if annotate else None
             if ga is not None:
                 out["annotated"] = {k: ga[k] for k in ("wall_profiled_s", "gpu_idle_share", "phases",
                                                         "largest_idle_gaps")}
@@ -303,6 +304,7 @@ def main(argv=None):
     ap.add_argument("--blocking-sync", action="store_true")
     ap.add_argument("--no-gpu-profile", action="store_true")
     ap.add_argument("--profile", action="store_true", help="cProfile one call of each row")
+    ap.add_argument("--no-annotate", action="store_true", help="no second profiled call with the phases")
     ap.add_argument("--compare", nargs=2, default=None)
     args = ap.parse_args(argv)
     if args.compare:
@@ -325,12 +327,13 @@ def main(argv=None):
     reconstruct(scene, views=[0], device=dev, fuse=False, views_together=1)  # compile, warm
     reconstruct(scene, views="all", device=dev)
     prof = not args.no_gpu_profile and not args.blocking_sync
-    ph = args.profile
-    rows = [row(scene, dev, f"{args.label} scene", repeat=args.repeat, views="all", profile_gpu=prof, profile_host=ph),
+    ph, an = args.profile, not args.no_annotate
+    rows = [row(scene, dev, f"{args.label} scene", repeat=args.repeat, views="all", profile_gpu=prof, profile_host=ph,
+                annotate=an),
             row(scene, dev, f"{args.label} scene, no fusion", repeat=args.repeat, views="all", profile_gpu=prof,
-                fuse=False),
+                annotate=an, fuse=False),
             row(scene, dev, f"{args.label} view 0 alone", repeat=max(args.repeat, 7), views=[0], profile_gpu=prof,
-                profile_host=ph, fuse=False, views_together=1)]
+                profile_host=ph, annotate=an, fuse=False, views_together=1)]
     out["rows"] = rows
     if args.blocking_sync:  # the flags in effect (4: blocking sync)
         import ctypes

@@ -73,8 +73,10 @@ LEVELS = 256
 # the device selection's layout (cuda/mvs_queue.cu): blocks of _NT threads, _KPT pixels each
 _NT, _KPT = 256, 16
 _CHUNK = _NT * _KPT
-#: batches the host keeps queued on the device ahead of the one it reads
-_AHEAD = 4
+#: batches the host keeps queued on the device ahead of the one it reads (``GPULAB_MVS_AHEAD``
+#: overrides it): enough that the device does not wait for the host's launches when the last,
+#: small batches take less time than the host's turn of the loop (at most _RING)
+_AHEAD = 8
 _RING = 16
 
 _DX = np.array([1, -1, 0, 0], np.int64)
@@ -732,11 +734,12 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
             use_graph = graph and os.environ.get("GPULAB_MVS_GRAPH", "1") != "0"
             inflight: collections.deque = collections.deque()
             nxt, stop, last_preview, tried = 0, False, 0.0, 0
+            ahead = max(1, min(int(os.environ.get("GPULAB_MVS_AHEAD", "").strip() or _AHEAD), _RING))
             while True:
-                while not stop and len(inflight) < _AHEAD:
+                while not stop and len(inflight) < ahead:
                     inflight.append((nxt, gr.launch(use_graph)))
                     nxt += 1
-                if nxt == _AHEAD:
+                if nxt == ahead:
                     gr.prefault()  # the maps' host arrays, while the first batches run
                 if not inflight:
                     break

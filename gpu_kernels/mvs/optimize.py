@@ -183,9 +183,10 @@ def _packs_on_device(a: np.ndarray) -> bool:
     return a.ndim == 2 or a.shape[2] == 1 or a.shape[2] >= 3
 
 
-def pack_views(images, *, device=None, views=None) -> ViewTextures:
+def pack_views(images, *, device=None, views=None, sync: bool = True) -> ViewTextures:
     """Pack views (all, or the indices ``views``; the others get an empty slot) for
-    :func:`optimize_pixels`."""
+    :func:`optimize_pixels`. ``sync=False``: return without waiting for the device (the caller
+    synchronises it before any other stream reads the textures, as the grower's set-up does)."""
     be = get_backend(device)
     n = len(images)
     use = set(range(n)) if views is None else set(int(v) for v in views)
@@ -222,7 +223,7 @@ def pack_views(images, *, device=None, views=None) -> ViewTextures:
                 flat[ofs[i]:ofs[i] + npx[i]] = xp.asarray(buf)
             tx = ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H), up8)
             # the optimiser runs on non-blocking streams, which do not wait for the null stream
-            if xp is not np:
+            if xp is not np and sync:
                 xp.cuda.runtime.deviceSynchronize()
             return tx
     flat = np.zeros((max(total, 1), 9), np.float32)

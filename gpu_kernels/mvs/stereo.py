@@ -47,7 +47,13 @@ from gpu_kernels.mvs.optimize import (
     pack_views,
 )
 from gpu_kernels.mvs.seeds import sift_seeds
-from gpu_kernels.mvs.views import DEFAULT_NEIGHBORS, greedy_device, select_views, track_membership
+from gpu_kernels.mvs.views import (
+    DEFAULT_NEIGHBORS,
+    greedy_device,
+    select_views,
+    track_lengths,
+    track_membership,
+)
 
 __all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "PreparedViews", "reconstruct",
            "prepare_views", "grow_views", "finish_maps", "cross_view_consistency", "scene_seeds", "parse_views", "scene_textures",
@@ -184,13 +190,15 @@ def prepare_views(scene: MVSScene, *, views="all", neighbors: int = DEFAULT_NEIG
     # on the GPU the greedy steps of every reference view are one launch (cuda/mvs_views.cu)
     greedy = greedy_device(be, scene.cameras, pts, member, vs, neighbors) \
         if be.is_gpu and member is not None else None
+    centers = np.array([c.center for c in scene.cameras], np.float64)
     nbrs = {v: select_views(scene.cameras, pts, pvis, v, max_neighbors=neighbors, min_views=neighbors,
-                            member=member, _greedy=None if greedy is None else greedy[v]) for v in vs}
+                            member=member, _greedy=None if greedy is None else greedy[v], _centers=centers)
+            for v in vs}
     view_seeds = {}
     if pvis is not None:
         # a point without a track counts as seen by every view (the grower keeps only those
         # in front of the camera and inside the image)
-        untracked = np.array([len(pv) == 0 for pv in pvis], bool)
+        untracked = track_lengths(pvis) == 0
     for v in vs:
         if pvis is not None:
             view_seeds[v] = pts[member[:, v] | untracked]
@@ -205,7 +213,9 @@ def prepare_views(scene: MVSScene, *, views="all", neighbors: int = DEFAULT_NEIG
             fits = _texture_bytes(scene, need) <= 0.5 * free
         if fits:
             progress.update(seed_end + 0.5 * (1 - seed_end), "textures")
-            tex = pack_views(scene.images, device=be, views=need)
+            # no wait for the device here: the growing's set-up on the host runs while the views
+            # go up and are packed (the grower waits for the device before its first batch)
+            tex = pack_views(scene.images, device=be, views=need, sync=False)
     progress.update(1.0, "view selection")
     return PreparedViews(vs, nbrs, view_seeds, pts, pvis, seed_src, tex, be.label, t_seeds,
                          time.perf_counter() - t0)

@@ -90,26 +90,29 @@ def to_host(arrays, stream, out=None, min_bytes: int | None = None, if_free: boo
     ``cupy.cuda.Stream``): pinned staging and threaded copies when they take ``min_bytes``
     (default 32 MiB) or more together. ``out``: host arrays of the same shapes and dtypes to fill
     instead of new ones. ``if_free``: where another transfer holds the staging halves (the maps'
-    download in the background), a plain ``get`` instead of waiting for them."""
+    download in the background), two halves of this transfer's own from CuPy's pinned memory
+    pool (given back to it afterwards) instead of waiting for them."""
     import cupy as cp
 
     arrays = list(arrays)
     if out is not None and [(o.shape, o.dtype) for o in out] != [(a.shape, a.dtype) for a in arrays]:
         raise ValueError("to_host: out must match the arrays' shapes and dtypes")
-    busy = None
+    busy, own = None, None
     if if_free:
         _mem, _views, busy = _halves(cp)
         if not busy.acquire(blocking=False):
             busy = None
-            min_bytes = 1 << 62  # taken: the plain way
+            size = max(1, min(CHUNK_BYTES, sum(a.nbytes for a in arrays)))
+            mem = [cp.cuda.alloc_pinned_memory(size) for _ in range(2)]
+            own = [np.frombuffer(m, np.uint8, size) for m in mem]
     try:
-        return _to_host(cp, arrays, stream, out, min_bytes, busy is not None)
+        return _to_host(cp, arrays, stream, out, min_bytes, busy is not None or own is not None, own)
     finally:
         if busy is not None:
             busy.release()
 
 
-def _to_host(cp, arrays, stream, out, min_bytes, held) -> list:
+def _to_host(cp, arrays, stream, out, min_bytes, held, own=None) -> list:
     if os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0" or \
             sum(a.nbytes for a in arrays) < (_SMALL if min_bytes is None else min_bytes) or _threads() < 2:
         if out is None:
@@ -120,17 +123,20 @@ def _to_host(cp, arrays, stream, out, min_bytes, held) -> list:
         stream.synchronize()
         return list(out)
     outs = list(out) if out is not None else [np.empty(a.shape, a.dtype) for a in arrays]
+    size = CHUNK_BYTES if own is None else len(own[0])
     chunks = []  # (device pointer, bytes, host destination as uint8)
     for a, o in zip(arrays, outs, strict=True):
         if not a.flags.c_contiguous:
             raise ValueError("to_host needs C-contiguous arrays")
         dst = o.reshape(-1).view(np.uint8)
-        for c in range(0, a.nbytes, CHUNK_BYTES):
-            n = min(CHUNK_BYTES, a.nbytes - c)
+        for c in range(0, a.nbytes, size):
+            n = min(size, a.nbytes - c)
             chunks.append((a.data.ptr + c, n, dst[c:c + n]))
     if not chunks:
         return outs
     _mem, views, busy = _halves(cp)
+    if own is not None:
+        views = own
     pool = _executor()
     rt = cp.cuda.runtime
     events = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(2)]

@@ -36,7 +36,7 @@ import numpy as np
 from gpu_kernels.mvs.camera import MVSInputError
 
 __all__ = ["DEFAULT_NEIGHBORS", "DEFAULT_ALPHA_MAX_DEG", "select_views", "select_all_views", "view_scores",
-           "track_membership", "greedy_device"]
+           "track_membership", "track_lengths", "greedy_device"]
 
 from gpu_kernels.mvs import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
 
@@ -50,16 +50,21 @@ def _scale_weight(r):
     return np.where(r >= 2, 2.0 / np.maximum(r, 1e-12), np.where(r >= 1, 1.0, r))
 
 
+def track_lengths(point_views) -> np.ndarray:
+    """The number of views in each point's track (int64)."""
+    try:  # sequences of view indices (the common case): no conversion per track
+        return np.fromiter(map(len, point_views), np.int64, len(point_views))
+    except TypeError:  # a bare index somewhere
+        return np.fromiter(map(np.size, point_views), np.int64, len(point_views))
+
+
 def track_membership(point_views, n_points: int, n: int) -> np.ndarray:
     """(n_points, n) bool: point k is seen by view v (indices outside 0..n-1 ignored). Compute
     it once and pass it as ``member`` to :func:`select_views` for several reference views."""
     member = np.zeros((n_points, n), bool)
     if not len(point_views):
         return member
-    try:  # sequences of view indices (the common case): no conversion per track
-        lengths = np.fromiter(map(len, point_views), np.int64, len(point_views))
-    except TypeError:  # a bare index somewhere
-        lengths = np.fromiter(map(np.size, point_views), np.int64, len(point_views))
+    lengths = track_lengths(point_views)
     if lengths.sum():
         rows = np.repeat(np.arange(n_points), lengths)
         cols = np.concatenate(point_views, axis=None).astype(np.int64)
@@ -151,7 +156,7 @@ def view_scores(cameras, points, point_views, ref: int, chosen, *, alpha_max_deg
 def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int = DEFAULT_NEIGHBORS,
                  min_views: int = 0, alpha_max_deg: float = DEFAULT_ALPHA_MAX_DEG,
                  alpha_min_deg: float = 3.0, max_angle_deg: float = 75.0, member=None,
-                 _greedy: list | None = None) -> list[int]:
+                 _greedy: list | None = None, _centers: np.ndarray | None = None) -> list[int]:
     """The neighbour views of ``ref``, best first (greedy, see the module docstring).
     ``member``: :func:`track_membership` of ``point_views`` where the caller already has it."""
     n = len(cameras)
@@ -205,7 +210,7 @@ def select_views(cameras, points, point_views, ref: int, *, max_neighbors: int =
         dr = centre - cref.center
         dr /= np.linalg.norm(dr)
         # every view's direction to the centre at once
-        d = centre[None, :] - np.array([c.center for c in cameras], np.float64)
+        d = centre[None, :] - (np.array([c.center for c in cameras], np.float64) if _centers is None else _centers)
         d /= np.linalg.norm(d, axis=1, keepdims=True)
         angs = np.degrees(np.arccos(np.clip(d @ dr, -1, 1)))
         taken = set(out) | {ref}

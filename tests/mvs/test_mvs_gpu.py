@@ -293,3 +293,31 @@ def view_scene(seed: int, n_views: int = 12, n_points: int = 400):
         s, k = rng.integers(0, n_views), rng.integers(2, 6)
         vis.append(np.unique((s + np.arange(k)) % n_views))
     return cams, pts, vis
+
+
+def test_a_download_while_the_halves_are_taken_uses_halves_of_its_own():
+    """transfer.to_host(if_free=True) (the fused cloud's download, while the maps' download holds
+    the device's staging halves) brings the same arrays down through pinned halves of its own,
+    without waiting for the others; and through the device's halves when they are free."""
+    import cupy as cp
+
+    from gpu_kernels.mvs import transfer
+
+    rng = cp.random.default_rng(1)
+    arrs = [rng.standard_normal(3_000_001, dtype=cp.float32), (rng.random(1_000_003) * 255).astype(cp.uint8)]
+    want = [a.get() for a in arrs]
+    s = cp.cuda.Stream(non_blocking=True)
+    _mem, _views, busy = transfer._halves(cp)
+    assert busy.acquire(timeout=10)
+    try:
+        got = transfer.to_host(arrs, s, min_bytes=1 << 20, if_free=True)  # would deadlock if it waited
+    finally:
+        busy.release()
+    free = transfer.to_host(arrs, s, min_bytes=1 << 20, if_free=True)
+    for w, g, f in zip(want, got, free, strict=True):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(f, w)
+    ones, jobs = transfer.host_arrays([((5, 7), np.float32), ((9_000_000,), np.int16)])
+    for j in jobs:
+        j.result()
+    assert [o.shape for o in ones] == [(5, 7), (9_000_000,)] and not ones[1].any()

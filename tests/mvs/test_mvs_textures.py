@@ -23,9 +23,9 @@ def packs(monkeypatch):
     calls: list[list[int]] = []
     real = stereo.pack_views
 
-    def counting(images, *, device=None, views=None):
+    def counting(images, *, device=None, views=None, **kw):
         calls.append(sorted(range(len(images)) if views is None else views))
-        return real(images, device=device, views=views)
+        return real(images, device=device, views=views, **kw)
 
     monkeypatch.setattr(stereo, "pack_views", counting)
     return calls
