@@ -260,6 +260,42 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
     return out
 
 
+def _area_aware(contrast, gamma, s0):
+    """A stand-in for boundary._thickness_contrast that also remaps each pair's strength x to
+    s0 + (x - s0) * g with g = (share_A * share_B / 0.01) ** gamma: at equal strength a weak
+    boundary between large parts merges earlier, a strong one later (the Rand Index weighs a
+    wrong decision by the product of the two areas). Screens only."""
+    state = {}
+
+    def fn(graph, lab, ulo, uhi, K):
+        base = contrast(graph, lab, ulo, uhi, K)
+        area = np.bincount(lab, weights=graph.areas, minlength=K)
+        key = id(graph)
+        if key not in state:
+            ca = np.bincount(graph.component, weights=graph.areas)
+            state.clear()
+            state[key] = ca[graph.component]
+        lab_comp_area = np.zeros(K)
+        lab_comp_area[lab] = state[key]
+        g = (area[ulo] * area[uhi] / np.maximum(lab_comp_area[ulo] ** 2, 1e-300) / 0.01) ** gamma
+        # the caller multiplies its strength x by the returned factor: return (s0 + (x b - s0) g) / x
+        return _Remap(base, g, s0)
+
+    return fn
+
+
+class _Remap:
+    """``x * _Remap(b, g, s0)`` is ``s0 + (x b - s0) g`` (numpy arrays x)."""
+
+    __array_ufunc__ = None  # numpy defers x * self to __rmul__
+
+    def __init__(self, b, g, s0):
+        self.b, self.g, self.s0 = b, g, s0
+
+    def __rmul__(self, x):
+        return self.s0 + (np.asarray(x) * self.b - self.s0) * self.g
+
+
 def _load(cache: Path, data: Path, ids=None):
     for p in sorted(cache.glob("*.pkl"), key=lambda p: int(p.stem)):
         if ids and int(p.stem) not in ids:
@@ -283,6 +319,12 @@ def cmd_screen(args) -> int:
             m = importlib.import_module(f"gpu_kernels.mesh.{mod}")
             old.append((m, attr, getattr(m, attr)))
             setattr(m, attr, tuple(val) if isinstance(val, list) else val)
+        if spec.get("area_gamma"):  # experiment: area-aware merge order (arc path, strength remapped)
+            old.append((_bd, "_merge_tables", _bd._merge_tables))
+            old.append((_bd, "_thickness_contrast", _bd._thickness_contrast))
+            _bd._merge_tables = _bd._merge_arcs
+            _bd._thickness_contrast = _area_aware(_bd._thickness_contrast, float(spec["area_gamma"]),
+                                                  float(spec.get("area_s0", 1.5)))
         rows = {}
         t0 = time.perf_counter()
         try:
