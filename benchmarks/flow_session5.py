@@ -65,7 +65,7 @@ OLD_CFG = {"warps": (8,)}
 
 
 def _switch_names():
-    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS", "FILL_AT_WORK", "BACKWARD_FIRST")
+    return ("CONCURRENT_BACKWARD", "RF_SEGMENTS", "FUSED_MAPS", "FILL_AT_WORK")
 
 
 def _get(name):
@@ -102,10 +102,9 @@ def gpu(out, variants=(), quick=False):
     from gpu_kernels.ops.color import _gray
 
     new = _switches()
-    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False, "FILL_AT_WORK": False,
-           "BACKWARD_FIRST": True}
+    old = {"CONCURRENT_BACKWARD": False, "RF_SEGMENTS": 0, "FUSED_MAPS": False, "FILL_AT_WORK": False}
     runs = {"session 4 (defe79b: all switches off)": old, "session 5 default": new}
-    flip = dict(old, BACKWARD_FIRST=not new["BACKWARD_FIRST"])
+    flip = dict(old)
     for n in _switch_names():
         if flip[n] != new[n]:
             runs[f"session 5 default, {n} = {flip[n]}"] = dict(new, **{n: flip[n]})
@@ -303,6 +302,39 @@ def d2(out, old_src="flow_search_old.cu"):
     return res
 
 
+def cpu640(out, reps=5, root=None):
+    """The default on the CPU at 640x480 (FlyingChairs 0 resized): one warm-up, then ``reps`` runs,
+    wall and CPU seconds (min, median). ``root``: the ``gpu_kernels`` of another tree instead
+    (``git archive defe79b gpu_kernels | tar -x -C OLD``, then ``cpu640 --root OLD``)."""
+    import importlib
+
+    import cv2
+
+    if root:
+        for m in [m for m in sys.modules if m == "gpu_kernels" or m.startswith("gpu_kernels.")]:
+            del sys.modules[m]
+        sys.path.insert(0, str(Path(root).resolve()))
+    S = importlib.import_module("gpu_kernels.flow.search")
+    if root and not S.__file__.startswith(str(Path(root).resolve())):
+        raise SystemExit(f"gpu_kernels came from {S.__file__}, not {root}")
+
+    _, a, b, _, _ = load_chairs(_root())[0]
+    a, b = (cv2.resize(x, (640, 480), interpolation=cv2.INTER_LINEAR) for x in (a, b))
+    S.inverse_search_flow(a, b, device="cpu")
+    w, c = [], []
+    for _ in range(reps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        S.inverse_search_flow(a, b, device="cpu")
+        w.append(time.perf_counter() - t0)
+        c.append(time.process_time() - c0)
+    res = {"code": S.__file__, "wall_min": min(w), "wall_median": float(np.median(w)), "cpu_min": min(c),
+           "cpu_median": float(np.median(c)), "load": os.getloadavg()[0],
+           "threads": os.environ.get("NUMBA_NUM_THREADS", "default")}
+    log(res)
+    Path(out).write_text(json.dumps(res, indent=1))
+    return res
+
+
 def tune(out, names=None, which="shared", device="cpu"):
     """The AEE of each schedule of :data:`VARIANTS` on the ten shared pairs (``which = "shared"``), on
     our own large-motion set (``"large"``, benchmarks/flow.py's ``load_large``) or on the held-out set
@@ -347,10 +379,11 @@ def tune(out, names=None, which="shared", device="cpu"):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("gpu", "tune", "fillcheck", "d2"))
+    ap.add_argument("what", choices=("gpu", "tune", "fillcheck", "d2", "cpu640"))
     ap.add_argument("--out", default="flow_session5.json")
     ap.add_argument("--variants", default="", help="gpu: ';'-separated names of VARIANTS also timed and scored")
     ap.add_argument("--names", default="", help="tune: ';'-separated names of VARIANTS (default: all)")
+    ap.add_argument("--root", default=None, help="cpu640: time the gpu_kernels of this tree")
     ap.add_argument("--quick", action="store_true", help="gpu: the end-to-end times only")
     ap.add_argument("--device", default="cpu", help="fillcheck, tune: cpu or cuda")
     ap.add_argument("--set", default="shared", choices=("shared", "large", "held"),
@@ -362,6 +395,8 @@ def main(argv=None):
         fillcheck(args.out, device=args.device)
     elif args.what == "d2":
         d2(args.out)
+    elif args.what == "cpu640":
+        cpu640(args.out, root=args.root)
     else:
         tune(args.out, names=[n for n in args.names.split(";") if n] or None, which=args.set, device=args.device)
 
