@@ -364,33 +364,40 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
 
 
 def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device) -> list:
-    """:func:`fuzzy_cluster_many` on a CUDA device: per iteration one membership kernel for every
-    clustering (:func:`memberships_many`), one product ``D @ W`` over all of them (the columns
-    of the clusterings that stopped are computed and not read: the product costs the reading
-    of ``D``), one argmin and one copy to the host."""
+    """:func:`fuzzy_cluster_many` on a CUDA device: per iteration one membership kernel for the
+    clusterings still running (:func:`memberships_many`), one product ``D @ W`` over their
+    columns only, one argmin and one copy to the host."""
     xp = device.xp
     nk = len(ks)
-    offs = np.r_[0, np.cumsum(kk)]
-    P, W = memberships_many(D, reps, m, device)
+    P_of = [None] * nk
     history = [[r.copy()] for r in reps]
     active = list(range(nk))
     n_iter = [0] * nk
     conv = [False] * nk
     max_iter = max(int(max_iter), 0)
     label = "/".join(str(k) for k in kk)
+
+    def refresh(which):
+        P, W = memberships_many(D, [reps[i] for i in which], m, device)
+        offs = np.r_[0, np.cumsum([kk[i] for i in which])]
+        for j, i in enumerate(which):
+            P_of[i] = P[:, offs[j]:offs[j + 1]]
+        return W, offs
+
+    W, offs = refresh(active)
     for it in range(1, max_iter + 1):
         if not active:
             break
         prog.update((it - 1) / max(max_iter, 1), f"clustering into {label} parts")
         am = asnumpy(xp.argmin(xp.matmul(D, W), axis=0)).astype(np.int64)
         still = []
-        for i in active:
-            new = am[offs[i]:offs[i + 1]].copy()
+        for j, i in enumerate(active):
+            new = am[offs[j]:offs[j + 1]].copy()
             seen = set()
-            for j in range(new.size):  # as update_representatives: a duplicate keeps its old face
-                if int(new[j]) in seen:
-                    new[j] = reps[i][j]
-                seen.add(int(new[j]))
+            for q in range(new.size):  # as update_representatives: a duplicate keeps its old face
+                if int(new[q]) in seen:
+                    new[q] = reps[i][q]
+                seen.add(int(new[q]))
             n_iter[i] = it
             if np.array_equal(new, reps[i]):
                 conv[i] = True
@@ -400,8 +407,8 @@ def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device)
             still.append(i)
         active = still
         if active:
-            P, W = memberships_many(D, reps, m, device)
+            W, offs = refresh(active)
     prog.update(1.0, f"clustering into {label} parts")
-    return [FuzzyClustering(reps=reps[i], P=P[:, offs[i]:offs[i + 1]], k=kk[i], n_iter=n_iter[i],
-                            converged=conv[i], G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
+    return [FuzzyClustering(reps=reps[i], P=P_of[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
+                            G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
             for i in range(nk)]

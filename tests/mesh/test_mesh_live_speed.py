@@ -84,6 +84,25 @@ def test_the_fused_membership_kernel_equals_memberships_per_clustering(bar_dista
         assert P[0, 0] == 1.0 and P[50, 1] == 1.0 and P[50, 4] == 1.0  # on a representative
 
 
+def test_the_fused_lockstep_clusterings_are_the_plain_ones(bar_distances):
+    """The GPU path of fuzzy_cluster_many (membership kernel, products over the running
+    clusterings' columns only) through the CPU emulator: the plain path's clusterings."""
+    from cuda_emu import available, emu_backend
+
+    if available():
+        pytest.skip(f"CUDA emulator unavailable: {available()}")
+    be = emu_backend()
+    D = np.ascontiguousarray(bar_distances[:400, :400])
+    ks = [3, 5, 6, 9]
+    plain = fuzzy_cluster_many(D, ks, max_iter=20, power=2.0)
+    fused = fuzzy_cluster_many(be.xp.asarray(D), ks, max_iter=20, power=2.0, device=be)
+    assert len({fc.n_iter for fc in plain}) > 1  # the clusterings stop at different iterations
+    for a, b in zip(plain, fused, strict=True):
+        np.testing.assert_array_equal(a.reps, b.reps)
+        assert (a.n_iter, a.converged, len(a.history)) == (b.n_iter, b.converged, len(b.history))
+        np.testing.assert_allclose(np.asarray(b.P), a.P, rtol=2e-6, atol=1e-7)
+
+
 def test_the_farthest_order_kernel_is_the_order_step_by_step(bar_distances):
     """``mesh_farthest`` (one launch for all steps) through the CPU emulator: the order, the
     gaps, a continuation from a shorter order, and the stop when every face is taken."""
