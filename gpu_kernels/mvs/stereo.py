@@ -282,7 +282,9 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
                 peak_mem = max(peak_mem, int(pool.total_bytes()))
             maps_all.extend(maps)
             del tex
-    samples = None if keep_device else int(sum(m.n_samples for m in maps_all))
+    # each map's count from the growing's stats (counted there once), not counted again
+    samples = None if keep_device else int(sum(m.stats["samples"] if m.stats.get("samples") is not None
+                                                else m.n_samples for m in maps_all))
     stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(prep.points),
              "seed_source": prep.seed_source, "seeds_s": prep.seeds_s, "prepare_s": prep.prepare_s,
              "grow_s": t_grow, "peak_device_bytes": peak_mem,
