@@ -8,8 +8,9 @@ used, gathers the samples of the other views that confirm it; when at least ``mi
 views agree (the sample's own view included) it emits their mean point, normal, colour and
 confidence and marks them used, so that a surface seen by several views is emitted once.
 Both run on NumPy or CuPy arrays (``device``); on the GPU the fusion takes one launch per view
-against all the others (``cuda/mvs_fuse.cu``, the same float64 operations, the same cloud bit for
-bit; ``GPULAB_MVS_FUSE_KERNEL=0`` keeps the CuPy path).
+against all the others and one ordered compaction at the end, with no host round trip per view
+(``cuda/mvs_fuse.cu``, the same float64 operations, the same cloud bit for bit;
+``GPULAB_MVS_FUSE_KERNEL=0`` keeps the CuPy path). Device arrays are read where they are.
 
 Example
 -------

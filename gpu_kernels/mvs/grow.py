@@ -18,7 +18,9 @@ graph per batch, a few batches ahead of the host, which only reads each batch's 
 a small ring in pinned memory (no round trip per batch). The first states (border, masks and
 the textured test of :func:`textured_mask`) are one launch (``mvs_grow_init``), with no CuPy
 reduction (CuPy compiles one per size class), and the maps come down through pinned staging with
-threaded copies (:mod:`.transfer`). The CPU path is the same state machine in NumPy, with the
+threaded copies (:mod:`.transfer`) into host arrays whose pages the copy threads touched while the
+device grew; with ``keep_device`` they come down in a background thread while the caller goes on
+with the device's copies (the fusion), and each view's samples are counted on the device. The CPU path is the same state machine in NumPy, with the
 same batch order, so both paths follow the same rules.
 
 Example

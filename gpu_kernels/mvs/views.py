@@ -12,6 +12,9 @@ For a candidate view ``V`` of reference ``R`` and the set ``N`` already chosen (
   ``f`` (depth / focal length): ``2 / r`` for ``r >= 2``, ``1`` for ``1 <= r < 2``, ``r`` for
   ``r < 1`` (views of equal or finer resolution are preferred).
 
+On the GPU the greedy steps of every reference view run in one launch (:func:`greedy_device`,
+``cuda/mvs_views.cu``: the same terms, summed in another order, so the same choices up to exact ties).
+
 Views that share no point with ``R`` score 0 and are not chosen by the score; when fewer
 than ``min_views`` views were found, the rest are filled in by viewing-direction angle to
 the centre of the reference view's points (the closest angle above ``alpha_min`` first).
