@@ -69,7 +69,7 @@ def _record(prep, k, oversegment=None):
     return seg, [c for c in calls if "kused" in c]
 
 
-def cache_mesh(data: Path, mesh_id: int, out: Path, oversegment=None) -> dict:
+def cache_mesh(data: Path, mesh_id: int, out: Path, oversegment=None, order_mix=None) -> dict:
     from scipy.spatial import cKDTree
 
     v, f = mp.load_mesh(data, mesh_id)
@@ -77,6 +77,8 @@ def cache_mesh(data: Path, mesh_id: int, out: Path, oversegment=None) -> dict:
     hk = [int(np.unique(h).size) for h in humans]
     t0 = time.perf_counter()
     prep = _segment.prepare_mesh(v, f)
+    if order_mix is not None:
+        _geodesic_orders(prep, order_mix)
     graph = prep.graph
     if prep.working:
         gs = prep.working[0][1]
@@ -113,6 +115,30 @@ def cache_mesh(data: Path, mesh_id: int, out: Path, oversegment=None) -> dict:
     return rec
 
 
+def _geodesic_orders(prep, mix: float, count: int = 128) -> None:
+    """Experiment: the clustering's initial representatives (the farthest-point order) taken
+    on ``D / mean(D) + mix * Dg / mean(Dg)`` with ``Dg`` the geodesic-only distances of the
+    working graph (``mix`` = inf: ``Dg`` alone) instead of on ``D``: representatives spread
+    over the surface rather than crowding where the angular distance is large."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+
+    from gpu_kernels.mesh.cluster import farthest_order
+
+    gs = prep.working[0][1] if prep.working else prep.graph
+    order, starts, sizes, local, arc_comp = _segment._component_index(gs)
+    out = {}
+    for c, D in prep.distances[0].items():
+        m = arc_comp == c
+        n = int(sizes[c])
+        A = sp.coo_matrix((gs.geod[m], (local[gs.src[m]], local[gs.dst[m]])), shape=(n, n)).tocsr()
+        Dg = dijkstra(A, directed=False).astype(np.float32)
+        Dn = np.asarray(D, dtype=np.float32)
+        M = Dg / Dg.mean() if not np.isfinite(mix) else Dn / Dn.mean() + np.float32(mix) * Dg / Dg.mean()
+        out[c] = farthest_order(np.ascontiguousarray(M, dtype=np.float32), min(count, n))
+    prep.orders = [out] + list(prep.orders[1:])
+
+
 def cmd_cache(args) -> int:
     mp._cv_simplifier()
     mp._cv_ready["stored"] = str(args.stored)
@@ -121,7 +147,8 @@ def cmd_cache(args) -> int:
     for i in ids:
         if (args.out / f"{i}.pkl").exists():
             continue
-        r = cache_mesh(args.data, i, args.out, tuple(map(float, args.oversegment.split(","))) if args.oversegment else None)
+        r = cache_mesh(args.data, i, args.out, tuple(map(float, args.oversegment.split(","))) if args.oversegment else None,
+                       float(args.order_mix) if args.order_mix else None)
         print(f"{i:4d} {r['category']:10s} RI {r['RI']:.4f} auto k {r['k_auto']:3d} RI {r['RI_auto']:.4f} "
               f"{r['seconds']:.1f} s", flush=True)
     return 0
@@ -391,6 +418,7 @@ def main(argv=None) -> int:
     a.add_argument("--stored", type=Path, default=STORED)
     a.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
     a.add_argument("--oversegment", default="", help="record only the protocol's k with these factors (extra factors)")
+    a.add_argument("--order-mix", default="", help="experiment: initial representatives from D + mix x geodesic ('inf': geodesic)")
     s = sub.add_parser("screen")
     s.add_argument("--cache", type=Path, required=True)
     s.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
