@@ -280,12 +280,17 @@ class Replay:
 # --------------------------------------------------------------------------- stop rules
 # A rule maps (strengths of one component's merges in order, the level distance callable,
 # params) to the number of merges kept. k after n merges = AUTO_K_START - n.
-def rule_default(st, D=None, tau=1.5, rel=0.4, **_):
-    """Stop at the first boundary as strong as max(tau, rel * strongest) (the default)."""
+def rule_default(st, D=None, tau=1.5, rel=0.4, small=None, **_):
+    """Stop at the first boundary as strong as max(tau, rel * reference) (the default). The
+    reference is :func:`gpu_kernels.mesh.autok.reference_strength` when the smaller parts'
+    area shares ``small`` are given (session 5), else the strongest boundary (session 4)."""
+    from gpu_kernels.mesh import autok
+
     st = np.asarray(st)
     if st.size == 0:
         return 0
-    thr = max(tau, rel * st.max())
+    ref = st.max() if small is None else autok.reference_strength(st, small)
+    thr = max(tau, rel * ref)
     hit = np.flatnonzero(st >= thr)
     return int(hit[0]) if hit.size else int(st.size)
 
