@@ -1023,7 +1023,7 @@ def cut_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries=DE
                                                       bool(refine_boundaries))
         else:
             labels, P, reps, fuzzy = cm.result
-        prog.update(0.5, "boundary cut")
+        prog.update(0.95, "boundary cut")  # after the re-cut's share (it ends at 0.95)
         t0 = time.perf_counter()
         labels, P, reps = _finish_labels(graph, labels, P, reps, info)
         # memberships of the final parts (the clustering's memberships describe the clusters
