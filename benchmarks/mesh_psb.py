@@ -369,6 +369,9 @@ CV_GRID = [
     {"name": "consensus 2000/4000/6000", "params": {"consensus": True}, "what": "both", "pools": ["all"]},
     {"name": "auto tau 1.8", "set": ["segment.AUTO_K_STRENGTH=1.8"], "what": "auto", "pools": ["all", "speed"]},
     {"name": "auto elbow", "set": ["segment.AUTO_K_RULE=elbow"], "what": "auto", "pools": ["all", "speed"]},
+    # session 5: k = auto's reference boundary weighted by area share (autok.py); 0 = session 4
+    {"name": "auto ref share 0", "set": ["autok.AUTO_K_REF_SHARE=0"], "what": "auto", "pools": ["all", "speed"]},
+    {"name": "auto ref share 0.05", "set": ["autok.AUTO_K_REF_SHARE=0.05"], "what": "auto", "pools": ["all", "speed"]},
     {"name": "no thickness contrast", "set": ["dualgraph.SDF_MERGE=0"], "what": "both", "pools": ["all", "speed"]},
     {"name": "thickness contrast 0.25", "set": ["dualgraph.SDF_MERGE=0.25"], "what": "both", "pools": ["all", "speed"]},
 ]
