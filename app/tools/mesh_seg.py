@@ -238,20 +238,26 @@ def _graph(ctx):
         apsp_method=p["apsp"], device=ctx.device, progress=ctx.progress)
 
 
-def _segment(ctx):
-    """Stage 2: fuzzy clustering on stage 1's distances, cuts and merges at the clustered
-    resolution (a change of k, epsilon or the iteration cap starts here)."""
+def _cluster(ctx):
+    """Stage 2: the fuzzy clusterings on stage 1's distances (a change of k or the iteration cap
+    starts here)."""
     p = ctx.p
     check_device(p, ctx.device)
     check_k(p, len(ctx.data.faces))
-    return _seg.cluster_prepared(
-        ctx["graph"], k=p["k"], epsilon=p["epsilon"], apsp_method=p["apsp"], max_iter=p["max_iter"],
-        device=ctx.device, progress=ctx.progress)
+    return _seg.clusterings_prepared(ctx["graph"], k=p["k"], apsp_method=p["apsp"], max_iter=p["max_iter"],
+                                     device=ctx.device, progress=ctx.progress)
+
+
+def _segment(ctx):
+    """Stage 3: the clusterings' fuzzy faces cut, their clusters merged and chosen at the
+    clustered resolution (a change of epsilon starts here: the clusterings are re-used)."""
+    return _seg.settle_prepared(ctx["graph"], ctx["cluster"], epsilon=ctx.p["epsilon"], device=ctx.device,
+                                progress=ctx.progress)
 
 
 def _cut(ctx):
-    """Stage 3: the boundaries re-cut at full resolution, the parts' memberships and colours (a
-    change of refine_boundaries starts here: the clustering is re-used)."""
+    """Stage 4: the boundaries re-cut at full resolution, the parts' memberships and colours (a
+    change of refine_boundaries starts here: the clusterings, cuts and merges are re-used)."""
     cm = ctx["segment"]
     return _seg.segment_mesh(
         ctx.data.vertices, ctx.data.faces, k=cm.kw["k"], epsilon=cm.kw["epsilon"], apsp_method=cm.apsp_method,
@@ -274,15 +280,17 @@ def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
 
 #: the stages of a run (:mod:`app.tools.stages`): the graphs and distances
 #: (:func:`gpu_kernels.mesh.segment.prepare_mesh`: cleaning, dual graph, simplification to the
-#: working resolution(s), APSP, the distances' farthest-point orders), the clustering
-#: (:func:`gpu_kernels.mesh.segment.cluster_prepared`: fuzzy clusterings, cuts and merges at the
-#: clustered resolution), then the full-resolution cut
-#: (:func:`gpu_kernels.mesh.segment.cut_clustered`: re-cut, memberships, colours)
+#: working resolution(s), APSP, the distances' farthest-point orders), the clusterings
+#: (:func:`gpu_kernels.mesh.segment.clusterings_prepared`), their cuts and merges at the
+#: clustered resolution (:func:`gpu_kernels.mesh.segment.settle_prepared`), then the
+#: full-resolution cut (:func:`gpu_kernels.mesh.segment.cut_clustered`: re-cut, memberships, colours)
 PIPELINE = Pipeline([
     Stage("graph", _graph, params=("delta", "eta_convex", "max_faces", "consensus", "simplifier", "apsp"),
           inputs=("vertices", "faces"), label="dual graph and distances"),
-    Stage("segment", _segment, params=("k", "epsilon", "apsp", "max_iter", "max_faces"),
+    Stage("cluster", _cluster, params=("k", "apsp", "max_iter", "max_faces"),
           inputs=("vertices", "faces"), label="clustering"),
+    Stage("segment", _segment, params=("epsilon",), after=("graph", "cluster"), inputs=("vertices", "faces"),
+          label="cuts and merges"),
     Stage("cut", _cut, params=("refine_boundaries",), after=("graph", "segment"), inputs=("vertices", "faces"),
           label="boundary cut"),
 ], finish=_finish, params=PARAMS)

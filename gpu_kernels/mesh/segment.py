@@ -355,7 +355,18 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
     :func:`graph_distances`'s matrices (a component missing there is computed here);
     ``orders``: their farthest-point orders (:func:`distance_orders`), re-used by every k.
     The clusterings of one component run in lockstep (:func:`fuzzy_cluster_many`).
+    It is :func:`_clusterings` (what k and the iteration cap decide) and then :func:`_settle`
+    (what epsilon decides: cuts, merges, the choice).
     """
+    cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power, overseg, dists, starts, orders)
+    return _settle(graph, cl, k, epsilon, prog, info)
+
+
+def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=None, overseg=1.0, dists=None,
+                 starts=None, orders=None) -> dict:
+    """The first half of :func:`_cluster_graph`: every component's fuzzy clusterings (one per
+    over-segmentation factor or auto-k start) on its distance matrix. Returns ``{"targets",
+    "factors", "auto_starts", "blocks", "kused"}`` for :func:`_settle`."""
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
     careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
@@ -436,6 +447,16 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
     info["timings"]["clustering"] += t_clu
     info["iterations"] = iters
     info["converged"] = all(conv) if conv else True
+    return {"targets": targets, "factors": factors, "auto_starts": auto_starts, "blocks": blocks, "kused": kused}
+
+
+def _settle(graph, cl: dict, k, epsilon, prog, info):
+    """The second half of :func:`_cluster_graph`: each clustering's fuzzy faces cut, its
+    clusters merged down to k, and the result kept (the most concave boundaries; k = "auto":
+    the medoid of the starts). Returns (labels, P, reps, fuzzy); ``cl`` is not modified."""
+    targets, factors, auto_starts = cl["targets"], cl["factors"], cl["auto_starts"]
+    blocks, kused = cl["blocks"], cl["kused"]
+    nf = len(factors)
     best = None
     scores, results, trials = [], [], []
     for i in range(nf):
@@ -956,29 +977,55 @@ def cluster_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
                      max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
                      shading=DEFAULT_SHADING, device=None, progress=None) -> ClusteredMesh:
     """The clustering half of :func:`segment_prepared`: the fuzzy clusterings of every working
-    resolution (their over-segmentations in lockstep, on the distances and farthest-point
-    orders of ``prep``), their cuts and merges at that resolution, and their labels carried to
-    every face; without a working resolution, the final labels of the full graph. A change
-    of ``refine_boundaries`` re-uses it (:func:`cut_clustered`)."""
+    resolution (:func:`clusterings_prepared`: their over-segmentations in lockstep, on the
+    distances and farthest-point orders of ``prep``), then their cuts and merges at that
+    resolution and their labels carried to every face (:func:`settle_prepared`); without a
+    working resolution, the final labels of the full graph. A change of ``refine_boundaries``
+    re-uses it (:func:`cut_clustered`)."""
+    prog = as_progress(progress)
+    cs = clusterings_prepared(prep, k=k, apsp_method=apsp_method, max_iter=max_iter, update_power=update_power,
+                              oversegment=oversegment, device=device, progress=prog.sub(0.0, 0.8))
+    return settle_prepared(prep, cs, epsilon=epsilon, shading=shading, device=device, progress=prog.sub(0.8, 1.0))
+
+
+@dataclass
+class ClusterSet:
+    """What :func:`clusterings_prepared` makes and :func:`settle_prepared` reads (never
+    modifies): the fuzzy clusterings of every working resolution for one k and iteration cap,
+    before any cut (an epsilon edit starts after them)."""
+
+    kw: dict                      # the checked parameters (_segment_params; epsilon and shading: defaults)
+    info: dict
+    apsp_method: str
+    #: per working resolution: (its :func:`_clusterings` dict, its own info); without a working
+    #: resolution: [(the full graph's, info)]
+    sets: list
+    seconds: float = 0.0
+
+
+def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", max_iter=DEFAULT_MAX_ITER,
+                         update_power=None, oversegment=None, device=None, progress=None) -> ClusterSet:
+    """The fuzzy clusterings of every working resolution of ``prep`` (or of its full graph): what
+    k and the iteration cap decide, on the distances and farthest-point orders of stage 1."""
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
-    kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
-    k, epsilon, max_iter = kw["k"], kw["epsilon"], kw["max_iter"]
+    kw = _segment_params(k, None, max_iter, update_power, oversegment, None)
+    k, max_iter = kw["k"], kw["max_iter"]
     p_used, o_used = kw["update_power"], kw["oversegment"]
     info = _copy_info(prep.info)
-    info["params"].update({"k": k, "epsilon": epsilon, "apsp_method": apsp_method, "max_iter": max_iter,
+    info["params"].update({"k": k, "apsp_method": apsp_method, "max_iter": max_iter,
                            "update_power": p_used, "oversegment": o_used})
     info["device"] = backend.label
     graph = prep.graph
     info["method"] = _resolve_method(apsp_method, backend, int(prep.report["n_input_faces"]))
     orders = prep.orders or [None] * max(len(prep.distances), 1)
-    coarse, result = [], None
+    sets = []
     with backend.activate():
         if prep.working:
             multi = len(prep.working) > 1
             nt = len(prep.working)
-            for i, (_, gs, patch) in enumerate(prep.working):
+            for i, (_, gs, _patch) in enumerate(prep.working):
                 sub = info if not multi else {"params": info["params"], "timings": info["timings"],
                                               "warnings": [], "notes": []}
                 sp = prog.sub(i / nt, (i + 1) / nt) if multi else prog
@@ -986,21 +1033,55 @@ def cluster_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
                 # several resolutions: k = "auto" over-segments each once (AUTO_K_START, not
                 # AUTO_K_STARTS): the consensus of resolutions was cross-validated so (session 4)
                 starts = () if multi else None
-                if gs is None:
-                    sub["n_faces_segmented"] = graph.n
-                    res = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, sp, sub, p_used, o_used,
-                                         dist, starts=starts, orders=orders[i])
-                else:
-                    res = _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backend, sp, sub,
-                                           p_used, o_used, dist, prep.nearest[i] if prep.nearest else None,
-                                           starts=starts, orders=orders[i])
-                coarse.append((res, sub))
+                g = graph if gs is None else gs
+                sub["n_faces_segmented"] = g.n
+                cl = _clusterings(g, k, apsp_method, max_iter, backend, sp.sub(0.05, 0.8), sub, p_used, o_used,
+                                  dist, starts, orders[i])
+                sets.append((cl, sub))
         else:
             info["n_faces_segmented"] = graph.n
-            result = _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info, p_used, o_used,
-                                    prep.distances[0] if prep.distances else None, orders=orders[0])
-    return ClusteredMesh(kw=kw, info=info, apsp_method=apsp_method, coarse=coarse, result=result,
-                         seconds=time.perf_counter() - t_start)
+            cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, p_used, o_used,
+                              prep.distances[0] if prep.distances else None, None, orders[0])
+            sets.append((cl, info))
+    return ClusterSet(kw=kw, info=info, apsp_method=apsp_method, sets=sets, seconds=time.perf_counter() - t_start)
+
+
+def settle_prepared(prep: PreparedMesh, cs: ClusterSet, *, epsilon=DEFAULT_EPSILON, shading=DEFAULT_SHADING,
+                    device=None, progress=None) -> ClusteredMesh:
+    """The clusterings of ``cs`` cut (fuzzy faces within ``epsilon``), merged and chosen at their
+    resolution, and carried to every face: what an epsilon edit re-runs (the clusterings
+    re-used). Neither ``prep`` nor ``cs`` is modified."""
+    t_start = time.perf_counter()
+    prog = as_progress(progress)
+    backend = get_backend(device)
+    kw = _segment_params(cs.kw["k"], epsilon, cs.kw["max_iter"], cs.kw["update_power"], cs.kw["oversegment"],
+                         shading)
+    k, epsilon = kw["k"], kw["epsilon"]
+    info = _copy_info(cs.info)
+    info["params"]["epsilon"] = epsilon
+    graph = prep.graph
+    coarse, result = [], None
+    with backend.activate():
+        if prep.working:
+            multi = len(prep.working) > 1
+            nt = len(prep.working)
+            for i, ((_, gs, patch), (cl, sub0)) in enumerate(zip(prep.working, cs.sets, strict=True)):
+                if multi:
+                    sub = _copy_info(sub0)
+                    sub["params"], sub["timings"] = info["params"], info["timings"]
+                else:
+                    sub = info
+                sp = prog.sub(i / nt, (i + 1) / nt) if multi else prog
+                if gs is None:
+                    res = _settle(graph, cl, k, epsilon, sp, sub)
+                else:
+                    res = _carry_working(graph, gs, patch, cl, k, epsilon, sp, sub,
+                                         prep.nearest[i] if prep.nearest else None)
+                coarse.append((res, sub))
+        else:
+            result = _settle(graph, cs.sets[0][0], k, epsilon, prog, info)
+    return ClusteredMesh(kw=kw, info=info, apsp_method=cs.apsp_method, coarse=coarse, result=result,
+                         seconds=cs.seconds + time.perf_counter() - t_start)
 
 
 def cut_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries=DEFAULT_REFINE_BOUNDARIES,
@@ -1154,9 +1235,15 @@ def _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backen
     Returns ``{"labels_s", "reps_s", "P", "nearest", "lab0"}``."""
     info["n_faces_segmented"] = gs.n
     # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
-    labels_s, P_s, reps_s, _ = _cluster_graph(gs, k, epsilon, apsp_method, max_iter, backend,
-                                              prog.sub(0.05, 0.8), info, power, overseg, dists, starts=starts,
-                                              orders=orders)
+    cl = _clusterings(gs, k, apsp_method, max_iter, backend, prog.sub(0.05, 0.8), info, power, overseg, dists,
+                      starts, orders)
+    return _carry_working(graph, gs, patch, cl, k, epsilon, prog.sub(0.05, 0.8), info, nearest)
+
+
+def _carry_working(graph, gs, patch, cl: dict, k, epsilon, prog, info, nearest=None) -> dict:
+    """The second half of :func:`_cluster_working`: settle the working resolution's clusterings
+    (:func:`_settle`) and carry the labels and memberships to every face of ``graph``."""
+    labels_s, P_s, reps_s, _ = _settle(gs, cl, k, epsilon, prog, info)
     labels_s, P_s, reps_s = _finish_labels(gs, labels_s, P_s, reps_s, {"warnings": []})
     t0 = time.perf_counter()
     if patch is not None:

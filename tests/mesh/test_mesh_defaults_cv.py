@@ -249,16 +249,16 @@ def test_staged_tool_reuses_the_graphs_when_k_changes():
     data = mesh_seg.from_arrays(v, f)
     cache = StageCache(cap_bytes=256 << 20)
     r1, rep = mesh_seg.TOOL.run_staged(data, {"k": 3, "apsp": "cpu"}, device=cpu, cache=cache, scope="t")
-    assert rep.ran == ["graph", "segment", "cut"]
+    assert rep.ran == ["graph", "cluster", "segment", "cut"]
     graph_before = r1.seg.info["n_faces"], len(r1.seg.info["warnings"])
     r2, rep = mesh_seg.TOOL.run_staged(data, {"k": 2, "apsp": "cpu"}, device=cpu, cache=cache, scope="t")
-    assert rep.ran == ["segment", "cut"] and rep.reused == ["graph"]
+    assert rep.ran == ["cluster", "segment", "cut"] and rep.reused == ["graph"]
     full = mesh_seg.run(data, {"k": 2, "apsp": "cpu"}, device=cpu)
     np.testing.assert_array_equal(r2.seg.labels, full.seg.labels)
     assert r2.seg.k == 2 and (r2.seg.info["n_faces"], len(r2.seg.info["warnings"])) == graph_before
     _, rep = mesh_seg.TOOL.run_staged(data, {"k": 2, "apsp": "cpu", "delta": 0.3}, device=cpu, cache=cache,
                                       scope="t")
-    assert rep.ran == ["graph", "segment", "cut"]
+    assert rep.ran == ["graph", "cluster", "segment", "cut"]
 
 
 def test_segment_prepared_leaves_the_prepared_mesh_as_it_was():
@@ -393,13 +393,13 @@ def test_the_consensus_of_resolutions_over_segments_each_resolution_once(monkeyp
     """consensus=True was cross-validated with one auto-k over-segmentation per resolution;
     the starts consensus is for one working resolution only."""
     seen = []
-    real = segmod._cluster_graph
+    real = segmod._clusterings  # the clusterings of one resolution (starts: its 11th argument)
 
     def spy(*a, **kw):
-        seen.append(kw.get("starts"))
+        seen.append(kw["starts"] if "starts" in kw else (a[10] if len(a) > 10 else None))
         return real(*a, **kw)
 
-    monkeypatch.setattr(segmod, "_cluster_graph", spy)
+    monkeypatch.setattr(segmod, "_clusterings", spy)
     from test_mesh_thin_parts import fish_mesh
 
     if not simp.available_simplifiers():

@@ -162,7 +162,7 @@ def test_a_k_edit_reruns_only_the_k_stages_and_equals_a_full_run():
     for k in (2, 4):
         p = {**base, "k": k}
         res, rep = mesh_seg.TOOL.run_staged(data, p, device=CPU, cache=cache, scope="t")
-        assert rep.ran == ["segment", "cut"] and rep.reused == ["graph"]
+        assert rep.ran == ["cluster", "segment", "cut"] and rep.reused == ["graph"]
         full = mesh_seg.run(data, p, device=CPU)
         np.testing.assert_array_equal(res.seg.labels, full.seg.labels)
         np.testing.assert_array_equal(res.seg.face_colors, full.seg.face_colors)
@@ -182,12 +182,34 @@ def test_a_refine_boundaries_edit_reruns_only_the_cut(monkeypatch):
     monkeypatch.setattr(segmod, "fuzzy_cluster_many", lambda *a, **k: calls.append(1) or real(*a, **k))
     p = {**base, "refine_boundaries": False}
     res, rep = mesh_seg.TOOL.run_staged(data, p, device=CPU, cache=cache, scope="r")
-    assert rep.ran == ["cut"] and rep.reused == ["graph", "segment"] and calls == []
+    assert rep.ran == ["cut"] and rep.reused == ["graph", "cluster", "segment"] and calls == []
     full = mesh_seg.run(data, p, device=CPU)
     np.testing.assert_array_equal(res.seg.labels, full.seg.labels)
     assert res.seg.info["params"]["refine_boundaries"] is False
     back, rep = mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="r")
     assert rep.ran == [] and back.seg.info["params"]["refine_boundaries"] is True
+
+
+@pytest.mark.parametrize("max_faces", [None, 400])
+def test_an_epsilon_edit_reuses_the_clusterings(monkeypatch, max_faces):
+    """epsilon only changes the cuts: its edit re-runs the cuts and merges (and the full-resolution
+    cut after them), not the clusterings, and equals a full run."""
+    v, f, _ = box_bar_box()
+    data = mesh_seg.from_arrays(v, f)
+    cache = StageCache(cap_bytes=256 << 20)
+    base = {"k": 3, "apsp": "cpu", "max_faces": max_faces}
+    mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="e")
+    calls = []
+    real = segmod.fuzzy_cluster_many
+    monkeypatch.setattr(segmod, "fuzzy_cluster_many", lambda *a, **k: calls.append(1) or real(*a, **k))
+    p = {**base, "epsilon": 0.3}
+    res, rep = mesh_seg.TOOL.run_staged(data, p, device=CPU, cache=cache, scope="e")
+    assert rep.ran == ["segment", "cut"] and rep.reused == ["graph", "cluster"] and calls == []
+    monkeypatch.setattr(segmod, "fuzzy_cluster_many", real)
+    full = mesh_seg.run(data, p, device=CPU)
+    np.testing.assert_array_equal(res.seg.labels, full.seg.labels)
+    np.testing.assert_array_equal(res.seg.fuzzy, full.seg.fuzzy)
+    assert res.seg.info["params"]["epsilon"] == 0.3
 
 
 @pytest.mark.gpu
