@@ -60,6 +60,9 @@ MVS_VIEWS = "0,1"
 #: the mesh clustered at its full resolution (the issue's figure); False: the default working
 #: resolution (a CPU run of the 17k-face mesh, for the paint share of the 3-D view)
 MESH_FULL_RES = True
+#: freeze the objects alive once a tab is built and loaded, as the window does after start-up
+#: (``--no-settle-gc``: leave them to every collection, as the benchmark did up to session 5)
+SETTLE_GC = True
 #: per tool: (parameter of the last compute stage, new value), (first-stage parameter, new value),
 #: (display-only parameter, new value) -- None where the tool declares none
 EDITS = {
@@ -283,10 +286,28 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
     tab.set_input(data, getattr(data, "path", None) or pathlib.Path(tool.key))
     tab.form.set_values(base)
     timings: dict = {}
+    if SETTLE_GC:
+        # as the window does once it is built (app/gui/app.py): what exists now is frozen out of
+        # the collector's sight, so a collection (in the GUI thread, app/ui/gc_guard.py) does not
+        # scan every module, widget and input again while a job runs
+        from app.ui import gc_guard
+
+        gc_guard.settle()
 
     def wait_shown(action, timeout_s=900):
         loop = QEventLoop()
         t = {}
+        gcs = []
+        import gc
+        import threading
+
+        def on_gc(phase, info, _t=[0.0]):  # noqa: B006 - the start time of the collection in progress
+            if phase == "start":
+                _t[0] = time.perf_counter()
+            else:
+                gcs.append((info.get("generation"), time.perf_counter() - _t[0], threading.current_thread().name))
+
+        gc.callbacks.append(on_gc)
         fired = []
         def on_fire():
             fired.append(time.perf_counter())
@@ -330,6 +351,11 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
         t["other_s"] = t["edit_to_shown_s"] - t["debounce_s"] - t["paint_s"] - (t["compute_s"] or 0.0)
         t["after_debounce_s"] = t["edit_to_painted_s"] - t["debounce_s"]
         t["shown"] = bool(shown)
+        gc.callbacks.remove(on_gc)
+        # Python's cyclic collections while this edit was on its way (they hold the GIL, so a
+        # collection in the GUI thread stalls the worker): count, total seconds, the longest
+        t["gc"] = {"n": len(gcs), "s": sum(g[1] for g in gcs), "max_s": max((g[1] for g in gcs), default=0.0),
+                   "gens": sorted({g[0] for g in gcs}), "threads": sorted({g[2] for g in gcs})}
         tab.result_shown.disconnect(on_shown)
         tab.result_shown.disconnect(loop.quit)
         tab._live_timer.timeout.disconnect(on_fire)
@@ -422,7 +448,7 @@ def bench_tab(tool, data, base: dict, device, app) -> dict:
 
 
 def main(argv=None) -> int:
-    global SHARED, MVS_VIEWS, MESH_FULL_RES
+    global SHARED, MVS_VIEWS, MESH_FULL_RES, SETTLE_GC
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--quick", action="store_true", help="small inputs (the CPU in CI)")
@@ -434,8 +460,11 @@ def main(argv=None) -> int:
     ap.add_argument("--mesh-working-resolution", action="store_true",
                     help="full size: cluster the mesh at the default working resolution, not all its faces "
                          "(the view still shows every face; for a CPU run of the paint share)")
+    ap.add_argument("--no-settle-gc", action="store_true",
+                    help="do not freeze the objects alive after a tab is built (the window does: app/gui/app.py)")
     args = ap.parse_args(argv)
     MESH_FULL_RES = not args.mesh_working_resolution
+    SETTLE_GC = not args.no_settle_gc
     if args.data is not None:
         SHARED = args.data
     MVS_VIEWS = args.mvs_views
@@ -452,7 +481,7 @@ def main(argv=None) -> int:
     be = get_backend(args.device)
     only = [t for t in args.tools.split(",") if t]
     doc = {"device": be.label, "quick": args.quick, "qt_platform": app.platformName() if app is not None else None,
-           "pyvista_standin": standin, "tools": {}}
+           "pyvista_standin": standin, "settle_gc": SETTLE_GC, "tools": {}}
     for tool in TOOLS:
         if tool.name not in EDITS or (only and tool.name not in only):
             continue
@@ -471,6 +500,11 @@ def main(argv=None) -> int:
                 f"{k} {v * 1000:.1f} ms" for k, v in tg["median"].items() if v is not None)
                 + f" (limit {tg['limit_s'] * 1000:.0f} ms after the debounce: {'met' if tg['met'] else 'NOT met'};"
                 f" same_as_full_run {tg['same_as_full_run']})", flush=True)
+            gcs = [r.get("gc") for r in tg["runs"] if r.get("gc")]
+            if gcs:
+                print(f"{'':9s} collections during the target edits: " + "; ".join(
+                    f"{g['n']} ({1000 * g['s']:.1f} ms, longest {1000 * g['max_s']:.1f}, gen {g['gens']}, {g['threads']})"
+                    for g in gcs), flush=True)
     text = json.dumps(doc, indent=2, default=str)
     if args.json:
         args.json.write_text(text + "\n")
