@@ -512,17 +512,26 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
                 strength = strength * (1.0 + sdf * np.abs(m[ulo] - m[uhi]))
         else:  # "concavity": mean concavity along the boundary
             strength = bx / np.maximum(bl, 1e-300)
-        if lim is not None:
-            allowed = strength < lim[label_component[ulo]]
-            if not allowed.any():
-                break
-            strength = np.where(allowed, strength, np.inf)
-        j = int(np.argmin(strength))
-        if strengths is not None:
-            strengths.append(float(strength[j]))
+        j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], strengths)
+        if j is None:
+            break
         p, q = int(ulo[j]), int(uhi[j])
         merge(*((p, q) if area[p] >= area[q] else (q, p)))
     return root[lab0].astype(np.int32), merges
+
+
+def _weakest_allowed(strength, limit, strengths):
+    """Index of the weakest boundary whose strength is under its ``limit`` (None: no limit), or
+    None when every boundary is at or over it; its strength is appended to ``strengths``."""
+    if limit is not None:
+        allowed = strength < limit
+        if not allowed.any():
+            return None
+        strength = np.where(allowed, strength, np.inf)
+    j = int(np.argmin(strength))
+    if strengths is not None:
+        strengths.append(float(strength[j]))
+    return j
 
 
 def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area):
@@ -596,15 +605,12 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
+        lim = None
         if stop:
             lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
-            allowed = strength < lim[label_component[ulo]]
-            if not allowed.any():
-                break
-            strength = np.where(allowed, strength, np.inf)
-        j = int(np.argmin(strength))
-        if strengths is not None:
-            strengths.append(float(strength[j]))
+        j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], strengths)
+        if j is None:
+            break
         p, q = int(uk[j] // K), int(uk[j] % K)
         keep, gone = (p, q) if area[p] >= area[q] else (q, p)
         lab[lab == gone] = keep

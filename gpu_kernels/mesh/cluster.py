@@ -188,12 +188,17 @@ def update_representatives(D, P, old_reps=None, power: float | None = None) -> n
         W = xp.where(own, W, xp.float32(0.0)).astype(xp.float32)
     C = xp.matmul(D, W)  # (N, K): C[f, j] = sum_i d(f, f_i) W_j(f_i)
     new = asnumpy(xp.argmin(C, axis=0)).astype(np.int64)
-    if old_reps is not None:
-        seen = set()
-        for j in range(new.size):
-            if int(new[j]) in seen:
-                new[j] = old_reps[j]
-            seen.add(int(new[j]))
+    return new if old_reps is None else _keep_old_on_duplicate(new, old_reps)
+
+
+def _keep_old_on_duplicate(new: np.ndarray, old_reps) -> np.ndarray:
+    """``new`` (changed in place) where a representative that repeats an earlier cluster's face
+    keeps its old face ``old_reps[j]``: one rule for every representative update."""
+    seen = set()
+    for j in range(new.size):
+        if int(new[j]) in seen:
+            new[j] = old_reps[j]
+        seen.add(int(new[j]))
     return new
 
 
@@ -341,13 +346,8 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
         am = asnumpy(xp.argmin(C, axis=0)).astype(np.int64)
         still, col = [], 0
         for i in active:
-            new = am[col:col + kk[i]].copy()
+            new = _keep_old_on_duplicate(am[col:col + kk[i]].copy(), reps[i])
             col += kk[i]
-            seen = set()
-            for j in range(new.size):  # as update_representatives: a duplicate keeps its old face
-                if int(new[j]) in seen:
-                    new[j] = reps[i][j]
-                seen.add(int(new[j]))
             n_iter[i] = it
             if np.array_equal(new, reps[i]):
                 conv[i] = True
@@ -392,12 +392,7 @@ def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device)
         am = asnumpy(xp.argmin(xp.matmul(D, W), axis=0)).astype(np.int64)
         still = []
         for j, i in enumerate(active):
-            new = am[offs[j]:offs[j + 1]].copy()
-            seen = set()
-            for q in range(new.size):  # as update_representatives: a duplicate keeps its old face
-                if int(new[q]) in seen:
-                    new[q] = reps[i][q]
-                seen.add(int(new[q]))
+            new = _keep_old_on_duplicate(am[offs[j]:offs[j + 1]].copy(), reps[i])
             n_iter[i] = it
             if np.array_equal(new, reps[i]):
                 conv[i] = True
