@@ -127,20 +127,29 @@ def one(scene, dev, label, *, repeat, profile, views, **kw) -> dict:
            "us_per_sample_whole": 1e6 * wall / n, "deterministic": bool(same), **sp, **quality(scene, res, dev)}
     log(label, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}))
     if profile:
-        pr = cProfile.Profile()
-        _sync()
-        pr.enable()
-        reconstruct(scene, views=views, device=dev, **kw)
-        pr.disable()
-        s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(28)
-        s2 = io.StringIO()
-        pstats.Stats(pr, stream=s2).sort_stats("cumulative").print_stats(45)
-        row["cprofile_tottime"] = s.getvalue()
-        row["cprofile_cumulative"] = s2.getvalue()
-        log(f"--- cProfile {label} (tottime)\n" + s.getvalue()[-6000:])
-        log(f"--- cProfile {label} (cumulative)\n" + s2.getvalue()[-7000:])
+        tot, cum = cprofile_call(lambda: reconstruct(scene, views=views, device=dev, **kw),
+                                 (("tottime", 28), ("cumulative", 45)))
+        row["cprofile_tottime"] = tot
+        row["cprofile_cumulative"] = cum
+        log(f"--- cProfile {label} (tottime)\n" + tot[-6000:])
+        log(f"--- cProfile {label} (cumulative)\n" + cum[-7000:])
     return row
+
+
+def cprofile_call(fn, sorts) -> list[str]:
+    """cProfile one call of ``fn`` (after a device synchronisation): the printed stats for each
+    ``(sort key, number of lines)`` of ``sorts``."""
+    pr = cProfile.Profile()
+    _sync()
+    pr.enable()
+    fn()
+    pr.disable()
+    texts = []
+    for key, lines in sorts:
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats(key).print_stats(lines)
+        texts.append(s.getvalue())
+    return texts
 
 
 def fuse_compare(scene, dev) -> dict:

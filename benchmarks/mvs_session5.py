@@ -219,19 +219,11 @@ def row(scene, dev, label, *, repeat, views, profile_gpu, profile_host=False, an
            "download_wait_s": st.get("download_wait_s"),
            "neighbors": st.get("neighbors"), **quality(scene, res, dev)}
     if profile_host:
-        import cProfile
-        import io
-        import pstats
+        from mvs_session4 import cprofile_call
 
-        pr = cProfile.Profile()
-        _sync()
-        pr.enable()
-        reconstruct(scene, views=views, device=dev, **kw)
-        pr.disable()
-        s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(25)
-        out["cprofile_tottime"] = s.getvalue()
-        log(f"--- cProfile {label} (tottime)\n" + s.getvalue()[-5000:])
+        (tot,) = cprofile_call(lambda: reconstruct(scene, views=views, device=dev, **kw), (("tottime", 25),))
+        out["cprofile_tottime"] = tot
+        log(f"--- cProfile {label} (tottime)\n" + tot[-5000:])
     if profile_gpu:
         g = gpu_busy(lambda: reconstruct(scene, views=views, device=dev, **kw))
         if g is not None:
