@@ -134,16 +134,11 @@ class FlowPicture:
         if self.be.is_gpu:
             return _cw.flow_to_rgba(u, v, max_flow=max_flow, valid=m, alpha=alpha, quality=q, threshold=threshold,
                                     device=self.be)
-        a = int(alpha)
-        if not 0 <= a <= 255:
-            raise _cw.FlowInputError(f"alpha must be in 0..255, got {alpha!r}")
+        a = _cw.check_alpha(alpha)
         rgb = self.rgb(max_flow=max_flow)
         out = np.empty(rgb.shape[:2] + (4,), np.uint8)
         out[..., :3] = rgb
-        shown = np.asarray(q, np.float32) >= np.float32(threshold)
-        if m is not None:
-            shown &= m
-        out[..., 3] = np.where(shown, np.uint8(a), np.uint8(0))
+        out[..., 3] = _cw.alpha_channel(rgb.shape[:2], m, q, threshold, a)
         return out
 
     def rgb(self, *, max_flow: float | None) -> np.ndarray:

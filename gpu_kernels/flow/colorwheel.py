@@ -87,9 +87,7 @@ def flow_to_rgba(u, v, *, max_flow: float | None = None, valid=None, alpha: int 
     ...              quality=np.array([[0.9, 0.1]]), threshold=0.5).tolist()
     [[[255, 0, 0, 128], [255, 255, 255, 0]]]
     """
-    a = int(alpha)
-    if not 0 <= a <= 255:
-        raise FlowInputError(f"alpha must be in 0..255, got {alpha!r}")
+    a = check_alpha(alpha)
     return _colour(u, v, max_flow=max_flow, valid=valid, channels=4, alpha=a, quality=quality,
                    threshold=float(threshold), device=device)
 
@@ -129,6 +127,23 @@ def _inputs(u, v, valid, quality, device):
         if a is not None and tuple(a.shape) != tuple(u.shape):
             raise FlowInputError(f"{name} must have the flow's shape {tuple(u.shape)}, got {tuple(a.shape)}")
     return be, u, v, valid, quality
+
+
+def check_alpha(alpha) -> int:
+    """``alpha`` as an int in 0..255 (:class:`FlowInputError` otherwise)."""
+    a = int(alpha)
+    if not 0 <= a <= 255:
+        raise FlowInputError(f"alpha must be in 0..255, got {alpha!r}")
+    return a
+
+
+def alpha_channel(shape, valid, quality, threshold, alpha) -> np.ndarray:
+    """The alpha channel of :func:`flow_to_rgba` on the host: ``alpha`` where ``valid`` (None:
+    everywhere) is set and ``quality`` (None: no test) is at least ``threshold``, 0 elsewhere."""
+    shown = np.ones(shape, bool) if valid is None else np.array(valid, bool)
+    if quality is not None:
+        shown &= np.asarray(quality, np.float32) >= np.float32(threshold)
+    return np.where(shown, np.uint8(alpha), np.uint8(0))
 
 
 def _check_shapes(u, v) -> None:
@@ -196,10 +211,8 @@ def _cpu_colour(u, v, valid, quality, threshold, maxrad, channels, alpha) -> np.
         col = np.where(r <= 1, 1 - r * (1 - col), col * 0.75)
         out[b, :, :3] = np.where(ok[..., None], np.floor(255.0 * col), 0).astype(np.uint8)
         if channels == 4:
-            shown = np.ones(ok.shape, bool) if valid is None else valid[b].copy()
-            if quality is not None:
-                shown &= quality[b] >= np.float32(threshold)
-            out[b, :, 3] = np.where(shown, np.uint8(alpha), np.uint8(0))
+            out[b, :, 3] = alpha_channel(ok.shape, None if valid is None else valid[b],
+                                         None if quality is None else quality[b], threshold, alpha)
 
     _map(band_colour, _bands(u.shape))
     return out
