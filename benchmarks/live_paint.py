@@ -14,21 +14,17 @@ import json
 import os
 import pathlib
 import sys
-import time
 
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import time_cpu  # noqa: E402
+
 
 def _median_ms(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return 1000 * sorted(ts)[len(ts) // 2]
+    return 1000 * time_cpu(fn, repeat=repeat)["median"]
 
 
 def flow_paint(device: str, repeat: int) -> dict:
