@@ -242,7 +242,7 @@ def _kernel(be, name, u):
     return kernel(be, _SOURCE, name, defines={"FLOW_T": "double" if u.dtype == np.float64 else "float"})
 
 
-def _mask_args(be, valid, n):
+def _mask_args(be, valid):
     if valid is None:
         return be.xp.zeros(1, dtype=np.uint8), np.int32(0)
     return valid, np.int32(1)
@@ -256,7 +256,7 @@ def _gpu_radius(be, u, v, valid) -> float:
             return 0.0
         blocks = int(min(-(-n // _THREADS), 1024))
         part = xp.zeros(blocks, dtype=np.float64)
-        vm, has_v = _mask_args(be, valid, n)
+        vm, has_v = _mask_args(be, valid)
         _kernel(be, "flow_cw_max_sq", u)((blocks,), (_THREADS,), (u, v, vm, has_v, np.int64(n), part))
         return math.sqrt(float(asnumpy(part).max()))
 
@@ -270,7 +270,7 @@ def _gpu_colour(be, u, v, valid, quality, threshold, maxrad, channels, alpha) ->
         out = xp.empty(tuple(u.shape) + (channels,), dtype=np.uint8)
         if n:
             wheel = cached_device_array(be, (make_colorwheel() / 255.0).ravel())
-            vm, has_v = _mask_args(be, valid, n)
+            vm, has_v = _mask_args(be, valid)
             q, has_q = (quality, np.int32(1)) if quality is not None else (xp.zeros(1, np.float32), np.int32(0))
             scale = np.float64(maxrad + np.finfo(np.float64).eps)
             blocks = int(min(-(-n // _THREADS), 65535 * 16))
