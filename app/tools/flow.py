@@ -285,19 +285,12 @@ def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: flo
     return FlowRun(data, out["quality"], p, device.label, elapsed, out["metrics"])
 
 
-class _Stages(Pipeline):
-    """Keyed on the active method's parameters: others' (Param.used_when) count as their defaults."""
-
-    def keys(self, data, params, **kw):
-        return super().keys(data, {**params, **{n: PARAMS[n].default for n in PARAMS.unused(params)}}, **kw)
-
-
 #: the stages of a run (:mod:`app.tools.stages`): for the default search method the pyramids,
 #: the flow (matching + TV-L1 per level), the quality map; then the errors against the ground
 #: truth. A quality-map change re-runs only the quality map; a TV-L1 change keeps the pyramids.
 _PYRAMID_KEYS = ("method", "levels", "patch", "max_pixels")
 _FLOW_KEYS = tuple(n for n in PARAMS.compute_names() if n not in ("quality_map", "fill"))
-PIPELINE = _Stages([
+PIPELINE = Pipeline([
     Stage("pyramids", _pyramids, params=_PYRAMID_KEYS, inputs=("img1", "img2", "mask"), label="pyramids"),
     Stage("flow", _flow, params=_FLOW_KEYS, after=("pyramids",), inputs=("img1", "img2", "mask"), label="flow",
           weight=15.0),

@@ -251,8 +251,18 @@ class Pipeline:
 
     # -- keys ------------------------------------------------------------------------------
     def keys(self, data, params: Mapping[str, Any], *, device: Backend | str, scope: str = "") -> dict[str, tuple]:
-        """Every stage's key: input identity, its parameters, the keys it takes from."""
+        """Every stage's key: input identity, its parameters, the keys it takes from.
+
+        A parameter that the others make unused (:attr:`Param.used_when`: another method's
+        parameter, coarseness beside a set number of segments) counts as its default, so editing
+        it re-runs nothing.
+        """
         dev = device.label if isinstance(device, _backend.Backend) else str(device)
+        ps = self._paramset
+        if ps is not None:
+            unused = ps.unused(params)
+            if unused:
+                params = {**params, **{n: ps[n].default for n in unused}}
         keys: dict[str, tuple] = {}
         for s in self.stages:
             ident = tuple((f, id(getattr(data, f, None))) for f in s.inputs) if s.inputs else (("*", id(data)),)

@@ -244,3 +244,47 @@ def test_mesh_shading_is_display_only():
     np.testing.assert_array_equal(r1.seg.labels, full.seg.labels)
     np.testing.assert_array_equal(r0.seg.face_colors, mesh_seg.run(data, {"k": 2}, device=CPU).seg.face_colors)
     assert r1.params["shading"] == 1.0 and r0.params["shading"] != 1.0
+
+
+def test_a_parameter_made_unused_keys_as_its_default_in_every_pipeline():
+    """The mechanism, not one tool: a parameter whose ``used_when`` is false (another mode's)
+    counts as its default in the stage keys, so editing it re-runs nothing; once its mode is on,
+    it re-runs its stage again. (Flow had this as its own Pipeline subclass; imseg re-ran its
+    k-means stages for a k-means edit while the contours method was on.)"""
+    calls = []
+    ps = ParamSet([
+        Param("mode", str, "a", "Mode", "", choices=("a", "b")),
+        Param("x", int, 1, "X", "", used_when=lambda v: v["mode"] == "b"),
+    ])
+
+    def st(ctx):
+        calls.append(ctx.p["x"])
+        return ctx.p["x"] if ctx.p["mode"] == "b" else 0
+
+    pipe = Pipeline([Stage("s", st, params=("mode", "x"))], finish=lambda d, out, p, **kw: out["s"], params=ps)
+    cpu, cache, data = get_backend("cpu"), StageCache(cap_bytes=1 << 20), object()
+
+    def run(**p):
+        return pipe.execute(data, ps.validate(p), device=cpu, cache=cache)
+
+    run()
+    res, rep = run(x=5)                                   # mode a: x is unused
+    assert rep.ran == [] and res == 0 and calls == [1]
+    res, rep = run(mode="b", x=5)
+    assert rep.ran == ["s"] and res == 5
+    res, rep = run(mode="b", x=6)                         # used now: it re-runs
+    assert rep.ran == ["s"] and res == 6
+
+
+def test_imseg_kmeans_edit_with_contours_on_reruns_nothing():
+    from app.tools import imseg
+
+    img = (np.random.default_rng(0).random((40, 48, 3)) * 255).astype(np.uint8)
+    data = imseg.ImageData(None, img)
+    cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 28)
+
+    def run(**p):
+        return imseg.PIPELINE.execute(data, imseg.PARAMS.validate(p), device=cpu, cache=cache)[1]
+
+    run()
+    assert run(k_max=7, min_size=33, q=4).ran == []       # the default method is contours
