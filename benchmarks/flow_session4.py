@@ -59,6 +59,14 @@ def _apply(setting):
     _plan.clear()
 
 
+def _vs_dis(r: dict, dis: dict) -> dict:
+    """AEEs ``r`` (per pair) against DIS medium's ``dis``: the ratio of the means, the worst pair's
+    ratio and that pair."""
+    ratio = {k: r[k] / dis[k] for k in r}
+    return {"mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dis.values()))),
+            "worst_ratio": float(max(ratio.values())), "worst_pair": max(ratio, key=ratio.get)}
+
+
 def _root() -> Path:
     """The shared data (GPULAB_SHARED_DATA, default ../shared/data beside the repository)."""
     return Path(os.environ.get("GPULAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -320,12 +328,8 @@ def cpu_tune(out, names=None):
         for ds, x, y, gt, valid in sets:
             f = inverse_search_flow(x, y, device="cpu", **cfg)
             r[ds] = aee(f.u, f.v, gt, valid)
-        ratio = {k: r[k] / dis[k] for k in r}
         res["cfgs"][name] = {"cfg": {k: list(x) if isinstance(x, tuple) else x for k, x in cfg.items()},
-                             "cpu_s_640x480": round(cs, 3), "aee": r,
-                             "mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dis.values()))),
-                             "worst_ratio": float(max(ratio.values())),
-                             "worst_pair": max(ratio, key=ratio.get)}
+                             "cpu_s_640x480": round(cs, 3), "aee": r, **_vs_dis(r, dis)}
         e = res["cfgs"][name]
         log(f"  {name}: {cs:.2f} CPU-s, mean/DIS {e['mean_ratio']:.3f}, worst {e['worst_ratio']:.2f} ({e['worst_pair']})")
         Path(out).write_text(json.dumps(res, indent=1, default=str))

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import device_name  # noqa: E402
 from benchmarks.flow import _gray8, aee, gpu_time, load_chairs, load_middlebury_rgb, log  # noqa: E402
-from benchmarks.flow_session4 import _dis, _pair, _root, _stage_graph_ms  # noqa: E402
+from benchmarks.flow_session4 import _dis, _pair, _root, _stage_graph_ms, _vs_dis  # noqa: E402
 
 #: schedules (inverse_search_flow keywords) scored by ``tune`` and, with ``--variants``, timed by ``gpu``
 VARIANTS = {
@@ -203,9 +203,7 @@ def gpu(out, variants=(), quick=False):
             f = inverse_search_flow(cp.asarray(x), cp.asarray(y), device="cuda", **cfg).to_numpy()
             r[ds2] = aee(f.u, f.v, gt, valid)
         res["aee"][label] = r
-        ratio = {k: r[k] / dm[k] for k in r}
-        s = {"mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dm.values()))),
-             "worst_ratio": float(max(ratio.values())), "worst_pair": max(ratio, key=ratio.get)}
+        s = _vs_dis(r, dm)
         res["aee_summary"][label] = s
         log(f"  AEE [{label}]: mean/DIS {s['mean_ratio']:.4f}, worst {s['worst_ratio']:.3f} ({s['worst_pair']}); "
             + " ".join(f"{k} {x:.3f}" for k, x in r.items()))
@@ -366,11 +364,8 @@ def tune(out, names=None, which="shared", device="cpu"):
                 x, y = cp.asarray(x), cp.asarray(y)
             f = inverse_search_flow(x, y, device=device, **cfg).to_numpy()
             r[ds] = aee(f.u, f.v, gt, valid)
-        ratio = {k: r[k] / dis[k] for k in r}
         res["cfgs"][name] = {"cfg": {k: list(x) if isinstance(x, tuple) else x for k, x in cfg.items()},
-                             "cpu_s_10_pairs": round(time.process_time() - c0, 2), "aee": r,
-                             "mean_ratio": float(np.mean(list(r.values())) / np.mean(list(dis.values()))),
-                             "worst_ratio": float(max(ratio.values())), "worst_pair": max(ratio, key=ratio.get)}
+                             "cpu_s_10_pairs": round(time.process_time() - c0, 2), "aee": r, **_vs_dis(r, dis)}
         e = res["cfgs"][name]
         log(f"  {name}: mean/DIS {e['mean_ratio']:.4f}, worst {e['worst_ratio']:.3f} ({e['worst_pair']})")
         Path(out).write_text(json.dumps(res, indent=1, default=str))
