@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from flow_colorwheel_reference import wheel_whole_image
 
 from gpu_kernels.flow import (
     FlowInputError,
@@ -94,26 +95,7 @@ def test_forward_backward_consistency():
 
 def _wheel_whole_image(u, v, max_flow=None, valid=None):
     """The colour coding in whole-image passes (the code before the bands), as the reference."""
-    u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
-    ok = np.isfinite(u) & np.isfinite(v) & (np.abs(u) < 1e9) & (np.abs(v) < 1e9)
-    if valid is not None:
-        ok &= valid
-    u, v = np.where(ok, u, 0.0), np.where(ok, v, 0.0)
-    maxrad = (float(np.hypot(u, v)[ok].max()) if ok.any() else 0.0) if max_flow is None else float(max_flow)
-    eps = np.finfo(np.float64).eps
-    fu, fv = u / (maxrad + eps), v / (maxrad + eps)
-    wheel = make_colorwheel()
-    n = wheel.shape[0]
-    r = np.hypot(fu, fv)
-    fk = (np.arctan2(-fv, -fu) / np.pi + 1.0) / 2.0 * (n - 1)
-    k0 = np.floor(fk).astype(int)
-    f = fk - k0
-    out = np.zeros(u.shape + (3,), np.uint8)
-    for i in range(3):
-        col = (1 - f) * (wheel[k0, i] / 255.0) + f * (wheel[(k0 + 1) % n, i] / 255.0)
-        col = np.where(r <= 1, 1 - r * (1 - col), col * 0.75)
-        out[..., i] = np.where(ok, np.floor(255.0 * col), 0).astype(np.uint8)
-    return out
+    return wheel_whole_image(u, v, max_flow, valid, hypot=True)
 
 
 @pytest.mark.parametrize("max_flow", [None, 7.5])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from flow_colorwheel_reference import wheel_whole_image
 
 from gpu_kernels.flow import colorwheel as cw
 from gpu_kernels.flow._common import FlowInputError
@@ -15,27 +16,7 @@ from gpu_kernels.flow._common import FlowInputError
 
 def _reference(u, v, max_flow=None, valid=None):
     """Whole-image float64 passes, the definition: radius sqrt(u^2 + v^2), hue atan2(-v, -u)."""
-    u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
-    ok = np.isfinite(u) & np.isfinite(v) & (np.abs(u) < 1e9) & (np.abs(v) < 1e9)
-    if valid is not None:
-        ok &= valid
-    u, v = np.where(ok, u, 0.0), np.where(ok, v, 0.0)
-    maxrad = (float(np.sqrt((u * u + v * v)[ok].max())) if ok.any() else 0.0) if max_flow is None \
-        else float(max_flow)
-    eps = np.finfo(np.float64).eps
-    fu, fv = u / (maxrad + eps), v / (maxrad + eps)
-    wheel = cw.make_colorwheel()
-    n = wheel.shape[0]
-    r = np.sqrt(fu * fu + fv * fv)
-    fk = (np.arctan2(-fv, -fu) / np.pi + 1.0) / 2.0 * (n - 1)
-    k0 = np.floor(fk).astype(int)
-    f = fk - k0
-    out = np.zeros(u.shape + (3,), np.uint8)
-    for i in range(3):
-        col = (1 - f) * (wheel[k0, i] / 255.0) + f * (wheel[(k0 + 1) % n, i] / 255.0)
-        col = np.where(r <= 1, 1 - r * (1 - col), col * 0.75)
-        out[..., i] = np.where(ok, np.floor(255.0 * col), 0).astype(np.uint8)
-    return out
+    return wheel_whole_image(u, v, max_flow, valid)
 
 
 def _flows(shape, seed=3):
