@@ -14,6 +14,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from ..ui.widgets import set_picture
+
 __all__ = ["SliceViews", "PLANES", "arrow_segments"]
 
 #: (title, normal axis, row axis, column axis)
@@ -202,8 +204,7 @@ class SliceViews(QWidget):
             p.overlay.clear()
             return
         alpha = np.full(rgb.shape[:2] + (1,), int(round(255 * opacity)), np.uint8)
-        rgba = np.concatenate([np.asarray(rgb, np.uint8), alpha], axis=-1)
-        p.overlay.setImage(rgba, autoLevels=False, levels=None)   # 8-bit as it is: no mapping at each paint
+        set_picture(p.overlay, np.concatenate([np.asarray(rgb, np.uint8), alpha], axis=-1))
         p.overlay.setRect(QRectF(0, 0, rgb.shape[1] * self.spacing[p.col_ax], rgb.shape[0] * self.spacing[p.row_ax]))
 
     def show_arrows(self, index: int, du, dv, step: int, scale: float = 1.0) -> None:

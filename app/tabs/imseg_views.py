@@ -10,6 +10,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QVBoxLayout, QWidget
 
+from ..ui.widgets import set_picture
+
 __all__ = ["ImsegView", "RegionTableModel", "RegionTable", "COLUMNS"]
 
 
@@ -36,9 +38,7 @@ class ImsegView(QWidget):
         self.shape: tuple[int, int] | None = None
 
     def set_picture(self, rgb: np.ndarray, title: str = "") -> None:
-        rgb = np.ascontiguousarray(rgb)
-        # 8-bit shown as it is: with levels pyqtgraph maps every pixel again at each paint (~10 ms at 1080p)
-        self.img.setImage(rgb, autoLevels=False, levels=None if rgb.dtype == np.uint8 else (0, 255))
+        set_picture(self.img, rgb)
         shape = tuple(rgb.shape[:2])
         if shape != self.shape:
             self.shape = shape

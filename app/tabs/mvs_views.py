@@ -18,6 +18,7 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..ui.view3d import View3D
+from ..ui.widgets import set_picture
 
 __all__ = ["MapView", "CloudView", "frustum_lines", "render_points_png"]
 
@@ -109,7 +110,7 @@ class MapView(QWidget):
             levels = (float(np.percentile(v[ok], 1)), float(np.percentile(v[ok], 99))) if ok.any() else (0.0, 1.0)
         if levels[1] <= levels[0]:
             levels = (levels[0], levels[0] + 1e-6)
-        self.backdrop.setImage(np.full(v.shape + (3,), 34, np.uint8), autoLevels=False, levels=None)
+        set_picture(self.backdrop, np.full(v.shape + (3,), 34, np.uint8))
         self.image.setImage(v, autoLevels=False)
         self.bar.setLevels(levels)
         self.image.setLevels(levels)
@@ -123,8 +124,7 @@ class MapView(QWidget):
 
     def show_rgb(self, rgb: np.ndarray, *, title: str = "") -> None:
         """An RGB picture (image or normal map); no colour bar."""
-        rgb = np.ascontiguousarray(rgb)
-        self.rgb_image.setImage(rgb, autoLevels=False, levels=None if rgb.dtype == np.uint8 else (0, 255))
+        set_picture(self.rgb_image, rgb)
         self.rgb_image.show()
         self.image.hide()
         self.bar.hide()
