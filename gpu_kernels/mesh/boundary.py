@@ -463,11 +463,7 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
             T[gone] = 0.0
             T[:, gone] = 0.0
         root[root == gone] = keep
-        area[keep] += area[gone]
-        area[gone] = 0
-        present[gone] = False
-        count[int(label_component[keep])] -= 1
-        merges.append((keep, gone))
+        _record_merge(keep, gone, area, present, count, label_component, merges)
 
     lc_iu = label_component[iu]
     is_over = np.zeros(comp_area.size, dtype=bool)
@@ -518,6 +514,17 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
         p, q = int(ulo[j]), int(uhi[j])
         merge(*((p, q) if area[p] >= area[q] else (q, p)))
     return root[lab0].astype(np.int32), merges
+
+
+def _record_merge(keep, gone, area, present, count, label_component, merges):
+    """The bookkeeping of one merge of cluster ``gone`` into ``keep`` shared by
+    :func:`_merge_tables` and :func:`_merge_arcs`: areas, the present clusters, the count
+    per component and the list of merges (updated in place)."""
+    area[keep] += area[gone]
+    area[gone] = 0
+    present[gone] = False
+    count[int(label_component[keep])] -= 1
+    merges.append((keep, gone))
 
 
 def _weakest_allowed(strength, limit, strengths):
@@ -576,11 +583,7 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
                 j = int(np.flatnonzero(touch)[np.argmax(shared[touch])])
                 nb = int(uhi[j] if ulo[j] == sl else ulo[j])
                 lab[lab == sl] = nb
-                area[nb] += area[sl]
-                area[sl] = 0
-                present[sl] = False
-                count[int(label_component[nb])] -= 1
-                merges.append((nb, sl))
+                _record_merge(nb, sl, area, present, count, label_component, merges)
                 if strengths is not None:
                     strengths.append(0.0)
                 continue
@@ -614,11 +617,7 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
         p, q = int(uk[j] // K), int(uk[j] % K)
         keep, gone = (p, q) if area[p] >= area[q] else (q, p)
         lab[lab == gone] = keep
-        area[keep] += area[gone]
-        area[gone] = 0
-        present[gone] = False
-        count[int(label_component[keep])] -= 1
-        merges.append((keep, gone))
+        _record_merge(keep, gone, area, present, count, label_component, merges)
     return lab.astype(np.int32), merges
 
 
