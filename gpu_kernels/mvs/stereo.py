@@ -283,8 +283,7 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
             maps_all.extend(maps)
             del tex
     # each map's count from the growing's stats (counted there once), not counted again
-    samples = None if keep_device else int(sum(m.stats["samples"] if m.stats.get("samples") is not None
-                                                else m.n_samples for m in maps_all))
+    samples = None if keep_device else _count_samples(maps_all)
     stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(prep.points),
              "seed_source": prep.seed_source, "seeds_s": prep.seeds_s, "prepare_s": prep.prepare_s,
              "grow_s": t_grow, "peak_device_bytes": peak_mem,
@@ -310,8 +309,12 @@ def finish_maps(maps, stats: dict) -> None:
     for m in maps:
         m.wait()
     stats["download_wait_s"] = time.perf_counter() - t
-    stats["samples"] = int(sum(m.stats["samples"] if m.stats.get("samples") is not None else m.n_samples
-                               for m in maps))
+    stats["samples"] = _count_samples(maps)
+
+
+def _count_samples(maps) -> int:
+    """The maps' samples, each from its growing's stats where counted there (else counted now)."""
+    return int(sum(m.stats["samples"] if m.stats.get("samples") is not None else m.n_samples for m in maps))
 
 
 def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, neighbors: int = DEFAULT_NEIGHBORS,
