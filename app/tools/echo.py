@@ -157,7 +157,7 @@ LIBRARY_KEYS = ("alpha", "beta", "rho", "sigma", "levels", "warps", "iters", "to
 #: included, do not change them)
 PREPARE_KEYS = _M.PREPARE_KEYS
 #: the tensors' own parameters: an edit of one re-makes the tensors and keeps the pyramids
-TENSOR_KEYS = ("rho", "derivative")
+TENSOR_KEYS = _M.TENSOR_KEYS
 PYRAMID_KEYS = tuple(k for k in PREPARE_KEYS if k not in TENSOR_KEYS)
 
 

@@ -8,7 +8,7 @@ __all__ = ["DEFAULT_ALPHA", "DEFAULT_BETA", "DEFAULT_RHO", "DEFAULT_SIGMA", "DEF
            "DEFAULT_ITERS", "DEFAULT_TOL", "DEFAULT_SOLVER", "DEFAULT_SOR_OMEGA", "DEFAULT_VARIANT",
            "DEFAULT_DERIVATIVE", "DEFAULT_CHECK_EVERY", "DEFAULT_PRECISION", "SOLVERS", "PRECISIONS", "VARIANTS", "DERIVATIVES", "SYNTH_SIZE",
            "SYNTH_MIN_SIZE", "SYNTH_MAX_SIZE", "SYNTH_FRAMES", "SYNTH_NOISE", "SYNTH_DECORRELATION", "SYNTH_CONTRACTION",
-           "SYNTH_SHORTENING", "SYNTH_TWIST", "PREPARE_KEYS", "SOLVE_KEYS"]
+           "SYNTH_SHORTENING", "SYNTH_TWIST", "PREPARE_KEYS", "TENSOR_KEYS", "SOLVE_KEYS"]
 
 DEFAULT_ALPHA = 0.02
 DEFAULT_BETA = 0.02
@@ -39,6 +39,8 @@ DERIVATIVES = ("central", "forward")
 #: of motion.solve_motion; the kernel variant is a solve parameter: both variants' tensor
 #: kernels do the same float32 arithmetic, so a preparation serves either
 PREPARE_KEYS = ("rho", "sigma", "levels", "derivative")
+#: the part of PREPARE_KEYS that only the structure tensors read (motion.with_tensors's arguments)
+TENSOR_KEYS = ("rho", "derivative")
 SOLVE_KEYS = ("alpha", "beta", "warps", "iters", "tol", "solver", "omega", "precision", "variant")
 
 # -- the synthetic echo generator (gpu_kernels.echo.synthetic; ``gpulab echo-synth``)
