@@ -555,6 +555,9 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
     comp_area = np.bincount(label_component, weights=area, minlength=int(label_component.max()) + 1)
     merges = []
     s, d = graph.src, graph.dst
+    lim = None
+    if stop:
+        lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
     while True:
         over = [c for c in targets if count[c] > targets[c]]
         if not over:
@@ -608,9 +611,6 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
-        lim = None
-        if stop:
-            lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
         j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], strengths)
         if j is None:
             break
