@@ -132,7 +132,7 @@ class FlowPicture:
     def _rgba_now(self, max_flow, alpha, threshold) -> np.ndarray:
         u, v, q, m = self._arrays()
         if self.be.is_gpu:
-            return _cw.flow_to_rgba(u, v, max_flow=max_flow, valid=m, alpha=alpha, quality=q, threshold=threshold,
+            return _cw.flow_to_rgba(u, v, max_flow=self._gpu_max_flow(max_flow), valid=m, alpha=alpha, quality=q, threshold=threshold,
                                     device=self.be)
         a = _cw.check_alpha(alpha)
         rgb = self.rgb(max_flow=max_flow)
@@ -140,6 +140,14 @@ class FlowPicture:
         out[..., :3] = rgb
         out[..., 3] = _cw.alpha_channel(rgb.shape[:2], m, q, threshold, a)
         return out
+
+    def _gpu_max_flow(self, max_flow):
+        """The radius to colour with on the GPU: the cached automatic one for ``None`` (the same
+        value the kernel would find, without its reduction and read-back at every redraw)."""
+        if max_flow is not None:
+            return max_flow
+        r = self._radius_now()
+        return r if r > 0 else None   # no known motion: the kernel's own zero-radius case
 
     def rgb(self, *, max_flow: float | None) -> np.ndarray:
         """``(H, W, 3)`` uint8 on the host: the colour wheel, unknown pixels black (on the CPU
@@ -149,7 +157,7 @@ class FlowPicture:
     def _rgb_now(self, max_flow) -> np.ndarray:
         u, v, _q, m = self._arrays()
         if self.be.is_gpu:
-            return _cw.flow_to_color(u, v, max_flow=max_flow, valid=m, device=self.be)
+            return _cw.flow_to_color(u, v, max_flow=self._gpu_max_flow(max_flow), valid=m, device=self.be)
         key = None if max_flow is None else float(max_flow)
         if self._rgb is None or self._rgb[0] != key:
             self._rgb = (key, _cw.flow_to_color(u, v, max_flow=max_flow, valid=m, device=self.be))

@@ -121,6 +121,24 @@ def test_flow_picture_of_a_gpu_result_is_made_on_the_gpu_with_the_cpu_bytes():
         assert x == pytest.approx(cpu.stats()[k], rel=1e-5)
 
 
+@pytest.mark.gpu
+def test_flow_picture_on_the_gpu_finds_the_automatic_radius_once(monkeypatch):
+    """Redraws with the automatic radius re-use the cached one: no reduction and read-back per
+    picture (the kernel's own radius search ran at every redraw before), the same bytes."""
+    from app.render.flow import FlowPicture
+    from gpu_kernels.flow import colorwheel as cw
+
+    res = _flow_result((240, 320), device="cuda:0", seed=5)
+    calls, real = [], cw._gpu_radius
+    monkeypatch.setattr(cw, "_gpu_radius", lambda *a: (calls.append(1), real(*a))[1])
+    pic, cpu = FlowPicture(res), FlowPicture(res, device="cpu")
+    for alpha in (255, 120, 30):
+        np.testing.assert_array_equal(pic.rgba(max_flow=None, alpha=alpha, threshold=0.2),
+                                      cpu.rgba(max_flow=None, alpha=alpha, threshold=0.2))
+    np.testing.assert_array_equal(pic.rgb(max_flow=None), cpu.rgb(max_flow=None))
+    assert len(calls) == 1, calls
+
+
 #: the views' tests need Qt and pytest-qt (the GPU host has Qt from a carry, not pytest-qt: the
 #: GPU test above runs there without them)
 needs_qt = pytest.mark.skipif(not (importlib.util.find_spec("PySide6") and importlib.util.find_spec("pytestqt")),
