@@ -191,6 +191,18 @@ def update_representatives(D, P, old_reps=None, power: float | None = None) -> n
     return new if old_reps is None else _keep_old_on_duplicate(new, old_reps)
 
 
+def _advance(i, new, it, reps, history, n_iter, conv) -> bool:
+    """One lockstep iteration of clustering ``i`` with the representatives ``new``: True while
+    it still moves (``new`` recorded), False once it has converged (``conv[i]`` set)."""
+    n_iter[i] = it
+    if np.array_equal(new, reps[i]):
+        conv[i] = True
+        return False
+    reps[i] = new
+    history[i].append(new.copy())
+    return True
+
+
 def _keep_old_on_duplicate(new: np.ndarray, old_reps) -> np.ndarray:
     """``new`` (changed in place) where a representative that repeats an earlier cluster's face
     keeps its old face ``old_reps[j]``: one rule for every representative update."""
@@ -348,14 +360,9 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
         for i in active:
             new = _keep_old_on_duplicate(am[col:col + kk[i]].copy(), reps[i])
             col += kk[i]
-            n_iter[i] = it
-            if np.array_equal(new, reps[i]):
-                conv[i] = True
-                continue
-            reps[i] = new
-            history[i].append(new.copy())
-            Ps[i] = memberships(D, new)
-            still.append(i)
+            if _advance(i, new, it, reps, history, n_iter, conv):
+                Ps[i] = memberships(D, new)
+                still.append(i)
         active = still
     prog.update(1.0, f"clustering into {label} parts")
     return [FuzzyClustering(reps=reps[i], P=Ps[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
@@ -393,13 +400,8 @@ def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device)
         still = []
         for j, i in enumerate(active):
             new = _keep_old_on_duplicate(am[offs[j]:offs[j + 1]].copy(), reps[i])
-            n_iter[i] = it
-            if np.array_equal(new, reps[i]):
-                conv[i] = True
-                continue
-            reps[i] = new
-            history[i].append(new.copy())
-            still.append(i)
+            if _advance(i, new, it, reps, history, n_iter, conv):
+                still.append(i)
         active = still
         if active:
             W, offs = refresh(active)
