@@ -953,8 +953,12 @@ class ToolTab(QWidget):
         if not names or self.full_seconds is None or self.full_seconds <= self.slow_run_s:
             return
         pl = self.tool.pipeline()
-        stages = sorted({s for n in names for s in pl.affected(n)}, key=pl.names().index)
+        now = self._form_params
+        stages = sorted({s for n in names for s in pl.affected(n, now)}, key=pl.names().index)
         if not stages:
+            if now is not None and all(n in self.tool.params.unused(now) for n in names):
+                self._set_status("Live: this parameter is not used with the current settings; "
+                                 "the change re-runs nothing")
             return
         i = pl.names().index(stages[0])
         cost = sum(self.stage_seconds.get(s, 0.0) for s in stages)

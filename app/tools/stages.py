@@ -238,8 +238,14 @@ class Pipeline:
         """The first stage that reads ``param`` (None: no stage; a display-only parameter)."""
         return next((s.name for s in self.stages if param in s.params), None)
 
-    def affected(self, param: str) -> list[str]:
-        """The stages a change of ``param`` re-runs: those reading it and everything downstream."""
+    def affected(self, param: str, values: Mapping[str, Any] | None = None) -> list[str]:
+        """The stages a change of ``param`` re-runs: those reading it and everything downstream.
+
+        With the current parameter ``values``, a parameter that they make unused
+        (:attr:`Param.used_when`, as in :meth:`keys`) re-runs nothing: ``[]``.
+        """
+        if values is not None and self._paramset is not None and param in self._paramset.unused(values):
+            return []
         dirty: set[str] = set()
         for s in self.stages:
             if param in s.params or any(a in dirty for a in self._after[s.name]):
@@ -258,17 +264,20 @@ class Pipeline:
         it re-runs nothing.
         """
         dev = device.label if isinstance(device, _backend.Backend) else str(device)
-        ps = self._paramset
-        if ps is not None:
-            unused = ps.unused(params)
-            if unused:
-                params = {**params, **{n: ps[n].default for n in unused}}
+        params = self.effective(params)
         keys: dict[str, tuple] = {}
         for s in self.stages:
             ident = tuple((f, id(getattr(data, f, None))) for f in s.inputs) if s.inputs else (("*", id(data)),)
             keys[s.name] = (scope, s.name, dev, ident, tuple((p, _hashable(params[p])) for p in s.params),
                             tuple(keys[a] for a in self._after[s.name]))
         return keys
+
+    def effective(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``params`` with each parameter that the others make unused set to its default: what
+        the stages read and are keyed on, so a cached and a fresh run agree by construction."""
+        ps = self._paramset
+        unused = ps.unused(params) if ps is not None else ()
+        return {**params, **{n: ps[n].default for n in unused}} if unused else params
 
     def _refs(self, data, s: Stage) -> tuple:
         return tuple(getattr(data, f, None) for f in s.inputs) if s.inputs else (data,)
@@ -283,6 +292,7 @@ class Pipeline:
         progress = as_progress(progress)
         t_all = time.perf_counter()
         keys = self.keys(data, params, device=device, scope=scope) if cache is not None else {}
+        eff = self.effective(params)
         outputs: dict[str, Any] = {}
         report = RunReport(n_stages=len(self.stages), labels={s.name: s.title for s in self.stages})
         todo: list[Stage] = []
@@ -306,7 +316,7 @@ class Pipeline:
                 progress.update(a, s.title)
             else:
                 progress.check()  # raises Cancelled between stages
-            ctx = StageContext(data, {p: params[p] for p in s.params}, device, sub,
+            ctx = StageContext(data, {p: eff[p] for p in s.params}, device, sub,
                                {u: outputs[u] for u in self._after[s.name]}, s.name)
             t0 = time.perf_counter()
             out = s.fn(ctx)

@@ -45,7 +45,7 @@ def _level(ctx):
     CALLS.append(("level", dict(ctx.p)))
     if ctx.p["level"] == 0.99:
         GATE.wait(5)  # ignores Cancel, like one long library call
-    return ctx["blur"] > ctx.p["level"]
+    return ctx["blur"] * ctx.p["gain"] > ctx.p["level"]
 
 
 def _finish(data, out, p, *, device, elapsed):
@@ -59,9 +59,11 @@ def _display(r, p):
 PARAMS = ParamSet([
     Param("blur", float, 0.0, "Blur", "first stage", minimum=0, maximum=10, step=0.5),
     Param("level", float, 0.5, "Level", "second stage", minimum=0, maximum=1, step=0.01),
+    Param("gain", float, 1.0, "Gain", "second stage, only with a blur", minimum=0.5, maximum=2, step=0.25,
+          used_when=lambda v: v["blur"] > 0),
     Param("style", str, "plain", "Style", "display only", choices=("plain", "fancy"), display=True),
 ])
-PIPELINE = Pipeline([Stage("blur", _blur, params=("blur",)), Stage("level", _level, params=("level",))],
+PIPELINE = Pipeline([Stage("blur", _blur, params=("blur",)), Stage("level", _level, params=("level", "gain"))],
                     finish=_finish, params=PARAMS)
 
 
@@ -322,6 +324,16 @@ def test_on_a_slow_device_live_says_what_a_change_costs(tab, qtbot):
     msgs.clear()
     tab.form.editor("blur").setValue(1.5)
     assert any("re-runs from stage 1 of 2 (blur)" in m for m in msgs), msgs
+    wait_idle(qtbot, tab)
+    tab.form.editor("gain").setValue(1.5)              # used, with a blur: stage 2
+    assert any("re-runs from stage 2 of 2 (level)" in m for m in msgs[-3:]), msgs
+    wait_idle(qtbot, tab)
+    tab.form.editor("blur").setValue(0.0)
+    wait_idle(qtbot, tab)
+    msgs.clear()
+    tab.form.editor("gain").setValue(0.75)             # unused without a blur: names no stage
+    assert not any("re-runs from stage" in m for m in msgs), msgs
+    assert any("not used with the current settings" in m for m in msgs), msgs
     wait_idle(qtbot, tab)
 
 

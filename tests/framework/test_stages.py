@@ -274,6 +274,12 @@ def test_a_parameter_made_unused_keys_as_its_default_in_every_pipeline():
     assert rep.ran == ["s"] and res == 5
     res, rep = run(mode="b", x=6)                         # used now: it re-runs
     assert rep.ran == ["s"] and res == 6
+    # the tab's "re-runs from stage N" message asks affected() with the current values
+    assert pipe.affected("x", ps.validate({})) == [] and pipe.affected("x") == ["s"]
+    assert pipe.affected("x", ps.validate({"mode": "b"})) == ["s"]
+    # a fresh run reads what the cache is keyed on: the unused parameter's default
+    calls.clear()
+    assert pipe.run(data, {"x": 9}, device=cpu) == 0 and calls == [1]
 
 
 def test_imseg_kmeans_edit_with_contours_on_reruns_nothing():
