@@ -652,6 +652,14 @@ def read_scene(path: str | os.PathLike, *, image_dir=None, mask_dir=None,
     if p.is_file():
         if p.name in ("cameras.txt", "images.txt", "cameras.bin", "images.bin", "points3D.txt", "points3D.bin"):
             return read_colmap(p.parent, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
+        if p.suffix.lower() in IMAGE_EXTENSIONS:
+            # one picture of a scene: not a camera file (read as one, it got "line 1: expected an
+            # image name and 21 numbers"); say what to open instead, naming the scene file beside it
+            pars = sorted(q.name for q in p.parent.glob("*_par.txt"))
+            beside = (f": open {pars[0]} beside it (or its folder)" if len(pars) == 1 else
+                      ": open the scene's *_par.txt (Middlebury) or its COLMAP model folder")
+            raise SceneReadError(f"{p.name} is an image, not a scene; a scene is its cameras and "
+                                 f"images{beside}")
         return read_middlebury(p, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
     if _model_file(p, "cameras") is not None:
         return read_colmap(p, image_dir=image_dir, mask_dir=mask_dir, progress=progress)
