@@ -13,6 +13,7 @@ held-out category, the variant with the best mean over the other 18.
     python benchmarks/mesh_quality.py cache --out /tmp/mq            # one pipeline run per mesh
     python benchmarks/mesh_quality.py screen --cache /tmp/mq --variants V.json --json out.json
     python benchmarks/mesh_psb.py --cv ...                           # the figure that counts
+    python benchmarks/mesh_quality.py timing --files A.off,B.off --device cuda  # consensus cost
 
 The replay leaves out the full-resolution boundary re-cut (its effect was 0.001-0.002,
 ``mesh_session3.md``), so its figures are screens; candidates that survive are scored by the
@@ -155,16 +156,16 @@ def cmd_cache(args) -> int:
 
 
 # --------------------------------------------------------------------------- replay
-def _stop_default(st, tau, rel, small=None, **_):
-    """The pipeline's rule (:mod:`gpu_kernels.mesh.autok`, its module constants in force)."""
+def _stop_default(st, tau, rel, small=None, lookahead=None, **_):
+    """The pipeline's rule (:mod:`gpu_kernels.mesh.autok`, its module constants in force;
+    ``lookahead``: ``autok.AUTO_K_LOOKAHEAD`` when None)."""
     from gpu_kernels.mesh import autok
 
     st = np.asarray(st, dtype=np.float64)
     if st.size == 0:
         return 0
     thr = max(tau, rel * autok.reference_strength(st, small))
-    hit = np.flatnonzero(st >= thr)
-    return int(hit[0]) if hit.size else int(st.size)
+    return autok.stop_index(st, thr, floor=tau, lookahead=lookahead)
 
 
 def _stop_robust(st, tau, rel, small=None, min_small=0.0, rank=1, **_):
@@ -192,7 +193,41 @@ def _stop_weighted(st, tau, rel, small=None, s0=0.02, **_):
     return int(hit[0]) if hit.size else int(st.size)
 
 
-STOPS = {"default": _stop_default, "robust": _stop_robust, "weighted": _stop_weighted}
+def _stop_elbow(st, tau, rel, small=None, **_):
+    """The pipeline's ``AUTO_K_RULE = "elbow"`` (:func:`gpu_kernels.mesh.segment.elbow_stop`:
+    Kneedle on the running maximum of the merge curve, at least the merges below tau)."""
+    old = _segment.AUTO_K_STRENGTH
+    _segment.AUTO_K_STRENGTH = tau
+    try:
+        return _segment.elbow_stop(st) if len(st) else 0
+    finally:
+        _segment.AUTO_K_STRENGTH = old
+
+
+def _stop_jump(st, tau, rel, small=None, cap=None, s0=None, back=0, **_):
+    """Session 6 experiment: stop at the merge whose strength jumps most above every
+    boundary merged before it (largest ``log(st[i] / max(st[:i]))``) among the merges at
+    least as strong as ``tau`` (and, with ``cap``, at most the default rule's stop + cap
+    merges later and ``back`` merges earlier): the merge curve's biggest step rather than a
+    fixed bar. ``cap=1`` is the pipeline's ``autok.AUTO_K_LOOKAHEAD = 1``."""
+    st = np.asarray(st, dtype=np.float64)
+    if st.size == 0:
+        return 0
+    cm = np.maximum.accumulate(np.r_[1e-9, st])[:-1]
+    jump = np.log(np.maximum(st, 1e-9) / np.maximum(cm, 1e-9))
+    cand = np.flatnonzero(st >= tau)
+    if cand.size == 0:
+        return int(st.size)
+    if cap is not None:
+        d = _stop_default(st, tau, rel, small, lookahead=0)
+        cand = cand[(cand >= d - int(back)) & (cand <= d + int(cap))]
+        if cand.size == 0:
+            return d
+    return int(cand[np.argmax(jump[cand])])
+
+
+STOPS = {"default": _stop_default, "robust": _stop_robust, "weighted": _stop_weighted, "elbow": _stop_elbow,
+         "jump": _stop_jump}
 
 
 def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
@@ -409,6 +444,37 @@ def cmd_loco(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- timing
+def cmd_timing(args) -> int:
+    """End to end from the file (read + ``segment_mesh``, colours included), one warm-up and
+    the best of ``--repeat``, for each k and ``consensus`` off / on: what the three working
+    resolutions cost."""
+    from app.io.mesh_io import read_mesh
+    from gpu_kernels.mesh.segment import segment_mesh
+
+    rows = []
+    for path in args.files.split(","):
+        for k in args.k.split(","):
+            kk = k if k == "auto" else int(k)
+            for cons in (False, True):
+                def once(path=path, kk=kk, cons=cons):
+                    t0 = time.perf_counter()
+                    v, f = read_mesh(path)
+                    seg = segment_mesh(v, f, k=kk, device=args.device, consensus=cons)
+                    return time.perf_counter() - t0, seg, len(f)
+
+                once()
+                best = min((once() for _ in range(max(1, args.repeat))), key=lambda r: r[0])
+                row = {"file": Path(path).name, "faces": best[2], "k": k, "consensus": cons, "device": args.device,
+                       "total_s": best[0], "k_out": int(best[1].k)}
+                rows.append(row)
+                print(f"timing {row['file']} ({row['faces']} faces) k={k} consensus={cons}: {best[0]:.3f} s "
+                      f"(k out {row['k_out']})", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -428,8 +494,14 @@ def main(argv=None) -> int:
     lo = sub.add_parser("loco")
     lo.add_argument("--json", type=Path, required=True)
     lo.add_argument("--pool", default="")
+    t = sub.add_parser("timing")
+    t.add_argument("--files", required=True)
+    t.add_argument("--k", default="auto,6")
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--repeat", type=int, default=3)
+    t.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    return {"cache": cmd_cache, "screen": cmd_screen, "loco": cmd_loco}[args.cmd](args)
+    return {"cache": cmd_cache, "screen": cmd_screen, "loco": cmd_loco, "timing": cmd_timing}[args.cmd](args)
 
 
 if __name__ == "__main__":

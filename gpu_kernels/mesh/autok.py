@@ -18,21 +18,36 @@ Chosen by leave-one-category-out over the 76 PSB meshes (benchmarks/mesh_quality
 benchmarks/results/mesh_quality_session5.md). ``AUTO_K_REF_SHARE = 0`` is the plain
 strongest boundary (the rule before session 5).
 
+Where the merges stop (:func:`stop_index`): at the first boundary as strong as the bar, or,
+with ``AUTO_K_LOOKAHEAD`` = L, at whichever of that merge and the L after it (those at least
+``AUTO_K_STRENGTH`` strong) steps furthest above every boundary merged before it, in the ratio
+``strength / max(earlier strengths)``: a bar crossed by a small step, followed by a much
+bigger step, is the merge curve's shoulder and not yet its elbow (a cup's rim crease just
+above the bar, followed by the handle; a table's top split in two). L = 1 since session 6
+(benchmarks/results/mesh_quality_session6.md); L = 0 is the plain first crossing.
+
 Example
 -------
 >>> reference_strength([0.8, 2.5, 9.9], [0.05, 0.05, 0.003])
 2.5
+>>> stop_index([0.5, 1.0, 1.6, 4.0, 4.4], threshold=1.5, floor=1.5, lookahead=0)
+2
+>>> stop_index([0.5, 1.0, 1.6, 4.0, 4.4], threshold=1.5, floor=1.5, lookahead=1)   # 1.6 / 1.0 < 4.0 / 1.6
+3
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["AUTO_K_REF_SHARE", "merge_shares", "reference_strength"]
+__all__ = ["AUTO_K_REF_SHARE", "AUTO_K_LOOKAHEAD", "merge_shares", "reference_strength", "stop_index"]
 
 #: area share of its component at which a merged part's boundary counts in full towards
 #: k = "auto"'s relative threshold (0: every boundary counts in full)
 AUTO_K_REF_SHARE = 0.03
+#: how many merges past the first one over the bar k = "auto" may still take, when a later
+#: one is a bigger step of the merge curve (:func:`stop_index`; 0: stop at the first)
+AUTO_K_LOOKAHEAD = 1
 
 
 def merge_shares(areas, labels, merges, label_component) -> np.ndarray:
@@ -75,3 +90,31 @@ def reference_strength(strengths, shares, ref_share: float | None = None) -> flo
     if sh.shape != st.shape:
         raise ValueError(f"{st.size} strengths but {sh.size} shares")
     return float(np.max(st * np.minimum(1.0, sh / s0)))
+
+
+def stop_index(strengths, threshold: float, floor: float = 0.0, lookahead: int | None = None) -> int:
+    """How many of one component's merges (in order, weakest boundary first) k = "auto"
+    keeps.
+
+    ``d`` is the index of the first merge whose strength reaches ``threshold`` (every merge
+    is kept when none does). With ``lookahead`` L > 0 the stop is the merge among ``d .. d +
+    L`` (only those at least ``floor`` strong) with the largest step ``strength[i] /
+    max(strength[:i])``, ties to the earliest; the merges before it are kept.
+    ``lookahead=None`` takes ``AUTO_K_LOOKAHEAD``.
+    """
+    st = np.asarray(strengths, dtype=np.float64)
+    hit = np.flatnonzero(st >= threshold)
+    if hit.size == 0:
+        return int(st.size)
+    d = int(hit[0])
+    L = AUTO_K_LOOKAHEAD if lookahead is None else int(lookahead)
+    if L <= 0:
+        return d
+    cand = np.arange(d, min(st.size, d + L + 1))
+    cand = cand[st[cand] >= floor]
+    if cand.size <= 1:
+        return d
+    tiny = 1e-9
+    before = np.maximum.accumulate(np.r_[tiny, st])[:-1]
+    step = np.log(np.maximum(st[cand], tiny) / np.maximum(before[cand], tiny))
+    return int(cand[int(np.argmax(step))])

@@ -588,19 +588,16 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
                                              [sh for sh, cc in zip(shares, comp_of, strict=True) if cc == c])
                 for c in auto}
         thr = {c: max(AUTO_K_STRENGTH, AUTO_K_RELATIVE * smax[c]) for c in auto}
-        n_keep = {}
-        if AUTO_K_RULE == "elbow":
-            for c in auto:
-                n_keep[c] = elbow_stop([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c])
-        stopped: set = set()
+        # (the first merge over the bar, or a bigger step of the merge curve just after it: autok.stop_index)
+        stop_at = _autok.stop_index if AUTO_K_RULE != "elbow" else (lambda st, *_a, **_k: elbow_stop(st))
+        n_keep = {c: stop_at([st for st, cc in zip(strengths, comp_of, strict=True) if cc == c], thr[c],
+                             floor=AUTO_K_STRENGTH) for c in auto}
         kept, kept_st = [], []
         seen = dict.fromkeys(auto, 0)
         for (keep, gone), st, c in zip(merges, strengths, comp_of, strict=True):
             if c in auto:
                 seen[c] += 1
-                stop = seen[c] > n_keep[c] if c in n_keep else st >= thr[c]
-                if c in stopped or stop:
-                    stopped.add(c)
+                if seen[c] > n_keep[c]:
                     continue
             kept.append((keep, gone))
             kept_st.append(st)
