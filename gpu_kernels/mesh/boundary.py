@@ -19,6 +19,8 @@ with, and the count is reported.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_flow
@@ -30,6 +32,25 @@ __all__ = ["cut_capacity", "fuzzy_faces", "resolve_fuzzy_regions", "merge_island
            "merge_weakest_boundaries", "part_memberships"]
 
 CAP_SCALE = 1000
+#: the cut's graph searches (:func:`_min_cut_source_side`, :func:`arc_components`) as compiled
+#: loops (:mod:`gpu_kernels.mesh._numba_cut`) where numba imports: the same results as SciPy's,
+#: without building sparse matrices (issue 20). ``GPULAB_MESH_NUMBA=0`` or False: SciPy only
+COMPILED = os.environ.get("GPULAB_MESH_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+_KERNELS: list = []
+
+
+def compiled():
+    """The compiled searches (:mod:`gpu_kernels.mesh._numba_cut`), or None (numba missing or
+    broken, or :data:`COMPILED` off): then SciPy's."""
+    if not COMPILED:
+        return None
+    if not _KERNELS:
+        try:
+            from gpu_kernels.mesh import _numba_cut
+        except Exception:  # noqa: BLE001 - numba absent or broken: SciPy
+            _numba_cut = None
+        _KERNELS.append(_numba_cut)
+    return _KERNELS[0]
 #: "batched": every fuzzy region is cut in one maximum-flow problem (one scipy call: regions
 #: are disjoint, each between its own two labels, against the labels its neighbours had
 #: before the cut); "sequential": one problem per region, largest first, each seeing the
@@ -68,12 +89,27 @@ def fuzzy_faces(P: np.ndarray, epsilon: float, *, pairwise: bool = True) -> np.n
     P = np.asarray(P)
     if P.shape[1] < 2:
         return np.zeros(P.shape[0], dtype=bool)
-    top2 = -np.partition(-P, 1, axis=1)[:, :2]
-    diff = top2[:, 0] - top2[:, 1]
+    p1, p2 = _top_two_values(P)
+    diff = p1 - p2
     if pairwise:
-        ssum = top2[:, 0] + top2[:, 1]
+        ssum = p1 + p2
         diff = diff / np.where(ssum > 0, ssum, 1.0)
     return diff <= epsilon
+
+
+def _top_two_values(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's highest and second-highest value (a repeated maximum is both): what
+    ``-np.partition(-P, 1, axis=1)[:, :2]`` gives, without a partition of every short row."""
+    kc = compiled()
+    if kc is not None and P.dtype in (np.float32, np.float64):
+        p1, p2, _, _ = kc.top_two(np.ascontiguousarray(P))
+        return p1, p2
+    rows = np.arange(P.shape[0])
+    i1 = P.argmax(axis=1)
+    p1 = P[rows, i1]
+    Q = P.copy()
+    Q[rows, i1] = -np.inf
+    return p1, Q.max(axis=1)
 
 
 def dilate(graph: DualGraph, mask: np.ndarray, rings: int) -> np.ndarray:
@@ -91,14 +127,31 @@ def dilate(graph: DualGraph, mask: np.ndarray, rings: int) -> np.ndarray:
 
 
 def _two_best(P: np.ndarray) -> np.ndarray:
+    """(F, 2) each row's highest and second-highest column (the first of equal values)."""
     if P.shape[1] == 1:
         return np.zeros((P.shape[0], 2), dtype=np.int64)
-    return np.argsort(-P, axis=1)[:, :2]
+    kc = compiled()
+    if kc is not None and P.dtype in (np.float32, np.float64):
+        _, _, i1, i2 = kc.top_two(np.ascontiguousarray(P))
+        return np.stack([i1, i2], axis=1)
+    rows = np.arange(P.shape[0])
+    i1 = P.argmax(axis=1)
+    Q = P.copy()
+    Q[rows, i1] = -np.inf
+    return np.stack([i1, Q.argmax(axis=1)], axis=1)
 
 
 def _min_cut_source_side(m: int, ei, ej, cap, src_cap, snk_cap) -> np.ndarray:
     """Min s-t cut on m nodes. ``ei, ej, cap``: undirected interior arcs (integer caps);
-    ``src_cap``/``snk_cap``: (m,) terminal capacities. Returns the (m,) source-side mask."""
+    ``src_cap``/``snk_cap``: (m,) terminal capacities. Returns the (m,) source-side mask: the
+    faces the source reaches in the residual network (the same for every maximum flow)."""
+    kc = compiled()
+    if kc is not None:
+        def clip(x):
+            return np.minimum(np.asarray(x, dtype=np.int64), INF_CAP)
+
+        return kc.min_cut_source_side(int(m), np.asarray(ei, dtype=np.int64), np.asarray(ej, dtype=np.int64),
+                                      clip(cap), clip(src_cap), clip(snk_cap))
     s, t = m, m + 1
     rows = [ei, ej]
     cols = [ej, ei]
@@ -167,9 +220,13 @@ def resolve_fuzzy_regions(graph: DualGraph, P: np.ndarray, fuzzy: np.ndarray,
     fidx = np.flatnonzero(fuzzy)
     loc = np.full(F, -1, dtype=np.int64)
     loc[fidx] = np.arange(fidx.size)
-    A = sp.coo_matrix((np.ones(int(inner.sum())), (loc[s[inner]], loc[d[inner]])),
-                      shape=(fidx.size, fidx.size))
-    nreg, reg = connected_components(A, directed=False)
+    kc = compiled()
+    if kc is not None:
+        nreg, reg = kc.components(fidx.size, loc[s[inner]], loc[d[inner]], np.ones(int(inner.sum()), dtype=bool))
+    else:
+        A = sp.coo_matrix((np.ones(int(inner.sum())), (loc[s[inner]], loc[d[inner]])),
+                          shape=(fidx.size, fidx.size))
+        nreg, reg = connected_components(A, directed=False)
     stats["n_regions"] = int(nreg)
     region_of = np.full(F, -1, dtype=np.int64)
     region_of[fidx] = reg
@@ -273,7 +330,10 @@ def arc_components(graph: DualGraph, keep: np.ndarray) -> tuple[int, np.ndarray]
     ``(n, component of every face)``, numbered as :func:`scipy.sparse.csgraph.connected_components`
     numbers them. The symmetric sparse layout of the arcs is built once per graph (and kept
     on it), so a call only selects entries: no sorting (issue 20: merge_islands runs a few
-    times per k edit)."""
+    times per k edit); compiled (:func:`compiled`) it is one union-find over the arcs."""
+    kc = compiled()
+    if kc is not None:
+        return kc.components(graph.n, graph.src, graph.dst, np.asarray(keep, dtype=bool))
     lay = getattr(graph, "_sym_layout", None)
     if lay is None:
         E = graph.n_edges
