@@ -34,6 +34,10 @@ def natural_image(h: int, w: int) -> np.ndarray:
     return cv2.resize(src, (w, h), interpolation=interp)
 
 
+#: every repetition's wall time of the last ``wall`` call (seconds), for the spread
+LAST_TIMES: list = []
+
+
 def wall(fn, rep: int) -> float:
     import cupy as cp
 
@@ -45,7 +49,19 @@ def wall(fn, rep: int) -> float:
         fn()
         cp.cuda.get_current_stream().synchronize()
         ts.append(time.perf_counter() - t0)
+    LAST_TIMES[:] = ts
     return median(ts)
+
+
+def spread(ts: list) -> str:
+    """First five repetitions, p10 / p90 and the last five, in ms."""
+    if not ts:
+        return ""
+    q = sorted(ts)
+    f = ", ".join(f"{1e3 * t:.2f}" for t in ts[:5])
+    la = ", ".join(f"{1e3 * t:.2f}" for t in ts[-5:])
+    return (f"first [{f}] p10 {1e3 * q[len(q) // 10]:.2f} p90 {1e3 * q[(9 * len(q)) // 10]:.2f} "
+            f"last [{la}]")
 
 
 def kernel_profile(fn, rep: int = 3) -> dict | None:
@@ -88,6 +104,8 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
          "superpixels": seg.info.get("superpixels"), "merge_smem": seg.info.get("merge_in_shared_memory")}
     segs.clear()
     r["e2e_ms"] = 1e3 * wall(run, rep)
+    r["e2e_reps_ms"] = [round(1e3 * t, 3) for t in LAST_TIMES]
+    r["spread"] = spread(LAST_TIMES)
     r["e2e_nofeat_ms"] = 1e3 * wall(lambda: run(features=False), rep)
     stages: dict = {}
     for t in segs:
@@ -98,7 +116,50 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
           f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, superpixels {r['superpixels']}, "
           f"merge in smem {r['merge_smem']}", flush=True)
     print("   stages " + ", ".join(f"{k} {v:.3f}" for k, v in r["stages_ms"].items()), flush=True)
+    print(f"   reps {r['spread']}", flush=True)
     return r
+
+
+def host_profile(method: str, h: int, w: int, rep: int, params: dict, top: int = 25) -> None:
+    """cProfile of ``rep`` calls (the host's Python time per function, in us a call)."""
+    import cProfile
+    import io
+    import pstats
+
+    import cupy as cp
+
+    from gpu_kernels.imseg.api import segment
+
+    img = natural_image(h, w)
+    segment(img, method=method, device="cuda", **params)
+    cp.cuda.get_current_stream().synchronize()
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(rep):
+        segment(img, method=method, device="cuda", **params)
+    pr.disable()
+    buf = io.StringIO()
+    st = pstats.Stats(pr, stream=buf)
+    print(f"== host profile {method} {w}x{h}: {rep} calls, times per call below are totals / {rep}", flush=True)
+    st.sort_stats("tottime").print_stats(top)
+    st.sort_stats("cumulative").print_stats(top)
+    print(buf.getvalue(), flush=True)
+
+
+def chrome_trace(method: str, h: int, w: int, path: str, params: dict, rep: int = 3) -> None:
+    """A torch.profiler chrome trace (host launches and GPU kernels on one time line)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from gpu_kernels.imseg.api import segment
+
+    img = natural_image(h, w)
+    for _ in range(3):
+        segment(img, method=method, device="cuda", **params)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(rep):
+            segment(img, method=method, device="cuda", **params)
+    prof.export_chrome_trace(path)
+    print(f"== trace {method} {w}x{h} -> {path}", flush=True)
 
 
 def kernels_one(r: dict, params: dict) -> dict:
@@ -199,7 +260,7 @@ def bench_chunks(rep: int = 10) -> list[dict]:
     be = get_backend("cuda")
     rows = []
     sc0, fc0 = C.SLIC_CHUNK, F.CHUNK
-    for h, w in ((1080, 1920), (2160, 3840)):
+    for h, w in ((512, 512), (1080, 1920), (2160, 3840)):
         try:
             r = _chunks_one(be, natural_image(h, w), rep)
         finally:
@@ -249,6 +310,9 @@ def main(argv=None):
     ap.add_argument("--upload", action="store_true", help="also time the upload variants")
     ap.add_argument("--chunks", action="store_true", help="also time the pixels-per-thread variants")
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel profile (no PyTorch)")
+    ap.add_argument("--host-profile", default="", help="method:WxH: cProfile of the host side of 30 calls")
+    ap.add_argument("--trace", default="", help="method:WxH:path: a torch.profiler chrome trace of 3 calls")
+    ap.add_argument("--again", action="store_true", help="time every row a second time at the end (same process)")
     ap.add_argument("--slic-chunk", type=int, default=0, help="pixels per thread of the SLIC assignment")
     ap.add_argument("--feat-chunk", type=int, default=0, help="pixels per thread of the feature kernels")
     ap.add_argument("--merge-one-block-max", type=int, default=-1,
@@ -285,6 +349,21 @@ def main(argv=None):
         for s in a.sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
             rows.append(profile_one(method, h, w, a.rep, json.loads(a.params)))
+    if a.again:
+        for method in (a.methods.split(",") if a.methods else []):
+            for s in a.sizes.split(","):
+                w, h = (int(v) for v in s.split("x"))
+                r = profile_one(method, h, w, a.rep, json.loads(a.params))
+                r["again"] = True
+                rows.append(r)
+    if a.host_profile:
+        m, s = a.host_profile.split(":")
+        w, h = (int(v) for v in s.split("x"))
+        host_profile(m, h, w, 30, json.loads(a.params))
+    if a.trace:
+        m, s, path = a.trace.split(":", 2)
+        w, h = (int(v) for v in s.split("x"))
+        chrome_trace(m, h, w, path, json.loads(a.params))
     if not a.no_kernels:
         for r in rows:
             if "method" in r:

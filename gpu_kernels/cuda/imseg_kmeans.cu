@@ -176,6 +176,80 @@ extern "C" __global__ void kmeans_update(const int* __restrict__ ccode, const un
     }
 }
 
+// ------------------------------------------------------------------ all iterations in one block
+// kmeans_assign and kmeans_update, `iterations` times, then the final assignment with the
+// code -> cluster table, in one block of 1024 threads (no launch between the steps): the same
+// arithmetic on the same values, so the same centres and clusters. The centres live in
+// shared memory; dynamic shared memory: 3 doubles and 4 sums for each of kmax centres.
+__device__ __forceinline__ int km_nearest(int code, int Q, const double* sc, int k) {
+    double L, A, B;
+    code_centre(code, Q, L, A, B);
+    double bd = 1e300;
+    int bi = 0;
+    for (int c = 0; c < k; ++c) {
+        double dL = L - sc[3 * c], dA = A - sc[3 * c + 1], dB = B - sc[3 * c + 2];
+        double d = dL * dL + dA * dA + dB * dB;
+        if (d < bd) {
+            bd = d;
+            bi = c;
+        }
+    }
+    return bi;
+}
+
+extern "C" __global__ void __launch_bounds__(1024) kmeans_fused(const int* __restrict__ ccode,
+                                                                const unsigned int* __restrict__ cw,
+                                                                const int* __restrict__ count, int Q,
+                                                                double* __restrict__ centres,
+                                                                const int* __restrict__ kcount, int kmax,
+                                                                int iterations, int* __restrict__ table) {
+    extern __shared__ u64 km_smem[];
+    u64* s0 = km_smem;
+    u64* s1 = s0 + kmax;
+    u64* s2 = s1 + kmax;
+    u64* s3 = s2 + kmax;
+    double* sc = (double*)(s3 + kmax);
+    const int t = threadIdx.x, T = blockDim.x;
+    const int k = *kcount;
+    const int m = *count;
+    const int mask = (1 << Q) - 1;
+    for (int i = t; i < 3 * k; i += T) sc[i] = centres[i];
+    __syncthreads();
+    for (int it = 0; it < iterations; ++it) {
+        for (int c = t; c < k; c += T) {
+            s0[c] = 0;
+            s1[c] = 0;
+            s2[c] = 0;
+            s3[c] = 0;
+        }
+        __syncthreads();
+        for (int i = t; i < m; i += T) {
+            const int code = ccode[i];
+            const int c = km_nearest(code, Q, sc, k);
+            const u64 w = (u64)cw[i];
+            atomicAdd(&s0[c], w);
+            atomicAdd(&s1[c], w * (u64)(code >> (2 * Q)));
+            atomicAdd(&s2[c], w * (u64)((code >> Q) & mask));
+            atomicAdd(&s3[c], w * (u64)(code & mask));
+        }
+        __syncthreads();
+        for (int c = t; c < k; c += T) {
+            if (s0[c] == 0) continue;
+            const double fl = (double)(1 << Q);
+            const double wt = (double)s0[c];
+            sc[3 * c] = (double)IMSEG_L_LO + ((double)s1[c] / wt + 0.5) * (((double)IMSEG_L_HI - (double)IMSEG_L_LO) / fl);
+            sc[3 * c + 1] = (double)IMSEG_A_LO + ((double)s2[c] / wt + 0.5) * (((double)IMSEG_A_HI - (double)IMSEG_A_LO) / fl);
+            sc[3 * c + 2] = (double)IMSEG_B_LO + ((double)s3[c] / wt + 0.5) * (((double)IMSEG_B_HI - (double)IMSEG_B_LO) / fl);
+        }
+        __syncthreads();
+    }
+    for (int i = t; i < m; i += T) {
+        const int code = ccode[i];
+        table[code] = km_nearest(code, Q, sc, k);
+    }
+    for (int i = t; i < 3 * k; i += T) centres[i] = sc[i];
+}
+
 // ------------------------------------------------------------------ pixels take their colour's cluster
 extern "C" __global__ void map_clusters(int* __restrict__ codes, long long n, const int* __restrict__ table) {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;

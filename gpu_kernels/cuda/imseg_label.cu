@@ -31,6 +31,38 @@ __device__ __forceinline__ bool is_fg(T v, int has_bg, int bg) {
 }
 
 // ------------------------------------------------------------------ local step
+// The local step's unions find with path halving: in a tile of one colour, unions that never
+// shorten their paths build chains hundreds of links long (every union walks them twice).
+// Halving only ever points a non-root at one of its ancestors, so no link of the forest is
+// lost and the roots (the components' smallest indices) are those of plain finds.
+__device__ __forceinline__ int uf_find_halve(int* parent, int x) {
+    int p = parent[x];
+    while (p != x) {
+        const int gp = parent[p];
+        if (gp < p) parent[x] = gp;  // x skips to its grandparent
+        x = gp < p ? gp : p;
+        p = parent[x];
+    }
+    return x;
+}
+
+__device__ __forceinline__ void uf_union_halve(int* parent, int a, int b) {
+    while (true) {
+        a = uf_find_halve(parent, a);
+        b = uf_find_halve(parent, b);
+        if (a == b) return;
+        if (a < b) {
+            int old = atomicMin(&parent[b], a);
+            if (old == b) return;
+            b = old;
+        } else {
+            int old = atomicMin(&parent[a], b);
+            if (old == a) return;
+            a = old;
+        }
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void uf_local_impl(const T* __restrict__ img, int* __restrict__ parent, int W, int H,
                                               int conn8, int has_bg, int bg) {
@@ -60,15 +92,15 @@ __device__ __forceinline__ void uf_local_impl(const T* __restrict__ img, int* __
                 if (!sf[l]) continue;
                 int v = sv[l];
                 int q = l + 1;
-                if (sf[q] && sv[q] == v) uf_union(sp, l, q);
+                if (sf[q] && sv[q] == v) uf_union_halve(sp, l, q);
                 if (conn8) {
                     if (ly > 0) {
                         q = l - UF_T + 1;
-                        if (sf[q] && sv[q] == v) uf_union(sp, l, q);
+                        if (sf[q] && sv[q] == v) uf_union_halve(sp, l, q);
                     }
                     if (ly < UF_T - 1) {
                         q = l + UF_T + 1;
-                        if (sf[q] && sv[q] == v) uf_union(sp, l, q);
+                        if (sf[q] && sv[q] == v) uf_union_halve(sp, l, q);
                     }
                 }
             }
@@ -81,7 +113,7 @@ __device__ __forceinline__ void uf_local_impl(const T* __restrict__ img, int* __
             int l = ly * UF_T + lx;
             if (!sf[l]) continue;
             int q = l + UF_T;
-            if (sf[q] && sv[q] == sv[l]) uf_union(sp, l, q);
+            if (sf[q] && sv[q] == sv[l]) uf_union_halve(sp, l, q);
         }
         __syncthreads();
     }

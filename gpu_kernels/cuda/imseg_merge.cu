@@ -94,10 +94,15 @@ extern "C" __global__ void merge_link(const u64* __restrict__ best, const int* _
 #define MS_SMALL 3
 
 // identity forest, no choices, and the counts of the starting regions
+// R0p (optional): the number of regions on the device (R0 is then only the arrays' size: the
+// host never read the count); md_round and md_renumber take it the same way
+__device__ __forceinline__ int md_regions(int R0, const int* R0p) { return R0p != 0 ? *R0p : R0; }
+
 extern "C" __global__ void md_init(int* __restrict__ root, int* __restrict__ rparent, u64* __restrict__ best,
-                                   const int* __restrict__ area, int R0, int S, int* __restrict__ st) {
+                                   const int* __restrict__ area, int R0, int S, int* __restrict__ st,
+                                   const int* __restrict__ R0p) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= R0) return;
+    if (r >= md_regions(R0, R0p)) return;
     root[r] = r;
     rparent[r] = r;
     best[r] = ~0ULL;
@@ -155,25 +160,20 @@ extern "C" __global__ void md_choose(const int* __restrict__ labels, int W, int 
     }
 }
 
-// every small root joins its choice
-extern "C" __global__ void md_link(const u64* __restrict__ best, const int* __restrict__ area,
-                                   const int* __restrict__ root, int R0, int S, int* __restrict__ rparent,
-                                   const int* __restrict__ st) {
-    if (st[MS_DONE]) return;
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= R0 || root[r] != r || area[r] >= S) return;
+// The three region steps of a round, for region r: shared by the grid kernels (md_link,
+// md_settle, md_compress) and the one-block round (md_round).
+// link: every small root joins its choice
+__device__ __forceinline__ void md_link_one(const u64* __restrict__ best, const int* __restrict__ area,
+                                            const int* __restrict__ root, int S, int* __restrict__ rparent, int r) {
+    if (root[r] != r || area[r] >= S) return;
     u64 b = best[r];
-    if (b == ~0ULL) return;
-    uf_union(rparent, r, (int)(b & 0xffffffffULL));
+    if (b != ~0ULL) uf_union(rparent, r, (int)(b & 0xffffffffULL));
 }
 
-// a root that joined another adds its (exact, integer) sums to the new root
-extern "C" __global__ void md_settle(const int* __restrict__ root, const int* __restrict__ rparent, int R0,
-                                    int* __restrict__ area, long long* __restrict__ lab_sum,
-                                    const int* __restrict__ st) {
-    if (st[MS_DONE]) return;
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= R0 || root[r] != r) return;
+// settle: a root that joined another adds its (exact, integer) sums to the new root
+__device__ __forceinline__ void md_settle_one(const int* __restrict__ root, const int* __restrict__ rparent,
+                                              int* __restrict__ area, long long* __restrict__ lab_sum, int r) {
+    if (root[r] != r) return;
     int nr = uf_find(rparent, r);
     if (nr == r) return;
     atomicAdd(&area[nr], area[r]);
@@ -181,7 +181,35 @@ extern "C" __global__ void md_settle(const int* __restrict__ root, const int* __
         atomicAdd((unsigned long long*)&lab_sum[3 * nr + ch], (unsigned long long)lab_sum[3 * r + ch]);
 }
 
-// every region points at its new root; the next round's choices start empty; counts
+// compress: every region points at its new root; the next round's choices start empty.
+// Returns 0 (r is no root), 1 (a root, not small) or 2 (a small root), for the counts.
+__device__ __forceinline__ int md_compress_one(int* __restrict__ root, int* __restrict__ rparent,
+                                               const int* __restrict__ area, int S, u64* __restrict__ best, int r) {
+    int nr = uf_find(rparent, root[r]);
+    root[r] = nr;
+    rparent[r] = nr;  // an ancestor: safe while other threads walk the forest
+    best[r] = ~0ULL;
+    if (nr != r) return 0;
+    return area[r] < S ? 2 : 1;
+}
+
+extern "C" __global__ void md_link(const u64* __restrict__ best, const int* __restrict__ area,
+                                   const int* __restrict__ root, int R0, int S, int* __restrict__ rparent,
+                                   const int* __restrict__ st) {
+    if (st[MS_DONE]) return;
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < R0) md_link_one(best, area, root, S, rparent, r);
+}
+
+extern "C" __global__ void md_settle(const int* __restrict__ root, const int* __restrict__ rparent, int R0,
+                                    int* __restrict__ area, long long* __restrict__ lab_sum,
+                                    const int* __restrict__ st) {
+    if (st[MS_DONE]) return;
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < R0) md_settle_one(root, rparent, area, lab_sum, r);
+}
+
+// compress, and count the roots and the small ones
 extern "C" __global__ void md_compress(int* __restrict__ root, int* __restrict__ rparent, int R0,
                                        const int* __restrict__ area, int S, u64* __restrict__ best,
                                        int* __restrict__ st) {
@@ -189,13 +217,10 @@ extern "C" __global__ void md_compress(int* __restrict__ root, int* __restrict__
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r == 0) st[MS_ROUNDS] += 1;  // md_check runs after this kernel, reads it then
     if (r >= R0) return;
-    int nr = uf_find(rparent, root[r]);
-    root[r] = nr;
-    rparent[r] = nr;  // an ancestor: safe while other threads walk the forest
-    best[r] = ~0ULL;
-    if (nr == r) {
+    const int kind = md_compress_one(root, rparent, area, S, best, r);
+    if (kind) {
         atomicAdd(&st[MS_ROOTS], 1);
-        if (area[r] < S) atomicAdd(&st[MS_SMALL], 1);
+        if (kind == 2) atomicAdd(&st[MS_SMALL], 1);
     }
 }
 
@@ -204,39 +229,25 @@ extern "C" __global__ void md_compress(int* __restrict__ root, int* __restrict__
 extern "C" __global__ void __launch_bounds__(1024) md_round(int* __restrict__ root, int* __restrict__ rparent,
                                                             u64* __restrict__ best, int* __restrict__ area,
                                                             long long* __restrict__ lab_sum, int R0, int S,
-                                                            int max_rounds, int* __restrict__ st) {
+                                                            int max_rounds, int* __restrict__ st,
+                                                            const int* __restrict__ R0p) {
     __shared__ int s_roots, s_small;
     if (st[MS_DONE]) return;
+    R0 = md_regions(R0, R0p);
     const int t = threadIdx.x, T = blockDim.x;
     if (t == 0) {
         s_roots = 0;
         s_small = 0;
     }
-    for (int r = t; r < R0; r += T) {  // link
-        if (root[r] != r || area[r] >= S) continue;
-        u64 b = best[r];
-        if (b != ~0ULL) uf_union(rparent, r, (int)(b & 0xffffffffULL));
-    }
+    for (int r = t; r < R0; r += T) md_link_one(best, area, root, S, rparent, r);
     __syncthreads();
-    for (int r = t; r < R0; r += T) {  // settle
-        if (root[r] != r) continue;
-        int nr = uf_find(rparent, r);
-        if (nr == r) continue;
-        atomicAdd(&area[nr], area[r]);
-        for (int ch = 0; ch < 3; ++ch)
-            atomicAdd((unsigned long long*)&lab_sum[3 * nr + ch], (unsigned long long)lab_sum[3 * r + ch]);
-    }
+    for (int r = t; r < R0; r += T) md_settle_one(root, rparent, area, lab_sum, r);
     __syncthreads();
     int roots = 0, small = 0;
     for (int r = t; r < R0; r += T) {  // compress and count
-        int nr = uf_find(rparent, root[r]);
-        root[r] = nr;
-        rparent[r] = nr;
-        best[r] = ~0ULL;
-        if (nr == r) {
-            roots += 1;
-            small += area[r] < S;
-        }
+        const int kind = md_compress_one(root, rparent, area, S, best, r);
+        roots += kind != 0;
+        small += kind == 2;
     }
     if (roots) atomicAdd(&s_roots, roots);
     if (small) atomicAdd(&s_small, small);
@@ -254,9 +265,10 @@ extern "C" __global__ void __launch_bounds__(1024) md_round(int* __restrict__ ro
 // newid[r] = the rank (1..) of r's root among the roots in index order: one block, a running
 // block-wide scan over chunks of 1024 regions; then every region takes its root's number
 extern "C" __global__ void __launch_bounds__(1024) md_renumber(const int* __restrict__ root, int R0,
-                                                               int* __restrict__ newid) {
+                                                               int* __restrict__ newid, const int* __restrict__ R0p) {
     __shared__ int warp_sum[32];
     __shared__ int s_base;
+    R0 = md_regions(R0, R0p);
     const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
     if (t == 0) s_base = 0;
     __syncthreads();

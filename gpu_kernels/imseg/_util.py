@@ -117,6 +117,31 @@ class SyncCounter:
                 return a.get()
         return np.asarray(a)
 
+    def read_many(self, be, arrays, reason: str = "") -> np.ndarray:
+        """One read-back of several small device arrays (one synchronisation): each copied
+        asynchronously into one page-locked block, no kernel to gather them first. Returns
+        their values one after the other (int64)."""
+        self.count += 1
+        self.reasons.append(reason)
+        if not is_cupy(be):
+            return np.concatenate([np.asarray(a).reshape(-1).astype(np.int64) for a in arrays])
+        xp = be.xp
+        rt = xp.cuda.runtime
+        stream = xp.cuda.get_current_stream()
+        metas, off = [], 0
+        for a in arrays:
+            a = xp.ascontiguousarray(a)
+            metas.append((a, off))
+            off += -(-int(a.nbytes) // 8) * 8
+        mem = xp.cuda.alloc_pinned_memory(max(off, 8))
+        host = np.frombuffer(mem, np.uint8, max(off, 8))
+        for a, o in metas:
+            if a.nbytes:
+                rt.memcpyAsync(host.ctypes.data + o, a.data.ptr, a.nbytes, rt.memcpyDeviceToHost, stream.ptr)
+        with allow_sync():
+            stream.synchronize()
+        return np.concatenate([host[o:o + a.nbytes].view(a.dtype).astype(np.int64) for a, o in metas])
+
 
 class StageTimer:
     """Per-stage times: CUDA events on the GPU (no synchronisation until :meth:`result`),

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.backend import asnumpy, get_backend, set_max_dynamic_smem
 from gpu_kernels.checks import check_float, check_int
 from gpu_kernels.imseg import color as _color
 from gpu_kernels.imseg._util import NULL, ImsegInputError, activated, as_image, grid, kernel
@@ -65,6 +65,10 @@ WEIGHT_METHODS = ("histogram", "sort")
 DEFAULT_WEIGHTS = "histogram"
 
 _SRC = "imseg_kmeans.cu"
+#: up to this many possible colours (min(2^(3q), pixels)) every k-means iteration and the final
+#: assignment run in one block (kmeans_fused: one launch instead of 2 * iterations + 1; the
+#: same centres and clusters); more colours take the grid kernels
+FUSED_MAX_COLOURS = 32768
 
 
 def sample_grid(h: int, w: int, k_max: int) -> tuple[int, int]:
@@ -206,8 +210,16 @@ def kmeans_device(be, codes_d, h: int, w: int, q: int, k_max: int, iterations: i
     kernel(be, _SRC, "init_centres", options=opts)(
         (1,), (32,), (codes_d, np.int32(w), np.int32(h), np.int32(nx), np.int32(ny), np.int32(q),
                       np.float64(merge_distance * merge_distance), centres, k_d))
-    assign = xp.empty(cap, dtype=xp.int32)
     table = xp.empty(F, dtype=xp.int32)  # every code a pixel has is occupied: written by the last assign
+    if cap <= FUSED_MAX_COLOURS:  # every iteration and the final assignment in one block: one launch
+        smem = 56 * max(k_max, 1)
+        f_fused = kernel(be, _SRC, "kmeans_fused", options=opts)
+        set_max_dynamic_smem(f_fused, smem)
+        f_fused((1,), (1024,), (ccode, cw, m_d, np.int32(q), centres, k_d, np.int32(max(k_max, 1)),
+                                np.int32(iterations), table), shared_mem=smem)
+        kernel(be, _SRC, "map_clusters", options=opts)(grid(n, 256), (256,), (codes_d, np.int64(n), table))
+        return codes_d, centres, k_d, m_d
+    assign = xp.empty(cap, dtype=xp.int32)
     f_assign = kernel(be, _SRC, "kmeans_assign", options=opts)
     f_update = kernel(be, _SRC, "kmeans_update", options=opts)
     ga = grid(cap, 256)

@@ -33,7 +33,7 @@ from scipy.sparse.csgraph import connected_components
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import label as _label
-from gpu_kernels.imseg._util import ImsegInputError, SyncCounter, activated, grid, kernel
+from gpu_kernels.imseg._util import NULL, ImsegInputError, SyncCounter, activated, grid, kernel
 
 __all__ = ["DEFAULT_MIN_SIZE", "MAX_ROUNDS", "ROUNDS_PER_CHECK", "check_min_size", "merge_small_regions"]
 
@@ -136,14 +136,19 @@ def merge_np(labels: np.ndarray, n_regions: int, lab: np.ndarray, min_size: int,
 # --------------------------------------------------------------------------- GPU path
 def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d, c: int,
                  lab_d=None, syncs: SyncCounter | None = None, rounds_per_check: int | None = None,
-                 one_block: bool | None = None):
+                 one_block: bool | None = None, count_dev=None, also=(), out: dict | None = None):
     """GPU rounds on device labels (changed in place) with no host read per round: the rounds
     run over the regions of ``labels_d`` (sums counted once, then added as regions join), each
     kernel returning at once when the device's flag says the merging is done, and the host
     queues ``ROUNDS_PER_CHECK`` rounds between reads (one read at the usual sizes). Up to
     ``ONE_BLOCK_MAX`` regions (``one_block`` None), a round's region steps and the final
     renumbering run in one block each (two launches a round, not five). The same labels as
-    :func:`merge_device_host_rounds` and :func:`merge_np`. Returns ``(R, rounds)``."""
+    :func:`merge_device_host_rounds` and :func:`merge_np`. Returns ``(R, rounds)``.
+
+    ``count_dev``: the number of regions as a (1,) device array, which the host has not read;
+    ``R`` is then only an upper bound that sizes the arrays (the one-block round form is used).
+    ``also``: more small device arrays read back with the done flag (no extra
+    synchronisation); their values go to ``out["also"]``."""
     xp = be.xp
     syncs = syncs if syncs is not None else SyncCounter()
     per_check = max(1, int(rounds_per_check or ROUNDS_PER_CHECK))
@@ -160,9 +165,14 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
                                                    "md_compress")}
     gr, gp = grid(R0, 256), grid(n, 256)
     iR0, maxr = np.int32(R0), np.int32(MAX_ROUNDS)
-    f["md_init"](gr, (256,), (root, rparent, best, area, iR0, S, st))
+    rp = count_dev if count_dev is not None else NULL
+    f["md_init"](gr, (256,), (root, rparent, best, area, iR0, S, st, rp))
     f["md_check"]((1,), (32,), (st, maxr))
     one = R0 <= ONE_BLOCK_MAX if one_block is None else bool(one_block)
+    if count_dev is not None:
+        if one_block is False:
+            raise ValueError("count_dev needs the one-block rounds")
+        one = True
     f_round = kernel(be, _SRC, "md_round") if one else None
     queued = 0
     while True:
@@ -170,14 +180,17 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
             f["md_choose"](gp, (256,), (labels_d, np.int32(w), np.int32(h), np.int32(connectivity == 8), root, area,
                                         lab_sum, S, best, st))
             if one:
-                f_round((1,), (1024,), (root, rparent, best, area, lab_sum, iR0, S, maxr, st))
+                f_round((1,), (1024,), (root, rparent, best, area, lab_sum, iR0, S, maxr, st, rp))
                 continue
             f["md_link"](gr, (256,), (best, area, root, iR0, S, rparent, st))
             f["md_settle"](gr, (256,), (root, rparent, iR0, area, lab_sum, st))
             f["md_compress"](gr, (256,), (root, rparent, iR0, area, S, best, st))
             f["md_check"]((1,), (32,), (st, maxr))
         queued += per_check
-        done, rounds, rcur, _ = (int(v) for v in syncs.read(be, st, "min-size merge: done on the device?"))
+        vals = syncs.read_many(be, (st, *also), "min-size merge: done on the device?")
+        done, rounds, rcur = (int(v) for v in vals[:3])
+        if out is not None:
+            out["also"] = [int(v) for v in vals[4:]]
         if done == 2:
             raise RuntimeError(f"small-region merging did not finish in {MAX_ROUNDS} rounds")
         if done or queued > MAX_ROUNDS:
@@ -185,7 +198,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
     if rounds:
         newid = xp.empty(R0, dtype=xp.int32)
         if one:
-            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid))
+            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid, rp))
         else:
             _label.relabel_device(be, root, R0, newid)
         kernel(be, _label._SRC, "relabel_pixels")(gp, (256,), (labels_d, np.int64(n), newid))

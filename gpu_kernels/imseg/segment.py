@@ -83,6 +83,11 @@ DEFAULT_SIGMA_COLOR = _color.DEFAULT_SIGMA_COLOR
 DEFAULT_CONNECTIVITY = _d.DEFAULT_CONNECTIVITY
 DEFAULT_MIN_SIZE = _merge.DEFAULT_MIN_SIZE
 
+#: up to this many pixels the min-size merge is queued without reading the labelling's region
+#: count first (its arrays sized for one region a pixel: 44 bytes a pixel): one host
+#: synchronisation fewer; larger images read the count and size the arrays by it
+UNREAD_COUNT_MAX_PIXELS = 1 << 20
+
 STAGES = ("upload", "bilateral", "quantise", "kmeans", "labelling", "min_size", "features", "download")
 
 
@@ -418,7 +423,6 @@ def _segment_cpu(qt, km, p, features, moments, progress, params) -> ImageSegment
 
 def _segment_gpu(be, qt, km, p, features, moments, label_method, global_step, features_method, progress,
                  params) -> ImageSegmentation:
-    xp = be.xp
     h, w, c, img_d = qt["h"], qt["w"], qt["c"], qt["img_d"]
     clusters, centres, k_d, m_d = km["clusters"], km["centres"], km["k_d"], km["m_d"]
     timer = StageTimer(be)
@@ -429,13 +433,23 @@ def _segment_gpu(be, qt, km, p, features, moments, label_method, global_step, fe
     else:
         labels_d, total = _label.equivalence_device(be, clusters, h, w, p["connectivity"], None, syncs)
     timer.mark("labelling")
-    meta = syncs.read(be, xp.concatenate([total, k_d, m_d]), "number of regions (sizes the feature arrays)")
-    R, k, n_colours = (int(v) for v in meta)
     rounds = 0
-    if p["min_size"] > 1:
+    if p["min_size"] > 1 and h * w <= UNREAD_COUNT_MAX_PIXELS:
+        # the merge is sized for one region a pixel and reads the labelling's count on the
+        # device: the host queues it without waiting, and reads the count, k and the number
+        # of colours with the merge's done flag
         progress.update(0.4, "merging small regions")
-        R, rounds = _merge.merge_device(be, labels_d, R, h, w, p["min_size"], p["connectivity"], img_d, c,
-                                        lab_d=qt["lab_d"], syncs=syncs)
+        out: dict = {}
+        R, rounds = _merge.merge_device(be, labels_d, h * w, h, w, p["min_size"], p["connectivity"], img_d, c,
+                                        lab_d=qt["lab_d"], syncs=syncs, count_dev=total, also=(k_d, m_d), out=out)
+        k, n_colours = out["also"]
+    else:
+        meta = syncs.read_many(be, (total, k_d, m_d), "number of regions (sizes the feature arrays)")
+        R, k, n_colours = (int(v) for v in meta)
+        if p["min_size"] > 1:
+            progress.update(0.4, "merging small regions")
+            R, rounds = _merge.merge_device(be, labels_d, R, h, w, p["min_size"], p["connectivity"], img_d, c,
+                                            lab_d=qt["lab_d"], syncs=syncs)
     timer.mark("min_size")
     feats_d = {}
     if features:

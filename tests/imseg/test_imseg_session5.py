@@ -90,9 +90,14 @@ def test_device_rounds_over_the_limit_raise(monkeypatch):
 
 
 @needs_emu
-def test_emulated_pipeline_gives_cpu_labels_with_two_reads():
+@pytest.mark.parametrize("unread_max", [1 << 20, 0])
+def test_emulated_pipeline_gives_cpu_labels_with_two_reads(unread_max, monkeypatch):
     """The whole k-means pipeline on the emulated device: the CPU's labels, and two host reads
-    (the region count after the labelling, the merge's done flag)."""
+    (the region count after the labelling, the merge's done flag); one read (the done flag,
+    with the count) where the merge is queued without reading the count (session 6)."""
+    from gpu_kernels.imseg import segment as SG
+
+    monkeypatch.setattr(SG, "UNREAD_COUNT_MAX_PIXELS", unread_max)
     from gpu_kernels.imseg import segment_image
 
     img, _ = piecewise_image(np.random.default_rng(11), 60, 80, noise=16.0, shading=True)
@@ -100,7 +105,8 @@ def test_emulated_pipeline_gives_cpu_labels_with_two_reads():
     g = segment_image(img, device=emu_backend(), **kw)
     c = segment_image(img, device="cpu", **kw)
     assert g.info["merge_rounds"] == c.info["merge_rounds"] >= 3
-    assert g.syncs == 2, g.info["sync_reasons"]
+    assert g.syncs == (1 if unread_max else 2), g.info["sync_reasons"]
+    assert g.n_regions == c.n_regions and g.n_clusters == c.n_clusters
     np.testing.assert_array_equal(g.labels, c.labels)
     np.testing.assert_array_equal(g.features["area"], c.features["area"])
 

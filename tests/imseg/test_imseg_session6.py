@@ -1,0 +1,172 @@
+"""Session 6 speed work (issue 21) on the k-means path: every k-means iteration in one block
+(``kmeans_fused``) must give the centres and clusters of the grid kernels (one assignment and
+one update launch an iteration) and of the CPU; the one-block merge round and the grid
+kernels share their region steps (``md_link_one`` ...) and must agree on a real GPU; the
+labelling's local step finds with path halving and must still give scipy's components.
+Emulated CUDA here; the same on a real GPU with ``pytest -m gpu``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cuda_emu import available, emu_backend
+from imseg_masks import piecewise_image
+
+from gpu_kernels.imseg import kmeans as K
+from gpu_kernels.imseg import label_components, rgb2lab
+from gpu_kernels.imseg import merge as M
+
+needs_emu = pytest.mark.skipif(bool(available()), reason=f"CUDA emulator unavailable: {available()}")
+
+
+def _kmeans(be, img, fused: bool, **kw):
+    """k-means through the fused kernel or the grid kernels (FUSED_MAX_COLOURS forced)."""
+    old = K.FUSED_MAX_COLOURS
+    K.FUSED_MAX_COLOURS = (1 << 30) if fused else 0
+    try:
+        return K.kmeans_quantized(img, device=be, **kw)
+    finally:
+        K.FUSED_MAX_COLOURS = old
+
+
+@needs_emu
+@pytest.mark.parametrize("k_max, iterations, merge_distance, q", [(64, 3, 18.0, 5), (16, 0, 5.0, 4),
+                                                                   (200, 7, 2.0, 5), (1, 2, 18.0, 3)])
+def test_fused_kmeans_equals_grid_kernels_and_cpu(k_max, iterations, merge_distance, q):
+    be = emu_backend()
+    img, _ = piecewise_image(np.random.default_rng(3), 40, 56, noise=12.0, shading=True)
+    kw = dict(k_max=k_max, iterations=iterations, merge_distance=merge_distance, q=q)
+    cf, ef = _kmeans(be, img, True, **kw)
+    cg, eg = _kmeans(be, img, False, **kw)
+    cc, ec = K.kmeans_quantized(img, device="cpu", **kw)
+    np.testing.assert_array_equal(cf, cg)
+    np.testing.assert_array_equal(ef, eg)  # bit for bit
+    np.testing.assert_array_equal(cf, cc)
+    np.testing.assert_array_equal(ef, ec)
+    if k_max > 1:
+        assert len(ef) > 1
+
+
+def test_fused_kmeans_is_chosen_by_the_number_of_possible_colours(monkeypatch):
+    """One k-means launch at the default q (2^15 colours), the grid kernels above the limit."""
+    launched = []
+
+    class Fn:
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, *a, **kw):
+            launched.append(self.name)
+
+    class XP:
+        @staticmethod
+        def empty(n, dtype=None):
+            return np.empty(n, dtype)
+
+        @staticmethod
+        def zeros(n, dtype=None):
+            return np.zeros(n, dtype)
+
+        int32, uint32, float64 = np.int32, np.uint32, np.float64
+
+    class BE:
+        xp = XP
+
+    monkeypatch.setattr(K, "kernel", lambda be, src, name, **kw: Fn(name))
+    monkeypatch.setattr(K, "set_max_dynamic_smem", lambda fn, n: None)
+    codes = np.zeros(512 * 512, np.int32)
+    hist = np.zeros(1 << 15, np.uint32)
+    K.kmeans_device(BE, codes, 512, 512, 5, 64, 3, 18.0, hist)
+    assert launched.count("kmeans_fused") == 1 and "kmeans_update" not in launched
+    launched.clear()
+    K.kmeans_device(BE, codes, 512, 512, 6, 64, 3, 18.0, np.zeros(1 << 18, np.uint32))
+    assert "kmeans_fused" not in launched and launched.count("kmeans_update") == 3
+
+
+@needs_emu
+@pytest.mark.parametrize("conn", [4, 8])
+def test_halving_local_step_gives_scipys_components_on_uniform_tiles(conn):
+    """Large one-colour areas (the case path halving is for) with a few holes and stripes."""
+    from scipy import ndimage as ndi
+
+    be = emu_backend()
+    img = np.zeros((70, 90), np.int32)
+    img[5:60, 3:80] = 1
+    img[20:22, :] = 2
+    img[:, 40] = 3
+    img[30:33, 50:53] = 0
+    got, R = label_components(img, connectivity=conn, device=be)
+    ref, Rr = label_components(img, connectivity=conn, device="cpu")
+    assert R == Rr
+    np.testing.assert_array_equal(got, ref)
+    s = ndi.generate_binary_structure(2, 1 if conn == 4 else 2)
+    n = sum(ndi.label(img == v, structure=s)[1] for v in np.unique(img))
+    assert R == n
+
+
+# --------------------------------------------------------------------------- on the GPU
+def _natural(h, w):
+    from skimage import data, transform
+
+    img = transform.resize(data.astronaut(), (h, w), anti_aliasing=True, preserve_range=True)
+    return np.clip(np.round(img), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k_max, iterations, q", [(64, 3, 5), (256, 10, 5), (1024, 3, 4), (64, 0, 5)])
+def test_gpu_fused_kmeans_equals_grid_kernels_and_cpu(k_max, iterations, q):
+    from gpu_kernels.backend import get_backend
+
+    be = get_backend("cuda")
+    img = _natural(320, 480)
+    kw = dict(k_max=k_max, iterations=iterations, merge_distance=6.0, q=q)
+    cf, ef = _kmeans(be, img, True, **kw)
+    cg, eg = _kmeans(be, img, False, **kw)
+    cc, ec = K.kmeans_quantized(img, device="cpu", **kw)
+    np.testing.assert_array_equal(cf, cg)
+    np.testing.assert_array_equal(ef, eg)
+    np.testing.assert_array_equal(cf, cc)
+    np.testing.assert_array_equal(ef, ec)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("S", [16, 512])
+def test_gpu_one_block_rounds_equal_grid_rounds(S):
+    """md_round (one block) and md_link / md_settle / md_compress (grid) share their region
+    steps: the same labels, regions and rounds on the H100 as each other and the CPU."""
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import kmeans_quantized
+    from gpu_kernels.imseg._util import SyncCounter
+
+    be = get_backend("cuda")
+    img = _natural(320, 480)
+    lab = rgb2lab(img, device="cpu")
+    cl, _ = kmeans_quantized(img, lab=lab, k_max=128, merge_distance=6.0, device="cpu")
+    labels, R = label_components(cl, connectivity=8, device="cpu")
+    out = []
+    with be.activate():
+        xp = be.xp
+        for one in (True, False):
+            labels_d = xp.asarray(labels.astype(np.int32)).reshape(-1)
+            lab_d = xp.asarray(np.ascontiguousarray(lab, dtype=np.float32).reshape(-1))
+            Rn, rn = M.merge_device(be, labels_d, R, 320, 480, S, 8, None, 3, lab_d=lab_d, syncs=SyncCounter(),
+                                    one_block=one)
+            out.append((labels_d.get().reshape(320, 480), Rn, rn))
+    cpu, Rc, rc = M.merge_np(labels, R, lab, S, 8)
+    assert out[0][1:] == out[1][1:] == (Rc, rc) and rc >= 1
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][0], cpu)
+
+
+@pytest.mark.gpu
+def test_gpu_labelling_of_large_uniform_areas_equals_cpu():
+    """The k-means clusters of a 1024 x 1024 image (tiles of one cluster) and a flat image."""
+    import cupy as cp
+
+    img = _natural(1024, 1024)
+    cl, _ = K.kmeans_quantized(img, k_max=8, device="cpu")
+    for a in (cl.astype(np.int32), np.zeros((700, 1000), np.int32)):
+        got, R = label_components(cp.asarray(a), connectivity=8, device="cuda")
+        ref, Rr = label_components(a, connectivity=8, device="cpu")
+        assert R == Rr
+        np.testing.assert_array_equal(np.asarray(got.get() if hasattr(got, "get") else got), ref)
