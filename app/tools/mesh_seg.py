@@ -240,7 +240,8 @@ def _graph(ctx):
 
 def _cluster(ctx):
     """Stage 2: the fuzzy clusterings on stage 1's distances (a change of k or the iteration cap
-    starts here)."""
+    starts here). On a GPU the cuts for the last epsilon of stage 3 start on a host thread while
+    the clusterings iterate; stage 3 takes them only for that epsilon (a guess, not a key)."""
     p = ctx.p
     check_device(p, ctx.device)
     check_k(p, len(ctx.data.faces))

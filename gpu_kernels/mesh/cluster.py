@@ -306,7 +306,7 @@ def memberships_many(D, reps_list, power: float = 1.0, device=None):
 
 
 def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None, progress=None,
-                       order: FarthestOrder | None = None, device=None) -> list:
+                       order: FarthestOrder | None = None, device=None, on_done=None) -> list:
     """:func:`fuzzy_cluster` for several integer ``ks`` on the same ``D``, in lockstep.
 
     Each clustering goes through exactly the iterations it would alone (it stops when its
@@ -316,6 +316,10 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
     edit clusters four over-segmentations). A column of a product does not depend on the
     other columns, so the clusterings are those of :func:`fuzzy_cluster` (up to the rounding
     of the matrix product's summation order). Returns one :class:`FuzzyClustering` per k.
+
+    ``on_done(i, reps, P)``, if given, is called once per clustering ``i`` with its final
+    representatives and memberships (a device array on a GPU), on a CUDA device as soon as it
+    has converged while the others still iterate (issue 20: the host can cut it meanwhile).
     """
     prog = as_progress(progress)
     xp = array_module(D)
@@ -335,7 +339,7 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
         device = get_backend(f"cuda:{D.device.id}")
     if (device is not None and getattr(device, "is_gpu", False) and FUSED_MEMBERSHIPS and not UPDATE_OWN_FACES
             and D.dtype == np.float32 and D.flags.c_contiguous):
-        return _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device)
+        return _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device, on_done)
     Ps = [memberships(D, r) for r in reps]
     history = [[r.copy()] for r in reps]
     active = list(range(len(ks)))
@@ -365,12 +369,15 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
                 still.append(i)
         active = still
     prog.update(1.0, f"clustering into {label} parts")
+    if on_done is not None:
+        for i in range(len(ks)):
+            on_done(i, reps[i], Ps[i])
     return [FuzzyClustering(reps=reps[i], P=Ps[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
                             G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
             for i in range(len(ks))]
 
 
-def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device) -> list:
+def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device, on_done=None) -> list:
     """:func:`fuzzy_cluster_many` on a CUDA device: per iteration one membership kernel for the
     clusterings still running (:func:`memberships_many`), one product ``D @ W`` over their
     columns only, one argmin and one copy to the host."""
@@ -402,9 +409,14 @@ def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device)
             new = _keep_old_on_duplicate(am[offs[j]:offs[j + 1]].copy(), reps[i])
             if _advance(i, new, it, reps, history, n_iter, conv):
                 still.append(i)
+            elif on_done is not None:  # converged: its memberships are final
+                on_done(i, reps[i], P_of[i])
         active = still
         if active:
             W, offs = refresh(active)
+    if on_done is not None:  # stopped by the iteration cap
+        for i in active:
+            on_done(i, reps[i], P_of[i])
     prog.update(1.0, f"clustering into {label} parts")
     return [FuzzyClustering(reps=reps[i], P=P_of[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
                             G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])

@@ -61,6 +61,8 @@ on the H100 (benchmarks/results/mesh_session4.md).
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -358,15 +360,21 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
     It is :func:`_clusterings` (what k and the iteration cap decide) and then :func:`_settle`
     (what epsilon decides: cuts, merges, the choice).
     """
-    cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power, overseg, dists, starts, orders)
+    cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power, overseg, dists, starts, orders,
+                      early_epsilon=epsilon)
     return _settle(graph, cl, k, epsilon, prog, info)
 
 
 def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=None, overseg=1.0, dists=None,
-                 starts=None, orders=None) -> dict:
+                 starts=None, orders=None, early_epsilon=None) -> dict:
     """The first half of :func:`_cluster_graph`: every component's fuzzy clusterings (one per
     over-segmentation factor or auto-k start) on its distance matrix. Returns ``{"targets",
-    "factors", "auto_starts", "blocks", "kused"}`` for :func:`_settle`."""
+    "factors", "auto_starts", "blocks", "kused"}`` for :func:`_settle`.
+
+    ``early_epsilon``: on a GPU (one mesh component, :data:`EARLY_SETTLE`), each clustering's
+    cuts and merges for that epsilon start on a host thread as soon as it has converged, while
+    the GPU iterates the others; :func:`_settle` takes them when its epsilon is the same
+    (``"early"``; the same work, so the same result) and does the work itself otherwise."""
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
     careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
@@ -393,15 +401,17 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
                 row.append(int(min(sizes[c], math.ceil(fac * t))))
         ks_by.append(row)
     index = _component_index(graph)
-    order, starts = index[0], index[1]
     work = np.maximum(sizes.astype(np.float64), 1) ** 2
     wsum = work.sum()
     nf = len(factors)
     blocks = [[] for _ in factors]
     kused = [[] for _ in factors]
+    iters, conv = [], []
+    early = {} if (early_epsilon is not None and EARLY_SETTLE and (backend.is_gpu or EARLY_SETTLE_CPU)
+                   and graph.n_components == 1) else None
+    order, starts = index[0], index[1]
     t_apsp = t_clu = 0.0
     done = 0.0
-    iters, conv = [], []
     for c in range(graph.n_components):
         faces_c = order[starts[c]:starts[c + 1]]
         n = faces_c.size
@@ -425,15 +435,31 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         want = list(dict.fromkeys(ks_by[i][c] for i in range(nf)))
         counts = [x for x in want if not isinstance(x, str)]
         sub = prog.sub(a1, a2)
-        done_k = dict(zip(counts, fuzzy_cluster_many(D, counts, max_iter=max_iter, power=power, progress=sub,
-                                                     order=far, device=backend), strict=True))
+        host: dict = {}
+        on_done = None
+        if early is not None:
+            def on_done(j, reps_j, P_j, _c=c, _faces=faces_c, _counts=counts, _host=host):
+                # a converged clustering: its memberships to the host, its cuts to the thread
+                Pc = _host[_counts[j]] = asnumpy(P_j)
+                for i in range(nf):
+                    if ks_by[i][_c] == _counts[j]:
+                        early[i] = _settle_pool().submit(
+                            _settle_one, graph, [(_faces, Pc, _faces[reps_j])], [int(np.asarray(reps_j).size)],
+                            targets, k, early_epsilon, nf)
+        try:
+            done_k = dict(zip(counts, fuzzy_cluster_many(D, counts, max_iter=max_iter, power=power, progress=sub,
+                                                         order=far, device=backend, on_done=on_done), strict=True))
+        except BaseException:  # cancelled or failed: the early cuts not started are dropped
+            for fut in (early or {}).values():
+                fut.cancel()
+            raise
         for x in want:
             if isinstance(x, str):  # the farthest-point gap rule (AUTO_K_RULE "gap")
                 done_k[x] = fuzzy_cluster(D, x, max_iter=max_iter, power=power, progress=sub, order=far)
         for x in want:
             iters.append(done_k[x].n_iter)
             conv.append(done_k[x].converged)
-            done_k[x] = (done_k[x], asnumpy(done_k[x].P))
+            done_k[x] = (done_k[x], host[x] if x in host else asnumpy(done_k[x].P))
         for i in range(nf):
             kc = ks_by[i][c]
             fc, Pc = done_k[kc]
@@ -447,7 +473,10 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     info["timings"]["clustering"] += t_clu
     info["iterations"] = iters
     info["converged"] = all(conv) if conv else True
-    return {"targets": targets, "factors": factors, "auto_starts": auto_starts, "blocks": blocks, "kused": kused}
+    out = {"targets": targets, "factors": factors, "auto_starts": auto_starts, "blocks": blocks, "kused": kused}
+    if early:
+        out["early"] = {"epsilon": float(early_epsilon), "futures": early}
+    return out
 
 
 def _settle(graph, cl: dict, k, epsilon, prog, info):
@@ -457,13 +486,22 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     targets, factors, auto_starts = cl["targets"], cl["factors"], cl["auto_starts"]
     blocks, kused = cl["blocks"], cl["kused"]
     nf = len(factors)
+    early = cl.get("early")
+    early = dict(early["futures"]) if early is not None and early["epsilon"] == float(epsilon) else {}
+    for i, fut in list(early.items()):
+        if fut.cancel():  # not started on the thread: done here, while the thread finishes its own
+            del early[i]
     best = None
     scores, results, trials = [], [], []
     for i in range(nf):
-        trial = {"timings": {"cut": 0.0}, "warnings": []}
-        cut_prog = prog.sub(0.8 + 0.15 * i / nf, 0.8 + 0.15 * (i + 1) / nf)
-        res = _assemble_and_cut(graph, blocks[i], kused[i], targets, k, epsilon, cut_prog, trial)
-        score = boundary_concavity(graph, res[0]) if nf > 1 else 0.0
+        if i in early:  # cut on the thread while the GPU clustered (_clusterings' early_epsilon)
+            res, trial, score = early[i].result()
+            trial = _copy_info(trial)
+        else:
+            trial = {"timings": {"cut": 0.0}, "warnings": []}
+            cut_prog = prog.sub(0.8 + 0.15 * i / nf, 0.8 + 0.15 * (i + 1) / nf)
+            res = _assemble_and_cut(graph, blocks[i], kused[i], targets, k, epsilon, cut_prog, trial)
+            score = boundary_concavity(graph, res[0]) if nf > 1 else 0.0
         scores.append(score)
         results.append(res)
         trials.append(trial)
@@ -494,6 +532,33 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         info["oversegment_scores"] = {float(f): float(sc) for f, sc in zip(factors, scores, strict=True)}
         info["oversegment_used"] = float(factors[i])
     return res
+
+
+#: on a GPU, an over-segmentation's cuts and merges start on a host thread once its clustering
+#: has converged, while the GPU iterates the others (:func:`_clusterings`' ``early_epsilon``;
+#: issue 20). ``GPULAB_MESH_EARLY_SETTLE=0`` or False: after every clustering, in turn
+EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
+#: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
+EARLY_SETTLE_CPU = False
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+
+
+def _settle_pool():
+    """The one host thread of the early cuts (made on first use)."""
+    with _POOL_LOCK:
+        if not _POOL:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="mesh-early-cut"))
+        return _POOL[0]
+
+
+def _settle_one(graph, blocks, kused, targets, k, epsilon, nf):
+    """One over-segmentation's part of :func:`_settle`: ``(result, its info, its score)``."""
+    trial = {"timings": {"cut": 0.0}, "warnings": []}
+    res = _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, None, trial)
+    return res, trial, (boundary_concavity(graph, res[0]) if nf > 1 else 0.0)
 
 
 def _membership_scale(graph) -> float:
@@ -798,6 +863,9 @@ class PreparedMesh:
     #: per entry of ``distances``: {component: its matrix's farthest-point order
     #: (:class:`gpu_kernels.mesh.cluster.FarthestOrder`)}: every k's first representatives
     orders: list = field(default_factory=list)
+    #: the epsilon of the last :func:`settle_prepared` on it: the guess of
+    #: :func:`clusterings_prepared`'s early cuts (a hint only: no result depends on it)
+    last_epsilon: float | None = None
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -981,7 +1049,7 @@ def cluster_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     re-uses it (:func:`cut_clustered`)."""
     prog = as_progress(progress)
     cs = clusterings_prepared(prep, k=k, apsp_method=apsp_method, max_iter=max_iter, update_power=update_power,
-                              oversegment=oversegment, device=device, progress=prog.sub(0.0, 0.8))
+                              oversegment=oversegment, device=device, progress=prog.sub(0.0, 0.8), epsilon=epsilon)
     return settle_prepared(prep, cs, epsilon=epsilon, shading=shading, device=device, progress=prog.sub(0.8, 1.0))
 
 
@@ -1001,13 +1069,23 @@ class ClusterSet:
 
 
 def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", max_iter=DEFAULT_MAX_ITER,
-                         update_power=None, oversegment=None, device=None, progress=None) -> ClusterSet:
+                         update_power=None, oversegment=None, device=None, progress=None,
+                         epsilon=None) -> ClusterSet:
     """The fuzzy clusterings of every working resolution of ``prep`` (or of its full graph): what
-    k and the iteration cap decide, on the distances and farthest-point orders of stage 1."""
+    k and the iteration cap decide, on the distances and farthest-point orders of stage 1.
+
+    ``epsilon`` (optional; default: the last one :func:`settle_prepared` used on ``prep``, else
+    the default) does not change the clusterings: on a GPU, the cuts and merges for it start on
+    a host thread while the GPU still iterates (:func:`_clusterings`), and
+    :func:`settle_prepared` with the same epsilon takes them instead of cutting again (with
+    another epsilon it cuts again: the same result either way)."""
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
     kw = _segment_params(k, None, max_iter, update_power, oversegment, None)
+    if epsilon is None:
+        epsilon = prep.last_epsilon
+    early_eps = _segment_params(k, epsilon, max_iter, None, None, None)["epsilon"]
     k, max_iter = kw["k"], kw["max_iter"]
     p_used, o_used = kw["update_power"], kw["oversegment"]
     info = _copy_info(prep.info)
@@ -1033,12 +1111,13 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
                 g = graph if gs is None else gs
                 sub["n_faces_segmented"] = g.n
                 cl = _clusterings(g, k, apsp_method, max_iter, backend, sp.sub(0.05, 0.8), sub, p_used, o_used,
-                                  dist, starts, orders[i])
+                                  dist, starts, orders[i], early_epsilon=early_eps)
                 sets.append((cl, sub))
         else:
             info["n_faces_segmented"] = graph.n
             cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, p_used, o_used,
-                              prep.distances[0] if prep.distances else None, None, orders[0])
+                              prep.distances[0] if prep.distances else None, None, orders[0],
+                              early_epsilon=early_eps)
             sets.append((cl, info))
     return ClusterSet(kw=kw, info=info, apsp_method=apsp_method, sets=sets, seconds=time.perf_counter() - t_start)
 
@@ -1054,6 +1133,7 @@ def settle_prepared(prep: PreparedMesh, cs: ClusterSet, *, epsilon=DEFAULT_EPSIL
     kw = _segment_params(cs.kw["k"], epsilon, cs.kw["max_iter"], cs.kw["update_power"], cs.kw["oversegment"],
                          shading)
     k, epsilon = kw["k"], kw["epsilon"]
+    prep.last_epsilon = epsilon  # the next clusterings' guess (a hint, see clusterings_prepared)
     info = _copy_info(cs.info)
     info["params"]["epsilon"] = epsilon
     graph = prep.graph
@@ -1233,7 +1313,7 @@ def _cluster_working(graph, gs, patch, k, epsilon, apsp_method, max_iter, backen
     info["n_faces_segmented"] = gs.n
     # the coarse clustering fills the bar up to 80 %; the full-resolution re-cut follows (no step back)
     cl = _clusterings(gs, k, apsp_method, max_iter, backend, prog.sub(0.05, 0.8), info, power, overseg, dists,
-                      starts, orders)
+                      starts, orders, early_epsilon=epsilon)
     return _carry_working(graph, gs, patch, cl, k, epsilon, prog.sub(0.05, 0.8), info, nearest)
 
 

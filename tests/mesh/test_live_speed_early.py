@@ -1,0 +1,116 @@
+"""Issue 20, mesh: a k edit's cuts and merges start on a host thread while the GPU still
+iterates the other over-segmentations (segment._clusterings' early_epsilon). The result is the
+sequential one; an epsilon edit after it does the cuts itself; a failure on the thread reaches
+the caller."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import numpy as np
+import pytest
+from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/mesh is on sys.path under pytest)
+
+from app.tools import mesh_seg
+from app.tools.stages import StageCache
+from gpu_kernels.backend import get_backend
+from gpu_kernels.mesh import segment as segmod
+
+CPU = get_backend("cpu")
+
+
+class _Inline:
+    """An executor that runs each task when it is submitted (the early path taken every time)."""
+
+    def __init__(self):
+        self.n = 0
+
+    def submit(self, fn, *args):
+        self.n += 1
+        fut = Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, as a pool does
+            fut.set_exception(exc)
+        return fut
+
+
+@pytest.fixture
+def early_on_cpu(monkeypatch):
+    pool = _Inline()
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", True)
+    monkeypatch.setattr(segmod, "_settle_pool", lambda: pool)
+    return pool
+
+
+def _arrays(seg):
+    return seg.labels, seg.memberships, seg.fuzzy, seg.face_colors, seg.representatives
+
+
+@pytest.mark.parametrize("kw", [{"k": 3, "max_faces": None}, {"k": 5, "max_faces": None, "epsilon": 0.2},
+                                {"k": "auto", "max_faces": None}, {"k": 4, "max_faces": 300}])
+def test_the_early_cuts_give_the_sequential_result(kw, early_on_cpu, monkeypatch):
+    v, f, _ = box_bar_box()
+    fast = segmod.segment_mesh(v, f, device="cpu", **kw)
+    assert early_on_cpu.n >= 1  # the early path was taken
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    ref = segmod.segment_mesh(v, f, device="cpu", **kw)
+    for a, b in zip(_arrays(fast), _arrays(ref), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert fast.info.get("merges") == ref.info.get("merges") and fast.info.get("cut") == ref.info.get("cut")
+
+
+def test_an_epsilon_edit_after_early_cuts_cuts_again_and_equals_a_full_run(early_on_cpu, monkeypatch):
+    v, f, _ = box_bar_box()
+    data = mesh_seg.from_arrays(v, f)
+    cache = StageCache(cap_bytes=256 << 20)
+    base = {"k": 3, "apsp": "cpu", "max_faces": None}
+    mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="x")
+    res, rep = mesh_seg.TOOL.run_staged(data, {**base, "k": 4}, device=CPU, cache=cache, scope="x")
+    n_k = early_on_cpu.n
+    assert n_k > 0
+    used = []
+    real = segmod._assemble_and_cut
+    monkeypatch.setattr(segmod, "_assemble_and_cut", lambda *a, **k: used.append(a[5]) or real(*a, **k))
+    p = {**base, "k": 4, "epsilon": 0.3}
+    res, rep = mesh_seg.TOOL.run_staged(data, p, device=CPU, cache=cache, scope="x")
+    assert rep.ran == ["segment", "cut"] and used and set(used) == {0.3}  # cut again, for 0.3
+    # the next k edit guesses the new epsilon: its cuts are all early ones (no progress given)
+    progs = []
+    monkeypatch.setattr(segmod, "_assemble_and_cut", lambda *a, **k: progs.append((a[5], a[6])) or real(*a, **k))
+    p = {**p, "k": 5}
+    res, rep = mesh_seg.TOOL.run_staged(data, p, device=CPU, cache=cache, scope="x")
+    assert rep.ran == ["cluster", "segment", "cut"] and progs and all(e == 0.3 and g is None for e, g in progs)
+    monkeypatch.setattr(segmod, "_assemble_and_cut", real)
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    full = mesh_seg.run(data, p, device=CPU)
+    for a, b in zip(_arrays(res.seg), _arrays(full.seg), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_failure_on_the_thread_reaches_the_caller(early_on_cpu, monkeypatch):
+    v, f, _ = box_bar_box()
+
+    def boom(*a, **k):
+        raise RuntimeError("cut failed")
+
+    monkeypatch.setattr(segmod, "_settle_one", boom)
+    with pytest.raises(RuntimeError, match="cut failed"):
+        segmod.segment_mesh(v, f, device="cpu", k=3, max_faces=None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [3, 6, "auto"])
+def test_gpu_early_cuts_on_the_thread_equal_the_sequential_gpu_run(k, monkeypatch):
+    """On the GPU, with the real host thread: the same labels, memberships and colours as with
+    the early cuts off."""
+    v, f, _ = box_bar_box()
+    used = []
+    real = segmod._settle_one
+    monkeypatch.setattr(segmod, "_settle_one", lambda *a: used.append(1) or real(*a))
+    fast = segmod.segment_mesh(v, f, device="cuda", k=k, max_faces=None)
+    assert used
+    monkeypatch.setattr(segmod, "EARLY_SETTLE", False)
+    ref = segmod.segment_mesh(v, f, device="cuda", k=k, max_faces=None)
+    for a, b in zip(_arrays(fast), _arrays(ref), strict=True):
+        np.testing.assert_array_equal(a, b)
