@@ -140,6 +140,8 @@ class FlowTab(ToolTab):
         dl.addWidget(self.quality_overlay)
         self.quality_opacity = _slider(60, "Opacity of the quality overlay (dark = low quality)")
         self.quality_opacity.valueChanged.connect(self._redraw)
+        self.quality_opacity_label = QLabel("Quality overlay opacity")   # the flow slider has its label too
+        dl.addWidget(self.quality_opacity_label)
         dl.addWidget(self.quality_opacity)
         row = QHBoxLayout()
         row.addWidget(QLabel("Hide below quality"))
@@ -235,6 +237,8 @@ class FlowTab(ToolTab):
         if wheel_left or wheel_right:
             r = self._max_flow()
             note = ""
+            if r is not None and self.max_flow.value() <= 0:
+                note = "largest of pinned and live"
             if r is None:
                 mags = []
                 if res is not None:
@@ -324,8 +328,12 @@ class FlowTab(ToolTab):
 
     def show_result(self, result) -> None:
         st = self.view.picture(result).stats()   # once per result, on the device that computed it
+        report = self.last_report if result is self.result else None
+        # a result shown again from the stage cache (Undo, History) took no time: not "in 0 ms"
+        took = "shown from the cache" if report is not None and not report.ran else \
+            f"in {fmt_seconds(result.elapsed)}"
         self.stats_label.setText(
-            f"{result.params['method']} on {result.device} in {fmt_seconds(result.elapsed)}<br>"
+            f"{result.params['method']} on {result.device} {took}<br>"
             f"flow: mean {st['mean_mag']:.2f} px, largest {st['max_mag']:.2f} px<br>"
             f"quality: mean {st['mean_quality']:.2f}")
         fp = dict(getattr(result.flow, "params", {}) or {})
@@ -345,12 +353,40 @@ class FlowTab(ToolTab):
 
     # ------------------------------------------------------------------ drawing
     def _max_flow(self) -> float | None:
+        """The colour radius: the box's value; 'largest' is None (each result its own largest),
+        except while a result is pinned: then both sides are coloured on one scale, the larger of
+        their largest magnitudes, so that equal colours mean equal motion (one legend for both)."""
         v = self.max_flow.value()
-        return v if v > 0 else None
+        if v > 0:
+            return v
+        live = getattr(self, "_live_shown", None) if self._drawing_pinned else self.result
+        pair = (live, self.pinned[0] if self.pinned is not None else None)
+        if pair[0] is None or pair[1] is None:
+            return None
+        return max(self._radius_of(r) for r in pair)
+
+    def unpin(self) -> None:
+        was_pinned = self.pinned is not None
+        super().unpin()
+        self._pinned_radius = None
+        if was_pinned and self.result is not None:
+            self._redraw()      # the live side back on its own 'largest' scale
+
+    def _radius_of(self, res) -> float:
+        """The largest magnitude of ``res`` (its automatic colour radius), once per result."""
+        radii = getattr(self, "_radii", [])
+        for r, rad in radii:
+            if r is res:
+                return rad
+        rad = float(self.view.picture(res).radius())
+        self._radii = [(res, rad)] + radii[:2]
+        return rad
 
     def _redraw(self, *_):
         if self.data is None:
             return
+        if not self._drawing_pinned:
+            self._live_shown = self.result
         res = self.result
         self.view.show_left(
             self.data.img1, res, style=self.style_combo.currentText(), flow_opacity=self.flow_opacity.value() / 100,
@@ -363,7 +399,13 @@ class FlowTab(ToolTab):
             self.view.show_right(None, title=f"{which}: {message}", message=message)
         else:
             self.view.show_right(self.right_image(which), title=title)
+        if self._drawing_pinned:          # the side panel's legends describe the live result
+            self._pinned_radius = self._max_flow()
+            QTimer.singleShot(0, self, self._refresh_swipe)
+            return
         self._update_legends()
+        if self.pinned is not None and getattr(self, "_pinned_radius", None) != self._max_flow():
+            self.draw_pinned_later(self._redraw)   # the shared colour scale changed: recolour the pinned side
 
     def right_message(self, which: str) -> str:
         """What the right pane says instead of a picture it cannot show ("no ground truth")."""

@@ -1,0 +1,75 @@
+"""The flow tab as the session-6 walkthrough used it: pin, compare, undo (CPU, offscreen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from app.render.flow import FlowPicture  # noqa: E402
+from app.tabs.flow_tab import FlowTab  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "flow" / "frame1.png"
+
+
+@pytest.fixture
+def tab(open_tab, tab_runner):
+    t = open_tab(FlowTab, (1300, 800))
+    t.live_check.setChecked(False)
+    tab_runner.load(t, SAMPLE)
+    return t
+
+
+def _radius(res):
+    return FlowPicture(res).radius()
+
+
+def test_pinned_and_live_flow_are_coloured_on_one_scale(qtbot, tab, tab_runner):
+    # before: each side was coded at its own 'largest' radius, so equal colours meant different
+    # motions and the one legend described the live side only
+    pinned = tab_runner.run(tab, method="lk", window=5)
+    assert tab.pin()
+    live = tab_runner.run(tab, method="lk", window=31)
+    qtbot.wait(50)
+    r_p, r_l = _radius(pinned), _radius(live)
+    assert abs(r_p - r_l) > 0.05 * max(r_p, r_l), "the two runs must differ in their largest motion"
+    common = max(r_p, r_l)
+    assert tab._max_flow() == pytest.approx(common)
+    pv = tab._pinned_slot["view"]
+    alpha = int(round(255 * tab.flow_opacity.value() / 100))
+    thr = tab.threshold.value()
+    want_p = FlowPicture(pinned).rgba(max_flow=common, alpha=alpha, threshold=thr)
+    want_l = FlowPicture(live).rgba(max_flow=common, alpha=alpha, threshold=thr)
+    assert np.array_equal(pv.img_flow.image, want_p)
+    assert np.array_equal(tab.view.img_flow.image, want_l)
+    assert tab.wheel.radius_px == pytest.approx(common) and "pinned and live" in tab.wheel.note
+    # unpinned: the live side is back on its own largest
+    tab.unpin()
+    qtbot.wait(20)
+    assert tab._max_flow() is None and tab.wheel.note == "largest"
+    assert tab.wheel.radius_px == pytest.approx(r_l)
+
+
+def test_a_result_shown_from_the_cache_does_not_claim_0_ms(qtbot, tab, tab_runner):
+    # before: Undo to a cached result said "lk on cpu in 0 ms"
+    tab_runner.run(tab, method="lk", window=5)
+    first = tab.stats_label.text()
+    assert "in " in first and "from the cache" not in first
+    tab_runner.run(tab, method="lk", window=31)
+    tab_runner.run(tab, method="lk", window=5)       # every stage comes from the cache
+    assert tab.last_report is not None and not tab.last_report.ran
+    text = tab.stats_label.text()
+    assert "shown from the cache" in text and " in 0 ms" not in text
+
+
+def test_the_quality_overlay_slider_has_a_label(tab):
+    lay = tab.quality_opacity.parentWidget().layout()
+    i = lay.indexOf(tab.quality_opacity)
+    assert lay.itemAt(i - 1).widget() is tab.quality_opacity_label
+    assert "opacity" in tab.quality_opacity_label.text().lower()
