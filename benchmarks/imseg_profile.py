@@ -50,7 +50,17 @@ def wall(fn, rep: int) -> float:
         cp.cuda.get_current_stream().synchronize()
         ts.append(time.perf_counter() - t0)
     LAST_TIMES[:] = ts
+    try:
+        from gpu_kernels.imseg import _util
+
+        PINNED_HELD.append(_util._PINNED_HELD[0])
+    except Exception:  # noqa: BLE001
+        pass
     return median(ts)
+
+
+#: page-locked result bytes held after each timed row (downloads go pageable past the cap)
+PINNED_HELD: list = []
 
 
 def spread(ts: list) -> str:
@@ -116,7 +126,9 @@ def profile_one(method: str, h: int, w: int, rep: int, params: dict) -> dict:
           f"{r['regions']} regions, syncs {r['syncs']}, rounds {r['merge_rounds']}, superpixels {r['superpixels']}, "
           f"merge in smem {r['merge_smem']}", flush=True)
     print("   stages " + ", ".join(f"{k} {v:.3f}" for k, v in r["stages_ms"].items()), flush=True)
-    print(f"   reps {r['spread']}", flush=True)
+    import gc
+
+    print(f"   reps {r['spread']}; pinned results held {PINNED_HELD[-1:]} B, gc counts {gc.get_count()}", flush=True)
     return r
 
 

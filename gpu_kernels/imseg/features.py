@@ -118,10 +118,12 @@ def _defines():
 
 
 def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int, lab_d=None, order=None,
-                 out: dict | None = None, extra_u64: int = 0) -> dict:
+                 out: dict | None = None, extra_u64: int = 0, more: tuple = ()) -> dict:
     """Pass 1 accumulators on the device (no synchronisation). ``img_d`` may be None when
     only the area and a given ``lab_d`` are wanted. A fresh call zeroes all its accumulators
-    (and ``extra_u64`` more 64-bit words, ``acc["extra"]``) with one memset."""
+    (and ``extra_u64`` more 64-bit words, ``acc["extra"]``) with one memset. ``more``: further
+    ``(name, dtype, count)`` arrays placed in the same block (the features' outputs, so that
+    they come back to the host with one copy)."""
     xp = be.xp
     n = h * w
     R1 = max(R, 1)
@@ -132,12 +134,14 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
         parts = [("area", xp.int32, R1)]
         if flags & FT_BBOX:
             parts.append(("sum_rc", xp.uint64, 2 * R1))
+            parts.append(("bbox", xp.int32, 4 * R1))  # set by feat_init_bbox below
         if flags & FT_RAW:
             parts.append(("raw_sum", xp.float64, nc * R1))
         if flags & FT_LAB:
             parts.append(("lab_sum", xp.int64, 3 * R1))
         if extra_u64:
             parts.append(("extra", xp.uint64, int(extra_u64)))
+        parts.extend(more)
         offs, total = [], 0
         for _, dt, cnt in parts:
             offs.append(total)
@@ -166,7 +170,10 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
             else:
                 labsum.fill(0)
     if flags & FT_BBOX:
-        bbox = acc["bbox"] = xp.empty(4 * R1, dtype=xp.int32)
+        if out is None:
+            bbox = acc["bbox"]
+        else:
+            bbox = acc["bbox"] = xp.empty(4 * R1, dtype=xp.int32)
         kernel(be, _SRC, "feat_init_bbox", options=_color.CUDA_OPTIONS)(grid(R1, 256), (256,), (bbox, np.int64(R1)))
     if img_d is None:
         img_arg, sfx, c = NULL, "f32", 3
@@ -188,14 +195,19 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
     if method == "sort":
         order = xp.argsort(labels_d).astype(xp.int32)
     R1 = max(R, 1)
-    acc = pass1_device(be, labels_d, R, h, w, img_d, c, FT_BBOX | FT_RAW | FT_LAB, order=order,
-                       extra_u64=32 * R1 if moments else 0)
     nc = 3 if c >= 3 else 1
-    label = xp.empty(R1, dtype=xp.int32)
-    centroid = xp.empty((R1, 2), dtype=xp.float64)
-    mean = xp.empty((R1, nc), dtype=xp.float64)
-    lab_mean = xp.empty((R1, 3), dtype=xp.float64)
-    anchor = xp.empty((R1, 2), dtype=xp.int64)
+    # the outputs share the accumulators' block: one allocation, and one copy to the host
+    outs = [("label", xp.int32, R1), ("centroid", xp.float64, 2 * R1), ("mean", xp.float64, nc * R1),
+            ("lab_mean", xp.float64, 3 * R1), ("anchor", xp.int64, 2 * R1)]
+    if moments:
+        outs.append(("mu", xp.float64, 16 * R1))
+    acc = pass1_device(be, labels_d, R, h, w, img_d, c, FT_BBOX | FT_RAW | FT_LAB, order=order,
+                       extra_u64=32 * R1 if moments else 0, more=tuple(outs))
+    label = acc["label"]
+    centroid = acc["centroid"].reshape(R1, 2)
+    mean = acc["mean"].reshape(R1, nc)
+    lab_mean = acc["lab_mean"].reshape(R1, 3)
+    anchor = acc["anchor"].reshape(R1, 2)
     kernel(be, _SRC, "feat_finish", options=_color.CUDA_OPTIONS)(
         grid(R1, 256), (256,), (np.int32(R1), np.int32(nc), acc["area"], acc["sum_rc"], acc["raw_sum"],
                                 acc["lab_sum"], label, centroid, mean, lab_mean, anchor))
@@ -214,7 +226,7 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS, defines=_defines())(
             grid(-(-n // CHUNK), 256), (256,),
             (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
-        mu = xp.empty(16 * R1, dtype=xp.float64)
+        mu = acc["mu"]
         kernel(be, _SRC, "feat_moments_finish", options=_color.CUDA_OPTIONS)(
             grid(R1, 256), (256,), (np.int32(R), macc, acc["area"], anchor, centroid, mu))
         out["moments_central"] = mu.reshape(-1, 4, 4)[:R]

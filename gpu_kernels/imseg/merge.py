@@ -149,8 +149,18 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
     ``R`` is then only an upper bound that sizes the arrays (the one-block round form is used).
     ``also``: more small device arrays read back with the done flag (no extra
     synchronisation); their values go to ``out["also"]``."""
+    state = merge_queue(be, labels_d, R, h, w, min_size, connectivity, img_d, c, lab_d=lab_d,
+                        rounds_per_check=rounds_per_check, one_block=one_block, count_dev=count_dev)
+    return merge_finish(be, state, syncs=syncs, also=also, out=out)
+
+
+def merge_queue(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d, c: int,
+                lab_d=None, rounds_per_check: int | None = None, one_block: bool | None = None,
+                count_dev=None) -> dict:
+    """The first part of :func:`merge_device`: the sums, the initial counts and the first
+    ``rounds_per_check`` rounds, queued with no host read (what a CUDA graph of the pipeline
+    captures). Returns the state :func:`merge_finish` goes on from."""
     xp = be.xp
-    syncs = syncs if syncs is not None else SyncCounter()
     per_check = max(1, int(rounds_per_check or ROUNDS_PER_CHECK))
     n = h * w
     R0 = max(int(R), 1)
@@ -161,33 +171,51 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
     root = xp.empty(R0, dtype=xp.int32)
     rparent = xp.empty(R0, dtype=xp.int32)
     best = xp.empty(R0, dtype=xp.uint64)
-    f = {name: kernel(be, _SRC, name) for name in ("md_init", "md_check", "md_choose", "md_link", "md_settle",
-                                                   "md_compress")}
-    gr, gp = grid(R0, 256), grid(n, 256)
+    gr = grid(R0, 256)
     iR0, maxr = np.int32(R0), np.int32(MAX_ROUNDS)
     rp = count_dev if count_dev is not None else NULL
-    f["md_init"](gr, (256,), (root, rparent, best, area, iR0, S, st, rp))
-    f["md_check"]((1,), (32,), (st, maxr))
+    kernel(be, _SRC, "md_init")(gr, (256,), (root, rparent, best, area, iR0, S, st, rp))
+    kernel(be, _SRC, "md_check")((1,), (32,), (st, maxr))
     one = R0 <= ONE_BLOCK_MAX if one_block is None else bool(one_block)
     if count_dev is not None:
         if one_block is False:
             raise ValueError("count_dev needs the one-block rounds")
         one = True
-    f_round = kernel(be, _SRC, "md_round") if one else None
-    queued = 0
+    state = dict(labels=labels_d, n=n, w=w, h=h, conn8=np.int32(connectivity == 8), S=S, R0=R0, iR0=iR0,
+                 maxr=maxr, rp=rp, one=one, per_check=per_check, st=st, root=root, rparent=rparent, best=best,
+                 area=area, lab_sum=lab_sum, queued=0)
+    _queue_rounds(be, state)
+    return state
+
+
+def _queue_rounds(be, s: dict) -> None:
+    gr, gp = grid(s["R0"], 256), grid(s["n"], 256)
+    labels_d, root, rparent, best, area, lab_sum, st = (s[k] for k in ("labels", "root", "rparent", "best", "area",
+                                                                        "lab_sum", "st"))
+    S, iR0, maxr = s["S"], s["iR0"], s["maxr"]
+    f_choose = kernel(be, _SRC, "md_choose")
+    f_round = kernel(be, _SRC, "md_round") if s["one"] else None
+    for _ in range(s["per_check"]):
+        f_choose(gp, (256,), (labels_d, np.int32(s["w"]), np.int32(s["h"]), s["conn8"], root, area, lab_sum, S,
+                              best, st))
+        if s["one"]:
+            f_round((1,), (1024,), (root, rparent, best, area, lab_sum, iR0, S, maxr, st, s["rp"]))
+            continue
+        kernel(be, _SRC, "md_link")(gr, (256,), (best, area, root, iR0, S, rparent, st))
+        kernel(be, _SRC, "md_settle")(gr, (256,), (root, rparent, iR0, area, lab_sum, st))
+        kernel(be, _SRC, "md_compress")(gr, (256,), (root, rparent, iR0, area, S, best, st))
+        kernel(be, _SRC, "md_check")((1,), (32,), (st, maxr))
+    s["queued"] += s["per_check"]
+
+
+def merge_finish(be, s: dict, syncs: SyncCounter | None = None, also=(), out: dict | None = None):
+    """The rest of :func:`merge_device` after :func:`merge_queue`: read the done flag (with
+    ``also``), queue more rounds until done, renumber. Returns ``(R, rounds)``."""
+    xp = be.xp
+    syncs = syncs if syncs is not None else SyncCounter()
+    queued = s["queued"]
     while True:
-        for _ in range(per_check):
-            f["md_choose"](gp, (256,), (labels_d, np.int32(w), np.int32(h), np.int32(connectivity == 8), root, area,
-                                        lab_sum, S, best, st))
-            if one:
-                f_round((1,), (1024,), (root, rparent, best, area, lab_sum, iR0, S, maxr, st, rp))
-                continue
-            f["md_link"](gr, (256,), (best, area, root, iR0, S, rparent, st))
-            f["md_settle"](gr, (256,), (root, rparent, iR0, area, lab_sum, st))
-            f["md_compress"](gr, (256,), (root, rparent, iR0, area, S, best, st))
-            f["md_check"]((1,), (32,), (st, maxr))
-        queued += per_check
-        vals = syncs.read_many(be, (st, *also), "min-size merge: done on the device?")
+        vals = syncs.read_many(be, (s["st"], *also), "min-size merge: done on the device?")
         done, rounds, rcur = (int(v) for v in vals[:3])
         if out is not None:
             out["also"] = [int(v) for v in vals[4:]]
@@ -195,13 +223,16 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
             raise RuntimeError(f"small-region merging did not finish in {MAX_ROUNDS} rounds")
         if done or queued > MAX_ROUNDS:
             break
+        _queue_rounds(be, s)
+        queued = s["queued"]
     if rounds:
+        R0, iR0, root, n = s["R0"], s["iR0"], s["root"], s["n"]
         newid = xp.empty(R0, dtype=xp.int32)
-        if one:
-            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid, rp))
+        if s["one"]:
+            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid, s["rp"]))
         else:
             _label.relabel_device(be, root, R0, newid)
-        kernel(be, _label._SRC, "relabel_pixels")(gp, (256,), (labels_d, np.int64(n), newid))
+        kernel(be, _label._SRC, "relabel_pixels")(grid(n, 256), (256,), (s["labels"], np.int64(n), newid))
     return rcur, rounds
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.imseg import color as _color
 from gpu_kernels.imseg import features as _feat
+from gpu_kernels.imseg import graphs as _graphs
 from gpu_kernels.imseg import kmeans as _km
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg import merge as _merge
@@ -234,14 +235,33 @@ def segment_image(image, *, k_max: int = DEFAULT_K_MAX, q: int = DEFAULT_Q, iter
         raise ImsegInputError("label_method 'scipy' is the CPU path; use 'unionfind' or 'equivalence' on a GPU")
     params = dict(p, label_method=label_method, global_step=global_step, weights=weights,
                   features_method=features_method)
+    if _graphs.usable(be, img, p, label_method, weights, UNREAD_COUNT_MAX_PIXELS):
+        graph = _graphs.lookup(be, img, p, global_step)
+        if graph is not None:
+            return _segment_graph(be, graph, img, features, moments, features_method, progress, params)
+    seg = _segment_stages(img, be, p, q, bilateral, bilateral_window, sigma_spatial, sigma_color, weights,
+                          features_method, k_max, iterations, merge_distance, connectivity, min_size, features,
+                          moments, label_method, global_step, progress, params)
+    if _graphs.usable(be, img, p, label_method, weights, UNREAD_COUNT_MAX_PIXELS):
+        with activated(be):  # the next call of this shape and these parameters replays it
+            _graphs.capture(be, img, p, global_step)
+    return seg
+
+
+def _segment_stages(img, be, p, q, bilateral, bilateral_window, sigma_spatial, sigma_color, weights,
+                    features_method, k_max, iterations, merge_distance, connectivity, min_size, features,
+                    moments, label_method, global_step, progress, params) -> ImageSegmentation:
     progress.update(0.0, "segmenting")
     qt = stage_quantise(img, q=q, bilateral=bilateral, bilateral_window=bilateral_window, sigma_spatial=sigma_spatial,
                         sigma_color=sigma_color, weights=weights, features_method=features_method, device=be,
                         progress=progress.sub(0.0, 0.2))
+    # qt is this call's own: k-means may overwrite its codes and histogram (no copies)
+    km = stage_kmeans(qt, k_max=k_max, iterations=iterations, merge_distance=merge_distance, device=be,
+                      progress=progress.sub(0.2, 0.3), _inplace=True)
     return stage_regions(qt, k_max=k_max, iterations=iterations, merge_distance=merge_distance,
                          connectivity=connectivity, min_size=min_size, features=features, moments=moments,
                          label_method=label_method, global_step=global_step, features_method=features_method,
-                         device=be, progress=progress.sub(0.2, 1.0), _params=params)
+                         km=km, device=be, progress=progress.sub(0.3, 1.0), _params=params)
 
 
 # --------------------------------------------------------------------------- stages
@@ -334,9 +354,11 @@ def stage_quantise(image, *, q: int = DEFAULT_Q, bilateral: int = DEFAULT_BILATE
 
 
 def stage_kmeans(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEFAULT_ITERATIONS,
-                 merge_distance: float = DEFAULT_MERGE_DISTANCE, device=None, progress=None) -> dict:
+                 merge_distance: float = DEFAULT_MERGE_DISTANCE, device=None, progress=None,
+                 _inplace: bool = False) -> dict:
     """Stage 3 of :func:`segment_image` on a :func:`stage_codes` output: k-means on the
-    quantised colours (the cluster of every pixel, the centres; on the device when there is one)."""
+    quantised colours (the cluster of every pixel, the centres; on the device when there is one).
+    ``_inplace``: the caller owns ``qt`` (k-means then overwrites its codes and histogram)."""
     progress = as_progress(progress)
     be = get_backend(device)
     k_max, iterations, merge_distance = _km.check_kmeans(k_max, iterations, merge_distance)
@@ -352,9 +374,11 @@ def stage_kmeans(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEFA
         return out
     with activated(be):
         timer = StageTimer(be)
-        # k-means replaces the codes by cluster ids in place: work on a copy (the stage cache keeps qt)
-        hist = qt["hist"].copy() if qt["hist"] is not None else None
-        clusters, centres, k_d, m_d = _km.kmeans_device(be, qt["codes"].copy(), h, w, qt["q"], k_max, iterations,
+        # k-means replaces the codes by cluster ids in place: a copy, unless the caller owns qt
+        # (the stage cache keeps it); the histogram is only read
+        hist = qt["hist"]
+        codes = qt["codes"] if _inplace else qt["codes"].copy()
+        clusters, centres, k_d, m_d = _km.kmeans_device(be, codes, h, w, qt["q"], k_max, iterations,
                                                         merge_distance, hist, qt["weights"])
         timer.mark("kmeans")
         out.update(clusters=clusters, centres=centres, k_d=k_d, m_d=m_d, timer=timer)
@@ -391,6 +415,38 @@ def stage_regions(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEF
     with activated(be):
         return _segment_gpu(be, qt, km, p, features, moments, label_method, global_step, features_method, progress,
                             params)
+
+
+def _segment_graph(be, g, img, features, moments, features_method, progress, params) -> ImageSegmentation:
+    """A call replayed from its CUDA graph (:mod:`gpu_kernels.imseg.graphs`): the graph runs
+    everything up to the merge's first rounds; the rest as in :func:`_segment_gpu`."""
+    h, w, c = g.h, g.w, g.c
+    syncs = SyncCounter()
+    progress.update(0.0, "segmenting (replayed CUDA graph)")
+    with activated(be), g.lock:
+        timer = StageTimer(be)
+        g.launch(be, img)
+        timer.mark("graph")
+        out: dict = {}
+        R, rounds = _merge.merge_finish(be, g.state, syncs=syncs, also=(g.k_d, g.m_d), out=out)
+        k, n_colours = out["also"]
+        timer.mark("min_size")
+        feats_d = {}
+        if features:
+            progress.update(0.7, "region features")
+            feats_d = _feat.features_device(be, g.labels_d, R, h, w, g.img_d, c, features_method, moments)
+        timer.mark("features")
+        host = download(be, {"__labels": g.labels_d, "__clusters": g.clusters, "__centres": g.centres, **feats_d})
+        timer.mark("download")
+        timings = timer.result()
+    labels = host.pop("__labels").reshape(h, w)
+    clusters_h = host.pop("__clusters").reshape(h, w)
+    centres_h = host.pop("__centres")[:k]
+    progress.update(1.0, "done")
+    return ImageSegmentation(labels=labels, clusters=clusters_h, n_regions=R, n_clusters=k, centres=centres_h,
+                             features=host, timings=timings, syncs=syncs.count,
+                             info={"device": be.label, "params": params, "n_colours": n_colours,
+                                   "merge_rounds": rounds, "sync_reasons": list(syncs.reasons), "graph": True})
 
 
 def _segment_cpu(qt, km, p, features, moments, progress, params) -> ImageSegmentation:

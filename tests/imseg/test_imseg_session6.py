@@ -170,3 +170,82 @@ def test_gpu_labelling_of_large_uniform_areas_equals_cpu():
         ref, Rr = label_components(a, connectivity=8, device="cpu")
         assert R == Rr
         np.testing.assert_array_equal(np.asarray(got.get() if hasattr(got, "get") else got), ref)
+
+
+# --------------------------------------------------------------------------- CUDA graphs
+def _same(a, b):
+    assert (a.n_regions, a.n_clusters, a.info["n_colours"], a.info["merge_rounds"]) == \
+        (b.n_regions, b.n_clusters, b.info["n_colours"], b.info["merge_rounds"])
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.clusters, b.clusters)
+    np.testing.assert_array_equal(a.centres, b.centres)
+    assert set(a.features) == set(b.features)
+    for k in a.features:
+        np.testing.assert_array_equal(a.features[k], b.features[k], err_msg=k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, kw", [((512, 512), {}), ((321, 481), {"min_size": 64}), ((300, 200), {"bilateral": 2}),
+                                       ((256, 384), {"connectivity": 4, "k_max": 16}), ((200, 300, 0), {})])
+def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw):
+    """The first call of a shape runs the ordinary way and captures the graph; later calls
+    replay it (one host read) and give exactly the ordinary path's result, for this image and
+    for another image of the same shape."""
+    from gpu_kernels.imseg import graphs as G
+    from gpu_kernels.imseg import segment_image
+
+    h, w = shape[:2]
+    img = _natural(h, w)
+    other = np.ascontiguousarray(img[::-1, ::-1])
+    if len(shape) == 3:  # grey
+        img, other = img[..., 0].copy(), other[..., 1].copy()
+    G.clear()
+    G.ENABLED = False
+    try:
+        ref = segment_image(img, device="cuda", **kw)
+        ref_other = segment_image(other, device="cuda", **kw)
+    finally:
+        G.ENABLED = True
+    assert "graph" not in ref.info
+    before = G.stats()
+    first = segment_image(img, device="cuda", **kw)
+    assert "graph" not in first.info and G.stats()["captures"] == before["captures"] + 1
+    again = segment_image(img, device="cuda", **kw)
+    swapped = segment_image(other, device="cuda", **kw)
+    assert again.info.get("graph") and swapped.info.get("graph")
+    assert G.stats()["replays"] == before["replays"] + 2 and G.stats()["captures"] == before["captures"] + 1
+    assert again.syncs == 1, again.info["sync_reasons"]
+    _same(first, ref)
+    _same(again, ref)
+    _same(swapped, ref_other)
+    cpu = segment_image(img, device="cpu", **kw)
+    np.testing.assert_array_equal(again.labels, cpu.labels)
+
+
+@pytest.mark.gpu
+def test_gpu_graphs_alternate_shapes_and_evict():
+    """Two shapes taking turns with room for one graph: every call still gives the ordinary
+    result (an evicted graph's memory is not reused under a live one)."""
+    from gpu_kernels.imseg import graphs as G
+    from gpu_kernels.imseg import segment_image
+
+    a, b = _natural(256, 256), _natural(192, 320)
+    G.clear()
+    G.ENABLED = False
+    try:
+        ra, rb = segment_image(a, device="cuda"), segment_image(b, device="cuda")
+    finally:
+        G.ENABLED = True
+    old = G.MAX_GRAPHS
+    G.MAX_GRAPHS = 1
+    try:
+        for _ in range(3):
+            _same(segment_image(a, device="cuda"), ra)
+            _same(segment_image(b, device="cuda"), rb)
+    finally:
+        G.MAX_GRAPHS = old
+    G.clear()
+    for _ in range(3):
+        _same(segment_image(a, device="cuda"), ra)
+        _same(segment_image(b, device="cuda"), rb)
+    assert G.stats()["graphs"] == 2

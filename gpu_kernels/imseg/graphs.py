@@ -1,0 +1,174 @@
+"""CUDA graphs of the k-means pipeline (issue 21): its fixed-size part, captured once per image
+shape and parameter set, then replayed with one launch.
+
+Up to ``segment.UNREAD_COUNT_MAX_PIXELS`` pixels everything the GPU does before the host's
+first read depends only on the image's shape and the parameters (the merge is sized for one
+region a pixel and reads the labelling's count on the device): the upload from a page-locked
+buffer, CIELAB (and the bilateral filter), the quantised codes, every k-means step, the
+union-find labelling, the merge's sums and its first ``ROUNDS_PER_CHECK`` rounds, about 40
+launches. :func:`segment_image` captures them into one CUDA graph on the first call for a
+shape and parameter set (after running that call the ordinary way) and replays the graph on
+later calls: the host copies the image into the graph's page-locked input, launches the
+graph, and goes on with what depends on the number of regions (the rest of the merge, the
+features and the download) as before. The same kernels on the same data, so the same labels,
+clusters, centres and features.
+
+Every device allocation made during the capture is kept with the graph (a replay writes into
+the same memory), and a graph serves one call at a time (a lock from the launch to the end of
+the download).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from gpu_kernels.imseg import color as _color
+from gpu_kernels.imseg import kmeans as _km
+from gpu_kernels.imseg import label as _label
+from gpu_kernels.imseg import merge as _merge
+from gpu_kernels.imseg._util import is_cupy
+
+__all__ = ["ENABLED", "MAX_GRAPHS", "PrefixGraph", "usable", "lookup", "capture", "clear", "stats"]
+
+#: use graphs at all (the pipeline's result is the same either way)
+ENABLED = True
+#: graphs kept (one per device, image shape, pixel type and parameter set; the least recently
+#: used goes first)
+MAX_GRAPHS = 8
+
+_GRAPHS: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+_STATS = {"captures": 0, "replays": 0}
+_FAILED: set = set()
+
+
+def usable(be, img, p: dict, label_method: str, weights: str, max_pixels: int) -> bool:
+    """Whether a call can run from a graph: a host image on a CuPy device, the union-find
+    labelling, histogram weights, and the merge queued without reading the region count."""
+    h, w = img.shape[:2]
+    return (ENABLED and is_cupy(be) and isinstance(img, np.ndarray) and label_method == "unionfind"
+            and weights == "histogram" and p["min_size"] > 1 and h * w <= max_pixels)
+
+
+def _key(be, img, p: dict, global_step: str) -> tuple:
+    return (be.label, img.shape, img.dtype.str, global_step, tuple(sorted(p.items())))
+
+
+def lookup(be, img, p: dict, global_step: str):
+    """The graph for this call, or None (not captured yet)."""
+    k = _key(be, img, p, global_step)
+    with _LOCK:
+        g = _GRAPHS.get(k)
+        if g is not None:
+            _GRAPHS.move_to_end(k)
+        return g
+
+
+def capture(be, img, p: dict, global_step: str) -> PrefixGraph | None:
+    """Capture (and keep) the graph for this call's shape and parameters; None where capturing
+    failed (then that shape and parameter set keep running the ordinary way, with a warning)."""
+    k = _key(be, img, p, global_step)
+    if k in _FAILED:
+        return None
+    try:
+        g = PrefixGraph(be, img, p, global_step)
+    except Exception as exc:  # noqa: BLE001 - a driver without capture support: the ordinary path
+        import warnings
+
+        _FAILED.add(k)
+        warnings.warn(f"imseg: no CUDA graph for {img.shape} ({exc}); segmenting without one", stacklevel=2)
+        return None
+    with _LOCK:
+        _GRAPHS[k] = g
+        while len(_GRAPHS) > MAX_GRAPHS:
+            _GRAPHS.popitem(last=False)
+        _STATS["captures"] += 1
+    return g
+
+
+def clear() -> None:
+    with _LOCK:
+        _GRAPHS.clear()
+        _FAILED.clear()
+
+
+def stats() -> dict:
+    """``captures`` and ``replays`` since the process started (for tests and benchmarks)."""
+    return dict(_STATS, graphs=len(_GRAPHS))
+
+
+_STREAMS: dict = {}
+
+
+def _capture_stream(be):
+    """One capturing stream a device (the memory pool keeps its blocks per stream)."""
+    st = _STREAMS.get(be.label)
+    if st is None:
+        st = _STREAMS[be.label] = be.xp.cuda.Stream(non_blocking=True)
+    return st
+
+
+class PrefixGraph:
+    """The captured graph, its page-locked input, and every array its nodes use."""
+
+    def __init__(self, be, img: np.ndarray, p: dict, global_step: str):
+        xp = be.xp
+        rt = xp.cuda.runtime
+        h, w = img.shape[:2]
+        c = 1 if img.ndim == 2 else img.shape[2]
+        n = h * w
+        self.h, self.w, self.c = h, w, c
+        self.lock = threading.Lock()
+        self._in_mem = xp.cuda.alloc_pinned_memory(max(img.nbytes, 1))
+        self.host_in = np.frombuffer(self._in_mem, img.dtype, img.size).reshape(img.shape)
+        held = []  # every allocation of the capture lives as long as the graph
+        old_alloc = xp.cuda.get_allocator()
+
+        def alloc(size):
+            mp = old_alloc(size)
+            held.append(mp)
+            return mp
+
+        stream = _capture_stream(be)
+        xp.cuda.set_allocator(alloc)
+        try:
+            with stream:
+                img_d = xp.empty(img.shape, img.dtype)
+                stream.begin_capture()
+                try:
+                    rt.memcpyAsync(img_d.data.ptr, self.host_in.ctypes.data, img.nbytes, rt.memcpyHostToDevice,
+                                   stream.ptr)
+                    lab_d = None
+                    if p["bilateral"]:
+                        lab0 = _color.lab_device(be, img_d, n, c)
+                        lab_d = _color.bilateral_device(be, lab0, h, w, p["bilateral_window"], p["sigma_spatial"],
+                                                        p["sigma_color"], p["bilateral"])
+                    hist = xp.zeros(1 << (3 * p["q"]), dtype=xp.uint32)
+                    codes = _color.codes_device(be, img_d, n, c, p["q"], hist=hist, lab_d=lab_d)
+                    clusters, centres, k_d, m_d = _km.kmeans_device(be, codes, h, w, p["q"], p["k_max"],
+                                                                    p["iterations"], p["merge_distance"], hist,
+                                                                    "histogram")
+                    labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None,
+                                                              global_step)
+                    state = _merge.merge_queue(be, labels_d, n, h, w, p["min_size"], p["connectivity"], img_d, c,
+                                               lab_d=lab_d, count_dev=total)
+                finally:
+                    graph = stream.end_capture()
+        finally:
+            xp.cuda.set_allocator(old_alloc)
+        self.graph = graph
+        self._held = held
+        self.img_d, self.lab_d, self.clusters, self.centres = img_d, lab_d, clusters, centres
+        self.k_d, self.m_d, self.labels_d, self.state = k_d, m_d, labels_d, state
+
+    def launch(self, be, img: np.ndarray) -> None:
+        """Copy ``img`` into the page-locked input and replay the graph on the current stream
+        (hold ``self.lock`` until the results are on the host)."""
+        np.copyto(self.host_in, img)
+        self.graph.launch(stream=be.xp.cuda.get_current_stream())
+        self.state["queued"] = self.state["per_check"]
+        with _LOCK:
+            _STATS["replays"] += 1
