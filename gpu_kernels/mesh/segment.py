@@ -124,6 +124,12 @@ AUTO_K_START = 30
 #: 19 folds; the distances are shared, so it costs two more clusterings and merge sequences
 AUTO_K_STARTS: tuple = (24, 30, 36)
 AUTO_K_STRENGTH = 1.5
+#: an integer k also over-segments into the AUTO_K_STARTS cluster counts (where k is below
+#: them), merges those down to k too, and keeps the medoid of all the results (over-segmentation
+#: factors and starts) instead of the most concave factor. Session 6: leave-one-category-out
+#: over the 76 PSB meshes (benchmarks/results/mesh_quality_session6.md), replay 0.1586 -> 0.1526
+#: held out, chosen in 19 of 19 folds; the starts do not depend on k
+K_FROM_AUTO_STARTS = True
 #: ... and while it is weaker than this share of the strongest boundary met on the way
 #: down to two clusters (a mesh whose parts meet at very sharp creases has strong seams
 #: inside its parts too)
@@ -400,12 +406,19 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
             else:
                 row.append(int(min(sizes[c], math.ceil(fac * t))))
         ks_by.append(row)
+    k_starts = ()
+    if not isinstance(k, str) and K_FROM_AUTO_STARTS and asked:
+        # (an integer k from k = "auto"'s over-segmentations too, where every one has more clusters)
+        rows = [[t if t == 1 else int(min(sizes[c], int(st))) for c, t in enumerate(targets)] for st in asked]
+        if all(r[c] >= t for r in rows for c, t in enumerate(targets)):
+            k_starts = tuple(int(st) for st in asked)
+            ks_by += rows
     index = _component_index(graph)
     work = np.maximum(sizes.astype(np.float64), 1) ** 2
     wsum = work.sum()
-    nf = len(factors)
-    blocks = [[] for _ in factors]
-    kused = [[] for _ in factors]
+    nf = len(ks_by)
+    blocks = [[] for _ in ks_by]
+    kused = [[] for _ in ks_by]
     iters, conv = [], []
     early = {} if (early_epsilon is not None and EARLY_SETTLE and (backend.is_gpu or EARLY_SETTLE_CPU)
                    and graph.n_components == 1) else None
@@ -473,7 +486,8 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     info["timings"]["clustering"] += t_clu
     info["iterations"] = iters
     info["converged"] = all(conv) if conv else True
-    out = {"targets": targets, "factors": factors, "auto_starts": auto_starts, "blocks": blocks, "kused": kused}
+    out = {"targets": targets, "factors": factors, "auto_starts": auto_starts, "blocks": blocks, "kused": kused,
+           "k_starts": k_starts}
     if early:
         out["early"] = {"epsilon": float(early_epsilon), "futures": early}
     return out
@@ -485,7 +499,8 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     the medoid of the starts). Returns (labels, P, reps, fuzzy); ``cl`` is not modified."""
     targets, factors, auto_starts = cl["targets"], cl["factors"], cl["auto_starts"]
     blocks, kused = cl["blocks"], cl["kused"]
-    nf = len(factors)
+    nf = len(blocks)
+    k_starts = cl.get("k_starts", ())
     early = cl.get("early")
     early = dict(early["futures"]) if early is not None and early["epsilon"] == float(epsilon) else {}
     for i, fut in list(early.items()):
@@ -513,6 +528,9 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     if auto_starts:  # k = "auto" from several over-segmentations: the medoid of the results
         j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
         best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
+    elif k_starts:  # an integer k from the factors and the auto-k starts: the medoid of them all
+        j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
+        best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
     elif OVERSEG_RULE == "medoid" and nf > 2:
         full = [j for j in range(nf) if int(np.unique(results[j][0]).size) == best[0][0]]
         if len(full) > 2:
@@ -529,8 +547,10 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         info["auto_k_starts"] = {int(st): int(np.unique(r[0]).size) for st, r in zip(auto_starts, results, strict=True)}
         info["auto_k_start_used"] = int(auto_starts[i])
     elif nf > 1:
-        info["oversegment_scores"] = {float(f): float(sc) for f, sc in zip(factors, scores, strict=True)}
-        info["oversegment_used"] = float(factors[i])
+        info["oversegment_scores"] = {float(f): float(sc) for f, sc in zip(factors, scores[:len(factors)], strict=True)}
+        info["oversegment_used"] = float(factors[i]) if i < len(factors) else f"start {k_starts[i - len(factors)]}"
+        if k_starts:
+            info["k_start_scores"] = {int(st): float(sc) for st, sc in zip(k_starts, scores[len(factors):], strict=True)}
     return res
 
 
@@ -545,7 +565,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def _settle_pool():
-    """The one host thread of the early cuts (made on first use)."""
+    """The one host thread of the early cuts and the early simplification (made on first use)."""
     with _POOL_LOCK:
         if not _POOL:
             from concurrent.futures import ThreadPoolExecutor
@@ -913,6 +933,9 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
             info["warnings"].append(f"{rep['n_degenerate_faces']} zero-area faces were left out of the "
                                     "graph and take the label of a neighbour")
         t1 = time.perf_counter()
+        # the working resolution's simplification on a host thread while the full dual graph is
+        # built (pymeshlab and fast-simplification release the GIL; issue 22's 17k in 0.2 s)
+        early_simplified = _start_simplify(v, f, max_faces, simplifier, backend, apsp_method)
         graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
         info["timings"]["dual_graph"] = time.perf_counter() - t1
@@ -956,7 +979,10 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 if t >= graph.n:
                     working.append((int(t), None, None))
                 else:
-                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp)))
+                    pre = early_simplified.result() if early_simplified is not None and t == target else None
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp,
+                                                           simplified=pre)))
+                    early_simplified = None if pre is not None else early_simplified
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -985,16 +1011,38 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                         orders=orders)
 
 
-def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None):
+def _simplify(v, f, target, simplifier):
+    return (simplify_mesh(v, f, target) if simplifier in (None, "auto")
+            else simplify_mesh(v, f, target, method=simplifier))
+
+
+#: :func:`prepare_mesh` with ``max_faces="auto"`` simplifies to the working resolution on a host
+#: thread while it builds the full dual graph (False: one after the other)
+EARLY_SIMPLIFY = True
+
+
+def _start_simplify(v, f, max_faces, simplifier, backend, apsp_method):
+    """The future of ``max_faces="auto"``'s simplification of the cleaned mesh (``v``, ``f``) to
+    the working resolution, started on a host thread; None when there is none to make."""
+    if not (EARLY_SIMPLIFY and COARSENING == "simplify" and isinstance(max_faces, str) and max_faces == "auto"):
+        return None
+    wf = working_faces(int(f.shape[0]), backend, apsp_method)
+    if wf is None or wf >= f.shape[0] or not _can_simplify():
+        return None
+    return _settle_pool().submit(_simplify, v, f, int(wf), simplifier)
+
+
+def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
+                  simplified=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
-    Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None."""
+    Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
+    ``simplified``: the simplified ``(vertices, faces)`` made already (:func:`_start_simplify`)."""
     if COARSENING == "patches":
         from gpu_kernels.mesh.coarsen import coarsen
 
         return coarsen(graph, target)
-    vs, fs = (simplify_mesh(v, f, target) if simplifier in (None, "auto")
-              else simplify_mesh(v, f, target, method=simplifier))
+    vs, fs = _simplify(v, f, target, simplifier) if simplified is None else simplified
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
