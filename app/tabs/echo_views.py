@@ -21,6 +21,10 @@ __all__ = ["SliceViews", "PLANES", "arrow_segments"]
 #: (title, normal axis, row axis, column axis)
 PLANES = (("Axial (z)", 0, 1, 2), ("Coronal (y)", 1, 0, 2), ("Sagittal (x)", 2, 0, 1))
 CROSS_PEN = (0, 200, 255)
+#: below this width (px) the three views stack top to bottom: side by side, each title
+#: ("Sagittal, x = 24 (frame 2)", about 170 px) made its column wider than a third of the
+#: widget, and the sagittal view was cut off at the right edge (a pinned half, a narrow window)
+STACK_BELOW_PX = 560
 
 
 def arrow_segments(du, dv, step: int, *, sx: float = 1.0, sy: float = 1.0, scale: float = 1.0):
@@ -88,6 +92,25 @@ class SliceViews(QWidget):
             p.hline.sigPositionChanged.connect(lambda _l, p=p: self._line_moved(p, "h"))
         self.glw.scene().sigMouseClicked.connect(self._clicked)
         self.glw.scene().sigMouseMoved.connect(self._moved)
+        self.stacked = False
+
+    # ------------------------------------------------------------------ layout
+    def set_stacked(self, on: bool) -> None:
+        """The three views top to bottom (``on``) or side by side (the default)."""
+        if bool(on) == self.stacked:
+            return
+        self.stacked = bool(on)
+        ci = self.glw.ci
+        for p in self.planes:
+            ci.removeItem(p.title)
+            ci.removeItem(p.vb)
+        for i, p in enumerate(self.planes):
+            ci.addItem(p.title, row=2 * i if on else 0, col=0 if on else i)
+            ci.addItem(p.vb, row=2 * i + 1 if on else 1, col=0 if on else i)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802
+        self.set_stacked(ev.size().width() < STACK_BELOW_PX)
+        super().resizeEvent(ev)
 
     # ------------------------------------------------------------------ geometry
     def _to_index(self, axis: int, value: float) -> int:
