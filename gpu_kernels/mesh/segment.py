@@ -565,7 +565,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def _settle_pool():
-    """The one host thread of the early cuts and the early simplification (made on first use)."""
+    """The one host thread of the early cuts (made on first use)."""
     with _POOL_LOCK:
         if not _POOL:
             from concurrent.futures import ThreadPoolExecutor
@@ -933,9 +933,6 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
             info["warnings"].append(f"{rep['n_degenerate_faces']} zero-area faces were left out of the "
                                     "graph and take the label of a neighbour")
         t1 = time.perf_counter()
-        # the working resolution's simplification on a host thread while the full dual graph is
-        # built (pymeshlab and fast-simplification release the GIL; issue 22's 17k in 0.2 s)
-        early_simplified = _start_simplify(v, f, max_faces, simplifier, backend, apsp_method)
         graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
         info["timings"]["dual_graph"] = time.perf_counter() - t1
@@ -979,10 +976,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 if t >= graph.n:
                     working.append((int(t), None, None))
                 else:
-                    pre = early_simplified.result() if early_simplified is not None and t == target else None
-                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp,
-                                                           simplified=pre)))
-                    early_simplified = None if pre is not None else early_simplified
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp)))
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1011,38 +1005,18 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                         orders=orders)
 
 
-def _simplify(v, f, target, simplifier):
-    return (simplify_mesh(v, f, target) if simplifier in (None, "auto")
-            else simplify_mesh(v, f, target, method=simplifier))
-
-
-#: :func:`prepare_mesh` with ``max_faces="auto"`` simplifies to the working resolution on a host
-#: thread while it builds the full dual graph (False: one after the other)
-EARLY_SIMPLIFY = True
-
-
-def _start_simplify(v, f, max_faces, simplifier, backend, apsp_method):
-    """The future of ``max_faces="auto"``'s simplification of the cleaned mesh (``v``, ``f``) to
-    the working resolution, started on a host thread; None when there is none to make."""
-    if not (EARLY_SIMPLIFY and COARSENING == "simplify" and isinstance(max_faces, str) and max_faces == "auto"):
-        return None
-    wf = working_faces(int(f.shape[0]), backend, apsp_method)
-    if wf is None or wf >= f.shape[0] or not _can_simplify():
-        return None
-    return _settle_pool().submit(_simplify, v, f, int(wf), simplifier)
-
-
-def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
-                  simplified=None):
+def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
-    ``simplified``: the simplified ``(vertices, faces)`` made already (:func:`_start_simplify`)."""
+    (The simplification is not run on a thread beside other work: that corrupted the heap,
+    ``malloc_consolidate(): unaligned fastbin chunk``, in 3 of 3 runs here, session 6.)"""
     if COARSENING == "patches":
         from gpu_kernels.mesh.coarsen import coarsen
 
         return coarsen(graph, target)
-    vs, fs = _simplify(v, f, target, simplifier) if simplified is None else simplified
+    vs, fs = (simplify_mesh(v, f, target) if simplifier in (None, "auto")
+              else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None

@@ -5,7 +5,6 @@ the caller."""
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import Future
 
 import numpy as np
@@ -116,21 +115,3 @@ def test_gpu_early_cuts_on_the_thread_equal_the_sequential_gpu_run(k, monkeypatc
     for a, b in zip(_arrays(fast), _arrays(ref), strict=True):
         np.testing.assert_array_equal(a, b)
 
-
-def test_the_early_simplification_gives_the_same_working_mesh_and_result(monkeypatch):
-    """Issue 22: with max_faces 'auto' the working resolution is simplified on a host thread
-    while the full dual graph is built; the prepared mesh and the result are the same."""
-    v, f, _ = box_bar_box()
-    monkeypatch.setattr(segmod, "WORKING_FACES", 300)
-    calls = []
-    real = segmod._simplify
-    monkeypatch.setattr(segmod, "_simplify", lambda *a: calls.append(
-        (a[2], threading.current_thread().name.startswith("mesh-early"))) or real(*a))
-    fast = segmod.segment_mesh(v, f, device="cpu", k=3)
-    assert calls == [(300, True)] and fast.info["simplified"]  # once, on the host thread
-    monkeypatch.setattr(segmod, "EARLY_SIMPLIFY", False)
-    ref = segmod.segment_mesh(v, f, device="cpu", k=3)
-    assert calls == [(300, True), (300, False)]
-    for a, b in zip(_arrays(fast), _arrays(ref), strict=True):
-        np.testing.assert_array_equal(a, b)
-    assert fast.info["n_faces_segmented"] == ref.info["n_faces_segmented"] < len(f)
