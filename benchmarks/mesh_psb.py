@@ -372,6 +372,8 @@ CV_GRID = [
     # session 5: k = auto's reference boundary weighted by area share (autok.py); 0 = session 4
     {"name": "auto ref share 0", "set": ["autok.AUTO_K_REF_SHARE=0"], "what": "auto", "pools": ["all", "speed"]},
     {"name": "auto ref share 0.05", "set": ["autok.AUTO_K_REF_SHARE=0.05"], "what": "auto", "pools": ["all", "speed"]},
+    # session 6: k = auto may stop one merge past the bar, at a bigger step (autok.stop_index); 0 = session 5
+    {"name": "auto lookahead 0", "set": ["autok.AUTO_K_LOOKAHEAD=0"], "what": "auto", "pools": ["all", "speed"]},
     {"name": "no thickness contrast", "set": ["dualgraph.SDF_MERGE=0"], "what": "both", "pools": ["all", "speed"]},
     {"name": "thickness contrast 0.25", "set": ["dualgraph.SDF_MERGE=0.25"], "what": "both", "pools": ["all", "speed"]},
 ]

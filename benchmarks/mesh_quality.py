@@ -204,7 +204,7 @@ def _stop_elbow(st, tau, rel, small=None, **_):
         _segment.AUTO_K_STRENGTH = old
 
 
-def _stop_jump(st, tau, rel, small=None, cap=None, s0=None, back=0, **_):
+def _stop_jump(st, tau, rel, small=None, cap=None, s0=None, back=0, weighted=False, floor_thr=False, **_):
     """Session 6 experiment: stop at the merge whose strength jumps most above every
     boundary merged before it (largest ``log(st[i] / max(st[:i]))``) among the merges at
     least as strong as ``tau`` (and, with ``cap``, at most the default rule's stop + cap
@@ -214,7 +214,11 @@ def _stop_jump(st, tau, rel, small=None, cap=None, s0=None, back=0, **_):
     if st.size == 0:
         return 0
     cm = np.maximum.accumulate(np.r_[1e-9, st])[:-1]
-    jump = np.log(np.maximum(st, 1e-9) / np.maximum(cm, 1e-9))
+    w = st if not weighted else st * np.minimum(1.0, np.asarray(small) / 0.03)
+    jump = np.log(np.maximum(w, 1e-9) / np.maximum(cm, 1e-9))
+    if floor_thr:  # candidates past the stop must reach the stop's bar, not only tau
+        from gpu_kernels.mesh import autok
+        tau = max(tau, rel * autok.reference_strength(st, small))
     cand = np.flatnonzero(st >= tau)
     if cand.size == 0:
         return int(st.size)
@@ -283,6 +287,23 @@ def _weakest_left(gs, lab) -> float:
     return float(st[0]) if st else 0.0
 
 
+def _starts_to_k(gs, auto_calls, k: int, stop: dict) -> list:
+    """Session 6 experiment: the protocol's k from k = "auto"'s over-segmentations (24/30/36
+    clusters) merged down to exactly k, one result per start; [] where a component would need
+    more clusters than a start has (the factors' path is then used)."""
+    sizes = np.bincount(gs.component, minlength=gs.n_components)
+    careas = np.bincount(gs.component, weights=gs.areas, minlength=gs.n_components)
+    tg = _segment._k_per_component(k, sizes, careas, [])
+    out = []
+    for c in auto_calls:
+        if any(t > ku for t, ku in zip(tg, c["kused"], strict=True)):
+            return []
+        if stop.get("start_min") and k * float(stop["start_min"]) > min(c["kused"]):
+            return []
+        out.append(_merge_or_keep(gs, {"labels": c["labels"], "kused": c["kused"], "targets": tg}, False, stop))
+    return out
+
+
 def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
     gs = rec["gs"]
     if stop.get("extra"):  # calls of extra over-segmentation factors, from another cache
@@ -302,8 +323,20 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
     if "protocol" in what:
         ri = {}
         rule = stop.get("factor_rule", "concavity")
+        src = stop.get("protocol_from", "factors")
         for k, calls in rec["protocol"].items():
             best = None
+            starts = _starts_to_k(gs, rec["auto"], int(k), stop) if src != "factors" else None
+            if starts:
+                labs = starts if src == "starts" else starts + [_merge_or_keep(gs, c, False, stop) for c in calls]
+                pick = stop.get("protocol_pick", "medoid")
+                if pick == "medoid" and len(labs) > 1:
+                    lab = labs[_segment.choose_consensus(gs, labs, rule="medoid")[0]]
+                else:
+                    lab = max(labs, key=lambda x: (int(np.unique(x).size), _segment.boundary_concavity(gs, x)))
+                lab = _bd.merge_islands(gs, lab)[0][rec["in2w"]]
+                ri[int(k)] = float(np.mean([rand_index_error(lab, h) for h in humans]))
+                continue
             labs = [_merge_or_keep(gs, c, False, stop) for c in calls]
             if rule.startswith("only"):  # one over-segmentation factor: "only0".."only3"
                 labs = labs[min(int(rule[4:]), len(labs) - 1):][:1]
@@ -447,29 +480,38 @@ def cmd_loco(args) -> int:
 # --------------------------------------------------------------------------- timing
 def cmd_timing(args) -> int:
     """End to end from the file (read + ``segment_mesh``, colours included), one warm-up and
-    the best of ``--repeat``, for each k and ``consensus`` off / on: what the three working
-    resolutions cost."""
+    the best of ``--repeat``, for each k, each ``--sets`` entry (module constants as in
+    ``mesh_psb.py --set``; the empty entry is the defaults) and ``consensus=True``
+    (``--consensus``): what the three working resolutions, or another setting, cost."""
     from app.io.mesh_io import read_mesh
     from gpu_kernels.mesh.segment import segment_mesh
 
     rows = []
+    variants = [(False, x) for x in args.sets.split(";")] + ([(True, "")] if args.consensus else [])
     for path in args.files.split(","):
         for k in args.k.split(","):
             kk = k if k == "auto" else int(k)
-            for cons in (False, True):
+            for cons, setting in variants:
+                snap = mp._settings_snapshot([setting] if setting else [])
+                mp._apply_settings([setting] if setting else [])
+
                 def once(path=path, kk=kk, cons=cons):
                     t0 = time.perf_counter()
                     v, f = read_mesh(path)
                     seg = segment_mesh(v, f, k=kk, device=args.device, consensus=cons)
                     return time.perf_counter() - t0, seg, len(f)
 
-                once()
-                best = min((once() for _ in range(max(1, args.repeat))), key=lambda r: r[0])
-                row = {"file": Path(path).name, "faces": best[2], "k": k, "consensus": cons, "device": args.device,
-                       "total_s": best[0], "k_out": int(best[1].k)}
+                try:
+                    once()
+                    best = min((once() for _ in range(max(1, args.repeat))), key=lambda r: r[0])
+                finally:
+                    for m, attr, old in snap:
+                        setattr(m, attr, old)
+                row = {"file": Path(path).name, "faces": best[2], "k": k, "consensus": cons, "set": setting,
+                       "device": args.device, "total_s": best[0], "k_out": int(best[1].k)}
                 rows.append(row)
-                print(f"timing {row['file']} ({row['faces']} faces) k={k} consensus={cons}: {best[0]:.3f} s "
-                      f"(k out {row['k_out']})", flush=True)
+                print(f"timing {row['file']} ({row['faces']} faces) k={k} consensus={cons} {setting or 'defaults'}: "
+                      f"{best[0]:.3f} s (k out {row['k_out']})", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
@@ -499,6 +541,8 @@ def main(argv=None) -> int:
     t.add_argument("--k", default="auto,6")
     t.add_argument("--device", default="cpu")
     t.add_argument("--repeat", type=int, default=3)
+    t.add_argument("--sets", default="", help="';'-separated module settings to time besides the defaults ('' = defaults)")
+    t.add_argument("--consensus", action="store_true", help="also time consensus=True")
     t.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     return {"cache": cmd_cache, "screen": cmd_screen, "loco": cmd_loco, "timing": cmd_timing}[args.cmd](args)
