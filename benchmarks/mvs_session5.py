@@ -130,6 +130,13 @@ def gpu_busy(fn, phases=False):
         path = Path(d) / "trace.json"
         prof.export_chrome_trace(str(path))
         tr = json.loads(path.read_text())
+        if os.environ.get("MVS_TRACE_DIR"):  # keep the trace (gzip) for a closer look
+            import gzip
+
+            d_out = Path(os.environ["MVS_TRACE_DIR"])
+            d_out.mkdir(parents=True, exist_ok=True)
+            n = len(list(d_out.glob("*.json.gz")))
+            (d_out / f"trace{n:02d}.json.gz").write_bytes(gzip.compress(path.read_bytes()))
     ev = tr["traceEvents"] if isinstance(tr, dict) else tr
     call = [e for e in ev if e.get("name") == "mvs_call" and e.get("cat") == "user_annotation"]
     if not call:

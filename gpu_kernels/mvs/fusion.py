@@ -40,7 +40,7 @@ import numpy as np
 from gpu_kernels.backend import get_backend, kernel
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import MVSInputError
-from gpu_kernels.mvs.transfer import to_device, to_host
+from gpu_kernels.mvs.transfer import direct_to_host, pinned_arrays, to_device, to_host, use_pinned
 
 __all__ = ["DEFAULT_FUSE_TOL", "DEFAULT_FUSE_MIN_VIEWS", "FusedCloud", "fuse_depth_maps", "consistency_counts"]
 
@@ -399,8 +399,14 @@ def _download(be, arrays) -> list:
     for a, o, k in zip(arrays, ofs, nb, strict=False):
         if k:
             buf[o:o + k] = xp.ascontiguousarray(a).reshape(-1).view(xp.uint8)
-    # pinned staging and copy threads where the maps' download does not hold them
-    host = to_host([buf], xp.cuda.get_current_stream(), min_bytes=4 << 20, if_free=True)[0]
+    stream = xp.cuda.get_current_stream()
+    pinned = pinned_arrays([(buf.shape, np.uint8)]) if use_pinned() else None
+    if pinned is not None:  # one DMA into page-locked memory (CuPy's pinned pool)
+        direct_to_host([buf], stream, pinned)
+        stream.synchronize()
+        host = pinned[0]
+    else:  # pinned staging and copy threads where the maps' download does not hold them
+        host = to_host([buf], stream, min_bytes=4 << 20, if_free=True)[0]
     return [host[o:o + k].view(a.dtype).reshape(a.shape) for a, o, k in zip(arrays, ofs, nb, strict=False)]
 
 

@@ -20,7 +20,10 @@ the textured test of :func:`textured_mask`) are one launch (``mvs_grow_init``), 
 reduction (CuPy compiles one per size class), and the maps come down through pinned staging with
 threaded copies (:mod:`.transfer`) into host arrays whose pages the copy threads touched while the
 device grew; with ``keep_device`` they come down in a background thread while the caller goes on
-with the device's copies (the fusion), and each view's samples are counted on the device. The CPU path is the same state machine in NumPy, with the
+with the device's copies (the fusion), and each view's samples are counted on the device. The
+host arrays are page-locked where they fit (CuPy's pinned pool, :func:`.transfer.pinned_arrays`): the
+download is then one DMA per map, with no staging and no host copy, and a map's arrays wait for it
+on first access. The CPU path is the same state machine in NumPy, with the
 same batch order, so both paths follow the same rules.
 
 Example
@@ -54,7 +57,7 @@ from gpu_kernels.mvs.optimize import (
     sample_split,
     threads_per_pixel,
 )
-from gpu_kernels.mvs.transfer import host_arrays, to_host
+from gpu_kernels.mvs.transfer import direct_to_host, host_arrays, is_pinned, to_host, use_pinned
 
 __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_MAX_SLANT_DEG",
            "DepthMap", "grow_depth_maps", "textured_mask", "cand_key", "cand_level", "batch_order"]
@@ -116,9 +119,31 @@ class DepthMap:
 
     def wait(self) -> DepthMap:
         """Wait for the maps' download (where one is under way); drop the device's copies."""
-        if self.pending is not None:
+        if self.__dict__.get("pending") is not None:
             self.pending.wait()
         return self
+
+
+def _waiting(name: str) -> property:
+    """A map array that waits for the maps' download (``pending``) on first access, so that it is
+    never read half-copied (``grow_depth_maps(keep_device=True)``)."""
+    key = "_" + name
+
+    def get(self):
+        d = self.__dict__
+        if d.get("pending") is not None:
+            self.pending.wait()
+        return d[key]
+
+    def put(self, value) -> None:
+        self.__dict__[key] = value
+
+    return property(get, put, doc=f"``{name}`` (waits for the maps' download where one is under way)")
+
+
+for _name in ("depth", "normal", "conf", "iters", "hs", "ht"):
+    setattr(DepthMap, _name, _waiting(_name))
+del _name
 
 
 def _is_cupy(xp) -> bool:
@@ -470,6 +495,7 @@ class _DeviceGrower:
             xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
         self.graph = None
         self.host_out = None
+        self.counts = None
         self.samples = self.tried = self.batches = 0
         self.t_launch = 0.0
 
@@ -540,43 +566,64 @@ class _DeviceGrower:
         now (while the device grows and the host waits), so the download is a plain copy."""
         if not self.emu and self.host_out is None:
             recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-            self.host_out = _background().submit(host_arrays, [(a.shape, a.dtype) for a in recs])
+            specs = [(a.shape, a.dtype) for a in recs] + [((len(self.g.refs),), np.int32)]  # + samples per view
+            self.host_out = _background().submit(host_arrays, specs, use_pinned())
 
     def _out(self) -> list:
+        """The maps' host arrays and the samples' (one per view): from :meth:`prefault`, else new."""
         if self.host_out is None:
-            return [np.empty(a.shape, a.dtype) for a in (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)]
+            recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
+            return [np.empty(a.shape, a.dtype) for a in recs] + [np.empty(len(self.g.refs), np.int32)]
         outs, jobs = self.host_out.result()
         self.host_out = None
         for j in jobs:
             j.result()
         return outs
 
-    def records(self):
-        if self.stream is not None:
-            self.stream.synchronize()
-        self.tried = int(self.be.asnumpy(self.ctrl)[5])
-        recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-        if self.emu:
-            return tuple(self.be.asnumpy(x) for x in recs)
-        return tuple(to_host(recs, self.stream, out=self._out()))  # pinned staging, threaded copies (transfer.py)
-
-    def records_later(self):
-        """The records on the device and their download, started in a background thread
-        (``(device records, host records being filled, future)``): the host goes on (to fusion,
-        which reads the device's) while the copy engine and the copy threads bring them down."""
+    def _count(self):
+        """Each view's samples (finite depths), counted on the device on the grower's stream."""
         xp, g, i32 = self.xp, self.g, np.int32
-        # each view's samples, counted on the device (they come down with the maps)
         k = kernel(self.be, "mvs_queue.cu", "mvs_count_samples", {"LEVELS": g.levels})
         with self.stream:
             counts = xp.zeros(len(g.refs), xp.int32)
             k(((g.total + _CHUNK - 1) // _CHUNK,), (_NT,), (self.rh, i32(g.total), self.goffs, i32(len(g.refs)),
                                                            counts))
+        return counts
+
+    def records(self):
+        """The maps on the host (and, on the GPU, each view's samples counted on the device:
+        ``self.counts``)."""
+        recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
+        if self.emu:
+            self.tried = int(self.be.asnumpy(self.ctrl)[5])
+            return tuple(self.be.asnumpy(x) for x in recs)
+        counts = self._count()
+        self.stream.synchronize()
+        self.tried = int(self.be.asnumpy(self.ctrl)[5])
+        # straight into page-locked arrays (one DMA each), else pinned staging and threaded copies
+        *host, c_host = to_host((*recs, counts), self.stream, out=self._out())
+        self.counts = [int(c) for c in c_host]
+        return tuple(host)
+
+    def records_later(self):
+        """The records on the device and their download, started now (``(device records, host
+        records being filled, future)``): the host goes on (to fusion, which reads the device's)
+        while they come down, straight into the page-locked arrays of :meth:`prefault` (one DMA
+        each, queued on the grower's stream), else in a background thread through the staging
+        halves and the copy threads."""
+        xp = self.xp
+        counts = self._count()  # each view's samples, counted on the device (they come down with the maps)
         self.stream.synchronize()
         self.tried = int(self.be.asnumpy(self.ctrl)[5])
         recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-        host = self._out()
+        *host, c_host = self._out()
         be, stream = self.be, self.stream
-        c_host = np.empty(len(g.refs), np.int32)
+        if all(is_pinned(h) for h in (*host, c_host)):
+            # one DMA each into page-locked arrays, queued behind the count: nothing for a thread
+            direct_to_host((*recs, counts), stream, [*host, c_host])
+            done = xp.cuda.Event(block=False, disable_timing=True)
+            done.record(stream)
+            return recs, host, _Copied(done, (recs, counts), c_host)
 
         def download():
             with be.activate():
@@ -584,6 +631,19 @@ class _DeviceGrower:
             return [int(c) for c in c_host]
 
         return recs, host, _background().submit(download)
+
+
+class _Copied:
+    """The future of a download queued on a stream (:func:`transfer.direct_to_host`): ``result``
+    waits for its event and gives each view's sample count; it holds the device arrays until then."""
+
+    def __init__(self, event, keep, counts):
+        self.event, self.keep, self.counts = event, keep, counts
+
+    def result(self) -> list:
+        self.event.synchronize()
+        self.keep = None
+        return [int(c) for c in self.counts]
 
 
 _bg_lock = threading.Lock()
@@ -803,6 +863,8 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
              "views_together": len(refs), "groups": 1, "neighbors": nv, "levels": g.levels, "retry": g.retry,
              "graph": bool(dev and getattr(gr, "graph", None))}
     stats["optimize_s"] = t_wait if not dev else loop_s
-    for mp in maps:
-        mp.stats = {"samples": None if pend is not None else mp.n_samples, **stats}
+    counts = getattr(gr, "counts", None)  # counted on the device (GPU, maps downloaded at once)
+    for a, mp in enumerate(maps):
+        n = None if pend is not None else (counts[a] if counts is not None else mp.n_samples)
+        mp.stats = {"samples": n, **stats}
     return maps

@@ -251,9 +251,35 @@ class _RefCamera:
         self.Kinv = np.linalg.inv(cam.K)
 
 
+#: the last few :func:`build_geometry` tables, by the cameras' values (a live edit grows the
+#: same views with the same cameras again: 1-2 ms of small matrix products each time)
+_GEO_MEMO: dict = {}
+_GEO_MEMO_SIZE = 8
+
+
+def _camera_bytes(cam) -> bytes:
+    return b"".join(np.ascontiguousarray(x, np.float64).tobytes() for x in (cam.K, cam.R, cam.t))
+
+
 def build_geometry(cameras, refs, neighbors, tpp: int):
     """Tables for a batch over several reference views: ``geo (len(refs), tpp, 12)`` float32,
-    ``nbr (len(refs), tpp)`` int32 (-1 where a slot is empty), ``refid`` int32."""
+    ``nbr (len(refs), tpp)`` int32 (-1 where a slot is empty), ``refid`` int32.
+
+    The same cameras (by value), references, neighbours and ``tpp`` give the same tables from a
+    memo of the last :data:`_GEO_MEMO_SIZE` (copies: the caller may write them)."""
+    used = sorted({int(r) for r in refs} | {int(v) for nb in neighbors for v in list(nb)[:tpp]})
+    key = (int(tpp), tuple(int(r) for r in refs), tuple(tuple(int(v) for v in list(nb)[:tpp]) for nb in neighbors),
+           tuple((v, _camera_bytes(cameras[v])) for v in used))
+    hit = _GEO_MEMO.get(key)
+    if hit is None:
+        hit = _build_geometry(cameras, refs, neighbors, tpp)
+        if len(_GEO_MEMO) >= _GEO_MEMO_SIZE:
+            _GEO_MEMO.pop(next(iter(_GEO_MEMO)))
+        _GEO_MEMO[key] = hit
+    return tuple(x.copy() for x in hit)
+
+
+def _build_geometry(cameras, refs, neighbors, tpp: int):
     geo = np.zeros((len(refs), tpp, 12), np.float32)
     nbr = np.full((len(refs), tpp), -1, np.int32)
     for a, r in enumerate(refs):

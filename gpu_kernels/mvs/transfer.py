@@ -8,6 +8,11 @@ chunk out into the new arrays while the next chunk comes (10 ms). The staging ha
 device (2 x 16 MiB of pinned memory), not the results: the arrays returned are ordinary NumPy
 arrays.
 
+Results that fit under :data:`PINNED_MAX` come down straight into page-locked arrays instead
+(:func:`pinned_arrays`, from CuPy's pinned pool, reused once the caller drops them): one DMA per
+array at the link's rate, no staging and no host copy; such arrays go back up the same way
+(:func:`to_device`).
+
 Example
 -------
 >>> from gpu_kernels.mvs.transfer import CHUNK_BYTES
@@ -24,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["CHUNK_BYTES", "to_host", "to_device", "host_arrays"]
+__all__ = ["CHUNK_BYTES", "PINNED_MAX", "to_host", "to_device", "host_arrays", "pinned_arrays", "is_pinned",
+           "direct_to_host", "use_pinned"]
 
 #: bytes per staging half (two per device)
 CHUNK_BYTES = 16 << 20
@@ -64,13 +70,65 @@ def _halves(cp):
 
 _zero: np.ndarray | None = None
 
+#: results up to this many bytes together come down straight into page-locked host arrays
+#: (``GPULAB_MVS_PINNED_MAX`` overrides it; 0: never)
+PINNED_MAX = 1 << 30
 
-def host_arrays(specs) -> tuple[list, list]:
+
+def _pinned_max() -> int:
+    env = os.environ.get("GPULAB_MVS_PINNED_MAX", "").strip()
+    return int(env) if env else PINNED_MAX
+
+
+def use_pinned() -> bool:
+    """Results come down straight into page-locked host arrays where they fit
+    (``GPULAB_MVS_PINNED=0``: pinned staging and threaded copies into ordinary arrays, as before)."""
+    return os.environ.get("GPULAB_MVS_PINNED", "1").strip() != "0"
+
+
+def pinned_arrays(specs) -> list | None:
+    """``[np.empty(shape, dtype) ...]`` as views of one page-locked block from CuPy's pinned
+    memory pool (the block goes back to the pool when the last array of it is gone), so that a
+    download into them is one DMA at the link's rate, no staging, no host copy; None where CuPy
+    is missing or they take more than :data:`PINNED_MAX` bytes together."""
+    specs = [(tuple(int(x) for x in np.atleast_1d(sh)) if np.ndim(sh) else (int(sh),), np.dtype(dt))
+             for sh, dt in specs]
+    nbytes = [int(np.prod(sh, dtype=np.int64)) * dt.itemsize for sh, dt in specs]
+    ofs = np.concatenate([[0], np.cumsum([(b + 255) // 256 * 256 for b in nbytes])]).astype(np.int64)
+    if int(ofs[-1]) > _pinned_max():
+        return None
+    try:
+        import cupy as cp
+    except ImportError:
+        return None
+    mem = cp.cuda.alloc_pinned_memory(max(int(ofs[-1]), 1))
+    buf = np.frombuffer(mem, np.uint8, max(int(ofs[-1]), 1))
+    outs = [buf[o:o + b].view(dt).reshape(sh) for (sh, dt), o, b in zip(specs, ofs[:-1], nbytes, strict=True)]
+    return outs
+
+
+def is_pinned(a: np.ndarray) -> bool:
+    """Whether the host array ``a`` lies in page-locked memory (CUDA's own answer)."""
+    try:
+        import cupy as cp
+
+        attr = cp.cuda.runtime.pointerGetAttributes(a.ctypes.data)
+        return int(attr.type) == 1  # cudaMemoryTypeHost
+    except Exception:  # noqa: BLE001 - no CUDA, or memory CUDA does not know
+        return False
+
+
+def host_arrays(specs, pinned: bool = False) -> tuple[list, list]:
     """``[np.empty(shape, dtype) for shape, dtype in specs]``, their pages touched by the copy
     threads (the futures returned): a download into them later is a plain copy, without the
     page faults of fresh memory (which cost more than the copy). Start it while the device works
-    and the host waits (the growing's loop)."""
+    and the host waits (the growing's loop). ``pinned``: page-locked arrays (:func:`pinned_arrays`)
+    where they fit, which need no touching (no futures)."""
     global _zero
+    if pinned:
+        outs = pinned_arrays(specs)
+        if outs is not None:
+            return outs, []
     outs = [np.empty(sh, dt) for sh, dt in specs]
     if _threads() < 2:
         return outs, []
@@ -112,7 +170,24 @@ def to_host(arrays, stream, out=None, min_bytes: int | None = None, if_free: boo
             busy.release()
 
 
+def direct_to_host(arrays, stream, out) -> None:
+    """Queue the copies of the device ``arrays`` into the page-locked host arrays ``out`` on
+    ``stream`` (one DMA each, nothing on the host); the caller waits for the stream."""
+    import cupy as cp
+
+    rt = cp.cuda.runtime
+    for a, o in zip(arrays, out, strict=True):
+        if (o.shape, o.dtype) != (a.shape, a.dtype) or not a.flags.c_contiguous or not o.flags.c_contiguous:
+            raise ValueError("direct_to_host: out must match C-contiguous arrays' shapes and dtypes")
+        if a.nbytes:
+            rt.memcpyAsync(o.ctypes.data, a.data.ptr, a.nbytes, rt.memcpyDeviceToHost, stream.ptr)
+
+
 def _to_host(cp, arrays, stream, out, min_bytes, held, own=None) -> list:
+    if out is not None and out and all(is_pinned(o) for o in out):  # one DMA each, no staging
+        direct_to_host(arrays, stream, out)
+        stream.synchronize()
+        return list(out)
     if os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0" or \
             sum(a.nbytes for a in arrays) < (_SMALL if min_bytes is None else min_bytes) or _threads() < 2:
         if out is None:
@@ -182,8 +257,12 @@ def to_device(arrays, xp, min_bytes: int | None = None) -> list:
     cp = xp
     outs = [None if a is None else cp.empty(a.shape, a.dtype) for a in arrays]
     chunks = []  # (host source as uint8, device pointer, bytes)
+    direct = []  # page-locked sources (maps that came down into pinned arrays): one DMA each
     for a, d in zip(arrays, outs, strict=True):
         if a is None or not a.nbytes:
+            continue
+        if is_pinned(a):
+            direct.append((a, d))
             continue
         src = a.reshape(-1).view(np.uint8)
         for c in range(0, a.nbytes, CHUNK_BYTES):
@@ -200,10 +279,15 @@ def to_device(arrays, xp, min_bytes: int | None = None) -> list:
         fill += (ch[2] + 255) // 256 * 256
     if cur:
         loads.append(cur)
-    _mem, views, busy = _halves(cp)
-    pool = _executor()
     rt = cp.cuda.runtime
     stream = cp.cuda.get_current_stream()
+    for a, d in direct:
+        rt.memcpyAsync(d.data.ptr, a.ctypes.data, a.nbytes, rt.memcpyHostToDevice, stream.ptr)
+    if direct and not loads:
+        stream.synchronize()  # the sources may go (back to the pinned pool) once this returns
+        return outs
+    _mem, views, busy = _halves(cp)
+    pool = _executor()
     events = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
     used = [False, False]
     with busy:

@@ -244,16 +244,15 @@ def greedy_device(be, cameras, points, member, refs, max_neighbors: int,
     xp = be.xp
     k = kernel(be, "mvs_views.cu", "mvs_select_views", options=("--fmad=false",))
     a = xp.asarray
-    cams = np.zeros((n, 7), np.float64)
-    for v, c in enumerate(cameras):
-        cams[v, :3], cams[v, 3:6], cams[v, 6] = c.center, c.R[2], c.focal
+    # the kernel's three camera tables, each from a host array of its own (no device slicing)
+    centers = np.array([c.center for c in cameras], np.float64).reshape(n, 3)
+    axes = np.array([c.R[2] for c in cameras], np.float64).reshape(n, 3)
+    focal = np.array([c.focal for c in cameras], np.float64)
     with be.activate():
-        dc = a(cams)
         out = xp.empty((len(refs), max_neighbors), xp.int32)
         wn = xp.empty(len(refs) * n * N, xp.float64)
         k((len(refs),), (256,), (np.int32(n), np.int32(N), a(np.ascontiguousarray(points, np.float64)),
-                                 a(np.ascontiguousarray(member, np.uint8)), xp.ascontiguousarray(dc[:, :3]),
-                                 xp.ascontiguousarray(dc[:, 3:6]), xp.ascontiguousarray(dc[:, 6]),
+                                 a(np.ascontiguousarray(member, np.uint8)), a(centers), a(axes), a(focal),
                                  a(np.array(refs, np.int32)), np.int32(max_neighbors),
                                  np.float64(np.radians(alpha_max_deg)), wn, out), shared_mem=8 * n)
         o = be.asnumpy(out)

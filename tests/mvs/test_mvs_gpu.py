@@ -321,3 +321,49 @@ def test_a_download_while_the_halves_are_taken_uses_halves_of_its_own():
     for j in jobs:
         j.result()
     assert [o.shape for o in ones] == [(5, 7), (9_000_000,)] and not ones[1].any()
+
+
+def test_maps_read_at_once_while_they_come_down_are_the_whole_maps(small_scene):
+    """grow_views(keep_device=True) returns while the maps come down; reading a map's arrays at
+    once (no wait called) gives the whole downloaded maps, the same as growing without it."""
+    from gpu_kernels.mvs.stereo import grow_views, prepare_views
+
+    sc = small_scene.scene
+    kw = {"min_views": 3, "batch_size": 1024, "views_together": 6, "device": "cuda"}
+    prep = prepare_views(sc, views=[0, 1, 2, 3, 4, 5], neighbors=5, min_views=3, device="cuda")
+    ref, _ = grow_views(sc, prep, **kw)
+    got, _ = grow_views(sc, prep, keep_device=True, **kw)
+    assert got[0].pending is not None or got[0].device is None
+    for x, y in zip(ref, got, strict=True):
+        for f in ("depth", "normal", "conf", "iters", "hs", "ht"):  # the first read waits
+            np.testing.assert_array_equal(getattr(y, f), getattr(x, f), err_msg=f)
+        assert y.pending is None and y.device is None
+
+
+def test_pinned_downloads_equal_the_staged_ones(small_scene, monkeypatch):
+    """The maps and the fused cloud come down straight into page-locked arrays (one DMA each):
+    the same maps and cloud, bit for bit, as through the staging halves into ordinary arrays
+    (``GPULAB_MVS_PINNED=0``); and pinned maps go back up (the tool's fusion stage) unchanged."""
+    import cupy as cp
+
+    from gpu_kernels.mvs.transfer import is_pinned, to_device
+
+    kw = {"views": [0, 1, 2, 3], "neighbors": 5, "min_views": 3, "batch_size": 1024, "views_together": 4}
+    a = reconstruct(small_scene.scene, device="cuda", **kw)
+    a2 = reconstruct(small_scene.scene, device="cuda", fuse=False, **kw)
+    monkeypatch.setenv("GPULAB_MVS_PINNED", "0")
+    b = reconstruct(small_scene.scene, device="cuda", **kw)
+    assert all(is_pinned(m.depth) and is_pinned(m.normal) for m in a.maps + a2.maps)
+    assert is_pinned(a.fused.points) and not is_pinned(b.maps[0].depth)
+    for x, x2, y in zip(a.maps, a2.maps, b.maps, strict=True):
+        for f in ("depth", "normal", "conf", "iters", "hs", "ht"):
+            np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+            np.testing.assert_array_equal(getattr(x2, f), getattr(y, f), err_msg=f)
+    for f in dataclasses.fields(a.fused):
+        np.testing.assert_array_equal(getattr(a.fused, f.name), getattr(b.fused, f.name), err_msg=f.name)
+    host = [m.depth for m in a.maps] + [None] + [b.maps[0].depth, a.maps[1].normal]
+    up = to_device(host, cp, min_bytes=0)
+    assert up[len(a.maps)] is None
+    for h, u in zip(host, up, strict=True):
+        if h is not None:
+            np.testing.assert_array_equal(u.get(), h)

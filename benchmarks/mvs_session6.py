@@ -1,0 +1,80 @@
+"""MVS host share, session 6 (issue 24): :mod:`mvs_session5`'s three rows (scene fused, scene
+without fusion, view 0 alone: whole ``reconstruct`` calls) and one more, **the live edit**: what
+the tool re-runs when a growing parameter (the NCC threshold) changes for view 0 alone: the
+``depth`` stage only, :func:`grow_views` on views prepared once (the tool's stage cache keeps
+the view selection, the seeds and the packed textures), then the maps on the host.
+
+Usage (GPU host, ``python3`` with PyTorch for CUPTI; as mvs_session5.py)::
+
+    MVS5_CODE_ROOT=.carry-mvs6/base python3 benchmarks/mvs_session6.py --label base --json base.json
+    python3 benchmarks/mvs_session6.py --label new --json new.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mvs_session5 as s5  # noqa: E402 - sets the code root (MVS5_CODE_ROOT) before the kernels load
+import numpy as np  # noqa: E402
+
+
+def live_row(scene, dev, label, repeat=9, ncc=(0.5, 0.55)) -> dict:
+    """View 0's depth stage alone, the NCC threshold alternating between ``ncc`` (as a user's
+    edits), on views prepared once: wall (median), GPU idle share (CUPTI), samples."""
+    from gpu_kernels.mvs.stereo import finish_maps, grow_views, prepare_views
+
+    pts, pvis = scene.points, scene.point_views
+    prep = prepare_views(scene, views=[0], device=dev, seeds=(pts, pvis, "model"))
+    kw = {"device": dev, "views_together": 1}
+
+    def once(i):
+        maps, st = grow_views(scene, prep, ncc_accept=ncc[i % 2], **kw)
+        finish_maps(maps, st)
+        return maps
+
+    once(0)
+    once(1)
+    walls = []
+    for i in range(repeat):
+        s5._sync()
+        t = time.perf_counter()
+        maps = once(i)
+        walls.append(time.perf_counter() - t)
+    wall = float(np.median(walls))
+    out = {"label": label, "wall_s": wall, "walls": walls, "samples": int(maps[0].n_samples)}
+    g = s5.gpu_busy(lambda: once(repeat))
+    if g is not None:
+        out.update({k: g[k] for k in ("wall_profiled_s", "gpu_busy_s", "gpu_idle_share", "largest_idle_gaps")})
+        out["gpu_idle_share_of_unprofiled_wall"] = 1 - g["gpu_busy_s"] / wall
+    s5.log(label, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in out.items()
+                              if k not in ("walls", "largest_idle_gaps")}))
+    return out
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rc = s5.main(argv)
+    if rc or "--compare" in argv or "--json" not in argv:
+        return rc
+    path = Path(argv[argv.index("--json") + 1])
+    from mvs_session4 import temple_dir
+
+    from app.io.scene_io import read_scene
+    from gpu_kernels.mvs.stereo import scene_seeds
+
+    scene = read_scene(temple_dir())
+    pts, pvis, _ = scene_seeds(scene)
+    scene.points, scene.point_views = pts, pvis
+    label = argv[argv.index("--label") + 1] if "--label" in argv else ""
+    out = json.loads(path.read_text())
+    out["rows"].append(live_row(scene, "cuda", f"{label} live edit: view 0's depth stage"))
+    path.write_text(json.dumps(out, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

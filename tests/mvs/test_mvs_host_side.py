@@ -1,0 +1,75 @@
+"""Host-side pieces of the GPU path that need no GPU: the depth maps that wait for their
+download and the geometry memo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mvs import optimize
+from gpu_kernels.mvs.grow import DepthMap
+
+
+class _SlowDownload:
+    """A download still under way: the arrays hold zeros until ``wait`` has run."""
+
+    def __init__(self, maps, arrays, values):
+        self.maps, self.arrays, self.values, self.waits = maps, arrays, values, 0
+
+    def wait(self):
+        self.waits += 1
+        for a, v in zip(self.arrays, self.values, strict=True):
+            a[...] = v
+        for m in self.maps:
+            m.pending = m.device = None
+
+
+@pytest.mark.parametrize("field", ["depth", "normal", "conf", "iters", "hs", "ht"])
+def test_a_map_read_while_it_comes_down_waits_for_it(field):
+    """Reading any array of a map whose download is under way (``grow_depth_maps(keep_device=
+    True)``) waits for the download first: the values read are the downloaded ones, never the
+    half-filled array; the wait runs once, and the map then holds no device copies."""
+    arrs = {f: np.zeros((4, 5, 3) if f == "normal" else (4, 5), np.float32) for f in
+            ("depth", "normal", "conf", "iters", "hs", "ht")}
+    m = DepthMap(0, *(arrs[f] for f in ("depth", "normal", "conf", "iters", "hs", "ht")), neighbors=[1, 2])
+    want = {f: float(i + 1) for i, f in enumerate(arrs)}
+    pend = _SlowDownload([m], list(arrs.values()), list(want.values()))
+    m.pending, m.device = pend, ("on the device",)
+    got = getattr(m, field)
+    assert np.all(got == want[field]), (field, got.ravel()[:3])
+    assert pend.waits == 1 and m.pending is None and m.device is None
+    for f in arrs:  # the others are there too, without another wait
+        assert np.all(getattr(m, f) == want[f])
+    assert pend.waits == 1
+
+
+def test_a_map_without_a_download_is_a_plain_record():
+    """No download: the arrays are the ones given, writable in place (the preview callback sets
+    ``depth``), and ``n_samples`` counts the finite depths."""
+    d = np.full((3, 3), np.nan, np.float32)
+    d[1, 1] = 2.0
+    m = DepthMap(0, d, np.zeros((3, 3, 3)), *(np.zeros((3, 3)) for _ in range(4)), neighbors=[])
+    assert m.depth is d and m.n_samples == 1
+    m.depth = np.ones((3, 3), np.float32)
+    assert m.n_samples == 9
+
+
+def test_the_geometry_memo_gives_fresh_tables_and_follows_the_cameras():
+    """build_geometry from its memo equals the tables built afresh, returns copies (writing them
+    changes no later call), and a camera moved in place gives new tables, not the memo's."""
+    from gpu_kernels.mvs.synth import render_synthetic_scene
+
+    cams = render_synthetic_scene(n_views=5, width=48, height=36).scene.cameras
+    refs, nbrs = [0, 2], [[1, 2, 3], [0, 1, 3, 4]]
+    fresh = optimize._build_geometry(cams, refs, nbrs, 4)
+    a = optimize.build_geometry(cams, refs, nbrs, 4)
+    b = optimize.build_geometry(cams, refs, nbrs, 4)
+    for x, y, z in zip(fresh, a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(x, z)
+    b[0][...] = 0
+    np.testing.assert_array_equal(optimize.build_geometry(cams, refs, nbrs, 4)[0], fresh[0])
+    cams[3].t[0] += 0.25  # moved in place
+    moved = optimize.build_geometry(cams, refs, nbrs, 4)
+    np.testing.assert_array_equal(moved[0], optimize._build_geometry(cams, refs, nbrs, 4)[0])
+    assert not np.array_equal(moved[0], fresh[0])
