@@ -12,9 +12,11 @@ from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
+    QFrame,
     QGroupBox,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -101,6 +103,26 @@ class MembershipBars(QWidget):
         p.end()
 
 
+class _PanelScroll(QScrollArea):
+    """The side panel in a scroll area that keeps the panel at least as tall as its wrapped texts
+    need at the current width (a scroll bar instead of texts squeezed into one another)."""
+
+    def fit(self) -> None:
+        w = self.widget()
+        lay = w.layout() if w is not None else None
+        if lay is None:
+            return
+        for g in w.findChildren(QGroupBox):      # the stretch factors alone gave a box less than its text needs
+            if g.hasHeightForWidth():
+                g.setMinimumHeight(0)
+                g.setMinimumHeight(g.heightForWidth(max(g.width(), 1)))
+        w.setMinimumHeight(lay.totalHeightForWidth(self.viewport().width()))
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802
+        super().resizeEvent(ev)
+        self.fit()
+
+
 class MeshTab(ToolTab):
     tool = mesh_seg.TOOL
     run_label = "Segment"
@@ -118,6 +140,14 @@ class MeshTab(ToolTab):
     def build_view(self) -> QWidget:
         view = MeshView(self, allow_3d=self._allow_3d)
         view.face_picked.connect(self.show_face)
+        if hasattr(self, "reps_check"):
+            # the pinned copy (built after the controls): the same edges / part numbers / fuzzy
+            # faces as the live view, now and when toggled (it showed no part numbers at all)
+            for check, show in ((self.edges_check, view.set_show_edges),
+                                (self.reps_check, view.set_show_representatives),
+                                (self.fuzzy_check, view.set_show_fuzzy)):
+                show(check.isChecked())
+                check.toggled.connect(show)
         return view
 
     def build_controls(self) -> list[QWidget]:
@@ -178,7 +208,16 @@ class MeshTab(ToolTab):
         gl.addStretch(1)
         v.addWidget(g, 2)
         panel.setMinimumWidth(240)
-        return panel
+        # in a scroll area: in a short window the parts table and the summary below it were
+        # squeezed into one another (the summary drawn over the table's last rows)
+        scroll = self._side_scroll = _PanelScroll()
+        scroll.setObjectName("mesh-side-scroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(panel)
+        scroll.setMinimumWidth(240 + scroll.verticalScrollBar().sizeHint().width())
+        return scroll
 
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
@@ -213,7 +252,10 @@ class MeshTab(ToolTab):
             for row in result.table()])
         info = getattr(seg, "info", {}) or {}
         p = info.get("params", {})
-        bits = [f"<b>{seg.k} parts</b> in {result.elapsed:.2f} s on {info.get('device', result.device)} "
+        report = self.last_report if result is self.result else None
+        # Undo / History to a cached result computed nothing: not "in 0.00 s"
+        took = "shown from the cache" if report is not None and not report.ran else f"in {result.elapsed:.2f} s"
+        bits = [f"<b>{seg.k} parts</b> {took} on {info.get('device', result.device)} "
                 f"(APSP: {info.get('method', p.get('apsp_method', '?'))})"]
         if p:
             bits.append(f"δ = {p.get('delta', 0):.2f}{' (auto)' if p.get('delta_auto') else ''}, "
@@ -223,8 +265,15 @@ class MeshTab(ToolTab):
         st = mesh_seg.stage_times(result)
         if st:
             bits.append("time: " + ", ".join(f"{k} {fmt_seconds(t)}" for k, t in st))
+            if report is not None and report.reused:
+                # a live re-run: the steps of the re-used stages keep the times of the run that
+                # made them (the total above is this run's), as imseg's Stages panel says
+                names = ", ".join(report.labels.get(n, n) for n in report.reused)
+                bits.append(f"<span style='color:#666'>re-used from the cache: {names} "
+                            f"(their times are from the run that made them)</span>")
         bits += [f"<span style='color:#a15c00'>⚠ {w}</span>" for w in result.warnings]
         self.summary_label.setText("<br>".join(bits))
+        self._side_scroll.fit()
         self.show_shading_legend(result)
         # what auto chose, in the greyed boxes ("auto (7)")
         self.form.show_chosen({"k": int(seg.k), "delta": p.get("delta"), "eta_convex": p.get("eta_convex"),
