@@ -264,11 +264,19 @@ extern "C" __global__ void __launch_bounds__(1024) md_round(int* __restrict__ ro
 
 // newid[r] = the rank (1..) of r's root among the roots in index order: one block, a running
 // block-wide scan over chunks of 1024 regions; then every region takes its root's number
+// gate (optional): the merge's st[]; unless its rounds are done (st[MS_DONE] == 1) every region
+// keeps its number (newid[r] = r + 1: the pixels' relabelling changes nothing), so a CUDA graph
+// may queue the renumbering behind rounds that might not have finished
 extern "C" __global__ void __launch_bounds__(1024) md_renumber(const int* __restrict__ root, int R0,
-                                                               int* __restrict__ newid, const int* __restrict__ R0p) {
+                                                               int* __restrict__ newid, const int* __restrict__ R0p,
+                                                               const int* __restrict__ gate) {
     __shared__ int warp_sum[32];
     __shared__ int s_base;
     R0 = md_regions(R0, R0p);
+    if (gate != 0 && gate[MS_DONE] != 1) {
+        for (int r = threadIdx.x; r < R0; r += 1024) newid[r] = r + 1;
+        return;
+    }
     const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
     if (t == 0) s_base = 0;
     __syncthreads();

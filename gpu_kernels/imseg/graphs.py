@@ -26,12 +26,14 @@ from collections import OrderedDict
 import numpy as np
 
 from gpu_kernels.imseg import color as _color
+from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import kmeans as _km
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg import merge as _merge
 from gpu_kernels.imseg._util import is_cupy
 
-__all__ = ["ENABLED", "MAX_GRAPHS", "PrefixGraph", "usable", "lookup", "capture", "clear", "stats"]
+__all__ = ["ENABLED", "MAX_GRAPHS", "FEATURE_ROWS_MAX", "PrefixGraph", "usable", "lookup", "capture", "clear",
+           "stats", "feature_rows"]
 
 #: use graphs at all (the pipeline's result is the same either way)
 ENABLED = True
@@ -53,13 +55,24 @@ def usable(be, img, p: dict, label_method: str, weights: str, max_pixels: int) -
             and weights == "histogram" and p["min_size"] > 1 and h * w <= max_pixels)
 
 
-def _key(be, img, p: dict, global_step: str) -> tuple:
-    return (be.label, img.shape, img.dtype.str, global_step, tuple(sorted(p.items())))
+#: the region features run inside the graph when the merge bounds the regions to at most this
+#: many (one per ``min_size`` pixels); the graph then ends with everything but the download
+FEATURE_ROWS_MAX = 16384
 
 
-def lookup(be, img, p: dict, global_step: str):
-    """The graph for this call, or None (not captured yet)."""
-    k = _key(be, img, p, global_step)
+def feature_rows(h: int, w: int, min_size: int) -> int:
+    """Most regions a finished merge can leave (each has ``min_size`` pixels, or one is left)."""
+    return max(1, (h * w) // max(int(min_size), 1))
+
+
+def _key(be, img, p: dict, global_step: str, fopts: tuple) -> tuple:
+    return (be.label, img.shape, img.dtype.str, global_step, tuple(sorted(p.items())), fopts)
+
+
+def lookup(be, img, p: dict, global_step: str, fopts: tuple = ()):
+    """The graph for this call, or None (not captured yet). ``fopts``: (features, moments,
+    features method), which the graph's features depend on."""
+    k = _key(be, img, p, global_step, fopts)
     with _LOCK:
         g = _GRAPHS.get(k)
         if g is not None:
@@ -67,14 +80,14 @@ def lookup(be, img, p: dict, global_step: str):
         return g
 
 
-def capture(be, img, p: dict, global_step: str) -> PrefixGraph | None:
+def capture(be, img, p: dict, global_step: str, fopts: tuple = ()) -> PrefixGraph | None:
     """Capture (and keep) the graph for this call's shape and parameters; None where capturing
     failed (then that shape and parameter set keep running the ordinary way, with a warning)."""
-    k = _key(be, img, p, global_step)
+    k = _key(be, img, p, global_step, fopts)
     if k in _FAILED:
         return None
     try:
-        g = PrefixGraph(be, img, p, global_step)
+        g = PrefixGraph(be, img, p, global_step, fopts)
     except Exception as exc:  # noqa: BLE001 - a driver without capture support: the ordinary path
         import warnings
 
@@ -114,7 +127,7 @@ def _capture_stream(be):
 class PrefixGraph:
     """The captured graph, its page-locked input, and every array its nodes use."""
 
-    def __init__(self, be, img: np.ndarray, p: dict, global_step: str):
+    def __init__(self, be, img: np.ndarray, p: dict, global_step: str, fopts: tuple = ()):
         xp = be.xp
         rt = xp.cuda.runtime
         h, w = img.shape[:2]
@@ -155,6 +168,16 @@ class PrefixGraph:
                                                               global_step)
                     state = _merge.merge_queue(be, labels_d, n, h, w, p["min_size"], p["connectivity"], img_d, c,
                                                lab_d=lab_d, count_dev=total)
+                    feats = None
+                    rows = feature_rows(h, w, p["min_size"])
+                    if fopts and rows <= FEATURE_ROWS_MAX:
+                        # renumbering and features too: valid when the rounds finished in the
+                        # graph (the host checks the done flag it reads with the results)
+                        _merge.queue_renumber(be, state)
+                        features, moments, method = fopts
+                        feats = {}
+                        if features:
+                            feats = _feat.features_device(be, labels_d, rows, h, w, img_d, c, method, moments)
                 finally:
                     graph = stream.end_capture()
         finally:
@@ -163,6 +186,8 @@ class PrefixGraph:
         self._held = held
         self.img_d, self.lab_d, self.clusters, self.centres = img_d, lab_d, clusters, centres
         self.k_d, self.m_d, self.labels_d, self.state = k_d, m_d, labels_d, state
+        #: the features of up to ``feature_rows`` regions computed in the graph (None: not in it)
+        self.feats = feats
 
     def launch(self, be, img: np.ndarray) -> None:
         """Copy ``img`` into the page-locked input and replay the graph on the current stream

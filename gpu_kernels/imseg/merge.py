@@ -229,11 +229,21 @@ def merge_finish(be, s: dict, syncs: SyncCounter | None = None, also=(), out: di
         R0, iR0, root, n = s["R0"], s["iR0"], s["root"], s["n"]
         newid = xp.empty(R0, dtype=xp.int32)
         if s["one"]:
-            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid, s["rp"]))
+            kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid, s["rp"], NULL))
         else:
             _label.relabel_device(be, root, R0, newid)
         kernel(be, _label._SRC, "relabel_pixels")(grid(n, 256), (256,), (s["labels"], np.int64(n), newid))
     return rcur, rounds
+
+
+def queue_renumber(be, s: dict) -> None:
+    """Queue the final renumbering behind :func:`merge_queue`'s rounds, gated on the device by
+    their done flag (a no-op unless they finished: see md_renumber); one-block state only."""
+    if not s["one"]:
+        raise ValueError("queue_renumber needs the one-block rounds")
+    newid = s["newid"] = be.xp.empty(s["R0"], dtype=be.xp.int32)
+    kernel(be, _SRC, "md_renumber")((1,), (1024,), (s["root"], s["iR0"], newid, s["rp"], s["st"]))
+    kernel(be, _label._SRC, "relabel_pixels")(grid(s["n"], 256), (256,), (s["labels"], np.int64(s["n"]), newid))
 
 
 def merge_device_host_rounds(be, labels_d, R: int, h: int, w: int, min_size: int, connectivity: int, img_d,

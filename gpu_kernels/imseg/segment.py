@@ -235,8 +235,9 @@ def segment_image(image, *, k_max: int = DEFAULT_K_MAX, q: int = DEFAULT_Q, iter
         raise ImsegInputError("label_method 'scipy' is the CPU path; use 'unionfind' or 'equivalence' on a GPU")
     params = dict(p, label_method=label_method, global_step=global_step, weights=weights,
                   features_method=features_method)
+    fopts = (bool(features), bool(moments), features_method)
     if _graphs.usable(be, img, p, label_method, weights, UNREAD_COUNT_MAX_PIXELS):
-        graph = _graphs.lookup(be, img, p, global_step)
+        graph = _graphs.lookup(be, img, p, global_step, fopts)
         if graph is not None:
             return _segment_graph(be, graph, img, features, moments, features_method, progress, params)
     seg = _segment_stages(img, be, p, q, bilateral, bilateral_window, sigma_spatial, sigma_color, weights,
@@ -244,7 +245,7 @@ def segment_image(image, *, k_max: int = DEFAULT_K_MAX, q: int = DEFAULT_Q, iter
                           moments, label_method, global_step, progress, params)
     if _graphs.usable(be, img, p, label_method, weights, UNREAD_COUNT_MAX_PIXELS):
         with activated(be):  # the next call of this shape and these parameters replays it
-            _graphs.capture(be, img, p, global_step)
+            _graphs.capture(be, img, p, global_step, fopts)
     return seg
 
 
@@ -427,6 +428,28 @@ def _segment_graph(be, g, img, features, moments, features_method, progress, par
         timer = StageTimer(be)
         g.launch(be, img)
         timer.mark("graph")
+        if g.feats is not None:  # the graph ran everything: one read brings the results
+            host = download(be, {"__st": g.state["st"], "__km": g.k_d, "__m": g.m_d, "__labels": g.labels_d,
+                                 "__clusters": g.clusters, "__centres": g.centres, **g.feats})
+            syncs.count += 1
+            syncs.reasons.append("the graph's results (the merge's done flag, counts, labels, features)")
+            done, rounds, R = (int(v) for v in host["__st"][:3])
+            if done == 1:
+                timer.mark("download")
+                timings = timer.result()
+                k, n_colours = int(host["__km"][0]), int(host["__m"][0])
+                feats = {key: v[:R] for key, v in host.items() if not key.startswith("__")}
+                progress.update(1.0, "done")
+                return ImageSegmentation(
+                    labels=host["__labels"].reshape(h, w), clusters=host["__clusters"].reshape(h, w), n_regions=R,
+                    n_clusters=k, centres=host["__centres"][:k], features=feats, timings=timings,
+                    syncs=syncs.count, info={"device": be.label, "params": params, "n_colours": n_colours,
+                                             "merge_rounds": rounds, "sync_reasons": list(syncs.reasons),
+                                             "graph": True})
+            if done == 2:
+                raise RuntimeError(f"small-region merging did not finish in {_merge.MAX_ROUNDS} rounds")
+            # the rounds need more than the graph queued: go on as below (the graph's
+            # renumbering left the labels as they were)
         out: dict = {}
         R, rounds = _merge.merge_finish(be, g.state, syncs=syncs, also=(g.k_d, g.m_d), out=out)
         k, n_colours = out["also"]

@@ -173,6 +173,26 @@ def test_gpu_labelling_of_large_uniform_areas_equals_cpu():
 
 
 # --------------------------------------------------------------------------- CUDA graphs
+def be_cuda():
+    from gpu_kernels.backend import get_backend
+
+    return get_backend("cuda")
+
+
+def _params(img, kw):
+    """The checked parameters segment_image keys its graphs by."""
+    from gpu_kernels.imseg import segment as SG
+
+    d = dict(k_max=SG.DEFAULT_K_MAX, q=SG.DEFAULT_Q, iterations=SG.DEFAULT_ITERATIONS,
+             merge_distance=SG.DEFAULT_MERGE_DISTANCE, bilateral=SG.DEFAULT_BILATERAL,
+             bilateral_window=SG.DEFAULT_BILATERAL_WINDOW, sigma_spatial=SG.DEFAULT_SIGMA_SPATIAL,
+             sigma_color=SG.DEFAULT_SIGMA_COLOR, connectivity=SG.DEFAULT_CONNECTIVITY, min_size=SG.DEFAULT_MIN_SIZE)
+    d.update({k: v for k, v in kw.items() if k in d})
+    return SG._check_params(d["k_max"], d["q"], d["iterations"], d["merge_distance"], d["bilateral"],
+                            d["bilateral_window"], d["sigma_spatial"], d["sigma_color"], d["connectivity"],
+                            d["min_size"], "auto", "histogram", "auto")
+
+
 def _same(a, b):
     assert (a.n_regions, a.n_clusters, a.info["n_colours"], a.info["merge_rounds"]) == \
         (b.n_regions, b.n_clusters, b.info["n_colours"], b.info["merge_rounds"])
@@ -184,15 +204,67 @@ def _same(a, b):
         np.testing.assert_array_equal(a.features[k], b.features[k], err_msg=k)
 
 
+@needs_emu
+@pytest.mark.parametrize("per_check", [1, 8])
+def test_gated_renumbering_waits_for_the_rounds(per_check):
+    """queue_renumber behind rounds that did not finish leaves the labels as they were (and
+    merge_finish goes on to the right result); behind finished rounds it renumbers."""
+    from gpu_kernels.imseg._util import SyncCounter
+
+    be = emu_backend()
+    xp = be.xp
+    img, lab = _noisy(7)
+    labels, R = label_components(img, connectivity=8, device="cpu")
+    h, w = labels.shape
+    labels_d = xp.asarray(labels.astype(np.int32)).reshape(-1)
+    lab_d = xp.asarray(np.ascontiguousarray(lab, dtype=np.float32).reshape(-1))
+    total = xp.asarray(np.array([R], np.int32))
+    st = M.merge_queue(be, labels_d, h * w, h, w, 40, 8, None, 3, lab_d=lab_d, rounds_per_check=per_check,
+                       count_dev=total)
+    M.queue_renumber(be, st)
+    done = int(np.asarray(st["st"])[0])
+    got = np.asarray(labels_d).reshape(h, w).copy()
+    cpu, Rc, rc = M.merge_np(labels, R, lab, 40, 8)
+    assert rc > 1
+    if per_check < rc:
+        assert done == 0
+        np.testing.assert_array_equal(got, labels)  # nothing renumbered yet
+        Rn, rn = M.merge_finish(be, st, syncs=SyncCounter())
+        got = np.asarray(labels_d).reshape(h, w)
+        assert (Rn, rn) == (Rc, rc)
+    else:
+        assert done == 1
+    np.testing.assert_array_equal(got, cpu)
+
+
+def _noisy(seed, h=48, w=64, k=6, speckle=0.1):
+    rng = np.random.default_rng(seed)
+    img = (rng.integers(0, k, (h, w)) * (255 // k)).astype(np.uint8)
+    img = np.kron(img[::4, ::4], np.ones((4, 4), np.uint8))[:h, :w]
+    img[rng.random((h, w)) < speckle] = 255
+    i16 = img.astype(np.int32)
+    rgb = np.dstack([i16, (i16 * 3) % 256, 255 - i16]).astype(np.uint8)
+    return img, rgb2lab(rgb, device="cpu")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape, kw", [((512, 512), {}), ((321, 481), {"min_size": 64}), ((300, 200), {"bilateral": 2}),
-                                       ((256, 384), {"connectivity": 4, "k_max": 16}), ((200, 300, 0), {})])
-def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw):
+                                       ((256, 384), {"connectivity": 4, "k_max": 16}), ((200, 300, 0), {}),
+                                       ((256, 256), {"min_size": 4}), ((200, 300), {"min_size": 2}),
+                                       ((256, 256), {"min_size": 64, "per_check": 1}),
+                                       ((256, 256), {"features": False}), ((256, 256), {"moments": False})])
+def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw, monkeypatch):
     """The first call of a shape runs the ordinary way and captures the graph; later calls
-    replay it (one host read) and give exactly the ordinary path's result, for this image and
-    for another image of the same shape."""
+    replay it and give exactly the ordinary path's result, for this image and for another
+    image of the same shape: with the features in the graph (one host read), without them
+    (min_size 2: too many possible regions), and where the graph's rounds do not finish the
+    merge (per_check 1: the host goes on)."""
     from gpu_kernels.imseg import graphs as G
     from gpu_kernels.imseg import segment_image
+
+    kw = dict(kw)
+    if "per_check" in kw:
+        monkeypatch.setattr(M, "ROUNDS_PER_CHECK", kw.pop("per_check"))
 
     h, w = shape[:2]
     img = _natural(h, w)
@@ -214,7 +286,17 @@ def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw):
     swapped = segment_image(other, device="cuda", **kw)
     assert again.info.get("graph") and swapped.info.get("graph")
     assert G.stats()["replays"] == before["replays"] + 2 and G.stats()["captures"] == before["captures"] + 1
-    assert again.syncs == 1, again.info["sync_reasons"]
+    from gpu_kernels.imseg import label as L
+
+    g = G.lookup(be_cuda(), img, _params(img, kw), L.DEFAULT_GLOBAL_STEP,
+                 (kw.get("features", True), kw.get("moments", True), "runs"))
+    assert g is not None
+    in_graph = G.feature_rows(h, w, kw.get("min_size", 512)) <= G.FEATURE_ROWS_MAX
+    assert (g.feats is not None) == in_graph
+    if M.ROUNDS_PER_CHECK > 1:
+        assert again.syncs == 1, again.info["sync_reasons"]
+    else:
+        assert again.syncs > 1 and again.info["merge_rounds"] > 1
     _same(first, ref)
     _same(again, ref)
     _same(swapped, ref_other)
