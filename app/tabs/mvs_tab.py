@@ -59,6 +59,9 @@ class MvsTab(ToolTab):
         self.map_view = MapView()
         self.map_view.hovered.connect(self._on_hover)
         self.cloud_view = CloudView()
+        # side by side, two 320 px minimums kept the window 1235 px wide once this tab was shown
+        self.map_view.setMinimumSize(160, 120)
+        self.cloud_view.setMinimumSize(160, 120)
         split.addWidget(self.map_view)
         split.addWidget(self.cloud_view)
         split.setSizes([600, 500])
@@ -306,7 +309,29 @@ class MvsTab(ToolTab):
         self._draw()
         self.draw_pinned_later(self._draw, keep=(self.stats_label, self.threshold_label))
 
+    def _shared_levels(self, v: int, what: str):
+        """While a result is pinned, both maps of view ``v`` on one colour scale (equal colours,
+        equal depth): the widest of the two ranges; else None (each map its own range)."""
+        live = getattr(self, "_live_drawn", None) if self._drawing_pinned else self.result
+        pinned = self.pinned[0] if self.pinned is not None else None
+        if live is None or pinned is None:
+            return None
+        maps = [r.view_map(v) for r in (live, pinned)]
+        if any(m is None for m in maps):
+            return None
+        if what == "Confidence":
+            return (max(min(r.params["ncc_accept"] for r in (live, pinned)), 0.0), 1.0)
+        lo, hi = [], []
+        for m in maps:
+            d = m.depth[np.isfinite(m.depth)]
+            if d.size:
+                lo.append(float(np.percentile(d, 1)))
+                hi.append(float(np.percentile(d, 99)))
+        return (min(lo), max(hi)) if lo else None
+
     def _draw(self) -> None:
+        if not self._drawing_pinned:
+            self._live_drawn = self.result
         self._preview_view = self.current_view()
         self.threshold_label.setText(f"{self._threshold():.2f}")
         if self.data is None:
@@ -330,10 +355,12 @@ class MvsTab(ToolTab):
             return
         keep = m.conf >= self._threshold()
         if what == "Depth":
-            self.map_view.show_scalar(m.depth, mask=keep, title=f"{name}: depth (z, scene units)")
+            self.map_view.show_scalar(m.depth, mask=keep, levels=self._shared_levels(v, what),
+                                      title=f"{name}: depth (z, scene units)")
         elif what == "Confidence":
             c = np.where(np.isfinite(m.depth), m.conf, np.nan)
-            self.map_view.show_scalar(c, mask=keep, levels=(max(self.result.params["ncc_accept"], 0.0), 1.0),
+            self.map_view.show_scalar(c, mask=keep, levels=self._shared_levels(v, what) or
+                                      (max(self.result.params["ncc_accept"], 0.0), 1.0),
                                       title=f"{name}: confidence (mean NCC)")
         elif what == "Iterations":
             it = np.where(m.iters > 0, m.iters.astype(np.float32), np.nan)
@@ -357,8 +384,10 @@ class MvsTab(ToolTab):
         lines.append("neighbours: " + ", ".join(sc.names[n] for n in m.neighbors))
         if self.result is not None:
             st = self.result.result.stats
+            rep = self.last_report if self.result is getattr(self, "_live_drawn", None) else None
+            took = "shown from the cache" if rep is not None and not rep.ran else fmt_seconds(self.result.elapsed)
             lines.append(f"run: {st['samples']:,} samples in {len(self.result.maps)} view(s), "
-                         f"{fmt_seconds(self.result.elapsed)} on {self.result.device}")
+                         f"{took} on {self.result.device}")
         return "\n".join(lines)
 
     def _redraw_cloud(self) -> None:

@@ -1,0 +1,47 @@
+"""The MVS tab as the session-6 walkthrough used it: pin and compare, undo, a narrow window (CPU, offscreen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from app.tabs.mvs_tab import MvsTab  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "mvs" / "synth_par.txt"
+FAST = dict(views="0", neighbors=5, min_views=3, batch_size=4096, max_iter=3)
+
+
+def test_the_view_no_longer_holds_the_window_wide(open_tab):
+    # before: MapView and CloudView side by side, 320 px minimum each: 1235 px for the window
+    tab = open_tab(MvsTab, (1300, 800))
+    assert tab.view.minimumSizeHint().width() <= 340
+    assert tab.minimumSizeHint().width() <= 940
+
+
+def test_pinned_and_live_depth_share_one_scale_and_the_cache_says_so(qtbot, open_tab, tab_runner):
+    tab = open_tab(MvsTab, (1300, 800))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLE)
+    pinned = tab_runner.run(tab, **FAST, ncc_accept=0.5)
+    assert pinned is not None and tab.pin()
+    live = tab_runner.run(tab, **FAST, ncc_accept=0.9)
+    assert live is not None
+    qtbot.wait(100)   # the pinned side is drawn from the event loop
+    lv, pv = tab.map_view, tab._pinned_slot["map_view"]
+    lo_l, hi_l = lv.image.getLevels()
+    lo_p, hi_p = pv.image.getLevels()
+    # before: each map at its own 1st-99th percentile (different colours for one depth)
+    assert (lo_l, hi_l) == pytest.approx((lo_p, hi_p))
+    own = [np.percentile(m.depth[np.isfinite(m.depth)], q) for m in (live.view_map(0),) for q in (1, 99)]
+    assert lo_l <= own[0] + 1e-9 and hi_l >= own[1] - 1e-9
+    # the result shown again from the cache does not say it took 0 ms
+    assert tab_runner.run(tab, **FAST, ncc_accept=0.5) is not None
+    assert not tab.last_report.ran
+    assert "shown from the cache" in tab.stats_label.text() and " 0 ms on" not in tab.stats_label.text()
