@@ -318,8 +318,8 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
     of the matrix product's summation order). Returns one :class:`FuzzyClustering` per k.
 
     ``on_done(i, reps, P)``, if given, is called once per clustering ``i`` with its final
-    representatives and memberships (a device array on a GPU), on a CUDA device as soon as it
-    has converged while the others still iterate (issue 20: the host can cut it meanwhile).
+    representatives and memberships (a device array on a GPU) as soon as it has converged,
+    while the others still iterate (issue 20: the host can cut it meanwhile).
     """
     prog = as_progress(progress)
     xp = array_module(D)
@@ -367,10 +367,12 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
             if _advance(i, new, it, reps, history, n_iter, conv):
                 Ps[i] = memberships(D, new)
                 still.append(i)
+            elif on_done is not None:  # converged: its memberships are final
+                on_done(i, reps[i], Ps[i])
         active = still
     prog.update(1.0, f"clustering into {label} parts")
-    if on_done is not None:
-        for i in range(len(ks)):
+    if on_done is not None:  # stopped by the iteration cap
+        for i in active:
             on_done(i, reps[i], Ps[i])
     return [FuzzyClustering(reps=reps[i], P=Ps[i], k=kk[i], n_iter=n_iter[i], converged=conv[i],
                             G=order.G[:kk[i]].copy(), k_auto=False, history=history[i])
