@@ -324,6 +324,9 @@ def main(argv=None):
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel profile (no PyTorch)")
     ap.add_argument("--host-profile", default="", help="method:WxH: cProfile of the host side of 30 calls")
     ap.add_argument("--trace", default="", help="method:WxH:path: a torch.profiler chrome trace of 3 calls")
+    ap.add_argument("--unread-grid", action="store_true",
+                    help="merge.UNREAD_ONE_BLOCK = False: the graph's rounds as grid kernels, not md_round")
+    ap.add_argument("--no-graphs", action="store_true", help="graphs.ENABLED = False (the ordinary launches)")
     ap.add_argument("--again", action="store_true", help="time every row a second time at the end (same process)")
     ap.add_argument("--slic-chunk", type=int, default=0, help="pixels per thread of the SLIC assignment")
     ap.add_argument("--feat-chunk", type=int, default=0, help="pixels per thread of the feature kernels")
@@ -350,6 +353,14 @@ def main(argv=None):
         M.ONE_BLOCK_MAX = a.merge_one_block_max
     if a.no_region_smem:
         C.merge_region_smem_bytes = lambda R: 1 << 40
+    if a.unread_grid:
+        from gpu_kernels.imseg import merge as M
+
+        M.UNREAD_ONE_BLOCK = False
+    if a.no_graphs:
+        from gpu_kernels.imseg import graphs as G
+
+        G.ENABLED = False
     if a.upload_pinned_min >= 0:
         from gpu_kernels.imseg import _util
 

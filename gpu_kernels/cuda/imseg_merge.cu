@@ -195,28 +195,28 @@ __device__ __forceinline__ int md_compress_one(int* __restrict__ root, int* __re
 
 extern "C" __global__ void md_link(const u64* __restrict__ best, const int* __restrict__ area,
                                    const int* __restrict__ root, int R0, int S, int* __restrict__ rparent,
-                                   const int* __restrict__ st) {
+                                   const int* __restrict__ st, const int* __restrict__ R0p) {
     if (st[MS_DONE]) return;
     int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < R0) md_link_one(best, area, root, S, rparent, r);
+    if (r < md_regions(R0, R0p)) md_link_one(best, area, root, S, rparent, r);
 }
 
 extern "C" __global__ void md_settle(const int* __restrict__ root, const int* __restrict__ rparent, int R0,
                                     int* __restrict__ area, long long* __restrict__ lab_sum,
-                                    const int* __restrict__ st) {
+                                    const int* __restrict__ st, const int* __restrict__ R0p) {
     if (st[MS_DONE]) return;
     int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < R0) md_settle_one(root, rparent, area, lab_sum, r);
+    if (r < md_regions(R0, R0p)) md_settle_one(root, rparent, area, lab_sum, r);
 }
 
 // compress, and count the roots and the small ones
 extern "C" __global__ void md_compress(int* __restrict__ root, int* __restrict__ rparent, int R0,
                                        const int* __restrict__ area, int S, u64* __restrict__ best,
-                                       int* __restrict__ st) {
+                                       int* __restrict__ st, const int* __restrict__ R0p) {
     if (st[MS_DONE]) return;
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r == 0) st[MS_ROUNDS] += 1;  // md_check runs after this kernel, reads it then
-    if (r >= R0) return;
+    if (r >= md_regions(R0, R0p)) return;
     const int kind = md_compress_one(root, rparent, area, S, best, r);
     if (kind) {
         atomicAdd(&st[MS_ROOTS], 1);

@@ -835,7 +835,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         count_d = _label.relabel_device(be, into, R, newid)
         labels_d = sp["comps"].copy()
         kernel(be, _label._SRC, "relabel_pixels")(grid(n, 256), (256,), (labels_d, np.int64(n), newid))
-        meta = syncs.read(be, xp.concatenate([count_d, state]), "number of segments (sizes the feature arrays)")
+        meta = syncs.read_many(be, (count_d, state), "number of segments (sizes the feature arrays)")
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
                    merge_smem={0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)])

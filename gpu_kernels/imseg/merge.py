@@ -48,6 +48,9 @@ MAX_ROUNDS = 64
 ROUNDS_PER_CHECK = 6
 #: up to this many regions the region steps of a round run in one block (md_round)
 ONE_BLOCK_MAX = 32768
+#: the round form where the region count stays on the device (merge_queue's count_dev): one
+#: block (md_round) or the grid kernels, which read the count on the device too
+UNREAD_ONE_BLOCK = True
 
 _SRC = "imseg_merge.cu"
 
@@ -146,7 +149,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, min_size: int, connectivi
     :func:`merge_device_host_rounds` and :func:`merge_np`. Returns ``(R, rounds)``.
 
     ``count_dev``: the number of regions as a (1,) device array, which the host has not read;
-    ``R`` is then only an upper bound that sizes the arrays (the one-block round form is used).
+    ``R`` is then only an upper bound that sizes the arrays (the round form: ``one_block``, or
+    ``UNREAD_ONE_BLOCK`` where None).
     ``also``: more small device arrays read back with the done flag (no extra
     synchronisation); their values go to ``out["also"]``."""
     state = merge_queue(be, labels_d, R, h, w, min_size, connectivity, img_d, c, lab_d=lab_d,
@@ -177,10 +181,8 @@ def merge_queue(be, labels_d, R: int, h: int, w: int, min_size: int, connectivit
     kernel(be, _SRC, "md_init")(gr, (256,), (root, rparent, best, area, iR0, S, st, rp))
     kernel(be, _SRC, "md_check")((1,), (32,), (st, maxr))
     one = R0 <= ONE_BLOCK_MAX if one_block is None else bool(one_block)
-    if count_dev is not None:
-        if one_block is False:
-            raise ValueError("count_dev needs the one-block rounds")
-        one = True
+    if count_dev is not None and one_block is None:
+        one = UNREAD_ONE_BLOCK
     state = dict(labels=labels_d, n=n, w=w, h=h, conn8=np.int32(connectivity == 8), S=S, R0=R0, iR0=iR0,
                  maxr=maxr, rp=rp, one=one, per_check=per_check, st=st, root=root, rparent=rparent, best=best,
                  area=area, lab_sum=lab_sum, queued=0)
@@ -201,9 +203,10 @@ def _queue_rounds(be, s: dict) -> None:
         if s["one"]:
             f_round((1,), (1024,), (root, rparent, best, area, lab_sum, iR0, S, maxr, st, s["rp"]))
             continue
-        kernel(be, _SRC, "md_link")(gr, (256,), (best, area, root, iR0, S, rparent, st))
-        kernel(be, _SRC, "md_settle")(gr, (256,), (root, rparent, iR0, area, lab_sum, st))
-        kernel(be, _SRC, "md_compress")(gr, (256,), (root, rparent, iR0, area, S, best, st))
+        rp = s["rp"]
+        kernel(be, _SRC, "md_link")(gr, (256,), (best, area, root, iR0, S, rparent, st, rp))
+        kernel(be, _SRC, "md_settle")(gr, (256,), (root, rparent, iR0, area, lab_sum, st, rp))
+        kernel(be, _SRC, "md_compress")(gr, (256,), (root, rparent, iR0, area, S, best, st, rp))
         kernel(be, _SRC, "md_check")((1,), (32,), (st, maxr))
     s["queued"] += s["per_check"]
 
@@ -228,7 +231,7 @@ def merge_finish(be, s: dict, syncs: SyncCounter | None = None, also=(), out: di
     if rounds:
         R0, iR0, root, n = s["R0"], s["iR0"], s["root"], s["n"]
         newid = xp.empty(R0, dtype=xp.int32)
-        if s["one"]:
+        if s["one"] or s["rp"] is not NULL:  # one block (the count may be on the device only)
             kernel(be, _SRC, "md_renumber")((1,), (1024,), (root, iR0, newid, s["rp"], NULL))
         else:
             _label.relabel_device(be, root, R0, newid)
@@ -238,9 +241,7 @@ def merge_finish(be, s: dict, syncs: SyncCounter | None = None, also=(), out: di
 
 def queue_renumber(be, s: dict) -> None:
     """Queue the final renumbering behind :func:`merge_queue`'s rounds, gated on the device by
-    their done flag (a no-op unless they finished: see md_renumber); one-block state only."""
-    if not s["one"]:
-        raise ValueError("queue_renumber needs the one-block rounds")
+    their done flag (a no-op unless they finished: see md_renumber)."""
     newid = s["newid"] = be.xp.empty(s["R0"], dtype=be.xp.int32)
     kernel(be, _SRC, "md_renumber")((1,), (1024,), (s["root"], s["iR0"], newid, s["rp"], s["st"]))
     kernel(be, _label._SRC, "relabel_pixels")(grid(s["n"], 256), (256,), (s["labels"], np.int64(s["n"]), newid))

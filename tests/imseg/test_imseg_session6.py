@@ -237,6 +237,29 @@ def test_gated_renumbering_waits_for_the_rounds(per_check):
     np.testing.assert_array_equal(got, cpu)
 
 
+@needs_emu
+@pytest.mark.parametrize("one_block", [True, False])
+@pytest.mark.parametrize("seed, S", [(1, 12), (2, 40)])
+def test_rounds_with_the_count_on_the_device_equal_cpu(one_block, seed, S):
+    """merge_device sized for one region a pixel, the region count read on the device, in both
+    round forms (md_round, and the grid kernels with R0p): the CPU's labels and counts."""
+    from gpu_kernels.imseg._util import SyncCounter
+
+    be = emu_backend()
+    xp = be.xp
+    img, lab = _noisy(seed)
+    labels, R = label_components(img, connectivity=8, device="cpu")
+    h, w = labels.shape
+    labels_d = xp.asarray(labels.astype(np.int32)).reshape(-1)
+    lab_d = xp.asarray(np.ascontiguousarray(lab, dtype=np.float32).reshape(-1))
+    total = xp.asarray(np.array([R], np.int32))
+    Rn, rn = M.merge_device(be, labels_d, h * w, h, w, S, 8, None, 3, lab_d=lab_d, syncs=SyncCounter(),
+                            one_block=one_block, count_dev=total)
+    cpu, Rc, rc = M.merge_np(labels, R, lab, S, 8)
+    assert (Rn, rn) == (Rc, rc) and rc >= 1
+    np.testing.assert_array_equal(np.asarray(labels_d).reshape(h, w), cpu)
+
+
 def _noisy(seed, h=48, w=64, k=6, speckle=0.1):
     rng = np.random.default_rng(seed)
     img = (rng.integers(0, k, (h, w)) * (255 // k)).astype(np.uint8)
@@ -252,7 +275,8 @@ def _noisy(seed, h=48, w=64, k=6, speckle=0.1):
                                        ((256, 384), {"connectivity": 4, "k_max": 16}), ((200, 300, 0), {}),
                                        ((256, 256), {"min_size": 4}), ((200, 300), {"min_size": 2}),
                                        ((256, 256), {"min_size": 64, "per_check": 1}),
-                                       ((256, 256), {"features": False}), ((256, 256), {"moments": False})])
+                                       ((256, 256), {"features": False}), ((256, 256), {"moments": False}),
+                                       ((512, 512), {"grid_rounds": True}), ((321, 481), {"grid_rounds": True})])
 def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw, monkeypatch):
     """The first call of a shape runs the ordinary way and captures the graph; later calls
     replay it and give exactly the ordinary path's result, for this image and for another
@@ -263,6 +287,8 @@ def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw, monkeypatch):
     from gpu_kernels.imseg import segment_image
 
     kw = dict(kw)
+    if kw.pop("grid_rounds", False):
+        monkeypatch.setattr(M, "UNREAD_ONE_BLOCK", False)
     if "per_check" in kw:
         monkeypatch.setattr(M, "ROUNDS_PER_CHECK", kw.pop("per_check"))
 
