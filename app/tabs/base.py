@@ -670,6 +670,9 @@ class ToolTab(QWidget):
         self._job = PendingJob("run", token=self._token, params=params, device=spec, request=self._request)
         self.runner.start(run_staged_job(self.tool, self.data, params, cache=self.cache, scope=self.settings_key,
                                          input_key=self._input_key, token=self._token), device=spec)
+        if not self._last_status.startswith("Live:"):   # a live change's cost stays while it runs
+            name = Path(self.input_path).name if self.input_path is not None else "the input"
+            self._set_status(f"{self.run_label}: running on {name} ({be.label})…")
         return True
 
     def run_default(self) -> bool:
@@ -960,9 +963,10 @@ class ToolTab(QWidget):
                 self._set_status("Live: this parameter is not used with the current settings; "
                                  "the change re-runs nothing")
             return
-        i = pl.names().index(stages[0])
+        applicable = pl.names(now)
+        i = applicable.index(stages[0])
         cost = sum(self.stage_seconds.get(s, 0.0) for s in stages)
-        self._set_status(f"Live: this change re-runs from stage {i + 1} of {len(pl.names())} "
+        self._set_status(f"Live: this change re-runs from stage {i + 1} of {len(applicable)} "
                          f"({pl.stage(stages[0]).title}); last time {fmt_seconds(cost)}")
 
     def _live_fire(self) -> None:
@@ -1136,9 +1140,26 @@ class ToolTab(QWidget):
         self.swipe_button.setVisible(not self._pinned_slot["view"].findChildren(View3D)
                                      and not isinstance(self._pinned_slot["view"], View3D))
         self._refresh_swipe()
+        QTimer.singleShot(0, self._share_halves)   # once the compare table has widened the left panel
         self._set_status("Pinned: the pinned result is on the left, the live one on the right; "
                          "the table lists the parameters that differ")
         return True
+
+    def _share_halves(self) -> None:
+        """The pinned and the live halves side by side get the same width (the same zoom on
+        the same picture): the window's share if the user has not dragged a handle, else the
+        two halves' width split evenly."""
+        if self._pinned_slot is None or self.swipe_view is not None:
+            return
+        bal = getattr(self.splitter, "_balance", None)
+        if bal is not None and not bal.user_moved:
+            bal.balance()
+            return
+        sizes = self.splitter.sizes()
+        i_p, i_v = self.splitter.indexOf(self._pinned_box), self.splitter.indexOf(self.view)
+        both = sizes[i_p] + sizes[i_v]
+        sizes[i_p], sizes[i_v] = both // 2, both - both // 2
+        self.splitter.setSizes(sizes)
 
     def set_swipe(self, on: bool) -> None:
         """Show the pinned and the live result in one swipe view (on) or side by side (off)."""
@@ -1222,8 +1243,11 @@ class ToolTab(QWidget):
         self.compare_table.setVisible(False)
 
     def _pin_text(self, params: dict) -> str:
-        """The pinned parameters that differ from the defaults, as flags."""
-        return " ".join(self.tool.params.to_cli(params))
+        """The pinned parameters that differ from the defaults, by their labels (as the compare
+        table and the history name them), those the others make unused left out."""
+        unused = set(self.tool.params.unused(params))
+        return ", ".join(f"{p.label} {p.to_text(params.get(p.name))}" for p in self.tool.params
+                         if p.name not in unused and not p.display and params.get(p.name) != p.default)
 
     def _on_pin_toggled(self, on: bool) -> None:
         if on:
@@ -1313,12 +1337,16 @@ class ToolTab(QWidget):
         rows = self.differing_params()
         t = self.compare_table
         t.setVisible(self.pinned is not None)
-        t.setRowCount(len(rows))
+        t.clearSpans()
+        t.setRowCount(max(1, len(rows)))
+        if not rows:   # one line that says so, not a header over an empty row
+            t.setItem(0, 0, QTableWidgetItem("same parameters as the pinned result"))
+            t.setSpan(0, 0, 1, t.columnCount())
         for i, row in enumerate(rows):
             for j, text in enumerate(row):
                 t.setItem(i, j, QTableWidgetItem(text))
         t.resizeRowsToContents()
-        h = t.horizontalHeader().height() + sum(t.rowHeight(i) for i in range(len(rows))) + 2 * t.frameWidth()
+        h = t.horizontalHeader().height() + sum(t.rowHeight(i) for i in range(t.rowCount())) + 2 * t.frameWidth()
         t.setFixedHeight(min(160, max(h, t.horizontalHeader().height() + 24)))
 
     def _on_progress(self, fraction: float, stage: str) -> None:
@@ -1377,7 +1405,7 @@ class ToolTab(QWidget):
 
     def command_line(self) -> str:
         """The ``gpulab`` command that repeats the current run headless."""
-        inputs = [str(self.input_path)] if self.input_path is not None else ["INPUT"]
+        inputs = [str(Path(self.input_path).absolute())] if self.input_path is not None else ["INPUT"]
         spec = self.host.device_spec()
         return self.tool.command_line(inputs, self.shown_params(), device=spec)
 
@@ -1495,7 +1523,10 @@ class ToolTab(QWidget):
 
     def _set_status(self, msg: str) -> None:
         log.info("%s", msg)
+        self._last_status = msg
         self.status_message.emit(msg)
+
+    _last_status = ""
 
     def shutdown(self, timeout_ms: int = 5000) -> bool:
         """Stop the tab's job (window closing)."""

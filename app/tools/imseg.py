@@ -290,19 +290,21 @@ def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: fl
 #: superpixels -> merge -> regions, so changing the coarseness re-runs only the merge; the paper's
 #: pipeline as lab -> quantise -> kmeans -> segment, so each parameter re-runs only from the stage
 #: that reads it (q: not CIELAB or the filter; connectivity, min_size: not k-means)
+_K, _C = {"when": lambda v: v["method"] == "kmeans"}, {"when": _contours}   # each method's stages
 PIPELINE = Pipeline([
     Stage("lab", _lab, params=("method",) + _LAB_PARAMS, after=(), inputs=("image",), label="CIELAB + bilateral",
-          weight=0.3),
-    Stage("quantise", _quantise, params=("method", "q"), after=("lab",), label="quantise", weight=0.2),
-    Stage("kmeans", _kmeans, params=("method",) + _KMEANS_PARAMS, after=("quantise",), label="k-means", weight=0.3),
+          weight=0.3, **_K),
+    Stage("quantise", _quantise, params=("method", "q"), after=("lab",), label="quantise", weight=0.2, **_K),
+    Stage("kmeans", _kmeans, params=("method",) + _KMEANS_PARAMS, after=("quantise",), label="k-means", weight=0.3,
+          **_K),
     Stage("segment", _segment, params=("method",) + _REGION_PARAMS, after=("quantise", "kmeans"),
-          label="components + min size"),
+          label="components + min size", **_K),
     Stage("colour", _colour, params=("method", "sigma"), after=(), inputs=("image",), label="colour + gradient",
-          weight=0.5),
+          weight=0.5, **_C),
     Stage("superpixels", _superpixels, params=("method", "n_superpixels", "compactness"), after=("colour",),
-          label="superpixels"),
+          label="superpixels", **_C),
     Stage("merge", _merge, params=("method", "coarseness", "n_segments"), after=("colour", "superpixels"),
-          label="region merging", weight=0.5),
+          label="region merging", weight=0.5, **_C),
     Stage("regions", _regions, params=("method",), after=("segment", "colour", "superpixels", "merge"),
           label="region features", weight=0.5),
 ], finish=_finish, params=PARAMS)

@@ -115,7 +115,7 @@ class StageCache:
         self.cap_bytes = int(cap_bytes)
         self.device_cap_bytes = device_cap_bytes if device_cap_bytes is not None else env_cap
         self._lock = threading.RLock()
-        self._entries: OrderedDict[tuple, tuple[Any, int, int, str, tuple]] = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[Any, int, int, str, tuple, float]] = OrderedDict()
         self._bound: dict[str, tuple] = {}
         self.host_bytes = 0
         self.device_bytes = 0
@@ -172,9 +172,17 @@ class StageCache:
             self.hits += 1
             return True, e[0]
 
-    def put(self, key, value, *, scope: str = "", refs: tuple = (), device: Backend | None = None) -> bool:
+    def seconds(self, key) -> float | None:
+        """The time the entry under ``key`` took to compute (``put``'s ``seconds``), or None."""
+        with self._lock:
+            e = self._entries.get(key)
+            return None if e is None else e[5]
+
+    def put(self, key, value, *, scope: str = "", refs: tuple = (), device: Backend | None = None,
+            seconds: float = 0.0) -> bool:
         """Keep ``value`` (with ``refs``, the input objects its key names by identity, kept
-        alive so that their ids stay unique). False if it is larger than the cap."""
+        alive so that their ids stay unique, and ``seconds``, the time it took to compute).
+        False if it is larger than the cap."""
         h, d = output_nbytes(value)
         with self._lock:
             if d and self.device_cap_bytes is None:
@@ -183,7 +191,7 @@ class StageCache:
                 return False
             if key in self._entries:
                 self._drop(key)
-            self._entries[key] = (value, h, d, scope, refs)
+            self._entries[key] = (value, h, d, scope, refs, float(seconds))
             self.host_bytes += h
             self.device_bytes += d
             self._evict()

@@ -118,6 +118,10 @@ class Stage:
         Its share of the progress bar, relative to the other stages.
     cache : bool
         Keep its output in the cache (off for cheap stages with big outputs).
+    when : callable, optional
+        ``when(values) -> bool``: the stage applies only where it is true for the parameter
+        values (a stage of another method). Elsewhere its output is None and it is neither run,
+        timed, nor counted in "stage N of M".
     """
 
     name: str
@@ -128,6 +132,10 @@ class Stage:
     label: str = ""
     weight: float = 1.0
     cache: bool = True
+    when: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def applies(self, values: Mapping[str, Any] | None) -> bool:
+        return self.when is None or values is None or bool(self.when(values))
 
     @property
     def title(self) -> str:
@@ -159,6 +167,7 @@ class RunReport:
     ran: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    cached_seconds: dict[str, float] = field(default_factory=dict)   # re-used stages' own times
     labels: dict[str, str] = field(default_factory=dict)
     first_run: int | None = None      # index (0-based) of the first stage that ran
     total: float = 0.0
@@ -171,7 +180,7 @@ class RunReport:
     def describe(self) -> str:
         """One line for the status bar."""
         if not self.ran:
-            return "all stages re-used from the cache"
+            return "computed earlier: all stages re-used from the cache"
         first = self.ran[0]
         done = ", ".join(f"{self.labels.get(s, s)} {_fmt(self.seconds.get(s, 0.0))}" for s in self.ran)
         if self.first_run == 0:
@@ -222,8 +231,10 @@ class Pipeline:
                     raise TypeError(f"stage {s.name!r} reads {name!r}, which is display-only")
 
     # -- introspection ---------------------------------------------------------------------
-    def names(self) -> list[str]:
-        return [s.name for s in self.stages]
+    def names(self, values: Mapping[str, Any] | None = None) -> list[str]:
+        """The stages' names; with parameter ``values``, only the stages that apply to them
+        (:attr:`Stage.when`)."""
+        return [s.name for s in self.stages if s.applies(values)]
 
     def stage(self, name: str) -> Stage:
         for s in self.stages:
@@ -250,7 +261,7 @@ class Pipeline:
         for s in self.stages:
             if param in s.params or any(a in dirty for a in self._after[s.name]):
                 dirty.add(s.name)
-        return [s.name for s in self.stages if s.name in dirty]
+        return [s.name for s in self.stages if s.name in dirty and s.applies(values)]
 
     def used_params(self) -> set[str]:
         return {p for s in self.stages for p in s.params}
@@ -294,13 +305,18 @@ class Pipeline:
         keys = self.keys(data, params, device=device, scope=scope) if cache is not None else {}
         eff = self.effective(params)
         outputs: dict[str, Any] = {}
-        report = RunReport(n_stages=len(self.stages), labels={s.name: s.title for s in self.stages})
+        names = self.names(eff)
+        report = RunReport(n_stages=len(names), labels={s.name: s.title for s in self.stages})
         todo: list[Stage] = []
         for s in self.stages:
+            if not s.applies(eff):
+                outputs[s.name] = None        # another method's stage: not run, timed or counted
+                continue
             hit, val = cache.get(keys[s.name]) if (cache is not None and s.cache) else (False, None)
             if hit:
                 outputs[s.name] = val
                 report.reused.append(s.name)
+                report.cached_seconds[s.name] = cache.seconds(keys[s.name]) or 0.0
             else:
                 todo.append(s)
         # a cached stage whose output a stage to run needs is already in outputs; stages that
@@ -326,10 +342,12 @@ class Pipeline:
             report.ran.append(s.name)
             outputs[s.name] = out
             if cache is not None and s.cache:
-                cache.put(keys[s.name], out, scope=scope, refs=self._refs(data, s), device=device)
+                cache.put(keys[s.name], out, scope=scope, refs=self._refs(data, s), device=device,
+                          seconds=report.seconds[s.name])
         if report.ran:
-            report.first_run = self.names().index(report.ran[0])
-        elapsed = time.perf_counter() - t_all
+            report.first_run = names.index(report.ran[0])
+        # a result shown from the cache keeps the time it took to compute, not the lookup's
+        elapsed = time.perf_counter() - t_all if report.ran else sum(report.cached_seconds.values())
         result = self.finish(data, outputs, dict(params), device=device, elapsed=elapsed)
         report.total = time.perf_counter() - t_all
         progress.update(1.0, "done")

@@ -37,7 +37,7 @@ class View3D(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(320, 240)
+        self.setMinimumSize(200, 150)   # two views side by side still fit a half-screen window
         self._gl_pending = False
         self._plotter = None
         self.static: QLabel | None = None

@@ -325,7 +325,8 @@ class _SplitterBalance(QObject):
             return
         n = sp.count()
         hidden = [sp.widget(i).isHidden() for i in range(n)]
-        mins = [0 if hidden[i] else max(sp.widget(i).minimumWidth(), sp.widget(i).minimumSizeHint().width())
+        # as QSplitter itself: a minimum width set on the widget wins over its size hint's
+        mins = [0 if hidden[i] else (sp.widget(i).minimumWidth() or sp.widget(i).minimumSizeHint().width())
                 for i in range(n)]
         sizes = list(mins)
         if self.has_side:  # a side panel: a share of the width, at least its minimum
@@ -343,9 +344,21 @@ class _SplitterBalance(QObject):
             self._balancing = False
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
-        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show) and not self.user_moved:
+        if self.user_moved:
+            return False
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
             self.balance()
+        elif event.type() == QEvent.Type.LayoutRequest and not getattr(self, "_queued", False):
+            # a child's minimum changed (a panel grew a table, a pinned half came or went):
+            # re-share once the splitter has taken it in
+            self._queued = True
+            QTimer.singleShot(0, self._rebalance)
         return False
+
+    def _rebalance(self) -> None:
+        self._queued = False
+        if not self.user_moved:
+            self.balance()
 
 
 def balance_splitter(split: QSplitter, *, view_index: int = 1, side_share: float = 0.2, side_max: int = 420) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -384,3 +385,38 @@ def test_the_history_menu_lists_each_change_and_jumps_to_a_step(tab, qtbot):
     assert tab.go_to_step(2)
     wait_idle(qtbot, tab)
     assert tab.form.values()["level"] == 0.7 and not tab.can_redo()
+
+
+def test_pin_caption_names_labels_and_an_equal_pair_says_so(tab, qtbot, tmp_path, monkeypatch):
+    """The pinned caption speaks like the table and the history (labels, not CLI flags); when
+    the live parameters come back to the pinned ones the table says so instead of showing a
+    header over an empty row; the copied command names the input by an absolute path."""
+    tab.live_check.setChecked(True)
+    tab.form.editor("level").setValue(0.3)
+    wait_idle(qtbot, tab)
+    assert tab.pin()
+    assert tab.pinned_caption.text() == "Pinned — Level 0.3"
+    tab.form.editor("level").setValue(0.6)
+    wait_idle(qtbot, tab)
+    assert tab.compare_table.rowCount() == 1 and tab.compare_table.item(0, 0).text() == "Level"
+    tab.form.editor("level").setValue(0.3)
+    wait_idle(qtbot, tab)
+    t = tab.compare_table
+    assert t.rowCount() == 1 and t.item(0, 0).text() == "same parameters as the pinned result"
+    assert t.columnSpan(0, 0) == t.columnCount()
+    tab.form.editor("level").setValue(0.6)
+    wait_idle(qtbot, tab)
+    assert t.item(0, 0).text() == "Level" and t.columnSpan(0, 0) == 1
+    monkeypatch.chdir(tmp_path)
+    tab.input_path = Path("img.npy")
+    assert str(tmp_path / "img.npy") in tab.command_line()
+
+
+def test_the_status_bar_says_a_run_is_running(tab, qtbot):
+    """While a job runs, the status bar does not keep saying "Loaded ... Press Run to run"."""
+    msgs: list[str] = []
+    tab.status_message.connect(msgs.append)
+    assert tab.run()
+    assert msgs and msgs[-1] == "Run: running on img.npy (cpu)…", msgs
+    wait_idle(qtbot, tab)
+    assert not msgs[-1].endswith("…")

@@ -103,6 +103,11 @@ def test_live_edit_undo_and_pin_in_the_real_tab(name, open_tab, qtbot, tmp_path)
     assert tab.last_report.ran == stages, tab.last_report
     assert [r[0] for r in tab.differing_params()] == [tool.params[param].label]
     assert tab.compare_table.rowCount() == 1
+    sp = tab.splitter   # the pinned and the live halves side by side are equally wide (same zoom)
+
+    def halves():
+        return sp.sizes()[sp.indexOf(tab._pinned_box)], sp.sizes()[sp.indexOf(tab.view)]
+    qtbot.waitUntil(lambda: abs(halves()[0] - halves()[1]) <= 1, timeout=3000)
     tab.unpin()
     qtbot.wait(200)  # the history step is recorded after the debounce
     assert tab.undo()

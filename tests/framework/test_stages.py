@@ -294,3 +294,72 @@ def test_imseg_kmeans_edit_with_contours_on_reruns_nothing():
 
     run()
     assert run(k_max=7, min_size=33, q=4).ran == []       # the default method is contours
+
+
+def test_another_methods_stages_are_not_run_timed_or_counted():
+    """Stage.when: a stage of another method is skipped (output None), and "stage N of M"
+    counts only the stages that apply (imseg's contours said "stage 7 of 8" for a coarseness
+    edit, counting the four k-means stages that did nothing)."""
+    calls = []
+    ps = ParamSet([Param("mode", str, "a", "Mode", "", choices=("a", "b")),
+                   Param("x", int, 1, "X", ""), Param("y", int, 1, "Y", "")])
+
+    def st(name):
+        def fn(ctx):
+            calls.append(name)
+            return name
+        return fn
+
+    pipe = Pipeline([
+        Stage("a1", st("a1"), params=("mode", "x"), when=lambda v: v["mode"] == "a"),
+        Stage("b1", st("b1"), params=("mode", "x"), after=(), when=lambda v: v["mode"] == "b"),
+        Stage("tail", st("tail"), params=("y",), after=("a1", "b1")),
+    ], finish=lambda d, out, p, **kw: dict(out), params=ps)
+    cpu, cache, data = get_backend("cpu"), StageCache(cap_bytes=1 << 20), object()
+
+    def run(**p):
+        return pipe.execute(data, ps.validate(p), device=cpu, cache=cache)
+
+    out, rep = run()
+    assert calls == ["a1", "tail"] and out["b1"] is None and rep.n_stages == 2 and rep.ran == ["a1", "tail"]
+    calls.clear()
+    _out, rep = run(y=2)
+    assert calls == ["tail"] and "re-ran from stage 2 of 2" in rep.describe()
+    assert pipe.names(ps.validate({})) == ["a1", "tail"] and pipe.names() == ["a1", "b1", "tail"]
+    assert pipe.affected("x", ps.validate({"mode": "b"})) == ["b1", "tail"]
+    assert pipe.affected("x", ps.validate({})) == ["a1", "tail"]
+    calls.clear()
+    out, rep = run(mode="b")
+    assert calls == ["b1", "tail"] and out["a1"] is None and rep.reused == []
+
+
+def test_a_result_from_the_cache_keeps_its_compute_time():
+    """A result shown from the cache says how long it took to compute, not "0 ms"."""
+    import time as _time
+
+    def slow(ctx):
+        _time.sleep(0.05)
+        return 1
+
+    pipe = Pipeline([Stage("s", slow)], finish=lambda d, out, p, *, device, elapsed: elapsed)
+    cpu, cache, data = get_backend("cpu"), StageCache(cap_bytes=1 << 20), object()
+    first, rep1 = pipe.execute(data, {}, device=cpu, cache=cache)
+    again, rep2 = pipe.execute(data, {}, device=cpu, cache=cache)
+    assert rep2.ran == [] and first >= 0.05 and again == pytest.approx(rep1.seconds["s"])
+    assert "computed earlier" in rep2.describe()
+
+
+def test_imseg_coarseness_edit_counts_only_the_contours_stages():
+    from app.tools import imseg
+
+    img = (np.random.default_rng(1).random((40, 48, 3)) * 255).astype(np.uint8)
+    data = imseg.ImageData(None, img)
+    cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 28)
+
+    def run(**p):
+        return imseg.PIPELINE.execute(data, imseg.PARAMS.validate(p), device=cpu, cache=cache)[1]
+
+    full = run()
+    assert full.ran == ["colour", "superpixels", "merge", "regions"] and full.n_stages == 4
+    assert "re-ran from stage 3 of 4 (region merging)" in run(coarseness=2.5).describe()
+    assert run(method="kmeans").n_stages == 5   # CIELAB, quantise, k-means, components, features
