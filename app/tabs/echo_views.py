@@ -15,6 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..ui.widgets import set_picture
+from .placeholder import EmptyHint
 
 __all__ = ["SliceViews", "PLANES", "arrow_segments"]
 
@@ -93,6 +94,11 @@ class SliceViews(QWidget):
         self.glw.scene().sigMouseClicked.connect(self._clicked)
         self.glw.scene().sigMouseMoved.connect(self._moved)
         self.stacked = False
+        # empty, the three views were blank squares crossed by the crosshair's lines
+        self.empty_hint = EmptyHint(
+            self, "No volumes loaded",
+            "Open a volume or a sequence: NIfTI, MHA/MHD, NRRD, a DICOM folder, .npy or .npz<br>"
+            "(File ▸ Open), or pick a bundled sample on the left.")
 
     # ------------------------------------------------------------------ layout
     def set_stacked(self, on: bool) -> None:
@@ -125,6 +131,7 @@ class SliceViews(QWidget):
         spacing = tuple(float(s) for s in spacing)
         changed = shape != self.shape or spacing != self.spacing
         self.shape, self.spacing = shape, spacing
+        self.empty_hint.hide()
         if changed:
             self.pos = [s // 2 for s in shape]
             for p in self.planes:

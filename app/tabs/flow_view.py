@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from gpu_kernels.flow import flow_to_color
 
 from ..render.flow import FlowPicture
+from .placeholder import EmptyHint
 
 __all__ = ["FlowView", "arrow_segments", "failure_masks", "quality_overlay_rgba", "FlowWheel"]
 
@@ -154,6 +155,10 @@ class FlowView(QWidget):
         self.user_zoomed = False  # until the user zooms or pans, a resize re-frames the frames
         for vb in (self.left, self.right):
             vb.sigRangeChangedManually.connect(self._zoomed)
+        self.empty_hint = EmptyHint(
+            self, "No frames loaded",
+            "Open the first frame of a pair, a video or a frame folder (File ▸ Open),<br>"
+            "or pick a bundled sample on the left.")
 
     def _zoomed(self, *_a) -> None:
         self.user_zoomed = True
@@ -247,6 +252,7 @@ class FlowView(QWidget):
 
     # ------------------------------------------------------------------ content
     def set_frames(self, img1, img2) -> None:
+        self.empty_hint.hide()
         self._set_image(self.img_left, img1, "left")
         self._set_image(self.img_right, img2, "right")
         self._pictures = []

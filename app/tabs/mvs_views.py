@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..ui.view3d import View3D
 from ..ui.widgets import set_picture
+from .placeholder import EmptyHint
 
 __all__ = ["MapView", "CloudView", "frustum_lines", "render_points_png"]
 
@@ -66,6 +67,12 @@ class MapView(QWidget):
         # the colour bar is as tall as the map on screen, not as the pane (a small depth map
         # in a tall pane had a bar four times its height)
         self.plot.layout.setAlignment(self.bar, pg.QtCore.Qt.AlignmentFlag.AlignVCenter)
+        # empty, the pane was a full-height 0..1 colour bar and nothing else
+        self.bar.hide()
+        self.empty_hint = EmptyHint(
+            self, "No scene loaded",
+            "Open a Middlebury *_par.txt or a COLMAP model folder (File ▸ Open),<br>"
+            "or pick a bundled sample on the left.", background="#f4f5f7")
         self.plot.vb.sigResized.connect(self._fit_bar)
         self.plot.vb.sigRangeChanged.connect(self._fit_bar)
         self.title = pg.LabelItem("", justify="left")
@@ -110,6 +117,7 @@ class MapView(QWidget):
             levels = (float(np.percentile(v[ok], 1)), float(np.percentile(v[ok], 99))) if ok.any() else (0.0, 1.0)
         if levels[1] <= levels[0]:
             levels = (levels[0], levels[0] + 1e-6)
+        self.empty_hint.hide()
         set_picture(self.backdrop, np.full(v.shape + (3,), 34, np.uint8))
         self.image.setImage(v, autoLevels=False)
         self.bar.setLevels(levels)
@@ -124,6 +132,7 @@ class MapView(QWidget):
 
     def show_rgb(self, rgb: np.ndarray, *, title: str = "") -> None:
         """An RGB picture (image or normal map); no colour bar."""
+        self.empty_hint.hide()
         set_picture(self.rgb_image, rgb)
         self.rgb_image.show()
         self.image.hide()
@@ -138,6 +147,8 @@ class MapView(QWidget):
         self.backdrop.clear()
         self.shape = None
         self.title.setText("")
+        self.bar.hide()
+        self.empty_hint.show()
 
 
 def frustum_lines(camera, scale: float) -> tuple[np.ndarray, np.ndarray]:

@@ -6,12 +6,13 @@ same interface to the window: nothing to open, run or save.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from ..ui.worker import JobRunner
 
 __all__ = [
+    "EmptyHint",
     "PlaceholderTab",
     "PLANNED",
     "OpticalFlowTab",
@@ -19,6 +20,29 @@ __all__ = [
     "MultiViewStereoTab",
     "ImageSegmentationTab",
 ]
+
+
+class EmptyHint(QLabel):
+    """What a view says while it has nothing to show, over the whole view ("No frames loaded:
+    open ... or pick a bundled sample"), worded and styled like the mesh view's. The view
+    calls ``hide()`` when its first picture comes and ``show()`` when it is cleared."""
+
+    def __init__(self, view: QWidget, title: str, text: str, *, background: str = "#ffffff"):
+        super().__init__(view)
+        self.setObjectName("empty-hint")
+        self.setText(f"<div style='color:#666'><h3>{title}</h3><p>{text}</p></div>")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setWordWrap(True)
+        self.setStyleSheet(f"background: {background};")
+        self._view = view
+        view.installEventFilter(self)
+        self.setGeometry(view.rect())
+        self.raise_()
+
+    def eventFilter(self, obj: QObject, ev: QEvent) -> bool:  # noqa: N802
+        if obj is self._view and ev.type() == QEvent.Type.Resize:
+            self.setGeometry(self._view.rect())
+        return False
 
 
 class PlaceholderTab(QWidget):
