@@ -10,6 +10,7 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -489,6 +490,8 @@ class FlowTab(ToolTab):
             return False
         gt, gt_path, mask, mask_path = self.data.gt, self.data.gt_path, self.data.mask, self.data.mask_path
 
+        self._second_path = Path(path)
+
         def load_second(progress=None):
             d = flow.load_pair(first, path, progress=progress)
             if mask is not None and mask.shape == d.shape:
@@ -499,6 +502,32 @@ class FlowTab(ToolTab):
 
         return self.load_extra(load_second, f"Opening {path.name}")
 
+    def open_file(self, path) -> bool:
+        self._second_path = None          # the next frame of the folder, as the CLI takes it
+        return super().open_file(path)
+
+    def command_line(self) -> str:
+        """The ``gpulab flow`` command of what is on screen: besides the first frame and the
+        parameters, the second frame when it was chosen (not the next one in the folder), the
+        pair of a video or frame folder, the mask and the ground truth. Without them the copied
+        command computed another pair, or without the mask."""
+        d = self.data
+        if d is None or self.input_path is None:
+            return super().command_line()
+        inputs = [str(Path(self.input_path).absolute())]
+        second = getattr(self, "_second_path", None)
+        if d.sequence is None and second is not None and second.name == d.name2:
+            inputs.append(str(second.absolute()))
+        cmd = self.tool.command_line(inputs, self.shown_params(), device=self.host.device_spec())
+        extra = []
+        if d.sequence is not None and d.index:
+            extra += ["--pair", str(d.index)]
+        if d.mask_path is not None:
+            extra += ["--mask", str(Path(d.mask_path).absolute())]
+        if d.gt_path is not None:
+            extra += ["--gt", str(Path(d.gt_path).absolute())]
+        return cmd + (" " + shlex.join(extra) if extra else "")
+
     def open_pair(self, first: Path, second: Path) -> bool:
         """Open two image files as a pair (as if the first had been opened)."""
         if self.runner.is_running():
@@ -506,6 +535,7 @@ class FlowTab(ToolTab):
             return False
         self._job = PendingJob("load", Path(first), "open")
         self._run_after_load = False
+        self._second_path = Path(second)
         from ..tools.base import Job
 
         self.runner.start(Job(flow.load_pair, (Path(first), Path(second)), what=f"Opening {Path(second).name}",

@@ -73,3 +73,55 @@ def test_the_quality_overlay_slider_has_a_label(tab):
     i = lay.indexOf(tab.quality_opacity)
     assert lay.itemAt(i - 1).widget() is tab.quality_opacity_label
     assert "opacity" in tab.quality_opacity_label.text().lower()
+
+
+def _cli(cmd: str, cwd: Path):
+    import shlex
+    import subprocess
+    import sys
+
+    argv = shlex.split(cmd)
+    assert argv[:2] == ["gpulab", "flow"]
+    r = subprocess.run([sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main(sys.argv[1:]))",
+                        *argv[1:]], cwd=cwd, capture_output=True, text=True,
+                       env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r
+
+
+def test_copy_command_repeats_a_chosen_second_frame_and_mask(qtbot, open_tab, tab_runner, tmp_path):
+    # before: the command named the first frame only, so the CLI took the next image of the
+    # folder (b.png) instead of the chosen second frame (c.png), and ran without the mask
+    import shutil
+
+    from app.io.flow_io import read_flo
+    from app.io.image_io import read_image, write_image
+
+    src = SAMPLE.parent
+    shutil.copy(src / "frame1.png", tmp_path / "a.png")
+    shutil.copy(src / "frame1.png", tmp_path / "b.png")            # no motion: what the CLI took
+    shutil.copy(src / "frame2.png", tmp_path / "c.png")
+    img = read_image(tmp_path / "a.png")
+    mask = np.zeros(img.shape[:2], np.uint8)
+    mask[20:-20, 30:-30] = 255
+    write_image(tmp_path / "roi.png", mask)
+    t = open_tab(FlowTab, (1300, 800))
+    t.live_check.setChecked(False)
+    tab_runner.load(t, tmp_path / "a.png")
+    with qtbot.waitSignal(t.input_loaded, timeout=30000):
+        assert t.choose_second(tmp_path / "c.png")
+    with qtbot.waitSignal(t.input_loaded, timeout=30000):
+        assert t.choose_mask(tmp_path / "roi.png")
+    res = tab_runner.run(t, method="lk")
+    assert res is not None and t.data.name2 == "c.png"
+    cmd = t.command_line()
+    assert "c.png" in cmd and "--mask" in cmd
+    out = tmp_path / "cli"
+    out.mkdir()
+    _cli(cmd, out)
+    gui = tmp_path / "gui.flo"
+    t.save_result(gui, t.tool.export("flow"))
+    f_cli, _ = read_flo(out / "a.flo")
+    f_gui, _ = read_flo(gui)
+    assert np.array_equal(f_cli, f_gui)
+    assert np.abs(f_gui).max() > 0.5        # c.png moved (b.png would give ~0)
