@@ -487,8 +487,24 @@ class EchoTab(ToolTab):
             if path is None:
                 return False
         fixed = self.data.path
+        self._moving_path = Path(path)
         return self.load_extra(lambda progress=None: echo.load_pair(fixed, path, progress=progress),
                                f"Opening {path.name}")
+
+    def open_file(self, path) -> bool:
+        self._moving_path = None
+        return super().open_file(path)
+
+    def command_line(self) -> str:
+        """The ``gpulab echo`` command of what is on screen: with a moving volume chosen with
+        Moving volume…, that volume as MOVING (the command named the fixed one alone, and the CLI
+        refused it as a single 3-D volume)."""
+        d, moving = self.data, getattr(self, "_moving_path", None)
+        if d is None or self.input_path is None or moving is None or d.n_frames != 2 \
+                or d.names[1] != moving.name:
+            return super().command_line()
+        inputs = [str(Path(self.input_path).absolute()), str(moving.absolute())]
+        return self.tool.command_line(inputs, self.shown_params(), device=self.host.device_spec())
 
     def export_options(self, export) -> dict:
         if export.key == "slices":
