@@ -2,7 +2,8 @@
 without fusion, view 0 alone: whole ``reconstruct`` calls) and one more, **the live edit**: what
 the tool re-runs when a growing parameter (the NCC threshold) changes for view 0 alone: the
 ``depth`` stage only, :func:`grow_views` on views prepared once (the tool's stage cache keeps
-the view selection, the seeds and the packed textures), then the maps on the host.
+the view selection, the seeds and the packed textures), then the maps on the host; and **the
+tool's fusion stage** alone (a ``fuse_tol`` edit), which fuses the 16 views' maps from the host.
 
 Usage (GPU host, ``python3`` with PyTorch for CUPTI; as mvs_session5.py)::
 
@@ -55,6 +56,42 @@ def live_row(scene, dev, label, repeat=9, ncc=(0.5, 0.55)) -> dict:
     return out
 
 
+def fusion_stage_row(scene, dev, label, repeat=5) -> dict:
+    """The tool's ``fusion`` stage on its own (a ``fuse_tol`` edit re-runs only it): the 16 views'
+    maps, grown once by the ``depth`` stage (``grow_views``, maps on the host), fused again from
+    the host arrays (their upload included): wall (median), GPU idle share (CUPTI)."""
+    from gpu_kernels.mvs.fusion import fuse_depth_maps
+    from gpu_kernels.mvs.stereo import finish_maps, grow_views, prepare_views
+
+    pts, pvis = scene.points, scene.point_views
+    prep = prepare_views(scene, views="all", device=dev, seeds=(pts, pvis, "model"))
+    maps, st = grow_views(scene, prep, device=dev)
+    finish_maps(maps, st)
+    vs = list(prep.views)
+    images = [scene.images[v] if np.asarray(scene.images[v]).dtype == np.uint8 else None for v in vs]
+
+    def once():
+        return fuse_depth_maps(scene.cameras, [m.depth for m in maps], views=vs, normals=[m.normal for m in maps],
+                               confidences=[m.conf for m in maps], images=images, device=dev)
+
+    once()
+    walls = []
+    for _ in range(repeat):
+        s5._sync()
+        t = time.perf_counter()
+        f = once()
+        walls.append(time.perf_counter() - t)
+    wall = float(np.median(walls))
+    out = {"label": label, "wall_s": wall, "walls": walls, "fused_points": int(len(f.points))}
+    g = s5.gpu_busy(once)
+    if g is not None:
+        out.update({k: g[k] for k in ("wall_profiled_s", "gpu_busy_s", "gpu_idle_share", "largest_idle_gaps")})
+        out["gpu_idle_share_of_unprofiled_wall"] = 1 - g["gpu_busy_s"] / wall
+    s5.log(label, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in out.items()
+                              if k not in ("walls", "largest_idle_gaps")}))
+    return out
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     rc = s5.main(argv)
@@ -72,6 +109,7 @@ def main(argv=None) -> int:
     label = argv[argv.index("--label") + 1] if "--label" in argv else ""
     out = json.loads(path.read_text())
     out["rows"].append(live_row(scene, "cuda", f"{label} live edit: view 0's depth stage"))
+    out["rows"].append(fusion_stage_row(scene, "cuda", f"{label} the tool's fusion stage (maps from the host)"))
     path.write_text(json.dumps(out, indent=1, default=str))
     return 0
 
