@@ -10,6 +10,7 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 from __future__ import annotations
 
 import logging
+import shlex
 import time
 from pathlib import Path
 
@@ -284,6 +285,15 @@ class MvsTab(ToolTab):
         data = self.data
         return self.load_extra(lambda progress=None: mvs.with_masks(data, folder, progress=progress),
                                f"Reading the masks in {folder.name}")
+
+    def command_line(self) -> str:
+        """The copied command with the masks chosen with Masks… (--mask-dir): without them the
+        CLI reconstructed the whole images, not what is on screen."""
+        cmd = super().command_line()
+        d = self.data
+        if d is not None and d.mask_dir is not None:
+            cmd += " " + shlex.join(["--mask-dir", str(Path(d.mask_dir).absolute())])
+        return cmd
 
     def clear_masks(self) -> bool:
         if self.data is None or self.data.mask_dir is None:

@@ -45,3 +45,41 @@ def test_pinned_and_live_depth_share_one_scale_and_the_cache_says_so(qtbot, open
     assert tab_runner.run(tab, **FAST, ncc_accept=0.5) is not None
     assert not tab.last_report.ran
     assert "shown from the cache" in tab.stats_label.text() and " 0 ms on" not in tab.stats_label.text()
+
+
+def test_copy_command_keeps_the_masks(qtbot, open_tab, tab_runner, tmp_path):
+    # before: the masks chosen with Masks… were not in the copied command: the CLI reconstructed
+    # the whole images
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from app.io.image_io import write_image
+
+    tab = open_tab(MvsTab, (1300, 800))
+    tab.live_check.setChecked(False)
+    data = tab_runner.load(tab, SAMPLE)
+    h, w = data.scene.images[0].shape[:2]
+    masks = tmp_path / "masks"
+    masks.mkdir()
+    keep = np.zeros((h, w), np.uint8)
+    keep[:, : w // 2] = 255
+    write_image(masks / f"{data.scene.names[0]}.png", keep)
+    with qtbot.waitSignal(tab.input_loaded, timeout=30000):
+        assert tab.choose_masks(masks)
+    res = tab_runner.run(tab, **FAST)
+    assert res is not None
+    argv = shlex.split(tab.command_line())
+    assert "--mask-dir" in argv and argv[argv.index("--mask-dir") + 1] == str(masks)
+    out = tmp_path / "cli"
+    out.mkdir()
+    r = subprocess.run([sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main(sys.argv[1:]))",
+                        *argv[1:]], cwd=out, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert r.returncode == 0, r.stderr[-1500:]
+    name = data.scene.names[0]
+    cli_depth = np.load(out / argv[argv.index("-o") + 1] / f"{name}.depth.npy")
+    gui_depth = res.view_map(0).depth
+    assert np.array_equal(cli_depth, gui_depth, equal_nan=True)
+    assert not np.isfinite(cli_depth[:, w // 2:]).any()
