@@ -325,7 +325,9 @@ def main(argv=None):
     ap.add_argument("--host-profile", default="", help="method:WxH: cProfile of the host side of 30 calls")
     ap.add_argument("--trace", default="", help="method:WxH:path: a torch.profiler chrome trace of 3 calls")
     ap.add_argument("--unread-grid", action="store_true",
-                    help="merge.UNREAD_ONE_BLOCK = False: the graph's rounds as grid kernels, not md_round")
+                    help="merge.UNREAD_ONE_BLOCK = False: rounds as grid kernels where the count stays on the device")
+    ap.add_argument("--graph-one-block", action="store_true",
+                    help="graphs.GRID_ROUNDS = False: the graph's rounds in one block (md_round)")
     ap.add_argument("--no-graphs", action="store_true", help="graphs.ENABLED = False (the ordinary launches)")
     ap.add_argument("--again", action="store_true", help="time every row a second time at the end (same process)")
     ap.add_argument("--slic-chunk", type=int, default=0, help="pixels per thread of the SLIC assignment")
@@ -357,6 +359,10 @@ def main(argv=None):
         from gpu_kernels.imseg import merge as M
 
         M.UNREAD_ONE_BLOCK = False
+    if a.graph_one_block:
+        from gpu_kernels.imseg import graphs as G
+
+        G.GRID_ROUNDS = False
     if a.no_graphs:
         from gpu_kernels.imseg import graphs as G
 

@@ -32,7 +32,7 @@ from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg import merge as _merge
 from gpu_kernels.imseg._util import is_cupy
 
-__all__ = ["ENABLED", "MAX_GRAPHS", "FEATURE_ROWS_MAX", "PrefixGraph", "usable", "lookup", "capture", "clear",
+__all__ = ["ENABLED", "MAX_GRAPHS", "GRID_ROUNDS", "FEATURE_ROWS_MAX", "PrefixGraph", "usable", "lookup", "capture", "clear",
            "stats", "feature_rows"]
 
 #: use graphs at all (the pipeline's result is the same either way)
@@ -55,6 +55,10 @@ def usable(be, img, p: dict, label_method: str, weights: str, max_pixels: int) -
             and weights == "histogram" and p["min_size"] > 1 and h * w <= max_pixels)
 
 
+#: the graph's merge rounds as grid kernels (md_link, md_settle, md_compress, md_check: four
+#: launches a round, cheap inside a graph) rather than one block (md_round): k-means 512^2 on
+#: the H100 0.79-0.80 ms against 0.87 end to end (benchmarks/results/imseg_session6.md)
+GRID_ROUNDS = True
 #: the region features run inside the graph when the merge bounds the regions to at most this
 #: many (one per ``min_size`` pixels); the graph then ends with everything but the download
 FEATURE_ROWS_MAX = 16384
@@ -167,7 +171,7 @@ class PrefixGraph:
                     labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None,
                                                               global_step)
                     state = _merge.merge_queue(be, labels_d, n, h, w, p["min_size"], p["connectivity"], img_d, c,
-                                               lab_d=lab_d, count_dev=total)
+                                               lab_d=lab_d, count_dev=total, one_block=not GRID_ROUNDS)
                     feats = None
                     rows = feature_rows(h, w, p["min_size"])
                     if fopts and rows <= FEATURE_ROWS_MAX:

@@ -276,7 +276,8 @@ def _noisy(seed, h=48, w=64, k=6, speckle=0.1):
                                        ((256, 256), {"min_size": 4}), ((200, 300), {"min_size": 2}),
                                        ((256, 256), {"min_size": 64, "per_check": 1}),
                                        ((256, 256), {"features": False}), ((256, 256), {"moments": False}),
-                                       ((512, 512), {"grid_rounds": True}), ((321, 481), {"grid_rounds": True})])
+                                       ((512, 512), {"one_block_rounds": True}),
+                                       ((321, 481), {"one_block_rounds": True})])
 def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw, monkeypatch):
     """The first call of a shape runs the ordinary way and captures the graph; later calls
     replay it and give exactly the ordinary path's result, for this image and for another
@@ -287,8 +288,8 @@ def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw, monkeypatch):
     from gpu_kernels.imseg import segment_image
 
     kw = dict(kw)
-    if kw.pop("grid_rounds", False):
-        monkeypatch.setattr(M, "UNREAD_ONE_BLOCK", False)
+    if kw.pop("one_block_rounds", False):
+        monkeypatch.setattr(G, "GRID_ROUNDS", False)
     if "per_check" in kw:
         monkeypatch.setattr(M, "ROUNDS_PER_CHECK", kw.pop("per_check"))
 
