@@ -64,7 +64,7 @@ import math
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -130,6 +130,13 @@ AUTO_K_STRENGTH = 1.5
 #: over the 76 PSB meshes (benchmarks/results/mesh_quality_session6.md), replay 0.1586 -> 0.1526
 #: held out, chosen in 19 of 19 folds; the starts do not depend on k
 K_FROM_AUTO_STARTS = True
+#: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
+#: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
+#: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:
+#: leave one category out over the 76 PSB meshes (replay, benchmarks/mesh_quality.py) among
+#: 0.5 (= SDF_MERGE), 0.75, 1, 1.5, 2, 3: 2 in 19 of 19 folds, protocol 0.1526 -> 0.1432 held
+#: out (fish 0.052 better, bearing 0.048 worse). None: SDF_MERGE
+K_SDF_MERGE = 2.0
 #: ... and while it is weaker than this share of the strongest boundary met on the way
 #: down to two clusters (a mesh whose parts meet at very sharp creases has strong seams
 #: inside its parts too)
@@ -372,7 +379,7 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
 
 
 def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=None, overseg=1.0, dists=None,
-                 starts=None, orders=None, early_epsilon=None) -> dict:
+                 starts=None, orders=None, early_epsilon=None, memo=None) -> dict:
     """The first half of :func:`_cluster_graph`: every component's fuzzy clusterings (one per
     over-segmentation factor or auto-k start) on its distance matrix. Returns ``{"targets",
     "factors", "auto_starts", "blocks", "kused"}`` for :func:`_settle`.
@@ -380,13 +387,18 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     ``early_epsilon``: on a GPU (one mesh component, :data:`EARLY_SETTLE`), each clustering's
     cuts and merges for that epsilon start on a host thread as soon as it has converged, while
     the GPU iterates the others; :func:`_settle` takes them when its epsilon is the same
-    (``"early"``; the same work, so the same result) and does the work itself otherwise."""
+    (``"early"``; the same work, so the same result) and does the work itself otherwise.
+
+    ``memo``: a dict kept with the distances (:attr:`PreparedMesh.memo`) that holds the
+    clusterings of the auto-k starts' cluster counts (``AUTO_K_STARTS``), which every k uses
+    and none changes: a k edit clusters only its own over-segmentations (issue 20)."""
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
     careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
     targets = _k_per_component(k, sizes, careas, info["warnings"])
     factors = tuple(overseg) if isinstance(overseg, tuple | list) else (float(overseg),)
     asked = AUTO_K_STARTS if starts is None else starts
+    memo_counts = {int(x) for x in asked}
     starts = (AUTO_K_START,)
     if isinstance(k, str):
         starts = tuple(int(x) for x in asked) or (AUTO_K_START,)
@@ -449,19 +461,30 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         counts = [x for x in want if not isinstance(x, str)]
         sub = prog.sub(a1, a2)
         host: dict = {}
+        # the auto-k starts' clusterings do not depend on k: kept on stage 1's output (``memo``)
+        keys = {x: (c, x, int(max_iter), power) for x in counts if memo is not None and x in memo_counts}
+        hit = {x: memo[key] for x, key in keys.items() if key in memo}
+        todo = [x for x in counts if x not in hit]
+
+        def submit_early(x, reps_x, Pc, _c=c, _faces=faces_c):
+            for i in range(nf):
+                if ks_by[i][_c] == x:
+                    early[i] = _settle_pool().submit(
+                        _settle_one, graph, [(_faces, Pc, _faces[reps_x])], [int(np.asarray(reps_x).size)],
+                        targets, k, early_epsilon, nf)
+
         on_done = None
         if early is not None:
-            def on_done(j, reps_j, P_j, _c=c, _faces=faces_c, _counts=counts, _host=host):
+            for x, (fc_x, Pc_x) in hit.items():  # cut at once, while the GPU clusters the others
+                submit_early(x, fc_x.reps, Pc_x)
+
+            def on_done(j, reps_j, P_j, _todo=todo, _host=host):
                 # a converged clustering: its memberships to the host, its cuts to the thread
-                Pc = _host[_counts[j]] = asnumpy(P_j)
-                for i in range(nf):
-                    if ks_by[i][_c] == _counts[j]:
-                        early[i] = _settle_pool().submit(
-                            _settle_one, graph, [(_faces, Pc, _faces[reps_j])], [int(np.asarray(reps_j).size)],
-                            targets, k, early_epsilon, nf)
+                Pc = _host[_todo[j]] = asnumpy(P_j)
+                submit_early(_todo[j], reps_j, Pc)
         try:
-            done_k = dict(zip(counts, fuzzy_cluster_many(D, counts, max_iter=max_iter, power=power, progress=sub,
-                                                         order=far, device=backend, on_done=on_done), strict=True))
+            done_k = dict(zip(todo, fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, progress=sub,
+                                                       order=far, device=backend, on_done=on_done), strict=True))
         except BaseException:  # cancelled or failed: the early cuts not started are dropped
             for fut in (early or {}).values():
                 fut.cancel()
@@ -469,10 +492,16 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         for x in want:
             if isinstance(x, str):  # the farthest-point gap rule (AUTO_K_RULE "gap")
                 done_k[x] = fuzzy_cluster(D, x, max_iter=max_iter, power=power, progress=sub, order=far)
+        for x, (fc_x, Pc_x) in hit.items():
+            done_k[x] = fc_x
+            host[x] = Pc_x
         for x in want:
             iters.append(done_k[x].n_iter)
             conv.append(done_k[x].converged)
             done_k[x] = (done_k[x], host[x] if x in host else asnumpy(done_k[x].P))
+            if x in keys and x not in hit:
+                fc_x, Pc_x = done_k[x]
+                memo[keys[x]] = (replace(fc_x, P=Pc_x), Pc_x)
         for i in range(nf):
             kc = ks_by[i][c]
             fc, Pc = done_k[kc]
@@ -651,17 +680,37 @@ def elbow_stop(strengths) -> int:
     return int(max(n, floor))
 
 
+def k_merge_graph(graph):
+    """``graph`` as an integer k's merges see it: its thickness raised to the power
+    ``K_SDF_MERGE / SDF_MERGE``, which scales every cluster's mean log thickness and so makes
+    the merges' thickness contrast ``K_SDF_MERGE`` (cached on the graph)."""
+    from dataclasses import replace
+
+    from gpu_kernels.mesh import dualgraph as _dg
+
+    th = getattr(graph, "thickness", None)
+    if th is None or K_SDF_MERGE is None or not _dg.SDF_MERGE > 0 or K_SDF_MERGE == _dg.SDF_MERGE:
+        return graph
+    key = (float(K_SDF_MERGE), float(_dg.SDF_MERGE))
+    cached = getattr(graph, "_k_merge_graph", None)
+    if cached is None or cached[0] != key or cached[1].thickness.shape != th.shape:
+        cached = (key, replace(graph, thickness=np.power(th, key[0] / key[1])))
+        graph._k_merge_graph = cached
+    return cached[1]
+
+
 def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     """Merge over-segmented clusters along their least concave boundaries (see
-    :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`)."""
+    :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`; an integer k's merges weigh
+    thickness contrast by K_SDF_MERGE: :func:`k_merge_graph`)."""
     t0 = time.perf_counter()
     labels, _ = _bd.merge_islands(graph, labels)
     label_comp = np.repeat(np.arange(len(ks)), ks)
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
     auto = {c for c, t in enumerate(targets) if t == "auto"}
     strengths: list = []
-    merged, merges = _bd.merge_weakest_boundaries(graph, labels, tg, label_comp, strengths=strengths,
-                                                  min_area=MIN_PART_AREA)
+    merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
+                                                  strengths=strengths, min_area=MIN_PART_AREA)
     if auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
@@ -886,6 +935,10 @@ class PreparedMesh:
     #: the epsilon of the last :func:`settle_prepared` on it: the guess of
     #: :func:`clusterings_prepared`'s early cuts (a hint only: no result depends on it)
     last_epsilon: float | None = None
+    #: {(resolution, component, cluster count, iteration cap, power): (its clustering, its host
+    #: memberships)} for the auto-k starts' counts, filled by the first clustering that needs
+    #: them (:func:`_clusterings`' ``memo``; the same as computing them again)
+    memo: dict = field(default_factory=dict)
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -1133,13 +1186,14 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
                 g = graph if gs is None else gs
                 sub["n_faces_segmented"] = g.n
                 cl = _clusterings(g, k, apsp_method, max_iter, backend, sp.sub(0.05, 0.8), sub, p_used, o_used,
-                                  dist, starts, orders[i], early_epsilon=early_eps)
+                                  dist, starts, orders[i], early_epsilon=early_eps,
+                                  memo=prep.memo.setdefault(("working", i), {}))
                 sets.append((cl, sub))
         else:
             info["n_faces_segmented"] = graph.n
             cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, p_used, o_used,
                               prep.distances[0] if prep.distances else None, None, orders[0],
-                              early_epsilon=early_eps)
+                              early_epsilon=early_eps, memo=prep.memo.setdefault(("full", 0), {}))
             sets.append((cl, info))
     return ClusterSet(kw=kw, info=info, apsp_method=apsp_method, sets=sets, seconds=time.perf_counter() - t_start)
 

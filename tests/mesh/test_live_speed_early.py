@@ -115,3 +115,30 @@ def test_gpu_early_cuts_on_the_thread_equal_the_sequential_gpu_run(k, monkeypatc
     for a, b in zip(_arrays(fast), _arrays(ref), strict=True):
         np.testing.assert_array_equal(a, b)
 
+
+
+def test_the_auto_k_starts_are_clustered_once_per_distances_and_reused(monkeypatch):
+    """Every k (an integer one through K_FROM_AUTO_STARTS, and 'auto') clusters the auto-k starts'
+    counts; they do not depend on k, so stage 1's output keeps them: a k edit clusters only its
+    own over-segmentations, and its result is a full run's."""
+    v, f, _ = box_bar_box()
+    data = mesh_seg.from_arrays(v, f)
+    cache = StageCache(cap_bytes=256 << 20)
+    base = {"k": 3, "apsp": "cpu", "max_faces": None}
+    asked = []
+    real = segmod.fuzzy_cluster_many
+    monkeypatch.setattr(segmod, "fuzzy_cluster_many", lambda D, ks, **kw: asked.append(list(ks)) or real(D, ks, **kw))
+    mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="m")
+    starts = set(segmod.AUTO_K_STARTS)
+    assert starts <= set(asked[0]) or not segmod.K_FROM_AUTO_STARTS
+    for k in (4, "auto", 5):
+        asked.clear()
+        p = {**base, "k": k}
+        res, rep = mesh_seg.TOOL.run_staged(data, p, device=CPU, cache=cache, scope="m")
+        assert rep.ran == ["cluster", "segment", "cut"] and not starts & set(asked[0])
+        monkeypatch.setattr(segmod, "fuzzy_cluster_many", real)
+        full = mesh_seg.run(data, p, device=CPU)
+        monkeypatch.setattr(segmod, "fuzzy_cluster_many", lambda D, ks, **kw: asked.append(list(ks)) or real(D, ks, **kw))
+        for a, b in zip(_arrays(res.seg), _arrays(full.seg), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert res.seg.info["iterations"] == full.seg.info["iterations"]
