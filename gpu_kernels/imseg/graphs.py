@@ -14,8 +14,10 @@ features and the download) as before. The same kernels on the same data, so the 
 clusters, centres and features.
 
 Every device allocation made during the capture is kept with the graph (a replay writes into
-the same memory), and a graph serves one call at a time (a lock from the launch to the end of
-the download).
+the same memory: about 60 bytes a pixel, 16 MB at 512^2, so ``MAX_GRAPHS`` graphs of 1 Mpx
+hold up to about 0.5 GB of device memory; :func:`clear` gives it back), and a graph serves one
+call at a time (a lock from the launch to the end of the download). The stage functions the
+app's live tab runs (``stage_lab`` ... ``stage_regions``) never use graphs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ MAX_GRAPHS = 8
 
 _GRAPHS: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
+_CAPTURE_LOCK = threading.Lock()
 _STATS = {"captures": 0, "replays": 0}
 _FAILED: set = set()
 
@@ -91,7 +94,8 @@ def capture(be, img, p: dict, global_step: str, fopts: tuple = ()) -> PrefixGrap
     if k in _FAILED:
         return None
     try:
-        g = PrefixGraph(be, img, p, global_step, fopts)
+        with _CAPTURE_LOCK:  # one capture at a time (its allocator hook is process-wide)
+            g = PrefixGraph(be, img, p, global_step, fopts)
     except Exception as exc:  # noqa: BLE001 - a driver without capture support: the ordinary path
         import warnings
 
