@@ -671,6 +671,9 @@ class MainWindow(QMainWindow):
     def _update_actions(self) -> None:
         tab = self.current_tab()
         self.act_save.setEnabled(tab is not None and bool(tab.can_save()))
+        # the title names what the shown tab works on, as MeshLab and napari do
+        path = getattr(tab, "input_path", None)
+        self.setWindowTitle(f"{Path(path).name} — {tab.title} — gpulab" if tab is not None and path else "gpulab")
 
     # ------------------------------------------------------------------ settings
     def _restore_settings(self) -> None:

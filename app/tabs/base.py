@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QKeyCombination, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -136,6 +136,20 @@ class PendingJob:
     params: dict = field(default_factory=dict)
     device: str | None = None
     request: int = 0
+
+
+class _HistoryKeysPassThrough(QObject):
+    """Lets the undo/redo keys reach the tab's history shortcuts from a parameter editor."""
+
+    _KEYS = (QKeySequence.StandardKey.Undo, QKeySequence.StandardKey.Redo)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if event.type() == QEvent.Type.ShortcutOverride and (
+                any(event.matches(k) for k in self._KEYS)
+                or event.keyCombination() == QKeyCombination(Qt.KeyboardModifier.ControlModifier, Qt.Key.Key_Y)):
+            event.ignore()   # not the editor's: the shortcut map gives it to the tab
+            return True
+        return False
 
 
 def _views3d(root: QWidget) -> list[View3D]:
@@ -252,6 +266,11 @@ class ToolTab(QWidget):
             sc = QShortcut(QKeySequence(seq), self)
             sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             sc.activated.connect(fn)
+        # a parameter box keeps its own text undo; Ctrl+Z there is the tab's history, as the
+        # user expects right after typing a value (the box would otherwise take the key)
+        self._undo_pass = _HistoryKeysPassThrough(self)
+        for w in self.form.findChildren(QWidget):
+            w.installEventFilter(self._undo_pass)
         self._update_enabled()
 
     @property
@@ -611,6 +630,7 @@ class ToolTab(QWidget):
         self.host.file_opened(path)
         self.input_loaded.emit(path)
         self.result_changed.emit()
+        self._update_enabled()   # no result yet: nothing to pin or export
         if self._run_after_load:
             self._run_after_load = False
             QTimer.singleShot(0, self, self.run)  # after the runner has settled
@@ -1520,6 +1540,7 @@ class ToolTab(QWidget):
             b.setEnabled(self.result is not None and not running)
         self.undo_button.setEnabled(self.can_undo())
         self.redo_button.setEnabled(self.can_redo())
+        self.pin_button.setEnabled(self.result is not None or self.pinned is not None)   # nothing to pin yet
 
     def _set_status(self, msg: str) -> None:
         log.info("%s", msg)

@@ -118,6 +118,10 @@ def test_open_routes_by_extension_and_remembers_recent(fake_window, qtbot, tmp_p
     _open(qtbot, fake_window, c, slow)
     assert fake_window.current_tab() is slow
     assert fake_window.recent_files()[:2] == [str(c.resolve()), str(a.resolve())]
+    # the title names what the shown tab works on (MeshLab, napari); a tab without input: none
+    assert fake_window.windowTitle() == f"three.slw.gz — {slow.title} — gpulab"
+    fake_window.tab_widget.setCurrentIndex(fake_window.tab_widget.indexOf(other))
+    assert fake_window.windowTitle() == "gpulab"
     assert errors == []
 
 

@@ -420,3 +420,38 @@ def test_the_status_bar_says_a_run_is_running(tab, qtbot):
     assert msgs and msgs[-1] == "Run: running on img.npy (cpu)…", msgs
     wait_idle(qtbot, tab)
     assert not msgs[-1].endswith("…")
+
+
+def test_ctrl_z_in_a_parameter_box_steps_back_the_history(tab, qtbot):
+    """Right after typing a value, the cursor is still in the box: Ctrl+Z there undoes the
+    parameter step (the spin box used to take the key for its own text undo)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    tab.activateWindow()
+    qtbot.waitUntil(tab.isActiveWindow, timeout=3000)
+    box = tab.form.editor("level")
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus, timeout=3000)
+    box.setValue(0.3)
+    qtbot.wait(250)                    # recorded as a history step after the debounce
+    box.setValue(0.4)
+    QTest.keyClick(box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert tab.form.values()["level"] == 0.3 and box.hasFocus()
+    QTest.keyClick(box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert tab.form.values()["level"] == 0.4
+
+
+def test_pin_is_off_until_there_is_a_result(open_tab, qtbot, tmp_path):
+    t = open_tab(LiveTab)
+    t.shown = []
+    assert not t.pin_button.isEnabled()
+    t.cache = StageCache(cap_bytes=1 << 20)
+    t.host.device = "cpu"
+    t.set_input(IMG, tmp_path / "img.npy")
+    assert not t.pin_button.isEnabled()
+    assert t.run()
+    wait_idle(qtbot, t)
+    assert t.pin_button.isEnabled()
+    t.set_input(IMG * 2, tmp_path / "img2.npy")     # a new input: its result is gone
+    assert not t.pin_button.isEnabled()
