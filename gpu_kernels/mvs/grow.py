@@ -119,8 +119,9 @@ class DepthMap:
 
     def wait(self) -> DepthMap:
         """Wait for the maps' download (where one is under way); drop the device's copies."""
-        if self.__dict__.get("pending") is not None:
-            self.pending.wait()
+        p = self.__dict__.get("pending")  # read once: another thread's wait may clear it
+        if p is not None:
+            p.wait()
         return self
 
 
@@ -131,8 +132,9 @@ def _waiting(name: str) -> property:
 
     def get(self):
         d = self.__dict__
-        if d.get("pending") is not None:
-            self.pending.wait()
+        p = d.get("pending")  # read once: another thread's wait may clear it
+        if p is not None:
+            p.wait()
         return d[key]
 
     def put(self, value) -> None:
@@ -661,23 +663,26 @@ def _background() -> ThreadPoolExecutor:
 
 class _Pending:
     """A group's maps on their way down: :meth:`wait` joins the download, then counts each
-    map's samples into its stats and drops the device's copies."""
+    map's samples into its stats and drops the device's copies. Thread-safe: a second caller
+    (say the window reading a map while the worker fuses) waits until the download has ended."""
 
     def __init__(self, future, maps):
         self.future, self.maps = future, maps
         self.wait_s = 0.0
+        self._lock = threading.Lock()
 
     def wait(self) -> None:
-        if self.future is None:
-            return
-        t = time.perf_counter()
-        fut, self.future = self.future, None
-        counts = fut.result()
-        self.wait_s = time.perf_counter() - t
-        for mp, c in zip(self.maps, counts, strict=True):
-            mp.pending = mp.device = None
-            mp.stats["samples"] = c
-            mp.stats["download_wait_s"] = self.wait_s
+        with self._lock:
+            if self.future is None:
+                return
+            t = time.perf_counter()
+            counts = self.future.result()
+            self.wait_s = time.perf_counter() - t
+            for mp, c in zip(self.maps, counts, strict=True):
+                mp.stats["samples"] = c
+                mp.stats["download_wait_s"] = self.wait_s
+                mp.pending = mp.device = None
+            self.future = None
 
 
 def _maps(g: _Group, neighbors, rh, rhs, rht, rc, nrm, iters) -> list[DepthMap]:

@@ -73,3 +73,40 @@ def test_the_geometry_memo_gives_fresh_tables_and_follows_the_cameras():
     moved = optimize.build_geometry(cams, refs, nbrs, 4)
     np.testing.assert_array_equal(moved[0], optimize._build_geometry(cams, refs, nbrs, 4)[0])
     assert not np.array_equal(moved[0], fresh[0])
+
+
+def test_two_threads_reading_a_map_while_it_comes_down_both_see_it_whole():
+    """A map read from two threads at once while its download runs (the window and the worker):
+    the second reader waits for the download the first one started, not only the first."""
+    import threading
+    import time
+
+    from gpu_kernels.mvs.grow import _Pending
+
+    arrs = [np.zeros((8, 8), np.float32) for _ in range(5)] + [np.zeros((8, 8, 3), np.float32)]
+    m = DepthMap(0, arrs[0], arrs[5], *arrs[1:5], neighbors=[1])
+
+    class _Future:
+        def result(self):
+            time.sleep(0.2)  # the copy engine at work
+            for a in arrs:
+                a[...] = 5.0
+            return [64]
+
+    m.pending = _Pending(_Future(), [m])
+    seen = {}
+    start = threading.Barrier(2)
+
+    def read(name):
+        start.wait()
+        if name == "late":
+            time.sleep(0.05)  # the first reader is inside the wait by now
+        seen[name] = float(m.depth.min())
+
+    ts = [threading.Thread(target=read, args=(n,)) for n in ("first", "late")]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(5)
+    assert seen == {"first": 5.0, "late": 5.0}, seen
+    assert m.pending is None and m.stats["samples"] == 64
