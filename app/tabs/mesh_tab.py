@@ -117,6 +117,8 @@ class _PanelScroll(QScrollArea):
                 g.setMinimumHeight(0)
                 g.setMinimumHeight(g.heightForWidth(max(g.width(), 1)))
         w.setMinimumHeight(lay.totalHeightForWidth(self.viewport().width()))
+        # as wide as the panel needs (the parts table's columns): the splitter sees this minimum
+        self.setMinimumWidth(w.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width())
 
     def resizeEvent(self, ev) -> None:  # noqa: N802
         super().resizeEvent(ev)
@@ -216,7 +218,7 @@ class MeshTab(ToolTab):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(panel)
-        scroll.setMinimumWidth(240 + scroll.verticalScrollBar().sizeHint().width())
+        scroll.fit()
         return scroll
 
     # ------------------------------------------------------------------ input and result

@@ -68,3 +68,15 @@ def test_a_short_window_does_not_draw_the_summary_over_the_parts_table(qtbot, ta
     bottom_of_legend = legend.mapTo(tab, QPoint(0, legend.height())).y()
     assert top_of_summary >= bottom_of_legend, (top_of_summary, bottom_of_legend)
     assert summary.height() >= summary.heightForWidth(summary.width()) - 2
+
+
+def test_the_parts_table_is_not_cut_at_the_right(qtbot, tab, tab_runner):
+    # the side panel in its scroll area must stay as wide as the table's columns
+    assert tab_runner.run(tab, k=4) is not None
+    tab.resize(1280, 760)
+    qtbot.wait(100)
+    legend = tab.legend
+    right = legend.mapTo(tab, legend.rect().topRight()).x()
+    viewport = tab._side_scroll.viewport()
+    assert right <= viewport.mapTo(tab, viewport.rect().topRight()).x() + 1
+    assert legend.width() >= legend.minimumWidth()
