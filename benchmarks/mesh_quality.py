@@ -240,8 +240,8 @@ def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
     label_comp = np.repeat(np.arange(len(kused)), kused)
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, kused, strict=True))}
     st: list = []
-    merged, merges = _bd.merge_weakest_boundaries(gs, labels, tg, label_comp, strengths=st,
-                                                  min_area=_segment.MIN_PART_AREA)
+    merged, merges = _bd.merge_weakest_boundaries(gs if auto else _segment.k_merge_graph(gs), labels, tg, label_comp,
+                                                  strengths=st, min_area=_segment.MIN_PART_AREA)
     if not auto:
         return merged
     lab = np.asarray(labels).astype(np.int64)
@@ -328,7 +328,9 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
             best = None
             starts = _starts_to_k(gs, rec["auto"], int(k), stop) if src != "factors" else None
             if starts:
-                labs = starts if src == "starts" else starts + [_merge_or_keep(gs, c, False, stop) for c in calls]
+                fac = [_merge_or_keep(gs, c, False, stop) for j, c in enumerate(calls)
+                       if j not in stop.get("drop_factors", ())]
+                labs = starts if src == "starts" else starts + fac
                 pick = stop.get("protocol_pick", "medoid")
                 if pick == "medoid" and len(labs) > 1:
                     lab = labs[_segment.choose_consensus(gs, labs, rule="medoid")[0]]

@@ -76,3 +76,77 @@ def test_vase_at_the_benchmark_k(monkeypatch):
     new, old = run(True), run(False)
     assert new < 0.2, new
     assert old > new + 0.1, (old, new)
+
+
+# --------------------------------------------------------------------------- K_SDF_MERGE
+def _fish():
+    import test_mesh_thin_parts as T
+
+    z = np.load(T.STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+def test_k_merge_graph_scales_the_thickness_contrast(monkeypatch):
+    """Merging on k_merge_graph(graph) with SDF_MERGE s is merging on graph with contrast
+    K_SDF_MERGE: the same merges and strengths."""
+    from gpu_kernels.mesh import boundary as bd
+    from gpu_kernels.mesh import dualgraph as dg
+
+    v, f = _fish()
+    g = dual_graph(v, f, delta=0.05, eta_convex=0.02, thickness=True)
+    # 40 clusters: nearest of 40 farthest-apart centroids
+    c = g.centroids
+    seeds = [0]
+    d = np.linalg.norm(c - c[0], axis=1)
+    for _ in range(39):
+        seeds.append(int(np.argmax(d)))
+        d = np.minimum(d, np.linalg.norm(c - c[seeds[-1]], axis=1))
+    labels = np.argmin(np.linalg.norm(c[:, None] - c[seeds][None], axis=2), axis=1).astype(np.int32)
+    labels = bd.merge_islands(g, labels)[0]
+    lc = np.zeros(40, dtype=np.int64)
+
+    def merges(graph):
+        st: list = []
+        out, m = bd.merge_weakest_boundaries(graph, labels, {0: 6}, lc, strengths=st, min_area=segmod.MIN_PART_AREA)
+        return out, m, st
+
+    monkeypatch.setattr(segmod, "K_SDF_MERGE", 2.0)
+    scaled = merges(segmod.k_merge_graph(g))
+    assert segmod.k_merge_graph(g) is segmod.k_merge_graph(g)  # cached
+    monkeypatch.setattr(dg, "SDF_MERGE", 2.0)
+    assert segmod.k_merge_graph(g) is g  # nothing to scale
+    plain = merges(g)
+    np.testing.assert_array_equal(scaled[0], plain[0])
+    assert scaled[1] == plain[1]
+    np.testing.assert_allclose(scaled[2], plain[2], rtol=1e-9)
+    monkeypatch.setattr(dg, "SDF_MERGE", 0.5)
+    assert merges(g)[1] != plain[1]  # the contrast matters on the fish
+
+
+def test_the_integer_k_contrast_default():
+    from gpu_kernels.mesh import dualgraph as dg
+
+    assert segmod.K_SDF_MERGE == 2.0 and dg.SDF_MERGE == 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (PSB / "off" / "224.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+def test_fish_at_the_benchmark_k_keeps_fins_before_body_chunks(monkeypatch):
+    """PSB mesh 224 (a fish; the humans' k is 7-10, more than its protruding parts): with the
+    stronger integer-k thickness contrast the fins stay parts and the body is cut less."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import mesh_psb as mp
+
+    from gpu_kernels.mesh.metrics import rand_index_error
+
+    v, f = mp.load_mesh(PSB, 224)
+    humans = mp.load_human(PSB, 224)
+    ks = sorted({int(np.unique(h).size) for h in humans})
+
+    def run(contrast):
+        monkeypatch.setattr(segmod, "K_SDF_MERGE", contrast)
+        return float(np.mean([rand_index_error(segment_mesh(v, f, k=k, device="cpu").labels, h)
+                              for k in ks for h in humans if np.unique(h).size == k]))
+
+    new, old = run(2.0), run(0.5)
+    assert old > new + 0.02, (old, new)
