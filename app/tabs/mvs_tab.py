@@ -433,7 +433,7 @@ class MvsTab(ToolTab):
         if not len(pts) and not len(cams):
             self.cloud_view.clear()
             return
-        self.cloud_view.set_points(pts, cols, cams, highlight=v)
+        self.cloud_view.set_points(pts, cols, cams, highlight=v, frame_key=(what, v))
 
     def _on_hover(self, x: int, y: int) -> None:
         if x < 0 or self.data is None:

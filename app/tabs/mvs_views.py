@@ -188,20 +188,28 @@ class CloudView(View3D):
     def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True):
         super().__init__(parent)
         self.n_points = 0
+        #: (what is shown, frustum scale) the camera was last framed for: a new result of the same
+        #: view and content keeps the user's camera and the frusta's size (a Live edit re-framed
+        #: the view and re-sized the frusta at every result, and the pinned side's frusta differed)
+        self._framed: tuple | None = None
         self.init_view("<div style='color:#666'><h3>No points yet</h3>"
                        "<p>Run to see the reconstructed points and the cameras.</p></div>",
                        name="cloud-view", allow_3d=allow_3d)
 
     def clear(self) -> None:
         self.n_points = 0
+        self._framed = None
         if self.plotter is not None:
             self.plotter.clear_actors()
         self._stack.setCurrentWidget(self.placeholder)
 
+
     def set_points(self, points: np.ndarray, colors: np.ndarray, cameras=(), *, highlight: int | None = None,
-                   max_points: int = 1_500_000) -> None:
+                   max_points: int = 1_500_000, frame_key=None) -> None:
         """Show ``points`` (N, 3) coloured ``colors`` (N, 3) uint8 and the ``cameras`` as frusta
-        (the ``highlight`` one in red)."""
+        (the ``highlight`` one in red). The camera is framed on the points when ``frame_key``
+        (default: ``highlight``) differs from the last call's, else the user's camera stays."""
+        key = highlight if frame_key is None else frame_key
         pts = np.asarray(points, np.float32)
         cols = np.asarray(colors, np.uint8)
         if len(pts) > max_points:
@@ -216,15 +224,17 @@ class CloudView(View3D):
         import pyvista as pv
 
         self.plotter.clear_actors()
+        ext = float(np.ptp(pts, axis=0).max()) if len(pts) else 1.0
         if len(pts):
             cloud = pv.PolyData(pts)
             cloud["rgb"] = cols
             self.plotter.add_mesh(cloud, scalars="rgb", rgb=True, point_size=2, render_points_as_spheres=False,
                                   name="points")
-            self.plotter.reset_camera()  # framed on the points; the cameras may lie outside
+            if self._framed is None or self._framed[0] != key:
+                self.plotter.reset_camera()  # framed on the points; the cameras may lie outside
+                self._framed = (key, 0.15 * ext if ext > 0 else 0.1)
         if len(cameras):
-            ext = np.ptp(pts, axis=0).max() if len(pts) else 1.0
-            scale = 0.15 * float(ext) if ext > 0 else 0.1
+            scale = self._framed[1] if self._framed is not None else (0.15 * ext if ext > 0 else 0.1)
             allp, segs, hp, hseg = [], [], [], []
             for i, cam in enumerate(cameras):
                 p, s = frustum_lines(cam, scale)

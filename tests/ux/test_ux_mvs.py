@@ -83,3 +83,27 @@ def test_copy_command_keeps_the_masks(qtbot, open_tab, tab_runner, tmp_path):
     gui_depth = res.view_map(0).depth
     assert np.array_equal(cli_depth, gui_depth, equal_nan=True)
     assert not np.isfinite(cli_depth[:, w // 2:]).any()
+
+
+def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, open_tab, tab_runner):
+    # before: every new result re-framed the 3-D view on its points (a turn or zoom was lost at
+    # each Live edit) and sized the frusta from its own cloud (the pinned side's differed)
+    tab = open_tab(MvsTab, (1300, 800))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLE)
+    assert tab_runner.run(tab, **FAST, ncc_accept=0.5) is not None
+    view = tab.cloud_view
+    if not view.available:
+        pytest.skip(f"no OpenGL here (static pictures, no camera): {view.gl_reason}")
+    cam = view.plotter.camera
+    cam.azimuth = 35                                 # the user turns the view
+    view.plotter.render()
+    turned = tuple(cam.position)
+    frusta = view.plotter.actors["frusta"].GetBounds()
+    assert tab_runner.run(tab, **FAST, ncc_accept=0.9) is not None
+    qtbot.wait(50)
+    assert tuple(view.plotter.camera.position) == pytest.approx(turned)
+    assert view.plotter.actors["frusta"].GetBounds() == pytest.approx(frusta)
+    tab.view_combo.setCurrentIndex(1)                # another view: framed again
+    qtbot.wait(50)
+    assert tuple(view.plotter.camera.position) != pytest.approx(turned)
