@@ -316,6 +316,10 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
     if "auto" in what:
         res = [_merge_or_keep(gs, c, True, stop) for c in rec["auto"]]
         j = _segment.choose_consensus(gs, res, rule="medoid")[0] if len(res) > 1 else 0
+        if stop.get("auto_then_k"):  # experiment: k from the auto rule, the parts from the integer-k merges
+            kk = int(np.unique(_bd.merge_islands(gs, res[j])[0]).size)
+            res = _starts_to_k(gs, rec["auto"], kk, stop) or res
+            j = _segment.choose_consensus(gs, res, rule="medoid")[0] if len(res) > 1 else 0
         lab = _bd.merge_islands(gs, res[j])[0][rec["in2w"]]
         k = int(np.unique(lab).size)
         out.update(RI_auto=float(np.mean([rand_index_error(lab, h) for h in humans])), k_auto=k,
