@@ -374,6 +374,9 @@ CV_GRID = [
     {"name": "auto ref share 0.05", "set": ["autok.AUTO_K_REF_SHARE=0.05"], "what": "auto", "pools": ["all", "speed"]},
     # session 6: k = auto may stop one merge past the bar, at a bigger step (autok.stop_index); 0 = session 5
     {"name": "auto lookahead 0", "set": ["autok.AUTO_K_LOOKAHEAD=0"], "what": "auto", "pools": ["all", "speed"]},
+    # session 6: an integer k also from the auto starts (medoid of all results), with thickness contrast 2
+    {"name": "k from auto starts off", "set": ["segment.K_FROM_AUTO_STARTS=0"], "what": "protocol", "pools": ["all", "speed"]},
+    {"name": "integer-k contrast 0.5", "set": ["segment.K_SDF_MERGE=0.5"], "what": "protocol", "pools": ["all", "speed"]},
     {"name": "no thickness contrast", "set": ["dualgraph.SDF_MERGE=0"], "what": "both", "pools": ["all", "speed"]},
     {"name": "thickness contrast 0.25", "set": ["dualgraph.SDF_MERGE=0.25"], "what": "both", "pools": ["all", "speed"]},
 ]
