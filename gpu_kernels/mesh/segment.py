@@ -1319,6 +1319,30 @@ def labels_agreement(a, b, weights) -> float:
     return 1.0 - (s_a + s_b - 2.0 * s_ab) / tot ** 2
 
 
+def agreement_matrix(labelings: list, weights) -> np.ndarray:
+    """(m, m) :func:`labels_agreement` of every two labelings (0 on the diagonal), each labeling
+    compacted once rather than once per pair (issue 20: the medoid of a k edit's seven results at
+    17k faces took ~15 ms in 42 ``np.unique`` sorts); the same numbers."""
+    m = len(labelings)
+    comp = [np.unique(np.asarray(lab).reshape(-1), return_inverse=True) for lab in labelings]
+    comp = [(inv.reshape(-1), u.size) for u, inv in comp]
+    w = np.asarray(weights, dtype=np.float64)
+    agree = np.zeros((m, m))
+    for i in range(m):
+        a, ka = comp[i]
+        for j in range(i + 1, m):
+            b, kb = comp[j]
+            if a.size != b.size:
+                raise ValueError(f"segmentations cover {a.size} and {b.size} faces")
+            n = np.bincount(a * kb + b, weights=w, minlength=ka * kb).reshape(ka, kb).astype(np.float64)
+            tot = float(n.sum()) or 1.0
+            s_ab = float((n ** 2).sum())
+            s_a = float((n.sum(axis=1) ** 2).sum())
+            s_b = float((n.sum(axis=0) ** 2).sum())
+            agree[i, j] = agree[j, i] = 1.0 - (s_a + s_b - 2.0 * s_ab) / tot ** 2
+    return agree
+
+
 def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[int, list]:
     """Index of the labeling kept among results at several working resolutions, and the
     per-candidate scores. ``"medoid"``: the highest summed agreement with the others
@@ -1331,10 +1355,7 @@ def choose_consensus(graph, labelings: list, rule: str | None = None) -> tuple[i
         return 0, [1.0]
     if rule == "concavity" or m == 2:
         return int(np.argmax(conc)), conc
-    agree = np.zeros((m, m))
-    for i in range(m):
-        for j in range(i + 1, m):
-            agree[i, j] = agree[j, i] = labels_agreement(labelings[i], labelings[j], graph.areas)
+    agree = agreement_matrix(labelings, graph.areas)
     score = agree.sum(axis=1)
     best = np.flatnonzero(score >= score.max() - 1e-9)
     return int(best[np.argmax(np.asarray(conc)[best])]), [float(x) for x in score]

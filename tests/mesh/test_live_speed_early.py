@@ -142,3 +142,18 @@ def test_the_auto_k_starts_are_clustered_once_per_distances_and_reused(monkeypat
         for a, b in zip(_arrays(res.seg), _arrays(full.seg), strict=True):
             np.testing.assert_array_equal(a, b)
         assert res.seg.info["iterations"] == full.seg.info["iterations"]
+
+
+def test_the_agreement_matrix_is_labels_agreement_pair_by_pair():
+    """The medoid of a k edit's results compacts each labeling once: the same numbers as
+    labels_agreement for every pair (labels with gaps, weights, identical labelings)."""
+    rng = np.random.default_rng(3)
+    labs = [rng.integers(0, k, 500) * 3 + 7 for k in (2, 5, 9, 5)]
+    labs.append(labs[1].copy())
+    w = rng.random(500)
+    M = segmod.agreement_matrix(labs, w)
+    for i in range(len(labs)):
+        assert M[i, i] == 0.0
+        for j in range(i + 1, len(labs)):  # (choose_consensus's order: the same floats)
+            assert M[i, j] == M[j, i] == segmod.labels_agreement(labs[i], labs[j], w)
+    assert M[1, 4] == 1.0
