@@ -154,11 +154,14 @@ def min_cut_source_side(m, ei, ej, cap, src_cap, snk_cap):  # pragma: no cover -
                 for q in range(1, depth):
                     if res[path_a[q]] < f:
                         f = res[path_a[q]]
+                first = -1
                 for q in range(depth):
                     b = path_a[q]
                     res[b] -= f
                     res[b ^ 1] += f
-                depth = 0
+                    if first < 0 and res[b] == 0:
+                        first = q
+                depth = first  # go on from the tail of the first arc it saturated
                 continue
             moved = False
             while it[v] < start[v + 1]:
