@@ -500,6 +500,8 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
             conv.append(done_k[x].converged)
             done_k[x] = (done_k[x], host[x] if x in host else asnumpy(done_k[x].P))
             if x in keys and x not in hit:
+                for old in [key for key in memo if key[2:] != keys[x][2:]]:
+                    del memo[old]  # one iteration cap and power at a time: the memo stays small
                 fc_x, Pc_x = done_k[x]
                 memo[keys[x]] = (replace(fc_x, P=Pc_x), Pc_x)
         for i in range(nf):

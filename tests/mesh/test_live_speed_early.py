@@ -157,3 +157,13 @@ def test_the_agreement_matrix_is_labels_agreement_pair_by_pair():
         for j in range(i + 1, len(labs)):  # (choose_consensus's order: the same floats)
             assert M[i, j] == M[j, i] == segmod.labels_agreement(labs[i], labs[j], w)
     assert M[1, 4] == 1.0
+
+
+def test_the_memo_keeps_one_iteration_cap_at_a_time():
+    v, f, _ = box_bar_box()
+    prep = segmod.prepare_mesh(v, f, device="cpu", max_faces=None)
+    for max_iter in (20, 5, 7, 20):
+        segmod.clusterings_prepared(prep, k="auto", max_iter=max_iter, device="cpu")
+        caps = {key[2] for memo in prep.memo.values() for key in memo}
+        assert caps == {max_iter}
+        assert sum(len(m) for m in prep.memo.values()) == len(segmod.AUTO_K_STARTS)
