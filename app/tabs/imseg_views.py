@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QVBoxLayout, QWidget
 
 from ..ui.widgets import set_picture
+from .placeholder import EmptyHint
 
 __all__ = ["ImsegView", "RegionTableModel", "RegionTable", "COLUMNS"]
 
@@ -26,7 +27,7 @@ class ImsegView(QWidget):
         super().__init__(parent)
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.setBackground("w")
-        self.title = self.glw.addLabel("Open an image or pick a bundled sample", row=0, col=0, color="k")
+        self.title = self.glw.addLabel("", row=0, col=0, color="k")
         self.vb = self.glw.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMenu=False)
         self.img = pg.ImageItem(axisOrder="row-major")
         self.vb.addItem(self.img)
@@ -36,8 +37,14 @@ class ImsegView(QWidget):
         self.glw.scene().sigMouseMoved.connect(self._moved)
         self.glw.scene().sigMouseClicked.connect(self._clicked)
         self.shape: tuple[int, int] | None = None
+        # worded like the other tabs' empty views (was a title line "Open an image or pick a bundled sample")
+        self.empty_hint = EmptyHint(
+            self, "No image loaded",
+            "Open an image or a folder of images (File ▸ Open, or drop an image on the window),<br>"
+            "or pick a bundled sample on the left.")
 
     def set_picture(self, rgb: np.ndarray, title: str = "") -> None:
+        self.empty_hint.hide()
         set_picture(self.img, rgb)
         shape = tuple(rgb.shape[:2])
         if shape != self.shape:

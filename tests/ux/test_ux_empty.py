@@ -9,16 +9,18 @@ pytest.importorskip("pytestqt")
 
 from app.tabs.echo_tab import EchoTab  # noqa: E402
 from app.tabs.flow_tab import FlowTab  # noqa: E402
+from app.tabs.imseg_tab import ImsegTab  # noqa: E402
 from app.tabs.mvs_tab import MvsTab  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
 CASES = [(FlowTab, lambda t: t.view, "No frames loaded"),
          (EchoTab, lambda t: t.view, "No volumes loaded"),
-         (MvsTab, lambda t: t.map_view, "No scene loaded")]
+         (MvsTab, lambda t: t.map_view, "No scene loaded"),
+         (ImsegTab, lambda t: t.view, "No image loaded")]
 
 
-@pytest.mark.parametrize("cls, view_of, title", CASES, ids=["flow", "echo", "mvs"])
+@pytest.mark.parametrize("cls, view_of, title", CASES, ids=["flow", "echo", "mvs", "imseg"])
 def test_the_empty_view_says_what_to_open_until_an_input_comes(qtbot, open_tab, tab_runner, cls, view_of, title):
     # before: flow showed two blank panes, echo three blank squares crossed by the crosshair,
     # MVS a full-height 0..1 colour bar; only the mesh and imseg views said what to do
