@@ -596,13 +596,14 @@ _POOL_LOCK = threading.Lock()
 
 
 def _settle_pool():
-    """The one host thread of the early cuts (made on first use)."""
+    """The one host thread of the early cuts (made on first use, and again in a forked child,
+    which does not inherit the thread)."""
     with _POOL_LOCK:
-        if not _POOL:
+        if not _POOL or _POOL[0][0] != os.getpid():
             from concurrent.futures import ThreadPoolExecutor
 
-            _POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="mesh-early-cut"))
-        return _POOL[0]
+            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="mesh-early-cut"))]
+        return _POOL[0][1]
 
 
 def _settle_one(graph, blocks, kused, targets, k, epsilon, nf):

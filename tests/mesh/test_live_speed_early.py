@@ -167,3 +167,23 @@ def test_the_memo_keeps_one_iteration_cap_at_a_time():
         caps = {key[2] for memo in prep.memo.values() for key in memo}
         assert caps == {max_iter}
         assert sum(len(m) for m in prep.memo.values()) == len(segmod.AUTO_K_STARTS)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_its_own_early_cut_thread():
+    """A child forked after the pool thread exists does not inherit the thread: submitting to the
+    parent's executor there would wait for ever. The child makes its own."""
+    import multiprocessing as mp
+
+    pool = segmod._settle_pool()
+    assert pool.submit(lambda: 41 + 1).result(timeout=10) == 42  # the parent's thread runs
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child(q):
+        q.put(segmod._settle_pool().submit(lambda: 7 * 6).result(timeout=10))
+
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(30)
+    assert p.exitcode == 0 and q.get(timeout=5) == 42
