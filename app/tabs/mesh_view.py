@@ -65,6 +65,7 @@ class MeshView(View3D):
             "<p>Open a mesh (File ▸ Open, or drop a PLY, OBJ, OFF, STL … file on the window)<br>"
             "or pick a bundled sample on the left.</p></div>",
             name="mesh-view", allow_3d=allow_3d)
+        self.placeholder.setWordWrap(True)   # its text (and the no-OpenGL note) wraps, never cut at the edge
 
     def setup_plotter(self, plotter) -> None:
         try:

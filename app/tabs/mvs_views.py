@@ -69,15 +69,15 @@ class MapView(QWidget):
         self.plot.layout.setAlignment(self.bar, pg.QtCore.Qt.AlignmentFlag.AlignVCenter)
         # empty, the pane was a full-height 0..1 colour bar and nothing else
         self.bar.hide()
-        self.empty_hint = EmptyHint(
-            self, "No scene loaded",
-            "Open a Middlebury *_par.txt or a COLMAP model folder (File ▸ Open),<br>"
-            "or pick a bundled sample on the left.", background="#f4f5f7")
         self.plot.vb.sigResized.connect(self._fit_bar)
         self.plot.vb.sigRangeChanged.connect(self._fit_bar)
         self.title = pg.LabelItem("", justify="left")
         self.glw.addItem(self.title, row=1, col=0)
         lay.addWidget(self.glw)
+        self.empty_hint = EmptyHint(     # after the picture's widget, so that it lies on top
+            self, "No scene loaded",
+            "Open a Middlebury *_par.txt or a COLMAP model folder (File ▸ Open),<br>"
+            "or pick a bundled sample on the left.", background="#f4f5f7")
         self.shape: tuple[int, int] | None = None
         self.plot.scene().sigMouseMoved.connect(self._moved)
         self.kind = "scalar"
@@ -193,8 +193,9 @@ class CloudView(View3D):
         #: the view and re-sized the frusta at every result, and the pinned side's frusta differed)
         self._framed: tuple | None = None
         self.init_view("<div style='color:#666'><h3>No points yet</h3>"
-                       "<p>Run to see the reconstructed points and the cameras.</p></div>",
+                       "<p>Run to see the reconstructed points<br>and the cameras.</p></div>",
                        name="cloud-view", allow_3d=allow_3d)
+        self.placeholder.setWordWrap(True)   # its text (and the no-OpenGL note) wraps, never cut at the edge
 
     def clear(self) -> None:
         self.n_points = 0

@@ -29,6 +29,8 @@ def test_the_empty_view_says_what_to_open_until_an_input_comes(qtbot, open_tab, 
     hint = view.empty_hint
     assert hint.isVisible() and title in hint.text() and "bundled sample" in hint.text()
     assert hint.geometry() == view.rect()
+    top = view.childAt(view.rect().center())        # on top of the view's own widgets
+    assert top is hint or hint.isAncestorOf(top), top
     if cls is MvsTab:
         assert not view.bar.isVisible()
     tab.resize(1000, 700)
@@ -37,3 +39,13 @@ def test_the_empty_view_says_what_to_open_until_an_input_comes(qtbot, open_tab, 
     tab.live_check.setChecked(False)
     tab_runner.load(tab, tab.samples()[0])
     assert not hint.isVisible()
+
+
+def test_the_mvs_3d_placeholder_is_not_cut_at_1280(qtbot, open_tab):
+    # before: "Run to see the reconstructed points and the came" (one unwrapped line)
+    tab = open_tab(MvsTab, (1280, 760))
+    qtbot.wait(50)
+    cloud = tab.cloud_view
+    label = cloud.placeholder
+    fits = label.sizeHint().width() <= cloud.width() or label.wordWrap()
+    assert fits and label.heightForWidth(cloud.width()) <= cloud.height(), (label.sizeHint(), cloud.width())
