@@ -266,7 +266,10 @@ def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
         if c in n_keep and seen[c] > n_keep[c]:
             continue
         lab[lab == gone] = keep
-    return lab.astype(np.int32)
+    # each start's small parts absorbed before the medoid (the pipeline's segment.AUTO_K_MIN_PART)
+    share = float(stop.get("absorb_each", _segment.AUTO_K_MIN_PART))
+    return np.asarray(_segment.absorb_small_parts(gs, lab.astype(np.int32), label_comp, set(n_keep), share)[0],
+                      dtype=np.int32)
 
 
 def _merge_or_keep(gs, call, auto, stop):
@@ -320,6 +323,16 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
             kk = int(np.unique(_bd.merge_islands(gs, res[j])[0]).size)
             res = _starts_to_k(gs, rec["auto"], kk, stop) or res
             j = _segment.choose_consensus(gs, res, rule="medoid")[0] if len(res) > 1 else 0
+        if stop.get("absorb"):  # experiment: parts under this area share merged into a neighbour at the end
+            r = _bd.merge_islands(gs, res[j])[0]
+            u, inv = np.unique(r, return_inverse=True)
+            share = np.bincount(inv, weights=gs.areas) / gs.areas.sum()
+            big = int(np.count_nonzero(share >= float(stop["absorb"])))
+            if 1 <= big < u.size and gs.n_components == 1:
+                r = _bd.merge_weakest_boundaries(gs, inv.astype(np.int32), {0: big}, np.zeros(u.size, np.int64),
+                                                 min_area=float(stop["absorb"]))[0]
+            res = list(res)
+            res[j] = r
         lab = _bd.merge_islands(gs, res[j])[0][rec["in2w"]]
         k = int(np.unique(lab).size)
         out.update(RI_auto=float(np.mean([rand_index_error(lab, h) for h in humans])), k_auto=k,

@@ -78,3 +78,68 @@ def test_cup_is_not_split_inside_from_outside_at_auto_k(monkeypatch):
     assert min(hk) <= k_new <= max(hk), (k_new, hk)
     assert ri_new < 0.15, ri_new
     assert ri_old > ri_new + 0.2, (ri_old, ri_new)  # the failure the change mends
+
+
+# --------------------------------------------------------------------------- AUTO_K_MIN_PART
+def test_small_parts_join_a_neighbour_and_parts_stay():
+    """absorb_small_parts merges only the parts under the share, into a neighbour."""
+    import sys
+
+    from gpu_kernels.mesh import segment as segmod
+    from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_mesh_cluster import box_bar_box
+
+    v, f, truth = box_bar_box()
+    vc, fc, _, _ = clean_mesh(v, f)
+    g = dual_graph(vc, fc, delta=0.05, eta_convex=0.02)
+    lab = truth.astype(np.int32).copy()
+    # a patch of a few faces inside part 0 becomes label 3
+    seed = int(np.flatnonzero(lab == 0)[0])
+    near = np.argsort(np.linalg.norm(g.centroids - g.centroids[seed], axis=1))[:6]
+    lab[near[lab[near] == 0]] = 3
+    share = np.bincount(lab, weights=g.areas) / g.areas.sum()
+    assert share[3] < 0.01 < share[:3].min()
+    out, merges = segmod.absorb_small_parts(g, lab, np.zeros(4, dtype=np.int64), {0}, 0.01)
+    assert len(merges) == 1 and merges[0][1] == 3
+    np.testing.assert_array_equal(np.unique(out), [0, 1, 2])
+    np.testing.assert_array_equal(out[lab != 3], lab[lab != 3])
+    same, none = segmod.absorb_small_parts(g, lab, np.zeros(4, dtype=np.int64), {0}, 0.0)
+    assert none == [] and np.array_equal(same, lab)
+    # another component's parts are not touched
+    _, none = segmod.absorb_small_parts(g, lab, np.zeros(4, dtype=np.int64), {1}, 0.01)
+    assert none == []
+
+
+def test_the_small_part_default():
+    from gpu_kernels.mesh import segment as segmod
+
+    assert segmod.AUTO_K_MIN_PART == 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (PSB / "off" / "145.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+def test_table_has_the_humans_k_at_auto_k(monkeypatch):
+    """PSB mesh 145 (a table; every human says 5 parts): k = auto kept two tiny parts besides
+    the top and the legs (k = 7); absorbed, k = 5 at the same Rand Index."""
+    import sys
+
+    from gpu_kernels.mesh import segment as segmod
+    from gpu_kernels.mesh import segment_mesh
+    from gpu_kernels.mesh.metrics import rand_index_error
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import mesh_psb as mp
+
+    v, f = mp.load_mesh(PSB, 145)
+    humans = mp.load_human(PSB, 145)
+
+    def run(share):
+        monkeypatch.setattr(segmod, "AUTO_K_MIN_PART", share)
+        seg = segment_mesh(v, f, k="auto", device="cpu")
+        return seg.k, float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+
+    (k_new, ri_new), (k_old, ri_old) = run(0.01), run(0.0)
+    assert k_new == 5 and k_old > 5, (k_new, k_old)
+    assert ri_new < ri_old + 0.01, (ri_new, ri_old)
