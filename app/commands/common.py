@@ -25,7 +25,7 @@ from gpu_kernels.jobs import Progress
 from gpu_kernels.lazy import lazy_module
 
 from ..errors import UserError
-from ..io.atomic import OutputPathError, check_output_file
+from ..io.atomic import OutputPathError, check_not_an_input, check_output_file
 from ..io.registry import check_input
 from ..tools.base import Export, Tool
 
@@ -116,7 +116,6 @@ def check_outputs(inputs: Sequence[pathlib.Path], outputs: Sequence[tuple[str, p
     ``outputs`` holds ``(option, path, export)``; raises :class:`UserError` naming the option.
     """
     seen: dict[pathlib.Path, str] = {}
-    ins = {pathlib.Path(p).resolve(): p for p in inputs if pathlib.Path(p).exists()}
     for opt, path, exp in outputs:
         path = pathlib.Path(path)
         if not exp.folder:
@@ -137,8 +136,10 @@ def check_outputs(inputs: Sequence[pathlib.Path], outputs: Sequence[tuple[str, p
         r = path.resolve()
         if r in seen:
             raise UserError(f"{seen[r]} and {opt} name the same file ({path}); give two different names")
-        if r in ins:
-            raise UserError(f"{opt} {path}: the output would overwrite the input; choose another name")
+        try:
+            check_not_an_input(path, inputs, lead=opt)     # the window's Save / Export use the same rule
+        except OutputPathError as exc:
+            raise UserError(str(exc)) from None
         seen[r] = opt
 
 

@@ -26,6 +26,7 @@ from typing import IO, Any
 from gpu_kernels.errors import InputError
 
 __all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+           "check_not_an_input",
            "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
 
@@ -299,6 +300,35 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
 
 class OutputPathError(InputError):
     """An output cannot be written where the user asked (one clear line)."""
+
+
+def check_not_an_input(path: str | os.PathLike, inputs, *, lead: str = "") -> Path:
+    """Refuse, before any work, an output ``path`` that is one of ``inputs`` (the files the result
+    was computed from), however it is spelled (relative, ``..``, a symbolic link): the one rule
+    of the CLI's output checks and of the window's Save result / Export (README: gpulab never
+    overwrites an input). ``lead`` prefixes the message (the CLI's option). Raises
+    :class:`OutputPathError`.
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "a.png").write_bytes(b"x")
+    1
+    >>> check_not_an_input(d / "b.png", [d / "a.png"]).name
+    'b.png'
+    >>> check_not_an_input(d / "sub" / ".." / "a.png", [d / "a.png"])
+    Traceback (most recent call last):
+    ...
+    app.io.atomic.OutputPathError: .../a.png: the output would overwrite the input a.png; choose another name
+    """
+    path = Path(path)
+    target = path.resolve()
+    for inp in inputs:
+        if inp is None:
+            continue
+        inp = Path(inp)
+        if inp.exists() and inp.resolve() == target:
+            head = f"{lead} {path}" if lead else str(path)
+            raise OutputPathError(f"{head}: the output would overwrite the input {inp.name}; choose another name")
+    return path
 
 
 def check_output_file(path: str | os.PathLike) -> Path:

@@ -35,3 +35,34 @@ def test_a_text_file_with_an_image_name_is_not_parsed_as_cameras(tmp_path):
 def test_a_par_file_still_reads():
     scene = read_scene(SAMPLE / "synth_par.txt")
     assert scene.n_views == 12
+
+
+def test_an_output_onto_an_input_is_refused_however_spelled(tmp_path):
+    # the rule the window's Save result must share with the CLI: in the walkthrough, File ▸ Save
+    # result as… onto the opened coffee.jpg overwrote the input (README: "never an input")
+    import os
+
+    from app.io.atomic import OutputPathError, check_not_an_input
+
+    src = tmp_path / "coffee.jpg"
+    src.write_bytes(b"jpeg")
+    (tmp_path / "sub").mkdir()
+    os.symlink(src, tmp_path / "link.jpg")
+    for spelled in (src, tmp_path / "sub" / ".." / "coffee.jpg", tmp_path / "link.jpg"):
+        with pytest.raises(OutputPathError) as e:
+            check_not_an_input(spelled, [None, tmp_path / "other.png", src])
+        assert "would overwrite the input coffee.jpg" in str(e.value)
+    assert check_not_an_input(tmp_path / "labels.png", [src]) == tmp_path / "labels.png"
+    assert src.read_bytes() == b"jpeg"
+
+
+def test_the_cli_names_the_option_and_the_input(tmp_path):
+    from app.commands.common import check_outputs
+    from app.errors import UserError
+    from app.tools import imseg
+
+    src = tmp_path / "a.png"
+    src.write_bytes(b"png")
+    with pytest.raises(UserError) as e:
+        check_outputs([src], [("-o", src, imseg.TOOL.export("labels"))])
+    assert str(e.value).startswith("-o ") and "would overwrite the input a.png" in str(e.value)
