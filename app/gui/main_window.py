@@ -426,6 +426,7 @@ class MainWindow(QMainWindow):
         """Save a PNG of the current tab's view (or of the whole window)."""
         try:
             if whole_window:
+                self.current_tab().check_output(path)
                 save_widget_png(self, path)
             else:
                 self.current_tab().export_screenshot(path)

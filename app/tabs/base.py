@@ -1453,6 +1453,7 @@ class ToolTab(QWidget):
         if not self.can_save():
             raise UserError(f"there is no result to save yet; press {self.run_label} first")
         path = Path(path)
+        self.check_output(path)
         export = export or self.tool.export_for(path)
         if export is None:
             exts = ", ".join(x for e in self.tool.exports if not e.folder for x in e.extensions)
@@ -1527,7 +1528,20 @@ class ToolTab(QWidget):
     def export_screenshot(self, path: Path) -> None:
         from ..ui.capture import save_widget_png
 
+        self.check_output(path)
         save_widget_png(self.screenshot_widget(), Path(path))
+
+    def input_files(self) -> list[Path]:
+        """The files the shown input (and so the result) came from; a tab with more inputs
+        (a second frame, a ground truth, a moving volume, a scene's images) adds them."""
+        return [self.input_path] if self.input_path is not None else []
+
+    def check_output(self, path: Path) -> None:
+        """Refuse an output that would overwrite an input (README: never an input), before any
+        work, with one line (:class:`~app.io.atomic.OutputPathError`)."""
+        from ..io.atomic import check_not_an_input
+
+        check_not_an_input(path, self.input_files())
 
     # ------------------------------------------------------------------ helpers
     def _update_enabled(self) -> None:

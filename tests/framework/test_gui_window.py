@@ -292,3 +292,12 @@ def test_save_result_writes_atomically_and_reports_errors(fake_window, qtbot, tm
     # an extension no export writes
     assert not fake_window.save_result(tab, tmp_path / "x.bin")
     assert "use .txt" in errors[-1][1]
+    # never the input, however spelled: Save result and the screenshot refuse it, nothing written
+    (tmp_path / "sub").mkdir()
+    for spelled in (f, tmp_path / "sub" / ".." / "in.slow"):
+        assert not fake_window.save_result(tab, spelled)
+        assert "would overwrite the input in.slow" in errors[-1][1] and errors[-1][2] == ""
+        assert not fake_window.export_screenshot(spelled)
+        assert "would overwrite the input in.slow" in errors[-1][1]
+        assert not fake_window.export_screenshot(spelled, whole_window=True)
+    assert f.read_text() == "x"
