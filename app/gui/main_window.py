@@ -150,7 +150,8 @@ class MainWindow(QMainWindow):
         # the tab says what failed ("Could not open x.ply; ..."); the window only for a tab out of view
         r.failed.connect(lambda _s, _d, t=tab: None if t is self.current_tab()
                          else self.show_status(f"{t.title}: failed", 8000))
-        r.cancelled.connect(lambda t=tab: self.show_status(f"{t.title}: cancelled", 5000))
+        r.cancelled.connect(lambda t=tab: None if t is self.current_tab()      # the tab says what is shown
+                            else self.show_status(f"{t.title}: cancelled", 5000))
         tab.status_message.connect(lambda msg, t=tab: self._tab_status(t, msg))
         tab.result_changed.connect(self._update_actions)
 

@@ -815,7 +815,19 @@ class ToolTab(QWidget):
         if self._pending_live:  # superseded by a newer edit, not cancelled by the user
             self._after_job()
             return
-        self._set_status("Cancelled; the previous result is kept." if job and job.kind == "run" else "Cancelled.")
+        if not (job and job.kind == "run"):
+            self._set_status("Cancelled.")
+            return
+        form, shown = self._try_params(), self._shown_params
+        diff = [] if form is None or shown is None or self.result is None else \
+            [p for p in self.tool.params if not p.display and form.get(p.name) != shown.get(p.name)]
+        if diff:   # the form and the picture now disagree: say so, and what Run would do
+            what = ", ".join(f"{p.label} {p.to_text(shown.get(p.name))}, not {p.to_text(form.get(p.name))}"
+                             for p in diff[:3]) + (", …" if len(diff) > 3 else "")
+            self._set_status(f"Cancelled: the result shown is for the previous parameters ({what}); "
+                             f"press {self.run_label} to run the form's")
+        else:
+            self._set_status("Cancelled; the previous result is kept.")
 
     # ------------------------------------------------------------------ live tuning
     def _read_live_settings(self) -> None:

@@ -455,3 +455,20 @@ def test_pin_is_off_until_there_is_a_result(open_tab, qtbot, tmp_path):
     assert t.pin_button.isEnabled()
     t.set_input(IMG * 2, tmp_path / "img2.npy")     # a new input: its result is gone
     assert not t.pin_button.isEnabled()
+
+
+def test_a_cancelled_live_run_says_the_result_is_for_the_previous_parameters(tab, qtbot):
+    """Live on, an edit, Cancel while it runs: the form and the picture now disagree, and the
+    status bar says so (it said only "cancelled")."""
+    msgs: list[str] = []
+    tab.status_message.connect(msgs.append)
+    tab.live_check.setChecked(True)
+    wait_idle(qtbot, tab)
+    tab.form.editor("level").setValue(0.99)            # its stage waits on GATE
+    qtbot.waitUntil(lambda: tab.runner.is_running(), timeout=3000)
+    tab.runner.cancel()
+    GATE.set()
+    qtbot.waitUntil(lambda: not tab.runner.is_running(), timeout=10000)
+    assert tab.result.params["level"] == 0.5
+    assert "the result shown is for the previous parameters (Level 0.5, not 0.99)" in msgs[-1], msgs
+    assert "press Run to run the form's" in msgs[-1]
