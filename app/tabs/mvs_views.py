@@ -161,6 +161,17 @@ def frustum_lines(camera, scale: float) -> tuple[np.ndarray, np.ndarray]:
     return pts, seg
 
 
+def frustum_scale(cameras, points_extent: float = 1.0) -> float:
+    """The depth the frusta are drawn at: 8 % of the spread of the camera centres, so that it is
+    the same for every result of a scene (pinned and live sides alike; from the extent of the
+    points shown, a smaller live cloud drew smaller frusta); 15 % of ``points_extent`` for one camera."""
+    if len(cameras) >= 2:
+        spread = float(np.ptp(np.array([c.center for c in cameras]), axis=0).max())
+        if spread > 0:
+            return 0.08 * spread
+    return 0.15 * points_extent if points_extent > 0 else 0.1
+
+
 def render_points_png(points: np.ndarray, colors: np.ndarray, size=(640, 480), cameras=None) -> QImage:
     """A software picture of a point cloud (orthographic, looking along the cloud's least
     principal axis), for machines without OpenGL."""
@@ -188,10 +199,9 @@ class CloudView(View3D):
     def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True):
         super().__init__(parent)
         self.n_points = 0
-        #: (what is shown, frustum scale) the camera was last framed for: a new result of the same
-        #: view and content keeps the user's camera and the frusta's size (a Live edit re-framed
-        #: the view and re-sized the frusta at every result, and the pinned side's frusta differed)
-        self._framed: tuple | None = None
+        #: what the camera was last framed for: a new result of the same view and content keeps
+        #: the user's camera (a Live edit re-framed the view at every result)
+        self._framed: object = None
         self.init_view("<div style='color:#666'><h3>No points yet</h3>"
                        "<p>Run to see the reconstructed points<br>and the cameras.</p></div>",
                        name="cloud-view", allow_3d=allow_3d)
@@ -231,11 +241,11 @@ class CloudView(View3D):
             cloud["rgb"] = cols
             self.plotter.add_mesh(cloud, scalars="rgb", rgb=True, point_size=2, render_points_as_spheres=False,
                                   name="points")
-            if self._framed is None or self._framed[0] != key:
+            if self._framed != key:
                 self.plotter.reset_camera()  # framed on the points; the cameras may lie outside
-                self._framed = (key, 0.15 * ext if ext > 0 else 0.1)
+                self._framed = key
         if len(cameras):
-            scale = self._framed[1] if self._framed is not None else (0.15 * ext if ext > 0 else 0.1)
+            scale = frustum_scale(cameras, ext)
             allp, segs, hp, hseg = [], [], [], []
             for i, cam in enumerate(cameras):
                 p, s = frustum_lines(cam, scale)

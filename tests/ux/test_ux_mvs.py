@@ -107,3 +107,14 @@ def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, open_tab, ta
     tab.view_combo.setCurrentIndex(1)                # another view: framed again
     qtbot.wait(50)
     assert tuple(view.plotter.camera.position) != pytest.approx(turned)
+    # pinned and live: the frusta have one size (from the cameras, not from each side's cloud)
+    tab.view_combo.setCurrentIndex(0)
+    assert tab.pin()
+    assert tab_runner.run(tab, **FAST, ncc_accept=0.5) is not None
+    qtbot.wait(100)
+    tab.cloud_combo.setCurrentIndex(tab.cloud_combo.findText("Seeds"))   # the content changes and back:
+    qtbot.wait(100)                                                    # each side framed on its own cloud
+    tab.cloud_combo.setCurrentIndex(tab.cloud_combo.findText("This view's points"))
+    qtbot.wait(100)
+    pinned = tab._pinned_slot["cloud_view"]
+    assert pinned.plotter.actors["frusta"].GetBounds() == pytest.approx(view.plotter.actors["frusta"].GetBounds())
