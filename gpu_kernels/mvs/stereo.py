@@ -388,10 +388,36 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     finally:
         finish_maps(maps_all, stats)
     if be.is_gpu and be.xp is not np:
-        be.free_memory_pool()
+        release_pool(be)
     stats.update(fuse_s=t_fuse, total_s=time.perf_counter() - t0)
     progress.update(1.0, f"{stats['samples']:,} samples in {len(vs)} view(s)")
     return MVSResult(maps_all, vs, fused, prep.points, prep.point_views, stats)
+
+
+#: after a call, CuPy's pool keeps its blocks for the next call while it holds at most this
+#: share of the device's memory (CuPy frees them itself before an allocation would fail, and the
+#: app frees the pool after an out-of-memory error)
+POOL_KEEP_SHARE = 0.25
+_device_bytes: dict = {}
+
+
+def pool_to_free(pool_bytes: int, device_bytes: int) -> bool:
+    """Whether :func:`reconstruct` gives CuPy's pool back at its end: above
+    :data:`POOL_KEEP_SHARE` of the device's memory, or always with ``GPULAB_MVS_POOL_KEEP=0``
+    (as before session 6b: every block freed, about 17 ``cudaFree`` for the scene, each one
+    synchronising the device, and every ``cudaMalloc`` again in the next call)."""
+    if os.environ.get("GPULAB_MVS_POOL_KEEP", "1").strip() == "0":
+        return True
+    return pool_bytes > POOL_KEEP_SHARE * device_bytes
+
+
+def release_pool(be) -> None:
+    """Free CuPy's pool at the end of :func:`reconstruct` where :func:`pool_to_free` says so."""
+    total = _device_bytes.get(be.device_id)
+    if total is None:
+        total = _device_bytes[be.device_id] = be.mem_info()[1]
+    if pool_to_free(int(be.xp.get_default_memory_pool().total_bytes()), total):
+        be.free_memory_pool()
 
 
 def cross_view_consistency(result: MVSResult, cameras, *, rel_tol: float = DEFAULT_FUSE_TOL, device=None):

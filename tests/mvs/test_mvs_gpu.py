@@ -367,3 +367,29 @@ def test_pinned_downloads_equal_the_staged_ones(small_scene, monkeypatch):
     for h, u in zip(host, up, strict=True):
         if h is not None:
             np.testing.assert_array_equal(u.get(), h)
+
+
+
+def test_the_kept_pool_gives_the_same_maps_and_cloud(small_scene, monkeypatch):
+    """CuPy's pool kept between calls (session 6b): the same maps and cloud, bit for bit, as
+    freeing the pool at the end of every call (``GPULAB_MVS_POOL_KEEP=0``), on the second call
+    too; after a call the kept pool holds more free blocks than a freed one (only the blocks of
+    arrays dropped after the release)."""
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+    kw = {"views": "all", "neighbors": 5, "min_views": 3, "batch_size": 1024}
+    monkeypatch.setenv("GPULAB_MVS_POOL_KEEP", "0")
+    b = reconstruct(small_scene.scene, device="cuda", **kw)
+    freed = pool.free_bytes()
+    monkeypatch.delenv("GPULAB_MVS_POOL_KEEP")
+    for _ in range(2):  # the second call on the kept pool
+        a = reconstruct(small_scene.scene, device="cuda", **kw)
+        assert pool.free_bytes() > freed
+        assert a.stats["samples"] == b.stats["samples"]
+        for x, y in zip(a.maps, b.maps, strict=True):
+            for f in ("depth", "normal", "conf", "iters", "hs", "ht"):
+                np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+        for f in dataclasses.fields(a.fused):
+            np.testing.assert_array_equal(getattr(a.fused, f.name), getattr(b.fused, f.name), err_msg=f.name)
+    pool.free_all_blocks()
