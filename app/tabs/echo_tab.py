@@ -495,6 +495,19 @@ class EchoTab(ToolTab):
         self._moving_path = None
         return super().open_file(path)
 
+    def input_files(self) -> list[Path]:
+        """The fixed volume, the moving one (chosen, or found beside it) and every named frame
+        of a folder: Save result / Export never writes over one of them."""
+        files = super().input_files()
+        moving = getattr(self, "_moving_path", None)
+        if moving is not None:
+            files.append(moving)
+        d = self.data
+        if d is not None and self.input_path is not None:
+            folder = Path(self.input_path) if Path(self.input_path).is_dir() else Path(self.input_path).parent
+            files += [folder / n for n in getattr(d, "names", ()) if n]
+        return files
+
     def command_line(self) -> str:
         """The ``gpulab echo`` command of what is on screen: with a moving volume chosen with
         Moving volume…, that volume as MOVING (the command named the fixed one alone, and the CLI

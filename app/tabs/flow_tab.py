@@ -506,6 +506,22 @@ class FlowTab(ToolTab):
         self._second_path = None          # the next frame of the folder, as the CLI takes it
         return super().open_file(path)
 
+    def input_files(self) -> list[Path]:
+        """The first and second frames (a frame folder's pair too), the ground truth and the mask:
+        Save result / Export never writes over one of them."""
+        files = super().input_files()
+        d = self.data
+        if d is None:
+            return files
+        second = getattr(self, "_second_path", None)
+        if second is not None and second.name == d.name2:
+            files.append(second)
+        elif self.input_path is not None:
+            folder = Path(self.input_path) if Path(self.input_path).is_dir() else Path(self.input_path).parent
+            files += [folder / d.name1, folder / d.name2]
+        files += [Path(p) for p in (d.gt_path, d.mask_path) if p is not None]
+        return files
+
     def command_line(self) -> str:
         """The ``gpulab flow`` command of what is on screen: besides the first frame and the
         parameters, the second frame when it was chosen (not the next one in the folder), the

@@ -66,6 +66,11 @@ def test_copy_command_names_the_chosen_moving_volume(qtbot, open_tab, tab_runner
     with qtbot.waitSignal(tab.input_loaded, timeout=30000):
         assert tab.data.n_frames == 1 and tab.choose_moving(tmp_path / "other" / "later.npy")
     assert tab_runner.run(tab, levels=1, iters=3) is not None
+    # Save result / Export never write over the moving volume either (ToolTab.input_files)
+    from app.io.atomic import OutputPathError, check_not_an_input
+
+    with pytest.raises(OutputPathError):
+        check_not_an_input(tmp_path / "other" / "later.npy", tab.input_files())
     cmd = tab.command_line()
     argv = shlex.split(cmd)
     assert argv[:4] == ["gpulab", "echo", str(tmp_path / "fixed.npy"), str(tmp_path / "other" / "later.npy")]

@@ -125,3 +125,16 @@ def test_copy_command_repeats_a_chosen_second_frame_and_mask(qtbot, open_tab, ta
     f_gui, _ = read_flo(gui)
     assert np.array_equal(f_cli, f_gui)
     assert np.abs(f_gui).max() > 0.5        # c.png moved (b.png would give ~0)
+
+
+def test_save_never_writes_over_a_frame_the_truth_or_the_mask(qtbot, tab):
+    # the window's Save result / Export check (ToolTab.check_output) refuses input_files(); before,
+    # only the first frame counted: saving the flow picture onto frame2.png or flow_gt.png replaced it
+    from app.io.atomic import OutputPathError, check_not_an_input
+
+    files = {Path(p).resolve() for p in tab.input_files()}
+    for name in ("frame1.png", "frame2.png", "flow_gt.png"):
+        assert (SAMPLE.parent / name).resolve() in files, name
+        with pytest.raises(OutputPathError):
+            check_not_an_input(SAMPLE.parent / name, tab.input_files())
+    check_not_an_input(SAMPLE.parent / "elsewhere.png", tab.input_files())
