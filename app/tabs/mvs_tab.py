@@ -286,6 +286,23 @@ class MvsTab(ToolTab):
         return self.load_extra(lambda progress=None: mvs.with_masks(data, folder, progress=progress),
                                f"Reading the masks in {folder.name}")
 
+    def input_files(self) -> list[Path]:
+        """The camera file and the scene's images (and masks) beside it: Save result / Export
+        never write over one of them (a depth picture saved as view000.png in the scene folder)."""
+        from ..io.formats import IMAGE_EXTENSIONS
+
+        files = super().input_files()
+        d = self.data
+        if d is None or self.input_path is None:
+            return files
+        names = set(d.scene.names)
+        for folder in (Path(self.input_path) if Path(self.input_path).is_dir() else Path(self.input_path).parent,
+                       d.mask_dir):
+            if folder is not None and Path(folder).is_dir():
+                files += [f for f in Path(folder).iterdir()
+                          if f.suffix.lower() in IMAGE_EXTENSIONS and (f.stem in names or folder == d.mask_dir)]
+        return files
+
     def command_line(self) -> str:
         """The copied command with the masks chosen with Masks… (--mask-dir): without them the
         CLI reconstructed the whole images, not what is on screen."""

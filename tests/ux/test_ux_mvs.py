@@ -118,3 +118,16 @@ def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, open_tab, ta
     qtbot.wait(100)
     pinned = tab._pinned_slot["cloud_view"]
     assert pinned.plotter.actors["frusta"].GetBounds() == pytest.approx(view.plotter.actors["frusta"].GetBounds())
+
+
+def test_save_never_writes_over_the_scenes_images(open_tab, tab_runner):
+    # the window's Save result / Export refuse input_files(): the camera file and its images
+    from app.io.atomic import OutputPathError, check_not_an_input
+
+    tab = open_tab(MvsTab, (1300, 800))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLE)
+    for name in ("synth_par.txt", "view000.jpg", "view011.jpg"):
+        with pytest.raises(OutputPathError):
+            check_not_an_input(SAMPLE.parent / name, tab.input_files())
+    check_not_an_input(SAMPLE.parent / "view000-depth.png", tab.input_files())
