@@ -5,6 +5,14 @@ NumPy/SciPy reference path; :mod:`gpu_kernels.backend` picks one. This package n
 imports Qt and never reads files.
 """
 
+import os as _os
+
+# numba (optional, the CPU paths) tries its TBB threading layer first; the TBB that other wheels
+# put in the process (VTK's, in the window) can be too old, and numba then prints a NumbaWarning
+# on the first parallel loop. OpenMP first (numba's own next choice) says nothing. Read when
+# numba is imported, so it is set here, before any of ours imports it; a user's setting wins.
+_os.environ.setdefault("NUMBA_THREADING_LAYER_PRIORITY", "omp tbb workqueue")
+
 from gpu_kernels.errors import BackendError, GpulabError, InputError, TooLargeError  # noqa: E402
 from gpu_kernels.jobs import Cancelled, LaunchTracker, Progress, as_progress  # noqa: E402
 from gpu_kernels.lazy import lazy_exports as _lazy_exports  # noqa: E402

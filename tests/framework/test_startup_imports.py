@@ -141,3 +141,17 @@ def test_lazy_exports_keeps_the_function_over_a_submodule_of_the_same_name():
     getattr_, dir_ = lazy_exports("gpu_kernels.flow", {})
     with pytest.raises(AttributeError):
         getattr_("no_such_name")
+
+
+def test_numba_tries_openmp_before_tbb():
+    """In the window, VTK's old TBB made numba print a NumbaWarning at the first CPU flow;
+    gpulab asks numba for OpenMP first (a user's NUMBA_THREADING_LAYER_PRIORITY wins)."""
+
+    pytest.importorskip("numba")
+    code = ("import gpu_kernels, numba.core.config as c; print(' '.join(c.THREADING_LAYER_PRIORITY))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split()[0] == "omp"
+    env["NUMBA_THREADING_LAYER_PRIORITY"] = "workqueue omp tbb"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split()[0] == "workqueue"
