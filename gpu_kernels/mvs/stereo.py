@@ -416,7 +416,9 @@ def release_pool(be) -> None:
     total = _device_bytes.get(be.device_id)
     if total is None:
         total = _device_bytes[be.device_id] = be.mem_info()[1]
-    if pool_to_free(int(be.xp.get_default_memory_pool().total_bytes()), total):
+    with be.activate():  # CuPy's default pool answers for the current device: make it be's
+        pool_bytes = int(be.xp.get_default_memory_pool().total_bytes())
+    if pool_to_free(pool_bytes, total):
         be.free_memory_pool()
 
 
