@@ -90,7 +90,8 @@ def pinned_arrays(specs) -> list | None:
     """``[np.empty(shape, dtype) ...]`` as views of one page-locked block from CuPy's pinned
     memory pool (the block goes back to the pool when the last array of it is gone), so that a
     download into them is one DMA at the link's rate, no staging, no host copy; None where CuPy
-    is missing or they take more than :data:`PINNED_MAX` bytes together."""
+    is missing, they take more than :data:`PINNED_MAX` bytes together, or page-locked memory
+    ran out."""
     specs = [(tuple(int(x) for x in np.atleast_1d(sh)) if np.ndim(sh) else (int(sh),), np.dtype(dt))
              for sh, dt in specs]
     nbytes = [int(np.prod(sh, dtype=np.int64)) * dt.itemsize for sh, dt in specs]
@@ -101,7 +102,10 @@ def pinned_arrays(specs) -> list | None:
         import cupy as cp
     except ImportError:
         return None
-    mem = cp.cuda.alloc_pinned_memory(max(int(ofs[-1]), 1))
+    try:
+        mem = cp.cuda.alloc_pinned_memory(max(int(ofs[-1]), 1))
+    except (RuntimeError, MemoryError):  # page-locked memory ran out (CuPy freed its pool and tried again)
+        return None  # ordinary arrays then: the download through the staging halves
     buf = np.frombuffer(mem, np.uint8, max(int(ofs[-1]), 1))
     outs = [buf[o:o + b].view(dt).reshape(sh) for (sh, dt), o, b in zip(specs, ofs[:-1], nbytes, strict=True)]
     return outs

@@ -110,3 +110,40 @@ def test_two_threads_reading_a_map_while_it_comes_down_both_see_it_whole():
         t.join(5)
     assert seen == {"first": 5.0, "late": 5.0}, seen
     assert m.pending is None and m.stats["samples"] == 64
+
+
+def _fake_cupy(alloc):
+    """A stand-in ``cupy`` module whose pinned allocator is ``alloc``."""
+    import types
+
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(alloc_pinned_memory=alloc)
+    return cp
+
+
+def test_page_locked_memory_running_out_falls_back_to_ordinary_arrays(monkeypatch):
+    """Where page-locked host memory runs out (CuPy raises after freeing its pinned pool), the
+    maps and the cloud come down into ordinary arrays, as with ``GPULAB_MVS_PINNED=0``, instead
+    of the reconstruction failing; a pinned allocation that works is used."""
+    import sys
+
+    from gpu_kernels.mvs import transfer
+
+    class CUDARuntimeError(RuntimeError):  # what CuPy raises (cudaErrorMemoryAllocation)
+        pass
+
+    def no_memory(size):
+        raise CUDARuntimeError("cudaErrorMemoryAllocation: out of memory")
+
+    specs = [((4, 5), np.float32), ((4, 5, 3), np.float32), ((3,), np.int32)]
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(no_memory))
+    assert transfer.pinned_arrays(specs) is None
+    outs, jobs = transfer.host_arrays(specs, True)
+    for j in jobs:
+        j.result()
+    assert [(o.shape, o.dtype) for o in outs] == [((4, 5), np.float32), ((4, 5, 3), np.float32), ((3,), np.int32)]
+    got = []
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(lambda size: got.append(size) or bytearray(size)))
+    outs = transfer.pinned_arrays(specs)
+    assert got and [(o.shape, o.dtype) for o in outs] == [((4, 5), np.float32), ((4, 5, 3), np.float32),
+                                                          ((3,), np.int32)]
