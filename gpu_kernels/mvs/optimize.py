@@ -23,6 +23,7 @@ Example
 
 from __future__ import annotations
 
+import threading
 from dataclasses import InitVar, dataclass
 
 import numpy as np
@@ -255,6 +256,7 @@ class _RefCamera:
 #: same views with the same cameras again: 1-2 ms of small matrix products each time)
 _GEO_MEMO: dict = {}
 _GEO_MEMO_SIZE = 8
+_GEO_LOCK = threading.Lock()  # runs in several threads (batch jobs) share the memo
 
 
 def _camera_bytes(cam) -> bytes:
@@ -270,12 +272,14 @@ def build_geometry(cameras, refs, neighbors, tpp: int):
     used = sorted({int(r) for r in refs} | {int(v) for nb in neighbors for v in list(nb)[:tpp]})
     key = (int(tpp), tuple(int(r) for r in refs), tuple(tuple(int(v) for v in list(nb)[:tpp]) for nb in neighbors),
            tuple((v, _camera_bytes(cameras[v])) for v in used))
-    hit = _GEO_MEMO.get(key)
+    with _GEO_LOCK:
+        hit = _GEO_MEMO.get(key)
     if hit is None:
         hit = _build_geometry(cameras, refs, neighbors, tpp)
-        if len(_GEO_MEMO) >= _GEO_MEMO_SIZE:
-            _GEO_MEMO.pop(next(iter(_GEO_MEMO)))
-        _GEO_MEMO[key] = hit
+        with _GEO_LOCK:
+            while len(_GEO_MEMO) >= _GEO_MEMO_SIZE:
+                _GEO_MEMO.pop(next(iter(_GEO_MEMO)))
+            _GEO_MEMO[key] = hit
     return tuple(x.copy() for x in hit)
 
 

@@ -147,3 +147,41 @@ def test_page_locked_memory_running_out_falls_back_to_ordinary_arrays(monkeypatc
     outs = transfer.pinned_arrays(specs)
     assert got and [(o.shape, o.dtype) for o in outs] == [((4, 5), np.float32), ((4, 5, 3), np.float32),
                                                           ((3,), np.int32)]
+
+
+def test_the_geometry_memo_is_safe_from_two_threads(monkeypatch):
+    """Two runs (say two batch jobs) filling a full memo at once: both get their tables; neither
+    fails evicting the entry the other one evicted first (the eviction is made slow here so that
+    the two meet)."""
+    import threading
+    import time
+
+    from gpu_kernels.mvs.synth import render_synthetic_scene
+
+    class SlowDict(dict):
+        def __iter__(self):
+            keys = list(super().__iter__())
+            time.sleep(0.1)  # the other thread picks the same oldest entry meanwhile
+            yield from keys
+
+    memo = SlowDict({("filler", i): None for i in range(optimize._GEO_MEMO_SIZE)})
+    monkeypatch.setattr(optimize, "_GEO_MEMO", memo)
+    cams = render_synthetic_scene(n_views=5, width=48, height=36).scene.cameras
+    errors, got = [], {}
+
+    def run(ref):
+        try:
+            got[ref] = optimize.build_geometry(cams, [ref], [[v for v in range(5) if v != ref]], 4)
+        except Exception as exc:  # noqa: BLE001 - what the test looks for
+            errors.append(repr(exc))
+
+    ts = [threading.Thread(target=run, args=(r,)) for r in (0, 1)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(10)
+    assert not errors, errors
+    for r in (0, 1):
+        np.testing.assert_array_equal(got[r][0], optimize._build_geometry(cams, [r], [[v for v in range(5) if v != r]],
+                                                                          4)[0])
+    assert len(memo) <= optimize._GEO_MEMO_SIZE
