@@ -251,37 +251,48 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
     groups = [vs[i:i + vt] for i in range(0, len(vs), vt)]
     tried_free = [0, 0]  # pixels tried and pixels free so far: how much of a view the growing visits
     pool = be.xp.get_default_memory_pool() if be.is_gpu and be.xp is not np else None
-    with be.activate():
-        for gi, grp in enumerate(groups):
-            sub = progress.sub(gi / len(groups), (gi + 1) / len(groups),
-                               f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
-            tex = prep.textures
-            if tex is None:
-                need = sorted(set(grp) | {n for v in grp for n in nbrs[v]})
+    try:
+        with be.activate():
+            for gi, grp in enumerate(groups):
+                sub = progress.sub(gi / len(groups), (gi + 1) / len(groups),
+                                   f"views {', '.join(scene.names[v] for v in grp[:3])}{'...' if len(grp) > 3 else ''}")
+                tex = prep.textures
+                if tex is None:
+                    need = sorted(set(grp) | {n for v in grp for n in nbrs[v]})
+                    if pool is not None:
+                        free, _total = be.mem_info()
+                        nbytes = _texture_bytes(scene, need)
+                        if nbytes > 0.8 * free:
+                            raise TooLargeError(nbytes, int(0.8 * free), unit="bytes of view textures",
+                                                remedy="process fewer views together", parameter="views_together")
+                    sub.update(0.0, "textures")
+                    tex = pack_views(scene.images, device=be, views=need)
+                sub.update(0.05, "growing")
+                tg = time.perf_counter()
+                hint = tried_free[0] / tried_free[1] if tried_free[1] else None
+                maps = grow_depth_maps(tex, None, scene.cameras, grp, [nbrs[v] for v in grp],
+                                       [prep.view_seeds[v] for v in grp], masks=scene.masks, params=prm,
+                                       batch_size=batch_size, max_attempts=max_attempts, overlap=overlap, device=be,
+                                       progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint,
+                                       keep_device=keep_device)
+                tried_free[0] += maps[0].stats.get("tried", 0)
+                tried_free[1] += maps[0].stats.get("free", 0)
+                t_grow += time.perf_counter() - tg
+                call_stats.append(maps[0].stats)
                 if pool is not None:
-                    free, _total = be.mem_info()
-                    nbytes = _texture_bytes(scene, need)
-                    if nbytes > 0.8 * free:
-                        raise TooLargeError(nbytes, int(0.8 * free), unit="bytes of view textures",
-                                            remedy="process fewer views together", parameter="views_together")
-                sub.update(0.0, "textures")
-                tex = pack_views(scene.images, device=be, views=need)
-            sub.update(0.05, "growing")
-            tg = time.perf_counter()
-            hint = tried_free[0] / tried_free[1] if tried_free[1] else None
-            maps = grow_depth_maps(tex, None, scene.cameras, grp, [nbrs[v] for v in grp],
-                                   [prep.view_seeds[v] for v in grp], masks=scene.masks, params=prm,
-                                   batch_size=batch_size, max_attempts=max_attempts, overlap=overlap, device=be,
-                                   progress=sub.sub(0.05, 1.0), callback=callback, work_hint=hint,
-                                   keep_device=keep_device)
-            tried_free[0] += maps[0].stats.get("tried", 0)
-            tried_free[1] += maps[0].stats.get("free", 0)
-            t_grow += time.perf_counter() - tg
-            call_stats.append(maps[0].stats)
-            if pool is not None:
-                peak_mem = max(peak_mem, int(pool.total_bytes()))
-            maps_all.extend(maps)
-            del tex
+                    peak_mem = max(peak_mem, int(pool.total_bytes()))
+                maps_all.extend(maps)
+                del tex
+    except BaseException:
+        # stopped in a later group (a cancel, an error): the maps of the groups before are
+        # still coming down from device arrays into page-locked ones; let them land before
+        # both go back to their pools
+        for m in maps_all:
+            try:
+                m.wait()
+            except Exception:  # noqa: BLE001 - the error on its way out is the one to report
+                pass
+        raise
     # each map's count from the growing's stats (counted there once), not counted again
     samples = None if keep_device else _count_samples(maps_all)
     stats = {"device": be.label, "views": len(vs), "samples": samples, "seed_points": len(prep.points),

@@ -185,3 +185,41 @@ def test_the_geometry_memo_is_safe_from_two_threads(monkeypatch):
         np.testing.assert_array_equal(got[r][0], optimize._build_geometry(cams, [r], [[v for v in range(5) if v != r]],
                                                                           4)[0])
     assert len(memo) <= optimize._GEO_MEMO_SIZE
+
+
+def test_a_run_stopped_between_groups_waits_for_the_maps_still_coming_down(monkeypatch):
+    """grow_views(keep_device=True) stopped in its second group (a cancel, an error): the first
+    group's maps, still coming down into page-locked arrays from device arrays, are waited for
+    before the error leaves, so that neither buffer goes back to its pool with a copy in flight."""
+    import types
+
+    from gpu_kernels.mvs import stereo
+
+    class Download:
+        def __init__(self):
+            self.waited = 0
+
+        def wait(self):
+            self.waited += 1
+
+    first = Download()
+    calls = []
+
+    def grow(tex, _img, cameras, grp, nbrs, seeds, **kw):
+        calls.append(grp)
+        if len(calls) == 2:
+            raise RuntimeError("cancelled")
+        z = np.zeros((2, 2), np.float32)
+        m = DepthMap(grp[0], z, np.zeros((2, 2, 3), np.float32), z, z, z, z, neighbors=list(nbrs[0]),
+                     stats={"tried": 1, "free": 1})
+        m.pending = first
+        return [m]
+
+    monkeypatch.setattr(stereo, "grow_depth_maps", grow)
+    scene = types.SimpleNamespace(names=["a", "b", "c", "d"], cameras=[None] * 4, masks=None)
+    tex = types.SimpleNamespace(backend=types.SimpleNamespace(is_gpu=False))
+    prep = types.SimpleNamespace(views=[0, 1], neighbors={0: [1, 2, 3], 1: [0, 2, 3]}, textures=tex,
+                                 view_seeds={0: None, 1: None})
+    with pytest.raises(RuntimeError, match="cancelled"):
+        stereo.grow_views(scene, prep, min_views=3, views_together=1, device="cpu", keep_device=True)
+    assert len(calls) == 2 and first.waited == 1
