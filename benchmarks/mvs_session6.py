@@ -23,6 +23,18 @@ import mvs_session5 as s5  # noqa: E402 - sets the code root (MVS5_CODE_ROOT) be
 import numpy as np  # noqa: E402
 
 
+def _profiled(out: dict, run) -> dict:
+    """``out`` with one more ``run()`` under CUPTI (:func:`mvs_session5.gpu_busy`): its GPU busy
+    time and idle share (also against the unprofiled median ``out["wall_s"]``); logged."""
+    g = s5.gpu_busy(run)
+    if g is not None:
+        out.update({k: g[k] for k in ("wall_profiled_s", "gpu_busy_s", "gpu_idle_share", "largest_idle_gaps")})
+        out["gpu_idle_share_of_unprofiled_wall"] = 1 - g["gpu_busy_s"] / out["wall_s"]
+    s5.log(out["label"], json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in out.items()
+                                     if k not in ("walls", "largest_idle_gaps")}))
+    return out
+
+
 def live_row(scene, dev, label, repeat=9, ncc=(0.5, 0.55)) -> dict:
     """View 0's depth stage alone, the NCC threshold alternating between ``ncc`` (as a user's
     edits), on views prepared once: wall (median), GPU idle share (CUPTI), samples."""
@@ -47,13 +59,7 @@ def live_row(scene, dev, label, repeat=9, ncc=(0.5, 0.55)) -> dict:
         walls.append(time.perf_counter() - t)
     wall = float(np.median(walls))
     out = {"label": label, "wall_s": wall, "walls": walls, "samples": int(maps[0].n_samples)}
-    g = s5.gpu_busy(lambda: once(repeat))
-    if g is not None:
-        out.update({k: g[k] for k in ("wall_profiled_s", "gpu_busy_s", "gpu_idle_share", "largest_idle_gaps")})
-        out["gpu_idle_share_of_unprofiled_wall"] = 1 - g["gpu_busy_s"] / wall
-    s5.log(label, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in out.items()
-                              if k not in ("walls", "largest_idle_gaps")}))
-    return out
+    return _profiled(out, lambda: once(repeat))
 
 
 def fusion_stage_row(scene, dev, label, repeat=5) -> dict:
@@ -83,13 +89,7 @@ def fusion_stage_row(scene, dev, label, repeat=5) -> dict:
         walls.append(time.perf_counter() - t)
     wall = float(np.median(walls))
     out = {"label": label, "wall_s": wall, "walls": walls, "fused_points": int(len(f.points))}
-    g = s5.gpu_busy(once)
-    if g is not None:
-        out.update({k: g[k] for k in ("wall_profiled_s", "gpu_busy_s", "gpu_idle_share", "largest_idle_gaps")})
-        out["gpu_idle_share_of_unprofiled_wall"] = 1 - g["gpu_busy_s"] / wall
-    s5.log(label, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in out.items()
-                              if k not in ("walls", "largest_idle_gaps")}))
-    return out
+    return _profiled(out, once)
 
 
 def main(argv=None) -> int:
