@@ -1562,8 +1562,13 @@ class ToolTab(QWidget):
         self.cancel_button.setEnabled(running)
         self.open_button.setEnabled(not running)
         self.sample_combo.setEnabled(not running)
-        for b in self.export_buttons.values():
-            b.setEnabled(self.result is not None and not running)
+        for e in self.tool.exports:
+            b = self.export_buttons.get(e.key)
+            if b is None:
+                continue
+            why = e.unavailable(self.result) if (e.unavailable is not None and self.result is not None) else None
+            b.setEnabled(self.result is not None and not running and why is None)
+            b.setToolTip(f"Not for this result: {why}" if why else "")
         self.undo_button.setEnabled(self.can_undo())
         self.redo_button.setEnabled(self.can_redo())
         self.pin_button.setEnabled(self.result is not None or self.pinned is not None)   # nothing to pin yet

@@ -99,6 +99,9 @@ class Export:
     cli_option: str | None = None  # the command's option for it, for the copied command line
     #: ``check(path)`` raises a one-line error before any work if ``path`` cannot be written
     check: Callable[[pathlib.Path], Any] | None = None
+    #: ``unavailable(result)``: why this result cannot give the export (a one-line reason, the
+    #: button's tool tip while it is greyed out), or None where it can
+    unavailable: Callable[[Any], str | None] | None = None
     #: the help of its CLI flag (default: "also write the <label>")
     cli_help: str = ""
     #: writer keyword -> the tool's (display-only) Param that gives it, e.g. ``{"fmt":

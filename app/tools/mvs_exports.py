@@ -72,11 +72,18 @@ def write_view_files(result, out_dir: pathlib.Path) -> list[pathlib.Path]:
     return written
 
 
+_NO_FUSED = "there is no fused cloud: run with two or more views and fusion on"
+
+
+def _fused_unavailable(result) -> str | None:
+    return _NO_FUSED if getattr(result, "fused", None) is None else None
+
+
 def write_fused(result, path) -> list[pathlib.Path]:
     """The fused cloud as PLY (x y z nx ny nz red green blue confidence)."""
     f = result.fused
     if f is None:
-        raise InputError("there is no fused cloud: run with two or more views and fusion on")
+        raise InputError(_NO_FUSED)
     ply_points_io.write_points_ply(path, f.points, normals=f.normals, colors=f.colors, confidence=f.confidence)
     return [pathlib.Path(path)]
 
@@ -115,6 +122,6 @@ def _check_outdir(path) -> None:
 EXPORTS = (
     Export("outdir", "All maps and fused.ply (folder)", (), write_outdir, folder=True, cli_option="-o",
            check=_check_outdir),
-    Export("fused", "Fused point cloud", (".ply",), write_fused, cli_option="--fused"),
+    Export("fused", "Fused point cloud", (".ply",), write_fused, cli_option="--fused", unavailable=_fused_unavailable),
     Export("depth", "Depth map of one view", (".pfm", ".npy", ".bin", ".png"), write_view_depth, cli_option=None),
 )

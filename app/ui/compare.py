@@ -36,14 +36,25 @@ class SwipeView(QWidget):
         self.split_changed.emit(self.split)
         self.update()
 
+    #: height of the strip above the pictures that holds the "Pinned" / "Live" badges (on the
+    #: pictures they covered the views' titles)
+    BADGE_H = 22
+
     def _target(self) -> QRect:
         pm = self.right if not self.right.isNull() else self.left
+        room = self.rect().adjusted(0, self.BADGE_H, 0, 0)
         if pm.isNull():
-            return self.rect()
-        size = pm.size().scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio)
+            return room
+        size = pm.size().scaled(room.size(), Qt.AspectRatioMode.KeepAspectRatio)
         x = (self.width() - size.width()) // 2
-        y = (self.height() - size.height()) // 2
+        y = self.BADGE_H + (room.height() - size.height()) // 2
         return QRect(QPoint(x, y), size)
+
+    def badge_rects(self) -> tuple[QRect, QRect]:
+        """Where the "Pinned" and "Live" badges are drawn: above the pictures' corners."""
+        r = self._target()
+        top = r.top() - self.BADGE_H + 2
+        return QRect(r.left(), top, 70, 18), QRect(r.right() - 69, top, 70, 18)
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
@@ -61,10 +72,10 @@ class SwipeView(QWidget):
         p.setPen(QPen(QColor(255, 200, 0), 2))
         p.drawLine(cut, r.top(), cut, r.bottom())
         p.setPen(QColor(0, 0, 0))
-        p.fillRect(QRect(r.left() + 4, r.top() + 4, 70, 18), QColor(255, 243, 196))
-        p.drawText(QRect(r.left() + 4, r.top() + 4, 70, 18), Qt.AlignmentFlag.AlignCenter, self.labels[0])
-        p.fillRect(QRect(r.right() - 74, r.top() + 4, 70, 18), QColor(220, 240, 255))
-        p.drawText(QRect(r.right() - 74, r.top() + 4, 70, 18), Qt.AlignmentFlag.AlignCenter, self.labels[1])
+        for box, colour, text in zip(self.badge_rects(), (QColor(255, 243, 196), QColor(220, 240, 255)),
+                                     self.labels, strict=True):
+            p.fillRect(box, colour)
+            p.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
         p.end()
 
     def _drag(self, x: int) -> None:

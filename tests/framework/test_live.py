@@ -353,6 +353,8 @@ def test_swipe_compares_the_pinned_and_the_live_picture(tab, qtbot):
     assert sw.left.size() == sw.right.size() and sw.right.toImage() != sw.left.toImage()
     sw.set_split(0.25)
     assert sw.split == 0.25
+    pic = sw._target()   # the badges sit above the pictures, not over their titles
+    assert all(not b.intersects(pic) and sw.rect().contains(b) for b in sw.badge_rects())
     tab.swipe_button.setChecked(False)
     assert tab.swipe_view is None and tab.view.isVisible() and tab._pinned_box.isVisible()
     tab.swipe_button.setChecked(True)

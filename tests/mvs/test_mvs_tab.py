@@ -42,6 +42,11 @@ def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_
     assert res is not None, errors_of
     assert previews and all(v == 0 for v, _ in previews)
     assert previews[-1][1] <= res.view_map(0).n_samples
+    # one view: no fused cloud, so its export is greyed out with the reason (it used to open a
+    # save dialog and then an error); the maps' exports stay on
+    fused = tab.export_buttons["fused"]
+    assert not fused.isEnabled() and "no fused cloud" in fused.toolTip()
+    assert tab.export_buttons["depth"].isEnabled()
     assert tab.map_view.shape == (120, 160) and "depth" in tab.map_view.title.text
     for what in SHOW_CHOICES:
         tab.show_combo.setCurrentText(what)
