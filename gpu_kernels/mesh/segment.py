@@ -542,7 +542,13 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     nf = len(blocks)
     k_starts = cl.get("k_starts", ())
     early = cl.get("early")
-    early = dict(early["futures"]) if early is not None and early["epsilon"] == float(epsilon) else {}
+    if early is not None and early["epsilon"] != float(epsilon):
+        # another epsilon than the guess: the guess's cuts not started yet are not wanted (left
+        # queued, they would hold the one host thread and compete with the cuts done here)
+        for fut in early["futures"].values():
+            fut.cancel()
+        early = None
+    early = dict(early["futures"]) if early is not None else {}
     for i, fut in list(early.items()):
         if fut.cancel():  # not started on the thread: done here, while the thread finishes its own
             del early[i]

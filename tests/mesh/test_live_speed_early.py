@@ -187,3 +187,35 @@ def test_a_forked_child_gets_its_own_early_cut_thread():
     p.start()
     p.join(30)
     assert p.exitcode == 0 and q.get(timeout=5) == 42
+
+
+class _Held:
+    """An executor that never starts a task: every future stays pending (a busy host thread)."""
+
+    def __init__(self):
+        self.futures = []
+
+    def submit(self, fn, *args):
+        fut = Future()
+        self.futures.append(fut)
+        return fut
+
+
+def test_an_epsilon_other_than_the_guess_drops_the_queued_early_cuts(monkeypatch):
+    """The cuts queued for the guessed epsilon are cancelled when stage 3 runs another one: left
+    queued they would hold the one host thread (and the cores) for cuts nobody takes. The
+    result is the sequential one."""
+    pool = _Held()
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", True)
+    monkeypatch.setattr(segmod, "_settle_pool", lambda: pool)
+    v, f, _ = box_bar_box()
+    prep = segmod.prepare_mesh(v, f, device="cpu", max_faces=None)
+    cs = segmod.clusterings_prepared(prep, k=3, device="cpu", epsilon=0.1)
+    assert pool.futures and not any(fut.cancelled() for fut in pool.futures)
+    cm = segmod.settle_prepared(prep, cs, epsilon=0.3, device="cpu")
+    assert all(fut.cancelled() for fut in pool.futures)
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    ref = segmod.settle_prepared(prep, segmod.clusterings_prepared(prep, k=3, device="cpu"), epsilon=0.3,
+                                 device="cpu")
+    np.testing.assert_array_equal(cm.result[0], ref.result[0])
+
