@@ -62,11 +62,17 @@ def _record(prep, k, oversegment=None):
         calls.append({"labels": np.asarray(labels).astype(np.int32).copy()})
         return labels, st
 
+    # (the early cuts off: on a GPU they run on a host thread, in the order the clusterings
+    # converge and beside the cuts of this thread, and ``calls[-1]`` would pair a cut with
+    # another clustering's assembly; the records are in the clusterings' order)
+    orig_early = _segment.EARLY_SETTLE
     _bd.resolve_fuzzy_regions, _segment._assemble_and_cut = cut, assemble
+    _segment.EARLY_SETTLE = False
     try:
         seg = _segment.segment_prepared(prep, k=k, oversegment=oversegment)
     finally:
         _bd.resolve_fuzzy_regions, _segment._assemble_and_cut = orig_cut, orig_assemble
+        _segment.EARLY_SETTLE = orig_early
     return seg, [c for c in calls if "kused" in c]
 
 

@@ -219,3 +219,25 @@ def test_an_epsilon_other_than_the_guess_drops_the_queued_early_cuts(monkeypatch
                                  device="cpu")
     np.testing.assert_array_equal(cm.result[0], ref.result[0])
 
+
+def test_the_quality_benchmarks_records_are_those_of_the_sequential_cuts(early_on_cpu, monkeypatch):
+    """benchmarks/mesh_quality.py records each cut with the assembly after it (``calls[-1]``) in
+    the clusterings' order; the early cuts (a host thread on a GPU, in the order the clusterings
+    converge) are off while it records: the same records as with them off."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import mesh_quality as mq
+
+    v, f, _ = box_bar_box()
+    prep = segmod.prepare_mesh(v, f, device="cpu", max_faces=None)
+    _, calls = mq._record(prep, 3)
+    assert early_on_cpu.n == 0  # no cut was taken early
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    _, ref = mq._record(segmod.prepare_mesh(v, f, device="cpu", max_faces=None), 3)
+    assert len(calls) == len(ref) > 1
+    for a, b in zip(calls, ref, strict=True):
+        assert a["kused"] == b["kused"] and a["targets"] == b["targets"]
+        np.testing.assert_array_equal(a["labels"], b["labels"])
+        np.testing.assert_array_equal(a["final"], b["final"])
