@@ -63,6 +63,19 @@ def components(n, src, dst, keep):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _arc_pair(tail, head, res, a, u, v, cap_uv, cap_vu):  # pragma: no cover - compiled
+    """Arcs ``a`` (u -> v, capacity ``cap_uv``) and ``a + 1`` (its reverse, ``cap_vu``): each
+    the other's reverse (``a ^ 1``). Returns the next free arc."""
+    tail[a] = u
+    head[a] = v
+    res[a] = cap_uv
+    tail[a + 1] = v
+    head[a + 1] = u
+    res[a + 1] = cap_vu
+    return a + 2
+
+
+@njit(cache=True, nogil=True)
 def min_cut_source_side(m, ei, ej, cap, src_cap, snk_cap):  # pragma: no cover - compiled
     """The source side (an (m,) bool mask) of the smallest minimum s-t cut of ``m`` nodes:
     undirected arcs ``ei[e] - ej[e]`` of capacity ``cap[e]``, arcs from the source of
@@ -83,30 +96,12 @@ def min_cut_source_side(m, ei, ej, cap, src_cap, snk_cap):  # pragma: no cover -
     res = np.empty(na, dtype=np.int64)
     a = 0
     for e in range(ei.size):  # an undirected arc: a pair, each the other's reverse
-        tail[a] = ei[e]
-        head[a] = ej[e]
-        res[a] = cap[e]
-        tail[a + 1] = ej[e]
-        head[a + 1] = ei[e]
-        res[a + 1] = cap[e]
-        a += 2
-    for i in range(m):
+        a = _arc_pair(tail, head, res, a, ei[e], ej[e], cap[e], cap[e])
+    for i in range(m):  # the terminals' arcs: one way (the reverse has no capacity)
         if src_cap[i] > 0:
-            tail[a] = s
-            head[a] = i
-            res[a] = src_cap[i]
-            tail[a + 1] = i
-            head[a + 1] = s
-            res[a + 1] = 0
-            a += 2
+            a = _arc_pair(tail, head, res, a, s, i, src_cap[i], 0)
         if snk_cap[i] > 0:
-            tail[a] = i
-            head[a] = t
-            res[a] = snk_cap[i]
-            tail[a + 1] = t
-            head[a + 1] = i
-            res[a + 1] = 0
-            a += 2
+            a = _arc_pair(tail, head, res, a, i, t, snk_cap[i], 0)
     # the arcs leaving each node
     start = np.zeros(n + 1, dtype=np.int64)
     for a in range(na):
