@@ -89,7 +89,7 @@ def fuzzy_faces(P: np.ndarray, epsilon: float, *, pairwise: bool = True) -> np.n
     P = np.asarray(P)
     if P.shape[1] < 2:
         return np.zeros(P.shape[0], dtype=bool)
-    p1, p2 = _top_two_values(P)
+    p1, p2, _, _ = _top_two(P)
     diff = p1 - p2
     if pairwise:
         ssum = p1 + p2
@@ -97,19 +97,20 @@ def fuzzy_faces(P: np.ndarray, epsilon: float, *, pairwise: bool = True) -> np.n
     return diff <= epsilon
 
 
-def _top_two_values(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's highest and second-highest value (a repeated maximum is both): what
-    ``-np.partition(-P, 1, axis=1)[:, :2]`` gives, without a partition of every short row."""
+def _top_two(P: np.ndarray):
+    """``(p1, p2, i1, i2)``: each row's highest and second-highest value and their columns (the
+    first column of a repeated value, a repeated maximum both): ``-np.partition(-P, 1,
+    axis=1)[:, :2]`` and the first two columns of a stable ``argsort(-P)``, compiled
+    (``_numba_cut.top_two``) for float memberships, NumPy for any other real dtype."""
     kc = compiled()
     if kc is not None and P.dtype in (np.float32, np.float64):
-        p1, p2, _, _ = kc.top_two(np.ascontiguousarray(P))
-        return p1, p2
+        return kc.top_two(np.ascontiguousarray(P))
     rows = np.arange(P.shape[0])
     i1 = P.argmax(axis=1)
-    p1 = P[rows, i1]
-    Q = P.copy()
+    Q = P.astype(np.result_type(P.dtype, np.float32))  # (a copy; -inf needs a float type)
     Q[rows, i1] = -np.inf
-    return p1, Q.max(axis=1)
+    i2 = Q.argmax(axis=1)
+    return P[rows, i1], Q[rows, i2], i1, i2
 
 
 def dilate(graph: DualGraph, mask: np.ndarray, rings: int) -> np.ndarray:
@@ -130,15 +131,8 @@ def _two_best(P: np.ndarray) -> np.ndarray:
     """(F, 2) each row's highest and second-highest column (the first of equal values)."""
     if P.shape[1] == 1:
         return np.zeros((P.shape[0], 2), dtype=np.int64)
-    kc = compiled()
-    if kc is not None and P.dtype in (np.float32, np.float64):
-        _, _, i1, i2 = kc.top_two(np.ascontiguousarray(P))
-        return np.stack([i1, i2], axis=1)
-    rows = np.arange(P.shape[0])
-    i1 = P.argmax(axis=1)
-    Q = P.copy()
-    Q[rows, i1] = -np.inf
-    return np.stack([i1, Q.argmax(axis=1)], axis=1)
+    _, _, i1, i2 = _top_two(P)
+    return np.stack([i1, i2], axis=1)
 
 
 def _min_cut_source_side(m: int, ei, ej, cap, src_cap, snk_cap) -> np.ndarray:

@@ -358,3 +358,19 @@ def test_slivers_are_merged_before_parts():
     lab[first] = 3
     out, merges = merge_weakest_boundaries(g, lab, {0: 3}, np.zeros(4, np.int64), min_area=0.002)
     assert merges[0][1] == 3 and len(np.unique(out)) == 3
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_fuzzy_faces_and_the_two_best_take_any_real_memberships(compiled, monkeypatch):
+    """fuzzy_faces is public: integer or half-precision memberships give what they gave before
+    the compiled top-two (np.partition / a stable argsort), not an error (-inf into an int array)."""
+    from gpu_kernels.mesh import boundary
+
+    monkeypatch.setattr(boundary, "COMPILED", compiled)
+    P = np.array([[3, 1, 0], [2, 2, 1], [0, 5, 5], [1, 0, 4]])
+    ref = -np.partition(-P, 1, axis=1)[:, :2]
+    for Q in (P, P.astype(np.float16), P.astype(np.float32)):
+        for eps in (0.0, 0.3):
+            want = (ref[:, 0] - ref[:, 1]) / np.where(ref.sum(1) > 0, ref.sum(1), 1.0) <= eps
+            np.testing.assert_array_equal(boundary.fuzzy_faces(Q, eps), want)
+        np.testing.assert_array_equal(boundary._two_best(Q), np.argsort(-P, axis=1, kind="stable")[:, :2])
