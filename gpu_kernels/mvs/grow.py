@@ -569,7 +569,13 @@ class _DeviceGrower:
         if not self.emu and self.host_out is None:
             recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
             specs = [(a.shape, a.dtype) for a in recs] + [((len(self.g.refs),), np.int32)]  # + samples per view
-            self.host_out = _background().submit(host_arrays, specs, use_pinned())
+            be, pinned = self.be, use_pinned()
+
+            def alloc():
+                with be.activate():  # the run's device: page-locked for its context, no context on device 0
+                    return host_arrays(specs, pinned)
+
+            self.host_out = _background().submit(alloc)
 
     def _out(self) -> list:
         """The maps' host arrays and the samples' (one per view): from :meth:`prefault`, else new."""

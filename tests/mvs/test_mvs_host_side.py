@@ -223,3 +223,46 @@ def test_a_run_stopped_between_groups_waits_for_the_maps_still_coming_down(monke
     with pytest.raises(RuntimeError, match="cancelled"):
         stereo.grow_views(scene, prep, min_views=3, views_together=1, device="cpu", keep_device=True)
     assert len(calls) == 2 and first.waited == 1
+
+
+def test_the_maps_host_arrays_are_allocated_on_the_run_s_device(monkeypatch):
+    """The maps' page-locked host arrays are allocated in the download thread (prefault) with
+    the run's device current there, as the download itself is: a fresh thread's current device
+    is device 0, where the allocation would open a CUDA context of its own (and lock the pages
+    for device 0's context only) when the run is on another GPU."""
+    import contextlib
+    import threading
+    import types
+
+    from gpu_kernels.mvs import grow
+
+    current = threading.local()
+
+    class Backend:
+        device_id = 1
+
+        @contextlib.contextmanager
+        def activate(self):
+            old = getattr(current, "device", 0)
+            current.device = self.device_id
+            try:
+                yield
+            finally:
+                current.device = old
+
+    seen = []
+
+    def host_arrays(specs, pinned=False):
+        seen.append(getattr(current, "device", 0))
+        return [np.empty(sh, dt) for sh, dt in specs], []
+
+    monkeypatch.setattr(grow, "host_arrays", host_arrays)
+    gr = grow._DeviceGrower.__new__(grow._DeviceGrower)
+    gr.be, gr.emu, gr.host_out = Backend(), False, None
+    gr.rh = gr.rhs = gr.rht = gr.rc = gr.iters = np.zeros(6, np.float32)
+    gr.nrm = np.zeros((6, 3), np.float32)
+    gr.g = types.SimpleNamespace(refs=[0, 1])
+    gr.prefault()
+    outs = gr._out()
+    assert seen == [1]
+    assert [o.shape for o in outs] == [(6,)] * 4 + [(6, 3), (6,), (2,)]
