@@ -470,8 +470,11 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         counts = [x for x in want if not isinstance(x, str)]
         sub = prog.sub(a1, a2)
         host: dict = {}
-        # the auto-k starts' clusterings do not depend on k: kept on stage 1's output (``memo``)
-        keys = {x: (c, x, int(max_iter), power) for x in counts if memo is not None and x in memo_counts}
+        # the auto-k starts' clusterings do not depend on k: kept on stage 1's output (``memo``),
+        # on stage 1's distances only (a small component's, computed here, follow apsp_method,
+        # which the key does not hold)
+        mine = memo is not None and dists is not None and dists.get(c) is not None
+        keys = {x: (c, x, int(max_iter), power) for x in counts if mine and x in memo_counts}
         hit = {x: memo[key] for x, key in keys.items() if key in memo}
         todo = [x for x in counts if x not in hit]
 

@@ -241,3 +241,29 @@ def test_the_quality_benchmarks_records_are_those_of_the_sequential_cuts(early_o
         assert a["kused"] == b["kused"] and a["targets"] == b["targets"]
         np.testing.assert_array_equal(a["labels"], b["labels"])
         np.testing.assert_array_equal(a["final"], b["final"])
+
+
+def test_the_memo_holds_only_clusterings_on_stage_1s_distances(monkeypatch):
+    """Distances computed in stage 2 (a component stage 1 left out) follow apsp_method, which the
+    memo's key does not hold: a clustering on them is not kept, so other distances on the same
+    PreparedMesh are clustered afresh rather than answered from the memo."""
+    v, f, _ = box_bar_box()
+    prep = segmod.prepare_mesh(v, f, device="cpu", max_faces=None)
+    kw = segmod._segment_params("auto", None, 20, None, None, None)
+    real = segmod._component_apsp
+    memo: dict = {}
+
+    def blocks(power_of_d, use_memo):
+        monkeypatch.setattr(segmod, "_component_apsp", lambda *a, **k: real(*a, **k) ** power_of_d)
+        info = {"warnings": [], "timings": {"apsp": 0.0, "clustering": 0.0}, "params": {}}
+        cl = segmod._clusterings(prep.graph, "auto", "cpu", 20, CPU, segmod.as_progress(None), info,
+                                 kw["update_power"], kw["oversegment"], None, None, None,
+                                 memo=memo if use_memo else None)
+        return [b[0][1] for b in cl["blocks"]]
+
+    blocks(1.0, True)
+    other = blocks(0.5, True)  # other distances (another APSP method, say), the same memo
+    fresh = blocks(0.5, False)
+    assert any(not np.array_equal(a, b) for a, b in zip(blocks(1.0, False), fresh, strict=True))
+    for a, b in zip(other, fresh, strict=True):
+        np.testing.assert_array_equal(a, b)
