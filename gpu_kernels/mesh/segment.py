@@ -613,6 +613,18 @@ _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
 
+def _pool_after_fork() -> None:
+    """In a forked child: a fresh lock (the parent's may have been held by another thread at
+    the fork, and would then never be released here) and no executor (its thread is not there)."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _POOL.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool_after_fork)
+
+
 def _settle_pool():
     """The one host thread of the early cuts (made on first use, and again in a forked child,
     which does not inherit the thread)."""

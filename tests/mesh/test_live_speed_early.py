@@ -267,3 +267,25 @@ def test_the_memo_holds_only_clusterings_on_stage_1s_distances(monkeypatch):
     assert any(not np.array_equal(a, b) for a, b in zip(blocks(1.0, False), fresh, strict=True))
     for a, b in zip(other, fresh, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_child_forked_while_the_pool_lock_is_held_gets_its_pool():
+    """A fork while another thread is inside _settle_pool (its lock held) must not leave the
+    child waiting for a lock that nobody there will release."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child(q):
+        q.put(segmod._settle_pool().submit(lambda: 6 * 7).result(timeout=10))
+
+    p = ctx.Process(target=child, args=(q,))
+    with segmod._POOL_LOCK:  # (as another thread of the parent would hold it)
+        p.start()
+    p.join(20)
+    if p.exitcode is None:
+        p.kill()
+        p.join()
+    assert p.exitcode == 0 and q.get(timeout=5) == 42
