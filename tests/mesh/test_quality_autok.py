@@ -4,15 +4,12 @@ the bar for the whole mesh, so the four-legged animal keeps its legs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from psb_cases import needs_psb, psb_mesh, segment_with  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import autok
 from gpu_kernels.mesh.autok import merge_shares, reference_strength
-
-PSB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "psb"
 
 
 def test_merge_shares_follow_the_merges():
@@ -54,30 +51,15 @@ def test_the_default_is_the_cross_validated_share():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (PSB / "off" / "385.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+@needs_psb(385)
 def test_four_legged_animal_keeps_its_legs_at_auto_k(monkeypatch):
     """PSB mesh 385 (a four-legged animal; the worst mesh of the session-4 cross-validation):
     with the plain strongest boundary as reference its legs merge into the body (k = 5,
     Rand Index error 0.66); with the area-weighted reference they stay parts."""
-    import sys
-
-    from gpu_kernels.mesh import segment_mesh
-    from gpu_kernels.mesh.metrics import rand_index_error
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import mesh_psb as mp
-
-    v, f = mp.load_mesh(PSB, 385)
-    humans = mp.load_human(PSB, 385)
+    v, f, humans = psb_mesh(385)
     hk = [int(np.unique(h).size) for h in humans]
-
-    def run(share):
-        monkeypatch.setattr(autok, "AUTO_K_REF_SHARE", share)
-        seg = segment_mesh(v, f, k="auto", device="cpu")
-        return seg.k, float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
-
-    k_new, ri_new = run(0.03)
-    k_old, ri_old = run(0.0)
+    k_new, ri_new = segment_with(monkeypatch, autok, "AUTO_K_REF_SHARE", 0.03, v, f, humans)
+    k_old, ri_old = segment_with(monkeypatch, autok, "AUTO_K_REF_SHARE", 0.0, v, f, humans)
     assert min(hk) <= k_new <= max(hk), (k_new, hk)
     assert ri_new < 0.30, ri_new
     assert ri_old > ri_new + 0.2, (ri_old, ri_new)  # the failure the change mends

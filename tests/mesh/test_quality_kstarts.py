@@ -15,9 +15,8 @@ from gpu_kernels.mesh import segment_mesh
 from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from psb_cases import needs_psb, psb_mesh, segment_with  # noqa: E402
 from test_mesh_cluster import box_bar_box  # noqa: E402
-
-PSB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "psb"
 
 
 def _cut_dihedral_cos(v, f, labels):
@@ -56,24 +55,13 @@ def test_the_default_is_on():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (PSB / "off" / "365.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+@needs_psb(365)
 def test_vase_at_the_benchmark_k(monkeypatch):
     """PSB mesh 365 (a vase; 0.35 Rand Index error with the benchmark's k before): at k = 4
     the factors' result splits the shell, the starts' medoid keeps it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import mesh_psb as mp
-
-    from gpu_kernels.mesh.metrics import rand_index_error
-
-    v, f = mp.load_mesh(PSB, 365)
-    humans = mp.load_human(PSB, 365)
-
-    def run(on):
-        monkeypatch.setattr(segmod, "K_FROM_AUTO_STARTS", on)
-        seg = segment_mesh(v, f, k=4, device="cpu")
-        return float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
-
-    new, old = run(True), run(False)
+    v, f, humans = psb_mesh(365)
+    new = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", True, v, f, humans, k=4)[1]
+    old = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", False, v, f, humans, k=4)[1]
     assert new < 0.2, new
     assert old > new + 0.1, (old, new)
 
@@ -130,17 +118,13 @@ def test_the_integer_k_contrast_default():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (PSB / "off" / "224.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+@needs_psb(224)
 def test_fish_at_the_benchmark_k_keeps_fins_before_body_chunks(monkeypatch):
     """PSB mesh 224 (a fish; the humans' k is 7-10, more than its protruding parts): with the
     stronger integer-k thickness contrast the fins stay parts and the body is cut less."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import mesh_psb as mp
-
     from gpu_kernels.mesh.metrics import rand_index_error
 
-    v, f = mp.load_mesh(PSB, 224)
-    humans = mp.load_human(PSB, 224)
+    v, f, humans = psb_mesh(224)
     ks = sorted({int(np.unique(h).size) for h in humans})
 
     def run(contrast):

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from psb_cases import needs_psb, psb_mesh, segment_with  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import autok
 from gpu_kernels.mesh.autok import stop_index
-
-PSB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "psb"
 
 
 def test_no_lookahead_is_the_first_crossing():
@@ -51,30 +50,15 @@ def test_the_default_is_the_cross_validated_lookahead():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (PSB / "off" / "23.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+@needs_psb(23)
 def test_cup_is_not_split_inside_from_outside_at_auto_k(monkeypatch):
     """PSB mesh 23 (a cup): with the plain first crossing k = auto stops at the rim crease
     (strength just over the bar) and cuts the cup's inside from its outside (Rand Index error
     0.43); with the lookahead the next, much bigger step is the stop and the error is small."""
-    import sys
-
-    from gpu_kernels.mesh import segment_mesh
-    from gpu_kernels.mesh.metrics import rand_index_error
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import mesh_psb as mp
-
-    v, f = mp.load_mesh(PSB, 23)
-    humans = mp.load_human(PSB, 23)
+    v, f, humans = psb_mesh(23)
     hk = [int(np.unique(h).size) for h in humans]
-
-    def run(look):
-        monkeypatch.setattr(autok, "AUTO_K_LOOKAHEAD", look)
-        seg = segment_mesh(v, f, k="auto", device="cpu")
-        return seg.k, float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
-
-    k_new, ri_new = run(1)
-    k_old, ri_old = run(0)
+    k_new, ri_new = segment_with(monkeypatch, autok, "AUTO_K_LOOKAHEAD", 1, v, f, humans)
+    k_old, ri_old = segment_with(monkeypatch, autok, "AUTO_K_LOOKAHEAD", 0, v, f, humans)
     assert min(hk) <= k_new <= max(hk), (k_new, hk)
     assert ri_new < 0.15, ri_new
     assert ri_old > ri_new + 0.2, (ri_old, ri_new)  # the failure the change mends
@@ -119,27 +103,14 @@ def test_the_small_part_default():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (PSB / "off" / "145.off").exists(), reason="the shared PSB data (../shared/data/psb) is absent")
+@needs_psb(145)
 def test_table_has_the_humans_k_at_auto_k(monkeypatch):
     """PSB mesh 145 (a table; every human says 5 parts): k = auto kept two tiny parts besides
     the top and the legs (k = 7); absorbed, k = 5 at the same Rand Index."""
-    import sys
-
     from gpu_kernels.mesh import segment as segmod
-    from gpu_kernels.mesh import segment_mesh
-    from gpu_kernels.mesh.metrics import rand_index_error
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import mesh_psb as mp
-
-    v, f = mp.load_mesh(PSB, 145)
-    humans = mp.load_human(PSB, 145)
-
-    def run(share):
-        monkeypatch.setattr(segmod, "AUTO_K_MIN_PART", share)
-        seg = segment_mesh(v, f, k="auto", device="cpu")
-        return seg.k, float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
-
-    (k_new, ri_new), (k_old, ri_old) = run(0.01), run(0.0)
+    v, f, humans = psb_mesh(145)
+    k_new, ri_new = segment_with(monkeypatch, segmod, "AUTO_K_MIN_PART", 0.01, v, f, humans)
+    k_old, ri_old = segment_with(monkeypatch, segmod, "AUTO_K_MIN_PART", 0.0, v, f, humans)
     assert k_new == 5 and k_old > 5, (k_new, k_old)
     assert ri_new < ri_old + 0.01, (ri_new, ri_old)
