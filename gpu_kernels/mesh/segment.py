@@ -717,8 +717,6 @@ def k_merge_graph(graph):
     """``graph`` as an integer k's merges see it: its thickness raised to the power
     ``K_SDF_MERGE / SDF_MERGE``, which scales every cluster's mean log thickness and so makes
     the merges' thickness contrast ``K_SDF_MERGE`` (cached on the graph)."""
-    from dataclasses import replace
-
     from gpu_kernels.mesh import dualgraph as _dg
 
     th = getattr(graph, "thickness", None)
@@ -1266,7 +1264,9 @@ def settle_prepared(prep: PreparedMesh, cs: ClusterSet, *, epsilon=DEFAULT_EPSIL
                     device=None, progress=None) -> ClusteredMesh:
     """The clusterings of ``cs`` cut (fuzzy faces within ``epsilon``), merged and chosen at their
     resolution, and carried to every face: what an epsilon edit re-runs (the clusterings
-    re-used). Neither ``prep`` nor ``cs`` is modified."""
+    re-used). No result in ``prep`` or ``cs`` is modified: ``prep.last_epsilon`` (the next
+    clusterings' guess) is set to ``epsilon``, and early cuts of ``cs`` not yet started are
+    cancelled (:func:`_settle`: done here instead, the same result)."""
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
