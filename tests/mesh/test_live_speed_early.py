@@ -289,3 +289,23 @@ def test_a_child_forked_while_the_pool_lock_is_held_gets_its_pool():
         p.kill()
         p.join()
     assert p.exitcode == 0 and q.get(timeout=5) == 42
+
+
+@pytest.mark.parametrize("kw", [{"k": 3, "max_faces": None}, {"k": "auto", "max_faces": None},
+                                {"k": 4, "max_faces": 300}])
+def test_the_real_host_thread_on_the_cpu_gives_the_sequential_result(kw, monkeypatch):
+    """The early cuts on the real pool thread (elsewhere only the GPU tests run it): cuts on the
+    thread while this thread clusters, some taken from it and some cancelled and done here, and
+    the same arrays as with the early cuts off."""
+    used = []
+    real = segmod._settle_one
+    monkeypatch.setattr(segmod, "_settle_one", lambda *a: used.append(1) or real(*a))
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", True)
+    v, f, _ = box_bar_box()
+    fast = segmod.segment_mesh(v, f, device="cpu", **kw)
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    ref = segmod.segment_mesh(v, f, device="cpu", **kw)
+    assert used  # the thread cut at least one
+    for a, b in zip(_arrays(fast), _arrays(ref), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert fast.info.get("merges") == ref.info.get("merges")
