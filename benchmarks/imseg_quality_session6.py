@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-#: (sigma, compactness, n_superpixels, slic iterations)
+#: (sigma, compactness, n_superpixels, slic iterations[, the blur SLIC sees if not sigma])
 DEFAULT_PRE = (1.0, 10.0, 600, 4)
 DEFAULT_C = 3.3
 VARIANTS = [DEFAULT_PRE, (0.7, 10.0, 600, 4), (0.85, 10.0, 600, 4), (1.0, 15.0, 600, 4),
@@ -50,12 +50,17 @@ def prepare(img, gts, pre):
     from gpu_kernels.imseg import contours as C
     from gpu_kernels.imseg import label as L
 
-    sigma, m, nsp, iters = pre
+    sigma, m, nsp, iters = pre[:4]
     h, w = img.shape[:2]
-    sm = C.blur_np(C.lab_planes_np(C.to_u8(img)), sigma)
+    lab = C.lab_planes_np(C.to_u8(img))
+    sm = C.blur_np(lab, sigma)
     _, gq, q = C.gradient_np(sm)
     S = C.slic_step(h, w, nsp)
-    comps, R = L.label_np(C.slic_np(sm, q, S, m, iters), 4)
+    if len(pre) > 4 and pre[4] != sigma:  # SLIC on its own blur; the boundary strength and colours on sigma's
+        sm2 = C.blur_np(lab, pre[4])
+        comps, R = L.label_np(C.slic_np(sm2, C.gradient_np(sm2)[2], S, m, iters), 4)
+    else:
+        comps, R = L.label_np(C.slic_np(sm, q, S, m, iters), 4)
     graph = C.region_graph_np(comps, R, gq, q)
     c0 = comps.ravel().astype(np.int64) - 1
     cont = []
@@ -107,7 +112,7 @@ def main(argv=None):
     ap.add_argument("--coarse", default="", help="JSON list of coarseness values")
     ap.add_argument("--out", default="/tmp/imseg_s6")
     a = ap.parse_args(argv)
-    variants = [(float(v[0]), float(v[1]), int(v[2]), int(v[3])) for v in
+    variants = [(float(v[0]), float(v[1]), int(v[2]), int(v[3]), *map(float, v[4:])) for v in
                 (json.loads(a.variants) if a.variants else VARIANTS)]
     if DEFAULT_PRE not in variants:
         variants = [DEFAULT_PRE] + variants
