@@ -1152,6 +1152,7 @@ class ToolTab(QWidget):
             box.setMinimumSize(1, 1)   # the pinned copy may shrink below its views' minimum: a pin never widens the window
             lay = QVBoxLayout(box)
             lay.setContentsMargins(0, 0, 0, 0)
+            lay.setSpacing(0)   # the live half leaves exactly the caption's height free (below)
             lay.setSizeConstraint(QVBoxLayout.SizeConstraint.SetNoConstraint)
             self.pinned_caption = QLabel("")
             self.pinned_caption.setStyleSheet("background: #fff3c4; padding: 2px 6px;")
@@ -1160,6 +1161,11 @@ class ToolTab(QWidget):
             self._pinned_box = box
             self._view_min = self.view.minimumSize()   # both halves may shrink while pinned (unpin restores)
             self.view.setMinimumSize(1, 1)
+            # the live half leaves the caption's height free at its top, so both halves lay out
+            # their pictures in the same room (same zoom; the pinned maps were drawn smaller)
+            m = self.view.contentsMargins()
+            self._view_margins = (m.left(), m.top(), m.right(), m.bottom())
+            self._caption_room(True)
             sizes = self.splitter.sizes()
             self.splitter.insertWidget(1, box)
             half = max(200, sizes[1] // 2)
@@ -1177,6 +1183,15 @@ class ToolTab(QWidget):
                          "the table lists the parameters that differ")
         return True
 
+    def _caption_room(self, on: bool) -> None:
+        """Leave the pinned caption's height free at the live view's top (side by side), or not
+        (unpinned, or one swipe view showing both pictures)."""
+        m = getattr(self, "_view_margins", None)
+        if m is None:
+            return
+        cap_h = self.pinned_caption.sizeHint().height() if on else 0
+        self.view.setContentsMargins(m[0], m[1] + cap_h, m[2], m[3])
+
     def _share_halves(self) -> None:
         """The pinned and the live halves side by side get the same width (the same zoom on
         the same picture): the window's share if the user has not dragged a handle, else the
@@ -1186,12 +1201,12 @@ class ToolTab(QWidget):
         bal = getattr(self.splitter, "_balance", None)
         if bal is not None and not bal.user_moved:
             bal.balance()
-            return
-        sizes = self.splitter.sizes()
-        i_p, i_v = self.splitter.indexOf(self._pinned_box), self.splitter.indexOf(self.view)
-        both = sizes[i_p] + sizes[i_v]
-        sizes[i_p], sizes[i_v] = both // 2, both - both // 2
-        self.splitter.setSizes(sizes)
+        else:
+            sizes = self.splitter.sizes()
+            i_p, i_v = self.splitter.indexOf(self._pinned_box), self.splitter.indexOf(self.view)
+            both = sizes[i_p] + sizes[i_v]
+            sizes[i_p], sizes[i_v] = both // 2, both - both // 2
+            self.splitter.setSizes(sizes)
 
     def set_swipe(self, on: bool) -> None:
         """Show the pinned and the live result in one swipe view (on) or side by side (off)."""
@@ -1208,6 +1223,7 @@ class ToolTab(QWidget):
                 room = before[i_p] + before[i_v]
                 self._pinned_box.setVisible(False)
                 self.view.setVisible(False)
+                self._caption_room(False)   # the swipe draws both pictures in one room
                 sizes = before[:i_v + 1] + [room] + before[i_v + 1:]
                 sizes[i_p] = sizes[i_v] = 0
                 self.splitter.setSizes(sizes)
@@ -1221,6 +1237,7 @@ class ToolTab(QWidget):
             self.view.setVisible(True)
             if self._pinned_slot is not None:
                 self._pinned_box.setVisible(True)
+                self._caption_room(True)
             before = getattr(self, "_sizes_before_swipe", None)
             if before is not None and len(before) == self.splitter.count():
                 self.splitter.setSizes(before)
@@ -1268,6 +1285,9 @@ class ToolTab(QWidget):
             if getattr(self, "_view_min", None) is not None:
                 self.view.setMinimumSize(self._view_min)
                 self._view_min = None
+            if getattr(self, "_view_margins", None) is not None:
+                self.view.setContentsMargins(*self._view_margins)
+                self._view_margins = None
         if self.pin_button.isChecked():
             self.pin_button.blockSignals(True)
             self.pin_button.setChecked(False)

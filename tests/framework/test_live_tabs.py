@@ -108,7 +108,12 @@ def test_live_edit_undo_and_pin_in_the_real_tab(name, open_tab, qtbot, tmp_path)
     def halves():
         return sp.sizes()[sp.indexOf(tab._pinned_box)], sp.sizes()[sp.indexOf(tab.view)]
     qtbot.waitUntil(lambda: abs(halves()[0] - halves()[1]) <= 1, timeout=3000)
+    # and the same height for the views' contents: the live half leaves the caption's room free
+    pinned_view = tab._pinned_slot["view"]
+    assert abs(tab.view.contentsRect().height() - pinned_view.contentsRect().height()) <= 1
+    margins = tab._view_margins
     tab.unpin()
+    assert (tab.view.contentsMargins().top(), tab.view.contentsMargins().left()) == (margins[1], margins[0])
     qtbot.wait(200)  # the history step is recorded after the debounce
     assert tab.undo()
     idle()
