@@ -574,10 +574,9 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         key = (int(np.unique(res[0]).size), score)
         if best is None or key[0] > best[0][0] or (key[0] == best[0][0] and score > best[0][1] + 1e-12):
             best = (key, i, res, trial)
-    if auto_starts:  # k = "auto" from several over-segmentations: the medoid of the results
-        j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
-        best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
-    elif k_starts:  # an integer k from the factors and the auto-k starts: the medoid of them all
+    if auto_starts or k_starts:
+        # k = "auto" from several over-segmentations, or an integer k from the factors and the
+        # auto-k starts: the medoid of the results
         j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
         best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
     elif OVERSEG_RULE == "medoid" and nf > 2:
