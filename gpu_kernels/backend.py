@@ -193,8 +193,28 @@ class Backend:
             with self.activate():
                 self.xp.get_default_memory_pool().free_all_blocks()
 
+    def release_caches(self) -> None:
+        """After running out of device memory: drop what the kernels keep between calls
+        (:func:`on_release`: captured CUDA graphs and the like), then free the memory pool."""
+        for fn in list(_RELEASE_HOOKS):
+            try:
+                fn(self)
+            except Exception:  # noqa: BLE001 - best effort, as freeing the pool is
+                pass
+        self.free_memory_pool()
+
     def __str__(self) -> str:
         return self.label
+
+
+_RELEASE_HOOKS: list = []
+
+
+def on_release(fn) -> None:
+    """Register ``fn(backend)``, called by :meth:`Backend.release_caches` (after an
+    out-of-memory error) to drop device memory a module keeps between calls."""
+    if fn not in _RELEASE_HOOKS:
+        _RELEASE_HOOKS.append(fn)
 
 
 _CPU = Backend("cpu", 0, np)

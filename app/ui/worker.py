@@ -108,7 +108,7 @@ class _JobThread(QThread):
 
                 be = get_backend(oom_gpu)
                 with be.activate():
-                    be.free_memory_pool()
+                    be.release_caches()   # kept graphs and the like too, then the pool
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self.done.emit(*outcome)

@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from gpu_kernels import backend as _backend
 from gpu_kernels.imseg import color as _color
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import kmeans as _km
@@ -110,10 +111,15 @@ def capture(be, img, p: dict, global_step: str, fopts: tuple = ()) -> PrefixGrap
     return g
 
 
-def clear() -> None:
+def clear(_backend=None) -> None:
+    """Drop every kept graph (and forget the shapes whose capture failed: a capture may have
+    failed for want of memory). Called after an out-of-memory error (``Backend.release_caches``)."""
     with _LOCK:
         _GRAPHS.clear()
         _FAILED.clear()
+
+
+_backend.on_release(clear)
 
 
 def stats() -> dict:
@@ -154,8 +160,9 @@ class PrefixGraph:
             return mp
 
         stream = _capture_stream(be)
-        xp.cuda.set_allocator(alloc)
-        try:
+        # this thread's allocations only (as flow's plans do): set_allocator is process-wide, so
+        # another tab's worker allocating during a capture would have its blocks held by the graph
+        with xp.cuda.using_allocator(alloc):
             with stream:
                 img_d = xp.empty(img.shape, img.dtype)
                 stream.begin_capture()
@@ -188,8 +195,6 @@ class PrefixGraph:
                             feats = _feat.features_device(be, labels_d, rows, h, w, img_d, c, method, moments)
                 finally:
                     graph = stream.end_capture()
-        finally:
-            xp.cuda.set_allocator(old_alloc)
         self.graph = graph
         self._held = held
         self.img_d, self.lab_d, self.clusters, self.centres = img_d, lab_d, clusters, centres

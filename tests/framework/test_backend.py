@@ -161,3 +161,37 @@ def test_gpu_asking_for_a_missing_device_index_is_one_line():
     with pytest.raises(BackendError) as e:
         get_backend(f"cuda:{n}")
     assert "\n" not in str(e.value) and f"only {n} device" in str(e.value)
+
+
+def test_release_caches_runs_every_hook_then_frees_the_pool(monkeypatch):
+    """After an out-of-memory error the worker calls release_caches: every module's hook drops
+    what it keeps between calls (one that fails does not stop the others)."""
+    from gpu_kernels import backend as bk
+
+    monkeypatch.setattr(bk, "_RELEASE_HOOKS", [])
+    seen = []
+
+    def bad(be):
+        raise RuntimeError("boom")
+
+    bk.on_release(bad)
+    bk.on_release(lambda be: seen.append(be.label))
+    bk.on_release(bad)                      # registered once
+    freed = []
+    cpu = bk.get_backend("cpu")
+    monkeypatch.setattr(type(cpu), "free_memory_pool", lambda self: freed.append(self.label))
+    cpu.release_caches()
+    assert seen == ["cpu"] and freed == ["cpu"] and len(bk._RELEASE_HOOKS) == 2
+
+
+def test_imseg_graphs_are_dropped_on_release():
+    """imseg keeps up to 8 captured CUDA graphs (~60 B a pixel each): they go on release."""
+    from gpu_kernels import backend as bk
+    from gpu_kernels.imseg import graphs
+
+    assert graphs.clear in bk._RELEASE_HOOKS
+    with graphs._LOCK:
+        graphs._GRAPHS["x"] = object()
+        graphs._FAILED.add("y")
+    bk.get_backend("cpu").release_caches()
+    assert not graphs._GRAPHS and not graphs._FAILED
