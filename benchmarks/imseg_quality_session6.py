@@ -61,15 +61,10 @@ def prepare(img, gts, pre):
         comps, R = L.label_np(C.slic_np(sm2, C.gradient_np(sm2)[2], S, m, iters), 4)
     else:
         comps, R = L.label_np(C.slic_np(sm, q, S, m, iters), 4)
+    from imseg_session3 import contingency
+
     graph = C.region_graph_np(comps, R, gq, q)
-    c0 = comps.ravel().astype(np.int64) - 1
-    cont = []
-    for gt in gts:
-        _, gi = np.unique(np.asarray(gt).ravel(), return_inverse=True)
-        ng = int(gi.max()) + 1
-        u, cnt = np.unique(c0 * ng + gi, return_counts=True)
-        cont.append((u // ng, u % ng, cnt.astype(np.float64), ng))
-    return {"h": h, "w": w, "S": S, "graph": graph, "cont": cont}
+    return {"h": h, "w": w, "S": S, "graph": graph, "cont": contingency(comps, gts)}
 
 
 def run(d, c):

@@ -90,6 +90,19 @@ def _oriented_eg(lab0, q, R):
     return C._aggregate(np.minimum(a, b), np.maximum(a, b), np.ones(len(a), np.int64), s, R)[3]
 
 
+def contingency(comps, gts) -> list:
+    """Per human segmentation: (superpixel, segment, pixel count, number of segments) of every
+    pair that overlaps, which :func:`scores` turns into the measures of any merge of the pieces."""
+    c0 = comps.ravel().astype(np.int64) - 1
+    cont = []
+    for gt in gts:
+        _, gi = np.unique(np.asarray(gt).ravel(), return_inverse=True)
+        ng = int(gi.max()) + 1
+        u, cnt = np.unique(c0 * ng + gi, return_counts=True)
+        cont.append((u // ng, u % ng, cnt.astype(np.float64), ng))
+    return cont
+
+
 def prepare(item):
     """One image: superpixels, the region graph of every boundary map, the mean gradient and
     the contingency of the superpixels with each human segmentation."""
@@ -110,13 +123,7 @@ def prepare(item):
     eo = _oriented_eg(comps.astype(np.int64) - 1, q, R)
     graphs["ori"] = dict(graphs["base"], eg=eo)
     graphs["mixori"] = dict(graphs["base"], eg=(graphs["base"]["eg"] + eo + 1) // 2)
-    c0 = comps.ravel().astype(np.int64) - 1
-    cont = []
-    for gt in gts:
-        _, gi = np.unique(np.asarray(gt).ravel(), return_inverse=True)
-        ng = int(gi.max()) + 1
-        u, cnt = np.unique(c0 * ng + gi, return_counts=True)
-        cont.append((u // ng, u % ng, cnt.astype(np.float64), ng))
+    cont = contingency(comps, gts)
     gbar = int(gq.astype(np.int64).sum()) / gq.size / C.GSCALE
     return {"id": i, "h": h, "w": w, "S": S, "graphs": graphs, "cont": cont, "gbar": gbar}
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_imseg_session3_bench import _scene  # the synthetic scene with two "human" segmentations
 
 from gpu_kernels.imseg import contours as C
 from gpu_kernels.imseg.contours import segment_contours
@@ -25,16 +26,6 @@ def bench():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def _scene(seed=1, h=120, w=160):
-    rng = np.random.default_rng(seed)
-    pts = rng.random((7, 2)) * (h, w)
-    yy, xx = np.mgrid[:h, :w]
-    truth = ((yy[..., None] - pts[:, 0]) ** 2 + (xx[..., None] - pts[:, 1]) ** 2).argmin(-1) + 1
-    cols = rng.integers(30, 225, (8, 3)).astype(float)
-    img = cols[truth] * (0.85 + 0.15 * xx / w)[..., None] + rng.normal(0, 8.0, (h, w, 3))
-    return np.clip(img, 0, 255).astype(np.uint8), [truth, (truth + 1) // 2]
 
 
 def _check(bench, img, gts, pre, c, **kw):
