@@ -282,16 +282,21 @@ def test_a_parameter_made_unused_keys_as_its_default_in_every_pipeline():
     assert pipe.run(data, {"x": 9}, device=cpu) == 0 and calls == [1]
 
 
-def test_imseg_kmeans_edit_with_contours_on_reruns_nothing():
+def _imseg_runner(seed):
+    """``run(**params) -> RunReport`` of imseg's pipeline on a small random image, one cache."""
     from app.tools import imseg
 
-    img = (np.random.default_rng(0).random((40, 48, 3)) * 255).astype(np.uint8)
+    img = (np.random.default_rng(seed).random((40, 48, 3)) * 255).astype(np.uint8)
     data = imseg.ImageData(None, img)
     cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 28)
 
     def run(**p):
         return imseg.PIPELINE.execute(data, imseg.PARAMS.validate(p), device=cpu, cache=cache)[1]
+    return run
 
+
+def test_imseg_kmeans_edit_with_contours_on_reruns_nothing():
+    run = _imseg_runner(0)
     run()
     assert run(k_max=7, min_size=33, q=4).ran == []       # the default method is contours
 
@@ -350,15 +355,7 @@ def test_a_result_from_the_cache_keeps_its_compute_time():
 
 
 def test_imseg_coarseness_edit_counts_only_the_contours_stages():
-    from app.tools import imseg
-
-    img = (np.random.default_rng(1).random((40, 48, 3)) * 255).astype(np.uint8)
-    data = imseg.ImageData(None, img)
-    cpu, cache = get_backend("cpu"), StageCache(cap_bytes=1 << 28)
-
-    def run(**p):
-        return imseg.PIPELINE.execute(data, imseg.PARAMS.validate(p), device=cpu, cache=cache)[1]
-
+    run = _imseg_runner(1)
     full = run()
     assert full.ran == ["colour", "superpixels", "merge", "regions"] and full.n_stages == 4
     assert "re-ran from stage 3 of 4 (region merging)" in run(coarseness=2.5).describe()
