@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..io import image_io
 from ..tools import flow
-from ..tools.base import fmt_seconds
+from ..tools.stages import took_text
 from ..ui.widgets import ColorBar, grey_lut, hex_color
 from .base import PendingJob, ToolTab
 from .flow_view import FAILED_RGB, OCCLUDED_RGB, FlowView, FlowWheel
@@ -330,9 +330,7 @@ class FlowTab(ToolTab):
     def show_result(self, result) -> None:
         st = self.view.picture(result).stats()   # once per result, on the device that computed it
         report = self.last_report if result is self.result else None
-        # a result shown again from the stage cache (Undo, History) took no time: not "in 0 ms"
-        took = "shown from the cache" if report is not None and not report.ran else \
-            f"in {fmt_seconds(result.elapsed)}"
+        took = took_text(report, result.elapsed)   # not "in 0 ms" for a result from the cache
         self.stats_label.setText(
             f"{result.params['method']} on {result.device} {took}<br>"
             f"flow: mean {st['mean_mag']:.2f} px, largest {st['max_mag']:.2f} px<br>"

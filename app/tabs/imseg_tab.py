@@ -26,6 +26,7 @@ from gpu_kernels.imseg import vis
 
 from ..tools import imseg
 from ..tools.base import fmt_seconds
+from ..tools.stages import reused_note
 from .base import ToolTab
 from .imseg_views import ImsegView, RegionTable
 
@@ -150,11 +151,9 @@ class ImsegTab(ToolTab):
         sync = f"; {s.syncs} host synchronisation(s)" if result.device != "cpu" else ""
         total = "total"
         cached = ""
-        if report is not None and report.reused:
-            # a live re-run: the stage rows keep the times of the run that computed them
+        if reused_note(report):   # a live re-run: the stage rows keep the times of the run that computed them
             total = "total, this run"
-            names = ", ".join(report.labels.get(n, n) for n in report.reused)
-            cached = f"<br>re-used from the cache: {names} (their times are from the run that made them)"
+            cached = f"<br>{reused_note(report)}"
         return (f"<table>{rows}<tr><td><b>{total}</b></td><td align='right'><b>{fmt_seconds(result.elapsed)}</b>"
                 f"</td></tr></table>on {result.device}{sync}; {s.n_clusters} clusters, "
                 f"{s.info.get('merge_rounds', 0)} merging round(s){cached}")

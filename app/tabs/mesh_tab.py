@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from ..tools import mesh_seg
 from ..tools.base import fmt_seconds
+from ..tools.stages import reused_note, took_text
 from ..ui.widgets import ColorBar, LegendTable, hex_color
 from .base import ToolTab
 from .mesh_view import MeshView
@@ -255,8 +256,7 @@ class MeshTab(ToolTab):
         info = getattr(seg, "info", {}) or {}
         p = info.get("params", {})
         report = self.last_report if result is self.result else None
-        # Undo / History to a cached result computed nothing: not "in 0.00 s"
-        took = "shown from the cache" if report is not None and not report.ran else f"in {result.elapsed:.2f} s"
+        took = took_text(report, result.elapsed)   # not "in 0.00 s" for a result from the cache
         bits = [f"<b>{seg.k} parts</b> {took} on {info.get('device', result.device)} "
                 f"(APSP: {info.get('method', p.get('apsp_method', '?'))})"]
         if p:
@@ -267,12 +267,8 @@ class MeshTab(ToolTab):
         st = mesh_seg.stage_times(result)
         if st:
             bits.append("time: " + ", ".join(f"{k} {fmt_seconds(t)}" for k, t in st))
-            if report is not None and report.reused:
-                # a live re-run: the steps of the re-used stages keep the times of the run that
-                # made them (the total above is this run's), as imseg's Stages panel says
-                names = ", ".join(report.labels.get(n, n) for n in report.reused)
-                bits.append(f"<span style='color:#666'>re-used from the cache: {names} "
-                            f"(their times are from the run that made them)</span>")
+            if reused_note(report):   # a live re-run: the re-used stages keep their own times
+                bits.append(f"<span style='color:#666'>{reused_note(report)}</span>")
         bits += [f"<span style='color:#a15c00'>⚠ {w}</span>" for w in result.warnings]
         self.summary_label.setText("<br>".join(bits))
         self._side_scroll.fit()

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..tools import mvs
-from ..tools.base import fmt_seconds
+from ..tools.stages import took_text
 from .base import ToolTab
 from .mvs_views import CloudView, MapView
 
@@ -412,7 +412,7 @@ class MvsTab(ToolTab):
         if self.result is not None:
             st = self.result.result.stats
             rep = self.last_report if self.result is getattr(self, "_live_drawn", None) else None
-            took = "shown from the cache" if rep is not None and not rep.ran else fmt_seconds(self.result.elapsed)
+            took = took_text(rep, self.result.elapsed, prefix="")
             lines.append(f"run: {st['samples']:,} samples in {len(self.result.maps)} view(s), "
                          f"{took} on {self.result.device}")
         return "\n".join(lines)

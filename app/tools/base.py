@@ -50,6 +50,7 @@ from gpu_kernels.jobs import Progress
 from ..io import registry as _registry
 from .params import ParamSet
 from .running import Job, execute, run_job, run_staged_job  # noqa: F401 - re-exported
+from .stages import fmt_seconds  # noqa: F401 - re-exported (the tabs and reports import it from here)
 
 __all__ = ["Tool", "ToolResult", "Export", "resolve", "BatchItem", "Job", "execute", "run_job", "run_staged_job", "resources_dir", "samples_in", "fmt_seconds"]
 
@@ -379,12 +380,3 @@ def resolve(ref):
     mod_name, _, attr = ref.partition(":")
     mod = sys.modules.get(mod_name) or importlib.import_module(mod_name)
     return getattr(mod, attr) if attr else mod
-
-
-def fmt_seconds(t) -> str:
-    """``850 ms`` below a second, ``2.31 s`` above."""
-    try:
-        t = float(t)
-    except (TypeError, ValueError):
-        return str(t)
-    return f"{t * 1000:.0f} ms" if t < 1.0 else f"{t:.2f} s"

@@ -182,14 +182,37 @@ class RunReport:
         if not self.ran:
             return "computed earlier: all stages re-used from the cache"
         first = self.ran[0]
-        done = ", ".join(f"{self.labels.get(s, s)} {_fmt(self.seconds.get(s, 0.0))}" for s in self.ran)
+        done = ", ".join(f"{self.labels.get(s, s)} {fmt_seconds(self.seconds.get(s, 0.0))}" for s in self.ran)
         if self.first_run == 0:
             return f"full run: {done}"
         return f"re-ran from stage {self.first_run + 1} of {self.n_stages} ({self.labels.get(first, first)}): {done}"
 
 
-def _fmt(t: float) -> str:
+def fmt_seconds(t) -> str:
+    """``850 ms`` below a second, ``2.31 s`` above."""
+    try:
+        t = float(t)
+    except (TypeError, ValueError):
+        return str(t)
     return f"{t * 1000:.0f} ms" if t < 1.0 else f"{t:.2f} s"
+
+
+def took_text(report: RunReport | None, elapsed: float, *, prefix: str = "in ") -> str:
+    """How long a shown result took, for the tabs' panels: ``in 850 ms``, or for a result
+    shown again from the stage cache (Undo, History) ``shown from the cache (computed in 850
+    ms)``, never "in 0 ms"."""
+    if report is not None and not report.ran:
+        return f"shown from the cache (computed in {fmt_seconds(elapsed)})"
+    return f"{prefix}{fmt_seconds(elapsed)}"
+
+
+def reused_note(report: RunReport | None) -> str:
+    """For a live re-run, which stages came from the cache (their times in a panel are those
+    of the run that made them); "" otherwise."""
+    if report is None or not report.reused:
+        return ""
+    names = ", ".join(report.labels.get(n, n) for n in report.reused)
+    return f"re-used from the cache: {names} (their times are from the run that made them)"
 
 
 class Pipeline:

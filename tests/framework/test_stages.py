@@ -360,3 +360,17 @@ def test_imseg_coarseness_edit_counts_only_the_contours_stages():
     assert full.ran == ["colour", "superpixels", "merge", "regions"] and full.n_stages == 4
     assert "re-ran from stage 3 of 4 (region merging)" in run(coarseness=2.5).describe()
     assert run(method="kmeans").n_stages == 5   # CIELAB, quantise, k-means, components, features
+
+
+def test_took_text_and_reused_note_are_the_tabs_one_wording():
+    """The flow, mesh, MVS and imseg panels say the same thing the same way (they had four
+    copies): a result from the cache keeps its compute time, a live re-run names the re-used
+    stages."""
+    from app.tools.stages import RunReport, reused_note, took_text
+
+    ran = RunReport(ran=["b"], reused=["a"], labels={"a": "pyramids"})
+    cached = RunReport(reused=["a", "b"])
+    assert took_text(ran, 0.25) == "in 250 ms" and took_text(None, 2.5, prefix="") == "2.50 s"
+    assert took_text(cached, 1.5) == "shown from the cache (computed in 1.50 s)"
+    assert reused_note(ran).startswith("re-used from the cache: pyramids (")
+    assert reused_note(None) == "" and reused_note(RunReport(ran=["a"])) == ""
