@@ -77,7 +77,13 @@ PINNED_MAX = 1 << 30
 
 def _pinned_max() -> int:
     env = os.environ.get("GPULAB_MVS_PINNED_MAX", "").strip()
-    return int(env) if env else PINNED_MAX
+    try:
+        return int(float(env)) if env else PINNED_MAX
+    except ValueError:   # a setting is not worth a failed reconstruction: say so, use the default
+        import warnings
+
+        warnings.warn(f"GPULAB_MVS_PINNED_MAX={env!r} is not a number of bytes; using {PINNED_MAX}", stacklevel=2)
+        return PINNED_MAX
 
 
 def use_pinned() -> bool:

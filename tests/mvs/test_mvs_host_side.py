@@ -266,3 +266,14 @@ def test_the_maps_host_arrays_are_allocated_on_the_run_s_device(monkeypatch):
     outs = gr._out()
     assert seen == [1]
     assert [o.shape for o in outs] == [(6,)] * 4 + [(6, 3), (6,), (2,)]
+
+
+def test_a_bad_pinned_max_setting_warns_and_keeps_the_default(monkeypatch):
+    """GPULAB_MVS_PINNED_MAX that is not a number gave a traceback in the middle of a run."""
+    from gpu_kernels.mvs import transfer
+
+    monkeypatch.setenv("GPULAB_MVS_PINNED_MAX", "lots")
+    with pytest.warns(UserWarning, match="not a number"):
+        assert transfer._pinned_max() == transfer.PINNED_MAX
+    monkeypatch.setenv("GPULAB_MVS_PINNED_MAX", "1e6")
+    assert transfer._pinned_max() == 1_000_000
