@@ -53,14 +53,14 @@ if TYPE_CHECKING:
     import gpu_kernels.imseg.api  # noqa: F401  (the library entry point, reached lazily)
     from gpu_kernels.backend import Backend
     from gpu_kernels.imseg import contours as _ct
-    from gpu_kernels.imseg import segment as _seg
+    from gpu_kernels.imseg import deferred as _dfr
     from gpu_kernels.imseg import vis as _vis
 
     from ..io import image_io, labels_io
 else:
     np = lazy_module("numpy")
     _ct = lazy_module("gpu_kernels.imseg.contours")
-    _seg = lazy_module("gpu_kernels.imseg.segment")
+    _dfr = lazy_module("gpu_kernels.imseg.deferred")   # the k-means stages (deferred: one CUDA graph)
     _vis = lazy_module("gpu_kernels.imseg.vis")
     image_io = lazy_module("app.io.image_io")
     labels_io = lazy_module("app.io.labels_io")
@@ -233,29 +233,28 @@ def _only(method):
 @_only("kmeans")
 def _lab(ctx):
     """The paper's pipeline, stage 1: the image on the device, CIELAB, the bilateral filter."""
-    return _seg.stage_lab(ctx.data.image, **{k: ctx.p[k] for k in _LAB_PARAMS}, device=ctx.device,
-                          progress=ctx.progress)
+    return _dfr.lab(ctx.data.image, **{k: ctx.p[k] for k in _LAB_PARAMS}, device=ctx.device, progress=ctx.progress)
 
 
 @_only("kmeans")
 def _quantise(ctx):
     """Stage 2: the quantised colours (``q`` re-runs from here, not CIELAB or the filter)."""
-    return _seg.stage_codes(ctx["lab"], q=ctx.p["q"], device=ctx.device)
+    return _dfr.codes(ctx["lab"], q=ctx.p["q"], device=ctx.device)
 
 
 @_only("kmeans")
 def _kmeans(ctx):
     """Stage 3: k-means on the quantised colours."""
-    return _seg.stage_kmeans(ctx["quantise"], **{k: ctx.p[k] for k in _KMEANS_PARAMS}, device=ctx.device,
-                             progress=ctx.progress)
+    return _dfr.kmeans(ctx["quantise"], **{k: ctx.p[k] for k in _KMEANS_PARAMS}, device=ctx.device,
+                       progress=ctx.progress)
 
 
 @_only("kmeans")
 def _segment(ctx):
     """Stage 4: components, small-region merging, features (``connectivity`` and ``min_size``
     re-run this stage only, not k-means)."""
-    return _seg.stage_regions(ctx["quantise"], **{k: ctx.p[k] for k in _REGION_PARAMS},
-                              km=ctx["kmeans"], device=ctx.device, progress=ctx.progress)
+    return _dfr.regions(ctx["quantise"], ctx["kmeans"], **{k: ctx.p[k] for k in _REGION_PARAMS}, device=ctx.device,
+                        progress=ctx.progress)
 
 
 @_only("contours")

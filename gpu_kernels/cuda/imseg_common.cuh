@@ -182,10 +182,14 @@ __device__ __forceinline__ int uf_find_compress(int* parent, int x) {
     return root;
 }
 
-__device__ __forceinline__ void uf_union(int* parent, int a, int b) {
+// A lock-free union of the sets of a and b (atomicMin on the larger root, so roots are the
+// sets' smallest indices), finding the roots with ``find`` (a functor: ``find(parent, x)``).
+// uf_union finds plainly; the labelling's local step passes a find with path halving.
+template <typename Find>
+__device__ __forceinline__ void uf_union_by(int* parent, int a, int b, Find find) {
     while (true) {
-        a = uf_find(parent, a);
-        b = uf_find(parent, b);
+        a = find(parent, a);
+        b = find(parent, b);
         if (a == b) return;
         if (a < b) {
             int old = atomicMin(&parent[b], a);
@@ -198,3 +202,9 @@ __device__ __forceinline__ void uf_union(int* parent, int a, int b) {
         }
     }
 }
+
+struct UfFind {
+    __device__ __forceinline__ int operator()(int* parent, int x) const { return uf_find(parent, x); }
+};
+
+__device__ __forceinline__ void uf_union(int* parent, int a, int b) { uf_union_by(parent, a, b, UfFind()); }

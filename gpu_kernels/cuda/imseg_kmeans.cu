@@ -106,19 +106,9 @@ extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, in
 }
 
 // ------------------------------------------------------------------ assignment
-// Each occupied colour takes its nearest centre (ties: the lower index). With table != 0 the
-// dense code -> cluster table is written as well (the final assignment).
-extern "C" __global__ void kmeans_assign(const int* __restrict__ ccode, const int* __restrict__ count, int Q,
-                                         const double* __restrict__ centres, const int* __restrict__ kcount,
-                                         int* __restrict__ cassign, int* __restrict__ table) {
-    __shared__ double sc[KM_MAXK * 3];
-    const int k = *kcount;
-    for (int i = threadIdx.x; i < 3 * k; i += blockDim.x) sc[i] = centres[i];
-    __syncthreads();
-    const int m = *count;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= m) return;
-    int code = ccode[i];
+// The nearest centre of a colour code (ties: the lower index), over the k centres in sc; the
+// assignment kernel and the one-block k-means both call it.
+__device__ __forceinline__ int km_nearest(int code, int Q, const double* sc, int k) {
     double L, A, B;
     code_centre(code, Q, L, A, B);
     double bd = 1e300;
@@ -131,6 +121,23 @@ extern "C" __global__ void kmeans_assign(const int* __restrict__ ccode, const in
             bi = c;
         }
     }
+    return bi;
+}
+
+// Each occupied colour takes its nearest centre (ties: the lower index). With table != 0 the
+// dense code -> cluster table is written as well (the final assignment).
+extern "C" __global__ void kmeans_assign(const int* __restrict__ ccode, const int* __restrict__ count, int Q,
+                                         const double* __restrict__ centres, const int* __restrict__ kcount,
+                                         int* __restrict__ cassign, int* __restrict__ table) {
+    __shared__ double sc[KM_MAXK * 3];
+    const int k = *kcount;
+    for (int i = threadIdx.x; i < 3 * k; i += blockDim.x) sc[i] = centres[i];
+    __syncthreads();
+    const int m = *count;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    const int code = ccode[i];
+    const int bi = km_nearest(code, Q, sc, k);
     cassign[i] = bi;
     if (table != 0) table[code] = bi;
 }
@@ -181,22 +188,6 @@ extern "C" __global__ void kmeans_update(const int* __restrict__ ccode, const un
 // code -> cluster table, in one block of 1024 threads (no launch between the steps): the same
 // arithmetic on the same values, so the same centres and clusters. The centres live in
 // shared memory; dynamic shared memory: 3 doubles and 4 sums for each of kmax centres.
-__device__ __forceinline__ int km_nearest(int code, int Q, const double* sc, int k) {
-    double L, A, B;
-    code_centre(code, Q, L, A, B);
-    double bd = 1e300;
-    int bi = 0;
-    for (int c = 0; c < k; ++c) {
-        double dL = L - sc[3 * c], dA = A - sc[3 * c + 1], dB = B - sc[3 * c + 2];
-        double d = dL * dL + dA * dA + dB * dB;
-        if (d < bd) {
-            bd = d;
-            bi = c;
-        }
-    }
-    return bi;
-}
-
 extern "C" __global__ void __launch_bounds__(1024) kmeans_fused(const int* __restrict__ ccode,
                                                                 const unsigned int* __restrict__ cw,
                                                                 const int* __restrict__ count, int Q,

@@ -46,21 +46,12 @@ __device__ __forceinline__ int uf_find_halve(int* parent, int x) {
     return x;
 }
 
+struct UfFindHalve {
+    __device__ __forceinline__ int operator()(int* parent, int x) const { return uf_find_halve(parent, x); }
+};
+
 __device__ __forceinline__ void uf_union_halve(int* parent, int a, int b) {
-    while (true) {
-        a = uf_find_halve(parent, a);
-        b = uf_find_halve(parent, b);
-        if (a == b) return;
-        if (a < b) {
-            int old = atomicMin(&parent[b], a);
-            if (old == b) return;
-            b = old;
-        } else {
-            int old = atomicMin(&parent[a], b);
-            if (old == a) return;
-            a = old;
-        }
-    }
+    uf_union_by(parent, a, b, UfFindHalve());
 }
 
 template <typename T>

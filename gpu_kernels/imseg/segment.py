@@ -421,47 +421,66 @@ def stage_regions(qt: dict, *, k_max: int = DEFAULT_K_MAX, iterations: int = DEF
 def _segment_graph(be, g, img, features, moments, features_method, progress, params) -> ImageSegmentation:
     """A call replayed from its CUDA graph (:mod:`gpu_kernels.imseg.graphs`): the graph runs
     everything up to the merge's first rounds; the rest as in :func:`_segment_gpu`."""
-    h, w, c = g.h, g.w, g.c
-    syncs = SyncCounter()
     progress.update(0.0, "segmenting (replayed CUDA graph)")
     with activated(be), g.lock:
-        timer = StageTimer(be)
-        g.launch(be, img)
-        timer.mark("graph")
-        if g.feats is not None:  # the graph ran everything: one read brings the results
-            host = download(be, {"__st": g.state["st"], "__km": g.k_d, "__m": g.m_d, "__labels": g.labels_d,
-                                 "__clusters": g.clusters, "__centres": g.centres, **g.feats})
-            syncs.count += 1
-            syncs.reasons.append("the graph's results (the merge's done flag, counts, labels, features)")
-            done, rounds, R = (int(v) for v in host["__st"][:3])
-            if done == 1:
-                timer.mark("download")
-                timings = timer.result()
-                k, n_colours = int(host["__km"][0]), int(host["__m"][0])
-                feats = {key: v[:R] for key, v in host.items() if not key.startswith("__")}
-                progress.update(1.0, "done")
-                return ImageSegmentation(
-                    labels=host["__labels"].reshape(h, w), clusters=host["__clusters"].reshape(h, w), n_regions=R,
-                    n_clusters=k, centres=host["__centres"][:k], features=feats, timings=timings,
-                    syncs=syncs.count, info={"device": be.label, "params": params, "n_colours": n_colours,
-                                             "merge_rounds": rounds, "sync_reasons": list(syncs.reasons),
-                                             "graph": True})
-            if done == 2:
-                raise RuntimeError(f"small-region merging did not finish in {_merge.MAX_ROUNDS} rounds")
-            # the rounds need more than the graph queued: go on as below (the graph's
-            # renumbering left the labels as they were)
-        out: dict = {}
-        R, rounds = _merge.merge_finish(be, g.state, syncs=syncs, also=(g.k_d, g.m_d), out=out)
-        k, n_colours = out["also"]
-        timer.mark("min_size")
-        feats_d = {}
-        if features:
-            progress.update(0.7, "region features")
-            feats_d = _feat.features_device(be, g.labels_d, R, h, w, g.img_d, c, features_method, moments)
-        timer.mark("features")
-        host = download(be, {"__labels": g.labels_d, "__clusters": g.clusters, "__centres": g.centres, **feats_d})
-        timer.mark("download")
-        timings = timer.result()
+        try:
+            return _replay(be, g, img, features, moments, features_method, progress, params)
+        except BaseException:
+            # the graph's kernels (or the merge's rounds after it) may still be writing into the
+            # graph's memory: wait for them before the lock lets the next call replay it
+            _quiet_synchronize(be)
+            raise
+
+
+def _quiet_synchronize(be) -> None:
+    """Wait for the current stream; an error from the wait itself is left to the caller's."""
+    try:
+        be.synchronize()
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        pass
+
+
+def _replay(be, g, img, features, moments, features_method, progress, params) -> ImageSegmentation:
+    """The body of :func:`_segment_graph`, under the graph's lock."""
+    h, w, c = g.h, g.w, g.c
+    syncs = SyncCounter()
+    timer = StageTimer(be)
+    g.launch(be, img)
+    timer.mark("graph")
+    if g.feats is not None:  # the graph ran everything: one read brings the results
+        host = download(be, {"__st": g.state["st"], "__km": g.k_d, "__m": g.m_d, "__labels": g.labels_d,
+                             "__clusters": g.clusters, "__centres": g.centres, **g.feats})
+        syncs.count += 1
+        syncs.reasons.append("the graph's results (the merge's done flag, counts, labels, features)")
+        done, rounds, R = (int(v) for v in host["__st"][:3])
+        if done == 1:
+            timer.mark("download")
+            timings = timer.result()
+            k, n_colours = int(host["__km"][0]), int(host["__m"][0])
+            feats = {key: v[:R] for key, v in host.items() if not key.startswith("__")}
+            progress.update(1.0, "done")
+            return ImageSegmentation(
+                labels=host["__labels"].reshape(h, w), clusters=host["__clusters"].reshape(h, w), n_regions=R,
+                n_clusters=k, centres=host["__centres"][:k], features=feats, timings=timings,
+                syncs=syncs.count, info={"device": be.label, "params": params, "n_colours": n_colours,
+                                         "merge_rounds": rounds, "sync_reasons": list(syncs.reasons),
+                                         "graph": True})
+        if done == 2:
+            raise RuntimeError(f"small-region merging did not finish in {_merge.MAX_ROUNDS} rounds")
+        # the rounds need more than the graph queued: go on as below (the graph's
+        # renumbering left the labels as they were)
+    out: dict = {}
+    R, rounds = _merge.merge_finish(be, g.state, syncs=syncs, also=(g.k_d, g.m_d), out=out)
+    k, n_colours = out["also"]
+    timer.mark("min_size")
+    feats_d = {}
+    if features:
+        progress.update(0.7, "region features")
+        feats_d = _feat.features_device(be, g.labels_d, R, h, w, g.img_d, c, features_method, moments)
+    timer.mark("features")
+    host = download(be, {"__labels": g.labels_d, "__clusters": g.clusters, "__centres": g.centres, **feats_d})
+    timer.mark("download")
+    timings = timer.result()
     labels = host.pop("__labels").reshape(h, w)
     clusters_h = host.pop("__clusters").reshape(h, w)
     centres_h = host.pop("__centres")[:k]

@@ -1,0 +1,172 @@
+"""The k-means pipeline's stages as the tool runs them, deferred so that a full run of the
+tool replays the library's CUDA graph (issue 21).
+
+The tool (``app/tools/imseg.py``) runs the paper's pipeline as four stages, lab -> quantise ->
+kmeans -> segment, so that the window re-runs only from the stage a changed parameter reads.
+Run one by one (each its own launches, each ended by the pipeline's synchronisation) they
+took 1.25-1.78 ms at 512^2 on the H100, where :func:`~gpu_kernels.imseg.segment_image`
+replays one CUDA graph of the whole pipeline (:mod:`gpu_kernels.imseg.graphs`) in 0.8 ms.
+
+Here, on a GPU, the first three stages return a :class:`Deferred`: the checked input and the
+stage's own checked parameters, nothing computed (bad input still fails in the stage that
+reads it). The segment stage (:func:`regions`), handed a chain of deferred outputs that no
+run has consumed yet (a full run: the CLI, batch, a new image or a first-stage edit in the
+window), runs the chain as one :func:`segment_image` call, the graph. Any stage handed a
+deferred output that an earlier run already consumed (a live re-run from a later stage,
+reading the full run's cached outputs) computes it then, once (:meth:`Deferred.value`), and
+goes on eagerly: a later-stage edit still re-runs only the later stages, and from then on
+the earlier stages' arrays are kept. Both ways run the same kernels on the same data, so the
+labels, clusters, centres and features are the same (tests).
+
+A shape and parameter set runs through the graph from its ``GRAPH_AFTER``-th full run on
+(the library captures the graph on its first call there); earlier full runs go stage by
+stage, so a slider that tries a new first-stage value on every run never pays a capture.
+
+Memory: a deferred output that is computed later holds its arrays, which the stage cache
+counted when it stored the (then empty) output; at most the eager stages' arrays of one
+image of up to ``segment.UNREAD_COUNT_MAX_PIXELS`` pixels (about 20 bytes a pixel).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from gpu_kernels.backend import get_backend
+from gpu_kernels.imseg import color as _color
+from gpu_kernels.imseg import kmeans as _km
+from gpu_kernels.imseg import label as _label
+from gpu_kernels.imseg import merge as _merge
+from gpu_kernels.imseg import segment as _seg
+from gpu_kernels.imseg._util import as_image
+
+__all__ = ["ENABLED", "GRAPH_AFTER", "Deferred", "lab", "codes", "kmeans", "regions", "value", "stats"]
+
+#: defer at all (off: every stage runs eagerly, as before session 7)
+ENABLED = True
+#: the full run of a shape and parameter set from which on the chain runs as one library call
+#: (its CUDA graph); 1: from the first
+GRAPH_AFTER = 2
+_SEEN: OrderedDict = OrderedDict()   # full runs seen per (device, shape, dtype, parameters)
+_SEEN_MAX = 256
+_SEEN_LOCK = threading.Lock()
+_STATS = {"chains": 0, "eager_chains": 0, "forced": 0}
+
+
+class Deferred:
+    """A stage output not computed yet: ``stage``, its checked ``params``, the ``upstream``
+    outputs it reads (and, for the first stage, the checked host ``image``)."""
+
+    def __init__(self, stage: str, fn, params: dict, upstream: tuple = (), image=None):
+        self.stage = stage
+        self.params = params
+        self.upstream = upstream
+        self.image = image
+        self.consumed = False   # a run used it through the graph (a later run computes it)
+        self._fn = fn
+        self._value = None
+        self._lock = threading.Lock()
+
+    def value(self):
+        """The stage's output, computed on first use (once, whichever thread asks)."""
+        with self._lock:
+            if self._value is None:
+                self._value = self._fn()
+                _STATS["forced"] += 1
+            return self._value
+
+    @property
+    def computed(self) -> bool:
+        return self._value is not None
+
+
+def value(out):
+    """``out`` itself, or a :class:`Deferred`'s computed output."""
+    return out.value() if isinstance(out, Deferred) else out
+
+
+def stats() -> dict:
+    """``chains`` run as one library call, ``eager_chains`` (full runs before ``GRAPH_AFTER``),
+    ``forced`` deferred outputs computed later (for tests and benchmarks)."""
+    return dict(_STATS)
+
+
+def _fresh(out) -> bool:
+    return isinstance(out, Deferred) and not out.consumed and not out.computed
+
+
+def lab(image, *, bilateral: int, bilateral_window: int, sigma_spatial: float, sigma_color: float, device=None,
+        progress=None):
+    """Stage 1 (:func:`segment.stage_lab`); deferred on a GPU for a host image of up to
+    ``segment.UNREAD_COUNT_MAX_PIXELS`` pixels."""
+    be = get_backend(device)
+    kw = dict(bilateral=bilateral, bilateral_window=bilateral_window, sigma_spatial=sigma_spatial,
+              sigma_color=sigma_color)
+    img, h, w, _ = as_image(image)
+    win, ss, sr, passes = _color.check_bilateral(bilateral_window, sigma_spatial, sigma_color, bilateral)
+    if not (ENABLED and be.is_gpu and isinstance(img, np.ndarray) and h * w <= _seg.UNREAD_COUNT_MAX_PIXELS):
+        return _seg.stage_lab(image, **kw, device=be, progress=progress)
+    params = dict(bilateral=passes, bilateral_window=win, sigma_spatial=ss, sigma_color=sr)
+    return Deferred("lab", lambda: _seg.stage_lab(img, **kw, device=be), params, image=img)
+
+
+def codes(lt, *, q: int, device=None):
+    """Stage 2 (:func:`segment.stage_codes`) on stage 1's output."""
+    be = get_backend(device)
+    q = _color.check_q(q)
+    if _fresh(lt):
+        return Deferred("quantise", lambda: _seg.stage_codes(lt.value(), q=q, device=be), {"q": q}, (lt,))
+    return _seg.stage_codes(value(lt), q=q, device=be)
+
+
+def kmeans(qt, *, k_max: int, iterations: int, merge_distance: float, device=None, progress=None):
+    """Stage 3 (:func:`segment.stage_kmeans`) on stage 2's output."""
+    be = get_backend(device)
+    k_max, iterations, merge_distance = _km.check_kmeans(k_max, iterations, merge_distance)
+    kw = dict(k_max=k_max, iterations=iterations, merge_distance=merge_distance)
+    if _fresh(qt):
+        return Deferred("kmeans", lambda: _seg.stage_kmeans(qt.value(), **kw, device=be), kw, (qt,))
+    return _seg.stage_kmeans(value(qt), **kw, device=be, progress=progress)
+
+
+def regions(qt, km, *, connectivity: int, min_size: int, device=None, progress=None):
+    """Stage 4 (:func:`segment.stage_regions`): components, small-region merging, features,
+    on the host. A fresh deferred chain runs as one :func:`segment_image` call."""
+    be = get_backend(device)
+    conn = _label.check_connectivity(connectivity)
+    S = _merge.check_min_size(min_size)
+    chain = _chain(qt, km)
+    if chain is not None:
+        lt = chain[0]
+        p = {**lt.params, **qt.params, **km.params, "connectivity": conn, "min_size": S}
+        if _sighting(be, lt.image, p) >= GRAPH_AFTER:
+            seg = _seg.segment_image(lt.image, **p, device=be, progress=progress)
+            for d in chain:
+                d.consumed = True
+            _STATS["chains"] += 1
+            return seg
+        _STATS["eager_chains"] += 1
+    return _seg.stage_regions(value(qt), km=value(km), connectivity=conn, min_size=S, device=be,
+                              progress=progress)
+
+
+def _chain(qt, km):
+    """(lab, quantise, kmeans) when ``qt`` and ``km`` are one fresh deferred chain, else None."""
+    if not (_fresh(qt) and _fresh(km) and km.upstream == (qt,)):
+        return None
+    lt = qt.upstream[0]
+    return (lt, qt, km) if _fresh(lt) else None
+
+
+def _sighting(be, img, p: dict) -> int:
+    """How many full runs of this shape and parameter set this process has seen (this one
+    included)."""
+    key = (be.label, img.shape, img.dtype.str, tuple(sorted(p.items())))
+    with _SEEN_LOCK:
+        n = _SEEN.pop(key, 0) + 1
+        _SEEN[key] = n
+        while len(_SEEN) > _SEEN_MAX:
+            _SEEN.popitem(last=False)
+    return n
