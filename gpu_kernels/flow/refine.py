@@ -466,9 +466,32 @@ def _level(be: Backend, I1, I2, u, v, w, *, warps, iters, lam, theta, tau, media
     v[...] = vv
 
 
+#: with a ``tick`` (stage 3's cancel checks), the NumPy warps at full resolution run in row bands of
+#: about this many pixels with a tick between them (a 12 Mpx warp took about 2 s on two cores;
+#: elementwise, so the same bits)
+BAND_PIXELS = 1 << 21
+
+
+def _bilinear_bands(img, xs, ys, tick=None, stage: str | None = None):
+    """:func:`~gpu_kernels.ops.warp._bilinear_np` of ``img`` at ``(xs, ys)`` (H, W), in row bands
+    with ``tick(stage, share)`` after each (one call without ``tick`` or for a small picture)."""
+    H, W = xs.shape
+    if tick is None or H * W <= BAND_PIXELS:
+        return _bilinear_np(img, xs, ys)
+    rows = max(1, BAND_PIXELS // W)
+    n = -(-H // rows)
+    out = np.empty(img.shape[:-2] + (H, W), np.float32)
+    for r0 in range(0, H, rows):
+        out[..., r0:r0 + rows, :] = _bilinear_np(img, xs[r0:r0 + rows], ys[r0:r0 + rows])
+        tick(stage, 1.0 / n)
+    return out
+
+
 def _ncc_conf(be: Backend, I1, I2, u, v, mask, *, window: int, grad_sigma: float = DEFAULT_CONF_SIGMA,
-              kappa: float = DEFAULT_CONF_KAPPA):
-    """Local NCC of I1 and I2 warped by (u, v), over 1 + G|grad f| / kappa; 0..1."""
+              kappa: float = DEFAULT_CONF_KAPPA, tick=None):
+    """Local NCC of I1 and I2 warped by (u, v), over 1 + G|grad f| / kappa; 0..1. ``tick``
+    (optional): called between the NumPy path's long steps (cancel checks; each is about a
+    second at 12 Mpx on two cores)."""
     xp = be.xp
     H, W = I1.shape
     n = H * W
@@ -479,23 +502,40 @@ def _ncc_conf(be: Backend, I1, I2, u, v, mask, *, window: int, grad_sigma: float
 
         xs = np.arange(W, dtype=np.float32)[None, :] + u
         ys = np.arange(H, dtype=np.float32)[:, None] + v
-        I2w = _bilinear_np(I2, xs, ys)
+        I2w = _bilinear_bands(I2, xs, ys, tick, "quality map: warp")
         inside = _inside_np(xs, ys, H, W)
-        prod = np.stack([I1, I2w, I1 * I1, I2w * I2w, I1 * I2w])
-        S = _correlate_axis(be, _correlate_axis(be, prod, taps, 2, mode="nearest"), taps, 1, mode="nearest")
+        if tick is None:
+            prod = np.stack([I1, I2w, I1 * I1, I2w * I2w, I1 * I2w])
+            S = _correlate_axis(be, _correlate_axis(be, prod, taps, 2, mode="nearest"), taps, 1, mode="nearest")
+        else:   # the same filters a plane at a time (each line filtered alone: the same bits), with ticks
+            S = np.empty((5, H, W), np.float32)
+            for i, plane in enumerate((lambda: I1, lambda: I2w, lambda: I1 * I1, lambda: I2w * I2w,
+                                       lambda: I1 * I2w)):
+                S[i] = _correlate_axis(be, _correlate_axis(be, np.ascontiguousarray(plane()), taps, 1,
+                                                           mode="nearest"), taps, 0, mode="nearest")
+                tick("quality map: local NCC", 0.2)
         ux, uy = grad(u)
         vx, vy = grad(v)
         gm = np.sqrt(ux * ux + uy * uy + vx * vx + vy * vy)
         gm = _correlate_axis(be, _correlate_axis(be, gm, gtaps, 1), gtaps, 0)
-        m1, m2 = S[0], S[1]
-        vv = (S[2] - m1 * m1) * (S[3] - m2 * m2)
-        cov = S[4] - m1 * m2
-        ok = vv > np.float32(1e-12)
-        ncc = np.where(ok, cov / np.sqrt(np.where(ok, vv, np.float32(1))), np.float32(0))
-        c = np.clip(ncc, 0, 1) / (np.float32(1) + gm * np.float32(1.0 / kappa)) * inside
-        if mask is not None:
-            c = c * mask
-        return c.astype(np.float32)
+        if tick is not None:
+            tick("quality map: flow gradient")
+        rows = H if tick is None else max(1, BAND_PIXELS // W)
+        c = np.empty((H, W), np.float32)
+        for r0 in range(0, H, rows):   # elementwise: in bands with ticks, the same bits
+            b = slice(r0, r0 + rows)
+            m1, m2 = S[0, b], S[1, b]
+            vv = (S[2, b] - m1 * m1) * (S[3, b] - m2 * m2)
+            cov = S[4, b] - m1 * m2
+            ok = vv > np.float32(1e-12)
+            ncc = np.where(ok, cov / np.sqrt(np.where(ok, vv, np.float32(1))), np.float32(0))
+            cb = np.clip(ncc, 0, 1) / (np.float32(1) + gm[b] * np.float32(1.0 / kappa)) * inside[b]
+            if mask is not None:
+                cb = cb * mask[b]
+            c[b] = cb
+            if tick is not None:
+                tick("quality map: NCC", rows / H)
+        return c
     from gpu_kernels.ops.warp import _warp2d
 
     I2w, inside = _warp2d(be, I2, u, v, return_inside=True)

@@ -625,19 +625,24 @@ def _edge_aware_fill_segments(be: Backend, guide, u, v, ok, k: float, passes: in
 
 
 def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float = DEFAULT_FILL,
-                      ncc: float = FILL_NCC, sigma_s: float = FILL_SIGMA_S):
+                      ncc: float = FILL_NCC, sigma_s: float = FILL_SIGMA_S, tick=None):
     """The flow ``(u, v)`` with the pixels more than ``threshold`` px from forward-backward
     consistent (``|f + b(x + f)|``, ``backward = (ub, vb)``: occlusions, mismatches) and with a
     local NCC confidence (:func:`gpu_kernels.flow.ncc_confidence`, 7 x 7) under ``ncc``
     replaced by :func:`edge_aware_fill` of the others (EpicFlow's idea, interpolating matches
-    along the image's edges, with a filter in place of geodesic nearest neighbours)."""
+    along the image's edges, with a filter in place of geodesic nearest neighbours). ``tick``:
+    called between the long steps (cancel checks, :class:`_Ticks`)."""
     from gpu_kernels.ops.warp import _warp2d
 
     from .refine import _ncc_conf
 
     xp = be.xp
     bw = _warp2d(be, xp.ascontiguousarray(xp.stack(backward)), u, v)
+    if tick is not None:
+        tick("fill")
     conf = _ncc_conf(be, g1, g2, u, v, None, window=7)
+    if tick is not None:
+        tick("fill")
     if be.is_gpu and FUSED_MAPS:
         n = u.size
         ok = xp.empty(u.shape, xp.float32)
@@ -650,7 +655,7 @@ def fill_inconsistent(be: Backend, g1, g2, u, v, backward, *, threshold: float =
     return edge_aware_fill(be, g1, u, v, ok, sigma_s=sigma_s)
 
 
-def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backward=None):
+def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backward=None, tick=None):
     """Confidence 0..1 of the final flow.
 
     Without ``backward``: the local NCC of the first frame and the warped second, lowered at
@@ -669,18 +674,27 @@ def quality_map(be: Backend, g1, g2, u, v, mask=None, *, window: int = 7, backwa
     "matching failed" (below 0.25 in the window) keeps its recall and flags about half as many
     good pixels. Chosen among about 170 variants on the shared pairs and our large-motion set, checked
     on the held-out set and by leaving one pair out (benchmarks/results/flow_session3.md).
+    ``tick``: called between the long steps (cancel checks and progress, :class:`_Ticks`).
     """
     from gpu_kernels.ops.warp import _warp2d
 
     from .refine import _ncc_conf
 
-    q = _ncc_conf(be, g1, g2, u, v, mask, window=window)
+    q = _ncc_conf(be, g1, g2, u, v, mask, window=window, tick=tick)
     if backward is None:
         return q
     xp = be.xp
     # b sampled at x + f with the edge replicated: a target off the frame is judged by the
     # backward flow at the edge (the NCC term is 0 there already)
-    bw = _warp2d(be, xp.ascontiguousarray(xp.stack([backward[0], backward[1], g2])), u, v)
+    planes = xp.ascontiguousarray(xp.stack([backward[0], backward[1], g2]))
+    if be.is_gpu or tick is None:
+        bw = _warp2d(be, planes, u, v)
+    else:   # _warp2d's NumPy path in bands, with cancel checks between them
+        from .refine import _bilinear_bands
+
+        H, W = u.shape
+        bw = _bilinear_bands(planes, np.arange(W, dtype=np.float32)[None, :] + u,
+                             np.arange(H, dtype=np.float32)[:, None] + v, tick, "quality map: forward-backward")
     f = xp.float32
     if be.is_gpu and FUSED_MAPS:
         n = u.size
@@ -796,14 +810,32 @@ def solve(be: Backend, pyr: Pyramids, *, backward: int = 0, progress=None, to: i
     return coarse_to_fine(be, pyr.p1, pyr.p2, pyr.pm, work=pyr.work, progress=progress, to=to, **kw)
 
 
-def upsample(be: Backend, pyr: Pyramids, u, v, level: int):
+def upsample(be: Backend, pyr: Pyramids, u, v, level: int, *, tick=None):
     """``(u, v)`` at pyramid level ``level`` brought to full resolution as :func:`coarse_to_fine`
-    brings the working level's flow (one :func:`~gpu_kernels.ops.pyramid.pyr_up` per level)."""
+    brings the working level's flow (one :func:`~gpu_kernels.ops.pyramid.pyr_up` per level).
+    ``tick``: called after each level (a cancel check, see :class:`_Ticks`)."""
     for lev in range(level - 1, -1, -1):
         H, W = pyr.p1[lev].shape
         u = _pyr_up(be, u, (H, W), (0, 1), value_scale=2.0)
         v = _pyr_up(be, v, (H, W), (0, 1), value_scale=2.0)
+        if tick is not None:
+            tick("upsampling")
     return u, v
+
+
+class _Ticks:
+    """Cancel checks and progress between the long full-resolution steps of stage 3 (upsampling,
+    the fill, the quality map's warps and filters): on the CPU a 12 Mpx pair spends about 8 s
+    there, and Cancel used to wait for all of it (16.7 s in the window). Each call checks for
+    cancel (:meth:`gpu_kernels.jobs.Progress.update`) and moves the bar one of ``n`` steps from
+    ``start`` to 1; nothing here touches the arrays, so the results are the same bits."""
+
+    def __init__(self, progress, start: float, n: int):
+        self.progress, self.start, self.n, self.i = progress, float(start), max(1, int(n)), 0
+
+    def __call__(self, stage: str | None = None, share: float = 1.0) -> None:
+        self.i += share
+        self.progress.update(self.start + (1.0 - self.start) * min(1.0, self.i / self.n), stage)
 
 
 def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QUALITY,
@@ -814,20 +846,32 @@ def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QU
     unless ``back`` gives it, at the same level); returns the full-resolution ``(u, v, q)`` with the
     mask applied (new arrays). The fill runs at the working level (:data:`FILL_AT_WORK`; its scales
     in pixels of that level), the quality map at full resolution."""
+    progress = as_progress(progress)
     lev = pyr.work
-    if back is None and (quality == "fb" or fill > 0):
-        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress, kw, lev)
-    if fill > 0 and FILL_AT_WORK and lev > 0:
+    solve_back = back is None and (quality == "fb" or fill > 0)
+    # the bar: the backward flow (at a coarse level) its share by pixels, against the full-
+    # resolution steps (about 25 times cheaper per pixel than a level's solve on the CPU)
+    full = float(pyr.g1.shape[0] * pyr.g1.shape[1])
+    coarse = full * 0.25 ** min(lev + fb_level, pyr.coarsest) * 25.0 if solve_back else 0.0
+    start = coarse / (coarse + full)
+    if solve_back:
+        back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress.sub(0.0, start), kw, lev)
+    fill_work = fill > 0 and FILL_AT_WORK and lev > 0
+    steps = (lev * (1 + (back is not None)) + (1 if fill_work else 2 * (fill > 0)) + 4
+             + (quality == "fb" and back is not None))
+    tick = _Ticks(progress, start, steps)
+    if fill_work:
         s = 0.5 ** lev
         u, v = fill_inconsistent(be, pyr.p1[lev], pyr.p2[lev], u, v, back, threshold=fill * s,
                                  sigma_s=FILL_SIGMA_S * s)
+        tick("fill")
         fill = 0.0
-    u, v = upsample(be, pyr, u, v, lev)
+    u, v = upsample(be, pyr, u, v, lev, tick=tick)
     if back is not None:
-        back = upsample(be, pyr, back[0], back[1], lev)
+        back = upsample(be, pyr, back[0], back[1], lev, tick=tick)
     if fill > 0:
-        u, v = fill_inconsistent(be, pyr.g1, pyr.g2, u, v, back, threshold=fill)
-    q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back if quality == "fb" else None)
+        u, v = fill_inconsistent(be, pyr.g1, pyr.g2, u, v, back, threshold=fill, tick=tick)
+    q = quality_map(be, pyr.g1, pyr.g2, u, v, pyr.mask, backward=back if quality == "fb" else None, tick=tick)
     if pyr.mask is not None:
         u, v = u * pyr.mask, v * pyr.mask
     return u, v, q
