@@ -312,6 +312,259 @@ def _chunks_one(be, img, rep: int) -> dict:
     return r
 
 
+
+# ----------------------------------------------------------------------------- session 7
+def _timed(fn, rep: int) -> list:
+    """Wall times (s) of ``rep`` calls after one warm-up (each call ends on the host)."""
+    fn()
+    ts = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def _ms(ts: list) -> str:
+    q = sorted(ts)
+    return f"{1e3 * median(ts):.3f} ms (p10 {1e3 * q[len(q) // 10]:.3f}, p90 {1e3 * q[(9 * len(q)) // 10]:.3f})"
+
+
+def bench_tool(sizes: str, rep: int) -> list[dict]:
+    """Goal 1: the tool's run (what ``gpulab imseg`` and batch call: host image in, host labels
+    and features out) against the library call, the paper's pipeline, same process; ``eager``
+    is the tool's stages run one by one (``deferred.ENABLED = False``, the code before session 7).
+    Three rounds, the variants taking turns."""
+    from app.tools import imseg
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import deferred as D
+    from gpu_kernels.imseg import graphs as G
+    from gpu_kernels.imseg.segment import segment_image
+
+    be = get_backend("cuda")
+    rows = []
+    for s in sizes.split(","):
+        w, h = (int(v) for v in s.split("x"))
+        img = natural_image(h, w)
+        data = imseg.ImageData(None, img)
+        p = imseg.PARAMS.validate({"method": "kmeans"})
+
+        def tool(enabled, data=data, p=p):
+            def f():
+                D.ENABLED = enabled
+                try:
+                    return imseg.run(data, p, device=be)
+                finally:
+                    D.ENABLED = True
+            return f
+
+        variants = {"library": lambda img=img: segment_image(img, device=be), "tool": tool(True),
+                    "tool_eager": tool(False)}
+        ref = segment_image(img, device=be)
+        for name, fn in variants.items():  # the same labels every way
+            r = fn()
+            seg = getattr(r, "seg", r)
+            assert np.array_equal(seg.labels, ref.labels) and seg.n_regions == ref.n_regions, name
+        for rnd in range(3):
+            for name, fn in variants.items():
+                g0 = G.stats()["replays"]
+                ts = _timed(fn, rep)
+                row = {"what": "tool", "size": s, "variant": name, "round": rnd, "e2e_ms": 1e3 * median(ts),
+                       "reps_ms": [round(1e3 * t, 3) for t in ts], "replays": G.stats()["replays"] - g0}
+                rows.append(row)
+                print(f"== tool-vs-library kmeans {s} round {rnd} {name:11s} {_ms(ts)}; graph replays {row['replays']}",
+                      flush=True)
+    print(f"   deferred stats {D.stats()}", flush=True)
+    return rows
+
+
+def bench_first_runs(n: int = 12) -> list[dict]:
+    """A full run of the tool for a parameter set it has not seen (a first-stage slider): with
+    GRAPH_AFTER 1 (the library call captures a graph on it), 2 (the default: stage by stage)
+    and the eager stages; 512^2, ``n`` new merge distances each."""
+    from app.tools import imseg
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import deferred as D
+
+    be = get_backend("cuda")
+    data = imseg.ImageData(None, natural_image(512, 512))
+    imseg.run(data, {"method": "kmeans"}, device=be)
+    rows = []
+    for k, (after, enabled) in enumerate(((1, True), (2, True), (2, False))):
+        D.GRAPH_AFTER, D.ENABLED = after, enabled
+        ts = []
+        for i in range(n):
+            p = {"method": "kmeans", "merge_distance": 5.0 + 0.37 * i + 0.01 * k}
+            t0 = time.perf_counter()
+            imseg.run(data, p, device=be)
+            ts.append(time.perf_counter() - t0)
+        D.GRAPH_AFTER, D.ENABLED = 2, True
+        name = f"graph_after={after}" if enabled else "eager"
+        rows.append({"what": "first_run", "variant": name, "e2e_ms": 1e3 * median(ts),
+                     "reps_ms": [round(1e3 * t, 3) for t in ts]})
+        print(f"== first full run of a new parameter set, 512^2, {name:13s} {_ms(ts)}", flush=True)
+    return rows
+
+
+def bench_live(rep: int = 12) -> list[dict]:
+    """Live edits in the window's way (a stage cache): a full run, then ``rep`` min_size edits
+    (only the segment stage runs) and ``rep`` k_max edits, deferred and eager."""
+    from app.tools import imseg
+    from app.tools.stages import StageCache
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import deferred as D
+
+    be = get_backend("cuda")
+    rows = []
+    for enabled in (True, False):
+        D.ENABLED = enabled
+        data = imseg.ImageData(None, natural_image(512, 512))
+        cache = StageCache(cap_bytes=1 << 30)
+        for param, vals in (("min_size", [64 + 8 * i for i in range(rep)]), ("k_max", [32 + i for i in range(rep)])):
+            ts, rans = [], set()
+            imseg.PIPELINE.execute(data, imseg.PARAMS.validate({"method": "kmeans"}), device=be, cache=cache,
+                                   scope="b")
+            for v in vals:
+                t0 = time.perf_counter()
+                _, rep_ = imseg.PIPELINE.execute(data, imseg.PARAMS.validate({"method": "kmeans", param: v}),
+                                                 device=be, cache=cache, scope="b")
+                ts.append(time.perf_counter() - t0)
+                rans.add(tuple(rep_.ran))
+            name = "deferred" if enabled else "eager"
+            rows.append({"what": "live", "variant": name, "param": param, "e2e_ms": 1e3 * median(ts),
+                         "reps_ms": [round(1e3 * t, 3) for t in ts], "ran": sorted(rans)})
+            print(f"== live edit {param:8s} {name:8s} {_ms(ts)}; first {1e3 * ts[0]:.3f} ms; ran {sorted(rans)}",
+                  flush=True)
+    D.ENABLED = True
+    return rows
+
+
+def process_probe(rep: int = 30) -> dict:
+    """Goal 2, one fresh process: contours 512^2 end to end with its stages, and probes that
+    tell a slow host (a Python loop), slow launches (empty kernels), slow DMA (a page-locked
+    upload of the image) and a slow GPU (a kernel timed by events) apart."""
+    import os
+
+    import cupy as cp
+
+    from gpu_kernels.imseg.api import segment
+
+    img = natural_image(512, 512)
+    segs = []
+
+    def run():
+        s = segment(img, method="contours", device="cuda")
+        segs.append(s.timings)
+        return s
+
+    for _ in range(3):
+        run()
+    segs.clear()
+    ts = _timed(run, rep)
+    stages = {k: round(1e3 * median([t[k] for t in segs if k in t]), 3) for k in segs[-1]}
+
+    def pyloop():
+        x = 0
+        for i in range(20000):
+            x += i * i
+        return x
+
+    host_us = 1e6 * median(_timed(pyloop, 30))
+    noop = cp.RawKernel('extern "C" __global__ void s7_noop(int* y) {}', "s7_noop")
+    y = cp.zeros(1, cp.int32)
+
+    def launches():
+        for _ in range(100):
+            noop((1,), (1,), (y,))
+        cp.cuda.get_current_stream().synchronize()
+
+    launch_us = 1e6 * median(_timed(launches, 10)) / 100
+    pinned = cp.cuda.alloc_pinned_memory(img.nbytes)
+    src = np.frombuffer(pinned, np.uint8, img.size)
+    src[:] = img.ravel()
+    dst = cp.empty(img.size, cp.uint8)
+
+    def dma():
+        dst.set(src)
+        cp.cuda.get_current_stream().synchronize()
+
+    dma_us = 1e6 * median(_timed(dma, 30))
+    a = cp.random.random(1 << 22, dtype=cp.float32)
+    gpu_us = 1e3 * gpu_time(lambda: cp.cumsum(a), rep=30)
+    cpu = -1
+    try:
+        cpu = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[36])
+    except Exception:  # noqa: BLE001
+        pass
+    r = {"what": "probe", "pid": os.getpid(), "cpu": cpu, "affinity": sorted(os.sched_getaffinity(0))[:4],
+         "e2e_ms": round(1e3 * median(ts), 3), "spread": spread(ts), "stages_ms": stages,
+         "host_loop_us": round(host_us, 1), "launch_us": round(launch_us, 2), "dma_768k_us": round(dma_us, 1),
+         "gpu_cumsum_us": round(gpu_us, 1)}
+    print("PROBE " + json.dumps(r), flush=True)
+    return r
+
+
+def dump_outputs(path: str, bsds: str) -> None:
+    """Outputs of the k-means pipeline (q 5: the fused k-means; q 6: the assignment kernel) on
+    the 20 BSDS images and natural 512^2 / 4K, and GPU times of the union-find labelling and of
+    k-means at q 6 (CUDA events), for comparing two trees (D1, D2: bit-identical, not slower)."""
+    import glob
+
+    import cupy as cp
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import graphs as G
+    from gpu_kernels.imseg import kmeans as K
+    from gpu_kernels.imseg import label as L
+    from gpu_kernels.imseg.segment import segment_image
+
+    be = get_backend("cuda")
+    G.ENABLED = False
+    imgs = {}
+    for f in sorted(glob.glob(f"{bsds}/*.jpg")):
+        import cv2
+
+        imgs[Path(f).stem] = cv2.cvtColor(cv2.imread(f), cv2.COLOR_BGR2RGB)
+    imgs["nat512"], imgs["nat4k"] = natural_image(512, 512), natural_image(2160, 3840)
+    out = {}
+    for name, img in imgs.items():
+        for q in (5, 6):
+            for conn in (4, 8):
+                s = segment_image(img, device=be, q=q, connectivity=conn)
+                key = f"{name}_q{q}_c{conn}"
+                out[key + "_labels"], out[key + "_clusters"], out[key + "_centres"] = s.labels, s.clusters, s.centres
+                for fk, fv in s.features.items():
+                    out[key + "_f_" + fk] = np.asarray(fv)
+    img = imgs["nat4k"]
+    cl = cp.asarray(segment_image(img, device=be).clusters).ravel()
+    h, w = img.shape[:2]
+    t_uf = {conn: gpu_time(lambda c=conn: L.unionfind_device(be, cl, h, w, c), rep=50) for conn in (4, 8)}
+    from gpu_kernels.imseg import color as C
+
+    img_d = cp.asarray(img)
+    hist = cp.zeros(1 << 18, cp.uint32)
+    codes = C.codes_device(be, img_d, h * w, 3, 6, hist=hist)
+
+    def km6():
+        K.kmeans_device(be, codes.copy(), h, w, 6, 64, 10, 18.0, hist, "histogram")
+
+    t_km6 = gpu_time(km6, rep=50)
+    out["__t_unionfind4_ms"], out["__t_unionfind8_ms"] = np.float64(t_uf[4]), np.float64(t_uf[8])
+    out["__t_kmeans_q6_ms"] = np.float64(t_km6)
+    np.savez_compressed(path, **out)
+    G.ENABLED = True
+    print(f"== dump {path}: {len(imgs)} images, unionfind 4K {t_uf[4]:.3f} / {t_uf[8]:.3f} ms (4/8-conn), "
+          f"k-means q 6 4K {t_km6:.3f} ms", flush=True)
+
+
+def compare_dumps(a: str, b: str) -> None:
+    A, B = np.load(a), np.load(b)
+    keys = sorted(k for k in A.files if not k.startswith("__"))
+    bad = [k for k in keys if k not in B.files or not np.array_equal(A[k], B[k])]
+    print(f"== compare {a} vs {b}: {len(keys)} arrays, {len(bad)} differ {bad[:10]}", flush=True)
+    for k in sorted(k for k in A.files if k.startswith("__")):
+        print(f"   {k}: {float(A[k]):.4f} vs {float(B[k]):.4f}", flush=True)
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="512x512,1920x1080,3840x2160")
@@ -338,7 +591,20 @@ def main(argv=None):
                     help="the contours merge never keeps only its regions in shared memory (session 4's choice)")
     ap.add_argument("--upload-pinned-min", type=int, default=-1,
                     help="_util.UPLOAD_PINNED_MIN for this run (bytes; 0: small images through xp.asarray)")
+    ap.add_argument("--tree", default="", help="import gpu_kernels from this tree (a base copy) instead of the repo's")
+    ap.add_argument("--tool", default="", help="sizes (WxH,...): the tool's run against the library call (goal 1)")
+    ap.add_argument("--first-runs", action="store_true", help="the tool's full run for new parameter sets")
+    ap.add_argument("--live", action="store_true", help="live edits with a stage cache, deferred and eager")
+    ap.add_argument("--probe", action="store_true", help="contours 512^2 and host/DMA/GPU probes (one process)")
+    ap.add_argument("--dump", default="", help="save the k-means outputs and kernel times to this .npz")
+    ap.add_argument("--bsds", default=".carry-s7is/bsds20", help="folder of the 20 BSDS images for --dump")
+    ap.add_argument("--compare", default="", help="A.npz,B.npz: compare two --dump files")
     a = ap.parse_args(argv)
+    if a.tree:
+        sys.path.insert(0, str(Path(a.tree).resolve()))
+    if a.compare:
+        compare_dumps(*a.compare.split(","))
+        return
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cp.__version__}", flush=True)
@@ -372,6 +638,16 @@ def main(argv=None):
 
         _util.UPLOAD_PINNED_MIN = a.upload_pinned_min
     rows = bench_upload() if a.upload else []
+    if a.dump:
+        dump_outputs(a.dump, a.bsds)
+    if a.probe:
+        rows.append(process_probe(a.rep))
+    if a.tool:
+        rows += bench_tool(a.tool, a.rep)
+    if a.first_runs:
+        rows += bench_first_runs()
+    if a.live:
+        rows += bench_live()
     if a.chunks:
         rows += bench_chunks()
     for method in (a.methods.split(",") if a.methods else []):
