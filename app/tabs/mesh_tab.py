@@ -5,6 +5,7 @@ exports) is :class:`~app.tabs.base.ToolTab`'s; the computation is :mod:`app.tool
 
 from __future__ import annotations
 
+import copy
 import logging
 
 import numpy as np
@@ -132,9 +133,12 @@ class MeshTab(ToolTab):
 
     def __init__(self, parent: QWidget | None = None, *, allow_3d: bool = True, host=None):
         self._allow_3d = allow_3d
+        self._color_ref = None   # the last live result shown (stable part colours)
         super().__init__(parent, host=host)
         self.runner.running_changed.connect(lambda running: running and import_pymeshlab_here())
         QTimer.singleShot(300, self, import_pymeshlab_here)
+        # the stable colours' assignment (scipy.optimize, ~80 ms to import): not in the first k edit
+        QTimer.singleShot(400, self, lambda: __import__("scipy.optimize"))
         self.setting_widgets.update({"show_edges": self.edges_check, "show_representatives": self.reps_check,
                                      "highlight_fuzzy": self.fuzzy_check})
         self.segments_format = self.form.editor("segments_format")  # a Param, beside its export button
@@ -242,7 +246,34 @@ class MeshTab(ToolTab):
         self.bars.set_values(None, None)
         self.view.highlight_face(None)
 
+    def stable_colors(self, result) -> None:
+        """Give ``result``'s parts the colours of the parts they overlap in the pinned result and
+        in the previous live one (:func:`app.tools.mesh_colors.stable_colors`), once per result: a
+        k edit, the pinned and the live view and the exports keep a part's colour (the kernels'
+        colours follow the part number). The part numbers stay the kernels'."""
+        seg = result.seg
+        if getattr(seg, "stable_colors", False):
+            return
+        from ..tools.mesh_colors import stable_colors
+
+        refs = []
+        for other in (self.pinned[0] if self.pinned is not None else None, self._color_ref):
+            if other is not None and other is not result and other.data is result.data:
+                refs.append((other.seg.labels, other.seg.cluster_colors))
+        seg = copy.copy(seg)   # the stage cache keeps the kernels' colours
+        if refs:
+            from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors
+
+            seg.cluster_colors = stable_colors(seg.labels, refs, result.data.areas, k=len(seg.cluster_colors))
+            seg.face_colors = blend_face_colors(seg.memberships, seg.labels, seg.cluster_colors,
+                                                shading=result.params.get("shading", DEFAULT_SHADING))
+        seg.stable_colors = True   # kept by the display edits' copies (apply_display)
+        result.seg = seg
+
     def show_result(self, result) -> None:
+        self.stable_colors(result)
+        if not self._drawing_pinned:
+            self._color_ref = result
         seg, data = result.seg, result.data
         reps = np.asarray(seg.representatives, dtype=np.int64)
         rep_pts = data.vertices[data.faces[reps]].mean(axis=1) if len(reps) else None

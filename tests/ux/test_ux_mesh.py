@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+import numpy as np  # noqa: E402
 from PySide6.QtCore import QPoint  # noqa: E402
 
 from app.tabs.mesh_tab import MeshTab  # noqa: E402
@@ -80,3 +81,59 @@ def test_the_parts_table_is_not_cut_at_the_right(qtbot, tab, tab_runner):
     viewport = tab._side_scroll.viewport()
     assert right <= viewport.mapTo(tab, viewport.rect().topRight()).x() + 1
     assert legend.width() >= legend.minimumWidth()
+
+
+def _shown_colors(view):
+    return np.asarray(view.mesh.cell_data["colors"]).copy()
+
+
+def _best_match(labels, ref_labels, areas):
+    """For each new part: the reference part it overlaps most and their IoU (by area)."""
+    K, R = labels.max() + 1, ref_labels.max() + 1
+    ov = np.bincount(labels * R + ref_labels, weights=areas, minlength=K * R).reshape(K, R)
+    iou = ov / (ov.sum(1)[:, None] + ov.sum(0)[None, :] - ov)
+    return iou.argmax(1), iou.max(1)
+
+
+def test_a_part_keeps_its_colour_across_a_k_edit_and_the_pin(qtbot, tab, tab_runner, tmp_path):
+    # before: the colours followed the part numbers: the dumbbell's k = 2 -> 3 renumbers the
+    # unchanged bell (part 1 -> part 0), which turned from green to red beside the pinned result
+    from app.io.mesh_io import read_face_colors
+
+    first = tab_runner.run(tab, k=2)
+    assert first is not None
+    pinned_colors = first.seg.cluster_colors.copy()
+    assert tab.pin()
+    pinned_view = tab._pinned_slot["view"]
+    pinned_shown = _shown_colors(pinned_view)
+    live = tab_runner.run(tab, k=3)
+    assert live is not None and live.seg.k == 3
+    seg, areas = live.seg, tab.data.areas
+    match, iou = _best_match(seg.labels, first.seg.labels, areas)
+    same = [i for i in range(seg.k) if iou[i] >= 0.8]
+    assert same and any(match[i] != i for i in same)   # a part that did not change got another number
+    for i in same:
+        assert tuple(seg.cluster_colors[i]) == tuple(pinned_colors[match[i]]), (i, match[i])
+    # the other parts wear colours the pinned result does not use, and no two parts share one
+    used = {tuple(c) for c in pinned_colors}
+    for i in range(seg.k):
+        if i not in same and iou[i] < 0.5:
+            assert tuple(seg.cluster_colors[i]) not in used
+    assert len({tuple(c) for c in seg.cluster_colors}) == seg.k
+    # what is drawn: the live view in these colours, the pinned view unchanged; the legend; the export
+    shown = _shown_colors(tab.view)
+    np.testing.assert_array_equal(shown, seg.face_colors)
+    lab = seg.labels
+    for i in same:
+        faces = lab == i
+        assert (shown[faces] == pinned_shown[faces]).all(axis=1).mean() > 0.95
+    np.testing.assert_array_equal(_shown_colors(pinned_view), pinned_shown)
+    legend = {row["label"]: row["color"] for row in live.table()}
+    assert all(legend[i] == tuple(int(x) for x in seg.cluster_colors[i]) for i in range(seg.k))
+    tab.save_result(tmp_path / "parts.ply")
+    np.testing.assert_array_equal(read_face_colors(tmp_path / "parts.ply"), seg.cluster_colors[lab])
+    # back to k = 2 (from the cache): the pinned result's colours again
+    again = tab_runner.run(tab, k=2)
+    assert again is not None
+    np.testing.assert_array_equal(again.seg.cluster_colors, pinned_colors)
+    np.testing.assert_array_equal(_shown_colors(tab.view), pinned_shown)
