@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from gpu_kernels.backend import get_backend
+from gpu_kernels.backend import get_backend, on_release
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
+from gpu_kernels.mvs import memo as _memo
 from gpu_kernels.mvs.camera import MVSInputError, MVSScene
 from gpu_kernels.mvs.fusion import (
     DEFAULT_FUSE_MIN_VIEWS,
@@ -54,6 +55,7 @@ from gpu_kernels.mvs.views import (
     track_lengths,
     track_membership,
 )
+from gpu_kernels.pinned import free_pinned_pool
 
 __all__ = ["DEFAULT_VIEWS_TOGETHER_GPU", "DEFAULT_VIEWS_TOGETHER_CPU", "MVSResult", "PreparedViews", "reconstruct",
            "prepare_views", "grow_views", "finish_maps", "cross_view_consistency", "scene_seeds", "parse_views", "scene_textures",
@@ -335,7 +337,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                 fuse: bool = True, fuse_tol: float = DEFAULT_FUSE_TOL,
                 fuse_min_views: int = DEFAULT_FUSE_MIN_VIEWS, optimize_params: OptimizeParams | None = None,
                 overlap: bool | None = None, device=None, progress=None, callback=None,
-                seeds: tuple | None = None) -> MVSResult:
+                seeds: tuple | None = None, reuse_setup: bool | None = None) -> MVSResult:
     """Depth, normal and confidence maps of ``views`` (default all) and their fused cloud.
 
     Parameters
@@ -358,11 +360,17 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     seeds : tuple, optional
         ``scene_seeds(scene)``'s ``(points, point_views, source)``, computed once for the scene
         (they depend on nothing else; the window keeps them between runs).
+    reuse_setup : bool, optional
+        Keep the set-up (:func:`prepare_views`: view selection, seeds, textures) for the next call
+        with the same cameras, images, points, views and ``neighbors``, and use the one kept
+        (:mod:`gpu_kernels.mvs.memo`: checked against the inputs' content while the device grows,
+        made again where they changed in place). Default: on the GPU only.
 
     Returns
     -------
     MVSResult
     """
+    args = {k: v for k, v in locals().items() if k != "scene"}  # the same call again (a stale set-up)
     be = get_backend(device)
     progress = as_progress(progress)
     t0 = time.perf_counter()
@@ -374,8 +382,18 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     grow_end = 0.97 if fuse and len(vs) >= 2 else 1.0
     if optimize_params is not None:
         min_views = optimize_params.min_views
-    prep = prepare_views(scene, views=vs, neighbors=neighbors, min_views=min_views, device=be,
-                         progress=progress.sub(0.0, prep_end), seeds=seeds)
+    reuse = be.is_gpu if reuse_setup is None else bool(reuse_setup)
+    key = check = prep = None
+    if reuse:
+        key = _setup_key(scene, vs, neighbors, min_views, seeds, be)
+        prep, check = _memo.SETUP.get(key)
+        if prep is not None:
+            prep = replace(prep, seeds_s=0.0, prepare_s=time.perf_counter() - t0)
+    if prep is None:
+        prep = prepare_views(scene, views=vs, neighbors=neighbors, min_views=min_views, device=be,
+                             progress=progress.sub(0.0, prep_end), seeds=seeds)
+        if reuse:
+            _keep_setup(key, scene, prep, seeds)
     # on the GPU the fusion reads the maps where they are, while they come down behind it
     fusing = fuse and len(vs) >= 2
     maps_all, stats = grow_views(scene, prep, window=window, min_views=min_views, ncc_accept=ncc_accept,
@@ -398,11 +416,41 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
             t_fuse = time.perf_counter() - tf
     finally:
         finish_maps(maps_all, stats)
+    if check is not None and not check.result():
+        # an image, the points or their tracks changed in place since the set-up was kept: this
+        # result came from the old ones; make the set-up again and the result with it
+        _memo.SETUP.forget(key)
+        return reconstruct(scene, **args)
     if be.is_gpu and be.xp is not np:
         release_pool(be)
-    stats.update(fuse_s=t_fuse, total_s=time.perf_counter() - t0)
+    stats.update(fuse_s=t_fuse, total_s=time.perf_counter() - t0, setup_reused=check is not None)
     progress.update(1.0, f"{stats['samples']:,} samples in {len(vs)} view(s)")
     return MVSResult(maps_all, vs, fused, prep.points, prep.point_views, stats)
+
+
+def _setup_key(scene, vs, neighbors, min_views, seeds, be) -> tuple:
+    """What :func:`prepare_views` reads, for :data:`gpu_kernels.mvs.memo.SETUP`: the cameras by
+    value, the images and sparse points by identity (their content is checked in the background)."""
+    pts, pvis = (seeds[0], seeds[1]) if seeds is not None else (scene.points, scene.point_views)
+    return (be.label, tuple(int(v) for v in vs), int(neighbors), int(min_views),
+            b"".join(_memo.camera_sig(c) for c in scene.cameras), tuple(_memo.ident(im) for im in scene.images),
+            _memo.ident(pts), _memo.ident(pvis), None if seeds is None else seeds[2])
+
+
+def _keep_setup(key, scene, prep: PreparedViews, seeds) -> None:
+    """Keep ``prep`` for ``key``, holding what the key names by identity; its content check hashes
+    the images it packed (every image where the seeds came from SIFT), the points and tracks."""
+    images = list(scene.images)
+    pts, pvis = (seeds[0], seeds[1]) if seeds is not None else (scene.points, scene.point_views)
+    if prep.seed_source == "sift" and seeds is None:
+        used = range(len(images))
+    else:
+        used = sorted(set(prep.views) | {n for v in prep.views for n in prep.neighbors[v]})
+
+    def content():
+        return [images[i] for i in used] + [pts, None if pvis is None else list(pvis)]
+
+    _memo.SETUP.put(key, prep, (images, pts, pvis), content)
 
 
 #: after a call, CuPy's pool keeps its blocks for the next call while it holds at most this
@@ -430,7 +478,32 @@ def release_pool(be) -> None:
     with be.activate():  # CuPy's default pool answers for the current device: make it be's
         pool_bytes = int(be.xp.get_default_memory_pool().total_bytes())
     if pool_to_free(pool_bytes, total):
-        be.free_memory_pool()
+        release_device(be)
+
+
+def release_device(be) -> None:
+    """Drop the set-ups kept for the next call (:mod:`gpu_kernels.mvs.memo`), free CuPy's device pool
+    and give the pinned pool's free blocks back (:func:`gpu_kernels.pinned.free_pinned_pool`)."""
+    _memo.release(be)
+    be.free_memory_pool()
+    _free_pinned()
+
+
+def _free_pinned() -> None:
+    try:
+        free_pinned_pool()
+    except Exception:  # noqa: BLE001 - CuPy without a device: nothing is page-locked
+        pass
+
+
+def _released(_be) -> None:
+    """After running out of device memory (:meth:`gpu_kernels.backend.Backend.release_caches`):
+    the kept set-ups and the pinned pool's free blocks go too."""
+    _memo.release()
+    _free_pinned()
+
+
+on_release(_released)
 
 
 def cross_view_consistency(result: MVSResult, cameras, *, rel_tol: float = DEFAULT_FUSE_TOL, device=None):

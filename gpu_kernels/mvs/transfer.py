@@ -29,6 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from gpu_kernels.pinned import pinned_block
+
 __all__ = ["CHUNK_BYTES", "PINNED_MAX", "to_host", "to_device", "host_arrays", "pinned_arrays", "is_pinned",
            "direct_to_host", "use_pinned"]
 
@@ -70,7 +72,8 @@ def _halves(cp):
 
 _zero: np.ndarray | None = None
 
-#: results up to this many bytes together come down straight into page-locked host arrays
+#: results come down straight into page-locked host arrays while the page-locked result blocks
+#: alive (every tool's, :mod:`gpu_kernels.pinned`) stay under this many bytes together
 #: (``GPULAB_MVS_PINNED_MAX`` overrides it; 0: never)
 PINNED_MAX = 1 << 30
 
@@ -94,25 +97,25 @@ def use_pinned() -> bool:
 
 def pinned_arrays(specs) -> list | None:
     """``[np.empty(shape, dtype) ...]`` as views of one page-locked block from CuPy's pinned
-    memory pool (the block goes back to the pool when the last array of it is gone), so that a
-    download into them is one DMA at the link's rate, no staging, no host copy; None where CuPy
-    is missing, they take more than :data:`PINNED_MAX` bytes together, or page-locked memory
-    ran out."""
+    memory pool (:func:`gpu_kernels.pinned.pinned_block`: its size rounded up to a size class, so
+    that results of nearby sizes reuse freed blocks; the block goes back to the pool when the last
+    array of it is gone), so that a download into them is one DMA at the link's rate, no staging,
+    no host copy; None where CuPy is missing, the page-locked blocks alive (every tool's) would
+    take more than :data:`PINNED_MAX` bytes together with these, or page-locked memory ran out."""
     specs = [(tuple(int(x) for x in np.atleast_1d(sh)) if np.ndim(sh) else (int(sh),), np.dtype(dt))
              for sh, dt in specs]
     nbytes = [int(np.prod(sh, dtype=np.int64)) * dt.itemsize for sh, dt in specs]
     ofs = np.concatenate([[0], np.cumsum([(b + 255) // 256 * 256 for b in nbytes])]).astype(np.int64)
-    if int(ofs[-1]) > _pinned_max():
+    cap = _pinned_max()
+    if int(ofs[-1]) > cap:
         return None
     try:
         import cupy as cp
     except ImportError:
         return None
-    try:
-        mem = cp.cuda.alloc_pinned_memory(max(int(ofs[-1]), 1))
-    except (RuntimeError, MemoryError):  # page-locked memory ran out (CuPy freed its pool and tried again)
-        return None  # ordinary arrays then: the download through the staging halves
-    buf = np.frombuffer(mem, np.uint8, max(int(ofs[-1]), 1))
+    buf = pinned_block(cp, max(int(ofs[-1]), 1), cap=cap)
+    if buf is None:  # past the cap, or page-locked memory ran out: ordinary arrays (the staging halves)
+        return None
     outs = [buf[o:o + b].view(dt).reshape(sh) for (sh, dt), o, b in zip(specs, ofs[:-1], nbytes, strict=True)]
     return outs
 

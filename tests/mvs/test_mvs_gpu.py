@@ -373,19 +373,20 @@ def test_pinned_downloads_equal_the_staged_ones(small_scene, monkeypatch):
 def test_the_kept_pool_gives_the_same_maps_and_cloud(small_scene, monkeypatch):
     """CuPy's pool kept between calls (session 6b): the same maps and cloud, bit for bit, as
     freeing the pool at the end of every call (``GPULAB_MVS_POOL_KEEP=0``), on the second call
-    too; after a call the kept pool holds more free blocks than a freed one (only the blocks of
-    arrays dropped after the release)."""
+    too; after a call the kept pool holds more than a freed one (only the blocks of arrays dropped
+    after the release). Since session 7 the kept pool's blocks are partly in use: the set-up and
+    the grower kept for the next call (the second call reuses both)."""
     import cupy as cp
 
     pool = cp.get_default_memory_pool()
     kw = {"views": "all", "neighbors": 5, "min_views": 3, "batch_size": 1024}
     monkeypatch.setenv("GPULAB_MVS_POOL_KEEP", "0")
     b = reconstruct(small_scene.scene, device="cuda", **kw)
-    freed = pool.free_bytes()
+    freed = pool.total_bytes()
     monkeypatch.delenv("GPULAB_MVS_POOL_KEEP")
     for _ in range(2):  # the second call on the kept pool
         a = reconstruct(small_scene.scene, device="cuda", **kw)
-        assert pool.free_bytes() > freed
+        assert pool.total_bytes() > freed
         assert a.stats["samples"] == b.stats["samples"]
         for x, y in zip(a.maps, b.maps, strict=True):
             for f in ("depth", "normal", "conf", "iters", "hs", "ht"):

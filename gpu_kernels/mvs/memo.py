@@ -1,0 +1,179 @@
+"""What a reconstruction sets up before it grows, kept for the next call with the same inputs
+(issue 24: one view alone re-run is what a live MVS edit costs, and its set-up was 5 ms of Python
+before the first batch).
+
+:func:`~gpu_kernels.mvs.stereo.reconstruct` keeps its :class:`~gpu_kernels.mvs.stereo.PreparedViews`
+(the view selection, each view's seeds and the views' textures on the device) for the last
+:data:`SETUP_ENTRIES` sets of inputs. An entry is found by a key of
+
+* the cameras **by value** (K, R, t, size), the reference views, ``neighbors``, ``min_views``, the
+  device and whether it packs;
+* the **identity** of the images, the sparse points and their tracks (the entry holds them, so an
+  identity cannot be taken by another object while it lives),
+
+and a hit is used at once, while its **content** is checked in a background thread: a SHA-1 of
+the images the textures were packed from, the points and the tracks, against the one taken when the
+entry was made. The check runs while the device grows. Where it differs (an image or the points
+changed in place), the entry is dropped and the call is made again from scratch, so a result
+never comes from a stale set-up. Nothing is kept on the CPU unless asked (its set-up is small
+against its growing).
+
+The grower's own set-up (the seeds' pixels, the device's state, its buffers and the captured
+batch) is kept by :mod:`.grow` the same way, keyed by values; :func:`release` drops all of it,
+and runs when :func:`~gpu_kernels.mvs.stereo.reconstruct` gives CuPy's pool back or the app
+frees the device after running out of memory (:func:`gpu_kernels.backend.on_release`).
+
+Example
+-------
+>>> import numpy as np
+>>> from gpu_kernels.mvs.memo import digest
+>>> a = np.arange(12, dtype=np.uint8)
+>>> d = digest([a])
+>>> a[3] = 0
+>>> digest([a]) == d
+False
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "SetupMemo", "SETUP", "release", "on_release"]
+
+#: sets of inputs whose set-up :func:`reconstruct` keeps (the scene's and one view's, say)
+SETUP_ENTRIES = 2
+
+
+def ident(x):
+    """A cheap identity of an input: arrays by object, data pointer, shape, dtype and strides; lists
+    by object and length; None as None."""
+    if x is None:
+        return None
+    if isinstance(x, np.ndarray):
+        return ("a", id(x), x.__array_interface__["data"][0], x.shape, x.dtype.str, x.strides)
+    try:
+        return ("s", id(x), len(x))
+    except TypeError:
+        return ("o", id(x))
+
+
+def camera_sig(cam) -> bytes:
+    """A camera's values (K, R, t, width, height) as bytes."""
+    parts = [np.ascontiguousarray(x, np.float64).tobytes() for x in (cam.K, cam.R, cam.t)]
+    return b"".join(parts) + np.array([cam.width, cam.height], np.int64).tobytes()
+
+
+def digest(arrays) -> bytes:
+    """SHA-1 over arrays' shapes, dtypes and bytes (a list of arrays, or of lists of arrays:
+    the points' tracks); ``None`` items count as such."""
+    h = hashlib.sha1(usedforsecurity=False)
+    for a in arrays:
+        if a is None:
+            h.update(b"none")
+            continue
+        if isinstance(a, (list, tuple)):  # the tracks: their lengths, then every index
+            lengths = np.fromiter(map(np.size, a), np.int64, len(a))
+            h.update(b"list")
+            h.update(lengths.tobytes())
+            if lengths.sum():
+                h.update(np.ascontiguousarray(np.concatenate([np.ravel(x) for x in a]), np.int64).tobytes())
+            continue
+        a = np.ascontiguousarray(a)
+        h.update(repr((a.shape, a.dtype.str)).encode())
+        h.update(memoryview(a.reshape(-1).view(np.uint8)))
+    return h.digest()
+
+
+_bg_lock = threading.Lock()
+_bg: ThreadPoolExecutor | None = None
+
+
+def _background() -> ThreadPoolExecutor:
+    """One thread for the content checks (hashlib lets go of the GIL over large buffers)."""
+    global _bg
+    with _bg_lock:
+        if _bg is None:
+            _bg = ThreadPoolExecutor(1, thread_name_prefix="gpulab-mvs-check")
+        return _bg
+
+
+class _Entry:
+    __slots__ = ("prep", "held", "content", "token")
+
+    def __init__(self, prep, held, content):
+        self.prep, self.held, self.content = prep, held, content
+        self.token: Future | None = None
+
+
+class SetupMemo:
+    """The last ``size`` set-ups by key (least recently used out first), thread-safe."""
+
+    def __init__(self, size: int = SETUP_ENTRIES):
+        self.size = size
+        self._d: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.stale = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._d)
+
+    def get(self, key):
+        """``(prep, check)`` of a hit, ``check`` a future that says whether its content is still
+        the same (computed in the background, now); ``(None, None)`` on a miss."""
+        with self._lock:
+            e = self._d.get(key)
+            if e is None:
+                self.misses += 1
+                return None, None
+            self._d.move_to_end(key)
+            self.hits += 1
+        token, content = e.token, e.content
+
+        def check() -> bool:
+            return token.result() == digest(content())
+
+        return e.prep, _background().submit(check)
+
+    def put(self, key, prep, held, content) -> None:
+        """Keep ``prep`` for ``key``; ``held``: the inputs the key names by identity (kept alive with
+        it); ``content()``: the arrays its content check hashes (hashed now, in the background)."""
+        e = _Entry(prep, held, content)
+        e.token = _background().submit(lambda: digest(content()))
+        with self._lock:
+            self._d[key] = e
+            self._d.move_to_end(key)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+    def forget(self, key) -> None:
+        with self._lock:
+            if self._d.pop(key, None) is not None:
+                self.stale += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+#: :func:`~gpu_kernels.mvs.stereo.reconstruct`'s set-ups
+SETUP = SetupMemo()
+_RELEASERS: list = []
+
+
+def on_release(fn) -> None:
+    """Register ``fn()``, called by :func:`release` (the grower's caches)."""
+    if fn not in _RELEASERS:
+        _RELEASERS.append(fn)
+
+
+def release(_backend=None) -> None:
+    """Drop every kept set-up (their textures and buffers on the device go back to CuPy's pool)."""
+    SETUP.clear()
+    for fn in list(_RELEASERS):
+        fn()
