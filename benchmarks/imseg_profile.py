@@ -408,7 +408,14 @@ def bench_first_runs(n: int = 12) -> list[dict]:
 
 def bench_live(rep: int = 12) -> list[dict]:
     """Live edits in the window's way (a stage cache): a full run, then ``rep`` min_size edits
-    (only the segment stage runs) and ``rep`` k_max edits, deferred and eager."""
+    (only the segment stage runs) and ``rep`` k_max edits, eager and deferred taking turns, each
+    from an empty page-locked pool (every edit's result stays in the cache, so each needs a new
+    page-locked block: in call 1 the eager rows, run second, may have reused the blocks the deferred
+    rows' cache had just freed)."""
+    import gc
+
+    import cupy as cp
+
     from app.tools import imseg
     from app.tools.stages import StageCache
     from gpu_kernels.backend import get_backend
@@ -416,8 +423,10 @@ def bench_live(rep: int = 12) -> list[dict]:
 
     be = get_backend("cuda")
     rows = []
-    for enabled in (True, False):
+    for enabled in (False, True, False, True):  # taking turns, each from an empty page-locked pool
         D.ENABLED = enabled
+        gc.collect()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
         data = imseg.ImageData(None, natural_image(512, 512))
         cache = StageCache(cap_bytes=1 << 30)
         for param, vals in (("min_size", [64 + 8 * i for i in range(rep)]), ("k_max", [32 + i for i in range(rep)])):
@@ -457,11 +466,25 @@ def process_probe(rep: int = 30) -> dict:
         segs.append(s.timings)
         return s
 
+    from app.tools import imseg
+    from gpu_kernels.imseg import graphs as G
+
     for _ in range(3):
         run()
     segs.clear()
     ts = _timed(run, rep)
     stages = {k: round(1e3 * median([t[k] for t in segs if k in t]), 3) for k in segs[-1]}
+    # the same without the contours graph (the code before session 7), then with it again, and
+    # the tool's run of the default method (the staged pipeline: no graph)
+    G.CONTOURS = False
+    ts_off = _timed(run, rep)
+    G.CONTOURS = True
+    ts_on2 = _timed(run, rep)
+    data = imseg.ImageData(None, img)
+    from gpu_kernels.backend import get_backend
+
+    be = get_backend("cuda")
+    ts_tool = _timed(lambda: imseg.run(data, {}, device=be), rep)
 
     def pyloop():
         x = 0
@@ -497,7 +520,9 @@ def process_probe(rep: int = 30) -> dict:
     except Exception:  # noqa: BLE001
         pass
     r = {"what": "probe", "pid": os.getpid(), "cpu": cpu, "affinity": sorted(os.sched_getaffinity(0))[:4],
-         "e2e_ms": round(1e3 * median(ts), 3), "spread": spread(ts), "stages_ms": stages,
+         "e2e_ms": round(1e3 * median(ts), 3), "e2e_no_graph_ms": round(1e3 * median(ts_off), 3),
+         "e2e_again_ms": round(1e3 * median(ts_on2), 3), "tool_ms": round(1e3 * median(ts_tool), 3),
+         "spread": spread(ts), "stages_ms": stages,
          "host_loop_us": round(host_us, 1), "launch_us": round(launch_us, 2), "dma_768k_us": round(dma_us, 1),
          "gpu_cumsum_us": round(gpu_us, 1)}
     print("PROBE " + json.dumps(r), flush=True)

@@ -21,14 +21,17 @@ __all__ = ["STAGE_NAMES", "stage_times", "summary", "headline"]
 STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
                "labelling": "components", "min_size": "min size", "features": "features", "download": "download",
                "colour": "CIELAB + gradient", "superpixels": "superpixels", "graph": "region graph",
-               "merge": "merging"}
+               "merge": "merging", "prefix": "upload + colour + superpixels (CUDA graph)"}
 
 
 def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
     """(stage, seconds) of the stages that ran (the bilateral filter only when it was on)."""
     t = getattr(result.seg, "timings", {}) or {}
     skip = {"total"} | ({"bilateral"} if not result.params.get("bilateral") else set())
-    return [(STAGE_NAMES.get(k, k), float(v)) for k, v in t.items() if k not in skip and v > 0]
+    names = STAGE_NAMES
+    if result.params.get("method") == "kmeans":  # the k-means pipeline replayed from its CUDA graph
+        names = {**STAGE_NAMES, "graph": "pipeline (CUDA graph)"}
+    return [(names.get(k, k), float(v)) for k, v in t.items() if k not in skip and v > 0]
 
 
 def summary(result: ImsegResult) -> list[str]:

@@ -210,6 +210,15 @@ def activated(be):
         yield
 
 
+def quiet_synchronize(be) -> None:
+    """Wait for the current stream after an error (a replayed graph's kernels may still be
+    writing into its memory); an error from the wait itself is left to the caller's."""
+    try:
+        be.synchronize()
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        pass
+
+
 #: page-locked bytes that results may hold at once; past it, results are downloaded into
 #: ordinary (pageable) memory, so a batch that keeps every result does not pin the host's RAM
 PINNED_RESULT_CAP = 512 << 20

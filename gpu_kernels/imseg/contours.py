@@ -69,6 +69,7 @@ from gpu_kernels.imseg._util import (
     grid,
     is_cupy,
     kernel,
+    quiet_synchronize,
     upload,
 )
 from gpu_kernels.jobs import as_progress
@@ -732,9 +733,22 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
     """
     progress = as_progress(progress)
     be = get_backend(device)
-    check_params(coarseness, n_segments, n_superpixels, compactness, sigma)
+    p = check_params(coarseness, n_segments, n_superpixels, compactness, sigma)
     progress.update(0.0, "segmenting")
+    from gpu_kernels.imseg import graphs as _graphs
+
+    gp = {k: p[k] for k in ("sigma", "n_superpixels", "compactness")}
     with activated(be):
+        u8 = None
+        if _graphs.contour_usable(be, image):  # a CUDA graph of the first stages (graphs.ContourGraph)
+            img, _, _, c = as_image(image)
+            u8 = to_u8(img)
+            g = _graphs.contour_lookup(be, u8, gp)
+            if g is not None:
+                seg = _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, moments,
+                                      features_method, progress)
+                progress.update(1.0, "done")
+                return seg
         col = stage_colour(image, sigma=sigma, device=be)
         progress.update(0.2, "superpixels")
         sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
@@ -745,7 +759,38 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
         progress.update(0.8, "region features")
         seg = stage_finish(col, sp, mg, features=features, moments=moments, features_method=features_method,
                            device=be)
+        if u8 is not None:  # the next call of this shape and these parameters replays it
+            _graphs.contour_capture(be, u8, gp)
     progress.update(1.0, "done")
+    return seg
+
+
+def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, moments, features_method, progress):
+    """:func:`segment_contours` with its first stages replayed from ``g``: one launch for the
+    upload, colour, SLIC and components, then the merge and features as usual (the same
+    kernels on the same data: the same result). The graph's memory is this call's until the
+    results are on the host (its lock; after an error, once its kernels are done)."""
+    with g.lock:
+        try:
+            timer = StageTimer(be)
+            syncs = SyncCounter()
+            g.launch(be, u8)
+            timer.mark("prefix")
+            R = int(syncs.read(be, g.total, "number of superpixel components (sizes the graph)")[0])
+            col = {"img": img, "h": g.h, "w": g.w, "c": c, "c8": g.c8, "sigma": gp["sigma"], "device": be.label,
+                   "img_d": g.img_d, "sm": g.sm, "gq": g.gq, "q": g.q, "timer": timer}
+            sp = {"S": g.S, "n_superpixels": gp["n_superpixels"], "compactness": gp["compactness"], "comps": g.comps,
+                  "R": R, "syncs": syncs}
+            progress.update(0.5, "merging")
+            mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, device=be,
+                             progress=progress.sub(0.5, 0.8))
+            progress.update(0.8, "region features")
+            seg = stage_finish(col, sp, mg, features=features, moments=moments, features_method=features_method,
+                               device=be)
+        except BaseException:
+            quiet_synchronize(be)
+            raise
+    seg.info["graph"] = True
     return seg
 
 

@@ -36,7 +36,7 @@ from gpu_kernels.imseg import merge as _merge
 from gpu_kernels.imseg._util import is_cupy
 
 __all__ = ["ENABLED", "MAX_GRAPHS", "GRID_ROUNDS", "FEATURE_ROWS_MAX", "PrefixGraph", "usable", "lookup", "capture", "clear",
-           "stats", "feature_rows"]
+           "stats", "feature_rows", "ContourGraph", "contour_usable", "contour_lookup", "contour_capture"]
 
 #: use graphs at all (the pipeline's result is the same either way)
 ENABLED = True
@@ -91,17 +91,21 @@ def lookup(be, img, p: dict, global_step: str, fopts: tuple = ()):
 def capture(be, img, p: dict, global_step: str, fopts: tuple = ()) -> PrefixGraph | None:
     """Capture (and keep) the graph for this call's shape and parameters; None where capturing
     failed (then that shape and parameter set keep running the ordinary way, with a warning)."""
-    k = _key(be, img, p, global_step, fopts)
+    return _keep(_key(be, img, p, global_step, fopts), lambda: PrefixGraph(be, img, p, global_step, fopts),
+                 img.shape)
+
+
+def _keep(k: tuple, make, shape):
     if k in _FAILED:
         return None
     try:
-        with _CAPTURE_LOCK:  # one capture at a time (its allocator hook is process-wide)
-            g = PrefixGraph(be, img, p, global_step, fopts)
+        with _CAPTURE_LOCK:  # one capture at a time
+            g = make()
     except Exception as exc:  # noqa: BLE001 - a driver without capture support: the ordinary path
         import warnings
 
         _FAILED.add(k)
-        warnings.warn(f"imseg: no CUDA graph for {img.shape} ({exc}); segmenting without one", stacklevel=2)
+        warnings.warn(f"imseg: no CUDA graph for {shape} ({exc}); segmenting without one", stacklevel=3)
         return None
     with _LOCK:
         _GRAPHS[k] = g
@@ -138,75 +142,150 @@ def _capture_stream(be):
     return st
 
 
-class PrefixGraph:
-    """The captured graph, its page-locked input, and every array its nodes use."""
+def _record(be, img: np.ndarray, body):
+    """Capture ``body(img_d)`` (``img_d``: the device image, filled from a new page-locked
+    input by the graph's first node) into a CUDA graph on this device's capturing stream.
+    Returns ``(graph, host_in, in_mem, held, img_d, body's result)``; ``held`` keeps every
+    allocation made during the capture (a replay writes into the same memory)."""
+    xp = be.xp
+    rt = xp.cuda.runtime
+    in_mem = xp.cuda.alloc_pinned_memory(max(img.nbytes, 1))
+    host_in = np.frombuffer(in_mem, img.dtype, img.size).reshape(img.shape)
+    held = []
+    old_alloc = xp.cuda.get_allocator()
 
-    def __init__(self, be, img: np.ndarray, p: dict, global_step: str, fopts: tuple = ()):
-        xp = be.xp
-        rt = xp.cuda.runtime
-        h, w = img.shape[:2]
-        c = 1 if img.ndim == 2 else img.shape[2]
-        n = h * w
-        self.h, self.w, self.c = h, w, c
-        self.lock = threading.Lock()
-        self._in_mem = xp.cuda.alloc_pinned_memory(max(img.nbytes, 1))
-        self.host_in = np.frombuffer(self._in_mem, img.dtype, img.size).reshape(img.shape)
-        held = []  # every allocation of the capture lives as long as the graph
-        old_alloc = xp.cuda.get_allocator()
+    def alloc(size):
+        mp = old_alloc(size)
+        held.append(mp)
+        return mp
 
-        def alloc(size):
-            mp = old_alloc(size)
-            held.append(mp)
-            return mp
+    stream = _capture_stream(be)
+    # this thread's allocations only (as flow's plans do): set_allocator is process-wide, so
+    # another tab's worker allocating during a capture would have its blocks held by the graph
+    with xp.cuda.using_allocator(alloc):
+        with stream:
+            img_d = xp.empty(img.shape, img.dtype)
+            stream.begin_capture()
+            try:
+                rt.memcpyAsync(img_d.data.ptr, host_in.ctypes.data, img.nbytes, rt.memcpyHostToDevice, stream.ptr)
+                out = body(img_d)
+            finally:
+                graph = stream.end_capture()
+    return graph, host_in, in_mem, held, img_d, out
 
-        stream = _capture_stream(be)
-        # this thread's allocations only (as flow's plans do): set_allocator is process-wide, so
-        # another tab's worker allocating during a capture would have its blocks held by the graph
-        with xp.cuda.using_allocator(alloc):
-            with stream:
-                img_d = xp.empty(img.shape, img.dtype)
-                stream.begin_capture()
-                try:
-                    rt.memcpyAsync(img_d.data.ptr, self.host_in.ctypes.data, img.nbytes, rt.memcpyHostToDevice,
-                                   stream.ptr)
-                    lab_d = None
-                    if p["bilateral"]:
-                        lab0 = _color.lab_device(be, img_d, n, c)
-                        lab_d = _color.bilateral_device(be, lab0, h, w, p["bilateral_window"], p["sigma_spatial"],
-                                                        p["sigma_color"], p["bilateral"])
-                    hist = xp.zeros(1 << (3 * p["q"]), dtype=xp.uint32)
-                    codes = _color.codes_device(be, img_d, n, c, p["q"], hist=hist, lab_d=lab_d)
-                    clusters, centres, k_d, m_d = _km.kmeans_device(be, codes, h, w, p["q"], p["k_max"],
-                                                                    p["iterations"], p["merge_distance"], hist,
-                                                                    "histogram")
-                    labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None,
-                                                              global_step)
-                    state = _merge.merge_queue(be, labels_d, n, h, w, p["min_size"], p["connectivity"], img_d, c,
-                                               lab_d=lab_d, count_dev=total, one_block=not GRID_ROUNDS)
-                    feats = None
-                    rows = feature_rows(h, w, p["min_size"])
-                    if fopts and rows <= FEATURE_ROWS_MAX:
-                        # renumbering and features too: valid when the rounds finished in the
-                        # graph (the host checks the done flag it reads with the results)
-                        _merge.queue_renumber(be, state)
-                        features, moments, method = fopts
-                        feats = {}
-                        if features:
-                            feats = _feat.features_device(be, labels_d, rows, h, w, img_d, c, method, moments)
-                finally:
-                    graph = stream.end_capture()
-        self.graph = graph
-        self._held = held
-        self.img_d, self.lab_d, self.clusters, self.centres = img_d, lab_d, clusters, centres
-        self.k_d, self.m_d, self.labels_d, self.state = k_d, m_d, labels_d, state
-        #: the features of up to ``feature_rows`` regions computed in the graph (None: not in it)
-        self.feats = feats
+
+class _Replayable:
+    """A captured graph and its page-locked input; one call at a time (``lock``)."""
+
+    graph = host_in = None
 
     def launch(self, be, img: np.ndarray) -> None:
         """Copy ``img`` into the page-locked input and replay the graph on the current stream
         (hold ``self.lock`` until the results are on the host)."""
         np.copyto(self.host_in, img)
         self.graph.launch(stream=be.xp.cuda.get_current_stream())
-        self.state["queued"] = self.state["per_check"]
         with _LOCK:
             _STATS["replays"] += 1
+
+
+class PrefixGraph(_Replayable):
+    """The captured k-means graph, its page-locked input, and every array its nodes use."""
+
+    def __init__(self, be, img: np.ndarray, p: dict, global_step: str, fopts: tuple = ()):
+        xp = be.xp
+        h, w = img.shape[:2]
+        c = 1 if img.ndim == 2 else img.shape[2]
+        n = h * w
+        self.h, self.w, self.c = h, w, c
+        self.lock = threading.Lock()
+
+        def body(img_d):
+            lab_d = None
+            if p["bilateral"]:
+                lab0 = _color.lab_device(be, img_d, n, c)
+                lab_d = _color.bilateral_device(be, lab0, h, w, p["bilateral_window"], p["sigma_spatial"],
+                                                p["sigma_color"], p["bilateral"])
+            hist = xp.zeros(1 << (3 * p["q"]), dtype=xp.uint32)
+            codes = _color.codes_device(be, img_d, n, c, p["q"], hist=hist, lab_d=lab_d)
+            clusters, centres, k_d, m_d = _km.kmeans_device(be, codes, h, w, p["q"], p["k_max"], p["iterations"],
+                                                            p["merge_distance"], hist, "histogram")
+            labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None, global_step)
+            state = _merge.merge_queue(be, labels_d, n, h, w, p["min_size"], p["connectivity"], img_d, c,
+                                       lab_d=lab_d, count_dev=total, one_block=not GRID_ROUNDS)
+            feats = None
+            rows = feature_rows(h, w, p["min_size"])
+            if fopts and rows <= FEATURE_ROWS_MAX:
+                # renumbering and features too: valid when the rounds finished in the graph
+                # (the host checks the done flag it reads with the results)
+                _merge.queue_renumber(be, state)
+                features, moments, method = fopts
+                feats = {}
+                if features:
+                    feats = _feat.features_device(be, labels_d, rows, h, w, img_d, c, method, moments)
+            return lab_d, clusters, centres, k_d, m_d, labels_d, state, feats
+
+        self.graph, self.host_in, self._in_mem, self._held, self.img_d, out = _record(be, img, body)
+        self.lab_d, self.clusters, self.centres, self.k_d, self.m_d, self.labels_d, self.state, feats = out
+        #: the features of up to ``feature_rows`` regions computed in the graph (None: not in it)
+        self.feats = feats
+
+    def launch(self, be, img: np.ndarray) -> None:
+        super().launch(be, img)
+        self.state["queued"] = self.state["per_check"]
+
+
+# ----------------------------------------------------------------------------- contours
+#: graphs of the contours method's first stages (upload, colour, SLIC, superpixel components)
+#: for images of up to this many pixels (about 70 bytes a pixel held per graph)
+CONTOUR_MAX_PIXELS = 1 << 20
+CONTOURS = True
+
+
+class ContourGraph(_Replayable):
+    """The contours method's fixed-size part, captured per shape and (sigma, n_superpixels,
+    compactness): the upload of the 8-bit image, blurred CIELAB, the gradient, the SLIC
+    iterations and the superpixel components, about 30 launches. What follows reads the
+    number of components on the host (it sizes the region graph), as before."""
+
+    def __init__(self, be, u8: np.ndarray, p: dict):
+        from gpu_kernels.imseg import contours as _ct
+
+        h, w = u8.shape[:2]
+        c8 = 1 if u8.ndim == 2 else u8.shape[2]
+        self.h, self.w, self.c8 = h, w, c8
+        self.lock = threading.Lock()
+        S = _ct.slic_step(h, w, p["n_superpixels"])
+
+        def body(img_d):
+            sm, gq, q = _ct.colour_device(be, img_d, h, w, c8, p["sigma"])
+            cells = _ct.slic_device(be, sm, q, h, w, S, p["compactness"], _ct.SLIC_ITERATIONS)
+            comps, total = _label.unionfind_device(be, cells, h, w, 4)
+            return sm, gq, q, comps, total
+
+        self.graph, self.host_in, self._in_mem, self._held, self.img_d, out = _record(be, u8, body)
+        self.sm, self.gq, self.q, self.comps, self.total = out
+        self.S = S
+
+
+def contour_usable(be, img) -> bool:
+    return (ENABLED and CONTOURS and is_cupy(be) and isinstance(img, np.ndarray)
+            and img.shape[0] * img.shape[1] <= CONTOUR_MAX_PIXELS)
+
+
+def _contour_key(be, u8: np.ndarray, p: dict) -> tuple:
+    return ("contours", be.label, u8.shape, u8.dtype.str, tuple(sorted(p.items())))
+
+
+def contour_lookup(be, u8: np.ndarray, p: dict):
+    """The contours graph for this shape and ``p`` (sigma, n_superpixels, compactness), or None."""
+    k = _contour_key(be, u8, p)
+    with _LOCK:
+        g = _GRAPHS.get(k)
+        if g is not None:
+            _GRAPHS.move_to_end(k)
+        return g
+
+
+def contour_capture(be, u8: np.ndarray, p: dict):
+    """Capture (and keep) the contours graph; None where capturing failed (with a warning)."""
+    return _keep(_contour_key(be, u8, p), lambda: ContourGraph(be, u8, p), u8.shape)

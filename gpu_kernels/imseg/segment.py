@@ -44,6 +44,7 @@ from gpu_kernels.imseg._util import (
     check_fits,
     download,
     is_cupy,
+    quiet_synchronize,
     upload,
 )
 from gpu_kernels.jobs import as_progress
@@ -428,16 +429,8 @@ def _segment_graph(be, g, img, features, moments, features_method, progress, par
         except BaseException:
             # the graph's kernels (or the merge's rounds after it) may still be writing into the
             # graph's memory: wait for them before the lock lets the next call replay it
-            _quiet_synchronize(be)
+            quiet_synchronize(be)
             raise
-
-
-def _quiet_synchronize(be) -> None:
-    """Wait for the current stream; an error from the wait itself is left to the caller's."""
-    try:
-        be.synchronize()
-    except Exception:  # noqa: BLE001 - the original error is the one to report
-        pass
 
 
 def _replay(be, g, img, features, moments, features_method, progress, params) -> ImageSegmentation:

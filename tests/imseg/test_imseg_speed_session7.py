@@ -235,3 +235,71 @@ def test_gpu_tool_full_run_replays_the_graph_and_live_edits_stay_staged(graph_af
         _same(r, ref)
     assert G.stats()["replays"] >= before + 1
     assert runs[-1].info.get("graph")
+
+
+def test_contour_replay_error_waits_for_the_kernels_before_releasing_the_graph():
+    """The contours method's replayed graph, as the k-means one: synchronise, then release."""
+    from gpu_kernels.imseg import contours as CT
+
+    events: list[str] = []
+
+    class Graph:
+        lock = _Lock(events)
+
+        def launch(self, be, img):
+            events.append("launch")
+            raise RuntimeError("launch failed")
+
+    img = np.zeros((4, 4, 3), np.uint8)
+    with pytest.raises(RuntimeError, match="launch failed"):
+        CT._segment_replay(_FakeGpu(events), Graph(), img, img, 3, {"sigma": 1.0, "n_superpixels": 4,
+                                                                    "compactness": 10.0},
+                           3.3, 0, True, True, "runs", as_progress(None))
+    assert events == ["acquire", "launch", "synchronize", "release"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind, kw", [("rgb", {}), ("rgb", {"n_segments": 12}), ("grey", {"sigma": 1.5}),
+                                      ("rgba", {"n_superpixels": 300, "compactness": 5.0}), ("float", {}),
+                                      ("rgb", {"features": False}), ("uint16", {"coarseness": 2.5})])
+def test_gpu_contour_graph_replay_equals_the_ordinary_path(kind, kw):
+    """The contours method's first stages replayed from their CUDA graph give exactly the
+    ordinary path's result (this image and another of the same shape), and the CPU's labels."""
+    from gpu_kernels.imseg import graphs as G
+    from gpu_kernels.imseg import segment_contours
+
+    img = _natural(240, 320)
+    if kind == "grey":
+        img = img[..., 1].copy()
+    elif kind == "rgba":
+        img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
+    elif kind == "float":
+        img = img.astype(np.float32) / 255.0
+    elif kind == "uint16":
+        img = img.astype(np.uint16) * 257
+    other = np.ascontiguousarray(img[::-1, ::-1])
+    G.clear()
+    G.CONTOURS = False
+    try:
+        ref = segment_contours(img, device="cuda", **kw)
+        ref_other = segment_contours(other, device="cuda", **kw)
+    finally:
+        G.CONTOURS = True
+    c0 = G.stats()["captures"]
+    first = segment_contours(img, device="cuda", **kw)
+    assert "graph" not in first.info and G.stats()["captures"] == c0 + 1
+    r0 = G.stats()["replays"]
+    again = segment_contours(img, device="cuda", **kw)
+    swapped = segment_contours(other, device="cuda", **kw)
+    assert again.info.get("graph") and swapped.info.get("graph") and G.stats()["replays"] == r0 + 2
+    for a, b in ((first, ref), (again, ref), (swapped, ref_other)):
+        assert (a.n_regions, a.n_clusters, a.info["merge_rounds"], a.syncs) == \
+            (b.n_regions, b.n_clusters, b.info["merge_rounds"], b.syncs)
+        np.testing.assert_array_equal(a.labels, b.labels)
+        np.testing.assert_array_equal(a.clusters, b.clusters)
+        assert set(a.features) == set(b.features)
+        for k in a.features:
+            np.testing.assert_array_equal(a.features[k], b.features[k], err_msg=k)
+    if kind == "rgb":
+        cpu = segment_contours(img, device="cpu", **kw)
+        np.testing.assert_array_equal(again.labels, cpu.labels)
