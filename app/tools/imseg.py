@@ -52,14 +52,12 @@ if TYPE_CHECKING:
 
     import gpu_kernels.imseg.api  # noqa: F401  (the library entry point, reached lazily)
     from gpu_kernels.backend import Backend
-    from gpu_kernels.imseg import contours as _ct
     from gpu_kernels.imseg import deferred as _dfr
     from gpu_kernels.imseg import vis as _vis
 
     from ..io import image_io, labels_io
 else:
     np = lazy_module("numpy")
-    _ct = lazy_module("gpu_kernels.imseg.contours")
     _dfr = lazy_module("gpu_kernels.imseg.deferred")   # the k-means stages (deferred: one CUDA graph)
     _vis = lazy_module("gpu_kernels.imseg.vis")
     image_io = lazy_module("app.io.image_io")
@@ -259,26 +257,26 @@ def _segment(ctx):
 
 @_only("contours")
 def _colour(ctx):
-    return _ct.stage_colour(ctx.data.image, sigma=ctx.p["sigma"], device=ctx.device)
+    return _dfr.colour(ctx.data.image, sigma=ctx.p["sigma"], device=ctx.device)
 
 
 @_only("contours")
 def _superpixels(ctx):
-    return _ct.stage_superpixels(ctx["colour"], n_superpixels=ctx.p["n_superpixels"],
-                                 compactness=ctx.p["compactness"], device=ctx.device, progress=ctx.progress)
+    return _dfr.superpixels(ctx["colour"], n_superpixels=ctx.p["n_superpixels"], compactness=ctx.p["compactness"],
+                            device=ctx.device, progress=ctx.progress)
 
 
 @_only("contours")
 def _merge(ctx):
-    return _ct.stage_merge(ctx["colour"], ctx["superpixels"], coarseness=ctx.p["coarseness"],
-                           n_segments=ctx.p["n_segments"], device=ctx.device, progress=ctx.progress)
+    return _dfr.merge(ctx["colour"], ctx["superpixels"], coarseness=ctx.p["coarseness"],
+                      n_segments=ctx.p["n_segments"], device=ctx.device, progress=ctx.progress)
 
 
 def _regions(ctx):
     """The segmentation with its region features, on the host."""
     if ctx.p["method"] != "contours":
         return ctx["segment"]
-    return _ct.stage_finish(ctx["colour"], ctx["superpixels"], ctx["merge"], device=ctx.device)
+    return _dfr.finish(ctx["colour"], ctx["superpixels"], ctx["merge"], device=ctx.device)
 
 
 def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: float) -> ImsegResult:

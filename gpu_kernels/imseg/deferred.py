@@ -1,5 +1,6 @@
-"""The k-means pipeline's stages as the tool runs them, deferred so that a full run of the
-tool replays the library's CUDA graph (issue 21).
+"""The tool's stages of both methods, deferred so that a full run of the tool replays the
+library's CUDA graph (issue 21): the k-means pipeline's here first, the contours method's
+(the default) at the end of the module, the same way.
 
 The tool (``app/tools/imseg.py``) runs the paper's pipeline as four stages, lab -> quantise ->
 kmeans -> segment, so that the window re-runs only from the stage a changed parameter reads.
@@ -42,7 +43,8 @@ from gpu_kernels.imseg import merge as _merge
 from gpu_kernels.imseg import segment as _seg
 from gpu_kernels.imseg._util import as_image
 
-__all__ = ["ENABLED", "GRAPH_AFTER", "Deferred", "lab", "codes", "kmeans", "regions", "value", "stats"]
+__all__ = ["ENABLED", "GRAPH_AFTER", "Deferred", "lab", "codes", "kmeans", "regions", "colour", "superpixels", "merge",
+           "finish", "value", "stats"]
 
 #: defer at all (off: every stage runs eagerly, as before session 7)
 ENABLED = True
@@ -170,3 +172,63 @@ def _sighting(be, img, p: dict) -> int:
         while len(_SEEN) > _SEEN_MAX:
             _SEEN.popitem(last=False)
     return n
+
+
+# ----------------------------------------------------------------------------- contours
+# The contours method's stages, colour -> superpixels -> merge -> regions, the same way: a fresh
+# deferred chain makes the merge stage run :func:`contours.segment_contours` (its CUDA graph of
+# the first stages, :class:`graphs.ContourGraph`) and hand the finished segmentation to the
+# regions stage; a live re-run (a coarseness edit) computes the cached colour and superpixel
+# outputs once and goes on stage by stage.
+def colour(image, *, sigma: float, device=None):
+    """Stage 1 (:func:`contours.stage_colour`); deferred on a GPU for a host image."""
+    from gpu_kernels.imseg import contours as _ct
+
+    be = get_backend(device)
+    img, h, w, _ = as_image(image)
+    p = _ct.check_params(_ct.DEFAULT_COARSENESS, 0, _ct.DEFAULT_N_SUPERPIXELS, _ct.DEFAULT_COMPACTNESS, sigma)
+    if not (ENABLED and be.is_gpu and isinstance(img, np.ndarray) and h * w <= _seg.UNREAD_COUNT_MAX_PIXELS):
+        return _ct.stage_colour(image, sigma=sigma, device=be)
+    return Deferred("colour", lambda: _ct.stage_colour(img, sigma=sigma, device=be), {"sigma": p["sigma"]}, image=img)
+
+
+def superpixels(col, *, n_superpixels: int, compactness: float, device=None, progress=None):
+    """Stage 2 (:func:`contours.stage_superpixels`) on stage 1's output."""
+    from gpu_kernels.imseg import contours as _ct
+
+    be = get_backend(device)
+    p = _ct.check_params(_ct.DEFAULT_COARSENESS, 0, n_superpixels, compactness, _ct.DEFAULT_SIGMA)
+    kw = {"n_superpixels": p["n_superpixels"], "compactness": p["compactness"]}
+    if _fresh(col):
+        return Deferred("superpixels", lambda: _ct.stage_superpixels(col.value(), **kw, device=be), kw, (col,))
+    return _ct.stage_superpixels(value(col), **kw, device=be, progress=progress)
+
+
+def merge(col, sp, *, coarseness: float, n_segments: int, device=None, progress=None):
+    """Stage 3 (:func:`contours.stage_merge`); a fresh deferred chain runs as one
+    :func:`contours.segment_contours` call, whose finished segmentation is the output
+    (``{"finished": ImageSegmentation}``, which :func:`finish` hands on)."""
+    from gpu_kernels.imseg import contours as _ct
+
+    be = get_backend(device)
+    p = _ct.check_params(coarseness, n_segments, _ct.DEFAULT_N_SUPERPIXELS, _ct.DEFAULT_COMPACTNESS,
+                         _ct.DEFAULT_SIGMA)
+    kw = {"coarseness": p["coarseness"], "n_segments": p["n_segments"]}
+    if _fresh(col) and _fresh(sp) and sp.upstream == (col,):
+        allp = {**col.params, **sp.params, **kw}
+        if _sighting(be, col.image, {"method": "contours", **allp}) >= GRAPH_AFTER:
+            seg = _ct.segment_contours(col.image, **allp, device=be, progress=progress)
+            col.consumed = sp.consumed = True
+            _STATS["chains"] += 1
+            return {"finished": seg}
+        _STATS["eager_chains"] += 1
+    return _ct.stage_merge(value(col), value(sp), **kw, device=be, progress=progress)
+
+
+def finish(col, sp, mg, *, device=None):
+    """Stage 4 (:func:`contours.stage_finish`), or the segmentation :func:`merge` finished."""
+    from gpu_kernels.imseg import contours as _ct
+
+    if "finished" in mg:
+        return mg["finished"]
+    return _ct.stage_finish(value(col), value(sp), mg, device=device)

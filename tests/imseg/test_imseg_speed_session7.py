@@ -303,3 +303,74 @@ def test_gpu_contour_graph_replay_equals_the_ordinary_path(kind, kw):
     if kind == "rgb":
         cpu = segment_contours(img, device="cpu", **kw)
         np.testing.assert_array_equal(again.labels, cpu.labels)
+
+
+def _contour_session(be, img, monkeypatch):
+    """The contours method (the default) in the window's way: a full run is one
+    segment_contours call; a coarseness edit runs only the merge and regions stages, with
+    the stage functions; both give the eager pipeline's result."""
+    from gpu_kernels.imseg import contours as CT
+
+    monkeypatch.setattr(D, "GRAPH_AFTER", 1)
+    names: list[str] = []
+    depth = [0]
+    for name in ("segment_contours", "stage_colour", "stage_superpixels", "stage_merge", "stage_finish"):
+        fn = getattr(CT, name)
+
+        def call(*a, _fn=fn, _name=name, **kw):
+            if not depth[0]:
+                names.append(_name)
+            depth[0] += 1
+            try:
+                return _fn(*a, **kw)
+            finally:
+                depth[0] -= 1
+        monkeypatch.setattr(CT, name, call)
+    data = imseg.ImageData(None, img)
+    cache = StageCache(cap_bytes=1 << 30)
+    base = {"n_superpixels": 60}
+    r1, rep1 = imseg.PIPELINE.execute(data, imseg.PARAMS.validate(base), device=be, cache=cache, scope="c7")
+    assert rep1.ran == ["colour", "superpixels", "merge", "regions"]
+    assert names == ["segment_contours"]
+    _same_seg(r1.seg, _eager(data, imseg.PARAMS.validate(base), be, monkeypatch))
+    names.clear()
+    for change in ({"coarseness": 2.0}, {"n_segments": 5}):
+        p2 = imseg.PARAMS.validate({**base, **change})
+        r2, rep2 = imseg.PIPELINE.execute(data, p2, device=be, cache=cache, scope="c7")
+        assert rep2.ran == ["merge", "regions"], change
+        assert "segment_contours" not in names and "stage_merge" in names
+        _same_seg(r2.seg, _eager(data, p2, be, monkeypatch))
+        names.clear()
+
+
+def _same_seg(a, b):
+    assert (a.n_regions, a.n_clusters, a.info["merge_rounds"]) == (b.n_regions, b.n_clusters, b.info["merge_rounds"])
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.clusters, b.clusters)
+    assert set(a.features) == set(b.features)
+    for k in a.features:
+        np.testing.assert_array_equal(a.features[k], b.features[k], err_msg=k)
+
+
+@needs_emu
+def test_emulated_tool_contours_full_run_is_one_library_call_and_live_edits_stay_staged(monkeypatch):
+    be = emu_backend()
+    img, _ = piecewise_image(np.random.default_rng(11), 40, 52, noise=5.0, shading=True)
+    _contour_session(be, img, monkeypatch)
+
+
+@pytest.mark.gpu
+def test_gpu_tool_contours_full_run_replays_the_graph_and_live_edits_stay_staged(monkeypatch):
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import graphs as G
+
+    be = get_backend("cuda")
+    _contour_session(be, _natural(240, 320), monkeypatch)
+    monkeypatch.setattr(D, "_SEEN", type(D._SEEN)())
+    data = imseg.ImageData(None, _natural(512, 512))
+    ref = _eager(data, imseg.PARAMS.validate({}), be, monkeypatch)
+    r0 = G.stats()["replays"]
+    runs = [imseg.run(imseg.ImageData(None, data.image.copy()), {}, device=be).seg for _ in range(4)]
+    for r in runs:
+        _same_seg(r, ref)
+    assert G.stats()["replays"] >= r0 + 1 and runs[-1].info.get("graph")
