@@ -73,6 +73,7 @@ class MapView(QWidget):
         self.plot.vb.sigRangeChanged.connect(self._fit_bar)
         self.title = pg.LabelItem("", justify="left")
         self.glw.addItem(self.title, row=1, col=0)
+        self._title_text = ""
         lay.addWidget(self.glw)
         self.empty_hint = EmptyHint(     # after the picture's widget, so that it lies on top
             self, "No scene loaded",
@@ -81,6 +82,34 @@ class MapView(QWidget):
         self.shape: tuple[int, int] | None = None
         self.plot.scene().sigMouseMoved.connect(self._moved)
         self.kind = "scalar"
+
+    def set_title(self, text: str) -> None:
+        """The line under the map, cut with "…" to the pane's width (the whole text in its tooltip).
+        A pyqtgraph label demands its text's width: a long title (the growing preview's) widened
+        the layout past the pane, and the layout never shrank back, so after a run the map was
+        drawn wider than the pinned one beside it (12 % at 1280 x 800) and its colour bar cut off."""
+        from PySide6.QtGui import QFontMetricsF
+
+        self._title_text = text
+        room = max(40.0, self.glw.width() - 24.0)
+        fm = QFontMetricsF(self.title.item.font())
+        shown = fm.elidedText(text, pg.QtCore.Qt.TextElideMode.ElideRight, room) if text else text
+        self.title.setText(shown)
+        self.title.setToolTip(text if shown != text else "")
+        self.title.setMinimumWidth(0)     # never wider than the pane
+        self._refit()
+
+    def _refit(self) -> None:
+        """The plot layout back to the pane's size (it only ever grows to its contents' minimum)."""
+        ci = self.glw.ci
+        want = pg.QtCore.QRectF(0, 0, self.glw.width(), self.glw.height())
+        if ci.geometry() != want:
+            ci.setGeometry(want)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802
+        super().resizeEvent(ev)
+        if self._title_text:   # cut again at the new width
+            self.set_title(self._title_text)
 
     def _fit_bar(self, *_a) -> None:
         if self.shape is None:
@@ -127,7 +156,7 @@ class MapView(QWidget):
         self.bar.show()
         self.shape = v.shape
         self._fit_bar()
-        self.title.setText(title)
+        self.set_title(title)
         self.kind = "scalar"
 
     def show_rgb(self, rgb: np.ndarray, *, title: str = "") -> None:
@@ -138,7 +167,7 @@ class MapView(QWidget):
         self.image.hide()
         self.bar.hide()
         self.shape = rgb.shape[:2]
-        self.title.setText(title)
+        self.set_title(title)
         self.kind = "rgb"
 
     def clear(self) -> None:
@@ -146,7 +175,7 @@ class MapView(QWidget):
         self.rgb_image.clear()
         self.backdrop.clear()
         self.shape = None
-        self.title.setText("")
+        self.set_title("")
         self.bar.hide()
         self.empty_hint.show()
 

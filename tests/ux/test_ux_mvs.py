@@ -131,3 +131,37 @@ def test_save_never_writes_over_the_scenes_images(open_tab, tab_runner):
         with pytest.raises(OutputPathError):
             check_not_an_input(SAMPLE.parent / name, tab.input_files())
     check_not_an_input(SAMPLE.parent / "view000-depth.png", tab.input_files())
+
+
+def _drawn_width(mv):
+    import pyqtgraph as pg
+
+    h, w = mv.shape
+    r = mv.plot.vb.mapViewToScene(pg.QtCore.QRectF(0, 0, w, h)).boundingRect()
+    return r.width()
+
+
+def test_after_a_growing_preview_the_live_map_is_drawn_as_large_as_the_pinned_one(qtbot, open_tab, tab_runner):
+    # before: the preview's long title ("view000: growing, 12,345 samples (batch 3, ...)") made the
+    # map's layout wider than its pane, and it never shrank back: after the run the live map was
+    # drawn 12 % larger than the pinned one beside it (242 vs 214 px at 1280 x 800), its colour bar cut off
+    tab = open_tab(MvsTab, (1000, 700))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLE)
+    first = tab_runner.run(tab, **FAST, ncc_accept=0.5)
+    assert first is not None and tab.pin()
+    qtbot.wait(200)
+    lv, pv = tab.map_view, tab._pinned_slot["map_view"]
+    assert abs(_drawn_width(lv) - _drawn_width(pv)) <= 1
+    depth = first.view_map(0).depth
+    lv.show_scalar(depth, title="view000: growing, 12,345 samples (batch 3, 1,234,567 queued) " * 2)  # as _on_preview
+    qtbot.wait(50)
+    assert lv.glw.ci.geometry().width() <= lv.glw.width()        # the layout stays in its pane
+    assert lv.title.toolTip().startswith("view000: growing")      # the cut title's whole text
+    assert tab_runner.run(tab, **FAST, ncc_accept=0.85) is not None
+    qtbot.wait(200)
+    assert lv.glw.ci.geometry().width() <= lv.glw.width()
+    assert abs(_drawn_width(lv) - _drawn_width(pv)) <= 1, (_drawn_width(lv), _drawn_width(pv))
+    # the colour bar lies inside the pane
+    bar = lv.bar.sceneBoundingRect()
+    assert bar.right() <= lv.glw.width() + 1
