@@ -41,7 +41,7 @@ from gpu_kernels.lazy import lazy_function, lazy_module
 from ..io import formats as _formats
 from ..io.atomic import write_lines
 from .base import Export, Tool, samples_in
-from .imseg_report import STAGE_NAMES, headline, stage_times, summary
+from .imseg_report import STAGE_NAMES, advise, headline, stage_times, summary
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -257,7 +257,7 @@ def _segment(ctx):
 
 @_only("contours")
 def _colour(ctx):
-    return _dfr.colour(ctx.data.image, sigma=ctx.p["sigma"], device=ctx.device)
+    return _dfr.colour(ctx.data.image, sigma=ctx.p["sigma"], device=ctx.device, progress=ctx.progress)
 
 
 @_only("contours")
@@ -276,7 +276,7 @@ def _regions(ctx):
     """The segmentation with its region features, on the host."""
     if ctx.p["method"] != "contours":
         return ctx["segment"]
-    return _dfr.finish(ctx["colour"], ctx["superpixels"], ctx["merge"], device=ctx.device)
+    return _dfr.finish(ctx["colour"], ctx["superpixels"], ctx["merge"], device=ctx.device, progress=ctx.progress)
 
 
 def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: float) -> ImsegResult:
@@ -391,6 +391,7 @@ TOOL = Tool(
     inputs="image",  # the reader registry's kind (app.io.registry): patterns, folders, pairs, truth
     input_noun="Image",
     headline=headline,
+    advise=advise,
     samples=samples,
     demo=demo,
     library=lazy_function("gpu_kernels.imseg.api:segment"),

@@ -1,10 +1,12 @@
 """The image segmentation tool's summary: the lines ``gpulab imseg`` prints and the window's
-summary pane shows, the headline, the stage times (split from :mod:`app.tools.imseg`)."""
+summary pane shows, the headline, the stage times, and the size advice for the CPU (split
+from :mod:`app.tools.imseg`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpu_kernels.errors import TooLargeError
 from gpu_kernels.lazy import lazy_module
 
 from .base import fmt_seconds
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")
 
-__all__ = ["STAGE_NAMES", "stage_times", "summary", "headline"]
+__all__ = ["STAGE_NAMES", "stage_times", "summary", "headline", "advise", "CPU_COMFORT_PIXELS"]
 
 STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
                "labelling": "components", "min_size": "min size", "features": "features", "download": "download",
@@ -87,3 +89,24 @@ def headline(result: ImsegResult) -> str:
     what = "superpixel pieces" if result.params.get("method") == "contours" else "clusters"
     return (f"Segmented {result.data.name} into {result.seg.n_regions:,} regions ({result.seg.n_clusters} {what}) "
             f"in {fmt_seconds(result.elapsed)} on {result.device}")
+
+
+#: images above this many pixels take more than about 20 s on the CPU path (the contours method
+#: ran at about 5 s a megapixel on the 2-core development machine, session 7): the tool says so
+#: before it starts (the GPU takes milliseconds)
+CPU_COMFORT_PIXELS = 4_000_000
+CPU_SECONDS_PER_MPX = 5.0
+
+
+def advise(data, params: dict, device) -> TooLargeError | None:
+    """A large image on the CPU: say how long it will take, and what to do instead (no
+    parameter sets a working size, so the window runs it as it is and the CLI prints a note)."""
+    h, w = data.shape
+    n = h * w
+    if device.is_gpu or n <= CPU_COMFORT_PIXELS:
+        return None
+    secs = n / 1e6 * CPU_SECONDS_PER_MPX
+    return TooLargeError(n, CPU_COMFORT_PIXELS, unit="pixels", where="the CPU in reasonable time",
+                         message=(f"{w} x {h} pixels ({n / 1e6:.0f} Mpx) on the CPU take about "
+                                  f"{fmt_seconds(secs) if secs < 60 else f'{secs / 60:.0f} minutes'} (a CUDA GPU: "
+                                  "well under a second); downscale the image for a quick look, or use a GPU"))

@@ -210,6 +210,25 @@ def activated(be):
         yield
 
 
+#: pixels of a band of the CPU path's full-image steps (CIELAB, blur, gradient): each band
+#: reports progress and checks for cancel first (63 Mpx: about 60 bands, a few tenths of a
+#: second each, where a step used to run for tens of seconds without either)
+CPU_BAND_PIXELS = 1 << 20
+
+
+def row_bands(h: int, w: int, progress=None, what: str = ""):
+    """Row ranges ``(r0, r1)`` of about ``CPU_BAND_PIXELS`` pixels covering ``h`` rows; before
+    each, ``progress`` (a Progress or None) hears how far the step is and checks for cancel."""
+    from gpu_kernels.jobs import as_progress
+
+    progress = as_progress(progress)
+    step = max(1, CPU_BAND_PIXELS // max(int(w), 1))
+    n = max(1, -(-int(h) // step))
+    for i in range(n):
+        progress.update(i / n, what or None)
+        yield i * step, min(int(h), (i + 1) * step)
+
+
 def quiet_synchronize(be) -> None:
     """Wait for the current stream after an error (a replayed graph's kernels may still be
     writing into its memory); an error from the wait itself is left to the caller's."""

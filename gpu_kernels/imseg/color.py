@@ -24,7 +24,16 @@ import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.checks import check_int
-from gpu_kernels.imseg._util import NULL, PIXEL_SUFFIX, ImsegInputError, activated, as_image, grid, kernel
+from gpu_kernels.imseg._util import (
+    NULL,
+    PIXEL_SUFFIX,
+    ImsegInputError,
+    activated,
+    as_image,
+    grid,
+    kernel,
+    row_bands,
+)
 from gpu_kernels.jobs import as_progress
 
 __all__ = [
@@ -85,8 +94,17 @@ def _to_linear(c):
     return np.where(c > f32(0.04045), g, c / f32(12.92)).astype(np.float32)
 
 
-def lab_np(img: np.ndarray) -> np.ndarray:
-    """CIELAB of a checked image (``as_image``) on the CPU, float32, shape (H, W, 3)."""
+def lab_np(img: np.ndarray, progress=None) -> np.ndarray:
+    """CIELAB of a checked image (``as_image``) on the CPU, float32, shape (H, W, 3), in row
+    bands (each reports to ``progress`` and checks for cancel first)."""
+    h, w = img.shape[:2]
+    out = np.empty((h, w, 3), np.float32)
+    for r0, r1 in row_bands(h, w, progress, "CIELAB"):
+        out[r0:r1] = _lab_rows(img[r0:r1])
+    return out
+
+
+def _lab_rows(img: np.ndarray) -> np.ndarray:
     f32 = np.float32
     u = _unit_np(img)
     if u.ndim == 2:

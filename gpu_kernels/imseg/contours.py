@@ -70,6 +70,7 @@ from gpu_kernels.imseg._util import (
     is_cupy,
     kernel,
     quiet_synchronize,
+    row_bands,
     upload,
 )
 from gpu_kernels.jobs import as_progress
@@ -188,8 +189,17 @@ def _flook(t):
     return FTAB[i] + fr * (FTAB[i + 1] - FTAB[i])
 
 
-def lab_planes_np(u8: np.ndarray) -> np.ndarray:
-    """(3, H, W) float32 CIELAB of an 8-bit image (grey: r = g = b)."""
+def lab_planes_np(u8: np.ndarray, progress=None) -> np.ndarray:
+    """(3, H, W) float32 CIELAB of an 8-bit image (grey: r = g = b), in row bands (each
+    reports to ``progress`` and checks for cancel first)."""
+    h, w = u8.shape[:2]
+    out = np.empty((3, h, w), np.float32)
+    for r0, r1 in row_bands(h, w, progress, "CIELAB"):
+        out[:, r0:r1] = _lab_planes_rows(u8[r0:r1])
+    return out
+
+
+def _lab_planes_rows(u8: np.ndarray) -> np.ndarray:
     if u8.ndim == 2:
         r = g = b = LIN[u8]
     else:
@@ -202,38 +212,51 @@ def lab_planes_np(u8: np.ndarray) -> np.ndarray:
     return np.stack([f32(116.0) * fy - f32(16.0), f32(500.0) * (fx - fy), f32(200.0) * (fy - fz)])
 
 
-def blur_np(planes: np.ndarray, sigma: float) -> np.ndarray:
+def blur_np(planes: np.ndarray, sigma: float, progress=None) -> np.ndarray:
+    """The separable Gaussian blur of each plane (rows, then columns), in row bands (the same
+    sums in the same order as one pass over the whole plane)."""
+    progress = as_progress(progress)
     wts = gauss_weights(sigma)
     r = len(wts) // 2
-    _, h, w = planes.shape
+    nc, h, w = planes.shape
     xi, yi = np.arange(w), np.arange(h)
+    xs = [np.clip(xi + k - r, 0, w - 1) for k in range(len(wts))]
     out = np.empty_like(planes)
-    for c in range(planes.shape[0]):
+    for c in range(nc):
         ch = planes[c]
-        acc = np.zeros_like(ch)
-        for k in range(len(wts)):
-            acc = acc + wts[k] * ch[:, np.clip(xi + k - r, 0, w - 1)]
-        acc2 = np.zeros_like(ch)
-        for k in range(len(wts)):
-            acc2 = acc2 + wts[k] * acc[np.clip(yi + k - r, 0, h - 1), :]
-        out[c] = acc2
+        acc = np.empty_like(ch)
+        for r0, r1 in row_bands(h, w, progress.sub((2 * c) / (2 * nc), (2 * c + 1) / (2 * nc)), "blur"):
+            a = np.zeros_like(ch[r0:r1])
+            for k in range(len(wts)):
+                a = a + wts[k] * ch[r0:r1][:, xs[k]]
+            acc[r0:r1] = a
+        for r0, r1 in row_bands(h, w, progress.sub((2 * c + 1) / (2 * nc), (2 * c + 2) / (2 * nc)), "blur"):
+            a = np.zeros_like(ch[r0:r1])
+            for k in range(len(wts)):
+                a = a + wts[k] * acc[np.clip(yi[r0:r1] + k - r, 0, h - 1), :]
+            out[c, r0:r1] = a
     return out
 
 
-def gradient_np(sm: np.ndarray):
-    """(G float32, gq int32, q int32 (3, H, W)) of the blurred planes."""
+def gradient_np(sm: np.ndarray, progress=None):
+    """(G float32, gq int32, q int32 (3, H, W)) of the blurred planes, in row bands."""
     _, h, w = sm.shape
     xs, ys = np.arange(w), np.arange(h)
     xp, xm = np.minimum(xs + 1, w - 1), np.maximum(xs - 1, 0)
     yp, ym = np.minimum(ys + 1, h - 1), np.maximum(ys - 1, 0)
-    g = np.zeros((h, w), np.float32)
-    for c in range(3):
-        gx = sm[c][:, xp] - sm[c][:, xm]
-        gy = sm[c][yp, :] - sm[c][ym, :]
-        g = g + (gx * gx + gy * gy)
-    G = np.sqrt(g)
-    gq = np.minimum(np.rint(G * f32(GSCALE)), f32(GMAX)).astype(np.int32)
-    q = np.rint(sm * f32(16.0)).astype(np.int32)
+    G = np.empty((h, w), np.float32)
+    gq = np.empty((h, w), np.int32)
+    q = np.empty(sm.shape, np.int32)
+    for r0, r1 in row_bands(h, w, progress, "gradient"):
+        g = np.zeros((r1 - r0, w), np.float32)
+        for c in range(3):
+            band = sm[c][r0:r1]
+            gx = band[:, xp] - band[:, xm]
+            gy = sm[c][yp[r0:r1], :] - sm[c][ym[r0:r1], :]
+            g = g + (gx * gx + gy * gy)
+        G[r0:r1] = np.sqrt(g)
+        gq[r0:r1] = np.minimum(np.rint(G[r0:r1] * f32(GSCALE)), f32(GMAX)).astype(np.int32)
+        q[:, r0:r1] = np.rint(sm[:, r0:r1] * f32(16.0)).astype(np.int32)
     return G, gq, q
 
 
@@ -264,6 +287,7 @@ def slic_np(sm: np.ndarray, q: np.ndarray, S: int, compactness: float, iteration
         lab = np.full((h, w), -1, np.int64)
         for dy in (-1, 0, 1):
             for dx in (-1, 0, 1):
+                progress.check()  # a 63 Mpx iteration takes tens of seconds: cancel between its 9 passes
                 gy, gx = pcy + dy, pcx + dx
                 ok = (gy >= 0) & (gy < gh) & (gx >= 0) & (gx < gw)
                 k = np.clip(gy, 0, gh - 1) * gw + np.clip(gx, 0, gw - 1)
@@ -749,7 +773,7 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
                                       features_method, progress)
                 progress.update(1.0, "done")
                 return seg
-        col = stage_colour(image, sigma=sigma, device=be)
+        col = stage_colour(image, sigma=sigma, device=be, progress=progress.sub(0.0, 0.2))
         progress.update(0.2, "superpixels")
         sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
                                progress=progress.sub(0.2, 0.5))
@@ -758,7 +782,7 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
                          progress=progress.sub(0.5, 0.8))
         progress.update(0.8, "region features")
         seg = stage_finish(col, sp, mg, features=features, moments=moments, features_method=features_method,
-                           device=be)
+                           device=be, progress=progress.sub(0.8, 1.0))
         if u8 is not None:  # the next call of this shape and these parameters replays it
             _graphs.contour_capture(be, u8, gp)
     progress.update(1.0, "done")
@@ -798,9 +822,10 @@ def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, mom
 # Each takes the outputs of the stages before it and returns a new dict (never changing its
 # inputs: the tool's stage cache may hand them to the next run). On the GPU the arrays stay
 # on the device until stage_finish; ``t`` holds each stage's seconds (CUDA events).
-def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
+def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None, progress=None) -> dict:
     """Stage 1: the checked image, its 8-bit copy on the device, blurred CIELAB and the
-    fixed-point gradient and colour."""
+    fixed-point gradient and colour (on the CPU with progress and cancel checks)."""
+    progress = as_progress(progress)
     be = get_backend(device)
     img, h, w, c = as_image(image)
     p = check_params(DEFAULT_COARSENESS, 0, DEFAULT_N_SUPERPIXELS, DEFAULT_COMPACTNESS, sigma)
@@ -809,8 +834,9 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None) -> dict:
     out = {"img": img, "h": h, "w": w, "c": c, "c8": c8, "sigma": p["sigma"], "device": be.label}
     if not be.is_gpu:
         t0 = time.perf_counter()
-        sm = blur_np(lab_planes_np(u8), p["sigma"])
-        _, gq, q = gradient_np(sm)
+        sm = blur_np(lab_planes_np(u8, progress.sub(0.0, 0.3, "colour")), p["sigma"],
+                     progress.sub(0.3, 0.75, "colour"))
+        _, gq, q = gradient_np(sm, progress.sub(0.75, 1.0, "colour"))
         out.update(sm=sm, gq=gq, q=q, t={"colour": time.perf_counter() - t0})
         return out
     check_fits(be, h, w, device_bytes_estimate(h, w, c8))
@@ -888,8 +914,9 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
 
 
 def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moments: bool = True,
-                 features_method: str = "auto", device=None):
-    """Stage 5: region features, and everything brought to the host as an ImageSegmentation."""
+                 features_method: str = "auto", device=None, progress=None):
+    """Stage 5: region features, and everything brought to the host as an ImageSegmentation
+    (``progress``: the CPU's features report to it and check for cancel)."""
     from gpu_kernels.imseg.segment import ImageSegmentation
 
     be = get_backend(device)
@@ -906,7 +933,7 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
             "merge_in_shared_memory": mg.get("merge_smem", False)}
     if not be.is_gpu:
         t0 = time.perf_counter()
-        feats = _feat.features_np(mg["labels"], count, img, moments=moments) if features else {}
+        feats = _feat.features_np(mg["labels"], count, img, moments=moments, progress=progress) if features else {}
         t = {**col["t"], **sp["t"], **mg["t"], "features": time.perf_counter() - t0}
         t["total"] = sum(t.values())
         return ImageSegmentation(labels=mg["labels"], clusters=sp["comps"].astype(np.int32), n_regions=count,

@@ -180,7 +180,7 @@ def _sighting(be, img, p: dict) -> int:
 # the first stages, :class:`graphs.ContourGraph`) and hand the finished segmentation to the
 # regions stage; a live re-run (a coarseness edit) computes the cached colour and superpixel
 # outputs once and goes on stage by stage.
-def colour(image, *, sigma: float, device=None):
+def colour(image, *, sigma: float, device=None, progress=None):
     """Stage 1 (:func:`contours.stage_colour`); deferred on a GPU for a host image."""
     from gpu_kernels.imseg import contours as _ct
 
@@ -188,7 +188,7 @@ def colour(image, *, sigma: float, device=None):
     img, h, w, _ = as_image(image)
     p = _ct.check_params(_ct.DEFAULT_COARSENESS, 0, _ct.DEFAULT_N_SUPERPIXELS, _ct.DEFAULT_COMPACTNESS, sigma)
     if not (ENABLED and be.is_gpu and isinstance(img, np.ndarray) and h * w <= _seg.UNREAD_COUNT_MAX_PIXELS):
-        return _ct.stage_colour(image, sigma=sigma, device=be)
+        return _ct.stage_colour(image, sigma=sigma, device=be, progress=progress)
     return Deferred("colour", lambda: _ct.stage_colour(img, sigma=sigma, device=be), {"sigma": p["sigma"]}, image=img)
 
 
@@ -225,10 +225,10 @@ def merge(col, sp, *, coarseness: float, n_segments: int, device=None, progress=
     return _ct.stage_merge(value(col), value(sp), **kw, device=be, progress=progress)
 
 
-def finish(col, sp, mg, *, device=None):
+def finish(col, sp, mg, *, device=None, progress=None):
     """Stage 4 (:func:`contours.stage_finish`), or the segmentation :func:`merge` finished."""
     from gpu_kernels.imseg import contours as _ct
 
     if "finished" in mg:
         return mg["finished"]
-    return _ct.stage_finish(value(col), value(sp), mg, device=device)
+    return _ct.stage_finish(value(col), value(sp), mg, device=device, progress=progress)

@@ -65,8 +65,12 @@ _SRC = "imseg_features.cu"
 
 # --------------------------------------------------------------------------- CPU path
 def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab: np.ndarray | None = None,
-                moments: bool = True) -> dict:
-    """All the features on the CPU (``img``: the checked image or None; ``lab``: its CIELAB)."""
+                moments: bool = True, progress=None) -> dict:
+    """All the features on the CPU (``img``: the checked image or None; ``lab``: its CIELAB);
+    ``progress`` hears of each group of sums (and checks for cancel: a 63 Mpx image takes
+    tens of seconds)."""
+    progress = as_progress(progress)
+    progress.update(0.0, "features: areas and boxes")
     h, w = labels.shape
     R = int(n_regions)
     flat = labels.ravel()
@@ -77,6 +81,7 @@ def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab:
         if sl is not None:
             bbox[i] = (sl[0].start, sl[1].start, sl[0].stop, sl[1].stop)
     out["bbox"] = bbox
+    progress.update(0.15, "features: centroids")
     rows = np.repeat(np.arange(h, dtype=np.float64), w)
     cols = np.tile(np.arange(w, dtype=np.float64), h)
     safe = np.maximum(area, 1).astype(np.float64)
@@ -84,12 +89,13 @@ def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab:
     cc = np.bincount(flat, weights=cols, minlength=R + 1)[1:R + 1] / safe
     out["centroid"] = np.stack([cr, cc], axis=1)
     if img is not None:
+        progress.update(0.3, "features: mean colours")
         chans = [img[..., i] for i in range(3)] if img.ndim == 3 else [img]
         out["intensity_mean"] = np.stack(
             [np.bincount(flat, weights=ch.ravel().astype(np.float64), minlength=R + 1)[1:R + 1] / safe
              for ch in chans], axis=1)
         if lab is None:
-            lab = _color.lab_np(img)
+            lab = _color.lab_np(img, progress.sub(0.35, 0.5, "features"))
     if lab is not None:
         out["intensity_mean_lab"] = np.stack(
             [np.bincount(flat, weights=lab[..., i].ravel().astype(np.float64), minlength=R + 1)[1:R + 1] / safe
@@ -104,6 +110,7 @@ def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab:
         pc = [np.ones_like(dc), dc, dc * dc, dc * dc * dc]
         for i in range(4):
             for j in range(4):
+                progress.update(0.6 + 0.4 * (4 * i + j) / 16, "features: central moments")
                 if i == 0 and j == 0:
                     mu[:, 0, 0] = area
                     continue

@@ -287,7 +287,7 @@ def stage_lab(image, *, bilateral: int = DEFAULT_BILATERAL, bilateral_window: in
     out = {"img": img, "h": h, "w": w, "c": c, "bilateral": passes, "device": be.label}
     if not be.is_gpu:
         t0 = time.perf_counter()
-        lab = _color.lab_np(img)
+        lab = _color.lab_np(img, progress.sub(0.0, 0.1 if passes else 1.0, "colour"))
         t_lab = time.perf_counter() - t0
         t0 = time.perf_counter()
         lab_f = lab
@@ -502,7 +502,7 @@ def _segment_cpu(qt, km, p, features, moments, progress, params) -> ImageSegment
     t0 = time.perf_counter()
     if features:
         progress.update(0.7, "region features")
-        feats = _feat.features_np(labels, R, img, lab=qt["lab"], moments=moments)
+        feats = _feat.features_np(labels, R, img, lab=qt["lab"], moments=moments, progress=progress.sub(0.7, 1.0))
     t["features"] = time.perf_counter() - t0
     t["total"] = sum(t.values())
     progress.update(1.0, "done")
