@@ -330,50 +330,52 @@ def _ms(ts: list) -> str:
     return f"{1e3 * median(ts):.3f} ms (p10 {1e3 * q[len(q) // 10]:.3f}, p90 {1e3 * q[(9 * len(q)) // 10]:.3f})"
 
 
-def bench_tool(sizes: str, rep: int) -> list[dict]:
-    """Goal 1: the tool's run (what ``gpulab imseg`` and batch call: host image in, host labels
-    and features out) against the library call, the paper's pipeline, same process; ``eager``
-    is the tool's stages run one by one (``deferred.ENABLED = False``, the code before session 7).
+def bench_tool(sizes: str, rep: int, methods: str = "kmeans") -> list[dict]:
+    """Goals 1 and 2: the tool's run (what ``gpulab imseg`` and batch call: host image in, host
+    labels and features out) against the library call, same process; ``tool_eager`` is the
+    tool's stages run one by one (``deferred.ENABLED = False``, the code before session 7).
     Three rounds, the variants taking turns."""
     from app.tools import imseg
     from gpu_kernels.backend import get_backend
     from gpu_kernels.imseg import deferred as D
     from gpu_kernels.imseg import graphs as G
-    from gpu_kernels.imseg.segment import segment_image
+    from gpu_kernels.imseg.api import segment
 
     be = get_backend("cuda")
     rows = []
-    for s in sizes.split(","):
-        w, h = (int(v) for v in s.split("x"))
-        img = natural_image(h, w)
-        data = imseg.ImageData(None, img)
-        p = imseg.PARAMS.validate({"method": "kmeans"})
+    for method in methods.split(","):
+        for s in sizes.split(","):
+            w, h = (int(v) for v in s.split("x"))
+            img = natural_image(h, w)
+            data = imseg.ImageData(None, img)
+            p = imseg.PARAMS.validate({"method": method})
 
-        def tool(enabled, data=data, p=p):
-            def f():
-                D.ENABLED = enabled
-                try:
-                    return imseg.run(data, p, device=be)
-                finally:
-                    D.ENABLED = True
-            return f
+            def tool(enabled, data=data, p=p):
+                def f():
+                    D.ENABLED = enabled
+                    try:
+                        return imseg.run(data, p, device=be)
+                    finally:
+                        D.ENABLED = True
+                return f
 
-        variants = {"library": lambda img=img: segment_image(img, device=be), "tool": tool(True),
-                    "tool_eager": tool(False)}
-        ref = segment_image(img, device=be)
-        for name, fn in variants.items():  # the same labels every way
-            r = fn()
-            seg = getattr(r, "seg", r)
-            assert np.array_equal(seg.labels, ref.labels) and seg.n_regions == ref.n_regions, name
-        for rnd in range(3):
-            for name, fn in variants.items():
-                g0 = G.stats()["replays"]
-                ts = _timed(fn, rep)
-                row = {"what": "tool", "size": s, "variant": name, "round": rnd, "e2e_ms": 1e3 * median(ts),
-                       "reps_ms": [round(1e3 * t, 3) for t in ts], "replays": G.stats()["replays"] - g0}
-                rows.append(row)
-                print(f"== tool-vs-library kmeans {s} round {rnd} {name:11s} {_ms(ts)}; graph replays {row['replays']}",
-                      flush=True)
+            variants = {"library": lambda img=img, m=method: segment(img, method=m, device=be), "tool": tool(True),
+                        "tool_eager": tool(False)}
+            ref = segment(img, method=method, device=be)
+            for name, fn in variants.items():  # the same labels every way
+                r = fn()
+                seg = getattr(r, "seg", r)
+                assert np.array_equal(seg.labels, ref.labels) and seg.n_regions == ref.n_regions, name
+            for rnd in range(3):
+                for name, fn in variants.items():
+                    g0 = G.stats()["replays"]
+                    ts = _timed(fn, rep)
+                    row = {"what": "tool", "method": method, "size": s, "variant": name, "round": rnd,
+                           "e2e_ms": 1e3 * median(ts), "reps_ms": [round(1e3 * t, 3) for t in ts],
+                           "replays": G.stats()["replays"] - g0}
+                    rows.append(row)
+                    print(f"== tool-vs-library {method} {s} round {rnd} {name:11s} {_ms(ts)}; graph replays "
+                          f"{row['replays']}", flush=True)
     print(f"   deferred stats {D.stats()}", flush=True)
     return rows
 
@@ -618,6 +620,7 @@ def main(argv=None):
                     help="_util.UPLOAD_PINNED_MIN for this run (bytes; 0: small images through xp.asarray)")
     ap.add_argument("--tree", default="", help="import gpu_kernels from this tree (a base copy) instead of the repo's")
     ap.add_argument("--tool", default="", help="sizes (WxH,...): the tool's run against the library call (goal 1)")
+    ap.add_argument("--tool-methods", default="kmeans", help="methods for --tool (kmeans,contours)")
     ap.add_argument("--first-runs", action="store_true", help="the tool's full run for new parameter sets")
     ap.add_argument("--live", action="store_true", help="live edits with a stage cache, deferred and eager")
     ap.add_argument("--probe", action="store_true", help="contours 512^2 and host/DMA/GPU probes (one process)")
@@ -668,7 +671,7 @@ def main(argv=None):
     if a.probe:
         rows.append(process_probe(a.rep))
     if a.tool:
-        rows += bench_tool(a.tool, a.rep)
+        rows += bench_tool(a.tool, a.rep, a.tool_methods)
     if a.first_runs:
         rows += bench_first_runs()
     if a.live:
