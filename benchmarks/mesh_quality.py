@@ -247,7 +247,8 @@ def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, kused, strict=True))}
     st: list = []
     merged, merges = _bd.merge_weakest_boundaries(gs if auto else _segment.k_merge_graph(gs), labels, tg, label_comp,
-                                                  strengths=st, min_area=_segment.MIN_PART_AREA)
+                                                  strengths=st, min_area=_segment.MIN_PART_AREA if auto
+                                                  else _segment.k_min_part_area(targets))
     if not auto:
         return merged
     lab = np.asarray(labels).astype(np.int64)
