@@ -1,0 +1,81 @@
+"""Issue 22 (session 7): each candidate simplifier's working meshes of the 76 PSB meshes, stored
+for a host without pymeshlab (the GPU machines), keyed as ``benchmarks/mesh_psb.py``'s
+``stored=`` files (the cleaned mesh and the target, 4,000 faces: ``segment.WORKING_FACES``).
+
+    python benchmarks/mesh_simplify_session7_stores.py pf3,pf1.5,pf2 --out .carry-msimp
+
+Candidate names as in ``mesh_simplify_session7_time.py`` (``pf3`` is today's fast+pymeshlab); a
+suffix ``s<seed>`` (``pf3s1``) simplifies the same mesh with its vertices and faces in a random
+order (the same geometry: what an equally good simplifier could give, to see how much the PSB
+scores move by such a change alone). Prints the simplification's process time over the 76 meshes.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mesh_psb as mp  # noqa: E402
+from mesh_simplify_session7_time import simplify_with  # noqa: E402
+
+from gpu_kernels.mesh.dualgraph import clean_mesh  # noqa: E402
+from gpu_kernels.mesh.segment import WORKING_FACES  # noqa: E402
+
+
+def shuffled(v, f, seed: int):
+    """The same mesh with its vertices and faces in a random order (and each face's corners
+    rotated)."""
+    rng = np.random.default_rng(seed)
+    pv = rng.permutation(v.shape[0])
+    inv = np.empty_like(pv)
+    inv[pv] = np.arange(pv.size)
+    f2 = inv[f][rng.permutation(f.shape[0])]
+    f2 = np.roll(f2, int(rng.integers(3)), axis=1)
+    return v[pv], f2
+
+
+def store_entries(name: str, v, f, target: int) -> dict:
+    """The ``stored=`` entries of one mesh for candidate ``name``: ``{}`` for a mesh the
+    pipeline does not simplify (at most ``target`` faces after cleaning)."""
+    vc, fc, _, _ = clean_mesh(v, f)
+    if fc.shape[0] <= target:
+        return {}
+    key = mp._simplify_key(vc, fc, target)
+    m = re.fullmatch(r"(.+?)s(\d+)", name)
+    base, seed = (m.group(1), m.group(2)) if m else (name, "")
+    vi, fi = (vc, fc) if not seed else shuffled(vc, fc, int(seed))
+    vs, fs = simplify_with(base, vi, fi, target)
+    return {f"v_{key}": vs, f"f_{key}": fs.astype(np.int32)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cands")
+    ap.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    ap.add_argument("--out", type=Path, default=ROOT / ".carry-msimp")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    target = int(WORKING_FACES)
+    for name in a.cands.split(","):
+        store, ts, t0 = {}, 0.0, time.perf_counter()
+        for i in mp.mesh_ids(a.data):
+            v, f = mp.load_mesh(a.data, i)
+            t = time.process_time()
+            store.update(store_entries(name, v, f, target))
+            ts += time.process_time() - t
+        np.savez_compressed(a.out / f"{name}.npz", **store)
+        print(f"{name}: {len(store) // 2} meshes, clean + simplify CPU {ts:.2f} s, total {time.perf_counter() - t0:.1f} s",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
