@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gpu_kernels.flow import flow_to_color
@@ -155,6 +155,10 @@ class FlowView(QWidget):
         self.user_zoomed = False  # until the user zooms or pans, a resize re-frames the frames
         for vb in (self.left, self.right):
             vb.sigRangeChangedManually.connect(self._zoomed)
+        # the panes re-fit whenever they change size: off screen (the swipe view's picture of a
+        # hidden view) the panes got their size after the view's resize, and the live frames were
+        # drawn at half the pinned frames' size
+        self.left.sigResized.connect(self._pane_resized)
         self.empty_hint = EmptyHint(
             self, "No frames loaded",
             "Open the first frame of a pair, a video or a frame folder (File ▸ Open),<br>"
@@ -162,6 +166,10 @@ class FlowView(QWidget):
 
     def _zoomed(self, *_a) -> None:
         self.user_zoomed = True
+
+    def _pane_resized(self, *_a) -> None:
+        if self.shape is not None and not self.user_zoomed:
+            self._frame()
 
     def reset_zoom(self) -> None:
         """Frame the whole frames again (and follow resizes until the next zoom)."""
@@ -376,8 +384,17 @@ class FlowWheel(QWidget):
 
     def set_radius(self, radius_px: float, note: str = "") -> None:
         self.radius_px = float(radius_px) if radius_px and radius_px > 0 else 1.0
-        self.note = note
+        if note != self.note:
+            self.note = note
+            self.updateGeometry()   # one more caption line with a note
         self.update()
+
+    def caption_lines(self) -> list[str]:
+        """The lines under the wheel: the radius, the note on a line of its own (in one line with
+        the radius, "radius 6.25 px (largest of pinned and live)" was cut at both ends of the
+        panel), what hue and rings mean."""
+        return ([f"radius {self.radius_px:.3g} px"] + ([f"({self.note})"] if self.note else [])
+                + ["hue: direction; rings: px"])
 
     def ring_values(self) -> list[float]:
         from ..ui.widgets import nice_ticks
@@ -399,8 +416,9 @@ class FlowWheel(QWidget):
         from PySide6.QtCore import QSize
 
         fm = self.fontMetrics()
-        return QSize(max(self.diameter + 16, fm.horizontalAdvance("radius 000.0 px (largest)") + 8),
-                     self.diameter + 2 * fm.height() + 10)
+        lines = self.caption_lines()
+        return QSize(max(self.diameter + 16, fm.horizontalAdvance("hue: direction; rings: px") + 8),
+                     self.diameter + len(lines) * fm.height() + 10)
 
     def minimumSizeHint(self):  # noqa: N802
         return self.sizeHint()
@@ -430,8 +448,7 @@ class FlowWheel(QWidget):
             p.setPen(QPen(QColor(20, 20, 20)))
             p.drawText(QPointF(c.x() + rr * 0.71 + 2, c.y() - rr * 0.71 - 2), text)
         p.setPen(QPen(QColor(60, 60, 60)))
-        cap = f"radius {self.radius_px:.3g} px" + (f" ({self.note})" if self.note else "")
-        p.drawText(QRectF(0, y0 + n + 2, self.width(), fm.height() + 2), 0x0084, cap)  # AlignHCenter | AlignTop
-        p.drawText(QRectF(0, y0 + n + 2 + fm.height(), self.width(), fm.height() + 2), 0x0084,
-                   "hue: direction; rings: px")
+        for i, line in enumerate(self.caption_lines()):   # each line cut with "…" rather than at both ends
+            text = fm.elidedText(line, Qt.TextElideMode.ElideRight, self.width())
+            p.drawText(QRectF(0, y0 + n + 2 + i * fm.height(), self.width(), fm.height() + 2), 0x0084, text)
         p.end()

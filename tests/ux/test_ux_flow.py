@@ -138,3 +138,33 @@ def test_save_never_writes_over_a_frame_the_truth_or_the_mask(qtbot, tab):
         with pytest.raises(OutputPathError):
             check_not_an_input(SAMPLE.parent / name, tab.input_files())
     check_not_an_input(SAMPLE.parent / "elsewhere.png", tab.input_files())
+
+
+def test_the_wheel_caption_fits_the_panel_while_pinned(qtbot, tab, tab_runner):
+    # before: "radius 6.25 px (largest of pinned and live)" in one centred line, wider than the
+    # panel: cut at both ends ("adius 6.25 px (largest of pinned and live")
+    assert tab_runner.run(tab, lam=100.0) is not None
+    assert tab.pin()
+    assert tab_runner.run(tab, lam=8.0) is not None
+    qtbot.wait(100)
+    wheel = tab.wheel
+    assert wheel.isVisible() and "pinned" in wheel.note
+    fm = wheel.fontMetrics()
+    one_line = f"radius {wheel.radius_px:.3g} px ({wheel.note})"
+    assert fm.horizontalAdvance(one_line) > wheel.width()      # the case that was cut
+    lines = wheel.caption_lines()
+    assert any(wheel.note in line for line in lines)
+    assert all(fm.horizontalAdvance(line) <= wheel.width() for line in lines), (lines, wheel.width())
+    assert wheel.height() >= wheel.sizeHint().height()
+
+
+def test_the_swipe_shows_the_live_frames_as_large_as_the_pinned(qtbot, tab, tab_runner):
+    # before: the live view, hidden behind the swipe view, was framed before its panes had their
+    # new size: its frames were drawn at half the pinned frames' size (195 vs 415 px wide)
+    assert tab_runner.run(tab, lam=100.0) is not None
+    assert tab.pin()
+    assert tab_runner.run(tab, lam=8.0) is not None
+    tab.swipe_button.setChecked(True)
+    qtbot.wait(300)
+    live, pinned = tab.view.image_rect_on_screen(), tab._pinned_slot["view"].image_rect_on_screen()
+    assert live[0] > 100 and abs(live[0] - pinned[0]) <= 2 and abs(live[1] - pinned[1]) <= 2, (live, pinned)
