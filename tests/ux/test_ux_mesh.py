@@ -132,6 +132,16 @@ def test_a_part_keeps_its_colour_across_a_k_edit_and_the_pin(qtbot, tab, tab_run
     assert all(legend[i] == tuple(int(x) for x in seg.cluster_colors[i]) for i in range(seg.k))
     tab.save_result(tmp_path / "parts.ply")
     np.testing.assert_array_equal(read_face_colors(tmp_path / "parts.ply"), seg.cluster_colors[lab])
+    # a display edit (the shading) keeps the colours
+    from gpu_kernels.mesh.colors import blend_face_colors
+
+    tab.form.set_value("shading", 0.8)
+    qtbot.wait(300)
+    np.testing.assert_array_equal(tab.result.seg.cluster_colors, seg.cluster_colors)
+    np.testing.assert_array_equal(_shown_colors(tab.view), blend_face_colors(seg.memberships, lab, seg.cluster_colors,
+                                                                            shading=0.8))
+    tab.form.set_value("shading", live.params["shading"])
+    qtbot.wait(300)
     # back to k = 2 (from the cache): the pinned result's colours again
     again = tab_runner.run(tab, k=2)
     assert again is not None
