@@ -343,6 +343,15 @@ def bench_tool(sizes: str, rep: int, methods: str = "kmeans") -> list[dict]:
 
     be = get_backend("cuda")
     rows = []
+
+    def pyloop():
+        x = 0
+        for i in range(20000):
+            x += i * i
+        return x
+
+    print(f"   host: a 20,000-step Python loop {1e6 * median(_timed(pyloop, 30)):.0f} us (about 1000 in the fast "
+          "processes of call 2, up to 2160 in the slow ones)", flush=True)
     for method in methods.split(","):
         for s in sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
