@@ -16,8 +16,12 @@ clusters, centres and features.
 Every device allocation made during the capture is kept with the graph (a replay writes into
 the same memory: about 60 bytes a pixel, 16 MB at 512^2, so ``MAX_GRAPHS`` graphs of 1 Mpx
 hold up to about 0.5 GB of device memory; :func:`clear` gives it back), and a graph serves one
-call at a time (a lock from the launch to the end of the download). The stage functions the
-app's live tab runs (``stage_lab`` ... ``stage_regions``) never use graphs.
+call at a time (a lock from the launch to the end of the download). The stage functions
+(``stage_lab`` ... ``stage_regions``) never use graphs; the tool's staged pipeline reaches them
+through :mod:`gpu_kernels.imseg.deferred`, which runs a full run as one library call.
+
+The contours method has one too (:class:`ContourGraph`, session 7): its fixed-size first stages
+(upload, colour, SLIC, superpixel components), replayed by :func:`contours.segment_contours`.
 """
 
 from __future__ import annotations
