@@ -235,7 +235,14 @@ class FlowTab(ToolTab):
         has_gt = self.data is not None and self.data.gt is not None
         wheel_left = res is not None and self.style_combo.currentText() == "Colour wheel"
         wheel_right = (which.startswith("Flow") and res is not None) or (which.startswith("Ground truth") and has_gt)
-        if wheel_left or wheel_right:
+        # the pinned side keeps its own display: its colour-wheel picture needs the legend too (with
+        # the live side in arrows the legend was gone while the pinned side was still in colours)
+        shown = self.pinned[1] if self.pinned is not None else {}
+        wheel_pinned = self.pinned is not None and (
+            shown.get("flow_style") == "Colour wheel"
+            or str(shown.get("right_view", "")).startswith("Flow")
+            or (str(shown.get("right_view", "")).startswith("Ground truth") and has_gt))
+        if wheel_left or wheel_right or wheel_pinned:
             r = self._max_flow()
             note = ""
             if r is not None and self.max_flow.value() <= 0:
@@ -249,7 +256,7 @@ class FlowTab(ToolTab):
                     mags.append(float(np.hypot(gt[..., 0], gt[..., 1])[valid].max(initial=0.0)))
                 r, note = max(mags + [1e-3]), "largest"
             self.wheel.set_radius(r, note)
-        self.wheel.setVisible(wheel_left or wheel_right)
+        self.wheel.setVisible(wheel_left or wheel_right or wheel_pinned)
         self.quality_legend.setVisible(res is not None and self.quality_overlay.isChecked())
         bar = None
         if res is not None:

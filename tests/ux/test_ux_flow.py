@@ -168,3 +168,18 @@ def test_the_swipe_shows_the_live_frames_as_large_as_the_pinned(qtbot, tab, tab_
     qtbot.wait(300)
     live, pinned = tab.view.image_rect_on_screen(), tab._pinned_slot["view"].image_rect_on_screen()
     assert live[0] > 100 and abs(live[0] - pinned[0]) <= 2 and abs(live[1] - pinned[1]) <= 2, (live, pinned)
+
+
+def test_the_wheel_legend_stays_while_the_pinned_side_is_in_colours(qtbot, tab, tab_runner):
+    # before: the live side switched to arrows hid the wheel, though the pinned side (its own
+    # display) was still drawn in colour-wheel colours
+    assert tab_runner.run(tab) is not None
+    assert tab.pin()
+    tab.style_combo.setCurrentText("Arrows")
+    qtbot.wait(200)
+    assert tab.wheel.isVisibleTo(tab) and tab.legend_title.isVisibleTo(tab)
+    assert "pinned" in tab.wheel.note
+    tab.unpin()
+    qtbot.wait(100)
+    tab._update_legends()
+    assert not tab.wheel.isVisibleTo(tab)     # nothing in colours any more (the right pane shows the second frame)
