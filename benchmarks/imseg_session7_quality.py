@@ -390,6 +390,8 @@ def main(argv=None):
     res = mapf(_job, [(d, CANDIDATES) for d in D])
     rows = {name(c): [r[i] for r in res] for i, c in enumerate(CANDIDATES)}
     print(f"fixed candidates done ({time.time() - t0:.0f} s)", flush=True)
+    for k, v in rows.items():
+        print(f"   {k:60s} " + " / ".join(f"{x:.4f}" for x in np.mean(v, 0)), flush=True)
     # the c grid of the default (for the adaptive family's targets)
     curves = np.array(mapf(_job, [(d, [{"kind": "thr", "c": float(c)} for c in CGRID]) for d in D]))
     print(f"grid done ({time.time() - t0:.0f} s)", flush=True)
@@ -448,14 +450,13 @@ def main(argv=None):
     if a.val:
         V = load(Path(a.data), cache, "val", mapf, a.limit)
         lrm, am = learned[5]
-        vals = {}
-        for c in CANDIDATES:
-            vals[name(c)] = np.mean([run(d, c) for d in V], 0).round(4).tolist()
-        for c in LR_C:
-            vals[name({"kind": "lr", "c": c})] = np.mean([run(d, {"kind": "lr", "c": c}, lrm) for d in V], 0).round(4).tolist()
-        for c0, s in ADAPT:
-            vals[name({"kind": "adapt", "c0": c0, "s": s})] = np.mean(
-                [run(d, {"kind": "thr", "c": adapt_c(am, d, c0, s)}) for d in V], 0).round(4).tolist()
+        cands = list(CANDIDATES)
+        vres = mapf(_job, [(d, cands) for d in V])
+        lres = mapf(_ljob, [(d, lrm, am) for d in V])
+        vals = {name(c): np.mean([r[i] for r in vres], 0).round(4).tolist() for i, c in enumerate(cands)}
+        for j, (c0, s) in enumerate([("lr", c) for c in LR_C] + ADAPT):
+            k = name({"kind": "lr", "c": s}) if c0 == "lr" else name({"kind": "adapt", "c0": c0, "s": s})
+            vals[k] = np.mean([r[j] for r in lres], 0).round(4).tolist()
         report["val_means"] = vals
         print("the 20 images (scored after the decision):")
         for k, m in vals.items():
