@@ -6,10 +6,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import weakref
 
 import numpy as np
 
+from gpu_kernels import pinned as _pinned
 from gpu_kernels.backend import array_module, kernel  # noqa: F401 - the one kernel helper (imported by the imseg modules)
 from gpu_kernels.errors import InputError, TooLargeError
 
@@ -238,38 +238,18 @@ def quiet_synchronize(be) -> None:
         pass
 
 
-#: page-locked bytes that results may hold at once; past it, results are downloaded into
-#: ordinary (pageable) memory, so a batch that keeps every result does not pin the host's RAM
+#: page-locked bytes that live results may hold at once (every tool's blocks counted together,
+#: :mod:`gpu_kernels.pinned`); past it, results are downloaded into ordinary (pageable) memory, so
+#: a batch that keeps every result does not pin the host's RAM
 PINNED_RESULT_CAP = 512 << 20
-_PINNED_HELD = [0]
-
-
-def _release_pinned(nbytes: int) -> None:
-    _PINNED_HELD[0] -= nbytes
 
 
 def _result_block(be, nbytes: int) -> np.ndarray:
-    """A host block for downloaded results: page-locked (:func:`_pinned_block`) while the
-    results alive hold less than ``PINNED_RESULT_CAP``, else pageable."""
-    if _PINNED_HELD[0] + nbytes > PINNED_RESULT_CAP:
-        return np.empty(max(int(nbytes), 8), np.uint8)
-    block = _pinned_block(be, nbytes)
-    _PINNED_HELD[0] += block.size
-    weakref.finalize(block, _release_pinned, int(block.size))
-    return block
-
-
-def _pinned_block(be, nbytes: int) -> np.ndarray:
-    """A page-locked host buffer of at least ``nbytes`` from CuPy's pinned-memory pool: the
-    arrays returned to the caller are views of it, so when they are freed the block goes back
-    to the pool and the next call of the same size class reuses it (no page-locking per call,
-    no host copy). Sizes are rounded up to 1/8 of their power of two so that the pool, which
-    reuses blocks of the exact same size only, finds them again."""
-    size = max(int(nbytes), 1 << 16)
-    step = 1 << max(0, size.bit_length() - 4)
-    size = -(-size // step) * step
-    mem = be.xp.cuda.alloc_pinned_memory(size)
-    return np.frombuffer(mem, np.uint8, size)
+    """A host block for downloaded results: page-locked (:func:`gpu_kernels.pinned.pinned_block`:
+    size classes CuPy's pool finds again, live bytes counted until the last view goes) while the
+    live blocks stay under ``PINNED_RESULT_CAP``, else pageable."""
+    block = _pinned.pinned_block(be.xp, nbytes, cap=PINNED_RESULT_CAP)
+    return block if block is not None else np.empty(max(int(nbytes), 8), np.uint8)
 
 
 _STAGE: dict = {}
