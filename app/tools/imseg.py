@@ -286,7 +286,8 @@ def _finish(data: ImageData, out: dict, p: dict, *, device: Backend, elapsed: fl
 #: the stages of a run (:mod:`app.tools.stages`): the contours method (the default) as colour ->
 #: superpixels -> merge -> regions, so changing the coarseness re-runs only the merge; the paper's
 #: pipeline as lab -> quantise -> kmeans -> segment, so each parameter re-runs only from the stage
-#: that reads it (q: not CIELAB or the filter; connectivity, min_size: not k-means)
+#: that reads it (q: not CIELAB or the filter; connectivity, min_size: not k-means). On a GPU the first
+#: stages are deferred and a full run is one library call, its CUDA graph (gpu_kernels.imseg.deferred)
 _K, _C = {"when": lambda v: v["method"] == "kmeans"}, {"when": _contours}   # each method's stages
 PIPELINE = Pipeline([
     Stage("lab", _lab, params=("method",) + _LAB_PARAMS, after=(), inputs=("image",), label="CIELAB + bilateral",
