@@ -147,3 +147,19 @@ def test_a_part_keeps_its_colour_across_a_k_edit_and_the_pin(qtbot, tab, tab_run
     assert again is not None
     np.testing.assert_array_equal(again.seg.cluster_colors, pinned_colors)
     np.testing.assert_array_equal(_shown_colors(tab.view), pinned_shown)
+
+
+def test_the_pinned_view_shrinks_with_its_half(qtbot, open_tab, tab_runner):
+    # before: the pinned copy kept the 3-D view's 200 px minimum in a narrower half: the view was
+    # wider than its half and clipped (the creature's head cut off at a 1024 px window)
+    t = open_tab(MeshTab, (760, 600))
+    t.live_check.setChecked(False)
+    t.form.set_value("apsp", "cpu")
+    tab_runner.load(t, SAMPLE)
+    assert tab_runner.run(t, k=2) is not None
+    assert t.pin()
+    qtbot.wait(200)
+    box, view = t._pinned_box, t._pinned_slot["view"]
+    assert box.width() < 200                      # the case: a half narrower than the old minimum
+    assert view.width() <= box.width(), (view.width(), box.width())
+    assert abs(view.width() - t.view.width()) <= 2
