@@ -122,6 +122,12 @@ class Stage:
         ``when(values) -> bool``: the stage applies only where it is true for the parameter
         values (a stage of another method). Elsewhere its output is None and it is neither run,
         timed, nor counted in "stage N of M".
+
+    Notes
+    -----
+    On a GPU the pipeline synchronises the device after each stage, so that a stage's time is
+    its own. An output with a true ``queues_no_work`` attribute (a deferred stage that only
+    checked its input, e.g. ``gpu_kernels.imseg.deferred.Deferred``) skips that wait.
     """
 
     name: str
@@ -359,8 +365,8 @@ class Pipeline:
                                {u: outputs[u] for u in self._after[s.name]}, s.name)
             t0 = time.perf_counter()
             out = s.fn(ctx)
-            if device.is_gpu:
-                device.synchronize()  # the stage's time is its own
+            if device.is_gpu and not getattr(out, "queues_no_work", False):
+                device.synchronize()  # the stage's time is its own (not for an output that queued nothing)
             report.seconds[s.name] = time.perf_counter() - t0
             report.ran.append(s.name)
             outputs[s.name] = out

@@ -374,3 +374,33 @@ def test_took_text_and_reused_note_are_the_tabs_one_wording():
     assert took_text(cached, 1.5) == "shown from the cache (computed in 1.50 s)"
     assert reused_note(ran).startswith("re-used from the cache: pyramids (")
     assert reused_note(None) == "" and reused_note(RunReport(ran=["a"])) == ""
+
+
+# ----------------------------------------------------------------------------- no wait after a deferred stage
+class _CountingGPU:
+    """The backend surface ``Pipeline.execute`` uses, on a pretend GPU that counts its waits."""
+
+    is_gpu = True
+    name = "fake-gpu"
+
+    def __init__(self):
+        self.waits = 0
+
+    def synchronize(self):
+        self.waits += 1
+
+
+class _Lazy:
+    queues_no_work = True
+
+
+def test_execute_skips_the_wait_after_an_output_that_queued_nothing():
+    ps = ParamSet([Param("a", float, 1.0, "A", "x", minimum=0, maximum=2)])
+    pipe = Pipeline([Stage("defer", lambda ctx: _Lazy(), params=("a",)),
+                     Stage("also", lambda ctx: _Lazy()),
+                     Stage("work", lambda ctx: 1.0)],
+                    finish=lambda d, out, p, **kw: out["work"], params=ps)
+    dev = _CountingGPU()
+    result, report = pipe.execute(Data(np.zeros(2)), {"a": 1.0}, device=dev)
+    assert result == 1.0 and report.ran == ["defer", "also", "work"]
+    assert dev.waits == 1          # only after the stage that queued work (3 without the rule)
