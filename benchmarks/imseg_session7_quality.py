@@ -66,6 +66,11 @@ CANDIDATES = (
                                                         (8, (3.45, 3.5, 3.55))) for c in cs]
     + [{"kind": "thr", "c": c, "av": 4, "size_k": 15.0} for c in (3.45, 3.5, 3.55)]
     + [{"kind": "thr", "c": c, "at": 8} for c in (3.52, 3.62)]
+    # round 2 (added after round 1's train rows, before any round-2 row on the 20): the inner-
+    # gradient contrast factor around round 1's best covering
+    + [{"kind": "thr", "c": c, "at": at} for at, cs in ((4, (3.4, 3.45, 3.5)), (8, (3.45, 3.48, 3.55)),
+                                                        (16, (3.55, 3.6, 3.65)), (32, (3.65, 3.7, 3.75)),
+                                                        (64, (3.75, 3.8, 3.85))) for c in cs]
     + [{"kind": "jump", "lo": lo, "hi": hi, "J": J} for lo, hi, J in ((3.2, 3.5, 1.05), (3.2, 3.5, 1.15),
                                                                       (3.3, 3.6, 1.05), (3.1, 3.4, 1.05))]
     + [{"kind": "region", "lo": lo, "hi": hi, "J": J, "agg": "max"} for lo, hi, J in ((3.2, 3.5, 2.0),
