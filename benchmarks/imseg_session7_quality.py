@@ -367,7 +367,7 @@ def _job(args):
 
 def _ljob(args):
     d, lrm, am = args
-    return [run(d, {"kind": "lr", "c": c}, lrm) for c in LR_C] + [
+    return [run(d, {"kind": "lr", "c": c}, lrm) if lrm is not None else (math.nan,) * 4 for c in LR_C] + [
         run(d, {"kind": "thr", "c": adapt_c(am, d, c0, s)}) for c0, s in ADAPT]
 
 
@@ -377,6 +377,7 @@ def main(argv=None):
     ap.add_argument("--cache", default="/tmp/imq7")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="only the first N images of each set (a smoke run)")
+    ap.add_argument("--no-lr", action="store_true", help="leave the logistic-regression cost out (its fits are the slow part)")
     ap.add_argument("--val", action="store_true", help="also score the 20 images (after the decision)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "imseg_quality_session7.json"))
     a = ap.parse_args(argv)
@@ -406,7 +407,7 @@ def main(argv=None):
     learned = {}
     for fold in range(6):  # 0-4: the folds' training parts; 5: all 200
         tr = np.setdiff1d(np.arange(len(D)), folds[fold]) if fold < 5 else np.arange(len(D))
-        lrm = fit_lr([D[i] for i in tr], mapf=mapf)
+        lrm = None if a.no_lr else fit_lr([D[i] for i in tr], mapf=mapf)
         am = fit_adapt([D[i] for i in tr], curves[tr])
         learned[fold] = (lrm, am)
         ev = np.arange(len(D)) if fold == 5 else folds[fold]
