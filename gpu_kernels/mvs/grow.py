@@ -215,7 +215,8 @@ def _retry() -> bool:
 class _Group:
     """What both paths share: the views' flat layout, the cameras' tables, the seeds."""
 
-    def __init__(self, cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter):
+    def __init__(self, cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter,
+                 projection: tuple | None = None):
         nref = len(refs)
         self.refs = list(refs)
         self.sizes = [(cameras[r].height, cameras[r].width) for r in refs]
@@ -238,6 +239,9 @@ class _Group:
         self.lo = float(np.float32(params.ncc_accept))
         self.scale = float(np.float32(self.levels / max(1.0 - self.lo, 1e-9)))
         self.window = params.window
+        if projection is not None:  # the seeds' pixels of the same cameras, seeds and depth ranges
+            self.seed_key, self.seed_z = projection
+            return
         # seeds: pixel keys and depths, one per pixel (the last seed that lands on it)
         keys, zs = [], []
         for a, r in enumerate(refs):
@@ -323,32 +327,43 @@ class _Group:
         return t
 
 
-#: the last few :class:`_Group` set-ups (the seeds' pixels), by the values they are made from
+#: the last few :class:`_Group` set-ups by every value they are made from, and the seeds' pixels
+#: (the costly part) by the values those are made from: a growing parameter's edit makes a new
+#: group around the same seed arrays (so that a kept grower still fits, :func:`_grower_key`)
 _GROUP_MEMO: collections.OrderedDict = collections.OrderedDict()
+_PROJ_MEMO: collections.OrderedDict = collections.OrderedDict()
 _GROUP_MEMO_SIZE = 8
 _GROUP_LOCK = threading.Lock()
+
+
+def _remember(memo: collections.OrderedDict, key, value) -> None:
+    memo[key] = value
+    memo.move_to_end(key)
+    while len(memo) > _GROUP_MEMO_SIZE:
+        memo.popitem(last=False)
 
 
 def _group(cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter) -> _Group:
     """:class:`_Group` of these inputs, from a memo of the last :data:`_GROUP_MEMO_SIZE` keyed by
     the reference cameras' values, the seeds' content (SHA-1), the depth ranges and the parameters
-    it reads: a re-run of the same views skips projecting the seeds (0.5-1.4 ms on an H100 host).
-    The group is read-only once made, so the same object serves every hit."""
-    key = (tuple(int(r) for r in refs), tuple(_memo.camera_sig(cameras[r]) for r in refs),
-           _memo.digest([np.asarray(seeds[a], np.float64) for a in range(len(refs))]),
-           float(params.ncc_accept), int(params.min_iter), int(params.window), float(max_slant_deg),
-           None if depth_ranges is None else tuple((float(lo), float(hi)) for lo, hi in depth_ranges),
-           int(seed_min_iter), _levels(), _retry())
+    it reads: a re-run of the same views skips projecting the seeds (0.5-1.4 ms on an H100 host),
+    and an edit of a growing parameter projects them only once too. A group is read-only once
+    made, so the same object serves every hit."""
+    pkey = (tuple(int(r) for r in refs), tuple(_memo.camera_sig(cameras[r]) for r in refs),
+            _memo.digest([np.asarray(seeds[a], np.float64) for a in range(len(refs))]),
+            None if depth_ranges is None else tuple((float(lo), float(hi)) for lo, hi in depth_ranges))
+    key = pkey + (float(params.ncc_accept), int(params.min_iter), int(params.window), float(max_slant_deg),
+                  int(seed_min_iter), _levels(), _retry())
     with _GROUP_LOCK:
         g = _GROUP_MEMO.get(key)
         if g is not None:
             _GROUP_MEMO.move_to_end(key)
             return g
-    g = _Group(cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter)
+        proj = _PROJ_MEMO.get(pkey)
+    g = _Group(cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter, projection=proj)
     with _GROUP_LOCK:
-        _GROUP_MEMO[key] = g
-        while len(_GROUP_MEMO) > _GROUP_MEMO_SIZE:
-            _GROUP_MEMO.popitem(last=False)
+        _remember(_GROUP_MEMO, key, g)
+        _remember(_PROJ_MEMO, pkey, (g.seed_key, g.seed_z))
     return g
 
 
@@ -529,10 +544,28 @@ class _DeviceGrower:
             self.stream = xp.cuda.Stream(non_blocking=True)
             xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
         self.graph = None
+        self.graphs: collections.OrderedDict = collections.OrderedDict()  # other batch keys' captured batches
+        self.batch_key = _batch_key(g, params, max_attempts)
         self.host_out = None
         self.counts = None
         self.samples = self.tried = self.batches = 0
         self.t_launch = 0.0
+
+    def retune(self, g: _Group, params, max_attempts) -> None:
+        """Take another group of the same seeds' pixels and other growing parameters (thresholds,
+        iterations, attempts: a live edit): the captured batch for them, kept from an earlier run
+        (up to :data:`_GRAPHS` of them), else one captured at the next launch."""
+        key = _batch_key(g, params, max_attempts)
+        self.g = g
+        if key == self.batch_key:
+            return
+        if self.graph:
+            self.graphs[self.batch_key] = self.graph
+            while len(self.graphs) > _GRAPHS:
+                self.graphs.popitem(last=False)
+        if self.graph is not False:  # False: this device captures none
+            self.graph = self.graphs.pop(key, None)
+        self.params, self.max_attempts, self.batch_key = params, int(max_attempts), key
 
     def reset(self) -> None:
         """Back to the state just after :meth:`__init__` (``keep=True``), queued on the grower's
@@ -665,9 +698,9 @@ class _DeviceGrower:
         """The maps on the host (and, on the GPU, each view's samples counted on the device:
         ``self.counts``)."""
         recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-        if self.emu:
+        if self.emu:  # copies: the emulator's arrays may be the grower's own, which a reused grower overwrites
             self.tried = int(self.be.asnumpy(self.ctrl)[5])
-            return tuple(self.be.asnumpy(x) for x in recs)
+            return tuple(np.array(self.be.asnumpy(x)) for x in recs)
         counts = self._count()
         self.stream.synchronize()
         self.tried = int(self.be.asnumpy(self.ctrl)[5])
@@ -765,17 +798,28 @@ GROWER_CACHE = True
 _GROWERS: collections.OrderedDict = collections.OrderedDict()
 _GROWERS_SIZE = 2
 _GROWERS_LOCK = threading.Lock()
+#: captured batches a grower keeps for other parameters (a user going back to an earlier value)
+_GRAPHS = 4
 
 
-def _grower_key(be, tx, g, masks, geo, nbr, refid, params, batch_size, max_attempts, nv, tpp, textured) -> tuple:
-    """What a :class:`_DeviceGrower` is made from: the textures and the group by object (a cached
-    grower holds both, so neither identity can be taken by another object meanwhile), the masks
-    by content, the geometry tables, every parameter its captured batch holds."""
+def _grower_key(be, tx, g, masks, geo, nbr, refid, params, batch_size, nv, tpp, textured) -> tuple:
+    """What a :class:`_DeviceGrower`'s buffers and first states are made from: the textures and the
+    seeds' pixels by object (a cached grower holds both, so neither identity can be taken by
+    another object meanwhile), the masks by content, the geometry tables, the sizes and the
+    parameters the first states or the kernels' compiled constants read. The others (thresholds,
+    iterations, attempts) are only the captured batch's arguments (:meth:`_DeviceGrower.retune`)."""
     msig = None
     if masks is not None and any(masks[r] is not None for r in g.refs):
         msig = _memo.digest([None if masks[r] is None else np.asarray(masks[r], bool) for r in g.refs])
-    return (be.label, id(tx), id(g), msig, geo.tobytes(), nbr.tobytes(), refid.tobytes(), params,
-            int(batch_size), int(max_attempts), int(nv), int(tpp), sample_split(tpp), textured is None)
+    return (be.label, id(tx), id(g.seed_key), id(g.seed_z), msig, geo.tobytes(), nbr.tobytes(), refid.tobytes(),
+            int(params.window), float(params.min_ref_std), g.levels, int(batch_size), int(nv), int(tpp),
+            sample_split(tpp), textured is None)
+
+
+def _batch_key(g, params, max_attempts) -> tuple:
+    """The values a captured batch holds beyond its grower's arrays."""
+    return (params, int(max_attempts), float(g.lo), float(g.scale), int(g.mi_seed), int(g.mi_grow),
+            float(g.cos_slant), bool(g.retry))
 
 
 def _checkout(key):
@@ -895,10 +939,11 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                 textured.append(textured_mask(rgb, params.window, params.min_ref_std, device=be if dev else None))
         geo, nbr, refid = build_geometry(cameras, refs, neighbors, tpp)
         if dev:
-            gkey = _grower_key(be, textures, g, masks, geo, nbr, refid, params, batch_size, max_attempts, nv, tpp,
+            gkey = _grower_key(be, textures, g, masks, geo, nbr, refid, params, batch_size, nv, tpp,
                                textured) if GROWER_CACHE else None
             gr = _checkout(gkey) if gkey is not None else None
             if gr is not None:
+                gr.retune(g, params, max_attempts)
                 gr.reset()
             else:
                 gr = _DeviceGrower(be, textures, g, textured, masks, geo, nbr, refid, params, batch_size,

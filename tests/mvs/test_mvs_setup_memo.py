@@ -148,9 +148,14 @@ def test_the_seeds_pixels_are_kept_by_value():
     assert grow._group(sc.cameras, [0], [[1, 2, 3]], [np.array(sc.points)], prm, 80.0, None, 15) is g1
     seeds[0][:5] += 0.5
     g2 = grow._group(sc.cameras, [0], [[1, 2, 3]], seeds, prm, 80.0, None, 15)
-    assert g2 is not g1
-    assert grow._group(sc.cameras, [0], [[1, 2, 3]], seeds, OptimizeParams(min_views=3, ncc_accept=0.5), 80.0, None,
-                       15) is not g2
+    assert g2 is not g1 and not np.array_equal(g2.seed_z, g1.seed_z)
+    # a growing parameter: a new group around the same seeds' pixels (projected once)
+    g3 = grow._group(sc.cameras, [0], [[1, 2, 3]], seeds, OptimizeParams(min_views=3, ncc_accept=0.5), 80.0, None,
+                     15)
+    assert g3 is not g2 and g3.seed_key is g2.seed_key and g3.ncc_accept == np.float32(0.5)
+    # a depth range: projected again
+    g4 = grow._group(sc.cameras, [0], [[1, 2, 3]], seeds, prm, 80.0, [(0.0, 3.0)], 15)
+    assert g4.seed_key is not g2.seed_key and len(g4.seed_key) < len(g2.seed_key)
 
 
 def test_an_emulated_device_grower_reset_grows_the_same_maps():
@@ -170,8 +175,18 @@ def test_an_emulated_device_grower_reset_grows_the_same_maps():
     b = stereo.reconstruct(sc, reuse_setup=True, **kw)
     assert next(iter(grow._GROWERS.values())) is kept  # taken, reset, given back
     _same(a, b)
-    stereo.reconstruct(sc, reuse_setup=True, **{**kw, "ncc_accept": 0.5})
-    assert len(grow._GROWERS) == 2
+    # a growing parameter's edit (iterations): the same grower, retuned; back to the first value: the same maps
+    grow.GROWER_CACHE = False
+    try:
+        want = stereo.reconstruct(sc, reuse_setup=True, **{**kw, "max_iter": 1})
+    finally:
+        grow.GROWER_CACHE = True
+    edit = stereo.reconstruct(sc, reuse_setup=True, **{**kw, "max_iter": 1})
+    assert list(grow._GROWERS.values()) == [kept]
+    _same(edit, want)
+    with pytest.raises(AssertionError):
+        _same(edit, a)
+    _same(stereo.reconstruct(sc, reuse_setup=True, **kw), a)
     grow.drop_growers()
     c = stereo.reconstruct(sc, reuse_setup=True, **kw)
     _same(a, c)
