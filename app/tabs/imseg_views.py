@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QVBoxLayout, QWidget
 
-from ..ui.widgets import set_picture
+from ..ui.widgets import set_fitted_title, set_picture
 from .placeholder import EmptyHint
 
 __all__ = ["ImsegView", "RegionTableModel", "RegionTable", "COLUMNS"]
@@ -47,11 +47,19 @@ class ImsegView(QWidget):
         self.empty_hint.hide()
         set_picture(self.img, rgb)
         shape = tuple(rgb.shape[:2])
+        if title:
+            self._title_text = title
+            # cut to the pane: a long title widened the layout past a pinned half for good, and the
+            # picture was drawn larger than its half and cut (at a 1024 px window)
+            set_fitted_title(self.title, self.glw, title)
         if shape != self.shape:
             self.shape = shape
             self.vb.autoRange(padding=0.02)
-        if title:
-            self.title.setText(title)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802
+        super().resizeEvent(ev)
+        if getattr(self, "_title_text", ""):
+            set_fitted_title(self.title, self.glw, self._title_text)
 
     def _pixel(self, pos) -> tuple[int, int] | None:
         if self.shape is None or not self.vb.sceneBoundingRect().contains(pos):

@@ -18,7 +18,7 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..ui.view3d import View3D
-from ..ui.widgets import set_picture
+from ..ui.widgets import set_fitted_title, set_picture
 from .placeholder import EmptyHint
 
 __all__ = ["MapView", "CloudView", "frustum_lines", "render_points_png"]
@@ -84,27 +84,11 @@ class MapView(QWidget):
         self.kind = "scalar"
 
     def set_title(self, text: str) -> None:
-        """The line under the map, cut with "…" to the pane's width (the whole text in its tooltip).
-        A pyqtgraph label demands its text's width: a long title (the growing preview's) widened
-        the layout past the pane, and the layout never shrank back, so after a run the map was
-        drawn wider than the pinned one beside it (12 % at 1280 x 800) and its colour bar cut off."""
-        from PySide6.QtGui import QFontMetricsF
-
+        """The line under the map, cut to the pane's width (:func:`app.ui.widgets.set_fitted_title`):
+        the growing preview's long title widened the layout past the pane for good, and after a
+        run the map was drawn 12 % wider than the pinned one beside it, its colour bar cut off."""
         self._title_text = text
-        room = max(40.0, self.glw.width() - 24.0)
-        fm = QFontMetricsF(self.title.item.font())
-        shown = fm.elidedText(text, pg.QtCore.Qt.TextElideMode.ElideRight, room) if text else text
-        self.title.setText(shown)
-        self.title.setToolTip(text if shown != text else "")
-        self.title.setMinimumWidth(0)     # never wider than the pane
-        self._refit()
-
-    def _refit(self) -> None:
-        """The plot layout back to the pane's size (it only ever grows to its contents' minimum)."""
-        ci = self.glw.ci
-        want = pg.QtCore.QRectF(0, 0, self.glw.width(), self.glw.height())
-        if ci.geometry() != want:
-            ci.setGeometry(want)
+        set_fitted_title(self.title, self.glw, text)
 
     def resizeEvent(self, ev) -> None:  # noqa: N802
         super().resizeEvent(ev)

@@ -264,6 +264,26 @@ def set_picture(item, rgb) -> None:
     item.setImage(rgb, autoLevels=False, levels=None if rgb.dtype == np.uint8 else (0, 255))
 
 
+def set_fitted_title(label, glw, text: str) -> None:
+    """Set a pyqtgraph ``LabelItem`` under or over a picture to ``text`` cut with "…" to the width
+    of its ``GraphicsLayoutWidget`` (the whole text in its tooltip), and keep the picture's layout in
+    that widget. A pyqtgraph label demands its text's width, and a layout widened by a long title
+    never shrinks back: the picture was drawn larger than its pane and cut (MVS map, imseg pane).
+    Call it again on resize."""
+    from PySide6.QtGui import QFontMetricsF
+
+    left, _, right, _ = glw.ci.layout.getContentsMargins()
+    # the text's room: the pane less the layout's margins, the text item's own margins and 4 px
+    room = max(40.0, glw.width() - left - right - 2 * label.item.document().documentMargin() - 4)
+    shown = QFontMetricsF(label.item.font()).elidedText(text, Qt.TextElideMode.ElideRight, room) if text else text
+    label.setText(shown)
+    label.setToolTip(text if shown != text else "")
+    label.setMinimumWidth(0)     # never wider than the pane
+    want = QRectF(0, 0, glw.width(), glw.height())
+    if glw.ci.geometry() != want:
+        glw.ci.setGeometry(want)
+
+
 def grey_lut(n: int = 256, *, invert: bool = False) -> np.ndarray:
     g = np.linspace(0, 255, n)
     if invert:
