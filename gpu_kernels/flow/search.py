@@ -888,7 +888,7 @@ def _pipeline(be: Backend, g1, g2, mask, *, max_level, blur=DEFAULT_BLUR, max_pi
     if side is None:
         u, v = solve(be, pyr, progress=progress.sub(0.0, fw, "flow"), to=pyr.work, **kw)
         return quality_stage(be, pyr, u, v, quality=quality, fb_level=fb_level, fb_warps=fb_warps,
-                             fb_iters=fb_iters, fill=fill, progress=progress.sub(fw, 0.95, "backward"), **kw)
+                             fb_iters=fb_iters, fill=fill, progress=progress.sub(fw, 0.95, "quality map"), **kw)
     # the backward flow on a second stream, forked from and joined to the current one (in a graph
     # plan: two parallel branches), so its latency-bound coarse levels run beside the forward's
     # (the launches are asynchronous: the bar follows the forward flow's, whose launches come second)
