@@ -419,10 +419,9 @@ def bench_first_runs(n: int = 12) -> list[dict]:
 
 def bench_live(rep: int = 12) -> list[dict]:
     """Live edits in the window's way (a stage cache): a full run, then ``rep`` min_size edits
-    (only the segment stage runs) and ``rep`` k_max edits, eager and deferred taking turns, each
-    from an empty page-locked pool (every edit's result stays in the cache, so each needs a new
-    page-locked block: in call 1 the eager rows, run second, may have reused the blocks the deferred
-    rows' cache had just freed)."""
+    (only the segment stage runs) and ``rep`` k_max edits, eager and deferred taking turns (every
+    edit's result stays in the cache, so each needs a page-locked block: the first round starts
+    from an empty pinned pool, each later one with the blocks the previous round's cache freed)."""
     import gc
 
     import cupy as cp
