@@ -56,6 +56,49 @@ def edit_row(scene, dev, label, repeat=9) -> dict:
     return s6._profiled(out, lambda: once(repeat + 1))
 
 
+def _watch_calls() -> dict:
+    """Every ``reconstruct`` call's set-up figures, by (views, fuse): whether the set-up was kept,
+    and how long the end of the call waited for the content check."""
+    from gpu_kernels.mvs import stereo
+
+    seen: dict = {}
+    real = stereo.reconstruct
+
+    def watched(scene, **kw):
+        res = real(scene, **kw)
+        key = f"views={kw.get('views')!r} fuse={kw.get('fuse', True)}"
+        seen.setdefault(key, []).append((res.stats.get("setup_reused"), res.stats.get("setup_check_wait_s")))
+        return res
+
+    stereo.reconstruct = watched
+    return seen
+
+
+def _summary(calls) -> dict:
+    out = {}
+    for k, v in (calls or {}).items():
+        waits = [w for _, w in v if w is not None]
+        out[k] = {"calls": len(v), "reused": sum(bool(r) for r, _ in v),
+                  "check_wait_ms_median": float(np.median(waits)) * 1e3 if waits else None,
+                  "check_wait_ms_max": float(np.max(waits)) * 1e3 if waits else None}
+    return out
+
+
+def _hash_speed(scene) -> float | None:
+    """Seconds of :func:`gpu_kernels.mvs.memo.digest` over view 0 and 8 other images (median of 5)."""
+    try:
+        from gpu_kernels.mvs.memo import digest
+    except ImportError:
+        return None
+    ims = [scene.images[i] for i in range(9)]
+    walls = []
+    for _ in range(5):
+        t = time.perf_counter()
+        digest(ims)
+        walls.append(time.perf_counter() - t)
+    return float(np.median(walls))
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     no_reuse = "--no-reuse" in argv
@@ -65,6 +108,7 @@ def main(argv=None) -> int:
 
         stereo.reconstruct = functools.partial(stereo.reconstruct, reuse_setup=False)
         grow.GROWER_CACHE = False
+    calls = _watch_calls() if "--compare" not in argv else None
     rc = s6.main(argv)
     if rc or "--compare" in argv or "--json" not in argv:
         return rc
@@ -91,7 +135,10 @@ def main(argv=None) -> int:
         out["pinned_held_bytes"] = pinned.held_bytes()
     except Exception as exc:  # noqa: BLE001 - the starting code has none of it
         out["memo"] = repr(exc)
+    out["calls"] = _summary(calls)
+    out["hash_9_images_s"] = _hash_speed(scene)
     s5.log("memo", json.dumps(out["memo"]), "pinned held", out.get("pinned_held_bytes"))
+    s5.log("calls", json.dumps(out["calls"]), "hash of 9 images", out["hash_9_images_s"])
     path.write_text(json.dumps(out, indent=1, default=str))
     return 0
 

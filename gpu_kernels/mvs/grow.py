@@ -544,6 +544,7 @@ class _DeviceGrower:
             self.stream = xp.cuda.Stream(non_blocking=True)
             xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
         self.graph = None
+        self.reset_graph = None  # :meth:`reset`'s work, captured at its first call
         self.graphs: collections.OrderedDict = collections.OrderedDict()  # other batch keys' captured batches
         self.batch_key = _batch_key(g, params, max_attempts)
         self.host_out = None
@@ -584,14 +585,35 @@ class _DeviceGrower:
             for a in nans:
                 a[...] = np.nan
         else:
-            rt, sp = xp.cuda.runtime, self.stream.ptr
-            for dst, src in ((self.state, self.state0), (self.cand, self.cand0)):
-                rt.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, rt.memcpyDeviceToDevice, sp)
-            for a in zeros:
-                rt.memsetAsync(a.data.ptr, 0, a.nbytes, sp)
-            with self.stream:
-                for a in nans:
-                    a.fill(np.nan)
+            rt = xp.cuda.runtime
+
+            def ops():
+                sp = self.stream.ptr
+                for dst, src in ((self.state, self.state0), (self.cand, self.cand0)):
+                    rt.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, rt.memcpyDeviceToDevice, sp)
+                for a in zeros:
+                    rt.memsetAsync(a.data.ptr, 0, a.nbytes, sp)
+                with self.stream:
+                    for a in nans:
+                        a.fill(np.nan)
+
+            # the 19 copies, clears and fills as one captured graph: one launch
+            if self.reset_graph is None and self.graph is not False:
+                self.reset_graph = False
+                try:
+                    with self.stream:
+                        self.stream.begin_capture()
+                        try:
+                            ops()
+                        finally:
+                            self.reset_graph = self.stream.end_capture()
+                except Exception:  # noqa: BLE001 - no graphs here: one call each
+                    self.reset_graph = False
+                    self.stream = xp.cuda.Stream(non_blocking=True)
+            if self.reset_graph:
+                self.reset_graph.launch(self.stream)
+            else:
+                ops()
         self.host_out = None
         self.counts = None
         self.samples = self.tried = self.batches = 0
@@ -664,7 +686,8 @@ class _DeviceGrower:
         now (while the device grows and the host waits), so the download is a plain copy."""
         if not self.emu and self.host_out is None:
             recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-            specs = [(a.shape, a.dtype) for a in recs] + [((len(self.g.refs),), np.int32)]  # + samples per view
+            # + samples per view, + the control block (its tried count comes down with the maps)
+            specs = [(a.shape, a.dtype) for a in recs] + [((len(self.g.refs),), np.int32), (self.ctrl.shape, np.int32)]
             be, pinned = self.be, use_pinned()
 
             def alloc():
@@ -677,7 +700,8 @@ class _DeviceGrower:
         """The maps' host arrays and the samples' (one per view): from :meth:`prefault`, else new."""
         if self.host_out is None:
             recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-            return [np.empty(a.shape, a.dtype) for a in recs] + [np.empty(len(self.g.refs), np.int32)]
+            return [np.empty(a.shape, a.dtype) for a in recs] + [np.empty(len(self.g.refs), np.int32),
+                                                                  np.empty(self.ctrl.shape, np.int32)]
         outs, jobs = self.host_out.result()
         self.host_out = None
         for j in jobs:
@@ -702,10 +726,10 @@ class _DeviceGrower:
             self.tried = int(self.be.asnumpy(self.ctrl)[5])
             return tuple(np.array(self.be.asnumpy(x)) for x in recs)
         counts = self._count()
-        self.stream.synchronize()
-        self.tried = int(self.be.asnumpy(self.ctrl)[5])
-        # straight into page-locked arrays (one DMA each), else pinned staging and threaded copies
-        *host, c_host = to_host((*recs, counts), self.stream, out=self._out())
+        # straight into page-locked arrays (one DMA each, the tried count with them: no wait and
+        # read of its own), else pinned staging and threaded copies
+        *host, c_host, ctrl = to_host((*recs, counts, self.ctrl), self.stream, out=self._out())
+        self.tried = int(ctrl[5])
         self.counts = [int(c) for c in c_host]
         return tuple(host)
 
@@ -720,7 +744,7 @@ class _DeviceGrower:
         self.stream.synchronize()
         self.tried = int(self.be.asnumpy(self.ctrl)[5])
         recs = (self.rh, self.rhs, self.rht, self.rc, self.nrm, self.iters)
-        *host, c_host = self._out()
+        *host, c_host, _ctrl = self._out()
         be, stream = self.be, self.stream
         if all(is_pinned(h) for h in (*host, c_host)):
             # one DMA each into page-locked arrays, queued behind the count: nothing for a thread

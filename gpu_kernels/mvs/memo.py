@@ -72,17 +72,28 @@ def camera_sig(cam) -> bytes:
 
 
 def digest(arrays) -> bytes:
-    """SHA-1 over arrays' shapes, dtypes and bytes (a list of arrays, or of lists of arrays:
-    the points' tracks); ``None`` items count as such."""
+    """SHA-1 over the SHA-1s of each item (its shape, dtype and bytes; a list or tuple of arrays
+    counts as one item: the points' tracks; ``None`` as such). Items of several MiB together are
+    hashed by :data:`HASH_THREADS` threads at once (hashlib lets go of the GIL over them)."""
+    arrays = list(arrays)
+    big = sum(a.nbytes for a in arrays if isinstance(a, np.ndarray)) >= _PARALLEL_BYTES and len(arrays) > 1
+    parts = list(_hashers().map(_one, arrays)) if big else [_one(a) for a in arrays]
+    return hashlib.sha1(b"".join(parts), usedforsecurity=False).digest()
+
+
+#: threads that hash the items of a large :func:`digest` at once
+HASH_THREADS = 4
+_PARALLEL_BYTES = 2 << 20
+
+
+def _one(a) -> bytes:
     h = hashlib.sha1(usedforsecurity=False)
-    for a in arrays:
-        if a is None:
-            h.update(b"none")
-            continue
-        if isinstance(a, (list, tuple)):  # the tracks: their lengths, then every index
-            h.update(b"list")
-            h.update(_tracks_bytes(a))
-            continue
+    if a is None:
+        h.update(b"none")
+    elif isinstance(a, (list, tuple)):  # the tracks: their lengths, then every index
+        h.update(b"list")
+        h.update(_tracks_bytes(a))
+    else:
         a = np.ascontiguousarray(a)
         h.update(repr((a.shape, a.dtype.str)).encode())
         h.update(memoryview(a.reshape(-1).view(np.uint8)))
@@ -106,6 +117,15 @@ def _tracks_bytes(tracks) -> bytes:
 
 _bg_lock = threading.Lock()
 _bg: ThreadPoolExecutor | None = None
+_hash_pool: ThreadPoolExecutor | None = None
+
+
+def _hashers() -> ThreadPoolExecutor:
+    global _hash_pool
+    with _bg_lock:
+        if _hash_pool is None:
+            _hash_pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="gpulab-mvs-hash")
+        return _hash_pool
 
 
 def _background() -> ThreadPoolExecutor:

@@ -416,7 +416,10 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
             t_fuse = time.perf_counter() - tf
     finally:
         finish_maps(maps_all, stats)
-    if check is not None and not check.result():
+    tc = time.perf_counter()
+    same = check is None or check.result()
+    stats["setup_check_wait_s"] = time.perf_counter() - tc  # the content check not done by the end
+    if not same:
         # an image, the points or their tracks changed in place since the set-up was kept: this
         # result came from the old ones; make the set-up again and the result with it
         _memo.SETUP.forget(key)

@@ -261,11 +261,12 @@ def test_the_maps_host_arrays_are_allocated_on_the_run_s_device(monkeypatch):
     gr.be, gr.emu, gr.host_out = Backend(), False, None
     gr.rh = gr.rhs = gr.rht = gr.rc = gr.iters = np.zeros(6, np.float32)
     gr.nrm = np.zeros((6, 3), np.float32)
+    gr.ctrl = np.zeros(8, np.int32)
     gr.g = types.SimpleNamespace(refs=[0, 1])
     gr.prefault()
     outs = gr._out()
     assert seen == [1]
-    assert [o.shape for o in outs] == [(6,)] * 4 + [(6, 3), (6,), (2,)]
+    assert [o.shape for o in outs] == [(6,)] * 4 + [(6, 3), (6,), (2,), (8,)]  # + samples per view, control
 
 
 def test_a_bad_pinned_max_setting_warns_and_keeps_the_default(monkeypatch):
