@@ -61,6 +61,10 @@ class Deferred:
     """A stage output not computed yet: ``stage``, its checked ``params``, the ``upstream``
     outputs it reads (and, for the first stage, the checked host ``image``)."""
 
+    #: the stage that returned it queued nothing on the device: the pipeline does not wait for
+    #: the device after it (``app.tools.stages``)
+    queues_no_work = True
+
     def __init__(self, stage: str, fn, params: dict, upstream: tuple = (), image=None):
         self.stage = stage
         self.params = params
