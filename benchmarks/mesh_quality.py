@@ -248,7 +248,10 @@ def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
     st: list = []
     merged, merges = _bd.merge_weakest_boundaries(gs if auto else _segment.k_merge_graph(gs), labels, tg, label_comp,
                                                   strengths=st, min_area=_segment.MIN_PART_AREA if auto
-                                                  else _segment.k_min_part_area(targets))
+                                                  else max(_segment.MIN_PART_AREA, K_MIN_PART_SCALE / max(
+                                                      [int(x) for x in targets if x != "auto"] or [1])),
+                                                  area_gamma=0.0 if auto else _segment.K_AREA_GAMMA,
+                                                  area_s0=_segment.K_AREA_S0)
     if not auto:
         return merged
     lab = np.asarray(labels).astype(np.int64)
@@ -330,6 +333,14 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
             kk = int(np.unique(_bd.merge_islands(gs, res[j])[0]).size)
             res = _starts_to_k(gs, rec["auto"], kk, stop) or res
             j = _segment.choose_consensus(gs, res, rule="medoid")[0] if len(res) > 1 else 0
+        if stop.get("auto_pick") == "vote" and len(res) > 1 and gs.n_components == 1:
+            # session 7 experiment: the starts' boundary votes, merged down to the medoid's k
+            kk = int(np.unique(_bd.merge_islands(gs, res[j])[0]).size)
+            lab_v = vote_consensus(gs, [_bd.merge_islands(gs, x)[0] for x in res], {0: kk},
+                                            float(stop.get("vote_min_area", _segment.MIN_PART_AREA)))
+            if lab_v is not None:
+                res = list(res)
+                res[j] = lab_v
         if stop.get("absorb"):  # experiment: parts under this area share merged into a neighbour at the end
             r = _bd.merge_islands(gs, res[j])[0]
             u, inv = np.unique(r, return_inverse=True)
@@ -356,7 +367,15 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
                        if j not in stop.get("drop_factors", ())]
                 labs = starts if src == "starts" else starts + fac
                 pick = stop.get("protocol_pick", "medoid")
-                if pick == "medoid" and len(labs) > 1:
+                if pick == "vote" and len(labs) > 1:  # session 7: boundary votes of every result
+                    sizes = np.bincount(gs.component, minlength=gs.n_components)
+                    careas = np.bincount(gs.component, weights=gs.areas, minlength=gs.n_components)
+                    tg = dict(enumerate(_segment._k_per_component(int(k), sizes, careas, [])))
+                    lab = vote_consensus(gs, [_bd.merge_islands(gs, x)[0] for x in labs], tg,
+                                                  float(stop.get("vote_min_area", _segment.MIN_PART_AREA)))
+                    if lab is None:
+                        lab = labs[_segment.choose_consensus(gs, labs, rule="medoid")[0]]
+                elif pick == "medoid" and len(labs) > 1:
                     lab = labs[_segment.choose_consensus(gs, labs, rule="medoid")[0]]
                 else:
                     lab = max(labs, key=lambda x: (int(np.unique(x).size), _segment.boundary_concavity(gs, x)))
@@ -379,6 +398,82 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
             ri[int(k)] = float(np.mean([rand_index_error(lab, h) for h in humans]))
         out["RI"] = float(np.mean([ri[int(k)] for k in rec["hk"]]))
     return out
+
+
+#: session 7 experiment (rejected): an integer k's merges take a cluster under K_MIN_PART_SCALE / k of
+#: its component's area for a sliver (0: off; a screen variant sets it with ``"kmin": x``)
+K_MIN_PART_SCALE = 0.0
+
+
+def vote_consensus(graph, labelings: list, targets: dict, min_area: float = 0.002,
+                   max_fragments: int = 1500):
+    """An integer k's results combined by boundary votes (session 7 experiment, ``K_CHOICE = "vote"``).
+
+    Each dual arc's vote is the share of ``labelings`` that cut it. The faces that no labeling
+    separates form fragments (connected over arcs with no vote); adjacent fragments are then
+    merged, slivers under ``min_area`` of their component first (into the neighbour with the
+    longest shared boundary), else the pair whose shared boundary has the lowest mean vote
+    (length-weighted), until each component has its ``targets[c]`` parts. Returns the labels
+    (0..), or None when there are more than ``max_fragments`` fragments."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    labs = [np.asarray(x) for x in labelings]
+    s, d = graph.src, graph.dst
+    vote = np.mean([(x[s] != x[d]) for x in labs], axis=0)
+    keep = vote == 0
+    A = coo_matrix((np.ones(int(keep.sum())), (s[keep], d[keep])), shape=(graph.n, graph.n))
+    K, frag = connected_components(A, directed=False)
+    if K > max_fragments:
+        return None
+    frag = frag.astype(np.int64)
+    comp = np.zeros(K, dtype=np.int64)
+    comp[frag] = graph.component
+    length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
+    a, b = frag[s], frag[d]
+    cut = a != b
+    key = np.minimum(a[cut], b[cut]) * K + np.maximum(a[cut], b[cut])
+    BL = np.bincount(key, weights=length[cut], minlength=K * K).reshape(K, K)
+    BV = np.bincount(key, weights=length[cut] * vote[cut], minlength=K * K).reshape(K, K)
+    BL, BV = BL + BL.T, BV + BV.T
+    area = np.bincount(frag, weights=graph.areas, minlength=K)
+    comp_area = np.bincount(comp, weights=area)
+    count = {int(c): int(np.count_nonzero(comp == c)) for c in targets}
+    root = np.arange(K)
+    alive = np.ones(K, dtype=bool)
+    while True:
+        over = [c for c in targets if count[c] > targets[c]]
+        if not over:
+            break
+        mine = alive & np.isin(comp, over)
+        frac = area / np.maximum(comp_area[comp], 1e-300)
+        small = mine & (frac < min_area) & (BL.sum(axis=1) > 0)
+        if small.any():
+            g = int(np.flatnonzero(small)[np.argmin(frac[small])])
+            k_ = int(np.argmax(BL[g]))
+        else:
+            M = np.where((BL > 0) & mine[:, None] & mine[None, :], BV / np.maximum(BL, 1e-300), np.inf)
+            j = int(np.argmin(M))
+            if not np.isfinite(M.flat[j]):
+                break
+            g, k_ = divmod(j, K)
+            if area[g] > area[k_]:
+                g, k_ = k_, g
+        # fragment g joins k_
+        for T in (BL, BV):
+            T[k_] += T[g]
+            T[:, k_] += T[:, g]
+            T[k_, k_] = 0.0
+            T[g] = 0.0
+            T[:, g] = 0.0
+        area[k_] += area[g]
+        area[g] = 0.0
+        alive[g] = False
+        root[root == g] = k_
+        count[int(comp[g])] -= 1
+    lab = root[frag]
+    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
+
 
 
 def _area_aware(contrast, gamma, s0):
@@ -440,6 +535,10 @@ def cmd_screen(args) -> int:
             m = importlib.import_module(f"gpu_kernels.mesh.{mod}")
             old.append((m, attr, getattr(m, attr)))
             setattr(m, attr, tuple(val) if isinstance(val, list) else val)
+        if spec.get("kmin"):  # session 7 experiment: K_MIN_PART_SCALE
+            me = sys.modules[__name__]
+            old.append((me, "K_MIN_PART_SCALE", me.K_MIN_PART_SCALE))
+            me.K_MIN_PART_SCALE = float(spec["kmin"])
         if spec.get("area_gamma"):  # experiment: area-aware merge order (arc path, strength remapped)
             old.append((_bd, "_merge_tables", _bd._merge_tables))
             old.append((_bd, "_thickness_contrast", _bd._thickness_contrast))

@@ -412,7 +412,8 @@ def _thickness_contrast(graph: DualGraph, lab, ulo, uhi, K: int):
 def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict,
                              label_component: np.ndarray, *, stop: dict | None = None,
                              strengths: list | None = None,
-                             min_area: float = 0.0) -> tuple[np.ndarray, list]:
+                             min_area: float = 0.0, area_gamma: float = 0.0,
+                             area_s0: float = 1.0) -> tuple[np.ndarray, list]:
     """Merge adjacent clusters along their least concave boundary until each mesh component
     has its target number of clusters.
 
@@ -442,8 +443,8 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
     kept one is the larger by area); labels are *not* renumbered.
     """
     if int(np.asarray(label_component).size) <= DENSE_MERGE_MAX:
-        return _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area)
-    return _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area)
+        return _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma, area_s0)
+    return _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma, area_s0)
 
 
 #: up to this many clusters, :func:`merge_weakest_boundaries` keeps K x K tables of the
@@ -452,7 +453,7 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
 DENSE_MERGE_MAX = 256
 
 
-def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area):
+def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma=0.0, area_s0=1.0):
     """:func:`merge_weakest_boundaries` with the boundary sums in K x K tables."""
     lab0 = np.asarray(labels).astype(np.int64)
     K = int(label_component.size)
@@ -560,6 +561,7 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
             if lg is not None:
                 m = lg / np.maximum(area, 1e-300)
                 strength = strength * (1.0 + sdf * np.abs(m[ulo] - m[uhi]))
+            strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
             strength = bx / np.maximum(bl, 1e-300)
         j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], strengths)
@@ -568,6 +570,19 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
         p, q = int(ulo[j]), int(uhi[j])
         merge(*((p, q) if area[p] >= area[q] else (q, p)))
     return root[lab0].astype(np.int32), merges
+
+
+def _area_weighted(strength, area, comp_area, label_component, ulo, uhi, gamma, s0):
+    """``s0 + (strength - s0) * g`` with ``g = (share_A * share_B / 0.01) ** gamma`` (the two
+    clusters' shares of their component's area): with ``gamma > 0`` a boundary stronger than
+    ``s0`` between two large clusters counts as stronger still, and one around a small cluster
+    as weaker, so the merges join small clusters before they cut a large part in two (the
+    Rand Index weighs a wrong decision by the product of the two areas). 0: unchanged."""
+    if not gamma:
+        return strength
+    ca = np.maximum(comp_area[label_component[ulo]], 1e-300)
+    g = (np.maximum(area[ulo] * area[uhi], 0.0) / (ca * ca) / 0.01) ** float(gamma)
+    return float(s0) + (strength - float(s0)) * g
 
 
 def _record_merge(keep, gone, area, present, count, label_component, merges):
@@ -595,7 +610,7 @@ def _weakest_allowed(strength, limit, strengths):
     return j
 
 
-def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area):
+def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma=0.0, area_s0=1.0):
     """:func:`merge_weakest_boundaries` summing over the arcs at every merge (any K)."""
     lab = np.asarray(labels).astype(np.int64).copy()
     K = int(label_component.size)
@@ -662,6 +677,7 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
             strength = strength * _thickness_contrast(graph, lab, ulo, uhi, K)
+            strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)

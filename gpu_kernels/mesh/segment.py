@@ -140,12 +140,12 @@ K_STARTS_EXTRA: tuple = ()
 #: 0.5 (= SDF_MERGE), 0.75, 1, 1.5, 2, 3: 2 in 19 of 19 folds, protocol 0.1526 -> 0.1432 held
 #: out (fish 0.052 better, bearing 0.048 worse). None: SDF_MERGE
 K_SDF_MERGE = 2.0
-#: an integer k's merges take a cluster with less than ``K_MIN_PART_SCALE / k`` of its component's
-#: area for a sliver (merged first, :func:`k_min_part_area`), not only one under MIN_PART_AREA: at a
-#: small k the strongest boundaries often ring tiny features (a nose, an eye), and the merges then
-#: keep them as parts and join the big ones (bust 303 at k = 2: 99.6 % + 0.4 % where the humans cut
-#: 51 % + 49 %). 0: off (session 7 experiment)
-K_MIN_PART_SCALE = 0.0
+#: an integer k's merges weigh each boundary by the two clusters' areas
+#: (:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`' ``area_gamma`` / ``area_s0``):
+#: strength ``s -> K_AREA_S0 + (s - K_AREA_S0) (share_A share_B / 0.01) ** K_AREA_GAMMA``, so small
+#: clusters are joined before a large part is cut in two. 0: off
+K_AREA_GAMMA = 0.0
+K_AREA_S0 = 1.0
 #: k = "auto"'s last step: in each component, parts with less than this share of its area join
 #: the neighbour they share the longest boundary with (:func:`absorb_small_parts`; 0: off). They
 #: barely move the Rand Index but make k less human-like. Session 6, replay over the 76 PSB
@@ -757,15 +757,6 @@ def k_merge_graph(graph):
     return cached[1]
 
 
-def k_min_part_area(targets) -> float:
-    """The sliver threshold of an integer k's merges (share of a component's area): MIN_PART_AREA,
-    or ``K_MIN_PART_SCALE / k`` where that is larger (k the largest integer target of ``targets``)."""
-    ks = [int(t) for t in targets if t != "auto"]
-    if not ks or not K_MIN_PART_SCALE > 0:
-        return MIN_PART_AREA
-    return max(MIN_PART_AREA, float(K_MIN_PART_SCALE) / max(max(ks), 1))
-
-
 def absorb_small_parts(graph, labels, label_comp, comps, min_share: float, strengths: list | None = None):
     """k = "auto"'s last step: in each component of ``comps``, merge down to the number of parts
     holding at least ``min_share`` of the component's area, the smallest parts first, each into
@@ -805,7 +796,8 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     strengths: list = []
     merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
                                                   strengths=strengths,
-                                                  min_area=MIN_PART_AREA if auto else k_min_part_area(targets))
+                                                  min_area=MIN_PART_AREA,
+                                                  area_gamma=0.0 if auto else K_AREA_GAMMA, area_s0=K_AREA_S0)
     if auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
