@@ -44,3 +44,11 @@ def test_the_first_reference_wins_and_the_second_fills_in():
     assert cols.tolist() == [[3, 3, 3], [1, 1, 1]]      # the pinned result's colours first
     # a reference over other faces is skipped
     assert stable_colors(new, [(np.zeros(3, int), pinned_colors)]).tolist() == palette(2).tolist()
+
+
+def test_the_module_example_runs():
+    import doctest
+
+    import app.tools.mesh_colors as m
+
+    assert doctest.testmod(m).failed == 0
