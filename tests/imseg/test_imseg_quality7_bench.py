@@ -92,3 +92,19 @@ def test_region_variance_and_its_factor(bench):
     assert plain[0] == with_v[0] == 0.0
     assert p2[0] > 0
     np.testing.assert_allclose(v2[0], np.float32(p2[0] * (1 + 9 * r[0] ** 2)), rtol=1e-6)
+
+
+def test_cv_table_rules(bench):
+    """The post-hoc cross-validation: a candidate better on every image is picked by both rules
+    and beats the default held out; one that is better on covering only never qualifies."""
+    rng = np.random.default_rng(0)
+    base = np.c_[rng.uniform(0.4, 0.7, 60), rng.uniform(0.7, 0.9, 60), rng.uniform(1.5, 2.0, 60), np.full(60, 25.0)]
+    better = base + [0.01, 0.005, -0.05, 0.0]
+    cov_only = base + [0.05, -0.01, 0.0, 0.0]
+    dk = bench.name(bench.DEFAULT)
+    table = bench.cv_table({dk: base, "better": better, "cov_only": cov_only}, seeds=[0, 1])
+    for line in table:
+        assert line["cov_beats_default"] and line["margin_beats_default"]
+        np.testing.assert_allclose(line["cov"], better.mean(0).round(4), atol=1e-4)
+    table = bench.cv_table({dk: base, "cov_only": cov_only}, seeds=[0])
+    assert not table[0]["cov_beats_default"] and table[0]["cov"] == base.mean(0).round(4).tolist()
