@@ -76,6 +76,32 @@ CANDIDATES = (
     + [{"kind": "region", "lo": lo, "hi": hi, "J": J, "agg": "max"} for lo, hi, J in ((3.2, 3.5, 2.0),
                                                                                     (3.1, 3.5, 1.5))]
 )
+#: every 50-image screen row at its matched coarseness c* (the middle of c* - 0.1, c*, c* + 0.1),
+#: re-scored on all 200 and on the 20 after the decision (``--screens``)
+_E = [((1, 1, 1, 0.5, 0.5), 2.03, 7), ((1, 1, 1, 0.75, 0.5), 2.66, 7), ((1, 1, 1, 0.5, 0.5), 2.03, 15),
+      ((1, 1, 1, 1, 0.5), 3.28, 15), ((0.75, 1, 1, 0.5, 0.5), 1.41, 7), ((1, 1, 1.25, 0.5, 0.5), 1.59, 7),
+      ((0.75, 1, 1, 0.75, 0.5), 2.03, 7), ((1, 1, 1.25, 0.75, 0.5), 2.22, 7), ((1, 1, 1, 0.5, 1.0), 2.03, 7),
+      ((1, 1, 1, 1, 1.0), 3.34, 7), ((1, 1, 1, 1, 0.25), 3.28, 7), ((0.75, 1, 1, 0.75, 0.5), 2.03, 15),
+      ((1, 1, 1, 1.25, 0.5), 3.97, 7), ((1, 1, 1, 1.5, 0.5), 4.59, 7), ((1, 1, 1, 2, 0.5), 5.91, 7),
+      ((1, 1, 1, 1.5, 1.0), 4.66, 7), ((1, 1, 1, 1.5, 2.0), 4.72, 7), ((1, 1, 1, 1.25, 1.0), 3.97, 7),
+      ((1.25, 1, 1, 1, 0.5), 3.91, 7), ((1, 1, 0.75, 1, 0.5), 3.72, 7), ((1, 1, 1.25, 1, 0.5), 2.84, 7),
+      ((1, 0.75, 1, 1, 0.5), 2.66, 7), ((1, 1.25, 1, 1, 0.5), 3.97, 7), ((1.25, 1, 1.25, 1.25, 0.5), 4.16, 7)]
+SCREENED = (
+    [{"kind": "thr", "c": c, "expo": e, "size_k": float(k)} for e, c, k in _E]
+    + [{"kind": "thr", "c": c, "fv": v, "fmode": m} for v, m, c in ((20, "pool", 2.46), (80, "pool", 2.88),
+                                                                   (20, "max", 2.37), (80, "max", 2.88),
+                                                                   (20, "min", 2.6))]
+    + [{"kind": "thr", "c": c, "at": at, "av": av, "bt": bt} for at, av, bt, c in (
+        (2, 0, 0, 3.36), (8, 0, 0, 3.52), (32, 0, 0, 3.75), (0, 4, 0, 3.4), (0, 16, 0, 3.64), (0, 0, -0.5, 2.23),
+        (8, 4, 0, 3.64))]
+    + [{"kind": "jump", "lo": round(c - dl, 2), "hi": round(c + dl, 2), "J": J} for c in (3.3, 3.5) for dl in (0.3, 0.6)
+       for J in (1.5, 2.0, 3.0)]
+    + [{"kind": "jump", "lo": lo, "hi": round(lo + dh, 2), "J": J} for lo in (3.0, 3.2) for dh in (0.3, 0.6)
+       for J in (1.05, 1.15, 1.3)]
+    + [{"kind": "region", "lo": lo, "hi": hi, "J": J, "agg": g} for lo, hi, J, g in (
+        (3.0, 3.6, 1.5, "min"), (3.0, 3.6, 2.0, "min"), (3.0, 3.6, 3.0, "min"), (3.0, 3.6, 1.5, "max"),
+        (3.0, 3.6, 2.0, "max"), (2.8, 3.8, 2.0, "min"), (3.1, 3.5, 2.0, "min"))]
+)
 LR_C = (-0.15, -0.1, -0.05, 0.0)
 ADAPT = [(c0, s) for c0 in (3.25, 3.3, 3.35) for s in (0.5, 1.0)]
 CGRID = tuple(np.round(np.arange(2.6, 4.41, 0.1), 2))
@@ -138,6 +164,7 @@ def cost_thr(cand: dict):
 
     e = cand.get("expo")
     av, at, v0 = cand.get("av", 0), cand.get("at", 0), cand.get("v0", 1.0)
+    fv, bt = cand.get("fv", 0), cand.get("bt", 0)
 
     def f(st, a, b, el, eg, inv_norm, npx, size_k):
         area, rsum = st["area"], st["rsum"]
@@ -153,9 +180,19 @@ def cost_thr(cand: dict):
             fr = (aA + aB) / npx
             base = (hm ** e[0] * d2 ** e[1] / ln ** e[2] * t ** (2 * e[3]) * inv_norm
                     * (1 + size_k * fr ** 3)).astype(np.float32)
-        if not (av or at):
+        if not (av or at or fv or bt):
             return base
         fac = 1.0
+        if fv:  # colour distance / (1 + v / fv), v the pooled, larger or smaller region variance
+            vA, vB = region_var(area, rsum, st["rsq"], a, 0.0), region_var(area, rsum, st["rsq"], b, 0.0)
+            aA, aB = area[a].astype(np.float64), area[b].astype(np.float64)
+            v = {"pool": (aA * vA + aB * vB) / (aA + aB), "max": np.maximum(vA, vB),
+                 "min": np.minimum(vA, vB)}[cand.get("fmode", "pool")]
+            fac = fac / (1 + v / fv)
+        if bt:
+            tA = st["gin"][a] / area[a] / C.GSCALE + 0.5
+            tB = st["gin"][b] / area[b] / C.GSCALE + 0.5
+            fac = fac * (tA * tB) ** bt
         if av:
             vA, vB = region_var(area, rsum, st["rsq"], a, v0), region_var(area, rsum, st["rsq"], b, v0)
             fac = fac * (1 + av * ((vA - vB) / (vA + vB)) ** 2)
@@ -420,6 +457,7 @@ def main(argv=None):
     ap.add_argument("--cache", default="/tmp/imq7")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="only the first N images of each set (a smoke run)")
+    ap.add_argument("--screens", action="store_true", help="only the screen rows on all 200 and the 20 (after the decision)")
     ap.add_argument("--posthoc", action="store_true", help="only the post-hoc check of the inner-gradient family")
     ap.add_argument("--no-lr", action="store_true", help="leave the logistic-regression cost out (its fits are the slow part)")
     ap.add_argument("--val", action="store_true", help="also score the 20 images (after the decision)")
@@ -437,6 +475,17 @@ def main(argv=None):
     print(f"{len(D)} training images prepared ({time.time() - t0:.0f} s)", flush=True)
     if a.posthoc:
         posthoc(D, mapf, Path(a.out))
+        return
+    if a.screens:  # after the decision: every screen row on all 200 and on the 20
+        V = load(Path(a.data), cache, "val", mapf, a.limit)
+        rep = {}
+        for tag, S in (("train", D), ("val", V)):
+            res = mapf(_job, [(d, list(SCREENED)) for d in S])
+            rep[tag] = {name(c): np.mean([r[i] for r in res], 0).round(4).tolist() for i, c in enumerate(SCREENED)}
+        Path(a.out).write_text(json.dumps(rep, indent=1))
+        for k in rep["train"]:
+            print(f"   {k:60s} " + " / ".join(f"{x:.4f}" for x in rep["train"][k]) + "  |  "
+                  + " / ".join(f"{x:.4f}" for x in rep["val"][k]), flush=True)
         return
     report = {"candidates": [name(c) for c in CANDIDATES]}
     # fixed candidates, all 200 training images
