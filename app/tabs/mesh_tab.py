@@ -247,6 +247,7 @@ class MeshTab(ToolTab):
         self.summary_label.setText(f"<span style='color:#666'>Press <b>{self.run_label}</b> to find the parts.</span>")
 
     def clear_result(self) -> None:
+        self._color_ref = None   # a new input: its first result keeps the kernels' colours
         self.legend.set_rows([])
         self.shading_legend.hide()
         self.form.clear_chosen()
