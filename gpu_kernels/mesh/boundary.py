@@ -57,6 +57,9 @@ def compiled():
 #: earlier regions' new labels (one scipy call per region: about 3 ms each)
 CUT_MODE = "batched"
 MERGE_CRITERION = "contrast"
+#: the "contrast" criterion's offset c0 (the mesh's mean concavity) is scaled by this (session 7
+#: screen, replay only)
+CONTRAST_C0_SCALE = 1.0
 #: "smooth": merge decisions use :meth:`DualGraph.smooth_concavity` (measured over the
 #: reference spacing, independent of the triangulation); "arc": the bend of each arc
 MERGE_CONCAVITY = "smooth"
@@ -489,7 +492,7 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
         same = ~cut
         in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
         in_den = np.bincount(a[same], weights=length[same], minlength=K)
-        c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
+        c0 = CONTRAST_C0_SCALE * float((length * conc).sum() / max(length.sum(), 1e-300))
         from gpu_kernels.mesh import dualgraph
 
         th = getattr(graph, "thickness", None)
@@ -671,7 +674,7 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
             wi = length[same]
             in_num = np.bincount(li, weights=wi * conc[same], minlength=K)
             in_den = np.bincount(li, weights=wi, minlength=K)
-            c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
+            c0 = CONTRAST_C0_SCALE * float((length * conc).sum() / max(length.sum(), 1e-300))
             numc = np.bincount(inv, weights=L * conc[cut][ok])
             bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
