@@ -313,6 +313,8 @@ def _starts_to_k(gs, auto_calls, k: int, stop: dict) -> list:
             return []
         if stop.get("start_min") and k * float(stop["start_min"]) > min(c["kused"]):
             return []
+        if stop.get("start_kmin") and k < int(stop["start_kmin"]):  # session 7: factors alone below this k
+            return []
         out.append(_merge_or_keep(gs, {"labels": c["labels"], "kused": c["kused"], "targets": tg}, False, stop))
     return out
 
