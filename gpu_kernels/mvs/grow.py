@@ -1004,6 +1004,7 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                     nxt += 1
                 if nxt == ahead:
                     gr.prefault()  # the maps' host arrays, while the first batches run
+                    _memo.run_deferred()  # the caller's background work (the set-up's content check)
                 if not inflight:
                     break
                 b, ev = inflight.popleft()

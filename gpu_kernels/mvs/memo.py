@@ -13,7 +13,8 @@ before the first batch).
 
 and a hit is used at once, while its **content** is checked in a background thread: a SHA-1 of
 the images the textures were packed from, the points and the tracks, against the one taken when the
-entry was made. The check runs while the device grows. Where it differs (an image or the points
+entry was made. The check starts once the grower has queued its first batches (:func:`defer`), and
+runs while the device grows. Where it differs (an image or the points
 changed in place), the entry is dropped and the call is made again from scratch, so a result
 never comes from a stale set-up. Nothing is kept on the CPU unless asked (its set-up is small
 against its growing).
@@ -44,7 +45,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "SetupMemo", "SETUP", "release", "on_release"]
+__all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "Check", "SetupMemo", "SETUP", "defer", "run_deferred",
+           "release", "on_release"]
 
 #: sets of inputs whose set-up :func:`reconstruct` keeps (the scene's and one view's, say)
 SETUP_ENTRIES = 2
@@ -145,6 +147,54 @@ class _Entry:
         self.token: Future | None = None
 
 
+class Check:
+    """Whether a kept set-up's inputs still have the content they had when it was made: hashed in
+    the background once :meth:`start` is called (the caller starts it once the device is busy, so
+    that the hashing threads do not contend for the GIL with its set-up), waited for by
+    :meth:`result` (which starts it where nobody did)."""
+
+    def __init__(self, token: Future, content):
+        self._token, self._content = token, content
+        self._future: Future | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._future is None:
+                self._future = _background().submit(self._same)
+
+    def _same(self) -> bool:
+        return self._token.result() == digest(self._content())
+
+    def result(self) -> bool:
+        self.start()
+        return self._future.result()
+
+
+_local = threading.local()
+
+
+def defer(fn) -> None:
+    """Run ``fn()`` at this thread's next :func:`run_deferred` (the grower calls it once its first
+    batches are queued on the device)."""
+    if not hasattr(_local, "fns"):
+        _local.fns = []
+    _local.fns.append(fn)
+
+
+def run_deferred() -> None:
+    """Run (and forget) what this thread deferred."""
+    fns = getattr(_local, "fns", None)
+    if fns:
+        _local.fns = []
+        for fn in fns:
+            fn()
+
+
+def drop_deferred() -> None:
+    _local.fns = []
+
+
 class SetupMemo:
     """The last ``size`` set-ups by key (least recently used out first), thread-safe."""
 
@@ -159,8 +209,8 @@ class SetupMemo:
             return len(self._d)
 
     def get(self, key):
-        """``(prep, check)`` of a hit, ``check`` a future that says whether its content is still
-        the same (computed in the background, now); ``(None, None)`` on a miss."""
+        """``(prep, check)`` of a hit, ``check`` a :class:`Check` of whether its content is still
+        the same (not started: :meth:`Check.start`, or :func:`defer` it); ``(None, None)`` on a miss."""
         with self._lock:
             e = self._d.get(key)
             if e is None:
@@ -168,12 +218,7 @@ class SetupMemo:
                 return None, None
             self._d.move_to_end(key)
             self.hits += 1
-        token, content = e.token, e.content
-
-        def check() -> bool:
-            return token.result() == digest(content())
-
-        return e.prep, _background().submit(check)
+        return e.prep, Check(e.token, e.content)
 
     def put(self, key, prep, held, content) -> None:
         """Keep ``prep`` for ``key``; ``held``: the inputs the key names by identity (kept alive with

@@ -389,6 +389,8 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         prep, check = _memo.SETUP.get(key)
         if prep is not None:
             prep = replace(prep, seeds_s=0.0, prepare_s=time.perf_counter() - t0)
+            _memo.drop_deferred()
+            _memo.defer(check.start)  # once the device grows (the grower runs it after its first batches)
     if prep is None:
         prep = prepare_views(scene, views=vs, neighbors=neighbors, min_views=min_views, device=be,
                              progress=progress.sub(0.0, prep_end), seeds=seeds)
@@ -416,6 +418,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
             t_fuse = time.perf_counter() - tf
     finally:
         finish_maps(maps_all, stats)
+    _memo.drop_deferred()
     tc = time.perf_counter()
     same = check is None or check.result()
     stats["setup_check_wait_s"] = time.perf_counter() - tc  # the content check not done by the end

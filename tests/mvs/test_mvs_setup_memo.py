@@ -298,3 +298,30 @@ def test_free_pinned_pool_gives_the_free_blocks_back(monkeypatch):
     pool = Pool()
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(lambda size: bytearray(size), pool))
     assert pinned.free_pinned_pool() == 3 and pool.free == 0
+
+
+def test_the_content_check_starts_once_the_device_has_its_first_batches(monkeypatch):
+    """The kept set-up's content check (hashing threads) starts after the grower has queued its
+    first batches, not during the set-up's Python (GIL contention); without a device loop (the CPU)
+    it starts at the end; either way the result is checked."""
+    import cuda_emu
+
+    if cuda_emu.available():
+        pytest.skip(cuda_emu.available())
+    sc = _scene()
+    dev = cuda_emu.emu_backend("numpy")
+    kw = {**KW, "device": dev, "batch_size": 32}
+    launches, started = [0], []
+    real_launch, real_start = grow._DeviceGrower.launch, memo.Check.start
+    monkeypatch.setattr(grow._DeviceGrower, "launch", lambda self, g: launches.__setitem__(0, launches[0] + 1)
+                        or real_launch(self, g))
+    monkeypatch.setattr(memo.Check, "start", lambda self: started.append(launches[0]) or real_start(self))
+    stereo.reconstruct(sc, reuse_setup=True, **kw)
+    launches[0] = 0
+    res = stereo.reconstruct(sc, reuse_setup=True, **kw)
+    assert res.stats["setup_reused"] and res.stats["batches"] > grow._AHEAD
+    assert started[0] == grow._AHEAD  # after the first batches were queued
+    started.clear()
+    stereo.reconstruct(sc, reuse_setup=True, **{**KW, "batch_size": 32})  # the CPU: no device loop
+    stereo.reconstruct(sc, reuse_setup=True, **{**KW, "batch_size": 32})
+    assert len(started) >= 1
