@@ -725,10 +725,17 @@ class _DeviceGrower:
         if self.emu:  # copies: the emulator's arrays may be the grower's own, which a reused grower overwrites
             self.tried = int(self.be.asnumpy(self.ctrl)[5])
             return tuple(np.array(self.be.asnumpy(x)) for x in recs)
+        out = self._out()
+        pinned = all(is_pinned(o) for o in out)  # asked before the count is queued: no gap after it
         counts = self._count()
         # straight into page-locked arrays (one DMA each, the tried count with them: no wait and
         # read of its own), else pinned staging and threaded copies
-        *host, c_host, ctrl = to_host((*recs, counts, self.ctrl), self.stream, out=self._out())
+        if pinned:
+            direct_to_host((*recs, counts, self.ctrl), self.stream, out)
+            self.stream.synchronize()
+            *host, c_host, ctrl = out
+        else:
+            *host, c_host, ctrl = to_host((*recs, counts, self.ctrl), self.stream, out=out)
         self.tried = int(ctrl[5])
         self.counts = [int(c) for c in c_host]
         return tuple(host)
