@@ -60,6 +60,10 @@ MERGE_CRITERION = "contrast"
 #: the "contrast" criterion's offset c0 (the mesh's mean concavity) is scaled by this (session 7
 #: screen, replay only)
 CONTRAST_C0_SCALE = 1.0
+#: with ``area_gamma``: weigh the concavity contrast by the areas before the thickness contrast
+#: multiplies it (a thin part's boundary stays strong however small the part), instead of after
+#: (session 7 screen)
+AREA_BEFORE_THICKNESS = False
 #: "smooth": merge decisions use :meth:`DualGraph.smooth_concavity` (measured over the
 #: reference spacing, independent of the triangulation); "arc": the bend of each arc
 MERGE_CONCAVITY = "smooth"
@@ -561,10 +565,13 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
             bnd = bx / np.maximum(bl, 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
+            if AREA_BEFORE_THICKNESS:
+                strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
             if lg is not None:
                 m = lg / np.maximum(area, 1e-300)
                 strength = strength * (1.0 + sdf * np.abs(m[ulo] - m[uhi]))
-            strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
+            if not AREA_BEFORE_THICKNESS:
+                strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
             strength = bx / np.maximum(bl, 1e-300)
         j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], strengths)
@@ -679,8 +686,11 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
             bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
+            if AREA_BEFORE_THICKNESS:
+                strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
             strength = strength * _thickness_contrast(graph, lab, ulo, uhi, K)
-            strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
+            if not AREA_BEFORE_THICKNESS:
+                strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])
             strength = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)

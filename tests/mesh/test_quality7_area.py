@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gpu_kernels.mesh import boundary
 from gpu_kernels.mesh import segment as segmod
@@ -42,8 +43,11 @@ def test_area_weighting_formula():
     assert w[0] > s[0] > w[1]  # between two large clusters stronger, around a small one weaker
 
 
-def test_tables_and_arc_sums_make_the_same_area_weighted_merges():
+@pytest.mark.parametrize("before", [False, True])
+def test_tables_and_arc_sums_make_the_same_area_weighted_merges(monkeypatch, before):
+    monkeypatch.setattr(boundary, "AREA_BEFORE_THICKNESS", before)
     g, lab = _overseg()
+    assert g.thickness is not None  # (the thickness contrast is in play)
     K = int(lab.max()) + 1
     lc = np.zeros(K, dtype=np.int64)
     for gamma, s0 in ((0.2, 1.0), (0.5, 1.5)):
@@ -77,3 +81,4 @@ def test_integer_k_only(monkeypatch):
 
 def test_off_by_default():
     assert segmod.K_AREA_GAMMA == 0.0
+    assert boundary.AREA_BEFORE_THICKNESS is False
