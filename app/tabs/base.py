@@ -74,7 +74,7 @@ from ..tools.stages import shared_cache
 from ..ui.forms import ParamForm
 from ..ui.settings import make_settings, restore_widgets, save_widgets, set_widget_value, widget_value
 from ..ui.view3d import View3D
-from ..ui.widgets import balance_splitter, fit_scroll_width
+from ..ui.widgets import ElidedLabel, balance_splitter, fit_scroll_width
 from ..ui.worker import JobRunner
 
 __all__ = ["ToolTab", "TabHost", "StandaloneHost", "PendingJob", "LIVE_DEBOUNCE_MS", "SLOW_RUN_S"]
@@ -1150,11 +1150,14 @@ class ToolTab(QWidget):
             box = QWidget()
             box.setObjectName(f"{self.settings_key}-pinned")
             box.setMinimumSize(1, 1)   # the pinned copy may shrink below its views' minimum: a pin never widens the window
+            for w in (view, *view.findChildren(QWidget)):
+                if w.minimumWidth() > 1 or w.minimumHeight() > 1:
+                    w.setMinimumSize(1, 1)   # a pinned 3-D view or map kept its 160-200 px minimum and was clipped
             lay = QVBoxLayout(box)
             lay.setContentsMargins(0, 0, 0, 0)
             lay.setSpacing(0)   # the live half leaves exactly the caption's height free (below)
             lay.setSizeConstraint(QVBoxLayout.SizeConstraint.SetNoConstraint)
-            self.pinned_caption = QLabel("")
+            self.pinned_caption = ElidedLabel("")   # cut with "…" to the half (whole text in its tooltip)
             self.pinned_caption.setStyleSheet("background: #fff3c4; padding: 2px 6px;")
             lay.addWidget(self.pinned_caption)
             lay.addWidget(view, 1)
@@ -1172,7 +1175,7 @@ class ToolTab(QWidget):
             self.splitter.setSizes([sizes[0], half, half, *sizes[2:]])
             for live3d, pinned3d in zip(_views3d(self.view), _views3d(view), strict=False):
                 live3d.link_camera(pinned3d)     # one camera: both results seen from the same side
-        self.pinned_caption.setText("Pinned — " + (self._pin_text(self.pinned[1]) or "defaults"))
+        self.pinned_caption.set_full_text("Pinned — " + (self._pin_text(self.pinned[1]) or "defaults"))
         self._render_pinned()
         self._update_compare()
         self.swipe_button.setVisible(not self._pinned_slot["view"].findChildren(View3D)

@@ -157,15 +157,6 @@ class MeshTab(ToolTab):
                 check.toggled.connect(show)
         return view
 
-    def pin(self) -> bool:
-        """As :meth:`ToolTab.pin`; the pinned 3-D view may shrink with its half as the live one does
-        (its 200 px minimum overflowed a narrower half: the view was clipped, the mesh's head cut
-        off at a 1024 px window)."""
-        ok = super().pin()
-        if ok and self._pinned_slot is not None:
-            self._pinned_slot["view"].setMinimumSize(1, 1)
-        return ok
-
     def build_controls(self) -> list[QWidget]:
         g = QGroupBox("Display")
         dl = QVBoxLayout(g)

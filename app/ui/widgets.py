@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QFont, QIcon, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
+    QLabel,
     QScrollArea,
     QSizePolicy,
     QSplitter,
@@ -22,11 +23,50 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["swatch", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
+__all__ = ["swatch", "ElidedLabel", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
 
 
 def hex_color(color) -> str:
     return "#" + "".join(f"{int(c):02x}" for c in tuple(color)[:3])
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that cuts its text with "…" to its width (the whole text in its
+    tooltip) instead of being cut at the edge or demanding the text's width: it never widens its
+    parent, and re-cuts on every resize.
+
+    Examples
+    --------
+    >>> lab = ElidedLabel()                                   # doctest: +SKIP
+    >>> lab.set_full_text("Pinned — Pyramid levels 2, Sweeps/warp 20")  # doctest: +SKIP
+    """
+
+    def __init__(self, text: str = "", parent=None):
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.set_full_text(text)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def set_full_text(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(1, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt)
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        m = self.contentsMargins()
+        room = max(0, self.width() - m.left() - m.right() - 2 * self.margin() - self.indent() - 12)
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
+        super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
 
 
 def swatch(color, size: int = 14) -> QIcon:

@@ -265,7 +265,7 @@ def test_pin_shows_both_results_and_the_parameters_that_differ(tab, qtbot):
     assert tab.pin()
     pinned_view = tab._pinned_slot["view"]
     assert tab.splitter.indexOf(tab._pinned_box) == 1 and tab.splitter.indexOf(tab.view) == 2
-    assert tab.pinned_caption.text() == "Pinned — defaults"
+    assert tab.pinned_caption.full_text() == "Pinned — defaults"
     tab.form.editor("level").setValue(0.2)
     tab.form.set_value("style", "fancy")
     wait_idle(qtbot, tab)
@@ -397,7 +397,7 @@ def test_pin_caption_names_labels_and_an_equal_pair_says_so(tab, qtbot, tmp_path
     tab.form.editor("level").setValue(0.3)
     wait_idle(qtbot, tab)
     assert tab.pin()
-    assert tab.pinned_caption.text() == "Pinned — Level 0.3"
+    assert tab.pinned_caption.full_text() == "Pinned — Level 0.3"
     tab.form.editor("level").setValue(0.6)
     wait_idle(qtbot, tab)
     assert tab.compare_table.rowCount() == 1 and tab.compare_table.item(0, 0).text() == "Level"
@@ -474,3 +474,38 @@ def test_a_cancelled_live_run_says_the_result_is_for_the_previous_parameters(tab
     assert tab.result.params["level"] == 0.5
     assert "the result shown is for the previous parameters (Level 0.5, not 0.99)" in msgs[-1], msgs
     assert "press Run to run the form's" in msgs[-1]
+
+
+def test_pinned_caption_is_cut_to_its_half_and_the_pinned_view_may_shrink(tab, qtbot, monkeypatch):
+    """U1: a long pinned caption was cut at the half's edge ("Pinned — Pyramid levels 2, S");
+    it is now cut with "…" and the whole text is in its tooltip. U2: a pinned view with a
+    minimum size (3-D views, maps: 160-200 px) kept it inside a narrower half and was clipped."""
+    built = LiveTab.build_view
+
+    def with_minimum(self):
+        v = built(self)
+        v.setMinimumSize(400, 200)
+        return v
+
+    monkeypatch.setattr(LiveTab, "build_view", with_minimum)
+    tab.live_check.setChecked(True)
+    tab.form.editor("blur").setValue(2.0)
+    tab.form.editor("gain").setValue(1.5)
+    tab.form.editor("level").setValue(0.3)
+    wait_idle(qtbot, tab)
+    assert tab.pin()
+    tab.resize(700, 500)
+    tab.show()
+    qtbot.waitUntil(lambda: tab._pinned_box.width() > 1, timeout=3000)
+    qtbot.wait(50)
+    cap, box = tab.pinned_caption, tab._pinned_box
+    full_text = "Pinned — Blur 2, Level 0.3, Gain 1.5"
+    assert cap.full_text() == full_text
+    assert cap.width() <= box.width()
+    if cap.fontMetrics().horizontalAdvance(full_text) > cap.width():
+        assert cap.text().endswith("…") and cap.toolTip() == full_text
+    tab.splitter.setSizes([tab.splitter.sizes()[0], 60, 300, *tab.splitter.sizes()[3:]])
+    qtbot.wait(50)
+    assert cap.text().endswith("…") and cap.toolTip() == full_text and cap.width() <= box.width()
+    pinned_view = tab._pinned_slot["view"]
+    assert pinned_view.minimumWidth() <= 1 and pinned_view.width() <= box.width()
