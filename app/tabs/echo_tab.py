@@ -225,9 +225,21 @@ class EchoTab(ToolTab):
         self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(QLabel("<b>Under the cursor</b>"))
         lay.addWidget(self.readout)
-        lay.addWidget(QLabel("<b>Colour map</b>"))
+        self.colorbar_title = QLabel("<b>Colour map</b>")
+        lay.addWidget(self.colorbar_title)
         lay.addWidget(self.colorbar)
         lay.addWidget(self.colorbar_label)
+        # the pinned side keeps its own colour map (or range): its legend, shown only when it
+        # differs from the live one (before: the pinned side's colours had no legend)
+        self.pinned_colorbar_title = QLabel("<b>Colour map, pinned side</b>")
+        self.pinned_colorbar = QLabel()
+        self.pinned_colorbar.setObjectName("echo-pinned-colorbar")
+        self.pinned_colorbar_label = QLabel("")
+        self.pinned_colorbar_label.setObjectName("echo-pinned-colorbar-label")
+        self.pinned_colorbar_label.setWordWrap(True)
+        for w_ in (self.pinned_colorbar_title, self.pinned_colorbar, self.pinned_colorbar_label):
+            w_.setVisible(False)
+            lay.addWidget(w_)
         lay.addWidget(QLabel("<b>Result</b>"))
         lay.addWidget(self.result_label)
         lay.addStretch(1)
@@ -265,6 +277,8 @@ class EchoTab(ToolTab):
         self.form.clear_chosen()
         self.colorbar.clear()
         self.colorbar_label.setText("")
+        self._live_legend = None
+        self._show_pinned_legend("", None, None, None)
 
     def show_result(self, result) -> None:
         self._magnitude_max = None
@@ -434,14 +448,40 @@ class EchoTab(ToolTab):
         self._show_colorbar(kind, vmin, vmax)
 
     def _show_colorbar(self, kind: str, vmin, vmax) -> None:
-        if kind not in echo.COLORMAPS or vmin is None:
+        """The legend of the colours drawn: the live side's in the side panel; drawing the
+        pinned side, its own legend below it when its colour map or range differs."""
+        text = self._legend_text(kind, vmin, vmax) if kind in echo.COLORMAPS and vmin is not None else None
+        if self._drawing_pinned:
+            self._show_pinned_legend(kind, vmin, vmax, text)
+            return
+        self._live_legend = text
+        if self.pinned is None:
+            self._show_pinned_legend(kind, vmin, vmax, None)
+        if text is None:
             self.colorbar.clear()
             self.colorbar_label.setText("")
             return
+        self.colorbar.setPixmap(self._ramp(kind, vmin, vmax))
+        self.colorbar_label.setText(text)
+
+    def _show_pinned_legend(self, kind: str, vmin, vmax, text: str | None) -> None:
+        show = text is not None and text != getattr(self, "_live_legend", None)
+        if show:
+            self.pinned_colorbar.setPixmap(self._ramp(kind, vmin, vmax))
+            self.pinned_colorbar_label.setText(text)
+        for w in (self.pinned_colorbar_title, self.pinned_colorbar, self.pinned_colorbar_label):
+            w.setVisible(show)
+        live = "<b>Colour map, live side</b>" + ("" if getattr(self, "_live_legend", None) else ": none")
+        self.colorbar_title.setText(live if show else "<b>Colour map</b>")
+
+    @staticmethod
+    def _ramp(kind: str, vmin: float, vmax: float) -> QPixmap:
         ramp = np.linspace(vmin, vmax, 200, dtype=np.float32)[None, :].repeat(14, axis=0)
         rgb = np.ascontiguousarray(echo.colorize(ramp, kind, vmin, vmax))
         img = QImage(rgb.data, rgb.shape[1], rgb.shape[0], 3 * rgb.shape[1], QImage.Format.Format_RGB888).copy()
-        self.colorbar.setPixmap(QPixmap.fromImage(img))
+        return QPixmap.fromImage(img)
+
+    def _legend_text(self, kind: str, vmin: float, vmax: float) -> str:
         unit = " mm" if kind == "Magnitude" else ""
         what = {"Magnitude": "motion magnitude", "Jacobian determinant": "det(I + ∇u): <1 shrinks, >1 grows",
                 "Divergence": "div u"}[kind]
@@ -450,7 +490,7 @@ class EchoTab(ToolTab):
                      else " to the next frame") + " (99th percentile of the sequence at full colour)"
             if self.motion_kind() == "trajectory" and self.frame == self.result.reference:
                 what += "; this is the reference frame: no motion from itself"
-        self.colorbar_label.setText(f"{vmin:.3g}{unit} … {vmax:.3g}{unit}: {what}")
+        return f"{vmin:.3g}{unit} … {vmax:.3g}{unit}: {what}"
 
     def _on_hover(self, z: int, y: int, x: int) -> None:
         d = self.data
@@ -525,6 +565,10 @@ class EchoTab(ToolTab):
                     "motion": self.motion_kind(), "opacity": self.opacity_slider.value() / 100,
                     "arrows": self.arrows_check.isChecked(), "step": self.step_spin.value()}
         return {}
+
+    def unpin(self) -> None:
+        super().unpin()
+        self._show_pinned_legend("", None, None, None)
 
     def shutdown(self, timeout_ms: int = 5000) -> bool:
         self.play_timer.stop()

@@ -51,6 +51,39 @@ def arrow_segments(du, dv, step: int, *, sx: float = 1.0, sy: float = 1.0, scale
     return X, Y
 
 
+class CrossLine(pg.InfiniteLine):
+    """A crosshair line drawn only across the slice picture (``extent``: its start and end
+    along the line, in view units), not across the whole pane: pyqtgraph's line runs the
+    view's full range, past the picture's edges into the margins of a tall or wide pane."""
+
+    extent: tuple[float, float] | None = None
+
+    def set_extent(self, lo: float, hi: float) -> None:
+        self.extent = (float(lo), float(hi))
+        self._boundingRect = None
+        self.prepareGeometryChange()
+        self.update()
+
+    def _computeBoundingRect(self):  # noqa: N802 - pyqtgraph's name
+        br = super()._computeBoundingRect()
+        if self.extent is None or br.isNull():
+            return br
+        # local x runs along the line: view x for a horizontal line, view y for a vertical one
+        # (the item is rotated by 90 degrees about its position (value, 0))
+        left, right = self._endPoints
+        lo, hi = self.extent
+        left, right = max(left, lo), min(right, hi)
+        right = max(right, left)
+        br = QRectF(br)
+        br.setLeft(left)
+        br.setRight(right)
+        self._endPoints = (left, right)
+        if self._bounds != br:
+            self._bounds = br
+            self.prepareGeometryChange()
+        return br
+
+
 class _Plane:
     def __init__(self, glw, col: int, title: str, normal: int, row_ax: int, col_ax: int):
         self.normal, self.row_ax, self.col_ax = normal, row_ax, col_ax
@@ -59,8 +92,8 @@ class _Plane:
         self.grey = pg.ImageItem(axisOrder="row-major")
         self.overlay = pg.ImageItem(axisOrder="row-major")
         self.arrows = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen((255, 235, 0), width=1.2))
-        self.vline = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen(CROSS_PEN, width=1))
-        self.hline = pg.InfiniteLine(angle=0, movable=True, pen=pg.mkPen(CROSS_PEN, width=1))
+        self.vline = CrossLine(angle=90, movable=True, pen=pg.mkPen(CROSS_PEN, width=1))
+        self.hline = CrossLine(angle=0, movable=True, pen=pg.mkPen(CROSS_PEN, width=1))
         for z, it in enumerate((self.grey, self.overlay, self.arrows, self.vline, self.hline)):
             it.setZValue(z)
             self.vb.addItem(it)
@@ -135,8 +168,12 @@ class SliceViews(QWidget):
         if changed:
             self.pos = [s // 2 for s in shape]
             for p in self.planes:
-                p.vb.setRange(QRectF(0, 0, shape[p.col_ax] * spacing[p.col_ax], shape[p.row_ax] * spacing[p.row_ax]),
-                              padding=0.02)
+                w, h = shape[p.col_ax] * spacing[p.col_ax], shape[p.row_ax] * spacing[p.row_ax]
+                p.vb.setRange(QRectF(0, 0, w, h), padding=0.02)
+                p.vline.set_extent(0, h)       # the crosshair ends at the picture's edges
+                p.hline.set_extent(0, w)
+                p.vline.setBounds((0, w))      # and is dragged within it
+                p.hline.setBounds((0, h))
             self._place_lines()
 
     def set_position(self, z: int, y: int, x: int, *, emit: bool = True) -> None:
