@@ -794,10 +794,10 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
     auto = {c for c, t in enumerate(targets) if t == "auto"}
     strengths: list = []
+    # (the area weighting's keywords only where it is on: wrappers of the merges keep their signature)
+    area_kw = {} if auto or not K_AREA_GAMMA else {"area_gamma": K_AREA_GAMMA, "area_s0": K_AREA_S0}
     merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
-                                                  strengths=strengths,
-                                                  min_area=MIN_PART_AREA,
-                                                  area_gamma=0.0 if auto else K_AREA_GAMMA, area_s0=K_AREA_S0)
+                                                  strengths=strengths, min_area=MIN_PART_AREA, **area_kw)
     if auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
