@@ -40,8 +40,10 @@ class EmptyHint(QLabel):
         self.raise_()
 
     def eventFilter(self, obj: QObject, ev: QEvent) -> bool:  # noqa: N802
-        if obj is self._view and ev.type() == QEvent.Type.Resize:
-            self.setGeometry(self._view.rect())
+        # Qt may call a label's filter while it is being built (its style sheet, before _view)
+        view = getattr(self, "_view", None)
+        if view is not None and obj is view and ev.type() == QEvent.Type.Resize:
+            self.setGeometry(view.rect())
         return False
 
 
