@@ -34,16 +34,15 @@ class EmptyHint(QLabel):
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setWordWrap(True)
         self.setStyleSheet(f"background: {background};")
-        self._view = view
         view.installEventFilter(self)
         self.setGeometry(view.rect())
         self.raise_()
 
     def eventFilter(self, obj: QObject, ev: QEvent) -> bool:  # noqa: N802
-        # Qt may call a label's filter while it is being built (its style sheet, before _view)
-        view = getattr(self, "_view", None)
-        if view is not None and obj is view and ev.type() == QEvent.Type.Resize:
-            self.setGeometry(view.rect())
+        # the view is the label's parent: a Python attribute is lost where PySide hands Qt's
+        # call to a new wrapper of this label (seen in a long test process: AttributeError)
+        if ev.type() == QEvent.Type.Resize and obj is self.parentWidget():
+            self.setGeometry(obj.rect())
         return False
 
 
