@@ -164,7 +164,10 @@ class Check:
                 self._future = _background().submit(self._same)
 
     def _same(self) -> bool:
-        return self._token.result() == digest(self._content())
+        try:
+            return self._token.result() == digest(self._content())
+        except Exception:  # noqa: BLE001 - inputs that cannot be hashed count as changed (made again)
+            return False
 
     def result(self) -> bool:
         self.start()
