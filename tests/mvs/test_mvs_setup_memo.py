@@ -136,6 +136,20 @@ def test_the_memo_keeps_the_last_entries_and_holds_their_inputs():
     assert m.get("c")[1].result() is False
 
 
+def test_inputs_that_cannot_be_hashed_count_as_changed():
+    """A content check that fails (an input hashlib cannot read) answers 'changed' (the call is made
+    again from scratch) instead of raising after the work."""
+    from concurrent.futures import Future
+
+    token = Future()
+    token.set_result(b"x")
+
+    def content():
+        raise TypeError("not an array")
+
+    assert memo.Check(token, content).result() is False
+
+
 def test_the_seeds_pixels_are_kept_by_value():
     """The seeds' projection (grow._group): the same inputs give the same group; the seeds or a
     parameter it reads changed give a new one."""
