@@ -26,6 +26,10 @@ __all__ = ["MapView", "CloudView", "frustum_lines", "render_points_png"]
 log = logging.getLogger(__name__)
 
 
+#: the room (px) under a map's box for its one-line title
+TITLE_ROOM = 24
+
+
 class MapView(QWidget):
     """An image of one view's map, with a colour bar for scalar maps.
 
@@ -45,6 +49,12 @@ class MapView(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.setBackground("#f4f5f7")
+        self._margins = self.glw.ci.layout.getContentsMargins()
+        # the title is placed right under the map by _fit_title, not in a layout row of its own:
+        # pinned to the pane's bottom it sat ~90 px below a map narrower than the pane's shape
+        self.title = pg.LabelItem("", justify="left", parent=self.glw.ci)
+        left, top, right, bottom = self._margins
+        self.glw.ci.layout.setContentsMargins(left, top, right, bottom + TITLE_ROOM)
         self.plot = self.glw.addPlot()
         self.plot.setAspectLocked(True)
         self.plot.invertY(True)
@@ -71,8 +81,6 @@ class MapView(QWidget):
         self.bar.hide()
         self.plot.vb.sigResized.connect(self._fit_bar)
         self.plot.vb.sigRangeChanged.connect(self._fit_bar)
-        self.title = pg.LabelItem("", justify="left")
-        self.glw.addItem(self.title, row=1, col=0)
         self._title_text = ""
         lay.addWidget(self.glw)
         self.empty_hint = EmptyHint(     # after the picture's widget, so that it lies on top
@@ -89,6 +97,7 @@ class MapView(QWidget):
         run the map was drawn 12 % wider than the pinned one beside it, its colour bar cut off."""
         self._title_text = text
         set_fitted_title(self.title, self.glw, text)
+        self._fit_title()
 
     def resizeEvent(self, ev) -> None:  # noqa: N802
         super().resizeEvent(ev)
@@ -96,11 +105,27 @@ class MapView(QWidget):
             self.set_title(self._title_text)
 
     def _fit_bar(self, *_a) -> None:
+        self._fit_title()
         if self.shape is None:
             return
         h = self.map_height_on_screen()
         if h > 0:
             self.bar.setMaximumHeight(max(h, 80))
+
+    def _fit_title(self) -> None:
+        """Put the title right under the map as drawn (centred in its box by the locked aspect),
+        or at the pane's bottom while nothing is shown; the box leaves TITLE_ROOM px for it."""
+        ci = self.glw.ci
+        left, _, right, bottom = self._margins
+        width = max(1.0, self.glw.width() - left - right)
+        y = self.glw.height() - bottom - TITLE_ROOM
+        if self.shape is not None:
+            H, W = self.shape
+            vb = self.plot.vb
+            pic = vb.mapViewToScene(pg.QtCore.QRectF(0, 0, W, H)).boundingRect()
+            box = vb.sceneBoundingRect()
+            y = min(y, ci.mapFromScene(pg.QtCore.QPointF(0, min(pic.bottom(), box.bottom()))).y() + 2)
+        self.title.setGeometry(pg.QtCore.QRectF(left, y, width, TITLE_ROOM))
 
     def map_height_on_screen(self) -> float:
         """The height in pixels the map is drawn at (clipped to the pane)."""
