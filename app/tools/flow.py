@@ -44,6 +44,7 @@ from .flow_data import (  # noqa: F401 - the input, re-exported: flow.load, flow
     with_mask,
     with_pair,
 )
+from .flow_progress import WeightedPipeline, stage_weights
 from .flow_report import (  # noqa: F401 - the report, re-exported
     EXPORTS,
     metrics,
@@ -54,7 +55,7 @@ from .flow_report import (  # noqa: F401 - the report, re-exported
     write_warped,
 )
 from .params import Param, ParamSet
-from .stages import Pipeline, Stage
+from .stages import Stage
 
 # NumPy, SciPy, OpenCV, the kernels and the readers load on first use, not with the declaration
 # (start-up, issue 18 case 19); the parameters' defaults come from gpu_kernels.flow.defaults.
@@ -246,7 +247,7 @@ def _pyramids(ctx):
     d, p = ctx.data, ctx.p
     if p["method"] != "search":
         return None
-    return _search.stage_pyramids(d.img1, d.img2, _search_kw(p), mask=d.mask, device=ctx.device)
+    return _search.stage_pyramids(d.img1, d.img2, _search_kw(p), mask=d.mask, device=ctx.device, progress=ctx.progress)
 
 
 def _flow(ctx):
@@ -288,16 +289,17 @@ def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: flo
 #: the stages of a run (:mod:`app.tools.stages`): for the default search method the pyramids,
 #: the flow (matching + TV-L1 per level), the quality map; then the errors against the ground
 #: truth. A quality-map change re-runs only the quality map; a TV-L1 change keeps the pyramids.
+#: Each stage's share of the progress bar follows the run's size (:mod:`.flow_progress`).
 _PYRAMID_KEYS = ("method", "levels", "patch", "max_pixels")
 _FLOW_KEYS = tuple(n for n in PARAMS.compute_names() if n not in ("quality_map", "fill"))
-PIPELINE = Pipeline([
+PIPELINE = WeightedPipeline([
     Stage("pyramids", _pyramids, params=_PYRAMID_KEYS, inputs=("img1", "img2", "mask"), label="pyramids"),
     Stage("flow", _flow, params=_FLOW_KEYS, after=("pyramids",), inputs=("img1", "img2", "mask"), label="flow",
           weight=15.0),
     Stage("quality", _quality, params=("quality_map", "fill", *_FLOW_KEYS), after=("pyramids", "flow"),
           label="quality map", weight=3.0),
     Stage("metrics", _metrics, after=("quality",), inputs=("gt", "mask"), label="metrics"),
-], finish=_finish, params=PARAMS)
+], finish=_finish, params=PARAMS, weights=stage_weights)
 
 
 def advise(data: FlowData, params: dict, device: Backend):

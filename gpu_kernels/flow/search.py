@@ -254,17 +254,23 @@ def working_level(shape, max_pixels: int, coarsest: int) -> int:
     return lev
 
 
-def build_pyramids(be: Backend, g1, g2, levels: int, *, blur: float = 0.0):
+def build_pyramids(be: Backend, g1, g2, levels: int, *, blur: float = 0.0, tick=None):
     """Gaussian pyramids (finest first) of two prepared grey images, ``levels`` levels each,
-    after a Gaussian pre-blur of ``blur`` pixels (sensor noise; 0: none)."""
+    after a Gaussian pre-blur of ``blur`` pixels (sensor noise; 0: none). ``tick``: called
+    after each full-size blur and each level (a cancel check, see :class:`_Ticks`)."""
+    tick = tick or (lambda *_a, **_k: None)
     if blur > 0:
         from .refine import _blur2
 
-        g1, g2 = _blur2(be, g1, blur), _blur2(be, g2, blur)
+        g1 = _blur2(be, g1, blur)
+        tick("pre-blur", 2.0)
+        g2 = _blur2(be, g2, blur)
+        tick("pre-blur", 2.0)
     p1, p2 = [g1], [g2]
-    for _ in range(levels - 1):
+    for i in range(levels - 1):
         p1.append(_pyr_down(be, p1[-1], (0, 1)))
         p2.append(_pyr_down(be, p2[-1], (0, 1)))
+        tick("levels", 2.0 if i == 0 else 0.5)    # the first level costs about as much as all others
     return p1, p2
 
 
@@ -783,14 +789,15 @@ class Pyramids:
 
 
 def pyramids(be: Backend, g1, g2, mask=None, *, patch: int = DEFAULT_PATCH, blur: float = DEFAULT_BLUR,
-             max_pixels: int = DEFAULT_MAX_PIXELS, max_level: int | None = None) -> Pyramids:
+             max_pixels: int = DEFAULT_MAX_PIXELS, max_level: int | None = None, tick=None) -> Pyramids:
     """Stage 1: the pyramids of two prepared grey frames (and of the mask), down to
-    :func:`coarsest_level` (or ``max_level``), and the working level."""
+    :func:`coarsest_level` (or ``max_level``), and the working level. ``tick``: see
+    :func:`build_pyramids`."""
     xp = be.xp
     L = coarsest_level(g1.shape, patch)
     if max_level is not None:
         L = min(L, max_level)
-    p1, p2 = build_pyramids(be, g1, g2, L + 1, blur=blur)
+    p1, p2 = build_pyramids(be, g1, g2, L + 1, blur=blur, tick=tick)
     pm = None
     if mask is not None:
         pm = [mask]
@@ -819,7 +826,7 @@ def upsample(be: Backend, pyr: Pyramids, u, v, level: int, *, tick=None):
         u = _pyr_up(be, u, (H, W), (0, 1), value_scale=2.0)
         v = _pyr_up(be, v, (H, W), (0, 1), value_scale=2.0)
         if tick is not None:
-            tick("upsampling")
+            tick("upsampling", 0.25 ** lev)   # its share of the bar by the level's pixels
     return u, v
 
 
@@ -831,7 +838,7 @@ class _Ticks:
     ``start`` to 1; nothing here touches the arrays, so the results are the same bits."""
 
     def __init__(self, progress, start: float, n: int):
-        self.progress, self.start, self.n, self.i = progress, float(start), max(1, int(n)), 0
+        self.progress, self.start, self.n, self.i = progress, float(start), max(1.0, float(n)), 0.0
 
     def __call__(self, stage: str | None = None, share: float = 1.0) -> None:
         self.i += share
@@ -857,7 +864,8 @@ def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QU
     if solve_back:
         back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress.sub(0.0, start), kw, lev)
     fill_work = fill > 0 and FILL_AT_WORK and lev > 0
-    steps = (lev * (1 + (back is not None)) + (1 if fill_work else 2 * (fill > 0)) + 4
+    ups = sum(0.25 ** i for i in range(lev))      # the upsampling levels' shares (pixels, full = 1)
+    steps = (ups * (1 + (back is not None)) + (1 if fill_work else 2 * (fill > 0)) + 4
              + (quality == "fb" and back is not None))
     tick = _Ticks(progress, start, steps)
     if fill_work:
@@ -1088,14 +1096,21 @@ _SOLVE = ("patch", "stride", "iters", "rounds", "radius", "finest_patch_level", 
 
 
 # ----------------------------------------------------------------------------- the stages, one call each
-def stage_pyramids(img1, img2, params: dict, *, mask=None, device=None) -> Pyramids:
+def stage_pyramids(img1, img2, params: dict, *, mask=None, device=None, progress=None) -> Pyramids:
     """Stage 1 of a staged run (the window's live tuning): the checked frames' pyramids.
-    ``params`` from :func:`search_params`."""
+    ``params`` from :func:`search_params`. ``progress``: a cancel check and a step of the bar
+    between the full-size steps (1.7 s at 12 Mpx on the CPU; the arrays are the same)."""
     be = get_backend(device)
+    tick = _Ticks(as_progress(progress), 0.0, 14)
     with be.activate():
         a, b = check_pair(be, img1, img2)
+        tick("checking", 2.0)
         m = prepare_mask(be, mask, a.shape[:2])
-        return pyramids(be, _gray(be, a), _gray(be, b), m, **{k: params[k] for k in _PYR})
+        g1 = _gray(be, a)
+        tick("grey", 2.0)
+        g2 = _gray(be, b)
+        tick("grey", 2.0)
+        return pyramids(be, g1, g2, m, tick=tick, **{k: params[k] for k in _PYR})
 
 
 def stage_flow(pyr: Pyramids, params: dict, *, device=None, progress=None):
