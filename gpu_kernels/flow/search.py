@@ -865,7 +865,9 @@ def quality_stage(be: Backend, pyr: Pyramids, u, v, *, quality: str = DEFAULT_QU
         back = _backward(be, pyr, fb_level, fb_warps, fb_iters, progress.sub(0.0, start), kw, lev)
     fill_work = fill > 0 and FILL_AT_WORK and lev > 0
     ups = sum(0.25 ** i for i in range(lev))      # the upsampling levels' shares (pixels, full = 1)
-    steps = (ups * (1 + (back is not None)) + (1 if fill_work else 2 * (fill > 0)) + 4
+    from .refine import NCC_CONF_TICKS
+
+    steps = (ups * (1 + (back is not None)) + (1 if fill_work else 2 * (fill > 0)) + NCC_CONF_TICKS
              + (quality == "fb" and back is not None))
     tick = _Ticks(progress, start, steps)
     if fill_work:
