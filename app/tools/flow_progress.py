@@ -3,8 +3,8 @@ NumPy at import).
 
 A fixed share per stage (flow 15, quality map 3) put the bar at 80 % when the quality map
 started, whatever the size: on a 12 Mpx pair on the CPU that is ~20 % of the run (the quality
-map works at full resolution, the flow at the working level of at most ``max_pixels``), and the
-window said "about 0:00 left" with most of the run to go. :func:`stage_weights` estimates each
+map works at full resolution, the flow at the working level of at most ``max_pixels``): the bar
+said 80 % with most of the run to go. :func:`stage_weights` estimates each
 stage's CPU seconds from the full-resolution and working-level pixels (fitted to
 benchmarks/results/ux2_session7.md's timings: 0.24-12 Mpx, 2 cores), and
 :class:`WeightedPipeline` gives the stages those shares for the run at hand.
