@@ -86,3 +86,26 @@ def test_pyvista_standin_only_where_pyvista_is_missing(live, monkeypatch):
     assert mesh.cell_data["colors"].shape == (4, 3)
     img = rasterize(v, f, mesh.cell_data["colors"], size=(64, 48))
     assert img.shape[:2] == (48, 64)
+
+
+def test_the_mesh_tabs_recoloured_parts_compare_by_labels_not_by_colour(live):
+    """The mesh tab gives parts stable colours across edits, so its result's colours differ from a
+    full run's by design; the benchmark compares the rest exactly and the labels, and still catches
+    a different segmentation."""
+    import types
+
+    def res(labels, colours):
+        colours = np.asarray(colours, float)
+        seg = types.SimpleNamespace(labels=np.asarray(labels), cluster_colors=colours,
+                                    face_colors=colours[np.asarray(labels)], memberships=np.eye(2)[labels])
+        return types.SimpleNamespace(seg=seg)
+
+    ign = live.TAB_RECOLOURED["mesh-seg"]
+    full = res([0, 0, 1], [[1, 0, 0], [0, 1, 0]])
+    swapped = res([0, 0, 1], [[0, 1, 0], [1, 0, 0]])
+    assert not live.same(swapped, full)                 # the plain comparison sees the colours
+    assert live.same(swapped, full, ign) and live.same_parts_recoloured(swapped, full)
+    other = res([0, 1, 1], [[1, 0, 0], [0, 1, 0]])
+    assert not (live.same(other, full, ign) and live.same_parts_recoloured(other, full))
+    merged = res([0, 0, 1], [[1, 0, 0], [1, 0, 0]])     # two parts in one colour
+    assert not live.same_parts_recoloured(merged, full)
