@@ -15,8 +15,9 @@ memberships back onto every original face.
   against the time it costs in ``benchmarks/results/mesh_simplify_session7.md``: every cheaper
   variant tried (fast alone, fast to 1.5x or 2x the target, preservenormal off) loses at k = auto
   by 0.020-0.061 of Rand Index error, left out one category at a time over the 76 PSB meshes
-  (by 0.005-0.008 against the same simplifier fed the meshes in another vertex order, which
-  alone moves k = auto by 0.012-0.016).
+  (one draw of working meshes; the vertex order alone moves k = auto by 0.012-0.016, and over
+  shuffled-order draws "fast to 1.5x, preservenormal off" comes within 0.002: a candidate for a
+  test fixed beforehand, not taken on a post-hoc look).
 * :func:`transfer_memberships` gives each original face the memberships of the simplified
   face whose centroid is nearest (scipy ``cKDTree``). The caller then re-runs the boundary
   cut on the original mesh's dual graph for the faces near label changes, so boundaries
@@ -40,7 +41,7 @@ __all__ = ["SIMPLIFIER", "available_simplifiers", "simplify_mesh", "transfer_mem
 SIMPLIFIER = "auto"
 #: "fast+pymeshlab": the intermediate face count, as a multiple of the target (pymeshlab's
 #: step costs about 0.1 s at 17k faces; 2 / 1.5 halve / third it but score worse at k = auto on
-#: the PSB, session 7: 0.1457 -> 0.1697 / 0.1680, and 0.1593 -> 0.1677 for 2 averaged over
+#: the PSB, session 7: 0.1457 -> 0.1697 / 0.1680, and 0.1592 -> 0.1682 for 2 averaged over
 #: shuffled-order draws of the working meshes)
 PRE_FACTOR = 3.0
 #: fast-simplification's aggressiveness (its default 7 leaves non-manifold edges, flipped
