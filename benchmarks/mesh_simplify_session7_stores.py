@@ -3,6 +3,8 @@ for a host without pymeshlab (the GPU machines), keyed as ``benchmarks/mesh_psb.
 ``stored=`` files (the cleaned mesh and the target, 4,000 faces: ``segment.WORKING_FACES``).
 
     python benchmarks/mesh_simplify_session7_stores.py pf3,pf1.5,pf2 --out .carry-msimp
+    python benchmarks/mesh_simplify_session7_stores.py pf3s5,pf3s6,pf1.5n0s5,pf1.5n0s6 \
+        --out .carry-msimp --grid .carry-msimp/draws.json     # + a --cv grid over the stores
 
 Candidate names as in ``mesh_simplify_session7_time.py`` (``pf3`` is today's fast+pymeshlab); a
 suffix ``s<seed>`` (``pf3s1``) simplifies the same mesh with its vertices and faces in a random
@@ -12,6 +14,7 @@ scores move by such a change alone). Prints the simplification's process time ov
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -61,6 +64,8 @@ def main(argv=None):
     ap.add_argument("cands")
     ap.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / ".carry-msimp")
+    ap.add_argument("--grid", type=Path, default=None, metavar="GRID.json",
+                    help="also write a benchmarks/mesh_psb.py --cv grid that scores each store (both modes)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     target = int(WORKING_FACES)
@@ -74,6 +79,11 @@ def main(argv=None):
         np.savez_compressed(a.out / f"{name}.npz", **store)
         print(f"{name}: {len(store) // 2} meshes, clean + simplify CPU {ts:.2f} s, total {time.perf_counter() - t0:.1f} s",
               flush=True)
+    if a.grid:
+        rel = a.out.resolve().relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.resolve()
+        grid = [{"name": name, "set": [f"stored={rel / (name + '.npz')}"], "what": "both", "pools": ["all"]}
+                for name in a.cands.split(",")]
+        a.grid.write_text(json.dumps(grid, indent=1) + "\n")
     return 0
 
 
