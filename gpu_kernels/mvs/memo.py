@@ -223,9 +223,12 @@ class SetupMemo:
             self.hits += 1
         return e.prep, Check(e.token, e.content)
 
-    def put(self, key, prep, held, content) -> None:
+    def put(self, key, prep, held, content) -> Future:
         """Keep ``prep`` for ``key``; ``held``: the inputs the key names by identity (kept alive with
-        it); ``content()``: the arrays its content check hashes (hashed now, in the background)."""
+        it); ``content()``: the arrays its content check hashes (hashed now, in the background).
+        Returns that hash's future: the caller waits for it before it hands its result back (a
+        caller that changes an input in place after the call must not have the hash taken of the
+        changed input, or the next call's check would find it 'the same')."""
         e = _Entry(prep, held, content)
         e.token = _background().submit(lambda: digest(content()))
         with self._lock:
@@ -233,6 +236,7 @@ class SetupMemo:
             self._d.move_to_end(key)
             while len(self._d) > self.size:
                 self._d.popitem(last=False)
+        return e.token
 
     def forget(self, key) -> None:
         with self._lock:

@@ -383,7 +383,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     if optimize_params is not None:
         min_views = optimize_params.min_views
     reuse = be.is_gpu if reuse_setup is None else bool(reuse_setup)
-    key = check = prep = None
+    key = check = prep = token = None
     if reuse:
         key = _setup_key(scene, vs, neighbors, min_views, seeds, be)
         prep, check = _memo.SETUP.get(key)
@@ -395,14 +395,18 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         prep = prepare_views(scene, views=vs, neighbors=neighbors, min_views=min_views, device=be,
                              progress=progress.sub(0.0, prep_end), seeds=seeds)
         if reuse:
-            _keep_setup(key, scene, prep, seeds)
+            token = _keep_setup(key, scene, prep, seeds)
     # on the GPU the fusion reads the maps where they are, while they come down behind it
     fusing = fuse and len(vs) >= 2
-    maps_all, stats = grow_views(scene, prep, window=window, min_views=min_views, ncc_accept=ncc_accept,
-                                 max_iter=max_iter, batch_size=batch_size, views_together=views_together,
-                                 max_attempts=max_attempts, optimize_params=optimize_params, overlap=overlap,
-                                 device=be, progress=progress.sub(prep_end, grow_end), callback=callback,
-                                 keep_device=fusing and be.is_gpu and _keep_device())
+    try:
+        maps_all, stats = grow_views(scene, prep, window=window, min_views=min_views, ncc_accept=ncc_accept,
+                                     max_iter=max_iter, batch_size=batch_size, views_together=views_together,
+                                     max_attempts=max_attempts, optimize_params=optimize_params, overlap=overlap,
+                                     device=be, progress=progress.sub(prep_end, grow_end), callback=callback,
+                                     keep_device=fusing and be.is_gpu and _keep_device())
+    except BaseException:  # a cancel, say: the kept set-up's hash is still of the inputs it was made from
+        _settled(token)
+        raise
     fused = None
     t_fuse = 0.0
     try:
@@ -418,6 +422,10 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
             t_fuse = time.perf_counter() - tf
     finally:
         finish_maps(maps_all, stats)
+        # the kept set-up's hash taken (the background had the growing for it) before the caller
+        # can change an input in place: else the next call's check compares the changed input with
+        # a hash of the changed input and uses a stale set-up
+        _settled(token)
     _memo.drop_deferred()
     tc = time.perf_counter()
     same = check is None or check.result()
@@ -443,9 +451,16 @@ def _setup_key(scene, vs, neighbors, min_views, seeds, be) -> tuple:
             _memo.ident(pts), _memo.ident(pvis), None if seeds is None else seeds[2])
 
 
-def _keep_setup(key, scene, prep: PreparedViews, seeds) -> None:
+def _settled(token) -> None:
+    """Wait for a kept set-up's content hash (its error, if any, is the next check's: 'changed')."""
+    if token is not None:
+        token.exception()
+
+
+def _keep_setup(key, scene, prep: PreparedViews, seeds):
     """Keep ``prep`` for ``key``, holding what the key names by identity; its content check hashes
-    the images it packed (every image where the seeds came from SIFT), the points and tracks."""
+    the images it packed (every image where the seeds came from SIFT), the points and tracks.
+    Returns the future of the hash taken now (in the background)."""
     images = list(scene.images)
     pts, pvis = (seeds[0], seeds[1]) if seeds is not None else (scene.points, scene.point_views)
     if prep.seed_source == "sift" and seeds is None:
@@ -456,7 +471,7 @@ def _keep_setup(key, scene, prep: PreparedViews, seeds) -> None:
     def content():
         return [images[i] for i in used] + [pts, None if pvis is None else list(pvis)]
 
-    _memo.SETUP.put(key, prep, (images, pts, pvis), content)
+    return _memo.SETUP.put(key, prep, (images, pts, pvis), content)
 
 
 #: after a call, CuPy's pool keeps its blocks for the next call while it holds at most this

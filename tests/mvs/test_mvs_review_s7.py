@@ -1,0 +1,86 @@
+"""Review of session 7's MVS set-up memo (reviewer A): hazards of the kept set-up that its own
+tests do not reach. CPU only (``reuse_setup=True``)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import numpy as np
+import pytest
+from test_mvs_setup_memo import KW, _same, _scene
+
+from gpu_kernels.mvs import memo, stereo
+
+
+class _Lazy(Future):
+    """A future whose work runs only when someone asks for its result (a background thread that
+    has not got to it yet, made deterministic)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self._fn = fn
+
+    def _run(self):
+        if not self.done():
+            try:
+                self.set_result(self._fn())
+            except Exception as exc:  # noqa: BLE001 - handed to whoever asks
+                self.set_exception(exc)
+
+    def result(self, timeout=None):
+        self._run()
+        return super().result(timeout)
+
+    def exception(self, timeout=None):
+        self._run()
+        return super().exception(timeout)
+
+
+class _LazyPool:
+    def submit(self, fn, *args):
+        return _Lazy(lambda: fn(*args))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo():
+    memo.release()
+    yield
+    memo.release()
+
+
+def test_an_input_changed_right_after_the_call_is_noticed_even_if_the_hash_was_late(monkeypatch):
+    """The kept set-up's hash is taken in the background: where it had not been taken by the time
+    the call returned, a caller's in-place change right after the call went into the hash, and the
+    next call's check found the changed image 'the same' (a stale set-up, old matches). The call
+    now waits for that hash before it returns."""
+    monkeypatch.setattr(memo, "_background", lambda: _LazyPool())
+    sc = _scene()
+    stereo.reconstruct(sc, reuse_setup=True, **KW)
+    nb = stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0]
+    im = sc.images[nb[0]]
+    im[...] = np.roll(im, 7, axis=1)
+    stale_before = memo.SETUP.stale
+    got = stereo.reconstruct(sc, reuse_setup=True, **KW)
+    want = stereo.reconstruct(sc, reuse_setup=False, **KW)
+    assert memo.SETUP.stale == stale_before + 1
+    _same(got, want)
+
+
+def test_a_cancelled_call_still_hashes_the_inputs_it_was_set_up_from(monkeypatch):
+    """The same where the growing is cancelled (the set-up stays kept)."""
+    monkeypatch.setattr(memo, "_background", lambda: _LazyPool())
+    sc = _scene()
+
+    def cancelled(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stereo, "grow_views", cancelled)
+    with pytest.raises(KeyboardInterrupt):
+        stereo.reconstruct(sc, reuse_setup=True, **KW)
+    monkeypatch.undo()
+    monkeypatch.setattr(memo, "_background", lambda: _LazyPool())
+    nb = stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0]
+    im = sc.images[nb[0]]
+    im[...] = np.roll(im, 7, axis=1)
+    got = stereo.reconstruct(sc, reuse_setup=True, **KW)
+    _same(got, stereo.reconstruct(sc, reuse_setup=False, **KW))
