@@ -219,13 +219,20 @@ def same(a, b, ignore: tuple[str, ...] = ()) -> bool:
 
 def same_parts_recoloured(a, b) -> bool:
     """``a`` and ``b`` are the same segmentation, ``a``'s parts possibly in other colours: equal
-    labels, and each part's face colour in ``a`` one colour (the mapping from part to colour is
-    one to one within a result)."""
+    labels, one colour per part in ``a`` (the mapping from part to colour is one to one within a
+    result), and ``a``'s face colours are ``b``'s faces drawn in ``a``'s part colours (the same
+    memberships and shading: face colours left over from before the recolouring are caught)."""
+    from gpu_kernels.mesh.colors import blend_face_colors
+
     la, lb = np.asarray(a.seg.labels), np.asarray(b.seg.labels)
     if la.shape != lb.shape or not np.array_equal(la, lb):
         return False
     ca = np.asarray(a.seg.cluster_colors)
-    return len({tuple(np.round(c, 6)) for c in ca}) == len(ca)
+    if len({tuple(np.round(c, 6)) for c in ca}) != len(ca):
+        return False
+    want = blend_face_colors(b.seg.memberships, lb, ca, shading=b.params["shading"])
+    fa = np.asarray(a.seg.face_colors)
+    return fa.shape == want.shape and np.array_equal(fa, want)
 
 
 # ----------------------------------------------------------------------------- drivers

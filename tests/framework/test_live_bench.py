@@ -94,18 +94,26 @@ def test_the_mesh_tabs_recoloured_parts_compare_by_labels_not_by_colour(live):
     a different segmentation."""
     import types
 
-    def res(labels, colours):
-        colours = np.asarray(colours, float)
+    from gpu_kernels.mesh.colors import blend_face_colors
+
+    def res(labels, colours, face_colours=None):
+        colours = np.asarray(colours, np.uint8)
+        P = np.array([[1.0, 0.0], [0.6, 0.4], [0.0, 1.0]])   # the middle face is uncertain (shaded)
+        faces = blend_face_colors(P, np.asarray(labels), colours, shading=0.35)
         seg = types.SimpleNamespace(labels=np.asarray(labels), cluster_colors=colours,
-                                    face_colors=colours[np.asarray(labels)], memberships=np.eye(2)[labels])
-        return types.SimpleNamespace(seg=seg)
+                                    face_colors=faces if face_colours is None else np.asarray(face_colours, np.uint8),
+                                    memberships=P)
+        return types.SimpleNamespace(seg=seg, params={"shading": 0.35})
 
     ign = live.TAB_RECOLOURED["mesh-seg"]
-    full = res([0, 0, 1], [[1, 0, 0], [0, 1, 0]])
-    swapped = res([0, 0, 1], [[0, 1, 0], [1, 0, 0]])
+    full = res([0, 0, 1], [[255, 0, 0], [0, 255, 0]])
+    swapped = res([0, 0, 1], [[0, 255, 0], [255, 0, 0]])
     assert not live.same(swapped, full)                 # the plain comparison sees the colours
     assert live.same(swapped, full, ign) and live.same_parts_recoloured(swapped, full)
-    other = res([0, 1, 1], [[1, 0, 0], [0, 1, 0]])
+    other = res([0, 1, 1], [[255, 0, 0], [0, 255, 0]])
     assert not (live.same(other, full, ign) and live.same_parts_recoloured(other, full))
-    merged = res([0, 0, 1], [[1, 0, 0], [1, 0, 0]])     # two parts in one colour
+    merged = res([0, 0, 1], [[255, 0, 0], [255, 0, 0]])     # two parts in one colour
     assert not live.same_parts_recoloured(merged, full)
+    # the parts recoloured but the faces still in the full run's colours (not redrawn)
+    stale = res([0, 0, 1], [[0, 255, 0], [255, 0, 0]], face_colours=full.seg.face_colors)
+    assert live.same(stale, full, ign) and not live.same_parts_recoloured(stale, full)
