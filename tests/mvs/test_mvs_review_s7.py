@@ -7,7 +7,7 @@ from concurrent.futures import Future
 
 import numpy as np
 import pytest
-from test_mvs_setup_memo import KW, _same, _scene
+from test_mvs_setup_memo import KW, _fresh_memo, _same, _scene  # noqa: F401 - _fresh_memo: autouse fixture
 
 from gpu_kernels.mvs import memo, stereo
 
@@ -39,13 +39,6 @@ class _Lazy(Future):
 class _LazyPool:
     def submit(self, fn, *args):
         return _Lazy(lambda: fn(*args))
-
-
-@pytest.fixture(autouse=True)
-def _fresh_memo():
-    memo.release()
-    yield
-    memo.release()
 
 
 def test_an_input_changed_right_after_the_call_is_noticed_even_if_the_hash_was_late(monkeypatch):
