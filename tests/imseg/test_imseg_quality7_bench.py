@@ -5,28 +5,21 @@ is production's ``merge_np`` (same labels, same scores as ``segment_contours`` u
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from imseg_bench import load_benchmark
 from test_imseg_session3_bench import _scene  # the synthetic scene with two "human" segmentations
 
 from gpu_kernels.imseg import contours as C
 from gpu_kernels.imseg.contours import segment_contours
 from gpu_kernels.imseg.metrics import evaluate
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("imseg_session7_quality_for_tests",
-                                                  ROOT / "benchmarks" / "imseg_session7_quality.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("imseg_session7_quality")
 
 
 @pytest.fixture(scope="module")

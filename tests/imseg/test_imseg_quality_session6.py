@@ -5,27 +5,19 @@ what ``segment_contours`` gives with those parameters."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from imseg_bench import load_benchmark
 from test_imseg_session3_bench import _scene  # the synthetic scene with two "human" segmentations
 
 from gpu_kernels.imseg import contours as C
 from gpu_kernels.imseg.contours import segment_contours
 from gpu_kernels.imseg.metrics import evaluate
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("imseg_quality_session6_for_tests",
-                                                  ROOT / "benchmarks" / "imseg_quality_session6.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("imseg_quality_session6")
 
 
 def _check(bench, img, gts, pre, c, **kw):

@@ -5,24 +5,17 @@ candidates really change the boundary strength or the threshold."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from imseg_bench import load_benchmark
 
 from gpu_kernels.imseg.contours import segment_contours
 from gpu_kernels.imseg.metrics import evaluate
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("imseg_session3_for_tests", ROOT / "benchmarks" / "imseg_session3.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("imseg_session3")
 
 
 def _scene(seed=1, h=120, w=160):
