@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from cuda_emu import available, emu_backend
 from imseg_masks import piecewise_image
+from test_imseg_session6 import _same  # two segmentations equal, features included
 
 from app.tools import imseg
 from app.tools.stages import StageCache
@@ -20,17 +21,6 @@ from gpu_kernels.imseg import segment as SG
 from gpu_kernels.jobs import as_progress
 
 needs_emu = pytest.mark.skipif(bool(available()), reason=f"CUDA emulator unavailable: {available()}")
-
-
-def _same(a, b):
-    assert (a.n_regions, a.n_clusters, a.info["n_colours"], a.info["merge_rounds"]) == \
-        (b.n_regions, b.n_clusters, b.info["n_colours"], b.info["merge_rounds"])
-    np.testing.assert_array_equal(a.labels, b.labels)
-    np.testing.assert_array_equal(a.clusters, b.clusters)
-    np.testing.assert_array_equal(a.centres, b.centres)
-    assert set(a.features) == set(b.features)
-    for k in a.features:
-        np.testing.assert_array_equal(a.features[k], b.features[k], err_msg=k)
 
 
 def _eager(data, p, be, monkeypatch):
