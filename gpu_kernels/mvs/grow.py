@@ -39,7 +39,6 @@ import collections
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -781,17 +780,8 @@ class _Copied:
         return [int(c) for c in self.counts]
 
 
-_bg_lock = threading.Lock()
-_bg_pool: ThreadPoolExecutor | None = None
-
-
-def _background() -> ThreadPoolExecutor:
-    """One thread that runs the maps' downloads behind the host's back (transfer.to_host)."""
-    global _bg_pool
-    with _bg_lock:
-        if _bg_pool is None:
-            _bg_pool = ThreadPoolExecutor(1, thread_name_prefix="gpulab-mvs-download")
-        return _bg_pool
+#: one thread that runs the maps' downloads behind the host's back (transfer.to_host)
+_background = _memo.LazyExecutor(1, "gpulab-mvs-download")
 
 
 class _Pending:

@@ -46,7 +46,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 __all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "Check", "SetupMemo", "SETUP", "defer", "run_deferred",
-           "release", "on_release"]
+           "release", "on_release", "LazyExecutor"]
 
 #: sets of inputs whose set-up :func:`reconstruct` keeps (the scene's and one view's, say)
 SETUP_ENTRIES = 2
@@ -117,26 +117,28 @@ def _tracks_bytes(tracks) -> bytes:
     return lengths.tobytes() + np.ascontiguousarray(flat, np.int64).tobytes()
 
 
-_bg_lock = threading.Lock()
-_bg: ThreadPoolExecutor | None = None
-_hash_pool: ThreadPoolExecutor | None = None
+class LazyExecutor:
+    """A thread pool made at its first call (``workers``: a number, or a function giving it then),
+    the same one from then on (thread-safe); MVS's background threads (hashing, content checks,
+    downloads, host copies)."""
+
+    def __init__(self, workers, name: str):
+        self._workers, self._name = workers, name
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                n = self._workers() if callable(self._workers) else self._workers
+                self._pool = ThreadPoolExecutor(n, thread_name_prefix=self._name)
+            return self._pool
 
 
-def _hashers() -> ThreadPoolExecutor:
-    global _hash_pool
-    with _bg_lock:
-        if _hash_pool is None:
-            _hash_pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="gpulab-mvs-hash")
-        return _hash_pool
-
-
-def _background() -> ThreadPoolExecutor:
-    """One thread for the content checks (hashlib lets go of the GIL over large buffers)."""
-    global _bg
-    with _bg_lock:
-        if _bg is None:
-            _bg = ThreadPoolExecutor(1, thread_name_prefix="gpulab-mvs-check")
-        return _bg
+#: threads that hash the items of a large :func:`digest`
+_hashers = LazyExecutor(lambda: HASH_THREADS, "gpulab-mvs-hash")
+#: one thread for the content checks (hashlib lets go of the GIL over large buffers)
+_background = LazyExecutor(1, "gpulab-mvs-check")
 
 
 class _Entry:
