@@ -30,6 +30,8 @@ import weakref
 
 import numpy as np
 
+from gpu_kernels.backend import on_release
+
 __all__ = ["PINNED_CAP", "size_class", "pinned_block", "held_bytes", "free_pinned_pool"]
 
 #: page-locked bytes that live result blocks may hold together (every tool's blocks counted)
@@ -92,3 +94,13 @@ def free_pinned_pool() -> int:
     before = int(pool.n_free_blocks())
     pool.free_all_blocks()
     return max(before - int(pool.n_free_blocks()), 0)
+
+
+def _on_release(_backend) -> None:
+    """After running out of device memory (:meth:`gpu_kernels.backend.Backend.release_caches`):
+    the pinned pool's free blocks go back too, whichever tool ran out (registered here, not only
+    by the MVS module, so that an imseg-only session does it as well)."""
+    free_pinned_pool()
+
+
+on_release(_on_release)

@@ -77,3 +77,30 @@ def test_a_cancelled_call_still_hashes_the_inputs_it_was_set_up_from(monkeypatch
     im[...] = np.roll(im, 7, axis=1)
     got = stereo.reconstruct(sc, reuse_setup=True, **KW)
     _same(got, stereo.reconstruct(sc, reuse_setup=False, **KW))
+
+
+def test_an_out_of_memory_release_frees_the_pinned_pool_without_the_mvs_module(monkeypatch):
+    """gpu_kernels.pinned says the pinned pool's free blocks go back after an out-of-memory error
+    (Backend.release_caches); only the MVS module registered that, so an imseg-only session kept
+    them. The pinned module now registers it itself (the MVS module's own call is disabled here)."""
+    import sys
+    import types
+
+    from gpu_kernels.backend import get_backend
+
+    class Pool:
+        freed = 0
+
+        def n_free_blocks(self):
+            return 0
+
+        def free_all_blocks(self):
+            self.freed += 1
+
+    pool = Pool()
+    cp = types.ModuleType("cupy")
+    cp.get_default_pinned_memory_pool = lambda: pool
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(stereo, "free_pinned_pool", lambda: 0)  # only the pinned module's own hook counts
+    get_backend("cpu").release_caches()
+    assert pool.freed == 1
