@@ -19,7 +19,7 @@ from its allocation until the last array that is a view of it is gone.
 Example
 -------
 >>> from gpu_kernels.pinned import size_class
->>> size_class(1000), size_class(100 << 20) == 100 << 20, size_class((100 << 20) + 1) > 100 << 20
+>>> size_class(1000), size_class(96 << 20) == 96 << 20, size_class(100 << 20) == 104 << 20
 (65536, True, True)
 """
 

@@ -104,3 +104,14 @@ def test_an_out_of_memory_release_frees_the_pinned_pool_without_the_mvs_module(m
     monkeypatch.setattr(stereo, "free_pinned_pool", lambda: 0)  # only the pinned module's own hook counts
     get_backend("cpu").release_caches()
     assert pool.freed == 1
+
+
+@pytest.mark.parametrize("module", ["gpu_kernels.pinned", "gpu_kernels.mvs.memo"])
+def test_session7_module_examples_run(module):
+    """The examples in session 7's new modules' docstrings (pinned's said a 100 MiB request was its
+    own size class: it is 104 MiB, classes of 1/8 of 64 MiB there; nothing ran it)."""
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0
