@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
-import numpy as np
 import pytest
-from test_mvs_setup_memo import KW, _fresh_memo, _same, _scene  # noqa: F401 - _fresh_memo: autouse fixture
+from test_mvs_setup_memo import KW, _fresh_memo, _roll_first_neighbour, _same, _scene  # noqa: F401 - _fresh_memo: autouse fixture
 
 from gpu_kernels.mvs import memo, stereo
 
@@ -49,9 +48,7 @@ def test_an_input_changed_right_after_the_call_is_noticed_even_if_the_hash_was_l
     monkeypatch.setattr(memo, "_background", lambda: _LazyPool())
     sc = _scene()
     stereo.reconstruct(sc, reuse_setup=True, **KW)
-    nb = stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0]
-    im = sc.images[nb[0]]
-    im[...] = np.roll(im, 7, axis=1)
+    _roll_first_neighbour(sc)
     stale_before = memo.SETUP.stale
     got = stereo.reconstruct(sc, reuse_setup=True, **KW)
     want = stereo.reconstruct(sc, reuse_setup=False, **KW)
@@ -72,9 +69,7 @@ def test_a_cancelled_call_still_hashes_the_inputs_it_was_set_up_from(monkeypatch
         stereo.reconstruct(sc, reuse_setup=True, **KW)
     monkeypatch.undo()
     monkeypatch.setattr(memo, "_background", lambda: _LazyPool())
-    nb = stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0]
-    im = sc.images[nb[0]]
-    im[...] = np.roll(im, 7, axis=1)
+    _roll_first_neighbour(sc)
     got = stereo.reconstruct(sc, reuse_setup=True, **KW)
     _same(got, stereo.reconstruct(sc, reuse_setup=False, **KW))
 

@@ -52,6 +52,17 @@ def _same(a, b):
             np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
 
 
+def _first_neighbour(sc) -> int:
+    """View 0's first neighbour (whose image the set-up packed)."""
+    return int(stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0][0])
+
+
+def _roll_first_neighbour(sc) -> None:
+    """Move view 0's first neighbour's pixels in place (other matches, same objects, same key)."""
+    im = sc.images[_first_neighbour(sc)]
+    im[...] = np.roll(im, 7, axis=1)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_memo():
     memo.release()
@@ -82,15 +93,14 @@ def test_an_input_changed_in_place_is_noticed_and_the_result_made_again(change):
     set-up, not the kept one's."""
     sc = _scene()
     stereo.reconstruct(sc, reuse_setup=True, **KW)
-    nb = stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0]
+    nb0 = _first_neighbour(sc)
     if change == "image":
-        im = sc.images[nb[0]]
-        im[...] = np.roll(im, 7, axis=1)  # a neighbour's pixels move: other matches
+        _roll_first_neighbour(sc)  # a neighbour's pixels move: other matches
     elif change == "points":
         sc.points[...] = sc.points * 1.02  # the seeds move off the surface
     else:
         for v in sc.point_views:  # every track loses the first neighbour (view 0 stands in)
-            v[v == nb[0]] = 0
+            v[v == nb0] = 0
     stale_before = memo.SETUP.stale
     got = stereo.reconstruct(sc, reuse_setup=True, **KW)
     want = stereo.reconstruct(sc, reuse_setup=False, **KW)
@@ -104,9 +114,7 @@ def test_the_kept_setup_would_be_stale_without_the_check(monkeypatch):
     sc = _scene()
     monkeypatch.setattr(memo, "digest", lambda arrays: b"same")
     stereo.reconstruct(sc, reuse_setup=True, **KW)
-    nb = stereo.prepare_views(sc, views=[0], neighbors=4, min_views=3, device="cpu", pack=False).neighbors[0]
-    im = sc.images[nb[0]]
-    im[...] = np.roll(im, 7, axis=1)
+    _roll_first_neighbour(sc)
     got = stereo.reconstruct(sc, reuse_setup=True, **KW)
     want = stereo.reconstruct(sc, reuse_setup=False, **KW)
     with pytest.raises(AssertionError):
