@@ -92,11 +92,9 @@ def fusion_stage_row(scene, dev, label, repeat=5) -> dict:
     return _profiled(out, once)
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rc = s5.main(argv)
-    if rc or "--compare" in argv or "--json" not in argv:
-        return rc
+def seeded_temple_and_json(argv):
+    """For the rows a session's ``main`` adds after the earlier session's: the ``--json`` file's
+    path, the temple scene with its sparse points, the ``--label`` and the file's results so far."""
     path = Path(argv[argv.index("--json") + 1])
     from mvs_session4 import temple_dir
 
@@ -107,7 +105,15 @@ def main(argv=None) -> int:
     pts, pvis, _ = scene_seeds(scene)
     scene.points, scene.point_views = pts, pvis
     label = argv[argv.index("--label") + 1] if "--label" in argv else ""
-    out = json.loads(path.read_text())
+    return path, scene, label, json.loads(path.read_text())
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rc = s5.main(argv)
+    if rc or "--compare" in argv or "--json" not in argv:
+        return rc
+    path, scene, label, out = seeded_temple_and_json(argv)
     out["rows"].append(live_row(scene, "cuda", f"{label} live edit: view 0's depth stage"))
     out["rows"].append(fusion_stage_row(scene, "cuda", f"{label} the tool's fusion stage (maps from the host)"))
     path.write_text(json.dumps(out, indent=1, default=str))

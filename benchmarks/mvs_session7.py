@@ -112,17 +112,7 @@ def main(argv=None) -> int:
     rc = s6.main(argv)
     if rc or "--compare" in argv or "--json" not in argv:
         return rc
-    path = Path(argv[argv.index("--json") + 1])
-    from mvs_session4 import temple_dir
-
-    from app.io.scene_io import read_scene
-    from gpu_kernels.mvs.stereo import scene_seeds
-
-    scene = read_scene(temple_dir())
-    pts, pvis, _ = scene_seeds(scene)
-    scene.points, scene.point_views = pts, pvis
-    label = argv[argv.index("--label") + 1] if "--label" in argv else ""
-    out = json.loads(path.read_text())
+    path, scene, label, out = s6.seeded_temple_and_json(argv)
     out["no_reuse"] = no_reuse
     out["rows"].append(edit_row(scene, "cuda", f"{label} view 0 alone, NCC edited every call"))
     try:
