@@ -425,7 +425,9 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         # the kept set-up's hash taken (the background had the growing for it) before the caller
         # can change an input in place: else the next call's check compares the changed input with
         # a hash of the changed input and uses a stale set-up
+        th = time.perf_counter()
         _settled(token)
+        stats["setup_hash_wait_s"] = time.perf_counter() - th  # a new set-up's hash not done by the end
     _memo.drop_deferred()
     tc = time.perf_counter()
     same = check is None or check.result()

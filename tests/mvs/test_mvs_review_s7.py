@@ -47,7 +47,8 @@ def test_an_input_changed_right_after_the_call_is_noticed_even_if_the_hash_was_l
     now waits for that hash before it returns."""
     monkeypatch.setattr(memo, "_background", lambda: _LazyPool())
     sc = _scene()
-    stereo.reconstruct(sc, reuse_setup=True, **KW)
+    first = stereo.reconstruct(sc, reuse_setup=True, **KW)
+    assert first.stats["setup_hash_wait_s"] >= 0.0  # the wait is recorded
     _roll_first_neighbour(sc)
     stale_before = memo.SETUP.stale
     got = stereo.reconstruct(sc, reuse_setup=True, **KW)
