@@ -405,7 +405,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                                      device=be, progress=progress.sub(prep_end, grow_end), callback=callback,
                                      keep_device=fusing and be.is_gpu and _keep_device())
     except BaseException:  # a cancel, say: the kept set-up's hash is still of the inputs it was made from
-        _settled(token)
+        _settled(token, key)
         raise
     fused = None
     t_fuse = 0.0
@@ -426,7 +426,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         # can change an input in place: else the next call's check compares the changed input with
         # a hash of the changed input and uses a stale set-up
         th = time.perf_counter()
-        _settled(token)
+        _settled(token, key)
         stats["setup_hash_wait_s"] = time.perf_counter() - th  # a new set-up's hash not done by the end
     _memo.drop_deferred()
     tc = time.perf_counter()
@@ -453,10 +453,11 @@ def _setup_key(scene, vs, neighbors, min_views, seeds, be) -> tuple:
             _memo.ident(pts), _memo.ident(pvis), None if seeds is None else seeds[2])
 
 
-def _settled(token) -> None:
-    """Wait for a kept set-up's content hash (its error, if any, is the next check's: 'changed')."""
-    if token is not None:
-        token.exception()
+def _settled(token, key=None) -> None:
+    """Wait for a kept set-up's content hash; where it could not be taken (an input hashlib cannot
+    read), the set-up is not kept: every later check would say 'changed' and each call would run twice."""
+    if token is not None and token.exception() is not None and key is not None:
+        _memo.SETUP.forget(key)
 
 
 def _keep_setup(key, scene, prep: PreparedViews, seeds):
