@@ -405,6 +405,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                                      device=be, progress=progress.sub(prep_end, grow_end), callback=callback,
                                      keep_device=fusing and be.is_gpu and _keep_device())
     except BaseException:  # a cancel, say: the kept set-up's hash is still of the inputs it was made from
+        _memo.drop_deferred()  # a hit's content check, if the grower never started it: not the next call's work
         _settled(token, key)
         raise
     fused = None

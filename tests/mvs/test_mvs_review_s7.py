@@ -131,3 +131,18 @@ def test_a_setup_whose_inputs_cannot_be_hashed_is_not_kept(monkeypatch):
     b = stereo.reconstruct(sc, reuse_setup=True, **KW)
     assert len(grows) == 2 and not b.stats["setup_reused"]  # was 3: the second call grew twice
     _same(a, b)
+
+
+def test_a_cancelled_hit_leaves_no_check_for_the_next_call(monkeypatch):
+    """A hit defers its content check to the grower's first batches; cancelled before them, the check
+    stayed queued in the thread and the next call's grower started it (hashing for nobody)."""
+    sc = _scene()
+    stereo.reconstruct(sc, reuse_setup=True, **KW)
+
+    def cancelled(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stereo, "grow_views", cancelled)
+    with pytest.raises(KeyboardInterrupt):
+        stereo.reconstruct(sc, reuse_setup=True, **KW)
+    assert not getattr(memo._local, "fns", None)
