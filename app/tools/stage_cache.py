@@ -55,6 +55,10 @@ def output_nbytes(obj, _depth: int = 0, _seen: set | None = None) -> tuple[int, 
     if id(obj) in seen:
         return 0, 0
     seen.add(id(obj))
+    if getattr(obj, "queues_no_work", False) is True and hasattr(obj, "held"):
+        # a deferred output: only what it computed is its own (its input and upstream outputs
+        # are counted where they are kept); nothing until a later run computes it
+        return output_nbytes(obj.held, _depth + 1, seen)
     nb = getattr(obj, "nbytes", None)
     if isinstance(nb, int) and hasattr(obj, "shape") and hasattr(obj, "dtype"):
         dev = type(obj).__module__.split(".")[0] == "cupy"
@@ -170,7 +174,21 @@ class StageCache:
                 return False, None
             self._entries.move_to_end(key)
             self.hits += 1
+            if getattr(e[0], "queues_no_work", False) is True:
+                self._remeasure(key, e)
             return True, e[0]
+
+    def _remeasure(self, key, e) -> None:
+        """A deferred output may have been computed since it was kept (a live re-run from a
+        later stage computes the full run's deferred outputs once): count what it holds now and
+        evict others if that passes a cap. Called under the lock."""
+        h, d = output_nbytes(e[0])
+        if (h, d) == (e[1], e[2]):
+            return
+        self._entries[key] = (e[0], h, d, *e[3:])
+        self.host_bytes += h - e[1]
+        self.device_bytes += d - e[2]
+        self._evict()
 
     def seconds(self, key) -> float | None:
         """The time the entry under ``key`` took to compute (``put``'s ``seconds``), or None."""

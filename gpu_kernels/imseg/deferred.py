@@ -87,6 +87,13 @@ class Deferred:
     def computed(self) -> bool:
         return self._value is not None
 
+    @property
+    def held(self):
+        """What this output holds of its own: its computed value, or None before it is computed
+        (the input image and the upstream outputs belong to others). The stage cache counts this,
+        and counts it again when a later run has computed it (``app.tools.stage_cache``)."""
+        return self._value
+
 
 def value(out):
     """``out`` itself, or a :class:`Deferred`'s computed output."""

@@ -404,3 +404,28 @@ def test_execute_skips_the_wait_after_an_output_that_queued_nothing():
     result, report = pipe.execute(Data(np.zeros(2)), {"a": 1.0}, device=dev)
     assert result == 1.0 and report.ran == ["defer", "also", "work"]
     assert dev.waits == 1          # only after the stage that queued work (3 without the rule)
+
+
+# ----------------------------------------------------------------------------- a deferred output computed later
+class _Later:
+    """Like ``gpu_kernels.imseg.deferred.Deferred``: nothing held until a later run computes it."""
+
+    queues_no_work = True
+
+    def __init__(self, image):
+        self.image = image          # the input: not this output's own bytes
+        self.held = None
+
+
+def test_the_cache_counts_a_deferred_output_once_it_is_computed_and_evicts_for_it():
+    image = np.zeros(1000)                                # 8,000 bytes of input, held by the caller
+    cache = StageCache(cap_bytes=20_000)
+    later = _Later(image)
+    assert cache.put(("a",), later) and cache.host_bytes == 0     # the input is not counted
+    assert cache.put(("b",), np.zeros(1500))                       # 12,000 bytes
+    assert cache.host_bytes == 12_000
+    later.held = np.zeros(1500)                            # a live re-run computed it
+    hit, val = cache.get(("a",))
+    assert hit and val is later
+    # now counted (12,000 more): over the 20,000 cap, so the least recently used ("b") goes
+    assert ("b",) not in cache and ("a",) in cache and cache.host_bytes == 12_000
