@@ -44,7 +44,7 @@ from .flow_data import (  # noqa: F401 - the input, re-exported: flow.load, flow
     with_mask,
     with_pair,
 )
-from .flow_progress import WeightedPipeline, stage_weights
+from .flow_progress import stage_weights
 from .flow_report import (  # noqa: F401 - the report, re-exported
     EXPORTS,
     metrics,
@@ -55,7 +55,7 @@ from .flow_report import (  # noqa: F401 - the report, re-exported
     write_warped,
 )
 from .params import Param, ParamSet
-from .stages import Stage
+from .stages import Pipeline, Stage
 
 # NumPy, SciPy, OpenCV, the kernels and the readers load on first use, not with the declaration
 # (start-up, issue 18 case 19); the parameters' defaults come from gpu_kernels.flow.defaults.
@@ -292,7 +292,7 @@ def _finish(data: FlowData, out: dict, p: dict, *, device: Backend, elapsed: flo
 #: Each stage's share of the progress bar follows the run's size (:mod:`.flow_progress`).
 _PYRAMID_KEYS = ("method", "levels", "patch", "max_pixels")
 _FLOW_KEYS = tuple(n for n in PARAMS.compute_names() if n not in ("quality_map", "fill"))
-PIPELINE = WeightedPipeline([
+PIPELINE = Pipeline([
     Stage("pyramids", _pyramids, params=_PYRAMID_KEYS, inputs=("img1", "img2", "mask"), label="pyramids"),
     Stage("flow", _flow, params=_FLOW_KEYS, after=("pyramids",), inputs=("img1", "img2", "mask"), label="flow",
           weight=15.0),

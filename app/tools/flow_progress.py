@@ -6,20 +6,16 @@ started, whatever the size: on a 12 Mpx pair on the CPU that is ~20 % of the run
 map works at full resolution, the flow at the working level of at most ``max_pixels``): the bar
 said 80 % with most of the run to go. :func:`stage_weights` estimates each
 stage's CPU seconds from the full-resolution and working-level pixels (fitted to
-benchmarks/results/ux2_session7.md's timings: 0.24-12 Mpx, 2 cores), and
-:class:`WeightedPipeline` gives the stages those shares for the run at hand.
+benchmarks/results/ux2_session7.md's timings: 0.24-12 Mpx, 2 cores); the pipeline
+(``Pipeline(weights=stage_weights)``) gives the stages those shares for the run at hand.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from .stages import Pipeline
-
-__all__ = ["WeightedPipeline", "stage_weights"]
+__all__ = ["stage_weights"]
 
 
 def stage_weights(data, params: Mapping[str, Any]) -> dict[str, float] | None:
@@ -41,26 +37,3 @@ def stage_weights(data, params: Mapping[str, Any]) -> dict[str, float] | None:
     work = full / 4 ** lev                    # Mpx at the working level
     return {"pyramids": 0.05 * full, "flow": 0.3 + 1.4 * work,
             "quality": 0.1 + 0.35 * full + 1.2 * work, "metrics": 0.01}
-
-
-class WeightedPipeline(Pipeline):
-    """A :class:`~app.tools.stages.Pipeline` whose stages' shares of the progress bar come from
-    ``weights(data, params) -> {stage: weight}`` for each run (the declared ``Stage.weight``
-    where it answers None). The stages, keys and cache are the pipeline's own."""
-
-    def __init__(self, stages, finish, *, params=None,
-                 weights: Callable[[Any, Mapping[str, Any]], Mapping[str, float] | None] | None = None):
-        super().__init__(stages, finish, params=params)
-        self.weights = weights
-
-    def execute(self, data, params, **kw):
-        try:
-            w = self.weights(data, self.effective(params)) if self.weights is not None else None
-        except Exception:  # noqa: BLE001 - a share of the bar never stops a run
-            w = None
-        if not w:
-            return super().execute(data, params, **kw)
-        run = copy.copy(self)                 # this run's shares; the pipeline itself is shared
-        run.stages = tuple(dataclasses.replace(s, weight=max(0.0, float(w.get(s.name, s.weight))))
-                           for s in self.stages)
-        return Pipeline.execute(run, data, params, **kw)

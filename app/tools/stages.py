@@ -231,9 +231,16 @@ class Pipeline:
 
     ``params`` (the tool's ParamSet) lets the pipeline check its declaration: every stage
     parameter exists and is not display-only.
+
+    ``weights(data, effective_params) -> {stage: weight} | None``, optional, gives each run its
+    stages' shares of the progress bar from the input's size (a stage it leaves out, or a None
+    answer, keeps its declared :attr:`Stage.weight`; an error keeps them all: a share of the bar
+    never stops a run).
     """
 
-    def __init__(self, stages: Sequence[Stage], finish: Callable[..., Any], *, params=None):
+    def __init__(self, stages: Sequence[Stage], finish: Callable[..., Any], *, params=None,
+                 weights: Callable[[Any, Mapping[str, Any]], Mapping[str, float] | None] | None = None):
+        self.weights = weights
         self.stages: tuple[Stage, ...] = tuple(stages)
         if not self.stages:
             raise TypeError("a pipeline needs at least one stage")
@@ -350,11 +357,12 @@ class Pipeline:
                 todo.append(s)
         # a cached stage whose output a stage to run needs is already in outputs; stages that
         # are cached but lie after a stage to run were re-used (their key did not change)
-        total_w = sum(s.weight for s in todo) or 1.0
+        weight = self._run_weights(data, eff)
+        total_w = sum(weight(s) for s in todo) or 1.0
         done_w = 0.0
         for s in todo:
             a = done_w / total_w
-            done_w += s.weight
+            done_w += weight(s)
             many = len(self.stages) > 1
             sub = progress.sub(a, done_w / total_w, prefix=s.title if many else "")
             if many:
@@ -381,6 +389,18 @@ class Pipeline:
         report.total = time.perf_counter() - t_all
         progress.update(1.0, "done")
         return result, report
+
+    def _run_weights(self, data, eff: Mapping[str, Any]) -> Callable[[Stage], float]:
+        """Each stage's share of the bar for this run (:attr:`weights`, else the declared ones)."""
+        w = None
+        if self.weights is not None:
+            try:
+                w = self.weights(data, eff)
+            except Exception:  # noqa: BLE001 - a share of the bar never stops a run
+                w = None
+        if not w:
+            return lambda s: s.weight
+        return lambda s: max(0.0, float(w.get(s.name, s.weight)))
 
     def run(self, data, params: Mapping[str, Any], *, device: Backend, progress: Progress | None = None,
             paramset=None):

@@ -429,3 +429,26 @@ def test_the_cache_counts_a_deferred_output_once_it_is_computed_and_evicts_for_i
     assert hit and val is later
     # now counted (12,000 more): over the 20,000 cap, so the least recently used ("b") goes
     assert ("b",) not in cache and ("a",) in cache and cache.host_bytes == 12_000
+
+
+def test_per_run_weights_set_each_stages_share_of_the_bar_and_never_stop_a_run():
+    from gpu_kernels.jobs import Progress
+
+    ps = ParamSet([Param("a", float, 1.0, "A", "x", minimum=0, maximum=2)])
+    stages = [Stage("one", lambda ctx: 1, params=("a",)), Stage("two", lambda ctx: 2)]
+
+    def starts(weights):
+        log = []
+        pipe = Pipeline(stages, finish=lambda d, out, p, **kw: out["two"], params=ps, weights=weights)
+        pipe.execute(Data(np.zeros(2)), {"a": 1.0}, device=get_backend("cpu"),
+                     progress=Progress(lambda f, s: log.append((f, s or ""))))
+        return next(f for f, s in log if s.startswith("two"))
+
+    assert starts(None) == pytest.approx(0.5)                              # declared: 1 and 1
+    assert starts(lambda data, p: {"one": 3.0 * p["a"]}) == pytest.approx(0.75)   # "two" keeps 1
+    assert starts(lambda data, p: None) == pytest.approx(0.5)
+
+    def broken(data, p):
+        raise ValueError("no size")
+
+    assert starts(broken) == pytest.approx(0.5)
