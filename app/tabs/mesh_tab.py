@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 
 import numpy as np
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer
@@ -46,6 +47,21 @@ def import_pymeshlab_here() -> None:
         import pymeshlab  # noqa: F401
     except ImportError:  # pragma: no cover - an install without pymeshlab cannot simplify anyway
         pass
+
+
+_COLOUR_IMPORT: threading.Thread | None = None
+
+
+def warm_colour_import() -> threading.Thread:
+    """Import what the stable part colours need (scipy.optimize) on a daemon thread, once: the
+    first recolouring comes after a second result, so the tab's first job hides the import; it
+    used to run on the GUI thread 0.4 s after the tab was built, at every start-up."""
+    global _COLOUR_IMPORT
+    if _COLOUR_IMPORT is None:
+        _COLOUR_IMPORT = threading.Thread(target=lambda: __import__("scipy.optimize"),
+                                          name="gpulab-colour-import", daemon=True)
+        _COLOUR_IMPORT.start()
+    return _COLOUR_IMPORT
 
 
 class MembershipBars(QWidget):
@@ -137,8 +153,9 @@ class MeshTab(ToolTab):
         super().__init__(parent, host=host)
         self.runner.running_changed.connect(lambda running: running and import_pymeshlab_here())
         QTimer.singleShot(300, self, import_pymeshlab_here)
-        # the stable colours' assignment (scipy.optimize, ~80 ms to import): not in the first k edit
-        QTimer.singleShot(400, self, lambda: __import__("scipy.optimize"))
+        # the stable colours' assignment (scipy.optimize, ~80 ms to import): not at start-up, not
+        # in the first k edit: on a thread while the tab's first job computes
+        self.runner.running_changed.connect(lambda running: running and warm_colour_import())
         self.setting_widgets.update({"show_edges": self.edges_check, "show_representatives": self.reps_check,
                                      "highlight_fuzzy": self.fuzzy_check})
         self.segments_format = self.form.editor("segments_format")  # a Param, beside its export button

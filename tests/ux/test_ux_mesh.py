@@ -163,3 +163,21 @@ def test_the_pinned_view_shrinks_with_its_half(qtbot, open_tab, tab_runner):
     assert box.width() < 200                      # the case: a half narrower than the old minimum
     assert view.width() <= box.width(), (view.width(), box.width())
     assert abs(view.width() - t.view.width()) <= 2
+
+
+def test_the_colour_matchers_import_waits_for_the_first_job_and_leaves_the_gui_thread(qtbot, open_tab, tab_runner,
+                                                                                    monkeypatch):
+    """scipy.optimize (~80 ms) was imported on the GUI thread 0.4 s after every mesh tab was
+    built, at every start-up: now on a thread when the tab's first job starts."""
+    from app.tabs import mesh_tab as M
+
+    monkeypatch.setattr(M, "_COLOUR_IMPORT", None)
+    t = open_tab(MeshTab, (1000, 700))
+    qtbot.wait(600)
+    assert M._COLOUR_IMPORT is None                          # nothing at start-up
+    tab_runner.load(t, SAMPLE)
+    assert tab_runner.run(t, k=2) is not None
+    th = M._COLOUR_IMPORT
+    assert th is not None and th is not __import__("threading").main_thread()
+    th.join(10)
+    assert not th.is_alive() and M.warm_colour_import() is th   # once
