@@ -250,8 +250,7 @@ def _merge(gs, labels, kused, targets, auto: bool, stop: dict):
                                                   strengths=st, min_area=_segment.MIN_PART_AREA if auto
                                                   else max(_segment.MIN_PART_AREA, K_MIN_PART_SCALE / max(
                                                       [int(x) for x in targets if x != "auto"] or [1])),
-                                                  area_gamma=0.0 if auto else _segment.K_AREA_GAMMA,
-                                                  area_s0=_segment.K_AREA_S0)
+                                                  area_gamma=0.0 if auto else K_AREA[0], area_s0=K_AREA[1])
     if not auto:
         return merged
     lab = np.asarray(labels).astype(np.int64)
@@ -405,6 +404,14 @@ def replay_mesh(rec, humans, stop: dict, what=("auto", "protocol")) -> dict:
 #: session 7 experiment (rejected): an integer k's merges take a cluster under K_MIN_PART_SCALE / k of
 #: its component's area for a sliver (0: off; a screen variant sets it with ``"kmin": x``)
 K_MIN_PART_SCALE = 0.0
+#: session 7 experiment (rejected): an integer k's merges weigh each boundary by the clusters' areas,
+#: ``boundary.merge_weakest_boundaries(area_gamma=, area_s0=)`` (0: off; a variant sets it with
+#: ``"k_area": [gamma, s0]``, or with the recorded ``"set": {"segment.K_AREA_GAMMA": g,
+#: "segment.K_AREA_S0": s0}`` of ``results/mesh_quality_session7_replay_variants.txt``)
+K_AREA = (0.0, 1.0)
+#: switches removed from the library in session 8 (their screens lost): re-run them at this commit
+REMOVED_AT = {"boundary.CONTRAST_C0_SCALE": "e8d27f4", "boundary.AREA_BEFORE_THICKNESS": "e8d27f4",
+              "segment.K_STARTS_EXTRA": "e8d27f4"}
 
 
 def vote_consensus(graph, labelings: list, targets: dict, min_area: float = 0.002,
@@ -532,13 +539,23 @@ def cmd_screen(args) -> int:
     table = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
     for name, spec in variants.items():
         old = []
-        for key, val in spec.get("set", {}).items():
+        me = sys.modules[__name__]
+        sets = dict(spec.get("set", {}))
+        k_area = spec.get("k_area")
+        if "segment.K_AREA_GAMMA" in sets or "segment.K_AREA_S0" in sets:
+            k_area = (sets.pop("segment.K_AREA_GAMMA", 0.0), sets.pop("segment.K_AREA_S0", 1.0))
+        if k_area is not None:
+            old.append((me, "K_AREA", me.K_AREA))
+            me.K_AREA = (float(k_area[0]), float(k_area[1]))
+        for key, val in sets.items():
+            if key in REMOVED_AT:
+                raise SystemExit(f"variant {name!r}: {key} was removed in session 8; re-run it at commit "
+                                 f"{REMOVED_AT[key]}")
             mod, _, attr = key.rpartition(".")
             m = importlib.import_module(f"gpu_kernels.mesh.{mod}")
             old.append((m, attr, getattr(m, attr)))
             setattr(m, attr, tuple(val) if isinstance(val, list) else val)
         if spec.get("kmin"):  # session 7 experiment: K_MIN_PART_SCALE
-            me = sys.modules[__name__]
             old.append((me, "K_MIN_PART_SCALE", me.K_MIN_PART_SCALE))
             me.K_MIN_PART_SCALE = float(spec["kmin"])
         if spec.get("area_gamma"):  # experiment: area-aware merge order (arc path, strength remapped)

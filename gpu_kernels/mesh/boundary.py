@@ -57,13 +57,6 @@ def compiled():
 #: earlier regions' new labels (one scipy call per region: about 3 ms each)
 CUT_MODE = "batched"
 MERGE_CRITERION = "contrast"
-#: the "contrast" criterion's offset c0 (the mesh's mean concavity) is scaled by this (session 7
-#: screen, replay only)
-CONTRAST_C0_SCALE = 1.0
-#: with ``area_gamma``: weigh the concavity contrast by the areas before the thickness contrast
-#: multiplies it (a thin part's boundary stays strong however small the part), instead of after
-#: (session 7 screen)
-AREA_BEFORE_THICKNESS = False
 #: "smooth": merge decisions use :meth:`DualGraph.smooth_concavity` (measured over the
 #: reference spacing, independent of the triangulation); "arc": the bend of each arc
 MERGE_CONCAVITY = "smooth"
@@ -445,6 +438,13 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
         A cluster with less than this fraction of its component's area is a sliver, not a
         part: while there are more clusters than the target, slivers are merged first (the
         smallest first), into the neighbour they share the longest boundary with.
+    area_gamma, area_s0 : float
+        Weigh each boundary's strength by the two clusters' shares of their component's area:
+        ``s -> area_s0 + (s - area_s0) (share_A share_B / 0.01) ** area_gamma``, so small
+        clusters join before a large part is cut in two. 0 (the default, and what the
+        pipeline uses): unweighted. Kept for the session-7 merge screens
+        (``benchmarks/mesh_quality.py screen``, variant key ``"area_gamma"``), where it lost
+        the leave-one-category-out rule.
 
     Returns ``(labels, merges)`` with ``merges`` a list of ``(kept, removed)`` label pairs (the
     kept one is the larger by area); labels are *not* renumbered.
@@ -496,7 +496,7 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
         same = ~cut
         in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
         in_den = np.bincount(a[same], weights=length[same], minlength=K)
-        c0 = CONTRAST_C0_SCALE * float((length * conc).sum() / max(length.sum(), 1e-300))
+        c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
         from gpu_kernels.mesh import dualgraph
 
         th = getattr(graph, "thickness", None)
@@ -565,12 +565,10 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
             bnd = bx / np.maximum(bl, 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
-            if AREA_BEFORE_THICKNESS:
-                strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
             if lg is not None:
                 m = lg / np.maximum(area, 1e-300)
                 strength = strength * (1.0 + sdf * np.abs(m[ulo] - m[uhi]))
-            if not AREA_BEFORE_THICKNESS:
+            if area_gamma:
                 strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
             strength = bx / np.maximum(bl, 1e-300)
@@ -681,15 +679,13 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
             wi = length[same]
             in_num = np.bincount(li, weights=wi * conc[same], minlength=K)
             in_den = np.bincount(li, weights=wi, minlength=K)
-            c0 = CONTRAST_C0_SCALE * float((length * conc).sum() / max(length.sum(), 1e-300))
+            c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
             numc = np.bincount(inv, weights=L * conc[cut][ok])
             bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
             strength = (bnd + c0) / (inner + c0)
-            if AREA_BEFORE_THICKNESS:
-                strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
             strength = strength * _thickness_contrast(graph, lab, ulo, uhi, K)
-            if not AREA_BEFORE_THICKNESS:
+            if area_gamma:
                 strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
             numc = np.bincount(inv, weights=L * merge_concavity(graph)[cut][ok])

@@ -130,9 +130,6 @@ AUTO_K_STRENGTH = 1.5
 #: over the 76 PSB meshes (benchmarks/results/mesh_quality_session6.md), replay 0.1586 -> 0.1526
 #: held out, chosen in 19 of 19 folds; the starts do not depend on k
 K_FROM_AUTO_STARTS = True
-#: an integer k from the auto starts also over-segments into these cluster counts (each where
-#: k is below it) and takes their results into the medoid (session 7 experiment; () = none)
-K_STARTS_EXTRA: tuple = ()
 #: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
 #: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
 #: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:
@@ -140,12 +137,6 @@ K_STARTS_EXTRA: tuple = ()
 #: 0.5 (= SDF_MERGE), 0.75, 1, 1.5, 2, 3: 2 in 19 of 19 folds, protocol 0.1526 -> 0.1432 held
 #: out (fish 0.052 better, bearing 0.048 worse). None: SDF_MERGE
 K_SDF_MERGE = 2.0
-#: an integer k's merges weigh each boundary by the two clusters' areas
-#: (:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`' ``area_gamma`` / ``area_s0``):
-#: strength ``s -> K_AREA_S0 + (s - K_AREA_S0) (share_A share_B / 0.01) ** K_AREA_GAMMA``, so small
-#: clusters are joined before a large part is cut in two. 0: off
-K_AREA_GAMMA = 0.0
-K_AREA_S0 = 1.0
 #: k = "auto"'s last step: in each component, parts with less than this share of its area join
 #: the neighbour they share the longest boundary with (:func:`absorb_small_parts`; 0: off). They
 #: barely move the Rand Index but make k less human-like. Session 6, replay over the 76 PSB
@@ -443,11 +434,6 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         if all(r[c] >= t for r in rows for c, t in enumerate(targets)):
             k_starts = tuple(int(st) for st in asked)
             ks_by += rows
-            for st in K_STARTS_EXTRA:  # (more over-segmentations for the medoid, where above k)
-                r = [t if t == 1 else int(min(sizes[c], int(st))) for c, t in enumerate(targets)]
-                if all(r[c] >= t for c, t in enumerate(targets)) and int(st) not in k_starts:
-                    k_starts += (int(st),)
-                    ks_by.append(r)
     index = _component_index(graph)
     work = np.maximum(sizes.astype(np.float64), 1) ** 2
     wsum = work.sum()
@@ -794,10 +780,8 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
     auto = {c for c, t in enumerate(targets) if t == "auto"}
     strengths: list = []
-    # (the area weighting's keywords only where it is on: wrappers of the merges keep their signature)
-    area_kw = {} if auto or not K_AREA_GAMMA else {"area_gamma": K_AREA_GAMMA, "area_s0": K_AREA_S0}
     merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
-                                                  strengths=strengths, min_area=MIN_PART_AREA, **area_kw)
+                                                  strengths=strengths, min_area=MIN_PART_AREA)
     if auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the

@@ -1,7 +1,7 @@
 """Session 7 (issue 22): the auto-k starts' clusterings are clustered in a batch of their own
-(``segment.STARTS_OWN_BATCH``), so a memo hit equals a fresh run by construction, and the
-integer-k extra starts experiment (``segment.K_STARTS_EXTRA``) stays off by default (it lost
-in the leave-one-category-out run: benchmarks/results/mesh_quality_session7.md)."""
+(``segment.STARTS_OWN_BATCH``), so a memo hit equals a fresh run by construction. (The integer-k
+extra starts experiment, ``segment.K_STARTS_EXTRA``, lost in the leave-one-category-out run,
+benchmarks/results/mesh_quality_session7.md, and was removed in session 8.)"""
 
 from __future__ import annotations
 
@@ -62,16 +62,14 @@ def test_auto_after_an_integer_k_is_a_memo_hit_equal_to_a_fresh_run(monkeypatch)
 
 def test_the_defaults():
     assert segmod.STARTS_OWN_BATCH is True
-    assert segmod.K_STARTS_EXTRA == ()
 
 
-def test_extra_starts_join_the_medoid_only_above_k(monkeypatch):
+def test_an_integer_k_takes_the_auto_starts_above_it():
     v, f, _ = box_bar_box()
-    monkeypatch.setattr(segmod, "K_STARTS_EXTRA", (18, 42))
-    seg = segmod.segment_mesh(v, f, k=20, device="cpu", apsp_method="cpu")
-    assert set(seg.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS) | {42}
     seg = segmod.segment_mesh(v, f, k=5, device="cpu", apsp_method="cpu")
-    assert set(seg.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS) | {18, 42}
+    assert set(seg.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS)
+    seg = segmod.segment_mesh(v, f, k=26, device="cpu", apsp_method="cpu")  # (a start below k: factors only)
+    assert "k_start_scores" not in seg.info
 
 
 @pytest.mark.gpu
