@@ -26,6 +26,39 @@ stage, so a slider that tries a new first-stage value on every run never pays a 
 Memory: a deferred output that is computed later holds its arrays, which the stage cache
 counted when it stored the (then empty) output; at most the eager stages' arrays of one
 image of up to ``segment.UNREAD_COUNT_MAX_PIXELS`` pixels (about 20 bytes a pixel).
+
+Example
+-------
+A deferred output computes its stage once, on first use; :func:`value` hands anything else
+on unchanged:
+
+>>> from gpu_kernels.imseg.deferred import Deferred, value
+>>> calls = []
+>>> out = Deferred("colour", lambda: calls.append(1) or {"sm": 0}, {"sigma": 1.0})
+>>> out.computed, out.held
+(False, None)
+>>> value(out), value(out), len(calls)
+({'sm': 0}, {'sm': 0}, 1)
+>>> value({"sm": 0})
+{'sm': 0}
+
+The contours method's four stages as the tool chains them. On the CPU every stage runs at
+once; on a GPU (``device="cuda"``) :func:`colour` and :func:`superpixels` return
+:class:`Deferred` outputs and, from the ``GRAPH_AFTER``-th full run of a shape and parameter
+set on, :func:`merge` runs the chain as one :func:`~gpu_kernels.imseg.segment_contours` call
+(its CUDA graph). Either way the labels are the library call's:
+
+>>> import numpy as np
+>>> from gpu_kernels.imseg import deferred, segment_contours
+>>> img = np.zeros((64, 64, 3), np.uint8); img[:, 32:] = (200, 30, 30)
+>>> col = deferred.colour(img, sigma=1.0, device="cpu")
+>>> sp = deferred.superpixels(col, n_superpixels=600, compactness=10.0, device="cpu")
+>>> mg = deferred.merge(col, sp, coarseness=3.3, n_segments=2, device="cpu")
+>>> seg = deferred.finish(col, sp, mg, device="cpu")
+>>> isinstance(col, Deferred), seg.n_regions
+(False, 2)
+>>> bool((seg.labels == segment_contours(img, n_segments=2, device="cpu").labels).all())
+True
 """
 
 from __future__ import annotations

@@ -86,7 +86,8 @@ def test_progress_and_cancel():
         segment_image(img, device="cpu", progress=p)
 
 
-@pytest.mark.parametrize("module", ["color", "kmeans", "label", "features", "merge", "segment", "metrics", "vis"])
+@pytest.mark.parametrize("module", ["color", "kmeans", "label", "features", "merge", "segment", "metrics", "vis",
+                                    "deferred"])
 def test_doctests(module):
     m = importlib.import_module(f"gpu_kernels.imseg.{module}")
     res = doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE)
