@@ -273,6 +273,31 @@ def _noisy(seed, h=48, w=64, k=6, speckle=0.1):
     return img, rgb2lab(rgb, device="cpu")
 
 
+def graph_runs(fn, flag: str, img, other, **kw):
+    """The CUDA-graph tests' five runs of ``fn`` (``segment_image`` or ``segment_contours``, on
+    "cuda"): ``ref`` and ``ref_other`` with the graphs off (``graphs.<flag>`` False), then
+    ``first`` (the ordinary way, capturing the graph), ``again`` and ``swapped`` (replaying it for
+    this image and another of the same shape); the capture and replay counts are checked."""
+    from gpu_kernels.imseg import graphs as G
+
+    G.clear()
+    setattr(G, flag, False)
+    try:
+        ref = fn(img, device="cuda", **kw)
+        ref_other = fn(other, device="cuda", **kw)
+    finally:
+        setattr(G, flag, True)
+    assert "graph" not in ref.info
+    before = G.stats()
+    first = fn(img, device="cuda", **kw)
+    assert "graph" not in first.info and G.stats()["captures"] == before["captures"] + 1
+    again = fn(img, device="cuda", **kw)
+    swapped = fn(other, device="cuda", **kw)
+    assert again.info.get("graph") and swapped.info.get("graph")
+    assert G.stats()["replays"] == before["replays"] + 2 and G.stats()["captures"] == before["captures"] + 1
+    return ref, ref_other, first, again, swapped
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape, kw", [((512, 512), {}), ((321, 481), {"min_size": 64}), ((300, 200), {"bilateral": 2}),
                                        ((256, 384), {"connectivity": 4, "k_max": 16}), ((200, 300, 0), {}),
@@ -301,21 +326,7 @@ def test_gpu_graph_replay_equals_the_ordinary_path(shape, kw, monkeypatch):
     other = np.ascontiguousarray(img[::-1, ::-1])
     if len(shape) == 3:  # grey
         img, other = img[..., 0].copy(), other[..., 1].copy()
-    G.clear()
-    G.ENABLED = False
-    try:
-        ref = segment_image(img, device="cuda", **kw)
-        ref_other = segment_image(other, device="cuda", **kw)
-    finally:
-        G.ENABLED = True
-    assert "graph" not in ref.info
-    before = G.stats()
-    first = segment_image(img, device="cuda", **kw)
-    assert "graph" not in first.info and G.stats()["captures"] == before["captures"] + 1
-    again = segment_image(img, device="cuda", **kw)
-    swapped = segment_image(other, device="cuda", **kw)
-    assert again.info.get("graph") and swapped.info.get("graph")
-    assert G.stats()["replays"] == before["replays"] + 2 and G.stats()["captures"] == before["captures"] + 1
+    ref, ref_other, first, again, swapped = graph_runs(segment_image, "ENABLED", img, other, **kw)
     from gpu_kernels.imseg import label as L
 
     g = G.lookup(be_cuda(), img, _params(img, kw), L.DEFAULT_GLOBAL_STEP,

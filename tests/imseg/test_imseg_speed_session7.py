@@ -13,7 +13,11 @@ import numpy as np
 import pytest
 from cuda_emu import available, emu_backend
 from imseg_masks import piecewise_image
-from test_imseg_session6 import _same  # two segmentations equal, features included
+from test_imseg_session6 import (  # _same: two segmentations equal, features included
+    _natural,
+    _same,
+    graph_runs,
+)
 
 from app.tools import imseg
 from app.tools.stages import StageCache
@@ -199,13 +203,6 @@ def test_replay_error_waits_for_the_kernels_before_releasing_the_graph(error):
 
 
 # ----------------------------------------------------------------------------- on a GPU
-def _natural(h, w):
-    from skimage import data, transform
-
-    img = transform.resize(data.astronaut(), (h, w), anti_aliasing=True, preserve_range=True)
-    return np.clip(np.round(img), 0, 255).astype(np.uint8)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("graph_after", [1, 2])
 def test_gpu_tool_full_run_replays_the_graph_and_live_edits_stay_staged(graph_after, monkeypatch):
@@ -257,7 +254,6 @@ def test_contour_replay_error_waits_for_the_kernels_before_releasing_the_graph()
 def test_gpu_contour_graph_replay_equals_the_ordinary_path(kind, kw):
     """The contours method's first stages replayed from their CUDA graph give exactly the
     ordinary path's result (this image and another of the same shape), and the CPU's labels."""
-    from gpu_kernels.imseg import graphs as G
     from gpu_kernels.imseg import segment_contours
 
     img = _natural(240, 320)
@@ -270,28 +266,10 @@ def test_gpu_contour_graph_replay_equals_the_ordinary_path(kind, kw):
     elif kind == "uint16":
         img = img.astype(np.uint16) * 257
     other = np.ascontiguousarray(img[::-1, ::-1])
-    G.clear()
-    G.CONTOURS = False
-    try:
-        ref = segment_contours(img, device="cuda", **kw)
-        ref_other = segment_contours(other, device="cuda", **kw)
-    finally:
-        G.CONTOURS = True
-    c0 = G.stats()["captures"]
-    first = segment_contours(img, device="cuda", **kw)
-    assert "graph" not in first.info and G.stats()["captures"] == c0 + 1
-    r0 = G.stats()["replays"]
-    again = segment_contours(img, device="cuda", **kw)
-    swapped = segment_contours(other, device="cuda", **kw)
-    assert again.info.get("graph") and swapped.info.get("graph") and G.stats()["replays"] == r0 + 2
+    ref, ref_other, first, again, swapped = graph_runs(segment_contours, "CONTOURS", img, other, **kw)
     for a, b in ((first, ref), (again, ref), (swapped, ref_other)):
-        assert (a.n_regions, a.n_clusters, a.info["merge_rounds"], a.syncs) == \
-            (b.n_regions, b.n_clusters, b.info["merge_rounds"], b.syncs)
-        np.testing.assert_array_equal(a.labels, b.labels)
-        np.testing.assert_array_equal(a.clusters, b.clusters)
-        assert set(a.features) == set(b.features)
-        for k in a.features:
-            np.testing.assert_array_equal(a.features[k], b.features[k], err_msg=k)
+        _same_contours(a, b)
+        assert a.syncs == b.syncs
     if kind == "rgb":
         cpu = segment_contours(img, device="cpu", **kw)
         np.testing.assert_array_equal(again.labels, cpu.labels)
