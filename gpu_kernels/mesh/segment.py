@@ -124,6 +124,11 @@ AUTO_K_START = 30
 #: 19 folds; the distances are shared, so it costs two more clusterings and merge sequences
 AUTO_K_STARTS: tuple = (24, 30, 36)
 AUTO_K_STRENGTH = 1.5
+#: k = "auto"'s final layout from its starts: "medoid" (each start merged by the stop rule, the
+#: medoid of the results kept); "remerge" (the medoid's k per component, then every start's cut
+#: clusters merged down to it by an integer k's merges, :func:`k_merge_graph`, and the medoid of
+#: those); "vote" (the same, at the median of the starts' k per component). Session 8 experiment
+AUTO_K_LAYOUT = "medoid"
 #: an integer k also over-segments into the AUTO_K_STARTS cluster counts (where k is below
 #: them), merges those down to k too, and keeps the medoid of all the results (over-segmentation
 #: factors and starts) instead of the most concave factor. Session 6: leave-one-category-out
@@ -588,6 +593,12 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         # auto-k starts: the medoid of the results
         j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
         best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
+        if auto_starts and AUTO_K_LAYOUT != "medoid":
+            alt = _relayout_starts(graph, trials, j, AUTO_K_LAYOUT)
+            if alt:
+                m = choose_consensus(graph, [r[0] for _, r, _ in alt], rule="medoid")[0]
+                j, res_m, trial_m = alt[m]
+                best = ((int(np.unique(res_m[0]).size), scores[j]), j, res_m, trial_m)
     elif OVERSEG_RULE == "medoid" and nf > 2:
         full = [j for j in range(nf) if int(np.unique(results[j][0]).size) == best[0][0]]
         if len(full) > 2:
@@ -609,6 +620,31 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         if k_starts:
             info["k_start_scores"] = {int(st): float(sc) for st, sc in zip(k_starts, scores[len(factors):], strict=True)}
     return res
+
+
+def _relayout_starts(graph, trials, j, mode) -> list:
+    """:data:`AUTO_K_LAYOUT` "remerge" / "vote": every auto-k start's cut clusters (kept by
+    :func:`_assemble_and_cut` in its info's ``"_cut"``) merged down to one k per component by an
+    integer k's merges. The k: start ``j``'s ("remerge") or the median of the starts' ("vote").
+    Returns ``[(start index, result, info)]`` of the starts with enough clusters ([]: none)."""
+    per = [t.get("k_per_component") for t in trials]
+    if any(t.get("_cut") is None for t in trials) or any(p is None for p in per):
+        return []
+    if mode == "vote":
+        ks = [int(sorted(p[c] for p in per)[(len(per) - 1) // 2]) for c in range(len(per[0]))]
+    else:
+        ks = [int(x) for x in per[j]]
+    out = []
+    for i, trial in enumerate(trials):
+        labels, P, reps, kused = trial["_cut"]
+        if any(t > ku for t, ku in zip(ks, kused, strict=True)):
+            continue
+        t2 = {"timings": {"cut": 0.0}, "warnings": []}
+        lab2, P2, reps2 = _merge_to_targets(graph, labels, P, reps, kused, ks, t2)
+        t2 = {**_copy_info(trial), **{key: t2[key] for key in ("merge_strengths", "merges")}}
+        t2["k_per_component"] = [int(np.unique(lab2[graph.component == c]).size) for c in range(len(kused))]
+        out.append((i, (lab2, P2, reps2, trial["_fuzzy"]), t2))
+    return out
 
 
 #: the auto-k starts' cluster counts (what :attr:`PreparedMesh.memo` keeps) are clustered in a batch
@@ -693,6 +729,9 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["cut"] = st
     info["k_clustered_per_component"] = list(kused)
     auto_merge = AUTO_K_RULE in ("merge", "elbow") and any(t == "auto" for t in targets)
+    if auto_merge and AUTO_K_LAYOUT != "medoid":  # (the cut clusters, for _relayout_starts)
+        info["_cut"] = (labels, P, reps, list(kused))
+        info["_fuzzy"] = fuzzy
     if auto_merge or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
         labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
         info["k_per_component"] = [int(np.unique(labels[graph.component == c]).size)
