@@ -9,6 +9,7 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 
@@ -250,16 +251,16 @@ class EchoTab(ToolTab):
     def describe_input(self, data) -> str:
         Z, Y, X = data.shape
         sp = data.spacing
-        lines = [f"<b>{data.name}</b>",
+        lines = [f"<b>{html.escape(data.name)}</b>",
                  f"{data.n_frames} frame(s) of {Z} × {Y} × {X} [z, y, x]",
                  f"voxel {sp[0]:.3g} × {sp[1]:.3g} × {sp[2]:.3g} mm, {data.frames.dtype}"]
         if data.n_frames == 2:
-            lines.append(f"fixed {data.names[0]}<br>moving {data.names[1]}")
+            lines.append(f"fixed {html.escape(data.names[0])}<br>moving {html.escape(data.names[1])}")
         if data.n_frames == 1:
             lines.append("<span style='color:#a15c00'>a single volume: choose the moving volume</span>")
         if data.truth:
-            lines.append(f"truth: {len(data.truth)} field(s) ({data.truth_source})")
-        lines += [f"<span style='color:#a15c00'>⚠ {w}</span>" for w in data.warnings]
+            lines.append(f"truth: {len(data.truth)} field(s) ({html.escape(str(data.truth_source))})")
+        lines += [f"<span style='color:#a15c00'>⚠ {html.escape(str(w))}</span>" for w in data.warnings]
         return "<br>".join(lines)
 
     def show_input(self, data) -> None:

@@ -9,6 +9,7 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 
 from __future__ import annotations
 
+import html
 import logging
 import shlex
 from pathlib import Path
@@ -304,16 +305,17 @@ class FlowTab(ToolTab):
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
         H, W = data.shape
+        esc = html.escape    # a file name is text: "a<b>.png" is no markup
         if AWAITING_SECOND in data.warnings:
-            return (f"<b>{data.name1}</b>, {W} x {H}<br><span style='color:#a15c00'>the first frame: choose the "
+            return (f"<b>{esc(data.name1)}</b>, {W} x {H}<br><span style='color:#a15c00'>the first frame: choose the "
                     "second with <b>Second frame…</b></span>")
-        lines = [f"<b>{data.name1}</b> → <b>{data.name2}</b>, {W} x {H}"]
+        lines = [f"<b>{esc(data.name1)}</b> → <b>{esc(data.name2)}</b>, {W} x {H}"]
         if data.sequence is not None:
-            lines.append(f"pair {data.index + 1} of {data.n_pairs} of {data.path.name}")
+            lines.append(f"pair {data.index + 1} of {data.n_pairs} of {esc(data.path.name)}")
         if data.gt is not None:
-            lines.append(f"ground truth: {data.gt_path.name if data.gt_path else 'yes'}")
+            lines.append(f"ground truth: {esc(data.gt_path.name) if data.gt_path else 'yes'}")
         if data.mask is not None:
-            lines.append(f"mask: {data.mask_path.name if data.mask_path else 'yes'} "
+            lines.append(f"mask: {esc(data.mask_path.name) if data.mask_path else 'yes'} "
                          f"({100 * data.mask.mean():.0f} % of the pixels)")
         return "<br>".join(lines)
 

@@ -9,6 +9,8 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -115,7 +117,7 @@ class ImsegTab(ToolTab):
 
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
-        return f"<b>{data.name}</b><br>{data.describe()}"
+        return f"<b>{html.escape(data.name)}</b><br>{html.escape(data.describe())}"
 
     def show_input(self, data) -> None:
         self._pictures = {}

@@ -6,6 +6,7 @@ exports) is :class:`~app.tabs.base.ToolTab`'s; the computation is :mod:`app.tool
 from __future__ import annotations
 
 import copy
+import html
 import logging
 import threading
 
@@ -130,6 +131,10 @@ class _PanelScroll(QScrollArea):
         lay = w.layout() if w is not None else None
         if lay is None:
             return
+        for g in w.findChildren(QGroupBox):   # a child's new minimum (the parts table's) taken in now
+            if g.layout() is not None:
+                g.layout().activate()
+        lay.activate()
         for g in w.findChildren(QGroupBox):      # the stretch factors alone gave a box less than its text needs
             if g.hasHeightForWidth():
                 g.setMinimumHeight(0)
@@ -246,13 +251,27 @@ class MeshTab(ToolTab):
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
         ext = np.ptp(data.vertices, axis=0)
-        text = (f"<b>{data.name}</b><br>{len(data.vertices):,} vertices, {len(data.faces):,} faces<br>"
+        text = (f"<b>{html.escape(data.name)}</b><br>{len(data.vertices):,} vertices, {len(data.faces):,} faces<br>"
                 f"size {ext[0]:.3g} × {ext[1]:.3g} × {ext[2]:.3g}")
-        return text + "".join(f"<br><span style='color:#a15c00'>⚠ {w}</span>" for w in data.warnings)
+        return text + "".join(f"<br><span style='color:#a15c00'>⚠ {html.escape(str(w))}</span>" for w in data.warnings)
 
     def show_input(self, data) -> None:
         self.view.set_mesh(data.vertices, data.faces)
+        self.legend.reserve_width(self._widest_rows(data))
+        self._side_scroll.fit()   # the panel takes the reserved width now, not at the first result
         self.summary_label.setText(f"<span style='color:#666'>Press <b>{self.run_label}</b> to find the parts.</span>")
+
+    @staticmethod
+    def _widest_rows(data) -> list:
+        """The parts table's widest texts for ``data``: part 99, all of its faces,
+        a part's area down to 0.1 % of the mesh's, 100.0 %. The table is this wide from the start,
+        so a result's digits do not widen it, and the 3-D view beside it keeps its size (a k edit
+        that widened the table resized the view, which drew its triangles again)."""
+        total = float(np.sum(data.areas)) if getattr(data, "areas", None) is not None else 1.0
+        areas = [f"{total * 10.0 ** -j:.4g}" for j in range(4)]
+        area = max(areas, key=len)
+        return [(None, f"part {min(mesh_seg.PARAMS['k'].maximum - 1, 99)}", (0, 0, 0),
+                 [(f"{len(data.faces):,}", 0), (area, 0.0), ("100.0", 0.0)])]
 
     def clear_result(self) -> None:
         self._color_ref = None   # a new input: its first result keeps the kernels' colours

@@ -9,6 +9,7 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 
 from __future__ import annotations
 
+import html
 import logging
 import shlex
 import time
@@ -180,14 +181,16 @@ class MvsTab(ToolTab):
     def describe_input(self, data: mvs.MVSData) -> str:
         sc = data.scene
         c = sc.cameras[0]
-        parts = [f"{data.name}: {sc.n_views} views, {c.width} x {c.height}"]
+        parts = [f"<b>{html.escape(data.name)}</b>: {sc.n_views} views, {c.width} x {c.height}"]
         if sc.points is not None:
             parts.append(f"{len(sc.points):,} sparse points")
         if any(m is not None for m in sc.masks):
             parts.append(f"{sum(m is not None for m in sc.masks)} masks")
         if sc.bbox is not None:
             parts.append("bounding box known")
-        return ", ".join(parts) + "".join(f"\nwarning: {w}" for w in data.warnings)
+        # as HTML, the name escaped: a "<" in a name made Qt guess rich text and drop the line breaks
+        return ", ".join(parts) + "".join(f"<br><span style='color:#a15c00'>⚠ {html.escape(str(w))}</span>"
+                                          for w in data.warnings)
 
     def show_input(self, data: mvs.MVSData) -> None:
         self.no_masks_button.setEnabled(data.mask_dir is not None)

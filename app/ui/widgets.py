@@ -4,6 +4,7 @@ bar with its scale, and the helpers that keep a tab's panels as wide as their co
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 
@@ -44,6 +45,7 @@ class ElidedLabel(QLabel):
     def __init__(self, text: str = "", parent=None):
         super().__init__(parent)
         self._full = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)   # a "<" in a file name is text, not a tag
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.set_full_text(text)
 
@@ -66,7 +68,17 @@ class ElidedLabel(QLabel):
         room = max(0, self.width() - m.left() - m.right() - 2 * self.margin() - self.indent() - 12)
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
         super().setText(shown)
-        self.setToolTip(self._full if shown != self._full else "")
+        self.setToolTip(plain_tooltip(self._full) if shown != self._full else "")
+
+
+def plain_tooltip(text: str) -> str:
+    """``text`` as a tooltip that Qt shows as written: a tooltip that looks like HTML ("a<b>.png")
+    is rendered as rich text, so such a text is escaped and marked as rich text (others as they are)."""
+    from PySide6 import QtGui
+
+    if text and QtGui.Qt.mightBeRichText(text):
+        return QtGui.Qt.convertFromPlainText(text, Qt.WhiteSpaceMode.WhiteSpaceNormal)
+    return text
 
 
 def swatch(color, size: int = 14) -> QIcon:
@@ -164,13 +176,49 @@ class LegendTable(QTableWidget):
     def columns_width(self) -> int:
         """The width every column needs (its contents or its header, whichever is wider)."""
         hh = self.horizontalHeader()
-        return sum(max(self.sizeHintForColumn(c), hh.sectionSizeHint(c)) for c in range(self.columnCount()))
+        res = getattr(self, "_reserved", None) or [0] * self.columnCount()
+        return sum(max(self.sizeHintForColumn(c), hh.sectionSizeHint(c), res[c] if c < len(res) else 0)
+                   for c in range(self.columnCount()))
+
+    def reserve_width(self, rows) -> None:
+        """Keep each column at least as wide as ``rows`` (``set_rows``' tuples: the widest texts
+        a result may bring) need, from now on: the table's width, and so its panel's and the view's
+        beside it, stays put across results instead of following each result's digits (a mesh k
+        edit that widened the parts table by a pixel resized the 3-D view beside it, which drew its
+        triangles again: a one-off 50-120 ms in the first k edits). Until the next call, the table
+        also never narrows again: a wider result widens it once, not back and forth. ``[]`` drops
+        the reserve."""
+        self._reserved = []
+        self._widest = 0
+        if rows:
+            sorting = self.isSortingEnabled()
+            self.setSortingEnabled(False)
+            kept = [[self.takeItem(r, c) for c in range(self.columnCount())] for r in range(self.rowCount())]
+            n = self.rowCount()
+            self.setRowCount(len(rows))
+            for r, (_key, name, color, cells) in enumerate(rows):
+                self.setItem(r, 0, QTableWidgetItem(swatch(color), str(name)) if color is not None
+                             else QTableWidgetItem(str(name)))
+                for c, (text, value) in enumerate(cells, start=1):
+                    self.setItem(r, c, _NumItem(text, value))
+            self._reserved = [self.sizeHintForColumn(c) for c in range(self.columnCount())]
+            self.clearContents()
+            self.setRowCount(n)
+            for r, items in enumerate(kept):
+                for c, it in enumerate(items):
+                    if it is not None:
+                        self.setItem(r, c, it)
+            self.setSortingEnabled(sorting)
+        self.fit_width()
 
     def fit_width(self) -> None:
         """At least as wide as its columns (plus a vertical scroll bar), so that no row needs
         sideways scrolling: the panel that holds the table grows instead."""
         sb = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
-        self.setMinimumWidth(self.columns_width() + sb + 2 * self.frameWidth() + 8)
+        want = self.columns_width() + sb + 2 * self.frameWidth() + 8
+        if getattr(self, "_reserved", None):      # reserve_width: never narrower than before
+            want = self._widest = max(want, self._widest)
+        self.setMinimumWidth(want)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
     def _on_selection(self) -> None:
@@ -316,8 +364,11 @@ def set_fitted_title(label, glw, text: str) -> None:
     # the text's room: the pane less the layout's margins, the text item's own margins and 4 px
     room = max(40.0, glw.width() - left - right - 2 * label.item.document().documentMargin() - 4)
     shown = QFontMetricsF(label.item.font()).elidedText(text, Qt.TextElideMode.ElideRight, room) if text else text
-    label.setText(shown)
-    label.setToolTip(text if shown != text else "")
+    # pyqtgraph sets the label as HTML: a "<" or "&" in a file name was read as markup (a name cut at
+    # the "<", "&amp;" shown as "&"); the text is escaped, and ``label.text`` keeps the plain text
+    label.setText(html.escape(shown, quote=False))
+    label.text = shown
+    label.setToolTip(plain_tooltip(text) if shown != text else "")
     label.setMinimumWidth(0)     # never wider than the pane
     want = QRectF(0, 0, glw.width(), glw.height())
     if glw.ci.geometry() != want:
