@@ -128,12 +128,18 @@ def _lines(data: bytes, comments: bool) -> tuple[bytes, np.ndarray, np.ndarray]:
     the text, the start of each line and the position of its closing newline."""
     if comments and b"#" in data:
         data = _COMMENT.sub(b"", data)
-    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    text = b"\n".join([line for line in map(bytes.strip, data.split(b"\n")) if line])
-    if text:
-        text += b"\n"
-    a = np.frombuffer(text, np.uint8)
-    ends = np.flatnonzero(a == 10)
+    ends = _clean_line_ends(data)
+    if ends is not None:  # already normalised (the usual file): no per-line Python
+        text = data if data.endswith(b"\n") else data + b"\n"
+        if not data.endswith(b"\n"):
+            ends = np.append(ends, len(data))
+    else:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        text = b"\n".join([line for line in map(bytes.strip, data.split(b"\n")) if line])
+        if text:
+            text += b"\n"
+        a = np.frombuffer(text, np.uint8)
+        ends = np.flatnonzero(a == 10)
     starts = np.empty_like(ends)
     if len(ends):
         starts[0] = 0
@@ -147,8 +153,17 @@ def _tokens_per_line(block: bytes, n_lines: int) -> np.ndarray:
     ws = _WS[a]
     first = ~ws
     first[1:] &= ws[:-1]
-    line = np.searchsorted(np.flatnonzero(a == 10), np.flatnonzero(first))
-    return np.bincount(line, minlength=n_lines)[:n_lines]
+    # tokens started up to each line's LF, differenced (one pass; no search per token)
+    upto = np.cumsum(first, dtype=np.int64)
+    lf = np.flatnonzero(a == 10)
+    at_lf = upto[lf]
+    per = np.empty(lf.size + 1, dtype=np.int64)
+    per[:lf.size] = np.diff(at_lf, prepend=0)
+    per[lf.size] = (upto[-1] if upto.size else 0) - (at_lf[-1] if lf.size else 0)  # after the last LF
+    out = np.zeros(n_lines, dtype=np.int64)
+    m = min(n_lines, per.size)
+    out[:m] = per[:m]
+    return out
 
 
 def _numbers(block: bytes, n: int, dtype) -> np.ndarray | None:
@@ -162,6 +177,25 @@ def _numbers(block: bytes, n: int, dtype) -> np.ndarray | None:
     except ValueError:
         return None
     return out if out.size == n else None
+
+
+def _clean_line_ends(data: bytes) -> np.ndarray | None:
+    """The LF positions of ``data`` if :func:`_lines` would leave it as it is (no CR, no blank
+    line, no line that starts or ends with a blank), else None."""
+    if not data or b"\r" in data:
+        return None
+    a = np.frombuffer(data, np.uint8)
+    if _WS[a[0]] or (a[-1] != 10 and _WS[a[-1]]):
+        return None
+    lf = np.flatnonzero(a == 10)
+    if lf.size:
+        if _WS[a[lf - 1]].any():          # a line ends with a blank (or is empty)
+            return None
+        nxt = lf[:-1] + 1 if lf[-1] == a.size - 1 else lf + 1
+        if _WS[a[nxt]].any():             # a line starts with a blank (or is empty)
+            return None
+    return lf
+
 
 
 def _first_bad_token(block: bytes, kind) -> tuple[int, bytes] | None:
