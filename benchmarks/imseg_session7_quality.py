@@ -239,7 +239,7 @@ def merge(graph: dict, cost, inv_norm: float, min_area: int, size_k: float, rule
 
     R = graph["R"]
     ea, eb, el, eg = graph["ea"], graph["eb"], graph["el"], graph["eg"]
-    st = {k: graph[k].copy() for k in ("area", "rsum", "rsq", "gin") if k in graph}
+    st = {k: graph[k].copy() for k in ("area", "rsum", "rsq", "gin", "hist") if k in graph}  # hist: session 8
     into = np.arange(R, dtype=np.int64)
     npx = float(int(st["area"].sum()))
     kind = rule["kind"]
