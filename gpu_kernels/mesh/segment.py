@@ -127,7 +127,9 @@ AUTO_K_STRENGTH = 1.5
 #: k = "auto"'s final layout from its starts: "medoid" (each start merged by the stop rule, the
 #: medoid of the results kept); "remerge" (the medoid's k per component, then every start's cut
 #: clusters merged down to it by an integer k's merges, :func:`k_merge_graph`, and the medoid of
-#: those); "vote" (the same, at the median of the starts' k per component). Session 8 experiment
+#: those); "vote" (the same, at the median of the starts' k per component); "vote_auto" (the
+#: median of the starts' k per component; each start with more parts merged further down to it by
+#: k = "auto"'s own merges, one with fewer left out; the medoid of those). Session 8 experiment
 AUTO_K_LAYOUT = "medoid"
 #: an integer k also over-segments into the AUTO_K_STARTS cluster counts (where k is below
 #: them), merges those down to k too, and keeps the medoid of all the results (over-segmentation
@@ -594,7 +596,8 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
         best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
         if auto_starts and AUTO_K_LAYOUT != "medoid":
-            alt = _relayout_starts(graph, trials, j, AUTO_K_LAYOUT)
+            alt = (_vote_auto_starts(graph, results, trials) if AUTO_K_LAYOUT == "vote_auto"
+                   else _relayout_starts(graph, trials, j, AUTO_K_LAYOUT))
             if alt:
                 m = choose_consensus(graph, [r[0] for _, r, _ in alt], rule="medoid")[0]
                 j, res_m, trial_m = alt[m]
@@ -622,6 +625,52 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     return res
 
 
+def _median_k(per: list) -> list:
+    """Per component, the median of the starts' part counts (the lower middle for an even count)."""
+    return [int(sorted(p[c] for p in per)[(len(per) - 1) // 2]) for c in range(len(per[0]))]
+
+
+def _vote_auto_starts(graph, results, trials) -> list:
+    """:data:`AUTO_K_LAYOUT` "vote_auto": ``[(start index, result, info)]`` of the starts merged to
+    the median k per component, by k = "auto"'s merges (the plain strengths) from their results;
+    a start with fewer parts in some component is left out."""
+    per = [t.get("k_per_component") for t in trials]
+    if any(p is None for p in per):
+        return []
+    ks = _median_k(per)
+    out = []
+    for i, (res, trial) in enumerate(zip(results, trials, strict=True)):
+        kc = [int(x) for x in per[i]]
+        if any(a < b for a, b in zip(kc, ks, strict=True)):
+            continue
+        if kc == ks:
+            out.append((i, res, trial))
+            continue
+        labels, P, reps, fuzzy = res
+        lc = np.repeat(np.arange(len(kc)), kc)
+        tg = {c: ks[c] for c in range(len(kc)) if kc[c] > ks[c]}
+        lab2, merges = _bd.merge_weakest_boundaries(graph, labels, tg, lc, min_area=MIN_PART_AREA)
+        lab2, P2, reps2 = _apply_merges(lab2, P, reps, merges)
+        t2 = _copy_info(trial)
+        t2["k_per_component"] = [int(np.unique(lab2[graph.component == c]).size) for c in range(len(kc))]
+        out.append((i, (lab2, P2, reps2, fuzzy), t2))
+    return out
+
+
+def _apply_merges(labels, P, reps, merges):
+    """Memberships of merged clusters summed (``merges``: (kept, removed) pairs), empty columns
+    dropped and the labels renumbered to match."""
+    P = P.copy()
+    for keep, gone in merges:
+        P[:, keep] += P[:, gone]
+        P[:, gone] = 0.0
+    used = np.bincount(labels, minlength=P.shape[1]) > 0
+    remap = np.cumsum(used) - 1
+    P = P[:, used]
+    P /= np.maximum(P.sum(axis=1, keepdims=True), 1e-30)
+    return remap[labels].astype(np.int32), P.astype(np.float32), reps[used]
+
+
 def _relayout_starts(graph, trials, j, mode) -> list:
     """:data:`AUTO_K_LAYOUT` "remerge" / "vote": every auto-k start's cut clusters (kept by
     :func:`_assemble_and_cut` in its info's ``"_cut"``) merged down to one k per component by an
@@ -631,7 +680,7 @@ def _relayout_starts(graph, trials, j, mode) -> list:
     if any(t.get("_cut") is None for t in trials) or any(p is None for p in per):
         return []
     if mode == "vote":
-        ks = [int(sorted(p[c] for p in per)[(len(per) - 1) // 2]) for c in range(len(per[0]))]
+        ks = _median_k(per)
     else:
         ks = [int(x) for x in per[j]]
     out = []

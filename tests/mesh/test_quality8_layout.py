@@ -1,7 +1,8 @@
 """Session 8 (issue 22) experiment: k = "auto"'s final layout from its starts
 (``segment.AUTO_K_LAYOUT``): "medoid" (the default), "remerge" (the medoid start's k, every
-start's cut clusters merged to it by an integer k's merges, their medoid) and "vote" (the same
-at the median of the starts' k). benchmarks/results/mesh_quality_session8.md."""
+start's cut clusters merged to it by an integer k's merges, their medoid), "vote" (the same
+at the median of the starts' k) and "vote_auto" (the median k, the starts merged further by
+k = "auto"'s own merges). benchmarks/results/mesh_quality_session8.md."""
 
 from __future__ import annotations
 
@@ -64,8 +65,31 @@ def test_vote_in_the_pipeline_takes_the_median_k(monkeypatch):
     assert got["trials"] and all("_cut" in t for t in got["trials"])
 
 
+def test_vote_auto_merges_the_starts_above_the_median_k(monkeypatch):
+    """Starts of 4 / 8 / 16 clusters give the fish 3 / 4 / 5 parts: "vote_auto" keeps the 8-start's
+    result, merges the 16-start's one part further by k = "auto"'s merges, leaves the 4-start out."""
+    got = []
+    orig = segmod._vote_auto_starts
+
+    def spy(graph, results, trials):
+        out = orig(graph, results, trials)
+        got.append(([t["k_per_component"] for t in trials], [(i, t["k_per_component"]) for i, _, t in out]))
+        for _, (lab, P, reps, _), _ in out:
+            assert np.unique(lab).size == P.shape[1] == reps.size
+        return out
+
+    monkeypatch.setattr(segmod, "_vote_auto_starts", spy)
+    monkeypatch.setattr(segmod, "AUTO_K_STARTS", (4, 8, 16))
+    monkeypatch.setattr(segmod, "AUTO_K_LAYOUT", "vote_auto")
+    z = np.load(Path(__file__).with_name("data") / "fish4000.npz")
+    seg = segmod.segment_mesh(z["vertices"].astype(np.float64), z["faces"].astype(np.int64), k="auto",
+                              device="cpu", apsp_method="cpu")
+    assert got == [([[3], [4], [5]], [(1, [4]), (2, [4])])]
+    assert seg.k == 4 and seg.info["auto_k_starts"] == {4: 3, 8: 4, 16: 5}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["remerge", "vote"])
+@pytest.mark.parametrize("mode", ["remerge", "vote", "vote_auto"])
 def test_gpu_layout_agrees_with_the_cpu(monkeypatch, mode):
     pytest.importorskip("cupy")
     monkeypatch.setattr(segmod, "AUTO_K_LAYOUT", mode)
