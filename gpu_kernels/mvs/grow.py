@@ -60,7 +60,8 @@ from gpu_kernels.mvs.optimize import (
 from gpu_kernels.mvs.transfer import direct_to_host, host_arrays, is_pinned, to_host, use_pinned
 
 __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_MAX_SLANT_DEG",
-           "DepthMap", "grow_depth_maps", "textured_mask", "cand_key", "cand_level", "batch_order"]
+           "DepthMap", "grow_depth_maps", "release_device_reads", "textured_mask", "cand_key", "cand_level",
+           "batch_order"]
 
 #: pixels per launch on the GPU (shared by the views growing together)
 DEFAULT_BATCH_GPU = _d.BATCH_GPU
@@ -111,6 +112,9 @@ class DepthMap:
     #: ``(depth, normal, conf)`` and the download to wait for (:meth:`wait`)
     device: tuple | None = field(default=None, repr=False, compare=False)
     pending: object = field(default=None, repr=False, compare=False)
+    #: the device grower's hold on its arrays (``keep_device=True``), let go by
+    #: :func:`release_device_reads` once the caller has queued its last read of ``device``
+    hold: object = field(default=None, repr=False, compare=False)
 
     @property
     def n_samples(self) -> int:
@@ -544,6 +548,7 @@ class _DeviceGrower:
             xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
         self.graph = None
         self.reset_graph = None  # :meth:`reset`'s work, captured at its first call
+        self.after_reads = None  # behind the last run's reads of its maps (:func:`release_device_reads`)
         self.graphs: collections.OrderedDict = collections.OrderedDict()  # other batch keys' captured batches
         self.batch_key = _batch_key(g, params, max_attempts)
         self.host_out = None
@@ -585,6 +590,9 @@ class _DeviceGrower:
                 a[...] = np.nan
         else:
             rt = xp.cuda.runtime
+            if self.after_reads is not None:  # the last run's reads of the maps (the fusion, on the
+                self.stream.wait_event(self.after_reads)  # caller's stream) end before they are cleared
+                self.after_reads = None
 
             def ops():
                 sp = self.stream.ptr
@@ -668,6 +676,14 @@ class _DeviceGrower:
             ev = self.xp.cuda.Event(block=False, disable_timing=True)
             ev.record(self.stream)
         self.t_launch += time.perf_counter() - t0
+        return ev
+
+    def reads_event(self):
+        """An event recorded now on this thread's current stream of the grower's device: behind the
+        reads of the maps that the caller queued there (the fusion)."""
+        with self.be.activate():
+            ev = self.xp.cuda.Event(block=False, disable_timing=True)
+            ev.record()
         return ev
 
     def figures(self, b: int):
@@ -787,12 +803,21 @@ _background = _memo.LazyExecutor(1, "gpulab-mvs-download")
 class _Pending:
     """A group's maps on their way down: :meth:`wait` joins the download, then counts each
     map's samples into its stats and drops the device's copies. Thread-safe: a second caller
-    (say the window reading a map while the worker fuses) waits until the download has ended."""
+    (say the window reading a map while the worker fuses) waits until the download has ended.
 
-    def __init__(self, future, maps, on_done=None):
-        self.future, self.maps, self.on_done = future, maps, on_done
+    ``on_done(event)`` (the grower back into its cache) runs once both the download has ended and
+    the caller has let go of the device's maps (:meth:`release`, with ``record()``'s event behind
+    its reads): a map read on another thread while the caller still fuses from the device's copies
+    must not hand the grower to a second run of the same inputs, whose reset would clear the maps
+    under the fusion."""
+
+    def __init__(self, future, maps, on_done=None, record=None):
+        self.future, self.maps, self.on_done, self.record = future, maps, on_done, record
         self.wait_s = 0.0
         self._lock = threading.Lock()
+        self._left = 2  # the download joined, the caller's reads released
+        self._released = False
+        self._after = None
 
     def wait(self) -> None:
         with self._lock:
@@ -806,9 +831,39 @@ class _Pending:
                 mp.stats["download_wait_s"] = self.wait_s
                 mp.pending = mp.device = None
             self.future = None
-            if self.on_done is not None:  # the grower's device maps are free for its next run
-                self.on_done()
-                self.on_done = None
+            self._step()
+
+    def release(self) -> None:
+        """The caller has queued its last read of the device's maps (on its current stream)."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+            self._after = self.record() if self.record is not None else None
+            self._step()
+
+    def _step(self) -> None:
+        self._left -= 1
+        if self._left == 0 and self.on_done is not None:  # the grower's device maps are free for its next run
+            self.on_done(self._after)
+            self.on_done = None
+
+
+def release_device_reads(maps) -> None:
+    """``grow_depth_maps(keep_device=True)``: the caller has queued its last read of ``maps``' device
+    copies (``DepthMap.device``, on its current stream). Their grower goes back to its cache (for
+    the next run of the same inputs) once the download has ended too, and that run's reset waits, on
+    the device, for an event recorded now behind those reads. Until then a second run of the same
+    inputs (another thread) makes a grower of its own. :func:`gpu_kernels.mvs.stereo.finish_maps`
+    calls it; a caller that never does only loses the reuse."""
+    holds = {}
+    for m in maps:
+        h = m.hold
+        if h is not None:
+            holds[id(h)] = h
+            m.hold = None
+    for h in holds.values():
+        h.release()
 
 
 #: idle device growers by what they were set up from (:func:`_grower_key`): a re-run of the same
@@ -849,11 +904,13 @@ def _checkout(key):
         return _GROWERS.pop(key, None)
 
 
-def _checkin(gr) -> None:
+def _checkin(gr, after_reads=None) -> None:
     """``gr`` back into the cache once its maps are on the host (the least recently used beyond
-    :data:`_GROWERS_SIZE` go)."""
+    :data:`_GROWERS_SIZE` go); ``after_reads``: an event its next reset waits for (the caller's
+    last reads of its maps on the device)."""
     if gr.cache_key is None:
         return
+    gr.after_reads = after_reads
     with _GROWERS_LOCK:
         _GROWERS[gr.cache_key] = gr
         _GROWERS.move_to_end(gr.cache_key)
@@ -1030,13 +1087,13 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
             if keep_device and not gr.emu:
                 recs, host, fut = gr.records_later()
                 maps = _maps(g, neighbors, *host)
-                pend = _Pending(fut, maps, on_done=lambda: _checkin(gr))
+                pend = _Pending(fut, maps, on_done=lambda ev: _checkin(gr, ev), record=gr.reads_event)
                 rh, nrm, rc = recs[0], recs[4], recs[3]
                 for a, mp in enumerate(maps):
                     H, W = g.sizes[a]
                     sl = slice(int(g.offs[a]), int(g.offs[a + 1]))
                     mp.device = (rh[sl].reshape(H, W), nrm[sl].reshape(H, W, 3), rc[sl].reshape(H, W))
-                    mp.pending = pend
+                    mp.pending = mp.hold = pend
             else:
                 maps = _maps(g, neighbors, *gr.records())
                 _checkin(gr)  # its maps are on the host (records waited for them)

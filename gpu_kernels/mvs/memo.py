@@ -16,7 +16,8 @@ the images the textures were packed from, the points and the tracks, against the
 entry was made. The check starts once the grower has queued its first batches (:func:`defer`), and
 runs while the device grows. Where it differs (an image or the points
 changed in place), the entry is dropped and the call is made again from scratch, so a result
-never comes from a stale set-up. Nothing is kept on the CPU unless asked (its set-up is small
+never comes from a stale set-up; the growing's reports wait for the check's answer
+(:class:`HeldReports`), so a stale set-up's maps are never shown either. Nothing is kept on the CPU unless asked (its set-up is small
 against its growing).
 
 The grower's own set-up (the seeds' pixels, the device's state, its buffers and the captured
@@ -45,8 +46,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "Check", "SetupMemo", "SETUP", "defer", "run_deferred",
-           "release", "on_release", "LazyExecutor"]
+__all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "Check", "StaleSetup", "HeldReports",
+           "SetupMemo", "SETUP", "defer", "run_deferred", "release", "on_release", "LazyExecutor"]
 
 #: sets of inputs whose set-up :func:`reconstruct` keeps (the scene's and one view's, say)
 SETUP_ENTRIES = 2
@@ -174,6 +175,52 @@ class Check:
     def result(self) -> bool:
         self.start()
         return self._future.result()
+
+    def done(self) -> bool:
+        """Whether :meth:`result` has its answer (without waiting)."""
+        f = self._future
+        return f is not None and f.done()
+
+
+class StaleSetup(Exception):
+    """A kept set-up's inputs changed in place: its content check said so while the device grew."""
+
+
+class HeldReports:
+    """The growing's reports on a kept set-up (``progress``, a :class:`~gpu_kernels.jobs.Progress`
+    to pass down, and ``callback``), held back until the set-up's content check (``check``) says
+    the inputs are unchanged: a stale set-up's maps never reach the callback and its growing never
+    moves the bar, and the first report after the check says 'changed' stops the growing
+    (:class:`StaleSetup`: the caller makes the set-up again). Nothing waits: the check runs in the
+    background, and reports before its answer are dropped (a cancel is still seen). ``start``:
+    start the check at the first report (where no device loop starts it, the CPU)."""
+
+    def __init__(self, check: Check, progress, callback=None, *, start: bool = False):
+        from gpu_kernels.jobs import Progress
+
+        self._check, self._outer, self._callback, self._start = check, progress, callback, start
+        self._same: bool | None = None
+        self.progress = Progress(self._report, min_interval=0.0)
+        self.callback = None if callback is None else self._maps
+
+    def _open(self) -> bool:
+        if self._same is None:
+            if self._start:
+                self._check.start()
+            if self._check.done():
+                self._same = self._check.result()
+        if self._same is False:
+            raise StaleSetup("the inputs changed in place since the set-up was kept")
+        return bool(self._same)
+
+    def _report(self, fraction: float, stage: str) -> None:
+        self._outer.check()  # a cancel
+        if self._open():
+            self._outer.update(fraction, stage)
+
+    def _maps(self, maps, info) -> None:
+        if self._open():
+            self._callback(maps, info)
 
 
 _local = threading.local()

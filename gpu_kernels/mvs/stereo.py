@@ -36,7 +36,7 @@ from gpu_kernels.mvs.fusion import (
     consistency_counts,
     fuse_depth_maps,
 )
-from gpu_kernels.mvs.grow import DEFAULT_MAX_ATTEMPTS, DepthMap, grow_depth_maps
+from gpu_kernels.mvs.grow import DEFAULT_MAX_ATTEMPTS, DepthMap, grow_depth_maps, release_device_reads
 from gpu_kernels.mvs.optimize import (
     DEFAULT_MAX_ITER,
     DEFAULT_MIN_VIEWS,
@@ -294,6 +294,7 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
                 m.wait()
             except Exception:  # noqa: BLE001 - the error on its way out is the one to report
                 pass
+        release_device_reads(maps_all)  # nothing read them: their growers go back
         raise
     # each map's count from the growing's stats (counted there once), not counted again
     samples = None if keep_device else _count_samples(maps_all)
@@ -316,11 +317,14 @@ def _keep_device() -> bool:
 
 
 def finish_maps(maps, stats: dict) -> None:
-    """Wait for the maps still coming down (``grow_views(keep_device=True)``) and count the
-    samples into ``stats``."""
+    """Wait for the maps still coming down (``grow_views(keep_device=True)``), count the samples
+    into ``stats`` and let go of the device's maps: call it after the last read of
+    ``DepthMap.device`` (the fusion); their grower goes back to its cache then
+    (:func:`~gpu_kernels.mvs.grow.release_device_reads`)."""
     t = time.perf_counter()
     for m in maps:
         m.wait()
+    release_device_reads(maps)
     stats["download_wait_s"] = time.perf_counter() - t
     stats["samples"] = _count_samples(maps)
 
@@ -364,7 +368,11 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         Keep the set-up (:func:`prepare_views`: view selection, seeds, textures) for the next call
         with the same cameras, images, points, views and ``neighbors``, and use the one kept
         (:mod:`gpu_kernels.mvs.memo`: checked against the inputs' content while the device grows,
-        made again where they changed in place). Default: on the GPU only.
+        made again where they changed in place). Default: on the GPU only. A kept set-up's
+        growing reports (``progress``, ``callback``) only once the check has said the inputs are
+        the same; where they changed, the call starts again from a new set-up, on the same
+        progress (the bar does not go back) and saying so, and the callback never sees the
+        discarded maps.
 
     Returns
     -------
@@ -398,16 +406,36 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
             token = _keep_setup(key, scene, prep, seeds)
     # on the GPU the fusion reads the maps where they are, while they come down behind it
     fusing = fuse and len(vs) >= 2
+    grow_progress, grow_callback = progress.sub(prep_end, grow_end), callback
+    if check is not None and (callback is not None or args["progress"] is not None):
+        # a kept set-up: nothing of its growing is shown before its check says 'the same' (with
+        # no progress and no callback asked for, nothing is shown: no reports to hold)
+        held = _memo.HeldReports(check, grow_progress, callback, start=not be.is_gpu)
+        grow_progress, grow_callback = held.progress, held.callback
     try:
         maps_all, stats = grow_views(scene, prep, window=window, min_views=min_views, ncc_accept=ncc_accept,
                                      max_iter=max_iter, batch_size=batch_size, views_together=views_together,
                                      max_attempts=max_attempts, optimize_params=optimize_params, overlap=overlap,
-                                     device=be, progress=progress.sub(prep_end, grow_end), callback=callback,
+                                     device=be, progress=grow_progress, callback=grow_callback,
                                      keep_device=fusing and be.is_gpu and _keep_device())
+    except _memo.StaleSetup:  # its check said 'changed' while it grew: stopped there, made again
+        _memo.drop_deferred()
+        return _redo(scene, key, progress, args)
     except BaseException:  # a cancel, say: the kept set-up's hash is still of the inputs it was made from
         _memo.drop_deferred()  # a hit's content check, if the grower never started it: not the next call's work
         _settled(token, key)
         raise
+    _memo.drop_deferred()
+    # a kept set-up's check, answered (the growing gave it the time) before the fusion and before
+    # anything more is shown
+    tc = time.perf_counter()
+    same = check is None or check.result()
+    stats["setup_check_wait_s"] = time.perf_counter() - tc  # the content check not done by the end
+    if not same:
+        # an image, the points or their tracks changed in place since the set-up was kept: these
+        # maps came from the old ones; make the set-up again and the result with it
+        finish_maps(maps_all, stats)
+        return _redo(scene, key, progress, args)
     fused = None
     t_fuse = 0.0
     try:
@@ -429,20 +457,20 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         th = time.perf_counter()
         _settled(token, key)
         stats["setup_hash_wait_s"] = time.perf_counter() - th  # a new set-up's hash not done by the end
-    _memo.drop_deferred()
-    tc = time.perf_counter()
-    same = check is None or check.result()
-    stats["setup_check_wait_s"] = time.perf_counter() - tc  # the content check not done by the end
-    if not same:
-        # an image, the points or their tracks changed in place since the set-up was kept: this
-        # result came from the old ones; make the set-up again and the result with it
-        _memo.SETUP.forget(key)
-        return reconstruct(scene, **args)
     if be.is_gpu and be.xp is not np:
         release_pool(be)
     stats.update(fuse_s=t_fuse, total_s=time.perf_counter() - t0, setup_reused=check is not None)
     progress.update(1.0, f"{stats['samples']:,} samples in {len(vs)} view(s)")
     return MVSResult(maps_all, vs, fused, prep.points, prep.point_views, stats)
+
+
+def _redo(scene, key, progress, args) -> MVSResult:
+    """:func:`reconstruct` again with its set-up made anew (the kept one's inputs changed in place),
+    reporting to the same progress: the bar goes on from where it is (the discarded growing's
+    reports were held back, :class:`~gpu_kernels.mvs.memo.HeldReports`), and says why."""
+    _memo.SETUP.forget(key)
+    progress.update(0.0, "the inputs changed in place since the last run: setting up again")
+    return reconstruct(scene, **{**args, "progress": progress})
 
 
 def _setup_key(scene, vs, neighbors, min_views, seeds, be) -> tuple:
