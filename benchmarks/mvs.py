@@ -470,8 +470,16 @@ def main(argv=None):
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
+    if args.mode in ("queue", "colmap") and not temple_dir().is_dir():
+        from mvs_cli import check_scene
+
+        check_scene(temple_dir())  # these modes time the temple alone
     if dev != "cpu":
         bw = copy_bandwidth()
+        if bw is None:
+            from mvs_cli import BadInput
+
+            raise BadInput(f"--device {dev}: no CUDA device here (--device cpu times the NumPy path)")
         out["copy_bandwidth"] = bw
         log(f"device {out['device']}; D2D copy {bw / 1e9:.0f} GB/s (read + write)")
     scene = read_scene(temple_dir()) if temple_dir().is_dir() else None
@@ -587,4 +595,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from mvs_cli import run
+
+    sys.exit(run(main))

@@ -380,4 +380,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from mvs_cli import run
+
+    sys.exit(run(main, scene=temple_dir))

@@ -121,4 +121,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from mvs_cli import run
+    from mvs_session4 import temple_dir
+
+    sys.exit(run(main, scene=temple_dir))

@@ -8,6 +8,23 @@ said 80 % with most of the run to go. :func:`stage_weights` estimates each
 stage's CPU seconds from the full-resolution and working-level pixels (fitted to
 benchmarks/results/ux2_session7.md's timings: 0.24-12 Mpx, 2 cores); the pipeline
 (``Pipeline(weights=stage_weights)``) gives the stages those shares for the run at hand.
+
+Example
+-------
+A 12 Mpx pair with the staged search: the quality map at full resolution is most of the run, the
+flow at its working level a tenth; at 0.3 Mpx the flow is the larger share.
+
+>>> from types import SimpleNamespace
+>>> from app.tools.flow_progress import stage_weights
+>>> def shares(h, w):
+...     weights = stage_weights(SimpleNamespace(img1=SimpleNamespace(shape=(h, w, 3))), {"method": "search"})
+...     return {k: round(v / sum(weights.values()), 2) for k, v in weights.items()}
+>>> shares(3000, 4000)
+{'pyramids': 0.11, 'flow': 0.1, 'quality': 0.79, 'metrics': 0.0}
+>>> shares(480, 640)
+{'pyramids': 0.01, 'flow': 0.55, 'quality': 0.43, 'metrics': 0.01}
+>>> stage_weights(SimpleNamespace(img1=None), {"method": "search"}) is None  # size unknown
+True
 """
 
 from __future__ import annotations

@@ -6,10 +6,12 @@ Example
 -------
 >>> from gpu_kernels.mvs.synth import render_synthetic_scene
 >>> from gpu_kernels.mvs.seeds import sift_seeds
->>> syn = render_synthetic_scene(n_views=4, width=160, height=120)
+>>> syn = render_synthetic_scene(n_views=8, width=128, height=96)
 >>> pts, vis, cols = sift_seeds(syn.scene.images, syn.scene.cameras)
->>> len(pts) > 50, min(len(v) for v in vis) >= 2
-(True, True)
+>>> len(pts) > 40, min(len(v) for v in vis) >= 2, cols.shape == (len(pts), 3)
+(True, True, True)
+
+Four views of that scene, 90 degrees apart, share too little for SIFT: no seed at all.
 """
 
 from __future__ import annotations

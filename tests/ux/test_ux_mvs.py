@@ -18,6 +18,25 @@ SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "mvs" /
 FAST = dict(views="0", neighbors=5, min_views=3, batch_size=4096, max_iter=3)
 
 
+@pytest.fixture
+def loaded(open_tab, tab_runner):
+    """``loaded(size)``: an MVS tab of that size, Live off, with the sample scene loaded: ``(tab, data)``."""
+
+    def make(size=(1300, 800)):
+        tab = open_tab(MvsTab, size)
+        tab.live_check.setChecked(False)
+        return tab, tab_runner.load(tab, SAMPLE)
+
+    return make
+
+
+def _run_and_pin(tab, tab_runner, ncc_accept=0.5):
+    """A run of the sample's first view (``FAST``), pinned: its result."""
+    res = tab_runner.run(tab, **FAST, ncc_accept=ncc_accept)
+    assert res is not None and tab.pin()
+    return res
+
+
 def test_the_view_no_longer_holds_the_window_wide(open_tab):
     # before: MapView and CloudView side by side, 320 px minimum each: 1235 px for the window
     tab = open_tab(MvsTab, (1300, 800))
@@ -25,12 +44,9 @@ def test_the_view_no_longer_holds_the_window_wide(open_tab):
     assert tab.minimumSizeHint().width() <= 940
 
 
-def test_pinned_and_live_depth_share_one_scale_and_the_cache_says_so(qtbot, open_tab, tab_runner):
-    tab = open_tab(MvsTab, (1300, 800))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
-    pinned = tab_runner.run(tab, **FAST, ncc_accept=0.5)
-    assert pinned is not None and tab.pin()
+def test_pinned_and_live_depth_share_one_scale_and_the_cache_says_so(qtbot, loaded, tab_runner):
+    tab, _ = loaded()
+    _run_and_pin(tab, tab_runner)
     live = tab_runner.run(tab, **FAST, ncc_accept=0.9)
     assert live is not None
     qtbot.wait(100)   # the pinned side is drawn from the event loop
@@ -47,7 +63,7 @@ def test_pinned_and_live_depth_share_one_scale_and_the_cache_says_so(qtbot, open
     assert "shown from the cache" in tab.stats_label.text() and " 0 ms on" not in tab.stats_label.text()
 
 
-def test_copy_command_keeps_the_masks(qtbot, open_tab, tab_runner, tmp_path):
+def test_copy_command_keeps_the_masks(qtbot, loaded, tab_runner, tmp_path):
     # before: the masks chosen with Masks… were not in the copied command: the CLI reconstructed
     # the whole images
     import os
@@ -57,9 +73,7 @@ def test_copy_command_keeps_the_masks(qtbot, open_tab, tab_runner, tmp_path):
 
     from app.io.image_io import write_image
 
-    tab = open_tab(MvsTab, (1300, 800))
-    tab.live_check.setChecked(False)
-    data = tab_runner.load(tab, SAMPLE)
+    tab, data = loaded()
     h, w = data.scene.images[0].shape[:2]
     masks = tmp_path / "masks"
     masks.mkdir()
@@ -85,12 +99,10 @@ def test_copy_command_keeps_the_masks(qtbot, open_tab, tab_runner, tmp_path):
     assert not np.isfinite(cli_depth[:, w // 2:]).any()
 
 
-def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, open_tab, tab_runner):
+def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, loaded, tab_runner):
     # before: every new result re-framed the 3-D view on its points (a turn or zoom was lost at
     # each Live edit) and sized the frusta from its own cloud (the pinned side's differed)
-    tab = open_tab(MvsTab, (1300, 800))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
+    tab, _ = loaded()
     assert tab_runner.run(tab, **FAST, ncc_accept=0.5) is not None
     view = tab.cloud_view
     if not view.available:
@@ -120,13 +132,11 @@ def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, open_tab, ta
     assert pinned.plotter.actors["frusta"].GetBounds() == pytest.approx(view.plotter.actors["frusta"].GetBounds())
 
 
-def test_save_never_writes_over_the_scenes_images(open_tab, tab_runner):
+def test_save_never_writes_over_the_scenes_images(loaded):
     # the window's Save result / Export refuse input_files(): the camera file and its images
     from app.io.atomic import OutputPathError, check_not_an_input
 
-    tab = open_tab(MvsTab, (1300, 800))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
+    tab, _ = loaded()
     for name in ("synth_par.txt", "view000.jpg", "view011.jpg"):
         with pytest.raises(OutputPathError):
             check_not_an_input(SAMPLE.parent / name, tab.input_files())
@@ -141,15 +151,12 @@ def _drawn_width(mv):
     return r.width()
 
 
-def test_after_a_growing_preview_the_live_map_is_drawn_as_large_as_the_pinned_one(qtbot, open_tab, tab_runner):
+def test_after_a_growing_preview_the_live_map_is_drawn_as_large_as_the_pinned_one(qtbot, loaded, tab_runner):
     # before: the preview's long title ("view000: growing, 12,345 samples (batch 3, ...)") made the
     # map's layout wider than its pane, and it never shrank back: after the run the live map was
     # drawn 12 % larger than the pinned one beside it (242 vs 214 px at 1280 x 800), its colour bar cut off
-    tab = open_tab(MvsTab, (1000, 700))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
-    first = tab_runner.run(tab, **FAST, ncc_accept=0.5)
-    assert first is not None and tab.pin()
+    tab, _ = loaded((1000, 700))
+    first = _run_and_pin(tab, tab_runner)
     qtbot.wait(200)
     lv, pv = tab.map_view, tab._pinned_slot["map_view"]
     assert abs(_drawn_width(lv) - _drawn_width(pv)) <= 1
