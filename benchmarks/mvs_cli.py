@@ -10,7 +10,7 @@ Example
 >>> check_paths(["--json", "/no/such/folder/out.json"])
 Traceback (most recent call last):
 ...
-mvs_cli.BadInput: --json: the folder /no/such/folder does not exist
+mvs_cli.BadInput: --json /no/such/folder/out.json: the folder /no/such/folder does not exist
 """
 
 from __future__ import annotations
@@ -37,14 +37,12 @@ def _value(argv, flag):
 
 
 def _output(flag, value) -> None:
-    p = Path(value)
-    if p.is_dir():
-        raise BadInput(f"{flag}: {p} is a folder, not a file")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise BadInput(f"{flag}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise BadInput(f"{flag}: the folder {parent} is not writable")
+    from app.io.atomic import OutputPathError, check_output_file
+
+    try:
+        check_output_file(value)
+    except OutputPathError as exc:
+        raise BadInput(f"{flag} {exc}") from None
 
 
 def _json_input(flag, value) -> None:

@@ -52,7 +52,7 @@ def test_the_checks_in_process(tmp_path):
     good.write_text("{}")
     for argv, msg in ([["--compare", str(good)], "needs two JSON files"],
                       [["--compare", str(good), str(bad)], "is not a benchmark's JSON"],
-                      [["--json", str(tmp_path)], "is a folder, not a file"],
+                      [["--json", str(tmp_path)], "is a folder; give a file name"],
                       [["--json"], "--json needs a value"]):
         with pytest.raises(mvs_cli.BadInput, match=msg):
             mvs_cli.check_paths(argv)
