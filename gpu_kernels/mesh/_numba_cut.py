@@ -79,7 +79,78 @@ def _arc_pair(tail, head, res, a, u, v, cap_uv, cap_vu):  # pragma: no cover - c
 def min_cut_source_side(m, ei, ej, cap, src_cap, snk_cap):  # pragma: no cover - compiled
     """The source side (an (m,) bool mask) of the smallest minimum s-t cut of ``m`` nodes:
     undirected arcs ``ei[e] - ej[e]`` of capacity ``cap[e]``, arcs from the source of
-    ``src_cap`` and to the sink of ``snk_cap`` (integers; 0: no arc)."""
+    ``src_cap`` and to the sink of ``snk_cap`` (integers; 0: no arc).
+
+    The nodes fall apart into components joined only through the source and the sink (the
+    boundary cut batches every fuzzy region into one problem): each component is its own
+    maximum flow, and what the source reaches in one does not depend on the others. So each
+    is solved alone (:func:`_dinic_side`), its searches covering only its own nodes: at 50k
+    faces the batched cut took 69 phases of a search over all 13k fuzzy faces, most regions
+    long finished (66 -> a few ms, issue 22). A component the source has no arc into has
+    nothing on the source side."""
+    for e in range(ei.size):  # an arc that names a terminal (m: source, m + 1: sink): as one problem
+        if ei[e] >= m or ej[e] >= m:
+            return _dinic_side(m, ei, ej, cap, src_cap, snk_cap)
+    side = np.zeros(m, dtype=np.bool_)
+    if m == 0:
+        return side
+    nc, comp = components(m, ei, ej, np.ones(ei.size, dtype=np.bool_))
+    # nodes and arcs grouped by component (counting sorts, file order kept within a group)
+    nstart = np.zeros(nc + 1, dtype=np.int64)
+    astart = np.zeros(nc + 1, dtype=np.int64)
+    has_src = np.zeros(nc, dtype=np.bool_)
+    for i in range(m):
+        nstart[comp[i] + 1] += 1
+        if src_cap[i] > 0:
+            has_src[comp[i]] = True
+    for e in range(ei.size):
+        astart[comp[ei[e]] + 1] += 1
+    for c in range(nc):
+        nstart[c + 1] += nstart[c]
+        astart[c + 1] += astart[c]
+    nodes = np.empty(m, dtype=np.int64)
+    local = np.empty(m, dtype=np.int64)
+    fill = nstart[:nc].copy()
+    for i in range(m):
+        c = comp[i]
+        local[i] = fill[c] - nstart[c]
+        nodes[fill[c]] = i
+        fill[c] += 1
+    arcs = np.empty(ei.size, dtype=np.int64)
+    fill = astart[:nc].copy()
+    for e in range(ei.size):
+        c = comp[ei[e]]
+        arcs[fill[c]] = e
+        fill[c] += 1
+    for c in range(nc):
+        if not has_src[c]:
+            continue
+        n0, n1 = nstart[c], nstart[c + 1]
+        a0, a1 = astart[c], astart[c + 1]
+        mc = n1 - n0
+        li = np.empty(a1 - a0, dtype=np.int64)
+        lj = np.empty(a1 - a0, dtype=np.int64)
+        lc = np.empty(a1 - a0, dtype=np.int64)
+        for q in range(a1 - a0):
+            e = arcs[a0 + q]
+            li[q] = local[ei[e]]
+            lj[q] = local[ej[e]]
+            lc[q] = cap[e]
+        ls = np.empty(mc, dtype=np.int64)
+        lt = np.empty(mc, dtype=np.int64)
+        for q in range(mc):
+            ls[q] = src_cap[nodes[n0 + q]]
+            lt[q] = snk_cap[nodes[n0 + q]]
+        sub = _dinic_side(mc, li, lj, lc, ls, lt)
+        for q in range(mc):
+            side[nodes[n0 + q]] = sub[q]
+    return side
+
+
+@njit(cache=True, nogil=True)
+def _dinic_side(m, ei, ej, cap, src_cap, snk_cap):  # pragma: no cover - compiled
+    """:func:`min_cut_source_side` of one problem as a whole: Dinic's maximum flow, then the
+    nodes the source still reaches."""
     s = m
     t = m + 1
     n = m + 2
