@@ -129,7 +129,9 @@ AUTO_K_STRENGTH = 1.5
 #: clusters merged down to it by an integer k's merges, :func:`k_merge_graph`, and the medoid of
 #: those); "vote" (the same, at the median of the starts' k per component); "vote_auto" (the
 #: median of the starts' k per component; each start with more parts merged further down to it by
-#: k = "auto"'s own merges, one with fewer left out; the medoid of those). Session 8 experiment
+#: k = "auto"'s own merges, one with fewer left out; the medoid of those); "vote_pick" (the median
+#: of the starts' k per component, and of the starts at it the one that agrees best with all the
+#: starts' results: no merges beyond the stop rule's). Session 8 experiment
 AUTO_K_LAYOUT = "medoid"
 #: an integer k also over-segments into the AUTO_K_STARTS cluster counts (where k is below
 #: them), merges those down to k too, and keeps the medoid of all the results (over-segmentation
@@ -595,7 +597,10 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         # auto-k starts: the medoid of the results
         j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
         best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
-        if auto_starts and AUTO_K_LAYOUT != "medoid":
+        if auto_starts and AUTO_K_LAYOUT == "vote_pick":
+            j = _vote_pick(graph, results, trials, j)
+            best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
+        elif auto_starts and AUTO_K_LAYOUT != "medoid":
             alt = (_vote_auto_starts(graph, results, trials) if AUTO_K_LAYOUT == "vote_auto"
                    else _relayout_starts(graph, trials, j, AUTO_K_LAYOUT))
             if alt:
@@ -628,6 +633,23 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
 def _median_k(per: list) -> list:
     """Per component, the median of the starts' part counts (the lower middle for an even count)."""
     return [int(sorted(p[c] for p in per)[(len(per) - 1) // 2]) for c in range(len(per[0]))]
+
+
+def _vote_pick(graph, results, trials, j: int) -> int:
+    """:data:`AUTO_K_LAYOUT` "vote_pick": of the starts whose part count equals the median of the
+    starts' in every component, the one with the highest summed agreement with all the starts'
+    results (ties to the more concave boundaries); ``j`` (the medoid) where none does."""
+    per = [t.get("k_per_component") for t in trials]
+    if any(p is None for p in per) or len(results) < 3:
+        return j
+    ks = _median_k(per)
+    at = [i for i, p in enumerate(per) if [int(x) for x in p] == ks]
+    if not at:
+        return j
+    score = agreement_matrix([r[0] for r in results], graph.areas).sum(axis=1)
+    top = max(score[i] for i in at)
+    tied = [i for i in at if score[i] >= top - 1e-9]
+    return max(tied, key=lambda i: boundary_concavity(graph, results[i][0])) if len(tied) > 1 else tied[0]
 
 
 def _vote_auto_starts(graph, results, trials) -> list:

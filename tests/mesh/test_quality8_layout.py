@@ -1,8 +1,8 @@
 """Session 8 (issue 22) experiment: k = "auto"'s final layout from its starts
 (``segment.AUTO_K_LAYOUT``): "medoid" (the default), "remerge" (the medoid start's k, every
 start's cut clusters merged to it by an integer k's merges, their medoid), "vote" (the same
-at the median of the starts' k) and "vote_auto" (the median k, the starts merged further by
-k = "auto"'s own merges). benchmarks/results/mesh_quality_session8.md."""
+at the median of the starts' k), "vote_auto" (the median k, the starts merged further by
+k = "auto"'s own merges) and "vote_pick" (the start at the median k that agrees best with all). benchmarks/results/mesh_quality_session8.md."""
 
 from __future__ import annotations
 
@@ -88,8 +88,24 @@ def test_vote_auto_merges_the_starts_above_the_median_k(monkeypatch):
     assert seg.k == 4 and seg.info["auto_k_starts"] == {4: 3, 8: 4, 16: 5}
 
 
+def test_vote_pick_takes_a_start_at_the_median_k(monkeypatch):
+    """Of starts with 3 / 5 / 4 parts, "vote_pick" keeps the one with 4, whatever the medoid is;
+    of two at the median, the one agreeing best with all three results."""
+    _, got = _captured(monkeypatch, "vote")
+    g, trials = got["graph"], got["trials"]
+    results = [(t["_cut"][0], None, None, None) for t in trials]  # (distinct labelings)
+    fake = [dict(t, k_per_component=[k]) for t, k in zip(trials, (3, 5, 4), strict=True)]
+    assert segmod._vote_pick(g, results, fake, 0) == 2
+    assert segmod._vote_pick(g, results, fake, 1) == 2
+    two = [dict(t, k_per_component=[k]) for t, k in zip(trials, (4, 5, 4), strict=True)]
+    score = segmod.agreement_matrix([r[0] for r in results], g.areas).sum(axis=1)
+    assert segmod._vote_pick(g, results, two, 1) == (0 if score[0] > score[2] else 2)
+    none = [dict(t, k_per_component=[k]) for t, k in zip(trials, (3, 5, 4), strict=True)][:2]
+    assert segmod._vote_pick(g, results[:2], none, 1) == 1  # (fewer than three starts: the medoid)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["remerge", "vote", "vote_auto"])
+@pytest.mark.parametrize("mode", ["remerge", "vote", "vote_auto", "vote_pick"])
 def test_gpu_layout_agrees_with_the_cpu(monkeypatch, mode):
     pytest.importorskip("cupy")
     monkeypatch.setattr(segmod, "AUTO_K_LAYOUT", mode)
