@@ -57,6 +57,8 @@ def test_a_run_of_the_same_inputs_during_the_fusion_does_not_reset_the_grower_un
     _same(got_b[0], want_b)
     _same(got_a, want_a)
     _same(stereo.reconstruct(sc, **KW), want_a)  # a grower given back after the fusion, reset behind it
+    grown.clear()  # the results the progress closure holds (its Progress root is a reference cycle)
+    got_b.clear()
     memo.release()
 
 
