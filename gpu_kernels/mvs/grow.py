@@ -678,6 +678,11 @@ class _DeviceGrower:
         self.t_launch += time.perf_counter() - t0
         return ev
 
+    def stream_synchronize(self) -> None:
+        """Wait for everything queued on the grower's stream."""
+        if self.stream is not None:
+            self.stream.synchronize()
+
     def reads_event(self):
         """An event recorded now on this thread's current stream of the grower's device: behind the
         reads of the maps that the caller queued there (the fusion)."""
@@ -1081,7 +1086,11 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
                         H, W = g.sizes[a]
                         mp.depth = d[g.offs[a]:g.offs[a + 1]].reshape(H, W)
                     last_preview = time.perf_counter()
-                report(gr.batches, samples, avail - n_items, tried)
+                try:
+                    report(gr.batches, samples, avail - n_items, tried)
+                except BaseException:  # a cancel, a stale set-up (memo.StaleSetup): the queued batches
+                    gr.stream_synchronize()  # still write its arrays; they land before the pool has them
+                    raise
             t_loop_end = time.perf_counter()
             pend = None
             if keep_device and not gr.emu:

@@ -112,6 +112,41 @@ def test_a_stale_setups_redo_shows_only_the_redone_maps_and_the_bar_never_goes_b
     assert len(started) == 3 and len(grown) == (2 if answered == "while it grows" else 3)
 
 
+def test_on_the_emulated_device_a_stale_setup_stops_the_growing_in_its_loop(monkeypatch):
+    """The device loop (the test suite's CUDA emulator): the check starts after the first batches
+    are queued, answers 'changed', and the next report stops the growing there (the GPU waits for
+    the queued batches first); the result is a fresh set-up's, and the callback only ever got the
+    redo's preview maps (one list per growing)."""
+    import cuda_emu
+
+    if cuda_emu.available():
+        pytest.skip(cuda_emu.available())
+    dev = cuda_emu.emu_backend("numpy")
+    kw = {"device": dev, "batch_size": 32}
+    sc = _scene()
+    stereo.reconstruct(sc, reuse_setup=True, **{**KW, **kw})
+    _roll_first_neighbour(sc)
+    monkeypatch.setattr(memo, "_background", lambda: _NowPool())
+    loops = []
+    real = grow._DeviceGrower.launch
+    monkeypatch.setattr(grow._DeviceGrower, "launch", lambda self, g: loops.append(1) or real(self, g))
+    at_redo = []
+    real_prepare = stereo.prepare_views
+    monkeypatch.setattr(stereo, "prepare_views", lambda *a, **k: at_redo.append(len(loops)) or real_prepare(*a, **k))
+    shown = []
+    stale = memo.SETUP.stale
+    got = stereo.reconstruct(sc, reuse_setup=True, callback=lambda maps, info: shown.append(maps), **{**KW, **kw})
+    assert memo.SETUP.stale == stale + 1 and not got.stats["setup_reused"]
+    assert len({id(maps) for maps in shown}) == 1
+    # the discarded growing stopped at the first report after the check's answer: the batches
+    # queued before it (the redo grows all of its own, over 30)
+    assert at_redo == [grow._AHEAD] and got.stats["batches"] > 30
+    monkeypatch.setattr(grow, "GROWER_CACHE", False)
+    want = stereo.reconstruct(sc, reuse_setup=False, **{**KW, **kw})
+    for x, y in zip(got.maps, want.maps, strict=True):
+        np.testing.assert_array_equal(x.depth, y.depth)
+
+
 def test_a_fresh_setup_still_reports_while_it_grows(monkeypatch):
     """The held reports are only a kept set-up's, until its check answers: the same inputs again
     give every report of the growing after the answer."""

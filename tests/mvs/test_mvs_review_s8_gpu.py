@@ -86,3 +86,30 @@ def test_back_to_back_runs_on_two_threads_give_a_fresh_runs_result(small_scene, 
     for g in got:
         _same(g, want)
     memo.release()
+
+
+def test_a_stale_setup_noticed_while_the_device_grows_gives_a_fresh_runs_result(small_scene):
+    """An image changed in place after the set-up was kept: the content check answers while the
+    device grows (it starts after the first batches), the growing stops at its next report (its
+    queued batches land first) and the call is made again: the result of a fresh set-up, and the
+    callback never saw the discarded maps."""
+    import dataclasses
+
+    import numpy as np
+
+    sc = dataclasses.replace(small_scene.scene, images=[np.array(im) for im in small_scene.scene.images])
+    kw = {**KW, "views": [0, 1, 2]}
+    memo.release()
+    stereo.reconstruct(sc, **kw)
+    im = sc.images[stereo.prepare_views(sc, views=[0], neighbors=5, min_views=3, device="cuda",
+                                        pack=False).neighbors[0][0]]
+    im[...] = np.roll(im, 7, axis=1)
+    stale = memo.SETUP.stale
+    shown = []
+    got = stereo.reconstruct(sc, callback=lambda maps, info: shown.append(maps), **kw)
+    assert memo.SETUP.stale == stale + 1 and not got.stats["setup_reused"]
+    # one growing's previews (one list of preview maps per growing): the redo's alone
+    assert shown and len({id(maps) for maps in shown}) == 1
+    memo.release()
+    _same(got, stereo.reconstruct(sc, reuse_setup=False, **kw))
+    memo.release()
