@@ -330,16 +330,21 @@ def _ms(ts: list) -> str:
     return f"{1e3 * median(ts):.3f} ms (p10 {1e3 * q[len(q) // 10]:.3f}, p90 {1e3 * q[(9 * len(q)) // 10]:.3f})"
 
 
-def bench_tool(sizes: str, rep: int, methods: str = "kmeans") -> list[dict]:
+def bench_tool(sizes: str, rep: int, methods: str = "kmeans", rounds: int = 3, breakdown: bool = False) -> list[dict]:
     """Goals 1 and 2: the tool's run (what ``gpulab imseg`` and batch call: host image in, host
     labels and features out) against the library call, same process; ``tool_eager`` is the
-    tool's stages run one by one (``deferred.ENABLED = False``, the code before session 7).
-    Three rounds, the variants taking turns."""
+    tool's stages run one by one (``deferred.ENABLED = False``, the code before session 7);
+    ``tool_pipeline`` the tool's run through its deferred stages (``imseg.DIRECT_RUN = False``,
+    the code before session 8; absent in a tree without the switch, whose ``tool`` is that);
+    ``library_progress`` the library call handed a sub-``Progress`` as the tool hands it.
+    ``rounds`` rounds, the variants taking turns; ``breakdown``: per-call host pieces after them
+    (:func:`tool_breakdown`)."""
     from app.tools import imseg
     from gpu_kernels.backend import get_backend
     from gpu_kernels.imseg import deferred as D
     from gpu_kernels.imseg import graphs as G
     from gpu_kernels.imseg.api import segment
+    from gpu_kernels.jobs import Progress
 
     be = get_backend("cuda")
     rows = []
@@ -352,6 +357,7 @@ def bench_tool(sizes: str, rep: int, methods: str = "kmeans") -> list[dict]:
 
     print(f"   host: a 20,000-step Python loop {1e6 * median(_timed(pyloop, 30)):.0f} us (about 1000 in the fast "
           "processes of call 2, up to 2160 in the slow ones)", flush=True)
+    direct = hasattr(imseg, "DIRECT_RUN")
     for method in methods.split(","):
         for s in sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
@@ -359,23 +365,35 @@ def bench_tool(sizes: str, rep: int, methods: str = "kmeans") -> list[dict]:
             data = imseg.ImageData(None, img)
             p = imseg.PARAMS.validate({"method": method})
 
-            def tool(enabled, data=data, p=p):
+            def tool(enabled, direct_run=True, data=data, p=p):
                 def f():
                     D.ENABLED = enabled
+                    if direct:
+                        imseg.DIRECT_RUN = direct_run
                     try:
                         return imseg.run(data, p, device=be)
                     finally:
                         D.ENABLED = True
+                        if direct:
+                            imseg.DIRECT_RUN = True
                 return f
 
-            variants = {"library": lambda img=img, m=method: segment(img, method=m, device=be), "tool": tool(True),
-                        "tool_eager": tool(False)}
+            variants = {"library": lambda img=img, m=method: segment(img, method=m, device=be),
+                        "library_progress": lambda img=img, m=method: segment(
+                            img, method=m, device=be, progress=Progress().sub(0.6, 1.0, "components + min size")),
+                        "tool": tool(True)}
+            if direct:
+                variants["tool_pipeline"] = tool(True, False)
+            variants["tool_eager"] = tool(False)
             ref = segment(img, method=method, device=be)
-            for name, fn in variants.items():  # the same labels every way
-                r = fn()
-                seg = getattr(r, "seg", r)
-                assert np.array_equal(seg.labels, ref.labels) and seg.n_regions == ref.n_regions, name
-            for rnd in range(3):
+            for _ in range(3):   # GRAPH_AFTER: the tool's first runs of the set go stage by stage
+                for name, fn in variants.items():  # the same labels every way
+                    r = fn()
+                    seg = getattr(r, "seg", r)
+                    assert np.array_equal(seg.labels, ref.labels) and seg.n_regions == ref.n_regions, name
+                    for k in ref.features:
+                        assert np.array_equal(seg.features[k], ref.features[k]), (name, k)
+            for rnd in range(rounds):
                 for name, fn in variants.items():
                     g0 = G.stats()["replays"]
                     ts = _timed(fn, rep)
@@ -383,9 +401,90 @@ def bench_tool(sizes: str, rep: int, methods: str = "kmeans") -> list[dict]:
                            "e2e_ms": 1e3 * median(ts), "reps_ms": [round(1e3 * t, 3) for t in ts],
                            "replays": G.stats()["replays"] - g0}
                     rows.append(row)
-                    print(f"== tool-vs-library {method} {s} round {rnd} {name:11s} {_ms(ts)}; graph replays "
+                    print(f"== tool-vs-library {method} {s} round {rnd} {name:16s} {_ms(ts)}; graph replays "
                           f"{row['replays']}", flush=True)
+            if breakdown:
+                rows += tool_breakdown(method, s, data, p, variants, rep)
     print(f"   deferred stats {D.stats()}", flush=True)
+    return rows
+
+
+def tool_breakdown(method: str, size: str, data, p: dict, variants: dict, rep: int) -> list[dict]:
+    """Where a call's host time goes (perf_counter_ns, ``rep`` calls of each variant, taking
+    turns): the whole call, the part inside the library call (``segment_image`` /
+    ``segment_contours``), the pipeline's device waits, the parameter validation, and inside
+    the library: its checks, the graph lookup, the graph launch (the copy into the page-locked
+    input and the launch), the download (DMA and its wait) and the rest (the rest of the host
+    work and the wait for the graph's kernels). Each wrapper adds ~0.3 us."""
+    from app.tools import imseg
+    from gpu_kernels.backend import Backend
+    from gpu_kernels.imseg import contours as CT
+    from gpu_kernels.imseg import graphs as G
+    from gpu_kernels.imseg import segment as SG
+
+    acc: dict = {}
+    patched = []
+    inside = [False]
+
+    def wrap(owner, name, key):
+        fn = getattr(owner, name)
+        own = name in vars(owner)
+
+        def timed(*a, **kw):
+            # the library's own pieces count where the library call made them (a check the tool
+            # makes before it calls the library is "... (tool)")
+            k = key if key == "library" or inside[0] or key in ("validate", "pipeline waits") else f"{key} (tool)"
+            if key == "library":
+                inside[0] = True
+            t0 = time.perf_counter_ns()
+            try:
+                return fn(*a, **kw)
+            finally:
+                acc[k] = acc.get(k, 0) + time.perf_counter_ns() - t0
+                if key == "library":
+                    inside[0] = False
+        setattr(owner, name, timed)
+        patched.append((owner, name, fn, own))
+
+    wrap(SG, "segment_image", "library")
+    wrap(CT, "segment_contours", "library")
+    wrap(Backend, "synchronize", "pipeline waits")
+    wrap(imseg.PARAMS, "validate", "validate")
+    wrap(SG, "_check_params", "lib checks")
+    wrap(SG, "as_image", "lib checks")
+    wrap(CT, "check_params", "lib checks")
+    wrap(CT, "as_image", "lib checks")
+    wrap(G, "lookup", "graph lookup")
+    wrap(G.PrefixGraph, "launch", "graph launch")
+    wrap(G.ContourGraph, "launch", "graph launch")
+    wrap(SG, "download", "download")
+    wrap(CT, "download", "download")
+    per: dict = {n: [] for n in variants if n != "tool_eager"}
+    try:
+        for _ in range(rep):
+            for name in per:
+                acc.clear()
+                t0 = time.perf_counter_ns()
+                variants[name]()
+                total = time.perf_counter_ns() - t0
+                per[name].append({"total": total, **acc})
+    finally:
+        for owner, name, fn, own in reversed(patched):
+            if own:
+                setattr(owner, name, fn)
+            else:
+                delattr(owner, name)
+    rows = []
+    keys = ("total", "library", "pipeline waits", "validate", "lib checks", "graph lookup", "graph launch", "download",
+            "lib checks (tool)")
+    for name, calls in per.items():
+        med = {k: median(c.get(k, 0) for c in calls) / 1e3 for k in keys}
+        med["outside the library"] = median(c["total"] - c.get("library", 0) for c in calls) / 1e3
+        med["library, rest"] = median(c.get("library", 0) - sum(c.get(k, 0) for k in keys[4:8]) for c in calls) / 1e3
+        rows.append({"what": "breakdown", "method": method, "size": size, "variant": name,
+                     **{k: round(v, 1) for k, v in med.items()}})
+        print(f"== breakdown {method} {size} {name:16s} " + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
+              + " (us, medians)", flush=True)
     return rows
 
 
@@ -629,6 +728,8 @@ def main(argv=None):
     ap.add_argument("--tree", default="", help="import gpu_kernels from this tree (a base copy) instead of the repo's")
     ap.add_argument("--tool", default="", help="sizes (WxH,...): the tool's run against the library call (goal 1)")
     ap.add_argument("--tool-methods", default="kmeans", help="methods for --tool (kmeans,contours)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --tool (the variants taking turns)")
+    ap.add_argument("--breakdown", action="store_true", help="--tool: the host pieces of each variant's call")
     ap.add_argument("--first-runs", action="store_true", help="the tool's full run for new parameter sets")
     ap.add_argument("--live", action="store_true", help="live edits with a stage cache, deferred and eager")
     ap.add_argument("--probe", action="store_true", help="contours 512^2 and host/DMA/GPU probes (one process)")
@@ -679,7 +780,7 @@ def main(argv=None):
     if a.probe:
         rows.append(process_probe(a.rep))
     if a.tool:
-        rows += bench_tool(a.tool, a.rep, a.tool_methods)
+        rows += bench_tool(a.tool, a.rep, a.tool_methods, a.rounds, a.breakdown)
     if a.first_runs:
         rows += bench_first_runs()
     if a.live:

@@ -77,7 +77,7 @@ from gpu_kernels.imseg import segment as _seg
 from gpu_kernels.imseg._util import as_image
 
 __all__ = ["ENABLED", "GRAPH_AFTER", "Deferred", "lab", "codes", "kmeans", "regions", "colour", "superpixels", "merge",
-           "finish", "value", "stats"]
+           "finish", "value", "stats", "full_run"]
 
 #: defer at all (off: every stage runs eagerly, as before session 7)
 ENABLED = True
@@ -87,7 +87,7 @@ GRAPH_AFTER = 2
 _SEEN: OrderedDict = OrderedDict()   # full runs seen per (device, shape, dtype, parameters)
 _SEEN_MAX = 256
 _SEEN_LOCK = threading.Lock()
-_STATS = {"chains": 0, "eager_chains": 0, "forced": 0}
+_STATS = {"chains": 0, "eager_chains": 0, "forced": 0, "direct": 0}
 
 
 class Deferred:
@@ -135,7 +135,8 @@ def value(out):
 
 def stats() -> dict:
     """``chains`` run as one library call, ``eager_chains`` (full runs before ``GRAPH_AFTER``),
-    ``forced`` deferred outputs computed later (for tests and benchmarks)."""
+    ``forced`` deferred outputs computed later, ``direct`` full runs made by :func:`full_run`
+    (also counted in ``chains``) (for tests and benchmarks)."""
     return dict(_STATS)
 
 
@@ -206,12 +207,16 @@ def _chain(qt, km):
     return (lt, qt, km) if _fresh(lt) else None
 
 
-def _sighting(be, img, p: dict) -> int:
+def _sighting(be, img, p: dict, *, counted_from: int = 0) -> int:
     """How many full runs of this shape and parameter set this process has seen (this one
-    included)."""
+    included). Below ``counted_from`` this run is not recorded (:func:`full_run` asks before it
+    knows that it makes the run: where it does not, the stages it hands the run to count it)."""
     key = (be.label, img.shape, img.dtype.str, tuple(sorted(p.items())))
     with _SEEN_LOCK:
-        n = _SEEN.pop(key, 0) + 1
+        n = _SEEN.get(key, 0) + 1
+        if n < counted_from:
+            return n
+        _SEEN.pop(key, None)
         _SEEN[key] = n
         while len(_SEEN) > _SEEN_MAX:
             _SEEN.popitem(last=False)
@@ -276,3 +281,54 @@ def finish(col, sp, mg, *, device=None, progress=None):
     if "finished" in mg:
         return mg["finished"]
     return _ct.stage_finish(value(col), value(sp), mg, device=device, progress=progress)
+
+
+# ----------------------------------------------------------------------------- a whole run
+def full_run(image, p: dict, *, device=None, progress=None):
+    """A full run of the tool's stages without a stage cache (the CLI, batch, the demo: the
+    tool's ``run``), made the way the stages make it, minus the stages: where on this device,
+    image and parameter set the stages would defer and their fresh chain would run as one
+    library call (from the ``GRAPH_AFTER``-th full run on), that one call; ``None`` anywhere
+    else (the CPU, a device image, one over ``segment.UNREAD_COUNT_MAX_PIXELS`` pixels, a run
+    before ``GRAPH_AFTER``, a bad image or parameter), and the caller runs the stages, which
+    then also raise the error a bad input gets, from the stage that reads it.
+
+    ``p``: the tool's parameters (``method`` and both methods' keywords, validated). The result
+    is the stages' own (the same call with the same checked values), without five stage calls,
+    their deferred outputs and the pipeline's waits around it (about 0.1 ms of host time at
+    512^2 on the H100's host, session 8).
+    """
+    be = get_backend(device)
+    if not (ENABLED and be.is_gpu):
+        return None
+    from gpu_kernels.imseg._util import ImsegInputError
+
+    method = p["method"]
+    try:
+        img, h, w, _ = as_image(image)
+        if not (isinstance(img, np.ndarray) and h * w <= _seg.UNREAD_COUNT_MAX_PIXELS):
+            return None
+        if method == "kmeans":
+            # the values the deferred stages check (lab, quantise, kmeans, regions), all at once
+            q = _seg._check_params(p["k_max"], p["q"], p["iterations"], p["merge_distance"], p["bilateral"],
+                                   p["bilateral_window"], p["sigma_spatial"], p["sigma_color"], p["connectivity"],
+                                   p["min_size"], "auto", _km.DEFAULT_WEIGHTS, "auto")
+            key = q
+        elif method == "contours":
+            from gpu_kernels.imseg import contours as _ct
+
+            q = _ct.check_params(p["coarseness"], p["n_segments"], p["n_superpixels"], p["compactness"], p["sigma"])
+            key = {"method": "contours", **q}
+        else:
+            return None
+    except (ImsegInputError, TypeError, ValueError):
+        return None   # the stages raise it, from the stage that reads the bad value
+    if _sighting(be, img, key, counted_from=GRAPH_AFTER) < GRAPH_AFTER:
+        return None   # an early run of this set: stage by stage, as the stages decide (and count)
+    if method == "kmeans":
+        seg = _seg.segment_image(img, **q, device=be, progress=progress)
+    else:
+        seg = _ct.segment_contours(img, **q, device=be, progress=progress)
+    _STATS["chains"] += 1
+    _STATS["direct"] += 1
+    return seg

@@ -341,11 +341,13 @@ def test_gpu_tool_contours_full_run_replays_the_graph_and_live_edits_stay_staged
 @pytest.mark.parametrize("method, waits", [("kmeans", 2), ("contours", 2)])
 def test_deferred_stages_do_not_wait_for_the_device(method, waits, monkeypatch):
     """The deferred stages queue nothing, so the pipeline does not synchronise after them: a
-    full run waits for the device after the library call's stage and the last one only."""
+    full run waits for the device after the library call's stage and the last one only. (The
+    tool's ``run`` makes the library call itself since session 8, which waits for its own
+    download: no pipeline wait at all, test_imseg_speed_session8.)"""
     be = emu_backend()
     monkeypatch.setattr(D, "GRAPH_AFTER", 1)
     calls = []
     monkeypatch.setattr(type(be), "synchronize", lambda self: calls.append(1))
     img, _ = piecewise_image(np.random.default_rng(12), 24, 32, noise=4.0, shading=False)
-    imseg.run(imseg.ImageData(None, img), {"method": method}, device=be)
+    imseg.PIPELINE.run(imseg.ImageData(None, img), {"method": method}, device=be)
     assert len(calls) == waits
