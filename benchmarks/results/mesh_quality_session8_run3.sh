@@ -2,7 +2,7 @@
 # mesh-quality helper, session 8, device call 3 (H100): pytest -m gpu on the layout + thin-part tests; 17k/50k k = auto timing of the
 # candidates against the defaults; LOCO over 5 working-mesh draws (pf3 seeds 210-214) of the defaults (both
 # modes) and of AUTO_K_LAYOUT = vote_pick (k = auto). The rule: benchmarks/results/mesh_quality_session8.md.
-#   carry: .carry-mq8/c3 (psb.npzx, pf3s*.npzx lossless packs, the fast-simplification wheel)
+#   carry: .carry-mq8/c3 (off.tar.xz + humans.npzx, pf3s*.npzx lossless packs, the fast-simplification wheel)
 set -o pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); C=.carry-mq8/c3; W=/tmp/mq8; mkdir -p $W
@@ -11,7 +11,24 @@ python3 -c "import fast_simplification" 2>/dev/null || { python3 -m pip install 
 echo "== mesh GPU tests [$(( $(date +%s) - T0 )) s]"
 timeout 120 python3 -m pytest -m gpu tests/mesh/test_quality8_layout.py tests/mesh/test_mesh_thin_parts.py -q -p no:cacheprovider -o addopts="" -W ignore 2>&1 | tail -8
 echo "== unpack [$(( $(date +%s) - T0 )) s]"
-python3 benchmarks/mesh_simplify_session7_pack.py unpack $C/psb.npzx $W/psb.npz
+# (the PSB meshes travel as their OFF text, xz: 12.2 MB instead of the 20.9 MB pack, which no longer fits 64 MiB
+# with the tree; psb.npz is assembled from them and the humans' pack, the same arrays: checked on the dev CPU)
+mkdir -p $W/psbdir && tar -xJf $C/off.tar.xz -C $W/psbdir
+python3 benchmarks/mesh_simplify_session7_pack.py unpack $C/humans.npzx $W/humans.npz
+python3 - $W <<'PY'
+import sys, pathlib, numpy as np
+sys.path.insert(0, "benchmarks")
+import mesh_psb as mp
+W = pathlib.Path(sys.argv[1])
+h = np.load(W / "humans.npz")
+store = {k: h[k] for k in h.files}
+for p in sorted((W / "psbdir" / "off").glob("*.off")):
+    v, f = mp.load_off(p)
+    store[f"v_{p.stem}"] = v
+    store[f"f_{p.stem}"] = f.astype(np.int32)
+np.savez(W / "psb.npz", **store)
+print("psb.npz assembled:", len(store), "arrays")
+PY
 for f in $C/pf3s*.npzx; do python3 benchmarks/mesh_simplify_session7_pack.py unpack $f $W/$(basename $f .npzx).npz; done
 python3 - $W <<'PY'
 import json, sys, pathlib
