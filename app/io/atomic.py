@@ -140,7 +140,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
     remove_stale_parts(parent, path.name)
-    fd, tmp = tempfile.mkstemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent)
+    except OSError as exc:  # name the file the user chose, not the hidden temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -251,6 +254,8 @@ def foreign_message(lead: str, foreign: list[str], remedy: str) -> str:
 
 def _check_writable_parent(path: Path, lead: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
+    if parent.exists() and not parent.is_dir():
+        raise OutputPathError(f"{lead}: {parent} is a file, not a folder")
     if not parent.is_dir():
         raise OutputPathError(f"{lead}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):

@@ -470,6 +470,8 @@ def check_segments_dir(directory) -> pathlib.Path:
                 "empty folder (a folder of earlier segment files is replaced)"
             )
     parent = directory.parent if str(directory.parent) else pathlib.Path(".")
+    if parent.exists() and not parent.is_dir():
+        raise MeshIOError(f"{directory}: {parent} is a file, not a folder")
     if not parent.is_dir():
         raise MeshIOError(f"{directory}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):

@@ -18,6 +18,7 @@ from gpu_kernels.errors import InputError
 from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.lazy import lazy_module
 
+from ..io import formats as _formats
 from ..io.registry import input_kind
 
 if TYPE_CHECKING:
@@ -126,6 +127,11 @@ def load(path, *, progress: Progress | None = None) -> FlowData:
         return data
     if not path.exists():
         raise InputError(f"no such file: {path}")
+    ext = path.suffix.lower()
+    if ext not in _formats.IMAGE_EXTENSIONS:   # not a frame: say so before looking for its partner
+        raise InputError(f"{path.name}: unsupported image type {ext or '(no extension)'}; gpulab reads "
+                         f"{', '.join(_formats.IMAGE_EXTENSIONS)} images, {', '.join(_formats.VIDEO_EXTENSIONS)} "
+                         "videos and folders of frames")
     return load_pair(path, _partner(path), progress=progress)
 
 

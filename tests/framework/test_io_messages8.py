@@ -1,0 +1,82 @@
+"""Write and open errors name what the user chose (session 8's window walkthrough, L1-L4)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from app.io import atomic, flow_io, mesh_io
+from gpu_kernels.errors import InputError
+
+
+def _readonly_dir(tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    probe = d / "probe"
+    try:                      # root writes anyway: the case cannot be made
+        probe.write_bytes(b"")
+    except OSError:
+        return d
+    probe.unlink()
+    d.chmod(stat.S_IRWXU)
+    pytest.skip("this user can write into a read-only folder (root): no write error to check")
+
+
+def test_atomic_write_names_the_target_not_the_temporary_file(tmp_path):
+    d = _readonly_dir(tmp_path)
+    try:
+        with pytest.raises(PermissionError) as e, atomic.atomic_write(d / "parts.ply", "wb") as f:
+            f.write(b"x")
+        assert e.value.filename == str(d / "parts.ply")
+        assert ".part" not in str(e.value)
+        assert os.listdir(d) == []
+    finally:
+        d.chmod(stat.S_IRWXU)
+
+
+def test_a_flow_write_error_names_the_whole_path(tmp_path):
+    target = tmp_path / "missing" / "x.flo"
+    with pytest.raises(flow_io.FlowFileError) as e:
+        flow_io.write_flow(target, np.zeros((4, 5, 2), np.float32))
+    assert str(target) in str(e.value)
+
+
+@pytest.mark.parametrize("check", ["file", "segments"])
+def test_a_file_where_the_folder_should_be_is_called_a_file(tmp_path, check):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    with pytest.raises(InputError if check == "segments" else atomic.OutputPathError) as e:
+        if check == "file":
+            atomic.check_output_file(afile / "x.ply")
+        else:
+            mesh_io.check_segments_dir(afile / "parts")
+    msg = str(e.value)
+    assert "is a file, not a folder" in msg and "does not exist" not in msg
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "scan.ply", "noext"])
+def test_flow_opens_a_non_image_with_the_unsupported_type_message(tmp_path, name):
+    from app.tools import flow_data
+
+    p = tmp_path / name
+    p.write_text("hello")
+    (tmp_path / "b.png").write_bytes(b"")   # a neighbour that a partner search would find
+    with pytest.raises(InputError) as e:
+        flow_data.load(p)
+    msg = str(e.value)
+    assert "unsupported image type" in msg and "next image" not in msg
+
+
+def test_atomic_write_renames_a_temporary_file_error_to_the_target(tmp_path, monkeypatch):
+    """The same as above for any user (root included): the temporary file cannot be made."""
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".parts.ply.host.1234.part"))
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError) as e, atomic.atomic_write(tmp_path / "parts.ply", "wb"):
+        pass
+    assert e.value.filename == str(tmp_path / "parts.ply") and e.value.errno == 13
