@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from ..io import volume_io
 from ..tools import echo
+from ..ui.widgets import name_html
 from .base import ToolTab
 from .echo_views import SliceViews
 
@@ -251,11 +252,11 @@ class EchoTab(ToolTab):
     def describe_input(self, data) -> str:
         Z, Y, X = data.shape
         sp = data.spacing
-        lines = [f"<b>{html.escape(data.name)}</b>",
+        lines = [f"<b>{name_html(data.name)}</b>",
                  f"{data.n_frames} frame(s) of {Z} × {Y} × {X} [z, y, x]",
                  f"voxel {sp[0]:.3g} × {sp[1]:.3g} × {sp[2]:.3g} mm, {data.frames.dtype}"]
         if data.n_frames == 2:
-            lines.append(f"fixed {html.escape(data.names[0])}<br>moving {html.escape(data.names[1])}")
+            lines.append(f"fixed {name_html(data.names[0])}<br>moving {name_html(data.names[1])}")
         if data.n_frames == 1:
             lines.append("<span style='color:#a15c00'>a single volume: choose the moving volume</span>")
         if data.truth:

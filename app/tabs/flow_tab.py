@@ -9,7 +9,6 @@ Everything generic (input, parameters, Run/Cancel, errors, exports) is
 
 from __future__ import annotations
 
-import html
 import logging
 import shlex
 from pathlib import Path
@@ -33,7 +32,7 @@ from PySide6.QtWidgets import (
 from ..io import image_io
 from ..tools import flow
 from ..tools.stages import took_text
-from ..ui.widgets import ColorBar, grey_lut, hex_color
+from ..ui.widgets import ColorBar, grey_lut, hex_color, name_html
 from .base import PendingJob, ToolTab
 from .flow_view import FAILED_RGB, OCCLUDED_RGB, FlowView, FlowWheel
 
@@ -305,7 +304,7 @@ class FlowTab(ToolTab):
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
         H, W = data.shape
-        esc = html.escape    # a file name is text: "a<b>.png" is no markup
+        esc = name_html    # a file name is text ("a<b>.png" is no markup) that may wrap
         if AWAITING_SECOND in data.warnings:
             return (f"<b>{esc(data.name1)}</b>, {W} x {H}<br><span style='color:#a15c00'>the first frame: choose the "
                     "second with <b>Second frame…</b></span>")

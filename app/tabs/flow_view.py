@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from gpu_kernels.flow import flow_to_color
 
 from ..render.flow import FlowPicture
+from ..ui.widgets import set_fitted_title
 from .placeholder import EmptyHint
 
 __all__ = ["FlowView", "arrow_segments", "failure_masks", "quality_overlay_rgba", "FlowWheel"]
@@ -238,11 +239,23 @@ class FlowView(QWidget):
         if not self.user_zoomed:
             self._frame()
 
+    def set_title(self, label, text: str) -> None:
+        """A pane's title cut with "…" to its pane (the whole text in its tooltip): a pyqtgraph label
+        demands its text's width, and in a pinned half (800-1024 px windows) or with the quality
+        overlay's long title the frames were drawn wider than their pane and cut at the right."""
+        label._full_title = text
+        set_fitted_title(label, self.glw, text, columns=1 if self.vertical else 2)
+
+    def _fit_titles(self) -> None:
+        for t in (self.left_title, self.right_title):
+            self.set_title(t, getattr(t, "_full_title", t.text))
+
     def _relayout(self) -> None:
         vertical = self.best_arrangement(self.width(), self.height())
         changed = vertical != self.vertical
         if changed:
             self._arrange(vertical)
+        self._fit_titles()
         lay = self.glw.ci.layout
         half = 1e6 if vertical else max((self.width() - 40) / 2, 50)
         for c in (0, 1):  # two equal columns side by side
@@ -307,7 +320,7 @@ class FlowView(QWidget):
         self._set_image(self.img_left, img1, "left")
         self.clear_result()
         if res is None:
-            self.left_title.setText("First frame")
+            self.set_title(self.left_title, "First frame")
             return
         if style == "Colour wheel":
             # on the GPU where the flow was computed there: only this RGBA picture comes back
@@ -323,7 +336,7 @@ class FlowView(QWidget):
         title = f"First frame, flow as {style.lower()}" if style != "None" else "First frame"
         if quality_overlay:
             title += " + quality (grey), occlusions (blue), failures (red)"
-        self.left_title.setText(title)
+        self.set_title(self.left_title, title)
 
     def show_right(self, img, title: str | None = None, *, message: str = "") -> None:
         """The right pane's picture; with ``message`` a blank pane that says it instead."""
@@ -338,7 +351,7 @@ class FlowView(QWidget):
             self.message.hide()
             self._set_image(self.img_right, img, "right")
         if title:
-            self.right_title.setText(title)
+            self.set_title(self.right_title, title)
 
     # ------------------------------------------------------------------ hover
     def _moved(self, pos) -> None:

@@ -29,6 +29,7 @@ from gpu_kernels.imseg import vis
 from ..tools import imseg
 from ..tools.base import fmt_seconds
 from ..tools.stages import reused_note
+from ..ui.widgets import name_html
 from .base import ToolTab
 from .imseg_views import ImsegView, RegionTable
 
@@ -117,7 +118,7 @@ class ImsegTab(ToolTab):
 
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
-        return f"<b>{html.escape(data.name)}</b><br>{html.escape(data.describe())}"
+        return f"<b>{name_html(data.name)}</b><br>{html.escape(data.describe())}"
 
     def show_input(self, data) -> None:
         self._pictures = {}

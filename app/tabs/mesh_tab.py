@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from ..tools import mesh_seg
 from ..tools.base import fmt_seconds
 from ..tools.stages import reused_note, took_text
-from ..ui.widgets import ColorBar, LegendTable, hex_color
+from ..ui.widgets import ColorBar, LegendTable, hex_color, name_html
 from .base import ToolTab
 from .mesh_view import MeshView
 
@@ -251,7 +251,7 @@ class MeshTab(ToolTab):
     # ------------------------------------------------------------------ input and result
     def describe_input(self, data) -> str:
         ext = np.ptp(data.vertices, axis=0)
-        text = (f"<b>{html.escape(data.name)}</b><br>{len(data.vertices):,} vertices, {len(data.faces):,} faces<br>"
+        text = (f"<b>{name_html(data.name)}</b><br>{len(data.vertices):,} vertices, {len(data.faces):,} faces<br>"
                 f"size {ext[0]:.3g} × {ext[1]:.3g} × {ext[2]:.3g}")
         return text + "".join(f"<br><span style='color:#a15c00'>⚠ {html.escape(str(w))}</span>" for w in data.warnings)
 

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from ..tools import mvs
 from ..tools.stages import took_text
+from ..ui.widgets import name_html
 from .base import ToolTab
 from .mvs_views import CloudView, MapView
 
@@ -181,7 +182,7 @@ class MvsTab(ToolTab):
     def describe_input(self, data: mvs.MVSData) -> str:
         sc = data.scene
         c = sc.cameras[0]
-        parts = [f"<b>{html.escape(data.name)}</b>: {sc.n_views} views, {c.width} x {c.height}"]
+        parts = [f"<b>{name_html(data.name)}</b>: {sc.n_views} views, {c.width} x {c.height}"]
         if sc.points is not None:
             parts.append(f"{len(sc.points):,} sparse points")
         if any(m is not None for m in sc.masks):

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["swatch", "ElidedLabel", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
+__all__ = ["swatch", "ElidedLabel", "name_html", "plain_tooltip", "set_fitted_title", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
 
 
 def hex_color(color) -> str:
@@ -69,6 +69,33 @@ class ElidedLabel(QLabel):
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
         super().setText(shown)
         self.setToolTip(plain_tooltip(self._full) if shown != self._full else "")
+
+
+#: a break opportunity that shows nothing (zero-width space)
+_ZWSP = "\u200b"
+
+
+def name_html(name: str, run: int = 24) -> str:
+    """A file name for a rich-text label: escaped (a "<" or "&" in the name is text, not markup),
+    and a name longer than ``run`` with places to wrap after "_", "-", ".", "/" and in any longer run
+    of letters (zero-width spaces): a word-wrapped
+    label cannot break a long name ("experiment_2026-11-26_session_04_camera_left_…_000123.jpg"),
+    which made the left panel 686 px wide and the window at least 1042 px.
+
+    Examples
+    --------
+    >>> name_html("a<b>_c.png")
+    'a&lt;b&gt;_c.png'
+    >>> name_html("run_2026-11-26_camera_left_frame_0001.png").replace("\u200b", "|")
+    'run_|2026-|11-|26_|camera_|left_|frame_|0001.|png'
+    """
+    import re
+
+    if len(name) <= run:        # a short name wraps as it is (and reads as it is in tests)
+        return html.escape(name, quote=False)
+    out = re.sub(r"([_\-./])", lambda m: m.group(1) + _ZWSP, name)
+    out = re.sub(rf"[^\s{_ZWSP}]{{{run}}}(?=[^\s{_ZWSP}])", lambda m: m.group(0) + _ZWSP, out)
+    return html.escape(out, quote=False)
 
 
 def plain_tooltip(text: str) -> str:
@@ -352,17 +379,18 @@ def set_picture(item, rgb) -> None:
     item.setImage(rgb, autoLevels=False, levels=None if rgb.dtype == np.uint8 else (0, 255))
 
 
-def set_fitted_title(label, glw, text: str) -> None:
+def set_fitted_title(label, glw, text: str, *, columns: int = 1) -> None:
     """Set a pyqtgraph ``LabelItem`` under or over a picture to ``text`` cut with "…" to the width
     of its ``GraphicsLayoutWidget`` (the whole text in its tooltip), and keep the picture's layout in
     that widget. A pyqtgraph label demands its text's width, and a layout widened by a long title
     never shrinks back: the picture was drawn larger than its pane and cut (MVS map, imseg pane).
-    Call it again on resize."""
+    Call it again on resize. With ``columns`` > 1 the label sits over one of that many equal
+    columns (the flow view's two panes side by side) and gets that share of the width."""
     from PySide6.QtGui import QFontMetricsF
 
     left, _, right, _ = glw.ci.layout.getContentsMargins()
     # the text's room: the pane less the layout's margins, the text item's own margins and 4 px
-    room = max(40.0, glw.width() - left - right - 2 * label.item.document().documentMargin() - 4)
+    room = max(40.0, (glw.width() - left - right) / max(columns, 1) - 2 * label.item.document().documentMargin() - 4)
     shown = QFontMetricsF(label.item.font()).elidedText(text, Qt.TextElideMode.ElideRight, room) if text else text
     # pyqtgraph sets the label as HTML: a "<" or "&" in a file name was read as markup (a name cut at
     # the "<", "&amp;" shown as "&"); the text is escaped, and ``label.text`` keeps the plain text

@@ -24,7 +24,7 @@ def _shown(html_text: str) -> str:
     """The text a rich-text label shows for ``html_text``."""
     doc = QTextDocument()
     doc.setHtml(html_text)
-    return doc.toPlainText()
+    return doc.toPlainText().replace("\u200b", "")    # the places a long name may wrap
 
 
 def test_a_picture_title_shows_a_file_name_as_written(qtbot):
@@ -130,3 +130,49 @@ def test_mesh_k_edits_keep_the_view_size(qtbot, open_tab, tab_runner):
         assert tab.view._raster is raster  # the triangles drawn once, recoloured since
     # every column still fits (no sideways scrolling): the reserve is a floor, not a cap
     assert tab.legend.minimumWidth() >= tab.legend.columns_width()
+
+
+def test_the_flow_frames_fit_their_panes_in_a_narrow_pinned_window(qtbot, open_tab, tab_runner):
+    # before: each pane's title ("First frame, flow as colour wheel + quality (grey), occlusions
+    # (blue), failures (red)") set the pyqtgraph layout's minimum width: in a pinned half of an
+    # 800 px window the frames were drawn wider than their pane and cut at the right
+    from app.tabs.flow_tab import FlowTab
+
+    tab = open_tab(FlowTab, (1000, 560))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLES / "flow" / "frame1.png")
+    assert tab_runner.run(tab) is not None
+    assert tab.pin()
+    tab.form.set_value("quality_overlay", True)      # the long title
+    qtbot.wait(300)
+    tab.resize(900, 560)
+    qtbot.wait(400)
+    views = (tab._pinned_slot["view"], tab.view)
+    for v in views:
+        assert v.glw.width() < 250                      # the case: a half narrower than the title
+        assert v.glw.ci.geometry().width() <= v.glw.width() + 1, (v.glw.ci.geometry(), v.glw.width())
+        r = v.left.sceneBoundingRect()                  # the first frame's pane (stacked or side by side)
+        assert r.right() <= v.glw.width() / (1 if v.vertical else 2) + 2, (r, v.glw.width(), v.vertical)
+        shown = v.left_title.item.toPlainText()
+        assert shown.endswith("…") and v.left_title.toolTip().startswith(shown[:-1])
+    assert "quality (grey)" in tab.view.left_title.toolTip()     # the live side's whole title
+
+
+def test_a_long_file_name_wraps_instead_of_widening_the_left_panel(tmp_path, qtbot, open_tab, tab_runner):
+    # before: "experiment_2026-11-26_session_04_camera_left_exposure_auto_calibrated_frame_000123.jpg"
+    # could not wrap (no spaces): the left panel grew from 317 to 686 px and the window could not
+    # be made narrower than 1042 px
+    from app.tabs.imseg_tab import ImsegTab
+
+    long = tmp_path / "experiment_2026-11-26_session_04_camera_left_exposure_auto_calibrated_frame_000123.jpg"
+    shutil.copy(SAMPLES / "imseg" / "coffee.jpg", long)
+    tab = open_tab(ImsegTab, (1280, 760))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLES / "imseg" / "coffee.jpg")
+    qtbot.wait(100)
+    short_w = tab.splitter.sizes()[0]
+    tab_runner.load(tab, long)
+    qtbot.wait(200)
+    assert long.name in _shown(tab.input_info.text())
+    assert tab.splitter.sizes()[0] <= short_w + 10, (short_w, tab.splitter.sizes())
+    assert tab.input_info.height() > 2 * tab.input_info.fontMetrics().height()   # wrapped onto more lines
