@@ -81,6 +81,8 @@ def main(argv=None) -> int:
     ap.add_argument("--root", default=None, help="import gpulab from this tree")
     ap.add_argument("--simplifier", default="auto")
     ap.add_argument("--no-wrap", action="store_true", help="plain timing (no per-stage timers)")
+    ap.add_argument("--tool", action="store_true",
+                    help="the tool's path instead (app.tools.mesh_seg.load + run, as the CLI and the window)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     if args.root:
@@ -90,6 +92,11 @@ def main(argv=None) -> int:
     from gpu_kernels.mesh import simplify as simp
 
     simp.SIMPLIFIER = args.simplifier
+    if args.tool:
+        from app.tools import mesh_seg
+        from gpu_kernels.backend import get_backend
+
+        backend = get_backend(args.device)
     acc: dict = defaultdict(float)
     if not args.no_wrap:
         install(acc)
@@ -98,8 +105,12 @@ def main(argv=None) -> int:
         def once(path=path):
             acc.clear()
             t0 = time.perf_counter()
-            v, f = mesh_io.read_mesh(path)
-            seg = segment.segment_mesh(v, f, device=args.device)
+            if args.tool:
+                data = mesh_seg.load(path)
+                seg, f = mesh_seg.run(data, {}, device=backend).seg, data.faces
+            else:
+                v, f = mesh_io.read_mesh(path)
+                seg = segment.segment_mesh(v, f, device=args.device)
             total = time.perf_counter() - t0
             assert seg.face_colors.shape == (len(f), 3)
             return total, dict(acc), seg, len(f)
@@ -109,11 +120,12 @@ def main(argv=None) -> int:
         total, stages, seg, nf = min(runs, key=lambda r: r[0])
         sha = hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()[:12]
         row = {"file": Path(path).name, "faces": nf, "device": args.device, "root": args.root or ".",
+               "path": "tool" if args.tool else "segment_mesh",
                "simplifier": simp._resolve(args.simplifier) if seg.info["simplified"] else "-",
                "total_s": total, "all_s": sorted(r[0] for r in runs), "k": int(seg.k), "sha": sha,
                "stages": stages, "timings": {k: float(x) for k, x in seg.info["timings"].items()}}
         rows.append(row)
-        print(f"speed8 {row['file']} {nf} faces {args.device} {row['simplifier']} root={row['root']}: "
+        print(f"speed8 {row['file']} {nf} faces {args.device} {row['simplifier']} {row['path']} root={row['root']}: "
               f"{total:.3f} s (runs {', '.join(f'{x:.3f}' for x in row['all_s'])}) k={seg.k} sha={sha}", flush=True)
         for k, x in sorted(stages.items(), key=lambda kv: -kv[1]):
             print(f"    {k:38s} {1000 * x:8.1f} ms", flush=True)

@@ -260,10 +260,12 @@ def _cut(ctx):
     """Stage 4: the boundaries re-cut at full resolution, the parts' memberships and colours (a
     change of refine_boundaries starts here: the clusterings, cuts and merges are re-used)."""
     cm = ctx["segment"]
-    return _seg.segment_mesh(
+    seg = _seg.segment_mesh(
         ctx.data.vertices, ctx.data.faces, k=cm.kw["k"], epsilon=cm.kw["epsilon"], apsp_method=cm.apsp_method,
         max_iter=cm.kw["max_iter"], max_faces=cm.info["params"]["max_faces"], prepared=ctx["graph"], clustered=cm,
         refine_boundaries=ctx.p["refine_boundaries"], device=ctx.device, progress=ctx.progress)
+    seg.face_colors_shading = cm.kw["shading"]  # what its face colours were blended with (apply_display)
+    return seg
 
 
 def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: float) -> MeshSegResult:
@@ -273,9 +275,14 @@ def _finish(data: MeshData, out: dict, p: dict, *, device: Backend, elapsed: flo
 def apply_display(result: MeshSegResult, params: dict) -> MeshSegResult:
     """The result with the display-only parameters (the uncertainty shading of the face colours)."""
     seg = result.seg
-    colors = _colors.blend_face_colors(seg.memberships, seg.labels, seg.cluster_colors, shading=params["shading"])
+    shading = params["shading"]
+    if getattr(seg, "face_colors_shading", None) == shading and seg.face_colors is not None:
+        colors = seg.face_colors.copy()  # already blended with this shading (the default: every run)
+    else:
+        colors = _colors.blend_face_colors(seg.memberships, seg.labels, seg.cluster_colors, shading=shading)
     seg = copy.copy(seg)  # the cached segmentation stays as it was
     seg.face_colors = colors
+    seg.face_colors_shading = shading
     return replace(result, seg=seg, params={**result.params, "shading": params["shading"]})
 
 
