@@ -8,7 +8,7 @@ import pytest
 MODULES = ["gpu_kernels.ops.filters", "gpu_kernels.ops.pyramid", "gpu_kernels.ops.warp", "gpu_kernels.ops.color",
            "gpu_kernels.flow.api", "gpu_kernels.flow.blockmatch", "gpu_kernels.flow.lucas_kanade",
            "gpu_kernels.flow.refine", "gpu_kernels.flow.metrics", "gpu_kernels.flow.colorwheel",
-           "gpu_kernels.flow.synthetic", "app.io.flow_io", "app.io.video_io"]
+           "gpu_kernels.flow.synthetic", "app.io.flow_io", "app.io.video_io", "app.tools.flow_progress"]
 
 
 @pytest.mark.parametrize("name", MODULES)

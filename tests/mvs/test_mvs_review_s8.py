@@ -1,7 +1,7 @@
 """Session 8: the items session 7's review left in MVS. The grower goes back to its cache only once
 the caller has let go of its device maps (the race itself is a GPU test:
-test_mvs_review_s8_gpu.py); a stale set-up's redo shows nothing of the discarded run; the module
-examples of seeds.py and flow_progress.py run. CPU only."""
+test_mvs_review_s8_gpu.py); a stale set-up's redo shows nothing of the discarded run; seeds.py's
+module example runs. CPU only."""
 
 from __future__ import annotations
 
@@ -161,10 +161,10 @@ def test_a_fresh_setup_still_reports_while_it_grows(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- module examples
-@pytest.mark.parametrize("module", ["gpu_kernels.mvs.seeds", "app.tools.flow_progress"])
+@pytest.mark.parametrize("module", ["gpu_kernels.mvs.seeds"])
 def test_module_examples_run(module):
     """seeds.py's example failed since session 6 (4 views of 160 x 120 give no SIFT seed at all:
-    ``min()`` of nothing); flow_progress.py had none."""
+    ``min()`` of nothing). flow_progress.py's example runs in tests/flow/test_flow_doctests.py."""
     import doctest
     import importlib
 
