@@ -79,7 +79,12 @@ from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
 from gpu_kernels.mesh.metrics import contingency
 from gpu_kernels.mesh.nearest import kd_nearest
-from gpu_kernels.mesh.simplify import available_simplifiers, simplify_mesh, transfer_memberships
+from gpu_kernels.mesh.simplify import (
+    available_simplifiers,
+    simplify_in_background,
+    simplify_mesh,
+    transfer_memberships,
+)
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -1170,6 +1175,18 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         if rep["n_degenerate_faces"]:
             info["warnings"].append(f"{rep['n_degenerate_faces']} zero-area faces were left out of the "
                                     "graph and take the label of a neighbour")
+        # the automatic working resolution's simplification starts now, on a thread of its own,
+        # and runs while the full mesh's dual graph is built (issue 22; the same call as
+        # working_graph's, so the same working mesh). An error surfaces where it did before.
+        early = None
+        if max_faces == "auto" and COARSENING == "simplify" and _can_simplify():
+            wf0 = working_faces(f.shape[0], backend, apsp_method)
+            if wf0 is not None and wf0 < f.shape[0]:
+                try:
+                    early = (wf0, simplify_in_background(
+                        v, f, wf0, None if simplifier in (None, "auto") else simplifier, fn=simplify_mesh))
+                except (ValueError, RuntimeError):
+                    early = None
         t1 = time.perf_counter()
         graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
@@ -1214,7 +1231,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 if t >= graph.n:
                     working.append((int(t), None, None))
                 else:
-                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp)))
+                    pre = early[1] if early is not None and early[0] == t else None
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp, pre=pre)))
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1243,18 +1261,24 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                         orders=orders)
 
 
-def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None):
+def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
+                  pre=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
-    (The simplification is not run on a thread beside other work: that corrupted the heap,
-    ``malloc_consolidate(): unaligned fastbin chunk``, in 3 of 3 runs here, session 6.)"""
+    ``pre``: the same simplification already started
+    (:func:`gpu_kernels.mesh.simplify.simplify_in_background`, which imports the simplifier on
+    the calling thread first: pymeshlab imported first from a worker thread corrupted the heap,
+    session 6)."""
     if COARSENING == "patches":
         from gpu_kernels.mesh.coarsen import coarsen
 
         return coarsen(graph, target)
-    vs, fs = (simplify_mesh(v, f, target) if simplifier in (None, "auto")
-              else simplify_mesh(v, f, target, method=simplifier))
+    if pre is not None:
+        vs, fs = pre.result()
+    else:
+        vs, fs = (simplify_mesh(v, f, target) if simplifier in (None, "auto")
+                  else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
