@@ -129,6 +129,22 @@ def test_emulated_run_bad_input_gets_the_stages_error(change, image, monkeypatch
 
 
 @needs_emu
+def test_emulated_full_run_leaves_a_value_the_library_refuses_to_the_stages(monkeypatch):
+    """An even bilateral window passes the tool's parameter validation but not the library's
+    checks: full_run hands the run back (None), so the lab stage raises it, as before."""
+    from gpu_kernels.imseg import ImsegInputError
+
+    be = emu_backend()
+    monkeypatch.setattr(D, "GRAPH_AFTER", 1)
+    p = imseg.PIPELINE.effective(imseg.PARAMS.validate({"method": "kmeans", "bilateral": 2, "bilateral_window": 4}))
+    img = np.zeros((8, 8, 3), np.uint8)
+    d0 = D.stats()["direct"]
+    assert D.full_run(img, p, device=be) is None and D.stats()["direct"] == d0
+    with pytest.raises(ImsegInputError, match="bilateral window"):
+        imseg.run(imseg.ImageData(None, img), p, device=be)
+
+
+@needs_emu
 @pytest.mark.parametrize("method", METHODS)
 def test_emulated_run_reports_progress_and_hears_cancel(method, monkeypatch):
     be = emu_backend()
