@@ -85,3 +85,49 @@ def test_the_simplifier_is_imported_on_the_calling_thread_first(monkeypatch):
 def test_unknown_simplifier_raises_at_the_call():
     with pytest.raises(ValueError, match="unknown simplifier"):
         simp.simplify_in_background(np.zeros((3, 3)), np.array([[0, 1, 2]]), 7, "nope")
+
+
+def test_prepare_mesh_starts_the_simplification_before_the_dual_graph_and_uses_it(monkeypatch):
+    """The automatic working resolution is simplified on a thread started before the full
+    mesh's dual graph, once, and the segmentation is exactly the one without the early start."""
+    from gpu_kernels.mesh import segment
+
+    if not simp.available_simplifiers():
+        pytest.skip("no simplifier is installed here")
+    monkeypatch.setattr(segment, "WORKING_FACES", 1000)   # a small working resolution: a quick test
+    v, f = _sphere(30)
+    assert f.shape[0] > 3 * segment.WORKING_FACES
+    events = []
+    real_dual, real_simplify = segment.dual_graph, segment.simplify_mesh
+
+    def dual(*a, **kw):
+        events.append(("dual", len(a[1])))
+        return real_dual(*a, **kw)
+
+    def simplify(*a, **kw):
+        events.append(("simplify", threading.current_thread() is threading.main_thread()))
+        return real_simplify(*a, **kw)
+
+    real_start = segment.simplify_in_background
+
+    def start(*a, **kw):
+        events.append(("start", len(a[1])))
+        return real_start(*a, **kw)
+
+    monkeypatch.setattr(segment, "dual_graph", dual)
+    monkeypatch.setattr(segment, "simplify_mesh", simplify)
+    monkeypatch.setattr(segment, "simplify_in_background", start)
+    early = segment.segment_mesh(v, f, k=3, device="cpu")
+    assert events.index(("start", f.shape[0])) < events.index(("dual", f.shape[0]))  # started first
+    assert [e for e in events if e[0] == "simplify"] == [("simplify", False)]  # once, on its own thread
+    events.clear()
+
+    def no_thread(*a, **kw):
+        raise RuntimeError("no early start")
+
+    monkeypatch.setattr(segment, "simplify_in_background", no_thread)
+    plain = segment.segment_mesh(v, f, k=3, device="cpu")
+    assert [e for e in events if e[0] == "simplify"] == [("simplify", True)]
+    assert early.labels.tobytes() == plain.labels.tobytes()
+    assert early.memberships.tobytes() == plain.memberships.tobytes()
+    assert early.face_colors.tobytes() == plain.face_colors.tobytes()
