@@ -223,12 +223,55 @@ def screen_pick(means: dict, groups: dict, n: int = 2) -> list:
     return sorted(best, key=lambda cand: -best[cand])[:n], best
 
 
+# --------------------------------------------------------------------------- post hoc diagnostic
+def auc(score: np.ndarray, pos: np.ndarray) -> float:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    from scipy.stats import rankdata
+
+    r = rankdata(score)
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    return float((r[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def diag_pairs(args):
+    """Adjacent pairs after the default merge has reached ``target`` regions: 'different human
+    segments' (the majority segment differs in more than half the human segmentations), each map's
+    mean boundary value and each map's full merge cost (the production formula)."""
+    from gpu_kernels.imseg import contours as C
+
+    d, target, kappa = args
+    g = d["graph"]
+    n = d["h"] * d["w"]
+    into, _, _ = C.merge_np(g, target, math.inf, 1 / math.sqrt(n))
+    seg, cnt = C._resolve(into)
+    s0 = seg - 1
+    area = np.bincount(s0, weights=g["area"], minlength=cnt).astype(np.int64)
+    rsum = np.stack([np.bincount(s0, weights=g["rsum"][:, k], minlength=cnt) for k in range(3)], 1).astype(np.int64)
+    a, b = s0[g["ea"]], s0[g["eb"]]
+    ok = a != b
+    out = {}
+    for cand in ("default",) + CANDS:
+        ea, eb, el, eg = C._aggregate(np.minimum(a, b)[ok], np.maximum(a, b)[ok], g["el"][ok],
+                                      cand_eg(d, cand, kappa)[ok], cnt)
+        out[cand + ":boundary"] = eg / (el * 2.0 * GSCALE)
+        out[cand + ":cost"] = C.merge_cost_np(area, rsum, ea, eb, el, eg, 2.0 * GSCALE, C.B0, 1 / math.sqrt(n),
+                                              float(n), C.SIZE_K).astype(np.float64)
+    same = np.zeros(len(ea))
+    for ci, gi, c, ng in d["cont"]:
+        M = np.zeros((cnt, ng))
+        np.add.at(M, (s0[ci], gi), c)
+        maj = M.argmax(1)
+        same += maj[ea] == maj[eb]
+    out["diff"] = same / len(d["cont"]) < 0.5
+    return out
+
+
 # --------------------------------------------------------------------------- main
 def main(argv=None):
     import imseg as B
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=("screen", "full"))
+    ap.add_argument("stage", choices=("screen", "full", "diag", "oracle"))
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--val", action="store_true", help="full: score the 20 images too (after the decision)")
@@ -270,6 +313,33 @@ def main(argv=None):
         rep["rows"] = res
         rep["seconds"] = round(time.time() - t0, 1)
         (out / "imseg_boundary_session8_screen.json").write_text(json.dumps(rep, indent=0))
+    elif a.stage == "diag":  # post hoc, after the decision: how well each map ranks the pairs
+        kappa = json.loads((out / "imseg_boundary_session8_screen.json").read_text())["kappa"]
+        D = mapf(prepare, [(it, CANDS) for it in items[:SCREEN_N]])
+        rep = {"kappa": kappa, "n": len(D)}
+        for target in (80, 40, 20):
+            P = mapf(diag_pairs, [(d, target, kappa) for d in D])
+            pos = np.concatenate([p["diff"] for p in P])
+            rep[str(target)] = {"pairs": int(len(pos)), "different": int(pos.sum())}
+            for k in P[0]:
+                if k != "diff":
+                    rep[str(target)][k] = round(auc(np.concatenate([p[k] for p in P]), pos), 4)
+            print(target, rep[str(target)], flush=True)
+        rep["seconds"] = round(time.time() - t0, 1)
+        (out / "imseg_boundary_session8_diag.json").write_text(json.dumps(rep, indent=0))
+    elif a.stage == "oracle":  # post hoc: the hierarchy's room, best coarseness per image (by covering)
+        scr = json.loads((out / "imseg_boundary_session8_screen.json").read_text())
+        D = mapf(prepare, [(it, CANDS) for it in items[:SCREEN_N]])
+        rep = {"n": len(D), "grid": "c* - 0.6 .. c* + 0.6, step 0.05"}
+        for cand in ("default",) + CANDS:
+            c0 = 3.3 if cand == "default" else scr["bisection"][cand]["c_star"]
+            grid = [(cand, round(c0 + dc, 2)) for dc in np.arange(-0.6, 0.601, 0.05)]
+            res = np.array(mapf(_job, [(d, grid, scr["kappa"]) for d in D]))  # (images, grid, 4)
+            best = res[np.arange(len(D)), res[:, :, 0].argmax(1)]
+            rep[cand] = best.mean(0).round(4).tolist()
+            print(cand, rep[cand], flush=True)
+        rep["seconds"] = round(time.time() - t0, 1)
+        (out / "imseg_boundary_session8_oracle.json").write_text(json.dumps(rep, indent=0))
     else:
         scr = json.loads((out / "imseg_boundary_session8_screen.json").read_text())
         chosen, kappa = scr["chosen"], scr["kappa"]
