@@ -71,7 +71,7 @@ def judge(rows: list, timing: list | None = None) -> dict:
         crit = {
             "a_heldout_mean_minus_defaults": float(ho - dm),
             "a": bool(ho <= dm - 0.002),
-            "b_draws_better": int(sum(per[s]["held_out"] < per[s]["defaults"] for s in seeds)),
+            "b_draws_better": int(sum(per[s]["held_out"] < per[s]["defaults"] - 1e-9 for s in seeds)),
             "c_categories_not_worse": int(sum(np.mean(held_c[k]) <= np.mean(base_c[k]) + 1e-12 for k in held_c)),
             "d_in_range": float(np.mean([per[s]["in_range"] for s in seeds])),
             "d_in_range_defaults": float(np.mean([out["defaults"][s]["in_range"] for s in seeds])),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# (segment.AUTO_K_LAYOUT, the candidates' switch, was removed after the three calls: re-run at commit 24620ec)
 # mesh-quality helper, session 8, device call 3 (H100): pytest -m gpu on the layout + thin-part tests; 17k/50k k = auto timing of the
 # candidates against the defaults; LOCO over 5 working-mesh draws (pf3 seeds 210-214) of the defaults (both
 # modes) and of AUTO_K_LAYOUT = vote_pick (k = auto). The rule: benchmarks/results/mesh_quality_session8.md.

@@ -129,15 +129,6 @@ AUTO_K_START = 30
 #: 19 folds; the distances are shared, so it costs two more clusterings and merge sequences
 AUTO_K_STARTS: tuple = (24, 30, 36)
 AUTO_K_STRENGTH = 1.5
-#: k = "auto"'s final layout from its starts: "medoid" (each start merged by the stop rule, the
-#: medoid of the results kept); "remerge" (the medoid's k per component, then every start's cut
-#: clusters merged down to it by an integer k's merges, :func:`k_merge_graph`, and the medoid of
-#: those); "vote" (the same, at the median of the starts' k per component); "vote_auto" (the
-#: median of the starts' k per component; each start with more parts merged further down to it by
-#: k = "auto"'s own merges, one with fewer left out; the medoid of those); "vote_pick" (the median
-#: of the starts' k per component, and of the starts at it the one that agrees best with all the
-#: starts' results: no merges beyond the stop rule's). Session 8 experiment
-AUTO_K_LAYOUT = "medoid"
 #: an integer k also over-segments into the AUTO_K_STARTS cluster counts (where k is below
 #: them), merges those down to k too, and keeps the medoid of all the results (over-segmentation
 #: factors and starts) instead of the most concave factor. Session 6: leave-one-category-out
@@ -602,16 +593,6 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         # auto-k starts: the medoid of the results
         j = choose_consensus(graph, [r[0] for r in results], rule="medoid")[0]
         best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
-        if auto_starts and AUTO_K_LAYOUT == "vote_pick":
-            j = _vote_pick(graph, results, trials, j)
-            best = ((int(np.unique(results[j][0]).size), scores[j]), j, results[j], trials[j])
-        elif auto_starts and AUTO_K_LAYOUT != "medoid":
-            alt = (_vote_auto_starts(graph, results, trials) if AUTO_K_LAYOUT == "vote_auto"
-                   else _relayout_starts(graph, trials, j, AUTO_K_LAYOUT))
-            if alt:
-                m = choose_consensus(graph, [r[0] for _, r, _ in alt], rule="medoid")[0]
-                j, res_m, trial_m = alt[m]
-                best = ((int(np.unique(res_m[0]).size), scores[j]), j, res_m, trial_m)
     elif OVERSEG_RULE == "medoid" and nf > 2:
         full = [j for j in range(nf) if int(np.unique(results[j][0]).size) == best[0][0]]
         if len(full) > 2:
@@ -633,94 +614,6 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
         if k_starts:
             info["k_start_scores"] = {int(st): float(sc) for st, sc in zip(k_starts, scores[len(factors):], strict=True)}
     return res
-
-
-def _median_k(per: list) -> list:
-    """Per component, the median of the starts' part counts (the lower middle for an even count)."""
-    return [int(sorted(p[c] for p in per)[(len(per) - 1) // 2]) for c in range(len(per[0]))]
-
-
-def _vote_pick(graph, results, trials, j: int) -> int:
-    """:data:`AUTO_K_LAYOUT` "vote_pick": of the starts whose part count equals the median of the
-    starts' in every component, the one with the highest summed agreement with all the starts'
-    results (ties to the more concave boundaries); ``j`` (the medoid) where none does."""
-    per = [t.get("k_per_component") for t in trials]
-    if any(p is None for p in per) or len(results) < 3:
-        return j
-    ks = _median_k(per)
-    at = [i for i, p in enumerate(per) if [int(x) for x in p] == ks]
-    if not at:
-        return j
-    score = agreement_matrix([r[0] for r in results], graph.areas).sum(axis=1)
-    top = max(score[i] for i in at)
-    tied = [i for i in at if score[i] >= top - 1e-9]
-    return max(tied, key=lambda i: boundary_concavity(graph, results[i][0])) if len(tied) > 1 else tied[0]
-
-
-def _vote_auto_starts(graph, results, trials) -> list:
-    """:data:`AUTO_K_LAYOUT` "vote_auto": ``[(start index, result, info)]`` of the starts merged to
-    the median k per component, by k = "auto"'s merges (the plain strengths) from their results;
-    a start with fewer parts in some component is left out."""
-    per = [t.get("k_per_component") for t in trials]
-    if any(p is None for p in per):
-        return []
-    ks = _median_k(per)
-    out = []
-    for i, (res, trial) in enumerate(zip(results, trials, strict=True)):
-        kc = [int(x) for x in per[i]]
-        if any(a < b for a, b in zip(kc, ks, strict=True)):
-            continue
-        if kc == ks:
-            out.append((i, res, trial))
-            continue
-        labels, P, reps, fuzzy = res
-        lc = np.repeat(np.arange(len(kc)), kc)
-        tg = {c: ks[c] for c in range(len(kc)) if kc[c] > ks[c]}
-        lab2, merges = _bd.merge_weakest_boundaries(graph, labels, tg, lc, min_area=MIN_PART_AREA)
-        lab2, P2, reps2 = _apply_merges(lab2, P, reps, merges)
-        t2 = _copy_info(trial)
-        t2["k_per_component"] = [int(np.unique(lab2[graph.component == c]).size) for c in range(len(kc))]
-        out.append((i, (lab2, P2, reps2, fuzzy), t2))
-    return out
-
-
-def _apply_merges(labels, P, reps, merges):
-    """Memberships of merged clusters summed (``merges``: (kept, removed) pairs), empty columns
-    dropped and the labels renumbered to match."""
-    P = P.copy()
-    for keep, gone in merges:
-        P[:, keep] += P[:, gone]
-        P[:, gone] = 0.0
-    used = np.bincount(labels, minlength=P.shape[1]) > 0
-    remap = np.cumsum(used) - 1
-    P = P[:, used]
-    P /= np.maximum(P.sum(axis=1, keepdims=True), 1e-30)
-    return remap[labels].astype(np.int32), P.astype(np.float32), reps[used]
-
-
-def _relayout_starts(graph, trials, j, mode) -> list:
-    """:data:`AUTO_K_LAYOUT` "remerge" / "vote": every auto-k start's cut clusters (kept by
-    :func:`_assemble_and_cut` in its info's ``"_cut"``) merged down to one k per component by an
-    integer k's merges. The k: start ``j``'s ("remerge") or the median of the starts' ("vote").
-    Returns ``[(start index, result, info)]`` of the starts with enough clusters ([]: none)."""
-    per = [t.get("k_per_component") for t in trials]
-    if any(t.get("_cut") is None for t in trials) or any(p is None for p in per):
-        return []
-    if mode == "vote":
-        ks = _median_k(per)
-    else:
-        ks = [int(x) for x in per[j]]
-    out = []
-    for i, trial in enumerate(trials):
-        labels, P, reps, kused = trial["_cut"]
-        if any(t > ku for t, ku in zip(ks, kused, strict=True)):
-            continue
-        t2 = {"timings": {"cut": 0.0}, "warnings": []}
-        lab2, P2, reps2 = _merge_to_targets(graph, labels, P, reps, kused, ks, t2)
-        t2 = {**_copy_info(trial), **{key: t2[key] for key in ("merge_strengths", "merges")}}
-        t2["k_per_component"] = [int(np.unique(lab2[graph.component == c]).size) for c in range(len(kused))]
-        out.append((i, (lab2, P2, reps2, trial["_fuzzy"]), t2))
-    return out
 
 
 #: the auto-k starts' cluster counts (what :attr:`PreparedMesh.memo` keeps) are clustered in a batch
@@ -805,9 +698,6 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["cut"] = st
     info["k_clustered_per_component"] = list(kused)
     auto_merge = AUTO_K_RULE in ("merge", "elbow") and any(t == "auto" for t in targets)
-    if auto_merge and AUTO_K_LAYOUT != "medoid":  # (the cut clusters, for _relayout_starts)
-        info["_cut"] = (labels, P, reps, list(kused))
-        info["_fuzzy"] = fuzzy
     if auto_merge or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
         labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
         info["k_per_component"] = [int(np.unique(labels[graph.component == c]).size)

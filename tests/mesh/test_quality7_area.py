@@ -3,8 +3,9 @@ clusters' areas (``boundary.merge_weakest_boundaries(area_gamma=, area_s0=)``), 
 clusters are joined before a large part is cut in two. It lost the leave-one-category-out rule
 (plain 0.1432 -> 0.1403, held out 0.1462, 8 of 19 folds not worse: the fish want their small
 fins). Session 8 removed the module switches (``segment.K_AREA_GAMMA`` / ``K_AREA_S0``,
-``boundary.AREA_BEFORE_THICKNESS``); the keyword stays for the recorded screens
-(``benchmarks/mesh_quality.py screen``), and the pipeline never passes it."""
+``boundary.AREA_BEFORE_THICKNESS``, and session 8's own failed ``segment.AUTO_K_LAYOUT``); the
+keyword stays for the recorded screens (``benchmarks/mesh_quality.py screen``), and the pipeline
+never passes it."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def test_the_pipeline_merges_unweighted(monkeypatch):
     for k in ("auto", 3):
         segmod.segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
     assert seen and set(seen) == {0.0}
-    for name in ("K_AREA_GAMMA", "K_AREA_S0", "K_STARTS_EXTRA"):
+    for name in ("K_AREA_GAMMA", "K_AREA_S0", "K_STARTS_EXTRA", "AUTO_K_LAYOUT"):
         assert not hasattr(segmod, name)
     for name in ("AREA_BEFORE_THICKNESS", "CONTRAST_C0_SCALE"):
         assert not hasattr(boundary, name)
