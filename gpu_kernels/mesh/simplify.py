@@ -58,6 +58,10 @@ FAST_AGG = 3.0
 #: 17k-face meshes; kept until the PSB score at the same face count says otherwise (issue 22)
 PRESERVE_NORMAL = True
 _MODULES = {"fast": "fast_simplification", "pymeshlab": "pymeshlab"}
+#: :func:`simplify_in_background` with the "fast" simplifier alone: on a thread too (True), or at
+#: once on the calling thread (False): fast-simplification holds the GIL for its whole run, so a
+#: thread gains nothing beside Python work
+BACKGROUND_FAST = False
 
 
 def available_simplifiers() -> list[str]:
@@ -133,6 +137,25 @@ def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None)
     return _simplify_pymeshlab(v, f, target)
 
 
+class _Done:
+    """:class:`_Background`'s interface for a call made at once, on the calling thread."""
+
+    def __init__(self, fn, args: tuple, kwargs: dict):
+        self._value, self._error = None, None
+        try:
+            self._value = fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - raised by result(), where the thread's would be
+            self._error = exc
+
+    def done(self) -> bool:
+        return True
+
+    def result(self):
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 class _Background:
     """A call running on a thread of its own; :meth:`result` waits for it and returns its value
     or raises its exception. The thread is not a daemon: the interpreter's exit waits for it
@@ -192,7 +215,10 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
         importlib.import_module(_MODULES[part])
     from gpu_kernels.mesh import dualgraph  # noqa: F401 - clean_mesh's module, imported here too
     args = (vertices, faces, target_faces)
-    return _Background(fn, args, {} if method is None else {"method": method})
+    kwargs = {} if method is None else {"method": method}
+    if how == "fast" and not BACKGROUND_FAST:
+        return _Done(fn, args, kwargs)
+    return _Background(fn, args, kwargs)
 
 
 def transfer_memberships(src_centroids, src_P, dst_centroids) -> tuple[np.ndarray, np.ndarray]:

@@ -47,7 +47,8 @@ def test_background_result_is_simplify_mesh(method):
     assert got[0].dtype == np.float64 and got[1].dtype == np.int64
 
 
-def test_background_runs_the_callers_function_on_another_thread_and_reraises():
+def test_background_runs_the_callers_function_on_another_thread_and_reraises(monkeypatch):
+    monkeypatch.setattr(simp, "BACKGROUND_FAST", True)   # a thread whatever is installed
     seen = {}
 
     def fn(v, f, t):
@@ -82,6 +83,26 @@ def test_the_simplifier_is_imported_on_the_calling_thread_first(monkeypatch):
     assert order == [len(want)]  # the imports came before the call
 
 
+def test_fast_alone_runs_at_once_on_the_calling_thread():
+    """fast-simplification holds the GIL for its whole run: no thread for it alone."""
+    if "fast" not in simp.available_simplifiers():
+        pytest.skip("fast-simplification is not installed here")
+    seen = []
+
+    def fn(v, f, t, method=None):
+        seen.append((threading.current_thread(), method))
+        raise ValueError("bad mesh")
+
+    job = simp.simplify_in_background(np.zeros((3, 3)), np.array([[0, 1, 2]]), 7, "fast", fn=fn)
+    assert seen == [(threading.current_thread(), "fast")] and job.done()
+    with pytest.raises(ValueError, match="bad mesh"):
+        job.result()
+    v, f = _sphere()
+    got = simp.simplify_in_background(v, f, 600, "fast").result()
+    want = simp.simplify_mesh(v, f, 600, method="fast")
+    assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+
+
 def test_unknown_simplifier_raises_at_the_call():
     with pytest.raises(ValueError, match="unknown simplifier"):
         simp.simplify_in_background(np.zeros((3, 3)), np.array([[0, 1, 2]]), 7, "nope")
@@ -95,6 +116,7 @@ def test_prepare_mesh_starts_the_simplification_before_the_dual_graph_and_uses_i
     if not simp.available_simplifiers():
         pytest.skip("no simplifier is installed here")
     monkeypatch.setattr(segment, "WORKING_FACES", 1000)   # a small working resolution: a quick test
+    monkeypatch.setattr(simp, "BACKGROUND_FAST", True)    # a thread also where only fast is installed
     v, f = _sphere(30)
     assert f.shape[0] > 3 * segment.WORKING_FACES
     events = []
