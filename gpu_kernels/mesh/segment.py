@@ -60,6 +60,7 @@ on the H100 (benchmarks/results/mesh_session4.md).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -1052,7 +1053,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
     from gpu_kernels.mesh import thickness as _thickness
 
     xp = backend.xp if (backend.is_gpu and _thickness.ON_GPU) else None
-    with backend.activate():
+    with backend.activate(), contextlib.ExitStack() as leave:
         prog.update(0.0, "dual graph")
         t0 = time.perf_counter()
         v, f, kept, rep = clean_mesh(vertices, faces)
@@ -1077,6 +1078,11 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                         v, f, wf0, None if simplifier in (None, "auto") else simplifier, fn=simplify_mesh))
                 except (ValueError, RuntimeError):
                     early = None
+                else:
+                    # whatever way this call ends (a cancel, an error before working_graph picks it,
+                    # a target it does not pick), the simplification has ended: never a decimation
+                    # left running beside the next run's (a no-op once picked)
+                    leave.callback(_wait_quietly, early[1])
         t1 = time.perf_counter()
         graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
@@ -1149,6 +1155,15 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
                         orders=orders)
+
+
+def _wait_quietly(job) -> None:
+    """Wait for a :func:`~gpu_kernels.mesh.simplify.simplify_in_background` job; its value or error
+    is not wanted (the call's own result or error is the one on its way out)."""
+    try:
+        job.result()
+    except BaseException:  # noqa: BLE001, S110 - see above
+        pass
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
