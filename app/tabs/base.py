@@ -679,7 +679,10 @@ class ToolTab(QWidget):
             kind, msg = classify(exc, self.title)
             self.host.show_error(f"Cannot run {self.title.lower()}", msg)
             return False
-        if advice is not None and advice.parameter in self.tool.params:
+        note = ""
+        if advice is not None and advice.parameter not in self.tool.params:
+            note = f"; {advice.user_message}"   # no parameter fixes it (imseg's image size): say it, run
+        elif advice is not None:
             choice = self.ask_advice(advice)
             if choice == "cancel":
                 self._set_status("Not run.")
@@ -692,7 +695,9 @@ class ToolTab(QWidget):
                                          input_key=self._input_key, token=self._token), device=spec)
         if not self._last_status.startswith("Live:"):   # a live change's cost stays while it runs
             name = Path(self.input_path).name if self.input_path is not None else "the input"
-            self._set_status(f"{self.run_label}: running on {name} ({be.label})…")
+            self._set_status(f"{self.run_label}: running on {name} ({be.label})…{note}")
+        elif note:
+            self._set_status(f"{self._last_status}{note}")
         return True
 
     def run_default(self) -> bool:
@@ -826,6 +831,8 @@ class ToolTab(QWidget):
                              for p in diff[:3]) + (", …" if len(diff) > 3 else "")
             self._set_status(f"Cancelled: the result shown is for the previous parameters ({what}); "
                              f"press {self.run_label} to run the form's")
+        elif self.result is None:
+            self._set_status("Cancelled; nothing was computed.")
         else:
             self._set_status("Cancelled; the previous result is kept.")
 
