@@ -9,12 +9,26 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from PySide6 import QtGui
 from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QIcon, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import (
+    QClipboard,
+    QColor,
+    QFont,
+    QGuiApplication,
+    QIcon,
+    QImage,
+    QKeySequence,
+    QPainter,
+    QPen,
+    QPixmap,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QMenu,
     QScrollArea,
     QSizePolicy,
     QSplitter,
@@ -24,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["swatch", "ElidedLabel", "name_html", "plain_tooltip", "set_fitted_title", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
+__all__ = ["swatch", "ElidedLabel", "NameLabel", "name_html", "plain_tooltip", "set_fitted_title", "LegendTable", "hex_color", "ColorBar", "fit_scroll_width", "balance_splitter", "nice_ticks"]
 
 
 def hex_color(color) -> str:
@@ -69,6 +83,7 @@ class ElidedLabel(QLabel):
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
         super().setText(shown)
         self.setToolTip(plain_tooltip(self._full) if shown != self._full else "")
+        self.setAccessibleName(self._full)   # a screen reader reads the whole text, not the cut one
 
 
 #: a break opportunity that shows nothing (zero-width space)
@@ -96,6 +111,81 @@ def name_html(name: str, run: int = 24) -> str:
     out = re.sub(r"([_\-./])", lambda m: m.group(1) + _ZWSP, name)
     out = re.sub(rf"[^\s{_ZWSP}]{{{run}}}(?=[^\s{_ZWSP}])", lambda m: m.group(0) + _ZWSP, out)
     return html.escape(out, quote=False)
+
+
+def without_breaks(text: str) -> str:
+    """``text`` without :func:`name_html`'s zero-width places to wrap: what a copied or read-out
+    file name must be (a pasted ``frame_\u200b0001.png`` names no file)."""
+    return text.replace(_ZWSP, "")
+
+
+class NameLabel(QLabel):
+    """A selectable rich-text label that may show :func:`name_html` names (a tab's input line).
+    The zero-width places to wrap stay on screen only: Copy (its keys or its menu), the X11
+    selection and the name a screen reader reads give the text without them, so a copied file
+    name is the file's name.
+
+    Examples
+    --------
+    >>> lab = NameLabel()                                              # doctest: +SKIP
+    >>> lab.setText(f"<b>{name_html('experiment_2026-11-26_camera_left.png')}</b>")  # doctest: +SKIP
+    >>> lab.plain_text()                                               # doctest: +SKIP
+    'experiment_2026-11-26_camera_left.png'
+    """
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt)
+        super().setText(text)
+        self.setAccessibleName(self.plain_text())
+
+    def plain_text(self) -> str:
+        """The text shown, as plain text, without the zero-width places to wrap."""
+        return without_breaks(self._shown_text())
+
+    def _shown_text(self) -> str:
+        """The text shown, as plain text (the places to wrap kept: the selection counts them)."""
+        text = self.text()
+        if self.textFormat() == Qt.TextFormat.RichText or (
+                self.textFormat() == Qt.TextFormat.AutoText and QtGui.Qt.mightBeRichText(text)):
+            doc = QTextDocument()
+            doc.setHtml(text)
+            text = doc.toPlainText()
+        return text
+
+    def copy_selection(self, mode=None) -> None:
+        """The selected text, without the places to wrap, to the clipboard (or the X11 selection)."""
+        if self.hasSelectedText():
+            # selectedText() ends lines with U+2028/U+2029; Qt's own Copy gives "\n"
+            text = self.selectedText().replace("\u2028", "\n").replace("\u2029", "\n")
+            QGuiApplication.clipboard().setText(without_breaks(text),
+                                                QClipboard.Mode.Clipboard if mode is None else mode)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt)
+        if event.matches(QKeySequence.StandardKey.Copy) and self.hasSelectedText():
+            self.copy_selection()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt)
+        super().mouseReleaseEvent(event)      # Qt puts the raw selection into the X11 selection
+        if QGuiApplication.clipboard().supportsSelection():
+            self.copy_selection(QClipboard.Mode.Selection)
+
+    def context_menu(self):
+        """The label's menu: Copy and Select All, both without the places to wrap."""
+        menu = QMenu(self)
+        copy = menu.addAction("&Copy", lambda: self.copy_selection())
+        copy.setEnabled(self.hasSelectedText())
+        menu.addAction("Select All", lambda: self.setSelection(0, len(self._shown_text())))
+        return menu
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt)
+        if not self.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse:
+            super().contextMenuEvent(event)
+            return
+        menu = self.context_menu()
+        menu.exec(event.globalPos())
+        menu.deleteLater()
 
 
 def plain_tooltip(text: str) -> str:

@@ -1,0 +1,80 @@
+"""Session-8 review (B): what a long file name's zero-width wrap points give away, and the cut
+caption's screen-reader name (CPU, offscreen)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QAccessible, QGuiApplication  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+LONG = "experiment_2026-11-26_session_04_camera_left_<b>_frame_000123.jpg"
+ZWSP = "\u200b"
+
+
+def _label(qtbot):
+    from app.ui.widgets import NameLabel, name_html
+
+    lab = NameLabel("No image loaded.")
+    lab.setWordWrap(True)
+    lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    qtbot.addWidget(lab)
+    lab.resize(220, 120)
+    lab.show()
+    qtbot.waitExposed(lab)
+    lab.setText(f"<b>{name_html(LONG)}</b><br>481 x 321, RGB")
+    assert ZWSP in lab.selectedText() or ZWSP in lab.text()   # the case: the label holds wrap points
+    return lab
+
+
+def test_copying_a_wrapped_file_name_gives_the_name_as_written(qtbot):
+    # before: the input line (a selectable QLabel) copied "experiment_\u200b2026-\u200b11-…": a
+    # pasted name named no file; the accessible name (what a screen reader reads) held them too
+    from PySide6.QtTest import QTest
+
+    lab = _label(qtbot)
+    n = len(lab._shown_text().split("\n")[0])
+    lab.setSelection(0, n)                       # the whole name, as a mouse drag selects it
+    QGuiApplication.clipboard().clear()
+    QTest.keyClick(lab, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == LONG
+
+    QGuiApplication.clipboard().clear()
+    menu = lab.context_menu()                    # the right-click menu's Copy
+    copy = next(a for a in menu.actions() if a.text().replace("&", "") == "Copy")
+    assert copy.isEnabled()
+    copy.trigger()
+    assert QGuiApplication.clipboard().text() == LONG
+
+    iface = QAccessible.queryAccessibleInterface(lab)
+    assert iface.text(QAccessible.Text.Name) == f"{LONG}\n481 x 321, RGB"
+    assert lab.plain_text() == f"{LONG}\n481 x 321, RGB"
+
+
+def test_select_all_then_copy_gives_the_whole_text_without_wrap_points(qtbot):
+    lab = _label(qtbot)
+    menu = lab.context_menu()
+    assert not next(a for a in menu.actions() if a.text().replace("&", "") == "Copy").isEnabled()
+    next(a for a in menu.actions() if a.text() == "Select All").trigger()
+    QGuiApplication.clipboard().clear()
+    lab.context_menu().actions()[0].trigger()
+    assert QGuiApplication.clipboard().text() == f"{LONG}\n481 x 321, RGB"
+
+
+def test_a_cut_caption_is_read_out_whole(qtbot):
+    # before: a screen reader read the cut caption ("Pinned — a <b…"), not the whole text
+    from app.ui.widgets import ElidedLabel
+
+    lab = ElidedLabel()
+    qtbot.addWidget(lab)
+    lab.resize(90, 20)
+    lab.show()
+    full = "Pinned — a <b>x & y ü.png, k 5"
+    lab.set_full_text(full)
+    assert lab.text().endswith("…")
+    assert QAccessible.queryAccessibleInterface(lab).text(QAccessible.Text.Name) == full
