@@ -110,7 +110,21 @@ def name_html(name: str, run: int = 24) -> str:
         return html.escape(name, quote=False)
     out = re.sub(r"([_\-./])", lambda m: m.group(1) + _ZWSP, name)
     out = re.sub(rf"[^\s{_ZWSP}]{{{run}}}(?=[^\s{_ZWSP}])", lambda m: m.group(0) + _ZWSP, out)
+    # never inside a letter: not before a combining mark (a macOS name's "u" + U+0308), a Hangul
+    # vowel or final consonant (a decomposed Korean name) or after a zero-width joiner
+    out = "".join(c for i, c in enumerate(out)
+                  if c != _ZWSP or not (i + 1 < len(out) and _continues(out[i + 1])
+                                        or i > 0 and out[i - 1] == "\u200d"))
     return html.escape(out, quote=False)
+
+
+def _continues(c: str) -> bool:
+    """Whether ``c`` continues the letter before it (no place to wrap before it)."""
+    import unicodedata
+
+    return (unicodedata.category(c) in ("Mn", "Mc", "Me") or "\u1160" <= c <= "\u11ff"
+            or "\ud7b0" <= c <= "\ud7ff" or c == "\u200d" or "\ufe00" <= c <= "\ufe0f"
+            or "\U0001f3fb" <= c <= "\U0001f3ff")
 
 
 def without_breaks(text: str) -> str:

@@ -78,3 +78,27 @@ def test_a_cut_caption_is_read_out_whole(qtbot):
     lab.set_full_text(full)
     assert lab.text().endswith("…")
     assert QAccessible.queryAccessibleInterface(lab).text(QAccessible.Text.Name) == full
+
+
+@pytest.mark.parametrize("name", [
+    "a" * 23 + "u\u0308berlange_Messung.png",                           # macOS (NFD) "ü" at the cut
+    "x" + "\u1112\u1161\u11ab" * 12 + ".png",                          # decomposed Korean (NFD)
+    "family_" + "y" * 22 + "\U0001f468\u200d\U0001f469\u200d\U0001f467.png",  # a joined emoji
+])
+def test_a_long_name_never_wraps_inside_a_letter(name):
+    # before: name_html put a zero-width space after every 24 characters, also between a letter
+    # and its combining mark or between a Hangul syllable's parts: the mark or the syllable's
+    # last part was drawn apart from its letter
+    import html
+    import unicodedata
+
+    from app.ui.widgets import name_html, without_breaks
+
+    out = html.unescape(name_html(name))
+    assert ZWSP in out and without_breaks(out) == name
+    for i, c in enumerate(out[:-1]):
+        if c == ZWSP:
+            nxt = out[i + 1]
+            assert unicodedata.category(nxt) not in ("Mn", "Mc", "Me"), (name, i)
+            assert not "\u1160" <= nxt <= "\u11ff" and nxt != "\u200d", (name, i)
+            assert out[i - 1] != "\u200d", (name, i)
