@@ -58,8 +58,25 @@ def _host() -> str:
 
 def _part_prefix(name: str) -> str:
     """Prefix of the hidden temporary file or folder written before ``name`` appears:
-    ``.NAME.HOST-PID.`` so that a later run can tell the leftovers of a killed one."""
-    return f".{name}.{_host()}-{os.getpid()}."
+    ``.NAME.HOST-PID.`` so that a later run can tell the leftovers of a killed one (NAME cut
+    where a long name would make the temporary name longer than a file name may be)."""
+    return f".{_name_part(name)}.{_host()}-{os.getpid()}."
+
+
+#: the bytes a file name may have (NAME_MAX of Linux and macOS)
+_NAME_MAX = 255
+
+
+def _name_part(name: str) -> str:
+    """``name`` as the temporary name's NAME part: cut (at a whole character) so that
+    ``.NAME.HOST-PID.`` + mkstemp's 8 characters + ``.part`` and an extension of up to 11
+    characters stay within :data:`_NAME_MAX` bytes. Without the cut a valid name of 220-255
+    bytes could not be written ("File name too long" for the hidden temporary file)."""
+    room = _NAME_MAX - (len(_host()) + len(".." + "-" + "." + "12345678" + ".part") + 7 + 11)
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) <= room:
+        return name
+    return raw[:room].decode("utf-8", "ignore")
 
 
 def remove_stale_parts(parent: str | os.PathLike, name: str | None = None) -> list[str]:
@@ -78,7 +95,7 @@ def remove_stale_parts(parent: str | os.PathLike, name: str | None = None) -> li
         n = e.name
         if not (n.startswith(".") and (n.endswith(".part") or ".part." in n)):
             continue
-        if name is not None and not n.startswith(f".{name}."):
+        if name is not None and not n.startswith(f".{_name_part(name)}."):
             continue
         tag = f".{host}-"
         i = n.rfind(tag, 0, n.rfind(".part"))
@@ -286,7 +303,7 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
         os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
             check_output_dir(path)  # the user may have put files there while we worked
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{_name_part(path.name)}.", suffix=".old", dir=parent))
             os.rmdir(old)
             os.replace(path, old)
             try:

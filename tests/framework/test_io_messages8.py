@@ -80,3 +80,41 @@ def test_atomic_write_renames_a_temporary_file_error_to_the_target(tmp_path, mon
     with pytest.raises(PermissionError) as e, atomic.atomic_write(tmp_path / "parts.ply", "wb"):
         pass
     assert e.value.filename == str(tmp_path / "parts.ply") and e.value.errno == 13
+
+
+@pytest.mark.parametrize("name", ["m" * 240 + ".ply", "\u00e9" * 125 + ".ply"])   # 244 and 254 bytes
+def test_a_long_but_valid_file_name_is_written(tmp_path, name):
+    # before: the hidden temporary file ".NAME.HOST-PID.xxxxxxxx.part" was longer than a file name
+    # may be: "File name too long" (since f2d3dd0 said of the user's valid name) and nothing written
+    target = tmp_path / name
+    with atomic.atomic_write(target, "wb") as f:
+        f.write(b"x")
+    assert target.read_bytes() == b"x"
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_a_long_names_leftover_of_a_killed_run_is_still_found(tmp_path, monkeypatch):
+    # the cut NAME part keeps remove_stale_parts' per-output filter working for long names
+    import subprocess
+    import sys
+
+    name = "m" * 240 + ".ply"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    monkeypatch.setattr(atomic.os, "getpid", lambda: int(dead))
+    leftover = atomic._part_prefix(name) + "abcdefgh.part"
+    monkeypatch.undo()
+    (tmp_path / leftover).write_bytes(b"half")
+    assert len(leftover.encode()) <= 255
+    assert atomic.remove_stale_parts(tmp_path, name) == [leftover]
+
+
+def test_a_long_but_valid_folder_name_is_written_and_replaced(tmp_path):
+    # the folder outputs (one mesh per segment): the same cut for the temporary and the
+    # moved-aside folders
+    target = tmp_path / ("s" * 240)
+    for text in ("first", "second"):
+        with atomic.atomic_output_dir(target, overwrite=True) as d:
+            (d / "a.txt").write_text(text)
+        assert (target / "a.txt").read_text() == text
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
