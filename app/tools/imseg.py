@@ -21,7 +21,6 @@ Example
 from __future__ import annotations
 
 import pathlib
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -200,22 +199,23 @@ def load(path, *, progress: Progress | None = None) -> ImageData:
     return ImageData(path, img, tuple(files))
 
 
-#: on a GPU, a full run the deferred stages would make one library call makes it (same call, same
-#: result, ~0.1 ms less host work: ``deferred.full_run``); off: through the pipeline's stages
+#: a GPU's full run (``deferred.full_run``, ~0.1 ms less host work) as one library call; off: the stages
 DIRECT_RUN = True
 
 
 def run(data: ImageData, params: dict, *, device: Backend, progress: Progress | None = None) -> ImsegResult:
     """Segment ``data`` with ``params`` on ``device`` (the window: ``PIPELINE``, cached). Raises ``InputError``
     (a bad image or parameter, e.g. an even bilateral window), ``TooLargeError`` (over the GPU's free memory)."""
-    p = PARAMS.validate(params)
-    if DIRECT_RUN and device.is_gpu:
-        from gpu_kernels.imseg.deferred import full_run  # the module's, not the lazy proxy's (~2 us)
-        t0 = time.perf_counter()
-        seg = full_run(data.image, PIPELINE.effective(p), device=device, progress=progress)
-        if seg is not None:
-            return ImsegResult(data, seg, p, device.label, time.perf_counter() - t0)
-    return PIPELINE.execute(data, p, device=device, progress=progress)[0]   # = PIPELINE.run
+    return PIPELINE.run(data, params, device=device, progress=progress)
+
+
+def _whole(data: ImageData, p: dict, *, device: Backend, progress: Progress | None):
+    """:meth:`Pipeline.run`'s one-step full run (``deferred.full_run``), a GPU's only."""
+    if not (DIRECT_RUN and device.is_gpu):
+        return None
+    from gpu_kernels.imseg.deferred import full_run  # the module's, not the lazy proxy's (~2 us)
+
+    return full_run(data.image, p, device=device, progress=progress)
 
 
 _LAB_PARAMS = ("bilateral", "bilateral_window", "sigma_spatial", "sigma_color")
@@ -311,7 +311,7 @@ PIPELINE = Pipeline([
           label="region merging", weight=0.5, **_C),
     Stage("regions", _regions, params=("method",), after=("segment", "colour", "superpixels", "merge"),
           label="region features", weight=0.5),
-], finish=_finish, params=PARAMS)
+], finish=_finish, params=PARAMS, whole=_whole)
 
 
 # ----------------------------------------------------------------------------- exports

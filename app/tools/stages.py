@@ -236,11 +236,18 @@ class Pipeline:
     stages' shares of the progress bar from the input's size (a stage it leaves out, or a None
     answer, keeps its declared :attr:`Stage.weight`; an error keeps them all: a share of the bar
     never stops a run).
+
+    ``whole(data, effective_params, *, device, progress) -> output | None``, optional: a full run
+    without a cache (:meth:`run`: the CLI, batch, the demo) made in one step where the stages
+    would come to the same output (one library call); its output stands for the last stage's,
+    and ``finish`` makes the result of it as of the stages'. ``None``: the stages run.
     """
 
     def __init__(self, stages: Sequence[Stage], finish: Callable[..., Any], *, params=None,
-                 weights: Callable[[Any, Mapping[str, Any]], Mapping[str, float] | None] | None = None):
+                 weights: Callable[[Any, Mapping[str, Any]], Mapping[str, float] | None] | None = None,
+                 whole: Callable[..., Any] | None = None):
         self.weights = weights
+        self.whole = whole
         self.stages: tuple[Stage, ...] = tuple(stages)
         if not self.stages:
             raise TypeError("a pipeline needs at least one stage")
@@ -409,6 +416,15 @@ class Pipeline:
             params = paramset.validate(params)
         elif self._paramset is not None:
             params = self._paramset.validate(params)
+        if self.whole is not None:
+            t0 = time.perf_counter()
+            out = self.whole(data, self.effective(params), device=device, progress=progress)
+            if out is not None:
+                last = self.stages[-1].name
+                result = self.finish(data, {s.name: None for s in self.stages} | {last: out}, dict(params),
+                                     device=device, elapsed=time.perf_counter() - t0)
+                as_progress(progress).update(1.0, "done")
+                return result
         return self.execute(data, params, device=device, progress=progress)[0]
 
     _paramset = None

@@ -349,5 +349,5 @@ def test_deferred_stages_do_not_wait_for_the_device(method, waits, monkeypatch):
     calls = []
     monkeypatch.setattr(type(be), "synchronize", lambda self: calls.append(1))
     img, _ = piecewise_image(np.random.default_rng(12), 24, 32, noise=4.0, shading=False)
-    imseg.PIPELINE.run(imseg.ImageData(None, img), {"method": method}, device=be)
+    imseg.PIPELINE.execute(imseg.ImageData(None, img), imseg.PARAMS.validate({"method": method}), device=be)
     assert len(calls) == waits
