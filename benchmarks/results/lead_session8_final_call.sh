@@ -1,0 +1,16 @@
+#!/bin/bash
+# lead, session 8: the final GPU run (tests, live tabs, helpers' requests)
+export PYTHONUNBUFFERED=1
+L=$OUT/lead; mkdir -p $L
+nvidia-smi -L | tee $L/device.txt; date -u | tee -a $L/device.txt
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-fs .carry-ms6/fast_simplification-*.whl
+export PYTHONPATH=/tmp/site-fs
+echo "== pytest -m gpu"
+GPULAB_SHARED_DATA=$PWD/.carry-live/data timeout ${T_TESTS:-300} python -m pytest -m gpu tests/imseg tests/echo tests/flow tests/mvs tests/mesh tests/framework tests/batch -q -p no:cacheprovider -o addopts="" --deselect tests/framework/test_live_tabs.py -rfEs > $L/gpu_tests.txt 2>&1
+tail -30 $L/gpu_tests.txt
+echo "== live"
+( source .carry-live/setup.sh && PYTHONPATH=$PYTHONPATH:/tmp/site-fs timeout ${T_LIVE:-150} python3 benchmarks/live.py --device cuda --data .carry-live/data --mvs-views 0 --json $L/live.json ) > $L/live.txt 2>&1
+tail -25 $L/live.txt
+for r in ${REQS:-}; do echo "== request $r"; timeout 60 bash .carry-live/req-$r.sh 2>&1 | tail -30; done
+echo "== tool vs library (imseg 512²)"
+timeout 60 python .carry-live/prof_tool8.py 2>&1 | grep -E "round|Error" | tail -12
