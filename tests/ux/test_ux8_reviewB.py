@@ -102,3 +102,29 @@ def test_a_long_name_never_wraps_inside_a_letter(name):
             assert unicodedata.category(nxt) not in ("Mn", "Mc", "Me"), (name, i)
             assert not "\u1160" <= nxt <= "\u11ff" and nxt != "\u200d", (name, i)
             assert out[i - 1] != "\u200d", (name, i)
+
+
+def test_side_by_side_flow_titles_fit_their_half(qtbot):
+    # the flow view's two panes side by side: each title gets half the width (set_fitted_title's
+    # columns=2); with the whole width a long title widened its column and the frames were cut
+    import numpy as np
+
+    from app.tabs.flow_view import FlowView
+
+    v = FlowView()
+    qtbot.addWidget(v)
+    v.resize(520, 260)
+    v.show()
+    qtbot.waitExposed(v)
+    img = np.zeros((120, 160, 3), np.uint8)
+    v.set_frames(img, img)
+    long = "First frame, flow as colour wheel + quality (grey), occlusions (blue), failures (red)"
+    v.set_title(v.left_title, long)
+    v.set_title(v.right_title, "Second frame, warped to the first by the flow (a long title)")
+    qtbot.wait(100)
+    assert not v.vertical                                        # the case: side by side
+    half = v.glw.width() / 2
+    shown = v.left_title.item.toPlainText()
+    assert shown.endswith("…") and long.startswith(shown[:-1])
+    assert v.left_title.item.boundingRect().width() <= half + 1
+    assert v.left.sceneBoundingRect().right() <= half + 2, (v.left.sceneBoundingRect(), half)
