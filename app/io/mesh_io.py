@@ -31,7 +31,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.io import mesh_formats
-from app.io.atomic import OUTPUT_MARKER, OutputPathError, atomic_output_dir, atomic_write, check_output_file
+from app.io.atomic import (
+    OUTPUT_MARKER,
+    OutputPathError,
+    _name_part,
+    atomic_output_dir,
+    atomic_write,
+    check_output_file,
+)
 from app.io.inputs import check_input_file, failure_reason
 from app.io.mesh_formats import MeshFile, MeshIOError
 
@@ -514,7 +521,8 @@ def write_segments(
     # A folder of earlier segment files is replaced only once the new one is complete:
     # build the new set under a staging name, then swap.
     replace = directory.is_dir()
-    target = directory.with_name(f".{directory.name}.{os.getpid()}.new") if replace else directory
+    stage = f".{_name_part(directory.name)}.{os.getpid()}"   # a long name: within NAME_MAX
+    target = directory.with_name(f"{stage}.new") if replace else directory
     with atomic_output_dir(target) as tmp:
         tmp = pathlib.Path(tmp)
         for k in ids:
@@ -526,7 +534,7 @@ def write_segments(
             (tmp / name).write_bytes(_mesh_bytes(fmt, sv, sf, fc))
             written.append(directory / name)
     if replace:
-        old = directory.with_name(f".{directory.name}.{os.getpid()}.old")
+        old = directory.with_name(f"{stage}.old")
         os.replace(directory, old)
         try:
             os.replace(target, directory)

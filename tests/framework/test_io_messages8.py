@@ -118,3 +118,15 @@ def test_a_long_but_valid_folder_name_is_written_and_replaced(tmp_path):
             (d / "a.txt").write_text(text)
         assert (target / "a.txt").read_text() == text
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_segments_replace_a_folder_with_a_long_but_valid_name(tmp_path):
+    # before: replacing a 250-byte segments folder staged it as ".NAME.PID.new" (over NAME_MAX):
+    # "File name too long" naming the hidden staging folder
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], float)
+    f = np.array([[0, 1, 2], [1, 3, 2]])
+    target = tmp_path / ("s" * 250)
+    mesh_io.write_segments(target, v, f, np.array([0, 1]))
+    written = mesh_io.write_segments(target, v, f, np.array([0, 0]))
+    assert [p.name for p in written] == [p.name for p in target.iterdir() if p.suffix == ".ply"]
+    assert len(written) == 1 and [p.name for p in tmp_path.iterdir()] == [target.name]
