@@ -296,7 +296,10 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
     check_output_dir(path)
     parent = _check_parent(path, for_file=False)
     remove_stale_parts(parent, path.name)
-    tmp = Path(tempfile.mkdtemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent))
+    except OSError as exc:  # name the folder the user chose, not the hidden temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
         yield tmp
         write_output_marker(tmp, [p.name for p in tmp.iterdir()])

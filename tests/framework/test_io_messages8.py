@@ -130,3 +130,15 @@ def test_segments_replace_a_folder_with_a_long_but_valid_name(tmp_path):
     written = mesh_io.write_segments(target, v, f, np.array([0, 0]))
     assert [p.name for p in written] == [p.name for p in target.iterdir() if p.suffix == ".ply"]
     assert len(written) == 1 and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_atomic_output_dir_renames_a_temporary_folder_error_to_the_target(tmp_path, monkeypatch):
+    # the folder outputs (segments, MVS maps, echo studies) as atomic_write: the error names the
+    # folder the user chose, not ".parts.HOST-PID.xxxxxxxx.part"
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".parts.host-1.abcdefgh.part"))
+
+    monkeypatch.setattr(atomic.tempfile, "mkdtemp", refuse)
+    with pytest.raises(PermissionError) as e, atomic.atomic_output_dir(tmp_path / "parts"):
+        pass
+    assert e.value.filename == str(tmp_path / "parts") and e.value.errno == 13
