@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+__all__ = ["atomic_write", "errors_named_after", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
            "check_not_an_input",
            "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
@@ -77,6 +77,17 @@ def _name_part(name: str) -> str:
     if len(raw) <= room:
         return name
     return raw[:room].decode("utf-8", "ignore")
+
+
+@contextlib.contextmanager
+def errors_named_after(path) -> Iterator[None]:
+    """An :class:`OSError` raised inside (making a hidden temporary file or folder beside
+    ``path``) is raised again, of the same kind, with ``path`` as its file name: the user reads
+    the name they chose, not ``.NAME.HOST-PID.xxxxxxxx.part``."""
+    try:
+        yield
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
 
 
 def remove_stale_parts(parent: str | os.PathLike, name: str | None = None) -> list[str]:
@@ -157,10 +168,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
     remove_stale_parts(parent, path.name)
-    try:
+    with errors_named_after(path):   # the file the user chose, not the hidden temporary one
         fd, tmp = tempfile.mkstemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent)
-    except OSError as exc:  # name the file the user chose, not the hidden temporary one
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -296,10 +305,8 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
     check_output_dir(path)
     parent = _check_parent(path, for_file=False)
     remove_stale_parts(parent, path.name)
-    try:
+    with errors_named_after(path):   # the folder the user chose, not the hidden temporary one
         tmp = Path(tempfile.mkdtemp(prefix=_part_prefix(path.name), suffix=".part", dir=parent))
-    except OSError as exc:  # name the folder the user chose, not the hidden temporary one
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
         yield tmp
         write_output_marker(tmp, [p.name for p in tmp.iterdir()])

@@ -49,7 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from app.io.atomic import OutputPathError, _part_prefix, atomic_write, check_output_file, remove_stale_parts
+from app.io.atomic import (
+    OutputPathError,
+    _part_prefix,
+    atomic_write,
+    check_output_file,
+    errors_named_after,
+    remove_stale_parts,
+)
 from app.io.inputs import check_input_file, failure_reason
 from gpu_kernels.errors import InputError
 
@@ -679,7 +686,8 @@ def _atomic_named(path: Path):
     name = path.name
     ext = ".nii.gz" if name.lower().endswith(".nii.gz") else path.suffix
     remove_stale_parts(path.parent, name)
-    fd, tmp = tempfile.mkstemp(prefix=_part_prefix(name), suffix=f".part{ext}", dir=path.parent)
+    with errors_named_after(path):
+        fd, tmp = tempfile.mkstemp(prefix=_part_prefix(name), suffix=f".part{ext}", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -142,3 +142,16 @@ def test_atomic_output_dir_renames_a_temporary_folder_error_to_the_target(tmp_pa
     with pytest.raises(PermissionError) as e, atomic.atomic_output_dir(tmp_path / "parts"):
         pass
     assert e.value.filename == str(tmp_path / "parts") and e.value.errno == 13
+
+
+def test_a_volume_write_error_names_the_target(tmp_path, monkeypatch):
+    # volume_io's own temporary file (libraries that pick the format from its name) as above
+    from app.io import volume_io
+
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".v.nii.gz.host-1.abcdefgh.part.nii.gz"))
+
+    monkeypatch.setattr(volume_io.tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError) as e, volume_io._atomic_named(tmp_path / "v.nii.gz"):
+        pass
+    assert e.value.filename == str(tmp_path / "v.nii.gz")
