@@ -74,7 +74,7 @@ from ..tools.stages import shared_cache
 from ..ui.forms import ParamForm
 from ..ui.settings import make_settings, restore_widgets, save_widgets, set_widget_value, widget_value
 from ..ui.view3d import View3D
-from ..ui.widgets import ElidedLabel, balance_splitter, fit_scroll_width
+from ..ui.widgets import ElidedLabel, NameLabel, balance_splitter, fit_scroll_width
 from ..ui.worker import JobRunner
 
 __all__ = ["ToolTab", "TabHost", "StandaloneHost", "PendingJob", "LIVE_DEBOUNCE_MS", "SLOW_RUN_S"]
@@ -371,7 +371,7 @@ class ToolTab(QWidget):
         row.addWidget(self.open_button)
         row.addWidget(self.sample_combo, 1)
         gl.addLayout(row)
-        self.input_info = QLabel(f"No {self.tool.input_noun.lower()} loaded.")  # "No mesh loaded." (was "meshe")
+        self.input_info = NameLabel(f"No {self.tool.input_noun.lower()} loaded.")  # "No mesh loaded." (was "meshe")
         self.input_info.setObjectName(f"{self.settings_key}-input-info")
         self.input_info.setWordWrap(True)
         self.input_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -52,3 +52,26 @@ def test_cancelling_a_first_run_says_nothing_was_computed(qtbot, open_tab, tab_r
         assert tab.run(device="cpu", overrides={"coarseness": 2.0})
         tab.runner.cancel()
     assert "nothing was computed" not in tab._last_status and tab.result is not None
+
+
+def test_copying_a_long_file_name_from_the_input_line_gives_the_name(tmp_path, qtbot, open_tab, tab_runner):
+    # reviewer B's F1 in the tab: the input line wraps a long name at zero-width spaces; Copy and the
+    # screen reader's name must give the file's name without them
+    import shutil
+
+    from PySide6.QtGui import QGuiApplication
+
+    from app.tabs.imseg_tab import ImsegTab
+
+    name = "experiment_2026-11-26_session_04_camera_left_000123.jpg"
+    shutil.copy(SAMPLE, tmp_path / name)
+    tab = open_tab(ImsegTab, (1200, 760))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, tmp_path / name)
+    label = tab.input_info
+    assert "\u200b" in label.text()                      # it may wrap on screen
+    assert name in label.accessibleName() and "\u200b" not in label.accessibleName()
+    label.setSelection(0, len(label._shown_text()))
+    label.copy_selection()
+    copied = QGuiApplication.clipboard().text()
+    assert name in copied and "\u200b" not in copied
