@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imseg_session7_quality as S7  # noqa: E402
 import imseg_session8_quality as S8  # noqa: E402
+from bench_cli import BadInput, check_bsds, check_folder, check_json_input, check_results_file, write_json  # noqa: E402
 
 SIGMAS = (1.0, 2.0, 4.0)
 RADII = (5, 10)
@@ -267,6 +268,28 @@ def diag_pairs(args):
 
 
 # --------------------------------------------------------------------------- main
+#: what a stage reads from the screen's results (its first stage)
+SCREEN_KEYS = {"diag": ("kappa",), "oracle": ("kappa", "bisection"), "full": ("kappa", "chosen")}
+
+
+def check_args(a) -> Path:
+    """Before anything runs (one line and status 2 otherwise, ``bench_cli``): ``--data`` holds
+    BSDS500, ``--out`` is a writable folder, the screen's results are there for the later stages,
+    and the stage's results file is new unless ``--out`` is named (committed results are never
+    written over unnamed). Returns the results folder."""
+    check_bsds("--data", a.data, val=a.val and a.stage == "full")
+    out = check_folder("--out", RESULTS if a.out is None else a.out, writable=True)
+    if a.stage in SCREEN_KEYS:
+        scr = check_json_input(f"the {a.stage} stage's input", out / "imseg_boundary_session8_screen.json")
+        missing = [k for k in SCREEN_KEYS[a.stage] if not isinstance(scr, dict) or k not in scr]
+        if missing:
+            raise BadInput(f"{out / 'imseg_boundary_session8_screen.json'} is not the screen stage's results "
+                           f"(no {', '.join(missing)}); run the screen stage first")
+    mine = out / f"imseg_boundary_session8_{a.stage}.json"
+    check_results_file("--out", mine if a.out is not None else None, mine)
+    return out
+
+
 def main(argv=None):
     import imseg as B
 
@@ -275,8 +298,10 @@ def main(argv=None):
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--val", action="store_true", help="full: score the 20 images too (after the decision)")
-    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--out", default=None, help=f"the results folder (default {RESULTS}, where a stage writes "
+                                                  "only a file that does not exist yet: name it to write over one)")
     a = ap.parse_args(argv)
+    out = check_args(a)
     t0 = time.time()
     pool = None
     if a.workers > 1:
@@ -284,7 +309,6 @@ def main(argv=None):
 
         pool = mp.get_context("fork").Pool(a.workers)
     mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
-    out = Path(a.out)
     items = list(B.bsds_items(Path(a.data) / "train"))
     default = ("default", 3.3)
     if a.stage == "screen":
@@ -312,7 +336,7 @@ def main(argv=None):
         print("screen scores", rep["screen_score"], "-> full run:", rep["chosen"], flush=True)
         rep["rows"] = res
         rep["seconds"] = round(time.time() - t0, 1)
-        (out / "imseg_boundary_session8_screen.json").write_text(json.dumps(rep, indent=0))
+        write_json(out / "imseg_boundary_session8_screen.json", rep, indent=0)
     elif a.stage == "diag":  # post hoc, after the decision: how well each map ranks the pairs
         kappa = json.loads((out / "imseg_boundary_session8_screen.json").read_text())["kappa"]
         D = mapf(prepare, [(it, CANDS) for it in items[:SCREEN_N]])
@@ -326,7 +350,7 @@ def main(argv=None):
                     rep[str(target)][k] = round(auc(np.concatenate([p[k] for p in P]), pos), 4)
             print(target, rep[str(target)], flush=True)
         rep["seconds"] = round(time.time() - t0, 1)
-        (out / "imseg_boundary_session8_diag.json").write_text(json.dumps(rep, indent=0))
+        write_json(out / "imseg_boundary_session8_diag.json", rep, indent=0)
     elif a.stage == "oracle":  # post hoc: the hierarchy's room, best coarseness per image (by covering)
         scr = json.loads((out / "imseg_boundary_session8_screen.json").read_text())
         D = mapf(prepare, [(it, CANDS) for it in items[:SCREEN_N]])
@@ -339,7 +363,7 @@ def main(argv=None):
             rep[cand] = best.mean(0).round(4).tolist()
             print(cand, rep[cand], flush=True)
         rep["seconds"] = round(time.time() - t0, 1)
-        (out / "imseg_boundary_session8_oracle.json").write_text(json.dumps(rep, indent=0))
+        write_json(out / "imseg_boundary_session8_oracle.json", rep, indent=0)
     else:
         scr = json.loads((out / "imseg_boundary_session8_screen.json").read_text())
         chosen, kappa = scr["chosen"], scr["kappa"]
@@ -366,17 +390,19 @@ def main(argv=None):
         print({k: v for k, v in rep["cv"].items() if k != "perms"}, rep["paired_pick_minus_default"],
               "default reproduces:", ok, flush=True)
         rep["rows"] = res
-        (out / "imseg_boundary_session8_full.json").write_text(json.dumps(rep, indent=0))
+        write_json(out / "imseg_boundary_session8_full.json", rep, indent=0)
         if a.val:  # after the decision (printed above): the 20 images choose nothing
             V = mapf(prepare, [(it, chosen) for it in B.bsds_items(Path(a.data))])
             vres = score_rows(V, mapf, rows, kappa)
             rep["val_means"] = {k: np.mean(v, 0).round(4).tolist() for k, v in vres.items()}
             print("the 20 images (after the decision):", json.dumps(rep["val_means"], indent=0), flush=True)
         rep["seconds"] = round(time.time() - t0, 1)
-        (out / "imseg_boundary_session8_full.json").write_text(json.dumps(rep, indent=0))
+        write_json(out / "imseg_boundary_session8_full.json", rep, indent=0)
     if pool:
         pool.close()
 
 
 if __name__ == "__main__":
-    main()
+    import bench_cli
+
+    sys.exit(bench_cli.run(main))

@@ -29,12 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import bench_cli  # noqa: E402
 import imseg_session7_quality as S7  # noqa: E402
 import imseg_session8_quality as S8  # noqa: E402
+from bench_cli import BadInput, check_json_input, write_json  # noqa: E402
 
 H = (2, 8, 32)
 SEEDS = tuple(range(811, 819))
 NB = 16
+OUT = ROOT / "benchmarks" / "results" / "imseg_quality_session8_hist.json"
 
 
 def hist_bins(q: np.ndarray) -> np.ndarray:
@@ -142,8 +145,13 @@ def main(argv=None):
     ap.add_argument("--cache", default="/tmp/imq8")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--val", action="store_true", help="score the 20 images (after the decision)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "imseg_quality_session8_hist.json"))
+    ap.add_argument("--out", default=None, help=f"the results JSON, read first where it exists (default {OUT}, "
+                                                  "used only where it does not exist yet: name it to add to it)")
     a = ap.parse_args(argv)
+    out = S8.check_args(a, OUT)
+    rep = check_json_input("--out", out) if out.exists() else {}
+    if not isinstance(rep, dict) or ("rows" in rep and "candidates" not in rep):
+        raise BadInput(f"--out: {out} is not this script's results JSON")
     t0 = time.time()
     pool = None
     if a.workers > 1:
@@ -151,8 +159,6 @@ def main(argv=None):
 
         pool = mp.get_context("fork").Pool(a.workers)
     mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
-    out = Path(a.out)
-    rep = json.loads(out.read_text()) if out.exists() else {}
     D = load(Path(a.data) / "train", Path(a.cache), "train", mapf)
     print(f"{len(D)} training images prepared ({time.time() - t0:.0f} s)", flush=True)
     if "rows" not in rep:
@@ -184,10 +190,10 @@ def main(argv=None):
         rep["val_means"] = {name(c): np.mean([r[i] for r in vres], 0).round(4).tolist() for i, c in enumerate(cands)}
         print("the 20 images (after the decision):", json.dumps(rep["val_means"], indent=0), flush=True)
     rep["seconds"] = round(time.time() - t0, 1)
-    out.write_text(json.dumps(rep, indent=0))
+    write_json(out, rep, indent=0)
     if pool:
         pool.close()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_cli.run(main))

@@ -27,8 +27,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imseg_session7_quality as S7  # noqa: E402
+from bench_cli import check_bsds, check_new_folder, check_results_file, run, write_json  # noqa: E402
 
 SEEDS = tuple(range(801, 809))
+OUT = ROOT / "benchmarks" / "results" / "imseg_quality_session8.json"
 DEFAULT = S7.DEFAULT
 CANDS = [DEFAULT] + [{"kind": "thr", "c": c, "at": at} for at, cs in ((16, (3.55, 3.6, 3.65)),
                                                                       (32, (3.65, 3.7, 3.75)),
@@ -85,14 +87,26 @@ def paired(rows: dict, k: str) -> dict:
     return {"mean": d.mean(0).round(4).tolist(), "se": (d.std(0, ddof=1) / np.sqrt(len(d))).round(4).tolist()}
 
 
+def check_args(a, default_out: Path) -> Path:
+    """Before anything runs (one line and status 2 otherwise, ``bench_cli``): ``--data`` holds BSDS500
+    (a cache does not stand in for it), ``--cache`` can be made, and the results file: ``--out`` as
+    named, or the default where it does not exist yet (committed results are never written over
+    unnamed)."""
+    check_bsds("--data", a.data, val=a.val)
+    check_new_folder("--cache", a.cache)
+    return check_results_file("--out", a.out, default_out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
     ap.add_argument("--cache", default="/tmp/imq8")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--val", action="store_true", help="also score the 20 images (after the decision)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "imseg_quality_session8.json"))
+    ap.add_argument("--out", default=None, help=f"the results JSON (default {OUT}, written only where it does "
+                                                  "not exist yet: name it to write over it)")
     a = ap.parse_args(argv)
+    out = check_args(a, OUT)
     t0 = time.time()
     pool = None
     if a.workers > 1:
@@ -119,10 +133,10 @@ def main(argv=None):
         print("the 20 images (after the decision):", json.dumps(rep["val_means"], indent=0), flush=True)
     rep["rows"] = rows
     rep["seconds"] = round(time.time() - t0, 1)
-    Path(a.out).write_text(json.dumps(rep, indent=0))
+    write_json(out, rep, indent=0)
     if pool:
         pool.close()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(main))

@@ -10,11 +10,14 @@ the draws, (f) from the timing rows.
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cli import BadInput, check_json_input, check_output, run, write_json  # noqa: E402
 
 
 def loco_draw(dflt: dict, cand: dict):
@@ -96,14 +99,31 @@ def judge(rows: list, timing: list | None = None) -> dict:
     return out
 
 
+def check_args(a):
+    """Before anything (one line and status 2 otherwise, ``bench_cli``): the rows are ``mesh_psb.py
+    --cv`` JSON lines with the defaults' draws, ``--timing`` is a JSON list of timing rows,
+    ``--json`` may be written. Returns (rows, timing or None)."""
+    rows = check_json_input("rows", a.rows, lines=True)
+    if not rows or not all(isinstance(r, dict) and {"config", "mesh"} <= r.keys() for r in rows):
+        raise BadInput(f"rows: {a.rows} holds no mesh_psb.py --cv rows (JSON lines with config and mesh)")
+    if not any(r["config"].startswith("defaults ") for r in rows):
+        raise BadInput(f"rows: {a.rows} has no 'defaults s<seed>' rows to judge against")
+    timing = check_json_input("--timing", a.timing) if a.timing else None
+    if timing is not None and not (isinstance(timing, list) and all(isinstance(r, dict) for r in timing)):
+        raise BadInput(f"--timing: {a.timing} is not a list of timing rows")
+    if a.json:
+        check_output("--json", a.json)
+    return rows, timing
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rows", type=Path)
     ap.add_argument("--timing", type=Path)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    rows = [json.loads(x) for x in a.rows.read_text().splitlines() if x.strip()]
-    res = judge(rows, json.loads(a.timing.read_text()) if a.timing else None)
+    rows, timing = check_args(a)
+    res = judge(rows, timing)
     for s, v in res["defaults"].items():
         print(f"defaults {s}: protocol {v['protocol']:.4f} auto {v['auto']:.4f} in range {v['in_range']} "
               f">0.30 {v['over_030_protocol']}/{v['over_030_auto']}")
@@ -118,9 +138,9 @@ def main(argv=None) -> int:
                   f"worse {v['c_categories_not_worse']}/19; in range {v['d_in_range']:.1f} vs {v['d_in_range_defaults']:.1f}; "
                   f">0.30 {v['e_over_030']:.1f} vs {v['e_over_030_defaults']:.1f}; time {v.get('f_time_ratio')}")
     if a.json:
-        a.json.write_text(json.dumps(res, indent=1))
+        write_json(a.json, res, indent=1)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

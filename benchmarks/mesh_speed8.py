@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cli import BadInput, check_input_file, check_output, run, write_json  # noqa: E402
 
 # (module, attribute): wrapped where the path looks it up
 WRAP = [
@@ -73,6 +75,21 @@ def install(acc: dict) -> None:
         setattr(m, name, wrapped)
 
 
+def check_args(args) -> None:
+    """Before any timing (one line and status 2 otherwise, ``bench_cli``): ``--root`` is a gpulab
+    tree (put first on the path, so the checks and the run use its code), every mesh file exists,
+    ``--json`` may be written."""
+    if args.root:
+        root = Path(args.root).resolve()
+        if not ((root / "gpu_kernels").is_dir() and (root / "app").is_dir()):
+            raise BadInput(f"--root {args.root}: no gpulab tree there (gpu_kernels/ and app/)")
+        sys.path.insert(0, str(root))
+    for f in args.files.split(","):
+        check_input_file("mesh", f)
+    if args.json:
+        check_output("--json", args.json)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", help="mesh files, comma-separated")
@@ -85,18 +102,17 @@ def main(argv=None) -> int:
                     help="the tool's path instead (app.tools.mesh_seg.load + run, as the CLI and the window)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    if args.root:
-        sys.path.insert(0, str(Path(args.root).resolve()))
+    check_args(args)
     from app.io import mesh_io
     from gpu_kernels.mesh import segment
     from gpu_kernels.mesh import simplify as simp
 
     simp.SIMPLIFIER = args.simplifier
+    from gpu_kernels.backend import get_backend
+
+    backend = get_backend(args.device)   # no such device: one line before any timing
     if args.tool:
         from app.tools import mesh_seg
-        from gpu_kernels.backend import get_backend
-
-        backend = get_backend(args.device)
     acc: dict = defaultdict(float)
     if not args.no_wrap:
         install(acc)
@@ -130,9 +146,9 @@ def main(argv=None) -> int:
         for k, x in sorted(stages.items(), key=lambda kv: -kv[1]):
             print(f"    {k:38s} {1000 * x:8.1f} ms", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_json(args.json, rows, indent=1)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))
