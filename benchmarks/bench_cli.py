@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["BadInput", "check_bsds", "check_folder", "check_input_file", "check_json_input", "check_new_folder",
-           "check_output", "check_results_file", "option_value", "run", "write_json"]
+           "check_output", "check_results_file", "check_cache_source", "option_value", "run", "write_json"]
 
 
 class BadInput(Exception):
@@ -114,6 +114,32 @@ def check_bsds(flag, root, *, val: bool = False) -> None:
         if not any((d / "images").glob("*.jpg")) or not (d / "groundTruth").is_dir():
             raise BadInput(f"{flag}: {root} holds no BSDS500 images (expected {d / 'images'}/*.jpg and "
                            f"{d / 'groundTruth'}/; the shared data's bsds500 folder)")
+
+
+#: the file in a cache folder that names the data it was made from
+CACHE_SOURCE = ".data-source"
+
+
+def check_cache_source(flag, cache, data, *, data_flag: str = "--data") -> None:
+    """A cache folder made from other data does not stand in for ``data``: the folder names its
+    source in :data:`CACHE_SOURCE` (written here, for a cache that has none yet), and a cache
+    made from another folder is refused (a cache without the file, made before it, is taken as
+    it is)."""
+    cache, src = Path(cache), str(Path(data).resolve())
+    marker = cache / CACHE_SOURCE
+    try:
+        known = marker.read_text().strip() if marker.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        known = None
+    if known is not None and known != src:
+        raise BadInput(f"{flag} {cache} was made from {known}, not {data_flag} {src}; give another {flag} "
+                       "or remove that folder")
+    if known is None:
+        from app.io.atomic import atomic_write
+
+        cache.mkdir(parents=True, exist_ok=True)
+        with atomic_write(marker, "w") as fh:
+            fh.write(src + "\n")
 
 
 def check_results_file(flag, given, default) -> Path:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_cli  # noqa: E402
 import imseg_session7_quality as S7  # noqa: E402
 import imseg_session8_quality as S8  # noqa: E402
-from bench_cli import BadInput, check_json_input, write_json  # noqa: E402
+from bench_cli import BadInput, check_cache_source, check_json_input, write_json  # noqa: E402
 
 H = (2, 8, 32)
 SEEDS = tuple(range(811, 819))
@@ -148,10 +148,11 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help=f"the results JSON, read first where it exists (default {OUT}, "
                                                   "used only where it does not exist yet: name it to add to it)")
     a = ap.parse_args(argv)
-    out = S8.check_args(a, OUT)
+    out = S8.check_args(a, OUT, mark=False)
     rep = check_json_input("--out", out) if out.exists() else {}
     if not isinstance(rep, dict) or ("rows" in rep and "candidates" not in rep):
         raise BadInput(f"--out: {out} is not this script's results JSON")
+    check_cache_source("--cache", a.cache, a.data)
     t0 = time.time()
     pool = None
     if a.workers > 1:

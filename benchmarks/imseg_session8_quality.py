@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imseg_session7_quality as S7  # noqa: E402
-from bench_cli import check_bsds, check_new_folder, check_results_file, run, write_json  # noqa: E402
+from bench_cli import check_bsds, check_cache_source, check_new_folder, check_results_file, run, write_json  # noqa: E402
 
 SEEDS = tuple(range(801, 809))
 OUT = ROOT / "benchmarks" / "results" / "imseg_quality_session8.json"
@@ -87,14 +87,18 @@ def paired(rows: dict, k: str) -> dict:
     return {"mean": d.mean(0).round(4).tolist(), "se": (d.std(0, ddof=1) / np.sqrt(len(d))).round(4).tolist()}
 
 
-def check_args(a, default_out: Path) -> Path:
-    """Before anything runs (one line and status 2 otherwise, ``bench_cli``): ``--data`` holds BSDS500
-    (a cache does not stand in for it), ``--cache`` can be made, and the results file: ``--out`` as
-    named, or the default where it does not exist yet (committed results are never written over
-    unnamed)."""
+def check_args(a, default_out: Path, *, mark: bool = True) -> Path:
+    """Before anything runs (one line and status 2 otherwise, ``bench_cli``): ``--data`` holds BSDS500,
+    ``--cache`` can be made (a cache made from other data does not stand in for ``--data``), and
+    the results file: ``--out`` as named, or the default where it does not exist yet (committed
+    results are never written over unnamed). ``mark``: name ``--data`` in a new cache (the last
+    step; a caller with checks of its own after these calls ``check_cache_source`` itself)."""
     check_bsds("--data", a.data, val=a.val)
     check_new_folder("--cache", a.cache)
-    return check_results_file("--out", a.out, default_out)
+    out = check_results_file("--out", a.out, default_out)
+    if mark:
+        check_cache_source("--cache", a.cache, a.data)
+    return out
 
 
 def main(argv=None):

@@ -147,3 +147,27 @@ def test_the_shared_checks_in_process(tmp_path):
 
     res = doctest.testmod(bench_cli)
     assert res.attempted > 0 and res.failed == 0
+
+
+def test_a_cache_made_from_other_data_does_not_stand_in_for_data(tmp_path):
+    """A valid but different --data with the cache of an earlier run: refused in one line (the
+    cache would have been scored in its place), in both scripts that share the cache."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_cli
+    finally:
+        sys.path.remove(str(BENCH))
+    a, b, cache = _fake_bsds(tmp_path / "a"), _fake_bsds(tmp_path / "b"), tmp_path / "cache"
+    bench_cli.check_cache_source("--cache", cache, a)             # a new cache: marked with its data
+    assert (cache / bench_cli.CACHE_SOURCE).read_text().strip() == str(a.resolve())
+    bench_cli.check_cache_source("--cache", cache, a)             # the same data again: fine
+    old = tmp_path / "old-cache"
+    old.mkdir()
+    bench_cli.check_cache_source("--cache", old, b)               # a cache from before the marker: taken
+    for script in ("imseg_session8_quality.py", "imseg_session8_hist.py"):
+        r = _run(script, "--data", str(b), "--cache", str(cache), "--out", str(tmp_path / "new.json"),
+                 tmp_path=tmp_path)
+        assert r.returncode == 2, r.stderr[-2000:]
+        line = r.stderr.strip()
+        assert "\n" not in line and f"--cache {cache} was made from {a.resolve()}, not --data {b.resolve()}" in line
+        assert not (tmp_path / "new.json").exists()
