@@ -187,6 +187,11 @@ OVERSEG_RULE = "concavity"
 #: how a working resolution is made: "patches" (:mod:`gpu_kernels.mesh.coarsen`, no remeshing)
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
+#: the full faces' nearest working face is searched on a thread of its own as soon as the
+#: working dual graph exists, beside the thickness and the APSP on the GPU, instead of after
+#: them (the same search, so the same mapping; issue 22, session 8b). "gpu": on a GPU backend
+#: only (on the CPU the thickness and the APSP use every core already); True: always; False: never
+NEAREST_EARLY = "gpu"
 #: (the full-resolution re-cut of the boundaries is the keyword ``refine_boundaries``,
 #: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within
 #: ceil(sqrt(full faces / working faces)) + REFINE_EXTRA_RINGS rings of the carried labels' changes)
@@ -1115,6 +1120,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
         working = []
+        near_jobs: dict = {}  # NEAREST_EARLY: the working resolution's index -> its search
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)
         if target is not None:
@@ -1128,7 +1134,13 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     working.append((int(t), None, None))
                 else:
                     pre = early[1] if early is not None and early[0] == t else None
-                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp, pre=pre)))
+                    then = None
+                    if NEAREST_EARLY is True or (NEAREST_EARLY == "gpu" and backend.is_gpu):
+                        def then(gs, _i=len(working)):
+                            near_jobs[_i] = _nearest_in_background(gs.centroids, graph.centroids)
+                            leave.callback(near_jobs[_i].join)
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp, pre=pre,
+                                                           then=then)))
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1149,8 +1161,9 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
+                   near_jobs[i].result() if i in near_jobs else
                    kd_nearest(cKDTree(gs.centroids), graph.centroids)[1].astype(np.int64)
-                   for _, gs, patch in working]
+                   for i, (_, gs, patch) in enumerate(working)]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
@@ -1166,8 +1179,42 @@ def _wait_quietly(job) -> None:
         pass
 
 
+class _NearestJob:
+    """The full faces' nearest working face (``kd_nearest``) on a non-daemon thread of its own;
+    ``join()`` waits (every way out of :func:`prepare_mesh` calls it), ``result()`` waits and
+    returns the (F,) int64 indices or raises the search's error on the caller's thread."""
+
+    def __init__(self, centroids_s, centroids):
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(centroids_s, centroids),
+                                        name="gpulab-mesh-nearest", daemon=False)
+        self._thread.start()
+
+    def _run(self, cs, c) -> None:
+        try:
+            self._out.append((kd_nearest(cKDTree(cs), c)[1].astype(np.int64), None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self._out.append((None, exc))
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> np.ndarray:
+        self._thread.join()
+        val, exc = self._out[0]
+        if exc is not None:
+            raise exc
+        return val
+
+
+def _nearest_in_background(centroids_s, centroids) -> _NearestJob:
+    """Start the full → working nearest-face search (the one :func:`prepare_mesh` did after the
+    APSP) now, beside the thickness and the APSP (``NEAREST_EARLY``)."""
+    return _NearestJob(np.asarray(centroids_s, dtype=np.float64), np.asarray(centroids, dtype=np.float64))
+
+
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
-                  pre=None):
+                  pre=None, then=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
@@ -1186,6 +1233,8 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
                   else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
+    if then is not None:  # the working dual graph exists: the caller's work that needs only it
+        then(gs)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
 
 
