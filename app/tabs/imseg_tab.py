@@ -31,6 +31,7 @@ from ..tools.base import fmt_seconds
 from ..tools.stages import reused_note
 from ..ui.widgets import name_html
 from .base import ToolTab
+from .imseg_paint import BoundaryPainter
 from .imseg_views import ImsegView, RegionTable
 
 __all__ = ["ImsegTab", "VIEWS"]
@@ -50,6 +51,7 @@ class ImsegTab(ToolTab):
         v.hovered.connect(self._on_hover)
         v.clicked.connect(self._on_click)
         self._pictures: dict = {}
+        self._painter = BoundaryPainter()   # the input's 8-bit picture, kept across live edits
         self.selected: int | None = None
         return v
 
@@ -123,7 +125,7 @@ class ImsegTab(ToolTab):
     def show_input(self, data) -> None:
         self._pictures = {}
         self.selected = None
-        self.view.set_picture(vis.to_rgb8(data.image), f"{data.name}: {data.describe()}")
+        self.view.set_picture(self._painter.base(data.image), f"{data.name}: {data.describe()}")
         self._update_folder()
 
     def clear_result(self) -> None:
@@ -167,9 +169,12 @@ class ImsegTab(ToolTab):
 
     def picture(self, style: str | None) -> np.ndarray:
         if style is None or self.result is None:
-            return vis.to_rgb8(self.data.image)
+            return self._painter.base(self.data.image)
         if style not in self._pictures:
-            self._pictures[style] = imseg.picture(self.result, style)
+            if style == "boundaries":   # the default view, drawn at every live edit: see imseg_paint
+                self._pictures[style] = self._painter.boundaries(self.result.data.image, self.result.seg.labels)
+            else:
+                self._pictures[style] = imseg.picture(self.result, style)
         return self._pictures[style]
 
     def _redraw(self, *_args) -> None:

@@ -97,6 +97,11 @@ COLUMNS = (
 )
 
 
+_ROLES = frozenset((Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.TextAlignmentRole,
+                    Qt.ItemDataRole.UserRole))
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+
 class RegionTableModel(QAbstractTableModel):
     """Rows = regions, columns = :data:`COLUMNS`; :meth:`sort` reorders with NumPy."""
 
@@ -106,13 +111,32 @@ class RegionTableModel(QAbstractTableModel):
         self.order = np.zeros(0, np.int64)
         self.swatches: np.ndarray | None = None
 
+    #: a new result's rows replace the old ones in place (rows removed or added at the end, every
+    #: cell changed) instead of a model reset: a reset made the table view rebuild its headers (the
+    #: columns' widths and hidden state set again, the side panel laid out again) at every live
+    #: edit. RegionTable clears the selection and current cell as the reset did.
+    INCREMENTAL = True
+
     def set_features(self, features: dict | None, swatches: np.ndarray | None = None) -> None:
-        self.beginResetModel()
-        self.f = dict(features or {})
-        n = len(self.f.get("label", []))
-        self.order = np.arange(n)
-        self.swatches = swatches
-        self.endResetModel()
+        f = dict(features or {})
+        n = len(f.get("label", []))
+        old = len(self.order)
+        if not (self.INCREMENTAL and self.f and f):   # from or to no table: a reset
+            self.beginResetModel()
+            self.f, self.order, self.swatches = f, np.arange(n), swatches
+            self.endResetModel()
+            return
+        if n < old:
+            self.beginRemoveRows(QModelIndex(), n, old - 1)
+        elif n > old:
+            self.beginInsertRows(QModelIndex(), old, n - 1)
+        self.f, self.order, self.swatches = f, np.arange(n), swatches
+        if n < old:
+            self.endRemoveRows()
+        elif n > old:
+            self.endInsertRows()
+        if n:
+            self.dataChanged.emit(self.index(0, 0), self.index(n - 1, len(COLUMNS) - 1))
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self.order)
@@ -131,7 +155,9 @@ class RegionTableModel(QAbstractTableModel):
         return v if idx is None else v[idx]
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or not self.f:
+        # the roles a cell answers; every other role (font, colours, check state, size, ...: the
+        # delegate asks each of them for every cell it paints) returns at once
+        if role not in _ROLES or not index.isValid() or not self.f:
             return None
         i = int(self.order[index.row()])
         col = index.column()
@@ -150,7 +176,7 @@ class RegionTableModel(QAbstractTableModel):
             c = self.swatches[i]
             return QColor(int(c[0]), int(c[1]), int(c[2]))
         if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("bbox", "intensity_mean"):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return _RIGHT
         if role == Qt.ItemDataRole.UserRole:
             return int(self.f["label"][i])
         return None
@@ -221,6 +247,7 @@ class RegionTable(QTableView):
         self._silent = True
         self.selected_label = None
         self.model_.set_features(features, swatches)
+        self.selectionModel().clear()   # as a model reset does: no selected row, no current cell
         hh = self.horizontalHeader()
         if hh.sortIndicatorSection() >= 0:
             self.model_.sort(hh.sortIndicatorSection(), hh.sortIndicatorOrder())
