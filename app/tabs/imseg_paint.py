@@ -19,30 +19,37 @@ from gpu_kernels.imseg import vis
 __all__ = ["BoundaryPainter", "boundary_picture"]
 
 
-def boundary_picture(base: np.ndarray, labels: np.ndarray, color=vis.BOUNDARY_COLOR) -> np.ndarray:
+def boundary_picture(base: np.ndarray, labels: np.ndarray, color=vis.BOUNDARY_COLOR, *,
+                     scratch: np.ndarray | None = None) -> np.ndarray:
     """``base`` (8-bit RGB, H x W x 3, as ``vis.to_rgb8`` gives it) with every pixel that has a
     4-neighbour of another label in ``color``: pixel for pixel ``vis.boundaries(image, labels)``.
-    ``base`` is not changed."""
+    ``base`` is not changed. ``scratch``: a boolean array of at least H * W - 1 elements to compare
+    into (kept by :class:`BoundaryPainter`: two fresh 2 MB arrays a picture were page faults)."""
     lab = np.ascontiguousarray(labels)
     h, w = lab.shape
     if base.shape[:2] != (h, w):
         raise ValueError(f"the labels ({h} x {w}) do not match the picture ({base.shape[0]} x {base.shape[1]})")
     out = base.copy()
-    if lab.size == 0:
+    n = lab.size
+    if n < 2:
         return out
     flat = lab.ravel()
-    px = out.reshape(-1, 3)
-    col = np.asarray(color, dtype=np.uint8)
+    if scratch is None or scratch.size < n - 1 or scratch.dtype != np.bool_:
+        scratch = np.empty(n - 1, np.bool_)
+    px = out.reshape(-1)                   # R, G, B of pixel k at 3k, 3k + 1, 3k + 2
+    idx = []
     if w > 1:
-        d = flat[1:] != flat[:-1]          # each pixel and its right neighbour, wrapping at row ends
-        d[w - 1::w] = False                # the last pixel of a row and the first of the next: not neighbours
+        d = np.not_equal(flat[1:], flat[:-1], out=scratch[:n - 1])   # each pixel and its right neighbour,
+        d[w - 1::w] = False                # wrapping at row ends: a row's last pixel and the next row's first are not neighbours
         i = np.flatnonzero(d)
-        px[i] = col
-        px[i + 1] = col
+        idx += [i, i + 1]
     if h > 1:
-        i = np.flatnonzero(flat[w:] != flat[:-w])   # each pixel and the one below it
-        px[i] = col
-        px[i + w] = col
+        i = np.flatnonzero(np.not_equal(flat[w:], flat[:-w], out=scratch[:n - w]))   # each pixel and the one below
+        idx += [i, i + w]
+    if idx:
+        k = np.concatenate(idx) * 3
+        for c, v in enumerate(np.asarray(color, dtype=np.uint8)):
+            px[k + c] = v
     return out
 
 
@@ -53,6 +60,7 @@ class BoundaryPainter:
     def __init__(self) -> None:
         self._image = None
         self._rgb: np.ndarray | None = None
+        self._scratch: np.ndarray | None = None
         self.conversions = 0   # how often the input was converted to 8-bit RGB (tests count them)
 
     def base(self, image) -> np.ndarray:
@@ -64,7 +72,8 @@ class BoundaryPainter:
         return self._rgb
 
     def boundaries(self, image, labels) -> np.ndarray:
-        return boundary_picture(self.base(image), labels)
-
-    def clear(self) -> None:
-        self._image = self._rgb = None
+        base = self.base(image)
+        n = base.shape[0] * base.shape[1]
+        if self._scratch is None or self._scratch.size < n:
+            self._scratch = np.empty(max(n, 1), np.bool_)
+        return boundary_picture(base, labels, scratch=self._scratch)

@@ -83,6 +83,12 @@ def test_painter_converts_each_input_once():
     p.boundaries(img2, lab)
     assert p.conversions == 2     # another input: converted again
     np.testing.assert_array_equal(p.base(img2), vis.to_rgb8(img2))
+    # its comparison buffer is kept between pictures: a smaller input, then a larger one
+    for shape in ((7, 50), (90, 31), (1, 5)):
+        im = rng.integers(0, 256, shape + (3,), dtype=np.uint8)
+        for seed in range(2):
+            lab = _labels(shape, 6, seed)
+            np.testing.assert_array_equal(p.boundaries(im, lab), vis.boundaries(im, lab), err_msg=str(shape))
 
 
 # ----------------------------------------------------------------------------- the tab
