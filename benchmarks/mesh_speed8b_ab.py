@@ -92,9 +92,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--simplifier", default="fast+pymeshlab")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ", ".join(CONFIGS))
+    ap.add_argument("--profiles", type=int, default=3, help="profiled runs of head and new (best kept; 0: none)")
     args = ap.parse_args(argv)
     simp.SIMPLIFIER = args.simplifier
-    cfgs = list(CONFIGS)
+    cfgs = args.configs.split(",")
     try:
         for path in (args.small, args.large):
             times: dict = {c: [] for c in cfgs}
@@ -109,9 +111,9 @@ def main(argv=None) -> int:
                 print(f"ab8b {args.device} {Path(path).name} {args.simplifier} {c:8s} min {1e3 * min(t):6.1f} ms  "
                       f"median {1e3 * statistics.median(t):6.1f} ms  max {1e3 * max(t):6.1f} ms  sha {shas[c]}  "
                       f"runs {' '.join(f'{1e3 * x:.1f}' for x in t)}", flush=True)
-            for c in ("head", "new"):
+            for c in ("head", "new") if args.profiles > 0 else ():
                 best = None
-                for _ in range(3):
+                for _ in range(args.profiles):
                     acc = _profiled(path, args.device, c)
                     if best is None or acc["total"] < best["total"]:
                         best = acc
