@@ -4,7 +4,8 @@ host drift by tens of ms, so only a one-process A/B isolates a change):
 
 - ``head``: the code at the session's start (``segment.NEAREST_EARLY = False``,
   ``thickness.FUSED_ROW_MIN = False``: the paths of before, unchanged);
-- ``new``: this tree's defaults (both on; the early search on a GPU backend only);
+- ``new``: both changes on (the early search on a GPU backend only; since f7ff4e9 the tree's
+  default has the fused search off, ``thickness.FUSED_ROW_MIN``);
 - ``nearest``: only the early nearest-face search; ``fused``: only the fused thickness search.
 
 The labels' and colours' SHA-1 must be the same in every configuration. After the rounds, one

@@ -66,8 +66,12 @@ def _orient_outward(v, f, normals) -> np.ndarray:
 #: the brute-force search's steps after the product (``|c|² + |s|² - 2 c·s``, its first
 #: smallest entry per row, the distance) in one kernel per chunk (:func:`_row_argmin_kernel`)
 #: instead of ~10 CuPy operations: the same arithmetic in the same order, so the same indices
-#: and distances bit for bit (tests/mesh/test_speed8b_thickness.py); issue 22, session 8b
-FUSED_ROW_MIN = True
+#: and distances bit for bit (tests/mesh/test_speed8b_thickness.py); issue 22, session 8b. Off:
+#: on the H100 the thickness of the 4,000-face working mesh took 13.3-27.0 ms fused against
+#: 14.1-28.1 ms plain at 17k and 23.0-35.3 against 17.4-26.0 at 50k (the same working size;
+#: benchmarks/results/mesh_speed_session8b.md), no gain beyond the noise, and the kernel is
+#: compiled on its first use; the time is not in these steps
+FUSED_ROW_MIN = False
 
 _ROW_MIN_SRC = r"""
 extern "C" __global__ void row_argmin(const double* g, const double* rq, const double* s2,
