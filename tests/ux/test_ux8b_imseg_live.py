@@ -13,6 +13,14 @@ from app.tabs.imseg_paint import BoundaryPainter, boundary_picture
 from gpu_kernels.imseg import vis
 
 
+def _reference(image, labels, color=vis.BOUNDARY_COLOR):
+    """The drawing before session 8 (a full mask painted through a boolean index), which
+    ``vis.boundaries`` / ``vis.boundaries_over`` must reproduce pixel for pixel."""
+    out = vis.to_rgb8(image).copy()
+    out[vis.boundary_mask(labels)] = color
+    return out
+
+
 def _labels(shape, n, seed):
     rng = np.random.default_rng(seed)
     if not n:
@@ -43,7 +51,8 @@ def test_boundary_picture_is_vis_boundaries_pixel_for_pixel(kind, shape):
     img = IMAGES[kind](shape, rng)
     for n, seed in ((0, 0), (1, 1), (2, 2), (7, 3), (500, 4)):
         lab = _labels(shape, n, seed)
-        want = vis.boundaries(img, lab)
+        want = _reference(img, lab)
+        np.testing.assert_array_equal(vis.boundaries(img, lab), want)   # the export's picture: the same drawing
         base = vis.to_rgb8(img)
         before = base.copy()
         got = boundary_picture(base, lab)
@@ -58,12 +67,22 @@ def test_rows_are_not_neighbours_across_their_ends():
     lab = np.repeat(np.arange(1, 5, dtype=np.int32)[:, None], 6, axis=1)   # row r is all r + 1
     lab[:, 0] = lab[:, 0][::-1]                                            # the first column differs
     base = np.zeros((4, 6, 3), np.uint8)
-    np.testing.assert_array_equal(boundary_picture(base, lab), vis.boundaries(base, lab))
+    np.testing.assert_array_equal(boundary_picture(base, lab), _reference(base, lab))
     lab = np.repeat(np.arange(1, 5, dtype=np.int32)[:, None], 6, axis=1)
     lab[1] = lab[0]    # rows 0 and 1 one region, rows 2 and 3 others
     got = boundary_picture(base, lab)
-    np.testing.assert_array_equal(got, vis.boundaries(base, lab))
+    np.testing.assert_array_equal(got, _reference(base, lab))
     assert not got[0].any()    # row 0 touches only its own region (row 1), across no row's end
+
+
+@pytest.mark.parametrize("layout", ["fortran", "strided"])
+def test_the_drawing_of_a_base_in_any_memory_layout(layout):
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (40, 52, 3), dtype=np.uint8)
+    base = np.asfortranarray(img) if layout == "fortran" else rng.integers(0, 256, (40, 104, 3), np.uint8)[:, ::2]
+    lab = _labels((40, 52), 9, 5)
+    np.testing.assert_array_equal(boundary_picture(base, lab), _reference(base, lab))
+    np.testing.assert_array_equal(vis.boundaries(base, lab), _reference(base, lab))   # the export's picture
 
 
 def test_boundary_picture_refuses_a_picture_of_another_size():
@@ -77,7 +96,7 @@ def test_painter_converts_each_input_once():
     p = BoundaryPainter()
     for seed in range(4):
         lab = _labels((30, 40), 9, seed)
-        np.testing.assert_array_equal(p.boundaries(img, lab), vis.boundaries(img, lab))
+        np.testing.assert_array_equal(p.boundaries(img, lab), _reference(img, lab))
     assert p.conversions == 1
     img2 = img.copy()
     p.boundaries(img2, lab)
@@ -88,7 +107,7 @@ def test_painter_converts_each_input_once():
         im = rng.integers(0, 256, shape + (3,), dtype=np.uint8)
         for seed in range(2):
             lab = _labels(shape, 6, seed)
-            np.testing.assert_array_equal(p.boundaries(im, lab), vis.boundaries(im, lab), err_msg=str(shape))
+            np.testing.assert_array_equal(p.boundaries(im, lab), _reference(im, lab), err_msg=str(shape))
 
 
 # ----------------------------------------------------------------------------- the tab
