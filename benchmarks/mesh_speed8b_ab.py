@@ -2,11 +2,13 @@
 with the defaults, configurations interleaved round by round (separate processes on the device
 host drift by tens of ms, so only a one-process A/B isolates a change):
 
-- ``head``: the code at the session's start (``segment.NEAREST_EARLY = False``,
-  ``thickness.FUSED_ROW_MIN = False``: the paths of before, unchanged);
-- ``new``: both changes on (the early search on a GPU backend only; since f7ff4e9 the tree's
-  default has the fused search off, ``thickness.FUSED_ROW_MIN``);
-- ``nearest``: only the early nearest-face search; ``fused``: only the fused thickness search.
+- ``head``: the code at the session's start (``segment.NEAREST_EARLY = False``: the path of
+  before, unchanged);
+- ``new``: the early nearest-face search on (a GPU backend only), today's default.
+
+(Session 8b also timed a fused GPU kernel for the thickness search, ``fused`` / ``new`` with it:
+no gain, removed after the session's last call; its runs are in
+``benchmarks/results/mesh_speed_session8b*``, its code at commit a0d2612.)
 
 The labels' and colours' SHA-1 must be the same in every configuration. After the rounds, one
 profiled run of ``head`` and of ``new`` per mesh prints perf_counter pieces (inclusive wall
@@ -35,12 +37,10 @@ from gpu_kernels.mesh import segment, thickness  # noqa: E402
 from gpu_kernels.mesh import simplify as simp  # noqa: E402
 
 CONFIGS = {
-    "head": {"near": False, "fused": False},
-    "new": {"near": "gpu", "fused": True},
-    "nearest": {"near": "gpu", "fused": False},
-    "fused": {"near": False, "fused": True},
+    "head": {"near": False},
+    "new": {"near": "gpu"},
 }
-REAL_NEAR, REAL_FUSED = segment.NEAREST_EARLY, thickness.FUSED_ROW_MIN
+REAL_NEAR = segment.NEAREST_EARLY
 # (module, attribute) timed in the profiled runs
 WRAP = [(segment, "prepare_mesh"), (segment, "clean_mesh"), (segment, "dual_graph"), (segment, "working_graph"),
         (segment, "with_thickness"), (thickness, "face_thickness"), (segment, "graph_distances"),
@@ -51,7 +51,6 @@ WRAP = [(segment, "prepare_mesh"), (segment, "clean_mesh"), (segment, "dual_grap
 
 def _setup(c: dict) -> None:
     segment.NEAREST_EARLY = c["near"]
-    thickness.FUSED_ROW_MIN = c["fused"]
 
 
 def _once(path: str, dev: str, cfg: str, shas: dict) -> float:
@@ -121,7 +120,7 @@ def main(argv=None) -> int:
                 print(f"prof8b {Path(path).name} {c:5s} " + "  ".join(f"{k} {1e3 * v:.1f}" for k, v in best.items()),
                       flush=True)
     finally:
-        _setup({"near": REAL_NEAR, "fused": REAL_FUSED})
+        _setup({"near": REAL_NEAR})
     return 0
 
 

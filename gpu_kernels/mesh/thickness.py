@@ -63,89 +63,11 @@ def _orient_outward(v, f, normals) -> np.ndarray:
     return -normals if vol < 0 else normals
 
 
-#: the brute-force search's steps after the product (``|c|² + |s|² - 2 c·s``, its first
-#: smallest entry per row, the distance) in one kernel per chunk (:func:`_row_argmin_kernel`)
-#: instead of ~10 CuPy operations: the same arithmetic in the same order, so the same indices
-#: and distances bit for bit (tests/mesh/test_speed8b_thickness.py); issue 22, session 8b. Off:
-#: on the H100 the thickness of the 4,000-face working mesh took 13.3-27.0 ms fused against
-#: 14.1-28.1 ms plain at 17k and 23.0-35.3 against 17.4-26.0 at 50k (the same working size;
-#: benchmarks/results/mesh_speed_session8b.md), no gain beyond the noise, and the kernel is
-#: compiled on its first use; the time is not in these steps
-FUSED_ROW_MIN = False
-
-_ROW_MIN_SRC = r"""
-extern "C" __global__ void row_argmin(const double* g, const double* rq, const double* s2,
-                                      const long long m, const long long S,
-                                      long long* j_out, double* d_out) {
-    // one block per row: d = (rq[i] + s2[j]) - g[i, j], the first smallest d (argmin's tie
-    // rule), then sqrt(max(d, 0)): as CuPy's broadcast add, subtract, argmin, take, maximum, sqrt
-    __shared__ double bv[256];
-    __shared__ long long bj[256];
-    const long long i = blockIdx.x;
-    if (i >= m) return;
-    const double r = rq[i];
-    const double* gi = g + i * S;
-    double best = 0.0;
-    long long bjx = -1;
-    for (long long j = threadIdx.x; j < S; j += blockDim.x) {
-        const double d = (r + s2[j]) - gi[j];
-        if (bjx < 0 || d < best) { best = d; bjx = j; }
-    }
-    bv[threadIdx.x] = best;
-    bj[threadIdx.x] = bjx;
-    __syncthreads();
-    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
-        if (threadIdx.x < h) {
-            const double ov = bv[threadIdx.x + h];
-            const long long oj = bj[threadIdx.x + h];
-            const long long mj = bj[threadIdx.x];
-            if (oj >= 0 && (mj < 0 || ov < bv[threadIdx.x] || (ov == bv[threadIdx.x] && oj < mj))) {
-                bv[threadIdx.x] = ov;
-                bj[threadIdx.x] = oj;
-            }
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        j_out[i] = bj[0];
-        d_out[i] = sqrt(fmax(bv[0], 0.0));
-    }
-}
-"""
-_KERNELS: dict = {}
-
-
-def _row_argmin_kernel(xp):
-    """The compiled ``row_argmin`` kernel (one per array module, compiled on first use)."""
-    k = _KERNELS.get(id(xp))
-    if k is None:
-        k = _KERNELS[id(xp)] = xp.RawKernel(_ROW_MIN_SRC, "row_argmin")
-    return k
-
-
 def _nearest_on_device(xp, samples):
     """A nearest-sample search on the GPU (brute force in float64, rows in chunks): the
     k-d tree's answer, the ties aside. Returns ``query(c) -> (dist, index)`` on the host."""
     s = xp.asarray(samples, dtype=xp.float64)
     s2 = (s * s).sum(axis=1)
-    if FUSED_ROW_MIN and hasattr(xp, "RawKernel"):
-        kern = _row_argmin_kernel(xp)
-        S = int(s.shape[0])
-
-        def query_fused(c):
-            cd = xp.asarray(c, dtype=xp.float64)
-            m = int(cd.shape[0])
-            d_out = xp.empty(m, dtype=xp.float64)
-            j_out = xp.empty(m, dtype=xp.int64)
-            for a in range(0, m, 2048):
-                blk = cd[a:a + 2048]
-                rq = xp.ascontiguousarray((blk * blk).sum(axis=1))
-                g = xp.ascontiguousarray(2.0 * blk @ s.T)
-                n = int(blk.shape[0])
-                kern((n,), (256,), (g, rq, s2, xp.int64(n), xp.int64(S), j_out[a:a + n], d_out[a:a + n]))
-            return xp.asnumpy(d_out), xp.asnumpy(j_out)
-
-        return query_fused
 
     def query(c):
         cd = xp.asarray(c, dtype=xp.float64)
