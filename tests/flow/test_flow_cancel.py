@@ -35,24 +35,28 @@ def big():
 
 @pytest.mark.slow
 def test_cancel_lands_within_two_seconds_in_the_full_resolution_stage(big):
+    """Cancel is asked for when the stage reaches a full-resolution step (the upsampling, then the
+    quality map's local NCC) and must land within 2 s. The request follows the stage's own
+    progress, not a clock: on an idle machine the whole stage ended before a timer set at 1.6 s
+    (a CI failure in session 8)."""
     pyr, fl, p = big
     assert pyr.work >= 2                          # the flow is upsampled to full resolution in stage 3
-    stages: list[str] = []
-    for at in (0.6, 1.6):                         # in the upsampling, then in the quality map's steps
+    for step in ("upsampling", "quality map: local NCC"):
         ev = threading.Event()
-        timer = threading.Timer(at, ev.set)
-        t0 = time.perf_counter()
-        timer.start()
-        try:
-            with pytest.raises(Cancelled):        # without the checks the stage ran to its end
-                S.stage_quality(pyr, fl, p, device="cpu",
-                                progress=Progress(lambda _f, s: stages.append(s), ev, min_interval=0.0))
-        finally:
-            timer.cancel()
-        lag = time.perf_counter() - t0 - at
-        assert lag < 2.0, f"cancel at {at} s took {lag:.2f} s more (last step {stages[-1:]})"
-    # the bar moves through the full-resolution steps, not only through the backward flow
-    assert any(s.startswith("quality map") for s in stages) or any("upsampling" in s for s in stages)
+        asked: list[float] = []
+        stages: list[str] = []
+
+        def report(_f, s, step=step, ev=ev, asked=asked, stages=stages):
+            stages.append(s)
+            if not asked and s.startswith(step):
+                asked.append(time.perf_counter())
+                ev.set()
+
+        with pytest.raises(Cancelled):            # without the checks the stage ran to its end
+            S.stage_quality(pyr, fl, p, device="cpu", progress=Progress(report, ev, min_interval=0.0))
+        assert asked, f"the stage never reported {step!r} (steps: {sorted(set(stages))})"
+        lag = time.perf_counter() - asked[0]
+        assert lag < 2.0, f"cancel at {step!r} took {lag:.2f} s (last step {stages[-1:]})"
 
 
 def test_the_stage_reports_its_full_resolution_steps_and_keeps_the_bits(monkeypatch):
