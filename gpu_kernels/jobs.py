@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 
 __all__ = ["Cancelled", "Progress", "as_progress", "NULL_PROGRESS", "LaunchTracker", "ProgressClock", "fmt_duration",
-           "level_weights"]
+           "level_weights", "BackgroundCall"]
 
 ProgressCallback = Callable[[float, str], None]
 
@@ -332,3 +332,39 @@ class ProgressClock:
         if rem is not None:
             out += f", about {fmt_duration(rem)} left"
         return out
+
+
+class BackgroundCall:
+    """``fn(*args, **kwargs)`` on a thread of its own (named ``name``); :meth:`result` waits for it
+    and returns its value or raises its exception on the caller's thread, :meth:`join` only waits.
+    The thread is not a daemon: the interpreter's exit waits for it (a daemon thread still inside
+    C++ at finalization can crash the exit, see :mod:`gpu_kernels.mesh.nearest`).
+
+    >>> job = BackgroundCall(sum, [1, 2, 3], name="example")
+    >>> job.result(), job.done()
+    (6, True)
+    """
+
+    def __init__(self, fn, *args, name: str = "gpulab-background", **kwargs):
+        self._value = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args, kwargs), name=name, daemon=False)
+        self._thread.start()
+
+    def _run(self, fn, args, kwargs) -> None:
+        try:
+            self._value = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self._error = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

@@ -72,7 +72,7 @@ from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import as_progress
+from gpu_kernels.jobs import BackgroundCall, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
@@ -1162,8 +1162,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
                    near_jobs[i].result() if i in near_jobs else
-                   kd_nearest(cKDTree(gs.centroids), graph.centroids)[1].astype(np.int64)
-                   for i, (_, gs, patch) in enumerate(working)]
+                   _nearest_faces(gs.centroids, graph.centroids) for i, (_, gs, patch) in enumerate(working)]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
@@ -1179,38 +1178,17 @@ def _wait_quietly(job) -> None:
         pass
 
 
-class _NearestJob:
-    """The full faces' nearest working face (``kd_nearest``) on a non-daemon thread of its own;
-    ``join()`` waits (every way out of :func:`prepare_mesh` calls it), ``result()`` waits and
-    returns the (F,) int64 indices or raises the search's error on the caller's thread."""
-
-    def __init__(self, centroids_s, centroids):
-        self._out: list = []
-        self._thread = threading.Thread(target=self._run, args=(centroids_s, centroids),
-                                        name="gpulab-mesh-nearest", daemon=False)
-        self._thread.start()
-
-    def _run(self, cs, c) -> None:
-        try:
-            self._out.append((kd_nearest(cKDTree(cs), c)[1].astype(np.int64), None))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            self._out.append((None, exc))
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> np.ndarray:
-        self._thread.join()
-        val, exc = self._out[0]
-        if exc is not None:
-            raise exc
-        return val
-
-
-def _nearest_in_background(centroids_s, centroids) -> _NearestJob:
+def _nearest_in_background(centroids_s, centroids):
     """Start the full → working nearest-face search (the one :func:`prepare_mesh` did after the
-    APSP) now, beside the thickness and the APSP (``NEAREST_EARLY``)."""
-    return _NearestJob(np.asarray(centroids_s, dtype=np.float64), np.asarray(centroids, dtype=np.float64))
+    APSP) now, beside the thickness and the APSP (``NEAREST_EARLY``), on a non-daemon thread:
+    ``join()`` waits (every way out of :func:`prepare_mesh` calls it), ``result()`` returns the
+    (F,) int64 indices or raises the search's error on the caller's thread."""
+    return BackgroundCall(_nearest_faces, np.asarray(centroids_s, dtype=np.float64),
+                          np.asarray(centroids, dtype=np.float64), name="gpulab-mesh-nearest")
+
+
+def _nearest_faces(centroids_s, centroids) -> np.ndarray:
+    return kd_nearest(cKDTree(centroids_s), centroids)[1].astype(np.int64)
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,

@@ -32,11 +32,11 @@ memberships back onto every original face.
 from __future__ import annotations
 
 import importlib.util
-import threading
 
 import numpy as np
 from scipy.spatial import cKDTree
 
+from gpu_kernels.jobs import BackgroundCall
 from gpu_kernels.mesh.nearest import kd_nearest
 
 __all__ = ["SIMPLIFIER", "available_simplifiers", "simplify_mesh", "simplify_in_background",
@@ -138,7 +138,8 @@ def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None)
 
 
 class _Done:
-    """:class:`_Background`'s interface for a call made at once, on the calling thread."""
+    """:class:`gpu_kernels.jobs.BackgroundCall`'s interface for a call made at once, on the calling
+    thread."""
 
     def __init__(self, fn, args: tuple, kwargs: dict):
         self._value, self._error = None, None
@@ -151,35 +152,6 @@ class _Done:
         return True
 
     def result(self):
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-class _Background:
-    """A call running on a thread of its own; :meth:`result` waits for it and returns its value
-    or raises its exception. The thread is not a daemon: the interpreter's exit waits for it
-    (a daemon thread still inside C++ at finalization can crash the exit, see
-    :mod:`gpu_kernels.mesh.nearest`)."""
-
-    def __init__(self, fn, args: tuple, kwargs: dict):
-        self._value = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args, kwargs),
-                                        name="gpulab-simplify", daemon=False)
-        self._thread.start()
-
-    def _run(self, fn, args, kwargs) -> None:
-        try:
-            self._value = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            self._error = exc
-
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def result(self):
-        self._thread.join()
         if self._error is not None:
             raise self._error
         return self._value
@@ -218,7 +190,7 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     kwargs = {} if method is None else {"method": method}
     if how == "fast" and not BACKGROUND_FAST:
         return _Done(fn, args, kwargs)
-    return _Background(fn, args, kwargs)
+    return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
 
 
 def transfer_memberships(src_centroids, src_P, dst_centroids) -> tuple[np.ndarray, np.ndarray]:
