@@ -88,6 +88,16 @@ _SEEN: OrderedDict = OrderedDict()   # full runs seen per (device, shape, dtype,
 _SEEN_MAX = 256
 _SEEN_LOCK = threading.Lock()
 _STATS = {"chains": 0, "eager_chains": 0, "forced": 0, "direct": 0}
+#: the counters' lock: the window's worker, batch threads and tests bump them at once (a bare
+#: ``+=`` on a dict entry is a read and a write that another thread's may fall between)
+_STATS_LOCK = threading.Lock()
+
+
+def _count(*names: str) -> None:
+    """Add one to each of the ``_STATS`` counters ``names``, under their lock."""
+    with _STATS_LOCK:
+        for k in names:
+            _STATS[k] += 1
 
 
 class Deferred:
@@ -113,7 +123,7 @@ class Deferred:
         with self._lock:
             if self._value is None:
                 self._value = self._fn()
-                _STATS["forced"] += 1
+                _count("forced")
             return self._value
 
     @property
@@ -137,7 +147,8 @@ def stats() -> dict:
     """``chains`` run as one library call, ``eager_chains`` (full runs before ``GRAPH_AFTER``),
     ``forced`` deferred outputs computed later, ``direct`` full runs made by :func:`full_run`
     (also counted in ``chains``) (for tests and benchmarks)."""
-    return dict(_STATS)
+    with _STATS_LOCK:
+        return dict(_STATS)
 
 
 def _fresh(out) -> bool:
@@ -192,9 +203,9 @@ def regions(qt, km, *, connectivity: int, min_size: int, device=None, progress=N
             seg = _seg.segment_image(lt.image, **p, device=be, progress=progress)
             for d in chain:
                 d.consumed = True
-            _STATS["chains"] += 1
+            _count("chains")
             return seg
-        _STATS["eager_chains"] += 1
+        _count("eager_chains")
     return _seg.stage_regions(value(qt), km=value(km), connectivity=conn, min_size=S, device=be,
                               progress=progress)
 
@@ -268,9 +279,9 @@ def merge(col, sp, *, coarseness: float, n_segments: int, device=None, progress=
         if _sighting(be, col.image, {"method": "contours", **allp}) >= GRAPH_AFTER:
             seg = _ct.segment_contours(col.image, **allp, device=be, progress=progress)
             col.consumed = sp.consumed = True
-            _STATS["chains"] += 1
+            _count("chains")
             return {"finished": seg}
-        _STATS["eager_chains"] += 1
+        _count("eager_chains")
     return _ct.stage_merge(value(col), value(sp), **kw, device=be, progress=progress)
 
 
@@ -334,6 +345,5 @@ def full_run(image, p: dict, *, device=None, progress=None):
         # a value the call's checks (made before any work) refuse: the stages raise it, from the
         # stage that reads it, with its message
         return None
-    _STATS["chains"] += 1
-    _STATS["direct"] += 1
+    _count("chains", "direct")
     return seg
