@@ -434,6 +434,43 @@ def _settings_snapshot(settings):
     return snap
 
 
+_PREPARE_KEYS = ("delta", "eta_convex", "max_faces", "simplify", "consensus", "simplifier", "apsp_method")
+
+
+def auto_reseg_row(v, f, humans, device, params) -> dict:
+    """Issue 22, session 9 (``"auto_reseg": true`` in a ``--cv`` grid entry; k = "auto" only): k = "auto"
+    as today, then the integer-k pipeline at the k it chose, on the same prepared mesh (distances and the
+    auto starts' clusterings re-used). Both results are scored:
+
+    - ``RI_auto`` / ``k_auto``: the integer k's layout at auto's k (candidate R1), or auto's own result
+      where the integer k would split k between the mesh components otherwise than k = "auto" did
+      (``reseg_fallback``) or auto's k is 1;
+    - ``RI_auto_plain`` / ``k_auto_plain``: k = "auto"'s own result (the defaults' layout);
+    - ``conc_auto`` / ``conc_reseg``: :func:`segment.boundary_concavity` of both on the full mesh's
+      dual graph (no ground truth: candidate R2 keeps the more concave of the two at the same k)."""
+    prep_kw = {key: params[key] for key in _PREPARE_KEYS if key in params}
+    seg_kw = {key: val for key, val in params.items() if key not in _PREPARE_KEYS}
+    prep = _segment.prepare_mesh(v, f, device=device, **prep_kw)
+    seg0 = segment_mesh(v, f, k="auto", device=device, prepared=prep, **seg_kw)
+    k0 = int(seg0.k)
+    out = {"k_auto_plain": k0, "RI_auto_plain": float(np.mean([rand_index_error(seg0.labels, h) for h in humans]))}
+    seg, fallback = seg0, k0 <= 1
+    if k0 > 1:
+        seg1 = segment_mesh(v, f, k=k0, device=device, prepared=prep, **seg_kw)
+        if list(seg1.info.get("k_per_component", [])) == list(seg0.info.get("k_per_component", [])):
+            seg = seg1
+        else:
+            fallback = True
+    kept = np.asarray(prep.kept)
+    out["conc_auto"] = _segment.boundary_concavity(prep.graph, np.asarray(seg0.labels)[kept])
+    out["conc_reseg"] = _segment.boundary_concavity(prep.graph, np.asarray(seg.labels)[kept])
+    out["reseg_fallback"] = bool(fallback)
+    out["k_auto"] = int(seg.k)
+    out["RI_auto"] = (out["RI_auto_plain"] if seg is seg0
+                      else float(np.mean([rand_index_error(seg.labels, h) for h in humans])))
+    return out
+
+
 def cv_task(args):
     """One (candidate, mesh): the protocol's Rand Index error and/or k = auto's."""
     data, mesh_id, cfg, device = args
@@ -466,7 +503,10 @@ def cv_task(args):
                 cmp[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
             out["RI"] = float(np.mean([cmp[k] for k in hk]))
             out["RI_per_k"] = {int(k): x for k, x in cmp.items()}
-        if what in ("both", "auto"):
+        if what in ("both", "auto") and cfg.get("auto_reseg"):
+            out.update(auto_reseg_row(v, f, humans, device, params))
+            out["in_range"] = bool(min(hk) <= out["k_auto"] <= max(hk))
+        elif what in ("both", "auto"):
             seg = segment_mesh(v, f, k="auto", device=device, **params)
             out["k_auto"] = int(seg.k)
             out["RI_auto"] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
