@@ -11,6 +11,16 @@ import time
 from pathlib import Path
 
 
+def fresh_settings() -> None:
+    """Start the window from the defaults: a fresh settings folder for this run (unless
+    ``GPULAB_SETTINGS_DIR`` is set), so that parameters remembered from an earlier session do not
+    turn a scripted edit into no change (a 'same parameters as the pinned result' picture)."""
+    import os
+
+    if not os.environ.get("GPULAB_SETTINGS_DIR"):
+        os.environ["GPULAB_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="gpulab-shots-")
+
+
 def pump(app, sec: float) -> None:
     """Process ``app``'s events for ``sec`` seconds."""
     t0 = time.time()

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from _shots import fresh_settings, to_pil, write
 from _shots import pump as _pump
-from _shots import to_pil, write
 
 #: per tab: the sample, the parameters of the first run, the change made with Live on, and a
 #: display-only change made next (a history step too, redrawn without a job)
@@ -37,6 +37,7 @@ def main(out: Path) -> int:
     from app.gui.main_window import MainWindow
     from app.ui.capture import grab_widget
 
+    fresh_settings()
     app = make_app()
     win = MainWindow(device="cpu")
     win.resize(1280, 800)

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from _shots import fresh_settings, to_pil, write
 from _shots import pump as _pump
-from _shots import to_pil, write
 
 SIZES = ((1280, 800), (1920, 1080))
 
@@ -26,6 +26,7 @@ def main(out: Path) -> int:
     from app.gui.main_window import MainWindow
     from app.ui.capture import grab_widget
 
+    fresh_settings()
     app = make_app()
     win = MainWindow(device="cpu")
     win.resize(*SIZES[0])
