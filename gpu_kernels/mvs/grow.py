@@ -39,6 +39,7 @@ import collections
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -912,11 +913,14 @@ def _checkout(key):
 def _checkin(gr, after_reads=None) -> None:
     """``gr`` back into the cache once its maps are on the host (the least recently used beyond
     :data:`_GROWERS_SIZE` go); ``after_reads``: an event its next reset waits for (the caller's
-    last reads of its maps on the device)."""
+    last reads of its maps on the device). A grower of a stale set-up's textures
+    (:func:`drop_growers_of`) is not given back."""
     if gr.cache_key is None:
         return
     gr.after_reads = after_reads
     with _GROWERS_LOCK:
+        if _is_stale(gr.tx):
+            return
         _GROWERS[gr.cache_key] = gr
         _GROWERS.move_to_end(gr.cache_key)
         while len(_GROWERS) > _GROWERS_SIZE:
@@ -929,7 +933,32 @@ def drop_growers() -> None:
         _GROWERS.clear()
 
 
+#: id -> weak reference of the textures of set-ups gone stale (:func:`drop_growers_of`; an entry
+#: goes with its textures; ViewTextures, a dataclass with ``eq``, has no hash for a WeakSet)
+_STALE: dict = {}
+
+
+def _is_stale(tx) -> bool:
+    ref = _STALE.get(id(tx))
+    return ref is not None and ref() is tx
+
+
+def drop_growers_of(textures) -> None:
+    """A set-up went stale (its inputs changed in place; :meth:`memo.SetupMemo.forget`): forget the
+    idle growers made from its ``textures`` (their keys name the textures by object, so no later
+    call can take them: they only held device memory until evicted), and keep one still in use
+    (another thread's run of the same set-up) from going back to the cache."""
+    if textures is None:
+        return
+    i = id(textures)
+    with _GROWERS_LOCK:
+        _STALE[i] = weakref.ref(textures, lambda r, i=i: _STALE.get(i) is r and _STALE.pop(i, None))
+        for k in [k for k, gr in _GROWERS.items() if gr.tx is textures]:
+            del _GROWERS[k]
+
+
 _memo.on_release(drop_growers)
+_memo.on_stale(lambda prep: drop_growers_of(getattr(prep, "textures", None)))
 
 
 def _maps(g: _Group, neighbors, rh, rhs, rht, rc, nrm, iters) -> list[DepthMap]:

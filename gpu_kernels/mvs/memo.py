@@ -47,7 +47,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 __all__ = ["SETUP_ENTRIES", "digest", "ident", "camera_sig", "Check", "StaleSetup", "HeldReports",
-           "SetupMemo", "SETUP", "defer", "run_deferred", "release", "on_release", "LazyExecutor"]
+           "SetupMemo", "SETUP", "defer", "run_deferred", "release", "on_release", "on_stale", "LazyExecutor"]
 
 #: sets of inputs whose set-up :func:`reconstruct` keeps (the scene's and one view's, say)
 SETUP_ENTRIES = 2
@@ -287,10 +287,19 @@ class SetupMemo:
                 self._d.popitem(last=False)
         return e.token
 
-    def forget(self, key) -> None:
+    def forget(self, key, prep=None) -> None:
+        """``key``'s set-up went stale (or could not be hashed): drop it, and let go of what was
+        made from it (:func:`on_stale`: the grower cache). ``prep``: the set-up the caller used;
+        where another thread's redo has already kept a new one under the same key, that one stays."""
         with self._lock:
-            if self._d.pop(key, None) is not None:
+            e = self._d.get(key)
+            if e is not None and (prep is None or e.prep is prep):
+                del self._d[key]
                 self.stale += 1
+                prep = e.prep
+        if prep is not None:
+            for fn in list(_STALE_HOOKS):
+                fn(prep)
 
     def clear(self) -> None:
         with self._lock:
@@ -300,6 +309,14 @@ class SetupMemo:
 #: :func:`~gpu_kernels.mvs.stereo.reconstruct`'s set-ups
 SETUP = SetupMemo()
 _RELEASERS: list = []
+_STALE_HOOKS: list = []
+
+
+def on_stale(fn) -> None:
+    """Register ``fn(prep)``, called when a kept set-up ``prep`` is forgotten as stale
+    (:meth:`SetupMemo.forget`: the grower cache drops the growers made from its textures)."""
+    if fn not in _STALE_HOOKS:
+        _STALE_HOOKS.append(fn)
 
 
 def on_release(fn) -> None:

@@ -391,10 +391,11 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     if optimize_params is not None:
         min_views = optimize_params.min_views
     reuse = be.is_gpu if reuse_setup is None else bool(reuse_setup)
-    key = check = prep = token = None
+    key = check = prep = kept = token = None
     if reuse:
         key = _setup_key(scene, vs, neighbors, min_views, seeds, be)
         prep, check = _memo.SETUP.get(key)
+        kept = prep  # the memo's own object (prep is a copy with this call's times)
         if prep is not None:
             prep = replace(prep, seeds_s=0.0, prepare_s=time.perf_counter() - t0)
             _memo.drop_deferred()
@@ -420,10 +421,10 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
                                      keep_device=fusing and be.is_gpu and _keep_device())
     except _memo.StaleSetup:  # its check said 'changed' while it grew: stopped there, made again
         _memo.drop_deferred()
-        return _redo(scene, key, progress, args)
+        return _redo(scene, key, kept, progress, args)
     except BaseException:  # a cancel, say: the kept set-up's hash is still of the inputs it was made from
         _memo.drop_deferred()  # a hit's content check, if the grower never started it: not the next call's work
-        _settled(token, key)
+        _settled(token, key, prep)
         raise
     _memo.drop_deferred()
     # a kept set-up's check, answered (the growing gave it the time) before the fusion and before
@@ -435,7 +436,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         # an image, the points or their tracks changed in place since the set-up was kept: these
         # maps came from the old ones; make the set-up again and the result with it
         finish_maps(maps_all, stats)
-        return _redo(scene, key, progress, args)
+        return _redo(scene, key, kept, progress, args)
     fused = None
     t_fuse = 0.0
     try:
@@ -455,7 +456,7 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
         # can change an input in place: else the next call's check compares the changed input with
         # a hash of the changed input and uses a stale set-up
         th = time.perf_counter()
-        _settled(token, key)
+        _settled(token, key, prep)
         stats["setup_hash_wait_s"] = time.perf_counter() - th  # a new set-up's hash not done by the end
     if be.is_gpu and be.xp is not np:
         release_pool(be)
@@ -464,11 +465,12 @@ def reconstruct(scene: MVSScene, *, views="all", window: int = DEFAULT_WINDOW, n
     return MVSResult(maps_all, vs, fused, prep.points, prep.point_views, stats)
 
 
-def _redo(scene, key, progress, args) -> MVSResult:
-    """:func:`reconstruct` again with its set-up made anew (the kept one's inputs changed in place),
-    reporting to the same progress: the bar goes on from where it is (the discarded growing's
-    reports were held back, :class:`~gpu_kernels.mvs.memo.HeldReports`), and says why."""
-    _memo.SETUP.forget(key)
+def _redo(scene, key, kept, progress, args) -> MVSResult:
+    """:func:`reconstruct` again with its set-up made anew (the kept one, ``kept``, had inputs
+    changed in place: forgotten, with the growers made from it), reporting to the same progress:
+    the bar goes on from where it is (the discarded growing's reports were held back,
+    :class:`~gpu_kernels.mvs.memo.HeldReports`), and says why."""
+    _memo.SETUP.forget(key, kept)
     progress.update(0.0, "the inputs changed in place since the last run: setting up again")
     return reconstruct(scene, **{**args, "progress": progress})
 
@@ -482,11 +484,12 @@ def _setup_key(scene, vs, neighbors, min_views, seeds, be) -> tuple:
             _memo.ident(pts), _memo.ident(pvis), None if seeds is None else seeds[2])
 
 
-def _settled(token, key=None) -> None:
+def _settled(token, key=None, prep=None) -> None:
     """Wait for a kept set-up's content hash; where it could not be taken (an input hashlib cannot
-    read), the set-up is not kept: every later check would say 'changed' and each call would run twice."""
+    read), the set-up ``prep`` is not kept: every later check would say 'changed' and each call
+    would run twice."""
     if token is not None and token.exception() is not None and key is not None:
-        _memo.SETUP.forget(key)
+        _memo.SETUP.forget(key, prep)
 
 
 def _keep_setup(key, scene, prep: PreparedViews, seeds):
