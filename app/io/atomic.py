@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "errors_named_after", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+__all__ = ["atomic_write", "errors_named_after", "file_in_the_way", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
            "check_not_an_input",
            "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
@@ -131,8 +132,36 @@ def remove_stale_parts(parent: str | os.PathLike, name: str | None = None) -> li
     return removed
 
 
+def file_in_the_way(folder: str | os.PathLike) -> Path | None:
+    """The file (anything but a folder) that stands where ``folder`` or a folder above it should
+    be, or None: ``notes.txt`` for ``notes.txt/out/x.ply``, whose write would otherwise say only
+    that ``notes.txt/out`` does not exist.
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "notes.txt").write_text("x")
+    1
+    >>> file_in_the_way(d / "notes.txt" / "out").name
+    'notes.txt'
+    >>> file_in_the_way(d / "new" / "out") is None
+    True
+    """
+    p = Path(folder)
+    for q in (p, *p.parents):
+        try:
+            st = os.stat(q)
+        except (FileNotFoundError, NotADirectoryError):  # missing, or a file further up: look there
+            continue
+        except OSError:  # unreadable: not ours to name
+            return None
+        return None if stat.S_ISDIR(st.st_mode) else q
+    return None
+
+
 def _check_parent(path: Path, *, for_file: bool = True) -> Path:
     parent = path.parent if str(path.parent) else Path(".")
+    blocker = file_in_the_way(parent)
+    if blocker is not None:
+        raise NotADirectoryError(20, f"{blocker} is a file, not a folder", str(path))
     if not parent.exists():
         raise FileNotFoundError(2, "the folder to write into does not exist", str(parent))
     if not parent.is_dir():
@@ -280,8 +309,9 @@ def foreign_message(lead: str, foreign: list[str], remedy: str) -> str:
 
 def _check_writable_parent(path: Path, lead: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise OutputPathError(f"{lead}: {parent} is a file, not a folder")
+    blocker = file_in_the_way(parent)
+    if blocker is not None:
+        raise OutputPathError(f"{lead}: {blocker} is a file, not a folder")
     if not parent.is_dir():
         raise OutputPathError(f"{lead}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):

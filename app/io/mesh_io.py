@@ -38,6 +38,7 @@ from app.io.atomic import (
     atomic_output_dir,
     atomic_write,
     check_output_file,
+    file_in_the_way,
 )
 from app.io.inputs import check_input_file, failure_reason
 from app.io.mesh_formats import MeshFile, MeshIOError
@@ -477,8 +478,9 @@ def check_segments_dir(directory) -> pathlib.Path:
                 "empty folder (a folder of earlier segment files is replaced)"
             )
     parent = directory.parent if str(directory.parent) else pathlib.Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise MeshIOError(f"{directory}: {parent} is a file, not a folder")
+    blocker = file_in_the_way(parent)
+    if blocker is not None:
+        raise MeshIOError(f"{directory}: {blocker} is a file, not a folder")
     if not parent.is_dir():
         raise MeshIOError(f"{directory}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
