@@ -137,9 +137,12 @@ def check_cache_source(flag, cache, data, *, data_flag: str = "--data") -> None:
     if known is None:
         from app.io.atomic import atomic_write
 
-        cache.mkdir(parents=True, exist_ok=True)
-        with atomic_write(marker, "w") as fh:
-            fh.write(src + "\n")
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            with atomic_write(marker, "w") as fh:
+                fh.write(src + "\n")
+        except OSError as exc:  # a path check: one line (run), not a traceback
+            raise BadInput(f"{flag} {cache}: {_os_line(exc)}") from None
 
 
 def check_results_file(flag, given, default) -> Path:
@@ -170,20 +173,28 @@ def _user_error(exc) -> bool:
     return bool(kinds) and isinstance(exc, kinds)
 
 
+def _os_line(exc: OSError) -> str:
+    return f"{exc.strerror or type(exc).__name__}: {exc.filename or exc}"
+
+
 def run(main, argv=None, *, check=None) -> int:
-    """``main(argv)`` after ``check(argv)`` (where given); a :class:`BadInput`, gpulab's own errors
-    (a mesh or scene that cannot be read, no CUDA device) or an ``OSError`` on the way is one line
-    on stderr and exit status 2."""
+    """``main(argv)`` after ``check(argv)`` (where given). A bad input is one line on stderr and exit
+    status 2: a :class:`BadInput` (the path checks, made before anything is timed), an ``OSError``
+    of ``check`` itself, and gpulab's own errors for the user (a mesh or scene that cannot be read,
+    no CUDA device). Anything else raised while the benchmark runs, an ``OSError`` included, is a
+    bug or a failure the checks did not foresee, and keeps its traceback (Python's own way, what a
+    scikit-image or OpenCV user reads from a script), with exit status 1."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = Path(sys.argv[0]).name or "benchmark"
     try:
         if check is not None:
-            check(argv)
+            try:
+                check(argv)
+            except OSError as exc:  # a path the checks could not look at
+                raise BadInput(_os_line(exc)) from None
         return main(argv) or 0
     except BadInput as exc:
         msg = str(exc)
-    except OSError as exc:  # a file that went away, a full disk, ...
-        msg = f"{exc.strerror or type(exc).__name__}: {exc.filename or exc}"
     except Exception as exc:
         if not _user_error(exc):
             raise
