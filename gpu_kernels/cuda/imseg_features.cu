@@ -399,3 +399,327 @@ extern "C" __global__ void feat_finish(int R, int nc, const int* __restrict__ ar
     const double lf = FT_LAB_SCALE * af;
     for (int k = 0; k < 3; ++k) lab_mean[3 * r + k] = (double)lab_sum[3 * r + k] / lf;
 }
+
+// ------------------------------------------------------------------ block-private sums (session 9)
+// The same sums as feat_pass1_* and feat_moments_exact, but a run's sums go first to a small
+// table of the block's regions in shared memory (open addressing on the label, FS_SLOTS slots),
+// and each region a block saw reaches the global accumulators once, when the block ends. A
+// large region used to take one set of global atomics per run (and per warp), all on the same
+// addresses, which the L2 serialises: at 512^2 with ~90 regions the sums were bound by that, not
+// by the pixels. A run whose label finds no free slot (more regions in one block than the
+// table holds, or FS_PROBES probes) goes to the global accumulators as before. Integer sums
+// (and double sums of integer values) are exact, so the results equal the old kernels' bit for
+// bit whatever the grouping; float images' raw sums were already order-dependent.
+// ``chunk`` pixels a thread (runtime), blocks of FS_THREADS threads.
+#ifndef FS_SLOTS
+#define FS_SLOTS 128
+#endif
+#ifndef FS_MSLOTS
+#define FS_MSLOTS 64
+#endif
+#define FS_PROBES 16
+#define FS_THREADS 256
+
+// the slot of label l (> 0) in a table of `slots` keys (0 = free), or -1
+__device__ __forceinline__ int fs_slot(int* keys, int slots, int l) {
+    int h = (int)(((unsigned)l * 2654435761u) >> 16) & (slots - 1);
+    for (int probe = 0; probe < FS_PROBES; ++probe) {
+        const int k = ((volatile int*)keys)[h];
+        if (k == l) return h;
+        if (k == 0) {
+            const int old = atomicCAS(&keys[h], 0, l);
+            if (old == 0 || old == l) return h;
+        }
+        h = (h + 1) & (slots - 1);
+    }
+    return -1;
+}
+
+struct FsPass1 {
+    int key[FS_SLOTS];
+    int cnt[FS_SLOTS];
+    int minr[FS_SLOTS];
+    int minc[FS_SLOTS];
+    int maxr[FS_SLOTS];
+    int maxc[FS_SLOTS];
+    u64 sr[FS_SLOTS];
+    u64 sc[FS_SLOTS];
+    double raw[3 * FS_SLOTS];
+    long long lab[3 * FS_SLOTS];
+};
+
+__device__ __forceinline__ void fs_pass1_add(FsPass1& t, int rl, int flags, int nc, int cnt, int minr, int minc,
+                                             int maxr, int maxc, u64 sr, u64 sc, double v0, double v1, double v2,
+                                             long long l0, long long l1, long long l2, int* __restrict__ area,
+                                             int* __restrict__ bbox, u64* __restrict__ sum_rc,
+                                             double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {
+    const int s = fs_slot(t.key, FS_SLOTS, rl);
+    if (s < 0) {
+        feat_pass1_flush<int>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
+                              bbox, sum_rc, raw_sum, lab_sum);
+        return;
+    }
+    atomicAdd(&t.cnt[s], cnt);
+    if (flags & FT_BBOX) {
+        atomicMin(&t.minr[s], minr);
+        atomicMin(&t.minc[s], minc);
+        atomicMax(&t.maxr[s], maxr);
+        atomicMax(&t.maxc[s], maxc);
+        atomicAdd(&t.sr[s], sr);
+        atomicAdd(&t.sc[s], sc);
+    }
+    if (flags & FT_RAW) {
+        atomicAdd(&t.raw[3 * s], v0);
+        if (nc == 3) {
+            atomicAdd(&t.raw[3 * s + 1], v1);
+            atomicAdd(&t.raw[3 * s + 2], v2);
+        }
+    }
+    if (flags & FT_LAB) {
+        atomicAdd((u64*)&t.lab[3 * s], (u64)l0);
+        atomicAdd((u64*)&t.lab[3 * s + 1], (u64)l1);
+        atomicAdd((u64*)&t.lab[3 * s + 2], (u64)l2);
+    }
+}
+
+// (no early return: the block's barriers and the warp's reduction need every thread)
+template <typename T>
+__device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ labels, long long n, int W, int chunk,
+                                                     const T* __restrict__ img, int C, const float* __restrict__ lab,
+                                                     int flags, int* __restrict__ area, int* __restrict__ bbox,
+                                                     u64* __restrict__ sum_rc, double* __restrict__ raw_sum,
+                                                     long long* __restrict__ lab_sum) {
+    __shared__ FsPass1 t;
+    for (int s = threadIdx.x; s < FS_SLOTS; s += blockDim.x) {
+        t.key[s] = 0;
+        t.cnt[s] = 0;
+        t.minr[s] = 0x7fffffff;
+        t.minc[s] = 0x7fffffff;
+        t.maxr[s] = -1;
+        t.maxc[s] = -1;
+        t.sr[s] = 0;
+        t.sc[s] = 0;
+        t.raw[3 * s] = t.raw[3 * s + 1] = t.raw[3 * s + 2] = 0.0;
+        t.lab[3 * s] = t.lab[3 * s + 1] = t.lab[3 * s + 2] = 0;
+    }
+    __syncthreads();
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
+    const long long i1 = lmin(i0 + chunk, n);
+    const int nc = C >= 3 ? 3 : 1;
+    int rl = -1;
+    int cnt = 0, minr = 0, minc = 0, maxr = 0, maxc = 0;
+    u64 sr = 0, sc = 0;
+    double v0 = 0, v1 = 0, v2 = 0;
+    long long l0 = 0, l1 = 0, l2 = 0;
+    for (long long p = i0; p < i1; ++p) {
+        const int l = labels[p];
+        if (l != rl) {
+            if (rl > 0)
+                fs_pass1_add(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox,
+                             sum_rc, raw_sum, lab_sum);
+            rl = l;
+            cnt = 0;
+            minr = 0x7fffffff;
+            minc = 0x7fffffff;
+            maxr = -1;
+            maxc = -1;
+            sr = sc = 0;
+            v0 = v1 = v2 = 0.0;
+            l0 = l1 = l2 = 0;
+        }
+        if (l <= 0) continue;
+        const int y = (int)(p / W), x = (int)(p - (long long)y * W);
+        cnt += 1;
+        minr = imin(minr, y);
+        maxr = imax(maxr, y);
+        minc = imin(minc, x);
+        maxc = imax(maxc, x);
+        sr += (u64)y;
+        sc += (u64)x;
+        if (flags & FT_RAW) {
+            if (nc == 3) {
+                v0 += raw_value<T>(img[p * C]);
+                v1 += raw_value<T>(img[p * C + 1]);
+                v2 += raw_value<T>(img[p * C + 2]);
+            } else {
+                v0 += raw_value<T>(img[p * C]);
+            }
+        }
+        if (flags & FT_LAB) {
+            float L, A, B;
+            if (lab != 0) {
+                L = lab[3 * p];
+                A = lab[3 * p + 1];
+                B = lab[3 * p + 2];
+            } else {
+                pixel_lab<T>(img, C, p, L, A, B);
+            }
+            l0 += ft_lab_fixed(L);
+            l1 += ft_lab_fixed(A);
+            l2 += ft_lab_fixed(B);
+        }
+    }
+    bool head;
+    const int end = ft_seg_end(rl, head);
+    cnt = ft_seg_sum<int>(cnt, end);
+    if (flags & FT_BBOX) {
+        minr = ft_seg_min(minr, end);
+        minc = ft_seg_min(minc, end);
+        maxr = ft_seg_max(maxr, end);
+        maxc = ft_seg_max(maxc, end);
+        sr = ft_seg_sum<u64>(sr, end);
+        sc = ft_seg_sum<u64>(sc, end);
+    }
+    if (flags & FT_RAW) {
+        v0 = ft_seg_sum<double>(v0, end);
+        v1 = ft_seg_sum<double>(v1, end);
+        v2 = ft_seg_sum<double>(v2, end);
+    }
+    if (flags & FT_LAB) {
+        l0 = ft_seg_sum<long long>(l0, end);
+        l1 = ft_seg_sum<long long>(l1, end);
+        l2 = ft_seg_sum<long long>(l2, end);
+    }
+    if (head && rl > 0)
+        fs_pass1_add(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox, sum_rc,
+                     raw_sum, lab_sum);
+    __syncthreads();
+    for (int s = threadIdx.x; s < FS_SLOTS; s += blockDim.x) {
+        const int k = t.key[s];
+        if (k > 0)
+            feat_pass1_flush<int>(k - 1, flags, nc, t.cnt[s], t.minr[s], t.minc[s], t.maxr[s], t.maxc[s], t.sr[s],
+                                  t.sc[s], t.raw[3 * s], t.raw[3 * s + 1], t.raw[3 * s + 2], t.lab[3 * s],
+                                  t.lab[3 * s + 1], t.lab[3 * s + 2], area, bbox, sum_rc, raw_sum, lab_sum);
+    }
+}
+
+#define DEF_FEAT_SMEM_KERNELS(suf, T)                                                                               \
+    extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_pass1_smem_##suf(                                 \
+        const int* __restrict__ labels, long long n, int W, int chunk, const T* __restrict__ img, int C,            \
+        const float* __restrict__ lab, int flags, int* __restrict__ area, int* __restrict__ bbox,                  \
+        u64* __restrict__ sum_rc, double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {                 \
+        feat_pass1_smem_impl<T>(labels, n, W, chunk, img, C, lab, flags, area, bbox, sum_rc, raw_sum, lab_sum);     \
+    }
+
+DEF_FEAT_SMEM_KERNELS(u8, unsigned char)
+DEF_FEAT_SMEM_KERNELS(u16, unsigned short)
+DEF_FEAT_SMEM_KERNELS(f32, float)
+
+struct FsMoments {
+    int key[FS_MSLOTS];
+    u64 lo[16 * FS_MSLOTS];
+    u64 hi[16 * FS_MSLOTS];
+};
+
+// a thread's (or a run of lanes') 128-bit sums into the block's slot of region rl (a carry out
+// of each low word goes to the high word: exact whatever order the additions land in)
+__device__ __forceinline__ void fs_moments_add(FsMoments& t, u64* __restrict__ acc, int rl, const u64* lo,
+                                               const u64* hi) {
+    const int s = fs_slot(t.key, FS_MSLOTS, rl);
+    if (s < 0) {
+        ft_moments_flush(acc, rl, lo, hi);
+        return;
+    }
+#pragma unroll
+    for (int k = 1; k < 16; ++k) {
+        const u64 old = atomicAdd(&t.lo[16 * s + k], lo[k]);
+        const u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
+        atomicAdd(&t.hi[16 * s + k], hi[k] + carry);
+    }
+}
+
+// feat_moments_exact's sums (raster order only) through the block's table
+extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const int* __restrict__ labels, long long n,
+                                                                           int W, int chunk,
+                                                                           const long long* __restrict__ anchor,
+                                                                           u64* __restrict__ acc) {
+    __shared__ FsMoments t;
+    for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) t.key[s] = 0;
+    for (int s = threadIdx.x; s < 16 * FS_MSLOTS; s += blockDim.x) {
+        t.lo[s] = 0ULL;
+        t.hi[s] = 0ULL;
+    }
+    __syncthreads();
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
+    const long long i1 = lmin(i0 + chunk, n);
+    int rl = -1;
+    long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
+    long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    u64 lo[16], hi[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        lo[k] = 0ULL;
+        hi[k] = 0ULL;
+    }
+    for (long long i = i0; i <= i1; ++i) {
+        int l = -2;
+        long long p = 0, y = -1;
+        if (i < i1) {
+            p = i;
+            l = labels[p];
+            y = p / W;
+        }
+        if (l != rl || y != ry) {
+            if (rl > 0 && s0 > 0) {
+                const long long pu[4] = {1, u1, u2, u3};
+                const long long sv[4] = {s0, s1, s2, s3};
+#pragma unroll
+                for (int a = 0; a < 4; ++a) {
+#pragma unroll
+                    for (int b = 0; b < 4; ++b) {
+                        if (a == 0 && b == 0) continue;
+                        u64 plo, phi;
+                        ft_mul128(pu[a], sv[b], plo, phi);
+                        ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
+                    }
+                }
+            }
+            s0 = s1 = s2 = s3 = 0;
+            if (i >= i1) break;
+            if (l != rl) {
+                if (rl > 0) fs_moments_add(t, acc, rl, lo, hi);
+#pragma unroll
+                for (int k = 0; k < 16; ++k) {
+                    lo[k] = 0ULL;
+                    hi[k] = 0ULL;
+                }
+                rl = l;
+                if (l > 0) {
+                    ar = anchor[2 * (l - 1)];
+                    ac = anchor[2 * (l - 1) + 1];
+                }
+            }
+            ry = y;
+            if (l > 0) {
+                u1 = y - ar;
+                u2 = u1 * u1;
+                u3 = u2 * u1;
+            }
+        }
+        if (l <= 0) continue;
+        const long long v = (p - y * W) - ac;
+        const long long v2 = v * v;
+        s0 += 1;
+        s1 += v;
+        s2 += v2;
+        s3 += v2 * v;
+    }
+    bool head;
+    const int end = ft_seg_end(rl, head);
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 1; k < 16; ++k) {
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const u64 olo = __shfl_down_sync(0xffffffffu, lo[k], off);
+            const u64 ohi = __shfl_down_sync(0xffffffffu, hi[k], off);
+            if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
+        }
+    }
+    if (head && rl > 0) fs_moments_add(t, acc, rl, lo, hi);
+    __syncthreads();
+    for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) {
+        const int k = t.key[s];
+        if (k > 0) ft_moments_flush(acc, k, &t.lo[16 * s], &t.hi[16 * s]);
+    }
+}

@@ -55,6 +55,12 @@ DEFAULT_METHOD = "runs"
 PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_mean_lab", "moments_central")
 #: items per thread of the reduction kernels (FT_CHUNK)
 CHUNK = 16
+#: raster-order sums through a block-private table of regions in shared memory (feat_pass1_smem,
+#: feat_moments_smem: one set of global atomics per region a block saw, not per run; the same
+#: results), with SMEM_CHUNK pixels a thread; off: the session-4 kernels (FT_CHUNK a thread)
+SMEM = True
+SMEM_CHUNK = 8
+_SMEM_THREADS = 256
 
 FT_BBOX, FT_RAW, FT_LAB = 1, 2, 4
 #: the GPU's CIELAB sums are exact integers, rint(v * LAB_SCALE) a pixel (FT_LAB_SCALE): order-
@@ -186,6 +192,13 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
         img_arg, sfx, c = NULL, "f32", 3
     else:
         img_arg, sfx = img_d, PIXEL_SUFFIX[np.dtype(img_d.dtype)]
+    if SMEM and order is None:
+        ch = int(SMEM_CHUNK)
+        kernel(be, _SRC, f"feat_pass1_smem_{sfx}", options=_color.CUDA_OPTIONS)(
+            grid(-(-n // ch), _SMEM_THREADS), (_SMEM_THREADS,),
+            (labels_d, np.int64(n), np.int32(w), np.int32(ch), img_arg, np.int32(c),
+             lab_d if lab_d is not None else NULL, np.int32(flags), area, bbox, sum_rc, raw, labsum))
+        return acc
     fn = kernel(be, _SRC, f"feat_pass1_{sfx}", options=_color.CUDA_OPTIONS, defines=_defines())
     fn(grid(-(-n // CHUNK), 256), (256,),
        (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, img_arg, np.int32(c),
@@ -230,9 +243,15 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         # exact integer sums about the rounded-down centroid (the same on every run; float
         # atomics were not), then shifted to the centroid
         macc = acc["extra"]  # zeroed with the pass-1 sums
-        kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS, defines=_defines())(
-            grid(-(-n // CHUNK), 256), (256,),
-            (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
+        if SMEM and order is None:
+            ch = int(SMEM_CHUNK)
+            kernel(be, _SRC, "feat_moments_smem", options=_color.CUDA_OPTIONS)(
+                grid(-(-n // ch), _SMEM_THREADS), (_SMEM_THREADS,),
+                (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc))
+        else:
+            kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS, defines=_defines())(
+                grid(-(-n // CHUNK), 256), (256,),
+                (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
         mu = acc["mu"]
         kernel(be, _SRC, "feat_moments_finish", options=_color.CUDA_OPTIONS)(
             grid(R1, 256), (256,), (np.int32(R), macc, acc["area"], anchor, centroid, mu))
