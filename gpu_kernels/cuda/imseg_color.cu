@@ -83,6 +83,93 @@ DEF_COLOR_KERNELS(u8, unsigned char)
 DEF_COLOR_KERNELS(u16, unsigned short)
 DEF_COLOR_KERNELS(f32, float)
 
+// ------------------------------------------------------------------ codes through a block table (session 9)
+// The same codes, and the same histogram, but a thread's runs of equal codes are counted in a
+// table of the block's codes in shared memory (open addressing, CS_SLOTS slots; a code the
+// table has no room for goes to hist directly), and each code a block saw reaches hist with one
+// atomic when the block ends. A large area of one colour (a sky) used to send one atomic per
+// run to one address, which the L2 serialises. Counts are integers: the same histogram.
+#define CS_SLOTS 256
+#define CS_PROBES 16
+#define CS_THREADS 256
+
+__device__ __forceinline__ void cs_count(int* keys, unsigned int* cnt, unsigned int* hist, int code, unsigned int run) {
+    if (hist == 0 || run == 0) return;
+    const int key = code + 1;
+    int h = (int)(((unsigned)key * 2654435761u) >> 16) & (CS_SLOTS - 1);
+    for (int probe = 0; probe < CS_PROBES; ++probe) {
+        int k = ((volatile int*)keys)[h];
+        if (k == 0) {
+            const int old = atomicCAS(&keys[h], 0, key);
+            k = old == 0 ? key : old;
+        }
+        if (k == key) {
+            atomicAdd(&cnt[h], run);
+            return;
+        }
+        h = (h + 1) & (CS_SLOTS - 1);
+    }
+    atomicAdd(&hist[code], run);
+}
+
+template <typename T, bool FROM_LAB>
+__device__ __forceinline__ void codes_smem_impl(const T* __restrict__ img, const float* __restrict__ lab, int C,
+                                                long long n, int Q, int chunk, int* __restrict__ codes,
+                                                unsigned int* __restrict__ hist) {
+    __shared__ int keys[CS_SLOTS];
+    __shared__ unsigned int cnt[CS_SLOTS];
+    for (int s = threadIdx.x; s < CS_SLOTS; s += blockDim.x) {
+        keys[s] = 0;
+        cnt[s] = 0u;
+    }
+    __syncthreads();
+    const long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
+    const long long p1 = lmin(p0 + chunk, n);
+    int run_code = -1;
+    unsigned int run = 0;
+    for (long long p = p0; p < p1; ++p) {
+        float L, A, B;
+        if (FROM_LAB) {
+            L = lab[3 * p];
+            A = lab[3 * p + 1];
+            B = lab[3 * p + 2];
+        } else {
+            pixel_lab<T>(img, C, p, L, A, B);
+        }
+        const int c = lab_code(L, A, B, Q);
+        codes[p] = c;
+        if (c != run_code) {
+            cs_count(keys, cnt, hist, run_code, run);
+            run_code = c;
+            run = 0;
+        }
+        run += 1;
+    }
+    cs_count(keys, cnt, hist, run_code, run);
+    __syncthreads();
+    for (int s = threadIdx.x; s < CS_SLOTS; s += blockDim.x) {
+        const int k = keys[s];
+        if (k > 0 && hist != 0) atomicAdd(&hist[k - 1], cnt[s]);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(CS_THREADS) codes_lab_smem(const float* __restrict__ lab, long long n,
+                                                                        int Q, int chunk, int* __restrict__ codes,
+                                                                        unsigned int* __restrict__ hist) {
+    codes_smem_impl<float, true>(0, lab, 3, n, Q, chunk, codes, hist);
+}
+
+#define DEF_CODES_SMEM(suf, T)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(CS_THREADS) codes_smem_##suf(                                  \
+        const T* __restrict__ img, int C, long long n, int Q, int chunk, int* __restrict__ codes,               \
+        unsigned int* __restrict__ hist) {                                                                      \
+        codes_smem_impl<T, false>(img, 0, C, n, Q, chunk, codes, hist);                                         \
+    }
+
+DEF_CODES_SMEM(u8, unsigned char)
+DEF_CODES_SMEM(u16, unsigned short)
+DEF_CODES_SMEM(f32, float)
+
 // ------------------------------------------------------------------ bilateral filter
 // One pass over an interleaved Lab image: out(p) = sum_q w(p, q) in(q) / sum_q w(p, q) over the
 // (2r+1)^2 window inside the image, w = exp(-|p-q|^2 inv2ss - |in(p)-in(q)|^2 inv2sr).

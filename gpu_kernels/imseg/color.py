@@ -71,6 +71,11 @@ MAX_BILATERAL_PASSES = _d.MAX_BILATERAL_PASSES
 _COLOR_SRC = "imseg_color.cu"
 #: exact float32 arithmetic order (no fused multiply-adds), as the NumPy path computes it
 CUDA_OPTIONS = ("--fmad=false",)
+#: the codes' histogram through a block-private table in shared memory (codes_smem_*: one
+#: atomic per code a block saw, not per run; the same codes and counts), CODES_CHUNK pixels a
+#: thread; off: the session-2 kernels (8 pixels a thread, an atomic per run)
+CODES_SMEM = True
+CODES_CHUNK = 8
 
 
 # --------------------------------------------------------------------------- NumPy path
@@ -218,6 +223,16 @@ def codes_device(be, img_d, n: int, c: int, q: int, hist=None, lab_d=None):
     xp = be.xp
     codes = xp.empty(n, dtype=xp.int32)
     h = hist if hist is not None else NULL
+    if CODES_SMEM:
+        ch = int(CODES_CHUNK)
+        g = grid(-(-n // ch), 256)
+        if lab_d is not None:
+            kernel(be, _COLOR_SRC, "codes_lab_smem", options=CUDA_OPTIONS)(
+                g, (256,), (lab_d, np.int64(n), np.int32(q), np.int32(ch), codes, h))
+        else:
+            kernel(be, _COLOR_SRC, f"codes_smem_{PIXEL_SUFFIX[np.dtype(img_d.dtype)]}", options=CUDA_OPTIONS)(
+                g, (256,), (img_d, np.int32(c), np.int64(n), np.int32(q), np.int32(ch), codes, h))
+        return codes
     g = grid(-(-n // 8), 256)
     if lab_d is not None:
         fn = kernel(be, _COLOR_SRC, "codes_lab", options=CUDA_OPTIONS)

@@ -183,3 +183,66 @@ def test_gpu_block_table_sums_equal_the_old_kernels(case, monkeypatch):
     for chunk in (2, 4, 8, 16):
         old, new = _features_both(be, lab, img, chunk=chunk, monkeypatch=monkeypatch)
         _equal(old, new)
+
+
+# --------------------------------------------------------------------------- codes through a block table
+def _codes_both(be, img, q, monkeypatch, chunk=8, lab=None):
+    from gpu_kernels.imseg import color as C
+
+    h, w = img.shape[:2]
+    c = 1 if img.ndim == 2 else img.shape[2]
+    out = {}
+    for smem in (False, True):
+        monkeypatch.setattr(C, "CODES_SMEM", smem)
+        monkeypatch.setattr(C, "CODES_CHUNK", chunk)
+        hist = be.xp.zeros(1 << (3 * q), dtype=be.xp.uint32)
+        lab_d = be.xp.asarray(lab).ravel() if lab is not None else None
+        codes = C.codes_device(be, None if lab is not None else be.xp.asarray(img), h * w, c, q, hist=hist,
+                               lab_d=lab_d)
+        out[smem] = (np.asarray(codes.get() if hasattr(codes, "get") else codes).copy(),
+                     np.asarray(hist.get() if hasattr(hist, "get") else hist).copy())
+    return out[False], out[True]
+
+
+@needs_emu
+@pytest.mark.parametrize("kind, q, chunk", [("flat", 5, 8), ("noise", 7, 4), ("grey", 3, 1), ("lab", 5, 8),
+                                            ("u16", 6, 8)])
+def test_emulated_codes_block_table_equal_the_old_kernel(kind, q, chunk, monkeypatch):
+    """codes_smem_* / codes_lab_smem: the same codes and histogram as the session-2 kernels,
+    for a flat image (one code: the table's one slot), noise at q 7 (more codes a block than
+    its table holds: the fallback) and grey, u16 and CIELAB inputs; and the CPU's codes."""
+    from gpu_kernels.imseg import color as C
+
+    rng = np.random.default_rng(q)
+    h, w = 37, 58
+    lab = None
+    if kind == "flat":
+        img = np.full((h, w, 3), (40, 120, 200), np.uint8)
+    elif kind == "grey":
+        img = rng.integers(0, 256, size=(h, w)).astype(np.uint8)
+    elif kind == "u16":
+        img = rng.integers(0, 65536, size=(h, w, 3)).astype(np.uint16)
+    else:
+        img = rng.integers(0, 256, size=(h, w, 3)).astype(np.uint8)
+    if kind == "lab":
+        lab = C.lab_np(img).astype(np.float32)
+    (c0, h0), (c1, h1) = _codes_both(emu_backend(), img, q, monkeypatch, chunk, lab)
+    np.testing.assert_array_equal(c0, c1)
+    np.testing.assert_array_equal(h0, h1)
+    np.testing.assert_array_equal(h1, np.bincount(c1, minlength=1 << (3 * q)))
+    if kind != "lab":
+        np.testing.assert_array_equal(c1, C.codes_np(C.lab_np(img), q).ravel())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("q", [5, 7])
+def test_gpu_codes_block_table_equal_the_old_kernel(q, monkeypatch):
+    from test_imseg_session6 import _natural
+
+    from gpu_kernels.backend import get_backend
+
+    img = _natural(512, 512)
+    for chunk in (1, 4, 8, 16):
+        (c0, h0), (c1, h1) = _codes_both(get_backend("cuda"), img, q, monkeypatch, chunk)
+        np.testing.assert_array_equal(c0, c1)
+        np.testing.assert_array_equal(h0, h1)
