@@ -63,22 +63,68 @@ def _orient_outward(v, f, normals) -> np.ndarray:
     return -normals if vol < 0 else normals
 
 
-def _nearest_on_device(xp, samples):
+#: the brute-force search in one kernel per 2,048-row chunk (``mesh_thick_nearest``,
+#: ``gpu_kernels/cuda/mesh_thickness.cu``) instead of a (rows x samples) product and ~10 CuPy
+#: operations on it: the same arithmetic in the same order (the dot product as cuBLAS's DGEMM
+#: forms it for k = 3, ``THICK_DOT_MODE``), so the same indices and distances bit for bit
+#: (checked against the product path on the H100 on the 76 PSB meshes' working meshes,
+#: benchmarks/results/mesh_speed_session9.md); issue 22, session 9
+FUSED_NEAREST = True
+#: the order of the fused search's 3-term dot product (``DOT_MODE`` of mesh_thickness.cu):
+#: 0 fma(a2, b2, fma(a1, b1, a0 * b0)), 1 the reverse chain, 2 no fused multiply-add
+THICK_DOT_MODE = 0
+_CHUNK = 2048
+
+
+def _device_of(xp) -> str:
+    """CuPy's current device, as a device spec for :func:`gpu_kernels.backend.kernel`."""
+    return f"cuda:{int(xp.cuda.Device().id)}"
+
+
+def _nearest_on_device(xp, samples, *, fused=None, device=None, dot_mode=None):
     """A nearest-sample search on the GPU (brute force in float64, rows in chunks): the
-    k-d tree's answer, the ties aside. Returns ``query(c) -> (dist, index)`` on the host."""
+    k-d tree's answer, the ties aside. Returns ``query(c) -> (dist, index)`` on the host.
+
+    ``fused`` (default: ``FUSED_NEAREST`` when ``xp`` is CuPy): one ``mesh_thick_nearest``
+    launch per chunk, else the product path; both give the same answer bit for bit. ``device``:
+    the kernel's device (default: CuPy's current device; the test suite passes its emulator).
+    ``dot_mode``: the dot product's order (default ``THICK_DOT_MODE``; the others for checks)."""
     s = xp.asarray(samples, dtype=xp.float64)
     s2 = (s * s).sum(axis=1)
+    if fused is None:
+        fused = FUSED_NEAREST and getattr(xp, "__name__", "") == "cupy"
+    if fused:
+        from gpu_kernels.backend import kernel
+
+        fn = kernel(_device_of(xp) if device is None else device, "mesh_thickness.cu", "mesh_thick_nearest",
+                    defines={"DOT_MODE": int(THICK_DOT_MODE if dot_mode is None else dot_mode)}, options=("--fmad=false",))
+        sc = xp.ascontiguousarray(s)
+        S = int(s.shape[0])
+
+        def query_fused(c):
+            cd = xp.ascontiguousarray(xp.asarray(c, dtype=xp.float64))
+            m = int(cd.shape[0])
+            d_out = xp.empty(m, dtype=xp.float64)
+            j_out = xp.empty(m, dtype=xp.int64)
+            for a in range(0, m, _CHUNK):
+                blk = cd[a:a + _CHUNK]
+                n = int(blk.shape[0])
+                qq = xp.ascontiguousarray((blk * blk).sum(axis=1))  # as the product path: per chunk
+                fn((n,), (256,), (blk, qq, sc, s2, np.int64(n), np.int64(S), j_out[a:a + n], d_out[a:a + n]))
+            return xp.asnumpy(d_out), xp.asnumpy(j_out)
+
+        return query_fused
 
     def query(c):
         cd = xp.asarray(c, dtype=xp.float64)
         d_out = xp.empty(cd.shape[0], dtype=xp.float64)
         j_out = xp.empty(cd.shape[0], dtype=xp.int64)
-        for a in range(0, cd.shape[0], 2048):
-            blk = cd[a:a + 2048]
+        for a in range(0, cd.shape[0], _CHUNK):
+            blk = cd[a:a + _CHUNK]
             d2 = (blk * blk).sum(axis=1)[:, None] + s2[None, :] - 2.0 * blk @ s.T
             j = xp.argmin(d2, axis=1)
-            j_out[a:a + 2048] = j
-            d_out[a:a + 2048] = xp.sqrt(xp.maximum(xp.take_along_axis(d2, j[:, None], axis=1)[:, 0], 0.0))
+            j_out[a:a + _CHUNK] = j
+            d_out[a:a + _CHUNK] = xp.sqrt(xp.maximum(xp.take_along_axis(d2, j[:, None], axis=1)[:, 0], 0.0))
         return xp.asnumpy(d_out), xp.asnumpy(j_out)
 
     return query

@@ -1,0 +1,141 @@
+"""Issue 22 (session 9): the thickness's nearest-sample search in one kernel per chunk
+(``mesh_thick_nearest``, gpu_kernels/cuda/mesh_thickness.cu) gives the product path's answer
+bit for bit: the same indices (the first of equal distances, as ``argmin``) and the same
+distances. On the CPU through the test suite's CUDA emulator against an exact reference of the
+formula ``(|q|² + |s|²) - (2q)·s`` (the dot product's rounding written out with fractions), and
+on a GPU against the CuPy product path itself (cuBLAS)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mesh import thickness as th
+
+
+def _fma(a: float, b: float, c: float) -> float:
+    return float(Fraction(a) * Fraction(b) + Fraction(c))   # one rounding, as fma
+
+
+def _reference(q, s, mode):
+    """(dist, index) of the formula with the dot product rounded as ``mode`` says (NumPy's
+    sums for |q|² and |s|², as CuPy's on three terms: left to right)."""
+    qq = (q * q).sum(axis=1)
+    s2 = (s * s).sum(axis=1)
+    d_out = np.empty(len(q))
+    j_out = np.empty(len(q), dtype=np.int64)
+    for i, row in enumerate(q):
+        a0, a1, a2 = (2.0 * row).tolist()
+        best, bj = None, -1
+        for j, (b0, b1, b2) in enumerate(s.tolist()):
+            if mode == 0:
+                g = _fma(a2, b2, _fma(a1, b1, a0 * b0))
+            elif mode == 1:
+                g = _fma(a0, b0, _fma(a1, b1, a2 * b2))
+            else:
+                g = (a0 * b0 + a1 * b1) + a2 * b2
+            d = (float(qq[i]) + float(s2[j])) - g
+            if best is None or d < best:
+                best, bj = d, j
+        d_out[i] = np.sqrt(max(best, 0.0))
+        j_out[i] = bj
+    return d_out, j_out
+
+
+def _points(seed, nq=120, ns=600):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(ns, 3)) * [3.0, 1.0, 0.2] + [100.0, -7.0, 0.5]   # far from 0: cancellation
+    q = s[rng.integers(0, ns, nq)] + rng.normal(size=(nq, 3)) * 1e-3
+    s[3 + 256] = s[3]           # a duplicate sample on the same thread of the kernel's block: a tie
+    s[3 + 128] = s[3]           # and one on another thread: the first of the three wins
+    q[0] = s[3]
+    return q, s
+
+
+_REF: dict = {}
+
+
+def _ref(seed, mode):
+    if (seed, mode) not in _REF:
+        _REF[seed, mode] = _reference(*_points(seed), mode)
+    return _REF[seed, mode]
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_the_fused_search_is_the_formula_bit_for_bit_emulated(mode):
+    import cuda_emu
+
+    if cuda_emu.available():
+        pytest.skip(cuda_emu.available())
+    be = cuda_emu.emu_backend()
+    q, s = _points(1)
+    query = th._nearest_on_device(cuda_emu.xp, s, fused=True, device=be, dot_mode=mode)
+    d, j = query(q)
+    rd, rj = _ref(1, mode)
+    np.testing.assert_array_equal(j, rj)
+    assert j[0] == 3
+    assert np.array_equal(d.view(np.int64), rd.view(np.int64))
+
+
+def test_the_dot_orders_differ_on_these_points():
+    """Each order's distances differ from the two others' somewhere on these points, so the test
+    above fails when the kernel forms the dot product in another order."""
+    dist = [_ref(1, m)[0] for m in (0, 1, 2)]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert not np.array_equal(dist[a].view(np.int64), dist[b].view(np.int64)), (a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nq", [1, 255, 2048, 2049, 5000])
+def test_the_fused_search_equals_the_product_path_on_the_gpu(nq):
+    import cupy
+
+    rng = np.random.default_rng(nq)
+    s = rng.normal(size=(6000, 3)) * [1.0, 0.5, 0.1] + [3.0, 0.0, -1.0]
+    s[4000] = s[17]
+    q = np.concatenate([s[rng.integers(0, 6000, nq)] + rng.normal(size=(nq, 3)) * 1e-2, s[[17]]])[:nq]
+    q[-1] = s[17]
+    d0, j0 = th._nearest_on_device(cupy, s, fused=False)(q)
+    d1, j1 = th._nearest_on_device(cupy, s, fused=True)(q)
+    np.testing.assert_array_equal(j1, j0)
+    assert j1[-1] == 17
+    assert np.array_equal(d1, d0)
+
+
+@pytest.mark.gpu
+def test_the_thickness_is_bit_identical_with_the_fused_search(monkeypatch):
+    import cupy
+
+    from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
+    from gpu_kernels.mesh.simplify import available_simplifiers, simplify_mesh
+
+    u, w = np.meshgrid(np.linspace(0, 2 * np.pi, 120, endpoint=False), np.linspace(0.05, np.pi - 0.05, 60))
+    pts = np.c_[(2 * np.sin(w) * np.cos(u)).ravel(), (np.sin(w) * np.sin(u)).ravel(), (0.3 * np.cos(w)).ravel()]
+    from scipy.spatial import ConvexHull
+
+    hull = ConvexHull(pts)
+    v, f = pts, hull.simplices
+    out = np.einsum("ij,ij->i", np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]), v[f].mean(axis=1)) > 0
+    f = np.where(out[:, None], f, f[:, ::-1])
+    if "fast" in available_simplifiers():
+        v, f = simplify_mesh(v, f, 4000, method="fast")
+        v, f, _, _ = clean_mesh(v, f)
+    g = dual_graph(v, f, delta=0.05, eta_convex=0.02, thickness=False)
+    kw = dict(src=g.src, dst=g.dst, areas=g.areas, xp=cupy)
+    monkeypatch.setattr(th, "FUSED_NEAREST", False)
+    a = th.face_thickness(v, f, g.centroids, g.normals, **kw)
+    monkeypatch.setattr(th, "FUSED_NEAREST", True)
+    calls = []
+    real = th._nearest_on_device
+
+    def spy(xp, samples, **k):
+        q = real(xp, samples, **k)
+        calls.append(q.__name__)
+        return q
+    monkeypatch.setattr(th, "_nearest_on_device", spy)
+    b = th.face_thickness(v, f, g.centroids, g.normals, **kw)
+    assert calls == ["query_fused"]
+    assert np.array_equal(a.view(np.int64), b.view(np.int64))
