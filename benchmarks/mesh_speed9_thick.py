@@ -40,7 +40,6 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    import cupy
 
     real_with = segment.with_thickness
     real_fused, real_mode = th.FUSED_NEAREST, th.THICK_DOT_MODE
@@ -79,7 +78,8 @@ def main(argv=None) -> int:
                     th.THICK_DOT_MODE = 0 if mode == "product" else mode
                     best, out = None, None
                     for _ in range(args.repeats):
-                        cupy.cuda.Device().synchronize()
+                        if xp is not None:
+                            xp.cuda.Device().synchronize()
                         t = time.perf_counter()
                         out = th.face_thickness(wv, wf, graph.centroids, graph.normals, **kw)
                         dt = time.perf_counter() - t
