@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -62,6 +63,114 @@ def image_row(d: dict) -> dict:
     return {"id": d["id"], "default": S7.run(d, S7.DEFAULT), "curve": curve, "feats": graph_features(d)}
 
 
+# --------------------------------------------------------------------------- round 2's rule
+SEEDS = tuple(range(911, 919))
+EXPLORE_SEEDS = tuple(range(8))
+Q_FEATS = (3, 4, 5)
+GRID = [(w, lam, c0, s) for w in (1, 2) for lam in (10.0, 100.0) for c0 in (3.25, 3.3, 3.35) for s in (0.5, 1.0)]
+
+
+def target(curves: np.ndarray, w: float) -> np.ndarray:
+    """Per image the level maximising the 3-level-smoothed covering + w PRI - VI/10 on [2.8, 4.2]."""
+    J = curves[:, :, 0] + w * curves[:, :, 1] - curves[:, :, 2] / 10
+    k = np.ones(3)
+    s = np.stack([np.convolve(v, k, "same") for v in J]) / np.convolve(np.ones(J.shape[1]), k, "same")
+    lo, hi = U.lvl_index(U.TARGET_LO), U.lvl_index(U.TARGET_HI)
+    return np.asarray(LEVELS)[lo + s[:, lo:hi + 1].argmax(1)]
+
+
+def fit_rule(X: np.ndarray, curves: np.ndarray, fit_idx, w: float, lam: float):
+    """The ridge of the fit images' targets on their features: (predict, μ)."""
+    f = U.ridge_fit(X[fit_idx], target(curves[fit_idx], w), lam)
+    return f, float(f(X[fit_idx]).mean())
+
+
+def levels_for(X, pred_mu, c0: float, s: float) -> np.ndarray:
+    f, mu = pred_mu
+    return c0 + s * (f(X) - mu)
+
+
+def rows_for(T: dict, fit_idx, feats=Q_FEATS, grid=GRID) -> dict:
+    X = T["X"][:, list(feats)]
+    ii = np.arange(len(X))
+    rows = {U.DK: T["default"]}
+    for w, lam in sorted({(g[0], g[1]) for g in grid}):
+        pm = fit_rule(X, T["curves"], fit_idx, w, lam)
+        for w2, lam2, c0, s in grid:
+            if (w2, lam2) == (w, lam):
+                rows[f"Q(w{w}, lam{lam:g}, c0 {c0}, s{s})"] = T["curves"][ii, U.to_index(levels_for(X, pm, c0, s))]
+    return rows
+
+
+def cv(T: dict, seeds=SEEDS, feats=Q_FEATS) -> dict:
+    n = len(T["curves"])
+    dm = T["default"].mean(0)
+    perms = []
+    for seed in seeds:
+        folds = [np.sort(f) for f in np.array_split(np.random.default_rng(seed).permutation(n), 5)]
+        held = np.zeros((n, 4))
+        picks = []
+        for f in folds:
+            tr = np.setdiff1d(np.arange(n), f)
+            rows = rows_for(T, tr, feats)
+            p = U.pick(rows, tr)
+            picks.append(p)
+            held[f] = rows[p][f]
+        m = held.mean(0)
+        perms.append({"seed": seed, "picks": picks, "held_out": m.round(4).tolist(), "beats": U.beats(m, dm)})
+    grand = np.mean([p["held_out"] for p in perms], 0)
+    npass = sum(p["beats"] for p in perms)
+    full = U.pick(rows_for(T, np.arange(n), feats), np.arange(n))
+    return {"default": dm.round(4).tolist(), "perms": perms, "n_pass": npass, "mean_held_out": grand.round(4).tolist(),
+            "mean_beats": U.beats(grand, dm), "pick_all200": full,
+            "accepted": bool(npass >= 7 and U.beats(grand, dm) and full != U.DK)}
+
+
+def load_curves(path) -> dict:
+    r = json.loads(Path(path).read_text())
+    return {"ids": r["ids"], "curves": np.array(r["curves"]), "X": np.array(r["X"]), "default": np.array(r["default"])}
+
+
+def cmd_decide(a):
+    T = load_curves(a.curves)
+    out = check_results_file("--out", a.out, OUT)
+    dm = T["default"].mean(0)
+    rep = {"default_train": dm.round(4).tolist(),
+           "curve_at_3.3_is_default": bool(np.allclose(T["curves"][:, U.lvl_index(3.3)], T["default"]))}
+    rows = rows_for(T, np.arange(len(T["curves"])))
+    rep["train_means"] = {k: v.mean(0).round(4).tolist() for k, v in rows.items()}
+    for k, m in rep["train_means"].items():
+        print(f"   {k:34s} " + " / ".join(f"{x:.4f}" for x in m), flush=True)
+    rep["cv"] = cv(T)
+    for p in rep["cv"]["perms"]:
+        print(p, flush=True)
+    print({k: v for k, v in rep["cv"].items() if k != "perms"}, flush=True)
+    pk = rep["cv"]["pick_all200"]
+    d = rows[pk] - rows[U.DK]
+    rep["paired_pick_minus_default"] = {"mean": d.mean(0).round(4).tolist(),
+                                        "se": (d.std(0, ddof=1) / math.sqrt(len(d))).round(4).tolist()}
+    if a.val:  # only after the decision above
+        V = load_curves(a.val)
+        n = len(T["curves"])
+        both = {k: np.concatenate([T[k], V[k]]) for k in ("curves", "X", "default")}
+        vr = {k: v[n:] for k, v in rows_for(both, np.arange(n)).items()}
+        rep["val_means"] = {k: v.mean(0).round(4).tolist() for k, v in vr.items()}
+        print("the 20 images (after the decision):", flush=True)
+        for k, m in rep["val_means"].items():
+            print(f"   {k:34s} " + " / ".join(f"{x:.4f}" for x in m), flush=True)
+    write_json(out, rep, indent=0)
+    print(f"wrote {out}", flush=True)
+
+
+def cmd_explore(a):
+    """The exploration that came before round 2's rule (seeds 0-7; disclosed in the results file)."""
+    T = load_curves(a.curves)
+    T["X"] = np.c_[T["X"], np.log(T["curves"][:, U.lvl_index(3.3), 3])]
+    for feats in ((0, 1, 2, 3, 4, 5, 6, 7), tuple(range(9)), (0, 1), (3, 4, 5), (8,), (0, 8)):
+        r = cv(T, EXPLORE_SEEDS, feats)
+        print(feats, "pass", r["n_pass"], "mean", r["mean_held_out"], r["mean_beats"], "all:", r["pick_all200"], flush=True)
+
+
 def _load(data: Path, cache: Path, tag: str, mapf):
     return S7.load(data, cache, tag, mapf)
 
@@ -99,9 +208,14 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--val", action="store_true", help="the 20 images instead of the training images")
     p.add_argument("--out", default=None)
+    p = sub.add_parser("decide")
+    p.add_argument("--curves", required=True, help="the training images' curves (data)")
+    p.add_argument("--val", default=None, help="the 20 images' curves (data --val), only after the decision")
+    p.add_argument("--out", default=None)
+    p = sub.add_parser("explore")
+    p.add_argument("--curves", required=True)
     a = ap.parse_args(argv)
-    if a.cmd == "data":
-        cmd_data(a)
+    {"data": cmd_data, "decide": cmd_decide, "explore": cmd_explore}[a.cmd](a)
 
 
 if __name__ == "__main__":
