@@ -422,9 +422,11 @@ class EchoTab(ToolTab):
         if d is None:
             return
         self.view.show_volume(d.frames[self.frame], levels=self.levels())
+        titles = []
         for p, name in zip(self.view.planes, ("Axial", "Coronal", "Sagittal"), strict=True):
-            ax = "zyx"[p.normal]
-            p.title.setText(f"{name}, {ax} = {self.view.pos[p.normal]} (frame {self.frame})")
+            at = f"{'zyx'[p.normal]} = {self.view.pos[p.normal]}"
+            titles.append((f"{name}, {at} (frame {self.frame})", f"{name}, {at}", at))
+        self.view.set_titles(titles)   # the longest that fits its column (a pinned half at 800 px)
         u = self.current_field()
         if u is None:
             self.view.clear_overlays()

@@ -9,6 +9,8 @@ Clicking or dragging in a view moves the crosshair there; the other two views fo
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -149,7 +151,53 @@ class SliceViews(QWidget):
 
     def resizeEvent(self, ev) -> None:  # noqa: N802
         self.set_stacked(ev.size().width() < STACK_BELOW_PX)
+        self._fit_titles(ev.size().width())
         super().resizeEvent(ev)
+
+    # ------------------------------------------------------------------ titles
+    def set_titles(self, forms) -> None:
+        """Each plane's title, given as its forms from the longest to the shortest (``forms[i]``, a
+        tuple of strings: "Axial, z = 24 (frame 0)", "Axial, z = 24", "z = 24"): the longest that
+        fits the plane's column is shown, else the shortest cut with "…", and the whole first form
+        is the tooltip. Fitted again on resize: a pinned half at 800 px cut "Axial, z =" at the
+        pane's edge, and a pyqtgraph label that demands its text's width widens its column."""
+        self._title_forms = [tuple(f) for f in forms]
+        self._fit_titles(self.width())
+
+    def title_room(self, width: float | None = None) -> float:
+        """The width (px) a plane's title may take: its column, less the layout's margins."""
+        width = self.width() if width is None else width
+        left, _, right, _ = self.glw.ci.layout.getContentsMargins()
+        cols = 1 if self.stacked else len(self.planes)
+        gaps = (cols - 1) * max(self.glw.ci.layout.horizontalSpacing(), 0)
+        return max(24.0, (width - left - right - gaps) / cols - 6)
+
+    def _fit_titles(self, width: float) -> None:
+        forms = getattr(self, "_title_forms", None)
+        if not forms:
+            return
+        from PySide6.QtGui import QFontMetricsF
+
+        room = self.title_room(width)
+        for p, f in zip(self.planes, forms, strict=True):
+            label = p.title
+            margin = 2 * label.item.document().documentMargin()
+            shown = None
+            for text in f:
+                label.setText(html.escape(text, quote=False))
+                if label.item.boundingRect().width() <= room:
+                    shown = text
+                    break
+            if shown is None:
+                fm = QFontMetricsF(label.item.font())
+                shown = fm.elidedText(f[-1], Qt.TextElideMode.ElideRight, room - margin)
+                label.setText(html.escape(shown, quote=False))
+                while label.item.boundingRect().width() > room and len(shown) > 1:  # the label's own font
+                    shown = shown[:-2] + "…"
+                    label.setText(html.escape(shown, quote=False))
+            label.text = shown
+            label.setToolTip(f[0] if shown != f[0] else "")
+            label.setMinimumWidth(0)   # never wider than its column
 
     # ------------------------------------------------------------------ geometry
     def _to_index(self, axis: int, value: float) -> int:

@@ -1,0 +1,62 @@
+"""Session 9: echo slice titles below 800 px (session 8's walkthrough: at 800 px, pinned, the titles
+were cut at the pane's edge, "Axial, z =", and widened their columns, so the slices were cut too).
+Each title now shows the longest of its forms that fits its column ("Axial, z = 24 (frame 2)",
+"Axial, z = 24", "z = 24"), the whole title in its tooltip. CPU, offscreen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPointF  # noqa: E402
+
+from app.tabs.echo_tab import EchoTab  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "echo" / "lv_synthetic.npz"
+
+
+def _fits(view) -> None:
+    w = view.glw.width()
+    for p in view.planes:
+        r = p.vb.sceneBoundingRect()
+        right = view.glw.mapFromScene(QPointF(r.right(), r.center().y())).x()
+        assert right <= w + 1, ("the slice is cut", p.title.text, right, w)
+        assert p.title.item.boundingRect().width() <= p.vb.width() + 4, ("the title is cut", p.title.text)
+        assert f"{'zyx'[p.normal]} = {view.pos[p.normal]}" in p.title.text   # it still says where the slice is
+        if "frame" not in p.title.text:
+            assert "frame" in p.title.toolTip()                             # the whole title on hover
+
+
+def test_pinned_slice_titles_fit_an_800_px_window(qtbot, open_tab, tab_runner):
+    tab = open_tab(EchoTab, (1300, 800))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLE)
+    assert tab_runner.run(tab, levels=1, iters=3) is not None
+    assert tab.pin()
+    assert tab_runner.run(tab, levels=1, iters=3, alpha=0.2) is not None
+    tab.resize(800, 600)
+    qtbot.wait(150)
+    pinned = tab._pinned_slot["view"]
+    assert pinned.glw.width() < 200, "the test needs the halves narrow"
+    for view in (tab.view, pinned):
+        _fits(view)
+    tab.resize(1300, 800)                      # wide again: the whole titles come back
+    qtbot.wait(150)
+    for view in (tab.view, pinned):
+        _fits(view)
+        assert all("(frame " in p.title.text for p in view.planes)
+
+
+def test_a_narrow_unpinned_view_keeps_its_titles_in_their_column(qtbot, open_tab, tab_runner):
+    tab = open_tab(EchoTab, (700, 560))
+    tab.live_check.setChecked(False)
+    tab_runner.load(tab, SAMPLE)
+    qtbot.wait(150)
+    assert tab.view.glw.width() < 170
+    _fits(tab.view)
