@@ -162,6 +162,32 @@ def cmd_decide(a):
     print(f"wrote {out}", flush=True)
 
 
+def shape_levels(curves: np.ndarray) -> dict:
+    """Levels from the shape of each image's count curve log n(c) on [2.8, 4.2] (no human data):
+    ``drop`` the level before the largest drop, ``plateau`` the centre of the longest run of one
+    count, ``curv`` the largest second difference of the 5-level-smoothed log count."""
+    L = np.asarray(LEVELS)
+    lo, hi = U.lvl_index(U.TARGET_LO), U.lvl_index(U.TARGET_HI)
+    ln = np.log(curves[:, :, 3])
+    drop = L[lo + (ln[:, lo:hi] - ln[:, lo + 1:hi + 1]).argmax(1)]
+
+    def plateau(row):
+        best, bk, j = -1, lo, lo
+        while j <= hi:
+            t = j
+            while t + 1 <= hi and row[t + 1] == row[j]:
+                t += 1
+            if t - j > best:
+                best, bk = t - j, (j + t) // 2
+            j = t + 1
+        return L[bk]
+
+    sm = np.stack([np.convolve(v, np.ones(5) / 5, "same") for v in ln])
+    d2 = sm[:, 2:] - 2 * sm[:, 1:-1] + sm[:, :-2]
+    return {"drop": drop, "plateau": np.array([plateau(c[:, 3]) for c in curves]),
+            "curv": L[1 + lo + d2[:, lo - 1:hi - 1].argmax(1)]}
+
+
 def cmd_explore(a):
     """The exploration that came before round 2's rule (seeds 0-7; disclosed in the results file)."""
     T = load_curves(a.curves)
@@ -169,6 +195,17 @@ def cmd_explore(a):
     for feats in ((0, 1, 2, 3, 4, 5, 6, 7), tuple(range(9)), (0, 1), (3, 4, 5), (8,), (0, 8)):
         r = cv(T, EXPLORE_SEEDS, feats)
         print(feats, "pass", r["n_pass"], "mean", r["mean_held_out"], r["mean_beats"], "all:", r["pick_all200"], flush=True)
+    # curve-shape levels, shrunk to c0: in-sample on all the training images (none beats the default)
+    ii = np.arange(len(T["curves"]))
+    dm = T["default"].mean(0)
+    y = np.array([U.oracle_level(c) for c in T["curves"]])
+    for nm, e in shape_levels(T["curves"]).items():
+        print(nm, "corr with the oracle level", round(float(np.corrcoef(e, y)[0, 1]), 3), flush=True)
+        for s in (0.25, 0.5, 1.0):
+            for c0 in (3.25, 3.3, 3.35):
+                m = T["curves"][ii, U.to_index(c0 + s * (e - np.median(e)))].mean(0)
+                print(f"   {nm} s {s} c0 {c0}: " + " / ".join(f"{x:.4f}" for x in m), "beats" if U.beats(m, dm) else "",
+                      flush=True)
 
 
 def _load(data: Path, cache: Path, tag: str, mapf):
