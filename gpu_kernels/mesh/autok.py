@@ -34,13 +34,23 @@ Example
 2
 >>> stop_index([0.5, 1.0, 1.6, 4.0, 4.4], threshold=1.5, floor=1.5, lookahead=1)   # 1.6 / 1.0 < 4.0 / 1.6
 3
+
+The layout at the chosen k (:func:`relayout`, ``segment_mesh(..., auto_layout="concave")``): k = "auto"
+chooses k by its own merges; the integer-k pipeline (over-segmentation factors, the auto starts, the
+integer k's thickness contrast, the medoid) may lay the parts out better at that k. ``"concave"`` runs the
+integer k at auto's k on the same prepared mesh and keeps whichever of the two results has the more concave
+boundaries (:func:`gpu_kernels.mesh.segment.boundary_concavity` on the full mesh; no ground truth), ties to
+auto's own. Issue 22, session 9 (benchmarks/results/mesh_quality_session9.md): on five new working-mesh draws,
+leave one category out, k = "auto" 0.1671 -> 0.1563 held out, better on 5 of 5 draws, meshes above 0.30
+10.8 -> 8.4, the same k. It costs one integer-k run (the distances and the auto starts' clusterings re-used).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["AUTO_K_REF_SHARE", "AUTO_K_LOOKAHEAD", "merge_shares", "reference_strength", "stop_index"]
+__all__ = ["AUTO_K_REF_SHARE", "AUTO_K_LOOKAHEAD", "AUTO_LAYOUTS", "merge_shares", "reference_strength", "stop_index",
+           "check_layout", "relayout"]
 
 #: area share of its component at which a merged part's boundary counts in full towards
 #: k = "auto"'s relative threshold (0: every boundary counts in full)
@@ -118,3 +128,56 @@ def stop_index(strengths, threshold: float, floor: float = 0.0, lookahead: int |
     before = np.maximum.accumulate(np.r_[tiny, st])[:-1]
     step = np.log(np.maximum(st[cand], tiny) / np.maximum(before[cand], tiny))
     return int(cand[int(np.argmax(step))])
+
+
+#: ``auto_layout`` values: "auto" (k = "auto"'s own merges lay the parts out) or "concave" (:func:`relayout`)
+AUTO_LAYOUTS = ("auto", "concave")
+
+
+def check_layout(auto_layout) -> str:
+    """``auto_layout`` checked (one of :data:`AUTO_LAYOUTS`); a bad value is a one-line
+    :class:`~gpu_kernels.mesh.dualgraph.MeshInputError`."""
+    if auto_layout is None:
+        return "auto"
+    if not isinstance(auto_layout, str) or auto_layout not in AUTO_LAYOUTS:
+        from gpu_kernels.mesh.dualgraph import MeshInputError
+
+        raise MeshInputError(f"auto_layout must be one of {', '.join(map(repr, AUTO_LAYOUTS))}, got {auto_layout!r}")
+    return auto_layout
+
+
+def relayout(prep, seg, resegment, auto_layout: str = "concave"):
+    """k = "auto"'s result ``seg`` on the prepared mesh ``prep``, laid out again at its k.
+
+    ``resegment(k)`` runs the integer-k pipeline on ``prep`` (``segment_prepared(prep, k=k, ...)``).
+    With ``auto_layout="concave"`` its result replaces ``seg`` where (1) ``seg.k > 1``, (2) it splits
+    k between the mesh components as k = "auto" did (``info["k_per_component"]``) and (3) its
+    boundaries are strictly more concave on the full mesh's dual graph (``prep.graph``, the labels on
+    the cleaned faces ``prep.kept``). Returns the kept result; its ``info["auto_layout"]`` says which
+    and why. ``"auto"``: ``seg`` unchanged, nothing run.
+    """
+    mode = check_layout(auto_layout)
+    if mode == "auto":
+        return seg
+    note = {"rule": mode, "k": int(seg.k), "kept": "auto"}
+    if int(seg.k) <= 1:
+        seg.info["auto_layout"] = {**note, "why": "one part"}
+        return seg
+    from gpu_kernels.mesh.segment import boundary_concavity
+
+    alt = resegment(int(seg.k))
+    if list(alt.info.get("k_per_component", [])) != list(seg.info.get("k_per_component", [])):
+        seg.info["auto_layout"] = {**note, "why": "the integer k splits k between the components otherwise"}
+        return seg
+    kept = np.asarray(prep.kept)
+    ca = float(boundary_concavity(prep.graph, np.asarray(seg.labels)[kept]))
+    ck = float(boundary_concavity(prep.graph, np.asarray(alt.labels)[kept]))
+    note.update(concavity_auto=ca, concavity_k=ck)
+    if ck > ca:
+        alt.info["auto_layout"] = {**note, "kept": "integer k", "why": "more concave boundaries"}
+        for key in ("auto_k_threshold", "auto_k_starts", "auto_k_start_used"):
+            if key in seg.info:
+                alt.info.setdefault(key, seg.info[key])
+        return alt
+    seg.info["auto_layout"] = {**note, "why": "not more concave"}
+    return seg
