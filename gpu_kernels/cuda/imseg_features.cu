@@ -418,6 +418,11 @@ extern "C" __global__ void feat_finish(int R, int nc, const int* __restrict__ ar
 #define FS_MSLOTS 64
 #endif
 #define FS_PROBES 16
+// diagnostics (benchmarks only; wrong sums): 1 no 128-bit products, 2 no warp reduction, 4 no
+// table adds, 8 no global flush
+#ifndef FS_DIAG
+#define FS_DIAG 0
+#endif
 #define FS_THREADS 256
 
 // the slot of label l (> 0) in a table of `slots` keys (0 = free), or -1
@@ -511,7 +516,13 @@ __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ lab
     u64 sr = 0, sc = 0;
     double v0 = 0, v1 = 0, v2 = 0;
     long long l0 = 0, l1 = 0, l2 = 0;
-    for (long long p = i0; p < i1; ++p) {
+    // the row and column of the first pixel, then stepped (no 64-bit division a pixel)
+    int y = (int)(i0 / W), x = (int)(i0 - (long long)y * W);
+    for (long long p = i0; p < i1; ++p, ++x) {
+        if (x == W) {
+            x = 0;
+            ++y;
+        }
         const int l = labels[p];
         if (l != rl) {
             if (rl > 0)
@@ -528,7 +539,6 @@ __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ lab
             l0 = l1 = l2 = 0;
         }
         if (l <= 0) continue;
-        const int y = (int)(p / W), x = (int)(p - (long long)y * W);
         cnt += 1;
         minr = imin(minr, y);
         maxr = imax(maxr, y);
@@ -615,6 +625,7 @@ struct FsMoments {
 // of each low word goes to the high word: exact whatever order the additions land in)
 __device__ __forceinline__ void fs_moments_add(FsMoments& t, u64* __restrict__ acc, int rl, const u64* lo,
                                                const u64* hi) {
+    if (FS_DIAG & 4) return;
     const int s = fs_slot(t.key, FS_MSLOTS, rl);
     if (s < 0) {
         ft_moments_flush(acc, rl, lo, hi);
@@ -651,16 +662,22 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const
         lo[k] = 0ULL;
         hi[k] = 0ULL;
     }
+    // the row and column of the first pixel, then stepped (no 64-bit division a pixel)
+    long long yy = i0 / W, xx = i0 - yy * W - 1;
     for (long long i = i0; i <= i1; ++i) {
         int l = -2;
         long long p = 0, y = -1;
         if (i < i1) {
             p = i;
             l = labels[p];
-            y = p / W;
+            if (++xx == W) {
+                xx = 0;
+                ++yy;
+            }
+            y = yy;
         }
         if (l != rl || y != ry) {
-            if (rl > 0 && s0 > 0) {
+            if (rl > 0 && s0 > 0 && !(FS_DIAG & 1)) {
                 const long long pu[4] = {1, u1, u2, u3};
                 const long long sv[4] = {s0, s1, s2, s3};
 #pragma unroll
@@ -697,7 +714,7 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const
             }
         }
         if (l <= 0) continue;
-        const long long v = (p - y * W) - ac;
+        const long long v = xx - ac;
         const long long v2 = v * v;
         s0 += 1;
         s1 += v;
@@ -705,12 +722,12 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const
         s3 += v2 * v;
     }
     bool head;
-    const int end = ft_seg_end(rl, head);
+    const int end = (FS_DIAG & 2) ? (head = true, threadIdx.x & 31) : ft_seg_end(rl, head);
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int k = 1; k < 16; ++k) {
 #pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
+        for (int off = 1; off < ((FS_DIAG & 2) ? 1 : 32); off <<= 1) {
             const u64 olo = __shfl_down_sync(0xffffffffu, lo[k], off);
             const u64 ohi = __shfl_down_sync(0xffffffffu, hi[k], off);
             if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
@@ -720,6 +737,6 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const
     __syncthreads();
     for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) {
         const int k = t.key[s];
-        if (k > 0) ft_moments_flush(acc, k, &t.lo[16 * s], &t.hi[16 * s]);
+        if (k > 0 && !(FS_DIAG & 8)) ft_moments_flush(acc, k, &t.lo[16 * s], &t.hi[16 * s]);
     }
 }
