@@ -44,6 +44,8 @@ VIEWS = (("Original", None), ("Boundaries over the image", "boundaries"), ("Regi
 class ImsegTab(ToolTab):
     tool = imseg.TOOL
     run_label = "Segment"
+    #: runs of the window shown so far (the first one pays the libraries' first use)
+    _runs_shown = 0
 
     # ------------------------------------------------------------------ building
     def build_view(self) -> QWidget:
@@ -145,23 +147,52 @@ class ImsegTab(ToolTab):
         self.table.set_features(f, swatches)
         self.table_title.setText(f"<b>Regions</b> ({seg.n_regions:,}; click a row or a region)")
         report = self.last_report if result is self.result else None
-        self.timings.setText(self._timings_text(result, report))
+        if report is not None and report.ran:
+            self._runs_shown += 1
+        self.timings.setText(self._timings_text(result, report, first_run=self._runs_shown == 1))
         self._redraw()
 
     @staticmethod
-    def _timings_text(result, report=None) -> str:
+    def _timings_text(result, report=None, first_run: bool = False) -> str:
+        """The Stages panel. With the run's report (a run of the window), its rows are the
+        window's stages with the times the status line gives them (one number per step),
+        and the segmentation's own steps (the library's timing) follow as what those
+        stages spent computing; on a full run the rest of their time is named: on the
+        tab's first run it is the first use (loading the libraries, compiling), else the
+        host's own work around the steps. Without a report (a result shown again) the
+        library's steps alone, as before."""
         st = imseg.stage_times(result)
         s = result.seg
-        rows = "".join(f"<tr><td>{k}</td><td align='right'>{fmt_seconds(v)}</td></tr>" for k, v in st)
         sync = f"; {s.syncs} host synchronisation(s)" if result.device != "cpu" else ""
-        total = "total"
-        cached = ""
-        if reused_note(report):   # a live re-run: the stage rows keep the times of the run that computed them
-            total = "total, this run"
-            cached = f"<br>{reused_note(report)}"
-        return (f"<table>{rows}<tr><td><b>{total}</b></td><td align='right'><b>{fmt_seconds(result.elapsed)}</b>"
-                f"</td></tr></table>on {result.device}{sync}; {s.n_clusters} clusters, "
-                f"{s.info.get('merge_rounds', 0)} merging round(s){cached}")
+        tail = (f"on {result.device}{sync}; {s.n_clusters} clusters, "
+                f"{s.info.get('merge_rounds', 0)} merging round(s)")
+        if report is None or not (report.ran or report.reused):
+            rows = "".join(f"<tr><td>{k}</td><td align='right'>{fmt_seconds(v)}</td></tr>" for k, v in st)
+            return (f"<table>{rows}<tr><td><b>total</b></td><td align='right'><b>{fmt_seconds(result.elapsed)}"
+                    f"</b></td></tr></table>{tail}")
+        order = imseg.PIPELINE.names(result.params)
+        rows = []
+        for name in sorted(set(report.ran) | set(report.reused), key=lambda n: order.index(n) if n in order else 99):
+            label = report.labels.get(name, name)
+            if name in report.ran:
+                rows.append(f"<tr><td>{label}</td><td align='right'>{fmt_seconds(report.seconds.get(name, 0.0))}"
+                            "</td></tr>")
+            else:   # re-used from the cache: the time of the run that made it
+                rows.append(f"<tr><td style='color:#666'>{label} (cached)</td><td align='right' style='color:#666'>"
+                            f"{fmt_seconds(report.cached_seconds.get(name, 0.0))}</td></tr>")
+        total = "total, this run" if report.reused else "total"
+        steps = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in st)
+        inside = f"of which the steps: {steps}" if steps else ""
+        if report.full and st:
+            rest = sum(report.seconds.get(n, 0.0) for n in report.ran) - sum(v for _, v in st)
+            if first_run and rest >= 0.05:
+                inside += f"; first use (loading the libraries) {fmt_seconds(rest)}"
+            elif rest >= 0.0005:
+                inside += f"; around the steps {fmt_seconds(rest)}"
+        cached = f"<br>{reused_note(report)}" if reused_note(report) else ""
+        return (f"<table>{''.join(rows)}<tr><td><b>{total}</b></td><td align='right'>"
+                f"<b>{fmt_seconds(result.elapsed)}</b></td></tr></table>"
+                f"<span style='color:#555'>{inside}</span><br>{tail}{cached}")
 
     # ------------------------------------------------------------------ drawing
     def current_style(self) -> str | None:
