@@ -471,6 +471,50 @@ def auto_reseg_row(v, f, humans, device, params) -> dict:
     return out
 
 
+def _prepared(v, f, device, params):
+    prep_kw = {key: params[key] for key in _PREPARE_KEYS if key in params}
+    seg_kw = {key: val for key, val in params.items() if key not in _PREPARE_KEYS}
+    return _segment.prepare_mesh(v, f, device=device, **prep_kw), seg_kw
+
+
+def relayout_row(v, f, humans, device, params) -> dict:
+    """Session 9 round 2 (``"relayout": true``, k = "auto"): the library's rule, :func:`autok.relayout` after
+    ``segment_prepared(k="auto")`` with ``segment_prepared(k=...)`` on the same prepared mesh: what
+    ``segment_mesh(..., auto_layout="concave")`` runs (R2 of round 1, through the library)."""
+    from gpu_kernels.mesh import autok
+
+    prep, seg_kw = _prepared(v, f, device, params)
+    seg0 = _segment.segment_prepared(prep, k="auto", device=device, **seg_kw)
+    k0 = int(seg0.k)
+    ri0 = float(np.mean([rand_index_error(seg0.labels, h) for h in humans]))
+    seg = autok.relayout(prep, seg0, lambda kk: _segment.segment_prepared(prep, k=kk, device=device, **seg_kw),
+                         "concave")
+    return {"k_auto": int(seg.k), "k_auto_plain": k0, "RI_auto_plain": ri0,
+            "RI_auto": ri0 if seg is seg0 else float(np.mean([rand_index_error(seg.labels, h) for h in humans])),
+            "layout_kept": seg.info["auto_layout"]["kept"]}
+
+
+def k_relayout_row(v, f, humans, hk, device, params) -> dict:
+    """Session 9 round 2 (``"k_relayout": true``, the protocol's k; candidate P2): every human k as today on
+    the prepared mesh; where k = "auto" (run once) reaches the same k with the same split between the
+    components, :func:`autok.pick_layout` keeps auto's layout if its boundaries are strictly more concave."""
+    from gpu_kernels.mesh import autok
+
+    prep, seg_kw = _prepared(v, f, device, params)
+    seg_a = _segment.segment_prepared(prep, k="auto", device=device, **seg_kw)
+    cmp, plain, used = {}, {}, []
+    for k in sorted(set(hk)):
+        seg = _segment.segment_prepared(prep, k=k, device=device, **seg_kw)
+        plain[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+        cmp[k] = plain[k]
+        if int(seg_a.k) == k:
+            if autok.pick_layout(prep, seg, seg_a) is seg_a:
+                cmp[k] = float(np.mean([rand_index_error(seg_a.labels, h) for h in humans]))
+                used.append(int(k))
+    return {"RI": float(np.mean([cmp[k] for k in hk])), "RI_per_k": {int(k): x for k, x in cmp.items()},
+            "RI_plain": float(np.mean([plain[k] for k in hk])), "k_auto_seen": int(seg_a.k), "auto_layout_at": used}
+
+
 def cv_task(args):
     """One (candidate, mesh): the protocol's Rand Index error and/or k = auto's."""
     data, mesh_id, cfg, device = args
@@ -496,14 +540,19 @@ def cv_task(args):
         humans = load_human(data, mesh_id)
         hk = [int(np.unique(h).size) for h in humans]
         out.update(faces=int(f.shape[0]), k_human_min=min(hk), k_human_max=max(hk))
-        if what in ("both", "protocol"):
+        if what in ("both", "protocol") and cfg.get("k_relayout"):
+            out.update(k_relayout_row(v, f, humans, hk, device, params))
+        elif what in ("both", "protocol"):
             cmp = {}
             for k in sorted(set(hk)):
                 seg = segment_mesh(v, f, k=k, device=device, **params)
                 cmp[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
             out["RI"] = float(np.mean([cmp[k] for k in hk]))
             out["RI_per_k"] = {int(k): x for k, x in cmp.items()}
-        if what in ("both", "auto") and cfg.get("auto_reseg"):
+        if what in ("both", "auto") and cfg.get("relayout"):
+            out.update(relayout_row(v, f, humans, device, params))
+            out["in_range"] = bool(min(hk) <= out["k_auto"] <= max(hk))
+        elif what in ("both", "auto") and cfg.get("auto_reseg"):
             out.update(auto_reseg_row(v, f, humans, device, params))
             out["in_range"] = bool(min(hk) <= out["k_auto"] <= max(hk))
         elif what in ("both", "auto"):

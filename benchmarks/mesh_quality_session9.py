@@ -10,9 +10,8 @@ are the more concave, ties to auto's own). Any other candidate is scored as its 
 leave one category out over the pool {defaults, candidate} in each mode (protocol k, k = "auto");
 then the criteria over the draws.
 
-``timing``: end to end from the file (read + segment, best of ``--repeat`` after one warm-up), k = "auto"
-as today against k = "auto" followed by the integer-k pipeline at its k on the same prepared mesh
-(what R1 costs).
+``timing``: end to end from the file (read + segment, best of ``--repeat`` after one warm-up): k = "auto"
+as today against the library's relayout after it (R2), and an integer k as today against P2.
 """
 from __future__ import annotations
 
@@ -100,6 +99,13 @@ def judge(rows: list) -> dict:
                 p[f"over_{key}"] = int(sum(r[key] > 0.30 for r in xx.values()))
             p["in_range"] = int(sum(r["in_range"] for r in x.values())) if all("in_range" in r for r in x.values()) \
                 else stats[s]["in_range"]
+            if all("layout_kept" in r for r in x.values()):
+                p["integer_layout_kept"] = int(sum(r["layout_kept"] == "integer k" for r in x.values()))
+                p["plain_equal_defaults"] = int(sum(abs(r["RI_auto_plain"] - d[s][m]["RI_auto"]) < 1e-12
+                                                    for m, r in x.items()))
+            if all("auto_layout_at" in r for r in x.values()):
+                p["auto_layout_meshes"] = int(sum(bool(r["auto_layout_at"]) for r in x.values()))
+                p["plain_equal_defaults"] = int(sum(abs(r["RI_plain"] - d[s][m]["RI"]) < 1e-12 for m, r in x.items()))
             if c.startswith("reseg"):
                 p["fallbacks"] = int(sum(r.get("reseg_fallback", False) for r in x.values()))
                 p["plain_equal_defaults"] = int(sum(abs(r["RI_auto_plain"] - d[s][m]["RI_auto"]) < 1e-12
@@ -156,31 +162,53 @@ def cmd_judge(a) -> int:
 
 
 def cmd_timing(a) -> int:
+    """End to end from the file, best of ``--repeat`` after one warm-up, in the order A B A B: k = "auto" as
+    today against ``autok.relayout`` after it (R2: what ``auto_layout="concave"`` runs), and k = ``--k`` as
+    today against P2 (the same k plus one k = "auto" run and, where auto reaches k, the concavity pick)."""
     from app.io.mesh_io import read_mesh
+    from gpu_kernels.mesh import autok
     from gpu_kernels.mesh import segment as sg
 
-    def plain(path):
+    dev = a.device
+
+    def auto_plain(path):
         t0 = time.perf_counter()
         v, f = read_mesh(path)
-        seg = sg.segment_mesh(v, f, k="auto", device=a.device)
+        seg = sg.segment_mesh(v, f, k="auto", device=dev)
         return time.perf_counter() - t0, int(seg.k)
 
-    def reseg(path):
+    def auto_relayout(path):
         t0 = time.perf_counter()
         v, f = read_mesh(path)
-        prep = sg.prepare_mesh(v, f, device=a.device)
-        seg = sg.segment_mesh(v, f, k="auto", device=a.device, prepared=prep)
-        if seg.k > 1:
-            seg = sg.segment_mesh(v, f, k=int(seg.k), device=a.device, prepared=prep)
+        prep = sg.prepare_mesh(v, f, device=dev)
+        seg = sg.segment_prepared(prep, k="auto", device=dev)
+        seg = autok.relayout(prep, seg, lambda kk: sg.segment_prepared(prep, k=kk, device=dev), "concave")
+        return time.perf_counter() - t0, int(seg.k)
+
+    def k_plain(path):
+        t0 = time.perf_counter()
+        v, f = read_mesh(path)
+        seg = sg.segment_mesh(v, f, k=a.k, device=dev)
+        return time.perf_counter() - t0, int(seg.k)
+
+    def k_p2(path):
+        t0 = time.perf_counter()
+        v, f = read_mesh(path)
+        prep = sg.prepare_mesh(v, f, device=dev)
+        seg = sg.segment_prepared(prep, k=a.k, device=dev)
+        seg_a = sg.segment_prepared(prep, k="auto", device=dev)
+        if int(seg_a.k) == a.k:
+            seg = autok.pick_layout(prep, seg, seg_a)
         return time.perf_counter() - t0, int(seg.k)
 
     rows = []
     for path in a.files.split(","):
-        for name, fn in (("defaults", plain), ("reseg", reseg), ("defaults", plain), ("reseg", reseg)):
+        for name, fn in (("auto defaults", auto_plain), ("auto relayout", auto_relayout)) * 2 + \
+                        ((f"k={a.k} defaults", k_plain), (f"k={a.k} P2", k_p2)) * 2:
             fn(path)
             best = min((fn(path) for _ in range(max(1, a.repeat))), key=lambda r: r[0])
             rows.append({"file": Path(path).name, "what": name, "total_s": best[0], "k_out": best[1]})
-            print(f"timing {Path(path).name} k=auto {name}: {best[0]:.3f} s (k {best[1]})", flush=True)
+            print(f"timing {Path(path).name} {name}: {best[0]:.3f} s (k {best[1]})", flush=True)
     if a.json:
         write_json(a.json, rows, indent=1)
     return 0
@@ -197,6 +225,7 @@ def main(argv=None) -> int:
     t.add_argument("--files", required=True)
     t.add_argument("--device", default="cpu")
     t.add_argument("--repeat", type=int, default=3)
+    t.add_argument("--k", type=int, default=6, help="the integer k timed with and without P2")
     t.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     return {"judge": cmd_judge, "timing": cmd_timing}[a.cmd](a)

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["AUTO_K_REF_SHARE", "AUTO_K_LOOKAHEAD", "AUTO_LAYOUTS", "merge_shares", "reference_strength", "stop_index",
-           "check_layout", "relayout"]
+           "check_layout", "pick_layout", "relayout"]
 
 #: area share of its component at which a merged part's boundary counts in full towards
 #: k = "auto"'s relative threshold (0: every boundary counts in full)
@@ -146,38 +146,54 @@ def check_layout(auto_layout) -> str:
     return auto_layout
 
 
+def pick_layout(prep, own, other, rule: str = "concave"):
+    """Of two segmentations of the prepared mesh ``prep`` with the same k, ``own`` unless ``other`` splits k
+    between the mesh components the same way (``info["k_per_component"]``) and has strictly more concave
+    boundaries (:func:`gpu_kernels.mesh.segment.boundary_concavity` on ``prep.graph``, the labels on the
+    cleaned faces ``prep.kept``). The kept one's ``info["auto_layout"]`` says which and why
+    (``kept``: "own" or "other")."""
+    from gpu_kernels.mesh.segment import boundary_concavity
+
+    note = {"rule": rule, "k": int(own.k), "kept": "own"}
+    if int(other.k) != int(own.k) or (list(other.info.get("k_per_component", []))
+                                       != list(own.info.get("k_per_component", []))):
+        own.info["auto_layout"] = {**note, "why": "the other splits k between the components otherwise"}
+        return own
+    kept = np.asarray(prep.kept)
+    co = float(boundary_concavity(prep.graph, np.asarray(own.labels)[kept]))
+    ct = float(boundary_concavity(prep.graph, np.asarray(other.labels)[kept]))
+    note.update(concavity_own=co, concavity_other=ct)
+    if ct > co:
+        other.info["auto_layout"] = {**note, "kept": "other", "why": "more concave boundaries"}
+        return other
+    own.info["auto_layout"] = {**note, "why": "the other is not more concave"}
+    return own
+
+
 def relayout(prep, seg, resegment, auto_layout: str = "concave"):
     """k = "auto"'s result ``seg`` on the prepared mesh ``prep``, laid out again at its k.
 
     ``resegment(k)`` runs the integer-k pipeline on ``prep`` (``segment_prepared(prep, k=k, ...)``).
-    With ``auto_layout="concave"`` its result replaces ``seg`` where (1) ``seg.k > 1``, (2) it splits
-    k between the mesh components as k = "auto" did (``info["k_per_component"]``) and (3) its
-    boundaries are strictly more concave on the full mesh's dual graph (``prep.graph``, the labels on
-    the cleaned faces ``prep.kept``). Returns the kept result; its ``info["auto_layout"]`` says which
-    and why. ``"auto"``: ``seg`` unchanged, nothing run.
+    With ``auto_layout="concave"`` its result replaces ``seg`` where ``seg.k > 1`` and
+    :func:`pick_layout` prefers it (the same split between the components, strictly more concave
+    boundaries). ``info["auto_layout"]["kept"]`` is "auto" or "integer k". ``"auto"``: ``seg``
+    unchanged, nothing run.
     """
     mode = check_layout(auto_layout)
     if mode == "auto":
         return seg
-    note = {"rule": mode, "k": int(seg.k), "kept": "auto"}
     if int(seg.k) <= 1:
-        seg.info["auto_layout"] = {**note, "why": "one part"}
+        seg.info["auto_layout"] = {"rule": mode, "k": int(seg.k), "kept": "auto", "why": "one part"}
         return seg
-    from gpu_kernels.mesh.segment import boundary_concavity
-
     alt = resegment(int(seg.k))
-    if list(alt.info.get("k_per_component", [])) != list(seg.info.get("k_per_component", [])):
-        seg.info["auto_layout"] = {**note, "why": "the integer k splits k between the components otherwise"}
-        return seg
-    kept = np.asarray(prep.kept)
-    ca = float(boundary_concavity(prep.graph, np.asarray(seg.labels)[kept]))
-    ck = float(boundary_concavity(prep.graph, np.asarray(alt.labels)[kept]))
-    note.update(concavity_auto=ca, concavity_k=ck)
-    if ck > ca:
-        alt.info["auto_layout"] = {**note, "kept": "integer k", "why": "more concave boundaries"}
+    out = pick_layout(prep, seg, alt, mode)
+    note = out.info["auto_layout"]
+    note["kept"] = "integer k" if out is alt else "auto"
+    for a, b in (("concavity_own", "concavity_auto"), ("concavity_other", "concavity_k")):
+        if a in note:
+            note[b] = note.pop(a)
+    if out is alt:
         for key in ("auto_k_threshold", "auto_k_starts", "auto_k_start_used"):
             if key in seg.info:
                 alt.info.setdefault(key, seg.info[key])
-        return alt
-    seg.info["auto_layout"] = {**note, "why": "not more concave"}
-    return seg
+    return out
