@@ -38,6 +38,7 @@ from benchmarks.imseg_profile import kernel_profile, natural_image  # noqa: E402
 SWITCHES = {
     "features": ("gpu_kernels.imseg.features", "SMEM"),
     "codes": ("gpu_kernels.imseg.color", "CODES_SMEM"),
+    "kmeans32": ("gpu_kernels.imseg.kmeans", "FUSED32"),
 }
 
 

@@ -115,9 +115,11 @@ def main(argv=None) -> int:
     # ---- k-means by iterations (codes kept, k-means on copies)
     hist.fill(0)
     codes = C.codes_device(be, img_d, n, 3, 5, hist=hist)
-    for it in (0, 1, 3):
-        row(f"kmeans_device iterations={it}", gpu_us(
-            lambda it=it: K.kmeans_device(be, codes.copy(), h, w, 5, 64, it, 18.0, hist, "histogram"), a.rep))
+    for f32 in (False, True):
+        K.FUSED32 = f32
+        for it in (0, 1, 3):
+            row(f"kmeans_device fused32={f32} iterations={it}", gpu_us(
+                lambda it=it: K.kmeans_device(be, codes.copy(), h, w, 5, 64, it, 18.0, hist, "histogram"), a.rep))
     row("codes.copy() alone", gpu_us(lambda: codes.copy(), a.rep))
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))

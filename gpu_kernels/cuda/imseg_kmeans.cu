@@ -188,7 +188,7 @@ extern "C" __global__ void kmeans_update(const int* __restrict__ ccode, const un
 // code -> cluster table, in one block of 1024 threads (no launch between the steps): the same
 // arithmetic on the same values, so the same centres and clusters. The centres live in
 // shared memory; dynamic shared memory: 3 doubles and 4 sums for each of kmax centres.
-extern "C" __global__ void __launch_bounds__(1024) kmeans_fused(const int* __restrict__ ccode,
+extern "C" __global__ void __launch_bounds__(1024) kmeans_fused64(const int* __restrict__ ccode,
                                                                 const unsigned int* __restrict__ cw,
                                                                 const int* __restrict__ count, int Q,
                                                                 double* __restrict__ centres,
@@ -246,4 +246,78 @@ extern "C" __global__ void map_clusters(int* __restrict__ codes, long long n, co
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
     codes[p] = table[codes[p]];
+}
+
+// ------------------------------------------------------------------ all iterations, 32-bit sums (session 9)
+// kmeans_fused (session 9; before it: kmeans_fused64, 64-bit sums) keeps the centroid sums as
+// 32-bit words in shared memory: each sum as a low
+// and a high word, the low word's carry added to the high one (the sum is exact, whatever order
+// the additions land in; the high words of the weight sums stay 0 below 2^32 pixels). 32-bit shared atomics are single instructions; the 64-bit ones of
+// kmeans_fused64 are not, and ~2000 colours on ~20 centres made them the kernel's cost.
+__device__ __forceinline__ void km_add64(unsigned int* lo, unsigned int* hi, u64 x) {
+    const unsigned int xl = (unsigned int)x, xh = (unsigned int)(x >> 32);
+    const unsigned int old = atomicAdd(lo, xl);
+    const unsigned int carry = (old + xl < old) ? 1u : 0u;
+    if (xh + carry) atomicAdd(hi, xh + carry);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) kmeans_fused(const int* __restrict__ ccode,
+                                                                  const unsigned int* __restrict__ cw,
+                                                                  const int* __restrict__ count, int Q,
+                                                                  double* __restrict__ centres,
+                                                                  const int* __restrict__ kcount, int kmax,
+                                                                  int iterations, int* __restrict__ table) {
+    extern __shared__ double km_smem32[];
+    double* sc = km_smem32;                                  // 3 kmax doubles
+    unsigned int* s0 = (unsigned int*)(sc + 3 * kmax);      // kmax words each
+    unsigned int* s0h = s0 + kmax;
+    unsigned int* s1l = s0h + kmax;
+    unsigned int* s1h = s1l + kmax;
+    unsigned int* s2l = s1h + kmax;
+    unsigned int* s2h = s2l + kmax;
+    unsigned int* s3l = s2h + kmax;
+    unsigned int* s3h = s3l + kmax;
+    const int t = threadIdx.x, T = blockDim.x;
+    const int k = *kcount;
+    const int m = *count;
+    const int mask = (1 << Q) - 1;
+    for (int i = t; i < 3 * k; i += T) sc[i] = centres[i];
+    __syncthreads();
+    for (int it = 0; it < iterations; ++it) {
+        for (int c = t; c < k; c += T) {
+            s0[c] = s0h[c] = 0u;
+            s1l[c] = s1h[c] = 0u;
+            s2l[c] = s2h[c] = 0u;
+            s3l[c] = s3h[c] = 0u;
+        }
+        __syncthreads();
+        for (int i = t; i < m; i += T) {
+            const int code = ccode[i];
+            const int c = km_nearest(code, Q, sc, k);
+            const unsigned int w = cw[i];
+            km_add64(&s0[c], &s0h[c], (u64)w);
+            km_add64(&s1l[c], &s1h[c], (u64)w * (u64)(code >> (2 * Q)));
+            km_add64(&s2l[c], &s2h[c], (u64)w * (u64)((code >> Q) & mask));
+            km_add64(&s3l[c], &s3h[c], (u64)w * (u64)(code & mask));
+        }
+        __syncthreads();
+        for (int c = t; c < k; c += T) {
+            const u64 v0 = ((u64)s0h[c] << 32) | (u64)s0[c];
+            if (v0 == 0) continue;
+            const double fl = (double)(1 << Q);
+            const double wt = (double)v0;
+            const u64 v1 = ((u64)s1h[c] << 32) | (u64)s1l[c];
+            const u64 v2 = ((u64)s2h[c] << 32) | (u64)s2l[c];
+            const u64 v3 = ((u64)s3h[c] << 32) | (u64)s3l[c];
+            sc[3 * c] = (double)IMSEG_L_LO + ((double)v1 / wt + 0.5) * (((double)IMSEG_L_HI - (double)IMSEG_L_LO) / fl);
+            sc[3 * c + 1] = (double)IMSEG_A_LO + ((double)v2 / wt + 0.5) * (((double)IMSEG_A_HI - (double)IMSEG_A_LO) / fl);
+            sc[3 * c + 2] = (double)IMSEG_B_LO + ((double)v3 / wt + 0.5) * (((double)IMSEG_B_HI - (double)IMSEG_B_LO) / fl);
+        }
+        __syncthreads();
+    }
+    for (int i = t; i < m; i += T) {
+        const int code = ccode[i];
+        table[code] = km_nearest(code, Q, sc, k);
+    }
+    for (int i = t; i < 3 * k; i += T) centres[i] = sc[i];
 }

@@ -69,6 +69,10 @@ _SRC = "imseg_kmeans.cu"
 #: assignment run in one block (kmeans_fused: one launch instead of 2 * iterations + 1; the
 #: same centres and clusters); more colours take the grid kernels
 FUSED_MAX_COLOURS = 32768
+#: the one-block k-means keeps its centroid sums as 32-bit words (kmeans_fused: single-instruction
+#: shared atomics; the same sums, the same centres and clusters); off: 64-bit sums (kmeans_fused64,
+#: the kernel before session 9)
+FUSED32 = True
 
 
 def sample_grid(h: int, w: int, k_max: int) -> tuple[int, int]:
@@ -212,8 +216,8 @@ def kmeans_device(be, codes_d, h: int, w: int, q: int, k_max: int, iterations: i
                       np.float64(merge_distance * merge_distance), centres, k_d))
     table = xp.empty(F, dtype=xp.int32)  # every code a pixel has is occupied: written by the last assign
     if cap <= FUSED_MAX_COLOURS:  # every iteration and the final assignment in one block: one launch
-        smem = 56 * max(k_max, 1)
-        f_fused = kernel(be, _SRC, "kmeans_fused", options=opts)
+        smem = 56 * max(k_max, 1)   # 3 doubles and 4 sums (8 words or 4 u64) a centre
+        f_fused = kernel(be, _SRC, "kmeans_fused" if FUSED32 else "kmeans_fused64", options=opts)
         set_max_dynamic_smem(f_fused, smem)
         f_fused((1,), (1024,), (ccode, cw, m_d, np.int32(q), centres, k_d, np.int32(max(k_max, 1)),
                                 np.int32(iterations), table), shared_mem=smem)

@@ -246,3 +246,71 @@ def test_gpu_codes_block_table_equal_the_old_kernel(q, monkeypatch):
         (c0, h0), (c1, h1) = _codes_both(get_backend("cuda"), img, q, monkeypatch, chunk)
         np.testing.assert_array_equal(c0, c1)
         np.testing.assert_array_equal(h0, h1)
+
+
+# --------------------------------------------------------------------------- k-means with 32-bit sums
+@needs_emu
+@pytest.mark.parametrize("k_max, iterations, merge_distance, q", [(64, 3, 18.0, 5), (16, 0, 5.0, 4),
+                                                                   (200, 7, 2.0, 5), (1, 2, 18.0, 3)])
+def test_emulated_kmeans_fused32_equals_fused_and_cpu(k_max, iterations, merge_distance, q, monkeypatch):
+    """kmeans_fused32 (32-bit shared sums with carries) gives kmeans_fused's and the CPU's
+    clusters and centres bit for bit."""
+    from imseg_masks import piecewise_image
+
+    from gpu_kernels.imseg import kmeans as K
+
+    be = emu_backend()
+    img, _ = piecewise_image(np.random.default_rng(3), 40, 56, noise=12.0, shading=True)
+    kw = dict(k_max=k_max, iterations=iterations, merge_distance=merge_distance, q=q)
+    got = {}
+    for f32 in (False, True):
+        monkeypatch.setattr(K, "FUSED32", f32)
+        got[f32] = K.kmeans_quantized(img, device=be, **kw)
+    cc, ec = K.kmeans_quantized(img, device="cpu", **kw)
+    for f32 in (False, True):
+        np.testing.assert_array_equal(got[f32][0], cc)
+        np.testing.assert_array_equal(got[f32][1], ec)
+
+
+@needs_emu
+def test_emulated_kmeans_fused32_carries_into_the_high_word(monkeypatch):
+    """Weights of billions of pixels (a histogram made up for the test) make the low words
+    overflow many times: the 32-bit sums still equal the 64-bit ones (centres and table)."""
+    from gpu_kernels.imseg import color as C
+    from gpu_kernels.imseg import kmeans as K
+
+    be = emu_backend()
+    xp = be.xp
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, size=(24, 32, 3)).astype(np.uint8)
+    h, w = img.shape[:2]
+    q = 5
+    out = {}
+    for f32 in (False, True):
+        monkeypatch.setattr(K, "FUSED32", f32)
+        hist = xp.zeros(1 << (3 * q), dtype=xp.uint32)
+        codes = C.codes_device(be, xp.asarray(img), h * w, 3, q, hist=hist)
+        hist[...] = np.where(np.asarray(hist) > 0, np.uint32(4_000_000_000) - np.asarray(hist) * 7919, 0).astype(
+            np.uint32)
+        cl, centres, k_d, _ = K.kmeans_device(be, codes, h, w, q, 8, 3, 18.0, hist, "histogram")
+        out[f32] = (np.asarray(cl).copy(), np.asarray(centres).copy(), int(np.asarray(k_d)[0]))
+    np.testing.assert_array_equal(out[False][0], out[True][0])
+    np.testing.assert_array_equal(out[False][1][:out[False][2]], out[True][1][:out[True][2]])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k_max, iterations, q", [(64, 3, 5), (256, 10, 5), (1024, 3, 4), (64, 0, 5)])
+def test_gpu_kmeans_fused32_equals_fused_and_cpu(k_max, iterations, q, monkeypatch):
+    from test_imseg_session6 import _natural
+
+    from gpu_kernels.backend import get_backend
+    from gpu_kernels.imseg import kmeans as K
+
+    img = _natural(320, 480)
+    kw = dict(k_max=k_max, iterations=iterations, merge_distance=6.0, q=q)
+    cc, ec = K.kmeans_quantized(img, device="cpu", **kw)
+    for f32 in (False, True):
+        monkeypatch.setattr(K, "FUSED32", f32)
+        c, e = K.kmeans_quantized(img, device=get_backend("cuda"), **kw)
+        np.testing.assert_array_equal(c, cc)
+        np.testing.assert_array_equal(e, ec)
