@@ -250,10 +250,10 @@ extern "C" __global__ void map_clusters(int* __restrict__ codes, long long n, co
 
 // ------------------------------------------------------------------ all iterations, 32-bit sums (session 9)
 // kmeans_fused (session 9; before it: kmeans_fused64, 64-bit sums) keeps the centroid sums as
-// 32-bit words in shared memory: each sum as a low
-// and a high word, the low word's carry added to the high one (the sum is exact, whatever order
-// the additions land in; the high words of the weight sums stay 0 below 2^32 pixels). 32-bit shared atomics are single instructions; the 64-bit ones of
-// kmeans_fused64 are not, and ~2000 colours on ~20 centres made them the kernel's cost.
+// 32-bit words in shared memory: each sum as a low and a high word, the low word's carry added
+// to the high one (the sum is exact, whatever order the additions land in; the high words of
+// the weight sums stay 0 below 2^32 pixels). 32-bit shared atomic adds are single instructions;
+// 64-bit ones on shared memory may not be (benchmarks/results/imseg_speed_session9.md).
 __device__ __forceinline__ void km_add64(unsigned int* lo, unsigned int* hi, u64 x) {
     const unsigned int xl = (unsigned int)x, xh = (unsigned int)(x >> 32);
     const unsigned int old = atomicAdd(lo, xl);
