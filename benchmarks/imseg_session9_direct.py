@@ -208,6 +208,135 @@ def cmd_explore(a):
                       flush=True)
 
 
+# --------------------------------------------------------------------------- the oracle's reach
+def split_row(d: dict) -> np.ndarray:
+    """(levels, 2, 4): today's direct merge at every level scored against the even- and the
+    odd-numbered human segmentations separately (covering, PRI, VI, count); None with one human."""
+    from imseg_session3 import scores
+
+    from gpu_kernels.imseg import contours as C
+
+    if len(d["cont"]) < 2:
+        return None
+    halves = (dict(d, cont=d["cont"][0::2]), dict(d, cont=d["cont"][1::2]))
+    n = d["h"] * d["w"]
+    out = np.zeros((len(LEVELS), 2, 4))
+    for k, c in enumerate(LEVELS):
+        into = S7.merge(d["graph"], S7.cost_thr(S7.DEFAULT), 1 / math.sqrt(n), C.min_region_area(d["S"]), C.SIZE_K,
+                        {"kind": "thr", "c": float(c)})
+        seg, count = C._resolve(into)
+        for h in range(2):
+            out[k, h] = (*scores(halves[h], seg), count)
+    return out
+
+
+def reach(S: np.ndarray) -> dict:
+    """The per-image oracle chosen on one half of the humans and scored on the other (both ways,
+    averaged), against the same halves' in-sample oracle and the default (c 3.3)."""
+    lo, hi = U.lvl_index(U.TARGET_LO), U.lvl_index(U.TARGET_HI)
+    n = len(S)
+    ii = np.arange(n)
+    res = {"default": S[:, U.lvl_index(3.3)].mean((0, 1))}
+    cross, insample = [], []
+    for a, b in ((0, 1), (1, 0)):
+        k = lo + np.array([U.objective(S[i, lo:hi + 1, a]).argmax() for i in ii])
+        cross.append(S[ii, k, b])
+        insample.append(S[ii, k, a])
+    res["oracle chosen on the other half"] = np.mean(cross, 0).mean(0)
+    res["oracle on the same half (in-sample)"] = np.mean(insample, 0).mean(0)
+    return {k: v.round(4).tolist() for k, v in res.items()}
+
+
+def cmd_split(a):
+    check_bsds("--data", a.data, val=True)
+    out = check_results_file("--out", a.out, ROOT / "benchmarks" / "results" / "imseg_ucm_session9_reach.json")
+    pool = None
+    if a.workers > 1:
+        import multiprocessing as mp
+
+        pool = mp.get_context("fork").Pool(a.workers)
+    mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
+    rep = {}
+    for tag, root in (("train", Path(a.data) / "train"), ("val", Path(a.data))):
+        rows = [r for r in mapf(split_row, _load(root, Path(a.cache), tag, mapf)) if r is not None]
+        rep[tag] = dict(reach(np.stack(rows)), images=len(rows))
+        print(tag, json.dumps(rep[tag]), flush=True)
+    write_json(out, rep, indent=0)
+    if pool:
+        pool.close()
+
+
+# --------------------------------------------------------------------------- stability (exploration)
+STAB_NSP = 450  # the second hierarchy's superpixels (today's: 600)
+
+
+def ari(x: np.ndarray, y: np.ndarray) -> float:
+    """Adjusted Rand index of two labellings (flat, 0-based)."""
+    nx = int(x.max()) + 1
+    _, cnt = np.unique(x.astype(np.int64) * (int(y.max()) + 1) + y, return_counts=True)
+    a, b = np.bincount(x), np.bincount(y)
+    n = float(len(x))
+
+    def c2(v):
+        v = np.asarray(v, np.float64)
+        return (v * (v - 1) / 2).sum()
+    sij, sa, sb = c2(cnt), c2(a), c2(b)
+    exp = sa * sb / (n * (n - 1) / 2)
+    den = 0.5 * (sa + sb) - exp
+    return float((sij - exp) / den) if den > 0 and nx > 0 else 1.0
+
+
+def stab_row(item) -> dict:
+    """Per level: today's direct merge (600 superpixels) and the same merge over 450 superpixels,
+    their agreement (ARI of the pixel labels), and today's scores against the humans."""
+    from imseg_session3 import contingency, scores
+
+    from gpu_kernels.imseg import contours as C
+    from gpu_kernels.imseg import label as L
+
+    i, img, gts, _ = item
+    h, w = img.shape[:2]
+    n = h * w
+    sm = C.blur_np(C.lab_planes_np(C.to_u8(img)), C.DEFAULT_SIGMA)
+    _, gq, q = C.gradient_np(sm)
+    hier = []
+    for nsp in (C.DEFAULT_N_SUPERPIXELS, STAB_NSP):
+        S = C.slic_step(h, w, nsp)
+        comps, R = L.label_np(C.slic_np(sm, q, S, C.DEFAULT_COMPACTNESS, C.SLIC_ITERATIONS), 4)
+        hier.append((S, comps, C.region_graph_np(comps, R, gq, q)))
+    d = {"cont": contingency(hier[0][1], gts)}
+    out = np.zeros((len(LEVELS), 6))
+    for k, c in enumerate(LEVELS):
+        px = []
+        for S, comps, g in hier:
+            into, _, _ = C.merge_np(g, 0, C.coarseness_threshold(c), 1 / math.sqrt(n), min_area=C.min_region_area(S))
+            seg, cnt = C._resolve(into)
+            px.append((seg[comps.ravel() - 1] - 1, seg, cnt))
+        out[k, :4] = (*scores(d, px[0][1]), px[0][2])
+        out[k, 4] = ari(px[0][0], px[1][0])
+        out[k, 5] = px[1][2]
+    return {"id": i, "rows": out}
+
+
+def cmd_stab(a):
+    import imseg as B
+
+    check_bsds("--data", a.data)
+    out = check_results_file("--out", a.out, ROOT / "benchmarks" / "results" / "imseg_ucm_session9_stab_train.json")
+    pool = None
+    if a.workers > 1:
+        import multiprocessing as mp
+
+        pool = mp.get_context("fork").Pool(a.workers)
+    mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
+    items = list(B.bsds_items(Path(a.data) / "train"))[:a.limit or None]
+    res = mapf(stab_row, items)
+    write_json(out, {"ids": [r["id"] for r in res], "rows": [np.round(r["rows"], 6).tolist() for r in res]}, indent=0)
+    print(f"wrote {out}", flush=True)
+    if pool:
+        pool.close()
+
+
 def _load(data: Path, cache: Path, tag: str, mapf):
     return S7.load(data, cache, tag, mapf)
 
@@ -251,8 +380,18 @@ def main(argv=None):
     p.add_argument("--out", default=None)
     p = sub.add_parser("explore")
     p.add_argument("--curves", required=True)
+    p = sub.add_parser("split", help="the per-image oracle chosen on half the humans, scored on the other half")
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
+    p.add_argument("--cache", default="/tmp/ucm9d")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", default=None)
+    p = sub.add_parser("stab", help="exploration: the agreement of two hierarchies per level (train only)")
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--out", default=None)
     a = ap.parse_args(argv)
-    {"data": cmd_data, "decide": cmd_decide, "explore": cmd_explore}[a.cmd](a)
+    {"data": cmd_data, "decide": cmd_decide, "explore": cmd_explore, "split": cmd_split, "stab": cmd_stab}[a.cmd](a)
 
 
 if __name__ == "__main__":
