@@ -245,9 +245,48 @@ class CloudView(View3D):
                        name="cloud-view", allow_3d=allow_3d)
         self.placeholder.setWordWrap(True)   # its text (and the no-OpenGL note) wraps, never cut at the edge
 
+    def frame(self, points) -> None:
+        """Point the camera at ``points`` (the cloud, or the frusta before a run) so that all of them
+        are in view both ways, for the view's current shape, keeping the direction and up of VTK's
+        reset. VTK's ``reset_camera`` fits the vertical view angle only: in a tall, narrow pane the
+        frusta were cut at the left and right edges. The framing follows the pane's resizes until
+        the user moves the camera."""
+        from app.render.mesh import fit_points_distance
+
+        pl = self.plotter
+        pts = np.asarray(points, np.float64)
+        pl.reset_camera()                       # VTK's direction, up and focal point for what is shown
+        pos, foc, up = (np.asarray(x, np.float64) for x in pl.camera_position)
+        d = pos - foc
+        d = d / (np.linalg.norm(d) or 1.0)
+        c = (pts.min(0) + pts.max(0)) / 2
+        aspect = max(self.width(), 1) / max(self.height(), 1)
+        dist = fit_points_distance(pts, c, d, up, pl.camera.view_angle, aspect)
+        pl.camera_position = [tuple(c + d * dist), tuple(c), tuple(up)]
+        pl.reset_camera_clipping_range()
+        self._frame_points = pts
+        self._auto_camera = self._camera_now()
+
+    def _camera_now(self):
+        """Where the camera is and how it sees (a zoom changes the view angle, not the position)."""
+        cam = self.plotter.camera
+        return np.concatenate([np.ravel([tuple(x) for x in self.plotter.camera_position]),
+                               [cam.view_angle, cam.parallel_scale]]).astype(np.float64)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        pts = getattr(self, "_frame_points", None)
+        if pts is None or self._plotter is None:
+            return
+        auto = getattr(self, "_auto_camera", None)
+        if auto is not None and np.allclose(self._camera_now(), auto):  # not moved by the user since
+            self.frame(pts)
+            self.plotter.render()
+
     def clear(self) -> None:
         self.n_points = 0
         self._framed = None
+        self._frame_points = None
         if self.plotter is not None:
             self.plotter.clear_actors()
         self._stack.setCurrentWidget(self.placeholder)
@@ -274,13 +313,14 @@ class CloudView(View3D):
 
         self.plotter.clear_actors()
         ext = float(np.ptp(pts, axis=0).max()) if len(pts) else 1.0
+        frame = None
         if len(pts):
             cloud = pv.PolyData(pts)
             cloud["rgb"] = cols
             self.plotter.add_mesh(cloud, scalars="rgb", rgb=True, point_size=2, render_points_as_spheres=False,
                                   name="points")
             if self._framed != key:
-                self.plotter.reset_camera()  # framed on the points; the cameras may lie outside
+                frame = pts  # framed on the points; the cameras may lie outside
                 self._framed = key
         if len(cameras):
             scale = frustum_scale(cameras, ext)
@@ -301,7 +341,11 @@ class CloudView(View3D):
                 lines = np.hstack([np.full((len(S), 1), 2), S]).ravel()
                 self.plotter.add_mesh(pv.PolyData(P, lines=lines), color=color, line_width=2, name=name,
                                       reset_camera=False)
-        if not len(pts):
+            if not len(pts):
+                frame = np.vstack(allp + hp)  # before a run: the cameras
+        if frame is not None:
+            self.frame(frame)
+        elif not len(pts):
             self.plotter.reset_camera()
         self._stack.setCurrentWidget(self.plotter.interactor if hasattr(self.plotter, "interactor") else self.plotter)
         self.plotter.render()

@@ -9,6 +9,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import shown  # noqa: E402
+
 from app.io.depth_io import read_pfm  # noqa: E402
 from app.io.image_io import write_image  # noqa: E402
 from app.tabs.mvs_tab import CLOUD_CHOICES, SHOW_CHOICES, MvsTab  # noqa: E402
@@ -146,11 +148,7 @@ def test_colour_bar_is_as_tall_as_the_map(qtbot):
     """Issue 18, case 12: the colour bar dwarfed a small depth map."""
     from app.tabs.mvs_views import MapView
 
-    v = MapView()
-    qtbot.addWidget(v)
-    v.resize(700, 900)
-    v.show()
-    qtbot.waitExposed(v)
+    v = shown(qtbot, MapView(), (700, 900))
     v.show_scalar(np.random.default_rng(0).random((120, 160)).astype(np.float32), title="depth")
     qtbot.wait(50)
     map_h = v.map_height_on_screen()

@@ -9,6 +9,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import shown  # noqa: E402
+
 from app.tabs.mvs_views import MapView  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -32,12 +34,7 @@ def pg_rect(w, h):
 def test_the_title_sits_under_the_map(qtbot, size):
     # before: at 330 x 360 (the live MVS pane at 1280 px, pinned) the 160 x 120 map was drawn in
     # the middle of its box and its title at the pane's bottom: ~90 px of empty pane between them
-    v = MapView()
-    qtbot.addWidget(v)
-    v.setMinimumSize(1, 1)
-    v.resize(*size)
-    v.show()
-    qtbot.waitExposed(v)
+    v = shown(qtbot, MapView(), size, min_size=(1, 1))
     v.show_scalar(np.random.default_rng(0).random((120, 160)).astype(np.float32),
                   title="view000: depth (z, scene units)")
     qtbot.wait(100)

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import shown  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QAccessible, QGuiApplication  # noqa: E402
 
@@ -23,10 +24,7 @@ def _label(qtbot):
     lab = NameLabel("No image loaded.")
     lab.setWordWrap(True)
     lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    qtbot.addWidget(lab)
-    lab.resize(220, 120)
-    lab.show()
-    qtbot.waitExposed(lab)
+    shown(qtbot, lab, (220, 120))
     lab.setText(f"<b>{name_html(LONG)}</b><br>481 x 321, RGB")
     assert ZWSP in lab.selectedText() or ZWSP in lab.text()   # the case: the label holds wrap points
     return lab
@@ -111,11 +109,7 @@ def test_side_by_side_flow_titles_fit_their_half(qtbot):
 
     from app.tabs.flow_view import FlowView
 
-    v = FlowView()
-    qtbot.addWidget(v)
-    v.resize(520, 260)
-    v.show()
-    qtbot.waitExposed(v)
+    v = shown(qtbot, FlowView(), (520, 260))
     img = np.zeros((120, 160, 3), np.uint8)
     v.set_frames(img, img)
     long = "First frame, flow as colour wheel + quality (grey), occlusions (blue), failures (red)"
@@ -124,7 +118,7 @@ def test_side_by_side_flow_titles_fit_their_half(qtbot):
     qtbot.wait(100)
     assert not v.vertical                                        # the case: side by side
     half = v.glw.width() / 2
-    shown = v.left_title.item.toPlainText()
-    assert shown.endswith("…") and long.startswith(shown[:-1])
+    cut = v.left_title.item.toPlainText()
+    assert cut.endswith("…") and long.startswith(cut[:-1])
     assert v.left_title.item.boundingRect().width() <= half + 1
     assert v.left.sceneBoundingRect().right() <= half + 2, (v.left.sceneBoundingRect(), half)

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import shown  # noqa: E402
 from PySide6.QtGui import QTextDocument  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -34,11 +35,7 @@ def test_a_picture_title_shows_a_file_name_as_written(qtbot):
 
     from app.tabs.imseg_views import ImsegView
 
-    view = ImsegView()
-    qtbot.addWidget(view)
-    view.resize(900, 500)
-    view.show()
-    qtbot.waitExposed(view)
+    view = shown(qtbot, ImsegView(), (900, 500))
     for name in (f"{ODD}.jpg", "fish &lt;3 &amp; chips.png"):
         title = f"{name} — Boundaries over the image: 12 regions"
         view.set_picture(np.zeros((40, 60, 3), np.uint8), title)
@@ -47,8 +44,8 @@ def test_a_picture_title_shows_a_file_name_as_written(qtbot):
     # cut to a narrow pane: the cut text as written, the whole text in a tooltip shown as written
     view.resize(160, 300)
     qtbot.wait(50)
-    shown = view.title.item.toPlainText()
-    assert shown.endswith("…") and title.startswith(shown[:-1])
+    cut = view.title.item.toPlainText()
+    assert cut.endswith("…") and title.startswith(cut[:-1])
     assert _shown(view.title.toolTip()).strip() == title
 
 

@@ -5,20 +5,18 @@ Each title now shows the longest of its forms that fits its column ("Axial, z = 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import loaded_tab  # noqa: E402
 from PySide6.QtCore import QPointF  # noqa: E402
+from test_ux_echo import SAMPLE, pinned_pair  # noqa: E402
 
 from app.tabs.echo_tab import EchoTab  # noqa: E402
 
 pytestmark = pytest.mark.gui
-
-SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "echo" / "lv_synthetic.npz"
 
 
 def _fits(view) -> None:
@@ -34,12 +32,7 @@ def _fits(view) -> None:
 
 
 def test_pinned_slice_titles_fit_an_800_px_window(qtbot, open_tab, tab_runner):
-    tab = open_tab(EchoTab, (1300, 800))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
-    assert tab_runner.run(tab, levels=1, iters=3) is not None
-    assert tab.pin()
-    assert tab_runner.run(tab, levels=1, iters=3, alpha=0.2) is not None
+    tab = pinned_pair(qtbot, open_tab, tab_runner)
     tab.resize(800, 600)
     qtbot.wait(150)
     pinned = tab._pinned_slot["view"]
@@ -54,9 +47,7 @@ def test_pinned_slice_titles_fit_an_800_px_window(qtbot, open_tab, tab_runner):
 
 
 def test_a_narrow_unpinned_view_keeps_its_titles_in_their_column(qtbot, open_tab, tab_runner):
-    tab = open_tab(EchoTab, (700, 560))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
+    tab = loaded_tab(open_tab, tab_runner, EchoTab, SAMPLE, (700, 560))
     qtbot.wait(150)
     assert tab.view.glw.width() < 170
     _fits(tab.view)

@@ -10,14 +10,15 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import loaded_tab  # noqa: E402
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtGui import QClipboard, QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QLabel  # noqa: E402
+from test_ux8_reviewB import LONG, ZWSP, _label  # noqa: E402 - a wrapped name in a NameLabel
 
 pytestmark = pytest.mark.gui
 
-LONG = "experiment_2026-11-26_session_04_camera_left_<b>_frame_000123.jpg"
-ZWSP = "\u200b"
+SHOWN = f"{LONG}\n481 x 321, RGB"   # _label's text: the name, then a line about the picture
 
 
 @pytest.fixture
@@ -28,21 +29,6 @@ def selection(qapp):
                     "(X11's primary selection): run under Xvfb (xvfb-run) to test it")
     cb.clear(QClipboard.Mode.Selection)
     return cb
-
-
-def _label(qtbot):
-    from app.ui.widgets import NameLabel, name_html
-
-    lab = NameLabel("No image loaded.")
-    lab.setWordWrap(True)
-    lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    qtbot.addWidget(lab)
-    lab.resize(260, 160)
-    lab.setText(f"<b>{name_html(LONG)}</b>")
-    lab.show()
-    qtbot.waitExposed(lab)
-    assert ZWSP in lab.text()   # the case: the name is shown with places to wrap
-    return lab
 
 
 def _drag_over_all(qtbot, lab) -> None:
@@ -61,7 +47,7 @@ def test_a_mouse_selection_puts_the_name_without_wrap_points_into_the_selection(
     lab = _label(qtbot)
     _drag_over_all(qtbot, lab)
     assert lab.hasSelectedText() and ZWSP in lab.selectedText()   # the label's own selection has them
-    assert selection.text(QClipboard.Mode.Selection) == LONG
+    assert selection.text(QClipboard.Mode.Selection) == SHOWN
 
 
 def test_without_the_label_s_release_the_selection_holds_the_wrap_points(qtbot, selection, monkeypatch):
@@ -73,7 +59,7 @@ def test_without_the_label_s_release_the_selection_holds_the_wrap_points(qtbot, 
     lab = _label(qtbot)
     _drag_over_all(qtbot, lab)
     got = selection.text(QClipboard.Mode.Selection)
-    assert ZWSP in got and got.replace(ZWSP, "") == LONG
+    assert ZWSP in got and got.replace(ZWSP, "") == SHOWN
 
 
 def test_selecting_the_input_line_of_a_tab_puts_the_file_name_into_the_selection(tmp_path, qtbot, selection,
@@ -87,9 +73,7 @@ def test_selecting_the_input_line_of_a_tab_puts_the_file_name_into_the_selection
     sample = Path(__file__).resolve().parents[2] / "resources" / "samples" / "imseg" / "coffee.jpg"
     name = "experiment_2026-11-26_session_04_camera_left_000123.jpg"
     shutil.copy(sample, tmp_path / name)
-    tab = open_tab(ImsegTab, (1200, 760))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, tmp_path / name)
+    tab = loaded_tab(open_tab, tab_runner, ImsegTab, tmp_path / name, (1200, 760))
     label = tab.input_info
     assert ZWSP in label.text()
     qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()))  # laid out: all lines shown

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from _gui_helpers import loaded_tab  # noqa: E402
 from PySide6.QtCore import QPointF  # noqa: E402
 
 from app.tabs.echo_tab import EchoTab  # noqa: E402
@@ -24,16 +25,20 @@ def _right_edge(view, plane) -> float:
     return view.glw.mapFromScene(QPointF(r.right(), r.center().y())).x()
 
 
-def test_pinned_slice_views_fit_their_halves(qtbot, open_tab, tab_runner):
-    # before: the three titles "Sagittal, x = 24 (frame 2)" forced each half wider than it is,
-    # so the sagittal view and its title were cut off at the right edge (1300 px window, pinned)
-    tab = open_tab(EchoTab, (1300, 800))
-    tab.live_check.setChecked(False)
-    tab_runner.load(tab, SAMPLE)
+def pinned_pair(qtbot, open_tab, tab_runner):
+    """The echo tab at 1300 x 800 with the sample: a fast run pinned beside another (alpha 0.2)."""
+    tab = loaded_tab(open_tab, tab_runner, EchoTab, SAMPLE)
     assert tab_runner.run(tab, levels=1, iters=3) is not None
     assert tab.pin()
     assert tab_runner.run(tab, levels=1, iters=3, alpha=0.2) is not None
     qtbot.wait(100)
+    return tab
+
+
+def test_pinned_slice_views_fit_their_halves(qtbot, open_tab, tab_runner):
+    # before: the three titles "Sagittal, x = 24 (frame 2)" forced each half wider than it is,
+    # so the sagittal view and its title were cut off at the right edge (1300 px window, pinned)
+    tab = pinned_pair(qtbot, open_tab, tab_runner)
     pinned_view = tab._pinned_slot["view"]
     for view in (tab.view, pinned_view):
         w = view.glw.width()
