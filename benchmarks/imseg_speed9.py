@@ -1,7 +1,7 @@
 """Session 9 speed A/B of the k-means pipeline (issue 21), one process, variants taking turns.
 
 Variants are module switches (the same code otherwise): ``old`` = the kernels before session 9,
-``new`` = every session-9 switch on, and one variant per switch. Each switch of variant clears
+``new`` = every session-9 switch on, ``no_<switch>`` = all but that one. Each switch of variant clears
 the CUDA graphs (they hold the kernels they were captured with) and warms up again. Every
 variant's outputs (labels, clusters, centres, every feature) are checked equal to ``old``'s
 before any timing. Then:
@@ -34,11 +34,13 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.imseg_profile import kernel_profile, natural_image  # noqa: E402
 
-#: variant -> {(module, attribute): value}; "old" sets every switch off
+#: the session's switches: variant "old" sets every one off, "new" every one on, "no_<name>" every
+#: one but <name> on
 SWITCHES = {
     "features": ("gpu_kernels.imseg.features", "SMEM"),
     "codes": ("gpu_kernels.imseg.color", "CODES_SMEM"),
     "kmeans32": ("gpu_kernels.imseg.kmeans", "FUSED32"),
+    "digits": ("gpu_kernels.imseg.features", "MOMENT_DIGITS"),
 }
 
 
@@ -46,7 +48,7 @@ def _set(variant: str) -> None:
     import importlib
 
     for name, (mod, attr) in SWITCHES.items():
-        on = variant == "new" or variant == name
+        on = variant != "old" and variant != f"no_{name}"
         setattr(importlib.import_module(mod), attr, on)
     from gpu_kernels.imseg import graphs as G
 
@@ -77,7 +79,7 @@ def _same(a: dict, b: dict) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--variants", default="old,new," + ",".join(SWITCHES))
+    ap.add_argument("--variants", default="old,new," + ",".join(f"no_{k}" for k in SWITCHES))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--rep", type=int, default=30)
     ap.add_argument("--rep4k", type=int, default=10)

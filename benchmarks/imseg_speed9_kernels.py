@@ -96,7 +96,12 @@ def main(argv=None) -> int:
     row("moments_exact (old) chunk 16", gpu_us(
         lambda: f_old(grid(-(-n // 16), 256), (256,), (labels_d, np.int64(n), np.int32(w), NULL, anchor, macc)),
         a.rep))
-    for diag in (0, 1, 2, 4, 8, 15):
+    fd = kernel(be, "imseg_features.cu", "feat_moments_digits", options=C.CUDA_OPTIONS)
+    for ch in (4, 8, 16):
+        row(f"moments_digits chunk={ch}", gpu_us(
+            lambda ch=ch: fd(grid(-(-n // ch), 256), (256,),
+                             (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc)), a.rep))
+    for diag in (0, 4):
         f = kernel(be, "imseg_features.cu", "feat_moments_smem", options=C.CUDA_OPTIONS,
                    defines={"FS_DIAG": diag} if diag else None)
         for ch in ((2, 4, 8, 16, 32) if diag == 0 else (8,)):
@@ -108,10 +113,10 @@ def main(argv=None) -> int:
     C.CODES_SMEM = False
     row("codes old (8 a thread)", gpu_us(lambda: C.codes_device(be, img_d, n, 3, 5, hist=hist), a.rep))
     C.CODES_SMEM = True
-    for ch in (1, 2, 4, 8, 16):
+    for ch in (1, 2, 4, 8):
         C.CODES_CHUNK = ch
         row(f"codes smem chunk={ch}", gpu_us(lambda: C.codes_device(be, img_d, n, 3, 5, hist=hist), a.rep))
-    C.CODES_CHUNK = 8
+    C.CODES_CHUNK = 2
     # ---- k-means by iterations (codes kept, k-means on copies)
     hist.fill(0)
     codes = C.codes_device(be, img_d, n, 3, 5, hist=hist)

@@ -740,3 +740,173 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const
         if (k > 0 && !(FS_DIAG & 8)) ft_moments_flush(acc, k, &t.lo[16 * s], &t.hi[16 * s]);
     }
 }
+
+// ------------------------------------------------------------------ moments in 16-bit digits (session 9)
+// feat_moments_smem's table held each region's 15 sums as 128-bit (lo, hi) pairs, added with
+// 64-bit shared atomics that return the old value (for the carry): those adds were ~85% of the
+// kernel's time at 512^2 (benchmarks/results/imseg_speed_session9.md). Here a run's 128-bit
+// sum is split into eight balanced 16-bit digits, x = sum_i d_i 2^(16 i), d_i in [-2^15, 2^15)
+// (small values, of either sign, have few non-zero digits), and each non-zero digit goes to its
+// own 32-bit slot word with one plain 32-bit shared atomic add (a block adds at most a few
+// thousand digits to a word, so the words cannot overflow). The block's sums are rebuilt from
+// the digits (sum_i D_i 2^(16 i), exact in 128 bits) and sent to the global accumulators as
+// before: the same exact integers, so the same moments bit for bit.
+#define FD_DIGITS 8
+
+struct FsMomentDigits {
+    int key[FS_MSLOTS];
+    int d[FS_MSLOTS * 15 * FD_DIGITS];
+};
+
+// the balanced digits of the 128-bit two's complement (lo, hi), added to w[0..7]
+__device__ __forceinline__ void fd_add_digits(int* w, u64 lo, u64 hi) {
+#pragma unroll
+    for (int i = 0; i < FD_DIGITS; ++i) {
+        const int d = (int)(short)(unsigned short)(lo & 0xffffULL);
+        if (d != 0) atomicAdd(&w[i], d);
+        const u64 dl = (u64)(long long)d, dh = d < 0 ? ~0ULL : 0ULL;
+        const u64 nlo = lo - dl;
+        const u64 nhi = hi - dh - (lo < dl ? 1ULL : 0ULL);
+        lo = (nlo >> 16) | (nhi << 48);
+        hi = (u64)((long long)nhi >> 16);
+    }
+}
+
+// sum_i w[i] 2^(16 i) as a 128-bit two's complement (lo, hi)
+__device__ __forceinline__ void fd_value(const int* w, u64& lo, u64& hi) {
+    lo = 0ULL;
+    hi = 0ULL;
+#pragma unroll
+    for (int i = FD_DIGITS - 1; i >= 0; --i) {
+        hi = (hi << 16) | (lo >> 48);
+        lo <<= 16;
+        const long long v = (long long)w[i];
+        ft_add128(lo, hi, (u64)v, v < 0 ? ~0ULL : 0ULL);
+    }
+}
+
+__device__ __forceinline__ void fd_moments_add(FsMomentDigits& t, u64* __restrict__ acc, int rl, const u64* lo,
+                                               const u64* hi) {
+    const int s = fs_slot(t.key, FS_MSLOTS, rl);
+    if (s < 0) {
+        ft_moments_flush(acc, rl, lo, hi);
+        return;
+    }
+    int* w = &t.d[s * 15 * FD_DIGITS];
+#pragma unroll
+    for (int k = 1; k < 16; ++k) fd_add_digits(w + (k - 1) * FD_DIGITS, lo[k], hi[k]);
+}
+
+// feat_moments_exact's sums (raster order only) through the block's table of digits
+extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_digits(const int* __restrict__ labels,
+                                                                             long long n, int W, int chunk,
+                                                                             const long long* __restrict__ anchor,
+                                                                             u64* __restrict__ acc) {
+    __shared__ FsMomentDigits t;
+    for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) t.key[s] = 0;
+    for (int s = threadIdx.x; s < FS_MSLOTS * 15 * FD_DIGITS; s += blockDim.x) t.d[s] = 0;
+    __syncthreads();
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
+    const long long i1 = lmin(i0 + chunk, n);
+    int rl = -1;
+    long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
+    long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    u64 lo[16], hi[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        lo[k] = 0ULL;
+        hi[k] = 0ULL;
+    }
+    long long yy = i0 / W, xx = i0 - yy * W - 1;
+    for (long long i = i0; i <= i1; ++i) {
+        int l = -2;
+        long long p = 0, y = -1;
+        if (i < i1) {
+            p = i;
+            l = labels[p];
+            if (++xx == W) {
+                xx = 0;
+                ++yy;
+            }
+            y = yy;
+        }
+        if (l != rl || y != ry) {
+            if (rl > 0 && s0 > 0) {
+                const long long pu[4] = {1, u1, u2, u3};
+                const long long sv[4] = {s0, s1, s2, s3};
+#pragma unroll
+                for (int a = 0; a < 4; ++a) {
+#pragma unroll
+                    for (int b = 0; b < 4; ++b) {
+                        if (a == 0 && b == 0) continue;
+                        u64 plo, phi;
+                        ft_mul128(pu[a], sv[b], plo, phi);
+                        ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
+                    }
+                }
+            }
+            s0 = s1 = s2 = s3 = 0;
+            if (i >= i1) break;
+            if (l != rl) {
+                if (rl > 0) fd_moments_add(t, acc, rl, lo, hi);
+#pragma unroll
+                for (int k = 0; k < 16; ++k) {
+                    lo[k] = 0ULL;
+                    hi[k] = 0ULL;
+                }
+                rl = l;
+                if (l > 0) {
+                    ar = anchor[2 * (l - 1)];
+                    ac = anchor[2 * (l - 1) + 1];
+                }
+            }
+            ry = y;
+            if (l > 0) {
+                u1 = y - ar;
+                u2 = u1 * u1;
+                u3 = u2 * u1;
+            }
+        }
+        if (l <= 0) continue;
+        const long long v = xx - ac;
+        const long long v2 = v * v;
+        s0 += 1;
+        s1 += v;
+        s2 += v2;
+        s3 += v2 * v;
+    }
+    bool head;
+    const int end = ft_seg_end(rl, head);
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 1; k < 16; ++k) {
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const u64 olo = __shfl_down_sync(0xffffffffu, lo[k], off);
+            const u64 ohi = __shfl_down_sync(0xffffffffu, hi[k], off);
+            if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
+        }
+    }
+    if (head && rl > 0) fd_moments_add(t, acc, rl, lo, hi);
+    __syncthreads();
+    for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) {
+        const int k = t.key[s];
+        if (k <= 0) continue;
+        u64 blo[16], bhi[16];
+        blo[0] = bhi[0] = 0ULL;
+#pragma unroll
+        for (int m = 1; m < 16; ++m) fd_value(&t.d[(s * 15 + m - 1) * FD_DIGITS], blo[m], bhi[m]);
+        ft_moments_flush(acc, k, blo, bhi);
+    }
+}
+
+// the digits' round trip (tests): n 128-bit values (lo, hi pairs) each split into a zeroed
+// digit array with fd_add_digits `reps` times and rebuilt with fd_value (= reps * value)
+extern "C" __global__ void fd_roundtrip(const u64* __restrict__ in, u64* __restrict__ out, int n, int reps) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int w[FD_DIGITS];
+    for (int k = 0; k < FD_DIGITS; ++k) w[k] = 0;
+    for (int r = 0; r < reps; ++r) fd_add_digits(w, in[2 * i], in[2 * i + 1]);
+    fd_value(w, out[2 * i], out[2 * i + 1]);
+}

@@ -60,6 +60,9 @@ CHUNK = 16
 #: results), with SMEM_CHUNK pixels a thread; off: the session-4 kernels (FT_CHUNK a thread)
 SMEM = True
 SMEM_CHUNK = 8
+#: with SMEM, the moments' block table holds 16-bit digits added by 32-bit shared atomics
+#: (feat_moments_digits) instead of 128-bit pairs added by 64-bit ones (feat_moments_smem)
+MOMENT_DIGITS = True
 _SMEM_THREADS = 256
 
 FT_BBOX, FT_RAW, FT_LAB = 1, 2, 4
@@ -245,7 +248,8 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         macc = acc["extra"]  # zeroed with the pass-1 sums
         if SMEM and order is None:
             ch = int(SMEM_CHUNK)
-            kernel(be, _SRC, "feat_moments_smem", options=_color.CUDA_OPTIONS)(
+            kernel(be, _SRC, "feat_moments_digits" if MOMENT_DIGITS else "feat_moments_smem",
+                   options=_color.CUDA_OPTIONS)(
                 grid(-(-n // ch), _SMEM_THREADS), (_SMEM_THREADS,),
                 (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc))
         else:

@@ -85,6 +85,10 @@ def _feature_labels(rng, h, w, kind):
     if kind == "few":
         lab = rng.integers(1, 6, size=((h + 15) // 16, (w + 15) // 16)).repeat(16, 0).repeat(16, 1)[:h, :w]
         lab[rng.random((h, w)) < 0.05] = 0
+    elif kind == "halves":   # two large regions: per-block moment sums past 2^48 (every digit used)
+        lab = np.ones((h, w), np.int64)
+        lab[:, w // 2:] = 2
+        lab[h // 3, :7] = 3
     elif kind == "many":
         lab = rng.integers(1, 400, size=((h + 1) // 2, (w + 1) // 2)).repeat(2, 0).repeat(2, 1)[:h, :w]
     else:
@@ -117,7 +121,7 @@ def _equal(a, b):
 @needs_emu
 @pytest.mark.parametrize("kind, h, w, dtype, chunk", [
     ("few", 40, 70, np.uint8, 8), ("many", 33, 61, np.uint8, 4), ("pixels", 17, 23, np.uint16, 8),
-    ("few", 24, 37, np.float32, 3), ("many", 20, 50, "grey", 16)])
+    ("few", 24, 37, np.float32, 3), ("many", 20, 50, "grey", 16), ("halves", 160, 300, np.uint8, 8)])
 def test_emulated_block_table_sums_equal_the_old_kernels(kind, h, w, dtype, chunk, monkeypatch):
     """feat_pass1_smem / feat_moments_smem give the session-4 kernels' features bit for bit
     (integer sums; float raw sums of these small images are exact too), also where a block
@@ -314,3 +318,26 @@ def test_gpu_kmeans_fused32_equals_fused_and_cpu(k_max, iterations, q, monkeypat
         c, e = K.kmeans_quantized(img, device=get_backend("cuda"), **kw)
         np.testing.assert_array_equal(c, cc)
         np.testing.assert_array_equal(e, ec)
+
+
+@needs_emu
+def test_emulated_moment_digits_round_trip_128_bit_values():
+    """feat_moments_digits' split of a 128-bit sum into balanced 16-bit digits and its rebuild:
+    exact (in 128-bit two's complement) for values of either sign up to about 2^120, added up
+    to 3000 times (more than a block adds to one slot word)."""
+    from gpu_kernels.imseg._util import kernel
+
+    be = emu_backend()
+    rng = np.random.default_rng(11)
+    vals = [0, 1, -1, 5, -5, 32767, -32768, 65535, 1 << 47, -(1 << 47), (1 << 64) + 3, -(1 << 100) - 7,
+            (1 << 119) - 12345, -(1 << 119)]
+    vals += [int(v) * (1 << int(s)) * int(sg) for v, s, sg in zip(rng.integers(1, 1 << 62, 40), rng.integers(0, 58, 40),
+                                                               rng.choice([-1, 1], 40), strict=True)]
+    fn = kernel(be, "imseg_features.cu", "fd_roundtrip")
+    for reps in (1, 3000):
+        words = np.array([[v & ((1 << 64) - 1), (v >> 64) & ((1 << 64) - 1)] for v in vals], np.uint64)
+        out = np.zeros_like(words)
+        fn((1,), (len(vals),), (words.ravel(), out.ravel(), np.int32(len(vals)), np.int32(reps)))
+        got = [int(lo) + (int(hi) << 64) for lo, hi in out]
+        want = [(v * reps) % (1 << 128) for v in vals]   # two's complement in 128 bits
+        assert got == want
