@@ -3,11 +3,14 @@ with the defaults, configurations interleaved round by round (separate processes
 host drift by tens of ms, so only a one-process A/B isolates a change):
 
 - ``head``: the code at the session's start (``thickness.FUSED_NEAREST = False``,
-  ``segment.THICKNESS_BESIDE = False``, ``segment.NEAREST_EARLY = "gpu"``);
+  ``thickness.LOOP_ON_DEVICE = False``, ``segment.NEAREST_EARLY = "gpu"``);
 - ``nearoff``: ``head`` with ``NEAREST_EARLY = False`` (session 8b's switch, to decide it);
-- ``fused``: the thickness's nearest-sample search in one kernel per chunk;
-- ``beside``: the working thickness on a thread beside the APSP;
-- ``new``: both; ``new_nearoff``: both, ``NEAREST_EARLY = False``.
+- ``fused``: the thickness's nearest-sample search in one kernel per chunk and step;
+- ``new``: the thickness's whole shrinking-ball loop in one kernel (today's default);
+- ``new_nearoff``: ``new`` with ``NEAREST_EARLY = False``.
+
+(Call 1 of session 9 also timed the working thickness on a thread beside the APSP: slower, both
+took ~2x as long side by side; removed. Its runs are in benchmarks/results/mesh_speed_session9*.)
 
 The labels' and colours' SHA-1 must be the same in every configuration. After the rounds, one
 profiled run per configuration named in ``--profile`` prints perf_counter pieces (inclusive
@@ -36,14 +39,13 @@ from gpu_kernels.mesh import segment, thickness  # noqa: E402
 from gpu_kernels.mesh import simplify as simp  # noqa: E402
 
 CONFIGS = {
-    "head": {"fused": False, "beside": False, "near": "gpu"},
-    "nearoff": {"fused": False, "beside": False, "near": False},
-    "fused": {"fused": True, "beside": False, "near": "gpu"},
-    "beside": {"fused": False, "beside": "gpu", "near": "gpu"},
-    "new": {"fused": True, "beside": "gpu", "near": "gpu"},
-    "new_nearoff": {"fused": True, "beside": "gpu", "near": False},
+    "head": {"fused": False, "loop": False, "near": "gpu"},
+    "nearoff": {"fused": False, "loop": False, "near": False},
+    "fused": {"fused": True, "loop": False, "near": "gpu"},
+    "new": {"fused": True, "loop": True, "near": "gpu"},
+    "new_nearoff": {"fused": True, "loop": True, "near": False},
 }
-REAL = {"fused": thickness.FUSED_NEAREST, "beside": segment.THICKNESS_BESIDE, "near": segment.NEAREST_EARLY}
+REAL = {"fused": thickness.FUSED_NEAREST, "loop": thickness.LOOP_ON_DEVICE, "near": segment.NEAREST_EARLY}
 # (module, attribute) timed in the profiled runs
 WRAP = [(segment, "prepare_mesh"), (segment, "working_graph"), (segment, "with_thickness"),
         (thickness, "face_thickness"), (segment, "graph_distances"), (segment, "distance_orders"),
@@ -53,7 +55,7 @@ WRAP = [(segment, "prepare_mesh"), (segment, "working_graph"), (segment, "with_t
 
 def _setup(c: dict) -> None:
     thickness.FUSED_NEAREST = c["fused"]
-    segment.THICKNESS_BESIDE = c["beside"]
+    thickness.LOOP_ON_DEVICE = c["loop"]
     segment.NEAREST_EARLY = c["near"]
 
 

@@ -1,12 +1,14 @@
-"""Issue 22 (session 9): is the thickness's fused GPU search (``thickness.FUSED_NEAREST``,
-``gpu_kernels/cuda/mesh_thickness.cu``) bit-identical to the product path (cuBLAS) on real
-working meshes, and how long does each take?
+"""Issue 22 (session 9): are the thickness's GPU kernels (``gpu_kernels/cuda/mesh_thickness.cu``:
+the search per step, ``thickness.FUSED_NEAREST``; the whole ball loop, ``LOOP_ON_DEVICE``)
+bit-identical to the product path (cuBLAS, the steps on the host) on real working meshes, and how
+long does each take?
 
 For every mesh given: ``segment_mesh`` with the defaults, once with the product path and once
-with the fused search; the labels, the face colours and the working mesh's thickness are
+with today's defaults; the labels, the face colours and the working mesh's thickness are
 compared bit for bit. On the working mesh of the first run, ``face_thickness`` is timed (best
-of ``--repeats``) with the product path and with each order of the fused search's dot product
-(``THICK_DOT_MODE`` 0, 1, 2), and each order's thickness is compared with the product path's.
+of ``--repeats``) with the product path, the fused search (each order of its dot product,
+``THICK_DOT_MODE`` 0, 1, 2) and the ball-loop kernel, and each one's thickness is compared with the
+product path's. (Call 1 ran the search per step only: 76 of 76 the same in every order.)
 
 Example (device call of session 9)::
 
@@ -42,7 +44,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     real_with = segment.with_thickness
-    real_fused, real_mode = th.FUSED_NEAREST, th.THICK_DOT_MODE
+    real_fused, real_mode, real_loop = th.FUSED_NEAREST, th.THICK_DOT_MODE, th.LOOP_ON_DEVICE
     cap: dict = {}
 
     def capture(graph, v, f, xp=None):
@@ -52,14 +54,15 @@ def main(argv=None) -> int:
         return out
 
     segment.with_thickness = capture
-    tot = {"labels": 0, "thickness": 0, "n": 0, "mode": {0: 0, 1: 0, 2: 0}}
-    times = {"product": [], 0: [], 1: [], 2: []}
+    tot = {"labels": 0, "thickness": 0, "n": 0, "mode": {0: 0, 1: 0, 2: 0, "loop": 0}}
+    times = {"product": [], 0: [], 1: [], 2: [], "loop": []}
     try:
         for path in args.meshes:
             v, f = read_mesh(path)
             res = {}
             for fused in (False, True):
-                th.FUSED_NEAREST, th.THICK_DOT_MODE = fused, 0
+                th.FUSED_NEAREST, th.THICK_DOT_MODE = (real_fused, real_mode) if fused else (False, 0)
+                th.LOOP_ON_DEVICE = real_loop if fused else False
                 cap.clear()
                 seg = segment.segment_mesh(v, f, device=args.device)
                 res[fused] = (seg.labels, seg.face_colors, cap.get("th"), cap.get("args"))
@@ -73,9 +76,10 @@ def main(argv=None) -> int:
             if t0 is not None:
                 graph, wv, wf, xp = res[False][3]
                 kw = dict(src=graph.src, dst=graph.dst, areas=graph.areas, xp=xp)
-                for mode in ("product", 0, 1, 2):
+                for mode in ("product", 0, "loop"):  # call 1: orders 1 and 2 as 0, 76 of 76
                     th.FUSED_NEAREST = mode != "product"
-                    th.THICK_DOT_MODE = 0 if mode == "product" else mode
+                    th.THICK_DOT_MODE = mode if mode in (0, 1, 2) else 0
+                    th.LOOP_ON_DEVICE = mode == "loop"
                     best, out = None, None
                     for _ in range(args.repeats):
                         if xp is not None:
@@ -88,13 +92,13 @@ def main(argv=None) -> int:
                     if mode != "product":
                         ok = _same(out, t0)
                         tot["mode"][mode] += ok
-                        line += f"  mode{mode} {int(ok)} {1e3 * best:.2f}ms"
+                        line += f"  {mode if mode == 'loop' else f'mode{mode}'} {int(ok)} {1e3 * best:.2f}ms"
                     else:
                         line += f"  product {1e3 * best:.2f}ms"
             print(line, flush=True)
     finally:
         segment.with_thickness = real_with
-        th.FUSED_NEAREST, th.THICK_DOT_MODE = real_fused, real_mode
+        th.FUSED_NEAREST, th.THICK_DOT_MODE, th.LOOP_ON_DEVICE = real_fused, real_mode, real_loop
     print(f"thick9 total meshes {tot['n']} labels+colours same {tot['labels']} thickness same {tot['thickness']} "
           f"per dot order {tot['mode']}", flush=True)
     for mode, t in times.items():

@@ -192,12 +192,6 @@ COARSENING = "simplify"
 #: them (the same search, so the same mapping; issue 22, session 8b). "gpu": on a GPU backend
 #: only (on the CPU the thickness and the APSP use every core already); True: always; False: never
 NEAREST_EARLY = "gpu"
-#: the working mesh's thickness is measured on a thread of its own, beside the APSP and the
-#: farthest-point orders, instead of before them, where the thickness does not change the arc
-#: weights (``dualgraph.SDF_WEIGHT == 0``: it only weighs the merges, which come later). The same
-#: computation, so the same result (issue 22, session 9). "gpu": on a GPU backend only (on the
-#: CPU the k-d tree and the APSP use every core already); True: always; False: never
-THICKNESS_BESIDE = "gpu"
 #: (the full-resolution re-cut of the boundaries is the keyword ``refine_boundaries``,
 #: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within
 #: ceil(sqrt(full faces / working faces)) + REFINE_EXTRA_RINGS rings of the carried labels' changes)
@@ -1127,7 +1121,6 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
             target = int(0.9 * limit * graph.n / largest)
         working = []
         near_jobs: dict = {}  # NEAREST_EARLY: the working resolution's index -> its search
-        thick_jobs: dict = {}  # THICKNESS_BESIDE: the working resolution's index -> its thickness
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)
         if target is not None:
@@ -1146,14 +1139,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                         def then(gs, _i=len(working)):
                             near_jobs[_i] = _nearest_in_background(gs.centroids, graph.centroids)
                             leave.callback(near_jobs[_i].join)
-                    later = None
-                    if _thickness_beside(backend):
-                        def later(gs, vs, fs, _i=len(working)):
-                            thick_jobs[_i] = BackgroundCall(_with_thickness_on, backend, gs, vs, fs, xp,
-                                                            name="gpulab-mesh-thickness")
-                            leave.callback(thick_jobs[_i].join)
                     working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp, pre=pre,
-                                                           then=then, later=later)))
+                                                           then=then)))
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1172,8 +1159,6 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         # the farthest-point order of each matrix: every k's first representatives are a prefix
         orders = distance_orders(distances, device=backend)
         info["timings"]["apsp"] = time.perf_counter() - t0
-        for i, job in thick_jobs.items():  # THICKNESS_BESIDE: the graph with its thickness
-            working[i] = (working[i][0], job.result(), working[i][2])
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
                    near_jobs[i].result() if i in near_jobs else
@@ -1207,16 +1192,14 @@ def _nearest_faces(centroids_s, centroids) -> np.ndarray:
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
-                  pre=None, then=None, later=None):
+                  pre=None, then=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
     ``pre``: the same simplification already started
     (:func:`gpu_kernels.mesh.simplify.simplify_in_background`, which imports the simplifier on
     the calling thread first: pymeshlab imported first from a worker thread corrupted the heap,
-    session 6). ``then(gs)``: called once the working dual graph exists. ``later(gs, vs, fs)``:
-    the caller measures the thickness of the working mesh ``(vs, fs)`` (``THICKNESS_BESIDE``); the
-    graph is then returned without it."""
+    session 6)."""
     if COARSENING == "patches":
         from gpu_kernels.mesh.coarsen import coarsen
 
@@ -1230,26 +1213,7 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
     if then is not None:  # the working dual graph exists: the caller's work that needs only it
         then(gs)
-    if later is not None and uses_thickness():  # the caller measures the thickness (on a thread)
-        later(gs, vs, fs)
-        return gs, None
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
-
-
-def _thickness_beside(backend) -> bool:
-    """Whether :func:`prepare_mesh` measures the working thickness beside the APSP
-    (``THICKNESS_BESIDE``; only where the thickness leaves the arc weights as they are)."""
-    from gpu_kernels.mesh import dualgraph
-
-    on = THICKNESS_BESIDE is True or (THICKNESS_BESIDE == "gpu" and backend.is_gpu)
-    return bool(on and uses_thickness() and not dualgraph.SDF_WEIGHT > 0)
-
-
-def _with_thickness_on(backend, gs, vs, fs, xp):
-    """:func:`~gpu_kernels.mesh.dualgraph.with_thickness` on ``backend``'s device (a thread's
-    current CUDA device is its own)."""
-    with backend.activate():
-        return with_thickness(gs, vs, fs, xp)
 
 
 def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",

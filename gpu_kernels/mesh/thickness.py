@@ -63,7 +63,8 @@ def _orient_outward(v, f, normals) -> np.ndarray:
     return -normals if vol < 0 else normals
 
 
-#: the brute-force search in one kernel per 2,048-row chunk (``mesh_thick_nearest``,
+#: (where the ball loop is not on the device, ``LOOP_ON_DEVICE``) the brute-force search of a step
+#: in one kernel per 2,048-row chunk (``mesh_thick_nearest``,
 #: ``gpu_kernels/cuda/mesh_thickness.cu``) instead of a (rows x samples) product and ~10 CuPy
 #: operations on it: the same arithmetic in the same order (the dot product as cuBLAS's DGEMM
 #: forms it for k = 3, ``THICK_DOT_MODE``), so the same indices and distances bit for bit
@@ -130,6 +131,77 @@ def _nearest_on_device(xp, samples, *, fused=None, device=None, dot_mode=None):
     return query
 
 
+#: the whole shrinking-ball loop on the GPU in one launch (``mesh_thick_balls``, one block per
+#: face, its steps one after the other) instead of a search per step with the steps' arithmetic on
+#: the host: each face's balls depend only on its own centroid and normal, and the kernel rounds
+#: every operation as the host loop does (the three-term sums in the orders this host's NumPy
+#: ``einsum`` and this device's CuPy ``sum`` use, probed once: :func:`_sum3_orders`), so the same
+#: radii bit for bit. Where a probe finds no single order, the host loop runs. Issue 22, session 9
+LOOP_ON_DEVICE = True
+_PROBED: dict = {}
+
+
+def _sum3(x: np.ndarray, mode: int) -> np.ndarray:
+    """Row sums of an (m, 3) array in one order: 0 (x0 + x1) + x2, 1 x0 + (x1 + x2), 2 (x0 + x2) + x1."""
+    x0, x1, x2 = x[:, 0], x[:, 1], x[:, 2]
+    return (x0 + x1) + x2 if mode == 0 else x0 + (x1 + x2) if mode == 1 else (x0 + x2) + x1
+
+
+def _only_order(pairs) -> int | None:
+    """The one order of :func:`_sum3` that gives every ``(sums, terms)`` pair's sums, or None."""
+    modes = {0, 1, 2}
+    for got, terms in pairs:
+        modes &= {k for k in range(3) if np.array_equal(got, _sum3(terms, k))}
+    return modes.pop() if len(modes) == 1 else None
+
+
+def _probe_terms(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(m, 3)) * [1.0, 1e3, 1e-3] + [0.5, -2.0, 7.0],
+            rng.normal(size=(m, 3)) * [1e-3, 1.0, 1e3] + [3.0, 0.25, -1.0])
+
+
+def _sum3_orders(xp) -> tuple[int | None, int | None]:
+    """(CuPy's order for ``(c * c).sum(axis=1)`` on this device, NumPy's for ``einsum("ij,ij->i")``
+    here), each None where no single order reproduces it on the probes (cached per device)."""
+    key = int(xp.cuda.Device().id)
+    if key not in _PROBED:
+        host = []
+        for m, seed in ((4096, 1), (2048, 2), (37, 3)):
+            a, b = _probe_terms(m, seed)
+            host += [(np.einsum("ij,ij->i", a, b), a * b), (np.einsum("ij,ij->i", a, a), a * a)]
+        dev = []
+        for m, seed in ((4096, 4), (2048, 5), (1000, 6), (37, 7)):
+            a, _ = _probe_terms(m, seed)
+            ad = xp.asarray(a)
+            dev.append((xp.asnumpy((ad * ad).sum(axis=1)), a * a))
+        _PROBED[key] = (_only_order(dev), _only_order(host))
+    return _PROBED[key]
+
+
+def _balls_on_device(xp, p, n, samples, diag: float, *, orders=None, device=None):
+    """The radii of :func:`face_thickness`'s loop from one ``mesh_thick_balls`` launch, or None
+    where the sums' orders are unknown. ``orders``: (device, host) order of :func:`_sum3` (default:
+    :func:`_sum3_orders`); ``device``: the kernel's device (default: CuPy's current one)."""
+    dev_order, host_order = _sum3_orders(xp) if orders is None else orders
+    if dev_order is None or host_order is None:
+        return None
+    from gpu_kernels.backend import kernel
+
+    fn = kernel(_device_of(xp) if device is None else device, "mesh_thickness.cu", "mesh_thick_balls",
+                defines={"DOT_MODE": int(THICK_DOT_MODE), "SUM3_DEV": int(dev_order), "SUM3_HOST": int(host_order)},
+                options=("--fmad=false",))
+    F = int(p.shape[0])
+    s = xp.ascontiguousarray(xp.asarray(samples, dtype=xp.float64))
+    s2 = (s * s).sum(axis=1)
+    pd = xp.ascontiguousarray(xp.asarray(p, dtype=xp.float64))
+    nd = xp.ascontiguousarray(xp.asarray(n, dtype=xp.float64))
+    r = xp.empty(F, dtype=xp.float64)
+    fn((F,), (256,), (pd, nd, s, s2, np.int64(F), np.int64(s.shape[0]), np.float64(0.5 * diag),
+                      np.float64(1e-6 * diag), np.float64(1e-12 * diag), np.int32(MAX_STEPS), r))
+    return xp.asnumpy(r)
+
+
 def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, areas=None,
                    xp=None) -> np.ndarray:
     """(F,) local thickness (shrinking-ball diameter) of each face of a triangle mesh.
@@ -154,16 +226,23 @@ def face_thickness(vertices, faces, centroids, normals, *, src=None, dst=None, a
     if F == 0:
         return np.zeros(0)
     samples = np.concatenate([v[np.unique(f)], p])
-    if xp is not None and xp is not np:
-        query = _nearest_on_device(xp, samples)
+    diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0))) or 1.0
+    on_device = xp is not None and xp is not np
+    r = None
+    if on_device and LOOP_ON_DEVICE and getattr(xp, "__name__", "") == "cupy":
+        r = _balls_on_device(xp, p, n, samples, diag)
+    if r is not None:
+        active = np.zeros(F, dtype=bool)   # the loop below has nothing left to do
+    else:
+        r = np.full(F, 0.5 * diag)
+        active = np.ones(F, dtype=bool)
+    if on_device:
+        query = _nearest_on_device(xp, samples) if active.any() else None
     else:
         tree = cKDTree(samples)
 
         def query(c):
             return kd_nearest(tree, c)
-    diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0))) or 1.0
-    r = np.full(F, 0.5 * diag)
-    active = np.ones(F, dtype=bool)
     tol = 1e-6 * diag
     for _ in range(MAX_STEPS):
         idx = np.flatnonzero(active)

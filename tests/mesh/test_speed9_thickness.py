@@ -1,9 +1,14 @@
-"""Issue 22 (session 9): the thickness's nearest-sample search in one kernel per chunk
-(``mesh_thick_nearest``, gpu_kernels/cuda/mesh_thickness.cu) gives the product path's answer
-bit for bit: the same indices (the first of equal distances, as ``argmin``) and the same
-distances. On the CPU through the test suite's CUDA emulator against an exact reference of the
-formula ``(|q|² + |s|²) - (2q)·s`` (the dot product's rounding written out with fractions), and
-on a GPU against the CuPy product path itself (cuBLAS)."""
+"""Issue 22 (session 9): the thickness's GPU kernels (gpu_kernels/cuda/mesh_thickness.cu) give
+the product path's answer bit for bit.
+
+- ``mesh_thick_nearest`` (the search of one step in one kernel per chunk): the same indices (the
+  first of equal distances, as ``argmin``) and the same distances. On the CPU through the test
+  suite's CUDA emulator against an exact reference of the formula ``(|q|² + |s|²) - (2q)·s`` (the
+  dot product's rounding written out with fractions), and on a GPU against the CuPy product path
+  itself (cuBLAS).
+- ``mesh_thick_balls`` (every step of every face in one launch): the same radii as the host loop,
+  emulated against the host loop with a search of the same arithmetic, and on a GPU against the
+  product path; the orders of the three-term sums are probed (NumPy's einsum here)."""
 
 from __future__ import annotations
 
@@ -125,6 +130,7 @@ def test_the_thickness_is_bit_identical_with_the_fused_search(monkeypatch):
         v, f, _, _ = clean_mesh(v, f)
     g = dual_graph(v, f, delta=0.05, eta_convex=0.02, thickness=False)
     kw = dict(src=g.src, dst=g.dst, areas=g.areas, xp=cupy)
+    monkeypatch.setattr(th, "LOOP_ON_DEVICE", False)      # the search per step, not the loop kernel
     monkeypatch.setattr(th, "FUSED_NEAREST", False)
     a = th.face_thickness(v, f, g.centroids, g.normals, **kw)
     monkeypatch.setattr(th, "FUSED_NEAREST", True)
@@ -138,4 +144,102 @@ def test_the_thickness_is_bit_identical_with_the_fused_search(monkeypatch):
     monkeypatch.setattr(th, "_nearest_on_device", spy)
     b = th.face_thickness(v, f, g.centroids, g.normals, **kw)
     assert calls == ["query_fused"]
+    assert np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def _box_mesh():
+    """A bulged 4 x 2 x 0.4 box (thickness's own doctest shape), wound outwards."""
+    from scipy.spatial import ConvexHull
+
+    g1 = np.linspace(-1, 1, 9)
+    q = np.array([(x, y, z) for x in g1 for y in g1 for z in g1 if max(abs(x), abs(y), abs(z)) == 1])
+    w = 1 - q ** 2
+    q = q + 0.03 * np.sign(q) * (np.abs(q) == 1) * np.c_[w[:, 1] * w[:, 2], w[:, 0] * w[:, 2], w[:, 0] * w[:, 1]]
+    v = q * [2.0, 1.0, 0.2] + [10.0, -3.0, 1.0]
+    f = ConvexHull(v).simplices
+    out = np.einsum("ij,ij->i", np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]),
+                    v[f].mean(axis=1) - v.mean(axis=0)) > 0
+    return v, np.where(out[:, None], f, f[:, ::-1])
+
+
+def test_numpy_einsum_has_one_probed_order_here():
+    host = []
+    for m, seed in ((4096, 1), (37, 3)):
+        a, b = th._probe_terms(m, seed)
+        host += [(np.einsum("ij,ij->i", a, b), a * b)]
+    assert th._only_order(host) in (0, 1, 2)
+    a, b = th._probe_terms(64, 9)
+    assert th._only_order([(th._sum3(a * b, 1), a * b)]) == 1       # the probe tells the orders apart
+    assert th._only_order([(th._sum3(a * b, 1), a * b), (th._sum3(a * b, 0), a * b)]) is None
+
+
+@pytest.mark.parametrize("dev_order", [0, 2])
+def test_the_ball_loop_kernel_gives_the_host_loops_radii_emulated(monkeypatch, dev_order):
+    """mesh_thick_balls (every step of every face in one launch) against face_thickness's host
+    loop with a search of the same arithmetic, bit for bit (no smoothing: thickness = 2 r)."""
+    import cuda_emu
+
+    if cuda_emu.available():
+        pytest.skip(cuda_emu.available())
+    from gpu_kernels.mesh.dualgraph import dual_graph
+
+    v, f = _box_mesh()
+    g = dual_graph(v, f, delta=0.05, eta_convex=0.02, thickness=False)
+    a, b = th._probe_terms(4096, 1)
+    host_order = th._only_order([(np.einsum("ij,ij->i", a, b), a * b), (np.einsum("ij,ij->i", a, a), a * a)])
+    assert host_order is not None
+
+    def ref_search(xp, samples, **kw):      # the product path's formula, DOT_MODE 2, |c|² in dev_order
+        s = np.asarray(samples)
+        s2 = (s * s).sum(axis=1)
+
+        def query(c):
+            qq = th._sum3(c * c, dev_order)
+            a2 = 2.0 * c
+            gm = (a2[:, None, 0] * s[None, :, 0] + a2[:, None, 1] * s[None, :, 1]) + a2[:, None, 2] * s[None, :, 2]
+            d2 = (qq[:, None] + s2[None, :]) - gm
+            j = np.argmin(d2, axis=1)
+            return np.sqrt(np.maximum(d2[np.arange(len(c)), j], 0.0)), j
+        return query
+    monkeypatch.setattr(th, "_nearest_on_device", ref_search)
+    fake = type("FakeXp", (), {"__name__": "numpy_stand_in"})()
+    ref = th.face_thickness(v, f, g.centroids, g.normals, xp=fake)
+    monkeypatch.setattr(th, "THICK_DOT_MODE", 2)
+    n = th._orient_outward(v, f, np.asarray(g.normals, dtype=np.float64))
+    p = np.asarray(g.centroids, dtype=np.float64)
+    samples = np.concatenate([v[np.unique(f)], p])
+    diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0)))
+    r = th._balls_on_device(cuda_emu.xp, p, n, samples, diag, orders=(dev_order, host_order),
+                            device=cuda_emu.emu_backend())
+    assert np.array_equal((2.0 * r).view(np.int64), ref.view(np.int64))
+    assert len(np.unique(ref)) > 5 and ref.max() < 0.5 * diag     # the balls did shrink, to several sizes
+    # a wrong order of the host's sums changes radii somewhere
+    wrong = th._balls_on_device(cuda_emu.xp, p, n, samples, diag, orders=(dev_order, (host_order + 1) % 3),
+                                device=cuda_emu.emu_backend())
+    assert not np.array_equal(wrong, r)
+
+
+@pytest.mark.gpu
+def test_the_ball_loop_kernel_is_used_and_bit_identical_on_the_gpu(monkeypatch):
+    import cupy
+
+    from gpu_kernels.mesh.dualgraph import dual_graph
+
+    assert None not in th._sum3_orders(cupy)
+    v, f = _box_mesh()
+    g = dual_graph(v, f, delta=0.05, eta_convex=0.02, thickness=False)
+    kw = dict(src=g.src, dst=g.dst, areas=g.areas, xp=cupy)
+    monkeypatch.setattr(th, "LOOP_ON_DEVICE", False)
+    a = th.face_thickness(v, f, g.centroids, g.normals, **kw)
+    monkeypatch.setattr(th, "LOOP_ON_DEVICE", True)
+    calls = []
+    real = th._balls_on_device
+
+    def spy(*args, **k):
+        out = real(*args, **k)
+        calls.append(out is not None)
+        return out
+    monkeypatch.setattr(th, "_balls_on_device", spy)
+    b = th.face_thickness(v, f, g.centroids, g.normals, **kw)
+    assert calls == [True]
     assert np.array_equal(a.view(np.int64), b.view(np.int64))
