@@ -440,6 +440,11 @@ __device__ __forceinline__ int fs_slot(int* keys, int slots, int l) {
     return -1;
 }
 
+// The table's 64-bit sums are kept as 16-bit digits in 32-bit words (64-bit shared atomics are
+// not single instructions: see feat_moments_digits): row and column sums (< 2^40 a run) as
+// three unsigned digits, CIELAB sums (|x| < 2^29 a run) as two balanced digits, raw sums of
+// integer pixels (< 2^24 a run) as two unsigned digits; float pixels' raw sums stay doubles. A
+// word takes at most one add a run of a thread (a few thousand a block): no overflow.
 struct FsPass1 {
     int key[FS_SLOTS];
     int cnt[FS_SLOTS];
@@ -447,12 +452,45 @@ struct FsPass1 {
     int minc[FS_SLOTS];
     int maxr[FS_SLOTS];
     int maxc[FS_SLOTS];
-    u64 sr[FS_SLOTS];
-    u64 sc[FS_SLOTS];
-    double raw[3 * FS_SLOTS];
-    long long lab[3 * FS_SLOTS];
+    unsigned int rc[6 * FS_SLOTS];   // sum of rows, then of columns: 3 digits each
+    int lab[6 * FS_SLOTS];           // L, a, b: 2 balanced digits each
+    unsigned int rawi[6 * FS_SLOTS]; // integer pixels: 3 channels, 2 digits each
+    double rawf[3 * FS_SLOTS];       // float pixels
 };
 
+template <typename T> struct FsIsFloat { static const bool value = false; };
+template <> struct FsIsFloat<float> { static const bool value = true; };
+
+__device__ __forceinline__ void fs_add_u48(unsigned int* w, u64 x) {
+    const unsigned int d0 = (unsigned int)(x & 0xffffULL), d1 = (unsigned int)((x >> 16) & 0xffffULL),
+                       d2 = (unsigned int)(x >> 32);
+    if (d0) atomicAdd(&w[0], d0);
+    if (d1) atomicAdd(&w[1], d1);
+    if (d2) atomicAdd(&w[2], d2);
+}
+
+__device__ __forceinline__ u64 fs_u48(const unsigned int* w) {
+    return (u64)w[0] + ((u64)w[1] << 16) + ((u64)w[2] << 32);
+}
+
+__device__ __forceinline__ void fs_add_u32(unsigned int* w, u64 x) {
+    const unsigned int d0 = (unsigned int)(x & 0xffffULL), d1 = (unsigned int)(x >> 16);
+    if (d0) atomicAdd(&w[0], d0);
+    if (d1) atomicAdd(&w[1], d1);
+}
+
+__device__ __forceinline__ u64 fs_u32(const unsigned int* w) { return (u64)w[0] + ((u64)w[1] << 16); }
+
+__device__ __forceinline__ void fs_add_s32(int* w, long long x) {
+    const int d0 = (int)(short)(unsigned short)(x & 0xffffLL);
+    const int d1 = (int)((x - d0) >> 16);
+    if (d0) atomicAdd(&w[0], d0);
+    if (d1) atomicAdd(&w[1], d1);
+}
+
+__device__ __forceinline__ long long fs_s32(const int* w) { return (long long)w[0] + (long long)w[1] * 65536LL; }
+
+template <typename T>
 __device__ __forceinline__ void fs_pass1_add(FsPass1& t, int rl, int flags, int nc, int cnt, int minr, int minc,
                                              int maxr, int maxc, u64 sr, u64 sc, double v0, double v1, double v2,
                                              long long l0, long long l1, long long l2, int* __restrict__ area,
@@ -470,20 +508,28 @@ __device__ __forceinline__ void fs_pass1_add(FsPass1& t, int rl, int flags, int 
         atomicMin(&t.minc[s], minc);
         atomicMax(&t.maxr[s], maxr);
         atomicMax(&t.maxc[s], maxc);
-        atomicAdd(&t.sr[s], sr);
-        atomicAdd(&t.sc[s], sc);
+        fs_add_u48(&t.rc[6 * s], sr);
+        fs_add_u48(&t.rc[6 * s + 3], sc);
     }
     if (flags & FT_RAW) {
-        atomicAdd(&t.raw[3 * s], v0);
-        if (nc == 3) {
-            atomicAdd(&t.raw[3 * s + 1], v1);
-            atomicAdd(&t.raw[3 * s + 2], v2);
+        if (FsIsFloat<T>::value) {
+            atomicAdd(&t.rawf[3 * s], v0);
+            if (nc == 3) {
+                atomicAdd(&t.rawf[3 * s + 1], v1);
+                atomicAdd(&t.rawf[3 * s + 2], v2);
+            }
+        } else {  // integer pixel values: the sums are exact integers below 2^24 a run
+            fs_add_u32(&t.rawi[6 * s], (u64)v0);
+            if (nc == 3) {
+                fs_add_u32(&t.rawi[6 * s + 2], (u64)v1);
+                fs_add_u32(&t.rawi[6 * s + 4], (u64)v2);
+            }
         }
     }
     if (flags & FT_LAB) {
-        atomicAdd((u64*)&t.lab[3 * s], (u64)l0);
-        atomicAdd((u64*)&t.lab[3 * s + 1], (u64)l1);
-        atomicAdd((u64*)&t.lab[3 * s + 2], (u64)l2);
+        fs_add_s32(&t.lab[6 * s], l0);
+        fs_add_s32(&t.lab[6 * s + 2], l1);
+        fs_add_s32(&t.lab[6 * s + 4], l2);
     }
 }
 
@@ -502,10 +548,12 @@ __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ lab
         t.minc[s] = 0x7fffffff;
         t.maxr[s] = -1;
         t.maxc[s] = -1;
-        t.sr[s] = 0;
-        t.sc[s] = 0;
-        t.raw[3 * s] = t.raw[3 * s + 1] = t.raw[3 * s + 2] = 0.0;
-        t.lab[3 * s] = t.lab[3 * s + 1] = t.lab[3 * s + 2] = 0;
+        for (int j = 0; j < 6; ++j) {
+            t.rc[6 * s + j] = 0u;
+            t.lab[6 * s + j] = 0;
+            t.rawi[6 * s + j] = 0u;
+        }
+        t.rawf[3 * s] = t.rawf[3 * s + 1] = t.rawf[3 * s + 2] = 0.0;
     }
     __syncthreads();
     const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
@@ -526,8 +574,8 @@ __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ lab
         const int l = labels[p];
         if (l != rl) {
             if (rl > 0)
-                fs_pass1_add(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox,
-                             sum_rc, raw_sum, lab_sum);
+                fs_pass1_add<T>(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
+                                bbox, sum_rc, raw_sum, lab_sum);
             rl = l;
             cnt = 0;
             minr = 0x7fffffff;
@@ -591,15 +639,26 @@ __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ lab
         l2 = ft_seg_sum<long long>(l2, end);
     }
     if (head && rl > 0)
-        fs_pass1_add(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox, sum_rc,
-                     raw_sum, lab_sum);
+        fs_pass1_add<T>(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox,
+                        sum_rc, raw_sum, lab_sum);
     __syncthreads();
     for (int s = threadIdx.x; s < FS_SLOTS; s += blockDim.x) {
         const int k = t.key[s];
-        if (k > 0)
-            feat_pass1_flush<int>(k - 1, flags, nc, t.cnt[s], t.minr[s], t.minc[s], t.maxr[s], t.maxc[s], t.sr[s],
-                                  t.sc[s], t.raw[3 * s], t.raw[3 * s + 1], t.raw[3 * s + 2], t.lab[3 * s],
-                                  t.lab[3 * s + 1], t.lab[3 * s + 2], area, bbox, sum_rc, raw_sum, lab_sum);
+        if (k <= 0) continue;
+        double r0, r1, r2;
+        if (FsIsFloat<T>::value) {
+            r0 = t.rawf[3 * s];
+            r1 = t.rawf[3 * s + 1];
+            r2 = t.rawf[3 * s + 2];
+        } else {
+            r0 = (double)fs_u32(&t.rawi[6 * s]);
+            r1 = (double)fs_u32(&t.rawi[6 * s + 2]);
+            r2 = (double)fs_u32(&t.rawi[6 * s + 4]);
+        }
+        feat_pass1_flush<int>(k - 1, flags, nc, t.cnt[s], t.minr[s], t.minc[s], t.maxr[s], t.maxc[s],
+                              fs_u48(&t.rc[6 * s]), fs_u48(&t.rc[6 * s + 3]), r0, r1, r2, fs_s32(&t.lab[6 * s]),
+                              fs_s32(&t.lab[6 * s + 2]), fs_s32(&t.lab[6 * s + 4]), area, bbox, sum_rc, raw_sum,
+                              lab_sum);
     }
 }
 
