@@ -26,6 +26,13 @@ __all__ = [
     "save_results",
     "fmt_bytes",
     "fmt_seconds",
+    "BSDS_DEFAULT",
+    "bsds_options",
+    "bsds_arguments",
+    "worker_map",
+    "superpixel_graph",
+    "majority_agreement",
+    "timed_segmentation",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,3 +151,106 @@ def save_results(path: str | os.PathLike, payload: dict, table_md: str) -> None:
             p.write_text(json.dumps(payload, indent=1, default=str))
         else:
             p.write_text(md)
+
+
+# ----------------------------------------------------------------------------- the imseg quality scripts' set-up
+#: the shared data's BSDS500 (the imseg quality scripts' ``--data``)
+BSDS_DEFAULT = ROOT.parent / "shared" / "data" / "bsds500"
+
+
+def bsds_options(ap, *, cache: str | None = None, val: str | None = None, out: str | None = None) -> None:
+    """The options every imseg quality script starts with: ``--data`` (BSDS500, the shared data's by
+    default), ``--cache`` (where ``cache`` names its default) and ``--workers``; ``--val`` and
+    ``--out`` (default None: the script's own results file) where their help is given."""
+    ap.add_argument("--data", default=str(BSDS_DEFAULT))
+    if cache is not None:
+        ap.add_argument("--cache", default=cache)
+    ap.add_argument("--workers", type=int, default=1)
+    if val is not None:
+        ap.add_argument("--val", action="store_true", help=val)
+    if out is not None:
+        ap.add_argument("--out", default=None, help=out)
+
+
+def bsds_arguments(description: str, argv=None, **options):
+    """The parsed command line of an imseg quality script with only :func:`bsds_options`'s options
+    (``options``: theirs)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    bsds_options(ap, **options)
+    return ap.parse_args(argv)
+
+
+def worker_map(workers: int):
+    """``(mapf, close)``: ``mapf(f, xs)`` is ``[f(x) for x in xs]``, on a fork pool of ``workers``
+    processes (one item a task, in order) where ``workers`` > 1; ``close()`` ends the pool.
+
+    >>> mapf, close = worker_map(1)
+    >>> mapf(abs, [-1, 2])
+    [1, 2]
+    >>> close()
+    """
+    if workers > 1:
+        import multiprocessing as mp
+
+        pool = mp.get_context("fork").Pool(workers)
+        return (lambda f, xs: pool.map(f, xs, chunksize=1)), pool.close
+    return (lambda f, xs: list(map(f, xs))), (lambda: None)
+
+
+def superpixel_graph(img) -> dict:
+    """The imseg default's first steps on ``img`` (the NumPy path): the CIELAB planes blurred
+    (``sm``), the gradient (``G``, ``gq``, ``q``), the SLIC step ``S``, the 4-connected superpixels
+    (``comps``, ``R`` of them) and their region graph (``graph``); ``h``, ``w`` and the 8-bit
+    picture ``u8`` too."""
+    from gpu_kernels.imseg import contours as C
+    from gpu_kernels.imseg import label as L
+
+    h, w = img.shape[:2]
+    u8 = C.to_u8(img)
+    sm = C.blur_np(C.lab_planes_np(u8), C.DEFAULT_SIGMA)
+    G, gq, q = C.gradient_np(sm)
+    S = C.slic_step(h, w, C.DEFAULT_N_SUPERPIXELS)
+    comps, R = L.label_np(C.slic_np(sm, q, S, C.DEFAULT_COMPACTNESS, C.SLIC_ITERATIONS), 4)
+    graph = C.region_graph_np(comps, R, gq, q)
+    return {"h": h, "w": w, "u8": u8, "sm": sm, "G": G, "gq": gq, "q": q, "S": S, "comps": comps, "R": R,
+            "graph": graph}
+
+
+def majority_agreement(cont, s0, cnt: int, ea, eb):
+    """For each pair of regions (``ea[k]``, ``eb[k]``) of a merge (``s0``: superpixel -> region, ``cnt``
+    regions), the share of the human segmentations in which both regions' majority segment is the
+    same; ``cont``: each segmentation's contingency rows ``(ci, gi, c, ng)`` with the superpixels.
+
+    >>> import numpy as np
+    >>> cont = [(np.array([0, 1, 2]), np.array([0, 0, 1]), np.array([5, 5, 5]), 2)]
+    >>> majority_agreement(cont, np.array([0, 1, 2]), 3, np.array([0, 1]), np.array([1, 2])).tolist()
+    [1.0, 0.0]
+    """
+    import numpy as np
+
+    same = np.zeros(len(ea))
+    for ci, gi, c, ng in cont:
+        M = np.zeros((cnt, ng))
+        np.add.at(M, (s0[ci], gi), c)
+        maj = M.argmax(1)
+        same += maj[ea] == maj[eb]
+    return same / len(cont)
+
+
+# ----------------------------------------------------------------------------- the mesh A/B scripts' timed run
+def timed_segmentation(path, device) -> tuple[float, str]:
+    """One end-to-end run of the mesh A/B scripts: seconds to read ``path`` and segment it with the
+    defaults on ``device`` (this tree's code, as the caller configured it), and the first 12 hex
+    digits of the SHA-1 of its labels and colours (the same in every configuration of an A/B)."""
+    import hashlib
+
+    from app.io.mesh_io import read_mesh
+    from gpu_kernels.mesh import segment
+
+    t0 = time.perf_counter()
+    v, f = read_mesh(path)
+    seg = segment.segment_mesh(v, f, device=device)
+    dt = time.perf_counter() - t0
+    return dt, hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()[:12]

@@ -49,6 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import bsds_options, majority_agreement, superpixel_graph, worker_map  # noqa: E402
 
 f32 = np.float32
 DEFAULT = {"kind": "thr", "c": 3.3}
@@ -117,16 +118,10 @@ def prepare(item) -> dict:
     summed gradient) and the contingency with each human segmentation."""
     from imseg_session3 import contingency
 
-    from gpu_kernels.imseg import contours as C
-    from gpu_kernels.imseg import label as L
 
     i, img, gts, _ = item
-    h, w = img.shape[:2]
-    sm = C.blur_np(C.lab_planes_np(C.to_u8(img)), C.DEFAULT_SIGMA)
-    _, gq, q = C.gradient_np(sm)
-    S = C.slic_step(h, w, C.DEFAULT_N_SUPERPIXELS)
-    comps, R = L.label_np(C.slic_np(sm, q, S, C.DEFAULT_COMPACTNESS, C.SLIC_ITERATIONS), 4)
-    g = C.region_graph_np(comps, R, gq, q)
+    sp = superpixel_graph(img)
+    h, w, S, comps, R, g, gq, q = (sp[k] for k in ("h", "w", "S", "comps", "R", "graph", "gq", "q"))
     fl = comps.ravel().astype(np.int64) - 1
     q2 = (q.astype(np.int64) ** 2).sum(0).ravel()
     g["rsq"] = np.bincount(fl, weights=q2.astype(np.float64), minlength=R).astype(np.int64)
@@ -330,13 +325,7 @@ def lr_pairs(d: dict, target: int):
     a, b = s0[g["ea"]], s0[g["eb"]]
     ok = a != b
     ea, eb, el, eg = C._aggregate(np.minimum(a, b)[ok], np.maximum(a, b)[ok], g["el"][ok], g["eg"][ok], cnt)
-    same = np.zeros(len(ea))
-    for ci, gi, c, ng in d["cont"]:
-        M = np.zeros((cnt, ng))
-        np.add.at(M, (s0[ci], gi), c)
-        maj = M.argmax(1)
-        same += maj[ea] == maj[eb]
-    return lr_features(st, ea, eb, el, eg, float(d["h"] * d["w"])), same / len(d["cont"])
+    return lr_features(st, ea, eb, el, eg, float(d["h"] * d["w"])), majority_agreement(d["cont"], s0, cnt, ea, eb)
 
 
 def _pjob(args):
@@ -453,9 +442,7 @@ def posthoc(D: list, mapf, out: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
-    ap.add_argument("--cache", default="/tmp/imq7")
-    ap.add_argument("--workers", type=int, default=1)
+    bsds_options(ap, cache="/tmp/imq7")
     ap.add_argument("--limit", type=int, default=0, help="only the first N images of each set (a smoke run)")
     ap.add_argument("--screens", action="store_true", help="only the screen rows on all 200 and the 20 (after the decision)")
     ap.add_argument("--posthoc", action="store_true", help="only the post-hoc check of the inner-gradient family")
@@ -465,12 +452,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     t0 = time.time()
     cache = Path(a.cache)
-    pool = None
-    if a.workers > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("fork").Pool(a.workers)
-    mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
+    mapf, close_pool = worker_map(a.workers)
     D = load(Path(a.data) / "train", cache, "train", mapf, a.limit)
     print(f"{len(D)} training images prepared ({time.time() - t0:.0f} s)", flush=True)
     if a.posthoc:
@@ -565,8 +547,7 @@ def main(argv=None):
             print(f"   {k:60s} " + " / ".join(f"{x:.4f}" for x in m))
     report["seconds"] = round(time.time() - t0, 1)
     Path(a.out).write_text(json.dumps(report, indent=1))
-    if pool:
-        pool.close()
+    close_pool()
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
 import imseg_session7_quality as S7  # noqa: E402
 import imseg_session8_quality as S8  # noqa: E402
+from _common import bsds_options, majority_agreement, superpixel_graph, worker_map  # noqa: E402
 from bench_cli import BadInput, check_bsds, check_folder, check_json_input, check_results_file, write_json  # noqa: E402
 
 SIGMAS = (1.0, 2.0, 4.0)
@@ -132,17 +132,10 @@ def prepare(args) -> dict:
     """The default's superpixels, region graph and contingency, with each map's raw edge sums."""
     from imseg_session3 import contingency
 
-    from gpu_kernels.imseg import contours as C
-    from gpu_kernels.imseg import label as L
 
     (i, img, gts, _), maps = args
-    h, w = img.shape[:2]
-    u8 = C.to_u8(img)
-    sm = C.blur_np(C.lab_planes_np(u8), C.DEFAULT_SIGMA)
-    G, gq, q = C.gradient_np(sm)
-    S = C.slic_step(h, w, C.DEFAULT_N_SUPERPIXELS)
-    comps, R = L.label_np(C.slic_np(sm, q, S, C.DEFAULT_COMPACTNESS, C.SLIC_ITERATIONS), 4)
-    g = C.region_graph_np(comps, R, gq, q)
+    sp = superpixel_graph(img)
+    h, w, u8, G, gq, q, S, comps, R, g = (sp[k] for k in ("h", "w", "u8", "G", "gq", "q", "S", "comps", "R", "graph"))
     raw = {"G": edge_sums(comps, R, G)}
     if {"ms_max", "ms_mean"} & set(maps):
         mx, mn = multiscale(u8)
@@ -257,13 +250,7 @@ def diag_pairs(args):
         out[cand + ":boundary"] = eg / (el * 2.0 * GSCALE)
         out[cand + ":cost"] = C.merge_cost_np(area, rsum, ea, eb, el, eg, 2.0 * GSCALE, C.B0, 1 / math.sqrt(n),
                                               float(n), C.SIZE_K).astype(np.float64)
-    same = np.zeros(len(ea))
-    for ci, gi, c, ng in d["cont"]:
-        M = np.zeros((cnt, ng))
-        np.add.at(M, (s0[ci], gi), c)
-        maj = M.argmax(1)
-        same += maj[ea] == maj[eb]
-    out["diff"] = same / len(d["cont"]) < 0.5
+    out["diff"] = majority_agreement(d["cont"], s0, cnt, ea, eb) < 0.5
     return out
 
 
@@ -295,20 +282,13 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("stage", choices=("screen", "full", "diag", "oracle"))
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--val", action="store_true", help="full: score the 20 images too (after the decision)")
-    ap.add_argument("--out", default=None, help=f"the results folder (default {RESULTS}, where a stage writes "
-                                                  "only a file that does not exist yet: name it to write over one)")
+    bsds_options(ap, val="full: score the 20 images too (after the decision)",
+                 out=f"the results folder (default {RESULTS}, where a stage writes only a file that does not exist "
+                     "yet: name it to write over one)")
     a = ap.parse_args(argv)
     out = check_args(a)
     t0 = time.time()
-    pool = None
-    if a.workers > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("fork").Pool(a.workers)
-    mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
+    mapf, close_pool = worker_map(a.workers)
     items = list(B.bsds_items(Path(a.data) / "train"))
     default = ("default", 3.3)
     if a.stage == "screen":
@@ -398,8 +378,7 @@ def main(argv=None):
             print("the 20 images (after the decision):", json.dumps(rep["val_means"], indent=0), flush=True)
         rep["seconds"] = round(time.time() - t0, 1)
         write_json(out / "imseg_boundary_session8_full.json", rep, indent=0)
-    if pool:
-        pool.close()
+    close_pool()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import pickle
@@ -28,10 +27,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
 import bench_cli  # noqa: E402
 import imseg_session7_quality as S7  # noqa: E402
 import imseg_session8_quality as S8  # noqa: E402
+from _common import bsds_arguments, superpixel_graph, worker_map  # noqa: E402
 from bench_cli import BadInput, check_cache_source, check_json_input, write_json  # noqa: E402
 
 H = (2, 8, 32)
@@ -69,16 +68,10 @@ def prepare(item) -> dict:
     """Session 7's prepared image (superpixels, graph, contingency) with the regions' histograms."""
     from imseg_session3 import contingency
 
-    from gpu_kernels.imseg import contours as C
-    from gpu_kernels.imseg import label as L
 
     i, img, gts, _ = item
-    h, w = img.shape[:2]
-    sm = C.blur_np(C.lab_planes_np(C.to_u8(img)), C.DEFAULT_SIGMA)
-    _, gq, q = C.gradient_np(sm)
-    S = C.slic_step(h, w, C.DEFAULT_N_SUPERPIXELS)
-    comps, R = L.label_np(C.slic_np(sm, q, S, C.DEFAULT_COMPACTNESS, C.SLIC_ITERATIONS), 4)
-    g = C.region_graph_np(comps, R, gq, q)
+    sp = superpixel_graph(img)
+    h, w, S, comps, R, g, q = (sp[k] for k in ("h", "w", "S", "comps", "R", "graph", "q"))
     g["hist"] = region_hist(comps, R, q)
     return {"id": i, "h": h, "w": w, "S": S, "graph": g, "cont": contingency(comps, gts)}
 
@@ -140,26 +133,17 @@ def matched_c(D, mapf, h: float, target: float, lo=3.3, hi=5.5, steps=8) -> floa
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
-    ap.add_argument("--cache", default="/tmp/imq8")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--val", action="store_true", help="score the 20 images (after the decision)")
-    ap.add_argument("--out", default=None, help=f"the results JSON, read first where it exists (default {OUT}, "
-                                                  "used only where it does not exist yet: name it to add to it)")
-    a = ap.parse_args(argv)
+    a = bsds_arguments(__doc__.splitlines()[0], argv, cache="/tmp/imq8",
+                       val="score the 20 images (after the decision)",
+                       out=f"the results JSON, read first where it exists (default {OUT}, used only where it does "
+                           "not exist yet: name it to add to it)")
     out = S8.check_args(a, OUT, mark=False)
     rep = check_json_input("--out", out) if out.exists() else {}
     if not isinstance(rep, dict) or ("rows" in rep and "candidates" not in rep):
         raise BadInput(f"--out: {out} is not this script's results JSON")
     check_cache_source("--cache", a.cache, a.data)
     t0 = time.time()
-    pool = None
-    if a.workers > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("fork").Pool(a.workers)
-    mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
+    mapf, close_pool = worker_map(a.workers)
     D = load(Path(a.data) / "train", Path(a.cache), "train", mapf)
     print(f"{len(D)} training images prepared ({time.time() - t0:.0f} s)", flush=True)
     if "rows" not in rep:
@@ -192,8 +176,7 @@ def main(argv=None):
         print("the 20 images (after the decision):", json.dumps(rep["val_means"], indent=0), flush=True)
     rep["seconds"] = round(time.time() - t0, 1)
     write_json(out, rep, indent=0)
-    if pool:
-        pool.close()
+    close_pool()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -25,8 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
 import imseg_session7_quality as S7  # noqa: E402
+from _common import bsds_arguments, worker_map  # noqa: E402
 from bench_cli import check_bsds, check_cache_source, check_new_folder, check_results_file, run, write_json  # noqa: E402
 
 SEEDS = tuple(range(801, 809))
@@ -102,22 +101,13 @@ def check_args(a, default_out: Path, *, mark: bool = True) -> Path:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
-    ap.add_argument("--cache", default="/tmp/imq8")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--val", action="store_true", help="also score the 20 images (after the decision)")
-    ap.add_argument("--out", default=None, help=f"the results JSON (default {OUT}, written only where it does "
-                                                  "not exist yet: name it to write over it)")
-    a = ap.parse_args(argv)
+    a = bsds_arguments(__doc__.splitlines()[0], argv, cache="/tmp/imq8",
+                       val="also score the 20 images (after the decision)",
+                       out=f"the results JSON (default {OUT}, written only where it does not exist yet: name it "
+                           "to write over it)")
     out = check_args(a, OUT)
     t0 = time.time()
-    pool = None
-    if a.workers > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("fork").Pool(a.workers)
-    mapf = (lambda f, xs: pool.map(f, xs, chunksize=1)) if pool else (lambda f, xs: list(map(f, xs)))
+    mapf, close_pool = worker_map(a.workers)
     D = S7.load(Path(a.data) / "train", Path(a.cache), "train", mapf)
     print(f"{len(D)} training images prepared ({time.time() - t0:.0f} s)", flush=True)
     res = mapf(S7._job, [(d, CANDS) for d in D])
@@ -138,8 +128,7 @@ def main(argv=None):
     rep["rows"] = rows
     rep["seconds"] = round(time.time() - t0, 1)
     write_json(out, rep, indent=0)
-    if pool:
-        pool.close()
+    close_pool()
 
 
 if __name__ == "__main__":

@@ -17,15 +17,14 @@ Example (the device call 3 of session 8)::
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.io.mesh_io import read_mesh  # noqa: E402
+from _common import timed_segmentation  # noqa: E402
+
 from gpu_kernels.mesh import _numba_cut as nc  # noqa: E402
 from gpu_kernels.mesh import segment  # noqa: E402
 from gpu_kernels.mesh import simplify as simp  # noqa: E402
@@ -53,11 +52,7 @@ def _setup(c: dict) -> None:
 
 def _once(path: str, dev: str, cfg: str, shas: dict) -> float:
     _setup(CONFIGS[cfg])
-    t0 = time.perf_counter()
-    v, f = read_mesh(path)
-    seg = segment.segment_mesh(v, f, device=dev)
-    dt = time.perf_counter() - t0
-    shas[cfg] = hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()[:12]
+    dt, shas[cfg] = timed_segmentation(path, dev)
     return dt
 
 
