@@ -318,9 +318,33 @@ def stab_row(item) -> dict:
     return {"id": i, "rows": out}
 
 
+def stab_report(path) -> None:
+    """In-sample rows of the stability level (the level of largest agreement of the two hierarchies on
+    [2.9, 3.9], the agreement smoothed over 1 / 3 / 5 levels), shrunk to c0, on the training images."""
+    r = json.loads(Path(path).read_text())
+    X = np.array(r["rows"])
+    C, A = X[:, :, :4], X[:, :, 4]
+    ii, L = np.arange(len(X)), np.asarray(LEVELS)
+    dm = C[:, U.lvl_index(3.3)].mean(0)
+    y = np.array([U.oracle_level(c) for c in C])
+    lo, hi = U.lvl_index(2.9), U.lvl_index(3.9)
+    print("default", dm.round(4).tolist(), flush=True)
+    for sm in (1, 3, 5):
+        As = np.stack([np.convolve(v, np.ones(sm), "same") / np.convolve(np.ones(len(v)), np.ones(sm), "same") for v in A])
+        e = L[lo + As[:, lo:hi + 1].argmax(1)]
+        print(f"smoothed over {sm}: corr with the oracle level {np.corrcoef(e, y)[0, 1]:.3f}", flush=True)
+        for s in (0.25, 0.5, 1.0):
+            for c0 in (3.25, 3.3, 3.35):
+                m = C[ii, U.to_index(c0 + s * (e - np.median(e)))].mean(0)
+                print(f"   s {s} c0 {c0}: " + " / ".join(f"{x:.4f}" for x in m), "beats" if U.beats(m, dm) else "",
+                      flush=True)
+
+
 def cmd_stab(a):
     import imseg as B
 
+    if a.report:
+        return stab_report(a.report)
     check_bsds("--data", a.data)
     out = check_results_file("--out", a.out, ROOT / "benchmarks" / "results" / "imseg_ucm_session9_stab_train.json")
     pool = None
@@ -390,6 +414,7 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--out", default=None)
+    p.add_argument("--report", default=None, help="only print the rows of an earlier run's JSON")
     a = ap.parse_args(argv)
     {"data": cmd_data, "decide": cmd_decide, "explore": cmd_explore, "split": cmd_split, "stab": cmd_stab}[a.cmd](a)
 
