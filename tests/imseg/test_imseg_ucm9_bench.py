@@ -50,7 +50,7 @@ def test_the_ladder_goes_on_from_the_lower_level(U, scene):
     counts = []
     levels = (2.6, 3.0, 3.3, 3.6)
     curve, _, _, segs = U.ladder(scene, levels=levels)
-    for c, seg, cnt in zip(levels, segs, curve[:, 3]):
+    for c, seg, cnt in zip(levels, segs, curve[:, 3], strict=True):
         into, _, _ = C.merge_np(U.graph_at(g, root), 0, C.coarseness_threshold(c), inv_norm, min_area=0)
         new = U.roots(into)[root]
         # each old region lies in one new region
@@ -147,3 +147,33 @@ def test_ridge_recovers_a_linear_level(U):
     y = 3.3 + 0.2 * X[:, 0] - 0.1 * X[:, 2]
     f = U.ridge_fit(X, y, lam=1e-6)
     np.testing.assert_allclose(f(X), y, atol=1e-6)
+
+
+def test_ari_is_the_adjusted_rand_index(R):
+    """Against a direct pair count: 1 for the same partition (any names), about 0 for independent
+    ones, and the textbook value for a small hand example."""
+    x = np.array([0, 0, 0, 1, 1, 1])
+    y = np.array([0, 0, 1, 1, 2, 2])
+    # pairs: n_ij = [[2, 1, 0], [0, 1, 2]]; Σ C(n_ij, 2) = 2; Σ C(a, 2) = 6; Σ C(b, 2) = 3; C(6, 2) = 15
+    exp = 6 * 3 / 15
+    assert R.ari(x, y) == pytest.approx((2 - exp) / (0.5 * (6 + 3) - exp))
+    assert R.ari(x, 1 - x) == pytest.approx(1.0)
+    rng = np.random.default_rng(0)
+    assert abs(R.ari(rng.integers(0, 5, 20000), rng.integers(0, 5, 20000))) < 0.01
+
+
+def test_reach_picks_on_one_half_and_scores_on_the_other(R, U):
+    """Two images, two halves of humans: half 0 prefers 3.5, half 1 prefers 3.0 (by covering);
+    the cross oracle scores each half at the other's pick."""
+    lv = len(U.LEVELS)
+    S = np.zeros((2, lv, 2, 4))
+    S[:, :, :, 1:3] = (0.8, 1.7)
+    S[:, :, :, 3] = 10
+    S[:, :, 0, 0] = np.where(np.isclose(U.LEVELS, 3.5), 0.9, 0.5)[None]
+    S[:, :, 1, 0] = np.where(np.isclose(U.LEVELS, 3.0), 0.7, 0.3)[None]
+    S[:, [U.lvl_index(3.45), U.lvl_index(3.55)], 0, 0] = 0.7   # a bump, not a spike (the smoothing ties)
+    S[:, [U.lvl_index(2.95), U.lvl_index(3.05)], 1, 0] = 0.5
+    out = R.reach(S)
+    # chosen on half 0 (3.5) and scored on half 1 there: 0.3; chosen on half 1 (3.0), on half 0: 0.5
+    assert out["oracle chosen on the other half"][0] == pytest.approx(0.4)
+    assert out["oracle on the same half (in-sample)"][0] == pytest.approx(0.8)
