@@ -41,6 +41,7 @@ SWITCHES = {
     "codes": ("gpu_kernels.imseg.color", "CODES_SMEM"),
     "kmeans32": ("gpu_kernels.imseg.kmeans", "FUSED32"),
     "digits": ("gpu_kernels.imseg.features", "MOMENT_DIGITS"),
+    "init": ("gpu_kernels.imseg.kmeans", "INIT_FAST"),
 }
 
 

@@ -105,6 +105,106 @@ extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, in
     if (tid == 0) *kcount = k;
 }
 
+// init_centres with the samples' bin centres computed by all lanes first (into dynamic shared
+// memory: 3 doubles a candidate, 1 a candidate weight, 3 a sample: 56 * kmax bytes), and the
+// nearest-candidate search made by lane 0 alone while there are at most KM_SERIAL_MAX
+// candidates (a short loop beats the warp's five-step shuffle reduction there), by the warp
+// after. The same arithmetic in the same order as init_centres and the CPU: the same centres.
+#define KM_SERIAL_MAX 32
+
+extern "C" __global__ void init_centres_fast(const int* __restrict__ codes, int W, int H, int nx, int ny, int Q,
+                                             double thr2, double* __restrict__ centres, int* __restrict__ kcount,
+                                             int kmax) {
+    extern __shared__ double ic_smem[];
+    double* cand = ic_smem;        // 3 kmax
+    double* cwt = cand + 3 * kmax; // kmax
+    double* sl = cwt + kmax;       // 3 per sample (ns <= kmax)
+    __shared__ int cnt, sdone;
+    const int tid = threadIdx.x;
+    const int ns = nx * ny;
+    for (int s = tid; s < ns; s += KM_INIT_THREADS) {
+        int iy = s / nx, ix = s - iy * nx;
+        long long y = ((long long)(2 * iy + 1) * H) / (2LL * ny);
+        long long x = ((long long)(2 * ix + 1) * W) / (2LL * nx);
+        code_centre(codes[y * W + x], Q, sl[3 * s], sl[3 * s + 1], sl[3 * s + 2]);
+    }
+    __syncwarp();
+    if (tid == 0) {
+        int k = 0, s = 0;
+        for (; s < ns && k <= KM_SERIAL_MAX; ++s) {
+            const double L = sl[3 * s], A = sl[3 * s + 1], B = sl[3 * s + 2];
+            double bd = 1e300;
+            int bi = 0x7fffffff;
+            for (int c = 0; c < k; ++c) {
+                double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
+                double d = dL * dL + dA * dA + dB * dB;
+                if (d < bd) {
+                    bd = d;
+                    bi = c;
+                }
+            }
+            if (bi != 0x7fffffff && bd < thr2) {
+                double w = cwt[bi];
+                cand[3 * bi] = (cand[3 * bi] * w + L) / (w + 1.0);
+                cand[3 * bi + 1] = (cand[3 * bi + 1] * w + A) / (w + 1.0);
+                cand[3 * bi + 2] = (cand[3 * bi + 2] * w + B) / (w + 1.0);
+                cwt[bi] = w + 1.0;
+            } else {
+                cand[3 * k] = L;
+                cand[3 * k + 1] = A;
+                cand[3 * k + 2] = B;
+                cwt[k] = 1.0;
+                k += 1;
+            }
+        }
+        cnt = k;
+        sdone = s;
+    }
+    __syncwarp();
+    for (int s = sdone; s < ns; ++s) {
+        const double L = sl[3 * s], A = sl[3 * s + 1], B = sl[3 * s + 2];
+        const int k = cnt;
+        double bd = 1e300;
+        int bi = 0x7fffffff;
+        for (int c = tid; c < k; c += KM_INIT_THREADS) {
+            double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
+            double d = dL * dL + dA * dA + dB * dB;
+            if (d < bd) {
+                bd = d;
+                bi = c;
+            }
+        }
+        for (int off = KM_INIT_THREADS / 2; off > 0; off >>= 1) {
+            double od = __shfl_xor_sync(0xffffffffu, bd, off);
+            int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+            if (od < bd || (od == bd && oi < bi)) {
+                bd = od;
+                bi = oi;
+            }
+        }
+        if (tid == 0) {
+            int i = bi;
+            if (i != 0x7fffffff && bd < thr2) {
+                double w = cwt[i];
+                cand[3 * i] = (cand[3 * i] * w + L) / (w + 1.0);
+                cand[3 * i + 1] = (cand[3 * i + 1] * w + A) / (w + 1.0);
+                cand[3 * i + 2] = (cand[3 * i + 2] * w + B) / (w + 1.0);
+                cwt[i] = w + 1.0;
+            } else {
+                cand[3 * k] = L;
+                cand[3 * k + 1] = A;
+                cand[3 * k + 2] = B;
+                cwt[k] = 1.0;
+                cnt = k + 1;
+            }
+        }
+        __syncwarp();
+    }
+    const int k = cnt;
+    for (int i = tid; i < 3 * k; i += KM_INIT_THREADS) centres[i] = cand[i];
+    if (tid == 0) *kcount = k;
+}
+
 // ------------------------------------------------------------------ assignment
 // The nearest centre of a colour code (ties: the lower index), over the k centres in sc; the
 // assignment kernel and the one-block k-means both call it.

@@ -257,8 +257,9 @@ def test_gpu_codes_block_table_equal_the_old_kernel(q, monkeypatch):
 @pytest.mark.parametrize("k_max, iterations, merge_distance, q", [(64, 3, 18.0, 5), (16, 0, 5.0, 4),
                                                                    (200, 7, 2.0, 5), (1, 2, 18.0, 3)])
 def test_emulated_kmeans_fused32_equals_fused_and_cpu(k_max, iterations, merge_distance, q, monkeypatch):
-    """kmeans_fused32 (32-bit shared sums with carries) gives kmeans_fused's and the CPU's
-    clusters and centres bit for bit."""
+    """kmeans_fused (32-bit shared sums with carries) and init_centres_fast (one lane's search up
+    to 32 candidates, the warp's after: k_max 200 at merge distance 2 goes past 32) give the
+    old kernels' and the CPU's clusters and centres bit for bit."""
     from imseg_masks import piecewise_image
 
     from gpu_kernels.imseg import kmeans as K
@@ -266,14 +267,13 @@ def test_emulated_kmeans_fused32_equals_fused_and_cpu(k_max, iterations, merge_d
     be = emu_backend()
     img, _ = piecewise_image(np.random.default_rng(3), 40, 56, noise=12.0, shading=True)
     kw = dict(k_max=k_max, iterations=iterations, merge_distance=merge_distance, q=q)
-    got = {}
-    for f32 in (False, True):
-        monkeypatch.setattr(K, "FUSED32", f32)
-        got[f32] = K.kmeans_quantized(img, device=be, **kw)
     cc, ec = K.kmeans_quantized(img, device="cpu", **kw)
-    for f32 in (False, True):
-        np.testing.assert_array_equal(got[f32][0], cc)
-        np.testing.assert_array_equal(got[f32][1], ec)
+    for f32, fast in ((False, False), (True, False), (True, True)):
+        monkeypatch.setattr(K, "FUSED32", f32)
+        monkeypatch.setattr(K, "INIT_FAST", fast)
+        c, e = K.kmeans_quantized(img, device=be, **kw)
+        np.testing.assert_array_equal(c, cc)
+        np.testing.assert_array_equal(e, ec)
 
 
 @needs_emu
@@ -313,8 +313,9 @@ def test_gpu_kmeans_fused32_equals_fused_and_cpu(k_max, iterations, q, monkeypat
     img = _natural(320, 480)
     kw = dict(k_max=k_max, iterations=iterations, merge_distance=6.0, q=q)
     cc, ec = K.kmeans_quantized(img, device="cpu", **kw)
-    for f32 in (False, True):
+    for f32, fast in ((False, False), (True, False), (True, True)):
         monkeypatch.setattr(K, "FUSED32", f32)
+        monkeypatch.setattr(K, "INIT_FAST", fast)
         c, e = K.kmeans_quantized(img, device=get_backend("cuda"), **kw)
         np.testing.assert_array_equal(c, cc)
         np.testing.assert_array_equal(e, ec)
