@@ -50,6 +50,10 @@ def as_image(image) -> tuple:
     float32 (values must lie in [0, 1]).
     """
     a = image
+    if type(a) is np.ndarray and a.dtype == np.uint8 and a.ndim == 3 and a.shape[2] in (3, 4):
+        h, w, c = a.shape   # the common case (an 8-bit colour image), as below
+        if 0 < h * w <= MAX_PIXELS:
+            return a, h, w, c
     if not hasattr(a, "shape") or not hasattr(a, "dtype") or isinstance(a, np.generic):
         a = np.asarray(a)
     shape = tuple(int(s) for s in a.shape)

@@ -20,6 +20,8 @@ Example
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpu_kernels.backend import asnumpy, get_backend
@@ -250,6 +252,10 @@ def check_q(q) -> int:
 
 
 def check_bilateral(window, sigma_spatial, sigma_color, passes) -> tuple[int, float, float, int]:
+    if (type(window) is int and type(passes) is int and type(sigma_spatial) is float and type(sigma_color) is float
+            and 3 <= window <= MAX_BILATERAL_WINDOW and window % 2 == 1 and 0 <= passes <= MAX_BILATERAL_PASSES
+            and 0.0 < sigma_spatial < math.inf and 0.0 < sigma_color < math.inf):
+        return window, sigma_spatial, sigma_color, passes   # already canonical (every call of the tool's)
     passes_i = check_int("bilateral passes", passes, 0, MAX_BILATERAL_PASSES, error=ImsegInputError)
     win = check_int("the bilateral window (an odd number of pixels)", window, 3, MAX_BILATERAL_WINDOW,
                     error=ImsegInputError)

@@ -97,6 +97,9 @@ def _sample_positions(h: int, w: int, ny: int, nx: int) -> np.ndarray:
 
 
 def check_kmeans(k_max, iterations, merge_distance) -> tuple[int, int, float]:
+    if (type(k_max) is int and type(iterations) is int and type(merge_distance) is float and 1 <= k_max <= MAX_K
+            and 0 <= iterations <= MAX_ITERATIONS and 0.0 <= merge_distance < math.inf):
+        return k_max, iterations, merge_distance   # already canonical (every call of the tool's)
     err = {"error": ImsegInputError}
     k = check_int("k_max (the most clusters)", k_max, 1, MAX_K, **err)
     it = check_int("iterations", iterations, 0, MAX_ITERATIONS, **err)

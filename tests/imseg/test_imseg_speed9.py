@@ -342,3 +342,52 @@ def test_emulated_moment_digits_round_trip_128_bit_values():
         got = [int(lo) + (int(hi) << 64) for lo, hi in out]
         want = [(v * reps) % (1 << 128) for v in vals]   # two's complement in 128 bits
         assert got == want
+
+
+# --------------------------------------------------------------------------- host fast paths
+@pytest.mark.parametrize("args", [(5, 2.0, 6.0, 0), (3, 0.5, 1e-3, 50), (17, 1e6, 3.0, 7)])
+def test_check_bilateral_fast_path_equals_the_checks(args):
+    from gpu_kernels.imseg import color as C
+
+    fast = C.check_bilateral(*args)
+    slow = C.check_bilateral(np.int64(args[0]), np.float64(args[1]), np.float64(args[2]), np.int64(args[3]))
+    assert fast == slow and [type(v) for v in fast] == [type(v) for v in slow] == [int, float, float, int]
+
+
+@pytest.mark.parametrize("args", [(4, 2.0, 6.0, 0), (19, 2.0, 6.0, 0), (1, 2.0, 6.0, 0), (5, float("nan"), 6.0, 0),
+                                  (5, 2.0, float("inf"), 0), (5, -1.0, 6.0, 0), (5, 0.0, 6.0, 0), (5, 2.0, 6.0, 51),
+                                  (5, 2.0, 6.0, -1)])
+def test_check_bilateral_fast_path_refuses_what_the_checks_refuse(args):
+    from gpu_kernels.imseg import ImsegInputError
+    from gpu_kernels.imseg import color as C
+
+    with pytest.raises(ImsegInputError):
+        C.check_bilateral(*args)
+
+
+@pytest.mark.parametrize("args, ok", [((64, 3, 18.0), True), ((1, 0, 0.0), True), ((1024, 100, 1e9), True),
+                                      ((0, 3, 18.0), False), ((1025, 3, 18.0), False), ((64, 101, 18.0), False),
+                                      ((64, -1, 18.0), False), ((64, 3, -0.5), False), ((64, 3, float("nan")), False),
+                                      ((64, 3, float("inf")), False)])
+def test_check_kmeans_fast_path(args, ok):
+    from gpu_kernels.imseg import ImsegInputError
+    from gpu_kernels.imseg import kmeans as K
+
+    if not ok:
+        with pytest.raises(ImsegInputError):
+            K.check_kmeans(*args)
+        return
+    fast = K.check_kmeans(*args)
+    slow = K.check_kmeans(np.int64(args[0]), np.int64(args[1]), np.float64(args[2]))
+    assert fast == slow and [type(v) for v in fast] == [type(v) for v in slow] == [int, int, float]
+
+
+@pytest.mark.parametrize("shape", [(7, 9, 3), (7, 9, 4), (1, 1, 3)])
+def test_as_image_fast_path_equals_the_checks(shape):
+    from gpu_kernels.imseg._util import as_image
+
+    img = np.random.default_rng(0).integers(0, 256, size=shape).astype(np.uint8)
+    a, h, w, c = as_image(img)
+    b = as_image(img.view(type("Sub", (np.ndarray,), {})))   # a subclass takes the general path
+    assert a is img and (h, w, c) == b[1:] and [type(v) for v in (h, w, c)] == [int, int, int]
+    np.testing.assert_array_equal(a, b[0])
