@@ -82,6 +82,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variants", default="old,new," + ",".join(f"no_{k}" for k in SWITCHES))
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--round-variants", default="", help="variants of the timed rounds (default: --variants)")
     ap.add_argument("--rep", type=int, default=30)
     ap.add_argument("--rep4k", type=int, default=10)
     ap.add_argument("--profile", action="store_true")
@@ -152,8 +153,9 @@ def main(argv=None) -> int:
                 for k, (c, t) in prof.items():
                     if t >= 1.0:
                         print(f"     {t:7.1f} us x{c:.0f} {k}", flush=True)
+    timed = a.round_variants.split(",") if a.round_variants else variants
     for rnd in range(a.rounds):
-        for v in variants:
+        for v in timed:
             _set(v)
             for name in ("lib512", "tool512", "lib4k"):
                 for _ in range(3):
@@ -166,7 +168,7 @@ def main(argv=None) -> int:
                       f"p90 {row['p90']:.3f})", flush=True)
     print("== summary (min / median / max of the round medians, ms)", flush=True)
     for name in ("lib512", "tool512", "lib4k"):
-        for v in variants:
+        for v in timed:
             ms = [r["ms"] for r in res["rows"] if r["call"] == name and r["variant"] == v]
             if ms:
                 print(f"   {name:8s} {v:9s} {min(ms):.3f} / {median(ms):.3f} / {max(ms):.3f}", flush=True)
