@@ -361,6 +361,73 @@ def cmd_stab(a):
         pool.close()
 
 
+# --------------------------------------------------------------------------- unsupervised measures (exploration)
+def unsup_row(d: dict) -> np.ndarray:
+    """Per level of today's direct merge: (Σ region colour SSE, boundary pixel pairs, boundary gradient
+    sum, Liu-Yang F, Borsotti Q, count), from the superpixels' sums (no pixels, no human data)."""
+    from gpu_kernels.imseg import contours as C
+
+    g = d["graph"]
+    n = d["h"] * d["w"]
+    out = []
+    for c in LEVELS:
+        into = S7.merge(g, S7.cost_thr(S7.DEFAULT), 1 / math.sqrt(n), C.min_region_area(d["S"]), C.SIZE_K,
+                        {"kind": "thr", "c": float(c)})
+        seg, cnt = C._resolve(into)
+        s0 = seg - 1
+        A = np.bincount(s0, weights=g["area"].astype(float))
+        rs = np.stack([np.bincount(s0, weights=g["rsum"][:, k].astype(float)) for k in range(3)], 1)
+        sse = np.maximum(np.bincount(s0, weights=g["rsq"].astype(float)) - (rs ** 2).sum(1) / A, 0)
+        cross = s0[g["ea"]] != s0[g["eb"]]
+        F = math.sqrt(cnt) * (sse / np.sqrt(A)).sum()
+        vals, counts = np.unique(A, return_counts=True)
+        RA = counts[np.searchsorted(vals, A)]
+        Q = math.sqrt(cnt) / (10000 * n) * (sse / (1 + np.log(A)) + (RA / A) ** 2).sum()
+        out.append((sse.sum(), g["el"][cross].sum(), g["eg"][cross].sum(), F, Q, cnt))
+    return np.array(out, float)
+
+
+def unsup_report(M: np.ndarray, T: dict) -> None:
+    """In-sample rows of levels chosen by unsupervised segmentation measures (argmin on [2.9, 3.9],
+    shrunk to c0) and by the Mumford-Shah energy Σ SSE + λ · boundary (argmin over all levels)."""
+    C, L = T["curves"], np.asarray(LEVELS)
+    ii = np.arange(len(C))
+    dm = T["default"].mean(0)
+    y = np.array([U.oracle_level(c) for c in C])
+    lo, hi = U.lvl_index(2.9), U.lvl_index(3.9)
+    for nm, col in (("Liu-Yang F", 3), ("Borsotti Q", 4)):
+        e = L[lo + M[:, lo:hi + 1, col].argmin(1)]
+        print(f"{nm} argmin: corr with the oracle level {np.corrcoef(e, y)[0, 1]:.3f}", flush=True)
+        for s in (0.5, 1.0):
+            for c0 in (3.25, 3.3, 3.35):
+                m = C[ii, U.to_index(c0 + s * (e - np.median(e)))].mean(0)
+                print(f"   s {s} c0 {c0}: " + " / ".join(f"{x:.4f}" for x in m), "beats" if U.beats(m, dm) else "",
+                      flush=True)
+    for nm, col, lams in (("MS, boundary length", 1, (1e5, 3e5, 1e6)), ("MS, boundary gradient", 2, (1e4, 3e4, 1e5))):
+        for lam in lams:
+            k = (M[:, :, 0] + lam * M[:, :, col] / (16.0 if col == 2 else 1.0)).argmin(1)
+            m = C[ii, k].mean(0)
+            print(f"{nm} λ {lam:g}: " + " / ".join(f"{x:.4f}" for x in m)
+                  + f", corr {np.corrcoef(L[k], y)[0, 1]:.3f}", flush=True)
+
+
+def cmd_unsup(a):
+    T = load_curves(a.curves)
+    pool = None
+    if a.workers > 1:
+        import multiprocessing as mp
+
+        pool = mp.get_context("fork").Pool(a.workers)
+    mapf = (lambda f, xs: pool.map(f, xs, chunksize=4)) if pool else (lambda f, xs: list(map(f, xs)))
+    D = _load(Path(a.data) / "train", Path(a.cache), "train", mapf)
+    assert [d["id"] for d in D] == T["ids"], "the curves are not of these images"
+    M = np.stack(mapf(unsup_row, D))
+    assert np.array_equal(M[:, :, 5], T["curves"][:, :, 3])
+    unsup_report(M, T)
+    if pool:
+        pool.close()
+
+
 def _load(data: Path, cache: Path, tag: str, mapf):
     return S7.load(data, cache, tag, mapf)
 
@@ -415,8 +482,14 @@ def main(argv=None):
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--out", default=None)
     p.add_argument("--report", default=None, help="only print the rows of an earlier run's JSON")
+    p = sub.add_parser("unsup", help="exploration: levels from unsupervised segmentation measures (train only)")
+    p.add_argument("--curves", required=True)
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
+    p.add_argument("--cache", default="/tmp/ucm9d")
+    p.add_argument("--workers", type=int, default=1)
     a = ap.parse_args(argv)
-    {"data": cmd_data, "decide": cmd_decide, "explore": cmd_explore, "split": cmd_split, "stab": cmd_stab}[a.cmd](a)
+    {"data": cmd_data, "decide": cmd_decide, "explore": cmd_explore, "split": cmd_split, "stab": cmd_stab,
+     "unsup": cmd_unsup}[a.cmd](a)
 
 
 if __name__ == "__main__":
