@@ -86,6 +86,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rep", type=int, default=30)
     ap.add_argument("--rep4k", type=int, default=10)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-calls", default="lib512", help="calls to profile (lib512, lib4k)")
+    ap.add_argument("--no-checks", action="store_true", help="skip the output checks (a profile-only run)")
     ap.add_argument("--features", action="store_true")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -120,7 +122,7 @@ def main(argv=None) -> int:
         "contours512": lambda: segment(img512, method="contours", device=be),
     }
     ref = {}
-    for v in variants:
+    for v in ([] if a.no_checks else variants):
         _set(v)
         for name in ("lib512", "lib4k", "contours512"):
             outs = [_outputs(calls[name]()) for _ in range(3)]   # the ordinary path, the capture, a replay
@@ -140,19 +142,20 @@ def main(argv=None) -> int:
     print(f"== k-means 512^2: {s.n_regions} regions, k {s.n_clusters}, {s.info['n_colours']} colours, "
           f"rounds {s.info['merge_rounds']}, syncs {s.syncs}", flush=True)
     if a.profile:
-        for v in variants:
-            _set(v)
-            for _ in range(3):
-                calls["lib512"]()
-            prof = kernel_profile(calls["lib512"], rep=5)
-            if prof:
-                res["profile"][v] = prof
-                busy = sum(t for _, t in prof.values())
-                print(f"== kernels {v} lib512: busy {busy:.1f} us, launches {sum(c for c, _ in prof.values()):.0f}",
-                      flush=True)
-                for k, (c, t) in prof.items():
-                    if t >= 1.0:
-                        print(f"     {t:7.1f} us x{c:.0f} {k}", flush=True)
+        for call in a.profile_calls.split(","):
+            for v in variants:
+                _set(v)
+                for _ in range(3):
+                    calls[call]()
+                prof = kernel_profile(calls[call], rep=5)
+                if prof:
+                    res["profile"][f"{v}/{call}"] = prof
+                    busy = sum(t for _, t in prof.values())
+                    print(f"== kernels {v} {call}: busy {busy:.1f} us, launches {sum(c for c, _ in prof.values()):.0f}",
+                          flush=True)
+                    for k, (c, t) in prof.items():
+                        if t >= 1.0:
+                            print(f"     {t:7.1f} us x{c:.0f} {k}", flush=True)
     timed = a.round_variants.split(",") if a.round_variants else variants
     for rnd in range(a.rounds):
         for v in timed:
