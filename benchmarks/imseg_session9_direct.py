@@ -30,7 +30,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imseg_session7_quality as S7  # noqa: E402
 import imseg_session9_ucm as U  # noqa: E402
-from bench_cli import check_bsds, check_cache_source, check_new_folder, check_results_file, run, write_json  # noqa: E402
+from bench_cli import (  # noqa: E402
+    BadInput,
+    check_bsds,
+    check_cache_source,
+    check_json_input,
+    check_new_folder,
+    check_results_file,
+    run,
+    write_json,
+)
 
 LEVELS = U.LEVELS
 OUT = ROOT / "benchmarks" / "results" / "imseg_ucm_session9_direct.json"
@@ -126,14 +135,19 @@ def cv(T: dict, seeds=SEEDS, feats=Q_FEATS) -> dict:
             "accepted": bool(npass >= 7 and U.beats(grand, dm) and full != U.DK)}
 
 
-def load_curves(path) -> dict:
-    r = json.loads(Path(path).read_text())
+def load_curves(path, flag: str = "--curves") -> dict:
+    """A ``data`` run's curves (one line and status 2 for a missing or foreign file)."""
+    r = check_json_input(flag, path)
+    if not isinstance(r, dict) or not {"ids", "curves", "X", "default"} <= set(r):
+        raise BadInput(f"{flag}: {path} holds no curves of imseg_session9_direct.py data")
     return {"ids": r["ids"], "curves": np.array(r["curves"]), "X": np.array(r["X"]), "default": np.array(r["default"])}
 
 
 def cmd_decide(a):
     T = load_curves(a.curves)
     out = check_results_file("--out", a.out, OUT)
+    if a.val:
+        check_json_input("--val", a.val)  # a bad path fails before anything runs (read again after the decision)
     dm = T["default"].mean(0)
     rep = {"default_train": dm.round(4).tolist(),
            "curve_at_3.3_is_default": bool(np.allclose(T["curves"][:, U.lvl_index(3.3)], T["default"]))}
@@ -150,7 +164,7 @@ def cmd_decide(a):
     rep["paired_pick_minus_default"] = {"mean": d.mean(0).round(4).tolist(),
                                         "se": (d.std(0, ddof=1) / math.sqrt(len(d))).round(4).tolist()}
     if a.val:  # only after the decision above
-        V = load_curves(a.val)
+        V = load_curves(a.val, "--val")
         n = len(T["curves"])
         both = {k: np.concatenate([T[k], V[k]]) for k in ("curves", "X", "default")}
         vr = {k: v[n:] for k, v in rows_for(both, np.arange(n)).items()}
@@ -321,7 +335,9 @@ def stab_row(item) -> dict:
 def stab_report(path) -> None:
     """In-sample rows of the stability level (the level of largest agreement of the two hierarchies on
     [2.9, 3.9], the agreement smoothed over 1 / 3 / 5 levels), shrunk to c0, on the training images."""
-    r = json.loads(Path(path).read_text())
+    r = check_json_input("--report", path)
+    if not isinstance(r, dict) or "rows" not in r:
+        raise BadInput(f"--report: {path} holds no rows of imseg_session9_direct.py stab")
     X = np.array(r["rows"])
     C, A = X[:, :, :4], X[:, :, 4]
     ii, L = np.arange(len(X)), np.asarray(LEVELS)

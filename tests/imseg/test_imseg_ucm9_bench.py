@@ -177,3 +177,23 @@ def test_reach_picks_on_one_half_and_scores_on_the_other(R, U):
     # chosen on half 0 (3.5) and scored on half 1 there: 0.3; chosen on half 1 (3.0), on half 0: 0.5
     assert out["oracle chosen on the other half"][0] == pytest.approx(0.4)
     assert out["oracle on the same half (in-sample)"][0] == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("argv", [["decide", "--curves", "/no/such/curves.json"],
+                                  ["decide", "--curves", "README.md"],
+                                  ["explore", "--curves", "benchmarks/results/imseg_ucm_session9_reach.json"],
+                                  ["stab", "--report", "/no/such/stab.json"]])
+def test_bad_inputs_end_in_one_line(R, argv, capsys):
+    import os
+
+    from bench_cli import run
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        assert run(R.main, argv) == 2
+    finally:
+        os.chdir(old)
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and ("--curves" in err or "--report" in err) and "Traceback" not in err
