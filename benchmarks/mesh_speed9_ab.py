@@ -3,14 +3,14 @@ with the defaults, configurations interleaved round by round (separate processes
 host drift by tens of ms, so only a one-process A/B isolates a change):
 
 - ``head``: the code at the session's start (``thickness.FUSED_NEAREST = False``,
-  ``thickness.LOOP_ON_DEVICE = False``, ``segment.NEAREST_EARLY = "gpu"``);
-- ``nearoff``: ``head`` with ``NEAREST_EARLY = False`` (session 8b's switch, to decide it);
+  ``thickness.LOOP_ON_DEVICE = False``);
 - ``fused``: the thickness's nearest-sample search in one kernel per chunk and step;
-- ``new``: the thickness's whole shrinking-ball loop in one kernel (today's default);
-- ``new_nearoff``: ``new`` with ``NEAREST_EARLY = False``.
+- ``new``: the thickness's whole shrinking-ball loop in one kernel (today's default).
 
-(Call 1 of session 9 also timed the working thickness on a thread beside the APSP: slower, both
-took ~2x as long side by side; removed. Its runs are in benchmarks/results/mesh_speed_session9*.)
+Calls 1 and 2 of session 9 (commits 1b8dc27 and 62d2f91) also ran session 8b's early nearest-face
+search off (``segment.NEAREST_EARLY = False``; configurations ``nearoff``, ``new_nearoff``) and,
+in call 1, the working thickness on a thread beside the APSP. Neither gained; both were removed.
+Their runs are in benchmarks/results/mesh_speed_session9_call{1,2}_log.txt.
 
 The labels' and colours' SHA-1 must be the same in every configuration. After the rounds, one
 profiled run per configuration named in ``--profile`` prints perf_counter pieces (inclusive
@@ -18,7 +18,7 @@ wall times of the wrapped functions, summed over threads).
 
 Example (device call of session 9)::
 
-    python benchmarks/mesh_speed9_ab.py 101.off 281.off --rounds 9
+    python benchmarks/mesh_speed9_ab.py 101.off 281.off --rounds 7
 """
 
 from __future__ import annotations
@@ -39,13 +39,11 @@ from gpu_kernels.mesh import segment, thickness  # noqa: E402
 from gpu_kernels.mesh import simplify as simp  # noqa: E402
 
 CONFIGS = {
-    "head": {"fused": False, "loop": False, "near": "gpu"},
-    "nearoff": {"fused": False, "loop": False, "near": False},
-    "fused": {"fused": True, "loop": False, "near": "gpu"},
-    "new": {"fused": True, "loop": True, "near": "gpu"},
-    "new_nearoff": {"fused": True, "loop": True, "near": False},
+    "head": {"fused": False, "loop": False},
+    "fused": {"fused": True, "loop": False},
+    "new": {"fused": True, "loop": True},
 }
-REAL = {"fused": thickness.FUSED_NEAREST, "loop": thickness.LOOP_ON_DEVICE, "near": segment.NEAREST_EARLY}
+REAL = {"fused": thickness.FUSED_NEAREST, "loop": thickness.LOOP_ON_DEVICE}
 # (module, attribute) timed in the profiled runs
 WRAP = [(segment, "prepare_mesh"), (segment, "working_graph"), (segment, "with_thickness"),
         (thickness, "face_thickness"), (segment, "graph_distances"), (segment, "distance_orders"),
@@ -56,7 +54,6 @@ WRAP = [(segment, "prepare_mesh"), (segment, "working_graph"), (segment, "with_t
 def _setup(c: dict) -> None:
     thickness.FUSED_NEAREST = c["fused"]
     thickness.LOOP_ON_DEVICE = c["loop"]
-    segment.NEAREST_EARLY = c["near"]
 
 
 def _once(path: str, dev: str, cfg: str, shas: dict) -> float:

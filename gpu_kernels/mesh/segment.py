@@ -187,11 +187,6 @@ OVERSEG_RULE = "concavity"
 #: how a working resolution is made: "patches" (:mod:`gpu_kernels.mesh.coarsen`, no remeshing)
 #: or "simplify" (pymeshlab's quadric edge collapse)
 COARSENING = "simplify"
-#: the full faces' nearest working face is searched on a thread of its own as soon as the
-#: working dual graph exists, beside the thickness and the APSP on the GPU, instead of after
-#: them (the same search, so the same mapping; issue 22, session 8b). "gpu": on a GPU backend
-#: only (on the CPU the thickness and the APSP use every core already); True: always; False: never
-NEAREST_EARLY = "gpu"
 #: (the full-resolution re-cut of the boundaries is the keyword ``refine_boundaries``,
 #: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within
 #: ceil(sqrt(full faces / working faces)) + REFINE_EXTRA_RINGS rings of the carried labels' changes)
@@ -1120,7 +1115,6 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
         working = []
-        near_jobs: dict = {}  # NEAREST_EARLY: the working resolution's index -> its search
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)
         if target is not None:
@@ -1134,13 +1128,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     working.append((int(t), None, None))
                 else:
                     pre = early[1] if early is not None and early[0] == t else None
-                    then = None
-                    if NEAREST_EARLY is True or (NEAREST_EARLY == "gpu" and backend.is_gpu):
-                        def then(gs, _i=len(working)):
-                            near_jobs[_i] = _nearest_in_background(gs.centroids, graph.centroids)
-                            leave.callback(near_jobs[_i].join)
-                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp, pre=pre,
-                                                           then=then)))
+                    working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp,
+                                                           pre=pre)))
             info["timings"]["simplify"] = time.perf_counter() - t0
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1161,8 +1150,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
-                   near_jobs[i].result() if i in near_jobs else
-                   _nearest_faces(gs.centroids, graph.centroids) for i, (_, gs, patch) in enumerate(working)]
+                   _nearest_faces(gs.centroids, graph.centroids) for _, gs, patch in working]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
@@ -1179,10 +1167,11 @@ def _wait_quietly(job) -> None:
 
 
 def _nearest_in_background(centroids_s, centroids):
-    """Start the full → working nearest-face search (the one :func:`prepare_mesh` did after the
-    APSP) now, beside the thickness and the APSP (``NEAREST_EARLY``), on a non-daemon thread:
-    ``join()`` waits (every way out of :func:`prepare_mesh` calls it), ``result()`` returns the
-    (F,) int64 indices or raises the search's error on the caller's thread."""
+    """The full → working nearest-face search (:func:`_nearest_faces`) on a non-daemon thread:
+    ``join()`` waits, ``result()`` returns the (F,) int64 indices or raises the search's error on
+    the caller's thread. :func:`prepare_mesh` no longer starts it early (session 8b's
+    ``NEAREST_EARLY``, removed in session 9: no gain in two one-process A/Bs on the H100); only
+    tests/framework/test_background_call.py still calls it (to go with it)."""
     return BackgroundCall(_nearest_faces, np.asarray(centroids_s, dtype=np.float64),
                           np.asarray(centroids, dtype=np.float64), name="gpulab-mesh-nearest")
 
@@ -1192,7 +1181,7 @@ def _nearest_faces(centroids_s, centroids) -> np.ndarray:
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
-                  pre=None, then=None):
+                  pre=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
@@ -1211,8 +1200,6 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
                   else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
-    if then is not None:  # the working dual graph exists: the caller's work that needs only it
-        then(gs)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
 
 
