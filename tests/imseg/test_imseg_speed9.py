@@ -107,6 +107,7 @@ def _features_both(be, lab, img, method="runs", chunk=None, monkeypatch=None):
         monkeypatch.setattr(F, "SMEM", smem)
         if chunk is not None:
             monkeypatch.setattr(F, "SMEM_CHUNK", chunk)
+            monkeypatch.setattr(F, "SMEM_CHUNK_BIG", chunk)
         f = F.features_device(be, be.xp.asarray(lab).ravel(), R, h, w, be.xp.asarray(img), c, method, True)
         out[smem] = {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in f.items()}
     return out[False], out[True]
@@ -121,7 +122,8 @@ def _equal(a, b):
 @needs_emu
 @pytest.mark.parametrize("kind, h, w, dtype, chunk", [
     ("few", 40, 70, np.uint8, 8), ("many", 33, 61, np.uint8, 4), ("pixels", 17, 23, np.uint16, 8),
-    ("few", 24, 37, np.float32, 3), ("many", 20, 50, "grey", 16), ("halves", 160, 300, np.uint8, 8)])
+    ("few", 24, 37, np.float32, 3), ("many", 20, 50, "grey", 16), ("halves", 160, 300, np.uint8, 8),
+    ("few", 60, 90, np.uint16, 32)])
 def test_emulated_block_table_sums_equal_the_old_kernels(kind, h, w, dtype, chunk, monkeypatch):
     """feat_pass1_smem / feat_moments_smem give the session-4 kernels' features bit for bit
     (integer sums; float raw sums of these small images are exact too), also where a block
@@ -168,7 +170,7 @@ def test_emulated_merge_sums_through_the_block_table(monkeypatch):
 def test_gpu_block_table_sums_equal_the_old_kernels(case, monkeypatch):
     """On the GPU: the new feature kernels equal the old ones bit for bit on the k-means
     pipeline's labels at 512^2, on 4K blocky random labels (12k regions) and on one region a
-    pixel, for every chunk size."""
+    pixel, for every chunk size (2 to 32: 8 is the default up to 1 Mpx, 32 above)."""
     from test_imseg_session6 import _natural
 
     from gpu_kernels.backend import get_backend
@@ -184,7 +186,7 @@ def test_gpu_block_table_sums_equal_the_old_kernels(case, monkeypatch):
     else:
         img = rng.integers(0, 256, size=(300, 400, 3)).astype(np.uint8)
         lab = _feature_labels(rng, 300, 400, "pixels")
-    for chunk in (2, 4, 8, 16):
+    for chunk in (2, 4, 8, 16, 32):
         old, new = _features_both(be, lab, img, chunk=chunk, monkeypatch=monkeypatch)
         _equal(old, new)
 
@@ -391,3 +393,11 @@ def test_as_image_fast_path_equals_the_checks(shape):
     b = as_image(img.view(type("Sub", (np.ndarray,), {})))   # a subclass takes the general path
     assert a is img and (h, w, c) == b[1:] and [type(v) for v in (h, w, c)] == [int, int, int]
     np.testing.assert_array_equal(a, b[0])
+
+
+def test_feature_chunk_by_image_size():
+    """8 pixels a thread up to 1 Mpx, 32 above (the H100 timings in features.py)."""
+    from gpu_kernels.imseg import features as F
+
+    assert F._smem_chunk(512 * 512) == F.SMEM_CHUNK == 8
+    assert F._smem_chunk(1 << 20) == 8 and F._smem_chunk((1 << 20) + 1) == F._smem_chunk(3840 * 2160) == 32
