@@ -874,7 +874,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None, shading=DEFAULT_SHADING,
                  consensus=False, simplifier="auto", prepared=None, clustered=None,
-                 refine_boundaries=DEFAULT_REFINE_BOUNDARIES) -> MeshSegmentation:
+                 refine_boundaries=DEFAULT_REFINE_BOUNDARIES, auto_layout="auto") -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -939,6 +939,10 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         After clustering at a working resolution, re-cut the parts' boundaries on the
         full-resolution graph (smoother boundaries along the full mesh's creases); False: every
         face takes its nearest working face's part. No effect without a working resolution.
+    auto_layout : {"auto", "concave"}
+        With ``k="auto"``: "concave" also runs the integer k at the k that k = "auto" chose and keeps
+        the result with the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`; one
+        integer-k run more). "auto": k = "auto"'s own result. Not used with an integer k or ``clustered``.
 
     Raises
     ------
@@ -953,13 +957,14 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         return cut_clustered(prepared, clustered, refine_boundaries=refine_boundaries, device=backend,
                              progress=prog)
     seg_kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
+    auto_layout = _autok.check_layout(auto_layout)
     prep = prepared if prepared is not None else prepare_mesh(
         vertices, faces, delta=delta, eta_convex=eta_convex, max_faces=max_faces, simplify=simplify,
         consensus=consensus, simplifier=simplifier, apsp_method=apsp_method, device=backend,
         progress=prog.sub(0.0, 0.4))
     seg = segment_prepared(prep, apsp_method=apsp_method, device=backend,
                            progress=prog if prepared is not None else prog.sub(0.4, 1.0),
-                           refine_boundaries=refine_boundaries, **seg_kw)
+                           refine_boundaries=refine_boundaries, auto_layout=auto_layout, **seg_kw)
     seg.info["timings"]["total"] = time.perf_counter() - t_start
     return seg
 
@@ -1206,17 +1211,25 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
 def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",
                      max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
                      shading=DEFAULT_SHADING, device=None, progress=None,
-                     refine_boundaries=DEFAULT_REFINE_BOUNDARIES) -> MeshSegmentation:
+                     refine_boundaries=DEFAULT_REFINE_BOUNDARIES, auto_layout="auto") -> MeshSegmentation:
     """The second stage of :func:`segment_mesh`: fuzzy clustering and cuts on a
     :class:`PreparedMesh` (which it does not modify), carried back to every input face:
     :func:`cluster_prepared` (what k, epsilon and the iteration cap change) and then
     :func:`cut_clustered` (what ``refine_boundaries`` changes). Parameters are those of
     :func:`segment_mesh`."""
     prog = as_progress(progress)
+    relay = isinstance(k, str) and _autok.check_layout(auto_layout) != "auto"
+    p1 = prog.sub(0.0, 0.6) if relay else prog
     cm = cluster_prepared(prep, k=k, epsilon=epsilon, apsp_method=apsp_method, max_iter=max_iter,
                           update_power=update_power, oversegment=oversegment, shading=shading, device=device,
-                          progress=prog.sub(0.0, 0.8))
-    return cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=prog.sub(0.8, 1.0))
+                          progress=p1.sub(0.0, 0.8))
+    seg = cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=p1.sub(0.8, 1.0))
+    if relay:  # k = "auto"'s k, laid out again by the integer k's pipeline (autok.relayout)
+        seg = _autok.relayout(prep, seg, lambda kk: segment_prepared(
+            prep, k=kk, epsilon=epsilon, apsp_method=apsp_method, max_iter=max_iter, update_power=update_power,
+            oversegment=oversegment, shading=shading, device=device, progress=prog.sub(0.6, 1.0),
+            refine_boundaries=refine_boundaries), auto_layout)
+    return seg
 
 
 @dataclass
