@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from statistics import median
 
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.imseg_profile import kernel_profile, natural_image  # noqa: E402
+from benchmarks.imseg_profile import _timed, kernel_profile, natural_image  # noqa: E402
 
 #: the session's switches: variant "old" sets every one off, "new" every one on, "no_<name>" every
 #: one but <name> on
@@ -54,18 +53,6 @@ def _set(variant: str) -> None:
     from gpu_kernels.imseg import graphs as G
 
     G.clear()
-
-
-def _timed(fn, rep: int) -> list:
-    import cupy as cp
-
-    ts = []
-    for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        cp.cuda.get_current_stream().synchronize()
-        ts.append(time.perf_counter() - t0)
-    return ts
 
 
 def _outputs(seg) -> dict:
