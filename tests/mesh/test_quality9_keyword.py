@@ -1,0 +1,74 @@
+"""``segment_mesh(..., auto_layout=...)`` (issue 22, session 9): "auto" is today's k = "auto" exactly;
+"concave" is :func:`gpu_kernels.mesh.autok.relayout` after it (the integer k's result at auto's k where its
+boundaries are more concave); an integer k ignores it; a bad value is one line before any work."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mesh import autok
+from gpu_kernels.mesh import segment as sg
+from gpu_kernels.mesh.dualgraph import MeshInputError
+
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+
+
+@pytest.fixture(scope="module")
+def fish():
+    z = np.load(STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+def test_the_keyword_is_off_by_default():
+    for fn in (sg.segment_mesh, sg.segment_prepared):
+        assert inspect.signature(fn).parameters["auto_layout"].default == "auto"
+
+
+def test_concave_is_relayout(fish):
+    v, f = fish
+    plain = sg.segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
+    off = sg.segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu", auto_layout="auto")
+    assert np.array_equal(off.labels, plain.labels) and "auto_layout" not in off.info
+    on = sg.segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu", auto_layout="concave")
+    note = on.info["auto_layout"]
+    assert on.k == plain.k and note["k"] == plain.k
+    if note["kept"] == "integer k":
+        ref = sg.segment_mesh(v, f, k=int(plain.k), device="cpu", apsp_method="cpu")
+        assert np.array_equal(on.labels, ref.labels)
+        assert note["concavity_k"] > note["concavity_auto"]
+    else:
+        assert np.array_equal(on.labels, plain.labels)
+
+
+def test_integer_k_ignores_it(fish):
+    v, f = fish
+    a = sg.segment_mesh(v, f, k=4, device="cpu", apsp_method="cpu")
+    b = sg.segment_mesh(v, f, k=4, device="cpu", apsp_method="cpu", auto_layout="concave")
+    assert np.array_equal(a.labels, b.labels) and "auto_layout" not in b.info
+
+
+def test_a_bad_value_is_one_line_before_any_work(fish, monkeypatch):
+    v, f = fish
+
+    def no(*a, **k):
+        raise AssertionError("prepare_mesh ran")
+
+    monkeypatch.setattr(sg, "prepare_mesh", no)
+    with pytest.raises(MeshInputError, match="auto_layout must be one of") as e:
+        sg.segment_mesh(v, f, k="auto", auto_layout="convex")
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.gpu
+def test_concave_on_the_gpu(fish):
+    v, f = fish
+    plain = sg.segment_mesh(v, f, k="auto", device="cuda")
+    on = sg.segment_mesh(v, f, k="auto", device="cuda", auto_layout="concave")
+    prep = sg.prepare_mesh(v, f, device="cuda")
+    ref = autok.relayout(prep, sg.segment_prepared(prep, k="auto", device="cuda"),
+                         lambda kk: sg.segment_prepared(prep, k=kk, device="cuda"), "concave")
+    assert on.k == plain.k and np.array_equal(on.labels, ref.labels)
