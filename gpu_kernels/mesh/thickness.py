@@ -8,7 +8,10 @@ largest ball inside the surface that touches the face's centroid, centred on the
 normal. Its diameter equals the SDF of a tube and is at most the distance to the opposite
 wall anywhere. One k-d tree query per face and step (up to ``MAX_STEPS``; the first steps,
 from centres far outside the mesh, cost the most), NumPy and SciPy on every core: 0.05-0.1 s
-for the 4,000-face working resolution on one core of the development machine.
+for the 4,000-face working resolution on one core of the development machine. On a CUDA
+device the whole loop is one kernel (``LOOP_ON_DEVICE``, ``gpu_kernels/cuda/mesh_thickness.cu``:
+a brute-force search per face and step, rounded as the host loop's, so the same radii bit for
+bit): ~3.4 ms at 4,000 faces on the H100, against ~21 ms for the per-step searches.
 
 :func:`face_thickness` returns the diameter per face, smoothed in the log domain over
 ``SMOOTH_RINGS`` rings of dual-graph neighbours (a single noisy ball, at a crease or a
