@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from PySide6 import QtGui
-from PySide6.QtCore import QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QClipboard,
     QColor,
@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QWidget,
 )
 
@@ -550,16 +551,75 @@ def fit_scroll_width(scroll: QScrollArea) -> None:
 
 
 class _SplitterBalance(QObject):
+    #: below this many pixels for the view(s), the side panel folds away (session 8's L5: at 800 px
+    #: the mesh view got 95 px beside a 340 px side panel, two pinned halves ~40 px each)
+    MIN_VIEWS = 240
+
     def __init__(self, split: QSplitter, view_index: int, side_share: float, side_max: int):
         super().__init__(split)
         self.split, self.view_index, self.side_share, self.side_max = split, view_index, side_share, side_max
         self.has_side = split.count() > view_index + 1  # a panel right of the view(s)
         self.user_moved = False
+        self.folded = False
+        #: the visible cue of a folded side panel, at the window's right edge: a click shows it again
+        self.unfold_button = None
         split.splitterMoved.connect(self._moved)
 
     def _moved(self, *_a) -> None:
         if not getattr(self, "_balancing", False):
             self.user_moved = True
+            if self.folded and self.split.sizes()[-1] > 0:  # the user dragged the panel back out
+                self._set_folded(False)
+
+    def _button(self) -> QToolButton:
+        if self.unfold_button is None:
+            # a child of the splitter's parent: the splitter would take a child widget of its own as a pane
+            b = QToolButton(self.split.parentWidget() or self.split.window())
+            b.setObjectName("unfold-side-panel")
+            b.setText("◂")
+            b.setAutoRaise(False)
+            b.setFixedSize(16, 64)
+            b.setToolTip("The side panel (legends, read-outs) is folded away in this narrow window: click to "
+                         "show it (or widen the window)")
+            b.setAccessibleName("Show the side panel")
+            b.clicked.connect(self.unfold)
+            b.hide()
+            self.unfold_button = b
+        return self.unfold_button
+
+    def _set_folded(self, on: bool) -> None:
+        self.folded = bool(on)
+        side = self.split.count() - 1
+        self.split.setCollapsible(side, self.folded)
+        b = self._button()
+        if self.folded:
+            sp = self.split
+            at = sp.mapTo(b.parentWidget(), QPoint(sp.width() - b.width(), max(0, (sp.height() - b.height()) // 2)))
+            b.move(at)
+            b.show()
+            b.raise_()
+        else:
+            b.hide()
+
+    def unfold(self) -> None:
+        """Show the folded side panel at its minimum width (the view gives up the room): the user's
+        choice, kept as a dragged handle is (no more sharing on resize)."""
+        sp = self.split
+        n = sp.count()
+        sizes = sp.sizes()
+        w = sp.widget(n - 1)
+        want = w.minimumWidth() or w.minimumSizeHint().width()
+        give = [i for i in range(self.view_index, n - 1) if not sp.widget(i).isHidden()] or [self.view_index]
+        for i in give:
+            sizes[i] = max(0, sizes[i] - want // len(give))
+        sizes[n - 1] = want
+        self._set_folded(False)
+        self.user_moved = True
+        self._balancing = True
+        try:
+            sp.setSizes(sizes)
+        finally:
+            self._balancing = False
 
     def balance(self) -> None:
         sp = self.split
@@ -578,6 +638,15 @@ class _SplitterBalance(QObject):
         # the view (or the views side by side, a pinned copy beside the live one) share the rest
         views = [i for i in range(self.view_index, n - 1 if self.has_side else n) if not hidden[i]] or [self.view_index]
         rest = total - sum(s for i, s in enumerate(sizes) if i not in views)
+        if self.has_side and not hidden[n - 1]:
+            # a narrow window: the side panel folds away before the view is squeezed to a strip; a
+            # button at the right edge (and the handle, dragged) brings it back, so does a wider window
+            fold = rest < self.MIN_VIEWS
+            if fold:
+                rest += sizes[n - 1]
+                sizes[n - 1] = 0
+            if fold or self.folded:
+                self._set_folded(fold)
         for i in views:
             sizes[i] = max(rest // len(views), mins[i])
         self._balancing = True
