@@ -43,6 +43,7 @@ from .mesh_seg_exports import (  # noqa: F401  (re-exported: the tab and the tes
     write_labels,
     write_segments,
 )
+from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k, relayout  # noqa: F401  (re-exported)
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -121,6 +122,11 @@ PARAMS = ParamSet([
           "After clustering at a working resolution, re-cut the parts' boundaries on the full mesh "
           "(smoother, along its creases); off: each face takes its nearest working face's part "
           "(slightly better Rand Index on the PSB, slightly quicker, jagged boundaries).", advanced=True),
+    Param("auto_layout", str, _defaults.DEFAULT_AUTO_LAYOUT, "Auto-k layout",
+          "With k = auto: 'concave' also lays the parts out by the fixed-k method at the k that auto chose and "
+          "keeps the more concave boundaries (better parts on unseen PSB meshes, 0.156 against 0.165 Rand Index "
+          "error; one fixed-k run more, about 0.1 s at 50k faces on a GPU).", choices=("auto", "concave"),
+          advanced=True, choice_help={"auto": "k = auto's own merges", "concave": "the more concave of the two"}),
     Param("simplifier", str, "auto", "Simplifier",
           "How the working resolution is made (quadric edge collapse).",
           choices=("auto", "fast+pymeshlab", "pymeshlab", "fast"), advanced=True,
@@ -264,6 +270,7 @@ def _cut(ctx):
         ctx.data.vertices, ctx.data.faces, k=cm.kw["k"], epsilon=cm.kw["epsilon"], apsp_method=cm.apsp_method,
         max_iter=cm.kw["max_iter"], max_faces=cm.info["params"]["max_faces"], prepared=ctx["graph"], clustered=cm,
         refine_boundaries=ctx.p["refine_boundaries"], device=ctx.device, progress=ctx.progress)
+    seg = relayout(ctx, cm, seg)  # k = auto's k laid out again (auto_layout; mesh_seg_helpers)
     seg.face_colors_shading = cm.kw["shading"]  # what its face colours were blended with (apply_display)
     return seg
 
@@ -299,25 +306,9 @@ PIPELINE = Pipeline([
           inputs=("vertices", "faces"), label="clustering"),
     Stage("segment", _segment, params=("epsilon",), after=("graph", "cluster"), inputs=("vertices", "faces"),
           label="cuts and merges"),
-    Stage("cut", _cut, params=("refine_boundaries",), after=("graph", "segment"), inputs=("vertices", "faces"),
-          label="boundary cut"),
+    Stage("cut", _cut, params=("refine_boundaries", "auto_layout"), after=("graph", "segment"),
+          inputs=("vertices", "faces"), label="boundary cut"),
 ], finish=_finish, params=PARAMS)
-
-
-#: a part needs at least this many faces of the clustered mesh on average
-MIN_FACES_PER_PART = 10
-
-
-def check_k(params: dict, n_faces: int) -> None:
-    """k must leave the parts a few faces each (of the mesh actually clustered)."""
-    k = params.get("k", "auto")
-    if k == "auto":
-        return
-    mf = params.get("max_faces")
-    n = min(n_faces, mf) if isinstance(mf, int) and not isinstance(mf, bool) else n_faces
-    if k * MIN_FACES_PER_PART > n:
-        raise InputError(f"k = {k} asks for more parts than make sense for {n:,} faces (at most "
-                         f"{max(1, n // MIN_FACES_PER_PART):,}, {MIN_FACES_PER_PART} faces per part)")
 
 
 def advise(data: MeshData, params: dict, device: Backend) -> TooLargeError | None:

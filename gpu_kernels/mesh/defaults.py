@@ -6,7 +6,7 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_DELTA", "DEFAULT_ETA_CONVEX", "DEFAULT_EPSILON", "DEFAULT_UPDATE_POWER", "DEFAULT_OVERSEGMENT",
            "DEFAULT_MAX_ITER", "MAX_K", "WORKING_FACES", "DEFAULT_MAX_FACES", "DEFAULT_SHADING",
-           "DEFAULT_REFINE_BOUNDARIES"]
+           "DEFAULT_REFINE_BOUNDARIES", "DEFAULT_AUTO_LAYOUT"]
 
 # Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
 DEFAULT_DELTA = 0.05
@@ -35,3 +35,9 @@ DEFAULT_SHADING = 0.35
 #: meshes it costs 0.002 (protocol k) / 0.001 (auto k) of Rand Index, held out
 #: (benchmarks/results/mesh_session3.md)
 DEFAULT_REFINE_BOUNDARIES = True
+
+#: with k = "auto": "auto" keeps k = "auto"'s own layout; "concave" also lays the parts out by the integer-k
+#: pipeline at the k it chose and keeps the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`).
+#: Session 9: 0.1654 -> 0.1557 held out on 10 new PSB working-mesh draws, at one integer-k run more (about
+#: 0.1 s at 50k faces on an H100), so off by default (benchmarks/results/mesh_quality_session9.md)
+DEFAULT_AUTO_LAYOUT = "auto"

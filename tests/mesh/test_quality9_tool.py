@@ -1,0 +1,67 @@
+"""The mesh tool's "Auto-k layout" (``auto_layout``, issue 22 session 9): the tool's staged run equals the
+library's ``segment_mesh(..., auto_layout=...)``, an edit of it re-runs only the boundary-cut stage and gives
+what a fresh run gives, the default is the library's (off), and an integer k ignores it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.tools import mesh_seg
+from app.tools.stages import StageCache
+from gpu_kernels.backend import get_backend
+from gpu_kernels.mesh import segment as sg
+from gpu_kernels.mesh.defaults import DEFAULT_AUTO_LAYOUT
+
+CPU = get_backend("cpu")
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+
+
+@pytest.fixture(scope="module")
+def fish():
+    z = np.load(STORED)
+    return mesh_seg.from_arrays(z["vertices"].astype(np.float64), z["faces"].astype(np.int64))
+
+
+def _p(**kw):
+    return mesh_seg.PARAMS.validate({"apsp": "cpu", **kw})
+
+
+def test_default_is_off_and_the_library_s():
+    assert DEFAULT_AUTO_LAYOUT == "auto" and mesh_seg.PARAMS.defaults()["auto_layout"] == "auto"
+
+
+def test_the_tool_equals_the_library(fish):
+    on = mesh_seg.run(fish, {"apsp": "cpu", "auto_layout": "concave"}, device=CPU)
+    lib = sg.segment_mesh(fish.vertices, fish.faces, k="auto", apsp_method="cpu", device="cpu",
+                          auto_layout="concave")
+    assert np.array_equal(on.seg.labels, lib.labels) and on.seg.k == lib.k
+    assert on.seg.info["auto_layout"]["kept"] == lib.info["auto_layout"]["kept"]
+    off = mesh_seg.run(fish, {"apsp": "cpu"}, device=CPU)
+    plain = sg.segment_mesh(fish.vertices, fish.faces, k="auto", apsp_method="cpu", device="cpu")
+    assert np.array_equal(off.seg.labels, plain.labels) and "auto_layout" not in off.seg.info
+
+
+def test_an_edit_reruns_the_cut_stage_only_and_equals_a_fresh_run(fish):
+    cache = StageCache(cap_bytes=1 << 30)
+    first, _ = mesh_seg.PIPELINE.execute(fish, _p(), device=CPU, cache=cache, scope="t")
+    live, rep = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="concave"), device=CPU, cache=cache, scope="t")
+    assert rep.ran == ["cut"], rep
+    fresh, _ = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="concave"), device=CPU)
+    assert np.array_equal(live.seg.labels, fresh.seg.labels)
+    assert np.array_equal(live.seg.face_colors, fresh.seg.face_colors)
+    back, rep = mesh_seg.PIPELINE.execute(fish, _p(), device=CPU, cache=cache, scope="t")
+    assert rep.ran == [] and np.array_equal(back.seg.labels, first.seg.labels)
+
+
+def test_an_integer_k_ignores_it(fish):
+    a = mesh_seg.run(fish, {"apsp": "cpu", "k": 4}, device=CPU)
+    b = mesh_seg.run(fish, {"apsp": "cpu", "k": 4, "auto_layout": "concave"}, device=CPU)
+    assert np.array_equal(a.seg.labels, b.seg.labels) and "auto_layout" not in b.seg.info
+
+
+def test_a_bad_value_is_refused():
+    with pytest.raises(Exception, match="auto-layout must be one of auto, concave"):
+        mesh_seg.PARAMS.validate({"auto_layout": "convex"})
