@@ -39,7 +39,6 @@ SWITCHES = {
     "features": ("gpu_kernels.imseg.features", "SMEM"),
     "codes": ("gpu_kernels.imseg.color", "CODES_SMEM"),
     "kmeans32": ("gpu_kernels.imseg.kmeans", "FUSED32"),
-    "digits": ("gpu_kernels.imseg.features", "MOMENT_DIGITS"),
     "init": ("gpu_kernels.imseg.kmeans", "INIT_FAST"),
 }
 

@@ -1,9 +1,9 @@
-"""Session 9: GPU time of single k-means-pipeline kernels at 512^2 (CUDA events, median of
-``--rep`` back-to-back launches each), to find what bounds them: the feature sums (old
-kernels, block-table kernels by pixels a thread, and diagnostic builds of the moments kernel
-with parts switched off: FS_DIAG 1 no 128-bit products, 2 no warp reduction, 4 no table adds,
-8 no global flush; their sums are wrong, timing only), the codes kernels by pixels a thread,
-and k-means by iterations.
+"""Session 9: GPU time of single k-means-pipeline kernels (CUDA events, ``--rep`` launches queued
+back to back, median of 3 batches; functions of several launches, with allocations, are host-bound
+at 512^2), to find what bounds them: the feature sums (old kernels, block-table kernels by pixels a
+thread), the codes kernels by pixels a thread, and k-means by iterations. Session 9's calls 2 and 4
+also timed a first 64-bit table kernel (feat_moments_smem) and diagnostic builds of it (FS_DIAG):
+both removed after (code at 798ed1f); their rows are in benchmarks/results/imseg_speed_session9.md.
 
     python benchmarks/imseg_speed9_kernels.py [--json out.json]
 """
@@ -101,13 +101,6 @@ def main(argv=None) -> int:
         row(f"moments_digits chunk={ch}", gpu_us(
             lambda ch=ch: fd(grid(-(-n // ch), 256), (256,),
                              (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc)), a.rep))
-    for diag in (0, 4):
-        f = kernel(be, "imseg_features.cu", "feat_moments_smem", options=C.CUDA_OPTIONS,
-                   defines={"FS_DIAG": diag} if diag else None)
-        for ch in ((2, 4, 8, 16, 32) if diag == 0 else (8,)):
-            row(f"moments_smem diag={diag} chunk={ch}", gpu_us(
-                lambda f=f, ch=ch: f(grid(-(-n // ch), 256), (256,),
-                                     (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc)), a.rep))
     # ---- codes
     hist = cp.zeros(1 << 15, cp.uint32)
     C.CODES_SMEM = False

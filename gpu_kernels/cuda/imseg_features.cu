@@ -57,28 +57,45 @@ __device__ __forceinline__ void feat_pass1_flush(int j, int flags, int nc, int c
     }
 }
 
-// (no early return: every lane of a warp takes part in the last segment's reduction)
-template <typename T>
-__device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, long long n, int W,
-                                                const int* __restrict__ order, const T* __restrict__ img, int C,
-                                                const float* __restrict__ lab, int flags, int* __restrict__ area,
-                                                int* __restrict__ bbox, u64* __restrict__ sum_rc,
-                                                double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {
-    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
-    const long long i1 = lmin(i0 + FT_CHUNK, n);
+// Pass 1's walk over one thread's items [i0, i1) (RASTER: raster order, the row and column
+// stepped; else the permutation `order` where given, the row and column divided out):
+// the sums of each run of one label, handed to sink(rl, cnt, minr, minc, maxr, maxc, sr, sc, v0,
+// v1, v2, l0, l1, l2) when the label changes; the last run is first summed over the warp's lanes
+// that end in the same region, and its lowest lane hands it on. (No early return: every lane
+// takes part in the reduction.)
+template <bool RASTER, typename T, typename Sink>
+__device__ __forceinline__ void ft_pass1_walk(const int* __restrict__ labels, long long i0, long long i1, int W,
+                                              const int* __restrict__ order, const T* __restrict__ img, int C,
+                                              const float* __restrict__ lab, int flags, Sink& sink) {
     const int nc = C >= 3 ? 3 : 1;
     int rl = -1;
     int cnt = 0, minr = 0, minc = 0, maxr = 0, maxc = 0;
     u64 sr = 0, sc = 0;
     double v0 = 0, v1 = 0, v2 = 0;
     long long l0 = 0, l1 = 0, l2 = 0;
+    int sy = 0, sx = 0;
+    if (RASTER) {
+        sy = (int)(i0 / W);
+        sx = (int)(i0 - (long long)sy * W) - 1;
+    }
     for (long long i = i0; i < i1; ++i) {
-        const long long p = order != 0 ? (long long)order[i] : i;
+        const long long p = (!RASTER && order != 0) ? (long long)order[i] : i;
+        int y, x;
+        if (RASTER) {
+            if (++sx == W) {
+                sx = 0;
+                ++sy;
+            }
+            y = sy;
+            x = sx;
+        } else {
+            y = (int)(p / W);
+            x = (int)(p - (long long)y * W);
+        }
         const int l = labels[p];
         if (l != rl) {
             if (rl > 0)  // a segment inside the chunk ends: flush it
-                feat_pass1_flush<T>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2,
-                                    area, bbox, sum_rc, raw_sum, lab_sum);
+                sink(rl, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2);
             rl = l;
             cnt = 0;
             minr = 0x7fffffff;
@@ -90,7 +107,6 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
             l0 = l1 = l2 = 0;
         }
         if (l <= 0) continue;
-        const int y = (int)(p / W), x = (int)(p - (long long)y * W);
         cnt += 1;
         minr = imin(minr, y);
         maxr = imax(maxr, y);
@@ -143,9 +159,35 @@ __device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, 
         l1 = ft_seg_sum<long long>(l1, end);
         l2 = ft_seg_sum<long long>(l2, end);
     }
-    if (head && rl > 0)
-        feat_pass1_flush<T>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
-                            bbox, sum_rc, raw_sum, lab_sum);
+    if (head && rl > 0) sink(rl, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2);
+}
+
+// a run's sums straight to the region's global accumulators
+struct FtGlobalPass1 {
+    int flags, nc;
+    int* area;
+    int* bbox;
+    u64* sum_rc;
+    double* raw_sum;
+    long long* lab_sum;
+    __device__ __forceinline__ void operator()(int rl, int cnt, int minr, int minc, int maxr, int maxc, u64 sr, u64 sc,
+                                               double v0, double v1, double v2, long long l0, long long l1,
+                                               long long l2) {
+        feat_pass1_flush<int>(rl - 1, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
+                              bbox, sum_rc, raw_sum, lab_sum);
+    }
+};
+
+template <typename T>
+__device__ __forceinline__ void feat_pass1_impl(const int* __restrict__ labels, long long n, int W,
+                                                const int* __restrict__ order, const T* __restrict__ img, int C,
+                                                const float* __restrict__ lab, int flags, int* __restrict__ area,
+                                                int* __restrict__ bbox, u64* __restrict__ sum_rc,
+                                                double* __restrict__ raw_sum, long long* __restrict__ lab_sum) {
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
+    const long long i1 = lmin(i0 + FT_CHUNK, n);
+    FtGlobalPass1 sink{flags, C >= 3 ? 3 : 1, area, bbox, sum_rc, raw_sum, lab_sum};
+    ft_pass1_walk<false, T>(labels, i0, i1, W, order, img, C, lab, flags, sink);
 }
 
 #define DEF_FEAT_KERNELS(suf, T)                                                                               \
@@ -249,12 +291,15 @@ __device__ __forceinline__ void ft_moments_flush(u64* __restrict__ acc, int rl, 
     }
 }
 
-// (no early return: every lane of a warp takes part in the last segment's reduction)
-extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, long long n, int W,
-                                              const int* __restrict__ order, const long long* __restrict__ anchor,
-                                              u64* __restrict__ acc) {
-    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
-    const long long i1 = lmin(i0 + FT_CHUNK, n);
+// The moments' walk over one thread's items [i0, i1) (RASTER: raster order, the row and column
+// stepped; else the permutation `order` where given, the row and column divided out): per row run the sums of v^j, at its end u^i * sum v^j added to the thread's 128-bit
+// sums, which go to sink(rl, lo, hi) when the label changes; the last run's sums are first
+// added over the warp's lanes that end in the same region (128-bit), and its lowest lane hands
+// them on. (No early return: every lane takes part in the reduction.)
+template <bool RASTER, typename Sink>
+__device__ __forceinline__ void ft_moments_walk(const int* __restrict__ labels, long long i0, long long i1, int W,
+                                                const int* __restrict__ order, const long long* __restrict__ anchor,
+                                                Sink& sink) {
     int rl = -1;
     long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
     long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -264,13 +309,27 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
         lo[k] = 0ULL;
         hi[k] = 0ULL;
     }
+    long long sy = 0, sx = 0;   // RASTER (order 0): the row and column, stepped
+    if (RASTER) {
+        sy = i0 / W;
+        sx = i0 - sy * W - 1;
+    }
     for (long long i = i0; i <= i1; ++i) {
         int l = -2;
-        long long p = 0, y = -1;
+        long long y = -1;
         if (i < i1) {
-            p = order != 0 ? (long long)order[i] : i;
+            const long long p = (!RASTER && order != 0) ? (long long)order[i] : i;
             l = labels[p];
-            y = p / W;
+            if (RASTER) {
+                if (++sx == W) {
+                    sx = 0;
+                    ++sy;
+                }
+                y = sy;
+            } else {
+                y = p / W;
+                sx = p - y * W;   // the column, for the run below
+            }
         }
         if (l != rl || y != ry) {
             if (rl > 0 && s0 > 0) {  // the run ends: add u^i * sum v^j
@@ -290,7 +349,7 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
             s0 = s1 = s2 = s3 = 0;
             if (i >= i1) break;  // the last segment stays for the warp's reduction
             if (l != rl) {
-                if (rl > 0) ft_moments_flush(acc, rl, lo, hi);
+                if (rl > 0) sink(rl, lo, hi);
 #pragma unroll
                 for (int k = 0; k < 16; ++k) {
                     lo[k] = 0ULL;
@@ -310,7 +369,7 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
             }
         }
         if (l <= 0) continue;
-        const long long v = (p - y * W) - ac;
+        const long long v = sx - ac;
         const long long v2 = v * v;
         s0 += 1;
         s1 += v;
@@ -330,7 +389,21 @@ extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, lo
             if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
         }
     }
-    if (head && rl > 0) ft_moments_flush(acc, rl, lo, hi);
+    if (head && rl > 0) sink(rl, lo, hi);
+}
+
+struct FtGlobalMoments {
+    u64* acc;
+    __device__ __forceinline__ void operator()(int rl, const u64* lo, const u64* hi) { ft_moments_flush(acc, rl, lo, hi); }
+};
+
+extern "C" __global__ void feat_moments_exact(const int* __restrict__ labels, long long n, int W,
+                                              const int* __restrict__ order, const long long* __restrict__ anchor,
+                                              u64* __restrict__ acc) {
+    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
+    const long long i1 = lmin(i0 + FT_CHUNK, n);
+    FtGlobalMoments sink{acc};
+    ft_moments_walk<false>(labels, i0, i1, W, order, anchor, sink);
 }
 
 __device__ __forceinline__ double ft_to_double(u64 lo, u64 hi) {
@@ -418,11 +491,6 @@ extern "C" __global__ void feat_finish(int R, int nc, const int* __restrict__ ar
 #define FS_MSLOTS 64
 #endif
 #define FS_PROBES 16
-// diagnostics (benchmarks only; wrong sums): 1 no 128-bit products, 2 no warp reduction, 4 no
-// table adds, 8 no global flush
-#ifndef FS_DIAG
-#define FS_DIAG 0
-#endif
 #define FS_THREADS 256
 
 // the slot of label l (> 0) in a table of `slots` keys (0 = free), or -1
@@ -440,8 +508,8 @@ __device__ __forceinline__ int fs_slot(int* keys, int slots, int l) {
     return -1;
 }
 
-// The table's 64-bit sums are kept as 16-bit digits in 32-bit words (64-bit shared atomics are
-// not single instructions: see feat_moments_digits): row and column sums (< 2^40 a run) as
+// The table's 64-bit sums are kept as 16-bit digits in 32-bit words (64-bit shared atomics cost
+// what the table saves: see feat_moments_digits): row and column sums (< 2^40 a run) as
 // three unsigned digits, CIELAB sums (|x| < 2^29 a run) as two balanced digits, raw sums of
 // integer pixels (< 2^24 a run) as two unsigned digits; float pixels' raw sums stay doubles. A
 // word takes at most one add a run of a thread (a few thousand a block): no overflow.
@@ -533,6 +601,24 @@ __device__ __forceinline__ void fs_pass1_add(FsPass1& t, int rl, int flags, int 
     }
 }
 
+// a run's sums to the block's table (or, without a slot, to the global accumulators)
+template <typename T>
+struct FsTablePass1 {
+    FsPass1& t;
+    int flags, nc;
+    int* area;
+    int* bbox;
+    u64* sum_rc;
+    double* raw_sum;
+    long long* lab_sum;
+    __device__ __forceinline__ void operator()(int rl, int cnt, int minr, int minc, int maxr, int maxc, u64 sr, u64 sc,
+                                               double v0, double v1, double v2, long long l0, long long l1,
+                                               long long l2) {
+        fs_pass1_add<T>(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox,
+                        sum_rc, raw_sum, lab_sum);
+    }
+};
+
 // (no early return: the block's barriers and the warp's reduction need every thread)
 template <typename T>
 __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ labels, long long n, int W, int chunk,
@@ -559,88 +645,8 @@ __device__ __forceinline__ void feat_pass1_smem_impl(const int* __restrict__ lab
     const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
     const long long i1 = lmin(i0 + chunk, n);
     const int nc = C >= 3 ? 3 : 1;
-    int rl = -1;
-    int cnt = 0, minr = 0, minc = 0, maxr = 0, maxc = 0;
-    u64 sr = 0, sc = 0;
-    double v0 = 0, v1 = 0, v2 = 0;
-    long long l0 = 0, l1 = 0, l2 = 0;
-    // the row and column of the first pixel, then stepped (no 64-bit division a pixel)
-    int y = (int)(i0 / W), x = (int)(i0 - (long long)y * W);
-    for (long long p = i0; p < i1; ++p, ++x) {
-        if (x == W) {
-            x = 0;
-            ++y;
-        }
-        const int l = labels[p];
-        if (l != rl) {
-            if (rl > 0)
-                fs_pass1_add<T>(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area,
-                                bbox, sum_rc, raw_sum, lab_sum);
-            rl = l;
-            cnt = 0;
-            minr = 0x7fffffff;
-            minc = 0x7fffffff;
-            maxr = -1;
-            maxc = -1;
-            sr = sc = 0;
-            v0 = v1 = v2 = 0.0;
-            l0 = l1 = l2 = 0;
-        }
-        if (l <= 0) continue;
-        cnt += 1;
-        minr = imin(minr, y);
-        maxr = imax(maxr, y);
-        minc = imin(minc, x);
-        maxc = imax(maxc, x);
-        sr += (u64)y;
-        sc += (u64)x;
-        if (flags & FT_RAW) {
-            if (nc == 3) {
-                v0 += raw_value<T>(img[p * C]);
-                v1 += raw_value<T>(img[p * C + 1]);
-                v2 += raw_value<T>(img[p * C + 2]);
-            } else {
-                v0 += raw_value<T>(img[p * C]);
-            }
-        }
-        if (flags & FT_LAB) {
-            float L, A, B;
-            if (lab != 0) {
-                L = lab[3 * p];
-                A = lab[3 * p + 1];
-                B = lab[3 * p + 2];
-            } else {
-                pixel_lab<T>(img, C, p, L, A, B);
-            }
-            l0 += ft_lab_fixed(L);
-            l1 += ft_lab_fixed(A);
-            l2 += ft_lab_fixed(B);
-        }
-    }
-    bool head;
-    const int end = ft_seg_end(rl, head);
-    cnt = ft_seg_sum<int>(cnt, end);
-    if (flags & FT_BBOX) {
-        minr = ft_seg_min(minr, end);
-        minc = ft_seg_min(minc, end);
-        maxr = ft_seg_max(maxr, end);
-        maxc = ft_seg_max(maxc, end);
-        sr = ft_seg_sum<u64>(sr, end);
-        sc = ft_seg_sum<u64>(sc, end);
-    }
-    if (flags & FT_RAW) {
-        v0 = ft_seg_sum<double>(v0, end);
-        v1 = ft_seg_sum<double>(v1, end);
-        v2 = ft_seg_sum<double>(v2, end);
-    }
-    if (flags & FT_LAB) {
-        l0 = ft_seg_sum<long long>(l0, end);
-        l1 = ft_seg_sum<long long>(l1, end);
-        l2 = ft_seg_sum<long long>(l2, end);
-    }
-    if (head && rl > 0)
-        fs_pass1_add<T>(t, rl, flags, nc, cnt, minr, minc, maxr, maxc, sr, sc, v0, v1, v2, l0, l1, l2, area, bbox,
-                        sum_rc, raw_sum, lab_sum);
+    FsTablePass1<T> sink{t, flags, nc, area, bbox, sum_rc, raw_sum, lab_sum};
+    ft_pass1_walk<true, T>(labels, i0, i1, W, 0, img, C, lab, flags, sink);
     __syncthreads();
     for (int s = threadIdx.x; s < FS_SLOTS; s += blockDim.x) {
         const int k = t.key[s];
@@ -674,136 +680,10 @@ DEF_FEAT_SMEM_KERNELS(u8, unsigned char)
 DEF_FEAT_SMEM_KERNELS(u16, unsigned short)
 DEF_FEAT_SMEM_KERNELS(f32, float)
 
-struct FsMoments {
-    int key[FS_MSLOTS];
-    u64 lo[16 * FS_MSLOTS];
-    u64 hi[16 * FS_MSLOTS];
-};
-
-// a thread's (or a run of lanes') 128-bit sums into the block's slot of region rl (a carry out
-// of each low word goes to the high word: exact whatever order the additions land in)
-__device__ __forceinline__ void fs_moments_add(FsMoments& t, u64* __restrict__ acc, int rl, const u64* lo,
-                                               const u64* hi) {
-    if (FS_DIAG & 4) return;
-    const int s = fs_slot(t.key, FS_MSLOTS, rl);
-    if (s < 0) {
-        ft_moments_flush(acc, rl, lo, hi);
-        return;
-    }
-#pragma unroll
-    for (int k = 1; k < 16; ++k) {
-        const u64 old = atomicAdd(&t.lo[16 * s + k], lo[k]);
-        const u64 carry = (old + lo[k]) < old ? 1ULL : 0ULL;
-        atomicAdd(&t.hi[16 * s + k], hi[k] + carry);
-    }
-}
-
-// feat_moments_exact's sums (raster order only) through the block's table
-extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_smem(const int* __restrict__ labels, long long n,
-                                                                           int W, int chunk,
-                                                                           const long long* __restrict__ anchor,
-                                                                           u64* __restrict__ acc) {
-    __shared__ FsMoments t;
-    for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) t.key[s] = 0;
-    for (int s = threadIdx.x; s < 16 * FS_MSLOTS; s += blockDim.x) {
-        t.lo[s] = 0ULL;
-        t.hi[s] = 0ULL;
-    }
-    __syncthreads();
-    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
-    const long long i1 = lmin(i0 + chunk, n);
-    int rl = -1;
-    long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
-    long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    u64 lo[16], hi[16];
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        lo[k] = 0ULL;
-        hi[k] = 0ULL;
-    }
-    // the row and column of the first pixel, then stepped (no 64-bit division a pixel)
-    long long yy = i0 / W, xx = i0 - yy * W - 1;
-    for (long long i = i0; i <= i1; ++i) {
-        int l = -2;
-        long long p = 0, y = -1;
-        if (i < i1) {
-            p = i;
-            l = labels[p];
-            if (++xx == W) {
-                xx = 0;
-                ++yy;
-            }
-            y = yy;
-        }
-        if (l != rl || y != ry) {
-            if (rl > 0 && s0 > 0 && !(FS_DIAG & 1)) {
-                const long long pu[4] = {1, u1, u2, u3};
-                const long long sv[4] = {s0, s1, s2, s3};
-#pragma unroll
-                for (int a = 0; a < 4; ++a) {
-#pragma unroll
-                    for (int b = 0; b < 4; ++b) {
-                        if (a == 0 && b == 0) continue;
-                        u64 plo, phi;
-                        ft_mul128(pu[a], sv[b], plo, phi);
-                        ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
-                    }
-                }
-            }
-            s0 = s1 = s2 = s3 = 0;
-            if (i >= i1) break;
-            if (l != rl) {
-                if (rl > 0) fs_moments_add(t, acc, rl, lo, hi);
-#pragma unroll
-                for (int k = 0; k < 16; ++k) {
-                    lo[k] = 0ULL;
-                    hi[k] = 0ULL;
-                }
-                rl = l;
-                if (l > 0) {
-                    ar = anchor[2 * (l - 1)];
-                    ac = anchor[2 * (l - 1) + 1];
-                }
-            }
-            ry = y;
-            if (l > 0) {
-                u1 = y - ar;
-                u2 = u1 * u1;
-                u3 = u2 * u1;
-            }
-        }
-        if (l <= 0) continue;
-        const long long v = xx - ac;
-        const long long v2 = v * v;
-        s0 += 1;
-        s1 += v;
-        s2 += v2;
-        s3 += v2 * v;
-    }
-    bool head;
-    const int end = (FS_DIAG & 2) ? (head = true, threadIdx.x & 31) : ft_seg_end(rl, head);
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int k = 1; k < 16; ++k) {
-#pragma unroll
-        for (int off = 1; off < ((FS_DIAG & 2) ? 1 : 32); off <<= 1) {
-            const u64 olo = __shfl_down_sync(0xffffffffu, lo[k], off);
-            const u64 ohi = __shfl_down_sync(0xffffffffu, hi[k], off);
-            if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
-        }
-    }
-    if (head && rl > 0) fs_moments_add(t, acc, rl, lo, hi);
-    __syncthreads();
-    for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) {
-        const int k = t.key[s];
-        if (k > 0 && !(FS_DIAG & 8)) ft_moments_flush(acc, k, &t.lo[16 * s], &t.hi[16 * s]);
-    }
-}
-
 // ------------------------------------------------------------------ moments in 16-bit digits (session 9)
-// feat_moments_smem's table held each region's 15 sums as 128-bit (lo, hi) pairs, added with
-// 64-bit shared atomics that return the old value (for the carry): those adds were ~85% of the
-// kernel's time at 512^2 (benchmarks/results/imseg_speed_session9.md). Here a run's 128-bit
+// A first table held each region's 15 sums as 128-bit (lo, hi) pairs, added with 64-bit shared
+// atomics that return the old value (for the carry): those adds were ~85% of that kernel's time
+// at 512^2, and it was no faster than feat_moments_exact (benchmarks/results/imseg_speed_session9.md). Here a run's 128-bit
 // sum is split into eight balanced 16-bit digits, x = sum_i d_i 2^(16 i), d_i in [-2^15, 2^15)
 // (small values, of either sign, have few non-zero digits), and each non-zero digit goes to its
 // own 32-bit slot word with one plain 32-bit shared atomic add (a block adds at most a few
@@ -856,6 +736,13 @@ __device__ __forceinline__ void fd_moments_add(FsMomentDigits& t, u64* __restric
     for (int k = 1; k < 16; ++k) fd_add_digits(w + (k - 1) * FD_DIGITS, lo[k], hi[k]);
 }
 
+// a thread's 128-bit sums to the block's table of digits
+struct FdTableMoments {
+    FsMomentDigits& t;
+    u64* acc;
+    __device__ __forceinline__ void operator()(int rl, const u64* lo, const u64* hi) { fd_moments_add(t, acc, rl, lo, hi); }
+};
+
 // feat_moments_exact's sums (raster order only) through the block's table of digits
 extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_digits(const int* __restrict__ labels,
                                                                              long long n, int W, int chunk,
@@ -867,86 +754,8 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_digits(con
     __syncthreads();
     const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
     const long long i1 = lmin(i0 + chunk, n);
-    int rl = -1;
-    long long ry = -1, ar = 0, ac = 0, u1 = 0, u2 = 0, u3 = 0;
-    long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    u64 lo[16], hi[16];
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        lo[k] = 0ULL;
-        hi[k] = 0ULL;
-    }
-    long long yy = i0 / W, xx = i0 - yy * W - 1;
-    for (long long i = i0; i <= i1; ++i) {
-        int l = -2;
-        long long p = 0, y = -1;
-        if (i < i1) {
-            p = i;
-            l = labels[p];
-            if (++xx == W) {
-                xx = 0;
-                ++yy;
-            }
-            y = yy;
-        }
-        if (l != rl || y != ry) {
-            if (rl > 0 && s0 > 0) {
-                const long long pu[4] = {1, u1, u2, u3};
-                const long long sv[4] = {s0, s1, s2, s3};
-#pragma unroll
-                for (int a = 0; a < 4; ++a) {
-#pragma unroll
-                    for (int b = 0; b < 4; ++b) {
-                        if (a == 0 && b == 0) continue;
-                        u64 plo, phi;
-                        ft_mul128(pu[a], sv[b], plo, phi);
-                        ft_add128(lo[4 * a + b], hi[4 * a + b], plo, phi);
-                    }
-                }
-            }
-            s0 = s1 = s2 = s3 = 0;
-            if (i >= i1) break;
-            if (l != rl) {
-                if (rl > 0) fd_moments_add(t, acc, rl, lo, hi);
-#pragma unroll
-                for (int k = 0; k < 16; ++k) {
-                    lo[k] = 0ULL;
-                    hi[k] = 0ULL;
-                }
-                rl = l;
-                if (l > 0) {
-                    ar = anchor[2 * (l - 1)];
-                    ac = anchor[2 * (l - 1) + 1];
-                }
-            }
-            ry = y;
-            if (l > 0) {
-                u1 = y - ar;
-                u2 = u1 * u1;
-                u3 = u2 * u1;
-            }
-        }
-        if (l <= 0) continue;
-        const long long v = xx - ac;
-        const long long v2 = v * v;
-        s0 += 1;
-        s1 += v;
-        s2 += v2;
-        s3 += v2 * v;
-    }
-    bool head;
-    const int end = ft_seg_end(rl, head);
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int k = 1; k < 16; ++k) {
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            const u64 olo = __shfl_down_sync(0xffffffffu, lo[k], off);
-            const u64 ohi = __shfl_down_sync(0xffffffffu, hi[k], off);
-            if (lane + off <= end) ft_add128(lo[k], hi[k], olo, ohi);
-        }
-    }
-    if (head && rl > 0) fd_moments_add(t, acc, rl, lo, hi);
+    FdTableMoments sink{t, acc};
+    ft_moments_walk<true>(labels, i0, i1, W, 0, anchor, sink);
     __syncthreads();
     for (int s = threadIdx.x; s < FS_MSLOTS; s += blockDim.x) {
         const int k = t.key[s];
@@ -960,11 +769,13 @@ extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_digits(con
 }
 
 // the digits' round trip (tests): n 128-bit values (lo, hi pairs) each split into a zeroed
-// digit array with fd_add_digits `reps` times and rebuilt with fd_value (= reps * value)
+// digit array (shared memory, as in the kernels) with fd_add_digits `reps` times and rebuilt
+// with fd_value (= reps * value); blocks of at most 64 threads
 extern "C" __global__ void fd_roundtrip(const u64* __restrict__ in, u64* __restrict__ out, int n, int reps) {
+    __shared__ int ws[64 * FD_DIGITS];
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int w[FD_DIGITS];
+    if (i >= n || threadIdx.x >= 64) return;
+    int* w = &ws[threadIdx.x * FD_DIGITS];
     for (int k = 0; k < FD_DIGITS; ++k) w[k] = 0;
     for (int r = 0; r < reps; ++r) fd_add_digits(w, in[2 * i], in[2 * i + 1]);
     fd_value(w, out[2 * i], out[2 * i + 1]);

@@ -56,7 +56,7 @@ PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_
 #: items per thread of the reduction kernels (FT_CHUNK)
 CHUNK = 16
 #: raster-order sums through a block-private table of regions in shared memory (feat_pass1_smem,
-#: feat_moments_smem: one set of global atomics per region a block saw, not per run; the same
+#: feat_moments_digits: one set of global atomics per region a block saw, not per run; the same
 #: results), with SMEM_CHUNK pixels a thread; off: the session-4 kernels (FT_CHUNK a thread)
 SMEM = True
 SMEM_CHUNK = 8
@@ -65,9 +65,6 @@ SMEM_CHUNK = 8
 #: or 8 a thread, 100 at 16)
 SMEM_CHUNK_BIG = 32
 SMEM_BIG_PIXELS = 1 << 20
-#: with SMEM, the moments' block table holds 16-bit digits added by 32-bit shared atomics
-#: (feat_moments_digits) instead of 128-bit pairs added by 64-bit ones (feat_moments_smem)
-MOMENT_DIGITS = True
 _SMEM_THREADS = 256
 
 FT_BBOX, FT_RAW, FT_LAB = 1, 2, 4
@@ -257,8 +254,7 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         macc = acc["extra"]  # zeroed with the pass-1 sums
         if SMEM and order is None:
             ch = _smem_chunk(n)
-            kernel(be, _SRC, "feat_moments_digits" if MOMENT_DIGITS else "feat_moments_smem",
-                   options=_color.CUDA_OPTIONS)(
+            kernel(be, _SRC, "feat_moments_digits", options=_color.CUDA_OPTIONS)(
                 grid(-(-n // ch), _SMEM_THREADS), (_SMEM_THREADS,),
                 (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc))
         else:

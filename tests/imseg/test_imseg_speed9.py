@@ -125,7 +125,7 @@ def _equal(a, b):
     ("few", 24, 37, np.float32, 3), ("many", 20, 50, "grey", 16), ("halves", 160, 300, np.uint8, 8),
     ("few", 60, 90, np.uint16, 32)])
 def test_emulated_block_table_sums_equal_the_old_kernels(kind, h, w, dtype, chunk, monkeypatch):
-    """feat_pass1_smem / feat_moments_smem give the session-4 kernels' features bit for bit
+    """feat_pass1_smem / feat_moments_digits give the session-4 kernels' features bit for bit
     (integer sums; float raw sums of these small images are exact too), also where a block
     sees more regions than its table holds and with background pixels; the CPU agrees."""
     from gpu_kernels.imseg import features as F
