@@ -44,6 +44,49 @@ extern "C" __global__ void compact_colours(const unsigned int* __restrict__ hist
 // and lane 0 updates the candidates (the same arithmetic, in the same order, as the CPU).
 #define KM_MAXS 1024  // most samples (ny * nx <= k_max <= KM_MAXK)
 
+// One sample of the initial centres, by the warp: the nearest of the cnt candidates (ties: the
+// lower index) found with shuffles; lane 0 merges the sample into it (running mean) when closer
+// than sqrt(thr2), else appends it (the same arithmetic, in the same order, as the CPU).
+__device__ __forceinline__ void km_init_step(double L, double A, double B, double thr2, double* cand, double* cwt,
+                                             int* cnt, int tid) {
+    const int k = *cnt;
+    double bd = 1e300;
+    int bi = 0x7fffffff;
+    for (int c = tid; c < k; c += KM_INIT_THREADS) {
+        double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
+        double d = dL * dL + dA * dA + dB * dB;
+        if (d < bd) {
+            bd = d;
+            bi = c;
+        }
+    }
+    for (int off = KM_INIT_THREADS / 2; off > 0; off >>= 1) {
+        double od = __shfl_xor_sync(0xffffffffu, bd, off);
+        int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+        if (od < bd || (od == bd && oi < bi)) {
+            bd = od;
+            bi = oi;
+        }
+    }
+    if (tid == 0) {
+        int i = bi;
+        if (i != 0x7fffffff && bd < thr2) {
+            double w = cwt[i];
+            cand[3 * i] = (cand[3 * i] * w + L) / (w + 1.0);
+            cand[3 * i + 1] = (cand[3 * i + 1] * w + A) / (w + 1.0);
+            cand[3 * i + 2] = (cand[3 * i + 2] * w + B) / (w + 1.0);
+            cwt[i] = w + 1.0;
+        } else {
+            cand[3 * k] = L;
+            cand[3 * k + 1] = A;
+            cand[3 * k + 2] = B;
+            cwt[k] = 1.0;
+            *cnt = k + 1;
+        }
+    }
+    __syncwarp();
+}
+
 extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, int H, int nx, int ny, int Q,
                                         double thr2, double* __restrict__ centres, int* __restrict__ kcount) {
     __shared__ double cand[KM_MAXK * 3];
@@ -63,42 +106,7 @@ extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, in
     for (int s = 0; s < ns; ++s) {
         double L, A, B;
         code_centre(scode[s], Q, L, A, B);
-        const int k = cnt;
-        double bd = 1e300;
-        int bi = 0x7fffffff;
-        for (int c = tid; c < k; c += KM_INIT_THREADS) {
-            double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
-            double d = dL * dL + dA * dA + dB * dB;
-            if (d < bd) {
-                bd = d;
-                bi = c;
-            }
-        }
-        for (int off = KM_INIT_THREADS / 2; off > 0; off >>= 1) {
-            double od = __shfl_xor_sync(0xffffffffu, bd, off);
-            int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-            if (od < bd || (od == bd && oi < bi)) {
-                bd = od;
-                bi = oi;
-            }
-        }
-        if (tid == 0) {
-            int i = bi;
-            if (i != 0x7fffffff && bd < thr2) {
-                double w = cwt[i];
-                cand[3 * i] = (cand[3 * i] * w + L) / (w + 1.0);
-                cand[3 * i + 1] = (cand[3 * i + 1] * w + A) / (w + 1.0);
-                cand[3 * i + 2] = (cand[3 * i + 2] * w + B) / (w + 1.0);
-                cwt[i] = w + 1.0;
-            } else {
-                cand[3 * k] = L;
-                cand[3 * k + 1] = A;
-                cand[3 * k + 2] = B;
-                cwt[k] = 1.0;
-                cnt = k + 1;
-            }
-        }
-        __syncwarp();
+        km_init_step(L, A, B, thr2, cand, cwt, &cnt, tid);
     }
     const int k = cnt;
     for (int i = tid; i < 3 * k; i += KM_INIT_THREADS) centres[i] = cand[i];
@@ -161,45 +169,7 @@ extern "C" __global__ void init_centres_fast(const int* __restrict__ codes, int 
         sdone = s;
     }
     __syncwarp();
-    for (int s = sdone; s < ns; ++s) {
-        const double L = sl[3 * s], A = sl[3 * s + 1], B = sl[3 * s + 2];
-        const int k = cnt;
-        double bd = 1e300;
-        int bi = 0x7fffffff;
-        for (int c = tid; c < k; c += KM_INIT_THREADS) {
-            double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
-            double d = dL * dL + dA * dA + dB * dB;
-            if (d < bd) {
-                bd = d;
-                bi = c;
-            }
-        }
-        for (int off = KM_INIT_THREADS / 2; off > 0; off >>= 1) {
-            double od = __shfl_xor_sync(0xffffffffu, bd, off);
-            int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-            if (od < bd || (od == bd && oi < bi)) {
-                bd = od;
-                bi = oi;
-            }
-        }
-        if (tid == 0) {
-            int i = bi;
-            if (i != 0x7fffffff && bd < thr2) {
-                double w = cwt[i];
-                cand[3 * i] = (cand[3 * i] * w + L) / (w + 1.0);
-                cand[3 * i + 1] = (cand[3 * i + 1] * w + A) / (w + 1.0);
-                cand[3 * i + 2] = (cand[3 * i + 2] * w + B) / (w + 1.0);
-                cwt[i] = w + 1.0;
-            } else {
-                cand[3 * k] = L;
-                cand[3 * k + 1] = A;
-                cand[3 * k + 2] = B;
-                cwt[k] = 1.0;
-                cnt = k + 1;
-            }
-        }
-        __syncwarp();
-    }
+    for (int s = sdone; s < ns; ++s) km_init_step(sl[3 * s], sl[3 * s + 1], sl[3 * s + 2], thr2, cand, cwt, &cnt, tid);
     const int k = cnt;
     for (int i = tid; i < 3 * k; i += KM_INIT_THREADS) centres[i] = cand[i];
     if (tid == 0) *kcount = k;
