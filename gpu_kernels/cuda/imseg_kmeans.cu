@@ -44,6 +44,25 @@ extern "C" __global__ void compact_colours(const unsigned int* __restrict__ hist
 // and lane 0 updates the candidates (the same arithmetic, in the same order, as the CPU).
 #define KM_MAXS 1024  // most samples (ny * nx <= k_max <= KM_MAXK)
 
+// The sample (L, A, B) joins candidate bi (running mean) when bd, its squared distance, is below
+// thr2, else becomes candidate k; returns the number of candidates after.
+__device__ __forceinline__ int km_init_place(double L, double A, double B, int bi, double bd, double thr2, double* cand,
+                                             double* cwt, int k) {
+    if (bi != 0x7fffffff && bd < thr2) {
+        double w = cwt[bi];
+        cand[3 * bi] = (cand[3 * bi] * w + L) / (w + 1.0);
+        cand[3 * bi + 1] = (cand[3 * bi + 1] * w + A) / (w + 1.0);
+        cand[3 * bi + 2] = (cand[3 * bi + 2] * w + B) / (w + 1.0);
+        cwt[bi] = w + 1.0;
+        return k;
+    }
+    cand[3 * k] = L;
+    cand[3 * k + 1] = A;
+    cand[3 * k + 2] = B;
+    cwt[k] = 1.0;
+    return k + 1;
+}
+
 // One sample of the initial centres, by the warp: the nearest of the cnt candidates (ties: the
 // lower index) found with shuffles; lane 0 merges the sample into it (running mean) when closer
 // than sqrt(thr2), else appends it (the same arithmetic, in the same order, as the CPU).
@@ -68,22 +87,7 @@ __device__ __forceinline__ void km_init_step(double L, double A, double B, doubl
             bi = oi;
         }
     }
-    if (tid == 0) {
-        int i = bi;
-        if (i != 0x7fffffff && bd < thr2) {
-            double w = cwt[i];
-            cand[3 * i] = (cand[3 * i] * w + L) / (w + 1.0);
-            cand[3 * i + 1] = (cand[3 * i + 1] * w + A) / (w + 1.0);
-            cand[3 * i + 2] = (cand[3 * i + 2] * w + B) / (w + 1.0);
-            cwt[i] = w + 1.0;
-        } else {
-            cand[3 * k] = L;
-            cand[3 * k + 1] = A;
-            cand[3 * k + 2] = B;
-            cwt[k] = 1.0;
-            *cnt = k + 1;
-        }
-    }
+    if (tid == 0) *cnt = km_init_place(L, A, B, bi, bd, thr2, cand, cwt, k);
     __syncwarp();
 }
 
@@ -151,19 +155,7 @@ extern "C" __global__ void init_centres_fast(const int* __restrict__ codes, int 
                     bi = c;
                 }
             }
-            if (bi != 0x7fffffff && bd < thr2) {
-                double w = cwt[bi];
-                cand[3 * bi] = (cand[3 * bi] * w + L) / (w + 1.0);
-                cand[3 * bi + 1] = (cand[3 * bi + 1] * w + A) / (w + 1.0);
-                cand[3 * bi + 2] = (cand[3 * bi + 2] * w + B) / (w + 1.0);
-                cwt[bi] = w + 1.0;
-            } else {
-                cand[3 * k] = L;
-                cand[3 * k + 1] = A;
-                cand[3 * k + 2] = B;
-                cwt[k] = 1.0;
-                k += 1;
-            }
+            k = km_init_place(L, A, B, bi, bd, thr2, cand, cwt, k);
         }
         cnt = k;
         sdone = s;
