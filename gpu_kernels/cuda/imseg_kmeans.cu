@@ -44,6 +44,20 @@ extern "C" __global__ void compact_colours(const unsigned int* __restrict__ hist
 // and lane 0 updates the candidates (the same arithmetic, in the same order, as the CPU).
 #define KM_MAXS 1024  // most samples (ny * nx <= k_max <= KM_MAXK)
 
+// The nearest of the candidates c0, c0 + step, ... below k to (L, A, B) in squared CIELAB
+// distance, into (bd, bi): only a strictly nearer one replaces, so ties keep the lower index.
+__device__ __forceinline__ void km_scan(double L, double A, double B, const double* sc, int c0, int k, int step,
+                                        double& bd, int& bi) {
+    for (int c = c0; c < k; c += step) {
+        double dL = L - sc[3 * c], dA = A - sc[3 * c + 1], dB = B - sc[3 * c + 2];
+        double d = dL * dL + dA * dA + dB * dB;
+        if (d < bd) {
+            bd = d;
+            bi = c;
+        }
+    }
+}
+
 // The sample (L, A, B) joins candidate bi (running mean) when bd, its squared distance, is below
 // thr2, else becomes candidate k; returns the number of candidates after.
 __device__ __forceinline__ int km_init_place(double L, double A, double B, int bi, double bd, double thr2, double* cand,
@@ -71,14 +85,7 @@ __device__ __forceinline__ void km_init_step(double L, double A, double B, doubl
     const int k = *cnt;
     double bd = 1e300;
     int bi = 0x7fffffff;
-    for (int c = tid; c < k; c += KM_INIT_THREADS) {
-        double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
-        double d = dL * dL + dA * dA + dB * dB;
-        if (d < bd) {
-            bd = d;
-            bi = c;
-        }
-    }
+    km_scan(L, A, B, cand, tid, k, KM_INIT_THREADS, bd, bi);
     for (int off = KM_INIT_THREADS / 2; off > 0; off >>= 1) {
         double od = __shfl_xor_sync(0xffffffffu, bd, off);
         int oi = __shfl_xor_sync(0xffffffffu, bi, off);
@@ -147,14 +154,7 @@ extern "C" __global__ void init_centres_fast(const int* __restrict__ codes, int 
             const double L = sl[3 * s], A = sl[3 * s + 1], B = sl[3 * s + 2];
             double bd = 1e300;
             int bi = 0x7fffffff;
-            for (int c = 0; c < k; ++c) {
-                double dL = L - cand[3 * c], dA = A - cand[3 * c + 1], dB = B - cand[3 * c + 2];
-                double d = dL * dL + dA * dA + dB * dB;
-                if (d < bd) {
-                    bd = d;
-                    bi = c;
-                }
-            }
+            km_scan(L, A, B, cand, 0, k, 1, bd, bi);
             k = km_init_place(L, A, B, bi, bd, thr2, cand, cwt, k);
         }
         cnt = k;
@@ -175,14 +175,7 @@ __device__ __forceinline__ int km_nearest(int code, int Q, const double* sc, int
     code_centre(code, Q, L, A, B);
     double bd = 1e300;
     int bi = 0;
-    for (int c = 0; c < k; ++c) {
-        double dL = L - sc[3 * c], dA = A - sc[3 * c + 1], dB = B - sc[3 * c + 2];
-        double d = dL * dL + dA * dA + dB * dB;
-        if (d < bd) {
-            bd = d;
-            bi = c;
-        }
-    }
+    km_scan(L, A, B, sc, 0, k, 1, bd, bi);
     return bi;
 }
 
