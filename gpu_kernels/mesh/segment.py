@@ -1539,6 +1539,25 @@ def _cut_resolutions(graph, working, cm: ClusteredMesh, epsilon, prog, info, ref
     return results[best]
 
 
+def _squared_distances(ct, c) -> np.ndarray:
+    """``((centroids - c) ** 2).sum(axis=1)`` bit for bit, from the coordinates' rows ``ct``
+    (``centroids.T``, contiguous): NumPy sums a row of three left to right, so this is
+    ``((x - cx)² + (y - cy)²) + (z - cz)²``, without the (F, 3) temporaries and the reduction over
+    a short axis (issue 22, session 9: ~9x quicker at 17k faces on the development CPU)."""
+    d0 = ct[0] - c[0]
+    d1 = ct[1] - c[1]
+    d2 = ct[2] - c[2]
+    return (d0 * d0 + d1 * d1) + d2 * d2
+
+
+def _nearest_centroids(centroids, points) -> np.ndarray:
+    """(K,) int64: for each point, the first centroid at the smallest squared distance (as
+    ``argmin(((centroids - c) ** 2).sum(axis=1))``, the same index)."""
+    centroids = np.asarray(centroids)
+    ct = np.ascontiguousarray(centroids.T)
+    return np.asarray([int(np.argmin(_squared_distances(ct, c))) for c in np.asarray(points)], dtype=np.int64)
+
+
 def _patch_centre_face(graph, patch, p, centre) -> int:
     faces = np.flatnonzero(patch == p)
     return int(faces[np.argmin(((graph.centroids[faces] - centre) ** 2).sum(axis=1))])
@@ -1606,7 +1625,7 @@ def _recut_full(graph, gs, patch, coarse: dict, epsilon, prog, info, refine=DEFA
     info["cut_full_resolution"] = st
     # representatives: the input face nearest to each simplified representative (K points:
     # a direct search, no tree over every face)
-    reps = np.asarray([int(np.argmin(((graph.centroids - c) ** 2).sum(axis=1))) for c in gs.centroids[reps_s]])
+    reps = _nearest_centroids(graph.centroids, gs.centroids[reps_s])
     if patch is not None:  # the face nearest the patch's centre, within the patch
         reps = np.asarray([_patch_centre_face(graph, patch, int(r), gs.centroids[int(r)]) for r in reps_s])
     info["timings"]["transfer"] += time.perf_counter() - t0
