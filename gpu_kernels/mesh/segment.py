@@ -72,7 +72,7 @@ from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import BackgroundCall, as_progress
+from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
@@ -1169,16 +1169,6 @@ def _wait_quietly(job) -> None:
         job.result()
     except BaseException:  # noqa: BLE001, S110 - see above
         pass
-
-
-def _nearest_in_background(centroids_s, centroids):
-    """The full → working nearest-face search (:func:`_nearest_faces`) on a non-daemon thread:
-    ``join()`` waits, ``result()`` returns the (F,) int64 indices or raises the search's error on
-    the caller's thread. :func:`prepare_mesh` no longer starts it early (session 8b's
-    ``NEAREST_EARLY``, removed in session 9: no gain in two one-process A/Bs on the H100); only
-    tests/framework/test_background_call.py still calls it (to go with it)."""
-    return BackgroundCall(_nearest_faces, np.asarray(centroids_s, dtype=np.float64),
-                          np.asarray(centroids, dtype=np.float64), name="gpulab-mesh-nearest")
 
 
 def _nearest_faces(centroids_s, centroids) -> np.ndarray:

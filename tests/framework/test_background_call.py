@@ -1,5 +1,5 @@
-"""gpu_kernels.jobs.BackgroundCall: the one background-call helper (the mesh simplification and
-the mesh nearest-face search both use it; each had its own copy in session 8)."""
+"""gpu_kernels.jobs.BackgroundCall: the one background-call helper (the mesh simplification uses
+it; session 8's nearest-face search, removed in session 9, was its other user)."""
 
 from __future__ import annotations
 
@@ -35,15 +35,13 @@ def test_value_error_thread_and_example():
     assert res.failed == 0 and res.attempted > 0
 
 
-def test_the_mesh_jobs_are_background_calls(monkeypatch):
+def test_the_mesh_simplification_job_is_a_background_call(monkeypatch):
     import numpy as np
 
-    from gpu_kernels.mesh import segment, simplify
+    from gpu_kernels.mesh import simplify
 
     monkeypatch.setattr(simplify, "BACKGROUND_FAST", True)
     job = simplify.simplify_in_background(np.zeros((3, 3)), np.array([[0, 1, 2]]), 4, method="fast",
                                           fn=lambda v, f, t, method=None: (v, f))
-    near = segment._nearest_in_background(np.eye(3), np.eye(3))
-    assert isinstance(job, BackgroundCall) and isinstance(near, BackgroundCall)
+    assert isinstance(job, BackgroundCall)
     assert job.result()[1].shape == (1, 3)
-    np.testing.assert_array_equal(near.result(), [0, 1, 2])
