@@ -478,8 +478,8 @@ extern "C" __global__ void feat_finish(int R, int nc, const int* __restrict__ ar
 // table of the block's regions in shared memory (open addressing on the label, FS_SLOTS slots),
 // and each region a block saw reaches the global accumulators once, when the block ends. A
 // large region used to take one set of global atomics per run (and per warp), all on the same
-// addresses, which the L2 serialises: at 512^2 with ~90 regions the sums were bound by that, not
-// by the pixels. A run whose label finds no free slot (more regions in one block than the
+// addresses: at 512^2 with ~90 regions the sums were bound by their atomics, not by the pixels
+// (benchmarks/results/imseg_speed_session9.md). A run whose label finds no free slot (more regions in one block than the
 // table holds, or FS_PROBES probes) goes to the global accumulators as before. Integer sums
 // (and double sums of integer values) are exact, so the results equal the old kernels' bit for
 // bit whatever the grouping; float images' raw sums were already order-dependent.
@@ -509,10 +509,11 @@ __device__ __forceinline__ int fs_slot(int* keys, int slots, int l) {
 }
 
 // The table's 64-bit sums are kept as 16-bit digits in 32-bit words (64-bit shared atomics cost
-// what the table saves: see feat_moments_digits): row and column sums (< 2^40 a run) as
-// three unsigned digits, CIELAB sums (|x| < 2^29 a run) as two balanced digits, raw sums of
-// integer pixels (< 2^24 a run) as two unsigned digits; float pixels' raw sums stay doubles. A
-// word takes at most one add a run of a thread (a few thousand a block): no overflow.
+// what the table saves: see feat_moments_digits). A run covers at most 32 lanes x chunk (<= 32)
+// pixels: row and column sums (< 2^41 a run) as three unsigned digits, CIELAB sums (|x| < 2^31
+// a run) as a balanced low digit and the rest, raw sums of integer pixels (< 2^26 a run) as two
+// unsigned digits; float pixels' raw sums stay doubles. A word takes at most one add a run of a
+// thread (a few thousand a block, each digit < 2^16): no overflow.
 struct FsPass1 {
     int key[FS_SLOTS];
     int cnt[FS_SLOTS];
