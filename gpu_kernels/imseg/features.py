@@ -132,7 +132,9 @@ def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab:
 
 # --------------------------------------------------------------------------- GPU path
 def _smem_chunk(n: int) -> int:
-    return int(SMEM_CHUNK_BIG if n > SMEM_BIG_PIXELS else SMEM_CHUNK)
+    """Pixels a thread of the table kernels for ``n`` pixels (1..32: the tables' digits are
+    bounded for runs of at most 32 lanes x 32 pixels)."""
+    return max(1, min(32, int(SMEM_CHUNK_BIG if n > SMEM_BIG_PIXELS else SMEM_CHUNK)))
 
 
 def _defines():
