@@ -198,7 +198,8 @@ def test_parameters_persist(tab, tmp_path, qtbot):
     params = tab.params()
     assert params == {"k": 4, "delta": 0.35, "eta_convex": None, "epsilon": 0.07, "apsp": "cpu-mt",
                       "max_iter": 9, "max_faces": 5000, "consensus": False, "simplifier": "auto", "shading": mesh_seg.DEFAULT_SHADING,
-                      "segments_format": "ply", "refine_boundaries": mesh_seg.PARAMS.defaults()["refine_boundaries"]}
+                      "segments_format": "ply", "refine_boundaries": mesh_seg.PARAMS.defaults()["refine_boundaries"],
+                      "auto_layout": mesh_seg.PARAMS.defaults()["auto_layout"]}
     s = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     s.beginGroup("tabs/mesh")
     tab.save_settings(s)

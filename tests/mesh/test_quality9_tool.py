@@ -65,3 +65,16 @@ def test_an_integer_k_ignores_it(fish):
 def test_a_bad_value_is_refused():
     with pytest.raises(Exception, match="auto-layout must be one of auto, concave"):
         mesh_seg.PARAMS.validate({"auto_layout": "convex"})
+
+
+@pytest.mark.gpu
+def test_the_tool_equals_the_library_on_the_gpu(fish):
+    gpu = get_backend("cuda")
+    on = mesh_seg.run(fish, {"auto_layout": "concave"}, device=gpu)
+    lib = sg.segment_mesh(fish.vertices, fish.faces, k="auto", device="cuda", auto_layout="concave")
+    assert np.array_equal(on.seg.labels, lib.labels) and on.seg.k == lib.k
+    cache = StageCache(cap_bytes=1 << 30)
+    mesh_seg.PIPELINE.execute(fish, mesh_seg.PARAMS.validate({}), device=gpu, cache=cache, scope="g")
+    live, rep = mesh_seg.PIPELINE.execute(fish, mesh_seg.PARAMS.validate({"auto_layout": "concave"}), device=gpu,
+                                          cache=cache, scope="g")
+    assert rep.ran == ["cut"] and np.array_equal(live.seg.labels, lib.labels)
