@@ -150,7 +150,10 @@ def test_colour_bar_is_as_tall_as_the_map(qtbot):
 
     v = shown(qtbot, MapView(), (700, 900))
     v.show_scalar(np.random.default_rng(0).random((120, 160)).astype(np.float32), title="depth")
-    qtbot.wait(50)
+    # laid out (a fixed 50 ms wait failed once on the loaded 2-core container: 458 against 427);
+    # a bar that dwarfs the map never gets there, and the wait fails after 3 s
+    qtbot.waitUntil(lambda: 0 < v.map_height_on_screen() and v.bar.height() <= v.map_height_on_screen() + 4,
+                    timeout=3000)
     map_h = v.map_height_on_screen()
     assert 0 < map_h < 700
     assert v.bar.height() <= map_h + 4, (v.bar.height(), map_h)
