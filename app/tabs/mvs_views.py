@@ -256,6 +256,10 @@ class CloudView(View3D):
         pl = self.plotter
         pts = np.asarray(points, np.float64)
         pl.reset_camera()                       # VTK's direction, up and focal point for what is shown
+        self._frame_points = pts
+        if not len(pts) or not np.ptp(pts, axis=0).max() > 0:  # one point: no extent to fit, VTK's distance
+            self._auto_camera = self._camera_now()
+            return
         pos, foc, up = (np.asarray(x, np.float64) for x in pl.camera_position)
         d = pos - foc
         d = d / (np.linalg.norm(d) or 1.0)
@@ -264,7 +268,6 @@ class CloudView(View3D):
         dist = fit_points_distance(pts, c, d, up, pl.camera.view_angle, aspect)
         pl.camera_position = [tuple(c + d * dist), tuple(c), tuple(up)]
         pl.reset_camera_clipping_range()
-        self._frame_points = pts
         self._auto_camera = self._camera_now()
 
     def _camera_now(self):

@@ -657,6 +657,11 @@ class _SplitterBalance(QObject):
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
         if self.user_moved:
+            if self.folded and event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
+                # a handle dragged (the left panel's, say) while the side panel was folded: once the
+                # splitter has shared the new width, the cue goes to the right edge again, or the panel
+                # comes back where the window is wide enough again
+                QTimer.singleShot(0, self._refold)
             return False
         if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
             self.balance()
@@ -666,6 +671,20 @@ class _SplitterBalance(QObject):
             self._queued = True
             QTimer.singleShot(0, self._rebalance)
         return False
+
+    def _refold(self) -> None:
+        if not self.folded:
+            return
+        sp = self.split
+        n = sp.count()
+        sizes = sp.sizes()
+        w = sp.widget(n - 1)
+        want = w.minimumWidth() or w.minimumSizeHint().width()
+        views = [i for i in range(self.view_index, n - 1) if not sp.widget(i).isHidden()] or [self.view_index]
+        if sum(sizes[i] for i in views) - want >= self.MIN_VIEWS:
+            self.unfold()
+        else:
+            self._set_folded(True)
 
     def _rebalance(self) -> None:
         self._queued = False
