@@ -23,27 +23,18 @@ __device__ __forceinline__ double thick_dot(double a0, double a1, double a2, dou
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(THICK_THREADS)
-mesh_thick_nearest(const double* __restrict__ q, const double* __restrict__ qq,
-                   const double* __restrict__ s, const double* __restrict__ s2,
-                   const long long m, const long long S,
-                   long long* __restrict__ j_out, double* __restrict__ d_out)
+// The first smallest d2(j) = (qq + s2[j]) - (2 c) . s_j over the S samples (argmin's tie rule: the
+// lowest j), by the block, with a0..a2 = 2 c: every thread gets the winner (d2 in b, j in jq). bv / bj:
+// the block's shared scratch (THICK_THREADS each); free again when this returns.
+__device__ __forceinline__ void thick_block_argmin(double a0, double a1, double a2, double qq,
+                                                   const double* __restrict__ s, const double* __restrict__ s2,
+                                                   long long S, double* bv, long long* bj, double& b, long long& jq)
 {
-    __shared__ double bv[THICK_THREADS];
-    __shared__ long long bj[THICK_THREADS];
-    const long long i = blockIdx.x;
-    if (i >= m) {
-        return;
-    }
-    const double a0 = 2.0 * q[3 * i];
-    const double a1 = 2.0 * q[3 * i + 1];
-    const double a2 = 2.0 * q[3 * i + 2];
-    const double r = qq[i];
     double best = 0.0;
     long long bjx = -1;
     for (long long j = threadIdx.x; j < S; j += blockDim.x) {
         const double g = thick_dot(a0, a1, a2, s[3 * j], s[3 * j + 1], s[3 * j + 2]);
-        const double d = (r + s2[j]) - g;
+        const double d = (qq + s2[j]) - g;
         if (bjx < 0 || d < best) {
             best = d;
             bjx = j;
@@ -64,9 +55,31 @@ mesh_thick_nearest(const double* __restrict__ q, const double* __restrict__ qq,
         }
         __syncthreads();
     }
+    b = bv[0];
+    jq = bj[0];
+    __syncthreads();  // every thread has read the winner before the scratch is written again
+}
+
+extern "C" __global__ void __launch_bounds__(THICK_THREADS)
+mesh_thick_nearest(const double* __restrict__ q, const double* __restrict__ qq,
+                   const double* __restrict__ s, const double* __restrict__ s2,
+                   const long long m, const long long S,
+                   long long* __restrict__ j_out, double* __restrict__ d_out)
+{
+    __shared__ double bv[THICK_THREADS];
+    __shared__ long long bj[THICK_THREADS];
+    const long long i = blockIdx.x;
+    if (i >= m) {
+        return;
+    }
+    const double a0 = 2.0 * q[3 * i];
+    const double a1 = 2.0 * q[3 * i + 1];
+    const double a2 = 2.0 * q[3 * i + 2];
+    double b;
+    long long jq;
+    thick_block_argmin(a0, a1, a2, qq[i], s, s2, S, bv, bj, b, jq);
     if (threadIdx.x == 0) {
-        j_out[i] = bj[0];
-        const double b = bv[0];
+        j_out[i] = jq;
         d_out[i] = sqrt(b > 0.0 ? b : 0.0);
     }
 }
@@ -120,35 +133,9 @@ mesh_thick_balls(const double* __restrict__ p, const double* __restrict__ n,
         const double c1 = p1 - r * n1;
         const double c2 = p2 - r * n2;
         const double qq = thick_sum3(c0 * c0, c1 * c1, c2 * c2, SUM3_DEV);
-        const double a0 = 2.0 * c0, a1 = 2.0 * c1, a2 = 2.0 * c2;
-        double best = 0.0;
-        long long bjx = -1;
-        for (long long j = threadIdx.x; j < S; j += blockDim.x) {
-            const double g = thick_dot(a0, a1, a2, s[3 * j], s[3 * j + 1], s[3 * j + 2]);
-            const double d = (qq + s2[j]) - g;
-            if (bjx < 0 || d < best) {
-                best = d;
-                bjx = j;
-            }
-        }
-        bv[threadIdx.x] = best;
-        bj[threadIdx.x] = bjx;
-        __syncthreads();
-        for (int h = blockDim.x / 2; h > 0; h >>= 1) {
-            if (threadIdx.x < h) {
-                const double ov = bv[threadIdx.x + h];
-                const long long oj = bj[threadIdx.x + h];
-                const long long mj = bj[threadIdx.x];
-                if (oj >= 0 && (mj < 0 || ov < bv[threadIdx.x] || (ov == bv[threadIdx.x] && oj < mj))) {
-                    bv[threadIdx.x] = ov;
-                    bj[threadIdx.x] = oj;
-                }
-            }
-            __syncthreads();
-        }
-        const double b = bv[0];
-        const long long jq = bj[0];
-        __syncthreads();  // every thread has read the winner before the next step writes bv / bj
+        double b;
+        long long jq;
+        thick_block_argmin(2.0 * c0, 2.0 * c1, 2.0 * c2, qq, s, s2, S, bv, bj, b, jq);
         const double dist = sqrt(b > 0.0 ? b : 0.0);
         const double q0 = p0 - s[3 * jq], q1 = p1 - s[3 * jq + 1], q2 = p2 - s[3 * jq + 2];
         const bool inside = dist < r - tol;
