@@ -29,8 +29,11 @@ def _p(**kw):
     return mesh_seg.PARAMS.validate({"apsp": "cpu", **kw})
 
 
-def test_default_is_off_and_the_library_s():
-    assert DEFAULT_AUTO_LAYOUT == "auto" and mesh_seg.PARAMS.defaults()["auto_layout"] == "auto"
+def test_the_default_is_defaults_py_s_and_the_library_s():
+    import inspect
+
+    assert mesh_seg.PARAMS.defaults()["auto_layout"] == DEFAULT_AUTO_LAYOUT
+    assert inspect.signature(sg.segment_mesh).parameters["auto_layout"].default == DEFAULT_AUTO_LAYOUT
 
 
 def test_the_tool_equals_the_library(fish):
@@ -39,25 +42,26 @@ def test_the_tool_equals_the_library(fish):
                           auto_layout="concave")
     assert np.array_equal(on.seg.labels, lib.labels) and on.seg.k == lib.k
     assert on.seg.info["auto_layout"]["kept"] == lib.info["auto_layout"]["kept"]
-    off = mesh_seg.run(fish, {"apsp": "cpu"}, device=CPU)
-    plain = sg.segment_mesh(fish.vertices, fish.faces, k="auto", apsp_method="cpu", device="cpu")
+    off = mesh_seg.run(fish, {"apsp": "cpu", "auto_layout": "auto"}, device=CPU)
+    plain = sg.segment_mesh(fish.vertices, fish.faces, k="auto", apsp_method="cpu", device="cpu",
+                            auto_layout="auto")
     assert np.array_equal(off.seg.labels, plain.labels) and "auto_layout" not in off.seg.info
 
 
 def test_an_edit_reruns_the_cut_stage_only_and_equals_a_fresh_run(fish):
     cache = StageCache(cap_bytes=1 << 30)
-    first, _ = mesh_seg.PIPELINE.execute(fish, _p(), device=CPU, cache=cache, scope="t")
+    first, _ = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="auto"), device=CPU, cache=cache, scope="t")
     live, rep = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="concave"), device=CPU, cache=cache, scope="t")
     assert rep.ran == ["cut"], rep
     fresh, _ = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="concave"), device=CPU)
     assert np.array_equal(live.seg.labels, fresh.seg.labels)
     assert np.array_equal(live.seg.face_colors, fresh.seg.face_colors)
-    back, rep = mesh_seg.PIPELINE.execute(fish, _p(), device=CPU, cache=cache, scope="t")
+    back, rep = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="auto"), device=CPU, cache=cache, scope="t")
     assert rep.ran == [] and np.array_equal(back.seg.labels, first.seg.labels)
 
 
 def test_an_integer_k_ignores_it(fish):
-    a = mesh_seg.run(fish, {"apsp": "cpu", "k": 4}, device=CPU)
+    a = mesh_seg.run(fish, {"apsp": "cpu", "k": 4, "auto_layout": "auto"}, device=CPU)
     b = mesh_seg.run(fish, {"apsp": "cpu", "k": 4, "auto_layout": "concave"}, device=CPU)
     assert np.array_equal(a.seg.labels, b.seg.labels) and "auto_layout" not in b.seg.info
 
@@ -74,7 +78,8 @@ def test_the_tool_equals_the_library_on_the_gpu(fish):
     lib = sg.segment_mesh(fish.vertices, fish.faces, k="auto", device="cuda", auto_layout="concave")
     assert np.array_equal(on.seg.labels, lib.labels) and on.seg.k == lib.k
     cache = StageCache(cap_bytes=1 << 30)
-    mesh_seg.PIPELINE.execute(fish, mesh_seg.PARAMS.validate({}), device=gpu, cache=cache, scope="g")
+    mesh_seg.PIPELINE.execute(fish, mesh_seg.PARAMS.validate({"auto_layout": "auto"}), device=gpu, cache=cache,
+                              scope="g")
     live, rep = mesh_seg.PIPELINE.execute(fish, mesh_seg.PARAMS.validate({"auto_layout": "concave"}), device=gpu,
                                           cache=cache, scope="g")
     assert rep.ran == ["cut"] and np.array_equal(live.seg.labels, lib.labels)
