@@ -528,14 +528,28 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
     return fn
 
 
+#: id(fn) -> (fn, the most dynamic shared memory it was opted in to); fn is held, so its id stays its own
+_smem_opt_in: dict[int, tuple[Any, int]] = {}
+_smem_lock = threading.Lock()
+
+
 def set_max_dynamic_smem(fn, nbytes: int) -> None:
     """Opt a ``cupy.RawKernel``/module function in to more than 48 KiB of dynamic shared
-    memory (needed before launching it with ``shared_mem > 48 KiB``)."""
+    memory (needed before launching it with ``shared_mem > 48 KiB``).
+
+    The limit only grows: a function comes from the per-device cache (:func:`kernel`) and may be
+    launched from several threads at once with different sizes (k-means with two ``k_max``, say);
+    a smaller later opt-in must not lower the limit under another thread's launch."""
     if nbytes <= 48 * 1024:
         return
-    try:
-        fn.max_dynamic_shared_size_bytes = nbytes
-    except AttributeError:
-        from cupy.cuda import driver
+    with _smem_lock:
+        held = _smem_opt_in.get(id(fn))
+        if held is not None and held[0] is fn and held[1] >= nbytes:
+            return
+        try:
+            fn.max_dynamic_shared_size_bytes = nbytes
+        except AttributeError:
+            from cupy.cuda import driver
 
-        driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+            driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+        _smem_opt_in[id(fn)] = (fn, nbytes)
