@@ -90,8 +90,11 @@ def user_message(exc: BaseException) -> str:
         return disk
     if isinstance(exc, OSError) and exc.filename:
         reason = exc.strerror or one_line(str(exc))
-        if reason and reason[0].isupper() and not reason[:2].isupper():
-            reason = reason[0].lower() + reason[1:]  # "No such file" -> "no such file"
+        # the system's own text: "No such file" -> "no such file"; a text gpulab wrote stays as
+        # written (it may start with a file's name: "Notes.txt is a file, not a folder")
+        system = isinstance(exc.errno, int) and reason == os.strerror(exc.errno)
+        if system and reason[0].isupper() and not reason[:2].isupper():
+            reason = reason[0].lower() + reason[1:]
         return f"{reason}: {exc.filename}"
     return one_line(str(exc)) or type(exc).__name__
 
