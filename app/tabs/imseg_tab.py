@@ -28,7 +28,6 @@ from gpu_kernels.imseg import vis
 
 from ..tools import imseg
 from ..tools.base import fmt_seconds
-from ..tools.stages import reused_note
 from ..ui.widgets import name_html
 from .base import ToolTab
 from .imseg_paint import BoundaryPainter
@@ -40,12 +39,34 @@ __all__ = ["ImsegTab", "VIEWS"]
 VIEWS = (("Original", None), ("Boundaries over the image", "boundaries"), ("Regions, mean colour", "mean"),
          ("Regions, random colours", "random"), ("Clusters, false colour", "clusters"))
 
+#: which of the tool's stages (app.tools.imseg.PIPELINE) computes each of the library's timed
+#: steps (ImageSegmentation.timings), per method: a live re-run lists only the steps of the stages
+#: it ran (a cached stage's steps keep the time of the run that made them)
+_STEP_STAGE = {
+    "contours": {"upload": "colour", "colour": "colour", "superpixels": "superpixels", "graph": "merge",
+                 "merge": "merge", "prefix": "merge", "features": "regions", "download": "regions"},
+    "kmeans": {"upload": "lab", "bilateral": "lab", "quantise": "quantise", "kmeans": "kmeans",
+               "labelling": "segment", "min_size": "segment", "features": "segment", "download": "segment",
+               "graph": "segment"},
+}
+
+
+def _steps_of(result, stages) -> set[str]:
+    """The names :func:`app.tools.imseg.stage_times` gives the library's steps made by ``stages``."""
+    from ..tools.imseg_report import STAGE_NAMES
+
+    method = result.params.get("method")
+    owner = _STEP_STAGE.get(method, {})
+    names = {**STAGE_NAMES, "graph": "pipeline (CUDA graph)"} if method == "kmeans" else STAGE_NAMES
+    return {names.get(k, k) for k in (getattr(result.seg, "timings", {}) or {}) if owner.get(k) in set(stages)}
+
 
 class ImsegTab(ToolTab):
     tool = imseg.TOOL
     run_label = "Segment"
-    #: runs of the window shown so far (the first one pays the libraries' first use)
-    _runs_shown = 0
+    #: the report of the tab's first run (it pays the libraries' first use); showing that run
+    #: again (a display change, a pin) is still that run, not a later one
+    _first_report = None
 
     # ------------------------------------------------------------------ building
     def build_view(self) -> QWidget:
@@ -147,20 +168,22 @@ class ImsegTab(ToolTab):
         self.table.set_features(f, swatches)
         self.table_title.setText(f"<b>Regions</b> ({seg.n_regions:,}; click a row or a region)")
         report = self.last_report if result is self.result else None
-        if report is not None and report.ran:
-            self._runs_shown += 1
-        self.timings.setText(self._timings_text(result, report, first_run=self._runs_shown == 1))
+        if self._first_report is None and report is not None and report.ran:
+            self._first_report = report
+        self.timings.setText(self._timings_text(result, report, first_run=report is not None
+                                                and report is self._first_report))
         self._redraw()
 
     @staticmethod
     def _timings_text(result, report=None, first_run: bool = False) -> str:
         """The Stages panel. With the run's report (a run of the window), its rows are the
-        window's stages with the times the status line gives them (one number per step),
-        and the segmentation's own steps (the library's timing) follow as what those
-        stages spent computing; on a full run the rest of their time is named: on the
-        tab's first run it is the first use (loading the libraries, compiling), else the
-        host's own work around the steps. Without a report (a result shown again) the
-        library's steps alone, as before."""
+        window's stages with the times the status line gives them (one number per step; a stage
+        re-used from the cache is marked "cached", so the rows add up to this run's total), and
+        the segmentation's own steps (the library's timing) of the stages that ran follow as what
+        those stages spent computing; on a full run the rest of their time is named: on the
+        tab's first run it is the first use (loading the libraries, compiling), else the host's
+        own work around the steps. Without a report (a result shown again) the library's steps
+        alone, as before."""
         st = imseg.stage_times(result)
         s = result.seg
         sync = f"; {s.syncs} host synchronisation(s)" if result.device != "cpu" else ""
@@ -177,10 +200,13 @@ class ImsegTab(ToolTab):
             if name in report.ran:
                 rows.append(f"<tr><td>{label}</td><td align='right'>{fmt_seconds(report.seconds.get(name, 0.0))}"
                             "</td></tr>")
-            else:   # re-used from the cache: the time of the run that made it
-                rows.append(f"<tr><td style='color:#666'>{label} (cached)</td><td align='right' style='color:#666'>"
-                            f"{fmt_seconds(report.cached_seconds.get(name, 0.0))}</td></tr>")
+            else:   # re-used from the cache: nothing of this run's time
+                rows.append(f"<tr><td style='color:#666'>{label}</td><td align='right' style='color:#666'>"
+                            "cached</td></tr>")
         total = "total, this run" if report.reused else "total"
+        if report.reused:   # the library's steps of the stages that ran (a cached stage's are not this run's)
+            cached = _steps_of(result, report.reused)
+            st = [(k, v) for k, v in st if k not in cached]
         steps = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in st)
         inside = f"of which the steps: {steps}" if steps else ""
         if report.full and st:
@@ -189,7 +215,8 @@ class ImsegTab(ToolTab):
                 inside += f"; first use (loading the libraries) {fmt_seconds(rest)}"
             elif rest >= 0.0005:
                 inside += f"; around the steps {fmt_seconds(rest)}"
-        cached = f"<br>{reused_note(report)}" if reused_note(report) else ""
+        reused = ", ".join(report.labels.get(n, n) for n in report.reused)
+        cached = f"<br>re-used from the cache: {reused}" if reused else ""
         return (f"<table>{''.join(rows)}<tr><td><b>{total}</b></td><td align='right'>"
                 f"<b>{fmt_seconds(result.elapsed)}</b></td></tr></table>"
                 f"<span style='color:#555'>{inside}</span><br>{tail}{cached}")

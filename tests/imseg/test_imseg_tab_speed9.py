@@ -54,15 +54,31 @@ def test_first_run_names_the_first_use_cost(monkeypatch):
     assert "first use" not in later and f"around the steps {fmt_seconds(gap)}" in later
 
 
-def test_live_rerun_marks_the_cached_stages_with_their_own_times():
+@pytest.mark.parametrize(("method", "kw", "edit", "cached_step"), [
+    ("contours", {}, {"coarseness": 2.5}, "CIELAB + gradient"),
+    ("kmeans", {"bilateral": 1}, {"min_size": 300}, "bilateral"),
+])
+def test_live_rerun_marks_the_cached_stages_and_lists_only_this_runs_steps(method, kw, edit, cached_step):
+    """A live re-run (session 9, the lead after reviewer B): a cached stage's row says "cached"
+    (no time of an earlier run, which on a first run carried the first use: the rows add up to this
+    run's total), and "of which the steps" lists only the library steps of the stages that ran."""
     from gpu_kernels.backend import get_backend
 
-    res0, rep0, cache, p, img = _run("contours")
-    res, rep = imseg.TOOL.run_staged(imseg.ImageData(None, img), {**p, "coarseness": 2.5},
+    res0, rep0, cache, p, img = _run(method, **kw)
+    res, rep = imseg.TOOL.run_staged(imseg.ImageData(None, img), {**p, **edit},
                                      device=get_backend("cpu"), cache=cache)
-    assert rep.reused
+    assert rep.reused and rep.ran
     text = ImsegTab._timings_text(res, rep)
     for name in rep.reused:
         label = rep.labels.get(name, name)
-        assert re.search(rf"{re.escape(label)} \(cached\)</td><td[^>]*>{fmt_seconds(rep.cached_seconds[name])}<", text)
-    assert "total, this run" in text and "re-used from the cache" in text and "first use" not in text
+        assert re.search(rf"{re.escape(label)}</td><td[^>]*>cached</td>", text), (label, text)
+        assert fmt_seconds(rep.cached_seconds[name]) not in text.split(label)[1].split("</tr>")[0]
+    for name in rep.ran:
+        label, sec = rep.labels.get(name, name), fmt_seconds(rep.seconds[name])
+        assert f"<td>{label}</td><td align='right'>{sec}</td>" in text
+    inside = text.split("of which the steps:")[1].split("</span>")[0]
+    ran_steps = [k for k, _ in imseg.stage_times(res) if k in inside]
+    assert ran_steps, inside
+    assert cached_step in dict(imseg.stage_times(res))     # the library still times the cached stage's step
+    assert cached_step not in inside, inside               # but it is not this run's
+    assert "total, this run" in text and "first use" not in text

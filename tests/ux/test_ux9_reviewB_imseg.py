@@ -1,0 +1,46 @@
+"""Session 9, reviewer B: the imseg Stages panel's first-run label (7f0a7ac) seen from the tab."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from _gui_helpers import loaded_tab  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+IMSEG_SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "imseg" / "coffee.jpg"
+
+
+def test_the_first_runs_stages_panel_stays_the_first_runs_when_shown_again(qtbot, open_tab, tab_runner,
+                                                                          monkeypatch):
+    """The imseg Stages panel names the rest of the tab's first run 'first use (loading the
+    libraries)'. Showing that same run again (a display-only change, a pin, which redraw the live
+    result) must not turn it into a later run's 'around the steps'; the next run is a later run."""
+    from app.tabs.imseg_tab import ImsegTab
+
+    seen = []
+    orig = ImsegTab._timings_text
+
+    def spy(result, report=None, first_run=False):
+        seen.append((report, first_run))
+        return orig(result, report, first_run=first_run)
+
+    monkeypatch.setattr(ImsegTab, "_timings_text", staticmethod(spy))
+    tab = loaded_tab(open_tab, tab_runner, ImsegTab, IMSEG_SAMPLE, (1300, 800))
+    assert tab_runner.run(tab, method="contours") is not None
+    first = tab.last_report
+    assert seen[-1] == (first, True)
+    text = tab.timings.text()
+    seen.clear()
+    tab._redisplay({**tab._shown_params, "picture_style": "regions"}, ["picture_style"])
+    assert tab.pin()
+    assert seen and all(r is first and f for r, f in seen), seen
+    assert tab.timings.text() == text
+    seen.clear()
+    assert tab_runner.run(tab, method="contours", coarseness=2.5) is not None
+    assert tab.last_report is not first and seen[-1][1] is False
