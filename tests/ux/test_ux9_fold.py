@@ -78,3 +78,23 @@ def test_dragging_the_handle_out_hides_the_cue(qtbot, mesh_tab):
     qtbot.wait(100)
     size, button = _side(tab)
     assert size > 0 and button.isHidden()
+
+
+def test_after_a_drag_of_the_left_handle_the_cue_follows_and_a_wide_window_shows_the_panel(qtbot, mesh_tab):
+    """Reviewer B: a drag of another handle (the left panel's) while the panel was folded left the
+    cue in the middle of the view after a resize, and the panel folded in a wide window."""
+    tab = mesh_tab
+    tab.resize(800, 560)
+    qtbot.wait(300)
+    sp = tab.splitter
+    sp.moveSplitter(sp.sizes()[0] - 20, 1)                        # the left panel's handle, dragged
+    qtbot.wait(100)
+    tab.resize(860, 560)                                          # still narrow: folded, cue at the edge
+    qtbot.wait(300)
+    size, button = _side(tab)
+    assert size == 0 and button.isVisible()
+    assert abs(button.geometry().right() - sp.geometry().right()) <= 2
+    tab.resize(1400, 760)                                         # wide: the panel comes back
+    qtbot.wait(300)
+    size, button = _side(tab)
+    assert size >= tab._side_scroll.minimumWidth() - 1 and button.isHidden()
