@@ -601,15 +601,21 @@ class _SplitterBalance(QObject):
         else:
             b.hide()
 
+    def _side_room(self) -> tuple[list[int], int, list[int]]:
+        """The splitter's sizes now, the side panel's minimum width and the visible views' indices."""
+        sp = self.split
+        n = sp.count()
+        w = sp.widget(n - 1)
+        want = w.minimumWidth() or w.minimumSizeHint().width()
+        views = [i for i in range(self.view_index, n - 1) if not sp.widget(i).isHidden()] or [self.view_index]
+        return sp.sizes(), want, views
+
     def unfold(self) -> None:
         """Show the folded side panel at its minimum width (the view gives up the room): the user's
         choice, kept as a dragged handle is (no more sharing on resize)."""
         sp = self.split
         n = sp.count()
-        sizes = sp.sizes()
-        w = sp.widget(n - 1)
-        want = w.minimumWidth() or w.minimumSizeHint().width()
-        give = [i for i in range(self.view_index, n - 1) if not sp.widget(i).isHidden()] or [self.view_index]
+        sizes, want, give = self._side_room()
         for i in give:
             sizes[i] = max(0, sizes[i] - want // len(give))
         sizes[n - 1] = want
@@ -661,7 +667,7 @@ class _SplitterBalance(QObject):
                 # a handle dragged (the left panel's, say) while the side panel was folded: once the
                 # splitter has shared the new width, the cue goes to the right edge again, or the panel
                 # comes back where the window is wide enough again
-                QTimer.singleShot(0, self._refold)
+                QTimer.singleShot(0, self, self._refold)
             return False
         if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
             self.balance()
@@ -669,18 +675,13 @@ class _SplitterBalance(QObject):
             # a child's minimum changed (a panel grew a table, a pinned half came or went):
             # re-share once the splitter has taken it in
             self._queued = True
-            QTimer.singleShot(0, self._rebalance)
+            QTimer.singleShot(0, self, self._rebalance)
         return False
 
     def _refold(self) -> None:
         if not self.folded:
             return
-        sp = self.split
-        n = sp.count()
-        sizes = sp.sizes()
-        w = sp.widget(n - 1)
-        want = w.minimumWidth() or w.minimumSizeHint().width()
-        views = [i for i in range(self.view_index, n - 1) if not sp.widget(i).isHidden()] or [self.view_index]
+        sizes, want, views = self._side_room()
         if sum(sizes[i] for i in views) - want >= self.MIN_VIEWS:
             self.unfold()
         else:
