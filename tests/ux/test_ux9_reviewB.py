@@ -64,3 +64,38 @@ def test_a_cloud_of_one_point_keeps_a_usable_camera(qtbot, n):
     assert dist > 1e-3, dist
     near, far = v.plotter.camera.clipping_range
     assert near < dist < far
+
+
+def test_a_queued_re_share_is_dropped_with_its_splitter(qapp, monkeypatch):
+    """The balance queues its re-share (a child's LayoutRequest) and, once a handle was dragged with
+    the side panel folded, its re-fold (a Resize) for the next turn of the event loop. A splitter
+    deleted before then (a tab or a pinned box going away) must take the queued call with it, not
+    call it on the deleted splitter (a RuntimeError from the event loop; pytest-qt fails the test
+    that happens to be running)."""
+    import sys
+
+    import shiboken6
+    from PySide6.QtCore import QEvent, QSize
+    from PySide6.QtGui import QResizeEvent
+    from PySide6.QtWidgets import QSplitter, QWidget
+
+    from app.ui.widgets import balance_splitter
+
+    errors = []
+    monkeypatch.setattr(sys, "excepthook", lambda *a: errors.append(a[1]))
+    for queue in ("resize", "layout"):
+        w = QWidget()
+        sp = QSplitter(w)
+        for _ in range(3):
+            sp.addWidget(QWidget())
+        balance_splitter(sp)
+        b = sp._balance
+        if queue == "resize":
+            b.folded = b.user_moved = True
+            qapp.sendEvent(sp, QResizeEvent(QSize(500, 300), QSize(600, 300)))
+        else:
+            qapp.sendEvent(sp, QEvent(QEvent.Type.LayoutRequest))
+        shiboken6.delete(w)
+        qapp.processEvents()
+        qapp.processEvents()
+    assert errors == []
