@@ -72,7 +72,7 @@ def cache_mesh(data: Path, mesh_id: int, out: Path) -> dict:
     try:
         t0 = time.perf_counter()
         prep = _segment.prepare_mesh(v, f)
-        seg = _segment.segment_prepared(prep, k="auto")
+        seg = _segment.segment_prepared(prep, k="auto", auto_layout="auto")  # auto's own merges
         secs = time.perf_counter() - t0
     finally:
         _bd.merge_weakest_boundaries = orig
@@ -158,7 +158,7 @@ def cmd_cut_effect(args) -> int:
         for i, humans, hk, prep in _prepared_meshes(args):
             row = {"mesh": i, "category": mp.category_of(i), "k_human_min": min(hk), "k_human_max": max(hk)}
             for cut in (True, False):
-                seg = _segment.segment_prepared(prep, k="auto", refine_boundaries=cut)
+                seg = _segment.segment_prepared(prep, k="auto", refine_boundaries=cut, auto_layout="auto")
                 key = "cut" if cut else "nocut"
                 row[f"k_{key}"] = int(seg.k)
                 row[f"RI_{key}"] = _ri(seg, humans)
@@ -196,7 +196,7 @@ def cmd_two_pass(args) -> int:
     clustering with the over-segmentation factors); JSON lines with both results."""
     with open(args.out, "a") as fh:
         for i, humans, hk, prep in _prepared_meshes(args):
-            auto = _segment.segment_prepared(prep, k="auto")
+            auto = _segment.segment_prepared(prep, k="auto", auto_layout="auto")
             again = _segment.segment_prepared(prep, k=int(auto.k))
             row = {"mesh": i, "category": mp.category_of(i), "k_human_min": min(hk), "k_human_max": max(hk),
                    "k_auto": int(auto.k), "k_two_pass": int(again.k),

@@ -451,7 +451,7 @@ def auto_reseg_row(v, f, humans, device, params) -> dict:
     prep_kw = {key: params[key] for key in _PREPARE_KEYS if key in params}
     seg_kw = {key: val for key, val in params.items() if key not in _PREPARE_KEYS}
     prep = _segment.prepare_mesh(v, f, device=device, **prep_kw)
-    seg0 = segment_mesh(v, f, k="auto", device=device, prepared=prep, **seg_kw)
+    seg0 = segment_mesh(v, f, k="auto", device=device, prepared=prep, auto_layout="auto", **seg_kw)
     k0 = int(seg0.k)
     out = {"k_auto_plain": k0, "RI_auto_plain": float(np.mean([rand_index_error(seg0.labels, h) for h in humans]))}
     seg, fallback = seg0, k0 <= 1
@@ -484,7 +484,7 @@ def relayout_row(v, f, humans, device, params) -> dict:
     from gpu_kernels.mesh import autok
 
     prep, seg_kw = _prepared(v, f, device, params)
-    seg0 = _segment.segment_prepared(prep, k="auto", device=device, **seg_kw)
+    seg0 = _segment.segment_prepared(prep, k="auto", device=device, auto_layout="auto", **seg_kw)
     k0 = int(seg0.k)
     ri0 = float(np.mean([rand_index_error(seg0.labels, h) for h in humans]))
     seg = autok.relayout(prep, seg0, lambda kk: _segment.segment_prepared(prep, k=kk, device=device, **seg_kw),
@@ -501,7 +501,7 @@ def k_relayout_row(v, f, humans, hk, device, params) -> dict:
     from gpu_kernels.mesh import autok
 
     prep, seg_kw = _prepared(v, f, device, params)
-    seg_a = _segment.segment_prepared(prep, k="auto", device=device, **seg_kw)
+    seg_a = _segment.segment_prepared(prep, k="auto", device=device, auto_layout="auto", **seg_kw)
     cmp, plain, used = {}, {}, []
     for k in sorted(set(hk)):
         seg = _segment.segment_prepared(prep, k=k, device=device, **seg_kw)

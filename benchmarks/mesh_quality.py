@@ -69,7 +69,7 @@ def _record(prep, k, oversegment=None):
     _bd.resolve_fuzzy_regions, _segment._assemble_and_cut = cut, assemble
     _segment.EARLY_SETTLE = False
     try:
-        seg = _segment.segment_prepared(prep, k=k, oversegment=oversegment)
+        seg = _segment.segment_prepared(prep, k=k, oversegment=oversegment, auto_layout="auto")
     finally:
         _bd.resolve_fuzzy_regions, _segment._assemble_and_cut = orig_cut, orig_assemble
         _segment.EARLY_SETTLE = orig_early

@@ -174,14 +174,14 @@ def cmd_timing(a) -> int:
     def auto_plain(path):
         t0 = time.perf_counter()
         v, f = read_mesh(path)
-        seg = sg.segment_mesh(v, f, k="auto", device=dev)
+        seg = sg.segment_mesh(v, f, k="auto", device=dev, auto_layout="auto")
         return time.perf_counter() - t0, int(seg.k)
 
     def auto_relayout(path):
         t0 = time.perf_counter()
         v, f = read_mesh(path)
         prep = sg.prepare_mesh(v, f, device=dev)
-        seg = sg.segment_prepared(prep, k="auto", device=dev)
+        seg = sg.segment_prepared(prep, k="auto", device=dev, auto_layout="auto")
         seg = autok.relayout(prep, seg, lambda kk: sg.segment_prepared(prep, k=kk, device=dev), "concave")
         return time.perf_counter() - t0, int(seg.k)
 
@@ -196,7 +196,7 @@ def cmd_timing(a) -> int:
         v, f = read_mesh(path)
         prep = sg.prepare_mesh(v, f, device=dev)
         seg = sg.segment_prepared(prep, k=a.k, device=dev)
-        seg_a = sg.segment_prepared(prep, k="auto", device=dev)
+        seg_a = sg.segment_prepared(prep, k="auto", device=dev, auto_layout="auto")
         if int(seg_a.k) == a.k:
             seg = autok.pick_layout(prep, seg, seg_a)
         return time.perf_counter() - t0, int(seg.k)

@@ -107,6 +107,7 @@ __all__ = [
 # benchmarks/RESULTS.md; WORKING_FACES: the working resolution of max_faces="auto") live in
 # gpu_kernels.mesh.defaults, free of NumPy, so that declaring the tool stays light.
 from gpu_kernels.mesh.defaults import (  # noqa: E402
+    DEFAULT_AUTO_LAYOUT,
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
     DEFAULT_ETA_CONVEX,
@@ -874,7 +875,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
                  simplify=False, device=None, progress=None,
                  update_power=None, oversegment=None, shading=DEFAULT_SHADING,
                  consensus=False, simplifier="auto", prepared=None, clustered=None,
-                 refine_boundaries=DEFAULT_REFINE_BOUNDARIES, auto_layout="auto") -> MeshSegmentation:
+                 refine_boundaries=DEFAULT_REFINE_BOUNDARIES,
+                 auto_layout=DEFAULT_AUTO_LAYOUT) -> MeshSegmentation:
     """Segment a triangle mesh into k parts by fuzzy clustering and minimum cuts.
 
     Parameters
@@ -943,6 +945,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         With ``k="auto"``: "concave" also runs the integer k at the k that k = "auto" chose and keeps
         the result with the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`; one
         integer-k run more). "auto": k = "auto"'s own result. Not used with an integer k or ``clustered``.
+        Default ``defaults.DEFAULT_AUTO_LAYOUT``.
 
     Raises
     ------
@@ -1201,7 +1204,8 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
 def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, apsp_method="auto",
                      max_iter=DEFAULT_MAX_ITER, update_power=None, oversegment=None,
                      shading=DEFAULT_SHADING, device=None, progress=None,
-                     refine_boundaries=DEFAULT_REFINE_BOUNDARIES, auto_layout="auto") -> MeshSegmentation:
+                     refine_boundaries=DEFAULT_REFINE_BOUNDARIES,
+                     auto_layout=DEFAULT_AUTO_LAYOUT) -> MeshSegmentation:
     """The second stage of :func:`segment_mesh`: fuzzy clustering and cuts on a
     :class:`PreparedMesh` (which it does not modify), carried back to every input face:
     :func:`cluster_prepared` (what k, epsilon and the iteration cap change) and then
@@ -1217,7 +1221,8 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     if relay:  # k = "auto"'s k, laid out again by the integer k's pipeline (autok.relayout)
         seg = _autok.relayout(prep, seg, lambda kk: segment_prepared(
             prep, k=kk, epsilon=epsilon, apsp_method=apsp_method, max_iter=max_iter, update_power=update_power,
-            oversegment=oversegment, shading=shading, device=device, progress=prog.sub(0.6, 1.0),
+            oversegment=oversegment, shading=shading, device=device,
+            progress=prog.sub(0.6, 1.0, prefix="auto-k layout"),
             refine_boundaries=refine_boundaries), auto_layout)
     return seg
 

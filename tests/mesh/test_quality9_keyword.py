@@ -70,6 +70,6 @@ def test_concave_on_the_gpu(fish):
     plain = sg.segment_mesh(v, f, k="auto", device="cuda", auto_layout="auto")
     on = sg.segment_mesh(v, f, k="auto", device="cuda", auto_layout="concave")
     prep = sg.prepare_mesh(v, f, device="cuda")
-    ref = autok.relayout(prep, sg.segment_prepared(prep, k="auto", device="cuda"),
+    ref = autok.relayout(prep, sg.segment_prepared(prep, k="auto", device="cuda", auto_layout="auto"),
                          lambda kk: sg.segment_prepared(prep, k=kk, device="cuda"), "concave")
     assert on.k == plain.k and np.array_equal(on.labels, ref.labels)

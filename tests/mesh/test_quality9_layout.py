@@ -25,7 +25,7 @@ def fish_prep():
 
 
 def _auto(prep):
-    return sg.segment_prepared(prep, k="auto", device="cpu", apsp_method="cpu")
+    return sg.segment_prepared(prep, k="auto", device="cpu", apsp_method="cpu", auto_layout="auto")
 
 
 def _integer(prep, calls=None):
@@ -131,7 +131,7 @@ def test_concave_on_the_gpu_matches_its_own_integer_k(fish_prep):
     _, _, prep_cpu = fish_prep
     v, f = prep_cpu.vertices_in, prep_cpu.faces_in
     prep = sg.prepare_mesh(v, f, device="cuda")
-    seg = sg.segment_prepared(prep, k="auto", device="cuda")
+    seg = sg.segment_prepared(prep, k="auto", device="cuda", auto_layout="auto")
     alt = sg.segment_prepared(prep, k=int(seg.k), device="cuda")
     out = autok.relayout(prep, seg, lambda kk: sg.segment_prepared(prep, k=kk, device="cuda"), "concave")
     ca = sg.boundary_concavity(prep.graph, seg.labels[prep.kept])
