@@ -64,9 +64,10 @@ def _steps_of(result, stages) -> set[str]:
 class ImsegTab(ToolTab):
     tool = imseg.TOOL
     run_label = "Segment"
-    #: the report of the tab's first run (it pays the libraries' first use); showing that run
-    #: again (a display change, a pin) is still that run, not a later one
-    _first_report = None
+    #: device label -> the report of the tab's first run there (it pays the libraries' first use,
+    #: on a GPU CuPy's start and the kernels' compiling too); showing that run again (a display
+    #: change, a pin) is still that run, not a later one
+    _first_reports: dict | None = None
 
     # ------------------------------------------------------------------ building
     def build_view(self) -> QWidget:
@@ -168,10 +169,12 @@ class ImsegTab(ToolTab):
         self.table.set_features(f, swatches)
         self.table_title.setText(f"<b>Regions</b> ({seg.n_regions:,}; click a row or a region)")
         report = self.last_report if result is self.result else None
-        if self._first_report is None and report is not None and report.ran:
-            self._first_report = report
-        self.timings.setText(self._timings_text(result, report, first_run=report is not None
-                                                and report is self._first_report))
+        if self._first_reports is None:
+            self._first_reports = {}
+        if report is not None and report.ran:
+            self._first_reports.setdefault(result.device, report)
+        first = report is not None and report is self._first_reports.get(result.device)
+        self.timings.setText(self._timings_text(result, report, first_run=first))
         self._redraw()
 
     @staticmethod
@@ -181,7 +184,7 @@ class ImsegTab(ToolTab):
         re-used from the cache is marked "cached", so the rows add up to this run's total), and
         the segmentation's own steps (the library's timing) of the stages that ran follow as what
         those stages spent computing; on a full run the rest of their time is named: on the
-        tab's first run it is the first use (loading the libraries, compiling), else the host's
+        tab's first run on the device it is the first use (loading the libraries, compiling), else the host's
         own work around the steps. Without a report (a result shown again) the library's steps
         alone, as before."""
         st = imseg.stage_times(result)
@@ -212,7 +215,8 @@ class ImsegTab(ToolTab):
         if report.full and st:
             rest = sum(report.seconds.get(n, 0.0) for n in report.ran) - sum(v for _, v in st)
             if first_run and rest >= 0.05:
-                inside += f"; first use (loading the libraries) {fmt_seconds(rest)}"
+                what = "loading the libraries" + (", compiling the kernels" if result.device != "cpu" else "")
+                inside += f"; first use ({what}) {fmt_seconds(rest)}"
             elif rest >= 0.0005:
                 inside += f"; around the steps {fmt_seconds(rest)}"
         reused = ", ".join(report.labels.get(n, n) for n in report.reused)

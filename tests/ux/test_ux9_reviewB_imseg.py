@@ -44,3 +44,41 @@ def test_the_first_runs_stages_panel_stays_the_first_runs_when_shown_again(qtbot
     seen.clear()
     assert tab_runner.run(tab, method="contours", coarseness=2.5) is not None
     assert tab.last_report is not first and seen[-1][1] is False
+
+
+def test_the_first_run_on_another_device_is_a_first_run_there(qtbot, open_tab, tab_runner, monkeypatch):
+    """The first run on a GPU pays CuPy's start and the kernels' compiling even after CPU runs:
+    its panel names that first use too (and says it compiled); a second run there does not."""
+    import dataclasses
+
+    from app.tabs.imseg_tab import ImsegTab
+
+    seen = []
+    orig = ImsegTab._timings_text
+
+    def spy(result, report=None, first_run=False):
+        seen.append(first_run)
+        return orig(result, report, first_run=first_run)
+
+    monkeypatch.setattr(ImsegTab, "_timings_text", staticmethod(spy))
+    tab = loaded_tab(open_tab, tab_runner, ImsegTab, IMSEG_SAMPLE, (1300, 800))
+    assert tab_runner.run(tab, method="contours") is not None
+    assert tab_runner.run(tab, method="contours", coarseness=2.5) is not None
+    assert seen[0] is True and seen[-1] is False
+    report = tab.last_report
+
+    def shown_on(device):        # a run of the window on ``device`` (the report of a fresh full run)
+        rep = dataclasses.replace(report, ran=list(report.ran) + list(report.reused), reused=[], first_run=0)
+        res = dataclasses.replace(tab.result, device=device)
+        tab.result, tab.last_report = res, rep
+        seen.clear()
+        tab.show_result(res)
+        return seen[-1]
+
+    assert shown_on("cuda:0") is True
+    assert shown_on("cuda:0") is False
+    rep = dataclasses.replace(report, ran=list(report.ran) + list(report.reused), reused=[], first_run=0)
+    first = rep.ran[0]
+    rep.seconds = {**rep.seconds, first: rep.seconds.get(first, 0.0) + 0.4}
+    text = orig(dataclasses.replace(tab.result, device="cuda:0"), rep, first_run=True)
+    assert "first use (loading the libraries, compiling the kernels)" in text
