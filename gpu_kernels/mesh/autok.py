@@ -136,7 +136,15 @@ AUTO_LAYOUTS = ("auto", "concave")
 
 def check_layout(auto_layout) -> str:
     """``auto_layout`` checked (one of :data:`AUTO_LAYOUTS`); a bad value is a one-line
-    :class:`~gpu_kernels.mesh.dualgraph.MeshInputError`."""
+    :class:`~gpu_kernels.mesh.dualgraph.MeshInputError`.
+
+    Examples
+    --------
+    >>> check_layout(None)
+    'auto'
+    >>> check_layout("concave")
+    'concave'
+    """
     if auto_layout is None:
         return "auto"
     if not isinstance(auto_layout, str) or auto_layout not in AUTO_LAYOUTS:

@@ -954,13 +954,13 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
+    auto_layout = _autok.check_layout(auto_layout)  # (a bad value is one line on every path)
     if clustered is not None:
         if prepared is None:
             raise MeshInputError("clustered= needs the prepared= mesh it was clustered from")
         return cut_clustered(prepared, clustered, refine_boundaries=refine_boundaries, device=backend,
                              progress=prog)
     seg_kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
-    auto_layout = _autok.check_layout(auto_layout)
     prep = prepared if prepared is not None else prepare_mesh(
         vertices, faces, delta=delta, eta_convex=eta_convex, max_faces=max_faces, simplify=simplify,
         consensus=consensus, simplifier=simplifier, apsp_method=apsp_method, device=backend,
