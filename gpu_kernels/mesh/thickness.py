@@ -141,6 +141,10 @@ def _nearest_on_device(xp, samples, *, fused=None, device=None, dot_mode=None):
 #: ``einsum`` and this device's CuPy ``sum`` use, probed once: :func:`_sum3_orders`), so the same
 #: radii bit for bit. Where a probe finds no single order, the host loop runs. Issue 22, session 9
 LOOP_ON_DEVICE = True
+#: faces a launch of the ball-loop kernel (one launch does faces x steps x samples: without a working
+#: resolution a 50k-face mesh would be ~3e10 fp64 distances in one launch, near a display GPU's watchdog;
+#: the working meshes, ~4,000 faces, stay one launch)
+BALL_FACES = 4096
 _PROBED: dict = {}
 
 
@@ -183,7 +187,8 @@ def _sum3_orders(xp) -> tuple[int | None, int | None]:
 
 
 def _balls_on_device(xp, p, n, samples, diag: float, *, orders=None, device=None):
-    """The radii of :func:`face_thickness`'s loop from one ``mesh_thick_balls`` launch, or None
+    """The radii of :func:`face_thickness`'s loop from ``mesh_thick_balls`` (a launch per
+    :data:`BALL_FACES` faces), or None
     where the sums' orders are unknown. ``orders``: (device, host) order of :func:`_sum3` (default:
     :func:`_sum3_orders`); ``device``: the kernel's device (default: CuPy's current one)."""
     dev_order, host_order = _sum3_orders(xp) if orders is None else orders
@@ -200,8 +205,11 @@ def _balls_on_device(xp, p, n, samples, diag: float, *, orders=None, device=None
     pd = xp.ascontiguousarray(xp.asarray(p, dtype=xp.float64))
     nd = xp.ascontiguousarray(xp.asarray(n, dtype=xp.float64))
     r = xp.empty(F, dtype=xp.float64)
-    fn((F,), (256,), (pd, nd, s, s2, np.int64(F), np.int64(s.shape[0]), np.float64(0.5 * diag),
-                      np.float64(1e-6 * diag), np.float64(1e-12 * diag), np.int32(MAX_STEPS), r))
+    for a in range(0, F, BALL_FACES):   # faces are independent: chunks give the same radii
+        m = min(F - a, BALL_FACES)
+        fn((m,), (256,), (pd[a:a + m], nd[a:a + m], s, s2, np.int64(m), np.int64(s.shape[0]),
+                          np.float64(0.5 * diag), np.float64(1e-6 * diag), np.float64(1e-12 * diag),
+                          np.int32(MAX_STEPS), r[a:a + m]))
     return xp.asnumpy(r)
 
 

@@ -40,3 +40,41 @@ def test_an_unknown_order_falls_back_to_the_host_loop(monkeypatch, orders):
     np.testing.assert_array_equal(got, ref)
     diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0)))
     assert got.max() < 0.5 * diag and len(np.unique(got)) > 5     # the loop ran: the balls shrank
+
+
+def test_the_ball_kernel_is_launched_in_chunks_of_faces_emulated(monkeypatch):
+    """One launch of mesh_thick_balls costs faces x steps x samples: it goes in launches of at most
+    ``BALL_FACES`` faces (a display GPU's watchdog), and the chunks give the one launch's radii bit for bit."""
+    import cuda_emu
+
+    if cuda_emu.available():
+        pytest.skip(cuda_emu.available())
+    from gpu_kernels import backend
+    from gpu_kernels.mesh.dualgraph import dual_graph
+
+    v, f = _box_mesh()
+    g = dual_graph(v, f, delta=0.05, eta_convex=0.02, thickness=False)
+    n = th._orient_outward(v, f, np.asarray(g.normals, dtype=np.float64))
+    p = np.asarray(g.centroids, dtype=np.float64)
+    samples = np.concatenate([v[np.unique(f)], p])
+    diag = float(np.linalg.norm(samples.max(axis=0) - samples.min(axis=0)))
+    grids = []
+    real = backend.kernel
+
+    def spy_kernel(*a, **k):
+        fn = real(*a, **k)
+
+        def launch(grid, block, args, **kw):
+            grids.append(int(grid[0]))
+            return fn(grid, block, args, **kw)
+        return launch
+    monkeypatch.setattr(backend, "kernel", spy_kernel)
+    kw = dict(orders=(0, 2), device=cuda_emu.emu_backend())
+    one = th._balls_on_device(cuda_emu.xp, p, n, samples, diag, **kw)
+    assert grids == [len(p)]
+    grids.clear()
+    monkeypatch.setattr(th, "BALL_FACES", 100)
+    chunked = th._balls_on_device(cuda_emu.xp, p, n, samples, diag, **kw)
+    assert max(grids) <= 100 and sum(grids) == len(p) and len(grids) == -(-len(p) // 100)
+    assert np.array_equal(np.asarray(chunked).view(np.int64), np.asarray(one).view(np.int64))
+    assert len(np.unique(one)) > 5
