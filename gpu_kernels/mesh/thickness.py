@@ -75,7 +75,10 @@ def _orient_outward(v, f, normals) -> np.ndarray:
 #: benchmarks/results/mesh_speed_session9.md); issue 22, session 9
 FUSED_NEAREST = True
 #: the order of the fused search's 3-term dot product (``DOT_MODE`` of mesh_thickness.cu):
-#: 0 fma(a2, b2, fma(a1, b1, a0 * b0)), 1 the reverse chain, 2 no fused multiply-add
+#: 0 fma(a2, b2, fma(a1, b1, a0 * b0)), 1 the reverse chain, 2 no fused multiply-add. Not probed at run
+#: time (unlike the sums of ``LOOP_ON_DEVICE``): mode 0 is what cuBLAS's DGEMM did on the H100 with this
+#: session's CUDA; another cuBLAS may round the product path's dot product otherwise, and the kernels then
+#: differ from it in the last bits (both exact searches of the same formula, the ties aside)
 THICK_DOT_MODE = 0
 _CHUNK = 2048
 
@@ -134,7 +137,7 @@ def _nearest_on_device(xp, samples, *, fused=None, device=None, dot_mode=None):
     return query
 
 
-#: the whole shrinking-ball loop on the GPU in one launch (``mesh_thick_balls``, one block per
+#: the whole shrinking-ball loop on the GPU in one kernel (``mesh_thick_balls``, one block per
 #: face, its steps one after the other) instead of a search per step with the steps' arithmetic on
 #: the host: each face's balls depend only on its own centroid and normal, and the kernel rounds
 #: every operation as the host loop does (the three-term sums in the orders this host's NumPy
