@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 import traceback
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -164,8 +165,13 @@ class MainWindow(QMainWindow):
         """Show ``msg`` in the status bar, elided with "…" where it meets the permanent widgets.
 
         QStatusBar cuts a long message off mid-word with no sign that text is missing; the
-        whole message stays in the status bar's tool tip (and in the log).
+        whole message stays in the status bar's tool tip (and in the log). Elided again when
+        the status bar is resized (a narrower window), for the rest of its time.
         """
+        self._status_last = (msg, time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None)
+        self._show_elided(msg, timeout_ms)
+
+    def _show_elided(self, msg: str, timeout_ms: int) -> None:
         sb = self.statusBar()
         if not sb.isVisible():  # no laid-out width to elide to yet
             sb.setToolTip("")
@@ -177,6 +183,26 @@ class MainWindow(QMainWindow):
         shown = sb.fontMetrics().elidedText(msg, Qt.TextElideMode.ElideRight, room)
         sb.setToolTip(msg if shown != msg else "")
         sb.showMessage(shown, timeout_ms)
+
+    def _refit_status(self) -> None:
+        """The last :meth:`show_status` message elided to the status bar's width now, if it is
+        still the one shown (not timed out, not replaced by a menu's status tip)."""
+        last = getattr(self, "_status_last", None)
+        sb = self.statusBar()
+        if last is None or not sb.isVisible():
+            return
+        msg, until = last
+        shown = sb.currentMessage()
+        if not shown or not (shown == msg or (shown.endswith("…") and msg.startswith(shown[:-1]))):
+            return
+        left = 0 if until is None else int((until - time.monotonic()) * 1000)
+        if until is None or left > 0:
+            self._show_elided(msg, left)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if event.type() == QEvent.Type.Resize and obj is self.statusBar():
+            QTimer.singleShot(0, self, self._refit_status)   # once its permanent widgets are laid out
+        return super().eventFilter(obj, event)
 
     def _build_status_bar(self) -> None:
         sb = self.statusBar()
@@ -201,6 +227,7 @@ class MainWindow(QMainWindow):
         sb.addPermanentWidget(self.progress_bar)
         sb.addPermanentWidget(self.cancel_button)
         sb.addPermanentWidget(self.device_label)
+        sb.installEventFilter(self)   # a resize elides the message again (_refit_status)
 
     def _build_menus(self) -> None:
         mb = self.menuBar()

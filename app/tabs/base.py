@@ -1188,7 +1188,7 @@ class ToolTab(QWidget):
         self.swipe_button.setVisible(not self._pinned_slot["view"].findChildren(View3D)
                                      and not isinstance(self._pinned_slot["view"], View3D))
         self._refresh_swipe()
-        QTimer.singleShot(0, self._share_halves)   # once the compare table has widened the left panel
+        QTimer.singleShot(0, self, self._share_halves)   # once the compare table has widened the left panel (dropped with the tab)
         self._set_status("Pinned: the pinned result is on the left, the live one on the right; "
                          "the table lists the parameters that differ")
         return True
