@@ -43,7 +43,7 @@ from .mesh_seg_exports import (  # noqa: F401  (re-exported: the tab and the tes
     write_labels,
     write_segments,
 )
-from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k, needs_relayout, relayout  # noqa: F401
+from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k  # noqa: F401
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -266,14 +266,11 @@ def _cut(ctx):
     """Stage 4: the boundaries re-cut at full resolution, the parts' memberships and colours (a
     change of refine_boundaries starts here: the clusterings, cuts and merges are re-used)."""
     cm = ctx["segment"]
-    relay = needs_relayout(ctx, cm)  # k = auto laid out again (auto_layout): the extra run gets the last 40 %
-    seg = _seg.segment_mesh(
+    seg = _seg.segment_mesh(   # (with k = auto and auto_layout "concave", the layout's extra run too)
         ctx.data.vertices, ctx.data.faces, k=cm.kw["k"], epsilon=cm.kw["epsilon"], apsp_method=cm.apsp_method,
         max_iter=cm.kw["max_iter"], max_faces=cm.info["params"]["max_faces"], prepared=ctx["graph"], clustered=cm,
-        refine_boundaries=ctx.p["refine_boundaries"], device=ctx.device,
-        progress=ctx.progress.sub(0.0, 0.6) if relay else ctx.progress)
-    if relay:
-        seg = relayout(ctx, cm, seg, ctx.progress.sub(0.6, 1.0, prefix="auto-k layout"))
+        refine_boundaries=ctx.p["refine_boundaries"], auto_layout=ctx.p["auto_layout"], device=ctx.device,
+        progress=ctx.progress)
     seg.face_colors_shading = cm.kw["shading"]  # what its face colours were blended with (apply_display)
     return seg
 

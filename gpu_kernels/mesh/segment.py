@@ -944,7 +944,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     auto_layout : {"auto", "concave"}
         With ``k="auto"``: "concave" also runs the integer k at the k that k = "auto" chose and keeps
         the result with the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`; one
-        integer-k run more). "auto": k = "auto"'s own result. Not used with an integer k or ``clustered``.
+        integer-k run more, with ``clustered``'s parameters where it is given). "auto": k = "auto"'s own
+        result. Not used with an integer k.
         Default ``defaults.DEFAULT_AUTO_LAYOUT``.
 
     Raises
@@ -958,8 +959,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
     if clustered is not None:
         if prepared is None:
             raise MeshInputError("clustered= needs the prepared= mesh it was clustered from")
-        return cut_clustered(prepared, clustered, refine_boundaries=refine_boundaries, device=backend,
-                             progress=prog)
+        return _cut_and_lay_out(prepared, clustered, refine_boundaries=refine_boundaries, auto_layout=auto_layout,
+                                device=backend, progress=prog)
     seg_kw = _segment_params(k, epsilon, max_iter, update_power, oversegment, shading)
     prep = prepared if prepared is not None else prepare_mesh(
         vertices, faces, delta=delta, eta_convex=eta_convex, max_faces=max_faces, simplify=simplify,
@@ -1212,19 +1213,39 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     :func:`cut_clustered` (what ``refine_boundaries`` changes). Parameters are those of
     :func:`segment_mesh`."""
     prog = as_progress(progress)
-    relay = isinstance(k, str) and _autok.check_layout(auto_layout) != "auto"
+    relay = _relays(k, auto_layout)
     p1 = prog.sub(0.0, 0.6) if relay else prog
     cm = cluster_prepared(prep, k=k, epsilon=epsilon, apsp_method=apsp_method, max_iter=max_iter,
                           update_power=update_power, oversegment=oversegment, shading=shading, device=device,
                           progress=p1.sub(0.0, 0.8))
-    seg = cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=p1.sub(0.8, 1.0))
-    if relay:  # k = "auto"'s k, laid out again by the integer k's pipeline (autok.relayout)
-        seg = _autok.relayout(prep, seg, lambda kk: segment_prepared(
-            prep, k=kk, epsilon=epsilon, apsp_method=apsp_method, max_iter=max_iter, update_power=update_power,
-            oversegment=oversegment, shading=shading, device=device,
-            progress=prog.sub(0.6, 1.0, prefix="auto-k layout"),
-            refine_boundaries=refine_boundaries), auto_layout)
-    return seg
+    return _cut_and_lay_out(prep, cm, refine_boundaries=refine_boundaries, auto_layout=auto_layout, device=device,
+                            progress=prog, cut_progress=p1.sub(0.8, 1.0))
+
+
+def _relays(k, auto_layout) -> bool:
+    """Whether k = "auto"'s result is laid out again (``auto_layout`` other than "auto")."""
+    return isinstance(k, str) and _autok.check_layout(auto_layout) != "auto"
+
+
+def _cut_and_lay_out(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries, auto_layout, device, progress,
+                     cut_progress=None) -> MeshSegmentation:
+    """:func:`cut_clustered` of ``cm``, then, with k = "auto" and ``auto_layout`` "concave", its k laid out again
+    by the integer k's pipeline on ``prep`` with ``cm``'s parameters (:func:`gpu_kernels.mesh.autok.relayout`):
+    what :func:`segment_prepared` and ``segment_mesh(clustered=...)`` (the tool's last stage) both do. The cut
+    reports to ``cut_progress`` (default: ``progress``, or its first 60 % when the layout runs), the extra run
+    to the last 40 % of ``progress`` ("auto-k layout: ...")."""
+    prog = as_progress(progress)
+    relay = _relays(cm.kw["k"], auto_layout)
+    if cut_progress is None:
+        cut_progress = prog.sub(0.0, 0.6) if relay else prog
+    seg = cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=cut_progress)
+    if not relay:
+        return seg
+    kw = cm.kw
+    return _autok.relayout(prep, seg, lambda kk: segment_prepared(
+        prep, k=kk, epsilon=kw["epsilon"], apsp_method=cm.apsp_method, max_iter=kw["max_iter"],
+        update_power=kw["update_power"], oversegment=kw["oversegment"], shading=kw["shading"], device=device,
+        progress=prog.sub(0.6, 1.0, prefix="auto-k layout"), refine_boundaries=refine_boundaries), auto_layout)
 
 
 @dataclass
