@@ -39,27 +39,6 @@ __all__ = ["ImsegTab", "VIEWS"]
 VIEWS = (("Original", None), ("Boundaries over the image", "boundaries"), ("Regions, mean colour", "mean"),
          ("Regions, random colours", "random"), ("Clusters, false colour", "clusters"))
 
-#: which of the tool's stages (app.tools.imseg.PIPELINE) computes each of the library's timed
-#: steps (ImageSegmentation.timings), per method: a live re-run lists only the steps of the stages
-#: it ran (a cached stage's steps keep the time of the run that made them)
-_STEP_STAGE = {
-    "contours": {"upload": "colour", "colour": "colour", "superpixels": "superpixels", "graph": "merge",
-                 "merge": "merge", "prefix": "merge", "features": "regions", "download": "regions"},
-    "kmeans": {"upload": "lab", "bilateral": "lab", "quantise": "quantise", "kmeans": "kmeans",
-               "labelling": "segment", "min_size": "segment", "features": "segment", "download": "segment",
-               "graph": "segment"},
-}
-
-
-def _steps_of(result, stages) -> set[str]:
-    """The names :func:`app.tools.imseg.stage_times` gives the library's steps made by ``stages``."""
-    from ..tools.imseg_report import STAGE_NAMES
-
-    method = result.params.get("method")
-    owner = _STEP_STAGE.get(method, {})
-    names = {**STAGE_NAMES, "graph": "pipeline (CUDA graph)"} if method == "kmeans" else STAGE_NAMES
-    return {names.get(k, k) for k in (getattr(result.seg, "timings", {}) or {}) if owner.get(k) in set(stages)}
-
 
 class ImsegTab(ToolTab):
     tool = imseg.TOOL
@@ -208,8 +187,7 @@ class ImsegTab(ToolTab):
                             "cached</td></tr>")
         total = "total, this run" if report.reused else "total"
         if report.reused:   # the library's steps of the stages that ran (a cached stage's are not this run's)
-            cached = _steps_of(result, report.reused)
-            st = [(k, v) for k, v in st if k not in cached]
+            st = imseg.stage_times(result, except_stages=report.reused)
         steps = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in st)
         inside = f"of which the steps: {steps}" if steps else ""
         if report.full and st:

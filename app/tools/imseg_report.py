@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")
 
-__all__ = ["STAGE_NAMES", "stage_times", "summary", "headline", "advise", "CPU_COMFORT_PIXELS"]
+__all__ = ["STAGE_NAMES", "STEP_STAGE", "stage_times", "summary", "headline", "advise", "CPU_COMFORT_PIXELS"]
 
 STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB + quantise", "kmeans": "k-means",
                "labelling": "components", "min_size": "min size", "features": "features", "download": "download",
@@ -26,14 +26,30 @@ STAGE_NAMES = {"upload": "upload", "bilateral": "bilateral", "quantise": "CIELAB
                "merge": "merging", "prefix": "upload + colour + superpixels (CUDA graph)"}
 
 
-def stage_times(result: ImsegResult) -> list[tuple[str, float]]:
-    """(stage, seconds) of the stages that ran (the bilateral filter only when it was on)."""
+#: which of the tool's stages (:data:`app.tools.imseg.PIPELINE`) computes each of the library's
+#: timed steps (``ImageSegmentation.timings``), per method
+STEP_STAGE = {
+    "contours": {"upload": "colour", "colour": "colour", "superpixels": "superpixels", "graph": "merge",
+                 "merge": "merge", "prefix": "merge", "features": "regions", "download": "regions"},
+    "kmeans": {"upload": "lab", "bilateral": "lab", "quantise": "quantise", "kmeans": "kmeans",
+               "labelling": "segment", "min_size": "segment", "features": "segment", "download": "segment",
+               "graph": "segment"},
+}
+
+
+def stage_times(result: ImsegResult, *, except_stages=()) -> list[tuple[str, float]]:
+    """(stage, seconds) of the stages that ran (the bilateral filter only when it was on).
+    ``except_stages``: leave out the steps the tool's stages of these names compute
+    (:data:`STEP_STAGE`; a live re-run's cached stages, whose steps are not this run's)."""
     t = getattr(result.seg, "timings", {}) or {}
     skip = {"total"} | ({"bilateral"} if not result.params.get("bilateral") else set())
     names = STAGE_NAMES
-    if result.params.get("method") == "kmeans":  # the k-means pipeline replayed from its CUDA graph
+    method = result.params.get("method")
+    if method == "kmeans":  # the k-means pipeline replayed from its CUDA graph
         names = {**STAGE_NAMES, "graph": "pipeline (CUDA graph)"}
-    return [(names.get(k, k), float(v)) for k, v in t.items() if k not in skip and v > 0]
+    drop, owner = set(except_stages), STEP_STAGE.get(method, {})
+    return [(names.get(k, k), float(v)) for k, v in t.items()
+            if k not in skip and v > 0 and not (drop and owner.get(k) in drop)]
 
 
 def summary(result: ImsegResult) -> list[str]:
