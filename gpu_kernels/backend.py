@@ -39,6 +39,8 @@ __all__ = [
     "BackendError",
     "Backend",
     "get_backend",
+    "current_device",
+    "device_of",
     "parse_device",
     "cupy_available",
     "cuda_device_count",
@@ -268,6 +270,33 @@ def get_backend(device: str | Backend | None = None) -> Backend:
 @functools.cache
 def _cuda_backend(index: int) -> Backend:
     return Backend("cuda", index, _import_cupy())
+
+
+def current_device() -> Backend:
+    """The CUDA device current in the calling thread (CuPy's current device, per thread) as a
+    :class:`Backend`; the CPU backend where CuPy cannot be used. For code that is handed CuPy arrays
+    or runs under :meth:`Backend.activate` and needs the device itself: a kernel from :func:`kernel`,
+    a per-device cache key (``current_device().device_id``).
+
+    >>> current_device().label in ("cpu", "cuda:0")   # cuda:N under ``with cupy.cuda.Device(N)``
+    True
+    """
+    cp = _import_cupy()
+    if isinstance(cp, str) or cuda_device_count() == 0:
+        return _CPU
+    return _cuda_backend(int(cp.cuda.Device().id))
+
+
+def device_of(a) -> Backend:
+    """The :class:`Backend` an array lives on: the CUDA device of a CuPy array, else the CPU.
+
+    >>> device_of(np.zeros(3)).label
+    'cpu'
+    """
+    dev = getattr(a, "device", None)
+    if hasattr(a, "__cuda_array_interface__") and dev is not None and hasattr(dev, "id"):
+        return _cuda_backend(int(dev.id))
+    return _CPU
 
 
 # --------------------------------------------------------------------------- transfers
