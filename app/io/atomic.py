@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "errors_named_after", "file_in_the_way", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+__all__ = ["atomic_write", "errors_named_after", "file_in_the_way", "hidden_prefix", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
            "check_not_an_input",
            "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
@@ -61,7 +61,21 @@ def _part_prefix(name: str) -> str:
     """Prefix of the hidden temporary file or folder written before ``name`` appears:
     ``.NAME.HOST-PID.`` so that a later run can tell the leftovers of a killed one (NAME cut
     where a long name would make the temporary name longer than a file name may be)."""
-    return f".{_name_part(name)}.{_host()}-{os.getpid()}."
+    return f"{hidden_prefix(name)}{_host()}-{os.getpid()}."
+
+
+def hidden_prefix(name: str) -> str:
+    """``.NAME.``: the start of a hidden file or folder made beside ``name`` (a staging folder,
+    a write probe, the replaced folder kept until the swap), ``NAME`` cut at a whole character
+    as the temporary files' names are, so that a valid name of up to 255 bytes still leaves at
+    least 35 bytes of NAME_MAX after the prefix (a tag, mkstemp's 8 characters, a suffix).
+
+    >>> hidden_prefix("cloud.ply")
+    '.cloud.ply.'
+    >>> len(hidden_prefix("é" * 127).encode()) <= 255 - 35
+    True
+    """
+    return f".{_name_part(name)}."
 
 
 #: the bytes a file name may have (NAME_MAX of Linux and macOS)
@@ -343,7 +357,7 @@ def atomic_output_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Ite
         os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
             check_output_dir(path)  # the user may have put files there while we worked
-            old = Path(tempfile.mkdtemp(prefix=f".{_name_part(path.name)}.", suffix=".old", dir=parent))
+            old = Path(tempfile.mkdtemp(prefix=hidden_prefix(path.name), suffix=".old", dir=parent))
             os.rmdir(old)
             os.replace(path, old)
             try:

@@ -105,12 +105,12 @@ def check_segments_dir(path) -> pathlib.Path:
     folder next to it (permissions as root, read-only or special file systems)."""
     import tempfile
 
-    from ..io.atomic import _name_part
+    from ..io.atomic import hidden_prefix
 
     path = mesh_io.check_segments_dir(path)
     parent = path.parent if str(path.parent) else pathlib.Path(".")
     try:   # the probe's name cut as atomic's temporary names are: a long valid name stays within NAME_MAX
-        probe = tempfile.mkdtemp(prefix=f".{_name_part(path.name)}.check-", dir=parent)
+        probe = tempfile.mkdtemp(prefix=f"{hidden_prefix(path.name)}check-", dir=parent)
     except OSError as exc:
         raise SegmentsDirError(f"{path}: cannot create a folder in {parent} ({exc.strerror or exc})") from None
     try:
