@@ -34,11 +34,11 @@ from app.io import mesh_formats
 from app.io.atomic import (
     OUTPUT_MARKER,
     OutputPathError,
-    _name_part,
     atomic_output_dir,
     atomic_write,
     check_output_file,
     file_in_the_way,
+    hidden_prefix,
 )
 from app.io.inputs import check_input_file, failure_reason
 from app.io.mesh_formats import MeshFile, MeshIOError
@@ -523,7 +523,7 @@ def write_segments(
     # A folder of earlier segment files is replaced only once the new one is complete:
     # build the new set under a staging name, then swap.
     replace = directory.is_dir()
-    stage = f".{_name_part(directory.name)}.{os.getpid()}"   # a long name: within NAME_MAX
+    stage = f"{hidden_prefix(directory.name)}{os.getpid()}"   # a long name: within NAME_MAX
     target = directory.with_name(f"{stage}.new") if replace else directory
     with atomic_output_dir(target) as tmp:
         tmp = pathlib.Path(tmp)
