@@ -58,7 +58,14 @@ from gpu_kernels.mvs.optimize import (
     sample_split,
     threads_per_pixel,
 )
-from gpu_kernels.mvs.transfer import direct_to_host, host_arrays, is_pinned, to_host, use_pinned
+from gpu_kernels.mvs.transfer import (
+    direct_to_host,
+    host_arrays,
+    is_pinned,
+    to_host,
+    use_pinned,
+    wait_for_queued,
+)
 
 __all__ = ["DEFAULT_BATCH_GPU", "DEFAULT_BATCH_CPU", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_MAX_SLANT_DEG",
            "DepthMap", "grow_depth_maps", "release_device_reads", "textured_mask", "cand_key", "cand_level",
@@ -546,7 +553,9 @@ class _DeviceGrower:
             self._pinned = xp.cuda.alloc_pinned_memory(self.ring.nbytes)
             self.host_ring = np.frombuffer(self._pinned, np.int32, 4 * _RING)
             self.stream = xp.cuda.Stream(non_blocking=True)
-            xp.cuda.runtime.deviceSynchronize()  # the set-up ran on the null stream
+            # the set-up ran on this thread's stream, the textures maybe on another thread's
+            # (a kept set-up): wait for both, not for the device (another thread may be capturing)
+            wait_for_queued(xp, getattr(tx, "ready", None))
         self.graph = None
         self.reset_graph = None  # :meth:`reset`'s work, captured at its first call
         self.after_reads = None  # behind the last run's reads of its maps (:func:`release_device_reads`)

@@ -30,7 +30,7 @@ import numpy as np
 
 from gpu_kernels.backend import Backend, get_backend, kernel
 from gpu_kernels.mvs.camera import Camera, MVSInputError
-from gpu_kernels.mvs.transfer import to_device
+from gpu_kernels.mvs.transfer import to_device, wait_for_queued
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -166,6 +166,9 @@ class ViewTextures:
 
     def __post_init__(self, backend_: Backend) -> None:
         self._backend = backend_
+        #: GPU: an event recorded behind the packing (on the packing thread's stream), which a
+        #: grower made on another thread waits for (:func:`.transfer.wait_for_queued`)
+        self.ready = None
 
     @property
     def backend(self) -> Backend:
@@ -223,9 +226,13 @@ def pack_views(images, *, device=None, views=None, sync: bool = True) -> ViewTex
                 buf[:, 0:3], buf[:, 4:7], buf[:, 8:11] = p[:, 0:3], p[:, 3:6], p[:, 6:9]
                 flat[ofs[i]:ofs[i] + npx[i]] = xp.asarray(buf)
             tx = ViewTextures(be, flat, ofs, W, H, xp.asarray(ofs * 3), xp.asarray(W), xp.asarray(H), up8)
-            # the optimiser runs on non-blocking streams, which do not wait for the null stream
-            if xp is not np and sync:
-                xp.cuda.runtime.deviceSynchronize()
+            if xp is not np:
+                tx.ready = xp.cuda.Event(block=False, disable_timing=True)
+                tx.ready.record()
+                # the optimiser runs on non-blocking streams, which do not wait for the null stream
+                # (this thread's streams only: not the device, where another thread may capture)
+                if sync:
+                    wait_for_queued(xp)
             return tx
     flat = np.zeros((max(total, 1), 9), np.float32)
     for i in sorted(use):

@@ -29,10 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from gpu_kernels.backend import current_device
 from gpu_kernels.pinned import pinned_block
 
 __all__ = ["CHUNK_BYTES", "PINNED_MAX", "to_host", "to_device", "host_arrays", "pinned_arrays", "is_pinned",
-           "direct_to_host", "use_pinned"]
+           "direct_to_host", "use_pinned", "wait_for_queued"]
 
 #: bytes per staging half (two per device)
 CHUNK_BYTES = 16 << 20
@@ -60,7 +61,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def _halves(cp):
-    dev = cp.cuda.Device().id
+    dev = current_device().device_id  # the calling thread's current device (CuPy's, per thread)
     with _lock:
         st = _stage.get(dev)
         if st is None:
@@ -68,6 +69,25 @@ def _halves(cp):
             views = [np.frombuffer(m, np.uint8, CHUNK_BYTES) for m in mem]
             st = _stage[dev] = (mem, views, threading.Lock())
         return st
+
+
+def wait_for_queued(xp, *events) -> None:
+    """Wait on the host for the work this thread queued on its current stream and on the legacy
+    null stream of the current device, and for ``events`` (None: skipped): work queued elsewhere,
+    e.g. another thread's view textures (:attr:`.optimize.ViewTextures.ready`).
+
+    Never ``cudaDeviceSynchronize``: while another thread captures a CUDA graph on the same device
+    (another run's grower, the flow's plans, imseg's graphs), a device-wide synchronisation fails
+    with ``cudaErrorStreamCaptureUnsupported`` and invalidates that capture, whatever its capture
+    mode. A stream's or an event's synchronisation does not touch other streams (every gpulab
+    capture is on a non-blocking stream, which the legacy stream does not wait for)."""
+    cur = xp.cuda.get_current_stream()
+    cur.synchronize()
+    if cur.ptr != 0:  # not the legacy stream itself: it too (synchronous copies, other code's kernels)
+        xp.cuda.Stream.null.synchronize()
+    for ev in events:
+        if ev is not None:
+            ev.synchronize()
 
 
 _zero: np.ndarray | None = None

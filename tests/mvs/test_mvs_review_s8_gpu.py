@@ -7,6 +7,7 @@ recorded behind the fusion's reads. Needs CuPy and a CUDA device."""
 from __future__ import annotations
 
 import threading
+import traceback
 
 import pytest
 from test_mvs_setup_gpu import _same
@@ -82,7 +83,8 @@ def test_back_to_back_runs_on_two_threads_give_a_fresh_runs_result(small_scene, 
         t.start()
     for t in threads:
         t.join()
-    assert not errors and len(got) == 8
+    assert not errors, "".join(traceback.format_exception(errors[0]))  # where it failed (session 9 saw only the message)
+    assert len(got) == 8
     for g in got:
         _same(g, want)
     memo.release()
