@@ -74,18 +74,23 @@ def read_flo(path):
     return f, valid
 
 
-def load_middlebury(root: Path):
+def load_middlebury(root: Path, rgb: bool = False):
+    """The shared Middlebury pairs: ``(name, frame10, frame11, flow, valid)``, the frames grey
+    (OpenCV's conversion) or, ``rgb``, in RGB order."""
     import cv2
+
+    def read(path):
+        if not rgb:
+            return cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+        return cv2.imread(str(path))[..., ::-1].copy()
 
     out = []
     for s in MIDDLEBURY:
         d = root / "middlebury-flow" / s
         if not d.exists():
             continue
-        a = cv2.imread(str(d / "frame10.png"), cv2.IMREAD_GRAYSCALE)
-        b = cv2.imread(str(d / "frame11.png"), cv2.IMREAD_GRAYSCALE)
         gt, valid = read_flo(d / "flow10.flo")
-        out.append((s, a, b, gt, valid))
+        out.append((s, read(d / "frame10.png"), read(d / "frame11.png"), gt, valid))
     return out
 
 
@@ -106,18 +111,7 @@ def load_chairs(root: Path):
 
 
 def load_middlebury_rgb(root: Path):
-    import cv2
-
-    out = []
-    for s in MIDDLEBURY:
-        d = root / "middlebury-flow" / s
-        if not d.exists():
-            continue
-        a = cv2.imread(str(d / "frame10.png"))[..., ::-1].copy()
-        b = cv2.imread(str(d / "frame11.png"))[..., ::-1].copy()
-        gt, valid = read_flo(d / "flow10.flo")
-        out.append((s, a, b, gt, valid))
-    return out
+    return load_middlebury(root, rgb=True)
 
 
 def _object_pair(bg, obj, bg_shift, obj_pos, obj_shift):

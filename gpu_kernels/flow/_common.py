@@ -126,20 +126,10 @@ def check_pair(be: Backend, img1, img2):
 
 
 def prepare_pair(be: Backend, img1, img2):
-    """Greyscale float32 (0..1) copies of both images on ``be``; checks that they match."""
-    img1 = _check_one(img1, "the first image")
-    img2 = _check_one(img2, "the second image")
-    if tuple(img1.shape[:2]) != tuple(img2.shape[:2]):
-        raise FlowInputError(f"the images have different sizes ({_shape_text(img1.shape)} and "
-                             f"{_shape_text(img2.shape)}): both frames must be the same size")
-    xp = be.xp
-    out = []
-    for img, which in ((img1, "first"), (img2, "second")):
-        a = xp.asarray(img) if be.is_gpu else np.asarray(be.asnumpy(img))
-        if a.dtype.kind == "f" and not bool(xp.isfinite(a).all()):
-            raise FlowInputError(f"the {which} image has NaN or infinite pixel values")
-        out.append(_gray(be, a))
-    return out[0], out[1]
+    """Greyscale float32 (0..1) copies of both images on ``be``; checks that they match
+    (:func:`check_pair`)."""
+    a1, a2 = check_pair(be, img1, img2)
+    return _gray(be, a1), _gray(be, a2)
 
 
 def prepare_mask(be: Backend, mask, shape):
