@@ -43,7 +43,7 @@ f32 = np.float32
 NB = 16  # colour histogram bins per channel (session 8's binning)
 GEDGES = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])  # boundary-gradient histogram bin edges
 NG = len(GEDGES) + 1
-TAUS = (0.16, 0.19, 0.22, 0.25, 0.28, 0.31, 0.34)
+TAUS = (0.24, 0.27, 0.30, 0.33, 0.36)  # amended 17:45 before any result, from segment counts only
 REPLAY_C = 3.8
 PER_IMAGE = 2000
 PER_ROUND = 48  # edges recorded per round of the replay (late rounds count as much as early ones)
@@ -420,15 +420,18 @@ def _def_job(i):
     return default_row(_D[i])
 
 
+_EX: list = []
+
+
 def _fit_job(args):
-    idx, EX, seed = args
-    return fit(np.concatenate([EX[i][0] for i in idx]), np.concatenate([EX[i][1] for i in idx]), seed=seed)
+    idx, seed = args
+    return fit(np.concatenate([_EX[i][0] for i in idx]), np.concatenate([_EX[i][1] for i in idx]), seed=seed)
 
 
 def _rows_job(args):
-    model, idx = args
+    model, idx, taus = args
     sc = model_score(model)
-    return [[run_row(_D[i], sc, t) for t in TAUS] for i in idx]
+    return [[run_row(_D[i], sc, t) for t in taus] for i in idx]
 
 
 def _pool(workers: int):
@@ -464,13 +467,22 @@ def margin_pick(rows: np.ndarray, drow: np.ndarray):
 def main(argv=None) -> int:
     global _D
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=("prep", "bound", "cv", "val", "smoke"))
+    ap.add_argument("cmd", choices=("prep", "bound", "cv", "val", "smoke", "combine"))
+    ap.add_argument("--seeds", default="1001-1008", help="permutation seeds a-b (a part of the CV)")
+    ap.add_argument("--no-all", action="store_true", help="skip the all-200 rows (criterion 3)")
+    ap.add_argument("--parts", nargs="*", default=[], help="combine: the parts' JSON files")
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
     ap.add_argument("--cache", default="/tmp/gala10")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--out", default="")
     a = ap.parse_args(argv)
+    if a.cmd == "combine":
+        out = combine([json.loads(Path(p).read_text()) for p in a.parts])
+        if a.out:
+            Path(a.out).write_text(json.dumps(out, indent=1))
+        return 0
+    lo, hi = (int(x) for x in a.seeds.split("-"))
     root = Path(a.data)
     t0 = time.time()
     mapf, close = worker_map(a.workers)
@@ -488,9 +500,8 @@ def main(argv=None) -> int:
         close()
     elif a.cmd in ("cv", "smoke"):
         _D = tr
-        mapf, close = _pool(a.workers)
-        out.update(cross_validate(len(tr), mapf, a.workers, smoke=a.cmd == "smoke"))
-        close()
+        out.update(cross_validate(len(tr), a.workers, smoke=a.cmd == "smoke",
+                                  seeds=tuple(range(lo, hi + 1)), with_all=not a.no_all))
     elif a.cmd == "val":
         out.update(validate(tr, va, a.workers))
     out["seconds"] = time.time() - t0
@@ -499,89 +510,117 @@ def main(argv=None) -> int:
     return 0
 
 
-def cross_validate(n: int, mapf, workers: int, smoke: bool = False) -> dict:
+def cross_validate(n: int, workers: int, smoke: bool = False, seeds=SEEDS, with_all: bool = True) -> dict:
+    global _EX
     t0 = time.time()
+    mapf, close = _pool(workers)
     drow = np.array(mapf(_def_job, range(n)))
     dm = drow.mean(0)
     print(f"default rows ({time.time() - t0:.1f} s): {np.round(dm, 4).tolist()}", flush=True)
     EX = mapf(_ex_job, range(n))
     print(f"examples: {sum(len(x) for x, _ in EX)} ({time.time() - t0:.1f} s)", flush=True)
-    seeds = SEEDS[:1] if smoke else SEEDS
+    close()
+    _EX = EX
+    mapf, close = _pool(workers)  # forked again: the examples are in the workers
+    seeds = seeds[:1] if smoke else seeds
     plan = []  # (seed, fold k, held-out idx, pick idx)
     for seed in seeds:
         perm = np.random.default_rng(seed).permutation(n)
         folds = [np.sort(f) for f in np.array_split(perm, 5)]
         for k, f in enumerate(folds):
             trn = np.setdiff1d(np.arange(n), f)
-            plan.append((seed, k, f, trn, trn[::2]))
-    fits = [(trn, EX, seed) for seed, _, _, trn, _ in plan] + [(np.arange(n), EX, 0)]
+            plan.append((seed, k, f, trn, trn[::4]))
+    fits = [(trn, seed) for seed, _, _, trn, _ in plan] + ([(np.arange(n), 0)] if with_all else [])
     models = mapf(_fit_job, fits)
     print(f"{len(models)} models fitted ({time.time() - t0:.1f} s)", flush=True)
+    # the picks: each fold's model on its pick images (in-sample), every tau; and the all-200 rows
     jobs, keys = [], []
-    per = max(1, (2 * workers) // 5)
-    for j, (_s, _k, f, _t, sub) in enumerate(plan):
-        for part, idx in (("held", f), ("pick", sub)):
-            for c in _chunks(idx, per):
-                jobs.append((models[j], c))
-                keys.append((j, part))
-    for c in _chunks(np.arange(n), 2 * workers):
-        jobs.append((models[-1], c))
-        keys.append((-1, "all"))
+    for j, (_s, _k, _f, _t, sub) in enumerate(plan):
+        for c in _chunks(sub, 2):
+            jobs.append((models[j], c, TAUS))
+            keys.append(j)
+    for c in _chunks(np.arange(n), 4 * workers) if with_all else []:
+        jobs.append((models[-1], c, TAUS))
+        keys.append(-1)
     got = mapf(_rows_job, jobs)
-    print(f"{len(jobs)} merge jobs ({time.time() - t0:.1f} s)", flush=True)
+    print(f"{len(jobs)} pick jobs ({time.time() - t0:.1f} s)", flush=True)
     R = {}
-    for key, (_, idx), rows in zip(keys, jobs, got, strict=True):
+    for key, (_, idx, _t), rows in zip(keys, jobs, got, strict=True):
         R.setdefault(key, ([], []))
         R[key][0].extend(idx.tolist())
         R[key][1].extend(rows)
+    bis = [margin_pick(np.array(R[j][1]), drow[np.array(R[j][0])]) for j in range(len(plan))]
+    # the held-out fifths at each fold's pick only
+    jobs, keys = [], []
+    for j, (_s, _k, f, _t, _u) in enumerate(plan):
+        if bis[j] >= 0:
+            for c in _chunks(f, 2):
+                jobs.append((models[j], c, (TAUS[bis[j]],)))
+                keys.append(j)
+    got = mapf(_rows_job, jobs)
+    close()
+    print(f"{len(jobs)} held-out jobs ({time.time() - t0:.1f} s)", flush=True)
+    H = {}
+    for j, (_, idx, _t), rows in zip(keys, jobs, got, strict=True):
+        H.setdefault(j, {}).update({int(i): r[0] for i, r in zip(idx, rows, strict=True)})
     res = {"default_train": dm.tolist(), "taus": list(TAUS), "perms": []}
     for seed in seeds:
-        hrows, picks, held_by_tau = [], [], []
-        for j, (s_, _k, _f, _t, _u) in enumerate(plan):
+        hrows, picks = [], []
+        for j, (s_, _k, f, _t, _u) in enumerate(plan):
             if s_ != seed:
                 continue
-            pi, pr = R[(j, "pick")]
-            bi = margin_pick(np.array(pr), drow[np.array(pi)])
-            hi, hr = R[(j, "held")]
-            hr = np.array(hr)
-            picks.append(None if bi < 0 else TAUS[bi])
-            hrows.append(hr[:, bi] if bi >= 0 else drow[np.array(hi)])
-            held_by_tau.append(hr)
+            picks.append(None if bis[j] < 0 else TAUS[bis[j]])
+            hrows.append(np.array([H[j][int(i)] for i in f]) if bis[j] >= 0 else drow[f])
         hm = np.concatenate(hrows).mean(0)
         beats = bool(hm[0] > dm[0] and hm[1] > dm[1] and hm[2] < dm[2])
-        res["perms"].append({"seed": seed, "picks": picks, "held": hm.tolist(), "beats": beats,
-                             "held_by_tau": np.concatenate(held_by_tau).mean(0).tolist()})
+        res["perms"].append({"seed": seed, "picks": picks, "held": hm.tolist(), "beats": beats})
         print(f"seed {seed}: picks {picks} held {np.round(hm, 4).tolist()} beats {beats}", flush=True)
-    H = np.array([p["held"] for p in res["perms"]])
+    if with_all:
+        ai, ar = R[-1]
+        ar = np.array(ar)[np.argsort(ai)]
+        res["all200_rows"] = ar.mean(0).tolist()
+        res["all200_pick_index"] = int(margin_pick(ar, drow))
+        res["model_all200"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in models[-1].items()}
+    print(f"({time.time() - t0:.1f} s)", flush=True)
+    return res
+
+
+def combine(parts: list) -> dict:
+    """The decision from the CV parts (each a ``cv`` JSON): criteria 1-3."""
+    dm = np.array(parts[0]["default_train"])
+    perms = sorted((p for q in parts for p in q["perms"]), key=lambda p: p["seed"])
+    H = np.array([p["held"] for p in perms])
     mh = H.mean(0)
-    res["mean_held"] = mh.tolist()
-    res["n_beat"] = int(sum(p["beats"] for p in res["perms"]))
-    res["mean_beats"] = bool(mh[0] > dm[0] and mh[1] > dm[1] and mh[2] < dm[2])
-    ai, ar = R[(-1, "all")]
-    ar = np.array(ar)[np.argsort(ai)]
-    bi = margin_pick(ar, drow)
-    res["all200_rows"] = ar.mean(0).tolist()
-    res["all200_pick"] = None if bi < 0 else TAUS[bi]
-    res["accepted"] = bool(res["n_beat"] >= 7 and res["mean_beats"] and bi >= 0)
-    res["model_all200"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in models[-1].items()}
-    print("all-200 rows (in-sample):", flush=True)
-    for k, t in enumerate(TAUS):
-        print(f"  tau {t}: {np.round(ar[:, k].mean(0), 4).tolist()}", flush=True)
-    print(f"n_beat {res['n_beat']} mean {np.round(mh, 4).tolist()} mean_beats {res['mean_beats']} "
-          f"all-200 pick {res['all200_pick']} accepted {res['accepted']} ({time.time() - t0:.1f} s)", flush=True)
+    allp = [q for q in parts if "all200_rows" in q][0]
+    bi = allp["all200_pick_index"]
+    res = {"default_train": dm.tolist(), "taus": parts[0]["taus"], "perms": perms, "mean_held": mh.tolist(),
+           "n_beat": int(sum(p["beats"] for p in perms)),
+           "mean_beats": bool(mh[0] > dm[0] and mh[1] > dm[1] and mh[2] < dm[2]),
+           "all200_rows": allp["all200_rows"], "all200_pick": None if bi < 0 else parts[0]["taus"][bi],
+           "model_all200": allp["model_all200"]}
+    res["accepted"] = bool(len(perms) == 8 and res["n_beat"] >= 7 and res["mean_beats"] and bi >= 0)
+    for p in perms:
+        print(f"seed {p['seed']}: picks {p['picks']} held {np.round(p['held'], 4).tolist()} beats {p['beats']}")
+    for k, t in enumerate(res["taus"]):
+        print(f"all-200 tau {t} (in-sample): {np.round(np.array(res['all200_rows'])[k], 4).tolist()}")
+    print(f"default {np.round(dm, 4).tolist()}; n_beat {res['n_beat']} of {len(perms)}, mean held "
+          f"{np.round(mh, 4).tolist()} beats {res['mean_beats']}; all-200 pick {res['all200_pick']}; "
+          f"accepted {res['accepted']}")
     return res
 
 
 def validate(tr: list, va: list, workers: int) -> dict:
-    global _D
+    global _D, _EX
     _D = tr + va
     mapf, close = _pool(workers)
     n = len(tr)
-    EX = mapf(_ex_job, range(n))
-    model = mapf(_fit_job, [(np.arange(n), EX, 0)])[0]
+    _EX = mapf(_ex_job, range(n))
+    close()
+    model = _fit_job((np.arange(n), 0))
+    mapf, close = _pool(workers)
     vi = np.arange(n, n + len(va))
     drow = np.array(mapf(_def_job, vi))
-    rows = np.array([r for part in mapf(_rows_job, [(model, c) for c in _chunks(vi, 2 * workers)]) for r in part])
+    rows = np.array([r for part in mapf(_rows_job, [(model, c, TAUS) for c in _chunks(vi, 2 * workers)]) for r in part])
     close()
     print("the 20, default:", np.round(drow.mean(0), 4).tolist())
     for k, t in enumerate(TAUS):
