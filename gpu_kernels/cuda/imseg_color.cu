@@ -5,8 +5,6 @@
 // (RGBA, alpha ignored). Images are row-major, channels interleaved.
 #include "imseg_common.cuh"
 
-#define CODE_RUN 8  // pixels per thread in the code kernels (runs of equal codes share one atomic)
-
 // ------------------------------------------------------------------ RGB -> Lab
 template <typename T>
 __device__ __forceinline__ void rgb2lab_impl(const T* __restrict__ img, int C, long long n, float* __restrict__ lab) {
@@ -19,76 +17,23 @@ __device__ __forceinline__ void rgb2lab_impl(const T* __restrict__ img, int C, l
     lab[3 * p + 2] = B;
 }
 
-// ------------------------------------------------------------------ codes (+ histogram)
-// Each thread codes CODE_RUN consecutive pixels; equal consecutive codes are counted in a
-// register and added to hist with one atomic (natural images have long runs).
-__device__ __forceinline__ void flush_count(unsigned int* hist, int code, unsigned int cnt) {
-    if (hist != 0 && cnt != 0) atomicAdd(&hist[code], cnt);
-}
-
-template <typename T>
-__device__ __forceinline__ void codes_impl(const T* __restrict__ img, int C, long long n, int Q,
-                                           int* __restrict__ codes, unsigned int* __restrict__ hist) {
-    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CODE_RUN;
-    if (p0 >= n) return;
-    long long p1 = lmin(p0 + CODE_RUN, n);
-    int run_code = -1;
-    unsigned int run = 0;
-    for (long long p = p0; p < p1; ++p) {
-        float L, A, B;
-        pixel_lab<T>(img, C, p, L, A, B);
-        int c = lab_code(L, A, B, Q);
-        codes[p] = c;
-        if (c != run_code) {
-            flush_count(hist, run_code, run);
-            run_code = c;
-            run = 0;
-        }
-        run += 1;
-    }
-    flush_count(hist, run_code, run);
-}
-
-extern "C" __global__ void codes_lab(const float* __restrict__ lab, long long n, int Q,
-                                     int* __restrict__ codes, unsigned int* __restrict__ hist) {
-    long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CODE_RUN;
-    if (p0 >= n) return;
-    long long p1 = lmin(p0 + CODE_RUN, n);
-    int run_code = -1;
-    unsigned int run = 0;
-    for (long long p = p0; p < p1; ++p) {
-        int c = lab_code(lab[3 * p], lab[3 * p + 1], lab[3 * p + 2], Q);
-        codes[p] = c;
-        if (c != run_code) {
-            flush_count(hist, run_code, run);
-            run_code = c;
-            run = 0;
-        }
-        run += 1;
-    }
-    flush_count(hist, run_code, run);
-}
-
 #define DEF_COLOR_KERNELS(suf, T)                                                                 \
     extern "C" __global__ void rgb2lab_##suf(const T* __restrict__ img, int C, long long n,       \
                                              float* __restrict__ lab) {                           \
         rgb2lab_impl<T>(img, C, n, lab);                                                          \
-    }                                                                                             \
-    extern "C" __global__ void codes_##suf(const T* __restrict__ img, int C, long long n, int Q,  \
-                                           int* __restrict__ codes, unsigned int* __restrict__ hist) { \
-        codes_impl<T>(img, C, n, Q, codes, hist);                                                 \
     }
 
 DEF_COLOR_KERNELS(u8, unsigned char)
 DEF_COLOR_KERNELS(u16, unsigned short)
 DEF_COLOR_KERNELS(f32, float)
 
-// ------------------------------------------------------------------ codes through a block table (session 9)
-// The same codes, and the same histogram, but a thread's runs of equal codes are counted in a
-// table of the block's codes in shared memory (open addressing, CS_SLOTS slots; a code the
-// table has no room for goes to hist directly), and each code a block saw reaches hist with one
-// atomic when the block ends. A large area of one colour (a sky) used to send one atomic per
-// run to one address, which the L2 serialises. Counts are integers: the same histogram.
+// ------------------------------------------------------------------ codes (+ histogram)
+// Each thread codes `chunk` consecutive pixels; a run of equal codes is counted in a register,
+// then in a table of the block's codes in shared memory (open addressing, CS_SLOTS slots; a code
+// the table has no room for goes to hist directly), and each code a block saw reaches hist with
+// one atomic when the block ends (session 9: the session-2 kernels sent one global atomic per
+// run, and a large area of one colour, a sky, sent them all to one address, which the L2
+// serialises). Counts are integers: the histogram does not depend on the order.
 #define CS_SLOTS 256
 #define CS_PROBES 16
 #define CS_THREADS 256

@@ -1,15 +1,17 @@
 // Stage 3 of the image segmentation: region features as segmented reductions.
 //
-// The pixels are walked in a sequence: raster order (order == 0), or sorted by label (order =
-// the permutation, the paper's sort-then-segmented-scan). Each thread takes FT_CHUNK
-// consecutive items; a run of equal labels inside the chunk is one segment, reduced in
-// registers and added to the region's accumulators with one atomic per quantity. Labels are
-// 1..R (0 = no region, skipped); region r's accumulators sit at index r - 1.
+// The pixels are walked in a sequence: raster order (the "runs" method and the merge's sums:
+// feat_pass1_smem_*, feat_moments_digits, `chunk` pixels a thread, a run's sums through a
+// block-private table in shared memory), or sorted by label (order = the permutation, the
+// paper's sort-then-segmented-scan: feat_pass1_*, feat_moments_exact, FT_CHUNK items a thread,
+// straight to the global accumulators). A run of equal labels inside a thread's items is one
+// segment, reduced in registers. Labels are 1..R (0 = no region, skipped); region r's
+// accumulators sit at index r - 1.
 //
-// Pass 1 (feat_pass1_*): area, bbox (min_row, min_col, max_row + 1, max_col + 1), the sums of
-// row and column (exact integers, for the centroid), the sums of the raw values per channel
-// and of L, a, b. Pass 2 (feat_moments): the central moments mu[i][j] = sum dr^i dc^j,
-// i, j = 0..3, about the centroid of pass 1 (mu[0][0] is the area and is not accumulated).
+// Pass 1: area, bbox (min_row, min_col, max_row + 1, max_col + 1), the sums of row and column
+// (exact integers, for the centroid), the sums of the raw values per channel and of L, a, b.
+// Pass 2: the central moments mu[i][j] = sum dr^i dc^j, i, j = 0..3, about the centroid of
+// pass 1 (mu[0][0] is the area and is not accumulated), as exact integer sums.
 #include "imseg_common.cuh"
 
 #ifndef FT_CHUNK
@@ -58,7 +60,7 @@ __device__ __forceinline__ void feat_pass1_flush(int j, int flags, int nc, int c
 }
 
 // Pass 1's walk over one thread's items [i0, i1) (RASTER: raster order, the row and column
-// stepped; else the permutation `order` where given, the row and column divided out):
+// stepped; else the permutation `order`, the row and column divided out):
 // the sums of each run of one label, handed to sink(rl, cnt, minr, minc, maxr, maxc, sr, sc, v0,
 // v1, v2, l0, l1, l2) when the label changes; the last run is first summed over the warp's lanes
 // that end in the same region, and its lowest lane hands it on. (No early return: every lane
@@ -79,7 +81,7 @@ __device__ __forceinline__ void ft_pass1_walk(const int* __restrict__ labels, lo
         sx = (int)(i0 - (long long)sy * W) - 1;
     }
     for (long long i = i0; i < i1; ++i) {
-        const long long p = (!RASTER && order != 0) ? (long long)order[i] : i;
+        const long long p = RASTER ? i : (long long)order[i];
         int y, x;
         if (RASTER) {
             if (++sx == W) {
@@ -203,53 +205,6 @@ DEF_FEAT_KERNELS(u8, unsigned char)
 DEF_FEAT_KERNELS(u16, unsigned short)
 DEF_FEAT_KERNELS(f32, float)
 
-// central moments about the centroid (centroid[2 r] = row, centroid[2 r + 1] = col)
-extern "C" __global__ void feat_moments(const int* __restrict__ labels, long long n, int W, const int* __restrict__ order,
-                                        const double* __restrict__ centroid, double* __restrict__ mu) {
-    const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * FT_CHUNK;
-    if (i0 >= n) return;
-    const long long i1 = lmin(i0 + FT_CHUNK, n);
-    int rl = -1;
-    double cr = 0.0, cc = 0.0;
-    double m[16];
-#pragma unroll
-    for (int k = 0; k < 16; ++k) m[k] = 0.0;
-    for (long long i = i0; i <= i1; ++i) {
-        int l = -2;
-        long long p = 0;
-        if (i < i1) {
-            p = order != 0 ? (long long)order[i] : i;
-            l = labels[p];
-        }
-        if (l != rl) {
-            if (rl > 0) {
-                double* dst = mu + 16 * (long long)(rl - 1);
-#pragma unroll
-                for (int k = 1; k < 16; ++k) atomicAdd(&dst[k], m[k]);
-            }
-            if (i >= i1) break;
-            rl = l;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) m[k] = 0.0;
-            if (l > 0) {
-                cr = centroid[2 * (l - 1)];
-                cc = centroid[2 * (l - 1) + 1];
-            }
-        }
-        if (l <= 0) continue;
-        const int y = (int)(p / W), x = (int)(p - (long long)y * W);
-        const double dr = (double)y - cr, dc = (double)x - cc;
-        const double r2 = dr * dr, c2 = dc * dc;
-        const double pr[4] = {1.0, dr, r2, r2 * dr};
-        const double pc[4] = {1.0, dc, c2, c2 * dc};
-#pragma unroll
-        for (int a = 0; a < 4; ++a) {
-#pragma unroll
-            for (int b = 0; b < 4; ++b) m[4 * a + b] += pr[a] * pc[b];
-        }
-    }
-}
-
 // ------------------------------------------------------------------ exact central moments
 // The moments as exact integer sums, so the result does not depend on the order the atomics
 // land in (float atomics made moments_central differ between two runs on the GPU): every
@@ -292,7 +247,8 @@ __device__ __forceinline__ void ft_moments_flush(u64* __restrict__ acc, int rl, 
 }
 
 // The moments' walk over one thread's items [i0, i1) (RASTER: raster order, the row and column
-// stepped; else the permutation `order` where given, the row and column divided out): per row run the sums of v^j, at its end u^i * sum v^j added to the thread's 128-bit
+// stepped; else the permutation `order`, the row and column divided out): per row run the
+// sums of v^j, at its end u^i * sum v^j added to the thread's 128-bit
 // sums, which go to sink(rl, lo, hi) when the label changes; the last run's sums are first
 // added over the warp's lanes that end in the same region (128-bit), and its lowest lane hands
 // them on. (No early return: every lane takes part in the reduction.)
@@ -309,7 +265,7 @@ __device__ __forceinline__ void ft_moments_walk(const int* __restrict__ labels, 
         lo[k] = 0ULL;
         hi[k] = 0ULL;
     }
-    long long sy = 0, sx = 0;   // RASTER (order 0): the row and column, stepped
+    long long sy = 0, sx = 0;   // RASTER: the row and column, stepped
     if (RASTER) {
         sy = i0 / W;
         sx = i0 - sy * W - 1;
@@ -318,7 +274,7 @@ __device__ __forceinline__ void ft_moments_walk(const int* __restrict__ labels, 
         int l = -2;
         long long y = -1;
         if (i < i1) {
-            const long long p = (!RASTER && order != 0) ? (long long)order[i] : i;
+            const long long p = RASTER ? i : (long long)order[i];
             l = labels[p];
             if (RASTER) {
                 if (++sx == W) {
@@ -474,15 +430,16 @@ extern "C" __global__ void feat_finish(int R, int nc, const int* __restrict__ ar
 }
 
 // ------------------------------------------------------------------ block-private sums (session 9)
-// The same sums as feat_pass1_* and feat_moments_exact, but a run's sums go first to a small
-// table of the block's regions in shared memory (open addressing on the label, FS_SLOTS slots),
-// and each region a block saw reaches the global accumulators once, when the block ends. A
-// large region used to take one set of global atomics per run (and per warp), all on the same
-// addresses: at 512^2 with ~90 regions the sums were bound by their atomics, not by the pixels
-// (benchmarks/results/imseg_speed_session9.md). A run whose label finds no free slot (more regions in one block than the
-// table holds, or FS_PROBES probes) goes to the global accumulators as before. Integer sums
-// (and double sums of integer values) are exact, so the results equal the old kernels' bit for
-// bit whatever the grouping; float images' raw sums were already order-dependent.
+// The raster-order sums: a run's sums go first to a small table of the block's regions in
+// shared memory (open addressing on the label, FS_SLOTS slots), and each region a block saw
+// reaches the global accumulators once, when the block ends. The session-4 raster kernels sent
+// one set of global atomics per run (and per warp), all on the same addresses: at 512^2 with ~90
+// regions the sums were bound by their atomics, not by the pixels
+// (benchmarks/results/imseg_speed_session9.md; those kernels were removed in session 10). A run
+// whose label finds no free slot (more regions in one block than the table holds, or FS_PROBES
+// probes) goes to the global accumulators directly. Integer sums (and double sums of integer
+// values) are exact, so the results equal the sorted kernels' and the CPU's bit for bit whatever
+// the grouping; float images' raw sums depend on the order.
 // ``chunk`` pixels a thread (runtime), blocks of FS_THREADS threads.
 #ifndef FS_SLOTS
 #define FS_SLOTS 128
@@ -744,7 +701,7 @@ struct FdTableMoments {
     __device__ __forceinline__ void operator()(int rl, const u64* lo, const u64* hi) { fd_moments_add(t, acc, rl, lo, hi); }
 };
 
-// feat_moments_exact's sums (raster order only) through the block's table of digits
+// the moments' exact sums in raster order through the block's table of digits
 extern "C" __global__ void __launch_bounds__(FS_THREADS) feat_moments_digits(const int* __restrict__ labels,
                                                                              long long n, int W, int chunk,
                                                                              const long long* __restrict__ anchor,

@@ -39,10 +39,8 @@ extern "C" __global__ void compact_colours(const unsigned int* __restrict__ hist
 // ------------------------------------------------------------------ initial centres
 // Samples on a grid of ny x nx pixels (equal intervals), taken in raster order; a sample whose
 // bin centre is closer than sqrt(thr2) to the nearest candidate is merged into it (running
-// mean), otherwise it becomes a new candidate. One warp: the samples' codes are read at once
-// into shared memory, the nearest candidate (ties: the lower index) is found with shuffles,
-// and lane 0 updates the candidates (the same arithmetic, in the same order, as the CPU).
-#define KM_MAXS 1024  // most samples (ny * nx <= k_max <= KM_MAXK)
+// mean), otherwise it becomes a new candidate (ties: the lower index; the same arithmetic, in
+// the same order, as the CPU). One warp: init_centres_fast below.
 
 // The nearest of the candidates c0, c0 + step, ... below k to (L, A, B) in squared CIELAB
 // distance, into (bd, bi): only a strictly nearer one replaces, so ties keep the lower index.
@@ -98,37 +96,13 @@ __device__ __forceinline__ void km_init_step(double L, double A, double B, doubl
     __syncwarp();
 }
 
-extern "C" __global__ void init_centres(const int* __restrict__ codes, int W, int H, int nx, int ny, int Q,
-                                        double thr2, double* __restrict__ centres, int* __restrict__ kcount) {
-    __shared__ double cand[KM_MAXK * 3];
-    __shared__ double cwt[KM_MAXK];
-    __shared__ int scode[KM_MAXS];
-    __shared__ int cnt;
-    const int tid = threadIdx.x;
-    const int ns = nx * ny;
-    for (int s = tid; s < ns; s += KM_INIT_THREADS) {
-        int iy = s / nx, ix = s - iy * nx;
-        long long y = ((long long)(2 * iy + 1) * H) / (2LL * ny);
-        long long x = ((long long)(2 * ix + 1) * W) / (2LL * nx);
-        scode[s] = codes[y * W + x];
-    }
-    if (tid == 0) cnt = 0;
-    __syncwarp();
-    for (int s = 0; s < ns; ++s) {
-        double L, A, B;
-        code_centre(scode[s], Q, L, A, B);
-        km_init_step(L, A, B, thr2, cand, cwt, &cnt, tid);
-    }
-    const int k = cnt;
-    for (int i = tid; i < 3 * k; i += KM_INIT_THREADS) centres[i] = cand[i];
-    if (tid == 0) *kcount = k;
-}
-
-// init_centres with the samples' bin centres computed by all lanes first (into dynamic shared
-// memory: 3 doubles a candidate, 1 a candidate weight, 3 a sample: 56 * kmax bytes), and the
-// nearest-candidate search made by lane 0 alone while there are at most KM_SERIAL_MAX
-// candidates (a short loop beats the warp's five-step shuffle reduction there), by the warp
-// after. The same arithmetic in the same order as init_centres and the CPU: the same centres.
+// The initial centres, by one warp: the samples' bin centres computed by all lanes first (into
+// dynamic shared memory: 3 doubles a candidate, 1 a candidate weight, 3 a sample: 56 * kmax
+// bytes), then the nearest-candidate search made by lane 0 alone while there are at most
+// KM_SERIAL_MAX candidates (a short loop beats the warp's five-step shuffle reduction there), by
+// the warp (km_init_step) after. The same arithmetic in the same order as the CPU: the same
+// centres. (Session 9; the session-2 kernel init_centres, the warp's search from the first
+// sample, was removed in session 10.)
 #define KM_SERIAL_MAX 32
 
 extern "C" __global__ void init_centres_fast(const int* __restrict__ codes, int W, int H, int nx, int ny, int Q,
@@ -238,64 +212,6 @@ extern "C" __global__ void kmeans_update(const int* __restrict__ ccode, const un
     }
 }
 
-// ------------------------------------------------------------------ all iterations in one block
-// kmeans_assign and kmeans_update, `iterations` times, then the final assignment with the
-// code -> cluster table, in one block of 1024 threads (no launch between the steps): the same
-// arithmetic on the same values, so the same centres and clusters. The centres live in
-// shared memory; dynamic shared memory: 3 doubles and 4 sums for each of kmax centres.
-extern "C" __global__ void __launch_bounds__(1024) kmeans_fused64(const int* __restrict__ ccode,
-                                                                const unsigned int* __restrict__ cw,
-                                                                const int* __restrict__ count, int Q,
-                                                                double* __restrict__ centres,
-                                                                const int* __restrict__ kcount, int kmax,
-                                                                int iterations, int* __restrict__ table) {
-    extern __shared__ u64 km_smem[];
-    u64* s0 = km_smem;
-    u64* s1 = s0 + kmax;
-    u64* s2 = s1 + kmax;
-    u64* s3 = s2 + kmax;
-    double* sc = (double*)(s3 + kmax);
-    const int t = threadIdx.x, T = blockDim.x;
-    const int k = *kcount;
-    const int m = *count;
-    const int mask = (1 << Q) - 1;
-    for (int i = t; i < 3 * k; i += T) sc[i] = centres[i];
-    __syncthreads();
-    for (int it = 0; it < iterations; ++it) {
-        for (int c = t; c < k; c += T) {
-            s0[c] = 0;
-            s1[c] = 0;
-            s2[c] = 0;
-            s3[c] = 0;
-        }
-        __syncthreads();
-        for (int i = t; i < m; i += T) {
-            const int code = ccode[i];
-            const int c = km_nearest(code, Q, sc, k);
-            const u64 w = (u64)cw[i];
-            atomicAdd(&s0[c], w);
-            atomicAdd(&s1[c], w * (u64)(code >> (2 * Q)));
-            atomicAdd(&s2[c], w * (u64)((code >> Q) & mask));
-            atomicAdd(&s3[c], w * (u64)(code & mask));
-        }
-        __syncthreads();
-        for (int c = t; c < k; c += T) {
-            if (s0[c] == 0) continue;
-            const double fl = (double)(1 << Q);
-            const double wt = (double)s0[c];
-            sc[3 * c] = (double)IMSEG_L_LO + ((double)s1[c] / wt + 0.5) * (((double)IMSEG_L_HI - (double)IMSEG_L_LO) / fl);
-            sc[3 * c + 1] = (double)IMSEG_A_LO + ((double)s2[c] / wt + 0.5) * (((double)IMSEG_A_HI - (double)IMSEG_A_LO) / fl);
-            sc[3 * c + 2] = (double)IMSEG_B_LO + ((double)s3[c] / wt + 0.5) * (((double)IMSEG_B_HI - (double)IMSEG_B_LO) / fl);
-        }
-        __syncthreads();
-    }
-    for (int i = t; i < m; i += T) {
-        const int code = ccode[i];
-        table[code] = km_nearest(code, Q, sc, k);
-    }
-    for (int i = t; i < 3 * k; i += T) centres[i] = sc[i];
-}
-
 // ------------------------------------------------------------------ pixels take their colour's cluster
 extern "C" __global__ void map_clusters(int* __restrict__ codes, long long n, const int* __restrict__ table) {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -303,12 +219,16 @@ extern "C" __global__ void map_clusters(int* __restrict__ codes, long long n, co
     codes[p] = table[codes[p]];
 }
 
-// ------------------------------------------------------------------ all iterations, 32-bit sums (session 9)
-// kmeans_fused (session 9; before it: kmeans_fused64, 64-bit sums) keeps the centroid sums as
-// 32-bit words in shared memory: each sum as a low and a high word, the low word's carry added
-// to the high one (the sum is exact, whatever order the additions land in; the high words of
-// the weight sums stay 0 below 2^32 pixels). 32-bit shared atomic adds are single instructions;
-// 64-bit ones on shared memory may not be (benchmarks/results/imseg_speed_session9.md).
+// ------------------------------------------------------------------ all iterations in one block
+// kmeans_assign and kmeans_update, `iterations` times, then the final assignment with the
+// code -> cluster table, in one block of 1024 threads (no launch between the steps): the same
+// arithmetic on the same values, so the same centres and clusters. The centres live in shared
+// memory, and the centroid sums as 32-bit words there: each sum as a low and a high word, the
+// low word's carry added to the high one (the sum is exact, whatever order the additions land
+// in; the high words of the weight sums stay 0 below 2^32 pixels). 32-bit shared atomic adds are
+// single instructions; 64-bit ones on shared memory may not be (session 9, which replaced the
+// 64-bit kmeans_fused64: 67 -> 22 us at 512^2, benchmarks/results/imseg_speed_session9.md).
+// Dynamic shared memory: 3 doubles and 8 words for each of kmax centres.
 __device__ __forceinline__ void km_add64(unsigned int* lo, unsigned int* hi, u64 x) {
     const unsigned int xl = (unsigned int)x, xh = (unsigned int)(x >> 32);
     const unsigned int old = atomicAdd(lo, xl);

@@ -24,6 +24,7 @@ __all__ = [
     "StageTimer",
     "PIXEL_SUFFIX",
     "download",
+    "EarlyDownload",
     "upload",
     "check_fits",
 ]
@@ -310,10 +311,12 @@ def _upload_staged(be, xp, a: np.ndarray, threads: int = UPLOAD_THREADS):
         ev.record(stream)
         st["event"] = ev
         return out
-    if st["pool"] is None:
+    if st["pool"] is None or st["pool"][0] != threads:   # (UPLOAD_THREADS changed: a new pool)
         from concurrent.futures import ThreadPoolExecutor
 
-        st["pool"] = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="imseg-upload")
+        if st["pool"] is not None:
+            st["pool"][1].shutdown(wait=False)
+        st["pool"] = (threads, ThreadPoolExecutor(threads, thread_name_prefix="imseg-upload"))
     step = -(-nbytes // threads)
     step = -(-step // 4096) * 4096
     bounds = [(o, min(o + step, nbytes)) for o in range(0, nbytes, step)]
@@ -325,7 +328,7 @@ def _upload_staged(be, xp, a: np.ndarray, threads: int = UPLOAD_THREADS):
 
     base = out.data.ptr
     hbase = dst.ctypes.data
-    for lo, hi in st["pool"].map(copy, bounds):
+    for lo, hi in st["pool"][1].map(copy, bounds):
         xp.cuda.runtime.memcpyAsync(base + lo, hbase + lo, hi - lo, xp.cuda.runtime.memcpyHostToDevice, stream.ptr)
     ev = xp.cuda.Event(block=False, disable_timing=True)
     ev.record(stream)
@@ -374,6 +377,89 @@ def download(be, arrays: dict) -> dict:
     with allow_sync():
         stream.synchronize()
     return {k: out[k] for k in arrays}
+
+
+_SIDE: dict = {}
+
+
+def _side_stream(be):
+    """One stream a device for the early copies to the host (:class:`EarlyDownload`)."""
+    st = _SIDE.get(be.label)
+    if st is None:
+        st = _SIDE[be.label] = be.xp.cuda.Stream(non_blocking=True)
+    return st
+
+
+#: copy the k-means clusters and the merged labels to the host while the device goes on with the
+#: rest of the call (:class:`EarlyDownload`; the same arrays): H100, 4K, session 10: 6.15-6.59 ->
+#: 4.94-5.23 ms (round medians, one process); off: one download of everything at the end
+EARLY_DOWNLOAD = True
+
+
+class EarlyDownload:
+    """Host copies of device arrays that are final before the call ends (the k-means clusters,
+    the merged labels), made on a side stream while the device goes on with the rest of the
+    call. :meth:`start` queues the copies behind the work queued so far on the current stream
+    (an event, no host wait); :meth:`download` brings the call's other arrays with
+    :func:`download` (one synchronisation), waits for the early copies and returns them all
+    (views of page-locked blocks). The arrays must not be written after :meth:`start`; they are
+    kept alive until the copies are done. With ``EARLY_DOWNLOAD`` off, or off a CuPy device,
+    :meth:`start` only keeps the arrays and :meth:`download` brings them with the others."""
+
+    def __init__(self, be):
+        self.be = be
+        self.on = EARLY_DOWNLOAD and is_cupy(be)
+        self.later: dict = {}   # arrays brought by download()
+        self.parts: list = []   # (host views by name, done event, device arrays kept alive)
+
+    def start(self, arrays: dict) -> None:
+        if not self.on:
+            self.later.update(arrays)
+            return
+        xp = self.be.xp
+        rt = xp.cuda.runtime
+        main = xp.cuda.get_current_stream()
+        keep = [xp.ascontiguousarray(v) for v in arrays.values()]   # (queued before the event)
+        ready = xp.cuda.Event(block=False, disable_timing=True)
+        ready.record(main)
+        side = _side_stream(self.be)
+        side.wait_event(ready)
+        offs, off = [], 0
+        for v in keep:
+            offs.append(off)
+            off += -(-int(v.nbytes) // 8) * 8
+        host = _result_block(self.be, max(off, 8))
+        hbase = host.ctypes.data
+        out = {}
+        for (k, v), o in zip(zip(arrays, keep, strict=True), offs, strict=True):
+            if v.nbytes:
+                rt.memcpyAsync(hbase + o, v.data.ptr, v.nbytes, rt.memcpyDeviceToHost, side.ptr)
+            out[k] = host[o:o + v.nbytes].view(v.dtype).reshape(v.shape)
+        done = xp.cuda.Event(block=False, disable_timing=True)
+        done.record(side)
+        self.parts.append((out, done, keep))
+
+    def download(self, arrays: dict) -> dict:
+        """``arrays`` and every array started (or kept) before, on the host, by name."""
+        host = download(self.be, {**self.later, **arrays})
+        self.later = {}
+        for out, done, _keep in self.parts:
+            with allow_sync():
+                done.synchronize()
+            host.update(out)
+        self.parts.clear()
+        return host
+
+    def abandon(self) -> None:
+        """After an error: wait for the copies started (their device arrays and host blocks are
+        then free to go), ignoring an error of the wait itself."""
+        for _out, done, _keep in self.parts:
+            try:
+                done.synchronize()
+            except Exception:  # noqa: BLE001 - the caller's error is the one to report
+                pass
+        self.parts.clear()
+        self.later = {}
 
 
 _FREE: dict = {}

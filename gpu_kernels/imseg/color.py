@@ -73,11 +73,9 @@ MAX_BILATERAL_PASSES = _d.MAX_BILATERAL_PASSES
 _COLOR_SRC = "imseg_color.cu"
 #: exact float32 arithmetic order (no fused multiply-adds), as the NumPy path computes it
 CUDA_OPTIONS = ("--fmad=false",)
-#: the codes' histogram through a block-private table in shared memory (codes_smem_*: one
-#: atomic per code a block saw, not per run; the same codes and counts), CODES_CHUNK pixels a
-#: thread (H100, 512^2: 21.7 us at 1, 2 or 4, 30.7 at 8, against 25.5 for the old kernel);
-#: off: the session-2 kernels (8 pixels a thread, an atomic per run)
-CODES_SMEM = True
+#: pixels a thread of the codes kernels (codes_smem_*, codes_lab_smem: the histogram through a
+#: block-private table in shared memory; H100, 512^2: 21.7 us at 1, 2 or 4, 30.7 at 8, against
+#: 25.5 for the session-2 kernels, which session 10 removed)
 CODES_CHUNK = 2
 
 
@@ -226,23 +224,14 @@ def codes_device(be, img_d, n: int, c: int, q: int, hist=None, lab_d=None):
     xp = be.xp
     codes = xp.empty(n, dtype=xp.int32)
     h = hist if hist is not None else NULL
-    if CODES_SMEM:
-        ch = int(CODES_CHUNK)
-        g = grid(-(-n // ch), 256)
-        if lab_d is not None:
-            kernel(be, _COLOR_SRC, "codes_lab_smem", options=CUDA_OPTIONS)(
-                g, (256,), (lab_d, np.int64(n), np.int32(q), np.int32(ch), codes, h))
-        else:
-            kernel(be, _COLOR_SRC, f"codes_smem_{PIXEL_SUFFIX[np.dtype(img_d.dtype)]}", options=CUDA_OPTIONS)(
-                g, (256,), (img_d, np.int32(c), np.int64(n), np.int32(q), np.int32(ch), codes, h))
-        return codes
-    g = grid(-(-n // 8), 256)
+    ch = int(CODES_CHUNK)
+    g = grid(-(-n // ch), 256)
     if lab_d is not None:
-        fn = kernel(be, _COLOR_SRC, "codes_lab", options=CUDA_OPTIONS)
-        fn(g, (256,), (lab_d, np.int64(n), np.int32(q), codes, h))
+        kernel(be, _COLOR_SRC, "codes_lab_smem", options=CUDA_OPTIONS)(
+            g, (256,), (lab_d, np.int64(n), np.int32(q), np.int32(ch), codes, h))
     else:
-        fn = kernel(be, _COLOR_SRC, f"codes_{PIXEL_SUFFIX[np.dtype(img_d.dtype)]}", options=CUDA_OPTIONS)
-        fn(g, (256,), (img_d, np.int32(c), np.int64(n), np.int32(q), codes, h))
+        kernel(be, _COLOR_SRC, f"codes_smem_{PIXEL_SUFFIX[np.dtype(img_d.dtype)]}", options=CUDA_OPTIONS)(
+            g, (256,), (img_d, np.int32(c), np.int64(n), np.int32(q), np.int32(ch), codes, h))
     return codes
 
 

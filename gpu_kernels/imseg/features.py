@@ -50,15 +50,21 @@ from gpu_kernels.jobs import as_progress
 __all__ = ["METHODS", "DEFAULT_METHOD", "PROPERTIES", "CHUNK", "region_features", "features_table"]
 
 METHODS = ("runs", "sort")
-#: the GPU method (the faster in benchmarks/results/imseg.md)
+#: the GPU method (the faster in benchmarks/results/imseg.md) up to SORT_ABOVE_PIXELS
 DEFAULT_METHOD = "runs"
+#: "auto" takes the sorted method above this many pixels (0: never): the k-means pipeline at 4K
+#: on the H100 (session 10, one process, 5 rounds of 30 calls): 4.79-5.28 -> 4.38-4.66 ms round
+#: medians, its features' share 1.17 -> 0.53 ms (sorting 8.3 Mpx costs less than the raster
+#: kernels' runs there). Timed at 4K only: smaller images keep DEFAULT_METHOD
+SORT_ABOVE_PIXELS = 4 << 20
 PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_mean_lab", "moments_central")
-#: items per thread of the reduction kernels (FT_CHUNK)
+#: items per thread of the sorted-order kernels (method "sort": feat_pass1_*, feat_moments_exact;
+#: FT_CHUNK)
 CHUNK = 16
-#: raster-order sums through a block-private table of regions in shared memory (feat_pass1_smem,
-#: feat_moments_digits: one set of global atomics per region a block saw, not per run; the same
-#: results), with SMEM_CHUNK pixels a thread; off: the session-4 kernels (FT_CHUNK a thread)
-SMEM = True
+#: pixels a thread of the raster-order kernels (method "runs", and the merge's sums:
+#: feat_pass1_smem_*, feat_moments_digits: a run's sums go through a block-private table of
+#: regions in shared memory, one set of global atomics per region a block saw, not per run; the
+#: session-4 raster kernels they replaced were removed in session 10)
 SMEM_CHUNK = 8
 #: pixels a thread above SMEM_BIG_PIXELS pixels (H100, session 9: features at 4K 1.24 ms at 32,
 #: 1.42 at 16, 1.58 at 8, against 1.36 for the old kernels; at 512^2 the moments take 56 us at 4
@@ -131,6 +137,12 @@ def features_np(labels: np.ndarray, n_regions: int, img: np.ndarray | None, lab:
 
 
 # --------------------------------------------------------------------------- GPU path
+def auto_method(n_pixels: int) -> str:
+    """The GPU method "auto" stands for with an image of ``n_pixels`` pixels (the same features
+    either way: integer sums)."""
+    return "sort" if SORT_ABOVE_PIXELS and int(n_pixels) > SORT_ABOVE_PIXELS else DEFAULT_METHOD
+
+
 def _smem_chunk(n: int) -> int:
     """Pixels a thread of the table kernels for ``n`` pixels (1..32: the tables' digits are
     bounded for runs of at most 32 lanes x 32 pixels)."""
@@ -203,7 +215,7 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
         img_arg, sfx, c = NULL, "f32", 3
     else:
         img_arg, sfx = img_d, PIXEL_SUFFIX[np.dtype(img_d.dtype)]
-    if SMEM and order is None:
+    if order is None:
         ch = _smem_chunk(n)
         kernel(be, _SRC, f"feat_pass1_smem_{sfx}", options=_color.CUDA_OPTIONS)(
             grid(-(-n // ch), _SMEM_THREADS), (_SMEM_THREADS,),
@@ -212,8 +224,8 @@ def pass1_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, flags: int
         return acc
     fn = kernel(be, _SRC, f"feat_pass1_{sfx}", options=_color.CUDA_OPTIONS, defines=_defines())
     fn(grid(-(-n // CHUNK), 256), (256,),
-       (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, img_arg, np.int32(c),
-        lab_d if lab_d is not None else NULL, np.int32(flags), area, bbox, sum_rc, raw, labsum))
+       (labels_d, np.int64(n), np.int32(w), order, img_arg, np.int32(c), lab_d if lab_d is not None else NULL,
+        np.int32(flags), area, bbox, sum_rc, raw, labsum))
     return acc
 
 
@@ -254,15 +266,14 @@ def features_device(be, labels_d, R: int, h: int, w: int, img_d, c: int, method:
         # exact integer sums about the rounded-down centroid (the same on every run; float
         # atomics were not), then shifted to the centroid
         macc = acc["extra"]  # zeroed with the pass-1 sums
-        if SMEM and order is None:
+        if order is None:
             ch = _smem_chunk(n)
             kernel(be, _SRC, "feat_moments_digits", options=_color.CUDA_OPTIONS)(
                 grid(-(-n // ch), _SMEM_THREADS), (_SMEM_THREADS,),
                 (labels_d, np.int64(n), np.int32(w), np.int32(ch), anchor, macc))
         else:
             kernel(be, _SRC, "feat_moments_exact", options=_color.CUDA_OPTIONS, defines=_defines())(
-                grid(-(-n // CHUNK), 256), (256,),
-                (labels_d, np.int64(n), np.int32(w), order if order is not None else NULL, anchor, macc))
+                grid(-(-n // CHUNK), 256), (256,), (labels_d, np.int64(n), np.int32(w), order, anchor, macc))
         mu = acc["mu"]
         kernel(be, _SRC, "feat_moments_finish", options=_color.CUDA_OPTIONS)(
             grid(R1, 256), (256,), (np.int32(R), macc, acc["area"], anchor, centroid, mu))
@@ -302,7 +313,7 @@ def region_features(labels, image, *, n_regions: int | None = None, method: str 
     n_regions : int, optional
         R (default: ``labels.max()``).
     method : {"auto", "runs", "sort"}
-        GPU reduction order (``auto``: :data:`DEFAULT_METHOD`); ignored on the CPU.
+        GPU reduction order (``auto``: :func:`auto_method` of the image's size); ignored on the CPU.
     moments : bool
         Compute ``moments_central`` (a second pass).
 
@@ -330,7 +341,7 @@ def region_features(labels, image, *, n_regions: int | None = None, method: str 
         raise ImsegInputError("labels must be >= 0 (0 = no region)")
     R = int(lab_img.max()) if n_regions is None else int(n_regions)
     if method == "auto":
-        method = DEFAULT_METHOD
+        method = auto_method(h * w)
     if method not in METHODS:
         raise ImsegInputError(f"unknown features method {method!r}: use one of {', '.join(METHODS)} or auto")
     progress.update(0.0, "region features")

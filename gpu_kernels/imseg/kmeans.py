@@ -69,13 +69,6 @@ _SRC = "imseg_kmeans.cu"
 #: assignment run in one block (kmeans_fused: one launch instead of 2 * iterations + 1; the
 #: same centres and clusters); more colours take the grid kernels
 FUSED_MAX_COLOURS = 32768
-#: the one-block k-means keeps its centroid sums as 32-bit words (kmeans_fused: single-instruction
-#: shared atomics; the same sums, the same centres and clusters); off: 64-bit sums (kmeans_fused64,
-#: the kernel before session 9)
-FUSED32 = True
-#: the initial centres by init_centres_fast (the samples' bin centres computed by the whole warp
-#: first, the search by one lane up to 32 candidates; the same centres); off: init_centres
-INIT_FAST = True
 
 
 def sample_grid(h: int, w: int, k_max: int) -> tuple[int, int]:
@@ -217,21 +210,16 @@ def kmeans_device(be, codes_d, h: int, w: int, q: int, k_max: int, iterations: i
     kernel(be, _SRC, "compact_colours", options=opts)(grid(F, 256), (256,), (hist_d, np.int32(F), ccode, cw, m_d))
     ny, nx = sample_grid(h, w, k_max)
     centres = xp.empty((max(k_max, 1), 3), dtype=xp.float64)  # rows k.. unused (callers take [:k])
-    if INIT_FAST:
-        smem = 56 * max(k_max, 1)
-        f_init = kernel(be, _SRC, "init_centres_fast", options=opts)
-        set_max_dynamic_smem(f_init, smem)
-        f_init((1,), (32,), (codes_d, np.int32(w), np.int32(h), np.int32(nx), np.int32(ny), np.int32(q),
-                             np.float64(merge_distance * merge_distance), centres, k_d, np.int32(max(k_max, 1))),
-               shared_mem=smem)
-    else:
-        kernel(be, _SRC, "init_centres", options=opts)(
-            (1,), (32,), (codes_d, np.int32(w), np.int32(h), np.int32(nx), np.int32(ny), np.int32(q),
-                          np.float64(merge_distance * merge_distance), centres, k_d))
+    smem = 56 * max(k_max, 1)
+    f_init = kernel(be, _SRC, "init_centres_fast", options=opts)
+    set_max_dynamic_smem(f_init, smem)
+    f_init((1,), (32,), (codes_d, np.int32(w), np.int32(h), np.int32(nx), np.int32(ny), np.int32(q),
+                         np.float64(merge_distance * merge_distance), centres, k_d, np.int32(max(k_max, 1))),
+           shared_mem=smem)
     table = xp.empty(F, dtype=xp.int32)  # every code a pixel has is occupied: written by the last assign
     if cap <= FUSED_MAX_COLOURS:  # every iteration and the final assignment in one block: one launch
-        smem = 56 * max(k_max, 1)   # 3 doubles and 4 sums (8 words or 4 u64) a centre
-        f_fused = kernel(be, _SRC, "kmeans_fused" if FUSED32 else "kmeans_fused64", options=opts)
+        smem = 56 * max(k_max, 1)   # 3 doubles and 4 sums (8 32-bit words) a centre
+        f_fused = kernel(be, _SRC, "kmeans_fused", options=opts)
         set_max_dynamic_smem(f_fused, smem)
         f_fused((1,), (1024,), (ccode, cw, m_d, np.int32(q), centres, k_d, np.int32(max(k_max, 1)),
                                 np.int32(iterations), table), shared_mem=smem)

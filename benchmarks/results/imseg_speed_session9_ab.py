@@ -1,4 +1,7 @@
-"""Session 9 speed A/B of the k-means pipeline (issue 21), one process, variants taking turns.
+"""Record (session 9; moved here in session 10 from benchmarks/): it toggles the old-kernel switches
+that session 10 removed, so it runs only in a checkout of 75fe3a8, as benchmarks/imseg_speed9.py.
+
+Session 9 speed A/B of the k-means pipeline (issue 21), one process, variants taking turns.
 
 Variants are module switches (the same code otherwise): ``old`` = the kernels before session 9,
 ``new`` = every session-9 switch on, ``no_<switch>`` = all but that one. Each switch of variant clears

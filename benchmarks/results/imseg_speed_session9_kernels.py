@@ -1,4 +1,7 @@
-"""Session 9: GPU time of single k-means-pipeline kernels (CUDA events, ``--rep`` launches queued
+"""Record (session 9; moved here in session 10 from benchmarks/): it toggles the old-kernel switches
+that session 10 removed, so it runs only in a checkout of 75fe3a8, as benchmarks/imseg_speed9_kernels.py.
+
+Session 9: GPU time of single k-means-pipeline kernels (CUDA events, ``--rep`` launches queued
 back to back, median of 3 batches; functions of several launches, with allocations, are host-bound
 at 512^2), to find what bounds them: the feature sums (old kernels, block-table kernels by pixels a
 thread), the codes kernels by pixels a thread, and k-means by iterations. Session 9's calls 2 and 4
