@@ -85,7 +85,9 @@ class MapView(QWidget):
         lay.addWidget(self.glw)
         self.empty_hint = EmptyHint(     # after the picture's widget, so that it lies on top
             self, "No scene loaded",
-            "Open a Middlebury *_par.txt or a COLMAP model folder (File ▸ Open),<br>"
+            # three short lines: the map pane is ~360 px wide beside the 3-D view, where the
+            # first line wrapped after "folder" and left "(File ▸ Open)," alone
+            "Open a Middlebury *_par.txt<br>or a COLMAP model folder (File ▸ Open),<br>"
             "or pick a bundled sample on the left.", background="#f4f5f7")
         self.shape: tuple[int, int] | None = None
         self.plot.scene().sigMouseMoved.connect(self._moved)
