@@ -44,6 +44,9 @@ __all__ = ["FlowTab"]
 
 log = logging.getLogger(__name__)
 
+#: the side panel's Result section before a run (and after the input changes)
+_NO_RESULT = "<span style='color:#666'>No result yet: the method, its time and the flow's figures show after a run.</span>"
+
 #: the warning that marks a lone first frame waiting for its second (FlowData.warnings)
 AWAITING_SECOND = "no second frame yet: choose it with Second frame…"
 
@@ -203,7 +206,7 @@ class FlowTab(ToolTab):
         self.metrics_label.setObjectName("flow-metrics")
         self.metrics_label.setWordWrap(True)
         self.metrics_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.stats_label = QLabel("")
+        self.stats_label = QLabel(_NO_RESULT)  # not a bare "Result" heading before the first run
         self.stats_label.setWordWrap(True)
         lay.addWidget(QLabel("<b>Under the cursor</b>"))
         lay.addWidget(self.readout)
@@ -326,14 +329,14 @@ class FlowTab(ToolTab):
             QTimer.singleShot(0, self, lambda: self._set_status(
                 f"Opened {data.name1} as the first frame: choose the second with Second frame…"))
         self.metrics_label.setText("Ground truth loaded: the metrics show after a run." if data.gt is not None else "")
-        self.stats_label.setText("")
+        self.stats_label.setText(_NO_RESULT)
         self._redraw()
 
     def clear_result(self) -> None:
         self.view.clear_result()
         self.form.clear_chosen()
         self.metrics_label.setText("")
-        self.stats_label.setText("")
+        self.stats_label.setText(_NO_RESULT)
 
     def show_result(self, result) -> None:
         st = self.view.picture(result).stats()   # once per result, on the device that computed it

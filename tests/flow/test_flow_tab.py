@@ -32,11 +32,14 @@ def _wait_idle(qtbot, tab):
 
 
 def test_sample_runs_and_every_view_draws(qtbot, tab, tab_runner, tmp_path):
+    assert "No result yet" in tab.stats_label.text()  # not a bare "Result" heading (session 10)
     data = tab_runner.load(tab, flow.samples()[0])
     assert data.gt is not None
     assert "frame2.png" in tab.input_info.text() and "flow_gt.png" in tab.input_info.text()
+    assert "No result yet" in tab.stats_label.text()
     res = tab_runner.run(tab, method="bm", device="cpu")
     assert res is not None and res.metrics is not None
+    assert "bm on cpu" in tab.stats_label.text() and "No result yet" not in tab.stats_label.text()
     assert "AEE" in tab.metrics_label.text()
     for which in RIGHT_VIEWS:
         tab.right_combo.setCurrentText(which)
