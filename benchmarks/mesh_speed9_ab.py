@@ -1,4 +1,7 @@
-"""Issue 22 (session 9): A/B of the 17k speed changes in one process, end to end from the file
+"""(A record of session 9: it runs on that session's code, e.g. ``git worktree add /tmp/s9 20114c9``;
+session 10 removed ``thickness.FUSED_NEAREST`` and the CuPy product path it switched to.)
+
+Issue 22 (session 9): A/B of the 17k speed changes in one process, end to end from the file
 with the defaults, configurations interleaved round by round (separate processes on the device
 host drift by tens of ms, so only a one-process A/B isolates a change):
 

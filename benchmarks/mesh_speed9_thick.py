@@ -1,4 +1,7 @@
-"""Issue 22 (session 9): are the thickness's GPU kernels (``gpu_kernels/cuda/mesh_thickness.cu``:
+"""(A record of session 9: it runs on that session's code, e.g. ``git worktree add /tmp/s9 20114c9``;
+session 10 removed ``thickness.FUSED_NEAREST`` and the CuPy product path it switched to.)
+
+Issue 22 (session 9): are the thickness's GPU kernels (``gpu_kernels/cuda/mesh_thickness.cu``:
 the search per step, ``thickness.FUSED_NEAREST``; the whole ball loop, ``LOOP_ON_DEVICE``)
 bit-identical to the product path (cuBLAS, the steps on the host) on real working meshes, and how
 long does each take?

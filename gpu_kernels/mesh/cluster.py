@@ -70,9 +70,9 @@ def farthest_order(D, count: int, start: FarthestOrder | None = None, device=Non
     n = D.shape[0]
     count = max(1, min(int(count), n))
     if device is None and xp is not np:
-        from gpu_kernels.backend import get_backend
+        from gpu_kernels.backend import device_of
 
-        device = get_backend(f"cuda:{D.device.id}")
+        device = device_of(D)
     if (device is not None and getattr(device, "is_gpu", False) and FUSED_MEMBERSHIPS
             and D.dtype == np.float32 and D.flags.c_contiguous):
         return _farthest_order_kernel(D, count, start, device)
@@ -334,9 +334,9 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
     reps = [order.reps[:min(k, order.count)].copy() for k in ks]
     kk = [int(r.size) for r in reps]
     if device is None and xp is not np:
-        from gpu_kernels.backend import get_backend
+        from gpu_kernels.backend import device_of
 
-        device = get_backend(f"cuda:{D.device.id}")
+        device = device_of(D)
     if (device is not None and getattr(device, "is_gpu", False) and FUSED_MEMBERSHIPS and not UPDATE_OWN_FACES
             and D.dtype == np.float32 and D.flags.c_contiguous):
         return _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device, on_done)

@@ -66,75 +66,47 @@ def _orient_outward(v, f, normals) -> np.ndarray:
     return -normals if vol < 0 else normals
 
 
-#: (where the ball loop is not on the device, ``LOOP_ON_DEVICE``) the brute-force search of a step
-#: in one kernel per 2,048-row chunk (``mesh_thick_nearest``,
-#: ``gpu_kernels/cuda/mesh_thickness.cu``) instead of a (rows x samples) product and ~10 CuPy
-#: operations on it: the same arithmetic in the same order (the dot product as cuBLAS's DGEMM
-#: forms it for k = 3, ``THICK_DOT_MODE``), so the same indices and distances bit for bit
-#: (checked against the product path on the H100 on the 76 PSB meshes' working meshes,
-#: benchmarks/results/mesh_speed_session9.md); issue 22, session 9
-FUSED_NEAREST = True
-#: the order of the fused search's 3-term dot product (``DOT_MODE`` of mesh_thickness.cu):
+#: the order of the on-device search's 3-term dot product (``DOT_MODE`` of mesh_thickness.cu):
 #: 0 fma(a2, b2, fma(a1, b1, a0 * b0)), 1 the reverse chain, 2 no fused multiply-add. Not probed at run
-#: time (unlike the sums of ``LOOP_ON_DEVICE``): mode 0 is what cuBLAS's DGEMM did on the H100 with this
-#: session's CUDA; another cuBLAS may round the product path's dot product otherwise, and the kernels then
-#: differ from it in the last bits (both exact searches of the same formula, the ties aside)
+#: time (unlike the sums of ``LOOP_ON_DEVICE``): mode 0 is what cuBLAS's DGEMM did for the
+#: ``(rows x samples)`` product the search replaced (H100, session 9's CUDA); every mode is an exact
+#: search of the same formula, the ties aside
 THICK_DOT_MODE = 0
 _CHUNK = 2048
 
 
-def _device_of(xp) -> str:
-    """CuPy's current device, as a device spec for :func:`gpu_kernels.backend.kernel`."""
-    return f"cuda:{int(xp.cuda.Device().id)}"
+def _nearest_on_device(xp, samples, *, device=None, dot_mode=None):
+    """A nearest-sample search on the GPU (brute force in float64): one ``mesh_thick_nearest``
+    launch (``gpu_kernels/cuda/mesh_thickness.cu``) per chunk of 2,048 rows, ``(|q|² + |s|²) - (2q)·s``
+    with the first of equal distances (the k-d tree's answer, the ties aside). Returns
+    ``query(c) -> (dist, index)`` on the host. Where the ball loop is not on the device
+    (``LOOP_ON_DEVICE``, or a sum order the probe did not find).
 
+    ``device``: the kernel's device (default: CuPy's current device,
+    :func:`gpu_kernels.backend.current_device`; the test suite passes its emulator). ``dot_mode``: the
+    dot product's order (default ``THICK_DOT_MODE``; the others for checks)."""
+    from gpu_kernels.backend import current_device, kernel
 
-def _nearest_on_device(xp, samples, *, fused=None, device=None, dot_mode=None):
-    """A nearest-sample search on the GPU (brute force in float64, rows in chunks): the
-    k-d tree's answer, the ties aside. Returns ``query(c) -> (dist, index)`` on the host.
-
-    ``fused`` (default: ``FUSED_NEAREST`` when ``xp`` is CuPy): one ``mesh_thick_nearest``
-    launch per chunk, else the product path; both give the same answer bit for bit. ``device``:
-    the kernel's device (default: CuPy's current device; the test suite passes its emulator).
-    ``dot_mode``: the dot product's order (default ``THICK_DOT_MODE``; the others for checks)."""
     s = xp.asarray(samples, dtype=xp.float64)
     s2 = (s * s).sum(axis=1)
-    if fused is None:
-        fused = FUSED_NEAREST and getattr(xp, "__name__", "") == "cupy"
-    if fused:
-        from gpu_kernels.backend import kernel
+    fn = kernel(current_device() if device is None else device, "mesh_thickness.cu", "mesh_thick_nearest",
+                defines={"DOT_MODE": int(THICK_DOT_MODE if dot_mode is None else dot_mode)}, options=("--fmad=false",))
+    sc = xp.ascontiguousarray(s)
+    S = int(s.shape[0])
 
-        fn = kernel(_device_of(xp) if device is None else device, "mesh_thickness.cu", "mesh_thick_nearest",
-                    defines={"DOT_MODE": int(THICK_DOT_MODE if dot_mode is None else dot_mode)}, options=("--fmad=false",))
-        sc = xp.ascontiguousarray(s)
-        S = int(s.shape[0])
-
-        def query_fused(c):
-            cd = xp.ascontiguousarray(xp.asarray(c, dtype=xp.float64))
-            m = int(cd.shape[0])
-            d_out = xp.empty(m, dtype=xp.float64)
-            j_out = xp.empty(m, dtype=xp.int64)
-            for a in range(0, m, _CHUNK):
-                blk = cd[a:a + _CHUNK]
-                n = int(blk.shape[0])
-                qq = xp.ascontiguousarray((blk * blk).sum(axis=1))  # as the product path: per chunk
-                fn((n,), (256,), (blk, qq, sc, s2, np.int64(n), np.int64(S), j_out[a:a + n], d_out[a:a + n]))
-            return xp.asnumpy(d_out), xp.asnumpy(j_out)
-
-        return query_fused
-
-    def query(c):
-        cd = xp.asarray(c, dtype=xp.float64)
-        d_out = xp.empty(cd.shape[0], dtype=xp.float64)
-        j_out = xp.empty(cd.shape[0], dtype=xp.int64)
-        for a in range(0, cd.shape[0], _CHUNK):
+    def query_fused(c):
+        cd = xp.ascontiguousarray(xp.asarray(c, dtype=xp.float64))
+        m = int(cd.shape[0])
+        d_out = xp.empty(m, dtype=xp.float64)
+        j_out = xp.empty(m, dtype=xp.int64)
+        for a in range(0, m, _CHUNK):
             blk = cd[a:a + _CHUNK]
-            d2 = (blk * blk).sum(axis=1)[:, None] + s2[None, :] - 2.0 * blk @ s.T
-            j = xp.argmin(d2, axis=1)
-            j_out[a:a + _CHUNK] = j
-            d_out[a:a + _CHUNK] = xp.sqrt(xp.maximum(xp.take_along_axis(d2, j[:, None], axis=1)[:, 0], 0.0))
+            n = int(blk.shape[0])
+            qq = xp.ascontiguousarray((blk * blk).sum(axis=1))  # per chunk, as the product path did
+            fn((n,), (256,), (blk, qq, sc, s2, np.int64(n), np.int64(S), j_out[a:a + n], d_out[a:a + n]))
         return xp.asnumpy(d_out), xp.asnumpy(j_out)
 
-    return query
+    return query_fused
 
 
 #: the whole shrinking-ball loop on the GPU in one kernel (``mesh_thick_balls``, one block per
@@ -174,7 +146,9 @@ def _probe_terms(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def _sum3_orders(xp) -> tuple[int | None, int | None]:
     """(CuPy's order for ``(c * c).sum(axis=1)`` on this device, NumPy's for ``einsum("ij,ij->i")``
     here), each None where no single order reproduces it on the probes (cached per device)."""
-    key = int(xp.cuda.Device().id)
+    from gpu_kernels.backend import current_device
+
+    key = current_device().device_id
     if key not in _PROBED:
         host = []
         for m, seed in ((4096, 1), (2048, 2), (37, 3)):
@@ -197,9 +171,9 @@ def _balls_on_device(xp, p, n, samples, diag: float, *, orders=None, device=None
     dev_order, host_order = _sum3_orders(xp) if orders is None else orders
     if dev_order is None or host_order is None:
         return None
-    from gpu_kernels.backend import kernel
+    from gpu_kernels.backend import current_device, kernel
 
-    fn = kernel(_device_of(xp) if device is None else device, "mesh_thickness.cu", "mesh_thick_balls",
+    fn = kernel(current_device() if device is None else device, "mesh_thickness.cu", "mesh_thick_balls",
                 defines={"DOT_MODE": int(THICK_DOT_MODE), "SUM3_DEV": int(dev_order), "SUM3_HOST": int(host_order)},
                 options=("--fmad=false",))
     F = int(p.shape[0])
