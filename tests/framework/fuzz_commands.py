@@ -484,3 +484,13 @@ def alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def reap(kids, proc) -> None:
+    """A test's clean-up: SIGKILL the ``kids`` pids still alive, then the command ``proc``
+    (a :class:`subprocess.Popen`) if it still runs."""
+    for k in kids:
+        if alive(k):
+            os.kill(k, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()

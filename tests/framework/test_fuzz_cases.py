@@ -84,11 +84,7 @@ def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
         cleanup_stale_shared_memory()
         assert not (new & set(os.listdir("/dev/shm"))), "the killed run's shared file is still there"
     finally:
-        for k in kids:
-            if fc.alive(k):
-                os.kill(k, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
+        fc.reap(kids, proc)
         for n in new:
             Path("/dev/shm", n).unlink(missing_ok=True)
 

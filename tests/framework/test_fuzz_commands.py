@@ -252,11 +252,7 @@ def test_signal_mid_run(command, sig, tmp_path):
                            lost, passed)
         assert passed, (outcome, lost, err[-1000:])
     finally:
-        for k in kids:
-            if fc.alive(k):
-                os.kill(k, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
+        fc.reap(kids, proc)
 
 
 def _fast(command: str) -> list[str]:
