@@ -515,6 +515,38 @@ def k_relayout_row(v, f, humans, hk, device, params) -> dict:
             "RI_plain": float(np.mean([plain[k] for k in hk])), "k_auto_seen": int(seg_a.k), "auto_layout_at": used}
 
 
+def layout10_row(v, f, humans, hk, device, params) -> dict:
+    """Session 10 (``"layout10": true``, k = "auto" only): from one clustering of k = "auto" on the prepared mesh,
+    its own result (the defaults' layout: ``RI_auto``, ``k_auto``), R2 as shipped (``auto_layout="concave"`` with
+    ``autok.LAYOUT_DECIDE = "full"``: ``RI_auto_r2``, ``k_auto_r2``, ``kept_r2``) and the candidate R2W (the same
+    rule decided on the working resolution, ``LAYOUT_DECIDE = "working"``: ``RI_auto_r2w``, ...). The integer k's
+    clustering at auto's k is made once and used by both (``ClusteredMesh.layouts``)."""
+    from gpu_kernels.mesh import autok
+
+    prep, seg_kw = _prepared(v, f, device, params)
+    cut_kw = {"refine_boundaries": seg_kw.pop("refine_boundaries")} if "refine_boundaries" in seg_kw else {}
+    seg_kw.pop("auto_layout", None)
+    cm = _segment.cluster_prepared(prep, k="auto", device=device, **seg_kw)
+
+    def ri(seg):
+        return float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+
+    seg0 = segment_mesh(v, f, prepared=prep, clustered=cm, device=device, auto_layout="auto", **cut_kw)
+    out = {"k_auto": int(seg0.k), "RI_auto": ri(seg0)}
+    old = autok.LAYOUT_DECIDE
+    try:
+        for tag, mode in (("r2", "full"), ("r2w", "working")):
+            autok.LAYOUT_DECIDE = mode
+            seg = segment_mesh(v, f, prepared=prep, clustered=cm, device=device, auto_layout="concave", **cut_kw)
+            note = seg.info.get("auto_layout", {})
+            out.update({f"k_auto_{tag}": int(seg.k), f"RI_auto_{tag}": ri(seg), f"kept_{tag}": note.get("kept"),
+                        f"in_range_{tag}": bool(min(hk) <= seg.k <= max(hk)),
+                        f"same_as_auto_{tag}": bool(np.array_equal(seg.labels, seg0.labels))})
+    finally:
+        autok.LAYOUT_DECIDE = old
+    return out
+
+
 def cv_task(args):
     """One (candidate, mesh): the protocol's Rand Index error and/or k = auto's."""
     data, mesh_id, cfg, device = args
@@ -549,7 +581,10 @@ def cv_task(args):
                 cmp[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
             out["RI"] = float(np.mean([cmp[k] for k in hk]))
             out["RI_per_k"] = {int(k): x for k, x in cmp.items()}
-        if what in ("both", "auto") and cfg.get("relayout"):
+        if what in ("both", "auto") and cfg.get("layout10"):
+            out.update(layout10_row(v, f, humans, hk, device, params))
+            out["in_range"] = bool(min(hk) <= out["k_auto"] <= max(hk))
+        elif what in ("both", "auto") and cfg.get("relayout"):
             out.update(relayout_row(v, f, humans, device, params))
             out["in_range"] = bool(min(hk) <= out["k_auto"] <= max(hk))
         elif what in ("both", "auto") and cfg.get("auto_reseg"):

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["AUTO_K_REF_SHARE", "AUTO_K_LOOKAHEAD", "AUTO_LAYOUTS", "merge_shares", "reference_strength", "stop_index",
-           "check_layout", "pick_layout", "relayout"]
+           "check_layout", "choose_layout", "layout_note", "pick_layout", "relayout"]
 
 #: area share of its component at which a merged part's boundary counts in full towards
 #: k = "auto"'s relative threshold (0: every boundary counts in full)
@@ -134,6 +134,14 @@ def stop_index(strengths, threshold: float, floor: float = 0.0, lookahead: int |
 AUTO_LAYOUTS = ("auto", "concave")
 
 
+#: where :func:`choose_layout` decides between the two layouts in ``segment_mesh(..., auto_layout="concave")``:
+#: "full" (session 9's rule, the one its two rounds passed: both results cut at full resolution, compared on the
+#: full mesh's dual graph) or "working" (session 10's candidate: compared on the working resolution's dual graph
+#: before any full-resolution cut, and only the kept one cut there; a mesh clustered at full resolution or at
+#: several resolutions is decided as "full")
+LAYOUT_DECIDE = "full"
+
+
 def check_layout(auto_layout) -> str:
     """``auto_layout`` checked (one of :data:`AUTO_LAYOUTS`); a bad value is a one-line
     :class:`~gpu_kernels.mesh.dualgraph.MeshInputError`.
@@ -154,28 +162,47 @@ def check_layout(auto_layout) -> str:
     return auto_layout
 
 
+def choose_layout(graph, own_labels, own_k, own_split, other_labels, other_k, other_split, rule: str = "concave"):
+    """The layout rule on two labelings of the faces of ``graph`` (a dual graph) with their k and their split
+    of k between the mesh components: ``(keep the other, note)``. The other only where it has the same k and
+    the same split and strictly more concave boundaries (:func:`gpu_kernels.mesh.segment.boundary_concavity`);
+    ties keep the own. ``note``: ``rule``, ``k``, ``why`` and, where compared, ``concavity_own`` and
+    ``concavity_other``."""
+    from gpu_kernels.mesh.segment import boundary_concavity
+
+    note = {"rule": rule, "k": int(own_k)}
+    if int(other_k) != int(own_k) or list(other_split) != list(own_split):
+        return False, {**note, "why": "the other splits k between the components otherwise"}
+    co = float(boundary_concavity(graph, np.asarray(own_labels)))
+    ct = float(boundary_concavity(graph, np.asarray(other_labels)))
+    note.update(concavity_own=co, concavity_other=ct)
+    if ct > co:
+        return True, {**note, "why": "more concave boundaries"}
+    return False, {**note, "why": "the other is not more concave"}
+
+
+def layout_note(note: dict, integer_kept: bool) -> dict:
+    """:func:`choose_layout`'s note as ``info["auto_layout"]`` has it after :func:`relayout`: ``kept`` "integer
+    k" or "auto", the concavities as ``concavity_auto`` and ``concavity_k``."""
+    out = {key: val for key, val in note.items() if key not in ("concavity_own", "concavity_other")}
+    out["kept"] = "integer k" if integer_kept else "auto"
+    for a, b in (("concavity_own", "concavity_auto"), ("concavity_other", "concavity_k")):
+        if a in note:
+            out[b] = note[a]
+    return out
+
+
 def pick_layout(prep, own, other, rule: str = "concave"):
     """Of two segmentations of the prepared mesh ``prep`` with the same k, ``own`` unless ``other`` splits k
     between the mesh components the same way (``info["k_per_component"]``) and has strictly more concave
-    boundaries (:func:`gpu_kernels.mesh.segment.boundary_concavity` on ``prep.graph``, the labels on the
-    cleaned faces ``prep.kept``). The kept one's ``info["auto_layout"]`` says which and why
-    (``kept``: "own" or "other")."""
-    from gpu_kernels.mesh.segment import boundary_concavity
-
-    note = {"rule": rule, "k": int(own.k), "kept": "own"}
-    if int(other.k) != int(own.k) or (list(other.info.get("k_per_component", []))
-                                       != list(own.info.get("k_per_component", []))):
-        own.info["auto_layout"] = {**note, "why": "the other splits k between the components otherwise"}
-        return own
+    boundaries (:func:`choose_layout` on ``prep.graph``, the labels on the cleaned faces ``prep.kept``). The
+    kept one's ``info["auto_layout"]`` says which and why (``kept``: "own" or "other")."""
     kept = np.asarray(prep.kept)
-    co = float(boundary_concavity(prep.graph, np.asarray(own.labels)[kept]))
-    ct = float(boundary_concavity(prep.graph, np.asarray(other.labels)[kept]))
-    note.update(concavity_own=co, concavity_other=ct)
-    if ct > co:
-        other.info["auto_layout"] = {**note, "kept": "other", "why": "more concave boundaries"}
-        return other
-    own.info["auto_layout"] = {**note, "why": "the other is not more concave"}
-    return own
+    use, note = choose_layout(prep.graph, np.asarray(own.labels)[kept], own.k, own.info.get("k_per_component", []),
+                              np.asarray(other.labels)[kept], other.k, other.info.get("k_per_component", []), rule)
+    out = other if use else own
+    out.info["auto_layout"] = {**note, "kept": "other" if use else "own"}
+    return out
 
 
 def relayout(prep, seg, resegment, auto_layout: str = "concave"):
@@ -185,7 +212,8 @@ def relayout(prep, seg, resegment, auto_layout: str = "concave"):
     With ``auto_layout="concave"`` its result replaces ``seg`` where ``seg.k > 1`` and
     :func:`pick_layout` prefers it (the same split between the components, strictly more concave
     boundaries). ``info["auto_layout"]["kept"]`` is "auto" or "integer k". ``"auto"``: ``seg``
-    unchanged, nothing run.
+    unchanged, nothing run. (``segment_mesh(..., auto_layout="concave")`` gives the same result with less
+    work: :func:`gpu_kernels.mesh.segment._cut_and_lay_out`.)
     """
     mode = check_layout(auto_layout)
     if mode == "auto":
@@ -196,10 +224,8 @@ def relayout(prep, seg, resegment, auto_layout: str = "concave"):
     alt = resegment(int(seg.k))
     out = pick_layout(prep, seg, alt, mode)
     note = out.info["auto_layout"]
-    note["kept"] = "integer k" if out is alt else "auto"
-    for a, b in (("concavity_own", "concavity_auto"), ("concavity_other", "concavity_k")):
-        if a in note:
-            note[b] = note.pop(a)
+    note.pop("kept")
+    out.info["auto_layout"] = layout_note(note, out is alt)
     if out is alt:
         for key in ("auto_k_threshold", "auto_k_starts", "auto_k_start_used"):
             if key in seg.info:

@@ -395,7 +395,7 @@ def _cluster_graph(graph, k, epsilon, apsp_method, max_iter, backend, prog, info
 
 
 def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=None, overseg=1.0, dists=None,
-                 starts=None, orders=None, early_epsilon=None, memo=None) -> dict:
+                 starts=None, orders=None, early_epsilon=None, memo=None, cuts=None) -> dict:
     """The first half of :func:`_cluster_graph`: every component's fuzzy clusterings (one per
     over-segmentation factor or auto-k start) on its distance matrix. Returns ``{"targets",
     "factors", "auto_starts", "blocks", "kused"}`` for :func:`_settle`.
@@ -407,7 +407,9 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
 
     ``memo``: a dict kept with the distances (:attr:`PreparedMesh.memo`) that holds the
     clusterings of the auto-k starts' cluster counts (``AUTO_K_STARTS``), which every k uses
-    and none changes: a k edit clusters only its own over-segmentations (issue 20)."""
+    and none changes: a k edit clusters only its own over-segmentations (issue 20). ``cuts``: a dict kept
+    beside it that holds the fuzzy cuts of the clusterings made only of the memo's (the auto-k starts' cuts,
+    which an integer k at k = "auto"'s k cuts again: :func:`_assemble_and_cut`)."""
     comp = graph.component
     sizes = np.bincount(comp, minlength=graph.n_components)
     careas = np.bincount(comp, weights=graph.areas, minlength=graph.n_components)
@@ -451,6 +453,8 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     early = {} if (early_epsilon is not None and EARLY_SETTLE and (backend.is_gpu or EARLY_SETTLE_CPU)
                    and graph.n_components == 1) else None
     order, starts = index[0], index[1]
+    memo_keyed = [set() for _ in range(graph.n_components)]  # per component: the counts from the memo
+    trivial = [False] * graph.n_components
     t_apsp = t_clu = 0.0
     done = 0.0
     for c in range(graph.n_components):
@@ -462,6 +466,7 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         a2 = 0.05 + 0.75 * (done + work[c]) / wsum
         done += work[c]
         if targets[c] == 1 or n == 1:
+            trivial[c] = True
             for i in range(nf):
                 blocks[i].append((faces_c, np.ones((n, 1), np.float32), np.array([faces_c[0]])))
                 kused[i].append(1)
@@ -484,13 +489,15 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         keys = {x: (c, x, int(max_iter), power) for x in counts if mine and x in memo_counts}
         hit = {x: memo[key] for x, key in keys.items() if key in memo}
         todo = [x for x in counts if x not in hit]
+        memo_keyed[c] = set(keys)
 
-        def submit_early(x, reps_x, Pc, _c=c, _faces=faces_c):
+        def submit_early(x, reps_x, Pc, _c=c, _faces=faces_c, _keys=keys):
+            ck = (cuts, ("cut", (("m", x),), int(max_iter), power)) if cuts is not None and x in _keys else None
             for i in range(nf):
                 if ks_by[i][_c] == x:
                     early[i] = _settle_pool().submit(
                         _settle_one, graph, [(_faces, Pc, _faces[reps_x])], [int(np.asarray(reps_x).size)],
-                        targets, k, early_epsilon, nf)
+                        targets, k, early_epsilon, nf, ck)
 
         on_done = None
         if early is not None:
@@ -547,9 +554,25 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     info["converged"] = all(conv) if conv else True
     out = {"targets": targets, "factors": factors, "auto_starts": auto_starts, "blocks": blocks, "kused": kused,
            "k_starts": k_starts}
+    if cuts is not None:  # the rows made only of the memo's clusterings (and one-part blocks): their cuts' keys
+        out["cuts"] = (cuts, [_row_cut_key(ks_by[i], memo_keyed, trivial, max_iter, power) for i in range(nf)])
     if early:
         out["early"] = {"epsilon": float(early_epsilon), "futures": early}
     return out
+
+
+def _row_cut_key(row, memo_keyed, trivial, max_iter, power):
+    """The key of a row of clusterings (one count per component) in :func:`_clusterings`' ``cuts``: None unless
+    every component's clustering is the memo's (or a one-part block)."""
+    parts = []
+    for c, x in enumerate(row):
+        if trivial[c]:
+            parts.append(("1",))
+        elif x in memo_keyed[c]:
+            parts.append(("m", x))
+        else:
+            return None
+    return ("cut", tuple(parts), int(max_iter), power)
 
 
 def _settle(graph, cl: dict, k, epsilon, prog, info):
@@ -573,12 +596,15 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
             del early[i]
     best = None
     scores, results, trials = [], [], []
+    cuts, cut_keys = cl.get("cuts", (None, [None] * nf))
     for i in range(nf):
         if i in early:  # cut on the thread while the GPU clustered (_clusterings' early_epsilon)
             res, trial, score = early[i].result()
             trial = _copy_info(trial)
         else:
             trial = {"timings": {"cut": 0.0}, "warnings": []}
+            if cuts is not None and cut_keys[i]:
+                trial["cut_cache"] = (cuts, cut_keys[i])
             cut_prog = prog.sub(0.8 + 0.15 * i / nf, 0.8 + 0.15 * (i + 1) / nf)
             res = _assemble_and_cut(graph, blocks[i], kused[i], targets, k, epsilon, cut_prog, trial)
             score = boundary_concavity(graph, res[0]) if nf > 1 else 0.0
@@ -633,12 +659,16 @@ _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
 
+_LAYOUT_POOL: list = []
+
+
 def _pool_after_fork() -> None:
     """In a forked child: a fresh lock (the parent's may have been held by another thread at
     the fork, and would then never be released here) and no executor (its thread is not there)."""
     global _POOL_LOCK
     _POOL_LOCK = threading.Lock()
     _POOL.clear()
+    _LAYOUT_POOL.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -656,9 +686,22 @@ def _settle_pool():
         return _POOL[0][1]
 
 
-def _settle_one(graph, blocks, kused, targets, k, epsilon, nf):
+def _layout_pool():
+    """The one host thread of :data:`LAYOUT_OVERLAP`'s cut (apart from the early cuts' thread, which the integer
+    k's clusterings use meanwhile)."""
+    with _POOL_LOCK:
+        if not _LAYOUT_POOL or _LAYOUT_POOL[0][0] != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor
+
+            _LAYOUT_POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="mesh-layout-cut"))]
+        return _LAYOUT_POOL[0][1]
+
+
+def _settle_one(graph, blocks, kused, targets, k, epsilon, nf, cut=None):
     """One over-segmentation's part of :func:`_settle`: ``(result, its info, its score)``."""
     trial = {"timings": {"cut": 0.0}, "warnings": []}
+    if cut is not None:
+        trial["cut_cache"] = cut
     res = _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, None, trial)
     return res, trial, (boundary_concavity(graph, res[0]) if nf > 1 else 0.0)
 
@@ -681,7 +724,15 @@ def boundary_concavity(graph, labels) -> float:
     return float((L * _bd.merge_concavity(graph)[cut]).sum() / max(L.sum(), 1e-300))
 
 
+#: the cut caches' (:func:`_assemble_and_cut`) evictions (the early cuts' thread and the caller both add)
+_CUT_LOCK = threading.Lock()
+
+
 def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
+    """One row of clusterings (a block per component) assembled, its fuzzy faces cut, its clusters merged to
+    the targets. ``info["cut_cache"]`` (taken out of ``info``): ``(cache, key)`` (:func:`_clusterings`'
+    ``cuts``): the fuzzy cut is taken from the cache when it holds it for this epsilon (the same clusterings,
+    so the same cut), else stored there."""
     F = graph.n
     K = int(sum(b[1].shape[1] for b in blocks))
     P = np.zeros((F, K), dtype=np.float32)
@@ -694,8 +745,19 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
         col += kc
     info["k_per_component"] = list(kused)
     t0 = time.perf_counter()
-    fuzzy = _bd.fuzzy_faces(P, epsilon)
-    labels, st = _bd.resolve_fuzzy_regions(graph, P, fuzzy, progress=prog)
+    cache, ckey = info.pop("cut_cache", None) or (None, None)
+    ckey = None if cache is None or ckey is None else ckey + (float(epsilon),)
+    hit = cache.get(ckey) if ckey is not None else None
+    if hit is not None:
+        fuzzy, labels, st = hit[0].copy(), hit[1].copy(), dict(hit[2])
+    else:
+        fuzzy = _bd.fuzzy_faces(P, epsilon)
+        labels, st = _bd.resolve_fuzzy_regions(graph, P, fuzzy, progress=prog)
+        if ckey is not None:
+            with _CUT_LOCK:  # one iteration cap, power and epsilon at a time: the cache stays small
+                for old in [key for key in cache if key[2:] != ckey[2:]]:
+                    del cache[old]
+                cache[ckey] = (fuzzy.copy(), labels.copy(), dict(st))
     info["timings"]["cut"] += time.perf_counter() - t0
     info["cut"] = st
     info["k_clustered_per_component"] = list(kused)
@@ -1029,6 +1091,10 @@ class PreparedMesh:
     #: memberships)} for the auto-k starts' counts, filled by the first clustering that needs
     #: them (:func:`_clusterings`' ``memo``; the same as computing them again)
     memo: dict = field(default_factory=dict)
+    #: {(resolution,): {key: (fuzzy faces, labels, stats)}}: the fuzzy cuts of the memo's clusterings for the
+    #: last epsilon (:func:`_assemble_and_cut`: an integer k at k = "auto"'s k, ``auto_layout="concave"``, cuts
+    #: the auto-k starts again; the same as cutting them again)
+    cuts: dict = field(default_factory=dict)
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -1230,22 +1296,144 @@ def _relays(k, auto_layout) -> bool:
 def _cut_and_lay_out(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries, auto_layout, device, progress,
                      cut_progress=None) -> MeshSegmentation:
     """:func:`cut_clustered` of ``cm``, then, with k = "auto" and ``auto_layout`` "concave", its k laid out again
-    by the integer k's pipeline on ``prep`` with ``cm``'s parameters (:func:`gpu_kernels.mesh.autok.relayout`):
-    what :func:`segment_prepared` and ``segment_mesh(clustered=...)`` (the tool's last stage) both do. The cut
-    reports to ``cut_progress`` (default: ``progress``, or its first 60 % when the layout runs), the extra run
-    to the last 40 % of ``progress`` ("auto-k layout: ...")."""
+    by the integer k's pipeline on ``prep`` with ``cm``'s parameters (:func:`gpu_kernels.mesh.autok.relayout`'s
+    rule): what :func:`segment_prepared` and ``segment_mesh(clustered=...)`` (the tool's last stage) both do.
+
+    Both results are cut at full resolution (labels only), :func:`gpu_kernels.mesh.autok.choose_layout` keeps one,
+    and only the kept one gets its parts' memberships and colours (the same result as cutting both in full).
+    The integer k's clustered result (:func:`layout_clustered`) is kept in ``cm.layouts``: a second cut of
+    ``cm`` (another ``refine_boundaries``: the tool's last stage) does not cluster it again. The cut reports to ``cut_progress`` (default: ``progress``, or its
+    first 60 % when the layout runs), the rest to the last 40 % of ``progress`` ("auto-k layout: ...")."""
     prog = as_progress(progress)
     relay = _relays(cm.kw["k"], auto_layout)
     if cut_progress is None:
         cut_progress = prog.sub(0.0, 0.6) if relay else prog
-    seg = cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=cut_progress)
     if not relay:
-        return seg
+        return cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=cut_progress)
+    t0 = time.perf_counter()
+    mode = _autok.check_layout(auto_layout)
+    backend = get_backend(device)
+    if _autok.LAYOUT_DECIDE == "working" and _one_carried(cm):
+        return _lay_out_working(prep, cm, refine_boundaries=refine_boundaries, mode=mode, backend=backend, prog=prog,
+                                t0=t0)
+    guess = _carried_k(cm) if LAYOUT_OVERLAP else 0
+    if guess > 1 and int(guess) not in cm.layouts:
+        # k = "auto"'s full-resolution cut on a host thread while the integer k clusters at the working
+        # resolution's k (the final k but where the cut loses a part: then it clusters again below)
+        fut = _layout_pool().submit(_cut_labels_on, backend, prep, cm, refine_boundaries)
+        try:
+            _kept_layout(prep, cm, guess, mode, backend, prog.sub(0.6, 1.0, prefix="auto-k layout").sub(0.0, 0.7))
+        finally:
+            own = fut.result()
+        cut_progress.update(1.0, "boundary cut")
+    else:
+        with backend.activate():
+            own = _cut_labels(prep, cm, refine_boundaries, cut_progress)
+    k = int(own[1].shape[1])
+    if k <= 1:
+        own[4]["auto_layout"] = {"rule": mode, "k": k, "kept": "auto", "why": "one part"}
+        return _finish_cut(prep, cm, own, backend, prog.sub(0.6, 1.0), time.perf_counter() - t0)
+    lay = prog.sub(0.6, 1.0, prefix="auto-k layout")
+    alt, before = _kept_layout(prep, cm, k, mode, backend, lay.sub(0.0, 0.7))
+    with backend.activate():
+        other = _cut_labels(prep, alt, refine_boundaries, lay.sub(0.7, 0.9))
+    use_other, note = _autok.choose_layout(
+        prep.graph, own[0], k, own[4].get("k_per_component", []), other[0], int(other[1].shape[1]),
+        other[4].get("k_per_component", []), rule=mode)
+    if use_other:
+        for key in ("auto_k_threshold", "auto_k_starts", "auto_k_start_used"):
+            if key in own[4]:
+                other[4].setdefault(key, own[4][key])
+    (other if use_other else own)[4]["auto_layout"] = _autok.layout_note(note, use_other)
+    win = alt if use_other else cm
+    return _finish_cut(prep, win, other if use_other else own, backend, lay.sub(0.9, 1.0), time.perf_counter() - t0,
+                       extra_seconds=cm.seconds + before - win.seconds)
+
+
+#: with ``auto_layout="concave"`` (the rule decided on the full mesh): k = "auto"'s full-resolution cut runs on a
+#: host thread of its own while the integer k clusters (the same results; False: one after the other)
+LAYOUT_OVERLAP = True
+
+
+def _carried_k(cm: ClusteredMesh) -> int:
+    """``cm``'s parts at its clustered resolution (one working resolution, or none), 0 for several: the final
+    k unless the full-resolution cut loses a part."""
+    if cm.result is not None:
+        return int(np.unique(np.asarray(cm.result[0])).size)
+    if _one_carried(cm):
+        return int(np.unique(np.asarray(cm.coarse[0][0]["lab0"])).size)
+    return 0
+
+
+def _cut_labels_on(backend, prep, cm, refine_boundaries):
+    """:func:`_cut_labels` on ``backend`` (a thread's), without progress reports."""
+    with backend.activate():
+        return _cut_labels(prep, cm, refine_boundaries, as_progress(None))
+
+
+def _one_carried(cm: ClusteredMesh) -> bool:
+    """Whether ``cm`` was clustered at one working resolution (a simplified copy or patches) and carried to every
+    face: what :data:`gpu_kernels.mesh.autok.LAYOUT_DECIDE` "working" decides on."""
+    return cm.result is None and len(cm.coarse) == 1 and isinstance(cm.coarse[0][0], dict)
+
+
+def _kept_layout(prep: PreparedMesh, cm: ClusteredMesh, k: int, mode: str, backend, progress):
+    """``(the integer k's clustered result at k, its clusterings' time if made before this call)``: from
+    ``cm.layouts``, else :func:`layout_clustered` (kept there: one k at a time)."""
+    alt = cm.layouts.get(int(k))
+    if alt is not None:
+        return alt, alt.seconds
+    alt = layout_clustered(prep, cm, k=int(k), auto_layout=mode, device=backend, progress=progress)
+    cm.layouts.clear()
+    cm.layouts[int(k)] = alt
+    return alt, 0.0
+
+
+def _lay_out_working(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries, mode, backend, prog, t0):
+    """:func:`_cut_and_lay_out` with ``autok.LAYOUT_DECIDE = "working"``: the layout rule on the working
+    resolution's labels (:func:`gpu_kernels.mesh.autok.choose_layout` on its dual graph), and only the kept
+    result cut at full resolution."""
+    res = cm.coarse[0][0]
+    k = int(res["P"].shape[1])
+    alt, before = (_kept_layout(prep, cm, k, mode, backend, prog.sub(0.6, 0.8, prefix="auto-k layout")) if k > 1
+                   else (None, 0.0))
+    use_other, note = False, {"rule": mode, "k": k, "why": "one part"}
+    if alt is not None and _one_carried(alt):
+        ores = alt.coarse[0][0]
+        use_other, note = _autok.choose_layout(
+            prep.working[0][1], res["labels_s"], k, cm.info.get("k_per_component", []), ores["labels_s"],
+            int(ores["P"].shape[1]), alt.info.get("k_per_component", []), rule=mode)
+    note["decided_on"] = "working"
+    win = alt if use_other else cm
+    with backend.activate():
+        cut = _cut_labels(prep, win, refine_boundaries, prog.sub(0.8, 1.0).sub(0.0, 0.8))
+    if use_other:
+        for key in ("auto_k_threshold", "auto_k_starts", "auto_k_start_used"):
+            if key in cm.info:
+                cut[4].setdefault(key, cm.info[key])
+    cut[4]["auto_layout"] = _autok.layout_note(note, use_other)
+    return _finish_cut(prep, win, cut, backend, prog.sub(0.96, 1.0), time.perf_counter() - t0,
+                       extra_seconds=cm.seconds + before - win.seconds)
+
+
+def layout_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, k=None, auto_layout="concave", device=None,
+                     progress=None) -> ClusteredMesh | None:
+    """The integer k's clustered result at k = "auto"'s k, on ``prep`` with ``cm``'s parameters: what
+    ``auto_layout="concave"`` lays out again (:func:`_cut_and_lay_out`). ``k``: the k (default: ``cm``'s parts
+    at its clustered resolution, carried to every face: the final k unless the full-resolution cut loses a
+    part, where :func:`_cut_and_lay_out` clusters again at the final k). None where nothing is laid out again:
+    an integer k, ``auto_layout`` "auto", one part, or several working resolutions without ``k``."""
+    mode = _autok.check_layout(auto_layout)
+    if not _relays(cm.kw["k"], mode):
+        return None
+    if k is None:
+        k = _carried_k(cm)
+    if int(k) <= 1:
+        return None
     kw = cm.kw
-    return _autok.relayout(prep, seg, lambda kk: segment_prepared(
-        prep, k=kk, epsilon=kw["epsilon"], apsp_method=cm.apsp_method, max_iter=kw["max_iter"],
-        update_power=kw["update_power"], oversegment=kw["oversegment"], shading=kw["shading"], device=device,
-        progress=prog.sub(0.6, 1.0, prefix="auto-k layout"), refine_boundaries=refine_boundaries), auto_layout)
+    return cluster_prepared(prep, k=int(k), epsilon=kw["epsilon"], apsp_method=cm.apsp_method, max_iter=kw["max_iter"],
+                            update_power=kw["update_power"], oversegment=kw["oversegment"], shading=kw["shading"],
+                            device=device, progress=progress)
 
 
 @dataclass
@@ -1263,6 +1451,9 @@ class ClusteredMesh:
     #: without a working resolution: (labels, P, reps, fuzzy) of the full graph
     result: tuple | None
     seconds: float = 0.0
+    #: {k: the integer k's ClusteredMesh at k} (:func:`layout_clustered`) for ``auto_layout="concave"``, kept by
+    #: the first cut that lays it out (:func:`_cut_and_lay_out`; a cache: the same as clustering it again)
+    layouts: dict = field(default_factory=dict)
 
 
 def _copy_info(src: dict) -> dict:
@@ -1344,13 +1535,15 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
                 sub["n_faces_segmented"] = g.n
                 cl = _clusterings(g, k, apsp_method, max_iter, backend, sp.sub(0.05, 0.8), sub, p_used, o_used,
                                   dist, starts, orders[i], early_epsilon=early_eps,
-                                  memo=prep.memo.setdefault(("working", i), {}))
+                                  memo=prep.memo.setdefault(("working", i), {}),
+                                  cuts=prep.cuts.setdefault(("working", i), {}))
                 sets.append((cl, sub))
         else:
             info["n_faces_segmented"] = graph.n
             cl = _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, p_used, o_used,
                               prep.distances[0] if prep.distances else None, None, orders[0],
-                              early_epsilon=early_eps, memo=prep.memo.setdefault(("full", 0), {}))
+                              early_epsilon=early_eps, memo=prep.memo.setdefault(("full", 0), {}),
+                              cuts=prep.cuts.setdefault(("full", 0), {}))
             sets.append((cl, info))
     return ClusterSet(kw=kw, info=info, apsp_method=apsp_method, sets=sets, seconds=time.perf_counter() - t_start)
 
@@ -1405,20 +1598,41 @@ def cut_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries=DE
     t_start = time.perf_counter()
     prog = as_progress(progress)
     backend = get_backend(device)
-    epsilon, shading = cm.kw["epsilon"], cm.kw["shading"]
+    with backend.activate():
+        cut = _cut_labels(prep, cm, refine_boundaries, prog)
+    return _finish_cut(prep, cm, cut, backend, prog, time.perf_counter() - t_start)
+
+
+def _cut_labels(prep: PreparedMesh, cm: ClusteredMesh, refine_boundaries, prog) -> tuple:
+    """:func:`cut_clustered`'s first half (on the active device): the re-cut, the consensus and the
+    clean-up. Returns ``(labels, P, reps, fuzzy, info)`` on the cleaned faces: the final labels and
+    k (``P.shape[1]``), the clusters' memberships (not yet the parts')."""
     info = _copy_info(cm.info)
     info["params"]["refine_boundaries"] = bool(refine_boundaries)
+    graph = prep.graph
+    if prep.working:
+        labels, P, reps, fuzzy = _cut_resolutions(graph, prep.working, cm, cm.kw["epsilon"], prog, info,
+                                                  bool(refine_boundaries))
+    else:
+        labels, P, reps, fuzzy = cm.result
+    prog.update(0.95, "boundary cut")  # after the re-cut's share (it ends at 0.95)
+    t0 = time.perf_counter()
+    labels, P, reps = _finish_labels(graph, labels, P, reps, info)
+    info["timings"]["cut"] += time.perf_counter() - t0
+    return labels, P, reps, fuzzy, info
+
+
+def _finish_cut(prep: PreparedMesh, cm: ClusteredMesh, cut: tuple, backend, prog, seconds: float,
+                extra_seconds: float = 0.0) -> MeshSegmentation:
+    """:func:`cut_clustered`'s second half: :func:`_cut_labels`' result ``cut`` with the parts'
+    memberships, carried to every input face and coloured. ``seconds``: the cut's time so far
+    (``extra_seconds``: other stages' besides ``cm``'s and ``prep``'s, in the total)."""
+    t_start = time.perf_counter()
+    labels, P, reps, fuzzy, info = cut
     graph, kept, rep = prep.graph, prep.kept, prep.report
     F_in = rep["n_input_faces"]
     with backend.activate():
-        if prep.working:
-            labels, P, reps, fuzzy = _cut_resolutions(graph, prep.working, cm, epsilon, prog, info,
-                                                      bool(refine_boundaries))
-        else:
-            labels, P, reps, fuzzy = cm.result
-        prog.update(0.95, "boundary cut")  # after the re-cut's share (it ends at 0.95)
         t0 = time.perf_counter()
-        labels, P, reps = _finish_labels(graph, labels, P, reps, info)
         # memberships of the final parts (the clustering's memberships describe the clusters
         # before the cut and the merges, so they can disagree with the labels)
         P = _bd.part_memberships(graph, labels, P.shape[1], scale=_membership_scale(graph))
@@ -1444,9 +1658,9 @@ def cut_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries=DE
         P_in[dropped] = P[near]
         comp_in[dropped] = graph.component[near]
     cluster_colors = palette(K)
-    face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=shading)
+    face_colors = blend_face_colors(P_in, labels_in, cluster_colors, shading=cm.kw["shading"])
     info["k"] = K
-    stage = cm.seconds + time.perf_counter() - t_start
+    stage = cm.seconds + extra_seconds + seconds + time.perf_counter() - t_start
     info["timings"]["total"] = stage + sum(prep.info["timings"][x]
                                            for x in ("clean", "dual_graph", "simplify", "apsp", "transfer"))
     prog.update(1.0, "done")
