@@ -43,7 +43,7 @@ f32 = np.float32
 NB = 16  # colour histogram bins per channel (session 8's binning)
 GEDGES = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])  # boundary-gradient histogram bin edges
 NG = len(GEDGES) + 1
-TAUS = (0.24, 0.27, 0.30, 0.33, 0.36)  # amended 17:45 before any result, from segment counts only
+TAUS = (0.24, 0.27, 0.30, 0.33, 0.36)  # amended before any result (17:38), from segment counts only
 REPLAY_C = 3.8
 PER_IMAGE = 2000
 PER_ROUND = 48  # edges recorded per round of the replay (late rounds count as much as early ones)
@@ -340,10 +340,13 @@ _NB = None
 
 
 def predict_fast(model: dict, X: np.ndarray) -> np.ndarray:
-    """``predict`` compiled with numba (the same sums in the same order)."""
+    """``predict`` compiled with numba (the same sums in the same order); ``predict`` without numba."""
     global _NB
     if _NB is None:
-        import numba
+        try:
+            import numba
+        except ImportError:  # the optional "fast" extra
+            return predict(model, X)
 
         @numba.njit(cache=False)
         def walk(feat, thr, left, right, leaf, val, base, X):
@@ -470,6 +473,7 @@ def main(argv=None) -> int:
     ap.add_argument("cmd", choices=("prep", "bound", "cv", "val", "smoke", "combine"))
     ap.add_argument("--seeds", default="1001-1008", help="permutation seeds a-b (a part of the CV)")
     ap.add_argument("--no-all", action="store_true", help="skip the all-200 rows (criterion 3)")
+    ap.add_argument("--taus", default="", help="comma-separated tau rows (round 2); default TAUS")
     ap.add_argument("--parts", nargs="*", default=[], help="combine: the parts' JSON files")
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bsds500"))
     ap.add_argument("--cache", default="/tmp/gala10")
@@ -483,6 +487,9 @@ def main(argv=None) -> int:
             Path(a.out).write_text(json.dumps(out, indent=1))
         return 0
     lo, hi = (int(x) for x in a.seeds.split("-"))
+    global TAUS
+    if a.taus:
+        TAUS = tuple(float(t) for t in a.taus.split(","))
     root = Path(a.data)
     t0 = time.time()
     mapf, close = worker_map(a.workers)
