@@ -42,6 +42,11 @@ __all__ = ["EchoTab"]
 log = logging.getLogger(__name__)
 
 MOTIONS = ("From the reference frame", "To the next frame")
+#: the side panel's Colour map and Result sections before a run (not bare headings)
+_NO_MAP = "<span style='color:#666'>None yet: the motion's colours show after a run.</span>"
+_NO_RESULT = "<span style='color:#666'>No result yet: the motion's numbers show after a run.</span>"
+#: the Colour map section with a result drawn without colours (Colour: None)
+_MAP_OFF = "<span style='color:#666'>None (Colour: None).</span>"
 
 
 class EchoTab(ToolTab):
@@ -219,9 +224,10 @@ class EchoTab(ToolTab):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.colorbar = QLabel()
         self.colorbar.setObjectName("echo-colorbar")
-        self.colorbar_label = QLabel("")
+        self.colorbar_label = QLabel(_NO_MAP)
+        self.colorbar_label.setObjectName("echo-colorbar-label")
         self.colorbar_label.setWordWrap(True)
-        self.result_label = QLabel("")
+        self.result_label = QLabel(_NO_RESULT)
         self.result_label.setObjectName("echo-result")
         self.result_label.setWordWrap(True)
         self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -275,10 +281,11 @@ class EchoTab(ToolTab):
 
     def clear_result(self) -> None:
         self.view.clear_overlays()
-        self.result_label.setText("")
+        self.result_label.setText(_NO_RESULT)
         self.form.clear_chosen()
         self.colorbar.clear()
-        self.colorbar_label.setText("")
+        self._live_ramp = None
+        self.colorbar_label.setText(_NO_MAP)
         self._live_legend = None
         self._show_pinned_legend("", None, None, None)
 
@@ -421,12 +428,22 @@ class EchoTab(ToolTab):
         d = self.data
         if d is None:
             return
-        self.view.show_volume(d.frames[self.frame], levels=self.levels())
+        v = self.view
+        # the grey slices and the titles only where they changed: a live edit redraws the motion
+        # of the same frame through the same crosshair (each slice set again is converted and
+        # painted again; the titles are laid out again)
+        grey = (d.frames, self.frame, tuple(v.pos), self.levels(), v.shape, v.spacing)
+        last = getattr(v, "_echo_grey", None)
+        if last is None or last[0] is not d.frames or last[1:] != grey[1:]:
+            v.show_volume(d.frames[self.frame], levels=grey[3])
+            v._echo_grey = grey
         titles = []
-        for p, name in zip(self.view.planes, ("Axial", "Coronal", "Sagittal"), strict=True):
-            at = f"{'zyx'[p.normal]} = {self.view.pos[p.normal]}"
+        for p, name in zip(v.planes, ("Axial", "Coronal", "Sagittal"), strict=True):
+            at = f"{'zyx'[p.normal]} = {v.pos[p.normal]}"
             titles.append((f"{name}, {at} (frame {self.frame})", f"{name}, {at}", at))
-        self.view.set_titles(titles)   # the longest that fits its column (a pinned half at 800 px)
+        if getattr(v, "_echo_titles", None) != titles:
+            v.set_titles(titles)   # the longest that fits its column (a pinned half at 800 px)
+            v._echo_titles = titles
         u = self.current_field()
         if u is None:
             self.view.clear_overlays()
@@ -463,9 +480,13 @@ class EchoTab(ToolTab):
             self._show_pinned_legend(kind, vmin, vmax, None)
         if text is None:
             self.colorbar.clear()
-            self.colorbar_label.setText("")
+            self._live_ramp = None
+            self.colorbar_label.setText(_MAP_OFF if kind not in echo.COLORMAPS else _NO_MAP)
             return
-        self.colorbar.setPixmap(self._ramp(kind, vmin, vmax))
+        ramp = self._ramp_rgb(kind, vmin, vmax)
+        if getattr(self, "_live_ramp", None) is None or not np.array_equal(self._live_ramp, ramp):
+            self.colorbar.setPixmap(self._pixmap(ramp))   # a new pixmap lays the side panel out again
+            self._live_ramp = ramp
         self.colorbar_label.setText(text)
 
     def _show_pinned_legend(self, kind: str, vmin, vmax, text: str | None) -> None:
@@ -478,10 +499,17 @@ class EchoTab(ToolTab):
         live = "<b>Colour map, live side</b>" + ("" if getattr(self, "_live_legend", None) else ": none")
         self.colorbar_title.setText(live if show else "<b>Colour map</b>")
 
+    @classmethod
+    def _ramp(cls, kind: str, vmin: float, vmax: float) -> QPixmap:
+        return cls._pixmap(cls._ramp_rgb(kind, vmin, vmax))
+
     @staticmethod
-    def _ramp(kind: str, vmin: float, vmax: float) -> QPixmap:
+    def _ramp_rgb(kind: str, vmin: float, vmax: float) -> np.ndarray:
         ramp = np.linspace(vmin, vmax, 200, dtype=np.float32)[None, :].repeat(14, axis=0)
-        rgb = np.ascontiguousarray(echo.colorize(ramp, kind, vmin, vmax))
+        return np.ascontiguousarray(echo.colorize(ramp, kind, vmin, vmax))
+
+    @staticmethod
+    def _pixmap(rgb: np.ndarray) -> QPixmap:
         img = QImage(rgb.data, rgb.shape[1], rgb.shape[0], 3 * rgb.shape[1], QImage.Format.Format_RGB888).copy()
         return QPixmap.fromImage(img)
 

@@ -242,11 +242,11 @@ def _tensors(ctx):
 
 
 def _pairs(ctx):
-    """Stage 3: the motion of every consecutive pair (the solver on every level)."""
+    """Stage 3: the motion of every consecutive pair (the solver on every level), kept on the
+    device too while it fits (:func:`gpu_kernels.echo.sequence.estimate_pairs`)."""
     d = ctx.data
-    seq = _sequence.estimate_sequence(d.frames, trajectory=False, spacing=d.spacing, device=ctx.device,
-                                      progress=ctx.progress, prepared=ctx["tensors"], **ctx.p)
-    return seq.pairwise, list(seq.info)
+    return _sequence.estimate_pairs(d.frames, spacing=d.spacing, device=ctx.device, progress=ctx.progress,
+                                    prepared=ctx["tensors"], **ctx.p)
 
 
 def _trajectory(ctx):
@@ -255,35 +255,23 @@ def _trajectory(ctx):
     as accurate as a new estimate with the frames swapped and no solve:
     benchmarks/results/echo_session3_backward.md), so a reference edit only composes; and
     the summary's numbers."""
-    d, p, be = ctx.data, ctx.p, ctx.device
-    pair, _ = ctx["pairs"]
-    ref = _reference(d, p["reference"])
-    T, xp = d.n_frames, be.xp
-    traj = np.zeros((T, 3) + d.shape, dtype=np.float32 if T == 2 else np.float16)
-    with be.activate():
-        cur = None
-        for j in range(ref + 1, T):
-            cur = pair[j - 1] if cur is None else _maps.compose(cur, xp.asarray(pair[j - 1]), device=be)
-            traj[j] = be.asnumpy(cur)
-        cur = None
-        for j in range(ref - 1, -1, -1):
-            ctx.progress.update((ref - 1 - j) / max(ref, 1), f"backwards {j + 1}->{j}")
-            back = _maps.invert(xp.asarray(pair[j]), device=be)
-            cur = back if cur is None else _maps.compose(cur, back, device=be)
-            traj[j] = be.asnumpy(cur)
-    return traj, _maps.motion_stats(pair, traj, d.spacing, device=be)
+    d, be, pairs = ctx.data, ctx.device, ctx["pairs"]
+    traj = _sequence.trajectories(pairs, _reference(d, ctx.p["reference"]), device=be, progress=ctx.progress)
+    return traj, _maps.motion_stats(pairs.host, traj, d.spacing, device=be, pair_grid=pairs.summary_grid)
 
 
 def _metrics(ctx):
-    """Stage 3: the errors against the ground truth, where there is one."""
-    d = ctx.data
-    pair, _ = ctx["pairs"]
+    """Stage 3: the errors against the ground truth, where there is one (the truth and the
+    masks uploaded once, the fields not at all where the pairs stage kept them on the device)."""
+    d, be, pairs = ctx.data, ctx.device, ctx["pairs"]
     if not d.truth:
         return None
     per = []
     for (i, j), gt in sorted(d.truth.items()):
-        if j == i + 1 and i < len(pair):
-            per.append(pair_metrics(pair[i], gt, d.masks.get(i), d.spacing, device=ctx.device))
+        if j == i + 1 and i < len(pairs.host):
+            u = pairs.on_device[i] if pairs.on_device is not None else pairs.host[i]
+            per.append(pair_metrics(u, _sequence.on_device(gt, be), _sequence.on_device(d.masks.get(i), be),
+                                    d.spacing, device=be))
     if not per:
         return None
     metrics = {k: (int(sum(m[k] for m in per)) if k == "mask_voxels" else round(float(np.mean([m[k] for m in per])), 5))
@@ -293,10 +281,10 @@ def _metrics(ctx):
 
 
 def _finish(data: EchoData, out: dict, p: dict, *, device: Backend, elapsed: float) -> EchoResult:
-    pair, infos = out["pairs"]
+    pairs = out["pairs"]
     traj, stats = out["trajectory"]
     ref = _reference(data, p["reference"])
-    return EchoResult(data, pair, traj, ref, p, device.label, elapsed, list(infos), out["metrics"],
+    return EchoResult(data, pairs.host, traj, ref, p, device.label, elapsed, list(pairs.info), out["metrics"],
                       stats=dict(stats))
 
 

@@ -158,7 +158,7 @@ def test_pinned_side_follows_the_frame_and_the_crosshair(qtbot, tab, tab_runner)
     assert tab.view.planes[0].overlay.image is None and pinned.planes[0].overlay.image is not None
     assert tab.overlay_combo.currentText() == "None" and tab.params()["overlay"] == "None"
     assert any(r[1:] == ("Magnitude", "None") for r in tab.differing_params()), tab.differing_params()
-    assert tab.colorbar_label.text() == ""              # the live side has no colour map now
+    assert "None (Colour: None)" in tab.colorbar_label.text()   # the live side has no colour map now
 
 
 def test_frames_are_counted_from_zero_in_the_tab_as_in_the_reference_box(tab, tab_runner):
@@ -174,3 +174,33 @@ def test_frames_are_counted_from_zero_in_the_tab_as_in_the_reference_box(tab, ta
     assert tab.motion_kind() == "trajectory" and "from frame 2 " in tab.colorbar_label.text()
     tab.set_frame(2)
     assert "this is the reference frame" in tab.colorbar_label.text()
+
+
+def test_side_panel_says_what_comes_before_a_run(tab, tab_runner):
+    """Before a run the Colour map and Result sections were bare headings (Xvfb first state)."""
+    assert "after a run" in tab.colorbar_label.text() and "after a run" in tab.result_label.text()
+    tab_runner.load(tab, echo.samples()[0])
+    assert "after a run" in tab.colorbar_label.text()
+    tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    assert "after a run" not in tab.colorbar_label.text() and "after a run" not in tab.result_label.text()
+
+
+def test_a_new_result_sets_the_motion_again_but_not_the_unchanged_grey_slices(tab, tab_runner):
+    """A live edit redraws the motion over the same frame and crosshair: the grey slices, the
+    titles and an unchanged colour ramp are not set again; a new frame or crosshair sets them."""
+    tab_runner.load(tab, echo.samples()[0])
+    tab.overlay_combo.setCurrentText("Jacobian determinant")   # a fixed range: the same ramp
+    first = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    grey = [p.grey.image for p in tab.view.planes]
+    overlay = [p.overlay.image for p in tab.view.planes]
+    ramp = tab.colorbar.pixmap().cacheKey()
+    second = tab_runner.run(tab, device="cpu", levels=2, iters=5, alpha=0.05)
+    assert second is not first
+    assert all(p.grey.image is g for p, g in zip(tab.view.planes, grey, strict=True))
+    assert any(not np.array_equal(p.overlay.image, o) for p, o in zip(tab.view.planes, overlay, strict=True))
+    assert tab.colorbar.pixmap().cacheKey() == ramp
+    tab.view.click_plane(0, col=3, row=4)               # the crosshair moved: the slices are set again
+    assert any(p.grey.image is not g for p, g in zip(tab.view.planes, grey, strict=True))
+    g2 = [p.grey.image.copy() for p in tab.view.planes]
+    tab.time_slider.setValue((tab.frame + 1) % 4)       # another frame: another grey volume
+    assert any(not np.array_equal(p.grey.image, g) for p, g in zip(tab.view.planes, g2, strict=True))
