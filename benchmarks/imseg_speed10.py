@@ -22,8 +22,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -143,6 +145,8 @@ _ORIG: dict = {}
 #: UPLOAD_THREADS). Call 1 (before segment.py had the change) also timed "piece": the threaded
 #: upload in 2 MB pieces, each sent as soon as copied (no gain: the _util.UPLOAD_PIECE switch is gone)
 VARIANTS = {
+    "old": (False, False, "runs", 4),    # session 9's path: one download at the end, raster features
+    "new": (False, True, None, 4),       # the tree's defaults (after the change)
     "base": (False, False, None, 4),
     "ovl": (True, True, None, 4),
     "ovloff": (True, False, None, 4),
@@ -340,6 +344,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeline", action="store_true")
     ap.add_argument("--no-checks", action="store_true")
     ap.add_argument("--cpu-check", default="512x512", help="sizes checked against the CPU path too ('' none)")
+    ap.add_argument("--also", default="", help="more calls timed each round with the tree's defaults: "
+                    "kmeans512, contours512, contours1080 (library calls, host image in, host results out)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
 
@@ -402,10 +408,21 @@ def main(argv=None) -> int:
                           + ", ".join(f"{g['us']:.0f}@{g['at_us']:.0f} ({g['after']} > {g['before']})"
                                       for g in c["gaps"]), flush=True)
                 print(f"   walls {tl['wall_us']}", flush=True)
+    from gpu_kernels.imseg.api import segment
+
+    sizes = {"512": (512, 512), "1080": (1080, 1920)}
+    extra = {}
+    for name in filter(None, a.also.split(",")):
+        method, size = re.fullmatch(r"(kmeans|contours)(512|1080)", name).groups()
+        extra[name] = functools.partial(segment, natural_image(*sizes[size]), method=method, device=be)
     for rnd in range(a.rounds):
         loop = _pyloop_us()
-        for v in variants:
-            call = call_for(v)
+        for v in variants + list(extra):
+            if v in extra:
+                set_variant("new")
+                call = extra[v]
+            else:
+                call = call_for(v)
             for _ in range(2):
                 call()
             rows = timed_calls(call, a.rep)
@@ -424,7 +441,7 @@ def main(argv=None) -> int:
     set_variant("base")
     if res["rows"]:
         print("== summary (round medians: min / median / max; worst p90), ms", flush=True)
-        for v in variants:
+        for v in variants + list(extra):
             rs = [r for r in res["rows"] if r["variant"] == v]
             meds = [r["median"] for r in rs]
             print(f"   {v:6s} {min(meds):.3f} / {median(meds):.3f} / {max(meds):.3f}; p90 max "
