@@ -240,6 +240,7 @@ class RegionTable(QTableView):
         sb = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         self.setMinimumWidth(sum(COLUMN_WIDTHS[:CORE_COLUMNS]) + sb + 2 * self.frameWidth() + 2)
         hh.setToolTip("Widen the panel (drag its left edge) to see more columns: mean colour, L*a*b*, bounding box")
+        self._set_widths()   # before a result too: the empty table's headers at their widths, not Qt's 100 px
         self._silent = False
         self.selected_label: int | None = None
 
@@ -251,10 +252,13 @@ class RegionTable(QTableView):
         hh = self.horizontalHeader()
         if hh.sortIndicatorSection() >= 0:
             self.model_.sort(hh.sortIndicatorSection(), hh.sortIndicatorOrder())
+        self._set_widths()
+        self._silent = False
+
+    def _set_widths(self) -> None:
         for c, w in enumerate(COLUMN_WIDTHS):
             self.setColumnWidth(c, w)
         self._fit_columns()
-        self._silent = False
 
     def _fit_columns(self) -> None:
         """The first four columns always; the others while they fit the table's width (a
