@@ -124,8 +124,8 @@ PARAMS = ParamSet([
           "(slightly better Rand Index on the PSB, slightly quicker, jagged boundaries).", advanced=True),
     Param("auto_layout", str, _defaults.DEFAULT_AUTO_LAYOUT, "Auto-k layout",
           "With k = auto: 'concave' also lays the parts out by the fixed-k method at the k that auto chose and "
-          "keeps the more concave boundaries (better parts on unseen PSB meshes, 0.156 against 0.165 Rand Index "
-          "error; one fixed-k run more, about 0.1 s at 50k faces on a GPU).", choices=("auto", "concave"),
+          "keeps the more concave boundaries (better parts on unseen PSB meshes, 0.152 against 0.161 Rand Index "
+          "error; one fixed-k clustering more, about 10-15 ms on a GPU).", choices=("auto", "concave"),
           advanced=True, choice_help={"auto": "k = auto's own merges", "concave": "the more concave of the two"}),
     Param("simplifier", str, "auto", "Simplifier",
           "How the working resolution is made (quadric edge collapse).",
@@ -271,7 +271,9 @@ def _cut(ctx):
     """Stage 4: the boundaries re-cut at full resolution, the parts' memberships and colours (a
     change of refine_boundaries starts here: the clusterings, cuts and merges are re-used)."""
     cm = ctx["segment"]
-    seg = _seg.segment_mesh(   # (with k = auto and auto_layout "concave", the layout's extra run too)
+    # (with k = auto and auto_layout "concave", the layout's extra run too: its clustering is kept on stage 3's
+    # result, so a refine_boundaries edit does not cluster it again)
+    seg = _seg.segment_mesh(
         ctx.data.vertices, ctx.data.faces, k=cm.kw["k"], epsilon=cm.kw["epsilon"], apsp_method=cm.apsp_method,
         max_iter=cm.kw["max_iter"], max_faces=cm.info["params"]["max_faces"], prepared=ctx["graph"], clustered=cm,
         refine_boundaries=ctx.p["refine_boundaries"], auto_layout=ctx.p["auto_layout"], device=ctx.device,

@@ -37,9 +37,11 @@ DEFAULT_SHADING = 0.35
 DEFAULT_REFINE_BOUNDARIES = True
 
 #: with k = "auto": "auto" keeps k = "auto"'s own layout; "concave" also lays the parts out by the integer-k
-#: pipeline at the k it chose and keeps the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`).
-#: Session 9, two pre-registered rounds on 10 new PSB working-mesh draws (leave one category out): k = auto
-#: 0.1654 -> 0.1557 held out, 10 of 10 draws better, the same k. It costs one integer-k run; in two one-process
-#: H100 A/Bs with pymeshlab, 50k went 0.32 -> 0.43 s on one host and 0.43 -> 0.64 s on another, so it stays off
-#: by default to keep 50k within 0.5 s (benchmarks/results/mesh_quality_session9.md)
-DEFAULT_AUTO_LAYOUT = "auto"
+#: pipeline at the k it chose and keeps the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`'s rule,
+#: decided on the working mesh: :data:`gpu_kernels.mesh.autok.LAYOUT_DECIDE`). Session 9, two pre-registered rounds
+#: on 10 new PSB working-mesh draws (leave one category out): k = auto 0.1654 -> 0.1557 held out; session 10, a
+#: third round on 10 more: 0.1612 -> 0.1519 (decided on the working mesh; the same k). On by default since session
+#: 10, when its cost came down to one integer-k clustering and its cuts and merges at the working resolution: in a
+#: one-process H100 A/B with pymeshlab, best of 7, 50k 357 -> 369 ms and 17k 200 -> 215 ms
+#: (benchmarks/results/mesh_r2_session10.md)
+DEFAULT_AUTO_LAYOUT = "concave"

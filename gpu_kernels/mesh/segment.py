@@ -1004,9 +1004,10 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         full-resolution graph (smoother boundaries along the full mesh's creases); False: every
         face takes its nearest working face's part. No effect without a working resolution.
     auto_layout : {"auto", "concave"}
-        With ``k="auto"``: "concave" also runs the integer k at the k that k = "auto" chose and keeps
-        the result with the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`; one
-        integer-k run more, with ``clustered``'s parameters where it is given). "auto": k = "auto"'s own
+        With ``k="auto"``: "concave" also clusters the integer k at the k that k = "auto" chose and keeps
+        the result with the more concave boundaries (:func:`gpu_kernels.mesh.autok.relayout`'s rule, decided
+        where :data:`gpu_kernels.mesh.autok.LAYOUT_DECIDE` says: the working mesh; one integer-k clustering
+        more, with ``clustered``'s parameters where it is given, kept on it). "auto": k = "auto"'s own
         result. Not used with an integer k.
         Default ``defaults.DEFAULT_AUTO_LAYOUT``.
 

@@ -7,7 +7,8 @@
   (a ``refine_boundaries`` edit) does not cluster again;
 - k = "auto"'s full-resolution cut may run on a thread while the integer k clusters (``LAYOUT_OVERLAP``),
   at the working resolution's k, clustered again where the cut loses a part;
-- ``autok.LAYOUT_DECIDE = "working"`` (the session's candidate) decides on the working mesh and cuts once.
+- ``autok.LAYOUT_DECIDE = "working"`` (the default since the session's round) decides on the working mesh and
+  cuts once; ``"full"`` (session 9's rule, decided on the full mesh) is equal to session 9's code.
 The fish of the other layout tests, clustered at a working resolution of 2,000 faces."""
 
 from __future__ import annotations
@@ -53,8 +54,17 @@ def _same(a, b):
             and a.info.get("auto_layout") == b.info.get("auto_layout"))
 
 
+@pytest.fixture
+def full(monkeypatch):
+    monkeypatch.setattr(autok, "LAYOUT_DECIDE", "full")
+
+
+def test_the_defaults():
+    assert autok.LAYOUT_DECIDE == "working" and sg.DEFAULT_AUTO_LAYOUT == "concave" and sg.LAYOUT_OVERLAP
+
+
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
-def test_concave_equals_session_9s_relayout(fish, monkeypatch, overlap):
+def test_concave_equals_session_9s_relayout(fish, monkeypatch, overlap, full):
     monkeypatch.setattr(sg, "LAYOUT_OVERLAP", overlap)
     ref = _session9(_prep(fish))
     assert ref.info["simplified"] and ref.k > 1
@@ -63,8 +73,10 @@ def test_concave_equals_session_9s_relayout(fish, monkeypatch, overlap):
     assert seg.info["auto_layout"]["kept"] in ("auto", "integer k")
 
 
+@pytest.mark.parametrize("decide", ["full", "working"])
 @pytest.mark.parametrize("kept", ["auto", "integer k"])
-def test_only_the_kept_layout_gets_memberships(fish, monkeypatch, kept):
+def test_only_the_kept_layout_gets_memberships(fish, monkeypatch, kept, decide):
+    monkeypatch.setattr(autok, "LAYOUT_DECIDE", decide)
     """Either way the rule goes (the concavity forced), one parts' memberships, and the result is the kept one's."""
     real = autok.choose_layout
 
@@ -104,22 +116,24 @@ def test_the_integer_k_reuses_the_starts_cuts(fish, monkeypatch):
     assert any(prep.cuts.values())
 
 
-def test_a_second_cut_does_not_cluster_the_layout_again(fish, monkeypatch):
+@pytest.mark.parametrize("decide", ["full", "working"])
+def test_a_second_cut_does_not_cluster_the_layout_again(fish, monkeypatch, decide):
+    monkeypatch.setattr(autok, "LAYOUT_DECIDE", decide)
     v, f = fish
     prep = _prep(fish)
     cm = sg.cluster_prepared(prep, k="auto", **KW)
-    first = sg.segment_mesh(v, f, prepared=prep, clustered=cm, auto_layout="concave", **KW)
+    sg.segment_mesh(v, f, prepared=prep, clustered=cm, auto_layout="concave", **KW)
     calls = []
     lc = sg.layout_clustered
     monkeypatch.setattr(sg, "layout_clustered", lambda *a, **k: (calls.append(1), lc(*a, **k))[1])
     again = sg.segment_mesh(v, f, prepared=prep, clustered=cm, auto_layout="concave", refine_boundaries=False, **KW)
-    assert calls == [] and list(cm.layouts) == [first.k]
+    assert calls == [] and len(cm.layouts) == 1
     monkeypatch.setattr(sg, "layout_clustered", lc)
     fresh = sg.segment_mesh(v, f, max_faces=2000, k="auto", auto_layout="concave", refine_boundaries=False, **KW)
     assert _same(again, fresh)
 
 
-def test_a_part_lost_in_the_cut_clusters_again_at_the_final_k(fish, monkeypatch):
+def test_a_part_lost_in_the_cut_clusters_again_at_the_final_k(fish, monkeypatch, full):
     prep = _prep(fish)
     ref = sg.segment_prepared(prep, k="auto", auto_layout="concave", **KW)
     prep = _prep(fish)
@@ -150,8 +164,21 @@ def test_working_decides_on_the_working_mesh_and_cuts_once(fish, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_concave_equals_session_9s_relayout_on_the_gpu(fish):
+def test_concave_equals_session_9s_relayout_on_the_gpu(fish, full):
     kw = {"device": "cuda"}
     ref = _session9(_prep(fish, "cuda"), kw)
     seg = sg.segment_prepared(_prep(fish, "cuda"), k="auto", auto_layout="concave", **kw)
     assert ref.info["simplified"] and _same(seg, ref)
+
+
+@pytest.mark.gpu
+def test_working_on_the_gpu_is_the_kept_layouts_own_run(fish):
+    """The default ("working") on the GPU: the kept layout's own run on the same prepared mesh."""
+    kw = {"device": "cuda"}
+    prep = _prep(fish, "cuda")
+    seg = sg.segment_prepared(prep, k="auto", **kw)
+    note = seg.info["auto_layout"]
+    assert note["decided_on"] == "working"
+    ref = (sg.segment_prepared(prep, k="auto", auto_layout="auto", **kw) if note["kept"] == "auto"
+           else sg.segment_prepared(prep, k=note["k"], **kw))
+    assert np.array_equal(seg.labels, ref.labels) and np.array_equal(seg.face_colors, ref.face_colors)
