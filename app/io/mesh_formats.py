@@ -36,6 +36,7 @@ from __future__ import annotations
 import pathlib
 import re
 import struct
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,9 +148,28 @@ def _lines(data: bytes, comments: bool) -> tuple[bytes, np.ndarray, np.ndarray]:
     return text, starts, ends
 
 
+def _compiled():
+    """:mod:`app.io._text_numba` once numba is loaded in this process (the mesh tool loads it for
+    its cuts), else None: a reader never imports numba or compiles (issue 22, session 10)."""
+    if not COMPILED_TEXT or "numba" not in sys.modules:
+        return None
+    try:
+        from app.io import _text_numba
+    except Exception:  # noqa: BLE001 - numba broken: NumPy's passes
+        return None
+    return _text_numba
+
+
+#: the compiled passes of :func:`_compiled` (False: NumPy's only; tests and A/Bs)
+COMPILED_TEXT = True
+
+
 def _tokens_per_line(block: bytes, n_lines: int) -> np.ndarray:
     """Number of whitespace-separated tokens on each line of ``block`` (lines end in LF)."""
     a = np.frombuffer(block, np.uint8)
+    kc = _compiled()
+    if kc is not None:
+        return kc.tokens_per_line(a, int(n_lines))
     ws = _WS[a]
     first = ~ws
     first[1:] &= ws[:-1]
@@ -172,6 +192,13 @@ def _numbers(block: bytes, n: int, dtype) -> np.ndarray | None:
     Integers beyond int64 saturate (they then fail the range checks)."""
     if n == 0:
         return np.empty(0, dtype)
+    kc = _compiled()
+    if kc is not None and np.dtype(dtype) in (np.int64, np.float64):
+        a = np.frombuffer(block, np.uint8)
+        ok, out = (kc.parse_ints(a, int(n)) if np.dtype(dtype) == np.int64
+                   else kc.parse_floats(a, int(n), kc._P10))
+        if ok:   # (else NumPy's parse decides: a token outside the exact fast path, or a bad one)
+            return out
     try:
         out = np.fromstring(block, dtype=dtype, sep=" ")
     except ValueError:
