@@ -74,6 +74,7 @@ CONFIGS: dict[str, dict] = {
     # the simplification (fast + pymeshlab) on the calling thread before the full dual graph
     "inline": {"gpu_kernels.mesh.segment.simplify_in_background": _inline_simplify},
     "sw0.1ms": {"switchinterval": 1e-4},
+    "sw1ms": {"switchinterval": 1e-3},
 }
 #: per configuration: pymeshlab's step's times inside the runs (ms)
 PML: dict = defaultdict(list)
