@@ -224,6 +224,7 @@ class EchoTab(ToolTab):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.colorbar = QLabel()
         self.colorbar.setObjectName("echo-colorbar")
+        self.colorbar.setVisible(False)   # shown with a colour ramp (no empty gap before a run)
         self.colorbar_label = QLabel(_NO_MAP)
         self.colorbar_label.setObjectName("echo-colorbar-label")
         self.colorbar_label.setWordWrap(True)
@@ -284,6 +285,7 @@ class EchoTab(ToolTab):
         self.result_label.setText(_NO_RESULT)
         self.form.clear_chosen()
         self.colorbar.clear()
+        self.colorbar.setVisible(False)
         self._live_ramp = None
         self.colorbar_label.setText(_NO_MAP)
         self._live_legend = None
@@ -480,12 +482,14 @@ class EchoTab(ToolTab):
             self._show_pinned_legend(kind, vmin, vmax, None)
         if text is None:
             self.colorbar.clear()
+            self.colorbar.setVisible(False)
             self._live_ramp = None
             self.colorbar_label.setText(_MAP_OFF if kind not in echo.COLORMAPS else _NO_MAP)
             return
         ramp = self._ramp_rgb(kind, vmin, vmax)
         if getattr(self, "_live_ramp", None) is None or not np.array_equal(self._live_ramp, ramp):
             self.colorbar.setPixmap(self._pixmap(ramp))   # a new pixmap lays the side panel out again
+            self.colorbar.setVisible(True)
             self._live_ramp = ramp
         self.colorbar_label.setText(text)
 

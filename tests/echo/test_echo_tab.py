@@ -179,10 +179,16 @@ def test_frames_are_counted_from_zero_in_the_tab_as_in_the_reference_box(tab, ta
 def test_side_panel_says_what_comes_before_a_run(tab, tab_runner):
     """Before a run the Colour map and Result sections were bare headings (Xvfb first state)."""
     assert "after a run" in tab.colorbar_label.text() and "after a run" in tab.result_label.text()
+    assert tab.colorbar.isHidden()                      # no empty ramp's gap under the heading
     tab_runner.load(tab, echo.samples()[0])
-    assert "after a run" in tab.colorbar_label.text()
+    assert "after a run" in tab.colorbar_label.text() and tab.colorbar.isHidden()
     tab_runner.run(tab, device="cpu", levels=2, iters=5)
     assert "after a run" not in tab.colorbar_label.text() and "after a run" not in tab.result_label.text()
+    assert not tab.colorbar.isHidden() and not tab.colorbar.pixmap().isNull()
+    tab.overlay_combo.setCurrentText("None")
+    assert tab.colorbar.isHidden() and "None (Colour: None)" in tab.colorbar_label.text()
+    tab.overlay_combo.setCurrentText("Divergence")
+    assert not tab.colorbar.isHidden() and "div u" in tab.colorbar_label.text()
 
 
 def test_a_new_result_sets_the_motion_again_but_not_the_unchanged_grey_slices(tab, tab_runner):
