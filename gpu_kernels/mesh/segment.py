@@ -493,11 +493,13 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
 
         def submit_early(x, reps_x, Pc, _c=c, _faces=faces_c, _keys=keys):
             ck = (cuts, ("cut", (("m", x),), int(max_iter), power)) if cuts is not None and x in _keys else None
+            fut = None  # (rows with the same clustering, a factor's and a start's: one settle, the same result)
             for i in range(nf):
                 if ks_by[i][_c] == x:
-                    early[i] = _settle_pool().submit(
+                    fut = fut or _settle_pool().submit(
                         _settle_one, graph, [(_faces, Pc, _faces[reps_x])], [int(np.asarray(reps_x).size)],
                         targets, k, early_epsilon, nf, ck)
+                    early[i] = fut
 
         on_done = None
         if early is not None:
@@ -597,10 +599,19 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     best = None
     scores, results, trials = [], [], []
     cuts, cut_keys = cl.get("cuts", (None, [None] * nf))
+    # rows of the same clusterings (an integer k's factor and an auto-k start with the same count): settled once
+    seen: dict = {}
     for i in range(nf):
+        same = (tuple(id(b[1]) for b in blocks[i]), tuple(kused[i]))
         if i in early:  # cut on the thread while the GPU clustered (_clusterings' early_epsilon)
             res, trial, score = early[i].result()
             trial = _copy_info(trial)
+            if any(f is early[i] for f in seen.values()):
+                trial["timings"] = {"cut": 0.0}  # (its time is counted once)
+            seen[same] = early[i]
+        elif same in seen and not hasattr(seen[same], "result"):
+            res, trial, score = seen[same]
+            trial = {**_copy_info(trial), "timings": {"cut": 0.0}}
         else:
             trial = {"timings": {"cut": 0.0}, "warnings": []}
             if cuts is not None and cut_keys[i]:
@@ -608,6 +619,7 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
             cut_prog = prog.sub(0.8 + 0.15 * i / nf, 0.8 + 0.15 * (i + 1) / nf)
             res = _assemble_and_cut(graph, blocks[i], kused[i], targets, k, epsilon, cut_prog, trial)
             score = boundary_concavity(graph, res[0]) if nf > 1 else 0.0
+            seen[same] = (res, trial, score)
         scores.append(score)
         results.append(res)
         trials.append(trial)
