@@ -655,6 +655,8 @@ class _SplitterBalance(QObject):
                 self._set_folded(fold)
         for i in views:
             sizes[i] = max(rest // len(views), mins[i])
+        if sp.sizes() == sizes:   # every result of a live edit asks again: no re-layout when nothing moves
+            return
         self._balancing = True
         try:
             sp.setSizes(sizes)
