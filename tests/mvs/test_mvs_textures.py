@@ -44,40 +44,41 @@ def _same(a, b) -> None:
             np.testing.assert_array_equal(getattr(a.fused, f.name), getattr(b.fused, f.name), err_msg=f.name)
 
 
-def test_a_views_edit_reuses_the_packed_textures(small_scene, packs):
+def test_a_views_edit_reuses_the_packed_textures(tiny_scene, packs):
     from app.tools import mvs
     from app.tools.stages import StageCache
 
-    data = mvs.MVSData(small_scene.scene)
+    data = mvs.MVSData(tiny_scene.scene)
     cache = StageCache(cap_bytes=256 << 20)
     _, rep = mvs.TOOL.run_staged(data, PRM, device=CPU, cache=cache)
     assert rep.ran == ["seeds", "textures", "views", "depth", "fusion"]
-    assert packs == [list(range(small_scene.scene.n_views))]  # every view, once
+    assert packs == [list(range(tiny_scene.scene.n_views))]  # every view, once
     for edit in ({"views": "1,2"}, {"neighbors": 4}, {"views": "3", "neighbors": 6}):
         packs.clear()
         live, rep = mvs.TOOL.run_staged(data, {**PRM, **edit}, device=CPU, cache=cache)
         assert rep.ran == ["views", "depth", "fusion"] and rep.reused == ["seeds", "textures"], (edit, rep)
         assert packs == [], edit  # the packing did not run again
+        assert all(np.isfinite(m.depth).sum() > 100 for m in live.maps), edit  # grown maps, not empty ones
         _same(live, mvs.run(data, {**PRM, **edit}, device=CPU))
 
 
-def test_textures_that_do_not_fit_are_packed_per_selection(small_scene, packs, monkeypatch):
+def test_textures_that_do_not_fit_are_packed_per_selection(tiny_scene, packs, monkeypatch):
     from app.tools import mvs
     from app.tools.stages import StageCache
 
-    data = mvs.MVSData(small_scene.scene)
+    data = mvs.MVSData(tiny_scene.scene)
     prm = {**PRM, "views": "0,1"}
     packed_all = mvs.run(data, prm, device=CPU)
-    assert stereo.scene_textures(small_scene.scene, device=CPU) is not None
+    assert stereo.scene_textures(tiny_scene.scene, device=CPU) is not None
     monkeypatch.setattr(stereo, "DEFAULT_TEXTURE_SHARE", 1e-12)  # a tiny cap: nothing fits
-    assert stereo.scene_textures(small_scene.scene, device=CPU) is None
+    assert stereo.scene_textures(tiny_scene.scene, device=CPU) is None
     packs.clear()
     cache = StageCache(cap_bytes=256 << 20)
     r0, rep = mvs.TOOL.run_staged(data, prm, device=CPU, cache=cache)
     assert rep.ran == ["seeds", "textures", "views", "depth", "fusion"]
     # only the chosen views and their neighbours, packed by view selection (as before the stage)
     need = sorted({0, 1} | {n for m in r0.maps for n in m.neighbors})
-    assert packs == [need] and len(need) < small_scene.scene.n_views
+    assert packs == [need] and len(need) < tiny_scene.scene.n_views
     _same(r0, packed_all)
     # a views edit re-packs the new selection's views, with the result of a full run
     r1, rep = mvs.TOOL.run_staged(data, {**prm, "views": "2", "neighbors": 4}, device=CPU, cache=cache)
@@ -87,8 +88,8 @@ def test_textures_that_do_not_fit_are_packed_per_selection(small_scene, packs, m
     _same(r1, mvs.run(data, {**prm, "views": "2", "neighbors": 4}, device=CPU))
 
 
-def test_scene_textures_skip_a_scene_with_a_missing_image(small_scene):
-    sc = small_scene.scene
+def test_scene_textures_skip_a_scene_with_a_missing_image(tiny_scene):
+    sc = tiny_scene.scene
     images = list(sc.images)
     images[3] = None
     assert stereo.scene_textures(dataclasses.replace(sc, images=images), device=CPU) is None

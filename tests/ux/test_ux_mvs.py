@@ -14,18 +14,29 @@ from app.tabs.mvs_tab import MvsTab  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
-SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "mvs" / "synth_par.txt"
 FAST = dict(views="0", neighbors=5, min_views=3, batch_size=4096, max_iter=3)
 
 
+@pytest.fixture(scope="module")
+def scene_file(tmp_path_factory) -> Path:
+    """A synthetic scene as the bundled sample's (``gpulab mvs-synth``: 12 views, a Middlebury
+    ``*_par.txt``) at 80 x 60 instead of 160 x 120: the tests here look at the window, not the
+    growing, and a CPU run of one view is ~4x cheaper (session 10: the suite's time)."""
+    from app.cli import main
+
+    d = tmp_path_factory.mktemp("mvs-ux") / "scene"
+    assert main(["mvs-synth", "-o", str(d), "--views", "12", "--size", "80x60", "-q"]) == 0
+    return d / "synth_par.txt"
+
+
 @pytest.fixture
-def loaded(open_tab, tab_runner):
-    """``loaded(size)``: an MVS tab of that size, Live off, with the sample scene loaded: ``(tab, data)``."""
+def loaded(open_tab, tab_runner, scene_file):
+    """``loaded(size)``: an MVS tab of that size, Live off, with the synthetic scene loaded: ``(tab, data)``."""
 
     def make(size=(1300, 800)):
         tab = open_tab(MvsTab, size)
         tab.live_check.setChecked(False)
-        return tab, tab_runner.load(tab, SAMPLE)
+        return tab, tab_runner.load(tab, scene_file)
 
     return make
 
@@ -132,15 +143,15 @@ def test_a_live_result_keeps_the_users_camera_and_the_frusta(qtbot, loaded, tab_
     assert pinned.plotter.actors["frusta"].GetBounds() == pytest.approx(view.plotter.actors["frusta"].GetBounds())
 
 
-def test_save_never_writes_over_the_scenes_images(loaded):
+def test_save_never_writes_over_the_scenes_images(loaded, scene_file):
     # the window's Save result / Export refuse input_files(): the camera file and its images
     from app.io.atomic import OutputPathError, check_not_an_input
 
     tab, _ = loaded()
-    for name in ("synth_par.txt", "view000.jpg", "view011.jpg"):
+    for name in ("synth_par.txt", "view000.png", "view011.png"):
         with pytest.raises(OutputPathError):
-            check_not_an_input(SAMPLE.parent / name, tab.input_files())
-    check_not_an_input(SAMPLE.parent / "view000-depth.png", tab.input_files())
+            check_not_an_input(scene_file.parent / name, tab.input_files())
+    check_not_an_input(scene_file.parent / "view000-depth.png", tab.input_files())
 
 
 def _drawn_width(mv):
