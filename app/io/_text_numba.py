@@ -16,10 +16,14 @@ a flag) so that the NumPy code runs:
   (more digits, a larger exponent, ``nan``, ``inf``) declines.
 
 The readers use these only once numba is loaded in the process (the mesh tool loads it for its
-cuts): a reader never pays numba's import or a compile. Compiled code is cached on disk.
+cuts) and the three are compiled (:func:`ready`): a reader never pays numba's import, a compile or
+the disk cache's load. The first read that finds numba loaded starts :func:`warm_up_in_background`.
+Compiled code is cached on disk.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 from numba import njit
@@ -159,3 +163,34 @@ def parse_floats(a, n, p10):  # pragma: no cover - compiled
         out[k] = -x if neg else x
         k += 1
     return k == n, out
+
+
+_WARM_LOCK = threading.Lock()
+_warming: threading.Thread | None = None
+
+
+def ready() -> bool:
+    """True once the three passes are compiled in this process (no compile or cache load left)."""
+    return bool(tokens_per_line.signatures and parse_ints.signatures and parse_floats.signatures)
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's disk cache) the three passes for the readers' argument types.
+
+    >>> warm_up(); ready()
+    True
+    """
+    a = np.frombuffer(b"1 2.5\n3 4\n", np.uint8)
+    tokens_per_line(a, 2)
+    parse_ints(np.frombuffer(b"1 2", np.uint8), 2)
+    parse_floats(a, 4, _P10)
+
+
+def warm_up_in_background() -> None:
+    """:func:`warm_up` in a daemon thread, once per process (later calls return at once)."""
+    global _warming
+    with _WARM_LOCK:
+        if _warming is not None or ready():
+            return
+        _warming = threading.Thread(target=warm_up, name="gpulab-text-numba-warm-up", daemon=True)
+        _warming.start()

@@ -150,14 +150,20 @@ def _lines(data: bytes, comments: bool) -> tuple[bytes, np.ndarray, np.ndarray]:
 
 def _compiled():
     """:mod:`app.io._text_numba` once numba is loaded in this process (the mesh tool loads it for
-    its cuts), else None: a reader never imports numba or compiles (issue 22, session 10)."""
+    its cuts) AND its passes are compiled, else None: a reader never imports numba and never waits
+    for a compile or for numba's disk cache (0.7 s with the cache, 20 s without it on 2 cores:
+    review B, session 10). The first read that finds numba loaded starts the compile in a daemon
+    thread and reads with NumPy; later reads take the compiled passes."""
     if not COMPILED_TEXT or "numba" not in sys.modules:
         return None
     try:
         from app.io import _text_numba
     except Exception:  # noqa: BLE001 - numba broken: NumPy's passes
         return None
-    return _text_numba
+    if _text_numba.ready():
+        return _text_numba
+    _text_numba.warm_up_in_background()
+    return None
 
 
 #: the compiled passes of :func:`_compiled` (False: NumPy's only; tests and A/Bs)

@@ -34,7 +34,28 @@ def _blocks(seed: int, count: int):
         yield b"".join(alphabet[i] for i in parts)
 
 
+def test_a_read_never_waits_for_a_compile(monkeypatch):
+    # numba loaded but the passes not compiled: NumPy's passes, and the compile starts aside once
+    started = []
+    monkeypatch.setattr(tn, "ready", lambda: False)
+    monkeypatch.setattr(tn, "warm_up_in_background", lambda: started.append(1))
+    assert mf._compiled() is None
+    assert np.array_equal(mf._tokens_per_line(b"1 2\n3\n", 2), [2, 1])
+    assert started
+
+
+def test_the_warm_up_compiles_once_in_a_thread():
+    tn.warm_up_in_background()
+    if tn._warming is not None:
+        tn._warming.join(120)
+    assert tn.ready()
+    t = tn._warming
+    tn.warm_up_in_background()
+    assert tn._warming is t   # once per process
+
+
 def test_tokens_per_line_equal_numpys(monkeypatch):
+    tn.warm_up()
     assert mf._compiled() is tn
     for block in _blocks(3, 400):
         n_lf = block.count(b"\n")
@@ -111,6 +132,8 @@ def test_psb_files_read_the_same_compiled(monkeypatch):
 
     files = sorted(PSB.glob("*.off"))[::4]
     assert files
+    tn.warm_up()
+    monkeypatch.setattr(tn, "ready", lambda: True)   # the spy below has no compiled signatures
     for p in files:
         with monkeypatch.context() as m:
             m.setattr(mf, "COMPILED_TEXT", False)
