@@ -7,7 +7,7 @@
   (a ``refine_boundaries`` edit) does not cluster again;
 - k = "auto"'s full-resolution cut may run on a thread while the integer k clusters (``LAYOUT_OVERLAP``),
   at the working resolution's k, clustered again where the cut loses a part;
-- ``autok.LAYOUT_DECIDE = "working"`` (the default since the session's round) decides on the working mesh and
+- ``autok.LAYOUT_DECIDE = "working"`` (the rule since the session's round) decides on the working mesh and
   cuts once; ``"full"`` (session 9's rule, decided on the full mesh) is equal to session 9's code.
 The fish of the other layout tests, clustered at a working resolution of 2,000 faces."""
 
@@ -60,7 +60,7 @@ def full(monkeypatch):
 
 
 def test_the_defaults():
-    assert autok.LAYOUT_DECIDE == "working" and sg.DEFAULT_AUTO_LAYOUT == "concave" and sg.LAYOUT_OVERLAP
+    assert autok.LAYOUT_DECIDE == "working" and sg.DEFAULT_AUTO_LAYOUT == "auto" and sg.LAYOUT_OVERLAP
 
 
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
@@ -173,10 +173,10 @@ def test_concave_equals_session_9s_relayout_on_the_gpu(fish, full):
 
 @pytest.mark.gpu
 def test_working_on_the_gpu_is_the_kept_layouts_own_run(fish):
-    """The default ("working") on the GPU: the kept layout's own run on the same prepared mesh."""
+    """The default decision ("working") on the GPU: the kept layout's own run on the same prepared mesh."""
     kw = {"device": "cuda"}
     prep = _prep(fish, "cuda")
-    seg = sg.segment_prepared(prep, k="auto", **kw)
+    seg = sg.segment_prepared(prep, k="auto", auto_layout="concave", **kw)
     note = seg.info["auto_layout"]
     assert note["decided_on"] == "working"
     ref = (sg.segment_prepared(prep, k="auto", auto_layout="auto", **kw) if note["kept"] == "auto"
