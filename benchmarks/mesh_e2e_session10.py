@@ -44,7 +44,7 @@ from gpu_kernels.mesh import simplify as simp  # noqa: E402
 MODULES = ["gpu_kernels.mesh.segment", "gpu_kernels.mesh.dualgraph", "gpu_kernels.mesh.boundary",
            "gpu_kernels.mesh.cluster", "gpu_kernels.mesh.simplify", "gpu_kernels.mesh.thickness",
            "gpu_kernels.mesh.colors", "gpu_kernels.mesh.nearest", "gpu_kernels.mesh.autok",
-           "gpu_kernels.mesh._numba_cut", "gpu_kernels.mesh.metrics", "gpu_kernels.apsp",
+           "gpu_kernels.mesh._numba_cut", "gpu_kernels.mesh.metrics", "gpu_kernels.mesh.coarsen", "gpu_kernels.graph.apsp",
            "app.io.mesh_io", "app.io.mesh_formats"]
 
 def _inline_simplify(vertices, faces, target_faces, method=None, *, fn=None):
@@ -100,8 +100,8 @@ def _modules():
             out.append(importlib.import_module(name))
         except ImportError:
             pass
-    for name in list(sys.modules):   # any other module of the apsp package
-        if name.startswith("gpu_kernels.apsp") and sys.modules[name] not in out and sys.modules[name] is not None:
+    for name in list(sys.modules):   # any other module of the graph (APSP) package
+        if name.startswith("gpu_kernels.graph") and sys.modules[name] not in out and sys.modules[name] is not None:
             out.append(sys.modules[name])
     return out
 

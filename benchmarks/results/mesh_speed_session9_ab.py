@@ -21,7 +21,7 @@ wall times of the wrapped functions, summed over threads).
 
 Example (device call of session 9)::
 
-    python benchmarks/mesh_speed9_ab.py 101.off 281.off --rounds 7
+    python benchmarks/results/mesh_speed_session9_ab.py (session 9 code only) 101.off 281.off --rounds 7
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ product path's. (Call 1 ran the search per step only: 76 of 76 the same in every
 
 Example (device call of session 9)::
 
-    python benchmarks/mesh_speed9_thick.py psb/off/*.off
+    python benchmarks/results/mesh_speed_session9_thick.py (session 9 code only: it toggles the removed thickness.FUSED_NEAREST) psb/off/*.off
 """
 
 from __future__ import annotations
