@@ -74,100 +74,28 @@ def _diff_cpu(cpu: dict, gpu: dict) -> list:
 
 
 # ----------------------------------------------------------------------------- variants
-def _segment_gpu_early(be, qt, km, p, features, moments, label_method, global_step, features_method, progress,
-                       params):
-    """segment._segment_gpu with the clusters' and the labels' host copies made through
-    _util.EarlyDownload (started right after k-means and after the merge; with
-    _util.EARLY_DOWNLOAD off, one download at the end as before): the change proposed for
-    segment.py, timed here before it goes there."""
-    from gpu_kernels.imseg import features as _feat
-    from gpu_kernels.imseg import label as _label
-    from gpu_kernels.imseg import merge as _merge
-    from gpu_kernels.imseg import segment as S
-    from gpu_kernels.imseg._util import EarlyDownload, StageTimer, SyncCounter
-
-    h, w, c, img_d = qt["h"], qt["w"], qt["c"], qt["img_d"]
-    clusters, centres, k_d, m_d = km["clusters"], km["centres"], km["k_d"], km["m_d"]
-    timer = StageTimer(be)
-    syncs = SyncCounter()
-    early = EarlyDownload(be)
-    try:
-        early.start({"__clusters": clusters})
-        progress.update(0.2, "connected components")
-        if label_method == "unionfind":
-            labels_d, total = _label.unionfind_device(be, clusters, h, w, p["connectivity"], None, global_step)
-        else:
-            labels_d, total = _label.equivalence_device(be, clusters, h, w, p["connectivity"], None, syncs)
-        timer.mark("labelling")
-        rounds = 0
-        if p["min_size"] > 1 and h * w <= S.UNREAD_COUNT_MAX_PIXELS:
-            progress.update(0.4, "merging small regions")
-            out: dict = {}
-            R, rounds = _merge.merge_device(be, labels_d, h * w, h, w, p["min_size"], p["connectivity"], img_d, c,
-                                            lab_d=qt["lab_d"], syncs=syncs, count_dev=total, also=(k_d, m_d),
-                                            out=out)
-            k, n_colours = out["also"]
-        else:
-            meta = syncs.read_many(be, (total, k_d, m_d), "number of regions (sizes the feature arrays)")
-            R, k, n_colours = (int(v) for v in meta)
-            if p["min_size"] > 1:
-                progress.update(0.4, "merging small regions")
-                R, rounds = _merge.merge_device(be, labels_d, R, h, w, p["min_size"], p["connectivity"], img_d, c,
-                                                lab_d=qt["lab_d"], syncs=syncs)
-        timer.mark("min_size")
-        early.start({"__labels": labels_d})
-        feats_d = {}
-        if features:
-            progress.update(0.7, "region features")
-            feats_d = _feat.features_device(be, labels_d, R, h, w, img_d, c, features_method, moments)
-        timer.mark("features")
-        host = early.download({"__centres": centres, **feats_d})
-    except BaseException:
-        early.abandon()
-        raise
-    labels = host.pop("__labels").reshape(h, w)
-    clusters_h = host.pop("__clusters").reshape(h, w)
-    centres_h = host.pop("__centres")[:k]
-    timer.mark("download")
-    timings = {}
-    for tm in (*qt["timers"], km["timer"], timer):
-        timings.update(tm.result())
-    timings["total"] = float(sum(v for k2, v in timings.items() if k2 != "total"))
-    progress.update(1.0, "done")
-    return S.ImageSegmentation(labels=labels, clusters=clusters_h, n_regions=R, n_clusters=k, centres=centres_h,
-                               features=host, timings=timings, syncs=syncs.count,
-                               info={"device": be.label, "params": params, "n_colours": n_colours,
-                                     "merge_rounds": rounds, "sync_reasons": list(syncs.reasons)})
-
-
-_ORIG: dict = {}
-#: variant -> (segment._segment_gpu replaced by the proposed one, EARLY_DOWNLOAD, features method,
-#: UPLOAD_THREADS). Call 1 (before segment.py had the change) also timed "piece": the threaded
-#: upload in 2 MB pieces, each sent as soon as copied (no gain: the _util.UPLOAD_PIECE switch is gone)
+#: variant -> (EARLY_DOWNLOAD, features method, UPLOAD_THREADS). Call 1 (before segment.py had the
+#: early copies) also timed "piece": the threaded upload in 2 MB pieces, each sent as soon as copied
+#: (no gain: the _util.UPLOAD_PIECE switch is gone), and the early copies through a replaced
+#: segment._segment_gpu ("ovl*": now the tree's own path, the same as the rows without the prefix)
 VARIANTS = {
-    "old": (False, False, "runs", 4),    # session 9's path: one download at the end, raster features
-    "new": (False, True, None, 4),       # the tree's defaults (after the change)
-    "base": (False, False, None, 4),
-    "ovl": (True, True, None, 4),
-    "ovloff": (True, False, None, 4),
-    "ovlsort": (True, True, "sort", 4),
-    "ovlt8": (True, True, None, 8),
-    "sortf": (False, False, "sort", 4),
+    "old": (False, "runs", 4),    # session 9's path: one download at the end, raster features
+    "new": (True, None, 4),       # the tree's defaults
+    "base": (False, None, 4),
+    "ovl": (True, None, 4),
+    "ovloff": (False, None, 4),
+    "ovlsort": (True, "sort", 4),
+    "ovlt8": (True, None, 8),
+    "sortf": (False, "sort", 4),
 }
 
 
 def set_variant(v: str) -> dict:
     """Switch to variant ``v`` (VARIANTS); returns the keywords its calls take."""
     from gpu_kernels.imseg import _util as U
-    from gpu_kernels.imseg import segment as S
 
-    repl, early, fm, threads = VARIANTS[v]
-    _ORIG.setdefault("seg", S._segment_gpu)
-    if "EarlyDownload" in vars(S):   # the tree's segment.py has the change: nothing to replace
-        repl = False
-    S._segment_gpu = _segment_gpu_early if repl else _ORIG["seg"]
-    if hasattr(U, "EARLY_DOWNLOAD"):
-        U.EARLY_DOWNLOAD = early
+    early, fm, threads = VARIANTS[v]
+    U.EARLY_DOWNLOAD = early
     U.UPLOAD_THREADS = threads
     return {"features_method": fm} if fm else {}
 

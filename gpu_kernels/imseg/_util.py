@@ -431,13 +431,17 @@ class EarlyDownload:
         host = _result_block(self.be, max(off, 8))
         hbase = host.ctypes.data
         out = {}
-        for (k, v), o in zip(zip(arrays, keep, strict=True), offs, strict=True):
-            if v.nbytes:
-                rt.memcpyAsync(hbase + o, v.data.ptr, v.nbytes, rt.memcpyDeviceToHost, side.ptr)
-            out[k] = host[o:o + v.nbytes].view(v.dtype).reshape(v.shape)
         done = xp.cuda.Event(block=False, disable_timing=True)
-        done.record(side)
-        self.parts.append((out, done, keep))
+        try:
+            for (k, v), o in zip(zip(arrays, keep, strict=True), offs, strict=True):
+                if v.nbytes:
+                    rt.memcpyAsync(hbase + o, v.data.ptr, v.nbytes, rt.memcpyDeviceToHost, side.ptr)
+                out[k] = host[o:o + v.nbytes].view(v.dtype).reshape(v.shape)
+        finally:
+            # known to download() and abandon() even when a later copy failed to queue: the copies
+            # already queued are waited for before their host block and device arrays go back (review A #5)
+            done.record(side)
+            self.parts.append((out, done, [*keep, host]))
 
     def download(self, arrays: dict) -> dict:
         """``arrays`` and every array started (or kept) before, on the host, by name."""
