@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 SHOW_CHOICES = ("Depth", "Normal", "Confidence", "Iterations", "Image")
 CLOUD_CHOICES = ("This view's points", "Fused cloud", "Seeds", "Cameras only")
 PREVIEW_INTERVAL_S = 0.15
+#: the side panel's "This view" section while the chosen view has no result (before a run, after a
+#: new scene, a view the run left out), not a bare heading (reviewer B, session 10)
+NO_VIEW_RESULT = ("<span style='color:#666'>Not reconstructed yet: this view's samples, depth range and "
+                  "confidence show after a run that includes it.</span>")
 
 
 class MvsTab(ToolTab):
@@ -107,6 +111,7 @@ class MvsTab(ToolTab):
         self.only_button = QPushButton("Reconstruct only this view")
         self.only_button.setToolTip("Set Views to the chosen view, so that Reconstruct computes it alone")
         self.only_button.clicked.connect(self.only_this_view)
+        self.only_button.setEnabled(False)  # until a scene is open (it did nothing, silently)
         lay.addWidget(self.only_button)
         row = QHBoxLayout()
         self.masks_button = QPushButton("Masks…")
@@ -166,7 +171,7 @@ class MvsTab(ToolTab):
         self.readout.setObjectName("mvs-readout")
         self.readout.setWordWrap(True)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.stats_label = QLabel("")
+        self.stats_label = QLabel(NO_VIEW_RESULT)
         self.stats_label.setObjectName("mvs-stats")
         self.stats_label.setWordWrap(True)
         self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -195,6 +200,7 @@ class MvsTab(ToolTab):
 
     def show_input(self, data: mvs.MVSData) -> None:
         self.no_masks_button.setEnabled(data.mask_dir is not None)
+        self.only_button.setEnabled(True)
         self.view_combo.blockSignals(True)
         self.view_combo.clear()
         self.view_combo.addItems([f"{i}: {n}" for i, n in enumerate(data.scene.names)])
@@ -224,7 +230,7 @@ class MvsTab(ToolTab):
     def clear_result(self) -> None:
         self._live = None
         self.form.clear_chosen()
-        self.stats_label.setText("")
+        self.stats_label.setText(NO_VIEW_RESULT)
         self.cloud_view.clear()
 
     def show_result(self, result: mvs.MVSRun) -> None:
@@ -381,7 +387,7 @@ class MvsTab(ToolTab):
                 img = np.repeat(img[..., None], 3, axis=2)
             note = "" if m is not None or what == "Image" else " (not reconstructed yet)"
             self.map_view.show_rgb(img[..., :3], title=f"{name}{note}")
-            self.stats_label.setText("" if m is None else self._stats_text(m))
+            self.stats_label.setText(NO_VIEW_RESULT if m is None else self._stats_text(m))
             self._redraw_cloud()
             return
         keep = m.conf >= self._threshold()

@@ -35,7 +35,10 @@ def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_
     sample = mvs.samples()
     if not sample:
         pytest.skip("the bundled sample is missing")
+    # before a scene: nothing to reconstruct alone, and the side panel says what will show (session 10)
+    assert not tab.only_button.isEnabled() and "Not reconstructed yet" in tab.stats_label.text()
     data = tab_runner.load(tab, sample[0])
+    assert tab.only_button.isEnabled() and "Not reconstructed yet" in tab.stats_label.text()
     assert data.n_views == 12 and tab.view_combo.count() == 12
     assert "12 views" in tab.input_info.text()
     previews = []
@@ -62,8 +65,10 @@ def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_
         tab.cloud_combo.setCurrentText(what)
     tab.cloud_combo.setCurrentText("This view's points")
     assert tab.cloud_view.n_points == res.view_map(0).n_samples
+    assert "samples" in tab.stats_label.text() and "Not reconstructed yet" not in tab.stats_label.text()
     tab.view_combo.setCurrentIndex(5)  # not reconstructed: the image with a note
     assert "not reconstructed" in tab.map_view.title.text
+    assert "Not reconstructed yet" in tab.stats_label.text()
     tab.only_this_view()
     assert tab.form.values()["views"] == "view005"
     tab.view_combo.setCurrentIndex(0)
