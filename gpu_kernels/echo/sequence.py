@@ -199,8 +199,8 @@ def estimate_sequence(frames, *, reference: int = 0, trajectory: bool = True, re
     total = npairs + n_refine
     infos = []
     xp = be.xp
-    if out is None:
-        pair = host_buffer((npairs, 3) + shape, device=be)
+    if out is None:   # a one-shot call: no buffer made ahead for a next call (review A #10)
+        pair = host_buffer((npairs, 3) + shape, device=be, how="numpy")
     elif out.shape != (npairs, 3) + shape or out.dtype != np.float32 or not out.flags.c_contiguous:
         raise EchoInputError(f"out must be a C-contiguous float32 array of shape {(npairs, 3) + shape}")
     else:
