@@ -118,6 +118,7 @@ class MvsTab(ToolTab):
         self.masks_button.setToolTip("A folder with one mask image per view (non-zero: reconstruct); "
                                      "COLMAP's NAME.png or NAME.<ext> naming")
         self.masks_button.clicked.connect(lambda: self.choose_masks())
+        self.masks_button.setEnabled(False)  # until a scene is open
         self.no_masks_button = QPushButton("No masks")
         self.no_masks_button.setEnabled(False)
         self.no_masks_button.clicked.connect(self.clear_masks)
@@ -201,6 +202,7 @@ class MvsTab(ToolTab):
     def show_input(self, data: mvs.MVSData) -> None:
         self.no_masks_button.setEnabled(data.mask_dir is not None)
         self.only_button.setEnabled(True)
+        self.masks_button.setEnabled(True)
         self.view_combo.blockSignals(True)
         self.view_combo.clear()
         self.view_combo.addItems([f"{i}: {n}" for i, n in enumerate(data.scene.names)])

@@ -36,9 +36,11 @@ def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_
     if not sample:
         pytest.skip("the bundled sample is missing")
     # before a scene: nothing to reconstruct alone, and the side panel says what will show (session 10)
-    assert not tab.only_button.isEnabled() and "Not reconstructed yet" in tab.stats_label.text()
+    assert not tab.only_button.isEnabled() and not tab.masks_button.isEnabled()
+    assert "Not reconstructed yet" in tab.stats_label.text()
     data = tab_runner.load(tab, sample[0])
-    assert tab.only_button.isEnabled() and "Not reconstructed yet" in tab.stats_label.text()
+    assert tab.only_button.isEnabled() and tab.masks_button.isEnabled()
+    assert "Not reconstructed yet" in tab.stats_label.text()
     assert data.n_views == 12 and tab.view_combo.count() == 12
     assert "12 views" in tab.input_info.text()
     previews = []
