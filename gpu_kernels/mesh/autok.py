@@ -45,7 +45,7 @@ leave one category out, k = "auto" 0.1671 -> 0.1563 held out, better on 5 of 5 d
 10.8 -> 8.4, the same k. Session 10 (benchmarks/results/mesh_r2_session10.md): decided on the working mesh
 (:data:`LAYOUT_DECIDE`), only the kept result is cut at full resolution; on 10 more new draws 0.1612 -> 0.1519.
 It costs one integer-k clustering and its cuts and merges at the working resolution (the distances, the auto
-starts' clusterings and their fuzzy cuts re-used): 15-40 ms on an H100 host, still too much for 17k faces
+starts' clusterings and their fuzzy cuts re-used): 12-80 ms at best-of on H100 hosts, still too much for 17k faces
 within 0.2 s, so it stays off by default (``defaults.DEFAULT_AUTO_LAYOUT``).
 """
 
