@@ -125,7 +125,7 @@ PARAMS = ParamSet([
     Param("auto_layout", str, _defaults.DEFAULT_AUTO_LAYOUT, "Auto-k layout",
           "With k = auto: 'concave' also lays the parts out by the fixed-k method at the k that auto chose and "
           "keeps the more concave boundaries (better parts on unseen PSB meshes, 0.152 against 0.161 Rand Index "
-          "error; one fixed-k clustering more, about 15-40 ms on a GPU).", choices=("auto", "concave"),
+          "error; one fixed-k clustering more, about 15-80 ms on a GPU).", choices=("auto", "concave"),
           advanced=True, choice_help={"auto": "k = auto's own merges", "concave": "the more concave of the two"}),
     Param("simplifier", str, "auto", "Simplifier",
           "How the working resolution is made (quadric edge collapse).",
