@@ -331,6 +331,9 @@ class MeshTab(ToolTab):
             bits.append(f"δ = {p.get('delta', 0):.2f}{' (auto)' if p.get('delta_auto') else ''}, "
                         f"η = {p.get('eta_convex', 0):.2f}{' (auto)' if p.get('eta_convex_auto') else ''}, "
                         f"ε = {p.get('epsilon', 0):.3g}")
+        layout = mesh_seg.layout_line(seg)   # Auto-k layout = concave: which layout was kept, and why
+        if layout:
+            bits.append(html.escape(layout.strip()))
         bits.append(f"{int(np.count_nonzero(seg.fuzzy)):,} fuzzy faces settled by the minimum cut")
         st = mesh_seg.stage_times(result)
         if st:

@@ -43,7 +43,7 @@ from .mesh_seg_exports import (  # noqa: F401  (re-exported: the tab and the tes
     write_segments,
 )
 from .mesh_seg_exports import summary as _summary
-from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k, with_layout_line  # noqa: F401
+from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k, layout_line, with_layout_line  # noqa: F401
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
