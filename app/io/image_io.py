@@ -244,8 +244,10 @@ def read_image(path: str | os.PathLike, *, mode: str = "keep") -> np.ndarray:
     except MemoryError:
         raise ImageReadError(f"{_name(path)}: the image is too large to read into memory") from None
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a corrupt file to the user
+        why = failure_reason(exc)   # the generic "the file is corrupt" would only repeat the line
+        why = "" if why == "the file is corrupt" else f" ({why})"
         raise ImageReadError(f"{_name(path)}: not a readable image: the file is corrupt or not a "
-                             f"{ext.lstrip('.').upper()} file ({failure_reason(exc)})") from None
+                             f"{ext.lstrip('.').upper()} file{why}") from None
     arr = np.asarray(arr)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[..., 0]
