@@ -72,7 +72,7 @@ from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import as_progress
+from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
@@ -1333,11 +1333,19 @@ def _cut_and_lay_out(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries
     if guess > 1 and int(guess) not in cm.layouts:
         # k = "auto"'s full-resolution cut on a host thread while the integer k clusters at the working
         # resolution's k (the final k but where the cut loses a part: then it clusters again below)
-        fut = _layout_pool().submit(_cut_labels_on, backend, prep, cm, refine_boundaries)
+        fut = _layout_pool().submit(_cut_labels_on, backend, prep, cm, refine_boundaries, prog)
         try:
             _kept_layout(prep, cm, guess, mode, backend, prog.sub(0.6, 1.0, prefix="auto-k layout").sub(0.0, 0.7))
-        finally:
-            own = fut.result()
+        except BaseException:
+            # (a cancel or an error here: the thread, which shares the job's cancel flag, stops at its next check;
+            # wait for it, but its own outcome never replaces this one)
+            fut.cancel()
+            try:
+                fut.result()
+            except BaseException:
+                pass
+            raise
+        own = fut.result()
         cut_progress.update(1.0, "boundary cut")
     else:
         with backend.activate():
@@ -1378,10 +1386,12 @@ def _carried_k(cm: ClusteredMesh) -> int:
     return 0
 
 
-def _cut_labels_on(backend, prep, cm, refine_boundaries):
-    """:func:`_cut_labels` on ``backend`` (a thread's), without progress reports."""
+def _cut_labels_on(backend, prep, cm, refine_boundaries, progress=None):
+    """:func:`_cut_labels` on ``backend`` (a thread's), without progress reports; cancelled with ``progress``
+    (its cancel flag only)."""
+    quiet = Progress(None, progress._cancel) if isinstance(progress, Progress) else as_progress(None)
     with backend.activate():
-        return _cut_labels(prep, cm, refine_boundaries, as_progress(None))
+        return _cut_labels(prep, cm, refine_boundaries, quiet)
 
 
 def _one_carried(cm: ClusteredMesh) -> bool:

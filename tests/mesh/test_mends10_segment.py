@@ -1,0 +1,90 @@
+"""Session 10 mends of review A in gpu_kernels/mesh/segment.py (issue 22), on the fish of the layout tests at a
+working resolution of 2,000 faces (CPU):
+
+- #4: a cancel (or error) while the integer k clusters, with k = "auto"'s full-resolution cut on its thread
+  (``LAYOUT_OVERLAP``), re-raises the original exception after the thread has ended, and the thread stops at
+  the job's cancel flag.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.jobs import Cancelled, Progress
+from gpu_kernels.mesh import autok
+from gpu_kernels.mesh import segment as sg
+from gpu_kernels.mesh import simplify as simp
+
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+KW = {"device": "cpu", "apsp_method": "cpu"}
+
+if not simp.available_simplifiers():  # (the working resolution is a simplified copy: the installed default)
+    pytest.skip("no simplifier installed (fast-simplification or pymeshlab)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def fish():
+    z = np.load(STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+def _prep(fish):
+    v, f = fish
+    return sg.prepare_mesh(v, f, max_faces=2000, device="cpu", apsp_method="cpu")
+
+
+@pytest.fixture(scope="module")
+def clustered(fish):
+    prep = _prep(fish)
+    return prep, sg.cluster_prepared(prep, k="auto", **KW)
+
+
+@pytest.fixture
+def overlap(monkeypatch):
+    monkeypatch.setattr(autok, "LAYOUT_DECIDE", "full")  # (the path with the thread: decided on the full mesh)
+    monkeypatch.setattr(sg, "LAYOUT_OVERLAP", True)
+
+
+def test_a_cancel_during_the_overlap_waits_for_the_thread_and_keeps_its_exception(fish, clustered, monkeypatch,
+                                                                                 overlap):
+    prep, cm = clustered
+    cm.layouts.clear()
+    ended = []
+
+    def slow_failing_cut(*a, **k):
+        time.sleep(0.3)
+        ended.append(1)
+        raise RuntimeError("the thread's own error")
+
+    def cancelled_layout(*a, **k):
+        raise Cancelled()
+
+    monkeypatch.setattr(sg, "_cut_labels", slow_failing_cut)
+    monkeypatch.setattr(sg, "_kept_layout", cancelled_layout)
+    with pytest.raises(Cancelled):
+        sg.segment_mesh(*fish, prepared=prep, clustered=cm, auto_layout="concave", **KW)
+    assert ended == [1]  # waited for the thread before re-raising
+
+
+def test_the_overlap_thread_stops_at_the_jobs_cancel_flag(clustered, monkeypatch):
+    prep, cm = clustered
+    seen = []
+
+    def cut(prep_, cm_, refine, progress):
+        seen.append(progress)
+        progress.check()
+        return "cut"
+
+    monkeypatch.setattr(sg, "_cut_labels", cut)
+    job = Progress(lambda f, s: None, threading.Event())
+    assert sg._cut_labels_on(sg.get_backend("cpu"), prep, cm, True, job) == "cut"
+    job.cancel()
+    with pytest.raises(Cancelled):
+        sg._cut_labels_on(sg.get_backend("cpu"), prep, cm, True, job)
+    assert seen[0]._callback is None  # (no reports from the thread)
+
