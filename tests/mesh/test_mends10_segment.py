@@ -3,11 +3,13 @@ working resolution of 2,000 faces (CPU):
 
 - #4: a cancel (or error) while the integer k clusters, with k = "auto"'s full-resolution cut on its thread
   (``LAYOUT_OVERLAP``), re-raises the original exception after the thread has ended, and the thread stops at
-  the job's cancel flag.
-"""
+  the job's cancel flag;
+- #2: rows with the same clustering (a factor's and a start's) are settled once: at k = 12 five cuts and
+  merges, not seven, with the same result, ``EARLY_SETTLE_CPU`` on and off."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -88,3 +90,32 @@ def test_the_overlap_thread_stops_at_the_jobs_cancel_flag(clustered, monkeypatch
         sg._cut_labels_on(sg.get_backend("cpu"), prep, cm, True, job)
     assert seen[0]._callback is None  # (no reports from the thread)
 
+
+def _digest(seg):
+    return hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes() + seg.memberships.tobytes()).hexdigest()
+
+
+def _counted(monkeypatch, name):
+    calls = []
+    real = getattr(sg, name)
+    monkeypatch.setattr(sg, name, lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    return calls
+
+
+def test_rows_with_the_same_clustering_are_settled_once(fish, monkeypatch):
+    """k = 12: four factors' rows and three auto-k starts' (seven), two of them the same clusterings as a
+    factor's: five cuts and merges (session 10's code before 40b08ed: seven), the same result with the cuts
+    on the early-settle thread (the GPU's path, ``EARLY_SETTLE_CPU``) as without."""
+    assert len(sg.AUTO_K_STARTS) == 3
+    monkeypatch.setattr(sg, "EARLY_SETTLE_CPU", False)
+    cuts = _counted(monkeypatch, "_assemble_and_cut")
+    serial = sg.segment_prepared(_prep(fish), k=12, auto_layout="auto", **KW)
+    assert len(cuts) == 5
+    monkeypatch.setattr(sg, "EARLY_SETTLE_CPU", True)
+    ones = _counted(monkeypatch, "_settle_one")
+    prep = _prep(fish)
+    sg.segment_prepared(prep, k=12, auto_layout="auto", **KW)
+    ones.clear()
+    early = sg.segment_prepared(prep, k=12, auto_layout="auto", **KW)  # (the starts' clusterings from the memo)
+    assert len(ones) == 4  # (before 40b08ed: six)
+    assert serial.k == early.k == 12 and _digest(serial) == _digest(early)
