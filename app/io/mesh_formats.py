@@ -853,12 +853,17 @@ def read_off(path, name: str | None = None) -> MeshFile:
     if line + nv > n_lines:
         raise ctx.ends_early(n_lines - line, nv, "vertex", "vertices")
     vertices = np.empty((0, 3), np.float64)
+    extra = None  # (the first longer vertex line where a plain OFF's vertex lines differ in length)
     if nv:
         block = text[starts[line]:ends[line + nv - 1] + 1]
         per = _tokens_per_line(block, nv)
         if per.min() < 3:
             i = int(np.argmin(per))
             raise ctx.bad(f"vertex {i + 1:,} has {per[i]} number{'s' if per[i] != 1 else ''}, not 3")
+        if not any(key.group(g) for g in (1, 2, 3, 4)) and per.max() > 3 and per.min() < per.max():
+            # (lines of unequal length: not per-vertex extras such as a colour on every line)
+            i = int(np.argmax(per > 3))
+            extra = ctx.bad(f"vertex {i + 1:,} has {per[i]} numbers, 3 expected")
         vals = _numbers(block, int(per.sum()), np.float64)
         if vals is None:
             found = _first_bad_token(block, float)
@@ -869,7 +874,9 @@ def read_off(path, name: str | None = None) -> MeshFile:
             vals[(np.cumsum(per) - per)[:, None] + np.arange(3)]
     line += nv
     if line + nf > n_lines:
-        raise ctx.ends_early(n_lines - line, nf, "face")
+        # (a plain OFF's vertex line with extra numbers, e.g. two vertices on one line: the file is short of
+        # lines because a vertex line holds more than one vertex, not because it is truncated)
+        raise extra or ctx.ends_early(n_lines - line, nf, "face")
     if nf == 0:
         return MeshFile(vertices, np.empty((0, 3), np.int64))
     block = text[starts[line]:ends[line + nf - 1] + 1]
