@@ -182,6 +182,9 @@ class ToolTab(QWidget):
 
     tool: Tool
     run_label: str = "Run"
+    #: below this width for the view(s) the side panel folds away (None: the window's 240 px; a tab
+    #: whose view is two panes side by side asks for more)
+    MIN_VIEW_WIDTH: int | None = None
 
     #: a line for the status bar
     status_message = Signal(str)
@@ -239,7 +242,8 @@ class ToolTab(QWidget):
         split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
         split.setSizes([340, 680, 280] if side is not None else [340, 880])
-        balance_splitter(split)  # panels as wide as their controls need, the view the rest
+        # panels as wide as their controls need, the view the rest (the side panel folds below MIN_VIEW_WIDTH)
+        balance_splitter(split, min_views=self.MIN_VIEW_WIDTH)
         self.splitter = split
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)

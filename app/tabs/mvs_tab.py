@@ -56,6 +56,8 @@ class MvsTab(ToolTab):
     display_bindings = {"show": "show_combo", "min_confidence": ("threshold", 100), "cloud": "cloud_combo",
                         "frusta": "frusta_check"}
     run_label = "Reconstruct"
+    #: the map and the 3-D view side by side: each keeps ~240 px before the side panel folds (review B #8)
+    MIN_VIEW_WIDTH = 480
 
     #: (view index, depth copy, info) from the worker thread, for the live preview
     preview_ready = Signal(int, object, object)

@@ -555,15 +555,21 @@ class _SplitterBalance(QObject):
     #: the mesh view got 95 px beside a 340 px side panel, two pinned halves ~40 px each)
     MIN_VIEWS = 240
 
-    def __init__(self, split: QSplitter, view_index: int, side_share: float, side_max: int):
+    def __init__(self, split: QSplitter, view_index: int, side_share: float, side_max: int,
+                 min_views: int | None = None):
         super().__init__(split)
         self.split, self.view_index, self.side_share, self.side_max = split, view_index, side_share, side_max
+        #: a tab's own floor for its view(s) (MVS: two panes side by side); None: MIN_VIEWS
+        self.min_views = min_views
         self.has_side = split.count() > view_index + 1  # a panel right of the view(s)
         self.user_moved = False
         self.folded = False
         #: the visible cue of a folded side panel, at the window's right edge: a click shows it again
         self.unfold_button = None
         split.splitterMoved.connect(self._moved)
+
+    def _min_views(self) -> int:
+        return self.MIN_VIEWS if self.min_views is None else self.min_views
 
     def _moved(self, *_a) -> None:
         if not getattr(self, "_balancing", False):
@@ -647,7 +653,7 @@ class _SplitterBalance(QObject):
         if self.has_side and not hidden[n - 1]:
             # a narrow window: the side panel folds away before the view is squeezed to a strip; a
             # button at the right edge (and the handle, dragged) brings it back, so does a wider window
-            fold = rest < self.MIN_VIEWS
+            fold = rest < self._min_views()
             if fold:
                 rest += sizes[n - 1]
                 sizes[n - 1] = 0
@@ -684,7 +690,7 @@ class _SplitterBalance(QObject):
         if not self.folded:
             return
         sizes, want, views = self._side_room()
-        if sum(sizes[i] for i in views) - want >= self.MIN_VIEWS:
+        if sum(sizes[i] for i in views) - want >= self._min_views():
             self.unfold()
         else:
             self._set_folded(True)
@@ -695,11 +701,12 @@ class _SplitterBalance(QObject):
             self.balance()
 
 
-def balance_splitter(split: QSplitter, *, view_index: int = 1, side_share: float = 0.2, side_max: int = 420) -> None:
+def balance_splitter(split: QSplitter, *, view_index: int = 1, side_share: float = 0.2, side_max: int = 420,
+                     min_views: int | None = None) -> None:
     """Share a tab's splitter (left panel, view, optional side panel) by the window's width:
     the panels get what their controls need (the side panel up to ``side_share`` of the width,
     at most ``side_max`` px), the view the rest. Re-shared when the window is resized, until the
     user drags a handle."""
-    b = _SplitterBalance(split, view_index, side_share, side_max)
+    b = _SplitterBalance(split, view_index, side_share, side_max, min_views)
     split.installEventFilter(b)
     split._balance = b
