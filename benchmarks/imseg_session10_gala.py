@@ -76,16 +76,8 @@ def prepare(item) -> dict:
     border[0], border[-1], border[:, 0], border[:, -1] = True, True, True, True
     g["bord"] = np.bincount(lab0[border], minlength=R).astype(np.float64)
     # the boundary pixel pairs' gradient histogram per edge (same pairs as region_graph_np)
-    gi = gq.astype(np.int64)
-    a1, b1 = lab0[:, :-1], lab0[:, 1:]
-    m1 = a1 != b1
-    a2, b2 = lab0[:-1, :], lab0[1:, :]
-    m2 = a2 != b2
-    a = np.concatenate([a1[m1], a2[m2]])
-    b = np.concatenate([b1[m1], b2[m2]])
-    s = np.concatenate([(gi[:, :-1] + gi[:, 1:])[m1], (gi[:-1, :] + gi[1:, :])[m2]])
+    lo, hi, s = C.boundary_pairs(lab0, gq.astype(np.int64))
     t = s / (2.0 * C.GSCALE)
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
     key = lo * R + hi
     u, inv = np.unique(key, return_inverse=True)
     assert np.array_equal(u // R, g["ea"]) and np.array_equal(u % R, g["eb"])

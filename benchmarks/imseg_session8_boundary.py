@@ -113,16 +113,12 @@ def multiscale(u8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def edge_sums(labels: np.ndarray, R: int, B: np.ndarray) -> np.ndarray:
     """float64 Σ (B_p + B_q) over the boundary pixel pairs of each adjacent region pair, in the order
     of ``region_graph_np``'s edges (sorted by lo * R + hi)."""
+    from gpu_kernels.imseg import contours as C
+
     lab0 = labels.astype(np.int64) - 1
     Bf = B.astype(np.float64)
-    a1, b1 = lab0[:, :-1], lab0[:, 1:]
-    m1 = a1 != b1
-    a2, b2 = lab0[:-1, :], lab0[1:, :]
-    m2 = a2 != b2
-    a = np.concatenate([a1[m1], a2[m2]])
-    b = np.concatenate([b1[m1], b2[m2]])
-    s = np.concatenate([(Bf[:, :-1] + Bf[:, 1:])[m1], (Bf[:-1, :] + Bf[1:, :])[m2]])
-    key = np.minimum(a, b) * R + np.maximum(a, b)
+    lo, hi, s = C.boundary_pairs(lab0, Bf)
+    key = lo * R + hi
     _, inv = np.unique(key, return_inverse=True)
     return np.bincount(inv, weights=s)
 

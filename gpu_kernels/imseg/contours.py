@@ -315,6 +315,26 @@ def slic_np(sm: np.ndarray, q: np.ndarray, S: int, compactness: float, iteration
     return lab.astype(np.int32)
 
 
+def boundary_pairs(lab0: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The boundary pixel pairs of a label image: for every pair of 4-neighbours with different
+    labels (the horizontal pairs first, then the vertical, each in raster order), the smaller label,
+    the larger label and ``values[p] + values[q]``.
+
+    >>> lab = np.array([[0, 0, 1], [2, 2, 1]])
+    >>> lo, hi, s = boundary_pairs(lab, np.arange(6).reshape(2, 3))
+    >>> lo.tolist(), hi.tolist(), s.tolist()
+    ([0, 1, 0, 0], [1, 2, 2, 2], [3, 9, 3, 5])
+    """
+    a1, b1 = lab0[:, :-1], lab0[:, 1:]
+    m1 = a1 != b1
+    a2, b2 = lab0[:-1, :], lab0[1:, :]
+    m2 = a2 != b2
+    a = np.concatenate([a1[m1], a2[m2]])
+    b = np.concatenate([b1[m1], b2[m2]])
+    s = np.concatenate([(values[:, :-1] + values[:, 1:])[m1], (values[:-1, :] + values[1:, :])[m2]])
+    return np.minimum(a, b), np.maximum(a, b), s
+
+
 def region_graph_np(labels: np.ndarray, R: int, gq: np.ndarray, q: np.ndarray) -> dict:
     """Region adjacency graph of labels 1..R (regions 0-based in the result)."""
     lab0 = labels.astype(np.int64) - 1
@@ -322,15 +342,8 @@ def region_graph_np(labels: np.ndarray, R: int, gq: np.ndarray, q: np.ndarray) -
     area = np.bincount(fl, minlength=R).astype(np.int64)
     rsum = np.stack([np.bincount(fl, weights=q[c].ravel().astype(np.float64), minlength=R)
                      for c in range(3)], axis=1).astype(np.int64)
-    g = gq.astype(np.int64)
-    a1, b1 = lab0[:, :-1], lab0[:, 1:]
-    m1 = a1 != b1
-    a2, b2 = lab0[:-1, :], lab0[1:, :]
-    m2 = a2 != b2
-    a = np.concatenate([a1[m1], a2[m2]])
-    b = np.concatenate([b1[m1], b2[m2]])
-    s = np.concatenate([(g[:, :-1] + g[:, 1:])[m1], (g[:-1, :] + g[1:, :])[m2]])
-    ea, eb, el, eg = _aggregate(np.minimum(a, b), np.maximum(a, b), np.ones(len(a), np.int64), s, R)
+    lo, hi, s = boundary_pairs(lab0, gq.astype(np.int64))
+    ea, eb, el, eg = _aggregate(lo, hi, np.ones(len(lo), np.int64), s, R)
     return {"R": int(R), "ea": ea, "eb": eb, "el": el, "eg": eg, "area": area, "rsum": rsum}
 
 
