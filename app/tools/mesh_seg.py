@@ -38,12 +38,12 @@ from .mesh_seg_exports import (  # noqa: F401  (re-exported: the tab and the tes
     SegmentsDirError,
     check_segments_dir,
     stage_times,
+    summary,
     write_colored_ply,
     write_labels,
     write_segments,
 )
-from .mesh_seg_exports import summary as _summary
-from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k, layout_line, with_layout_line  # noqa: F401
+from .mesh_seg_helpers import MIN_FACES_PER_PART, check_k, layout_line  # noqa: F401
 from .params import Param, ParamSet
 from .stages import Pipeline, Stage
 
@@ -182,11 +182,6 @@ class MeshSegResult(ToolResult):
 
 
 # ----------------------------------------------------------------------------- load / run
-def summary(result: MeshSegResult) -> list[str]:
-    """The human-readable summary (:func:`app.tools.mesh_seg_exports.summary`), with the auto-k layout kept."""
-    return with_layout_line(_summary(result), result.seg)
-
-
 def from_arrays(vertices, faces, path=None) -> MeshData:
     v = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64)

@@ -12,6 +12,7 @@ from gpu_kernels.lazy import lazy_module
 
 from ..io import formats as _formats
 from .base import Export, fmt_seconds
+from .mesh_seg_helpers import with_layout_line
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,7 +42,8 @@ def stage_times(result: MeshSegResult) -> list[tuple[str, float]]:
 
 
 def summary(result: MeshSegResult) -> list[str]:
-    """The human-readable summary: mesh, k, parameters used, device, time per stage, parts."""
+    """The human-readable summary: mesh, k, the auto-k layout kept (:func:`.mesh_seg_helpers.layout_line`),
+    parameters used, device, time per stage, parts. The tool's one summary (CLI, exported *-summary.txt)."""
     data, seg = result.data, result.seg
     info = dict(getattr(seg, "info", {}) or {})
     params = dict(info.get("params", {}) or {})
@@ -78,7 +80,7 @@ def summary(result: MeshSegResult) -> list[str]:
             hexcol = "#" + "".join(f"{int(c):02x}" for c in row["color"])
             lines.append(f"  {row['label']:4d}  {row['faces']:8,}  {100 * row['area_fraction']:6.1f}  {hexcol}")
     lines += [f"  warning: {w}" for w in result.warnings]
-    return lines
+    return with_layout_line(lines, seg)
 
 
 # ----------------------------------------------------------------------------- exports
