@@ -19,6 +19,7 @@ __all__ = [
     "as_image",
     "kernel",
     "is_cupy",
+    "device_stream",
     "grid",
     "SyncCounter",
     "StageTimer",
@@ -379,15 +380,21 @@ def download(be, arrays: dict) -> dict:
     return {k: out[k] for k in arrays}
 
 
+def device_stream(streams: dict, be):
+    """One non-blocking stream a device (``be.label``), kept in ``streams``: each use has its own dict, so
+    its own streams (the early copies here, the graphs' captures in :mod:`gpu_kernels.imseg.graphs`)."""
+    st = streams.get(be.label)
+    if st is None:
+        st = streams[be.label] = be.xp.cuda.Stream(non_blocking=True)
+    return st
+
+
 _SIDE: dict = {}
 
 
 def _side_stream(be):
     """One stream a device for the early copies to the host (:class:`EarlyDownload`)."""
-    st = _SIDE.get(be.label)
-    if st is None:
-        st = _SIDE[be.label] = be.xp.cuda.Stream(non_blocking=True)
-    return st
+    return device_stream(_SIDE, be)
 
 
 #: copy the k-means clusters and the merged labels to the host while the device goes on with the

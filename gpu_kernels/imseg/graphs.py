@@ -37,7 +37,7 @@ from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import kmeans as _km
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg import merge as _merge
-from gpu_kernels.imseg._util import is_cupy
+from gpu_kernels.imseg._util import device_stream, is_cupy
 
 __all__ = ["ENABLED", "MAX_GRAPHS", "GRID_ROUNDS", "FEATURE_ROWS_MAX", "PrefixGraph", "usable", "lookup", "capture", "clear",
            "stats", "feature_rows", "ContourGraph", "contour_usable", "contour_lookup", "contour_capture"]
@@ -140,10 +140,7 @@ _STREAMS: dict = {}
 
 def _capture_stream(be):
     """One capturing stream a device (the memory pool keeps its blocks per stream)."""
-    st = _STREAMS.get(be.label)
-    if st is None:
-        st = _STREAMS[be.label] = be.xp.cuda.Stream(non_blocking=True)
-    return st
+    return device_stream(_STREAMS, be)
 
 
 def _record(be, img: np.ndarray, body):
