@@ -46,7 +46,7 @@ def test_known_rotation_recovered():
 
 
 def test_jacobi_and_sor_reach_the_same_solution():
-    f, m, _ = make_pair(24, shift=(0.6, -0.4, 0.8), seed=3)
+    f, m, _ = make_pair(16, shift=(0.6, -0.4, 0.8), seed=3)  # 16^3: both still agree to ~1e-6
     kw = dict(device="cpu", levels=1, warps=1, tol=0, beta=0.02)
     sor = estimate_motion(f, m, solver="sor", iters=200, **kw)
     jac, info = estimate_motion(f, m, solver="jacobi", iters=900, return_info=True, **kw)
