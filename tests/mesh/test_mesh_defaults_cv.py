@@ -4,6 +4,7 @@ k = auto, and the LOCO selection of benchmarks/mesh_psb.py --cv itself."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -19,6 +20,23 @@ from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
 from gpu_kernels.mesh.metrics import rand_index_error
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def fish8000_consensus():
+    """fish_mesh(8000) and its consensus=True first stage (prepare_mesh, ~8 s on the CPU), built once for the
+    tests that cluster it; each takes a copy with empty memos (_fresh), so nothing is carried between them."""
+    from test_mesh_thin_parts import fish_mesh
+
+    if not simp.available_simplifiers():
+        pytest.skip("no simplifier installed")
+    v, f, _ = fish_mesh(8000)
+    return v, f, segmod.prepare_mesh(v, f, consensus=True, device="cpu", apsp_method="cpu")
+
+
+def _fresh(prep):
+    """``prep`` as prepare_mesh returned it: the memos that segment_prepared fills are emptied (a copy)."""
+    return dataclasses.replace(prep, memo={}, cuts={})
 
 
 def _sphere(n_sub: int = 4):
@@ -328,16 +346,11 @@ def test_refine_boundaries_recuts_only_near_the_boundaries():
 
 
 @pytest.mark.slow
-def test_consensus_winner_mode_re_cuts_only_the_result_it_keeps(monkeypatch):
+def test_consensus_winner_mode_re_cuts_only_the_result_it_keeps(monkeypatch, fish8000_consensus):
     """``CONSENSUS_RECUT = "winner"`` compares the carried results and re-cuts one of them at
     full resolution; "all" re-cuts all three (session 4: the same held-out quality within
     0.0007, 15-28 % quicker on the H100, benchmarks/results/mesh_session4.md)."""
-    from test_mesh_thin_parts import fish_mesh
-
-    if not simp.available_simplifiers():
-        pytest.skip("no simplifier installed")
-    v, f, _ = fish_mesh(8000)
-    prep = segmod.prepare_mesh(v, f, consensus=True, device="cpu", apsp_method="cpu")
+    prep = _fresh(fish8000_consensus[2])   # prepare_mesh(fish_mesh(8000), consensus=True, cpu, cpu)
     calls = []
     real = segmod._recut_full
 
@@ -389,7 +402,7 @@ def test_auto_k_keeps_the_medoid_of_its_over_segmentations(monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_consensus_of_resolutions_over_segments_each_resolution_once(monkeypatch):
+def test_the_consensus_of_resolutions_over_segments_each_resolution_once(monkeypatch, fish8000_consensus):
     """consensus=True was cross-validated with one auto-k over-segmentation per resolution;
     the starts consensus is for one working resolution only."""
     seen = []
@@ -400,12 +413,8 @@ def test_the_consensus_of_resolutions_over_segments_each_resolution_once(monkeyp
         return real(*a, **kw)
 
     monkeypatch.setattr(segmod, "_clusterings", spy)
-    from test_mesh_thin_parts import fish_mesh
-
-    if not simp.available_simplifiers():
-        pytest.skip("no simplifier installed")
-    v, f, _ = fish_mesh(8000)
-    seg = segment_mesh(v, f, k="auto", device="cpu", consensus=True)
+    v, f, prep = fish8000_consensus       # the clusterings are segment_prepared's: the first stage is shared
+    seg = segment_mesh(v, f, k="auto", device="cpu", consensus=True, prepared=_fresh(prep))
     assert len(seg.info["consensus"]["resolutions"]) == 3 and seen == [(), (), ()]
     assert "auto_k_starts" not in seg.info
     seen.clear()
