@@ -15,6 +15,7 @@ result behind, and an existing file is only replaced once its successor is whole
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "errors_named_after", "file_in_the_way", "hidden_prefix", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+__all__ = ["atomic_write", "cannot_write", "errors_named_after", "unwritable_reason", "write_failure", "file_in_the_way", "hidden_prefix", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
            "check_not_an_input",
            "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
@@ -94,15 +95,58 @@ def _name_part(name: str) -> str:
     return raw[:room].decode("utf-8", "ignore")
 
 
+def cannot_write(path, reason: str) -> str:
+    """The one line for an output that cannot be written, whichever writer or check met it (one cause,
+    one wording: review B, session 10): the path the user chose, the reason, what to do.
+
+    >>> cannot_write("/mnt/ro/out.png", "the file system is read-only")
+    '/mnt/ro/out.png: the file system is read-only; choose another folder'
+    """
+    return f"{path}: {reason}; choose another folder"
+
+
+def unwritable_reason(folder: Path) -> str:
+    """Why ``folder`` (that exists) takes no new file: a read-only file system, or its permissions."""
+    with contextlib.suppress(OSError, AttributeError):
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "the file system is read-only"
+    return f"the folder {folder} is not writable"
+
+
+def _write_reason(exc: OSError, path) -> str:
+    """gpulab's words for an :class:`OSError` met writing ``path``."""
+    if exc.errno == errno.EROFS:
+        return "the file system is read-only"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        p = Path(path)
+        return f"the folder {p.parent if str(p.parent) else Path('.')} is not writable"
+    reason = exc.strerror or str(exc)
+    system = isinstance(exc.errno, int) and reason == os.strerror(exc.errno)
+    return reason[0].lower() + reason[1:] if system and reason[:1].isupper() and not reason[:2].isupper() else reason
+
+
+def _with_message(exc: OSError, path) -> OSError:
+    """``exc`` with the one-line text of :func:`cannot_write` as its ``user_message`` (what
+    :func:`app.errors.user_message` shows), its ``strerror`` and ``filename`` unchanged."""
+    exc.user_message = cannot_write(path, _write_reason(exc, path))
+    return exc
+
+
+def write_failure(path, exc: OSError) -> str:
+    """The line for a writer that wraps an :class:`OSError` met writing ``path`` in its own error."""
+    msg = getattr(exc, "user_message", None)
+    return msg if isinstance(msg, str) and msg else cannot_write(path, _write_reason(exc, path))
+
+
 @contextlib.contextmanager
 def errors_named_after(path) -> Iterator[None]:
     """An :class:`OSError` raised inside (making a hidden temporary file or folder beside
     ``path``) is raised again, of the same kind, with ``path`` as its file name: the user reads
-    the name they chose, not ``.NAME.HOST-PID.xxxxxxxx.part``."""
+    the name they chose, not ``.NAME.HOST-PID.xxxxxxxx.part`` (and :func:`cannot_write`'s line)."""
     try:
         yield
     except OSError as exc:
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+        raise _with_message(type(exc)(exc.errno, exc.strerror, str(path)), path) from None
 
 
 def remove_stale_parts(parent: str | os.PathLike, name: str | None = None) -> list[str]:
@@ -175,7 +219,9 @@ def _check_parent(path: Path, *, for_file: bool = True) -> Path:
     parent = path.parent if str(path.parent) else Path(".")
     blocker = file_in_the_way(parent)
     if blocker is not None:
-        raise NotADirectoryError(20, f"{blocker} is a file, not a folder", str(path))
+        exc = NotADirectoryError(20, f"{blocker} is a file, not a folder", str(path))
+        exc.user_message = cannot_write(path, exc.strerror)
+        raise exc
     if not parent.exists():
         raise FileNotFoundError(2, "the folder to write into does not exist", str(parent))
     if not parent.is_dir():
@@ -310,7 +356,7 @@ def check_output_dir(path: str | os.PathLike, *, option: str = "") -> Path:
         if foreign:
             raise OutputPathError(foreign_message(lead, foreign, "give a new or empty folder"))
         if not os.access(path, os.W_OK):
-            raise OutputPathError(f"{lead}: the folder is not writable")
+            raise OutputPathError(cannot_write(lead, unwritable_reason(path)))
     _check_writable_parent(path, lead)
     return path
 
@@ -325,11 +371,11 @@ def _check_writable_parent(path: Path, lead: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     blocker = file_in_the_way(parent)
     if blocker is not None:
-        raise OutputPathError(f"{lead}: {blocker} is a file, not a folder")
+        raise OutputPathError(cannot_write(lead, f"{blocker} is a file, not a folder"))
     if not parent.is_dir():
         raise OutputPathError(f"{lead}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
-        raise OutputPathError(f"{lead}: the folder {parent} is not writable")
+        raise OutputPathError(cannot_write(lead, unwritable_reason(parent)))
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ import numpy as np
 
 from gpu_kernels.errors import InputError
 
-from .atomic import atomic_write
+from .atomic import atomic_write, write_failure
 from .inputs import check_input_file
 
 __all__ = [
@@ -146,7 +146,7 @@ def write_flo(path: str | os.PathLike, flow, valid=None) -> Path:
             fh.write(struct.pack("<fii", FLO_TAG, w, h))
             fh.write(out.tobytes())
     except OSError as exc:
-        raise FlowFileError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise FlowFileError(write_failure(path, exc)) from None
     return path
 
 
@@ -187,7 +187,7 @@ def write_kitti_png(path: str | os.PathLike, flow, valid=None) -> Path:
     except ImageReadError as exc:
         raise FlowFileError(str(exc)) from None
     except OSError as exc:
-        raise FlowFileError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise FlowFileError(write_failure(path, exc)) from None
 
 
 # ------------------------------------------------------------------ dispatch

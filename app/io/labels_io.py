@@ -40,7 +40,7 @@ import numpy as np
 
 from gpu_kernels.errors import InputError
 
-from .atomic import OutputPathError, atomic_write, check_output_file
+from .atomic import OutputPathError, atomic_write, check_output_file, write_failure
 from .inputs import check_input_file, failure_reason
 
 __all__ = [
@@ -133,7 +133,7 @@ def write_labels(path: str | os.PathLike, labels) -> pathlib.Path:
         with atomic_write(path, "wb") as f:
             f.write(data)
     except OSError as exc:
-        raise LabelsIOError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise LabelsIOError(write_failure(path, exc)) from None
     return path
 
 
@@ -252,7 +252,7 @@ def write_region_table(path: str | os.PathLike, table: dict) -> pathlib.Path:
             for i in range(n):
                 w.writerow([fmt(cols[c][i]) for c in names])
     except OSError as exc:
-        raise LabelsIOError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise LabelsIOError(write_failure(path, exc)) from None
     return path
 
 

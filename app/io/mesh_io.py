@@ -36,9 +36,11 @@ from app.io.atomic import (
     OutputPathError,
     atomic_output_dir,
     atomic_write,
+    cannot_write,
     check_output_file,
     file_in_the_way,
     hidden_prefix,
+    unwritable_reason,
 )
 from app.io.inputs import check_input_file, failure_reason
 from app.io.mesh_formats import MeshFile, MeshIOError
@@ -480,11 +482,11 @@ def check_segments_dir(directory) -> pathlib.Path:
     parent = directory.parent if str(directory.parent) else pathlib.Path(".")
     blocker = file_in_the_way(parent)
     if blocker is not None:
-        raise MeshIOError(f"{directory}: {blocker} is a file, not a folder")
+        raise MeshIOError(cannot_write(directory, f"{blocker} is a file, not a folder"))
     if not parent.is_dir():
         raise MeshIOError(f"{directory}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
-        raise MeshIOError(f"{directory}: the folder {parent} is not writable")
+        raise MeshIOError(cannot_write(directory, unwritable_reason(parent)))
     return directory
 
 

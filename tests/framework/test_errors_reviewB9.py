@@ -25,7 +25,8 @@ def test_a_message_that_starts_with_a_file_name_keeps_the_name(tmp_path, monkeyp
     else:
         raise AssertionError("the write went through a file")
     assert kind == "user"
-    assert msg == "Notes.txt is a file, not a folder: Notes.txt/out/x.txt"
+    # (session 10, review B #6: the path first, then the reason, then what to do: app.io.atomic.cannot_write)
+    assert msg == "Notes.txt/out/x.txt: Notes.txt is a file, not a folder; choose another folder"
 
 
 def test_the_systems_own_text_is_still_lower_cased():
