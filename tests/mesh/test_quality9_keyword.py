@@ -4,6 +4,7 @@ boundaries are more concave); an integer k ignores it; a bad value is one line b
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -24,31 +25,43 @@ def fish():
     return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
 
 
+@pytest.fixture(scope="module")
+def fish_prep(fish):
+    """segment_mesh's first stage of the fish on the CPU (prepare_mesh with segment_mesh's defaults), built once;
+    every call gets a copy with empty memos (_fresh), so each is segment_mesh's fresh run."""
+    return sg.prepare_mesh(*fish, device="cpu", apsp_method="cpu")
+
+
+def _fresh(prep):
+    return dataclasses.replace(prep, memo={}, cuts={})
+
+
 def test_the_keyword_defaults_to_defaults_py():
     assert DEFAULT_AUTO_LAYOUT in autok.AUTO_LAYOUTS
     for fn in (sg.segment_mesh, sg.segment_prepared):
         assert inspect.signature(fn).parameters["auto_layout"].default == DEFAULT_AUTO_LAYOUT
 
 
-def test_concave_is_relayout(fish):
+def test_concave_is_relayout(fish, fish_prep):
     v, f = fish
-    plain = sg.segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu", auto_layout="auto")
+    kw = dict(device="cpu", apsp_method="cpu")
+    plain = sg.segment_mesh(v, f, k="auto", auto_layout="auto", prepared=_fresh(fish_prep), **kw)
     assert "auto_layout" not in plain.info
-    on = sg.segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu", auto_layout="concave")
+    on = sg.segment_mesh(v, f, k="auto", auto_layout="concave", prepared=_fresh(fish_prep), **kw)
     note = on.info["auto_layout"]
     assert on.k == plain.k and note["k"] == plain.k
     if note["kept"] == "integer k":
-        ref = sg.segment_mesh(v, f, k=int(plain.k), device="cpu", apsp_method="cpu")
+        ref = sg.segment_mesh(v, f, k=int(plain.k), prepared=_fresh(fish_prep), **kw)
         assert np.array_equal(on.labels, ref.labels)
         assert note["concavity_k"] > note["concavity_auto"]
     else:
         assert np.array_equal(on.labels, plain.labels)
 
 
-def test_integer_k_ignores_it(fish):
+def test_integer_k_ignores_it(fish, fish_prep):
     v, f = fish
-    a = sg.segment_mesh(v, f, k=4, device="cpu", apsp_method="cpu")
-    b = sg.segment_mesh(v, f, k=4, device="cpu", apsp_method="cpu", auto_layout="concave")
+    a = sg.segment_mesh(v, f, k=4, device="cpu", apsp_method="cpu", prepared=_fresh(fish_prep))
+    b = sg.segment_mesh(v, f, k=4, device="cpu", apsp_method="cpu", auto_layout="concave", prepared=_fresh(fish_prep))
     assert np.array_equal(a.labels, b.labels) and "auto_layout" not in b.info
 
 
