@@ -8,10 +8,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from psb_cases import needs_psb, psb_mesh, segment_with  # noqa: E402  (tests/mesh is on sys.path under pytest)
+from psb_cases import needs_psb, psb_mesh  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import autok
 from gpu_kernels.mesh.autok import stop_index
+
+
+def _both(monkeypatch, module, name, values, v, f, humans):
+    """psb_cases.segment_with (k = "auto" on the CPU: its k and mean Rand Index error) at each of ``values``,
+    the first stage prepared once: the setting acts in the cuts only, and each run gets a copy with empty
+    memos, so each is segment_mesh(v, f)'s fresh result."""
+    import dataclasses
+
+    from gpu_kernels.mesh import segment as segmod
+    from gpu_kernels.mesh.metrics import rand_index_error
+
+    prep = segmod.prepare_mesh(v, f, device="cpu")
+    out = []
+    for value in values:
+        monkeypatch.setattr(module, name, value)
+        seg = segmod.segment_mesh(v, f, k="auto", device="cpu", prepared=dataclasses.replace(prep, memo={}, cuts={}))
+        out.append((seg.k, float(np.mean([rand_index_error(seg.labels, h) for h in humans]))))
+    return out
 
 
 def test_no_lookahead_is_the_first_crossing():
@@ -57,8 +75,7 @@ def test_cup_is_not_split_inside_from_outside_at_auto_k(monkeypatch):
     0.43); with the lookahead the next, much bigger step is the stop and the error is small."""
     v, f, humans = psb_mesh(23)
     hk = [int(np.unique(h).size) for h in humans]
-    k_new, ri_new = segment_with(monkeypatch, autok, "AUTO_K_LOOKAHEAD", 1, v, f, humans)
-    k_old, ri_old = segment_with(monkeypatch, autok, "AUTO_K_LOOKAHEAD", 0, v, f, humans)
+    (k_new, ri_new), (k_old, ri_old) = _both(monkeypatch, autok, "AUTO_K_LOOKAHEAD", (1, 0), v, f, humans)
     assert min(hk) <= k_new <= max(hk), (k_new, hk)
     assert ri_new < 0.15, ri_new
     assert ri_old > ri_new + 0.2, (ri_old, ri_new)  # the failure the change mends
@@ -110,7 +127,6 @@ def test_table_has_the_humans_k_at_auto_k(monkeypatch):
     from gpu_kernels.mesh import segment as segmod
 
     v, f, humans = psb_mesh(145)
-    k_new, ri_new = segment_with(monkeypatch, segmod, "AUTO_K_MIN_PART", 0.01, v, f, humans)
-    k_old, ri_old = segment_with(monkeypatch, segmod, "AUTO_K_MIN_PART", 0.0, v, f, humans)
+    (k_new, ri_new), (k_old, ri_old) = _both(monkeypatch, segmod, "AUTO_K_MIN_PART", (0.01, 0.0), v, f, humans)
     assert k_new == 5 and k_old > 5, (k_new, k_old)
     assert ri_new < ri_old + 0.01, (ri_new, ri_old)
