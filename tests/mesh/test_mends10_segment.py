@@ -56,14 +56,16 @@ def test_a_cancel_during_the_overlap_waits_for_the_thread_and_keeps_its_exceptio
                                                                                  overlap):
     prep, cm = clustered
     cm.layouts.clear()
-    ended = []
+    ended, started = [], threading.Event()
 
     def slow_failing_cut(*a, **k):
+        started.set()
         time.sleep(0.3)
         ended.append(1)
         raise RuntimeError("the thread's own error")
 
     def cancelled_layout(*a, **k):
+        assert started.wait(30)   # (the cut is running: a future not started yet is cancelled, not waited)
         raise Cancelled()
 
     monkeypatch.setattr(sg, "_cut_labels", slow_failing_cut)
