@@ -187,10 +187,12 @@ def warm_up() -> None:
 
 
 def warm_up_in_background() -> None:
-    """:func:`warm_up` in a daemon thread, once per process (later calls return at once)."""
+    """:func:`warm_up` in a thread of its own, once per process (later calls return at once). Not a
+    daemon: the exit waits for it (a daemon thread still inside LLVM's C++ at finalization can abort
+    the exit, see :class:`gpu_kernels.jobs.BackgroundCall`); with numba's disk cache it takes ~0.7 s."""
     global _warming
     with _WARM_LOCK:
         if _warming is not None or ready():
             return
-        _warming = threading.Thread(target=warm_up, name="gpulab-text-numba-warm-up", daemon=True)
+        _warming = threading.Thread(target=warm_up, name="gpulab-text-numba-warm-up", daemon=False)
         _warming.start()

@@ -152,8 +152,7 @@ def _compiled():
     """:mod:`app.io._text_numba` once numba is loaded in this process (the mesh tool loads it for
     its cuts) AND its passes are compiled, else None: a reader never imports numba and never waits
     for a compile or for numba's disk cache (0.7 s with the cache, 20 s without it on 2 cores:
-    review B, session 10). The first read that finds numba loaded starts the compile in a daemon
-    thread and reads with NumPy; later reads take the compiled passes."""
+    review B, session 10). The first read that finds numba loaded starts the compile in a thread and reads with NumPy; later reads take the compiled passes."""
     if not COMPILED_TEXT or "numba" not in sys.modules:
         return None
     try:

@@ -32,6 +32,10 @@ def _env():
     env.pop("GPULAB_DEBUG", None)
     env["QT_QPA_PLATFORM"] = "offscreen"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # a crash (SIGABRT, SIGSEGV) prints every thread's Python stack to stderr, which the assertion shows:
+    # session 10's CI saw mesh-seg abort once after a SIGINT ("terminate called without an active
+    # exception"), not reproduced in 26 targeted runs
+    env["PYTHONFAULTHANDLER"] = "1"
     return env
 
 
@@ -250,7 +254,7 @@ def test_signal_mid_run(command, sig, tmp_path):
         passed = outcome in expect.split("|") and not lost
         fuzz_report.record("signals", command, sig, "cancelled" if outcome == "killed" else outcome, expect,
                            lost, passed)
-        assert passed, (outcome, lost, err[-1000:])
+        assert passed, (outcome, lost, err[-4000:])
     finally:
         fc.reap(kids, proc)
 
