@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -235,6 +236,11 @@ class FlowView(QWidget):
         QTimer.singleShot(0, self, self._refit)
 
     def _refit(self) -> None:
+        # queued at a show: the window may be torn down by the time it runs. The titles' text items are
+        # not QObjects, so a deleted one is not caught by PySide (a use-after-free corrupted a CI run,
+        # session 10): only go on while the layout and both titles are alive
+        if not all(shiboken6.isValid(o) for o in (self.glw, self.left_title, self.right_title)):
+            return
         self._relayout()
         if not self.user_zoomed:
             self._frame()

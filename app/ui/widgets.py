@@ -491,8 +491,11 @@ def set_fitted_title(label, glw, text: str, *, columns: int = 1) -> None:
     never shrinks back: the picture was drawn larger than its pane and cut (MVS map, imseg pane).
     Call it again on resize. With ``columns`` > 1 the label sits over one of that many equal
     columns (the flow view's two panes side by side) and gets that share of the width."""
+    import shiboken6
     from PySide6.QtGui import QFontMetricsF
 
+    if not (shiboken6.isValid(label) and shiboken6.isValid(glw)):
+        return   # a resize or a queued refit during teardown: the label's text item may be gone
     left, _, right, _ = glw.ci.layout.getContentsMargins()
     # the text's room: the pane less the layout's margins, the text item's own margins and 4 px
     room = max(40.0, (glw.width() - left - right) / max(columns, 1) - 2 * label.item.document().documentMargin() - 4)
