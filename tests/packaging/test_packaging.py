@@ -75,7 +75,9 @@ def _imports(top_level_only: bool = False):
 
 # the import name -> distribution for modules that may be absent here (CuPy on a CPU host)
 KNOWN = {"cupy": {"cupy-cuda12x", "cupy-cuda13x"}, "cupyx": {"cupy-cuda12x", "cupy-cuda13x"},
-         "cupy_backends": {"cupy-cuda12x", "cupy-cuda13x"}}
+         "cupy_backends": {"cupy-cuda12x", "cupy-cuda13x"},
+         # PySide6's own binding runtime: PySide6-Essentials requires shiboken6 of its exact version
+         "shiboken6": {"pyside6-essentials"}}
 # imported only where present, never required (each is inside try/except ImportError)
 UNDECLARED_OPTIONAL = {"dask_cuda"}
 # what an extra brings: never imported at module level, so gpulab starts without it
