@@ -285,3 +285,183 @@ def top_two(P):  # pragma: no cover - compiled
         i1[f] = ia
         i2[f] = ib
     return p1, p2, i1, i2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _np_max(a, b):  # pragma: no cover - compiled
+    """``np.maximum(a, b)`` of two floats (a NaN wins)."""
+    if a != a or a >= b:
+        return a
+    return b
+
+
+@njit(cache=True, nogil=True)
+def merge_contrast(BL, BN, BX, in_num, in_den, lg, sdf, c0, area, comp_area, label_component, present,
+                   count, target, tracked, lim, has_lim, min_area, root):  # pragma: no cover - compiled
+    """The merge loop of :func:`gpu_kernels.mesh.boundary._merge_tables` for the ``"contrast"``
+    criterion without area weighting, on its K x K tables (updated in place, as are ``in_num``,
+    ``in_den``, ``lg``, ``area``, ``present``, ``count`` and ``root``), with every value computed
+    by the same operations in the same order as the NumPy loop: the same merges and strengths bit
+    for bit. ``lg``: the log-thickness sums, or an empty array (no thickness term). ``count``,
+    ``target``, ``tracked``: per mesh component, its clusters now, its target and whether it has one.
+    ``lim``: per component the strength limit (``has_lim`` False: no ``stop``).
+    Returns ``(n, keeps, gones, strengths)``, the first ``n`` rows the merges in order."""
+    K = BL.shape[0]
+    nc = count.size
+    has_lg = lg.size > 0
+    keeps = np.empty(K, dtype=np.int64)
+    gones = np.empty(K, dtype=np.int64)
+    strengths = np.empty(K, dtype=np.float64)
+    n = 0
+    is_over = np.zeros(nc, dtype=np.bool_)
+    npair = K * (K - 1) // 2
+    ulo = np.empty(npair, dtype=np.int64)
+    uhi = np.empty(npair, dtype=np.int64)
+    st = np.empty(npair, dtype=np.float64)
+    in_pair = np.zeros(K, dtype=np.bool_)
+    while True:
+        anyo = False
+        for c in range(nc):
+            o = tracked[c] and count[c] > target[c]
+            is_over[c] = o
+            anyo = anyo or o
+        if not anyo:
+            break
+        m = 0
+        for i in range(K):
+            if not is_over[label_component[i]]:
+                continue
+            for j in range(i + 1, K):
+                if BN[i, j] > 0:
+                    ulo[m] = i
+                    uhi[m] = j
+                    m += 1
+        if m == 0:
+            break
+        keep = -1
+        gone = -1
+        s_j = 0.0
+        if min_area > 0:
+            for i in range(K):
+                in_pair[i] = False
+            for t in range(m):
+                in_pair[ulo[t]] = True
+                in_pair[uhi[t]] = True
+            sl = -1
+            best = 0.0
+            for i in range(K):
+                lc = label_component[i]
+                fr = area[i] / _np_max(comp_area[lc], 1e-300)
+                if present[i] and fr < min_area and is_over[lc] and in_pair[i]:
+                    if sl < 0 or fr < best:
+                        sl = i
+                        best = fr
+            if sl >= 0:
+                jb = -1
+                bb = 0.0
+                for t in range(m):
+                    if ulo[t] == sl or uhi[t] == sl:
+                        b = BL[ulo[t], uhi[t]]
+                        if jb < 0 or b > bb:
+                            jb = t
+                            bb = b
+                keep = uhi[jb] if ulo[jb] == sl else ulo[jb]
+                gone = sl
+                s_j = 0.0
+        if keep < 0:
+            for t in range(m):
+                p = ulo[t]
+                q = uhi[t]
+                bnd = BX[p, q] / _np_max(BL[p, q], 1e-300)
+                inner = (in_num[p] + in_num[q]) / _np_max(in_den[p] + in_den[q], 1e-300)
+                s = (bnd + c0) / (inner + c0)
+                if has_lg:
+                    mp = lg[p] / _np_max(area[p], 1e-300)
+                    mq = lg[q] / _np_max(area[q], 1e-300)
+                    s = s * (1.0 + sdf * np.abs(mp - mq))
+                if has_lim and not s < lim[label_component[p]]:
+                    s = np.inf
+                st[t] = s
+            if has_lim:
+                ok = False
+                for t in range(m):
+                    if st[t] < lim[label_component[ulo[t]]]:
+                        ok = True
+                        break
+                if not ok:
+                    break
+            # np.argmin: the first NaN, else the first smallest
+            jb = 0
+            for t in range(m):
+                if st[t] != st[t]:
+                    jb = t
+                    break
+                if st[t] < st[jb]:
+                    jb = t
+            s_j = st[jb]
+            p = ulo[jb]
+            q = uhi[jb]
+            if area[p] >= area[q]:
+                keep = p
+                gone = q
+            else:
+                keep = q
+                gone = p
+        # the merge of ``gone`` into ``keep``
+        in_num[keep] += in_num[gone] + BX[keep, gone]
+        in_den[keep] += in_den[gone] + BL[keep, gone]
+        if has_lg:
+            lg[keep] += lg[gone]
+            lg[gone] = 0.0
+        for T in (BL, BN, BX):
+            for j in range(K):
+                T[keep, j] += T[gone, j]
+            for i in range(K):
+                T[i, keep] += T[i, gone]
+            T[keep, keep] = 0.0
+            for j in range(K):
+                T[gone, j] = 0.0
+            for i in range(K):
+                T[i, gone] = 0.0
+        for i in range(root.size):
+            if root[i] == gone:
+                root[i] = keep
+        area[keep] += area[gone]
+        area[gone] = 0
+        present[gone] = False
+        count[label_component[keep]] -= 1
+        keeps[n] = keep
+        gones[n] = gone
+        strengths[n] = s_j
+        n += 1
+    return n, keeps, gones, strengths
+
+
+@njit(cache=True, nogil=True)
+def nearest_centroids(ct, points):  # pragma: no cover - compiled
+    """(K,) for each row of ``points`` the first column of ``ct`` (the centroids' coordinates as
+    rows, (3, F)) at the smallest ``((x - px)² + (y - py)²) + (z - pz)²``: NumPy's
+    ``argmin(((centroids - p) ** 2).sum(axis=1))`` bit for bit (the first NaN, else the first
+    smallest), in one pass per point without temporaries."""
+    K = points.shape[0]
+    F = ct.shape[1]
+    out = np.zeros(K, dtype=np.int64)
+    for r in range(K):
+        px = points[r, 0]
+        py = points[r, 1]
+        pz = points[r, 2]
+        best = np.inf
+        jb = 0
+        for j in range(F):
+            d0 = ct[0, j] - px
+            d1 = ct[1, j] - py
+            d2 = ct[2, j] - pz
+            d = (d0 * d0 + d1 * d1) + d2 * d2
+            if d != d:
+                jb = j
+                break
+            if j == 0 or d < best:
+                best = d
+                jb = j
+        out[r] = jb
+    return out

@@ -527,6 +527,10 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
         root[root == gone] = keep
         _record_merge(keep, gone, area, present, count, label_component, merges)
 
+    nb_ = compiled() if COMPILED_MERGE and crit == "contrast" and not area_gamma else None
+    if nb_ is not None:
+        return _merge_compiled(nb_, lab0, targets, label_component, stop, strengths, min_area, present, count,
+                               (BL, BN, BX, in_num, in_den, lg, sdf, c0), area, comp_area, root, merges)
     lc_iu = label_component[iu]
     is_over = np.zeros(comp_area.size, dtype=bool)
     while True:
@@ -577,6 +581,38 @@ def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_
             break
         p, q = int(ulo[j]), int(uhi[j])
         merge(*((p, q) if area[p] >= area[q] else (q, p)))
+    return root[lab0].astype(np.int32), merges
+
+
+#: :func:`_merge_tables`' loop for the default criterion ("contrast", no area weighting) compiled
+#: (:func:`gpu_kernels.mesh._numba_cut.merge_contrast`; the same merges and strengths bit for bit,
+#: issue 22, session 11) where :func:`compiled` has numba; False: the NumPy loop
+COMPILED_MERGE = True
+
+
+def _merge_compiled(nb_, lab0, targets, label_component, stop, strengths, min_area, present, count, tables, area,
+                    comp_area, root, merges):
+    """The rest of :func:`_merge_tables` by the compiled loop, from the state set up there."""
+    BL, BN, BX, in_num, in_den, lg, sdf, c0 = tables
+    nlim = int(label_component.max()) + 1
+    nc = max(int(comp_area.size), max((int(c) + 1 for c in targets), default=0))
+    cnt = np.zeros(nc, dtype=np.int64)
+    target = np.zeros(nc, dtype=np.int64)
+    tracked = np.zeros(nc, dtype=np.bool_)
+    for c, t in targets.items():
+        cnt[int(c)] = count[c]
+        target[int(c)] = int(t)
+        tracked[int(c)] = True
+    lim = np.full(nc, np.inf)
+    if stop:
+        lim[:nlim] = [stop.get(int(c), np.inf) for c in range(nlim)]
+    n, keeps, gones, st = nb_.merge_contrast(
+        BL, BN, BX, in_num, in_den, np.empty(0) if lg is None else lg, float(sdf), float(c0), area, comp_area,
+        np.ascontiguousarray(label_component, dtype=np.int64), present, cnt, target, tracked, lim, bool(stop),
+        float(min_area), root)
+    merges.extend((int(keeps[i]), int(gones[i])) for i in range(n))
+    if strengths is not None:
+        strengths.extend(float(x) for x in st[:n])
     return root[lab0].astype(np.int32), merges
 
 

@@ -1808,7 +1808,15 @@ def _nearest_centroids(centroids, points) -> np.ndarray:
     ``argmin(((centroids - c) ** 2).sum(axis=1))``, the same index)."""
     centroids = np.asarray(centroids)
     ct = np.ascontiguousarray(centroids.T)
+    nb = _bd.compiled() if COMPILED_NEAREST and ct.dtype == np.float64 and ct.shape[1] > 0 else None
+    if nb is not None:
+        return nb.nearest_centroids(ct, np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3))
     return np.asarray([int(np.argmin(_squared_distances(ct, c))) for c in np.asarray(points)], dtype=np.int64)
+
+
+#: :func:`_nearest_centroids` by one compiled pass per point (:func:`gpu_kernels.mesh._numba_cut.nearest_centroids`,
+#: the same indices; issue 22, session 11) where numba imports; False: NumPy per point
+COMPILED_NEAREST = True
 
 
 def _patch_centre_face(graph, patch, p, centre) -> int:
