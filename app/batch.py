@@ -39,7 +39,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UserError, classify
-from .io.atomic import OUTPUT_MARKER, foreign_message, marker_names, write_output_marker
+from .io.atomic import (
+    OUTPUT_MARKER,
+    cannot_write,
+    foreign_message,
+    marker_names,
+    unwritable_reason,
+    write_output_marker,
+    write_reason,
+)
 from .tools import TOOLS, tool_by_name
 from .tools.base import BatchItem, Tool
 
@@ -398,9 +406,13 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
     p = tool.params.validate(params or {})
     out = pathlib.Path(out_dir)
     check_batch_out(out, inputs)
-    out.mkdir(parents=True, exist_ok=True)
+    # one wording with every writer's and output check's (app.io.atomic.cannot_write; review B #6)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(cannot_write(f"--out {out}", write_reason(exc, out))) from None
     if not os.access(out, os.W_OK):
-        raise UserError(f"--out {out}: the folder is not writable")
+        raise UserError(cannot_write(f"--out {out}", unwritable_reason(out)))
     todo, skipped = plan(tool, inputs, out)
     check_batch_out(out, [f for it in todo for f in it.inputs] + [f for r in skipped for f in r["inputs"]])
     if not (out / OUTPUT_MARKER).exists():

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from gpu_kernels.errors import InputError
 
-__all__ = ["atomic_write", "cannot_write", "errors_named_after", "unwritable_reason", "write_failure", "file_in_the_way", "hidden_prefix", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
+__all__ = ["atomic_write", "cannot_write", "write_reason", "errors_named_after", "unwritable_reason", "write_failure", "file_in_the_way", "hidden_prefix", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
            "check_not_an_input",
            "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
            "remove_stale_parts"]
@@ -113,7 +113,7 @@ def unwritable_reason(folder: Path) -> str:
     return f"the folder {folder} is not writable"
 
 
-def _write_reason(exc: OSError, path) -> str:
+def write_reason(exc: OSError, path) -> str:
     """gpulab's words for an :class:`OSError` met writing ``path``."""
     if exc.errno == errno.EROFS:
         return "the file system is read-only"
@@ -128,14 +128,14 @@ def _write_reason(exc: OSError, path) -> str:
 def _with_message(exc: OSError, path) -> OSError:
     """``exc`` with the one-line text of :func:`cannot_write` as its ``user_message`` (what
     :func:`app.errors.user_message` shows), its ``strerror`` and ``filename`` unchanged."""
-    exc.user_message = cannot_write(path, _write_reason(exc, path))
+    exc.user_message = cannot_write(path, write_reason(exc, path))
     return exc
 
 
 def write_failure(path, exc: OSError) -> str:
     """The line for a writer that wraps an :class:`OSError` met writing ``path`` in its own error."""
     msg = getattr(exc, "user_message", None)
-    return msg if isinstance(msg, str) and msg else cannot_write(path, _write_reason(exc, path))
+    return msg if isinstance(msg, str) and msg else cannot_write(path, write_reason(exc, path))
 
 
 @contextlib.contextmanager
