@@ -1,0 +1,309 @@
+"""A learned merge score for an integer k's merges (issue 22, session 11; GALA-style, Nunez-Iglesias
+et al. 2013, across categories).
+
+The pipeline over-segments and merges adjacent clusters down to k, the weakest boundary first
+(:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`, the hand-made "contrast" strength). Here the
+same greedy loop ranks the adjacent pairs by a small model's prediction of "these two clusters belong to
+different human segments" instead (``policy="learned"``), or by the mean of the two ranks, the hand-made
+strength's and the model's (``policy="blend"``). Slivers (``min_area``) still merge first, as in the
+hand-made loop.
+
+The model is boosted regression trees (depth <= 4, <= 64 trees) held as arrays (:class:`TreeModel`),
+evaluated in NumPy; it is trained elsewhere (``benchmarks/mesh_session11_learned.py``, scikit-learn's
+``HistGradientBoostingRegressor``).
+:func:`learned_merge` with ``policy="hand"`` merges exactly as the hand-made loop (a test checks it) and
+can record every round's candidate pairs' features (:data:`FEATURES`) for training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpu_kernels.mesh import boundary as _bd
+
+__all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets"]
+
+#: the per-pair features, in the model's column order
+FEATURES = (
+    "log_hand_strength",      # log of the hand-made contrast strength (thickness contrast included)
+    "hand_rank",              # its rank among this round's candidates, 0 = weakest, scaled to [0, 1]
+    "log_hand_over_min",      # log(strength / the round's weakest strength)
+    "bnd_conc",               # mean concavity along the shared boundary / the mesh's mean concavity c0
+    "inner_conc",             # mean concavity inside the union / c0
+    "bnd_conc_std",           # the concavity's spread along the boundary / c0
+    "bnd_concave_frac",       # share of the boundary's length on concave arcs
+    "bnd_conc_hi_frac",       # share of the boundary's length with concavity above 2 c0
+    "len_over_perim_small",   # boundary length / the smaller cluster's perimeter
+    "len_over_perim_large",   # boundary length / the larger cluster's perimeter
+    "share_small",            # the smaller cluster's share of the component's area
+    "share_large",            # the larger cluster's share
+    "log_area_ratio",         # log(area small / area large)
+    "dlog_thickness",         # |mean log thickness A - B| (the merge graph's thickness)
+    "rel_thickness_small",    # mean log thickness of the smaller - the component's
+    "normal_angle",           # 1 - cos of the angle between the two clusters' mean normals
+    "normal_spread_union",    # 1 - |area-weighted mean normal| of the union
+    "normal_spread_small",    # the same for the smaller cluster
+    "count_over_target",      # clusters now in the component / its target
+    "count_over_start",       # clusters now / clusters at the start of the merges
+)
+
+
+@dataclass
+class TreeModel:
+    """Boosted regression trees as arrays: ``feature`` (T, N) int (-1 at a leaf), ``threshold`` (T, N),
+    ``left`` / ``right`` (T, N) int child indices, ``value`` (T, N) the leaf values; the prediction is
+    ``init + rate * sum of the trees' leaf values`` (a sample goes left where ``x <= threshold``)."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    init: float
+    rate: float
+    depth: int
+
+    @classmethod
+    def from_npz(cls, path) -> TreeModel:
+        z = np.load(path)
+        return cls(z["feature"].astype(np.int64), z["threshold"].astype(np.float64), z["left"].astype(np.int64),
+                   z["right"].astype(np.int64), z["value"].astype(np.float64), float(z["init"]), float(z["rate"]),
+                   int(z["depth"]))
+
+    def save(self, path) -> None:
+        np.savez_compressed(path, feature=self.feature.astype(np.int16), threshold=self.threshold,
+                            left=self.left.astype(np.int16), right=self.right.astype(np.int16),
+                            value=self.value, init=np.float64(self.init),
+                            rate=np.float64(self.rate), depth=np.int64(self.depth))
+
+    @classmethod
+    def from_sklearn(cls, hgb) -> TreeModel:
+        """From a fitted ``sklearn.ensemble.HistGradientBoostingRegressor`` (squared error, no missing values;
+        its leaf values carry the learning rate already)."""
+        preds = [p[0].nodes for p in hgb._predictors]
+        n = max(len(t) for t in preds)
+        T = len(preds)
+        feat = np.full((T, n), -1, dtype=np.int64)
+        thr = np.zeros((T, n))
+        left = np.zeros((T, n), dtype=np.int64)
+        right = np.zeros((T, n), dtype=np.int64)
+        val = np.zeros((T, n))
+        for i, t in enumerate(preds):
+            m = len(t)
+            leaf = t["is_leaf"].astype(bool)
+            feat[i, :m] = np.where(leaf, -1, t["feature_idx"])
+            thr[i, :m] = np.where(leaf, 0.0, t["num_threshold"])
+            left[i, :m] = np.where(leaf, np.arange(m), t["left"])
+            right[i, :m] = np.where(leaf, np.arange(m), t["right"])
+            val[i, :m] = np.where(leaf, t["value"], 0.0)
+        init = float(np.asarray(hgb._baseline_prediction).ravel()[0])
+        depth = int(max(int(t["depth"].max()) for t in preds)) if preds else 0
+        return cls(feat, thr, left, right, val, init, 1.0, depth)
+
+    def predict(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        n = X.shape[0]
+        T = self.feature.shape[0]
+        node = np.zeros((n, T), dtype=np.int64)
+        tid = np.arange(T)[None, :]
+        rows = np.arange(n)[:, None]
+        for _ in range(self.depth):
+            f = self.feature[tid, node]
+            x = X[rows, np.maximum(f, 0)]
+            go = np.where(x <= self.threshold[tid, node], self.left[tid, node], self.right[tid, node])
+            node = np.where(f >= 0, go, node)
+        return self.init + self.rate * self.value[tid, node].sum(axis=1)
+
+
+def pair_targets(comp: list, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p_diff, ok)``: per pair, 1 - the mean over the human segmentations of the chance that a face of A
+    and a face of B lie in the same human segment (``comp``: one (K, S) face-count table per human: each
+    cluster's faces per human segment); ``ok`` where both clusters hold faces."""
+    q = np.zeros(lo.size)
+    ok = np.ones(lo.size, dtype=bool)
+    for C in comp:
+        na, nb = C[lo].sum(axis=1), C[hi].sum(axis=1)
+        ok &= (na > 0) & (nb > 0)
+        q += (C[lo] * C[hi]).sum(axis=1) / np.maximum(na * nb, 1e-300)
+    return 1.0 - q / max(len(comp), 1), ok
+
+
+def learned_merge(graph, labels, targets: dict, label_component, *, min_area: float = 0.0, policy: str = "learned",
+                  model: TreeModel | None = None, strengths: list | None = None, record: dict | None = None,
+                  record_top: int = 12):
+    """:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries` (the "contrast" criterion, K x K tables) with
+    the pair to merge chosen by ``policy``: ``"hand"`` (the hand-made strength: the same merges), ``"learned"``
+    (the lowest predicted chance of different human segments) or ``"blend"`` (the lowest mean of the two
+    ranks; ties to the model). ``strengths`` receives the merged pairs' hand-made strengths (0 for a sliver).
+    ``record`` (``{"comp": [...]}`` as :func:`pair_targets`' tables): each round's ``record_top`` weakest
+    candidates by the hand-made strength get their features appended to ``record["X"]`` and their targets to
+    ``record["y"]``. Returns ``(labels, merges)`` as the hand-made loop does."""
+    if policy not in ("hand", "learned", "blend"):
+        raise ValueError(f"policy must be hand, learned or blend, not {policy!r}")
+    if policy != "hand" and model is None:
+        raise ValueError("a learned policy needs a model")
+    lab0 = np.asarray(labels).astype(np.int64)
+    K = int(np.asarray(label_component).size)
+    label_component = np.asarray(label_component)
+    present = np.zeros(K, dtype=bool)
+    present[np.unique(lab0)] = True
+    count = {c: int(np.count_nonzero(present & (label_component == c))) for c in targets}
+    start = dict(count)
+    length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
+    s, d = graph.src, graph.dst
+    a, b = lab0[s], lab0[d]
+    cut = a != b
+    lo, hi = np.minimum(a[cut], b[cut]), np.maximum(a[cut], b[cut])
+    L = length[cut]
+    key = lo * K + hi
+    conc = _bd.merge_concavity(graph)
+    c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
+    c0s = max(c0, 1e-12)
+
+    def pair_table(w):
+        t = np.bincount(key, weights=w, minlength=K * K).reshape(K, K)
+        return t + t.T
+
+    cc = conc[cut]
+    BL = pair_table(L)
+    BN = pair_table(np.ones(L.size))
+    BX = pair_table(L * cc)
+    BX2 = pair_table(L * cc * cc)
+    BV = pair_table(L * np.asarray(graph.concave, dtype=np.float64)[cut])
+    BH = pair_table(L * (cc > 2.0 * c0))
+    same = ~cut
+    in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
+    in_den = np.bincount(a[same], weights=length[same], minlength=K)
+    from gpu_kernels.mesh import dualgraph
+
+    th = getattr(graph, "thickness", None)
+    sdf = float(dualgraph.SDF_MERGE) if th is not None else 0.0
+    logth = np.log(np.maximum(th, 1e-300)) if th is not None else np.zeros(graph.n)
+    lg = np.bincount(lab0, weights=logth * graph.areas, minlength=K)
+    area = np.bincount(lab0, weights=graph.areas, minlength=K)
+    nrm = np.stack([np.bincount(lab0, weights=graph.normals[:, j] * graph.areas, minlength=K) for j in range(3)], 1)
+    comp_area = np.bincount(label_component, weights=area, minlength=int(label_component.max()) + 1)
+    comp_lg = np.bincount(label_component, weights=lg, minlength=comp_area.size) / np.maximum(comp_area, 1e-300)
+    comp_tab = None
+    if record is not None:
+        comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in record["comp"]]
+        record.setdefault("X", [])
+        record.setdefault("y", [])
+    root = np.arange(K)
+    merges = []
+    iu, ju = np.triu_indices(K, 1)
+    lc_iu = label_component[iu]
+    is_over = np.zeros(comp_area.size, dtype=bool)
+
+    def merge(keep, gone):
+        in_num[keep] += in_num[gone] + BX[keep, gone]
+        in_den[keep] += in_den[gone] + BL[keep, gone]
+        lg[keep] += lg[gone]
+        lg[gone] = 0.0
+        nrm[keep] += nrm[gone]
+        nrm[gone] = 0.0
+        for T in (BL, BN, BX, BX2, BV, BH):
+            T[keep] += T[gone]
+            T[:, keep] += T[:, gone]
+            T[keep, keep] = 0.0
+            T[gone] = 0.0
+            T[:, gone] = 0.0
+        if comp_tab is not None:
+            for C in comp_tab:
+                C[keep] += C[gone]
+                C[gone] = 0.0
+        root[root == gone] = keep
+        _bd._record_merge(keep, gone, area, present, count, label_component, merges)
+
+    while True:
+        over = [c for c in targets if count[c] > targets[c]]
+        if not over:
+            break
+        is_over[:] = False
+        is_over[over] = True
+        cand = (BN[iu, ju] > 0) & is_over[lc_iu]
+        if not cand.any():
+            break
+        ulo, uhi = iu[cand], ju[cand]
+        bl = BL[ulo, uhi]
+        if min_area > 0:
+            frac = area / np.maximum(comp_area[label_component], 1e-300)
+            in_pair = np.zeros(K, dtype=bool)
+            in_pair[ulo] = True
+            in_pair[uhi] = True
+            small = present & (frac < min_area) & is_over[label_component] & in_pair
+            if small.any():
+                sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
+                touch = (ulo == sl) | (uhi == sl)
+                j = int(np.flatnonzero(touch)[np.argmax(bl[touch])])
+                nb = int(uhi[j] if ulo[j] == sl else ulo[j])
+                merge(nb, sl)
+                if strengths is not None:
+                    strengths.append(0.0)
+                continue
+        bx = BX[ulo, uhi]
+        bnd = bx / np.maximum(bl, 1e-300)
+        inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
+        strength = (bnd + c0) / (inner + c0)
+        m = lg / np.maximum(area, 1e-300)
+        dth = np.abs(m[ulo] - m[uhi])
+        if sdf > 0:
+            strength = strength * (1.0 + sdf * dth)
+        need_x = policy != "hand" or record is not None
+        if need_x:
+            X = _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_area, label_component, m,
+                          comp_lg, dth, nrm, count, targets, start, c0s)
+        if policy == "hand":
+            j = int(np.argmin(strength))
+        else:
+            p = model.predict(X)
+            if policy == "learned":
+                j = int(np.lexsort((strength, p))[0])
+            else:
+                r = (np.argsort(np.argsort(strength, kind="stable"), kind="stable")
+                     + np.argsort(np.argsort(p, kind="stable"), kind="stable"))
+                j = int(np.lexsort((p, r))[0])
+        if record is not None:
+            sel = np.argsort(strength, kind="stable")[:record_top]
+            y, ok = pair_targets(comp_tab, ulo[sel], uhi[sel])
+            record["X"].append(X[sel][ok].astype(np.float32))
+            record["y"].append(y[ok].astype(np.float32))
+        if strengths is not None:
+            strengths.append(float(strength[j]))
+        p_, q_ = int(ulo[j]), int(uhi[j])
+        merge(*((p_, q_) if area[p_] >= area[q_] else (q_, p_)))
+    return root[lab0].astype(np.int32), merges
+
+
+def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_area, label_component, m, comp_lg,
+              dth, nrm, count, targets, start, c0s):
+    """(n, len(FEATURES)) the candidate pairs' features (see :data:`FEATURES`)."""
+    n = strength.size
+    ls = np.log(np.maximum(strength, 1e-12))
+    rank = np.argsort(np.argsort(strength, kind="stable"), kind="stable") / max(n - 1, 1)
+    small_is_lo = area[ulo] <= area[uhi]
+    sm = np.where(small_is_lo, ulo, uhi)
+    lg_ = np.where(small_is_lo, uhi, ulo)
+    perim = BL.sum(axis=1)
+    ca = np.maximum(comp_area[label_component[ulo]], 1e-300)
+    blc = np.maximum(bl, 1e-300)
+    var = np.maximum(BX2[ulo, uhi] / blc - bnd * bnd, 0.0)
+
+    def unit(v):
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-300)
+
+    na, nb = unit(nrm[ulo]), unit(nrm[uhi])
+    union = nrm[ulo] + nrm[uhi]
+    spread_u = 1.0 - np.linalg.norm(union, axis=1) / np.maximum(area[ulo] + area[uhi], 1e-300)
+    spread_s = 1.0 - np.linalg.norm(nrm[sm], axis=1) / np.maximum(area[sm], 1e-300)
+    comp = label_component[ulo]
+    cnt = np.array([count[int(c)] for c in comp], dtype=np.float64)
+    tgt = np.array([max(int(targets[int(c)]), 1) for c in comp], dtype=np.float64)
+    st0 = np.array([max(start[int(c)], 1) for c in comp], dtype=np.float64)
+    cols = [ls, rank, ls - ls.min(), bnd / c0s, inner / c0s, np.sqrt(var) / c0s, BV[ulo, uhi] / blc,
+            BH[ulo, uhi] / blc, bl / np.maximum(perim[sm], 1e-300), bl / np.maximum(perim[lg_], 1e-300),
+            area[sm] / ca, area[lg_] / ca, np.log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),
+            dth, m[sm] - comp_lg[comp], 1.0 - np.sum(na * nb, axis=1), spread_u, spread_s, cnt / tgt, cnt / st0]
+    return np.stack(cols, axis=1)
