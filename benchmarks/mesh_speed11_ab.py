@@ -3,9 +3,10 @@ file, read + ``segment_mesh``, configurations interleaved in one process, labels
 ``--profile``) with this session's switches:
 
 - ``s10``: the code of session 10's end: the settle's merge loop in NumPy
-  (``boundary.COMPILED_MERGE = False``) and the representatives' nearest faces per point in NumPy
-  (``segment.COMPILED_NEAREST = False``);
-- ``nomerge`` / ``nonear``: one of the two only.
+  (``boundary.COMPILED_MERGE = False``), the representatives' nearest faces per point in NumPy
+  (``segment.COMPILED_NEAREST = False``) and the parts' memberships by SciPy's searches one by one
+  (``boundary.COMPILED_DIJKSTRA = False``);
+- ``nomerge`` / ``nonear`` / ``nodij``: one of the three only.
 
 Example (device)::
 
@@ -22,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mesh_e2e_session10 as e2e  # noqa: E402
 
 e2e.CONFIGS.update({
-    "s10": {"gpu_kernels.mesh.boundary.COMPILED_MERGE": False, "gpu_kernels.mesh.segment.COMPILED_NEAREST": False},
+    "s10": {"gpu_kernels.mesh.boundary.COMPILED_MERGE": False, "gpu_kernels.mesh.segment.COMPILED_NEAREST": False,
+            "gpu_kernels.mesh.boundary.COMPILED_DIJKSTRA": False},
+    "nodij": {"gpu_kernels.mesh.boundary.COMPILED_DIJKSTRA": False},
     "nomerge": {"gpu_kernels.mesh.boundary.COMPILED_MERGE": False},
     "nonear": {"gpu_kernels.mesh.segment.COMPILED_NEAREST": False},
 })

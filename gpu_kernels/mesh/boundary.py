@@ -772,12 +772,72 @@ def part_memberships(graph: DualGraph, labels: np.ndarray, k: int, *, scale: flo
     on_bd = np.zeros(F, dtype=bool)
     on_bd[s[edge]] = True
     on_bd[d[edge]] = True
+    sources = [np.flatnonzero((lab == j) & on_bd) for j in range(k)]
+    dists = _part_distances(G, sources, limit)
     for j in range(k):
-        src = np.flatnonzero((lab == j) & on_bd)
+        src = sources[j]
         if src.size == 0:
             continue
-        d = dijkstra(G, directed=True, indices=src, min_only=True, limit=limit)
+        d = dists[j] if dists is not None else dijkstra(G, directed=True, indices=src, min_only=True, limit=limit)
         ok = np.isfinite(d)
         W[ok, j] = np.maximum(1.0 / (d[ok] + scale) - floor, 0.0)
     W[np.arange(F), lab] = np.maximum(W[np.arange(F), lab], 1.0 / scale - floor)
     return (W / W.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+#: :func:`part_memberships`' searches, one per part, by a compiled Dijkstra
+#: (:func:`gpu_kernels.mesh._numba_cut.dijkstra_min`: SciPy's distances bit for bit) on threads of their own,
+#: the parts side by side (SciPy's search holds the GIL; issue 22, session 11); False: SciPy's, one by one
+COMPILED_DIJKSTRA = True
+#: at most this many threads for them (the calling thread included)
+DIJKSTRA_THREADS = 8
+
+
+def _part_distances(G, sources: list, limit: float) -> list | None:
+    """Per part the distances from its sources (``sources[j]``, empty: None), as SciPy's
+    ``dijkstra(G, directed=True, indices=sources[j], min_only=True, limit=limit)``, by the compiled search
+    with the parts spread over up to :data:`DIJKSTRA_THREADS` threads (not daemons; every started one is
+    joined before this returns or raises). None where it does not apply (switched off, no numba, a
+    negative or NaN weight): then SciPy's."""
+    nb_ = compiled() if COMPILED_DIJKSTRA else None
+    if nb_ is None or not sources:
+        return None
+    import threading
+
+    data = np.asarray(G.data, dtype=np.float64)
+    if data.size and not bool((data >= 0).all()):
+        return None
+    indptr = np.asarray(G.indptr, dtype=np.int64)
+    indices = np.asarray(G.indices, dtype=np.int64)
+    n = int(G.shape[0])
+    todo = [j for j, s in enumerate(sources) if s.size]
+    out: list = [None] * len(sources)
+    for j in todo:
+        out[j] = np.empty(n, dtype=np.float64)
+    lim = float(limit)
+    errors: list = []
+
+    def run(js):
+        try:
+            for j in js:
+                nb_.dijkstra_min(indptr, indices, data, np.asarray(sources[j], dtype=np.int64), lim, out[j])
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            errors.append(exc)
+
+    w = max(1, min(len(todo), int(DIJKSTRA_THREADS), os.cpu_count() or 1))
+    # the largest searches first, dealt round the threads
+    order = sorted(todo, key=lambda j: -sources[j].size)
+    chunks = [order[i::w] for i in range(w)]
+    threads = [threading.Thread(target=run, args=(c,), name="gpulab-part-dijkstra", daemon=False)
+               for c in chunks[1:] if c]
+    try:
+        for t in threads:
+            t.start()
+        run(chunks[0])
+    finally:
+        for t in threads:
+            if t.ident is not None:
+                t.join()
+    if errors:
+        raise errors[0]
+    return out

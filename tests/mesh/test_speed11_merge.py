@@ -123,3 +123,80 @@ def test_the_compiled_nearest_centroids_are_numpys(monkeypatch):
             got = segmod._nearest_centroids(cen, p)
             assert got.dtype == np.int64
             np.testing.assert_array_equal(got, ref)
+
+
+def _random_csr(rng, n, m, quantised):
+    import scipy.sparse as sp
+
+    a = rng.integers(0, n, m)
+    b = rng.integers(0, n, m)
+    keep = a != b
+    a, b = a[keep], b[keep]
+    w = rng.integers(1, 5, a.size).astype(np.float64) if quantised else rng.random(a.size) * 3.0
+    if quantised:
+        w[::9] = 0.0                                   # explicit zero-weight arcs: SciPy takes them as arcs
+    return sp.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+def test_the_compiled_dijkstra_is_scipys_bit_for_bit(quantised):
+    from scipy.sparse.csgraph import dijkstra
+
+    nb = boundary.compiled()
+    rng = np.random.default_rng(1103 + quantised)
+    for n, m in ((1, 0), (50, 60), (2000, 5000), (3000, 9000)):
+        G = _random_csr(rng, n, m, quantised)
+        for nsrc in (1, 3, 40):
+            src = rng.integers(0, n, nsrc)               # repeated sources too
+            for limit in (0.0, 2.0, 3.0, 7.5, np.inf):
+                ref = dijkstra(G, directed=True, indices=src, min_only=True, limit=limit)
+                got = np.empty(n)
+                nb.dijkstra_min(G.indptr.astype(np.int64), G.indices.astype(np.int64), G.data, src.astype(np.int64),
+                                float(limit), got)
+                assert np.array_equal(ref, got)
+
+
+def test_the_part_memberships_are_scipys_bit_for_bit(monkeypatch, graph_and_labels):
+    g, lab, lc = graph_and_labels
+    v, f, _ = box_bar_box()
+    g2 = segmod.prepare_mesh(v, f, device="cpu", max_faces=None).graph        # unjittered: tied distances
+    lab2 = (g2.centroids[:, 0] > np.median(g2.centroids[:, 0])).astype(np.int64) + 2 * (g2.centroids[:, 1] > 0)
+    for graph, labels in ((g, lab % 7), (g2, lab2)):
+        k = int(labels.max()) + 1
+        for scale in (0.3, 1.0, 5.0):
+            out = []
+            for on, threads in ((False, 8), (True, 8), (True, 1), (True, 3)):
+                monkeypatch.setattr(boundary, "COMPILED_DIJKSTRA", on)
+                monkeypatch.setattr(boundary, "DIJKSTRA_THREADS", threads)
+                out.append(boundary.part_memberships(graph, labels, k + 1, scale=scale))   # k + 1: an empty part
+            for P in out[1:]:
+                assert P.dtype == out[0].dtype and np.array_equal(P, out[0])
+
+
+def test_the_part_searches_run_on_several_threads_and_an_error_reaches_the_caller(monkeypatch, graph_and_labels):
+    import threading
+
+    g, lab, lc = graph_and_labels
+    nb = boundary.compiled()
+    seen = set()
+    real = nb.dijkstra_min
+
+    def spy(*a):
+        seen.add(threading.current_thread().name)
+        return real(*a)
+
+    monkeypatch.setattr(nb, "dijkstra_min", spy)
+    monkeypatch.setattr(boundary, "DIJKSTRA_THREADS", 4)
+    monkeypatch.setattr(boundary.os, "cpu_count", lambda: 4)
+    boundary.part_memberships(g, lab % 6, 6, scale=1.0)
+    assert "gpulab-part-dijkstra" in seen and threading.current_thread().name in seen
+
+    def boom(*a):
+        if threading.current_thread().name == "gpulab-part-dijkstra":
+            raise ValueError("boom")
+        return real(*a)
+
+    monkeypatch.setattr(nb, "dijkstra_min", boom)
+    with pytest.raises(ValueError, match="boom"):
+        boundary.part_memberships(g, lab % 6, 6, scale=1.0)
+    assert not [t for t in threading.enumerate() if t.name == "gpulab-part-dijkstra"]
