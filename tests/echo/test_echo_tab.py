@@ -17,6 +17,14 @@ from gpu_kernels.echo.synthetic import make_pair  # noqa: E402
 pytestmark = pytest.mark.gui
 
 
+#: the runs' solver effort: the sample's 2-level pyramid with one warp of two sweeps. These tests check what
+#: the tab shows of a result (frames, crosshair, overlays, colour bars, pinning), not the estimate's accuracy
+#: (tests/echo/test_echo_solver.py and test_echo_cli.py do): the result is still a real run of the sample,
+#: whose largest motion (frame 2, p99 2.5 mm) and reference behaviour are those of levels=2, iters=5
+#: (frame 2, p99 2.8 mm), at about a seventh of the time (the numpy sweeps are 90 % of a CPU run)
+QUICK = dict(levels=2, iters=2, warps=1)
+
+
 @pytest.fixture
 def tab(open_tab):
     return open_tab(EchoTab, (1400, 800))
@@ -26,7 +34,7 @@ def test_sample_runs_and_the_views_follow_time_crosshair_and_overlays(qtbot, tab
     data = tab_runner.load(tab, echo.samples()[0])
     assert data.n_frames == 4 and "truth" in tab.input_info.text()
     assert tab.time_slider.maximum() == 3 and tab.play_button.isEnabled()
-    res = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    res = tab_runner.run(tab, device="cpu", **QUICK)
     assert res is not None and res.metrics is not None
     assert "against the truth" in tab.result_label.text()
     # time: the slider and the views follow the frame
@@ -100,7 +108,7 @@ def test_result_shows_the_frame_of_largest_motion_with_a_sensible_colour_bar(qtb
     screen with a colour bar of 0 ... 0.001 mm."""
     tab_runner.load(tab, echo.samples()[0])
     assert tab.frame == 0
-    res = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    res = tab_runner.run(tab, device="cpu", **QUICK)
     assert res is not None and res.reference == 0
     assert tab.frame != res.reference
     assert tab.frame == res.stats["traj_frame"]
@@ -129,10 +137,10 @@ def test_pinned_side_follows_the_frame_and_the_crosshair(qtbot, tab, tab_runner)
     """Seen in a screenshot: pinned, the live side moved to frame 1 after a run while the pinned
     side stayed at frame 3, so the two halves showed different frames."""
     tab_runner.load(tab, echo.samples()[0])
-    first = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    first = tab_runner.run(tab, device="cpu", **QUICK)
     assert first is not None and tab.pin()
     pinned = tab._pinned_slot["view"]
-    assert tab_runner.run(tab, device="cpu", levels=2, iters=5, alpha=0.05) is not None
+    assert tab_runner.run(tab, device="cpu", **QUICK, alpha=0.05) is not None
     for t in (2, 0, 3):
         tab.time_slider.setValue(t)
         qtbot.wait(20)                                  # the pinned side draws right after
@@ -165,7 +173,7 @@ def test_frames_are_counted_from_zero_in_the_tab_as_in_the_reference_box(tab, ta
     """The Reference box, the CLI and the summary count frames from 0; the frame label, the view
     titles and the colour bar used to count from 1, so "Reference 2" showed "from frame 3"."""
     tab_runner.load(tab, echo.samples()[0])
-    res = tab_runner.run(tab, device="cpu", levels=2, iters=5, reference=2)
+    res = tab_runner.run(tab, device="cpu", **QUICK, reference=2)
     assert res is not None and res.reference == 2
     tab.overlay_combo.setCurrentText("Magnitude")
     tab.set_frame(1)
@@ -182,7 +190,7 @@ def test_side_panel_says_what_comes_before_a_run(tab, tab_runner):
     assert tab.colorbar.isHidden()                      # no empty ramp's gap under the heading
     tab_runner.load(tab, echo.samples()[0])
     assert "after a run" in tab.colorbar_label.text() and tab.colorbar.isHidden()
-    tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    tab_runner.run(tab, device="cpu", **QUICK)
     assert "after a run" not in tab.colorbar_label.text() and "after a run" not in tab.result_label.text()
     assert not tab.colorbar.isHidden() and not tab.colorbar.pixmap().isNull()
     tab.overlay_combo.setCurrentText("None")
@@ -196,11 +204,11 @@ def test_a_new_result_sets_the_motion_again_but_not_the_unchanged_grey_slices(ta
     titles and an unchanged colour ramp are not set again; a new frame or crosshair sets them."""
     tab_runner.load(tab, echo.samples()[0])
     tab.overlay_combo.setCurrentText("Jacobian determinant")   # a fixed range: the same ramp
-    first = tab_runner.run(tab, device="cpu", levels=2, iters=5)
+    first = tab_runner.run(tab, device="cpu", **QUICK)
     grey = [p.grey.image for p in tab.view.planes]
     overlay = [p.overlay.image for p in tab.view.planes]
     ramp = tab.colorbar.pixmap().cacheKey()
-    second = tab_runner.run(tab, device="cpu", levels=2, iters=5, alpha=0.05)
+    second = tab_runner.run(tab, device="cpu", **QUICK, alpha=0.05)
     assert second is not first
     assert all(p.grey.image is g for p, g in zip(tab.view.planes, grey, strict=True))
     assert any(not np.array_equal(p.overlay.image, o) for p, o in zip(tab.view.planes, overlay, strict=True))
