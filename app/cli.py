@@ -388,6 +388,61 @@ def _note_interrupts() -> _Interrupts:
     return state
 
 
+#: after a cancel, how long :func:`_finish_threads` waits at most for the threads the command started
+FINISH_THREADS_S = 60.0
+
+
+def _finish_threads(before: set) -> None:
+    """After a cancel: wait until the threads this command started (``before``: the threads there
+    were at its start) have ended, so that none is inside C++ code when the interpreter finalizes.
+
+    A thread inside a C++ extension at finalization aborts the process: pymeshlab's decimation (the
+    mesh tool's simplification, on a thread of its own) re-takes the GIL through pybind11 when it
+    returns, Python ends the thread there (``pthread_exit``), and the C++ runtime calls
+    ``std::terminate``: "terminate called without an active exception", exit -6 (session 10's
+    ``test_signal_mid_run[mesh-seg-sigint]``). The interpreter waits for non-daemon threads, but
+    only for those that have run: a Ctrl+C that lands in ``Thread.start()`` (its wait for the new
+    thread's first time slice, long on a loaded machine) leaves a thread that registers itself
+    too late for that wait. Such a thread is waited for here until it runs, then joined.
+
+    Not waited for: daemon threads and ``concurrent.futures`` workers (idle pool threads, which the
+    interpreter's exit wakes and joins itself). At most :data:`FINISH_THREADS_S`; a second Ctrl+C
+    meanwhile exits at once (``os._exit(130)``: no finalization, so no C++ is left half-way)."""
+    import signal
+    import threading
+    import time
+
+    main_thread = threading.current_thread() is threading.main_thread()
+
+    def exit_now(signum, frame):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, exit_now) if main_thread else None
+    try:
+        deadline = time.monotonic() + FINISH_THREADS_S
+        me = threading.current_thread()
+        for t in threading.enumerate():
+            if t in before or t is me or t.daemon or _is_pool_worker(t):
+                continue
+            # started, not yet running (its start() was cut short): it registers itself when it runs
+            while not t.is_alive() and t in threading.enumerate() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if t.is_alive():
+                t.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _is_pool_worker(thread) -> bool:
+    """A ``concurrent.futures`` pool's worker (it waits for work until the interpreter's exit wakes it)."""
+    target = getattr(thread, "_target", None)
+    return getattr(target, "__module__", None) == "concurrent.futures.thread"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gpulab`` command. Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -402,11 +457,14 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(text)
             return 0
     debug = os.environ.get("GPULAB_DEBUG", "") not in ("", "0")
+    import threading
+
     from gpu_kernels.jobs import Cancelled
 
     from .commands.common import end_progress_line
     from .errors import classify
 
+    threads_before = set(threading.enumerate())
     interrupted = _note_interrupts()
     try:
         if key is not None:
@@ -420,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     except (Cancelled, KeyboardInterrupt):
         end_progress_line()
         print("gpulab: cancelled", file=sys.stderr)
+        _finish_threads(threads_before)
         return 130
     except Exception as exc:
         end_progress_line()
@@ -427,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
             # Ctrl+C that landed inside an extension module's import or a C call comes back
             # as that call's own error ("ImportError: initialization failed"): a cancel all the same
             print("gpulab: cancelled", file=sys.stderr)
+            _finish_threads(threads_before)
             return 130
         if debug:
             raise
