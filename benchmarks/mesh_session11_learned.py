@@ -4,6 +4,7 @@ category out on the 76 PSB meshes (benchmarks/results/mesh_q_session11.md holds 
     python benchmarks/mesh_session11_learned.py record --store S.npz --draw s1101 --out W [--ids 1,2] [--jobs 16]
     python benchmarks/mesh_session11_learned.py train --rec W --models M [--jobs 16]
     python benchmarks/mesh_session11_learned.py evaluate --rec W --models M --out rows.jsonl [--jobs 16]
+    python benchmarks/mesh_session11_learned.py confirm --store S.npz --draw s1104 --models M --out rows.jsonl
     python benchmarks/mesh_session11_learned.py judge rows.jsonl [--json out.json]
 
 ``record``: per mesh, the working mesh from the stored simplification (``stored=``, as ``mesh_psb.py --cv``),
@@ -17,6 +18,8 @@ the human labels of the input faces nearest to them).
 ``train``: per held-out category a model (scikit-learn ``HistGradientBoostingRegressor``, 64 trees, depth 4,
 rate 0.1, no early stopping, seed 0) on the examples of the other 18 categories (every recorded draw pooled; a seeded
 subsample of 200,000 where there are more), and one on all.
+``confirm``: the real pipeline (full-resolution re-cut included) at every human k, the defaults and the learned
+merges (each mesh with its own category's held-out model), from the same prepared mesh.
 ``evaluate``: the replay of each mesh's rows at every human k with the hand-made strength (the defaults), the
 learned policy and the blend, each held-out category's meshes with its own fold's model; the kept row as the
 pipeline keeps it (the medoid of the factors and the auto-k starts; else the most concave), carried to the input
@@ -324,6 +327,85 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- confirm (the real pipeline)
+def _learned_merges(on: bool):
+    """Within the block an integer k's merges in ``segment._merge_to_targets`` use
+    :func:`gpu_kernels.mesh.learned.k_merge` (what ``defaults.DEFAULT_K_MERGE = "learned"`` does once the
+    segment hook is in; k = "auto"'s merges untouched)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def ctx():
+        if not on:
+            yield
+            return
+        orig_mtt = _segment._merge_to_targets
+
+        def mtt(graph, labels, P, reps, ks, targets, info):
+            if any(t == "auto" for t in targets):
+                return orig_mtt(graph, labels, P, reps, ks, targets, info)
+            orig = _bd.merge_weakest_boundaries
+            _bd.merge_weakest_boundaries = lambda g, lab, tg, lc, strengths=None, min_area=0.0, **kw: _ln.k_merge(
+                g, lab, tg, lc, strengths=strengths, min_area=min_area)
+            try:
+                return orig_mtt(graph, labels, P, reps, ks, targets, info)
+            finally:
+                _bd.merge_weakest_boundaries = orig
+
+        _segment._merge_to_targets = mtt
+        try:
+            yield
+        finally:
+            _segment._merge_to_targets = orig_mtt
+
+    return ctx()
+
+
+def confirm_mesh(data: Path, store: str, mesh_id: int, models: Path, device=None, draw: str = "") -> dict:
+    mp._cv_simplifier()
+    mp._cv_ready["stored"] = store
+    _segment.EARLY_SETTLE = False
+    v, f = mp.load_mesh(data, mesh_id)
+    humans = mp.load_human(data, mesh_id)
+    hk = [int(np.unique(h).size) for h in humans]
+    cat = mp.category_of(mesh_id)
+    _ln.MODEL = _ln.TreeModel.from_npz(models / f"{cat}.npz")
+    t0 = time.perf_counter()
+    prep = _segment.prepare_mesh(v, f, device=device)
+    out = {"mesh": mesh_id, "category": cat, "draw": draw, "hk": hk}
+    for name, on in (("default", False), ("learned", True)):
+        ri = {}
+        for k in sorted(set(hk)):
+            with _learned_merges(on):
+                seg = _segment.segment_prepared(prep, k=k, auto_layout="auto", device=device)
+            ri[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+        out[name] = float(np.mean([ri[k] for k in hk]))
+        out[name + "_per_k"] = {str(k): x for k, x in ri.items()}
+    out["default_equals_pipeline_working"] = True  # (the real pipeline: nothing replayed)
+    out["pipeline"] = out["default"]
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _confirm_job(a):
+    try:
+        return confirm_mesh(*a)
+    except Exception as e:  # noqa: BLE001
+        return {"mesh": a[2], "draw": a[5], "error": repr(e)}
+
+
+def cmd_confirm(args) -> int:
+    ids = [int(x) for x in args.ids.split(",")] if args.ids else mp.mesh_ids(args.data)
+    jobs = [(args.data, str(args.store), i, args.models, args.device, args.draw) for i in ids]
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as ex, \
+            open(args.out, "a") as fh:
+        for r in ex.map(_confirm_job, jobs):
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            print(json.dumps({k: v for k, v in r.items() if not k.endswith("per_k")}), flush=True)
+    return 0
+
+
 # --------------------------------------------------------------------------- judge
 def judge(rows: list, cand: str, base: str = "default") -> dict:
     """The pre-registered rule (results/mesh_q_session11.md): per draw the held-out protocol mean over the 76
@@ -400,11 +482,21 @@ def main(argv=None) -> int:
     e.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
     e.add_argument("--policies", default="default,learned,blend")
     e.add_argument("--jobs", type=int, default=os.cpu_count())
+    c = sub.add_parser("confirm")
+    c.add_argument("--store", type=Path, required=True)
+    c.add_argument("--draw", required=True)
+    c.add_argument("--models", type=Path, required=True)
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--ids", default="")
+    c.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    c.add_argument("--device", default=None)
+    c.add_argument("--jobs", type=int, default=os.cpu_count())
     j = sub.add_parser("judge")
     j.add_argument("rows")
     j.add_argument("--json")
     args = ap.parse_args(argv)
-    return {"record": cmd_record, "train": cmd_train, "evaluate": cmd_evaluate, "judge": cmd_judge}[args.cmd](args)
+    return {"record": cmd_record, "train": cmd_train, "evaluate": cmd_evaluate, "confirm": cmd_confirm,
+            "judge": cmd_judge}[args.cmd](args)
 
 
 if __name__ == "__main__":
