@@ -190,7 +190,37 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     kwargs = {} if method is None else {"method": method}
     if how == "fast" and not BACKGROUND_FAST:
         return _Done(fn, args, kwargs)
+    if how == "fast+pymeshlab" and fn is simplify_mesh and SPLIT_PRE:
+        target = int(max(target_faces, 4))
+        f = np.ascontiguousarray(faces, dtype=np.int64)
+        if f.shape[0] > PRE_FACTOR * target * 1.2:
+            # fast-simplification's step here (it holds the GIL: the caller would wait for it anyway) and
+            # its clean-up, then pymeshlab's on the thread: the same calls on the same arrays as
+            # simplify_mesh's, but the clean-up no longer shares the GIL with the caller's work
+            try:
+                from gpu_kernels.mesh.dualgraph import clean_mesh
+
+                vm, fm = _simplify_fast(np.ascontiguousarray(vertices, dtype=np.float64), f, int(PRE_FACTOR * target))
+                v, f, _, _ = clean_mesh(vm, fm)
+            except Exception as exc:  # noqa: BLE001 - raised by result(), as the thread's would be
+                return _Done(_raise, (exc,), {})
+            return BackgroundCall(_pymeshlab_step, v, f, target, name="gpulab-simplify")
     return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
+
+
+#: :func:`simplify_in_background` with "fast+pymeshlab": fast-simplification's step and its clean-up on the
+#: calling thread, only pymeshlab's on the thread (the same working mesh; issue 22, session 11); False: the
+#: whole :func:`simplify_mesh` on the thread
+SPLIT_PRE = True
+
+
+def _raise(exc):
+    raise exc
+
+
+def _pymeshlab_step(v, f, target):
+    """``_simplify_pymeshlab`` looked up when it runs (a benchmark may time it)."""
+    return _simplify_pymeshlab(v, f, target)
 
 
 def transfer_memberships(src_centroids, src_P, dst_centroids) -> tuple[np.ndarray, np.ndarray]:
