@@ -4,6 +4,7 @@ what a fresh run gives, the default is the library's (off), and an integer k ign
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,13 @@ def fish():
     return mesh_seg.from_arrays(z["vertices"].astype(np.float64), z["faces"].astype(np.int64))
 
 
+@pytest.fixture(scope="module")
+def tool_runs(fish):
+    """The tool's fresh full runs of the fish at k = "auto" with each layout (``mesh_seg.run``: no cache), made
+    once for the module; the tests only read them (labels, k, info, face colours)."""
+    return {lay: mesh_seg.run(fish, {"apsp": "cpu", "auto_layout": lay}, device=CPU) for lay in ("concave", "auto")}
+
+
 def _p(**kw):
     return mesh_seg.PARAMS.validate({"apsp": "cpu", **kw})
 
@@ -36,24 +44,29 @@ def test_the_default_is_defaults_py_s_and_the_library_s():
     assert inspect.signature(sg.segment_mesh).parameters["auto_layout"].default == DEFAULT_AUTO_LAYOUT
 
 
-def test_the_tool_equals_the_library(fish):
-    on = mesh_seg.run(fish, {"apsp": "cpu", "auto_layout": "concave"}, device=CPU)
+def test_the_tool_equals_the_library(fish, tool_runs):
+    # the library's two runs share its first stage (prepare_mesh with segment_mesh's defaults; the layout acts
+    # in the cuts only): each gets a copy with empty memos, so each is segment_mesh's fresh result
+    prep = sg.prepare_mesh(fish.vertices, fish.faces, device="cpu", apsp_method="cpu")
+    on = tool_runs["concave"]
     lib = sg.segment_mesh(fish.vertices, fish.faces, k="auto", apsp_method="cpu", device="cpu",
-                          auto_layout="concave")
+                          auto_layout="concave", prepared=dataclasses.replace(prep, memo={}, cuts={}))
     assert np.array_equal(on.seg.labels, lib.labels) and on.seg.k == lib.k
     assert on.seg.info["auto_layout"]["kept"] == lib.info["auto_layout"]["kept"]
-    off = mesh_seg.run(fish, {"apsp": "cpu", "auto_layout": "auto"}, device=CPU)
+    off = tool_runs["auto"]
     plain = sg.segment_mesh(fish.vertices, fish.faces, k="auto", apsp_method="cpu", device="cpu",
-                            auto_layout="auto")
+                            auto_layout="auto", prepared=dataclasses.replace(prep, memo={}, cuts={}))
     assert np.array_equal(off.seg.labels, plain.labels) and "auto_layout" not in off.seg.info
 
 
-def test_an_edit_reruns_the_cut_stage_only_and_equals_a_fresh_run(fish):
+def test_an_edit_reruns_the_cut_stage_only_and_equals_a_fresh_run(fish, tool_runs):
     cache = StageCache(cap_bytes=1 << 30)
     first, _ = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="auto"), device=CPU, cache=cache, scope="t")
     live, rep = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="concave"), device=CPU, cache=cache, scope="t")
     assert rep.ran == ["cut"], rep
-    fresh, _ = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="concave"), device=CPU)
+    # the fresh run: the tool's full run without a cache (mesh_seg.run is PIPELINE.execute of every stage and,
+    # at the default shading, a copy of the same face colours)
+    fresh = tool_runs["concave"]
     assert np.array_equal(live.seg.labels, fresh.seg.labels)
     assert np.array_equal(live.seg.face_colors, fresh.seg.face_colors)
     back, rep = mesh_seg.PIPELINE.execute(fish, _p(auto_layout="auto"), device=CPU, cache=cache, scope="t")
@@ -61,8 +74,10 @@ def test_an_edit_reruns_the_cut_stage_only_and_equals_a_fresh_run(fish):
 
 
 def test_an_integer_k_ignores_it(fish):
-    a = mesh_seg.run(fish, {"apsp": "cpu", "k": 4, "auto_layout": "auto"}, device=CPU)
-    b = mesh_seg.run(fish, {"apsp": "cpu", "k": 4, "auto_layout": "concave"}, device=CPU)
+    # at a 1,500-face working resolution (max_faces): the same stages, the cut stage still given "concave"
+    small = {"apsp": "cpu", "k": 4, "max_faces": 1500}
+    a = mesh_seg.run(fish, {**small, "auto_layout": "auto"}, device=CPU)
+    b = mesh_seg.run(fish, {**small, "auto_layout": "concave"}, device=CPU)
     assert np.array_equal(a.seg.labels, b.seg.labels) and "auto_layout" not in b.seg.info
 
 
