@@ -73,7 +73,10 @@ EDITS = {
     "imseg": (("coarseness", 3.0), ("sigma", 1.5), ("picture_style", "mean")),
 }
 #: per tool: the issue's GPU figure: (parameter, three new values, the issue's limit in seconds,
-#: from the edit to the result shown, the debounce left out)
+#: from the edit to the result shown, the debounce left out). The targets follow the EDITS above:
+#: echo's α edits run at reference frame 1 (its last-stage edit), so each one's trajectory stage
+#: inverts the pair field (~10 ms more than at the default reference 0, where it only takes the
+#: pair buffer; benchmarks/results/echo_gap_session11.md)
 TARGETS = {
     "mesh-seg": ("k", (5, 6, 7), 0.100),
     "flow": ("fill", (2.5, 3.0, 3.5), 0.050),

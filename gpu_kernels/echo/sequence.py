@@ -54,6 +54,10 @@ KEEP_SHARE = 0.25
 HOST_ALLOC = "spare"
 #: the largest buffer :func:`host_buffer` makes ahead
 SPARE_MAX_BYTES = 256 << 20
+#: the kinds of buffer (shape, dtype, tag) kept ahead at once: the most recently asked for (a
+#: live edit asks for two: the pair fields and, from a reference other than frame 0, the
+#: trajectories); buffers of older kinds (another input's size) are dropped
+SPARE_KINDS = 2
 #: arrays below this many bytes always come from NumPy
 _HOST_ALLOC_MIN = 1 << 20
 
@@ -284,40 +288,49 @@ def _populated(shape, dtype) -> np.ndarray:
 _spare_lock = threading.Lock()
 _spare: dict = {}
 _spare_pending: set = set()
+_spare_recent: list = []   # the kinds asked for, the latest last (at most SPARE_KINDS)
 
 
 def _make_spare(key) -> None:
     try:
-        a = _populated(*key)
+        a = _populated(*key[:2])
     except MemoryError:
         a = None
     with _spare_lock:
         _spare_pending.discard(key)
-        if a is not None:
-            _spare.clear()   # one buffer kept ahead: of the latest size asked for
+        if a is not None and key in _spare_recent:
             _spare[key] = a
+        for k in [k for k in _spare if k not in _spare_recent]:
+            del _spare[k]   # kept ahead only for the latest kinds asked for
 
 
-def host_buffer(shape, dtype=np.float32, *, zero_rows: int = 0, device=None, how: str | None = None) -> np.ndarray:
+def host_buffer(shape, dtype=np.float32, *, zero_rows: int = 0, device=None, how: str | None = None,
+                tag: str | None = None) -> np.ndarray:
     """A new host array for fields that come down from the device (``how``, default
     :data:`HOST_ALLOC` for a GPU ``device`` and NumPy for the CPU; arrays under 1 MiB and over
     :data:`SPARE_MAX_BYTES` always NumPy's). The first ``zero_rows`` entries along axis 0 are
     zeros, the rest is to be written by the caller (its content is undefined).
 
     ``"spare"`` hands out a buffer written (zeros) ahead of time in a background thread, and
-    starts the next one of the same size: on the GPU hosts a fresh 25 MB array cost 8-10 ms of
+    starts the next one of the same kind: on the GPU hosts a fresh 25 MB array cost 8-10 ms of
     page faults while the download wrote it, against 1.7 ms into written pages
     (benchmarks/results/echo_live_session10.md); a live edit comes at least a debounce later, so
-    the next buffer is ready by then. ``"numpy"``: ``np.empty``/``np.zeros`` (pages faulted in
-    as the download writes them)."""
+    the next buffer is ready by then. One buffer is kept ahead per kind (shape, dtype and
+    ``tag``: callers that each want one of the same shape in one run give different tags), for
+    the :data:`SPARE_KINDS` kinds asked for last. ``"numpy"``: ``np.empty``/``np.zeros`` (pages
+    faulted in as the download writes them)."""
     shape = tuple(int(s) for s in shape)
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize
     if how is None:
         how = HOST_ALLOC if get_backend(device).is_gpu else "numpy"
     if how == "spare" and _HOST_ALLOC_MIN <= nbytes <= SPARE_MAX_BYTES:
-        key = (shape, dtype.str)
+        key = (shape, dtype.str) if tag is None else (shape, dtype.str, tag)
         with _spare_lock:
+            if key in _spare_recent:
+                _spare_recent.remove(key)
+            _spare_recent.append(key)
+            del _spare_recent[:-SPARE_KINDS]
             a = _spare.pop(key, None)
             start = key not in _spare_pending
             if start:
@@ -412,17 +425,27 @@ def trajectories(pairs: PairFields, reference: int, *, device=None, progress=Non
     """The trajectories from frame ``reference`` (0 <= reference < T), composed from the pair
     fields: forwards as they are, backwards each pair field inverted
     (:func:`~gpu_kernels.echo.maps.invert`). (T, 3, Z, Y, X), float32 for two frames (from frame
-    0: ``pairs.buf`` itself), float16 for more (half the host memory)."""
+    0: ``pairs.buf`` itself), float16 for more (half the host memory). The array comes from
+    :func:`host_buffer` (on a GPU: written ahead, so a live reference-1 edit at 128^3 does not
+    fault 25-50 MB of fresh pages in) and float32 fields come down straight into it."""
     be = get_backend(device)
     progress = as_progress(progress)
     pair, dev = pairs.host, pairs.on_device
     T, ref, xp = len(pair) + 1, int(reference), be.xp
     if pairs.lead_zero and ref == 0:
         return pairs.buf
-    traj = np.zeros((T, 3) + pair.shape[2:], dtype=np.float32 if T == 2 else np.float16)
+    # zero_rows=ref + 1: the reference's entry is zero; the ones before it are written below
+    traj = host_buffer((T, 3) + pair.shape[2:], np.float32 if T == 2 else np.float16, zero_rows=ref + 1,
+                       device=be, tag="trajectory")
 
     def field(k):
         return dev[k] if dev is not None else xp.asarray(pair[k])
+
+    def put(j, u):
+        if be.is_gpu and traj.dtype == u.dtype:
+            xp.ascontiguousarray(u).get(out=traj[j])   # straight into the result: no temporary
+        else:
+            traj[j] = asnumpy(u)
 
     with be.activate():
         cur = None
@@ -432,11 +455,11 @@ def trajectories(pairs: PairFields, reference: int, *, device=None, progress=Non
                 traj[j] = pair[j - 1]
             else:
                 cur = compose(cur, field(j - 1), device=be)
-                traj[j] = asnumpy(cur)
+                put(j, cur)
         cur = None
         for j in range(ref - 1, -1, -1):
             progress.update((ref - 1 - j) / max(ref, 1), f"backwards {j + 1}->{j}")
             back = invert(field(j), device=be)
             cur = back if cur is None else compose(cur, back, device=be)
-            traj[j] = asnumpy(cur)
+            put(j, cur)
     return traj
