@@ -37,6 +37,23 @@ def _blank(c):  # pragma: no cover - compiled
     return c == 32 or (9 <= c <= 13)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _token_start(a, i, m):  # pragma: no cover - compiled
+    """The scan's prologue shared by :func:`parse_ints` and :func:`parse_floats`: from byte ``i``, past the
+    blanks and an optional sign. ``(i, neg, more)``: the token's first byte after its sign, whether the
+    sign was ``-``, and False when only blanks were left (the end of ``a``)."""
+    while i < m and _blank(a[i]):
+        i += 1
+    if i >= m:
+        return i, False, False
+    neg = False
+    c = a[i]
+    if c == 43 or c == 45:  # + -
+        neg = c == 45
+        i += 1
+    return i, neg, True
+
+
 @njit(cache=True, nogil=True)
 def tokens_per_line(a, n_lines):  # pragma: no cover - compiled
     """(n_lines,) int64: the tokens started on each LF-ended line of ``a`` (uint8); tokens after
@@ -64,15 +81,9 @@ def parse_ints(a, n):  # pragma: no cover - compiled
     i = 0
     m = a.size
     while True:
-        while i < m and _blank(a[i]):
-            i += 1
-        if i >= m:
+        i, neg, more = _token_start(a, i, m)
+        if not more:
             break
-        neg = False
-        c = a[i]
-        if c == 43 or c == 45:  # + -
-            neg = c == 45
-            i += 1
         v = np.int64(0)
         nd = 0
         while i < m and 48 <= a[i] <= 57:
@@ -96,15 +107,9 @@ def parse_floats(a, n, p10):  # pragma: no cover - compiled
     i = 0
     m = a.size
     while True:
-        while i < m and _blank(a[i]):
-            i += 1
-        if i >= m:
+        i, neg, more = _token_start(a, i, m)
+        if not more:
             break
-        neg = False
-        c = a[i]
-        if c == 43 or c == 45:
-            neg = c == 45
-            i += 1
         mant = np.int64(0)
         e = np.int64(0)
         sig = 0          # significant digits in mant (leading zeros not counted)
