@@ -217,6 +217,10 @@ def _clean_line_ends(data: bytes) -> np.ndarray | None:
     if not data or b"\r" in data:
         return None
     a = np.frombuffer(data, np.uint8)
+    kc = _compiled()
+    if kc is not None:
+        ok, lf = kc.line_ends(a)
+        return lf if ok else None
     if _WS[a[0]] or (a[-1] != 10 and _WS[a[-1]]):
         return None
     lf = np.flatnonzero(a == 10)
