@@ -167,6 +167,8 @@ def _compiled():
 
 #: the compiled passes of :func:`_compiled` (False: NumPy's only; tests and A/Bs)
 COMPILED_TEXT = True
+#: :func:`_clean_line_ends` by the compiled pass too (session 11; False: NumPy's, as in session 10)
+COMPILED_LINE_ENDS = True
 
 
 def _tokens_per_line(block: bytes, n_lines: int) -> np.ndarray:
@@ -217,7 +219,7 @@ def _clean_line_ends(data: bytes) -> np.ndarray | None:
     if not data or b"\r" in data:
         return None
     a = np.frombuffer(data, np.uint8)
-    kc = _compiled()
+    kc = _compiled() if COMPILED_LINE_ENDS else None
     if kc is not None:
         ok, lf = kc.line_ends(a)
         return lf if ok else None

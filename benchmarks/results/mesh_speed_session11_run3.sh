@@ -15,6 +15,6 @@ E=benchmarks/mesh_speed11_ab.py
 echo "== warm-up process (compiles the numba caches)"; timeout 120 python $E $C/101.off --rounds 1 --configs base,s10
 echo "== A/B, auto_layout auto"; timeout 150 python $E $C/101.off $C/281.off --rounds 9 --configs base,s10,nosplit --auto-layout auto --json $OUT/ab_auto.json
 echo "== A/B, auto_layout concave"; timeout 150 python $E $C/101.off $C/281.off --rounds 9 --configs base,s10,nosplit --auto-layout concave --json $OUT/ab_concave.json
-echo "== CPU tests of the session's files"; timeout 90 python -m pytest tests/mesh/test_speed11_merge.py tests/mesh/test_speed11_simplify.py tests/mesh/test_speed8_simplify.py -q -p no:cacheprovider -o addopts="" 2>&1 | tail -3
+echo "== CPU tests of the session's files"; timeout 90 python -m pytest tests/mesh/test_speed11_merge.py tests/mesh/test_speed11_simplify.py tests/mesh/test_speed8_simplify.py tests/mesh/test_speed11_read.py tests/mesh/test_speed10_read.py -q -p no:cacheprovider -o addopts="" 2>&1 | tail -3
 echo "== GPU tests"; timeout 100 python -m pytest -m gpu tests/mesh/test_quality10_layout.py tests/mesh/test_speed10_device.py tests/mesh/test_mesh_segment.py tests/mesh/test_mesh_live_speed.py tests/mesh/test_speed8_simplify.py -q -p no:cacheprovider -o addopts="" 2>&1 | tail -4
 date -u
