@@ -6,7 +6,7 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_DELTA", "DEFAULT_ETA_CONVEX", "DEFAULT_EPSILON", "DEFAULT_UPDATE_POWER", "DEFAULT_OVERSEGMENT",
            "DEFAULT_MAX_ITER", "MAX_K", "WORKING_FACES", "DEFAULT_MAX_FACES", "DEFAULT_SHADING",
-           "DEFAULT_REFINE_BOUNDARIES", "DEFAULT_AUTO_LAYOUT"]
+           "DEFAULT_REFINE_BOUNDARIES", "DEFAULT_AUTO_LAYOUT", "DEFAULT_K_MERGE"]
 
 # Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
 DEFAULT_DELTA = 0.05
@@ -46,3 +46,11 @@ DEFAULT_REFINE_BOUNDARIES = True
 #: without it (190 ms) it took 17k to 231 ms; so it stays off by default, to keep 17k within 0.2 s
 #: (benchmarks/results/mesh_r2_session10.md)
 DEFAULT_AUTO_LAYOUT = "auto"
+
+#: an integer k's merges (k = "auto" is not affected): "hand" merges the weakest hand-made boundary first (the
+#: contrast strength, :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`); "learned" merges the pair a small
+#: boosted-trees model finds least likely to belong to different human segments (:func:`gpu_kernels.mesh.learned.k_merge`,
+#: trained on the PSB's human segmentations). Session 11, pre-registered round (leave one category out, each fold's
+#: model trained on the other 18 categories; 3 new working-mesh draws; replay of the pipeline's merges): protocol k
+#: 0.1506 -> 0.1328 held out (benchmarks/results/mesh_q_session11.md)
+DEFAULT_K_MERGE = "hand"

@@ -23,7 +23,12 @@ import numpy as np
 
 from gpu_kernels.mesh import boundary as _bd
 
-__all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets"]
+__all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets", "k_merge", "shipped_model", "MODEL"]
+
+#: the model :func:`k_merge` uses; None: the shipped one (:func:`shipped_model`). Benchmarks set a fold's model here
+MODEL = None
+#: the policy :func:`k_merge` uses ("learned": passed session 11's round; "blend" passed with a smaller gain)
+POLICY = "learned"
 
 #: the per-pair features, in the model's column order
 FEATURES = (
@@ -103,18 +108,100 @@ class TreeModel:
         return cls(feat, thr, left, right, val, init, 1.0, depth)
 
     def predict(self, X) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        n = X.shape[0]
-        T = self.feature.shape[0]
+        """(n,) the predictions: compiled (numba, :func:`_compiled_predict`) where it imports, else NumPy; both
+        add the trees in order, so they give the same floats."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        fn = _compiled_predict()
+        if fn is not None:
+            return fn(X, self.feature, self.threshold, self.left, self.right, self.value, float(self.init),
+                      float(self.rate), int(self.depth))
+        return self.predict_numpy(X)
+
+    def predict_numpy(self, X) -> np.ndarray:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        n, dim = X.shape
+        T, N = self.feature.shape
+        flat = (np.arange(T) * N)[None, :]
+        feat, thr = self.feature.ravel(), self.threshold.ravel()
+        left, right, val = self.left.ravel(), self.right.ravel(), self.value.ravel()
+        Xf = X.ravel()
+        row = (np.arange(n) * dim)[:, None]
         node = np.zeros((n, T), dtype=np.int64)
-        tid = np.arange(T)[None, :]
-        rows = np.arange(n)[:, None]
         for _ in range(self.depth):
-            f = self.feature[tid, node]
-            x = X[rows, np.maximum(f, 0)]
-            go = np.where(x <= self.threshold[tid, node], self.left[tid, node], self.right[tid, node])
+            g = flat + node
+            f = feat[g]
+            x = Xf[row + np.maximum(f, 0)]
+            go = np.where(x <= thr[g], left[g], right[g])
             node = np.where(f >= 0, go, node)
-        return self.init + self.rate * self.value[tid, node].sum(axis=1)
+        leaf = val[flat + node]
+        acc = np.zeros(n)
+        for t in range(T):  # (in order, as the compiled loop adds them)
+            acc += leaf[:, t]
+        return self.init + self.rate * acc
+
+
+_PREDICT: list = []
+
+
+def _compiled_predict():
+    """The trees' prediction as a numba loop (None where numba does not import, or where
+    :data:`gpu_kernels.mesh.boundary.COMPILED` is off)."""
+    if not _bd.COMPILED:
+        return None
+    if not _PREDICT:
+        try:
+            from numba import njit
+        except Exception:  # noqa: BLE001 - numba absent or broken: NumPy
+            _PREDICT.append(None)
+            return None
+
+        @njit(cache=True, nogil=True)
+        def predict(X, feature, threshold, left, right, value, init, rate, depth):  # pragma: no cover - compiled
+            n = X.shape[0]
+            T = feature.shape[0]
+            out = np.empty(n)
+            for i in range(n):
+                acc = 0.0
+                for t in range(T):
+                    node = 0
+                    for _ in range(depth):
+                        f = feature[t, node]
+                        if f < 0:
+                            break
+                        if X[i, f] <= threshold[t, node]:
+                            node = left[t, node]
+                        else:
+                            node = right[t, node]
+                    acc += value[t, node]
+                out[i] = init + rate * acc
+            return out
+
+        _PREDICT.append(predict)
+    return _PREDICT[0]
+
+
+_SHIPPED: list = []
+
+
+def shipped_model() -> TreeModel:
+    """The model trained on all 19 PSB categories (session 11; :mod:`gpu_kernels.mesh.learned_model`), loaded once."""
+    if not _SHIPPED:
+        import base64
+        import io
+
+        from gpu_kernels.mesh import learned_model
+
+        _SHIPPED.append(TreeModel.from_npz(io.BytesIO(base64.b64decode(learned_model.NPZ_BASE64))))
+    return _SHIPPED[0]
+
+
+def k_merge(graph, labels, targets: dict, label_component, *, strengths: list | None = None, min_area: float = 0.0):
+    """An integer k's merges with the learned score (``defaults.DEFAULT_K_MERGE = "learned"``): as
+    :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries` (the same arguments and return), with
+    :data:`POLICY` and :data:`MODEL` (None: :func:`shipped_model`)."""
+    model = MODEL if MODEL is not None else shipped_model()
+    return learned_merge(graph, labels, targets, label_component, min_area=min_area, policy=POLICY, model=model,
+                         strengths=strengths)
 
 
 def pair_targets(comp: list, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -299,9 +386,10 @@ def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_ar
     spread_u = 1.0 - np.linalg.norm(union, axis=1) / np.maximum(area[ulo] + area[uhi], 1e-300)
     spread_s = 1.0 - np.linalg.norm(nrm[sm], axis=1) / np.maximum(area[sm], 1e-300)
     comp = label_component[ulo]
-    cnt = np.array([count[int(c)] for c in comp], dtype=np.float64)
-    tgt = np.array([max(int(targets[int(c)]), 1) for c in comp], dtype=np.float64)
-    st0 = np.array([max(start[int(c)], 1) for c in comp], dtype=np.float64)
+    nc = int(comp_area.size)
+    cnt = np.array([count.get(c, 1) for c in range(nc)], dtype=np.float64)[comp]
+    tgt = np.array([max(int(targets.get(c, 1)), 1) for c in range(nc)], dtype=np.float64)[comp]
+    st0 = np.array([max(start.get(c, 1), 1) for c in range(nc)], dtype=np.float64)[comp]
     cols = [ls, rank, ls - ls.min(), bnd / c0s, inner / c0s, np.sqrt(var) / c0s, BV[ulo, uhi] / blc,
             BH[ulo, uhi] / blc, bl / np.maximum(perim[sm], 1e-300), bl / np.maximum(perim[lg_], 1e-300),
             area[sm] / ca, area[lg_] / ca, np.log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),

@@ -1,0 +1,152 @@
+"""The learned merge score for an integer k's merges (issue 22, session 11: gpu_kernels/mesh/learned.py):
+
+- ``policy="hand"`` merges exactly as the library's hand-made loop (labels, merges, strengths);
+- the trees as arrays predict the same in NumPy and compiled, and as a hand-built tree says;
+- the shipped model is within the brief's size (<= 64 trees, depth <= 4) and reads the features it names;
+- ``policy="learned"`` merges the pair the model ranks lowest;
+- the switch ``defaults.DEFAULT_K_MERGE`` changes an integer k's merges only (k = "auto" is untouched), through
+  :func:`gpu_kernels.mesh.learned.k_merge`; on the GPU the same labels as on the CPU.
+The fish of the thin-part tests (4,000 faces: clustered as it is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mesh import boundary as bd
+from gpu_kernels.mesh import defaults
+from gpu_kernels.mesh import learned as ln
+from gpu_kernels.mesh import segment as sg
+
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+KW = {"device": "cpu", "apsp_method": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def fish():
+    z = np.load(STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def prep(fish):
+    return sg.prepare_mesh(*fish, **KW)
+
+
+def _overseg(graph, n=30, seed=0):
+    """``n`` clusters: each face takes its nearest of ``n`` random faces' centroids, made connected."""
+    rng = np.random.default_rng(seed)
+    seeds = rng.choice(graph.n, n, replace=False)
+    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
+    lab = np.argmin(d, axis=1).astype(np.int32)
+    lab, _ = bd.merge_islands(graph, lab)
+    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
+
+
+@pytest.mark.parametrize("k", [2, 5, 9])
+def test_the_hand_policy_is_the_hand_made_loop(prep, k):
+    g = sg.k_merge_graph(prep.graph)
+    lab = _overseg(prep.graph)
+    lc = np.zeros(int(lab.max()) + 1, dtype=np.int64)
+    st_a, st_b = [], []
+    a, ma = bd.merge_weakest_boundaries(g, lab, {0: k}, lc, strengths=st_a, min_area=sg.MIN_PART_AREA)
+    b, mb = ln.learned_merge(g, lab, {0: k}, lc, strengths=st_b, min_area=sg.MIN_PART_AREA, policy="hand")
+    assert np.array_equal(a, b) and [tuple(map(int, x)) for x in ma] == [tuple(map(int, x)) for x in mb]
+    assert np.allclose(st_a, st_b, rtol=1e-12, atol=0) and len(np.unique(b)) == k
+
+
+def test_trees_numpy_and_compiled_agree_and_follow_their_arrays():
+    m = ln.shipped_model()
+    X = np.random.default_rng(3).normal(size=(300, len(ln.FEATURES)))
+    pn = m.predict_numpy(X)
+    if ln._compiled_predict() is not None:
+        assert np.array_equal(m.predict(X), pn)
+    # one hand-built tree of depth 1: x1 <= 0.5 -> 1.0, else 2.0; init 0.25, rate 0.5
+    t = ln.TreeModel(feature=np.array([[1, -1, -1]]), threshold=np.array([[0.5, 0, 0]]), left=np.array([[1, 1, 2]]),
+                     right=np.array([[2, 1, 2]]), value=np.array([[0.0, 1.0, 2.0]]), init=0.25, rate=0.5, depth=1)
+    x = np.array([[9.0, 0.5], [9.0, 0.6], [-9.0, -1.0]])
+    assert np.array_equal(t.predict_numpy(x), [0.75, 1.25, 0.75])
+    assert np.array_equal(t.predict(x), [0.75, 1.25, 0.75])
+
+
+def test_the_shipped_model_is_small_and_reads_its_features():
+    m = ln.shipped_model()
+    assert m.feature.shape[0] <= 64 and 1 <= m.depth <= 4
+    assert m.feature.max() < len(ln.FEATURES) and m.feature.min() >= -1
+    used = np.unique(m.feature[m.feature >= 0])
+    assert used.size >= 5  # (it reads more than the hand-made strength)
+
+
+def test_the_learned_policy_merges_the_pair_the_model_ranks_lowest(prep, monkeypatch):
+    g = sg.k_merge_graph(prep.graph)
+    lab = _overseg(prep.graph, 20, seed=1)
+    lc = np.zeros(int(lab.max()) + 1, dtype=np.int64)
+    m = ln.shipped_model()
+    seen = []
+    orig = ln.TreeModel.predict
+
+    def spy(self, X):
+        p = orig(self, X)
+        seen.append((np.asarray(X).copy(), p))
+        return p
+
+    monkeypatch.setattr(ln.TreeModel, "predict", spy)
+    hand, mh = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="hand")
+    out, ml = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="learned", model=m)
+    assert len(seen) == len(ml) == len(mh) == int(lab.max()) + 1 - 4
+    # round one: the merged pair has the lowest prediction (the hand-made strength, column 0, breaks ties)
+    X, p = seen[0]
+    j = int(np.lexsort((X[:, 0], p))[0])
+    assert abs(p[j] - p.min()) < 1e-15
+    assert not np.array_equal(hand, out)  # (the model's order is not the hand-made one on this fish)
+
+
+def test_bad_policy_or_no_model_is_refused(prep):
+    lab = _overseg(prep.graph, 6)
+    lc = np.zeros(int(lab.max()) + 1, dtype=np.int64)
+    with pytest.raises(ValueError, match="policy"):
+        ln.learned_merge(prep.graph, lab, {0: 2}, lc, policy="convex")
+    with pytest.raises(ValueError, match="model"):
+        ln.learned_merge(prep.graph, lab, {0: 2}, lc, policy="learned")
+
+
+def test_the_default_is_hand():
+    assert defaults.DEFAULT_K_MERGE in ("hand", "learned")
+    assert ln.POLICY == "learned" and ln.MODEL is None
+
+
+def _run(fish, k, merge, monkeypatch, device="cpu"):
+    monkeypatch.setattr(defaults, "DEFAULT_K_MERGE", merge)
+    calls = []
+    orig = ln.k_merge
+
+    def spy(*a, **kw):
+        calls.append(1)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(ln, "k_merge", spy)
+    kw = {"device": device} if device != "cpu" else KW
+    seg = sg.segment_mesh(*fish, k=k, **kw)
+    return seg, len(calls)
+
+
+def test_the_switch_changes_an_integer_k_only(fish, monkeypatch):
+    hand, n_hand = _run(fish, 5, "hand", monkeypatch)
+    learned, n_learned = _run(fish, 5, "learned", monkeypatch)
+    assert n_hand == 0 and n_learned >= 1 and hand.k == learned.k == 5
+    assert not np.array_equal(hand.labels, learned.labels)
+    auto_h, _ = _run(fish, "auto", "hand", monkeypatch)
+    auto_l, n_auto = _run(fish, "auto", "learned", monkeypatch)
+    assert n_auto == 0 and np.array_equal(auto_h.labels, auto_l.labels)
+
+
+@pytest.mark.gpu
+def test_the_learned_merges_give_the_same_labels_on_the_gpu(fish, monkeypatch):
+    pytest.importorskip("cupy")
+    for merge in ("hand", "learned"):
+        cpu, _ = _run(fish, 5, merge, monkeypatch)
+        gpu, n = _run(fish, 5, merge, monkeypatch, device="cuda")
+        assert (n >= 1) == (merge == "learned")
+        assert np.array_equal(cpu.labels, gpu.labels), merge
