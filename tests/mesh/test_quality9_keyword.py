@@ -88,10 +88,10 @@ def test_concave_on_the_gpu(fish):
     assert on.k == plain.k and np.array_equal(on.labels, ref.labels)
 
 
-def test_a_bad_value_is_one_line_with_a_clustered_result_too(fish):
+def test_a_bad_value_is_one_line_with_a_clustered_result_too(fish, fish_prep):
     """Reviewer A (Q2): the check runs before the ``clustered=`` early return."""
     v, f = fish
-    prep = sg.prepare_mesh(v, f, device="cpu", apsp_method="cpu")
+    prep = _fresh(fish_prep)
     cm = sg.cluster_prepared(prep, k=3, device="cpu", apsp_method="cpu")
     with pytest.raises(MeshInputError, match="auto_layout must be one of"):
         sg.segment_mesh(v, f, prepared=prep, clustered=cm, auto_layout="convex")
