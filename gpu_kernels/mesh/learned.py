@@ -219,14 +219,16 @@ def pair_targets(comp: list, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray
 
 def learned_merge(graph, labels, targets: dict, label_component, *, min_area: float = 0.0, policy: str = "learned",
                   model: TreeModel | None = None, strengths: list | None = None, record: dict | None = None,
-                  record_top: int = 12):
+                  record_top: int = 12, stop_p: float | None = None):
     """:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries` (the "contrast" criterion, K x K tables) with
     the pair to merge chosen by ``policy``: ``"hand"`` (the hand-made strength: the same merges), ``"learned"``
     (the lowest predicted chance of different human segments) or ``"blend"`` (the lowest mean of the two
     ranks; ties to the model). ``strengths`` receives the merged pairs' hand-made strengths (0 for a sliver).
     ``record`` (``{"comp": [...]}`` as :func:`pair_targets`' tables): each round's ``record_top`` weakest
     candidates by the hand-made strength get their features appended to ``record["X"]`` and their targets to
-    ``record["y"]``. Returns ``(labels, merges)`` as the hand-made loop does."""
+    ``record["y"]``. ``stop_p`` (a learned policy; k = "auto" experiments): a component stops merging once every
+    candidate pair of it is predicted at least this likely to be different. Returns ``(labels, merges)`` as the
+    hand-made loop does."""
     if policy not in ("hand", "learned", "blend"):
         raise ValueError(f"policy must be hand, learned or blend, not {policy!r}")
     if policy != "hand" and model is None:
@@ -283,6 +285,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     iu, ju = np.triu_indices(K, 1)
     lc_iu = label_component[iu]
     is_over = np.zeros(comp_area.size, dtype=bool)
+    done: set = set()
 
     def merge(keep, gone):
         in_num[keep] += in_num[gone] + BX[keep, gone]
@@ -305,7 +308,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
         _bd._record_merge(keep, gone, area, present, count, label_component, merges)
 
     while True:
-        over = [c for c in targets if count[c] > targets[c]]
+        over = [c for c in targets if count[c] > targets[c] and c not in done]
         if not over:
             break
         is_over[:] = False
@@ -346,6 +349,12 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
             j = int(np.argmin(strength))
         else:
             p = model.predict(X)
+            if stop_p is not None:
+                cl = label_component[ulo]
+                stop = [c for c in over if not (p[cl == c] < stop_p).any()]
+                if stop:
+                    done.update(stop)
+                    continue
             if policy == "learned":
                 j = int(np.lexsort((strength, p))[0])
             else:
