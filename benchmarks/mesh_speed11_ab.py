@@ -5,9 +5,8 @@ file, read + ``segment_mesh``, configurations interleaved in one process, labels
 - ``s10``: the code of session 10's end: the settle's merge loop in NumPy
   (``boundary.COMPILED_MERGE = False``), the representatives' nearest faces per point in NumPy
   (``segment.COMPILED_NEAREST = False``) and the parts' memberships by SciPy's searches one by one
-  (``boundary.COMPILED_DIJKSTRA = False``), the whole simplification on the thread
-  (``simplify.SPLIT_PRE = False``) and the readers' line-end check in NumPy
-  (``mesh_formats.COMPILED_LINE_ENDS = False``);
+  (``boundary.COMPILED_DIJKSTRA = False``) and the whole simplification on the thread
+  (``simplify.SPLIT_PRE = False``);
 - ``nomerge`` / ``nonear`` / ``nodij`` / ``nosplit``: one of the four only.
 
 Example (device)::
@@ -26,8 +25,7 @@ import mesh_e2e_session10 as e2e  # noqa: E402
 
 e2e.CONFIGS.update({
     "s10": {"gpu_kernels.mesh.boundary.COMPILED_MERGE": False, "gpu_kernels.mesh.segment.COMPILED_NEAREST": False,
-            "gpu_kernels.mesh.boundary.COMPILED_DIJKSTRA": False, "gpu_kernels.mesh.simplify.SPLIT_PRE": False,
-            "app.io.mesh_formats.COMPILED_LINE_ENDS": False},
+            "gpu_kernels.mesh.boundary.COMPILED_DIJKSTRA": False, "gpu_kernels.mesh.simplify.SPLIT_PRE": False},
     "nosplit": {"gpu_kernels.mesh.simplify.SPLIT_PRE": False},
     "nodij": {"gpu_kernels.mesh.boundary.COMPILED_DIJKSTRA": False},
     "nomerge": {"gpu_kernels.mesh.boundary.COMPILED_MERGE": False},

@@ -13,12 +13,10 @@ a flag) so that the NumPy code runs:
   digits fit 15 (an exact double ``m``) and whose decimal exponent ``q`` is within ±22 (an exact
   power of ten): ``m * 10^q`` or ``m / 10^-q`` is then one correctly rounded operation, the value
   ``strtod`` (and ``np.fromstring``) gives for the token (Clinger's fast path). Any other token
-  (more digits, a larger exponent, ``nan``, ``inf``) declines;
-- :func:`line_ends` (session 11) gives the LF positions of a text the readers need not normalise, in one
-  pass, or declines where ``_clean_line_ends`` returns None.
+  (more digits, a larger exponent, ``nan``, ``inf``) declines.
 
 The readers use these only once numba is loaded in the process (the mesh tool loads it for its
-cuts) and the four are compiled (:func:`ready`): a reader never pays numba's import, a compile or
+cuts) and the three are compiled (:func:`ready`): a reader never pays numba's import, a compile or
 the disk cache's load. The first read that finds numba loaded starts :func:`warm_up_in_background`.
 Compiled code is cached on disk.
 """
@@ -172,46 +170,17 @@ def parse_floats(a, n, p10):  # pragma: no cover - compiled
     return k == n, out
 
 
-@njit(cache=True, nogil=True)
-def line_ends(a):  # pragma: no cover - compiled
-    """``(ok, lf)``: the LF positions of ``a`` (uint8) and ok True when the text is already as the
-    readers normalise it: not empty, no CR, no blank line, no line that starts or ends with a blank (as
-    ``app.io.mesh_formats._clean_line_ends``, which returns None where ok is False)."""
-    m = a.size
-    lf = np.empty(0, dtype=np.int64)
-    if m == 0 or _blank(a[0]) or (a[m - 1] != 10 and _blank(a[m - 1])):
-        return False, lf
-    n = 0
-    for i in range(m):
-        c = a[i]
-        if c == 13:
-            return False, lf
-        if c == 10:
-            # (i >= 1: a[0] is not a blank) a line that ends with a blank, or one after it that starts with one
-            if _blank(a[i - 1]) or (i + 1 < m and _blank(a[i + 1])):
-                return False, lf
-            n += 1
-    lf = np.empty(n, dtype=np.int64)
-    j = 0
-    for i in range(m):
-        if a[i] == 10:
-            lf[j] = i
-            j += 1
-    return True, lf
-
-
 _WARM_LOCK = threading.Lock()
 _warming: threading.Thread | None = None
 
 
 def ready() -> bool:
-    """True once the four passes are compiled in this process (no compile or cache load left)."""
-    return bool(tokens_per_line.signatures and parse_ints.signatures and parse_floats.signatures
-                and line_ends.signatures)
+    """True once the three passes are compiled in this process (no compile or cache load left)."""
+    return bool(tokens_per_line.signatures and parse_ints.signatures and parse_floats.signatures)
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's disk cache) the four passes for the readers' argument types.
+    """Compile (or load from numba's disk cache) the three passes for the readers' argument types.
 
     >>> warm_up(); ready()
     True
@@ -220,7 +189,6 @@ def warm_up() -> None:
     tokens_per_line(a, 2)
     parse_ints(np.frombuffer(b"1 2", np.uint8), 2)
     parse_floats(a, 4, _P10)
-    line_ends(a)
 
 
 def warm_up_in_background() -> None:

@@ -167,8 +167,6 @@ def _compiled():
 
 #: the compiled passes of :func:`_compiled` (False: NumPy's only; tests and A/Bs)
 COMPILED_TEXT = True
-#: :func:`_clean_line_ends` by the compiled pass too (session 11; False: NumPy's, as in session 10)
-COMPILED_LINE_ENDS = True
 
 
 def _tokens_per_line(block: bytes, n_lines: int) -> np.ndarray:
@@ -219,10 +217,6 @@ def _clean_line_ends(data: bytes) -> np.ndarray | None:
     if not data or b"\r" in data:
         return None
     a = np.frombuffer(data, np.uint8)
-    kc = _compiled() if COMPILED_LINE_ENDS else None
-    if kc is not None:
-        ok, lf = kc.line_ends(a)
-        return lf if ok else None
     if _WS[a[0]] or (a[-1] != 10 and _WS[a[-1]]):
         return None
     lf = np.flatnonzero(a == 10)
