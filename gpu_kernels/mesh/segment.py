@@ -75,6 +75,7 @@ from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
+from gpu_kernels.mesh import defaults as _defaults
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
@@ -861,8 +862,14 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
     auto = {c for c, t in enumerate(targets) if t == "auto"}
     strengths: list = []
-    merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
-                                                  strengths=strengths, min_area=MIN_PART_AREA)
+    if auto or _defaults.DEFAULT_K_MERGE == "hand":
+        merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
+                                                      strengths=strengths, min_area=MIN_PART_AREA)
+    else:  # an integer k's merges by the learned score (defaults.DEFAULT_K_MERGE; session 11)
+        from gpu_kernels.mesh import learned as _learned
+
+        merged, merges = _learned.k_merge(k_merge_graph(graph), labels, tg, label_comp, strengths=strengths,
+                                          min_area=MIN_PART_AREA)
     if auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
@@ -1475,7 +1482,10 @@ class ClusteredMesh:
     result: tuple | None
     seconds: float = 0.0
     #: {k: the integer k's ClusteredMesh at k} (:func:`layout_clustered`) for ``auto_layout="concave"``, kept by
-    #: the first cut that lays it out (:func:`_cut_and_lay_out`; a cache: the same as clustering it again)
+    #: the first cut that lays it out (:func:`_cut_and_lay_out`; a cache: the same as clustering it again).
+    #: A memo written after the stage cache measured this ClusteredMesh (as ``PreparedMesh.cuts`` is after the
+    #: PreparedMesh), so the cache's byte count is stale by about one integer-k ClusteredMesh (its P: F x K
+    #: float32): outside the cache's accounting (review A #12, session 10)
     layouts: dict = field(default_factory=dict)
 
 
