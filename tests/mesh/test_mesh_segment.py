@@ -260,14 +260,24 @@ def _creature_groups(v, f):
     return groups
 
 
-@pytest.mark.parametrize("k", ["auto", 7])
-def test_creature_is_body_head_tail_and_four_legs(k):
-    """The failure this catches: one body plus slivers (legs joined to the body, the body cut
-    in two, tiny parts). Each part must have its own label, covering almost all of it."""
+@pytest.fixture(scope="module")
+def creature_prep():
+    """The creature and segment_mesh's first stage of it on the CPU (prepare_mesh with segment_mesh's defaults),
+    built once: k acts after it; each run gets a copy with empty memos, so each is segment_mesh's fresh result."""
     from app.io.mesh_io import read_mesh
 
     v, f = read_mesh(CREATURE)
-    seg = segment_mesh(v, f, k=k, device="cpu")
+    return v, f, segmod.prepare_mesh(v, f, device="cpu")
+
+
+@pytest.mark.parametrize("k", ["auto", 7])
+def test_creature_is_body_head_tail_and_four_legs(k, creature_prep):
+    """The failure this catches: one body plus slivers (legs joined to the body, the body cut
+    in two, tiny parts). Each part must have its own label, covering almost all of it."""
+    import dataclasses
+
+    v, f, prep = creature_prep
+    seg = segment_mesh(v, f, k=k, device="cpu", prepared=dataclasses.replace(prep, memo={}, cuts={}))
     assert seg.k == 7, seg.info.get("merge_strengths")
     groups = _creature_groups(v, f)
     majority = {}
