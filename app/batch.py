@@ -365,6 +365,25 @@ def _main_thread_plugin():
     return MainThreadImports()
 
 
+def _no_sigint_plugin():
+    """A Dask worker plugin for the local cluster's workers: SIGINT ignored. A terminal's Ctrl+C reaches
+    every process of its group; the driver cancels the batch and stops the workers, which otherwise
+    printed their own shutdown's tracebacks beside "gpulab: cancelled". (Not for ``--scheduler``'s
+    workers: a user stops those with Ctrl+C in their own terminal.)"""
+    from distributed import WorkerPlugin
+
+    class IgnoreSigint(WorkerPlugin):
+        name = "gpulab-ignore-sigint"
+
+        def setup(self, worker):
+            import signal
+
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    return IgnoreSigint()
+
+
 # --------------------------------------------------------------------------- the driver
 BatchProgress = Callable[[BatchSummary, dict], None]
 
@@ -431,6 +450,7 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
         return summary
     cluster = None
     client = None
+    cancelled = False
     try:
         if scheduler:
             try:
@@ -452,6 +472,9 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
             client.register_plugin(_main_thread_plugin())
         except Exception as exc:  # noqa: BLE001 - an old worker: items still run, pymeshlab may not
             log.warning("could not register the worker plugin: %s", exc)
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                client.register_plugin(_no_sigint_plugin())
         summary.dashboard = getattr(client, "dashboard_link", "") or ""
         summary.startup_seconds = time.perf_counter() - t0
         if on_start:
@@ -498,17 +521,40 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
                 summary.failed += 1
             if on_record:
                 on_record(summary, rec)
+    except BaseException as exc:
+        from gpu_kernels.jobs import Cancelled
+
+        cancelled = isinstance(exc, (KeyboardInterrupt, Cancelled))
+        raise
     finally:
         summary.seconds = time.perf_counter() - t0
         with contextlib.suppress(OSError):
             (out / _STAGING).rmdir()  # only when empty: a killed worker's stage stays for the next run
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close(timeout=10)
-        if cluster is not None:
-            with contextlib.suppress(Exception):
-                cluster.close(timeout=20)
+        # after a cancel (a terminal's Ctrl+C reaches the workers too), Dask's complaints while it
+        # stops them ("Worker process still alive after 4.0 seconds, killing", a CancelledError's
+        # traceback) are not the user's business: the command says "cancelled", one line
+        with _quiet_dask() if cancelled else contextlib.nullcontext():
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=10)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=20)
     return summary
+
+
+@contextlib.contextmanager
+def _quiet_dask():
+    """Dask's loggers (distributed, tornado, asyncio) silent inside."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def finish_batch(tool_name: str, out_dir: str, records: list[dict], params: dict, device: str | None) -> dict:
