@@ -50,3 +50,8 @@ for dr in sorted({r["draw"] for r in rows}):
           "mean k", np.mean([r["default_k"] for r in rr]), "->", np.mean([r["learned_k"] for r in rr]))
 PY
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
+echo "== pytest -m gpu tests/mesh with DEFAULT_K_MERGE = learned [$(( $(date +%s) - T0 )) s]"
+unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $R/.carry-msp10/fast_simplification-*.whl 2>&1 | grep -v WARN | tail -1
+PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} timeout 240 python3 -m pytest -m gpu tests/mesh -q -p no:cacheprovider -o addopts="" -W ignore 2>&1 | tee $OUT/gpu_tests.txt | tail -8
+echo "all done after $(( $(date +%s) - T0 )) s"; date -u

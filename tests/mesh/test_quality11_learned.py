@@ -4,7 +4,7 @@
 - the trees as arrays predict the same in NumPy and compiled, and as a hand-built tree says;
 - the shipped model is within the brief's size (<= 64 trees, depth <= 4) and reads the features it names;
 - ``policy="learned"`` merges the pair the model ranks lowest;
-- the switch ``defaults.DEFAULT_K_MERGE`` changes an integer k's merges only (k = "auto" is untouched), through
+- the switch ``defaults.DEFAULT_K_MERGE`` ("learned" by default since session 11) changes an integer k's merges only (k = "auto" is untouched), through
   :func:`gpu_kernels.mesh.learned.k_merge`; on the GPU the same labels as on the CPU.
 The fish of the thin-part tests (4,000 faces: clustered as it is)."""
 
@@ -112,8 +112,8 @@ def test_bad_policy_or_no_model_is_refused(prep):
         ln.learned_merge(prep.graph, lab, {0: 2}, lc, policy="learned")
 
 
-def test_the_default_is_hand():
-    assert defaults.DEFAULT_K_MERGE in ("hand", "learned")
+def test_the_default_is_the_learned_score():
+    assert defaults.DEFAULT_K_MERGE == "learned"  # (session 11's round and its confirmation)
     assert ln.POLICY == "learned" and ln.MODEL is None
 
 
