@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mesh_session11_learned import _learned_merges  # noqa: E402
+from mesh_session11_learned import _learned_auto, _learned_merges  # noqa: E402
 
 from app.io.mesh_io import read_mesh  # noqa: E402
 from gpu_kernels.mesh import learned as _ln  # noqa: E402
@@ -28,10 +28,19 @@ from gpu_kernels.mesh import segment as sg  # noqa: E402
 CONFIGS = ("hand", "learned")
 
 
+AUTO_MODEL: list = []
+
+
 def once(path: str, cfg: str, k, device: str):
+    import contextlib
+
     t0 = time.perf_counter()
     v, f = read_mesh(path)
-    with _learned_merges(cfg == "learned"):
+    if AUTO_MODEL:  # k = "auto"'s merges: the hand-made rule against the learned order and stop (round 2)
+        ctx = _learned_auto(AUTO_MODEL[0]) if cfg == "learned" else contextlib.nullcontext()
+    else:
+        ctx = _learned_merges(cfg == "learned")
+    with ctx:
         seg = sg.segment_mesh(v, f, k=k, device=device)
     return time.perf_counter() - t0, seg
 
@@ -43,8 +52,12 @@ def main(argv=None) -> int:
     ap.add_argument("--k", default="auto,6,12")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--auto-model", type=Path, default=None,
+                    help="A/B k = auto's merges (hand-made stop vs this learned model's order and stop) instead")
     args = ap.parse_args(argv)
     _ln.MODEL = None  # the shipped model
+    if args.auto_model:
+        AUTO_MODEL.append(_ln.TreeModel.from_npz(args.auto_model))
     rows = []
     for path in args.files:
         for kk in args.k.split(","):
