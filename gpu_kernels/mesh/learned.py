@@ -23,10 +23,17 @@ import numpy as np
 
 from gpu_kernels.mesh import boundary as _bd
 
-__all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets", "k_merge", "shipped_model", "MODEL"]
+__all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets", "k_merge", "shipped_model", "MODEL", "auto_merge",
+           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P"]
 
 #: the model :func:`k_merge` uses; None: the shipped one (:func:`shipped_model`). Benchmarks set a fold's model here
 MODEL = None
+#: the model :func:`auto_merge` uses; None: the shipped one (:func:`shipped_auto_model`)
+MODEL_AUTO = None
+#: k = "auto" with the learned score (:func:`auto_merge`): a component stops merging once every candidate pair of it
+#: is predicted at least this likely to lie in different human segments: the Rand Index's break-even (merging A and B
+#: lowers its error where a face pair of A x B more often shares a human segment than not); not tuned
+AUTO_STOP_P = 0.5
 #: the policy :func:`k_merge` uses ("learned": passed session 11's round; "blend" passed with a smaller gain)
 POLICY = "learned"
 
@@ -193,6 +200,39 @@ def shipped_model() -> TreeModel:
 
         _SHIPPED.append(TreeModel.from_npz(io.BytesIO(base64.b64decode(learned_model.NPZ_BASE64))))
     return _SHIPPED[0]
+
+
+def shipped_auto_model() -> TreeModel:
+    """The k = "auto" model trained on all 19 PSB categories (session 11, round 2), loaded once."""
+    if len(_SHIPPED) < 2:
+        shipped_model()
+        import base64
+        import io
+
+        from gpu_kernels.mesh import learned_model
+
+        _SHIPPED.append(TreeModel.from_npz(io.BytesIO(base64.b64decode(learned_model.NPZ_AUTO_BASE64))))
+    return _SHIPPED[1]
+
+
+def auto_merge(graph, labels, targets: dict, label_component, auto_components, *, min_area: float = 0.0,
+               min_share: float = 0.0):
+    """k = "auto"'s merges by the learned score (``defaults.DEFAULT_AUTO_MERGE = "learned"``): in the model's order
+    (:data:`MODEL_AUTO`, None: :func:`shipped_auto_model`), each component stopping at :data:`AUTO_STOP_P`, slivers
+    (``min_area``) first; then the parts under ``min_share`` of their component join a neighbour
+    (:func:`gpu_kernels.mesh.segment.absorb_small_parts`, as the hand-made rule does). Returns ``(labels, merges,
+    strengths)`` as ``segment._merge_to_targets``' k = "auto" branch keeps them (labels not renumbered; the merged
+    pairs' hand-made strengths)."""
+    from gpu_kernels.mesh.segment import absorb_small_parts
+
+    model = MODEL_AUTO if MODEL_AUTO is not None else shipped_auto_model()
+    strengths: list = []
+    merged, merges = learned_merge(graph, labels, targets, label_component, min_area=min_area, policy="learned",
+                                   model=model, strengths=strengths, stop_p=AUTO_STOP_P)
+    extra_st: list = []
+    lab, extra = absorb_small_parts(graph, np.asarray(merged).astype(np.int32), label_component, set(auto_components),
+                                    min_share, extra_st)
+    return np.asarray(lab).astype(np.int32), list(merges) + list(extra), strengths + extra_st
 
 
 def k_merge(graph, labels, targets: dict, label_component, *, strengths: list | None = None, min_area: float = 0.0):
