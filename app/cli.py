@@ -393,21 +393,26 @@ FINISH_THREADS_S = 60.0
 
 
 def _finish_threads(before: set) -> None:
-    """After a cancel: wait until the threads this command started (``before``: the threads there
-    were at its start) have ended, so that none is inside C++ code when the interpreter finalizes.
+    """After a cancel: make sure that no thread this command started (``before``: the threads there
+    were at its start) is inside C++ code when the interpreter finalizes.
 
     A thread inside a C++ extension at finalization aborts the process: pymeshlab's decimation (the
     mesh tool's simplification, on a thread of its own) re-takes the GIL through pybind11 when it
     returns, Python ends the thread there (``pthread_exit``), and the C++ runtime calls
     ``std::terminate``: "terminate called without an active exception", exit -6 (session 10's
-    ``test_signal_mid_run[mesh-seg-sigint]``). The interpreter waits for non-daemon threads, but
-    only for those that have run: a Ctrl+C that lands in ``Thread.start()`` (its wait for the new
-    thread's first time slice, long on a loaded machine) leaves a thread that registers itself
-    too late for that wait. Such a thread is waited for here until it runs, then joined.
+    ``test_signal_mid_run[mesh-seg-sigint]``). The interpreter's exit waits for non-daemon threads,
+    but only for those that have run: a Ctrl+C that lands in ``Thread.start()`` (its wait for the
+    new thread's first time slice, long on a loaded machine) leaves a thread that registers itself
+    too late for that wait. So:
 
-    Not waited for: daemon threads and ``concurrent.futures`` workers (idle pool threads, which the
-    interpreter's exit wakes and joins itself). At most :data:`FINISH_THREADS_S`; a second Ctrl+C
-    meanwhile exits at once (``os._exit(130)``: no finalization, so no C++ is left half-way)."""
+    * a thread whose start was cut short is waited for until it runs (the exit then waits for it);
+    * gpulab's own threads (named ``gpulab-...``: the simplification, the k-d tree searches, the
+      readers' warm-up; not pool workers) are joined here, where a second Ctrl+C exits at once
+      (``os._exit(130)``: no finalization, so no C++ is left half-way); in the interpreter's own
+      wait a second Ctrl+C printed a traceback and went on to finalize.
+
+    Other threads (pools, which the exit wakes and joins itself) are left to the exit, as before.
+    At most :data:`FINISH_THREADS_S` in all."""
     import signal
     import threading
     import time
@@ -425,12 +430,12 @@ def _finish_threads(before: set) -> None:
         deadline = time.monotonic() + FINISH_THREADS_S
         me = threading.current_thread()
         for t in threading.enumerate():
-            if t in before or t is me or t.daemon or _is_pool_worker(t):
+            if t in before or t is me or t.daemon:
                 continue
             # started, not yet running (its start() was cut short): it registers itself when it runs
             while not t.is_alive() and t in threading.enumerate() and time.monotonic() < deadline:
                 time.sleep(0.002)
-            if t.is_alive():
+            if t.is_alive() and t.name.startswith("gpulab-") and not _is_pool_worker(t):
                 t.join(max(0.0, deadline - time.monotonic()))
     finally:
         if previous is not None:
