@@ -345,7 +345,10 @@ def host_buffer(shape, dtype=np.float32, *, zero_rows: int = 0, device=None, how
 
 _UPLOADS: dict = {}
 _UPLOADS_LOCK = threading.Lock()
-#: device bytes :func:`on_device` may keep for host arrays that are still alive
+#: device bytes :func:`on_device` may keep for host arrays that are still alive. These copies are held
+#: OUTSIDE the stage cache's device cap (app/tools/stage_cache.py): up to this much more device memory
+#: while the loaded truth and masks live; they go when those arrays are gone, or at an out-of-memory
+#: release (:func:`gpu_kernels.backend.on_release`), never for the cap (review A #11, session 10)
 UPLOAD_CACHE_BYTES = 1 << 30
 
 
