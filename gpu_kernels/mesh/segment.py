@@ -862,7 +862,13 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
     auto = {c for c, t in enumerate(targets) if t == "auto"}
     strengths: list = []
-    if auto or _defaults.DEFAULT_K_MERGE == "hand":
+    learned_auto = bool(auto) and _defaults.DEFAULT_AUTO_MERGE == "learned"
+    if learned_auto:  # k = "auto" by the learned score's order and stop (defaults.DEFAULT_AUTO_MERGE; session 11)
+        from gpu_kernels.mesh import learned as _learned
+
+        labels, merges, strengths = _learned.auto_merge(graph, labels, tg, label_comp, auto, min_area=MIN_PART_AREA,
+                                                        min_share=AUTO_K_MIN_PART)
+    elif auto or _defaults.DEFAULT_K_MERGE == "hand":
         merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
                                                       strengths=strengths, min_area=MIN_PART_AREA)
     else:  # an integer k's merges by the learned score (defaults.DEFAULT_K_MERGE; session 11)
@@ -870,7 +876,9 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
 
         merged, merges = _learned.k_merge(k_merge_graph(graph), labels, tg, label_comp, strengths=strengths,
                                           min_area=MIN_PART_AREA)
-    if auto:
+    if learned_auto:
+        pass  # (the labels, merges and strengths are the learned stop's)
+    elif auto:
         # k = "auto": the merges were run down to 2 clusters; keep those before the first
         # boundary that is strong in absolute terms (AUTO_K_STRENGTH) and against the
         # strongest boundary of the same component (AUTO_K_RELATIVE of it)

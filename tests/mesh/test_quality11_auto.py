@@ -1,0 +1,93 @@
+"""k = "auto" by the learned score (issue 22, session 11, round 2: gpu_kernels/mesh/learned.py ``auto_merge``):
+
+- the stop: a component stops merging once every candidate pair is predicted at least ``AUTO_STOP_P`` likely to
+  be different (a model that says "different" everywhere merges only slivers; one that says "same" everywhere
+  merges down to the target);
+- the switch ``defaults.DEFAULT_AUTO_MERGE`` ("hand" by default) changes k = "auto" only, through
+  :func:`gpu_kernels.mesh.learned.auto_merge`, and an integer k is untouched by it; on the GPU the same labels as
+  on the CPU.
+The fish of the thin-part tests (4,000 faces: clustered as it is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mesh import boundary as bd
+from gpu_kernels.mesh import defaults
+from gpu_kernels.mesh import learned as ln
+from gpu_kernels.mesh import segment as sg
+
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+KW = {"device": "cpu", "apsp_method": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def fish():
+    z = np.load(STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+def _constant(p: float) -> ln.TreeModel:
+    """A model that predicts ``p`` for every pair (one leaf)."""
+    return ln.TreeModel(feature=np.array([[-1]]), threshold=np.zeros((1, 1)), left=np.zeros((1, 1), np.int64),
+                        right=np.zeros((1, 1), np.int64), value=np.array([[p]]), init=0.0, rate=1.0, depth=1)
+
+
+@pytest.fixture(scope="module")
+def graph(fish):
+    return sg.prepare_mesh(*fish, **KW).graph
+
+
+def _overseg(graph, n=24, seed=0):
+    rng = np.random.default_rng(seed)
+    seeds = rng.choice(graph.n, n, replace=False)
+    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
+    lab, _ = bd.merge_islands(graph, np.argmin(d, axis=1).astype(np.int32))
+    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
+
+
+@pytest.mark.parametrize(("p", "merges_all"), [(0.7, False), (0.3, True)])
+def test_the_stop_follows_the_prediction(graph, p, merges_all):
+    lab = _overseg(graph)
+    n = int(lab.max()) + 1
+    lc = np.zeros(n, dtype=np.int64)
+    out, merges = ln.learned_merge(graph, lab, {0: 2}, lc, policy="learned", model=_constant(p),
+                                   stop_p=ln.AUTO_STOP_P)
+    assert len(np.unique(out)) == (2 if merges_all else n)
+    assert len(merges) == (n - 2 if merges_all else 0)
+
+
+def _run(fish, k, merge, monkeypatch, device="cpu"):
+    monkeypatch.setattr(defaults, "DEFAULT_AUTO_MERGE", merge)
+    calls = []
+    orig = ln.auto_merge
+
+    def spy(*a, **kw):
+        calls.append(1)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(ln, "auto_merge", spy)
+    kw = {"device": device} if device != "cpu" else KW
+    return sg.segment_mesh(*fish, k=k, **kw), len(calls)
+
+
+def test_the_switch_changes_k_auto_only(fish, monkeypatch):
+    assert defaults.DEFAULT_AUTO_MERGE == "hand"  # (off by default: its cost bar failed, session 11)
+    hand, n_hand = _run(fish, "auto", "hand", monkeypatch)
+    learned, n_learned = _run(fish, "auto", "learned", monkeypatch)
+    assert n_hand == 0 and n_learned == len(sg.AUTO_K_STARTS)  # (one per auto-k start)
+    assert not np.array_equal(hand.labels, learned.labels)
+    k_h, _ = _run(fish, 5, "hand", monkeypatch)
+    k_l, n_k = _run(fish, 5, "learned", monkeypatch)
+    assert n_k == 0 and np.array_equal(k_h.labels, k_l.labels)
+
+
+@pytest.mark.gpu
+def test_learned_k_auto_gives_the_same_labels_on_the_gpu(fish, monkeypatch):
+    pytest.importorskip("cupy")
+    cpu, _ = _run(fish, "auto", "learned", monkeypatch)
+    gpu, n = _run(fish, "auto", "learned", monkeypatch, device="cuda")
+    assert n >= 1 and np.array_equal(cpu.labels, gpu.labels)
