@@ -5,6 +5,7 @@ k = "auto" (untouched by the switch: the labels must be equal) and integer k's; 
 round (the order alternates), best and median of the rounds after a warm-up of each.
 
     python benchmarks/mesh_session11_ab.py A.off B.off --device cuda --k auto,6,12 --rounds 7 --json OUT.json
+    python benchmarks/mesh_session11_ab.py A.off B.off --device cuda --k auto --switch DEFAULT_AUTO_MERGE --rounds 9
 """
 from __future__ import annotations
 
@@ -29,6 +30,24 @@ CONFIGS = ("hand", "learned")
 
 
 AUTO_MODEL: list = []
+SWITCH: list = []
+
+
+def _switch(name: str, value: str):
+    import contextlib
+
+    from gpu_kernels.mesh import defaults
+
+    @contextlib.contextmanager
+    def ctx():
+        old = getattr(defaults, name)
+        setattr(defaults, name, value)
+        try:
+            yield
+        finally:
+            setattr(defaults, name, old)
+
+    return ctx()
 
 
 def once(path: str, cfg: str, k, device: str):
@@ -36,7 +55,9 @@ def once(path: str, cfg: str, k, device: str):
 
     t0 = time.perf_counter()
     v, f = read_mesh(path)
-    if AUTO_MODEL:  # k = "auto"'s merges: the hand-made rule against the learned order and stop (round 2)
+    if SWITCH:  # the library's switch for the block: defaults.DEFAULT_K_MERGE or DEFAULT_AUTO_MERGE
+        ctx = _switch(SWITCH[0], "learned" if cfg == "learned" else "hand")
+    elif AUTO_MODEL:  # k = "auto"'s merges: the hand-made rule against the learned order and stop (round 2)
         ctx = _learned_auto(AUTO_MODEL[0]) if cfg == "learned" else contextlib.nullcontext()
     else:
         ctx = _learned_merges(cfg == "learned")
@@ -54,8 +75,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--auto-model", type=Path, default=None,
                     help="A/B k = auto's merges (hand-made stop vs this learned model's order and stop) instead")
+    ap.add_argument("--switch", choices=("DEFAULT_K_MERGE", "DEFAULT_AUTO_MERGE"), default=None,
+                    help="A/B the library's switch itself ('hand' against 'learned', the shipped models)")
     args = ap.parse_args(argv)
     _ln.MODEL = None  # the shipped model
+    if args.switch:
+        SWITCH.append(args.switch)
     if args.auto_model:
         AUTO_MODEL.append(_ln.TreeModel.from_npz(args.auto_model))
     rows = []
