@@ -160,7 +160,10 @@ def test_closing_waits_for_a_job_that_ignores_cancel(qtbot, errors):
 
 
 # ----------------------------------------------------------------- JobRunner alone
-def test_runner_runs_in_a_worker_thread_on_the_chosen_device(qtbot):
+def test_runner_runs_in_a_worker_thread_on_the_chosen_device(qtbot, monkeypatch):
+    from app.ui import worker
+
+    monkeypatch.setattr(worker, "PROGRESS_GRACE_S", 0.0)   # a job this short reports nothing otherwise
     r = JobRunner(name="Probe")
     seen = {}
 
@@ -178,6 +181,28 @@ def test_runner_runs_in_a_worker_thread_on_the_chosen_device(qtbot):
     assert seen["thread"] is not threading.main_thread() and seen["backend"] == "cpu"
     qtbot.waitUntil(lambda: changes == [True, False], timeout=1000)
     assert r.last_progress == (1.0, "done")
+
+
+def test_runner_sends_no_progress_in_a_jobs_first_moments(qtbot, monkeypatch):
+    """A job shorter than PROGRESS_GRACE_S (a live edit) sends no reports: each one re-lays out the
+    window while the job runs (benchmarks/results/echo_gap_session11.md); later ones come."""
+    from app.ui import worker
+
+    monkeypatch.setattr(worker, "PROGRESS_GRACE_S", 0.2)
+    r = JobRunner(name="Probe")
+    got = []
+    r.progress.connect(lambda f, s: got.append(s))
+
+    def job(*, device, progress):
+        progress.update(0.5, "early")
+        time.sleep(0.3)
+        progress.update(0.9, "late")
+        return 1
+
+    with qtbot.waitSignal(r.finished, timeout=5000):
+        r.start(job, device="cpu")
+    qtbot.waitUntil(lambda: not r.is_running(), timeout=1000)
+    assert "early" not in got and "late" in got
 
 
 @pytest.mark.skipif(backend.cupy_available(), reason="this machine has a CUDA device")

@@ -57,7 +57,10 @@ def test_samples_are_offered(tab):
     assert tab.handles("x.PLY") and tab.handles("y.off") and not tab.handles("z.png")
 
 
-def test_load_run_and_the_faces_are_coloured(qtbot, tab, tab_runner):
+def test_load_run_and_the_faces_are_coloured(qtbot, tab, tab_runner, monkeypatch):
+    from app.ui import worker
+
+    monkeypatch.setattr(worker, "PROGRESS_GRACE_S", 0.0)   # every stage's report, also the first 0.3 s
     tab_runner.load(tab, SAMPLES / "dumbbell.ply")
     v, f = read_mesh(SAMPLES / "dumbbell.ply")
     assert tab.view.mesh.n_cells == len(f)
