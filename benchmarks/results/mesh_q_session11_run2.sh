@@ -41,6 +41,7 @@ echo "== A/B [$(( $(date +%s) - T0 )) s]"
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS
 timeout 150 python3 benchmarks/mesh_session11_ab.py $R/.carry-msp10/101.off $R/.carry-msp10/281.off --device cuda \
   --k auto,6,12 --rounds 5 --json $OUT/ab.json 2>&1 | grep -v Warn
-echo "== GPU tests [$(( $(date +%s) - T0 )) s]"
+echo "== GPU tests [$(( $(date +%s) - T0 )) s] (the proposed segment hook applied to this copy of the tree only)"
+patch -p0 --forward < $R/.carry-mq11/segment.diff && git diff --stat gpu_kernels/mesh/segment.py 2>/dev/null | tail -1
 ls tests/mesh/test_quality11_*.py 2>/dev/null && timeout 90 python3 -m pytest -m gpu tests/mesh/test_quality11_*.py -q -p no:cacheprovider -o addopts="" -W ignore 2>&1 | tail -4
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
