@@ -476,6 +476,10 @@ class ToolTab(QWidget):
         self.stage_label.setObjectName(f"{self.settings_key}-stage")
         self.stage_label.setWordWrap(True)
         self.stage_label.setStyleSheet("color: #555;")
+        # two lines' height, always: the panel below does not jump when a job starts, reports or ends
+        # (each jump re-laid out the whole side panel; benchmarks/results/echo_gap_session11.md)
+        self.stage_label.setFixedHeight(2 * self.stage_label.fontMetrics().lineSpacing() + 2)
+        self.stage_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         v.addWidget(self.stage_label)
 
         controls = self.build_controls()
