@@ -87,11 +87,12 @@ def train_models(mapf, fits: list, variant: str, workers: int) -> list:
 
 
 def rows_for(mapf, models: list, idxs: list, taus, workers: int) -> list:
-    """The learned merge's rows (n, T, 4) of model j on images idxs[j], for every j."""
+    """The learned merge's rows (n, T, 4) of model j on images idxs[j], for every j (``taus``: one
+    tuple for all, or a list of one tuple per j)."""
     jobs, keys = [], []
     for j, idx in enumerate(idxs):
         for c in G._chunks(idx, max(1, (4 * workers + len(idxs) - 1) // len(idxs))):
-            jobs.append((models[j], c, taus))
+            jobs.append((models[j], c, taus[j] if isinstance(taus, list) else taus))
             keys.append(j)
     got = mapf(G._rows_job, jobs)
     out = [[] for _ in idxs]
@@ -151,10 +152,13 @@ def cross_validate(tr: list, workers: int, variant: str, seeds, taus, group: int
         print(f"{len(models)} models ({time.time() - t0:.1f} s)", flush=True)
         prow = rows_for(mapf, models, [sub for *_, sub in plan], taus, workers)
         bis = [G.margin_pick(prow[j], drow[plan[j][4]]) for j in range(len(plan))]
+        print(f"pick rows ({time.time() - t0:.1f} s)", flush=True)
         sel = [j for j in range(len(plan)) if bis[j] >= 0]
-        hrow = rows_for(mapf, [models[j] for j in sel], [plan[j][2] for j in sel], taus, workers)
+        # the held-out fifth at its fold's pick only (the same rows as at every τ: each τ's merge is its own)
+        hrow = rows_for(mapf, [models[j] for j in sel], [plan[j][2] for j in sel],
+                        [(taus[bis[j]],) for j in sel], workers)
         close()
-        H = {j: hrow[q][:, bis[j]] for q, j in enumerate(sel)}
+        H = {j: hrow[q][:, 0] for q, j in enumerate(sel)}
         for seed in seeds[g0:g0 + group]:
             js = [j for j in range(len(plan)) if plan[j][0] == seed]
             hm = np.concatenate([H[j] if j in H else drow[plan[j][2]] for j in js]).mean(0)
