@@ -50,6 +50,7 @@ import functools
 import mmap
 import multiprocessing as mp
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -461,6 +462,28 @@ def _worker_init(main_pid: int) -> None:
         except (OSError, AttributeError):
             pass
     threading.Thread(target=_watch_parent, args=(main_pid,), name="gpulab-parent-watch", daemon=True).start()
+    # a terminal's Ctrl+C reaches the whole process group: the caller cancels the run, and these
+    # processes end with it; an interrupted worker broke the pool (and printed its traceback)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+#: a cancelled run waits this long at most for its running chunks
+CANCEL_WAIT_S = 10.0
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT held back in this thread while the pool's processes start: the fork server and the
+    workers inherit the mask, so a terminal's Ctrl+C does not interrupt their start-up (their
+    imports); this thread takes it once they have started."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _get_pool(workers):
@@ -479,11 +502,11 @@ def _get_pool(workers):
         return _pool
 
 
-def _reset_pool():
+def _reset_pool(wait: bool = False):
     global _pool
     with _pool_lock:
         if _pool is not None:
-            _pool.shutdown(wait=False, cancel_futures=True)
+            _pool.shutdown(wait=wait, cancel_futures=True)
         _pool = None
 
 
@@ -616,14 +639,17 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
         label = f"APSP: Dijkstra on {workers} processes"
         progress.update(0.0, f"{label}, {m:,} sources")
         pool = _get_pool(workers)
-        with _children_skip_main():  # workers start on the first submits
-            try:
-                pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
-            except BrokenProcessPool:
-                _reset_pool()
-                pool = _get_pool(workers)
-                pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
+        pending: set = set()
         try:
+            # (inside the try: a Ctrl+C while the workers start is a cancel like any other)
+            with _children_skip_main(), _sigint_blocked():  # workers start on the first submits
+                try:
+                    for a, b in jobs:
+                        pending.add(pool.submit(_mt_task, path, n, m, nnz, a, b))
+                except BrokenProcessPool:
+                    _reset_pool()
+                    pool = _get_pool(workers)
+                    pending = {pool.submit(_mt_task, path, n, m, nnz, a, b) for a, b in jobs}
             while pending:
                 finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
                 for f in finished:
@@ -632,7 +658,14 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
         except BaseException as exc:
             for f in pending:
                 f.cancel()
-            wait(pending)      # the running chunks finish (they are short), then the file goes
+            # the running chunks finish (they are short), then the file goes; a broken pool never
+            # finishes them (Python 3.11's pool manager dies on a cancelled future: it hung here)
+            wait(pending, timeout=CANCEL_WAIT_S)
+            if isinstance(exc, KeyboardInterrupt):
+                # a Ctrl+C: the process ends next. The pool goes now, and waits for its processes, also
+                # those still starting (one that started once the exit had begun found its queue's
+                # semaphore gone and printed a traceback after "cancelled")
+                _reset_pool(wait=True)
             if isinstance(exc, BrokenProcessPool):
                 _reset_pool()
                 # a worker that dies without a Python error was killed: by the kernel's
