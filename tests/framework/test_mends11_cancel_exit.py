@@ -107,3 +107,36 @@ def test_repeated_ctrl_c_ends_at_once_without_a_traceback(tmp_path):
     # the third Ctrl+C (0.8 s after the first) ends it, not the decimation's end (4 s after the first)
     took = ended - float((tmp_path / "first-ctrl-c").read_text())
     assert took < 3.0, took
+
+
+#: an extension's own ``PyRun_*`` eval interrupted by the Ctrl+C (as pybind11's ``py::exec`` in an import),
+#: then the Ctrl+C itself reaching gpulab: CPython's "unhandled KeyboardInterrupt" flag stays set
+INNER_EVAL = textwrap.dedent("""
+    import ctypes
+    import gpu_kernels.mesh.segment as seg
+    def interrupted(*a, **k):
+        run = ctypes.pythonapi.PyRun_String
+        run.restype, run.argtypes = ctypes.py_object, [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+        try:
+            run(b"raise KeyboardInterrupt", 257, {}, {})
+        except KeyboardInterrupt:
+            pass
+        raise KeyboardInterrupt
+    seg.simplify_in_background = interrupted
+    if __name__ == "__main__":
+        from app.cli import main
+        raise SystemExit(main())
+""")
+
+
+def test_ctrl_c_inside_an_extensions_own_eval_still_exits_130(tmp_path):
+    """``python -m`` ends a process whose KeyboardInterrupt left a ``PyRun_*`` eval with SIGINT (exit -2),
+    even after gpulab handled the cancel: 1 run in 40 of the loaded Ctrl+C loop, session 11."""
+    (tmp_path / "mends11_inner_eval.py").write_text(INNER_EVAL)
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    env.pop("GPULAB_DEBUG", None)
+    r = subprocess.run([sys.executable, "-m", "mends11_inner_eval", "mesh-seg", str(SAMPLE), "-o", str(tmp_path / "seg.ply"),
+                        "--k", "4", "--device", "cpu"], cwd=ROOT, env=env, capture_output=True, encoding="utf-8",
+                       errors="replace", timeout=120)
+    assert (r.returncode, _after_progress(r.stderr)) == (130, ["gpulab: cancelled"]), r.stderr[-2000:]
