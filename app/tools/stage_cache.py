@@ -103,6 +103,11 @@ class StageCache:
     available RAM, at most 8 GiB, and :data:`DEFAULT_DEVICE_SHARE` of the GPU's free memory
     when the first GPU output arrives; ``GPULAB_STAGE_CACHE_MB`` sets both). An output larger
     than the cap is not kept; a cap of 0 keeps nothing. Safe to use from several worker threads.
+
+    The caps count stage outputs only. Memos a tool keeps beside them are outside: the echo tool's
+    uploads of the loaded truth and masks (``gpu_kernels.echo.sequence.UPLOAD_CACHE_BYTES``, up to
+    1 GiB of device memory while the loaded data live) and the mesh tool's layouts memoised on a
+    cached ``ClusteredMesh`` after it was measured (about one F x K float32 array).
     """
 
     def __init__(self, cap_bytes: int | None = None, device_cap_bytes: int | None = None):
