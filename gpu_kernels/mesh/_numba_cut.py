@@ -295,7 +295,7 @@ def _np_max(a, b):  # pragma: no cover - compiled
     return b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loop (a convex mesh: c0 = 0)
 def merge_contrast(BL, BN, BX, in_num, in_den, lg, sdf, c0, area, comp_area, label_component, present,
                    count, target, tracked, lim, has_lim, min_area, root):  # pragma: no cover - compiled
     """The merge loop of :func:`gpu_kernels.mesh.boundary._merge_tables` for the ``"contrast"``
