@@ -868,7 +868,7 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
 
         labels, merges, strengths = _learned.auto_merge(graph, labels, tg, label_comp, auto, min_area=MIN_PART_AREA,
                                                         min_share=AUTO_K_MIN_PART)
-    elif auto or _defaults.DEFAULT_K_MERGE == "hand":
+    elif auto or _defaults.DEFAULT_K_MERGE == "hand" or max(tg.values(), default=0) > _defaults.LEARNED_MAX_K:
         merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
                                                       strengths=strengths, min_area=MIN_PART_AREA)
     else:  # an integer k's merges by the learned score (defaults.DEFAULT_K_MERGE; session 11)
