@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from gpu_kernels.backend import Backend
 from gpu_kernels.jobs import Cancelled, Progress
@@ -180,10 +180,19 @@ class JobRunner(QObject):
         thread = _JobThread(job, device, None, what)
         # the callback runs in the worker thread: it only emits (queued to this thread)
         emit, t_start, grace = thread.progressed.emit, time.monotonic(), PROGRESS_GRACE_S
+        held = [None]   # the last report dropped in the grace: shown when the grace ends if none came since
 
         def report(fraction: float, stage: str) -> None:   # worker thread
             if grace <= 0 or time.monotonic() - t_start >= grace:
+                held[0] = None
                 emit(fraction, stage)
+            else:
+                held[0] = (fraction, stage)
+
+        def grace_over() -> None:   # GUI thread: a stage entered in the grace that runs on is named now
+            last = held[0]
+            if last is not None and self._thread is thread:
+                self._on_progress(*last)
 
         thread._progress = self._progress = Progress(report, threading.Event(), min_interval=0.25)
         self.last_progress = (0.0, "starting")
@@ -197,6 +206,8 @@ class JobRunner(QObject):
         self.running_changed.emit(True)
         self.progress.emit(0.0, "starting")
         thread.start()
+        if grace > 0:
+            QTimer.singleShot(int(grace * 1000) + 1, self, grace_over)
 
     def cancel(self) -> None:
         """Ask the running job to stop at its next progress check (no-op when idle)."""

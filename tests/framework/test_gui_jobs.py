@@ -193,15 +193,20 @@ def test_runner_sends_no_progress_in_a_jobs_first_moments(qtbot, monkeypatch):
     got = []
     r.progress.connect(lambda f, s: got.append(s))
 
-    def job(*, device, progress):
+    def quick(*, device, progress):   # ends inside the grace: no report at all, also not when the grace ends
         progress.update(0.5, "early")
+        return 1
+
+    def slow(*, device, progress):
         time.sleep(0.3)
         progress.update(0.9, "late")
         return 1
 
-    with qtbot.waitSignal(r.finished, timeout=5000):
-        r.start(job, device="cpu")
-    qtbot.waitUntil(lambda: not r.is_running(), timeout=1000)
+    for job in (quick, slow):
+        with qtbot.waitSignal(r.finished, timeout=5000):
+            r.start(job, device="cpu")
+        qtbot.waitUntil(lambda: not r.is_running(), timeout=1000)
+        qtbot.wait(300)   # past the grace's end
     assert "early" not in got and "late" in got
 
 
@@ -235,3 +240,23 @@ def test_signal_emit_does_not_leak_references(qtbot):
         r.progress.emit(0.5, "x")
     assert len(got) == 500
     assert abs(sys.getrefcount(True) - before) < 50
+
+def test_a_stage_entered_in_the_grace_is_shown_when_it_ends(qtbot, monkeypatch):
+    """A stage that reports once in the job's first moments and then runs long is named when the grace
+    ends, not left at "starting" until its next report (reviewer, session 11)."""
+    from app.ui import worker
+
+    monkeypatch.setattr(worker, "PROGRESS_GRACE_S", 0.2)
+    r = JobRunner(name="Probe")
+    gate = threading.Event()
+
+    def job(*, device, progress):
+        progress.update(0.1, "stage A")
+        gate.wait(5)
+        return 1
+
+    with qtbot.waitSignal(r.finished, timeout=8000):
+        r.start(job, device="cpu")
+        qtbot.waitUntil(lambda: r.last_progress == (0.1, "stage A"), timeout=3000)
+        gate.set()
+    qtbot.waitUntil(lambda: not r.is_running(), timeout=1000)
