@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminal_signals import terminal_sigint  # tests/framework is on sys.path under pytest
 
 pytest.importorskip("distributed")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups")]
@@ -32,7 +33,7 @@ def test_ctrl_c_to_the_process_group_says_cancelled_only(tmp_path):
     env.pop("GPULAB_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-m", "app", "--device", "cpu", "batch", "imseg", str(src), "--out",
                              str(tmp_path / "out"), "--workers", "2"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, encoding="utf-8", errors="replace", start_new_session=True)
+                            stderr=subprocess.PIPE, encoding="utf-8", errors="replace", start_new_session=True, preexec_fn=terminal_sigint)
     try:
         t0 = time.monotonic()
         header = ""

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminal_signals import terminal_sigint  # tests/framework is on sys.path under pytest
 
 pytest.importorskip("pymeshlab")
 pytestmark = [pytest.mark.slow,
@@ -84,7 +85,7 @@ def _run(script: str, tmp_path: Path) -> tuple[int, str]:
     env["MENDS11_MARK"] = str(tmp_path / "first-ctrl-c")
     r = subprocess.run([sys.executable, "-c", script + _RUN, "mesh-seg", str(SAMPLE), "-o", str(tmp_path / "seg.ply"),
                         "--k", "4", "--device", "cpu"], cwd=ROOT, env=env, capture_output=True, encoding="utf-8",
-                       errors="replace", timeout=120)
+                       errors="replace", timeout=120, preexec_fn=terminal_sigint)
     return r.returncode, r.stderr
 
 
@@ -138,5 +139,5 @@ def test_ctrl_c_inside_an_extensions_own_eval_still_exits_130(tmp_path):
     env.pop("GPULAB_DEBUG", None)
     r = subprocess.run([sys.executable, "-m", "mends11_inner_eval", "mesh-seg", str(SAMPLE), "-o", str(tmp_path / "seg.ply"),
                         "--k", "4", "--device", "cpu"], cwd=ROOT, env=env, capture_output=True, encoding="utf-8",
-                       errors="replace", timeout=120)
+                       errors="replace", timeout=120, preexec_fn=terminal_sigint)
     assert (r.returncode, _after_progress(r.stderr)) == (130, ["gpulab: cancelled"]), r.stderr[-2000:]

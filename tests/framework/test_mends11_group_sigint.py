@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminal_signals import terminal_sigint  # tests/framework is on sys.path under pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups")]
 
@@ -34,7 +35,7 @@ def test_ctrl_c_to_the_process_group_during_the_shortest_paths(tmp_path):
     env.pop("GPULAB_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-m", "app", "mesh-seg", str(SAMPLE), "-o", str(tmp_path / "seg.ply"),
                              "--k", "4", "--device", "cpu"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, encoding="utf-8", errors="replace", start_new_session=True)
+                            stderr=subprocess.PIPE, encoding="utf-8", errors="replace", start_new_session=True, preexec_fn=terminal_sigint)
     try:
         t0 = time.monotonic()
         line = ""
