@@ -121,44 +121,6 @@ def instrument(tool) -> None:
     seq._make_spare = make_spare
 
 
-def old_trajectories(pairs, reference, *, device=None, progress=None):
-    """``gpu_kernels.echo.sequence.trajectories`` as it was at the start of session 11 (a fresh
-    ``np.zeros`` trajectory array, each field downloaded to a temporary and copied in)."""
-    import numpy as np
-
-    from gpu_kernels.backend import asnumpy, get_backend
-    from gpu_kernels.echo.maps import compose, invert
-    from gpu_kernels.jobs import as_progress
-
-    be = get_backend(device)
-    progress = as_progress(progress)
-    pair, dev = pairs.host, pairs.on_device
-    T, ref, xp = len(pair) + 1, int(reference), be.xp
-    if pairs.lead_zero and ref == 0:
-        return pairs.buf
-    traj = np.zeros((T, 3) + pair.shape[2:], dtype=np.float32 if T == 2 else np.float16)
-
-    def field(k):
-        return dev[k] if dev is not None else xp.asarray(pair[k])
-
-    with be.activate():
-        cur = None
-        for j in range(ref + 1, T):
-            if cur is None:
-                cur = field(j - 1)
-                traj[j] = pair[j - 1]
-            else:
-                cur = compose(cur, field(j - 1), device=be)
-                traj[j] = asnumpy(cur)
-        cur = None
-        for j in range(ref - 1, -1, -1):
-            progress.update((ref - 1 - j) / max(ref, 1), f"backwards {j + 1}->{j}")
-            back = invert(field(j), device=be)
-            cur = back if cur is None else compose(cur, back, device=be)
-            traj[j] = asnumpy(cur)
-    return traj
-
-
 class GuiProfile:
     """The GUI thread's outermost Python calls (entered from C++), with their wall time."""
 
@@ -256,6 +218,7 @@ def run(args) -> dict:
     import app.ui.worker as worker
     import gpu_kernels.echo.sequence as seq
     from gpu_kernels.jobs import Progress
+    from tests.echo.echo_trajectories_old import old_trajectories  # the one frozen copy of the old path
 
     new_trajectories = seq.trajectories
     lab = tab.stage_label

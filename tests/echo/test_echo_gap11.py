@@ -8,10 +8,10 @@ import threading
 
 import numpy as np
 import pytest
+from echo_trajectories_old import old_trajectories  # the one frozen copy of the pre-session-11 path
 
-from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.backend import get_backend
 from gpu_kernels.echo import sequence
-from gpu_kernels.echo.maps import compose, invert
 from gpu_kernels.echo.synthetic import make_sequence
 
 KW = {"levels": 1, "warps": 1, "iters": 5}
@@ -49,41 +49,13 @@ def test_spare_kinds_are_kept_apart_and_the_oldest_dropped():
     assert _kept(k_other) is not None and _kept(k_pairs) is not None and _kept(k_traj) is None
 
 
-def _old_trajectories(pairs, ref, be):
-    """sequence.trajectories as it was before session 11 (np.zeros, a download, a copy)."""
-    pair, dev = pairs.host, pairs.on_device
-    T, xp = len(pair) + 1, be.xp
-    if pairs.lead_zero and ref == 0:
-        return pairs.buf
-    traj = np.zeros((T, 3) + pair.shape[2:], dtype=np.float32 if T == 2 else np.float16)
-
-    def field(k):
-        return dev[k] if dev is not None else xp.asarray(pair[k])
-
-    with be.activate():
-        cur = None
-        for j in range(ref + 1, T):
-            if cur is None:
-                cur = field(j - 1)
-                traj[j] = pair[j - 1]
-            else:
-                cur = compose(cur, field(j - 1), device=be)
-                traj[j] = asnumpy(cur)
-        cur = None
-        for j in range(ref - 1, -1, -1):
-            back = invert(field(j), device=be)
-            cur = back if cur is None else compose(cur, back, device=be)
-            traj[j] = asnumpy(cur)
-    return traj
-
-
 @pytest.mark.parametrize("n_frames", [2, 4])
 def test_trajectories_equal_the_old_path_on_the_cpu(n_frames):
     be = get_backend("cpu")
     frames = np.asarray(make_sequence(16, frames=n_frames, seed=3).frames, np.float32)
     pairs = sequence.estimate_pairs(frames, device=be, **KW)
     for ref in range(n_frames):
-        new, old = sequence.trajectories(pairs, ref, device=be), _old_trajectories(pairs, ref, be)
+        new, old = sequence.trajectories(pairs, ref, device=be), old_trajectories(pairs, ref, device=be)
         assert new.dtype == old.dtype and np.array_equal(new, old)
         assert not new[ref].any()
 
@@ -97,7 +69,7 @@ def test_trajectories_on_gpu_take_a_buffer_made_ahead_and_equal_the_old_path(n_f
     assert pairs.on_device is not None
     assert n_frames * 3 * 48 ** 3 * (4 if n_frames == 2 else 2) >= sequence._HOST_ALLOC_MIN   # large enough
     for ref in range(1, n_frames):
-        old = _old_trajectories(pairs, ref, be)
+        old = old_trajectories(pairs, ref, device=be)
         first = sequence.trajectories(pairs, ref, device=be)
         _join_spares()
         key = ((n_frames, 3) + frames.shape[1:], "<f4" if n_frames == 2 else "<f2", "trajectory")
