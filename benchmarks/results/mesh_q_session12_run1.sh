@@ -1,9 +1,9 @@
 #!/bin/bash
-# carry: .carry-mq12 (stores pf3s1221-1223 and stores2 pf3s1224-1226, made on the development CPU), .carry-mq11/models
+# carry: .carry-mq12/stores (pf3s1221-1223, made on the development CPU), .carry-mq11/models
 # (session 11's fold models: the shipped recipe held out, the base) and .carry-r2/c (off.tar.xz + humans.npzx; read only).
 # mesh-q, session 12, device call 1 (H100): the pre-registered round and confirmation of
-# benchmarks/results/mesh_q_session12.md (record, train R/W, active epoch, train E/EW, replay evaluate + oracle, judge,
-# then the real pipeline on new draws with the round's pick, judge).
+# benchmarks/results/mesh_q_session12.md (record, train R/W, active epoch, train E/EW, replay evaluate + oracle, judge);
+# the confirmation is run2.sh (the carry limit: the tracked tree + both store sets + the PSB data is over 64 MiB).
 set -o pipefail
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 T0=$(date +%s); R=$PWD; C=$R/.carry-r2/c; W=/tmp/mq12; mkdir -p $W
@@ -32,7 +32,7 @@ for p in sorted((W / "psbdir" / "off").glob("*.off")):
 np.savez(W / "psb.npz", **store)
 print("psb.npz assembled:", len(store), "arrays")
 PY
-python3 - $R/.carry-mq12/stores $R/.carry-mq12/stores2 $R/.carry-mq11/models <<'PY' | tee -a $OUT/device.txt
+python3 - $R/.carry-mq12/stores $R/.carry-mq11/models <<'PY' | tee -a $OUT/device.txt
 import sys, hashlib, pathlib
 for d in sys.argv[1:]:
     for p in sorted(pathlib.Path(d).glob("*.npz")):
@@ -74,13 +74,4 @@ with tarfile.open(pathlib.Path(sys.argv[3]) / "worst_s1221.tar.gz", "w:gz") as t
         t.add(pathlib.Path(sys.argv[2]) / f"{i}.pkl", arcname=f"{i}.pkl")
 print("records kept:", ids)
 PY
-PICK=$(python3 -c "import json; j=json.load(open('$OUT/judged.json')); print(j['pick'] or max(['W','E','EW'], key=lambda c: j[c]['gain']))")
-PASSED=$(python3 -c "import json; print(json.load(open('$OUT/judged.json'))['pick'] is not None)")
-echo "== confirm (real pipeline) S11 vs $PICK (round passed: $PASSED) $(el)"
-CS="S11=$R/.carry-mq11/models,$PICK=$W/models/$PICK"
-for s in 1224 1225 1226; do
-  timeout 100 $P confirm --store $R/.carry-mq12/stores2/pf3s$s.npz --draw s$s --sets $CS --out $OUT/conf_rows.jsonl $D --device cuda 2>&1 | grep -v Warn | tail -2
-  echo "   s$s $(el): $(wc -l < $OUT/conf_rows.jsonl) rows"
-done
-$P judge $OUT/conf_rows.jsonl --base S11 --cands $PICK --control "" --json $OUT/conf_judged.json 2>&1 | tee $OUT/conf_judge.txt
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
