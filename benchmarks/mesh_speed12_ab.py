@@ -1,0 +1,34 @@
+"""Issue 22 (session 12): session 10's end-to-end A/B (``benchmarks/mesh_e2e_session10.py``: from the file,
+read + ``segment_mesh``, configurations interleaved in one process after a warm-up each, the labels' and colours'
+SHA-1s, pymeshlab's own time per run, ``--profile``) with this session's working-mesh candidates
+(benchmarks/results/mesh_speed_session12.md):
+
+- ``pf3`` / ``base``: today's working mesh (fast-simplification to 3 x 4,000 faces, then pymeshlab with
+  ``preservenormal`` on);
+- ``pf3n0``: pymeshlab's ``preservenormal`` off (``simplify.PRESERVE_NORMAL = False``);
+- ``pf2n0``: fast-simplification to 2 x 4,000 faces, then pymeshlab with ``preservenormal`` off;
+- ``pf3n1``: ``preservenormal`` forced on (today's; the name for the old path once the default changes).
+
+Example (device)::
+
+    python benchmarks/mesh_speed12_ab.py 101.off 281.off --rounds 9 --configs base,pf3n0,pf2n0 --json out.json
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mesh_e2e_session10 as e2e  # noqa: E402
+
+e2e.CONFIGS.update({
+    "pf3": {},
+    "pf3n0": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": False},
+    "pf2n0": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": False, "gpu_kernels.mesh.simplify.PRE_FACTOR": 2.0},
+    "pf3n1": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": True, "gpu_kernels.mesh.simplify.PRE_FACTOR": 3.0},
+})
+
+if __name__ == "__main__":
+    sys.exit(e2e.main())
