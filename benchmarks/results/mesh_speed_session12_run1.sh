@@ -1,7 +1,7 @@
 #!/bin/bash
 # mesh-speed, session 12, device call 1 (H100): the pre-registered working-mesh round (results/mesh_speed_session12.md).
 # carry: .carry-r2/c (PSB off.tar.xz + humans.npzx, 13.4 MB, read only), .carry-msp10 (pymeshlab cp312 slim,
-# the fast-simplification wheel, PSB 101.off / 281.off; 22 MB, read only).
+# the fast-simplification wheel: .carry-msp10/pml.tar.xz and its wheel only, 19.9 MB, read only); 101.off / 281.off from the PSB pack.
 set -o pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); R=$PWD; C=$R/.carry-r2/c; M=$R/.carry-msp10; W=/tmp/msp12; mkdir -p $W
@@ -33,9 +33,9 @@ OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 timeout ${QT:-260} py
 echo "== judge [$(( $(date +%s) - T0 )) s]"
 python3 benchmarks/mesh_speed12_quality.py judge $OUT/rows.jsonl --base pf3 --json $OUT/judged.json 2>&1 | tee $OUT/judge.txt
 echo "== A/B H100 [$(( $(date +%s) - T0 )) s]"
-timeout 150 python3 benchmarks/mesh_speed12_ab.py $M/101.off $M/281.off --device cuda --rounds 9 \
+timeout 150 python3 benchmarks/mesh_speed12_ab.py $W/psbdir/off/101.off $W/psbdir/off/281.off --device cuda --rounds 9 \
   --configs pf3,pf3n0 --json $OUT/ab.json 2>&1 | grep -v Warn
 echo "== 2 cores, 50k, CPU [$(( $(date +%s) - T0 )) s]"
-timeout 80 taskset -c 0,1 python3 benchmarks/mesh_speed12_ab.py $M/281.off --device cpu --rounds 3 \
+timeout 80 taskset -c 0,1 python3 benchmarks/mesh_speed12_ab.py $W/psbdir/off/281.off --device cpu --rounds 3 \
   --configs pf3,pf3n0 --json $OUT/ab_cpu2.json 2>&1 | grep -v Warn
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
