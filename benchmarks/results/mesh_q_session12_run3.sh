@@ -37,10 +37,12 @@ for d in sys.argv[1:]:
         print(p.parent.name, p.stem, hashlib.sha1(p.read_bytes()).hexdigest())
 PY
 D="--data $W/psb.npz --jobs 16"
-echo "== record s1222 (the 9 missing) $(el)"
-timeout 80 $P record --store $K/pf3s1222_missing.npz --draw s1222 --ids $(cat $K/s1222_missing_ids.txt) --out $W/rec $D --device cuda 2>&1 | grep -v Warn >> $OUT/record.jsonl
-echo "== record s1223 $(el)"
-timeout 80 $P record --store $K/pf3s1223.npz --draw s1223 --out $W/rec $D --device cuda 2>&1 | grep -v Warn >> $OUT/record.jsonl
+echo "== record s1222 (the 9 missing) and s1223, side by side $(el)"
+timeout 80 $P record --store $K/pf3s1222_missing.npz --draw s1222 --ids $(cat $K/s1222_missing_ids.txt) --out $W/rec \
+  --data $W/psb.npz --jobs 9 --device cuda 2>&1 | grep -v Warn > $OUT/record_s1222.jsonl &
+timeout 80 $P record --store $K/pf3s1223.npz --draw s1223 --out $W/rec $D --device cuda 2>&1 | grep -v Warn > $OUT/record_s1223.jsonl
+wait
+cat $OUT/record_s1222.jsonl $OUT/record_s1223.jsonl > $OUT/record.jsonl
 grep -c '"examples"' $OUT/record.jsonl; grep error $OUT/record.jsonl | head -3
 SETS="S11=$R/.carry-mq11/models,R=$W/models/R,W=$W/models/W,E=$W/models/E,EW=$W/models/EW"
 echo "== evaluate (replay) $(el)"
