@@ -413,7 +413,7 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
                              label_component: np.ndarray, *, stop: dict | None = None,
                              strengths: list | None = None,
                              min_area: float = 0.0, area_gamma: float = 0.0,
-                             area_s0: float = 1.0) -> tuple[np.ndarray, list]:
+                             area_s0: float = 1.0, progress=None) -> tuple[np.ndarray, list]:
     """Merge adjacent clusters along their least concave boundary until each mesh component
     has its target number of clusters.
 
@@ -445,175 +445,323 @@ def merge_weakest_boundaries(graph: DualGraph, labels: np.ndarray, targets: dict
         pipeline uses): unweighted. Kept for the session-7 merge screens
         (``benchmarks/mesh_quality.py screen``, variant key ``"area_gamma"``), where it lost
         the leave-one-category-out rule.
+    progress : gpu_kernels.jobs.Progress, optional
+        Its cancel flag is checked every few merge rounds (:data:`CANCEL_ROUNDS`): a cancel
+        raises :class:`gpu_kernels.jobs.Cancelled` within a few milliseconds.
 
     Returns ``(labels, merges)`` with ``merges`` a list of ``(kept, removed)`` label pairs (the
     kept one is the larger by area); labels are *not* renumbered.
     """
     if int(np.asarray(label_component).size) <= DENSE_MERGE_MAX:
-        return _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma, area_s0)
-    return _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma, area_s0)
+        return _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma, area_s0,
+                             progress=progress)
+    return _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma, area_s0,
+                       progress=progress)
 
 
 #: up to this many clusters, :func:`merge_weakest_boundaries` keeps K x K tables of the
 #: boundaries and updates them per merge (:func:`_merge_tables`); above it, it sums over the
 #: arcs at every merge (:func:`_merge_arcs`, the same merges: a test checks it)
 DENSE_MERGE_MAX = 256
+#: the merge loops check the cancel flag of their ``progress`` every this many rounds (the compiled loop
+#: returns to Python between blocks of rounds; a round of the NumPy loops is a millisecond or more)
+CANCEL_ROUNDS = 64
+#: the least contrast offset c0 (the mesh's mean concavity): a convex mesh (no concave edge, c0 = 0) would give
+#: every boundary the strength 0 / 0 (NaN), and the merges would follow the pairs' index order; with the floor
+#: every contrast is 1 there and the order follows the thickness contrast and, for the learned merges, the model
+#: (issue 22, session 12; no mesh with a concave edge changes: their c0 is many orders above)
+C0_FLOOR = 1e-12
 
 
-def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma=0.0, area_s0=1.0):
-    """:func:`merge_weakest_boundaries` with the boundary sums in K x K tables."""
-    lab0 = np.asarray(labels).astype(np.int64)
-    K = int(label_component.size)
-    label_component = np.asarray(label_component)
-    # current clusters per component
-    present = np.zeros(K, dtype=bool)
-    present[np.unique(lab0)] = True
-    count = {c: int(np.count_nonzero(present & (label_component == c))) for c in targets}
-    length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
-    s, d = graph.src, graph.dst
-    a, b = lab0[s], lab0[d]
-    cut = a != b
-    lo, hi = np.minimum(a[cut], b[cut]), np.maximum(a[cut], b[cut])
-    L = length[cut]
-    # the boundary between every two clusters and the inside of every cluster, summed once over
-    # the arcs; a merge then adds rows of these K x K tables (issue 20: a merge used to sum
-    # over every arc again)
-    key = lo * K + hi
+def _contrast_offset(length, conc) -> float:
+    """The contrast strength's offset c0: the mean concavity over the arcs (length-weighted), at least
+    :data:`C0_FLOOR`."""
+    return max(float((length * conc).sum() / max(length.sum(), 1e-300)), C0_FLOOR)
 
-    def pair_table(w):
-        t = np.bincount(key, weights=w, minlength=K * K).reshape(K, K)
-        return t + t.T
 
-    BL = pair_table(L)
-    BN = pair_table(np.ones(L.size))  # arcs between two clusters: they are adjacent
-    crit = MERGE_CRITERION
-    if crit == "outline":
-        BX = pair_table(L * cut_capacity(graph)[cut])
-    else:
-        conc = merge_concavity(graph)
-        BX = pair_table(L * conc[cut])
-    if crit == "contrast":
-        same = ~cut
-        in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
-        in_den = np.bincount(a[same], weights=length[same], minlength=K)
-        c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
-        from gpu_kernels.mesh import dualgraph
+class _MergeState:
+    """The greedy merges' state on K x K tables, shared by :func:`_merge_tables` (the hand-made order) and
+    :func:`gpu_kernels.mesh.learned.learned_merge` (the learned order; ``extra``: the tables its features need,
+    and the log-thickness sums always): the boundary sums between every two clusters (length ``BL``, arcs ``BN``,
+    ``crit``'s numerator ``BX``; with ``extra`` also length x concavity² ``BX2``, concave length ``BV``, length
+    with concavity over 2 c0 ``BH``), the inside concavity sums, areas, normals, the clusters per component, and
+    :meth:`merge`, which updates them all. ``c0``: the contrast offset (None: this graph's, :func:`_contrast_offset`)."""
 
-        th = getattr(graph, "thickness", None)
-        sdf = float(dualgraph.SDF_MERGE) if th is not None else 0.0
-        lg = np.bincount(lab0, weights=np.log(np.maximum(th, 1e-300)) * graph.areas, minlength=K) if sdf > 0 else None
-    area = np.bincount(lab0, weights=graph.areas, minlength=K)
-    comp_area = np.bincount(label_component, weights=area, minlength=int(label_component.max()) + 1)
-    root = np.arange(K)
-    merges = []
-    iu, ju = np.triu_indices(K, 1)  # the pairs in the order of lo * K + hi
-    lim = None
-    if stop:
-        lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
+    def __init__(self, graph, labels, targets, label_component, *, crit="contrast", extra=False, c0=None):
+        lab0 = np.asarray(labels).astype(np.int64)
+        K = int(np.asarray(label_component).size)
+        label_component = np.asarray(label_component)
+        self.lab0, self.K, self.label_component, self.crit, self.extra = lab0, K, label_component, crit, extra
+        # current clusters per component
+        present = np.zeros(K, dtype=bool)
+        present[np.unique(lab0)] = True
+        self.present = present
+        self.count = {c: int(np.count_nonzero(present & (label_component == c))) for c in targets}
+        self.start = dict(self.count)
+        self.done: set = set()
+        length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
+        s, d = graph.src, graph.dst
+        a, b = lab0[s], lab0[d]
+        cut = a != b
+        lo, hi = np.minimum(a[cut], b[cut]), np.maximum(a[cut], b[cut])
+        L = length[cut]
+        # the boundary between every two clusters and the inside of every cluster, summed once over
+        # the arcs; a merge then adds rows of these K x K tables (issue 20: a merge used to sum
+        # over every arc again)
+        key = lo * K + hi
 
-    def merge(keep, gone):
+        def pair_table(w):
+            t = np.bincount(key, weights=w, minlength=K * K).reshape(K, K)
+            return t + t.T
+
+        self.BL = pair_table(L)
+        self.BN = pair_table(np.ones(L.size))  # arcs between two clusters: they are adjacent
+        self.lg, self.sdf, self.c0 = None, 0.0, 0.0
+        if crit == "outline":
+            self.BX = pair_table(L * cut_capacity(graph)[cut])
+        else:
+            conc = merge_concavity(graph)
+            cc = conc[cut]
+            self.BX = pair_table(L * cc)
         if crit == "contrast":
-            in_num[keep] += in_num[gone] + BX[keep, gone]
-            in_den[keep] += in_den[gone] + BL[keep, gone]
-            if lg is not None:
-                lg[keep] += lg[gone]
-                lg[gone] = 0.0
-        for T in (BL, BN, BX):
+            same = ~cut
+            self.in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
+            self.in_den = np.bincount(a[same], weights=length[same], minlength=K)
+            self.c0 = c0 = _contrast_offset(length, conc) if c0 is None else float(c0)
+            from gpu_kernels.mesh import dualgraph
+
+            th = getattr(graph, "thickness", None)
+            self.sdf = float(dualgraph.SDF_MERGE) if th is not None else 0.0
+            if self.sdf > 0 or extra:
+                logth = np.log(np.maximum(th, 1e-300)) if th is not None else np.zeros(graph.n)
+                self.lg = np.bincount(lab0, weights=logth * graph.areas, minlength=K)
+        self.area = np.bincount(lab0, weights=graph.areas, minlength=K)
+        self.comp_area = np.bincount(label_component, weights=self.area, minlength=int(label_component.max()) + 1)
+        self.tables = [self.BL, self.BN, self.BX]
+        self.nrm = None
+        if extra:
+            self.BX2 = pair_table(L * cc * cc)
+            self.BV = pair_table(L * np.asarray(graph.concave, dtype=np.float64)[cut])
+            self.BH = pair_table(L * (cc > 2.0 * c0))
+            self.tables += [self.BX2, self.BV, self.BH]
+            self.nrm = np.stack([np.bincount(lab0, weights=graph.normals[:, j] * graph.areas, minlength=K)
+                                 for j in range(3)], 1)
+            self.comp_lg = np.bincount(label_component, weights=self.lg, minlength=self.comp_area.size) \
+                / np.maximum(self.comp_area, 1e-300)
+        self.comp_tab = None
+        self.root = np.arange(K)
+        self.merges: list = []
+
+    def merge(self, keep, gone):
+        """Cluster ``gone`` joins ``keep``: every table and sum updated, the merge recorded."""
+        if self.crit == "contrast":
+            self.in_num[keep] += self.in_num[gone] + self.BX[keep, gone]
+            self.in_den[keep] += self.in_den[gone] + self.BL[keep, gone]
+            if self.lg is not None:
+                self.lg[keep] += self.lg[gone]
+                self.lg[gone] = 0.0
+        if self.nrm is not None:
+            self.nrm[keep] += self.nrm[gone]
+            self.nrm[gone] = 0.0
+        for T in self.tables:
             T[keep] += T[gone]
             T[:, keep] += T[:, gone]
             T[keep, keep] = 0.0
             T[gone] = 0.0
             T[:, gone] = 0.0
+        if self.comp_tab is not None:
+            for C in self.comp_tab:
+                C[keep] += C[gone]
+                C[gone] = 0.0
+        root = self.root
         root[root == gone] = keep
-        _record_merge(keep, gone, area, present, count, label_component, merges)
+        _record_merge(keep, gone, self.area, self.present, self.count, self.label_component, self.merges)
 
-    nb_ = compiled() if COMPILED_MERGE and crit == "contrast" and not area_gamma else None
-    if nb_ is not None:
-        return _merge_compiled(nb_, lab0, targets, label_component, stop, strengths, min_area, present, count,
-                               (BL, BN, BX, in_num, in_den, lg, sdf, c0), area, comp_area, root, merges)
-    lc_iu = label_component[iu]
-    is_over = np.zeros(comp_area.size, dtype=bool)
-    while True:
-        over = [c for c in targets if count[c] > targets[c]]
-        if not over:
-            break
-        is_over[:] = False
-        is_over[over] = True
-        cand = (BN[iu, ju] > 0) & is_over[lc_iu]
-        if not cand.any():
-            break
-        ulo, uhi = iu[cand], ju[cand]
-        bl = BL[ulo, uhi]
-        if min_area > 0:
-            frac = area / np.maximum(comp_area[label_component], 1e-300)
-            in_pair = np.zeros(K, dtype=bool)
-            in_pair[ulo] = True
-            in_pair[uhi] = True
-            small = present & (frac < min_area) & is_over[label_component] & in_pair
-            if small.any():
-                sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
-                touch = (ulo == sl) | (uhi == sl)
-                j = int(np.flatnonzero(touch)[np.argmax(bl[touch])])
-                nb = int(uhi[j] if ulo[j] == sl else ulo[j])
-                merge(nb, sl)
-                if strengths is not None:
-                    strengths.append(0.0)
+    def contrast(self, ulo, uhi, bl):
+        """The candidate pairs' contrast strengths (the thickness contrast included where it is on), with their
+        boundary and inside concavities and the clusters' mean log thickness ``m`` (None without it)."""
+        bnd = self.BX[ulo, uhi] / np.maximum(bl, 1e-300)
+        inner = (self.in_num[ulo] + self.in_num[uhi]) / np.maximum(self.in_den[ulo] + self.in_den[uhi], 1e-300)
+        c0 = self.c0
+        strength = (bnd + c0) / (inner + c0)
+        m = None
+        if self.lg is not None:
+            m = self.lg / np.maximum(self.area, 1e-300)
+            if self.sdf > 0:
+                strength = strength * (1.0 + self.sdf * np.abs(m[ulo] - m[uhi]))
+        return strength, bnd, inner, m
+
+    def labels(self):
+        return self.root[self.lab0].astype(np.int32)
+
+    def greedy(self, targets, min_area, strengths, pick, progress=None):
+        """The greedy loop in NumPy: while a component has more clusters than its target, its slivers (under
+        ``min_area`` of its area) join the neighbour they share the longest boundary with, else the candidate
+        pair ``pick(ulo, uhi, bl, over)`` chooses merges (the larger by area keeps its label; ``pick`` returns
+        ``(j, strength)``, None to stop, or -1 for a round without a merge). The cancel flag of ``progress``
+        is checked every :data:`CANCEL_ROUNDS` rounds. Returns ``(labels, merges)``."""
+        K, label_component = self.K, self.label_component
+        area, comp_area, present, count, BL, BN = self.area, self.comp_area, self.present, self.count, self.BL, self.BN
+        iu, ju = np.triu_indices(K, 1)  # the pairs in the order of lo * K + hi
+        lc_iu = label_component[iu]
+        is_over = np.zeros(comp_area.size, dtype=bool)
+        rounds = 0
+        while True:
+            if progress is not None and rounds % CANCEL_ROUNDS == 0:
+                progress.check()
+            rounds += 1
+            over = [c for c in targets if count[c] > targets[c] and c not in self.done]
+            if not over:
+                break
+            is_over[:] = False
+            is_over[over] = True
+            cand = (BN[iu, ju] > 0) & is_over[lc_iu]
+            if not cand.any():
+                break
+            ulo, uhi = iu[cand], ju[cand]
+            bl = BL[ulo, uhi]
+            if min_area > 0:
+                frac = area / np.maximum(comp_area[label_component], 1e-300)
+                in_pair = np.zeros(K, dtype=bool)
+                in_pair[ulo] = True
+                in_pair[uhi] = True
+                small = present & (frac < min_area) & is_over[label_component] & in_pair
+                if small.any():
+                    sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
+                    touch = (ulo == sl) | (uhi == sl)
+                    j = int(np.flatnonzero(touch)[np.argmax(bl[touch])])
+                    nb = int(uhi[j] if ulo[j] == sl else ulo[j])
+                    self.merge(nb, sl)
+                    if strengths is not None:
+                        strengths.append(0.0)
+                    continue
+            got = pick(ulo, uhi, bl, over)
+            if got is None:
+                break
+            if got == -1:
                 continue
-        bx = BX[ulo, uhi]
+            j, s_j = got
+            if strengths is not None:
+                strengths.append(float(s_j))
+            p, q = int(ulo[j]), int(uhi[j])
+            self.merge(*((p, q) if area[p] >= area[q] else (q, p)))
+        return self.labels(), self.merges
+
+    def compiled(self, targets, min_area, strengths, *, policy=0, lim=None, stop_p=None, model=None,
+                 progress=None):
+        """The greedy loop by :func:`gpu_kernels.mesh._numba_merge.greedy_merge` (the ``"contrast"`` criterion):
+        the same merges and strengths as :meth:`greedy` with the hand-made pick (``policy`` 0, ``lim``: a
+        per-component strength limit, ``stop``) or the learned one (1 learned, 2 blend; ``model``, ``stop_p``),
+        run in blocks of :data:`CANCEL_ROUNDS` rounds with the cancel flag checked between them. Returns
+        ``(labels, merges)``."""
+        from gpu_kernels.mesh import _numba_merge as nm
+
+        label_component = np.ascontiguousarray(self.label_component, dtype=np.int64)
+        nc = max(int(self.comp_area.size), max((int(c) + 1 for c in targets), default=0))
+        cnt = np.zeros(nc, dtype=np.int64)
+        target = np.zeros(nc, dtype=np.int64)
+        start = np.zeros(nc, dtype=np.int64)
+        tracked = np.zeros(nc, dtype=np.bool_)
+        done = np.zeros(nc, dtype=np.bool_)
+        for c, t in targets.items():
+            cnt[int(c)] = self.count[c]
+            target[int(c)] = int(t)
+            start[int(c)] = self.start[c]
+            tracked[int(c)] = True
+        has_lim = lim is not None
+        lim_a = np.full(nc, np.inf)
+        if has_lim:
+            lim_a[:lim.size] = lim
+        comp_area = np.zeros(nc)
+        comp_area[:self.comp_area.size] = self.comp_area
+        learned = policy != 0
+        e2 = np.empty((0, 0))
+        if learned:
+            BX2, BV, BH, nrm = self.BX2, self.BV, self.BH, self.nrm
+            comp_lg = np.zeros(nc)
+            comp_lg[:self.comp_lg.size] = self.comp_lg
+            tree = (model.feature, model.threshold, model.left, model.right, model.value, float(model.init),
+                    float(model.rate), int(model.depth))
+        else:
+            BX2 = BV = BH = e2
+            nrm = np.empty((0, 3))
+            comp_lg = np.empty(0)
+            z = np.zeros((1, 1), dtype=np.int64)
+            tree = (z - 1, np.zeros((1, 1)), z, z, np.zeros((1, 1)), 0.0, 0.0, 0)
+        lg = np.empty(0) if self.lg is None else self.lg
+        K = self.K
+        keeps = np.empty(max(K, 1), dtype=np.int64)
+        gones = np.empty(max(K, 1), dtype=np.int64)
+        st = np.empty(max(K, 1), dtype=np.float64)
+        n = 0
+        while True:
+            if progress is not None:
+                progress.check()
+            n, finished = nm.greedy_merge(
+                int(policy), self.BL, self.BN, self.BX, BX2, BV, BH, self.in_num, self.in_den, lg, float(self.sdf),
+                float(self.c0), max(float(self.c0), 1e-12), self.area, comp_area, label_component, self.present,
+                cnt, target, tracked, start, done, lim_a, has_lim, float(min_area),
+                float(stop_p) if stop_p is not None else 0.0, stop_p is not None, nrm, comp_lg, *tree, self.root,
+                keeps, gones, st, n, int(CANCEL_ROUNDS))
+            if finished:
+                break
+        for c in targets:
+            self.count[c] = int(cnt[int(c)])
+        self.merges.extend((int(keeps[i]), int(gones[i])) for i in range(n))
+        if strengths is not None:
+            strengths.extend(float(x) for x in st[:n])
+        return self.labels(), self.merges
+
+
+def _merge_tables(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma=0.0, area_s0=1.0,
+                  progress=None):
+    """:func:`merge_weakest_boundaries` with the boundary sums in K x K tables (:class:`_MergeState`)."""
+    crit = MERGE_CRITERION
+    state = _MergeState(graph, labels, targets, label_component, crit=crit)
+    label_component = state.label_component
+    lim = None
+    if stop:
+        lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
+    if COMPILED_MERGE and crit == "contrast" and not area_gamma and compiled_merge() is not None:
+        return state.compiled(targets, min_area, strengths, policy=0, lim=lim, progress=progress)
+    area, comp_area, BL = state.area, state.comp_area, state.BL
+
+    def pick(ulo, uhi, bl, over):
         if crit == "outline":
             # the share of the smaller cluster's outline that this smooth boundary makes up
             perim = BL.sum(axis=1)
-            strength = -bx / np.maximum(np.minimum(perim[ulo], perim[uhi]), 1e-300)
+            strength = -state.BX[ulo, uhi] / np.maximum(np.minimum(perim[ulo], perim[uhi]), 1e-300)
         elif crit == "contrast":
             # boundary concavity against the concavity inside the two clusters
-            bnd = bx / np.maximum(bl, 1e-300)
-            inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
-            strength = (bnd + c0) / (inner + c0)
-            if lg is not None:
-                m = lg / np.maximum(area, 1e-300)
-                strength = strength * (1.0 + sdf * np.abs(m[ulo] - m[uhi]))
+            strength = state.contrast(ulo, uhi, bl)[0]
             if area_gamma:
                 strength = _area_weighted(strength, area, comp_area, label_component, ulo, uhi, area_gamma, area_s0)
         else:  # "concavity": mean concavity along the boundary
-            strength = bx / np.maximum(bl, 1e-300)
-        j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], strengths)
-        if j is None:
-            break
-        p, q = int(ulo[j]), int(uhi[j])
-        merge(*((p, q) if area[p] >= area[q] else (q, p)))
-    return root[lab0].astype(np.int32), merges
+            strength = state.BX[ulo, uhi] / np.maximum(bl, 1e-300)
+        j = _weakest_allowed(strength, None if lim is None else lim[label_component[ulo]], None)
+        return None if j is None else (j, strength[j])
+
+    return state.greedy(targets, min_area, strengths, pick, progress)
 
 
-#: :func:`_merge_tables`' loop for the default criterion ("contrast", no area weighting) compiled
-#: (:func:`gpu_kernels.mesh._numba_cut.merge_contrast`; the same merges and strengths bit for bit,
-#: issue 22, session 11) where :func:`compiled` has numba; False: the NumPy loop
+#: the greedy merge loops for the default criterion ("contrast", no area weighting) compiled
+#: (:func:`gpu_kernels.mesh._numba_merge.greedy_merge`, the hand-made and the learned order; the same merges and
+#: strengths bit for bit, issue 22, sessions 11-12) where numba imports; False: the NumPy loops
 COMPILED_MERGE = True
+_MERGE_KERNEL: list = []
 
 
-def _merge_compiled(nb_, lab0, targets, label_component, stop, strengths, min_area, present, count, tables, area,
-                    comp_area, root, merges):
-    """The rest of :func:`_merge_tables` by the compiled loop, from the state set up there."""
-    BL, BN, BX, in_num, in_den, lg, sdf, c0 = tables
-    nlim = int(label_component.max()) + 1
-    nc = max(int(comp_area.size), max((int(c) + 1 for c in targets), default=0))
-    cnt = np.zeros(nc, dtype=np.int64)
-    target = np.zeros(nc, dtype=np.int64)
-    tracked = np.zeros(nc, dtype=np.bool_)
-    for c, t in targets.items():
-        cnt[int(c)] = count[c]
-        target[int(c)] = int(t)
-        tracked[int(c)] = True
-    lim = np.full(nc, np.inf)
-    if stop:
-        lim[:nlim] = [stop.get(int(c), np.inf) for c in range(nlim)]
-    n, keeps, gones, st = nb_.merge_contrast(
-        BL, BN, BX, in_num, in_den, np.empty(0) if lg is None else lg, float(sdf), float(c0), area, comp_area,
-        np.ascontiguousarray(label_component, dtype=np.int64), present, cnt, target, tracked, lim, bool(stop),
-        float(min_area), root)
-    merges.extend((int(keeps[i]), int(gones[i])) for i in range(n))
-    if strengths is not None:
-        strengths.extend(float(x) for x in st[:n])
-    return root[lab0].astype(np.int32), merges
+def compiled_merge():
+    """:mod:`gpu_kernels.mesh._numba_merge`, or None (numba missing or broken, or :data:`COMPILED` off)."""
+    if not COMPILED:
+        return None
+    if not _MERGE_KERNEL:
+        try:
+            from gpu_kernels.mesh import _numba_merge
+        except Exception:  # noqa: BLE001 - numba absent or broken: NumPy
+            _numba_merge = None
+        _MERGE_KERNEL.append(_numba_merge)
+    return _MERGE_KERNEL[0]
 
 
 def _area_weighted(strength, area, comp_area, label_component, ulo, uhi, gamma, s0):
@@ -654,8 +802,10 @@ def _weakest_allowed(strength, limit, strengths):
     return j
 
 
-def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma=0.0, area_s0=1.0):
-    """:func:`merge_weakest_boundaries` summing over the arcs at every merge (any K)."""
+def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_area, area_gamma=0.0, area_s0=1.0,
+                progress=None):
+    """:func:`merge_weakest_boundaries` summing over the arcs at every merge (any K; the cancel flag of
+    ``progress`` checked every round)."""
     lab = np.asarray(labels).astype(np.int64).copy()
     K = int(label_component.size)
     # current clusters per component
@@ -672,6 +822,8 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
     if stop:
         lim = np.array([stop.get(int(c), np.inf) for c in range(int(label_component.max()) + 1)])
     while True:
+        if progress is not None:
+            progress.check()
         over = [c for c in targets if count[c] > targets[c]]
         if not over:
             break
@@ -715,7 +867,7 @@ def _merge_arcs(graph, labels, targets, label_component, stop, strengths, min_ar
             wi = length[same]
             in_num = np.bincount(li, weights=wi * conc[same], minlength=K)
             in_den = np.bincount(li, weights=wi, minlength=K)
-            c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
+            c0 = _contrast_offset(length, conc)
             numc = np.bincount(inv, weights=L * conc[cut][ok])
             bnd = numc / np.maximum(np.bincount(inv, weights=L), 1e-300)
             inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)

@@ -7,7 +7,7 @@ from __future__ import annotations
 __all__ = ["DEFAULT_DELTA", "DEFAULT_ETA_CONVEX", "DEFAULT_EPSILON", "DEFAULT_UPDATE_POWER", "DEFAULT_OVERSEGMENT",
            "DEFAULT_MAX_ITER", "MAX_K", "WORKING_FACES", "DEFAULT_MAX_FACES", "DEFAULT_SHADING",
            "DEFAULT_REFINE_BOUNDARIES", "DEFAULT_AUTO_LAYOUT", "DEFAULT_K_MERGE", "DEFAULT_AUTO_MERGE",
-           "LEARNED_MAX_K"]
+           "LEARNED_MAX_K", "LEARNED_MAX_CLUSTERS"]
 
 # Chosen on the Princeton Segmentation Benchmark subset (see benchmarks/RESULTS.md).
 DEFAULT_DELTA = 0.05
@@ -62,6 +62,13 @@ DEFAULT_K_MERGE = "learned"
 #: and judged on the benchmark's k (2 to about 30 parts), and its merge loop is NumPy over all pairs of clusters
 #: (K x K a round), which the compiled hand-made loop outruns by 2.7x at k = 400 (reviewer, session 11)
 LEARNED_MAX_K = 64
+
+#: the learned merge loop's cost bound (issue 22, session 12): its K x K tables and rounds grow with the number of
+#: CLUSTERS K, not with k. Up to this many clusters in all, one loop merges them (every PSB mesh's rows: at most
+#: 180 at the protocol k, 72 at k = "auto"); above it, the mesh components are merged in runs of whole components
+#: of at most this many clusters (:func:`gpu_kernels.mesh.learned.learned_merge`), and an integer k whose one
+#: component alone has more takes the hand-made merges (:func:`gpu_kernels.mesh.learned.k_merge`)
+LEARNED_MAX_CLUSTERS = 256
 
 #: k = "auto"'s merges: "hand" (the hand-made strength, merged down to 2 and cut back by the stop rule, gpu_kernels.mesh.autok)
 #: or "learned" (:func:`gpu_kernels.mesh.learned.auto_merge`: a model trained on k = "auto"'s own merges orders them and

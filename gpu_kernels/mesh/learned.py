@@ -17,6 +17,7 @@ can record every round's candidate pairs' features (:data:`FEATURES`) for traini
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -216,32 +217,41 @@ def shipped_auto_model() -> TreeModel:
 
 
 def auto_merge(graph, labels, targets: dict, label_component, auto_components, *, min_area: float = 0.0,
-               min_share: float = 0.0):
+               min_share: float = 0.0, progress=None):
     """k = "auto"'s merges by the learned score (``defaults.DEFAULT_AUTO_MERGE = "learned"``): in the model's order
     (:data:`MODEL_AUTO`, None: :func:`shipped_auto_model`), each component stopping at :data:`AUTO_STOP_P`, slivers
     (``min_area``) first; then the parts under ``min_share`` of their component join a neighbour
     (:func:`gpu_kernels.mesh.segment.absorb_small_parts`, as the hand-made rule does). Returns ``(labels, merges,
     strengths)`` as ``segment._merge_to_targets``' k = "auto" branch keeps them (labels not renumbered; the merged
-    pairs' hand-made strengths)."""
+    pairs' hand-made strengths). ``progress``: its cancel flag is checked while the merges run."""
     from gpu_kernels.mesh.segment import absorb_small_parts
 
     model = MODEL_AUTO if MODEL_AUTO is not None else shipped_auto_model()
     strengths: list = []
     merged, merges = learned_merge(graph, labels, targets, label_component, min_area=min_area, policy="learned",
-                                   model=model, strengths=strengths, stop_p=AUTO_STOP_P)
+                                   model=model, strengths=strengths, stop_p=AUTO_STOP_P, progress=progress)
     extra_st: list = []
     lab, extra = absorb_small_parts(graph, np.asarray(merged).astype(np.int32), label_component, set(auto_components),
                                     min_share, extra_st)
     return np.asarray(lab).astype(np.int32), list(merges) + list(extra), strengths + extra_st
 
 
-def k_merge(graph, labels, targets: dict, label_component, *, strengths: list | None = None, min_area: float = 0.0):
+def k_merge(graph, labels, targets: dict, label_component, *, strengths: list | None = None, min_area: float = 0.0,
+            progress=None):
     """An integer k's merges with the learned score (``defaults.DEFAULT_K_MERGE = "learned"``): as
     :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries` (the same arguments and return), with
-    :data:`POLICY` and :data:`MODEL` (None: :func:`shipped_model`)."""
+    :data:`POLICY` and :data:`MODEL` (None: :func:`shipped_model`). Where one mesh component alone has more than
+    :data:`gpu_kernels.mesh.defaults.LEARNED_MAX_CLUSTERS` clusters, the hand-made merges instead (the learned
+    loop's cost grows with the clusters, and the model never saw so many)."""
+    from gpu_kernels.mesh import defaults as _defaults
+
+    lc = np.asarray(label_component)
+    if lc.size and int(np.bincount(lc).max()) > int(_defaults.LEARNED_MAX_CLUSTERS):
+        return _bd.merge_weakest_boundaries(graph, labels, targets, lc, strengths=strengths, min_area=min_area,
+                                            progress=progress)
     model = MODEL if MODEL is not None else shipped_model()
     return learned_merge(graph, labels, targets, label_component, min_area=min_area, policy=POLICY, model=model,
-                         strengths=strengths)
+                         strengths=strengths, progress=progress)
 
 
 def pair_targets(comp: list, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -257,9 +267,42 @@ def pair_targets(comp: list, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray
     return 1.0 - q / max(len(comp), 1), ok
 
 
+def _log(x) -> np.ndarray:
+    """``log`` elementwise by the C library (``math.log``; NaN or -inf where it has no finite value), as the
+    compiled loop computes it: NumPy's own ``log`` is a SIMD kernel on some processors (AVX-512) whose last bit
+    can differ, and the two loops must give the same floats."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(np.where(x > 0, 1.0, x))  # (NaN, -inf, NaN for the values math.log refuses)
+    ok = np.flatnonzero(x > 0)
+    if ok.size:
+        xo = x[ok]
+        out[ok] = np.fromiter(map(math.log, xo.tolist()), dtype=np.float64, count=ok.size)
+    return out
+
+
+def _groups(label_component, targets, cap: int) -> list:
+    """The mesh components, in runs of whole components of at most ``cap`` clusters each (one component with more
+    is a run by itself); one run where every cluster fits."""
+    lc = np.asarray(label_component)
+    if lc.size <= cap:
+        return [None]
+    comps = np.unique(lc)
+    sizes = np.bincount(lc, minlength=int(comps.max()) + 1)
+    runs, cur, n = [], [], 0
+    for c in comps.tolist():
+        if cur and n + int(sizes[c]) > cap:
+            runs.append(cur)
+            cur, n = [], 0
+        cur.append(c)
+        n += int(sizes[c])
+    runs.append(cur)
+    return runs
+
+
 def learned_merge(graph, labels, targets: dict, label_component, *, min_area: float = 0.0, policy: str = "learned",
                   model: TreeModel | None = None, strengths: list | None = None, record: dict | None = None,
-                  record_top: int = 12, stop_p: float | None = None):
+                  record_top: int = 12, stop_p: float | None = None, progress=None):
     """:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries` (the "contrast" criterion, K x K tables) with
     the pair to merge chosen by ``policy``: ``"hand"`` (the hand-made strength: the same merges), ``"learned"``
     (the lowest predicted chance of different human segments) or ``"blend"`` (the lowest mean of the two
@@ -267,124 +310,99 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     ``record`` (``{"comp": [...]}`` as :func:`pair_targets`' tables): each round's ``record_top`` weakest
     candidates by the hand-made strength get their features appended to ``record["X"]`` and their targets to
     ``record["y"]``. ``stop_p`` (a learned policy; k = "auto" experiments): a component stops merging once every
-    candidate pair of it is predicted at least this likely to be different. Returns ``(labels, merges)`` as the
-    hand-made loop does."""
+    candidate pair of it is predicted at least this likely to be different. ``progress``: its cancel flag is
+    checked every :data:`gpu_kernels.mesh.boundary.CANCEL_ROUNDS` rounds. Returns ``(labels, merges)`` as the
+    hand-made loop does.
+
+    The loop is compiled (:func:`gpu_kernels.mesh._numba_merge.greedy_merge`) where numba imports and no
+    ``record`` is asked, else NumPy: the same merges and floats. With more than
+    :data:`gpu_kernels.mesh.defaults.LEARNED_MAX_CLUSTERS` clusters in all, the mesh components are merged in runs
+    of whole components of at most that many clusters (the rank features then see the run's candidates), so the
+    cost grows with the number of components, not with its square."""
     if policy not in ("hand", "learned", "blend"):
         raise ValueError(f"policy must be hand, learned or blend, not {policy!r}")
     if policy != "hand" and model is None:
         raise ValueError("a learned policy needs a model")
+    from gpu_kernels.mesh import defaults as _defaults
+
     lab0 = np.asarray(labels).astype(np.int64)
-    K = int(np.asarray(label_component).size)
     label_component = np.asarray(label_component)
-    present = np.zeros(K, dtype=bool)
-    present[np.unique(lab0)] = True
-    count = {c: int(np.count_nonzero(present & (label_component == c))) for c in targets}
-    start = dict(count)
+    runs = _groups(label_component, targets, int(_defaults.LEARNED_MAX_CLUSTERS))
+    if runs == [None]:
+        state = _bd._MergeState(graph, lab0, targets, label_component, extra=True)
+        if record is not None:
+            state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in record["comp"]]
+        return _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress)
+    # several runs of components: each merged by itself on its own tables, the labels and merges mapped back
+    out = lab0.copy()
+    merges: list = []
+    c0 = _bd._contrast_offset(*_lengths_conc(graph))
+    for run in runs:
+        idx = np.flatnonzero(np.isin(label_component, run))
+        local = np.full(label_component.size, -1, dtype=np.int64)
+        local[idx] = np.arange(idx.size)
+        faces = np.flatnonzero(local[lab0] >= 0)
+        sub, keep_e = _subgraph(graph, faces)
+        tg = {c: t for c, t in targets.items() if c in set(run)}
+        rec = None
+        if record is not None:
+            rec = {"comp": [np.asarray(C)[idx] for C in record["comp"]]}
+            for key in ("X", "y"):
+                rec[key] = record.setdefault(key, [])
+        # (the whole mesh's contrast offset c0, as in one run)
+        state = _bd._MergeState(sub, local[lab0[faces]], tg, label_component[idx], extra=True, c0=c0)
+        if rec is not None:
+            state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in rec["comp"]]
+        lab_r, mg = _run(state, tg, min_area, policy, model, strengths, rec, record_top, stop_p, progress)
+        out[faces] = idx[np.asarray(lab_r, dtype=np.int64)]
+        merges.extend((int(idx[k]), int(idx[g])) for k, g in mg)
+    return out.astype(np.int32), merges
+
+
+def _lengths_conc(graph):
     length = graph.edge_length if graph.edge_length is not None else np.ones(graph.n_edges)
-    s, d = graph.src, graph.dst
-    a, b = lab0[s], lab0[d]
-    cut = a != b
-    lo, hi = np.minimum(a[cut], b[cut]), np.maximum(a[cut], b[cut])
-    L = length[cut]
-    key = lo * K + hi
-    conc = _bd.merge_concavity(graph)
-    c0 = float((length * conc).sum() / max(length.sum(), 1e-300))
-    c0s = max(c0, 1e-12)
+    return length, _bd.merge_concavity(graph)
 
-    def pair_table(w):
-        t = np.bincount(key, weights=w, minlength=K * K).reshape(K, K)
-        return t + t.T
 
-    cc = conc[cut]
-    BL = pair_table(L)
-    BN = pair_table(np.ones(L.size))
-    BX = pair_table(L * cc)
-    BX2 = pair_table(L * cc * cc)
-    BV = pair_table(L * np.asarray(graph.concave, dtype=np.float64)[cut])
-    BH = pair_table(L * (cc > 2.0 * c0))
-    same = ~cut
-    in_num = np.bincount(a[same], weights=length[same] * conc[same], minlength=K)
-    in_den = np.bincount(a[same], weights=length[same], minlength=K)
-    from gpu_kernels.mesh import dualgraph
+def _subgraph(graph, faces):
+    """``graph`` restricted to ``faces`` (their arcs among themselves; the merge concavity of the whole graph
+    carried, so the sums are the whole graph's): a light stand-in with the fields :class:`_MergeState` reads."""
+    from types import SimpleNamespace
 
+    F = graph.n
+    new = np.full(F, -1, dtype=np.int64)
+    new[faces] = np.arange(faces.size)
+    s, d = np.asarray(graph.src), np.asarray(graph.dst)
+    e = np.flatnonzero((new[s] >= 0) & (new[d] >= 0))
+    length, conc = _lengths_conc(graph)
     th = getattr(graph, "thickness", None)
-    sdf = float(dualgraph.SDF_MERGE) if th is not None else 0.0
-    logth = np.log(np.maximum(th, 1e-300)) if th is not None else np.zeros(graph.n)
-    lg = np.bincount(lab0, weights=logth * graph.areas, minlength=K)
-    area = np.bincount(lab0, weights=graph.areas, minlength=K)
-    nrm = np.stack([np.bincount(lab0, weights=graph.normals[:, j] * graph.areas, minlength=K) for j in range(3)], 1)
-    comp_area = np.bincount(label_component, weights=area, minlength=int(label_component.max()) + 1)
-    comp_lg = np.bincount(label_component, weights=lg, minlength=comp_area.size) / np.maximum(comp_area, 1e-300)
-    comp_tab = None
+    sub = SimpleNamespace(n=int(faces.size), n_edges=int(e.size), src=new[s[e]], dst=new[d[e]],
+                          edge_length=np.asarray(length)[e], concave=np.asarray(graph.concave)[e],
+                          areas=np.asarray(graph.areas)[faces], normals=np.asarray(graph.normals)[faces],
+                          thickness=None if th is None else np.asarray(th)[faces], ref_scale=0.0,
+                          concavity=np.asarray(conc)[e])
+    return sub, e
+
+
+def _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress):
+    """The greedy loop of :func:`learned_merge` on ``state`` (a :class:`gpu_kernels.mesh.boundary._MergeState`
+    with its extra tables): compiled where it can be, else NumPy."""
+    if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None:
+        return state.compiled(targets, min_area, strengths, policy={"hand": 0, "learned": 1, "blend": 2}[policy],
+                              stop_p=stop_p, model=model, progress=progress)
     if record is not None:
-        comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in record["comp"]]
         record.setdefault("X", [])
         record.setdefault("y", [])
-    root = np.arange(K)
-    merges = []
-    iu, ju = np.triu_indices(K, 1)
-    lc_iu = label_component[iu]
-    is_over = np.zeros(comp_area.size, dtype=bool)
-    done: set = set()
+    label_component, area, comp_area = state.label_component, state.area, state.comp_area
 
-    def merge(keep, gone):
-        in_num[keep] += in_num[gone] + BX[keep, gone]
-        in_den[keep] += in_den[gone] + BL[keep, gone]
-        lg[keep] += lg[gone]
-        lg[gone] = 0.0
-        nrm[keep] += nrm[gone]
-        nrm[gone] = 0.0
-        for T in (BL, BN, BX, BX2, BV, BH):
-            T[keep] += T[gone]
-            T[:, keep] += T[:, gone]
-            T[keep, keep] = 0.0
-            T[gone] = 0.0
-            T[:, gone] = 0.0
-        if comp_tab is not None:
-            for C in comp_tab:
-                C[keep] += C[gone]
-                C[gone] = 0.0
-        root[root == gone] = keep
-        _bd._record_merge(keep, gone, area, present, count, label_component, merges)
-
-    while True:
-        over = [c for c in targets if count[c] > targets[c] and c not in done]
-        if not over:
-            break
-        is_over[:] = False
-        is_over[over] = True
-        cand = (BN[iu, ju] > 0) & is_over[lc_iu]
-        if not cand.any():
-            break
-        ulo, uhi = iu[cand], ju[cand]
-        bl = BL[ulo, uhi]
-        if min_area > 0:
-            frac = area / np.maximum(comp_area[label_component], 1e-300)
-            in_pair = np.zeros(K, dtype=bool)
-            in_pair[ulo] = True
-            in_pair[uhi] = True
-            small = present & (frac < min_area) & is_over[label_component] & in_pair
-            if small.any():
-                sl = int(np.flatnonzero(small)[np.argmin(frac[small])])
-                touch = (ulo == sl) | (uhi == sl)
-                j = int(np.flatnonzero(touch)[np.argmax(bl[touch])])
-                nb = int(uhi[j] if ulo[j] == sl else ulo[j])
-                merge(nb, sl)
-                if strengths is not None:
-                    strengths.append(0.0)
-                continue
-        bx = BX[ulo, uhi]
-        bnd = bx / np.maximum(bl, 1e-300)
-        inner = (in_num[ulo] + in_num[uhi]) / np.maximum(in_den[ulo] + in_den[uhi], 1e-300)
-        strength = (bnd + c0) / (inner + c0)
-        m = lg / np.maximum(area, 1e-300)
+    def pick(ulo, uhi, bl, over):
+        strength, bnd, inner, m = state.contrast(ulo, uhi, bl)
         dth = np.abs(m[ulo] - m[uhi])
-        if sdf > 0:
-            strength = strength * (1.0 + sdf * dth)
-        need_x = policy != "hand" or record is not None
-        if need_x:
-            X = _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_area, label_component, m,
-                          comp_lg, dth, nrm, count, targets, start, c0s)
+        X = None
+        if policy != "hand" or record is not None:
+            X = _features(strength, bnd, inner, bl, ulo, uhi, state.BX2, state.BV, state.BH, state.BL, area,
+                          comp_area, label_component, m, state.comp_lg, dth, state.nrm, state.count, targets,
+                          state.start, state.c0)
         if policy == "hand":
             j = int(np.argmin(strength))
         else:
@@ -393,8 +411,8 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
                 cl = label_component[ulo]
                 stop = [c for c in over if not (p[cl == c] < stop_p).any()]
                 if stop:
-                    done.update(stop)
-                    continue
+                    state.done.update(stop)
+                    return -1
             if policy == "learned":
                 j = int(np.lexsort((strength, p))[0])
             else:
@@ -403,21 +421,19 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
                 j = int(np.lexsort((p, r))[0])
         if record is not None:
             sel = np.argsort(strength, kind="stable")[:record_top]
-            y, ok = pair_targets(comp_tab, ulo[sel], uhi[sel])
+            y, ok = pair_targets(state.comp_tab, ulo[sel], uhi[sel])
             record["X"].append(X[sel][ok].astype(np.float32))
             record["y"].append(y[ok].astype(np.float32))
-        if strengths is not None:
-            strengths.append(float(strength[j]))
-        p_, q_ = int(ulo[j]), int(uhi[j])
-        merge(*((p_, q_) if area[p_] >= area[q_] else (q_, p_)))
-    return root[lab0].astype(np.int32), merges
+        return j, strength[j]
+
+    return state.greedy(targets, min_area, strengths, pick, progress)
 
 
 def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_area, label_component, m, comp_lg,
               dth, nrm, count, targets, start, c0s):
     """(n, len(FEATURES)) the candidate pairs' features (see :data:`FEATURES`)."""
     n = strength.size
-    ls = np.log(np.maximum(strength, 1e-12))
+    ls = _log(np.maximum(strength, 1e-12))
     rank = np.argsort(np.argsort(strength, kind="stable"), kind="stable") / max(n - 1, 1)
     small_is_lo = area[ulo] <= area[uhi]
     sm = np.where(small_is_lo, ulo, uhi)
@@ -441,6 +457,6 @@ def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_ar
     st0 = np.array([max(start.get(c, 1), 1) for c in range(nc)], dtype=np.float64)[comp]
     cols = [ls, rank, ls - ls.min(), bnd / c0s, inner / c0s, np.sqrt(var) / c0s, BV[ulo, uhi] / blc,
             BH[ulo, uhi] / blc, bl / np.maximum(perim[sm], 1e-300), bl / np.maximum(perim[lg_], 1e-300),
-            area[sm] / ca, area[lg_] / ca, np.log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),
+            area[sm] / ca, area[lg_] / ca, _log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),
             dth, m[sm] - comp_lg[comp], 1.0 - np.sum(na * nb, axis=1), spread_u, spread_s, cnt / tgt, cnt / st0]
     return np.stack(cols, axis=1)

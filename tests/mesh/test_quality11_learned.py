@@ -92,10 +92,13 @@ def test_the_learned_policy_merges_the_pair_the_model_ranks_lowest(prep, monkeyp
         seen.append((np.asarray(X).copy(), p))
         return p
 
+    compiled, mc = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="learned", model=m)
     monkeypatch.setattr(ln.TreeModel, "predict", spy)
-    hand, mh = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="hand")
+    monkeypatch.setattr(bd, "COMPILED_MERGE", False)  # (the NumPy loop calls predict; session 12: the compiled
+    hand, mh = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="hand")  # loop, its own trees)
     out, ml = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="learned", model=m)
     assert len(seen) == len(ml) == len(mh) == int(lab.max()) + 1 - 4
+    assert np.array_equal(compiled, out) and mc == ml
     # round one: the merged pair has the lowest prediction (the hand-made strength, column 0, breaks ties)
     X, p = seen[0]
     j = int(np.lexsort((X[:, 0], p))[0])

@@ -1,0 +1,439 @@
+"""The greedy merge loop of the mesh segmentation, compiled (numba; issue 22, session 12): the hand-made
+"contrast" order (:func:`gpu_kernels.mesh.boundary._merge_tables`) and the learned order
+(:func:`gpu_kernels.mesh.learned.learned_merge`: the features of every candidate pair and the boosted trees'
+prediction in the loop) in one function, on the K x K tables of :class:`gpu_kernels.mesh.boundary._MergeState`.
+
+Every value is computed by the same operations in the same order as the NumPy loops (NumPy's pairwise sum of a
+table row for the perimeters, ``(x0 + x1) + x2`` for a 3-vector's sums, a stable sort for the ranks, NumPy's
+``argmin`` / ``lexsort`` rules for NaN), so the merges and strengths are the NumPy loops' bit for bit; the log
+features use the C library's ``log`` in both (:func:`gpu_kernels.mesh.learned._log`). The loop stops after
+``max_rounds`` rounds and can be called again on the same state (the caller checks its cancel flag between
+calls)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: the policies of :func:`greedy_merge`
+HAND, LEARNED, BLEND = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _np_max(a, b):  # pragma: no cover - compiled
+    """``np.maximum(a, b)`` of two floats (a NaN wins)."""
+    if a != a or a >= b:
+        return a
+    return b
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(a, lo, n):  # pragma: no cover - compiled
+    """NumPy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128`` (one block: eight accumulators)."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0 = a[lo]
+    r1 = a[lo + 1]
+    r2 = a[lo + 2]
+    r3 = a[lo + 3]
+    r4 = a[lo + 4]
+    r5 = a[lo + 5]
+    r6 = a[lo + 6]
+    r7 = a[lo + 7]
+    i = 8
+    top = n - n % 8
+    while i < top:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True)
+def _pairwise(a, n):  # pragma: no cover - compiled
+    """NumPy's pairwise sum of ``a[:n]`` (``np.add.reduce`` of a contiguous row: blocks of at most 128 summed
+    as a binary tree, the halves split at a multiple of 8): the same floats. The recursion by an explicit stack."""
+    if n <= 128:
+        return _block_sum(a, 0, n)
+    s_lo = np.empty(64, dtype=np.int64)
+    s_n = np.empty(64, dtype=np.int64)
+    s_stage = np.empty(64, dtype=np.int64)
+    s_left = np.empty(64, dtype=np.float64)
+    sp = 1
+    s_lo[0] = 0
+    s_n[0] = n
+    s_stage[0] = 0
+    ret = 0.0
+    while sp > 0:
+        t = sp - 1
+        lo = s_lo[t]
+        m = s_n[t]
+        if m <= 128:
+            ret = _block_sum(a, lo, m)
+            sp -= 1
+            continue
+        m2 = m // 2
+        m2 -= m2 % 8
+        if s_stage[t] == 0:
+            s_stage[t] = 1
+            s_lo[sp] = lo
+            s_n[sp] = m2
+            s_stage[sp] = 0
+            sp += 1
+        elif s_stage[t] == 1:
+            s_left[t] = ret
+            s_stage[t] = 2
+            s_lo[sp] = lo + m2
+            s_n[sp] = m - m2
+            s_stage[sp] = 0
+            sp += 1
+        else:
+            ret = s_left[t] + ret
+            sp -= 1
+    return ret
+
+
+@njit(cache=True, nogil=True)
+def _lt(a, b):  # pragma: no cover - compiled
+    """NumPy's sort order of floats: NaN after everything."""
+    return a < b or (b != b and a == a)
+
+
+@njit(cache=True, nogil=True)
+def _stable_rank(x, n, order, tmp, rank):  # pragma: no cover - compiled
+    """``rank[:n] = argsort(argsort(x[:n], stable), stable)`` (NaN last): a bottom-up merge sort of the indices."""
+    for i in range(n):
+        order[i] = i
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if _lt(x[order[j]], x[order[i]]):
+                    tmp[k] = order[j]
+                    j += 1
+                else:
+                    tmp[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = order[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = order[j]
+                j += 1
+                k += 1
+            lo += 2 * width
+        for i in range(n):
+            order[i] = tmp[i]
+        width *= 2
+    for i in range(n):
+        rank[order[i]] = i
+
+
+@njit(cache=True, nogil=True)
+def _norm3(x0, x1, x2):  # pragma: no cover - compiled
+    """``np.linalg.norm`` of a row of three (NumPy's ``sqrt(add.reduce(x * x))``)."""
+    return np.sqrt((x0 * x0 + x1 * x1) + x2 * x2)
+
+
+@njit(cache=True, nogil=True)
+def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth):  # pragma: no cover - compiled
+    """The boosted trees' prediction for row ``i`` of ``X`` (the trees added in order, as
+    :meth:`gpu_kernels.mesh.learned.TreeModel.predict`)."""
+    T = feature.shape[0]
+    acc = 0.0
+    for t in range(T):
+        node = 0
+        for _ in range(depth):
+            f = feature[t, node]
+            if f < 0:
+                break
+            if X[i, f] <= threshold[t, node]:
+                node = left[t, node]
+            else:
+                node = right[t, node]
+        acc += value[t, node]
+    return init + rate * acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loops
+def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
+                 label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
+                 has_stop, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
+                 keeps, gones, strengths, n, max_rounds):  # pragma: no cover - compiled
+    """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
+    ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
+    ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
+    ``lim`` per component where ``has_lim``), :data:`LEARNED` (the lowest prediction, ties by the strength) or
+    :data:`BLEND` (the lowest sum of the two ranks, ties by the prediction); ``has_stop``: a component stops once no
+    candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
+    the thickness contrast where ``sdf > 0``. Returns ``(n, finished)``."""
+    K = BL.shape[0]
+    nc = count.size
+    has_lg = lg.size > 0
+    learned = policy != HAND
+    is_over = np.zeros(nc, dtype=np.bool_)
+    npair = K * (K - 1) // 2
+    ulo = np.empty(npair, dtype=np.int64)
+    uhi = np.empty(npair, dtype=np.int64)
+    st = np.empty(npair, dtype=np.float64)
+    in_pair = np.zeros(K, dtype=np.bool_)
+    m_ = np.zeros(K)
+    nf = 20 if learned else 0
+    X = np.empty((npair if learned else 0, nf))
+    p_ = np.empty(npair if learned else 0)
+    ls = np.empty(npair if learned else 0)
+    order = np.empty(npair, dtype=np.int64)
+    tmp = np.empty(npair, dtype=np.int64)
+    rank = np.empty(npair, dtype=np.int64)
+    rank2 = np.empty(npair if policy == BLEND else 0, dtype=np.int64)
+    perim = np.zeros(K)
+    low = np.zeros(nc, dtype=np.bool_)
+    rounds = 0
+    while rounds < max_rounds:
+        rounds += 1
+        anyo = False
+        for c in range(nc):
+            o = tracked[c] and count[c] > target[c] and not done[c]
+            is_over[c] = o
+            anyo = anyo or o
+        if not anyo:
+            return n, True
+        m = 0
+        for i in range(K):
+            if not is_over[label_component[i]]:
+                continue
+            for j in range(i + 1, K):
+                if BN[i, j] > 0:
+                    ulo[m] = i
+                    uhi[m] = j
+                    m += 1
+        if m == 0:
+            return n, True
+        keep = -1
+        gone = -1
+        s_j = 0.0
+        if min_area > 0:
+            for i in range(K):
+                in_pair[i] = False
+            for t in range(m):
+                in_pair[ulo[t]] = True
+                in_pair[uhi[t]] = True
+            sl = -1
+            best = 0.0
+            for i in range(K):
+                lc = label_component[i]
+                fr = area[i] / _np_max(comp_area[lc], 1e-300)
+                if present[i] and fr < min_area and is_over[lc] and in_pair[i]:
+                    if sl < 0 or fr < best:
+                        sl = i
+                        best = fr
+            if sl >= 0:
+                jb = -1
+                bb = 0.0
+                for t in range(m):
+                    if ulo[t] == sl or uhi[t] == sl:
+                        b = BL[ulo[t], uhi[t]]
+                        if jb < 0 or b > bb:
+                            jb = t
+                            bb = b
+                keep = uhi[jb] if ulo[jb] == sl else ulo[jb]
+                gone = sl
+                s_j = 0.0
+        if keep < 0:
+            if has_lg:
+                for i in range(K):
+                    m_[i] = lg[i] / _np_max(area[i], 1e-300)
+            for t in range(m):
+                p = ulo[t]
+                q = uhi[t]
+                bnd = BX[p, q] / _np_max(BL[p, q], 1e-300)
+                inner = (in_num[p] + in_num[q]) / _np_max(in_den[p] + in_den[q], 1e-300)
+                s = (bnd + c0) / (inner + c0)
+                if has_lg and sdf > 0:
+                    s = s * (1.0 + sdf * np.abs(m_[p] - m_[q]))
+                if has_lim and not s < lim[label_component[p]]:
+                    s = np.inf
+                st[t] = s
+            if has_lim:
+                ok = False
+                for t in range(m):
+                    if st[t] < lim[label_component[ulo[t]]]:
+                        ok = True
+                        break
+                if not ok:
+                    return n, True
+            if not learned:
+                # np.argmin: the first NaN, else the first smallest
+                jb = 0
+                for t in range(m):
+                    if st[t] != st[t]:
+                        jb = t
+                        break
+                    if st[t] < st[jb]:
+                        jb = t
+            else:
+                for i in range(K):
+                    perim[i] = _pairwise(BL[i], K)
+                _stable_rank(st, m, order, tmp, rank)
+                lsmin = np.inf
+                for t in range(m):
+                    v = np.log(_np_max(st[t], 1e-12))
+                    ls[t] = v
+                    if v != v or lsmin != lsmin:
+                        lsmin = np.nan
+                    elif v < lsmin:
+                        lsmin = v
+                den = float(max(m - 1, 1))
+                for t in range(m):
+                    p = ulo[t]
+                    q = uhi[t]
+                    bl = BL[p, q]
+                    bnd = BX[p, q] / _np_max(bl, 1e-300)
+                    inner = (in_num[p] + in_num[q]) / _np_max(in_den[p] + in_den[q], 1e-300)
+                    dth = np.abs(m_[p] - m_[q])
+                    if area[p] <= area[q]:
+                        sm = p
+                        lgc = q
+                    else:
+                        sm = q
+                        lgc = p
+                    comp = label_component[p]
+                    ca = _np_max(comp_area[comp], 1e-300)
+                    blc = _np_max(bl, 1e-300)
+                    var = _np_max(BX2[p, q] / blc - bnd * bnd, 0.0)
+                    npn = _np_max(_norm3(nrm[p, 0], nrm[p, 1], nrm[p, 2]), 1e-300)
+                    nqn = _np_max(_norm3(nrm[q, 0], nrm[q, 1], nrm[q, 2]), 1e-300)
+                    dot = ((nrm[p, 0] / npn) * (nrm[q, 0] / nqn) + (nrm[p, 1] / npn) * (nrm[q, 1] / nqn)) \
+                        + (nrm[p, 2] / npn) * (nrm[q, 2] / nqn)
+                    nu = _norm3(nrm[p, 0] + nrm[q, 0], nrm[p, 1] + nrm[q, 1], nrm[p, 2] + nrm[q, 2])
+                    ns = _norm3(nrm[sm, 0], nrm[sm, 1], nrm[sm, 2])
+                    if tracked[comp]:
+                        cnt = float(count[comp])
+                        tgt = float(max(target[comp], 1))
+                        st0 = float(max(start[comp], 1))
+                    else:
+                        cnt = 1.0
+                        tgt = 1.0
+                        st0 = 1.0
+                    X[t, 0] = ls[t]
+                    X[t, 1] = rank[t] / den
+                    X[t, 2] = ls[t] - lsmin
+                    X[t, 3] = bnd / c0s
+                    X[t, 4] = inner / c0s
+                    X[t, 5] = np.sqrt(var) / c0s
+                    X[t, 6] = BV[p, q] / blc
+                    X[t, 7] = BH[p, q] / blc
+                    X[t, 8] = bl / _np_max(perim[sm], 1e-300)
+                    X[t, 9] = bl / _np_max(perim[lgc], 1e-300)
+                    X[t, 10] = area[sm] / ca
+                    X[t, 11] = area[lgc] / ca
+                    X[t, 12] = np.log(_np_max(area[sm], 1e-300) / _np_max(area[lgc], 1e-300))
+                    X[t, 13] = dth
+                    X[t, 14] = m_[sm] - comp_lg[comp]
+                    X[t, 15] = 1.0 - dot
+                    X[t, 16] = 1.0 - nu / _np_max(area[p] + area[q], 1e-300)
+                    X[t, 17] = 1.0 - ns / _np_max(area[sm], 1e-300)
+                    X[t, 18] = cnt / tgt
+                    X[t, 19] = cnt / st0
+                    p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
+                if has_stop:
+                    for c in range(nc):
+                        low[c] = False
+                    for t in range(m):
+                        if p_[t] < stop_p:
+                            low[label_component[ulo[t]]] = True
+                    stopped = False
+                    for c in range(nc):
+                        if is_over[c] and not low[c]:
+                            done[c] = True
+                            stopped = True
+                    if stopped:
+                        continue
+                jb = 0
+                if policy == LEARNED:
+                    # np.lexsort((strength, p))[0]: the lowest p, then the lowest strength, then the first
+                    for t in range(1, m):
+                        if _lt(p_[t], p_[jb]) or (not _lt(p_[jb], p_[t]) and _lt(st[t], st[jb])):
+                            jb = t
+                else:
+                    # np.lexsort((p, rank_s + rank_p))[0]
+                    _stable_rank(p_, m, order, tmp, rank2)
+                    for t in range(1, m):
+                        rt = rank[t] + rank2[t]
+                        rb = rank[jb] + rank2[jb]
+                        if rt < rb or (rt == rb and _lt(p_[t], p_[jb])):
+                            jb = t
+            s_j = st[jb]
+            p = ulo[jb]
+            q = uhi[jb]
+            if area[p] >= area[q]:
+                keep = p
+                gone = q
+            else:
+                keep = q
+                gone = p
+        # the merge of ``gone`` into ``keep``
+        in_num[keep] += in_num[gone] + BX[keep, gone]
+        in_den[keep] += in_den[gone] + BL[keep, gone]
+        if has_lg:
+            lg[keep] += lg[gone]
+            lg[gone] = 0.0
+        if learned:
+            for j in range(3):
+                nrm[keep, j] += nrm[gone, j]
+                nrm[gone, j] = 0.0
+        for ti in range(6 if learned else 3):
+            if ti == 0:
+                T = BL
+            elif ti == 1:
+                T = BN
+            elif ti == 2:
+                T = BX
+            elif ti == 3:
+                T = BX2
+            elif ti == 4:
+                T = BV
+            else:
+                T = BH
+            for j in range(K):
+                T[keep, j] += T[gone, j]
+            for i in range(K):
+                T[i, keep] += T[i, gone]
+            T[keep, keep] = 0.0
+            for j in range(K):
+                T[gone, j] = 0.0
+            for i in range(K):
+                T[i, gone] = 0.0
+        for i in range(root.size):
+            if root[i] == gone:
+                root[i] = keep
+        area[keep] += area[gone]
+        area[gone] = 0
+        present[gone] = False
+        count[label_component[keep]] -= 1
+        keeps[n] = keep
+        gones[n] = gone
+        strengths[n] = s_j
+        n += 1
+    return n, False
