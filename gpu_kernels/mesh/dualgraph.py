@@ -63,6 +63,9 @@ SDF_MERGE = 0.5
 #: average the face normals over the reference spacing before measuring bends (only where
 #: the mesh is finer than the reference spacing)
 NORMAL_SMOOTHING = False
+#: :meth:`DualGraph.csr` of the weights built once per graph (issue 22, session 12: the full graph's matrix is
+#: built beside pymeshlab's step, and a k edit's memberships reuse it); False: built at every call
+CACHE_CSR = True
 
 
 def _smoothing_rings(geod, total_area) -> float:
@@ -355,13 +358,20 @@ class DualGraph:
         return int(self.src.size)
 
     def csr(self, values=None) -> sp.csr_matrix:
-        """Symmetric (F, F) sparse matrix of ``values`` (default: the weights)."""
+        """Symmetric (F, F) sparse matrix of ``values`` (default: the weights). The weights' matrix is
+        built once and cached (:data:`CACHE_CSR`): callers read it and must not change it in place."""
+        if values is None and CACHE_CSR:
+            cached = getattr(self, "_csr_weight", None)
+            if cached is not None:
+                return cached
         vals = self.weight if values is None else np.asarray(values)
         m = sp.coo_matrix(
             (np.concatenate([vals, vals]),
              (np.concatenate([self.src, self.dst]), np.concatenate([self.dst, self.src]))),
-            shape=(self.n, self.n))
-        return m.tocsr()
+            shape=(self.n, self.n)).tocsr()
+        if values is None and CACHE_CSR:
+            self._csr_weight = m
+        return m
 
     def neighbours_csr(self) -> sp.csr_matrix:
         """Symmetric adjacency (arc index + 1 as data, so arc 0 is not an implicit zero)."""

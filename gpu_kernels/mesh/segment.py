@@ -76,6 +76,7 @@ from gpu_kernels.jobs import Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh import defaults as _defaults
+from gpu_kernels.mesh import dualgraph as _dualgraph
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
@@ -668,6 +669,10 @@ STARTS_OWN_BATCH = True
 EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
+#: while the automatic working resolution's simplification runs on its thread, build the full graph's weight
+#: matrix (:meth:`~gpu_kernels.mesh.dualgraph.DualGraph.csr`, cached on the graph) that the parts' memberships
+#: read later (issue 22, session 12: ~1 ms at 17k off the path after pymeshlab's step; the same matrix)
+PREBUILD_CSR = True
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
@@ -1190,6 +1195,8 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
         info["timings"]["dual_graph"] = time.perf_counter() - t1
+        if early is not None and PREBUILD_CSR and _dualgraph.CACHE_CSR and not early[1].done():
+            graph.csr()  # the parts' memberships' matrix (cached on the graph), while the simplification runs
         info["warnings"].extend(graph.warnings)
         info["n_components"] = graph.n_components
         info["n_nonmanifold_edges"] = graph.n_nonmanifold_edges
