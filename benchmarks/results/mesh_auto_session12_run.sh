@@ -5,7 +5,7 @@
 # 1. the pre-registered A/B (benchmarks/results/mesh_auto_session12.md): k = auto end to end from the file with
 #    pymeshlab, defaults (DEFAULT_AUTO_MERGE = "hand") against "learned", one process, 11 rounds alternated after a
 #    warm-up of each; then the 2-core CPU 50k (taskset -c 0,1), best of 3;
-# 2. SHA-1 of the labels: the judged code (e44a05b) against this tree, GPU, PSB 101 / 281, k = auto (both switches),
+# 2. SHA-1 of the labels: the judged code (e44a05b) against it with this helper's merge loop, GPU, PSB 101 / 281, k = auto (both switches),
 #    6, 12;
 # 3. the GPU tests of the learned merges (CPU = GPU labels, several meshes x k, and k = auto with the learned switch).
 mkdir -p $OUT/ma; exec > >(tee $OUT/ma/log.txt) 2>&1
@@ -31,10 +31,13 @@ timeout ${T_CPU:-75} taskset -c 0,1 python3 benchmarks/mesh_session11_ab.py $C/2
   --switch DEFAULT_AUTO_MERGE --json $OUT/ma/ab_cpu2.json 2>&1 | grep -v Warn
 date -u
 echo "== 2. SHA-1: judged code (e44a05b) vs this tree, GPU"
-mkdir -p /tmp/old && tar -xzf .carry-mauto12/old_gpu_kernels.tar.gz -C /tmp/old && cp -r app /tmp/old/
+# (the new tree: the judged one with this helper's four files and _numba_merge.py on top, so only the merge loop differs)
+mkdir -p /tmp/old /tmp/new && tar -xzf .carry-mauto12/old_gpu_kernels.tar.gz -C /tmp/old && cp -r app /tmp/old/ \
+  && tar -xzf .carry-mauto12/old_gpu_kernels.tar.gz -C /tmp/new && cp -r app /tmp/new/ \
+  && cp gpu_kernels/mesh/{_numba_merge,boundary,learned,defaults}.py /tmp/new/gpu_kernels/mesh/
 timeout 40 python3 benchmarks/mesh_session12_auto_sha.py $C/101.off $C/281.off --device cuda --k auto,6,12 --root /tmp/old \
   --json $OUT/ma/sha_old.json 2>&1 | grep -v Warn
-timeout 40 python3 benchmarks/mesh_session12_auto_sha.py $C/101.off $C/281.off --device cuda --k auto,6,12 \
+timeout 60 python3 benchmarks/mesh_session12_auto_sha.py $C/101.off $C/281.off --device cuda --k auto,6,12 --root /tmp/new \
   --json $OUT/ma/sha_new.json 2>&1 | grep -v Warn
 python3 - <<'PY'
 import json, os
