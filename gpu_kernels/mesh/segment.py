@@ -744,6 +744,10 @@ def boundary_concavity(graph, labels) -> float:
 
 #: the cut caches' (:func:`_assemble_and_cut`) evictions (the early cuts' thread and the caller both add)
 _CUT_LOCK = threading.Lock()
+#: per thread, the Progress of the row whose clusters :func:`_merge_to_targets` merges (set by
+#: :func:`_assemble_and_cut` around its call): the merge loops check it for a cancel. A thread-local, not an
+#: argument, so that benchmarks wrapping ``_merge_to_targets`` keep working with its signature
+_MERGE_PROGRESS = threading.local()
 
 
 def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
@@ -781,7 +785,11 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["k_clustered_per_component"] = list(kused)
     auto_merge = AUTO_K_RULE in ("merge", "elbow") and any(t == "auto" for t in targets)
     if auto_merge or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
-        labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
+        _MERGE_PROGRESS.prog = prog
+        try:
+            labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
+        finally:
+            _MERGE_PROGRESS.prog = None
         info["k_per_component"] = [int(np.unique(labels[graph.component == c]).size)
                                    for c in range(len(kused))]
     return labels, P, reps, fuzzy
@@ -830,7 +838,8 @@ def k_merge_graph(graph):
     return cached[1]
 
 
-def absorb_small_parts(graph, labels, label_comp, comps, min_share: float, strengths: list | None = None):
+def absorb_small_parts(graph, labels, label_comp, comps, min_share: float, strengths: list | None = None,
+                       progress=None):
     """k = "auto"'s last step: in each component of ``comps``, merge down to the number of parts
     holding at least ``min_share`` of the component's area, the smallest parts first, each into
     the neighbour it shares the longest boundary with
@@ -854,7 +863,7 @@ def absorb_small_parts(graph, labels, label_comp, comps, min_share: float, stren
     if not tg:
         return lab, []
     return _bd.merge_weakest_boundaries(graph, lab.astype(np.int32), tg, lc, strengths=strengths,
-                                        min_area=min_share)
+                                        min_area=min_share, progress=progress)
 
 
 def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
@@ -862,6 +871,7 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
     :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`; an integer k's merges weigh
     thickness contrast by K_SDF_MERGE: :func:`k_merge_graph`)."""
     t0 = time.perf_counter()
+    prog = getattr(_MERGE_PROGRESS, "prog", None)  # (the merge loops check it for a cancel)
     labels, _ = _bd.merge_islands(graph, labels)
     label_comp = np.repeat(np.arange(len(ks)), ks)
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
@@ -872,15 +882,15 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
         from gpu_kernels.mesh import learned as _learned
 
         labels, merges, strengths = _learned.auto_merge(graph, labels, tg, label_comp, auto, min_area=MIN_PART_AREA,
-                                                        min_share=AUTO_K_MIN_PART)
+                                                        min_share=AUTO_K_MIN_PART, progress=prog)
     elif auto or _defaults.DEFAULT_K_MERGE == "hand" or max(tg.values(), default=0) > _defaults.LEARNED_MAX_K:
         merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
-                                                      strengths=strengths, min_area=MIN_PART_AREA)
+                                                      strengths=strengths, min_area=MIN_PART_AREA, progress=prog)
     else:  # an integer k's merges by the learned score (defaults.DEFAULT_K_MERGE; session 11)
         from gpu_kernels.mesh import learned as _learned
 
         merged, merges = _learned.k_merge(k_merge_graph(graph), labels, tg, label_comp, strengths=strengths,
-                                          min_area=MIN_PART_AREA)
+                                          min_area=MIN_PART_AREA, progress=prog)
     if learned_auto:
         pass  # (the labels, merges and strengths are the learned stop's)
     elif auto:
@@ -912,7 +922,8 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
             lab[lab == gone] = keep
         # (then the parts under AUTO_K_MIN_PART of their component join a neighbour)
         extra_st: list = []
-        lab, extra = absorb_small_parts(graph, lab.astype(np.int32), label_comp, auto, AUTO_K_MIN_PART, extra_st)
+        lab, extra = absorb_small_parts(graph, lab.astype(np.int32), label_comp, auto, AUTO_K_MIN_PART, extra_st,
+                                        progress=prog)
         kept, kept_st = kept + list(extra), kept_st + extra_st
         labels, merges, strengths = np.asarray(lab).astype(np.int32), kept, kept_st
         info["auto_k_threshold"] = {int(c): float(v) for c, v in thr.items()}
