@@ -1,12 +1,12 @@
 #!/bin/bash
 # mesh-auto, session 12 (issue 22): the one H100 call. Carry: .carry-msp10 (22 MB: pymeshlab cp312, the
-# fast-simplification wheel, PSB 101.off / 281.off) and .carry-mauto12 (0.5 MB: gpu_kernels of e44a05b, the judged
-# code). Writes $OUT/ma/{log.txt,ab_h100.json,ab_cpu2.json,sha_old.json,sha_new.json}.
+# fast-simplification wheel, PSB 101.off / 281.off) and .carry-mauto12 (60 KB: e44a05b/, the judged
+# code's boundary.py and learned.py). Writes $OUT/ma/{log.txt,ab_h100.json,ab_cpu2.json,sha.json}.
 # 1. the pre-registered A/B (benchmarks/results/mesh_auto_session12.md): k = auto end to end from the file with
 #    pymeshlab, defaults (DEFAULT_AUTO_MERGE = "hand") against "learned", one process, 11 rounds alternated after a
 #    warm-up of each; then the 2-core CPU 50k (taskset -c 0,1), best of 3;
-# 2. SHA-1 of the labels: the judged code (e44a05b) against it with this helper's merge loop, GPU, PSB 101 / 281, k = auto (both switches),
-#    6, 12;
+# 2. SHA-1 of the labels, GPU, one process: this tree's merge loops against the judged code's (e44a05b), PSB 101 / 281,
+#    k = auto (both switches), 6, 12;
 # 3. the GPU tests of the learned merges (CPU = GPU labels, several meshes x k, and k = auto with the learned switch).
 mkdir -p $OUT/ma; exec > >(tee $OUT/ma/log.txt) 2>&1
 export PYTHONUNBUFFERED=1
@@ -31,20 +31,8 @@ timeout ${T_CPU:-75} taskset -c 0,1 python3 benchmarks/mesh_session11_ab.py $C/2
   --switch DEFAULT_AUTO_MERGE --json $OUT/ma/ab_cpu2.json 2>&1 | grep -v Warn
 date -u
 echo "== 2. SHA-1: judged code (e44a05b) vs this tree, GPU"
-# (the new tree: the judged one with this helper's four files and _numba_merge.py on top, so only the merge loop differs)
-mkdir -p /tmp/old /tmp/new && tar -xzf .carry-mauto12/old_gpu_kernels.tar.gz -C /tmp/old && cp -r app /tmp/old/ \
-  && tar -xzf .carry-mauto12/old_gpu_kernels.tar.gz -C /tmp/new && cp -r app /tmp/new/ \
-  && cp gpu_kernels/mesh/{_numba_merge,boundary,learned,defaults}.py /tmp/new/gpu_kernels/mesh/
-timeout 40 python3 benchmarks/mesh_session12_auto_sha.py $C/101.off $C/281.off --device cuda --k auto,6,12 --root /tmp/old \
-  --json $OUT/ma/sha_old.json 2>&1 | grep -v Warn
-timeout 60 python3 benchmarks/mesh_session12_auto_sha.py $C/101.off $C/281.off --device cuda --k auto,6,12 --root /tmp/new \
-  --json $OUT/ma/sha_new.json 2>&1 | grep -v Warn
-python3 - <<'PY'
-import json, os
-o = json.load(open(os.environ["OUT"] + "/ma/sha_old.json")); n = json.load(open(os.environ["OUT"] + "/ma/sha_new.json"))
-for a, b in zip(o, n):
-    print(a["file"], a["k"], a["auto_merge"], a["sha1"][:12], b["sha1"][:12], "SAME" if a["sha1"] == b["sha1"] else "DIFFERENT", a["tree"] != b["tree"])
-PY
+timeout 60 python3 benchmarks/mesh_session12_auto_sha.py $C/101.off $C/281.off --device cuda --k auto,6,12 \
+  --old .carry-mauto12/e44a05b --json $OUT/ma/sha.json 2>&1 | grep -v Warn
 date -u
 echo "== 3. GPU tests"
 timeout ${T_TEST:-150} python3 -m pytest -m gpu tests/mesh/test_quality12_auto.py tests/mesh/test_quality11_learned.py \
