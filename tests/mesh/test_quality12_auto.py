@@ -279,7 +279,7 @@ def test_the_learned_labels_are_the_cpus_on_the_gpu(name, fish, monkeypatch):
     calls = []
     orig = ln.learned_merge
     monkeypatch.setattr(ln, "learned_merge", lambda *a, **kw: calls.append(1) or orig(*a, **kw))
-    for k in (2, 4, 8, 12, "auto"):
+    for k in (3, 8, 12, "auto"):
         monkeypatch.setattr(defaults, "DEFAULT_AUTO_MERGE", "learned" if k == "auto" else "hand")
         n0 = len(calls)
         cpu = sg.segment_mesh(v, f, k=k, **KW)
