@@ -18,9 +18,9 @@ categories' epoch-1 examples (a seeded subsample of 200,000, as session 11), ``W
 weighted by the smaller cluster's share of its component's area (``share_small``: the area at stake), ``E`` /
 ``EW`` adding the active epoch's examples of that fold (a seeded subsample of at most 200,000 more).
 ``active``: GALA's second epoch, per fold: fold c's epoch-1 model (trained without c) replays the merges of every
-mesh of the other 18 categories (the fold "ALL": the all-category model, every mesh) (the recorded rows of the given draws, every human k, the learned policy), and
-in each round the 12 weakest candidates by the hand-made strength and the 12 the model finds least likely
-different are recorded (features and targets as epoch 1).
+mesh of the other 18 categories (the fold "ALL": the all-category model, every mesh; the recorded rows of the given
+draws, every human k, the learned policy), and in each round the 12 weakest candidates by the hand-made strength
+and the 12 the model finds least likely different are recorded (features and targets as epoch 1).
 ``evaluate``: the replay (no full-resolution re-cut) of every recorded mesh at every human k with the hand-made
 merges (``default``) and with each model set (each mesh under its own category's fold), the kept row as the
 pipeline keeps it; plus, per human, the best any merge of the rows' over-segmentation can do (each start cluster
