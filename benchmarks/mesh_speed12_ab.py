@@ -7,7 +7,9 @@ SHA-1s, pymeshlab's own time per run, ``--profile``) with this session's working
   ``preservenormal`` on);
 - ``pf3n0``: pymeshlab's ``preservenormal`` off (``simplify.PRESERVE_NORMAL = False``);
 - ``pf2n0``: fast-simplification to 2 x 4,000 faces, then pymeshlab with ``preservenormal`` off;
-- ``pf3n1``: ``preservenormal`` forced on (today's; the name for the old path once the default changes).
+- ``pf3n1``: ``preservenormal`` forced on (the working mesh before session 12's change);
+- ``nocsr``: the full graph's weight matrix neither cached nor built beside the simplification
+  (``dualgraph.CACHE_CSR = segment.PREBUILD_CSR = False``: before 0725e49).
 
 Example (device)::
 
@@ -28,6 +30,7 @@ e2e.CONFIGS.update({
     "pf3n0": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": False},
     "pf2n0": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": False, "gpu_kernels.mesh.simplify.PRE_FACTOR": 2.0},
     "pf3n1": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": True, "gpu_kernels.mesh.simplify.PRE_FACTOR": 3.0},
+    "nocsr": {"gpu_kernels.mesh.dualgraph.CACHE_CSR": False, "gpu_kernels.mesh.segment.PREBUILD_CSR": False},
 })
 
 if __name__ == "__main__":
