@@ -64,6 +64,8 @@ JOURNAL = ".gpulab-written"
 #: items write into OUT/.gpulab-staging/<key>.<pid>/ and their files are then moved into OUT
 _STAGING = ".gpulab-staging"
 _BOOKKEEPING = (MANIFEST, _ATTEMPTS, JOURNAL, _STAGING, OUTPUT_MARKER)
+#: how long ``--scheduler ADDRESS`` tries to reach the scheduler before its one-line error
+SCHEDULER_CONNECT_S = 10.0
 
 
 # --------------------------------------------------------------------------- what OUT may hold
@@ -454,7 +456,7 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
     try:
         if scheduler:
             try:
-                client = Client(scheduler, timeout="10s")
+                client = Client(scheduler, timeout=f"{SCHEDULER_CONNECT_S}s")
             except OSError as exc:
                 raise UserError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
             try:

@@ -153,7 +153,11 @@ def test_an_existing_scheduler_on_loopback(meshes, tmp_path):
                 p.kill()
 
 
-def test_no_scheduler_there_is_one_clear_error(meshes, tmp_path, capsys):
+def test_no_scheduler_there_is_one_clear_error(meshes, tmp_path, capsys, monkeypatch):
+    import app.batch
+
+    # the same path as the default 10 s, which the test spent waiting for a port nobody listens on
+    monkeypatch.setattr(app.batch, "SCHEDULER_CONNECT_S", 1.0)
     addr = f"tcp://127.0.0.1:{_free_port()}"
     assert main(["batch", "mesh-seg", str(meshes), "--out", str(tmp_path / "o"), "--scheduler", addr, "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
