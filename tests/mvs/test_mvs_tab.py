@@ -179,12 +179,15 @@ def test_the_pinned_map_follows_the_view_chosen(qtbot, tab, tab_runner, errors_o
     if not sample:
         pytest.skip("the bundled sample is missing")
     tab_runner.load(tab, sample[0])
-    first = tab_runner.run(tab, device="cpu", views="0,1", **RUN)
+    # two growing iterations: the test is about which result each side shows. The live run differs from the
+    # pinned one (until session 12 its ncc_accept 0.6 was the default: the cache gave the same result, and
+    # the side panel's check below could not tell the two apart) and grows view 0 only
+    quick = {**RUN, "max_iter": 2}
+    first = tab_runner.run(tab, device="cpu", views="0,1", **quick)
     assert first is not None, errors_of
     assert tab.pin()
     pinned_map = tab._pinned_slot["map_view"]
-    assert tab_runner.run(tab, device="cpu", views="0,1", **RUN,
-                          ncc_accept=0.6) is not None
+    assert tab_runner.run(tab, device="cpu", views="0", **quick, ncc_accept=0.7) is not None
     for v in (1, 0, 5):
         tab.view_combo.setCurrentIndex(v)
         qtbot.wait(20)
@@ -197,3 +200,4 @@ def test_the_pinned_map_follows_the_view_chosen(qtbot, tab, tab_runner, errors_o
     assert tab.show_combo.currentText() == "Confidence" and tab.params()["show"] == "Confidence"
     live_stats = tab.stats_label.text()
     assert live_stats == tab._stats_text(tab.result.view_map(0))   # the side panel: the live result
+    assert live_stats != tab._stats_text(first.view_map(0))         # ... not the pinned one
