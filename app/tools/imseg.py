@@ -80,9 +80,9 @@ PARAMS = ParamSet([
           "(follows the image's contours; the default). kmeans: the paper's pipeline (CIELAB k-means on the "
           "quantised colours, connected components, small-region merging).", choices=("contours", "kmeans"),
           metavar="{contours,kmeans}"),
-    Param("coarseness", float, _dflt.DEFAULT_COARSENESS, "Coarseness",
-          "How far the merging goes: regions merge while the cheapest merge costs less than 10^coarseness. "
-          "Larger: fewer, larger segments (the default 3.3: about 27 on a 481 x 321 photograph).",
+    Param("merge", str, _dflt.DEFAULT_MERGE, "Merge", _dflt.MERGE_HELP, choices=_dflt.MERGES,
+          metavar="{" + ",".join(_dflt.MERGES) + "}", used_when=_contours),
+    Param("coarseness", float, _dflt.DEFAULT_COARSENESS, "Coarseness", _dflt.COARSENESS_HELP,
           minimum=_dflt.MIN_COARSENESS, maximum=_dflt.MAX_COARSENESS, step=0.1, decimals=2, metavar="C",
           used_when=lambda v: _contours(v) and not v["n_segments"]),
     Param("n_segments", int, _dflt.DEFAULT_N_SEGMENTS, "Segments",
@@ -274,7 +274,7 @@ def _superpixels(ctx):
 
 @_only("contours")
 def _merge(ctx):
-    return _dfr.merge(ctx["colour"], ctx["superpixels"], coarseness=ctx.p["coarseness"],
+    return _dfr.merge(ctx["colour"], ctx["superpixels"], coarseness=ctx.p["coarseness"], merge=ctx.p["merge"],
                       n_segments=ctx.p["n_segments"], device=ctx.device, progress=ctx.progress)
 
 
@@ -307,7 +307,7 @@ PIPELINE = Pipeline([
           weight=0.5, **_C),
     Stage("superpixels", _superpixels, params=("method", "n_superpixels", "compactness"), after=("colour",),
           label="superpixels", **_C),
-    Stage("merge", _merge, params=("method", "coarseness", "n_segments"), after=("colour", "superpixels"),
+    Stage("merge", _merge, params=("method", "merge", "coarseness", "n_segments"), after=("colour", "superpixels"),
           label="region merging", weight=0.5, **_C),
     Stage("regions", _regions, params=("method",), after=("segment", "colour", "superpixels", "merge"),
           label="region features", weight=0.5),

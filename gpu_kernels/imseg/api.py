@@ -21,7 +21,7 @@ METHODS = ("contours", "kmeans")
 def segment(image, *, method: str = "contours",
             coarseness: float = _d.DEFAULT_COARSENESS, n_segments: int = _d.DEFAULT_N_SEGMENTS,
             n_superpixels: int = _d.DEFAULT_N_SUPERPIXELS, compactness: float = _d.DEFAULT_COMPACTNESS,
-            sigma: float = _d.DEFAULT_SIGMA,
+            sigma: float = _d.DEFAULT_SIGMA, merge: str = _d.DEFAULT_MERGE,
             k_max: int = _d.DEFAULT_K_MAX, q: int = _d.DEFAULT_Q, iterations: int = _d.DEFAULT_ITERATIONS,
             merge_distance: float = _d.DEFAULT_MERGE_DISTANCE, bilateral: int = _d.DEFAULT_BILATERAL,
             bilateral_window: int = _d.DEFAULT_BILATERAL_WINDOW, sigma_spatial: float = _d.DEFAULT_SIGMA_SPATIAL,
@@ -29,13 +29,13 @@ def segment(image, *, method: str = "contours",
             min_size: int = _d.DEFAULT_MIN_SIZE, features: bool = True, moments: bool = True,
             device=None, progress=None):
     """Segment ``image`` with ``method``; the keywords the other method reads are ignored
-    (``coarseness`` ... ``sigma`` are the contours method's, ``k_max`` ... ``min_size`` the
+    (``coarseness`` ... ``merge`` are the contours method's, ``k_max`` ... ``min_size`` the
     k-means pipeline's). Returns the method's :class:`~gpu_kernels.imseg.segment.ImageSegmentation`."""
     if method == "contours":
         from .contours import segment_contours
 
         return segment_contours(image, coarseness=coarseness, n_segments=n_segments, n_superpixels=n_superpixels,
-                                compactness=compactness, sigma=sigma, features=features, moments=moments,
+                                compactness=compactness, sigma=sigma, merge=merge, features=features, moments=moments,
                                 device=device, progress=progress)
     if method == "kmeans":
         from .segment import segment_image

@@ -109,6 +109,9 @@ MAX_N_SUPERPIXELS = _d.MAX_N_SUPERPIXELS
 #: SLIC's compactness m (colour distance equivalent of one grid step)
 DEFAULT_COMPACTNESS = _d.DEFAULT_COMPACTNESS
 DEFAULT_SIGMA = _d.DEFAULT_SIGMA
+#: the merges: "learned" (gpu_kernels.imseg.learned) and "contour" (the hand-made cost below)
+MERGES = _d.MERGES
+DEFAULT_MERGE = _d.DEFAULT_MERGE
 SLIC_ITERATIONS = 4
 #: fixed-point gradient: 8 steps per CIELAB unit per pixel
 GSCALE = 8.0
@@ -730,8 +733,8 @@ def device_bytes_estimate(h: int, w: int, channels: int = 3) -> int:
 
 def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segments: int = DEFAULT_N_SEGMENTS,
                      n_superpixels: int = DEFAULT_N_SUPERPIXELS, compactness: float = DEFAULT_COMPACTNESS,
-                     sigma: float = DEFAULT_SIGMA, features: bool = True, moments: bool = True,
-                     features_method: str = "auto", device=None, progress=None):
+                     sigma: float = DEFAULT_SIGMA, merge: str = DEFAULT_MERGE, features: bool = True,
+                     moments: bool = True, features_method: str = "auto", device=None, progress=None):
     """Segment an image into regions bounded by its contours (see the module docstring).
 
     Parameters
@@ -750,6 +753,10 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
         SLIC's m: larger, squarer superpixels.
     sigma : float
         Gaussian blur before the gradient and the superpixels (pixels).
+    merge : {"learned", "contour"}
+        The merge: ``"learned"`` (boosted trees over 24 features of each pair of regions,
+        :mod:`gpu_kernels.imseg.learned`; the coarseness sets its threshold τ) or ``"contour"``
+        (the hand-made cost above).
     features, moments, features_method
         As in :func:`gpu_kernels.imseg.segment_image`.
     device, progress
@@ -771,6 +778,7 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
     progress = as_progress(progress)
     be = get_backend(device)
     p = check_params(coarseness, n_segments, n_superpixels, compactness, sigma)
+    check_merge(merge)
     progress.update(0.0, "segmenting")
     from gpu_kernels.imseg import graphs as _graphs
 
@@ -782,7 +790,7 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
             u8 = to_u8(img)
             g = _graphs.contour_lookup(be, u8, gp)
             if g is not None:
-                seg = _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, moments,
+                seg = _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, merge, features, moments,
                                       features_method, progress)
                 progress.update(1.0, "done")
                 return seg
@@ -791,7 +799,7 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
         sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
                                progress=progress.sub(0.2, 0.5))
         progress.update(0.5, "merging")
-        mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, device=be,
+        mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, merge=merge, device=be,
                          progress=progress.sub(0.5, 0.8))
         progress.update(0.8, "region features")
         seg = stage_finish(col, sp, mg, features=features, moments=moments, features_method=features_method,
@@ -802,7 +810,8 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
     return seg
 
 
-def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, moments, features_method, progress):
+def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, merge, features, moments, features_method,
+                    progress):
     """:func:`segment_contours` with its first stages replayed from ``g``: one launch for the
     upload, colour, SLIC and components, then the merge and features as usual (the same
     kernels on the same data: the same result). The graph's memory is this call's until the
@@ -819,7 +828,7 @@ def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, mom
             sp = {"S": g.S, "n_superpixels": gp["n_superpixels"], "compactness": gp["compactness"], "comps": g.comps,
                   "R": R, "syncs": syncs}
             progress.update(0.5, "merging")
-            mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, device=be,
+            mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, merge=merge, device=be,
                              progress=progress.sub(0.5, 0.8))
             progress.update(0.8, "region features")
             seg = stage_finish(col, sp, mg, features=features, moments=moments, features_method=features_method,
@@ -888,21 +897,44 @@ def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
     return out
 
 
+def check_merge(merge) -> str:
+    """The merge's name (:data:`MERGES`), or a one-line error."""
+    if merge not in MERGES:
+        raise ImsegInputError(f"unknown merge {merge!r}: use {' or '.join(MERGES)}")
+    return merge
+
+
 def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, n_segments: int = 0,
-                device=None, progress=None) -> dict:
-    """Stages 3 and 4: the region graph and its merging; ``labels`` 1..count."""
+                merge: str = DEFAULT_MERGE, device=None, progress=None) -> dict:
+    """Stages 3 and 4: the region graph and its merging (``merge``: ``"learned"``, the boosted-tree
+    merge of :mod:`gpu_kernels.imseg.learned`, or ``"contour"``, the hand-made cost); ``labels``
+    1..count."""
     be = get_backend(device)
     p = check_params(coarseness, n_segments, 1, DEFAULT_COMPACTNESS, DEFAULT_SIGMA)
+    learned = check_merge(merge) == "learned"
     h, w, R = col["h"], col["w"], sp["R"]
     thr = math.inf if p["n_segments"] else coarseness_threshold(p["coarseness"])
     inv_norm = 1.0 / math.sqrt(h * w)
     min_area = min_region_area(sp["S"]) if not p["n_segments"] else 0
-    out = {"coarseness": p["coarseness"], "n_segments": p["n_segments"], "min_area": min_area}
+    out = {"coarseness": p["coarseness"], "n_segments": p["n_segments"], "min_area": min_area, "merge": merge}
+    if learned:
+        from gpu_kernels.imseg import learned as _lm
+
+        tau = _lm.tau_from_coarseness(p["coarseness"])
+        out["tau"] = tau
     if not be.is_gpu:
         t0 = time.perf_counter()
         graph = region_graph_np(sp["comps"], R, col["gq"], col["q"])
+        if learned:
+            graph.update(_lm.graph_extras_np(sp["comps"], R, col["gq"], col["q"], graph))
         t1 = time.perf_counter()
-        into, _, rounds = merge_np(graph, p["n_segments"], thr, inv_norm, min_area=min_area, progress=progress)
+        progress = as_progress(progress)
+        if learned:
+            progress.check()
+            into, _, rounds = _lm.merge_learned_np(graph, p["n_segments"], tau, inv_norm, min_area=min_area)
+            progress.check()
+        else:
+            into, _, rounds = merge_np(graph, p["n_segments"], thr, inv_norm, min_area=min_area, progress=progress)
         seg, count = _resolve(into)
         labels = seg[sp["comps"] - 1].astype(np.int32)
         out.update(labels=labels, count=count, rounds=rounds,
@@ -913,8 +945,12 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         n = h * w
         timer = StageTimer(be)
         syncs = SyncCounter()
-        into, state = graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], thr,
-                                         inv_norm, timer=timer, min_area=min_area)
+        if learned:
+            into, state = _lm.merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], tau,
+                                           inv_norm, timer=timer, min_area=min_area)
+        else:
+            into, state = graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], thr,
+                                             inv_norm, timer=timer, min_area=min_area)
         newid = xp.empty(R, dtype=xp.int32)
         count_d = _label.relabel_device(be, into, R, newid)
         labels_d = sp["comps"].copy()
@@ -922,7 +958,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         meta = syncs.read_many(be, (count_d, state), "number of segments (sizes the feature arrays)")
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
-                   merge_smem={0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)])
+                   merge_smem=False if learned else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)])
     return out
 
 
@@ -941,7 +977,9 @@ def stage_finish(col: dict, sp: dict, mg: dict, *, features: bool = True, moment
     count = mg["count"]
     params = {"method": "contours", "sigma": col["sigma"], "n_superpixels": sp["n_superpixels"],
               "compactness": sp["compactness"], "slic_step": sp["S"], "coarseness": mg["coarseness"],
-              "n_segments": mg["n_segments"], "features_method": features_method}
+              "n_segments": mg["n_segments"], "merge": mg.get("merge", "contour"), "features_method": features_method}
+    if "tau" in mg:
+        params["tau"] = mg["tau"]
     info = {"device": be.label, "params": params, "superpixels": sp["R"], "merge_rounds": mg["rounds"],
             "merge_in_shared_memory": mg.get("merge_smem", False)}
     if not be.is_gpu:

@@ -264,7 +264,7 @@ def superpixels(col, *, n_superpixels: int, compactness: float, device=None, pro
     return _ct.stage_superpixels(value(col), **kw, device=be, progress=progress)
 
 
-def merge(col, sp, *, coarseness: float, n_segments: int, device=None, progress=None):
+def merge(col, sp, *, coarseness: float, n_segments: int, merge: str = "contour", device=None, progress=None):
     """Stage 3 (:func:`contours.stage_merge`); a fresh deferred chain runs as one
     :func:`contours.segment_contours` call, whose finished segmentation is the output
     (``{"finished": ImageSegmentation}``, which :func:`finish` hands on)."""
@@ -273,7 +273,7 @@ def merge(col, sp, *, coarseness: float, n_segments: int, device=None, progress=
     be = get_backend(device)
     p = _ct.check_params(coarseness, n_segments, _ct.DEFAULT_N_SUPERPIXELS, _ct.DEFAULT_COMPACTNESS,
                          _ct.DEFAULT_SIGMA)
-    kw = {"coarseness": p["coarseness"], "n_segments": p["n_segments"]}
+    kw = {"coarseness": p["coarseness"], "n_segments": p["n_segments"], "merge": _ct.check_merge(merge)}
     if _fresh(col) and _fresh(sp) and sp.upstream == (col,):
         allp = {**col.params, **sp.params, **kw}
         if _sighting(be, col.image, {"method": "contours", **allp}) >= GRAPH_AFTER:
@@ -299,7 +299,7 @@ def finish(col, sp, mg, *, device=None, progress=None):
 #: unchanged, so they key the full runs as the stages' checked values do)
 _KMEANS_KEYS = ("bilateral", "bilateral_window", "sigma_spatial", "sigma_color", "q", "k_max", "iterations",
                 "merge_distance", "connectivity", "min_size")
-_CONTOUR_KEYS = ("sigma", "n_superpixels", "compactness", "coarseness", "n_segments")
+_CONTOUR_KEYS = ("sigma", "n_superpixels", "compactness", "coarseness", "n_segments", "merge")
 
 
 def full_run(image, p: dict, *, device=None, progress=None):
@@ -333,7 +333,7 @@ def full_run(image, p: dict, *, device=None, progress=None):
     elif method == "contours":
         from gpu_kernels.imseg import contours as _ct
 
-        kw = {k: p[k] for k in _CONTOUR_KEYS}
+        kw = {k: p[k] for k in _CONTOUR_KEYS if k in p}   # "merge": the contour merge where it is not given
         key, call = {"method": "contours", **kw}, _ct.segment_contours
     else:
         return None

@@ -1,0 +1,76 @@
+"""The learned merge (gpu_kernels/imseg/learned.py) on a GPU: the same labels as the CPU path on
+BSDS500 images (the shared data's, where present) and on synthetic scenes, in coarseness mode and
+with n_segments; the regions' arrays in shared memory or not; nothing read back but the two counts.
+Run with ``pytest -m gpu`` on a GPU host."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_imseg_contours import shaded_regions
+
+from gpu_kernels.imseg import contours as C
+from gpu_kernels.imseg import learned as LM
+from gpu_kernels.imseg.contours import segment_contours
+
+pytestmark = pytest.mark.gpu
+
+BSDS = Path(os.environ.get("IMSEG_BSDS_IMAGES") or
+            Path(__file__).resolve().parents[2].parent / "shared" / "data" / "bsds500" / "images")
+
+
+def _images():
+    out = [("shaded", shaded_regions(1210, cells=7)[0]), ("shaded-big", shaded_regions(1211, 540, 720, 9)[0])]
+    if BSDS.is_dir():
+        import cv2
+
+        for p in sorted(BSDS.glob("*.jpg"))[:4]:
+            out.append((p.stem, cv2.cvtColor(cv2.imread(str(p)), cv2.COLOR_BGR2RGB)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no CUDA device")
+    from gpu_kernels.backend import get_backend
+
+    return get_backend("cuda:0")
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(n_segments=12), dict(coarseness=2.0)])
+def test_gpu_labels_equal_the_cpu_labels(gpu, kw):
+    for name, img in _images():
+        g = segment_contours(img, merge="learned", device=gpu, **kw)
+        c = segment_contours(img, merge="learned", device="cpu", **kw)
+        np.testing.assert_array_equal(g.clusters, c.clusters, err_msg=name)
+        np.testing.assert_array_equal(g.labels, c.labels, err_msg=name)
+        assert g.n_regions == c.n_regions and g.info["merge_rounds"] == c.info["merge_rounds"], name
+        assert g.syncs == 2, g.info["sync_reasons"]
+        if kw.get("n_segments"):
+            assert g.n_regions == kw["n_segments"]
+        np.testing.assert_array_equal(g.features["area"], c.features["area"])
+
+
+def test_shared_memory_or_not_the_same_merge(gpu):
+    img = shaded_regions(1212, 300, 400, 8)[0]
+    col = C.stage_colour(img, device="cpu")
+    sp = C.stage_superpixels(col, device="cpu")
+    g = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"])
+    g.update(LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g))
+    h, w = img.shape[:2]
+    inv = 1 / math.sqrt(h * w)
+    want, _ = C._resolve(LM.merge_learned_np(g, 0, 0.39, inv, min_area=C.min_region_area(sp["S"]))[0])
+    xp = gpu.xp
+    for smem in (True, False):
+        into, state = LM.merge_device(gpu, xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"], h, w,
+                                      xp.asarray(col["gq"].ravel()), xp.asarray(col["q"].reshape(3, -1).ravel()),
+                                      0, 0.39, inv, min_area=C.min_region_area(sp["S"]), smem=smem)
+        got, n = C._resolve(xp.asnumpy(into).astype(np.int64))
+        np.testing.assert_array_equal(got, want, err_msg=str(smem))
+        assert int(xp.asnumpy(state)[0]) == n
