@@ -204,6 +204,25 @@ def face_areas(vertices, faces) -> np.ndarray:
     return 0.5 * _cross_norm(b - a, c - a)[1]
 
 
+#: :func:`clean_mesh` looks for duplicate vertices by a hash of the rows first (issue 22, session 12: the sort
+#: of :func:`_unique_rows` only where two rows share a hash, which no PSB mesh nor its working meshes do);
+#: False: always the sort
+HASH_ROWS = True
+_ROW_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=np.uint64)
+
+
+def _may_repeat_rows(a: np.ndarray) -> bool:
+    """False only if no two rows of the finite (n, 3) float array ``a`` are equal (-0.0 equals 0.0): equal rows
+    have the same bits after adding 0.0, so the same hash. True where two rows share a hash (equal, or a
+    collision)."""
+    if a.shape[0] < 2:
+        return False
+    b = (np.asarray(a, dtype=np.float64) + 0.0).view(np.uint64)   # (+0.0: -0.0 becomes 0.0)
+    h = (b[:, 0] * _ROW_MULT[0]) ^ (b[:, 1] * _ROW_MULT[1]) ^ (b[:, 2] * _ROW_MULT[2])
+    h.sort()
+    return bool((h[1:] == h[:-1]).any())
+
+
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(a, axis=0, return_inverse=True)`` for an (n, 3) float array, by one
     lexsort (np.unique's row sort is several times slower); the same rows, order and inverse."""
@@ -252,12 +271,15 @@ def clean_mesh(vertices, faces):
     """
     v, f = _validate(vertices, faces)
     n_in = f.shape[0]
-    # merge duplicate vertices (exact coordinates)
-    uv, inv = _unique_rows(v)
-    n_merged = v.shape[0] - uv.shape[0]
-    if n_merged:
-        f = inv[f]
-        v = uv
+    # merge duplicate vertices (exact coordinates); where no two rows share a hash, none is a duplicate and
+    # the sort is skipped (the same result: nothing merged, nothing renumbered)
+    n_merged = 0
+    if not HASH_ROWS or _may_repeat_rows(v):
+        uv, inv = _unique_rows(v)
+        n_merged = v.shape[0] - uv.shape[0]
+        if n_merged:
+            f = inv[f]
+            v = uv
     keep = np.ones(n_in, dtype=bool)
     # repeated vertex index inside a face
     rep = (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 0] == f[:, 2])
