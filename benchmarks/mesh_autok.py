@@ -59,9 +59,9 @@ def cache_mesh(data: Path, mesh_id: int, out: Path) -> dict:
     rec: dict = {}
     orig = _bd.merge_weakest_boundaries
 
-    def spy(graph, labels, targets, label_component, *, stop=None, strengths=None, min_area=0.0):
+    def spy(graph, labels, targets, label_component, *, stop=None, strengths=None, min_area=0.0, progress=None):
         merged, merges = orig(graph, labels, targets, label_component, stop=stop, strengths=strengths,
-                              min_area=min_area)
+                              min_area=min_area, progress=progress)
         rec.update(labels=np.asarray(labels).copy(), merges=list(merges), strengths=list(strengths or []),
                    label_comp=np.asarray(label_component).copy(), targets=dict(targets), n=graph.n)
         return merged, merges

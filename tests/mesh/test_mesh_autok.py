@@ -56,9 +56,14 @@ def test_rank_rule_takes_the_relative_threshold_of_a_lower_rank():
     assert ak.rule_rank(st, rank=3) == 1  # 0.4 * 2.5 = 1.0 -> the floor 1.5 -> index 1
 
 
-def test_replay_reproduces_the_pipeline_on_a_small_mesh(tmp_path):
+def test_replay_reproduces_the_pipeline_on_a_small_mesh(tmp_path, monkeypatch):
     """The cached merge sequence, replayed at the default rule, gives the pipeline's k and
     Rand Index exactly when there is no working resolution (a small mesh)."""
+    from gpu_kernels.mesh import defaults
+
+    # (the replay is of the hand-made stop rule: k = "auto" by it, not by the learned merges, the default since
+    # session 12)
+    monkeypatch.setattr(defaults, "DEFAULT_AUTO_MERGE", "hand")
     ak = _autok()
     v, f, truth = box_bar_box()
     data = tmp_path / "psb.npz"

@@ -3,7 +3,7 @@
 - the stop: a component stops merging once every candidate pair is predicted at least ``AUTO_STOP_P`` likely to
   be different (a model that says "different" everywhere merges only slivers; one that says "same" everywhere
   merges down to the target);
-- the switch ``defaults.DEFAULT_AUTO_MERGE`` ("hand" by default) changes k = "auto" only, through
+- the switch ``defaults.DEFAULT_AUTO_MERGE`` ("learned" by default since session 12) changes k = "auto" only, through
   :func:`gpu_kernels.mesh.learned.auto_merge`, and an integer k is untouched by it; on the GPU the same labels as
   on the CPU.
 The fish of the thin-part tests (4,000 faces: clustered as it is)."""
@@ -75,7 +75,7 @@ def _run(fish, k, merge, monkeypatch, device="cpu"):
 
 
 def test_the_switch_changes_k_auto_only(fish, monkeypatch):
-    assert defaults.DEFAULT_AUTO_MERGE == "hand"  # (off by default: its cost bar failed, session 11)
+    assert defaults.DEFAULT_AUTO_MERGE == "learned"  # (on since session 12: the lead's cost rule passed, mesh_auto_session12.md)
     hand, n_hand = _run(fish, "auto", "hand", monkeypatch)
     learned, n_learned = _run(fish, "auto", "learned", monkeypatch)
     assert n_hand == 0 and n_learned == len(sg.AUTO_K_STARTS)  # (one per auto-k start)

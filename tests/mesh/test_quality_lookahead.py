@@ -20,9 +20,13 @@ def _both(monkeypatch, module, name, values, v, f, humans):
     memos, so each is segment_mesh(v, f)'s fresh result."""
     import dataclasses
 
+    from gpu_kernels.mesh import defaults
     from gpu_kernels.mesh import segment as segmod
     from gpu_kernels.mesh.metrics import rand_index_error
 
+    # (the settings compared are the hand-made stop rule's: k = "auto" by it, not by the learned merges, the
+    # default since session 12)
+    monkeypatch.setattr(defaults, "DEFAULT_AUTO_MERGE", "hand")
     prep = segmod.prepare_mesh(v, f, device="cpu")
     out = []
     for value in values:
