@@ -1,0 +1,61 @@
+"""Issue 22 (session 12): ``clean_mesh``'s quick checks (``dualgraph.QUICK_CHECKS``) decide as the full ones:
+``_check_span`` passes a mesh whose coordinates are all within a quarter of the limit without the median (and
+raises as before otherwise, a mesh far out at 1e308 included), and ``_first_of_unique_rows`` gives every row,
+as a set, where no face repeats."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pytest)
+
+from gpu_kernels.mesh import dualgraph as dg
+
+
+def _decision(monkeypatch, v, f, quick):
+    monkeypatch.setattr(dg, "QUICK_CHECKS", quick)
+    try:
+        dg._check_span(np.asarray(v, np.float64), np.asarray(f, np.int64))
+        return "ok"
+    except dg.MeshInputError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e100, 2e149, 3e149, 1e150, 1e200, 1e308])
+@pytest.mark.parametrize("far", [False, True])
+def test_the_span_check_decides_as_before(monkeypatch, scale, far):
+    v, f = _sphere(8)
+    v = v * scale
+    if far:
+        v[3] = [scale * 1e3 if scale < 1e305 else 1.7e308, 0.0, 0.0]
+    assert _decision(monkeypatch, v, f, True) == _decision(monkeypatch, v, f, False)
+
+
+def test_a_mesh_at_1e308_is_still_refused(monkeypatch):
+    v, f = _sphere(8)
+    v = 1.6e308 + v * 1e300   # a small mesh far out: its median overflows
+    assert _decision(monkeypatch, v, f, True) != "ok"
+    assert _decision(monkeypatch, v, f, True) == _decision(monkeypatch, v, f, False)
+
+
+def test_the_quick_span_check_skips_the_median(monkeypatch):
+    calls = []
+    monkeypatch.setattr(dg, "_used_vertices", lambda v, f: calls.append(1) or np.arange(len(v)))
+    v, f = _sphere(8)
+    assert _decision(monkeypatch, v, f, True) == "ok" and calls == []
+    assert _decision(monkeypatch, v, f, False) == "ok" and calls == [1]
+
+
+@pytest.mark.parametrize("repeat", [False, True])
+def test_the_first_rows_are_the_same_set(monkeypatch, repeat):
+    rng = np.random.default_rng(3)
+    key = np.sort(rng.integers(0, 500, size=(2000, 3)), axis=1)
+    key = key[np.unique(key, axis=0, return_index=True)[1]]
+    if repeat:
+        key = np.vstack([key, key[rng.integers(0, len(key), 7)]])[rng.permutation(len(key) + 7)]
+    monkeypatch.setattr(dg, "QUICK_CHECKS", True)
+    quick = dg._first_of_unique_rows(key, 500)
+    monkeypatch.setattr(dg, "QUICK_CHECKS", False)
+    full = dg._first_of_unique_rows(key, 500)
+    assert np.array_equal(np.sort(quick), np.sort(full))
+    assert (len(full) < len(key)) == repeat
