@@ -9,7 +9,9 @@ SHA-1s, pymeshlab's own time per run, ``--profile``) with this session's working
 - ``pf2n0``: fast-simplification to 2 x 4,000 faces, then pymeshlab with ``preservenormal`` off;
 - ``pf3n1``: ``preservenormal`` forced on (the working mesh before session 12's change);
 - ``nocsr``: the full graph's weight matrix neither cached nor built beside the simplification
-  (``dualgraph.CACHE_CSR = segment.PREBUILD_CSR = False``: before 0725e49).
+  (``dualgraph.CACHE_CSR = segment.PREBUILD_CSR = False``: before 0725e49);
+- ``hostoff``: every switchable bit-identical host change of session 12 off (``nocsr``, and clean_mesh's row hash
+  and quick checks: ``dualgraph.HASH_ROWS = QUICK_CHECKS = False``); the cross products (0b836d6) have no switch.
 
 Example (device)::
 
@@ -31,6 +33,8 @@ e2e.CONFIGS.update({
     "pf2n0": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": False, "gpu_kernels.mesh.simplify.PRE_FACTOR": 2.0},
     "pf3n1": {"gpu_kernels.mesh.simplify.PRESERVE_NORMAL": True, "gpu_kernels.mesh.simplify.PRE_FACTOR": 3.0},
     "nocsr": {"gpu_kernels.mesh.dualgraph.CACHE_CSR": False, "gpu_kernels.mesh.segment.PREBUILD_CSR": False},
+    "hostoff": {"gpu_kernels.mesh.dualgraph.CACHE_CSR": False, "gpu_kernels.mesh.segment.PREBUILD_CSR": False,
+                "gpu_kernels.mesh.dualgraph.HASH_ROWS": False, "gpu_kernels.mesh.dualgraph.QUICK_CHECKS": False},
 })
 
 if __name__ == "__main__":
