@@ -10,24 +10,16 @@ The fish of the thin-part tests (4,000 faces: clustered as it is)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+import test_quality11_learned as _q11  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
-from gpu_kernels.mesh import boundary as bd
 from gpu_kernels.mesh import defaults
 from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
-KW = {"device": "cpu", "apsp_method": "cpu"}
-
-
-@pytest.fixture(scope="module")
-def fish():
-    z = np.load(STORED)
-    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+# the fish, its fixture and the over-segmentation of session 11's learned-merge tests (one copy: reviewer D32)
+KW, _overseg, fish = _q11.KW, _q11._overseg, _q11.fish
 
 
 def _constant(p: float) -> ln.TreeModel:
@@ -41,17 +33,9 @@ def graph(fish):
     return sg.prepare_mesh(*fish, **KW).graph
 
 
-def _overseg(graph, n=24, seed=0):
-    rng = np.random.default_rng(seed)
-    seeds = rng.choice(graph.n, n, replace=False)
-    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
-    lab, _ = bd.merge_islands(graph, np.argmin(d, axis=1).astype(np.int32))
-    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
-
-
 @pytest.mark.parametrize(("p", "merges_all"), [(0.7, False), (0.3, True)])
 def test_the_stop_follows_the_prediction(graph, p, merges_all):
-    lab = _overseg(graph)
+    lab = _overseg(graph, 24)
     n = int(lab.max()) + 1
     lc = np.zeros(n, dtype=np.int64)
     out, merges = ln.learned_merge(graph, lab, {0: 2}, lc, policy="learned", model=_constant(p),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import test_quality11_learned as _q11  # noqa: E402
 from test_lead11_convex import icosphere  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
 from app.io.mesh_io import read_mesh
@@ -29,29 +30,13 @@ from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
 ROOT = Path(__file__).resolve().parents[2]
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
-KW = {"device": "cpu", "apsp_method": "cpu"}
-
-
-@pytest.fixture(scope="module")
-def fish():
-    z = np.load(STORED)
-    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+# the fish, its fixture and the over-segmentation of session 11's learned-merge tests (one copy)
+KW, _overseg, fish = _q11.KW, _q11._overseg, _q11.fish
 
 
 @pytest.fixture(scope="module")
 def graph(fish):
     return sg.k_merge_graph(sg.prepare_mesh(*fish, **KW).graph)
-
-
-def _overseg(graph, n=30, seed=0):
-    """``n`` clusters: each face takes its nearest of ``n`` random faces' centroids, made connected."""
-    rng = np.random.default_rng(seed)
-    seeds = rng.choice(graph.n, n, replace=False)
-    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
-    lab = np.argmin(d, axis=1).astype(np.int32)
-    lab, _ = bd.merge_islands(graph, lab)
-    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
 
 
 def _two_components(graph, lab):
