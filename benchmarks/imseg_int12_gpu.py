@@ -52,6 +52,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n-segments", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--skip-labels", action="store_true")
+    ap.add_argument("--nseg-limit", type=int, default=0, help="n_segments labels on the first N images only (0: all)")
+    ap.add_argument("--no-felz", action="store_true", help="skip felzenszwalb's CPU timing")
     ap.add_argument("--out", default="")
     a = ap.parse_args(argv)
     be = get_backend("cuda:0")
@@ -61,8 +63,9 @@ def main(argv=None) -> int:
     imgs.append(("synthetic", synthetic()))
     t0 = time.time()
     if not a.skip_labels:
-        for name, img in imgs:
-            for kw in ({}, {"n_segments": a.n_segments}):
+        for i, (name, img) in enumerate(imgs):
+            nseg = not a.nseg_limit or i < a.nseg_limit or name == "synthetic"
+            for kw in ({}, {"n_segments": a.n_segments}) if nseg else ({},):
                 g = segment_contours(img, merge="learned", device=be, **kw)
                 c = segment_contours(img, merge="learned", device="cpu", **kw)
                 row = {"image": name, **kw, "same": bool(np.array_equal(g.labels, c.labels)),
@@ -89,6 +92,26 @@ def main(argv=None) -> int:
                      stage_ms={k: round(v * 1e3, 3) for k, v in seg.timings.items()})
             print(key, merge, f"median {r['median'] * 1e3:.2f} ms min {r['min'] * 1e3:.2f} ms",
                   seg.n_regions, "segments", seg.info["merge_rounds"], "rounds", d["stage_ms"], flush=True)
+    from gpu_kernels.imseg import contours as C
+    from gpu_kernels.imseg import learned as LM
+
+    out["phases"] = {}
+    for size in ((512, 512), (1920, 1080)):
+        img = cv2.resize(base, size, interpolation=cv2.INTER_LINEAR)
+        col = C.stage_colour(img, device=be)
+        sp = C.stage_superpixels(col, device=be)
+        prof = be.xp.zeros(12, dtype=be.xp.int64)
+        h, w = img.shape[:2]
+        into, state = LM.merge_device(be, sp["comps"], sp["R"], h, w, col["gq"], col["q"], 0, 0.39,
+                                      1 / np.sqrt(h * w), min_area=C.min_region_area(sp["S"]), prof=prof)
+        st = be.xp.asnumpy(state).tolist()
+        cyc = be.xp.asnumpy(prof).tolist()
+        key = f"{size[0]}x{size[1]}"
+        out["phases"][key] = {"R": sp["R"], "state": st, "cycles": dict(zip(LM.PHASES, cyc, strict=True))}
+        print(key, "R", sp["R"], "count/rounds/walks", st, "Mcycles by phase",
+              {k: round(v / 1e6, 3) for k, v in zip(LM.PHASES, cyc, strict=True)}, flush=True)
+    if a.no_felz:
+        return _write(out, a, t0)
     from skimage.segmentation import felzenszwalb
 
     img = cv2.resize(base, (1920, 1080), interpolation=cv2.INTER_LINEAR)
@@ -99,6 +122,10 @@ def main(argv=None) -> int:
         ts.append(time.perf_counter() - t1)
     out["speed"]["felzenszwalb_1080p_cpu_ms"] = float(np.median(ts) * 1e3)
     print("felzenszwalb 1080p CPU", out["speed"]["felzenszwalb_1080p_cpu_ms"], "ms", flush=True)
+    return _write(out, a, t0)
+
+
+def _write(out: dict, a, t0: float) -> int:
     out["seconds"] = time.time() - t0
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,12 @@
 #define LM_CHUNK 16
 #define LM_MAXNODES 2048
 
+#ifdef GPULAB_EMU
+__device__ __forceinline__ long long lm_clock() { return 0; }  // the emulator has no cycle counter
+#else
+__device__ __forceinline__ long long lm_clock() { return clock64(); }
+#endif
+
 // ------------------------------------------------------------------ learned.flog
 __device__ __forceinline__ double lm_log(double x) {
     int e;
@@ -194,11 +200,32 @@ extern "C" __global__ void lm_rag_pixels(const int* __restrict__ labels, const i
 }
 
 // ------------------------------------------------------------------ the features (learned._features)
-__device__ __forceinline__ double lm_chi2(const int* hist, int a, int b, int k, double iA, double iB) {
+// Per region (where it grew): its mean colour rd[5r..5r+2], colour-variance term rd[5r+3], texture
+// term rd[5r+4] and normalised histograms hn[48r..]; the same expressions as learned._features'
+// per-pair ones, so the same bits. item 0: the means and terms; 1..48: one histogram bin.
+__device__ __forceinline__ void lm_region_item(int r, int item, const long long* area, const long long* rsum,
+                                               const long long* rsq, const long long* gin, const int* hist,
+                                               double* rd, double* hn) {
+    double aA = (double)area[r];
+    if (item == 0) {
+        double m0 = (double)rsum[3 * r] / aA, m1 = (double)rsum[3 * r + 1] / aA, m2 = (double)rsum[3 * r + 2] / aA;
+        double v = (double)rsq[r] / aA - ((m0 * m0 + m1 * m1) + m2 * m2);
+        rd[5 * r] = m0;
+        rd[5 * r + 1] = m1;
+        rd[5 * r + 2] = m2;
+        rd[5 * r + 3] = (v > 0.0 ? v : 0.0) / 256.0 + 1.0;
+        rd[5 * r + 4] = ((double)gin[r] / aA) / 8.0 + 0.5;
+    } else {
+        double iA = aA > 1.0 ? aA : 1.0;
+        hn[LM_NH * r + item - 1] = (double)hist[LM_NH * r + item - 1] / iA;
+    }
+}
+
+__device__ __forceinline__ double lm_chi2(const double* hn, int a, int b, int k) {
     double r[8];
     for (int j = 0; j < LM_NB; ++j) {
-        double x = (double)hist[LM_NH * a + LM_NB * k + j] / iA;
-        double y = (double)hist[LM_NH * b + LM_NB * k + j] / iB;
+        double x = hn[LM_NH * a + LM_NB * k + j];
+        double y = hn[LM_NH * b + LM_NB * k + j];
         double s = x + y;
         double d = 0.0;
         if (s > 0) {
@@ -211,12 +238,12 @@ __device__ __forceinline__ double lm_chi2(const int* hist, int a, int b, int k, 
     return 0.5 * (((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])));
 }
 
-__device__ __forceinline__ float lm_cost(const long long* area, const long long* rsum, int a, int b, double ln,
-                                         double gs, double inv_norm, double npx) {
+__device__ __forceinline__ float lm_cost(const long long* area, const double* rd, int a, int b, double ln, double gs,
+                                         double inv_norm, double npx) {
     double aA = (double)area[a], aB = (double)area[b];
-    double dd0 = (double)rsum[3 * a] / aA - (double)rsum[3 * b] / aB;
-    double dd1 = (double)rsum[3 * a + 1] / aA - (double)rsum[3 * b + 1] / aB;
-    double dd2 = (double)rsum[3 * a + 2] / aA - (double)rsum[3 * b + 2] / aB;
+    double dd0 = rd[5 * a] - rd[5 * b];
+    double dd1 = rd[5 * a + 1] - rd[5 * b + 1];
+    double dd2 = rd[5 * a + 2] - rd[5 * b + 2];
     double d2 = ((dd0 * dd0 + dd1 * dd1) + dd2 * dd2) / 256.0;
     double hm = (aA * aB) / (aA + aB);
     double bnd = gs / (ln * 16.0);
@@ -239,49 +266,50 @@ __device__ __forceinline__ double lm_dval(u64 k) {
     return __longlong_as_double((long long)u);
 }
 
-// features 0-8 and 12-20 of a pair (learned._features; 9-11: lm_chi2; 21-23 are the round's: the kernel's)
-__device__ void lm_features(float* x32, int a, int b, double ln, double gs, const int* gh, const long long* area,
-                            const long long* rsum, const long long* rsq, const long long* gin, const int* hist,
-                            const long long* per, double lce, double npx) {
-    (void)hist;
+// one part of a pair's features 0-20 into x32 (learned._features): 0: 0-8; 1: 12-17; 2: 18-20;
+// 3-5: the chi2 distance of L, a, b (9-11)
+__device__ void lm_feature_part(int part, float* x32, int a, int b, double ln, double gs, const int* gh,
+                                const long long* area, const double* rd, const double* hn, const long long* per,
+                                double lce, double npx) {
+    if (part >= 3) {
+        x32[6 + part] = (float)lm_chi2(hn, a, b, part - 3);
+        return;
+    }
     double aA = (double)area[a], aB = (double)area[b];
-    double mA0 = (double)rsum[3 * a] / aA, mA1 = (double)rsum[3 * a + 1] / aA, mA2 = (double)rsum[3 * a + 2] / aA;
-    double mB0 = (double)rsum[3 * b] / aB, mB1 = (double)rsum[3 * b + 1] / aB, mB2 = (double)rsum[3 * b + 2] / aB;
-    double d0 = mA0 - mB0, d1 = mA1 - mB1, d2_ = mA2 - mB2;
-    double d2 = ((d0 * d0 + d1 * d1) + d2_ * d2_) / 256.0;
-    double hm = (aA * aB) / (aA + aB);
     double t = gs / ((ln * 2.0) * 8.0) + 0.5;
-    double vA = (double)rsq[a] / aA - ((mA0 * mA0 + mA1 * mA1) + mA2 * mA2);
-    double vB = (double)rsq[b] / aB - ((mB0 * mB0 + mB1 * mB1) + mB2 * mB2);
-    vA = (vA > 0.0 ? vA : 0.0) / 256.0 + 1.0;
-    vB = (vB > 0.0 ? vB : 0.0) / 256.0 + 1.0;
-    double tA = ((double)gin[a] / aA) / 8.0 + 0.5;
-    double tB = ((double)gin[b] / aB) / 8.0 + 0.5;
-    double pA = (double)per[a], pB = (double)per[b];
-    x32[0] = (float)lce;
-    x32[1] = (float)lm_log(hm);
-    x32[2] = (float)lm_log(d2 + 1e-4);
-    x32[3] = (float)lm_log(ln);
-    x32[4] = (float)lm_log(t);
-    long long c = (long long)gh[7] + gh[6];
-    c = c + gh[5];
-    x32[8] = (float)((double)c / ln);
-    c = c + gh[4];
-    x32[7] = (float)((double)c / ln);
-    c = c + gh[3];
-    x32[6] = (float)((double)c / ln);
-    c = c + gh[2];
-    x32[5] = (float)((double)c / ln);
-    // 9-11: the chi2 distances, work items of their own (lm_chi2)
-    x32[12] = (float)lm_log((aA < aB ? aA : aB) / npx);
-    x32[13] = (float)lm_log((aA > aB ? aA : aB) / npx);
-    x32[14] = (float)(ln / (pA < pB ? pA : pB));
-    x32[15] = (float)(ln / (pA > pB ? pA : pB));
-    x32[16] = (float)lm_log(tA * tB);
-    x32[17] = (float)fabs(lm_log(tA / tB));
-    x32[18] = (float)lm_log(t / (tA > tB ? tA : tB));
-    x32[19] = (float)lm_log(vA * vB);
-    x32[20] = (float)fabs(lm_log(vA / vB));
+    double tA = rd[5 * a + 4], tB = rd[5 * b + 4];
+    if (part == 0) {
+        double d0 = rd[5 * a] - rd[5 * b], d1 = rd[5 * a + 1] - rd[5 * b + 1], d2_ = rd[5 * a + 2] - rd[5 * b + 2];
+        double d2 = ((d0 * d0 + d1 * d1) + d2_ * d2_) / 256.0;
+        double hm = (aA * aB) / (aA + aB);
+        x32[0] = (float)lce;
+        x32[1] = (float)lm_log(hm);
+        x32[2] = (float)lm_log(d2 + 1e-4);
+        x32[3] = (float)lm_log(ln);
+        x32[4] = (float)lm_log(t);
+        long long c = (long long)gh[7] + gh[6];
+        c = c + gh[5];
+        x32[8] = (float)((double)c / ln);
+        c = c + gh[4];
+        x32[7] = (float)((double)c / ln);
+        c = c + gh[3];
+        x32[6] = (float)((double)c / ln);
+        c = c + gh[2];
+        x32[5] = (float)((double)c / ln);
+    } else if (part == 1) {
+        double pA = (double)per[a], pB = (double)per[b];
+        x32[12] = (float)lm_log((aA < aB ? aA : aB) / npx);
+        x32[13] = (float)lm_log((aA > aB ? aA : aB) / npx);
+        x32[14] = (float)(ln / (pA < pB ? pA : pB));
+        x32[15] = (float)(ln / (pA > pB ? pA : pB));
+        x32[16] = (float)lm_log(tA * tB);
+        x32[17] = (float)fabs(lm_log(tA / tB));
+    } else {
+        double vA = rd[5 * a + 3], vB = rd[5 * b + 3];
+        x32[18] = (float)lm_log(t / (tA > tB ? tA : tB));
+        x32[19] = (float)lm_log(vA * vB);
+        x32[20] = (float)fabs(lm_log(vA / vB));
+    }
 }
 
 // block-wide sum of one int per thread
@@ -305,13 +333,14 @@ __device__ __forceinline__ int lm_block_count(int v, int* sh) {
 extern "C" __global__ void __launch_bounds__(1024) lm_merge(
     int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs,
     int* __restrict__ hgh, int logcap, int* ea, int* eb, int* el, unsigned long long* eg, int* gh, unsigned int* pb,
-    double* lc, float* X32, int* slots, int* holes, int* dlist, int* wlist, float* Xn, double* leafv,
+    double* lc, float* X32, int* slots, int* holes, int* dlist, int* wlist, float* Xn, double* leafv, int* clist,
+    double* rd, double* hn,
     long long* g_area, long long* g_rsum, long long* g_rsq,
     long long* g_gin, int* hist, int* g_bord, long long* g_per, u64* g_mn, u64* g_best, int* g_into, int* g_chg,
     const double* __restrict__ m_thr, const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L,
     double base, const double* __restrict__ t23, int n23, float tau, int target, int min_area, double inv_norm,
-    double npx, int max_rounds, int* __restrict__ state, int use_smem) {
-    __shared__ int sE, sNew, sHoles, sCount, sRounds, sTmp, sK, sWalks, sD, sW;
+    double npx, int max_rounds, int* __restrict__ state, int use_smem, long long* __restrict__ prof) {
+    __shared__ int sE, sNew, sHoles, sCount, sRounds, sTmp, sK, sWalks, sD, sW, sC;
     __shared__ double s_thr[LM_MAXNODES];
     __shared__ double s_val[LM_MAXNODES];
     __shared__ int s_meta[LM_MAXNODES];
@@ -367,6 +396,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         sWalks = 0;
         sD = 0;
         sW = 0;
+        sC = 0;
     }
     __syncthreads();
     for (int s = t; s < cap; s += NT) {
@@ -389,6 +419,16 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
     }
     __syncthreads();
     const int E = sE;  // positions (live pairs and holes)
+    // prof (optional, 12 longs): clock cycles of each phase summed over the rounds (thread 0)
+    long long pt[12];
+    for (int k = 0; k < 12; ++k) pt[k] = 0;
+    long long tk = lm_clock();
+#define LM_MARK(k)                          \
+    if (prof != nullptr && t == 0) {        \
+        long long now = lm_clock();          \
+        pt[k] += now - tk;                  \
+        tk = now;                           \
+    }
     int live = E;
     while (true) {
         if (live == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
@@ -397,15 +437,23 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             per[r] = (long long)bord[r];
             mn[r] = LM_EMPTY;
             best[r] = LM_EMPTY;
+            if (chg[r]) clist[atomicAdd(&sC, 1)] = r;
         }
         __syncthreads();
+        const int nC = sC;
+        for (int i = t; i < 49 * nC; i += NT) {
+            const int c = i / 49;
+            lm_region_item(clist[c], i - 49 * c, area, rsum, rsq, gin, hist, rd, hn);
+        }
+        __syncthreads();
+        LM_MARK(0);
         for (int e = t; e < E; e += NT) {
             int a = ea[e];
             if (a < 0) continue;
             int b = eb[e];
             double v;
             if (chg[a] || chg[b]) {
-                float c32 = lm_cost(area, rsum, a, b, (double)el[e], (double)eg[e], inv_norm, npx);
+                float c32 = lm_cost(area, rd, a, b, (double)el[e], (double)eg[e], inv_norm, npx);
                 double c = (double)c32;
                 v = lm_log(c > 1e-12 ? c : 1e-12);
                 lc[e] = v;
@@ -419,6 +467,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             atomicAdd((unsigned long long*)&per[b], (unsigned long long)el[e]);
         }
         __syncthreads();
+        LM_MARK(1);
         // 2. features where a region grew, the round's context for all; the trees where the kept
         // features changed (one work item a tree); every region's lowest p. Work lists: dlist (pairs
         // at a grown region), wlist (pairs to walk).
@@ -445,20 +494,16 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             }
         }
         __syncthreads();
+        LM_MARK(2);
         const int nD = sD;
-        for (int i = t; i < 4 * nD; i += NT) {
-            const int e = dlist[i >> 2], part = i & 3;
-            const int a = ea[e], b = eb[e];
-            if (part == 0) {
-                lm_features(Xn + LM_NF * e, a, b, (double)el[e], (double)eg[e], gh + LM_NG * e, area, rsum, rsq, gin,
-                            hist, per, lc[e], npx);
-            } else {
-                double aA = (double)area[a], aB = (double)area[b];
-                double iA = aA > 1.0 ? aA : 1.0, iB = aB > 1.0 ? aB : 1.0;
-                Xn[LM_NF * e + 8 + part] = (float)lm_chi2(hist, a, b, part - 1, iA, iB);
-            }
+        for (int i = t; i < 6 * nD; i += NT) {
+            const int q = i / 6, part = i - 6 * q;
+            const int e = dlist[q];
+            lm_feature_part(part, Xn + LM_NF * e, ea[e], eb[e], (double)el[e], (double)eg[e], gh + LM_NG * e, area, rd,
+                            hn, per, lc[e], npx);
         }
         __syncthreads();
+        LM_MARK(3);
         for (int i = t; i < nD; i += NT) {
             const int e = dlist[i];
             const int a = ea[e], b = eb[e];
@@ -477,6 +522,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             }
         }
         __syncthreads();
+        LM_MARK(4);
         const int nW = sW;
         for (int i = t; i < T * nW; i += NT) {
             const int w = i / T, tr = i - w * T;
@@ -492,12 +538,28 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             leafv[(long long)T * w + tr] = s_val[tr * L + nd];
         }
         __syncthreads();
+        LM_MARK(5);
         for (int w = t; w < nW; w += NT) {
             double acc = base;
-            for (int tr = 0; tr < T; ++tr) acc += leafv[(long long)T * w + tr];  // in tree order
+            const double* lv = leafv + (long long)T * w;
+            int tr = 0;
+            for (; tr + 8 <= T; tr += 8) {  // eight loads at once, then the sums in tree order
+                double v0 = lv[tr], v1 = lv[tr + 1], v2 = lv[tr + 2], v3 = lv[tr + 3];
+                double v4 = lv[tr + 4], v5 = lv[tr + 5], v6 = lv[tr + 6], v7 = lv[tr + 7];
+                acc += v0;
+                acc += v1;
+                acc += v2;
+                acc += v3;
+                acc += v4;
+                acc += v5;
+                acc += v6;
+                acc += v7;
+            }
+            for (; tr < T; ++tr) acc += lv[tr];
             pb[wlist[w]] = __float_as_uint((float)(acc > 0.0 ? acc : 0.0));
         }
         __syncthreads();
+        LM_MARK(6);
         for (int e = t; e < E; e += NT) {
             int a = ea[e];
             if (a < 0) continue;
@@ -510,8 +572,10 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             sWalks += nW;
             sD = 0;
             sW = 0;
+            sC = 0;
         }
         __syncthreads();
+        LM_MARK(7);
         for (int r = t; r < R; r += NT) chg[r] = 0;
         // 3. mutual lowest pairs under tau (flag: negative length)
         int mine = 0;
@@ -527,6 +591,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             }
         }
         int nm = lm_block_count(mine, &sTmp);
+        LM_MARK(8);
         if (nm == 0) {
             if (target > 0 || min_area <= 1) break;
             // clean-up: every region smaller than min_area joins its lowest-p neighbour
@@ -596,6 +661,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             }
         }
         __syncthreads();
+        LM_MARK(9);
         // 4. the pairs at a grown region are renamed and summed again through the table; their
         // positions become holes, which the new pairs fill
         for (int e = t; e < E; e += NT) {
@@ -622,6 +688,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             }
         }
         __syncthreads();
+        LM_MARK(10);
         const int nNew = sNew;
         for (int i = t; i < nNew; i += NT) {
             const int s = slots[i];
@@ -642,6 +709,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         }
         live += nNew - sHoles;
         __syncthreads();
+        LM_MARK(11);
         if (t == 0) {
             sNew = 0;
             sHoles = 0;
@@ -657,5 +725,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         state[0] = sCount;
         state[1] = sRounds;
         state[2] = sWalks;
+        if (prof != nullptr)
+            for (int k = 0; k < 12; ++k) prof[k] = pt[k];
     }
 }

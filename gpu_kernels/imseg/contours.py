@@ -790,8 +790,8 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
             u8 = to_u8(img)
             g = _graphs.contour_lookup(be, u8, gp)
             if g is not None:
-                seg = _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, merge, features, moments,
-                                      features_method, progress)
+                seg = _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, moments,
+                                      features_method, progress, merge)
                 progress.update(1.0, "done")
                 return seg
         col = stage_colour(image, sigma=sigma, device=be, progress=progress.sub(0.0, 0.2))
@@ -810,8 +810,8 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
     return seg
 
 
-def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, merge, features, moments, features_method,
-                    progress):
+def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, moments, features_method, progress,
+                    merge=DEFAULT_MERGE):
     """:func:`segment_contours` with its first stages replayed from ``g``: one launch for the
     upload, colour, SLIC and components, then the merge and features as usual (the same
     kernels on the same data: the same result). The graph's memory is this call's until the

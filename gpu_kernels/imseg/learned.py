@@ -667,6 +667,17 @@ def _dev_model(be, m: dict):
     return d
 
 
+#: lm_merge's phases (``prof``)
+PHASES = ("reset", "log cost", "lists", "features", "compare", "walk", "sum", "best", "mutual", "merge", "rename",
+          "fill")
+
+
+def _null(be):
+    from gpu_kernels.imseg._util import NULL
+
+    return NULL
+
+
 #: lm_merge's static shared memory (the model: 2048 nodes x (8 + 8 + 4) bytes, and a few ints), rounded up
 _STATIC_SMEM = 41 * 1024
 
@@ -679,10 +690,11 @@ def region_smem_bytes(R: int) -> int:
 
 def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: float, inv_norm: float, *,
                  min_area: int = 0, max_rounds: int = 100_000, timer=None, model_arrays: dict | None = None,
-                 smem: bool | None = None):
+                 smem: bool | None = None, prof=None):
     """The graph with the learned merge's sums and all merge rounds on the device: ``(into (R,) int32,
     state (3,) int32: [count, rounds, tree walks])``; nothing is read back. ``smem``: the regions'
-    arrays in shared memory (None: where they fit)."""
+    arrays in shared memory (None: where they fit). ``prof``: a device int64 array of 12 that receives
+    the clock cycles of each phase of the rounds (block thread 0; :data:`PHASES`)."""
     from gpu_kernels.backend import set_max_dynamic_smem
     from gpu_kernels.imseg import contours as C
     from gpu_kernels.imseg._util import grid, kernel
@@ -726,6 +738,9 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     wlist = xp.empty(emax, dtype=xp.int32)
     Xn = xp.empty(emax * NFEAT, dtype=xp.float32)
     leafv = xp.empty(emax * int(m["feat"].shape[0]), dtype=xp.float64)
+    clist = xp.empty(R, dtype=xp.int32)
+    rd = xp.empty(5 * R, dtype=xp.float64)
+    hn = xp.empty(NH * R, dtype=xp.float64)
     per = xp.empty(R, dtype=xp.int64)
     mn = xp.empty(R, dtype=xp.uint64)
     best = xp.empty(R, dtype=xp.uint64)
@@ -741,8 +756,9 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
         set_max_dynamic_smem(fm, smem_bytes)
     fm((1,), (1024,), (
         np.int32(R), hkey, hlen, hgs, hgh, np.int32(lc), ea, eb, el, eg, gh, pb, lcost, X32, slots, holes,
-        dlist, wlist, Xn, leafv, area, rsum, rsq, gin, hist, bord, per, mn, best, into, chg, m_thr, m_val, m_meta, np.int32(T), np.int32(L),
+        dlist, wlist, Xn, leafv, clist, rd, hn, area, rsum, rsq, gin, hist, bord, per, mn, best, into, chg, m_thr, m_val, m_meta, np.int32(T), np.int32(L),
         np.float64(m["base"]), t23, np.int32(len(t23)), tau32, np.int32(target), np.int32(min_area),
-        np.float64(inv_norm), np.float64(n), np.int32(max_rounds), state, np.int32(use)),
+        np.float64(inv_norm), np.float64(n), np.int32(max_rounds), state, np.int32(use),
+        prof if prof is not None else _null(be)),
         shared_mem=smem_bytes if use else 0)
     return into, state

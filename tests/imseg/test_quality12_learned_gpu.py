@@ -24,7 +24,7 @@ BSDS = Path(os.environ.get("IMSEG_BSDS_IMAGES") or
 
 
 def _images():
-    out = [("shaded", shaded_regions(1210, cells=7)[0]), ("shaded-big", shaded_regions(1211, 540, 720, 9)[0])]
+    out = [("shaded", shaded_regions(1210, cells=7)[0]), ("shaded-big", shaded_regions(1211, 540, 720, 8)[0])]
     if BSDS.is_dir():
         import cv2
 
