@@ -180,7 +180,7 @@ def test_the_emulated_merge_kernel_with_and_without_shared_memory():
 
 def test_the_tool_selects_the_merge_and_a_coarseness_edit_reruns_only_the_merge():
     from app.tools import imseg
-    from app.tools.stage_cache import StageCache
+    from app.tools.stages import StageCache
     from gpu_kernels.backend import get_backend
 
     img, _ = shaded_regions(1209, cells=6)

@@ -74,3 +74,20 @@ def test_shared_memory_or_not_the_same_merge(gpu):
         got, n = C._resolve(xp.asnumpy(into).astype(np.int64))
         np.testing.assert_array_equal(got, want, err_msg=str(smem))
         assert int(xp.asnumpy(state)[0]) == n
+
+
+def test_the_tools_live_edits_with_the_learned_merge(gpu):
+    """The window's way on a GPU: a full run, then a coarseness edit and an n_segments edit re-run only
+    the merge and regions stages; each result is segment_contours' (the GPU labels = the CPU's above)."""
+    from app.tools import imseg
+    from app.tools.stages import StageCache
+
+    img = shaded_regions(1213, 240, 320, 7)[0]
+    data = imseg.ImageData(None, img)
+    cache = StageCache(cap_bytes=1 << 30)
+    for i, change in enumerate(({}, {"coarseness": 5.0}, {"n_segments": 9}, {"merge": "contour"})):
+        p = imseg.PARAMS.validate({"merge": "learned", **change})
+        r, rep = imseg.PIPELINE.execute(data, p, device=gpu, cache=cache, scope="l12gpu")
+        assert rep.ran == (["colour", "superpixels", "merge", "regions"] if i == 0 else ["merge", "regions"])
+        kw = {k: p[k] for k in ("merge", "coarseness", "n_segments")}
+        np.testing.assert_array_equal(r.seg.labels, segment_contours(img, device=gpu, **kw).labels, err_msg=str(change))
