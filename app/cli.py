@@ -390,6 +390,20 @@ def _note_interrupts() -> _Interrupts:
 
 #: after a cancel, how long :func:`_finish_threads` waits at most for the threads the command started
 FINISH_THREADS_S = 60.0
+#: ... and after how long a wait it says, once, what it waits for (a large mesh's simplification is C++
+#: that cannot be stopped half-way: the cancel lands when it returns)
+FINISH_NOTE_S = 2.0
+#: what a gpulab thread does, for that line (by the thread's name)
+_THREAD_WORK = {"gpulab-simplify": "the mesh simplification", "gpulab-part-dijkstra": "the parts' shortest paths",
+                "gpulab-kd-nearest": "the nearest-point search", "gpulab-text-numba-warm-up": "the text reader's compile",
+                "gpulab-mvs-hash": "the scene's content check", "gpulab-mvs-check": "the scene's content check",
+                "gpulab-mvs-download": "a depth map's download"}
+
+
+def waiting_note(thread_name: str) -> str:
+    """The one line said while a cancel waits for a gpulab thread (see :data:`FINISH_NOTE_S`)."""
+    what = _THREAD_WORK.get(thread_name, f"a running step ({thread_name})")
+    return f"gpulab: waiting for {what} to stop (Ctrl+C again to quit at once)"
 
 
 def _finish_threads(before: set) -> None:
@@ -412,7 +426,8 @@ def _finish_threads(before: set) -> None:
       wait a second Ctrl+C printed a traceback and went on to finalize.
 
     Other threads (pools, which the exit wakes and joins itself) are left to the exit, as before.
-    At most :data:`FINISH_THREADS_S` in all."""
+    At most :data:`FINISH_THREADS_S` in all; a wait past :data:`FINISH_NOTE_S` says what it waits for, once
+    (:func:`waiting_note`), so that a slow cancel does not look like a frozen command."""
     import signal
     import threading
     import time
@@ -427,7 +442,8 @@ def _finish_threads(before: set) -> None:
 
     previous = signal.signal(signal.SIGINT, exit_now) if main_thread else None
     try:
-        deadline = time.monotonic() + FINISH_THREADS_S
+        start = time.monotonic()
+        deadline, note_at, noted = start + FINISH_THREADS_S, start + FINISH_NOTE_S, False
         me = threading.current_thread()
         for t in threading.enumerate():
             if t in before or t is me or t.daemon:
@@ -436,6 +452,11 @@ def _finish_threads(before: set) -> None:
             while not t.is_alive() and t in threading.enumerate() and time.monotonic() < deadline:
                 time.sleep(0.002)
             if t.is_alive() and t.name.startswith("gpulab-") and not _is_pool_worker(t):
+                if not noted:
+                    t.join(max(0.0, min(note_at, deadline) - time.monotonic()))
+                    if t.is_alive():
+                        print(waiting_note(t.name), file=sys.stderr, flush=True)
+                        noted = True
                 t.join(max(0.0, deadline - time.monotonic()))
     finally:
         if previous is not None:
