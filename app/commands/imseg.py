@@ -28,13 +28,17 @@ TOOL = imseg.TOOL
 def register(subparsers) -> None:
     p = add_tool_parser(
         subparsers, TOOL,
-        help="segment an image into regions of similar colour (GPU k-means + union-find)",
+        help="segment an image into regions that follow its contours (GPU superpixels merged hierarchically)",
         description=(
-            "Unsupervised colour segmentation: CIELAB, an optional bilateral filter, k-means on the "
-            "quantised colour space, connected components (parallel union-find), small regions merged into "
-            "their most similar neighbour, and region features (area, box, centroid, mean RGB and CIELAB "
-            "colour, central moments). Runs on the GPU when there is one. Writes the label image (regions "
-            "1..R), optionally the region table and a picture."),
+            "Unsupervised image segmentation. The default method (contours): SLIC superpixels on the "
+            "blurred CIELAB image, merged hierarchically by colour and boundary strength (--merge contour), "
+            "or by a learned merge score trained on BSDS500 (--merge learned: the best quality, slower); "
+            "--coarseness sets how far merging goes, --n-segments the exact count. The paper's method "
+            "(--method kmeans): CIELAB, an optional bilateral filter, k-means on the quantised colour space, "
+            "connected components (parallel union-find) and small regions merged into their most similar "
+            "neighbour. Both end with region features (area, box, centroid, mean RGB and CIELAB colour, "
+            "central moments). Runs on the GPU when there is one. Writes the label image (regions 1..R), "
+            "optionally the region table and a picture."),
         epilog=("example: gpulab imseg photo.jpg -o photo-labels.png --regions photo.csv --vis boundaries "
                 "--vis-out photo-regions.png --min-size 256\n"
                 "Label images: .png is 16-bit (at most 65,535 regions), .tif 32-bit, .npy int32."),
