@@ -232,7 +232,7 @@ def auto_merge(graph, labels, targets: dict, label_component, auto_components, *
                                    model=model, strengths=strengths, stop_p=AUTO_STOP_P, progress=progress)
     extra_st: list = []
     lab, extra = absorb_small_parts(graph, np.asarray(merged).astype(np.int32), label_component, set(auto_components),
-                                    min_share, extra_st)
+                                    min_share, extra_st, progress=progress)
     return np.asarray(lab).astype(np.int32), list(merges) + list(extra), strengths + extra_st
 
 

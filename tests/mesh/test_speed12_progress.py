@@ -75,3 +75,20 @@ def test_the_absorption_gets_the_progress_and_no_merge_loop_runs_without_it(monk
     assert got["absorb"] and all(isinstance(p, Progress) for p in got["absorb"])
     assert got["merge"] and all(isinstance(p, Progress) for p in got["merge"])
     assert getattr(segment._MERGE_PROGRESS, "prog", None) is None   # (not left behind on the thread)
+
+
+def test_the_learned_auto_absorption_gets_the_progress_too(monkeypatch):
+    """k = auto's default (the learned merges) absorbs its small parts with the job's progress as well
+    (session 12's reviewer: learned.auto_merge called absorb_small_parts without it)."""
+    monkeypatch.setattr(_defaults, "DEFAULT_AUTO_MERGE", "learned")
+    got = []
+    real_absorb = segment.absorb_small_parts
+
+    def absorb(*a, **kw):
+        got.append(kw.get("progress"))
+        return real_absorb(*a, **kw)
+
+    monkeypatch.setattr(segment, "absorb_small_parts", absorb)
+    v, f = _mesh()
+    segment.segment_mesh(v, f, k="auto", device="cpu", progress=Progress())
+    assert got and all(isinstance(p, Progress) for p in got)
