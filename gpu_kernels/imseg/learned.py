@@ -694,7 +694,14 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     """The graph with the learned merge's sums and all merge rounds on the device: ``(into (R,) int32,
     state (3,) int32: [count, rounds, tree walks])``; nothing is read back. ``smem``: the regions'
     arrays in shared memory (None: where they fit). ``prof``: a device int64 array of 12 that receives
-    the clock cycles of each phase of the rounds (block thread 0; :data:`PHASES`)."""
+    the clock cycles of each phase of the rounds (block thread 0; :data:`PHASES`).
+
+    Precondition (not checked on the device): every region 1..R of ``labels_d`` is ONE 4-connected piece,
+    as the contours method's superpixel stage guarantees (SLIC then connected components). The pair
+    arrays hold 3R + 16 pairs and the hash table ~6R keys, bounds that hold for such a partition (a
+    planar region adjacency graph); labels whose regions are split in several pieces can exceed them,
+    and the kernels neither detect nor report that (session 12 review #2, as for the contour merge's
+    ``contours.graph_merge_device``). Relabel with connected components first."""
     from gpu_kernels.backend import set_max_dynamic_smem
     from gpu_kernels.imseg import contours as C
     from gpu_kernels.imseg._util import grid, kernel
