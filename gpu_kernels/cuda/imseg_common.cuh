@@ -208,3 +208,75 @@ struct UfFind {
 };
 
 __device__ __forceinline__ void uf_union(int* parent, int a, int b) { uf_union_by(parent, a, b, UfFind()); }
+
+// ------------------------------------------------------------------ the hierarchical merges' round steps
+// Shared by the contour merge (imseg_contours.cu) and the learned merge (imseg_learned.cu): one block,
+// all rounds. A pair e joins regions ea[e] < eb[e] (ea[e] < 0: a hole of the pair list, skipped); best[r]
+// is region r's lowest (score bits << 32 | other region); a pair chosen to merge is flagged by a negative
+// length (el[e] = -el[e] - 1).
+
+// block-wide sum of one int per thread
+__device__ __forceinline__ int im_block_count(int v, int* sh) {
+    __syncthreads();
+    if (threadIdx.x == 0) *sh = 0;
+    __syncthreads();
+    if (v) atomicAdd(sh, v);
+    __syncthreads();
+    return *sh;
+}
+
+// flag the mutual lowest pairs whose score (float bits in score[e]) is below lim; returns how many
+// (over the block)
+__device__ __forceinline__ int im_flag_mutual(const int* ea, const int* eb, int* el, const unsigned int* score,
+                                              const u64* best, float lim, int E, int* sh) {
+    int mine = 0;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int a = ea[e];
+        if (a < 0) continue;
+        int b = eb[e];
+        bool m = (int)(best[a] & 0xffffffffULL) == b && (int)(best[b] & 0xffffffffULL) == a &&
+                 __uint_as_float(score[e]) < lim;
+        if (m) {
+            el[e] = -el[e] - 1;
+            mine += 1;
+        }
+    }
+    return im_block_count(mine, sh);
+}
+
+// the clean-up's selection: a region smaller than min_area joins its lowest neighbour (min-root
+// union-find into `into`); returns how many pairs were joined (over the block)
+__device__ __forceinline__ int im_join_small(const int* ea, const int* eb, const u64* best, const long long* area,
+                                             int* into, long long min_area, int E, int* sh) {
+    int sel = 0;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int a = ea[e];
+        if (a < 0) continue;
+        int b = eb[e];
+        bool la = (int)(best[a] & 0xffffffffULL) == b && area[a] < min_area;
+        bool lb = (int)(best[b] & 0xffffffffULL) == a && area[b] < min_area;
+        if (la || lb) {
+            uf_union(into, a, b);
+            sel += 1;
+        }
+    }
+    return im_block_count(sel, sh);
+}
+
+// a target count: of the flagged pairs keep only the k lowest by (score bits << 32 | lower region),
+// the others lose their flag (a binary search over the 64-bit keys)
+__device__ __forceinline__ void im_keep_lowest(const int* ea, int* el, const unsigned int* score, int k, int E,
+                                               int* sh) {
+    u64 lo = 0ULL, hi = 0xFFFFFFFFFFFFFFFFULL;
+    while (lo < hi) {
+        u64 mid = lo + (hi - lo) / 2ULL;
+        int c = 0;
+        for (int e = threadIdx.x; e < E; e += blockDim.x)
+            if (el[e] < 0 && ((((u64)score[e]) << 32) | (u64)ea[e]) <= mid) c += 1;
+        int tot = im_block_count(c, sh);
+        if (tot >= k) hi = mid;
+        else lo = mid + 1ULL;
+    }
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        if (el[e] < 0 && ((((u64)score[e]) << 32) | (u64)ea[e]) > lo) el[e] = -el[e] - 1;
+}

@@ -332,16 +332,6 @@ __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict
     return __float_as_uint((float)cost);
 }
 
-// block-wide sum of one int per thread (blockDim.x == 1024)
-__device__ __forceinline__ int ct_block_count(int v, int* sh) {
-    __syncthreads();
-    if (threadIdx.x == 0) *sh = 0;
-    __syncthreads();
-    if (v) atomicAdd(sh, v);
-    __syncthreads();
-    return *sh;
-}
-
 // Hierarchical merging, one block of 1024 threads, all rounds. Each round: the cost of every
 // adjacent pair; every region's cheapest pair (atomicMin of cost bits << 32 | other); the
 // pairs that are each other's cheapest and below thr merge (with a target count, only the
@@ -439,34 +429,13 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         }
         __syncthreads();
         // 2. mutual pairs below the threshold (flag: ecost's pair is kept in el's sign)
-        int mine = 0;
-        for (int e = t; e < E; e += T) {
-            int a = ea[e], b = eb[e];
-            unsigned int bits = ecost[e];
-            bool m = (int)(best[a] & 0xffffffffULL) == b && (int)(best[b] & 0xffffffffULL) == a &&
-                     __uint_as_float(bits) < thr;
-            if (m) {
-                el[e] = -el[e] - 1;  // flagged: negative length
-                mine += 1;
-            }
-        }
-        int nm = ct_block_count(mine, &sTmp);
+        int nm = im_flag_mutual(ea, eb, el, ecost, best, thr, E, &sTmp);
         bool cleanup = false;
         if (nm == 0) {
             // clean-up (coarseness mode): every region smaller than min_area joins its cheapest
             // neighbour, all at once (min-root union-find over the regions)
             if (target > 0 || min_area <= 1) break;
-            int sel = 0;
-            for (int e = t; e < E; e += T) {
-                int a = ea[e], b = eb[e];
-                bool la = (int)(best[a] & 0xffffffffULL) == b && area[a] < (long long)min_area;
-                bool lb = (int)(best[b] & 0xffffffffULL) == a && area[b] < (long long)min_area;
-                if (la || lb) {
-                    uf_union(into, a, b);
-                    sel += 1;
-                }
-            }
-            if (ct_block_count(sel, &sTmp) == 0) break;
+            if (im_join_small(ea, eb, best, area, into, (long long)min_area, E, &sTmp) == 0) break;
             int mv = 0;
             for (int r = t; r < R; r += T) {
                 if (best[r] == CT_EMPTY) continue;  // merged away earlier
@@ -480,25 +449,14 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
                 }
                 best[r] = CT_EMPTY;
             }
-            nm = ct_block_count(mv, &sTmp);
+            nm = im_block_count(mv, &sTmp);
             cleanup = true;
         }
         if (!cleanup) {
         // 3. a target count: keep only the k cheapest (cost bits, lower region) mutual pairs
         if (target > 0 && sCount - nm < target) {
             const int k = sCount - target;
-            u64 lo = 0ULL, hi = CT_EMPTY;
-            while (lo < hi) {
-                u64 mid = lo + (hi - lo) / 2ULL;
-                int c = 0;
-                for (int e = t; e < E; e += T)
-                    if (el[e] < 0 && ((((u64)ecost[e]) << 32) | (u64)ea[e]) <= mid) c += 1;
-                int tot = ct_block_count(c, &sTmp);
-                if (tot >= k) hi = mid;
-                else lo = mid + 1ULL;
-            }
-            for (int e = t; e < E; e += T)
-                if (el[e] < 0 && ((((u64)ecost[e]) << 32) | (u64)ea[e]) > lo) el[e] = -el[e] - 1;
+            im_keep_lowest(ea, el, ecost, k, E, &sTmp);
             if (t == 0) sK = k;
             __syncthreads();
             nm = sK;

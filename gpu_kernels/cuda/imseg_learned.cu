@@ -312,16 +312,6 @@ __device__ void lm_feature_part(int part, float* x32, int a, int b, double ln, d
     }
 }
 
-// block-wide sum of one int per thread
-__device__ __forceinline__ int lm_block_count(int v, int* sh) {
-    __syncthreads();
-    if (threadIdx.x == 0) *sh = 0;
-    __syncthreads();
-    if (v) atomicAdd(sh, v);
-    __syncthreads();
-    return *sh;
-}
-
 // All rounds of the learned merge in one block (see learned._merge_loop). hkey/hlen/hgs/hgh: the
 // table lm_rag_pixels filled (capacity 2^logcap), then the pairs being summed again. The pair list
 // keeps its positions: a pair of two unchanged regions stays where it is (with its log cost,
@@ -578,36 +568,12 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         LM_MARK(7);
         for (int r = t; r < R; r += NT) chg[r] = 0;
         // 3. mutual lowest pairs under tau (flag: negative length)
-        int mine = 0;
-        for (int e = t; e < E; e += NT) {
-            int a = ea[e];
-            if (a < 0) continue;
-            int b = eb[e];
-            bool m = (int)(best[a] & 0xffffffffULL) == b && (int)(best[b] & 0xffffffffULL) == a &&
-                     __uint_as_float(pb[e]) < tau;
-            if (m) {
-                el[e] = -el[e] - 1;
-                mine += 1;
-            }
-        }
-        int nm = lm_block_count(mine, &sTmp);
+        int nm = im_flag_mutual(ea, eb, el, pb, best, tau, E, &sTmp);
         LM_MARK(8);
         if (nm == 0) {
             if (target > 0 || min_area <= 1) break;
             // clean-up: every region smaller than min_area joins its lowest-p neighbour
-            int sel = 0;
-            for (int e = t; e < E; e += NT) {
-                int a = ea[e];
-                if (a < 0) continue;
-                int b = eb[e];
-                bool la = (int)(best[a] & 0xffffffffULL) == b && area[a] < (long long)min_area;
-                bool lb = (int)(best[b] & 0xffffffffULL) == a && area[b] < (long long)min_area;
-                if (la || lb) {
-                    uf_union(into, a, b);
-                    sel += 1;
-                }
-            }
-            if (lm_block_count(sel, &sTmp) == 0) break;
+            if (im_join_small(ea, eb, best, area, into, (long long)min_area, E, &sTmp) == 0) break;
             int mv = 0;
             for (int r = t; r < R; r += NT) {
                 if (best[r] == LM_EMPTY) continue;  // merged away earlier (or no pair)
@@ -626,22 +592,11 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
                     mv += 1;
                 }
             }
-            nm = lm_block_count(mv, &sTmp);
+            nm = im_block_count(mv, &sTmp);
         } else {
             if (target > 0 && sCount - nm < target) {
                 const int k = sCount - target;
-                u64 lo = 0ULL, hi = LM_EMPTY;
-                while (lo < hi) {
-                    u64 mid = lo + (hi - lo) / 2ULL;
-                    int c = 0;
-                    for (int e = t; e < E; e += NT)
-                        if (el[e] < 0 && ((((u64)pb[e]) << 32) | (u64)ea[e]) <= mid) c += 1;
-                    int tot = lm_block_count(c, &sTmp);
-                    if (tot >= k) hi = mid;
-                    else lo = mid + 1ULL;
-                }
-                for (int e = t; e < E; e += NT)
-                    if (el[e] < 0 && ((((u64)pb[e]) << 32) | (u64)ea[e]) > lo) el[e] = -el[e] - 1;
+                im_keep_lowest(ea, el, pb, k, E, &sTmp);
                 if (t == 0) sK = k;
                 __syncthreads();
                 nm = sK;

@@ -202,3 +202,20 @@ def test_the_tool_selects_the_merge_and_a_coarseness_edit_reruns_only_the_merge(
                                                                   device="cpu").labels)
     with pytest.raises(Exception, match="merge"):
         imseg.PARAMS.validate({"merge": "learnt"})
+
+
+@needs_emu
+@pytest.mark.parametrize("merge", ["contour", "learned"])
+def test_a_target_count_that_cuts_a_round_short_in_the_emulated_kernels(merge):
+    """With many superpixels and a target count, a round flags more mutual pairs than the target leaves
+    room for, so the kernels keep only the lowest ones (imseg_common.cuh ``im_keep_lowest``, shared by
+    both merges). The smaller emulator tests above never reach that branch (a kernel that skips it passed
+    them); these counts do, and the labels must equal the CPU's."""
+    from skimage import data, transform
+
+    img = (transform.resize(data.astronaut(), (72, 96), anti_aliasing=True) * 255).astype(np.uint8)
+    for k in (15, 60):
+        a = segment_contours(img, merge=merge, device=emu_backend(), n_superpixels=150, n_segments=k, features=False)
+        b = segment_contours(img, merge=merge, device="cpu", n_superpixels=150, n_segments=k, features=False)
+        assert a.n_regions == b.n_regions == k
+        np.testing.assert_array_equal(a.labels, b.labels)
