@@ -395,9 +395,8 @@ FINISH_THREADS_S = 60.0
 FINISH_NOTE_S = 2.0
 #: what a gpulab thread does, for that line (by the thread's name)
 _THREAD_WORK = {"gpulab-simplify": "the mesh simplification", "gpulab-part-dijkstra": "the parts' shortest paths",
-                "gpulab-kd-nearest": "the nearest-point search", "gpulab-text-numba-warm-up": "the text reader's compile",
-                "gpulab-mvs-hash": "the scene's content check", "gpulab-mvs-check": "the scene's content check",
-                "gpulab-mvs-download": "a depth map's download"}
+                "gpulab-kd-nearest": "the nearest-point search", "gpulab-text-numba-warm-up": "the text reader's compile"}
+# (the MVS tool's gpulab-mvs-* threads are pool workers, which _finish_threads leaves to the interpreter's exit)
 
 
 def waiting_note(thread_name: str) -> str:
@@ -463,6 +462,15 @@ def _finish_threads(before: set) -> None:
             signal.signal(signal.SIGINT, previous)
 
 
+def _cancelled(threads_before: set) -> int:
+    """A cancelled command's end: the one line, then the wait for the threads it started
+    (:func:`_finish_threads`); returns the cancel's exit status, 130."""
+    print("gpulab: cancelled", file=sys.stderr)
+    _finish_threads(threads_before)
+    _forget_inner_interrupt()
+    return 130
+
+
 def _forget_inner_interrupt() -> None:
     """Clear CPython's "unhandled KeyboardInterrupt" flag after a cancel that was handled.
 
@@ -517,19 +525,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (Cancelled, KeyboardInterrupt):
         end_progress_line()
-        print("gpulab: cancelled", file=sys.stderr)
-        _finish_threads(threads_before)
-        _forget_inner_interrupt()
-        return 130
+        return _cancelled(threads_before)
     except Exception as exc:
         end_progress_line()
         if interrupted and not debug:
             # Ctrl+C that landed inside an extension module's import or a C call comes back
             # as that call's own error ("ImportError: initialization failed"): a cancel all the same
-            print("gpulab: cancelled", file=sys.stderr)
-            _finish_threads(threads_before)
-            _forget_inner_interrupt()
-            return 130
+            return _cancelled(threads_before)
         if debug:
             raise
         kind, msg = classify(exc, "the command")
