@@ -58,9 +58,9 @@ DEFAULT_AUTO_LAYOUT = "auto"
 #: mech lose); k = "auto" unchanged; +0-20 ms at an integer k (benchmarks/results/mesh_q_session11.md)
 DEFAULT_K_MERGE = "learned"
 
-#: the learned merges serve an integer k up to this; a larger k takes the hand-made merges. The model was trained
-#: and judged on the benchmark's k (2 to about 30 parts), and its merge loop is NumPy over all pairs of clusters
-#: (K x K a round), which the compiled hand-made loop outruns by 2.7x at k = 400 (reviewer, session 11)
+#: the learned merges serve an integer k up to this; a larger k takes the hand-made merges: the model was trained
+#: and judged on the benchmark's k (2 to about 30 parts). (Its cost, since session 12 a compiled loop like the
+#: hand-made one, is bounded by LEARNED_MAX_CLUSTERS below.)
 LEARNED_MAX_K = 64
 
 #: the learned merge loop's cost bound (issue 22, session 12): its K x K tables and rounds grow with the number of

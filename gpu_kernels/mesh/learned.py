@@ -281,7 +281,7 @@ def _log(x) -> np.ndarray:
     return out
 
 
-def _groups(label_component, targets, cap: int) -> list:
+def _groups(label_component, cap: int) -> list:
     """The mesh components, in runs of whole components of at most ``cap`` clusters each (one component with more
     is a run by itself); one run where every cluster fits."""
     lc = np.asarray(label_component)
@@ -327,7 +327,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
 
     lab0 = np.asarray(labels).astype(np.int64)
     label_component = np.asarray(label_component)
-    runs = _groups(label_component, targets, int(_defaults.LEARNED_MAX_CLUSTERS))
+    runs = _groups(label_component, int(_defaults.LEARNED_MAX_CLUSTERS))
     if runs == [None]:
         state = _bd._MergeState(graph, lab0, targets, label_component, extra=True)
         if record is not None:
@@ -342,8 +342,9 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
         local = np.full(label_component.size, -1, dtype=np.int64)
         local[idx] = np.arange(idx.size)
         faces = np.flatnonzero(local[lab0] >= 0)
-        sub, keep_e = _subgraph(graph, faces)
-        tg = {c: t for c, t in targets.items() if c in set(run)}
+        sub = _subgraph(graph, faces)
+        in_run = set(run)
+        tg = {c: t for c, t in targets.items() if c in in_run}
         rec = None
         if record is not None:
             rec = {"comp": [np.asarray(C)[idx] for C in record["comp"]]}
@@ -381,7 +382,7 @@ def _subgraph(graph, faces):
                           areas=np.asarray(graph.areas)[faces], normals=np.asarray(graph.normals)[faces],
                           thickness=None if th is None else np.asarray(th)[faces], ref_scale=0.0,
                           concavity=np.asarray(conc)[e])
-    return sub, e
+    return sub
 
 
 def _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress):
