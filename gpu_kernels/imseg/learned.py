@@ -34,6 +34,9 @@ import zlib
 
 import numpy as np
 
+from gpu_kernels.imseg import contours as _ct
+from gpu_kernels.imseg import defaults as _dflt
+
 __all__ = ["FEATURES", "NFEAT", "DEFAULT_TAU", "model", "tau_from_coarseness", "graph_extras_np",
            "merge_learned_np", "merge_device", "edge_features_np", "flog", "predict_np", "thresholds23"]
 
@@ -50,9 +53,11 @@ FEATURES = ("log cost", "log harmonic area", "log colour distance", "log length"
 DEFAULT_TAU = 0.39
 #: τ per unit of coarseness (τ = 0.39 at the default 3.3; 0.192 at 0, 0.792 at 10)
 TAU_PER_COARSENESS = 0.06
-_GSCALE = 8.0
-_B0 = 0.5
-_SIZE_K = 7.0
+# the contour merge's cost terms, which the features reuse (numba reads them as constants when it compiles;
+# imseg_learned.cu writes the same numbers: 16 = 2 GSCALE, 0.5, 7, 8)
+_GSCALE = _ct.GSCALE
+_B0 = _ct.B0
+_SIZE_K = _ct.SIZE_K
 
 # own logarithm: x = m 2^e (m in [sqrt(1/2), sqrt(2))), log m = 2 atanh(s), s = (m - 1) / (m + 1)
 _LN2_HI = 6.93147180369123816490e-01
@@ -63,7 +68,7 @@ _LOGC = tuple(1.0 / (2 * k + 1) for k in range(1, 13))   # 1/3, 1/5, ..., 1/25
 
 def tau_from_coarseness(coarseness: float) -> float:
     """The learned merge's τ at a coarseness: 0.39 + 0.06 (c − 3.3), within [0, 1]."""
-    return float(min(1.0, max(0.0, DEFAULT_TAU + TAU_PER_COARSENESS * (float(coarseness) - 3.3))))
+    return float(min(1.0, max(0.0, DEFAULT_TAU + TAU_PER_COARSENESS * (float(coarseness) - _dflt.DEFAULT_COARSENESS))))
 
 
 _MODEL = None
