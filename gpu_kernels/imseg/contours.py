@@ -958,7 +958,8 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         meta = syncs.read_many(be, (count_d, state), "number of segments (sizes the feature arrays)")
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
-                   merge_smem=False if learned else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)])
+                   merge_smem=(("regions" if _lm.uses_region_smem(be, R) else False) if learned
+                               else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)]))
     return out
 
 

@@ -333,7 +333,8 @@ def full_run(image, p: dict, *, device=None, progress=None):
     elif method == "contours":
         from gpu_kernels.imseg import contours as _ct
 
-        kw = {k: p[k] for k in _CONTOUR_KEYS if k in p}   # "merge": the contour merge where it is not given
+        # "merge" always in the key (the default where p lacks it), as :func:`merge` counts it: one set, one count
+        kw = {**{k: p[k] for k in _CONTOUR_KEYS if k != "merge" and k in p}, "merge": _ct.check_merge(p.get("merge", _ct.DEFAULT_MERGE))}
         key, call = {"method": "contours", **kw}, _ct.segment_contours
     else:
         return None

@@ -693,6 +693,13 @@ def region_smem_bytes(R: int) -> int:
     return int(R * (9 * 8 + 3 * 4))
 
 
+def uses_region_smem(be, R: int) -> bool:
+    """Whether :func:`merge_device` (``smem=None``) keeps the regions' arrays in shared memory."""
+    from gpu_kernels.imseg import contours as C
+
+    return region_smem_bytes(R) <= C._max_smem(be) - _STATIC_SMEM
+
+
 def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: float, inv_norm: float, *,
                  min_area: int = 0, max_rounds: int = 100_000, timer=None, model_arrays: dict | None = None,
                  smem: bool | None = None, prof=None):
@@ -762,7 +769,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     tau32 = np.float32(np.inf if target > 0 else tau)
     fm = kernel(be, _SRC, "lm_merge", options=_OPTS)
     smem_bytes = region_smem_bytes(R)
-    fits = smem_bytes <= C._max_smem(be) - _STATIC_SMEM
+    fits = uses_region_smem(be, R)
     use = fits if smem is None else bool(smem) and fits
     if use:
         set_max_dynamic_smem(fm, smem_bytes)
