@@ -660,12 +660,13 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
                 f.cancel()
             # the running chunks finish (they are short), then the file goes; a broken pool never
             # finishes them (Python 3.11's pool manager dies on a cancelled future: it hung here)
-            wait(pending, timeout=CANCEL_WAIT_S)
+            _, still = wait(pending, timeout=CANCEL_WAIT_S)
             if isinstance(exc, KeyboardInterrupt):
                 # a Ctrl+C: the process ends next. The pool goes now, and waits for its processes, also
                 # those still starting (one that started once the exit had begun found its queue's
-                # semaphore gone and printed a traceback after "cancelled")
-                _reset_pool(wait=True)
+                # semaphore gone and printed a traceback after "cancelled") -- unless a chunk is still
+                # running after CANCEL_WAIT_S: then the wait would be unbounded, and the exit goes on
+                _reset_pool(wait=not still)
             if isinstance(exc, BrokenProcessPool):
                 _reset_pool()
                 # a worker that dies without a Python error was killed: by the kernel's
