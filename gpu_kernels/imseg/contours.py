@@ -930,9 +930,8 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         t1 = time.perf_counter()
         progress = as_progress(progress)
         if learned:
-            progress.check()
-            into, _, rounds = _lm.merge_learned_np(graph, p["n_segments"], tau, inv_norm, min_area=min_area)
-            progress.check()
+            into, _, rounds = _lm.merge_learned_np(graph, p["n_segments"], tau, inv_norm, min_area=min_area,
+                                                   progress=progress)
         else:
             into, _, rounds = merge_np(graph, p["n_segments"], thr, inv_norm, min_area=min_area, progress=progress)
         seg, count = _resolve(into)

@@ -342,7 +342,7 @@ def _aggregate(R, ea, eb, el, eg, gh, X32, p32, lcs):
 
 
 def _merge_loop(R, ea, eb, el, eg, gh, area, rsum, rsq, gin, hist, bord, feat, thr, left, right, leaf, val, base,
-                t23, tau32, target, min_area, inv_norm, npx, max_rounds, check):
+                t23, tau32, target, min_area, inv_norm, npx, max_rounds, check, ctl):
     """All rounds of the learned merge: (into, count, rounds, tree walks, feature recomputations,
     cache mismatches found by ``check``).
 
@@ -350,7 +350,8 @@ def _merge_loop(R, ea, eb, el, eg, gh, area, rsum, rsq, gin, hist, bord, feat, t
     sums, which change only when one of its regions grew (``chg``): the other pairs keep them. The
     trees are walked again only where the float32 features 0-22 or the interval of feature 23 among
     the model's thresholds on it (``t23``) changed. ``check``: recompute every pair and count
-    differences from the kept values (a test)."""
+    differences from the kept values (a test). ``ctl`` (int64, 3): [0] set by another thread stops the
+    rounds (a cancel); the loop writes the rounds done into [1] and the regions left into [2]."""
     into = np.arange(R)
     count = R
     rounds = 0
@@ -370,7 +371,9 @@ def _merge_loop(R, ea, eb, el, eg, gh, area, rsum, rsq, gin, hist, bord, feat, t
     pbits = p32.view(np.uint32)
     NONE = np.uint64(0xFFFFFFFFFFFFFFFF)
     LOW = np.uint64(0xFFFFFFFF)
-    while E > 0 and rounds < max_rounds and not (target > 0 and count <= target):
+    while E > 0 and rounds < max_rounds and not (target > 0 and count <= target) and ctl[0] == 0:
+        ctl[1] = rounds
+        ctl[2] = count
         for r in range(R):
             mn[r] = np.inf
             per[r] = float(bord[r])
@@ -582,7 +585,7 @@ def _kernels():
             return _K
         ns = {}
         for n in _NAMES:  # in dependency order: each compiled function calls the compiled ones
-            fn = numba.njit(cache=True)(g[n])
+            fn = numba.njit(cache=True, nogil=True)(g[n])   # nogil: the merge runs beside its watcher
             ns[n] = fn
             g[n] = fn
         _K = types.SimpleNamespace(**ns)
@@ -615,21 +618,62 @@ def _state(graph: dict):
 
 def merge_learned_np(graph: dict, target: int, tau: float, inv_norm: float, *, min_area: int = 0,
                      max_rounds: int = 100_000, model_arrays: dict | None = None, stats: dict | None = None,
-                     check: bool = False):
+                     check: bool = False, progress=None):
     """The learned merge of a region graph with :func:`graph_extras_np`'s sums (CPU):
     ``(into, count, rounds)``; ``stats`` (a dict) receives the numbers of tree walks, feature
-    recomputations and (``check``: every pair recomputed every round) kept values that differ."""
+    recomputations and (``check``: every pair recomputed every round) kept values that differ.
+    ``progress``: the rounds run on a thread of their own while this one reports them (every 50 ms)
+    and checks for cancel; a cancel stops the rounds at the next one and raises here."""
     K = _kernels()
     st = _state(graph)
     m = model_arrays or model()
     npx = float(int(st[6].sum()))
     tau32 = np.float32(math.inf if target > 0 else tau)
-    into, count, rounds, walks, rec, bad = K._merge_loop(*st, *_model_arrays(m), thresholds23(m), tau32,
-                                                         int(target), int(min_area), float(inv_norm), npx,
-                                                         int(max_rounds), bool(check))
+    ctl = np.zeros(3, np.int64)
+    args = (*st, *_model_arrays(m), thresholds23(m), tau32, int(target), int(min_area), float(inv_norm), npx,
+            int(max_rounds), bool(check), ctl)
+    if progress is None:
+        res = K._merge_loop(*args)
+    else:
+        res = _watched(K._merge_loop, args, ctl, int(st[0]), int(target), progress)
+    into, count, rounds, walks, rec, bad = res
     if stats is not None:
         stats.update(walks=int(walks), recomputed=int(rec), mismatches=int(bad))
     return into, int(count), int(rounds)
+
+
+def _watched(loop, args, ctl, R: int, target: int, progress):
+    """``loop(*args)`` on a thread while this one reports its rounds (``ctl``) and checks for cancel."""
+    import threading
+
+    from gpu_kernels.jobs import as_progress
+
+    progress = as_progress(progress)
+    progress.check()
+    box: dict = {}
+
+    def run():
+        try:
+            box["res"] = loop(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            box["err"] = exc
+
+    t = threading.Thread(target=run, name="gpulab-imseg-merge")
+    t.start()
+    goal = max(1, R - max(target, 1))
+    try:
+        while t.is_alive():
+            t.join(0.05)
+            left = int(ctl[2]) or R
+            progress.update(min(0.99, (R - left) / goal), f"merging: {left:,} regions, round {int(ctl[1]) + 1}")
+            progress.check()
+    except BaseException:
+        ctl[0] = 1   # the rounds stop at the next one
+        t.join()
+        raise
+    if "err" in box:
+        raise box["err"]
+    return box["res"]
 
 
 def edge_features_np(graph: dict, inv_norm: float, count: int | None = None) -> np.ndarray:

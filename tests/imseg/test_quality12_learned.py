@@ -219,3 +219,60 @@ def test_a_target_count_that_cuts_a_round_short_in_the_emulated_kernels(merge):
         b = segment_contours(img, merge=merge, device="cpu", n_superpixels=150, n_segments=k, features=False)
         assert a.n_regions == b.n_regions == k
         np.testing.assert_array_equal(a.labels, b.labels)
+
+
+def test_the_cpu_rounds_stop_when_their_control_flag_is_set():
+    """The compiled rounds read ``ctl[0]`` before each round (set by the watching thread on a cancel):
+    set from the start, no round runs; clear, they run to the end and report the rounds and regions."""
+    img, _ = shaded_regions(1201, cells=8)
+    _, sp, g = _graph(img)
+    inv = 1 / math.sqrt(img.shape[0] * img.shape[1])
+    K, m = LM._kernels(), LM.model()
+    R = int(g["R"])
+
+    def run(flag):
+        ctl = np.array([flag, 0, 0], np.int64)
+        out = K._merge_loop(*LM._state(g), *LM._model_arrays(m), LM.thresholds23(m), np.float32(0.39), 0,
+                            int(C.min_region_area(sp["S"])), float(inv), float(img.shape[0] * img.shape[1]),
+                            100_000, False, ctl)
+        return out, ctl
+
+    (into, count, rounds, *_), _ = run(1)
+    assert rounds == 0 and count == R and np.array_equal(into, np.arange(R))
+    (into, count, rounds, *_), ctl = run(0)
+    assert rounds > 1 and count < R and rounds - 1 <= int(ctl[1]) <= rounds   # (the last round may find no merge)
+
+
+def test_a_cancel_during_the_cpu_rounds_stops_them_and_raises():
+    """merge_learned_np's watcher: while the rounds run on their thread it reports them and checks for
+    cancel; a cancel sets the rounds' stop flag, waits for them to stop, and raises Cancelled."""
+    import threading
+    import time
+
+    from gpu_kernels.jobs import Cancelled, Progress
+
+    ev = threading.Event()
+    seen = {"updates": [], "stopped": False}
+
+    def report(frac, text):
+        seen["updates"].append(text)
+        ev.set()   # the user presses Cancel at the first report
+
+    def rounds(ctl):   # stands for the compiled rounds: runs until its stop flag is set (5 s at most)
+        t0 = time.monotonic()
+        while ctl[0] == 0 and time.monotonic() - t0 < 5.0:
+            ctl[1] += 1
+            ctl[2] = 40
+            time.sleep(0.005)
+        seen["stopped"] = bool(ctl[0])
+        return "finished"
+
+    ctl = np.zeros(3, np.int64)
+    with pytest.raises(Cancelled):
+        LM._watched(rounds, (ctl,), ctl, 100, 0, Progress(report, cancel_event=ev, min_interval=0.0))
+    assert seen["stopped"] and seen["updates"] and seen["updates"][0].startswith("merging: 40 regions")
+    # no cancel: the result comes back, the rounds reported
+    ev.clear()
+    ctl = np.zeros(3, np.int64)
+    seen["updates"].clear()
+    assert LM._watched(lambda c: "done", (ctl,), ctl, 100, 0, Progress(lambda f, t: None)) == "done"
