@@ -475,8 +475,10 @@ CANCEL_WAIT_S = 10.0
 def _sigint_blocked():
     """SIGINT held back in this thread while the pool's processes start: the fork server and the
     workers inherit the mask, so a terminal's Ctrl+C does not interrupt their start-up (their
-    imports); this thread takes it once they have started."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    imports); this thread takes it once they have started. Any thread: the window starts the
+    pool from its job thread, and the processes inherit the mask of the thread that starts them
+    (a Ctrl+C still reaches the main thread, which never blocks it here)."""
+    if not hasattr(signal, "pthread_sigmask"):
         yield
         return
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
