@@ -72,7 +72,7 @@ from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.jobs import BackgroundCall, Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh import defaults as _defaults
@@ -673,6 +673,11 @@ EARLY_SETTLE_CPU = False
 #: matrix (:meth:`~gpu_kernels.mesh.dualgraph.DualGraph.csr`, cached on the graph) that the parts' memberships
 #: read later (issue 22, session 12: ~1 ms at 17k off the path after pymeshlab's step; the same matrix)
 PREBUILD_CSR = True
+#: with the automatic working resolution, the simplification's step that releases the GIL (pymeshlab's) runs on
+#: the calling thread and the full mesh's dual graph (and its weight matrix) on a thread of its own (True), instead
+#: of the simplification on the thread and the graph on the caller (False: sessions 10-12). The same work, the
+#: same results; the step on the critical path stays on the thread that is already running (issue 22, session 13)
+SIMPLIFY_ON_CALLER = False
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
@@ -1189,12 +1194,20 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         # and runs while the full mesh's dual graph is built (issue 22; the same call as
         # working_graph's, so the same working mesh). An error surfaces where it did before.
         early = None
+        gjob: list = []  # SIMPLIFY_ON_CALLER: the full graph's thread
+        t1 = time.perf_counter()
         if max_faces == "auto" and COARSENING == "simplify" and _can_simplify():
             wf0 = working_faces(f.shape[0], backend, apsp_method)
             if wf0 is not None and wf0 < f.shape[0]:
+                beside = None
+                if SIMPLIFY_ON_CALLER:
+                    def beside():
+                        gjob.append(BackgroundCall(_full_graph, v, f, d_used, e_used, name="gpulab-dual-graph"))
+                        leave.callback(gjob[0].join)
                 try:
                     early = (wf0, simplify_in_background(
-                        v, f, wf0, None if simplifier in (None, "auto") else simplifier, fn=simplify_mesh))
+                        v, f, wf0, None if simplifier in (None, "auto") else simplifier, fn=simplify_mesh,
+                        beside=beside))
                 except (ValueError, RuntimeError):
                     early = None
                 else:
@@ -1202,11 +1215,11 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     # a target it does not pick), the simplification has ended: never a decimation
                     # left running beside the next run's (a no-op once picked)
                     leave.callback(_wait_quietly, early[1])
-        t1 = time.perf_counter()
-        graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
+        t2 = time.perf_counter()  # (the simplification's time on this thread counts as the simplification's)
+        graph = gjob[0].result() if gjob else dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
-        info["timings"]["dual_graph"] = time.perf_counter() - t1
-        if early is not None and PREBUILD_CSR and _dualgraph.CACHE_CSR and not early[1].done():
+        info["timings"]["dual_graph"] = time.perf_counter() - t2
+        if early is not None and not gjob and PREBUILD_CSR and _dualgraph.CACHE_CSR and not early[1].done():
             graph.csr()  # the parts' memberships' matrix (cached on the graph), while the simplification runs
         info["warnings"].extend(graph.warnings)
         info["n_components"] = graph.n_components
@@ -1251,7 +1264,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     pre = early[1] if early is not None and early[0] == t else None
                     working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp,
                                                            pre=pre)))
-            info["timings"]["simplify"] = time.perf_counter() - t0
+            info["timings"]["simplify"] = time.perf_counter() - t0 + (t2 - t1)
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
                    + (f" and at {len(working) - 1} more for a consensus" if len(working) > 1 else "")
@@ -1276,6 +1289,15 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
                         orders=orders)
+
+
+def _full_graph(v, f, delta, eta_convex):
+    """The full mesh's dual graph and its weight matrix (cached on the graph), on
+    :data:`SIMPLIFY_ON_CALLER`'s thread."""
+    graph = dual_graph(v, f, delta=delta, eta_convex=eta_convex, thickness=False)
+    if PREBUILD_CSR and _dualgraph.CACHE_CSR:
+        graph.csr()
+    return graph
 
 
 def _wait_quietly(job) -> None:

@@ -164,7 +164,8 @@ class _Done:
         return self._value
 
 
-def simplify_in_background(vertices, faces, target_faces: int, method: str | None = None, *, fn=None):
+def simplify_in_background(vertices, faces, target_faces: int, method: str | None = None, *, fn=None,
+                           beside=None):
     """Start ``fn(vertices, faces, target_faces[, method=method])`` (default :func:`simplify_mesh`;
     a caller passes the name it looks up, so a benchmark's replacement of it is honoured) on a
     thread of its own and return a handle whose ``result()`` gives what the call returns (or
@@ -173,6 +174,12 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     The modules of the simplifier that ``method`` resolves to are imported here, on the calling
     thread, before the thread starts (pymeshlab imported first from a worker thread corrupts
     the heap). An unknown or missing simplifier raises here, as :func:`simplify_mesh` would.
+
+    ``beside``: a callable that starts the caller's own work on a thread of its own (issue 22, session 13:
+    ``segment.SIMPLIFY_ON_CALLER``). Then the simplification runs on the CALLING thread instead, and
+    ``beside()`` is called just before its step that releases the GIL (pymeshlab's; with "fast+pymeshlab"
+    after fast-simplification's step and its clean-up, which hold the GIL); the handle returned is then
+    already done. ``beside`` is called exactly once unless the simplifier is unknown or missing.
 
     Example
     -------
@@ -196,8 +203,10 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     args = (vertices, faces, target_faces)
     kwargs = {} if method is None else {"method": method}
     if how == "fast" and not BACKGROUND_FAST:
+        if beside is not None:
+            beside()
         return _Done(fn, args, kwargs)
-    if how == "fast+pymeshlab" and fn is simplify_mesh and SPLIT_PRE:
+    if how == "fast+pymeshlab" and fn is simplify_mesh and (SPLIT_PRE or beside is not None):
         target = int(max(target_faces, 4))
         f = np.ascontiguousarray(faces, dtype=np.int64)
         if f.shape[0] > PRE_FACTOR * target * 1.2:
@@ -210,8 +219,16 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
                 vm, fm = _simplify_fast(np.ascontiguousarray(vertices, dtype=np.float64), f, int(PRE_FACTOR * target))
                 v, f, _, _ = clean_mesh(vm, fm)
             except Exception as exc:  # noqa: BLE001 - raised by result(), as the thread's would be
+                if beside is not None:
+                    beside()
                 return _Done(_raise, (exc,), {})
+            if beside is not None:
+                beside()
+                return _Done(_pymeshlab_step, (v, f, target), {})
             return BackgroundCall(_pymeshlab_step, v, f, target, name="gpulab-simplify")
+    if beside is not None:
+        beside()
+        return _Done(fn, args, kwargs)
     return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
 
 
