@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 #: the policies of :func:`greedy_merge`
-HAND, LEARNED, BLEND = 0, 1, 2
+HAND, LEARNED, BLEND, GAIN = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
@@ -185,7 +185,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
     ``lim`` per component where ``has_lim``), :data:`LEARNED` (the lowest prediction, ties by the strength) or
-    :data:`BLEND` (the lowest sum of the two ranks, ties by the prediction); ``has_stop``: a component stops once no
+    :data:`BLEND` (the lowest sum of the two ranks, ties by the prediction) or :data:`GAIN` (the lowest
+    ``(2 p - 1) x share_small x share_large``, ties by the strength); ``has_stop``: a component stops once no
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
     the thickness contrast where ``sdf > 0``. Returns ``(n, finished)``."""
     K = BL.shape[0]
@@ -202,6 +203,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     nf = 20 if learned else 0
     X = np.empty((npair if learned else 0, nf))
     p_ = np.empty(npair if learned else 0)
+    g_ = np.empty(npair if policy == GAIN else 0)
     ls = np.empty(npair if learned else 0)
     order = np.empty(npair, dtype=np.int64)
     tmp = np.empty(npair, dtype=np.int64)
@@ -375,6 +377,13 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     # np.lexsort((strength, p))[0]: the lowest p, then the lowest strength, then the first
                     for t in range(1, m):
                         if _lt(p_[t], p_[jb]) or (not _lt(p_[jb], p_[t]) and _lt(st[t], st[jb])):
+                            jb = t
+                elif policy == GAIN:
+                    # np.lexsort((strength, (2 p - 1) * share_small * share_large))[0]
+                    for t in range(m):
+                        g_[t] = (2.0 * p_[t] - 1.0) * X[t, 10] * X[t, 11]
+                    for t in range(1, m):
+                        if _lt(g_[t], g_[jb]) or (not _lt(g_[jb], g_[t]) and _lt(st[t], st[jb])):
                             jb = t
                 else:
                     # np.lexsort((p, rank_s + rank_p))[0]

@@ -35,8 +35,12 @@ MODEL_AUTO = None
 #: is predicted at least this likely to lie in different human segments: the Rand Index's break-even (merging A and B
 #: lowers its error where a face pair of A x B more often shares a human segment than not); not tuned
 AUTO_STOP_P = 0.5
-#: the policy :func:`k_merge` uses ("learned": passed session 11's round; "blend" passed with a smaller gain)
+#: the policy :func:`k_merge` uses ("learned": passed session 11's round; "blend" passed with a smaller gain; "gain":
+#: session 13's candidate, the expected change of the Rand Index)
 POLICY = "learned"
+#: the policies of :func:`learned_merge`, by their codes in the compiled loop (:mod:`gpu_kernels.mesh._numba_merge`)
+POLICIES = {"hand": 0, "learned": 1, "blend": 2, "gain": 3}
+
 
 #: the per-pair features, in the model's column order
 FEATURES = (
@@ -61,6 +65,9 @@ FEATURES = (
     "count_over_target",      # clusters now in the component / its target
     "count_over_start",       # clusters now / clusters at the start of the merges
 )
+#: the columns of the two areas' shares in :data:`FEATURES` (the ``"gain"`` policy's weights; the compiled loop's
+#: ``X[t, 10]`` and ``X[t, 11]``)
+SHARE_COLS = (FEATURES.index("share_small"), FEATURES.index("share_large"))
 
 
 @dataclass
@@ -305,8 +312,10 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
                   record_top: int = 12, stop_p: float | None = None, progress=None):
     """:func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries` (the "contrast" criterion, K x K tables) with
     the pair to merge chosen by ``policy``: ``"hand"`` (the hand-made strength: the same merges), ``"learned"``
-    (the lowest predicted chance of different human segments) or ``"blend"`` (the lowest mean of the two
-    ranks; ties to the model). ``strengths`` receives the merged pairs' hand-made strengths (0 for a sliver).
+    (the lowest predicted chance of different human segments), ``"blend"`` (the lowest mean of the two
+    ranks; ties to the model) or ``"gain"`` (the lowest expected change of the Rand Index error, ``(2 p - 1)`` x
+    the two clusters' shares of their component's area: a face pair of A x B turns "same" where p is the
+    chance it is "different"; ties by the strength). ``strengths`` receives the merged pairs' hand-made strengths (0 for a sliver).
     ``record`` (``{"comp": [...]}`` as :func:`pair_targets`' tables): each round's ``record_top`` weakest
     candidates by the hand-made strength get their features appended to ``record["X"]`` and their targets to
     ``record["y"]``. ``stop_p`` (a learned policy; k = "auto" experiments): a component stops merging once every
@@ -319,8 +328,8 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     :data:`gpu_kernels.mesh.defaults.LEARNED_MAX_CLUSTERS` clusters in all, the mesh components are merged in runs
     of whole components of at most that many clusters (the rank features then see the run's candidates), so the
     cost grows with the number of components, not with its square."""
-    if policy not in ("hand", "learned", "blend"):
-        raise ValueError(f"policy must be hand, learned or blend, not {policy!r}")
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be hand, learned, blend or gain, not {policy!r}")
     if policy != "hand" and model is None:
         raise ValueError("a learned policy needs a model")
     from gpu_kernels.mesh import defaults as _defaults
@@ -389,7 +398,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     """The greedy loop of :func:`learned_merge` on ``state`` (a :class:`gpu_kernels.mesh.boundary._MergeState`
     with its extra tables): compiled where it can be, else NumPy."""
     if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None:
-        return state.compiled(targets, min_area, strengths, policy={"hand": 0, "learned": 1, "blend": 2}[policy],
+        return state.compiled(targets, min_area, strengths, policy=POLICIES[policy],
                               stop_p=stop_p, model=model, progress=progress)
     if record is not None:
         record.setdefault("X", [])
@@ -416,6 +425,9 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
                     return -1
             if policy == "learned":
                 j = int(np.lexsort((strength, p))[0])
+            elif policy == "gain":
+                g = (2.0 * p - 1.0) * X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]]
+                j = int(np.lexsort((strength, g))[0])
             else:
                 r = (np.argsort(np.argsort(strength, kind="stable"), kind="stable")
                      + np.argsort(np.argsort(p, kind="stable"), kind="stable"))
