@@ -1,13 +1,12 @@
 #!/bin/bash
-# mesh-q, session 13, the device call (H100): the pre-registered round and confirmation of
-# benchmarks/results/mesh_q_session13.md. carry: .carry-mq13 (stores/pf3n0s1321-1326.npz made on the development CPU
+# mesh-q, session 13, device call 1 (H100): the pre-registered round of benchmarks/results/mesh_q_session13.md
+# (the confirmation is run2.sh: the carry limit). carry: .carry-mq13 (stores/pf3n0s1321-1323.npz made on the development CPU
 # with today's working mesh; models_s11/ + models_auto/ = session 11's fold models; lib.tar = `git archive` of the
 # rule's commit: the library and the scripts, restored over the device's copy of the tree) and .carry-r2/c (PSB
 # off.tar.xz + humans.npzx; read only).
 set -o pipefail
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 T0=$(date +%s); R=$PWD; C=$R/.carry-r2/c; M=$R/.carry-mq13; W=/tmp/mq13; mkdir -p $W
-END=${END_S:-420}   # seconds after T0 by which the last confirmation draw must stop
 P="python3 benchmarks/mesh_session13_q.py"
 el() { echo "[$(( $(date +%s) - T0 )) s]"; }
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
@@ -53,19 +52,4 @@ echo "== evaluate (replay) $(el)"
 timeout 120 $P evaluate --rec $W/rec --sets $SETS --out $OUT/rows.jsonl $D 2>&1 | grep -v Warn | tail -3
 echo "== judge the round $(el)"
 $P judge $OUT/rows.jsonl --base R --cands G,T --report S11 --json $OUT/judged.json 2>&1 | tee $OUT/judge.txt
-# the confirmation: the round's pick, or (no pick) the candidate of the larger gain as a description only
-PICK=$(python3 -c "
-import json; j = json.load(open('$OUT/judged.json'))
-p = j.get('pick') or max([c for c in ('G', 'T') if c in j], key=lambda c: j[c]['gain'])
-print(p)")
-case $PICK in G) PS="G=$W/models/R:gain";; T) PS="T=$W/models/T:learned";; *) PS="";; esac
-echo "== confirm $PICK (round pick: $(python3 -c "import json; print(json.load(open('$OUT/judged.json')).get('pick'))")) $(el)"
-for s in 1324 1325 1326; do
-  left=$(( END - ($(date +%s) - T0) )); [ $left -lt 20 ] && { echo "== s$s skipped: $left s left $(el)"; break; }
-  echo "== confirm s$s (limit $left s) $(el)"
-  timeout $left $P confirm --store $M/stores/pf3n0s$s.npz --draw s$s --sets "R=$W/models/R:learned,$PS" \
-    --models-auto $M/models_auto --out $OUT/confirm_rows.jsonl $D --device cuda 2>&1 | grep -v Warn | head -2
-done
-echo "== judge the confirmation $(el)"
-$P judge $OUT/confirm_rows.jsonl --base R --cands $PICK --report "" --json $OUT/confirm_judged.json 2>&1 | tee $OUT/confirm_judge.txt
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
