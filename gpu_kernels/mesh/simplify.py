@@ -102,11 +102,15 @@ def _simplify_fast(v: np.ndarray, f: np.ndarray, target: int):
     return np.asarray(vo, dtype=np.float64), np.asarray(fo, dtype=np.int64)
 
 
-def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int):
+def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int, before=None):
+    """pymeshlab's decimation; ``before()`` (optional) is called just before the decimation itself, which releases
+    the GIL (the mesh's hand-over to pymeshlab holds it)."""
     import pymeshlab
 
     ms = pymeshlab.MeshSet()
     ms.add_mesh(pymeshlab.Mesh(vertex_matrix=v, face_matrix=f.astype(np.int32)))
+    if before is not None:
+        before()
     ms.meshing_decimation_quadric_edge_collapse(
         targetfacenum=target, preservenormal=bool(PRESERVE_NORMAL), preservetopology=False,
         optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
@@ -177,9 +181,11 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
 
     ``beside``: a callable that starts the caller's own work on a thread of its own (issue 22, session 13:
     ``segment.SIMPLIFY_ON_CALLER``). Then the simplification runs on the CALLING thread instead, and
-    ``beside()`` is called just before its step that releases the GIL (pymeshlab's; with "fast+pymeshlab"
-    after fast-simplification's step and its clean-up, which hold the GIL); the handle returned is then
-    already done. ``beside`` is called exactly once unless the simplifier is unknown or missing.
+    ``beside()`` is called just before its step that releases the GIL (pymeshlab's decimation, after the
+    mesh's hand-over to pymeshlab; with "fast+pymeshlab" also after fast-simplification's step and its
+    clean-up: all of these hold the GIL); the handle returned is then already done. ``beside`` is called at
+    most once, and not when the simplifier is unknown or missing or fails before that point (then the caller
+    does its own work itself).
 
     Example
     -------
@@ -219,12 +225,9 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
                 vm, fm = _simplify_fast(np.ascontiguousarray(vertices, dtype=np.float64), f, int(PRE_FACTOR * target))
                 v, f, _, _ = clean_mesh(vm, fm)
             except Exception as exc:  # noqa: BLE001 - raised by result(), as the thread's would be
-                if beside is not None:
-                    beside()
                 return _Done(_raise, (exc,), {})
             if beside is not None:
-                beside()
-                return _Done(_pymeshlab_step, (v, f, target), {})
+                return _Done(_pymeshlab_step, (v, f, target), {"before": beside})
             return BackgroundCall(_pymeshlab_step, v, f, target, name="gpulab-simplify")
     if beside is not None:
         beside()
@@ -242,9 +245,9 @@ def _raise(exc):
     raise exc
 
 
-def _pymeshlab_step(v, f, target):
+def _pymeshlab_step(v, f, target, before=None):
     """``_simplify_pymeshlab`` looked up when it runs (a benchmark may time it)."""
-    return _simplify_pymeshlab(v, f, target)
+    return _simplify_pymeshlab(v, f, target) if before is None else _simplify_pymeshlab(v, f, target, before=before)
 
 
 def transfer_memberships(src_centroids, src_P, dst_centroids) -> tuple[np.ndarray, np.ndarray]:

@@ -76,28 +76,57 @@ def test_the_same_labels_and_colours_either_way(monkeypatch, k):
     assert on == off
 
 
-def test_the_graph_thread_starts_after_the_fast_step_and_before_pymeshlabs(monkeypatch):
-    """With "fast+pymeshlab": fast-simplification's step and its clean-up first (they hold the GIL), then the
-    caller's thread is started, then pymeshlab's step runs on the caller; the result is pymeshlab's on the
-    clean fast result, as without ``beside``."""
+def test_the_graph_thread_starts_after_the_fast_step_and_the_hand_over_to_pymeshlab(monkeypatch):
+    """With "fast+pymeshlab": fast-simplification's step and its clean-up first, then the mesh's hand-over to
+    pymeshlab (all of them hold the GIL), then the caller's thread is started, then pymeshlab's decimation runs on
+    the caller; the result is pymeshlab's, as without ``beside``."""
+    import sys
+    import types
+
     order: list = []
-    vf = (np.zeros((3, 3)), np.array([[0, 1, 2]]))
+
+    class Mesh:
+        def __init__(self, vertex_matrix, face_matrix):
+            order.append(("hand-over", face_matrix.shape[0]))
+            self._v, self._f = np.asarray(vertex_matrix), np.asarray(face_matrix)
+
+        def vertex_matrix(self):
+            return self._v
+
+        def face_matrix(self):
+            return self._f[:3]
+
+    class MeshSet:
+        def add_mesh(self, m):
+            self._m = m
+
+        def meshing_decimation_quadric_edge_collapse(self, **kw):
+            order.append(("decimation", kw["targetfacenum"], threading.current_thread().name))
+
+        def current_mesh(self):
+            return self._m
+
+    mod = types.ModuleType("pymeshlab")
+    mod.Mesh, mod.MeshSet = Mesh, MeshSet
+    monkeypatch.setitem(sys.modules, "pymeshlab", mod)
     monkeypatch.setattr(simp, "_resolve", lambda method: "fast+pymeshlab")
     monkeypatch.setattr(simp, "_MODULES", {"fast": "math", "pymeshlab": "math"})
-    monkeypatch.setattr(simp, "_simplify_fast", lambda v, f, t: order.append(("fast", t)) or _sphere(20))
-    monkeypatch.setattr(simp, "_simplify_pymeshlab",
-                        lambda v, f, t: order.append(("pymeshlab", t, threading.current_thread().name)) or vf)
+    small = _sphere(20)
+    monkeypatch.setattr(simp, "_simplify_fast", lambda v, f, t: order.append(("fast", t)) or small)
     v, f = _sphere(40)
+    me = threading.current_thread().name
     job = simp.simplify_in_background(v, f, 700, beside=lambda: order.append(("beside",)))
     assert job.done()
-    assert order == [("fast", 2100), ("beside",), ("pymeshlab", 700, threading.current_thread().name)]
-    assert job.result() is vf
+    n = order[1][1]
+    assert order == [("fast", 2100), ("hand-over", n), ("beside",), ("decimation", 700, me)]
+    vo, fo = job.result()
+    assert fo.shape == (3, 3) and fo.dtype == np.int64 and vo.dtype == np.float64
     order.clear()
     job = simp.simplify_in_background(v, f, 700)   # without it: pymeshlab's step on a thread
-    assert job.result() is vf and order[1][2] == "gpulab-simplify"
+    assert job.result()[1].shape == (3, 3) and order[-1] == ("decimation", 700, "gpulab-simplify")
 
 
-def test_beside_is_called_once_when_the_fast_step_fails(monkeypatch):
+def test_beside_is_not_called_when_the_fast_step_fails_and_the_caller_builds_the_graph(monkeypatch):
     calls: list = []
     monkeypatch.setattr(simp, "_resolve", lambda method: "fast+pymeshlab")
     monkeypatch.setattr(simp, "_MODULES", {"fast": "math", "pymeshlab": "math"})
@@ -108,9 +137,25 @@ def test_beside_is_called_once_when_the_fast_step_fails(monkeypatch):
     monkeypatch.setattr(simp, "_simplify_fast", boom)
     v, f = _sphere(40)
     job = simp.simplify_in_background(v, f, 700, beside=lambda: calls.append(1))
-    assert calls == [1]
+    assert calls == []
     with pytest.raises(RuntimeError, match="fast failed"):
         job.result()
+    # through the pipeline: the error surfaces where it did, after the full graph was built on the caller
+    built: list = []
+    real = segment.dual_graph
+
+    def graph(*a, **kw):
+        built.append(threading.current_thread().name)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(segment, "dual_graph", graph)
+    monkeypatch.setattr(segment, "_can_simplify", lambda: True)
+    monkeypatch.setattr(segment, "SIMPLIFY_ON_CALLER", True)
+    monkeypatch.setattr(simp, "PRE_FACTOR", 1.5)   # (the split path at ~9.8k faces)
+    v, f = _sphere(50)
+    with pytest.raises(RuntimeError, match="fast failed"):
+        segment.segment_mesh(v, f, k=3, device="cpu")
+    assert built == [threading.current_thread().name]
 
 
 def test_a_failing_simplification_surfaces_and_the_graph_thread_has_ended(monkeypatch):
