@@ -69,9 +69,9 @@ def _watch_settle(log: list):
         def asm(graph_, blocks, kused, targets, kk, eps, prog_, info_):
             box = {}
 
-            def mtt(g, labels, P, reps, ks, tg, inf):
+            def mtt(g, labels, *a, **kw):
                 box["pre"] = np.asarray(labels).astype(np.int32).copy()
-                return orig_mtt(g, labels, P, reps, ks, tg, inf)
+                return orig_mtt(g, labels, *a, **kw)
 
             _segment._merge_to_targets = mtt
             try:
@@ -482,9 +482,9 @@ def _learned_auto(model):
     def ctx():
         orig_mtt = _segment._merge_to_targets
 
-        def mtt(graph, labels, P, reps, ks, targets, info):
+        def mtt(graph, labels, P, reps, ks, targets, info, **kw):
             if not any(t == "auto" for t in targets):
-                return orig_mtt(graph, labels, P, reps, ks, targets, info)
+                return orig_mtt(graph, labels, P, reps, ks, targets, info, **kw)
             lab0, _ = _bd.merge_islands(graph, labels)
             lc = np.repeat(np.arange(len(ks)), ks)
             tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}

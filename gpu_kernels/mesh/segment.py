@@ -749,10 +749,6 @@ def boundary_concavity(graph, labels) -> float:
 
 #: the cut caches' (:func:`_assemble_and_cut`) evictions (the early cuts' thread and the caller both add)
 _CUT_LOCK = threading.Lock()
-#: per thread, the Progress of the row whose clusters :func:`_merge_to_targets` merges (set by
-#: :func:`_assemble_and_cut` around its call): the merge loops check it for a cancel. A thread-local, not an
-#: argument, so that benchmarks wrapping ``_merge_to_targets`` keep working with its signature
-_MERGE_PROGRESS = threading.local()
 
 
 def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
@@ -790,11 +786,7 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["k_clustered_per_component"] = list(kused)
     auto_merge = AUTO_K_RULE in ("merge", "elbow") and any(t == "auto" for t in targets)
     if auto_merge or any(t != "auto" and a > t for a, t in zip(kused, targets, strict=True)):
-        _MERGE_PROGRESS.prog = prog
-        try:
-            labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info)
-        finally:
-            _MERGE_PROGRESS.prog = None
+        labels, P, reps = _merge_to_targets(graph, labels, P, reps, kused, targets, info, progress=prog)
         info["k_per_component"] = [int(np.unique(labels[graph.component == c]).size)
                                    for c in range(len(kused))]
     return labels, P, reps, fuzzy
@@ -871,12 +863,13 @@ def absorb_small_parts(graph, labels, label_comp, comps, min_share: float, stren
                                         min_area=min_share, progress=progress)
 
 
-def _merge_to_targets(graph, labels, P, reps, ks, targets, info):
+def _merge_to_targets(graph, labels, P, reps, ks, targets, info, *, progress=None):
     """Merge over-segmented clusters along their least concave boundaries (see
     :func:`gpu_kernels.mesh.boundary.merge_weakest_boundaries`; an integer k's merges weigh
-    thickness contrast by K_SDF_MERGE: :func:`k_merge_graph`)."""
+    thickness contrast by K_SDF_MERGE: :func:`k_merge_graph`). ``progress``: the row's Progress, whose
+    cancel the merge loops check."""
     t0 = time.perf_counter()
-    prog = getattr(_MERGE_PROGRESS, "prog", None)  # (the merge loops check it for a cancel)
+    prog = progress
     labels, _ = _bd.merge_islands(graph, labels)
     label_comp = np.repeat(np.arange(len(ks)), ks)
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}

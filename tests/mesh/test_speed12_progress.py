@@ -74,7 +74,23 @@ def test_the_absorption_gets_the_progress_and_no_merge_loop_runs_without_it(monk
     segment.segment_mesh(v, f, k="auto", device="cpu", progress=prog)
     assert got["absorb"] and all(isinstance(p, Progress) for p in got["absorb"])
     assert got["merge"] and all(isinstance(p, Progress) for p in got["merge"])
-    assert getattr(segment._MERGE_PROGRESS, "prog", None) is None   # (not left behind on the thread)
+    assert not hasattr(segment, "_MERGE_PROGRESS")   # (session 13: a keyword, no thread-local)
+
+
+def test_the_progress_reaches_merge_to_targets_as_a_keyword(monkeypatch):
+    """Session 13: ``_merge_to_targets(..., progress=)`` (was a thread-local); a wrapper that passes ``**kw`` on
+    keeps working, and the merges see the row's Progress, never the stage's None."""
+    got = []
+    real = segment._merge_to_targets
+
+    def wrapper(*a, **kw):
+        got.append(kw.get("progress"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(segment, "_merge_to_targets", wrapper)
+    v, f = _mesh()
+    segment.segment_mesh(v, f, k=4, device="cpu", progress=Progress())
+    assert got and all(isinstance(p, Progress) for p in got)
 
 
 def test_the_learned_auto_absorption_gets_the_progress_too(monkeypatch):
