@@ -19,6 +19,7 @@ with, and the count is reported.
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
@@ -39,18 +40,24 @@ COMPILED = os.environ.get("GPULAB_MESH_NUMBA", "1").strip().lower() not in ("0",
 _KERNELS: list = []
 
 
+def _optional(cache: list, name: str):
+    """The module ``gpu_kernels.mesh.<name>`` (imported once, kept in ``cache``), or None where it does not
+    import (numba missing or broken) or :data:`COMPILED` is off."""
+    if not COMPILED:
+        return None
+    if not cache:
+        try:
+            mod = importlib.import_module(f"gpu_kernels.mesh.{name}")
+        except Exception:  # noqa: BLE001 - numba absent or broken: the NumPy / SciPy paths
+            mod = None
+        cache.append(mod)
+    return cache[0]
+
+
 def compiled():
     """The compiled searches (:mod:`gpu_kernels.mesh._numba_cut`), or None (numba missing or
     broken, or :data:`COMPILED` off): then SciPy's."""
-    if not COMPILED:
-        return None
-    if not _KERNELS:
-        try:
-            from gpu_kernels.mesh import _numba_cut
-        except Exception:  # noqa: BLE001 - numba absent or broken: SciPy
-            _numba_cut = None
-        _KERNELS.append(_numba_cut)
-    return _KERNELS[0]
+    return _optional(_KERNELS, "_numba_cut")
 #: "batched": every fuzzy region is cut in one maximum-flow problem (one scipy call: regions
 #: are disjoint, each between its own two labels, against the labels its neighbours had
 #: before the cut); "sequential": one problem per region, largest first, each seeing the
@@ -753,15 +760,7 @@ _MERGE_KERNEL: list = []
 
 def compiled_merge():
     """:mod:`gpu_kernels.mesh._numba_merge`, or None (numba missing or broken, or :data:`COMPILED` off)."""
-    if not COMPILED:
-        return None
-    if not _MERGE_KERNEL:
-        try:
-            from gpu_kernels.mesh import _numba_merge
-        except Exception:  # noqa: BLE001 - numba absent or broken: NumPy
-            _numba_merge = None
-        _MERGE_KERNEL.append(_numba_merge)
-    return _MERGE_KERNEL[0]
+    return _optional(_MERGE_KERNEL, "_numba_merge")
 
 
 def _area_weighted(strength, area, comp_area, label_component, ulo, uhi, gamma, s0):

@@ -203,3 +203,30 @@ def test_the_real_simplifiers_give_the_same_working_mesh_on_the_caller(monkeypat
     on = simp.simplify_in_background(v, f, 700, beside=lambda: None).result()
     off = simp.simplify_in_background(v, f, 700).result()
     assert on[0].tobytes() == off[0].tobytes() and on[1].tobytes() == off[1].tobytes()
+
+
+def test_the_two_optional_compiled_modules_share_one_loader(monkeypatch):
+    """Session 13 (final read of session 12): ``compiled()`` and ``compiled_merge()`` load through one helper: the
+    module once, None where it does not import or COMPILED is off."""
+    import importlib
+
+    from gpu_kernels.mesh import boundary as bd
+
+    monkeypatch.setattr(bd, "_KERNELS", [])
+    monkeypatch.setattr(bd, "_MERGE_KERNEL", [])
+    assert bd.compiled() is importlib.import_module("gpu_kernels.mesh._numba_cut")
+    assert bd.compiled_merge() is importlib.import_module("gpu_kernels.mesh._numba_merge")
+    monkeypatch.setattr(bd, "COMPILED", False)
+    assert bd.compiled() is None and bd.compiled_merge() is None
+    monkeypatch.setattr(bd, "COMPILED", True)
+    monkeypatch.setattr(bd, "_MERGE_KERNEL", [])
+    real = importlib.import_module
+
+    def broken(name, *a, **kw):
+        if name == "gpu_kernels.mesh._numba_merge":
+            raise ImportError("numba is broken")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(bd.importlib, "import_module", broken)
+    assert bd.compiled_merge() is None and bd._MERGE_KERNEL == [None]
+    assert bd.compiled() is not None   # (kept from before)
