@@ -13,6 +13,9 @@ SHA-1s, pymeshlab's own time per run, ``--profile``) with this session's working
 - ``hostoff``: every switchable bit-identical host change of session 12 off (``nocsr``, and clean_mesh's row hash
   and quick checks: ``dualgraph.HASH_ROWS = QUICK_CHECKS = False``); the cross products (0b836d6) have no switch.
 
+Session 13 removed the four switches that ``nocsr`` and ``hostoff`` turn off (the GPU SHA-1 checks had passed;
+the code is always on), so those two configurations now stop with an AttributeError: they record session 12's runs.
+
 Example (device)::
 
     python benchmarks/mesh_speed12_ab.py 101.off 281.off --rounds 9 --configs base,pf3n0,pf2n0 --json out.json

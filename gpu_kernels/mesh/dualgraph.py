@@ -63,9 +63,6 @@ SDF_MERGE = 0.5
 #: average the face normals over the reference spacing before measuring bends (only where
 #: the mesh is finer than the reference spacing)
 NORMAL_SMOOTHING = False
-#: :meth:`DualGraph.csr` of the weights built once per graph (issue 22, session 12: the full graph's matrix is
-#: built beside pymeshlab's step, and a k edit's memberships reuse it); False: built at every call
-CACHE_CSR = True
 
 
 def _smoothing_rings(geod, total_area) -> float:
@@ -168,10 +165,15 @@ def _used_vertices(v: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 
 def _check_span(v: np.ndarray, f: np.ndarray) -> None:
-    if QUICK_CHECKS and float(np.abs(v).max()) <= MAX_COORDINATE_SPAN / 4:
+    if float(np.abs(v).max()) <= MAX_COORDINATE_SPAN / 4:
         # every coordinate within a quarter of the limit: the median cannot overflow and no vertex lies more than
-        # half the limit from it, so the test below passes (issue 22, session 12: its partition skipped)
+        # half the limit from it, so the full check passes (issue 22, session 12: its partition skipped)
         return
+    _check_span_full(v, f)
+
+
+def _check_span_full(v: np.ndarray, f: np.ndarray) -> None:
+    """The span check by the median of the used vertices (:func:`_check_span` where a coordinate is far out)."""
     used = v[_used_vertices(v, f)]
     centre = np.median(used, axis=0)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -208,14 +210,10 @@ def face_areas(vertices, faces) -> np.ndarray:
     return 0.5 * _cross_norm(b - a, c - a)[1]
 
 
-#: :func:`clean_mesh` looks for duplicate vertices by a hash of the rows first (issue 22, session 12: the sort
-#: of :func:`_unique_rows` only where two rows share a hash, which no PSB mesh nor its working meshes do);
-#: False: always the sort
-HASH_ROWS = True
-#: :func:`_check_span` passes a mesh whose whole box is within the limit without the median, and
-#: :func:`_first_of_unique_rows` returns every row where no face repeats, after one plain sort (issue 22,
-#: session 12: the same decisions and rows as the full checks); False: the full checks always
-QUICK_CHECKS = True
+#: (:func:`clean_mesh` looks for duplicate vertices by a hash of the rows first: the sort of :func:`_unique_rows`
+#: only where two rows share a hash, which no PSB mesh nor its working meshes do; :func:`_check_span` passes a
+#: mesh whose whole box is within the limit without the median, and :func:`_first_of_unique_rows` returns every
+#: row where no face repeats after one plain sort: the same results as the full checks, issue 22, session 12)
 _ROW_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=np.uint64)
 
 
@@ -252,11 +250,10 @@ def _first_of_unique_rows(key: np.ndarray, n_values: int) -> np.ndarray:
     n = int(n_values) + 1
     if n ** 3 < 2 ** 62:
         code = (key[:, 0] * n + key[:, 1]) * n + key[:, 2]
-        if QUICK_CHECKS:
-            # no code twice (one unstable sort): every row is its own first occurrence (the same set)
-            srt = np.sort(code)
-            if not bool((srt[1:] == srt[:-1]).any()):
-                return np.arange(code.size, dtype=np.int64)
+        # no code twice (one unstable sort): every row is its own first occurrence (the same set)
+        srt = np.sort(code)
+        if not bool((srt[1:] == srt[:-1]).any()):
+            return np.arange(code.size, dtype=np.int64)
         return np.unique(code, return_index=True)[1]
     return np.unique(key, axis=0, return_index=True)[1]
 
@@ -287,7 +284,7 @@ def clean_mesh(vertices, faces):
     # merge duplicate vertices (exact coordinates); where no two rows share a hash, none is a duplicate and
     # the sort is skipped (the same result: nothing merged, nothing renumbered)
     n_merged = 0
-    if not HASH_ROWS or _may_repeat_rows(v):
+    if _may_repeat_rows(v):
         uv, inv = _unique_rows(v)
         n_merged = v.shape[0] - uv.shape[0]
         if n_merged:
@@ -409,8 +406,9 @@ class DualGraph:
 
     def csr(self, values=None) -> sp.csr_matrix:
         """Symmetric (F, F) sparse matrix of ``values`` (default: the weights). The weights' matrix is
-        built once and cached (:data:`CACHE_CSR`): callers read it and must not change it in place."""
-        if values is None and CACHE_CSR:
+        built once and cached on the graph (issue 22, session 12): callers read it and must not change it in
+        place."""
+        if values is None:
             cached = getattr(self, "_csr_weight", None)
             if cached is not None:
                 return cached
@@ -419,7 +417,7 @@ class DualGraph:
             (np.concatenate([vals, vals]),
              (np.concatenate([self.src, self.dst]), np.concatenate([self.dst, self.src]))),
             shape=(self.n, self.n)).tocsr()
-        if values is None and CACHE_CSR:
+        if values is None:
             self._csr_weight = m
         return m
 

@@ -76,7 +76,6 @@ from gpu_kernels.jobs import BackgroundCall, Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh import defaults as _defaults
-from gpu_kernels.mesh import dualgraph as _dualgraph
 from gpu_kernels.mesh.cluster import farthest_order, fuzzy_cluster, fuzzy_cluster_many
 from gpu_kernels.mesh.colors import DEFAULT_SHADING, blend_face_colors, palette
 from gpu_kernels.mesh.dualgraph import MeshInputError, clean_mesh, dual_graph, uses_thickness, with_thickness
@@ -669,10 +668,6 @@ STARTS_OWN_BATCH = True
 EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
-#: while the automatic working resolution's simplification runs on its thread, build the full graph's weight
-#: matrix (:meth:`~gpu_kernels.mesh.dualgraph.DualGraph.csr`, cached on the graph) that the parts' memberships
-#: read later (issue 22, session 12: ~1 ms at 17k off the path after pymeshlab's step; the same matrix)
-PREBUILD_CSR = True
 #: with the automatic working resolution, the simplification's step that releases the GIL (pymeshlab's) runs on
 #: the calling thread and the full mesh's dual graph (and its weight matrix) on a thread of its own (True), instead
 #: of the simplification on the thread and the graph on the caller (False: sessions 10-12). The same work, the
@@ -1212,8 +1207,10 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         graph = gjob[0].result() if gjob else dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
         info["timings"]["dual_graph"] = time.perf_counter() - t2
-        if early is not None and not gjob and PREBUILD_CSR and _dualgraph.CACHE_CSR and not early[1].done():
-            graph.csr()  # the parts' memberships' matrix (cached on the graph), while the simplification runs
+        if early is not None and not gjob and not early[1].done():
+            # the parts' memberships' weight matrix (cached on the graph) while the simplification runs (issue 22,
+            # session 12: ~1 ms at 17k off the path after pymeshlab's step; the same matrix)
+            graph.csr()
         info["warnings"].extend(graph.warnings)
         info["n_components"] = graph.n_components
         info["n_nonmanifold_edges"] = graph.n_nonmanifold_edges
@@ -1288,8 +1285,7 @@ def _full_graph(v, f, delta, eta_convex):
     """The full mesh's dual graph and its weight matrix (cached on the graph), on
     :data:`SIMPLIFY_ON_CALLER`'s thread."""
     graph = dual_graph(v, f, delta=delta, eta_convex=eta_convex, thickness=False)
-    if PREBUILD_CSR and _dualgraph.CACHE_CSR:
-        graph.csr()
+    graph.csr()
     return graph
 
 

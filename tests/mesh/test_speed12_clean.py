@@ -1,6 +1,7 @@
-"""Issue 22 (session 12): ``clean_mesh`` looks for duplicate vertices by a hash of the rows first
-(``dualgraph.HASH_ROWS``) and sorts them (``_unique_rows``) only where two rows share a hash: the same vertices,
-faces, kept faces and report as the sort every time, duplicates (-0.0 against 0.0 included) still merged."""
+"""Issue 22 (session 12): ``clean_mesh`` looks for duplicate vertices by a hash of the rows first and sorts them
+(``_unique_rows``) only where two rows share a hash: the same vertices, faces, kept faces and report as the sort
+every time (the reference: the hash forced to say "may repeat"; session 13: no switch), duplicates (-0.0 against
+0.0 included) still merged."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pyt
 from gpu_kernels.mesh import dualgraph as dg
 
 
+def _always_sort(monkeypatch):
+    """The reference: ``clean_mesh`` with the sort every time (the hash's answer forced to "may repeat")."""
+    monkeypatch.setattr(dg, "_may_repeat_rows", lambda a: True)
+
+
 def _both(monkeypatch, v, f):
-    monkeypatch.setattr(dg, "HASH_ROWS", True)
     a = dg.clean_mesh(v, f)
-    monkeypatch.setattr(dg, "HASH_ROWS", False)
-    b = dg.clean_mesh(v, f)
-    monkeypatch.setattr(dg, "HASH_ROWS", True)
+    with monkeypatch.context() as m:
+        _always_sort(m)
+        b = dg.clean_mesh(v, f)
     return a, b
 
 
@@ -73,6 +78,6 @@ def test_the_sort_is_skipped_where_no_row_repeats(monkeypatch):
     assert not dg._may_repeat_rows(v)
     a = dg.clean_mesh(v, f)
     assert calls == []
-    monkeypatch.setattr(dg, "HASH_ROWS", False)
+    _always_sort(monkeypatch)
     _same(a, dg.clean_mesh(v, f))
     assert calls == [v.shape]

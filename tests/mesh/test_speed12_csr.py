@@ -1,7 +1,8 @@
-"""Issue 22 (session 12): the full graph's weight matrix (``DualGraph.csr()``) is cached on the graph
-(``dualgraph.CACHE_CSR``) and built while the working resolution's simplification runs
-(``segment.PREBUILD_CSR``): the same matrix bit for bit, the same labels and colours, built on the calling
-thread before the simplification's result is taken."""
+"""Issue 22 (session 12): the full graph's weight matrix (``DualGraph.csr()``) is cached on the graph and built
+while the working resolution's simplification runs: the same matrix bit for bit, the same labels and colours as a
+matrix built afresh at every call (session 13: no switches; the reference is an uncached ``csr``), built before the
+simplification's result is taken (on the graph's thread with ``segment.SIMPLIFY_ON_CALLER``, else on the
+caller's)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,18 @@ def _same(a, b) -> bool:
             and a.indptr.tobytes() == b.indptr.tobytes())
 
 
+def _uncached(monkeypatch):
+    """The reference: ``csr()`` built afresh at every call (as before session 12's cache)."""
+    real = dg.DualGraph.csr
+    monkeypatch.setattr(dg.DualGraph, "csr", lambda self, values=None: real(self, self.weight if values is None
+                                                                               else values))
+
+
 def test_the_weight_matrix_is_built_once_and_equals_a_fresh_build(monkeypatch):
     g = _graph()
     m1 = g.csr()
     assert g.csr() is m1
-    monkeypatch.setattr(dg, "CACHE_CSR", False)
+    _uncached(monkeypatch)
     fresh = g.csr()
     assert fresh is not m1 and _same(fresh, m1)
     assert g.csr() is not fresh
@@ -60,7 +68,7 @@ def _slow_simplifier(events: dict):
     return simplify
 
 
-def _run(monkeypatch, prebuild: bool):
+def _run(monkeypatch, cached: bool = True, swap: bool | None = None):
     events = {"csr": threading.Event()}
     v, f = _sphere(50)   # ~9.8k faces: above the working resolution
     real = dg.DualGraph.csr
@@ -69,27 +77,26 @@ def _run(monkeypatch, prebuild: bool):
         if values is None and self.n == f.shape[0]:
             events.setdefault("thread", threading.current_thread().name)
             events["csr"].set()
-        return real(self, values)
+        return real(self, values) if cached else real(self, self.weight if values is None else values)
 
     monkeypatch.setattr(dg.DualGraph, "csr", spy)
     monkeypatch.setattr(segment, "simplify_mesh", _slow_simplifier(events))
     monkeypatch.setattr(segment, "_can_simplify", lambda: True)
-    monkeypatch.setattr(segment, "PREBUILD_CSR", prebuild)
+    if swap is not None:
+        monkeypatch.setattr(segment, "SIMPLIFY_ON_CALLER", swap)
     seg = segment.segment_mesh(v, f, k=3, device="cpu")
     assert seg.info["simplified"]
     return events, hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()
 
 
-@pytest.mark.parametrize("prebuild", [True, False])
-def test_the_matrix_is_built_while_the_simplification_runs(monkeypatch, prebuild):
-    events, _ = _run(monkeypatch, prebuild)
-    assert events["built_first"] is prebuild
-    assert events["thread"] == threading.current_thread().name
+@pytest.mark.parametrize("swap", [True, False])
+def test_the_matrix_is_built_while_the_simplification_runs(monkeypatch, swap):
+    events, _ = _run(monkeypatch, swap=swap)
+    assert events["built_first"] is True
+    assert events["thread"] == ("gpulab-dual-graph" if swap else threading.current_thread().name)
 
 
-def test_the_same_labels_and_colours_with_and_without_it(monkeypatch):
+def test_the_same_labels_and_colours_with_and_without_the_cache(monkeypatch):
     _, on = _run(monkeypatch, True)
     _, off = _run(monkeypatch, False)
-    monkeypatch.setattr(dg, "CACHE_CSR", False)
-    _, nocache = _run(monkeypatch, True)
-    assert on == off == nocache
+    assert on == off
