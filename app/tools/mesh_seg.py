@@ -193,6 +193,9 @@ def load(path, *, progress: Progress | None = None) -> MeshData:
     progress = as_progress(progress)
     path = pathlib.Path(path)
     warnings: list[str] = []
+    from gpu_kernels.mesh import warm
+
+    warm.warm_up_in_background()  # (the merge loop's compile or cache load, on its own thread, before a run needs it)
     v, f = mesh_io.read_mesh(path, warnings=warnings)
     data = from_arrays(v, f, path)
     data.warnings = warnings
