@@ -54,8 +54,10 @@ def _run(monkeypatch, on: bool, k=3):
     return events, _sha(seg)
 
 
-def test_on_by_default():
-    assert segment.SIMPLIFY_ON_CALLER is True
+def test_off_until_the_gpu_ab_says_otherwise():
+    """Device call 1 (first version, the thread started before the hand-over to pymeshlab) gained nothing at the
+    median; the corrected version waits for the pre-registered A/B (benchmarks/results/mesh_speed_session13.md)."""
+    assert segment.SIMPLIFY_ON_CALLER is False
 
 
 @pytest.mark.parametrize("on", [True, False])
