@@ -15,8 +15,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-#: the policies of :func:`greedy_merge`
-HAND, LEARNED, BLEND, GAIN = 0, 1, 2, 3
+from gpu_kernels.mesh.learned import POLICIES
+
+#: the policies of :func:`greedy_merge` (their codes: :data:`gpu_kernels.mesh.learned.POLICIES`, the one table)
+HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", "gain"))
 
 
 @njit(cache=True, nogil=True)
@@ -198,6 +200,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     ulo = np.empty(npair, dtype=np.int64)
     uhi = np.empty(npair, dtype=np.int64)
     st = np.empty(npair, dtype=np.float64)
+    bnd_ = np.empty(npair if learned else 0)
+    inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
     nf = 20 if learned else 0
@@ -272,6 +276,9 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                 bnd = BX[p, q] / _np_max(BL[p, q], 1e-300)
                 inner = (in_num[p] + in_num[q]) / _np_max(in_den[p] + in_den[q], 1e-300)
                 s = (bnd + c0) / (inner + c0)
+                if learned:
+                    bnd_[t] = bnd
+                    inner_[t] = inner
                 if has_lg and sdf > 0:
                     s = s * (1.0 + sdf * np.abs(m_[p] - m_[q]))
                 if has_lim and not s < lim[label_component[p]]:
@@ -311,8 +318,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     p = ulo[t]
                     q = uhi[t]
                     bl = BL[p, q]
-                    bnd = BX[p, q] / _np_max(bl, 1e-300)
-                    inner = (in_num[p] + in_num[q]) / _np_max(in_den[p] + in_den[q], 1e-300)
+                    bnd = bnd_[t]  # (as the strength's loop computed them)
+                    inner = inner_[t]
                     dth = np.abs(m_[p] - m_[q])
                     if area[p] <= area[q]:
                         sm = p
