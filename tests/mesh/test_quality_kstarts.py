@@ -61,7 +61,12 @@ def test_the_default_is_on():
 @needs_psb(365)
 def test_vase_at_the_benchmark_k(monkeypatch):
     """PSB mesh 365 (a vase; 0.35 Rand Index error with the benchmark's k before): at k = 4
-    the factors' result splits the shell, the starts' medoid keeps it."""
+    the factors' result splits the shell, the starts' medoid keeps it. (Under the learned merges' old
+    order, lowest probability first: the test studies the starts against the factors, and the order by the
+    Rand Index's expected change, the default since session 13, brings the factors to 0.284 here.)"""
+    from gpu_kernels.mesh import learned
+
+    monkeypatch.setattr(learned, "POLICY", "learned")
     v, f, humans = psb_mesh(365)
     new = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", True, v, f, humans, k=4)[1]
     old = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", False, v, f, humans, k=4)[1]
