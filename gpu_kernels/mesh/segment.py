@@ -1181,6 +1181,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         # the automatic working resolution's simplification starts now, on a thread of its own,
         # and runs while the full mesh's dual graph is built (issue 22; the same call as
         # working_graph's, so the same working mesh). An error surfaces where it did before.
+        # (SIMPLIFY_ON_CALLER: the other way round, the graph on a thread, pymeshlab's step here.)
         early = None
         gjob: list = []  # SIMPLIFY_ON_CALLER: the full graph's thread
         t1 = time.perf_counter()
