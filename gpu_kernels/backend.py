@@ -532,7 +532,8 @@ def module(device, source: str, defines: dict | None = None, options: tuple[str,
     return load_module(source, defines=defines, options=tuple(options), device=be)
 
 
-def kernel(device, source: str, name: str, defines: dict | None = None, options: tuple[str, ...] = ()):
+def kernel(device, source: str, name: str, defines: dict | None = None, options: tuple[str, ...] = (),
+           cooperative: bool = False):
     """The kernel ``name`` of ``gpu_kernels/cuda/<source>``, compiled once per device (and
     defines and options) and memoised: the one way the library gets a CUDA kernel.
 
@@ -543,7 +544,15 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
 
     >>> k = kernel("cuda:0", "selftest.cu", "gpulab_saxpy")                # doctest: +SKIP
     >>> k((blocks,), (threads,), (np.float32(2), x, y, np.int32(n)))       # doctest: +SKIP
+
+    ``cooperative=True``: the kernel is launched cooperatively (``cuLaunchCooperativeKernel``: every
+    block resident at once, so that the blocks may wait for each other; the grid must fit the device,
+    see :func:`cooperative_blocks`). The module is compiled as usual (no relocatable device code: a
+    kernel brings its own grid barrier). The emulator runs blocks one after another, so there a
+    cooperative launch must have one block.
     """
+    if cooperative:
+        return _Cooperative(kernel(device, source, name, defines, options))
     be = _kernel_backend(device)
     dev = ("emu", id(be)) if _is_emulator(be) else ("cuda", be.device_id)
     key = (*dev, source, name, tuple(sorted((defines or {}).items())), tuple(options))
@@ -555,6 +564,44 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
                 fn = module(be, source, defines, options).get_function(name)
                 _kernel_cache[key] = fn
     return fn
+
+
+class _Cooperative:
+    """A kernel launched cooperatively (:func:`kernel` with ``cooperative=True``)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
+        grid = tuple(grid)
+        if _is_emulator_function(self.fn):
+            if int(np.prod(grid)) != 1:
+                raise BackendError("the CUDA emulator runs a cooperative launch with one block only")
+            return self.fn(grid, block, args, shared_mem=shared_mem)
+        return self.fn.kernel(grid, tuple(block), args, shared_mem=shared_mem, stream=stream,
+                              enable_cooperative_groups=True)
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
+
+
+def _is_emulator_function(fn) -> bool:
+    return not hasattr(fn, "kernel") or type(fn).__module__.split(".")[0] != "cupy"
+
+
+def cooperative_blocks(fn, threads: int, shared_mem: int = 0, device=None) -> int:
+    """How many blocks of ``threads`` a cooperative launch of ``fn`` may have on the device: the SMs
+    times the blocks one SM holds (1 for the emulator)."""
+    if isinstance(fn, _Cooperative):
+        fn = fn.fn
+    if _is_emulator_function(fn):
+        return 1
+    import cupy as cp
+    from cupy.cuda import driver
+
+    dev = cp.cuda.Device()
+    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, int(threads), int(shared_mem))
+    return int(per_sm) * int(dev.attributes["MultiProcessorCount"])
 
 
 #: id(fn) -> (fn, the most dynamic shared memory it was opted in to); fn is held, so its id stays its own

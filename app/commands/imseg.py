@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 
+from gpu_kernels.imseg.defaults import DEFAULT_MERGE, MERGES
+
 from ..tools import imseg
 from .common import (
     add_tool_parser,
@@ -24,6 +26,15 @@ __all__ = ["TOOL", "register", "run"]
 
 TOOL = imseg.TOOL
 
+#: how each merge is described in the help; the default is named from defaults.DEFAULT_MERGE
+_MERGE_TEXT = {"contour": "by colour and boundary strength (--merge contour)",
+               "learned": "by a learned merge score trained on BSDS500 (--merge learned: the best quality, slower)"}
+
+
+def _merges_text() -> str:
+    others = [m for m in MERGES if m != DEFAULT_MERGE]
+    return f"{_MERGE_TEXT[DEFAULT_MERGE]}, the default" + "".join(f", or {_MERGE_TEXT[m]}" for m in others)
+
 
 def register(subparsers) -> None:
     p = add_tool_parser(
@@ -31,8 +42,7 @@ def register(subparsers) -> None:
         help="segment an image into regions that follow its contours (GPU superpixels merged hierarchically)",
         description=(
             "Unsupervised image segmentation. The default method (contours): SLIC superpixels on the "
-            "blurred CIELAB image, merged hierarchically by colour and boundary strength (--merge contour), "
-            "or by a learned merge score trained on BSDS500 (--merge learned: the best quality, slower); "
+            f"blurred CIELAB image, merged hierarchically {_merges_text()}; "
             "--coarseness sets how far merging goes, --n-segments the exact count. The paper's method "
             "(--method kmeans): CIELAB, an optional bilateral filter, k-means on the quantised colour space, "
             "connected components (parallel union-find) and small regions merged into their most similar "

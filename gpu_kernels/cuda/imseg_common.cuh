@@ -209,6 +209,13 @@ struct UfFind {
 
 __device__ __forceinline__ void uf_union(int* parent, int a, int b) { uf_union_by(parent, a, b, UfFind()); }
 
+// ------------------------------------------------------------------ the region graphs' hash table
+// the slot a pair key (lower region << 32 | higher) starts probing at (capacity 2^logcap); shared by the
+// contour merge's and the learned merge's tables
+__device__ __forceinline__ unsigned int im_hash(u64 key, int logcap) {
+    return (unsigned int)((key * 0x9E3779B97F4A7C15ULL) >> (64 - logcap));
+}
+
 // ------------------------------------------------------------------ the hierarchical merges' round steps
 // Shared by the contour merge (imseg_contours.cu) and the learned merge (imseg_learned.cu): one block,
 // all rounds. A pair e joins regions ea[e] < eb[e] (ea[e] < 0: a hole of the pair list, skipped); best[r]

@@ -212,17 +212,13 @@ extern "C" __global__ void ct_slic_update(int K, int* __restrict__ cnt, long lon
 }
 
 // ------------------------------------------------------------------ region adjacency graph
-__device__ __forceinline__ unsigned int ct_hash(u64 key, int logcap) {
-    return (unsigned int)((key * 0x9E3779B97F4A7C15ULL) >> (64 - logcap));
-}
-
 // add (len, gsum) to the slot of key (open addressing, linear probing); returns the slot
 // when this call created it, else -1
 __device__ __forceinline__ int ct_insert(u64* __restrict__ hkey, int* __restrict__ hlen,
                                           unsigned long long* __restrict__ hgs, int logcap, u64 key, int len,
                                           unsigned long long gs) {
     unsigned int mask = (1u << logcap) - 1u;
-    unsigned int s = ct_hash(key, logcap);
+    unsigned int s = im_hash(key, logcap);
     while (true) {
         u64 old = atomicCAS((unsigned long long*)&hkey[s], (unsigned long long)CT_EMPTY, (unsigned long long)key);
         if (old == CT_EMPTY || old == key) {

@@ -49,17 +49,14 @@ __device__ __forceinline__ double lm_log(double x) {
 }
 
 // ------------------------------------------------------------------ the graph
-__device__ __forceinline__ unsigned int lm_hash(u64 key, int logcap) {
-    return (unsigned int)((key * 0x9E3779B97F4A7C15ULL) >> (64 - logcap));
-}
-
-// add (len, gsum, gradient histogram) to the slot of key; returns the slot when this call created it, else -1
+// add (len, gsum, gradient histogram) to the slot of key; returns the slot when this call created it, else
+// -1. A full table (no free slot after cap probes) sets bit 1 of *err (when given) and adds nothing.
 __device__ __forceinline__ int lm_insert(u64* __restrict__ hkey, int* __restrict__ hlen,
                                          unsigned long long* __restrict__ hgs, int* __restrict__ hgh, int logcap,
-                                         u64 key, int len, unsigned long long gs, const int* gh) {
+                                         u64 key, int len, unsigned long long gs, const int* gh, int* err) {
     unsigned int mask = (1u << logcap) - 1u;
-    unsigned int s = lm_hash(key, logcap);
-    while (true) {
+    unsigned int s = im_hash(key, logcap);
+    for (unsigned int probe = 0; probe <= mask; ++probe) {
         u64 old = atomicCAS((unsigned long long*)&hkey[s], (unsigned long long)LM_EMPTY, (unsigned long long)key);
         if (old == LM_EMPTY || old == key) {
             atomicAdd(&hlen[s], len);
@@ -70,6 +67,8 @@ __device__ __forceinline__ int lm_insert(u64* __restrict__ hkey, int* __restrict
         }
         s = (s + 1u) & mask;
     }
+    if (err != nullptr) atomicOr(err, 1);
+    return -1;
 }
 
 __device__ __forceinline__ int lm_gbin(int s) {
@@ -105,7 +104,8 @@ extern "C" __global__ void lm_rag_pixels(const int* __restrict__ labels, const i
                                          long long* __restrict__ rsum, long long* __restrict__ rsq,
                                          long long* __restrict__ gin, int* __restrict__ hist,
                                          int* __restrict__ bord, u64* __restrict__ hkey, int* __restrict__ hlen,
-                                         unsigned long long* __restrict__ hgs, int* __restrict__ hgh, int logcap) {
+                                         unsigned long long* __restrict__ hgs, int* __restrict__ hgh, int logcap,
+                                         int* err) {
     long long n = (long long)W * H;
     long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * LM_CHUNK;
     if (p0 >= n) return;
@@ -160,7 +160,7 @@ extern "C" __global__ void lm_rag_pixels(const int* __restrict__ labels, const i
             if (m != l) {
                 u64 key = ((u64)imin(l, m) << 32) | (u64)imax(l, m);
                 if (key != hk) {
-                    if (hn) lm_insert(hkey, hlen, hgs, hgh, logcap, hk, hn, hs, hg);
+                    if (hn) lm_insert(hkey, hlen, hgs, hgh, logcap, hk, hn, hs, hg, err);
                     hk = key;
                     hn = 0;
                     hs = 0;
@@ -177,7 +177,7 @@ extern "C" __global__ void lm_rag_pixels(const int* __restrict__ labels, const i
             if (m != l) {
                 u64 key = ((u64)imin(l, m) << 32) | (u64)imax(l, m);
                 if (key != vk) {
-                    if (vn) lm_insert(hkey, hlen, hgs, hgh, logcap, vk, vn, vs, vg);
+                    if (vn) lm_insert(hkey, hlen, hgs, hgh, logcap, vk, vn, vs, vg, err);
                     vk = key;
                     vn = 0;
                     vs = 0;
@@ -195,8 +195,8 @@ extern "C" __global__ void lm_rag_pixels(const int* __restrict__ labels, const i
         for (int c = 0; c < 3; ++c)
             if (hc[c]) atomicAdd(&hist[LM_NH * rl + LM_NB * c + hb[c]], hc[c]);
     }
-    if (hn) lm_insert(hkey, hlen, hgs, hgh, logcap, hk, hn, hs, hg);
-    if (vn) lm_insert(hkey, hlen, hgs, hgh, logcap, vk, vn, vs, vg);
+    if (hn) lm_insert(hkey, hlen, hgs, hgh, logcap, hk, hn, hs, hg, err);
+    if (vn) lm_insert(hkey, hlen, hgs, hgh, logcap, vk, vn, vs, vg, err);
 }
 
 // ------------------------------------------------------------------ the features (learned._features)
@@ -631,7 +631,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
                     if (a != b) {
                         int lo = imin(a, b), hi2 = imax(a, b);
                         int slot = lm_insert(hkey, hlen, hgs, hgh, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e],
-                                             gh + LM_NG * e);
+                                             gh + LM_NG * e, nullptr);
                         if (slot >= 0) slots[atomicAdd(&sNew, 1)] = slot;
                     }
                 }
@@ -683,4 +683,749 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         if (prof != nullptr)
             for (int k = 0; k < 12; ++k) prof[k] = pt[k];
     }
+}
+
+// ================================================================== the grid-wide merge (lm_merge_grid)
+// The same rounds as lm_merge, spread over every SM: one cooperative launch; the blocks meet at a grid
+// barrier three times a round (B: the new pairs of the last renaming into their holes, their log costs and
+// features; every region's lowest log cost | C: the context features, the trees where the features
+// changed, every region's lowest p | D: the mutual lowest pairs under tau merge, and the pairs at a
+// merging region are renamed into the table at once: each pair's thread reads the regions' partners from
+// the lowest-p table), more only in the clean-up and target-count rounds. Every pair at a region that grew
+// is renamed, so the pairs that need their log cost and features again are exactly the new ones. A new
+// pair's features and a changed pair's trees are done by one warp: one feature a lane (the divisions and
+// logs of all lanes at once), the chi2 sums by shuffles in NumPy's pairwise order, two trees a lane, the
+// leaf values added in tree order by one running sum: the same bits as the CPU path and lm_merge.
+
+#ifdef GPULAB_EMU
+__device__ __forceinline__ unsigned int lm_ld_acquire(unsigned int* p) { return *(volatile unsigned int*)p; }
+__device__ __forceinline__ unsigned int lm_arrive(unsigned int* p) { return atomicAdd(p, 1u); }
+__device__ __forceinline__ unsigned long long lm_gtime() { return 0ULL; }
+#else
+// a load with acquire semantics at GPU scope: what other blocks wrote before their release is seen after it
+__device__ __forceinline__ unsigned int lm_ld_acquire(unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// one arrival at the barrier count (release this block's writes, acquire the others')
+__device__ __forceinline__ unsigned int lm_arrive(unsigned int* p) {
+    unsigned int old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+    return old;
+}
+__device__ __forceinline__ unsigned long long lm_gtime() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
+// grid barrier: bar[0] counts the arrivals and only grows; a block's n-th barrier waits until it reaches
+// n x gridDim.x. Every block must be resident (a cooperative launch); one block (the emulator) is a block
+// barrier. tlast (profiling, or null): the latest arrival time (globaltimer, ns).
+__device__ __forceinline__ void lm_grid_sync(unsigned int* bar, unsigned int& nb, unsigned long long* tlast) {
+    __syncthreads();
+    nb += 1u;
+    if (gridDim.x > 1) {
+        if (threadIdx.x == 0) {
+            if (tlast != nullptr) atomicMax(tlast, lm_gtime());
+            const unsigned int target = nb * gridDim.x;
+            if (lm_arrive(&bar[0]) != target - 1u)
+                while (lm_ld_acquire(&bar[0]) < target) {
+                }
+        }
+        __syncthreads();
+    }
+}
+
+__device__ __forceinline__ int lm_ldv(const int* p) { return *(const volatile int*)p; }
+
+// the global counters of lm_merge_grid (gc)
+#define LG_ERR 0     // bit 1: the hash table is full (lm_insert); bit 2: more pairs than positions
+#define LG_E 1       // pair positions
+#define LG_NEW 2     // new pairs of this round's renaming (their slots)
+#define LG_HOLES 3   // positions emptied by this round's renaming
+#define LG_NM 4      // pairs merged this round
+#define LG_WALKS 5   // pairs whose trees were walked
+#define LG_SEL 6     // clean-up: pairs joined
+#define LG_MV 7      // clean-up: regions merged
+#define LG_KC 8      // target count: three counters of the binary search (8, 9, 10)
+#define LG_N 12
+
+// a region's terms from its sums (lm_region_item's expressions)
+__device__ __forceinline__ void lm_region_terms(double aA, long long s0, long long s1, long long s2, long long sq,
+                                                long long gi, double gscale, double* rdr) {
+    double m0 = (double)s0 / aA, m1 = (double)s1 / aA, m2 = (double)s2 / aA;
+    double v = (double)sq / aA - ((m0 * m0 + m1 * m1) + m2 * m2);
+    rdr[0] = m0;
+    rdr[1] = m1;
+    rdr[2] = m2;
+    rdr[3] = (v > 0.0 ? v : 0.0) / 256.0 + 1.0;
+    rdr[4] = ((double)gi / aA) / gscale + 0.5;
+}
+
+// one warp: chi2 of channel ch (lanes 0-15) and ch + 1 (lanes 16-31) of regions a and b; the sums in
+// NumPy's pairwise order (r_j = d_j + d_j+8, then ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)));
+// the result at lanes 0 and 16
+__device__ __forceinline__ double lm_chi2_warp(const double* hn, int a, int b, int ch) {
+    const int lane = threadIdx.x & 31;
+    const int c = ch + (lane >> 4), j = lane & 15;
+    double d = 0.0;
+    if (c < 3) {
+        double x = hn[LM_NH * a + LM_NB * c + j];
+        double y = hn[LM_NH * b + LM_NB * c + j];
+        double s = x + y;
+        if (s > 0) {
+            double dx = x - y;
+            d = (dx * dx) / s;
+        }
+    }
+    double r = d + __shfl_down_sync(0xffffffffu, d, 8);
+    r = r + __shfl_down_sync(0xffffffffu, r, 1);
+    r = r + __shfl_down_sync(0xffffffffu, r, 2);
+    r = r + __shfl_down_sync(0xffffffffu, r, 4);
+    return 0.5 * r;
+}
+
+// one warp (every lane calls it): new pair e = (a, b) with its length, gradient sum and gradient histogram
+// (lane j < 8: bin j): its log cost (returned, every lane) and features 0-20 into X32 (lane k: feature k).
+// Branch-free: every lane runs the same divisions and logs on its own operands, and the log cost's
+// (the same on every lane) can overlap them. hm, d2 and t are the log cost's own (gs / (ln x 2 gscale)
+// and gs / ((ln x 2) x gscale) are the same double: the products are exact).
+__device__ double lm_new_pair_warp(int e, int a, int b, int len, unsigned long long g, int ghj, float* X32,
+                                   const long long* area, const double* rd, const double* hn, const long long* per,
+                                   double npx, double gscale, double b0, double size_k, double inv_norm,
+                                   float& xout) {
+    const unsigned FULL = 0xffffffffu;
+    const int k = threadIdx.x & 31;
+    const double aA = (double)area[a], aB = (double)area[b];
+    const double ln = (double)len, gs = (double)g;
+    const double* rA = rd + 5 * a;
+    const double* rB = rd + 5 * b;
+    const double tA = rA[4], tB = rB[4];
+    const double vA = rA[3], vB = rB[3];
+    const double pA = (double)per[a], pB = (double)per[b];
+    const double chA = lm_chi2_warp(hn, a, b, 0);
+    const double chB = lm_chi2_warp(hn, a, b, 2);
+    long long c = 0;  // lanes 5-8: the boundary pixels in gradient bins k - 3 .. 7
+    for (int j = 7; j >= 2; --j) {
+        const int v = __shfl_sync(FULL, ghj, j);
+        c += j >= k - 3 ? v : 0;
+    }
+    const double x9 = __shfl_sync(FULL, chA, 0), x10 = __shfl_sync(FULL, chA, 16), x11 = __shfl_sync(FULL, chB, 0);
+    // the log cost (lm_cost, then the log of max(float cost, 1e-12))
+    const double dd0 = rA[0] - rB[0], dd1 = rA[1] - rB[1], dd2 = rA[2] - rB[2];
+    const double d2 = ((dd0 * dd0 + dd1 * dd1) + dd2 * dd2) / 256.0;
+    const double hm = (aA * aB) / (aA + aB);
+    const double tt = gs / ((ln * 2.0) * gscale) + b0;
+    const double cost0 = (((hm * d2) / ln) * (tt * tt)) * inv_norm;
+    const double f = (aA + aB) / npx;
+    const double f3 = (f * f) * f;
+    const double cost = (double)(float)(cost0 * (1.0 + size_k * f3));
+    const double lce = lm_log(cost > 1e-12 ? cost : 1e-12);
+    // the value each lane takes the log of, or divides: num / den (den 1: exact), then one of + 1e-4, x tB, x vB
+    const bool c58 = k >= 5 && k <= 8;
+    const double num = k == 1 ? hm
+                       : k == 2 ? d2
+                       : (k == 3 || k == 14 || k == 15) ? ln
+                       : (k == 4 || k == 18) ? tt
+                       : c58 ? (double)c
+                       : k == 12 ? (aA < aB ? aA : aB)
+                       : k == 13 ? (aA > aB ? aA : aB)
+                       : (k == 16 || k == 17) ? tA
+                       : (k == 19 || k == 20) ? vA
+                       : 1.0;
+    const double den = k == 18 ? (tA > tB ? tA : tB)
+                       : c58 ? ln
+                       : (k == 12 || k == 13) ? npx
+                       : k == 14 ? (pA < pB ? pA : pB)
+                       : k == 15 ? (pA > pB ? pA : pB)
+                       : k == 17 ? tB
+                       : k == 20 ? vB
+                       : 1.0;
+    const double q0 = num / den;
+    const double q = k == 2 ? q0 + 1e-4 : (k == 16 ? q0 * tB : (k == 19 ? q0 * vB : q0));
+    const bool lg = k == 1 || k == 2 || k == 3 || k == 4 || k == 12 || k == 13 || (k >= 16 && k <= 20);
+    const double lq = lm_log(lg ? q : 1.0);
+    const float xk = lg ? (float)((k == 17 || k == 20) ? fabs(lq) : lq)
+                     : (c58 || k == 14 || k == 15) ? (float)q
+                     : k == 0 ? (float)lce
+                     : k == 9 ? (float)x9
+                     : k == 10 ? (float)x10
+                     : (float)x11;
+    if (k < 21) X32[LM_NF * e + k] = xk;
+    xout = xk;
+    return lce;
+}
+
+// one warp walks a pair's trees (every lane calls it; lane k < 24 holds feature k): p's bits, every lane
+__device__ __forceinline__ unsigned int lm_walk_regs(float xk, float f23, const double* s_thr, const double* s_val,
+                                                     const int* s_meta, int T, int L, double base) {
+    const unsigned FULL = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const float xw = lane == LM_NF - 1 ? f23 : xk;  // the walk sees f23 itself
+    const int t0 = lane, t1 = lane + 32;
+    int n0 = 0, n1 = 0;
+    int m0 = t0 < T ? s_meta[t0 * L] : (1 << 24);
+    int m1 = t1 < T ? s_meta[t1 * L] : (1 << 24);
+    while (__any_sync(FULL, !(m0 >> 24) || !(m1 >> 24))) {
+        const float y0 = __shfl_sync(FULL, xw, m0 & 31);
+        const float y1 = __shfl_sync(FULL, xw, m1 & 31);
+        if (!(m0 >> 24)) {
+            n0 = ((double)y0 <= s_thr[t0 * L + n0]) ? ((m0 >> 8) & 255) : ((m0 >> 16) & 255);
+            m0 = s_meta[t0 * L + n0];
+        }
+        if (!(m1 >> 24)) {
+            n1 = ((double)y1 <= s_thr[t1 * L + n1]) ? ((m1 >> 8) & 255) : ((m1 >> 16) & 255);
+            m1 = s_meta[t1 * L + n1];
+        }
+    }
+    const double v0 = t0 < T ? s_val[t0 * L + n0] : 0.0;
+    const double v1 = t1 < T ? s_val[t1 * L + n1] : 0.0;
+    double acc = base;
+    for (int tr = 0; tr < T; ++tr) {  // in tree order
+        const double v = __shfl_sync(FULL, tr < 32 ? v0 : v1, tr & 31);
+        acc += v;
+    }
+    return __float_as_uint((float)(acc > 0.0 ? acc : 0.0));
+}
+
+// one warp walks pair e's trees, its features read from X32's row (every lane calls it)
+__device__ __forceinline__ unsigned int lm_walk_warp(int e, const float* X32, float f23, const double* s_thr,
+                                                     const double* s_val, const int* s_meta, int T, int L,
+                                                     double base) {
+    const int lane = threadIdx.x & 31;
+    return lm_walk_regs(lane < LM_NF ? X32[LM_NF * e + lane] : 0.0f, f23, s_thr, s_val, s_meta, T, L, base);
+}
+
+// one warp merges region b into a (every lane calls it): the sums, the perimeter (less the pair's
+// length twice), the region's terms and normalised histogram again
+__device__ void lm_merge_warp(int a, int b, int len, int round, long long* area, long long* rsum, long long* rsq,
+                              long long* gin, int* hist, int* bord, long long* per, int* into, int* grown,
+                              double* rd, double* hn, double gscale) {
+    const int lane = threadIdx.x & 31;
+    const long long A = area[a] + area[b];
+    const double aA = (double)A;
+    const double iA = aA > 1.0 ? aA : 1.0;
+    long long s0 = 0, s1 = 0, s2 = 0, sq = 0, gi = 0, pe = 0;
+    int bo = 0;
+    if (lane == 0) {
+        s0 = rsum[3 * a] + rsum[3 * b];
+        s1 = rsum[3 * a + 1] + rsum[3 * b + 1];
+        s2 = rsum[3 * a + 2] + rsum[3 * b + 2];
+        sq = rsq[a] + rsq[b];
+        gi = gin[a] + gin[b];
+        pe = per[a] + per[b] - 2LL * len;
+        bo = bord[a] + bord[b];
+    }
+    __syncwarp();  // every lane has read the sums before any lane writes them
+    for (int k = lane; k < LM_NH; k += 32) {
+        const int v = hist[LM_NH * a + k] + hist[LM_NH * b + k];
+        hist[LM_NH * a + k] = v;
+        hn[LM_NH * a + k] = (double)v / iA;
+    }
+    if (lane == 0) {
+        area[a] = A;
+        rsum[3 * a] = s0;
+        rsum[3 * a + 1] = s1;
+        rsum[3 * a + 2] = s2;
+        rsq[a] = sq;
+        gin[a] = gi;
+        bord[a] = bo;
+        per[a] = pe;
+        into[b] = a;
+        grown[a] = round;
+        lm_region_terms(aA, s0, s1, s2, sq, gi, gscale, rd + 5 * a);
+    }
+    __syncwarp();
+}
+
+// a pair renamed into the table (its position becomes a hole, filled by a new pair in B)
+__device__ __forceinline__ void lm_rename(int e, int a, int b, int len, u64* hkey, int* hlen, unsigned long long* hgs,
+                                          int* hgh, int logcap, const unsigned long long* eg, const int* gh, int* ea,
+                                          int* el, int* hstamp, int* slots, u64* skey, int* holes, int* gc, int round,
+                                          bool insert) {
+    holes[atomicAdd(&gc[LG_HOLES], 1)] = e;  // issued first: the table's probe does not wait for it
+    if (insert) {
+        const int lo = imin(a, b), hi = imax(a, b);
+        const u64 key = ((u64)lo << 32) | (u64)hi;
+        const int slot = lm_insert(hkey, hlen, hgs, hgh, logcap, key, len, eg[e], gh + LM_NG * e, &gc[LG_ERR]);
+        if (slot >= 0) {
+            const int j = atomicAdd(&gc[LG_NEW], 1);
+            slots[j] = slot;
+            skey[j] = key;  // B reads the key with the slot: the regions' loads need not wait for the table
+        }
+    }
+    ea[e] = -1;
+    el[e] = 0;
+    hstamp[e] = round;
+}
+
+// All rounds of the learned merge over the whole grid (see lm_merge; the same results). Launch it
+// cooperatively with at most as many blocks as the device holds at once (gridDim 1 in the emulator).
+// Zeroed by the host: per, bar, gc. hstamp[e]: the round in which position e became a hole (-1: filled
+// in round 0); grown[r]: the round in which region r last grew (-1: never); mn2, best2: two buffers a round
+// each (one in use, the other emptied for the next round). state: [count, rounds, walks, error bits].
+// prof (optional, 16 long longs): [0-2] the rounds' phases B, C, D (from the barrier's end to the latest
+// arrival at the next, ns), [3] the clean-up and target-count steps, [4] the barriers (latest arrival to
+// block 0's release), [15] the latest arrival (scratch).
+__device__ __forceinline__ void lm_merge_grid_body(
+    int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el,
+    unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes,
+    int* hstamp,
+    double* rd, double* hn, long long* area, long long* rsum, long long* rsq, long long* gin, int* hist, int* bord,
+    long long* per, u64* mn2, u64* best2, int* into, int* grown, const double* __restrict__ m_thr,
+    const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L, double base,
+    const double* __restrict__ t23, int n23, float tau, int target, int min_area, double gscale, double b0,
+    double size_k, double inv_norm, double npx, int max_rounds, int emax, unsigned int* bar, int* gc,
+    int* state, long long* prof) {
+    __shared__ double s_thr[LM_MAXNODES];
+    __shared__ double s_val[LM_MAXNODES];
+    __shared__ int s_meta[LM_MAXNODES];
+    __shared__ double s_t23[256];  // the thresholds on feature 23 (the host checks n23 <= 256)
+    const unsigned FULL = 0xffffffffu;
+    const int t = threadIdx.x;
+    const int gt = blockIdx.x * blockDim.x + t, GT = gridDim.x * blockDim.x;
+    const int lane = t & 31, NW = GT >> 5;
+    // work spread over the SMs: consecutive items go to consecutive blocks (an SM's fp64 units and issue
+    // slots are shared by its warps, so a few heavy items a block, not a block of heavy items): thread
+    // index st, warp index sw (from a block's first warp) and swt (from its last)
+    const int wpb = blockDim.x >> 5, wl = t >> 5;
+    const int st = t * gridDim.x + blockIdx.x;
+    const int sw = wl * gridDim.x + blockIdx.x;
+    const int swt = (wpb - 1 - wl) * gridDim.x + blockIdx.x;
+    const int cap = 1 << logcap;
+    unsigned int nb = 0u;
+    for (int i = t; i < n23; i += blockDim.x) s_t23[i] = t23[i];
+    unsigned long long* tlast = prof != nullptr ? (unsigned long long*)&prof[15] : nullptr;
+    long long pt[5] = {0, 0, 0, 0, 0};
+    unsigned long long ts = 0ULL;
+#define LG_SYNC(k)                                                                   \
+    do {                                                                             \
+        lm_grid_sync(bar, nb, tlast);                                                \
+        if (tlast != nullptr && gt == 0) {                                           \
+            const unsigned long long la = *(volatile unsigned long long*)tlast;       \
+            const unsigned long long now = lm_gtime();                               \
+            pt[k] += (long long)(la - ts);                                           \
+            pt[4] += (long long)(now - la);                                          \
+            ts = now;                                                                \
+        }                                                                            \
+    } while (0)
+    for (int i = t; i < T * L; i += blockDim.x) {
+        s_thr[i] = m_thr[i];
+        s_val[i] = m_val[i];
+        s_meta[i] = m_meta[i];
+    }
+    for (int r = gt; r < R; r += GT) {
+        into[r] = r;
+        grown[r] = -1;
+        mn2[r] = LM_EMPTY;
+        mn2[R + r] = LM_EMPTY;
+        best2[r] = LM_EMPTY;
+        best2[R + r] = LM_EMPTY;
+        if (bord[r]) atomicAdd((unsigned long long*)&per[r], (unsigned long long)(long long)bord[r]);
+        lm_region_terms((double)area[r], rsum[3 * r], rsum[3 * r + 1], rsum[3 * r + 2], rsq[r], gin[r], gscale,
+                        rd + 5 * r);
+    }
+    for (int i = gt; i < LM_NH * R; i += GT) {
+        const int r = i / LM_NH;
+        const double aA = (double)area[r];
+        hn[i] = (double)hist[i] / (aA > 1.0 ? aA : 1.0);
+    }
+    // every pair of the table is a new pair of round 0 (position i, filled in B)
+    for (int s = gt; s < cap; s += GT) {
+        const u64 k = hkey[s];
+        if (k == LM_EMPTY) continue;
+        const int i = atomicAdd(&gc[LG_E], 1);
+        if (i < emax) {
+            const int len = hlen[s];
+            slots[i] = s;
+            skey[i] = k;
+            holes[i] = i;
+            hstamp[i] = -1;
+            atomicAdd((unsigned long long*)&per[(int)(k >> 32)], (unsigned long long)(long long)len);
+            atomicAdd((unsigned long long*)&per[(int)(k & 0xffffffffULL)], (unsigned long long)(long long)len);
+        } else {
+            atomicOr(&gc[LG_ERR], 2);
+        }
+    }
+    if (gt == 0 && tlast != nullptr) ts = lm_gtime();
+    LG_SYNC(3);
+    const int E = imin(lm_ldv(&gc[LG_E]), emax);
+    int count = R, rounds = 0, live = E, myWalks = 0;
+    int myE = -1, myA = 0, myB = 0;  // the warp's last new pair of B (its features stay in registers for C)
+    float myX = 0.0f;
+    double myL = 0.0;
+    const bool one = E <= 32 * NW;  // one pass over the positions: C's loads serve D
+    int pa0 = -1, pb0 = -1, pl = 0;
+    while (true) {
+        int nNew = E;
+        if (rounds > 0) {
+            nNew = lm_ldv(&gc[LG_NEW]);
+            live += nNew - lm_ldv(&gc[LG_HOLES]);
+        }
+        if (lm_ldv(&gc[LG_ERR]) || live == 0 || rounds >= max_rounds || (target > 0 && count <= target)) break;
+        const int par = rounds & 1;
+        u64* mn = mn2 + par * R;
+        u64* best = best2 + par * R;
+        const float f23 = (float)lm_log((double)count / (double)R);
+        int bin23 = 0;
+        for (int k = 0; k < n23; ++k) bin23 += ((double)f23 > s_t23[k]) ? 1 : 0;
+        // B. every region's lowest log cost: the kept pairs' (one thread a pair), the new pairs' with their
+        // log cost and features 0-20 (one warp a pair, moved from the table into the holes)
+        for (int e = st; e < E; e += GT) {
+            const int hs = hstamp[e], a = ea[e], b = eb[e];
+            const double v = lc[e];
+            if (hs == rounds - 1 || a < 0) continue;  // a hole of the last renaming (refilled below), or empty
+            const u64 kk = lm_dkey(v);
+            atomicMin((unsigned long long*)&mn[a], (unsigned long long)kk);
+            atomicMin((unsigned long long*)&mn[b], (unsigned long long)kk);
+        }
+        for (int i = swt; i < nNew; i += NW) {  // the blocks' last warps: their first ones have the kept pairs
+            const int s = slots[i], e = holes[i];
+            const u64 k = skey[i];
+            const int a = (int)(k >> 32), b = (int)(k & 0xffffffffULL);
+            const int len = hlen[s];
+            const unsigned long long g = hgs[s];
+            const int ghj = lane < LM_NG ? hgh[LM_NG * s + lane] : 0;
+            float xk;
+            const double v = lm_new_pair_warp(e, a, b, len, g, ghj, X32, area, rd, hn, per, npx, gscale, b0, size_k,
+                                              inv_norm, xk);
+            myE = e;
+            myA = a;
+            myB = b;
+            myX = xk;
+            myL = v;
+            __syncwarp();  // every lane has read the slot before it is emptied
+            if (lane < LM_NG) {
+                gh[LM_NG * e + lane] = ghj;
+                hgh[LM_NG * s + lane] = 0;
+            }
+            if (lane == 0) {
+                ea[e] = a;
+                eb[e] = b;
+                el[e] = len;
+                eg[e] = g;
+                hkey[s] = LM_EMPTY;
+                hlen[s] = 0;
+                hgs[s] = 0ULL;
+                lc[e] = v;
+                const u64 kk = lm_dkey(v);
+                atomicMin((unsigned long long*)&mn[a], (unsigned long long)kk);
+                atomicMin((unsigned long long*)&mn[b], (unsigned long long)kk);
+            }
+        }
+        LG_SYNC(0);
+        // C. the context features for all, the trees of the new pairs and of the pairs whose features changed
+        // (one warp a pair); every region's lowest p. The other round's buffers are emptied for the next round.
+        if (gt == 0) {
+            gc[LG_NEW] = 0;
+            gc[LG_HOLES] = 0;
+            gc[LG_NM] = 0;
+            gc[LG_SEL] = 0;
+            gc[LG_MV] = 0;
+            gc[LG_KC] = 0;
+            gc[LG_KC + 1] = 0;
+        }
+        {
+            u64* mnx = mn2 + (par ^ 1) * R;
+            u64* bestx = best2 + (par ^ 1) * R;
+            for (int r = gt; r < R; r += GT) {
+                mnx[r] = LM_EMPTY;
+                bestx[r] = LM_EMPTY;
+            }
+        }
+        // the new pairs, by the warps that computed their features in B (the last one's still in registers)
+        for (int i = swt; i < nNew; i += NW) {
+            int e = myE, a = myA, b = myB;
+            float xk = myX;
+            double lce = myL;
+            if (i + NW < nNew) {  // an earlier one of this warp (round 0): from memory
+                e = holes[i];
+                a = ea[e];
+                b = eb[e];
+                lce = lc[e];
+                xk = lane < 21 ? X32[LM_NF * e + lane] : 0.0f;
+            }
+            const double cA = lce - lm_dval(mn[a]), cB = lce - lm_dval(mn[b]);
+            if (lane == 21) xk = (float)(cA < cB ? cA : cB);
+            else if (lane == 22) xk = (float)(cA > cB ? cA : cB);
+            else if (lane == 23) xk = (float)bin23;
+            if (lane >= 21 && lane < LM_NF) X32[LM_NF * e + lane] = xk;
+            const unsigned int bits = lm_walk_regs(xk, f23, s_thr, s_val, s_meta, T, L, base);
+            if (lane == 0) {
+                pb[e] = bits;
+                myWalks += 1;
+                atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
+                atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));
+            }
+        }
+        // the kept pairs: the trees again where their context features changed
+        for (int base0 = 0; base0 < E; base0 += 32 * NW) {
+            const int e = base0 + sw + lane * NW;
+            int a = -1, b = -1, hs = -2;
+            double lce = 0.0;
+            if (e < E) {
+                a = ea[e];
+                b = eb[e];
+                hs = hstamp[e];
+                lce = lc[e];
+                pl = el[e];
+            }
+            pa0 = a;  // D's loop reads the same positions (when one pass covers them)
+            pb0 = b;
+            if (hs == rounds - 1) a = -1;  // a new pair: done above
+            bool walk = false;
+            unsigned int mine = 0u;
+            if (a >= 0) {
+                float* X = X32 + LM_NF * e;
+                const float y21 = X[21], y22 = X[22], y23 = X[23];
+                mine = pb[e];
+                double cA = lce - lm_dval(mn[a]), cB = lce - lm_dval(mn[b]);
+                float x21 = (float)(cA < cB ? cA : cB), x22 = (float)(cA > cB ? cA : cB), x23 = (float)bin23;
+                walk = !(x21 == y21 && x22 == y22 && x23 == y23);
+                if (walk) {
+                    X[21] = x21;
+                    X[22] = x22;
+                    X[23] = x23;
+                }
+            }
+            unsigned work = __ballot_sync(FULL, walk);
+            if (work) __syncwarp();  // the owners' features 21-23 are written
+            while (work) {
+                const int src = __ffs((int)work) - 1;
+                work &= work - 1u;
+                const int ew = __shfl_sync(FULL, e, src);
+                const unsigned int bits = lm_walk_warp(ew, X32, f23, s_thr, s_val, s_meta, T, L, base);
+                if (lane == src) mine = bits;
+                if (lane == 0) {
+                    pb[ew] = bits;
+                    myWalks += 1;
+                }
+            }
+            if (a >= 0) {
+                atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)mine << 32) | (u64)b));
+                atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)mine << 32) | (u64)a));
+            }
+        }
+        LG_SYNC(1);
+        int nm = 0;
+        bool cleaned = false;
+        if (target == 0) {
+            // D. the mutual lowest pairs under tau merge (one warp a pair; each region is in one at most); a
+            // pair at a region that merges is renamed now: region x merges with x' = best[x]'s other region when
+            // best[x']'s is x and best[x]'s p is under tau (into the lower of the two)
+            for (int base0 = 0; base0 < E; base0 += 32 * NW) {
+                const int e = base0 + sw + lane * NW;
+                int a = pa0, b = pb0, len = pl;  // C's loads (one pass)
+                if (!one) {
+                    a = -1;
+                    if (e < E) {
+                        a = ea[e];
+                        b = eb[e];
+                        len = el[e];
+                    }
+                }
+                bool m = false;
+                if (a >= 0) {
+                    const u64 Ba = best[a], Bb = best[b];
+                    const int pa = (int)(Ba & 0xffffffffULL), pq = (int)(Bb & 0xffffffffULL);
+                    const u64 Bpa = best[pa], Bpq = best[pq];
+                    const bool ma = (int)(Bpa & 0xffffffffULL) == a && __uint_as_float((unsigned int)(Ba >> 32)) < tau;
+                    const bool mb = (int)(Bpq & 0xffffffffULL) == b && __uint_as_float((unsigned int)(Bb >> 32)) < tau;
+                    m = ma && pa == b;
+                    if (ma || mb)
+                        lm_rename(e, ma ? imin(a, pa) : a, mb ? imin(b, pq) : b, len, hkey, hlen, hgs, hgh, logcap,
+                                  eg, gh, ea, el, hstamp, slots, skey, holes, gc, rounds, !m);
+                }
+                unsigned mm = __ballot_sync(FULL, m);
+                if (lane == 0 && mm) atomicAdd(&gc[LG_NM], __popc(mm));
+                while (mm) {
+                    const int src = __ffs((int)mm) - 1;
+                    mm &= mm - 1u;
+                    lm_merge_warp(__shfl_sync(FULL, a, src), __shfl_sync(FULL, b, src), __shfl_sync(FULL, len, src),
+                                  rounds, area, rsum, rsq, gin, hist, bord, per, into, grown, rd, hn, gscale);
+                }
+            }
+            LG_SYNC(2);
+            nm = lm_ldv(&gc[LG_NM]);
+            if (nm == 0) {
+                if (min_area <= 1) break;
+                // clean-up: every region smaller than min_area joins its lowest-p neighbour
+                int sel = 0;
+                for (int e = gt; e < E; e += GT) {
+                    const int a = ea[e];
+                    if (a < 0) continue;
+                    const int b = eb[e];
+                    bool la = (int)(best[a] & 0xffffffffULL) == b && area[a] < (long long)min_area;
+                    bool lb = (int)(best[b] & 0xffffffffULL) == a && area[b] < (long long)min_area;
+                    if (la || lb) {
+                        uf_union(into, a, b);
+                        sel += 1;
+                    }
+                }
+                if (sel) atomicAdd(&gc[LG_SEL], sel);
+                LG_SYNC(3);
+                if (lm_ldv(&gc[LG_SEL]) == 0) break;
+                int mv = 0;
+                for (int r = gt; r < R; r += GT) {
+                    if (best[r] == LM_EMPTY) continue;  // merged away earlier (or no pair)
+                    int root = uf_find(into, r);
+                    if (root != r) {
+                        grown[root] = rounds;
+                        atomicAdd((unsigned long long*)&area[root], (unsigned long long)area[r]);
+                        for (int c = 0; c < 3; ++c)
+                            atomicAdd((unsigned long long*)&rsum[3 * root + c], (unsigned long long)rsum[3 * r + c]);
+                        atomicAdd((unsigned long long*)&rsq[root], (unsigned long long)rsq[r]);
+                        atomicAdd((unsigned long long*)&gin[root], (unsigned long long)gin[r]);
+                        atomicAdd((unsigned long long*)&per[root], (unsigned long long)per[r]);
+                        for (int k = 0; k < LM_NH; ++k)
+                            if (hist[LM_NH * r + k]) atomicAdd(&hist[LM_NH * root + k], hist[LM_NH * r + k]);
+                        if (bord[r]) atomicAdd(&bord[root], bord[r]);
+                        into[r] = root;
+                        mv += 1;
+                    }
+                }
+                if (mv) atomicAdd(&gc[LG_MV], mv);
+                LG_SYNC(3);
+                nm = lm_ldv(&gc[LG_MV]);
+                cleaned = true;
+            }
+        } else {
+            // D with a target count: flag the mutual pairs, keep the lowest where they overshoot, then merge
+            for (int e = gt; e < E; e += GT) {
+                const int a = ea[e];
+                if (a < 0) continue;
+                const int b = eb[e];
+                if ((int)(best[a] & 0xffffffffULL) == b && (int)(best[b] & 0xffffffffULL) == a &&
+                    __uint_as_float(pb[e]) < tau) {
+                    el[e] = -el[e] - 1;
+                    atomicAdd(&gc[LG_NM], 1);
+                }
+            }
+            LG_SYNC(3);
+            nm = lm_ldv(&gc[LG_NM]);
+            if (nm == 0) break;
+            if (count - nm < target) {
+                // keep only the k lowest flagged pairs by (p bits << 32 | lower region): a binary search,
+                // one grid barrier a step (three counters in turn)
+                const int k = count - target;
+                u64 lo = 0ULL, hi = 0xFFFFFFFFFFFFFFFFULL;
+                int it = 0;
+                while (lo < hi) {
+                    const u64 mid = lo + (hi - lo) / 2ULL;
+                    int c = 0;
+                    for (int e = gt; e < E; e += GT)
+                        if (ea[e] >= 0 && el[e] < 0 && ((((u64)pb[e]) << 32) | (u64)ea[e]) <= mid) c += 1;
+                    if (c) atomicAdd(&gc[LG_KC + it % 3], c);
+                    if (gt == 0) gc[LG_KC + (it + 1) % 3] = 0;
+                    LG_SYNC(3);
+                    const int tot = lm_ldv(&gc[LG_KC + it % 3]);
+                    if (tot >= k) hi = mid;
+                    else lo = mid + 1ULL;
+                    it += 1;
+                }
+                for (int e = gt; e < E; e += GT)
+                    if (ea[e] >= 0 && el[e] < 0 && ((((u64)pb[e]) << 32) | (u64)ea[e]) > lo) el[e] = -el[e] - 1;
+                nm = k;
+                LG_SYNC(3);
+            }
+            for (int base0 = 0; base0 < E; base0 += 32 * NW) {
+                const int e = base0 + sw + lane * NW;
+                int a = -1, b = -1, len = 0;
+                bool m = false;
+                if (e < E) a = ea[e];
+                if (a >= 0 && el[e] < 0) {
+                    b = eb[e];
+                    len = -el[e] - 1;
+                    m = true;
+                }
+                unsigned mm = __ballot_sync(FULL, m);
+                while (mm) {
+                    const int src = __ffs((int)mm) - 1;
+                    mm &= mm - 1u;
+                    lm_merge_warp(__shfl_sync(FULL, a, src), __shfl_sync(FULL, b, src), __shfl_sync(FULL, len, src),
+                                  rounds, area, rsum, rsq, gin, hist, bord, per, into, grown, rd, hn, gscale);
+                }
+            }
+            LG_SYNC(3);
+        }
+        if (target > 0 || cleaned) {
+            // after the clean-up (regions' terms again) or the target count's merges: the pairs at a grown
+            // region are renamed (flagged ones: merged, holes); the perimeters lose the pairs that became inner
+            if (target == 0)
+                for (int r = gt; r < R; r += GT)
+                    if (grown[r] == rounds) {
+                        lm_region_terms((double)area[r], rsum[3 * r], rsum[3 * r + 1], rsum[3 * r + 2], rsq[r],
+                                        gin[r], gscale, rd + 5 * r);
+                        const double aA = (double)area[r];
+                        for (int k = 0; k < LM_NH; ++k)
+                            hn[LM_NH * r + k] = (double)hist[LM_NH * r + k] / (aA > 1.0 ? aA : 1.0);
+                    }
+            for (int e = gt; e < E; e += GT) {
+                const int a0 = ea[e];
+                if (a0 < 0) continue;
+                const int len = el[e];
+                if (len < 0) {
+                    lm_rename(e, 0, 0, 0, hkey, hlen, hgs, hgh, logcap, eg, gh, ea, el, hstamp, slots, skey, holes, gc, rounds,
+                              false);
+                    continue;
+                }
+                const int a = into[a0], b = into[eb[e]];
+                if (grown[a] == rounds || grown[b] == rounds) {
+                    if (a == b) atomicAdd((unsigned long long*)&per[a], (unsigned long long)(-2LL * len));
+                    lm_rename(e, a, b, len, hkey, hlen, hgs, hgh, logcap, eg, gh, ea, el, hstamp, slots, skey, holes, gc,
+                              rounds, a != b);
+                }
+            }
+            LG_SYNC(3);
+        }
+        count -= nm;
+        rounds += 1;
+    }
+    if (lane == 0 && myWalks) atomicAdd(&gc[LG_WALKS], myWalks);
+    LG_SYNC(3);
+    if (gt == 0) {
+        state[0] = count;
+        state[1] = rounds;
+        state[2] = lm_ldv(&gc[LG_WALKS]);
+        state[3] = lm_ldv(&gc[LG_ERR]);
+        if (prof != nullptr)
+            for (int k = 0; k < 5; ++k) prof[k] = pt[k];
+    }
+#undef LG_SYNC
+}
+
+// 1024 threads a block (64 registers a thread), or 512 (128 registers): the same rounds
+extern "C" __global__ void __launch_bounds__(1024) lm_merge_grid(
+    int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el,
+    unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes,
+    int* hstamp,
+    double* rd, double* hn, long long* area, long long* rsum, long long* rsq, long long* gin, int* hist, int* bord,
+    long long* per, u64* mn2, u64* best2, int* into, int* grown, const double* __restrict__ m_thr,
+    const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L, double base,
+    const double* __restrict__ t23, int n23, float tau, int target, int min_area, double gscale, double b0,
+    double size_k, double inv_norm, double npx, int max_rounds, int emax, unsigned int* bar, int* gc,
+    int* state, long long* prof) {
+    lm_merge_grid_body(R, hkey, hlen, hgs, hgh, logcap, ea, eb, el, eg, gh, pb, lc, X32, slots, skey, holes, hstamp, rd,
+                       hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, T, L,
+                       base, t23, n23, tau, target, min_area, gscale, b0, size_k, inv_norm, npx, max_rounds, emax,
+                       bar, gc, state, prof);
+}
+
+extern "C" __global__ void __launch_bounds__(512) lm_merge_grid512(
+    int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el,
+    unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes,
+    int* hstamp,
+    double* rd, double* hn, long long* area, long long* rsum, long long* rsq, long long* gin, int* hist, int* bord,
+    long long* per, u64* mn2, u64* best2, int* into, int* grown, const double* __restrict__ m_thr,
+    const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L, double base,
+    const double* __restrict__ t23, int n23, float tau, int target, int min_area, double gscale, double b0,
+    double size_k, double inv_norm, double npx, int max_rounds, int emax, unsigned int* bar, int* gc,
+    int* state, long long* prof) {
+    lm_merge_grid_body(R, hkey, hlen, hgs, hgh, logcap, ea, eb, el, eg, gh, pb, lc, X32, slots, skey, holes, hstamp, rd,
+                       hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, T, L,
+                       base, t23, n23, tau, target, min_area, gscale, b0, size_k, inv_norm, npx, max_rounds, emax,
+                       bar, gc, state, prof);
 }

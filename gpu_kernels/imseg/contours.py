@@ -955,9 +955,12 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         labels_d = sp["comps"].copy()
         kernel(be, _label._SRC, "relabel_pixels")(grid(n, 256), (256,), (labels_d, np.int64(n), newid))
         meta = syncs.read_many(be, (count_d, state), "number of segments (sizes the feature arrays)")
+        if learned:
+            _lm.check_state(meta[1:])
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
-                   merge_smem=(("regions" if _lm.uses_region_smem(be, R) else False) if learned
+                   merge_smem=(("regions" if _lm.DEFAULT_KERNEL == "block" and _lm.uses_region_smem(be, R) else False)
+                               if learned
                                else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)]))
     return out
 

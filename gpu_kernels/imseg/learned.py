@@ -18,11 +18,13 @@ mutual lowest pairs whatever p is, until exactly that many regions are left (as 
 default coarseness 3.3 gives the accepted τ 0.39, and larger coarseness gives fewer segments.
 
 The CPU path (:func:`merge_learned_np`, compiled with numba when it imports) and the GPU path
-(``gpu_kernels/cuda/imseg_learned.cu``: the graph's extra sums in one pass over the pixels, all
-rounds in one persistent block) give the same labels: every sum is a sum of integers, every float
-operation is done in the same order (CUDA with ``--fmad=false``), and the logarithm is this module's
-own (:func:`flog`: frexp and a polynomial of +, −, ×, ÷ only), so its bits agree on both paths.
-A pair's trees are walked again only when its float32 features changed.
+(``gpu_kernels/cuda/imseg_learned.cu``: the graph's extra sums in one pass over the pixels, then all
+rounds in one cooperative launch over every SM, ``lm_merge_grid``, three grid barriers a round; session
+12's one-block kernel ``lm_merge`` stays selectable, :data:`KERNELS`) give the same labels: every sum
+is a sum of integers, every float operation is done in the same order (CUDA with ``--fmad=false``;
+the chi2 sums by shuffles in NumPy's pairwise order, the trees' leaf values in tree order), and the
+logarithm is this module's own (:func:`flog`: frexp and a polynomial of +, −, ×, ÷ only), so its bits
+agree on both paths. A pair's trees are walked again only when its float32 features changed.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 from gpu_kernels.imseg import contours as _ct
 from gpu_kernels.imseg import defaults as _dflt
 
-__all__ = ["FEATURES", "NFEAT", "DEFAULT_TAU", "model", "tau_from_coarseness", "graph_extras_np",
+__all__ = ["FEATURES", "NFEAT", "default_tau", "model", "tau_from_coarseness", "graph_extras_np",
            "merge_learned_np", "merge_device", "edge_features_np", "flog", "predict_np", "thresholds23"]
 
 NFEAT = 24
@@ -49,8 +51,6 @@ FEATURES = ("log cost", "log harmonic area", "log colour distance", "log length"
             "log smaller share", "log larger share", "length / smaller perimeter", "length / larger perimeter",
             "log texture product", "|log texture ratio|", "log boundary / texture", "log variance product",
             "|log variance ratio|", "context min", "context max", "log progress")
-#: the accepted τ (session 11's decision) at the default coarseness
-DEFAULT_TAU = 0.39
 #: τ per unit of coarseness (τ = 0.39 at the default 3.3; 0.192 at 0, 0.792 at 10)
 TAU_PER_COARSENESS = 0.06
 # the contour merge's cost terms, which the features reuse (numba reads them as constants when it compiles;
@@ -66,9 +66,14 @@ _SQRT_HALF = 0.7071067811865476
 _LOGC = tuple(1.0 / (2 * k + 1) for k in range(1, 13))   # 1/3, 1/5, ..., 1/25
 
 
+def default_tau() -> float:
+    """The accepted τ (session 11's decision, stored with the model: 0.39), the default coarseness's."""
+    return float(model()["tau"])
+
+
 def tau_from_coarseness(coarseness: float) -> float:
     """The learned merge's τ at a coarseness: 0.39 + 0.06 (c − 3.3), within [0, 1]."""
-    return float(min(1.0, max(0.0, DEFAULT_TAU + TAU_PER_COARSENESS * (float(coarseness) - _dflt.DEFAULT_COARSENESS))))
+    return float(min(1.0, max(0.0, default_tau() + TAU_PER_COARSENESS * (float(coarseness) - _dflt.DEFAULT_COARSENESS))))
 
 
 _MODEL = None
@@ -744,23 +749,48 @@ def uses_region_smem(be, R: int) -> bool:
     return region_smem_bytes(R) <= C._max_smem(be) - _STATIC_SMEM
 
 
+#: the GPU merge's kernel: "grid" (``lm_merge_grid``: every SM, one cooperative launch; the default; H100,
+#: session 13: 4.9 ms end to end at 512x512, 11.7 ms at 1080p) or "block" (``lm_merge``: one block;
+#: session 12's kernel, 22.7 / 100 ms, kept for comparison); the same labels
+KERNELS = ("grid", "block")
+DEFAULT_KERNEL = "grid"
+#: lm_merge_grid's phases (``prof``, int64 of 16: ns summed over the rounds, from the end of a phase's
+#: opening barrier to the latest block's arrival at its closing one; "barriers": that arrival to the release)
+GRID_PHASES = ("B: new pairs, lowest log cost", "C: context, trees, lowest p", "D: mutual, merge, rename",
+               "clean-up and target count", "barriers")
+#: threads a block of lm_merge_grid: 512 (128 registers a thread; 16-19 % faster on the H100 than 1024,
+#: session 13 call 3) or 1024 (64 registers); a benchmark knob
+GRID_THREADS = 512
+_LG_N = 12
+
+
 def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: float, inv_norm: float, *,
                  min_area: int = 0, max_rounds: int = 100_000, timer=None, model_arrays: dict | None = None,
-                 smem: bool | None = None, prof=None):
+                 smem: bool | None = None, prof=None, kernel: str | None = None):
     """The graph with the learned merge's sums and all merge rounds on the device: ``(into (R,) int32,
-    state (3,) int32: [count, rounds, tree walks])``; nothing is read back. ``smem``: the regions'
-    arrays in shared memory (None: where they fit). ``prof``: a device int64 array of 12 that receives
-    the clock cycles of each phase of the rounds (block thread 0; :data:`PHASES`).
+    state int32: [count, rounds, tree walks] and, for the "grid" kernel, error bits)``; nothing is read
+    back. ``smem``: the regions' arrays in shared memory (None: where they fit; the "block" kernel only).
+    ``prof``: a device int64 array that receives the time of each phase of the rounds (the "block"
+    kernel: 12, block thread 0's clock cycles, :data:`PHASES`; the "grid" kernel: 16, ns,
+    :data:`GRID_PHASES`). ``kernel``: :data:`KERNELS` (None: :data:`DEFAULT_KERNEL`); both give the
+    same labels.
 
-    Precondition (not checked on the device): every region 1..R of ``labels_d`` is ONE 4-connected piece,
-    as the contours method's superpixel stage guarantees (SLIC then connected components). The pair
-    arrays hold 3R + 16 pairs and the hash table ~6R keys, bounds that hold for such a partition (a
-    planar region adjacency graph); labels whose regions are split in several pieces can exceed them,
-    and the kernels neither detect nor report that (session 12 review #2, as for the contour merge's
-    ``contours.graph_merge_device``). Relabel with connected components first."""
+    Precondition: every region 1..R of ``labels_d`` is ONE 4-connected piece, as the contours method's
+    superpixel stage guarantees (SLIC then connected components). The pair arrays hold 3R + 16 pairs
+    and the hash table ~6R keys, bounds that hold for such a partition (a planar region adjacency
+    graph); labels whose regions are split in several pieces can exceed them (session 12 review #2).
+    The "grid" kernel checks them on the device: a full table (error bit 1) or more pairs than
+    positions (bit 2) stops the rounds, and :func:`check_state` (called by ``contours.stage_merge``)
+    raises one line, instead of writing out of bounds. The "block" kernel bounds its table probes but
+    does not check the pair count (as the contour merge's ``contours.graph_merge_device``)."""
     from gpu_kernels.backend import set_max_dynamic_smem
     from gpu_kernels.imseg import contours as C
-    from gpu_kernels.imseg._util import grid, kernel
+    from gpu_kernels.imseg._util import grid
+    from gpu_kernels.imseg._util import kernel as _kernel
+
+    which = DEFAULT_KERNEL if kernel is None else kernel
+    if which not in KERNELS:
+        raise ValueError(f"unknown learned merge kernel {which!r}: use {' or '.join(KERNELS)}")
 
     xp = be.xp
     n = h * w
@@ -776,10 +806,11 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     gin = xp.zeros(R, dtype=xp.int64)
     hist = xp.zeros(NH * R, dtype=xp.int32)
     bord = xp.zeros(R, dtype=xp.int32)
+    gc = xp.zeros(_LG_N, dtype=xp.int32)   # lm_merge_grid's counters; [0]: error bits
     chunks = -(-n // 16)
-    kernel(be, _SRC, "lm_rag_pixels", options=_OPTS)(grid(chunks, 256), (256,), (
+    _kernel(be, _SRC, "lm_rag_pixels", options=_OPTS)(grid(chunks, 256), (256,), (
         labels_d, gq, q, np.int32(w), np.int32(h), area, rsum, rsq, gin, hist, bord, hkey, hlen, hgs, hgh,
-        np.int32(lc)))
+        np.int32(lc), gc))
     if timer is not None:
         timer.mark("graph")
     emax = 3 * R + 16
@@ -787,6 +818,13 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     m_thr, m_val, m_meta, T, L, t23 = _dev_model(be, m)
     if T * L > 2048:
         raise ValueError("the model has more than 2048 nodes")
+    tau32 = np.float32(np.inf if target > 0 else tau)
+    if which == "grid":
+        if T > 64 or len(t23) > 256:
+            raise ValueError("the grid kernel walks at most 64 trees with at most 256 thresholds on feature 23")
+        return _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m,
+                           (m_thr, m_val, m_meta, T, L, t23), tau32, target, min_area, inv_norm, max_rounds, gc,
+                           prof)
     ea = xp.empty(emax, dtype=xp.int32)
     eb = xp.empty(emax, dtype=xp.int32)
     el = xp.empty(emax, dtype=xp.int32)
@@ -810,8 +848,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     into = xp.empty(R, dtype=xp.int32)
     chg = xp.empty(R, dtype=xp.int32)
     state = xp.zeros(3, dtype=xp.int32)
-    tau32 = np.float32(np.inf if target > 0 else tau)
-    fm = kernel(be, _SRC, "lm_merge", options=_OPTS)
+    fm = _kernel(be, _SRC, "lm_merge", options=_OPTS)
     smem_bytes = region_smem_bytes(R)
     fits = uses_region_smem(be, R)
     use = fits if smem is None else bool(smem) and fits
@@ -825,3 +862,61 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
         prof if prof is not None else _null(be)),
         shared_mem=smem_bytes if use else 0)
     return into, state
+
+
+def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m, dm, tau32, target,
+                min_area, inv_norm, max_rounds, gc, prof):
+    """lm_merge_grid: every round over the whole GPU (one cooperative launch)."""
+    from gpu_kernels.backend import cooperative_blocks
+    from gpu_kernels.imseg._util import kernel as _kernel
+
+    xp = be.xp
+    m_thr, m_val, m_meta, T, L, t23 = dm
+    ea = xp.empty(emax, dtype=xp.int32)
+    eb = xp.empty(emax, dtype=xp.int32)
+    el = xp.empty(emax, dtype=xp.int32)
+    eg = xp.empty(emax, dtype=xp.uint64)
+    gh = xp.empty(emax * NG, dtype=xp.int32)
+    pb = xp.empty(emax, dtype=xp.uint32)
+    lcost = xp.empty(emax, dtype=xp.float64)
+    X32 = xp.empty(emax * NFEAT, dtype=xp.float32)
+    slots = xp.empty(emax, dtype=xp.int32)
+    skey = xp.empty(emax, dtype=xp.uint64)
+    holes = xp.empty(emax, dtype=xp.int32)
+    hstamp = xp.empty(emax, dtype=xp.int32)
+    rd = xp.empty(5 * R, dtype=xp.float64)
+    hn = xp.empty(NH * R, dtype=xp.float64)
+    per = xp.zeros(R, dtype=xp.int64)
+    mn2 = xp.empty(2 * R, dtype=xp.uint64)
+    best2 = xp.empty(2 * R, dtype=xp.uint64)
+    into = xp.empty(R, dtype=xp.int32)
+    grown = xp.empty(R, dtype=xp.int32)
+    bar = xp.zeros(2, dtype=xp.uint32)
+    state = xp.zeros(4, dtype=xp.int32)
+    threads = GRID_THREADS
+    fm = _kernel(be, _SRC, "lm_merge_grid" if threads == 1024 else f"lm_merge_grid{threads}", options=_OPTS,
+                 cooperative=True)
+    blocks = max(1, min(cooperative_blocks(fm, threads), _grid_blocks_cap(be)))
+    fm((blocks,), (threads,), (
+        np.int32(R), hkey, hlen, hgs, hgh, np.int32(lc), ea, eb, el, eg, gh, pb, lcost, X32, slots, skey, holes,
+        hstamp, rd, hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, np.int32(T),
+        np.int32(L), np.float64(m["base"]), t23, np.int32(len(t23)), tau32, np.int32(target), np.int32(min_area),
+        np.float64(_GSCALE), np.float64(_B0), np.float64(_SIZE_K), np.float64(inv_norm), np.float64(n),
+        np.int32(max_rounds), np.int32(emax), bar, gc, state, prof if prof is not None else _null(be)))
+    return into, state
+
+
+#: at most this many blocks for lm_merge_grid (None: as many as the device holds at once); a benchmark knob
+GRID_BLOCKS: int | None = None
+
+
+def _grid_blocks_cap(be) -> int:
+    return int(GRID_BLOCKS) if GRID_BLOCKS else 1 << 30
+
+
+def check_state(state) -> None:
+    """Raise when :func:`merge_device`'s state (read back) reports an overflow of the pair bounds."""
+    s = np.asarray(state).reshape(-1)
+    if s.shape[0] > 3 and int(s[3]):
+        raise ValueError("the learned merge's region graph overflowed its bounds (a region of the labels is "
+                         "not one 4-connected piece?)")

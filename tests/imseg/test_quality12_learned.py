@@ -44,7 +44,7 @@ def test_the_shipped_model_is_session_11s_accepted_one():
     for k in ("feat", "thr", "left", "right", "val"):
         np.testing.assert_array_equal(m[k], np.array(d["model"][k]), err_msg=k)
     np.testing.assert_array_equal(m["leaf"], np.array(d["model"]["leaf"], bool))
-    assert m["base"] == d["model"]["base"] and m["tau"] == d["tau"] == LM.DEFAULT_TAU
+    assert m["base"] == d["model"]["base"] and m["tau"] == d["tau"] == LM.default_tau() == 0.39
     assert LM.tau_from_coarseness(C.DEFAULT_COARSENESS) == pytest.approx(0.39, abs=1e-12)
 
 
@@ -159,8 +159,24 @@ def test_kernels_in_the_emulator_give_the_cpu_labels(kw):
     assert a.info["merge_rounds"] == b.info["merge_rounds"] and a.syncs == 2
 
 
+#: the GPU merge's kernels and their settings: session 12's one-block kernel with the regions in shared
+#: memory or not, session 13's grid kernel with 512 or 1024 threads a block
+KERNEL_SETTINGS = (("block", {"smem": True}), ("block", {"smem": False}), ("grid", {"threads": 512}),
+                   ("grid", {"threads": 1024}))
+
+
+def merge_with(be, kernel, setting, *args, **kw):
+    """``learned.merge_device`` with one of :data:`KERNEL_SETTINGS`."""
+    old = LM.GRID_THREADS
+    LM.GRID_THREADS = setting.get("threads", old)
+    try:
+        return LM.merge_device(be, *args, kernel=kernel, smem=setting.get("smem"), **kw)
+    finally:
+        LM.GRID_THREADS = old
+
+
 @needs_emu
-def test_the_emulated_merge_kernel_with_and_without_shared_memory():
+def test_the_emulated_merge_kernels_give_the_cpu_merge():
     img, _ = shaded_regions(1208, h=64, w=80, cells=5)
     col, sp, g = _graph(img, 120)
     h, w = img.shape[:2]
@@ -169,13 +185,36 @@ def test_the_emulated_merge_kernel_with_and_without_shared_memory():
     xp = be.xp
     for target, ma in ((0, C.min_region_area(sp["S"])), (3, 0)):
         want, _ = C._resolve(LM.merge_learned_np(g, target, 0.39, inv, min_area=ma)[0])
-        for smem in (True, False):
-            into, state = LM.merge_device(be, xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"], h, w,
-                                          xp.asarray(col["gq"].ravel()), xp.asarray(col["q"].reshape(3, -1).ravel()),
-                                          target, 0.39, inv, min_area=ma, smem=smem)
+        for kernel, setting in KERNEL_SETTINGS:
+            into, state = merge_with(be, kernel, setting, xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"],
+                                     h, w, xp.asarray(col["gq"].ravel()), xp.asarray(col["q"].reshape(3, -1).ravel()),
+                                     target, 0.39, inv, min_area=ma)
             got, n = C._resolve(np.asarray(into.get()).astype(np.int64))
-            np.testing.assert_array_equal(got, want, err_msg=f"{target} {smem}")
+            np.testing.assert_array_equal(got, want, err_msg=f"{target} {kernel} {setting}")
             assert int(state.get()[0]) == n
+
+
+@needs_emu
+@pytest.mark.parametrize("nlab, bit", [(12, 2), (40, 1)])
+def test_labels_beyond_the_graphs_bounds_are_a_clear_error(nlab, bit):
+    """Labels whose regions are not one 4-connected piece each (random labels: every pair of regions
+    touches) overflow the pair positions (3R + 16; 12 labels, 66 pairs) or the hash table (40 labels,
+    780 pairs in 512 slots): the grid kernel reports it in its state instead of writing out of bounds (or
+    probing the table forever), and the state check raises one line."""
+    rng = np.random.default_rng(1301 + nlab)
+    h, w = 48, 64
+    labels = rng.integers(1, nlab + 1, size=(h, w)).astype(np.int32)
+    q = rng.integers(0, 1000, size=(3, h * w)).astype(np.int32)
+    gq = rng.integers(0, 50, size=h * w).astype(np.int32)
+    be = emu_backend()
+    xp = be.xp
+    into, state = LM.merge_device(be, xp.asarray(labels.ravel()), nlab, h, w, xp.asarray(gq), xp.asarray(q.ravel()), 0,
+                                  0.39, 1 / math.sqrt(h * w), kernel="grid")
+    st = np.asarray(state.get())
+    assert st[3] & bit
+    with pytest.raises(ValueError, match="overflowed") as e:
+        LM.check_state(st)
+    assert "\n" not in str(e.value)
 
 
 def test_the_tool_selects_the_merge_and_a_coarseness_edit_reruns_only_the_merge():
@@ -276,3 +315,33 @@ def test_a_cancel_during_the_cpu_rounds_stops_them_and_raises():
     ctl = np.zeros(3, np.int64)
     seen["updates"].clear()
     assert LM._watched(lambda c: "done", (ctl,), ctl, 100, 0, Progress(lambda f, t: None)) == "done"
+
+
+def test_the_commands_help_names_the_default_merge(monkeypatch):
+    """``gpulab imseg --help`` builds the merge sentence from defaults.DEFAULT_MERGE (it named the default
+    in prose before, which could drift from the switch)."""
+    from app.commands import imseg as cmd
+    from gpu_kernels.imseg import defaults
+
+    assert f"(--merge {defaults.DEFAULT_MERGE}" in cmd._merges_text().split(", the default")[0]
+    monkeypatch.setattr(cmd, "DEFAULT_MERGE", "learned")
+    assert cmd._merges_text().startswith("by a learned merge score") and "or by colour" in cmd._merges_text()
+
+
+@needs_emu
+def test_a_cooperative_kernel_in_the_emulator_has_one_block():
+    """``backend.kernel(..., cooperative=True)`` (session 13, for the grid merge): launched as usual with one
+    block in the emulator (which runs blocks one after another, so blocks waiting for each other would
+    hang), refused with more; ``cooperative_blocks`` says 1 there."""
+    from gpu_kernels.backend import BackendError, cooperative_blocks, kernel
+
+    be = emu_backend()
+    xp = be.xp
+    fn = kernel(be, "selftest.cu", "gpulab_saxpy", cooperative=True)
+    assert cooperative_blocks(fn, 256) == 1
+    x = xp.asarray(np.arange(8, dtype=np.float32))
+    y = xp.asarray(np.ones(8, dtype=np.float32))
+    fn((1,), (32,), (np.float32(2), x, y, np.int32(8)))
+    np.testing.assert_array_equal(np.asarray(y.get()), 2 * np.arange(8) + 1)
+    with pytest.raises(BackendError, match="one block"):
+        fn((2,), (32,), (np.float32(2), x, y, np.int32(8)))

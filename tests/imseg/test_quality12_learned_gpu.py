@@ -57,7 +57,11 @@ def test_gpu_labels_equal_the_cpu_labels(gpu, kw):
         np.testing.assert_array_equal(g.features["area"], c.features["area"])
 
 
-def test_shared_memory_or_not_the_same_merge(gpu):
+def test_every_kernel_and_setting_the_same_merge(gpu):
+    """Session 12's one-block kernel (regions in shared memory or not) and session 13's grid kernel (512
+    or 1024 threads a block) give the CPU merge, with and without a target count."""
+    from test_quality12_learned import KERNEL_SETTINGS, merge_with
+
     img = shaded_regions(1212, 300, 400, 8)[0]
     col = C.stage_colour(img, device="cpu")
     sp = C.stage_superpixels(col, device="cpu")
@@ -65,15 +69,34 @@ def test_shared_memory_or_not_the_same_merge(gpu):
     g.update(LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g))
     h, w = img.shape[:2]
     inv = 1 / math.sqrt(h * w)
-    want, _ = C._resolve(LM.merge_learned_np(g, 0, 0.39, inv, min_area=C.min_region_area(sp["S"]))[0])
     xp = gpu.xp
-    for smem in (True, False):
-        into, state = LM.merge_device(gpu, xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"], h, w,
-                                      xp.asarray(col["gq"].ravel()), xp.asarray(col["q"].reshape(3, -1).ravel()),
-                                      0, 0.39, inv, min_area=C.min_region_area(sp["S"]), smem=smem)
-        got, n = C._resolve(xp.asnumpy(into).astype(np.int64))
-        np.testing.assert_array_equal(got, want, err_msg=str(smem))
-        assert int(xp.asnumpy(state)[0]) == n
+    for target, ma in ((0, C.min_region_area(sp["S"])), (7, 0)):
+        want, _ = C._resolve(LM.merge_learned_np(g, target, 0.39, inv, min_area=ma)[0])
+        for kernel, setting in KERNEL_SETTINGS:
+            into, state = merge_with(gpu, kernel, setting, xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"],
+                                     h, w, xp.asarray(col["gq"].ravel()), xp.asarray(col["q"].reshape(3, -1).ravel()),
+                                     target, 0.39, inv, min_area=ma)
+            got, n = C._resolve(xp.asnumpy(into).astype(np.int64))
+            np.testing.assert_array_equal(got, want, err_msg=f"{target} {kernel} {setting}")
+            assert int(xp.asnumpy(state)[0]) == n
+
+
+@pytest.mark.parametrize("nlab, bit", [(12, 2), (40, 1)])
+def test_labels_beyond_the_graphs_bounds_are_a_clear_error_on_the_gpu(gpu, nlab, bit):
+    """As the emulator test: the grid kernel on many blocks reports an overflow instead of corrupting
+    memory or hanging."""
+    rng = np.random.default_rng(1311 + nlab)
+    h, w = 48, 64
+    labels = rng.integers(1, nlab + 1, size=(h, w)).astype(np.int32)
+    q = rng.integers(0, 1000, size=(3, h * w)).astype(np.int32)
+    gq = rng.integers(0, 50, size=h * w).astype(np.int32)
+    xp = gpu.xp
+    into, state = LM.merge_device(gpu, xp.asarray(labels.ravel()), nlab, h, w, xp.asarray(gq), xp.asarray(q.ravel()),
+                                  0, 0.39, 1 / math.sqrt(h * w), kernel="grid")
+    st = xp.asnumpy(state)
+    assert st[3] & bit
+    with pytest.raises(ValueError, match="overflowed"):
+        LM.check_state(st)
 
 
 def test_the_tools_live_edits_with_the_learned_merge(gpu):
