@@ -395,7 +395,8 @@ FINISH_THREADS_S = 60.0
 FINISH_NOTE_S = 2.0
 #: what a gpulab thread does, for that line (by the thread's name)
 _THREAD_WORK = {"gpulab-simplify": "the mesh simplification", "gpulab-part-dijkstra": "the parts' shortest paths",
-                "gpulab-kd-nearest": "the nearest-point search", "gpulab-text-numba-warm-up": "the text reader's compile"}
+                "gpulab-kd-nearest": "the nearest-point search", "gpulab-text-numba-warm-up": "the text reader's compile",
+                "gpulab-mesh-numba-warm-up": "the mesh merge loop's compile"}
 # (the MVS tool's gpulab-mvs-* threads are pool workers, which _finish_threads leaves to the interpreter's exit)
 
 

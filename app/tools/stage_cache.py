@@ -46,6 +46,12 @@ _MAX_DEFAULT_HOST = 8 << 30
 
 
 # ----------------------------------------------------------------------------- sizes
+def _array_like(v) -> bool:
+    """An array, or a sparse matrix of SciPy / CuPy (its arrays are in its ``__dict__``)."""
+    mod = type(v).__module__
+    return (hasattr(v, "shape") and hasattr(v, "dtype")) or mod.startswith(("scipy.sparse", "cupyx.scipy.sparse"))
+
+
 def output_nbytes(obj, _depth: int = 0, _seen: set | None = None) -> tuple[int, int]:
     """``(host_bytes, device_bytes)`` held by the arrays in ``obj`` (NumPy/CuPy arrays inside
     tuples, lists, dicts, dataclasses and plain objects, a few levels deep)."""
@@ -69,7 +75,10 @@ def output_nbytes(obj, _depth: int = 0, _seen: set | None = None) -> tuple[int, 
     elif isinstance(obj, list | tuple | set | frozenset):
         items = obj
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        items = (getattr(obj, f.name, None) for f in dataclasses.fields(obj))
+        names = [f.name for f in dataclasses.fields(obj)]
+        items = [getattr(obj, n, None) for n in names]
+        # and the arrays / sparse matrices it caches beside its fields (a mesh graph's CSR weights)
+        items += [v for k, v in getattr(obj, "__dict__", {}).items() if k not in names and _array_like(v)]
     elif hasattr(obj, "__dict__") and not isinstance(obj, type):
         items = vars(obj).values()
     else:

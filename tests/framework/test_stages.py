@@ -455,3 +455,30 @@ def test_per_run_weights_set_each_stages_share_of_the_bar_and_never_stop_a_run()
         raise ValueError("no size")
 
     assert starts(broken) == pytest.approx(0.5)
+
+
+def test_a_dataclass_counts_what_it_caches_beside_its_fields():
+    """A mesh's dual graph keeps its CSR weight matrix in an attribute that is not a field: the
+    stage cache must count it (session 13: 2 MB at 40k faces were missed)."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class G:
+        w: np.ndarray
+
+    g = G(np.zeros(10))
+    assert output_nbytes(g) == (80, 0)
+    g._cache = np.zeros(20)
+    assert output_nbytes(g) == (240, 0)
+    import scipy.sparse as sp
+
+    g._csr = sp.csr_matrix(np.eye(4))  # data 4 float64, indices 4 int32, indptr 5 int32
+    assert output_nbytes(g) == (240 + 32 + 16 + 20, 0)
+    g._other = object()  # not an array: not followed
+    assert output_nbytes(g) == (240 + 32 + 16 + 20, 0)
+
+    @dataclasses.dataclass(slots=True)
+    class S:
+        w: np.ndarray
+
+    assert output_nbytes(S(np.zeros(3))) == (24, 0)
