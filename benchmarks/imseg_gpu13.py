@@ -47,12 +47,23 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--blocks", default="0", help="block counts of the grid kernel (0: all it may have)")
     ap.add_argument("--skip-labels", action="store_true")
+    ap.add_argument("--reference", choices=("cpu", "block"), default="cpu",
+                    help="the labels the grid kernel's are compared with: the CPU path's, or (no numba compile: a "
+                         "quick check) session 12's block kernel's, itself equal to the CPU's on these images")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the grid kernel's block-count sweep and phases")
+    ap.add_argument("--alt-src", default="", help="another version of imseg_learned.cu in gpu_kernels/cuda (its "
+                    "name): its grid kernel's labels and speed beside the committed one's, in this process")
     ap.add_argument("--no-felz", action="store_true")
+    ap.add_argument("--no-speed", action="store_true", help="labels only")
+    ap.add_argument("--felz-reps", type=int, default=2)
+    ap.add_argument("--no-block-speed", action="store_true", help="leave session 12's kernel out of the timings")
     ap.add_argument("--out", default="")
     a = ap.parse_args(argv)
     be = get_backend("cuda:0")
-    out = {"device": device_name(), "labels": [], "speed": {}, "grid": {}}
+    out = {"device": device_name(), "reference": a.reference, "alt_src": a.alt_src, "labels": [], "speed": {},
+           "grid": {}}
     t0 = time.time()
+    src0 = LM._SRC
     paths = sorted(Path(a.images).glob("*.jpg"))
     imgs = [(p.stem, cv2.cvtColor(cv2.imread(str(p)), cv2.COLOR_BGR2RGB)) for p in paths]
     imgs.append(("synthetic", synthetic()))
@@ -61,12 +72,21 @@ def main(argv=None) -> int:
         for i, (name, img) in enumerate(imgs):
             settings = [{}] + ([{"n_segments": a.n_segments}] if i < a.nseg_limit or name.startswith("syn") else [])
             for kw in settings:
-                c = segment_contours(img, merge="learned", device="cpu", **kw)
-                kernels = ("grid", "grid1024", "block") if i < a.block_limit or name.startswith("syn") else ("grid",)
+                if a.reference == "cpu":
+                    c = segment_contours(img, merge="learned", device="cpu", **kw)
+                    kernels = ("grid", "grid1024", "block") if i < a.block_limit or name.startswith("syn") else ("grid",)
+                else:
+                    LM.DEFAULT_KERNEL = "block"
+                    c = segment_contours(img, merge="learned", device=be, **kw)
+                    kernels = ("grid", "grid1024") if i < a.block_limit or name.startswith("syn") else ("grid",)
+                if a.alt_src:
+                    kernels = (*kernels, "grid-alt")
                 for k in kernels:
                     LM.DEFAULT_KERNEL = k[:4] if k.startswith("grid") else k
                     LM.GRID_THREADS = 1024 if k == "grid1024" else 512
+                    LM._SRC = a.alt_src if k == "grid-alt" else src0
                     g = segment_contours(img, merge="learned", device=be, **kw)
+                    LM._SRC = src0
                     row = {"image": name, **kw, "kernel": k, "same": bool(np.array_equal(g.labels, c.labels)),
                            "count_gpu": int(g.n_regions), "count_cpu": int(c.n_regions),
                            "rounds_gpu": int(g.info["merge_rounds"]), "rounds_cpu": int(c.info["merge_rounds"]),
@@ -79,13 +99,18 @@ def main(argv=None) -> int:
         print(f"labels differ: {out['labels_differ']} of {len(out['labels'])} ({time.time() - t0:.1f} s)", flush=True)
     base = imgs[0][1]
     variants = (("contour", "grid"), ("learned", "block"), ("learned", "grid"))
-    for size in ((512, 512), (1920, 1080)):
+    if a.no_block_speed:
+        variants = tuple(v for v in variants if v[1] != "block")
+    if a.alt_src:
+        variants = (*variants, ("learned", "grid-alt"))
+    for size in () if a.no_speed else ((512, 512), (1920, 1080)):
         img = cv2.resize(base, size, interpolation=cv2.INTER_LINEAR)
         key = f"{size[0]}x{size[1]}"
         out["speed"][key] = {}
         for _ in range(2):
             for merge, k in variants:
-                LM.DEFAULT_KERNEL = k
+                LM.DEFAULT_KERNEL = k[:4] if k.startswith("grid") else k
+                LM._SRC = a.alt_src if k == "grid-alt" else src0
                 name = merge if merge == "contour" else f"learned-{k}"
                 r = time_gpu(lambda img=img, merge=merge: segment_contours(img, merge=merge, device=be), warmup=3,
                              repeat=a.repeat)
@@ -98,7 +123,8 @@ def main(argv=None) -> int:
                 print(key, name, f"median {r['median'] * 1e3:.2f} ms min {r['min'] * 1e3:.2f} ms", seg.n_regions,
                       "segments", seg.info["merge_rounds"], "rounds", d["stage_ms"], flush=True)
         LM.DEFAULT_KERNEL = "grid"
-    for size in ((512, 512), (1920, 1080)):
+        LM._SRC = src0
+    for size in () if a.no_sweep else ((512, 512), (1920, 1080)):
         img = cv2.resize(base, size, interpolation=cv2.INTER_LINEAR)
         key = f"{size[0]}x{size[1]}"
         col = C.stage_colour(img, device=be)
@@ -129,17 +155,17 @@ def main(argv=None) -> int:
         print(key, json.dumps(res), flush=True)
     from gpu_kernels.imseg._util import kernel as _k
 
-    for name in ("lm_merge_grid", "lm_merge_grid512", "lm_merge"):
+    for name in () if a.no_sweep else ("lm_merge_grid", "lm_merge_grid512", "lm_merge"):
         fn = _k(be, LM._SRC, name, options=LM._OPTS)
         out.setdefault("attributes", {})[name] = {x: int(getattr(fn, x)) for x in (
             "num_regs", "local_size_bytes", "shared_size_bytes", "max_threads_per_block")}
-    print("attributes", out["attributes"], flush=True)
+    print("attributes", out.get("attributes"), flush=True)
     if not a.no_felz:
         from skimage.segmentation import felzenszwalb
 
         img = cv2.resize(base, (1920, 1080), interpolation=cv2.INTER_LINEAR)
         ts = []
-        for _ in range(2):
+        for _ in range(max(1, a.felz_reps)):
             t1 = time.perf_counter()
             felzenszwalb(img, scale=500, sigma=0.8, min_size=200)
             ts.append(time.perf_counter() - t1)
