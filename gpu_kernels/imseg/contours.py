@@ -338,24 +338,29 @@ def boundary_pairs(lab0: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np
     return np.minimum(a, b), np.maximum(a, b), s
 
 
-def region_graph_np(labels: np.ndarray, R: int, gq: np.ndarray, q: np.ndarray) -> dict:
-    """Region adjacency graph of labels 1..R (regions 0-based in the result)."""
+def region_graph_np(labels: np.ndarray, R: int, gq: np.ndarray, q: np.ndarray, boundary: bool = False) -> dict:
+    """Region adjacency graph of labels 1..R (regions 0-based in the result). ``boundary``: also the
+    boundary pixel pairs' pair index ``boundary_pair`` and gradient sum ``boundary_sum`` (the learned
+    merge's gradient histograms, ``learned.graph_extras_np``, reuse them)."""
     lab0 = labels.astype(np.int64) - 1
     fl = lab0.ravel()
     area = np.bincount(fl, minlength=R).astype(np.int64)
     rsum = np.stack([np.bincount(fl, weights=q[c].ravel().astype(np.float64), minlength=R)
                      for c in range(3)], axis=1).astype(np.int64)
     lo, hi, s = boundary_pairs(lab0, gq.astype(np.int64))
-    ea, eb, el, eg = _aggregate(lo, hi, np.ones(len(lo), np.int64), s, R)
-    return {"R": int(R), "ea": ea, "eb": eb, "el": el, "eg": eg, "area": area, "rsum": rsum}
+    ea, eb, el, eg, inv = _aggregate(lo, hi, np.ones(len(lo), np.int64), s, R, inverse=True)
+    out = {"R": int(R), "ea": ea, "eb": eb, "el": el, "eg": eg, "area": area, "rsum": rsum}
+    if boundary:
+        out.update(boundary_pair=inv, boundary_sum=s)
+    return out
 
 
-def _aggregate(lo, hi, ln, gs, R):
+def _aggregate(lo, hi, ln, gs, R, inverse: bool = False):
     key = lo * R + hi
     u, inv = np.unique(key, return_inverse=True)
     el = np.bincount(inv, weights=ln.astype(np.float64), minlength=len(u)).astype(np.int64)
     eg = np.bincount(inv, weights=gs.astype(np.float64), minlength=len(u)).astype(np.int64)
-    return u // R, u % R, el, eg
+    return (u // R, u % R, el, eg, inv) if inverse else (u // R, u % R, el, eg)
 
 
 def merge_cost_np(area, rsum, a, b, el, eg, g2: float, b0: float, inv_norm: float, npx: float = 1.0,
@@ -924,7 +929,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         out["tau"] = tau
     if not be.is_gpu:
         t0 = time.perf_counter()
-        graph = region_graph_np(sp["comps"], R, col["gq"], col["q"])
+        graph = region_graph_np(sp["comps"], R, col["gq"], col["q"], boundary=learned)
         if learned:
             graph.update(_lm.graph_extras_np(sp["comps"], R, col["gq"], col["q"], graph))
         t1 = time.perf_counter()

@@ -345,3 +345,15 @@ def test_a_cooperative_kernel_in_the_emulator_has_one_block():
     np.testing.assert_array_equal(np.asarray(y.get()), 2 * np.arange(8) + 1)
     with pytest.raises(BackendError, match="one block"):
         fn((2,), (32,), (np.float32(2), x, y, np.int32(8)))
+
+
+def test_the_graphs_boundary_pairs_serve_the_gradient_histograms():
+    """``region_graph_np(..., boundary=True)`` keeps the boundary pixel pairs, and ``graph_extras_np``
+    uses them instead of finding them again (session 12's final read): the same sums either way."""
+    img, _ = shaded_regions(1302, h=64, w=80, cells=5)
+    col, sp, g = _graph(img, 120)
+    g2 = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"], boundary=True)
+    assert all(np.array_equal(g[k], g2[k]) for k in ("ea", "eb", "el", "eg", "area", "rsum"))
+    e2 = LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g2)
+    for k in ("rsq", "gin", "hist", "bord", "gh"):
+        np.testing.assert_array_equal(e2[k], g[k], err_msg=k)
