@@ -3,8 +3,8 @@
 #   make run          create .venv if missing, install gpulab (+ CuPy when nvidia-smi finds a
 #                     driver), open the window on the bundled samples
 #   make test         .venv with the dev extra, Xvfb + Qt's xcb libraries and g++ (apt, when root),
-#                     ruff, import-linter, the whole pytest suite, then make wheel-check
-#                     (WHEEL_CHECK=0 skips that)
+#                     ruff, import-linter, the whole pytest suite (on every core, at most 4:
+#                     PYTEST_WORKERS=1 for one process), then make wheel-check (WHEEL_CHECK=0 skips that)
 #   make gpu-test     only the tests marked `gpu` (on a CUDA host)
 #   make lint         ruff + import-linter
 #   make demo         gpulab demo --out demo-out
@@ -19,7 +19,7 @@
 #
 # Variables: PYTHON (interpreter for the venv, default python3), VENV (default .venv),
 # CUDA_EXTRA (cuda12, cuda13 or none; default: from the driver's CUDA version),
-# RUN_ARGS (extra arguments for gpulab in `make run`), PYTEST_ARGS,
+# RUN_ARGS (extra arguments for gpulab in `make run`), PYTEST_ARGS, PYTEST_WORKERS (make test: pytest processes),
 # WHEEL_DEPS (wheel-check: reuse = the dev venv's dependencies, default; full = pip installs them),
 # PACKAGE_VENV (make package's build venv, default build/package-venv-$(CUDA_EXTRA)),
 # PACKAGE_FROM (make package from a clean `git archive` of that revision), GZIP_LEVEL (default 9).
@@ -153,12 +153,19 @@ lint: $(STAMP_DEV)
 # pytest-xvfb starts Xvfb for the session; under it Qt uses xcb so VTK views get OpenGL.
 QT_PLATFORM = $(if $(shell command -v Xvfb 2>/dev/null),xcb,offscreen)
 
+# pytest on PYTEST_WORKERS processes (pytest-xdist, in the dev extra; default: the cores, at most 4;
+# 1 = one process). --dist loadfile: all of a file's tests on one worker, so its module fixtures are
+# built once; each worker starts its own Xvfb (pytest-xvfb). Without xdist: one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
 # then the wheel as a user installs it (make wheel-check, ~2 min on 2 idle cores); WHEEL_CHECK=0 skips it
 WHEEL_CHECK ?= 1
 test: $(STAMP_DEV) xvfb-deps desktop-deps emu-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	@rc=0; QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; xd=""; \
+	if [ "$(PYTEST_WORKERS)" -gt 1 ] 2>/dev/null && $(PY) -c "import xdist" 2>/dev/null; then \
+	  xd="-n $(PYTEST_WORKERS) --dist loadfile"; fi; \
+	QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $$xd $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 	@if [ "$(WHEEL_CHECK)" != 0 ]; then $(MAKE) --no-print-directory wheel-check; fi
 

@@ -61,7 +61,9 @@ def test_sigkill_during_multiprocess_apsp_leaves_no_process_and_no_segment():
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
-            new = {n for n in set(os.listdir("/dev/shm")) - before if n.startswith("gpulab-apsp-")}
+            # this run's file only: another process's run (a parallel test, another command) is not ours to
+            # judge, nor to remove below
+            new = {n for n in set(os.listdir("/dev/shm")) - before if n.startswith(f"gpulab-apsp-{proc.pid}-")}
             kids = fc.descendants(proc.pid)
             workers = [k for k in kids if fc.descendants(k)]  # the fork server has the workers
             if new and workers and len(kids) >= 4:
