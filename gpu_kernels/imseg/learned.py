@@ -798,6 +798,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     which = DEFAULT_KERNEL if kernel is None else kernel
     if which not in KERNELS:
         raise ValueError(f"unknown learned merge kernel {which!r}: use {' or '.join(KERNELS)}")
+    if which == "grid" and kernel is None and not _cooperative_ok(be):
+        which = "block"   # a device without cooperative launches: the one-block kernel (same labels)
 
     xp = be.xp
     n = h * w
@@ -911,6 +913,22 @@ def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, 
         np.float64(_GSCALE), np.float64(_B0), np.float64(_SIZE_K), np.float64(inv_norm), np.float64(n),
         np.int32(max_rounds), np.int32(emax), bar, gc, state, prof if prof is not None else _null(be)))
     return into, state
+
+
+def _cooperative_ok(be) -> bool:
+    """Whether the device launches cooperative kernels (every CUDA GPU since Pascal; the emulator)."""
+    from gpu_kernels.imseg._util import is_cupy
+
+    if not is_cupy(be):
+        return True
+    cache = _cooperative_ok.__dict__.setdefault("cache", {})
+    key = id(be)
+    if key not in cache:
+        try:
+            cache[key] = bool(be.xp.cuda.Device().attributes.get("CooperativeLaunch", 1))
+        except Exception:  # noqa: BLE001 - no attribute query: assume the usual
+            cache[key] = True
+    return cache[key]
 
 
 #: at most this many blocks for lm_merge_grid (None: as many as the device holds at once); a benchmark knob
