@@ -34,6 +34,15 @@ def pytest_configure(config):
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("PYVISTA_OFF_SCREEN", "false")
+    # the fuzz harness's totals (tests/framework/fuzz_summary.py) in every process of a run:
+    # pytest-xdist's controller collects no test, so it never loads tests/framework/conftest.py
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "framework"))
+    import fuzz_summary
+
+    if not config.pluginmanager.is_registered(fuzz_summary):
+        config.pluginmanager.register(fuzz_summary, "gpulab-fuzz-summary")
 
 
 def pytest_report_header(config):
