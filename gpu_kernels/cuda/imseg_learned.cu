@@ -741,6 +741,15 @@ __device__ __forceinline__ void lm_grid_sync(unsigned int* bar, unsigned int& nb
 
 __device__ __forceinline__ int lm_ldv(const int* p) { return *(const volatile int*)p; }
 
+// a counter read once a block (thread 0, then shared memory), not by every warp: thousands of warps
+// reading one L2 line at once queue behind each other. sh: a shared slot not read again before the next
+// block barrier.
+__device__ __forceinline__ int lm_block_ldv(const int* p, int* sh) {
+    if (threadIdx.x == 0) *sh = lm_ldv(p);
+    __syncthreads();
+    return *sh;
+}
+
 // the global counters of lm_merge_grid (gc)
 #define LG_ERR 0     // bit 1: the hash table is full (lm_insert); bit 2: more pairs than positions
 #define LG_E 1       // pair positions
@@ -984,6 +993,7 @@ __device__ __forceinline__ void lm_merge_grid_body(
     __shared__ double s_val[LM_MAXNODES];
     __shared__ int s_meta[LM_MAXNODES];
     __shared__ double s_t23[256];  // the thresholds on feature 23 (the host checks n23 <= 256)
+    __shared__ int s_cnt[8];       // the global counters as read by thread 0
     const unsigned FULL = 0xffffffffu;
     const int t = threadIdx.x;
     const int gt = blockIdx.x * blockDim.x + t, GT = gridDim.x * blockDim.x;
@@ -1061,11 +1071,17 @@ __device__ __forceinline__ void lm_merge_grid_body(
     int pa0 = -1, pb0 = -1, pl = 0;
     while (true) {
         int nNew = E;
-        if (rounds > 0) {
-            nNew = lm_ldv(&gc[LG_NEW]);
-            live += nNew - lm_ldv(&gc[LG_HOLES]);
+        if (t == 0) {
+            s_cnt[0] = lm_ldv(&gc[LG_NEW]);
+            s_cnt[1] = lm_ldv(&gc[LG_HOLES]);
+            s_cnt[2] = lm_ldv(&gc[LG_ERR]);
         }
-        if (lm_ldv(&gc[LG_ERR]) || live == 0 || rounds >= max_rounds || (target > 0 && count <= target)) break;
+        __syncthreads();
+        if (rounds > 0) {
+            nNew = s_cnt[0];
+            live += nNew - s_cnt[1];
+        }
+        if (s_cnt[2] || live == 0 || rounds >= max_rounds || (target > 0 && count <= target)) break;
         const int par = rounds & 1;
         u64* mn = mn2 + par * R;
         u64* best = best2 + par * R;
@@ -1227,7 +1243,8 @@ __device__ __forceinline__ void lm_merge_grid_body(
                         len = el[e];
                     }
                 }
-                bool m = false;
+                bool m = false, ren = false;
+                int na = 0, nb2 = 0;
                 if (a >= 0) {
                     const u64 Ba = best[a], Bb = best[b];
                     const int pa = (int)(Ba & 0xffffffffULL), pq = (int)(Bb & 0xffffffffULL);
@@ -1235,9 +1252,36 @@ __device__ __forceinline__ void lm_merge_grid_body(
                     const bool ma = (int)(Bpa & 0xffffffffULL) == a && __uint_as_float((unsigned int)(Ba >> 32)) < tau;
                     const bool mb = (int)(Bpq & 0xffffffffULL) == b && __uint_as_float((unsigned int)(Bb >> 32)) < tau;
                     m = ma && pa == b;
-                    if (ma || mb)
-                        lm_rename(e, ma ? imin(a, pa) : a, mb ? imin(b, pq) : b, len, hkey, hlen, hgs, hgh, logcap,
-                                  eg, gh, ea, el, hstamp, slots, skey, holes, gc, rounds, !m);
+                    ren = ma || mb;
+                    na = ma ? imin(a, pa) : a;
+                    nb2 = mb ? imin(b, pq) : b;
+                }
+                // the renamed pairs' holes and new slots, one counter add a warp (lm_rename's steps)
+                const unsigned below = (1u << lane) - 1u;
+                const unsigned hmask = __ballot_sync(FULL, ren);
+                int hbase = 0;
+                if (lane == 0 && hmask) hbase = atomicAdd(&gc[LG_HOLES], __popc(hmask));
+                hbase = __shfl_sync(FULL, hbase, 0);
+                if (ren) holes[hbase + __popc(hmask & below)] = e;
+                int slot = -1;
+                u64 key = 0ULL;
+                if (ren && !m) {
+                    key = ((u64)imin(na, nb2) << 32) | (u64)imax(na, nb2);
+                    slot = lm_insert(hkey, hlen, hgs, hgh, logcap, key, len, eg[e], gh + LM_NG * e, &gc[LG_ERR]);
+                }
+                const unsigned smask = __ballot_sync(FULL, slot >= 0);
+                int sbase = 0;
+                if (lane == 0 && smask) sbase = atomicAdd(&gc[LG_NEW], __popc(smask));
+                sbase = __shfl_sync(FULL, sbase, 0);
+                if (slot >= 0) {
+                    const int j = sbase + __popc(smask & below);
+                    slots[j] = slot;
+                    skey[j] = key;
+                }
+                if (ren) {
+                    ea[e] = -1;
+                    el[e] = 0;
+                    hstamp[e] = rounds;
                 }
                 unsigned mm = __ballot_sync(FULL, m);
                 if (lane == 0 && mm) atomicAdd(&gc[LG_NM], __popc(mm));
@@ -1249,7 +1293,7 @@ __device__ __forceinline__ void lm_merge_grid_body(
                 }
             }
             LG_SYNC(2);
-            nm = lm_ldv(&gc[LG_NM]);
+            nm = lm_block_ldv(&gc[LG_NM], &s_cnt[3]);
             if (nm == 0) {
                 if (min_area <= 1) break;
                 // clean-up: every region smaller than min_area joins its lowest-p neighbour
