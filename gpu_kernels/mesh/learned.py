@@ -25,7 +25,7 @@ import numpy as np
 from gpu_kernels.mesh import boundary as _bd
 
 __all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets", "k_merge", "shipped_model", "MODEL", "auto_merge",
-           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P"]
+           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P", "AUTO_POLICY"]
 
 #: the model :func:`k_merge` uses; None: the shipped one (:func:`shipped_model`). Benchmarks set a fold's model here
 MODEL = None
@@ -39,6 +39,12 @@ AUTO_STOP_P = 0.5
 #: pre-registered round and the real-pipeline confirmation, held out 0.1334 -> 0.1228 against "learned" with the same
 #: model, benchmarks/results/mesh_q_session13.md); "learned" (session 11's order: the lowest predicted p); "blend"
 POLICY = "gain"
+#: the policy :func:`auto_merge` uses (k = "auto"): "learned" (session 11: the lowest predicted p first); "gain" (the
+#: expected change of the Rand Index error, as :data:`POLICY`) is judged for k = "auto" by session 13's helper mesh-q2
+#: (benchmarks/results/mesh_q2_session13.md). The stop is the same under both: a component stops once none of its
+#: candidate pairs is predicted under :data:`AUTO_STOP_P` (where one is, the lowest gain is negative, so "gain" too
+#: merges a pair of p < AUTO_STOP_P); the order changes which clusters later pairs join, hence their predictions
+AUTO_POLICY = "learned"
 #: the policies of :func:`learned_merge`, by their codes in the compiled loop (:mod:`gpu_kernels.mesh._numba_merge`)
 POLICIES = {"hand": 0, "learned": 1, "blend": 2, "gain": 3}
 
@@ -226,8 +232,9 @@ def shipped_auto_model() -> TreeModel:
 
 def auto_merge(graph, labels, targets: dict, label_component, auto_components, *, min_area: float = 0.0,
                min_share: float = 0.0, progress=None):
-    """k = "auto"'s merges by the learned score (``defaults.DEFAULT_AUTO_MERGE = "learned"``): in the model's order
-    (:data:`MODEL_AUTO`, None: :func:`shipped_auto_model`), each component stopping at :data:`AUTO_STOP_P`, slivers
+    """k = "auto"'s merges by the learned score (``defaults.DEFAULT_AUTO_MERGE = "learned"``): in the order of
+    :data:`AUTO_POLICY` by the model (:data:`MODEL_AUTO`, None: :func:`shipped_auto_model`), each component
+    stopping at :data:`AUTO_STOP_P`, slivers
     (``min_area``) first; then the parts under ``min_share`` of their component join a neighbour
     (:func:`gpu_kernels.mesh.segment.absorb_small_parts`, as the hand-made rule does). Returns ``(labels, merges,
     strengths)`` as ``segment._merge_to_targets``' k = "auto" branch keeps them (labels not renumbered; the merged
@@ -236,7 +243,7 @@ def auto_merge(graph, labels, targets: dict, label_component, auto_components, *
 
     model = MODEL_AUTO if MODEL_AUTO is not None else shipped_auto_model()
     strengths: list = []
-    merged, merges = learned_merge(graph, labels, targets, label_component, min_area=min_area, policy="learned",
+    merged, merges = learned_merge(graph, labels, targets, label_component, min_area=min_area, policy=AUTO_POLICY,
                                    model=model, strengths=strengths, stop_p=AUTO_STOP_P, progress=progress)
     extra_st: list = []
     lab, extra = absorb_small_parts(graph, np.asarray(merged).astype(np.int32), label_component, set(auto_components),
