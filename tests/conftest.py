@@ -34,6 +34,9 @@ def pytest_configure(config):
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("PYVISTA_OFF_SCREEN", "false")
+    # no background compile of the mesh merge loop in the test processes (it would take a core from timed tests at
+    # random points); tests/mesh/test_speed13_warm.py turns it on where it tests it
+    os.environ.setdefault("GPULAB_MESH_WARM_UP", "0")
     # the fuzz harness's totals (tests/framework/fuzz_summary.py) in every process of a run:
     # pytest-xdist's controller collects no test, so it never loads tests/framework/conftest.py
     import sys

@@ -193,10 +193,12 @@ def load(path, *, progress: Progress | None = None) -> MeshData:
     progress = as_progress(progress)
     path = pathlib.Path(path)
     warnings: list[str] = []
+    v, f = mesh_io.read_mesh(path, warnings=warnings)
     from gpu_kernels.mesh import warm
 
-    warm.warm_up_in_background()  # (the merge loop's compile or cache load, on its own thread, before a run needs it)
-    v, f = mesh_io.read_mesh(path, warnings=warnings)
+    # the merge loop's compile or cache load, on its own thread, before a run needs it; only once the file read
+    # (a file that does not read must not leave the process waiting for a compile before it can exit)
+    warm.warm_up_in_background()
     data = from_arrays(v, f, path)
     data.warnings = warnings
     progress.update(0.0, f"read {path.name}: {len(f):,} faces")

@@ -66,8 +66,13 @@ def test_vase_at_the_benchmark_k(monkeypatch):
     Rand Index's expected change, the default since session 13, brings the factors to 0.284 here.)"""
     from gpu_kernels.mesh import learned
 
-    monkeypatch.setattr(learned, "POLICY", "learned")
     v, f, humans = psb_mesh(365)
+    # the shipped order: the starts still win (session 13: 0.194 against 0.284)
+    new = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", True, v, f, humans, k=4)[1]
+    old = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", False, v, f, humans, k=4)[1]
+    assert new < 0.2, new
+    assert old > new + 0.05, (old, new)
+    monkeypatch.setattr(learned, "POLICY", "learned")
     new = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", True, v, f, humans, k=4)[1]
     old = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", False, v, f, humans, k=4)[1]
     assert new < 0.2, new

@@ -88,12 +88,34 @@ def test_an_error_in_the_warm_up_is_left_to_the_first_run(monkeypatch):
     assert warm.wait(30)   # ended quietly (no exception out of the thread)
 
 
-def test_the_mesh_tool_starts_it_when_it_reads_a_mesh_not_when_imported(fresh, tmp_path):
+def test_the_mesh_tool_starts_it_when_it_reads_a_mesh(fresh, tmp_path):
     from app.tools import mesh_seg
 
-    assert warm._thread == []
     path = tmp_path / "tetra.off"
     path.write_text("OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n")
     data = mesh_seg.load(path)
     assert len(data.faces) == 4
     assert warm.wait(30) and fresh == ["gpulab-mesh-numba-warm-up"]
+
+
+def test_a_file_that_does_not_read_starts_nothing(fresh, tmp_path):
+    """(Session 13 review #1: it started before the read, so a bad file's one-line error was followed by a silent
+    wait of up to ~12 s for the compile before the process could exit.)"""
+    from app.tools import mesh_seg
+
+    path = tmp_path / "bad.obj"
+    path.write_text("garbage\n")
+    with pytest.raises(Exception):  # noqa: B017 (the reader's own error; what matters is what did not start)
+        mesh_seg.load(path)
+    assert warm._thread == [] and fresh == []
+
+
+def test_importing_the_mesh_tool_starts_no_thread():
+    """In a fresh process (the module may be imported already in this one)."""
+    code = ("import threading, app.tools.mesh_seg, app.tools\n"
+            "print('@@', [t.name for t in threading.enumerate()])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "GPULAB_MESH_WARM_UP": "1"})
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("@@")]
+    assert line, out.stderr[-2000:]
+    assert "gpulab-mesh-numba-warm-up" not in line[0]
