@@ -599,7 +599,7 @@ def cooperative_blocks(fn, threads: int, shared_mem: int = 0, device=None) -> in
     import cupy as cp
     from cupy.cuda import driver
 
-    dev = cp.cuda.Device()
+    dev = cp.cuda.Device() if device is None else cp.cuda.Device(int(device))
     per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, int(threads), int(shared_mem))
     return int(per_sm) * int(dev.attributes["MultiProcessorCount"])
 

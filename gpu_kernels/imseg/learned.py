@@ -831,9 +831,19 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     if which == "grid":
         if T > 64 or len(t23) > 256:
             raise ValueError("the grid kernel walks at most 64 trees with at most 256 thresholds on feature 23")
-        return _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m,
-                           (m_thr, m_val, m_meta, T, L, t23), tau32, target, min_area, inv_norm, max_rounds, gc,
-                           prof)
+        try:
+            return _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m,
+                               (m_thr, m_val, m_meta, T, L, t23), tau32, target, min_area, inv_norm, max_rounds, gc,
+                               prof)
+        except Exception as e:  # noqa: BLE001 - only a refused cooperative launch falls back
+            if kernel is not None or not _launch_refused(e):
+                raise
+            # the driver would not start the grid (MPS limits, SMs held): the one-block kernel, the same labels;
+            # nothing of the graph above was changed by the refused launch
+            from gpu_kernels.imseg._util import is_cupy
+
+            if is_cupy(be):  # (remembered per device: later merges there go straight to it)
+                _cooperative_ok.__dict__.setdefault("cache", {})[int(be.device_id)] = False
     ea = xp.empty(emax, dtype=xp.int32)
     eb = xp.empty(emax, dtype=xp.int32)
     el = xp.empty(emax, dtype=xp.int32)
@@ -905,7 +915,7 @@ def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, 
     threads = GRID_THREADS
     fm = _kernel(be, _SRC, "lm_merge_grid" if threads == 1024 else f"lm_merge_grid{threads}", options=_OPTS,
                  cooperative=True)
-    blocks = max(1, min(cooperative_blocks(fm, threads), _grid_blocks_cap(be)))
+    blocks = max(1, min(cooperative_blocks(fm, threads, device=getattr(be, "device_id", None)), _grid_blocks_cap(be)))
     fm((blocks,), (threads,), (
         np.int32(R), hkey, hlen, hgs, hgh, np.int32(lc), ea, eb, el, eg, gh, pb, lcost, X32, slots, skey, holes,
         hstamp, rd, hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, np.int32(T),
@@ -922,13 +932,20 @@ def _cooperative_ok(be) -> bool:
     if not is_cupy(be):
         return True
     cache = _cooperative_ok.__dict__.setdefault("cache", {})
-    key = id(be)
+    key = int(getattr(be, "device_id", 0))
     if key not in cache:
         try:
-            cache[key] = bool(be.xp.cuda.Device().attributes.get("CooperativeLaunch", 1))
+            cache[key] = bool(be.xp.cuda.Device(key).attributes.get("CooperativeLaunch", 1))
         except Exception:  # noqa: BLE001 - no attribute query: assume the usual
             cache[key] = True
     return cache[key]
+
+
+def _launch_refused(e: BaseException) -> bool:
+    """A driver error that refuses a cooperative launch (too many blocks for what the device gives now, or no
+    support), as opposed to an error of the kernel itself."""
+    text = str(e).upper()
+    return type(e).__name__ == "CUDADriverError" and ("COOPERATIVE" in text or "NOT_SUPPORTED" in text)
 
 
 #: at most this many blocks for lm_merge_grid (None: as many as the device holds at once); a benchmark knob

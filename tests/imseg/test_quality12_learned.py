@@ -357,3 +357,34 @@ def test_the_graphs_boundary_pairs_serve_the_gradient_histograms():
     e2 = LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g2)
     for k in ("rsq", "gin", "hist", "bord", "gh"):
         np.testing.assert_array_equal(e2[k], g[k], err_msg=k)
+
+
+@needs_emu
+def test_a_refused_cooperative_launch_runs_the_one_block_kernel(monkeypatch):
+    """Session 13 review #3: where the driver refuses the grid (MPS limits, SMs held by others), the merge runs
+    session 12's one-block kernel (the same labels) instead of ending in a raw driver error; any other error of
+    the grid kernel is not hidden."""
+    from skimage import data, transform
+
+    class CUDADriverError(RuntimeError):
+        pass
+
+    img = (transform.resize(data.astronaut(), (40, 56), anti_aliasing=True) * 255).astype(np.uint8)
+    b = segment_contours(img, merge="learned", device="cpu", n_superpixels=50)
+    ran = []
+
+    def refuse(*a, **kw):
+        ran.append(1)
+        raise CUDADriverError("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: too many blocks in cooperative launch")
+
+    monkeypatch.setattr(LM, "_merge_grid", refuse)
+    a = segment_contours(img, merge="learned", device=emu_backend(), n_superpixels=50)
+    assert ran and a.info["merge_rounds"] == b.info["merge_rounds"]
+    np.testing.assert_array_equal(a.labels, b.labels)
+
+    def broken(*a, **kw):
+        raise CUDADriverError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
+
+    monkeypatch.setattr(LM, "_merge_grid", broken)
+    with pytest.raises(CUDADriverError):
+        segment_contours(img, merge="learned", device=emu_backend(), n_superpixels=50)
