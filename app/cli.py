@@ -451,7 +451,7 @@ def _finish_threads(before: set) -> None:
             # started, not yet running (its start() was cut short): it registers itself when it runs
             while not t.is_alive() and t in threading.enumerate() and time.monotonic() < deadline:
                 time.sleep(0.002)
-            if t.is_alive() and t.name.startswith("gpulab-") and not _is_pool_worker(t):
+            if t.is_alive() and t.name.startswith("gpulab-") and not _is_pool_worker(t) and not _is_warm_up(t):
                 if not noted:
                     t.join(max(0.0, min(note_at, deadline) - time.monotonic()))
                     if t.is_alive():
@@ -463,12 +463,29 @@ def _finish_threads(before: set) -> None:
             signal.signal(signal.SIGINT, previous)
 
 
-def _cancelled(threads_before: set) -> int:
+def _is_warm_up(t) -> bool:
+    """A compile started ahead of need (the text reader's, the mesh merge loop's): no result waits for it."""
+    return t.name.endswith("-warm-up")
+
+
+def _cancelled(threads_before: set, *, process_entry: bool = False) -> int:
     """A cancelled command's end: the one line, then the wait for the threads it started
-    (:func:`_finish_threads`); returns the cancel's exit status, 130."""
+    (:func:`_finish_threads`); returns the cancel's exit status, 130.
+
+    A warm-up compile still running is not waited for: as the process's entry (``process_entry``: the
+    ``gpulab`` command, ``python -m app``; not a caller of :func:`main` in its own process), the process ends
+    here without finalizing (``os._exit``), so no thread is left half-way in C++ and the user does not wait
+    for a compile nothing needs (session 13 review #13: up to ~10 s on an empty numba cache)."""
+    import threading
+
     print("gpulab: cancelled", file=sys.stderr)
     _finish_threads(threads_before)
     _forget_inner_interrupt()
+    if process_entry and any(t.is_alive() and not t.daemon and _is_warm_up(t) for t in threading.enumerate()):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(130)
     return 130
 
 
@@ -494,6 +511,7 @@ def _is_pool_worker(thread) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gpulab`` command. Returns the exit status."""
+    process_entry = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:
         # answered before anything heavy is imported (start-up: well under 0.2 s)
@@ -526,13 +544,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (Cancelled, KeyboardInterrupt):
         end_progress_line()
-        return _cancelled(threads_before)
+        return _cancelled(threads_before, process_entry=process_entry)
     except Exception as exc:
         end_progress_line()
         if interrupted and not debug:
             # Ctrl+C that landed inside an extension module's import or a C call comes back
             # as that call's own error ("ImportError: initialization failed"): a cancel all the same
-            return _cancelled(threads_before)
+            return _cancelled(threads_before, process_entry=process_entry)
         if debug:
             raise
         kind, msg = classify(exc, "the command")

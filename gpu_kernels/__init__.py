@@ -12,6 +12,10 @@ import os as _os
 # on the first parallel loop. OpenMP first (numba's own next choice) says nothing. Read when
 # numba is imported, so it is set here, before any of ours imports it; a user's setting wins.
 _os.environ.setdefault("NUMBA_THREADING_LAYER_PRIORITY", "omp tbb workqueue")
+# numba colours its typing messages through colorama (installed beside pyqtgraph), whose init/deinit REPLACE
+# sys.stdout / sys.stderr process-wide, from whichever thread compiles: a warm-up compile on a thread of its own
+# then swapped the main thread's streams under it (lines printed into a stale stream; session 13 review #4)
+_os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 
 from gpu_kernels.errors import BackendError, GpulabError, InputError, TooLargeError  # noqa: E402
 from gpu_kernels.jobs import Cancelled, LaunchTracker, Progress, as_progress  # noqa: E402
