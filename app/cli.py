@@ -395,8 +395,8 @@ FINISH_THREADS_S = 60.0
 FINISH_NOTE_S = 2.0
 #: what a gpulab thread does, for that line (by the thread's name)
 _THREAD_WORK = {"gpulab-simplify": "the mesh simplification", "gpulab-part-dijkstra": "the parts' shortest paths",
-                "gpulab-kd-nearest": "the nearest-point search", "gpulab-text-numba-warm-up": "the text reader's compile",
-                "gpulab-mesh-numba-warm-up": "the mesh merge loop's compile"}
+                "gpulab-kd-nearest": "the nearest-point search"}
+# (the warm-up compiles, gpulab-*-warm-up, are not waited for: see _is_warm_up)
 # (the MVS tool's gpulab-mvs-* threads are pool workers, which _finish_threads leaves to the interpreter's exit)
 
 
@@ -420,8 +420,8 @@ def _finish_threads(before: set) -> None:
     too late for that wait. So:
 
     * a thread whose start was cut short is waited for until it runs (the exit then waits for it);
-    * gpulab's own threads (named ``gpulab-...``: the simplification, the k-d tree searches, the
-      readers' warm-up; not pool workers) are joined here, where a second Ctrl+C exits at once
+    * gpulab's own threads (named ``gpulab-...``: the simplification, the k-d tree searches; not pool
+      workers, not the warm-up compiles, which :func:`main` leaves behind) are joined here, where a second Ctrl+C exits at once
       (``os._exit(130)``: no finalization, so no C++ is left half-way); in the interpreter's own
       wait a second Ctrl+C printed a traceback and went on to finalize.
 
@@ -470,23 +470,30 @@ def _is_warm_up(t) -> bool:
 
 def _cancelled(threads_before: set, *, process_entry: bool = False) -> int:
     """A cancelled command's end: the one line, then the wait for the threads it started
-    (:func:`_finish_threads`); returns the cancel's exit status, 130.
-
-    A warm-up compile still running is not waited for: as the process's entry (``process_entry``: the
-    ``gpulab`` command, ``python -m app``; not a caller of :func:`main` in its own process), the process ends
-    here without finalizing (``os._exit``), so no thread is left half-way in C++ and the user does not wait
-    for a compile nothing needs (session 13 review #13: up to ~10 s on an empty numba cache)."""
-    import threading
+    (:func:`_finish_threads`); returns the cancel's exit status, 130. A warm-up compile still running is
+    not waited for: as the process's entry (``process_entry``: the ``gpulab`` command, ``python -m app``;
+    not a caller of :func:`main` in its own process) the process ends here (:func:`_leave_warm_ups`)."""
 
     print("gpulab: cancelled", file=sys.stderr)
     _finish_threads(threads_before)
     _forget_inner_interrupt()
-    if process_entry and any(t.is_alive() and not t.daemon and _is_warm_up(t) for t in threading.enumerate()):
+    if process_entry:
+        _leave_warm_ups(130)
+    return 130
+
+
+def _leave_warm_ups(code: int) -> None:
+    """End the process now with ``code`` (after the flush, ``os._exit``: no finalization, so no thread is
+    left half-way in C++) when a warm-up compile is still running: after a cancel or an error nothing
+    needs it, and the interpreter's exit would wait for it in silence (up to ~10 s on an empty numba cache;
+    session 13 review #13 and final read)."""
+    import threading
+
+    if any(t.is_alive() and not t.daemon and _is_warm_up(t) for t in threading.enumerate()):
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        os._exit(130)
-    return 130
+        os._exit(code)
 
 
 def _forget_inner_interrupt() -> None:
@@ -559,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
                   "traceback below.\n\n" + traceback.format_exc().rstrip(), file=sys.stderr)
             return 3
         print(f"gpulab: error: {msg}", file=sys.stderr)
+        if process_entry:
+            _leave_warm_ups(2)
         return 2
     finally:
         interrupted.restore()

@@ -48,8 +48,7 @@ _MAX_DEFAULT_HOST = 8 << 30
 # ----------------------------------------------------------------------------- sizes
 def _array_like(v) -> bool:
     """An array, or a sparse matrix of SciPy / CuPy (its arrays are in its ``__dict__``)."""
-    mod = type(v).__module__
-    return (hasattr(v, "shape") and hasattr(v, "dtype")) or mod.startswith(("scipy.sparse", "cupyx.scipy.sparse"))
+    return hasattr(v, "shape") and hasattr(v, "dtype")
 
 
 def output_nbytes(obj, _depth: int = 0, _seen: set | None = None) -> tuple[int, int]:

@@ -19,11 +19,14 @@ import app.cli as cli
 
 def fake_main(argv):
     threading.Thread(target=time.sleep, args=(60,), name="gpulab-test-numba-warm-up").start()
+    if "{mode}".startswith("error"):
+        from gpu_kernels.errors import InputError
+        raise InputError("the file is not a mesh")
     raise KeyboardInterrupt
 
 cli._main = fake_main
 sys.argv = ["gpulab", "mesh-seg", "x.ply"]
-if sys.argv[1:] and "{mode}" == "entry":
+if sys.argv[1:] and "{mode}" in ("entry", "error-entry"):
     raise SystemExit(cli.main())
 code = cli.main(["mesh-seg", "x.ply"])
 print("@@returned", code, flush=True)
@@ -44,6 +47,14 @@ def test_the_gpulab_process_does_not_wait_for_a_warm_up_after_a_cancel():
     assert r.returncode == 130, r.stderr[-2000:]
     assert "gpulab: cancelled" in r.stderr and "waiting for" not in r.stderr
     assert took < 30, took   # the warm-up sleeps 60 s: waited for, it would time the test out
+
+
+def test_an_error_after_a_read_does_not_wait_for_a_warm_up_either():
+    """(The session's final read: a mesh that reads but is then rejected waited for the compile after its one line.)"""
+    r, took = _run("error-entry")
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip().splitlines()[-1] == "gpulab: error: the file is not a mesh"
+    assert took < 30, took
 
 
 def test_a_caller_of_main_in_its_own_process_gets_130_back():
