@@ -828,9 +828,11 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     if T * L > 2048:
         raise ValueError("the model has more than 2048 nodes")
     tau32 = np.float32(np.inf if target > 0 else tau)
-    if which == "grid":
-        if T > 64 or len(t23) > 256:
+    if which == "grid" and (T > 64 or len(t23) > 256):
+        if kernel is not None:
             raise ValueError("the grid kernel walks at most 64 trees with at most 256 thresholds on feature 23")
+        which = "block"   # a larger model than the grid kernel holds: the one-block kernel (the same labels)
+    if which == "grid":
         try:
             return _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m,
                                (m_thr, m_val, m_meta, T, L, t23), tau32, target, min_area, inv_norm, max_rounds, gc,

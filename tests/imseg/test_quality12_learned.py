@@ -388,3 +388,30 @@ def test_a_refused_cooperative_launch_runs_the_one_block_kernel(monkeypatch):
     monkeypatch.setattr(LM, "_merge_grid", broken)
     with pytest.raises(CUDADriverError):
         segment_contours(img, merge="learned", device=emu_backend(), n_superpixels=50)
+
+
+@needs_emu
+def test_a_model_larger_than_the_grid_kernel_holds_runs_the_block_kernel():
+    """(Session 13 final read) A retrained model with more than 64 trees must not break the default GPU path:
+    it runs the one-block kernel (the same labels); only an explicit kernel="grid" refuses it. A 65th tree
+    whose leaves are all zero leaves every prediction as it was."""
+    img, _ = shaded_regions(1208, h=64, w=80, cells=5)
+    col, sp, g = _graph(img, 120)
+    h, w = img.shape[:2]
+    inv = 1 / math.sqrt(h * w)
+    m = LM.model()
+    big = {k: (np.concatenate([v, v[:1] * 0 if k == "val" else v[:1]]) if isinstance(v, np.ndarray) else v)
+           for k, v in m.items()}
+    assert big["feat"].shape[0] == 65
+    be = emu_backend()
+    xp = be.xp
+    args = (xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"], h, w, xp.asarray(col["gq"].ravel()),
+            xp.asarray(col["q"].reshape(3, -1).ravel()), 0, 0.39, inv)
+    ma = C.min_region_area(sp["S"])
+    want, _ = C._resolve(LM.merge_learned_np(g, 0, 0.39, inv, min_area=ma)[0])
+    into, state = LM.merge_device(be, *args, min_area=ma, model_arrays=big)
+    got, _ = C._resolve(np.asarray(into.get()).astype(np.int64))
+    np.testing.assert_array_equal(got, want)
+    assert np.asarray(state.get()).shape[0] == 3   # the block kernel's state
+    with pytest.raises(ValueError, match="at most 64 trees"):
+        LM.merge_device(be, *args, min_area=ma, model_arrays=big, kernel="grid")
