@@ -1441,35 +1441,23 @@ __device__ __forceinline__ void lm_merge_grid_body(
 #undef LG_SYNC
 }
 
-// 1024 threads a block (64 registers a thread), or 512 (128 registers): the same rounds
-extern "C" __global__ void __launch_bounds__(1024) lm_merge_grid(
-    int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el,
-    unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes,
-    int* hstamp,
-    double* rd, double* hn, long long* area, long long* rsum, long long* rsq, long long* gin, int* hist, int* bord,
-    long long* per, u64* mn2, u64* best2, int* into, int* grown, const double* __restrict__ m_thr,
-    const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L, double base,
-    const double* __restrict__ t23, int n23, float tau, int target, int min_area, double gscale, double b0,
-    double size_k, double inv_norm, double npx, int max_rounds, int emax, unsigned int* bar, int* gc,
-    int* state, long long* prof) {
-    lm_merge_grid_body(R, hkey, hlen, hgs, hgh, logcap, ea, eb, el, eg, gh, pb, lc, X32, slots, skey, holes, hstamp, rd,
-                       hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, T, L,
-                       base, t23, n23, tau, target, min_area, gscale, b0, size_k, inv_norm, npx, max_rounds, emax,
-                       bar, gc, state, prof);
+// 1024 threads a block (64 registers a thread), or 512 (128 registers): the same rounds, one parameter list
+#define LM_MERGE_GRID_KERNEL(NAME, THREADS) \
+extern "C" __global__ void __launch_bounds__(THREADS) NAME( \
+int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el, \
+    unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes, \
+    int* hstamp, \
+    double* rd, double* hn, long long* area, long long* rsum, long long* rsq, long long* gin, int* hist, int* bord, \
+    long long* per, u64* mn2, u64* best2, int* into, int* grown, const double* __restrict__ m_thr, \
+    const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L, double base, \
+    const double* __restrict__ t23, int n23, float tau, int target, int min_area, double gscale, double b0, \
+    double size_k, double inv_norm, double npx, int max_rounds, int emax, unsigned int* bar, int* gc, \
+    int* state, long long* prof) { \
+    lm_merge_grid_body(R, hkey, hlen, hgs, hgh, logcap, ea, eb, el, eg, gh, pb, lc, X32, slots, skey, holes, hstamp, rd, \
+                       hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, T, L, \
+                       base, t23, n23, tau, target, min_area, gscale, b0, size_k, inv_norm, npx, max_rounds, emax, \
+                       bar, gc, state, prof); \
 }
-
-extern "C" __global__ void __launch_bounds__(512) lm_merge_grid512(
-    int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el,
-    unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes,
-    int* hstamp,
-    double* rd, double* hn, long long* area, long long* rsum, long long* rsq, long long* gin, int* hist, int* bord,
-    long long* per, u64* mn2, u64* best2, int* into, int* grown, const double* __restrict__ m_thr,
-    const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L, double base,
-    const double* __restrict__ t23, int n23, float tau, int target, int min_area, double gscale, double b0,
-    double size_k, double inv_norm, double npx, int max_rounds, int emax, unsigned int* bar, int* gc,
-    int* state, long long* prof) {
-    lm_merge_grid_body(R, hkey, hlen, hgs, hgh, logcap, ea, eb, el, eg, gh, pb, lc, X32, slots, skey, holes, hstamp, rd,
-                       hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, T, L,
-                       base, t23, n23, tau, target, min_area, gscale, b0, size_k, inv_norm, npx, max_rounds, emax,
-                       bar, gc, state, prof);
-}
+LM_MERGE_GRID_KERNEL(lm_merge_grid, 1024)
+LM_MERGE_GRID_KERNEL(lm_merge_grid512, 512)
+#undef LM_MERGE_GRID_KERNEL
