@@ -846,15 +846,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
 
             if is_cupy(be):  # (remembered per device: later merges there go straight to it)
                 _cooperative_ok.__dict__.setdefault("cache", {})[int(be.device_id)] = False
-    ea = xp.empty(emax, dtype=xp.int32)
-    eb = xp.empty(emax, dtype=xp.int32)
-    el = xp.empty(emax, dtype=xp.int32)
-    eg = xp.empty(emax, dtype=xp.uint64)
-    gh = xp.empty(emax * NG, dtype=xp.int32)
-    pb = xp.empty(emax, dtype=xp.uint32)
-    lcost = xp.empty(emax, dtype=xp.float64)
-    X32 = xp.empty(emax * NFEAT, dtype=xp.float32)
-    slots = xp.empty(emax, dtype=xp.int32)
+    ea, eb, el, eg, gh, pb, lcost, X32, slots = _pair_arrays(xp, emax)
     holes = xp.empty(emax, dtype=xp.int32)
     dlist = xp.empty(emax, dtype=xp.int32)
     wlist = xp.empty(emax, dtype=xp.int32)
@@ -885,6 +877,14 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     return into, state
 
 
+def _pair_arrays(xp, emax: int):
+    """The pair arrays both merge kernels keep (ends, boundary length and gradient sums, gradient histogram,
+    p bits, log cost, features, slots), for ``emax`` pairs."""
+    return (xp.empty(emax, dtype=xp.int32), xp.empty(emax, dtype=xp.int32), xp.empty(emax, dtype=xp.int32),
+            xp.empty(emax, dtype=xp.uint64), xp.empty(emax * NG, dtype=xp.int32), xp.empty(emax, dtype=xp.uint32),
+            xp.empty(emax, dtype=xp.float64), xp.empty(emax * NFEAT, dtype=xp.float32), xp.empty(emax, dtype=xp.int32))
+
+
 def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m, dm, tau32, target,
                 min_area, inv_norm, max_rounds, gc, prof):
     """lm_merge_grid: every round over the whole GPU (one cooperative launch)."""
@@ -893,15 +893,7 @@ def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, 
 
     xp = be.xp
     m_thr, m_val, m_meta, T, L, t23 = dm
-    ea = xp.empty(emax, dtype=xp.int32)
-    eb = xp.empty(emax, dtype=xp.int32)
-    el = xp.empty(emax, dtype=xp.int32)
-    eg = xp.empty(emax, dtype=xp.uint64)
-    gh = xp.empty(emax * NG, dtype=xp.int32)
-    pb = xp.empty(emax, dtype=xp.uint32)
-    lcost = xp.empty(emax, dtype=xp.float64)
-    X32 = xp.empty(emax * NFEAT, dtype=xp.float32)
-    slots = xp.empty(emax, dtype=xp.int32)
+    ea, eb, el, eg, gh, pb, lcost, X32, slots = _pair_arrays(xp, emax)
     skey = xp.empty(emax, dtype=xp.uint64)
     holes = xp.empty(emax, dtype=xp.int32)
     hstamp = xp.empty(emax, dtype=xp.int32)
