@@ -599,9 +599,41 @@ def cooperative_blocks(fn, threads: int, shared_mem: int = 0, device=None) -> in
     import cupy as cp
     from cupy.cuda import driver
 
-    dev = cp.cuda.Device() if device is None else cp.cuda.Device(int(device))
-    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, int(threads), int(shared_mem))
-    return int(per_sm) * int(dev.attributes["MultiProcessorCount"])
+    dev = int(cp.cuda.Device().id if device is None else device)
+    key = (fn.kernel.ptr, int(threads), int(shared_mem), dev)
+    n = _COOP_BLOCKS.get(key)
+    if n is None:  # (asked once per kernel, size and device: both queries cost tens of µs)
+        per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, int(threads), int(shared_mem))
+        n = _COOP_BLOCKS[key] = int(per_sm) * _sm_count_of(dev)
+    return n
+
+
+_COOP_BLOCKS: dict = {}
+_SMS: dict = {}
+
+
+def _sm_count_of(device_id: int) -> int:
+    n = _SMS.get(device_id)
+    if n is None:
+        import cupy as cp
+
+        n = _SMS[device_id] = int(cp.cuda.runtime.deviceGetAttribute(16, device_id))  # cudaDevAttrMultiProcessorCount
+    return n
+
+
+def sm_count(be) -> int:
+    """Multiprocessors of ``be``'s device, asked once (CuPy's ``Device.attributes`` reads every attribute: too
+    slow for each call); an emulator's backend answers through its own ``attributes``."""
+    key = (type(be).__name__, be.device_id)
+    n = _SMS.get(key)
+    if n is None:
+        with be.activate():
+            try:
+                n = int(be.xp.cuda.runtime.deviceGetAttribute(16, be.device_id))
+            except Exception:  # noqa: BLE001 - an emulator without the call
+                n = int(be.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
+        _SMS[key] = n
+    return n
 
 
 #: id(fn) -> (fn, the most dynamic shared memory it was opted in to); fn is held, so its id stays its own

@@ -68,22 +68,13 @@ def _cdiv(a, b):
     return -(-int(a) // int(b))
 
 
-_SMS: dict = {}
 
 
 def _sm_count(be) -> int:
-    """Multiprocessors of ``be``'s device, asked once (CuPy's ``Device.attributes`` reads every
-    attribute: too slow for each estimate)."""
-    key = (type(be).__name__, be.device_id)
-    n = _SMS.get(key)
-    if n is None:
-        with be.activate():
-            try:
-                n = int(be.xp.cuda.runtime.deviceGetAttribute(16, be.device_id))  # cudaDevAttrMultiProcessorCount
-            except Exception:  # noqa: BLE001 - an emulator without the call
-                n = int(be.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
-        _SMS[key] = n
-    return n
+    """Multiprocessors of ``be``'s device, asked once (:func:`gpu_kernels.backend.sm_count`)."""
+    from gpu_kernels.backend import sm_count
+
+    return sm_count(be)
 
 
 def _function_ptr(k) -> int:
