@@ -552,7 +552,8 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
     cooperative launch must have one block.
     """
     if cooperative:
-        return _Cooperative(kernel(device, source, name, defines, options))
+        return _Cooperative(kernel(device, source, name, defines, options),
+                            emulated=_is_emulator(_kernel_backend(device)))
     be = _kernel_backend(device)
     dev = ("emu", id(be)) if _is_emulator(be) else ("cuda", be.device_id)
     key = (*dev, source, name, tuple(sorted((defines or {}).items())), tuple(options))
@@ -567,14 +568,16 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
 
 
 class _Cooperative:
-    """A kernel launched cooperatively (:func:`kernel` with ``cooperative=True``)."""
+    """A kernel launched cooperatively (:func:`kernel` with ``cooperative=True``); ``emulated``: built by
+    the test suite's CPU emulator (known from the backend it was built for, not guessed from the function)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, *, emulated: bool):
         self.fn = fn
+        self.emulated = bool(emulated)
 
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
         grid = tuple(grid)
-        if _is_emulator_function(self.fn):
+        if self.emulated:
             if int(np.prod(grid)) != 1:
                 raise BackendError("the CUDA emulator runs a cooperative launch with one block only")
             return self.fn(grid, block, args, shared_mem=shared_mem)
@@ -585,17 +588,14 @@ class _Cooperative:
         return getattr(self.fn, name)
 
 
-def _is_emulator_function(fn) -> bool:
-    return not hasattr(fn, "kernel") or type(fn).__module__.split(".")[0] != "cupy"
-
-
 def cooperative_blocks(fn, threads: int, shared_mem: int = 0, device=None) -> int:
-    """How many blocks of ``threads`` a cooperative launch of ``fn`` may have on the device: the SMs
-    times the blocks one SM holds (1 for the emulator)."""
-    if isinstance(fn, _Cooperative):
-        fn = fn.fn
-    if _is_emulator_function(fn):
+    """How many blocks of ``threads`` a cooperative launch of ``fn`` (a kernel from :func:`kernel` with
+    ``cooperative=True``) may have on the device: the SMs times the blocks one SM holds (1 for the emulator)."""
+    if not isinstance(fn, _Cooperative):
+        raise TypeError("cooperative_blocks takes a kernel made with kernel(..., cooperative=True)")
+    if fn.emulated:
         return 1
+    fn = fn.fn
     import cupy as cp
     from cupy.cuda import driver
 

@@ -127,6 +127,17 @@ def test_hooked_through_backend_kernel():
     np.testing.assert_array_equal(y.get(), 3 * np.arange(100) + 1)
 
 
+def test_a_cooperative_kernel_knows_it_was_emulated():
+    """A cooperative kernel records which backend built it (session 14: it was guessed from the function's
+    type), and ``cooperative_blocks`` takes only cooperative kernels: a plain one gets a clear error."""
+    be = cuda_emu.emu_backend()
+    co = backend.kernel(be, "selftest.cu", "gpulab_saxpy", cooperative=True)
+    assert co.emulated is True
+    assert backend.cooperative_blocks(co, 128) == 1
+    with pytest.raises(TypeError, match="cooperative=True"):
+        backend.cooperative_blocks(backend.kernel(be, "selftest.cu", "gpulab_saxpy"), 128)
+
+
 def test_host_arrays_answer_cupy_calls():
     xp = cuda_emu.xp
     a = xp.arange(12, dtype=xp.float32).reshape(3, 4)
