@@ -15,6 +15,9 @@ configurations interleaved after one warm-up each, the labels' and colours' SHA-
   step on the calling thread, the full dual graph on a thread of its own); ``noswap`` (``= False``); ``gcoff``
   (``gc.disable()`` for the run); ``swapgc`` (both).
 
+Session 14: ``SIMPLIFY_ON_CALLER`` is gone (its rule failed twice), so the configurations ``swap``, ``noswap`` and
+``swapgc`` no longer run; this script records session 13's runs, and ``mesh_speed14_ab.py`` uses its tracer.
+
 Example (device)::
 
     python benchmarks/mesh_speed13_ab.py 101.off 281.off --rounds 11 --configs base,swap,gcoff --stages 12 \\

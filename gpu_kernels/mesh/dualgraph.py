@@ -165,15 +165,11 @@ def _used_vertices(v: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 
 def _check_span(v: np.ndarray, f: np.ndarray) -> None:
+    """No used vertex may lie more than half :data:`MAX_COORDINATE_SPAN` from the used vertices' median."""
     if float(np.abs(v).max()) <= MAX_COORDINATE_SPAN / 4:
         # every coordinate within a quarter of the limit: the median cannot overflow and no vertex lies more than
-        # half the limit from it, so the full check passes (issue 22, session 12: its partition skipped)
+        # half the limit from it, so the check below passes (issue 22, session 12: its partition skipped)
         return
-    _check_span_full(v, f)
-
-
-def _check_span_full(v: np.ndarray, f: np.ndarray) -> None:
-    """The span check by the median of the used vertices (:func:`_check_span` where a coordinate is far out)."""
     used = v[_used_vertices(v, f)]
     centre = np.median(used, axis=0)
     with np.errstate(over="ignore", invalid="ignore"):

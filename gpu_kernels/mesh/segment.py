@@ -61,6 +61,7 @@ on the H100 (benchmarks/results/mesh_session4.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -668,11 +669,12 @@ STARTS_OWN_BATCH = True
 EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
-#: with the automatic working resolution, the simplification's step that releases the GIL (pymeshlab's) runs on
-#: the calling thread and the full mesh's dual graph (and its weight matrix) on a thread of its own (True), instead
-#: of the simplification on the thread and the graph on the caller (False: sessions 10-12). The same work, the
-#: same results; the step on the critical path stays on the thread that is already running (issue 22, session 13)
-SIMPLIFY_ON_CALLER = False
+#: on a GPU, the full-to-working nearest faces (a k-d tree search on the host, ~6 ms at 17k faces) run on a thread
+#: of their own beside the working mesh's thickness and APSP on the GPU (True), instead of after them (False:
+#: sessions 8-13). The same search on the same arrays (issue 22, session 14)
+NEAREST_BESIDE = False
+#: the same on the CPU (the tests' switch)
+NEAREST_BESIDE_CPU = False
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
@@ -864,7 +866,6 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info, *, progress=Non
     thickness contrast by K_SDF_MERGE: :func:`k_merge_graph`). ``progress``: the row's Progress, whose
     cancel the merge loops check."""
     t0 = time.perf_counter()
-    prog = progress
     labels, _ = _bd.merge_islands(graph, labels)
     label_comp = np.repeat(np.arange(len(ks)), ks)
     tg = {c: (min(2, int(kc)) if t == "auto" else int(t)) for c, (t, kc) in enumerate(zip(targets, ks, strict=True))}
@@ -875,15 +876,15 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info, *, progress=Non
         from gpu_kernels.mesh import learned as _learned
 
         labels, merges, strengths = _learned.auto_merge(graph, labels, tg, label_comp, auto, min_area=MIN_PART_AREA,
-                                                        min_share=AUTO_K_MIN_PART, progress=prog)
+                                                        min_share=AUTO_K_MIN_PART, progress=progress)
     elif auto or _defaults.DEFAULT_K_MERGE == "hand" or max(tg.values(), default=0) > _defaults.LEARNED_MAX_K:
         merged, merges = _bd.merge_weakest_boundaries(graph if auto else k_merge_graph(graph), labels, tg, label_comp,
-                                                      strengths=strengths, min_area=MIN_PART_AREA, progress=prog)
+                                                      strengths=strengths, min_area=MIN_PART_AREA, progress=progress)
     else:  # an integer k's merges by the learned score (defaults.DEFAULT_K_MERGE; session 11)
         from gpu_kernels.mesh import learned as _learned
 
         merged, merges = _learned.k_merge(k_merge_graph(graph), labels, tg, label_comp, strengths=strengths,
-                                          min_area=MIN_PART_AREA, progress=prog)
+                                          min_area=MIN_PART_AREA, progress=progress)
     if learned_auto:
         pass  # (the labels, merges and strengths are the learned stop's)
     elif auto:
@@ -916,7 +917,7 @@ def _merge_to_targets(graph, labels, P, reps, ks, targets, info, *, progress=Non
         # (then the parts under AUTO_K_MIN_PART of their component join a neighbour)
         extra_st: list = []
         lab, extra = absorb_small_parts(graph, lab.astype(np.int32), label_comp, auto, AUTO_K_MIN_PART, extra_st,
-                                        progress=prog)
+                                        progress=progress)
         kept, kept_st = kept + list(extra), kept_st + extra_st
         labels, merges, strengths = np.asarray(lab).astype(np.int32), kept, kept_st
         info["auto_k_threshold"] = {int(c): float(v) for c, v in thr.items()}
@@ -1181,22 +1182,14 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         # the automatic working resolution's simplification starts now, on a thread of its own,
         # and runs while the full mesh's dual graph is built (issue 22; the same call as
         # working_graph's, so the same working mesh). An error surfaces where it did before.
-        # (SIMPLIFY_ON_CALLER: the other way round, the graph on a thread, pymeshlab's step here.)
         early = None
-        gjob: list = []  # SIMPLIFY_ON_CALLER: the full graph's thread
         t1 = time.perf_counter()
         if max_faces == "auto" and COARSENING == "simplify" and _can_simplify():
             wf0 = working_faces(f.shape[0], backend, apsp_method)
             if wf0 is not None and wf0 < f.shape[0]:
-                beside = None
-                if SIMPLIFY_ON_CALLER:
-                    def beside():
-                        gjob.append(BackgroundCall(_full_graph, v, f, d_used, e_used, name="gpulab-dual-graph"))
-                        leave.callback(gjob[0].join)
                 try:
                     early = (wf0, simplify_in_background(
-                        v, f, wf0, None if simplifier in (None, "auto") else simplifier, fn=simplify_mesh,
-                        beside=beside))
+                        v, f, wf0, None if simplifier in (None, "auto") else simplifier, fn=simplify_mesh))
                 except (ValueError, RuntimeError):
                     early = None
                 else:
@@ -1205,10 +1198,10 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     # left running beside the next run's (a no-op once picked)
                     leave.callback(_wait_quietly, early[1])
         t2 = time.perf_counter()  # (the simplification's time on this thread counts as the simplification's)
-        graph = gjob[0].result() if gjob else dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
+        graph = dual_graph(v, f, delta=d_used, eta_convex=e_used, thickness=False)
         info["timings"]["clean"] = t1 - t0
         info["timings"]["dual_graph"] = time.perf_counter() - t2
-        if early is not None and not gjob and not early[1].done():
+        if early is not None and not early[1].done():
             # the parts' memberships' weight matrix (cached on the graph) while the simplification runs (issue 22,
             # session 12: ~1 ms at 17k off the path after pymeshlab's step; the same matrix)
             graph.csr()
@@ -1240,6 +1233,15 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
         working = []
+        # NEAREST_BESIDE: each working mesh's full-to-working nearest faces on a thread of their own, started once
+        # its dual graph is built, while this thread measures its thickness and runs the APSP on the GPU
+        near_jobs: dict = {}
+        near_hook = None
+        if NEAREST_BESIDE and (backend.is_gpu or NEAREST_BESIDE_CPU):
+            def near_hook(t, gs):
+                near_jobs[t] = job = BackgroundCall(_nearest_faces, gs.centroids, graph.centroids,
+                                                    name="gpulab-kd-nearest")
+                leave.callback(_wait_quietly, job)
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)
         if target is not None:
@@ -1253,8 +1255,9 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     working.append((int(t), None, None))
                 else:
                     pre = early[1] if early is not None and early[0] == t else None
+                    hook = None if near_hook is None else functools.partial(near_hook, int(t))
                     working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp,
-                                                           pre=pre)))
+                                                           pre=pre, on_graph=hook)))
             info["timings"]["simplify"] = time.perf_counter() - t0 + (t2 - t1)
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1275,19 +1278,12 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nearest = [None if gs is None or patch is not None else
-                   _nearest_faces(gs.centroids, graph.centroids) for _, gs, patch in working]
+                   near_jobs[t].result() if t in near_jobs else
+                   _nearest_faces(gs.centroids, graph.centroids) for t, gs, patch in working]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
                         orders=orders)
-
-
-def _full_graph(v, f, delta, eta_convex):
-    """The full mesh's dual graph and its weight matrix (cached on the graph), on
-    :data:`SIMPLIFY_ON_CALLER`'s thread."""
-    graph = dual_graph(v, f, delta=delta, eta_convex=eta_convex, thickness=False)
-    graph.csr()
-    return graph
 
 
 def _wait_quietly(job) -> None:
@@ -1304,14 +1300,15 @@ def _nearest_faces(centroids_s, centroids) -> np.ndarray:
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
-                  pre=None):
+                  pre=None, on_graph=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
     ``pre``: the same simplification already started
     (:func:`gpu_kernels.mesh.simplify.simplify_in_background`, which imports the simplifier on
     the calling thread first: pymeshlab imported first from a worker thread corrupted the heap,
-    session 6)."""
+    session 6). ``on_graph(gs)``: called with the simplified mesh's dual graph before its thickness is measured
+    (:data:`NEAREST_BESIDE`)."""
     if COARSENING == "patches":
         from gpu_kernels.mesh.coarsen import coarsen
 
@@ -1323,6 +1320,8 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
                   else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
+    if on_graph is not None:
+        on_graph(gs)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
 
 

@@ -33,6 +33,8 @@ memberships back onto every original face.
 from __future__ import annotations
 
 import importlib.util
+import os
+import threading
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -102,15 +104,11 @@ def _simplify_fast(v: np.ndarray, f: np.ndarray, target: int):
     return np.asarray(vo, dtype=np.float64), np.asarray(fo, dtype=np.int64)
 
 
-def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int, before=None):
-    """pymeshlab's decimation; ``before()`` (optional) is called just before the decimation itself, which releases
-    the GIL (the mesh's hand-over to pymeshlab holds it)."""
+def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int):
     import pymeshlab
 
     ms = pymeshlab.MeshSet()
     ms.add_mesh(pymeshlab.Mesh(vertex_matrix=v, face_matrix=f.astype(np.int32)))
-    if before is not None:
-        before()
     ms.meshing_decimation_quadric_edge_collapse(
         targetfacenum=target, preservenormal=bool(PRESERVE_NORMAL), preservetopology=False,
         optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
@@ -168,8 +166,7 @@ class _Done:
         return self._value
 
 
-def simplify_in_background(vertices, faces, target_faces: int, method: str | None = None, *, fn=None,
-                           beside=None):
+def simplify_in_background(vertices, faces, target_faces: int, method: str | None = None, *, fn=None):
     """Start ``fn(vertices, faces, target_faces[, method=method])`` (default :func:`simplify_mesh`;
     a caller passes the name it looks up, so a benchmark's replacement of it is honoured) on a
     thread of its own and return a handle whose ``result()`` gives what the call returns (or
@@ -178,14 +175,6 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     The modules of the simplifier that ``method`` resolves to are imported here, on the calling
     thread, before the thread starts (pymeshlab imported first from a worker thread corrupts
     the heap). An unknown or missing simplifier raises here, as :func:`simplify_mesh` would.
-
-    ``beside``: a callable that starts the caller's own work on a thread of its own (issue 22, session 13:
-    ``segment.SIMPLIFY_ON_CALLER``). Then the simplification runs on the CALLING thread instead, and
-    ``beside()`` is called just before its step that releases the GIL (pymeshlab's decimation, after the
-    mesh's hand-over to pymeshlab; with "fast+pymeshlab" also after fast-simplification's step and its
-    clean-up: all of these hold the GIL); the handle returned is then already done. ``beside`` is called at
-    most once, and not when the simplifier is unknown or missing or fails before that point (then the caller
-    does its own work itself).
 
     Example
     -------
@@ -209,10 +198,8 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     args = (vertices, faces, target_faces)
     kwargs = {} if method is None else {"method": method}
     if how == "fast" and not BACKGROUND_FAST:
-        if beside is not None:
-            beside()
         return _Done(fn, args, kwargs)
-    if how == "fast+pymeshlab" and fn is simplify_mesh and (SPLIT_PRE or beside is not None):
+    if how == "fast+pymeshlab" and fn is simplify_mesh and SPLIT_PRE:
         target = int(max(target_faces, 4))
         f = np.ascontiguousarray(faces, dtype=np.int64)
         if f.shape[0] > PRE_FACTOR * target * 1.2:
@@ -226,13 +213,59 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
                 v, f, _, _ = clean_mesh(vm, fm)
             except Exception as exc:  # noqa: BLE001 - raised by result(), as the thread's would be
                 return _Done(_raise, (exc,), {})
-            if beside is not None:
-                return _Done(_pymeshlab_step, (v, f, target), {"before": beside})
-            return BackgroundCall(_pymeshlab_step, v, f, target, name="gpulab-simplify")
-    if beside is not None:
-        beside()
-        return _Done(fn, args, kwargs)
-    return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
+            return _start(_pymeshlab_step, v, f, target)
+    return _start(fn, *args, **kwargs)
+
+
+#: :func:`simplify_in_background`'s thread: one long-lived thread of the process, reused by every call (True), or a
+#: fresh thread per call (False: sessions 8-13). The same calls on the same arrays (issue 22, session 14: a fresh
+#: thread's pymeshlab step took 80 ms at the median against 66 on the calling thread, session 13's device call 1)
+REUSE_THREAD = False
+_REUSED: list = []
+_REUSED_LOCK = threading.Lock()
+
+
+def _reused_after_fork() -> None:
+    """In a forked child: a fresh lock and no executor (the parent's thread is not there)."""
+    global _REUSED_LOCK
+    _REUSED_LOCK = threading.Lock()
+    _REUSED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reused_after_fork)
+
+
+class _Reused:
+    """:class:`gpu_kernels.jobs.BackgroundCall`'s interface for a call on :data:`REUSE_THREAD`'s thread."""
+
+    def __init__(self, future):
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def join(self) -> None:
+        from concurrent.futures import wait
+
+        wait([self._future])
+
+    def result(self):
+        return self._future.result()
+
+
+def _start(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on a fresh thread ``gpulab-simplify`` or (:data:`REUSE_THREAD`) on the process's
+    long-lived one (a pool whose idle thread is reused; a second caller at the same time gets a second thread)."""
+    if not REUSE_THREAD:
+        return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
+    with _REUSED_LOCK:
+        if not _REUSED or _REUSED[0][0] != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor
+
+            _REUSED[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="gpulab-simplify"))]
+        pool = _REUSED[0][1]
+    return _Reused(pool.submit(fn, *args, **kwargs))
 
 
 #: :func:`simplify_in_background` with "fast+pymeshlab": fast-simplification's step and its clean-up on the
@@ -245,9 +278,9 @@ def _raise(exc):
     raise exc
 
 
-def _pymeshlab_step(v, f, target, before=None):
+def _pymeshlab_step(v, f, target):
     """``_simplify_pymeshlab`` looked up when it runs (a benchmark may time it)."""
-    return _simplify_pymeshlab(v, f, target) if before is None else _simplify_pymeshlab(v, f, target, before=before)
+    return _simplify_pymeshlab(v, f, target)
 
 
 def transfer_memberships(src_centroids, src_P, dst_centroids) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
 """Issue 22 (session 12): ``clean_mesh``'s quick checks decide as the full ones (session 13: no switch; the
-references are ``_check_span_full`` and ``np.unique``):
+references are the full span check, kept here since session 14 inlined it into ``_check_span``, and ``np.unique``):
 ``_check_span`` passes a mesh whose coordinates are all within a quarter of the limit without the median (and
 raises as before otherwise, a mesh far out at 1e308 included), and ``_first_of_unique_rows`` gives every row,
 as a set, where no face repeats."""
@@ -13,8 +13,23 @@ from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pyt
 from gpu_kernels.mesh import dualgraph as dg
 
 
+def _check_span_full(v: np.ndarray, f: np.ndarray) -> None:
+    """The span check by the median of the used vertices, always (session 13's ``dualgraph._check_span_full``)."""
+    used = v[dg._used_vertices(v, f)]
+    centre = np.median(used, axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = np.abs(used - centre).max(axis=1)
+    far = int(np.argmax(dev))
+    if not np.isfinite(dev[far]) or dev[far] > dg.MAX_COORDINATE_SPAN / 2:
+        idx = int(dg._used_vertices(v, f)[far])
+        xyz = ", ".join(f"{c:.3g}" for c in v[idx])
+        raise dg.MeshInputError(
+            f"vertex {idx:,} lies at ({xyz}), too far out to compute with (coordinates must stay within "
+            f"{dg.MAX_COORDINATE_SPAN / 2:.0e} of the mesh's centre): fix or remove it, or rescale the mesh")
+
+
 def _decision(monkeypatch, v, f, quick):
-    check = dg._check_span if quick else dg._check_span_full
+    check = dg._check_span if quick else _check_span_full
     try:
         check(np.asarray(v, np.float64), np.asarray(f, np.int64))
         return "ok"

@@ -1,8 +1,8 @@
 """Issue 22 (session 12): the full graph's weight matrix (``DualGraph.csr()``) is cached on the graph and built
 while the working resolution's simplification runs: the same matrix bit for bit, the same labels and colours as a
 matrix built afresh at every call (session 13: no switches; the reference is an uncached ``csr``), built before the
-simplification's result is taken (on the graph's thread with ``segment.SIMPLIFY_ON_CALLER``, else on the
-caller's)."""
+simplification's result is taken, on the caller's thread (session 14: ``segment.SIMPLIFY_ON_CALLER``, which built
+it on a thread of its own, is gone)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import hashlib
 import threading
 
 import numpy as np
-import pytest
 from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import dualgraph as dg
@@ -68,7 +67,7 @@ def _slow_simplifier(events: dict):
     return simplify
 
 
-def _run(monkeypatch, cached: bool = True, swap: bool | None = None):
+def _run(monkeypatch, cached: bool = True):
     events = {"csr": threading.Event()}
     v, f = _sphere(50)   # ~9.8k faces: above the working resolution
     real = dg.DualGraph.csr
@@ -82,18 +81,15 @@ def _run(monkeypatch, cached: bool = True, swap: bool | None = None):
     monkeypatch.setattr(dg.DualGraph, "csr", spy)
     monkeypatch.setattr(segment, "simplify_mesh", _slow_simplifier(events))
     monkeypatch.setattr(segment, "_can_simplify", lambda: True)
-    if swap is not None:
-        monkeypatch.setattr(segment, "SIMPLIFY_ON_CALLER", swap)
     seg = segment.segment_mesh(v, f, k=3, device="cpu")
     assert seg.info["simplified"]
     return events, hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()
 
 
-@pytest.mark.parametrize("swap", [True, False])
-def test_the_matrix_is_built_while_the_simplification_runs(monkeypatch, swap):
-    events, _ = _run(monkeypatch, swap=swap)
+def test_the_matrix_is_built_while_the_simplification_runs(monkeypatch):
+    events, _ = _run(monkeypatch)
     assert events["built_first"] is True
-    assert events["thread"] == ("gpulab-dual-graph" if swap else threading.current_thread().name)
+    assert events["thread"] == threading.current_thread().name
 
 
 def test_the_same_labels_and_colours_with_and_without_the_cache(monkeypatch):
