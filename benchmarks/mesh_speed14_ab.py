@@ -5,28 +5,30 @@ Built on sessions 10 and 13 (``mesh_e2e_session10.py``: from the file, read + ``
 configurations interleaved and reversed every other round after one warm-up each, the labels' and colours' SHA-1
 per configuration; ``mesh_speed13_ab.py``: the traced stages). Configurations (``--configs``):
 
-- ``base``: today (``simplify.REUSE_THREAD = False``, ``segment.NEAREST_BESIDE = False``);
-- ``pool``: pymeshlab's step on the process's long-lived thread instead of a fresh one per call;
-- ``near``: the full-to-working nearest faces on a thread beside the working mesh's thickness and APSP (GPU);
-- ``both``: the two;
+- ``base``: today (``segment.NEAREST_BESIDE = False``);
+- ``near``: the full-to-working nearest faces on a thread beside the working mesh's thickness and APSP (GPU), the
+  search on every core (call 1's candidate);
+- ``near2``: the same with two threads of search (``NEAREST_BESIDE_WORKERS = 2``; call 2's candidate);
 - ``wait`` (diagnostic, not a candidate): today's path, but the caller waits for pymeshlab's step before it builds
   the full mesh's dual graph: nothing of the caller's runs beside the step (the most a GIL-free graph could give
   the step; the graph's ~20 ms then add to the path).
+- Call 1 also ran ``pool`` and ``both``: pymeshlab's step on a long-lived thread (``simplify.REUSE_THREAD``, gone
+  since it failed its rule), alone and with ``near``.
 
 Per run: the total, and pymeshlab's step inside it: its start and end (ms from the run's start), its wall time,
 its thread's CPU time, minor page faults and voluntary / involuntary context switches (``RUSAGE_THREAD``), the
 processor it started and ended on; "after" = the run's end minus the step's end (the path after the step).
 
 - ``--pml-side N``: the step alone (the 17k mesh's 12k intermediate → 4k), N times each on the calling thread, on a
-  fresh thread, and on a long-lived thread, interleaved, with the same per-thread counters.
+  fresh thread, and on a long-lived thread (a plain ``ThreadPoolExecutor`` here), interleaved, with the same
+  per-thread counters.
 - ``--stages N``: N traced runs per configuration of ``--stage-configs`` (session 13's tracer): per stage best /
   median / max and slow − fast.
 
 Example (device)::
 
-    python benchmarks/mesh_speed14_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 \\
-        --configs base,pool,near,both,wait --configs-rest base,pool,near,both --pml-side 15 --stages 15 \\
-        --stage-configs base,pool,near,both --json out.json
+    python benchmarks/mesh_speed14_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 --configs base,near2 \\
+        --stages 15 --stage-configs base,near2 --json out.json
 """
 
 from __future__ import annotations
@@ -60,15 +62,15 @@ def _joined(*a, **kw):
     return job
 
 
-_P = "gpu_kernels.mesh.simplify.REUSE_THREAD"
 _N = "gpu_kernels.mesh.segment.NEAREST_BESIDE"
+_W = "gpu_kernels.mesh.segment.NEAREST_BESIDE_WORKERS"
 e2e.CONFIGS.update({
-    "base": {_P: False, _N: False},
-    "pool": {_P: True, _N: False},
-    "near": {_P: False, _N: True},
-    "both": {_P: True, _N: True},
-    "wait": {_P: False, _N: False, "gpu_kernels.mesh.segment.simplify_in_background": _joined},
+    "base": {_N: False},
+    "near": {_N: True, _W: None},   # call 1's candidate (the search on every core)
+    "near2": {_N: True, _W: 2},     # call 2's
+    "wait": {_N: False, "gpu_kernels.mesh.segment.simplify_in_background": _joined},
 })
+
 
 STEPS: list = []
 
@@ -221,7 +223,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--rounds", type=int, default=21, help="rounds of the first mesh")
     ap.add_argument("--rounds-rest", type=int, default=15, help="rounds of the other meshes")
-    ap.add_argument("--configs", default="base,pool,near,both")
+    ap.add_argument("--configs", default="base,near2")
     ap.add_argument("--configs-rest", default="", help="configurations of the other meshes (default: --configs)")
     ap.add_argument("--pml-side", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)

@@ -675,6 +675,10 @@ EARLY_SETTLE_CPU = False
 NEAREST_BESIDE = False
 #: the same on the CPU (the tests' switch)
 NEAREST_BESIDE_CPU = False
+#: the threads of that search beside the GPU work (None: every core, as after it). Session 14's call 1: on every
+#: core (16) the search slowed the thickness beside it from 3.8 to 7.3 ms, and the path after pymeshlab's step did
+#: not get shorter (+0.6 ms, paired median of 41 rounds at 17k); two threads leave the cores to the caller
+NEAREST_BESIDE_WORKERS = 2
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
@@ -1240,7 +1244,7 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         if NEAREST_BESIDE and (backend.is_gpu or NEAREST_BESIDE_CPU):
             def near_hook(t, gs):
                 near_jobs[t] = job = BackgroundCall(_nearest_faces, gs.centroids, graph.centroids,
-                                                    name="gpulab-kd-nearest")
+                                                    NEAREST_BESIDE_WORKERS, name="gpulab-kd-nearest")
                 leave.callback(_wait_quietly, job)
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)
@@ -1295,8 +1299,8 @@ def _wait_quietly(job) -> None:
         pass
 
 
-def _nearest_faces(centroids_s, centroids) -> np.ndarray:
-    return kd_nearest(cKDTree(centroids_s), centroids)[1].astype(np.int64)
+def _nearest_faces(centroids_s, centroids, workers: int | None = None) -> np.ndarray:
+    return kd_nearest(cKDTree(centroids_s), centroids, workers=workers)[1].astype(np.int64)
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,

@@ -33,8 +33,6 @@ memberships back onto every original face.
 from __future__ import annotations
 
 import importlib.util
-import os
-import threading
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -217,55 +215,11 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
     return _start(fn, *args, **kwargs)
 
 
-#: :func:`simplify_in_background`'s thread: one long-lived thread of the process, reused by every call (True), or a
-#: fresh thread per call (False: sessions 8-13). The same calls on the same arrays (issue 22, session 14: a fresh
-#: thread's pymeshlab step took 80 ms at the median against 66 on the calling thread, session 13's device call 1)
-REUSE_THREAD = False
-_REUSED: list = []
-_REUSED_LOCK = threading.Lock()
-
-
-def _reused_after_fork() -> None:
-    """In a forked child: a fresh lock and no executor (the parent's thread is not there)."""
-    global _REUSED_LOCK
-    _REUSED_LOCK = threading.Lock()
-    _REUSED.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reused_after_fork)
-
-
-class _Reused:
-    """:class:`gpu_kernels.jobs.BackgroundCall`'s interface for a call on :data:`REUSE_THREAD`'s thread."""
-
-    def __init__(self, future):
-        self._future = future
-
-    def done(self) -> bool:
-        return self._future.done()
-
-    def join(self) -> None:
-        from concurrent.futures import wait
-
-        wait([self._future])
-
-    def result(self):
-        return self._future.result()
-
-
 def _start(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` on a fresh thread ``gpulab-simplify`` or (:data:`REUSE_THREAD`) on the process's
-    long-lived one (a pool whose idle thread is reused; a second caller at the same time gets a second thread)."""
-    if not REUSE_THREAD:
-        return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
-    with _REUSED_LOCK:
-        if not _REUSED or _REUSED[0][0] != os.getpid():
-            from concurrent.futures import ThreadPoolExecutor
-
-            _REUSED[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="gpulab-simplify"))]
-        pool = _REUSED[0][1]
-    return _Reused(pool.submit(fn, *args, **kwargs))
+    """``fn(*args, **kwargs)`` on a fresh thread ``gpulab-simplify`` (session 14: a long-lived thread instead,
+    ``REUSE_THREAD``, failed its rule on the H100: +11.8 ms paired median at 17k, the step's own time +6.4 ms;
+    ``benchmarks/results/mesh_speed_session14.md``)."""
+    return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
 
 
 #: :func:`simplify_in_background` with "fast+pymeshlab": fast-simplification's step and its clean-up on the

@@ -1,11 +1,10 @@
 """Issue 22 (session 14): the two bit-identical candidates for the 17k median, and what session 13 left.
 
-- ``simplify.REUSE_THREAD``: pymeshlab's step (every :func:`simplify_in_background` job) on the process's long-lived
-  thread instead of a fresh one per call: the same working mesh, labels and colours; one thread across calls;
-  errors surface on the caller; a forked child makes its own.
+- ``simplify.REUSE_THREAD`` (pymeshlab's step on a long-lived thread) failed its rule on the H100 (call 1) and is
+  gone: every job runs on a fresh ``gpulab-simplify`` thread, as before.
 - ``segment.NEAREST_BESIDE`` (GPU; ``NEAREST_BESIDE_CPU`` here): the full-to-working nearest faces on a thread of
-  their own, started as soon as the working mesh's dual graph is built and joined after the APSP: the same
-  labels and colours; the search runs beside the APSP; an error surfaces; the thread has ended whatever way the
+  their own (``NEAREST_BESIDE_WORKERS`` threads of search), started as soon as the working mesh's dual graph is
+  built and joined after the APSP: the same labels and colours; the search runs beside the APSP; an error surfaces; the thread has ended whatever way the
   call ends.
 - ``segment.SIMPLIFY_ON_CALLER`` (its rule failed twice) is gone with its code path; ``_check_span_full`` is
   inlined; the two optional compiled modules share one loader (moved from ``test_speed13_swap.py``)."""
@@ -14,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 import threading
 
 import numpy as np
@@ -41,12 +39,11 @@ def _stand_in(events: dict):
     return simplify
 
 
-def _segment(monkeypatch, *, reuse=False, near=False, k=3, events=None):
+def _segment(monkeypatch, *, near=False, k=3, events=None):
     events = {} if events is None else events
     v, f = _sphere(50)   # ~9.8k faces: above the working resolution
     monkeypatch.setattr(segment, "simplify_mesh", _stand_in(events))
     monkeypatch.setattr(segment, "_can_simplify", lambda: True)
-    monkeypatch.setattr(simp, "REUSE_THREAD", reuse)
     monkeypatch.setattr(segment, "NEAREST_BESIDE", near)
     monkeypatch.setattr(segment, "NEAREST_BESIDE_CPU", near)
     seg = segment.segment_mesh(v, f, k=k, device="cpu")
@@ -54,76 +51,16 @@ def _segment(monkeypatch, *, reuse=False, near=False, k=3, events=None):
     return seg, events
 
 
-def test_both_are_off_until_the_gpu_ab_says_otherwise():
-    assert simp.REUSE_THREAD is False and segment.NEAREST_BESIDE is False and segment.NEAREST_BESIDE_CPU is False
+def test_off_until_the_gpu_ab_says_otherwise():
+    assert segment.NEAREST_BESIDE is False and segment.NEAREST_BESIDE_CPU is False
 
 
-# ------------------------------------------------------------------ REUSE_THREAD
-@pytest.mark.parametrize("k", [3, "auto"])
-def test_the_same_labels_and_colours_on_a_reused_thread(monkeypatch, k):
-    off, _ = _segment(monkeypatch, k=k)
-    on, _ = _segment(monkeypatch, reuse=True, k=k)
-    assert _sha(on) == _sha(off)
-
-
-def test_one_long_lived_thread_serves_every_call(monkeypatch):
-    events: dict = {}
-    _segment(monkeypatch, reuse=True, events=events)
-    _segment(monkeypatch, reuse=True, events=events)
-    a, b = events["simplify_threads"]
-    me = threading.current_thread()
-    assert a is b and a is not me and a.is_alive() and a.name.startswith("gpulab-simplify")
-    events.clear()
-    _segment(monkeypatch, reuse=False, events=events)   # off: a fresh thread, ended once the call is done
-    (c,) = events["simplify_threads"]
-    assert c is not a and c.name == "gpulab-simplify" and not c.is_alive()
-
-
-def test_a_failure_on_the_reused_thread_surfaces_on_the_caller(monkeypatch):
-    monkeypatch.setattr(simp, "REUSE_THREAD", True)
-
-    def bad(v, f, t):
-        raise RuntimeError("the simplifier broke")
-
-    job = simp.simplify_in_background(*_sphere(10), 50, fn=bad)
-    with pytest.raises(RuntimeError, match="the simplifier broke"):
-        job.result()
-    job.join()
-    assert job.done()
-    ok = simp.simplify_in_background(*_sphere(10), 50, fn=lambda v, f, t: ("ok", t))
-    assert ok.result() == ("ok", 50)   # the thread is still there for the next call
-
-
-@pytest.mark.skipif("fast+pymeshlab" not in simp.available_simplifiers(),
-                    reason="fast-simplification and pymeshlab are not both installed")
-def test_the_real_simplifiers_give_the_same_working_mesh_on_a_reused_thread(monkeypatch):
-    v, f = _sphere(60)
-    off = simp.simplify_in_background(v, f, 700).result()
-    monkeypatch.setattr(simp, "REUSE_THREAD", True)
-    on = simp.simplify_in_background(v, f, 700).result()
-    assert on[0].tobytes() == off[0].tobytes() and on[1].tobytes() == off[1].tobytes()
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
-def test_a_forked_child_makes_its_own_thread(monkeypatch):
-    monkeypatch.setattr(simp, "REUSE_THREAD", True)
-    assert simp.simplify_in_background(*_sphere(6), 20, fn=lambda v, f, t: t).result() == 20
-    parent = simp._REUSED[0][1]
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # the child: the parent's executor is forgotten, a new one runs the job
-        ok = False
-        try:
-            ok = (not simp._REUSED
-                  and simp.simplify_in_background(*_sphere(6), 21, fn=lambda v, f, t: t).result() == 21
-                  and simp._REUSED[0][1] is not parent)
-        finally:
-            os.write(w, b"1" if ok else b"0")
-            os._exit(0)
-    os.close(w)
-    got = os.read(r, 1)
-    os.waitpid(pid, 0)
-    assert got == b"1"
+def test_the_long_lived_thread_is_gone():
+    """``simplify.REUSE_THREAD`` failed its rule (session 14, call 1): every job on a fresh ``gpulab-simplify``."""
+    assert not hasattr(simp, "REUSE_THREAD")
+    job = simp.simplify_in_background(*_sphere(6), 20, fn=lambda v, f, t: threading.current_thread())
+    t = job.result()
+    assert t.name == "gpulab-simplify" and t is not threading.current_thread() and not t.is_alive()
 
 
 # ------------------------------------------------------------------ NEAREST_BESIDE
@@ -132,20 +69,18 @@ def test_the_same_labels_and_colours_with_the_nearest_faces_beside(monkeypatch, 
     off, _ = _segment(monkeypatch, k=k)
     on, _ = _segment(monkeypatch, near=True, k=k)
     assert _sha(on) == _sha(off)
-    both, _ = _segment(monkeypatch, reuse=True, near=True, k=k)
-    assert _sha(both) == _sha(off)
 
 
 def _spy_nearest(monkeypatch, log: list, fail: bool = False):
     real = segment._nearest_faces
     gate = threading.Event()
 
-    def nearest(cs, c):
-        log.append(("nearest start", threading.current_thread().name))
+    def nearest(cs, c, workers=None):
+        log.append(("nearest start", threading.current_thread().name, workers))
         gate.wait(2.0)   # until the APSP has started (or 2 s)
         if fail:
             raise MemoryError("no room for the search")
-        out = real(cs, c)
+        out = real(cs, c, workers)
         log.append(("nearest end", threading.current_thread().name))
         return out
 
@@ -165,11 +100,11 @@ def test_the_nearest_faces_run_on_their_own_thread_beside_the_apsp(monkeypatch):
     _spy_nearest(monkeypatch, log)
     _segment(monkeypatch, near=True)
     me = threading.current_thread().name
-    assert log[0] == ("nearest start", "gpulab-kd-nearest")
+    assert log[0] == ("nearest start", "gpulab-kd-nearest", segment.NEAREST_BESIDE_WORKERS)
     assert ("apsp", me) in log and log.index(("apsp", me)) < log.index(("nearest end", "gpulab-kd-nearest"))
     log.clear()
     _segment(monkeypatch)   # off: after the APSP, on the caller (the gate is open by then)
-    assert log[0] == ("apsp", me) and ("nearest start", me) in log
+    assert log[0] == ("apsp", me) and ("nearest start", me, None) in log
 
 
 def test_a_failing_nearest_search_surfaces(monkeypatch):
@@ -182,10 +117,10 @@ def test_the_nearest_thread_has_ended_when_the_apsp_fails(monkeypatch):
     threads: list = []
     real = segment._nearest_faces
 
-    def nearest(cs, c):
+    def nearest(cs, c, workers=None):
         threads.append(threading.current_thread())
         threading.Event().wait(0.3)   # still searching when the APSP fails
-        return real(cs, c)
+        return real(cs, c, workers)
 
     def broken(*a, **kw):
         raise MemoryError("no room for the distances")
