@@ -17,7 +17,7 @@ echo "== A/B 17k + 50k, stages [$(( $(date +%s) - T0 )) s]"
 timeout ${T_AB:-120} python3 benchmarks/mesh_speed14_ab.py $M/101.off $M/281.off --device cuda --rounds 41 --rounds-rest 15 \
   --configs base,near2 --stages 15 --stage-configs base,near2 --json $OUT/ab.json 2>&1 | grep -v Warn | grep -v "^stages13.*  0\.[0-9][0-9] "
 echo "== pymeshlab's step alone against fixed loads [$(( $(date +%s) - T0 )) s]"
-for i in 1 2; do
+for i in 1; do
   timeout 30 python3 benchmarks/mesh_speed14_step.py $M/101.off --rounds 20 --label plain$i 2>&1 | grep -v Warn
   GLIBC_TUNABLES=glibc.malloc.hugetlb=1 timeout 30 python3 benchmarks/mesh_speed14_step.py $M/101.off --rounds 20 --label huge$i 2>&1 | grep -v Warn
   timeout 30 taskset -c 5 python3 benchmarks/mesh_speed14_step.py $M/101.off --rounds 20 --label core5-$i 2>&1 | grep -v Warn
