@@ -8,7 +8,8 @@ per configuration; ``mesh_speed13_ab.py``: the traced stages). Configurations (`
 - ``base``: today (``segment.NEAREST_BESIDE = False``);
 - ``near``: the full-to-working nearest faces on a thread beside the working mesh's thickness and APSP (GPU), the
   search on every core (call 1's candidate);
-- ``near2``: the same with two threads of search (``NEAREST_BESIDE_WORKERS = 2``; call 2's candidate);
+- ``near2`` (call 2's candidate, no longer here): the same with two threads of search;
+- ``nearN``: the same with a thread of search per 9,000 faces (``NEAREST_BESIDE_ROWS``: 2 at 17k, 6 at 50k);
 - ``wait`` (diagnostic, not a candidate): today's path, but the caller waits for pymeshlab's step before it builds
   the full mesh's dual graph: nothing of the caller's runs beside the step (the most a GIL-free graph could give
   the step; the graph's ~20 ms then add to the path).
@@ -27,8 +28,8 @@ processor it started and ended on; "after" = the run's end minus the step's end 
 
 Example (device)::
 
-    python benchmarks/mesh_speed14_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 --configs base,near2 \\
-        --stages 15 --stage-configs base,near2 --json out.json
+    python benchmarks/mesh_speed14_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 --configs base,nearN \\
+        --stages 15 --stage-configs base,nearN --json out.json
 """
 
 from __future__ import annotations
@@ -63,11 +64,11 @@ def _joined(*a, **kw):
 
 
 _N = "gpu_kernels.mesh.segment.NEAREST_BESIDE"
-_W = "gpu_kernels.mesh.segment.NEAREST_BESIDE_WORKERS"
+_R = "gpu_kernels.mesh.segment.NEAREST_BESIDE_ROWS"
 e2e.CONFIGS.update({
     "base": {_N: False},
-    "near": {_N: True, _W: None},   # call 1's candidate (the search on every core)
-    "near2": {_N: True, _W: 2},     # call 2's
+    "near": {_N: True, _R: None},   # call 1's candidate (the search on every core)
+    "nearN": {_N: True, _R: 9000},  # the last candidate: a thread per 9,000 faces
     "wait": {_N: False, "gpu_kernels.mesh.segment.simplify_in_background": _joined},
 })
 
@@ -223,7 +224,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--rounds", type=int, default=21, help="rounds of the first mesh")
     ap.add_argument("--rounds-rest", type=int, default=15, help="rounds of the other meshes")
-    ap.add_argument("--configs", default="base,near2")
+    ap.add_argument("--configs", default="base,nearN")
     ap.add_argument("--configs-rest", default="", help="configurations of the other meshes (default: --configs)")
     ap.add_argument("--pml-side", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)

@@ -675,10 +675,11 @@ EARLY_SETTLE_CPU = False
 NEAREST_BESIDE = False
 #: the same on the CPU (the tests' switch)
 NEAREST_BESIDE_CPU = False
-#: the threads of that search beside the GPU work (None: every core, as after it). Session 14's call 1: on every
-#: core (16) the search slowed the thickness beside it from 3.8 to 7.3 ms, and the path after pymeshlab's step did
-#: not get shorter (+0.6 ms, paired median of 41 rounds at 17k); two threads leave the cores to the caller
-NEAREST_BESIDE_WORKERS = 2
+#: the rows (full-resolution faces) per thread of that search beside the GPU work (None: every core, as after it).
+#: Session 14 (H100): on every core (16) the search slowed the thickness beside it from 3.8 to 7.3 ms and the path
+#: after pymeshlab's step did not get shorter at 17k (call 1); two threads shortened it by 5.2 ms at 17k but
+#: lengthened it by 8.0 at 50k (call 2); threads in proportion to the rows keep each one's share as at 17k
+NEAREST_BESIDE_ROWS = 9000
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
@@ -1243,8 +1244,9 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         near_hook = None
         if NEAREST_BESIDE and (backend.is_gpu or NEAREST_BESIDE_CPU):
             def near_hook(t, gs):
-                near_jobs[t] = job = BackgroundCall(_nearest_faces, gs.centroids, graph.centroids,
-                                                    NEAREST_BESIDE_WORKERS, name="gpulab-kd-nearest")
+                workers = None if NEAREST_BESIDE_ROWS is None else -(-graph.n // int(NEAREST_BESIDE_ROWS))
+                near_jobs[t] = job = BackgroundCall(_nearest_faces, gs.centroids, graph.centroids, workers,
+                                                    name="gpulab-kd-nearest")
                 leave.callback(_wait_quietly, job)
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)

@@ -3,7 +3,7 @@
 - ``simplify.REUSE_THREAD`` (pymeshlab's step on a long-lived thread) failed its rule on the H100 (call 1) and is
   gone: every job runs on a fresh ``gpulab-simplify`` thread, as before.
 - ``segment.NEAREST_BESIDE`` (GPU; ``NEAREST_BESIDE_CPU`` here): the full-to-working nearest faces on a thread of
-  their own (``NEAREST_BESIDE_WORKERS`` threads of search), started as soon as the working mesh's dual graph is
+  their own (a thread of search per ``NEAREST_BESIDE_ROWS`` faces), started as soon as the working mesh's dual graph is
   built and joined after the APSP: the same labels and colours; the search runs beside the APSP; an error surfaces; the thread has ended whatever way the
   call ends.
 - ``segment.SIMPLIFY_ON_CALLER`` (its rule failed twice) is gone with its code path; ``_check_span_full`` is
@@ -96,11 +96,12 @@ def _spy_nearest(monkeypatch, log: list, fail: bool = False):
 
 
 def test_the_nearest_faces_run_on_their_own_thread_beside_the_apsp(monkeypatch):
+    assert segment.NEAREST_BESIDE_ROWS == 9000   # (the sphere's 9,800 faces: two threads of search)
     log: list = []
     _spy_nearest(monkeypatch, log)
     _segment(monkeypatch, near=True)
     me = threading.current_thread().name
-    assert log[0] == ("nearest start", "gpulab-kd-nearest", segment.NEAREST_BESIDE_WORKERS)
+    assert log[0] == ("nearest start", "gpulab-kd-nearest", -(-9800 // segment.NEAREST_BESIDE_ROWS))   # (2 threads)
     assert ("apsp", me) in log and log.index(("apsp", me)) < log.index(("nearest end", "gpulab-kd-nearest"))
     log.clear()
     _segment(monkeypatch)   # off: after the APSP, on the caller (the gate is open by then)
