@@ -211,14 +211,9 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
                 v, f, _, _ = clean_mesh(vm, fm)
             except Exception as exc:  # noqa: BLE001 - raised by result(), as the thread's would be
                 return _Done(_raise, (exc,), {})
-            return _start(_pymeshlab_step, v, f, target)
-    return _start(fn, *args, **kwargs)
-
-
-def _start(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` on a fresh thread ``gpulab-simplify`` (session 14: a long-lived thread instead,
-    ``REUSE_THREAD``, failed its rule on the H100: +11.8 ms paired median at 17k, the step's own time +6.4 ms;
-    ``benchmarks/results/mesh_speed_session14.md``)."""
+            return BackgroundCall(_pymeshlab_step, v, f, target, name="gpulab-simplify")
+    # (a fresh thread per call: a long-lived one, session 14's REUSE_THREAD, failed its rule on the H100, +11.8 ms
+    # paired median at 17k; benchmarks/results/mesh_speed_session14.md)
     return BackgroundCall(fn, *args, name="gpulab-simplify", **kwargs)
 
 
