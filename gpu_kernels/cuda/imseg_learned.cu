@@ -696,6 +696,14 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
 // pair's features and a changed pair's trees are done by one warp: one feature a lane (the divisions and
 // logs of all lanes at once), the chi2 sums by shuffles in NumPy's pairwise order, two trees a lane, the
 // leaf values added in tree order by one running sum: the same bits as the CPU path and lm_merge.
+// Session 14 (shorter chains, the same operations): the merge count and the next round's counters are read
+// in one trip after D's barrier, and B's warps load their first new pair's slot meanwhile; a new pair takes
+// the position of the renamed pair that created its slot (no count of emptied positions); D adds the kept
+// pairs' log costs to the next round's lowest (B does only the new pairs); one warp a block computes the
+// progress feature during B; in one pass over the positions each lane keeps its pair (ends, length, log cost,
+// context features, p) in registers across the rounds, so C reads only the regions' lowest log costs; a new
+// pair's log cost is lane 31's of the features' division and log. Built with -DLG_CHECKPOINTS (a profiling
+// build: learned.GRID_CHECKPOINTS) the rounds also record per-phase checkpoints into prof[16..49].
 
 #ifdef GPULAB_EMU
 __device__ __forceinline__ unsigned int lm_ld_acquire(unsigned int* p) { return *(volatile unsigned int*)p; }
@@ -724,7 +732,8 @@ __device__ __forceinline__ unsigned long long lm_gtime() {
 // grid barrier: bar[0] counts the arrivals and only grows; a block's n-th barrier waits until it reaches
 // n x gridDim.x. Every block must be resident (a cooperative launch); one block (the emulator) is a block
 // barrier. tlast (profiling, or null): the latest arrival time (globaltimer, ns).
-__device__ __forceinline__ void lm_grid_sync(unsigned int* bar, unsigned int& nb, unsigned long long* tlast) {
+__device__ __forceinline__ void lm_grid_sync(unsigned int* bar, unsigned int& nb, unsigned long long* tlast,
+                                             long long* trel = nullptr) {
     __syncthreads();
     nb += 1u;
     if (gridDim.x > 1) {
@@ -734,8 +743,11 @@ __device__ __forceinline__ void lm_grid_sync(unsigned int* bar, unsigned int& nb
             if (lm_arrive(&bar[0]) != target - 1u)
                 while (lm_ld_acquire(&bar[0]) < target) {
                 }
+            if (trel != nullptr) *trel = lm_clock();
         }
         __syncthreads();
+    } else if (trel != nullptr && threadIdx.x == 0) {
+        *trel = lm_clock();
     }
 }
 
@@ -754,7 +766,7 @@ __device__ __forceinline__ int lm_block_ldv(const int* p, int* sh) {
 #define LG_ERR 0     // bit 1: the hash table is full (lm_insert); bit 2: more pairs than positions
 #define LG_E 1       // pair positions
 #define LG_NEW 2     // new pairs of this round's renaming (their slots)
-#define LG_HOLES 3   // positions emptied by this round's renaming
+// (3: free; session 13's count of emptied positions: a new pair now takes its creator's position)
 #define LG_NM 4      // pairs merged this round
 #define LG_WALKS 5   // pairs whose trees were walked
 #define LG_SEL 6     // clean-up: pairs joined
@@ -823,19 +835,18 @@ __device__ double lm_new_pair_warp(int e, int a, int b, int len, unsigned long l
         c += j >= k - 3 ? v : 0;
     }
     const double x9 = __shfl_sync(FULL, chA, 0), x10 = __shfl_sync(FULL, chA, 16), x11 = __shfl_sync(FULL, chB, 0);
-    // the log cost (lm_cost, then the log of max(float cost, 1e-12))
+    // the log cost (lm_cost, then the log of max(float cost, 1e-12)) is lane 31's: its division by the length
+    // and its log are the same instructions as the features' (one chain for the warp, not two)
     const double dd0 = rA[0] - rB[0], dd1 = rA[1] - rB[1], dd2 = rA[2] - rB[2];
     const double d2 = ((dd0 * dd0 + dd1 * dd1) + dd2 * dd2) / 256.0;
     const double hm = (aA * aB) / (aA + aB);
     const double tt = gs / ((ln * 2.0) * gscale) + b0;
-    const double cost0 = (((hm * d2) / ln) * (tt * tt)) * inv_norm;
     const double f = (aA + aB) / npx;
     const double f3 = (f * f) * f;
-    const double cost = (double)(float)(cost0 * (1.0 + size_k * f3));
-    const double lce = lm_log(cost > 1e-12 ? cost : 1e-12);
     // the value each lane takes the log of, or divides: num / den (den 1: exact), then one of + 1e-4, x tB, x vB
     const bool c58 = k >= 5 && k <= 8;
-    const double num = k == 1 ? hm
+    const double num = k == 31 ? hm * d2
+                       : k == 1 ? hm
                        : k == 2 ? d2
                        : (k == 3 || k == 14 || k == 15) ? ln
                        : (k == 4 || k == 18) ? tt
@@ -845,7 +856,8 @@ __device__ double lm_new_pair_warp(int e, int a, int b, int len, unsigned long l
                        : (k == 16 || k == 17) ? tA
                        : (k == 19 || k == 20) ? vA
                        : 1.0;
-    const double den = k == 18 ? (tA > tB ? tA : tB)
+    const double den = k == 31 ? ln
+                       : k == 18 ? (tA > tB ? tA : tB)
                        : c58 ? ln
                        : (k == 12 || k == 13) ? npx
                        : k == 14 ? (pA < pB ? pA : pB)
@@ -854,9 +866,14 @@ __device__ double lm_new_pair_warp(int e, int a, int b, int len, unsigned long l
                        : k == 20 ? vB
                        : 1.0;
     const double q0 = num / den;
-    const double q = k == 2 ? q0 + 1e-4 : (k == 16 ? q0 * tB : (k == 19 ? q0 * vB : q0));
-    const bool lg = k == 1 || k == 2 || k == 3 || k == 4 || k == 12 || k == 13 || (k >= 16 && k <= 20);
+    double q = k == 2 ? q0 + 1e-4 : (k == 16 ? q0 * tB : (k == 19 ? q0 * vB : q0));
+    if (k == 31) {  // lm_cost's float cost from (hm d2) / ln
+        const double cost = (double)(float)(((q0 * (tt * tt)) * inv_norm) * (1.0 + size_k * f3));
+        q = cost > 1e-12 ? cost : 1e-12;
+    }
+    const bool lg = k == 1 || k == 2 || k == 3 || k == 4 || k == 12 || k == 13 || (k >= 16 && k <= 20) || k == 31;
     const double lq = lm_log(lg ? q : 1.0);
+    const double lce = __shfl_sync(FULL, lq, 31);
     const float xk = lg ? (float)((k == 17 || k == 20) ? fabs(lq) : lq)
                      : (c58 || k == 14 || k == 15) ? (float)q
                      : k == 0 ? (float)lce
@@ -955,7 +972,6 @@ __device__ __forceinline__ void lm_rename(int e, int a, int b, int len, u64* hke
                                           int* hgh, int logcap, const unsigned long long* eg, const int* gh, int* ea,
                                           int* el, int* hstamp, int* slots, u64* skey, int* holes, int* gc, int round,
                                           bool insert) {
-    holes[atomicAdd(&gc[LG_HOLES], 1)] = e;  // issued first: the table's probe does not wait for it
     if (insert) {
         const int lo = imin(a, b), hi = imax(a, b);
         const u64 key = ((u64)lo << 32) | (u64)hi;
@@ -964,6 +980,7 @@ __device__ __forceinline__ void lm_rename(int e, int a, int b, int len, u64* hke
             const int j = atomicAdd(&gc[LG_NEW], 1);
             slots[j] = slot;
             skey[j] = key;  // B reads the key with the slot: the regions' loads need not wait for the table
+            holes[j] = e;   // the new pair takes this position (the other emptied positions stay empty)
         }
     }
     ea[e] = -1;
@@ -978,7 +995,10 @@ __device__ __forceinline__ void lm_rename(int e, int a, int b, int len, u64* hke
 // each (one in use, the other emptied for the next round). state: [count, rounds, walks, error bits].
 // prof (optional, 16 long longs): [0-2] the rounds' phases B, C, D (from the barrier's end to the latest
 // arrival at the next, ns), [3] the clean-up and target-count steps, [4] the barriers (latest arrival to
-// block 0's release), [15] the latest arrival (scratch).
+// block 0's release), [15] the latest arrival (scratch). A -DLG_CHECKPOINTS build (prof of 64): [16 + k]
+// the blocks' largest sum over the rounds of checkpoint k's clock less the block's release at the phase's
+// opening barrier (cycles; benchmarks/imseg_gpu14.py names them), [32 + k] their sum over the blocks, [48]
+// block 0's cycles and [49] its ns (globaltimer) over the kernel.
 __device__ __forceinline__ void lm_merge_grid_body(
     int R, u64* hkey, int* hlen, unsigned long long* hgs, int* hgh, int logcap, int* ea, int* eb, int* el,
     unsigned long long* eg, int* gh, unsigned int* pb, double* lc, float* X32, int* slots, u64* skey, int* holes,
@@ -994,6 +1014,15 @@ __device__ __forceinline__ void lm_merge_grid_body(
     __shared__ int s_meta[LM_MAXNODES];
     __shared__ double s_t23[256];  // the thresholds on feature 23 (the host checks n23 <= 256)
     __shared__ int s_cnt[8];       // the global counters as read by thread 0
+    // checkpoints (prof of 64): per round, the latest warp's clock at each checkpoint of a phase, less the
+    // block's release clock; summed over the rounds per block (s_pk); at the end the blocks' max and sum
+#ifdef LG_CHECKPOINTS
+    __shared__ unsigned long long s_ck[16];
+    __shared__ long long s_pk[16];
+    __shared__ long long s_tph;
+#endif
+    __shared__ float s_f23;        // the round's progress feature and its bin (one warp computes them in B)
+    __shared__ int s_b23;
     const unsigned FULL = 0xffffffffu;
     const int t = threadIdx.x;
     const int gt = blockIdx.x * blockDim.x + t, GT = gridDim.x * blockDim.x;
@@ -1007,13 +1036,65 @@ __device__ __forceinline__ void lm_merge_grid_body(
     const int swt = (wpb - 1 - wl) * gridDim.x + blockIdx.x;
     const int cap = 1 << logcap;
     unsigned int nb = 0u;
+#ifndef LG_CHECKPOINTS
+    unsigned long long lg_dummy_u = 0ULL;
+    long long lg_dummy_l = 0LL;
+    (void)lg_dummy_u;
+    (void)lg_dummy_l;
+#endif
     for (int i = t; i < n23; i += blockDim.x) s_t23[i] = t23[i];
+#ifdef LG_CHECKPOINTS
+    if (t < 16) {
+        s_ck[t] = 0ULL;
+        s_pk[t] = 0LL;
+    }
+    if (t == 0) s_tph = lm_clock();
+    const long long tk0 = lm_clock();
+    const unsigned long long tg0 = lm_gtime();
+#endif
     unsigned long long* tlast = prof != nullptr ? (unsigned long long*)&prof[15] : nullptr;
     long long pt[5] = {0, 0, 0, 0, 0};
     unsigned long long ts = 0ULL;
+#ifdef LG_CHECKPOINTS
+#define LG_PROFILING 1
+#define LG_TREL (prof != nullptr ? &s_tph : nullptr)
+#define LG_CKV(q) s_ck[q]
+#define LG_PKV(q) s_pk[q]
+#define LG_TPH s_tph
+#else
+#define LG_PROFILING 0
+#define LG_TREL nullptr
+#define LG_CKV(q) lg_dummy_u
+#define LG_PKV(q) lg_dummy_l
+#define LG_TPH lg_dummy_l
+#endif
+#ifdef LG_CHECKPOINTS
+#define LG_CK(k)                                                                     \
+    do {                                                                             \
+        if (prof != nullptr && lane == 0) atomicMax(&s_ck[k], (unsigned long long)lm_clock()); \
+    } while (0)
+#else
+#define LG_CK(k) \
+    do {        \
+    } while (0)
+#endif
 #define LG_SYNC(k)                                                                   \
     do {                                                                             \
-        lm_grid_sync(bar, nb, tlast);                                                \
+        if (LG_PROFILING && prof != nullptr) {                                       \
+            __syncthreads();                                                         \
+            if (t == 0) {                                                            \
+                const long long now = lm_clock();                                    \
+                const int k0 = (k) == 0 ? 0 : ((k) == 1 ? 6 : ((k) == 2 ? 10 : 16)); \
+                const int k1 = (k) == 0 ? 5 : ((k) == 1 ? 9 : ((k) == 2 ? 13 : 16)); \
+                for (int q = 0; q < 16; ++q) {                                       \
+                    if (q >= k0 && q < k1 && LG_CKV(q) > (unsigned long long)LG_TPH)    \
+                        LG_PKV(q) += (long long)LG_CKV(q) - LG_TPH;                       \
+                    LG_CKV(q) = 0ULL;                                                  \
+                }                                                                    \
+                if (k1 < 16) LG_PKV(k1) += now - LG_TPH;                                \
+            }                                                                        \
+        }                                                                            \
+        lm_grid_sync(bar, nb, tlast, LG_TREL);                                       \
         if (tlast != nullptr && gt == 0) {                                           \
             const unsigned long long la = *(volatile unsigned long long*)tlast;       \
             const unsigned long long now = lm_gtime();                               \
@@ -1063,34 +1144,58 @@ __device__ __forceinline__ void lm_merge_grid_body(
     if (gt == 0 && tlast != nullptr) ts = lm_gtime();
     LG_SYNC(3);
     const int E = imin(lm_ldv(&gc[LG_E]), emax);
-    int count = R, rounds = 0, live = E, myWalks = 0;
+    int count = R, rounds = 0, myWalks = 0;
     int myE = -1, myA = 0, myB = 0;  // the warp's last new pair of B (its features stay in registers for C)
     float myX = 0.0f;
     double myL = 0.0;
     const bool one = E <= 32 * NW;  // one pass over the positions: C's loads serve D
     int pa0 = -1, pb0 = -1, pl = 0;
+    double plc = 0.0;
+    // one pass: each lane keeps its position's pair in registers across the rounds (pa0, pb0, pl, plc and the
+    // context features cy21-23 and p bits cmine): cst 0: read it from memory this round (a new pair of the
+    // last renaming, or after a clean-up / target-count round whose renames other threads did), 1: the
+    // registers hold it, 2: an empty position (it stays empty: a new pair only takes its creator's position)
+    int cst = 0;
+    float cy21 = 0.0f, cy22 = 0.0f, cy23 = 0.0f;
+    unsigned int cmine = 0u;
+    bool kdone = false;  // D gave the kept pairs' log costs to this round's lowest (B does only the new pairs)
+    bool have = false;  // the counters were read with the merge count after D's barrier (one trip, not two)
+    // B's first new pair of this warp (slot, position, key), loaded while thread 0 reads the counters after D
+    int pf_s = 0, pf_e = 0;
+    u64 pf_k = 0ULL;
+    bool pf = false;
     while (true) {
         int nNew = E;
-        if (t == 0) {
-            s_cnt[0] = lm_ldv(&gc[LG_NEW]);
-            s_cnt[1] = lm_ldv(&gc[LG_HOLES]);
-            s_cnt[2] = lm_ldv(&gc[LG_ERR]);
+        if (!have) {
+            if (t == 0) {
+                s_cnt[0] = lm_ldv(&gc[LG_NEW]);
+                s_cnt[2] = lm_ldv(&gc[LG_ERR]);
+            }
+            __syncthreads();
         }
-        __syncthreads();
-        if (rounds > 0) {
-            nNew = s_cnt[0];
-            live += nNew - s_cnt[1];
-        }
-        if (s_cnt[2] || live == 0 || rounds >= max_rounds || (target > 0 && count <= target)) break;
+        have = false;
+        LG_CK(0);
+        const bool pfr = pf;
+        pf = false;
+        if (rounds > 0) nNew = s_cnt[0];
+        // (no pairs left: nothing merges and the round's end stops the rounds, as the CPU loop)
+        if (s_cnt[2] || E == 0 || rounds >= max_rounds || (target > 0 && count <= target)) break;
         const int par = rounds & 1;
         u64* mn = mn2 + par * R;
         u64* best = best2 + par * R;
-        const float f23 = (float)lm_log((double)count / (double)R);
-        int bin23 = 0;
-        for (int k = 0; k < n23; ++k) bin23 += ((double)f23 > s_t23[k]) ? 1 : 0;
+        if (wl == (wpb >> 1)) {  // one warp (one the positions rarely reach) for the block; read after B's barrier
+            const float f = (float)lm_log((double)count / (double)R);
+            int bn = 0;
+            for (int k = 0; k < n23; ++k) bn += ((double)f > s_t23[k]) ? 1 : 0;
+            if (lane == 0) {
+                s_f23 = f;
+                s_b23 = bn;
+            }
+        }
+        LG_CK(1);
         // B. every region's lowest log cost: the kept pairs' (one thread a pair), the new pairs' with their
         // log cost and features 0-20 (one warp a pair, moved from the table into the holes)
-        for (int e = st; e < E; e += GT) {
+        for (int e = kdone ? E : st; e < E; e += GT) {
             const int hs = hstamp[e], a = ea[e], b = eb[e];
             const double v = lc[e];
             if (hs == rounds - 1 || a < 0) continue;  // a hole of the last renaming (refilled below), or empty
@@ -1098,9 +1203,15 @@ __device__ __forceinline__ void lm_merge_grid_body(
             atomicMin((unsigned long long*)&mn[a], (unsigned long long)kk);
             atomicMin((unsigned long long*)&mn[b], (unsigned long long)kk);
         }
+        LG_CK(2);
         for (int i = swt; i < nNew; i += NW) {  // the blocks' last warps: their first ones have the kept pairs
-            const int s = slots[i], e = holes[i];
-            const u64 k = skey[i];
+            int s = pf_s, e = pf_e;
+            u64 k = pf_k;
+            if (!pfr || i != swt) {
+                s = slots[i];
+                e = holes[i];
+                k = skey[i];
+            }
             const int a = (int)(k >> 32), b = (int)(k & 0xffffffffULL);
             const int len = hlen[s];
             const unsigned long long g = hgs[s];
@@ -1131,13 +1242,15 @@ __device__ __forceinline__ void lm_merge_grid_body(
                 atomicMin((unsigned long long*)&mn[a], (unsigned long long)kk);
                 atomicMin((unsigned long long*)&mn[b], (unsigned long long)kk);
             }
+            LG_CK(3);
         }
         LG_SYNC(0);
+        const float f23 = s_f23;
+        const int bin23 = s_b23;
         // C. the context features for all, the trees of the new pairs and of the pairs whose features changed
         // (one warp a pair); every region's lowest p. The other round's buffers are emptied for the next round.
         if (gt == 0) {
             gc[LG_NEW] = 0;
-            gc[LG_HOLES] = 0;
             gc[LG_NM] = 0;
             gc[LG_SEL] = 0;
             gc[LG_MV] = 0;
@@ -1152,6 +1265,7 @@ __device__ __forceinline__ void lm_merge_grid_body(
                 bestx[r] = LM_EMPTY;
             }
         }
+        LG_CK(6);
         // the new pairs, by the warps that computed their features in B (the last one's still in registers)
         for (int i = swt; i < nNew; i += NW) {
             int e = myE, a = myA, b = myB;
@@ -1176,28 +1290,44 @@ __device__ __forceinline__ void lm_merge_grid_body(
                 atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
                 atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));
             }
+            LG_CK(7);
         }
         // the kept pairs: the trees again where their context features changed
         for (int base0 = 0; base0 < E; base0 += 32 * NW) {
             const int e = base0 + sw + lane * NW;
             int a = -1, b = -1, hs = -2;
             double lce = 0.0;
-            if (e < E) {
+            float y21 = 0.0f, y22 = 0.0f, y23 = 0.0f;
+            unsigned int mine = 0u;
+            if (one && cst == 1) {
+                a = pa0;
+                b = pb0;
+                lce = plc;
+                y21 = cy21;
+                y22 = cy22;
+                y23 = cy23;
+                mine = cmine;
+            } else if (!(one && cst == 2) && e < E) {  // one trip: the pair and its kept features and p
                 a = ea[e];
                 b = eb[e];
                 hs = hstamp[e];
                 lce = lc[e];
                 pl = el[e];
+                const float* X = X32 + LM_NF * e;
+                y21 = X[21];
+                y22 = X[22];
+                y23 = X[23];
+                mine = pb[e];
+                // a new pair (walked above: its features and p are read next round), a pair, or a hole
+                cst = hs == rounds - 1 ? 0 : (a >= 0 ? 1 : 2);
             }
+            plc = lce;
             pa0 = a;  // D's loop reads the same positions (when one pass covers them)
             pb0 = b;
             if (hs == rounds - 1) a = -1;  // a new pair: done above
             bool walk = false;
-            unsigned int mine = 0u;
             if (a >= 0) {
                 float* X = X32 + LM_NF * e;
-                const float y21 = X[21], y22 = X[22], y23 = X[23];
-                mine = pb[e];
                 double cA = lce - lm_dval(mn[a]), cB = lce - lm_dval(mn[b]);
                 float x21 = (float)(cA < cB ? cA : cB), x22 = (float)(cA > cB ? cA : cB), x23 = (float)bin23;
                 walk = !(x21 == y21 && x22 == y22 && x23 == y23);
@@ -1205,6 +1335,13 @@ __device__ __forceinline__ void lm_merge_grid_body(
                     X[21] = x21;
                     X[22] = x22;
                     X[23] = x23;
+                    cy21 = x21;
+                    cy22 = x22;
+                    cy23 = x23;
+                } else {
+                    cy21 = y21;
+                    cy22 = y22;
+                    cy23 = y23;
                 }
             }
             unsigned work = __ballot_sync(FULL, walk);
@@ -1221,10 +1358,12 @@ __device__ __forceinline__ void lm_merge_grid_body(
                 }
             }
             if (a >= 0) {
+                cmine = mine;
                 atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)mine << 32) | (u64)b));
                 atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)mine << 32) | (u64)a));
             }
         }
+        LG_CK(8);
         LG_SYNC(1);
         int nm = 0;
         bool cleaned = false;
@@ -1235,12 +1374,14 @@ __device__ __forceinline__ void lm_merge_grid_body(
             for (int base0 = 0; base0 < E; base0 += 32 * NW) {
                 const int e = base0 + sw + lane * NW;
                 int a = pa0, b = pb0, len = pl;  // C's loads (one pass)
+                double lce = plc;
                 if (!one) {
                     a = -1;
                     if (e < E) {
                         a = ea[e];
                         b = eb[e];
                         len = el[e];
+                        lce = lc[e];
                     }
                 }
                 bool m = false, ren = false;
@@ -1255,14 +1396,15 @@ __device__ __forceinline__ void lm_merge_grid_body(
                     ren = ma || mb;
                     na = ma ? imin(a, pa) : a;
                     nb2 = mb ? imin(b, pq) : b;
+                    if (!ren) {  // a kept pair: its log cost into the next round's lowest (cleared in C)
+                        u64* mnx = mn2 + (par ^ 1) * R;
+                        const u64 kk = lm_dkey(lce);
+                        atomicMin((unsigned long long*)&mnx[a], (unsigned long long)kk);
+                        atomicMin((unsigned long long*)&mnx[b], (unsigned long long)kk);
+                    }
                 }
                 // the renamed pairs' holes and new slots, one counter add a warp (lm_rename's steps)
                 const unsigned below = (1u << lane) - 1u;
-                const unsigned hmask = __ballot_sync(FULL, ren);
-                int hbase = 0;
-                if (lane == 0 && hmask) hbase = atomicAdd(&gc[LG_HOLES], __popc(hmask));
-                hbase = __shfl_sync(FULL, hbase, 0);
-                if (ren) holes[hbase + __popc(hmask & below)] = e;
                 int slot = -1;
                 u64 key = 0ULL;
                 if (ren && !m) {
@@ -1270,19 +1412,15 @@ __device__ __forceinline__ void lm_merge_grid_body(
                     slot = lm_insert(hkey, hlen, hgs, hgh, logcap, key, len, eg[e], gh + LM_NG * e, &gc[LG_ERR]);
                 }
                 const unsigned smask = __ballot_sync(FULL, slot >= 0);
-                int sbase = 0;
+                int sbase = 0;  // (its add is in flight during the merges below)
                 if (lane == 0 && smask) sbase = atomicAdd(&gc[LG_NEW], __popc(smask));
-                sbase = __shfl_sync(FULL, sbase, 0);
-                if (slot >= 0) {
-                    const int j = sbase + __popc(smask & below);
-                    slots[j] = slot;
-                    skey[j] = key;
-                }
                 if (ren) {
                     ea[e] = -1;
                     el[e] = 0;
                     hstamp[e] = rounds;
+                    cst = slot >= 0 ? 0 : 2;
                 }
+                LG_CK(10);
                 unsigned mm = __ballot_sync(FULL, m);
                 if (lane == 0 && mm) atomicAdd(&gc[LG_NM], __popc(mm));
                 while (mm) {
@@ -1291,9 +1429,34 @@ __device__ __forceinline__ void lm_merge_grid_body(
                     lm_merge_warp(__shfl_sync(FULL, a, src), __shfl_sync(FULL, b, src), __shfl_sync(FULL, len, src),
                                   rounds, area, rsum, rsq, gin, hist, bord, per, into, grown, rd, hn, gscale);
                 }
+                sbase = __shfl_sync(FULL, sbase, 0);
+                if (slot >= 0) {
+                    const int j = sbase + __popc(smask & below);
+                    slots[j] = slot;
+                    skey[j] = key;
+                    holes[j] = e;  // the new pair takes the position of the pair that created its slot
+                }
+                LG_CK(11);
             }
             LG_SYNC(2);
-            nm = lm_block_ldv(&gc[LG_NM], &s_cnt[3]);
+            if (swt < emax) {  // (read before the count is known: used only when it says a new pair is there)
+                pf_s = slots[swt];
+                pf_e = holes[swt];
+                pf_k = skey[swt];
+            }
+            if (t == 0) {  // the merge count and the next round's counters in one trip
+                s_cnt[3] = lm_ldv(&gc[LG_NM]);
+                s_cnt[0] = lm_ldv(&gc[LG_NEW]);
+                s_cnt[2] = lm_ldv(&gc[LG_ERR]);
+            }
+            __syncthreads();
+            nm = s_cnt[3];
+            have = nm != 0;
+            pf = have;
+            kdone = nm != 0;  // (nm 0: the clean-up renames pairs; the next lowest are emptied below, B does all)
+#ifdef LG_CHECKPOINTS
+            if (prof != nullptr && t == 0) s_pk[14] += lm_clock() - s_tph;
+#endif
             if (nm == 0) {
                 if (min_area <= 1) break;
                 // clean-up: every region smaller than min_area joins its lowest-p neighbour
@@ -1395,6 +1558,10 @@ __device__ __forceinline__ void lm_merge_grid_body(
             }
             LG_SYNC(3);
         }
+        if (cleaned) {
+            u64* mnx = mn2 + (par ^ 1) * R;
+            for (int r = gt; r < R; r += GT) mnx[r] = LM_EMPTY;
+        }
         if (target > 0 || cleaned) {
             // after the clean-up (regions' terms again) or the target count's merges: the pairs at a grown
             // region are renamed (flagged ones: merged, holes); the perimeters lose the pairs that became inner
@@ -1425,11 +1592,24 @@ __device__ __forceinline__ void lm_merge_grid_body(
             }
             LG_SYNC(3);
         }
+        if (target > 0 || cleaned) cst = 0;  // other threads renamed pairs: every position is read again
         count -= nm;
         rounds += 1;
     }
     if (lane == 0 && myWalks) atomicAdd(&gc[LG_WALKS], myWalks);
     LG_SYNC(3);
+#ifdef LG_CHECKPOINTS
+    if (prof != nullptr && t == 0) {
+        for (int q = 0; q < 15; ++q) {
+            atomicMax((unsigned long long*)&prof[16 + q], (unsigned long long)s_pk[q]);
+            atomicAdd((unsigned long long*)&prof[32 + q], (unsigned long long)s_pk[q]);
+        }
+        if (blockIdx.x == 0) {
+            prof[48] = lm_clock() - tk0;
+            prof[49] = (long long)(lm_gtime() - tg0);
+        }
+    }
+#endif
     if (gt == 0) {
         state[0] = count;
         state[1] = rounds;
@@ -1439,6 +1619,12 @@ __device__ __forceinline__ void lm_merge_grid_body(
             for (int k = 0; k < 5; ++k) prof[k] = pt[k];
     }
 #undef LG_SYNC
+#undef LG_CK
+#undef LG_PROFILING
+#undef LG_TREL
+#undef LG_CKV
+#undef LG_PKV
+#undef LG_TPH
 }
 
 // 1024 threads a block (64 registers a thread), or 512 (128 registers): the same rounds, one parameter list

@@ -779,7 +779,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     back. ``smem``: the regions' arrays in shared memory (None: where they fit; the "block" kernel only).
     ``prof``: a device int64 array that receives the time of each phase of the rounds (the "block"
     kernel: 12, block thread 0's clock cycles, :data:`PHASES`; the "grid" kernel: 16, ns,
-    :data:`GRID_PHASES`). ``kernel``: :data:`KERNELS` (None: :data:`DEFAULT_KERNEL`); both give the
+    :data:`GRID_PHASES`, or 64 with :data:`GRID_CHECKPOINTS`). ``kernel``: :data:`KERNELS` (None: :data:`DEFAULT_KERNEL`); both give the
     same labels.
 
     Precondition: every region 1..R of ``labels_d`` is ONE 4-connected piece, as the contours method's
@@ -845,7 +845,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
             from gpu_kernels.imseg._util import is_cupy
 
             if is_cupy(be):  # (remembered per device: later merges there go straight to it)
-                _cooperative_ok.__dict__.setdefault("cache", {})[int(be.device_id)] = False
+                _COOPERATIVE[int(be.device_id)] = False
     ea, eb, el, eg, gh, pb, lcost, X32, slots = _pair_arrays(xp, emax)
     holes = xp.empty(emax, dtype=xp.int32)
     dlist = xp.empty(emax, dtype=xp.int32)
@@ -908,8 +908,8 @@ def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, 
     state = xp.zeros(4, dtype=xp.int32)
     threads = GRID_THREADS
     fm = _kernel(be, _SRC, "lm_merge_grid" if threads == 1024 else f"lm_merge_grid{threads}", options=_OPTS,
-                 cooperative=True)
-    blocks = max(1, min(cooperative_blocks(fm, threads, device=getattr(be, "device_id", None)), _grid_blocks_cap(be)))
+                 cooperative=True, defines={"LG_CHECKPOINTS": 1} if GRID_CHECKPOINTS else None)
+    blocks = max(1, min(cooperative_blocks(fm, threads, device=getattr(be, "device_id", None)), _grid_blocks_cap()))
     fm((blocks,), (threads,), (
         np.int32(R), hkey, hlen, hgs, hgh, np.int32(lc), ea, eb, el, eg, gh, pb, lcost, X32, slots, skey, holes,
         hstamp, rd, hn, area, rsum, rsq, gin, hist, bord, per, mn2, best2, into, grown, m_thr, m_val, m_meta, np.int32(T),
@@ -925,14 +925,17 @@ def _cooperative_ok(be) -> bool:
 
     if not is_cupy(be):
         return True
-    cache = _cooperative_ok.__dict__.setdefault("cache", {})
     key = int(getattr(be, "device_id", 0))
-    if key not in cache:
+    if key not in _COOPERATIVE:
         try:
-            cache[key] = bool(be.xp.cuda.Device(key).attributes.get("CooperativeLaunch", 1))
+            _COOPERATIVE[key] = bool(be.xp.cuda.Device(key).attributes.get("CooperativeLaunch", 1))
         except Exception:  # noqa: BLE001 - no attribute query: assume the usual
-            cache[key] = True
-    return cache[key]
+            _COOPERATIVE[key] = True
+    return _COOPERATIVE[key]
+
+
+#: per device id: whether it launches cooperative kernels (asked once; False after a refused launch)
+_COOPERATIVE: dict[int, bool] = {}
 
 
 def _launch_refused(e: BaseException) -> bool:
@@ -944,9 +947,12 @@ def _launch_refused(e: BaseException) -> bool:
 
 #: at most this many blocks for lm_merge_grid (None: as many as the device holds at once); a benchmark knob
 GRID_BLOCKS: int | None = None
+#: build lm_merge_grid with its per-phase checkpoints (-DLG_CHECKPOINTS; ``prof`` then needs 64 entries:
+#: imseg_learned.cu says what each holds); a benchmark knob, slower, the same labels
+GRID_CHECKPOINTS = False
 
 
-def _grid_blocks_cap(be) -> int:
+def _grid_blocks_cap() -> int:
     return int(GRID_BLOCKS) if GRID_BLOCKS else 1 << 30
 
 

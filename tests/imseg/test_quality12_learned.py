@@ -160,19 +160,23 @@ def test_kernels_in_the_emulator_give_the_cpu_labels(kw):
 
 
 #: the GPU merge's kernels and their settings: session 12's one-block kernel with the regions in shared
-#: memory or not, session 13's grid kernel with 512 or 1024 threads a block
+#: memory or not, session 13's grid kernel with 512 or 1024 threads a block, and its profiling build (session
+#: 14: per-phase checkpoints into a prof of 64)
 KERNEL_SETTINGS = (("block", {"smem": True}), ("block", {"smem": False}), ("grid", {"threads": 512}),
-                   ("grid", {"threads": 1024}))
+                   ("grid", {"threads": 1024}), ("grid", {"threads": 512, "checkpoints": True}))
 
 
 def merge_with(be, kernel, setting, *args, **kw):
     """``learned.merge_device`` with one of :data:`KERNEL_SETTINGS`."""
-    old = LM.GRID_THREADS
+    old, old_ck = LM.GRID_THREADS, LM.GRID_CHECKPOINTS
     LM.GRID_THREADS = setting.get("threads", old)
+    LM.GRID_CHECKPOINTS = bool(setting.get("checkpoints"))
+    if LM.GRID_CHECKPOINTS:
+        kw = {**kw, "prof": be.xp.zeros(64, dtype=be.xp.int64)}
     try:
         return LM.merge_device(be, *args, kernel=kernel, smem=setting.get("smem"), **kw)
     finally:
-        LM.GRID_THREADS = old
+        LM.GRID_THREADS, LM.GRID_CHECKPOINTS = old, old_ck
 
 
 @needs_emu
