@@ -152,7 +152,7 @@ def ab(path: str, dev: str, cfgs: list, rounds: int) -> dict:
                  f" minflt {_med(s['minflt'] for s in st):6.0f} nvcsw {_med(s['nvcsw'] for s in st):4.0f}"
                  f" nivcsw {_med(s['nivcsw'] for s in st):3.0f} start {_med(s['start'] for s in st):5.1f}"
                  f" after {_med(s['after'] for s in st):6.1f}  paired step {_med(pair_step):+6.1f}"
-                 f" after {_med(pair_after):+6.1f}" if st else "")
+                 f" after {_med(pair_after):+6.1f} ({sum(p < 0 for p in pair_after)}/{len(pair_after)})" if st else "")
               + f"  sha {sorted(shas[c])}", flush=True)
         print(f"ab14 {dev} {name} {c:5s} runs {' '.join(f'{t:.0f}' for t in tot)}", flush=True)
         if st:
@@ -161,6 +161,39 @@ def ab(path: str, dev: str, cfgs: list, rounds: int) -> dict:
     same = len(set().union(*shas.values())) == 1
     print(f"ab14 {dev} {name}: the same labels and colours in every configuration: {same}", flush=True)
     return {"runs": runs, "shas": {c: sorted(s) for c, s in shas.items()}, "same": same}
+
+
+def judge(report: dict, cand: str, rounds: int, rounds_rest: int) -> bool:
+    """The rule of ``near2`` / ``nearN`` (benchmarks/results/mesh_speed_session14.md): (n1) 17k "after" paired median
+    ≤ −3 ms, shorter in ≥ 27 of 41 rounds (2n // 3); (n2) 17k end to end paired median ≤ 0; (n3) 50k median ≤
+    base's + 10 ms and "after" paired median ≤ 0; (n4) equal SHA-1s; (n5) complete. The first mesh is 17k, the
+    second 50k."""
+    names = [k for k in report if k.endswith(".off")]
+    if len(names) < 2:
+        print(f"RULE {cand}: FAIL (n5: {len(names)} of 2 meshes ran)", flush=True)
+        return False
+    (a, b) = (report[names[0]], report[names[1]])
+
+    def pairs(rep, key):
+        r = rep["runs"]
+        if key == "after":
+            return [x["step"]["after"] - y["step"]["after"] for x, y in zip(r[cand], r["base"], strict=True)]
+        return [x["total"] - y["total"] for x, y in zip(r[cand], r["base"], strict=True)]
+
+    pa, pt, pb = pairs(a, "after"), pairs(a, "total"), pairs(b, "after")
+    med_b = {c: _med(x["total"] for x in b["runs"][c]) for c in ("base", cand)}
+    checks = {
+        "n1": _med(pa) <= -3.0 and sum(p < 0 for p in pa) >= 2 * len(pa) // 3,
+        "n2": _med(pt) <= 0.0,
+        "n3": med_b[cand] <= med_b["base"] + 10.0 and _med(pb) <= 0.0,
+        "n4": bool(a["same"] and b["same"]),
+        "n5": len(pa) == rounds and len(pb) == rounds_rest,
+    }
+    ok = all(checks.values())
+    print(f"RULE {cand}: {'PASS' if ok else 'FAIL'} ({', '.join(f'{k} {v}' for k, v in checks.items())}; 17k after "
+          f"{_med(pa):+.1f} ({sum(p < 0 for p in pa)}/{len(pa)}), e2e {_med(pt):+.1f}; 50k medians {med_b['base']:.1f} / "
+          f"{med_b[cand]:.1f}, after {_med(pb):+.1f})", flush=True)
+    return ok
 
 
 def pml_side(path: str, n: int) -> dict:
@@ -229,6 +262,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pml-side", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)
     ap.add_argument("--stage-configs", default="base")
+    ap.add_argument("--judge", default="", help="a candidate to judge by the rule of near2 / nearN (needs two meshes)")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
     import gc
@@ -245,6 +279,8 @@ def main(argv=None) -> int:
                                      args.rounds if i == 0 else args.rounds_rest)
         if args.json:
             Path(args.json).write_text(json.dumps(report, default=str))
+    if args.judge:
+        report["rule"] = judge(report, args.judge, args.rounds, args.rounds_rest)
     if args.stages:
         report["stages"] = stages(args.meshes[0], args.device, args.stage_configs.split(","), args.stages)
     if args.json:

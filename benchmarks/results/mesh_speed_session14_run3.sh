@@ -14,5 +14,5 @@ for x in $P/lib/*.so*; do n=$(basename $x); if ldconfig -p | grep -q "^[[:space:
 export PYTHONPATH=/tmp/site-ms2:$P/site${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 echo "== A/B 17k + 50k [$(( $(date +%s) - T0 )) s]"
 timeout ${T_AB:-52} python3 benchmarks/mesh_speed14_ab.py $M/101.off $M/281.off --device cuda --rounds 41 --rounds-rest 15 \
-  --configs base,nearN --json $D/ab.json 2>&1 | grep -v Warn
+  --configs base,nearN --judge nearN --json $D/ab.json 2>&1 | grep -v Warn
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
