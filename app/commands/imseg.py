@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from gpu_kernels.imseg.defaults import DEFAULT_MERGE, MERGES
+from gpu_kernels.imseg.defaults import DEFAULT_MERGE, MERGE_WORDS, MERGES
 
 from ..tools import imseg
 from .common import (
@@ -26,14 +26,11 @@ __all__ = ["TOOL", "register", "run"]
 
 TOOL = imseg.TOOL
 
-#: how each merge is described in the help; the default is named from defaults.DEFAULT_MERGE
-_MERGE_TEXT = {"contour": "by colour and boundary strength (--merge contour)",
-               "learned": "by a learned merge score trained on BSDS500 (--merge learned: the best quality, slower)"}
-
-
 def _merges_text() -> str:
+    """The merges in the help (their words from defaults.MERGE_WORDS, the default named from DEFAULT_MERGE)."""
     others = [m for m in MERGES if m != DEFAULT_MERGE]
-    return f"{_MERGE_TEXT[DEFAULT_MERGE]}, the default" + "".join(f", or {_MERGE_TEXT[m]}" for m in others)
+    return f"{MERGE_WORDS[DEFAULT_MERGE]} (--merge {DEFAULT_MERGE}), the default" + "".join(
+        f", or {MERGE_WORDS[m]} (--merge {m})" for m in others)
 
 
 def register(subparsers) -> None:

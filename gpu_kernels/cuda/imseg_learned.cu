@@ -200,21 +200,26 @@ extern "C" __global__ void lm_rag_pixels(const int* __restrict__ labels, const i
 }
 
 // ------------------------------------------------------------------ the features (learned._features)
+// a region's terms from its sums: mean colour, colour-variance term, texture term (learned._features')
+__device__ __forceinline__ void lm_region_terms(double aA, long long s0, long long s1, long long s2, long long sq,
+                                                long long gi, double gscale, double* rdr) {
+    double m0 = (double)s0 / aA, m1 = (double)s1 / aA, m2 = (double)s2 / aA;
+    double v = (double)sq / aA - ((m0 * m0 + m1 * m1) + m2 * m2);
+    rdr[0] = m0;
+    rdr[1] = m1;
+    rdr[2] = m2;
+    rdr[3] = (v > 0.0 ? v : 0.0) / 256.0 + 1.0;
+    rdr[4] = ((double)gi / aA) / gscale + 0.5;
+}
 // Per region (where it grew): its mean colour rd[5r..5r+2], colour-variance term rd[5r+3], texture
 // term rd[5r+4] and normalised histograms hn[48r..]; the same expressions as learned._features'
 // per-pair ones, so the same bits. item 0: the means and terms; 1..48: one histogram bin.
 __device__ __forceinline__ void lm_region_item(int r, int item, const long long* area, const long long* rsum,
                                                const long long* rsq, const long long* gin, const int* hist,
-                                               double* rd, double* hn) {
+                                               double* rd, double* hn, double gscale) {
     double aA = (double)area[r];
     if (item == 0) {
-        double m0 = (double)rsum[3 * r] / aA, m1 = (double)rsum[3 * r + 1] / aA, m2 = (double)rsum[3 * r + 2] / aA;
-        double v = (double)rsq[r] / aA - ((m0 * m0 + m1 * m1) + m2 * m2);
-        rd[5 * r] = m0;
-        rd[5 * r + 1] = m1;
-        rd[5 * r + 2] = m2;
-        rd[5 * r + 3] = (v > 0.0 ? v : 0.0) / 256.0 + 1.0;
-        rd[5 * r + 4] = ((double)gin[r] / aA) / 8.0 + 0.5;
+        lm_region_terms(aA, rsum[3 * r], rsum[3 * r + 1], rsum[3 * r + 2], rsq[r], gin[r], gscale, rd + 5 * r);
     } else {
         double iA = aA > 1.0 ? aA : 1.0;
         hn[LM_NH * r + item - 1] = (double)hist[LM_NH * r + item - 1] / iA;
@@ -239,20 +244,20 @@ __device__ __forceinline__ double lm_chi2(const double* hn, int a, int b, int k)
 }
 
 __device__ __forceinline__ float lm_cost(const long long* area, const double* rd, int a, int b, double ln, double gs,
-                                         double inv_norm, double npx) {
+                                         double inv_norm, double npx, double gscale, double b0, double size_k) {
     double aA = (double)area[a], aB = (double)area[b];
     double dd0 = rd[5 * a] - rd[5 * b];
     double dd1 = rd[5 * a + 1] - rd[5 * b + 1];
     double dd2 = rd[5 * a + 2] - rd[5 * b + 2];
     double d2 = ((dd0 * dd0 + dd1 * dd1) + dd2 * dd2) / 256.0;
     double hm = (aA * aB) / (aA + aB);
-    double bnd = gs / (ln * 16.0);
-    double t = bnd + 0.5;
+    double bnd = gs / ((ln * 2.0) * gscale);  // = gs / (ln x 16): the products are exact
+    double t = bnd + b0;
     double t2 = t * t;
     double cost = (((hm * d2) / ln) * t2) * inv_norm;
     double f = (aA + aB) / npx;
     double f3 = (f * f) * f;
-    cost = cost * (1.0 + 7.0 * f3);
+    cost = cost * (1.0 + size_k * f3);
     return (float)cost;
 }
 
@@ -270,13 +275,13 @@ __device__ __forceinline__ double lm_dval(u64 k) {
 // 3-5: the chi2 distance of L, a, b (9-11)
 __device__ void lm_feature_part(int part, float* x32, int a, int b, double ln, double gs, const int* gh,
                                 const long long* area, const double* rd, const double* hn, const long long* per,
-                                double lce, double npx) {
+                                double lce, double npx, double gscale, double b0) {
     if (part >= 3) {
         x32[6 + part] = (float)lm_chi2(hn, a, b, part - 3);
         return;
     }
     double aA = (double)area[a], aB = (double)area[b];
-    double t = gs / ((ln * 2.0) * 8.0) + 0.5;
+    double t = gs / ((ln * 2.0) * gscale) + b0;
     double tA = rd[5 * a + 4], tB = rd[5 * b + 4];
     if (part == 0) {
         double d0 = rd[5 * a] - rd[5 * b], d1 = rd[5 * a + 1] - rd[5 * b + 1], d2_ = rd[5 * a + 2] - rd[5 * b + 2];
@@ -319,7 +324,9 @@ __device__ void lm_feature_part(int part, float* x32, int a, int b, double ln, d
 // their holes (ea = -1: a hole). Model: T trees of L nodes (thr, val; meta = feature | left << 8 |
 // right << 16 | leaf << 24); t23: the sorted thresholds on feature 23. use_smem: the regions'
 // arrays (lm_region_smem_bytes(R)) in dynamic shared memory. into[r] (out): the region r merged
-// into; state[0] = regions left, state[1] = rounds, state[2] = tree walks.
+// into; state[0] = regions left, state[1] = rounds, state[2] = tree walks, state[3] = error bits (as
+// lm_merge_grid's: 1 the table is full, 2 more pairs than the emax positions; the rounds stop). gscale, b0,
+// size_k: the contour cost's constants (contours.GSCALE, B0, SIZE_K).
 extern "C" __global__ void __launch_bounds__(1024) lm_merge(
     int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs,
     int* __restrict__ hgh, int logcap, int* ea, int* eb, int* el, unsigned long long* eg, int* gh, unsigned int* pb,
@@ -329,8 +336,9 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
     long long* g_gin, int* hist, int* g_bord, long long* g_per, u64* g_mn, u64* g_best, int* g_into, int* g_chg,
     const double* __restrict__ m_thr, const double* __restrict__ m_val, const int* __restrict__ m_meta, int T, int L,
     double base, const double* __restrict__ t23, int n23, float tau, int target, int min_area, double inv_norm,
-    double npx, int max_rounds, int* __restrict__ state, int use_smem, long long* __restrict__ prof) {
-    __shared__ int sE, sNew, sHoles, sCount, sRounds, sTmp, sK, sWalks, sD, sW, sC;
+    double npx, double gscale, double b0, double size_k, int emax, int max_rounds, int* __restrict__ state,
+    int use_smem, long long* __restrict__ prof) {
+    __shared__ int sE, sNew, sHoles, sCount, sRounds, sTmp, sK, sWalks, sD, sW, sC, sErr;
     __shared__ double s_thr[LM_MAXNODES];
     __shared__ double s_val[LM_MAXNODES];
     __shared__ int s_meta[LM_MAXNODES];
@@ -379,6 +387,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
     }
     if (t == 0) {
         sE = 0;
+        sErr = 0;
         sNew = 0;
         sHoles = 0;
         sCount = R;
@@ -393,6 +402,10 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         u64 k = hkey[s];
         if (k != LM_EMPTY) {
             int i = atomicAdd(&sE, 1);
+            if (i >= emax) {  // labels beyond the bounds (regions in several pieces): stop, one clear error
+                atomicOr(&sErr, 2);
+                continue;
+            }
             ea[i] = (int)(k >> 32);
             eb[i] = (int)(k & 0xffffffffULL);
             el[i] = hlen[s];
@@ -408,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         }
     }
     __syncthreads();
-    const int E = sE;  // positions (live pairs and holes)
+    const int E = imin(sE, emax);  // positions (live pairs and holes)
     // prof (optional, 12 longs): clock cycles of each phase summed over the rounds (thread 0)
     long long pt[12];
     for (int k = 0; k < 12; ++k) pt[k] = 0;
@@ -421,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
     }
     int live = E;
     while (true) {
-        if (live == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
+        if (sErr || live == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
         // 1. every region's perimeter and lowest log cost (computed again where a region grew)
         for (int r = t; r < R; r += NT) {
             per[r] = (long long)bord[r];
@@ -433,7 +446,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         const int nC = sC;
         for (int i = t; i < 49 * nC; i += NT) {
             const int c = i / 49;
-            lm_region_item(clist[c], i - 49 * c, area, rsum, rsq, gin, hist, rd, hn);
+            lm_region_item(clist[c], i - 49 * c, area, rsum, rsq, gin, hist, rd, hn, gscale);
         }
         __syncthreads();
         LM_MARK(0);
@@ -443,7 +456,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             int b = eb[e];
             double v;
             if (chg[a] || chg[b]) {
-                float c32 = lm_cost(area, rd, a, b, (double)el[e], (double)eg[e], inv_norm, npx);
+                float c32 = lm_cost(area, rd, a, b, (double)el[e], (double)eg[e], inv_norm, npx, gscale, b0, size_k);
                 double c = (double)c32;
                 v = lm_log(c > 1e-12 ? c : 1e-12);
                 lc[e] = v;
@@ -490,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
             const int q = i / 6, part = i - 6 * q;
             const int e = dlist[q];
             lm_feature_part(part, Xn + LM_NF * e, ea[e], eb[e], (double)el[e], (double)eg[e], gh + LM_NG * e, area, rd,
-                            hn, per, lc[e], npx);
+                            hn, per, lc[e], npx, gscale, b0);
         }
         __syncthreads();
         LM_MARK(3);
@@ -631,7 +644,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
                     if (a != b) {
                         int lo = imin(a, b), hi2 = imax(a, b);
                         int slot = lm_insert(hkey, hlen, hgs, hgh, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e],
-                                             gh + LM_NG * e, nullptr);
+                                             gh + LM_NG * e, &sErr);
                         if (slot >= 0) slots[atomicAdd(&sNew, 1)] = slot;
                     }
                 }
@@ -680,6 +693,7 @@ extern "C" __global__ void __launch_bounds__(1024) lm_merge(
         state[0] = sCount;
         state[1] = sRounds;
         state[2] = sWalks;
+        state[3] = sErr;
         if (prof != nullptr)
             for (int k = 0; k < 12; ++k) prof[k] = pt[k];
     }
@@ -774,17 +788,6 @@ __device__ __forceinline__ int lm_block_ldv(const int* p, int* sh) {
 #define LG_KC 8      // target count: three counters of the binary search (8, 9, 10)
 #define LG_N 12
 
-// a region's terms from its sums (lm_region_item's expressions)
-__device__ __forceinline__ void lm_region_terms(double aA, long long s0, long long s1, long long s2, long long sq,
-                                                long long gi, double gscale, double* rdr) {
-    double m0 = (double)s0 / aA, m1 = (double)s1 / aA, m2 = (double)s2 / aA;
-    double v = (double)sq / aA - ((m0 * m0 + m1 * m1) + m2 * m2);
-    rdr[0] = m0;
-    rdr[1] = m1;
-    rdr[2] = m2;
-    rdr[3] = (v > 0.0 ? v : 0.0) / 256.0 + 1.0;
-    rdr[4] = ((double)gi / aA) / gscale + 0.5;
-}
 
 // one warp: chi2 of channel ch (lanes 0-15) and ch + 1 (lanes 16-31) of regions a and b; the sums in
 // NumPy's pairwise order (r_j = d_j + d_j+8, then ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)));

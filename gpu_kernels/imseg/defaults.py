@@ -45,6 +45,9 @@ MERGE_HELP = ("How the superpixels merge. learned: boosted trees trained on the 
               "score each pair of adjacent regions from 24 measures of colour, texture, boundary strength, size "
               "and shape (covering 0.567 on the 20 BSDS500 test images, against 0.533); contour: the hand-made "
               "cost of colour difference and edge strength (faster).")
+#: each merge in a few words (the command's description: "merged hierarchically <words>, the default, or ...")
+MERGE_WORDS = {"contour": "by colour and boundary strength",
+               "learned": "by a learned merge score trained on BSDS500, the best quality and slower"}
 COARSENESS_HELP = ("How far the merging goes. contour merge: regions merge while the cheapest merge costs less "
                    "than 10^coarseness; learned merge: while the lowest score is under tau = 0.39 + 0.06 "
                    "(coarseness - 3.3). Larger: fewer, larger segments (the default 3.3: about 20-27 on a "

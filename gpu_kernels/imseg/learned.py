@@ -775,8 +775,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
                  min_area: int = 0, max_rounds: int = 100_000, timer=None, model_arrays: dict | None = None,
                  smem: bool | None = None, prof=None, kernel: str | None = None):
     """The graph with the learned merge's sums and all merge rounds on the device: ``(into (R,) int32,
-    state int32: [count, rounds, tree walks] and, for the "grid" kernel, error bits)``; nothing is read
-    back. ``smem``: the regions' arrays in shared memory (None: where they fit; the "block" kernel only).
+    state int32: [count, rounds, tree walks, error bits])``; nothing is read back. ``smem``: the regions'
+    arrays in shared memory (None: where they fit; the "block" kernel only).
     ``prof``: a device int64 array that receives the time of each phase of the rounds (the "block"
     kernel: 12, block thread 0's clock cycles, :data:`PHASES`; the "grid" kernel: 16, ns,
     :data:`GRID_PHASES`, or 64 with :data:`GRID_CHECKPOINTS`). ``kernel``: :data:`KERNELS` (None: :data:`DEFAULT_KERNEL`); both give the
@@ -786,10 +786,9 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     superpixel stage guarantees (SLIC then connected components). The pair arrays hold 3R + 16 pairs
     and the hash table ~6R keys, bounds that hold for such a partition (a planar region adjacency
     graph); labels whose regions are split in several pieces can exceed them (session 12 review #2).
-    The "grid" kernel checks them on the device: a full table (error bit 1) or more pairs than
-    positions (bit 2) stops the rounds, and :func:`check_state` (called by ``contours.stage_merge``)
-    raises one line, instead of writing out of bounds. The "block" kernel bounds its table probes but
-    does not check the pair count (as the contour merge's ``contours.graph_merge_device``)."""
+    Both kernels check them on the device: a full table (error bit 1) or more pairs than positions
+    (bit 2) stops the rounds, and :func:`check_state` (called by ``contours.stage_merge``) raises one
+    line, instead of writing out of bounds."""
     from gpu_kernels.backend import set_max_dynamic_smem
     from gpu_kernels.imseg import contours as C
     from gpu_kernels.imseg._util import grid
@@ -860,7 +859,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     best = xp.empty(R, dtype=xp.uint64)
     into = xp.empty(R, dtype=xp.int32)
     chg = xp.empty(R, dtype=xp.int32)
-    state = xp.zeros(3, dtype=xp.int32)
+    state = xp.zeros(4, dtype=xp.int32)
     fm = _kernel(be, _SRC, "lm_merge", options=_OPTS)
     smem_bytes = region_smem_bytes(R)
     fits = uses_region_smem(be, R)
@@ -871,9 +870,11 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
         np.int32(R), hkey, hlen, hgs, hgh, np.int32(lc), ea, eb, el, eg, gh, pb, lcost, X32, slots, holes,
         dlist, wlist, Xn, leafv, clist, rd, hn, area, rsum, rsq, gin, hist, bord, per, mn, best, into, chg, m_thr, m_val, m_meta, np.int32(T), np.int32(L),
         np.float64(m["base"]), t23, np.int32(len(t23)), tau32, np.int32(target), np.int32(min_area),
-        np.float64(inv_norm), np.float64(n), np.int32(max_rounds), state, np.int32(use),
+        np.float64(inv_norm), np.float64(n), np.float64(_GSCALE), np.float64(_B0), np.float64(_SIZE_K), np.int32(emax),
+        np.int32(max_rounds), state, np.int32(use),
         prof if prof is not None else _null(be)),
         shared_mem=smem_bytes if use else 0)
+    state[3:] |= gc[:1]   # the pixel pass's full table (bit 1) as well
     return into, state
 
 

@@ -199,12 +199,13 @@ def test_the_emulated_merge_kernels_give_the_cpu_merge():
 
 
 @needs_emu
+@pytest.mark.parametrize("kernel", ["grid", "block"])
 @pytest.mark.parametrize("nlab, bit", [(12, 2), (40, 1)])
-def test_labels_beyond_the_graphs_bounds_are_a_clear_error(nlab, bit):
+def test_labels_beyond_the_graphs_bounds_are_a_clear_error(nlab, bit, kernel):
     """Labels whose regions are not one 4-connected piece each (random labels: every pair of regions
     touches) overflow the pair positions (3R + 16; 12 labels, 66 pairs) or the hash table (40 labels,
-    780 pairs in 512 slots): the grid kernel reports it in its state instead of writing out of bounds (or
-    probing the table forever), and the state check raises one line."""
+    780 pairs in 512 slots): both kernels report it in their state instead of writing out of bounds (or
+    probing the table forever; session 14: the block kernel too), and the state check raises one line."""
     rng = np.random.default_rng(1301 + nlab)
     h, w = 48, 64
     labels = rng.integers(1, nlab + 1, size=(h, w)).astype(np.int32)
@@ -213,7 +214,7 @@ def test_labels_beyond_the_graphs_bounds_are_a_clear_error(nlab, bit):
     be = emu_backend()
     xp = be.xp
     into, state = LM.merge_device(be, xp.asarray(labels.ravel()), nlab, h, w, xp.asarray(gq), xp.asarray(q.ravel()), 0,
-                                  0.39, 1 / math.sqrt(h * w), kernel="grid")
+                                  0.39, 1 / math.sqrt(h * w), kernel=kernel)
     st = np.asarray(state.get())
     assert st[3] & bit
     with pytest.raises(ValueError, match="overflowed") as e:
@@ -395,7 +396,7 @@ def test_a_refused_cooperative_launch_runs_the_one_block_kernel(monkeypatch):
 
 
 @needs_emu
-def test_a_model_larger_than_the_grid_kernel_holds_runs_the_block_kernel():
+def test_a_model_larger_than_the_grid_kernel_holds_runs_the_block_kernel(monkeypatch):
     """(Session 13 final read) A retrained model with more than 64 trees must not break the default GPU path:
     it runs the one-block kernel (the same labels); only an explicit kernel="grid" refuses it. A 65th tree
     whose leaves are all zero leaves every prediction as it was."""
@@ -413,9 +414,16 @@ def test_a_model_larger_than_the_grid_kernel_holds_runs_the_block_kernel():
             xp.asarray(col["q"].reshape(3, -1).ravel()), 0, 0.39, inv)
     ma = C.min_region_area(sp["S"])
     want, _ = C._resolve(LM.merge_learned_np(g, 0, 0.39, inv, min_area=ma)[0])
+    grid = LM._merge_grid
+
+    def no_grid(*a, **k):
+        raise AssertionError("the grid kernel ran")
+
+    monkeypatch.setattr(LM, "_merge_grid", no_grid)   # (both kernels' states have 4 entries since session 14)
     into, state = LM.merge_device(be, *args, min_area=ma, model_arrays=big)
+    monkeypatch.setattr(LM, "_merge_grid", grid)
     got, _ = C._resolve(np.asarray(into.get()).astype(np.int64))
     np.testing.assert_array_equal(got, want)
-    assert np.asarray(state.get()).shape[0] == 3   # the block kernel's state
+    assert int(np.asarray(state.get())[3]) == 0
     with pytest.raises(ValueError, match="at most 64 trees"):
         LM.merge_device(be, *args, min_area=ma, model_arrays=big, kernel="grid")
