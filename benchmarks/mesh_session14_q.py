@@ -26,6 +26,8 @@ on the same records without it:
     python benchmarks/mesh_session14_q.py judge rows.jsonl --base C --cand N [--json j]
 
 ``record`` / ``evaluate`` / ``confirm`` are ``mesh_session13_q.py``'s (sets ``C=dC:gain,N=dN:gain``).
+The round passed and the confirmation failed (results/mesh_q_session14.md), so the feature was taken out of the
+library again: recipe N needs the rule commit's library (6071e11, ``git archive`` as the run scripts restore it).
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
-    nf = 21 if learned else 0
+    nf = 20 if learned else 0
     X = np.empty((npair if learned else 0, nf))
     p_ = np.empty(npair if learned else 0)
     g_ = np.empty(npair if policy == GAIN else 0)
@@ -365,7 +365,6 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 17] = 1.0 - ns / _np_max(area[sm], 1e-300)
                     X[t, 18] = cnt / tgt
                     X[t, 19] = cnt / st0
-                    X[t, 20] = np.log(blc / np.sqrt(_np_max(area[sm], 1e-300)))
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
