@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", choices=("cpu", "block"), default="cpu")
     ap.add_argument("--alt-src", default="", help="comma-separated candidate sources in gpu_kernels/cuda")
     ap.add_argument("--prof-src", default="", help="comma-separated sources only profiled (checkpoint builds)")
+    ap.add_argument("--checkpoints", action="store_true", help="also profile every source's checkpoint build "
+                    "(learned.GRID_CHECKPOINTS: -DLG_CHECKPOINTS; sources without checkpoints fill only the phases)")
     ap.add_argument("--skip-labels", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--no-merge", action="store_true", help="skip the merge-alone timings and phases")
@@ -140,11 +142,15 @@ def main(argv=None) -> int:
                 res.setdefault(f"{name}_ms", []).append(r["median"] * 1e3)
                 LM._SRC = src0
         profiled = {**sources, **{f"prof:{s}": s for s in a.prof_src.split(",") if s.strip()}}
+        if a.checkpoints:
+            profiled.update({f"checkpoints:{n}": s for n, s in sources.items()})
         for name, src in profiled.items():
             LM._SRC = src
+            LM.GRID_CHECKPOINTS = name.startswith("checkpoints:")
             prof = be.xp.zeros(64, dtype=be.xp.int64)
             _, state = LM.merge_device(*args, kernel="grid", prof=prof, **kw)
             LM._SRC = src0
+            LM.GRID_CHECKPOINTS = False
             st = be.xp.asnumpy(state).tolist()
             pv = be.xp.asnumpy(prof).tolist()
             d = {"state": st, "phase_ns": dict(zip(LM.GRID_PHASES, pv[:len(LM.GRID_PHASES)], strict=True))}
