@@ -15,10 +15,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gpu_kernels.mesh.learned import POLICIES
+from gpu_kernels.mesh.learned import FEATURES, POLICIES, SHARE_COLS
 
 #: the policies of :func:`greedy_merge` (their codes: :data:`gpu_kernels.mesh.learned.POLICIES`, the one table)
 HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", "gain"))
+#: the features' count and the two areas' shares' columns (the ``"gain"`` weights), from :mod:`learned` (one table)
+NF = len(FEATURES)
+SS, SL = SHARE_COLS
 
 
 @njit(cache=True, nogil=True)
@@ -204,7 +207,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
-    nf = 20 if learned else 0
+    nf = NF if learned else 0
     X = np.empty((npair if learned else 0, nf))
     p_ = np.empty(npair if learned else 0)
     g_ = np.empty(npair if policy == GAIN else 0)
@@ -388,7 +391,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                 elif policy == GAIN:
                     # np.lexsort((strength, (2 p - 1) * share_small * share_large))[0]
                     for t in range(m):
-                        g_[t] = (2.0 * p_[t] - 1.0) * X[t, 10] * X[t, 11]
+                        g_[t] = (2.0 * p_[t] - 1.0) * X[t, SS] * X[t, SL]
                     for t in range(1, m):
                         if _lt(g_[t], g_[jb]) or (not _lt(g_[jb], g_[t]) and _lt(st[t], st[jb])):
                             jb = t

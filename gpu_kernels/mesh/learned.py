@@ -72,8 +72,8 @@ FEATURES = (
     "count_over_target",      # clusters now in the component / its target
     "count_over_start",       # clusters now / clusters at the start of the merges
 )
-#: the columns of the two areas' shares in :data:`FEATURES` (the ``"gain"`` policy's weights; the compiled loop's
-#: ``X[t, 10]`` and ``X[t, 11]``)
+#: the columns of the two areas' shares in :data:`FEATURES` (the ``"gain"`` policy's weights; the compiled loop
+#: :mod:`gpu_kernels.mesh._numba_merge` reads them from here)
 SHARE_COLS = (FEATURES.index("share_small"), FEATURES.index("share_large"))
 
 

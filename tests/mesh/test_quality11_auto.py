@@ -10,16 +10,16 @@ The fish of the thin-part tests (4,000 faces: clustered as it is)."""
 
 from __future__ import annotations
 
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
-import test_quality11_learned as _q11  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import defaults
 from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
-# the fish, its fixture and the over-segmentation of session 11's learned-merge tests (one copy: reviewer D32)
-KW, _overseg, fish = _q11.KW, _q11._overseg, _q11.fish
+# the fish, its fixture and the over-segmentation (one copy: tests/mesh/_quality_fixtures.py)
+KW, _overseg, fish = fx.KW, fx.overseg, fx.fish
 
 
 def _constant(p: float) -> ln.TreeModel:

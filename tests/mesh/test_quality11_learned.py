@@ -10,8 +10,7 @@ The fish of the thin-part tests (4,000 faces: clustered as it is)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -20,29 +19,8 @@ from gpu_kernels.mesh import defaults
 from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
-KW = {"device": "cpu", "apsp_method": "cpu"}
-
-
-@pytest.fixture(scope="module")
-def fish():
-    z = np.load(STORED)
-    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
-
-
-@pytest.fixture(scope="module")
-def prep(fish):
-    return sg.prepare_mesh(*fish, **KW)
-
-
-def _overseg(graph, n=30, seed=0):
-    """``n`` clusters: each face takes its nearest of ``n`` random faces' centroids, made connected."""
-    rng = np.random.default_rng(seed)
-    seeds = rng.choice(graph.n, n, replace=False)
-    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
-    lab = np.argmin(d, axis=1).astype(np.int32)
-    lab, _ = bd.merge_islands(graph, lab)
-    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
+# the fish, its prepared mesh and the over-segmentation (one copy: tests/mesh/_quality_fixtures.py)
+KW, STORED, _overseg, fish, prep = fx.KW, fx.STORED, fx.overseg, fx.fish, fx.prep
 
 
 @pytest.mark.parametrize("k", [2, 5, 9])

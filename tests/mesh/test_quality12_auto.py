@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import _quality_fixtures as fx  # noqa: E402
 import numpy as np
 import pytest
-import test_quality11_learned as _q11  # noqa: E402
 from test_lead11_convex import icosphere  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
 from app.io.mesh_io import read_mesh
@@ -30,8 +30,8 @@ from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
 ROOT = Path(__file__).resolve().parents[2]
-# the fish, its fixture and the over-segmentation of session 11's learned-merge tests (one copy)
-KW, _overseg, fish = _q11.KW, _q11._overseg, _q11.fish
+# the fish, its fixture and the over-segmentation (one copy: tests/mesh/_quality_fixtures.py)
+KW, _overseg, fish = fx.KW, fx.overseg, fx.fish
 
 
 @pytest.fixture(scope="module")

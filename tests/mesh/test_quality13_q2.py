@@ -8,8 +8,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -17,23 +16,8 @@ from gpu_kernels.mesh import boundary as bd
 from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
-
-
-@pytest.fixture(scope="module")
-def prep():
-    z = np.load(STORED)
-    return sg.prepare_mesh(z["vertices"].astype(np.float64), z["faces"].astype(np.int64), device="cpu",
-                           apsp_method="cpu")
-
-
-def _overseg(graph, n=30, seed=0):
-    rng = np.random.default_rng(seed)
-    seeds = rng.choice(graph.n, n, replace=False)
-    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
-    lab = np.argmin(d, axis=1).astype(np.int32)
-    lab, _ = bd.merge_islands(graph, lab)
-    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
+# the fish, its prepared mesh and the over-segmentation (one copy: tests/mesh/_quality_fixtures.py)
+_overseg, fish, prep = fx.overseg, fx.fish, fx.prep
 
 
 def test_the_auto_policy_is_a_known_policy():

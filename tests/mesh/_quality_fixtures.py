@@ -1,0 +1,37 @@
+"""The learned-merge tests' one set-up (issue 22; tests/mesh/test_quality1[123]_*.py): the fish of the thin-part
+tests (4,000 faces: clustered as it is), its prepared mesh on the CPU, and a seeded over-segmentation. A test module
+takes the fixtures by name: ``fish, prep = fx.fish, fx.prep`` (``prep`` asks for ``fish``, so both go in)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mesh import boundary as bd
+from gpu_kernels.mesh import segment as sg
+
+STORED = Path(__file__).with_name("data") / "fish4000.npz"
+KW = {"device": "cpu", "apsp_method": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def fish():
+    z = np.load(STORED)
+    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def prep(fish):
+    return sg.prepare_mesh(*fish, **KW)
+
+
+def overseg(graph, n=30, seed=0):
+    """``n`` clusters: each face takes its nearest of ``n`` random faces' centroids, made connected."""
+    rng = np.random.default_rng(seed)
+    seeds = rng.choice(graph.n, n, replace=False)
+    d = ((graph.centroids[:, None, :] - graph.centroids[seeds][None]) ** 2).sum(axis=2)
+    lab = np.argmin(d, axis=1).astype(np.int32)
+    lab, _ = bd.merge_islands(graph, lab)
+    return np.unique(lab, return_inverse=True)[1].astype(np.int32)
