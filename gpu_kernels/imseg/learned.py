@@ -757,8 +757,8 @@ def uses_region_smem(be, R: int) -> bool:
 
 
 #: the GPU merge's kernel: "grid" (``lm_merge_grid``: every SM, one cooperative launch; the default; H100,
-#: session 13: 4.9 ms end to end at 512x512, 11.7 ms at 1080p) or "block" (``lm_merge``: one block;
-#: session 12's kernel, 22.7 / 100 ms, kept for comparison); the same labels
+#: session 14: 4.3 ms end to end at 512x512, 9.6 ms at 1080p on the benchmark image) or "block" (``lm_merge``:
+#: one block; session 12's kernel, 22.7 / 100 ms; the fallback); the same labels
 KERNELS = ("grid", "block")
 DEFAULT_KERNEL = "grid"
 #: lm_merge_grid's phases (``prof``, int64 of 16: ns summed over the rounds, from the end of a phase's
