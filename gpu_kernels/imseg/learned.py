@@ -99,10 +99,7 @@ def graph_extras_np(comps: np.ndarray, R: int, gq: np.ndarray, q: np.ndarray, gr
     """The learned merge's sums beyond :func:`contours.region_graph_np`'s ``graph``: per region the
     colour squares ``rsq``, inner gradient ``gin``, L/a/b histograms ``hist`` (R, 48) and image-border
     pixels ``bord``; per pair the boundary-gradient histogram ``gh`` (E, 8). All int64. The boundary
-    pixel pairs come from ``graph`` when it kept them (``region_graph_np(..., boundary=True)``), else
-    they are found again."""
-    from gpu_kernels.imseg import contours as C
-
+    pixel pairs come from ``graph``, which must have kept them (``region_graph_np(..., boundary=True)``)."""
     lab0 = comps.astype(np.int64) - 1
     h, w = lab0.shape
     fl = lab0.ravel()
@@ -118,16 +115,10 @@ def graph_extras_np(comps: np.ndarray, R: int, gq: np.ndarray, q: np.ndarray, gr
     border = np.zeros((h, w), bool)
     border[0], border[-1], border[:, 0], border[:, -1] = True, True, True, True
     bord = np.bincount(lab0[border], minlength=R).astype(np.int64)
-    if "boundary_pair" in graph:   # region_graph_np(..., boundary=True) kept them
-        inv, s = graph["boundary_pair"], graph["boundary_sum"]
-        n = len(graph["ea"])
-    else:
-        lo, hi, s = C.boundary_pairs(lab0, gq.astype(np.int64))
-        key = lo * R + hi
-        u, inv = np.unique(key, return_inverse=True)
-        if not (np.array_equal(u // R, graph["ea"]) and np.array_equal(u % R, graph["eb"])):
-            raise AssertionError("the boundary pairs are not the graph's")
-        n = len(u)
+    if "boundary_pair" not in graph:
+        raise ValueError("graph_extras_np needs the graph of region_graph_np(..., boundary=True)")
+    inv, s = graph["boundary_pair"], graph["boundary_sum"]
+    n = len(graph["ea"])
     gbin = (s >= 16).astype(np.int64)
     for k in range(1, NG - 1):
         gbin += s >= 16 * (1 << k)   # the bin: how many of 1, 2, 4, ..., 64 are <= s / 16

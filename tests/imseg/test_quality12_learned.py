@@ -33,7 +33,7 @@ needs_emu = pytest.mark.skipif(bool(emu_available()), reason="no C++ compiler fo
 def _graph(img, n_superpixels: int = C.DEFAULT_N_SUPERPIXELS):
     col = C.stage_colour(img, device="cpu")
     sp = C.stage_superpixels(col, n_superpixels=n_superpixels, device="cpu")
-    g = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"])
+    g = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"], boundary=True)
     g.update(LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g))
     return col, sp, g
 
@@ -354,14 +354,24 @@ def test_a_cooperative_kernel_in_the_emulator_has_one_block():
 
 def test_the_graphs_boundary_pairs_serve_the_gradient_histograms():
     """``region_graph_np(..., boundary=True)`` keeps the boundary pixel pairs, and ``graph_extras_np``
-    uses them instead of finding them again (session 12's final read): the same sums either way."""
+    uses them instead of finding them again (session 12's final read): its gradient histograms equal the
+    ones of the pairs found again here (the reference: ``contours.boundary_pairs``, session 12's way), the
+    graph's other sums do not change with the kept pairs, and a graph without them is one clear error
+    (session 14: the library's second way of finding them, used only by tests, is gone)."""
     img, _ = shaded_regions(1302, h=64, w=80, cells=5)
     col, sp, g = _graph(img, 120)
-    g2 = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"], boundary=True)
-    assert all(np.array_equal(g[k], g2[k]) for k in ("ea", "eb", "el", "eg", "area", "rsum"))
-    e2 = LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g2)
-    for k in ("rsq", "gin", "hist", "bord", "gh"):
-        np.testing.assert_array_equal(e2[k], g[k], err_msg=k)
+    R = sp["R"]
+    g0 = C.region_graph_np(sp["comps"], R, col["gq"], col["q"])
+    assert all(np.array_equal(g[k], g0[k]) for k in ("ea", "eb", "el", "eg", "area", "rsum"))
+    lo, hi, s = C.boundary_pairs(sp["comps"].astype(np.int64) - 1, col["gq"].astype(np.int64))
+    u, inv = np.unique(lo * R + hi, return_inverse=True)
+    assert np.array_equal(u // R, g["ea"]) and np.array_equal(u % R, g["eb"])
+    gbin = sum((s >= 16 * (1 << k)).astype(np.int64) for k in range(LM.NG - 1))
+    want = np.bincount(inv * LM.NG + gbin, minlength=len(u) * LM.NG).reshape(len(u), LM.NG)
+    np.testing.assert_array_equal(g["gh"], want)
+    assert g["gh"].sum() == g["el"].sum() and g["gh"][:, 1:].sum() > 0
+    with pytest.raises(ValueError, match="boundary=True"):
+        LM.graph_extras_np(sp["comps"], R, col["gq"], col["q"], g0)
 
 
 @needs_emu

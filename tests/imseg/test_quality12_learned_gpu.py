@@ -65,7 +65,7 @@ def test_every_kernel_and_setting_the_same_merge(gpu):
     img = shaded_regions(1212, 300, 400, 8)[0]
     col = C.stage_colour(img, device="cpu")
     sp = C.stage_superpixels(col, device="cpu")
-    g = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"])
+    g = C.region_graph_np(sp["comps"], sp["R"], col["gq"], col["q"], boundary=True)
     g.update(LM.graph_extras_np(sp["comps"], sp["R"], col["gq"], col["q"], g))
     h, w = img.shape[:2]
     inv = 1 / math.sqrt(h * w)
