@@ -5,16 +5,16 @@ Built on sessions 10 and 13 (``mesh_e2e_session10.py``: from the file, read + ``
 configurations interleaved and reversed every other round after one warm-up each, the labels' and colours' SHA-1
 per configuration; ``mesh_speed13_ab.py``: the traced stages). Configurations (``--configs``):
 
-- ``base``: today (``segment.NEAREST_BESIDE = False``);
-- ``near``: the full-to-working nearest faces on a thread beside the working mesh's thickness and APSP (GPU), the
-  search on every core (call 1's candidate);
-- ``near2`` (call 2's candidate, no longer here): the same with two threads of search;
-- ``nearN``: the same with a thread of search per 9,000 faces (``NEAREST_BESIDE_ROWS``: 2 at 17k, 6 at 50k);
-- ``wait`` (diagnostic, not a candidate): today's path, but the caller waits for pymeshlab's step before it builds
-  the full mesh's dual graph: nothing of the caller's runs beside the step (the most a GIL-free graph could give
-  the step; the graph's ~20 ms then add to the path).
-- Call 1 also ran ``pool`` and ``both``: pymeshlab's step on a long-lived thread (``simplify.REUSE_THREAD``, gone
-  since it failed its rule), alone and with ``near``.
+- ``base``: today;
+- ``wait`` (diagnostic): today's path, but the caller waits for pymeshlab's step before it builds the full mesh's
+  dual graph: nothing of the caller's runs beside the step (the most a GIL-free graph could give the step; the
+  graph's ~20 ms then add to the path).
+
+The session's candidates ran in calls 1-3 and are gone with their switches (failed their rules; the code is in git at
+e55bb5b): ``pool`` (``simplify.REUSE_THREAD``: pymeshlab's step on a long-lived thread), ``near`` / ``near2`` /
+``nearN`` (``segment.NEAREST_BESIDE``: the full-to-working nearest faces on a thread beside the working mesh's
+thickness and APSP, with every core / 2 / one per 9,000 faces of search threads) and ``both`` (pool + near).
+``--judge`` applies near2's / nearN's rule to a candidate against ``base``.
 
 Per run: the total, and pymeshlab's step inside it: its start and end (ms from the run's start), its wall time,
 its thread's CPU time, minor page faults and voluntary / involuntary context switches (``RUSAGE_THREAD``), the
@@ -28,8 +28,8 @@ processor it started and ended on; "after" = the run's end minus the step's end 
 
 Example (device)::
 
-    python benchmarks/mesh_speed14_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 --configs base,nearN \\
-        --stages 15 --stage-configs base,nearN --json out.json
+    python benchmarks/mesh_speed14_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 --configs base,wait \\
+        --pml-side 15 --stages 15 --stage-configs base,wait --json out.json
 """
 
 from __future__ import annotations
@@ -63,13 +63,9 @@ def _joined(*a, **kw):
     return job
 
 
-_N = "gpu_kernels.mesh.segment.NEAREST_BESIDE"
-_R = "gpu_kernels.mesh.segment.NEAREST_BESIDE_ROWS"
 e2e.CONFIGS.update({
-    "base": {_N: False},
-    "near": {_N: True, _R: None},   # call 1's candidate (the search on every core)
-    "nearN": {_N: True, _R: 9000},  # the last candidate: a thread per 9,000 faces
-    "wait": {_N: False, "gpu_kernels.mesh.segment.simplify_in_background": _joined},
+    "base": {},
+    "wait": {"gpu_kernels.mesh.segment.simplify_in_background": _joined},
 })
 
 
@@ -257,7 +253,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--rounds", type=int, default=21, help="rounds of the first mesh")
     ap.add_argument("--rounds-rest", type=int, default=15, help="rounds of the other meshes")
-    ap.add_argument("--configs", default="base,nearN")
+    ap.add_argument("--configs", default="base,wait")
     ap.add_argument("--configs-rest", default="", help="configurations of the other meshes (default: --configs)")
     ap.add_argument("--pml-side", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)

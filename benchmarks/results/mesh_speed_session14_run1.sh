@@ -1,4 +1,6 @@
 #!/bin/bash
+# (A record of what ran: its candidate configurations are gone with their switches since they failed their rules;
+# the tree it ran is in git: run 1 at 502a0ac, run 2 at 1c0944a, run 3 at 1411966.)
 # mesh-speed2, session 14, device call 1 (H100): the pre-registered A/B of the bit-identical candidates pool
 # (simplify.REUSE_THREAD), near (segment.NEAREST_BESIDE) and both against base, with the diagnostic wait; pymeshlab's
 # step alone on the caller / a fresh thread / a long-lived thread; traced stages; 2 host cores; the GPU tests.

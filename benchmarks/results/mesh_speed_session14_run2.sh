@@ -1,4 +1,6 @@
 #!/bin/bash
+# (A record of what ran: its candidate configurations are gone with their switches since they failed their rules;
+# the tree it ran is in git: run 1 at 502a0ac, run 2 at 1c0944a, run 3 at 1411966.)
 # mesh-speed2, session 14, device call 2 (H100): the pre-registered A/B of near2 (segment.NEAREST_BESIDE with
 # NEAREST_BESIDE_WORKERS = 2) against base at 17k and 50k, traced stages; then pymeshlab's step alone against two fixed
 # loads (a Python loop, a 64 MB random gather) in alternating processes: plain, glibc's malloc on huge pages, one core.

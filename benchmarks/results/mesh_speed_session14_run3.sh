@@ -1,4 +1,6 @@
 #!/bin/bash
+# (A record of what ran: its candidate configurations are gone with their switches since they failed their rules;
+# the tree it ran is in git: run 1 at 502a0ac, run 2 at 1c0944a, run 3 at 1411966.)
 # mesh-speed2, session 14, run 3 (H100; <= 60 s; the lead's final call or mesh-speed2's own): the pre-registered A/B of
 # nearN (segment.NEAREST_BESIDE with a search thread per NEAREST_BESIDE_ROWS = 9,000 faces) against base, 17k and 50k.
 # carry: .carry-msp10 (pymeshlab cp312 slim, the fast-simplification wheel, PSB 101.off / 281.off; 22 MB, read only).
