@@ -53,8 +53,9 @@ FEATURES = ("log cost", "log harmonic area", "log colour distance", "log length"
             "|log variance ratio|", "context min", "context max", "log progress")
 #: τ per unit of coarseness (τ = 0.39 at the default 3.3; 0.192 at 0, 0.792 at 10)
 TAU_PER_COARSENESS = 0.06
-# the contour merge's cost terms, which the features reuse (numba reads them as constants when it compiles;
-# imseg_learned.cu writes the same numbers: 16 = 2 GSCALE, 0.5, 7, 8)
+# the contour merge's cost terms, which the features reuse (numba reads them as constants when it compiles,
+# and its disk cache follows this file only: after changing them in contours.py, delete
+# gpu_kernels/imseg/__pycache__/learned.*.nb*; the kernels take them as arguments)
 _GSCALE = _ct.GSCALE
 _B0 = _ct.B0
 _SIZE_K = _ct.SIZE_K
@@ -159,7 +160,7 @@ def _cost32(aA, aB, rs, a, b, ln, gs, inv_norm, npx):
     dd2 = rs[a, 2] / aA - rs[b, 2] / aB
     d2 = ((dd0 * dd0 + dd1 * dd1) + dd2 * dd2) / 256.0
     hm = (aA * aB) / (aA + aB)
-    bnd = gs / (ln * 16.0)
+    bnd = gs / ((ln * 2.0) * _GSCALE)
     t = bnd + _B0
     t2 = t * t
     cost = (((hm * d2) / ln) * t2) * inv_norm
@@ -704,19 +705,24 @@ _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 def _dev_model(be, m: dict):
     """The model's arrays on the device (kept per device): thr, val (float64) and meta (feature |
     left << 8 | right << 16 | leaf << 24), each T x L."""
-    cache = _dev_model.__dict__.setdefault("cache", {})
     key = (id(be), id(m))
-    d = cache.get(key)
-    if d is None:
-        meta = (m["feat"].astype(np.int32) & 255) | ((m["left"].astype(np.int32) & 255) << 8) | \
-            ((m["right"].astype(np.int32) & 255) << 16) | (m["leaf"].astype(np.int32) << 24)
-        xp = be.xp
-        d = (xp.asarray(np.ascontiguousarray(m["thr"], np.float64).ravel()),
-             xp.asarray(np.ascontiguousarray(m["val"], np.float64).ravel()),
-             xp.asarray(np.ascontiguousarray(meta, np.int32).ravel()), int(m["feat"].shape[0]),
-             int(m["feat"].shape[1]), xp.asarray(np.ascontiguousarray(thresholds23(m), np.float64)))
-        cache[key] = d
+    hit = _DEV_MODELS.get(key)
+    if hit is not None and hit[0] is m:   # (the dict is kept with its arrays: its id cannot be reused meanwhile)
+        return hit[1]
+    if max(int(m["left"].max()), int(m["right"].max()), int(m["feat"].max())) > 255:
+        raise ValueError("the GPU merge packs a tree's nodes and features in 8 bits: at most 256 of each")
+    meta = (m["feat"].astype(np.int32) & 255) | ((m["left"].astype(np.int32) & 255) << 8) | \
+        ((m["right"].astype(np.int32) & 255) << 16) | (m["leaf"].astype(np.int32) << 24)
+    xp = be.xp
+    d = (xp.asarray(np.ascontiguousarray(m["thr"], np.float64).ravel()),
+         xp.asarray(np.ascontiguousarray(m["val"], np.float64).ravel()),
+         xp.asarray(np.ascontiguousarray(meta, np.int32).ravel()), int(m["feat"].shape[0]),
+         int(m["feat"].shape[1]), xp.asarray(np.ascontiguousarray(thresholds23(m), np.float64)))
+    _DEV_MODELS[key] = (m, d)
     return d
+
+
+_DEV_MODELS: dict = {}
 
 
 #: lm_merge's phases (``prof``)
@@ -884,6 +890,8 @@ def _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, 
     from gpu_kernels.imseg._util import kernel as _kernel
 
     xp = be.xp
+    if prof is not None and GRID_CHECKPOINTS and prof.size < 64:
+        raise ValueError("GRID_CHECKPOINTS needs a prof of 64 entries")
     m_thr, m_val, m_meta, T, L, t23 = dm
     ea, eb, el, eg, gh, pb, lcost, X32, slots = _pair_arrays(xp, emax)
     skey = xp.empty(emax, dtype=xp.uint64)

@@ -22,6 +22,11 @@ HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", 
 #: the features' count and the two areas' shares' columns (the ``"gain"`` weights), from :mod:`learned` (one table)
 NF = len(FEATURES)
 SS, SL = SHARE_COLS
+# greedy_merge fills the feature columns 0-19 by number, and numba's disk cache follows this file only (a
+# FEATURES edit in learned.py alone would leave a warm cache with the old columns): stop at import instead
+if NF != 20 or SHARE_COLS != (10, 11):
+    raise ImportError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-19 by number: update "
+                      "greedy_merge's feature block with learned.FEATURES (and delete its __pycache__ *.nb* files)")
 
 
 @njit(cache=True, nogil=True)
