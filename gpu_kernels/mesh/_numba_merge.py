@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gpu_kernels.mesh.learned import FEATURES, POLICIES, SHARE_COLS
+from gpu_kernels.mesh.learned import FEATURES, POLICIES, SHARE_COLS, FeatureColumnsError
 
 #: the policies of :func:`greedy_merge` (their codes: :data:`gpu_kernels.mesh.learned.POLICIES`, the one table)
 HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", "gain"))
@@ -25,7 +25,7 @@ SS, SL = SHARE_COLS
 # greedy_merge fills the feature columns 0-19 by number, and numba's disk cache follows this file only (a
 # FEATURES edit in learned.py alone would leave a warm cache with the old columns): stop at import instead
 if NF != 20 or SHARE_COLS != (10, 11):
-    raise ImportError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-19 by number: update "
+    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-19 by number: update "
                       "greedy_merge's feature block with learned.FEATURES (and delete its __pycache__ *.nb* files)")
 
 

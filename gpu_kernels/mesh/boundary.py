@@ -46,8 +46,12 @@ def _optional(cache: list, name: str):
     if not COMPILED:
         return None
     if not cache:
+        from gpu_kernels.mesh.learned import FeatureColumnsError
+
         try:
             mod = importlib.import_module(f"gpu_kernels.mesh.{name}")
+        except FeatureColumnsError:
+            raise                    # the compiled loop out of step with the features: a developer's error
         except Exception:  # noqa: BLE001 - numba absent or broken: the NumPy / SciPy paths
             mod = None
         cache.append(mod)

@@ -77,6 +77,11 @@ FEATURES = (
 SHARE_COLS = (FEATURES.index("share_small"), FEATURES.index("share_large"))
 
 
+class FeatureColumnsError(RuntimeError):
+    """:mod:`gpu_kernels.mesh._numba_merge` fills :data:`FEATURES`' columns by number and no longer matches them
+    (raised at its import; the optional-module loader lets it through, unlike a missing numba)."""
+
+
 @dataclass
 class TreeModel:
     """Boosted regression trees as arrays: ``feature`` (T, N) int (-1 at a leaf), ``threshold`` (T, N),
