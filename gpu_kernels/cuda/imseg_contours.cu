@@ -213,13 +213,14 @@ extern "C" __global__ void ct_slic_update(int K, int* __restrict__ cnt, long lon
 
 // ------------------------------------------------------------------ region adjacency graph
 // add (len, gsum) to the slot of key (open addressing, linear probing); returns the slot
-// when this call created it, else -1
+// when this call created it, else -1; a full table (labels beyond the graph's bounds) sets bit 1
+// of *err and gives up instead of probing forever
 __device__ __forceinline__ int ct_insert(u64* __restrict__ hkey, int* __restrict__ hlen,
                                           unsigned long long* __restrict__ hgs, int logcap, u64 key, int len,
-                                          unsigned long long gs) {
+                                          unsigned long long gs, int* err) {
     unsigned int mask = (1u << logcap) - 1u;
     unsigned int s = im_hash(key, logcap);
-    while (true) {
+    for (unsigned int probe = 0; probe <= mask; ++probe) {
         u64 old = atomicCAS((unsigned long long*)&hkey[s], (unsigned long long)CT_EMPTY, (unsigned long long)key);
         if (old == CT_EMPTY || old == key) {
             atomicAdd(&hlen[s], len);
@@ -228,6 +229,8 @@ __device__ __forceinline__ int ct_insert(u64* __restrict__ hkey, int* __restrict
         }
         s = (s + 1u) & mask;
     }
+    atomicOr(err, 1);
+    return -1;
 }
 
 // per pixel: its region's area and colour sums; every pair of 4-adjacent pixels of two
@@ -237,7 +240,9 @@ __device__ __forceinline__ int ct_insert(u64* __restrict__ hkey, int* __restrict
 extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const int* __restrict__ gq,
                                          const int* __restrict__ q, int W, int H, long long* __restrict__ area,
                                          long long* __restrict__ rsum, u64* __restrict__ hkey,
-                                         int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap) {
+                                         int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
+                                         int* __restrict__ state) {
+    int* err = state + 2;  // error bits (ct_merge's state[2])
     long long n = (long long)W * H;
     long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_CHUNK;
     if (p0 >= n) return;
@@ -271,7 +276,7 @@ extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const i
             if (m != l) {
                 u64 key = ((u64)imin(l, m) << 32) | (u64)imax(l, m);
                 if (key != hk) {
-                    if (hn) ct_insert(hkey, hlen, hgs, logcap, hk, hn, hs);
+                    if (hn) ct_insert(hkey, hlen, hgs, logcap, hk, hn, hs, err);
                     hk = key;
                     hn = 0;
                     hs = 0;
@@ -285,7 +290,7 @@ extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const i
             if (m != l) {
                 u64 key = ((u64)imin(l, m) << 32) | (u64)imax(l, m);
                 if (key != vk) {
-                    if (vn) ct_insert(hkey, hlen, hgs, logcap, vk, vn, vs);
+                    if (vn) ct_insert(hkey, hlen, hgs, logcap, vk, vn, vs, err);
                     vk = key;
                     vn = 0;
                     vs = 0;
@@ -301,8 +306,8 @@ extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const i
         atomicAdd((unsigned long long*)&rsum[3 * rl + 1], (unsigned long long)r1);
         atomicAdd((unsigned long long*)&rsum[3 * rl + 2], (unsigned long long)r2);
     }
-    if (hn) ct_insert(hkey, hlen, hgs, logcap, hk, hn, hs);
-    if (vn) ct_insert(hkey, hlen, hgs, logcap, vk, vn, vs);
+    if (hn) ct_insert(hkey, hlen, hgs, logcap, hk, hn, hs, err);
+    if (vn) ct_insert(hkey, hlen, hgs, logcap, vk, vn, vs, err);
 }
 
 // the merge cost of regions a and b (see contours.py: _merge_cost_np); float32 bits
@@ -335,13 +340,14 @@ __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict
 // the pairs are renamed and aggregated again through the hash table.
 // hkey/hlen/hgs: the table (cleared, capacity 2^logcap) holding the initial pairs.
 // into[r] (out): the region r merged into (r itself for survivors); state[0] = regions left,
-// state[1] = rounds.
+// state[1] = rounds, state[2] = error bits (1 the table was full, here or in ct_rag_pixels; 2 more
+// pairs than the emax positions: labels whose regions are not one 4-connected piece; the rounds stop).
 extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
     int* g_ea, int* g_eb, int* g_el, unsigned long long* g_eg, unsigned int* g_ecost, long long* g_area,
     long long* g_rsum, u64* g_best, int* g_into, int target, float thr, double g2, double b0, double inv_norm,
     double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem) {
-    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK;
+    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK, sErr;
     const int t = threadIdx.x, T = blockDim.x;
     const int cap = 1 << logcap;
     // the regions' and the pairs' arrays live in shared memory when they fit (use_smem 1: the
@@ -395,6 +401,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         sCount = R;
         sRounds = 0;
         sDone = 0;
+        sErr = state[2];  // the pixel pass's
     }
     __syncthreads();
     // compact the initial table into the edge list, clearing it
@@ -402,6 +409,13 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         u64 k = hkey[s];
         if (k != CT_EMPTY) {
             int i = atomicAdd(&sE, 1);
+            if (i >= emax) {  // labels beyond the bounds: stop, one clear error
+                atomicOr(&sErr, 2);
+                hkey[s] = CT_EMPTY;
+                hlen[s] = 0;
+                hgs[s] = 0ULL;
+                continue;
+            }
             ea[i] = (int)(k >> 32);
             eb[i] = (int)(k & 0xffffffffULL);
             el[i] = hlen[s];
@@ -413,8 +427,8 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     }
     __syncthreads();
     while (!sDone) {
-        const int E = sE;
-        if (E == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
+        const int E = imin(sE, emax);
+        if (sErr || E == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
         // 1. costs and every region's cheapest pair
         for (int e = t; e < E; e += T) {
             int a = ea[e], b = eb[e];
@@ -482,7 +496,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
             b = into[b];
             if (a == b) continue;
             int lo = imin(a, b), hi2 = imax(a, b);
-            int slot = ct_insert(hkey, hlen, hgs, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e]);
+            int slot = ct_insert(hkey, hlen, hgs, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e], &sErr);
             if (slot >= 0) ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
         }
         for (int e = t; e < E; e += T) {
@@ -519,6 +533,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     if (t == 0) {
         state[0] = sCount;
         state[1] = sRounds;
+        state[2] = sErr;
     }
 }
 

@@ -571,7 +571,8 @@ def _logcap(R: int) -> int:
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
                        smem: bool | str | None = None):
-    """Build the graph and merge on the device: returns ``(into (R,), state (2,): [count, rounds])``.
+    """Build the graph and merge on the device: returns ``(into (R,), state (3,): [count, rounds, error bits])``
+    (error bits: labels beyond the graph's bounds, a region in several pieces; :func:`check_merge_state`).
     ``smem``: keep the merge's arrays in shared memory (True), only the regions' (``"regions"``),
     or none (False); None: all where they fit, else the regions' where they fit."""
     xp = be.xp
@@ -584,8 +585,9 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     area = xp.zeros(R, dtype=xp.int64)
     rsum = xp.zeros(3 * R, dtype=xp.int64)
     chunks = -(-n // CHUNK)
+    state = xp.zeros(3, dtype=xp.int32)
     kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(chunks, 256), (256,), (
-        labels_d, gq, q, np.int32(w), np.int32(h), area, rsum, hkey, hlen, hgs, np.int32(lc)))
+        labels_d, gq, q, np.int32(w), np.int32(h), area, rsum, hkey, hlen, hgs, np.int32(lc), state))
     if timer is not None:
         timer.mark("graph")
     emax = 3 * R + 16
@@ -596,7 +598,6 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     ecost = xp.empty(emax, dtype=xp.uint32)
     best = xp.empty(R, dtype=xp.uint64)
     into = xp.empty(R, dtype=xp.int32)
-    state = xp.zeros(2, dtype=xp.int32)
     fm = kernel(be, _SRC, "ct_merge", options=_OPTS)
     use = merge_smem_mode(be, R, emax) if smem is None else (2 if smem == "regions" else int(bool(smem)))
     smem = merge_smem_bytes(R, emax) if use == 1 else merge_region_smem_bytes(R)
@@ -608,6 +609,15 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
         np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
         np.int32(use)), shared_mem=smem if use else 0)
     return into, state
+
+
+def check_merge_state(state) -> None:
+    """Raise one line when :func:`graph_merge_device`'s state (read back) reports labels beyond the graph's
+    bounds (the merge then stops without merging)."""
+    s = np.asarray(state).reshape(-1)
+    if s.shape[0] > 2 and int(s[2]):
+        raise ValueError("the region graph overflowed its bounds (a region of the labels is not one "
+                         "4-connected piece?)")
 
 
 def merge_smem_bytes(R: int, emax: int) -> int:
@@ -962,6 +972,8 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         meta = syncs.read_many(be, (count_d, state), "number of segments (sizes the feature arrays)")
         if learned:
             _lm.check_state(meta[1:])
+        else:
+            check_merge_state(meta[1:])
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
                    merge_smem=(("regions" if _lm.DEFAULT_KERNEL == "block" and _lm.uses_region_smem(be, R) else False)

@@ -102,3 +102,42 @@ def test_the_grid_kernels_multi_pass_rounds_give_the_cpu_labels():
     got, n = C._resolve(np.asarray(into.get()).astype(np.int64))
     np.testing.assert_array_equal(got, want)
     assert int(state.get()[0]) == n
+
+
+@needs_emu
+@pytest.mark.parametrize("smem", [False, True])
+@pytest.mark.parametrize("nlab, bit", [(12, 2), (40, 1)])
+def test_the_contour_merge_reports_labels_beyond_its_bounds(nlab, bit, smem):
+    """The default (contour) merge's kernels had no bound (review #1): labels whose regions are not one
+    4-connected piece (random labels: every pair touches) overflowed its 3R + 16 pair positions (12 labels,
+    66 pairs: out-of-bounds writes, in shared memory with smem) or its hash table (40 labels, 780 pairs in
+    512 slots: a probe that never ended). Now the state says so and the check is one line."""
+    rng = np.random.default_rng(1443 + nlab)
+    h, w = 48, 64
+    labels = rng.integers(1, nlab + 1, size=(h, w)).astype(np.int32)
+    q = rng.integers(0, 1000, size=(3, h * w)).astype(np.int32)
+    gq = rng.integers(0, 50, size=h * w).astype(np.int32)
+    be = emu_backend()
+    xp = be.xp
+    into, state = C.graph_merge_device(be, xp.asarray(labels.ravel()), nlab, h, w, xp.asarray(gq),
+                                       xp.asarray(q.ravel()), 0, 1e3, 1 / math.sqrt(h * w), smem=smem)
+    st = np.asarray(state.get())
+    assert st[2] & bit
+    with pytest.raises(ValueError, match="overflowed") as e:
+        C.check_merge_state(st)
+    assert "\n" not in str(e.value)
+
+
+@needs_emu
+def test_the_contour_merge_state_is_clear_on_good_labels():
+    img, _ = shaded_regions(1444, h=48, w=64, cells=4)
+    col, sp, g = _graph(img, 60)
+    h, w = img.shape[:2]
+    be = emu_backend()
+    xp = be.xp
+    into, state = C.graph_merge_device(be, xp.asarray(sp["comps"].ravel().astype(np.int32)), sp["R"], h, w,
+                                       xp.asarray(col["gq"].ravel()), xp.asarray(col["q"].reshape(3, -1).ravel()), 0,
+                                       1e3, 1 / math.sqrt(h * w))
+    st = np.asarray(state.get())
+    assert st[2] == 0 and st[1] > 0
+    C.check_merge_state(st)
