@@ -1,6 +1,7 @@
 """The learned-merge tests' one set-up (issue 22; tests/mesh/test_quality1[123]_*.py): the fish of the thin-part
 tests (4,000 faces: clustered as it is), its prepared mesh on the CPU, and a seeded over-segmentation. A test module
-takes the fixtures by name: ``fish, prep = fx.fish, fx.prep`` (``prep`` asks for ``fish``, so both go in)."""
+takes the fixtures by name: ``fish, prep = fx.fish, fx.prep`` (``prep`` asks for ``fish``, so both go in); the
+other fish tests (tool runs, layouts) take ``fish`` or build on :func:`fish_arrays`."""
 
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ STORED = Path(__file__).with_name("data") / "fish4000.npz"
 KW = {"device": "cpu", "apsp_method": "cpu"}
 
 
-@pytest.fixture(scope="module")
-def fish():
+def fish_arrays():
+    """The stored fish's vertices (float64) and faces (int64), read afresh (for modules that wrap them)."""
     z = np.load(STORED)
     return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def fish():
+    return fish_arrays()
 
 
 @pytest.fixture(scope="module")

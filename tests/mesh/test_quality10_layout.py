@@ -13,8 +13,7 @@ The fish of the other layout tests, clustered at a working resolution of 2,000 f
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -23,17 +22,13 @@ from gpu_kernels.mesh import boundary as bd
 from gpu_kernels.mesh import segment as sg
 from gpu_kernels.mesh import simplify as simp
 
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
 KW = {"device": "cpu", "apsp_method": "cpu"}
 
 if not simp.available_simplifiers():  # (the working resolution is a simplified copy: the installed default)
     pytest.skip("no simplifier installed (fast-simplification or pymeshlab)", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def fish():
-    z = np.load(STORED)
-    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+fish = fx.fish  # the stored fish (one copy: tests/mesh/_quality_fixtures.py)
 
 
 def _prep(fish, device="cpu"):

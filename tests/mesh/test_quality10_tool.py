@@ -4,8 +4,7 @@ and why; an edit of ``refine_boundaries`` re-runs the boundary cut without clust
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -19,13 +18,11 @@ from gpu_kernels.mesh import simplify as simp
 CPU = get_backend("cpu")
 if not simp.available_simplifiers():  # (max_faces 2000: a simplified working copy)
     pytest.skip("no simplifier installed (fast-simplification or pymeshlab)", allow_module_level=True)
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
 
 
 @pytest.fixture(scope="module")
 def fish():
-    z = np.load(STORED)
-    return mesh_seg.from_arrays(z["vertices"].astype(np.float64), z["faces"].astype(np.int64))
+    return mesh_seg.from_arrays(*fx.fish_arrays())
 
 
 def _p(**kw):

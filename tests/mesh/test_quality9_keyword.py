@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from pathlib import Path
 
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -16,13 +16,7 @@ from gpu_kernels.mesh import segment as sg
 from gpu_kernels.mesh.defaults import DEFAULT_AUTO_LAYOUT
 from gpu_kernels.mesh.dualgraph import MeshInputError
 
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
-
-
-@pytest.fixture(scope="module")
-def fish():
-    z = np.load(STORED)
-    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+fish = fx.fish  # the stored fish (one copy: tests/mesh/_quality_fixtures.py)
 
 
 @pytest.fixture(scope="module")

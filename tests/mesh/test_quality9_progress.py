@@ -4,9 +4,7 @@ it stops the run (reviewer A's finding, session 9). Tool and library."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import pytest
 
 from app.tools import mesh_seg
@@ -15,14 +13,12 @@ from gpu_kernels.jobs import Cancelled, Progress
 from gpu_kernels.mesh import segment as sg
 
 CPU = get_backend("cpu")
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
 WORKING = 1500  # a simplified working resolution: the same stages and bar, in less time
 
 
 @pytest.fixture(scope="module")
 def fish():
-    z = np.load(STORED)
-    return mesh_seg.from_arrays(z["vertices"].astype(np.float64), z["faces"].astype(np.int64))
+    return mesh_seg.from_arrays(*fx.fish_arrays())
 
 
 def _tool(fish, progress):

@@ -5,8 +5,8 @@ what a fresh run gives, the default is the library's (off), and an integer k ign
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -17,13 +17,11 @@ from gpu_kernels.mesh import segment as sg
 from gpu_kernels.mesh.defaults import DEFAULT_AUTO_LAYOUT
 
 CPU = get_backend("cpu")
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
 
 
 @pytest.fixture(scope="module")
 def fish():
-    z = np.load(STORED)
-    return mesh_seg.from_arrays(z["vertices"].astype(np.float64), z["faces"].astype(np.int64))
+    return mesh_seg.from_arrays(*fx.fish_arrays())
 
 
 @pytest.fixture(scope="module")
