@@ -604,21 +604,12 @@ def cooperative_blocks(fn, threads: int, shared_mem: int = 0, device=None) -> in
     n = _COOP_BLOCKS.get(key)
     if n is None:  # (asked once per kernel, size and device: both queries cost tens of µs)
         per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, int(threads), int(shared_mem))
-        n = _COOP_BLOCKS[key] = int(per_sm) * _sm_count_of(dev)
+        n = _COOP_BLOCKS[key] = int(per_sm) * sm_count(_cuda_backend(dev))
     return n
 
 
 _COOP_BLOCKS: dict = {}
 _SMS: dict = {}
-
-
-def _sm_count_of(device_id: int) -> int:
-    n = _SMS.get(device_id)
-    if n is None:
-        import cupy as cp
-
-        n = _SMS[device_id] = int(cp.cuda.runtime.deviceGetAttribute(16, device_id))  # cudaDevAttrMultiProcessorCount
-    return n
 
 
 def sm_count(be) -> int:
@@ -629,7 +620,7 @@ def sm_count(be) -> int:
     if n is None:
         with be.activate():
             try:
-                n = int(be.xp.cuda.runtime.deviceGetAttribute(16, be.device_id))
+                n = int(be.xp.cuda.runtime.deviceGetAttribute(16, be.device_id))  # cudaDevAttrMultiProcessorCount
             except Exception:  # noqa: BLE001 - an emulator without the call
                 n = int(be.xp.cuda.Device(be.device_id).attributes["MultiProcessorCount"])
         _SMS[key] = n

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from gpu_kernels.backend import kernel, module, set_max_dynamic_smem
+from gpu_kernels.backend import kernel, module, set_max_dynamic_smem, sm_count
 from gpu_kernels.echo import _cpu
 
 __all__ = ["GpuOps", "MAXW", "NSETS"]
@@ -68,15 +68,6 @@ def _cdiv(a, b):
     return -(-int(a) // int(b))
 
 
-
-
-def _sm_count(be) -> int:
-    """Multiprocessors of ``be``'s device, asked once (:func:`gpu_kernels.backend.sm_count`)."""
-    from gpu_kernels.backend import sm_count
-
-    return sm_count(be)
-
-
 def _function_ptr(k) -> int:
     """The CUfunction handle of a kernel from :func:`gpu_kernels.backend.kernel` (a
     ``cupy.RawKernel``, whose ``kernel`` is the loaded function, or a module function)."""
@@ -118,7 +109,7 @@ class GpuOps:
             kernel(be, "echo_solve.cu", "echo_sor_persistent", sdefs)
         self._bar = None
         self._resident = None
-        self.sms = _sm_count(be)
+        self.sms = sm_count(be)
         self._dummy = None
         self._plans: dict = {}
 

@@ -611,11 +611,12 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     return into, state
 
 
-def check_merge_state(state) -> None:
-    """Raise one line when :func:`graph_merge_device`'s state (read back) reports labels beyond the graph's
-    bounds (the merge then stops without merging)."""
+def check_merge_state(state, error_at: int = 2) -> None:
+    """Raise one line when a device merge's state (read back) reports labels beyond the graph's bounds
+    (the merge then stops without merging): ``state[error_at]`` holds the error bits
+    (:func:`graph_merge_device`: 2; the learned merge's ``merge_device``: 3)."""
     s = np.asarray(state).reshape(-1)
-    if s.shape[0] > 2 and int(s[2]):
+    if s.shape[0] > error_at and int(s[error_at]):
         raise ValueError("the region graph overflowed its bounds (a region of the labels is not one "
                          "4-connected piece?)")
 
@@ -970,10 +971,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         labels_d = sp["comps"].copy()
         kernel(be, _label._SRC, "relabel_pixels")(grid(n, 256), (256,), (labels_d, np.int64(n), newid))
         meta = syncs.read_many(be, (count_d, state), "number of segments (sizes the feature arrays)")
-        if learned:
-            _lm.check_state(meta[1:])
-        else:
-            check_merge_state(meta[1:])
+        check_merge_state(meta[1:], 3 if learned else 2)
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
                    merge_smem=(("regions" if _lm.DEFAULT_KERNEL == "block" and _lm.uses_region_smem(be, R) else False)

@@ -957,8 +957,8 @@ def _grid_blocks_cap() -> int:
 
 
 def check_state(state) -> None:
-    """Raise when :func:`merge_device`'s state (read back) reports an overflow of the pair bounds."""
-    s = np.asarray(state).reshape(-1)
-    if s.shape[0] > 3 and int(s[3]):
-        raise ValueError("the learned merge's region graph overflowed its bounds (a region of the labels is "
-                         "not one 4-connected piece?)")
+    """Raise one line when :func:`merge_device`'s state (read back) reports an overflow of the pair bounds
+    (``contours.check_merge_state`` at its error entry, 3)."""
+    from gpu_kernels.imseg.contours import check_merge_state
+
+    check_merge_state(state, 3)
