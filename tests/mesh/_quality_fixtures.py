@@ -41,3 +41,20 @@ def overseg(graph, n=30, seed=0):
     lab = np.argmin(d, axis=1).astype(np.int32)
     lab, _ = bd.merge_islands(graph, lab)
     return np.unique(lab, return_inverse=True)[1].astype(np.int32)
+
+
+def spy_predictions(monkeypatch) -> list:
+    """Record every ``(features, predictions)`` the learned merges' model gives (``TreeModel.predict`` wrapped for
+    the test): the list fills as the merges run."""
+    from gpu_kernels.mesh import learned as ln
+
+    seen: list = []
+    orig = ln.TreeModel.predict
+
+    def spy(self, X):
+        p = orig(self, X)
+        seen.append((np.asarray(X).copy(), p))
+        return p
+
+    monkeypatch.setattr(ln.TreeModel, "predict", spy)
+    return seen

@@ -46,15 +46,7 @@ def test_gain_merges_the_pair_of_the_lowest_expected_change(prep, monkeypatch):
     lab = _overseg(prep.graph, 20, seed=1)
     lc = np.zeros(int(lab.max()) + 1, dtype=np.int64)
     m = ln.shipped_model()
-    seen = []
-    orig = ln.TreeModel.predict
-
-    def spy(self, X):
-        p = orig(self, X)
-        seen.append((np.asarray(X).copy(), p))
-        return p
-
-    monkeypatch.setattr(ln.TreeModel, "predict", spy)
+    seen = fx.spy_predictions(monkeypatch)
     monkeypatch.setattr(bd, "COMPILED_MERGE", False)
     out, mg = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="gain", model=m)
     n_gain = len(seen)

@@ -49,15 +49,7 @@ def test_gain_under_the_stop_merges_only_pairs_under_even_odds(prep, monkeypatch
     lab = _overseg(prep.graph, 30, seed=3)
     lc = np.zeros(int(lab.max()) + 1, dtype=np.int64)
     m = ln.shipped_auto_model()
-    seen = []
-    orig = ln.TreeModel.predict
-
-    def spy(self, X):
-        p = orig(self, X)
-        seen.append((np.asarray(X).copy(), p))
-        return p
-
-    monkeypatch.setattr(ln.TreeModel, "predict", spy)
+    seen = fx.spy_predictions(monkeypatch)
     monkeypatch.setattr(bd, "COMPILED_MERGE", False)
     out, mg = ln.learned_merge(g, lab, {0: 2}, lc, policy="gain", model=m, stop_p=ln.AUTO_STOP_P)
     # one prediction a merge, and a last one where no pair is under even odds (the stop)
