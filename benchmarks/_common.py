@@ -84,6 +84,24 @@ def time_gpu(fn: Callable[[], object], *, warmup: int = 1, repeat: int = 3, max_
     return {"median": median(times), "min": min(times), "times": times}
 
 
+def felzenszwalb_1080p_ms(base, reps: int = 3) -> float:
+    """The CPU peer of the imseg speed limits: scikit-image's felzenszwalb(scale 500, sigma 0.8, min size 200) on
+    ``base`` resized to 1920 x 1080, median ms of ``reps`` runs (printed too)."""
+    import cv2
+    import numpy as np
+    from skimage.segmentation import felzenszwalb
+
+    img = cv2.resize(base, (1920, 1080), interpolation=cv2.INTER_LINEAR)
+    ts = []
+    for _ in range(max(1, int(reps))):
+        t1 = time.perf_counter()
+        felzenszwalb(img, scale=500, sigma=0.8, min_size=200)
+        ts.append(time.perf_counter() - t1)
+    ms = float(np.median(ts) * 1e3)
+    print("felzenszwalb 1080p CPU", ms, "ms", flush=True)
+    return ms
+
+
 def device_name() -> str:
     try:
         import cupy as cp

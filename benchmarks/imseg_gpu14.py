@@ -38,7 +38,7 @@ CHECKPOINTS = ("B: loop top", "B: f23", "B: kept pairs", "B: new pair done", "",
 
 def main(argv=None) -> int:
     import cv2
-    from _common import device_name, time_gpu
+    from _common import device_name, felzenszwalb_1080p_ms, time_gpu
     from imseg_int12_gpu import synthetic
 
     from gpu_kernels.backend import get_backend
@@ -173,16 +173,7 @@ def main(argv=None) -> int:
             "num_regs", "local_size_bytes", "shared_size_bytes")}
     print("attributes", out.get("attributes"), flush=True)
     if not a.no_felz:
-        from skimage.segmentation import felzenszwalb
-
-        img = cv2.resize(base, (1920, 1080), interpolation=cv2.INTER_LINEAR)
-        ts = []
-        for _ in range(max(1, a.felz_reps)):
-            t1 = time.perf_counter()
-            felzenszwalb(img, scale=500, sigma=0.8, min_size=200)
-            ts.append(time.perf_counter() - t1)
-        out["speed"]["felzenszwalb_1080p_cpu_ms"] = float(np.median(ts) * 1e3)
-        print("felzenszwalb 1080p CPU", out["speed"]["felzenszwalb_1080p_cpu_ms"], "ms", flush=True)
+        out["speed"]["felzenszwalb_1080p_cpu_ms"] = felzenszwalb_1080p_ms(base, a.felz_reps)
     out["seconds"] = time.time() - t0
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)

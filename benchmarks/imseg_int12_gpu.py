@@ -42,7 +42,7 @@ def synthetic(h: int = 240, w: int = 320, seed: int = 1201) -> np.ndarray:
 
 def main(argv=None) -> int:
     import cv2
-    from _common import device_name, time_gpu
+    from _common import device_name, felzenszwalb_1080p_ms, time_gpu
 
     from gpu_kernels.backend import get_backend
     from gpu_kernels.imseg.contours import segment_contours
@@ -112,16 +112,7 @@ def main(argv=None) -> int:
               {k: round(v / 1e6, 3) for k, v in zip(LM.PHASES, cyc, strict=True)}, flush=True)
     if a.no_felz:
         return _write(out, a, t0)
-    from skimage.segmentation import felzenszwalb
-
-    img = cv2.resize(base, (1920, 1080), interpolation=cv2.INTER_LINEAR)
-    ts = []
-    for _ in range(3):
-        t1 = time.perf_counter()
-        felzenszwalb(img, scale=500, sigma=0.8, min_size=200)
-        ts.append(time.perf_counter() - t1)
-    out["speed"]["felzenszwalb_1080p_cpu_ms"] = float(np.median(ts) * 1e3)
-    print("felzenszwalb 1080p CPU", out["speed"]["felzenszwalb_1080p_cpu_ms"], "ms", flush=True)
+    out["speed"]["felzenszwalb_1080p_cpu_ms"] = felzenszwalb_1080p_ms(base, 3)
     return _write(out, a, t0)
 
 
