@@ -61,6 +61,7 @@ on the H100 (benchmarks/results/mesh_session4.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -72,7 +73,7 @@ from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import Progress, as_progress
+from gpu_kernels.jobs import BackgroundCall, Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh import defaults as _defaults
@@ -668,6 +669,18 @@ STARTS_OWN_BATCH = True
 EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
+#: on a GPU, the full-to-working nearest faces (a k-d tree search on the host, ~6 ms at 17k faces) run on a thread
+#: of their own beside the working mesh's thickness and APSP on the GPU (True), instead of after them (False:
+#: sessions 8-13). The same search on the same arrays (issue 22, session 14; re-judged in one complete run, session
+#: 15: benchmarks/results/mesh_speed_session15.md)
+NEAREST_BESIDE = False
+#: the same on the CPU (the tests' switch)
+NEAREST_BESIDE_CPU = False
+#: the rows (full-resolution faces) per thread of that search beside the GPU work (None: every core, as after it).
+#: Session 14 (H100): on every core (16) the search slowed the thickness beside it from 3.8 to 7.3 ms and the path
+#: after pymeshlab's step did not get shorter at 17k (call 1); two threads shortened it by 5.2 ms at 17k but
+#: lengthened it by 8.0 at 50k (call 2); threads in proportion to the rows keep each one's share as at 17k
+NEAREST_BESIDE_ROWS = 9000
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 
@@ -1226,6 +1239,16 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                 raise MeshTooLargeError(largest, limit, where)
             target = int(0.9 * limit * graph.n / largest)
         working = []
+        # NEAREST_BESIDE: each working mesh's full-to-working nearest faces on a thread of their own, started once
+        # its dual graph is built, while this thread measures its thickness and runs the APSP on the GPU
+        near_jobs: dict = {}
+        near_hook = None
+        if NEAREST_BESIDE and (backend.is_gpu or NEAREST_BESIDE_CPU):
+            def near_hook(t, gs):
+                workers = None if NEAREST_BESIDE_ROWS is None else -(-graph.n // int(NEAREST_BESIDE_ROWS))
+                near_jobs[t] = job = BackgroundCall(_nearest_faces, gs.centroids, graph.centroids, workers,
+                                                    name="gpulab-kd-nearest")
+                leave.callback(_wait_quietly, job)
         if target is None and uses_thickness():  # the full graph is clustered: it needs the thickness
             graph = with_thickness(graph, v, f, xp)
         if target is not None:
@@ -1239,8 +1262,9 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
                     working.append((int(t), None, None))
                 else:
                     pre = early[1] if early is not None and early[0] == t else None
+                    hook = None if near_hook is None else functools.partial(near_hook, int(t))
                     working.append((int(t), *working_graph(v, f, graph, t, d_used, e_used, simplifier, xp,
-                                                           pre=pre)))
+                                                           pre=pre, on_graph=hook)))
             info["timings"]["simplify"] = time.perf_counter() - t0 + (t2 - t1)
             gs0 = working[0][1]
             msg = (f"clustered at a working resolution of {gs0.n:,} faces (simplified from {graph.n:,})"
@@ -1260,10 +1284,9 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         orders = distance_orders(distances, device=backend)
         info["timings"]["apsp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        # (session 14: this search on a thread beside the thickness and the APSP, NEAREST_BESIDE, was judged three
-        # times on the H100 and not kept: benchmarks/results/mesh_speed_session14.md)
         nearest = [None if gs is None or patch is not None else
-                   _nearest_faces(gs.centroids, graph.centroids) for _, gs, patch in working]
+                   near_jobs[t].result() if t in near_jobs else
+                   _nearest_faces(gs.centroids, graph.centroids) for t, gs, patch in working]
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
@@ -1279,19 +1302,20 @@ def _wait_quietly(job) -> None:
         pass
 
 
-def _nearest_faces(centroids_s, centroids) -> np.ndarray:
-    return kd_nearest(cKDTree(centroids_s), centroids)[1].astype(np.int64)
+def _nearest_faces(centroids_s, centroids, workers: int | None = None) -> np.ndarray:
+    return kd_nearest(cKDTree(centroids_s), centroids, workers=workers)[1].astype(np.int64)
 
 
 def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, simplifier=None, xp=None,
-                  pre=None):
+                  pre=None, on_graph=None):
     """The dual graph of a working resolution of about ``target`` faces: a simplified copy of
     the mesh (``COARSENING = "simplify"``) or patches of the full graph (``"patches"``).
     Returns ``(graph, patch)``, ``patch`` the patch of every full-resolution face or None.
     ``pre``: the same simplification already started
     (:func:`gpu_kernels.mesh.simplify.simplify_in_background`, which imports the simplifier on
     the calling thread first: pymeshlab imported first from a worker thread corrupted the heap,
-    session 6)."""
+    session 6). ``on_graph(gs)``: called with the simplified mesh's dual graph before its thickness is measured
+    (:data:`NEAREST_BESIDE`)."""
     if COARSENING == "patches":
         from gpu_kernels.mesh.coarsen import coarsen
 
@@ -1303,6 +1327,8 @@ def working_graph(v, f, graph, target: int, delta: float, eta_convex: float, sim
                   else simplify_mesh(v, f, target, method=simplifier))
     vs, fs, _, _ = clean_mesh(vs, fs)
     gs = dual_graph(vs, fs, delta=delta, eta_convex=eta_convex, thickness=False)
+    if on_graph is not None:
+        on_graph(gs)
     return (with_thickness(gs, vs, fs, xp) if uses_thickness() else gs), None
 
 

@@ -3,8 +3,8 @@
 - ``simplify.REUSE_THREAD`` (pymeshlab's step on a long-lived thread) failed its rule on the H100 (call 1) and is
   gone: every job runs on a fresh ``gpulab-simplify`` thread, as before.
 - ``segment.NEAREST_BESIDE`` (the full-to-working nearest faces on a thread beside the thickness and the APSP)
-  failed three rules (calls 1-3) and is gone with ``NEAREST_BESIDE_CPU``, ``NEAREST_BESIDE_ROWS`` and
-  ``working_graph(on_graph=)``: the search runs on the caller after the APSP, as before.
+  failed three rules (calls 1-3; the third by an incomplete run) and was removed; session 15 restored it (off) for a
+  complete re-judgement: its tests are in ``test_speed15_near.py``.
 - ``segment.SIMPLIFY_ON_CALLER`` (its rule failed twice, session 13) is gone with its code path; ``_check_span_full``
   is inlined; the ``prog`` alias is gone; the two optional compiled modules share one loader (moved from
   ``test_speed13_swap.py``)."""
@@ -14,7 +14,6 @@ from __future__ import annotations
 import inspect
 import threading
 
-import numpy as np
 from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import dualgraph as dg
@@ -30,25 +29,6 @@ def test_the_long_lived_thread_is_gone():
     for t in (first, second):
         assert t.name == "gpulab-simplify" and t is not threading.current_thread() and not t.is_alive()
     assert first is not second
-
-
-def test_the_nearest_faces_run_on_the_caller_after_the_apsp(monkeypatch):
-    """``NEAREST_BESIDE`` is gone: the full-to-working nearest faces on the calling thread, after the distances."""
-    for name in ("NEAREST_BESIDE", "NEAREST_BESIDE_CPU", "NEAREST_BESIDE_ROWS", "NEAREST_BESIDE_WORKERS"):
-        assert not hasattr(segment, name)
-    assert "on_graph" not in inspect.signature(segment.working_graph).parameters
-    log: list = []
-    real_near, real_apsp = segment._nearest_faces, segment.graph_distances
-    monkeypatch.setattr(segment, "_nearest_faces",
-                        lambda cs, c: log.append(("nearest", threading.current_thread().name)) or real_near(cs, c))
-    monkeypatch.setattr(segment, "graph_distances",
-                        lambda *a, **kw: log.append(("apsp", threading.current_thread().name)) or real_apsp(*a, **kw))
-    vs, fs = _sphere(22)
-    monkeypatch.setattr(segment, "simplify_mesh", lambda v, f, t, method=None: (vs.copy(), fs.astype(np.int64)))
-    monkeypatch.setattr(segment, "_can_simplify", lambda: True)
-    segment.prepare_mesh(*_sphere(50), device="cpu")   # ~9.8k faces: above the working resolution
-    me = threading.current_thread().name
-    assert log == [("apsp", me), ("nearest", me)]
 
 
 def test_what_session_13_left_is_gone():

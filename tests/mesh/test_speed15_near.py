@@ -1,0 +1,129 @@
+"""Issue 22 (session 15): ``segment.NEAREST_BESIDE`` restored for its complete re-judgement on the H100 (session 14's
+``nearN``, whose run stopped before its 50k half; code as at 1411966).
+
+On a GPU (``NEAREST_BESIDE_CPU`` here), the full-to-working nearest faces run on a thread of their own (a thread of
+search per ``NEAREST_BESIDE_ROWS`` faces), started as soon as the working mesh's dual graph is built and joined after
+the APSP: the same labels and colours; the search runs beside the APSP; an error surfaces; the thread has ended
+whatever way the call ends. Off, the search runs on the caller after the APSP (sessions 8-14)."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import threading
+
+import numpy as np
+import pytest
+from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pytest)
+
+from gpu_kernels.mesh import segment
+
+
+def _sha(seg) -> str:
+    return hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()
+
+
+def _stand_in():
+    """A stand-in simplification (a coarser sphere)."""
+    vs, fs = _sphere(22)
+    return lambda vertices, faces, target, method=None: (vs.copy(), fs.astype(np.int64))
+
+
+def _segment(monkeypatch, *, near=False, k=3):
+    v, f = _sphere(50)   # ~9.8k faces: above the working resolution
+    monkeypatch.setattr(segment, "simplify_mesh", _stand_in())
+    monkeypatch.setattr(segment, "_can_simplify", lambda: True)
+    monkeypatch.setattr(segment, "NEAREST_BESIDE", near)
+    monkeypatch.setattr(segment, "NEAREST_BESIDE_CPU", near)
+    seg = segment.segment_mesh(v, f, k=k, device="cpu")
+    assert seg.info["simplified"]
+    return seg
+
+
+def test_the_switch_and_its_settings():
+    assert segment.NEAREST_BESIDE is False   # (until the GPU run of the session-15 rule says otherwise)
+    assert segment.NEAREST_BESIDE_CPU is False and segment.NEAREST_BESIDE_ROWS == 9000
+    assert "on_graph" in inspect.signature(segment.working_graph).parameters
+
+
+@pytest.mark.parametrize("k", [3, "auto"])
+def test_the_same_labels_and_colours_with_the_nearest_faces_beside(monkeypatch, k):
+    off = _segment(monkeypatch, k=k)
+    on = _segment(monkeypatch, near=True, k=k)
+    assert _sha(on) == _sha(off)
+
+
+def _spy_nearest(monkeypatch, log: list, fail: bool = False):
+    real = segment._nearest_faces
+    gate = threading.Event()
+
+    def nearest(cs, c, workers=None):
+        log.append(("nearest start", threading.current_thread().name, workers))
+        gate.wait(2.0)   # until the APSP has started (or 2 s)
+        if fail:
+            raise MemoryError("no room for the search")
+        out = real(cs, c, workers)
+        log.append(("nearest end", threading.current_thread().name))
+        return out
+
+    real_apsp = segment.graph_distances
+
+    def distances(*a, **kw):
+        log.append(("apsp", threading.current_thread().name))
+        gate.set()
+        return real_apsp(*a, **kw)
+
+    monkeypatch.setattr(segment, "_nearest_faces", nearest)
+    monkeypatch.setattr(segment, "graph_distances", distances)
+
+
+def test_the_nearest_faces_run_on_their_own_thread_beside_the_apsp(monkeypatch):
+    log: list = []
+    _spy_nearest(monkeypatch, log)
+    _segment(monkeypatch, near=True)
+    me = threading.current_thread().name
+    assert log[0] == ("nearest start", "gpulab-kd-nearest", -(-9800 // segment.NEAREST_BESIDE_ROWS))   # (2 threads)
+    assert ("apsp", me) in log and log.index(("apsp", me)) < log.index(("nearest end", "gpulab-kd-nearest"))
+    log.clear()
+    _segment(monkeypatch)   # off: after the APSP, on the caller (the gate is open by then)
+    assert log[0] == ("apsp", me) and ("nearest start", me, None) in log
+
+
+def test_off_the_search_runs_on_the_caller_after_the_apsp(monkeypatch):
+    log: list = []
+    real_near, real_apsp = segment._nearest_faces, segment.graph_distances
+    monkeypatch.setattr(segment, "_nearest_faces", lambda cs, c, workers=None: log.append(
+        ("nearest", threading.current_thread().name, workers)) or real_near(cs, c, workers))
+    monkeypatch.setattr(segment, "graph_distances",
+                        lambda *a, **kw: log.append(("apsp", threading.current_thread().name)) or real_apsp(*a, **kw))
+    monkeypatch.setattr(segment, "simplify_mesh", _stand_in())
+    monkeypatch.setattr(segment, "_can_simplify", lambda: True)
+    monkeypatch.setattr(segment, "NEAREST_BESIDE", True)   # on, but a CPU run: NEAREST_BESIDE_CPU is off
+    segment.prepare_mesh(*_sphere(50), device="cpu")
+    me = threading.current_thread().name
+    assert log == [("apsp", me), ("nearest", me, None)]
+
+
+def test_a_failing_nearest_search_surfaces(monkeypatch):
+    _spy_nearest(monkeypatch, [], fail=True)
+    with pytest.raises(MemoryError, match="no room for the search"):
+        _segment(monkeypatch, near=True)
+
+
+def test_the_nearest_thread_has_ended_when_the_apsp_fails(monkeypatch):
+    threads: list = []
+    real = segment._nearest_faces
+
+    def nearest(cs, c, workers=None):
+        threads.append(threading.current_thread())
+        threading.Event().wait(0.3)   # still searching when the APSP fails
+        return real(cs, c, workers)
+
+    def broken(*a, **kw):
+        raise MemoryError("no room for the distances")
+
+    monkeypatch.setattr(segment, "_nearest_faces", nearest)
+    monkeypatch.setattr(segment, "graph_distances", broken)
+    with pytest.raises(MemoryError, match="no room for the distances"):
+        _segment(monkeypatch, near=True)
+    assert len(threads) == 1 and threads[0].name == "gpulab-kd-nearest" and not threads[0].is_alive()
