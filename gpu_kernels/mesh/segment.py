@@ -671,9 +671,10 @@ EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() n
 EARLY_SETTLE_CPU = False
 #: on a GPU, the full-to-working nearest faces (a k-d tree search on the host, ~6 ms at 17k faces) run on a thread
 #: of their own beside the working mesh's thickness and APSP on the GPU (True), instead of after them (False:
-#: sessions 8-13). The same search on the same arrays (issue 22, session 14; re-judged in one complete run, session
-#: 15: benchmarks/results/mesh_speed_session15.md)
-NEAREST_BESIDE = False
+#: sessions 8-14). The same search on the same arrays (issue 22). On since session 15: its pre-registered rule passed
+#: in one complete run on the H100 (17k: -7.8 ms paired end to end, the path after pymeshlab's step -6.2 ms, shorter in
+#: 37 of 41 rounds; 50k: 343.1 against 351.7 ms at the median; SHA-1s equal): benchmarks/results/mesh_speed_session15.md
+NEAREST_BESIDE = True
 #: the same on the CPU (the tests' switch)
 NEAREST_BESIDE_CPU = False
 #: the rows (full-resolution faces) per thread of that search beside the GPU work (None: every core, as after it).

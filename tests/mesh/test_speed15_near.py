@@ -1,5 +1,5 @@
 """Issue 22 (session 15): ``segment.NEAREST_BESIDE`` restored for its complete re-judgement on the H100 (session 14's
-``nearN``, whose run stopped before its 50k half; code as at 1411966).
+``nearN``, whose run stopped before its 50k half; code as at 1411966), and on since its rule passed (call 1).
 
 On a GPU (``NEAREST_BESIDE_CPU`` here), the full-to-working nearest faces run on a thread of their own (a thread of
 search per ``NEAREST_BESIDE_ROWS`` faces), started as soon as the working mesh's dual graph is built and joined after
@@ -41,7 +41,7 @@ def _segment(monkeypatch, *, near=False, k=3):
 
 
 def test_the_switch_and_its_settings():
-    assert segment.NEAREST_BESIDE is False   # (until the GPU run of the session-15 rule says otherwise)
+    assert segment.NEAREST_BESIDE is True   # (on since the session-15 rule passed on the H100, call 1)
     assert segment.NEAREST_BESIDE_CPU is False and segment.NEAREST_BESIDE_ROWS == 9000
     assert "on_graph" in inspect.signature(segment.working_graph).parameters
 
