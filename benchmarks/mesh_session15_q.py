@@ -15,6 +15,10 @@ its own return value; checked: the mean of the per-human shares equals it within
 ``train``: per held-out category (and ``ALL``) today's recipe (64 trees, depth <= 4, rate 0.1, seed 0, the same seeded
 200,000 examples of the other 18 categories, the 20 columns of ``learned.FEATURES``) on ``y`` (``C``, the control:
 today's model retrained) or on ``y_med`` (``M``).
+Round 2 (the rule's section 4): recipe ``S``, today's target and recipe on 21 columns: the 21st,
+``thickness_small_minus_large`` (the smaller cluster's mean log thickness minus the larger's, signed: the union's
+thickness against its parts; in ``learned.FEATURES``, the NumPy features and the compiled loop), against ``C`` on its
+first 20.
 ``evaluate`` / ``confirm`` are ``mesh_session13_q.py``'s (sets ``C=dC:gain,M=dM:gain``); ``judge`` is
 ``mesh_session14_q.py``'s (``--base C --cand M --n-draws 2``: fewer meshes over 0.30 summed over the draws, the
 protocol mean within 0.001 of the control's on every draw, complete; in a confirmation k = "auto" <= 0.13 / >= 80 %).
@@ -43,8 +47,10 @@ import mesh_session12_q as ml12  # noqa: E402
 
 from gpu_kernels.mesh import learned as _ln  # noqa: E402
 
-#: recipe -> the target column of the example files
-RECIPES = {"C": "y", "M": "y_med"}
+#: recipe -> (the target column of the example files, the number of leading feature columns the trees see):
+#: C today's recipe, M (round 1) the median human's target, S (round 2) with the 21st column
+#: ``thickness_small_minus_large``
+RECIPES = {"C": ("y", 20), "M": ("y_med", 20), "S": ("y", 21)}
 _PER_HUMAN: list = []
 _ORIG_PAIR_TARGETS = _ln.pair_targets
 
@@ -119,23 +125,23 @@ def _examples(rec_dir: Path, col: str):
 def train_fold(rec_dir: Path, models: Path, cat: str, recipe: str) -> dict:
     """Today's recipe on the target column ``RECIPES[recipe]``: the examples of the other categories (all for
     ``ALL``), the seeded 200,000 subsample (the same rows for C and M), 64 trees of depth <= 4."""
-    col = RECIPES[recipe]
+    col, nf = RECIPES[recipe]
     rows = _examples(rec_dir, col)
     sel = [r for r in rows if r[2] != cat]
     X = np.concatenate([r[3] for r in sel]).astype(np.float64)
     t = np.concatenate([r[4] for r in sel]).astype(np.float64)
-    nf = len(_ln.FEATURES)
-    if X.shape[1] != nf:
-        raise ValueError(f"the records have {X.shape[1]} feature columns, the library {nf}")
+    if X.shape[1] < nf:
+        raise ValueError(f"the records have {X.shape[1]} feature columns, recipe {recipe} needs {nf}")
     X, t = ml12._cap(X, t)
+    X = X[:, :nf]
     t0 = time.perf_counter()
     m = ml12.fit(X, t)
     m.save(models / f"{cat}.npz")
-    out = {"recipe": recipe, "fold": cat, "n": int(t.size), "target_mean": float(t.mean()),
+    out = {"recipe": recipe, "fold": cat, "n": int(t.size), "n_features": nf, "target_mean": float(t.mean()),
            "seconds": time.perf_counter() - t0}
     held = [r for r in rows if r[2] == cat]
     if held:
-        Xh = np.concatenate([r[3] for r in held]).astype(np.float64)
+        Xh = np.concatenate([r[3] for r in held]).astype(np.float64)[:, :nf]
         th = np.concatenate([r[4] for r in held]).astype(np.float64)
         out["held_mse"] = float(np.mean((m.predict(Xh) - th) ** 2))
         out["held_var"] = float(np.var(th))

@@ -22,10 +22,10 @@ HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", 
 #: the features' count and the two areas' shares' columns (the ``"gain"`` weights), from :mod:`learned` (one table)
 NF = len(FEATURES)
 SS, SL = SHARE_COLS
-# greedy_merge fills the feature columns 0-19 by number, and numba's disk cache follows this file only (a
+# greedy_merge fills the feature columns 0-20 by number, and numba's disk cache follows this file only (a
 # FEATURES edit in learned.py alone would leave a warm cache with the old columns): stop at import instead
-if NF != 20 or SHARE_COLS != (10, 11):
-    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-19 by number: update "
+if NF != 21 or SHARE_COLS != (10, 11):
+    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-20 by number: update "
                       "greedy_merge's feature block with learned.FEATURES (and delete its __pycache__ *.nb* files)")
 
 
@@ -373,6 +373,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 17] = 1.0 - ns / _np_max(area[sm], 1e-300)
                     X[t, 18] = cnt / tgt
                     X[t, 19] = cnt / st0
+                    X[t, 20] = m_[sm] - m_[lgc]
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
