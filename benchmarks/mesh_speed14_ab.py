@@ -14,7 +14,9 @@ The session's candidates ran in calls 1-3 and are gone with their switches (fail
 e55bb5b): ``pool`` (``simplify.REUSE_THREAD``: pymeshlab's step on a long-lived thread), ``near`` / ``near2`` /
 ``nearN`` (``segment.NEAREST_BESIDE``: the full-to-working nearest faces on a thread beside the working mesh's
 thickness and APSP, with every core / 2 / one per 9,000 faces of search threads) and ``both`` (pool + near).
-``--judge`` applies near2's / nearN's rule to a candidate against ``base``.
+``--judge`` applies near2's / nearN's rule to a candidate against ``base``. (Session 15 restored ``NEAREST_BESIDE`` and
+turned it on after nearN's complete run passed this rule: ``base`` here is the library's defaults, so it now includes
+it; ``mesh_speed15_ab.py`` names the switch's settings.)
 
 Per run: the total, and pymeshlab's step inside it: its start and end (ms from the run's start), its wall time,
 its thread's CPU time, minor page faults and voluntary / involuntary context switches (``RUSAGE_THREAD``), the
