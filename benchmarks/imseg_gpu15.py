@@ -2,8 +2,10 @@
 from ``K`` regions left, in one block with the hot state in shared memory) against the committed kernel, in one
 process (helper imseg-gpu3; rule: ``benchmarks/results/imseg_gpu_session15.md``).
 
-Configurations (``--configs``, comma-separated ``name:source:K:threads``): the source in gpu_kernels/cuda, the
-tail's region count K (0: the grid kernel does every round, as session 14) and the tail's threads a block.
+Configurations (``--configs``, comma-separated ``name:source:K:threads[:global]``): the source in
+gpu_kernels/cuda, the tail's region count K (0: the grid kernel does every round, as session 14), the tail's
+threads a block and its ``TAIL_GLOBAL`` bits. The tail was rejected (see the results file): K > 0 needs its patch,
+``git apply benchmarks/results/imseg_gpu_session15_tail.patch``; with K = 0 the script times the committed kernel.
 
 1. labels: ``segment_contours(merge="learned")`` of every configuration against the CPU path, on the images of
    ``--images`` (the first ``--limit``; coarseness mode, and ``--n-segments`` on the first ``--nseg-limit``) and
@@ -37,9 +39,16 @@ def parse_configs(text: str) -> dict:
     out = {}
     for item in (s.strip() for s in text.split(",")):
         if item:
-            name, src, k, tt = item.split(":")
-            out[name] = (src, int(k), int(tt))
+            name, src, k, tt, *g = item.split(":")
+            out[name] = (src, int(k), int(tt), int(g[0]) if g else 0)
     return out
+
+
+#: the checkpoints of lm_merge_grid_body's profiling build (prof[16 + k], cycles from the block's release at the
+#: phase's opening barrier, summed over the rounds; the tail's at prof[80 + k])
+CHECKPOINTS = ("B: loop top", "B: f23", "B: kept pairs", "B: new pair done", "", "B: arrival", "C: buffers emptied",
+               "C: new pair walked", "C: kept pairs", "C: arrival", "D: renamed", "D: merged", "", "D: arrival",
+               "D: merge count read")
 
 
 def main(argv=None) -> int:
@@ -66,22 +75,27 @@ def main(argv=None) -> int:
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--no-merge", action="store_true")
     ap.add_argument("--no-felz", action="store_true")
+    ap.add_argument("--checkpoints", action="store_true", help="also the checkpoint builds' per-round profile of the "
+                    "head (grid) and the tail of every configuration")
+    ap.add_argument("--cases", default="", help="comma-separated indices of the speed cases (default: all four)")
     ap.add_argument("--felz-reps", type=int, default=2)
     ap.add_argument("--out", default="")
     a = ap.parse_args(argv)
     be = get_backend("cuda:0")
     cfgs = parse_configs(a.configs)
-    saved = (LM._SRC, LM.GRID_TAIL_REGIONS, LM.TAIL_THREADS)
+    knobs = ("_SRC", "GRID_TAIL_REGIONS", "TAIL_THREADS", "TAIL_GLOBAL")   # (the tail's: with its patch applied)
+    saved = tuple(getattr(LM, n, 0) for n in knobs)
     out = {"device": device_name(), "configs": {k: list(v) for k, v in cfgs.items()}, "labels": [], "speed": {},
            "merge": {}}
     t0 = time.time()
 
     def use(name):
-        src, k, tt = cfgs[name]
-        LM._SRC, LM.GRID_TAIL_REGIONS, LM.TAIL_THREADS = src, k, tt
+        for n, v in zip(knobs, cfgs[name], strict=True):
+            setattr(LM, n, v)
 
     def restore():
-        LM._SRC, LM.GRID_TAIL_REGIONS, LM.TAIL_THREADS = saved
+        for n, v in zip(knobs, saved, strict=True):
+            setattr(LM, n, v)
 
     def run(img, name, **kw):
         use(name)
@@ -115,6 +129,8 @@ def main(argv=None) -> int:
     cases = (("harness 512x512", cv2.resize(base, (512, 512), interpolation=cv2.INTER_LINEAR)),
              ("harness 1920x1080", cv2.resize(base, (1920, 1080), interpolation=cv2.INTER_LINEAR)),
              ("astronaut 512x512", natural_image(512, 512)), ("coffee 1920x1080", natural_image(1080, 1920)))
+    if a.cases:
+        cases = tuple(cases[int(i)] for i in a.cases.split(","))
     for key, img in () if a.no_speed else cases:
         out["speed"][key] = {}
         for _ in range(2):
@@ -156,12 +172,30 @@ def main(argv=None) -> int:
             pv = be.xp.asnumpy(prof).tolist()
             res[f"{name}_prof"] = {"state": be.xp.asnumpy(state).tolist(),
                                    "phase_ns": dict(zip(LM.GRID_PHASES, pv[:len(LM.GRID_PHASES)], strict=True))}
+            if not a.checkpoints:
+                continue
+            use(name)
+            LM.GRID_CHECKPOINTS = True
+            prof = be.xp.zeros(128, dtype=be.xp.int64)
+            _, state = LM.merge_device(*args, kernel="grid", prof=prof, **kw)
+            LM.GRID_CHECKPOINTS = False
+            restore()
+            pv = be.xp.asnumpy(prof).tolist()
+            st = be.xp.asnumpy(state).tolist()
+            d = {"state": st}
+            for part, o in (("head", 0), ("tail", 64)):
+                if pv[o + 49] > 0:
+                    ghz = pv[o + 48] / pv[o + 49]
+                    d[part] = {"ms": pv[o + 49] / 1e6, "ghz": round(ghz, 3),
+                               "us_sum_max": {c: round(pv[o + 16 + k] / ghz / 1e3, 1) for k, c in
+                                              enumerate(CHECKPOINTS) if c}}
+            res[f"{name}_checkpoints"] = d
         out["merge"][key] = res
         print(key, json.dumps(res), flush=True)
     from gpu_kernels.imseg._util import kernel as _k
 
     out["attributes"] = {}
-    for name, (src, _k_regions, tt) in cfgs.items():
+    for name, (src, _k_regions, tt, _g) in cfgs.items():
         for kname in (f"lm_merge_grid{LM.GRID_THREADS}", "lm_merge_tail" if tt == 1024 else f"lm_merge_tail{tt}"):
             try:
                 fn = _k(be, src, kname, options=LM._OPTS)
