@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from gpu_kernels.imseg.defaults import DEFAULT_MERGE, MERGE_WORDS, MERGES
+from gpu_kernels.imseg.defaults import MERGE_WORDS
 
 from ..tools import imseg
 from .common import (
@@ -26,10 +26,12 @@ __all__ = ["TOOL", "register", "run"]
 
 TOOL = imseg.TOOL
 
-def _merges_text() -> str:
-    """The merges in the help (their words from defaults.MERGE_WORDS, the default named from DEFAULT_MERGE)."""
-    others = [m for m in MERGES if m != DEFAULT_MERGE]
-    return f"{MERGE_WORDS[DEFAULT_MERGE]} (--merge {DEFAULT_MERGE}), the default" + "".join(
+def _merges_text(param=None) -> str:
+    """The merges in the help: the default and the choices from the tool's ``merge`` parameter (what the parser
+    applies), their words from defaults.MERGE_WORDS (the only place that has them)."""
+    param = param or imseg.PARAMS["merge"]
+    others = [m for m in param.choices if m != param.default]
+    return f"{MERGE_WORDS[param.default]} (--merge {param.default}), the default" + "".join(
         f", or {MERGE_WORDS[m]} (--merge {m})" for m in others)
 
 

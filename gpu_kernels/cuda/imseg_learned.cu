@@ -970,25 +970,40 @@ __device__ void lm_merge_warp(int a, int b, int len, int round, long long* area,
     __syncwarp();
 }
 
+// The renaming's steps, shared by phase D (one counter add a warp) and lm_rename (the clean-up's and the target
+// count's, one a thread). A renamed pair's key (the lower region first) into the table: the slot when this call
+// created it (a new pair, filled in B), else -1.
+__device__ __forceinline__ int lm_rename_insert(int e, int a, int b, int len, u64* hkey, int* hlen,
+                                                unsigned long long* hgs, int* hgh, int logcap,
+                                                const unsigned long long* eg, const int* gh, int* gc, u64& key) {
+    key = ((u64)imin(a, b) << 32) | (u64)imax(a, b);
+    return lm_insert(hkey, hlen, hgs, hgh, logcap, key, len, eg[e], gh + LM_NG * e, &gc[LG_ERR]);
+}
+// new pair j of the renaming: its slot, its key (B reads it with the slot: the regions' loads need not wait for the
+// table) and the position of the pair that created it, which it takes (the other emptied positions stay empty)
+__device__ __forceinline__ void lm_new_slot(int j, int slot, u64 key, int e, int* slots, u64* skey, int* holes) {
+    slots[j] = slot;
+    skey[j] = key;
+    holes[j] = e;
+}
+// position e becomes a hole of this round
+__device__ __forceinline__ void lm_hole(int e, int* ea, int* el, int* hstamp, int round) {
+    ea[e] = -1;
+    el[e] = 0;
+    hstamp[e] = round;
+}
+
 // a pair renamed into the table (its position becomes a hole, filled by a new pair in B)
 __device__ __forceinline__ void lm_rename(int e, int a, int b, int len, u64* hkey, int* hlen, unsigned long long* hgs,
                                           int* hgh, int logcap, const unsigned long long* eg, const int* gh, int* ea,
                                           int* el, int* hstamp, int* slots, u64* skey, int* holes, int* gc, int round,
                                           bool insert) {
     if (insert) {
-        const int lo = imin(a, b), hi = imax(a, b);
-        const u64 key = ((u64)lo << 32) | (u64)hi;
-        const int slot = lm_insert(hkey, hlen, hgs, hgh, logcap, key, len, eg[e], gh + LM_NG * e, &gc[LG_ERR]);
-        if (slot >= 0) {
-            const int j = atomicAdd(&gc[LG_NEW], 1);
-            slots[j] = slot;
-            skey[j] = key;  // B reads the key with the slot: the regions' loads need not wait for the table
-            holes[j] = e;   // the new pair takes this position (the other emptied positions stay empty)
-        }
+        u64 key;
+        const int slot = lm_rename_insert(e, a, b, len, hkey, hlen, hgs, hgh, logcap, eg, gh, gc, key);
+        if (slot >= 0) lm_new_slot(atomicAdd(&gc[LG_NEW], 1), slot, key, e, slots, skey, holes);
     }
-    ea[e] = -1;
-    el[e] = 0;
-    hstamp[e] = round;
+    lm_hole(e, ea, el, hstamp, round);
 }
 
 // All rounds of the learned merge over the whole grid (see lm_merge; the same results). Launch it
@@ -1406,21 +1421,17 @@ __device__ __forceinline__ void lm_merge_grid_body(
                         atomicMin((unsigned long long*)&mnx[b], (unsigned long long)kk);
                     }
                 }
-                // the renamed pairs' holes and new slots, one counter add a warp (lm_rename's steps)
+                // the renamed pairs' holes and new slots (lm_rename's steps), one counter add a warp
                 const unsigned below = (1u << lane) - 1u;
                 int slot = -1;
                 u64 key = 0ULL;
-                if (ren && !m) {
-                    key = ((u64)imin(na, nb2) << 32) | (u64)imax(na, nb2);
-                    slot = lm_insert(hkey, hlen, hgs, hgh, logcap, key, len, eg[e], gh + LM_NG * e, &gc[LG_ERR]);
-                }
+                if (ren && !m)
+                    slot = lm_rename_insert(e, na, nb2, len, hkey, hlen, hgs, hgh, logcap, eg, gh, gc, key);
                 const unsigned smask = __ballot_sync(FULL, slot >= 0);
                 int sbase = 0;  // (its add is in flight during the merges below)
                 if (lane == 0 && smask) sbase = atomicAdd(&gc[LG_NEW], __popc(smask));
                 if (ren) {
-                    ea[e] = -1;
-                    el[e] = 0;
-                    hstamp[e] = rounds;
+                    lm_hole(e, ea, el, hstamp, rounds);
                     cst = slot >= 0 ? 0 : 2;
                 }
                 LG_CK(10);
@@ -1433,12 +1444,7 @@ __device__ __forceinline__ void lm_merge_grid_body(
                                   rounds, area, rsum, rsq, gin, hist, bord, per, into, grown, rd, hn, gscale);
                 }
                 sbase = __shfl_sync(FULL, sbase, 0);
-                if (slot >= 0) {
-                    const int j = sbase + __popc(smask & below);
-                    slots[j] = slot;
-                    skey[j] = key;
-                    holes[j] = e;  // the new pair takes the position of the pair that created its slot
-                }
+                if (slot >= 0) lm_new_slot(sbase + __popc(smask & below), slot, key, e, slots, skey, holes);
                 LG_CK(11);
             }
             LG_SYNC(2);

@@ -960,9 +960,10 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         n = h * w
         timer = StageTimer(be)
         syncs = SyncCounter()
+        ran: dict = {}   # the learned merge's kernel after any fallback, and where its regions were
         if learned:
             into, state = _lm.merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], tau,
-                                           inv_norm, timer=timer, min_area=min_area)
+                                           inv_norm, timer=timer, min_area=min_area, info=ran)
         else:
             into, state = graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], thr,
                                              inv_norm, timer=timer, min_area=min_area)
@@ -974,8 +975,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         check_merge_state(meta[1:], 3 if learned else 2)
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
-                   merge_smem=(("regions" if _lm.DEFAULT_KERNEL == "block" and _lm.uses_region_smem(be, R) else False)
-                               if learned
+                   merge_smem=(ran["smem"] if learned
                                else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)]))
     return out
 

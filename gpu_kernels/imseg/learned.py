@@ -770,14 +770,15 @@ _LG_N = 12
 
 def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: float, inv_norm: float, *,
                  min_area: int = 0, max_rounds: int = 100_000, timer=None, model_arrays: dict | None = None,
-                 smem: bool | None = None, prof=None, kernel: str | None = None):
+                 smem: bool | None = None, prof=None, kernel: str | None = None, info: dict | None = None):
     """The graph with the learned merge's sums and all merge rounds on the device: ``(into (R,) int32,
     state int32: [count, rounds, tree walks, error bits])``; nothing is read back. ``smem``: the regions'
     arrays in shared memory (None: where they fit; the "block" kernel only).
     ``prof``: a device int64 array that receives the time of each phase of the rounds (the "block"
     kernel: 12, block thread 0's clock cycles, :data:`PHASES`; the "grid" kernel: 16, ns,
     :data:`GRID_PHASES`, or 64 with :data:`GRID_CHECKPOINTS`). ``kernel``: :data:`KERNELS` (None: :data:`DEFAULT_KERNEL`); both give the
-    same labels.
+    same labels. ``info`` (a dict, optional) receives the kernel that ran (``"kernel"``: "grid" or "block", after
+    any fallback) and whether its regions' arrays were in shared memory (``"smem"``: "regions" or False).
 
     Precondition: every region 1..R of ``labels_d`` is ONE 4-connected piece, as the contours method's
     superpixel stage guarantees (SLIC then connected components). The pair arrays hold 3R + 16 pairs
@@ -828,6 +829,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
         if kernel is not None:
             raise ValueError("the grid kernel walks at most 64 trees with at most 256 thresholds on feature 23")
         which = "block"   # a larger model than the grid kernel holds: the one-block kernel (the same labels)
+    if info is not None:
+        info.update(kernel=which, smem=False)
     if which == "grid":
         try:
             return _merge_grid(be, R, n, hkey, hlen, hgs, hgh, lc, area, rsum, rsq, gin, hist, bord, emax, m,
@@ -861,6 +864,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     smem_bytes = region_smem_bytes(R)
     fits = uses_region_smem(be, R)
     use = fits if smem is None else bool(smem) and fits
+    if info is not None:   # (the grid kernel fell back here, or the block kernel was asked for)
+        info.update(kernel="block", smem="regions" if use else False)
     if use:
         set_max_dynamic_smem(fm, smem_bytes)
     fm((1,), (1024,), (

@@ -322,15 +322,21 @@ def test_a_cancel_during_the_cpu_rounds_stops_them_and_raises():
     assert LM._watched(lambda c: "done", (ctl,), ctl, 100, 0, Progress(lambda f, t: None)) == "done"
 
 
-def test_the_commands_help_names_the_default_merge(monkeypatch):
-    """``gpulab imseg --help`` builds the merge sentence from defaults.DEFAULT_MERGE (it named the default
-    in prose before, which could drift from the switch)."""
+def test_the_commands_help_names_the_default_merge():
+    """``gpulab imseg --help`` builds the merge sentence from the tool's ``merge`` parameter (it named the default
+    in prose before, which could drift from the switch; session 15: the default and choices from the tool
+    declaration, which the parser applies, not from defaults beside it)."""
+    import dataclasses
+
     from app.commands import imseg as cmd
+    from app.tools import imseg as tool
     from gpu_kernels.imseg import defaults
 
     assert f"(--merge {defaults.DEFAULT_MERGE}" in cmd._merges_text().split(", the default")[0]
-    monkeypatch.setattr(cmd, "DEFAULT_MERGE", "learned")
-    assert cmd._merges_text().startswith("by a learned merge score") and "or by colour" in cmd._merges_text()
+    assert tool.PARAMS["merge"].default == defaults.DEFAULT_MERGE
+    switched = dataclasses.replace(tool.PARAMS["merge"], default="learned")
+    text = cmd._merges_text(switched)
+    assert text.startswith("by a learned merge score") and "(--merge learned), the default, or by colour" in text
 
 
 @needs_emu
