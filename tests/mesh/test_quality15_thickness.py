@@ -5,7 +5,7 @@ thickness minus the larger's (signed: the union's thickness against its parts).
 - the NumPy features' column is the signed twin of ``dlog_thickness`` and the clusters' own mean log thickness;
 - the compiled loop fills it with the same floats: a model that splits on it gives the same labels, merges and
   strengths in both loops (and other merges than a model that splits the other way: the column matters);
-- the shipped model does not read it (its trees use the first 20 columns)."""
+- the integer k's shipped model reads it; k = "auto"'s does not."""
 
 from __future__ import annotations
 
@@ -82,6 +82,8 @@ def test_the_compiled_loop_fills_the_column_as_numpy(prep, monkeypatch, policy, 
     assert out[1.0] != out[-1.0]  # (the column decides merges: a wrong fill could not pass the equalities above)
 
 
-def test_the_shipped_model_does_not_read_the_new_column():
-    m = ln.shipped_model()
-    assert int(m.feature.max()) < COL
+def test_the_shipped_models_and_the_new_column():
+    """The integer k's shipped model was trained with the column (session 15) and splits on it; k = "auto"'s model
+    (session 11) never reads it."""
+    assert int((ln.shipped_model().feature == COL).sum()) > 0
+    assert int(ln.shipped_auto_model().feature.max()) < COL

@@ -4,8 +4,7 @@ concave and it splits k between the components as auto did; ``"auto"`` runs noth
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
@@ -13,15 +12,13 @@ from gpu_kernels.mesh import autok
 from gpu_kernels.mesh import segment as sg
 from gpu_kernels.mesh.dualgraph import MeshInputError
 
-STORED = Path(__file__).with_name("data") / "fish4000.npz"
+# the stored fish and its prepared mesh on the CPU (one copy: tests/mesh/_quality_fixtures.py)
+fish, prep = fx.fish, fx.prep
 
 
 @pytest.fixture(scope="module")
-def fish_prep():
-    z = np.load(STORED)
-    v, f = z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
-    prep = sg.prepare_mesh(v, f, device="cpu", apsp_method="cpu")
-    return v, f, prep
+def fish_prep(fish, prep):
+    return (*fish, prep)
 
 
 def _auto(prep):
@@ -145,7 +142,7 @@ def test_fish_keeps_its_fins_with_the_concave_layout(fish_prep):
     from tests.mesh.test_mesh_thin_parts import _fins_kept
 
     _, _, prep = fish_prep
-    truth = np.load(STORED)["truth"].astype(np.int64)
+    truth = np.load(fx.STORED)["truth"].astype(np.int64)
     out = autok.relayout(prep, _auto(prep), _integer(prep), "concave")
     kept = _fins_kept(out.labels, truth)
     for name, (share, purity, own) in kept.items():

@@ -16,6 +16,7 @@ from gpu_kernels.mesh import segment as segmod
 from gpu_kernels.mesh.dualgraph import clean_mesh, dual_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _quality_fixtures as fx  # noqa: E402
 from psb_cases import needs_psb, psb_mesh, segment_with  # noqa: E402
 from test_mesh_cluster import box_bar_box  # noqa: E402
 
@@ -81,10 +82,7 @@ def test_vase_at_the_benchmark_k(monkeypatch):
 
 # --------------------------------------------------------------------------- K_SDF_MERGE
 def _fish():
-    import test_mesh_thin_parts as T
-
-    z = np.load(T.STORED)
-    return z["vertices"].astype(np.float64), z["faces"].astype(np.int64)
+    return fx.fish_arrays()  # (the stored fish: one copy, tests/mesh/_quality_fixtures.py)
 
 
 def test_k_merge_graph_scales_the_thickness_contrast(monkeypatch):
