@@ -19,6 +19,8 @@ Round 2 (the rule's section 4): recipe ``S``, today's target and recipe on 21 co
 ``thickness_small_minus_large`` (the smaller cluster's mean log thickness minus the larger's, signed: the union's
 thickness against its parts; in ``learned.FEATURES``, the NumPy features and the compiled loop), against ``C`` on its
 first 20.
+Round 3 (section 9): recipe ``U`` on 22 columns (the 22nd, ``log_union_spread_over_parts``: the union's
+area-weighted positional variance over its parts' mean one) against ``S`` (today's recipe since round 2) on its first 21.
 ``evaluate`` / ``confirm`` are ``mesh_session13_q.py``'s (sets ``C=dC:gain,M=dM:gain``); ``judge`` is
 ``mesh_session14_q.py``'s (``--base C --cand M --n-draws 2``: fewer meshes over 0.30 summed over the draws, the
 protocol mean within 0.001 of the control's on every draw, complete; in a confirmation k = "auto" <= 0.13 / >= 80 %).
@@ -48,9 +50,9 @@ import mesh_session12_q as ml12  # noqa: E402
 from gpu_kernels.mesh import learned as _ln  # noqa: E402
 
 #: recipe -> (the target column of the example files, the number of leading feature columns the trees see):
-#: C today's recipe, M (round 1) the median human's target, S (round 2) with the 21st column
-#: ``thickness_small_minus_large``
-RECIPES = {"C": ("y", 20), "M": ("y_med", 20), "S": ("y", 21)}
+#: C today's recipe before this session, M (round 1) the median human's target, S (round 2, shipped) with the 21st
+#: column ``thickness_small_minus_large``, U (round 3) with the 22nd ``log_union_spread_over_parts``
+RECIPES = {"C": ("y", 20), "M": ("y_med", 20), "S": ("y", 21), "U": ("y", 22)}
 _PER_HUMAN: list = []
 _ORIG_PAIR_TARGETS = _ln.pair_targets
 
