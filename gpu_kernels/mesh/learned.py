@@ -395,16 +395,32 @@ def _add_moments(state, graph) -> None:
     (:data:`FEATURES`' ``log_union_spread_over_parts``). A stand-in graph without ``centroids`` gets zeros."""
     K = state.nrm.shape[0]
     mom = np.zeros((K, 4))
-    c = getattr(graph, "centroids", None)
-    if c is not None and len(c):
-        a = np.asarray(graph.areas, dtype=np.float64)
-        tot = max(float(a.sum()), 1e-300)
-        c = np.asarray(c, dtype=np.float64)
-        x = (c - (c * a[:, None]).sum(axis=0) / tot) / np.sqrt(tot)
-        for j in range(3):
-            mom[:, j] = np.bincount(state.lab0, weights=a * x[:, j], minlength=K)
-        mom[:, 3] = np.bincount(state.lab0, weights=a * (x * x).sum(axis=1), minlength=K)
+    w = _moment_weights(graph)
+    if w is not None:
+        for j in range(4):
+            mom[:, j] = np.bincount(state.lab0, weights=w[j], minlength=K)
     state.nrm = np.ascontiguousarray(np.concatenate([state.nrm, mom], axis=1))
+
+
+def _moment_weights(graph):
+    """(4, F) the faces' area x centred, scaled centroid (x, y, z) and area x its squared norm (None without
+    ``centroids``), kept on the graph: the rows of one k are merged from the same graph."""
+    c = getattr(graph, "centroids", None)
+    if c is None or not len(c):
+        return None
+    cached = getattr(graph, "_moment_weights", None)
+    if cached is not None and cached[0] is c and cached[1].shape[1] == len(c):
+        return cached[1]
+    a = np.asarray(graph.areas, dtype=np.float64)
+    tot = max(float(a.sum()), 1e-300)
+    c64 = np.asarray(c, dtype=np.float64)
+    x = (c64 - (c64 * a[:, None]).sum(axis=0) / tot) / np.sqrt(tot)
+    w = np.stack([a * x[:, 0], a * x[:, 1], a * x[:, 2], a * (x * x).sum(axis=1)])
+    try:
+        graph._moment_weights = (c, w)
+    except AttributeError:  # (a graph type that takes no new attributes: computed each time)
+        pass
+    return w
 
 
 def _lengths_conc(graph):

@@ -7,7 +7,7 @@ area-weighted positional variance over its parts' mean one).
   union's spread from the faces' centroids themselves (>= 0);
 - the compiled loop fills them with the same floats: a model that splits on one gives the same labels, merges and
   strengths in both loops (and other merges than a model that splits the other way: the column matters);
-- the integer k's shipped model reads it; k = "auto"'s does not."""
+- the integer k's shipped model reads both; k = "auto"'s reads neither."""
 
 from __future__ import annotations
 
@@ -133,8 +133,9 @@ def test_the_compiled_loop_fills_the_column_as_numpy(prep, monkeypatch, policy, 
 
 
 def test_the_shipped_models_and_the_new_columns():
-    """The integer k's shipped model was trained with ``thickness_small_minus_large`` (session 15) and splits on it;
-    k = "auto"'s model (session 11) never reads either column."""
-    assert int((ln.shipped_model().feature == COL).sum()) > 0
-    assert int(ln.shipped_model().feature.max()) <= SPREAD
+    """The integer k's shipped model was trained with both columns (session 15) and splits on each; k = "auto"'s
+    model (session 11) never reads either."""
+    m = ln.shipped_model()
+    assert int((m.feature == COL).sum()) > 0 and int((m.feature == SPREAD).sum()) > 0
+    assert int(m.feature.max()) < len(ln.FEATURES)
     assert int(ln.shipped_auto_model().feature.max()) < COL
