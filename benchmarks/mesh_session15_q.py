@@ -21,6 +21,8 @@ thickness against its parts; in ``learned.FEATURES``, the NumPy features and the
 first 20.
 Round 3 (section 9): recipe ``U`` on 22 columns (the 22nd, ``log_union_spread_over_parts``: the union's
 area-weighted positional variance over its parts' mean one) against ``S`` (today's recipe since round 2) on its first 21.
+Round 3's U failed the lead's second confirmation (s1511-1514, `results/mesh_q5_session15.md`): the library no longer
+computes the 22nd column (its code is in git at c0cdd5c / b172404); U's paths here need that library.
 ``evaluate`` / ``confirm`` are ``mesh_session13_q.py``'s (sets ``C=dC:gain,M=dM:gain``); ``judge`` is
 ``mesh_session14_q.py``'s (``--base C --cand M --n-draws 2``: fewer meshes over 0.30 summed over the draws, the
 protocol mean within 0.001 of the control's on every draw, complete; in a confirmation k = "auto" <= 0.13 / >= 80 %).

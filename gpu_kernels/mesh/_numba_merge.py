@@ -22,35 +22,11 @@ HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", 
 #: the features' count and the two areas' shares' columns (the ``"gain"`` weights), from :mod:`learned` (one table)
 NF = len(FEATURES)
 SS, SL = SHARE_COLS
-# greedy_merge fills the feature columns 0-21 by number, and numba's disk cache follows this file only (a
+# greedy_merge fills the feature columns 0-20 by number, and numba's disk cache follows this file only (a
 # FEATURES edit in learned.py alone would leave a warm cache with the old columns): stop at import instead
-if NF != 22 or SHARE_COLS != (10, 11):
-    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-21 by number: update "
+if NF != 21 or SHARE_COLS != (10, 11):
+    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-20 by number: update "
                       "greedy_merge's feature block with learned.FEATURES (and delete its __pycache__ *.nb* files)")
-
-
-@njit(cache=True, nogil=True)
-def _var3(m0, m1, m2, m3, a):  # pragma: no cover - compiled
-    """A cluster's area-weighted positional variance from its moments (as ``learned._union_spread``'s ``var``)."""
-    a = _np_max(a, 1e-300)
-    cx = m0 / a
-    cy = m1 / a
-    cz = m2 / a
-    return m3 / a - ((cx * cx + cy * cy) + cz * cz)
-
-
-@njit(cache=True, nogil=True)
-def _union_spread(mom, area, p, q):  # pragma: no cover - compiled
-    """``log_union_spread_over_parts`` of the pair (p, q) (``mom``: the normal sums, then the position moments in
-    columns 3-6), the floats of ``learned._union_spread``."""
-    ap = area[p]
-    aq = area[q]
-    au = ap + aq
-    vu = _var3(mom[p, 3] + mom[q, 3], mom[p, 4] + mom[q, 4], mom[p, 5] + mom[q, 5], mom[p, 6] + mom[q, 6], au)
-    vp = _np_max(_var3(mom[p, 3], mom[p, 4], mom[p, 5], mom[p, 6], ap), 0.0)
-    vq = _np_max(_var3(mom[q, 3], mom[q, 4], mom[q, 5], mom[q, 6], aq), 0.0)
-    parts = (ap * vp + aq * vq) / _np_max(au, 1e-300)
-    return np.log(_np_max(vu, 1e-300) / _np_max(parts, 1e-300))
 
 
 @njit(cache=True, nogil=True)
@@ -398,7 +374,6 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 18] = cnt / tgt
                     X[t, 19] = cnt / st0
                     X[t, 20] = m_[sm] - m_[lgc]
-                    X[t, 21] = _union_spread(nrm, area, p, q)
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
@@ -450,7 +425,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
             lg[keep] += lg[gone]
             lg[gone] = 0.0
         if learned:
-            for j in range(nrm.shape[1]):  # (the normal sums, then learned._add_moments' position moments)
+            for j in range(3):
                 nrm[keep, j] += nrm[gone, j]
                 nrm[gone, j] = 0.0
         for ti in range(6 if learned else 3):

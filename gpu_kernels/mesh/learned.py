@@ -73,8 +73,6 @@ FEATURES = (
     "count_over_start",       # clusters now / clusters at the start of the merges
     "thickness_small_minus_large",  # mean log thickness of the smaller cluster - the larger's (signed: a thin
                                     # part off a thick one < 0; the union's thickness against its parts)
-    "log_union_spread_over_parts",  # log(the union's area-weighted positional variance / its parts' mean one):
-                                    # how far the union's extent exceeds its parts' (>= 0; 0 for a sliver)
 )
 #: the columns of the two areas' shares in :data:`FEATURES` (the ``"gain"`` policy's weights; the compiled loop
 #: :mod:`gpu_kernels.mesh._numba_merge` reads them from here)
@@ -356,7 +354,6 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     runs = _groups(label_component, int(_defaults.LEARNED_MAX_CLUSTERS))
     if runs == [None]:
         state = _bd._MergeState(graph, lab0, targets, label_component, extra=True)
-        _add_moments(state, graph)
         if record is not None:
             state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in record["comp"]]
         return _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress)
@@ -379,48 +376,12 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
                 rec[key] = record.setdefault(key, [])
         # (the whole mesh's contrast offset c0, as in one run)
         state = _bd._MergeState(sub, local[lab0[faces]], tg, label_component[idx], extra=True, c0=c0)
-        _add_moments(state, sub)
         if rec is not None:
             state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in rec["comp"]]
         lab_r, mg = _run(state, tg, min_area, policy, model, strengths, rec, record_top, stop_p, progress)
         out[faces] = idx[np.asarray(lab_r, dtype=np.int64)]
         merges.extend((int(idx[k]), int(idx[g])) for k, g in mg)
     return out.astype(np.int32), merges
-
-
-def _add_moments(state, graph) -> None:
-    """The clusters' area-weighted position sums and squared-norm sums (the faces' centroids, centred on the
-    graph's area-weighted centroid and scaled by the square root of its area) appended to ``state.nrm``'s normal
-    sums as its columns 3-6: both merge loops add every column of ``nrm`` on a merge, so they follow the clusters
-    (:data:`FEATURES`' ``log_union_spread_over_parts``). A stand-in graph without ``centroids`` gets zeros."""
-    K = state.nrm.shape[0]
-    mom = np.zeros((K, 4))
-    w = _moment_weights(graph)
-    if w is not None:
-        for j in range(4):
-            mom[:, j] = np.bincount(state.lab0, weights=w[j], minlength=K)
-    state.nrm = np.ascontiguousarray(np.concatenate([state.nrm, mom], axis=1))
-
-
-def _moment_weights(graph):
-    """(4, F) the faces' area x centred, scaled centroid (x, y, z) and area x its squared norm (None without
-    ``centroids``), kept on the graph: the rows of one k are merged from the same graph."""
-    c = getattr(graph, "centroids", None)
-    if c is None or not len(c):
-        return None
-    cached = getattr(graph, "_moment_weights", None)
-    if cached is not None and cached[0] is c and cached[1].shape[1] == len(c):
-        return cached[1]
-    a = np.asarray(graph.areas, dtype=np.float64)
-    tot = max(float(a.sum()), 1e-300)
-    c64 = np.asarray(c, dtype=np.float64)
-    x = (c64 - (c64 * a[:, None]).sum(axis=0) / tot) / np.sqrt(tot)
-    w = np.stack([a * x[:, 0], a * x[:, 1], a * x[:, 2], a * (x * x).sum(axis=1)])
-    try:
-        graph._moment_weights = (c, w)
-    except AttributeError:  # (a graph type that takes no new attributes: computed each time)
-        pass
-    return w
 
 
 def _lengths_conc(graph):
@@ -444,9 +405,7 @@ def _subgraph(graph, faces):
                           edge_length=np.asarray(length)[e], concave=np.asarray(graph.concave)[e],
                           areas=np.asarray(graph.areas)[faces], normals=np.asarray(graph.normals)[faces],
                           thickness=None if th is None else np.asarray(th)[faces], ref_scale=0.0,
-                          concavity=np.asarray(conc)[e],
-                          centroids=None if getattr(graph, "centroids", None) is None
-                          else np.asarray(graph.centroids)[faces])
+                          concavity=np.asarray(conc)[e])
     return sub
 
 
@@ -515,11 +474,10 @@ def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_ar
     def unit(v):
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-300)
 
-    nv = nrm[:, :3]
-    na, nb = unit(nv[ulo]), unit(nv[uhi])
-    union = nv[ulo] + nv[uhi]
+    na, nb = unit(nrm[ulo]), unit(nrm[uhi])
+    union = nrm[ulo] + nrm[uhi]
     spread_u = 1.0 - np.linalg.norm(union, axis=1) / np.maximum(area[ulo] + area[uhi], 1e-300)
-    spread_s = 1.0 - np.linalg.norm(nv[sm], axis=1) / np.maximum(area[sm], 1e-300)
+    spread_s = 1.0 - np.linalg.norm(nrm[sm], axis=1) / np.maximum(area[sm], 1e-300)
     comp = label_component[ulo]
     nc = int(comp_area.size)
     cnt = np.array([count.get(c, 1) for c in range(nc)], dtype=np.float64)[comp]
@@ -529,23 +487,5 @@ def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_ar
             BH[ulo, uhi] / blc, bl / np.maximum(perim[sm], 1e-300), bl / np.maximum(perim[lg_], 1e-300),
             area[sm] / ca, area[lg_] / ca, _log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),
             dth, m[sm] - comp_lg[comp], 1.0 - np.sum(na * nb, axis=1), spread_u, spread_s, cnt / tgt, cnt / st0,
-            m[sm] - m[lg_], _union_spread(nrm, area, ulo, uhi)]
+            m[sm] - m[lg_]]
     return np.stack(cols, axis=1)
-
-
-def _union_spread(mom, area, p, q) -> np.ndarray:
-    """``log_union_spread_over_parts`` (``mom``: ``state.nrm``, its columns 3-6 the position moments), in the
-    compiled loop's order of operations."""
-    ap, aq = area[p], area[q]
-    au = ap + aq
-
-    def var(m0, m1, m2, m3, a):
-        a = np.maximum(a, 1e-300)
-        cx, cy, cz = m0 / a, m1 / a, m2 / a
-        return m3 / a - ((cx * cx + cy * cy) + cz * cz)
-
-    vu = var(mom[p, 3] + mom[q, 3], mom[p, 4] + mom[q, 4], mom[p, 5] + mom[q, 5], mom[p, 6] + mom[q, 6], au)
-    vp = np.maximum(var(mom[p, 3], mom[p, 4], mom[p, 5], mom[p, 6], ap), 0.0)
-    vq = np.maximum(var(mom[q, 3], mom[q, 4], mom[q, 5], mom[q, 6], aq), 0.0)
-    parts = (ap * vp + aq * vq) / np.maximum(au, 1e-300)
-    return _log(np.maximum(vu, 1e-300) / np.maximum(parts, 1e-300))
