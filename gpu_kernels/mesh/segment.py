@@ -1246,7 +1246,10 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         near_hook = None
         if NEAREST_BESIDE and (backend.is_gpu or NEAREST_BESIDE_CPU):
             def near_hook(t, gs):
-                workers = None if NEAREST_BESIDE_ROWS is None else -(-graph.n // int(NEAREST_BESIDE_ROWS))
+                # a thread per NEAREST_BESIDE_ROWS faces, never more than the machine's cores (a 1M-face scan would
+                # start over a hundred threads; 17k and 50k give 2 and 6, as judged)
+                workers = (None if NEAREST_BESIDE_ROWS is None
+                           else min(os.cpu_count() or 1, -(-graph.n // int(NEAREST_BESIDE_ROWS))))
                 near_jobs[t] = job = BackgroundCall(_nearest_faces, gs.centroids, graph.centroids, workers,
                                                     name="gpulab-kd-nearest")
                 leave.callback(_wait_quietly, job)

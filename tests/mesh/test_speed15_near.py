@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import threading
 
 import numpy as np
@@ -82,11 +83,22 @@ def test_the_nearest_faces_run_on_their_own_thread_beside_the_apsp(monkeypatch):
     _spy_nearest(monkeypatch, log)
     _segment(monkeypatch, near=True)
     me = threading.current_thread().name
-    assert log[0] == ("nearest start", "gpulab-kd-nearest", -(-9800 // segment.NEAREST_BESIDE_ROWS))   # (2 threads)
+    want = min(os.cpu_count() or 1, -(-9800 // segment.NEAREST_BESIDE_ROWS))   # (2 threads on 2 cores or more)
+    assert log[0] == ("nearest start", "gpulab-kd-nearest", want)
     assert ("apsp", me) in log and log.index(("apsp", me)) < log.index(("nearest end", "gpulab-kd-nearest"))
     log.clear()
     _segment(monkeypatch)   # off: after the APSP, on the caller (the gate is open by then)
     assert log[0] == ("apsp", me) and ("nearest start", me, None) in log
+
+
+def test_the_search_threads_never_outnumber_the_cores(monkeypatch):
+    """A large scan would start a thread per NEAREST_BESIDE_ROWS faces: the cores cap them (review s15 R1)."""
+    log: list = []
+    _spy_nearest(monkeypatch, log)
+    monkeypatch.setattr(segment, "NEAREST_BESIDE_ROWS", 1000)   # 9,800 faces: 10 threads uncapped
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    _segment(monkeypatch, near=True)
+    assert log[0] == ("nearest start", "gpulab-kd-nearest", 3)
 
 
 def test_off_the_search_runs_on_the_caller_after_the_apsp(monkeypatch):
