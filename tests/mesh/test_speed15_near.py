@@ -139,3 +139,26 @@ def test_the_nearest_thread_has_ended_when_the_apsp_fails(monkeypatch):
     with pytest.raises(MemoryError, match="no room for the distances"):
         _segment(monkeypatch, near=True)
     assert len(threads) == 1 and threads[0].name == "gpulab-kd-nearest" and not threads[0].is_alive()
+
+
+
+@pytest.mark.slow
+def test_several_working_meshes_each_get_their_own_nearest_faces(monkeypatch):
+    """With consensus (three working resolutions of different sizes), each working mesh's job is keyed to its own
+    target: the nearest faces equal the search on the caller (review s15 R5; ~1 min on 2 cores)."""
+    def stand_in(vertices, faces, target, method=None):
+        vs, fs = _sphere(max(8, int((target / 2) ** 0.5)))   # a coarser sphere per target: different sizes
+        return vs.copy(), fs.astype(np.int64)
+
+    monkeypatch.setattr(segment, "simplify_mesh", stand_in)
+    monkeypatch.setattr(segment, "_can_simplify", lambda: True)
+    v, f = _sphere(50)
+    out = {}
+    for near in (False, True):
+        monkeypatch.setattr(segment, "NEAREST_BESIDE", near)
+        monkeypatch.setattr(segment, "NEAREST_BESIDE_CPU", near)
+        p = segment.prepare_mesh(v, f, device="cpu", consensus=True)
+        sizes = [g.n for _, g, _ in p.working]
+        assert len(sizes) == 3 and len(set(sizes)) == 3, sizes
+        out[near] = [np.asarray(x).tobytes() for x in p.nearest]
+    assert out[True] == out[False]
