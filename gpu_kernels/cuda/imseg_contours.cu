@@ -236,12 +236,13 @@ __device__ __forceinline__ int ct_insert(u64* __restrict__ hkey, int* __restrict
 // per pixel: its region's area and colour sums; every pair of 4-adjacent pixels of two
 // regions adds one boundary pixel pair (and its two gradient values) to the pair's slot.
 // Regions are 0-based (label - 1). A thread takes CT_CHUNK consecutive pixels and adds each
-// run of one region, and each run of one horizontal or vertical pair, at once.
+// run of one region, and each run of one horizontal or vertical pair, at once. A label beyond
+// the nreg regions that area and rsum hold sets bit 4 of the error bits and writes nothing more.
 extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const int* __restrict__ gq,
                                          const int* __restrict__ q, int W, int H, long long* __restrict__ area,
                                          long long* __restrict__ rsum, u64* __restrict__ hkey,
                                          int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
-                                         int* __restrict__ state) {
+                                         int* __restrict__ state, int nreg) {
     int* err = state + 2;  // error bits (ct_merge's state[2])
     long long n = (long long)W * H;
     long long p0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * CT_CHUNK;
@@ -257,6 +258,10 @@ extern "C" __global__ void ct_rag_pixels(const int* __restrict__ labels, const i
         int p = (int)pp;
         int y = p / W, x = p - y * W;
         int l = labels[p] - 1;
+        if ((unsigned int)l >= (unsigned int)nreg) {  // beyond area's nreg regions: stop, error bit 4
+            atomicOr(err, 4);
+            return;
+        }
         if (l != rl) {
             if (rl >= 0) {
                 atomicAdd((unsigned long long*)&area[rl], (unsigned long long)ra);
@@ -339,6 +344,12 @@ __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict
 // cheapest ones that reach it); the lower region absorbs the higher (area and colour sums);
 // the pairs are renamed and aggregated again through the hash table.
 // hkey/hlen/hgs: the table (cleared, capacity 2^logcap) holding the initial pairs.
+// cache (session 15): a pair whose regions took no part in the last round's merges keeps its cost
+// (the same inputs: the same bits), carried through the table in g_hcost (capacity 2^logcap) with
+// the new slots listed in g_slots (emax) instead of ecost; g_stamp (R ints, or shared memory
+// beside the regions') holds the round in which each region last merged. The merged pairs'
+// best entries are reset in the renaming pass itself. cache 0: the kernel before session 15.
+// CT_PROF (a define): thread 0's clock64 per phase summed into state[4..] (as long long).
 // into[r] (out): the region r merged into (r itself for survivors); state[0] = regions left,
 // state[1] = rounds, state[2] = error bits (1 the table was full, here or in ct_rag_pixels; 2 more
 // pairs than the emax positions: labels whose regions are not one 4-connected piece; the rounds stop).
@@ -346,8 +357,15 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int R, u64* __restrict__ hkey, int* __restrict__ hlen, unsigned long long* __restrict__ hgs, int logcap,
     int* g_ea, int* g_eb, int* g_el, unsigned long long* g_eg, unsigned int* g_ecost, long long* g_area,
     long long* g_rsum, u64* g_best, int* g_into, int target, float thr, double g2, double b0, double inv_norm,
-    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem) {
-    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK, sErr;
+    double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem,
+    int cache, unsigned int* __restrict__ g_hcost, int* __restrict__ g_slots, int* g_stamp) {
+    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK, sErr, sFull;
+#ifdef CT_PROF
+    long long pt0 = clock64(), pt1;
+#define CT_PT(i) do { if (threadIdx.x == 0) { pt1 = clock64(); ((long long*)(state + 4))[i] += pt1 - pt0; pt0 = pt1; } } while (0)
+#else
+#define CT_PT(i) do { } while (0)
+#endif
     const int t = threadIdx.x, T = blockDim.x;
     const int cap = 1 << logcap;
     // the regions' and the pairs' arrays live in shared memory when they fit (use_smem 1: the
@@ -361,6 +379,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     u64* best = g_best;
     unsigned long long* eg = g_eg;
     int* into = g_into;
+    int* stamp = g_stamp;
     int* ea = g_ea;
     int* eb = g_eb;
     int* el = g_el;
@@ -375,6 +394,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         eb = ea + emax;
         el = eb + emax;
         ecost = (unsigned int*)(el + emax);
+        if (cache) stamp = (int*)(ecost + emax);
     } else if (use_smem == 2) {
         // only the regions' arrays (ct_merge_region_smem_bytes): the pairs are read in order
         // (coalesced), the regions at random (the costs' sums, the atomics on best)
@@ -382,6 +402,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         rsum = area + R;
         best = (u64*)(rsum + 3 * R);
         into = (int*)(best + R);
+        if (cache) stamp = into + R;
     }
     if (use_smem) {
         for (int r = t; r < R; r += T) {
@@ -394,6 +415,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     for (int r = t; r < R; r += T) {
         into[r] = r;
         best[r] = CT_EMPTY;
+        if (cache) stamp[r] = -2;
     }
     if (t == 0) {
         sE = 0;
@@ -402,6 +424,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         sRounds = 0;
         sDone = 0;
         sErr = state[2];  // the pixel pass's
+        sFull = 1;        // the first round computes every cost
     }
     __syncthreads();
     // compact the initial table into the edge list, clearing it
@@ -426,18 +449,27 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         }
     }
     __syncthreads();
+    CT_PT(0);
     while (!sDone) {
         const int E = imin(sE, emax);
         if (sErr || E == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
-        // 1. costs and every region's cheapest pair
+        const int rd = sRounds;
+        const bool full = !cache || sFull;
+        // 1. costs and every region's cheapest pair (cache: only where a region merged last round)
         for (int e = t; e < E; e += T) {
             int a = ea[e], b = eb[e];
-            unsigned int bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
-            ecost[e] = bits;
+            unsigned int bits;
+            if (!full && stamp[a] != rd - 1 && stamp[b] != rd - 1) {
+                bits = ecost[e];
+            } else {
+                bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
+                ecost[e] = bits;
+            }
             atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
             atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));
         }
         __syncthreads();
+        CT_PT(1);
         // 2. mutual pairs below the threshold (flag: ecost's pair is kept in el's sign)
         int nm = im_flag_mutual(ea, eb, el, ecost, best, thr, E, &sTmp);
         bool cleanup = false;
@@ -478,54 +510,79 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
                 into[b] = a;
                 area[a] += area[b];
                 for (int c = 0; c < 3; ++c) rsum[3 * a + c] += rsum[3 * b + c];
+                if (cache) {
+                    stamp[a] = rd;
+                    stamp[b] = rd;
+                }
             }
         }
         __syncthreads();
         }
         __syncthreads();
+        CT_PT(2);
         // 5. rename the pairs and aggregate them again
         for (int e = t; e < E; e += T) {
             int len = el[e];
-            if (len < 0) continue;
+            if (len < 0) {
+                if (cache) {  // the merged pair's best entries (the loop below, before session 15)
+                    best[ea[e]] = CT_EMPTY;
+                    best[eb[e]] = CT_EMPTY;
+                }
+                continue;
+            }
             int a = ea[e], b = eb[e];
             if (!cleanup) {
                 best[a] = CT_EMPTY;
                 best[b] = CT_EMPTY;
             }
+            const bool clean = cache && stamp[a] != rd && stamp[b] != rd;  // its key and cost stay
             a = into[a];
             b = into[b];
             if (a == b) continue;
             int lo = imin(a, b), hi2 = imax(a, b);
             int slot = ct_insert(hkey, hlen, hgs, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e], &sErr);
-            if (slot >= 0) ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
+            if (slot >= 0) {
+                if (cache) {
+                    if (clean) g_hcost[slot] = ecost[e];
+                    g_slots[atomicAdd(&sNew, 1)] = slot;
+                } else {
+                    ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
+                }
+            }
         }
-        for (int e = t; e < E; e += T) {
-            if (el[e] < 0) {
-                best[ea[e]] = CT_EMPTY;
-                best[eb[e]] = CT_EMPTY;
+        if (!cache) {
+            for (int e = t; e < E; e += T) {
+                if (el[e] < 0) {
+                    best[ea[e]] = CT_EMPTY;
+                    best[eb[e]] = CT_EMPTY;
+                }
             }
         }
         __syncthreads();
+        CT_PT(3);
         if (t == 0) {
             sE = sNew;
             sNew = 0;
             sCount -= nm;
             sRounds += 1;
+            sFull = cleanup ? 1 : 0;  // a clean-up moves regions without stamps: every cost again
         }
         __syncthreads();
         const int E2 = sE;
         for (int i = t; i < E2; i += T) {
-            const int s = (int)ecost[i];
+            const int s = cache ? g_slots[i] : (int)ecost[i];
             u64 k = hkey[s];
             ea[i] = (int)(k >> 32);
             eb[i] = (int)(k & 0xffffffffULL);
             el[i] = hlen[s];
             eg[i] = hgs[s];
+            if (cache) ecost[i] = g_hcost[s];  // a pair with a merged region computes it again
             hkey[s] = CT_EMPTY;
             hlen[s] = 0;
             hgs[s] = 0ULL;
         }
         __syncthreads();
+        CT_PT(4);
     }
     __syncthreads();
     if (use_smem)

@@ -59,6 +59,7 @@ from gpu_kernels.backend import asnumpy, get_backend, set_max_dynamic_smem
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg._util import (
+    NULL,
     ImsegInputError,
     StageTimer,
     SyncCounter,
@@ -568,46 +569,123 @@ def _logcap(R: int) -> int:
     return max(6, int(math.ceil(math.log2(6 * R + 64))))
 
 
+#: queue the region graph's pixel pass (and allocate the merge's arrays) BEFORE the host reads the
+#: number of superpixel components, sized by a bound: the largest R whose hash table is as large as
+#: the last call's of this shape and these parameters (session 15, issue 21: the host's allocations
+#: and launches no longer stand between that read-back and the merge on the GPU's critical path).
+#: Where the components outnumber the bound the pass is done again with the exact sizes. False:
+#: the arrays are allocated and the pass launched after the read-back (the path before session 15).
+EARLY_GRAPH = True
+#: ``ct_merge``'s cost cache (session 15): a pair whose regions did not merge in the last round keeps
+#: its cost (the same bits) instead of computing it again, and the merged pairs' entries are reset
+#: in the renaming pass; False: the kernel's rounds as before session 15
+MERGE_CACHE = True
+#: ``ct_merge``'s per-phase clock (thread 0's clock64 into the state array; benchmarks only)
+MERGE_PROFILE = False
+_LAST_R: dict = {}
+
+
+def _early_key(be, h: int, w: int, sp_params: dict) -> tuple:
+    return (be.label, h, w, float(sp_params.get("sigma", DEFAULT_SIGMA)), int(sp_params["n_superpixels"]),
+            float(sp_params["compactness"]))
+
+
+def _note_r(key, R: int) -> None:
+    if len(_LAST_R) > 256:
+        _LAST_R.clear()
+    _LAST_R[key] = int(R)
+
+
+def early_graph(be, labels_d, key, h: int, w: int, gq, q):
+    """The region graph's pixel pass queued before R is known (:data:`EARLY_GRAPH`): arrays for up
+    to ``rcap`` regions (the most with the hash table of the last R seen for ``key``), or None where
+    no R was seen yet or the switch is off."""
+    last = _LAST_R.get(key)
+    if not EARLY_GRAPH or last is None:
+        return None
+    xp = be.xp
+    lc = _logcap(last)
+    rcap = max(int(last), ((1 << lc) - 64) // 6)
+    cap = 1 << lc
+    pre = {"rcap": rcap, "lc": lc,
+           "hkey": xp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64),
+           "hlen": xp.zeros(cap, dtype=xp.int32), "hgs": xp.zeros(cap, dtype=xp.uint64),
+           "area": xp.zeros(rcap, dtype=xp.int64), "rsum": xp.zeros(3 * rcap, dtype=xp.int64),
+           "state": xp.zeros(3, dtype=xp.int32)}
+    n = h * w
+    kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(-(-n // CHUNK), 256), (256,), (
+        labels_d, gq, q, np.int32(w), np.int32(h), pre["area"], pre["rsum"], pre["hkey"], pre["hlen"], pre["hgs"],
+        np.int32(lc), pre["state"], np.int32(rcap)))
+    emax = 3 * rcap + 16
+    pre.update(ea=xp.empty(emax, dtype=xp.int32), eb=xp.empty(emax, dtype=xp.int32),
+               el=xp.empty(emax, dtype=xp.int32), eg=xp.empty(emax, dtype=xp.uint64),
+               ecost=xp.empty(emax, dtype=xp.uint32), best=xp.empty(rcap, dtype=xp.uint64),
+               into=xp.empty(rcap, dtype=xp.int32), hcost=xp.empty(cap, dtype=xp.uint32),
+               slots=xp.empty(emax, dtype=xp.int32), stamp=xp.empty(rcap, dtype=xp.int32))
+    return pre
+
+
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
-                       smem: bool | str | None = None):
+                       smem: bool | str | None = None, pre: dict | None = None, cache: bool | None = None):
     """Build the graph and merge on the device: returns ``(into (R,), state (3,): [count, rounds, error bits])``
     (error bits: labels beyond the graph's bounds, a region in several pieces; :func:`check_merge_state`).
     ``smem``: keep the merge's arrays in shared memory (True), only the regions' (``"regions"``),
-    or none (False); None: all where they fit, else the regions' where they fit."""
+    or none (False); None: all where they fit, else the regions' where they fit. ``pre``: the
+    pixel pass already queued by :func:`early_graph` (used where R is within its bound). ``cache``:
+    the merge's cost cache (None: :data:`MERGE_CACHE`)."""
     xp = be.xp
+    cache = MERGE_CACHE if cache is None else bool(cache)
     n = h * w
-    lc = _logcap(R)
-    cap = 1 << lc
-    hkey = xp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64)
-    hlen = xp.zeros(cap, dtype=xp.int32)
-    hgs = xp.zeros(cap, dtype=xp.uint64)
-    area = xp.zeros(R, dtype=xp.int64)
-    rsum = xp.zeros(3 * R, dtype=xp.int64)
-    chunks = -(-n // CHUNK)
-    state = xp.zeros(3, dtype=xp.int32)
-    kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(chunks, 256), (256,), (
-        labels_d, gq, q, np.int32(w), np.int32(h), area, rsum, hkey, hlen, hgs, np.int32(lc), state))
-    if timer is not None:
-        timer.mark("graph")
     emax = 3 * R + 16
-    ea = xp.empty(emax, dtype=xp.int32)
-    eb = xp.empty(emax, dtype=xp.int32)
-    el = xp.empty(emax, dtype=xp.int32)
-    eg = xp.empty(emax, dtype=xp.uint64)
-    ecost = xp.empty(emax, dtype=xp.uint32)
-    best = xp.empty(R, dtype=xp.uint64)
-    into = xp.empty(R, dtype=xp.int32)
-    fm = kernel(be, _SRC, "ct_merge", options=_OPTS)
-    use = merge_smem_mode(be, R, emax) if smem is None else (2 if smem == "regions" else int(bool(smem)))
-    smem = merge_smem_bytes(R, emax) if use == 1 else merge_region_smem_bytes(R)
+    if pre is not None and R <= pre["rcap"]:
+        lc, hkey, hlen, hgs, area, rsum, state = (pre[k] for k in ("lc", "hkey", "hlen", "hgs", "area", "rsum",
+                                                                   "state"))
+        ea, eb, el, eg, ecost, best, into, hcost, slots, stamp = (
+            pre[k] for k in ("ea", "eb", "el", "eg", "ecost", "best", "into", "hcost", "slots", "stamp"))
+        if timer is not None:
+            timer.mark("graph")
+    else:
+        lc = _logcap(R)
+        cap = 1 << lc
+        hkey = xp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64)
+        hlen = xp.zeros(cap, dtype=xp.int32)
+        hgs = xp.zeros(cap, dtype=xp.uint64)
+        area = xp.zeros(R, dtype=xp.int64)
+        rsum = xp.zeros(3 * R, dtype=xp.int64)
+        chunks = -(-n // CHUNK)
+        state = xp.zeros(3, dtype=xp.int32)
+        kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(chunks, 256), (256,), (
+            labels_d, gq, q, np.int32(w), np.int32(h), area, rsum, hkey, hlen, hgs, np.int32(lc), state, np.int32(R)))
+        if timer is not None:
+            timer.mark("graph")
+        ea = xp.empty(emax, dtype=xp.int32)
+        eb = xp.empty(emax, dtype=xp.int32)
+        el = xp.empty(emax, dtype=xp.int32)
+        eg = xp.empty(emax, dtype=xp.uint64)
+        ecost = xp.empty(emax, dtype=xp.uint32)
+        best = xp.empty(R, dtype=xp.uint64)
+        into = xp.empty(R, dtype=xp.int32)
+        hcost = slots = stamp = None
+    if cache and hcost is None:
+        hcost = xp.empty(1 << lc, dtype=xp.uint32)
+        slots = xp.empty(emax, dtype=xp.int32)
+        stamp = xp.empty(R, dtype=xp.int32)
+    if MERGE_PROFILE:
+        st = xp.zeros(4 + 2 * 8, dtype=xp.int32)
+        st[:3] = state
+        state = st
+    fm = kernel(be, _SRC, "ct_merge", options=_OPTS, defines={"CT_PROF": 1} if MERGE_PROFILE else None)
+    use = merge_smem_mode(be, R, emax, cache) if smem is None else (2 if smem == "regions" else int(bool(smem)))
+    smem = merge_smem_bytes(R, emax, cache) if use == 1 else merge_region_smem_bytes(R, cache)
     if use:
         set_max_dynamic_smem(fm, smem)
     fm((1,), (BLOCK,), (
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
         np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
-        np.int32(use)), shared_mem=smem if use else 0)
+        np.int32(use), np.int32(cache), hcost if cache else NULL, slots if cache else NULL,
+        stamp if cache else NULL), shared_mem=smem if use else 0)
     return into, state
 
 
@@ -621,23 +699,24 @@ def check_merge_state(state, error_at: int = 2) -> None:
                          "4-connected piece?)")
 
 
-def merge_smem_bytes(R: int, emax: int) -> int:
+def merge_smem_bytes(R: int, emax: int, cache: bool = False) -> int:
     """Shared memory ``ct_merge`` needs to keep the regions and pairs on chip (area, 3 colour
-    sums and best: 8 bytes each a region; into: 4; per pair 8 + 4 x 4)."""
-    return int(R * (8 * 5 + 4) + emax * (8 + 4 * 4))
+    sums and best: 8 bytes each a region; into: 4, and with the cost cache the stamp: 4; per
+    pair 8 + 4 x 4)."""
+    return int(R * (8 * 5 + 4 + 4 * bool(cache)) + emax * (8 + 4 * 4))
 
 
-def merge_region_smem_bytes(R: int) -> int:
+def merge_region_smem_bytes(R: int, cache: bool = False) -> int:
     """Shared memory ``ct_merge`` needs to keep only the regions on chip (area, 3 colour sums,
-    best: 8 bytes each; into: 4)."""
-    return int(R * (8 * 5 + 4))
+    best: 8 bytes each; into: 4; with the cost cache the stamp: 4)."""
+    return int(R * (8 * 5 + 4 + 4 * bool(cache)))
 
 
-def merge_smem_mode(be, R: int, emax: int) -> int:
+def merge_smem_mode(be, R: int, emax: int, cache: bool = False) -> int:
     """Where ``ct_merge`` keeps its arrays: 1 all in shared memory, 2 the regions' only, 0 none."""
-    if merge_smem_bytes(R, emax) <= _max_smem(be):
+    if merge_smem_bytes(R, emax, cache) <= _max_smem(be):
         return 1
-    return 2 if merge_region_smem_bytes(R) <= _max_smem(be) else 0
+    return 2 if merge_region_smem_bytes(R, cache) <= _max_smem(be) else 0
 
 
 def _max_smem(be) -> int:
@@ -812,8 +891,8 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
                 return seg
         col = stage_colour(image, sigma=sigma, device=be, progress=progress.sub(0.0, 0.2))
         progress.update(0.2, "superpixels")
-        sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
-                               progress=progress.sub(0.2, 0.5))
+        sp = _stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
+                                progress=progress.sub(0.2, 0.5), early=merge == "contour")
         progress.update(0.5, "merging")
         mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, merge=merge, device=be,
                          progress=progress.sub(0.5, 0.8))
@@ -838,11 +917,16 @@ def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, mom
             syncs = SyncCounter()
             g.launch(be, u8)
             timer.mark("prefix")
+            key = _early_key(be, g.h, g.w, gp)
+            pre = early_graph(be, g.comps, key, g.h, g.w, g.gq, g.q) if merge == "contour" else None
             R = int(syncs.read(be, g.total, "number of superpixel components (sizes the graph)")[0])
+            _note_r(key, R)
             col = {"img": img, "h": g.h, "w": g.w, "c": c, "c8": g.c8, "sigma": gp["sigma"], "device": be.label,
                    "img_d": g.img_d, "sm": g.sm, "gq": g.gq, "q": g.q, "timer": timer}
             sp = {"S": g.S, "n_superpixels": gp["n_superpixels"], "compactness": gp["compactness"], "comps": g.comps,
                   "R": R, "syncs": syncs}
+            if pre is not None:
+                sp["graph_pre"] = pre
             progress.update(0.5, "merging")
             mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, merge=merge, device=be,
                              progress=progress.sub(0.5, 0.8))
@@ -891,6 +975,15 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None, progress=N
 def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
                       compactness: float = DEFAULT_COMPACTNESS, device=None, progress=None) -> dict:
     """Stage 2: SLIC cells split into 4-connected components (``comps`` 1..R)."""
+    return _stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=device,
+                              progress=progress)
+
+
+def _stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
+                       compactness: float = DEFAULT_COMPACTNESS, device=None, progress=None,
+                       early: bool = False) -> dict:
+    """:func:`stage_superpixels`; ``early``: on the GPU, queue the region graph's pixel pass before
+    the read-back of R (:func:`early_graph`; ``graph_pre`` in the result, for one :func:`stage_merge`)."""
     be = get_backend(device)
     p = check_params(DEFAULT_COARSENESS, 0, n_superpixels, compactness, DEFAULT_SIGMA)
     h, w = col["h"], col["w"]
@@ -907,9 +1000,15 @@ def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
         syncs = SyncCounter()
         cells = slic_device(be, col["sm"], col["q"], h, w, S, p["compactness"], SLIC_ITERATIONS)
         comps, total = _label.unionfind_device(be, cells, h, w, 4)
+        key = _early_key(be, h, w, {**p, "sigma": col["sigma"]}) if early else None
+        pre = early_graph(be, comps, key, h, w, col["gq"], col["q"]) if early else None
         R = int(syncs.read(be, total, "number of superpixel components (sizes the graph)")[0])
         timer.mark("superpixels")
+        if early:
+            _note_r(key, R)
         out.update(comps=comps, R=R, timer=timer, syncs=syncs)
+        if pre is not None:
+            out["graph_pre"] = pre
     return out
 
 
@@ -965,8 +1064,13 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
             into, state = _lm.merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], tau,
                                            inv_norm, timer=timer, min_area=min_area, info=ran)
         else:
+            pre = sp.get("graph_pre")
+            if pre is not None and pre.get("used"):
+                pre = None  # its table and sums were spent by an earlier merge
+            elif pre is not None:
+                pre["used"] = True
             into, state = graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], thr,
-                                             inv_norm, timer=timer, min_area=min_area)
+                                             inv_norm, timer=timer, min_area=min_area, pre=pre)
         newid = xp.empty(R, dtype=xp.int32)
         count_d = _label.relabel_device(be, into, R, newid)
         labels_d = sp["comps"].copy()
@@ -976,7 +1080,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
                    merge_smem=(ran["smem"] if learned
-                               else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)]))
+                               else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16, MERGE_CACHE)]))
     return out
 
 

@@ -1,0 +1,174 @@
+"""imseg-speed4, session 15 (issue 21): the DEFAULT contour pipeline's margin at 512^2. One process on the
+device, four arms of two switches (contours.EARLY_GRAPH: the region graph's pixel pass queued before the
+read-back of R; contours.MERGE_CACHE: ct_merge's cost cache), judged by the rule in
+benchmarks/results/imseg_speed_session15.md (committed before the run).
+
+1. equality: every arm against the base arm (both switches off, the path before session 15) on the 20 BSDS
+   images (BSDS_DIR/*.jpg), astronaut 512^2 and coffee 1080p, each image twice (the second call replays the
+   CUDA graph where the shape allows): labels, superpixel components, counts, rounds, every feature array.
+2. speed: end to end (labels + features, from the host image; segment_contours with its defaults),
+   ROUNDS rounds, each running every arm once in a rotating order, perf_counter around the call with a device
+   synchronize before and after; medians, best, p90, and the medians of the stage timings.
+3. ct_merge alone (its GPU time behind a long kernel, so the host's launches are hidden) and its phases
+   (MERGE_PROFILE: thread 0's clock64 per phase), cache off and on, at 512^2 and 1080p.
+4. the decision of the rule: writes decision.json and prints 'SHIP early=<bool> cache=<bool>'.
+
+Run from the repo root on the device: python benchmarks/imseg_speed15.py OUT_DIR BSDS_DIR [ROUNDS]
+"""
+from __future__ import annotations
+
+import glob
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from imseg import natural_image  # noqa: E402
+
+from gpu_kernels.imseg import contours as C  # noqa: E402
+
+ARMS = {"base": (False, False), "E": (True, False), "C": (False, True), "EC": (True, True)}
+
+
+def set_arm(arm: str) -> None:
+    C.EARLY_GRAPH, C.MERGE_CACHE = ARMS[arm]
+
+
+def same(a, b) -> bool:
+    if a.n_regions != b.n_regions or a.n_clusters != b.n_clusters:
+        return False
+    if a.info["merge_rounds"] != b.info["merge_rounds"]:
+        return False
+    if not (np.array_equal(np.asarray(a.labels), np.asarray(b.labels))
+            and np.array_equal(np.asarray(a.clusters), np.asarray(b.clusters))):
+        return False
+    if sorted(a.features) != sorted(b.features):
+        return False
+    return all(np.array_equal(np.asarray(a.features[k]), np.asarray(b.features[k]), equal_nan=True)
+               for k in a.features)
+
+
+def main():
+    import cupy as cp
+
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    bsds = sorted(glob.glob(str(Path(sys.argv[2]) / "*.jpg")))
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+    import cv2
+
+    res = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rounds": rounds}
+    pre_used = {"used": 0, "fallback": 0}
+    real_gmd = C.graph_merge_device
+
+    def spy(be, labels_d, R, *a, pre=None, **k):
+        if pre is not None:
+            pre_used["used" if R <= pre["rcap"] else "fallback"] += 1
+        return real_gmd(be, labels_d, R, *a, pre=pre, **k)
+
+    C.graph_merge_device = spy
+    # 1. equality
+    images = [(Path(p).stem, cv2.cvtColor(cv2.imread(p), cv2.COLOR_BGR2RGB)) for p in bsds]
+    images += [("astronaut512", natural_image(512, 512)), ("coffee1080p", natural_image(1080, 1920))]
+    eq = {arm: 0 for arm in ARMS}
+    bad = {arm: [] for arm in ARMS}
+    for name, img in images:
+        ref = None
+        for arm in ARMS:
+            set_arm(arm)
+            for rep in range(2):
+                s = C.segment_contours(img, device="cuda")
+                if ref is None:
+                    ref = s
+                    continue
+                if same(s, ref):
+                    eq[arm] += 1
+                else:
+                    bad[arm].append(f"{name}#{rep}")
+    res["equality"] = {"calls_equal_base": eq, "differ": bad, "calls_compared": {a: (1 if a == "base" else 2) * len(images) for a in ARMS},
+                       "early_pass_used": dict(pre_used)}
+    print("equality", json.dumps(res["equality"]), flush=True)
+    # 2. speed
+    speed = {}
+    for h, w in ((512, 512), (1080, 1920)):
+        img = natural_image(h, w)
+        for arm in ARMS:
+            set_arm(arm)
+            for _ in range(3):
+                C.segment_contours(img, device="cuda")
+        t = {arm: [] for arm in ARMS}
+        st = {arm: [] for arm in ARMS}
+        names = list(ARMS)
+        for r in range(rounds):
+            order = names[r % 4:] + names[:r % 4]
+            for arm in order:
+                set_arm(arm)
+                cp.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                s = C.segment_contours(img, device="cuda")
+                cp.cuda.Device().synchronize()
+                t[arm].append((time.perf_counter() - t0) * 1e3)
+                st[arm].append(s.timings)
+        key = f"{h}x{w}"
+        speed[key] = {}
+        for arm in ARMS:
+            v = np.array(t[arm])
+            stages = {k: round(1e3 * float(np.median([d.get(k, np.nan) for d in st[arm]])), 4) for k in st[arm][0]}
+            speed[key][arm] = {"median": float(np.median(v)), "best": float(v.min()),
+                               "p90": float(np.percentile(v, 90)), "stages_ms": stages}
+            print(f"{key} {arm}: median {np.median(v):.3f} best {v.min():.3f} p90 {np.percentile(v, 90):.3f} "
+                  f"stages {stages}", flush=True)
+    res["speed"] = speed
+    # 3. ct_merge alone and its phases
+    C.graph_merge_device = real_gmd
+    kern = {}
+    clock_khz = cp.cuda.Device().attributes["ClockRate"]
+    busy = cp.ones(1 << 26, cp.float32)
+    be = C.get_backend("cuda")
+    for h, w in ((512, 512), (1080, 1920)):
+        img = natural_image(h, w)
+        col = C.stage_colour(img, device="cuda")
+        sp = C.stage_superpixels(col, device="cuda")
+        R = sp["R"]
+        thr = C.coarseness_threshold(C.DEFAULT_COARSENESS)
+        min_area = C.min_region_area(sp["S"])
+        for cache in (False, True):
+            for prof in (False, True):
+                C.MERGE_PROFILE = prof
+                ms = []
+                for _ in range(11):
+                    for _ in range(4):
+                        busy = cp.sin(busy)
+                    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                    e0.record()
+                    into, state = C.graph_merge_device(be, sp["comps"], R, h, w, col["gq"],
+                                                       col["q"], 0, thr, 1.0 / np.sqrt(h * w), min_area=min_area,
+                                                       cache=cache)
+                    e1.record()
+                    e1.synchronize()
+                    ms.append(cp.cuda.get_elapsed_time(e0, e1))
+                stv = cp.asnumpy(state)
+                row = {"graph_and_merge_ms_median": float(np.median(ms)), "rounds": int(stv[1]), "R": R}
+                if prof:
+                    ph = stv[4:14].view(np.int64)[:5].astype(np.float64)  # the last run's
+                    row["phase_us"] = dict(zip(("setup", "costs", "mutual_merge", "rename", "readback"),
+                                               (ph / clock_khz * 1e3).round(1).tolist(), strict=True))
+                kern[f"{h}x{w} cache={cache} prof={prof}"] = row
+                print(f"{h}x{w} cache={cache} prof={prof}: {row}", flush=True)
+        C.MERGE_PROFILE = False
+    res["ct_merge"] = kern
+    # 4. the rule
+    b5, b10 = speed["512x512"]["base"]["median"], speed["1080x1920"]["base"]["median"]
+    passing = [a for a in ("E", "C", "EC") if not bad[a] and speed["512x512"][a]["median"] <= 0.97 * b5
+               and speed["1080x1920"][a]["median"] <= 1.01 * b10]
+    ship = min(passing, key=lambda a: speed["512x512"][a]["median"]) if passing else "base"
+    res["decision"] = {"passing": passing, "ship": ship, "early": ARMS[ship][0], "cache": ARMS[ship][1]}
+    (out / "decision.json").write_text(json.dumps(res, indent=1))
+    print(f"SHIP early={ARMS[ship][0]} cache={ARMS[ship][1]} (arm {ship}; passing {passing})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
