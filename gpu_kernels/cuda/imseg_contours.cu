@@ -344,11 +344,9 @@ __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict
 // cheapest ones that reach it); the lower region absorbs the higher (area and colour sums);
 // the pairs are renamed and aggregated again through the hash table.
 // hkey/hlen/hgs: the table (cleared, capacity 2^logcap) holding the initial pairs.
-// cache (session 15): a pair whose regions took no part in the last round's merges keeps its cost
-// (the same inputs: the same bits), carried through the table in g_hcost (capacity 2^logcap) with
-// the new slots listed in g_slots (emax) instead of ecost; g_stamp (R ints, or shared memory
-// beside the regions') holds the round in which each region last merged. The merged pairs'
-// best entries are reset in the renaming pass itself. cache 0: the kernel before session 15.
+// slc (session 15): a second table of 2^slc slots in shared memory, after the arrays use_smem puts
+// there (at byte offset soff); a round with at most 2^(slc-1) pairs renames and aggregates them
+// there instead of in the global table (0: never, the kernel before session 15).
 // CT_PROF (a define): thread 0's clock64 per phase summed into state[4..] (as long long).
 // into[r] (out): the region r merged into (r itself for survivors); state[0] = regions left,
 // state[1] = rounds, state[2] = error bits (1 the table was full, here or in ct_rag_pixels; 2 more
@@ -358,8 +356,8 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int* g_ea, int* g_eb, int* g_el, unsigned long long* g_eg, unsigned int* g_ecost, long long* g_area,
     long long* g_rsum, u64* g_best, int* g_into, int target, float thr, double g2, double b0, double inv_norm,
     double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem,
-    int cache, unsigned int* __restrict__ g_hcost, int* __restrict__ g_slots, int* g_stamp) {
-    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK, sErr, sFull;
+    int slc, long long soff) {
+    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK, sErr;
 #ifdef CT_PROF
     long long pt0 = clock64(), pt1;
 #define CT_PT(i) do { if (threadIdx.x == 0) { pt1 = clock64(); ((long long*)(state + 4))[i] += pt1 - pt0; pt0 = pt1; } } while (0)
@@ -379,7 +377,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     u64* best = g_best;
     unsigned long long* eg = g_eg;
     int* into = g_into;
-    int* stamp = g_stamp;
     int* ea = g_ea;
     int* eb = g_eb;
     int* el = g_el;
@@ -394,7 +391,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         eb = ea + emax;
         el = eb + emax;
         ecost = (unsigned int*)(el + emax);
-        if (cache) stamp = (int*)(ecost + emax);
     } else if (use_smem == 2) {
         // only the regions' arrays (ct_merge_region_smem_bytes): the pairs are read in order
         // (coalesced), the regions at random (the costs' sums, the atomics on best)
@@ -402,7 +398,17 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         rsum = area + R;
         best = (u64*)(rsum + 3 * R);
         into = (int*)(best + R);
-        if (cache) stamp = into + R;
+    }
+    // the small table (shared memory): keys, gradient sums, lengths; cleared here, and after every
+    // round that used it by the read-back (as the global table)
+    const int scap = slc > 0 ? (1 << slc) : 0;
+    u64* skey = (u64*)((char*)ct_smem + soff);
+    unsigned long long* sgs = (unsigned long long*)(skey + scap);
+    int* slen = (int*)(sgs + scap);
+    for (int s = t; s < scap; s += T) {
+        skey[s] = CT_EMPTY;
+        sgs[s] = 0ULL;
+        slen[s] = 0;
     }
     if (use_smem) {
         for (int r = t; r < R; r += T) {
@@ -415,7 +421,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     for (int r = t; r < R; r += T) {
         into[r] = r;
         best[r] = CT_EMPTY;
-        if (cache) stamp[r] = -2;
     }
     if (t == 0) {
         sE = 0;
@@ -424,7 +429,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         sRounds = 0;
         sDone = 0;
         sErr = state[2];  // the pixel pass's
-        sFull = 1;        // the first round computes every cost
     }
     __syncthreads();
     // compact the initial table into the edge list, clearing it
@@ -453,18 +457,17 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     while (!sDone) {
         const int E = imin(sE, emax);
         if (sErr || E == 0 || sRounds >= max_rounds || (target > 0 && sCount <= target)) break;
-        const int rd = sRounds;
-        const bool full = !cache || sFull;
-        // 1. costs and every region's cheapest pair (cache: only where a region merged last round)
+        // this round's renaming table: the small one where the pairs fit it at most half full
+        const bool small = scap > 0 && 2 * E <= scap;
+        u64* tkey = small ? skey : hkey;
+        int* tlen = small ? slen : hlen;
+        unsigned long long* tgs = small ? sgs : hgs;
+        const int tlc = small ? slc : logcap;
+        // 1. costs and every region's cheapest pair
         for (int e = t; e < E; e += T) {
             int a = ea[e], b = eb[e];
-            unsigned int bits;
-            if (!full && stamp[a] != rd - 1 && stamp[b] != rd - 1) {
-                bits = ecost[e];
-            } else {
-                bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
-                ecost[e] = bits;
-            }
+            unsigned int bits = ct_cost_bits(area, rsum, a, b, el[e], eg[e], g2, b0, inv_norm, npx, size_k);
+            ecost[e] = bits;
             atomicMin((unsigned long long*)&best[a], (unsigned long long)(((u64)bits << 32) | (u64)b));
             atomicMin((unsigned long long*)&best[b], (unsigned long long)(((u64)bits << 32) | (u64)a));
         }
@@ -510,10 +513,6 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
                 into[b] = a;
                 area[a] += area[b];
                 for (int c = 0; c < 3; ++c) rsum[3 * a + c] += rsum[3 * b + c];
-                if (cache) {
-                    stamp[a] = rd;
-                    stamp[b] = rd;
-                }
             }
         }
         __syncthreads();
@@ -523,39 +522,23 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         // 5. rename the pairs and aggregate them again
         for (int e = t; e < E; e += T) {
             int len = el[e];
-            if (len < 0) {
-                if (cache) {  // the merged pair's best entries (the loop below, before session 15)
-                    best[ea[e]] = CT_EMPTY;
-                    best[eb[e]] = CT_EMPTY;
-                }
-                continue;
-            }
+            if (len < 0) continue;
             int a = ea[e], b = eb[e];
             if (!cleanup) {
                 best[a] = CT_EMPTY;
                 best[b] = CT_EMPTY;
             }
-            const bool clean = cache && stamp[a] != rd && stamp[b] != rd;  // its key and cost stay
             a = into[a];
             b = into[b];
             if (a == b) continue;
             int lo = imin(a, b), hi2 = imax(a, b);
-            int slot = ct_insert(hkey, hlen, hgs, logcap, ((u64)lo << 32) | (u64)hi2, len, eg[e], &sErr);
-            if (slot >= 0) {
-                if (cache) {
-                    if (clean) g_hcost[slot] = ecost[e];
-                    g_slots[atomicAdd(&sNew, 1)] = slot;
-                } else {
-                    ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
-                }
-            }
+            int slot = ct_insert(tkey, tlen, tgs, tlc, ((u64)lo << 32) | (u64)hi2, len, eg[e], &sErr);
+            if (slot >= 0) ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;  // ecost: the new slots
         }
-        if (!cache) {
-            for (int e = t; e < E; e += T) {
-                if (el[e] < 0) {
-                    best[ea[e]] = CT_EMPTY;
-                    best[eb[e]] = CT_EMPTY;
-                }
+        for (int e = t; e < E; e += T) {
+            if (el[e] < 0) {
+                best[ea[e]] = CT_EMPTY;
+                best[eb[e]] = CT_EMPTY;
             }
         }
         __syncthreads();
@@ -565,21 +548,19 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
             sNew = 0;
             sCount -= nm;
             sRounds += 1;
-            sFull = cleanup ? 1 : 0;  // a clean-up moves regions without stamps: every cost again
         }
         __syncthreads();
         const int E2 = sE;
         for (int i = t; i < E2; i += T) {
-            const int s = cache ? g_slots[i] : (int)ecost[i];
-            u64 k = hkey[s];
+            const int s = (int)ecost[i];
+            u64 k = tkey[s];
             ea[i] = (int)(k >> 32);
             eb[i] = (int)(k & 0xffffffffULL);
-            el[i] = hlen[s];
-            eg[i] = hgs[s];
-            if (cache) ecost[i] = g_hcost[s];  // a pair with a merged region computes it again
-            hkey[s] = CT_EMPTY;
-            hlen[s] = 0;
-            hgs[s] = 0ULL;
+            el[i] = tlen[s];
+            eg[i] = tgs[s];
+            tkey[s] = CT_EMPTY;
+            tlen[s] = 0;
+            tgs[s] = 0ULL;
         }
         __syncthreads();
         CT_PT(4);

@@ -59,7 +59,6 @@ from gpu_kernels.backend import asnumpy, get_backend, set_max_dynamic_smem
 from gpu_kernels.imseg import features as _feat
 from gpu_kernels.imseg import label as _label
 from gpu_kernels.imseg._util import (
-    NULL,
     ImsegInputError,
     StageTimer,
     SyncCounter,
@@ -576,10 +575,12 @@ def _logcap(R: int) -> int:
 #: Where the components outnumber the bound the pass is done again with the exact sizes. False:
 #: the arrays are allocated and the pass launched after the read-back (the path before session 15).
 EARLY_GRAPH = True
-#: ``ct_merge``'s cost cache (session 15): a pair whose regions did not merge in the last round keeps
-#: its cost (the same bits) instead of computing it again, and the merged pairs' entries are reset
-#: in the renaming pass; False: the kernel's rounds as before session 15
-MERGE_CACHE = True
+#: ``ct_merge``'s small table (session 15): a second hash table in the shared memory its arrays leave
+#: free, used by every round with at most half as many pairs as its slots (renaming and aggregating
+#: there instead of through L2); False: the global table only (the kernel before session 15)
+SMALL_TABLE = True
+#: the small table's most slots (2^14: 320 KB would not fit anyway)
+SMALL_TABLE_MAX_LOG = 14
 #: ``ct_merge``'s per-phase clock (thread 0's clock64 into the state array; benchmarks only)
 MERGE_PROFILE = False
 _LAST_R: dict = {}
@@ -620,29 +621,27 @@ def early_graph(be, labels_d, key, h: int, w: int, gq, q):
     pre.update(ea=xp.empty(emax, dtype=xp.int32), eb=xp.empty(emax, dtype=xp.int32),
                el=xp.empty(emax, dtype=xp.int32), eg=xp.empty(emax, dtype=xp.uint64),
                ecost=xp.empty(emax, dtype=xp.uint32), best=xp.empty(rcap, dtype=xp.uint64),
-               into=xp.empty(rcap, dtype=xp.int32), hcost=xp.empty(cap, dtype=xp.uint32),
-               slots=xp.empty(emax, dtype=xp.int32), stamp=xp.empty(rcap, dtype=xp.int32))
+               into=xp.empty(rcap, dtype=xp.int32))
     return pre
 
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
-                       smem: bool | str | None = None, pre: dict | None = None, cache: bool | None = None):
+                       smem: bool | str | None = None, pre: dict | None = None, small: bool | None = None):
     """Build the graph and merge on the device: returns ``(into (R,), state (3,): [count, rounds, error bits])``
     (error bits: labels beyond the graph's bounds, a region in several pieces; :func:`check_merge_state`).
     ``smem``: keep the merge's arrays in shared memory (True), only the regions' (``"regions"``),
     or none (False); None: all where they fit, else the regions' where they fit. ``pre``: the
-    pixel pass already queued by :func:`early_graph` (used where R is within its bound). ``cache``:
-    the merge's cost cache (None: :data:`MERGE_CACHE`)."""
+    pixel pass already queued by :func:`early_graph` (used where R is within its bound). ``small``:
+    the merge's small table in shared memory (None: :data:`SMALL_TABLE`)."""
     xp = be.xp
-    cache = MERGE_CACHE if cache is None else bool(cache)
+    small = SMALL_TABLE if small is None else bool(small)
     n = h * w
     emax = 3 * R + 16
     if pre is not None and R <= pre["rcap"]:
         lc, hkey, hlen, hgs, area, rsum, state = (pre[k] for k in ("lc", "hkey", "hlen", "hgs", "area", "rsum",
                                                                    "state"))
-        ea, eb, el, eg, ecost, best, into, hcost, slots, stamp = (
-            pre[k] for k in ("ea", "eb", "el", "eg", "ecost", "best", "into", "hcost", "slots", "stamp"))
+        ea, eb, el, eg, ecost, best, into = (pre[k] for k in ("ea", "eb", "el", "eg", "ecost", "best", "into"))
         if timer is not None:
             timer.mark("graph")
     else:
@@ -666,27 +665,36 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
         ecost = xp.empty(emax, dtype=xp.uint32)
         best = xp.empty(R, dtype=xp.uint64)
         into = xp.empty(R, dtype=xp.int32)
-        hcost = slots = stamp = None
-    if cache and hcost is None:
-        hcost = xp.empty(1 << lc, dtype=xp.uint32)
-        slots = xp.empty(emax, dtype=xp.int32)
-        stamp = xp.empty(R, dtype=xp.int32)
     if MERGE_PROFILE:
         st = xp.zeros(4 + 2 * 8, dtype=xp.int32)
         st[:3] = state
         state = st
     fm = kernel(be, _SRC, "ct_merge", options=_OPTS, defines={"CT_PROF": 1} if MERGE_PROFILE else None)
-    use = merge_smem_mode(be, R, emax, cache) if smem is None else (2 if smem == "regions" else int(bool(smem)))
-    smem = merge_smem_bytes(R, emax, cache) if use == 1 else merge_region_smem_bytes(R, cache)
-    if use:
-        set_max_dynamic_smem(fm, smem)
+    use = merge_smem_mode(be, R, emax) if smem is None else (2 if smem == "regions" else int(bool(smem)))
+    base = (merge_smem_bytes(R, emax) if use == 1 else merge_region_smem_bytes(R)) if use else 0
+    soff = -(-base // 8) * 8
+    slc = small_table_log(_max_smem(be) - soff) if small else 0
+    total = soff + (SMALL_SLOT_BYTES << slc if slc else 0)
+    if total:
+        set_max_dynamic_smem(fm, total)
     fm((1,), (BLOCK,), (
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
         np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
-        np.int32(use), np.int32(cache), hcost if cache else NULL, slots if cache else NULL,
-        stamp if cache else NULL), shared_mem=smem if use else 0)
+        np.int32(use), np.int32(slc), np.int64(soff)), shared_mem=total)
     return into, state
+
+
+#: bytes of a slot of the small table (key 8, gradient sum 8, length 4)
+SMALL_SLOT_BYTES = 20
+
+
+def small_table_log(free_bytes: int) -> int:
+    """log2 of the small table's slots in ``free_bytes`` of shared memory (0: none; at least 2^6)."""
+    k = 0
+    while k < SMALL_TABLE_MAX_LOG and SMALL_SLOT_BYTES << (k + 1) <= free_bytes:
+        k += 1
+    return k if k >= 6 else 0
 
 
 def check_merge_state(state, error_at: int = 2) -> None:
@@ -699,24 +707,23 @@ def check_merge_state(state, error_at: int = 2) -> None:
                          "4-connected piece?)")
 
 
-def merge_smem_bytes(R: int, emax: int, cache: bool = False) -> int:
+def merge_smem_bytes(R: int, emax: int) -> int:
     """Shared memory ``ct_merge`` needs to keep the regions and pairs on chip (area, 3 colour
-    sums and best: 8 bytes each a region; into: 4, and with the cost cache the stamp: 4; per
-    pair 8 + 4 x 4)."""
-    return int(R * (8 * 5 + 4 + 4 * bool(cache)) + emax * (8 + 4 * 4))
+    sums and best: 8 bytes each a region; into: 4; per pair 8 + 4 x 4)."""
+    return int(R * (8 * 5 + 4) + emax * (8 + 4 * 4))
 
 
-def merge_region_smem_bytes(R: int, cache: bool = False) -> int:
+def merge_region_smem_bytes(R: int) -> int:
     """Shared memory ``ct_merge`` needs to keep only the regions on chip (area, 3 colour sums,
-    best: 8 bytes each; into: 4; with the cost cache the stamp: 4)."""
-    return int(R * (8 * 5 + 4 + 4 * bool(cache)))
+    best: 8 bytes each; into: 4)."""
+    return int(R * (8 * 5 + 4))
 
 
-def merge_smem_mode(be, R: int, emax: int, cache: bool = False) -> int:
+def merge_smem_mode(be, R: int, emax: int) -> int:
     """Where ``ct_merge`` keeps its arrays: 1 all in shared memory, 2 the regions' only, 0 none."""
-    if merge_smem_bytes(R, emax, cache) <= _max_smem(be):
+    if merge_smem_bytes(R, emax) <= _max_smem(be):
         return 1
-    return 2 if merge_region_smem_bytes(R, cache) <= _max_smem(be) else 0
+    return 2 if merge_region_smem_bytes(R) <= _max_smem(be) else 0
 
 
 def _max_smem(be) -> int:
@@ -1080,7 +1087,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
                    merge_smem=(ran["smem"] if learned
-                               else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16, MERGE_CACHE)]))
+                               else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)]))
     return out
 
 

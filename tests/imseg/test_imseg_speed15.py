@@ -38,10 +38,10 @@ def test_early_graph_gives_the_same_labels(kw, monkeypatch):
         img = _img(seed)
         cpu = segment_contours(img, device="cpu", n_superpixels=40, **kw)
         monkeypatch.setattr(C, "EARLY_GRAPH", True)
-        monkeypatch.setattr(C, "MERGE_CACHE", True)
+        monkeypatch.setattr(C, "SMALL_TABLE", True)
         a = segment_contours(img, device=be, n_superpixels=40, **kw)
         monkeypatch.setattr(C, "EARLY_GRAPH", False)
-        monkeypatch.setattr(C, "MERGE_CACHE", False)
+        monkeypatch.setattr(C, "SMALL_TABLE", False)
         b = segment_contours(img, device=be, n_superpixels=40, **kw)
         for s in (a, b):
             np.testing.assert_array_equal(s.labels, cpu.labels)
@@ -79,31 +79,44 @@ def test_a_bound_below_r_falls_back(monkeypatch):
 
 
 @pytest.mark.skipif(bool(emu_available()), reason="no C++ compiler for the kernel emulator")
+@pytest.mark.parametrize("max_log", [14, 7])
 @pytest.mark.parametrize("smem", [True, "regions", False])
 @pytest.mark.parametrize("kw", [dict(n_segments=7), dict(coarseness=2.5), dict(coarseness=3.5)])
-def test_cost_cache_gives_the_cpu_merge(kw, smem):
-    """ct_merge with and without its cost cache, each shared-memory layout, count and threshold
-    modes (clean-up included): the CPU merge's regions and rounds exactly."""
+def test_small_table_gives_the_cpu_merge(kw, smem, max_log, monkeypatch):
+    """ct_merge with and without its small table in shared memory, each shared-memory layout, count and
+    threshold modes (clean-up included); max_log 7 (128 slots): the first rounds use the global table, the
+    later ones the small one. The CPU merge's regions and rounds exactly."""
+    monkeypatch.setattr(C, "SMALL_TABLE_MAX_LOG", max_log)
     be = emu_backend()
-    img = _img(1)
+    from skimage import data, transform
+
+    img = (transform.resize(data.coffee(), (120, 160), anti_aliasing=True) * 255).astype(np.uint8)
     col = C.stage_colour(img, device="cpu")
-    sp = C.stage_superpixels(col, n_superpixels=40, device="cpu")
+    sp = C.stage_superpixels(col, n_superpixels=300, device="cpu")
     mg = C.stage_merge(col, sp, device="cpu", **kw)
     R, h, w = sp["R"], col["h"], col["w"]
     p = C.check_params(kw.get("coarseness", C.DEFAULT_COARSENESS), kw.get("n_segments", 0), 1,
                        C.DEFAULT_COMPACTNESS, C.DEFAULT_SIGMA)
     thr = np.inf if p["n_segments"] else C.coarseness_threshold(p["coarseness"])
-    min_area = 0 if p["n_segments"] else C.min_region_area(C.slic_step(h, w, 40))
+    min_area = 0 if p["n_segments"] else C.min_region_area(C.slic_step(h, w, 300))
     xp = be.xp
-    for cache in (True, False):
+    for small in (True, False):
         into, state = C.graph_merge_device(
             be, xp.asarray(sp["comps"].ravel().astype(np.int32)), R, h, w, xp.asarray(col["gq"].ravel()),
             xp.asarray(col["q"].reshape(3, -1).ravel()), p["n_segments"], thr, 1.0 / np.sqrt(h * w),
-            min_area=min_area, smem=smem, cache=cache)
+            min_area=min_area, smem=smem, small=small)
         seg, count = C._resolve(np.asarray(into).astype(np.int64))
         st = np.asarray(state)
         assert int(st[2]) == 0 and int(st[1]) == mg["rounds"] and count == mg["count"]
         np.testing.assert_array_equal(seg[sp["comps"] - 1], mg["labels"])
+
+
+def test_small_table_size():
+    """The small table takes the largest power of two of 20-byte slots that fits (at least 64, at most
+    2^SMALL_TABLE_MAX_LOG)."""
+    assert C.small_table_log(20 * 63) == 0 and C.small_table_log(20 * 64) == 6
+    assert C.small_table_log(231424 - 115896) == 12 and C.small_table_log(231424) == 13
+    assert C.small_table_log(10**9) == C.SMALL_TABLE_MAX_LOG
 
 
 @pytest.mark.gpu
@@ -118,7 +131,7 @@ def test_the_switches_give_the_same_result_on_the_gpu(monkeypatch):
         out = {}
         for arm in ((False, False), (True, True)):
             monkeypatch.setattr(C, "EARLY_GRAPH", arm[0])
-            monkeypatch.setattr(C, "MERGE_CACHE", arm[1])
+            monkeypatch.setattr(C, "SMALL_TABLE", arm[1])
             out[arm] = [segment_contours(img, device="cuda") for _ in range(3)]
         ref = out[(False, False)][0]
         for s in out[(False, False)][1:] + out[(True, True)]:
