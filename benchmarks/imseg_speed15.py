@@ -3,7 +3,8 @@ device, four arms of two switches (contours.EARLY_GRAPH: the region graph's pixe
 read-back of R; second round: contours.SMALL_TABLE: ct_merge's small hash table in shared memory), judged by the
 rules in benchmarks/results/imseg_speed_session15.md (each committed before its run). Call 1 judged
 EARLY_GRAPH and a cost cache (MERGE_CACHE, rejected; its code is benchmarks/results/imseg_speed_session15_cache.patch
-and call 1's script is in git history at f3ed795); this version judges SMALL_TABLE on top of EARLY_GRAPH.
+and call 1's script is in git history at f3ed795); call 2 judged SMALL_TABLE in every smem mode (87f051d: failed
+at 1080p); this version (call 3) judges SMALL_TABLE where the regions' arrays are in shared memory (modes 1, 2).
 
 1. equality: every arm against the base arm (both switches off, the path before session 15) on the 20 BSDS
    images (BSDS_DIR/*.jpg), astronaut 512^2 and coffee 1080p, each image twice (the second call replays the
@@ -137,7 +138,7 @@ def main():
         R = sp["R"]
         thr = C.coarseness_threshold(C.DEFAULT_COARSENESS)
         min_area = C.min_region_area(sp["S"])
-        for small in (False, True):
+        for small in (False, True, "always"):
             for prof in (False, True):
                 C.MERGE_PROFILE = prof
                 ms = []

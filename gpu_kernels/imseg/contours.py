@@ -577,7 +577,9 @@ def _logcap(R: int) -> int:
 EARLY_GRAPH = True
 #: ``ct_merge``'s small table (session 15): a second hash table in the shared memory its arrays leave
 #: free, used by every round with at most half as many pairs as its slots (renaming and aggregating
-#: there instead of through L2); False: the global table only (the kernel before session 15)
+#: there instead of through L2), where the regions' arrays are in shared memory already (modes 1, 2:
+#: with every array in global memory, as at 1080p, the table's shared memory took the L1 cache's room
+#: and the merge was slower, call 2); False: the global table only (the kernel before session 15)
 SMALL_TABLE = True
 #: the small table's most slots (2^14: 320 KB would not fit anyway)
 SMALL_TABLE_MAX_LOG = 14
@@ -627,15 +629,16 @@ def early_graph(be, labels_d, key, h: int, w: int, gq, q):
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
-                       smem: bool | str | None = None, pre: dict | None = None, small: bool | None = None):
+                       smem: bool | str | None = None, pre: dict | None = None, small: bool | str | None = None):
     """Build the graph and merge on the device: returns ``(into (R,), state (3,): [count, rounds, error bits])``
     (error bits: labels beyond the graph's bounds, a region in several pieces; :func:`check_merge_state`).
     ``smem``: keep the merge's arrays in shared memory (True), only the regions' (``"regions"``),
     or none (False); None: all where they fit, else the regions' where they fit. ``pre``: the
     pixel pass already queued by :func:`early_graph` (used where R is within its bound). ``small``:
-    the merge's small table in shared memory (None: :data:`SMALL_TABLE`)."""
+    the merge's small table in shared memory where its regions are there too (None: :data:`SMALL_TABLE`;
+    ``"always"``: also where no array of the merge is in shared memory)."""
     xp = be.xp
-    small = SMALL_TABLE if small is None else bool(small)
+    small = SMALL_TABLE if small is None else small
     n = h * w
     emax = 3 * R + 16
     if pre is not None and R <= pre["rcap"]:
@@ -673,7 +676,7 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     use = merge_smem_mode(be, R, emax) if smem is None else (2 if smem == "regions" else int(bool(smem)))
     base = (merge_smem_bytes(R, emax) if use == 1 else merge_region_smem_bytes(R)) if use else 0
     soff = -(-base // 8) * 8
-    slc = small_table_log(_max_smem(be) - soff) if small else 0
+    slc = small_table_log(_max_smem(be) - soff) if small == "always" or (small and use) else 0
     total = soff + (SMALL_SLOT_BYTES << slc if slc else 0)
     if total:
         set_max_dynamic_smem(fm, total)

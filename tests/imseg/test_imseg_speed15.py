@@ -83,9 +83,10 @@ def test_a_bound_below_r_falls_back(monkeypatch):
 @pytest.mark.parametrize("smem", [True, "regions", False])
 @pytest.mark.parametrize("kw", [dict(n_segments=7), dict(coarseness=2.5), dict(coarseness=3.5)])
 def test_small_table_gives_the_cpu_merge(kw, smem, max_log, monkeypatch):
-    """ct_merge with and without its small table in shared memory, each shared-memory layout, count and
-    threshold modes (clean-up included); max_log 7 (128 slots): the first rounds use the global table, the
-    later ones the small one. The CPU merge's regions and rounds exactly."""
+    """ct_merge with and without its small table in shared memory (``"always"``: also with every array in
+    global memory), each shared-memory layout, count and threshold modes (clean-up included); max_log 7
+    (128 slots): the first rounds use the global table, the later ones the small one. The CPU merge's
+    regions and rounds exactly."""
     monkeypatch.setattr(C, "SMALL_TABLE_MAX_LOG", max_log)
     be = emu_backend()
     from skimage import data, transform
@@ -100,7 +101,7 @@ def test_small_table_gives_the_cpu_merge(kw, smem, max_log, monkeypatch):
     thr = np.inf if p["n_segments"] else C.coarseness_threshold(p["coarseness"])
     min_area = 0 if p["n_segments"] else C.min_region_area(C.slic_step(h, w, 300))
     xp = be.xp
-    for small in (True, False):
+    for small in ("always", True, False):
         into, state = C.graph_merge_device(
             be, xp.asarray(sp["comps"].ravel().astype(np.int32)), R, h, w, xp.asarray(col["gq"].ravel()),
             xp.asarray(col["q"].reshape(3, -1).ravel()), p["n_segments"], thr, 1.0 / np.sqrt(h * w),
