@@ -32,9 +32,10 @@ Stages (each a pure function, arrays in, arrays out):
 5. Region features (:mod:`gpu_kernels.imseg.features`).
 
 On the GPU the merge runs as one persistent block: all rounds, the renaming of the pairs and
-their aggregation through a hash table stay on the device. The host waits twice: for the
-number of superpixel components (to size the graph) and for the number of segments (to size
-the feature arrays). Every float operation is done in the same order on both paths (CUDA
+their aggregation through a hash table stay on the device (the rounds with few pairs through a
+second table in shared memory, :data:`SMALL_TABLE`). The host waits twice: for the number of
+superpixel components (to size the graph; the graph's pixel pass is queued before that wait,
+:data:`EARLY_GRAPH`) and for the number of segments (to size the feature arrays). Every float operation is done in the same order on both paths (CUDA
 with ``--fmad=false``) and every sum is a sum of integers, so the CPU and the GPU give the
 same labels.
 
