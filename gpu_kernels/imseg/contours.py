@@ -600,6 +600,28 @@ def _note_r(key, R: int) -> None:
     _LAST_R[key] = int(R)
 
 
+def _graph_pass(be, labels_d, rcap: int, lc: int, h: int, w: int, gq, q) -> dict:
+    """The region graph's arrays for up to ``rcap`` regions (a hash table of 2^``lc`` slots) and its pixel pass
+    (``ct_rag_pixels``, queued), with the merge's pair and region arrays (3 ``rcap`` + 16 pairs)."""
+    xp = be.xp
+    cap = 1 << lc
+    g = {"rcap": rcap, "lc": lc,
+         "hkey": xp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64),
+         "hlen": xp.zeros(cap, dtype=xp.int32), "hgs": xp.zeros(cap, dtype=xp.uint64),
+         "area": xp.zeros(rcap, dtype=xp.int64), "rsum": xp.zeros(3 * rcap, dtype=xp.int64),
+         "state": xp.zeros(3, dtype=xp.int32)}
+    n = h * w
+    kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(-(-n // CHUNK), 256), (256,), (
+        labels_d, gq, q, np.int32(w), np.int32(h), g["area"], g["rsum"], g["hkey"], g["hlen"], g["hgs"],
+        np.int32(lc), g["state"], np.int32(rcap)))
+    emax = 3 * rcap + 16
+    g.update(ea=xp.empty(emax, dtype=xp.int32), eb=xp.empty(emax, dtype=xp.int32),
+             el=xp.empty(emax, dtype=xp.int32), eg=xp.empty(emax, dtype=xp.uint64),
+             ecost=xp.empty(emax, dtype=xp.uint32), best=xp.empty(rcap, dtype=xp.uint64),
+             into=xp.empty(rcap, dtype=xp.int32))
+    return g
+
+
 def early_graph(be, labels_d, key, h: int, w: int, gq, q):
     """The region graph's pixel pass queued before R is known (:data:`EARLY_GRAPH`): arrays for up
     to ``rcap`` regions (the most with the hash table of the last R seen for ``key``), or None where
@@ -607,25 +629,8 @@ def early_graph(be, labels_d, key, h: int, w: int, gq, q):
     last = _LAST_R.get(key)
     if not EARLY_GRAPH or last is None:
         return None
-    xp = be.xp
     lc = _logcap(last)
-    rcap = max(int(last), ((1 << lc) - 64) // 6)
-    cap = 1 << lc
-    pre = {"rcap": rcap, "lc": lc,
-           "hkey": xp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64),
-           "hlen": xp.zeros(cap, dtype=xp.int32), "hgs": xp.zeros(cap, dtype=xp.uint64),
-           "area": xp.zeros(rcap, dtype=xp.int64), "rsum": xp.zeros(3 * rcap, dtype=xp.int64),
-           "state": xp.zeros(3, dtype=xp.int32)}
-    n = h * w
-    kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(-(-n // CHUNK), 256), (256,), (
-        labels_d, gq, q, np.int32(w), np.int32(h), pre["area"], pre["rsum"], pre["hkey"], pre["hlen"], pre["hgs"],
-        np.int32(lc), pre["state"], np.int32(rcap)))
-    emax = 3 * rcap + 16
-    pre.update(ea=xp.empty(emax, dtype=xp.int32), eb=xp.empty(emax, dtype=xp.int32),
-               el=xp.empty(emax, dtype=xp.int32), eg=xp.empty(emax, dtype=xp.uint64),
-               ecost=xp.empty(emax, dtype=xp.uint32), best=xp.empty(rcap, dtype=xp.uint64),
-               into=xp.empty(rcap, dtype=xp.int32))
-    return pre
+    return _graph_pass(be, labels_d, max(int(last), ((1 << lc) - 64) // 6), lc, h, w, gq, q)
 
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
@@ -642,33 +647,11 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
     small = SMALL_TABLE if small is None else small
     n = h * w
     emax = 3 * R + 16
-    if pre is not None and R <= pre["rcap"]:
-        lc, hkey, hlen, hgs, area, rsum, state = (pre[k] for k in ("lc", "hkey", "hlen", "hgs", "area", "rsum",
-                                                                   "state"))
-        ea, eb, el, eg, ecost, best, into = (pre[k] for k in ("ea", "eb", "el", "eg", "ecost", "best", "into"))
-        if timer is not None:
-            timer.mark("graph")
-    else:
-        lc = _logcap(R)
-        cap = 1 << lc
-        hkey = xp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64)
-        hlen = xp.zeros(cap, dtype=xp.int32)
-        hgs = xp.zeros(cap, dtype=xp.uint64)
-        area = xp.zeros(R, dtype=xp.int64)
-        rsum = xp.zeros(3 * R, dtype=xp.int64)
-        chunks = -(-n // CHUNK)
-        state = xp.zeros(3, dtype=xp.int32)
-        kernel(be, _SRC, "ct_rag_pixels", options=_OPTS)(grid(chunks, 256), (256,), (
-            labels_d, gq, q, np.int32(w), np.int32(h), area, rsum, hkey, hlen, hgs, np.int32(lc), state, np.int32(R)))
-        if timer is not None:
-            timer.mark("graph")
-        ea = xp.empty(emax, dtype=xp.int32)
-        eb = xp.empty(emax, dtype=xp.int32)
-        el = xp.empty(emax, dtype=xp.int32)
-        eg = xp.empty(emax, dtype=xp.uint64)
-        ecost = xp.empty(emax, dtype=xp.uint32)
-        best = xp.empty(R, dtype=xp.uint64)
-        into = xp.empty(R, dtype=xp.int32)
+    g = pre if pre is not None and R <= pre["rcap"] else _graph_pass(be, labels_d, R, _logcap(R), h, w, gq, q)
+    if timer is not None:
+        timer.mark("graph")
+    lc, hkey, hlen, hgs, area, rsum, state = (g[k] for k in ("lc", "hkey", "hlen", "hgs", "area", "rsum", "state"))
+    ea, eb, el, eg, ecost, best, into = (g[k] for k in ("ea", "eb", "el", "eg", "ecost", "best", "into"))
     if MERGE_PROFILE:
         st = xp.zeros(4 + 2 * 8, dtype=xp.int32)
         st[:3] = state
