@@ -33,7 +33,7 @@ def test_early_graph_gives_the_same_labels(kw, monkeypatch):
         return pre
 
     monkeypatch.setattr(C, "early_graph", spy)
-    C._LAST_R.clear()
+    monkeypatch.setattr(C, "_LAST_R", {})   # the bounds of this test only (review s15 R13)
     for seed in (0, 1, 0):   # the first sets the bound; the second and third use it
         img = _img(seed)
         cpu = segment_contours(img, device="cpu", n_superpixels=40, **kw)
@@ -69,8 +69,7 @@ def test_a_bound_below_r_falls_back(monkeypatch):
 
     monkeypatch.setattr(C, "graph_merge_device", spy)
     monkeypatch.setattr(C, "EARLY_GRAPH", True)
-    C._LAST_R.clear()
-    C._LAST_R[key] = 1   # a bound of 10 regions: far below R
+    monkeypatch.setattr(C, "_LAST_R", {key: 1})   # a bound of 10 regions: far below R (this test's only)
     a = segment_contours(img, device=be, n_superpixels=40)
     np.testing.assert_array_equal(a.labels, cpu.labels)
     np.testing.assert_array_equal(a.features["area"], cpu.features["area"])
