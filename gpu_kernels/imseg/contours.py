@@ -633,6 +633,16 @@ def early_graph(be, labels_d, key, h: int, w: int, gq, q):
     return _graph_pass(be, labels_d, max(int(last), ((1 << lc) - 64) // 6), lc, h, w, gq, q)
 
 
+def _read_components(be, syncs, total, comps, key, h: int, w: int, gq, q):
+    """``(R, pre)``: the number of superpixel components, read back (one sync), with the region graph's pixel
+    pass queued before that wait where ``key`` is given (:func:`early_graph`; ``pre`` None otherwise)."""
+    pre = None if key is None else early_graph(be, comps, key, h, w, gq, q)
+    R = int(syncs.read(be, total, "number of superpixel components (sizes the graph)")[0])
+    if key is not None:
+        _note_r(key, R)
+    return R, pre
+
+
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
                        smem: bool | str | None = None, pre: dict | None = None, small: bool | str | None = None):
@@ -885,8 +895,8 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
                 return seg
         col = stage_colour(image, sigma=sigma, device=be, progress=progress.sub(0.0, 0.2))
         progress.update(0.2, "superpixels")
-        sp = _stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
-                                progress=progress.sub(0.2, 0.5), early=merge == "contour")
+        sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
+                               progress=progress.sub(0.2, 0.5), early=merge == "contour")
         progress.update(0.5, "merging")
         mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, merge=merge, device=be,
                          progress=progress.sub(0.5, 0.8))
@@ -911,10 +921,9 @@ def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, mom
             syncs = SyncCounter()
             g.launch(be, u8)
             timer.mark("prefix")
-            key = _early_key(be, g.h, g.w, gp)
-            pre = early_graph(be, g.comps, key, g.h, g.w, g.gq, g.q) if merge == "contour" else None
-            R = int(syncs.read(be, g.total, "number of superpixel components (sizes the graph)")[0])
-            _note_r(key, R)
+            R, pre = _read_components(be, syncs, g.total, g.comps,
+                                      _early_key(be, g.h, g.w, gp) if merge == "contour" else None,
+                                      g.h, g.w, g.gq, g.q)
             col = {"img": img, "h": g.h, "w": g.w, "c": c, "c8": g.c8, "sigma": gp["sigma"], "device": be.label,
                    "img_d": g.img_d, "sm": g.sm, "gq": g.gq, "q": g.q, "timer": timer}
             sp = {"S": g.S, "n_superpixels": gp["n_superpixels"], "compactness": gp["compactness"], "comps": g.comps,
@@ -967,17 +976,11 @@ def stage_colour(image, *, sigma: float = DEFAULT_SIGMA, device=None, progress=N
 
 
 def stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
-                      compactness: float = DEFAULT_COMPACTNESS, device=None, progress=None) -> dict:
-    """Stage 2: SLIC cells split into 4-connected components (``comps`` 1..R)."""
-    return _stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=device,
-                              progress=progress)
-
-
-def _stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
-                       compactness: float = DEFAULT_COMPACTNESS, device=None, progress=None,
-                       early: bool = False) -> dict:
-    """:func:`stage_superpixels`; ``early``: on the GPU, queue the region graph's pixel pass before
-    the read-back of R (:func:`early_graph`; ``graph_pre`` in the result, for one :func:`stage_merge`)."""
+                      compactness: float = DEFAULT_COMPACTNESS, device=None, progress=None,
+                      early: bool = False) -> dict:
+    """Stage 2: SLIC cells split into 4-connected components (``comps`` 1..R). ``early``: on the GPU,
+    queue the region graph's pixel pass before the read-back of R (:func:`early_graph`; ``graph_pre``
+    in the result, taken by the next :func:`stage_merge`: the tool's cached stages leave it off)."""
     be = get_backend(device)
     p = check_params(DEFAULT_COARSENESS, 0, n_superpixels, compactness, DEFAULT_SIGMA)
     h, w = col["h"], col["w"]
@@ -994,12 +997,10 @@ def _stage_superpixels(col: dict, *, n_superpixels: int = DEFAULT_N_SUPERPIXELS,
         syncs = SyncCounter()
         cells = slic_device(be, col["sm"], col["q"], h, w, S, p["compactness"], SLIC_ITERATIONS)
         comps, total = _label.unionfind_device(be, cells, h, w, 4)
-        key = _early_key(be, h, w, {**p, "sigma": col["sigma"]}) if early else None
-        pre = early_graph(be, comps, key, h, w, col["gq"], col["q"]) if early else None
-        R = int(syncs.read(be, total, "number of superpixel components (sizes the graph)")[0])
+        R, pre = _read_components(be, syncs, total, comps,
+                                  _early_key(be, h, w, {**p, "sigma": col["sigma"]}) if early else None,
+                                  h, w, col["gq"], col["q"])
         timer.mark("superpixels")
-        if early:
-            _note_r(key, R)
         out.update(comps=comps, R=R, timer=timer, syncs=syncs)
         if pre is not None:
             out["graph_pre"] = pre
@@ -1058,11 +1059,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
             into, state = _lm.merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], tau,
                                            inv_norm, timer=timer, min_area=min_area, info=ran)
         else:
-            pre = sp.get("graph_pre")
-            if pre is not None and pre.get("used"):
-                pre = None  # its table and sums were spent by an earlier merge
-            elif pre is not None:
-                pre["used"] = True
+            pre = sp.pop("graph_pre", None)   # (its table and sums serve one merge)
             into, state = graph_merge_device(be, sp["comps"], R, h, w, col["gq"], col["q"], p["n_segments"], thr,
                                              inv_norm, timer=timer, min_area=min_area, pre=pre)
         newid = xp.empty(R, dtype=xp.int32)

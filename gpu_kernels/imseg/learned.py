@@ -785,8 +785,8 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
     and the hash table ~6R keys, bounds that hold for such a partition (a planar region adjacency
     graph); labels whose regions are split in several pieces can exceed them (session 12 review #2).
     Both kernels check them on the device: a full table (error bit 1) or more pairs than positions
-    (bit 2) stops the rounds, and :func:`check_state` (called by ``contours.stage_merge``) raises one
-    line, instead of writing out of bounds."""
+    (bit 2) stops the rounds, and ``contours.check_merge_state(state, 3)`` (called by ``contours.stage_merge``)
+    raises one line, instead of writing out of bounds."""
     from gpu_kernels.backend import set_max_dynamic_smem
     from gpu_kernels.imseg import contours as C
     from gpu_kernels.imseg._util import grid
@@ -959,11 +959,3 @@ GRID_CHECKPOINTS = False
 
 def _grid_blocks_cap() -> int:
     return int(GRID_BLOCKS) if GRID_BLOCKS else 1 << 30
-
-
-def check_state(state) -> None:
-    """Raise one line when :func:`merge_device`'s state (read back) reports an overflow of the pair bounds
-    (``contours.check_merge_state`` at its error entry, 3)."""
-    from gpu_kernels.imseg.contours import check_merge_state
-
-    check_merge_state(state, 3)

@@ -218,7 +218,7 @@ def test_labels_beyond_the_graphs_bounds_are_a_clear_error(nlab, bit, kernel):
     st = np.asarray(state.get())
     assert st[3] & bit
     with pytest.raises(ValueError, match="overflowed") as e:
-        LM.check_state(st)
+        C.check_merge_state(st, 3)
     assert "\n" not in str(e.value)
 
 

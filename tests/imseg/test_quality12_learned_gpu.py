@@ -96,7 +96,7 @@ def test_labels_beyond_the_graphs_bounds_are_a_clear_error_on_the_gpu(gpu, nlab,
     st = xp.asnumpy(state)
     assert st[3] & bit
     with pytest.raises(ValueError, match="overflowed"):
-        LM.check_state(st)
+        C.check_merge_state(st, 3)
 
 
 def test_the_tools_live_edits_with_the_learned_merge(gpu):
