@@ -29,7 +29,7 @@ from gpu_kernels.errors import InputError
 
 __all__ = ["atomic_write", "cannot_write", "write_reason", "errors_named_after", "unwritable_reason", "write_failure", "file_in_the_way", "hidden_prefix", "write_lines", "atomic_output_dir", "check_output_file", "check_output_dir",
            "check_not_an_input",
-           "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError",
+           "foreign_entries", "foreign_message", "marker_names", "write_output_marker", "OUTPUT_MARKER", "OutputPathError", "check_writable_parent",
            "remove_stale_parts"]
 
 # read once at import: os.umask() is process-wide and changing it from a worker
@@ -357,7 +357,7 @@ def check_output_dir(path: str | os.PathLike, *, option: str = "") -> Path:
             raise OutputPathError(foreign_message(lead, foreign, "give a new or empty folder"))
         if not os.access(path, os.W_OK):
             raise OutputPathError(cannot_write(lead, unwritable_reason(path)))
-    _check_writable_parent(path, lead)
+    check_writable_parent(path, lead)
     return path
 
 
@@ -367,15 +367,19 @@ def foreign_message(lead: str, foreign: list[str], remedy: str) -> str:
     return f"{lead}: the folder holds files gpulab did not write ({foreign[0]}{more}); {remedy}"
 
 
-def _check_writable_parent(path: Path, lead: str) -> None:
+def check_writable_parent(path, lead, error: type[Exception] | None = None) -> None:
+    """Raise ``error`` (default :class:`OutputPathError`) with one line when the folder that
+    would hold ``path`` is in the way of a file, missing or not writable."""
+    error = OutputPathError if error is None else error
+    path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     blocker = file_in_the_way(parent)
     if blocker is not None:
-        raise OutputPathError(cannot_write(lead, f"{blocker} is a file, not a folder"))
+        raise error(cannot_write(lead, f"{blocker} is a file, not a folder"))
     if not parent.is_dir():
-        raise OutputPathError(f"{lead}: the folder {parent} does not exist")
+        raise error(f"{lead}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
-        raise OutputPathError(cannot_write(lead, unwritable_reason(parent)))
+        raise error(cannot_write(lead, unwritable_reason(parent)))
 
 
 @contextlib.contextmanager
@@ -460,6 +464,6 @@ def check_output_file(path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.is_dir():
         raise OutputPathError(f"{path}: is a folder; give a file name")
-    _check_writable_parent(path, str(path))
+    check_writable_parent(path, str(path))
     return path
 

@@ -36,11 +36,9 @@ from app.io.atomic import (
     OutputPathError,
     atomic_output_dir,
     atomic_write,
-    cannot_write,
     check_output_file,
-    file_in_the_way,
+    check_writable_parent,
     hidden_prefix,
-    unwritable_reason,
 )
 from app.io.inputs import check_input_file, failure_reason
 from app.io.mesh_formats import MeshFile, MeshIOError
@@ -479,14 +477,7 @@ def check_segments_dir(directory) -> pathlib.Path:
                 f"{directory}: the folder holds other files ({foreign[0]}, ...); choose a new or "
                 "empty folder (a folder of earlier segment files is replaced)"
             )
-    parent = directory.parent if str(directory.parent) else pathlib.Path(".")
-    blocker = file_in_the_way(parent)
-    if blocker is not None:
-        raise MeshIOError(cannot_write(directory, f"{blocker} is a file, not a folder"))
-    if not parent.is_dir():
-        raise MeshIOError(f"{directory}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise MeshIOError(cannot_write(directory, unwritable_reason(parent)))
+    check_writable_parent(directory, directory, MeshIOError)
     return directory
 
 
