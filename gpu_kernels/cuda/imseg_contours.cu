@@ -10,6 +10,9 @@
 
 #define CT_NF 1024         // entries of the f(t) = cbrt(t) table (plus two)
 #define CT_EMPTY 0xFFFFFFFFFFFFFFFFULL
+// best[r] of a region that absorbed another in this round (the renaming's skip, session 16): no
+// cost value can equal it (its low word would be region 0xFFFFFFFE)
+#define CT_MARK 0xFFFFFFFFFFFFFFFEULL
 
 __device__ __forceinline__ float ct_flook(const float* __restrict__ F, float t) {
     float u = t * (float)CT_NF;
@@ -347,6 +350,12 @@ __device__ __forceinline__ unsigned int ct_cost_bits(const long long* __restrict
 // slc (session 15): a second table of 2^slc slots in shared memory, after the arrays use_smem puts
 // there (at byte offset soff); a round with at most 2^(slc-1) pairs renames and aggregates them
 // there instead of in the global table (0: never, the kernel before session 15).
+// use_smem (where the arrays live): 0 all global; 1 all in shared memory; 2 the regions' (area, rsum,
+// best, into); 3 (session 16) best and into only; 4 best only (the others global).
+// skip (session 16, pairs in global memory: use_smem != 1): the pairs alternate between two sets of
+// arrays (g_ea.. and g_ea2..); a pair whose two regions neither absorbed nor were absorbed in this
+// round is copied to the next round's set as it is (no other pair can rename onto it), the others go
+// through the table. The pair list's order differs; the labels cannot depend on it.
 // CT_PROF (a define): thread 0's clock64 per phase summed into state[4..] (as long long).
 // into[r] (out): the region r merged into (r itself for survivors); state[0] = regions left,
 // state[1] = rounds, state[2] = error bits (1 the table was full, here or in ct_rag_pixels; 2 more
@@ -356,8 +365,8 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     int* g_ea, int* g_eb, int* g_el, unsigned long long* g_eg, unsigned int* g_ecost, long long* g_area,
     long long* g_rsum, u64* g_best, int* g_into, int target, float thr, double g2, double b0, double inv_norm,
     double npx, double size_k, int max_rounds, int min_area, int* __restrict__ state, int emax, int use_smem,
-    int slc, long long soff) {
-    __shared__ int sE, sNew, sCount, sRounds, sDone, sTmp, sK, sErr;
+    int slc, long long soff, int* g_ea2, int* g_eb2, int* g_el2, unsigned long long* g_eg2, int skip) {
+    __shared__ int sE, sNew, sDir, sNd, sCount, sRounds, sDone, sTmp, sK, sErr;
 #ifdef CT_PROF
     long long pt0 = clock64(), pt1;
 #define CT_PT(i) do { if (threadIdx.x == 0) { pt1 = clock64(); ((long long*)(state + 4))[i] += pt1 - pt0; pt0 = pt1; } } while (0)
@@ -398,7 +407,20 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         rsum = area + R;
         best = (u64*)(rsum + 3 * R);
         into = (int*)(best + R);
+    } else if (use_smem == 3) {
+        // best and into only (12 bytes a region; session 16): the atomics on best and the reads of
+        // best and into stay on chip, the colour sums and the pairs in global memory (and L1)
+        best = (u64*)ct_smem;
+        into = (int*)(best + R);
+    } else if (use_smem == 4) {
+        best = (u64*)ct_smem;
     }
+    if (use_smem == 1) skip = 0;
+    // the next round's pair arrays where skip
+    int* ya = g_ea2;
+    int* yb = g_eb2;
+    int* yl = g_el2;
+    unsigned long long* yg = g_eg2;
     // the small table (shared memory): keys, gradient sums, lengths; cleared here, and after every
     // round that used it by the read-back (as the global table)
     const int scap = slc > 0 ? (1 << slc) : 0;
@@ -410,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         sgs[s] = 0ULL;
         slen[s] = 0;
     }
-    if (use_smem) {
+    if (use_smem == 1 || use_smem == 2) {
         for (int r = t; r < R; r += T) {
             area[r] = g_area[r];
             rsum[3 * r] = g_rsum[3 * r];
@@ -425,6 +447,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
     if (t == 0) {
         sE = 0;
         sNew = 0;
+        sDir = 0;
         sCount = R;
         sRounds = 0;
         sDone = 0;
@@ -513,6 +536,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
                 into[b] = a;
                 area[a] += area[b];
                 for (int c = 0; c < 3; ++c) rsum[3 * a + c] += rsum[3 * b + c];
+                if (skip) best[a] = CT_MARK;   // a absorbed b (read by the renaming's skip)
             }
         }
         __syncthreads();
@@ -520,6 +544,7 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
         __syncthreads();
         CT_PT(2);
         // 5. rename the pairs and aggregate them again
+        if (!skip) {
         for (int e = t; e < E; e += T) {
             int len = el[e];
             if (len < 0) continue;
@@ -541,32 +566,103 @@ extern "C" __global__ void __launch_bounds__(1024) ct_merge(
                 best[eb[e]] = CT_EMPTY;
             }
         }
+        } else {
+        // skip: a pair of two regions untouched by this round's merges (into[r] == r and best[r] not
+        // CT_MARK: neither absorbed nor absorbing) goes to the next set as it is, at a place counted per
+        // warp (the loop is warp-uniform: every lane reaches the ballot); the others through the table.
+        // best[] is cleared here except a CT_MARK (read by other pairs of that region), which the
+        // read-back clears with the merged pairs' (after the barrier).
+        const int lane = t & 31;
+        for (int e0 = t - lane; e0 < E; e0 += T) {
+            const int e = e0 + lane;
+            bool direct = false, hashed = false;
+            int a = 0, b = 0, len = 0;
+            if (e < E) {
+                len = el[e];
+                if (len >= 0) {
+                    a = ea[e];
+                    b = eb[e];
+                    bool touched = cleanup;
+                    if (!cleanup) {
+                        const u64 ba = best[a], bb = best[b];
+                        touched = ba == CT_MARK || bb == CT_MARK;
+                        if (ba != CT_MARK) best[a] = CT_EMPTY;
+                        if (bb != CT_MARK) best[b] = CT_EMPTY;
+                    }
+                    const int ia = into[a], ib = into[b];
+                    touched = touched || ia != a || ib != b;
+                    a = ia;
+                    b = ib;
+                    direct = !touched;
+                    hashed = touched && a != b;
+                }
+            }
+            const unsigned m = __ballot_sync(0xffffffffu, direct);
+            int at = 0;
+            if (lane == 0 && m) at = atomicAdd(&sDir, __popc(m));
+            at = __shfl_sync(0xffffffffu, at, 0);
+            if (direct) {
+                const int i = at + __popc(m & ((1u << lane) - 1u));
+                ya[i] = a;
+                yb[i] = b;
+                yl[i] = len;
+                yg[i] = eg[e];
+            } else if (hashed) {
+                int lo = imin(a, b), hi2 = imax(a, b);
+                int slot = ct_insert(tkey, tlen, tgs, tlc, ((u64)lo << 32) | (u64)hi2, len, eg[e], &sErr);
+                if (slot >= 0) ecost[atomicAdd(&sNew, 1)] = (unsigned int)slot;
+            }
+        }
+        }
         __syncthreads();
         CT_PT(3);
         if (t == 0) {
-            sE = sNew;
+            sE = sDir + sNew;
+            sNd = sDir;
+            sDir = 0;
             sNew = 0;
             sCount -= nm;
             sRounds += 1;
         }
         __syncthreads();
-        const int E2 = sE;
-        for (int i = t; i < E2; i += T) {
+        const int E2 = sE, nd = sNd;
+        int* da = skip ? ya : ea;
+        int* db = skip ? yb : eb;
+        int* dl = skip ? yl : el;
+        unsigned long long* dg = skip ? yg : eg;
+        for (int i = t; i < E2 - nd; i += T) {
             const int s = (int)ecost[i];
             u64 k = tkey[s];
-            ea[i] = (int)(k >> 32);
-            eb[i] = (int)(k & 0xffffffffULL);
-            el[i] = tlen[s];
-            eg[i] = tgs[s];
+            da[nd + i] = (int)(k >> 32);
+            db[nd + i] = (int)(k & 0xffffffffULL);
+            dl[nd + i] = tlen[s];
+            dg[nd + i] = tgs[s];
             tkey[s] = CT_EMPTY;
             tlen[s] = 0;
             tgs[s] = 0ULL;
+        }
+        if (skip) {
+            for (int e = t; e < E; e += T) {
+                if (el[e] < 0) {
+                    best[ea[e]] = CT_EMPTY;
+                    best[eb[e]] = CT_EMPTY;
+                }
+            }
+            // the next round reads the set just written
+            ya = ea;
+            yb = eb;
+            yl = el;
+            yg = eg;
+            ea = da;
+            eb = db;
+            el = dl;
+            eg = dg;
         }
         __syncthreads();
         CT_PT(4);
     }
     __syncthreads();
-    if (use_smem)
+    if (use_smem >= 1 && use_smem <= 3)
         for (int r = t; r < R; r += T) g_into[r] = into[r];
     if (t == 0) {
         state[0] = sCount;

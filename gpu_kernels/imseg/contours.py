@@ -584,6 +584,18 @@ EARLY_GRAPH = True
 SMALL_TABLE = True
 #: the small table's most slots (2^14: 320 KB would not fit anyway)
 SMALL_TABLE_MAX_LOG = 14
+#: where neither all of ``ct_merge``'s arrays nor its regions' fit shared memory (1080p: R = 9227 regions
+#: need 406 KB): keep its hot per-region fields there (session 16, issue 21): ``"best_into"`` (mode 3:
+#: the cheapest pair and the merge forest, 12 bytes a region), ``"best"`` (mode 4: 8 bytes), or None
+#: (mode 0: every array in global memory, the kernel before session 16)
+HOT_SMEM = None
+#: the small table's most slots (log2) where the regions' arrays are NOT in shared memory (modes 0, 3, 4;
+#: session 16): a small table that leaves the L1 cache its room; 0: none there (session 15's T2)
+HOT_SMALL_LOG = 0
+#: ``ct_merge``'s renaming skip (session 16): where the pairs are in global memory, a pair of two regions
+#: that neither absorbed nor were absorbed in the round is copied as it is to a second set of pair arrays
+#: (no hash, no read-back); False: every pair through the hash table (the kernel before session 16)
+SKIP_RENAME = False
 #: ``ct_merge``'s per-phase clock (thread 0's clock64 into the state array; benchmarks only)
 MERGE_PROFILE = False
 _LAST_R: dict = {}
@@ -619,7 +631,15 @@ def _graph_pass(be, labels_d, rcap: int, lc: int, h: int, w: int, gq, q) -> dict
              el=xp.empty(emax, dtype=xp.int32), eg=xp.empty(emax, dtype=xp.uint64),
              ecost=xp.empty(emax, dtype=xp.uint32), best=xp.empty(rcap, dtype=xp.uint64),
              into=xp.empty(rcap, dtype=xp.int32))
+    if SKIP_RENAME:
+        _second_pairs(xp, g, emax)
     return g
+
+
+def _second_pairs(xp, g: dict, emax: int) -> None:
+    """The second set of pair arrays of the renaming skip (:data:`SKIP_RENAME`)."""
+    g.update(ea2=xp.empty(emax, dtype=xp.int32), eb2=xp.empty(emax, dtype=xp.int32),
+             el2=xp.empty(emax, dtype=xp.int32), eg2=xp.empty(emax, dtype=xp.uint64))
 
 
 def early_graph(be, labels_d, key, h: int, w: int, gq, q):
@@ -645,16 +665,19 @@ def _read_components(be, syncs, total, comps, key, h: int, w: int, gq, q):
 
 def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, thr: float, inv_norm: float,
                        max_rounds: int = MAX_ROUNDS, timer=None, min_area: int = 0, size_k: float = SIZE_K,
-                       smem: bool | str | None = None, pre: dict | None = None, small: bool | str | None = None):
+                       smem: bool | str | None = None, pre: dict | None = None, small: bool | str | None = None,
+                       skip: bool | None = None):
     """Build the graph and merge on the device: returns ``(into (R,), state (3,): [count, rounds, error bits])``
     (error bits: labels beyond the graph's bounds, a region in several pieces; :func:`check_merge_state`).
     ``smem``: keep the merge's arrays in shared memory (True), only the regions' (``"regions"``),
-    or none (False); None: all where they fit, else the regions' where they fit. ``pre``: the
+    or none (False), ``"best_into"`` / ``"best"`` (those fields only); None: :func:`merge_smem_mode`. ``pre``: the
     pixel pass already queued by :func:`early_graph` (used where R is within its bound). ``small``:
-    the merge's small table in shared memory where its regions are there too (None: :data:`SMALL_TABLE`;
-    ``"always"``: also where no array of the merge is in shared memory)."""
+    the merge's small table in shared memory where its regions are there too (None: :data:`SMALL_TABLE`),
+    elsewhere of at most 2^:data:`HOT_SMALL_LOG` slots; ``"always"``: as large as fits, in every layout.
+    ``skip``: the renaming skip where the pairs are in global memory (None: :data:`SKIP_RENAME`)."""
     xp = be.xp
     small = SMALL_TABLE if small is None else small
+    skip = SKIP_RENAME if skip is None else skip
     n = h * w
     emax = 3 * R + 16
     g = pre if pre is not None and R <= pre["rcap"] else _graph_pass(be, labels_d, R, _logcap(R), h, w, gq, q)
@@ -667,18 +690,26 @@ def graph_merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int,
         st[:3] = state
         state = st
     fm = kernel(be, _SRC, "ct_merge", options=_OPTS, defines={"CT_PROF": 1} if MERGE_PROFILE else None)
-    use = merge_smem_mode(be, R, emax) if smem is None else (2 if smem == "regions" else int(bool(smem)))
-    base = (merge_smem_bytes(R, emax) if use == 1 else merge_region_smem_bytes(R)) if use else 0
+    use = merge_smem_mode(be, R, emax) if smem is None else _SMEM_MODES[smem]
+    base = _mode_smem_bytes(use, R, emax)
     soff = -(-base // 8) * 8
-    slc = small_table_log(_max_smem(be) - soff) if small == "always" or (small and use) else 0
+    slc = 0
+    if small == "always" or (small and use in (1, 2)):
+        slc = small_table_log(_max_smem(be) - soff)
+    elif small and HOT_SMALL_LOG:
+        slc = small_table_log(min(_max_smem(be) - soff, SMALL_SLOT_BYTES << HOT_SMALL_LOG))
     total = soff + (SMALL_SLOT_BYTES << slc if slc else 0)
     if total:
         set_max_dynamic_smem(fm, total)
+    skip = bool(skip) and use != 1
+    if skip and "ea2" not in g:
+        _second_pairs(xp, g, emax)
+    ea2, eb2, el2, eg2 = (g[k] for k in ("ea2", "eb2", "el2", "eg2")) if skip else (ea, eb, el, eg)
     fm((1,), (BLOCK,), (
         np.int32(R), hkey, hlen, hgs, np.int32(lc), ea, eb, el, eg, ecost, area, rsum, best, into,
         np.int32(target), f32(thr), np.float64(2.0 * GSCALE), np.float64(B0), np.float64(inv_norm),
         np.float64(n), np.float64(size_k), np.int32(max_rounds), np.int32(min_area), state, np.int32(emax),
-        np.int32(use), np.int32(slc), np.int64(soff)), shared_mem=total)
+        np.int32(use), np.int32(slc), np.int64(soff), ea2, eb2, el2, eg2, np.int32(skip)), shared_mem=total)
     return into, state
 
 
@@ -717,10 +748,24 @@ def merge_region_smem_bytes(R: int) -> int:
 
 
 def merge_smem_mode(be, R: int, emax: int) -> int:
-    """Where ``ct_merge`` keeps its arrays: 1 all in shared memory, 2 the regions' only, 0 none."""
+    """Where ``ct_merge`` keeps its arrays: 1 all in shared memory, 2 the regions' only, 3 / 4 the hot
+    fields only (:data:`HOT_SMEM`: best and into / best), 0 none."""
     if merge_smem_bytes(R, emax) <= _max_smem(be):
         return 1
-    return 2 if merge_region_smem_bytes(R) <= _max_smem(be) else 0
+    if merge_region_smem_bytes(R) <= _max_smem(be):
+        return 2
+    hot = _SMEM_MODES.get(HOT_SMEM, 0) if HOT_SMEM else 0
+    return hot if hot and _mode_smem_bytes(hot, R, emax) <= _max_smem(be) else 0
+
+
+#: ``graph_merge_device``'s ``smem`` values -> ``ct_merge``'s use_smem modes (and back, for the info)
+_SMEM_MODES = {False: 0, True: 1, "regions": 2, "best_into": 3, "best": 4}
+SMEM_INFO = {v: k for k, v in _SMEM_MODES.items()}
+
+
+def _mode_smem_bytes(use: int, R: int, emax: int) -> int:
+    """Shared memory of ``ct_merge``'s arrays in mode ``use`` (:func:`merge_smem_mode`)."""
+    return {0: 0, 1: merge_smem_bytes(R, emax), 2: merge_region_smem_bytes(R), 3: 12 * R, 4: 8 * R}[use]
 
 
 def _max_smem(be) -> int:
@@ -1070,8 +1115,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
         check_merge_state(meta[1:], 3 if learned else 2)
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=int(meta[2]), timer=timer, syncs=syncs,
-                   merge_smem=(ran["smem"] if learned
-                               else {0: False, 1: True, 2: "regions"}[merge_smem_mode(be, R, 3 * R + 16)]))
+                   merge_smem=(ran["smem"] if learned else SMEM_INFO[merge_smem_mode(be, R, 3 * R + 16)]))
     return out
 
 
