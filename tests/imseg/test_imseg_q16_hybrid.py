@@ -1,0 +1,91 @@
+"""Session 16 (imseg-q7): the hybrid merge (``gpu_kernels.imseg.hybrid``): the contour merge in its count mode to
+M' = min(R, max(M, n_segments)) regions, then the learned merge (its model refit on such starts) to the end. The CPU
+path is the two library merges composed; the GPU path (emulator here; the H100 in the gpu-marked test) gives the
+same labels in the coarseness and the count modes, with and without a contour part."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from cuda_emu import available as emu_available
+from cuda_emu import emu_backend
+
+from gpu_kernels.imseg import contours as C
+from gpu_kernels.imseg import hybrid as HY
+from gpu_kernels.imseg import learned as LM
+
+needs_emu = pytest.mark.skipif(bool(emu_available()), reason="no C++ compiler for the kernel emulator")
+
+
+def _image(h=40, w=56):
+    from skimage import data, transform
+
+    return (transform.resize(data.astronaut(), (h, w), anti_aliasing=True) * 255).astype(np.uint8)
+
+
+def _stages(img, device, n_superpixels=50):
+    col = C.stage_colour(img, device=device)
+    return col, C.stage_superpixels(col, n_superpixels=n_superpixels, device=device)
+
+
+def test_start_count():
+    assert HY.start_count(1000, 0, 200) == 200
+    assert HY.start_count(150, 0, 200) == 150
+    assert HY.start_count(1000, 300, 200) == 300      # the count mode: the contour merge stops at n if n > M
+    assert HY.start_count(1000, 20, 200) == 200
+
+
+def test_cpu_path_is_the_contour_merge_then_the_learned_merge():
+    img = _image(64, 80)
+    col, sp = _stages(img, "cpu", 80)
+    R, comps = sp["R"], sp["comps"]
+    M = R // 3
+    h, w = comps.shape
+    inv = 1 / math.sqrt(h * w)
+    g = C.region_graph_np(comps, R, col["gq"], col["q"])
+    into, cnt, _ = C.merge_np(g, M, math.inf, inv)
+    assert cnt == M
+    seg, _ = C._resolve(into)
+    mid = seg[comps - 1]
+    g2 = C.region_graph_np(mid, M, col["gq"], col["q"], boundary=True)
+    g2.update(LM.graph_extras_np(mid, M, col["gq"], col["q"], g2))
+    tau = LM.tau_from_coarseness(C.DEFAULT_COARSENESS)
+    min_area = C.min_region_area(sp["S"])
+    into2, _, _ = LM.merge_learned_np(g2, 0, tau, inv, min_area=min_area, model_arrays=HY.model())
+    seg2, count = C._resolve(into2)
+    st: dict = {}
+    got = HY.merge_np(comps, R, col["gq"], col["q"], sp["S"], 0, tau, min_area=min_area, regions=M, stats=st)
+    np.testing.assert_array_equal(got, seg2[mid - 1])
+    assert st["start"] == M and st["count"] == count == int(got.max())
+
+
+def test_count_mode_gives_exactly_n(monkeypatch):
+    img = _image(64, 80)
+    col, sp = _stages(img, "cpu", 80)
+    monkeypatch.setattr(HY, "HYBRID_REGIONS", sp["R"] // 2)
+    for n in (3, 7, sp["R"] // 2 + 5):
+        mg = HY.stage_merge(col, sp, n_segments=n, device="cpu")
+        assert mg["count"] == n == len(np.unique(mg["labels"]))
+        assert mg["start"] == max(sp["R"] // 2, n)
+
+
+@needs_emu
+@pytest.mark.parametrize("regions", [12, 25, 10_000])   # 10_000 > R: no contour part
+@pytest.mark.parametrize("n_segments", [0, 6])
+def test_gpu_equals_cpu_emulator(monkeypatch, regions, n_segments):
+    monkeypatch.setattr(HY, "HYBRID_REGIONS", regions)
+    img = _image()
+    col, sp = _stages(img, "cpu")
+    want = HY.stage_merge(col, sp, n_segments=n_segments, device="cpu")
+    be = emu_backend()
+    gcol, gsp = _stages(img, be)
+    assert gsp["R"] == sp["R"]
+    got = HY.stage_merge(gcol, gsp, n_segments=n_segments, device=be)
+    lab = np.asarray(got["labels"].get()).reshape(sp["comps"].shape)
+    np.testing.assert_array_equal(lab, want["labels"])
+    assert (got["count"], got["rounds_contour"], got["rounds_learned"], got["start"]) == \
+        (want["count"], want["rounds_contour"], want["rounds_learned"], want["start"])
+    seg = C.stage_finish(gcol, gsp, got, device=be)
+    assert seg.n_regions == want["count"] and seg.info["params"]["merge"] == "hybrid"
