@@ -33,7 +33,9 @@ Stages (each a pure function, arrays in, arrays out):
 
 On the GPU the merge runs as one persistent block: all rounds, the renaming of the pairs and
 their aggregation through a hash table stay on the device (the rounds with few pairs through a
-second table in shared memory, :data:`SMALL_TABLE`). The host waits twice: for the number of
+second table in shared memory, :data:`SMALL_TABLE`; a pair whose regions did not change in the round
+skips the table, :data:`SKIP_RENAME`; where the regions' arrays do not fit shared memory, their
+cheapest pairs do, :data:`HOT_SMEM`). The host waits twice: for the number of
 superpixel components (to size the graph; the graph's pixel pass is queued before that wait,
 :data:`EARLY_GRAPH`) and for the number of segments (to size the feature arrays). Every float operation is done in the same order on both paths (CUDA
 with ``--fmad=false``) and every sum is a sum of integers, so the CPU and the GPU give the
@@ -587,15 +589,16 @@ SMALL_TABLE_MAX_LOG = 14
 #: where neither all of ``ct_merge``'s arrays nor its regions' fit shared memory (1080p: R = 9227 regions
 #: need 406 KB): keep its hot per-region fields there (session 16, issue 21): ``"best_into"`` (mode 3:
 #: the cheapest pair and the merge forest, 12 bytes a region), ``"best"`` (mode 4: 8 bytes), or None
-#: (mode 0: every array in global memory, the kernel before session 16)
-HOT_SMEM = None
+#: (mode 0: every array in global memory, the kernel before session 16). Shipped "best" (session 16's rule,
+#: d6016ea: arm BSP, with the two switches below)
+HOT_SMEM = "best"
 #: the small table's most slots (log2) where the regions' arrays are NOT in shared memory (modes 0, 3, 4;
-#: session 16): a small table that leaves the L1 cache its room; 0: none there (session 15's T2)
-HOT_SMALL_LOG = 0
+#: session 16): a small table that leaves the L1 cache its room (2^11 slots: 40 KB); 0: none there (session 15's T2)
+HOT_SMALL_LOG = 11
 #: ``ct_merge``'s renaming skip (session 16): where the pairs are in global memory, a pair of two regions
 #: that neither absorbed nor were absorbed in the round is copied as it is to a second set of pair arrays
 #: (no hash, no read-back); False: every pair through the hash table (the kernel before session 16)
-SKIP_RENAME = False
+SKIP_RENAME = True
 #: ``ct_merge``'s per-phase clock (thread 0's clock64 into the state array; benchmarks only)
 MERGE_PROFILE = False
 _LAST_R: dict = {}
