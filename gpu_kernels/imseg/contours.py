@@ -944,7 +944,7 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
         col = stage_colour(image, sigma=sigma, device=be, progress=progress.sub(0.0, 0.2))
         progress.update(0.2, "superpixels")
         sp = stage_superpixels(col, n_superpixels=n_superpixels, compactness=compactness, device=be,
-                               progress=progress.sub(0.2, 0.5), early=merge == "contour")
+                               progress=progress.sub(0.2, 0.5), early=merge != "learned")
         progress.update(0.5, "merging")
         mg = stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, merge=merge, device=be,
                          progress=progress.sub(0.5, 0.8))
@@ -970,7 +970,7 @@ def _segment_replay(be, g, img, u8, c, gp, coarseness, n_segments, features, mom
             g.launch(be, u8)
             timer.mark("prefix")
             R, pre = _read_components(be, syncs, g.total, g.comps,
-                                      _early_key(be, g.h, g.w, gp) if merge == "contour" else None,
+                                      _early_key(be, g.h, g.w, gp) if merge != "learned" else None,
                                       g.h, g.w, g.gq, g.q)
             col = {"img": img, "h": g.h, "w": g.w, "c": c, "c8": g.c8, "sigma": gp["sigma"], "device": be.label,
                    "img_d": g.img_d, "sm": g.sm, "gq": g.gq, "q": g.q, "timer": timer}
@@ -1070,6 +1070,11 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = DEFAULT_COARSENESS, 
     be = get_backend(device)
     p = check_params(coarseness, n_segments, 1, DEFAULT_COMPACTNESS, DEFAULT_SIGMA)
     learned = check_merge(merge) == "learned"
+    if merge == "hybrid":   # the contour merge, then the learned merge (gpu_kernels.imseg.hybrid)
+        from gpu_kernels.imseg import hybrid as _hy
+
+        return _hy.stage_merge(col, sp, coarseness=coarseness, n_segments=n_segments, device=be,
+                               progress=progress)
     h, w, R = col["h"], col["w"], sp["R"]
     thr = math.inf if p["n_segments"] else coarseness_threshold(p["coarseness"])
     inv_norm = 1.0 / math.sqrt(h * w)
