@@ -62,16 +62,16 @@ def _pieces_once(v, f, target: int) -> dict:
 
     out: dict = {}
     marks = [(time.perf_counter(), time.thread_time())]
-    simp._set_decimation_clock(bool(simp.STILL_CLOCK))
     ms = pymeshlab.MeshSet()
     marks.append((time.perf_counter(), time.thread_time()))
     m0 = pymeshlab.Mesh(vertex_matrix=v, face_matrix=f.astype(np.int32))
     marks.append((time.perf_counter(), time.thread_time()))
     ms.add_mesh(m0)
     marks.append((time.perf_counter(), time.thread_time()))
-    ms.meshing_decimation_quadric_edge_collapse(
-        targetfacenum=target, preservenormal=bool(simp.PRESERVE_NORMAL), preservetopology=False,
-        optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
+    with simp._standing_clock(bool(simp.STILL_CLOCK)):   # (as in simplify._simplify_pymeshlab)
+        ms.meshing_decimation_quadric_edge_collapse(
+            targetfacenum=target, preservenormal=bool(simp.PRESERVE_NORMAL), preservetopology=False,
+            optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
     marks.append((time.perf_counter(), time.thread_time()))
     m = ms.current_mesh()
     vo = np.asarray(m.vertex_matrix(), dtype=np.float64)
@@ -90,7 +90,7 @@ def _count_clock_calls(v, f, target: int) -> int:
     slot = simp._clock_slot()
     if slot is None:
         return -1
-    addr, real, _ = slot
+    addr = slot[0]
     n = [0]
 
     @ctypes.CFUNCTYPE(ctypes.c_long)
@@ -100,15 +100,11 @@ def _count_clock_calls(v, f, target: int) -> int:
 
     cell = ctypes.c_void_p.from_address(addr)
     old = cell.value
-    old_flag = simp.STILL_CLOCK
     try:
-        simp.STILL_CLOCK = False
-        simp._set_decimation_clock(False)
         cell.value = ctypes.cast(counting, ctypes.c_void_p).value
         _pieces_once_raw(v, f, target)
     finally:
         cell.value = old
-        simp.STILL_CLOCK = old_flag
     return n[0]
 
 
@@ -167,12 +163,51 @@ def pieces(path: str, n: int, cfgs: list, target: int = 4000) -> dict:
               " shorter)", flush=True)
     extra = {"tasks": _tasks(), "clock_us": clock_cost(), "clock_calls": _count_clock_calls(vm, fm, target),
              "slot_found": simp._clock_slot() is not None}
+    if EXTRA_THREADS:
+        extra["more_threads"] = _with_more_threads(vm, fm, target, cfgs, max(5, n // 2))
     print(f"pieces16 process threads {extra['tasks']}; one clock() call {extra['clock_us']:.2f} us (ctypes included);"
           f" clock() calls in one filter {extra['clock_calls']}; the plugin's clock slot found: {extra['slot_found']}",
           flush=True)
     same = len({x["sha"] for c in cfgs for x in runs[c]}) == 1
     print(f"pieces16 the same working mesh in every configuration: {same}", flush=True)
     return {"runs": runs, "same": same, **extra}
+
+
+#: ``--pieces``: the filter again with this many more idle threads in the process (the app's Qt, CuPy and numba
+#: threads, a batch's workers; reported, not judged)
+EXTRA_THREADS = 64
+
+
+def _with_more_threads(vm, fm, target: int, cfgs: list, n: int) -> dict:
+    import threading
+
+    from gpu_kernels.jobs import BackgroundCall
+
+    gate = threading.Event()
+    idle = [threading.Thread(target=gate.wait, daemon=True) for _ in range(EXTRA_THREADS)]
+    for t in idle:
+        t.start()
+    runs: dict = {c: [] for c in cfgs}
+    try:
+        tasks, cost = _tasks(), clock_cost()
+        for i in range(n):
+            for c in (cfgs if i % 2 == 0 else cfgs[::-1]):
+                old = e2e._set(e2e.CONFIGS[c])
+                try:
+                    runs[c].append(BackgroundCall(_pieces_once, vm, fm, target, name="gpulab-simplify").result())
+                finally:
+                    e2e._set(old)
+    finally:
+        gate.set()
+        for t in idle:
+            t.join()
+    base = cfgs[0]
+    line = "  ".join(f"{c} filter {_med(x['filter'] for x in runs[c]):6.2f}" for c in cfgs)
+    pf = {c: _med(a["filter"] - b["filter"] for a, b in zip(runs[c], runs[base], strict=True)) for c in cfgs[1:]}
+    print(f"pieces16 with {EXTRA_THREADS} more idle threads ({tasks} in all; one clock() call {cost:.2f} us), {n} rounds:"
+          f" {line}  paired {' '.join(f'{c} {v:+.2f}' for c, v in pf.items())} ms  sha "
+          f"{sorted({x['sha'] for c in cfgs for x in runs[c]})}", flush=True)
+    return {"tasks": tasks, "clock_us": cost, "runs": runs, "paired": pf}
 
 
 def judge(report: dict, cand: str, rounds: int, rounds_rest: int) -> bool:

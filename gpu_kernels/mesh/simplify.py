@@ -32,7 +32,12 @@ memberships back onto every original face.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib.util
+import os
+import sys
+import threading
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -67,12 +72,14 @@ PRESERVE_NORMAL = False
 #: pymeshlab's decimation reads the process's CPU time (libc ``clock()``) once per candidate collapse it takes off its
 #: heap (VCG's ``LocalOptimization::GoalReached``, for a 0.1 s budget between progress callbacks): ~17,000 system
 #: calls for 12k -> 4k faces, each of which sums the run times of every thread of the process (issue 22, session 16).
-#: True: the ``clock`` slot of the decimation's plugin (``libfilter_meshing.so``; its two quadric decimations are the
-#: only callers) points at libc's ``getpagesize`` instead, a function of no arguments that returns a constant without
-#: a system call. The clock then stands still, the budget never runs out, and the decimation runs in one
-#: ``DoOptimization`` call instead of resuming after each 0.1 s (MeshLab's filter does nothing else between calls
-#: than report progress): the same collapses in the same order. Linux x86-64 only; wherever the slot is not found as
-#: expected, nothing is changed (:func:`_clock_slot`).
+#: True: DURING our decimation call only (:func:`_standing_clock`), the ``clock`` slot of the decimation's plugin
+#: (``libfilter_meshing.so``; its two quadric decimations are its only callers) points at libc's ``getpagesize``, a
+#: function of no arguments that returns a constant without a system call. The clock then stands still, the budget
+#: never runs out, and the decimation runs in one ``DoOptimization`` call instead of resuming after each 0.1 s
+#: (MeshLab's filter does nothing else between calls than report progress): the same collapses in the same order.
+#: The slot is put back when the call ends (an error too; overlapping calls of several threads are counted, and the
+#: last one out puts it back). Linux x86-64 only; wherever the slot is not found as expected, nothing is changed
+#: (:func:`_clock_slot`). The environment variable ``GPULAB_PYMESHLAB_CLOCK=real`` turns it off without code.
 STILL_CLOCK = False
 _MODULES = {"fast": "fast_simplification", "pymeshlab": "pymeshlab"}
 #: :func:`simplify_in_background` with the "fast" simplifier alone: on a thread too (True), or at
@@ -115,33 +122,32 @@ def _simplify_fast(v: np.ndarray, f: np.ndarray, target: int):
 def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int):
     import pymeshlab
 
-    _set_decimation_clock(bool(STILL_CLOCK))
     ms = pymeshlab.MeshSet()
     ms.add_mesh(pymeshlab.Mesh(vertex_matrix=v, face_matrix=f.astype(np.int32)))
-    ms.meshing_decimation_quadric_edge_collapse(
-        targetfacenum=target, preservenormal=bool(PRESERVE_NORMAL), preservetopology=False,
-        optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
+    with _standing_clock(bool(STILL_CLOCK)):
+        ms.meshing_decimation_quadric_edge_collapse(
+            targetfacenum=target, preservenormal=bool(PRESERVE_NORMAL), preservetopology=False,
+            optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
     m = ms.current_mesh()
     return (np.asarray(m.vertex_matrix(), dtype=np.float64),
             np.asarray(m.face_matrix(), dtype=np.int64))
 
 
 #: the decimation plugin's ``clock`` slot, looked up once per ``pymeshlab`` module (its file): {file: None (not found)
-#: or (address, original value, still value)}
+#: or (address, libc's clock, the standing clock, the plugin's .plt start, end)}
 _CLOCK_SLOT: dict = {}
+#: :func:`_standing_clock`: [calls inside, what the slot held before the first came in]
+_CLOCK_USE: list = [0, None]
+_CLOCK_LOCK = threading.Lock()
 _PLUGIN = "libfilter_meshing.so"
 
 
-def _clock_slot(lookup: bool = True):
+def _clock_slot():
     """The ``clock`` slot of pymeshlab's decimation plugin (:data:`STILL_CLOCK`); None where it is not found as
     expected (not Linux x86-64, the plugin not loaded, no such slot, a read-only page, a value that is neither libc's
-    ``clock`` nor the plugin's own lazy-binding stub), or not looked up yet and ``lookup`` is False."""
-    import sys
-
+    ``clock`` nor the plugin's own lazy-binding stub)."""
     key = getattr(sys.modules.get("pymeshlab"), "__file__", None)
     if key not in _CLOCK_SLOT:
-        if not lookup:
-            return None
         try:
             found = _find_clock_slot() if key is not None else None
         except Exception:  # noqa: BLE001 - a layout not foreseen: leave the library as it is
@@ -151,9 +157,7 @@ def _clock_slot(lookup: bool = True):
 
 
 def _find_clock_slot(plugin: str = _PLUGIN):
-    import ctypes
     import struct
-    import sys
 
     if not sys.platform.startswith("linux"):
         return None
@@ -204,28 +208,47 @@ def _find_clock_slot(plugin: str = _PLUGIN):
     libc = ctypes.CDLL(None)
     real = ctypes.cast(libc.clock, ctypes.c_void_p).value
     still = ctypes.cast(libc.getpagesize, ctypes.c_void_p).value
-    now = ctypes.c_void_p.from_address(addr).value
-    if now == real or now == still or plt[0][0] <= (now or 0) < plt[0][1]:
-        return addr, (real if now == still else now), still
+    if _held_by_libc(ctypes.c_void_p.from_address(addr).value, real, plt[0]):
+        return addr, real, still, plt[0][0], plt[0][1]
     return None
 
 
-def _set_decimation_clock(still: bool) -> bool:
-    """Point the decimation plugin's ``clock`` slot at the standing clock (``still``) or back at what it held
-    before; whether the standing clock is in place afterwards. (One aligned 8-byte store, made only when it
-    changes.)"""
-    import ctypes
+def _held_by_libc(value, real: int, plt) -> bool:
+    """The slot holds libc's ``clock``, or the plugin's lazy-binding stub that binds it at the first call."""
+    return value == real or plt[0] <= (value or 0) < plt[1]
 
-    slot = _clock_slot(lookup=still)   # (never looked up: nothing to put back)
-    if slot is None:
-        return False
-    addr, real, still_fn = slot
-    cell = ctypes.c_void_p.from_address(addr)
-    if still and cell.value != still_fn:
-        cell.value = still_fn
-    elif not still and cell.value == still_fn:
-        cell.value = real   # (the lazy-binding stub, if that is what it held: the next call binds libc's clock again)
-    return bool(still)
+
+@contextlib.contextmanager
+def _standing_clock(on: bool = True):
+    """The decimation plugin's ``clock`` slot pointed at the standing clock inside the ``with`` block, and put back
+    when the last block of any thread leaves (an error too). Yields whether the standing clock is in place: False
+    when ``on`` is False, ``GPULAB_PYMESHLAB_CLOCK=real``, the slot is not found, or it holds something else than
+    libc's clock (someone else's: left alone). Another thread's pymeshlab call made meanwhile sees it too: only the
+    plugin's two quadric decimations read this clock, and only to report progress."""
+    if not on or os.environ.get("GPULAB_PYMESHLAB_CLOCK", "").strip().lower() == "real":
+        yield False
+        return
+    with _CLOCK_LOCK:
+        slot = _clock_slot()
+        if slot is not None:
+            addr, real, still, lo, hi = slot
+            cell = ctypes.c_void_p.from_address(addr)
+            if _CLOCK_USE[0] == 0:
+                if not _held_by_libc(cell.value, real, (lo, hi)):
+                    slot = None
+                else:
+                    _CLOCK_USE[1] = cell.value
+                    cell.value = still
+            if slot is not None:
+                _CLOCK_USE[0] += 1
+    try:
+        yield slot is not None
+    finally:
+        if slot is not None:
+            with _CLOCK_LOCK:
+                _CLOCK_USE[0] -= 1
+                if _CLOCK_USE[0] == 0:
+                    cell.value = _CLOCK_USE[1]
 
 
 def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None):
