@@ -68,6 +68,9 @@ def main(argv=None) -> int:
     jobs = [(i, kw) for i in range(len(_IMGS)) for kw in ({}, {"n_segments": a.n_segments})]
     out = {"labels": [], "speed": {}}
     if not a.skip_labels:
+        from gpu_kernels.imseg.contours import segment_contours
+
+        segment_contours(_IMGS[-1][1][:60, :80], merge="hybrid", device="cpu")   # numba compiles here, once
         with mp.get_context("fork").Pool(a.workers) as pool:   # before CUDA starts in this process
             refs = pool.map(_cpu_job, jobs, chunksize=1)
         print(f"CPU references ({time.time() - t0:.1f} s)", flush=True)

@@ -37,19 +37,23 @@ MAX_N_SUPERPIXELS = 100_000
 DEFAULT_COMPACTNESS = 10.0
 DEFAULT_SIGMA = 1.0
 #: the contours method's merges: "learned" (boosted trees over 24 features of each pair of regions,
-#: gpu_kernels.imseg.learned; session 11's accepted model) and "contour" (the hand-made merge cost)
-MERGES = ("learned", "contour")
+#: gpu_kernels.imseg.learned; session 11's accepted model), "contour" (the hand-made merge cost) and "hybrid"
+#: (the contour merge down to 200 regions, then the learned merge with a model refit on such starts:
+#: gpu_kernels.imseg.hybrid; session 16)
+MERGES = ("learned", "contour", "hybrid")
 DEFAULT_MERGE = "contour"
 #: the tool's help texts of the merge and the coarseness (app/tools/imseg.py)
 MERGE_HELP = ("How the superpixels merge. learned: boosted trees trained on the 200 BSDS500 training images "
               "score each pair of adjacent regions from 24 measures of colour, texture, boundary strength, size "
               "and shape (covering 0.567 on the 20 BSDS500 test images, against 0.533); contour: the hand-made "
-              "cost of colour difference and edge strength (faster).")
+              "cost of colour difference and edge strength (faster); hybrid: the contour merge down to 200 regions, "
+              "then the learned merge, its trees refit for such starts (covering 0.550).")
 #: each merge in a few words (the command's description: "merged hierarchically <words>, the default, or ...")
 MERGE_WORDS = {"contour": "by colour and boundary strength",
-               "learned": "by a learned merge score trained on BSDS500, the best quality and slower"}
+               "learned": "by a learned merge score trained on BSDS500, the best quality and slower",
+               "hybrid": "by colour and boundary strength down to 200 regions, then by a learned merge score"}
 COARSENESS_HELP = ("How far the merging goes. contour merge: regions merge while the cheapest merge costs less "
-                   "than 10^coarseness; learned merge: while the lowest score is under tau = 0.39 + 0.06 "
+                   "than 10^coarseness; learned and hybrid merges: while the lowest score is under tau = 0.39 + 0.06 "
                    "(coarseness - 3.3). Larger: fewer, larger segments (the default 3.3: about 20-27 on a "
                    "481 x 321 photograph).")
 

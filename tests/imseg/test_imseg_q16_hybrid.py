@@ -89,3 +89,23 @@ def test_gpu_equals_cpu_emulator(monkeypatch, regions, n_segments):
         (want["count"], want["rounds_contour"], want["rounds_learned"], want["start"])
     seg = C.stage_finish(gcol, gsp, got, device=be)
     assert seg.n_regions == want["count"] and seg.info["params"]["merge"] == "hybrid"
+
+
+@pytest.mark.gpu
+def test_gpu_equals_cpu_on_a_gpu():
+    """On a CUDA device: ``segment_contours(merge="hybrid")`` gives the CPU path's labels (coarseness and count
+    modes) on a shaded synthetic scene and on BSDS images where the shared data is present."""
+    cp = pytest.importorskip("cupy")
+    if cp.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no CUDA device")
+    from test_quality12_learned_gpu import _images
+
+    from gpu_kernels.imseg.contours import segment_contours
+
+    for name, img in _images()[:4]:
+        for kw in ({}, {"n_segments": 12}):
+            want = segment_contours(img, merge="hybrid", device="cpu", features=False, **kw)
+            got = segment_contours(img, merge="hybrid", device="cuda", **kw)
+            np.testing.assert_array_equal(got.labels, want.labels, err_msg=f"{name} {kw}")
+            assert got.info["params"]["merge"] == "hybrid" and got.n_regions == want.n_regions
+            assert got.syncs == 2, got.info["sync_reasons"]   # the superpixel count and the segment count
