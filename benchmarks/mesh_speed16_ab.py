@@ -13,6 +13,10 @@ time, and the bit-identical candidate ``clk`` against today's path, in one proce
 - ``--judge clk``: the rule committed before the run (benchmarks/results/mesh_speed_session16.md), (c1)-(c5);
   (c6), 2 host cores, is read from the CPU run's line.
 
+**A record since call 1:** ``clk`` failed its rule there (c3: the 50k step +2.2 ms paired over 15 rounds), and
+``STILL_CLOCK`` with ``_standing_clock`` / ``_clock_slot`` left the library as the rule said. This script ran against
+the library of 2203a8a; with today's library only ``--configs base`` and ``--pieces`` without ``clk`` would run.
+
 Example (device)::
 
     python benchmarks/mesh_speed16_ab.py 101.off 281.off --rounds 41 --rounds-rest 15 --configs base,clk \\
