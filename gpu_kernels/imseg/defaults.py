@@ -47,7 +47,8 @@ MERGE_HELP = ("How the superpixels merge. learned: boosted trees trained on the 
               "score each pair of adjacent regions from 24 measures of colour, texture, boundary strength, size "
               "and shape (covering 0.567 on the 20 BSDS500 test images, against 0.533); contour: the hand-made "
               "cost of colour difference and edge strength (faster); hybrid: the contour merge down to 200 regions, "
-              "then the learned merge, its trees refit for such starts (covering 0.550).")
+              "then the learned merge, its trees refit for such starts (covering 0.550; a little slower than contour, "
+              "much faster than learned).")
 #: each merge in a few words (the command's description: "merged hierarchically <words>, the default, or ...")
 MERGE_WORDS = {"contour": "by colour and boundary strength",
                "learned": "by a learned merge score trained on BSDS500, the best quality and slower",
