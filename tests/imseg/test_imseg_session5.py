@@ -193,7 +193,7 @@ def test_merge_with_regions_in_shared_memory_equals_global_memory(target, coarse
     assert out["regions"][1][1] > 1  # several rounds ran
 
 
-def test_merge_smem_mode_picks_what_fits():
+def test_merge_smem_mode_picks_what_fits(monkeypatch):
     from gpu_kernels.imseg import contours as C
 
     class Be:  # an emulator-like backend with an H100's opt-in limit
@@ -204,7 +204,13 @@ def test_merge_smem_mode_picks_what_fits():
     be = Be()
     assert C.merge_smem_mode(be, 500, 3 * 500 + 16) == 1
     assert C.merge_smem_mode(be, 2634, 3 * 2634 + 16) == 2  # 512^2 with the default superpixels
-    assert C.merge_smem_mode(be, 9227, 3 * 9227 + 16) == 0  # 1080p
+    # 1080p: the regions' 44 bytes do not fit, their best field does (mode 4: HOT_SMEM = "best", session 16
+    # changed the mode table; before it 1080p was mode 0)
+    assert C.merge_smem_mode(be, 9227, 3 * 9227 + 16) == 4
+    assert C.merge_smem_mode(be, 30000, 3 * 30000 + 16) == 0  # not even best (240 KB): every array global
+    monkeypatch.setattr(C, "HOT_SMEM", None)
+    assert C.merge_smem_mode(be, 9227, 3 * 9227 + 16) == 0  # the switch off: the mode table before session 16
+    assert C.merge_smem_mode(be, 2634, 3 * 2634 + 16) == 2
 
 
 @pytest.mark.gpu
