@@ -900,10 +900,11 @@ def segment_contours(image, *, coarseness: float = DEFAULT_COARSENESS, n_segment
         SLIC's m: larger, squarer superpixels.
     sigma : float
         Gaussian blur before the gradient and the superpixels (pixels).
-    merge : {"learned", "contour"}
+    merge : {"learned", "contour", "hybrid"}
         The merge: ``"learned"`` (boosted trees over 24 features of each pair of regions,
-        :mod:`gpu_kernels.imseg.learned`; the coarseness sets its threshold τ) or ``"contour"``
-        (the hand-made cost above).
+        :mod:`gpu_kernels.imseg.learned`; the coarseness sets its threshold τ), ``"contour"``
+        (the hand-made cost above) or ``"hybrid"`` (the contour merge to 200 regions, then the
+        learned merge refit for such starts, :mod:`gpu_kernels.imseg.hybrid`).
     features, moments, features_method
         As in :func:`gpu_kernels.imseg.segment_image`.
     device, progress
