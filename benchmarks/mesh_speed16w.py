@@ -24,8 +24,9 @@ benchmarks/results/mesh_speed5_session16.md.
 4. **confirm** (judging draws, both arms): ``mesh_session13_q.py confirm_mesh`` (the real pipeline: ``prepare_mesh`` +
    ``segment_prepared``, the full-resolution re-cut) at every human k and at k = "auto", each mesh under its own
    category's fold model of its arm (policy "gain"), session 11's k = "auto" fold models for both arms, with
-   ``segment.WORKING_FACES`` set to the arm's count in the worker. A draw is run only if it can start before
-   ``--judge-end`` seconds after the round's start (draws not run are missing, never re-run).
+   ``segment.WORKING_FACES`` set to the arm's count in the worker; every judging draw in one batch, the largest
+   meshes first, started only if ``--judge-end`` seconds after the round's start are not reached (rows not run are
+   missing, never re-run).
 
 ``judge``: the rule (1)-(3) on the confirm rows; (4), the speed, is ``speed``'s line plus the 2-core run's.
 ``speed``: session 14's A/B (``mesh_speed14_ab.ab``: from the file with the defaults, configurations interleaved and
@@ -177,6 +178,8 @@ def cmd_round(args) -> int:
                 d.mkdir(parents=True, exist_ok=True)
                 tasks += [(arm, faces, args.data, str(work / "stores" / arm / f"pf3n0s{s}.npz"), i, d, args.device)
                           for i in ids]
+        cost = {i: mp._cost(args.data, i) for i in ids}
+        tasks.sort(key=lambda t: -cost[t[4]])   # the largest meshes first (a shorter tail)
         with _spawn_pool(args.jobs) as ex, open(out / "record.jsonl", "a") as fh:
             for r in ex.map(_record_job, tasks):
                 fh.write(json.dumps(r) + "\n")
@@ -200,22 +203,25 @@ def cmd_round(args) -> int:
             print(f"model {arm} ALL sha1 {hashlib.sha1((work / 'models' / arm / 'ALL.npz').read_bytes()).hexdigest()}",
                   flush=True)
     if judge:
-        print(f"== confirm {el()}", flush=True)
-        with _spawn_pool(args.jobs) as ex, open(out / "rows.jsonl", "a") as fh:
-            for s in judge:
-                left = args.judge_end - (time.perf_counter() - t0)
-                if left < args.draw_min:
-                    print(f"== s{s} not run: {left:.0f} s left {el()}", flush=True)
-                    break
-                tasks = [(arm, faces, args.data, str(work / "stores" / arm / f"pf3n0s{s}.npz"), i,
-                          work / "models" / arm, args.models_auto, args.device, f"s{s}")
-                         for i in ids for arm, faces in arms.items()]
-                n = 0
+        # every judging draw in one batch, the largest meshes first (no barrier between draws: a shorter tail)
+        left = args.judge_end - (time.perf_counter() - t0)
+        print(f"== confirm {judge} ({left:.0f} s before --judge-end) {el()}", flush=True)
+        if left < args.draw_min:
+            print(f"== judging draws not run: {left:.0f} s left {el()}", flush=True)
+        else:
+            cost = {i: mp._cost(args.data, i) for i in ids}
+            tasks = [(arm, faces, args.data, str(work / "stores" / arm / f"pf3n0s{s}.npz"), i,
+                      work / "models" / arm, args.models_auto, args.device, f"s{s}")
+                     for s in judge for i in ids for arm, faces in arms.items()]
+            tasks.sort(key=lambda t: -cost[t[4]])
+            n: dict = {}
+            with _spawn_pool(args.jobs) as ex, open(out / "rows.jsonl", "a") as fh:
                 for r in ex.map(_confirm_job, tasks):
                     fh.write(json.dumps(r) + "\n")
-                    n += "error" not in r
-                fh.flush()
-                print(f"   s{s}: {n} rows without error {el()}", flush=True)
+                    fh.flush()
+                    if "error" not in r:
+                        n[r["draw"]] = n.get(r["draw"], 0) + 1
+            print(f"   rows without error per draw (both arms): {n} {el()}", flush=True)
     print(f"round done {el()}", flush=True)
     return 0
 
