@@ -3,16 +3,16 @@
 # (candidate W = WORKING_FACES 3,500 with recipe S retrained on its working meshes, against C = recipe S retrained on the
 # 4,000-face working meshes of the same training draws): stores (both arms, s1421-1422 + s1431-1434) -> record -> train
 # -> the real pipeline on the judging draws -> the speed (17k 41 + 50k 21 rounds, one process) -> 2 host cores, 50k.
-# carry: .carry-ms16w (pml.tar.xz + fast_simplification wheel, off.tar.xz + humans.npzx, models_auto/, lib.tar of the
-# rule's commit + lib.commit). Writes $OUT/ms16w/.
+# carry: .carry-ms16w (pml.tar.xz (the Qt libraries stripped of their static symbols, xz -9e) + fast_simplification wheel,
+# off.tar.xz + humans.npzx, models_auto/, lib.sha1 + lib.commit). Writes $OUT/ms16w/.
 set -o pipefail
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 T0=$(date +%s); R=$PWD; M=$R/.carry-ms16w; W=/tmp/ms16w; D=$OUT/ms16w; mkdir -p $D $W
 exec > >(tee $D/log.txt) 2>&1
 el() { echo "[$(( $(date +%s) - T0 )) s]"; }
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; nproc; lscpu | grep -i "model name\|hypervisor"
-  echo "the library and scripts of the rule's commit, over the copied tree:"; tar -tf $M/lib.tar | grep -c . ; [ -n "$LOCAL" ] || tar -xf $M/lib.tar
-  cat $M/lib.commit; python3 -c "import numpy, scipy, numba, sklearn; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'numba', numba.__version__, 'sklearn', sklearn.__version__)"
+  echo "the library and scripts as committed (lib.sha1 of gpu_kernels/mesh and benchmarks/mesh_*.py at lib.commit; no lib.tar: the 64 MiB limit):"
+  cat $M/lib.commit; sha1sum -c --quiet $M/lib.sha1 && echo "lib.sha1 OK"; python3 -c "import numpy, scipy, numba, sklearn; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'numba', numba.__version__, 'sklearn', sklearn.__version__)"
   python3 -c "from gpu_kernels.mesh import learned, defaults; print(len(learned.FEATURES), learned.FEATURES[-1], learned.POLICY, 'WORKING_FACES', defaults.WORKING_FACES)"; } 2>&1 | tee $D/device.txt
 # (LOCAL=1, IDS, TRAIN, JUDGE, DEV, R17, R50: a development-CPU smoke test of this script on throw-away seeds only;
 #  the device call uses the defaults = the rule's)
