@@ -48,7 +48,7 @@ MERGE_HELP = ("How the superpixels merge. learned: boosted trees trained on the 
               "and shape (covering 0.567 on the 20 BSDS500 test images, against 0.533); contour: the hand-made "
               "cost of colour difference and edge strength (faster); hybrid: the contour merge down to 200 regions, "
               "then the learned merge, its trees refit for such starts (covering 0.550; a little slower than contour, "
-              "much faster than learned).")
+              "faster than learned: much faster on large images).")
 #: each merge in a few words (the command's description: "merged hierarchically <words>, the default, or ...")
 MERGE_WORDS = {"contour": "by colour and boundary strength",
                "learned": "by a learned merge score trained on BSDS500, the best quality and slower",
@@ -56,7 +56,8 @@ MERGE_WORDS = {"contour": "by colour and boundary strength",
 COARSENESS_HELP = ("How far the merging goes. contour merge: regions merge while the cheapest merge costs less "
                    "than 10^coarseness; learned and hybrid merges: while the lowest score is under tau = 0.39 + 0.06 "
                    "(coarseness - 3.3). Larger: fewer, larger segments (the default 3.3: about 20-27 on a "
-                   "481 x 321 photograph).")
+                   "481 x 321 photograph). With the learned and hybrid merges even coarseness 0 leaves a few dozen "
+                   "segments at most: set the number of segments for more.")
 
 # -- vis
 STYLES = ("random", "mean", "boundaries", "clusters")

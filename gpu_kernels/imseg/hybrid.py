@@ -19,11 +19,8 @@ paths), and the merged labels between them are numbered alike (each region by it
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 import time
-import zlib
 
 import numpy as np
 
@@ -41,16 +38,12 @@ _MODEL = None
 
 def model() -> dict:
     """The hybrid's learned-merge model (``learned_model_hybrid``: refit on contour-merged starts); the arrays
-    of :func:`learned.model`."""
+    of :func:`learned.load_model`."""
     global _MODEL
     if _MODEL is None:
         from gpu_kernels.imseg import learned_model_hybrid
 
-        z = np.load(io.BytesIO(zlib.decompress(base64.b64decode("".join(learned_model_hybrid.NPZ_ZLIB_B64)))))
-        m = {k: z[k] for k in z.files}
-        m["base"] = float(m["base"])
-        m["tau"] = float(m["tau"])
-        _MODEL = m
+        _MODEL = _lm.load_model(learned_model_hybrid)
     return _MODEL
 
 
@@ -104,7 +97,7 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = _ct.DEFAULT_COARSENE
     h, w, R = col["h"], col["w"], sp["R"]
     inv_norm = 1.0 / math.sqrt(h * w)
     min_area = _ct.min_region_area(sp["S"]) if not p["n_segments"] else 0
-    tau = _lm.tau_from_coarseness(p["coarseness"])
+    tau = _lm.tau_from_coarseness(p["coarseness"], model()["tau"])
     Mp = start_count(R, p["n_segments"])
     out = {"coarseness": p["coarseness"], "n_segments": p["n_segments"], "min_area": min_area, "merge": "hybrid",
            "tau": tau, "start": Mp}
@@ -145,13 +138,13 @@ def stage_merge(col: dict, sp: dict, *, coarseness: float = _ct.DEFAULT_COARSENE
         relabel(grid(n, 256), (256,), (labels_d, np.int64(n), newid2))
         meta = syncs.read_many(be, (count_d, st2) + ((st1,) if st1 is not None else ()),
                                "number of segments (sizes the feature arrays)")
-        _ct.check_merge_state(meta[1:5], 3)
         r1 = 0
-        if st1 is not None:
+        if st1 is not None:   # (the contour part first: a failure there would show as the learned part's)
             _ct.check_merge_state(meta[5:8], 2)
             if int(meta[5]) != Mp:
                 raise ValueError(f"the contour merge left {int(meta[5])} regions, not {Mp}")
             r1 = int(meta[6])
+        _ct.check_merge_state(meta[1:5], 3)
         timer.mark("merge")
         out.update(labels=labels_d, count=int(meta[0]), rounds=r1 + int(meta[2]), rounds_contour=r1,
                    rounds_learned=int(meta[2]), timer=timer, syncs=syncs, merge_smem=ran["smem"])

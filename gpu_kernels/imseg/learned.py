@@ -72,26 +72,33 @@ def default_tau() -> float:
     return float(model()["tau"])
 
 
-def tau_from_coarseness(coarseness: float) -> float:
-    """The learned merge's τ at a coarseness: 0.39 + 0.06 (c − 3.3), within [0, 1]."""
-    return float(min(1.0, max(0.0, default_tau() + TAU_PER_COARSENESS * (float(coarseness) - _dflt.DEFAULT_COARSENESS))))
+def tau_from_coarseness(coarseness: float, base_tau: float | None = None) -> float:
+    """The learned merge's τ at a coarseness: τ₀ + 0.06 (c − 3.3), within [0, 1]; τ₀ = ``base_tau``
+    (None: the shipped model's, 0.39)."""
+    t0 = default_tau() if base_tau is None else float(base_tau)
+    return float(min(1.0, max(0.0, t0 + TAU_PER_COARSENESS * (float(coarseness) - _dflt.DEFAULT_COARSENESS))))
 
 
 _MODEL = None
 
 
+def load_model(module) -> dict:
+    """The arrays of a model module (its ``NPZ_ZLIB_B64``: a zlib-compressed, base64-encoded ``.npz``):
+    ``feat`` (int8), ``thr``, ``left``, ``right``, ``leaf``, ``val``, ``base`` and ``tau`` (floats)."""
+    z = np.load(io.BytesIO(zlib.decompress(base64.b64decode("".join(module.NPZ_ZLIB_B64)))))
+    m = {k: z[k] for k in z.files}
+    m["base"] = float(m["base"])
+    m["tau"] = float(m["tau"])
+    return m
+
+
 def model() -> dict:
-    """The shipped model's arrays: ``feat`` (int8), ``thr``, ``left``, ``right``, ``leaf``, ``val``
-    (64 trees x 31 nodes), ``base`` and ``tau`` (floats)."""
+    """The shipped model's arrays (:func:`load_model` of ``learned_model``: 64 trees x 31 nodes)."""
     global _MODEL
     if _MODEL is None:
         from gpu_kernels.imseg import learned_model
 
-        z = np.load(io.BytesIO(zlib.decompress(base64.b64decode("".join(learned_model.NPZ_ZLIB_B64)))))
-        m = {k: z[k] for k in z.files}
-        m["base"] = float(m["base"])
-        m["tau"] = float(m["tau"])
-        _MODEL = m
+        _MODEL = load_model(learned_model)
     return _MODEL
 
 

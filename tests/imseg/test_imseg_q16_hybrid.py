@@ -109,3 +109,30 @@ def test_gpu_equals_cpu_on_a_gpu():
             np.testing.assert_array_equal(got.labels, want.labels, err_msg=f"{name} {kw}")
             assert got.info["params"]["merge"] == "hybrid" and got.n_regions == want.n_regions
             assert got.syncs == 2, got.info["sync_reasons"]   # the superpixel count and the segment count
+
+
+def test_the_hybrid_takes_tau_from_its_own_model(monkeypatch):
+    """τ at a coarseness starts from the hybrid model's stored τ (review s16 #5), not the learned model's."""
+    m = dict(HY.model())
+    m["tau"] = 0.5
+    monkeypatch.setattr(HY, "_MODEL", m)
+    seen = {}
+
+    def fake(comps, R, gq, q, S, target, tau, **kw):
+        seen["tau"] = tau
+        kw["stats"].update(start=R, rounds_contour=0, rounds_learned=0, count=1)
+        return comps
+
+    monkeypatch.setattr(HY, "merge_np", fake)
+    comps = np.ones((8, 8), np.int32)
+    col = {"h": 8, "w": 8, "gq": np.zeros((8, 8), np.float32), "q": np.zeros((8, 8, 3), np.float32)}
+    HY.stage_merge(col, {"R": 1, "comps": comps, "S": 4}, coarseness=C.DEFAULT_COARSENESS + 1.0, device="cpu")
+    assert seen["tau"] == pytest.approx(0.5 + LM.TAU_PER_COARSENESS)
+
+
+def test_one_model_loader_for_both_models():
+    from gpu_kernels.imseg import learned_model, learned_model_hybrid
+
+    a, b = LM.load_model(learned_model), LM.load_model(learned_model_hybrid)
+    assert set(a) == set(b) and isinstance(b["tau"], float)
+    assert HY.model()["tau"] == b["tau"] and LM.model()["base"] == a["base"]
