@@ -5,9 +5,9 @@
 fuzzy k-way clustering, and the fuzzy boundary between clusters is settled by minimum cuts
 along the sharpest concave creases. Each connected component is clustered on its own.
 
-By default (``max_faces="auto"``) a mesh with more than ``WORKING_FACES`` = 4000 faces is
+By default (``max_faces="auto"``) a mesh with more than ``WORKING_FACES`` = 3500 faces is
 clustered on a quadric-edge-collapse copy of that size, on every device (fast-simplification
-down to 12,000 faces, then pymeshlab: :mod:`gpu_kernels.mesh.simplify`); its memberships are
+down to 3 x that (10,500 faces), then pymeshlab: :mod:`gpu_kernels.mesh.simplify`); its memberships are
 carried back to every input face and the boundaries are re-cut on the input mesh. So a
 user gets the same parts from a 5,000- or a 50,000-face scan, on the CPU or the GPU. A
 mesh whose largest component's N x N matrix does not fit in memory is simplified too;
@@ -166,8 +166,8 @@ AUTO_K_RULE = "merge"
 #: itself (``max_faces="auto"``); the consensus of the results is kept (CONSENSUS_RULE).
 #: () = one working resolution
 CONSENSUS_SCALES: tuple = ()
-#: the scales ``consensus=True`` uses (2,000 / 4,000 / 6,000 faces; the best of the consensus
-#: candidates cross-validated)
+#: the scales ``consensus=True`` uses (1,750 / 3,500 / 5,250 faces; the best of the consensus
+#: candidates cross-validated, at 2,000 / 4,000 / 6,000 before WORKING_FACES became 3,500)
 CONSENSUS_RESOLUTIONS = (0.5, 1.5)
 #: "medoid": the result that agrees best with the others (area-weighted Rand index);
 #: "concavity": the one whose boundaries are the most concave on average
@@ -1022,9 +1022,9 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         ``DEFAULT_OVERSEGMENT``; 1 disables merging). Not used with ``k="auto"``.
     consensus : bool, optional
         With ``max_faces="auto"``: also cluster at ``CONSENSUS_RESOLUTIONS`` x the working
-        resolution (2,000 and 6,000 faces besides 4,000) and keep the result that agrees best
+        resolution (1,750 and 5,250 faces besides 3,500) and keep the result that agrees best
         with the others (:func:`choose_consensus`). About 3x the clustering work (the 6,000-face
-        APSP is 3.4x the 4,000-face one on a CPU); cross-validated on the PSB: 0.165 against
+        APSP is 3.4x the 4,000-face one on a CPU); cross-validated on the PSB (at 2,000 / 4,000 / 6,000): 0.165 against
         0.176 (protocol k), 0.187 against 0.197 (auto k, same threshold). ``None``:
         ``CONSENSUS_SCALES`` (no consensus by default).
     simplifier : {"auto", "fast", "pymeshlab", "fast+pymeshlab"}, optional

@@ -30,7 +30,7 @@ def _constant(p: float) -> ln.TreeModel:
 
 @pytest.fixture(scope="module")
 def graph(fish):
-    return sg.prepare_mesh(*fish, **KW).graph
+    return sg.prepare_mesh(*fish, max_faces=None, **KW).graph   # (the fish as it is: tests/mesh/_quality_fixtures.py)
 
 
 @pytest.mark.parametrize(("p", "merges_all"), [(0.7, False), (0.3, True)])
@@ -54,7 +54,8 @@ def _run(fish, k, merge, monkeypatch, device="cpu"):
         return orig(*a, **kw)
 
     monkeypatch.setattr(ln, "auto_merge", spy)
-    kw = {"device": device} if device != "cpu" else KW
+    kw = {"device": device} if device != "cpu" else dict(KW)
+    kw["max_faces"] = None   # (the 4,000-face fish as it is: tests/mesh/_quality_fixtures.py)
     return sg.segment_mesh(*fish, k=k, **kw), len(calls)
 
 

@@ -68,6 +68,10 @@ def test_vase_at_the_benchmark_k(monkeypatch):
     from gpu_kernels.mesh import learned
 
     v, f, humans = psb_mesh(365)
+    # (pinned at the 4,000-face working mesh the case was found and the switch chosen at: since session 16 the
+    # working mesh has 3,500 faces, where the starts still win here but by less, 0.195 against 0.203:
+    # benchmarks/results/mesh_speed5_session16.md)
+    monkeypatch.setattr(segmod, "WORKING_FACES", 4000)
     # the shipped order: the starts still win (session 13: 0.194 against 0.284)
     new = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", True, v, f, humans, k=4)[1]
     old = segment_with(monkeypatch, segmod, "K_FROM_AUTO_STARTS", False, v, f, humans, k=4)[1]
@@ -136,6 +140,10 @@ def test_fish_at_the_benchmark_k_keeps_fins_before_body_chunks(monkeypatch):
     from gpu_kernels.mesh.metrics import rand_index_error
 
     v, f, humans = psb_mesh(224)
+    # (pinned at the 4,000-face working mesh the case was found and the switch chosen at: since session 16 the
+    # working mesh has 3,500 faces, where the stronger contrast still wins here but by less, 0.193 against 0.204:
+    # benchmarks/results/mesh_speed5_session16.md)
+    monkeypatch.setattr(segmod, "WORKING_FACES", 4000)
     ks = sorted({int(np.unique(h).size) for h in humans})
     # the first stage once (the contrast only acts in the merges of the second): each contrast gets
     # its own copy with empty memos, so its labels are segment_mesh(v, f, k=k)'s (checked equal)

@@ -77,7 +77,13 @@ def test_cup_is_not_split_inside_from_outside_at_auto_k(monkeypatch):
     """PSB mesh 23 (a cup): with the plain first crossing k = auto stops at the rim crease
     (strength just over the bar) and cuts the cup's inside from its outside (Rand Index error
     0.43); with the lookahead the next, much bigger step is the stop and the error is small."""
+    from gpu_kernels.mesh import segment as _segmod
+
     v, f, humans = psb_mesh(23)
+    # (pinned at the 4,000-face working mesh the case was found and the switch chosen at: since session 16 the
+    # working mesh has 3,500 faces, where the first crossing no longer fails here, 0.073 against the lookahead's 0.056:
+    # benchmarks/results/mesh_speed5_session16.md)
+    monkeypatch.setattr(_segmod, "WORKING_FACES", 4000)
     hk = [int(np.unique(h).size) for h in humans]
     (k_new, ri_new), (k_old, ri_old) = _both(monkeypatch, autok, "AUTO_K_LOOKAHEAD", (1, 0), v, f, humans)
     assert min(hk) <= k_new <= max(hk), (k_new, hk)
