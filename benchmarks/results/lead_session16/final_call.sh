@@ -11,7 +11,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=/tmp/site-fs
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== pytest -m gpu ${TDIRS:=tests/imseg tests/mesh tests/framework tests/batch}"
-  GPULAB_SHARED_DATA=$PWD/.carry-live16/data timeout ${T_TESTS:-300} python -m pytest -m gpu $TDIRS -q -p no:cacheprovider -o addopts="" --deselect tests/framework/test_live_tabs.py -rfEs > $L/gpu_tests.txt 2>&1
+  GPULAB_SHARED_DATA=$PWD/${DATA:-.carry-live16}/data timeout ${T_TESTS:-300} python -m pytest -m gpu $TDIRS -q -p no:cacheprovider -o addopts="" --deselect tests/framework/test_live_tabs.py -rfEs > $L/gpu_tests.txt 2>&1
   tail -30 $L/gpu_tests.txt; date -u
 fi
 if [ "${IMSEG:-1}" = 1 ]; then
