@@ -110,14 +110,15 @@ PARAMS = ParamSet([
     Param("max_faces", int, _defaults.DEFAULT_MAX_FACES, "Working resolution",
           "Cluster a mesh with more faces than this on a simplified copy (quadric edge collapse); "
           "the parts are carried back to every face and their boundaries re-cut at full resolution. "
-          f"'auto': {_defaults.WORKING_FACES:,} faces (the resolution the defaults were chosen at, on every "
+          f"'auto': {_defaults.WORKING_FACES:,} faces (the resolution the merge model was trained at, on every "
           "device); 'off': always the full resolution (slower; sharp creases then weigh more).",
           minimum=200, maximum=10_000_000, auto=True, auto_value=_defaults.DEFAULT_MAX_FACES, optional=True,
           typical=_defaults.WORKING_FACES, step=1000, unit="faces", metavar="N"),
     Param("consensus", bool, False, "Three resolutions",
-          "With the automatic working resolution: also cluster at 2,000 and 6,000 faces and keep the "
-          "result that agrees best with the other two (better parts on the PSB, about three times "
-          "the work; the 6,000-face distance matrix is slow on a CPU).", advanced=True),
+          "With the automatic working resolution: also cluster at half and 1.5x it "
+          f"({_defaults.WORKING_FACES // 2:,} and {_defaults.WORKING_FACES * 3 // 2:,} faces) and keep the result "
+          "that agrees best with the other two (better parts on the PSB, about three times the work; the "
+          "larger distance matrix is slow on a CPU).", advanced=True),
     Param("refine_boundaries", bool, _defaults.DEFAULT_REFINE_BOUNDARIES, "Refine boundaries",
           "After clustering at a working resolution, re-cut the parts' boundaries on the full mesh "
           "(smoother, along its creases); off: each face takes its nearest working face's part "

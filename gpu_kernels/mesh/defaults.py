@@ -25,7 +25,8 @@ MAX_K = 1000
 #: re-cut at full resolution. The same on every device, so the CPU and the GPU compute the
 #: same function; chosen on the PSB (benchmarks/results/mesh_defaults_log.md) at 4,000; 3,500 since session 16
 #: (with the integer-k model retrained on its working meshes): it passed a pre-registered leave-one-category-out
-#: round in the real pipeline on new draws (protocol 0.1227 -> 0.1206, meshes over 0.30 16 -> 11 over 4 draws) and
+#: round in the real pipeline on new draws against the same recipe retrained at 4,000 on the same training draws
+#: (protocol 0.1227 -> 0.1206, meshes over 0.30 16 -> 11 over 4 draws) and
 #: its speed rule (H100, one process: 17k median 172.3 -> 140.8 ms, 50k 293.2 -> 277.9 ms),
 #: benchmarks/results/mesh_speed5_session16.md
 WORKING_FACES = 3500

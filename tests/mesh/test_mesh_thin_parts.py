@@ -86,10 +86,13 @@ def test_stored_fish_is_clustered_as_it_is(fish):
     assert len(f) == 4000 > WORKING_FACES and np.bincount(truth).min() > 200
 
 
-def test_fish_keeps_its_fins_at_auto_k(fish):
+@pytest.mark.parametrize("max_faces", [None, "auto"])
+def test_fish_keeps_its_fins_at_auto_k(fish, max_faces):
+    """As it is (``None``, the computation the test was written for) and at the default working resolution
+    (``"auto"``: simplified to ``WORKING_FACES`` since session 16; review s16 #12)."""
     v, f, truth = fish
-    seg = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu", max_faces=None)   # (as it is)
-    assert not seg.info["simplified"]
+    seg = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu", max_faces=max_faces)
+    assert seg.info["simplified"] == (max_faces == "auto")
     kept = _fins_kept(seg.labels, truth)
     for name, (share, purity, own) in kept.items():
         assert own, f"the {name} fin was merged into the body (k = {seg.k}): {kept}"
@@ -114,3 +117,14 @@ if __name__ == "__main__":
     v, f, truth = fish_mesh(4000)
     STORED.parent.mkdir(exist_ok=True)
     np.savez_compressed(STORED, vertices=v.astype(np.float32), faces=f.astype(np.int32), truth=truth.astype(np.int8))
+
+
+def test_the_tools_resolution_help_follows_the_library():
+    """The tool's help names the consensus's resolutions from ``WORKING_FACES`` and ``CONSENSUS_RESOLUTIONS``
+    (review s16 #10: it said 2,000 / 6,000 after the working mesh became 3,500)."""
+    from app.tools import mesh_seg
+    from gpu_kernels.mesh.segment import CONSENSUS_RESOLUTIONS
+
+    text = next(p.help for p in mesh_seg.PARAMS if p.name == "consensus")
+    for r in CONSENSUS_RESOLUTIONS:
+        assert f"{int(WORKING_FACES * r):,} " in text, text
