@@ -113,12 +113,6 @@ def test_fish_keeps_its_fins_at_auto_k_on_the_gpu(fish):
     assert all(own for _, _, own in _fins_kept(gpu.labels, truth).values())
 
 
-if __name__ == "__main__":
-    v, f, truth = fish_mesh(4000)
-    STORED.parent.mkdir(exist_ok=True)
-    np.savez_compressed(STORED, vertices=v.astype(np.float32), faces=f.astype(np.int32), truth=truth.astype(np.int8))
-
-
 def test_the_tools_resolution_help_follows_the_library():
     """The tool's help names the consensus's resolutions from ``WORKING_FACES`` and ``CONSENSUS_RESOLUTIONS``
     (review s16 #10: it said 2,000 / 6,000 after the working mesh became 3,500)."""
@@ -128,3 +122,9 @@ def test_the_tools_resolution_help_follows_the_library():
     text = next(p.help for p in mesh_seg.PARAMS if p.name == "consensus")
     for r in CONSENSUS_RESOLUTIONS:
         assert f"{int(WORKING_FACES * r):,} " in text, text
+
+
+if __name__ == "__main__":
+    v, f, truth = fish_mesh(4000)
+    STORED.parent.mkdir(exist_ok=True)
+    np.savez_compressed(STORED, vertices=v.astype(np.float32), faces=f.astype(np.int32), truth=truth.astype(np.int8))
