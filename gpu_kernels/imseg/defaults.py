@@ -55,9 +55,10 @@ MERGE_WORDS = {"contour": "by colour and boundary strength",
                "hybrid": "by colour and boundary strength down to 200 regions, then by a learned merge score"}
 COARSENESS_HELP = ("How far the merging goes. contour merge: regions merge while the cheapest merge costs less "
                    "than 10^coarseness; learned and hybrid merges: while the lowest score is under tau = 0.39 + 0.06 "
-                   "(coarseness - 3.3). Larger: fewer, larger segments (the default 3.3: about 20-27 on a "
-                   "481 x 321 photograph). With the learned and hybrid merges even coarseness 0 leaves a few dozen "
-                   "segments at most: set the number of segments for more.")
+                   "(coarseness - 3.3), or 0.39 coarseness / 3.3 below the default. Larger: fewer, larger segments "
+                   "(the default 3.3: about 20-27 on a 481 x 321 photograph; coarseness 0 with the learned merge: "
+                   "about 650). The hybrid merge starts its learned part from 200 regions, so it gives at most "
+                   "about 100: set the number of segments for more.")
 
 # -- vis
 STYLES = ("random", "mean", "boundaries", "clusters")

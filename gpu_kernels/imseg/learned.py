@@ -14,8 +14,10 @@ pair is below τ, regions smaller than S²/4 join their lowest-p neighbour (the 
 clean-up), and the rounds go on until nothing changes. With ``n_segments`` the rounds merge the
 mutual lowest pairs whatever p is, until exactly that many regions are left (as the contours merge).
 
-τ comes from the coarseness (:func:`tau_from_coarseness`): τ = 0.39 + 0.06 (c − 3.3), so the
-default coarseness 3.3 gives the accepted τ 0.39, and larger coarseness gives fewer segments.
+τ comes from the coarseness (:func:`tau_from_coarseness`): τ = 0.39 + 0.06 (c − 3.3) from the default
+coarseness 3.3 up, and 0.39 c / 3.3 below it (session 16: down to τ = 0, no merge but the clean-up, at
+coarseness 0 — before, coarseness 0 still gave τ 0.19 and a few dozen segments), so the default gives the
+accepted τ 0.39, and larger coarseness gives fewer segments over the whole range.
 
 The CPU path (:func:`merge_learned_np`, compiled with numba when it imports) and the GPU path
 (``gpu_kernels/cuda/imseg_learned.cu``: the graph's extra sums in one pass over the pixels, then all
@@ -51,7 +53,8 @@ FEATURES = ("log cost", "log harmonic area", "log colour distance", "log length"
             "log smaller share", "log larger share", "length / smaller perimeter", "length / larger perimeter",
             "log texture product", "|log texture ratio|", "log boundary / texture", "log variance product",
             "|log variance ratio|", "context min", "context max", "log progress")
-#: τ per unit of coarseness (τ = 0.39 at the default 3.3; 0.192 at 0, 0.792 at 10)
+#: τ per unit of coarseness above the default (τ = 0.39 at the default 3.3, 0.792 at 10); below it τ falls
+#: linearly to 0 at coarseness 0
 TAU_PER_COARSENESS = 0.06
 # the contour merge's cost terms, which the features reuse (numba reads them as constants when it compiles,
 # and its disk cache follows this file only: after changing them in contours.py, delete
@@ -73,10 +76,19 @@ def default_tau() -> float:
 
 
 def tau_from_coarseness(coarseness: float, base_tau: float | None = None) -> float:
-    """The learned merge's τ at a coarseness: τ₀ + 0.06 (c − 3.3), within [0, 1]; τ₀ = ``base_tau``
-    (None: the shipped model's, 0.39)."""
+    """The learned merge's τ at a coarseness c: τ₀ + 0.06 (c − 3.3) from the default 3.3 up, τ₀ c / 3.3 below
+    it (0 at c = 0: the superpixels with only the clean-up), within [0, 1]; τ₀ = ``base_tau`` (None: the shipped
+    model's, 0.39).
+
+    Examples
+    --------
+    >>> tau_from_coarseness(3.3), tau_from_coarseness(0.0), round(tau_from_coarseness(1.65), 3)
+    (0.39, 0.0, 0.195)
+    """
     t0 = default_tau() if base_tau is None else float(base_tau)
-    return float(min(1.0, max(0.0, t0 + TAU_PER_COARSENESS * (float(coarseness) - _dflt.DEFAULT_COARSENESS))))
+    c, c0 = float(coarseness), _dflt.DEFAULT_COARSENESS
+    t = t0 + TAU_PER_COARSENESS * (c - c0) if c >= c0 else t0 * max(c, 0.0) / c0
+    return float(min(1.0, max(0.0, t)))
 
 
 _MODEL = None

@@ -136,3 +136,24 @@ def test_one_model_loader_for_both_models():
     a, b = LM.load_model(learned_model), LM.load_model(learned_model_hybrid)
     assert set(a) == set(b) and isinstance(b["tau"], float)
     assert HY.model()["tau"] == b["tau"] and LM.model()["base"] == a["base"]
+
+
+def test_the_learned_tau_map_spans_the_coarseness_range():
+    """Below the default τ falls linearly to 0 at coarseness 0 (session 16; it stopped at 0.19, a few dozen
+    segments); from the default up it is unchanged; continuous and increasing over 0..10."""
+    cs = np.linspace(0.0, 10.0, 1001)
+    t = np.array([LM.tau_from_coarseness(c) for c in cs])
+    assert t[0] == 0.0 and np.all(np.diff(t) > 0)
+    d = C.DEFAULT_COARSENESS
+    assert LM.tau_from_coarseness(d) == pytest.approx(0.39, abs=1e-12)
+    assert abs(LM.tau_from_coarseness(d - 1e-9) - LM.tau_from_coarseness(d)) < 1e-8
+    assert LM.tau_from_coarseness(5.0) == pytest.approx(0.39 + LM.TAU_PER_COARSENESS * (5.0 - d))
+
+
+def test_coarseness_zero_gives_many_more_learned_segments():
+    from skimage import data, transform
+
+    im = (transform.resize(data.astronaut(), (160, 160), anti_aliasing=True) * 255).astype(np.uint8)
+    n = [int(np.unique(C.segment_contours(im, coarseness=c, merge="learned", features=False, device="cpu").labels).size)
+         for c in (0.0, 1.0, 3.3)]
+    assert n[0] >= n[1] >= n[2] and n[0] >= 4 * n[2], n

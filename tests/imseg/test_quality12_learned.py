@@ -147,7 +147,7 @@ def test_an_unknown_merge_is_one_clear_line(bad):
 
 
 @needs_emu
-@pytest.mark.parametrize("kw", [dict(), dict(n_segments=4), dict(coarseness=1.5)])
+@pytest.mark.parametrize("kw", [dict(), dict(n_segments=4), dict(coarseness=1.5), dict(coarseness=0.0)])
 def test_kernels_in_the_emulator_give_the_cpu_labels(kw):
     from skimage import data, transform
 
