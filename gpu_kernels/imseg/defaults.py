@@ -48,7 +48,8 @@ MERGE_HELP = ("How the superpixels merge. learned: boosted trees trained on the 
               "and shape (covering 0.567 on the 20 BSDS500 test images, against 0.533); contour: the hand-made "
               "cost of colour difference and edge strength (faster); hybrid: the contour merge down to 200 regions, "
               "then the learned merge, its trees refit for such starts (covering 0.550; a little slower than contour, "
-              "faster than learned: much faster on large images).")
+              "faster than learned: much faster on large images; its coarseness moves the count in coarser, not "
+              "always monotone steps: use the number of segments to set it exactly).")
 #: each merge in a few words (the command's description: "merged hierarchically <words>, the default, or ...")
 MERGE_WORDS = {"contour": "by colour and boundary strength",
                "learned": "by a learned merge score trained on BSDS500, the best quality and slower",
