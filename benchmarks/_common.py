@@ -33,6 +33,8 @@ __all__ = [
     "superpixel_graph",
     "majority_agreement",
     "timed_segmentation",
+    "same_segmentation",
+    "rotating_times",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,3 +274,46 @@ def timed_segmentation(path, device) -> tuple[float, str]:
     seg = segment.segment_mesh(v, f, device=device)
     dt = time.perf_counter() - t0
     return dt, hashlib.sha1(seg.labels.tobytes() + seg.face_colors.tobytes()).hexdigest()[:12]
+
+
+def same_segmentation(a, b) -> bool:
+    """Two ``ImageSegmentation`` results are the same: region and cluster counts, merge rounds, labels,
+    clusters and every feature (NaN = NaN)."""
+    import numpy as np
+
+    if a.n_regions != b.n_regions or a.n_clusters != b.n_clusters:
+        return False
+    if a.info["merge_rounds"] != b.info["merge_rounds"]:
+        return False
+    if not (np.array_equal(np.asarray(a.labels), np.asarray(b.labels))
+            and np.array_equal(np.asarray(a.clusters), np.asarray(b.clusters))):
+        return False
+    if sorted(a.features) != sorted(b.features):
+        return False
+    return all(np.array_equal(np.asarray(a.features[k]), np.asarray(b.features[k]), equal_nan=True)
+               for k in a.features)
+
+
+def rotating_times(run: Callable[[], object], arms: Sequence[str], set_arm: Callable[[str], None], rounds: int,
+                   sync: Callable[[], None], warm: int = 3) -> tuple[dict, dict]:
+    """One-process A/B of switchable code paths: ``warm`` runs of each arm, then ``rounds`` rounds, each
+    running every arm once in an order rotated by one per round (``set_arm(arm)`` then ``run()`` between two
+    ``sync()``); returns ({arm: [ms]}, {arm: [result.timings]})."""
+    names = list(arms)
+    for arm in names:
+        set_arm(arm)
+        for _ in range(warm):
+            run()
+    t = {arm: [] for arm in names}
+    st = {arm: [] for arm in names}
+    for r in range(rounds):
+        k = r % len(names)
+        for arm in names[k:] + names[:k]:
+            set_arm(arm)
+            sync()
+            t0 = time.perf_counter()
+            s = run()
+            sync()
+            t[arm].append((time.perf_counter() - t0) * 1e3)
+            st[arm].append(s.timings)
+    return t, st

@@ -23,12 +23,12 @@ from __future__ import annotations
 import glob
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import rotating_times, same_segmentation  # noqa: E402
 from imseg import natural_image  # noqa: E402
 
 from gpu_kernels.imseg import contours as C  # noqa: E402
@@ -40,18 +40,7 @@ def set_arm(arm: str) -> None:
     C.EARLY_GRAPH, C.SMALL_TABLE = ARMS[arm]
 
 
-def same(a, b) -> bool:
-    if a.n_regions != b.n_regions or a.n_clusters != b.n_clusters:
-        return False
-    if a.info["merge_rounds"] != b.info["merge_rounds"]:
-        return False
-    if not (np.array_equal(np.asarray(a.labels), np.asarray(b.labels))
-            and np.array_equal(np.asarray(a.clusters), np.asarray(b.clusters))):
-        return False
-    if sorted(a.features) != sorted(b.features):
-        return False
-    return all(np.array_equal(np.asarray(a.features[k]), np.asarray(b.features[k]), equal_nan=True)
-               for k in a.features)
+same = same_segmentation
 
 
 def main():
@@ -98,23 +87,8 @@ def main():
     speed = {}
     for h, w in ((512, 512), (1080, 1920)):
         img = natural_image(h, w)
-        for arm in ARMS:
-            set_arm(arm)
-            for _ in range(3):
-                C.segment_contours(img, device="cuda")
-        t = {arm: [] for arm in ARMS}
-        st = {arm: [] for arm in ARMS}
-        names = list(ARMS)
-        for r in range(rounds):
-            order = names[r % 4:] + names[:r % 4]
-            for arm in order:
-                set_arm(arm)
-                cp.cuda.Device().synchronize()
-                t0 = time.perf_counter()
-                s = C.segment_contours(img, device="cuda")
-                cp.cuda.Device().synchronize()
-                t[arm].append((time.perf_counter() - t0) * 1e3)
-                st[arm].append(s.timings)
+        t, st = rotating_times(lambda img=img: C.segment_contours(img, device="cuda"), ARMS, set_arm, rounds,
+                               cp.cuda.Device().synchronize)
         key = f"{h}x{w}"
         speed[key] = {}
         for arm in ARMS:
