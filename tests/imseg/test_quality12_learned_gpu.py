@@ -43,7 +43,7 @@ def gpu():
     return get_backend("cuda:0")
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(n_segments=12), dict(coarseness=2.0)])
+@pytest.mark.parametrize("kw", [dict(), dict(n_segments=12), dict(coarseness=2.0), dict(coarseness=0.0)])
 def test_gpu_labels_equal_the_cpu_labels(gpu, kw):
     for name, img in _images():
         g = segment_contours(img, merge="learned", device=gpu, **kw)
