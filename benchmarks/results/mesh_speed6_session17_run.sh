@@ -5,13 +5,16 @@
 # base,clk interleaved and reversed every other round after a warm-up each, the judge of (c1)-(c3), then the step's
 # pieces (not judged); then 2 host cores (taskset -c 0,1, CPU path), 50k, base,clk 1 round after a warm-up ((c4));
 # then the whole rule's verdict; then the CPU tests of the switch with pymeshlab (not judged; last, may be cut).
-# carry: .carry-msp10 (pymeshlab cp312 slim, the fast-simplification wheel, PSB 101.off / 281.off; 22 MB, read only).
+# carry: .carry-ms17 (git archive of the rule's commit, see below) and .carry-msp10 (pymeshlab cp312 slim, the fast-simplification wheel, PSB 101.off / 281.off; 22 MB, read only).
 # Writes $OUT/mesh-speed6/{log.txt,device.txt,ab.json,ab_cpu2.json}.
 set -o pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); R=$PWD; M=$R/.carry-msp10; D=$OUT/mesh-speed6; mkdir -p $D
 exec > >(tee $D/log.txt) 2>&1
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; nproc; lscpu | grep -i "model name\|hypervisor"; } | tee $D/device.txt
+# the judged library: gpu_kernels/, tests/mesh/ and the A/B scripts as committed at a946ecb (the rule's commit), unpacked
+# over the device's copy so that other helpers' uncommitted edits do not leak in (carry .carry-ms17/lib.tar.xz, 0.7 MB)
+if [ -f .carry-ms17/lib.tar.xz ]; then tar -xJf .carry-ms17/lib.tar.xz && echo "library of a946ecb unpacked"; fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-ms6 $M/fast_simplification-*.whl 2>&1 | grep -v WARN | tail -1
 P=/tmp/pml-ms6; mkdir -p $P && tar -xJf $M/pml.tar.xz -C $P
 for x in $P/lib/*.so*; do n=$(basename $x); if ldconfig -p | grep -q "^[[:space:]]*$n "; then rm -f $x; fi; done
