@@ -14,8 +14,10 @@ time, and the bit-identical candidate ``clk`` against today's path, in one proce
   (c6), 2 host cores, is read from the CPU run's line.
 
 **A record since call 1:** ``clk`` failed its rule there (c3: the 50k step +2.2 ms paired over 15 rounds), and
-``STILL_CLOCK`` with ``_standing_clock`` / ``_clock_slot`` left the library as the rule said. This script ran against
-the library of 2203a8a; with today's library only ``--configs base`` and ``--pieces`` without ``clk`` would run.
+``STILL_CLOCK`` with ``_standing_clock`` / ``_clock_slot`` left the library as the rule said. Session 17 brought it back
+(the code of 2203a8a) and re-judged it with ``mesh_speed17_ab.py``, which reuses this script's configurations and
+pieces: it passed and is on by default since (benchmarks/results/mesh_speed6_session17.md). ``base`` here is the
+switch off.
 
 Example (device)::
 

@@ -1,6 +1,8 @@
 """Issue 22 (session 17, mesh-speed6): ``simplify.STILL_CLOCK`` (``clk``: the decimation plugin's ``clock`` slot at a
 standing clock during our filter call only) re-judged against ``base`` (today) at the 3,500-face working mesh, by the
-rule fixed by the lead and committed before its run (benchmarks/results/mesh_speed6_session17.md).
+rule fixed by the lead and committed before its run (benchmarks/results/mesh_speed6_session17.md). It passed in the
+session's one device call (H100), and ``STILL_CLOCK`` is on by default since: ``base`` (the switch off) is now the old
+path.
 
 The measurement is session 16's (``mesh_speed16_ab.py``, itself session 14's ``ab``): from the file with the
 library's defaults, ``base,clk`` interleaved and reversed every other round after a warm-up each, in ONE process; per

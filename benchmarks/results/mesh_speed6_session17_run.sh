@@ -1,4 +1,5 @@
 #!/bin/bash
+# (A record: clk PASSED its rule in this call and is on by default since; benchmarks/results/mesh_speed6_session17.md)
 # mesh-speed6, session 17, the one device call (H100): the pre-registered re-judgement of clk (simplify.STILL_CLOCK:
 # the decimation plugin's clock slot at a standing clock during our filter call only) against base, at the 3,500-face
 # working mesh. ONE process, from the file with pymeshlab: 17k (PSB 101) 41 rounds and 50k (PSB 281) 41 rounds of
