@@ -1,0 +1,58 @@
+#!/bin/bash
+# mesh-q9, session 17, the ONE device call (H100): the pre-registered round of benchmarks/results/mesh_q9_session17.md
+# (candidate L = recipe S + the 22nd column largest_share, against C = recipe S as shipped; records of s1421-1422 at
+# 3,500 faces, leave one category out; the real pipeline on the judging draws s1712-s1719): stores -> record -> train
+# -> confirm (batches of 4 draws) -> judge (1)-(3); then (4) the 17k end-to-end timing, one process, old loop against
+# new. carry: .carry-mq17q9 (mesh-q8's pml.tar.xz, fast_simplification wheel, off.tar.xz, humans.npzx, models_auto/;
+# cfolds/ = mesh-q8's C fold models; lib.tar.xz = gpu_kernels/mesh as committed at the rule's commit, unpacked over the
+# device copy so that other helpers' uncommitted edits do not leak in; old_numba_merge.py = the 21-column loop as
+# shipped before; lib.sha1 of the rule's scripts). Writes $OUT/mq9/.
+set -o pipefail
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+T0=$(date +%s); M=$PWD/.carry-mq17q9; W=/tmp/mq9; D=$OUT/mq9; mkdir -p $D $W
+exec > >(tee $D/log.txt) 2>&1
+if [ -f $M/lib.tar.xz ]; then tar -xJf $M/lib.tar.xz && echo "gpu_kernels/mesh of the rule's commit unpacked"; fi
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; cat $M/lib.commit
+  sha1sum -c --quiet $M/lib.sha1 && echo "lib.sha1 OK"
+  python3 -c "import numpy, scipy, numba, sklearn; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'numba', numba.__version__, 'sklearn', sklearn.__version__)"
+  python3 -c "from gpu_kernels.mesh import learned, defaults; print(len(learned.FEATURES), learned.FEATURES[-1], learned.POLICY, 'WORKING_FACES', defaults.WORKING_FACES, 'K', defaults.DEFAULT_K_MERGE, 'AUTO', defaults.DEFAULT_AUTO_MERGE)"; } 2>&1 | tee $D/device.txt
+if [ -z "$LOCAL" ]; then  # (LOCAL=1, IDS, TRAIN, JUDGE, DEV, JOBS: a development-CPU smoke test on throw-away seeds)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-mq9 $M/fast_simplification-*.whl 2>&1 | grep -v WARN | tail -1
+P=/tmp/pml-mq9; mkdir -p $P && tar -xJf $M/pml.tar.xz -C $P
+for x in $P/lib/*.so*; do n=$(basename $x); if ldconfig -p | grep -q "^[[:space:]]*$n "; then rm -f $x; fi; done
+export PYTHONPATH=/tmp/site-mq9:$P/site${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+unset GPULAB_PYMESHLAB_CLOCK
+python3 -c "import pymeshlab, fast_simplification; print('pymeshlab + fast_simplification import')" 2>&1 | tail -1
+mkdir -p $W/psbdir && tar -xJf $M/off.tar.xz -C $W/psbdir
+python3 benchmarks/mesh_simplify_session7_pack.py unpack $M/humans.npzx $W/humans.npz
+python3 - $W <<'PY'
+import sys, pathlib, numpy as np
+sys.path.insert(0, "benchmarks")
+import mesh_psb as mp
+W = pathlib.Path(sys.argv[1])
+h = np.load(W / "humans.npz")
+store = {k: h[k] for k in h.files}
+for p in sorted((W / "psbdir" / "off").glob("*.off")):
+    v, f = mp.load_off(p)
+    store[f"v_{p.stem}"] = v
+    store[f"f_{p.stem}"] = f.astype(np.int32)
+np.savez(W / "psb.npz", **store)
+print("psb.npz assembled:", len(store), "arrays")
+PY
+sha1sum $M/models_auto/ALL.npz $M/cfolds/ALL.npz | tee -a $D/device.txt
+echo "== round [$(( $(date +%s) - T0 )) s]"
+timeout ${T_ROUND:-170} python3 benchmarks/mesh_session17_q9.py round --data $W/psb.npz --work $W/w --out $W/o \
+  --train ${TRAIN:-1421,1422} --judge ${JUDGE:-1712,1713,1714,1715,1716,1717,1718,1719} \
+  --models-auto $M/models_auto --c-folds $M/cfolds --jobs ${JOBS:-16} --device ${DEV:-cuda} --batch 4 \
+  --judge-end ${JUDGE_END:-125} ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
+echo "== judge [$(( $(date +%s) - T0 )) s]"
+python3 benchmarks/mesh_session17_q9.py judge $W/o/rows.jsonl --json $D/judged.json ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
+gzip -c $W/o/rows.jsonl > $D/rows.jsonl.gz
+(cd $W/w && tar -cf $D/models.tar models)
+(cd $W/o && tar -czf $D/meta.tar.gz record.jsonl train.jsonl stores.sha1.json models.sha1)
+echo "== timing (4) [$(( $(date +%s) - T0 )) s]"
+timeout ${T_TIME:-45} python3 benchmarks/mesh_session17_q9.py timing ${MESH17:-$W/psbdir/off/101.off} \
+  --old $M/old_numba_merge.py --model-l $W/w/models/L/ALL.npz --device ${DEV:-cuda} --rounds ${ROUNDS:-41} \
+  --rounds-k ${ROUNDS_K:-15} --k 6 --json $D/timing.json 2>&1 | grep -v Warn
+echo "done after $(( $(date +%s) - T0 )) s"; date -u
