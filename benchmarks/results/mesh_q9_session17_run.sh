@@ -45,14 +45,14 @@ echo "== round [$(( $(date +%s) - T0 )) s]"
 timeout ${T_ROUND:-170} python3 benchmarks/mesh_session17_q9.py round --data $W/psb.npz --work $W/w --out $W/o \
   --train ${TRAIN:-1421,1422} --judge ${JUDGE:-1712,1713,1714,1715,1716,1717,1718,1719} \
   --models-auto $M/models_auto --c-folds $M/cfolds --jobs ${JOBS:-16} --device ${DEV:-cuda} --batch 4 \
-  --judge-end ${JUDGE_END:-125} ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
+  --judge-end ${JUDGE_END:-140} ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
 echo "== judge [$(( $(date +%s) - T0 )) s]"
 python3 benchmarks/mesh_session17_q9.py judge $W/o/rows.jsonl --json $D/judged.json ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
 gzip -c $W/o/rows.jsonl > $D/rows.jsonl.gz
 (cd $W/w && tar -cf $D/models.tar models)
 (cd $W/o && tar -czf $D/meta.tar.gz record.jsonl train.jsonl stores.sha1.json models.sha1)
 echo "== timing (4) [$(( $(date +%s) - T0 )) s]"
-timeout ${T_TIME:-45} python3 benchmarks/mesh_session17_q9.py timing ${MESH17:-$W/psbdir/off/101.off} \
+timeout ${T_TIME:-60} python3 benchmarks/mesh_session17_q9.py timing ${MESH17:-$W/psbdir/off/101.off} \
   --old $M/old_numba_merge.py --model-l $W/w/models/L/ALL.npz --device ${DEV:-cuda} --rounds ${ROUNDS:-41} \
-  --rounds-k ${ROUNDS_K:-15} --k 6 --json $D/timing.json 2>&1 | grep -v Warn
+  --rounds-k ${ROUNDS_K:-11} --k 6 --json $D/timing.json 2>&1 | grep -v Warn
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
