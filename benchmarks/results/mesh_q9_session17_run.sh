@@ -3,7 +3,8 @@
 # (candidate L = recipe S + the 22nd column largest_share, against C = recipe S as shipped; records of s1421-1422 at
 # 3,500 faces, leave one category out; the real pipeline on the judging draws s1712-s1719): stores -> record -> train
 # -> confirm (batches of 4 draws) -> judge (1)-(3); then (4) the 17k end-to-end timing, one process, old loop against
-# new. carry: .carry-mq17q9 (mesh-q8's pml.tar.xz, fast_simplification wheel, off.tar.xz, humans.npzx, models_auto/;
+# new. carry: .carry-mq17q9 (mesh-auto8's pml.tar.xz (ICU stub data) and psb_int.npz.xz (the 76 PSB meshes, lossless),
+# PSB 101.off (the 17k timing mesh), mesh-q8's fast_simplification wheel, humans.npzx, models_auto/;
 # cfolds/ = mesh-q8's C fold models; lib.tar.xz = gpu_kernels/mesh as committed at the rule's commit, unpacked over the
 # device copy so that other helpers' uncommitted edits do not leak in; old_numba_merge.py = the 21-column loop as
 # shipped before; lib.sha1 of the rule's scripts). Writes $OUT/mq9/.
@@ -24,21 +25,28 @@ export PYTHONPATH=/tmp/site-mq9:$P/site${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PA
 fi
 unset GPULAB_PYMESHLAB_CLOCK
 python3 -c "import pymeshlab, fast_simplification; print('pymeshlab + fast_simplification import')" 2>&1 | tail -1
-mkdir -p $W/psbdir && tar -xJf $M/off.tar.xz -C $W/psbdir
 python3 benchmarks/mesh_simplify_session7_pack.py unpack $M/humans.npzx $W/humans.npz
+xz -dc $M/psb_int.npz.xz > $W/psb_int.npz
 python3 - $W <<'PY'
-import sys, pathlib, numpy as np
-sys.path.insert(0, "benchmarks")
-import mesh_psb as mp
+# (mesh-auto8's lossless packing) the 76 PSB meshes: vertices as the OFF files' decimals x 1e6 (int32), v = vi / 1e6 is
+# bit for bit what mesh_psb.load_off parses; faces as in the OFF files; the meshes' SHA-1 must be b3f72461...
+import sys, pathlib, hashlib, numpy as np
 W = pathlib.Path(sys.argv[1])
 h = np.load(W / "humans.npz")
 store = {k: h[k] for k in h.files}
-for p in sorted((W / "psbdir" / "off").glob("*.off")):
-    v, f = mp.load_off(p)
-    store[f"v_{p.stem}"] = v
-    store[f"f_{p.stem}"] = f.astype(np.int32)
+z = np.load(W / "psb_int.npz")
+sha = hashlib.sha1()
+for k in sorted(z.files):
+    if k.startswith("vi_"):
+        store["v_" + k[3:]] = z[k].astype(np.float64) / 1e6
+    else:
+        store[k] = z[k].astype(np.int32)
+for k in sorted(store):
+    if k.startswith(("v_", "f_")):
+        sha.update(np.ascontiguousarray(store[k]).tobytes())
 np.savez(W / "psb.npz", **store)
-print("psb.npz assembled:", len(store), "arrays")
+print("psb.npz assembled:", len(store), "arrays; meshes' sha1", sha.hexdigest(),
+      "OK" if sha.hexdigest() == "b3f72461791bc2b154ad8ee90acfce6f2f4851cc" else "DIFFERENT")
 PY
 sha1sum $M/models_auto/ALL.npz $M/cfolds/ALL.npz | tee -a $D/device.txt
 echo "== round [$(( $(date +%s) - T0 )) s]"
@@ -52,7 +60,7 @@ gzip -c $W/o/rows.jsonl > $D/rows.jsonl.gz
 (cd $W/w && tar -cf $D/models.tar models)
 (cd $W/o && tar -czf $D/meta.tar.gz record.jsonl train.jsonl stores.sha1.json models.sha1)
 echo "== timing (4) [$(( $(date +%s) - T0 )) s]"
-timeout ${T_TIME:-60} python3 benchmarks/mesh_session17_q9.py timing ${MESH17:-$W/psbdir/off/101.off} \
+timeout ${T_TIME:-60} python3 benchmarks/mesh_session17_q9.py timing ${MESH17:-$M/101.off} \
   --old $M/old_numba_merge.py --model-l $W/w/models/L/ALL.npz --device ${DEV:-cuda} --rounds ${ROUNDS:-41} \
   --rounds-k ${ROUNDS_K:-11} --k 6 --json $D/timing.json 2>&1 | grep -v Warn
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
