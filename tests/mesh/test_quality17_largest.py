@@ -6,7 +6,8 @@ this round (one value per component).
   the same for every pair of a component, and it grows as the merges join clusters;
 - the compiled loop fills it with the same floats: a model that splits on it gives the same labels, merges and
   strengths in both loops (and other merges than a model that splits the other way: the column matters);
-- k = "auto"'s shipped model never reads it (it is trained on the first 20 columns)."""
+- the integer k's shipped model (recipe L, session 17) splits on it; k = "auto"'s never reads it (it is trained on the
+  first 20 columns)."""
 
 from __future__ import annotations
 
@@ -99,5 +100,8 @@ def test_the_compiled_loop_fills_the_column_as_numpy(prep, monkeypatch, policy, 
     assert out[1.0] != out[-1.0]  # (the column decides merges: a wrong fill could not pass the equalities above)
 
 
-def test_the_auto_model_never_reads_the_column():
+def test_the_shipped_models_and_the_new_column():
+    """The integer k's shipped model (recipe L, session 17) was trained with the column and splits on it; k = "auto"'s
+    model (session 11) never reads it."""
+    assert int((ln.shipped_model().feature == COL).sum()) > 0
     assert int(ln.shipped_auto_model().feature.max()) < COL
