@@ -22,10 +22,10 @@ HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", 
 #: the features' count and the two areas' shares' columns (the ``"gain"`` weights), from :mod:`learned` (one table)
 NF = len(FEATURES)
 SS, SL = SHARE_COLS
-# greedy_merge fills the feature columns 0-21 by number, and numba's disk cache follows this file only (a
+# greedy_merge fills the feature columns 0-20 by number, and numba's disk cache follows this file only (a
 # FEATURES edit in learned.py alone would leave a warm cache with the old columns): stop at import instead
-if NF != 22 or SHARE_COLS != (10, 11):
-    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-21 by number: update "
+if NF != 21 or SHARE_COLS != (10, 11):
+    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-20 by number: update "
                       "greedy_merge's feature block with learned.FEATURES (and delete its __pycache__ *.nb* files)")
 
 
@@ -222,7 +222,6 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     rank = np.empty(npair, dtype=np.int64)
     rank2 = np.empty(npair if policy == BLEND else 0, dtype=np.int64)
     perim = np.zeros(K)
-    big = np.zeros(nc if learned else 0)
     low = np.zeros(nc, dtype=np.bool_)
     rounds = 0
     while rounds < max_rounds:
@@ -313,12 +312,6 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
             else:
                 for i in range(K):
                     perim[i] = _pairwise(BL[i], K)
-                # the largest cluster's area per component (np.maximum.at from 0; merged-away clusters have area 0)
-                for c in range(nc):
-                    big[c] = 0.0
-                for i in range(K):
-                    c = label_component[i]
-                    big[c] = _np_max(big[c], area[i])
                 _stable_rank(st, m, order, tmp, rank)
                 lsmin = np.inf
                 for t in range(m):
@@ -381,7 +374,6 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 18] = cnt / tgt
                     X[t, 19] = cnt / st0
                     X[t, 20] = m_[sm] - m_[lgc]
-                    X[t, 21] = big[comp] / ca
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):

@@ -73,8 +73,6 @@ FEATURES = (
     "count_over_start",       # clusters now / clusters at the start of the merges
     "thickness_small_minus_large",  # mean log thickness of the smaller cluster - the larger's (signed: a thin
                                     # part off a thick one < 0; the union's thickness against its parts)
-    "largest_share",          # the largest cluster's share of the pair's component's area at this round (one value
-                              # per component: is there one dominant part yet? session 17, mesh-q9)
 )
 #: the columns of the two areas' shares in :data:`FEATURES` (the ``"gain"`` policy's weights; the compiled loop
 #: :mod:`gpu_kernels.mesh._numba_merge` reads them from here)
@@ -485,11 +483,9 @@ def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_ar
     cnt = np.array([count.get(c, 1) for c in range(nc)], dtype=np.float64)[comp]
     tgt = np.array([max(int(targets.get(c, 1)), 1) for c in range(nc)], dtype=np.float64)[comp]
     st0 = np.array([max(start.get(c, 1), 1) for c in range(nc)], dtype=np.float64)[comp]
-    big = np.zeros(nc)  # the largest cluster's area per component (merged-away clusters have area 0)
-    np.maximum.at(big, label_component, area)
     cols = [ls, rank, ls - ls.min(), bnd / c0s, inner / c0s, np.sqrt(var) / c0s, BV[ulo, uhi] / blc,
             BH[ulo, uhi] / blc, bl / np.maximum(perim[sm], 1e-300), bl / np.maximum(perim[lg_], 1e-300),
             area[sm] / ca, area[lg_] / ca, _log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),
             dth, m[sm] - comp_lg[comp], 1.0 - np.sum(na * nb, axis=1), spread_u, spread_s, cnt / tgt, cnt / st0,
-            m[sm] - m[lg_], big[comp] / ca]
+            m[sm] - m[lg_]]
     return np.stack(cols, axis=1)
