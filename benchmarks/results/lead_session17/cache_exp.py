@@ -25,7 +25,7 @@ def main(argv):
     base = dict(p0, k=3, max_faces=None)
     tool.run_staged(data, base, device=be, cache=cache)
     out = []
-    for k in (5, 6, 7, 5, 6, 7):
+    for k in (5, 6, 7, 4, 8, 9):
         _, rep = tool.run_staged(data, dict(base, k=k), device=be, cache=cache)
         out.append({n: round(v * 1e3, 1) for n, v in rep.seconds.items()})
     print(arm, pre, "cluster", [o.get("cluster") for o in out], "segment", [o.get("segment") for o in out])
