@@ -77,8 +77,9 @@ PRESERVE_NORMAL = False
 #: function of no arguments that returns a constant without a system call. The clock then stands still, the budget
 #: never runs out, and the decimation runs in one ``DoOptimization`` call instead of resuming after each 0.1 s
 #: (MeshLab's filter does nothing else between calls than report progress): the same collapses in the same order.
-#: The slot is put back when the call ends (an error too; overlapping calls of several threads are counted, and the
-#: last one out puts it back). Linux x86-64 only; wherever the slot is not found as expected, nothing is changed
+#: The slot is put back when the call ends (an error too; pymeshlab's decimations are serialised by
+#: ``_PYMESHLAB_LOCK``, and overlapping blocks are still counted, the last one out puts it back; a forked child puts
+#: it back at once). Linux x86-64 only; wherever the slot is not found as expected, nothing is changed
 #: (:func:`_clock_slot`). The environment variable ``GPULAB_PYMESHLAB_CLOCK=real`` turns it off without code.
 #: Session 16 (4,000-face working mesh): 17k end to end -16.7 ms paired, but its rule failed at 50k (step +2.2 ms
 #: paired over 15 rounds; benchmarks/results/mesh_speed_session16.md). Session 17 (3,500 faces; ~14,900 clock() calls
@@ -125,26 +126,50 @@ def _simplify_fast(v: np.ndarray, f: np.ndarray, target: int):
     return np.asarray(vo, dtype=np.float64), np.asarray(fo, dtype=np.int64)
 
 
+#: one pymeshlab decimation at a time in this process: VCG's quadric collapse keeps static state, and two of them
+#: at once on two threads crash the process (SIGSEGV in ``ComputePriority``; review of session 17: 4 of 4 runs of
+#: two threads, with the standing clock and without it; reachable through ``gpulab batch --scheduler`` with a
+#: multi-thread ``dask worker``). Held around the MeshSet, the filter and the read-back; a segment call never waits
+#: on itself (its one early simplification thread).
+_PYMESHLAB_LOCK = threading.Lock()
+
+
 def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int):
     import pymeshlab
 
-    ms = pymeshlab.MeshSet()
-    ms.add_mesh(pymeshlab.Mesh(vertex_matrix=v, face_matrix=f.astype(np.int32)))
-    with _standing_clock(bool(STILL_CLOCK)):
-        ms.meshing_decimation_quadric_edge_collapse(
-            targetfacenum=target, preservenormal=bool(PRESERVE_NORMAL), preservetopology=False,
-            optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
-    m = ms.current_mesh()
-    return (np.asarray(m.vertex_matrix(), dtype=np.float64),
-            np.asarray(m.face_matrix(), dtype=np.int64))
+    with _PYMESHLAB_LOCK:
+        ms = pymeshlab.MeshSet()
+        ms.add_mesh(pymeshlab.Mesh(vertex_matrix=v, face_matrix=f.astype(np.int32)))
+        with _standing_clock(bool(STILL_CLOCK)):
+            ms.meshing_decimation_quadric_edge_collapse(
+                targetfacenum=target, preservenormal=bool(PRESERVE_NORMAL), preservetopology=False,
+                optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)
+        m = ms.current_mesh()
+        return (np.asarray(m.vertex_matrix(), dtype=np.float64),
+                np.asarray(m.face_matrix(), dtype=np.int64))
 
 
 #: the decimation plugin's ``clock`` slot, looked up once per ``pymeshlab`` module (its file): {file: None (not found)
 #: or (address, libc's clock, the standing clock, the plugin's .plt start, end)}
 _CLOCK_SLOT: dict = {}
-#: :func:`_standing_clock`: [calls inside, what the slot held before the first came in]
-_CLOCK_USE: list = [0, None]
+#: :func:`_standing_clock`: [calls inside, what the slot held before the first came in, the slot's address]
+_CLOCK_USE: list = [0, None, None]
 _CLOCK_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the forking thread: a lock another thread held is reset, and a slot another thread
+    had pointed at the standing clock is put back (no block of the child will leave it)."""
+    global _CLOCK_LOCK, _PYMESHLAB_LOCK
+    _CLOCK_LOCK = threading.Lock()
+    _PYMESHLAB_LOCK = threading.Lock()
+    if _CLOCK_USE[0] and _CLOCK_USE[2] is not None:
+        ctypes.c_void_p.from_address(_CLOCK_USE[2]).value = _CLOCK_USE[1]
+    _CLOCK_USE[:] = [0, None, None]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 _PLUGIN = "libfilter_meshing.so"
 
 
@@ -243,7 +268,7 @@ def _standing_clock(on: bool = True):
                 if not _held_by_libc(cell.value, real, (lo, hi)):
                     slot = None
                 else:
-                    _CLOCK_USE[1] = cell.value
+                    _CLOCK_USE[1], _CLOCK_USE[2] = cell.value, addr
                     cell.value = still
             if slot is not None:
                 _CLOCK_USE[0] += 1

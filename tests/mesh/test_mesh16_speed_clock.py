@@ -9,7 +9,8 @@ a clock that runs out after every other candidate (the decimation resumed thousa
 nothing); the standing clock is in the slot only during the filter, and what the slot held is back after it, after a
 failing filter, and after two threads' overlapping calls only once both are done; ``GPULAB_PYMESHLAB_CLOCK=real`` and
 a switch off leave it alone; a plugin that is not found, a lookup that fails, or a slot someone else changed are left
-as they are; the same labels and colours end to end."""
+as they are; the same labels and colours end to end. Session 17's review: two threads' decimations at once (serialised:
+without the lock the process crashed), and a fork while another thread is inside (the child puts the slot back)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ def _cell():
 
 def _still() -> int:
     return ctypes.cast(ctypes.CDLL(None).getpagesize, ctypes.c_void_p).value
+
+
+@pytest.fixture(autouse=True)
+def _no_env_switch(monkeypatch):
+    # the documented GPULAB_PYMESHLAB_CLOCK=real in a developer's shell must not turn these tests' clock off
+    monkeypatch.delenv("GPULAB_PYMESHLAB_CLOCK", raising=False)
 
 
 @pytest.fixture
@@ -255,3 +262,67 @@ def test_the_same_labels_and_colours_end_to_end(pml, monkeypatch, k):
         assert seg.info["simplified"]
         out[still] = _sha(seg.labels, seg.face_colors)
     assert out[True] == out[False]
+
+
+_TWO_THREADS = """
+import sys, threading
+sys.path.insert(0, {tests!r})
+from test_speed8_simplify import _sphere
+from gpu_kernels.mesh import simplify as simp
+v, f = _sphere(60)
+out = {{}}
+def work(i):
+    out[i] = [simp._simplify_pymeshlab(v, f, 1500)[1].shape for _ in range(3)]
+ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("ok", out[0] == out[1])
+"""
+
+
+def test_two_threads_decimating_at_once_do_not_crash_the_process(pml):
+    """VCG's quadric collapse keeps static state: two pymeshlab decimations at once crashed the process (SIGSEGV, 4 of 4
+    runs before ``_PYMESHLAB_LOCK``; a multi-thread ``dask worker`` under ``gpulab batch --scheduler`` does that). In a
+    subprocess, so that a crash fails this test and not the suite."""
+    import pathlib
+    import subprocess
+
+    here = pathlib.Path(__file__).resolve()
+    r = subprocess.run([sys.executable, "-c", _TWO_THREADS.format(tests=str(here.parent))], cwd=here.parents[2],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"rc {r.returncode}: {r.stderr[-400:]}"
+    assert r.stdout.split() == ["ok", "True"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_fork_while_another_thread_stands_the_clock_puts_it_back_in_the_child(pml):
+    import os
+
+    before = _cell().value
+    inside, leave = threading.Event(), threading.Event()
+
+    def a():
+        with simp._standing_clock():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=a)
+    t.start()
+    try:
+        assert inside.wait(10) and _cell().value == _still()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: only this thread; the slot must be back, the count 0, the lock free
+            ok = (_cell().value == before and simp._CLOCK_USE[0] == 0 and simp._CLOCK_LOCK.acquire(timeout=2))
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.waitpid(pid, 0)
+        os.close(r)
+        assert got == b"1"
+        assert _cell().value == _still()  # the parent's thread is still inside
+    finally:
+        leave.set()
+        t.join(10)
+    assert _cell().value == before
