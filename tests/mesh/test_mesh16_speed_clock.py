@@ -23,6 +23,7 @@ import types
 
 import numpy as np
 import pytest
+from _pymeshlab_stand_in import stand_in_pymeshlab
 from test_speed8_simplify import _sphere  # (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import segment
@@ -118,31 +119,12 @@ def _stand_in(monkeypatch, real, seen: list, fail: bool = False):
     """A stand-in ``pymeshlab`` with the real module's file (so the real slot is used) whose filter records what the
     slot holds while it runs."""
 
-    class Mesh:
-        def __init__(self, vertex_matrix, face_matrix):
-            self._v, self._f = vertex_matrix, face_matrix
+    def on_filter(kw):
+        seen.append(_cell().value)
+        if fail:
+            raise RuntimeError("the filter failed")
 
-        def vertex_matrix(self):
-            return self._v
-
-        def face_matrix(self):
-            return self._f
-
-    class MeshSet:
-        def add_mesh(self, m):
-            self._m = m
-
-        def meshing_decimation_quadric_edge_collapse(self, **kw):
-            seen.append(_cell().value)
-            if fail:
-                raise RuntimeError("the filter failed")
-
-        def current_mesh(self):
-            return self._m
-
-    mod = types.ModuleType("pymeshlab")
-    mod.__file__, mod.Mesh, mod.MeshSet = real.__file__, Mesh, MeshSet
-    monkeypatch.setitem(sys.modules, "pymeshlab", mod)
+    stand_in_pymeshlab(monkeypatch, on_filter, file=real.__file__)
 
 
 def test_the_standing_clock_only_during_the_filter(pml, monkeypatch):

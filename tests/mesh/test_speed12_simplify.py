@@ -5,11 +5,9 @@ first, pymeshlab's step on the thread) too."""
 
 from __future__ import annotations
 
-import sys
-import types
-
 import numpy as np
 import pytest
+from _pymeshlab_stand_in import stand_in_pymeshlab  # (tests/mesh is on sys.path under pytest)
 
 from gpu_kernels.mesh import simplify as simp
 
@@ -21,30 +19,7 @@ _OTHERS = {"preservetopology": False, "optimalplacement": True, "planarquadric":
 def _fake_pymeshlab(monkeypatch) -> list:
     """A stand-in ``pymeshlab`` module that records the decimation's options and returns the mesh unchanged."""
     calls: list = []
-
-    class Mesh:
-        def __init__(self, vertex_matrix, face_matrix):
-            self._v, self._f = np.asarray(vertex_matrix), np.asarray(face_matrix)
-
-        def vertex_matrix(self):
-            return self._v
-
-        def face_matrix(self):
-            return self._f
-
-    class MeshSet:
-        def add_mesh(self, m):
-            self._m = m
-
-        def meshing_decimation_quadric_edge_collapse(self, **kw):
-            calls.append(kw)
-
-        def current_mesh(self):
-            return self._m
-
-    mod = types.ModuleType("pymeshlab")
-    mod.Mesh, mod.MeshSet = Mesh, MeshSet
-    monkeypatch.setitem(sys.modules, "pymeshlab", mod)
+    stand_in_pymeshlab(monkeypatch, calls.append)
     return calls
 
 
