@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.tabs.imseg_paint import BoundaryPainter, boundary_picture
-from gpu_kernels.imseg import vis
+pytest.importorskip("PySide6")  # (app.tabs imports Qt: a machine without it skips, as the other ux tests do)
+
+from app.tabs.imseg_paint import BoundaryPainter, boundary_picture  # noqa: E402
+from gpu_kernels.imseg import vis  # noqa: E402
 
 
 def _reference(image, labels, color=vis.BOUNDARY_COLOR):
