@@ -262,13 +262,14 @@ print("ok", out[0] == out[1])
 """
 
 
-def test_two_threads_decimating_at_once_do_not_crash_the_process(pml):
+def test_two_threads_decimating_at_once_do_not_crash_the_process():
     """VCG's quadric collapse keeps static state: two pymeshlab decimations at once crashed the process (SIGSEGV, 4 of 4
     runs before ``_PYMESHLAB_LOCK``; a multi-thread ``dask worker`` under ``gpulab batch --scheduler`` does that). In a
     subprocess, so that a crash fails this test and not the suite."""
     import pathlib
     import subprocess
 
+    pytest.importorskip("pymeshlab")  # (the crash does not depend on the clock slot: any platform with pymeshlab)
     here = pathlib.Path(__file__).resolve()
     r = subprocess.run([sys.executable, "-c", _TWO_THREADS.format(tests=str(here.parent))], cwd=here.parents[2],
                        capture_output=True, text=True, timeout=300)
@@ -295,9 +296,11 @@ def test_a_fork_while_another_thread_stands_the_clock_puts_it_back_in_the_child(
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: only this thread; the slot must be back, the count 0, the lock free
-            ok = (_cell().value == before and simp._CLOCK_USE[0] == 0 and simp._CLOCK_LOCK.acquire(timeout=2))
-            os.write(w, b"1" if ok else b"0")
-            os._exit(0)
+            try:
+                ok = (_cell().value == before and simp._CLOCK_USE[0] == 0 and simp._CLOCK_LOCK.acquire(timeout=2))
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)  # never back into pytest from the child, whatever happened
         os.close(w)
         got = os.read(r, 1)
         os.waitpid(pid, 0)
