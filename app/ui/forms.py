@@ -60,6 +60,7 @@ class _Field:
     def __init__(self, p: Param, on_change):
         self.p = p
         self.flag: QCheckBox | None = None  # the auto/off box
+        self.off: QCheckBox | None = None   # a second, "off" box where the parameter takes both auto and None
         tip = _tooltip(p)
         if p.type is bool:
             self.editor = QCheckBox()
@@ -101,6 +102,15 @@ class _Field:
                 self.flag.toggled.connect(self._show_special)
                 self.flag.toggled.connect(on_change)
                 self.flag.setToolTip("Let gpulab choose" if p.auto else f"{p.none_text}: {p.label} is not used")
+            if p.auto and p.optional:
+                # both 'auto' and None (the mesh tool's working resolution: auto / off = full resolution): one
+                # box each, at most one checked (session 17: None had set the auto box, so 'off' from a preset or a
+                # copied command came back as 'auto')
+                self.off = QCheckBox(p.none_text)
+                self.off.setToolTip(f"{p.none_text}: {p.label} is not used")
+                self.off.toggled.connect(self._off_toggled)
+                self.flag.toggled.connect(lambda on: on and self.off.setChecked(False))
+                self.off.toggled.connect(on_change)
         self.editor.setToolTip(tip)
         self.editor.setObjectName(f"param-{p.name}")
         if self.flag is not None:
@@ -110,6 +120,9 @@ class _Field:
             lay.setContentsMargins(0, 0, 0, 0)
             lay.addWidget(self.editor, 1)
             lay.addWidget(self.flag)
+            if self.off is not None:
+                self.off.setObjectName(f"param-{p.name}-{p.none_text}")
+                lay.addWidget(self.off)
             self.widget = box
         else:
             self.widget = self.editor
@@ -144,6 +157,31 @@ class _Field:
         finally:
             e.blockSignals(False)
 
+    def _off_toggled(self, on: bool) -> None:
+        if on:
+            self.flag.setChecked(False)
+        self.editor.setEnabled(not on and not self.flag.isChecked())
+        self._show_off(on)
+
+    def _show_off(self, on: bool) -> None:
+        """The greyed box says "off" while the off box is checked (never a number that is not used)."""
+        e = self.editor
+        if not isinstance(e, QSpinBox | QDoubleSpinBox) or self.flag.isChecked():
+            return
+        e.blockSignals(True)
+        try:
+            if on:
+                if e.specialValueText() == "" and e.value() != e.minimum():
+                    self._manual = e.value()
+                e.setSpecialValueText(self.p.none_text)
+                e.setValue(e.minimum())
+            elif e.specialValueText() == self.p.none_text:
+                e.setSpecialValueText("")
+                back = getattr(self, "_manual", None)
+                e.setValue(back if back is not None else self.p.shown_value)
+        finally:
+            e.blockSignals(False)
+
     def set_chosen(self, value) -> None:
         """What auto chose in the last run (None: forget it)."""
         self.chosen = value
@@ -152,6 +190,8 @@ class _Field:
 
     def get(self):
         p, e = self.p, self.editor
+        if self.off is not None and self.off.isChecked():
+            return None
         if self.flag is not None and self.flag.isChecked():
             return p.auto_value if p.auto else None
         if isinstance(e, QCheckBox):
@@ -165,7 +205,16 @@ class _Field:
     def set(self, value) -> None:
         p, e = self.p, self.editor
         special = (p.auto and p.is_auto(value)) or (value is None and p.optional)
-        if self.flag is not None:
+        if self.off is not None:  # None: the off box; auto: the auto box
+            none = value is None
+            self.off.setChecked(none)
+            self.flag.setChecked(special and not none)
+            e.setEnabled(not special)
+            if none:
+                self._show_off(True)
+                return
+            self._show_off(False)
+        elif self.flag is not None:
             self.flag.setChecked(special)
             e.setEnabled(not special)
         if special:
