@@ -57,9 +57,11 @@ from gpu_kernels.backend import get_backend  # noqa: E402
 
 #: the MVS views of a full-size run ("0": the one view of the issue's target; "0,1" fuses two)
 MVS_VIEWS = "0,1"
-#: the mesh clustered at its full resolution (the issue's figure); False: the default working
-#: resolution (a CPU run of the 17k-face mesh, for the paint share of the 3-D view)
-MESH_FULL_RES = True
+#: the mesh at its full resolution (``--mesh-full-resolution``); False (the default since session 17): at the default
+#: working resolution, as a user's k edit runs. Until session 17 the tab driver could not set the working resolution
+#: 'off' (the form turned None into 'auto'), so every figure it measured with a simplifier installed was at the
+#: default working resolution, whatever this said; only ``--no-tabs`` runs were at full resolution
+MESH_FULL_RES = False
 #: freeze the objects alive once a tab is built and loaded, as the window does after start-up
 #: (``--no-settle-gc``: leave them to every collection, as the benchmark did up to session 5)
 SETTLE_GC = True
@@ -488,13 +490,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-tabs", action="store_true", help="measure through the stage cache only")
     ap.add_argument("--mvs-views", default=MVS_VIEWS, help="the MVS views of a full-size run (default: 0,1)")
     ap.add_argument("--data", type=pathlib.Path, default=None, help="the shared data folder (default: ../shared/data)")
+    ap.add_argument("--mesh-full-resolution", action="store_true",
+                    help="full size: cluster the mesh at all its faces (max_faces off), not at the default working "
+                         "resolution (the default, as a user's edit runs)")
     ap.add_argument("--mesh-working-resolution", action="store_true",
-                    help="full size: cluster the mesh at the default working resolution, not all its faces "
-                         "(the view still shows every face; for a CPU run of the paint share)")
+                    help="the default since session 17 (kept for old command lines)")
     ap.add_argument("--no-settle-gc", action="store_true",
                     help="do not freeze the objects alive after a tab is built (the window does: app/gui/app.py)")
     args = ap.parse_args(argv)
-    MESH_FULL_RES = not args.mesh_working_resolution
+    MESH_FULL_RES = bool(args.mesh_full_resolution) and not args.mesh_working_resolution
     SETTLE_GC = not args.no_settle_gc
     if args.data is not None:
         SHARED = args.data
