@@ -140,6 +140,10 @@ class _Field:
             if isinstance(c, float) else f"{word} ({c})"
 
     def _show_special(self, on: bool) -> None:
+        self._show_word(on, self.special_text())
+
+    def _show_word(self, on: bool, word: str) -> None:
+        """The greyed box shows ``word`` at the spin box's minimum (on), or the number it had (off)."""
         e = self.editor
         if not isinstance(e, QSpinBox | QDoubleSpinBox):
             return
@@ -148,7 +152,7 @@ class _Field:
             if on:
                 if e.specialValueText() == "" and e.value() != e.minimum():
                     self._manual = e.value()
-                e.setSpecialValueText(self.special_text())
+                e.setSpecialValueText(word)
                 e.setValue(e.minimum())
             else:
                 e.setSpecialValueText("")
@@ -165,22 +169,9 @@ class _Field:
 
     def _show_off(self, on: bool) -> None:
         """The greyed box says "off" while the off box is checked (never a number that is not used)."""
-        e = self.editor
-        if not isinstance(e, QSpinBox | QDoubleSpinBox) or self.flag.isChecked():
+        if self.flag.isChecked() or (not on and self.editor.specialValueText() != self.p.none_text):
             return
-        e.blockSignals(True)
-        try:
-            if on:
-                if e.specialValueText() == "" and e.value() != e.minimum():
-                    self._manual = e.value()
-                e.setSpecialValueText(self.p.none_text)
-                e.setValue(e.minimum())
-            elif e.specialValueText() == self.p.none_text:
-                e.setSpecialValueText("")
-                back = getattr(self, "_manual", None)
-                e.setValue(back if back is not None else self.p.shown_value)
-        finally:
-            e.blockSignals(False)
+        self._show_word(on, self.p.none_text)
 
     def set_chosen(self, value) -> None:
         """What auto chose in the last run (None: forget it)."""
