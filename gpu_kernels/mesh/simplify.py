@@ -78,7 +78,7 @@ PRESERVE_NORMAL = False
 #: never runs out, and the decimation runs in one ``DoOptimization`` call instead of resuming after each 0.1 s
 #: (MeshLab's filter does nothing else between calls than report progress): the same collapses in the same order.
 #: The slot is put back when the call ends (an error too; pymeshlab's decimations are serialised by
-#: ``_PYMESHLAB_LOCK``, and overlapping blocks are still counted, the last one out puts it back; a forked child puts
+#: ``_PYMESHLAB_LOCK``, under which the standing clock is entered, so one block at most is inside; a forked child puts
 #: it back at once). Linux x86-64 only; wherever the slot is not found as expected, nothing is changed
 #: (:func:`_clock_slot`). The environment variable ``GPULAB_PYMESHLAB_CLOCK=real`` turns it off without code.
 #: Session 16 (4,000-face working mesh): 17k end to end -16.7 ms paired, but its rule failed at 50k (step +2.2 ms
@@ -152,20 +152,19 @@ def _simplify_pymeshlab(v: np.ndarray, f: np.ndarray, target: int):
 #: the decimation plugin's ``clock`` slot, looked up once per ``pymeshlab`` module (its file): {file: None (not found)
 #: or (address, libc's clock, the standing clock, the plugin's .plt start, end)}
 _CLOCK_SLOT: dict = {}
-#: :func:`_standing_clock`: [calls inside, what the slot held before the first came in, the slot's address]
-_CLOCK_USE: list = [0, None, None]
-_CLOCK_LOCK = threading.Lock()
+#: :func:`_standing_clock`: None, or (the slot's address, what it held before) while a block is inside
+_CLOCK_HELD: list = [None]
 
 
 def _after_fork_in_child() -> None:
-    """A forked child has only the forking thread: a lock another thread held is reset, and a slot another thread
-    had pointed at the standing clock is put back (no block of the child will leave it)."""
-    global _CLOCK_LOCK, _PYMESHLAB_LOCK
-    _CLOCK_LOCK = threading.Lock()
+    """A forked child has only the forking thread: the pymeshlab lock another thread held is reset, and a slot another
+    thread had pointed at the standing clock is put back (no block of the child will leave it)."""
+    global _PYMESHLAB_LOCK
     _PYMESHLAB_LOCK = threading.Lock()
-    if _CLOCK_USE[0] and _CLOCK_USE[2] is not None:
-        ctypes.c_void_p.from_address(_CLOCK_USE[2]).value = _CLOCK_USE[1]
-    _CLOCK_USE[:] = [0, None, None]
+    if _CLOCK_HELD[0] is not None:
+        addr, before = _CLOCK_HELD[0]
+        ctypes.c_void_p.from_address(addr).value = before
+    _CLOCK_HELD[0] = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -252,34 +251,30 @@ def _held_by_libc(value, real: int, plt) -> bool:
 @contextlib.contextmanager
 def _standing_clock(on: bool = True):
     """The decimation plugin's ``clock`` slot pointed at the standing clock inside the ``with`` block, and put back
-    when the last block of any thread leaves (an error too). Yields whether the standing clock is in place: False
-    when ``on`` is False, ``GPULAB_PYMESHLAB_CLOCK=real``, the slot is not found, or it holds something else than
-    libc's clock (someone else's: left alone). Another thread's pymeshlab call made meanwhile sees it too: only the
-    plugin's two quadric decimations read this clock, and only to report progress."""
+    when it leaves (an error too). Entered only under ``_PYMESHLAB_LOCK`` (a RuntimeError otherwise), so one block at
+    most is inside. Yields whether the standing clock is in place: False when ``on`` is False,
+    ``GPULAB_PYMESHLAB_CLOCK=real``, the slot is not found, or it holds something else than libc's clock (someone
+    else's: left alone)."""
     if not on or os.environ.get("GPULAB_PYMESHLAB_CLOCK", "").strip().lower() == "real":
         yield False
         return
-    with _CLOCK_LOCK:
-        slot = _clock_slot()
-        if slot is not None:
-            addr, real, still, lo, hi = slot
-            cell = ctypes.c_void_p.from_address(addr)
-            if _CLOCK_USE[0] == 0:
-                if not _held_by_libc(cell.value, real, (lo, hi)):
-                    slot = None
-                else:
-                    _CLOCK_USE[1], _CLOCK_USE[2] = cell.value, addr
-                    cell.value = still
-            if slot is not None:
-                _CLOCK_USE[0] += 1
+    if not _PYMESHLAB_LOCK.locked() or _CLOCK_HELD[0] is not None:
+        raise RuntimeError("the standing clock is entered once, under the pymeshlab lock")
+    slot = _clock_slot()
+    if slot is not None:
+        addr, real, still, lo, hi = slot
+        cell = ctypes.c_void_p.from_address(addr)
+        if _held_by_libc(cell.value, real, (lo, hi)):
+            _CLOCK_HELD[0] = (addr, cell.value)
+            cell.value = still
+        else:
+            slot = None
     try:
         yield slot is not None
     finally:
         if slot is not None:
-            with _CLOCK_LOCK:
-                _CLOCK_USE[0] -= 1
-                if _CLOCK_USE[0] == 0:
-                    cell.value = _CLOCK_USE[1]
+            cell.value = _CLOCK_HELD[0][1]
+            _CLOCK_HELD[0] = None
 
 
 def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None):

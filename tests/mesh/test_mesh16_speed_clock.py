@@ -7,13 +7,14 @@ without ~15,000 system calls per 10.5k -> 3.5k step (~17,000 per 12k -> 4k).
 Tested here: the default path stands the clock; the same vertices and faces with the standing clock, the real one, and
 a clock that runs out after every other candidate (the decimation resumed thousands of times: resuming changes
 nothing); the standing clock is in the slot only during the filter, and what the slot held is back after it, after a
-failing filter, and after two threads' overlapping calls only once both are done; ``GPULAB_PYMESHLAB_CLOCK=real`` and
+failing filter; it is entered only under the pymeshlab lock, once; ``GPULAB_PYMESHLAB_CLOCK=real`` and
 a switch off leave it alone; a plugin that is not found, a lookup that fails, or a slot someone else changed are left
 as they are; the same labels and colours end to end. Session 17's review: two threads' decimations at once (serialised:
 without the lock the process crashed), and a fork while another thread is inside (the child puts the slot back)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import platform
@@ -60,7 +61,7 @@ def pml():
     libc_clock = ctypes.cast(ctypes.CDLL(None).clock, ctypes.c_void_p).value
     yield mod
     # nothing left behind: no call inside, the slot back at libc's clock or its lazy-binding stub
-    assert simp._CLOCK_USE[0] == 0 and _cell().value != _still()
+    assert simp._CLOCK_HELD[0] is None and _cell().value != _still()
     assert simp._held_by_libc(_cell().value, libc_clock, simp._clock_slot()[3:])
 
 
@@ -143,32 +144,29 @@ def test_a_failing_filter_puts_the_slot_back(pml, monkeypatch):
     _stand_in(monkeypatch, pml, seen, fail=True)
     with pytest.raises(RuntimeError, match="the filter failed"):
         _step(monkeypatch, True, *_sphere(10), 50)
-    assert seen == [_still()] and _cell().value == before and simp._CLOCK_USE[0] == 0
+    assert seen == [_still()] and _cell().value == before and simp._CLOCK_HELD[0] is None
 
 
-def test_overlapping_threads_put_it_back_once_both_are_done(pml):
+@contextlib.contextmanager
+def _clocked(on: bool = True):
+    """The standing clock as the library enters it: under the pymeshlab lock."""
+    with simp._PYMESHLAB_LOCK, simp._standing_clock(on) as got:
+        yield got
+
+
+def test_the_standing_clock_is_entered_only_under_the_lock_and_once(pml):
     before = _cell().value
-    inside, leave_a, a_left = threading.Event(), threading.Event(), threading.Event()
-    seen = {}
-
-    def a():
-        with simp._standing_clock() as on:
-            seen["a"] = on
-            inside.set()
-            leave_a.wait(10)
-        a_left.set()
-
-    t = threading.Thread(target=a)
-    t.start()
-    assert inside.wait(10)
-    with simp._standing_clock() as on:
-        seen["b"] = on
-        leave_a.set()
-        assert a_left.wait(10)
-        t.join(10)
-        assert _cell().value == _still()   # a has left, b is still inside
-    assert seen == {"a": True, "b": True}
-    assert _cell().value == before and simp._CLOCK_USE[0] == 0
+    with pytest.raises(RuntimeError, match="under the pymeshlab lock"):
+        with simp._standing_clock():
+            pass
+    assert _cell().value == before
+    with _clocked() as on:
+        assert on is True and _cell().value == _still()
+        with pytest.raises(RuntimeError, match="entered once"):
+            with simp._standing_clock():
+                pass
+        assert _cell().value == _still()   # the refused block did not put it back under the first
+    assert _cell().value == before and simp._CLOCK_HELD[0] is None
 
 
 def test_the_environment_turns_it_off(pml, monkeypatch):
@@ -188,7 +186,7 @@ def test_a_slot_someone_else_changed_is_left_alone(pml):
     other = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p).value
     cell.value = other
     try:
-        with simp._standing_clock() as on:
+        with _clocked() as on:
             assert on is False and cell.value == other
         assert cell.value == other
     finally:
@@ -199,7 +197,7 @@ def test_a_plugin_not_found_changes_nothing(monkeypatch):
     assert simp._find_clock_slot(plugin="libgpulab_no_such_plugin.so") is None
     key = getattr(sys.modules.get("pymeshlab"), "__file__", None)
     monkeypatch.setattr(simp, "_CLOCK_SLOT", {key: None})
-    with simp._standing_clock() as on:
+    with _clocked() as on:
         assert on is False
 
 
@@ -285,7 +283,7 @@ def test_a_fork_while_another_thread_stands_the_clock_puts_it_back_in_the_child(
     inside, leave = threading.Event(), threading.Event()
 
     def a():
-        with simp._standing_clock():
+        with _clocked():
             inside.set()
             leave.wait(10)
 
@@ -295,9 +293,10 @@ def test_a_fork_while_another_thread_stands_the_clock_puts_it_back_in_the_child(
         assert inside.wait(10) and _cell().value == _still()
         r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:  # the child: only this thread; the slot must be back, the count 0, the lock free
+        if pid == 0:  # the child: only this thread; the slot must be back, nothing held, the lock free
             try:
-                ok = (_cell().value == before and simp._CLOCK_USE[0] == 0 and simp._CLOCK_LOCK.acquire(timeout=2))
+                ok = (_cell().value == before and simp._CLOCK_HELD[0] is None
+                      and simp._PYMESHLAB_LOCK.acquire(timeout=2))
                 os.write(w, b"1" if ok else b"0")
             finally:
                 os._exit(0)  # never back into pytest from the child, whatever happened
