@@ -22,10 +22,10 @@ HAND, LEARNED, BLEND, GAIN = (POLICIES[n] for n in ("hand", "learned", "blend", 
 #: the features' count and the two areas' shares' columns (the ``"gain"`` weights), from :mod:`learned` (one table)
 NF = len(FEATURES)
 SS, SL = SHARE_COLS
-# greedy_merge fills the feature columns 0-21 by number, and numba's disk cache follows this file only (a
+# greedy_merge fills the feature columns 0-20 by number, and numba's disk cache follows this file only (a
 # FEATURES edit in learned.py alone would leave a warm cache with the old columns): stop at import instead
-if NF != 22 or SHARE_COLS != (10, 11):
-    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-21 by number: update "
+if NF != 21 or SHARE_COLS != (10, 11):
+    raise FeatureColumnsError("gpu_kernels/mesh/_numba_merge.py fills learned.FEATURES' columns 0-20 by number: update "
                       "greedy_merge's feature block with learned.FEATURES (and delete its __pycache__ *.nb* files)")
 
 
@@ -189,7 +189,7 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
 @njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loops
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
-                 has_stop, nrm, comp_lg, lgs, feature, threshold, left, right, value, init, rate, depth, root,
+                 has_stop, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
                  keeps, gones, strengths, n, max_rounds):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
@@ -198,8 +198,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     :data:`BLEND` (the lowest sum of the two ranks, ties by the prediction) or :data:`GAIN` (the lowest
     ``(2 p - 1) x share_small x share_large``, ties by the strength); ``has_stop``: a component stops once no
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
-    the thickness contrast where ``sdf > 0``; ``lgs``: 1 / the power the merge graph's thickness is raised to (column 21,
-``log_cut_over_thickness``, takes the thickness itself). Returns ``(n, finished)``."""
+    the thickness contrast where ``sdf > 0``. Returns ``(n, finished)``."""
     K = BL.shape[0]
     nc = count.size
     has_lg = lg.size > 0
@@ -375,7 +374,6 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 18] = cnt / tgt
                     X[t, 19] = cnt / st0
                     X[t, 20] = m_[sm] - m_[lgc]
-                    X[t, 21] = np.log(blc / np.pi) - m_[sm] * lgs
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):

@@ -712,8 +712,7 @@ class _MergeState:
                 int(policy), self.BL, self.BN, self.BX, BX2, BV, BH, self.in_num, self.in_den, lg, float(self.sdf),
                 float(self.c0), max(float(self.c0), C0_FLOOR), self.area, comp_area, label_component, self.present,
                 cnt, target, tracked, start, done, lim_a, has_lim, float(min_area),
-                float(stop_p) if stop_p is not None else 0.0, stop_p is not None, nrm, comp_lg,
-                float(getattr(self, "lg_scale", 1.0)), *tree, self.root,
+                float(stop_p) if stop_p is not None else 0.0, stop_p is not None, nrm, comp_lg, *tree, self.root,
                 keeps, gones, st, n, int(CANCEL_ROUNDS))
             if finished:
                 break

@@ -73,11 +73,6 @@ FEATURES = (
     "count_over_start",       # clusters now / clusters at the start of the merges
     "thickness_small_minus_large",  # mean log thickness of the smaller cluster - the larger's (signed: a thin
                                     # part off a thick one < 0; the union's thickness against its parts)
-    "log_cut_over_thickness",  # log(boundary length / (pi x the smaller cluster's thickness, geometric mean)): how
-                               # narrow the cut is for the part it cuts off (a neck < 0: the cut's length is below
-                               # the perimeter of the part's own cross-section; a cut across a body or round a
-                               # shallow feature > 0); scale-free: both lengths in the mesh's units, the thickness
-                               # taken back from the merge graph's power (``thickness_power``, segment.k_merge_graph)
 )
 #: the columns of the two areas' shares in :data:`FEATURES` (the ``"gain"`` policy's weights; the compiled loop
 #: :mod:`gpu_kernels.mesh._numba_merge` reads them from here)
@@ -356,11 +351,9 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
 
     lab0 = np.asarray(labels).astype(np.int64)
     label_component = np.asarray(label_component)
-    lgs = _lg_scale(graph)
     runs = _groups(label_component, int(_defaults.LEARNED_MAX_CLUSTERS))
     if runs == [None]:
         state = _bd._MergeState(graph, lab0, targets, label_component, extra=True)
-        state.lg_scale = lgs
         if record is not None:
             state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in record["comp"]]
         return _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress)
@@ -383,20 +376,12 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
                 rec[key] = record.setdefault(key, [])
         # (the whole mesh's contrast offset c0, as in one run)
         state = _bd._MergeState(sub, local[lab0[faces]], tg, label_component[idx], extra=True, c0=c0)
-        state.lg_scale = lgs
         if rec is not None:
             state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in rec["comp"]]
         lab_r, mg = _run(state, tg, min_area, policy, model, strengths, rec, record_top, stop_p, progress)
         out[faces] = idx[np.asarray(lab_r, dtype=np.int64)]
         merges.extend((int(idx[k]), int(idx[g])) for k, g in mg)
     return out.astype(np.int32), merges
-
-
-def _lg_scale(graph) -> float:
-    """1 / the power the merge graph's thickness is raised to (``thickness_power``: :func:`gpu_kernels.mesh.segment.
-    k_merge_graph` sets it; 1 on a graph of the plain thickness): a cluster's mean log thickness x this is the
-    mean log of the thickness itself, in the mesh's units."""
-    return 1.0 / float(getattr(graph, "thickness_power", 1.0))
 
 
 def _lengths_conc(graph):
@@ -442,7 +427,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
         if policy != "hand" or record is not None:
             X = _features(strength, bnd, inner, bl, ulo, uhi, state.BX2, state.BV, state.BH, state.BL, area,
                           comp_area, label_component, m, state.comp_lg, dth, state.nrm, state.count, targets,
-                          state.start, state.c0, getattr(state, "lg_scale", 1.0))
+                          state.start, state.c0)
         if policy == "hand":
             j = int(np.argmin(strength))
         else:
@@ -473,7 +458,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
 
 
 def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_area, label_component, m, comp_lg,
-              dth, nrm, count, targets, start, c0s, lgs=1.0):
+              dth, nrm, count, targets, start, c0s):
     """(n, len(FEATURES)) the candidate pairs' features (see :data:`FEATURES`)."""
     n = strength.size
     ls = _log(np.maximum(strength, 1e-12))
@@ -502,5 +487,5 @@ def _features(strength, bnd, inner, bl, ulo, uhi, BX2, BV, BH, BL, area, comp_ar
             BH[ulo, uhi] / blc, bl / np.maximum(perim[sm], 1e-300), bl / np.maximum(perim[lg_], 1e-300),
             area[sm] / ca, area[lg_] / ca, _log(np.maximum(area[sm], 1e-300) / np.maximum(area[lg_], 1e-300)),
             dth, m[sm] - comp_lg[comp], 1.0 - np.sum(na * nb, axis=1), spread_u, spread_s, cnt / tgt, cnt / st0,
-            m[sm] - m[lg_], _log(blc / math.pi) - m[sm] * lgs]
+            m[sm] - m[lg_]]
     return np.stack(cols, axis=1)

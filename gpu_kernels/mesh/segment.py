@@ -835,8 +835,6 @@ def k_merge_graph(graph):
     cached = getattr(graph, "_k_merge_graph", None)
     if cached is None or cached[0] != key or cached[1].thickness.shape != th.shape:
         cached = (key, replace(graph, thickness=np.power(th, key[0] / key[1])))
-        # (the learned merges' log_cut_over_thickness takes the thickness itself back: learned._lg_scale)
-        cached[1].thickness_power = key[0] / key[1]
         graph._k_merge_graph = cached
     return cached[1]
 
