@@ -517,6 +517,13 @@ def main(argv=None) -> int:
     only = [t for t in args.tools.split(",") if t]
     doc = {"device": be.label, "quick": args.quick, "qt_platform": app.platformName() if app is not None else None,
            "pyvista_standin": standin, "settle_gc": SETTLE_GC, "tools": {}}
+    if not only or "mesh-seg" in only:
+        from gpu_kernels.mesh import segment as _sg
+
+        # the mesh k edit's host threads (session 18: the rows of cuts and merges on several threads at once)
+        doc["mesh_settle"] = {"workers": getattr(_sg, "SETTLE_WORKERS", 1),
+                              "switch_interval_s": getattr(_sg, "SWITCH_INTERVAL_S", None),
+                              "early_settle": getattr(_sg, "EARLY_SETTLE", None), "full_resolution": MESH_FULL_RES}
     for tool in TOOLS:
         if tool.name not in EDITS or (only and tool.name not in only):
             continue

@@ -519,11 +519,13 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
                       if STARTS_OWN_BATCH and keys else [todo])
             done_k = {}
             groups = [g for g in groups if g] or [todo]
-            for i_g, grp in enumerate(groups):
-                cb = None if on_done is None else (lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P))
-                gp = sub if len(groups) == 1 else sub.sub(i_g / len(groups), (i_g + 1) / len(groups))
-                done_k.update(zip(grp, fuzzy_cluster_many(D, grp, max_iter=max_iter, power=power, progress=gp,
-                                                          order=far, device=backend, on_done=cb), strict=True))
+            with _switch_interval() if early is not None else contextlib.nullcontext():
+                for i_g, grp in enumerate(groups):
+                    cb = (None if on_done is None else
+                          (lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P)))
+                    gp = sub if len(groups) == 1 else sub.sub(i_g / len(groups), (i_g + 1) / len(groups))
+                    done_k.update(zip(grp, fuzzy_cluster_many(D, grp, max_iter=max_iter, power=power, progress=gp,
+                                                              order=far, device=backend, on_done=cb), strict=True))
         except BaseException:  # cancelled or failed: the early cuts not started are dropped
             for fut in (early or {}).values():
                 fut.cancel()
@@ -583,10 +585,7 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     """The second half of :func:`_cluster_graph`: each clustering's fuzzy faces cut, its
     clusters merged down to k, and the result kept (the most concave boundaries; k = "auto":
     the medoid of the starts). Returns (labels, P, reps, fuzzy); ``cl`` is not modified."""
-    targets, factors, auto_starts = cl["targets"], cl["factors"], cl["auto_starts"]
-    blocks, kused = cl["blocks"], cl["kused"]
-    nf = len(blocks)
-    k_starts = cl.get("k_starts", ())
+    nf = len(cl["blocks"])
     early = cl.get("early")
     if early is not None and early["epsilon"] != float(epsilon):
         # another epsilon than the guess: the guess's cuts not started yet are not wanted (left
@@ -598,14 +597,97 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     for i, fut in list(early.items()):
         if fut.cancel():  # not started on the thread: done here, while the thread finishes its own
             del early[i]
+    cuts, cut_keys = cl.get("cuts", (None, [None] * nf))
+    # the rows left to cut here, on the rows pool's threads at once (SETTLE_WORKERS; the same work, so the same result)
+    pending = _submit_rows(graph, cl, k, epsilon, early, cuts, cut_keys, prog)
+    try:
+        with _switch_interval():
+            return _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_keys)
+    except BaseException:
+        _drop_rows(pending)
+        raise
+
+
+def _submit_rows(graph, cl, k, epsilon, early, cuts, cut_keys, prog) -> dict:
+    """{row: its future on the settle pool} for the rows :func:`_settle_rows` would cut itself (neither cut early
+    nor the same clusterings as an earlier row it cut), when :data:`SETTLE_WORKERS` > 1; {} otherwise, and with
+    :data:`EARLY_SETTLE` off (what the quality benchmarks' recorders turn off for the rows' cuts in their order)."""
+    if SETTLE_WORKERS <= 1 or not EARLY_SETTLE:
+        return {}
+    blocks, kused, targets = cl["blocks"], cl["kused"], cl["targets"]
+    nf = len(blocks)
+    quiet = Progress(None, prog._cancel) if isinstance(prog, Progress) else None  # (its cancel flag only)
+    seen, todo = {}, []
+    for i in range(nf):
+        same = (tuple(id(b[1]) for b in blocks[i]), tuple(kused[i]))
+        if i in early:
+            seen[same] = "early"
+        elif same not in seen or seen[same] == "early":  # (as _settle_rows decides)
+            seen[same] = "row"
+            todo.append(i)
+    if len(todo) < 2:
+        return {}
+    pool = _rows_pool()
+    return {i: pool.submit(_settle_row, graph, blocks[i], kused[i], targets, k, epsilon, nf,
+                           (cuts, cut_keys[i]) if cuts is not None and cut_keys[i] else None, quiet) for i in todo}
+
+
+def _settle_row(graph, blocks, kused, targets, k, epsilon, nf, cut=None, progress=None):
+    """One row of :func:`_settle_rows` on a pool thread: ``(result, its info, its score)`` (as :func:`_settle_one`;
+    ``progress``: a quiet Progress whose cancel flag the cut and the merges check)."""
+    trial = {"timings": {"cut": 0.0}, "warnings": []}
+    if cut is not None:
+        trial["cut_cache"] = cut
+    res = _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, progress, trial)
+    return res, trial, (boundary_concavity(graph, res[0]) if nf > 1 else 0.0)
+
+
+def _drop_rows(pending: dict) -> None:
+    """After a cancel or an error: the rows not started are dropped, the running ones waited for (they share the
+    job's cancel flag and stop at their next check); their own outcomes are not wanted."""
+    for fut in pending.values():
+        fut.cancel()
+    for fut in pending.values():
+        with contextlib.suppress(BaseException):
+            fut.result()
+
+
+@contextlib.contextmanager
+def _switch_interval():
+    """The interpreter's thread switch interval at :data:`SWITCH_INTERVAL_S` while the block runs (restored after;
+    None: unchanged)."""
+    want = SWITCH_INTERVAL_S
+    if not want:
+        yield
+        return
+    import sys
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, float(want)))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_keys):
+    """:func:`_settle` once the rows are handed out: each row's result (from the early cuts, ``pending`` or cut
+    here), then the choice."""
+    targets, factors, auto_starts = cl["targets"], cl["factors"], cl["auto_starts"]
+    blocks, kused = cl["blocks"], cl["kused"]
+    nf = len(blocks)
+    k_starts = cl.get("k_starts", ())
     best = None
     scores, results, trials = [], [], []
-    cuts, cut_keys = cl.get("cuts", (None, [None] * nf))
     # rows of the same clusterings (an integer k's factor and an auto-k start with the same count): settled once
     seen: dict = {}
     for i in range(nf):
         same = (tuple(id(b[1]) for b in blocks[i]), tuple(kused[i]))
-        if i in early:  # cut on the thread while the GPU clustered (_clusterings' early_epsilon)
+        if i in pending:
+            res, trial, score = pending[i].result()
+            prog.update(0.8 + 0.15 * (i + 1) / nf)
+            seen[same] = (res, trial, score)
+        elif i in early:  # cut on the thread while the GPU clustered (_clusterings' early_epsilon)
             res, trial, score = early[i].result()
             trial = _copy_info(trial)
             if any(f is early[i] for f in seen.values()):
@@ -669,6 +751,18 @@ STARTS_OWN_BATCH = True
 EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
+#: the settle pools' threads (:func:`_settle_pool`, :func:`_rows_pool`): the early cuts and the rows :func:`_settle`
+#: cuts itself run on this many host threads at once (the cuts' and merges' compiled loops release the GIL), not one after the other on
+#: one thread (sessions 10-17). A row's result does not depend on the others', so it is the same result (session 18,
+#: the full-resolution k edit: seven rows of cuts and merges on a 17k-face graph). ``GPULAB_MESH_SETTLE_WORKERS``; 1:
+#: the old way (one early-cut thread, the other rows in turn on the caller's thread)
+SETTLE_WORKERS = max(1, int(os.environ.get("GPULAB_MESH_SETTLE_WORKERS", "0") or 0)
+                     or min(4, os.cpu_count() or 1))
+#: while the rows are cut on the pool's threads (the lockstep clusterings' loop beside the early cuts, and
+#: :func:`_settle`'s wait), the interpreter's thread switch interval (seconds; None or 0: unchanged, 5 ms): the
+#: clusterings' loop takes the GIL back after each GPU step within this time, not after up to 5 ms of a cut's
+#: NumPy code (``GPULAB_MESH_SWITCH_US``, microseconds)
+SWITCH_INTERVAL_S = float(os.environ.get("GPULAB_MESH_SWITCH_US", "200") or 0) * 1e-6
 #: on a GPU, the full-to-working nearest faces (a k-d tree search on the host, ~6 ms at 17k faces) run on a thread
 #: of their own beside the working mesh's thickness and APSP on the GPU (True), instead of after them (False:
 #: sessions 8-14). The same search on the same arrays (issue 22). On since session 15: its pre-registered rule passed
@@ -687,6 +781,7 @@ _POOL_LOCK = threading.Lock()
 
 
 _LAYOUT_POOL: list = []
+_ROWS_POOL: list = []
 
 
 def _pool_after_fork() -> None:
@@ -696,6 +791,7 @@ def _pool_after_fork() -> None:
     _POOL_LOCK = threading.Lock()
     _POOL.clear()
     _LAYOUT_POOL.clear()
+    _ROWS_POOL.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -703,14 +799,26 @@ if hasattr(os, "register_at_fork"):
 
 
 def _settle_pool():
-    """The one host thread of the early cuts (made on first use, and again in a forked child,
-    which does not inherit the thread)."""
+    """The host threads of the early cuts (:data:`SETTLE_WORKERS`; made on first use, and again in a forked child,
+    which does not inherit the threads)."""
     with _POOL_LOCK:
         if not _POOL or _POOL[0][0] != os.getpid():
             from concurrent.futures import ThreadPoolExecutor
 
-            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="mesh-early-cut"))]
+            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=SETTLE_WORKERS, thread_name_prefix="mesh-early-cut"))]
         return _POOL[0][1]
+
+
+def _rows_pool():
+    """The host threads of the rows :func:`_settle` cuts itself (:data:`SETTLE_WORKERS`), apart from the early cuts'
+    (whose threads may still cut rows for another epsilon, and are not waited for)."""
+    with _POOL_LOCK:
+        if not _ROWS_POOL or _ROWS_POOL[0][0] != os.getpid() or _ROWS_POOL[0][2] != SETTLE_WORKERS:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _ROWS_POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=SETTLE_WORKERS,
+                                                              thread_name_prefix="mesh-settle-row"), SETTLE_WORKERS)]
+        return _ROWS_POOL[0][1]
 
 
 def _layout_pool():
