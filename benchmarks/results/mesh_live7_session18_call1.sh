@@ -6,7 +6,7 @@
 # old = the parent of the change (git archive), new = the change (git archive): both frozen in the carry, so nothing
 # uncommitted in the shared checkout reaches the figures. The carry (.carry-ml7, built by
 # benchmarks/results/mesh_live7_session18_carry.sh): a mesh-only slim PySide6 (qt.tar.xz, setup.sh), pymeshlab
-# cp312 (mesh-q10's pml.tar.xz), the fast_simplification cp312 wheel, 101.off, old.tar.xz, new.tar.xz.
+# cp312 (mesh-q10's pml.tar.xz), the fast_simplification cp312 wheel, 101.off, old.tar.xz, new.tar.xz, xdist.tar.xz.
 export PYTHONUNBUFFERED=1
 C=$PWD/.carry-ml7; O=$OUT/ml7; mkdir -p $O
 T0=$(date +%s)
@@ -48,7 +48,9 @@ run new newF1 --mesh-full-resolution
 run new newW1 ""
 run old oldW1 ""
 t=$(date +%s)
-(cd /tmp/new && timeout 170 python3 -m pytest -q -m gpu tests/mesh -p no:cacheprovider > $O/pytest_gpu_mesh.txt 2>&1)
+mkdir -p /tmp/sx && tar -xJf $C/xdist.tar.xz -C /tmp/sx   # pytest-xdist + execnet (pure Python), the venv's
+(cd /tmp/new && PYTHONPATH=/tmp/sx:$PYTHONPATH timeout 170 python3 -m pytest -q -m gpu tests/mesh -n 4 --dist loadfile \
+   -p no:cacheprovider > $O/pytest_gpu_mesh.txt 2>&1)
 echo "pytest rc=$? $(( $(date +%s) - t )) s"; tail -4 $O/pytest_gpu_mesh.txt
 run new newF2 --mesh-full-resolution
 run old oldF2 --mesh-full-resolution
