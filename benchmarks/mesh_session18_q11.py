@@ -6,6 +6,9 @@ training draws s1421-1422 at 3,500 faces (the starts change the records), leave 
 pipeline on new judging draws, each arm on its own ``prepare_mesh`` (the harness's switch sets). The pre-registered
 rule: benchmarks/results/mesh_q11_session18.md. A thin script on the shared driver ``benchmarks/mesh_round.py``:
 
+X FAILED its rule (criteria (2) and (4)), so ``CREASE_STARTS`` is not in the library: this script needs the rule
+commit's library (2a8ca40, ``git archive`` as the run script restores it).
+
     python benchmarks/mesh_session18_q11.py round --data psb.npz --work W --out OUT --judge 1840,...,1855 \\
         [--jobs 16] [--device cuda] [--judge-end SECONDS] [--batch 4] [--ids 21,101]
     python benchmarks/mesh_session18_q11.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 12]

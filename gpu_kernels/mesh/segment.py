@@ -194,12 +194,6 @@ COARSENING = "simplify"
 #: default ``defaults.DEFAULT_REFINE_BOUNDARIES``; it re-decides the faces within
 #: ceil(sqrt(full faces / working faces)) + REFINE_EXTRA_RINGS rings of the carried labels' changes)
 REFINE_EXTRA_RINGS = 1
-#: issue 22 (session 18, candidate X): the starts (every over-segmentation's labels after its fuzzy cut, what the
-#: merges begin from) re-cut once more on their own graph by the same minimum cut the full-resolution labels get
-#: (:func:`recut_band`: the faces within 1 + REFINE_EXTRA_RINGS rings of a start boundary re-decided between the two
-#: clusters, capacities ``boundary.cut_capacity``, low across concave creases), so a start boundary that stopped short
-#: of a concave crease moves onto it. False: the starts are the fuzzy cut's labels (as shipped up to session 18)
-CREASE_STARTS = False
 # components with fewer faces than this are one segment each (k = "auto")
 MIN_COMPONENT_FACES = 64
 
@@ -757,36 +751,6 @@ def boundary_concavity(graph, labels) -> float:
     return float((L * _bd.merge_concavity(graph)[cut]).sum() / max(L.sum(), 1e-300))
 
 
-def recut_band(graph, P, labels, rings: int) -> np.ndarray:
-    """(F,) bool: the faces within ``rings`` dual-graph rings of a change of ``labels``, less each label's most
-    certain half (its ``P`` at or above its median) where the band would hold more than 80 % of it (a band never
-    swallows a whole cluster). The band that :func:`_recut_full` re-decides at full resolution and
-    :func:`recut_starts` on the starts."""
-    lab = np.asarray(labels)
-    change = lab[graph.src] != lab[graph.dst]
-    mask = np.zeros(graph.n, dtype=bool)
-    mask[graph.src[change]] = True
-    mask[graph.dst[change]] = True
-    band = _bd.dilate(graph, mask, rings)
-    Pl = P[np.arange(graph.n), lab]
-    for j in range(P.shape[1]):
-        mine = lab == j
-        nmine = int(mine.sum())
-        if nmine and band[mine].sum() > 0.8 * nmine:
-            thr = np.median(Pl[mine])
-            band[mine & (Pl >= thr)] = False
-    return band
-
-
-def recut_starts(graph, P, labels) -> tuple[np.ndarray, dict]:
-    """``CREASE_STARTS``: the starts' boundaries re-cut on ``graph`` by the full-resolution re-cut's minimum cut
-    (:func:`recut_band` with 1 + REFINE_EXTRA_RINGS rings, the working resolution's own staircase being one ring;
-    :func:`gpu_kernels.mesh.boundary.resolve_fuzzy_regions` from ``labels``). Host arrays in and out, on every
-    device; returns (labels, the cut's stats)."""
-    band = recut_band(graph, P, labels, 1 + REFINE_EXTRA_RINGS)
-    return _bd.resolve_fuzzy_regions(graph, P, band, labels=np.asarray(labels))
-
-
 #: the cut caches' (:func:`_assemble_and_cut`) evictions (the early cuts' thread and the caller both add)
 _CUT_LOCK = threading.Lock()
 
@@ -809,15 +773,13 @@ def _assemble_and_cut(graph, blocks, kused, targets, k, epsilon, prog, info):
     info["k_per_component"] = list(kused)
     t0 = time.perf_counter()
     cache, ckey = info.pop("cut_cache", None) or (None, None)
-    ckey = None if cache is None or ckey is None else ckey + (float(epsilon), bool(CREASE_STARTS))
+    ckey = None if cache is None or ckey is None else ckey + (float(epsilon),)
     hit = cache.get(ckey) if ckey is not None else None
     if hit is not None:
         fuzzy, labels, st = hit[0].copy(), hit[1].copy(), dict(hit[2])
     else:
         fuzzy = _bd.fuzzy_faces(P, epsilon)
         labels, st = _bd.resolve_fuzzy_regions(graph, P, fuzzy, progress=prog)
-        if CREASE_STARTS:
-            labels, st["crease_starts"] = recut_starts(graph, P, labels)
         if ckey is not None:
             with _CUT_LOCK:  # one iteration cap, power and epsilon at a time: the cache stays small
                 for old in [key for key in cache if key[2:] != ckey[2:]]:
@@ -1956,15 +1918,27 @@ def _recut_full(graph, gs, patch, coarse: dict, epsilon, prog, info, refine=DEFA
     t0 = time.perf_counter()
     P, lab0, reps_s = coarse["P"], coarse["lab0"], coarse["reps_s"]
     # faces near label changes are re-decided by a cut on the full-resolution graph
+    change = lab0[graph.src] != lab0[graph.dst]
+    mask = np.zeros(graph.n, dtype=bool)
+    mask[graph.src[change]] = True
+    mask[graph.dst[change]] = True
     rings = int(math.ceil(math.sqrt(graph.n / max(gs.n, 1)))) + REFINE_EXTRA_RINGS
     # the band: the rings around the carried labels' changes that the working resolution's
     # staircase spans. (Adding every face whose carried memberships are fuzzy, as before
     # session 3b, let the cut move a boundary far, e.g. swallow most of a plier's handle:
     # 0.1614 -> 0.1609 protocol k, 0.1772 -> 0.1761 auto k on the 76 PSB meshes, chosen in 19/19
-    # leave-one-category-out folds, benchmarks/results/mesh_session3.md); never a whole cluster
-    band = recut_band(graph, P, lab0, rings)
+    # leave-one-category-out folds, benchmarks/results/mesh_session3.md)
+    band = _bd.dilate(graph, mask, rings)
     if not refine:
         band[:] = False
+    # never let the band swallow a whole cluster: its most certain half stays fixed
+    Pl = P[np.arange(graph.n), lab0]
+    for j in range(P.shape[1]):
+        mine = lab0 == j
+        nmine = int(mine.sum())
+        if nmine and band[mine].sum() > 0.8 * nmine:
+            thr = np.median(Pl[mine])
+            band[mine & (Pl >= thr)] = False
     labels, st = _bd.resolve_fuzzy_regions(graph, P, band, labels=lab0,
                                            progress=prog.sub(0.8, 0.95))
     info["cut_full_resolution"] = st
