@@ -1,6 +1,9 @@
 """Issue 22, session 18 (helper mesh-q11): the starts' oracle with ``segment.CREASE_STARTS`` off and on (a
 diagnosis before candidate X's rule, on throw-away draws only: never a judging draw).
 
+X FAILED its rule (criteria (2) and (4)), so ``CREASE_STARTS`` is not in the library: this script needs the rule
+commit's library (2a8ca40, ``git archive`` as the run script restores it).
+
 Per mesh (its working mesh of the store ``pf3n0s<seed>``, ONE ``prepare_mesh``: both arms share the distances and
 the clusterings, only the starts' cut differs): the k = "auto" starts (``AUTO_K_STARTS``: 24, 30, 36 clusters,
 which an integer k's merges start from too, ``K_FROM_AUTO_STARTS``) are captured where the merges begin
