@@ -21,9 +21,13 @@ A round (each phase in its own pool of spawned processes: a forked child cannot 
    batches, the largest meshes first, a batch only while ``judge_end`` seconds after the round's start are not
    reached (draws not run are missing, never re-run).
 
-An arm's ``switches`` (``{"module.attr": value}``) are set in every worker before it records, trains or confirms
-(a library switch shared by every arm of the round; arms that differ in a switch would need their own records and
-prepared meshes: not written yet, refused).
+An arm's ``switches`` (``{"module.attr": value}``) are set in every worker before it records, trains or confirms.
+Arms that differ in a switch form **switch sets** (session 18, mesh-q11): each set records the training draws on
+its own (``work/rec/<set>/``; one set alone: ``work/rec/`` as before) and its arms train on its own records; when
+judging, every mesh-draw gets one ``prepare_mesh`` per switch set, each running its set's arms, and the rows of a
+mesh-draw are joined into one (an error in any set makes the joined row an error row). Every set states every
+switch path of the round (a path a set leaves out takes the library's value, read before the round), since a pool's
+worker runs the jobs of every set in turn.
 
     python benchmarks/mesh_round.py judge OUT/rows.jsonl --base C --cand Q [--min-draws 12] [--over-margin 3]
 """
@@ -110,6 +114,45 @@ def shipped_auto_dir(out: Path, cats: list) -> Path:
 
 
 # --------------------------------------------------------------------------- workers
+def switch_sets(specs: list) -> tuple[list, dict]:
+    """The arms grouped by their switches: ``([(set name, switches with every path of the round, [arm names])],
+    {arm name: set name})``. The sets are named ``S0``, ``S1``, ... in the order of their first arm; a path a set
+    leaves out takes the library's value (read here, before any worker sets it)."""
+    paths = sorted({p for s in specs for p in s["switches"]})
+    lib = {}
+    for p in paths:
+        mod, attr = p.rsplit(".", 1)
+        lib[p] = getattr(importlib.import_module(mod), attr)
+    sets: dict = {}
+    for s in specs:
+        full = {p: s["switches"].get(p, lib[p]) for p in paths}
+        key = json.dumps(full, sort_keys=True)
+        sets.setdefault(key, (full, []))[1].append(s["name"])
+    out = [(f"S{i}", full, names) for i, (full, names) in enumerate(sets.values())]
+    return out, {n: name for name, _, names in out for n in names}
+
+
+def join_rows(parts: list) -> dict:
+    """One mesh-draw's rows of every switch set joined into one row (an error in any: an error row)."""
+    bad = [r for r in parts if "error" in r]
+    if bad:
+        return {"mesh": parts[0].get("mesh"), "draw": parts[0].get("draw"),
+                "error": "; ".join(f"{r.get('switch_set', '?')}: {r['error']}" for r in bad)}
+    row: dict = {}
+    for r in parts:
+        sec = r.pop("seconds", None)
+        if sec is not None:
+            row.setdefault("seconds_per_set", {})[r.get("switch_set", "S0")] = sec
+        for k, x in r.items():
+            if k in row and k not in ("switch_set",) and row[k] != x and k in ("mesh", "draw", "category", "hk"):
+                raise RuntimeError(f"mesh-draw rows disagree on {k}: {row[k]} / {x}")
+            row[k] = x
+    row.pop("switch_set", None)
+    if "seconds_per_set" in row:
+        row["seconds"] = float(sum(row["seconds_per_set"].values()))
+    return row
+
+
 def _record_job(a):
     switches, faces, data, store, mesh_id, out, device = a
     try:
@@ -146,18 +189,20 @@ def _train_job(a):
 
 
 def _confirm_job(a):
-    """Every arm in ONE ``confirm_mesh`` (one ``prepare_mesh``; the arms share their switches), as session 17's
-    rounds."""
-    data, store, mesh_id, specs, models, models_auto, device, draw, faces = a
+    """Every arm of one switch set in ONE ``confirm_mesh`` (one ``prepare_mesh``; the arms share their switches), as
+    session 17's rounds. ``a``'s last item: ``(set name, its switches)``."""
+    data, store, mesh_id, specs, models, models_auto, device, draw, faces, (set_name, switches) = a
     try:
-        apply_switches(specs[0]["switches"])
+        apply_switches(switches)
         w16._set_faces(faces)
         import mesh_session13_q as q13
 
         sets = {s["name"]: (models / s["name"], s["policy"]) for s in specs}
-        return q13.confirm_mesh(data, store, mesh_id, sets, models_auto, device, draw)
+        r = q13.confirm_mesh(data, store, mesh_id, sets, models_auto, device, draw)
+        r["switch_set"] = set_name
+        return r
     except Exception as e:  # noqa: BLE001
-        return {"mesh": mesh_id, "draw": draw, "error": repr(e)}
+        return {"mesh": mesh_id, "draw": draw, "switch_set": set_name, "error": repr(e)}
 
 
 # --------------------------------------------------------------------------- the round
@@ -178,35 +223,49 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
     cats = sorted({mp.category_of(i) for i in ids})
     cost = {i: mp._cost(data, i) for i in ids}
     specs = [a.spec() for a in arms]
-    if len({json.dumps(s["switches"], sort_keys=True) for s in specs}) > 1:
-        raise SystemExit("arms with different library switches record apart: not needed yet, not written")
-    switches = specs[0]["switches"]
-    res: dict = {}
-    print(f"== stores {faces} faces, train {train} judge {judge}, arms {[s['name'] for s in specs]} {el()}", flush=True)
+    sets, set_of = switch_sets(specs)
+    for s in specs:
+        if s["folds"] and len(sets) > 1:
+            raise SystemExit(f"arm {s['name']}: ready folds with several switch sets (whose records?): not written")
+
+    def rec_dir(set_name):  # one set alone: work/rec as before the sets
+        return work / "rec" if len(sets) == 1 else work / "rec" / set_name
+
+    res: dict = {"switch_sets": [{"set": n, "switches": sw, "arms": a} for n, sw, a in sets]}
+    print(f"== stores {faces} faces, train {train} judge {judge}, arms {[s['name'] for s in specs]}, switch sets "
+          f"{res['switch_sets']} {el()}", flush=True)
     st = w16.make_stores(data, {"X": faces}, train + judge, work / "stores", jobs)
     (out / "stores.sha1.json").write_text(json.dumps(st, indent=1))
 
     print(f"== record {el()}", flush=True)
     tasks = []
-    for s in train:
-        d = work / "rec" / f"s{s}"
-        d.mkdir(parents=True, exist_ok=True)
-        tasks += [(switches, faces, data, str(work / "stores" / "X" / f"pf3n0s{s}.npz"), i, d, device) for i in ids]
+    for set_name, switches, _ in sets:
+        for s in train:
+            d = rec_dir(set_name) / f"s{s}"
+            d.mkdir(parents=True, exist_ok=True)
+            tasks += [(switches, faces, data, str(work / "stores" / "X" / f"pf3n0s{s}.npz"), i, d, device)
+                      for i in ids]
     tasks.sort(key=lambda t: -cost[t[4]])
     with w16._spawn_pool(jobs) as ex, open(out / "record.jsonl", "a") as fh:
-        for r in ex.map(_record_job, tasks):
+        for t, r in zip(tasks, ex.map(_record_job, tasks), strict=True):
+            if len(sets) > 1:
+                r["switch_set"] = Path(t[5]).parent.name
             fh.write(json.dumps(r) + "\n")
     recs = [json.loads(x) for x in (out / "record.jsonl").read_text().splitlines() if x.strip()]
     res["records"], res["record_errors"] = len(recs), sum("error" in r for r in recs)
     res["examples"] = sum(r.get("examples", 0) for r in recs)
-    print(f"records {res['records']}, errors {res['record_errors']}, examples {res['examples']} {el()}", flush=True)
+    if len(sets) > 1:
+        res["examples_per_set"] = {n: sum(r.get("examples", 0) for r in recs if r.get("switch_set") == n)
+                                   for n, _, _ in sets}
+    print(f"records {res['records']}, errors {res['record_errors']}, examples {res['examples']} "
+          f"{res.get('examples_per_set', '')} {el()}", flush=True)
 
     print(f"== train {el()}", flush=True)
     tasks = []
     for s in specs:
         (work / "models" / s["name"]).mkdir(parents=True, exist_ok=True)
         folds = ["ALL"] + ([] if s["folds"] else cats)
-        tasks += [(s, work / "rec", work / "models" / s["name"], c) for c in folds]
+        tasks += [(s, rec_dir(set_of[s["name"]]), work / "models" / s["name"], c) for c in folds]
     with w16._spawn_pool(jobs) as ex, open(out / "train.jsonl", "a") as fh:
         for r in ex.map(_train_job, tasks):
             fh.write(json.dumps(r) + "\n")
@@ -248,11 +307,19 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
             res["draws_not_run"] = judge[b:]
             break
         print(f"== confirm {bt} ({left:.0f} s before the judging end) {el()}", flush=True)
-        tasks = [(data, str(work / "stores" / "X" / f"pf3n0s{s}.npz"), i, specs, work / "models", models_auto,
-                  device, f"s{s}", faces) for s in bt for i in ids]
+        tasks = [(data, str(work / "stores" / "X" / f"pf3n0s{s}.npz"), i, [x for x in specs if x["name"] in an],
+                  work / "models", models_auto, device, f"s{s}", faces, (sn, sw))
+                 for s in bt for i in ids for sn, sw, an in sets]
         tasks.sort(key=lambda t: -cost[t[2]])
+        parts: dict = {}
         with w16._spawn_pool(jobs) as ex, open(out / "rows.jsonl", "a") as fh:
             for r in ex.map(_confirm_job, tasks):
+                key = (r.get("draw"), r.get("mesh"))
+                parts.setdefault(key, []).append(r)
+                if len(parts[key]) < len(sets):
+                    continue
+                r = join_rows(parts.pop(key)) if len(sets) > 1 else parts.pop(key)[0]
+                r.pop("switch_set", None)
                 fh.write(json.dumps(r) + "\n")
                 fh.flush()
                 if "error" not in r:
@@ -466,6 +533,64 @@ def timing(mesh: str, old: Path, old_nf: int, model_new: Path | None, device, ro
         report["criterion_4"] = ok
         print(f"RULE {label} (4): {'PASS' if ok else 'FAIL'} (17k end to end, k = auto, paired median "
               f"{report['auto']['paired_median']:+.2f} ms <= +{margin_ms} ms, {rounds} rounds)", flush=True)
+    return report
+
+
+def timing_switch(meshes: dict, old: dict, new: dict, device, rounds: dict, warm: int = 2, label: str = "") -> dict:
+    """Arms that differ in library switches (session 18, mesh-q11): each mesh of ``meshes`` (``{name: (path,
+    margin in ms)}``) read from its file and segmented with the defaults (k = "auto", the shipped models, pymeshlab),
+    ONE process, arm ``old`` under the switches ``old`` and ``new`` under ``new``; ``warm`` warm-ups each, then
+    ``rounds[name]`` rounds, each running both arms, the order reversed every other round. Criterion per mesh: the
+    paired median new - old <= its margin, with every round run."""
+    from app.io.mesh_io import read_mesh
+    from gpu_kernels.mesh import segment
+
+    arms = {"old": old, "new": new}
+
+    def once(arm, path):
+        apply_switches(arms[arm])
+        try:
+            t0 = time.perf_counter()
+            v, f = read_mesh(path)
+            seg = segment.segment_mesh(v, f, k="auto", device=device)
+            dt = 1e3 * (time.perf_counter() - t0)
+        finally:
+            apply_switches(old)
+        return dt, hashlib.sha1(seg.labels.tobytes()).hexdigest()[:12], int(seg.k)
+
+    report: dict = {}
+    ok = True
+    for name, (path, margin) in meshes.items():
+        n = int(rounds[name])
+        runs = {a: [] for a in arms}
+        shas = {a: set() for a in arms}
+        ks = {a: set() for a in arms}
+        for a in arms:
+            for _ in range(warm):
+                _, s, x = once(a, path)
+                shas[a].add(s)
+                ks[a].add(x)
+        names = list(arms)
+        for r in range(n):
+            for a in (names if r % 2 == 0 else names[::-1]):
+                dt, s, x = once(a, path)
+                runs[a].append(dt)
+                shas[a].add(s)
+                ks[a].add(x)
+        pair = [b - a for a, b in zip(runs["old"], runs["new"], strict=True)]
+        rep = {"rounds": n, "margin_ms": margin, "median_old": statistics.median(runs["old"]),
+               "median_new": statistics.median(runs["new"]), "paired_median": statistics.median(pair),
+               "new_faster": sum(p < 0 for p in pair), "runs": runs, "shas": {a: sorted(x) for a, x in shas.items()},
+               "k": {a: sorted(x) for a, x in ks.items()}}
+        rep["pass"] = rep["paired_median"] <= margin and len(pair) == n
+        ok = ok and rep["pass"]
+        report[name] = rep
+        print(f"timing {name} ({Path(path).name}, k = auto): {n} rounds, median old {rep['median_old']:.1f} ms, new "
+              f"{rep['median_new']:.1f} ms, paired median new - old {rep['paired_median']:+.2f} ms (<= +{margin} ms: "
+              f"{rep['pass']}; new faster in {rep['new_faster']}/{n}); labels old {rep['shas']['old']} new "
+              f"{rep['shas']['new']}; k {rep['k']}", flush=True)
+    report["criterion_4"] = ok
+    print(f"RULE {label} (4): {'PASS' if ok else 'FAIL'}", flush=True)
     return report
 
 
