@@ -452,7 +452,8 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     blocks = [[] for _ in ks_by]
     kused = [[] for _ in ks_by]
     iters, conv = [], []
-    early = {} if (early_epsilon is not None and EARLY_SETTLE and (backend.is_gpu or EARLY_SETTLE_CPU)
+    early = {} if (early_epsilon is not None and EARLY_SETTLE and ((backend.is_gpu and EARLY_WORKERS > 0)
+                                                                   or EARLY_SETTLE_CPU)
                    and graph.n_components == 1) else None
     order, starts = index[0], index[1]
     memo_keyed = [set() for _ in range(graph.n_components)]  # per component: the counts from the memo
@@ -751,13 +752,18 @@ STARTS_OWN_BATCH = True
 EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
-#: the settle pools' threads (:func:`_settle_pool`, :func:`_rows_pool`): the early cuts and the rows :func:`_settle`
-#: cuts itself run on this many host threads at once (the cuts' and merges' compiled loops release the GIL), not one after the other on
+#: the rows pool's threads (:func:`_rows_pool`): the rows :func:`_settle` cuts itself run on this many host threads
+#: at once (the cuts' and merges' compiled loops release the GIL), not one after the other on
 #: one thread (sessions 10-17). A row's result does not depend on the others', so it is the same result (session 18,
 #: the full-resolution k edit: seven rows of cuts and merges on a 17k-face graph). ``GPULAB_MESH_SETTLE_WORKERS``; 1:
 #: the old way (one early-cut thread, the other rows in turn on the caller's thread)
 SETTLE_WORKERS = max(1, int(os.environ.get("GPULAB_MESH_SETTLE_WORKERS", "0") or 0)
                      or min(4, os.cpu_count() or 1))
+#: on a GPU, the early cuts' threads (:func:`_settle_pool`) beside the clusterings' loop: 0 = no early cuts (every
+#: row cut after the loop, on the rows pool's SETTLE_WORKERS threads), 1 = one thread (sessions 10-17). Session 18
+#: (H100, 17k at full resolution): the threads beside the loop slow it (the cluster stage's median 35 ms with none,
+#: 47 with one, 55 with four: their NumPy code holds the GIL between the loop's GPU steps). ``GPULAB_MESH_EARLY_WORKERS``
+EARLY_WORKERS = int(os.environ.get("GPULAB_MESH_EARLY_WORKERS", "1") or 0)
 #: while the rows are cut on the pool's threads (the lockstep clusterings' loop beside the early cuts, and
 #: :func:`_settle`'s wait), the interpreter's thread switch interval (seconds; None or 0: unchanged, 5 ms): the
 #: clusterings' loop takes the GIL back after each GPU step within this time, not after up to 5 ms of a cut's
@@ -799,13 +805,14 @@ if hasattr(os, "register_at_fork"):
 
 
 def _settle_pool():
-    """The host threads of the early cuts (:data:`SETTLE_WORKERS`; made on first use, and again in a forked child,
-    which does not inherit the threads)."""
+    """The host threads of the early cuts (:data:`EARLY_WORKERS`, at least one; made on first use, and again in a
+    forked child, which does not inherit the threads)."""
     with _POOL_LOCK:
         if not _POOL or _POOL[0][0] != os.getpid():
             from concurrent.futures import ThreadPoolExecutor
 
-            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=SETTLE_WORKERS, thread_name_prefix="mesh-early-cut"))]
+            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=max(1, EARLY_WORKERS),
+                                                         thread_name_prefix="mesh-early-cut"))]
         return _POOL[0][1]
 
 
