@@ -22,7 +22,7 @@ source benchmarks/mesh_round_env.sh
 echo "== round [$(( $(date +%s) - T0 )) s]"
 timeout "${T_ROUND:-380}" python3 benchmarks/mesh_session18_q12.py round --data "$W/psb.npz" --work "$W/w" --out "$W/o" \
   --train "${TRAIN:-1421,1422}" --judge "${JUDGE:-1856,1857,1858,1859,1860,1861,1862,1863,1864,1865,1866,1867,1868,1869,1870,1871}" \
-  --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch 4 --judge-end "${JUDGE_END:-215}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
+  --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch 4 --judge-end "${JUDGE_END:-230}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
 echo "== judge [$(( $(date +%s) - T0 )) s]"
 python3 benchmarks/mesh_session18_q12.py judge "$W/o/rows.jsonl" --json "$D/judged.json" ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
 gzip -c "$W/o/rows.jsonl" > "$D/rows.jsonl.gz"
