@@ -1,8 +1,9 @@
 #!/bin/bash
 # mesh-live7, session 18, call 4 (asked of the lead): the early cuts' threads beside the clusterings' loop
-# (GPULAB_MESH_EARLY_WORKERS 0 / 1 / 4; the rows pool's 4 threads after the loop in every case) against old, through
-# the real tab (offscreen Qt), full resolution in two alternating rounds, and the default working resolution.
-# old = 67ab891 (the parent of the change), new = fe8a387, both git archives in .carry-ml7; all files in one tar.
+# (GPULAB_MESH_EARLY_WORKERS 0 / 1; the rows pool's 4 threads after the loop in both) against old, through the real
+# tab (offscreen Qt), full resolution and the default working resolution, and the plain end to end of the default
+# path (benchmarks/mesh_e2e_session10.py: read + segment_mesh with the defaults, 101.off 17k and 281.off 50k) old vs
+# new. old = 67ab891 (the parent of the change), new = fe8a387: git archives in .carry-ml7; all files in one tar.
 export PYTHONUNBUFFERED=1
 C=$PWD/.carry-ml7; O=/tmp/ml7out4; mkdir -p $O
 nvidia-smi -L | tee $O/device.txt; date -u | tee -a $O/device.txt
@@ -31,15 +32,26 @@ print(sys.argv[2], "same_as_full_run", t.get("same_as_full_run"), (t.get("target
 PY
 }
 F=--mesh-full-resolution
+xz -dc $C/data/281.off.xz > /tmp/281.off
+e2e() {  # arm, name, env
+  local t=$(date +%s)
+  (cd /tmp/$1 && env $3 timeout 60 python3 benchmarks/mesh_e2e_session10.py $C/data/psb/off/101.off /tmp/281.off \
+     --rounds 7 --json $O/e2e_$2.json > $O/e2e_$2.txt 2>&1)
+  echo "e2e $2 rc=$? $(( $(date +%s) - t )) s"; grep -E "min .* median" $O/e2e_$2.txt | cut -c1-150
+}
 run old oldF1 $F
 run new newF1_w0 $F "GPULAB_MESH_EARLY_WORKERS=0"
 run new newF1_w1 $F "GPULAB_MESH_EARLY_WORKERS=1"
-run new newF1_w4 $F "GPULAB_MESH_EARLY_WORKERS=4"
 run new newW1_w0 "" "GPULAB_MESH_EARLY_WORKERS=0"
 run old oldW1 ""
-run new newF2_w4 $F "GPULAB_MESH_EARLY_WORKERS=4"
+run new newW1_w1 "" "GPULAB_MESH_EARLY_WORKERS=1"
+e2e old old1
+e2e new w0_1 "GPULAB_MESH_EARLY_WORKERS=0"
+e2e new w1_1 "GPULAB_MESH_EARLY_WORKERS=1"
+tar -cJf $OUT/ml7_call4.tar.xz -C $O .
 run new newF2_w1 $F "GPULAB_MESH_EARLY_WORKERS=1"
 run new newF2_w0 $F "GPULAB_MESH_EARLY_WORKERS=0"
 run old oldF2 $F
-run new newW2_w1 "" "GPULAB_MESH_EARLY_WORKERS=1"
+run old oldW2 ""
+run new newW2_w0 "" "GPULAB_MESH_EARLY_WORKERS=0"
 tar -cJf $OUT/ml7_call4.tar.xz -C $O .
