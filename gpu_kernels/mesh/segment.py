@@ -506,6 +506,7 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
 
         on_done = None
         if early is not None:
+            _prime_lazy()
             for x, (fc_x, Pc_x) in hit.items():  # cut at once, while the GPU clusters the others
                 submit_early(x, fc_x.reps, Pc_x)
 
@@ -628,9 +629,25 @@ def _submit_rows(graph, cl, k, epsilon, early, cuts, cut_keys, prog) -> dict:
             todo.append(i)
     if len(todo) < 2:
         return {}
+    _prime_lazy()
     pool = _rows_pool()
     return {i: pool.submit(_settle_row, graph, blocks[i], kused[i], targets, k, epsilon, nf,
                            (cuts, cut_keys[i]) if cuts is not None and cut_keys[i] else None, quiet) for i in todo}
+
+
+def _prime_lazy() -> None:
+    """What the rows' cuts and merges load on first use, loaded here on the calling thread before rows go to
+    threads: the learned models (:func:`gpu_kernels.mesh.learned.shipped_model` and ``shipped_auto_model`` append
+    to one list, and two threads loading them at once could leave the integer k's model where k = "auto"'s is
+    read: session 18, k = "auto" on 101.off came out k 5 instead of 6), the compiled loops' modules and the trees'
+    compiled prediction."""
+    from gpu_kernels.mesh import learned as _learned
+
+    with _POOL_LOCK:
+        _learned.shipped_auto_model()   # (the integer k's model first, then k = "auto"'s)
+        _bd.compiled()
+        _bd.compiled_merge()
+        _learned._compiled_predict()
 
 
 def _settle_row(graph, blocks, kused, targets, k, epsilon, nf, cut=None, progress=None):

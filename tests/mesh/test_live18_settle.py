@@ -141,3 +141,32 @@ def test_early_settle_off_keeps_the_rows_in_turn(workers, monkeypatch):
     monkeypatch.setattr(segmod, "_settle_row", lambda *a: rows.append(1) or real(*a))
     segmod.segment_mesh(v, f, device="cpu", k=5, max_faces=None)
     assert rows == []
+
+
+def test_the_lazy_models_are_loaded_before_rows_go_to_threads(workers, monkeypatch):
+    """learned.shipped_model / shipped_auto_model append to one list on first use: two threads loading them at once
+    could leave the integer k's model where k = "auto"'s is read (session 18: k = "auto" on 101.off gave k 5, not 6,
+    in a fresh process with the rows on threads). Every row is handed out only after both are loaded, in order."""
+    from gpu_kernels.mesh import learned
+
+    monkeypatch.setattr(learned, "_SHIPPED", [])
+    seen = []
+
+    class Recording:
+        def submit(self, fn, *args):
+            seen.append(list(learned._SHIPPED))
+            from concurrent.futures import Future
+
+            fut = Future()
+            fut.set_result(fn(*args))
+            return fut
+
+    monkeypatch.setattr(segmod, "_rows_pool", lambda: Recording())
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    v, f, _ = box_bar_box()
+    segmod.segment_mesh(v, f, device="cpu", k="auto", max_faces=None)
+    assert seen
+    for shipped in seen:
+        assert len(shipped) == 2
+        assert shipped[1] is learned.shipped_auto_model() and shipped[0] is learned.shipped_model()
+        assert shipped[0] is not shipped[1]
