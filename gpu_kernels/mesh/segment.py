@@ -612,9 +612,10 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
 
 def _submit_rows(graph, cl, k, epsilon, early, cuts, cut_keys, prog) -> dict:
     """{row: its future on the settle pool} for the rows :func:`_settle_rows` would cut itself (neither cut early
-    nor the same clusterings as an earlier row it cut), when :data:`SETTLE_WORKERS` > 1; {} otherwise, and with
-    :data:`EARLY_SETTLE` off (what the quality benchmarks' recorders turn off for the rows' cuts in their order)."""
-    if SETTLE_WORKERS <= 1 or not EARLY_SETTLE:
+    nor the same clusterings as an earlier row it cut), when :data:`SETTLE_WORKERS` > 1 and the graph has at least
+    :data:`PARALLEL_ROWS_MIN_FACES` faces; {} otherwise, and with :data:`EARLY_SETTLE` off (what the quality
+    benchmarks' recorders turn off for the rows' cuts in their order)."""
+    if SETTLE_WORKERS <= 1 or not EARLY_SETTLE or graph.n < PARALLEL_ROWS_MIN_FACES:
         return {}
     blocks, kused, targets = cl["blocks"], cl["kused"], cl["targets"]
     nf = len(blocks)
@@ -782,10 +783,15 @@ SETTLE_WORKERS = max(1, int(os.environ.get("GPULAB_MESH_SETTLE_WORKERS", "0") or
 #: 47 with one, 55 with four: their NumPy code holds the GIL between the loop's GPU steps). ``GPULAB_MESH_EARLY_WORKERS``
 EARLY_WORKERS = int(os.environ.get("GPULAB_MESH_EARLY_WORKERS", "1") or 0)
 #: while the rows are cut on the pool's threads (the lockstep clusterings' loop beside the early cuts, and
-#: :func:`_settle`'s wait), the interpreter's thread switch interval (seconds; None or 0: unchanged, 5 ms): the
-#: clusterings' loop takes the GIL back after each GPU step within this time, not after up to 5 ms of a cut's
-#: NumPy code (``GPULAB_MESH_SWITCH_US``, microseconds)
-SWITCH_INTERVAL_S = float(os.environ.get("GPULAB_MESH_SWITCH_US", "200") or 0) * 1e-6
+#: :func:`_settle`'s wait), the interpreter's thread switch interval (seconds; None or 0: unchanged, 5 ms)
+#: (``GPULAB_MESH_SWITCH_US``, microseconds). Off: 200 us measured neutral (session 18, call 1: the k edit at 17k
+#: 95-114 ms with the interval unchanged, 99-139 with 200 us; the cluster stage the same)
+SWITCH_INTERVAL_S = float(os.environ.get("GPULAB_MESH_SWITCH_US", "0") or 0) * 1e-6
+#: the rows go to the rows pool only on a graph of at least this many faces (a full-resolution mesh): at the
+#: default working resolution (3,500 faces) a row is ~1-3 ms of host work and the threads' hand-over and GIL
+#: contention ate the gain (session 18, call 4: the segment stage 18-22 ms in turn, 25-33 on the threads), so the
+#: default path keeps the rows in turn as before
+PARALLEL_ROWS_MIN_FACES = 8000
 #: on a GPU, the full-to-working nearest faces (a k-d tree search on the host, ~6 ms at 17k faces) run on a thread
 #: of their own beside the working mesh's thickness and APSP on the GPU (True), instead of after them (False:
 #: sessions 8-14). The same search on the same arrays (issue 22). On since session 15: its pre-registered rule passed

@@ -1,7 +1,7 @@
-"""Session 18, the mesh k edit at full resolution: a k edit's rows of cuts and merges run on the settle pool's
-threads at once (segment.SETTLE_WORKERS), beside the clusterings' loop at a shorter thread switch interval
-(segment.SWITCH_INTERVAL_S). The labels must be those of the old serial way and of a fresh run at that k; the
-comparison must fail on a broken cache."""
+"""Session 18, the mesh k edit at full resolution: a k edit's rows of cuts and merges run on the rows pool's
+threads at once (segment.SETTLE_WORKERS) on a graph of at least segment.PARALLEL_ROWS_MIN_FACES faces, the lazy
+models loaded first on the calling thread (segment._prime_lazy). The labels must be those of the old serial way and
+of a fresh run at that k; the comparison must fail on a broken cache."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def workers(monkeypatch):
     monkeypatch.setattr(segmod, "SETTLE_WORKERS", 4)
     monkeypatch.setattr(segmod, "_POOL", [])
     monkeypatch.setattr(segmod, "_ROWS_POOL", [])
+    monkeypatch.setattr(segmod, "PARALLEL_ROWS_MIN_FACES", 0)  # (the test meshes are small)
     return 4
 
 
@@ -170,3 +171,18 @@ def test_the_lazy_models_are_loaded_before_rows_go_to_threads(workers, monkeypat
         assert len(shipped) == 2
         assert shipped[1] is learned.shipped_auto_model() and shipped[0] is learned.shipped_model()
         assert shipped[0] is not shipped[1]
+
+
+def test_a_small_graph_keeps_the_rows_in_turn(workers, monkeypatch):
+    """Below PARALLEL_ROWS_MIN_FACES (the default working resolution's 3,500 faces) the rows stay on the job's
+    thread, as before."""
+    v, f, _ = box_bar_box()
+    monkeypatch.setattr(segmod, "PARALLEL_ROWS_MIN_FACES", len(f) + 1)
+    rows = []
+    real = segmod._settle_row
+    monkeypatch.setattr(segmod, "_settle_row", lambda *a: rows.append(1) or real(*a))
+    segmod.segment_mesh(v, f, device="cpu", k=5, max_faces=None)
+    assert rows == []
+    monkeypatch.setattr(segmod, "PARALLEL_ROWS_MIN_FACES", 0)
+    segmod.segment_mesh(v, f, device="cpu", k=5, max_faces=None)
+    assert len(rows) >= 2
