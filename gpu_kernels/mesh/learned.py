@@ -18,6 +18,7 @@ can record every round's candidate pairs' features (:data:`FEATURES`) for traini
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,32 +210,37 @@ def _compiled_predict():
     return _PREDICT[0]
 
 
-_SHIPPED: list = []
+#: the shipped models by name ("k", "auto"), each decoded once; the lock makes a first use from two threads at once
+#: (two segment calls in one process: ``gpulab batch`` with a multi-thread dask worker) decode it once, never hand
+#: one of them the other's model (session 18's review: the list this replaced could)
+_SHIPPED: dict = {}
+_SHIPPED_LOCK = threading.Lock()
+
+
+def _shipped(name: str, attr: str) -> TreeModel:
+    model = _SHIPPED.get(name)
+    if model is None:
+        with _SHIPPED_LOCK:
+            model = _SHIPPED.get(name)
+            if model is None:
+                import base64
+                import io
+
+                from gpu_kernels.mesh import learned_model
+
+                model = TreeModel.from_npz(io.BytesIO(base64.b64decode(getattr(learned_model, attr))))
+                _SHIPPED[name] = model
+    return model
 
 
 def shipped_model() -> TreeModel:
     """The model trained on all 19 PSB categories (session 11; :mod:`gpu_kernels.mesh.learned_model`), loaded once."""
-    if not _SHIPPED:
-        import base64
-        import io
-
-        from gpu_kernels.mesh import learned_model
-
-        _SHIPPED.append(TreeModel.from_npz(io.BytesIO(base64.b64decode(learned_model.NPZ_BASE64))))
-    return _SHIPPED[0]
+    return _shipped("k", "NPZ_BASE64")
 
 
 def shipped_auto_model() -> TreeModel:
     """The k = "auto" model trained on all 19 PSB categories (session 11, round 2), loaded once."""
-    if len(_SHIPPED) < 2:
-        shipped_model()
-        import base64
-        import io
-
-        from gpu_kernels.mesh import learned_model
-
-        _SHIPPED.append(TreeModel.from_npz(io.BytesIO(base64.b64decode(learned_model.NPZ_AUTO_BASE64))))
-    return _SHIPPED[1]
+    return _shipped("auto", "NPZ_AUTO_BASE64")
 
 
 def auto_merge(graph, labels, targets: dict, label_component, auto_components, *, min_area: float = 0.0,
