@@ -522,7 +522,6 @@ def main(argv=None) -> int:
 
         # the mesh k edit's host threads (session 18: the rows of cuts and merges on several threads at once)
         doc["mesh_settle"] = {"workers": getattr(_sg, "SETTLE_WORKERS", 1),
-                              "switch_interval_s": getattr(_sg, "SWITCH_INTERVAL_S", None),
                               "early_settle": getattr(_sg, "EARLY_SETTLE", None), "full_resolution": MESH_FULL_RES}
     for tool in TOOLS:
         if tool.name not in EDITS or (only and tool.name not in only):

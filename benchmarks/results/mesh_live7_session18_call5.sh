@@ -1,5 +1,8 @@
 #!/bin/bash
-# mesh-live7, session 18, call 5 (if the lead asks): the shipped config dfa4e24 against old 67ab891: the k edit through
+# mesh-live7, session 18, call 5 (the lead's final call): the final commit against old 67ab891. Build the carry first,
+# on the development box, from the repo root (it writes .carry-ml7/new.tar.xz from the commit given):
+#   bash benchmarks/results/mesh_live7_session18_carry.sh 67ab891 $(git rev-parse HEAD)
+# then run this with carry [".carry-ml7"] (~29 MiB). It compares the k edit through
 # the tab at full resolution (two rounds) and at the default working resolution, and the default path end to end
 # (benchmarks/mesh_e2e_session10.py: read + segment_mesh with the defaults, 101.off 17k and 281.off 50k); SHA-1 of
 # labels + colours must be equal (2130b3899191, 60c9acbd633f).

@@ -521,13 +521,11 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
                       if STARTS_OWN_BATCH and keys else [todo])
             done_k = {}
             groups = [g for g in groups if g] or [todo]
-            with _switch_interval() if early is not None else contextlib.nullcontext():
-                for i_g, grp in enumerate(groups):
-                    cb = (None if on_done is None else
-                          (lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P)))
-                    gp = sub if len(groups) == 1 else sub.sub(i_g / len(groups), (i_g + 1) / len(groups))
-                    done_k.update(zip(grp, fuzzy_cluster_many(D, grp, max_iter=max_iter, power=power, progress=gp,
-                                                              order=far, device=backend, on_done=cb), strict=True))
+            for i_g, grp in enumerate(groups):
+                cb = None if on_done is None else (lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P))
+                gp = sub if len(groups) == 1 else sub.sub(i_g / len(groups), (i_g + 1) / len(groups))
+                done_k.update(zip(grp, fuzzy_cluster_many(D, grp, max_iter=max_iter, power=power, progress=gp,
+                                                          order=far, device=backend, on_done=cb), strict=True))
         except BaseException:  # cancelled or failed: the early cuts not started are dropped
             for fut in (early or {}).values():
                 fut.cancel()
@@ -603,8 +601,7 @@ def _settle(graph, cl: dict, k, epsilon, prog, info):
     # the rows left to cut here, on the rows pool's threads at once (SETTLE_WORKERS; the same work, so the same result)
     pending = _submit_rows(graph, cl, k, epsilon, early, cuts, cut_keys, prog)
     try:
-        with _switch_interval():
-            return _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_keys)
+        return _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_keys)
     except BaseException:
         _drop_rows(pending)
         raise
@@ -638,14 +635,14 @@ def _submit_rows(graph, cl, k, epsilon, early, cuts, cut_keys, prog) -> dict:
 
 def _prime_lazy() -> None:
     """What the rows' cuts and merges load on first use, loaded here on the calling thread before rows go to
-    threads: the learned models (:func:`gpu_kernels.mesh.learned.shipped_model` and ``shipped_auto_model`` append
-    to one list, and two threads loading them at once could leave the integer k's model where k = "auto"'s is
-    read: session 18, k = "auto" on 101.off came out k 5 instead of 6), the compiled loops' modules and the trees'
-    compiled prediction."""
+    threads: the learned models (decoded under their own lock since session 18's review: two threads loading them at
+    once had left the integer k's model where k = "auto"'s is read; k = "auto" on 101.off came out k 5 instead of 6),
+    the compiled loops' modules and the trees' compiled prediction: no row's time is spent loading them."""
     from gpu_kernels.mesh import learned as _learned
 
     with _POOL_LOCK:
-        _learned.shipped_auto_model()   # (the integer k's model first, then k = "auto"'s)
+        _learned.shipped_model()
+        _learned.shipped_auto_model()
         _bd.compiled()
         _bd.compiled_merge()
         _learned._compiled_predict()
@@ -669,24 +666,6 @@ def _drop_rows(pending: dict) -> None:
     for fut in pending.values():
         with contextlib.suppress(BaseException):
             fut.result()
-
-
-@contextlib.contextmanager
-def _switch_interval():
-    """The interpreter's thread switch interval at :data:`SWITCH_INTERVAL_S` while the block runs (restored after;
-    None: unchanged)."""
-    want = SWITCH_INTERVAL_S
-    if not want:
-        yield
-        return
-    import sys
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, float(want)))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
 
 
 def _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_keys):
@@ -782,11 +761,6 @@ SETTLE_WORKERS = max(1, int(os.environ.get("GPULAB_MESH_SETTLE_WORKERS", "0") or
 #: (H100, 17k at full resolution): the threads beside the loop slow it (the cluster stage's median 35 ms with none,
 #: 47 with one, 55 with four: their NumPy code holds the GIL between the loop's GPU steps). ``GPULAB_MESH_EARLY_WORKERS``
 EARLY_WORKERS = int(os.environ.get("GPULAB_MESH_EARLY_WORKERS", "1") or 0)
-#: while the rows are cut on the pool's threads (the lockstep clusterings' loop beside the early cuts, and
-#: :func:`_settle`'s wait), the interpreter's thread switch interval (seconds; None or 0: unchanged, 5 ms)
-#: (``GPULAB_MESH_SWITCH_US``, microseconds). Off: 200 us measured neutral (session 18, call 1: the k edit at 17k
-#: 95-114 ms with the interval unchanged, 99-139 with 200 us; the cluster stage the same)
-SWITCH_INTERVAL_S = float(os.environ.get("GPULAB_MESH_SWITCH_US", "0") or 0) * 1e-6
 #: the rows go to the rows pool only on a graph of at least this many faces (a full-resolution mesh): at the
 #: default working resolution (3,500 faces) a row is ~1-3 ms of host work and the threads' hand-over and GIL
 #: contention ate the gain (session 18, call 4: the segment stage 18-22 ms in turn, 25-33 on the threads), so the

@@ -5,8 +5,6 @@ of a fresh run at that k; the comparison must fail on a broken cache."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/mesh is on sys.path under pytest)
@@ -56,6 +54,8 @@ def test_rows_on_several_threads_equal_the_serial_rows(k, early, workers, monkey
     assert _same(fast, ref)
     assert fast.info.get("merges") == ref.info.get("merges") and fast.info.get("cut") == ref.info.get("cut")
     assert fast.info.get("oversegment_used") == ref.info.get("oversegment_used")
+    for key in ("oversegment_scores", "k_start_scores", "auto_k_starts"):  # every row's own outcome, not only the kept
+        assert fast.info.get(key) == ref.info.get(key), key
 
 
 def test_k_edits_equal_fresh_runs_at_each_k(workers, monkeypatch):
@@ -109,17 +109,6 @@ def _values(cache):
             yield value
 
 
-def test_the_switch_interval_is_restored(monkeypatch):
-    monkeypatch.setattr(segmod, "SWITCH_INTERVAL_S", 1e-4)
-    old = sys.getswitchinterval()
-    with segmod._switch_interval():
-        assert sys.getswitchinterval() == pytest.approx(min(old, 1e-4))
-    assert sys.getswitchinterval() == old
-    with pytest.raises(RuntimeError), segmod._switch_interval():
-        raise RuntimeError("boom")
-    assert sys.getswitchinterval() == old
-
-
 def test_a_failing_row_on_the_pool_reaches_the_caller(workers, monkeypatch):
     v, f, _ = box_bar_box()
     monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
@@ -150,12 +139,12 @@ def test_the_lazy_models_are_loaded_before_rows_go_to_threads(workers, monkeypat
     in a fresh process with the rows on threads). Every row is handed out only after both are loaded, in order."""
     from gpu_kernels.mesh import learned
 
-    monkeypatch.setattr(learned, "_SHIPPED", [])
+    monkeypatch.setattr(learned, "_SHIPPED", {})
     seen = []
 
     class Recording:
         def submit(self, fn, *args):
-            seen.append(list(learned._SHIPPED))
+            seen.append(dict(learned._SHIPPED))
             from concurrent.futures import Future
 
             fut = Future()
@@ -168,9 +157,9 @@ def test_the_lazy_models_are_loaded_before_rows_go_to_threads(workers, monkeypat
     segmod.segment_mesh(v, f, device="cpu", k="auto", max_faces=None)
     assert seen
     for shipped in seen:
-        assert len(shipped) == 2
-        assert shipped[1] is learned.shipped_auto_model() and shipped[0] is learned.shipped_model()
-        assert shipped[0] is not shipped[1]
+        assert sorted(shipped) == ["auto", "k"]
+        assert shipped["auto"] is learned.shipped_auto_model() and shipped["k"] is learned.shipped_model()
+        assert shipped["k"] is not shipped["auto"]
 
 
 def test_a_small_graph_keeps_the_rows_in_turn(workers, monkeypatch):
@@ -186,3 +175,25 @@ def test_a_small_graph_keeps_the_rows_in_turn(workers, monkeypatch):
     monkeypatch.setattr(segmod, "PARALLEL_ROWS_MIN_FACES", 0)
     segmod.segment_mesh(v, f, device="cpu", k=5, max_faces=None)
     assert len(rows) >= 2
+
+
+def test_rows_that_differ_equal_the_serial_rows_on_the_fish(workers, monkeypatch):
+    """The stored 4,000-face fish at a 2,000-face working resolution, k = 12 (seven rows, five different
+    clusterings, review F4): every row's score and the kept result are the serial ones."""
+    from _quality_fixtures import fish_arrays
+
+    v, f = fish_arrays()
+    monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    prep = segmod.prepare_mesh(v, f, max_faces=2000, device="cpu", apsp_method="cpu")
+    rows = []
+    real = segmod._settle_row
+    monkeypatch.setattr(segmod, "_settle_row", lambda *a: rows.append(1) or real(*a))
+    fast = segmod.segment_prepared(prep, k=12, auto_layout="auto", device="cpu", apsp_method="cpu")
+    assert len(rows) >= 4
+    monkeypatch.setattr(segmod, "SETTLE_WORKERS", 1)
+    ref = segmod.segment_prepared(prep, k=12, auto_layout="auto", device="cpu", apsp_method="cpu")
+    assert _same(fast, ref)
+    scores = fast.info.get("oversegment_scores")
+    assert scores and len(set(scores.values())) > 1  # the rows do differ
+    for key in ("oversegment_scores", "k_start_scores", "oversegment_used", "merges"):
+        assert fast.info.get(key) == ref.info.get(key), key
