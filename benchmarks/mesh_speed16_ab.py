@@ -74,7 +74,7 @@ def _pieces_once(v, f, target: int) -> dict:
     marks.append((time.perf_counter(), time.thread_time()))
     ms.add_mesh(m0)
     marks.append((time.perf_counter(), time.thread_time()))
-    with simp._standing_clock(bool(simp.STILL_CLOCK)):   # (as in simplify._simplify_pymeshlab)
+    with simp._PYMESHLAB_LOCK, simp._standing_clock(bool(simp.STILL_CLOCK)):   # (as in simplify._simplify_pymeshlab)
         ms.meshing_decimation_quadric_edge_collapse(
             targetfacenum=target, preservenormal=bool(simp.PRESERVE_NORMAL), preservetopology=False,
             optimalplacement=True, planarquadric=True, qualitythr=0.3, autoclean=True)

@@ -788,10 +788,12 @@ _ROWS_POOL: list = []
 
 
 def _pool_after_fork() -> None:
-    """In a forked child: a fresh lock (the parent's may have been held by another thread at
-    the fork, and would then never be released here) and no executor (its thread is not there)."""
-    global _POOL_LOCK
+    """In a forked child: fresh locks (the parent's may have been held by another thread at
+    the fork, a row's cut-cache store included, and would then never be released here) and no executor (its
+    thread is not there)."""
+    global _POOL_LOCK, _CUT_LOCK
     _POOL_LOCK = threading.Lock()
+    _CUT_LOCK = threading.Lock()
     _POOL.clear()
     _LAYOUT_POOL.clear()
     _ROWS_POOL.clear()

@@ -1,0 +1,45 @@
+"""Session 18's review: a fork while another thread holds the mesh pipeline's cut-cache lock (taken by up to
+``SETTLE_WORKERS`` row threads since the rows run on threads) or the pool lock leaves the child free to take both:
+the at-fork handler gives the child fresh locks."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from gpu_kernels.mesh import segment as segmod
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.parametrize("name", ["_CUT_LOCK", "_POOL_LOCK"])
+def test_a_fork_while_another_thread_holds_the_lock_frees_it_in_the_child(name):
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with getattr(segmod, name):
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert inside.wait(10)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: only this thread; the lock must be free
+            try:
+                lock = getattr(segmod, name)
+                ok = lock.acquire(timeout=2)
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.waitpid(pid, 0)
+        os.close(r)
+        assert got == b"1"
+    finally:
+        leave.set()
+        t.join(10)
