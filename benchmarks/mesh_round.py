@@ -41,6 +41,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -82,6 +83,32 @@ class Arm:
     def spec(self) -> dict:
         return {"name": self.name, "recipe": list(self.recipe), "train": self.train, "folds": self.folds,
                 "switches": self.switches, "policy": self.policy}
+
+
+def add_round_args(sub) -> argparse.ArgumentParser:
+    """The ``round`` sub-command's arguments, shared by every thin round script (session 18's three)."""
+    r = sub.add_parser("round")
+    r.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    r.add_argument("--work", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--train", default="1421,1422")
+    r.add_argument("--judge", required=True)
+    r.add_argument("--jobs", type=int, default=os.cpu_count())
+    r.add_argument("--device", default=None)
+    r.add_argument("--judge-end", type=float, default=1e9, help="no batch of judging draws starts after this")
+    r.add_argument("--batch", type=int, default=4)
+    r.add_argument("--ids", default="", help="only these meshes (a smoke test; the rule's run uses all 76)")
+    return r
+
+
+def add_judge_args(sub, min_draws: int) -> argparse.ArgumentParser:
+    """The ``judge`` sub-command's arguments (a round's rows file), shared by every thin round script."""
+    j = sub.add_parser("judge")
+    j.add_argument("rows", type=Path)
+    j.add_argument("--json", default="")
+    j.add_argument("--n-meshes", type=int, default=76)
+    j.add_argument("--min-draws", type=int, default=min_draws)
+    return j
 
 
 def apply_switches(switches: dict) -> None:

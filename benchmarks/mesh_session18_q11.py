@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -27,7 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import mesh_psb as mp  # noqa: E402
 import mesh_round as mr  # noqa: E402
 
 SWITCH = "gpu_kernels.mesh.segment.CREASE_STARTS"
@@ -75,22 +73,8 @@ def cmd_timing(a) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("round")
-    r.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
-    r.add_argument("--work", type=Path, required=True)
-    r.add_argument("--out", type=Path, required=True)
-    r.add_argument("--train", default="1421,1422")
-    r.add_argument("--judge", required=True)
-    r.add_argument("--jobs", type=int, default=os.cpu_count())
-    r.add_argument("--device", default=None)
-    r.add_argument("--judge-end", type=float, default=1e9, help="no batch of judging draws starts after this")
-    r.add_argument("--batch", type=int, default=4)
-    r.add_argument("--ids", default="", help="only these meshes (a smoke test; the rule's run uses all 76)")
-    j = sub.add_parser("judge")
-    j.add_argument("rows", type=Path)
-    j.add_argument("--json", default="")
-    j.add_argument("--n-meshes", type=int, default=76)
-    j.add_argument("--min-draws", type=int, default=RULE.min_draws)
+    mr.add_round_args(sub)
+    mr.add_judge_args(sub, RULE.min_draws)
     t = sub.add_parser("timing")
     t.add_argument("mesh17")
     t.add_argument("mesh50")
