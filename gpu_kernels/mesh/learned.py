@@ -18,6 +18,7 @@ can record every round's candidate pairs' features (:data:`FEATURES`) for traini
 from __future__ import annotations
 
 import math
+import os
 import threading
 from dataclasses import dataclass
 
@@ -215,6 +216,16 @@ def _compiled_predict():
 #: one of them the other's model (session 18's review: the list this replaced could)
 _SHIPPED: dict = {}
 _SHIPPED_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets a fresh lock: another thread of the parent may have held it, mid-decode, at the fork."""
+    global _SHIPPED_LOCK
+    _SHIPPED_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _shipped(name: str, attr: str) -> TreeModel:

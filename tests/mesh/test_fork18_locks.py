@@ -1,6 +1,6 @@
 """Session 18's review: a fork while another thread holds the mesh pipeline's cut-cache lock (taken by up to
-``SETTLE_WORKERS`` row threads since the rows run on threads) or the pool lock leaves the child free to take both:
-the at-fork handler gives the child fresh locks."""
+``SETTLE_WORKERS`` row threads since the rows run on threads), the pool lock, or the learned models' decoding lock
+leaves the child free to take each: the at-fork handlers give the child fresh locks."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ import threading
 
 import pytest
 
+from gpu_kernels.mesh import learned
 from gpu_kernels.mesh import segment as segmod
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
-@pytest.mark.parametrize("name", ["_CUT_LOCK", "_POOL_LOCK"])
-def test_a_fork_while_another_thread_holds_the_lock_frees_it_in_the_child(name):
+@pytest.mark.parametrize("mod,name", [(segmod, "_CUT_LOCK"), (segmod, "_POOL_LOCK"), (learned, "_SHIPPED_LOCK")])
+def test_a_fork_while_another_thread_holds_the_lock_frees_it_in_the_child(mod, name):
     inside, leave = threading.Event(), threading.Event()
 
     def hold():
-        with getattr(segmod, name):
+        with getattr(mod, name):
             inside.set()
             leave.wait(10)
 
@@ -30,7 +31,7 @@ def test_a_fork_while_another_thread_holds_the_lock_frees_it_in_the_child(name):
         pid = os.fork()
         if pid == 0:  # the child: only this thread; the lock must be free
             try:
-                lock = getattr(segmod, name)
+                lock = getattr(mod, name)
                 ok = lock.acquire(timeout=2)
                 os.write(w, b"1" if ok else b"0")
             finally:
