@@ -487,6 +487,41 @@ def load_old_loop(path: Path, nf: int):
     return mod
 
 
+def paired_rounds(once, names: list, what, n: int, warm: int) -> tuple[dict, dict, dict, list]:
+    """``warm`` warm-up runs of each arm, then ``n`` rounds that run every arm of ``names`` (``["old", "new"]``), the
+    order reversed every other round; ``once(arm, what)`` gives ``(ms, labels' SHA-1, k)``. Returns the runs, SHA-1s
+    and k per arm, and the paired differences new - old."""
+    runs = {a: [] for a in names}
+    shas = {a: set() for a in names}
+    ks = {a: set() for a in names}
+    for a in names:
+        for _ in range(warm):
+            _, s, x = once(a, what)
+            shas[a].add(s)
+            ks[a].add(x)
+    for r in range(n):
+        for a in (names if r % 2 == 0 else names[::-1]):
+            dt, s, x = once(a, what)
+            runs[a].append(dt)
+            shas[a].add(s)
+            ks[a].add(x)
+    pair = [b - a for a, b in zip(runs["old"], runs["new"], strict=True)]
+    return runs, shas, ks, pair
+
+
+def round_from_args(arms: list, a) -> dict:
+    """A thin round script's ``round`` sub-command (:func:`add_round_args`): :func:`run_round` with the control "C"
+    checked against the shipped model, no per-category k = "auto" models; writes OUT/round.json."""
+    def ints(text: str) -> list:
+        return [int(x) for x in text.split(",") if x]
+
+    res = run_round(arms, data=a.data, work=a.work, out=a.out, train=ints(a.train), judge=ints(a.judge),
+                    models_auto=None, jobs=a.jobs, device=a.device, batch=a.batch, judge_end=a.judge_end,
+                    ids=ints(a.ids), check_shipped="C")
+    (a.out / "round.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
 def timing(mesh: str, old: Path, old_nf: int, model_new: Path | None, device, rounds: int, rounds_k: int, k: int,
            warm: int = 2, margin_ms: float = 3.0, label: str = "") -> dict:
     """17k end to end from the file with the defaults (k = "auto", pymeshlab), ONE process: arms ``old`` (the loop
@@ -531,22 +566,7 @@ def timing(mesh: str, old: Path, old_nf: int, model_new: Path | None, device, ro
     for lab, kk, n in (("auto", "auto", rounds), (f"k{k}", k, rounds_k)):
         if n <= 0:
             continue
-        runs = {a: [] for a in arms}
-        shas = {a: set() for a in arms}
-        ks = {a: set() for a in arms}
-        for a in arms:
-            for _ in range(warm):
-                _, s, x = once(a, kk)
-                shas[a].add(s)
-                ks[a].add(x)
-        names = list(arms)
-        for r in range(n):
-            for a in (names if r % 2 == 0 else names[::-1]):
-                dt, s, x = once(a, kk)
-                runs[a].append(dt)
-                shas[a].add(s)
-                ks[a].add(x)
-        pair = [b - a for a, b in zip(runs["old"], runs["new"], strict=True)]
+        runs, shas, ks, pair = paired_rounds(once, list(arms), kk, n, warm)
         rep = {"rounds": n, "median_old": statistics.median(runs["old"]), "median_new": statistics.median(runs["new"]),
                "paired_median": statistics.median(pair), "new_faster": sum(p < 0 for p in pair), "runs": runs,
                "shas": {a: sorted(s) for a, s in shas.items()}, "k": {a: sorted(x) for a, x in ks.items()}}
@@ -589,22 +609,7 @@ def timing_switch(meshes: dict, old: dict, new: dict, device, rounds: dict, warm
     ok = True
     for name, (path, margin) in meshes.items():
         n = int(rounds[name])
-        runs = {a: [] for a in arms}
-        shas = {a: set() for a in arms}
-        ks = {a: set() for a in arms}
-        for a in arms:
-            for _ in range(warm):
-                _, s, x = once(a, path)
-                shas[a].add(s)
-                ks[a].add(x)
-        names = list(arms)
-        for r in range(n):
-            for a in (names if r % 2 == 0 else names[::-1]):
-                dt, s, x = once(a, path)
-                runs[a].append(dt)
-                shas[a].add(s)
-                ks[a].add(x)
-        pair = [b - a for a, b in zip(runs["old"], runs["new"], strict=True)]
+        runs, shas, ks, pair = paired_rounds(once, list(arms), path, n, warm)
         rep = {"rounds": n, "margin_ms": margin, "median_old": statistics.median(runs["old"]),
                "median_new": statistics.median(runs["new"]), "paired_median": statistics.median(pair),
                "new_faster": sum(p < 0 for p in pair), "runs": runs, "shas": {a: sorted(x) for a, x in shas.items()},

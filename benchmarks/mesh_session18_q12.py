@@ -67,11 +67,7 @@ def cmd_round(a) -> int:
 
     if _sg.K_FROM_AUTO_STARTS is not True or _sg.K_SDF_MERGE != 2.0:
         raise SystemExit("the library must have the shipped switches (K_FROM_AUTO_STARTS True, K_SDF_MERGE 2.0)")
-    res = mr.run_round(ARMS, data=a.data, work=a.work, out=a.out, train=[int(s) for s in a.train.split(",") if s],
-                       judge=[int(s) for s in a.judge.split(",") if s], models_auto=None, jobs=a.jobs,
-                       device=a.device, batch=a.batch, judge_end=a.judge_end,
-                       ids=[int(x) for x in a.ids.split(",") if x], check_shipped="C")
-    (a.out / "round.json").write_text(json.dumps(res, indent=1))
+    mr.round_from_args(ARMS, a)
     return 0
 
 
