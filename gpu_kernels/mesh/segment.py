@@ -754,13 +754,19 @@ EARLY_SETTLE_CPU = False
 #: one thread (sessions 10-17). A row's result does not depend on the others', so it is the same result (session 18,
 #: the full-resolution k edit: seven rows of cuts and merges on a 17k-face graph). ``GPULAB_MESH_SETTLE_WORKERS``; 1:
 #: the old way (one early-cut thread, the other rows in turn on the caller's thread)
-SETTLE_WORKERS = max(1, int(os.environ.get("GPULAB_MESH_SETTLE_WORKERS", "0") or 0)
-                     or min(4, os.cpu_count() or 1))
+def _env_count(name: str, default: int) -> int:
+    """A count from the environment variable ``name`` (a whole number >= 0); ``default`` where it is unset, empty or
+    not such a number (a typo in a shell must not stop the library from importing)."""
+    text = os.environ.get(name, "").strip()
+    return int(text) if text.isdigit() else default
+
+
+SETTLE_WORKERS = max(1, _env_count("GPULAB_MESH_SETTLE_WORKERS", 0) or min(4, os.cpu_count() or 1))
 #: on a GPU, the early cuts' threads (:func:`_settle_pool`) beside the clusterings' loop: 0 = no early cuts (every
 #: row cut after the loop, on the rows pool's SETTLE_WORKERS threads), 1 = one thread (sessions 10-17). Session 18
 #: (H100, 17k at full resolution): the threads beside the loop slow it (the cluster stage's median 35 ms with none,
 #: 47 with one, 55 with four: their NumPy code holds the GIL between the loop's GPU steps). ``GPULAB_MESH_EARLY_WORKERS``
-EARLY_WORKERS = int(os.environ.get("GPULAB_MESH_EARLY_WORKERS", "1") or 0)
+EARLY_WORKERS = _env_count("GPULAB_MESH_EARLY_WORKERS", 1)
 #: the rows go to the rows pool only on a graph of at least this many faces (a full-resolution mesh): at the
 #: default working resolution (3,500 faces) a row is ~1-3 ms of host work and the threads' hand-over and GIL
 #: contention ate the gain (session 18, call 4: the segment stage 18-22 ms in turn, 25-33 on the threads), so the

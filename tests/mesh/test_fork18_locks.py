@@ -1,6 +1,7 @@
 """Session 18's review: a fork while another thread holds the mesh pipeline's cut-cache lock (taken by up to
 ``SETTLE_WORKERS`` row threads since the rows run on threads), the pool lock, or the learned models' decoding lock
-leaves the child free to take each: the at-fork handlers give the child fresh locks."""
+leaves the child free to take each: the at-fork handlers give the child fresh locks. And the worker counts read
+from the environment at import fall back on a bad value."""
 
 from __future__ import annotations
 
@@ -44,3 +45,24 @@ def test_a_fork_while_another_thread_holds_the_lock_frees_it_in_the_child(mod, n
     finally:
         leave.set()
         t.join(10)
+
+
+@pytest.mark.parametrize("text,want", [("abc", 7), ("-3", 7), ("", 7), (" 2 ", 2), ("0", 0)])
+def test_a_bad_worker_count_in_the_environment_falls_back(monkeypatch, text, want):
+    """GPULAB_MESH_SETTLE_WORKERS / GPULAB_MESH_EARLY_WORKERS are read at import: a typo must not stop the library
+    from importing (before: ``int('abc')`` raised there)."""
+    monkeypatch.setenv("GPULAB_MESH_X", text)
+    assert segmod._env_count("GPULAB_MESH_X", 7) == want
+
+
+def test_the_library_imports_with_bad_worker_counts():
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GPULAB_MESH_SETTLE_WORKERS": "four", "GPULAB_MESH_EARLY_WORKERS": "-1"}
+    r = subprocess.run([sys.executable, "-c", "from gpu_kernels.mesh import segment as s; "
+                        "print(s.SETTLE_WORKERS >= 1, s.EARLY_WORKERS)"],
+                       capture_output=True, text=True, env=env, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert r.returncode == 0, r.stderr[-300:]
+    assert r.stdout.split() == ["True", "1"]
