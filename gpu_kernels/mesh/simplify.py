@@ -95,6 +95,29 @@ _MODULES = {"fast": "fast_simplification", "pymeshlab": "pymeshlab"}
 BACKGROUND_FAST = False
 
 
+
+def _import_pymeshlab_on_main_thread() -> bool:
+    """Import pymeshlab now if this is the process's main thread and it is installed (True if it is imported).
+
+    pymeshlab loads Qt 5, which takes the thread that first loads it for its main thread. Imported first on a worker
+    thread while another worker thread is alive, the process aborts at exit (``malloc_consolidate(): unaligned
+    fastbin chunk detected``, rc 134; session 19: 3 of 3 runs of two threads that each call :func:`segment_mesh`
+    in a plain script, and of two threads of which one imports pymeshlab). This module is imported on the main thread
+    by whoever imports :mod:`gpu_kernels.mesh.segment` there, so the library's own API is safe from threads too; the
+    window and ``gpulab batch`` import it on their main threads as well. ~0.3 s, once per process."""
+    if "pymeshlab" in sys.modules:
+        return True
+    if threading.current_thread() is not threading.main_thread() or importlib.util.find_spec("pymeshlab") is None:
+        return False
+    try:
+        importlib.import_module("pymeshlab")
+    except Exception:  # noqa: BLE001 - a broken install is reported where pymeshlab is used
+        return False
+    return True
+
+
+_import_pymeshlab_on_main_thread()
+
 def available_simplifiers() -> list[str]:
     """The simplifiers installed here, in order of preference."""
     have = [name for name, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None]
