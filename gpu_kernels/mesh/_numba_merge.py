@@ -12,6 +12,8 @@ calls)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -189,14 +191,16 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
 @njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loops
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
-                 has_stop, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
+                 has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
                  keeps, gones, strengths, n, max_rounds):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
     ``lim`` per component where ``has_lim``), :data:`LEARNED` (the lowest prediction, ties by the strength) or
     :data:`BLEND` (the lowest sum of the two ranks, ties by the prediction) or :data:`GAIN` (the lowest
-    ``(2 p - 1) x share_small x share_large``, ties by the strength); ``has_stop``: a component stops once no
+    ``(2 p - 1) x share_small x share_large``, the product raised to ``gain_power`` where that is not 1
+    (:data:`gpu_kernels.mesh.learned.GAIN_POWER`: an argument, since numba would freeze a global), ties by the
+    strength); ``has_stop``: a component stops once no
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
     the thickness contrast where ``sdf > 0``. Returns ``(n, finished)``."""
     K = BL.shape[0]
@@ -395,9 +399,14 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         if _lt(p_[t], p_[jb]) or (not _lt(p_[jb], p_[t]) and _lt(st[t], st[jb])):
                             jb = t
                 elif policy == GAIN:
-                    # np.lexsort((strength, (2 p - 1) * share_small * share_large))[0]
-                    for t in range(m):
-                        g_[t] = (2.0 * p_[t] - 1.0) * X[t, SS] * X[t, SL]
+                    # np.lexsort((strength, (2 p - 1) * share_small * share_large))[0]; the product to the power
+                    # gain_power (math.pow: the C library's, as learned._pow) where that is not 1
+                    if gain_power == 1.0:
+                        for t in range(m):
+                            g_[t] = (2.0 * p_[t] - 1.0) * X[t, SS] * X[t, SL]
+                    else:
+                        for t in range(m):
+                            g_[t] = (2.0 * p_[t] - 1.0) * math.pow(X[t, SS] * X[t, SL], gain_power)
                     for t in range(1, m):
                         if _lt(g_[t], g_[jb]) or (not _lt(g_[jb], g_[t]) and _lt(st[t], st[jb])):
                             jb = t

@@ -27,7 +27,7 @@ import numpy as np
 from gpu_kernels.mesh import boundary as _bd
 
 __all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets", "k_merge", "shipped_model", "MODEL", "auto_merge",
-           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P", "AUTO_POLICY"]
+           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P", "AUTO_POLICY", "GAIN_POWER"]
 
 #: the model :func:`k_merge` uses; None: the shipped one (:func:`shipped_model`). Benchmarks set a fold's model here
 MODEL = None
@@ -41,6 +41,11 @@ AUTO_STOP_P = 0.5
 #: pre-registered round and the real-pipeline confirmation, held out 0.1334 -> 0.1228 against "learned" with the same
 #: model, benchmarks/results/mesh_q_session13.md); "learned" (session 11's order: the lowest predicted p); "blend"
 POLICY = "gain"
+#: the "gain" order's area weight is ``(share_small x share_large) ** GAIN_POWER`` (session 19, helper mesh-q13): 1.0
+#: as shipped (session 13's expected change of the Rand Index error; exactly its floats: the power is not taken at
+#: 1.0); below 1 the order leans toward "lowest p first" (0: "learned"'s order, up to its ties). Read at each call of
+#: :func:`learned_merge` and passed to the compiled loop as an argument (numba freezes globals when it compiles)
+GAIN_POWER = 1.0
 #: the policy :func:`auto_merge` uses (k = "auto"): "learned" (session 11: the lowest predicted p first); "gain" (the
 #: expected change of the Rand Index error, as :data:`POLICY`) is judged for k = "auto" by session 13's helper mesh-q2
 #: (benchmarks/results/mesh_q2_session13.md). The stop is the same under both: a component stops once none of its
@@ -320,6 +325,13 @@ def _log(x) -> np.ndarray:
     return out
 
 
+def _pow(x, e: float) -> np.ndarray:
+    """``x ** e`` elementwise by the C library (``math.pow``), as the compiled loop computes it (NumPy's ``power``
+    has SIMD kernels and a square-root shortcut whose last bit can differ); ``x`` >= 0 here (areas' shares)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter((math.pow(v, e) for v in x.tolist()), dtype=np.float64, count=x.size)
+
+
 def _groups(label_component, cap: int) -> list:
     """The mesh components, in runs of whole components of at most ``cap`` clusters each (one component with more
     is a run by itself); one run where every cluster fits."""
@@ -429,9 +441,12 @@ def _subgraph(graph, faces):
 def _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress):
     """The greedy loop of :func:`learned_merge` on ``state`` (a :class:`gpu_kernels.mesh.boundary._MergeState`
     with its extra tables): compiled where it can be, else NumPy."""
+    gain_power = float(GAIN_POWER)
+    if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
+        raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")
     if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None:
         return state.compiled(targets, min_area, strengths, policy=POLICIES[policy],
-                              stop_p=stop_p, model=model, progress=progress)
+                              stop_p=stop_p, model=model, progress=progress, gain_power=gain_power)
     if record is not None:
         record.setdefault("X", [])
         record.setdefault("y", [])
@@ -458,7 +473,10 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
             if policy == "learned":
                 j = int(np.lexsort((strength, p))[0])
             elif policy == "gain":
-                g = (2.0 * p - 1.0) * X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]]
+                if gain_power == 1.0:  # (session 13's floats exactly)
+                    g = (2.0 * p - 1.0) * X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]]
+                else:
+                    g = (2.0 * p - 1.0) * _pow(X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]], gain_power)
                 j = int(np.lexsort((strength, g))[0])
             else:
                 r = (np.argsort(np.argsort(strength, kind="stable"), kind="stable")
