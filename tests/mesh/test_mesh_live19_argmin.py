@@ -179,10 +179,7 @@ def test_the_fused_kernel_on_the_gpu(n, k):
     D[n // 3 + 1] = D[n // 3]
     W = rng.random((n, k), dtype=np.float32)
     got = clu.fused_product_argmin(cp.asarray(D), cp.asarray(W), be)
-    C = D.astype(np.float64) @ W.astype(np.float64)
-    ref = np.argmin(C, axis=0)
-    assert np.all(got == n // 3)
-    np.testing.assert_array_equal(got, ref)
+    assert np.all(got == n // 3)  # two equal rows, clearly the least: the lower
     D[n // 3] = D[n // 3 + 1] = 1.0
     got = clu.fused_product_argmin(cp.asarray(D), cp.asarray(W), be)
     C = D.astype(np.float64) @ W.astype(np.float64)
@@ -212,7 +209,7 @@ def test_k_edits_with_the_fused_kernel_equal_fresh_runs_on_the_gpu(monkeypatch):
     v, f, _ = box_bar_box()
     data = mesh_seg.from_arrays(v, f)
     cache = StageCache(cap_bytes=256 << 20)
-    base = {"k": 3, "apsp": "gpu", "max_faces": None}
+    base = {"k": 3, "apsp": "auto", "max_faces": None}
     mesh_seg.TOOL.run_staged(data, base, device=gpu, cache=cache, scope="x")
     assert calls  # the kernel ran
     for k in (4, 5, 6, 4):
