@@ -96,7 +96,7 @@ def kernel_bench(be, D, order) -> dict:
         med = {k: statistics.median(v) for k, v in t.items()}
         groups = -(-kt // 64)
         sweep = {}
-        for s in (1, 2, 3, 4, 6, 8):
+        for s in (1, 2, 3, 4, 5, 6, 8):
             sweep[s] = timed(lambda W=W, s=s: cl.fused_product_argmin(D, W, be, slices=s))
         a_old = be.asnumpy(old()).astype(np.int64)
         a_con = be.asnumpy(contig()).astype(np.int64)

@@ -267,7 +267,8 @@ mesh_colsum_partial_32(const float* __restrict__ D, const long long n, const flo
                     reinterpret_cast<float (*)[32]>(&Bs4[0][0]));
 }
 
-#define CR_THREADS 256
+#define CR_THREADS 512
+#define CR_UNROLL 4
 extern "C" __global__ void __launch_bounds__(CR_THREADS)
 mesh_colargmin_reduce(const float* __restrict__ Cp, const long long n, const int k, const int nslices,
                       long long* __restrict__ out)
@@ -278,14 +279,28 @@ mesh_colargmin_reduce(const float* __restrict__ Cp, const long long n, const int
     const int j = blockIdx.x;
     float bv = 0.0f;
     long long bi = -1;  // none yet
-    for (long long f = t; f < n; f += CR_THREADS) {
-        float v = 0.0f;
-        for (int s = 0; s < nslices; ++s) {
-            v += Cp[((long long)s * k + j) * n + f];
+    // CR_UNROLL rows per step, their loads in flight together, compared in increasing f
+    for (long long f0 = t; f0 < n; f0 += (long long)CR_THREADS * CR_UNROLL) {
+        float v[CR_UNROLL];
+#pragma unroll
+        for (int u = 0; u < CR_UNROLL; ++u) {
+            v[u] = 0.0f;
         }
-        if (bi < 0 || v < bv) {  // f rises: the first minimum of this thread's share
-            bv = v;
-            bi = f;
+        for (int s = 0; s < nslices; ++s) {
+            const float* col = Cp + ((long long)s * k + j) * n;
+#pragma unroll
+            for (int u = 0; u < CR_UNROLL; ++u) {
+                const long long f = f0 + (long long)u * CR_THREADS;
+                v[u] += f < n ? col[f] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < CR_UNROLL; ++u) {
+            const long long f = f0 + (long long)u * CR_THREADS;
+            if (f < n && (bi < 0 || v[u] < bv)) {  // f rises: the first minimum of this thread's share
+                bv = v[u];
+                bi = f;
+            }
         }
     }
     best_v[t] = bv;

@@ -253,7 +253,7 @@ def fused_product_argmin(D, W, device, slices: int | None = None) -> np.ndarray:
     part(((n + _CA_BM - 1) // _CA_BM, (k + bn - 1) // bn, s), (256,),
          (D, np.int64(n), W, np.int32(k), np.int64(slice_len), Cp))
     red = kernel(device, "mesh_cluster.cu", "mesh_colargmin_reduce")
-    red((k,), (256,), (Cp, np.int64(n), np.int32(k), np.int32(s), out))
+    red((k,), (512,), (Cp, np.int64(n), np.int32(k), np.int32(s), out))
     return asnumpy(out).astype(np.int64)
 
 
