@@ -86,9 +86,11 @@ def kernel_bench(be, D, order) -> dict:
         old = lambda W=W: xp.argmin(xp.matmul(D, W), axis=0)  # noqa: E731
         contig = lambda W=W: xp.ascontiguousarray(xp.matmul(D, W).T).argmin(axis=1)  # noqa: E731
         mm = lambda W=W: xp.matmul(D, W)  # noqa: E731
-        fused = lambda W=W: cl.fused_product_argmin(D, W, be)  # noqa: E731 (includes the 8-byte copy to the host)
+        fused = lambda W=W: cl.fused_product_argmin(D, W, be, host=False)  # noqa: E731
+        fused_host = lambda W=W: cl.fused_product_argmin(D, W, be)  # noqa: E731 (+ the copy to the host, its wait)
+        old_host = lambda W=W: be.asnumpy(xp.argmin(xp.matmul(D, W), axis=0))  # noqa: E731
         names = {"cublas_matmul": mm, "old_matmul_strided_argmin": old, "matmul_contiguous_argmin": contig,
-                 "fused": fused}
+                 "fused": fused, "old_with_host_copy": old_host, "fused_with_host_copy": fused_host}
         t = {k: [] for k in names}
         for r in range(5):  # alternating, reversed every other round
             for name in (list(names) if r % 2 == 0 else list(names)[::-1]):
@@ -97,7 +99,7 @@ def kernel_bench(be, D, order) -> dict:
         groups = -(-kt // 64)
         sweep = {}
         for s in (1, 2, 3, 4, 5, 6, 8):
-            sweep[s] = timed(lambda W=W, s=s: cl.fused_product_argmin(D, W, be, slices=s))
+            sweep[s] = timed(lambda W=W, s=s: cl.fused_product_argmin(D, W, be, slices=s, host=False))
         a_old = be.asnumpy(old()).astype(np.int64)
         a_con = be.asnumpy(contig()).astype(np.int64)
         a_fus = cl.fused_product_argmin(D, W, be)

@@ -225,12 +225,13 @@ def fused_argmin_slices(n: int) -> int:
     return int(max(1, min(FUSED_ARGMIN_MAX_SLICES, int(n) // FUSED_ARGMIN_SLICE_MIN)))
 
 
-def fused_product_argmin(D, W, device, slices: int | None = None) -> np.ndarray:
+def fused_product_argmin(D, W, device, slices: int | None = None, host: bool = True):
     """The column argmins of ``D @ W`` (host int64, ties -> the lowest row, as ``argmin``) in two
     launches of ``cuda/mesh_cluster.cu`` on ``device`` (a CUDA Backend or the test suite's emulator):
     ``mesh_colsum_partial_{32,64}`` reads ``D`` once per group of 64 columns, ``mesh_colargmin_reduce``
     adds the ``slices`` partial sums in order and takes each column's first minimum. A column's sums do
-    not depend on the other columns of ``W``. ``D`` (n, n) and ``W`` (n, k): float32."""
+    not depend on the other columns of ``W``. ``D`` (n, n) and ``W`` (n, k): float32. ``host=False``: the
+    (k,) int64 device array instead (benchmarks: the kernels without the copy's wait)."""
     from gpu_kernels.backend import kernel
 
     xp = device.xp
@@ -254,7 +255,7 @@ def fused_product_argmin(D, W, device, slices: int | None = None) -> np.ndarray:
          (D, np.int64(n), W, np.int32(k), np.int64(slice_len), Cp))
     red = kernel(device, "mesh_cluster.cu", "mesh_colargmin_reduce")
     red((k,), (512,), (Cp, np.int64(n), np.int32(k), np.int32(s), out))
-    return asnumpy(out).astype(np.int64)
+    return asnumpy(out).astype(np.int64) if host else out
 
 
 def _fused_argmin_applies(D, device) -> bool:
