@@ -197,11 +197,14 @@ def update_representatives(D, P, old_reps=None, power: float | None = None, devi
 
 #: the graphs (one component's faces) from which the representative update's product and argmin run in
 #: one kernel of ours (``mesh_colsum_partial_*`` + ``mesh_colargmin_reduce``, ``cuda/mesh_cluster.cu``)
-#: instead of cuBLAS's SGEMM and an argmin over its output: the full-resolution path, equal to
-#: ``segment.PARALLEL_ROWS_MIN_FACES`` (a test checks; not imported: segment imports this module). Its
-#: summation order is not cuBLAS's, so a near tie may pick another face: below this size (the default
-#: 3,500-face working mesh) the update stays cuBLAS's and its labels stay those of earlier sessions.
-FUSED_ARGMIN_MIN_N = 8000
+#: instead of cuBLAS's SGEMM and :func:`column_argmin`; ``None``: never. **Off**: measured on an H100
+#: (session 19, ``benchmarks/results/mesh_live8_session19.md``) at 16,998 faces it takes 1.10 / 1.61 /
+#: 1.62 ms for 23 / 38 / 53 columns against cuBLAS + the contiguous argmin's 0.72 / 1.47 / 1.50 ms (both
+#: FP32-FMA-bound at ~35-40% of the SMs' peak, not bandwidth-bound). The size meant for it, once a faster
+#: variant exists, is ``segment.PARALLEL_ROWS_MIN_FACES`` (8,000: the full-resolution path only): its
+#: summation order is not cuBLAS's, so a near tie may pick another face (1 column in 1,582 updates there,
+#: the final labels the same), and the default 3,500-face working mesh must keep cuBLAS's product.
+FUSED_ARGMIN_MIN_N: int | None = None
 #: the fused kernel splits the summation over ``i`` into slices of at least this many values (more
 #: blocks for the GPU; the slices' sums are added in order): a function of ``n`` only, never of the device
 FUSED_ARGMIN_SLICE_MIN = 4096
@@ -259,13 +262,14 @@ def fused_product_argmin(D, W, device, slices: int | None = None, host: bool = T
 
 
 def _fused_argmin_applies(D, device) -> bool:
-    return (device is not None and getattr(device, "is_gpu", False) and D.shape[0] >= FUSED_ARGMIN_MIN_N
-            and D.dtype == np.float32 and D.flags.c_contiguous)
+    return (FUSED_ARGMIN_MIN_N is not None and device is not None and getattr(device, "is_gpu", False)
+            and D.shape[0] >= FUSED_ARGMIN_MIN_N and D.dtype == np.float32 and D.flags.c_contiguous)
 
 
 def product_argmin(D, W, device=None) -> np.ndarray:
     """``argmin(D @ W, axis=0)`` (host int64): the fused kernel (:func:`fused_product_argmin`) on a GPU for a
-    graph of at least :data:`FUSED_ARGMIN_MIN_N` faces, else the matrix product and :func:`column_argmin`."""
+    graph of at least :data:`FUSED_ARGMIN_MIN_N` faces (off: None), else the matrix product and
+    :func:`column_argmin`."""
     xp = array_module(D)
     if device is None and xp is not np:
         from gpu_kernels.backend import device_of

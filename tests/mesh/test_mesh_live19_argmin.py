@@ -5,8 +5,8 @@
 - ``fused_product_argmin`` (``cuda/mesh_cluster.cu``: ``mesh_colsum_partial_{32,64}`` + ``mesh_colargmin_reduce``):
   the column argmins of ``D @ W`` without cuBLAS, through the CPU emulator of CUDA kernels here and on the GPU
   under ``-m gpu``; ties -> the lowest row; a column's result does not depend on the other columns;
-- ``product_argmin`` takes the fused kernel only on a graph of at least ``FUSED_ARGMIN_MIN_N`` faces
-  (= ``segment.PARALLEL_ROWS_MIN_FACES``), so the default working mesh keeps cuBLAS's product;
+- ``product_argmin`` takes the fused kernel only on a graph of at least ``FUSED_ARGMIN_MIN_N`` faces (``None``,
+  off, as shipped: measured slower than cuBLAS + the contiguous argmin on the H100);
 - on the GPU, with the fused kernel in use, a k edit through the stage cache equals a fresh run at that k."""
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ def _ref(D, W):
     return np.argmin(D.astype(np.float64) @ W.astype(np.float64), axis=0)
 
 
-def test_the_switch_is_the_full_resolution_size():
-    assert clu.FUSED_ARGMIN_MIN_N == segmod.PARALLEL_ROWS_MIN_FACES
-    assert 3500 < clu.FUSED_ARGMIN_MIN_N  # the default working mesh keeps cuBLAS's product
+def test_the_fused_kernel_is_off():
+    """Measured slower than cuBLAS + the contiguous argmin on the H100 (session 19): off at every size; when a
+    faster variant switches it on, the size is the full-resolution path's, above the default working mesh."""
+    assert clu.FUSED_ARGMIN_MIN_N is None
+    assert 3500 < segmod.PARALLEL_ROWS_MIN_FACES
     assert clu.fused_argmin_slices(16998) == 4 and clu.fused_argmin_slices(3000) == 1
     assert clu.fused_argmin_slices(10**6) == clu.FUSED_ARGMIN_MAX_SLICES
 
@@ -112,7 +114,10 @@ def test_the_fused_kernel_is_taken_only_from_the_switch_size(bar_distances, monk
     ks = [3, 5, 6, 9]
     plain = clu.fuzzy_cluster_many(D, ks, max_iter=20, power=2.0)
     small = clu.fuzzy_cluster_many(be.xp.asarray(D), ks, max_iter=20, power=2.0, device=be)
-    assert calls == []  # 300 faces: the product and the contiguous argmin
+    assert calls == []  # off (None): the product and the contiguous argmin
+    monkeypatch.setattr(clu, "FUSED_ARGMIN_MIN_N", 8000)
+    clu.fuzzy_cluster_many(be.xp.asarray(D), ks, max_iter=20, power=2.0, device=be)
+    assert calls == []  # 300 faces, under the switch
     monkeypatch.setattr(clu, "FUSED_ARGMIN_MIN_N", 300)
     fused = clu.fuzzy_cluster_many(be.xp.asarray(D), ks, max_iter=20, power=2.0, device=be)
     assert len(calls) == max(fc.n_iter for fc in fused)  # one launch pair per lockstep iteration
