@@ -53,7 +53,8 @@ def test_gain_merges_the_pair_of_the_lowest_expected_change(prep, monkeypatch):
     learned, ml = ln.learned_merge(g, lab, {0: 4}, lc, min_area=0.0, policy="learned", model=m)
     assert n_gain == len(mg) == int(lab.max()) + 1 - 4 and len(np.unique(out)) == 4
     X, p = seen[0]
-    gain = (2.0 * p - 1.0) * X[:, 10] * X[:, 11]
+    # (session 19: the area product to the power learned.GAIN_POWER, 0.5 shipped; session 13's formula is 1.0)
+    gain = (2.0 * p - 1.0) * (X[:, 10] * X[:, 11]) ** ln.GAIN_POWER
     j = int(np.argmin(gain))
     pair = {int(x) for x in mg[0]}
     # the first merge joins the pair of the lowest expected change (read back from the features' row)
