@@ -19,7 +19,7 @@ from gpu_kernels.mesh import learned as ln
 from gpu_kernels.mesh import segment as sg
 
 # the fish, its fixture and the over-segmentation (one copy: tests/mesh/_quality_fixtures.py)
-KW, _overseg, fish = fx.KW, fx.overseg, fx.fish
+KW, _overseg, fish, prep = fx.KW, fx.overseg, fx.fish, fx.prep
 
 
 def _constant(p: float) -> ln.TreeModel:
@@ -29,8 +29,8 @@ def _constant(p: float) -> ln.TreeModel:
 
 
 @pytest.fixture(scope="module")
-def graph(fish):
-    return sg.prepare_mesh(*fish, max_faces=None, **KW).graph   # (the fish as it is: tests/mesh/_quality_fixtures.py)
+def graph(prep):
+    return prep.graph   # (the fish as it is, prepared once per module: tests/mesh/_quality_fixtures.py)
 
 
 @pytest.mark.parametrize(("p", "merges_all"), [(0.7, False), (0.3, True)])
@@ -44,7 +44,7 @@ def test_the_stop_follows_the_prediction(graph, p, merges_all):
     assert len(merges) == (n - 2 if merges_all else 0)
 
 
-def _run(fish, k, merge, monkeypatch, device="cpu"):
+def _run(fish, k, merge, monkeypatch, device="cpu", prepared=None):
     monkeypatch.setattr(defaults, "DEFAULT_AUTO_MERGE", merge)
     calls = []
     orig = ln.auto_merge
@@ -56,17 +56,20 @@ def _run(fish, k, merge, monkeypatch, device="cpu"):
     monkeypatch.setattr(ln, "auto_merge", spy)
     kw = {"device": device} if device != "cpu" else dict(KW)
     kw["max_faces"] = None   # (the 4,000-face fish as it is: tests/mesh/_quality_fixtures.py)
+    if prepared is not None:   # the module's prepared fish (its APSP once, not once per run; session 19)
+        kw["prepared"] = prepared
     return sg.segment_mesh(*fish, k=k, **kw), len(calls)
 
 
-def test_the_switch_changes_k_auto_only(fish, monkeypatch):
+def test_the_switch_changes_k_auto_only(fish, prep, monkeypatch):
+    """The switch is read after the APSP: the four runs share the module's prepared fish."""
     assert defaults.DEFAULT_AUTO_MERGE == "learned"  # (on since session 12: the lead's cost rule passed, mesh_auto_session12.md)
-    hand, n_hand = _run(fish, "auto", "hand", monkeypatch)
-    learned, n_learned = _run(fish, "auto", "learned", monkeypatch)
+    hand, n_hand = _run(fish, "auto", "hand", monkeypatch, prepared=prep)
+    learned, n_learned = _run(fish, "auto", "learned", monkeypatch, prepared=prep)
     assert n_hand == 0 and n_learned == len(sg.AUTO_K_STARTS)  # (one per auto-k start)
     assert not np.array_equal(hand.labels, learned.labels)
-    k_h, _ = _run(fish, 5, "hand", monkeypatch)
-    k_l, n_k = _run(fish, 5, "learned", monkeypatch)
+    k_h, _ = _run(fish, 5, "hand", monkeypatch, prepared=prep)
+    k_l, n_k = _run(fish, 5, "learned", monkeypatch, prepared=prep)
     assert n_k == 0 and np.array_equal(k_h.labels, k_l.labels)
 
 

@@ -99,7 +99,7 @@ def test_the_default_is_the_learned_score():
     assert ln.POLICY == "gain" and ln.MODEL is None
 
 
-def _run(fish, k, merge, monkeypatch, device="cpu"):
+def _run(fish, k, merge, monkeypatch, device="cpu", prepared=None):
     monkeypatch.setattr(defaults, "DEFAULT_K_MERGE", merge)
     calls = []
     orig = ln.k_merge
@@ -111,17 +111,20 @@ def _run(fish, k, merge, monkeypatch, device="cpu"):
     monkeypatch.setattr(ln, "k_merge", spy)
     kw = {"device": device} if device != "cpu" else dict(KW)
     kw["max_faces"] = None   # (the 4,000-face fish as it is: tests/mesh/_quality_fixtures.py)
+    if prepared is not None:   # the module's prepared fish (its APSP once, not once per run; session 19)
+        kw["prepared"] = prepared
     seg = sg.segment_mesh(*fish, k=k, **kw)
     return seg, len(calls)
 
 
-def test_the_switch_changes_an_integer_k_only(fish, monkeypatch):
-    hand, n_hand = _run(fish, 5, "hand", monkeypatch)
-    learned, n_learned = _run(fish, 5, "learned", monkeypatch)
+def test_the_switch_changes_an_integer_k_only(fish, prep, monkeypatch):
+    """The switch is read after the APSP: the four runs share the module's prepared fish."""
+    hand, n_hand = _run(fish, 5, "hand", monkeypatch, prepared=prep)
+    learned, n_learned = _run(fish, 5, "learned", monkeypatch, prepared=prep)
     assert n_hand == 0 and n_learned >= 1 and hand.k == learned.k == 5
     assert not np.array_equal(hand.labels, learned.labels)
-    auto_h, _ = _run(fish, "auto", "hand", monkeypatch)
-    auto_l, n_auto = _run(fish, "auto", "learned", monkeypatch)
+    auto_h, _ = _run(fish, "auto", "hand", monkeypatch, prepared=prep)
+    auto_l, n_auto = _run(fish, "auto", "learned", monkeypatch, prepared=prep)
     assert n_auto == 0 and np.array_equal(auto_h.labels, auto_l.labels)
 
 
