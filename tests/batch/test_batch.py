@@ -39,6 +39,7 @@ def _records(out):
     return [json.loads(ln) for ln in (out / MANIFEST).read_text().splitlines() if ln.strip()]
 
 
+@pytest.mark.slow
 def test_two_workers_give_what_the_single_item_command_gives(meshes, tmp_path, capsys):
     out = tmp_path / "out"
     s = run_batch("mesh-seg", [meshes], out, params=PARAMS, workers=2, gpus="none")
@@ -56,6 +57,7 @@ def test_two_workers_give_what_the_single_item_command_gives(meshes, tmp_path, c
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_an_interrupted_batch_runs_only_the_missing_items_again(meshes, tmp_path):
     out = tmp_path / "out"
 
@@ -80,6 +82,7 @@ def test_an_interrupted_batch_runs_only_the_missing_items_again(meshes, tmp_path
     assert not (out / ".gpulab-staging").exists()
 
 
+@pytest.mark.slow
 def test_an_unreadable_item_fails_alone(meshes, tmp_path):
     (meshes / "broken.ply").write_text("ply\nformat ascii 1.0\nelement vertex 3\n")
     out = tmp_path / "out"
@@ -93,6 +96,7 @@ def test_an_unreadable_item_fails_alone(meshes, tmp_path):
     assert (again.skipped, again.failed) == (3, 1)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_has_its_item_rescheduled(meshes, tmp_path):
     originals = sorted(meshes.glob("*.ply"))
     for i in range(3):  # twelve items, so that one is in flight when a worker is killed
@@ -127,6 +131,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_an_existing_scheduler_on_loopback(meshes, tmp_path):
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
@@ -183,6 +188,7 @@ def test_the_command_line(meshes, tmp_path, capsys):
 
 
 @pytest.mark.gui
+@pytest.mark.slow
 def test_the_batch_dialog_runs_the_same_batch(qtbot, meshes, tmp_path):
     pytest.importorskip("PySide6")
     from app.gui.main_window import MainWindow

@@ -41,6 +41,7 @@ def test_invert_rejects_bad_input():
         invert(bad)
 
 
+@pytest.mark.slow
 def test_inverted_backward_trajectories_are_as_accurate_as_new_estimates():
     """On a synthetic beating ventricle with exact motion, reference at end-systole: the
     trajectories to the earlier frames from inverted pair fields are within 10 % of those

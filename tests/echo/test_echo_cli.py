@@ -121,6 +121,7 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path, case):
     assert not (tmp_path / "out.npy").exists() and not (tmp_path / "j.npy").exists()
 
 
+@pytest.mark.slow
 def test_tool_loads_sample_with_truth_and_runs_a_sequence():
     data = echo.load(echo.samples()[0])
     assert data.n_frames == 4 and data.truth and data.masks

@@ -63,6 +63,7 @@ ALL_EDITS = ({"alpha": 0.05}, {"reference": 3}, {"reference": -1}, {"reference":
 
 @pytest.mark.parametrize("device, edits", [("cpu", ALL_EDITS[1:4]),   # (the CPU: the reference edits only)
                                            pytest.param("cuda", ALL_EDITS, marks=pytest.mark.gpu)])
+@pytest.mark.slow
 def test_live_edits_equal_a_full_run(five, device, edits):
     s, data = five
     be = get_backend(device)

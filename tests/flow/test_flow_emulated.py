@@ -112,6 +112,7 @@ def test_refine_median3(be, pair):
     np.testing.assert_allclose(b.u, a.u, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_search_kernels_match_numpy(be):
     """The default method's kernels (flow_search.cu: is_init, is_step, is_densify) against the NumPy path."""
     from gpu_kernels.flow.search import inverse_search_flow

@@ -73,7 +73,8 @@ def assert_same(a, b):
         np.testing.assert_array_equal(aa[k], bb[k], err_msg=k)
 
 
-@pytest.mark.parametrize("name", ["mesh-seg", "flow", "echo", "mvs", "imseg"])
+@pytest.mark.parametrize("name", [pytest.param("mesh-seg", marks=pytest.mark.slow), "flow", "echo",
+                                  pytest.param("mvs", marks=pytest.mark.slow), "imseg"])
 def test_live_edit_undo_and_pin_in_the_real_tab(name, open_tab, qtbot, tmp_path):
     tool = tool_by_name(name)
     data, base, (param, value) = _input(name)

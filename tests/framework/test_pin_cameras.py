@@ -16,6 +16,7 @@ pytestmark = pytest.mark.gui
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
 
+@pytest.mark.slow
 def test_turning_either_view_turns_both_and_unpin_unlinks(open_tab, tab_runner):
     tab = open_tab(MeshTab, (1200, 760))
     tab.form.set_value("apsp", "cpu")

@@ -234,6 +234,7 @@ def test_mvs_fusion_change_reuses_the_depth_maps():
         np.testing.assert_array_equal(a.depth, b.depth)
 
 
+@pytest.mark.slow
 def test_mesh_shading_is_display_only():
     from app.tools import mesh_seg
 

@@ -67,6 +67,7 @@ def scene(ref):
     return img, ref.prepare(("5", img, gts, None))
 
 
+@pytest.mark.slow
 def test_features_and_labels_equal_the_reference_scripts(ref, scene):
     """The 24 features of every pair (float32) and the merged labels at τ 0.39 (clean-up included)
     are the reference script's (its trees walked by its own numba/NumPy code)."""
@@ -180,6 +181,7 @@ def merge_with(be, kernel, setting, *args, **kw):
 
 
 @needs_emu
+@pytest.mark.slow
 def test_the_emulated_merge_kernels_give_the_cpu_merge():
     img, _ = shaded_regions(1208, h=64, w=80, cells=5)
     col, sp, g = _graph(img, 120)

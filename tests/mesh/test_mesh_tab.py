@@ -96,6 +96,7 @@ def test_load_run_and_the_faces_are_coloured(qtbot, tab, tab_runner, monkeypatch
     assert tab.result.device == "cpu" and seg.info["device"] == "cpu"
 
 
+@pytest.mark.slow
 def test_picking_a_face_shows_its_memberships(segmented):
     tab = segmented
     seg = tab.result.seg

@@ -87,6 +87,7 @@ def test_stored_fish_is_clustered_as_it_is(fish):
 
 
 @pytest.mark.parametrize("max_faces", [None, "auto"])
+@pytest.mark.slow
 def test_fish_keeps_its_fins_at_auto_k(fish, max_faces):
     """As it is (``None``, the computation the test was written for) and at the default working resolution
     (``"auto"``: simplified to ``WORKING_FACES`` since session 16; review s16 #12)."""

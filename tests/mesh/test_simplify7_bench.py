@@ -83,6 +83,7 @@ def test_shuffled_is_the_same_surface_in_another_order():
     np.testing.assert_array_equal(triangles(v2, f2), triangles(v, f))
 
 
+@pytest.mark.slow
 def test_a_stored_working_mesh_gives_the_live_pipelines_result(tmp_path, monkeypatch):
     """The stored ``pf3`` (today's default) working mesh of the creature is found under the key the
     pipeline asks for and gives the labels of a live run; the shuffled-order control is stored

@@ -5,6 +5,7 @@ CPU only; the device queue is checked against this path in ``test_mvs_gpu.py``."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gpu_kernels.backend import get_backend
 from gpu_kernels.mvs.grow import LEVELS, SEED_CODE, batch_order, cand_key, cand_level
@@ -46,6 +47,7 @@ def test_batch_order_is_a_permutation_per_block():
     assert np.array_equal(np.argsort(o[:4096])[:16], np.arange(16) * 256)
 
 
+@pytest.mark.slow
 def test_batch_size_changes_the_order_not_the_result(small_scene):
     """Small and large batches follow the priorities more or less strictly; the samples and their
     accuracy stay close (the queue is a bucket queue either way)."""
@@ -63,6 +65,7 @@ def test_batch_size_changes_the_order_not_the_result(small_scene):
     assert a1 > 0.8 and a2 > 0.8, out
 
 
+@pytest.mark.slow
 def test_growing_parameters_keep_the_view_selection(tiny_scene):
     from app.tools import mvs
     from app.tools.stages import StageCache

@@ -78,6 +78,7 @@ def test_textureless_pixels_and_min_views(plane_scene):
     assert (r["status"] < 0).all()
 
 
+@pytest.mark.slow
 def test_synthetic_depth_maps_match_ground_truth(small_scene):
     """Stated tolerances (128 x 96, 12 views, CPU): at least 80 % of the samples within 1 % of
     the true depth, 65 % within 0.5 %, at least 20 % of the pixels reconstructed; fused points

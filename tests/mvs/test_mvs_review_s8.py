@@ -80,6 +80,7 @@ class _NowPool:
 
 
 @pytest.mark.parametrize("answered", ["while it grows", "after it grew"])
+@pytest.mark.slow
 def test_a_stale_setups_redo_shows_only_the_redone_maps_and_the_bar_never_goes_back(monkeypatch, answered):
     """An input changed in place after the set-up was kept: the call grows from the kept set-up,
     the content check says 'changed', and the call is made again. Session 7 showed the discarded
@@ -112,6 +113,7 @@ def test_a_stale_setups_redo_shows_only_the_redone_maps_and_the_bar_never_goes_b
     assert len(started) == 3 and len(grown) == (2 if answered == "while it grows" else 3)
 
 
+@pytest.mark.slow
 def test_on_the_emulated_device_a_stale_setup_stops_the_growing_in_its_loop(monkeypatch):
     """The device loop (the test suite's CUDA emulator): the check starts after the first batches
     are queued, answers 'changed', and the next report stops the growing there (the GPU waits for
@@ -162,6 +164,7 @@ def test_a_fresh_setup_still_reports_while_it_grows(monkeypatch):
 
 # ----------------------------------------------------------------------------- module examples
 @pytest.mark.parametrize("module", ["gpu_kernels.mvs.seeds"])
+@pytest.mark.slow
 def test_module_examples_run(module):
     """seeds.py's example failed since session 6 (4 views of 160 x 120 give no SIFT seed at all:
     ``min()`` of nothing). flow_progress.py's example runs in tests/flow/test_flow_doctests.py."""

@@ -38,6 +38,7 @@ def _cached_textures():
         return [gr.tx for gr in grow._GROWERS.values()]
 
 
+@pytest.mark.slow
 def test_a_stale_setups_grower_leaves_the_cache_with_it(monkeypatch):
     """The content check answers 'changed' after the growing ended (the grower went back at the
     end of its run); the set-up is made again. Session 8 kept the stale set-up's grower in the

@@ -187,6 +187,7 @@ def test_the_seeds_pixels_are_kept_by_value():
     assert g4.seed_key is not g2.seed_key and len(g4.seed_key) < len(g2.seed_key)
 
 
+@pytest.mark.slow
 def test_an_emulated_device_grower_reset_grows_the_same_maps():
     """The device path (test suite's CUDA emulator): a grower taken from the cache and reset gives
     the maps of a new one, bit for bit, and a parameter change takes a new one."""
@@ -329,6 +330,7 @@ def test_free_pinned_pool_gives_the_free_blocks_back(monkeypatch):
     assert pinned.free_pinned_pool() == 3 and pool.free == 0
 
 
+@pytest.mark.slow
 def test_the_content_check_starts_once_the_device_has_its_first_batches(monkeypatch):
     """The kept set-up's content check (hashing threads) starts after the grower has queued its
     first batches, not during the set-up's Python (GIL contention); without a device loop (the CPU)

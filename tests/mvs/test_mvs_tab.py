@@ -37,6 +37,7 @@ def test_closing_the_tab_releases_its_3d_view(tab, monkeypatch):
     assert closed == [tab.cloud_view]
 
 
+@pytest.mark.slow
 def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_of):
     sample = mvs.samples()
     if not sample:
@@ -85,6 +86,7 @@ def test_open_run_preview_and_displays(qtbot, tab, tab_runner, tmp_path, errors_
     assert not errors_of
 
 
+@pytest.mark.slow
 def test_masks_are_chosen_and_removed_in_the_tab(qtbot, tab, tab_runner, tmp_path, errors_of):
     sample = mvs.samples()
     if not sample:
@@ -172,6 +174,7 @@ def test_colour_bar_is_as_tall_as_the_map(qtbot):
     assert v.bar.height() <= map_h + 4, (v.bar.height(), map_h)
 
 
+@pytest.mark.slow
 def test_the_pinned_map_follows_the_view_chosen(qtbot, tab, tab_runner, errors_of):
     """Pinned, the map of the pinned result showed the view chosen when it was pinned whatever
     the view combo said; now both sides show the chosen view, each with its own display."""

@@ -44,6 +44,7 @@ def _same(a, b) -> None:
             np.testing.assert_array_equal(getattr(a.fused, f.name), getattr(b.fused, f.name), err_msg=f.name)
 
 
+@pytest.mark.slow
 def test_a_views_edit_reuses_the_packed_textures(tiny_scene, packs):
     from app.tools import mvs
     from app.tools.stages import StageCache
@@ -62,6 +63,7 @@ def test_a_views_edit_reuses_the_packed_textures(tiny_scene, packs):
         _same(live, mvs.run(data, {**PRM, **edit}, device=CPU))
 
 
+@pytest.mark.slow
 def test_textures_that_do_not_fit_are_packed_per_selection(tiny_scene, packs, monkeypatch):
     from app.tools import mvs
     from app.tools.stages import StageCache

@@ -55,6 +55,7 @@ def test_mvs_synth_writes_middlebury_and_ground_truth(synth_dir):
     assert abs(d1[int(round(uv[0, 1])), int(round(uv[0, 0]))] - z[0]) / z[0] < 0.02
 
 
+@pytest.mark.slow
 def test_mvs_cli_end_to_end(synth_dir, tmp_path, capsys):
     out = tmp_path / "out"
     rc = cli("mvs", synth_dir / "synth_par.txt", "-o", out, "--views", "0,view001", "--neighbors", 6,
@@ -161,6 +162,7 @@ def test_demo_on_the_bundled_sample(tmp_path, monkeypatch):
     assert "mvs-summary.txt" in names and "fused.ply" in names
 
 
+@pytest.mark.slow
 def test_colmap_model_with_points_seeds_the_growth(synth_dir, tmp_path):
     """A COLMAP text model (PINHOLE) of the synthetic scene whose points3D are true surface points:
     the seeds come from the model, not from SIFT, and the depth maps match the truth."""

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.gui
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "echo" / "lv_synthetic.npz"
 
 
+@pytest.mark.slow
 def test_the_pinned_side_gets_its_own_legend_when_its_colour_map_differs(qtbot, open_tab, tab_runner):
     # before: pinned in Magnitude (viridis), live in Jacobian determinant: the side panel had the
     # live side's blue-white-red legend only, nothing said what the pinned side's colours meant

@@ -40,6 +40,7 @@ def _side_panel_kept(monkeypatch):
     monkeypatch.setattr(widgets._SplitterBalance, "MIN_VIEWS", 0)
 
 
+@pytest.mark.slow
 def test_pinned_slice_titles_fit_an_800_px_window(qtbot, open_tab, tab_runner):
     tab = pinned_pair(qtbot, open_tab, tab_runner)
     tab.resize(800, 600)

@@ -35,6 +35,7 @@ def pinned_pair(qtbot, open_tab, tab_runner):
     return tab
 
 
+@pytest.mark.slow
 def test_pinned_slice_views_fit_their_halves(qtbot, open_tab, tab_runner):
     # before: the three titles "Sagittal, x = 24 (frame 2)" forced each half wider than it is,
     # so the sagittal view and its title were cut off at the right edge (1300 px window, pinned)

@@ -95,6 +95,7 @@ def _best_match(labels, ref_labels, areas):
     return iou.argmax(1), iou.max(1)
 
 
+@pytest.mark.slow
 def test_a_part_keeps_its_colour_across_a_k_edit_and_the_pin(qtbot, tab, tab_runner, tmp_path):
     # before: the colours followed the part numbers: the dumbbell's k = 2 -> 3 renumbers the
     # unchanged bell (part 1 -> part 0), which turned from green to red beside the pinned result
