@@ -75,6 +75,8 @@ def cmd_folds(a) -> int:
         print(f"store pf3s{s} sha1 {h} {'== session 11' if same else 'DIFFERENT from session 11'}", flush=True)
         cmd = [sys.executable, "benchmarks/mesh_session11_learned.py", "record-auto", "--store", str(p.resolve()),
                "--draw", f"s{s}", "--out", str(rec), "--data", str(a.data.resolve()), "--jobs", str(a.jobs)]
+        if a.ids:
+            cmd += ["--ids", a.ids]
         if a.device:
             cmd += ["--device", a.device]
         env = dict(os.environ, PYTHONPATH=str(old))
@@ -82,7 +84,7 @@ def cmd_folds(a) -> int:
         lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
         errs = [x for x in lines if '"error"' in x]
         n = sum('"examples"' in x for x in lines)
-        ok &= r.returncode == 0 and not errs and n == a.n_meshes
+        ok &= r.returncode == 0 and not errs and n == (len(a.ids.split(",")) if a.ids else a.n_meshes)
         with open(work / "record_auto.jsonl", "a") as fh:
             fh.write("\n".join(lines) + "\n")
         print(f"record-auto s{s}: rc {r.returncode}, rows {n}, errors {len(errs)} {errs[:2]} "
@@ -102,7 +104,8 @@ def cmd_folds(a) -> int:
     print(f"train: rc {r.returncode}, folds {len(folds)}, ALL examples {n_ex}, ALL sha1 {all_sha} "
           f"{'== the shipped k = auto model' if same else '!= the shipped k = auto model ' + SHIPPED_AUTO}"
           f" [{time.perf_counter() - t0:.0f} s]" + (f"\n{r.stderr[-2000:]}" if r.returncode else ""), flush=True)
-    ok &= r.returncode == 0 and len(folds) == 20
+    ok &= r.returncode == 0 and len(folds) == (len({mp.category_of(int(i)) for i in a.ids.split(",")}) + 1
+                                               if a.ids else 20)
     (work / "folds.json").write_text(json.dumps({"all_sha1": all_sha, "all_equal_shipped": same, "folds": len(folds),
                                                  "complete": bool(ok)}))
     print(f"RECIPE CHECK (ALL retrained == shipped 618bddc1): {'PASS' if same else 'FAIL'}; complete {bool(ok)}")
@@ -318,6 +321,7 @@ def main(argv=None) -> int:
     f.add_argument("--device", default=None)
     f.add_argument("--jobs", type=int, default=os.cpu_count())
     f.add_argument("--n-meshes", type=int, default=76)
+    f.add_argument("--ids", default="", help="only these meshes (a smoke test)")
     r = sub.add_parser("round")
     r.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
     r.add_argument("--work", type=Path, required=True)

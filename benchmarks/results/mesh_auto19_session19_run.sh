@@ -28,7 +28,7 @@ if [ -n "${FOLDS_GPU:-}" ]; then
   mkdir -p "$W/old" "$W/st" && tar -xJf "$M/old.tar.xz" -C "$W/old"
   (cd "$W/old" && python3 - "$W/psb.npz" "$W/st" "${JOBS:-16}" <<'PY'
 # session 11's stores pf3s1107-1109 (c2eb5bd's mesh_simplify_session7_stores.py, the meshes in parallel, same order)
-import sys, pathlib
+import os, sys, pathlib
 sys.path[:0] = [".", "benchmarks"]
 from concurrent.futures import ProcessPoolExecutor
 import numpy as np, mesh_psb as mp
@@ -40,7 +40,7 @@ def job(a):
     v, f = mp.load_mesh(data, i)
     return store_entries(name, v, f, int(WORKING_FACES))
 for s in (1107, 1108, 1109):
-    ids = mp.mesh_ids(data)
+    ids = [int(x) for x in os.environ["IDS"].split(",")] if os.environ.get("IDS") else mp.mesh_ids(data)
     store = {}
     with ProcessPoolExecutor(jobs) as ex:
         for e in ex.map(job, [(f"pf3s{s}", i) for i in ids]):
@@ -51,7 +51,7 @@ PY
   ) 2>&1 | grep -v Warn
   MA=$W/models_auto
   timeout "${T_FOLDS:-120}" python3 benchmarks/mesh_session19_auto.py folds --old "$W/old" --stores "$W/st" --data "$W/psb.npz" \
-    --work "$W" --models "$MA" --device "${DEV:-cuda}" --jobs "${JOBS:-16}" 2>&1 | grep -v Warn
+    --work "$W" --models "$MA" --device "${DEV:-cuda}" --jobs "${JOBS:-16}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
   cp "$W/folds.json" "$W/record_auto.jsonl" "$W/train_auto.jsonl" "$D/" 2>/dev/null
   FOLDS_JSON=$W/folds.json
 else
@@ -61,7 +61,7 @@ fi
 echo "== round [$(( $(date +%s) - T0 )) s]"
 timeout "${T_ROUND:-300}" python3 benchmarks/mesh_session19_auto.py round --data "$W/psb.npz" --work "$W/w" --out "$W/o" \
   --models-auto "$MA" --judge "${JUDGE:-1948,1949,1950,1951,1952,1953,1954,1955,1956,1957,1958,1959,1960,1961,1962,1963,1964,1965,1966,1967,1968,1969,1970,1971}" \
-  --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch 4 --judge-end "${JUDGE_END:-150}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
+  --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch 4 --judge-end "${JUDGE_END:-95}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
 echo "== judge [$(( $(date +%s) - T0 )) s]"
 python3 benchmarks/mesh_session19_auto.py judge "$W/o/rows.jsonl" --folds "$FOLDS_JSON" --json "$D/judged.json" \
   ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
