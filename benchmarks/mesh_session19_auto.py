@@ -67,6 +67,7 @@ def cmd_folds(a) -> int:
     old, work, models = a.old.resolve(), a.work.resolve(), a.models.resolve()
     rec = work / "rec_auto"
     ok = True
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(old), *filter(None, [os.environ.get("PYTHONPATH")])]))
     for s in [int(x) for x in a.draws.split(",")]:
         p = a.stores / f"pf3s{s}.npz"
         h = mr.sha(p)
@@ -79,7 +80,6 @@ def cmd_folds(a) -> int:
             cmd += ["--ids", a.ids]
         if a.device:
             cmd += ["--device", a.device]
-        env = dict(os.environ, PYTHONPATH=str(old))
         r = subprocess.run(cmd, cwd=old, env=env, capture_output=True, text=True)
         lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
         errs = [x for x in lines if '"error"' in x]
@@ -91,7 +91,7 @@ def cmd_folds(a) -> int:
               f"[{time.perf_counter() - t0:.0f} s]" + (f"\n{r.stderr[-2000:]}" if r.returncode else ""), flush=True)
     cmd = [sys.executable, "benchmarks/mesh_session11_learned.py", "train", "--rec", str(rec), "--models", str(models),
            "--jobs", str(a.jobs)]
-    r = subprocess.run(cmd, cwd=old, env=dict(os.environ, PYTHONPATH=str(old)), capture_output=True, text=True)
+    r = subprocess.run(cmd, cwd=old, env=env, capture_output=True, text=True)
     lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
     (work / "train_auto.jsonl").write_text("\n".join(lines) + "\n")
     folds = sorted(models.glob("*.npz"))
