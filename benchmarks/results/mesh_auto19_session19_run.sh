@@ -36,14 +36,14 @@ from mesh_simplify_session7_stores import store_entries
 from gpu_kernels.mesh.segment import WORKING_FACES
 data, out, jobs = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), int(sys.argv[3])
 def job(a):
-    name, i = a
-    v, f = mp.load_mesh(data, i)
+    name, v, f = a
     return store_entries(name, v, f, int(WORKING_FACES))
+ids = [int(x) for x in os.environ["IDS"].split(",")] if os.environ.get("IDS") else mp.mesh_ids(data)
+meshes = [mp.load_mesh(data, i) for i in ids]  # (read here: forked workers must not share the open npz)
 for s in (1107, 1108, 1109):
-    ids = [int(x) for x in os.environ["IDS"].split(",")] if os.environ.get("IDS") else mp.mesh_ids(data)
     store = {}
     with ProcessPoolExecutor(jobs) as ex:
-        for e in ex.map(job, [(f"pf3s{s}", i) for i in ids]):
+        for e in ex.map(job, [(f"pf3s{s}", v, f) for v, f in meshes]):
             store.update(e)
     np.savez_compressed(out / f"pf3s{s}.npz", **store)
     print(f"pf3s{s}: {len(store) // 2} meshes at {WORKING_FACES}", flush=True)
