@@ -130,7 +130,10 @@ def shipped_sha() -> str:
 
 
 def shipped_auto_dir(out: Path, cats: list) -> Path:
-    """A folder with the SHIPPED k = "auto" model as every category's (and ALL's) model, for ``confirm_mesh``."""
+    """A folder with the SHIPPED k = "auto" model as every category's (and ALL's) model, for ``confirm_mesh``: NOT held
+    out (optimistic by +0.0066 +- 0.0007 a draw, session 19's mesh-auto19). The held-out folds of the shipped model
+    (session 11's recipe, every SHA-1 equal to session 11's): ``mesh_session19_auto.py folds --device cuda`` (~55 s
+    on an H100; benchmarks/results/mesh_auto19_session19.md), then pass their folder as ``models_auto``."""
     from gpu_kernels.mesh import learned_model
 
     out.mkdir(parents=True, exist_ok=True)
