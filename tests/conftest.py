@@ -53,11 +53,13 @@ def pytest_sessionstart(session):
     """With pytest-xdist, fill numba's disk cache once on the controller before any worker gets a test
     (``tests/numba_warm.py``; session 19): in a fresh clone the workers, and the CLI subprocesses of their tests,
     otherwise compiled the same loops at the same time (~90 s of CPU each time). It runs after the workers were
-    started (they collect meanwhile) and inside pytest's timed session. ``GPULAB_TEST_NUMBA_WARM=0`` turns it off."""
+    started (they collect meanwhile) and inside pytest's timed session. Off unless ``GPULAB_TEST_NUMBA_WARM=1``: the
+    lead's two CI runs of the same commit alone on the 2-core box (session 19) took 1022 s of pytest with it and 883 s
+    without it (benchmarks/results/lead_session19/)."""
     yield
     config = session.config
     if (hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
-            or os.environ.get("GPULAB_TEST_NUMBA_WARM", "1").strip().lower() in ("0", "false", "no", "off")):
+            or os.environ.get("GPULAB_TEST_NUMBA_WARM", "0").strip().lower() in ("0", "false", "no", "off", "")):
         return
     import subprocess
     import sys
