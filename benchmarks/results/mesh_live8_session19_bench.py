@@ -2,7 +2,9 @@
 
     python mesh_live8_session19_bench.py --data DIR --arm old|new [--kernel] [--check] --json OUT
 
-Run from the root of an extracted revision (``old``: the parent of the change; ``new``: the change).
+Run from the root of an extracted revision (``old``: the parent of the change; ``new``: the change). ``--kernel`` and
+``--check`` need the fused kernel, which was taken out of the library after this call (it was slower): run them on
+a revision from 6315b2a to 68e81ef (the lead's final call ran them on 1798b4b).
 PSB 101 (16,998 faces), ``max_faces`` off: a first run at k = 3, then the k edits 5, 6, 7, 4, 8 through the stage
 cache, each timed (wall, the stages' seconds) with its labels' SHA-1, representatives and iteration counts.
 

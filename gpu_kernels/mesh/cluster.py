@@ -38,10 +38,8 @@ __all__ = [
     "FarthestOrder",
     "farthest_order",
     "fuzzy_cluster_many",
-    "FUSED_ARGMIN_MIN_N",
     "column_argmin",
     "product_argmin",
-    "fused_product_argmin",
 ]
 
 KMAX_AUTO = 20
@@ -177,12 +175,11 @@ UPDATE_POWER = 1.0
 UPDATE_OWN_FACES = False
 
 
-def update_representatives(D, P, old_reps=None, power: float | None = None, device=None) -> np.ndarray:
+def update_representatives(D, P, old_reps=None, power: float | None = None) -> np.ndarray:
     """New representatives: column argmins of ``D @ P**power`` (one dense matmul).
 
     ``power = 1`` is Katz & Tal's ``argmin_f sum_i P_j(f_i) d(f, f_i)``. A representative
-    that would coincide with an earlier cluster's keeps its old face. ``device``: the backend holding
-    ``D`` (found from ``D`` when left out), for :func:`product_argmin`.
+    that would coincide with an earlier cluster's keeps its old face.
     """
     xp = array_module(D)
     m = UPDATE_POWER if power is None else float(power)
@@ -191,25 +188,8 @@ def update_representatives(D, P, old_reps=None, power: float | None = None, devi
         # each representative is pulled only by the faces it is the best cluster of
         own = P == P.max(axis=1, keepdims=True)
         W = xp.where(own, W, xp.float32(0.0)).astype(xp.float32)
-    new = product_argmin(D, W, device)  # argmin_f C[f, j], C[f, j] = sum_i d(f, f_i) W_j(f_i)
+    new = product_argmin(D, W)  # argmin_f C[f, j], C[f, j] = sum_i d(f, f_i) W_j(f_i)
     return new if old_reps is None else _keep_old_on_duplicate(new, old_reps)
-
-
-#: the graphs (one component's faces) from which the representative update's product and argmin run in
-#: one kernel of ours (``mesh_colsum_partial_*`` + ``mesh_colargmin_reduce``, ``cuda/mesh_cluster.cu``)
-#: instead of cuBLAS's SGEMM and :func:`column_argmin`; ``None``: never. **Off**: measured on an H100
-#: (session 19, ``benchmarks/results/mesh_live8_session19.md``) at 16,998 faces it takes 1.10 / 1.61 /
-#: 1.62 ms for 23 / 38 / 53 columns against cuBLAS + the contiguous argmin's 0.72 / 1.47 / 1.50 ms (both
-#: FP32-FMA-bound at ~35-40% of the SMs' peak, not bandwidth-bound). The size meant for it, once a faster
-#: variant exists, is ``segment.PARALLEL_ROWS_MIN_FACES`` (8,000: the full-resolution path only): its
-#: summation order is not cuBLAS's, so a near tie may pick another face (1 column in 1,582 updates there,
-#: the final labels the same), and the default 3,500-face working mesh must keep cuBLAS's product.
-FUSED_ARGMIN_MIN_N: int | None = None
-#: the fused kernel splits the summation over ``i`` into slices of at least this many values (more
-#: blocks for the GPU; the slices' sums are added in order): a function of ``n`` only, never of the device
-FUSED_ARGMIN_SLICE_MIN = 4096
-FUSED_ARGMIN_MAX_SLICES = 8
-_CA_BM, _CA_BK = 64, 32  # cuda/mesh_cluster.cu's CA_BM, CA_BK
 
 
 def column_argmin(C):
@@ -222,62 +202,11 @@ def column_argmin(C):
     return asnumpy(xp.ascontiguousarray(C.T).argmin(axis=1)).astype(np.int64)
 
 
-def fused_argmin_slices(n: int) -> int:
-    """How many slices of the summation index the fused kernel uses at ``n`` faces (see
-    :data:`FUSED_ARGMIN_SLICE_MIN`)."""
-    return int(max(1, min(FUSED_ARGMIN_MAX_SLICES, int(n) // FUSED_ARGMIN_SLICE_MIN)))
-
-
-def fused_product_argmin(D, W, device, slices: int | None = None, host: bool = True):
-    """The column argmins of ``D @ W`` (host int64, ties -> the lowest row, as ``argmin``) in two
-    launches of ``cuda/mesh_cluster.cu`` on ``device`` (a CUDA Backend or the test suite's emulator):
-    ``mesh_colsum_partial_{32,64}`` reads ``D`` once per group of 64 columns, ``mesh_colargmin_reduce``
-    adds the ``slices`` partial sums in order and takes each column's first minimum. A column's sums do
-    not depend on the other columns of ``W``. ``D`` (n, n) and ``W`` (n, k): float32. ``host=False``: the
-    (k,) int64 device array instead (benchmarks: the kernels without the copy's wait)."""
-    from gpu_kernels.backend import kernel
-
-    xp = device.xp
-    n = int(D.shape[0])
-    if D.dtype != np.float32 or W.dtype != np.float32 or W.shape[0] != n or D.shape != (n, n):
-        raise InputError(f"fused_product_argmin needs float32 D (n, n) and W (n, k), got {D.shape} {W.shape}")
-    D = xp.ascontiguousarray(D)
-    W = xp.ascontiguousarray(W)
-    k = int(W.shape[1])
-    if k == 0:
-        return np.zeros(0, dtype=np.int64)
-    s = fused_argmin_slices(n) if slices is None else max(1, int(slices))
-    per = -(-n // s)
-    slice_len = -(-per // _CA_BK) * _CA_BK
-    s = -(-n // slice_len)  # (rounded up to whole chunks: no empty slice)
-    bn = 32 if k <= 32 else 64
-    Cp = xp.empty((s, k, n), dtype=xp.float32)
-    out = xp.empty(k, dtype=xp.int64)
-    part = kernel(device, "mesh_cluster.cu", f"mesh_colsum_partial_{bn}")
-    part(((n + _CA_BM - 1) // _CA_BM, (k + bn - 1) // bn, s), (256,),
-         (D, np.int64(n), W, np.int32(k), np.int64(slice_len), Cp))
-    red = kernel(device, "mesh_cluster.cu", "mesh_colargmin_reduce")
-    red((k,), (512,), (Cp, np.int64(n), np.int32(k), np.int32(s), out))
-    return asnumpy(out).astype(np.int64) if host else out
-
-
-def _fused_argmin_applies(D, device) -> bool:
-    return (FUSED_ARGMIN_MIN_N is not None and device is not None and getattr(device, "is_gpu", False)
-            and D.shape[0] >= FUSED_ARGMIN_MIN_N and D.dtype == np.float32 and D.flags.c_contiguous)
-
-
-def product_argmin(D, W, device=None) -> np.ndarray:
-    """``argmin(D @ W, axis=0)`` (host int64): the fused kernel (:func:`fused_product_argmin`) on a GPU for a
-    graph of at least :data:`FUSED_ARGMIN_MIN_N` faces (off: None), else the matrix product and
-    :func:`column_argmin`."""
-    xp = array_module(D)
-    if device is None and xp is not np:
-        from gpu_kernels.backend import device_of
-
-        device = device_of(D)
-    if _fused_argmin_applies(D, device):
-        return fused_product_argmin(D, W.astype(np.float32, copy=False), device)
-    return column_argmin(xp.matmul(D, W))
+def product_argmin(D, W) -> np.ndarray:
+    """``argmin(D @ W, axis=0)`` (host int64): the matrix product (cuBLAS's SGEMM on a GPU) and
+    :func:`column_argmin`. A fused product + argmin kernel of ours was measured slower than this on an H100 and
+    taken out (session 19, ``benchmarks/results/mesh_live8_session19.md``; its code: commit 68e81ef)."""
+    return column_argmin(array_module(D).matmul(D, W))
 
 
 def _advance(i, new, it, reps, history, n_iter, conv) -> bool:
@@ -316,8 +245,7 @@ class FuzzyClustering:
 
 
 def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
-                  power: float | None = None, progress=None, order: FarthestOrder | None = None,
-                  device=None) -> FuzzyClustering:
+                  power: float | None = None, progress=None, order: FarthestOrder | None = None) -> FuzzyClustering:
     """Run Katz-Tal fuzzy clustering on one component's distance matrix ``D``.
 
     Parameters
@@ -332,8 +260,6 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
         Receives ``"clustering iteration i/N"`` stages; checked for cancellation.
     order : FarthestOrder, optional
         ``D``'s farthest-point order computed earlier (:func:`farthest_order`; same result).
-    device : optional
-        The backend holding ``D`` (found from ``D`` when left out; see :func:`product_argmin`).
     """
     prog = as_progress(progress)
     n = D.shape[0]
@@ -359,7 +285,7 @@ def fuzzy_cluster(D, k="auto", *, max_iter: int = 20, kmax: int = KMAX_AUTO,
         # one stage text per clustering (a log gets one line per stage, not per iteration);
         # the fraction shows the iterations
         prog.update((it - 1) / max(max_iter, 1), f"clustering into {k} parts")
-        new = update_representatives(D, P, reps, power, device)
+        new = update_representatives(D, P, reps, power)
         if np.array_equal(new, reps):
             converged = True
             break
@@ -450,7 +376,7 @@ def fuzzy_cluster_many(D, ks, *, max_iter: int = 20, power: float | None = None,
                 own = Ps[i] == Ps[i].max(axis=1, keepdims=True)
                 W = xp.where(own, W, xp.float32(0.0)).astype(xp.float32)
             Ws.append(W)
-        am = product_argmin(D, Ws[0] if len(Ws) == 1 else xp.concatenate(Ws, axis=1), device)
+        am = product_argmin(D, Ws[0] if len(Ws) == 1 else xp.concatenate(Ws, axis=1))
         still, col = [], 0
         for i in active:
             new = _keep_old_on_duplicate(am[col:col + kk[i]].copy(), reps[i])
@@ -495,7 +421,7 @@ def _fuzzy_cluster_many_fused(D, ks, reps, kk, order, m, max_iter, prog, device,
         if not active:
             break
         prog.update((it - 1) / max(max_iter, 1), f"clustering into {label} parts")
-        am = product_argmin(D, W, device)
+        am = product_argmin(D, W)
         still = []
         for j, i in enumerate(active):
             new = _keep_old_on_duplicate(am[offs[j]:offs[j + 1]].copy(), reps[i])
