@@ -1,7 +1,8 @@
 #!/bin/bash
 # mesh-live8, session 19: build .carry-ml8 (ignored: .carry* in .git/info/exclude) for
 # benchmarks/results/mesh_live8_session19_call1.sh, from the repo root:
-#   bash benchmarks/results/mesh_live8_session19_carry.sh OLD_REV NEW_REV
+#   bash benchmarks/results/mesh_live8_session19_carry.sh OLD_REV NEW_REV [CARRY_DIR, default .carry-ml8]
+# (the lead's final call of session 19 used it with .carry-lead19)
 # No Qt (the k edit is timed through the stage cache, without the tab). It holds:
 # - old.tar.xz / new.tar.xz: git archive of the two revisions (app, gpu_kernels, benchmarks/*.py, the mesh tests, the
 #   CUDA emulator, conftest);
@@ -10,7 +11,7 @@
 # - pytest-xdist + execnet (pure Python) for -n 4; data/psb/off/101.off and data/281.off.xz.
 set -euo pipefail
 OLD=$1 NEW=$2
-C=.carry-ml8
+C=${3:-.carry-ml8}
 mkdir -p $C/data/psb/off
 cp ../shared/data/psb/off/101.off $C/data/psb/off/
 cp .carry-ml7/pml.tar.xz .carry-ml7/fast_simplification-*.whl $C/

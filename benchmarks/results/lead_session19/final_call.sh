@@ -1,6 +1,6 @@
 #!/bin/bash
 # lead, session 19: the final GPU call on the final commit (kind nvidia-h100-x1, carry [".carry-lead19"], built by
-# `bash benchmarks/results/lead_session19/final_carry.sh 2fa3ee2 HEAD`: mesh-live8's carry layout, old = session 18's
+# `bash benchmarks/results/mesh_live8_session19_carry.sh 2fa3ee2 HEAD .carry-lead19`: mesh-live8's carry layout, old = session 18's
 # final commit, new = this session's final commit; no Qt).
 #   1. mesh-live8's bench: the full-resolution k edits 5 6 7 4 8 through the stage cache (no Qt), old / new / old /
 #      new (the last with --check: edit = fresh run at each k);
