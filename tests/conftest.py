@@ -48,41 +48,6 @@ def pytest_configure(config):
         config.pluginmanager.register(fuzz_summary, "gpulab-fuzz-summary")
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_sessionstart(session):
-    """With pytest-xdist, fill numba's disk cache once on the controller before any worker gets a test
-    (``tests/numba_warm.py``; session 19): in a fresh clone the workers, and the CLI subprocesses of their tests,
-    otherwise compiled the same loops at the same time (~90 s of CPU each time). It runs after the workers were
-    started (they collect meanwhile) and inside pytest's timed session. Off unless ``GPULAB_TEST_NUMBA_WARM=1``: the
-    lead's two CI runs of the same commit alone on the 2-core box (session 19) took 1022 s of pytest with it and 883 s
-    without it (benchmarks/results/lead_session19/)."""
-    yield
-    config = session.config
-    if (hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
-            or os.environ.get("GPULAB_TEST_NUMBA_WARM", "0").strip().lower() in ("0", "false", "no", "off", "")):
-        return
-    import subprocess
-    import sys
-    import time
-
-    script = os.path.join(os.path.dirname(__file__), "numba_warm.py")
-    t0 = time.perf_counter()
-    # two processes (the 2-core CI box): the flow kernels (~45 s of CPU cold), the mesh and imseg loops (~50 s)
-    procs = [subprocess.Popen([sys.executable, script, *parts], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              encoding="utf-8", errors="replace") for parts in (["flow"], ["mesh", "imseg"])]
-    out = []
-    for p in procs:
-        try:
-            out += [ln for ln in p.communicate(timeout=600)[0].splitlines() if ln.startswith("numba warm-up")]
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr is not None:
-        tr.write_line(f"gpulab: numba cache filled in {time.perf_counter() - t0:.0f} s before the workers' tests "
-                      f"({'; '.join(out) or 'no output'})")
-
-
 def pytest_report_header(config):
     from gpu_kernels import backend
 
