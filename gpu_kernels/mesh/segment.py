@@ -139,6 +139,10 @@ AUTO_K_STRENGTH = 1.5
 #: over the 76 PSB meshes (benchmarks/results/mesh_quality_session6.md), replay 0.1586 -> 0.1526
 #: held out, chosen in 19 of 19 folds; the starts do not depend on k
 K_FROM_AUTO_STARTS = True
+#: where an integer k takes the auto-k starts (K_FROM_AUTO_STARTS, k at most the smallest start), the medoid is
+#: chosen among the starts' results alone: the over-segmentation factors (k x DEFAULT_OVERSEGMENT clusters) are
+#: not clustered, merged or cut (session 20, an experiment of issue 22: see benchmarks/RESULTS.md)
+K_STARTS_ONLY = False
 #: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
 #: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
 #: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:
@@ -444,7 +448,10 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         rows = [[t if t == 1 else int(min(sizes[c], int(st))) for c, t in enumerate(targets)] for st in asked]
         if all(r[c] >= t for r in rows for c, t in enumerate(targets)):
             k_starts = tuple(int(st) for st in asked)
-            ks_by += rows
+            if K_STARTS_ONLY:  # (the over-segmentation factors' rows dropped: the starts' results alone)
+                factors, ks_by = (), rows
+            else:
+                ks_by += rows
     index = _component_index(graph)
     work = np.maximum(sizes.astype(np.float64), 1) ** 2
     wsum = work.sum()

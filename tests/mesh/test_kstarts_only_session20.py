@@ -1,0 +1,68 @@
+"""``segment.K_STARTS_ONLY`` (session 20, issue 22): where an integer k takes the auto-k starts, the medoid is
+chosen among the starts' results alone and the over-segmentation factors are not run at all."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_kernels.mesh import segment as segmod
+from gpu_kernels.mesh import segment_mesh
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_mesh_cluster import box_bar_box  # noqa: E402
+
+
+def _capture(monkeypatch):
+    seen = []
+    real = segmod.choose_consensus
+
+    def spy(graph, labelings, rule=None):
+        out = real(graph, labelings, rule)
+        seen.append(([np.asarray(x).copy() for x in labelings], out[0]))
+        return out
+
+    monkeypatch.setattr(segmod, "choose_consensus", spy)
+    return seen
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_the_starts_alone_are_the_full_runs_start_rows(monkeypatch, k):
+    """With the switch on, the candidates are exactly the start rows of the default run (its last
+    len(AUTO_K_STARTS) candidates), the kept one is their medoid, and no factor row is clustered."""
+    v, f, _ = box_bar_box()
+    seen = _capture(monkeypatch)
+    full = segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
+    (cands_full, _), = seen
+    n_st = len(segmod.AUTO_K_STARTS)
+    assert len(cands_full) == len(segmod.DEFAULT_OVERSEGMENT) + n_st
+    seen.clear()
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
+    only = segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
+    (cands, kept), = seen
+    assert len(cands) == n_st
+    for a, b in zip(cands, cands_full[-n_st:], strict=True):
+        assert np.array_equal(a, b)
+    assert str(only.info["oversegment_used"]) == f"start {segmod.AUTO_K_STARTS[kept]}"
+    assert set(only.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS)
+    assert only.info["oversegment_scores"] == {}
+    assert only.k == full.k == k
+
+
+def test_a_k_above_the_starts_still_uses_the_factors(monkeypatch):
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
+    v, f, _ = box_bar_box()
+    seg = segment_mesh(v, f, k=max(segmod.AUTO_K_STARTS), device="cpu", apsp_method="cpu")
+    assert seg.info["oversegment_used"] in segmod.DEFAULT_OVERSEGMENT
+    assert "k_start_scores" not in seg.info
+
+
+def test_auto_k_does_not_read_the_switch(monkeypatch):
+    v, f, _ = box_bar_box()
+    a = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
+    b = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
+    assert np.array_equal(a.labels, b.labels)
