@@ -141,8 +141,15 @@ AUTO_K_STRENGTH = 1.5
 K_FROM_AUTO_STARTS = True
 #: where an integer k takes the auto-k starts (K_FROM_AUTO_STARTS, k at most the smallest start), the medoid is
 #: chosen among the starts' results alone: the over-segmentation factors (k x DEFAULT_OVERSEGMENT clusters) are
-#: not clustered, merged or cut (session 20, an experiment of issue 22: see benchmarks/RESULTS.md)
-K_STARTS_ONLY = False
+#: not clustered, merged or cut (with the default ``oversegment``; factors a caller names are kept beside the
+#: starts, as before). Session 20 (round q15, benchmarks/results/mesh_q15_session20.md): passed its
+#: pre-registered round, leave one category out, every fold retrained, the real pipeline on 20 new draws
+#: s2000-2019 (H100): protocol 0.1211 -> 0.1189 (lower on 18 of 20 draws), meshes over 0.30 64 -> 55; k = "auto"
+#: unchanged. False: the medoid of the factors' and the starts' results (sessions 6-19)
+K_STARTS_ONLY = True
+#: an integer k's start cluster counts (K_FROM_AUTO_STARTS); None: AUTO_K_STARTS (an experiment of issue 22,
+#: session 20)
+K_STARTS: tuple | None = None
 #: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
 #: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
 #: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:
@@ -422,7 +429,9 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     targets = _k_per_component(k, sizes, careas, info["warnings"])
     factors = tuple(overseg) if isinstance(overseg, tuple | list) else (float(overseg),)
     asked = AUTO_K_STARTS if starts is None else starts
-    memo_counts = {int(x) for x in asked}
+    # an integer k's starts (K_STARTS; None: the auto-k starts), memoized beside them
+    k_asked = tuple(K_STARTS) if (K_STARTS is not None and starts is None) else tuple(asked)
+    memo_counts = {int(x) for x in asked} | {int(x) for x in k_asked}
     starts = (AUTO_K_START,)
     if isinstance(k, str):
         starts = tuple(int(x) for x in asked) or (AUTO_K_START,)
@@ -443,12 +452,14 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
                 row.append(int(min(sizes[c], math.ceil(fac * t))))
         ks_by.append(row)
     k_starts = ()
-    if not isinstance(k, str) and K_FROM_AUTO_STARTS and asked:
+    if not isinstance(k, str) and K_FROM_AUTO_STARTS and k_asked:
         # (an integer k from k = "auto"'s over-segmentations too, where every one has more clusters)
-        rows = [[t if t == 1 else int(min(sizes[c], int(st))) for c, t in enumerate(targets)] for st in asked]
+        rows = [[t if t == 1 else int(min(sizes[c], int(st))) for c, t in enumerate(targets)] for st in k_asked]
         if all(r[c] >= t for r in rows for c, t in enumerate(targets)):
-            k_starts = tuple(int(st) for st in asked)
-            if K_STARTS_ONLY:  # (the over-segmentation factors' rows dropped: the starts' results alone)
+            k_starts = tuple(int(st) for st in k_asked)
+            if K_STARTS_ONLY and factors == tuple(DEFAULT_OVERSEGMENT):
+                # (the default factors' rows dropped: the starts' results alone; factors the caller
+                # chose are kept beside the starts)
                 factors, ks_by = (), rows
             else:
                 ks_by += rows
@@ -1146,7 +1157,11 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         With an integer k, cluster into ``ceil(oversegment * k)`` parts and merge adjacent
         clusters along their weakest boundaries down to k; with several factors, each is
         tried and the result with the most concave boundaries is kept (``None``:
-        ``DEFAULT_OVERSEGMENT``; 1 disables merging). Not used with ``k="auto"``.
+        ``DEFAULT_OVERSEGMENT``; 1 disables merging). Not used with ``k="auto"``. Where k is
+        at most the smallest of ``AUTO_K_STARTS`` (:data:`K_FROM_AUTO_STARTS`), the default
+        factors are not run and the medoid of the starts' results is kept
+        (:data:`K_STARTS_ONLY`); factors given here are run beside the starts and the medoid of
+        all the results is kept.
     consensus : bool, optional
         With ``max_faces="auto"``: also cluster at ``CONSENSUS_RESOLUTIONS`` x the working
         resolution (1,750 and 5,250 faces besides 3,500) and keep the result that agrees best
@@ -1636,9 +1651,13 @@ def layout_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, k=None, auto_layo
     if int(k) <= 1:
         return None
     kw = cm.kw
+    prog = as_progress(progress)
+    # (its own first update: with the starts' clusterings memoized (K_STARTS_ONLY) it may cluster nothing)
+    prog.update(0.0, f"k = {int(k)}")
+    prog.check()
     return cluster_prepared(prep, k=int(k), epsilon=kw["epsilon"], apsp_method=cm.apsp_method, max_iter=kw["max_iter"],
                             update_power=kw["update_power"], oversegment=kw["oversegment"], shading=kw["shading"],
-                            device=device, progress=progress)
+                            device=device, progress=prog)
 
 
 @dataclass

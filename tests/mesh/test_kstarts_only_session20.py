@@ -1,5 +1,5 @@
-"""``segment.K_STARTS_ONLY`` (session 20, issue 22): where an integer k takes the auto-k starts, the medoid is
-chosen among the starts' results alone and the over-segmentation factors are not run at all."""
+"""``segment.K_STARTS_ONLY`` (session 20, issue 22; on since round q15): where an integer k takes the auto-k starts,
+the medoid is chosen among the starts' results alone and the default over-segmentation factors are not run at all."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def test_the_starts_alone_are_the_full_runs_start_rows(monkeypatch, k):
     len(AUTO_K_STARTS) candidates), the kept one is their medoid, and no factor row is clustered."""
     v, f, _ = box_bar_box()
     seen = _capture(monkeypatch)
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", False)
     full = segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
     (cands_full, _), = seen
     n_st = len(segmod.AUTO_K_STARTS)
@@ -60,8 +61,23 @@ def test_a_k_above_the_starts_still_uses_the_factors(monkeypatch):
     assert "k_start_scores" not in seg.info
 
 
+def test_factors_a_caller_names_are_kept_beside_the_starts(monkeypatch):
+    v, f, _ = box_bar_box()
+    seen = _capture(monkeypatch)
+    seg = segment_mesh(v, f, k=4, oversegment=(1.0, 2.0), device="cpu", apsp_method="cpu")
+    (cands, _), = seen
+    assert len(cands) == 2 + len(segmod.AUTO_K_STARTS)
+    assert set(seg.info["oversegment_scores"]) == {1.0, 2.0}
+
+
+def test_the_default_is_on():
+    """Session 20's round q15 (benchmarks/results/mesh_q15_session20.md) shipped it."""
+    assert segmod.K_STARTS_ONLY is True
+
+
 def test_auto_k_does_not_read_the_switch(monkeypatch):
     v, f, _ = box_bar_box()
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", False)
     a = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
     monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
     b = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")

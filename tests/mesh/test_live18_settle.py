@@ -184,6 +184,7 @@ def test_rows_that_differ_equal_the_serial_rows_on_the_fish(workers, monkeypatch
 
     v, f = fish_arrays()
     monkeypatch.setattr(segmod, "EARLY_SETTLE_CPU", False)
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", False)  # (the factors' rows beside the starts', as before session 20)
     prep = segmod.prepare_mesh(v, f, max_faces=2000, device="cpu", apsp_method="cpu")
     rows = []
     real = segmod._settle_row

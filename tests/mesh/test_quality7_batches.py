@@ -34,6 +34,7 @@ def test_an_integer_k_clusters_the_starts_apart_from_its_factors(monkeypatch):
     another; before session 7 all seven were one batch, so the starts' clusterings that the
     memo keeps depended on which k filled it."""
     seen = _batches(monkeypatch)
+    monkeypatch.setattr(segmod, "K_STARTS_ONLY", False)  # (the factors beside the starts, as before session 20)
     v, f, _ = box_bar_box()
     prep = segmod.prepare_mesh(v, f, device="cpu", apsp_method="cpu")
     segmod.segment_prepared(prep, k=5, device="cpu", apsp_method="cpu")
