@@ -42,6 +42,7 @@ def test_the_default_is_defaults_py_s_and_the_library_s():
     assert inspect.signature(sg.segment_mesh).parameters["auto_layout"].default == DEFAULT_AUTO_LAYOUT
 
 
+@pytest.mark.slow
 def test_the_tool_equals_the_library(fish, tool_runs):
     # the library's two runs share its first stage (prepare_mesh with segment_mesh's defaults; the layout acts
     # in the cuts only): each gets a copy with empty memos, so each is segment_mesh's fresh result
