@@ -147,9 +147,18 @@ K_FROM_AUTO_STARTS = True
 #: s2000-2019 (H100): protocol 0.1211 -> 0.1189 (lower on 18 of 20 draws), meshes over 0.30 64 -> 55; k = "auto"
 #: unchanged. False: the medoid of the factors' and the starts' results (sessions 6-19)
 K_STARTS_ONLY = True
-#: an integer k's start cluster counts (K_FROM_AUTO_STARTS); None: AUTO_K_STARTS (an experiment of issue 22,
-#: session 20)
-K_STARTS: tuple | None = None
+#: an integer k's start cluster counts (K_FROM_AUTO_STARTS, K_STARTS_ONLY; memoized beside the auto-k starts, so a
+#: k edit clusters nothing); None: AUTO_K_STARTS. Session 20 (round q16, benchmarks/results/mesh_q16_session20.md):
+#: (20, 24, 30, 36, 42) passed its pre-registered round against (24, 30, 36), leave one category out, every fold
+#: retrained, the real pipeline on 20 new draws s2024-2043 (H100): protocol 0.1189 -> 0.1157 (lower on 20 of 20
+#: draws), meshes over 0.30 53 -> 53; k = "auto" unchanged. An integer k above 20 takes the factors alone
+K_STARTS: tuple | None = (20, 24, 30, 36, 42)
+
+
+def integer_k_starts() -> tuple:
+    """The start cluster counts an integer k takes (one working resolution): :data:`K_STARTS`, or
+    :data:`AUTO_K_STARTS` where it is None."""
+    return tuple(K_STARTS) if K_STARTS is not None else tuple(AUTO_K_STARTS)
 #: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
 #: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
 #: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:
@@ -1158,7 +1167,7 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         clusters along their weakest boundaries down to k; with several factors, each is
         tried and the result with the most concave boundaries is kept (``None``:
         ``DEFAULT_OVERSEGMENT``; 1 disables merging). Not used with ``k="auto"``. Where k is
-        at most the smallest of ``AUTO_K_STARTS`` (:data:`K_FROM_AUTO_STARTS`), the default
+        at most the smallest of :data:`K_STARTS` (:data:`K_FROM_AUTO_STARTS`), the default
         factors are not run and the medoid of the starts' results is kept
         (:data:`K_STARTS_ONLY`); factors given here are run beside the starts and the medoid of
         all the results is kept.

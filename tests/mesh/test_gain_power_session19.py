@@ -160,10 +160,11 @@ def test_k_auto_does_not_read_it(prep, monkeypatch):
     monkeypatch.setattr(ln, "GAIN_POWER", 0.5)
     other = sg.segment_prepared(prep, k="auto")
     assert np.array_equal(ref.labels, other.labels) and ref.k == other.k
-    # ... while an integer k does (the fish at k = 4: 2,444 of its 4,000 faces move at g = 0.5)
-    a = sg.segment_prepared(prep, k=4)
+    # ... while an integer k does (the fish at k = 3: 3,667 of its 4,000 faces move at g = 0.5 with session 20's
+    # five starts; at k = 4, 2,444 did with the factors beside three starts)
+    a = sg.segment_prepared(prep, k=3)
     monkeypatch.setattr(ln, "GAIN_POWER", 1.0)
-    b = sg.segment_prepared(prep, k=4)
+    b = sg.segment_prepared(prep, k=3)
     monkeypatch.setattr(ln, "GAIN_POWER", 0.5)
     assert (a.labels != b.labels).sum() > 1000
 

@@ -32,13 +32,13 @@ def _capture(monkeypatch):
 @pytest.mark.parametrize("k", [3, 5])
 def test_the_starts_alone_are_the_full_runs_start_rows(monkeypatch, k):
     """With the switch on, the candidates are exactly the start rows of the default run (its last
-    len(AUTO_K_STARTS) candidates), the kept one is their medoid, and no factor row is clustered."""
+    len(integer_k_starts()) candidates), the kept one is their medoid, and no factor row is clustered."""
     v, f, _ = box_bar_box()
     seen = _capture(monkeypatch)
     monkeypatch.setattr(segmod, "K_STARTS_ONLY", False)
     full = segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
     (cands_full, _), = seen
-    n_st = len(segmod.AUTO_K_STARTS)
+    n_st = len(segmod.integer_k_starts())
     assert len(cands_full) == len(segmod.DEFAULT_OVERSEGMENT) + n_st
     seen.clear()
     monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
@@ -47,8 +47,8 @@ def test_the_starts_alone_are_the_full_runs_start_rows(monkeypatch, k):
     assert len(cands) == n_st
     for a, b in zip(cands, cands_full[-n_st:], strict=True):
         assert np.array_equal(a, b)
-    assert str(only.info["oversegment_used"]) == f"start {segmod.AUTO_K_STARTS[kept]}"
-    assert set(only.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS)
+    assert str(only.info["oversegment_used"]) == f"start {segmod.integer_k_starts()[kept]}"
+    assert set(only.info["k_start_scores"]) == set(segmod.integer_k_starts())
     assert only.info["oversegment_scores"] == {}
     assert only.k == full.k == k
 
@@ -56,7 +56,7 @@ def test_the_starts_alone_are_the_full_runs_start_rows(monkeypatch, k):
 def test_a_k_above_the_starts_still_uses_the_factors(monkeypatch):
     monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
     v, f, _ = box_bar_box()
-    seg = segment_mesh(v, f, k=max(segmod.AUTO_K_STARTS), device="cpu", apsp_method="cpu")
+    seg = segment_mesh(v, f, k=min(segmod.integer_k_starts()) + 1, device="cpu", apsp_method="cpu")
     assert seg.info["oversegment_used"] in segmod.DEFAULT_OVERSEGMENT
     assert "k_start_scores" not in seg.info
 
@@ -66,7 +66,7 @@ def test_factors_a_caller_names_are_kept_beside_the_starts(monkeypatch):
     seen = _capture(monkeypatch)
     seg = segment_mesh(v, f, k=4, oversegment=(1.0, 2.0), device="cpu", apsp_method="cpu")
     (cands, _), = seen
-    assert len(cands) == 2 + len(segmod.AUTO_K_STARTS)
+    assert len(cands) == 2 + len(segmod.integer_k_starts())
     assert set(seg.info["oversegment_scores"]) == {1.0, 2.0}
 
 

@@ -105,6 +105,7 @@ def test_rows_with_the_same_clustering_are_settled_once(fish, monkeypatch):
     on the early-settle thread (the GPU's path, ``EARLY_SETTLE_CPU``) as without."""
     assert len(sg.AUTO_K_STARTS) == 3
     monkeypatch.setattr(sg, "K_STARTS_ONLY", False)  # (the factors' rows beside the starts', as before session 20)
+    monkeypatch.setattr(sg, "K_STARTS", None)  # (the auto-k starts 24/30/36, as before session 20)
     monkeypatch.setattr(sg, "EARLY_SETTLE_CPU", False)
     cuts = _counted(monkeypatch, "_assemble_and_cut")
     serial = sg.segment_prepared(_prep(fish), k=12, auto_layout="auto", **KW)

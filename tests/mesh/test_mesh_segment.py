@@ -45,7 +45,7 @@ def test_segments_box_bar_box(bbb):
     assert seg.info["params"]["delta_auto"]
     # a factor of k, or one of k = "auto"'s starts (segment.K_FROM_AUTO_STARTS)
     assert (seg.info["oversegment_used"] in segmod.DEFAULT_OVERSEGMENT
-            or seg.info["oversegment_used"] in [f"start {s}" for s in segmod.AUTO_K_STARTS])
+            or seg.info["oversegment_used"] in [f"start {s}" for s in segmod.integer_k_starts()])
     table = seg.cluster_table(face_areas(v, f))
     assert sum(r["faces"] for r in table) == f.shape[0]
     assert sum(r["area_fraction"] for r in table) == pytest.approx(1.0)

@@ -35,6 +35,7 @@ def test_an_integer_k_clusters_the_starts_apart_from_its_factors(monkeypatch):
     memo keeps depended on which k filled it."""
     seen = _batches(monkeypatch)
     monkeypatch.setattr(segmod, "K_STARTS_ONLY", False)  # (the factors beside the starts, as before session 20)
+    monkeypatch.setattr(segmod, "K_STARTS", None)  # (the auto-k starts 24/30/36, as before session 20)
     v, f, _ = box_bar_box()
     prep = segmod.prepare_mesh(v, f, device="cpu", apsp_method="cpu")
     segmod.segment_prepared(prep, k=5, device="cpu", apsp_method="cpu")
@@ -68,7 +69,7 @@ def test_the_defaults():
 def test_an_integer_k_takes_the_auto_starts_above_it():
     v, f, _ = box_bar_box()
     seg = segmod.segment_mesh(v, f, k=5, device="cpu", apsp_method="cpu")
-    assert set(seg.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS)
+    assert set(seg.info["k_start_scores"]) == set(segmod.integer_k_starts())
     seg = segmod.segment_mesh(v, f, k=26, device="cpu", apsp_method="cpu")  # (a start below k: factors only)
     assert "k_start_scores" not in seg.info
 

@@ -38,7 +38,7 @@ def test_the_starts_put_every_boundary_on_a_crease(monkeypatch):
     seg = segment_mesh(v, f, k=5, device="cpu", apsp_method="cpu")
     assert seg.k == 5
     assert str(seg.info["oversegment_used"]).startswith("start ")
-    assert set(seg.info["k_start_scores"]) == set(segmod.AUTO_K_STARTS)
+    assert set(seg.info["k_start_scores"]) == set(segmod.integer_k_starts())
     assert np.all(np.abs(_cut_dihedral_cos(v, f, seg.labels)) < 0.2)  # every cut arc bends ~90 degrees
     monkeypatch.setattr(segmod, "K_FROM_AUTO_STARTS", False)
     old = segment_mesh(v, f, k=5, device="cpu", apsp_method="cpu")
@@ -48,7 +48,7 @@ def test_the_starts_put_every_boundary_on_a_crease(monkeypatch):
 
 def test_a_k_above_the_starts_uses_the_factors_alone():
     v, f, _ = box_bar_box()
-    k = max(segmod.AUTO_K_STARTS)
+    k = min(segmod.integer_k_starts()) + 1
     seg = segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
     assert seg.info["oversegment_used"] in segmod.DEFAULT_OVERSEGMENT
     assert "k_start_scores" not in seg.info

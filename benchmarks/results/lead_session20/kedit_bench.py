@@ -2,7 +2,8 @@
 
     python kedit_bench.py --data DIR --arm old|new --json OUT [--mesh50 PATH] [--rounds 7]
 
-Run from the root of an extracted revision. PSB 101 (16,998 faces): a first run at k = 3, then the k edits
+Run from the root of an extracted revision. PSB 101 (16,998 faces): a first run at k = 3 (and again from k = "auto": the first integer edit then clusters
+the integer k's own starts, which k = "auto" does not use), then the k edits
 5, 6, 7, 4, 8 and then 9, 10, 12, 11, 13 through the stage cache (each k once: an edit back to a k is the cache's), at full resolution (``max_faces`` off)
 and at the default working resolution; each edit's labels against a fresh run at the same k (k 5 and 8). Then an
 integer k end to end from the file (load + run, defaults, k = 6) on 101 (17k) and the 50k armadillo, median of
@@ -31,9 +32,9 @@ def sha(a) -> str:
     return hashlib.sha1(np.ascontiguousarray(np.asarray(a)).tobytes()).hexdigest()[:12]
 
 
-def edits(tool, data, be, max_faces) -> dict:
+def edits(tool, data, be, max_faces, first=3) -> dict:
     cache = StageCache()
-    p = tool.params.validate({"k": 3, "max_faces": max_faces})
+    p = tool.params.validate({"k": first, "max_faces": max_faces})
     t = time.perf_counter()
     tool.run_staged(data, p, device=be, cache=cache)
     be.synchronize()
@@ -84,8 +85,9 @@ def main() -> int:
     m17 = a.data / "psb" / "off" / "101.off"
     data = mesh_seg.load(m17)
     tool = mesh_seg.TOOL
-    for name, mf in (("full", None), ("working", "auto")):
-        out["edits_" + name] = e = edits(tool, data, be, mf)
+    for name, mf, first in (("full", None, 3), ("working", "auto", 3), ("full_from_auto", None, "auto"),
+                            ("working_from_auto", "auto", "auto")):
+        out["edits_" + name] = e = edits(tool, data, be, mf, first)
         print(f"{a.arm} edits {name}: first {e['first_run_s']:.2f} s; median per pass "
               + ", ".join(f"{m:.1f}" for m in e["median_ms"]) + " ms; last pass "
               + ", ".join(f"k{r['k']} {r['wall_ms']:.1f}" for r in e["passes"][-1])
