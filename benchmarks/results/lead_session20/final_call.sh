@@ -1,5 +1,5 @@
 #!/bin/bash
-# lead, session 20: the GPU call on the shipped round-q15 library (kind nvidia-h100-x1, carry [".carry-lead20"], built by
+# lead, session 20: the GPU call on the shipped library (call 1: round q15's; call 2: round q16's) (kind nvidia-h100-x1, carry [".carry-lead20"], built by
 # `bash benchmarks/results/mesh_live8_session19_carry.sh 81a7844 NEW .carry-lead20`: old = session 19's final commit,
 # new = this session's; no Qt).
 #   1. benchmarks/results/lead_session20/kedit_bench.py: the k edits through the stage cache (full resolution and the
@@ -11,7 +11,7 @@
 #   4. pytest -m gpu tests/mesh tests/batch tests/framework on the device's copy of the tree (-n 4).
 set -o pipefail
 export PYTHONUNBUFFERED=1
-T0=$(date +%s); C=$PWD/.carry-lead20; O=$OUT/lead; mkdir -p $O
+T0=$(date +%s); C=$PWD/.carry-lead20; O=/tmp/lead; mkdir -p $O  # (packed into $OUT/lead.tgz at the end: the tool brings back 8 files)
 exec > >(tee $O/log.txt) 2>&1
 B=$PWD/benchmarks/results/lead_session20/kedit_bench.py
 { nvidia-smi --query-gpu=name,pstate,clocks.sm,clocks.max.sm,driver_version --format=csv; date -u; nproc
@@ -50,3 +50,4 @@ PYTHONPATH="/tmp/xd:$PYTHONPATH" timeout 200 python3 -m pytest -m gpu tests/mesh
   -p no:cacheprovider -o addopts="" -W ignore -rfEs > $O/gpu_tests.txt 2>&1
 echo "pytest rc=$?"; tail -30 $O/gpu_tests.txt
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
+tar -czf $OUT/lead.tgz -C /tmp lead
