@@ -629,6 +629,143 @@ def timing_switch(meshes: dict, old: dict, new: dict, device, rounds: dict, warm
     return report
 
 
+# --- margin rounds (sessions 19-20: mesh_session19_q14.py, mesh_session20_q15.py, mesh_session20_q16.py) ----------
+@dataclass
+class MarginRound:
+    """A round judged by the "margin" rule of sessions 19-20, each candidate against the control C over the complete
+    draws: (1) protocol mean cand <= C - ``mean_margin`` AND cand's per-draw mean lower than C's on more draws than
+    higher; (2) meshes over 0.30 summed cand <= C; (3) k = "auto" report-only while equal to C's on every row, else
+    >= ``auto_in_range`` % in range on every complete draw and mean cand <= C + ``auto_mean_margin``; (5) >= ``min_draws``
+    complete draws, the records (arms x ``train_draws`` x meshes) and folds (arms x (categories + ALL)) without error,
+    C's ALL = the shipped model. The per-arm report (meshes ``report_meshes``, categories ``report_categories``) and the
+    rows' seconds per switch set are printed, never criteria. Passing candidates: the lowest protocol mean ships."""
+
+    name: str
+    arms: list
+    candidates: tuple
+    mean_margin: float = 0.0010
+    auto_in_range: float = 80.0
+    auto_mean_margin: float = 0.002
+    min_draws: int = 12
+    train_draws: int = 2
+    report_meshes: tuple = (303, 381, 305)
+    report_categories: tuple = ("fish", "octopus")
+
+    def judge_one(self, rows: list, bad: list, cand: str, n_meshes: int, min_draws: int, complete_ok) -> dict:
+        j = judge_rows(rows, bad, "C", cand, Rule(min_draws=min_draws), n_meshes)
+        per = j["per_draw"]
+        better = sum(v[cand] < v["C"] for v in per.values())
+        worse = sum(v[cand] > v["C"] for v in per.values())
+        ok = bool(per)
+        if j["auto_equal_all_rows"]:
+            c3, how3 = ok, "report-only (k = auto equal to C on every row)"
+        else:
+            c3 = ok and all(v[cand + "_in_range"] >= self.auto_in_range for v in per.values()) \
+                and j["auto_mean"][cand] <= j["auto_mean"]["C"] + self.auto_mean_margin
+            how3 = "criterion (a row differs from C at k = auto)"
+        crit = {
+            "1_mean": ok and j["mean"][cand] <= j["mean"]["C"] - self.mean_margin and better > worse,
+            "2_over_030": ok and j["over_030"][cand] <= j["over_030"]["C"],
+            "3_auto": c3,
+            "5_complete": len(j["complete"]) >= min_draws and complete_ok is True,
+        }
+        j["draws_better_worse"] = [better, worse]
+        j["auto_how"] = how3
+        j[f"criteria_{self.name}"] = crit
+        j[f"pass_{self.name}"] = all(crit.values())
+        return j
+
+    def per_arm(self, rows: list, complete: list, arms: list) -> dict:
+        """The brief's per-arm report over the complete draws: meshes 303 / 381 / 305 (mean, draws over 0.30) and the
+        fish / octopus categories (mean), plus every category's mean and the meshes over 0.30."""
+        rr = [r for r in rows if r["draw"] in complete and all(a in r for a in arms)]
+        out: dict = {"meshes": {}, "categories": {}, "over_030": {}, "mean": {}}
+        for m in self.report_meshes:
+            x = [r for r in rr if r["mesh"] == m]
+            if x:
+                out["meshes"][m] = {a: {"mean": float(np.mean([r[a] for r in x])),
+                                        "over": sum(r[a] > OVER for r in x), "n": len(x)} for a in arms}
+        for c in sorted({r["category"] for r in rr}):
+            x = [r for r in rr if r["category"] == c]
+            out["categories"][c] = {a: float(np.mean([r[a] for r in x])) for a in arms}
+        for a in arms:
+            out["over_030"][a] = sum(r[a] > OVER for r in rr)
+            out["mean"][a] = float(np.mean([r[a] for r in rr])) if rr else None
+        return out
+
+    def print_per_arm(self, p: dict, arms: list) -> None:
+        print("per arm (complete draws; report-only):")
+        for m, v in p["meshes"].items():
+            print(f"  mesh {m}: " + "; ".join(f"{a} {v[a]['mean']:.4f} ({v[a]['over']}/{v[a]['n']} over 0.30)"
+                                              for a in arms))
+        for c in self.report_categories:
+            if c in p["categories"]:
+                print(f"  category {c}: " + "; ".join(f"{a} {p['categories'][c][a]:.4f}" for a in arms))
+        print("  every category: " + ", ".join(c + " " + "/".join(f"{v[a]:.4f}" for a in arms)
+                                               for c, v in p["categories"].items()) + f" ({'/'.join(arms)})")
+
+    def seconds_report(self, rows: list, complete: list, round_json: dict) -> dict:
+        """(4), report-only: the rows' seconds per switch set (one prepare_mesh + every k and k = "auto" per set)."""
+        name = {s["set"]: "+".join(s["arms"]) for s in round_json.get("switch_sets", [])}
+        rr = [r for r in rows if r["draw"] in complete and "seconds_per_set" in r]
+        tot: dict = {}
+        for r in rr:
+            for s, x in r["seconds_per_set"].items():
+                tot[name.get(s, s)] = tot.get(name.get(s, s), 0.0) + x
+        med = {}
+        if name and rr:
+            base = [s for s, n in name.items() if n == "C"]
+            for s, n in name.items():
+                if base and s != base[0]:
+                    med[n + " - C"] = statistics.median(r["seconds_per_set"][s] - r["seconds_per_set"][base[0]]
+                                                        for r in rr if s in r["seconds_per_set"])
+        return {"seconds_sum": tot, "median_per_mesh_draw": med}
+
+    def cmd_judge(self, a) -> int:
+        raw = [json.loads(x) for x in Path(a.rows).read_text().splitlines() if x.strip()]
+        bad = [r for r in raw if "error" in r]
+        rows = [r for r in raw if "error" not in r]
+        if bad:
+            print(f"error rows {len(bad)}: {bad[:2]}")
+        rj = Path(a.rows).with_name("round.json")
+        rnd = json.loads(rj.read_text()) if rj.exists() else {}
+        n_arms = len(self.arms)
+        n_cat = 19 if a.n_meshes == 76 else len({r["category"] for r in rows})
+        n_rec, n_fold = n_arms * self.train_draws * a.n_meshes, n_arms * (1 + n_cat)
+        checks = {"shipped_equal": rnd.get("shipped_equal"), "records": rnd.get("records"),
+                  "record_errors": rnd.get("record_errors"), "folds": rnd.get("folds"),
+                  "fold_errors": rnd.get("fold_errors"), "records_expected": n_rec, "folds_expected": n_fold}
+        complete_ok = (rnd.get("shipped_equal") is True and rnd.get("records") == n_rec and rnd.get("record_errors") == 0
+                       and rnd.get("folds") == n_fold and rnd.get("fold_errors") == 0)
+        print(f"(5) the round's checks (round.json): {checks} -> {complete_ok}; examples per set "
+              f"{rnd.get('examples_per_set')}; draws not run {rnd.get('draws_not_run')}")
+        rep: dict = {"round_checks": checks, "round_checks_ok": complete_ok}
+        for cand in self.candidates:
+            j = self.judge_one(rows, bad, cand, a.n_meshes, a.min_draws, complete_ok)
+            print_judgement(j, f"{cand} [mesh_round's default Rule, NOT this round's rule: ignore this verdict]")
+            print(f"  draws better / worse (protocol mean) {j['draws_better_worse']}; mean {cand} - C "
+                  f"{j['mean'][cand] - j['mean']['C']:+.4f} (<= -{self.mean_margin}); over 0.30 C {j['over_030']['C']} "
+                  f"{cand} {j['over_030'][cand]} (<= C), draws fewer / more {j['draws_fewer_more']}; k = auto: "
+                  f"{j['auto_how']}; mean C {j['auto_mean']['C']:.4f} {cand} {j['auto_mean'][cand]:.4f}, lowest % in "
+                  f"range {min((v[cand + '_in_range'] for v in j['per_draw'].values()), default=float('nan')):.1f}")
+            verdict = "PASS" if j[f"pass_{self.name}"] else "FAIL"
+            print(f"RULE {self.name} {cand}: {verdict} {j[f'criteria_{self.name}']}", flush=True)
+            rep[cand] = j
+        complete = sorted(set.intersection(*(set(rep[c]["complete"]) for c in self.candidates)))
+        arms = ["C", *self.candidates]
+        rep["per_arm"] = self.per_arm(rows, complete, arms)
+        self.print_per_arm(rep["per_arm"], arms)
+        rep["seconds"] = self.seconds_report(rows, complete, rnd)
+        print(f"(4) report-only, the rows' seconds per switch set: {rep['seconds']}")
+        passed = [c for c in self.candidates if rep[c][f"pass_{self.name}"]]
+        ship = min(passed, key=lambda c: rep[c]["mean"][c]) if passed else None
+        rep["ships"] = ship
+        print(f"SHIPS: {ship or 'none (C stays)'}", flush=True)
+        if a.json:
+            Path(a.json).write_text(json.dumps(rep, indent=1, default=str))
+        return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
