@@ -141,8 +141,8 @@ AUTO_K_STRENGTH = 1.5
 K_FROM_AUTO_STARTS = True
 #: where an integer k takes the auto-k starts (K_FROM_AUTO_STARTS, k at most the smallest start), the medoid is
 #: chosen among the starts' results alone: the over-segmentation factors (k x DEFAULT_OVERSEGMENT clusters) are
-#: not clustered, merged or cut (with the default ``oversegment``; factors a caller names are kept beside the
-#: starts, as before). Session 20 (round q15, benchmarks/results/mesh_q15_session20.md): passed its
+#: not clustered, merged or cut (with the default ``oversegment`` factors; other factors a caller gives are kept
+#: beside the starts, as before). Session 20 (round q15, benchmarks/results/mesh_q15_session20.md): passed its
 #: pre-registered round, leave one category out, every fold retrained, the real pipeline on 20 new draws
 #: s2000-2019 (H100): protocol 0.1211 -> 0.1189 (lower on 18 of 20 draws), meshes over 0.30 64 -> 55; k = "auto"
 #: unchanged. False: the medoid of the factors' and the starts' results (sessions 6-19)
@@ -153,12 +153,6 @@ K_STARTS_ONLY = True
 #: retrained, the real pipeline on 20 new draws s2024-2043 (H100): protocol 0.1189 -> 0.1157 (lower on 20 of 20
 #: draws), meshes over 0.30 53 -> 53; k = "auto" unchanged. An integer k above 20 takes the factors alone
 K_STARTS: tuple | None = (20, 24, 30, 36, 42)
-
-
-def integer_k_starts() -> tuple:
-    """The start cluster counts an integer k takes (one working resolution): :data:`K_STARTS`, or
-    :data:`AUTO_K_STARTS` where it is None."""
-    return tuple(K_STARTS) if K_STARTS is not None else tuple(AUTO_K_STARTS)
 #: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
 #: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
 #: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:
@@ -271,6 +265,12 @@ def _resolve_method(method: str, backend, n: int = 0) -> str:
     from gpu_kernels.graph import apsp
 
     return "gpu-sym" if backend.is_gpu else apsp.auto_cpu_method(n)
+
+
+def integer_k_starts() -> tuple:
+    """The start cluster counts an integer k takes (one working resolution): :data:`K_STARTS`, or
+    :data:`AUTO_K_STARTS` where it is None."""
+    return tuple(K_STARTS) if K_STARTS is not None else tuple(AUTO_K_STARTS)
 
 
 def working_faces(n_faces: int, backend=None, method: str = "auto") -> int | None:
@@ -439,7 +439,7 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
     factors = tuple(overseg) if isinstance(overseg, tuple | list) else (float(overseg),)
     asked = AUTO_K_STARTS if starts is None else starts
     # an integer k's starts (K_STARTS; None: the auto-k starts), memoized beside them
-    k_asked = tuple(K_STARTS) if (K_STARTS is not None and starts is None) else tuple(asked)
+    k_asked = integer_k_starts() if starts is None else tuple(asked)
     memo_counts = {int(x) for x in asked} | {int(x) for x in k_asked}
     starts = (AUTO_K_START,)
     if isinstance(k, str):
@@ -547,7 +547,7 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
             groups = ([[x for x in todo if x in keys], [x for x in todo if x not in keys]]
                       if STARTS_OWN_BATCH and keys else [todo])
             done_k = {}
-            groups = [g for g in groups if g] or [todo]
+            groups = [g for g in groups if g]  # (none where every count is a memo hit: no call at all)
             for i_g, grp in enumerate(groups):
                 cb = None if on_done is None else (lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P))
                 gp = sub if len(groups) == 1 else sub.sub(i_g / len(groups), (i_g + 1) / len(groups))
@@ -1169,8 +1169,8 @@ def segment_mesh(vertices, faces, *, k="auto", delta=None, eta_convex=None,
         ``DEFAULT_OVERSEGMENT``; 1 disables merging). Not used with ``k="auto"``. Where k is
         at most the smallest of :data:`K_STARTS` (:data:`K_FROM_AUTO_STARTS`), the default
         factors are not run and the medoid of the starts' results is kept
-        (:data:`K_STARTS_ONLY`); factors given here are run beside the starts and the medoid of
-        all the results is kept.
+        (:data:`K_STARTS_ONLY`); other factors given here are run beside the starts and the
+        medoid of all the results is kept.
     consensus : bool, optional
         With ``max_faces="auto"``: also cluster at ``CONSENSUS_RESOLUTIONS`` x the working
         resolution (1,750 and 5,250 faces besides 3,500) and keep the result that agrees best
@@ -1660,13 +1660,9 @@ def layout_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, k=None, auto_layo
     if int(k) <= 1:
         return None
     kw = cm.kw
-    prog = as_progress(progress)
-    # (its own first update: with the starts' clusterings memoized (K_STARTS_ONLY) it may cluster nothing)
-    prog.update(0.0, f"k = {int(k)}")
-    prog.check()
     return cluster_prepared(prep, k=int(k), epsilon=kw["epsilon"], apsp_method=cm.apsp_method, max_iter=kw["max_iter"],
                             update_power=kw["update_power"], oversegment=kw["oversegment"], shading=kw["shading"],
-                            device=device, progress=prog)
+                            device=device, progress=progress)
 
 
 @dataclass
@@ -1755,6 +1751,9 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
     info["method"] = _resolve_method(apsp_method, backend, int(prep.report["n_input_faces"]))
     orders = prep.orders or [None] * max(len(prep.distances), 1)
     sets = []
+    # (a stage of its own from the start: where every clustering comes from the memo, nothing below reports)
+    prog.update(0.0, "clustering" if isinstance(k, str) else f"clustering into {k} parts")
+    prog.check()
     with backend.activate():
         if prep.working:
             multi = len(prep.working) > 1

@@ -82,3 +82,33 @@ def test_auto_k_does_not_read_the_switch(monkeypatch):
     monkeypatch.setattr(segmod, "K_STARTS_ONLY", True)
     b = segment_mesh(v, f, k="auto", device="cpu", apsp_method="cpu")
     assert np.array_equal(a.labels, b.labels)
+
+
+def test_a_k_edit_from_the_memo_still_reports_and_cancels():
+    """With the starts memoized, a k edit clusters nothing; its clusterings stage still says so and checks cancel
+    (:func:`segment.clusterings_prepared`'s own first update)."""
+    from gpu_kernels.jobs import Cancelled, Progress
+
+    v, f, _ = box_bar_box()
+    prep = segmod.prepare_mesh(v, f, device="cpu", apsp_method="cpu")
+    segmod.segment_prepared(prep, k=5, device="cpu", apsp_method="cpu")  # (fills the memo with every start)
+    calls = []
+    real = segmod.fuzzy_cluster_many
+    segmod.fuzzy_cluster_many = lambda *a, **kw: calls.append(1) or real(*a, **kw)
+    try:
+        seen = []
+        segmod.segment_prepared(prep, k=6, device="cpu", apsp_method="cpu",
+                                progress=Progress(lambda fr, st: seen.append(st or ""), min_interval=0.0))
+        assert calls == []  # nothing clustered
+        assert any("clustering into 6 parts" in st for st in seen)
+        box = {}
+
+        def cb(fr, st):
+            if st and "clustering into 7 parts" in st:
+                box["p"].cancel()
+
+        box["p"] = Progress(cb, min_interval=0.0)
+        with pytest.raises(Cancelled):
+            segmod.segment_prepared(prep, k=7, device="cpu", apsp_method="cpu", progress=box["p"])
+    finally:
+        segmod.fuzzy_cluster_many = real
