@@ -392,6 +392,23 @@ _cv_ready = {"apsp": False}
 _simp_cache: dict = {}
 
 
+def judging_draw(data: Path, store: str, mesh_id: int, device=None):
+    """One judging mesh-draw of the quality rounds (sessions 12-20), up to its ``prepare_mesh``: the stored
+    working mesh ``store`` served to the simplifier, the early cuts off (``segment.EARLY_SETTLE``), the mesh, its
+    humans, their k and its category. Returns ``(v, f, humans, hk, category, t0, prep)``, ``t0`` taken just before
+    ``prepare_mesh``."""
+    _cv_simplifier()
+    _cv_ready["stored"] = store
+    _segment.EARLY_SETTLE = False
+    v, f = load_mesh(data, mesh_id)
+    humans = load_human(data, mesh_id)
+    hk = [int(np.unique(h).size) for h in humans]
+    cat = category_of(mesh_id)
+    t0 = time.perf_counter()
+    prep = _segment.prepare_mesh(v, f, device=device)
+    return v, f, humans, hk, cat, t0, prep
+
+
 def _cv_simplifier():
     """The simplification used inside the CV workers: cached by (input, target, simplifier
     settings), or served from a stored file (``stored=``)."""

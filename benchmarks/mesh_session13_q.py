@@ -174,15 +174,7 @@ def cmd_evaluate(args) -> int:
 # --------------------------------------------------------------------------- confirm (the real pipeline)
 def confirm_mesh(data: Path, store: str, mesh_id: int, sets: dict, models_auto: Path, device=None,
                  draw: str = "") -> dict:
-    mp._cv_simplifier()
-    mp._cv_ready["stored"] = store
-    _segment.EARLY_SETTLE = False
-    v, f = mp.load_mesh(data, mesh_id)
-    humans = mp.load_human(data, mesh_id)
-    hk = [int(np.unique(h).size) for h in humans]
-    cat = mp.category_of(mesh_id)
-    t0 = time.perf_counter()
-    prep = _segment.prepare_mesh(v, f, device=device)
+    v, f, humans, hk, cat, t0, prep = mp.judging_draw(data, store, mesh_id, device)
     out = {"mesh": mesh_id, "category": cat, "draw": draw, "hk": hk}
     _ln.MODEL_AUTO = _ln.TreeModel.from_npz(models_auto / f"{cat}.npz")
     for name, (d, pol) in sets.items():

@@ -122,15 +122,7 @@ def confirm_mesh(data: Path, store: str, mesh_id: int, models: dict, device, dra
     from gpu_kernels.mesh.metrics import rand_index_error
 
     w16._set_faces(faces)
-    mp._cv_simplifier()
-    mp._cv_ready["stored"] = store
-    _segment.EARLY_SETTLE = False
-    v, f = mp.load_mesh(data, mesh_id)
-    humans = mp.load_human(data, mesh_id)
-    hk = [int(np.unique(h).size) for h in humans]
-    cat = mp.category_of(mesh_id)
-    t0 = time.perf_counter()
-    prep = _segment.prepare_mesh(v, f, device=device)
+    v, f, humans, hk, cat, t0, prep = mp.judging_draw(data, store, mesh_id, device)
     out = {"mesh": mesh_id, "category": cat, "draw": draw, "hk": hk, "order": order}
     for name in order:
         _ln.MODEL_AUTO = _ln.TreeModel.from_npz(Path(models[name]) / f"{cat}.npz")

@@ -32,10 +32,13 @@ def test_the_shared_judge_gives_the_recorded_verdicts(name, tmp_path, monkeypatc
     with tarfile.open(src / "meta.tar.gz") as t:
         (tmp_path / "round.json").write_bytes(t.extractfile("round.json").read())
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    mod = importlib.import_module(script)
     out = io.StringIO()
-    with redirect_stdout(out):
-        assert mod.main(["judge", str(tmp_path / "rows.jsonl"), "--json", str(tmp_path / "j.json")]) == 0
+    try:
+        mod = importlib.import_module(script)
+        with redirect_stdout(out):
+            assert mod.main(["judge", str(tmp_path / "rows.jsonl"), "--json", str(tmp_path / "j.json")]) == 0
+    finally:
+        sys.modules.pop(script, None)
     rep = json.loads((tmp_path / "j.json").read_text())
     assert {c: rep[c][f"pass_{name}"] for c in verdicts} == verdicts
     assert rep["ships"] == ships
@@ -44,4 +47,3 @@ def test_the_shared_judge_gives_the_recorded_verdicts(name, tmp_path, monkeypatc
     assert {c: recorded[c][f"pass_{name}"] for c in verdicts} == verdicts
     assert rep["per_arm"]["mean"] == pytest.approx(recorded["per_arm"]["mean"])
     assert f"SHIPS: {ships or 'none (C stays)'}" in out.getvalue()
-    sys.modules.pop(script, None)
