@@ -11,23 +11,11 @@ C=$PWD/.carry-ml8; O=$OUT/ml8; mkdir -p $O
 B=$PWD/benchmarks/results/mesh_live8_session19_bench.py
 { nvidia-smi -L; nvidia-smi --query-gpu=name,pstate,clocks.sm,clocks.max.sm,driver_version --format=csv; date -u; nproc
   cat $C/old.rev $C/new.rev; } | tee $O/device.txt
-for a in old new; do mkdir -p /tmp/$a && tar -xJf $C/$a.tar.xz -C /tmp/$a && ln -sfn $PWD/resources /tmp/$a/resources; done
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-fs $C/fast_simplification-*.whl 2>&1 | grep -v WARN | tail -1
-mkdir -p /tmp/pml && tar -xJf $C/pml.tar.xz -C /tmp/pml
-for x in /tmp/pml/lib/*.so*; do n=$(basename $x); if ldconfig -p | grep -q "^[[:space:]]*$n "; then rm -f $x; fi; done
-mkdir -p /tmp/xd && tar -xJf $C/xdist.tar.xz -C /tmp/xd
-export PYTHONPATH="/tmp/site-fs:/tmp/pml/site${PYTHONPATH:+:$PYTHONPATH}" LD_LIBRARY_PATH="/tmp/pml/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-xz -dc $C/data/281.off.xz > /tmp/281.off
+source benchmarks/results/mesh_live8_session19_carry_env.sh  # (the set-up and e2e ARM NAME)
 bench() {  # arm, name, flags, timeout
   local t=$(date +%s)
   (cd /tmp/$1 && timeout $4 python3 $B --data $C/data --arm $1 $3 --json $O/bench_$2.json > $O/bench_$2.txt 2>&1)
   echo "bench $2 rc=$? $(( $(date +%s) - t )) s"; grep -E "^(edit|kernel|fused vs|fresh|old:|new:)" $O/bench_$2.txt | cut -c1-330
-}
-e2e() {  # arm, name
-  local t=$(date +%s)
-  (cd /tmp/$1 && timeout 60 python3 benchmarks/mesh_e2e_session10.py $C/data/psb/off/101.off /tmp/281.off \
-     --rounds 5 --json $O/e2e_$2.json > $O/e2e_$2.txt 2>&1)
-  echo "e2e $2 rc=$? $(( $(date +%s) - t )) s"; grep -E "min .* median|same labels" $O/e2e_$2.txt | cut -c1-200
 }
 bench old old1 "" 80
 bench new new1 "--kernel" 100
