@@ -88,6 +88,11 @@ PRESERVE_NORMAL = False
 #: over both meshes' 82 pairs, the same labels and colours: passed, so on by default
 #: (benchmarks/results/mesh_speed6_session17.md).
 STILL_CLOCK = True
+#: :func:`simplify_mesh` simplifies the mesh in :func:`canonical_order`: the working mesh, and so the parts, do not
+#: depend on the order in which the file lists the vertices and faces (session 21: PSB bust 303 in six shuffled
+#: orders had gone from 0.336 to 0.434 on the protocol, its k = 2 parts from head / body to body / a band across
+#: the face). False: the caller's order (sessions 1-20)
+CANONICAL_ORDER = True
 _MODULES = {"fast": "fast_simplification", "pymeshlab": "pymeshlab"}
 #: :func:`simplify_in_background` with the "fast" simplifier alone: on a thread too (True), or at
 #: once on the calling thread (False): fast-simplification holds the GIL for its whole run, so a
@@ -300,6 +305,58 @@ def _standing_clock(on: bool = True):
             _CLOCK_HELD[0] = None
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser, elementwise on uint64 (wrapping arithmetic): a well-spread hash."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def canonical_order(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
+    """The same mesh with its vertices and faces in an order that depends only on the geometry: each vertex ranked by
+    a hash of its coordinates, each face started at its lowest-ranked vertex (its orientation kept) and ranked by a
+    hash of its vertices' ranks. A mesh whose vertices and faces are listed in any other order gives the same arrays,
+    so the simplifiers, whose ties and passes follow the input's order, give the same working mesh. The hash spreads
+    the order over the surface as a shuffle would (a sort by position would make a simplifier's partial last pass
+    sweep one side of the mesh). Vertices at the same point (and repeated faces), which no order can tell apart,
+    keep an order that depends on the input's.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> v = np.array([[1.0, 0, 0], [0, 0, 0], [0, 1, 0], [0, 0, 1]])
+    >>> f = np.array([[0, 2, 1], [1, 2, 3]])
+    >>> v2, f2 = canonical_order(v, f)
+    >>> p = [3, 0, 2, 1]                    # the same mesh, listed in another order
+    >>> v3, f3 = canonical_order(v[p], np.argsort(p)[f][::-1])
+    >>> bool((v2 == v3).all() and (f2 == f3).all())
+    True
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    if v.shape[0] == 0 or f.shape[0] == 0:
+        return v, f
+    bits = np.ascontiguousarray(v + 0.0).view(np.uint64).reshape(v.shape)  # (+ 0.0: -0.0 hashes as 0.0)
+    key = _mix(_mix(_mix(bits[:, 0]) ^ bits[:, 1]) ^ bits[:, 2])
+    vo = np.argsort(key)  # (equal keys: the same point, or a 2**-64 collision)
+    rank = np.empty(vo.size, dtype=np.int64)
+    rank[vo] = np.arange(vo.size)
+    g = rank[f]
+    first = np.argmin(g, axis=1)
+    g = np.take_along_axis(g, (first[:, None] + np.arange(3)) % 3, axis=1)
+    u = g.astype(np.uint64)
+    fo = np.argsort(_mix(_mix(_mix(u[:, 0]) ^ u[:, 1]) ^ u[:, 2]))
+    return np.ascontiguousarray(v[vo]), np.ascontiguousarray(g[fo])
+
+
+def _input(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
+    """The simplifiers' input: float64 / int64 contiguous arrays, in :func:`canonical_order` where
+    :data:`CANONICAL_ORDER` is on."""
+    v = np.ascontiguousarray(vertices, dtype=np.float64)
+    f = np.ascontiguousarray(faces, dtype=np.int64)
+    return canonical_order(v, f) if CANONICAL_ORDER else (v, f)
+
+
 def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None):
     """Quadric edge collapse to about ``target_faces`` faces.
 
@@ -316,9 +373,8 @@ def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None)
     simplifier asked for is not installed.
     """
     target = int(max(target_faces, 4))
-    v = np.ascontiguousarray(vertices, dtype=np.float64)
-    f = np.ascontiguousarray(faces, dtype=np.int64)
     how = _resolve(method)
+    v, f = _input(vertices, faces)
     if how == "fast":
         return _simplify_fast(v, f, target)
     if how == "fast+pymeshlab" and f.shape[0] > PRE_FACTOR * target * 1.2:
@@ -384,15 +440,14 @@ def simplify_in_background(vertices, faces, target_faces: int, method: str | Non
         return _Done(fn, args, kwargs)
     if how == "fast+pymeshlab" and fn is simplify_mesh and SPLIT_PRE:
         target = int(max(target_faces, 4))
-        f = np.ascontiguousarray(faces, dtype=np.int64)
-        if f.shape[0] > PRE_FACTOR * target * 1.2:
+        if np.shape(faces)[0] > PRE_FACTOR * target * 1.2:
             # fast-simplification's step here (it holds the GIL: the caller would wait for it anyway) and
             # its clean-up, then pymeshlab's on the thread: the same calls on the same arrays as
             # simplify_mesh's, but the clean-up no longer shares the GIL with the caller's work
             try:
                 from gpu_kernels.mesh.dualgraph import clean_mesh
 
-                vm, fm = _simplify_fast(np.ascontiguousarray(vertices, dtype=np.float64), f, int(PRE_FACTOR * target))
+                vm, fm = _simplify_fast(*_input(vertices, faces), int(PRE_FACTOR * target))
                 v, f, _, _ = clean_mesh(vm, fm)
             except Exception as exc:  # noqa: BLE001 - raised by result(), as the thread's would be
                 return _Done(_raise, (exc,), {})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from psb_cases import needs_psb, psb_mesh  # noqa: E402  (tests/mesh is on sys.path under pytest)
 
-from gpu_kernels.mesh import autok
+from gpu_kernels.mesh import autok, simplify
 from gpu_kernels.mesh.autok import stop_index
 
 
@@ -84,6 +84,9 @@ def test_cup_is_not_split_inside_from_outside_at_auto_k(monkeypatch):
     # working mesh has 3,500 faces, where the first crossing no longer fails here, 0.073 against the lookahead's 0.056:
     # benchmarks/results/mesh_speed5_session16.md)
     monkeypatch.setattr(_segmod, "WORKING_FACES", 4000)
+    # (and simplified in the file's listing, as then: since session 21 the simplifiers take the mesh in its canonical
+    # order, whose working mesh no longer shows the failure either, 0.070 against 0.056)
+    monkeypatch.setattr(simplify, "CANONICAL_ORDER", False)
     hk = [int(np.unique(h).size) for h in humans]
     (k_new, ri_new), (k_old, ri_old) = _both(monkeypatch, autok, "AUTO_K_LOOKAHEAD", (1, 0), v, f, humans)
     assert min(hk) <= k_new <= max(hk), (k_new, hk)
