@@ -9,7 +9,7 @@
 #   4. pytest -m gpu tests/mesh tests/batch tests/framework on the device's copy of the tree (-n 4).
 set -o pipefail
 export PYTHONUNBUFFERED=1
-T0=$(date +%s); C=$PWD/.carry-lead21; O=/tmp/lead; mkdir -p $O
+T0=$(date +%s); C=$PWD/${CARRY:-.carry-lead21}; O=/tmp/lead; mkdir -p $O  # (call 2: CARRY=.carry-lead21b)
 exec > >(tee $O/log.txt) 2>&1
 D=$PWD/benchmarks/results/lead_session21
 { nvidia-smi --query-gpu=name,pstate,clocks.sm,clocks.max.sm,driver_version --format=csv; date -u; nproc
