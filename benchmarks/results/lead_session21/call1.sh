@@ -2,6 +2,8 @@
 # lead, session 21: the GPU call on the canonical order of the simplifiers' input (kind nvidia-h100-x1, carry
 # [".carry-lead21"], built by `bash benchmarks/results/mesh_live8_session19_carry.sh OLD NEW .carry-lead21`: old =
 # session 20's last commit 08859cb, new = this session's; no Qt).
+# (Calls 1 and 2 ran when the switch was on by default, at 1336df6 and dabc7d4. It is off since a0d9336: a rerun on
+# later code needs GPULAB_MESH_CANONICAL_ORDER=1 exported for the "new" arm.)
 #   1. order_check.py: k = "auto", 2 and 6 on 101.off (17k) and 281.off (50k) as listed and in 2 relistings, both arms;
 #   2. the default path end to end (mesh_e2e_session10.py) in both arms: old 2130b3899191 / 60c9acbd633f expected,
 #      new: whatever the canonical order gives (printed);
