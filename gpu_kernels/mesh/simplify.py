@@ -420,7 +420,8 @@ def simplify_mesh(vertices, faces, target_faces: int, method: str | None = None)
 
     Returns ``(vertices, faces)`` (float64, int64); the result may hold a few degenerate
     faces (the caller cleans it). Raises ``RuntimeError`` with a clear message when the
-    simplifier asked for is not installed.
+    simplifier asked for is not installed. The result follows the order in which the arrays list
+    the mesh, unless :data:`CANONICAL_ORDER` is on (off by default).
     """
     target = int(max(target_faces, 4))
     how = _resolve(method)
