@@ -33,16 +33,16 @@ from gpu_kernels.mesh.dualgraph import clean_mesh  # noqa: E402
 from gpu_kernels.mesh.segment import WORKING_FACES  # noqa: E402
 
 
-def shuffled(v, f, seed: int):
+def shuffled(v, f, seed: int, with_order: bool = False):
     """The same mesh with its vertices and faces in a random order (and each face's corners
-    rotated)."""
+    rotated). ``with_order``: also return, for each new face, its index in ``f`` (to carry labels back)."""
     rng = np.random.default_rng(seed)
     pv = rng.permutation(v.shape[0])
     inv = np.empty_like(pv)
     inv[pv] = np.arange(pv.size)
-    f2 = inv[f][rng.permutation(f.shape[0])]
-    f2 = np.roll(f2, int(rng.integers(3)), axis=1)
-    return v[pv], f2
+    pf = rng.permutation(f.shape[0])
+    f2 = np.roll(inv[f][pf], int(rng.integers(3)), axis=1)
+    return (v[pv], f2, pf) if with_order else (v[pv], f2)
 
 
 def store_entries(name: str, v, f, target: int) -> dict:

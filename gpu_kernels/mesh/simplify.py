@@ -318,6 +318,18 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def _hash3(a, b, c) -> np.ndarray:
+    """A 64-bit hash of three uint64 columns (:func:`_mix` chained)."""
+    return _mix(_mix(_mix(a) ^ b) ^ c)
+
+
+def _renumbered(v, f, vo) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices in the order ``vo`` and the faces with their corners renumbered to match."""
+    rank = np.empty(vo.size, dtype=np.int64)
+    rank[vo] = np.arange(vo.size)
+    return v[vo], rank[f]
+
+
 def canonical_order(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     """The same mesh with its vertices and faces in an order that depends only on the geometry: each vertex ranked by
     a hash of its coordinates, each face started at its lowest-ranked vertex (its orientation kept) and ranked by a
@@ -343,16 +355,11 @@ def canonical_order(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     if v.shape[0] == 0 or f.shape[0] == 0:
         return v, f
     bits = np.ascontiguousarray(v + 0.0).view(np.uint64).reshape(v.shape)  # (+ 0.0: -0.0 hashes as 0.0)
-    key = _mix(_mix(_mix(bits[:, 0]) ^ bits[:, 1]) ^ bits[:, 2])
-    vo = np.argsort(key)  # (equal keys: the same point, or a 2**-64 collision)
-    rank = np.empty(vo.size, dtype=np.int64)
-    rank[vo] = np.arange(vo.size)
-    g = rank[f]
-    first = np.argmin(g, axis=1)
-    g = np.take_along_axis(g, (first[:, None] + np.arange(3)) % 3, axis=1)
+    # (equal keys: the same point, or a 2**-64 collision)
+    v, g = _renumbered(v, f, np.argsort(_hash3(bits[:, 0], bits[:, 1], bits[:, 2])))
+    g = np.take_along_axis(g, (np.argmin(g, axis=1)[:, None] + np.arange(3)) % 3, axis=1)
     u = g.astype(np.uint64)
-    fo = np.argsort(_mix(_mix(_mix(u[:, 0]) ^ u[:, 1]) ^ u[:, 2]))
-    return np.ascontiguousarray(v[vo]), np.ascontiguousarray(g[fo])
+    return np.ascontiguousarray(v), np.ascontiguousarray(g[np.argsort(_hash3(u[:, 0], u[:, 1], u[:, 2]))])
 
 
 def _spread3(x: np.ndarray) -> np.ndarray:
@@ -386,11 +393,9 @@ def spatial_order(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     lo = v.min(axis=0)
     span = np.maximum(v.max(axis=0) - lo, 1e-300)
     q = np.clip((v - lo) * (1023.0 / span), 0, 1023).astype(np.uint64)
-    vo = np.argsort(_spread3(q[:, 0]) | (_spread3(q[:, 1]) << np.uint64(1)) | (_spread3(q[:, 2]) << np.uint64(2)))
-    rank = np.empty(vo.size, dtype=np.int64)
-    rank[vo] = np.arange(vo.size)
-    g = rank[f]
-    return np.ascontiguousarray(v[vo]), np.ascontiguousarray(g[np.argsort(g.min(axis=1))])
+    v, g = _renumbered(v, f, np.argsort(_spread3(q[:, 0]) | (_spread3(q[:, 1]) << np.uint64(1))
+                                         | (_spread3(q[:, 2]) << np.uint64(2))))
+    return np.ascontiguousarray(v), np.ascontiguousarray(g[np.argsort(g.min(axis=1))])
 
 
 def _coherent(v, f) -> tuple[np.ndarray, np.ndarray]:

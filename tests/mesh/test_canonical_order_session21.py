@@ -20,21 +20,11 @@ from tests.mesh._quality_fixtures import fish_arrays
 
 KW = {"device": "cpu", "apsp_method": "cpu"}
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from mesh_simplify_session7_stores import shuffled  # noqa: E402  (the quality rounds' relisting of a mesh)
+
 needs_simplifier = pytest.mark.skipif(not simp.available_simplifiers(),
                                       reason="neither fast-simplification nor pymeshlab is installed")
-
-
-def relisted(v, f, seed):
-    """The same mesh listed in another order: vertices and faces shuffled, each face's start rotated (its
-    orientation kept). Returns the arrays and, for each new face, its index in ``f``."""
-    rng = np.random.default_rng(seed)
-    vp = rng.permutation(len(v))
-    fp = rng.permutation(len(f))
-    new_of_old = np.empty_like(vp)
-    new_of_old[vp] = np.arange(len(v))
-    f2 = new_of_old[f[fp]]
-    f2 = np.roll(f2, int(seed) % 3 + 1, axis=1)
-    return v[vp], f2, fp
 
 
 def triangles(v, f):
@@ -54,7 +44,7 @@ def test_canonical_order_is_the_same_for_any_listing():
     assert triangles(v0, f0) == triangles(v, f)  # the same mesh, orientation kept
     assert not np.array_equal(f0, f)
     for seed in (1, 2, 3):
-        v2, f2, _ = relisted(v, f, seed)
+        v2, f2 = shuffled(v, f, seed)
         v1, f1 = simp.canonical_order(v2, f2)
         assert np.array_equal(v1, v0) and np.array_equal(f1, f0)
 
@@ -107,7 +97,7 @@ def test_working_mesh_follows_the_switch(monkeypatch, on):
     assert base is not None and base.n < len(f)
     same = []
     for seed in (1, 2):
-        g = sg.prepare_mesh(*relisted(v, f, seed)[:2], **KW).working[0][1]
+        g = sg.prepare_mesh(*shuffled(v, f, seed), **KW).working[0][1]
         same.append(g.n == base.n and np.array_equal(g.centroids, base.centroids))
     assert all(same) if on else not any(same)
 
@@ -129,7 +119,7 @@ def test_parts_do_not_depend_on_the_listing(k, monkeypatch):
     v, f = fish_arrays()
     base = sg.segment_mesh(v, f, k=k, **KW)
     for seed in (3,):
-        v2, f2, fp = relisted(v, f, seed)
+        v2, f2, fp = shuffled(v, f, seed, with_order=True)
         r = sg.segment_mesh(v2, f2, k=k, **KW)
         back = np.empty_like(r.labels)
         back[fp] = r.labels
