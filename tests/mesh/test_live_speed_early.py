@@ -109,7 +109,7 @@ def test_gpu_early_cuts_on_the_thread_equal_the_sequential_gpu_run(k, monkeypatc
     real = segmod._settle_one
     monkeypatch.setattr(segmod, "_settle_one", lambda *a: used.append(1) or real(*a))
     # (session 21: _settle takes back every early cut the host thread has not started yet and cuts it itself, so on a
-    # fast warm GPU run the thread could have started none: this failed on 1 of 3 warm runs of the whole GPU suite.
+    # fast warm GPU run the thread could have started none: this failed on 3 of 7 warm runs of the whole GPU suite.
     # Waiting here for the early cuts to finish makes the thread take every one of them, whatever the timing)
     real_settle = segmod._settle
 
