@@ -71,7 +71,10 @@ class Arm:
     ``("y", 21)``); ``train``: ``"module:function"`` called as ``f(rec_dir, models_dir, category) -> dict`` instead
     (e.g. a weighted fit); ``folds``: a folder of ready fold models (``<category>.npz``) used for the categories
     instead of training them (``ALL`` is still trained and compared); ``switches``: library attributes set in every
-    worker of this arm; ``policy``: the integer-k merge order."""
+    worker of this arm; ``policy``: the integer-k merge order; ``store`` (session 22): the stores' candidate
+    (``mesh_simplify_session7_stores``: ``pf3n0`` the seed's shuffled listing, ``pf3n0c`` the canonical order salted by
+    the seed) of the arm's training and judging draws; ``models_auto``: a folder of k = "auto" models per category
+    (and ALL) for this arm's rows instead of the round's."""
 
     name: str
     recipe: tuple = ("y", 21)
@@ -79,10 +82,12 @@ class Arm:
     folds: str = ""
     switches: dict = field(default_factory=dict)
     policy: str = "gain"
+    store: str = "pf3n0"
+    models_auto: str = ""
 
     def spec(self) -> dict:
         return {"name": self.name, "recipe": list(self.recipe), "train": self.train, "folds": self.folds,
-                "switches": self.switches, "policy": self.policy}
+                "switches": self.switches, "policy": self.policy, "store": self.store, "models_auto": self.models_auto}
 
 
 def add_round_args(sub) -> argparse.ArgumentParser:
@@ -145,9 +150,10 @@ def shipped_auto_dir(out: Path, cats: list) -> Path:
 
 # --------------------------------------------------------------------------- workers
 def switch_sets(specs: list) -> tuple[list, dict]:
-    """The arms grouped by their switches: ``([(set name, switches with every path of the round, [arm names])],
-    {arm name: set name})``. The sets are named ``S0``, ``S1``, ... in the order of their first arm; a path a set
-    leaves out takes the library's value (read here, before any worker sets it)."""
+    """The arms grouped by their switches (and their ``store`` and ``models_auto``): ``([(set name, switches with
+    every path of the round, [arm names])], {arm name: set name})``. The sets are named ``S0``, ``S1``, ... in the
+    order of their first arm; a path a set leaves out takes the library's value (read here, before any worker sets
+    it)."""
     paths = sorted({p for s in specs for p in s["switches"]})
     lib = {}
     for p in paths:
@@ -156,7 +162,7 @@ def switch_sets(specs: list) -> tuple[list, dict]:
     sets: dict = {}
     for s in specs:
         full = {p: s["switches"].get(p, lib[p]) for p in paths}
-        key = json.dumps(full, sort_keys=True)
+        key = json.dumps([full, s.get("store", "pf3n0"), s.get("models_auto", "")], sort_keys=True)
         sets.setdefault(key, (full, []))[1].append(s["name"])
     out = [(f"S{i}", full, names) for i, (full, names) in enumerate(sets.values())]
     return out, {n: name for name, _, names in out for n in names}
@@ -261,10 +267,19 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
     def rec_dir(set_name):  # one set alone: work/rec as before the sets
         return work / "rec" if len(sets) == 1 else work / "rec" / set_name
 
+    first = {n: next(x for x in specs if x["name"] == names[0]) for n, _, names in sets}
+    set_store = {n: first[n].get("store", "pf3n0") for n in first}
+    set_ma = {n: Path(first[n]["models_auto"]) if first[n].get("models_auto") else None for n in first}
+
+    def store_of(set_name, seed):
+        return str(work / "stores" / "X" / f"{set_store[set_name]}s{seed}.npz")
+
     res: dict = {"switch_sets": [{"set": n, "switches": sw, "arms": a} for n, sw, a in sets]}
     print(f"== stores {faces} faces, train {train} judge {judge}, arms {[s['name'] for s in specs]}, switch sets "
           f"{res['switch_sets']} {el()}", flush=True)
-    st = w16.make_stores(data, {"X": faces}, train + judge, work / "stores", jobs)
+    st: dict = {}
+    for cand in sorted(set(set_store.values())):
+        st |= w16.make_stores(data, {"X": faces}, train + judge, work / "stores", jobs, cand=cand)
     (out / "stores.sha1.json").write_text(json.dumps(st, indent=1))
 
     print(f"== record {el()}", flush=True)
@@ -273,8 +288,7 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
         for s in train:
             d = rec_dir(set_name) / f"s{s}"
             d.mkdir(parents=True, exist_ok=True)
-            tasks += [(switches, faces, data, str(work / "stores" / "X" / f"pf3n0s{s}.npz"), i, d, device)
-                      for i in ids]
+            tasks += [(switches, faces, data, store_of(set_name, s), i, d, device) for i in ids]
     tasks.sort(key=lambda t: -cost[t[4]])
     with w16._spawn_pool(jobs) as ex, open(out / "record.jsonl", "a") as fh:
         for t, r in zip(tasks, ex.map(_record_job, tasks), strict=True):
@@ -323,7 +337,10 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
         print(f"{check_shipped} ALL retrained == the shipped model ({shipped_sha()[:8]}...): {res['shipped_equal']}",
               flush=True)
 
-    if models_auto is None:
+    for n, ma in set_ma.items():
+        if ma is not None:
+            print(f"k = 'auto' of switch set {n}: {ma} (ALL {sha(ma / 'ALL.npz')[:8]}...)", flush=True)
+    if models_auto is None and any(ma is None for ma in set_ma.values()):
         models_auto = shipped_auto_dir(work / "models_auto_shipped", cats)
         print(f"k = 'auto': the SHIPPED auto model for every category ({sha(models_auto / 'ALL.npz')[:8]}...)",
               flush=True)
@@ -337,8 +354,8 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
             res["draws_not_run"] = judge[b:]
             break
         print(f"== confirm {bt} ({left:.0f} s before the judging end) {el()}", flush=True)
-        tasks = [(data, str(work / "stores" / "X" / f"pf3n0s{s}.npz"), i, [x for x in specs if x["name"] in an],
-                  work / "models", models_auto, device, f"s{s}", faces, (sn, sw))
+        tasks = [(data, store_of(sn, s), i, [x for x in specs if x["name"] in an],
+                  work / "models", set_ma[sn] or models_auto, device, f"s{s}", faces, (sn, sw))
                  for s in bt for i in ids for sn, sw, an in sets]
         tasks.sort(key=lambda t: -cost[t[2]])
         parts: dict = {}
@@ -638,7 +655,11 @@ class MarginRound:
     >= ``auto_in_range`` % in range on every complete draw and mean cand <= C + ``auto_mean_margin``; (5) >= ``min_draws``
     complete draws, the records (arms x ``train_draws`` x meshes) and folds (arms x (categories + ALL)) without error,
     C's ALL = the shipped model. The per-arm report (meshes ``report_meshes``, categories ``report_categories``) and the
-    rows' seconds per switch set are printed, never criteria. Passing candidates: the lowest protocol mean ships."""
+    rows' seconds per switch set are printed, never criteria. Passing candidates: the lowest protocol mean ships.
+
+    A non-inferiority round (session 22) sets ``mean_margin`` negative (cand <= C + |margin|), ``need_better`` False
+    (no draw count in (1)), ``over_allow`` (2: cand <= C + over_allow) and ``round_checks`` (keys of round.json that
+    must be True for (5), besides C's ALL = the shipped model)."""
 
     name: str
     arms: list
@@ -650,6 +671,9 @@ class MarginRound:
     train_draws: int = 2
     report_meshes: tuple = (303, 381, 305)
     report_categories: tuple = ("fish", "octopus")
+    need_better: bool = True
+    over_allow: int = 0
+    round_checks: tuple = ()
 
     def judge_one(self, rows: list, bad: list, cand: str, n_meshes: int, min_draws: int, complete_ok) -> dict:
         j = judge_rows(rows, bad, "C", cand, Rule(min_draws=min_draws), n_meshes)
@@ -664,8 +688,9 @@ class MarginRound:
                 and j["auto_mean"][cand] <= j["auto_mean"]["C"] + self.auto_mean_margin
             how3 = "criterion (a row differs from C at k = auto)"
         crit = {
-            "1_mean": ok and j["mean"][cand] <= j["mean"]["C"] - self.mean_margin and better > worse,
-            "2_over_030": ok and j["over_030"][cand] <= j["over_030"]["C"],
+            "1_mean": ok and j["mean"][cand] <= j["mean"]["C"] - self.mean_margin
+            and (better > worse or not self.need_better),
+            "2_over_030": ok and j["over_030"][cand] <= j["over_030"]["C"] + self.over_allow,
             "3_auto": c3,
             "5_complete": len(j["complete"]) >= min_draws and complete_ok is True,
         }
@@ -736,7 +761,9 @@ class MarginRound:
                   "record_errors": rnd.get("record_errors"), "folds": rnd.get("folds"),
                   "fold_errors": rnd.get("fold_errors"), "records_expected": n_rec, "folds_expected": n_fold}
         complete_ok = (rnd.get("shipped_equal") is True and rnd.get("records") == n_rec and rnd.get("record_errors") == 0
-                       and rnd.get("folds") == n_fold and rnd.get("fold_errors") == 0)
+                       and rnd.get("folds") == n_fold and rnd.get("fold_errors") == 0
+                       and all(rnd.get(k) is True for k in self.round_checks))
+        checks |= {k: rnd.get(k) for k in self.round_checks}
         print(f"(5) the round's checks (round.json): {checks} -> {complete_ok}; examples per set "
               f"{rnd.get('examples_per_set')}; draws not run {rnd.get('draws_not_run')}")
         rep: dict = {"round_checks": checks, "round_checks_ok": complete_ok}
@@ -744,8 +771,9 @@ class MarginRound:
             j = self.judge_one(rows, bad, cand, a.n_meshes, a.min_draws, complete_ok)
             print_judgement(j, f"{cand} [mesh_round's default Rule, NOT this round's rule: ignore this verdict]")
             print(f"  draws better / worse (protocol mean) {j['draws_better_worse']}; mean {cand} - C "
-                  f"{j['mean'][cand] - j['mean']['C']:+.4f} (<= -{self.mean_margin}); over 0.30 C {j['over_030']['C']} "
-                  f"{cand} {j['over_030'][cand]} (<= C), draws fewer / more {j['draws_fewer_more']}; k = auto: "
+                  f"{j['mean'][cand] - j['mean']['C']:+.4f} (<= {-self.mean_margin:+.4f}"
+                  f"{', more draws better than worse' if self.need_better else ''}); over 0.30 C {j['over_030']['C']} "
+                  f"{cand} {j['over_030'][cand]} (<= C + {self.over_allow}), draws fewer / more {j['draws_fewer_more']}; k = auto: "
                   f"{j['auto_how']}; mean C {j['auto_mean']['C']:.4f} {cand} {j['auto_mean'][cand]:.4f}, lowest % in "
                   f"range {min((v[cand + '_in_range'] for v in j['per_draw'].values()), default=float('nan')):.1f}")
             verdict = "PASS" if j[f"pass_{self.name}"] else "FAIL"

@@ -9,7 +9,8 @@ for a host without pymeshlab (the GPU machines), keyed as ``benchmarks/mesh_psb.
 Candidate names as in ``mesh_simplify_session7_time.py`` (``pf3`` is today's fast+pymeshlab); a
 suffix ``s<seed>`` (``pf3s1``) simplifies the same mesh with its vertices and faces in a random
 order (the same geometry: what an equally good simplifier could give, to see how much the PSB
-scores move by such a change alone). Prints the simplification's process time over the 76 meshes.
+scores move by such a change alone); a base ending in ``c`` (``pf3n0cs7``, session 22) simplifies it in the
+library's canonical order salted by the seed (``simplify.CANONICAL_SALT``). Prints the simplification's process time over the 76 meshes.
 """
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def store_entries(name: str, v, f, target: int) -> dict:
     key = mp._simplify_key(vc, fc, target)
     m = re.fullmatch(r"(.+?)s(\d+)", name)
     base, seed = (m.group(1), m.group(2)) if m else (name, "")
+    if base.endswith("c"):  # session 22: the canonical order salted by the seed (the listing does not matter)
+        if not seed:
+            raise SystemExit(f"candidate {name!r}: a canonical-order draw needs s<salt>")
+        vs, fs = simplify_with(base[:-1], vc, fc, target, salt=int(seed))
+        return {f"v_{key}": vs, f"f_{key}": fs.astype(np.int32)}
     vi, fi = (vc, fc) if not seed else shuffled(vc, fc, int(seed))
     vs, fs = simplify_with(base, vi, fi, target)
     return {f"v_{key}": vs, f"f_{key}": fs.astype(np.int32)}

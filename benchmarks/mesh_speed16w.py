@@ -84,19 +84,21 @@ def _set_faces(faces: int) -> None:
 
 # --------------------------------------------------------------------------- stores
 def _store_job(a):
-    data, seed, target, mesh_id = a
+    data, seed, target, mesh_id, cand = a
     from mesh_simplify_session7_stores import store_entries
 
     v, f = mp.load_mesh(data, mesh_id)
-    return mesh_id, store_entries(f"pf3n0s{seed}", v, f, int(target))
+    return mesh_id, store_entries(f"{cand}s{seed}", v, f, int(target))
 
 
-def make_stores(data: Path, arms: dict, seeds: list, out: Path, jobs: int) -> dict:
-    """``out/<arm>/pf3n0s<seed>.npz`` per arm and seed (uncompressed); returns their SHA-1s."""
+def make_stores(data: Path, arms: dict, seeds: list, out: Path, jobs: int, cand: str = "pf3n0") -> dict:
+    """``out/<arm>/<cand>s<seed>.npz`` per arm and seed (uncompressed; ``cand`` a candidate of
+    ``mesh_simplify_session7_stores.store_entries``: ``pf3n0`` the shuffled listings, ``pf3n0c`` the canonical order's
+    salts); returns their SHA-1s."""
     ids = IDS or mp.mesh_ids(data)
     keys = [(arm, s) for arm in arms for s in seeds]
     stores: dict = {k: {} for k in keys}
-    tasks = [(data, s, arms[arm], i) for arm, s in keys for i in ids]
+    tasks = [(data, s, arms[arm], i, cand) for arm, s in keys for i in ids]
     with _spawn_pool(jobs) as ex:
         for (arm, s, _i), (_mid, ent) in zip(((arm, s, i) for arm, s in keys for i in ids),
                                              ex.map(_store_job, tasks, chunksize=4), strict=True):
@@ -104,12 +106,12 @@ def make_stores(data: Path, arms: dict, seeds: list, out: Path, jobs: int) -> di
     sha = {}
     for (arm, s), st in stores.items():
         (out / arm).mkdir(parents=True, exist_ok=True)
-        p = out / arm / f"pf3n0s{s}.npz"
+        p = out / arm / f"{cand}s{s}.npz"
         np.savez(p, **st)
-        sha[f"{arm}/s{s}"] = hashlib.sha1(p.read_bytes()).hexdigest()
+        sha[f"{arm}/{cand}s{s}" if cand != "pf3n0" else f"{arm}/s{s}"] = h = hashlib.sha1(p.read_bytes()).hexdigest()
         fc = [st[k].shape[0] for k in st if k.startswith("f_")]
-        print(json.dumps({"store": f"{arm}/s{s}", "meshes": len(fc), "faces_max": max(fc) if fc else 0,
-                          "faces_min": min(fc) if fc else 0, "sha1": sha[f"{arm}/s{s}"]}), flush=True)
+        print(json.dumps({"store": f"{arm}/{cand}s{s}", "meshes": len(fc), "faces_max": max(fc) if fc else 0,
+                          "faces_min": min(fc) if fc else 0, "sha1": h}), flush=True)
     return sha
 
 

@@ -99,6 +99,10 @@ STILL_CLOCK = True
 #: working meshes decides (benchmarks/results/lead_session21.md). ``GPULAB_MESH_CANONICAL_ORDER=1`` turns it on
 #: without code; the 17k end-to-end costs +9.4 ms paired at the median and the 50k one -6.3 ms (H100).
 CANONICAL_ORDER = os.environ.get("GPULAB_MESH_CANONICAL_ORDER", "0").strip().lower() in ("1", "true", "yes", "on")
+#: a salt XOR-ed into :func:`canonical_order`'s hashes (0: the order users get; 0 gives the same arrays as no salt).
+#: A quality round draws salts as its judging draws of the canonical order, as it draws shuffled listings without it:
+#: each salt is another equally likely working mesh of the same geometry (session 22)
+CANONICAL_SALT = 0
 _MODULES = {"fast": "fast_simplification", "pymeshlab": "pymeshlab"}
 #: :func:`simplify_in_background` with the "fast" simplifier alone: on a thread too (True), or at
 #: once on the calling thread (False): fast-simplification holds the GIL for its whole run, so a
@@ -337,7 +341,8 @@ def canonical_order(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     so the simplifiers, whose ties and passes follow the input's order, give the same working mesh. The hash spreads
     the order over the surface as a shuffle would (a sort by position would make a simplifier's partial last pass
     sweep one side of the mesh). Vertices at the same point (and repeated faces), which no order can tell apart,
-    keep an order that depends on the input's.
+    keep an order that depends on the input's. :data:`CANONICAL_SALT` salts both hashes (another order of the
+    same kind, for a quality round's draws).
 
     Example
     -------
@@ -356,10 +361,11 @@ def canonical_order(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
         return v, f
     bits = np.ascontiguousarray(v + 0.0).view(np.uint64).reshape(v.shape)  # (+ 0.0: -0.0 hashes as 0.0)
     # (equal keys: the same point, or a 2**-64 collision)
-    v, g = _renumbered(v, f, np.argsort(_hash3(bits[:, 0], bits[:, 1], bits[:, 2])))
+    salt = np.uint64(CANONICAL_SALT)
+    v, g = _renumbered(v, f, np.argsort(_hash3(bits[:, 0] ^ salt, bits[:, 1], bits[:, 2])))
     g = np.take_along_axis(g, (np.argmin(g, axis=1)[:, None] + np.arange(3)) % 3, axis=1)
     u = g.astype(np.uint64)
-    return np.ascontiguousarray(v), np.ascontiguousarray(g[np.argsort(_hash3(u[:, 0], u[:, 1], u[:, 2]))])
+    return np.ascontiguousarray(v), np.ascontiguousarray(g[np.argsort(_hash3(u[:, 0] ^ salt, u[:, 1], u[:, 2]))])
 
 
 def _spread3(x: np.ndarray) -> np.ndarray:

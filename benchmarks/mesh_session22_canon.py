@@ -1,0 +1,130 @@
+"""Issue 22, session 22 (the lead, round canon22): the canonical order of the simplifiers' input
+(``simplify.CANONICAL_ORDER``, one working mesh for any listing of a mesh), held out. Control C (as shipped: the mesh
+simplified in the order the file lists it; its draws are seeded shuffled listings, store ``pf3n0s<seed>``) against K
+(``CANONICAL_ORDER`` on; its draws are salts of the canonical order, store ``pf3n0cs<seed>``: another equally likely
+working mesh of the same geometry). Each arm trains EVERY model on its own working meshes: recipe S's integer-k folds
+on its records of s1421-1422 (3,500 faces), and session 11's k = "auto" recipe (c2eb5bd's ``record-auto`` + ``train``,
+run in a tree of that commit) on its stores of s1107-1109 at 4,000 faces (session 11's count), 19 categories + ALL
+each, leave one category out; judged in the real pipeline on new draws. A non-inferiority rule (the benefit, one result
+per mesh, holds by construction): benchmarks/results/mesh_canon22_session22.md.
+
+    python benchmarks/mesh_session22_canon.py auto-folds --old TREE --data psb.npz --work W [--device cuda] [--jobs 16]
+    python benchmarks/mesh_session22_canon.py round --data psb.npz --work W --out OUT --judge 2048,... [--device cuda]
+    python benchmarks/mesh_session22_canon.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mesh_psb as mp  # noqa: E402
+import mesh_round as mr  # noqa: E402
+import mesh_session19_auto as a19  # noqa: E402
+import mesh_speed16w as w16  # noqa: E402
+
+CANON = "gpu_kernels.mesh.simplify.CANONICAL_ORDER"
+#: arm -> (CANONICAL_ORDER, store candidate)
+ARM_STORES = {"C": (False, "pf3n0"), "K": (True, "pf3n0c")}
+#: session 11's k = "auto" recipe: its training draws and working faces
+AUTO_DRAWS = "1107,1108,1109"
+AUTO_FACES = 4000
+MIN_DRAWS = 12
+
+
+def arms(models_auto_root: Path | None = None) -> list:
+    """The two arms; with ``models_auto_root``, each reads its own k = "auto" folds (``<root>/<arm>``)."""
+    return [mr.Arm(n, ("y", 21), switches={CANON: on}, store=cand,
+                   models_auto=str(models_auto_root / n) if models_auto_root else "")
+            for n, (on, cand) in ARM_STORES.items()]
+
+
+#: the rule (benchmarks/results/mesh_canon22_session22.md), K against C over the complete draws, NON-INFERIORITY:
+#: (1) protocol mean K <= C + 0.0010; (2) meshes over 0.30 summed K <= C + 2; (3) k = "auto" (each arm under its own
+#: held-out folds): >= 80 % in range on every complete draw and mean K <= C + 0.002; (4) report-only (seconds);
+#: (5) >= 12 complete draws, 2 x 2 x 76 records and 40 folds without error, C's integer-k ALL = the shipped model, both
+#: arms' k = "auto" folds complete (3 x 76 record-auto rows, 20 models each).
+ROUND = mr.MarginRound("canon22", arms(), ("K",), mean_margin=-0.0010, need_better=False, over_allow=2,
+                       min_draws=MIN_DRAWS, round_checks=("auto_folds_ok",))
+
+
+def cmd_auto_folds(a) -> int:
+    """Both arms' k = "auto" folds: stores of ``AUTO_DRAWS`` at ``AUTO_FACES`` (the arm's candidate, made with today's
+    library), then c2eb5bd's record-auto + train in ``--old`` (``mesh_session19_auto.cmd_folds``)."""
+    ids = [int(x) for x in a.ids.split(",") if x]
+    w16.IDS[:] = ids
+    work = a.work.resolve()
+    res: dict = {}
+    for arm, (_on, cand) in ARM_STORES.items():
+        draws = [int(x) for x in a.draws.split(",")]
+        sha = w16.make_stores(a.data, {arm: AUTO_FACES}, draws, work / "auto_stores", a.jobs, cand=cand)
+        link = work / f"auto_stores_{arm}"
+        link.mkdir(parents=True, exist_ok=True)
+        for s in draws:
+            p = link / f"pf3s{s}.npz"
+            p.unlink(missing_ok=True)
+            p.symlink_to(work / "auto_stores" / arm / f"{cand}s{s}.npz")
+        fw = work / f"auto_folds_{arm}"
+        fw.mkdir(parents=True, exist_ok=True)
+        ns = argparse.Namespace(old=a.old, stores=link, data=a.data, work=fw, models=work / "models_auto" / arm,
+                                draws=a.draws, device=a.device, jobs=a.jobs, n_meshes=a.n_meshes, ids=a.ids,
+                                no_store_check=True)
+        print(f"== k = 'auto' folds of arm {arm} (stores {cand}s{a.draws} at {AUTO_FACES} faces)", flush=True)
+        a19.cmd_folds(ns)
+        f = json.loads((fw / "folds.json").read_text())
+        res[arm] = {"stores": sha, **f}
+    res["ok"] = all(res[arm].get("complete") is True for arm in ARM_STORES)
+    (work / "auto_folds.json").write_text(json.dumps(res, indent=1))
+    print(f"AUTO FOLDS: C ALL {res['C'].get('all_sha1', '')[:8]}, K ALL {res['K'].get('all_sha1', '')[:8]}, "
+          f"complete {res['ok']}", flush=True)
+    return 0
+
+
+def cmd_round(a) -> int:
+    from gpu_kernels.mesh import learned as _ln
+    from gpu_kernels.mesh import segment as _sg
+    from gpu_kernels.mesh import simplify as _sp
+
+    if (_ln.GAIN_POWER != 0.5 or _ln.POLICY != "gain" or _ln.AUTO_POLICY != "learned" or _sp.CANONICAL_ORDER
+            or _sp.CANONICAL_SALT != 0 or _sg.K_STARTS_ONLY is not True or _sg.K_STARTS != (20, 24, 30, 36, 42)
+            or _sg.K_SDF_MERGE != 2.0 or _sg.K_FROM_AUTO_STARTS is not True):
+        raise SystemExit("the library must be as shipped (GAIN_POWER 0.5, POLICY gain, AUTO_POLICY learned, "
+                         "CANONICAL_ORDER off, CANONICAL_SALT 0, K_STARTS_ONLY True, K_STARTS (20, 24, 30, 36, 42), "
+                         "K_SDF_MERGE 2.0, K_FROM_AUTO_STARTS True)")
+    work = a.work.resolve()
+    af = work / "auto_folds.json"
+    if not af.exists():
+        raise SystemExit(f"{af}: run auto-folds first")
+    res = mr.round_from_args(arms(work / "models_auto"), a)
+    res["auto_folds_ok"] = json.loads(af.read_text()).get("ok") is True
+    (a.out / "round.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("auto-folds")
+    f.add_argument("--old", type=Path, required=True, help="a tree of commit c2eb5bd (git archive)")
+    f.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
+    f.add_argument("--work", type=Path, required=True)
+    f.add_argument("--draws", default=AUTO_DRAWS)
+    f.add_argument("--device", default=None)
+    f.add_argument("--jobs", type=int, default=os.cpu_count())
+    f.add_argument("--n-meshes", type=int, default=76)
+    f.add_argument("--ids", default="", help="only these meshes (a smoke test)")
+    mr.add_round_args(sub)
+    mr.add_judge_args(sub, MIN_DRAWS)
+    a = ap.parse_args(argv)
+    return {"auto-folds": cmd_auto_folds, "round": cmd_round, "judge": ROUND.cmd_judge}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
