@@ -6,11 +6,13 @@ working mesh of the same geometry). Each arm trains EVERY model on its own worki
 on its records of s1421-1422 (3,500 faces), and session 11's k = "auto" recipe (c2eb5bd's ``record-auto`` + ``train``,
 run in a tree of that commit) on its stores of s1107-1109 at 4,000 faces (session 11's count), 19 categories + ALL
 each, leave one category out; judged in the real pipeline on new draws. A non-inferiority rule (the benefit, one result
-per mesh, holds by construction): benchmarks/results/mesh_canon22_session22.md.
+per mesh, holds by construction): benchmarks/results/mesh_canon22_session22.md. K failed (k = "auto"); round canon22b
+(``--cand H``) judges the hashed order alone (``CANONICAL_ZORDER`` off) the same way:
+benchmarks/results/mesh_canon22b_session22.md.
 
-    python benchmarks/mesh_session22_canon.py auto-folds --old TREE --data psb.npz --work W [--device cuda] [--jobs 16]
-    python benchmarks/mesh_session22_canon.py round --data psb.npz --work W --out OUT --judge 2048,... [--device cuda]
-    python benchmarks/mesh_session22_canon.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 12]
+    python benchmarks/mesh_session22_canon.py auto-folds --old TREE --data psb.npz --work W [--device cuda] [--cand K]
+    python benchmarks/mesh_session22_canon.py round --data psb.npz --work W --out OUT --judge 2048,... [--cand K]
+    python benchmarks/mesh_session22_canon.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 12] [--cand K]
 """
 
 from __future__ import annotations
@@ -31,19 +33,23 @@ import mesh_session19_auto as a19  # noqa: E402
 import mesh_speed16w as w16  # noqa: E402
 
 CANON = "gpu_kernels.mesh.simplify.CANONICAL_ORDER"
-#: arm -> (CANONICAL_ORDER, store candidate)
-ARM_STORES = {"C": (False, "pf3n0"), "K": (True, "pf3n0c")}
+ZORDER = "gpu_kernels.mesh.simplify.CANONICAL_ZORDER"
+#: arm -> (switches, store candidate): C the control; K round canon22 (the canonical order as session 21 built it);
+#: H round canon22b (the hashed order alone, no Z-order before pymeshlab: benchmarks/results/mesh_canon22b_session22.md)
+ARM_STORES = {"C": ({CANON: False, ZORDER: True}, "pf3n0"), "K": ({CANON: True, ZORDER: True}, "pf3n0c"),
+              "H": ({CANON: True, ZORDER: False}, "pf3n0h")}
+#: the candidate -> its round's name
+ROUND_NAMES = {"K": "canon22", "H": "canon22b"}
 #: session 11's k = "auto" recipe: its training draws and working faces
 AUTO_DRAWS = "1107,1108,1109"
 AUTO_FACES = 4000
 MIN_DRAWS = 12
 
 
-def arms(models_auto_root: Path | None = None) -> list:
-    """The two arms; with ``models_auto_root``, each reads its own k = "auto" folds (``<root>/<arm>``)."""
-    return [mr.Arm(n, ("y", 21), switches={CANON: on}, store=cand,
-                   models_auto=str(models_auto_root / n) if models_auto_root else "")
-            for n, (on, cand) in ARM_STORES.items()]
+def arms(cand: str = "K", models_auto_root: Path | None = None) -> list:
+    """C and the candidate; with ``models_auto_root``, each reads its own k = "auto" folds (``<root>/<arm>``)."""
+    return [mr.Arm(n, ("y", 21), switches=dict(ARM_STORES[n][0]), store=ARM_STORES[n][1],
+                   models_auto=str(models_auto_root / n) if models_auto_root else "") for n in ("C", cand)]
 
 
 #: the rule (benchmarks/results/mesh_canon22_session22.md), K against C over the complete draws, NON-INFERIORITY:
@@ -51,8 +57,10 @@ def arms(models_auto_root: Path | None = None) -> list:
 #: held-out folds): >= 80 % in range on every complete draw and mean K <= C + 0.002; (4) report-only (seconds);
 #: (5) >= 12 complete draws, 2 x 2 x 76 records and 40 folds without error, C's integer-k ALL = the shipped model, both
 #: arms' k = "auto" folds complete (3 x 76 record-auto rows, 20 models each).
-ROUND = mr.MarginRound("canon22", arms(), ("K",), mean_margin=-0.0010, need_better=False, over_allow=2,
-                       min_draws=MIN_DRAWS, round_checks=("auto_folds_ok",))
+#: Round canon22b (H against C) has the same rule.
+def judge_round(cand: str = "K") -> mr.MarginRound:
+    return mr.MarginRound(ROUND_NAMES[cand], arms(cand), (cand,), mean_margin=-0.0010, need_better=False,
+                          over_allow=2, min_draws=MIN_DRAWS, round_checks=("auto_folds_ok",))
 
 
 def cmd_auto_folds(a) -> int:
@@ -62,7 +70,8 @@ def cmd_auto_folds(a) -> int:
     w16.IDS[:] = ids
     work = a.work.resolve()
     res: dict = {}
-    for arm, (_on, cand) in ARM_STORES.items():
+    for arm in ("C", a.cand):
+        cand = ARM_STORES[arm][1]
         draws = [int(x) for x in a.draws.split(",")]
         sha = w16.make_stores(a.data, {arm: AUTO_FACES}, draws, work / "auto_stores", a.jobs, cand=cand)
         link = work / f"auto_stores_{arm}"
@@ -80,10 +89,10 @@ def cmd_auto_folds(a) -> int:
         a19.cmd_folds(ns)
         f = json.loads((fw / "folds.json").read_text())
         res[arm] = {"stores": sha, **f}
-    res["ok"] = all(res[arm].get("complete") is True for arm in ARM_STORES)
+    res["ok"] = all(res[arm].get("complete") is True for arm in ("C", a.cand))
     (work / "auto_folds.json").write_text(json.dumps(res, indent=1))
-    print(f"AUTO FOLDS: C ALL {res['C'].get('all_sha1', '')[:8]}, K ALL {res['K'].get('all_sha1', '')[:8]}, "
-          f"complete {res['ok']}", flush=True)
+    print(f"AUTO FOLDS: C ALL {res['C'].get('all_sha1', '')[:8]}, {a.cand} ALL "
+          f"{res[a.cand].get('all_sha1', '')[:8]}, complete {res['ok']}", flush=True)
     return 0
 
 
@@ -93,7 +102,7 @@ def cmd_round(a) -> int:
     from gpu_kernels.mesh import simplify as _sp
 
     if (_ln.GAIN_POWER != 0.5 or _ln.POLICY != "gain" or _ln.AUTO_POLICY != "learned" or _sp.CANONICAL_ORDER
-            or _sp.CANONICAL_SALT != 0 or _sg.K_STARTS_ONLY is not True or _sg.K_STARTS != (20, 24, 30, 36, 42)
+            or _sp.CANONICAL_SALT != 0 or _sp.CANONICAL_ZORDER is not True or _sg.K_STARTS_ONLY is not True or _sg.K_STARTS != (20, 24, 30, 36, 42)
             or _sg.K_SDF_MERGE != 2.0 or _sg.K_FROM_AUTO_STARTS is not True):
         raise SystemExit("the library must be as shipped (GAIN_POWER 0.5, POLICY gain, AUTO_POLICY learned, "
                          "CANONICAL_ORDER off, CANONICAL_SALT 0, K_STARTS_ONLY True, K_STARTS (20, 24, 30, 36, 42), "
@@ -102,7 +111,7 @@ def cmd_round(a) -> int:
     af = work / "auto_folds.json"
     if not af.exists():
         raise SystemExit(f"{af}: run auto-folds first")
-    res = mr.round_from_args(arms(work / "models_auto"), a)
+    res = mr.round_from_args(arms(a.cand, work / "models_auto"), a)
     res["auto_folds_ok"] = json.loads(af.read_text()).get("ok") is True
     (a.out / "round.json").write_text(json.dumps(res, indent=1))
     return 0
@@ -120,10 +129,12 @@ def main(argv=None) -> int:
     f.add_argument("--jobs", type=int, default=os.cpu_count())
     f.add_argument("--n-meshes", type=int, default=76)
     f.add_argument("--ids", default="", help="only these meshes (a smoke test)")
-    mr.add_round_args(sub)
-    mr.add_judge_args(sub, MIN_DRAWS)
+    for p in (f, mr.add_round_args(sub), mr.add_judge_args(sub, MIN_DRAWS)):
+        p.add_argument("--cand", default="K", choices=sorted(ROUND_NAMES), help="the candidate arm (its round)")
     a = ap.parse_args(argv)
-    return {"auto-folds": cmd_auto_folds, "round": cmd_round, "judge": ROUND.cmd_judge}[a.cmd](a)
+    if a.cmd == "judge":
+        return judge_round(a.cand).cmd_judge(a)
+    return {"auto-folds": cmd_auto_folds, "round": cmd_round}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ Candidate names as in ``mesh_simplify_session7_time.py`` (``pf3`` is today's fas
 suffix ``s<seed>`` (``pf3s1``) simplifies the same mesh with its vertices and faces in a random
 order (the same geometry: what an equally good simplifier could give, to see how much the PSB
 scores move by such a change alone); a base ending in ``c`` (``pf3n0cs7``, session 22) simplifies it in the
-library's canonical order salted by the seed (``simplify.CANONICAL_SALT``). Prints the simplification's process time over the 76 meshes.
+library's canonical order salted by the seed (``simplify.CANONICAL_SALT``; ``h``: the same without the Z-order before
+pymeshlab, ``simplify.CANONICAL_ZORDER`` off). Prints the simplification's process time over the 76 meshes.
 """
 from __future__ import annotations
 
@@ -55,10 +56,10 @@ def store_entries(name: str, v, f, target: int) -> dict:
     key = mp._simplify_key(vc, fc, target)
     m = re.fullmatch(r"(.+?)s(\d+)", name)
     base, seed = (m.group(1), m.group(2)) if m else (name, "")
-    if base.endswith("c"):  # session 22: the canonical order salted by the seed (the listing does not matter)
-        if not seed:
+    if base[-1] in "ch":  # session 22: the canonical order salted by the seed (the listing does not matter); "h":
+        if not seed:      # the hashed order alone (CANONICAL_ZORDER off)
             raise SystemExit(f"candidate {name!r}: a canonical-order draw needs s<salt>")
-        vs, fs = simplify_with(base[:-1], vc, fc, target, salt=int(seed))
+        vs, fs = simplify_with(base[:-1], vc, fc, target, salt=int(seed), zorder=base[-1] == "c")
         return {f"v_{key}": vs, f"f_{key}": fs.astype(np.int32)}
     vi, fi = (vc, fc) if not seed else shuffled(vc, fc, int(seed))
     vs, fs = simplify_with(base, vi, fi, target)

@@ -37,22 +37,23 @@ def candidate(name: str):
     raise SystemExit(f"unknown candidate {name!r}")
 
 
-def simplify_with(name, v, f, target, salt=None):
+def simplify_with(name, v, f, target, salt=None, zorder=True):
     """``simplify_mesh`` with a candidate's settings (the module's constants restored after), in the order the
     arrays list the mesh (``CANONICAL_ORDER`` off, as sessions 1-20: the quality rounds' judging draws are the
     mesh in a seeded shuffled order, each standing for another listing of an unseen mesh). ``salt`` (session 22): an
-    int turns ``CANONICAL_ORDER`` on with ``CANONICAL_SALT`` = salt (a draw of the canonical order)."""
+    int turns ``CANONICAL_ORDER`` on with ``CANONICAL_SALT`` = salt (a draw of the canonical order) and
+    ``CANONICAL_ZORDER`` = ``zorder``."""
     name, _, agg = name.partition("@")
     method, pf, pn = candidate(name)
-    old = S.PRE_FACTOR, S.PRESERVE_NORMAL, S.FAST_AGG, S.CANONICAL_ORDER, S.CANONICAL_SALT
-    S.PRE_FACTOR, S.PRESERVE_NORMAL = pf, pn
+    old = S.PRE_FACTOR, S.PRESERVE_NORMAL, S.FAST_AGG, S.CANONICAL_ORDER, S.CANONICAL_SALT, S.CANONICAL_ZORDER
+    S.PRE_FACTOR, S.PRESERVE_NORMAL, S.CANONICAL_ZORDER = pf, pn, bool(zorder)
     S.CANONICAL_ORDER, S.CANONICAL_SALT = (False, 0) if salt is None else (True, int(salt))
     if agg:
         S.FAST_AGG = float(agg)
     try:
         return S.simplify_mesh(v, f, target, method=method)
     finally:
-        S.PRE_FACTOR, S.PRESERVE_NORMAL, S.FAST_AGG, S.CANONICAL_ORDER, S.CANONICAL_SALT = old
+        S.PRE_FACTOR, S.PRESERVE_NORMAL, S.FAST_AGG, S.CANONICAL_ORDER, S.CANONICAL_SALT, S.CANONICAL_ZORDER = old
 
 
 def time_one(name, v, f, target, repeat):

@@ -12,9 +12,11 @@
 # top-level benchmarks/*.py, mesh_round_env.sh), unpacked over the device copy; lib.commit.
 # LOCAL=1 IDS=21,101 TRAIN=9901 AUTO_DRAWS=9902 JUDGE=9903,9904 DEV=cpu JOBS=1: a development-CPU smoke test on
 # throw-away seeds (the auto folds from 2 meshes, so every figure is meaningless).
+# CAND=H (round canon22b, benchmarks/results/mesh_canon22b_session22.md): the candidate H (the hashed order alone)
+# instead of K, with JUDGE / JUDGE_END / D set by its call; every other step the same.
 set -o pipefail
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-T0=$(date +%s); M=${M:-$PWD/.carry-mc22}; W=${W:-/tmp/mc22}; D=$OUT/mc22; mkdir -p "$D" "$W"
+T0=$(date +%s); M=${M:-$PWD/.carry-mc22}; W=${W:-/tmp/mc22}; CAND=${CAND:-K}; D=$OUT/mc22${CAND/K/}; mkdir -p "$D" "$W"
 exec > >(tee "$D/log.txt") 2>&1
 if [ -f "$M/lib.tar.xz" ] && [ -z "$NO_LIB" ]; then tar -xJf "$M/lib.tar.xz" && echo "the rule commit's library unpacked: $(cat "$M/lib.commit")"; fi
 source benchmarks/mesh_round_env.sh
@@ -24,17 +26,17 @@ source benchmarks/mesh_round_env.sh
   echo "psb ok $MESH_ROUND_PSB_OK"; } 2>&1 | tee "$D/device.txt"
 echo "== k = auto folds [$(( $(date +%s) - T0 )) s]"
 mkdir -p "$W/old" && tar -xJf "$M/old.tar.xz" -C "$W/old"
-timeout "${T_FOLDS:-200}" python3 benchmarks/mesh_session22_canon.py auto-folds --old "$W/old" --data "$W/psb.npz" \
+timeout "${T_FOLDS:-200}" python3 benchmarks/mesh_session22_canon.py auto-folds --cand "$CAND" --old "$W/old" --data "$W/psb.npz" \
   --work "$W/w" --draws "${AUTO_DRAWS:-1107,1108,1109}" --device "${DEV:-cuda}" --jobs "${JOBS:-16}" \
   ${IDS:+--ids $IDS --n-meshes 2} 2>&1 | grep -v Warn
 echo "== round [$(( $(date +%s) - T0 )) s]"
-timeout "${T_ROUND:-330}" python3 benchmarks/mesh_session22_canon.py round --data "$W/psb.npz" --work "$W/w" --out "$W/o" \
+timeout "${T_ROUND:-330}" python3 benchmarks/mesh_session22_canon.py round --cand "$CAND" --data "$W/psb.npz" --work "$W/w" --out "$W/o" \
   --train "${TRAIN:-1421,1422}" --judge "${JUDGE:-2048,2049,2050,2051,2052,2053,2054,2055,2056,2057,2058,2059,2060,2061,2062,2063,2064,2065,2066,2067,2068,2069,2070,2071}" \
   --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch 4 --judge-end "${JUDGE_END:-280}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
 echo "== judge [$(( $(date +%s) - T0 )) s]"
-python3 benchmarks/mesh_session22_canon.py judge "$W/o/rows.jsonl" --json "$D/judged.json" ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
+python3 benchmarks/mesh_session22_canon.py judge --cand "$CAND" "$W/o/rows.jsonl" --json "$D/judged.json" ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
 gzip -c "$W/o/rows.jsonl" > "$D/rows.jsonl.gz"
 (cd "$W/w" && tar -cf "$D/models.tar" models models_auto)
 (cd "$W" && tar -czf "$D/meta.tar.gz" --exclude=rec_auto o/record.jsonl o/train.jsonl o/stores.sha1.json o/models.sha1 o/round.json \
-  w/auto_folds.json w/auto_folds_C w/auto_folds_K)
+  w/auto_folds.json w/auto_folds_C "w/auto_folds_$CAND")
 echo "done after $(( $(date +%s) - T0 )) s"; date -u

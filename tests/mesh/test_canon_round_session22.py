@@ -40,25 +40,27 @@ def test_a_salt_gives_another_canonical_order_still_free_of_the_listing(monkeypa
 
 
 @needs_simplifier
-def test_the_stores_canonical_draw_is_the_library_with_that_salt(monkeypatch):
-    """``pf3n0cs<salt>`` is what a user's ``simplify_mesh`` gives with the canonical order and that salt (and the
-    library's switches are put back after)."""
+@pytest.mark.parametrize(("suffix", "zorder"), [("c", True), ("h", False)])
+def test_the_stores_canonical_draw_is_the_library_with_that_salt(monkeypatch, suffix, zorder):
+    """``pf3n0cs<salt>`` (``pf3n0hs<salt>``: without the Z-order before pymeshlab) is what a user's ``simplify_mesh``
+    gives with the canonical order and that salt (and the library's switches are put back after)."""
     v, f = fish_arrays()
     vc, fc, _, _ = clean_mesh(v, f)
     target = max(fc.shape[0] // 3, 100)
-    ent = store_entries("pf3n0cs5", v, f, target)
-    assert simp.CANONICAL_ORDER is False and simp.CANONICAL_SALT == 0
+    ent = store_entries(f"pf3n0{suffix}s5", v, f, target)
+    assert simp.CANONICAL_ORDER is False and simp.CANONICAL_SALT == 0 and simp.CANONICAL_ZORDER is True
     (key_v,) = [k for k in ent if k.startswith("v_")]
     monkeypatch.setattr(simp, "PRESERVE_NORMAL", False)
     monkeypatch.setattr(simp, "PRE_FACTOR", 3.0)
     monkeypatch.setattr(simp, "CANONICAL_ORDER", True)
     monkeypatch.setattr(simp, "CANONICAL_SALT", 5)
+    monkeypatch.setattr(simp, "CANONICAL_ZORDER", zorder)
     vs, fs = simp.simplify_mesh(vc, fc, target, method="fast+pymeshlab")
     assert np.array_equal(ent[key_v], vs) and np.array_equal(ent["f" + key_v[1:]], fs)
-    other = store_entries("pf3n0cs6", v, f, target)
+    other = store_entries(f"pf3n0{suffix}s6", v, f, target)
     assert not np.array_equal(other[key_v], ent[key_v])  # another salt, another working mesh
     with pytest.raises(SystemExit, match="needs s<salt>"):
-        store_entries("pf3n0c", v, f, target)
+        store_entries(f"pf3n0{suffix}", v, f, target)
 
 
 def test_arms_with_other_stores_or_auto_models_are_other_switch_sets():
@@ -99,3 +101,29 @@ def test_the_non_inferiority_rule(delta, over, auto, verdict):
     # the superiority form (session 20) fails every one of them: K is never better than C here
     strict = mr.MarginRound("t", [mr.Arm("C"), mr.Arm("K")], ("K",))
     assert strict.judge_one(_rows(delta, over, auto), [], "K", 4, 12, True)["pass_t"] is False
+
+
+def test_the_judge_gives_canon22s_recorded_verdict(tmp_path, monkeypatch):
+    """Round canon22 (H100, 24 draws): K fails on k = "auto" alone, and nothing ships."""
+    import gzip
+    import io
+    import json
+    import tarfile
+    from contextlib import redirect_stdout
+
+    import mesh_session22_canon as c22
+
+    src = ROOT / "benchmarks" / "results" / "mesh_canon22_session22_call1"
+    (tmp_path / "rows.jsonl").write_bytes(gzip.decompress((src / "rows.jsonl.gz").read_bytes()))
+    with tarfile.open(src / "meta.tar.gz") as t:
+        (tmp_path / "round.json").write_bytes(t.extractfile("o/round.json").read())
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert c22.main(["judge", str(tmp_path / "rows.jsonl"), "--json", str(tmp_path / "j.json")]) == 0
+    rep = json.loads((tmp_path / "j.json").read_text())
+    assert rep["K"]["criteria_canon22"] == {"1_mean": True, "2_over_030": True, "3_auto": False, "5_complete": True}
+    assert rep["ships"] is None and rep["round_checks_ok"] is True
+    assert rep["K"]["auto_mean"]["K"] - rep["K"]["auto_mean"]["C"] > 0.002
+    recorded = json.loads((src / "judged.json").read_text())
+    assert recorded["K"]["pass_canon22"] is False
+    assert "SHIPS: none (C stays)" in out.getvalue()
