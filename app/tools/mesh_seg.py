@@ -261,6 +261,11 @@ def _cluster(ctx):
                                      device=ctx.device, progress=ctx.progress)
 
 
+def _prefetch(ctx, cs):
+    """After a live run: an integer k's extra starts clustered on a thread (a k edit then clusters nothing)."""
+    _seg.prefetch_k_starts(ctx["graph"], cs, device=ctx.device)
+
+
 def _segment(ctx):
     """Stage 3: the clusterings' fuzzy faces cut, their clusters merged and chosen at the
     clustered resolution (a change of epsilon starts here: the clusterings are re-used)."""
@@ -311,7 +316,7 @@ PIPELINE = Pipeline([
     Stage("graph", _graph, params=("delta", "eta_convex", "max_faces", "consensus", "simplifier", "apsp"),
           inputs=("vertices", "faces"), label="dual graph and distances"),
     Stage("cluster", _cluster, params=("k", "apsp", "max_iter", "max_faces"),
-          inputs=("vertices", "faces"), label="clustering"),
+          inputs=("vertices", "faces"), label="clustering", prefetch=_prefetch),
     Stage("segment", _segment, params=("epsilon",), after=("graph", "cluster"), inputs=("vertices", "faces"),
           label="cuts and merges"),
     Stage("cut", _cut, params=("refine_boundaries", "auto_layout"), after=("graph", "segment"),

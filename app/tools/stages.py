@@ -123,6 +123,12 @@ class Stage:
         ``when(values) -> bool``: the stage applies only where it is true for the parameter
         values (a stage of another method). Elsewhere its output is None and it is neither run,
         timed, nor counted in "stage N of M".
+    prefetch : callable, optional
+        ``prefetch(ctx, output)``: after a live run (:meth:`Pipeline.execute` with a cache) that
+        ran this stage, once its result is made, start background work that makes a likely next
+        edit cheaper; it must change no result (the mesh tool clusters an integer k's extra starts
+        after a k = "auto" run). Its errors are dropped. One-shot runs (:meth:`Pipeline.run`: the
+        CLI, batch, the demo) never call it.
 
     Notes
     -----
@@ -140,6 +146,7 @@ class Stage:
     weight: float = 1.0
     cache: bool = True
     when: Callable[[Mapping[str, Any]], bool] | None = None
+    prefetch: Callable[[StageContext, Any], None] | None = None
 
     def applies(self, values: Mapping[str, Any] | None) -> bool:
         return self.when is None or values is None or bool(self.when(values))
@@ -313,6 +320,7 @@ class Pipeline:
         weight = self._run_weights(data, eff)
         total_w = sum(weight(s) for s in todo) or 1.0
         done_w = 0.0
+        later = []  # (the live run's prefetches, started once its result is made)
         for s in todo:
             a = done_w / total_w
             done_w += weight(s)
@@ -334,6 +342,8 @@ class Pipeline:
             if cache is not None and s.cache:
                 cache.put(keys[s.name], out, scope=scope, refs=self._refs(data, s), device=device,
                           seconds=report.seconds[s.name])
+            if cache is not None and s.prefetch is not None:
+                later.append((s, ctx, out))
         if report.ran:
             report.first_run = names.index(report.ran[0])
         # a result shown from the cache keeps the time it took to compute, not the lookup's
@@ -341,6 +351,11 @@ class Pipeline:
         result = self.finish(data, outputs, dict(params), device=device, elapsed=elapsed)
         report.total = time.perf_counter() - t_all
         progress.update(1.0, "done")
+        for s, ctx, out in later:
+            try:
+                s.prefetch(ctx, out)
+            except Exception:  # noqa: BLE001 - a prefetch never stops a run (the edit computes it instead)
+                pass
         return result, report
 
     def _run_weights(self, data, eff: Mapping[str, Any]) -> Callable[[Stage], float]:

@@ -1291,6 +1291,9 @@ class PreparedMesh:
     #: last epsilon (:func:`_assemble_and_cut`: an integer k at k = "auto"'s k, ``auto_layout="concave"``, cuts
     #: the auto-k starts again; the same as cutting them again)
     cuts: dict = field(default_factory=dict)
+    #: the background clustering of an integer k's extra starts (:func:`prefetch_k_starts`), or None;
+    #: :func:`clusterings_prepared` waits for it before it reads or changes ``memo``
+    prefetch: object = field(default=None, repr=False, compare=False)
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -1723,6 +1726,101 @@ class ClusterSet:
     seconds: float = 0.0
 
 
+def _memo_entries(prep: PreparedMesh) -> list:
+    """``[(memo key, graph, {component: distances}, {component: farthest order})]`` of the resolution whose
+    clusterings :func:`_clusterings` memoizes: the one working resolution, or the full graph (none with several)."""
+    orders = prep.orders or [None] * max(len(prep.distances), 1)
+    if prep.working:
+        if len(prep.working) > 1:
+            return []
+        _, gs, _patch = prep.working[0]
+        return [(("working", 0), prep.graph if gs is None else gs, prep.distances[0] if prep.distances else None,
+                 orders[0] or {})]
+    return [(("full", 0), prep.graph, prep.distances[0] if prep.distances else None, orders[0] or {})]
+
+
+def _prefetch(prep: PreparedMesh, max_iter: int, power, backend, counts: tuple) -> int:
+    """:func:`prefetch_k_starts`' work (on its thread): returns the number of clusterings made."""
+    made = 0
+    with backend.activate():
+        for key, graph, dists, orders in _memo_entries(prep):
+            memo = prep.memo.setdefault(key, {})
+            sizes = np.bincount(graph.component, minlength=graph.n_components)
+            for c in range(graph.n_components):
+                D = dists.get(c) if dists is not None else None
+                if D is None or sizes[c] <= 1:
+                    continue
+                # the counts in the order and batch an integer k's first clustering would run them (its rows'
+                # counts, less the memo's): the same arrays
+                todo = [x for x in dict.fromkeys(int(min(sizes[c], st)) for st in counts)
+                        if (c, x, int(max_iter), power) not in memo]
+                if not todo:
+                    continue
+                res = fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, progress=None,
+                                         order=orders.get(c), device=backend)
+                for x, fc in zip(todo, res, strict=True):
+                    Pc = asnumpy(fc.P)
+                    memo[(c, x, int(max_iter), power)] = (replace(fc, P=Pc), Pc)
+                    made += 1
+    return made
+
+
+def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
+    """Start, on a thread of its own, the clusterings an integer k takes beside k = "auto"'s (the counts of
+    :func:`integer_k_starts` that ``prep``'s memo lacks: 20 and 42 after a k = "auto" run), with ``cs``'s iteration
+    cap and power, into ``prep``'s memo: the first integer-k edit after a k = "auto" run then clusters nothing (CPU,
+    PSB 101, 17k faces: the edit 148 -> 28 ms). They are the arrays that edit would compute (the same counts in one
+    batch), so no result changes. :func:`clusterings_prepared` waits for it. The mesh tool's live runs start it
+    after a run (:attr:`app.tools.stages.Stage.prefetch`); a one-shot run (the CLI, batch) does not.
+
+    Returns the handle (:class:`gpu_kernels.jobs.BackgroundCall`; ``result()`` is the number of clusterings made),
+    or None where an integer k takes no starts (several working resolutions, :data:`K_FROM_AUTO_STARTS` off) or
+    every one is in the memo already.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from scipy.spatial import ConvexHull
+    >>> from gpu_kernels.mesh.segment import prepare_mesh, clusterings_prepared, prefetch_k_starts
+    >>> p = np.random.default_rng(0).normal(size=(300, 3))
+    >>> p /= np.linalg.norm(p, axis=1, keepdims=True)          # 596 faces of a sphere
+    >>> prep = prepare_mesh(p, ConvexHull(p).simplices, device="cpu", apsp_method="cpu")
+    >>> job = prefetch_k_starts(prep, clusterings_prepared(prep, k="auto", device="cpu", apsp_method="cpu"),
+    ...                         device="cpu")
+    >>> job.result() > 0, prefetch_k_starts(prep, clusterings_prepared(prep, k=4, device="cpu"), device="cpu")
+    (True, None)
+    """
+    counts = integer_k_starts()
+    if not K_FROM_AUTO_STARTS or not counts or not _memo_entries(prep):
+        return None
+    kw = cs.kw
+    max_iter, power = int(kw["max_iter"]), kw["update_power"]
+    _wait_prefetch(prep)  # (one at a time)
+    missing = False
+    for key, graph, dists, _orders in _memo_entries(prep):
+        memo = prep.memo.get(key, {})
+        sizes = np.bincount(graph.component, minlength=graph.n_components)
+        for c in range(graph.n_components):
+            if dists is not None and dists.get(c) is not None and sizes[c] > 1:
+                missing |= any((c, int(min(sizes[c], st)), max_iter, power) not in memo for st in counts)
+    if not missing:
+        return None
+    prep.prefetch = BackgroundCall(_prefetch, prep, max_iter, power, get_backend(device), tuple(counts),
+                                   name="gpulab-mesh-prefetch")
+    return prep.prefetch
+
+
+def _wait_prefetch(prep: PreparedMesh) -> bool:
+    """Wait for ``prep``'s background clustering, if one runs (its error is dropped: the clusterings are then made
+    where they are needed, as without it). True if one was waited for."""
+    job = prep.prefetch
+    if job is None:
+        return False
+    job.join()
+    prep.prefetch = None
+    return True
+
+
 def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", max_iter=DEFAULT_MAX_ITER,
                          update_power=None, oversegment=None, device=None, progress=None,
                          epsilon=None) -> ClusterSet:
@@ -1735,6 +1833,7 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
     :func:`settle_prepared` with the same epsilon takes them instead of cutting again (with
     another epsilon it cuts again: the same result either way)."""
     t_start = time.perf_counter()
+    _wait_prefetch(prep)  # (a background clustering of the extra starts writes the memo: let it finish)
     prog = as_progress(progress)
     backend = get_backend(device)
     kw = _segment_params(k, None, max_iter, update_power, oversegment, None)
