@@ -18,10 +18,12 @@ from __future__ import annotations
 import os
 import threading
 
+from gpu_kernels.env import flag
+
 __all__ = ["ENABLED", "kernels", "available", "bands", "warmup", "prepare", "COMPILING"]
 
 #: use the compiled kernels on the CPU when numba imports (False: the NumPy path)
-ENABLED = os.environ.get("GPULAB_FLOW_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+ENABLED = flag("GPULAB_FLOW_NUMBA", True)
 
 _K = None
 _TRIED = False

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_flow
 
+from gpu_kernels.env import flag
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mesh.dualgraph import DualGraph
 
@@ -36,7 +37,7 @@ CAP_SCALE = 1000
 #: the cut's graph searches (:func:`_min_cut_source_side`, :func:`arc_components`) as compiled
 #: loops (:mod:`gpu_kernels.mesh._numba_cut`) where numba imports: the same results as SciPy's,
 #: without building sparse matrices (issue 20). ``GPULAB_MESH_NUMBA=0`` or False: SciPy only
-COMPILED = os.environ.get("GPULAB_MESH_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+COMPILED = flag("GPULAB_MESH_NUMBA", True)
 _KERNELS: list = []
 
 

@@ -72,6 +72,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from gpu_kernels.backend import asnumpy, get_backend
+from gpu_kernels.env import flag
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import BackgroundCall, Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
@@ -773,7 +774,7 @@ STARTS_OWN_BATCH = True
 #: on a GPU, an over-segmentation's cuts and merges start on a host thread once its clustering
 #: has converged, while the GPU iterates the others (:func:`_clusterings`' ``early_epsilon``;
 #: issue 20). ``GPULAB_MESH_EARLY_SETTLE=0`` or False: after every clustering, in turn
-EARLY_SETTLE = os.environ.get("GPULAB_MESH_EARLY_SETTLE", "1").strip().lower() not in ("0", "false", "no", "off")
+EARLY_SETTLE = flag("GPULAB_MESH_EARLY_SETTLE", True)
 #: the same on the CPU (the tests' switch: there the clusterings compete with it for the cores)
 EARLY_SETTLE_CPU = False
 #: the rows pool's threads (:func:`_rows_pool`): the rows :func:`_settle` cuts itself run on this many host threads

@@ -42,6 +42,7 @@ import threading
 import numpy as np
 from scipy.spatial import cKDTree
 
+from gpu_kernels.env import flag
 from gpu_kernels.jobs import BackgroundCall
 from gpu_kernels.mesh.nearest import kd_nearest
 
@@ -102,7 +103,7 @@ STILL_CLOCK = True
 #: meshes, the real pipeline on 24 new draws s2048-2071, H100): protocol 0.1157 -> 0.1154, meshes over 0.30 55 -> 52,
 #: but k = "auto" 0.1196 -> 0.1255 (higher on 21 of 24 draws; its rule allowed +0.002): failed, stays off
 #: (benchmarks/results/mesh_canon22_session22.md).
-CANONICAL_ORDER = os.environ.get("GPULAB_MESH_CANONICAL_ORDER", "0").strip().lower() in ("1", "true", "yes", "on")
+CANONICAL_ORDER = flag("GPULAB_MESH_CANONICAL_ORDER", False)
 #: a salt XOR-ed into :func:`canonical_order`'s hashes (0: the order users get; 0 gives the same arrays as no salt).
 #: A quality round draws salts as its judging draws of the canonical order, as it draws shuffled listings without it:
 #: each salt is another equally likely working mesh of the same geometry (session 22)

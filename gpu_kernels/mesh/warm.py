@@ -9,13 +9,15 @@ specialization the pipeline uses is compiled (or loaded) before the user's first
 The mesh tool starts it when it reads a mesh (``app.tools.mesh_seg.load``), as the text readers start theirs on first
 use (:mod:`app.io._text_numba`): importing the tool or ``gpulab mesh-seg --help`` starts nothing (start-up).
 
-This module imports only :mod:`os` and :mod:`threading` at import; the warm-up imports the pipeline on its own thread.
+This module imports only :mod:`threading` and :mod:`gpu_kernels.env` (the standard library) at import; the warm-up
+imports the pipeline on its own thread.
 """
 
 from __future__ import annotations
 
-import os
 import threading
+
+from gpu_kernels.env import flag
 
 __all__ = ["warm_up", "warm_up_in_background", "wait"]
 
@@ -57,7 +59,7 @@ def warm_up_in_background() -> None:
     variable ``GPULAB_MESH_WARM_UP=0``). Not a daemon: the exit waits for it (a daemon thread still inside LLVM's C++ at finalization can abort the exit, see
     :class:`gpu_kernels.jobs.BackgroundCall`)."""
     with _LOCK:
-        if _thread or os.environ.get("GPULAB_MESH_WARM_UP", "1").strip().lower() in ("0", "false", "no", "off"):
+        if _thread or not flag("GPULAB_MESH_WARM_UP", True):
             return
         t = threading.Thread(target=_run, name="gpulab-mesh-numba-warm-up", daemon=False)
         _thread.append(t)

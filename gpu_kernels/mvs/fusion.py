@@ -32,12 +32,12 @@ Example
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpu_kernels.backend import get_backend, kernel
+from gpu_kernels.env import flag
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs.camera import MVSInputError
 from gpu_kernels.mvs.transfer import direct_to_host, pinned_arrays, to_device, to_host, use_pinned
@@ -150,7 +150,7 @@ def fuse_depth_maps(cameras, depths, *, views=None, normals=None, confidences=No
     if min_views < 1:
         raise MVSInputError(f"min_views must be at least 1, got {min_views}")
     n = len(views)
-    if be.is_gpu and n and os.environ.get("GPULAB_MVS_FUSE_KERNEL", "1").strip() != "0":
+    if be.is_gpu and n and flag("GPULAB_MVS_FUSE_KERNEL", True):
         return _fuse_device(be, cameras, depths, views, normals, confidences, images, rel_tol, min_views, progress)
     with be.activate():
         D = [xp.asarray(d, dtype=xp.float32) for d in depths]

@@ -46,6 +46,7 @@ import numpy as np
 from scipy import ndimage
 
 from gpu_kernels.backend import get_backend, kernel
+from gpu_kernels.env import flag
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs import defaults as _d
 from gpu_kernels.mvs import memo as _memo
@@ -219,7 +220,7 @@ def _levels() -> int:
 def _retry() -> bool:
     """A failed pixel takes its best other accepted neighbour at once (``GPULAB_MVS_RETRY=0``: it
     waits for a new neighbour's push)."""
-    return os.environ.get("GPULAB_MVS_RETRY", "1").strip() != "0"
+    return flag("GPULAB_MVS_RETRY", True)
 
 
 # ----------------------------------------------------------------------------- setup
@@ -1051,7 +1052,7 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
     with be.activate():
         g = _group(cameras, refs, neighbors, seeds, params, max_slant_deg, depth_ranges, seed_min_iter)
         textured = None  # on the GPU: found with the first states, in one launch
-        if not dev or os.environ.get("GPULAB_MVS_INIT_KERNEL", "1").strip() == "0":
+        if not dev or not flag("GPULAB_MVS_INIT_KERNEL", True):
             textured = []
             for r in refs:
                 H, W = cameras[r].height, cameras[r].width
@@ -1091,7 +1092,7 @@ def grow_depth_maps(textures, images9, cameras, refs, neighbors, seeds, *, masks
             progress.update(min(0.97, tried / scale), f"batch {batch}: {samples:,} samples, {queued:,} queued")
 
         if dev:
-            use_graph = graph and os.environ.get("GPULAB_MVS_GRAPH", "1") != "0"
+            use_graph = graph and flag("GPULAB_MVS_GRAPH", True)
             inflight: collections.deque = collections.deque()
             nxt, stop, last_preview, tried = 0, False, 0.0, 0
             ahead = max(1, min(int(os.environ.get("GPULAB_MVS_AHEAD", "").strip() or _AHEAD), _RING))

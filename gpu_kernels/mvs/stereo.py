@@ -18,13 +18,13 @@ True
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from gpu_kernels.backend import get_backend, on_release
+from gpu_kernels.env import flag
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.mvs import memo as _memo
@@ -313,7 +313,7 @@ def grow_views(scene: MVSScene, prep: PreparedViews, *, window: int = DEFAULT_WI
 def _keep_device() -> bool:
     """The fusion reads the grown maps on the device while they come down
     (``GPULAB_MVS_KEEP_DEVICE=0``: it waits for them and uploads them again, as before)."""
-    return os.environ.get("GPULAB_MVS_KEEP_DEVICE", "1").strip() != "0"
+    return flag("GPULAB_MVS_KEEP_DEVICE", True)
 
 
 def finish_maps(maps, stats: dict) -> None:
@@ -521,7 +521,7 @@ def pool_to_free(pool_bytes: int, device_bytes: int) -> bool:
     :data:`POOL_KEEP_SHARE` of the device's memory, or always with ``GPULAB_MVS_POOL_KEEP=0``
     (as before session 6b: every block freed, about 17 ``cudaFree`` for the scene, each one
     synchronising the device, and every ``cudaMalloc`` again in the next call)."""
-    if os.environ.get("GPULAB_MVS_POOL_KEEP", "1").strip() == "0":
+    if not flag("GPULAB_MVS_POOL_KEEP", True):
         return True
     return pool_bytes > POOL_KEEP_SHARE * device_bytes
 

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from gpu_kernels.backend import current_device
+from gpu_kernels.env import flag
 from gpu_kernels.pinned import pinned_block
 
 __all__ = ["CHUNK_BYTES", "PINNED_MAX", "to_host", "to_device", "host_arrays", "pinned_arrays", "is_pinned",
@@ -112,7 +113,7 @@ def _pinned_max() -> int:
 def use_pinned() -> bool:
     """Results come down straight into page-locked host arrays where they fit
     (``GPULAB_MVS_PINNED=0``: pinned staging and threaded copies into ordinary arrays, as before)."""
-    return os.environ.get("GPULAB_MVS_PINNED", "1").strip() != "0"
+    return flag("GPULAB_MVS_PINNED", True)
 
 
 def pinned_arrays(specs) -> list | None:
@@ -221,7 +222,7 @@ def _to_host(cp, arrays, stream, out, min_bytes, held, own=None) -> list:
         direct_to_host(arrays, stream, out)
         stream.synchronize()
         return list(out)
-    if os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0" or \
+    if not flag("GPULAB_MVS_STAGED_COPY", True) or \
             sum(a.nbytes for a in arrays) < (_SMALL if min_bytes is None else min_bytes) or _threads() < 2:
         if out is None:
             stream.synchronize()
@@ -285,7 +286,7 @@ def to_device(arrays, xp, min_bytes: int | None = None) -> list:
     total = sum(a.nbytes for a in arrays if a is not None)
     small = _SMALL if min_bytes is None else min_bytes
     if getattr(xp, "__name__", None) != "cupy" or total < small or _threads() < 2 or \
-            os.environ.get("GPULAB_MVS_STAGED_COPY", "1").strip() == "0":
+            not flag("GPULAB_MVS_STAGED_COPY", True):
         return [None if a is None else xp.asarray(a) for a in arrays]
     cp = xp
     outs = [None if a is None else cp.empty(a.shape, a.dtype) for a in arrays]
