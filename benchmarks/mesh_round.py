@@ -261,8 +261,10 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
     specs = [a.spec() for a in arms]
     sets, set_of = switch_sets(specs)
     for s in specs:
-        if s["folds"] and len(sets) > 1:
+        if s["folds"] and len(sets) > 1 and train:
             raise SystemExit(f"arm {s['name']}: ready folds with several switch sets (whose records?): not written")
+        if not train and not s["folds"]:
+            raise SystemExit(f"arm {s['name']}: no training draws and no ready folds")
 
     def rec_dir(set_name):  # one set alone: work/rec as before the sets
         return work / "rec" if len(sets) == 1 else work / "rec" / set_name
@@ -310,14 +312,22 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
         (work / "models" / s["name"]).mkdir(parents=True, exist_ok=True)
         folds = ["ALL"] + ([] if s["folds"] else cats)
         tasks += [(s, rec_dir(set_of[s["name"]]), work / "models" / s["name"], c) for c in folds]
+    if not train:  # (session 22: no training draws: every arm takes its ready folds, ALL included, as they are)
+        tasks = []
+        for s in specs:
+            for c in ["ALL", *cats]:
+                shutil.copyfile(Path(s["folds"]) / f"{c}.npz", work / "models" / s["name"] / f"{c}.npz")
+        res["folds"] = res["folds_ready"] = len(specs) * (1 + len(cats))
+        res["fold_errors"] = 0
     with w16._spawn_pool(jobs) as ex, open(out / "train.jsonl", "a") as fh:
         for r in ex.map(_train_job, tasks):
             fh.write(json.dumps(r) + "\n")
-    tr = [json.loads(x) for x in (out / "train.jsonl").read_text().splitlines() if x.strip()]
-    res["folds"], res["fold_errors"] = len(tr), sum("error" in r for r in tr)
-    print(f"folds {res['folds']}, errors {res['fold_errors']} {el()}", flush=True)
+    if train:
+        tr = [json.loads(x) for x in (out / "train.jsonl").read_text().splitlines() if x.strip()]
+        res["folds"], res["fold_errors"] = len(tr), sum("error" in r for r in tr)
+    print(f"folds {res['folds']}{' (ready)' if not train else ''}, errors {res['fold_errors']} {el()}", flush=True)
     for s in specs:
-        if s["folds"]:
+        if s["folds"] and train:
             for c in cats:
                 shutil.copyfile(Path(s["folds"]) / f"{c}.npz", work / "models" / s["name"] / f"{c}.npz")
     from gpu_kernels.mesh import learned as _ln

@@ -37,17 +37,24 @@ ZORDER = "gpu_kernels.mesh.simplify.CANONICAL_ZORDER"
 #: arm -> (switches, store candidate): C the control; K round canon22 (the canonical order as session 21 built it);
 #: H round canon22b (the hashed order alone, no Z-order before pymeshlab: benchmarks/results/mesh_canon22b_session22.md)
 ARM_STORES = {"C": ({CANON: False, ZORDER: True}, "pf3n0"), "K": ({CANON: True, ZORDER: True}, "pf3n0c"),
-              "H": ({CANON: True, ZORDER: False}, "pf3n0h")}
-#: the candidate -> its round's name
-ROUND_NAMES = {"K": "canon22", "H": "canon22b"}
+              "H": ({CANON: True, ZORDER: False}, "pf3n0h"), "Z": ({CANON: True, ZORDER: True}, "pf3n0c")}
+#: the candidate -> its round's name. Round canon22c (Z: K's switch) judges the working meshes alone: both arms take the
+#: SAME ready models, C's folds of round canon22 (``--ready``: no training), benchmarks/results/mesh_canon22c_session22.md
+ROUND_NAMES = {"K": "canon22", "H": "canon22b", "Z": "canon22c"}
 #: session 11's k = "auto" recipe: its training draws and working faces
 AUTO_DRAWS = "1107,1108,1109"
 AUTO_FACES = 4000
 MIN_DRAWS = 12
 
 
-def arms(cand: str = "K", models_auto_root: Path | None = None) -> list:
-    """C and the candidate; with ``models_auto_root``, each reads its own k = "auto" folds (``<root>/<arm>``)."""
+def arms(cand: str = "K", models_auto_root: Path | None = None, ready: Path | None = None) -> list:
+    """C and the candidate; with ``models_auto_root``, each reads its own k = "auto" folds (``<root>/<arm>``); with
+    ``ready`` (round canon22c), both take the same ready folds: ``<ready>/models/C`` (integer k, ALL included) and
+    ``<ready>/models_auto/C`` (k = "auto")."""
+    if ready is not None:
+        return [mr.Arm(n, ("y", 21), switches=dict(ARM_STORES[n][0]), store=ARM_STORES[n][1],
+                       folds=str(ready / "models" / "C"), models_auto=str(ready / "models_auto" / "C"))
+                for n in ("C", cand)]
     return [mr.Arm(n, ("y", 21), switches=dict(ARM_STORES[n][0]), store=ARM_STORES[n][1],
                    models_auto=str(models_auto_root / n) if models_auto_root else "") for n in ("C", cand)]
 
@@ -60,7 +67,8 @@ def arms(cand: str = "K", models_auto_root: Path | None = None) -> list:
 #: Round canon22b (H against C) has the same rule.
 def judge_round(cand: str = "K") -> mr.MarginRound:
     return mr.MarginRound(ROUND_NAMES[cand], arms(cand), (cand,), mean_margin=-0.0010, need_better=False,
-                          over_allow=2, min_draws=MIN_DRAWS, round_checks=("auto_folds_ok",))
+                          over_allow=2, min_draws=MIN_DRAWS, round_checks=("auto_folds_ok",),
+                          train_draws=0 if cand == "Z" else 2)
 
 
 def cmd_auto_folds(a) -> int:
@@ -108,6 +116,16 @@ def cmd_round(a) -> int:
                          "CANONICAL_ORDER off, CANONICAL_SALT 0, K_STARTS_ONLY True, K_STARTS (20, 24, 30, 36, 42), "
                          "K_SDF_MERGE 2.0, K_FROM_AUTO_STARTS True)")
     work = a.work.resolve()
+    if a.cand == "Z":  # round canon22c: the same ready models in both arms, no training
+        if a.ready is None:
+            raise SystemExit("--cand Z needs --ready DIR (round canon22's models: models/C, models_auto/C)")
+        ready = a.ready.resolve()
+        a.train = ""
+        res = mr.round_from_args(arms(a.cand, ready=ready), a)
+        cats = sorted({mp.category_of(i) for i in mp.mesh_ids(a.data)})
+        res["auto_folds_ok"] = all((ready / "models_auto" / "C" / f"{c}.npz").exists() for c in ["ALL", *cats])
+        (a.out / "round.json").write_text(json.dumps(res, indent=1))
+        return 0
     af = work / "auto_folds.json"
     if not af.exists():
         raise SystemExit(f"{af}: run auto-folds first")
@@ -129,7 +147,10 @@ def main(argv=None) -> int:
     f.add_argument("--jobs", type=int, default=os.cpu_count())
     f.add_argument("--n-meshes", type=int, default=76)
     f.add_argument("--ids", default="", help="only these meshes (a smoke test)")
-    for p in (f, mr.add_round_args(sub), mr.add_judge_args(sub, MIN_DRAWS)):
+    r = mr.add_round_args(sub)
+    r.add_argument("--ready", type=Path, default=None, help="round canon22c: round canon22's models (models/C, "
+                   "models_auto/C)")
+    for p in (f, r, mr.add_judge_args(sub, MIN_DRAWS)):
         p.add_argument("--cand", default="K", choices=sorted(ROUND_NAMES), help="the candidate arm (its round)")
     a = ap.parse_args(argv)
     if a.cmd == "judge":
