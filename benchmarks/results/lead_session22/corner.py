@@ -1,14 +1,21 @@
 """CPU (shipped models, NOT held out): is the pipeline sensitive to each face's corner order? k = "auto" and the
 protocol per mesh for the judging draws' relisting (shuffled vertices and faces, all faces' corners rolled by one
 amount: 'S') against the same with every face's corners rotated independently ('R', orientation kept)."""
-import json, sys
+import json
+import sys
 from concurrent.futures import ProcessPoolExecutor
-sys.path[:0] = ['/work/main', '/work/main/benchmarks']
+from pathlib import Path
+
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT), str(ROOT / 'benchmarks')]
+
 
 def job(a):
     import mesh_psb as mp
     from mesh_simplify_session7_stores import shuffled
+
     from gpu_kernels.mesh import segment as sg
     from gpu_kernels.mesh.metrics import rand_index_error
     mid, seed, var = a
@@ -22,7 +29,9 @@ def job(a):
         f2 = np.take_along_axis(f2, (r[:, None] + np.arange(3)) % 3, axis=1)
     prep = sg.prepare_mesh(v2, f2, device="cpu")
     def back(lab):
-        out = np.empty_like(lab); out[pf] = lab; return out
+        out = np.empty_like(lab)
+        out[pf] = lab
+        return out
     seg = sg.segment_prepared(prep, k="auto", device="cpu")
     auto = float(np.mean([rand_index_error(back(seg.labels), h) for h in humans]))
     ri = {}

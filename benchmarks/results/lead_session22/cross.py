@@ -2,17 +2,25 @@
 and the canonical ones (salts, 'K': hash + Z-order; 'H': hash alone) under each arm's held-out k = "auto" fold
 model of the mesh's category (C, K, H) and the shipped one: does the k = "auto" loss follow the working meshes or
 the models?"""
-import json, sys
+import json
+import sys
 from concurrent.futures import ProcessPoolExecutor
-sys.path[:0] = ['/work/main', '/work/main/benchmarks']
+from pathlib import Path
+
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT), str(ROOT / 'benchmarks')]
 
 MODELS = {"C": "/tmp/s22/m1/models_auto/C", "K": "/tmp/s22/m1/models_auto/K", "H": "/tmp/s22/m2/models_auto/H"}
 
 def job(a):
     import mesh_psb as mp
     from mesh_simplify_session7_stores import shuffled
-    from gpu_kernels.mesh import segment as sg, simplify as simp, learned as ln
+
+    from gpu_kernels.mesh import learned as ln
+    from gpu_kernels.mesh import segment as sg
+    from gpu_kernels.mesh import simplify as simp
     from gpu_kernels.mesh.metrics import rand_index_error
     mid, seed, wm = a
     data = mp.DEFAULT_DATA
@@ -29,7 +37,8 @@ def job(a):
     for name, d in list(MODELS.items()) + [("shipped", None)]:
         ln.MODEL_AUTO = ln.TreeModel.from_npz(f"{d}/{cat}.npz") if d else None
         seg = sg.segment_prepared(prep, k="auto", device="cpu")
-        lab = np.empty_like(seg.labels); lab[pf] = seg.labels
+        lab = np.empty_like(seg.labels)
+        lab[pf] = seg.labels
         out[name] = float(np.mean([rand_index_error(lab, h) for h in humans]))
         out[name + "_k"] = int(seg.k)
     return out
