@@ -15,7 +15,7 @@
 # CAND=H (round canon22b, benchmarks/results/mesh_canon22b_session22.md): the candidate H (the hashed order alone)
 # instead of K, with JUDGE / JUDGE_END / D set by its call; every other step the same.
 # CAND=Z (round canon22c, benchmarks/results/mesh_canon22c_session22.md): no training at all: both arms take round
-# canon22's C models (the carry's ready.tar = call 1's models.tar: models/C, models_auto/C); no k = auto folds step.
+# canon22's C models (the carry's ready.tar.xz = call 1's models.tar, xz: models/C, models_auto/C); no k = auto folds step.
 set -o pipefail
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 T0=$(date +%s); M=${M:-$PWD/.carry-mc22}; W=${W:-/tmp/mc22}; CAND=${CAND:-K}; D=$OUT/mc22${CAND/K/}; mkdir -p "$D" "$W"
@@ -27,7 +27,7 @@ source benchmarks/mesh_round_env.sh
   python3 -c "from gpu_kernels.mesh import learned, defaults, segment, simplify; print(len(learned.FEATURES), learned.POLICY, 'GAIN_POWER', learned.GAIN_POWER, 'AUTO_POLICY', learned.AUTO_POLICY, 'WORKING_FACES', defaults.WORKING_FACES, 'K_STARTS_ONLY', segment.K_STARTS_ONLY, 'K_STARTS', segment.K_STARTS, 'CANONICAL_ORDER', simplify.CANONICAL_ORDER, 'CANONICAL_SALT', simplify.CANONICAL_SALT)"
   echo "psb ok $MESH_ROUND_PSB_OK"; } 2>&1 | tee "$D/device.txt"
 if [ "$CAND" = Z ]; then
-  mkdir -p "$W/ready" && tar -xf "$M/ready.tar" -C "$W/ready" && (cd "$W/ready" && sha1sum models/C/*.npz models_auto/C/*.npz) > "$D/ready.sha1"
+  mkdir -p "$W/ready" && tar -xf "$M/ready.tar.xz" -C "$W/ready" && (cd "$W/ready" && sha1sum models/C/*.npz models_auto/C/*.npz) > "$D/ready.sha1"
   READY="--ready $W/ready"; grep ALL.npz "$D/ready.sha1"
 else
 echo "== k = auto folds [$(( $(date +%s) - T0 )) s]"
