@@ -27,7 +27,7 @@ source benchmarks/mesh_round_env.sh
   python3 -c "from gpu_kernels.mesh import learned, defaults, segment, simplify; print(len(learned.FEATURES), learned.POLICY, 'GAIN_POWER', learned.GAIN_POWER, 'AUTO_POLICY', learned.AUTO_POLICY, 'WORKING_FACES', defaults.WORKING_FACES, 'K_STARTS_ONLY', segment.K_STARTS_ONLY, 'K_STARTS', segment.K_STARTS, 'CANONICAL_ORDER', simplify.CANONICAL_ORDER, 'CANONICAL_SALT', simplify.CANONICAL_SALT)"
   echo "psb ok $MESH_ROUND_PSB_OK"; } 2>&1 | tee "$D/device.txt"
 if [ "$CAND" = Z ]; then
-  mkdir -p "$W/ready" && tar -xf "$M/ready.tar.xz" -C "$W/ready" && (cd "$W/ready" && sha1sum models/C/*.npz models_auto/C/*.npz) > "$D/ready.sha1"
+  mkdir -p "$W/ready" && tar -xf "${READY_TAR:-$M/ready.tar.xz}" -C "$W/ready" && (cd "$W/ready" && sha1sum models/C/*.npz models_auto/C/*.npz) > "$D/ready.sha1"
   READY="--ready $W/ready"; grep ALL.npz "$D/ready.sha1"
 else
 echo "== k = auto folds [$(( $(date +%s) - T0 )) s]"
