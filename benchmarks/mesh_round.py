@@ -29,6 +29,11 @@ mesh-draw are joined into one (an error in any set makes the joined row an error
 switch path of the round (a path a set leaves out takes the library's value, read before the round), since a pool's
 worker runs the jobs of every set in turn.
 
+Since session 22 the library simplifies in the canonical order (``simplify.CANONICAL_ORDER`` on, round canon22c):
+a control "as shipped" now draws salts of it (``Arm(store="pf3n0c")``), where the rounds before drew shuffled listings
+(``pf3n0``, still :class:`Arm`'s default, so that their scripts mean what they meant). The shipped models were
+trained on listed working meshes (``pf3n0``); canon22c judged the canonical ones under those very models.
+
     python benchmarks/mesh_round.py judge OUT/rows.jsonl --base C --cand Q [--min-draws 12] [--over-margin 3]
 """
 

@@ -1,7 +1,7 @@
 """Session 22: every yes / no ``GPULAB_*`` switch of the compute layer is read by one function,
 ``gpu_kernels.env.flag``: the same words mean the same in every module (before, ``GPULAB_MVS_PINNED=false`` kept
 pinned memory on, since only "0" turned the MVS switches off), and a value that is no yes / no word warns once and
-keeps the default instead of silently meaning off (``GPULAB_MESH_CANONICAL_ORDER=maybe``)."""
+keeps the default instead of a silent guess (``GPULAB_MESH_CANONICAL_ORDER=maybe`` meant off)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_a_switch_read_at_import_warns_and_keeps_its_default():
                        env={"PATH": "/usr/bin:/bin", "GPULAB_MESH_CANONICAL_ORDER": "maybe",
                             "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "False"
+    assert r.stdout.strip() == "True"  # (its default since session 22)
     assert "GPULAB_MESH_CANONICAL_ORDER='maybe' is not a yes/no value" in r.stderr
 
 

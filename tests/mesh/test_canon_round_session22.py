@@ -47,8 +47,9 @@ def test_the_stores_canonical_draw_is_the_library_with_that_salt(monkeypatch, su
     v, f = fish_arrays()
     vc, fc, _, _ = clean_mesh(v, f)
     target = max(fc.shape[0] // 3, 100)
+    before = simp.CANONICAL_ORDER, simp.CANONICAL_SALT, simp.CANONICAL_ZORDER, simp.PRESERVE_NORMAL
     ent = store_entries(f"pf3n0{suffix}s5", v, f, target)
-    assert simp.CANONICAL_ORDER is False and simp.CANONICAL_SALT == 0 and simp.CANONICAL_ZORDER is True
+    assert (simp.CANONICAL_ORDER, simp.CANONICAL_SALT, simp.CANONICAL_ZORDER, simp.PRESERVE_NORMAL) == before
     (key_v,) = [k for k in ent if k.startswith("v_")]
     monkeypatch.setattr(simp, "PRESERVE_NORMAL", False)
     monkeypatch.setattr(simp, "PRE_FACTOR", 3.0)

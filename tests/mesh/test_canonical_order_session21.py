@@ -1,7 +1,7 @@
 """Issue 22, session 21: with ``simplify.CANONICAL_ORDER`` the working mesh, and so the parts, do not depend on the
 order in which a file lists the vertices and faces. Without it, PSB bust 303 in six shuffled listings went from 0.336
-to 0.434 on the protocol, its k = 2 parts from head / body to body / a band across the face. Off by default until a
-held-out round judges it (``GPULAB_MESH_CANONICAL_ORDER=1`` turns it on)."""
+to 0.434 on the protocol, its k = 2 parts from head / body to body / a band across the face. On by default since
+session 22's held-out round canon22c (``GPULAB_MESH_CANONICAL_ORDER=0`` turns it off)."""
 
 from __future__ import annotations
 
@@ -89,8 +89,9 @@ def test_canonical_order_empty_and_edge_cases():
 @needs_simplifier
 @pytest.mark.parametrize("on", [True, False])
 def test_working_mesh_follows_the_switch(monkeypatch, on):
-    """With the switch on, a relisted mesh gets the same working mesh, float for float; off (the default, as in
-    sessions 1-20), the simplifiers' result follows the listing (which is what makes this test able to fail)."""
+    """With the switch on (the default since session 22), a relisted mesh gets the same working mesh, float for
+    float; off (sessions 1-21), the simplifiers' result follows the listing (which is what makes this test able to
+    fail)."""
     monkeypatch.setattr(simp, "CANONICAL_ORDER", on)
     v, f = fish_arrays()
     base = sg.prepare_mesh(v, f, **KW).working[0][1]
@@ -102,10 +103,10 @@ def test_working_mesh_follows_the_switch(monkeypatch, on):
     assert all(same) if on else not any(same)
 
 
-def test_off_by_default_and_the_environment_turns_it_on():
+def test_on_by_default_and_the_environment_turns_it_off():
     code = "from gpu_kernels.mesh import simplify; print(simplify.CANONICAL_ORDER)"
-    for env, want in (({}, "False"), ({"GPULAB_MESH_CANONICAL_ORDER": "1"}, "True"),
-                      ({"GPULAB_MESH_CANONICAL_ORDER": "off"}, "False")):
+    for env, want in (({}, "True"), ({"GPULAB_MESH_CANONICAL_ORDER": "0"}, "False"),
+                      ({"GPULAB_MESH_CANONICAL_ORDER": "off"}, "False"), ({"GPULAB_MESH_CANONICAL_ORDER": "1"}, "True")):
         e = {k: v for k, v in os.environ.items() if k != "GPULAB_MESH_CANONICAL_ORDER"}
         out = subprocess.run([sys.executable, "-c", code], env={**e, **env}, capture_output=True, text=True,
                              check=True, cwd=ROOT)

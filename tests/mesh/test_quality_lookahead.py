@@ -84,8 +84,8 @@ def test_cup_is_not_split_inside_from_outside_at_auto_k(monkeypatch):
     # working mesh has 3,500 faces, where the first crossing no longer fails here, 0.073 against the lookahead's 0.056:
     # benchmarks/results/mesh_speed5_session16.md)
     monkeypatch.setattr(_segmod, "WORKING_FACES", 4000)
-    # (and simplified in the file's listing, as then: session 21's canonical order, off by default, gives a working
-    # mesh that no longer shows the failure either, 0.070 against 0.056)
+    # (and simplified in the file's listing, as then: session 21's canonical order, on by default since session 22,
+    # gives a working mesh that no longer shows the failure either, 0.070 against 0.056)
     monkeypatch.setattr(simplify, "CANONICAL_ORDER", False)
     hk = [int(np.unique(h).size) for h in humans]
     (k_new, ri_new), (k_old, ri_old) = _both(monkeypatch, autok, "AUTO_K_LOOKAHEAD", (1, 0), v, f, humans)
