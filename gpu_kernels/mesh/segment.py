@@ -1740,29 +1740,37 @@ def _memo_entries(prep: PreparedMesh) -> list:
     return [(("full", 0), prep.graph, prep.distances[0] if prep.distances else None, orders[0] or {})]
 
 
-def _prefetch(prep: PreparedMesh, max_iter: int, power, backend, counts: tuple) -> int:
-    """:func:`prefetch_k_starts`' work (on its thread): returns the number of clusterings made."""
+def _missing_starts(prep: PreparedMesh, counts: tuple, max_iter: int, power) -> list:
+    """``[(memo, component, distances, farthest order, [counts])]``: the clusterings of ``counts`` that ``prep``'s memo
+    lacks, per component, in the order and batch an integer k's first clustering would run them (its rows' counts,
+    less the memo's), so that making them ahead gives the same arrays."""
+    out = []
+    for key, graph, dists, orders in _memo_entries(prep):
+        memo = prep.memo.setdefault(key, {})
+        sizes = np.bincount(graph.component, minlength=graph.n_components)
+        for c in range(graph.n_components):
+            D = dists.get(c) if dists is not None else None
+            if D is None or sizes[c] <= 1:
+                continue
+            todo = [x for x in dict.fromkeys(int(min(sizes[c], st)) for st in counts)
+                    if (c, x, int(max_iter), power) not in memo]
+            if todo:
+                out.append((memo, c, D, orders.get(c), todo))
+    return out
+
+
+def _prefetch(work: list, max_iter: int, power, backend) -> int:
+    """:func:`prefetch_k_starts`' work (on its thread): ``work`` from :func:`_missing_starts`; returns the number of
+    clusterings made."""
     made = 0
     with backend.activate():
-        for key, graph, dists, orders in _memo_entries(prep):
-            memo = prep.memo.setdefault(key, {})
-            sizes = np.bincount(graph.component, minlength=graph.n_components)
-            for c in range(graph.n_components):
-                D = dists.get(c) if dists is not None else None
-                if D is None or sizes[c] <= 1:
-                    continue
-                # the counts in the order and batch an integer k's first clustering would run them (its rows'
-                # counts, less the memo's): the same arrays
-                todo = [x for x in dict.fromkeys(int(min(sizes[c], st)) for st in counts)
-                        if (c, x, int(max_iter), power) not in memo]
-                if not todo:
-                    continue
-                res = fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, progress=None,
-                                         order=orders.get(c), device=backend)
-                for x, fc in zip(todo, res, strict=True):
-                    Pc = asnumpy(fc.P)
-                    memo[(c, x, int(max_iter), power)] = (replace(fc, P=Pc), Pc)
-                    made += 1
+        for memo, c, D, order, todo in work:
+            res = fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, progress=None, order=order,
+                                     device=backend)
+            for x, fc in zip(todo, res, strict=True):
+                Pc = asnumpy(fc.P)
+                memo[(c, x, int(max_iter), power)] = (replace(fc, P=Pc), Pc)
+                made += 1
     return made
 
 
@@ -1794,20 +1802,12 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     counts = integer_k_starts()
     if not K_FROM_AUTO_STARTS or not counts or not _memo_entries(prep):
         return None
-    kw = cs.kw
-    max_iter, power = int(kw["max_iter"]), kw["update_power"]
+    max_iter, power = int(cs.kw["max_iter"]), cs.kw["update_power"]
     _wait_prefetch(prep)  # (one at a time)
-    missing = False
-    for key, graph, dists, _orders in _memo_entries(prep):
-        memo = prep.memo.get(key, {})
-        sizes = np.bincount(graph.component, minlength=graph.n_components)
-        for c in range(graph.n_components):
-            if dists is not None and dists.get(c) is not None and sizes[c] > 1:
-                missing |= any((c, int(min(sizes[c], st)), max_iter, power) not in memo for st in counts)
-    if not missing:
+    work = _missing_starts(prep, tuple(counts), max_iter, power)
+    if not work:
         return None
-    prep.prefetch = BackgroundCall(_prefetch, prep, max_iter, power, get_backend(device), tuple(counts),
-                                   name="gpulab-mesh-prefetch")
+    prep.prefetch = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), name="gpulab-mesh-prefetch")
     return prep.prefetch
 
 
