@@ -51,12 +51,15 @@ def arms(cand: str = "K", models_auto_root: Path | None = None, ready: Path | No
     """C and the candidate; with ``models_auto_root``, each reads its own k = "auto" folds (``<root>/<arm>``); with
     ``ready`` (round canon22c), both take the same ready folds: ``<ready>/models/C`` (integer k, ALL included) and
     ``<ready>/models_auto/C`` (k = "auto")."""
-    if ready is not None:
-        return [mr.Arm(n, ("y", 21), switches=dict(ARM_STORES[n][0]), store=ARM_STORES[n][1],
-                       folds=str(ready / "models" / "C"), models_auto=str(ready / "models_auto" / "C"))
-                for n in ("C", cand)]
-    return [mr.Arm(n, ("y", 21), switches=dict(ARM_STORES[n][0]), store=ARM_STORES[n][1],
-                   models_auto=str(models_auto_root / n) if models_auto_root else "") for n in ("C", cand)]
+    def one(n: str) -> mr.Arm:
+        if ready is not None:
+            folds, auto = str(ready / "models" / "C"), str(ready / "models_auto" / "C")
+        else:
+            folds, auto = "", str(models_auto_root / n) if models_auto_root else ""
+        return mr.Arm(n, ("y", 21), switches=dict(ARM_STORES[n][0]), store=ARM_STORES[n][1], folds=folds,
+                      models_auto=auto)
+
+    return [one(n) for n in ("C", cand)]
 
 
 #: the rule (benchmarks/results/mesh_canon22_session22.md), K against C over the complete draws, NON-INFERIORITY:
@@ -112,9 +115,10 @@ def cmd_round(a) -> int:
     if (_ln.GAIN_POWER != 0.5 or _ln.POLICY != "gain" or _ln.AUTO_POLICY != "learned" or _sp.CANONICAL_ORDER
             or _sp.CANONICAL_SALT != 0 or _sp.CANONICAL_ZORDER is not True or _sg.K_STARTS_ONLY is not True or _sg.K_STARTS != (20, 24, 30, 36, 42)
             or _sg.K_SDF_MERGE != 2.0 or _sg.K_FROM_AUTO_STARTS is not True):
-        raise SystemExit("the library must be as shipped (GAIN_POWER 0.5, POLICY gain, AUTO_POLICY learned, "
-                         "CANONICAL_ORDER off, CANONICAL_SALT 0, K_STARTS_ONLY True, K_STARTS (20, 24, 30, 36, 42), "
-                         "K_SDF_MERGE 2.0, K_FROM_AUTO_STARTS True)")
+        raise SystemExit("the library must be as shipped when these rounds ran (before canon22c turned the canonical "
+                         "order on; GPULAB_MESH_CANONICAL_ORDER=0 gives it): GAIN_POWER 0.5, POLICY gain, AUTO_POLICY "
+                         "learned, CANONICAL_ORDER off, CANONICAL_SALT 0, K_STARTS_ONLY True, K_STARTS (20, 24, 30, 36, 42), "
+                         "K_SDF_MERGE 2.0, K_FROM_AUTO_STARTS True")
     work = a.work.resolve()
     if a.cand == "Z":  # round canon22c: the same ready models in both arms, no training
         if a.ready is None:
