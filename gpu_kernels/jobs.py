@@ -360,8 +360,9 @@ class BackgroundCall:
     def done(self) -> bool:
         return not self._thread.is_alive()
 
-    def join(self) -> None:
-        self._thread.join()
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the call (at most ``timeout`` seconds; :meth:`done` says whether it ended)."""
+        self._thread.join(timeout)
 
     def result(self):
         self._thread.join()

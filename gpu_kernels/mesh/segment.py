@@ -74,7 +74,7 @@ from scipy.spatial import cKDTree
 from gpu_kernels.backend import asnumpy, get_backend
 from gpu_kernels.env import flag
 from gpu_kernels.errors import TooLargeError
-from gpu_kernels.jobs import BackgroundCall, Progress, as_progress
+from gpu_kernels.jobs import BackgroundCall, Cancelled, Progress, as_progress
 from gpu_kernels.mesh import autok as _autok
 from gpu_kernels.mesh import boundary as _bd
 from gpu_kernels.mesh import defaults as _defaults
@@ -1759,14 +1759,15 @@ def _missing_starts(prep: PreparedMesh, counts: tuple, max_iter: int, power) -> 
     return out
 
 
-def _prefetch(work: list, max_iter: int, power, backend) -> int:
+def _prefetch(work: list, max_iter: int, power, backend, prog: Progress) -> int:
     """:func:`prefetch_k_starts`' work (on its thread): ``work`` from :func:`_missing_starts`; returns the number of
-    clusterings made."""
+    clusterings made. ``prog``: its own progress, which an edit waiting for it reports and cancels (a component's
+    clusterings reach the memo only once all are made)."""
     made = 0
     with backend.activate():
-        for memo, c, D, order, todo in work:
-            res = fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, progress=None, order=order,
-                                     device=backend)
+        for i, (memo, c, D, order, todo) in enumerate(work):
+            res = fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, order=order, device=backend,
+                                     progress=prog.sub(i / len(work), (i + 1) / len(work)))
             for x, fc in zip(todo, res, strict=True):
                 Pc = asnumpy(fc.P)
                 memo[(c, x, int(max_iter), power)] = (replace(fc, P=Pc), Pc)
@@ -1807,18 +1808,31 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     work = _missing_starts(prep, tuple(counts), max_iter, power)
     if not work:
         return None
-    prep.prefetch = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), name="gpulab-mesh-prefetch")
-    return prep.prefetch
+    prog = Progress()
+    job = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), prog, name="gpulab-mesh-prefetch")
+    job.progress = prog
+    prep.prefetch = job
+    return job
 
 
-def _wait_prefetch(prep: PreparedMesh) -> bool:
+def _wait_prefetch(prep: PreparedMesh, prog: Progress | None = None) -> bool:
     """Wait for ``prep``'s background clustering, if one runs (its error is dropped: the clusterings are then made
-    where they are needed, as without it). True if one was waited for."""
+    where they are needed, as without it). With ``prog`` (an edit's progress), the wait reports the background
+    clustering's progress, and a cancel of the edit cancels it too (then raises :class:`Cancelled`): a large one
+    (a full-resolution graph on a CPU) waits as the edit's own clustering would. True if one was waited for."""
     job = prep.prefetch
     if job is None:
         return False
-    job.join()
-    prep.prefetch = None
+    try:
+        while prog is not None and not job.done():
+            prog.update(0.0, f"clustering (begun in the background: {100 * job.progress.fraction:.0f} %)")
+            job.join(0.05)
+    except Cancelled:
+        job.progress.cancel()
+        raise
+    finally:
+        job.join()
+        prep.prefetch = None
     return True
 
 
@@ -1834,8 +1848,8 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
     :func:`settle_prepared` with the same epsilon takes them instead of cutting again (with
     another epsilon it cuts again: the same result either way)."""
     t_start = time.perf_counter()
-    _wait_prefetch(prep)  # (a background clustering of the extra starts writes the memo: let it finish)
     prog = as_progress(progress)
+    _wait_prefetch(prep, prog)  # (a background clustering of the extra starts writes the memo: let it finish)
     backend = get_backend(device)
     kw = _segment_params(k, None, max_iter, update_power, oversegment, None)
     if epsilon is None:

@@ -15,6 +15,7 @@ from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/mesh is on sys.p
 from app.tools import mesh_seg
 from app.tools.stages import Pipeline, Stage, StageCache
 from gpu_kernels.backend import get_backend
+from gpu_kernels.jobs import Cancelled, Progress
 from gpu_kernels.mesh import segment as segmod
 from tests.mesh._quality_fixtures import fish_arrays
 
@@ -101,6 +102,44 @@ def test_an_edit_waits_for_a_prefetch_in_flight(monkeypatch):
     segmod.clusterings_prepared(prep, k=6, device="cpu", apsp_method="cpu")
     assert [c for _, c in calls] == [(24, 30, 36), (20, 42)]  # (the second from the prefetch's thread)
     assert prep.prefetch is None
+
+
+def test_an_edit_waiting_reports_the_prefetch_and_its_cancel_stops_it(monkeypatch):
+    """A long prefetch (a full-resolution graph on a CPU) is no silent wait: the edit waiting for it reports it, and
+    cancelling the edit cancels it. Its clusterings do not reach the memo; the next edit makes them and equals the
+    plain edit."""
+    real = segmod.fuzzy_cluster_many
+    started = threading.Event()
+
+    def slow(D, ks, **kw):
+        if threading.current_thread().name == "gpulab-mesh-prefetch":
+            started.set()
+            for i in range(500):  # ~5 s unless cancelled: update() raises Cancelled then
+                time.sleep(0.01)
+                kw["progress"].update(i / 500)
+        return real(D, ks, **kw)
+
+    monkeypatch.setattr(segmod, "fuzzy_cluster_many", slow)
+    prep = _prep()
+    cs = segmod.clusterings_prepared(prep, k="auto", device="cpu", apsp_method="cpu")
+    job = segmod.prefetch_k_starts(prep, cs, device="cpu")
+    assert started.wait(5)
+    stages = []
+    prog = Progress(lambda f, st: stages.append(st), min_interval=0.0)
+    threading.Timer(0.3, prog.cancel).start()
+    t = time.perf_counter()
+    with pytest.raises(Cancelled):
+        segmod.clusterings_prepared(prep, k=6, device="cpu", apsp_method="cpu", progress=prog)
+    assert time.perf_counter() - t < 3.0
+    assert any("begun in the background" in st for st in stages), stages
+    assert job.done() and prep.prefetch is None
+    with pytest.raises(Cancelled):
+        job.result()
+    assert not any(key[1] in (20, 42) for m in prep.memo.values() for key in m)
+    got = segmod.segment_prepared(prep, k=6, device="cpu")
+    ref_prep = _prep()
+    segmod.clusterings_prepared(ref_prep, k="auto", device="cpu", apsp_method="cpu")
+    assert _same(got, segmod.segment_prepared(ref_prep, k=6, device="cpu"))
 
 
 def test_nothing_to_prefetch_where_an_integer_k_takes_no_starts(monkeypatch):
