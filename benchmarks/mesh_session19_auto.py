@@ -301,20 +301,28 @@ def cmd_judge(a) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("folds")
+def add_folds_args(f, *, stores: bool = True) -> argparse.ArgumentParser:
+    """The arguments of :func:`cmd_folds` (``stores``: also ``--stores`` and ``--models``, which session 22's
+    ``mesh_session22_canon.py auto-folds`` derives from its work folder, per arm)."""
     f.add_argument("--old", type=Path, required=True, help="a tree of commit c2eb5bd (git archive)")
-    f.add_argument("--stores", type=Path, required=True)
+    if stores:
+        f.add_argument("--stores", type=Path, required=True)
     f.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
     f.add_argument("--work", type=Path, required=True)
-    f.add_argument("--models", type=Path, required=True)
-    f.add_argument("--draws", default="1107,1108,1109")
+    if stores:
+        f.add_argument("--models", type=Path, required=True)
+    f.add_argument("--draws", default=",".join(str(s) for s in TRAIN_STORES))
     f.add_argument("--device", default=None)
     f.add_argument("--jobs", type=int, default=os.cpu_count())
     f.add_argument("--n-meshes", type=int, default=76)
     f.add_argument("--ids", default="", help="only these meshes (a smoke test)")
+    return f
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    f = add_folds_args(sub.add_parser("folds"))
     f.add_argument("--no-store-check", action="store_true", help="stores made elsewhere: SHA-1s printed, not checked")
     r = sub.add_parser("round")
     r.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)

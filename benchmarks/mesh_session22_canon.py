@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -41,8 +40,7 @@ ARM_STORES = {"C": ({CANON: False, ZORDER: True}, "pf3n0"), "K": ({CANON: True, 
 #: the candidate -> its round's name. Round canon22c (Z: K's switch) judges the working meshes alone: both arms take the
 #: SAME ready models, C's folds of round canon22 (``--ready``: no training), benchmarks/results/mesh_canon22c_session22.md
 ROUND_NAMES = {"K": "canon22", "H": "canon22b", "Z": "canon22c"}
-#: session 11's k = "auto" recipe: its training draws and working faces
-AUTO_DRAWS = "1107,1108,1109"
+#: session 11's k = "auto" recipe's working faces (its training draws: mesh_session19_auto.TRAIN_STORES)
 AUTO_FACES = 4000
 MIN_DRAWS = 12
 
@@ -75,8 +73,9 @@ def judge_round(cand: str = "K") -> mr.MarginRound:
 
 
 def cmd_auto_folds(a) -> int:
-    """Both arms' k = "auto" folds: stores of ``AUTO_DRAWS`` at ``AUTO_FACES`` (the arm's candidate, made with today's
-    library), then c2eb5bd's record-auto + train in ``--old`` (``mesh_session19_auto.cmd_folds``)."""
+    """Both arms' k = "auto" folds: stores of ``--draws`` (session 11's, 1107-1109) at ``AUTO_FACES`` (the arm's
+    candidate, made with today's library), then c2eb5bd's record-auto + train in ``--old``
+    (``mesh_session19_auto.cmd_folds``)."""
     ids = [int(x) for x in a.ids.split(",") if x]
     w16.IDS[:] = ids
     work = a.work.resolve()
@@ -142,15 +141,7 @@ def cmd_round(a) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("auto-folds")
-    f.add_argument("--old", type=Path, required=True, help="a tree of commit c2eb5bd (git archive)")
-    f.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
-    f.add_argument("--work", type=Path, required=True)
-    f.add_argument("--draws", default=AUTO_DRAWS)
-    f.add_argument("--device", default=None)
-    f.add_argument("--jobs", type=int, default=os.cpu_count())
-    f.add_argument("--n-meshes", type=int, default=76)
-    f.add_argument("--ids", default="", help="only these meshes (a smoke test)")
+    f = a19.add_folds_args(sub.add_parser("auto-folds"), stores=False)
     r = mr.add_round_args(sub)
     r.add_argument("--ready", type=Path, default=None, help="round canon22c: round canon22's models (models/C, "
                    "models_auto/C)")
