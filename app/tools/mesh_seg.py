@@ -244,6 +244,7 @@ def _graph(ctx):
     all-pairs shortest paths (everything that k and epsilon do not change)."""
     p = ctx.p
     check_device(p, ctx.device)
+    _seg.cancel_prefetches()  # (the clusterings in flight are for the mesh this run replaces)
     return _seg.prepare_mesh(
         ctx.data.vertices, ctx.data.faces, delta=p["delta"], eta_convex=p["eta_convex"],
         max_faces=p["max_faces"], consensus=p["consensus"], simplifier=p["simplifier"],

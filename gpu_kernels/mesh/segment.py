@@ -1812,7 +1812,28 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     job = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), prog, name="gpulab-mesh-prefetch")
     job.progress = prog
     prep.prefetch = job
+    _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()] + [job]
     return job
+
+
+#: the background clusterings started by :func:`prefetch_k_starts` (finished ones are dropped at the next start)
+_PREFETCHES: list = []
+
+
+def cancel_prefetches() -> int:
+    """Cancel every background clustering of :func:`prefetch_k_starts` still running, and return how many were.
+
+    The mesh tool calls it when stage 1 runs again (a new mesh or graph parameter): the clusterings in flight are for
+    a mesh that the edit replaces, and would take the device from the new run (seconds for a full-resolution graph
+    on a CPU). A cancelled one adds nothing to its mesh's memo (a component's clusterings reach it only once all are
+    made), so an edit that comes back to that mesh clusters them itself: the same arrays."""
+    n = 0
+    for job in _PREFETCHES:
+        if not job.done():
+            job.progress.cancel()
+            n += 1
+    _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()]
+    return n
 
 
 def _wait_prefetch(prep: PreparedMesh, prog: Progress | None = None) -> bool:

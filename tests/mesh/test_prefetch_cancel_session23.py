@@ -1,0 +1,86 @@
+"""Session 23, live tuning of the mesh tool: a stage-1 edit (a new mesh or graph parameter) cancels the background
+clustering of the mesh it replaces (``segment.cancel_prefetches``), instead of letting it take the device from the new
+run. A cancelled prefetch leaves nothing in its mesh's memo, so coming back to that mesh gives the plain result."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from test_mesh_cluster import box_bar_box  # noqa: E402  (tests/mesh is on sys.path under pytest)
+
+from app.tools import mesh_seg
+from app.tools.stages import StageCache
+from gpu_kernels.backend import get_backend
+from gpu_kernels.jobs import Cancelled
+from gpu_kernels.mesh import segment as segmod
+
+CPU = get_backend("cpu")
+
+
+def _slow_prefetch(monkeypatch) -> threading.Event:
+    """The prefetch thread's clusterings take ~10 s unless cancelled (their progress raises Cancelled then)."""
+    real = segmod.fuzzy_cluster_many
+    started = threading.Event()
+
+    def slow(D, ks, **kw):
+        if threading.current_thread().name == "gpulab-mesh-prefetch":
+            started.set()
+            for i in range(1000):
+                time.sleep(0.01)
+                kw["progress"].update(i / 1000)
+        return real(D, ks, **kw)
+
+    monkeypatch.setattr(segmod, "fuzzy_cluster_many", slow)
+    return started
+
+
+def _prep():
+    v, f, _ = box_bar_box()
+    return segmod.prepare_mesh(v, f, device="cpu", apsp_method="cpu", max_faces=600)
+
+
+def test_cancel_prefetches_stops_one_in_flight_and_leaves_its_memo_as_it_was(monkeypatch):
+    started = _slow_prefetch(monkeypatch)
+    prep = _prep()
+    cs = segmod.clusterings_prepared(prep, k="auto", device="cpu", apsp_method="cpu")
+    before = {m: set(d) for m, d in prep.memo.items()}
+    job = segmod.prefetch_k_starts(prep, cs, device="cpu")
+    assert started.wait(5)
+    t = time.perf_counter()
+    assert segmod.cancel_prefetches() == 1
+    job.join(5)
+    assert job.done() and time.perf_counter() - t < 3.0
+    with pytest.raises(Cancelled):
+        job.result()
+    assert {m: set(d) for m, d in prep.memo.items()} == before
+    assert segmod.cancel_prefetches() == 0  # nothing left running
+
+
+def test_a_graph_edit_cancels_the_replaced_meshs_prefetch(monkeypatch):
+    started = _slow_prefetch(monkeypatch)
+    v, f, _ = box_bar_box()
+    data = mesh_seg.from_arrays(v, f)
+    base = {"k": "auto", "apsp": "cpu", "max_faces": 600}
+    cache = StageCache(cap_bytes=256 << 20)
+    mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="x")
+    old = next(e[0] for e in cache._entries.values() if isinstance(e[0], segmod.PreparedMesh))
+    job = old.prefetch
+    assert job is not None and started.wait(5)
+    t = time.perf_counter()
+    res, rep = mesh_seg.TOOL.run_staged(data, {**base, "delta": 0.1}, device=CPU, cache=cache, scope="x")
+    assert "graph" in rep.ran
+    job.join(5)
+    assert job.done() and time.perf_counter() - t < 5.0  # (not the ~10 s the stale clustering would take)
+    with pytest.raises(Cancelled):
+        job.result()
+    # back to the first mesh: its memo lacks the cancelled counts, so the k edit clusters them: the plain result
+    monkeypatch.undo()
+    for p in list(segmod._PREFETCHES):
+        p.join()
+    got, _ = mesh_seg.TOOL.run_staged(data, {**base, "k": 5}, device=CPU, cache=cache, scope="x")
+    ref = mesh_seg.run(data, {**base, "k": 5}, device=CPU)
+    assert np.array_equal(got.seg.labels, ref.seg.labels)
+    assert np.array_equal(got.seg.memberships, ref.seg.memberships)
