@@ -60,14 +60,14 @@ def constraints(cols: tuple, nf: int = NF) -> list:
     return [1 if n in cols else 0 for n in names]
 
 
-def fit(X, y, cst: list | None, seed: int = 0) -> _ln.TreeModel:
+def fit(X, y, cst: list | None, seed: int = 0, trees: int = 64, depth: int = 4, rate: float = 0.1) -> _ln.TreeModel:
     """Recipe S's trees (``mesh_session12_q.fit``: 64, depth <= 4, rate 0.1, no early stop, ``seed``), with
-    ``monotonic_cst`` where ``cst`` has a non-zero entry."""
+    ``monotonic_cst`` where ``cst`` has a non-zero entry; ``trees``, ``depth``, ``rate``: another size (round cap23)."""
     sys.path.append("/tmp/skl")  # (as ml12.fit: a training-only scikit-learn where the device has none)
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     kw = {"monotonic_cst": cst} if cst and any(cst) else {}
-    hgb = HistGradientBoostingRegressor(max_iter=64, max_depth=4, learning_rate=0.1, early_stopping=False,
+    hgb = HistGradientBoostingRegressor(max_iter=trees, max_depth=depth, learning_rate=rate, early_stopping=False,
                                         random_state=seed, **kw)
     hgb.fit(X, y)
     m = _ln.TreeModel.from_sklearn(hgb)
@@ -90,10 +90,12 @@ def fold_data(rec_dir: Path, cat: str):
     return X[:, :NF], t, Xh, th
 
 
-def train_recipe(rec_dir: Path, models: Path, cat: str, recipe: str) -> dict:
+def train_recipe(rec_dir: Path, models: Path, cat: str, recipe: str, **size) -> dict:
+    """Fold ``cat`` of ``recipe`` (its constraints, :data:`RECIPE_COLS`; ``size``: :func:`fit`'s trees / depth /
+    rate) saved as ``models/<cat>.npz``; its held-out MSE where the category has rows."""
     X, t, Xh, th = fold_data(rec_dir, cat)
     t0 = time.perf_counter()
-    m = fit(X, t, constraints(RECIPE_COLS[recipe]))
+    m = fit(X, t, constraints(RECIPE_COLS.get(recipe, ())), **size)
     m.save(Path(models) / f"{cat}.npz")
     out = {"recipe": recipe, "fold": cat, "n": int(t.size), "n_features": NF, "seconds": time.perf_counter() - t0}
     if th.size:
