@@ -84,3 +84,36 @@ def test_a_graph_edit_cancels_the_replaced_meshs_prefetch(monkeypatch):
     ref = mesh_seg.run(data, {**base, "k": 5}, device=CPU)
     assert np.array_equal(got.seg.labels, ref.seg.labels)
     assert np.array_equal(got.seg.memberships, ref.seg.memberships)
+
+
+@pytest.mark.gpu
+def test_gpu_cancel_leaves_all_or_nothing_and_the_next_edit_is_the_plain_one():
+    """On a GPU the background clustering is the device's own ``fuzzy_cluster_many`` (no stand-in): cancelled at once,
+    it ends (cancelled or finished first), and its mesh's memo holds both extra starts or neither; the k edit that
+    follows equals the edit on a mesh that never had a prefetch."""
+    pytest.importorskip("cupy")
+    if not get_backend("cuda").is_gpu:
+        pytest.skip("no CUDA device")
+    from tests.mesh._quality_fixtures import fish_arrays
+
+    def prep():
+        return segmod.prepare_mesh(*fish_arrays(), device="cuda")
+
+    p = prep()
+    cs = segmod.clusterings_prepared(p, k="auto", device="cuda")
+    job = segmod.prefetch_k_starts(p, cs, device="cuda")
+    assert job is not None
+    segmod.cancel_prefetches()
+    job.join(30)
+    assert job.done()
+    try:
+        made = job.result()
+    except Cancelled:
+        made = 0
+    extra = {key[1] for m in p.memo.values() for key in m if key[1] in (20, 42)}
+    assert extra == ({20, 42} if made else set()), (made, extra)
+    got = segmod.segment_prepared(p, k=6, device="cuda")
+    q = prep()
+    segmod.clusterings_prepared(q, k="auto", device="cuda")
+    ref = segmod.segment_prepared(q, k=6, device="cuda")
+    assert np.array_equal(got.labels, ref.labels) and np.array_equal(got.memberships, ref.memberships)
