@@ -1812,12 +1812,15 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     job = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), prog, name="gpulab-mesh-prefetch")
     job.progress = prog
     prep.prefetch = job
-    _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()] + [job]
+    with _PREFETCHES_LOCK:
+        _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()] + [job]
     return job
 
 
-#: the background clusterings started by :func:`prefetch_k_starts` (finished ones are dropped at the next start)
+#: the background clusterings started by :func:`prefetch_k_starts` (finished ones are dropped at the next start), and
+#: the lock of that list (a live run's thread starts them; any run's stage 1 cancels them)
 _PREFETCHES: list = []
+_PREFETCHES_LOCK = threading.Lock()
 
 
 def cancel_prefetches() -> int:
@@ -1828,11 +1831,12 @@ def cancel_prefetches() -> int:
     on a CPU). A cancelled one adds nothing to its mesh's memo (a component's clusterings reach it only once all are
     made), so an edit that comes back to that mesh clusters them itself: the same arrays."""
     n = 0
-    for job in _PREFETCHES:
-        if not job.done():
-            job.progress.cancel()
-            n += 1
-    _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()]
+    with _PREFETCHES_LOCK:
+        for job in _PREFETCHES:
+            if not job.done():
+                job.progress.cancel()
+                n += 1
+        _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()]
     return n
 
 

@@ -77,9 +77,10 @@ def test_a_graph_edit_cancels_the_replaced_meshs_prefetch(monkeypatch):
     with pytest.raises(Cancelled):
         job.result()
     # back to the first mesh: its memo lacks the cancelled counts, so the k edit clusters them: the plain result
-    monkeypatch.undo()
+    segmod.cancel_prefetches()  # (the new mesh's own slow prefetch, started after the edit's live run)
     for p in list(segmod._PREFETCHES):
         p.join()
+    monkeypatch.undo()
     got, _ = mesh_seg.TOOL.run_staged(data, {**base, "k": 5}, device=CPU, cache=cache, scope="x")
     ref = mesh_seg.run(data, {**base, "k": 5}, device=CPU)
     assert np.array_equal(got.seg.labels, ref.seg.labels)
