@@ -1,5 +1,5 @@
 #!/bin/bash
-# lead, session 23, call 6 (kind nvidia-h100-x1, carry [".carry-lead23"]): the GPU test of cancel_prefetches and
+# lead, session 23, calls 6 and 7 (call 7 after the review commit b2a17d4: the same script; kind nvidia-h100-x1, carry [".carry-lead23"]): the GPU test of cancel_prefetches and
 # session 22's prefetch tests (pytest -m gpu -k prefetch), then how often a prefetch cancelled at once on the GPU is
 # stopped before it ends (10 tries on the fish fixture; the test accepts either branch, this says which one ran).
 set -o pipefail
