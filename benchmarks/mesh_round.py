@@ -488,13 +488,19 @@ def print_judgement(j: dict, label: str) -> None:
     print(f"RULE {label} (1)-(3), (5): {'PASS' if j['pass'] else 'FAIL'} {j['criteria']}", flush=True)
 
 
-def judge_file(rows_path: Path, base: str, cand: str, rule: Rule, n_meshes: int = 76, label: str = "",
-               json_out: str = "") -> dict:
-    raw = [json.loads(x) for x in Path(rows_path).read_text().splitlines() if x.strip()]
+def read_rows(path) -> tuple[list, list]:
+    """A round's rows file (one JSON object a line): ``(rows, error rows)``; the error rows' count and first two are
+    printed."""
+    raw = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
     bad = [r for r in raw if "error" in r]
-    rows = [r for r in raw if "error" not in r]
     if bad:
         print(f"error rows {len(bad)}: {bad[:2]}")
+    return [r for r in raw if "error" not in r], bad
+
+
+def judge_file(rows_path: Path, base: str, cand: str, rule: Rule, n_meshes: int = 76, label: str = "",
+               json_out: str = "") -> dict:
+    rows, bad = read_rows(rows_path)
     j = judge_rows(rows, bad, base, cand, rule, n_meshes)
     print_judgement(j, label or cand)
     if json_out:
@@ -762,11 +768,7 @@ class MarginRound:
         return {"seconds_sum": tot, "median_per_mesh_draw": med}
 
     def cmd_judge(self, a) -> int:
-        raw = [json.loads(x) for x in Path(a.rows).read_text().splitlines() if x.strip()]
-        bad = [r for r in raw if "error" in r]
-        rows = [r for r in raw if "error" not in r]
-        if bad:
-            print(f"error rows {len(bad)}: {bad[:2]}")
+        rows, bad = read_rows(a.rows)
         rj = Path(a.rows).with_name("round.json")
         rnd = json.loads(rj.read_text()) if rj.exists() else {}
         n_arms = len(self.arms)

@@ -164,20 +164,33 @@ def cmd_round(a) -> int:
           f"{mr.FACES} faces, judge {judge} [{time.perf_counter() - t0:.0f} s]", flush=True)
     st = w16.make_stores(a.data, {"X": mr.FACES}, judge, a.work / "stores", a.jobs)
     (a.out / "stores.sha1.json").write_text(json.dumps(st, indent=1))
+    confirm_draws(a, ids, judge, models, ARMS, a.work / "stores" / "X", "pf3n0", res, t0, a.draw_min)
+    (a.out / "round.json").write_text(json.dumps(res, indent=1))
+    print(f"round done [{res['seconds']:.0f} s]", flush=True)
+    return 0
+
+
+def confirm_draws(a, ids: list, judge: list, models: dict, arms: tuple, stores: Path, cand: str, res: dict, t0: float,
+                  draw_min: float) -> None:
+    """The judging draws in batches of ``a.batch`` (the largest meshes first) while ``a.judge_end`` seconds after
+    ``t0`` are not reached (``draw_min`` at least left): every mesh-draw's k = "auto" under each arm's model of
+    ``models`` (:func:`confirm_mesh`, the arms' order alternated), from the store ``stores/<cand>s<seed>.npz``; rows
+    appended to ``a.out/rows.jsonl``; ``res`` gets ``draws_not_run``, ``rows_per_draw`` and ``seconds``. Used by
+    :func:`cmd_round` and session 23's ``mesh_session23_auto.py``."""
     cost = {i: mp._cost(a.data, i) for i in ids}
     n: dict = {}
     res["draws_not_run"] = []
     for b in range(0, len(judge), a.batch):
         bt = judge[b:b + a.batch]
         left = a.judge_end - (time.perf_counter() - t0)
-        if left < a.draw_min:
+        if left < draw_min:
             print(f"== judging draws {judge[b:]} not run: {left:.0f} s left [{time.perf_counter() - t0:.0f} s]",
                   flush=True)
             res["draws_not_run"] = judge[b:]
             break
         print(f"== confirm {bt} ({left:.0f} s before the judging end) [{time.perf_counter() - t0:.0f} s]", flush=True)
-        tasks = [(a.data, str(a.work / "stores" / "X" / f"pf3n0s{s}.npz"), i, models, a.device, f"s{s}",
-                  list(ARMS) if (i + s) % 2 == 0 else list(ARMS[::-1])) for s in bt for i in ids]
+        tasks = [(a.data, str(stores / f"{cand}s{s}.npz"), i, models, a.device, f"s{s}",
+                  list(arms) if (i + s) % 2 == 0 else list(arms[::-1])) for s in bt for i in ids]
         tasks.sort(key=lambda t: -cost[t[2]])
         with w16._spawn_pool(a.jobs) as ex, open(a.out / "rows.jsonl", "a") as fh:
             for r in ex.map(_confirm_job, tasks):
@@ -188,9 +201,6 @@ def cmd_round(a) -> int:
         print(f"   batch {bt} done; rows without error per draw: {n} [{time.perf_counter() - t0:.0f} s]", flush=True)
     res["rows_per_draw"] = n
     res["seconds"] = time.perf_counter() - t0
-    (a.out / "round.json").write_text(json.dumps(res, indent=1))
-    print(f"round done [{res['seconds']:.0f} s]", flush=True)
-    return 0
 
 
 # --------------------------------------------------------------------------- judge
@@ -283,11 +293,7 @@ def print_judgement(j: dict) -> None:
 
 
 def cmd_judge(a) -> int:
-    raw = [json.loads(x) for x in Path(a.rows).read_text().splitlines() if x.strip()]
-    bad = [r for r in raw if "error" in r]
-    rows = [r for r in raw if "error" not in r]
-    if bad:
-        print(f"error rows {len(bad)}: {bad[:2]}")
+    rows, bad = mr.read_rows(a.rows)
     fj = Path(a.folds) if a.folds else None
     folds_ok = None
     if fj and fj.exists():

@@ -97,29 +97,7 @@ def cmd_round(a) -> int:
     res: dict = {"all_sha1": {arm: mr.sha(models[arm] / "ALL.npz") for arm in ARMS}}
     st = w16.make_stores(a.data, {"X": mr.FACES}, judge, work / "stores", a.jobs, cand="pf3n0c")
     (a.out / "stores.sha1.json").write_text(json.dumps(st, indent=1))
-    cost = {i: mp._cost(a.data, i) for i in ids}
-    n: dict = {}
-    res["draws_not_run"] = []
-    for b in range(0, len(judge), a.batch):
-        bt = judge[b:b + a.batch]
-        left = a.judge_end - (time.perf_counter() - t0)
-        if left < 12.0:
-            print(f"== judging draws {judge[b:]} not run: {left:.0f} s left", flush=True)
-            res["draws_not_run"] = judge[b:]
-            break
-        print(f"== confirm {bt} ({left:.0f} s before the judging end) [{time.perf_counter() - t0:.0f} s]", flush=True)
-        tasks = [(a.data, str(work / "stores" / "X" / f"pf3n0cs{s}.npz"), i, models, a.device, f"s{s}",
-                  list(ARMS) if (i + s) % 2 == 0 else list(ARMS[::-1])) for s in bt for i in ids]
-        tasks.sort(key=lambda t: -cost[t[2]])
-        with w16._spawn_pool(a.jobs) as ex, open(a.out / "rows.jsonl", "a") as fh:
-            for r in ex.map(a19._confirm_job, tasks):
-                fh.write(json.dumps(r) + "\n")
-                fh.flush()
-                if "error" not in r:
-                    n[r["draw"]] = n.get(r["draw"], 0) + 1
-        print(f"   batch {bt} done; rows per draw {n} [{time.perf_counter() - t0:.0f} s]", flush=True)
-    res["rows_per_draw"] = n
-    res["seconds"] = time.perf_counter() - t0
+    a19.confirm_draws(a, ids, judge, models, ARMS, work / "stores" / "X", "pf3n0c", res, t0, 12.0)
     (a.out / "round.json").write_text(json.dumps(res, indent=1))
     return 0
 
@@ -163,11 +141,7 @@ def judge(rows: list, bad: list, n_meshes: int, min_draws: int, folds_ok) -> dic
 
 
 def cmd_judge(a) -> int:
-    raw = [json.loads(x) for x in Path(a.rows).read_text().splitlines() if x.strip()]
-    bad = [r for r in raw if "error" in r]
-    rows = [r for r in raw if "error" not in r]
-    if bad:
-        print(f"error rows {len(bad)}: {bad[:2]}")
+    rows, bad = mr.read_rows(a.rows)
     fj = Path(a.folds) if a.folds else None
     folds_ok = bool(json.loads(fj.read_text()).get("ok")) if fj and fj.exists() else None
     j = judge(rows, bad, a.n_meshes, a.min_draws, folds_ok)
@@ -193,16 +167,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a19.add_folds_args(sub.add_parser("folds"), stores=False)
-    r = sub.add_parser("round")
-    r.add_argument("--data", type=Path, default=mp.DEFAULT_DATA)
-    r.add_argument("--work", type=Path, required=True)
-    r.add_argument("--out", type=Path, required=True)
-    r.add_argument("--judge", required=True)
-    r.add_argument("--jobs", type=int, default=16)
-    r.add_argument("--device", default=None)
-    r.add_argument("--judge-end", type=float, default=1e9)
-    r.add_argument("--batch", type=int, default=4)
-    r.add_argument("--ids", default="")
+    mr.add_round_args(sub)  # (its --train is not read: the training draws are DRAWS)
     j = mr.add_judge_args(sub, MIN_DRAWS)
     j.add_argument("--folds", default="", help="the folds step's auto_folds.json")
     a = ap.parse_args(argv)
