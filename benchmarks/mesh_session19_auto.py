@@ -113,6 +113,28 @@ def cmd_folds(a) -> int:
     return 0
 
 
+def arm_folds(a, arm: str, store_dir: Path, cand: str, draws: list, work: Path, faces: int) -> dict:
+    """One arm's folds from stores made elsewhere (``store_dir/<cand>s<seed>.npz``, ``faces`` faces): links named as
+    :func:`cmd_folds` reads them (``work/auto_stores_<arm>/pf3s<seed>.npz``), then :func:`cmd_folds` into
+    ``work/auto_folds_<arm>`` and ``work/models_auto/<arm>`` (``a``: :func:`add_folds_args`' arguments); returns its
+    ``folds.json``. Used by session 22's ``mesh_session22_canon.py`` and session 23's ``mesh_session23_auto.py``."""
+    link = work / f"auto_stores_{arm}"
+    link.mkdir(parents=True, exist_ok=True)
+    for s in draws:
+        p = link / f"pf3s{s}.npz"
+        p.unlink(missing_ok=True)
+        p.symlink_to(store_dir / f"{cand}s{s}.npz")
+    fw = work / f"auto_folds_{arm}"
+    fw.mkdir(parents=True, exist_ok=True)
+    text = ",".join(str(s) for s in draws)
+    ns = argparse.Namespace(old=a.old, stores=link, data=a.data, work=fw, models=work / "models_auto" / arm,
+                            draws=text, device=a.device, jobs=a.jobs, n_meshes=a.n_meshes, ids=a.ids,
+                            no_store_check=True)
+    print(f"== k = 'auto' folds of arm {arm} (stores {cand}s{text} at {faces} faces)", flush=True)
+    cmd_folds(ns)
+    return json.loads((fw / "folds.json").read_text())
+
+
 # --------------------------------------------------------------------------- confirm (today's library)
 def confirm_mesh(data: Path, store: str, mesh_id: int, models: dict, device, draw: str, order: list,
                  faces: int = mr.FACES) -> dict:

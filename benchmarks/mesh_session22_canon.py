@@ -84,20 +84,7 @@ def cmd_auto_folds(a) -> int:
         cand = ARM_STORES[arm][1]
         draws = [int(x) for x in a.draws.split(",")]
         sha = w16.make_stores(a.data, {arm: AUTO_FACES}, draws, work / "auto_stores", a.jobs, cand=cand)
-        link = work / f"auto_stores_{arm}"
-        link.mkdir(parents=True, exist_ok=True)
-        for s in draws:
-            p = link / f"pf3s{s}.npz"
-            p.unlink(missing_ok=True)
-            p.symlink_to(work / "auto_stores" / arm / f"{cand}s{s}.npz")
-        fw = work / f"auto_folds_{arm}"
-        fw.mkdir(parents=True, exist_ok=True)
-        ns = argparse.Namespace(old=a.old, stores=link, data=a.data, work=fw, models=work / "models_auto" / arm,
-                                draws=a.draws, device=a.device, jobs=a.jobs, n_meshes=a.n_meshes, ids=a.ids,
-                                no_store_check=True)
-        print(f"== k = 'auto' folds of arm {arm} (stores {cand}s{a.draws} at {AUTO_FACES} faces)", flush=True)
-        a19.cmd_folds(ns)
-        f = json.loads((fw / "folds.json").read_text())
+        f = a19.arm_folds(a, arm, work / "auto_stores" / arm, cand, draws, work, AUTO_FACES)
         res[arm] = {"stores": sha, **f}
     res["ok"] = all(res[arm].get("complete") is True for arm in ("C", a.cand))
     (work / "auto_folds.json").write_text(json.dumps(res, indent=1))

@@ -56,21 +56,8 @@ def cmd_folds(a) -> int:
     sha = w16.make_stores(a.data, {"A": AUTO_FACES}, union, work / "auto_stores", a.jobs, cand="pf3n0")
     res: dict = {"stores": sha}
     for arm in ARMS:
-        link = work / f"auto_stores_{arm}"
-        link.mkdir(parents=True, exist_ok=True)
-        for s in DRAWS[arm]:
-            p = link / f"pf3s{s}.npz"
-            p.unlink(missing_ok=True)
-            p.symlink_to(work / "auto_stores" / "A" / f"pf3n0s{s}.npz")
+        res[arm] = a19.arm_folds(a, arm, work / "auto_stores" / "A", "pf3n0", list(DRAWS[arm]), work, AUTO_FACES)
         fw = work / f"auto_folds_{arm}"
-        fw.mkdir(parents=True, exist_ok=True)
-        draws = ",".join(str(s) for s in DRAWS[arm])
-        ns = argparse.Namespace(old=a.old, stores=link, data=a.data, work=fw, models=work / "models_auto" / arm,
-                                draws=draws, device=a.device, jobs=a.jobs, n_meshes=a.n_meshes, ids=a.ids,
-                                no_store_check=True)
-        print(f"== k = 'auto' folds of arm {arm} (stores pf3n0s{draws} at {AUTO_FACES} faces)", flush=True)
-        a19.cmd_folds(ns)
-        res[arm] = json.loads((fw / "folds.json").read_text())
         res[arm]["train"] = [json.loads(x) for x in (fw / "train_auto.jsonl").read_text().splitlines() if x.strip()
                              and '"fold": "ALL"' in x]
     res["ok"] = all(res[arm].get("complete") is True for arm in ARMS)
