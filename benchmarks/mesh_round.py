@@ -674,7 +674,7 @@ class MarginRound:
     draws: (1) protocol mean cand <= C - ``mean_margin`` AND cand's per-draw mean lower than C's on more draws than
     higher; (2) meshes over 0.30 summed cand <= C; (3) k = "auto" report-only while equal to C's on every row, else
     >= ``auto_in_range`` % in range on every complete draw and mean cand <= C + ``auto_mean_margin``; (5) >= ``min_draws``
-    complete draws, the records (arms x ``train_draws`` x meshes) and folds (arms x (categories + ALL)) without error,
+    complete draws, the records (switch sets x ``train_draws`` x meshes) and folds (arms x (categories + ALL)) without error,
     C's ALL = the shipped model. The per-arm report (meshes ``report_meshes``, categories ``report_categories``) and the
     rows' seconds per switch set are printed, never criteria. Passing candidates: the lowest protocol mean ships.
 
@@ -773,7 +773,9 @@ class MarginRound:
         rnd = json.loads(rj.read_text()) if rj.exists() else {}
         n_arms = len(self.arms)
         n_cat = 19 if a.n_meshes == 76 else len({r["category"] for r in rows})
-        n_rec, n_fold = n_arms * self.train_draws * a.n_meshes, n_arms * (1 + n_cat)
+        # (records: once per switch set and training draw, as run_round records them; folds: per arm)
+        n_sets = len(switch_sets([x.spec() for x in self.arms])[0])
+        n_rec, n_fold = n_sets * self.train_draws * a.n_meshes, n_arms * (1 + n_cat)
         checks = {"shipped_equal": rnd.get("shipped_equal"), "records": rnd.get("records"),
                   "record_errors": rnd.get("record_errors"), "folds": rnd.get("folds"),
                   "fold_errors": rnd.get("fold_errors"), "records_expected": n_rec, "folds_expected": n_fold}
