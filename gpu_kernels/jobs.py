@@ -340,14 +340,19 @@ class BackgroundCall:
     The thread is not a daemon: the interpreter's exit waits for it (a daemon thread still inside
     C++ at finalization can crash the exit, see :mod:`gpu_kernels.mesh.nearest`).
 
+    ``on_cancel`` (optional, like ``name`` not passed to ``fn``): what :meth:`cancel` calls while
+    the call runs (``progress.cancel`` of the :class:`Progress` that ``fn`` reports to: ``fn``
+    then raises :class:`Cancelled` at its next check, which :meth:`result` raises).
+
     >>> job = BackgroundCall(sum, [1, 2, 3], name="example")
-    >>> job.result(), job.done()
-    (6, True)
+    >>> job.result(), job.done(), job.cancel()
+    (6, True, False)
     """
 
-    def __init__(self, fn, *args, name: str = "gpulab-background", **kwargs):
+    def __init__(self, fn, *args, name: str = "gpulab-background", on_cancel=None, **kwargs):
         self._value = None
         self._error: BaseException | None = None
+        self._on_cancel = on_cancel
         self._thread = threading.Thread(target=self._run, args=(fn, args, kwargs), name=name, daemon=False)
         self._thread.start()
 
@@ -359,6 +364,13 @@ class BackgroundCall:
 
     def done(self) -> bool:
         return not self._thread.is_alive()
+
+    def cancel(self) -> bool:
+        """Ask the call to stop (``on_cancel``); True if it was still running and has an ``on_cancel``."""
+        if self.done() or self._on_cancel is None:
+            return False
+        self._on_cancel()
+        return True
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the call (at most ``timeout`` seconds; :meth:`done` says whether it ended)."""

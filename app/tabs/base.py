@@ -1619,7 +1619,10 @@ class ToolTab(QWidget):
     _last_status = ""
 
     def shutdown(self, timeout_ms: int = 5000) -> bool:
-        """Stop the tab's job (window closing)."""
+        """Stop the tab's job and cancel its background prefetches (window closing: the exit
+        waits for their threads)."""
+        if getattr(self, "tool", None) is not None:
+            self.tool.pipeline().cancel_prefetches(self.settings_key)
         return self.runner.shutdown(timeout_ms)
 
     def closeEvent(self, event) -> None:  # noqa: N802

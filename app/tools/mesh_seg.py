@@ -244,7 +244,6 @@ def _graph(ctx):
     all-pairs shortest paths (everything that k and epsilon do not change)."""
     p = ctx.p
     check_device(p, ctx.device)
-    _seg.cancel_prefetches()  # (the clusterings in flight are for the mesh this run replaces)
     return _seg.prepare_mesh(
         ctx.data.vertices, ctx.data.faces, delta=p["delta"], eta_convex=p["eta_convex"],
         max_faces=p["max_faces"], consensus=p["consensus"], simplifier=p["simplifier"],
@@ -263,8 +262,9 @@ def _cluster(ctx):
 
 
 def _prefetch(ctx, cs):
-    """After a live run: an integer k's extra starts clustered on a thread (a k edit then clusters nothing)."""
-    _seg.prefetch_k_starts(ctx["graph"], cs, device=ctx.device)
+    """After a live run: an integer k's extra starts clustered on a thread (a k edit then clusters nothing). The
+    handle lets the pipeline cancel it when the graph stage runs again (the clustering is for the mesh replaced)."""
+    return _seg.prefetch_k_starts(ctx["graph"], cs, device=ctx.device)
 
 
 def _segment(ctx):

@@ -66,6 +66,7 @@ run of every stage (the CLI and batch call it as before).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -128,7 +129,11 @@ class Stage:
         ran this stage, once its result is made, start background work that makes a likely next
         edit cheaper; it must change no result (the mesh tool clusters an integer k's extra starts
         after a k = "auto" run). Its errors are dropped. One-shot runs (:meth:`Pipeline.run`: the
-        CLI, batch, the demo) never call it.
+        CLI, batch, the demo) never call it. It may return a handle with a ``cancel()`` method
+        (:class:`gpu_kernels.jobs.BackgroundCall`): the background work is for this run's upstream
+        outputs, so a later run of the same scope that runs again a stage this one takes from
+        (directly or not) cancels it before that stage starts; a run of this stage alone (a new
+        k on the same graph) does not. :meth:`Pipeline.cancel_prefetches` cancels them too.
 
     Notes
     -----
@@ -215,6 +220,13 @@ class Pipeline:
             if bad:
                 raise TypeError(f"stage {s.name!r} takes {bad[0]!r}, which is not an earlier stage")
             self._after[s.name] = tuple(after)
+        #: every stage each stage takes from, directly or not (a prefetch is cancelled by their runs)
+        self._above: dict[str, frozenset[str]] = {}
+        for s in self.stages:
+            self._above[s.name] = frozenset(self._after[s.name]).union(*(self._above[a] for a in self._after[s.name]))
+        #: the handles of the prefetches still to cancel: (scope, stage) -> [handle, ...]
+        self._prefetches: dict[tuple[str, str], list] = {}
+        self._prefetch_lock = threading.Lock()
         if params is not None:
             self.bind_params(params)
 
@@ -289,6 +301,38 @@ class Pipeline:
     def _refs(self, data, s: Stage) -> tuple:
         return tuple(getattr(data, f, None) for f in s.inputs) if s.inputs else (data,)
 
+    # -- prefetches ------------------------------------------------------------------------
+    def _keep_prefetch(self, scope: str, stage: str, handle) -> None:
+        if not callable(getattr(handle, "cancel", None)):
+            return  # (nothing to cancel: work that ends by itself)
+        with self._prefetch_lock:
+            live = [h for h in self._prefetches.get((scope, stage), []) if not _done(h)]
+            self._prefetches[(scope, stage)] = live + [handle]
+
+    def cancel_prefetches(self, scope: str | None = None, *, rerun: Sequence[str] | None = None) -> int:
+        """Cancel the prefetches still running (of ``scope`` only, if given) and forget them;
+        returns how many were cancelled.
+
+        ``rerun`` (stage names): only those of stages that take from one of them, directly or
+        not (what :meth:`execute` does before it runs them again). The window calls it without
+        ``rerun`` when a tab closes.
+        """
+        n = 0
+        with self._prefetch_lock:
+            for key in list(self._prefetches):
+                sc, stage = key
+                if scope is not None and sc != scope:
+                    continue
+                if rerun is not None and not self._above[stage].intersection(rerun):
+                    continue
+                for h in self._prefetches.pop(key):
+                    if not _done(h):
+                        try:
+                            n += bool(h.cancel())
+                        except Exception:  # noqa: BLE001 - a prefetch never stops a run
+                            log.debug("cancelling the prefetch of %s failed", stage, exc_info=True)
+        return n
+
     # -- running ---------------------------------------------------------------------------
     def execute(self, data, params: Mapping[str, Any], *, device: Backend, progress: Progress | None = None,
                 cache: StageCache | None = None, scope: str = "") -> tuple[Any, RunReport]:
@@ -332,6 +376,8 @@ class Pipeline:
                 progress.check()  # raises Cancelled between stages
             ctx = StageContext(data, {p: eff[p] for p in s.params}, device, sub,
                                {u: outputs[u] for u in self._after[s.name]}, s.name)
+            if cache is not None:
+                self.cancel_prefetches(scope, rerun=(s.name,))  # (their work is for outputs this run replaces)
             t0 = time.perf_counter()
             out = s.fn(ctx)
             if device.is_gpu and not getattr(out, "queues_no_work", False):
@@ -353,7 +399,7 @@ class Pipeline:
         progress.update(1.0, "done")
         for s, ctx, out in later:
             try:
-                s.prefetch(ctx, out)
+                self._keep_prefetch(scope, s.name, s.prefetch(ctx, out))
             except Exception:  # noqa: BLE001 - a prefetch never stops a run (the edit computes it instead)
                 pass
         return result, report
@@ -395,6 +441,11 @@ class Pipeline:
         self.check_params(paramset)
         self._paramset = paramset
         return self
+
+
+def _done(handle) -> bool:
+    done = getattr(handle, "done", None)
+    return bool(done()) if callable(done) else False
 
 
 def _hashable(v):

@@ -1783,8 +1783,10 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     batch), so no result changes. :func:`clusterings_prepared` waits for it. The mesh tool's live runs start it
     after a run (:attr:`app.tools.stages.Stage.prefetch`); a one-shot run (the CLI, batch) does not.
 
-    Returns the handle (:class:`gpu_kernels.jobs.BackgroundCall`; ``result()`` is the number of clusterings made),
-    or None where an integer k takes no starts (several working resolutions, :data:`K_FROM_AUTO_STARTS` off) or
+    Returns the handle (:class:`gpu_kernels.jobs.BackgroundCall`; ``result()`` is the number of clusterings made;
+    ``cancel()`` stops it at its next progress check, and a cancelled one adds nothing to the memo: a component's
+    clusterings reach it only once all are made, so an edit that comes back to this mesh clusters them itself, the
+    same arrays), or None where an integer k takes no starts (several working resolutions, :data:`K_FROM_AUTO_STARTS` off) or
     every one is in the memo already.
 
     Example
@@ -1809,35 +1811,11 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     if not work:
         return None
     prog = Progress()
-    job = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), prog, name="gpulab-mesh-prefetch")
+    job = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), prog, name="gpulab-mesh-prefetch",
+                         on_cancel=prog.cancel)
     job.progress = prog
     prep.prefetch = job
-    with _PREFETCHES_LOCK:
-        _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()] + [job]
     return job
-
-
-#: the background clusterings started by :func:`prefetch_k_starts` (finished ones are dropped at the next start), and
-#: the lock of that list (a live run's thread starts them; any run's stage 1 cancels them)
-_PREFETCHES: list = []
-_PREFETCHES_LOCK = threading.Lock()
-
-
-def cancel_prefetches() -> int:
-    """Cancel every background clustering of :func:`prefetch_k_starts` still running, and return how many were.
-
-    The mesh tool calls it when stage 1 runs again (a new mesh or graph parameter): the clusterings in flight are for
-    a mesh that the edit replaces, and would take the device from the new run (seconds for a full-resolution graph
-    on a CPU). A cancelled one adds nothing to its mesh's memo (a component's clusterings reach it only once all are
-    made), so an edit that comes back to that mesh clusters them itself: the same arrays."""
-    n = 0
-    with _PREFETCHES_LOCK:
-        for job in _PREFETCHES:
-            if not job.done():
-                job.progress.cancel()
-                n += 1
-        _PREFETCHES[:] = [j for j in _PREFETCHES if not j.done()]
-    return n
 
 
 def _wait_prefetch(prep: PreparedMesh, prog: Progress | None = None) -> bool:

@@ -1,6 +1,9 @@
 """Session 23, live tuning of the mesh tool: a stage-1 edit (a new mesh or graph parameter) cancels the background
-clustering of the mesh it replaces (``segment.cancel_prefetches``), instead of letting it take the device from the new
-run. A cancelled prefetch leaves nothing in its mesh's memo, so coming back to that mesh gives the plain result."""
+clustering of the mesh it replaces, instead of letting it take the device from the new run. A cancelled prefetch
+leaves nothing in its mesh's memo, so coming back to that mesh gives the plain result.
+
+Session 24: the pipeline cancels it (the prefetch's handle, per cache scope: ``Pipeline.cancel_prefetches``), not a
+process-wide ``segment.cancel_prefetches`` called by the graph stage, so another view's prefetch runs on."""
 
 from __future__ import annotations
 
@@ -21,16 +24,16 @@ CPU = get_backend("cpu")
 
 
 def _slow_prefetch(monkeypatch) -> threading.Event:
-    """The prefetch thread's clusterings take ~10 s unless cancelled (their progress raises Cancelled then)."""
+    """The prefetch thread's clusterings take ~30 s unless cancelled (their progress raises Cancelled then)."""
     real = segmod.fuzzy_cluster_many
     started = threading.Event()
 
     def slow(D, ks, **kw):
         if threading.current_thread().name == "gpulab-mesh-prefetch":
             started.set()
-            for i in range(1000):
+            for i in range(3000):
                 time.sleep(0.01)
-                kw["progress"].update(i / 1000)
+                kw["progress"].update(i / 3000)
         return real(D, ks, **kw)
 
     monkeypatch.setattr(segmod, "fuzzy_cluster_many", slow)
@@ -50,36 +53,44 @@ def test_cancel_prefetches_stops_one_in_flight_and_leaves_its_memo_as_it_was(mon
     job = segmod.prefetch_k_starts(prep, cs, device="cpu")
     assert started.wait(5)
     t = time.perf_counter()
-    assert segmod.cancel_prefetches() == 1
+    assert job.cancel()
     job.join(5)
     assert job.done() and time.perf_counter() - t < 3.0
     with pytest.raises(Cancelled):
         job.result()
     assert {m: set(d) for m, d in prep.memo.items()} == before
-    assert segmod.cancel_prefetches() == 0  # nothing left running
+    assert not job.cancel()  # nothing left running
 
 
-def test_a_graph_edit_cancels_the_replaced_meshs_prefetch(monkeypatch):
+def _prefetch_of(cache, scope):
+    preps = [e[0] for e in cache._entries.values() if isinstance(e[0], segmod.PreparedMesh) and e[3] == scope]
+    assert len(preps) == 1
+    return preps[0].prefetch
+
+
+def test_a_graph_edit_cancels_the_replaced_meshs_prefetch_of_its_own_view_only(monkeypatch):
     started = _slow_prefetch(monkeypatch)
     v, f, _ = box_bar_box()
     data = mesh_seg.from_arrays(v, f)
     base = {"k": "auto", "apsp": "cpu", "max_faces": 600}
     cache = StageCache(cap_bytes=256 << 20)
+    mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="other")  # another view of the same tool
+    other = _prefetch_of(cache, "other")
     mesh_seg.TOOL.run_staged(data, base, device=CPU, cache=cache, scope="x")
-    old = next(e[0] for e in cache._entries.values() if isinstance(e[0], segmod.PreparedMesh))
-    job = old.prefetch
-    assert job is not None and started.wait(5)
+    job = _prefetch_of(cache, "x")
+    assert job is not None and other is not None and started.wait(5)
     t = time.perf_counter()
     res, rep = mesh_seg.TOOL.run_staged(data, {**base, "delta": 0.1}, device=CPU, cache=cache, scope="x")
     assert "graph" in rep.ran
     job.join(5)
-    assert job.done() and time.perf_counter() - t < 5.0  # (not the ~10 s the stale clustering would take)
+    assert job.done() and time.perf_counter() - t < 5.0  # (not the ~30 s the stale clustering would take)
     with pytest.raises(Cancelled):
         job.result()
+    assert not other.done()  # the other view's prefetch runs on (session 23's process-wide cancel stopped it)
     # back to the first mesh: its memo lacks the cancelled counts, so the k edit clusters them: the plain result
-    segmod.cancel_prefetches()  # (the new mesh's own slow prefetch, started after the edit's live run)
-    for p in list(segmod._PREFETCHES):
-        p.join()
+    assert mesh_seg.PIPELINE.cancel_prefetches() == 2  # (the other view's, and the new mesh's own slow prefetch)
+    other.join(5)
+    assert other.done()
     monkeypatch.undo()
     got, _ = mesh_seg.TOOL.run_staged(data, {**base, "k": 5}, device=CPU, cache=cache, scope="x")
     ref = mesh_seg.run(data, {**base, "k": 5}, device=CPU)
@@ -104,7 +115,7 @@ def test_gpu_cancel_leaves_all_or_nothing_and_the_next_edit_is_the_plain_one():
     cs = segmod.clusterings_prepared(p, k="auto", device="cuda")
     job = segmod.prefetch_k_starts(p, cs, device="cuda")
     assert job is not None
-    segmod.cancel_prefetches()
+    job.cancel()
     job.join(30)
     assert job.done()
     try:
