@@ -192,7 +192,7 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
                  has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
-                 keeps, gones, strengths, n, max_rounds):  # pragma: no cover - compiled
+                 keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdirs):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
@@ -202,7 +202,10 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     (:data:`gpu_kernels.mesh.learned.GAIN_POWER`: an argument, since numba would freeze a global), ties by the
     strength); ``has_stop``: a component stops once no
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
-    the thickness contrast where ``sdf > 0``. Returns ``(n, finished)``."""
+    the thickness contrast where ``sdf > 0``. ``hull_on`` (:data:`gpu_kernels.mesh.learned.HULL_FEATURE`): a 22nd
+    feature column, the pair's union depth under its k-DOP (``hsup`` (K, 26) the supports along ``hdirs``, ``hpts``
+    / ``hcnt`` the kept centroids, updated at each merge as :class:`gpu_kernels.mesh.learned._Hull` does).
+    Returns ``(n, finished)``."""
     K = BL.shape[0]
     nc = count.size
     has_lg = lg.size > 0
@@ -216,7 +219,10 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
-    nf = NF if learned else 0
+    nf = (NF + (1 if hull_on else 0)) if learned else 0
+    nd = hdirs.shape[0]
+    hm = hpts.shape[1]
+    htmp = np.empty((2 * hm if hull_on else 0, 3))
     X = np.empty((npair if learned else 0, nf))
     p_ = np.empty(npair if learned else 0)
     g_ = np.empty(npair if policy == GAIN else 0)
@@ -378,6 +384,22 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 18] = cnt / tgt
                     X[t, 19] = cnt / st0
                     X[t, 20] = m_[sm] - m_[lgc]
+                    if hull_on:
+                        # the deepest kept point of the union under the supports' planes (_Hull.depth's order)
+                        best = -np.inf
+                        for side in range(2):
+                            c = p if side == 0 else q
+                            for i in range(hcnt[c]):
+                                mn = np.inf
+                                for d in range(nd):
+                                    sv = hsup[p, d] if hsup[p, d] >= hsup[q, d] else hsup[q, d]
+                                    v = sv - ((hpts[c, i, 0] * hdirs[d, 0] + hpts[c, i, 1] * hdirs[d, 1])
+                                              + hpts[c, i, 2] * hdirs[d, 2])
+                                    if v < mn:
+                                        mn = v
+                                if mn > best:
+                                    best = mn
+                        X[t, NF] = best / math.sqrt(ca)
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
@@ -459,6 +481,30 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                 T[gone, j] = 0.0
             for i in range(K):
                 T[i, gone] = 0.0
+        if hull_on:
+            for d in range(nd):
+                if hsup[gone, d] > hsup[keep, d]:
+                    hsup[keep, d] = hsup[gone, d]
+            nk = hcnt[keep]
+            tot = nk + hcnt[gone]
+            for i in range(nk):
+                for j in range(3):
+                    htmp[i, j] = hpts[keep, i, j]
+            for i in range(hcnt[gone]):
+                for j in range(3):
+                    htmp[nk + i, j] = hpts[gone, i, j]
+            if tot <= hm:
+                for i in range(tot):
+                    for j in range(3):
+                        hpts[keep, i, j] = htmp[i, j]
+                hcnt[keep] = tot
+            else:
+                for i in range(hm):
+                    r = (i * tot) // hm
+                    for j in range(3):
+                        hpts[keep, i, j] = htmp[r, j]
+                hcnt[keep] = hm
+            hcnt[gone] = 0
         for i in range(root.size):
             if root[i] == gone:
                 root[i] = keep

@@ -660,11 +660,12 @@ class _MergeState:
         return self.labels(), self.merges
 
     def compiled(self, targets, min_area, strengths, *, policy=0, lim=None, stop_p=None, model=None,
-                 progress=None, gain_power=1.0):
+                 progress=None, gain_power=1.0, hull=None):
         """The greedy loop by :func:`gpu_kernels.mesh._numba_merge.greedy_merge` (the ``"contrast"`` criterion):
         the same merges and strengths as :meth:`greedy` with the hand-made pick (``policy`` 0, ``lim``: a
         per-component strength limit, ``stop``) or the learned one (1 learned, 2 blend, 3 gain; ``model``,
-        ``stop_p``; ``gain_power``: :data:`gpu_kernels.mesh.learned.GAIN_POWER`, read by the gain order only),
+        ``stop_p``; ``gain_power``: :data:`gpu_kernels.mesh.learned.GAIN_POWER`, read by the gain order only;
+        ``hull``: a :class:`gpu_kernels.mesh.learned._Hull` for the union-depth feature, updated in place),
         run in blocks of :data:`CANCEL_ROUNDS` rounds with the cancel flag checked between them. Returns
         ``(labels, merges)``."""
         from gpu_kernels.mesh import _numba_merge as nm
@@ -702,6 +703,12 @@ class _MergeState:
             z = np.zeros((1, 1), dtype=np.int64)
             tree = (z - 1, np.zeros((1, 1)), z, z, np.zeros((1, 1)), 0.0, 0.0, 0)
         lg = np.empty(0) if self.lg is None else self.lg
+        if hull is not None and learned:
+            from gpu_kernels.mesh.learned import HULL_DIRS
+
+            h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS)
+        else:
+            h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), np.empty((0, 3)))
         K = self.K
         keeps = np.empty(max(K, 1), dtype=np.int64)
         gones = np.empty(max(K, 1), dtype=np.int64)
@@ -716,7 +723,7 @@ class _MergeState:
                 cnt, target, tracked, start, done, lim_a, has_lim, float(min_area),
                 float(stop_p) if stop_p is not None else 0.0, stop_p is not None, float(gain_power), nrm, comp_lg,
                 *tree, self.root,
-                keeps, gones, st, n, int(CANCEL_ROUNDS))
+                keeps, gones, st, n, int(CANCEL_ROUNDS), *h_args)
             if finished:
                 break
         for c in targets:
