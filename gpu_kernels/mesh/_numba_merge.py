@@ -192,7 +192,8 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
                  has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
-                 keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdirs):  # pragma: no cover - compiled
+                 keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdirs, hull_own,
+                 hown):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
@@ -204,7 +205,9 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
     the thickness contrast where ``sdf > 0``. ``hull_on`` (:data:`gpu_kernels.mesh.learned.HULL_FEATURE`): a 22nd
     feature column, the pair's union depth under its k-DOP (``hsup`` (K, 26) the supports along ``hdirs``, ``hpts``
-    / ``hcnt`` the kept centroids, updated at each merge as :class:`gpu_kernels.mesh.learned._Hull` does).
+    / ``hcnt`` the kept centroids, updated at each merge as :class:`gpu_kernels.mesh.learned._Hull` does); with
+    ``hull_own`` (:data:`gpu_kernels.mesh.learned.HULL_EXCESS`) a 23rd, its excess over the deeper cluster's own depth
+    ``hown``.
     Returns ``(n, finished)``."""
     K = BL.shape[0]
     nc = count.size
@@ -219,7 +222,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
-    nf = (NF + (1 if hull_on else 0)) if learned else 0
+    nf = (NF + (1 if hull_on else 0) + (1 if hull_on and hull_own else 0)) if learned else 0
     nd = hdirs.shape[0]
     hm = hpts.shape[1]
     htmp = np.empty((2 * hm if hull_on else 0, 3))
@@ -399,7 +402,11 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                                         mn = v
                                 if mn > best:
                                     best = mn
-                        X[t, NF] = best / math.sqrt(ca)
+                        sq = math.sqrt(ca)
+                        X[t, NF] = best / sq
+                        if hull_own:
+                            mo = hown[p] if hown[p] >= hown[q] else hown[q]
+                            X[t, NF + 1] = (best - mo) / sq
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
@@ -505,6 +512,20 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         hpts[keep, i, j] = htmp[r, j]
                 hcnt[keep] = hm
             hcnt[gone] = 0
+            if hull_own:
+                # the kept centroids under the cluster's own supports (_Hull._own's order)
+                best = -np.inf
+                for i in range(hcnt[keep]):
+                    mn = np.inf
+                    for d in range(nd):
+                        v = hsup[keep, d] - ((hpts[keep, i, 0] * hdirs[d, 0] + hpts[keep, i, 1] * hdirs[d, 1])
+                                             + hpts[keep, i, 2] * hdirs[d, 2])
+                        if v < mn:
+                            mn = v
+                    if mn > best:
+                        best = mn
+                hown[keep] = best
+                hown[gone] = 0.0
         for i in range(root.size):
             if root[i] == gone:
                 root[i] = keep

@@ -706,9 +706,11 @@ class _MergeState:
         if hull is not None and learned:
             from gpu_kernels.mesh.learned import HULL_DIRS
 
-            h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS)
+            own = hull.own is not None
+            h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS, own, hull.own if own else np.empty(0))
         else:
-            h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), np.empty((0, 3)))
+            h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), np.empty((0, 3)),
+                      False, np.empty(0))
         K = self.K
         keeps = np.empty(max(K, 1), dtype=np.int64)
         gones = np.empty(max(K, 1), dtype=np.int64)

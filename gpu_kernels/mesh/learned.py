@@ -102,6 +102,12 @@ HULL_FEATURE = False
 #: two lists joined, :func:`_hull_keep`); its supports take every face
 HULL_POINTS = 64
 HULL_FEATURE_NAME = "hull_depth_union"
+#: session 24, a second candidate (round hull24b; off): with :data:`HULL_FEATURE` on, one more column after it,
+#: ``"hull_depth_excess"``: the union's depth less the deeper of the two clusters' own depths (each cluster's kept
+#: centroids under its own supports), over the same square root: the depth the merge itself makes. Round hull24 (the
+#: union's depth alone) lost on chairs, whose seat-and-back parts are already deep on their own
+HULL_EXCESS = False
+HULL_EXCESS_NAME = "hull_depth_excess"
 
 
 def _hull_dirs() -> np.ndarray:
@@ -127,11 +133,12 @@ def _hull_keep(n: int, m: int) -> np.ndarray:
 
 
 class _Hull:
-    """Per cluster of a merge state: its supports along :data:`HULL_DIRS` (``sup``, (K, 26)) and up to ``m`` kept
-    face centroids (``pts`` (K, m, 3), ``cnt``); :meth:`depth` the candidate pairs' union depths, :meth:`merge` the
-    update (the compiled loop does the same in place on the same arrays)."""
+    """Per cluster of a merge state: its supports along :data:`HULL_DIRS` (``sup``, (K, 26)), up to ``m`` kept
+    face centroids (``pts`` (K, m, 3), ``cnt``) and, with ``own``, its own depth (``own`` (K,): its kept centroids
+    under its own supports); :meth:`depth` the candidate pairs' union depths, :meth:`merge` the update (the compiled
+    loop does the same in place on the same arrays)."""
 
-    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int):
+    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int, own: bool = False):
         c = np.asarray(centroids, dtype=np.float64)
         nd = HULL_DIRS.shape[0]
         self.m = int(m)
@@ -148,14 +155,31 @@ class _Hull:
             keep = faces[_hull_keep(faces.size, self.m)]
             self.pts[k, :keep.size] = c[keep]
             self.cnt[k] = keep.size
+        self.own = np.zeros(K) if own else None
+        if own:
+            for k in range(K):
+                self._own(k)
 
-    def depth(self, ulo, uhi, ca) -> np.ndarray:
+    def _own(self, k: int) -> None:
+        if self.cnt[k]:
+            self.own[k] = (self.sup[k] - _hull_proj(self.pts[k, :self.cnt[k]])).min(axis=1).max()
+
+    def depth(self, ulo, uhi) -> np.ndarray:
+        """The pairs' union depths (unscaled)."""
         out = np.empty(len(ulo))
         for t, (p, q) in enumerate(zip(ulo, uhi, strict=True)):
             S = np.maximum(self.sup[p], self.sup[q])
             P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
-            out[t] = (S - _hull_proj(P)).min(axis=1).max() / math.sqrt(ca[t])
+            out[t] = (S - _hull_proj(P)).min(axis=1).max()
         return out
+
+    def columns(self, ulo, uhi, ca) -> np.ndarray:
+        """The feature columns: the union depth over ``sqrt(ca)`` and, with ``own``, its excess over the deeper
+        cluster's own depth over the same."""
+        du, sq = self.depth(ulo, uhi), np.sqrt(ca)
+        if self.own is None:
+            return (du / sq)[:, None]
+        return np.stack([du / sq, (du - np.maximum(self.own[ulo], self.own[uhi])) / sq], axis=1)
 
     def merge(self, keep: int, gone: int) -> None:
         self.sup[keep] = np.maximum(self.sup[keep], self.sup[gone])
@@ -164,6 +188,9 @@ class _Hull:
         self.pts[keep, :idx.size] = P[idx]
         self.cnt[keep] = idx.size
         self.cnt[gone] = 0
+        if self.own is not None:
+            self._own(keep)
+            self.own[gone] = 0.0
 
 
 class FeatureColumnsError(RuntimeError):
@@ -457,10 +484,10 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     if policy != "hand" and model is None:
         raise ValueError("a learned policy needs a model")
     if model is not None:
-        ncol = len(FEATURES) + (1 if HULL_FEATURE else 0)
+        ncol = len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
         if int(np.max(model.feature, initial=-1)) >= ncol:
             raise ValueError(f"the merge model reads feature column {int(np.max(model.feature))}, but the merges have "
-                             f"{ncol} (learned.HULL_FEATURE adds the 22nd)")
+                             f"{ncol} (learned.HULL_FEATURE adds the 22nd, HULL_EXCESS the 23rd)")
     from gpu_kernels.mesh import defaults as _defaults
 
     lab0 = np.asarray(labels).astype(np.int64)
@@ -543,7 +570,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     merge graph's face centroids, for the union-depth feature (a learned policy or a record only)."""
     hull = None
     if centroids is not None and (policy != "hand" or record is not None):
-        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS)
+        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS))
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
         raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")
@@ -565,7 +592,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
                           state.start, state.c0)
             if hull is not None:
                 ca = np.maximum(comp_area[label_component[ulo]], 1e-300)
-                X = np.concatenate([X, hull.depth(ulo, uhi, ca)[:, None]], axis=1)
+                X = np.concatenate([X, hull.columns(ulo, uhi, ca)], axis=1)
         if policy == "hand":
             j = int(np.argmin(strength))
         else:

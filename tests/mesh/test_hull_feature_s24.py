@@ -110,7 +110,7 @@ def test_the_depth_is_zero_for_a_convex_union_and_deep_at_an_inner_corner():
         c = np.concatenate([a, other])
         lab0 = np.r_[np.zeros(len(a), np.int64), np.ones(len(other), np.int64)]
         h = ln._Hull(lab0, c, 2, 1000)
-        d = float(h.depth(np.array([0]), np.array([1]), np.array([1.0]))[0])
+        d = float(h.depth(np.array([0]), np.array([1]))[0])
         assert (d > 0.3) if deep else (abs(d) < 1e-12), (deep, d)
     # the kept points of a merge: at most HULL_POINTS, evenly spaced over the two lists joined
     h = ln._Hull(np.r_[np.zeros(100, np.int64), np.ones(100, np.int64)], np.random.default_rng(0).normal(size=(200, 3)),
@@ -118,3 +118,39 @@ def test_the_depth_is_zero_for_a_convex_union_and_deep_at_an_inner_corner():
     assert list(h.cnt) == [64, 64]
     h.merge(0, 1)
     assert list(h.cnt) == [64, 0] and np.array_equal(ln._hull_keep(128, 64), np.arange(64) * 2)
+
+
+def test_the_excess_column_compiled_and_numpy_agree_and_it_is_read(prep, monkeypatch):
+    """``HULL_EXCESS`` (round hull24b): a 23rd column, the union's depth less the deeper cluster's own depth."""
+    if bd.compiled_merge() is None:
+        pytest.skip("numba is not available: there is no compiled loop to compare")
+    m21 = _col21_model()
+    only21 = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
+    monkeypatch.setattr(ln, "HULL_EXCESS", True)
+    assert _merge(prep, m21, monkeypatch, hull=True, compiled=True) == only21  # (not read: the same merges)
+    lab = fx.overseg(prep.graph, 30, seed=1)
+    rec = {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
+    assert rec["X"] and all(x.shape[1] == len(ln.FEATURES) + 2 for x in rec["X"])
+    assert all((x[:, -2] >= x[:, -1] - 1e-12).all() for x in rec["X"])  # (the excess never passes the depth)
+    # a model whose first two trees' roots split on the two columns, the excess at its recorded median
+    m22 = _col21_model()
+    m22.feature[1, 0] = len(ln.FEATURES) + 1
+    m22.threshold[1, 0] = float(np.median(np.concatenate([x[:, -1] for x in rec["X"]])))
+    a = _merge(prep, m22, monkeypatch, hull=True, compiled=True)
+    assert a == _merge(prep, m22, monkeypatch, hull=True, compiled=False) and a != only21
+    monkeypatch.setattr(ln, "HULL_EXCESS", False)
+    with pytest.raises(ValueError, match="feature column 22"):
+        _merge(prep, m22, monkeypatch, hull=True, compiled=True)
+
+
+def test_a_clusters_own_depth_follows_its_merges():
+    body = _box((0, 0, 0), (2, 1, 1), n=9)
+    leg = _box((0, 1, 0), (0.3, 3, 1))
+    leg = leg[leg[:, 1] > 1]
+    c = np.concatenate([body, leg])
+    h = ln._Hull(np.r_[np.zeros(len(body), np.int64), np.ones(len(leg), np.int64)], c, 2, 1000, own=True)
+    assert abs(h.own[0]) < 1e-12 and abs(h.own[1]) < 1e-12  # (two boxes: convex alone)
+    du = float(h.depth(np.array([0]), np.array([1]))[0])
+    h.merge(0, 1)
+    assert h.own[0] == pytest.approx(du) and h.own[1] == 0.0
