@@ -108,6 +108,12 @@ HULL_FEATURE_NAME = "hull_depth_union"
 #: union's depth alone) lost on chairs, whose seat-and-back parts are already deep on their own
 HULL_EXCESS = False
 HULL_EXCESS_NAME = "hull_depth_excess"
+#: session 24, a third candidate (round hull24c; off): with :data:`HULL_FEATURE` on, the union's depth under its EXACT
+#: convex hull (Qhull, over the two clusters' kept centroids) instead of the k-DOP's, cached per pair and recomputed
+#: only for the merged cluster's pairs; the merges then take the NumPy loop (Qhull has no compiled path here). The
+#: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
+#: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
+HULL_EXACT = False
 
 
 def _hull_dirs() -> np.ndarray:
@@ -138,8 +144,10 @@ class _Hull:
     under its own supports); :meth:`depth` the candidate pairs' union depths, :meth:`merge` the update (the compiled
     loop does the same in place on the same arrays)."""
 
-    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int, own: bool = False):
+    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int, own: bool = False, exact: bool = False):
         c = np.asarray(centroids, dtype=np.float64)
+        self.exact = bool(exact)
+        self._cache: dict = {}
         nd = HULL_DIRS.shape[0]
         self.m = int(m)
         self.sup = np.full((K, nd), -np.inf)
@@ -165,12 +173,24 @@ class _Hull:
             self.own[k] = (self.sup[k] - _hull_proj(self.pts[k, :self.cnt[k]])).min(axis=1).max()
 
     def depth(self, ulo, uhi) -> np.ndarray:
-        """The pairs' union depths (unscaled)."""
+        """The pairs' union depths (unscaled): under the k-DOP, or with ``exact`` under the kept points' convex hull
+        (cached per pair until one of the two merges; the k-DOP's where Qhull finds no full-dimensional hull)."""
         out = np.empty(len(ulo))
         for t, (p, q) in enumerate(zip(ulo, uhi, strict=True)):
-            S = np.maximum(self.sup[p], self.sup[q])
+            p, q = int(p), int(q)
+            if self.exact:
+                hit = self._cache.get((p, q))
+                if hit is not None:
+                    out[t] = hit
+                    continue
             P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
-            out[t] = (S - _hull_proj(P)).min(axis=1).max()
+            d = _exact_depth(P) if self.exact else None
+            if d is None:
+                S = np.maximum(self.sup[p], self.sup[q])
+                d = float((S - _hull_proj(P)).min(axis=1).max())
+            if self.exact:
+                self._cache[(p, q)] = d
+            out[t] = d
         return out
 
     def columns(self, ulo, uhi, ca) -> np.ndarray:
@@ -182,6 +202,8 @@ class _Hull:
         return np.stack([du / sq, (du - np.maximum(self.own[ulo], self.own[uhi])) / sq], axis=1)
 
     def merge(self, keep: int, gone: int) -> None:
+        if self._cache:
+            self._cache = {k: v for k, v in self._cache.items() if keep not in k and gone not in k}
         self.sup[keep] = np.maximum(self.sup[keep], self.sup[gone])
         P = np.concatenate([self.pts[keep, :self.cnt[keep]], self.pts[gone, :self.cnt[gone]]])
         idx = _hull_keep(P.shape[0], self.m)
@@ -191,6 +213,20 @@ class _Hull:
         if self.own is not None:
             self._own(keep)
             self.own[gone] = 0.0
+
+
+def _exact_depth(P: np.ndarray) -> float | None:
+    """The deepest of the points ``P`` under their convex hull (Qhull's facets' planes), or None where Qhull finds
+    no full-dimensional hull (flat or too few points)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    if P.shape[0] < 5:
+        return None
+    try:
+        eq = ConvexHull(P).equations
+    except (QhullError, ValueError):
+        return None
+    return float((-(P @ eq[:, :3].T + eq[:, 3])).min(axis=1).max())
 
 
 class FeatureColumnsError(RuntimeError):
@@ -570,11 +606,11 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     merge graph's face centroids, for the union-depth feature (a learned policy or a record only)."""
     hull = None
     if centroids is not None and (policy != "hand" or record is not None):
-        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS))
+        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS), exact=bool(HULL_EXACT))
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
         raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")
-    if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None:
+    if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None and (hull is None or not hull.exact):
         return state.compiled(targets, min_area, strengths, policy=POLICIES[policy],
                               stop_p=stop_p, model=model, progress=progress, gain_power=gain_power, hull=hull)
     if record is not None:

@@ -154,3 +154,38 @@ def test_a_clusters_own_depth_follows_its_merges():
     du = float(h.depth(np.array([0]), np.array([1]))[0])
     h.merge(0, 1)
     assert h.own[0] == pytest.approx(du) and h.own[1] == 0.0
+
+
+def test_the_exact_hull_depth_is_cached_per_pair_and_below_the_k_dop(prep, monkeypatch):
+    """``HULL_EXACT`` (round hull24c): the union's depth under the kept points' exact convex hull; never deeper than
+    the k-DOP's (the k-DOP contains the hull), zero for a convex union, cached until one of the pair merges."""
+    body = _box((0, 0, 0), (2, 1, 1), n=9)
+    half_a, half_b = body[body[:, 0] < 1], body[body[:, 0] >= 1]
+    leg = _box((0, 1, 0), (0.3, 3, 1))
+    leg = leg[leg[:, 1] > 1]
+    for a, other, deep in ((half_a, half_b, False), (body, leg, True)):
+        c = np.concatenate([a, other])
+        lab0 = np.r_[np.zeros(len(a), np.int64), np.ones(len(other), np.int64)]
+        ex = ln._Hull(lab0, c, 2, 1000, exact=True)
+        kd = ln._Hull(lab0, c, 2, 1000)
+        d, dk = (float(h.depth(np.array([0]), np.array([1]))[0]) for h in (ex, kd))
+        assert d <= dk + 1e-12 and ((d > 0.3) if deep else abs(d) < 1e-9), (deep, d, dk)
+        assert (0, 1) in ex._cache and not kd._cache
+        ex.merge(0, 1)
+        assert not ex._cache
+    # in the merges: the exact depths are read (a model on column 21 merges otherwise than under the k-DOP) and the
+    # loop is NumPy's whatever COMPILED_MERGE says (the same merges both ways)
+    m21 = _col21_model()
+    kdop = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
+    monkeypatch.setattr(ln, "HULL_EXACT", True)
+    a = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
+    assert a == _merge(prep, m21, monkeypatch, hull=True, compiled=False)
+    lab = fx.overseg(prep.graph, 30, seed=1)
+    rec = {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
+    monkeypatch.setattr(ln, "HULL_EXACT", False)
+    rk = {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rk)
+    ex_col, kd_col = np.concatenate(rec["X"])[:, -1], np.concatenate(rk["X"])[:, -1]
+    assert ex_col.shape == kd_col.shape and (ex_col <= kd_col + 1e-12).all() and (ex_col < kd_col - 1e-9).any()
+    assert a != kdop or not np.array_equal(ex_col, kd_col)
