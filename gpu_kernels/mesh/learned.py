@@ -605,7 +605,10 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     with its extra tables): compiled where it can be, else NumPy. ``centroids`` (:data:`HULL_FEATURE`): the
     merge graph's face centroids, for the union-depth feature (a learned policy or a record only)."""
     hull = None
-    if centroids is not None and (policy != "hand" or record is not None):
+    # (the columns are made for a record, or for a model that reads one: k = "auto"'s model does not, and its merges
+    # then stay in the compiled loop at no cost)
+    reads = model is not None and policy != "hand" and int(np.max(model.feature, initial=-1)) >= len(FEATURES)
+    if centroids is not None and (record is not None or reads):
         hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS), exact=bool(HULL_EXACT))
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):

@@ -189,3 +189,22 @@ def test_the_exact_hull_depth_is_cached_per_pair_and_below_the_k_dop(prep, monke
     ex_col, kd_col = np.concatenate(rec["X"])[:, -1], np.concatenate(rk["X"])[:, -1]
     assert ex_col.shape == kd_col.shape and (ex_col <= kd_col + 1e-12).all() and (ex_col < kd_col - 1e-9).any()
     assert a != kdop or not np.array_equal(ex_col, kd_col)
+
+
+def test_no_hull_is_built_for_a_model_that_does_not_read_it(prep, monkeypatch):
+    """With the switches on, a model that reads no hull column (k = "auto"'s) merges in the compiled loop without
+    building the hull (no cost), with the same merges; one that reads it builds it."""
+    built = []
+    real = ln._Hull
+
+    def spy(*a, **k):
+        built.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ln, "_Hull", spy)
+    monkeypatch.setattr(ln, "HULL_EXACT", True)
+    on = _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True)
+    assert built == []
+    assert on == _merge(prep, ln.shipped_model(), monkeypatch, hull=False, compiled=True)
+    _merge(prep, _col21_model(), monkeypatch, hull=True, compiled=True)
+    assert built == [1]
