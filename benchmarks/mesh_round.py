@@ -563,6 +563,28 @@ def round_from_args(arms: list, a) -> dict:
     return res
 
 
+def margin_main(doc: str, arms: list, judged, argv=None, *, min_draws: int = 12, reports=()) -> int:
+    """A thin margin-round script's whole command line (sessions 23-24): ``round`` (:func:`round_from_args` on
+    ``arms``) and ``judge`` (``judged``, a :class:`MarginRound`, then each of ``reports``: report-only MarginRounds on
+    the same rows, their JSON beside ``--json`` as ``<stem>_<name>.json``); returns the judged round's exit code."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    add_round_args(sub)
+    add_judge_args(sub, min_draws)
+    a = ap.parse_args(argv)
+    if a.cmd == "round":
+        round_from_args(arms, a)
+        return 0
+    rc = judged.cmd_judge(a)
+    out = a.json
+    for rep in reports:
+        print(f"\n== report-only: {rep.name}")
+        if out:
+            a.json = str(Path(out).with_name(f"{Path(out).stem}_{rep.name}.json"))
+        rep.cmd_judge(a)
+    return rc
+
+
 def timing(mesh: str, old: Path, old_nf: int, model_new: Path | None, device, rounds: int, rounds_k: int, k: int,
            warm: int = 2, margin_ms: float = 3.0, label: str = "") -> dict:
     """17k end to end from the file with the defaults (k = "auto", pymeshlab), ONE process: arms ``old`` (the loop

@@ -13,8 +13,6 @@ pair, the smallest change of the three. The rule: benchmarks/results/mesh_cap23_
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -51,16 +49,7 @@ def judge_round() -> mr.MarginRound:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    mr.add_round_args(sub)
-    mr.add_judge_args(sub, MIN_DRAWS)
-    a = ap.parse_args(argv)
-    if a.cmd == "judge":
-        return judge_round().cmd_judge(a)
-    res = mr.round_from_args(arms(), a)
-    (a.out / "round.json").write_text(json.dumps(res, indent=1))
-    return 0
+    return mr.margin_main(__doc__, arms(), judge_round(), argv, min_draws=MIN_DRAWS)
 
 
 if __name__ == "__main__":

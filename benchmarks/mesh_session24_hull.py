@@ -15,8 +15,6 @@ gain. The rule: benchmarks/results/mesh_hull24_session24.md.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -49,16 +47,7 @@ def judge_round() -> mr.MarginRound:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    mr.add_round_args(sub)
-    mr.add_judge_args(sub, MIN_DRAWS)
-    a = ap.parse_args(argv)
-    if a.cmd == "judge":
-        return judge_round().cmd_judge(a)
-    res = mr.round_from_args(arms(), a)
-    (a.out / "round.json").write_text(json.dumps(res, indent=1))
-    return 0
+    return mr.margin_main(__doc__, arms(), judge_round(), argv, min_draws=MIN_DRAWS)
 
 
 if __name__ == "__main__":

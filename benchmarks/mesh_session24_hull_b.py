@@ -11,8 +11,6 @@ benchmarks/results/mesh_hull24b_session24.md.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -50,21 +48,9 @@ def replication() -> mr.MarginRound:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    mr.add_round_args(sub)
-    mr.add_judge_args(sub, MIN_DRAWS)
-    a = ap.parse_args(argv)
-    if a.cmd == "judge":
-        rc = judge_round().cmd_judge(a)
-        print("\n== report-only: round hull24's H again on these draws")
-        if a.json:
-            a.json = str(Path(a.json).with_name(Path(a.json).stem + "_replication.json"))
-        replication().cmd_judge(a)
-        return rc
-    res = mr.round_from_args(arms(), a)
-    (a.out / "round.json").write_text(json.dumps(res, indent=1))
-    return 0
+    """(The replication's JSON lies beside ``--json`` as ``<stem>_<its round's name>.json``; the round's own call, run
+    before :func:`mesh_round.margin_main` existed, wrote it as ``judged_replication.json``.)"""
+    return mr.margin_main(__doc__, arms(), judge_round(), argv, min_draws=MIN_DRAWS, reports=(replication(),))
 
 
 if __name__ == "__main__":

@@ -188,6 +188,23 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
     return init + rate * acc
 
 
+@njit(cache=True, nogil=True)
+def _kdop_deepest(hsup, p, q, hpts, c, n, hdirs, best):  # pragma: no cover - compiled
+    """max(``best``, the deepest of cluster ``c``'s first ``n`` kept points under the planes of the larger of clusters
+    ``p``'s and ``q``'s supports along ``hdirs``): :func:`gpu_kernels.mesh.learned._kdop_depth`'s values and order
+    (``p == q``: one cluster's own supports)."""
+    for i in range(n):
+        mn = np.inf
+        for d in range(hdirs.shape[0]):
+            sv = hsup[p, d] if hsup[p, d] >= hsup[q, d] else hsup[q, d]
+            v = sv - ((hpts[c, i, 0] * hdirs[d, 0] + hpts[c, i, 1] * hdirs[d, 1]) + hpts[c, i, 2] * hdirs[d, 2])
+            if v < mn:
+                mn = v
+        if mn > best:
+            best = mn
+    return best
+
+
 @njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loops
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
@@ -389,19 +406,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 20] = m_[sm] - m_[lgc]
                     if hull_on:
                         # the deepest kept point of the union under the supports' planes (_Hull.depth's order)
-                        best = -np.inf
-                        for side in range(2):
-                            c = p if side == 0 else q
-                            for i in range(hcnt[c]):
-                                mn = np.inf
-                                for d in range(nd):
-                                    sv = hsup[p, d] if hsup[p, d] >= hsup[q, d] else hsup[q, d]
-                                    v = sv - ((hpts[c, i, 0] * hdirs[d, 0] + hpts[c, i, 1] * hdirs[d, 1])
-                                              + hpts[c, i, 2] * hdirs[d, 2])
-                                    if v < mn:
-                                        mn = v
-                                if mn > best:
-                                    best = mn
+                        best = _kdop_deepest(hsup, p, q, hpts, p, hcnt[p], hdirs, -np.inf)
+                        best = _kdop_deepest(hsup, p, q, hpts, q, hcnt[q], hdirs, best)
                         sq = math.sqrt(ca)
                         X[t, NF] = best / sq
                         if hull_own:
@@ -514,17 +520,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
             hcnt[gone] = 0
             if hull_own:
                 # the kept centroids under the cluster's own supports (_Hull._own's order)
-                best = -np.inf
-                for i in range(hcnt[keep]):
-                    mn = np.inf
-                    for d in range(nd):
-                        v = hsup[keep, d] - ((hpts[keep, i, 0] * hdirs[d, 0] + hpts[keep, i, 1] * hdirs[d, 1])
-                                             + hpts[keep, i, 2] * hdirs[d, 2])
-                        if v < mn:
-                            mn = v
-                    if mn > best:
-                        best = mn
-                hown[keep] = best
+                hown[keep] = _kdop_deepest(hsup, keep, keep, hpts, keep, hcnt[keep], hdirs, -np.inf)
                 hown[gone] = 0.0
         for i in range(root.size):
             if root[i] == gone:

@@ -133,6 +133,11 @@ def _hull_proj(pts: np.ndarray) -> np.ndarray:
     return (pts[:, 0:1] * D[:, 0] + pts[:, 1:2] * D[:, 1]) + pts[:, 2:3] * D[:, 2]
 
 
+def _kdop_depth(S: np.ndarray, P: np.ndarray) -> float:
+    """The deepest of the points ``P`` under the planes of the supports ``S`` along :data:`HULL_DIRS`."""
+    return float((S - _hull_proj(P)).min(axis=1).max())
+
+
 def _hull_keep(n: int, m: int) -> np.ndarray:
     """The kept rows of a list of ``n`` points: all up to ``m``, else ``m`` evenly spaced, ``(i n) // m``."""
     return np.arange(n, dtype=np.int64) if n <= m else (np.arange(m, dtype=np.int64) * n) // m
@@ -170,7 +175,7 @@ class _Hull:
 
     def _own(self, k: int) -> None:
         if self.cnt[k]:
-            self.own[k] = (self.sup[k] - _hull_proj(self.pts[k, :self.cnt[k]])).min(axis=1).max()
+            self.own[k] = _kdop_depth(self.sup[k], self.pts[k, :self.cnt[k]])
 
     def depth(self, ulo, uhi) -> np.ndarray:
         """The pairs' union depths (unscaled): under the k-DOP, or with ``exact`` under the kept points' convex hull
@@ -186,8 +191,7 @@ class _Hull:
             P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
             d = _exact_depth(P) if self.exact else None
             if d is None:
-                S = np.maximum(self.sup[p], self.sup[q])
-                d = float((S - _hull_proj(P)).min(axis=1).max())
+                d = _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P)
             if self.exact:
                 self._cache[(p, q)] = d
             out[t] = d
@@ -519,11 +523,14 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
         raise ValueError(f"policy must be hand, learned, blend or gain, not {policy!r}")
     if policy != "hand" and model is None:
         raise ValueError("a learned policy needs a model")
-    if model is not None:
-        ncol = len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
-        if int(np.max(model.feature, initial=-1)) >= ncol:
-            raise ValueError(f"the merge model reads feature column {int(np.max(model.feature))}, but the merges have "
-                             f"{ncol} (learned.HULL_FEATURE adds the 22nd, HULL_EXCESS the 23rd)")
+    top = int(np.max(model.feature, initial=-1)) if model is not None else -1  # (the last column the model reads)
+    ncol = len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
+    if top >= ncol:
+        raise ValueError(f"the merge model reads feature column {top}, but the merges have {ncol} "
+                         "(learned.HULL_FEATURE adds the 22nd, HULL_EXCESS the 23rd)")
+    # the hull's columns are made for a record, or for a model that reads one (k = "auto"'s model does not: its merges
+    # then stay in the compiled loop at no cost)
+    hull_on = HULL_FEATURE and (record is not None or (policy != "hand" and top >= len(FEATURES)))
     from gpu_kernels.mesh import defaults as _defaults
 
     lab0 = np.asarray(labels).astype(np.int64)
@@ -534,7 +541,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
         if record is not None:
             state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in record["comp"]]
         return _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress,
-                    _hull_centroids(graph))
+                    _hull_centroids(graph) if hull_on else None)
     # several runs of components: each merged by itself on its own tables, the labels and merges mapped back
     out = lab0.copy()
     merges: list = []
@@ -557,7 +564,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
         if rec is not None:
             state.comp_tab = [np.asarray(C, dtype=np.float64).copy() for C in rec["comp"]]
         lab_r, mg = _run(state, tg, min_area, policy, model, strengths, rec, record_top, stop_p, progress,
-                         _hull_centroids(sub))
+                         _hull_centroids(sub) if hull_on else None)
         out[faces] = idx[np.asarray(lab_r, dtype=np.int64)]
         merges.extend((int(idx[k]), int(idx[g])) for k, g in mg)
     return out.astype(np.int32), merges
@@ -591,9 +598,7 @@ def _subgraph(graph, faces):
 
 
 def _hull_centroids(graph):
-    """The graph's face centroids where :data:`HULL_FEATURE` is on (None: off)."""
-    if not HULL_FEATURE:
-        return None
+    """The merge graph's face centroids, for the hull's columns."""
     c = getattr(graph, "centroids", None)
     if c is None:
         raise ValueError("learned.HULL_FEATURE needs the merge graph's face centroids")
@@ -602,13 +607,10 @@ def _hull_centroids(graph):
 
 def _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress, centroids=None):
     """The greedy loop of :func:`learned_merge` on ``state`` (a :class:`gpu_kernels.mesh.boundary._MergeState`
-    with its extra tables): compiled where it can be, else NumPy. ``centroids`` (:data:`HULL_FEATURE`): the
-    merge graph's face centroids, for the union-depth feature (a learned policy or a record only)."""
+    with its extra tables): compiled where it can be, else NumPy. ``centroids`` (where :func:`learned_merge` wants
+    the hull's columns): the merge graph's face centroids; None: the 21 columns alone."""
     hull = None
-    # (the columns are made for a record, or for a model that reads one: k = "auto"'s model does not, and its merges
-    # then stay in the compiled loop at no cost)
-    reads = model is not None and policy != "hand" and int(np.max(model.feature, initial=-1)) >= len(FEATURES)
-    if centroids is not None and (record is not None or reads):
+    if centroids is not None:
         hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS), exact=bool(HULL_EXACT))
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):

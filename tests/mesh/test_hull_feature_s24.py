@@ -34,6 +34,21 @@ def _col21_model() -> ln.TreeModel:
     return m
 
 
+def _record(prep, seed=1) -> dict:
+    """A record's tables for the fish's 30-cluster over-segmentation (``_merge``'s): its clusters dealt round-robin to
+    four "human" parts."""
+    lab = fx.overseg(prep.graph, 30, seed=seed)
+    return {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+
+
+def _body_leg(n=9):
+    """Points on a box's surface (``body``), its two halves, and a leg standing on its side (the leg's end on the body
+    left out, as a surface has none there)."""
+    body = _box((0, 0, 0), (2, 1, 1), n=n)
+    leg = _box((0, 1, 0), (0.3, 3, 1))
+    return body, body[body[:, 0] < 1], body[body[:, 0] >= 1], leg[leg[:, 1] > 1]
+
+
 def _merge(prep, model, monkeypatch, *, hull, compiled, k=6, seed=1, record=None):
     monkeypatch.setattr(ln, "HULL_FEATURE", hull)
     monkeypatch.setattr(bd, "COMPILED_MERGE", compiled)
@@ -73,10 +88,7 @@ def test_a_model_reading_a_column_the_merges_lack_is_refused(prep, monkeypatch):
 
 
 def test_records_carry_the_22nd_column(prep, monkeypatch):
-    lab = fx.overseg(prep.graph, 30, seed=1)
-    comp = [np.zeros((int(lab.max()) + 1, 4))]
-    comp[0][np.arange(comp[0].shape[0]), np.arange(comp[0].shape[0]) % 4] = 1.0
-    rec = {"comp": comp}
+    rec = _record(prep)
     _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
     assert rec["X"] and all(x.shape[1] == len(ln.FEATURES) + 1 for x in rec["X"])
     assert all(np.isfinite(x[:, -1]).all() and (x[:, -1] >= 0).all() for x in rec["X"])
@@ -102,10 +114,7 @@ def test_the_depth_is_zero_for_a_convex_union_and_deep_at_an_inner_corner():
     # a box's surface cut in two halves (a convex union: every point on a supporting plane) against a half joined by
     # a leg on its side (an L: the body's top near the leg lies under the union's hull); the leg's end on the body is
     # left out, as a surface has none there
-    body = _box((0, 0, 0), (2, 1, 1), n=9)
-    half_a, half_b = body[body[:, 0] < 1], body[body[:, 0] >= 1]
-    leg = _box((0, 1, 0), (0.3, 3, 1))
-    leg = leg[leg[:, 1] > 1]
+    body, half_a, half_b, leg = _body_leg()
     for a, other, deep in ((half_a, half_b, False), (body, leg, True)):
         c = np.concatenate([a, other])
         lab0 = np.r_[np.zeros(len(a), np.int64), np.ones(len(other), np.int64)]
@@ -128,8 +137,7 @@ def test_the_excess_column_compiled_and_numpy_agree_and_it_is_read(prep, monkeyp
     only21 = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
     monkeypatch.setattr(ln, "HULL_EXCESS", True)
     assert _merge(prep, m21, monkeypatch, hull=True, compiled=True) == only21  # (not read: the same merges)
-    lab = fx.overseg(prep.graph, 30, seed=1)
-    rec = {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+    rec = _record(prep)
     _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
     assert rec["X"] and all(x.shape[1] == len(ln.FEATURES) + 2 for x in rec["X"])
     assert all((x[:, -2] >= x[:, -1] - 1e-12).all() for x in rec["X"])  # (the excess never passes the depth)
@@ -145,9 +153,7 @@ def test_the_excess_column_compiled_and_numpy_agree_and_it_is_read(prep, monkeyp
 
 
 def test_a_clusters_own_depth_follows_its_merges():
-    body = _box((0, 0, 0), (2, 1, 1), n=9)
-    leg = _box((0, 1, 0), (0.3, 3, 1))
-    leg = leg[leg[:, 1] > 1]
+    body, _, _, leg = _body_leg()
     c = np.concatenate([body, leg])
     h = ln._Hull(np.r_[np.zeros(len(body), np.int64), np.ones(len(leg), np.int64)], c, 2, 1000, own=True)
     assert abs(h.own[0]) < 1e-12 and abs(h.own[1]) < 1e-12  # (two boxes: convex alone)
@@ -159,10 +165,7 @@ def test_a_clusters_own_depth_follows_its_merges():
 def test_the_exact_hull_depth_is_cached_per_pair_and_below_the_k_dop(prep, monkeypatch):
     """``HULL_EXACT`` (round hull24c): the union's depth under the kept points' exact convex hull; never deeper than
     the k-DOP's (the k-DOP contains the hull), zero for a convex union, cached until one of the pair merges."""
-    body = _box((0, 0, 0), (2, 1, 1), n=9)
-    half_a, half_b = body[body[:, 0] < 1], body[body[:, 0] >= 1]
-    leg = _box((0, 1, 0), (0.3, 3, 1))
-    leg = leg[leg[:, 1] > 1]
+    body, half_a, half_b, leg = _body_leg()
     for a, other, deep in ((half_a, half_b, False), (body, leg, True)):
         c = np.concatenate([a, other])
         lab0 = np.r_[np.zeros(len(a), np.int64), np.ones(len(other), np.int64)]
@@ -180,11 +183,10 @@ def test_the_exact_hull_depth_is_cached_per_pair_and_below_the_k_dop(prep, monke
     monkeypatch.setattr(ln, "HULL_EXACT", True)
     a = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
     assert a == _merge(prep, m21, monkeypatch, hull=True, compiled=False)
-    lab = fx.overseg(prep.graph, 30, seed=1)
-    rec = {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+    rec = _record(prep)
     _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
     monkeypatch.setattr(ln, "HULL_EXACT", False)
-    rk = {"comp": [np.eye(4)[np.arange(int(lab.max()) + 1) % 4]]}
+    rk = _record(prep)
     _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rk)
     ex_col, kd_col = np.concatenate(rec["X"])[:, -1], np.concatenate(rk["X"])[:, -1]
     assert ex_col.shape == kd_col.shape and (ex_col <= kd_col + 1e-12).all() and (ex_col < kd_col - 1e-9).any()
