@@ -210,7 +210,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
                  has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
                  keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdirs, hull_own,
-                 hown):  # pragma: no cover - compiled
+                 hown, hull_exact, hdep, hneed):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
@@ -224,8 +224,11 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     feature column, the pair's union depth under its k-DOP (``hsup`` (K, 26) the supports along ``hdirs``, ``hpts``
     / ``hcnt`` the kept centroids, updated at each merge as :class:`gpu_kernels.mesh.learned._Hull` does); with
     ``hull_own`` (:data:`gpu_kernels.mesh.learned.HULL_EXCESS`) a 23rd, its excess over the deeper cluster's own depth
-    ``hown``.
-    Returns ``(n, finished)``."""
+    ``hown``. ``hull_exact`` (:data:`gpu_kernels.mesh.learned.HULL_EXACT`): the 22nd column is read from ``hdep``
+    (K, K) instead, the union depth under the exact hull that Qhull computes outside (set to NaN for a merged pair's
+    rows and columns, as :class:`gpu_kernels.mesh.learned._Hull` drops its cached pairs); where a round's candidates
+    lack some, the loop stops before the round and lists them in ``hneed`` (rows ``(p, q)``).
+    Returns ``(n, finished, need)``: ``need`` > 0 the number of pairs listed (fill them and call again)."""
     K = BL.shape[0]
     nc = count.size
     has_lg = lg.size > 0
@@ -262,7 +265,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
             is_over[c] = o
             anyo = anyo or o
         if not anyo:
-            return n, True
+            return n, True, 0
         m = 0
         for i in range(K):
             if not is_over[label_component[i]]:
@@ -273,7 +276,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     uhi[m] = j
                     m += 1
         if m == 0:
-            return n, True
+            return n, True, 0
         keep = -1
         gone = -1
         s_j = 0.0
@@ -305,6 +308,15 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                 gone = sl
                 s_j = 0.0
         if keep < 0:
+            if learned and hull_exact:
+                need = 0
+                for t in range(m):
+                    if hdep[ulo[t], uhi[t]] != hdep[ulo[t], uhi[t]]:
+                        hneed[need, 0] = ulo[t]
+                        hneed[need, 1] = uhi[t]
+                        need += 1
+                if need > 0:
+                    return n, False, need
             if has_lg:
                 for i in range(K):
                     m_[i] = lg[i] / _np_max(area[i], 1e-300)
@@ -329,7 +341,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         ok = True
                         break
                 if not ok:
-                    return n, True
+                    return n, True, 0
             if not learned:
                 # np.argmin: the first NaN, else the first smallest
                 jb = 0
@@ -405,9 +417,12 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 19] = cnt / st0
                     X[t, 20] = m_[sm] - m_[lgc]
                     if hull_on:
-                        # the deepest kept point of the union under the supports' planes (_Hull.depth's order)
-                        best = _kdop_deepest(hsup, p, q, hpts, p, hcnt[p], hdirs, -np.inf)
-                        best = _kdop_deepest(hsup, p, q, hpts, q, hcnt[q], hdirs, best)
+                        if hull_exact:
+                            best = hdep[p, q]
+                        else:
+                            # the deepest kept point of the union under the supports' planes (_Hull.depth's order)
+                            best = _kdop_deepest(hsup, p, q, hpts, p, hcnt[p], hdirs, -np.inf)
+                            best = _kdop_deepest(hsup, p, q, hpts, q, hcnt[q], hdirs, best)
                         sq = math.sqrt(ca)
                         X[t, NF] = best / sq
                         if hull_own:
@@ -518,6 +533,12 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         hpts[keep, i, j] = htmp[r, j]
                 hcnt[keep] = hm
             hcnt[gone] = 0
+            if hull_exact:
+                for i in range(K):
+                    hdep[keep, i] = np.nan
+                    hdep[i, keep] = np.nan
+                    hdep[gone, i] = np.nan
+                    hdep[i, gone] = np.nan
             if hull_own:
                 # the kept centroids under the cluster's own supports (_Hull._own's order)
                 hown[keep] = _kdop_deepest(hsup, keep, keep, hpts, keep, hcnt[keep], hdirs, -np.inf)
@@ -533,4 +554,4 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
         gones[n] = gone
         strengths[n] = s_j
         n += 1
-    return n, False
+    return n, False, 0

@@ -707,10 +707,13 @@ class _MergeState:
             from gpu_kernels.mesh.learned import HULL_DIRS
 
             own = hull.own is not None
-            h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS, own, hull.own if own else np.empty(0))
+            hdep = np.full((self.K, self.K) if hull.exact else (0, 0), np.nan)
+            hneed = np.empty((self.K * (self.K - 1) // 2 if hull.exact else 0, 2), dtype=np.int64)
+            h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS, own, hull.own if own else np.empty(0),
+                      hull.exact, hdep, hneed)
         else:
             h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), np.empty((0, 3)),
-                      False, np.empty(0))
+                      False, np.empty(0), False, np.empty((0, 0)), np.empty((0, 2), dtype=np.int64))
         K = self.K
         keeps = np.empty(max(K, 1), dtype=np.int64)
         gones = np.empty(max(K, 1), dtype=np.int64)
@@ -719,13 +722,16 @@ class _MergeState:
         while True:
             if progress is not None:
                 progress.check()
-            n, finished = nm.greedy_merge(
+            n, finished, need = nm.greedy_merge(
                 int(policy), self.BL, self.BN, self.BX, BX2, BV, BH, self.in_num, self.in_den, lg, float(self.sdf),
                 float(self.c0), max(float(self.c0), C0_FLOOR), self.area, comp_area, label_component, self.present,
                 cnt, target, tracked, start, done, lim_a, has_lim, float(min_area),
                 float(stop_p) if stop_p is not None else 0.0, stop_p is not None, float(gain_power), nrm, comp_lg,
                 *tree, self.root,
                 keeps, gones, st, n, int(CANCEL_ROUNDS), *h_args)
+            if need:  # (the exact hull's depths of the next round's new pairs: Qhull, then on)
+                hull.fill(h_args[8], h_args[9][:need])
+                continue
             if finished:
                 break
         for c in targets:

@@ -89,15 +89,16 @@ FEATURES = (
 SHARE_COLS = (FEATURES.index("share_small"), FEATURES.index("share_large"))
 
 
-#: session 24, a candidate under judgement (off: the shipped models were trained without it): one more feature after
+#: session 24 (on since session 25: the shipped integer-k model reads it; k = "auto"'s does not): one more feature after
 #: :data:`FEATURES`, ``"hull_depth_union"``: how deep the pair's union lies under its convex hull (the deepest of its
 #: kept points under the union's supporting planes in the 26 directions of :data:`HULL_DIRS`, a k-DOP: the hull's
 #: over-approximation) over the square root of the component's area. A body cut across into a front and a back
 #: keeps a shallow union; a leg joined to its body makes a deep one. CPU pilot (all 76 shared meshes, the default
 #: result at 42 clusters, every adjacent pair labelled by each human, leave one category out, 64 trees of depth 4):
 #: the per-mesh AUC of "same human part" from six of the features' kind 0.759, with the exact hull's depth 0.795
-#: (bust 303 0.754 -> 0.817, fourleg 381 0.774 -> 0.811). Read at each call of :func:`learned_merge`
-HULL_FEATURE = False
+#: (bust 303 0.754 -> 0.817, fourleg 381 0.774 -> 0.811). Read at each call of :func:`learned_merge`. The k-DOP
+#: failed its rounds (hull24, hull24b); the exact hull (:data:`HULL_EXACT`) passed round hull24c and is shipped
+HULL_FEATURE = True
 #: the face centroids a cluster keeps for the depth (evenly spaced in face order; a merge keeps this many of the
 #: two lists joined, :func:`_hull_keep`); its supports take every face
 HULL_POINTS = 64
@@ -108,12 +109,13 @@ HULL_FEATURE_NAME = "hull_depth_union"
 #: union's depth alone) lost on chairs, whose seat-and-back parts are already deep on their own
 HULL_EXCESS = False
 HULL_EXCESS_NAME = "hull_depth_excess"
-#: session 24, a third candidate (round hull24c; off): with :data:`HULL_FEATURE` on, the union's depth under its EXACT
-#: convex hull (Qhull, over the two clusters' kept centroids) instead of the k-DOP's, cached per pair and recomputed
-#: only for the merged cluster's pairs; the merges then take the NumPy loop (Qhull has no compiled path here). The
+#: session 24, a third candidate (round hull24c, passed; on since session 25): with :data:`HULL_FEATURE` on, the
+#: union's depth under its EXACT convex hull (Qhull, over the two clusters' kept centroids) instead of the k-DOP's, cached per pair and recomputed
+#: only for the merged cluster's pairs (the compiled loop stops before a round that lacks some, and Qhull fills them
+#: outside: :meth:`_Hull.fill`; the same merges as the NumPy loop). The
 #: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
 #: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
-HULL_EXACT = False
+HULL_EXACT = True
 
 
 def _hull_dirs() -> np.ndarray:
@@ -188,14 +190,27 @@ class _Hull:
                 if hit is not None:
                     out[t] = hit
                     continue
-            P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
-            d = _exact_depth(P) if self.exact else None
-            if d is None:
-                d = _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P)
+            d = self.pair_depth(p, q)
             if self.exact:
                 self._cache[(p, q)] = d
             out[t] = d
         return out
+
+    def pair_depth(self, p: int, q: int) -> float:
+        """One pair's union depth, uncached: the kept points of ``p`` then ``q`` under their exact hull (with
+        ``exact``; the k-DOP's where Qhull finds no full-dimensional hull) or under the k-DOP."""
+        P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
+        d = _exact_depth(P) if self.exact else None
+        if d is None:
+            d = _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P)
+        return d
+
+    def fill(self, table: np.ndarray, need: np.ndarray) -> None:
+        """The compiled loop's exact depths: ``table[p, q]`` for each row ``(p, q)`` of ``need`` (the pairs the loop
+        stopped for: NaN in its (K, K) table, which a merge sets back to NaN for the two clusters' rows and
+        columns, as :meth:`merge` drops their cached pairs)."""
+        for p, q in need:
+            table[p, q] = self.pair_depth(int(p), int(q))
 
     def columns(self, ulo, uhi, ca) -> np.ndarray:
         """The feature columns: the union depth over ``sqrt(ca)`` and, with ``own``, its excess over the deeper
@@ -397,7 +412,8 @@ def _shipped(name: str, attr: str) -> TreeModel:
 
 
 def shipped_model() -> TreeModel:
-    """The model trained on all 19 PSB categories (session 11; :mod:`gpu_kernels.mesh.learned_model`), loaded once."""
+    """The integer k's model, trained on all 19 PSB categories (session 25's: 22 columns, the last the exact hull's
+    union depth; :mod:`gpu_kernels.mesh.learned_model`), loaded once."""
     return _shipped("k", "NPZ_BASE64")
 
 
@@ -498,6 +514,13 @@ def _groups(label_component, cap: int) -> list:
     return runs
 
 
+def n_columns() -> int:
+    """The merges' feature columns under the switches now: :data:`FEATURES`, then :data:`HULL_FEATURE_NAME` where
+    :data:`HULL_FEATURE` is on, then :data:`HULL_EXCESS_NAME` where :data:`HULL_EXCESS` is on too (22 by default
+    since session 25)."""
+    return len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
+
+
 def learned_merge(graph, labels, targets: dict, label_component, *, min_area: float = 0.0, policy: str = "learned",
                   model: TreeModel | None = None, strengths: list | None = None, record: dict | None = None,
                   record_top: int = 12, stop_p: float | None = None, progress=None):
@@ -524,7 +547,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     if policy != "hand" and model is None:
         raise ValueError("a learned policy needs a model")
     top = int(np.max(model.feature, initial=-1)) if model is not None else -1  # (the last column the model reads)
-    ncol = len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
+    ncol = n_columns()
     if top >= ncol:
         raise ValueError(f"the merge model reads feature column {top}, but the merges have {ncol} "
                          "(learned.HULL_FEATURE adds the 22nd, HULL_EXCESS the 23rd)")
@@ -615,7 +638,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
         raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")
-    if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None and (hull is None or not hull.exact):
+    if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None:
         return state.compiled(targets, min_area, strengths, policy=POLICIES[policy],
                               stop_p=stop_p, model=model, progress=progress, gain_power=gain_power, hull=hull)
     if record is not None:

@@ -1,8 +1,10 @@
 """Session 24 (issue 22, round hull24): ``learned.HULL_FEATURE``, a 22nd merge feature, the depth of a candidate pair's
 union under its convex hull (a k-DOP of 26 directions over up to ``HULL_POINTS`` kept face centroids a cluster, over
-the square root of the component's area). Off by default (the shipped models were trained without it); with it on,
-the compiled loop and the NumPy loop merge alike bit for bit, a model that reads the column changes the merges, a
-model that does not read it merges as with the switch off, and records carry the 22nd column."""
+the square root of the component's area). On by default since session 25, with ``HULL_EXACT`` (the shipped integer-k
+model reads it; k = "auto"'s does not). These tests study the k-DOP (``HULL_EXACT`` off, as in round hull24) unless
+they say otherwise: the compiled loop and the NumPy loop merge alike bit for bit, a model that reads the column
+changes the merges, a model that does not read it merges as with the switch off, and records carry the 22nd
+column."""
 
 from __future__ import annotations
 
@@ -19,13 +21,27 @@ from gpu_kernels.mesh import segment as sg
 fish, prep = fx.fish, fx.prep
 
 
+@pytest.fixture(autouse=True)
+def _kdop(monkeypatch):
+    """The k-DOP's depth (round hull24's), unless a test turns ``HULL_EXACT`` on itself."""
+    monkeypatch.setattr(ln, "HULL_EXACT", False)
+
+
+def _plain() -> ln.TreeModel:
+    """A model that reads none of the hull's columns: k = "auto"'s (21 columns)."""
+    m = ln.shipped_auto_model()
+    assert int(m.feature.max()) < len(ln.FEATURES)
+    return m
+
+
 def _digest(lab, mg, st) -> str:
     return hashlib.sha1(np.asarray(lab, np.int32).tobytes() + np.asarray(mg, np.int64).tobytes()
                         + np.asarray(st, np.float64).tobytes()).hexdigest()
 
 
 def _col21_model() -> ln.TreeModel:
-    """The shipped integer-k model with its first tree's root split on the union depth."""
+    """The shipped integer-k model with its first tree's root split on the union depth (its own splits on it: the
+    exact hull's values since session 25)."""
     base = ln.shipped_model()
     m = ln.TreeModel(feature=base.feature.copy(), threshold=base.threshold.copy(), left=base.left, right=base.right,
                      value=base.value, init=base.init, rate=base.rate, depth=base.depth)
@@ -61,18 +77,19 @@ def _merge(prep, model, monkeypatch, *, hull, compiled, k=6, seed=1, record=None
     return _digest(out, mg, st)
 
 
-def test_off_by_default_and_no_shipped_model_reads_the_column():
-    assert ln.HULL_FEATURE is False and ln.HULL_DIRS.shape == (26, 3)
-    assert np.allclose(np.linalg.norm(ln.HULL_DIRS, axis=1), 1.0)
-    for m in (ln.shipped_model(), ln.shipped_auto_model()):
-        assert int(m.feature.max()) < len(ln.FEATURES)
+def test_on_by_default_and_only_the_integer_k_model_reads_the_column(monkeypatch):
+    monkeypatch.undo()  # (the defaults, not this file's k-DOP)
+    assert ln.HULL_FEATURE is True and ln.HULL_EXACT is True and ln.HULL_EXCESS is False and ln.n_columns() == 22
+    assert ln.HULL_DIRS.shape == (26, 3) and np.allclose(np.linalg.norm(ln.HULL_DIRS, axis=1), 1.0)
+    assert int(ln.shipped_model().feature.max()) == len(ln.FEATURES)  # (the hull's column, 21)
+    assert int(ln.shipped_auto_model().feature.max()) < len(ln.FEATURES)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_compiled_and_numpy_agree_and_the_column_is_read(prep, monkeypatch, seed):
     if bd.compiled_merge() is None:
         pytest.skip("numba is not available: there is no compiled loop to compare")
-    m21, shipped = _col21_model(), ln.shipped_model()
+    m21, shipped = _col21_model(), _plain()
     a = _merge(prep, m21, monkeypatch, hull=True, compiled=True, seed=seed)
     b = _merge(prep, m21, monkeypatch, hull=True, compiled=False, seed=seed)
     assert a == b
@@ -89,7 +106,7 @@ def test_a_model_reading_a_column_the_merges_lack_is_refused(prep, monkeypatch):
 
 def test_records_carry_the_22nd_column(prep, monkeypatch):
     rec = _record(prep)
-    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
+    _merge(prep, _plain(), monkeypatch, hull=True, compiled=True, record=rec)
     assert rec["X"] and all(x.shape[1] == len(ln.FEATURES) + 1 for x in rec["X"])
     assert all(np.isfinite(x[:, -1]).all() and (x[:, -1] >= 0).all() for x in rec["X"])
 
@@ -138,13 +155,14 @@ def test_the_excess_column_compiled_and_numpy_agree_and_it_is_read(prep, monkeyp
     monkeypatch.setattr(ln, "HULL_EXCESS", True)
     assert _merge(prep, m21, monkeypatch, hull=True, compiled=True) == only21  # (not read: the same merges)
     rec = _record(prep)
-    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
+    _merge(prep, _plain(), monkeypatch, hull=True, compiled=True, record=rec)
     assert rec["X"] and all(x.shape[1] == len(ln.FEATURES) + 2 for x in rec["X"])
     assert all((x[:, -2] >= x[:, -1] - 1e-12).all() for x in rec["X"])  # (the excess never passes the depth)
-    # a model whose first two trees' roots split on the two columns, the excess at its recorded median
+    # a model whose first tree's root splits on the depth and the next four trees' roots on the excess, at its
+    # recorded median (one tree had been enough under session 20's model)
     m22 = _col21_model()
-    m22.feature[1, 0] = len(ln.FEATURES) + 1
-    m22.threshold[1, 0] = float(np.median(np.concatenate([x[:, -1] for x in rec["X"]])))
+    m22.feature[1:5, 0] = len(ln.FEATURES) + 1
+    m22.threshold[1:5, 0] = float(np.median(np.concatenate([x[:, -1] for x in rec["X"]])))
     a = _merge(prep, m22, monkeypatch, hull=True, compiled=True)
     assert a == _merge(prep, m22, monkeypatch, hull=True, compiled=False) and a != only21
     monkeypatch.setattr(ln, "HULL_EXCESS", False)
@@ -184,10 +202,10 @@ def test_the_exact_hull_depth_is_cached_per_pair_and_below_the_k_dop(prep, monke
     a = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
     assert a == _merge(prep, m21, monkeypatch, hull=True, compiled=False)
     rec = _record(prep)
-    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rec)
+    _merge(prep, _plain(), monkeypatch, hull=True, compiled=True, record=rec)
     monkeypatch.setattr(ln, "HULL_EXACT", False)
     rk = _record(prep)
-    _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True, record=rk)
+    _merge(prep, _plain(), monkeypatch, hull=True, compiled=True, record=rk)
     ex_col, kd_col = np.concatenate(rec["X"])[:, -1], np.concatenate(rk["X"])[:, -1]
     assert ex_col.shape == kd_col.shape and (ex_col <= kd_col + 1e-12).all() and (ex_col < kd_col - 1e-9).any()
     assert a != kdop or not np.array_equal(ex_col, kd_col)
@@ -205,8 +223,8 @@ def test_no_hull_is_built_for_a_model_that_does_not_read_it(prep, monkeypatch):
 
     monkeypatch.setattr(ln, "_Hull", spy)
     monkeypatch.setattr(ln, "HULL_EXACT", True)
-    on = _merge(prep, ln.shipped_model(), monkeypatch, hull=True, compiled=True)
+    on = _merge(prep, _plain(), monkeypatch, hull=True, compiled=True)
     assert built == []
-    assert on == _merge(prep, ln.shipped_model(), monkeypatch, hull=False, compiled=True)
+    assert on == _merge(prep, _plain(), monkeypatch, hull=False, compiled=True)
     _merge(prep, _col21_model(), monkeypatch, hull=True, compiled=True)
     assert built == [1]

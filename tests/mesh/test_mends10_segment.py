@@ -111,10 +111,14 @@ def test_rows_with_the_same_clustering_are_settled_once(fish, monkeypatch):
     serial = sg.segment_prepared(_prep(fish), k=12, auto_layout="auto", **KW)
     assert len(cuts) == 5
     monkeypatch.setattr(sg, "EARLY_SETTLE_CPU", True)
+    # (a row is cut early on the thread (_settle_one) or, where its early cut had not started when the clusterings
+    # were done, here: which one is a race, the count of all cuts is not. Before session 25 this counted the
+    # thread's cuts alone (four); the exact hull's slower integer-k merges moved one of them here)
     ones = _counted(monkeypatch, "_settle_one")
     prep = _prep(fish)
     sg.segment_prepared(prep, k=12, auto_layout="auto", **KW)
     ones.clear()
+    cuts.clear()
     early = sg.segment_prepared(prep, k=12, auto_layout="auto", **KW)  # (the starts' clusterings from the memo)
-    assert len(ones) == 4  # (before 40b08ed: six)
+    assert len(ones) >= 1 and len(cuts) == 5  # (five clusterings, each cut once; before 40b08ed seven)
     assert serial.k == early.k == 12 and _digest(serial) == _digest(early)

@@ -37,7 +37,7 @@ def test_the_hand_policy_is_the_hand_made_loop(prep, k):
 
 def test_trees_numpy_and_compiled_agree_and_follow_their_arrays():
     m = ln.shipped_model()
-    X = np.random.default_rng(3).normal(size=(300, len(ln.FEATURES)))
+    X = np.random.default_rng(3).normal(size=(300, ln.n_columns()))
     pn = m.predict_numpy(X)
     if ln._compiled_predict() is not None:
         assert np.array_equal(m.predict(X), pn)
@@ -52,7 +52,8 @@ def test_trees_numpy_and_compiled_agree_and_follow_their_arrays():
 def test_the_shipped_model_is_small_and_reads_its_features():
     m = ln.shipped_model()
     assert m.feature.shape[0] <= 64 and 1 <= m.depth <= 4
-    assert m.feature.max() < len(ln.FEATURES) and m.feature.min() >= -1
+    assert m.feature.max() < ln.n_columns() and m.feature.min() >= -1
+    assert m.feature.max() == len(ln.FEATURES) == 21 and ln.n_columns() == 22  # (session 25: the exact hull's)
     used = np.unique(m.feature[m.feature >= 0])
     assert used.size >= 5  # (it reads more than the hand-made strength)
 

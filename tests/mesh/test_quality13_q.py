@@ -43,7 +43,7 @@ def test_the_compiled_gain_merges_are_the_numpy_ones(prep, monkeypatch, k, min_a
 
 def test_gain_merges_the_pair_of_the_lowest_expected_change(prep, monkeypatch):
     g = sg.k_merge_graph(prep.graph)
-    lab = _overseg(prep.graph, 20, seed=1)
+    lab = _overseg(prep.graph, 20, seed=2)  # (seed 1 until session 25: its model merges alike by both orders there)
     lc = np.zeros(int(lab.max()) + 1, dtype=np.int64)
     m = ln.shipped_model()
     seen = fx.spy_predictions(monkeypatch)

@@ -44,7 +44,7 @@ def _round_one(prep, monkeypatch, n=30, seed=0):
 
 def test_the_column_is_the_signed_thickness_difference(prep, monkeypatch):
     g, lab, _, X = _round_one(prep, monkeypatch)
-    assert X.shape[1] == len(ln.FEATURES) == 21 and COL == 20
+    assert X.shape[1] == ln.n_columns() == 22 and len(ln.FEATURES) == 21 and COL == 20  # (22nd: the hull's)
     d, dlog = X[:, COL], X[:, ln.FEATURES.index("dlog_thickness")]
     assert np.array_equal(np.abs(d), dlog)
     assert (d < 0).any() and (d > 0).any()
