@@ -1,0 +1,37 @@
+#!/bin/bash
+# A lead's device check (session 25: the one runner that sessions 19-24's call scripts, copies of each other, were):
+#   bash benchmarks/lead_check.sh NAME
+# on the device's copy of the tree, from the repo root, with the carry of session 23's simplifiers, xdist and the two
+# timing meshes (CARRY, default .carry-lead23: data/psb/off/101.off, 17k faces, and data/281.off.xz, 50k):
+#   1. the default path end to end from the file (mesh_e2e_session10.py, ROUNDS rounds, default 31: the first rounds
+#      are cold, the median is warm); the labels' SHA-1s are printed (490d8213e468 / af791ae7f06e since session 20);
+#   2. with K_SPEED set (an integer k) and OLD_MODEL (session 20's model, .npz): mesh_k_speed_session25.py at that k,
+#      K_ROUNDS rounds (default 7) on the same two meshes, arms s20 / s25 / s25-numpy;
+#   3. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400).
+# Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
+# gpu_tests.txt).
+set -o pipefail
+export PYTHONUNBUFFERED=1
+NAME=${1:?usage: bash benchmarks/lead_check.sh NAME}
+T0=$(date +%s); C=$PWD/${CARRY:-.carry-lead23}; O=/tmp/$NAME; mkdir -p "$O"
+exec > >(tee "$O/log.txt") 2>&1
+source benchmarks/device_env.sh
+device_header "$O/device.txt"
+simplifiers "$C"
+xz -dc "$C/data/281.off.xz" > /tmp/281.off
+M17=$C/data/psb/off/101.off
+echo "== 1. default path [$(( $(date +%s) - T0 )) s]"
+timeout 150 python3 benchmarks/mesh_e2e_session10.py "$M17" /tmp/281.off --rounds "${ROUNDS:-31}" --json "$O/e2e.json" \
+  > "$O/e2e.txt" 2>&1
+echo "e2e rc=$?"; grep -E "min .* median|same labels" "$O/e2e.txt" | cut -c1-160
+if [ -n "$K_SPEED" ]; then
+  echo "== 2. integer k = $K_SPEED [$(( $(date +%s) - T0 )) s]"
+  timeout "${T_K:-200}" python3 benchmarks/mesh_k_speed_session25.py "$M17" /tmp/281.off --k "$K_SPEED" \
+    --old-model "${OLD_MODEL:?OLD_MODEL: session 20's model}" --device gpu --rounds "${K_ROUNDS:-7}" \
+    --json "$O/k_speed.json" > "$O/k_speed.txt" 2>&1
+  echo "k-speed rc=$?"; grep k-speed25 "$O/k_speed.txt" | cut -c1-170
+fi
+echo "== 3. pytest -m gpu [$(( $(date +%s) - T0 )) s]"
+T_TESTS=${T_TESTS:-400} gpu_tests "$O/gpu_tests.txt" ${TESTS:-tests}
+echo "done after $(( $(date +%s) - T0 )) s"; date -u
+tar -czf "$OUT/$NAME.tgz" -C /tmp "$NAME"

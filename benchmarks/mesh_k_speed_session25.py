@@ -1,0 +1,136 @@
+"""Issue 22 (session 25): an integer k's speed end to end from the file, before and after the ship of round hull24c's
+model (the exact hull's union depth, a 22nd merge feature), in one process, arms alternating.
+
+Arms:
+- ``s20``: session 20's model (``--old-model``, the .npz of SHA-1 58288ec3...), the hull's columns off;
+- ``s25``: the shipped model (f02e52a9...), ``HULL_FEATURE`` and ``HULL_EXACT`` on, the compiled merge loop (Qhull
+  fills the new pairs' depths outside it);
+- ``s25-numpy``: the same in the NumPy merge loop (what round hull24c ran): the same labels, its time for comparison.
+
+Each arm reads the file and runs :func:`gpu_kernels.mesh.segment_mesh` at ``--k``. The first ``--warm`` rounds of
+every arm are not counted. Printed per mesh and arm: min, median and max ms, the labels' SHA-1 (one per arm, or the
+test fails), and the exact depths' share: how many pairs Qhull filled and their ms (median over the rounds).
+
+    python benchmarks/mesh_k_speed_session25.py 101.off 281.off --k 6 --old-model model_58288ec3.npz --device gpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.io.mesh_io import read_mesh  # noqa: E402
+from gpu_kernels.mesh import boundary as bd  # noqa: E402
+from gpu_kernels.mesh import learned as ln  # noqa: E402
+from gpu_kernels.mesh import segment  # noqa: E402
+
+ARMS = ("s20", "s25", "s25-numpy")
+
+
+class _FillClock:
+    """Counts the pairs :meth:`gpu_kernels.mesh.learned._Hull.fill` and the NumPy loop's depths compute, and their
+    time (the exact depths: Qhull)."""
+
+    def __init__(self):
+        self.pairs = 0
+        self.seconds = 0.0
+        self._real = ln._Hull.pair_depth
+
+    def install(self):
+        clock = self
+
+        def pair_depth(hull, p, q):
+            t = time.perf_counter()
+            try:
+                return clock._real(hull, p, q)
+            finally:
+                clock.pairs += 1
+                clock.seconds += time.perf_counter() - t
+
+        ln._Hull.pair_depth = pair_depth
+
+    def reset(self):
+        self.pairs, self.seconds = 0, 0.0
+
+
+def _arm(name: str, old, shipped) -> None:
+    if name == "s20":
+        ln._SHIPPED["k"] = old
+        ln.HULL_FEATURE, ln.HULL_EXACT, bd.COMPILED_MERGE = False, False, True
+    else:
+        ln._SHIPPED["k"] = shipped
+        ln.HULL_FEATURE, ln.HULL_EXACT, bd.COMPILED_MERGE = True, True, name == "s25"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("meshes", nargs="+")
+    ap.add_argument("--k", type=int, default=6)
+    ap.add_argument("--old-model", required=True, help="session 20's model (.npz, SHA-1 58288ec3...)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--warm", type=int, default=1)
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--json", default="")
+    a = ap.parse_args(argv)
+    arms = [x for x in a.arms.split(",") if x]
+    bad = [x for x in arms if x not in ARMS]
+    if bad:
+        ap.error(f"unknown arm(s) {bad}; the arms are {', '.join(ARMS)}")
+    sha_old = hashlib.sha1(Path(a.old_model).read_bytes()).hexdigest()
+    old = ln.TreeModel.from_npz(a.old_model)
+    shipped = ln.shipped_model()
+    print(f"k-speed25 old model {sha_old[:8]} device {a.device} k {a.k} rounds {a.rounds} (warm {a.warm}) arms {arms}",
+          flush=True)
+    clock = _FillClock()
+    clock.install()
+    out = {"k": a.k, "device": a.device, "old_model": sha_old, "meshes": {}}
+    ok = True
+    for path in a.meshes:
+        rows = {x: {"ms": [], "sha": set(), "pairs": [], "fill_ms": []} for x in arms}
+        for r in range(a.rounds + a.warm):
+            for name in arms:
+                _arm(name, old, shipped)
+                clock.reset()
+                t = time.perf_counter()
+                v, f = read_mesh(path)
+                seg = segment.segment_mesh(v, f, k=a.k, device=a.device)
+                dt = time.perf_counter() - t
+                if r >= a.warm:
+                    row = rows[name]
+                    row["ms"].append(1000.0 * dt)
+                    row["sha"].add(hashlib.sha1(np.asarray(seg.labels, np.int32).tobytes()).hexdigest()[:12])
+                    row["pairs"].append(clock.pairs)
+                    row["fill_ms"].append(1000.0 * clock.seconds)
+        name_m = Path(path).name
+        out["meshes"][name_m] = {}
+        for name in arms:
+            row = rows[name]
+            ms = row["ms"]
+            print(f"k-speed25 {name_m} {name:10s} min {min(ms):7.1f} median {statistics.median(ms):7.1f} "
+                  f"max {max(ms):7.1f} ms  sha {','.join(sorted(row['sha']))}  exact depths: "
+                  f"{statistics.median(row['pairs']):.0f} pairs {statistics.median(row['fill_ms']):.1f} ms", flush=True)
+            out["meshes"][name_m][name] = {"ms": ms, "sha": sorted(row["sha"]), "pairs": row["pairs"],
+                                           "fill_ms": row["fill_ms"]}
+            ok = ok and len(row["sha"]) == 1
+        if "s25" in rows and "s25-numpy" in rows:
+            same = rows["s25"]["sha"] == rows["s25-numpy"]["sha"]
+            print(f"k-speed25 {name_m} compiled and NumPy loops, the same labels: {same}", flush=True)
+            ok = ok and same
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1))
+    print(f"k-speed25 {'ok' if ok else 'FAILED: labels differ between rounds or loops'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
