@@ -27,7 +27,7 @@ echo "e2e rc=$?"; grep -E "min .* median|same labels" "$O/e2e.txt" | cut -c1-160
 if [ -n "$K_SPEED" ]; then
   echo "== 2. integer k = $K_SPEED [$(( $(date +%s) - T0 )) s]"
   timeout "${T_K:-200}" python3 benchmarks/mesh_k_speed_session25.py "$M17" /tmp/281.off --k "$K_SPEED" \
-    --old-model "${OLD_MODEL:?OLD_MODEL: session 20's model}" --device gpu --rounds "${K_ROUNDS:-7}" \
+    --old-model "${OLD_MODEL:?OLD_MODEL, the session 20 model}" --device gpu --rounds "${K_ROUNDS:-7}" \
     --json "$O/k_speed.json" > "$O/k_speed.txt" 2>&1
   echo "k-speed rc=$?"; grep k-speed25 "$O/k_speed.txt" | cut -c1-170
 fi
