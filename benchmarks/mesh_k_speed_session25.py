@@ -3,8 +3,8 @@ model (the exact hull's union depth, a 22nd merge feature), in one process, arms
 
 Arms:
 - ``s20``: session 20's model (``--old-model``, the .npz of SHA-1 58288ec3...), the hull's columns off;
-- ``s25``: the shipped model (f02e52a9...), ``HULL_FEATURE`` and ``HULL_EXACT`` on, the compiled merge loop (Qhull
-  fills the new pairs' depths outside it);
+- ``s25``: the shipped model (f02e52a9...), ``HULL_FEATURE`` and ``HULL_EXACT`` on, the compiled merge loop (the
+  compiled hull fills the new pairs' depths between its rounds, Qhull where it cannot say);
 - ``s25-numpy``: the same in the NumPy merge loop (what round hull24c ran): the same labels, its time for comparison.
 
 Each arm reads the file and runs :func:`gpu_kernels.mesh.segment_mesh` at ``--k``. The first ``--warm`` rounds of
@@ -21,6 +21,7 @@ import hashlib
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,26 +38,40 @@ ARMS = ("s20", "s25", "s25-numpy")
 
 
 class _FillClock:
-    """Counts the pairs :meth:`gpu_kernels.mesh.learned._Hull.fill` and the NumPy loop's depths compute, and their
-    time (the exact depths: Qhull)."""
+    """Counts the exact depths the merges compute and their time: the pairs of the compiled loop's
+    :meth:`gpu_kernels.mesh.learned._Hull.fill` calls and the NumPy loop's :meth:`~gpu_kernels.mesh.learned._Hull.
+    pair_depth` calls (not those made inside a fill). Summed over the rows' threads."""
 
     def __init__(self):
         self.pairs = 0
         self.seconds = 0.0
-        self._real = ln._Hull.pair_depth
+        self._local = threading.local()
 
     def install(self):
-        clock = self
+        clock, real_pd, real_fill = self, ln._Hull.pair_depth, ln._Hull.fill
 
         def pair_depth(hull, p, q):
+            if getattr(clock._local, "in_fill", False):
+                return real_pd(hull, p, q)
             t = time.perf_counter()
             try:
-                return clock._real(hull, p, q)
+                return real_pd(hull, p, q)
             finally:
                 clock.pairs += 1
                 clock.seconds += time.perf_counter() - t
 
+        def fill(hull, table, need):
+            t = time.perf_counter()
+            clock._local.in_fill = True
+            try:
+                return real_fill(hull, table, need)
+            finally:
+                clock._local.in_fill = False
+                clock.pairs += len(need)
+                clock.seconds += time.perf_counter() - t
+
         ln._Hull.pair_depth = pair_depth
+        ln._Hull.fill = fill
 
     def reset(self):
         self.pairs, self.seconds = 0, 0.0

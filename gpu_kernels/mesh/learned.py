@@ -111,8 +111,9 @@ HULL_EXCESS = False
 HULL_EXCESS_NAME = "hull_depth_excess"
 #: session 24, a third candidate (round hull24c, passed; on since session 25): with :data:`HULL_FEATURE` on, the
 #: union's depth under its EXACT convex hull (Qhull, over the two clusters' kept centroids) instead of the k-DOP's, cached per pair and recomputed
-#: only for the merged cluster's pairs (the compiled loop stops before a round that lacks some, and Qhull fills them
-#: outside: :meth:`_Hull.fill`; the same merges as the NumPy loop). The
+#: only for the merged cluster's pairs (the compiled loop stops before a round that lacks some, and
+#: :meth:`_Hull.fill` fills them outside; the same merges as the NumPy loop; the hull is compiled too since session
+#: 25, :func:`gpu_kernels.mesh._numba_merge.hull_depth`, Qhull's depths to rounding at a quarter of its time). The
 #: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
 #: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
 HULL_EXACT = True
@@ -208,9 +209,14 @@ class _Hull:
     def fill(self, table: np.ndarray, need: np.ndarray) -> None:
         """The compiled loop's exact depths: ``table[p, q]`` for each row ``(p, q)`` of ``need`` (the pairs the loop
         stopped for: NaN in its (K, K) table, which a merge sets back to NaN for the two clusters' rows and
-        columns, as :meth:`merge` drops their cached pairs)."""
+        columns, as :meth:`merge` drops their cached pairs): the compiled hull's in one call
+        (:func:`gpu_kernels.mesh._numba_merge.fill_exact`), then :meth:`pair_depth` for those it left NaN."""
+        nm = _bd.compiled_merge()
+        if nm is not None and nm.fill_exact(self.pts, self.cnt, np.ascontiguousarray(need), table) == 0:
+            return
         for p, q in need:
-            table[p, q] = self.pair_depth(int(p), int(q))
+            if table[p, q] != table[p, q]:
+                table[p, q] = self.pair_depth(int(p), int(q))
 
     def columns(self, ulo, uhi, ca) -> np.ndarray:
         """The feature columns: the union depth over ``sqrt(ca)`` and, with ``own``, its excess over the deeper
@@ -235,12 +241,19 @@ class _Hull:
 
 
 def _exact_depth(P: np.ndarray) -> float | None:
-    """The deepest of the points ``P`` under their convex hull (Qhull's facets' planes), or None where Qhull finds
-    no full-dimensional hull (flat or too few points)."""
+    """The deepest of the points ``P`` under their convex hull, or None where there is no full-dimensional hull (flat
+    or too few points). The compiled incremental hull's (:func:`gpu_kernels.mesh._numba_merge.hull_depth`, session
+    25: ~0.1 ms a pair where Qhull took ~0.3) where numba imports and it can say; else Qhull's facets' planes (round
+    hull24c's values: the two agree to ~1e-15 of the extent, so the model trained on Qhull's reads the same)."""
     from scipy.spatial import ConvexHull, QhullError
 
     if P.shape[0] < 5:
         return None
+    nm = _bd.compiled_merge()
+    if nm is not None:
+        d = nm.hull_depth(np.ascontiguousarray(P, dtype=np.float64))
+        if d == d:
+            return float(d)
     try:
         eq = ConvexHull(P).equations
     except (QhullError, ValueError):
