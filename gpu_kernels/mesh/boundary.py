@@ -729,7 +729,7 @@ class _MergeState:
                 float(stop_p) if stop_p is not None else 0.0, stop_p is not None, float(gain_power), nrm, comp_lg,
                 *tree, self.root,
                 keeps, gones, st, n, int(CANCEL_ROUNDS), *h_args)
-            if need:  # (the exact hull's depths of the next round's new pairs: Qhull, then on)
+            if need:  # (the exact hull's depths of the next round's new pairs: learned._Hull.fill, then on)
                 hull.fill(h_args[8], h_args[9][:need])
                 continue
             if finished:

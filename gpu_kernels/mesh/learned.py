@@ -110,10 +110,11 @@ HULL_FEATURE_NAME = "hull_depth_union"
 HULL_EXCESS = False
 HULL_EXCESS_NAME = "hull_depth_excess"
 #: session 24, a third candidate (round hull24c, passed; on since session 25): with :data:`HULL_FEATURE` on, the
-#: union's depth under its EXACT convex hull (Qhull, over the two clusters' kept centroids) instead of the k-DOP's, cached per pair and recomputed
-#: only for the merged cluster's pairs (the compiled loop stops before a round that lacks some, and
-#: :meth:`_Hull.fill` fills them outside; the same merges as the NumPy loop; the hull is compiled too since session
-#: 25, :func:`gpu_kernels.mesh._numba_merge.hull_depth`, Qhull's depths to rounding at a quarter of its time). The
+#: union's depth under its EXACT convex hull (over the two clusters' kept centroids) instead of the k-DOP's, cached
+#: per pair and recomputed only for the merged cluster's pairs (the compiled loop stops before a round that lacks
+#: some, and :meth:`_Hull.fill` fills them outside; the same merges as the NumPy loop). The hull is compiled too since
+#: session 25, :func:`gpu_kernels.mesh._numba_merge.hull_depth`: Qhull's depths (round hull24c's) to rounding at a
+#: quarter of its time, Qhull where it cannot say. The
 #: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
 #: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
 HULL_EXACT = True
