@@ -139,6 +139,19 @@ def shipped_sha() -> str:
     return hashlib.sha1(base64.b64decode("".join(learned_model.NPZ_BASE64))).hexdigest()
 
 
+def same_trees(a, b, rtol: float = 1e-9) -> bool:
+    """Two tree models with the same trees (features, children) whose thresholds, leaf values and start agree to
+    ``rtol`` (session 25: a model retrained on records whose hull column the compiled hull computed, Qhull's values to
+    rounding, is the shipped one but for the last bits of a threshold)."""
+    import numpy as np
+
+    return (a.feature.shape == b.feature.shape and np.array_equal(a.feature, b.feature)
+            and np.array_equal(a.left, b.left) and np.array_equal(a.right, b.right) and a.depth == b.depth
+            and np.allclose(a.threshold, b.threshold, rtol=rtol, atol=1e-12)
+            and np.allclose(a.value, b.value, rtol=rtol, atol=1e-12)
+            and abs(a.init - b.init) <= rtol * max(abs(b.init), 1.0) and a.rate == b.rate)
+
+
 def shipped_auto_dir(out: Path, cats: list) -> Path:
     """A folder with the SHIPPED k = "auto" model as every category's (and ALL's) model, for ``confirm_mesh``: NOT held
     out (optimistic by +0.0066 +- 0.0007 a draw, session 19's mesh-auto19). The held-out folds of the shipped model
@@ -351,6 +364,10 @@ def run_round(arms: list, *, data: Path, work: Path, out: Path, train: list, jud
         res["shipped_equal"] = a.exists() and sha(a) == shipped_sha()
         print(f"{check_shipped} ALL retrained == the shipped model ({shipped_sha()[:8]}...): {res['shipped_equal']}",
               flush=True)
+        if a.exists() and not res["shipped_equal"]:
+            res["shipped_close"] = same_trees(_ln.TreeModel.from_npz(a), _ln.shipped_model())
+            print(f"{check_shipped} ALL retrained: the shipped model's trees, thresholds and values to rounding: "
+                  f"{res['shipped_close']}", flush=True)
 
     for n, ma in set_ma.items():
         if ma is not None:
@@ -717,6 +734,7 @@ class MarginRound:
     need_better: bool = True
     over_allow: int = 0
     round_checks: tuple = ()
+    shipped_close_ok: bool = False  # (session 25) C's ALL = the shipped model's trees to rounding (same_trees) passes
 
     def judge_one(self, rows: list, bad: list, cand: str, n_meshes: int, min_draws: int, complete_ok) -> dict:
         j = judge_rows(rows, bad, "C", cand, Rule(min_draws=min_draws), n_meshes)
@@ -798,10 +816,12 @@ class MarginRound:
         # (records: once per switch set and training draw, as run_round records them; folds: per arm)
         n_sets = len(switch_sets([x.spec() for x in self.arms])[0])
         n_rec, n_fold = n_sets * self.train_draws * a.n_meshes, n_arms * (1 + n_cat)
-        checks = {"shipped_equal": rnd.get("shipped_equal"), "records": rnd.get("records"),
+        shipped_ok = rnd.get("shipped_equal") is True or (self.shipped_close_ok and rnd.get("shipped_close") is True)
+        checks = {"shipped_equal": rnd.get("shipped_equal"), "shipped_close": rnd.get("shipped_close"),
+                  "records": rnd.get("records"),
                   "record_errors": rnd.get("record_errors"), "folds": rnd.get("folds"),
                   "fold_errors": rnd.get("fold_errors"), "records_expected": n_rec, "folds_expected": n_fold}
-        complete_ok = (rnd.get("shipped_equal") is True and rnd.get("records") == n_rec and rnd.get("record_errors") == 0
+        complete_ok = (shipped_ok and rnd.get("records") == n_rec and rnd.get("record_errors") == 0
                        and rnd.get("folds") == n_fold and rnd.get("fold_errors") == 0
                        and all(rnd.get(k) is True for k in self.round_checks))
         checks |= {k: rnd.get(k) for k in self.round_checks}

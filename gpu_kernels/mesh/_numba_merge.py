@@ -210,7 +210,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
                  has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
                  keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdirs, hull_own,
-                 hown, hull_exact, hdep, hneed):  # pragma: no cover - compiled
+                 hown, hull_exact, hdep, hneed, hull_vol, hvol, hcvol):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
@@ -228,6 +228,9 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     (K, K) instead, the union depth under the exact hull that Qhull computes outside (set to NaN for a merged pair's
     rows and columns, as :class:`gpu_kernels.mesh.learned._Hull` drops its cached pairs); where a round's candidates
     lack some, the loop stops before the round and lists them in ``hneed`` (rows ``(p, q)``).
+    ``hull_vol`` (:data:`gpu_kernels.mesh.learned.HULL_VOLUME`, with ``hull_exact``): one more column after them,
+    ``1 - (hcvol[p] + hcvol[q]) / hvol[p, q]`` (0 where ``hvol`` is 0), the union hull's volume filled with the depth
+    and each cluster's own in ``hcvol`` (NaN after a merge, for the fill).
     Returns ``(n, finished, need)``: ``need`` > 0 the number of pairs listed (fill them and call again)."""
     K = BL.shape[0]
     nc = count.size
@@ -242,7 +245,9 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
-    nf = (NF + (1 if hull_on else 0) + (1 if hull_on and hull_own else 0)) if learned else 0
+    nf = (NF + (1 if hull_on else 0) + (1 if hull_on and hull_own else 0) + (1 if hull_on and hull_vol else 0)
+          if learned else 0)
+    vcol = NF + 1 + (1 if hull_own else 0)
     nd = hdirs.shape[0]
     hm = hpts.shape[1]
     htmp = np.empty((2 * hm if hull_on else 0, 3))
@@ -428,6 +433,9 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         if hull_own:
                             mo = hown[p] if hown[p] >= hown[q] else hown[q]
                             X[t, NF + 1] = (best - mo) / sq
+                        if hull_vol:
+                            vu = hvol[p, q]
+                            X[t, vcol] = 1.0 - (hcvol[p] + hcvol[q]) / vu if vu > 0.0 else 0.0
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
@@ -533,6 +541,9 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         hpts[keep, i, j] = htmp[r, j]
                 hcnt[keep] = hm
             hcnt[gone] = 0
+            if hull_vol:
+                hcvol[keep] = np.nan
+                hcvol[gone] = 0.0
             if hull_exact:
                 for i in range(K):
                     hdep[keep, i] = np.nan
@@ -559,8 +570,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _plane(P, a, b, c, nrm, f):  # pragma: no cover - compiled
-    """Face ``f``'s unit normal and offset (``nrm[f] = (n0, n1, n2, d)``, ``n . x = d`` on the plane) through
-    ``P[a], P[b], P[c]``, counter-clockwise seen from outside; False where the three points are collinear."""
+    """Face ``f``'s unit normal, offset and area (``nrm[f] = (n0, n1, n2, d, area)``, ``n . x = d`` on the plane)
+    through ``P[a], P[b], P[c]``, counter-clockwise seen from outside; False where the three points are collinear."""
     u0, u1, u2 = P[b, 0] - P[a, 0], P[b, 1] - P[a, 1], P[b, 2] - P[a, 2]
     v0, v1, v2 = P[c, 0] - P[a, 0], P[c, 1] - P[a, 1], P[c, 2] - P[a, 2]
     n0, n1, n2 = u1 * v2 - u2 * v1, u2 * v0 - u0 * v2, u0 * v1 - u1 * v0
@@ -570,16 +581,24 @@ def _plane(P, a, b, c, nrm, f):  # pragma: no cover - compiled
     n0, n1, n2 = n0 / ln, n1 / ln, n2 / ln
     nrm[f, 0], nrm[f, 1], nrm[f, 2] = n0, n1, n2
     nrm[f, 3] = n0 * P[a, 0] + n1 * P[a, 1] + n2 * P[a, 2]
+    nrm[f, 4] = 0.5 * ln
     return True
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def hull_depth(P):  # pragma: no cover - compiled
+    """:func:`hull_stats`' depth."""
+    return hull_stats(P, np.empty(1))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def hull_stats(P, vol):  # pragma: no cover - compiled
     """The deepest of the points ``P`` (n, 3) under their convex hull, by an incremental hull (session 25: Qhull
     per pair, :func:`gpu_kernels.mesh.learned._exact_depth`, cost ~0.3 ms a pair; this ~20 us for 128 points).
     NaN where it cannot say: fewer than 5 points, a flat or collinear set (no full-dimensional hull, as Qhull's
     error), or a hull that fails its own check (a closed surface, every point on the inner side of every face
-    within the tolerance); the caller then asks Qhull."""
+    within the tolerance); the caller then asks Qhull. Returns the depth; where it can say, the hull's volume goes to
+    ``vol[0]`` (session 25's candidate ``learned.HULL_VOLUME``)."""
     n = P.shape[0]
     NXT = np.array([1, 2, 0])  # (the next corner of a face; a lookup: ``% 3`` cost a third of the time)
     if n < 5:
@@ -620,7 +639,7 @@ def hull_depth(P):  # pragma: no cover - compiled
         return np.nan
     cap = 16 * n + 16  # (faces made in all; more: NaN, Qhull then)
     face = np.empty((cap, 3), dtype=np.int64)
-    nrm = np.empty((cap, 4))
+    nrm = np.empty((cap, 5))
     alive = np.zeros(cap, dtype=np.bool_)
     if not _plane(P, i0, i1, i2, nrm, 0):
         return np.nan
@@ -760,7 +779,7 @@ def hull_depth(P):  # pragma: no cover - compiled
                     newid[f] = k
                     for j in range(3):
                         face[k, j] = face[f, j]
-                    for j in range(4):
+                    for j in range(5):
                         nrm[k, j] = nrm[f, j]
                     alive[k] = True
                     a, b, c = face[k, 0], face[k, 1], face[k, 2]
@@ -777,11 +796,14 @@ def hull_depth(P):  # pragma: no cover - compiled
     # the check: a closed surface (every edge's reverse on a live face) with every point inside every face
     live = np.empty(nf, dtype=np.int64)
     nl = 0
+    volume = 0.0
     for f in range(nf):
         if not alive[f]:
             continue
         live[nl] = f
         nl += 1
+        # (a cone from the first tetrahedron's centre over the face)
+        volume += nrm[f, 4] * (nrm[f, 3] - (nrm[f, 0] * ci[0] + nrm[f, 1] * ci[1] + nrm[f, 2] * ci[2])) / 3.0
         for e in range(3):
             a = face[f, e]
             b = face[f, NXT[e]]
@@ -805,29 +827,54 @@ def hull_depth(P):  # pragma: no cover - compiled
             return np.nan
         if m[i] > deepest:
             deepest = m[i]
+    vol[0] = volume
     return deepest
 
 
 @njit(cache=True, nogil=True)
-def fill_exact(hpts, hcnt, need, table):  # pragma: no cover - compiled
-    """``table[p, q]`` = :func:`hull_depth` of ``p``'s then ``q``'s kept points for each row of ``need``; NaN left
-    where it cannot say (the caller asks Qhull for those). Returns how many are left NaN."""
-    left = 0
-    P = np.empty((2 * hpts.shape[1], 3))
-    for r in range(need.shape[0]):
-        p = need[r, 0]
-        q = need[r, 1]
-        k = 0
-        for i in range(hcnt[p]):
-            for j in range(3):
-                P[k, j] = hpts[p, i, j]
-            k += 1
+def _gather(hpts, hcnt, p, q, P):  # pragma: no cover - compiled
+    """``p``'s then (``q`` >= 0) ``q``'s kept points into ``P``; their count."""
+    k = 0
+    for i in range(hcnt[p]):
+        for j in range(3):
+            P[k, j] = hpts[p, i, j]
+        k += 1
+    if q >= 0:
         for i in range(hcnt[q]):
             for j in range(3):
                 P[k, j] = hpts[q, i, j]
             k += 1
-        d = hull_depth(P[:k])
+    return k
+
+
+@njit(cache=True, nogil=True)
+def fill_exact(hpts, hcnt, need, table, vtable, cvol):  # pragma: no cover - compiled
+    """``table[p, q]`` = :func:`hull_depth` of ``p``'s then ``q``'s kept points for each row of ``need``; with
+    ``vtable`` not empty (``learned.HULL_VOLUME``) also the union hull's volume ``vtable[p, q]`` and each cluster's
+    own ``cvol[p]`` where it is NaN. NaN left where it cannot say (the caller asks Qhull for those). Returns how many
+    values are left NaN."""
+    left = 0
+    P = np.empty((2 * hpts.shape[1], 3))
+    v = np.empty(1)
+    with_vol = vtable.shape[0] > 0
+    for r in range(need.shape[0]):
+        p = need[r, 0]
+        q = need[r, 1]
+        k = _gather(hpts, hcnt, p, q, P)
+        v[0] = np.nan
+        d = hull_stats(P[:k], v)
         table[p, q] = d
         if d != d:
             left += 1
+        if with_vol:
+            vtable[p, q] = v[0] if d == d else np.nan
+            for c in (p, q):
+                if cvol[c] != cvol[c]:
+                    k = _gather(hpts, hcnt, c, -1, P)
+                    v[0] = np.nan
+                    dc = hull_stats(P[:k], v)
+                    if dc == dc:
+                        cvol[c] = v[0]
+                    else:
+                        left += 1
     return left

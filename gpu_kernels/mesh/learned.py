@@ -118,6 +118,14 @@ HULL_EXCESS_NAME = "hull_depth_excess"
 #: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
 #: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
 HULL_EXACT = True
+#: session 25, a candidate (off; not judged yet): with :data:`HULL_FEATURE` and :data:`HULL_EXACT` on, one more column
+#: after the depth (and the excess), ``"hull_volume_gain"``: ``1 - (V_a + V_b) / V_union``, the share of the union's
+#: hull that neither cluster's own hull fills (0 where the union has no full-dimensional hull). A body cut across keeps
+#: ~0; a leg joined to its body fills the space between them. CPU pilot (as session 24's, the pairs of today's
+#: default at 42 clusters, leave one category out, 64 trees of depth 4): per-mesh AUC 0.7969 with the depth, 0.8048
+#: with the depth and this (303 0.813 -> 0.831, 305 0.673 -> 0.700, 381 0.827 -> 0.830)
+HULL_VOLUME = False
+HULL_VOLUME_NAME = "hull_volume_gain"
 
 
 def _hull_dirs() -> np.ndarray:
@@ -153,10 +161,16 @@ class _Hull:
     under its own supports); :meth:`depth` the candidate pairs' union depths, :meth:`merge` the update (the compiled
     loop does the same in place on the same arrays)."""
 
-    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int, own: bool = False, exact: bool = False):
+    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int, own: bool = False, exact: bool = False,
+                 vol: bool = False):
         c = np.asarray(centroids, dtype=np.float64)
         self.exact = bool(exact)
+        if vol and not self.exact:
+            raise ValueError("learned.HULL_VOLUME needs learned.HULL_EXACT")
+        self.vol_on = bool(vol)
         self._cache: dict = {}
+        self._vcache: dict = {}  # (with vol) the pairs' union hull volumes, as _cache
+        self.cvol = np.full(K, np.nan) if vol else np.empty(0)  # (with vol) each cluster's own hull volume, NaN: to do
         nd = HULL_DIRS.shape[0]
         self.m = int(m)
         self.sup = np.full((K, nd), -np.inf)
@@ -192,44 +206,85 @@ class _Hull:
                 if hit is not None:
                     out[t] = hit
                     continue
-            d = self.pair_depth(p, q)
+            d, v = self.pair_stats(p, q)
             if self.exact:
                 self._cache[(p, q)] = d
+                if self.vol_on:
+                    self._vcache[(p, q)] = v
             out[t] = d
         return out
 
     def pair_depth(self, p: int, q: int) -> float:
         """One pair's union depth, uncached: the kept points of ``p`` then ``q`` under their exact hull (with
         ``exact``; the k-DOP's where Qhull finds no full-dimensional hull) or under the k-DOP."""
-        P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
-        d = _exact_depth(P) if self.exact else None
-        if d is None:
-            d = _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P)
-        return d
+        return self.pair_stats(p, q)[0]
 
-    def fill(self, table: np.ndarray, need: np.ndarray) -> None:
+    def pair_stats(self, p: int, q: int) -> tuple:
+        """:meth:`pair_depth` and the union hull's volume (0 where there is no exact full-dimensional hull)."""
+        P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
+        st = _exact_stats(P) if self.exact else None
+        if st is None:
+            return _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P), 0.0
+        return st
+
+    def cluster_volume(self, k: int) -> float:
+        """(with ``vol``) cluster ``k``'s own hull volume (its kept points'; 0 where flat), computed once a state."""
+        if self.cvol[k] != self.cvol[k]:
+            st = _exact_stats(self.pts[k, :self.cnt[k]])
+            self.cvol[k] = 0.0 if st is None else st[1]
+        return float(self.cvol[k])
+
+    def fill(self, table: np.ndarray, need: np.ndarray, vtable: np.ndarray | None = None) -> None:
         """The compiled loop's exact depths: ``table[p, q]`` for each row ``(p, q)`` of ``need`` (the pairs the loop
         stopped for: NaN in its (K, K) table, which a merge sets back to NaN for the two clusters' rows and
         columns, as :meth:`merge` drops their cached pairs): the compiled hull's in one call
-        (:func:`gpu_kernels.mesh._numba_merge.fill_exact`), then :meth:`pair_depth` for those it left NaN."""
+        (:func:`gpu_kernels.mesh._numba_merge.fill_exact`), then :meth:`pair_stats` for those it left NaN. With
+        ``vol``, ``vtable`` the union volumes alike and :attr:`cvol` the pairs' clusters' own."""
         nm = _bd.compiled_merge()
-        if nm is not None and nm.fill_exact(self.pts, self.cnt, np.ascontiguousarray(need), table) == 0:
+        vt = vtable if self.vol_on and vtable is not None else np.empty((0, 0))
+        if nm is not None and nm.fill_exact(self.pts, self.cnt, np.ascontiguousarray(need), table, vt,
+                                            self.cvol) == 0:
             return
         for p, q in need:
-            if table[p, q] != table[p, q]:
-                table[p, q] = self.pair_depth(int(p), int(q))
+            p, q = int(p), int(q)
+            if table[p, q] != table[p, q] or (vt.size and vt[p, q] != vt[p, q]):
+                table[p, q], v = self.pair_stats(p, q)
+                if vt.size:
+                    vt[p, q] = v
+            if self.vol_on:
+                self.cluster_volume(p)
+                self.cluster_volume(q)
 
     def columns(self, ulo, uhi, ca) -> np.ndarray:
         """The feature columns: the union depth over ``sqrt(ca)`` and, with ``own``, its excess over the deeper
         cluster's own depth over the same."""
         du, sq = self.depth(ulo, uhi), np.sqrt(ca)
-        if self.own is None:
-            return (du / sq)[:, None]
-        return np.stack([du / sq, (du - np.maximum(self.own[ulo], self.own[uhi])) / sq], axis=1)
+        cols = [du / sq]
+        if self.own is not None:
+            cols.append((du - np.maximum(self.own[ulo], self.own[uhi])) / sq)
+        if self.vol_on:
+            cols.append(self.volume_gain(ulo, uhi))
+        return np.stack(cols, axis=1)
+
+    def volume_gain(self, ulo, uhi) -> np.ndarray:
+        """(with ``vol``; after :meth:`depth` of the same pairs) ``1 - (V_a + V_b) / V_union``, 0 where
+        ``V_union`` is 0 (the compiled loop's expression)."""
+        out = np.empty(len(ulo))
+        for t, (p, q) in enumerate(zip(ulo, uhi, strict=True)):
+            p, q = int(p), int(q)
+            vu = self._vcache[(p, q)]
+            va, vb = self.cluster_volume(p), self.cluster_volume(q)
+            out[t] = 1.0 - (va + vb) / vu if vu > 0.0 else 0.0
+        return out
 
     def merge(self, keep: int, gone: int) -> None:
         if self._cache:
             self._cache = {k: v for k, v in self._cache.items() if keep not in k and gone not in k}
+        if self._vcache:
+            self._vcache = {k: v for k, v in self._vcache.items() if keep not in k and gone not in k}
+        if self.vol_on:
+            self.cvol[keep] = np.nan
+            self.cvol[gone] = 0.0
         self.sup[keep] = np.maximum(self.sup[keep], self.sup[gone])
         P = np.concatenate([self.pts[keep, :self.cnt[keep]], self.pts[gone, :self.cnt[gone]]])
         idx = _hull_keep(P.shape[0], self.m)
@@ -239,6 +294,27 @@ class _Hull:
         if self.own is not None:
             self._own(keep)
             self.own[gone] = 0.0
+
+
+def _exact_stats(P: np.ndarray) -> tuple | None:
+    """``(depth, volume)`` of the points ``P`` under their convex hull (:func:`_exact_depth`'s depth, the same way),
+    or None where there is no full-dimensional hull."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    if P.shape[0] < 5:
+        return None
+    nm = _bd.compiled_merge()
+    if nm is not None:
+        v = np.empty(1)
+        d = nm.hull_stats(np.ascontiguousarray(P, dtype=np.float64), v)
+        if d == d:
+            return float(d), float(v[0])
+    try:
+        h = ConvexHull(P)
+    except (QhullError, ValueError):
+        return None
+    eq = h.equations
+    return float((-(P @ eq[:, :3].T + eq[:, 3])).min(axis=1).max()), float(h.volume)
 
 
 def _exact_depth(P: np.ndarray) -> float | None:
@@ -530,9 +606,10 @@ def _groups(label_component, cap: int) -> list:
 
 def n_columns() -> int:
     """The merges' feature columns under the switches now: :data:`FEATURES`, then :data:`HULL_FEATURE_NAME` where
-    :data:`HULL_FEATURE` is on, then :data:`HULL_EXCESS_NAME` where :data:`HULL_EXCESS` is on too (22 by default
-    since session 25)."""
-    return len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
+    :data:`HULL_FEATURE` is on, then :data:`HULL_EXCESS_NAME` where :data:`HULL_EXCESS` is on too, then
+    :data:`HULL_VOLUME_NAME` where :data:`HULL_VOLUME` is (22 by default since session 25)."""
+    return (len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
+            + (1 if HULL_FEATURE and HULL_VOLUME else 0))
 
 
 def learned_merge(graph, labels, targets: dict, label_component, *, min_area: float = 0.0, policy: str = "learned",
@@ -564,7 +641,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     ncol = n_columns()
     if top >= ncol:
         raise ValueError(f"the merge model reads feature column {top}, but the merges have {ncol} "
-                         "(learned.HULL_FEATURE adds the 22nd, HULL_EXCESS the 23rd)")
+                         "(learned.HULL_FEATURE adds the 22nd, HULL_EXCESS and HULL_VOLUME one each after it)")
     # the hull's columns are made for a record, or for a model that reads one (k = "auto"'s model does not: its merges
     # then stay in the compiled loop at no cost)
     hull_on = HULL_FEATURE and (record is not None or (policy != "hand" and top >= len(FEATURES)))
@@ -648,7 +725,8 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     the hull's columns): the merge graph's face centroids; None: the 21 columns alone."""
     hull = None
     if centroids is not None:
-        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS), exact=bool(HULL_EXACT))
+        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS), exact=bool(HULL_EXACT),
+                     vol=bool(HULL_VOLUME))
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
         raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")

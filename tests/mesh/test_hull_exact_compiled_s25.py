@@ -25,10 +25,10 @@ def test_the_compiled_loop_takes_the_exact_depths_and_merges_as_numpy(prep, monk
     filled: list = []
     real_fill = ln._Hull.fill
 
-    def fill(self, table, need):
+    def fill(self, table, need, *rest):
         filled.append(need.copy())
         assert np.isnan(table[need[:, 0], need[:, 1]]).all()  # (asked for unknown pairs only)
-        real_fill(self, table, need)
+        real_fill(self, table, need, *rest)
 
     monkeypatch.setattr(ln._Hull, "fill", fill)
     m21 = _col21_model()
@@ -51,7 +51,7 @@ def test_wrong_fills_change_the_merges(prep, monkeypatch):
     m21 = _col21_model()
     good = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
 
-    def zero(self, table, need):
+    def zero(self, table, need, *rest):
         table[need[:, 0], need[:, 1]] = 0.0
 
     monkeypatch.setattr(ln._Hull, "fill", zero)
@@ -130,3 +130,45 @@ def test_fill_falls_back_for_a_flat_pair():
     kdop = ln._kdop_depth(np.maximum(h.sup[0], h.sup[1]), np.concatenate([h.pts[0, :20], h.pts[1, :20]]))
     assert table[0, 1] == kdop == h.pair_depth(0, 1)
     assert table[2, 3] == h.pair_depth(2, 3) > 0.3 and np.isnan(table[0, 2])
+
+
+def test_the_volume_gain_column(prep, monkeypatch):
+    """``HULL_VOLUME`` (session 25's candidate, off): ``1 - (V_a + V_b) / V_union`` of the kept points' exact hulls
+    (the compiled hull's volumes are Qhull's to rounding); for a box's two halves, the gap between their grid points
+    (a quarter of 2 units: 0.125), 0.42 for a leg on a body;
+    the compiled loop and the NumPy loop merge alike with a model that reads it; records carry it; a model reading
+    it with the switch off is refused."""
+    from scipy.spatial import ConvexHull
+    from test_hull_feature_s24 import _plain, _record
+
+    assert ln.HULL_VOLUME is False
+    body, half_a, half_b, leg = _body_leg_points()
+    for a, other, gain in ((half_a, half_b, False), (body, leg, True)):
+        c = np.concatenate([a, other])
+        lab0 = np.r_[np.zeros(len(a), np.int64), np.ones(len(other), np.int64)]
+        h = ln._Hull(lab0, c, 2, 1000, exact=True, vol=True)
+        col = h.columns(np.array([0]), np.array([1]), np.array([1.0]))
+        assert col.shape == (1, 2)
+        g = float(col[0, 1])
+        assert g == pytest.approx(0.4232558, abs=1e-6) if gain else g == pytest.approx(0.125, abs=1e-12), (gain, g)
+        assert h.cluster_volume(0) == pytest.approx(ConvexHull(a).volume, rel=1e-12)
+    with pytest.raises(ValueError, match="HULL_EXACT"):
+        ln._Hull(lab0, c, 2, 1000, exact=False, vol=True)
+    if bd.compiled_merge() is None:
+        pytest.skip("numba is not available: there is no compiled loop to compare")
+    monkeypatch.setattr(ln, "HULL_EXACT", True)
+    monkeypatch.setattr(ln, "HULL_VOLUME", True)
+    assert ln.n_columns() == 23
+    rec = _record(prep)
+    _merge(prep, _plain(), monkeypatch, hull=True, compiled=True, record=rec)
+    X = np.concatenate(rec["X"])
+    assert X.shape[1] == 23 and (X[:, -1] <= 1.0).all() and (X[:, -1] > 0.05).any()
+    m22 = _col21_model()
+    only21 = _merge(prep, m22, monkeypatch, hull=True, compiled=True)
+    m22.feature[1:5, 0] = 22
+    m22.threshold[1:5, 0] = float(np.median(X[:, -1]))
+    a = _merge(prep, m22, monkeypatch, hull=True, compiled=True)
+    assert a == _merge(prep, m22, monkeypatch, hull=True, compiled=False) and a != only21
+    monkeypatch.setattr(ln, "HULL_VOLUME", False)
+    with pytest.raises(ValueError, match="feature column 22"):
+        _merge(prep, m22, monkeypatch, hull=True, compiled=True)
