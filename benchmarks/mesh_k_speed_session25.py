@@ -60,11 +60,11 @@ class _FillClock:
                 clock.pairs += 1
                 clock.seconds += time.perf_counter() - t
 
-        def fill(hull, table, need):
+        def fill(hull, table, need, *rest):
             t = time.perf_counter()
             clock._local.in_fill = True
             try:
-                return real_fill(hull, table, need)
+                return real_fill(hull, table, need, *rest)
             finally:
                 clock._local.in_fill = False
                 clock.pairs += len(need)
