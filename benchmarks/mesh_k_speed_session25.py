@@ -41,7 +41,8 @@ class _FillClock:
     """Counts the exact depths the merges compute and their time: the pairs of the compiled loop's
     :meth:`gpu_kernels.mesh.learned._Hull.fill` calls and the NumPy loop's :meth:`~gpu_kernels.mesh.learned._Hull.
     pair_stats` calls (not those made inside a fill). Summed over the rows' threads. (Session 25's call 4 wrapped
-    ``pair_depth``, which the NumPy loop no longer calls since ``HULL_VOLUME``: its s25-numpy rows say 0 pairs.)"""
+    ``pair_depth``, which the NumPy loop no longer called since ``HULL_VOLUME``, and is gone since: its s25-numpy rows
+    say 0 pairs.)"""
 
     def __init__(self):
         self.pairs = 0
@@ -51,7 +52,7 @@ class _FillClock:
     def install(self):
         clock, real_pd, real_fill = self, ln._Hull.pair_stats, ln._Hull.fill
 
-        def pair_depth(hull, p, q):
+        def pair_stats(hull, p, q):
             if getattr(clock._local, "in_fill", False):
                 return real_pd(hull, p, q)
             t = time.perf_counter()
@@ -71,7 +72,7 @@ class _FillClock:
                 clock.pairs += len(need)
                 clock.seconds += time.perf_counter() - t
 
-        ln._Hull.pair_stats = pair_depth
+        ln._Hull.pair_stats = pair_stats
         ln._Hull.fill = fill
 
     def reset(self):

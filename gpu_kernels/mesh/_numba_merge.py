@@ -586,9 +586,36 @@ def _plane(P, a, b, c, nrm, f):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def hull_depth(P):  # pragma: no cover - compiled
-    """:func:`hull_stats`' depth."""
-    return hull_stats(P, np.empty(1))
+def _height(nrm, f, P, j):  # pragma: no cover - compiled
+    """How far point ``P[j]`` lies above face ``f``'s plane (> 0: outside)."""
+    return nrm[f, 0] * P[j, 0] + nrm[f, 1] * P[j, 1] + nrm[f, 2] * P[j, 2] - nrm[f, 3]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _first_seen(nrm, alive, P, j, lo, hi, eps):  # pragma: no cover - compiled
+    """The first live face of ``lo..hi-1`` that point ``j`` lies above by more than ``eps``, and how far; (-1, 0)."""
+    for f in range(lo, hi):
+        if alive[f]:
+            d = _height(nrm, f, P, j)
+            if d > eps:
+                return f, d
+    return -1, 0.0
+
+
+@njit(cache=True, nogil=True)
+def _link(face, edge, n, f, a, b, c):  # pragma: no cover - compiled
+    """Face ``f`` = ``(a, b, c)`` and its three directed edges in the edge map."""
+    face[f, 0], face[f, 1], face[f, 2] = a, b, c
+    edge[a * n + b] = f
+    edge[b * n + c] = f
+    edge[c * n + a] = f
+
+
+@njit(cache=True, nogil=True)
+def _across(face, edge, alive, n, f, e, nxt):  # pragma: no cover - compiled
+    """The live face across edge ``e`` of face ``f`` (the one holding the reverse edge), or -1: the surface is open."""
+    g = edge[face[f, nxt[e]] * n + face[f, e]]
+    return g if g >= 0 and alive[g] else -1
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -663,11 +690,8 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
         if nrm[nf, 0] * ci[0] + nrm[nf, 1] * ci[1] + nrm[nf, 2] * ci[2] - nrm[nf, 3] > 0.0:
             b, c = c, b  # (the inner point on the outer side: the other winding)
             _plane(P, a, b, c, nrm, nf)
-        face[nf, 0], face[nf, 1], face[nf, 2] = a, b, c
+        _link(face, edge, n, nf, a, b, c)
         alive[nf] = True
-        edge[a * n + b] = nf
-        edge[b * n + c] = nf
-        edge[c * n + a] = nf
         nf += 1
     vis = np.zeros(cap, dtype=np.bool_)
     hz = np.empty((cap, 2), dtype=np.int64)
@@ -682,12 +706,7 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
     for i in range(n):
         if i == i0 or i == i1 or i == i2 or i == i3:
             continue
-        for f in range(4):
-            d = nrm[f, 0] * P[i, 0] + nrm[f, 1] * P[i, 1] + nrm[f, 2] * P[i, 2] - nrm[f, 3]
-            if d > eps:
-                cf[i] = f
-                cd[i] = d
-                break
+        cf[i], cd[i] = _first_seen(nrm, alive, P, i, 0, 4, eps)
     while True:
         # the farthest point above its face next (quickhull's order: the hull grows fast, the points it swallows
         # drop out at once)
@@ -709,12 +728,10 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
             region[nr] = f
             nr += 1
             for e in range(3):
-                a = face[f, e]
-                b = face[f, NXT[e]]
-                g = edge[b * n + a]
-                if g < 0 or not alive[g]:
+                g = _across(face, edge, alive, n, f, e, NXT)
+                if g < 0:
                     return np.nan
-                if not vis[g] and nrm[g, 0] * P[i, 0] + nrm[g, 1] * P[i, 1] + nrm[g, 2] * P[i, 2] - nrm[g, 3] > eps:
+                if not vis[g] and _height(nrm, g, P, i) > eps:
                     vis[g] = True
                     stack[ns] = g
                     ns += 1
@@ -742,33 +759,18 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
             a, b = hz[h, 0], hz[h, 1]
             if not _plane(P, a, b, i, nrm, nf):
                 return np.nan
-            face[nf, 0], face[nf, 1], face[nf, 2] = a, b, i
+            _link(face, edge, n, nf, a, b, i)
             alive[nf] = True
             vis[nf] = False
-            edge[a * n + b] = nf
-            edge[b * n + i] = nf
-            edge[i * n + a] = nf
             nf += 1
         for j in range(n):
             g = cf[j]
             if g >= 0 and not alive[g]:
                 # its face is gone: a new face it sees, else any live face (a point may see an old face that i
                 # does not), else it is inside for good
-                cf[j] = -1
-                for f in range(new0, nf):
-                    d = nrm[f, 0] * P[j, 0] + nrm[f, 1] * P[j, 1] + nrm[f, 2] * P[j, 2] - nrm[f, 3]
-                    if d > eps:
-                        cf[j] = f
-                        cd[j] = d
-                        break
+                cf[j], cd[j] = _first_seen(nrm, alive, P, j, new0, nf, eps)
                 if cf[j] < 0:
-                    for f in range(new0):
-                        if alive[f]:
-                            d = nrm[f, 0] * P[j, 0] + nrm[f, 1] * P[j, 1] + nrm[f, 2] * P[j, 2] - nrm[f, 3]
-                            if d > eps:
-                                cf[j] = f
-                                cd[j] = d
-                                break
+                    cf[j], cd[j] = _first_seen(nrm, alive, P, j, 0, new0, eps)
         for r in range(nr):
             vis[region[r]] = False
         nalive += nh - nr
@@ -782,10 +784,7 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
                     for j in range(5):
                         nrm[k, j] = nrm[f, j]
                     alive[k] = True
-                    a, b, c = face[k, 0], face[k, 1], face[k, 2]
-                    edge[a * n + b] = k
-                    edge[b * n + c] = k
-                    edge[c * n + a] = k
+                    _link(face, edge, n, k, face[k, 0], face[k, 1], face[k, 2])
                     k += 1
             for f in range(k, nf):
                 alive[f] = False
@@ -805,10 +804,7 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
         # (a cone from the first tetrahedron's centre over the face)
         volume += nrm[f, 4] * (nrm[f, 3] - (nrm[f, 0] * ci[0] + nrm[f, 1] * ci[1] + nrm[f, 2] * ci[2])) / 3.0
         for e in range(3):
-            a = face[f, e]
-            b = face[f, NXT[e]]
-            g = edge[b * n + a]
-            if g < 0 or not alive[g]:
+            if _across(face, edge, alive, n, f, e, NXT) < 0:
                 return np.nan
     # each point's least height under the faces (faces outside, points inside: the inner loop runs over the points)
     X0, X1, X2 = np.empty(n), np.empty(n), np.empty(n)
@@ -849,7 +845,7 @@ def _gather(hpts, hcnt, p, q, P):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def fill_exact(hpts, hcnt, need, table, vtable, cvol):  # pragma: no cover - compiled
-    """``table[p, q]`` = :func:`hull_depth` of ``p``'s then ``q``'s kept points for each row of ``need``; with
+    """``table[p, q]`` = :func:`hull_stats`' depth of ``p``'s then ``q``'s kept points for each row of ``need``; with
     ``vtable`` not empty (``learned.HULL_VOLUME``) also the union hull's volume ``vtable[p, q]`` and each cluster's
     own ``cvol[p]`` where it is NaN. NaN left where it cannot say (the caller asks Qhull for those). Returns how many
     values are left NaN."""

@@ -703,19 +703,20 @@ class _MergeState:
             z = np.zeros((1, 1), dtype=np.int64)
             tree = (z - 1, np.zeros((1, 1)), z, z, np.zeros((1, 1)), 0.0, 0.0, 0)
         lg = np.empty(0) if self.lg is None else self.lg
-        if hull is not None and learned:
+        on = hull is not None and learned
+        # (the exact hull's tables: its union depths and volumes (K, K), NaN until hull.fill; the pairs to fill)
+        hdep = np.full((self.K, self.K) if on and hull.exact else (0, 0), np.nan)
+        hvol = np.full((self.K, self.K) if on and hull.vol_on else (0, 0), np.nan)
+        hneed = np.empty((self.K * (self.K - 1) // 2 if on and hull.exact else 0, 2), dtype=np.int64)
+        if on:
             from gpu_kernels.mesh.learned import HULL_DIRS
 
             own = hull.own is not None
-            hdep = np.full((self.K, self.K) if hull.exact else (0, 0), np.nan)
-            hneed = np.empty((self.K * (self.K - 1) // 2 if hull.exact else 0, 2), dtype=np.int64)
-            hvol = np.full((self.K, self.K) if hull.vol_on else (0, 0), np.nan)
             h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS, own, hull.own if own else np.empty(0),
                       hull.exact, hdep, hneed, hull.vol_on, hvol, hull.cvol)
         else:
             h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), np.empty((0, 3)),
-                      False, np.empty(0), False, np.empty((0, 0)), np.empty((0, 2), dtype=np.int64), False,
-                      np.empty((0, 0)), np.empty(0))
+                      False, np.empty(0), False, hdep, hneed, False, hvol, np.empty(0))
         K = self.K
         keeps = np.empty(max(K, 1), dtype=np.int64)
         gones = np.empty(max(K, 1), dtype=np.int64)
@@ -732,7 +733,7 @@ class _MergeState:
                 *tree, self.root,
                 keeps, gones, st, n, int(CANCEL_ROUNDS), *h_args)
             if need:  # (the exact hull's depths of the next round's new pairs: learned._Hull.fill, then on)
-                hull.fill(h_args[8], h_args[9][:need], h_args[11])
+                hull.fill(hdep, hneed[:need], hvol)
                 continue
             if finished:
                 break

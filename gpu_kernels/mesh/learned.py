@@ -113,7 +113,7 @@ HULL_EXCESS_NAME = "hull_depth_excess"
 #: union's depth under its EXACT convex hull (over the two clusters' kept centroids) instead of the k-DOP's, cached
 #: per pair and recomputed only for the merged cluster's pairs (the compiled loop stops before a round that lacks
 #: some, and :meth:`_Hull.fill` fills them outside; the same merges as the NumPy loop). The hull is compiled too since
-#: session 25, :func:`gpu_kernels.mesh._numba_merge.hull_depth`: Qhull's depths (round hull24c's) to rounding at a
+#: session 25, :func:`gpu_kernels.mesh._numba_merge.hull_stats`: Qhull's depths (round hull24c's) to rounding at a
 #: quarter of its time, Qhull where it cannot say. The
 #: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
 #: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
@@ -214,13 +214,10 @@ class _Hull:
             out[t] = d
         return out
 
-    def pair_depth(self, p: int, q: int) -> float:
-        """One pair's union depth, uncached: the kept points of ``p`` then ``q`` under their exact hull (with
-        ``exact``; the k-DOP's where Qhull finds no full-dimensional hull) or under the k-DOP."""
-        return self.pair_stats(p, q)[0]
-
     def pair_stats(self, p: int, q: int) -> tuple:
-        """:meth:`pair_depth` and the union hull's volume (0 where there is no exact full-dimensional hull)."""
+        """One pair's union depth and hull volume, uncached: the kept points of ``p`` then ``q`` under their exact
+        hull (with ``exact``; the k-DOP's depth and volume 0 where there is no full-dimensional hull) or, without
+        ``exact``, under the k-DOP (volume 0)."""
         P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
         st = _exact_stats(P) if self.exact else None
         if st is None:
@@ -297,8 +294,8 @@ class _Hull:
 
 
 def _exact_stats(P: np.ndarray) -> tuple | None:
-    """``(depth, volume)`` of the points ``P`` under their convex hull (:func:`_exact_depth`'s depth, the same way),
-    or None where there is no full-dimensional hull."""
+    """``(depth, volume)`` of the points ``P`` under their convex hull (the deepest point's distance to it, the hull's
+    volume), or None where there is no full-dimensional hull: the compiled hull's, else Qhull's."""
     from scipy.spatial import ConvexHull, QhullError
 
     if P.shape[0] < 5:
@@ -319,23 +316,12 @@ def _exact_stats(P: np.ndarray) -> tuple | None:
 
 def _exact_depth(P: np.ndarray) -> float | None:
     """The deepest of the points ``P`` under their convex hull, or None where there is no full-dimensional hull (flat
-    or too few points). The compiled incremental hull's (:func:`gpu_kernels.mesh._numba_merge.hull_depth`, session
-    25: ~0.1 ms a pair where Qhull took ~0.3) where numba imports and it can say; else Qhull's facets' planes (round
-    hull24c's values: the two agree to ~1e-15 of the extent, so the model trained on Qhull's reads the same)."""
-    from scipy.spatial import ConvexHull, QhullError
-
-    if P.shape[0] < 5:
-        return None
-    nm = _bd.compiled_merge()
-    if nm is not None:
-        d = nm.hull_depth(np.ascontiguousarray(P, dtype=np.float64))
-        if d == d:
-            return float(d)
-    try:
-        eq = ConvexHull(P).equations
-    except (QhullError, ValueError):
-        return None
-    return float((-(P @ eq[:, :3].T + eq[:, 3])).min(axis=1).max())
+    or too few points): :func:`_exact_stats`' depth. The compiled incremental hull's
+    (:func:`gpu_kernels.mesh._numba_merge.hull_stats`, session 25: ~0.1 ms a pair where Qhull took ~0.3) where numba
+    imports and it can say; else Qhull's facets' planes (round hull24c's values: the two agree to ~1e-15 of the
+    extent, so the model trained on Qhull's reads the same)."""
+    st = _exact_stats(P)
+    return None if st is None else st[0]
 
 
 class FeatureColumnsError(RuntimeError):

@@ -28,8 +28,9 @@ _thread: list = []
 def warm_up() -> None:
     """Compile (or load from numba's disk cache) the merge loop for the calls the pipeline makes: one merge of a
     four-face ring's two clusters by :class:`gpu_kernels.mesh.boundary._MergeState`'s compiled loop, with the
-    learned merges' tables (the hand-made and learned orders share one specialization). It goes straight to the
-    loop, not through the pipeline's functions. Does nothing where the loop is not compiled."""
+    learned merges' tables (the hand-made and learned orders share one specialization), and the exact hull's fill
+    (:func:`gpu_kernels.mesh._numba_merge.fill_exact`, with the hull it calls). It goes straight to the compiled
+    functions, not through the pipeline's. Does nothing where the loop is not compiled."""
     from types import SimpleNamespace
 
     import numpy as np
@@ -45,6 +46,14 @@ def warm_up() -> None:
     state = boundary._MergeState(ring, np.array([0, 0, 1, 1], dtype=np.int32), {0: 1}, np.zeros(2, dtype=np.int64),
                                  extra=True)
     state.compiled({0: 1}, 0.0, None, policy=0)
+    # the exact hull (session 25: the integer k's merges read it; ~9 s to compile on an empty cache, which would land
+    # on the first integer-k run or k edit): its fill, two clusters of a box's corners with the volume tables, and
+    # the hull called from Python (learned._exact_stats: a pair the fill left to it, e.g. a flat union)
+    nm = boundary.compiled_merge()
+    corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (0.0, 1.0) for z in (0.0, 1.0)])
+    nm.fill_exact(np.stack([corners[:4], corners[4:]]), np.array([4, 4]), np.array([[0, 1]]),
+                  np.full((2, 2), np.nan), np.full((2, 2), np.nan), np.full(2, np.nan))
+    nm.hull_stats(corners, np.empty(1))
 
 
 def _run() -> None:

@@ -24,9 +24,11 @@ from gpu_kernels.mesh import boundary, warm
 if boundary.compiled_merge() is None:
     print("@@" + json.dumps(None)); raise SystemExit
 from gpu_kernels.mesh import _numba_merge as nm
-before = len(nm.greedy_merge.signatures)
+def sigs():
+    return [str(s) for fn in (nm.greedy_merge, nm.fill_exact, nm.hull_stats) for s in fn.signatures]
+before = len(sigs())
 warm.warm_up()
-after_warm = [str(s) for s in nm.greedy_merge.signatures]
+after_warm = sigs()
 from gpu_kernels.mesh import defaults, segment
 from test_speed8_simplify import _sphere
 v, f = _sphere(14)
@@ -34,13 +36,14 @@ for auto_merge in ("learned", "hand"):
     defaults.DEFAULT_AUTO_MERGE = auto_merge
     for k in ("auto", 4):
         segment.segment_mesh(v, f, k=k, device="cpu", apsp_method="cpu")
-print("@@" + json.dumps({"before": before, "warm": after_warm, "runs": [str(s) for s in nm.greedy_merge.signatures]}))
+print("@@" + json.dumps({"before": before, "warm": after_warm, "runs": sigs()}))
 """
 
 
 def test_the_warm_up_compiles_what_the_pipeline_runs():
-    """In a fresh process: no specialization before, one after the warm-up, and the pipeline's merges (learned and
-    hand-made k = "auto", an integer k) add none."""
+    """In a fresh process: no specialization before, the merge loop's and the exact hull's (session 25) after the
+    warm-up, and the pipeline's merges (learned and hand-made k = "auto", an integer k, whose model reads the exact
+    hull's depth) add none."""
     p = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, GPULAB_MESH_WARM_UP="0"))
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@")), None)
@@ -49,7 +52,7 @@ def test_the_warm_up_compiles_what_the_pipeline_runs():
     if got is None:
         pytest.skip("numba is not installed here: the merges run NumPy's loop and nothing is compiled")
     assert got["before"] == 0
-    assert len(got["warm"]) >= 1
+    assert len(got["warm"]) >= 3  # (the loop, the hull's fill, the hull from Python)
     assert got["runs"] == got["warm"]
 
 
