@@ -3,7 +3,7 @@ model (the exact hull's union depth, a 22nd merge feature), in one process, arms
 
 Arms:
 - ``s20``: session 20's model (``--old-model``, the .npz of SHA-1 58288ec3...), the hull's columns off;
-- ``s25``: the shipped model (f02e52a9...), ``HULL_FEATURE`` and ``HULL_EXACT`` on, the compiled merge loop (the
+- ``s25``: the shipped model (f02e52a9...), ``HULL_FEATURE`` on (the exact hull), the compiled merge loop (the
   compiled hull fills the new pairs' depths between its rounds, Qhull where it cannot say);
 - ``s25-numpy``: the same in the NumPy merge loop (what round hull24c ran): the same labels, its time for comparison.
 
@@ -40,9 +40,9 @@ ARMS = ("s20", "s25", "s25-numpy")
 class _FillClock:
     """Counts the exact depths the merges compute and their time: the pairs of the compiled loop's
     :meth:`gpu_kernels.mesh.learned._Hull.fill` calls and the NumPy loop's :meth:`~gpu_kernels.mesh.learned._Hull.
-    pair_stats` calls (not those made inside a fill). Summed over the rows' threads. (Session 25's call 4 wrapped
-    ``pair_depth``, which the NumPy loop no longer called since ``HULL_VOLUME``, and is gone since: its s25-numpy rows
-    say 0 pairs.)"""
+    pair_depth` calls (not those made inside a fill). Summed over the rows' threads. (Session 25's call 4 wrapped a
+    ``pair_depth`` that the NumPy loop no longer called then, so its s25-numpy rows say 0 pairs; session 26 made
+    ``pair_depth`` the one per-pair depth again.)"""
 
     def __init__(self):
         self.pairs = 0
@@ -50,9 +50,9 @@ class _FillClock:
         self._local = threading.local()
 
     def install(self):
-        clock, real_pd, real_fill = self, ln._Hull.pair_stats, ln._Hull.fill
+        clock, real_pd, real_fill = self, ln._Hull.pair_depth, ln._Hull.fill
 
-        def pair_stats(hull, p, q):
+        def pair_depth(hull, p, q):
             if getattr(clock._local, "in_fill", False):
                 return real_pd(hull, p, q)
             t = time.perf_counter()
@@ -72,7 +72,7 @@ class _FillClock:
                 clock.pairs += len(need)
                 clock.seconds += time.perf_counter() - t
 
-        ln._Hull.pair_stats = pair_stats
+        ln._Hull.pair_depth = pair_depth
         ln._Hull.fill = fill
 
     def reset(self):
@@ -82,10 +82,10 @@ class _FillClock:
 def _arm(name: str, old, shipped) -> None:
     if name == "s20":
         ln._SHIPPED["k"] = old
-        ln.HULL_FEATURE, ln.HULL_EXACT, bd.COMPILED_MERGE = False, False, True
+        ln.HULL_FEATURE, bd.COMPILED_MERGE = False, True
     else:
         ln._SHIPPED["k"] = shipped
-        ln.HULL_FEATURE, ln.HULL_EXACT, bd.COMPILED_MERGE = True, True, name == "s25"
+        ln.HULL_FEATURE, bd.COMPILED_MERGE = True, name == "s25"
 
 
 def main(argv=None) -> int:

@@ -122,10 +122,16 @@ def add_judge_args(sub, min_draws: int) -> argparse.ArgumentParser:
 
 
 def apply_switches(switches: dict) -> None:
-    """Set ``{"package.module.attr": value}`` (in a worker, before the library runs)."""
+    """Set ``{"package.module.attr": value}`` (in a worker, before the library runs). An attribute the library lacks
+    is refused: a switch whose code is gone (e.g. session 24-25's ``learned.HULL_EXCESS``, ``HULL_EXACT`` and
+    ``HULL_VOLUME``, removed in session 26; their rounds ran at the commits their records name) would otherwise
+    set a name nothing reads, and the arm would run the control."""
     for path, value in switches.items():
         mod, attr = path.rsplit(".", 1)
-        setattr(importlib.import_module(mod), attr, value)
+        m = importlib.import_module(mod)
+        if not hasattr(m, attr):
+            raise SystemExit(f"mesh_round: switch {path}: {mod} has no {attr} (a round of an older commit?)")
+        setattr(m, attr, value)
 
 
 def sha(p) -> str:

@@ -9,6 +9,10 @@ features of the kind the merges have reaches a per-mesh AUC of 0.759, and 0.795 
 (bust 303 0.754 -> 0.817, fourleg 381 0.774 -> 0.811). Only a held-out segmentation round can say whether the merges
 gain. The rule: benchmarks/results/mesh_hull24_session24.md.
 
+A record of round hull24, which ran at the commit benchmarks/results/mesh_hull24_session24.md names. Since session 26
+the k-DOP depth it judged is gone: ``HULL_FEATURE`` now means the exact hull, so this script run today would judge
+that, not the k-DOP.
+
     python benchmarks/mesh_session24_hull.py round --data psb.npz --work W --out OUT --judge 2192,...
     python benchmarks/mesh_session24_hull.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 16]
 """

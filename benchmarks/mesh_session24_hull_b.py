@@ -5,6 +5,9 @@ their own). The CPU pilot's best row was this pair (per-mesh AUC 0.805 against t
 depth alone) runs again on the new draws as a replication, report-only. The rule:
 benchmarks/results/mesh_hull24b_session24.md.
 
+A record of round hull24b, which ran at the commit benchmarks/results/mesh_hull24b_session24.md names. Since session
+26 ``HULL_EXCESS`` is gone, and mesh_round refuses the switch.
+
     python benchmarks/mesh_session24_hull_b.py round --data psb.npz --work W --out OUT --judge 2216,...
     python benchmarks/mesh_session24_hull_b.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 16]
 """

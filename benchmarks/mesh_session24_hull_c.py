@@ -4,6 +4,9 @@ depth: mean -0.0009, over 0.30 +4) and hull24b (with the excess: -0.0003) failed
 keeps about half of the exact hull's information (per-mesh AUC 0.776 against 0.795), losing most on the categories
 that lost in both rounds. The rule: benchmarks/results/mesh_hull24c_session24.md.
 
+A record of round hull24c, which ran at the commit benchmarks/results/mesh_hull24c_session24.md names. Since session
+26 ``HULL_EXACT`` is gone (the exact hull is the only one), and mesh_round refuses the switch.
+
     python benchmarks/mesh_session24_hull_c.py round --data psb.npz --work W --out OUT --judge 2240,...
     python benchmarks/mesh_session24_hull_c.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 16]
 """

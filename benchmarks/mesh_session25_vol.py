@@ -4,6 +4,9 @@ against the shipped merges (round hull24c's winner, shipped this session: the ex
 pilot on the pairs of today's default at 42 clusters: per-mesh AUC 0.7969 -> 0.8048 with it. The rule:
 benchmarks/results/mesh_vol25_session25.md.
 
+A record of round vol25, which ran at the commit benchmarks/results/mesh_vol25_session25.md names. Since session 26
+``HULL_EXACT`` and ``HULL_VOLUME`` are gone, and mesh_round refuses the switches.
+
     python benchmarks/mesh_session25_vol.py round --data psb.npz --work W --out OUT --judge 2264,...
     python benchmarks/mesh_session25_vol.py judge OUT/rows.jsonl [--json j] [--n-meshes 76] [--min-draws 16]
 """

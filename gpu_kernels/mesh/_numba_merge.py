@@ -188,29 +188,12 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
     return init + rate * acc
 
 
-@njit(cache=True, nogil=True)
-def _kdop_deepest(hsup, p, q, hpts, c, n, hdirs, best):  # pragma: no cover - compiled
-    """max(``best``, the deepest of cluster ``c``'s first ``n`` kept points under the planes of the larger of clusters
-    ``p``'s and ``q``'s supports along ``hdirs``): :func:`gpu_kernels.mesh.learned._kdop_depth`'s values and order
-    (``p == q``: one cluster's own supports)."""
-    for i in range(n):
-        mn = np.inf
-        for d in range(hdirs.shape[0]):
-            sv = hsup[p, d] if hsup[p, d] >= hsup[q, d] else hsup[q, d]
-            v = sv - ((hpts[c, i, 0] * hdirs[d, 0] + hpts[c, i, 1] * hdirs[d, 1]) + hpts[c, i, 2] * hdirs[d, 2])
-            if v < mn:
-                mn = v
-        if mn > best:
-            best = mn
-    return best
-
-
 @njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loops
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
                  has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
-                 keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdirs, hull_own,
-                 hown, hull_exact, hdep, hneed, hull_vol, hvol, hcvol):  # pragma: no cover - compiled
+                 keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdep,
+                 hneed):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
     ``in_den``, ``lg``, ``nrm``, ``area``, ``present``, ``count``, ``done``, ``root``); the merges are written to
     ``keeps`` / ``gones`` / ``strengths`` from row ``n``. ``policy``: :data:`HAND` (the weakest hand-made strength,
@@ -221,16 +204,12 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     strength); ``has_stop``: a component stops once no
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
     the thickness contrast where ``sdf > 0``. ``hull_on`` (:data:`gpu_kernels.mesh.learned.HULL_FEATURE`): a 22nd
-    feature column, the pair's union depth under its k-DOP (``hsup`` (K, 26) the supports along ``hdirs``, ``hpts``
-    / ``hcnt`` the kept centroids, updated at each merge as :class:`gpu_kernels.mesh.learned._Hull` does); with
-    ``hull_own`` (:data:`gpu_kernels.mesh.learned.HULL_EXCESS`) a 23rd, its excess over the deeper cluster's own depth
-    ``hown``. ``hull_exact`` (:data:`gpu_kernels.mesh.learned.HULL_EXACT`): the 22nd column is read from ``hdep``
-    (K, K) instead, the union depth under the exact hull that Qhull computes outside (set to NaN for a merged pair's
-    rows and columns, as :class:`gpu_kernels.mesh.learned._Hull` drops its cached pairs); where a round's candidates
-    lack some, the loop stops before the round and lists them in ``hneed`` (rows ``(p, q)``).
-    ``hull_vol`` (:data:`gpu_kernels.mesh.learned.HULL_VOLUME`, with ``hull_exact``): one more column after them,
-    ``1 - (hcvol[p] + hcvol[q]) / hvol[p, q]`` (0 where ``hvol`` is 0), the union hull's volume filled with the depth
-    and each cluster's own in ``hcvol`` (NaN after a merge, for the fill).
+    feature column, the pair's union depth under its exact convex hull, read from ``hdep`` (K, K), which
+    :meth:`gpu_kernels.mesh.learned._Hull.fill` fills outside: where a round's candidates lack some, the loop stops
+    before the round and lists them in ``hneed`` (rows ``(p, q)``). A merge sets the two clusters' rows and columns of
+    ``hdep`` back to NaN (as :class:`gpu_kernels.mesh.learned._Hull` drops its cached pairs) and updates the hull's
+    tables as :meth:`gpu_kernels.mesh.learned._Hull.merge` does: ``hsup`` (K, 26) the supports (for the k-DOP
+    depth of a pair with no full-dimensional hull), ``hpts`` / ``hcnt`` the kept centroids.
     Returns ``(n, finished, need)``: ``need`` > 0 the number of pairs listed (fill them and call again)."""
     K = BL.shape[0]
     nc = count.size
@@ -245,10 +224,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     inner_ = np.empty(npair if learned else 0)
     in_pair = np.zeros(K, dtype=np.bool_)
     m_ = np.zeros(K)
-    nf = (NF + (1 if hull_on else 0) + (1 if hull_on and hull_own else 0) + (1 if hull_on and hull_vol else 0)
-          if learned else 0)
-    vcol = NF + 1 + (1 if hull_own else 0)
-    nd = hdirs.shape[0]
+    nf = NF + (1 if hull_on else 0) if learned else 0
+    nd = hsup.shape[1]
     hm = hpts.shape[1]
     htmp = np.empty((2 * hm if hull_on else 0, 3))
     X = np.empty((npair if learned else 0, nf))
@@ -313,7 +290,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                 gone = sl
                 s_j = 0.0
         if keep < 0:
-            if learned and hull_exact:
+            if learned and hull_on:
                 need = 0
                 for t in range(m):
                     if hdep[ulo[t], uhi[t]] != hdep[ulo[t], uhi[t]]:
@@ -422,20 +399,7 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                     X[t, 19] = cnt / st0
                     X[t, 20] = m_[sm] - m_[lgc]
                     if hull_on:
-                        if hull_exact:
-                            best = hdep[p, q]
-                        else:
-                            # the deepest kept point of the union under the supports' planes (_Hull.depth's order)
-                            best = _kdop_deepest(hsup, p, q, hpts, p, hcnt[p], hdirs, -np.inf)
-                            best = _kdop_deepest(hsup, p, q, hpts, q, hcnt[q], hdirs, best)
-                        sq = math.sqrt(ca)
-                        X[t, NF] = best / sq
-                        if hull_own:
-                            mo = hown[p] if hown[p] >= hown[q] else hown[q]
-                            X[t, NF + 1] = (best - mo) / sq
-                        if hull_vol:
-                            vu = hvol[p, q]
-                            X[t, vcol] = 1.0 - (hcvol[p] + hcvol[q]) / vu if vu > 0.0 else 0.0
+                        X[t, NF] = hdep[p, q] / math.sqrt(ca)
                     p_[t] = _predict_row(X, t, feature, threshold, left, right, value, init, rate, depth)
                 if has_stop:
                     for c in range(nc):
@@ -541,19 +505,11 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                         hpts[keep, i, j] = htmp[r, j]
                 hcnt[keep] = hm
             hcnt[gone] = 0
-            if hull_vol:
-                hcvol[keep] = np.nan
-                hcvol[gone] = 0.0
-            if hull_exact:
-                for i in range(K):
-                    hdep[keep, i] = np.nan
-                    hdep[i, keep] = np.nan
-                    hdep[gone, i] = np.nan
-                    hdep[i, gone] = np.nan
-            if hull_own:
-                # the kept centroids under the cluster's own supports (_Hull._own's order)
-                hown[keep] = _kdop_deepest(hsup, keep, keep, hpts, keep, hcnt[keep], hdirs, -np.inf)
-                hown[gone] = 0.0
+            for i in range(K):
+                hdep[keep, i] = np.nan
+                hdep[i, keep] = np.nan
+                hdep[gone, i] = np.nan
+                hdep[i, gone] = np.nan
         for i in range(root.size):
             if root[i] == gone:
                 root[i] = keep
@@ -625,7 +581,7 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
     NaN where it cannot say: fewer than 5 points, a flat or collinear set (no full-dimensional hull, as Qhull's
     error), or a hull that fails its own check (a closed surface, every point on the inner side of every face
     within the tolerance); the caller then asks Qhull. Returns the depth; where it can say, the hull's volume goes to
-    ``vol[0]`` (session 25's candidate ``learned.HULL_VOLUME``)."""
+    ``vol[0]`` (the merges read the depth only; the tests check the volume against Qhull's, a check of the faces)."""
     n = P.shape[0]
     NXT = np.array([1, 2, 0])  # (the next corner of a face; a lookup: ``% 3`` cost a third of the time)
     if n < 5:
@@ -829,48 +785,29 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _gather(hpts, hcnt, p, q, P):  # pragma: no cover - compiled
-    """``p``'s then (``q`` >= 0) ``q``'s kept points into ``P``; their count."""
+    """``p``'s then ``q``'s kept points into ``P``; their count."""
     k = 0
-    for i in range(hcnt[p]):
-        for j in range(3):
-            P[k, j] = hpts[p, i, j]
-        k += 1
-    if q >= 0:
-        for i in range(hcnt[q]):
+    for c in (p, q):
+        for i in range(hcnt[c]):
             for j in range(3):
-                P[k, j] = hpts[q, i, j]
+                P[k, j] = hpts[c, i, j]
             k += 1
     return k
 
 
 @njit(cache=True, nogil=True)
-def fill_exact(hpts, hcnt, need, table, vtable, cvol):  # pragma: no cover - compiled
-    """``table[p, q]`` = :func:`hull_stats`' depth of ``p``'s then ``q``'s kept points for each row of ``need``; with
-    ``vtable`` not empty (``learned.HULL_VOLUME``) also the union hull's volume ``vtable[p, q]`` and each cluster's
-    own ``cvol[p]`` where it is NaN. NaN left where it cannot say (the caller asks Qhull for those). Returns how many
-    values are left NaN."""
+def fill_exact(hpts, hcnt, need, table):  # pragma: no cover - compiled
+    """``table[p, q]`` = :func:`hull_stats`' depth of ``p``'s then ``q``'s kept points for each row of ``need``; NaN
+    left where it cannot say (the caller asks Qhull for those). Returns how many values are left NaN."""
     left = 0
     P = np.empty((2 * hpts.shape[1], 3))
     v = np.empty(1)
-    with_vol = vtable.shape[0] > 0
     for r in range(need.shape[0]):
         p = need[r, 0]
         q = need[r, 1]
         k = _gather(hpts, hcnt, p, q, P)
-        v[0] = np.nan
         d = hull_stats(P[:k], v)
         table[p, q] = d
         if d != d:
             left += 1
-        if with_vol:
-            vtable[p, q] = v[0] if d == d else np.nan
-            for c in (p, q):
-                if cvol[c] != cvol[c]:
-                    k = _gather(hpts, hcnt, c, -1, P)
-                    v[0] = np.nan
-                    dc = hull_stats(P[:k], v)
-                    if dc == dc:
-                        cvol[c] = v[0]
-                    else:
-                        left += 1
     return left

@@ -704,19 +704,13 @@ class _MergeState:
             tree = (z - 1, np.zeros((1, 1)), z, z, np.zeros((1, 1)), 0.0, 0.0, 0)
         lg = np.empty(0) if self.lg is None else self.lg
         on = hull is not None and learned
-        # (the exact hull's tables: its union depths and volumes (K, K), NaN until hull.fill; the pairs to fill)
-        hdep = np.full((self.K, self.K) if on and hull.exact else (0, 0), np.nan)
-        hvol = np.full((self.K, self.K) if on and hull.vol_on else (0, 0), np.nan)
-        hneed = np.empty((self.K * (self.K - 1) // 2 if on and hull.exact else 0, 2), dtype=np.int64)
+        # (the exact hull's union depths (K, K), NaN until hull.fill; the pairs to fill)
+        hdep = np.full((self.K, self.K) if on else (0, 0), np.nan)
+        hneed = np.empty((self.K * (self.K - 1) // 2 if on else 0, 2), dtype=np.int64)
         if on:
-            from gpu_kernels.mesh.learned import HULL_DIRS
-
-            own = hull.own is not None
-            h_args = (True, hull.sup, hull.pts, hull.cnt, HULL_DIRS, own, hull.own if own else np.empty(0),
-                      hull.exact, hdep, hneed, hull.vol_on, hvol, hull.cvol)
+            h_args = (True, hull.sup, hull.pts, hull.cnt, hdep, hneed)
         else:
-            h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), np.empty((0, 3)),
-                      False, np.empty(0), False, hdep, hneed, False, hvol, np.empty(0))
+            h_args = (False, np.empty((0, 1)), np.empty((0, 1, 3)), np.empty(0, dtype=np.int64), hdep, hneed)
         K = self.K
         keeps = np.empty(max(K, 1), dtype=np.int64)
         gones = np.empty(max(K, 1), dtype=np.int64)
@@ -733,7 +727,7 @@ class _MergeState:
                 *tree, self.root,
                 keeps, gones, st, n, int(CANCEL_ROUNDS), *h_args)
             if need:  # (the exact hull's depths of the next round's new pairs: learned._Hull.fill, then on)
-                hull.fill(hdep, hneed[:need], hvol)
+                hull.fill(hdep, hneed[:need])
                 continue
             if finished:
                 break

@@ -90,42 +90,28 @@ SHARE_COLS = (FEATURES.index("share_small"), FEATURES.index("share_large"))
 
 
 #: session 24 (on since session 25: the shipped integer-k model reads it; k = "auto"'s does not): one more feature after
-#: :data:`FEATURES`, ``"hull_depth_union"``: how deep the pair's union lies under its convex hull (the deepest of its
-#: kept points under the union's supporting planes in the 26 directions of :data:`HULL_DIRS`, a k-DOP: the hull's
-#: over-approximation) over the square root of the component's area. A body cut across into a front and a back
-#: keeps a shallow union; a leg joined to its body makes a deep one. CPU pilot (all 76 shared meshes, the default
-#: result at 42 clusters, every adjacent pair labelled by each human, leave one category out, 64 trees of depth 4):
-#: the per-mesh AUC of "same human part" from six of the features' kind 0.759, with the exact hull's depth 0.795
-#: (bust 303 0.754 -> 0.817, fourleg 381 0.774 -> 0.811). Read at each call of :func:`learned_merge`. The k-DOP
-#: failed its rounds (hull24, hull24b); the exact hull (:data:`HULL_EXACT`) passed round hull24c and is shipped
+#: :data:`FEATURES`, ``"hull_depth_union"``: how deep the pair's union lies under its exact convex hull (the deepest
+#: of the two clusters' kept face centroids under the hull of them all) over the square root of the component's
+#: area. A body cut across into a front and a back keeps a shallow union; a leg joined to its body makes a deep one.
+#: CPU pilot (all 76 shared meshes, the default result at 42 clusters, every adjacent pair labelled by each human,
+#: leave one category out, 64 trees of depth 4): the per-mesh AUC of "same human part" from six of the features' kind
+#: 0.759, with the exact hull's depth 0.795 (bust 303 0.754 -> 0.817, fourleg 381 0.774 -> 0.811). Round hull24c
+#: passed it held out (0.1157 -> 0.1100). The depth is cached per pair and recomputed only for a merged cluster's
+#: pairs: the compiled loop stops before a round that lacks some and :meth:`_Hull.fill` fills them outside, by the
+#: compiled hull (:func:`gpu_kernels.mesh._numba_merge.hull_stats`: Qhull's depths to rounding at a quarter of its
+#: time), Qhull where it cannot say, and the k-DOP of :data:`HULL_DIRS` (the supports of every face) where the union
+#: has no full-dimensional hull (a flat pair). Read at each call of :func:`learned_merge`.
+#:
+#: Three variants failed their held-out rounds and their code is gone (session 26; last at commit 05cac22): the
+#: k-DOP's depth instead of the exact hull's (round hull24: it over-states thin, slanted parts' depth), its excess
+#: over the deeper cluster's own depth as a 23rd column (hull24b) and the union hull's volume that neither cluster's
+#: own hull fills, ``1 - (V_a + V_b) / V_union`` (vol25). See benchmarks/RESULTS.md.
 HULL_FEATURE = True
 #: the face centroids a cluster keeps for the depth (evenly spaced in face order; a merge keeps this many of the
-#: two lists joined, :func:`_hull_keep`); its supports take every face
+#: two lists joined, :func:`_hull_keep`); its supports take every face. Session 26's CPU pilot (as above, the
+#: kept centroids' count alone changed): 32 / 48 / 64 / all scored AUC 0.8029 / 0.8037 / 0.8020 / 0.7974, noise
 HULL_POINTS = 64
 HULL_FEATURE_NAME = "hull_depth_union"
-#: session 24, a second candidate (round hull24b; off): with :data:`HULL_FEATURE` on, one more column after it,
-#: ``"hull_depth_excess"``: the union's depth less the deeper of the two clusters' own depths (each cluster's kept
-#: centroids under its own supports), over the same square root: the depth the merge itself makes. Round hull24 (the
-#: union's depth alone) lost on chairs, whose seat-and-back parts are already deep on their own
-HULL_EXCESS = False
-HULL_EXCESS_NAME = "hull_depth_excess"
-#: session 24, a third candidate (round hull24c, passed; on since session 25): with :data:`HULL_FEATURE` on, the
-#: union's depth under its EXACT convex hull (over the two clusters' kept centroids) instead of the k-DOP's, cached
-#: per pair and recomputed only for the merged cluster's pairs (the compiled loop stops before a round that lacks
-#: some, and :meth:`_Hull.fill` fills them outside; the same merges as the NumPy loop). The hull is compiled too since
-#: session 25, :func:`gpu_kernels.mesh._numba_merge.hull_stats`: Qhull's depths (round hull24c's) to rounding at a
-#: quarter of its time, Qhull where it cannot say. The
-#: k-DOP over-states thin, slanted parts' depth: on the CPU pilot's pairs it keeps about half of the exact hull's
-#: information (AUC 0.776 against 0.795), losing most on the categories that lost in rounds hull24 and hull24b
-HULL_EXACT = True
-#: session 25, a candidate (off; not judged yet): with :data:`HULL_FEATURE` and :data:`HULL_EXACT` on, one more column
-#: after the depth (and the excess), ``"hull_volume_gain"``: ``1 - (V_a + V_b) / V_union``, the share of the union's
-#: hull that neither cluster's own hull fills (0 where the union has no full-dimensional hull). A body cut across keeps
-#: ~0; a leg joined to its body fills the space between them. CPU pilot (as session 24's, the pairs of today's
-#: default at 42 clusters, leave one category out, 64 trees of depth 4): per-mesh AUC 0.7969 with the depth, 0.8048
-#: with the depth and this (303 0.813 -> 0.831, 305 0.673 -> 0.700, 381 0.827 -> 0.830)
-HULL_VOLUME = False
-HULL_VOLUME_NAME = "hull_volume_gain"
 
 
 def _hull_dirs() -> np.ndarray:
@@ -156,21 +142,14 @@ def _hull_keep(n: int, m: int) -> np.ndarray:
 
 
 class _Hull:
-    """Per cluster of a merge state: its supports along :data:`HULL_DIRS` (``sup``, (K, 26)), up to ``m`` kept
-    face centroids (``pts`` (K, m, 3), ``cnt``) and, with ``own``, its own depth (``own`` (K,): its kept centroids
-    under its own supports); :meth:`depth` the candidate pairs' union depths, :meth:`merge` the update (the compiled
-    loop does the same in place on the same arrays)."""
+    """Per cluster of a merge state: its supports along :data:`HULL_DIRS` (``sup``, (K, 26): the k-DOP of a flat
+    pair) and up to ``m`` kept face centroids (``pts`` (K, m, 3), ``cnt``); :meth:`depth` the candidate pairs' union
+    depths under their exact hull, cached per pair until one of the two merges; :meth:`fill` the compiled loop's;
+    :meth:`merge` the update (the compiled loop does the same in place on the same arrays)."""
 
-    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int, own: bool = False, exact: bool = False,
-                 vol: bool = False):
+    def __init__(self, lab0: np.ndarray, centroids, K: int, m: int):
         c = np.asarray(centroids, dtype=np.float64)
-        self.exact = bool(exact)
-        if vol and not self.exact:
-            raise ValueError("learned.HULL_VOLUME needs learned.HULL_EXACT")
-        self.vol_on = bool(vol)
         self._cache: dict = {}
-        self._vcache: dict = {}  # (with vol) the pairs' union hull volumes, as _cache
-        self.cvol = np.full(K, np.nan) if vol else np.empty(0)  # (with vol) each cluster's own hull volume, NaN: to do
         nd = HULL_DIRS.shape[0]
         self.m = int(m)
         self.sup = np.full((K, nd), -np.inf)
@@ -186,142 +165,73 @@ class _Hull:
             keep = faces[_hull_keep(faces.size, self.m)]
             self.pts[k, :keep.size] = c[keep]
             self.cnt[k] = keep.size
-        self.own = np.zeros(K) if own else None
-        if own:
-            for k in range(K):
-                self._own(k)
-
-    def _own(self, k: int) -> None:
-        if self.cnt[k]:
-            self.own[k] = _kdop_depth(self.sup[k], self.pts[k, :self.cnt[k]])
 
     def depth(self, ulo, uhi) -> np.ndarray:
-        """The pairs' union depths (unscaled): under the k-DOP, or with ``exact`` under the kept points' convex hull
-        (cached per pair until one of the two merges; the k-DOP's where Qhull finds no full-dimensional hull)."""
+        """The pairs' union depths (unscaled), cached per pair until one of the two merges."""
         out = np.empty(len(ulo))
         for t, (p, q) in enumerate(zip(ulo, uhi, strict=True)):
             p, q = int(p), int(q)
-            if self.exact:
-                hit = self._cache.get((p, q))
-                if hit is not None:
-                    out[t] = hit
-                    continue
-            d, v = self.pair_stats(p, q)
-            if self.exact:
-                self._cache[(p, q)] = d
-                if self.vol_on:
-                    self._vcache[(p, q)] = v
-            out[t] = d
+            hit = self._cache.get((p, q))
+            if hit is None:
+                hit = self._cache[(p, q)] = self.pair_depth(p, q)
+            out[t] = hit
         return out
 
-    def pair_stats(self, p: int, q: int) -> tuple:
-        """One pair's union depth and hull volume, uncached: the kept points of ``p`` then ``q`` under their exact
-        hull (with ``exact``; the k-DOP's depth and volume 0 where there is no full-dimensional hull) or, without
-        ``exact``, under the k-DOP (volume 0)."""
+    def pair_depth(self, p: int, q: int) -> float:
+        """One pair's union depth, uncached: the kept points of ``p`` then ``q`` under their exact hull, or the
+        k-DOP's depth of the two clusters' supports where there is no full-dimensional hull."""
         P = np.concatenate([self.pts[p, :self.cnt[p]], self.pts[q, :self.cnt[q]]])
-        st = _exact_stats(P) if self.exact else None
-        if st is None:
-            return _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P), 0.0
-        return st
+        d = _exact_depth(P)
+        return _kdop_depth(np.maximum(self.sup[p], self.sup[q]), P) if d is None else d
 
-    def cluster_volume(self, k: int) -> float:
-        """(with ``vol``) cluster ``k``'s own hull volume (its kept points'; 0 where flat), computed once a state."""
-        if self.cvol[k] != self.cvol[k]:
-            st = _exact_stats(self.pts[k, :self.cnt[k]])
-            self.cvol[k] = 0.0 if st is None else st[1]
-        return float(self.cvol[k])
-
-    def fill(self, table: np.ndarray, need: np.ndarray, vtable: np.ndarray | None = None) -> None:
+    def fill(self, table: np.ndarray, need: np.ndarray) -> None:
         """The compiled loop's exact depths: ``table[p, q]`` for each row ``(p, q)`` of ``need`` (the pairs the loop
         stopped for: NaN in its (K, K) table, which a merge sets back to NaN for the two clusters' rows and
         columns, as :meth:`merge` drops their cached pairs): the compiled hull's in one call
-        (:func:`gpu_kernels.mesh._numba_merge.fill_exact`), then :meth:`pair_stats` for those it left NaN. With
-        ``vol``, ``vtable`` the union volumes alike and :attr:`cvol` the pairs' clusters' own."""
+        (:func:`gpu_kernels.mesh._numba_merge.fill_exact`), then :meth:`pair_depth` for those it left NaN."""
         nm = _bd.compiled_merge()
-        vt = vtable if self.vol_on and vtable is not None else np.empty((0, 0))
-        if nm is not None and nm.fill_exact(self.pts, self.cnt, np.ascontiguousarray(need), table, vt,
-                                            self.cvol) == 0:
+        if nm is not None and nm.fill_exact(self.pts, self.cnt, np.ascontiguousarray(need), table) == 0:
             return
         for p, q in need:
             p, q = int(p), int(q)
-            if table[p, q] != table[p, q] or (vt.size and vt[p, q] != vt[p, q]):
-                table[p, q], v = self.pair_stats(p, q)
-                if vt.size:
-                    vt[p, q] = v
-            if self.vol_on:
-                self.cluster_volume(p)
-                self.cluster_volume(q)
+            if table[p, q] != table[p, q]:
+                table[p, q] = self.pair_depth(p, q)
 
     def columns(self, ulo, uhi, ca) -> np.ndarray:
-        """The feature columns: the union depth over ``sqrt(ca)`` and, with ``own``, its excess over the deeper
-        cluster's own depth over the same."""
-        du, sq = self.depth(ulo, uhi), np.sqrt(ca)
-        cols = [du / sq]
-        if self.own is not None:
-            cols.append((du - np.maximum(self.own[ulo], self.own[uhi])) / sq)
-        if self.vol_on:
-            cols.append(self.volume_gain(ulo, uhi))
-        return np.stack(cols, axis=1)
-
-    def volume_gain(self, ulo, uhi) -> np.ndarray:
-        """(with ``vol``; after :meth:`depth` of the same pairs) ``1 - (V_a + V_b) / V_union``, 0 where
-        ``V_union`` is 0 (the compiled loop's expression)."""
-        out = np.empty(len(ulo))
-        for t, (p, q) in enumerate(zip(ulo, uhi, strict=True)):
-            p, q = int(p), int(q)
-            vu = self._vcache[(p, q)]
-            va, vb = self.cluster_volume(p), self.cluster_volume(q)
-            out[t] = 1.0 - (va + vb) / vu if vu > 0.0 else 0.0
-        return out
+        """The feature column: the union depth over ``sqrt(ca)``, (n, 1)."""
+        return (self.depth(ulo, uhi) / np.sqrt(ca))[:, None]
 
     def merge(self, keep: int, gone: int) -> None:
         if self._cache:
             self._cache = {k: v for k, v in self._cache.items() if keep not in k and gone not in k}
-        if self._vcache:
-            self._vcache = {k: v for k, v in self._vcache.items() if keep not in k and gone not in k}
-        if self.vol_on:
-            self.cvol[keep] = np.nan
-            self.cvol[gone] = 0.0
         self.sup[keep] = np.maximum(self.sup[keep], self.sup[gone])
         P = np.concatenate([self.pts[keep, :self.cnt[keep]], self.pts[gone, :self.cnt[gone]]])
         idx = _hull_keep(P.shape[0], self.m)
         self.pts[keep, :idx.size] = P[idx]
         self.cnt[keep] = idx.size
         self.cnt[gone] = 0
-        if self.own is not None:
-            self._own(keep)
-            self.own[gone] = 0.0
 
 
-def _exact_stats(P: np.ndarray) -> tuple | None:
-    """``(depth, volume)`` of the points ``P`` under their convex hull (the deepest point's distance to it, the hull's
-    volume), or None where there is no full-dimensional hull: the compiled hull's, else Qhull's."""
+def _exact_depth(P: np.ndarray) -> float | None:
+    """The deepest of the points ``P`` under their convex hull (its distance to the hull), or None where there is no
+    full-dimensional hull (flat or too few points). The compiled incremental hull's
+    (:func:`gpu_kernels.mesh._numba_merge.hull_stats`, session 25: ~0.1 ms a pair where Qhull took ~0.3) where numba
+    imports and it can say; else Qhull's facets' planes (round hull24c's values: the two agree to ~1e-15 of the
+    extent, so the model trained on Qhull's reads the same)."""
     from scipy.spatial import ConvexHull, QhullError
 
     if P.shape[0] < 5:
         return None
     nm = _bd.compiled_merge()
     if nm is not None:
-        v = np.empty(1)
-        d = nm.hull_stats(np.ascontiguousarray(P, dtype=np.float64), v)
+        d = nm.hull_stats(np.ascontiguousarray(P, dtype=np.float64), np.empty(1))
         if d == d:
-            return float(d), float(v[0])
+            return float(d)
     try:
-        h = ConvexHull(P)
+        eq = ConvexHull(P).equations
     except (QhullError, ValueError):
         return None
-    eq = h.equations
-    return float((-(P @ eq[:, :3].T + eq[:, 3])).min(axis=1).max()), float(h.volume)
-
-
-def _exact_depth(P: np.ndarray) -> float | None:
-    """The deepest of the points ``P`` under their convex hull, or None where there is no full-dimensional hull (flat
-    or too few points): :func:`_exact_stats`' depth. The compiled incremental hull's
-    (:func:`gpu_kernels.mesh._numba_merge.hull_stats`, session 25: ~0.1 ms a pair where Qhull took ~0.3) where numba
-    imports and it can say; else Qhull's facets' planes (round hull24c's values: the two agree to ~1e-15 of the
-    extent, so the model trained on Qhull's reads the same)."""
-    st = _exact_stats(P)
-    return None if st is None else st[0]
+    return float((-(P @ eq[:, :3].T + eq[:, 3])).min(axis=1).max())
 
 
 class FeatureColumnsError(RuntimeError):
@@ -592,10 +502,8 @@ def _groups(label_component, cap: int) -> list:
 
 def n_columns() -> int:
     """The merges' feature columns under the switches now: :data:`FEATURES`, then :data:`HULL_FEATURE_NAME` where
-    :data:`HULL_FEATURE` is on, then :data:`HULL_EXCESS_NAME` where :data:`HULL_EXCESS` is on too, then
-    :data:`HULL_VOLUME_NAME` where :data:`HULL_VOLUME` is (22 by default since session 25)."""
-    return (len(FEATURES) + (1 if HULL_FEATURE else 0) + (1 if HULL_FEATURE and HULL_EXCESS else 0)
-            + (1 if HULL_FEATURE and HULL_VOLUME else 0))
+    :data:`HULL_FEATURE` is on (22 by default since session 25)."""
+    return len(FEATURES) + (1 if HULL_FEATURE else 0)
 
 
 def learned_merge(graph, labels, targets: dict, label_component, *, min_area: float = 0.0, policy: str = "learned",
@@ -627,7 +535,7 @@ def learned_merge(graph, labels, targets: dict, label_component, *, min_area: fl
     ncol = n_columns()
     if top >= ncol:
         raise ValueError(f"the merge model reads feature column {top}, but the merges have {ncol} "
-                         "(learned.HULL_FEATURE adds the 22nd, HULL_EXCESS and HULL_VOLUME one each after it)")
+                         "(learned.HULL_FEATURE adds the 22nd)")
     # the hull's columns are made for a record, or for a model that reads one (k = "auto"'s model does not: its merges
     # then stay in the compiled loop at no cost)
     hull_on = HULL_FEATURE and (record is not None or (policy != "hand" and top >= len(FEATURES)))
@@ -711,8 +619,7 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     the hull's columns): the merge graph's face centroids; None: the 21 columns alone."""
     hull = None
     if centroids is not None:
-        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS, own=bool(HULL_EXCESS), exact=bool(HULL_EXACT),
-                     vol=bool(HULL_VOLUME))
+        hull = _Hull(state.lab0, centroids, state.K, HULL_POINTS)
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
         raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")

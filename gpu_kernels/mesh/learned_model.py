@@ -3,7 +3,8 @@ trees (64 trees, depth 4; scikit-learn's HistGradientBoostingRegressor, rate 0.1
 :class:`gpu_kernels.mesh.learned.TreeModel`, saved by ``TreeModel.save`` (an ``.npz``) and base64-encoded here so
 that it installs with the package. The integer k's model (session 25): recipe S on 22 columns, the 21 of
 :data:`gpu_kernels.mesh.learned.FEATURES` and the 22nd, ``hull_depth_union`` under the exact hull
-(:data:`gpu_kernels.mesh.learned.HULL_FEATURE` and :data:`gpu_kernels.mesh.learned.HULL_EXACT`, on), on the working mesh
+(:data:`gpu_kernels.mesh.learned.HULL_FEATURE`, on; round hull24c's ``HULL_EXACT``, the only hull since session
+26), on the working mesh
 of ``defaults.WORKING_FACES`` = 3,500 faces with ``segment.K_STARTS_ONLY`` on and ``segment.K_STARTS`` = (20, 24, 30,
 36, 42): arm HX's ``ALL`` fold of round hull24c (``benchmarks/mesh_session24_hull_c.py``: the 76 meshes' working-mesh
 draws s1421-1422 recorded with both switches; H200, benchmarks/results/mesh_hull24c_session24/, SHA-1 of the .npz

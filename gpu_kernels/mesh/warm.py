@@ -47,12 +47,11 @@ def warm_up() -> None:
                                  extra=True)
     state.compiled({0: 1}, 0.0, None, policy=0)
     # the exact hull (session 25: the integer k's merges read it; ~9 s to compile on an empty cache, which would land
-    # on the first integer-k run or k edit): its fill, two clusters of a box's corners with the volume tables, and
-    # the hull called from Python (learned._exact_stats: a pair the fill left to it, e.g. a flat union)
+    # on the first integer-k run or k edit): its fill, two clusters of a box's corners, and the hull called from
+    # Python (learned._exact_depth: a pair the fill left to it, e.g. a flat union)
     nm = boundary.compiled_merge()
     corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (0.0, 1.0) for z in (0.0, 1.0)])
-    nm.fill_exact(np.stack([corners[:4], corners[4:]]), np.array([4, 4]), np.array([[0, 1]]),
-                  np.full((2, 2), np.nan), np.full((2, 2), np.nan), np.full(2, np.nan))
+    nm.fill_exact(np.stack([corners[:4], corners[4:]]), np.array([4, 4]), np.array([[0, 1]]), np.full((2, 2), np.nan))
     nm.hull_stats(corners, np.empty(1))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import _quality_fixtures as fx  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
-from test_hull_feature_s24 import _body_leg, _col21_model, _merge, _plain, _record
+from test_hull_feature_s24 import _body_leg, _col21_model, _merge
 
 from gpu_kernels.mesh import boundary as bd
 from gpu_kernels.mesh import learned as ln
@@ -21,7 +21,6 @@ fish, prep = fx.fish, fx.prep
 def test_the_compiled_loop_takes_the_exact_depths_and_merges_as_numpy(prep, monkeypatch, seed):
     if bd.compiled_merge() is None:
         pytest.skip("numba is not available: there is no compiled loop to compare")
-    monkeypatch.setattr(ln, "HULL_EXACT", True)
     filled: list = []
     real_fill = ln._Hull.fill
 
@@ -40,14 +39,12 @@ def test_the_compiled_loop_takes_the_exact_depths_and_merges_as_numpy(prep, monk
     b = _merge(prep, m21, monkeypatch, hull=True, compiled=False, seed=seed)
     assert len(filled) == n_filled  # (the NumPy loop computes its own, through the cache)
     assert a == b
-    monkeypatch.setattr(ln, "HULL_EXACT", False)
 
 
 def test_wrong_fills_change_the_merges(prep, monkeypatch):
     """The compiled loop reads the filled table (not the k-DOP): depths filled as zeros merge otherwise."""
     if bd.compiled_merge() is None:
         pytest.skip("numba is not available: there is no compiled loop to compare")
-    monkeypatch.setattr(ln, "HULL_EXACT", True)
     m21 = _col21_model()
     good = _merge(prep, m21, monkeypatch, hull=True, compiled=True)
 
@@ -82,17 +79,22 @@ def _point_sets():
 
 def test_the_compiled_hull_gives_qhulls_depth():
     """:func:`_numba_merge.hull_stats` (the incremental hull) against Qhull's facets, on point sets with every point on
-    the hull, many coplanar or repeated, a thin slab and an L; NaN (Qhull's turn) for a flat set and for fewer than 5
-    points; and through ``learned._exact_depth`` the same whether numba is there or not."""
+    the hull, many coplanar or repeated, a thin slab and an L: the same depth and (a check of its faces) the same
+    volume; NaN (Qhull's turn) for a flat set and for fewer than 5 points; and through ``learned._exact_depth`` the
+    same whether numba is there or not."""
+    from scipy.spatial import ConvexHull
+
     nm = bd.compiled_merge()
     if nm is None:
         pytest.skip("numba is not available: there is no compiled hull")
     for name, P in _point_sets():
         P = np.ascontiguousarray(P)
-        d = _hull_depth(nm, P)
+        vol = np.empty(1)
+        d = nm.hull_stats(P, vol)
         ext = float(np.ptp(P, axis=0).max())
         assert d == d, name
         assert abs(d - _qhull_depth(P)) <= 1e-12 * ext, (name, d, _qhull_depth(P))
+        assert vol[0] == pytest.approx(ConvexHull(P).volume, rel=1e-12), name
     flat = np.c_[np.random.default_rng(1).normal(size=(50, 2)), np.zeros(50)]
     assert np.isnan(_hull_depth(nm, flat)) and np.isnan(_hull_depth(nm, np.eye(3)[:4].copy()))
     assert ln._exact_depth(flat) is None  # (flat: the k-DOP's depth then, as before)
@@ -116,56 +118,15 @@ def test_without_numba_qhull_gives_the_same_depth(monkeypatch):
 
 def test_fill_falls_back_for_a_flat_pair():
     """A flat union (two clusters of one plane): the compiled hull cannot say, Qhull neither, so the fill takes the
-    k-DOP's depth, as the NumPy loop's :meth:`_Hull.pair_stats` does; a solid pair gets the exact depth."""
+    k-DOP's depth, as the NumPy loop's :meth:`_Hull.pair_depth` does; a solid pair gets the exact depth."""
     rng = np.random.default_rng(3)
     flat = np.c_[rng.normal(size=(40, 2)), np.zeros(40)]
     body, _, _, leg = _body_leg()
     c = np.concatenate([flat, body, leg])
     lab0 = np.r_[np.zeros(20, np.int64), np.ones(20, np.int64), np.full(len(body), 2), np.full(len(leg), 3)]
-    h = ln._Hull(lab0, c, 4, 1000, exact=True)
+    h = ln._Hull(lab0, c, 4, 1000)
     table = np.full((4, 4), np.nan)
     h.fill(table, np.array([[0, 1], [2, 3]]))
     kdop = ln._kdop_depth(np.maximum(h.sup[0], h.sup[1]), np.concatenate([h.pts[0, :20], h.pts[1, :20]]))
-    assert table[0, 1] == kdop == h.pair_stats(0, 1)[0]
-    assert table[2, 3] == h.pair_stats(2, 3)[0] > 0.3 and np.isnan(table[0, 2])
-
-
-def test_the_volume_gain_column(prep, monkeypatch):
-    """``HULL_VOLUME`` (session 25's candidate, off): ``1 - (V_a + V_b) / V_union`` of the kept points' exact hulls
-    (the compiled hull's volumes are Qhull's to rounding); for a box's two halves, the gap between their grid points
-    (a quarter of 2 units: 0.125), 0.42 for a leg on a body;
-    the compiled loop and the NumPy loop merge alike with a model that reads it; records carry it; a model reading
-    it with the switch off is refused."""
-    from scipy.spatial import ConvexHull
-
-    assert ln.HULL_VOLUME is False
-    body, half_a, half_b, leg = _body_leg()
-    for a, other, gain in ((half_a, half_b, False), (body, leg, True)):
-        c = np.concatenate([a, other])
-        lab0 = np.r_[np.zeros(len(a), np.int64), np.ones(len(other), np.int64)]
-        h = ln._Hull(lab0, c, 2, 1000, exact=True, vol=True)
-        col = h.columns(np.array([0]), np.array([1]), np.array([1.0]))
-        assert col.shape == (1, 2)
-        g = float(col[0, 1])
-        assert g == pytest.approx(0.4232558, abs=1e-6) if gain else g == pytest.approx(0.125, abs=1e-12), (gain, g)
-        assert h.cluster_volume(0) == pytest.approx(ConvexHull(a).volume, rel=1e-12)
-    with pytest.raises(ValueError, match="HULL_EXACT"):
-        ln._Hull(lab0, c, 2, 1000, exact=False, vol=True)
-    if bd.compiled_merge() is None:
-        pytest.skip("numba is not available: there is no compiled loop to compare")
-    monkeypatch.setattr(ln, "HULL_EXACT", True)
-    monkeypatch.setattr(ln, "HULL_VOLUME", True)
-    assert ln.n_columns() == 23
-    rec = _record(prep)
-    _merge(prep, _plain(), monkeypatch, hull=True, compiled=True, record=rec)
-    X = np.concatenate(rec["X"])
-    assert X.shape[1] == 23 and (X[:, -1] <= 1.0).all() and (X[:, -1] > 0.05).any()
-    m22 = _col21_model()
-    only21 = _merge(prep, m22, monkeypatch, hull=True, compiled=True)
-    m22.feature[1:5, 0] = 22
-    m22.threshold[1:5, 0] = float(np.median(X[:, -1]))
-    a = _merge(prep, m22, monkeypatch, hull=True, compiled=True)
-    assert a == _merge(prep, m22, monkeypatch, hull=True, compiled=False) and a != only21
-    monkeypatch.setattr(ln, "HULL_VOLUME", False)
-    with pytest.raises(ValueError, match="feature column 22"):
-        _merge(prep, m22, monkeypatch, hull=True, compiled=True)
+    assert table[0, 1] == kdop == h.pair_depth(0, 1)
+    assert table[2, 3] == h.pair_depth(2, 3) > 0.3 and np.isnan(table[0, 2])
