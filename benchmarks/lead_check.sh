@@ -6,7 +6,8 @@
 #   1. the default path end to end from the file (mesh_e2e_session10.py, ROUNDS rounds, default 31: the first rounds
 #      are cold, the median is warm); the labels' SHA-1s are printed (490d8213e468 / af791ae7f06e since session 20);
 #   2. with K_SPEED set (an integer k) and OLD_MODEL (session 20's model, .npz): mesh_k_speed_session25.py at that k,
-#      K_ROUNDS rounds (default 7) on the same two meshes, arms s20 / s25 / s25-numpy;
+#      K_ROUNDS rounds (default 7) on the same two meshes, arms s20 / s25 / s25-numpy (and s25-five with FIVE_MODEL,
+#      session 25's model on the five starts, since session 26);
 #   3. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400).
 # Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
 # gpu_tests.txt).
@@ -27,7 +28,8 @@ echo "e2e rc=$?"; grep -E "min .* median|same labels" "$O/e2e.txt" | cut -c1-160
 if [ -n "$K_SPEED" ]; then
   echo "== 2. integer k = $K_SPEED [$(( $(date +%s) - T0 )) s]"
   timeout "${T_K:-200}" python3 benchmarks/mesh_k_speed_session25.py "$M17" /tmp/281.off --k "$K_SPEED" \
-    --old-model "${OLD_MODEL:?OLD_MODEL, the session 20 model}" --device gpu --rounds "${K_ROUNDS:-7}" \
+    --old-model "${OLD_MODEL:?OLD_MODEL, the session 20 model}" ${FIVE_MODEL:+--five-model "$FIVE_MODEL"} \
+    --device gpu --rounds "${K_ROUNDS:-7}" \
     --json "$O/k_speed.json" > "$O/k_speed.txt" 2>&1
   echo "k-speed rc=$?"; grep k-speed25 "$O/k_speed.txt" | cut -c1-170
 fi

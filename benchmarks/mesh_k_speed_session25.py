@@ -3,9 +3,12 @@ model (the exact hull's union depth, a 22nd merge feature), in one process, arms
 
 Arms:
 - ``s20``: session 20's model (``--old-model``, the .npz of SHA-1 58288ec3...), the hull's columns off;
-- ``s25``: the shipped model (f02e52a9...), ``HULL_FEATURE`` on (the exact hull), the compiled merge loop (the
+- ``s25``: the shipped model (f02e52a9... in session 25; fcb2985a... since session 26, with the seven starts of
+  ``segment.K_STARTS``), ``HULL_FEATURE`` on (the exact hull), the compiled merge loop (the
   compiled hull fills the new pairs' depths between its rounds, Qhull where it cannot say);
-- ``s25-numpy``: the same in the NumPy merge loop (what round hull24c ran): the same labels, its time for comparison.
+- ``s25-numpy``: the same in the NumPy merge loop (what round hull24c ran): the same labels, its time for comparison;
+- ``s25-five`` (session 26, with ``--five-model``): session 25's model (f02e52a9...) on the five starts 20-42, the
+  compiled loop: what the seven starts cost. The ``s20`` arm takes the five starts too (its own configuration).
 
 Each arm reads the file and runs :func:`gpu_kernels.mesh.segment_mesh` at ``--k``. The first ``--warm`` rounds of
 every arm are not counted. Printed per mesh and arm: min, median and max ms, the labels' SHA-1 (one per arm, or the
@@ -34,7 +37,10 @@ from gpu_kernels.mesh import boundary as bd  # noqa: E402
 from gpu_kernels.mesh import learned as ln  # noqa: E402
 from gpu_kernels.mesh import segment  # noqa: E402
 
-ARMS = ("s20", "s25", "s25-numpy")
+ARMS = ("s20", "s25", "s25-numpy", "s25-five")
+#: the library's starts (read at import: the shipped seven since session 26) and session 20-25's five
+SHIPPED_STARTS = segment.K_STARTS
+FIVE_STARTS = (20, 24, 30, 36, 42)
 
 
 class _FillClock:
@@ -79,13 +85,16 @@ class _FillClock:
         self.pairs, self.seconds = 0, 0.0
 
 
-def _arm(name: str, old, shipped) -> None:
+def _arm(name: str, old, shipped, five=None) -> None:
     if name == "s20":
         ln._SHIPPED["k"] = old
-        ln.HULL_FEATURE, bd.COMPILED_MERGE = False, True
+        ln.HULL_FEATURE, bd.COMPILED_MERGE, segment.K_STARTS = False, True, FIVE_STARTS
+    elif name == "s25-five":
+        ln._SHIPPED["k"] = five
+        ln.HULL_FEATURE, bd.COMPILED_MERGE, segment.K_STARTS = True, True, FIVE_STARTS
     else:
         ln._SHIPPED["k"] = shipped
-        ln.HULL_FEATURE, bd.COMPILED_MERGE = True, name == "s25"
+        ln.HULL_FEATURE, bd.COMPILED_MERGE, segment.K_STARTS = True, name == "s25", SHIPPED_STARTS
 
 
 def main(argv=None) -> int:
@@ -96,16 +105,20 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--warm", type=int, default=1)
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--five-model", default="", help="session 25's model (.npz, SHA-1 f02e52a9...): arm s25-five")
+    ap.add_argument("--arms", default="")
     ap.add_argument("--json", default="")
     a = ap.parse_args(argv)
-    arms = [x for x in a.arms.split(",") if x]
+    arms = [x for x in (a.arms or ",".join(ARMS[:3] + (ARMS[3:] if a.five_model else ()))).split(",") if x]
+    if "s25-five" in arms and not a.five_model:
+        ap.error("arm s25-five needs --five-model")
     bad = [x for x in arms if x not in ARMS]
     if bad:
         ap.error(f"unknown arm(s) {bad}; the arms are {', '.join(ARMS)}")
     sha_old = hashlib.sha1(Path(a.old_model).read_bytes()).hexdigest()
     old = ln.TreeModel.from_npz(a.old_model)
     shipped = ln.shipped_model()
+    five = ln.TreeModel.from_npz(a.five_model) if a.five_model else None
     print(f"k-speed25 old model {sha_old[:8]} device {a.device} k {a.k} rounds {a.rounds} (warm {a.warm}) arms {arms}",
           flush=True)
     clock = _FillClock()
@@ -116,7 +129,7 @@ def main(argv=None) -> int:
         rows = {x: {"ms": [], "sha": set(), "pairs": [], "fill_ms": []} for x in arms}
         for r in range(a.rounds + a.warm):
             for name in arms:
-                _arm(name, old, shipped)
+                _arm(name, old, shipped, five)
                 clock.reset()
                 t = time.perf_counter()
                 v, f = read_mesh(path)

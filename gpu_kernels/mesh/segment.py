@@ -152,8 +152,12 @@ K_STARTS_ONLY = True
 #: k edit clusters nothing); None: AUTO_K_STARTS. Session 20 (round q16, benchmarks/results/mesh_q16_session20.md):
 #: (20, 24, 30, 36, 42) passed its pre-registered round against (24, 30, 36), leave one category out, every fold
 #: retrained, the real pipeline on 20 new draws s2024-2043 (H100): protocol 0.1189 -> 0.1157 (lower on 20 of 20
-#: draws), meshes over 0.30 53 -> 53; k = "auto" unchanged. An integer k above 20 takes the factors alone
-K_STARTS: tuple | None = (20, 24, 30, 36, 42)
+#: draws), meshes over 0.30 53 -> 53; k = "auto" unchanged. Session 26 (round starts26,
+#: benchmarks/results/mesh_starts26_session26.md): two finer starts, 50 and 60, passed against those five, the model
+#: retrained on the seven starts' records, the real pipeline on 24 new draws s2288-2311 (H200): protocol 0.1103 ->
+#: 0.1072 (lower on 24 of 24 draws), meshes over 0.30 46 -> 33 (fourleg 381 on 19 -> 8 draws); k = "auto" the same
+#: mean (0.1119). An integer k above 20 takes the factors alone
+K_STARTS: tuple | None = (20, 24, 30, 36, 42, 50, 60)
 #: the thickness contrast (dualgraph.SDF_MERGE) of an integer k's merges: with k fixed, a thin
 #: part (a fin, an arm, a handle) against a thick body is kept as a part before the body is
 #: cut into chunks. k = "auto" keeps SDF_MERGE, against which its stop bar was chosen. Session 6:

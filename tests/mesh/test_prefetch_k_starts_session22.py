@@ -1,7 +1,7 @@
 """Session 22, live tuning of the mesh tool: after a k = "auto" run, the clusterings an integer k takes beside
-k = "auto"'s (``segment.K_STARTS`` 20 and 42) are made on a thread (``segment.prefetch_k_starts``, started by the
-tool's live runs through ``Stage.prefetch``), so the first k edit clusters nothing. The results must be exactly those
-without it; a one-shot run (the CLI) must not start it."""
+k = "auto"'s (``segment.K_STARTS`` 20, 42, 50 and 60 since session 26; 20 and 42 before) are made on a thread
+(``segment.prefetch_k_starts``, started by the tool's live runs through ``Stage.prefetch``), so the first k edit
+clusters nothing. The results must be exactly those without it; a one-shot run (the CLI) must not start it."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from gpu_kernels.mesh import segment as segmod
 from tests.mesh._quality_fixtures import fish_arrays
 
 CPU = get_backend("cpu")
+#: the counts an integer k takes beside k = "auto"'s 24, 30 and 36 (session 26: seven starts)
+EXTRA = (20, 42, 50, 60)
 
 
 def _arrays(seg):
@@ -54,15 +56,16 @@ def test_an_integer_k_after_the_prefetch_clusters_nothing_and_is_the_same(k, mon
     cs = segmod.clusterings_prepared(prep, k="auto", device="cpu", apsp_method="cpu")
     assert [c for _, c in calls] == [(24, 30, 36)]
     job = segmod.prefetch_k_starts(prep, cs, device="cpu")
-    assert job.result() == 2
-    assert calls[-1] == ("gpulab-mesh-prefetch", (20, 42))  # the batch the first edit would run
+    assert tuple(sorted(set(segmod.K_STARTS) - set(segmod.AUTO_K_STARTS))) == EXTRA
+    assert job.result() == len(EXTRA)
+    assert calls[-1] == ("gpulab-mesh-prefetch", EXTRA)  # the batch the first edit would run
     n = len(calls)
     got = segmod.segment_prepared(prep, k=k, device="cpu")
     assert len(calls) == n  # the edit clustered nothing
     ref_prep = _prep()  # the same edit without the prefetch
     segmod.clusterings_prepared(ref_prep, k="auto", device="cpu", apsp_method="cpu")
     ref = segmod.segment_prepared(ref_prep, k=k, device="cpu")
-    assert calls[-1][1] == (20, 42) and calls[-1][0] != "gpulab-mesh-prefetch"  # (it clustered them itself)
+    assert calls[-1][1] == EXTRA and calls[-1][0] != "gpulab-mesh-prefetch"  # (it clustered them itself)
     assert _same(got, ref)
     assert segmod.prefetch_k_starts(prep, cs, device="cpu") is None  # nothing left to do
 
@@ -100,7 +103,7 @@ def test_an_edit_waits_for_a_prefetch_in_flight(monkeypatch):
     segmod.prefetch_k_starts(prep, cs, device="cpu")
     assert started.wait(5)
     segmod.clusterings_prepared(prep, k=6, device="cpu", apsp_method="cpu")
-    assert [c for _, c in calls] == [(24, 30, 36), (20, 42)]  # (the second from the prefetch's thread)
+    assert [c for _, c in calls] == [(24, 30, 36), EXTRA]  # (the second from the prefetch's thread)
     assert prep.prefetch is None
 
 
@@ -135,7 +138,7 @@ def test_an_edit_waiting_reports_the_prefetch_and_its_cancel_stops_it(monkeypatc
     assert job.done() and prep.prefetch is None
     with pytest.raises(Cancelled):
         job.result()
-    assert not any(key[1] in (20, 42) for m in prep.memo.values() for key in m)
+    assert not any(key[1] in EXTRA for m in prep.memo.values() for key in m)
     got = segmod.segment_prepared(prep, k=6, device="cpu")
     ref_prep = _prep()
     segmod.clusterings_prepared(ref_prep, k="auto", device="cpu", apsp_method="cpu")

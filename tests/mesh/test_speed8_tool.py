@@ -23,7 +23,10 @@ CPU = get_backend("cpu")
 def raw():
     v, f = _sphere(16)   # a bumpy sphere: parts with soft boundaries (shared memberships)
     data = mesh_seg.from_arrays(v, f)
-    p = mesh_seg.PARAMS.validate({"k": 3})
+    # k = 4: the result keeps faces of shared memberships (6 of 960), which the shading blends. (Since session 26's
+    # seven starts, k = 3's kept result comes from the 42-cluster start and has none, so a shading edit changes
+    # nothing there; the test needs one it changes.)
+    p = mesh_seg.PARAMS.validate({"k": 4})
     return data, p, mesh_seg.PIPELINE.run(data, p, device=CPU)
 
 
