@@ -526,8 +526,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _plane(P, a, b, c, nrm, f):  # pragma: no cover - compiled
-    """Face ``f``'s unit normal, offset and area (``nrm[f] = (n0, n1, n2, d, area)``, ``n . x = d`` on the plane)
-    through ``P[a], P[b], P[c]``, counter-clockwise seen from outside; False where the three points are collinear."""
+    """Face ``f``'s unit normal and offset (``nrm[f] = (n0, n1, n2, d)``, ``n . x = d`` on the plane) through
+    ``P[a], P[b], P[c]``, counter-clockwise seen from outside; False where the three points are collinear."""
     u0, u1, u2 = P[b, 0] - P[a, 0], P[b, 1] - P[a, 1], P[b, 2] - P[a, 2]
     v0, v1, v2 = P[c, 0] - P[a, 0], P[c, 1] - P[a, 1], P[c, 2] - P[a, 2]
     n0, n1, n2 = u1 * v2 - u2 * v1, u2 * v0 - u0 * v2, u0 * v1 - u1 * v0
@@ -537,7 +537,6 @@ def _plane(P, a, b, c, nrm, f):  # pragma: no cover - compiled
     n0, n1, n2 = n0 / ln, n1 / ln, n2 / ln
     nrm[f, 0], nrm[f, 1], nrm[f, 2] = n0, n1, n2
     nrm[f, 3] = n0 * P[a, 0] + n1 * P[a, 1] + n2 * P[a, 2]
-    nrm[f, 4] = 0.5 * ln
     return True
 
 
@@ -575,13 +574,12 @@ def _across(face, edge, alive, n, f, e, nxt):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def hull_stats(P, vol):  # pragma: no cover - compiled
+def hull_depth(P):  # pragma: no cover - compiled
     """The deepest of the points ``P`` (n, 3) under their convex hull, by an incremental hull (session 25: Qhull
     per pair, :func:`gpu_kernels.mesh.learned._exact_depth`, cost ~0.3 ms a pair; this ~20 us for 128 points).
     NaN where it cannot say: fewer than 5 points, a flat or collinear set (no full-dimensional hull, as Qhull's
     error), or a hull that fails its own check (a closed surface, every point on the inner side of every face
-    within the tolerance); the caller then asks Qhull. Returns the depth; where it can say, the hull's volume goes to
-    ``vol[0]`` (the merges read the depth only; the tests check the volume against Qhull's, a check of the faces)."""
+    within the tolerance); the caller then asks Qhull."""
     n = P.shape[0]
     NXT = np.array([1, 2, 0])  # (the next corner of a face; a lookup: ``% 3`` cost a third of the time)
     if n < 5:
@@ -622,7 +620,7 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
         return np.nan
     cap = 16 * n + 16  # (faces made in all; more: NaN, Qhull then)
     face = np.empty((cap, 3), dtype=np.int64)
-    nrm = np.empty((cap, 5))
+    nrm = np.empty((cap, 4))
     alive = np.zeros(cap, dtype=np.bool_)
     if not _plane(P, i0, i1, i2, nrm, 0):
         return np.nan
@@ -737,7 +735,7 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
                     newid[f] = k
                     for j in range(3):
                         face[k, j] = face[f, j]
-                    for j in range(5):
+                    for j in range(4):
                         nrm[k, j] = nrm[f, j]
                     alive[k] = True
                     _link(face, edge, n, k, face[k, 0], face[k, 1], face[k, 2])
@@ -751,14 +749,11 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
     # the check: a closed surface (every edge's reverse on a live face) with every point inside every face
     live = np.empty(nf, dtype=np.int64)
     nl = 0
-    volume = 0.0
     for f in range(nf):
         if not alive[f]:
             continue
         live[nl] = f
         nl += 1
-        # (a cone from the first tetrahedron's centre over the face)
-        volume += nrm[f, 4] * (nrm[f, 3] - (nrm[f, 0] * ci[0] + nrm[f, 1] * ci[1] + nrm[f, 2] * ci[2])) / 3.0
         for e in range(3):
             if _across(face, edge, alive, n, f, e, NXT) < 0:
                 return np.nan
@@ -779,7 +774,6 @@ def hull_stats(P, vol):  # pragma: no cover - compiled
             return np.nan
         if m[i] > deepest:
             deepest = m[i]
-    vol[0] = volume
     return deepest
 
 
@@ -797,16 +791,15 @@ def _gather(hpts, hcnt, p, q, P):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def fill_exact(hpts, hcnt, need, table):  # pragma: no cover - compiled
-    """``table[p, q]`` = :func:`hull_stats`' depth of ``p``'s then ``q``'s kept points for each row of ``need``; NaN
-    left where it cannot say (the caller asks Qhull for those). Returns how many values are left NaN."""
+    """``table[p, q]`` = :func:`hull_depth` of ``p``'s then ``q``'s kept points for each row of ``need``; NaN left
+    where it cannot say (the caller asks Qhull for those). Returns how many values are left NaN."""
     left = 0
     P = np.empty((2 * hpts.shape[1], 3))
-    v = np.empty(1)
     for r in range(need.shape[0]):
         p = need[r, 0]
         q = need[r, 1]
         k = _gather(hpts, hcnt, p, q, P)
-        d = hull_stats(P[:k], v)
+        d = hull_depth(P[:k])
         table[p, q] = d
         if d != d:
             left += 1

@@ -98,7 +98,7 @@ SHARE_COLS = (FEATURES.index("share_small"), FEATURES.index("share_large"))
 #: 0.759, with the exact hull's depth 0.795 (bust 303 0.754 -> 0.817, fourleg 381 0.774 -> 0.811). Round hull24c
 #: passed it held out (0.1157 -> 0.1100). The depth is cached per pair and recomputed only for a merged cluster's
 #: pairs: the compiled loop stops before a round that lacks some and :meth:`_Hull.fill` fills them outside, by the
-#: compiled hull (:func:`gpu_kernels.mesh._numba_merge.hull_stats`: Qhull's depths to rounding at a quarter of its
+#: compiled hull (:func:`gpu_kernels.mesh._numba_merge.hull_depth`: Qhull's depths to rounding at a quarter of its
 #: time), Qhull where it cannot say, and the k-DOP of :data:`HULL_DIRS` (the supports of every face) where the union
 #: has no full-dimensional hull (a flat pair). Read at each call of :func:`learned_merge`.
 #:
@@ -215,7 +215,7 @@ class _Hull:
 def _exact_depth(P: np.ndarray) -> float | None:
     """The deepest of the points ``P`` under their convex hull (its distance to the hull), or None where there is no
     full-dimensional hull (flat or too few points). The compiled incremental hull's
-    (:func:`gpu_kernels.mesh._numba_merge.hull_stats`, session 25: ~0.1 ms a pair where Qhull took ~0.3) where numba
+    (:func:`gpu_kernels.mesh._numba_merge.hull_depth`, session 25: ~0.1 ms a pair where Qhull took ~0.3) where numba
     imports and it can say; else Qhull's facets' planes (round hull24c's values: the two agree to ~1e-15 of the
     extent, so the model trained on Qhull's reads the same)."""
     from scipy.spatial import ConvexHull, QhullError
@@ -224,7 +224,7 @@ def _exact_depth(P: np.ndarray) -> float | None:
         return None
     nm = _bd.compiled_merge()
     if nm is not None:
-        d = nm.hull_stats(np.ascontiguousarray(P, dtype=np.float64), np.empty(1))
+        d = nm.hull_depth(np.ascontiguousarray(P, dtype=np.float64))
         if d == d:
             return float(d)
     try:

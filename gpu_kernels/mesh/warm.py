@@ -52,7 +52,7 @@ def warm_up() -> None:
     nm = boundary.compiled_merge()
     corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (0.0, 1.0) for z in (0.0, 1.0)])
     nm.fill_exact(np.stack([corners[:4], corners[4:]]), np.array([4, 4]), np.array([[0, 1]]), np.full((2, 2), np.nan))
-    nm.hull_stats(corners, np.empty(1))
+    nm.hull_depth(corners)
 
 
 def _run() -> None:

@@ -1,6 +1,6 @@
 """Session 25 (issue 22, the ship of round hull24c): the exact hull's depth in the compiled merge loop. The loop stops
 before a round whose candidate pairs lack a depth, :meth:`gpu_kernels.mesh.learned._Hull.fill` computes them (the
-compiled incremental hull, :func:`gpu_kernels.mesh._numba_merge.hull_stats`; Qhull where it cannot say), and the
+compiled incremental hull, :func:`gpu_kernels.mesh._numba_merge.hull_depth`; Qhull where it cannot say), and the
 loop goes on: the same merges, bit for bit, as the NumPy loop, for the pairs that the merges make new only. The
 compiled hull gives Qhull's depths to rounding."""
 
@@ -55,10 +55,6 @@ def test_wrong_fills_change_the_merges(prep, monkeypatch):
     assert _merge(prep, m21, monkeypatch, hull=True, compiled=True) != good
 
 
-def _hull_depth(nm, P):
-    return nm.hull_stats(P, np.empty(1))
-
-
 def _qhull_depth(P):
     from scipy.spatial import ConvexHull
 
@@ -78,29 +74,24 @@ def _point_sets():
 
 
 def test_the_compiled_hull_gives_qhulls_depth():
-    """:func:`_numba_merge.hull_stats` (the incremental hull) against Qhull's facets, on point sets with every point on
-    the hull, many coplanar or repeated, a thin slab and an L: the same depth and (a check of its faces) the same
-    volume; NaN (Qhull's turn) for a flat set and for fewer than 5 points; and through ``learned._exact_depth`` the
-    same whether numba is there or not."""
-    from scipy.spatial import ConvexHull
-
+    """:func:`_numba_merge.hull_depth` (the incremental hull) against Qhull's facets, on point sets with every point on
+    the hull, many coplanar or repeated, a thin slab and an L; NaN (Qhull's turn) for a flat set and for fewer than 5
+    points; and through ``learned._exact_depth`` the same whether numba is there or not."""
     nm = bd.compiled_merge()
     if nm is None:
         pytest.skip("numba is not available: there is no compiled hull")
     for name, P in _point_sets():
         P = np.ascontiguousarray(P)
-        vol = np.empty(1)
-        d = nm.hull_stats(P, vol)
+        d = nm.hull_depth(P)
         ext = float(np.ptp(P, axis=0).max())
         assert d == d, name
         assert abs(d - _qhull_depth(P)) <= 1e-12 * ext, (name, d, _qhull_depth(P))
-        assert vol[0] == pytest.approx(ConvexHull(P).volume, rel=1e-12), name
     flat = np.c_[np.random.default_rng(1).normal(size=(50, 2)), np.zeros(50)]
-    assert np.isnan(_hull_depth(nm, flat)) and np.isnan(_hull_depth(nm, np.eye(3)[:4].copy()))
+    assert np.isnan(nm.hull_depth(flat)) and np.isnan(nm.hull_depth(np.eye(3)[:4].copy()))
     assert ln._exact_depth(flat) is None  # (flat: the k-DOP's depth then, as before)
     P = np.ascontiguousarray(_point_sets()[4][1])
     d = ln._exact_depth(P)
-    assert d == _hull_depth(nm, P) and d > 0.3  # (the leg on the body: deep)
+    assert d == nm.hull_depth(P) and d > 0.3  # (the leg on the body: deep)
 
 
 def test_without_numba_qhull_gives_the_same_depth(monkeypatch):

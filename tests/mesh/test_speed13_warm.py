@@ -25,7 +25,7 @@ if boundary.compiled_merge() is None:
     print("@@" + json.dumps(None)); raise SystemExit
 from gpu_kernels.mesh import _numba_merge as nm
 def sigs():
-    return [str(s) for fn in (nm.greedy_merge, nm.fill_exact, nm.hull_stats) for s in fn.signatures]
+    return [str(s) for fn in (nm.greedy_merge, nm.fill_exact, nm.hull_depth) for s in fn.signatures]
 before = len(sigs())
 warm.warm_up()
 after_warm = sigs()
