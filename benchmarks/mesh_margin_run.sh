@@ -16,7 +16,7 @@ exec > >(tee "$D/log.txt") 2>&1
 source benchmarks/mesh_round_env.sh
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null; date -u; nproc --all
   python3 -c "import numpy, scipy, numba, sklearn; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'numba', numba.__version__, 'sklearn', sklearn.__version__)"
-  python3 -c "from gpu_kernels.mesh import learned, defaults, segment, simplify; print(len(learned.FEATURES), 'columns', learned.n_columns(), 'HULL_FEATURE', learned.HULL_FEATURE, 'HULL_EXACT', learned.HULL_EXACT, 'HULL_VOLUME', getattr(learned, 'HULL_VOLUME', None), learned.HULL_POINTS, learned.POLICY, 'GAIN_POWER', learned.GAIN_POWER, 'WORKING_FACES', defaults.WORKING_FACES, 'K_STARTS', segment.K_STARTS, 'CANONICAL_ORDER', simplify.CANONICAL_ORDER)"
+  python3 -c "from gpu_kernels.mesh import learned, defaults, segment, simplify; print(len(learned.FEATURES), 'columns', learned.n_columns(), 'HULL_FEATURE', learned.HULL_FEATURE, learned.HULL_POINTS, learned.POLICY, 'GAIN_POWER', learned.GAIN_POWER, 'WORKING_FACES', defaults.WORKING_FACES, 'K_STARTS', segment.K_STARTS, 'CANONICAL_ORDER', simplify.CANONICAL_ORDER)"
   sha1sum "$SCRIPT" benchmarks/mesh_round.py gpu_kernels/mesh/learned.py gpu_kernels/mesh/_numba_merge.py
   echo "psb ok $MESH_ROUND_PSB_OK"; } 2>&1 | tee "$D/device.txt"
 DATA="$W/psb.npz"
