@@ -45,7 +45,9 @@ MODULES = ["gpu_kernels.mesh.segment", "gpu_kernels.mesh.dualgraph", "gpu_kernel
            "gpu_kernels.mesh.cluster", "gpu_kernels.mesh.simplify", "gpu_kernels.mesh.thickness",
            "gpu_kernels.mesh.colors", "gpu_kernels.mesh.nearest", "gpu_kernels.mesh.autok",
            "gpu_kernels.mesh._numba_cut", "gpu_kernels.mesh.metrics", "gpu_kernels.mesh.coarsen", "gpu_kernels.graph.apsp",
-           "app.io.mesh_io", "app.io.mesh_formats"]
+           "app.io.mesh_io", "app.io.mesh_formats",
+           # session 27: the learned merges (every default run since session 11) and the warm-up
+           "gpu_kernels.mesh.learned", "gpu_kernels.mesh.warm"]
 
 def _inline_simplify(vertices, faces, target_faces, method=None, *, fn=None):
     """``simplify_in_background`` that runs the simplification at once on the calling thread."""
@@ -138,6 +140,10 @@ class Tracer:
         wrapped.__wrapped__ = fn
         wrapped.__name__ = getattr(fn, "__name__", name)
         wrapped.__doc__ = getattr(fn, "__doc__", None)
+        # (session 27) the function's own module and name, so that a wrapped function handed to a process pool (the
+        # CPU APSP's workers) pickles by reference: its module attribute is this wrapper
+        wrapped.__qualname__ = getattr(fn, "__qualname__", name)
+        wrapped.__module__ = getattr(fn, "__module__", None)
         return wrapped
 
     def install(self):
