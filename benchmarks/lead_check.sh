@@ -5,9 +5,11 @@
 # timing meshes (CARRY, default .carry-lead23: data/psb/off/101.off, 17k faces, and data/281.off.xz, 50k):
 #   1. the default path end to end from the file (mesh_e2e_session10.py, ROUNDS rounds, default 31: the first rounds
 #      are cold, the median is warm); the labels' SHA-1s are printed (490d8213e468 / af791ae7f06e since session 20);
+#      with E2E_PROFILE=N (session 27) N traced runs per mesh after them (--profile N: where the time goes);
 #   2. with K_SPEED set (an integer k) and OLD_MODEL (session 20's model, .npz): mesh_k_speed_session25.py at that k,
 #      K_ROUNDS rounds (default 7) on the same two meshes, arms s20 / s25 / s25-numpy (and s25-five with FIVE_MODEL,
-#      session 25's model on the five starts, since session 26);
+#      session 25's model on the five starts, since session 26); on a fresh machine OLD_MODEL is commit 954c238's
+#      learned_model.NPZ_BASE64, base64-decoded (SHA-1 58288ec3...);
 #   3. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400).
 # Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
 # gpu_tests.txt).
@@ -22,7 +24,7 @@ simplifiers "$C"
 xz -dc "$C/data/281.off.xz" > /tmp/281.off
 M17=$C/data/psb/off/101.off
 echo "== 1. default path [$(( $(date +%s) - T0 )) s]"
-timeout 150 python3 benchmarks/mesh_e2e_session10.py "$M17" /tmp/281.off --rounds "${ROUNDS:-31}" --json "$O/e2e.json" \
+timeout 150 python3 benchmarks/mesh_e2e_session10.py "$M17" /tmp/281.off --rounds "${ROUNDS:-31}" ${E2E_PROFILE:+--profile "$E2E_PROFILE"} --json "$O/e2e.json" \
   > "$O/e2e.txt" 2>&1
 echo "e2e rc=$?"; grep -E "min .* median|same labels" "$O/e2e.txt" | cut -c1-160
 if [ -n "$K_SPEED" ]; then

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import hashlib
 import importlib
 import io
@@ -137,14 +138,9 @@ class Tracer:
                 s[1] += dt
                 s[2] += dt - child
                 s[3].add(threading.current_thread().name)
-        wrapped.__wrapped__ = fn
-        wrapped.__name__ = getattr(fn, "__name__", name)
-        wrapped.__doc__ = getattr(fn, "__doc__", None)
-        # (session 27) the function's own module and name, so that a wrapped function handed to a process pool (the
-        # CPU APSP's workers) pickles by reference: its module attribute is this wrapper
-        wrapped.__qualname__ = getattr(fn, "__qualname__", name)
-        wrapped.__module__ = getattr(fn, "__module__", None)
-        return wrapped
+        # the function's own module and qualified name too (session 27): a wrapped function handed to a process pool
+        # (the CPU APSP's workers) pickles by reference, and its module attribute is this wrapper
+        return functools.update_wrapper(wrapped, fn)
 
     def install(self):
         mods = _modules()

@@ -2,6 +2,8 @@
 # Lead, session 27, device call 2: where a default 17k / 50k run's time goes today (no library change this session;
 # session 13's profile is the last one), with session 23's simplifiers carried (.carry-lead23):
 #   bash benchmarks/results/lead_session27/call2.sh
+# (a record of the call as run. Its set-up copied lead_check.sh's; step 1 is now lead_check.sh's first step with
+# E2E_PROFILE=7 ROUNDS=21, which runs pytest -m gpu after it, so use that instead of a copy of this script)
 # 1. mesh_e2e_session10.py, 21 plain rounds, then 7 traced runs per mesh (--profile 7), the labels' SHA-1s;
 # 2. the same plain rounds again after the profile (a second look at the machine's spread).
 set -o pipefail
