@@ -1,6 +1,9 @@
 """Lead, session 27: does k = "auto" on a prepared mesh depend on what ran on it before? (Rounds starts26 and starts27
 saw 7 / 9 of 1,824 k = "auto" rows differ between switch sets whose integer-k runs differ.) Per mesh: k = "auto" on a
 fresh prepared mesh, k = "auto" after integer k 2, 6, 9 on another, and the one-shot call; the labels' SHA-1s.
+The library already guarantees this (``segment.STARTS_OWN_BATCH``: the auto starts are clustered in a batch of their
+own) and ``tests/mesh/test_quality7_batches.py`` asserts it on a synthetic mesh, CPU and GPU (``-m gpu``); this record
+only repeats the check on the PSB meshes whose round rows differed. Run that test rather than this script.
 
     python benchmarks/results/lead_session27/memo_check.py OFF_DIR 384,64 [--device cuda] [--starts 20,24,...]
 """
