@@ -25,6 +25,44 @@ DEFER_INTERACTOR = True
 _RENDERING_LINKED = False   # a linked view is being rendered (no render back and forth)
 
 
+_INTERACTOR: list = []
+
+
+def _interactor_class():
+    """pyvistaqt's ``QtInteractor`` that never keeps a Python wrapper of its context's surface.
+
+    pyvistaqt (0.13) stores ``self._surface = self.context().surface()``. That object is a
+    ``QSurface`` (not a QObject), so PySide6 cannot tell when Qt deletes it, and the wrapper
+    stays in Shiboken's registry for as long as the interactor's Python object lives (which
+    outlives its tab). A later Qt object at that address then comes back as a "QSurface": a
+    tab's ``menu.addAction(text, slot)`` raised ``'QSurface' object has no attribute
+    'connect'`` (CI, sessions 8 and 27). Here ``_surface`` is asked of the context on every use,
+    so the wrapper is released as soon as the call that needed it returns.
+    """
+    if not _INTERACTOR:
+        from pyvistaqt import QtInteractor
+
+        class Interactor(QtInteractor):
+            @property
+            def _surface(self):
+                if not self.__dict__.get("_gpulab_has_surface"):
+                    return None
+                ctx = self.__dict__.get("_ctx")
+                if ctx is None:
+                    return None
+                try:
+                    return ctx.surface()
+                except RuntimeError:   # the context is already deleted
+                    return None
+
+            @_surface.setter
+            def _surface(self, value) -> None:
+                self.__dict__["_gpulab_has_surface"] = value is not None
+
+        _INTERACTOR.append(Interactor)
+    return _INTERACTOR[0]
+
+
 class View3D(QWidget):
     """A 3-D view with a software fallback.
 
@@ -102,9 +140,7 @@ class View3D(QWidget):
         current = self._stack.currentWidget()
         if ok:
             try:
-                from pyvistaqt import QtInteractor
-
-                self.plotter = QtInteractor(self, auto_update=False)
+                self.plotter = _interactor_class()(self, auto_update=False)
                 self.plotter.set_background("#f4f5f7", top="#d7dce3")
                 self._stack.addWidget(self._plotter_widget())
                 self.setup_plotter(self.plotter)
