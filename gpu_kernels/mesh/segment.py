@@ -521,13 +521,15 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         # on stage 1's distances only (a small component's, computed here, follow apsp_method,
         # which the key does not hold)
         mine = memo is not None and dists is not None and dists.get(c) is not None
-        keys = {x: (c, x, int(max_iter), power) for x in counts if mine and x in memo_counts}
+        # (the key's last item: the batch the count is clustered in, MEMO_FIXED_BATCHES)
+        keys = {x: _memo_key(c, x, max_iter, power, memo_counts) for x in counts if mine and x in memo_counts}
         hit = {x: memo[key] for x, key in keys.items() if key in memo}
         todo = [x for x in counts if x not in hit]
-        memo_keyed[c] = set(keys)
+        memo_keyed[c] = {x: key[4] for x, key in keys.items()}
 
         def submit_early(x, reps_x, Pc, _c=c, _faces=faces_c, _keys=keys):
-            ck = (cuts, ("cut", (("m", x),), int(max_iter), power)) if cuts is not None and x in _keys else None
+            ck = ((cuts, ("cut", (("m", x, _keys[x][4]),), int(max_iter), power)) if cuts is not None and x in _keys
+                  else None)
             fut = None  # (rows with the same clustering, a factor's and a start's: one settle, the same result)
             for i in range(nf):
                 if ks_by[i][_c] == x:
@@ -549,12 +551,19 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
         try:
             # the memo's counts in a batch of their own (STARTS_OWN_BATCH): a product's rounding may
             # depend on the batch's other columns, and a memo hit must equal a fresh run
-            groups = ([[x for x in todo if x in keys], [x for x in todo if x not in keys]]
-                      if STARTS_OWN_BATCH and keys else [todo])
+            if MEMO_FIXED_BATCHES and keys:
+                # each memo batch with a count to cluster, whole (its other counts too): a count's clustering then
+                # does not depend on which k asked for it first
+                groups = [list(g) for g in dict.fromkeys(keys[x][4] for x in todo if x in keys)]
+                groups.append([x for x in todo if x not in keys])
+            else:
+                groups = ([[x for x in todo if x in keys], [x for x in todo if x not in keys]]
+                          if STARTS_OWN_BATCH and keys else [todo])
             done_k = {}
             groups = [g for g in groups if g]  # (none where every count is a memo hit: no call at all)
             for i_g, grp in enumerate(groups):
-                cb = None if on_done is None else (lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P))
+                cb = None if on_done is None else (
+                    lambda j, r, P, _g=grp, _od=on_done, _t=todo: _od(_t.index(_g[j]), r, P) if _g[j] in _t else None)
                 gp = sub if len(groups) == 1 else sub.sub(i_g / len(groups), (i_g + 1) / len(groups))
                 done_k.update(zip(grp, fuzzy_cluster_many(D, grp, max_iter=max_iter, power=power, progress=gp,
                                                           order=far, device=backend, on_done=cb), strict=True))
@@ -573,7 +582,7 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
             conv.append(done_k[x].converged)
             done_k[x] = (done_k[x], host[x] if x in host else asnumpy(done_k[x].P))
             if x in keys and x not in hit:
-                for old in [key for key in memo if key[2:] != keys[x][2:]]:
+                for old in [key for key in memo if key[2:4] != keys[x][2:4]]:
                     del memo[old]  # one iteration cap and power at a time: the memo stays small
                 fc_x, Pc_x = done_k[x]
                 memo[keys[x]] = (replace(fc_x, P=Pc_x), Pc_x)
@@ -607,7 +616,7 @@ def _row_cut_key(row, memo_keyed, trivial, max_iter, power):
         if trivial[c]:
             parts.append(("1",))
         elif x in memo_keyed[c]:
-            parts.append(("m", x))
+            parts.append(("m", x, memo_keyed[c][x]))
         else:
             return None
     return ("cut", tuple(parts), int(max_iter), power)
@@ -775,6 +784,34 @@ def _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_ke
 #: product's rounding can depend on the other columns of its batch, so a memo hit filled by
 #: k = "auto" would not always equal a fresh integer-k run (session 7: the reviewer's finding)
 STARTS_OWN_BATCH = True
+#: the memo's cluster counts (the auto-k starts and an integer k's starts, K_STARTS) are clustered in two fixed
+#: batches, the auto-k starts and the others (:func:`_memo_batch`), whichever k asks: a GPU product's rounding depends
+#: on its batch's shape, so the auto-k starts batched with an integer k's other starts (sessions 20-27, one batch of
+#: seven) could give k = "auto" other parts after an integer k than fresh (session 28). False: the batch of the counts
+#: asked (STARTS_OWN_BATCH)
+MEMO_FIXED_BATCHES = True
+
+
+def _memo_counts() -> set:
+    """The cluster counts :func:`_clusterings` memoizes when no ``starts`` are given: the auto-k starts and an
+    integer k's (:func:`integer_k_starts`)."""
+    return {int(x) for x in AUTO_K_STARTS} | {int(x) for x in integer_k_starts()}
+
+
+def _memo_key(c: int, x: int, max_iter: int, power, memo_counts) -> tuple:
+    """A clustering's key in :attr:`PreparedMesh.memo`'s dict of one resolution: (component, cluster count, iteration
+    cap, power, its batch (:func:`_memo_batch`))."""
+    return (c, int(x), int(max_iter), power, _memo_batch(int(x), memo_counts))
+
+
+def _memo_batch(x: int, memo_counts) -> tuple | None:
+    """The batch the memo's count ``x`` is clustered in (:data:`MEMO_FIXED_BATCHES`): the auto-k starts among
+    ``memo_counts`` where ``x`` is one of them, else the other counts, each sorted; None where the switch is off."""
+    if not MEMO_FIXED_BATCHES:
+        return None
+    auto = {int(a) for a in AUTO_K_STARTS}
+    mine = x in auto
+    return tuple(sorted(int(c) for c in memo_counts if (int(c) in auto) == mine))
 #: on a GPU, an over-segmentation's cuts and merges start on a host thread once its clustering
 #: has converged, while the GPU iterates the others (:func:`_clusterings`' ``early_epsilon``;
 #: issue 20). ``GPULAB_MESH_EARLY_SETTLE=0`` or False: after every clustering, in turn
@@ -1288,8 +1325,8 @@ class PreparedMesh:
     #: the epsilon of the last :func:`settle_prepared` on it: the guess of
     #: :func:`clusterings_prepared`'s early cuts (a hint only: no result depends on it)
     last_epsilon: float | None = None
-    #: {(resolution, component, cluster count, iteration cap, power): (its clustering, its host
-    #: memberships)} for the auto-k starts' counts, filled by the first clustering that needs
+    #: {(resolution,): {(component, cluster count, iteration cap, power, batch): (its clustering, its host
+    #: memberships)}} for the auto-k starts' counts (and an integer k's, K_STARTS), filled by the first clustering that needs
     #: them (:func:`_clusterings`' ``memo``; the same as computing them again)
     memo: dict = field(default_factory=dict)
     #: {(resolution,): {key: (fuzzy faces, labels, stats)}}: the fuzzy cuts of the memo's clusterings for the
@@ -1749,6 +1786,7 @@ def _missing_starts(prep: PreparedMesh, counts: tuple, max_iter: int, power) -> 
     lacks, per component, in the order and batch an integer k's first clustering would run them (its rows' counts,
     less the memo's), so that making them ahead gives the same arrays."""
     out = []
+    mc = _memo_counts()
     for key, graph, dists, orders in _memo_entries(prep):
         memo = prep.memo.setdefault(key, {})
         sizes = np.bincount(graph.component, minlength=graph.n_components)
@@ -1757,8 +1795,13 @@ def _missing_starts(prep: PreparedMesh, counts: tuple, max_iter: int, power) -> 
             if D is None or sizes[c] <= 1:
                 continue
             todo = [x for x in dict.fromkeys(int(min(sizes[c], st)) for st in counts)
-                    if (c, x, int(max_iter), power) not in memo]
-            if todo:
+                    if _memo_key(c, x, max_iter, power, mc) not in memo]
+            if todo and MEMO_FIXED_BATCHES:  # each memo batch whole, as _clusterings runs it
+                rest = [x for x in todo if x not in mc]
+                for grp in [list(g) for g in dict.fromkeys(_memo_batch(x, mc) for x in todo if x in mc)] + [rest]:
+                    if grp:
+                        out.append((memo, c, D, orders.get(c), grp))
+            elif todo:
                 out.append((memo, c, D, orders.get(c), todo))
     return out
 
@@ -1768,13 +1811,14 @@ def _prefetch(work: list, max_iter: int, power, backend, prog: Progress) -> int:
     clusterings made. ``prog``: its own progress, which an edit waiting for it reports and cancels (a component's
     clusterings reach the memo only once all are made)."""
     made = 0
+    mc = _memo_counts()
     with backend.activate():
         for i, (memo, c, D, order, todo) in enumerate(work):
             res = fuzzy_cluster_many(D, todo, max_iter=max_iter, power=power, order=order, device=backend,
                                      progress=prog.sub(i / len(work), (i + 1) / len(work)))
             for x, fc in zip(todo, res, strict=True):
                 Pc = asnumpy(fc.P)
-                memo[(c, x, int(max_iter), power)] = (replace(fc, P=Pc), Pc)
+                memo[_memo_key(c, x, max_iter, power, mc)] = (replace(fc, P=Pc), Pc)
                 made += 1
     return made
 
