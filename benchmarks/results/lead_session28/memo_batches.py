@@ -76,11 +76,11 @@ def main() -> int:
     if a.clusters:
         from gpu_kernels.backend import get_backend
         backend = get_backend(a.device)
-    for mid in ids[i::n]:
-        v, f = z[f"v_{mid}"], z[f"f_{mid}"]
-        humans = [z[k] for k in sorted(z.files) if k.startswith(f"s_{mid}_")]
-        hk = sorted({int(np.unique(h).size) for h in humans})
-        for fs in a.faces.split(","):
+    for fs in a.faces.split(","):  # (every mesh at the first resolution first)
+        for mid in ids[i::n]:
+            v, f = z[f"v_{mid}"], z[f"f_{mid}"]
+            humans = [z[k] for k in sorted(z.files) if k.startswith(f"s_{mid}_")]
+            hk = sorted({int(np.unique(h).size) for h in humans})
             mf = segment.DEFAULT_MAX_FACES if fs == "default" else int(fs)
             t0 = time.perf_counter()
             kw = {"device": a.device, "max_faces": mf}
