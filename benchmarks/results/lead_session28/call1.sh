@@ -3,7 +3,8 @@
 # with segment.MEMO_FIXED_BATCHES off (sessions 20-27) and on, 76 PSB meshes x working resolutions default/3000,
 # 8 processes per setting on one GPU, stopped after T_DIAG s (rows so far kept). carry: .carry-mm23.
 # (The first try, 4 processes per setting x 3 resolutions, ran past the call's 600 s, and its 17 files were more than
-# the 8 a call brings back: nothing came back. Now two files: log.txt and rows.jsonl.)
+# the 8 a call brings back: nothing came back. The second try hung in a bare `wait`, which also waits for the log's tee.
+# Now two files: log.txt and rows.jsonl.)
 #   bash benchmarks/results/lead_session28/call1.sh      (on the device; $OUT collects the rows)
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 T0=$(date +%s); M=$PWD/.carry-mm23; W=/tmp/w28; D=${OUT:-/tmp/out}/call1; mkdir -p "$D" "$W"
@@ -12,13 +13,14 @@ source benchmarks/mesh_round_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; nproc --all
 python3 -c "from gpu_kernels.mesh import segment; print('MEMO_FIXED_BATCHES', segment.MEMO_FIXED_BATCHES, 'K_STARTS', segment.K_STARTS, 'AUTO_K_STARTS', segment.AUTO_K_STARTS)"
 echo "== memo_batches [$(( $(date +%s) - T0 )) s]"
-R=$W/rows; mkdir -p "$R"
+R=$W/rows; mkdir -p "$R"; pids=()
 for fx in 0 1; do for p in 0 1 2 3 4 5 6 7; do
   extra=""; [ "$fx" = 0 ] && extra="--clusters"
   timeout ${T_DIAG:-330} python3 benchmarks/results/lead_session28/memo_batches.py "$W/psb.npz" --fixed $fx --part $p/8 \
     --faces default,3000 --device cuda $extra > "$R/rows_f${fx}_p${p}.jsonl" 2> "$R/err_f${fx}_p${p}.txt" &
+  pids+=($!)
 done; done
-wait
+wait "${pids[@]}"   # (not a bare wait: bash 5.1's also waits for the log's tee, a process substitution: the tries hung)
 echo "== rows [$(( $(date +%s) - T0 )) s]"; wc -l "$R"/rows_*.jsonl | tail -1; tail -n 3 "$R"/err_*.txt | grep -v "^$" | tail -20
 cat "$R"/rows_*.jsonl > "$D/rows.jsonl"
 python3 - "$R" <<'PY'
