@@ -782,7 +782,9 @@ def _settle_rows(graph, cl, k, epsilon, prog, info, early, pending, cuts, cut_ke
 #: the auto-k starts' cluster counts (what :attr:`PreparedMesh.memo` keeps) are clustered in a batch
 #: of their own (:func:`fuzzy_cluster_many`), apart from an integer k's factors: a GPU matrix
 #: product's rounding can depend on the other columns of its batch, so a memo hit filled by
-#: k = "auto" would not always equal a fresh integer-k run (session 7: the reviewer's finding)
+#: k = "auto" would not always equal a fresh integer-k run (session 7: the reviewer's finding). Since session 20 the
+#: memo also keeps an integer k's starts, so this one batch held them all; MEMO_FIXED_BATCHES (on) splits it in two
+#: fixed batches and this switch is read only where that one is off
 STARTS_OWN_BATCH = True
 #: the memo's cluster counts (the auto-k starts and an integer k's starts, K_STARTS) are clustered in two fixed
 #: batches, the auto-k starts and the others (:func:`_memo_batch`), whichever k asks: a GPU product's rounding depends
