@@ -552,10 +552,7 @@ def _clusterings(graph, k, apsp_method, max_iter, backend, prog, info, power=Non
             # the memo's counts in a batch of their own (STARTS_OWN_BATCH): a product's rounding may
             # depend on the batch's other columns, and a memo hit must equal a fresh run
             if MEMO_FIXED_BATCHES and keys:
-                # each memo batch with a count to cluster, whole (its other counts too): a count's clustering then
-                # does not depend on which k asked for it first
-                groups = [list(g) for g in dict.fromkeys(keys[x][4] for x in todo if x in keys)]
-                groups.append([x for x in todo if x not in keys])
+                groups = _memo_groups(todo, {x: key[4] for x, key in keys.items()})
             else:
                 groups = ([[x for x in todo if x in keys], [x for x in todo if x not in keys]]
                           if STARTS_OWN_BATCH and keys else [todo])
@@ -804,6 +801,14 @@ def _memo_key(c: int, x: int, max_iter: int, power, memo_counts) -> tuple:
     """A clustering's key in :attr:`PreparedMesh.memo`'s dict of one resolution: (component, cluster count, iteration
     cap, power, its batch (:func:`_memo_batch`))."""
     return (c, int(x), int(max_iter), power, _memo_batch(int(x), memo_counts))
+
+
+def _memo_groups(todo: list, batch_of: dict) -> list:
+    """The clustering calls for the counts ``todo`` (:data:`MEMO_FIXED_BATCHES`): each memo batch that holds one of
+    them, whole (its other counts too, so that a count's clustering does not depend on which k asked for it first),
+    then the counts that are not the memo's (``batch_of``: memo count -> its batch), in one call."""
+    return [list(g) for g in dict.fromkeys(batch_of[x] for x in todo if x in batch_of)] + [
+        [x for x in todo if x not in batch_of]]
 
 
 def _memo_batch(x: int, memo_counts) -> tuple | None:
@@ -1799,8 +1804,7 @@ def _missing_starts(prep: PreparedMesh, counts: tuple, max_iter: int, power) -> 
             todo = [x for x in dict.fromkeys(int(min(sizes[c], st)) for st in counts)
                     if _memo_key(c, x, max_iter, power, mc) not in memo]
             if todo and MEMO_FIXED_BATCHES:  # each memo batch whole, as _clusterings runs it
-                rest = [x for x in todo if x not in mc]
-                for grp in [list(g) for g in dict.fromkeys(_memo_batch(x, mc) for x in todo if x in mc)] + [rest]:
+                for grp in _memo_groups(todo, {x: _memo_batch(x, mc) for x in todo if x in mc}):
                     if grp:
                         out.append((memo, c, D, orders.get(c), grp))
             elif todo:

@@ -16,21 +16,10 @@ from gpu_kernels.mesh import segment as segmod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_mesh_cluster import box_bar_box  # noqa: E402
+from test_quality7_batches import _batches as _record  # noqa: E402  (the fuzzy_cluster_many batch recorder)
 
 AUTO = sorted(int(x) for x in segmod.AUTO_K_STARTS)
 OTHER = sorted(set(segmod.integer_k_starts()) - set(AUTO))
-
-
-def _record(monkeypatch):
-    seen = []
-    orig = segmod.fuzzy_cluster_many
-
-    def rec(D, ks, **kw):
-        seen.append(sorted(int(k) for k in ks))
-        return orig(D, ks, **kw)
-
-    monkeypatch.setattr(segmod, "fuzzy_cluster_many", rec)
-    return seen
 
 
 @pytest.fixture(scope="module")
