@@ -10,9 +10,12 @@
 #      K_ROUNDS rounds (default 7) on the same two meshes, arms s20 / s25 / s25-numpy (and s25-five with FIVE_MODEL,
 #      session 25's model on the five starts, since session 26); on a fresh machine OLD_MODEL is commit 954c238's
 #      learned_model.NPZ_BASE64, base64-decoded (SHA-1 58288ec3...);
-#   3. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400).
+#   3. with EXTRA set (session 29): that bash command line, T_EXTRA seconds at most (default 200), with O (this call's
+#      folder: what it writes there comes back), M17 and M50 (the two timing meshes) exported, its output in extra.txt
+#      (a one-off measurement no longer needs its own copy of this set-up, as sessions 27-28's call scripts were);
+#   4. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400).
 # Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
-# gpu_tests.txt).
+# extra.txt, gpu_tests.txt).
 set -o pipefail
 export PYTHONUNBUFFERED=1
 NAME=${1:?usage: bash benchmarks/lead_check.sh NAME}
@@ -35,7 +38,12 @@ if [ -n "$K_SPEED" ]; then
     --json "$O/k_speed.json" > "$O/k_speed.txt" 2>&1
   echo "k-speed rc=$?"; grep k-speed25 "$O/k_speed.txt" | cut -c1-170
 fi
-echo "== 3. pytest -m gpu [$(( $(date +%s) - T0 )) s]"
+if [ -n "$EXTRA" ]; then
+  echo "== 3. extra: $EXTRA [$(( $(date +%s) - T0 )) s]"
+  O="$O" M17="$M17" M50=/tmp/281.off timeout "${T_EXTRA:-200}" bash -c "$EXTRA" > "$O/extra.txt" 2>&1
+  echo "extra rc=$?"; tail -5 "$O/extra.txt" | cut -c1-200
+fi
+echo "== 4. pytest -m gpu [$(( $(date +%s) - T0 )) s]"
 T_TESTS=${T_TESTS:-400} gpu_tests "$O/gpu_tests.txt" ${TESTS:-tests}
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
 tar -czf "$OUT/$NAME.tgz" -C /tmp "$NAME"

@@ -75,12 +75,16 @@ def test_an_integer_k_takes_the_auto_starts_above_it():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("own", [True, False])
-def test_gpu_memo_hit_equals_a_fresh_run(monkeypatch, own):
+@pytest.mark.parametrize("fixed, own", [(True, True), (False, True), (False, False)],
+                         ids=["fixed-batches", "own-batch", "one-batch"])
+def test_gpu_memo_hit_equals_a_fresh_run(monkeypatch, fixed, own):
     """The reviewer's question on the GPU: k then auto on one prepared mesh equals auto fresh,
-    and auto then k equals k fresh (with the starts apart, and batched with the factors as
-    before session 7: equal on 38 of 38 PSB meshes on the H100, benchmarks/mesh_memo_session7.py)."""
+    and auto then k equals k fresh: with the memo's two fixed batches (the default since session 28),
+    with the memo's counts in one batch apart from the factors (sessions 7-27), and batched with the
+    factors as before session 7 (equal on 38 of 38 PSB meshes on the H100, benchmarks/mesh_memo_session7.py).
+    STARTS_OWN_BATCH is read only where MEMO_FIXED_BATCHES is off, so each case sets both."""
     pytest.importorskip("cupy")
+    monkeypatch.setattr(segmod, "MEMO_FIXED_BATCHES", fixed)
     monkeypatch.setattr(segmod, "STARTS_OWN_BATCH", own)
     v, f, _ = box_bar_box()
 
