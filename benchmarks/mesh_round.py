@@ -522,6 +522,32 @@ def print_judgement(j: dict, label: str) -> None:
     print(f"RULE {label} (1)-(3), (5): {'PASS' if j['pass'] else 'FAIL'} {j['criteria']}", flush=True)
 
 
+def average_arms(rows: list, groups: dict) -> list:
+    """Rows with one column set per group of arms (session 29, round seeds29: one recipe's training alone moves a
+    held-out mean by 0.002-0.003, so a round can train each arm over several subsample seeds and judge the means):
+    ``groups`` maps a new name to the arms trained the same way but for the seed (e.g. ``{"C": ["C0", "C1", "C2",
+    "C3"]}``). Per row and group: the protocol score and k = "auto"'s score and in-range flag are the arms' means;
+    k = "auto"'s k is kept where every arm has the same, else None (the judge's "equal on every row" then compares
+    the means). Rows lacking one of a group's arms are left out. The group names must not be arm names."""
+    out = []
+    for r in rows:
+        names = [a for g in groups.values() for a in g]
+        if not all(a in r for a in names):
+            continue
+        clash = [g for g in groups if g in r]
+        if clash:
+            raise ValueError(f"average_arms: group name(s) {clash} are also arm names")
+        x = dict(r)
+        for g, arms in groups.items():
+            x[g] = float(np.mean([r[a] for a in arms]))
+            x[g + "_auto"] = float(np.mean([r[a + "_auto"] for a in arms]))
+            x[g + "_in_range"] = float(np.mean([r[a + "_in_range"] for a in arms]))
+            ks = {r[a + "_auto_k"] for a in arms}
+            x[g + "_auto_k"] = ks.pop() if len(ks) == 1 else None
+        out.append(x)
+    return out
+
+
 def read_rows(path) -> tuple[list, list]:
     """A round's rows file (one JSON object a line): ``(rows, error rows)``; the error rows' count and first two are
     printed."""

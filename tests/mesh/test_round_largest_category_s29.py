@@ -1,6 +1,6 @@
 """The margin rounds' judge (``benchmarks/mesh_round.judge_rows``) reports the mean difference without the category
-that moves most (session 29, round seeds29: one fold's held-out score can swing with the training alone). Report-only:
-the verdict does not read it."""
+that moves most (session 29, round seeds29: one fold's held-out score can swing with the training alone; report-only,
+the verdict does not read it), and ``average_arms`` lets a round judge arms trained over several seeds on their means."""
 
 from __future__ import annotations
 
@@ -42,3 +42,28 @@ def test_it_does_not_change_the_verdict(mr):
     rule = mr.Rule(min_draws=1, over_margin=0, over_draws=False)
     assert mr.judge_rows(_rows(+0.05), [], "A", "B", rule, n_meshes=4)["criteria"]["2_mean"] is False
     assert mr.judge_rows(_rows(-0.05), [], "A", "B", rule, n_meshes=4)["criteria"]["2_mean"] is True
+
+
+def test_arms_trained_over_seeds_are_judged_on_their_means(mr):
+    rows = []
+    for d in ("s1", "s2"):
+        for m, cat in ((1, "cup"), (2, "bearing")):
+            r = {"mesh": m, "draw": d, "category": cat}
+            # the control's two seeds straddle 0.10; the candidate's two seeds are 0.002 lower on average
+            for a, v in (("C0", 0.098), ("C1", 0.102), ("K0", 0.097), ("K1", 0.099)):
+                r.update({a: v, a + "_auto": 0.1, a + "_auto_k": 3, a + "_in_range": 1})
+            rows.append(r)
+    avg = mr.average_arms(rows, {"C": ["C0", "C1"], "K": ["K0", "K1"]})
+    assert len(avg) == 4
+    assert avg[0]["C"] == pytest.approx(0.100) and avg[0]["K"] == pytest.approx(0.098)
+    assert avg[0]["K_auto_k"] == 3 and avg[0]["K_in_range"] == 1
+    j = mr.judge_rows(avg, [], "C", "K", mr.Rule(min_draws=1), n_meshes=2)
+    assert j["mean"]["K"] - j["mean"]["C"] == pytest.approx(-0.002)
+    assert j["auto_equal_all_rows"] is True
+    # one seed of each arm alone says the opposite of the means: K1 (0.099) is worse than C0 (0.098)
+    one = mr.judge_rows(rows, [], "C0", "K1", mr.Rule(min_draws=1), n_meshes=2)
+    assert one["mean"]["K1"] - one["mean"]["C0"] == pytest.approx(+0.001)
+    rows[0].pop("K1")
+    assert len(mr.average_arms(rows, {"C": ["C0", "C1"], "K": ["K0", "K1"]})) == 3  # (a row lacking an arm: left out)
+    with pytest.raises(ValueError, match="also arm names"):
+        mr.average_arms(rows, {"C0": ["C1"]})
