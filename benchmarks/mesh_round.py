@@ -79,7 +79,8 @@ class Arm:
     worker of this arm; ``policy``: the integer-k merge order; ``store`` (session 22): the stores' candidate
     (``mesh_simplify_session7_stores``: ``pf3n0`` the seed's shuffled listing, ``pf3n0c`` the canonical order salted by
     the seed) of the arm's training and judging draws; ``models_auto``: a folder of k = "auto" models per category
-    (and ALL) for this arm's rows instead of the round's."""
+    (and ALL) for this arm's rows instead of the round's; ``cap_seed`` (session 29, round seeds29): the seed of the
+    recipe's 200,000-example training subsample (``mesh_session15_q.train_fold``; 0 as every round before)."""
 
     name: str
     recipe: tuple = ("y", 21)
@@ -89,10 +90,14 @@ class Arm:
     policy: str = "gain"
     store: str = "pf3n0"
     models_auto: str = ""
+    cap_seed: int = 0
 
     def spec(self) -> dict:
+        if self.cap_seed and self.train:
+            raise ValueError(f"arm {self.name}: cap_seed is the recipe's; a train function ({self.train}) has its own")
         return {"name": self.name, "recipe": list(self.recipe), "train": self.train, "folds": self.folds,
-                "switches": self.switches, "policy": self.policy, "store": self.store, "models_auto": self.models_auto}
+                "switches": self.switches, "policy": self.policy, "store": self.store, "models_auto": self.models_auto,
+                "cap_seed": int(self.cap_seed)}
 
 
 def add_round_args(sub) -> argparse.ArgumentParser:
@@ -236,7 +241,7 @@ def _train_job(a):
             import mesh_session15_q as q15
 
             q15.RECIPES[spec["name"]] = tuple(spec["recipe"])
-            r = q15.train_fold(rec, models, cat, spec["name"])
+            r = q15.train_fold(rec, models, cat, spec["name"], cap_seed=spec.get("cap_seed", 0))
         from gpu_kernels.mesh import learned as _ln
 
         m = _ln.TreeModel.from_npz(models / f"{cat}.npz")
@@ -529,9 +534,9 @@ def average_arms(rows: list, groups: dict) -> list:
     "C3"]}``). Per row and group: the protocol score and k = "auto"'s score and in-range flag are the arms' means;
     k = "auto"'s k is kept where every arm has the same, else None (the judge's "equal on every row" then compares
     the means). Rows lacking one of a group's arms are left out. The group names must not be arm names."""
+    names = [a for g in groups.values() for a in g]
     out = []
     for r in rows:
-        names = [a for g in groups.values() for a in g]
         if not all(a in r for a in names):
             continue
         clash = [g for g in groups if g in r]

@@ -126,9 +126,10 @@ def _examples(rec_dir: Path, col: str):
     return rows
 
 
-def train_fold(rec_dir: Path, models: Path, cat: str, recipe: str) -> dict:
+def train_fold(rec_dir: Path, models: Path, cat: str, recipe: str, cap_seed: int = 0) -> dict:
     """Today's recipe on the target column ``RECIPES[recipe]``: the examples of the other categories (all for
-    ``ALL``), the seeded 200,000 subsample (the same rows for C and M), 64 trees of depth <= 4."""
+    ``ALL``), the seeded 200,000 subsample (the same rows for C and M; ``cap_seed``, session 29: another seed draws
+    other rows), 64 trees of depth <= 4."""
     col, nf = RECIPES[recipe]
     rows = _examples(rec_dir, col)
     sel = [r for r in rows if r[2] != cat]
@@ -136,13 +137,15 @@ def train_fold(rec_dir: Path, models: Path, cat: str, recipe: str) -> dict:
     t = np.concatenate([r[4] for r in sel]).astype(np.float64)
     if X.shape[1] < nf:
         raise ValueError(f"the records have {X.shape[1]} feature columns, recipe {recipe} needs {nf}")
-    X, t = ml12._cap(X, t)
+    X, t = ml12._cap(X, t, seed=cap_seed)
     X = X[:, :nf]
     t0 = time.perf_counter()
     m = ml12.fit(X, t)
     m.save(models / f"{cat}.npz")
     out = {"recipe": recipe, "fold": cat, "n": int(t.size), "n_features": nf, "target_mean": float(t.mean()),
            "seconds": time.perf_counter() - t0}
+    if cap_seed:
+        out["cap_seed"] = cap_seed
     held = [r for r in rows if r[2] == cat]
     if held:
         Xh = np.concatenate([r[3] for r in held]).astype(np.float64)[:, :nf]

@@ -12,6 +12,7 @@ held out once more. The rule: benchmarks/results/lead_session29_memo29.md.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -27,8 +28,7 @@ from mesh_session24_hull import MIN_DRAWS  # noqa: E402
 def judge_round() -> mr.MarginRound:
     """starts27's judge under this round's name: the prediction is read from its ``auto_equal_all_rows``; its K9
     verdict is not a decision (K9 is not a candidate)."""
-    return mr.MarginRound("memo29", s27.arms(), ("K9",), mean_margin=0.0010, need_better=True, over_allow=0,
-                          min_draws=MIN_DRAWS, train_draws=2, shipped_close_ok=True)
+    return dataclasses.replace(s27.judge_round(), name="memo29")
 
 
 def main(argv=None) -> int:

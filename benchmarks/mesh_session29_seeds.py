@@ -11,7 +11,8 @@ only in how the same recipe is trained:
 
 - **C**: the shipped recipe as round starts27's C (today's code: fixed memo batches);
 - **C1, C2, C3**: the same records, the same recipe, the 200,000-example training subsample drawn with seeds 1, 2, 3
-  instead of 0 (``mesh_session12_q._cap``);
+  instead of 0 (``mesh_round.Arm.cap_seed``; the round ran at 75662a9 with three train functions that patched
+  ``mesh_session12_q._cap`` to the same effect);
 - **Cold**: the same recipe with ``MEMO_FIXED_BATCHES`` off (the code of sessions 20-27): its ALL must be the shipped
   model's trees (fcb2985a), which shows that the batches alone changed the records.
 
@@ -23,6 +24,7 @@ The rule: benchmarks/results/lead_session29_seeds29.md.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -31,53 +33,26 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import mesh_round as mr  # noqa: E402
-import mesh_session12_q as ml12  # noqa: E402
-import mesh_session15_q as q15  # noqa: E402
-import mesh_session23_mono as mm  # noqa: E402
 import mesh_session27_starts as s27  # noqa: E402
-from mesh_session24_hull import HULL  # noqa: E402
 
 MEMO = "gpu_kernels.mesh.segment.MEMO_FIXED_BATCHES"
 MIN_DRAWS = 8
 
 
-def _train_seeded(rec, models, cat, seed: int) -> dict:
-    """``mesh_session15_q.train_fold`` with C's recipe, its 200,000-example subsample drawn with ``seed``."""
-    orig = ml12._cap
-    ml12._cap = lambda X, y, seed_=0: orig(X, y, seed=seed)
-    q15.RECIPES["seeded"] = ("y", mm.NF + 1)
-    try:
-        r = q15.train_fold(rec, models, cat, "seeded")
-    finally:
-        ml12._cap = orig
-    r["cap_seed"] = seed
-    return r
-
-
-def train_seed1(rec, models, cat):
-    return _train_seeded(rec, models, cat, 1)
-
-
-def train_seed2(rec, models, cat):
-    return _train_seeded(rec, models, cat, 2)
-
-
-def train_seed3(rec, models, cat):
-    return _train_seeded(rec, models, cat, 3)
-
-
 def arms() -> list:
-    base = {mm.CANON: False, HULL: True}
+    """C as round starts27's; C1-C3 the same arm with the subsample's seed 1-3 (``mesh_round.Arm.cap_seed``); Cold with
+    the memo's old batches (its own switch set, so its own records)."""
     c = s27.arms()[0]
-    assert c.name == "C" and c.switches == base
-    return [c] + [mr.Arm(f"C{i}", c.recipe, train=f"mesh_session29_seeds:train_seed{i}", switches=dict(base))
-                  for i in (1, 2, 3)] + [mr.Arm("Cold", c.recipe, switches={**base, MEMO: False})]
+    assert c.name == "C"
+    return [c] + [dataclasses.replace(c, name=f"C{i}", cap_seed=i) for i in (1, 2, 3)] + [
+        dataclasses.replace(c, name="Cold", switches={**c.switches, MEMO: False})]
 
 
 def judge_round() -> mr.MarginRound:
-    """The harness's report of every arm against C (its verdicts are not decisions: nothing here is a candidate)."""
-    return mr.MarginRound("seeds29", arms(), ("C1", "C2", "C3", "Cold"), mean_margin=0.0010, need_better=True,
-                          over_allow=0, min_draws=MIN_DRAWS, train_draws=2, shipped_close_ok=True)
+    """starts27's judge over this round's arms: the harness's report of every arm against C (its verdicts are not
+    decisions: nothing here is a candidate)."""
+    return dataclasses.replace(s27.judge_round(), name="seeds29", arms=arms(), candidates=("C1", "C2", "C3", "Cold"),
+                               min_draws=MIN_DRAWS)
 
 
 def main(argv=None) -> int:

@@ -67,3 +67,53 @@ def test_arms_trained_over_seeds_are_judged_on_their_means(mr):
     assert len(mr.average_arms(rows, {"C": ["C0", "C1"], "K": ["K0", "K1"]})) == 3  # (a row lacking an arm: left out)
     with pytest.raises(ValueError, match="also arm names"):
         mr.average_arms(rows, {"C0": ["C1"]})
+
+
+def test_an_arm_trained_with_another_subsample_seed(mr, monkeypatch, tmp_path):
+    """``Arm.cap_seed`` reaches ``train_fold``'s 200,000-example subsample (here a cap of 40 rows of 200): seed 0 is
+    the rows every earlier round trained on, another seed draws other rows. (Session 29's round seeds29 ran with
+    train functions that patched the subsample's seed; the harness now carries it.)"""
+    import mesh_session12_q as ml12
+    import mesh_session15_q as q15
+    import numpy as np
+
+    d = tmp_path / "rec" / "s1"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for mid in (1, 21):  # (two categories: the fold "ALL" trains on both)
+        X = rng.random((100, 22)).astype(np.float32)
+        np.savez(d / f"{mid}_ex.npz", X=X, y=X[:, 0])
+    seen = []
+
+    class _Model:
+        def save(self, path):
+            pass
+
+        def predict(self, X):
+            return np.zeros(len(X))
+
+    def fit(X, y, w=None, seed=0):
+        seen.append(np.sort(y))
+        return _Model()
+
+    monkeypatch.setattr(ml12, "TRAIN_CAP", 40)
+    monkeypatch.setattr(ml12, "fit", fit)
+    q15.RECIPES["t29"] = ("y", 22)
+    for seed in (0, 0, 1):
+        r = q15.train_fold(tmp_path / "rec", tmp_path, "ALL", "t29", cap_seed=seed)
+        assert r["n"] == 40 and r.get("cap_seed", 0) == seed
+    assert np.array_equal(seen[0], seen[1]) and not np.array_equal(seen[0], seen[2])
+
+    # the harness passes the arm's seed on, and refuses it beside a train function of the arm's own
+    got = {}
+
+    def train_fold(rec, models, cat, recipe, cap_seed=0):
+        got["cap_seed"] = cap_seed
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(q15, "train_fold", train_fold)
+    arm = mr.Arm("C2", ("y", 22), cap_seed=2)
+    assert "recorded" in mr._train_job((arm.spec(), tmp_path, tmp_path, "ALL"))["error"]
+    assert got["cap_seed"] == 2
+    with pytest.raises(ValueError, match="cap_seed"):
+        mr.Arm("X", train="mod:fn", cap_seed=1).spec()
