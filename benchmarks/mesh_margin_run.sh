@@ -7,7 +7,8 @@
 # TRAIN (default s1421-1422), the real pipeline on the judging draws JUDGE in order, batches of 4 while the judging end
 # (JUDGE_END, default 440 s) is not reached, k = "auto" under the shipped model; then the judge. carry (.carry-mm23):
 # mesh_round_carry.sh's files. LOCAL=1 IDS=21,101 TRAIN=9901 JUDGE=9903,9904 DEV=cpu JOBS=1: a development-CPU smoke
-# test on throw-away seeds.
+# test on throw-away seeds. TRAIN= (set and empty, session 30): no records and no training, every arm takes its
+# ready folds (mesh_round.Arm.folds); BATCH: judging draws per batch (default 4).
 set -o pipefail
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 SCRIPT=${1:?usage: bash benchmarks/mesh_margin_run.sh SCRIPT NAME}; NAME=${2:?NAME}
@@ -22,8 +23,8 @@ source benchmarks/mesh_round_env.sh
 DATA="$W/psb.npz"
 echo "== round [$(( $(date +%s) - T0 )) s]"
 timeout "${T_ROUND:-520}" python3 "$SCRIPT" round --data "$DATA" --work "$W/w" --out "$W/o" \
-  --train "${TRAIN:-1421,1422}" --judge "${JUDGE:?JUDGE: the judging draws}" \
-  --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch 4 --judge-end "${JUDGE_END:-440}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
+  --train "${TRAIN-1421,1422}" --judge "${JUDGE:?JUDGE: the judging draws}" \
+  --jobs "${JOBS:-16}" --device "${DEV:-cuda}" --batch "${BATCH:-4}" --judge-end "${JUDGE_END:-440}" ${IDS:+--ids $IDS} 2>&1 | grep -v Warn
 echo "== judge [$(( $(date +%s) - T0 )) s]"
 python3 "$SCRIPT" judge "$W/o/rows.jsonl" --json "$D/judged.json" ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
 gzip -c "$W/o/rows.jsonl" > "$D/rows.jsonl.gz"

@@ -80,7 +80,10 @@ class Arm:
     (``mesh_simplify_session7_stores``: ``pf3n0`` the seed's shuffled listing, ``pf3n0c`` the canonical order salted by
     the seed) of the arm's training and judging draws; ``models_auto``: a folder of k = "auto" models per category
     (and ALL) for this arm's rows instead of the round's; ``cap_seed`` (session 29, round seeds29): the seed of the
-    recipe's 200,000-example training subsample (``mesh_session15_q.train_fold``; 0 as every round before)."""
+    recipe's 200,000-example training subsample (``mesh_session15_q.train_fold``; 0 as every round before);
+    ``gain_beta`` (session 30, round beta30): ``learned.GAIN_BETA`` while this arm's integer k runs (None: the
+    library's; a judging-time setting, as ``policy``: no switch set of its own, so the arms share one
+    ``prepare_mesh`` and their records)."""
 
     name: str
     recipe: tuple = ("y", 21)
@@ -91,13 +94,15 @@ class Arm:
     store: str = "pf3n0"
     models_auto: str = ""
     cap_seed: int = 0
+    gain_beta: float | None = None
 
     def spec(self) -> dict:
         if self.cap_seed and self.train:
             raise ValueError(f"arm {self.name}: cap_seed is the recipe's; a train function ({self.train}) has its own")
         return {"name": self.name, "recipe": list(self.recipe), "train": self.train, "folds": self.folds,
                 "switches": self.switches, "policy": self.policy, "store": self.store, "models_auto": self.models_auto,
-                "cap_seed": int(self.cap_seed)}
+                "cap_seed": int(self.cap_seed),
+                "gain_beta": None if self.gain_beta is None else float(self.gain_beta)}
 
 
 def add_round_args(sub) -> argparse.ArgumentParser:
@@ -262,7 +267,7 @@ def _confirm_job(a):
         w16._set_faces(faces)
         import mesh_session13_q as q13
 
-        sets = {s["name"]: (models / s["name"], s["policy"]) for s in specs}
+        sets = {s["name"]: (models / s["name"], s["policy"], s.get("gain_beta")) for s in specs}
         r = q13.confirm_mesh(data, store, mesh_id, sets, models_auto, device, draw)
         r["switch_set"] = set_name
         return r
@@ -533,15 +538,17 @@ def average_arms(rows: list, groups: dict) -> list:
     ``groups`` maps a new name to the arms trained the same way but for the seed (e.g. ``{"C": ["C0", "C1", "C2",
     "C3"]}``). Per row and group: the protocol score and k = "auto"'s score and in-range flag are the arms' means;
     k = "auto"'s k is kept where every arm has the same, else None (the judge's "equal on every row" then compares
-    the means). Rows lacking one of a group's arms are left out. The group names must not be arm names."""
+    the means). Rows lacking one of a group's arms are left out. A group's name must not be the name of an arm outside
+    it; it may be one of its own arms' (session 30: the control "C" and its sister trainings, so that the judge's
+    control is their mean), whose columns then hold the group's means."""
     names = [a for g in groups.values() for a in g]
     out = []
     for r in rows:
         if not all(a in r for a in names):
             continue
-        clash = [g for g in groups if g in r]
+        clash = [g for g, arms in groups.items() if g in r and g not in arms]
         if clash:
-            raise ValueError(f"average_arms: group name(s) {clash} are also arm names")
+            raise ValueError(f"average_arms: group name(s) {clash} are also the names of arms outside them")
         x = dict(r)
         for g, arms in groups.items():
             x[g] = float(np.mean([r[a] for a in arms]))
@@ -767,7 +774,13 @@ class MarginRound:
 
     A non-inferiority round (session 22) sets ``mean_margin`` negative (cand <= C + |margin|), ``need_better`` False
     (no draw count in (1)), ``over_allow`` (2: cand <= C + over_allow) and ``round_checks`` (keys of round.json that
-    must be True for (5), besides C's ALL = the shipped model)."""
+    must be True for (5), besides C's ALL = the shipped model).
+
+    Judged on means (session 30, round beta30): ``groups`` (``((name, (arm, ...)), ...)``) judges each group's mean
+    (:func:`average_arms`; the control's group is named "C", the candidates are group names); ``without_largest_max``
+    adds (6): cand - C without the category that moves most <= that value; ``pairs`` (``((cand, base arm, cand
+    arm), ...)``) adds (7): over the complete draws, the cand arm's protocol mean is lower than its base arm's in
+    more than half of the candidate's pairs (the arms themselves, not the means)."""
 
     name: str
     arms: list
@@ -783,8 +796,12 @@ class MarginRound:
     over_allow: int = 0
     round_checks: tuple = ()
     shipped_close_ok: bool = False  # (session 25) C's ALL = the shipped model's trees to rounding (same_trees) passes
+    groups: tuple = ()
+    without_largest_max: float | None = None
+    pairs: tuple = ()
 
-    def judge_one(self, rows: list, bad: list, cand: str, n_meshes: int, min_draws: int, complete_ok) -> dict:
+    def judge_one(self, rows: list, bad: list, cand: str, n_meshes: int, min_draws: int, complete_ok,
+                  raw: list | None = None) -> dict:
         j = judge_rows(rows, bad, "C", cand, Rule(min_draws=min_draws), n_meshes)
         per = j["per_draw"]
         better = sum(v[cand] < v["C"] for v in per.values())
@@ -803,6 +820,15 @@ class MarginRound:
             "3_auto": c3,
             "5_complete": len(j["complete"]) >= min_draws and complete_ok is True,
         }
+        if self.without_largest_max is not None:
+            w = j.get("mean_diff_without_largest")
+            crit["6_without_largest"] = ok and w is not None and w <= self.without_largest_max
+        mine = [(b, c) for n, b, c in self.pairs if n == cand]
+        if mine:
+            rr = [r for r in (raw if raw is not None else rows) if r["draw"] in j["complete"]]
+            diff = {f"{c}-{b}": float(np.mean([r[c] - r[b] for r in rr if b in r and c in r])) for b, c in mine}
+            j["pairs"] = diff
+            crit["7_pairs"] = ok and 2 * sum(x < 0 for x in diff.values()) > len(diff)
         j["draws_better_worse"] = [better, worse]
         j["auto_how"] = how3
         j[f"criteria_{self.name}"] = crit
@@ -856,7 +882,10 @@ class MarginRound:
         return {"seconds_sum": tot, "median_per_mesh_draw": med}
 
     def cmd_judge(self, a) -> int:
-        rows, bad = read_rows(a.rows)
+        raw, bad = read_rows(a.rows)
+        rows = average_arms(raw, dict(self.groups)) if self.groups else raw
+        if self.groups:
+            print(f"judged on the means of {dict(self.groups)} ({len(rows)} of {len(raw)} rows have every arm)")
         rj = Path(a.rows).with_name("round.json")
         rnd = json.loads(rj.read_text()) if rj.exists() else {}
         n_arms = len(self.arms)
@@ -877,7 +906,7 @@ class MarginRound:
               f"{rnd.get('examples_per_set')}; draws not run {rnd.get('draws_not_run')}")
         rep: dict = {"round_checks": checks, "round_checks_ok": complete_ok}
         for cand in self.candidates:
-            j = self.judge_one(rows, bad, cand, a.n_meshes, a.min_draws, complete_ok)
+            j = self.judge_one(rows, bad, cand, a.n_meshes, a.min_draws, complete_ok, raw)
             print_judgement(j, f"{cand} [mesh_round's default Rule, NOT this round's rule: ignore this verdict]")
             print(f"  draws better / worse (protocol mean) {j['draws_better_worse']}; mean {cand} - C "
                   f"{j['mean'][cand] - j['mean']['C']:+.4f} (<= {-self.mean_margin:+.4f}"
@@ -885,6 +914,9 @@ class MarginRound:
                   f"{cand} {j['over_030'][cand]} (<= C + {self.over_allow}), draws fewer / more {j['draws_fewer_more']}; k = auto: "
                   f"{j['auto_how']}; mean C {j['auto_mean']['C']:.4f} {cand} {j['auto_mean'][cand]:.4f}, lowest % in "
                   f"range {min((v[cand + '_in_range'] for v in j['per_draw'].values()), default=float('nan')):.1f}")
+            if "pairs" in j:
+                print("  (7) per pair, cand arm - base arm over the complete draws: "
+                      + ", ".join(f"{k} {x:+.4f}" for k, x in j["pairs"].items()))
             verdict = "PASS" if j[f"pass_{self.name}"] else "FAIL"
             print(f"RULE {self.name} {cand}: {verdict} {j[f'criteria_{self.name}']}", flush=True)
             rep[cand] = j

@@ -177,13 +177,21 @@ def confirm_mesh(data: Path, store: str, mesh_id: int, sets: dict, models_auto: 
     v, f, humans, hk, cat, t0, prep = mp.judging_draw(data, store, mesh_id, device)
     out = {"mesh": mesh_id, "category": cat, "draw": draw, "hk": hk}
     _ln.MODEL_AUTO = _ln.TreeModel.from_npz(models_auto / f"{cat}.npz")
-    for name, (d, pol) in sets.items():
+    beta0 = _ln.GAIN_BETA
+    for name, entry in sets.items():
+        # (model folder, policy[, learned.GAIN_BETA for this arm's integer k, None: the library's; session 30,
+        # mesh_round.Arm.gain_beta])
+        d, pol = entry[0], entry[1]
         _ln.MODEL = _ln.TreeModel.from_npz(d / f"{cat}.npz")
         _ln.POLICY = pol
         ri = {}
-        for k in sorted(set(hk)):
-            seg = _segment.segment_prepared(prep, k=k, device=device)
-            ri[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+        _ln.GAIN_BETA = float(entry[2]) if len(entry) > 2 and entry[2] is not None else beta0
+        try:
+            for k in sorted(set(hk)):
+                seg = _segment.segment_prepared(prep, k=k, device=device)
+                ri[k] = float(np.mean([rand_index_error(seg.labels, h) for h in humans]))
+        finally:
+            _ln.GAIN_BETA = beta0
         out[name] = float(np.mean([ri[k] for k in hk]))
         out[name + "_per_k"] = {str(k): x for k, x in ri.items()}
         seg = _segment.segment_prepared(prep, k="auto", device=device)

@@ -188,10 +188,20 @@ def _predict_row(X, i, feature, threshold, left, right, value, init, rate, depth
     return init + rate * acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cautious(p, beta):  # pragma: no cover - compiled
+    """``2 p - 1``, plus ``beta`` where that is not 0 (learned._cautious's floats)."""
+    c = 2.0 * p - 1.0
+    if beta != 0.0:
+        c = c + beta
+    return c
+
+
 @njit(cache=True, nogil=True, error_model="numpy")  # 0/0 -> NaN as in the NumPy loops
 def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c0s, area, comp_area,
                  label_component, present, count, target, tracked, start, done, lim, has_lim, min_area, stop_p,
-                 has_stop, gain_power, nrm, comp_lg, feature, threshold, left, right, value, init, rate, depth, root,
+                 has_stop, gain_power, gain_beta, nrm, comp_lg, feature, threshold, left, right, value, init, rate,
+                 depth, root,
                  keeps, gones, strengths, n, max_rounds, hull_on, hsup, hpts, hcnt, hdep,
                  hneed):  # pragma: no cover - compiled
     """Up to ``max_rounds`` rounds of the greedy merge loop on the state (updated in place: the tables, ``in_num``,
@@ -200,7 +210,8 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
     ``lim`` per component where ``has_lim``), :data:`LEARNED` (the lowest prediction, ties by the strength) or
     :data:`BLEND` (the lowest sum of the two ranks, ties by the prediction) or :data:`GAIN` (the lowest
     ``(2 p - 1) x share_small x share_large``, the product raised to ``gain_power`` where that is not 1
-    (:data:`gpu_kernels.mesh.learned.GAIN_POWER`: an argument, since numba would freeze a global), ties by the
+    (:data:`gpu_kernels.mesh.learned.GAIN_POWER`: an argument, since numba would freeze a global),
+    ``gain_beta`` (:data:`gpu_kernels.mesh.learned.GAIN_BETA`) added to ``2 p - 1`` where it is not 0, ties by the
     strength); ``has_stop``: a component stops once no
     candidate of it is predicted under ``stop_p``. ``lg``: the log-thickness sums (empty: none); the strength takes
     the thickness contrast where ``sdf > 0``. ``hull_on`` (:data:`gpu_kernels.mesh.learned.HULL_FEATURE`): a 22nd
@@ -423,12 +434,13 @@ def greedy_merge(policy, BL, BN, BX, BX2, BV, BH, in_num, in_den, lg, sdf, c0, c
                 elif policy == GAIN:
                     # np.lexsort((strength, (2 p - 1) * share_small * share_large))[0]; the product to the power
                     # gain_power (math.pow: the C library's, as learned._pow) where that is not 1
+                    # (learned.GAIN_BETA: 2 p - 1 + gain_beta where that is not 0)
                     if gain_power == 1.0:
                         for t in range(m):
-                            g_[t] = (2.0 * p_[t] - 1.0) * X[t, SS] * X[t, SL]
+                            g_[t] = _cautious(p_[t], gain_beta) * X[t, SS] * X[t, SL]
                     else:
                         for t in range(m):
-                            g_[t] = (2.0 * p_[t] - 1.0) * math.pow(X[t, SS] * X[t, SL], gain_power)
+                            g_[t] = _cautious(p_[t], gain_beta) * math.pow(X[t, SS] * X[t, SL], gain_power)
                     for t in range(1, m):
                         if _lt(g_[t], g_[jb]) or (not _lt(g_[jb], g_[t]) and _lt(st[t], st[jb])):
                             jb = t

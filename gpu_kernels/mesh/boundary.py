@@ -660,11 +660,12 @@ class _MergeState:
         return self.labels(), self.merges
 
     def compiled(self, targets, min_area, strengths, *, policy=0, lim=None, stop_p=None, model=None,
-                 progress=None, gain_power=1.0, hull=None):
+                 progress=None, gain_power=1.0, gain_beta=0.0, hull=None):
         """The greedy loop by :func:`gpu_kernels.mesh._numba_merge.greedy_merge` (the ``"contrast"`` criterion):
         the same merges and strengths as :meth:`greedy` with the hand-made pick (``policy`` 0, ``lim``: a
         per-component strength limit, ``stop``) or the learned one (1 learned, 2 blend, 3 gain; ``model``,
-        ``stop_p``; ``gain_power``: :data:`gpu_kernels.mesh.learned.GAIN_POWER`, read by the gain order only;
+        ``stop_p``; ``gain_power`` / ``gain_beta``: :data:`gpu_kernels.mesh.learned.GAIN_POWER` /
+        ``GAIN_BETA``, read by the gain order only;
         ``hull``: a :class:`gpu_kernels.mesh.learned._Hull` for the union-depth feature, updated in place),
         run in blocks of :data:`CANCEL_ROUNDS` rounds with the cancel flag checked between them. Returns
         ``(labels, merges)``."""
@@ -723,7 +724,8 @@ class _MergeState:
                 int(policy), self.BL, self.BN, self.BX, BX2, BV, BH, self.in_num, self.in_den, lg, float(self.sdf),
                 float(self.c0), max(float(self.c0), C0_FLOOR), self.area, comp_area, label_component, self.present,
                 cnt, target, tracked, start, done, lim_a, has_lim, float(min_area),
-                float(stop_p) if stop_p is not None else 0.0, stop_p is not None, float(gain_power), nrm, comp_lg,
+                float(stop_p) if stop_p is not None else 0.0, stop_p is not None, float(gain_power),
+                float(gain_beta), nrm, comp_lg,
                 *tree, self.root,
                 keeps, gones, st, n, int(CANCEL_ROUNDS), *h_args)
             if need:  # (the exact hull's depths of the next round's new pairs: learned._Hull.fill, then on)

@@ -27,7 +27,8 @@ import numpy as np
 from gpu_kernels.mesh import boundary as _bd
 
 __all__ = ["FEATURES", "TreeModel", "learned_merge", "pair_targets", "k_merge", "shipped_model", "MODEL", "auto_merge",
-           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P", "AUTO_POLICY", "GAIN_POWER"]
+           "shipped_auto_model", "MODEL_AUTO", "AUTO_STOP_P", "AUTO_POLICY", "GAIN_POWER",
+           "GAIN_BETA"]
 
 #: the model :func:`k_merge` uses; None: the shipped one (:func:`shipped_model`). Benchmarks set a fold's model here
 MODEL = None
@@ -49,6 +50,13 @@ POLICY = "gain"
 #: 0.1205); benchmarks/results/mesh_q13_session19.md. Read at each call of :func:`learned_merge` and passed to the
 #: compiled loop as an argument (numba freezes globals when it compiles)
 GAIN_POWER = 0.5
+#: the "gain" order's caution (session 30): its gain is ``(2 p - 1 + GAIN_BETA) x weight``, so a pair whose p is near
+#: 0.5 weighs against merging by its weight: the larger the two clusters, the stronger the evidence "same part" has to
+#: be before they merge. A model that has not seen a shape gives its largest pairs p near 0.5 (session 29: bearing
+#: 343's two largest parts at p 0.48 under one fold model, merged, and 0.51 under another, kept), where the plain
+#: gain leaves the largest stake to noise. 0.0 is session 19's order exactly (the term is not added). Read at each
+#: call of :func:`learned_merge` and passed to the compiled loop as an argument
+GAIN_BETA = 0.0
 #: the policy :func:`auto_merge` uses (k = "auto"): "learned" (session 11: the lowest predicted p first); "gain" (the
 #: expected change of the Rand Index error, as :data:`POLICY`) is judged for k = "auto" by session 13's helper mesh-q2
 #: (benchmarks/results/mesh_q2_session13.md). The stop is the same under both: a component stops once none of its
@@ -613,6 +621,23 @@ def _hull_centroids(graph):
     return c
 
 
+def _gain_beta() -> float:
+    """:data:`GAIN_BETA` as a float, checked: a finite number in [-1, 1]."""
+    try:
+        b = float(GAIN_BETA)
+    except (TypeError, ValueError):
+        b = float("nan")
+    if not (math.isfinite(b) and -1.0 <= b <= 1.0):
+        raise ValueError(f"learned.GAIN_BETA must be a finite number in [-1, 1], not {GAIN_BETA!r}")
+    return b
+
+
+def _cautious(p, beta: float):
+    """The "gain" order's ``2 p - 1``, plus ``beta`` (:data:`GAIN_BETA`) where that is not 0."""
+    c = 2.0 * p - 1.0
+    return c + beta if beta != 0.0 else c
+
+
 def _run(state, targets, min_area, policy, model, strengths, record, record_top, stop_p, progress, centroids=None):
     """The greedy loop of :func:`learned_merge` on ``state`` (a :class:`gpu_kernels.mesh.boundary._MergeState`
     with its extra tables): compiled where it can be, else NumPy. ``centroids`` (where :func:`learned_merge` wants
@@ -623,9 +648,11 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
     gain_power = float(GAIN_POWER)
     if policy == "gain" and not (math.isfinite(gain_power) and gain_power >= 0.0):
         raise ValueError(f"learned.GAIN_POWER must be a finite number >= 0, not {GAIN_POWER!r}")
+    gain_beta = _gain_beta() if policy == "gain" else 0.0
     if record is None and _bd.COMPILED_MERGE and _bd.compiled_merge() is not None:
         return state.compiled(targets, min_area, strengths, policy=POLICIES[policy],
-                              stop_p=stop_p, model=model, progress=progress, gain_power=gain_power, hull=hull)
+                              stop_p=stop_p, model=model, progress=progress, gain_power=gain_power,
+                              gain_beta=gain_beta, hull=hull)
     if record is not None:
         record.setdefault("X", [])
         record.setdefault("y", [])
@@ -655,10 +682,11 @@ def _run(state, targets, min_area, policy, model, strengths, record, record_top,
             if policy == "learned":
                 j = int(np.lexsort((strength, p))[0])
             elif policy == "gain":
+                c = _cautious(p, gain_beta)
                 if gain_power == 1.0:  # (session 13's floats exactly)
-                    g = (2.0 * p - 1.0) * X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]]
+                    g = c * X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]]
                 else:
-                    g = (2.0 * p - 1.0) * _pow(X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]], gain_power)
+                    g = c * _pow(X[:, SHARE_COLS[0]] * X[:, SHARE_COLS[1]], gain_power)
                 j = int(np.lexsort((strength, g))[0])
             else:
                 r = (np.argsort(np.argsort(strength, kind="stable"), kind="stable")

@@ -65,7 +65,7 @@ def test_arms_trained_over_seeds_are_judged_on_their_means(mr):
     assert one["mean"]["K1"] - one["mean"]["C0"] == pytest.approx(+0.001)
     rows[0].pop("K1")
     assert len(mr.average_arms(rows, {"C": ["C0", "C1"], "K": ["K0", "K1"]})) == 3  # (a row lacking an arm: left out)
-    with pytest.raises(ValueError, match="also arm names"):
+    with pytest.raises(ValueError, match="also the names of arms outside them"):
         mr.average_arms(rows, {"C0": ["C1"]})
 
 
