@@ -103,6 +103,8 @@ def test_an_arms_gain_beta_is_set_for_its_integer_k_only(mr, monkeypatch, tmp_pa
     from gpu_kernels.mesh import learned as ln
 
     hum = [np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])]
+    for name in ("MODEL", "MODEL_AUTO", "POLICY"):   # (confirm_mesh sets them: restored after the test)
+        monkeypatch.setattr(ln, name, getattr(ln, name))
     monkeypatch.setattr(mp, "judging_draw", lambda *a: (None, None, hum, [2, 2], "cup", 0.0, "prep"))
     monkeypatch.setattr(ln.TreeModel, "from_npz", staticmethod(lambda p: p))
     seen = []
