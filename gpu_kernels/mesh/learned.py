@@ -54,9 +54,14 @@ GAIN_POWER = 0.5
 #: 0.5 weighs against merging by its weight: the larger the two clusters, the stronger the evidence "same part" has to
 #: be before they merge. A model that has not seen a shape gives its largest pairs p near 0.5 (session 29: bearing
 #: 343's two largest parts at p 0.48 under one fold model, merged, and 0.51 under another, kept), where the plain
-#: gain leaves the largest stake to noise. 0.0 is session 19's order exactly (the term is not added). Read at each
-#: call of :func:`learned_merge` and passed to the compiled loop as an argument
-GAIN_BETA = 0.0
+#: gain leaves the largest stake to noise. 0.0 is session 19's order exactly (the term is not added). 0.06 since
+#: session 30: round beta30 (leave one category out, the real pipeline, 8 new draws s2376-s2383, H200; the mean of five
+#: trainings of the shipped recipe, each pair on the same fold models) 0.1091 -> 0.1072, lower on 8 of 8 draws and in
+#: 4 of 5 trainings; the trainings' spread 0.0035 -> 0.0017; meshes over 0.30 (of the means) 13 -> 13; most of the
+#: gain is the bearing fold's (-0.031; without it -0.0003). In-sample (the shipped model, session 29's CPU pilot)
+#: 0.1040 -> 0.1038. benchmarks/results/lead_session30_beta30.md. Read at each call of :func:`learned_merge` and passed
+#: to the compiled loop as an argument
+GAIN_BETA = 0.06
 #: the policy :func:`auto_merge` uses (k = "auto"): "learned" (session 11: the lowest predicted p first); "gain" (the
 #: expected change of the Rand Index error, as :data:`POLICY`) is judged for k = "auto" by session 13's helper mesh-q2
 #: (benchmarks/results/mesh_q2_session13.md). The stop is the same under both: a component stops once none of its
