@@ -1343,6 +1343,10 @@ class PreparedMesh:
     #: the background clustering of an integer k's extra starts (:func:`prefetch_k_starts`), or None;
     #: :func:`clusterings_prepared` waits for it before it reads or changes ``memo``
     prefetch: object = field(default=None, repr=False, compare=False)
+    #: the device that prepared it (its backend's label: "cpu", "cuda:N"): the later stages' device where they are
+    #: given none (session 30: a mesh prepared on the CPU and segmented with ``device=None`` on a machine with a GPU
+    #: stopped in a CuPy kernel on its host arrays)
+    device: str | None = None
 
 
 def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFAULT_MAX_FACES,
@@ -1497,7 +1501,14 @@ def prepare_mesh(vertices, faces, *, delta=None, eta_convex=None, max_faces=DEFA
         info["timings"]["transfer"] = time.perf_counter() - t0
     return PreparedMesh(vertices_in=vertices, faces_in=faces, vertices=v, faces=f, kept=kept, report=rep,
                         graph=graph, working=working, info=info, distances=distances, nearest=nearest,
-                        orders=orders)
+                        orders=orders, device=backend.label)
+
+
+def _prepared_backend(prep: PreparedMesh, device):
+    """The backend of a later stage on ``prep``: ``device``, or where that is None, the device that prepared it."""
+    if device is None and getattr(prep, "device", None):
+        return get_backend(prep.device)
+    return get_backend(device)
 
 
 def _wait_quietly(job) -> None:
@@ -1583,7 +1594,7 @@ def _cut_and_lay_out(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries
         return cut_clustered(prep, cm, refine_boundaries=refine_boundaries, device=device, progress=cut_progress)
     t0 = time.perf_counter()
     mode = _autok.check_layout(auto_layout)
-    backend = get_backend(device)
+    backend = _prepared_backend(prep, device)
     if _autok.LAYOUT_DECIDE == "working" and _one_carried(cm):
         return _lay_out_working(prep, cm, refine_boundaries=refine_boundaries, mode=mode, backend=backend, prog=prog,
                                 t0=t0)
@@ -1865,7 +1876,8 @@ def prefetch_k_starts(prep: PreparedMesh, cs: ClusterSet, *, device=None):
     if not work:
         return None
     prog = Progress()
-    job = BackgroundCall(_prefetch, work, max_iter, power, get_backend(device), prog, name="gpulab-mesh-prefetch",
+    job = BackgroundCall(_prefetch, work, max_iter, power, _prepared_backend(prep, device), prog,
+                         name="gpulab-mesh-prefetch",
                          on_cancel=prog.cancel)
     job.progress = prog
     prep.prefetch = job
@@ -1907,7 +1919,7 @@ def clusterings_prepared(prep: PreparedMesh, *, k="auto", apsp_method="auto", ma
     t_start = time.perf_counter()
     prog = as_progress(progress)
     _wait_prefetch(prep, prog)  # (a background clustering of the extra starts writes the memo: let it finish)
-    backend = get_backend(device)
+    backend = _prepared_backend(prep, device)
     kw = _segment_params(k, None, max_iter, update_power, oversegment, None)
     if epsilon is None:
         epsilon = prep.last_epsilon
@@ -1963,7 +1975,7 @@ def settle_prepared(prep: PreparedMesh, cs: ClusterSet, *, epsilon=DEFAULT_EPSIL
     cancelled (:func:`_settle`: done here instead, the same result)."""
     t_start = time.perf_counter()
     prog = as_progress(progress)
-    backend = get_backend(device)
+    backend = _prepared_backend(prep, device)
     kw = _segment_params(cs.kw["k"], epsilon, cs.kw["max_iter"], cs.kw["update_power"], cs.kw["oversegment"],
                          shading)
     k, epsilon = kw["k"], kw["epsilon"]
@@ -2003,7 +2015,7 @@ def cut_clustered(prep: PreparedMesh, cm: ClusteredMesh, *, refine_boundaries=DE
     nor ``cm`` is modified."""
     t_start = time.perf_counter()
     prog = as_progress(progress)
-    backend = get_backend(device)
+    backend = _prepared_backend(prep, device)
     with backend.activate():
         cut = _cut_labels(prep, cm, refine_boundaries, prog)
     return _finish_cut(prep, cm, cut, backend, prog, time.perf_counter() - t_start)
