@@ -57,7 +57,8 @@ GAIN_POWER = 0.5
 #: gain leaves the largest stake to noise. 0.0 is session 19's order exactly (the term is not added). 0.06 since
 #: session 30: round beta30 (leave one category out, the real pipeline, 8 new draws s2376-s2383, H200; the mean of five
 #: trainings of the shipped recipe, each pair on the same fold models) 0.1091 -> 0.1072, lower on 8 of 8 draws and in
-#: 4 of 5 trainings; the trainings' spread 0.0035 -> 0.0017; meshes over 0.30 (of the means) 13 -> 13; most of the
+#: 5 of 5 trainings (one by 1.5e-5); the trainings' spread 0.0035 -> 0.0017; meshes over 0.30 (of the means) 13 -> 13,
+#: per training 61 -> 69 in all (303 and 381 slightly worse); most of the
 #: gain is the bearing fold's (-0.031; without it -0.0003). In-sample (the shipped model, session 29's CPU pilot)
 #: 0.1040 -> 0.1038. benchmarks/results/lead_session30_beta30.md. Read at each call of :func:`learned_merge` and passed
 #: to the compiled loop as an argument

@@ -1559,7 +1559,8 @@ def segment_prepared(prep: PreparedMesh, *, k="auto", epsilon=DEFAULT_EPSILON, a
     :class:`PreparedMesh` (which it does not modify), carried back to every input face:
     :func:`cluster_prepared` (what k, epsilon and the iteration cap change) and then
     :func:`cut_clustered` (what ``refine_boundaries`` changes). Parameters are those of
-    :func:`segment_mesh`."""
+    :func:`segment_mesh`; ``device`` None (here and in the other stages on a prepared mesh): the device that
+    prepared ``prep`` (:attr:`PreparedMesh.device`)."""
     prog = as_progress(progress)
     relay = _relays(k, auto_layout)
     p1 = prog.sub(0.0, 0.6) if relay else prog
