@@ -48,6 +48,10 @@ class Cancelled(Exception):
         super().__init__(message)
 
 
+#: how far past [0, 1] (or below its start) a sub-range's bound may lie by rounding alone (:meth:`Progress.sub`)
+SUB_SLACK = 1e-9
+
+
 class Progress:
     """Reports ``(fraction, stage)`` and carries a cancellation flag.
 
@@ -162,9 +166,18 @@ class Progress:
         return out
 
     def sub(self, start: float, stop: float, prefix: str = "") -> Progress:
-        """A child whose fractions 0..1 map onto ``[start, stop]`` of this one."""
-        if not (0.0 <= start <= stop <= 1.0):
+        """A child whose fractions 0..1 map onto ``[start, stop]`` of this one.
+
+        Bounds off by rounding alone (:data:`SUB_SLACK`) are clamped: a share computed as a running sum over a
+        total can end a few ulps above 1 (Python 3.12's ``sum`` of floats is compensated, a running ``+=`` is
+        not), and a share of the bar never stops a run:
+
+        >>> Progress().sub(0.97, 1.0000000000000002).update(1.0)
+        """
+        if not (-SUB_SLACK <= start <= stop + SUB_SLACK and stop <= 1.0 + SUB_SLACK):
             raise ValueError(f"sub-range must satisfy 0 <= start <= stop <= 1, got {start}, {stop}")
+        start = min(max(start, 0.0), 1.0)
+        stop = min(max(stop, start), 1.0)
         return Progress(
             self._callback,
             self._cancel,
