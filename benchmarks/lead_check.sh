@@ -13,9 +13,15 @@
 #   3. with EXTRA set (session 29): that bash command line, T_EXTRA seconds at most (default 200), with O (this call's
 #      folder: what it writes there comes back), M17 and M50 (the two timing meshes) exported, its output in extra.txt
 #      (a one-off measurement no longer needs its own copy of this set-up, as sessions 27-28's call scripts were);
-#   4. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400).
+#   4. pytest -m gpu on TESTS (default: every test folder), T_TESTS seconds at most (default 400);
+#   5. with ALL_TESTS set (session 30): pytest on those paths WITHOUT the gpu mark's filter, the non-gpu tests included
+#      (session 30 found two defects that way: a CPU-prepared mesh segmented with device=None, and the progress bar's
+#      rounding under this machine's Python 3.12), -n ALL_JOBS (default 12), T_ALL seconds at most (default 300); the
+#      repo on PYTHONPATH (the CLI's subprocesses import app) and, where the folder NIB (default: CARRY) holds a nibabel
+#      wheel, nibabel (gpulab's dependency, absent here). What still fails there is the machine's: no SimpleITK, PySide6 or Dask, and the carried
+#      pymeshlab has no io plugins (benchmarks/results/lead_session30.md, section 4).
 # Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
-# extra.txt, gpu_tests.txt).
+# extra.txt, gpu_tests.txt, all_tests.txt).
 set -o pipefail
 export PYTHONUNBUFFERED=1
 NAME=${1:?usage: bash benchmarks/lead_check.sh NAME}
@@ -45,5 +51,17 @@ if [ -n "$EXTRA" ]; then
 fi
 echo "== 4. pytest -m gpu [$(( $(date +%s) - T0 )) s]"
 T_TESTS=${T_TESTS:-400} gpu_tests "$O/gpu_tests.txt" ${TESTS:-tests}
+if [ -n "$ALL_TESTS" ]; then
+  echo "== 5. pytest, non-gpu tests included: $ALL_TESTS [$(( $(date +%s) - T0 )) s]"
+  NIB=${NIB:-$C}
+  if ls "$NIB"/nibabel-*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-nib "$NIB"/nibabel-*.whl 2>&1 \
+      | grep -v WARN | tail -1
+  fi
+  # shellcheck disable=SC2086
+  PYTHONPATH="$PWD:/tmp/site-nib${PYTHONPATH:+:$PYTHONPATH}" timeout "${T_ALL:-300}" python3 -m pytest -q \
+    -p no:cacheprovider -n "${ALL_JOBS:-12}" -rfE --tb=short $ALL_TESTS > "$O/all_tests.txt" 2>&1
+  echo "pytest rc=$?"; grep -E "^(FAILED|ERROR)" "$O/all_tests.txt" | cut -c1-160 | head -40; tail -1 "$O/all_tests.txt"
+fi
 echo "done after $(( $(date +%s) - T0 )) s"; date -u
 tar -czf "$OUT/$NAME.tgz" -C /tmp "$NAME"
