@@ -536,6 +536,8 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
         # stops them ("Worker process still alive after 4.0 seconds, killing", a CancelledError's
         # traceback) are not the user's business: the command says "cancelled", one line
         with _quiet_dask() if cancelled else contextlib.nullcontext():
+            if client is not None and cluster is not None:
+                _quiet_workers(client)   # (our own workers: their shutdown's heartbeat errors are not the user's)
             if client is not None:
                 with contextlib.suppress(Exception):
                     client.close(timeout=10)
@@ -543,6 +545,27 @@ def run_batch(tool: str | Tool, inputs: Sequence[str | os.PathLike], out_dir: st
                 with contextlib.suppress(Exception):
                     cluster.close(timeout=20)
     return summary
+
+
+def _quiet_worker_logs() -> None:
+    """On a worker: Dask's loggers (distributed, tornado, asyncio) silent from now on."""
+    for n in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+
+
+def _quiet_workers(client, timeout: float = 5.0) -> None:
+    """Silence the local cluster's workers before it stops (session 30): a worker whose heartbeat meets the closed
+    scheduler logs "Failed to communicate with scheduler during heartbeat" and a CommClosedError's traceback from its
+    own process, beside "gpulab: cancelled" (seen once in CI after a Ctrl+C, tests/framework/
+    test_mends11_batch_sigint.py). At most ``timeout`` seconds: a worker that does not answer does not hold the
+    shutdown up."""
+    def run():
+        with contextlib.suppress(Exception):
+            client.run(_quiet_worker_logs, on_error="ignore")
+
+    t = threading.Thread(target=run, name="gpulab-quiet-workers", daemon=True)
+    t.start()
+    t.join(timeout)
 
 
 @contextlib.contextmanager
