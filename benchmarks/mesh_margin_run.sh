@@ -28,6 +28,7 @@ timeout "${T_ROUND:-520}" python3 "$SCRIPT" round --data "$DATA" --work "$W/w" -
 echo "== judge [$(( $(date +%s) - T0 )) s]"
 python3 "$SCRIPT" judge "$W/o/rows.jsonl" --json "$D/judged.json" ${IDS:+--n-meshes 2 --min-draws 1} 2>&1 | grep -v Warn
 gzip -c "$W/o/rows.jsonl" > "$D/rows.jsonl.gz"
-(cd "$W/w" && tar -cf - models | xz -9 > "$D/models.tar.xz")
+# (ready folds, TRAIN= empty: the models are the carried files, named in meta's models.sha1; not archived again)
+if [ -n "${TRAIN-1421,1422}" ]; then (cd "$W/w" && tar -cf - models | xz -9 > "$D/models.tar.xz"); fi
 (cd "$W" && tar -czf "$D/meta.tar.gz" o/record.jsonl o/train.jsonl o/stores.sha1.json o/models.sha1 o/round.json)
 echo "done after $(( $(date +%s) - T0 )) s"; date -u

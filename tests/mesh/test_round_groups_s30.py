@@ -6,23 +6,13 @@ difference without the category that moves most, (7) the candidate better in mos
 from __future__ import annotations
 
 import json
-import sys
 from argparse import Namespace
-from pathlib import Path
 
+import _round_fixtures as rf  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def mr(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import mesh_round
-
-    yield mesh_round
-    sys.modules.pop("mesh_round", None)
+mr = rf.mr
 
 
 def _row(m, d, cat, vals):

@@ -4,21 +4,10 @@ the verdict does not read it), and ``average_arms`` lets a round judge arms trai
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import _round_fixtures as rf  # noqa: E402  (tests/mesh is on sys.path under pytest)
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def mr(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import mesh_round
-
-    yield mesh_round
-    sys.modules.pop("mesh_round", None)
+mr = rf.mr
 
 
 def _rows(swing: float) -> list:
