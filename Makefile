@@ -167,7 +167,7 @@ test: $(STAMP_DEV) xvfb-deps desktop-deps emu-deps
 	@rc=0; xd=""; \
 	if [ "$(PYTEST_WORKERS)" -gt 1 ] 2>/dev/null && $(PY) -c "import xdist" 2>/dev/null; then \
 	  xd="-n $(PYTEST_WORKERS) --dist loadfile"; fi; \
-	QT_QPA_PLATFORM=$(QT_PLATFORM) $(PY) -m pytest -ra $$xd $(PYTEST_ARGS) || rc=$$?; \
+	QT_QPA_PLATFORM=$(QT_PLATFORM) GPULAB_TEST_EXTRAS=required $(PY) -m pytest -ra $$xd $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 	@if [ "$(WHEEL_CHECK)" != 0 ]; then $(MAKE) --no-print-directory wheel-check; fi
 

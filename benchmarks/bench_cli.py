@@ -19,6 +19,12 @@ import json
 import sys
 from pathlib import Path
 
+# a checkout run without gpulab installed (a GPU host with only NumPy, SciPy and CuPy): the checks below import
+# app.io, so the tree this file lives in is the fallback; appended, so an installed gpulab or a script's --root wins
+_TREE = str(Path(__file__).resolve().parents[1])
+if _TREE not in sys.path:
+    sys.path.append(_TREE)
+
 __all__ = ["BadInput", "check_bsds", "check_folder", "check_input_file", "check_json_input", "check_new_folder",
            "check_output", "check_results_file", "check_cache_source", "option_value", "run", "write_json"]
 

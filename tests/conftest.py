@@ -4,6 +4,8 @@ Imports neither Qt nor CuPy: on the GPU host (no Qt) ``pytest -m gpu`` needs onl
 numpy, scipy, cupy and pytest. GUI test modules do ``pytest.importorskip("PySide6")``.
 
 - ``gpu``-marked tests are skipped, with the reason, unless CuPy finds a CUDA device.
+- ``medical``- and ``batch``-marked tests, and those that take ``qtbot``, are skipped with the reason where their
+  extra (or pytest-qt) is absent, except under ``make test`` (``GPULAB_TEST_EXTRAS=required``), where they fail.
 - Every test gets its own QSettings file (``GPULAB_SETTINGS_DIR``) and starts with the
   compute device chosen automatically, so no test sees another's state.
 - Without a display (no Xvfb for pytest-xvfb to start), Qt runs offscreen.
@@ -58,7 +60,52 @@ def pytest_report_header(config):
             f"gpulab: nvcc {'at ' + shutil.which('nvcc') if shutil.which('nvcc') else 'not found'}"]
 
 
+#: optional parts of an install, by marker: the modules each needs and how a user gets them
+EXTRAS = {"medical": (("SimpleITK",), "the medical extra (SimpleITK): pip install 'gpulab[medical]'"),
+          "batch": (("dask", "distributed"), "the batch extra (Dask): pip install 'gpulab[batch]'")}
+#: ``make test`` sets it to "required": there nothing is skipped for a missing extra or a missing pytest-qt, and the
+#: tests that need one fail, so that CI cannot pass by skipping them
+EXTRAS_ENV = "GPULAB_TEST_EXTRAS"
+
+
+def _absent(modules):
+    import importlib.util
+
+    out = []
+    for name in modules:
+        try:
+            if importlib.util.find_spec(name) is None:
+                out.append(name)
+        except (ImportError, ValueError):  # a module blocked in sys.modules, or a broken package
+            out.append(name)
+    return out
+
+
+def _extra_skips(config, items):
+    """Where an optional part is absent (a GPU host, an install without an extra) its tests skip and say what
+    they need: the ``medical`` and ``batch`` markers, and every test that takes pytest-qt's ``qtbot`` (directly or
+    through a fixture) when pytest-qt is not there."""
+    if os.environ.get(EXTRAS_ENV) == "required":
+        return
+    reasons = {}
+    for marker, (modules, what) in EXTRAS.items():
+        missing = _absent(modules)
+        if missing:
+            reasons[marker] = f"needs {what}; missing here: {', '.join(missing)}"
+    for item in items:
+        for marker, reason in reasons.items():
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
+                break
+        else:
+            info = getattr(item, "_fixtureinfo", None)
+            if info is not None and "qtbot" in item.fixturenames and not info.name2fixturedefs.get("qtbot"):
+                item.add_marker(pytest.mark.skip(reason="needs PySide6 and pytest-qt (the dev extra): the qtbot "
+                                                        "fixture is not there"))
+
+
 def pytest_collection_modifyitems(config, items):
+    _extra_skips(config, items)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     from gpu_kernels import backend

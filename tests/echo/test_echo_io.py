@@ -26,7 +26,8 @@ def vol():
     return np.random.default_rng(0).integers(0, 255, size=(5, 6, 7), dtype=np.uint8)
 
 
-@pytest.mark.parametrize("name", ["v.nii", "v.nii.gz", "v.mha", "v.nrrd", "v.npz"])
+@pytest.mark.parametrize("name", ["v.nii", "v.nii.gz", pytest.param("v.mha", marks=pytest.mark.medical),
+                                  pytest.param("v.nrrd", marks=pytest.mark.medical), "v.npz"])
 def test_round_trip_keeps_voxels_order_and_spacing(tmp_path, vol, name):
     write_volume(tmp_path / name, vol, spacing=(2.5, 1.0, 0.5))
     r = read_volume(tmp_path / name)
@@ -43,7 +44,8 @@ def test_npy_has_unit_spacing(tmp_path, vol):
     assert r.spacing == (1.0, 1.0, 1.0)
 
 
-@pytest.mark.parametrize("name", ["s.nii.gz", "s.mha", "s.nrrd", "s.npz"])
+@pytest.mark.parametrize("name", ["s.nii.gz", pytest.param("s.mha", marks=pytest.mark.medical),
+                                  pytest.param("s.nrrd", marks=pytest.mark.medical), "s.npz"])
 def test_4d_sequences(tmp_path, name):
     s = np.random.default_rng(1).random((3, 4, 5, 6)).astype(np.float32)
     write_volume(tmp_path / name, s, spacing=(1.5, 1.0, 1.0), time_step=0.05)
@@ -76,6 +78,7 @@ def keep_locale():
     locale.setlocale(locale.LC_ALL, saved)
 
 
+@pytest.mark.medical
 def test_dicom_series(tmp_path, keep_locale):
     import SimpleITK as sitk
 
@@ -174,7 +177,7 @@ def _file(name, data):
         (_truncated_nii, "truncated"),
         (_truncated_gz, "truncated"),
         (_truncated_npy, "truncated"),
-        (_huge_mha, "more than gpulab reads|truncated"),
+        pytest.param(_huge_mha, "more than gpulab reads|truncated", marks=pytest.mark.medical),
         (lambda d, v: np.save(d / "two.npy", np.zeros((4, 4))) or d / "two.npy", "3-D volume"),
         (lambda d, v: np.save(d / "nan.npy", np.full((4, 4, 4), np.nan)) or d / "nan.npy", "NaN"),
         (_file("x.tif", b"II*"), "unknown volume format"),

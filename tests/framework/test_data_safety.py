@@ -232,6 +232,7 @@ def secret(tmp_path):
     return s
 
 
+@pytest.mark.medical
 @pytest.mark.parametrize("make", [_mhd, _nhdr, lambda p, f: _nhdr(p, f, "datafile")])
 @pytest.mark.parametrize("how", ["absolute", "dotdot", "symlink"])
 def test_a_header_cannot_read_outside_its_folder(tmp_path, secret, make, how, monkeypatch, capsys):
@@ -258,6 +259,7 @@ def test_a_header_cannot_read_outside_its_folder(tmp_path, secret, make, how, mo
     assert "outside the folder" in capsys.readouterr().err
 
 
+@pytest.mark.medical
 def test_a_header_data_file_inside_its_folder_still_reads(tmp_path):
     from app.io.volume_io import read_volume
 
@@ -269,6 +271,7 @@ def test_a_header_data_file_inside_its_folder_still_reads(tmp_path):
     assert int(np.asarray(vol.data)[0, 0, 5]) == 5
 
 
+@pytest.mark.medical
 def test_the_user_can_allow_outside_paths(tmp_path, secret, monkeypatch):
     from app.io.volume_io import read_volume
 

@@ -107,7 +107,8 @@ def command_results(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.batch) if c.startswith("batch") else c
+                                     for c in COMMANDS])
 def test_command_families(command, command_results):
     mine = [r for r in command_results.values() if r["command"] == command]
     assert mine, f"no case for {command}"

@@ -108,7 +108,12 @@ def _family(case: str) -> str:
     return "other"
 
 
-@pytest.mark.parametrize("reader", READERS, ids=lambda r: r.name)
+def _medical(readers):
+    """The volume reader's cases are MetaImage and NRRD files too, which need the medical extra."""
+    return [pytest.param(r, marks=pytest.mark.medical) if r.name == "volume" else r for r in readers]
+
+
+@pytest.mark.parametrize("reader", _medical(READERS), ids=lambda r: r.name)
 def test_reader_survives_corrupt_files(reader, tmp_path):
     files = _cases(reader, tmp_path)
     r = subprocess.run([sys.executable, str(WORKER), reader.name, str(tmp_path / "cases"), str(MEMORY_MB),
@@ -151,7 +156,7 @@ def test_every_format_reader_is_registered():
     assert {"mesh", "seg labels", "image"} <= names
 
 
-@pytest.mark.parametrize("reader", [r for r in READERS if r.name in ("volume", "image", "mesh", "echo study")],
+@pytest.mark.parametrize("reader", _medical([r for r in READERS if r.name in ("volume", "image", "mesh", "echo study")]),
                          ids=lambda r: r.name)
 def test_the_input_registry_dispatches_the_corrupt_cases_quickly(reader, tmp_path):
     """The window's Open and drop, the generated commands and batch ask the reader registry
