@@ -48,6 +48,7 @@ __all__ = [
     "device_info",
     "device_report",
     "load_module",
+    "cache_key",
     "cuda_source",
     "cuda_source_names",
     "cuda_include_dir",
@@ -519,6 +520,22 @@ def _kernel_backend(device):
     return get_backend(device)
 
 
+def cache_key(be) -> tuple:
+    """The key of a per-device cache for the backend ``be``: ``("cuda", device_id)``, or ``("emu", id(be))`` for an
+    emulator (a backend with its own ``load_module``, the test suite's ``tests/cuda_emu``).
+
+    An emulated backend says ``device_id`` 0 too; a cache keyed by the number alone handed its objects (an emulated
+    stream, say) to the real device 0 in the same process, where CUDA refused them ("invalid resource handle";
+    session 31, the flow's second stream, when the emulated and the GPU flow tests met in one pytest worker).
+
+    >>> cache_key(get_backend("cpu"))
+    ('cpu', 0)
+    """
+    if _is_emulator(be):
+        return ("emu", id(be))
+    return ("cuda" if getattr(be, "is_gpu", True) else "cpu", int(getattr(be, "device_id", 0) or 0))
+
+
 def module(device, source: str, defines: dict | None = None, options: tuple[str, ...] = ()):
     """The compiled module of ``gpu_kernels/cuda/<source>`` for ``device`` (see :func:`kernel`)."""
     be = _kernel_backend(device)
@@ -555,8 +572,7 @@ def kernel(device, source: str, name: str, defines: dict | None = None, options:
         return _Cooperative(kernel(device, source, name, defines, options),
                             emulated=_is_emulator(_kernel_backend(device)))
     be = _kernel_backend(device)
-    dev = ("emu", id(be)) if _is_emulator(be) else ("cuda", be.device_id)
-    key = (*dev, source, name, tuple(sorted((defines or {}).items())), tuple(options))
+    key = (*cache_key(be), source, name, tuple(sorted((defines or {}).items())), tuple(options))
     fn = _kernel_cache.get(key)
     if fn is None:
         with _module_lock:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import collections
 import threading
 
+from gpu_kernels.backend import cache_key
+
 __all__ = ["run", "clear", "ENABLED", "MAX_PLANS", "LAST_FALLBACK"]
 
 #: use CUDA-graph plans where possible (a pipeline that cannot be captured falls back to plain
@@ -99,7 +101,7 @@ def run(be, key, inputs, build):
     global LAST_FALLBACK
     if not _capturable(be):
         return build(*inputs)
-    key = (be.device_id,) + tuple(key) + tuple((tuple(x.shape), str(x.dtype)) for x in inputs)
+    key = cache_key(be) + tuple(key) + tuple((tuple(x.shape), str(x.dtype)) for x in inputs)
     if key in _failed:
         return build(*inputs)
     cp = be.xp

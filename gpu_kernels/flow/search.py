@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_kernels.backend import Backend, get_backend, set_max_dynamic_smem
+from gpu_kernels.backend import Backend, cache_key, get_backend, set_max_dynamic_smem
 from gpu_kernels.jobs import as_progress
 from gpu_kernels.ops import _gpu
 from gpu_kernels.ops.color import _gray
@@ -924,12 +924,13 @@ def _side_stream(be: Backend):
     backward flow runs after the forward one (CPU, the emulator, :data:`CONCURRENT_BACKWARD` off)."""
     if not (CONCURRENT_BACKWARD and be.is_gpu and hasattr(getattr(be.xp, "cuda", None), "Stream")):
         return None
-    s = _side.get(be.device_id)
+    key = cache_key(be)  # not the number alone: an emulator's stream must never reach the real device
+    s = _side.get(key)
     if s is None:
         cp = be.xp
         if cp.cuda.get_current_stream().is_capturing():
             return None
-        s = _side[be.device_id] = cp.cuda.Stream(non_blocking=True)
+        s = _side[key] = cp.cuda.Stream(non_blocking=True)
     return s
 
 

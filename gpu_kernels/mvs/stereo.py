@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from gpu_kernels.backend import get_backend, on_release
+from gpu_kernels.backend import cache_key, get_backend, on_release
 from gpu_kernels.env import flag
 from gpu_kernels.errors import TooLargeError
 from gpu_kernels.jobs import as_progress
@@ -528,9 +528,10 @@ def pool_to_free(pool_bytes: int, device_bytes: int) -> bool:
 
 def release_pool(be) -> None:
     """Free CuPy's pool at the end of :func:`reconstruct` where :func:`pool_to_free` says so."""
-    total = _device_bytes.get(be.device_id)
+    key = cache_key(be)  # an emulator's 16 GiB must not stand for the real device 0's memory
+    total = _device_bytes.get(key)
     if total is None:
-        total = _device_bytes[be.device_id] = be.mem_info()[1]
+        total = _device_bytes[key] = be.mem_info()[1]
     with be.activate():  # CuPy's default pool answers for the current device: make it be's
         pool_bytes = int(be.xp.get_default_memory_pool().total_bytes())
     if pool_to_free(pool_bytes, total):
