@@ -477,15 +477,31 @@ def _sigint_blocked():
     workers inherit the mask, so a terminal's Ctrl+C does not interrupt their start-up (their
     imports); this thread takes it once they have started. Any thread: the window starts the
     pool from its job thread, and the processes inherit the mask of the thread that starts them
-    (a Ctrl+C still reaches the main thread, which never blocks it here)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    (a Ctrl+C still reaches the main thread, which never blocks it here).
+
+    In the main thread a Ctrl+C that came just before (Python runs its handler at its next check, which can be
+    inside ``submit`` between a worker's start and the pool's record of it) is held back too: a recording handler
+    stands in while the processes start, and the handler found is given the signal afterwards
+    (``signal.raise_signal``). Before session 31 the KeyboardInterrupt could leave a started worker unknown to
+    the pool, which then outlived the command and printed a FileNotFoundError's traceback after "cancelled"."""
+    main = threading.current_thread() is threading.main_thread()
+    came: list[int] = []
+    previous = None
+    if main:
+        try:
+            previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+        except (ValueError, TypeError, OSError):  # no handler can be set here (an embedded interpreter)
+            main = False
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a Ctrl+C that waited lands in the recorder
+        if main:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if came:
+        signal.raise_signal(signal.SIGINT)  # the handler found (the CLI's: "gpulab: cancelled") takes it now
 
 
 def _get_pool(workers):
@@ -667,7 +683,10 @@ def _apsp_cpu_mt(n, g, progress, workers, rows=None):
                 # a Ctrl+C: the process ends next. The pool goes now, and waits for its processes, also
                 # those still starting (one that started once the exit had begun found its queue's
                 # semaphore gone and printed a traceback after "cancelled") -- unless a chunk is still
-                # running after CANCEL_WAIT_S: then the wait would be unbounded, and the exit goes on
+                # running after CANCEL_WAIT_S: then the wait would be unbounded, and the exit goes on.
+                # (Killing them instead breaks the pool, and Python 3.11's manager thread then dies on the
+                # cancelled futures with a traceback: tried in session 31.) Every started process is the
+                # pool's: _sigint_blocked holds a Ctrl+C back until the submits are done
                 _reset_pool(wait=not still)
             if isinstance(exc, BrokenProcessPool):
                 _reset_pool()
