@@ -66,6 +66,8 @@ EXTRAS = {"medical": (("SimpleITK",), "the medical extra (SimpleITK): pip instal
 #: ``make test`` sets it to "required": there nothing is skipped for a missing extra or a missing pytest-qt, and the
 #: tests that need one fail, so that CI cannot pass by skipping them
 EXTRAS_ENV = "GPULAB_TEST_EXTRAS"
+#: pytest-qt's fixtures that the suite takes (a GPU host has no pytest-qt: check31c found ``qapp`` beside ``qtbot``)
+QT_FIXTURES = ("qtbot", "qapp")
 
 
 def _absent(modules):
@@ -83,8 +85,8 @@ def _absent(modules):
 
 def _extra_skips(config, items):
     """Where an optional part is absent (a GPU host, an install without an extra) its tests skip and say what
-    they need: the ``medical`` and ``batch`` markers, and every test that takes pytest-qt's ``qtbot`` (directly or
-    through a fixture) when pytest-qt is not there."""
+    they need: the ``medical`` and ``batch`` markers, and every test that takes pytest-qt's ``qtbot`` or ``qapp``
+    (directly or through a fixture) when pytest-qt is not there."""
     if os.environ.get(EXTRAS_ENV) == "required":
         return
     reasons = {}
@@ -99,8 +101,10 @@ def _extra_skips(config, items):
                 break
         else:
             info = getattr(item, "_fixtureinfo", None)
-            if info is not None and "qtbot" in item.fixturenames and not info.name2fixturedefs.get("qtbot"):
-                item.add_marker(pytest.mark.skip(reason="needs PySide6 and pytest-qt (the dev extra): the qtbot "
+            gone = [f for f in QT_FIXTURES if info is not None and f in item.fixturenames
+                    and not info.name2fixturedefs.get(f)]
+            if gone:
+                item.add_marker(pytest.mark.skip(reason=f"needs PySide6 and pytest-qt (the dev extra): the {gone[0]} "
                                                         "fixture is not there"))
 
 

@@ -56,3 +56,11 @@ def test_qtbot_tests_skip_without_pytest_qt(tmp_path):
     assert "5 skipped" in out and "needs PySide6 and pytest-qt" in out, out
     rc, out = _pytest(tmp_path, "-p", "no:pytest-qt", GUI_TEST, required=True)
     assert rc == 1 and "5 error" in out, out
+
+
+def test_qapp_tests_skip_without_pytest_qt_too(tmp_path):
+    """check31c: on the H200 three tests that take pytest-qt's ``qapp`` (not ``qtbot``) still stopped as errors."""
+    pytest.importorskip("PySide6")
+    test = "tests/packaging/test_packaging.py::test_the_window_says_which_desktop_entry_it_belongs_to"
+    rc, out = _pytest(tmp_path, "-p", "no:pytest-qt", test)
+    assert rc == 0 and "1 skipped" in out and "the qapp fixture is not there" in out, out
