@@ -18,8 +18,10 @@
 #      (session 30 found two defects that way: a CPU-prepared mesh segmented with device=None, and the progress bar's
 #      rounding under this machine's Python 3.12), -n ALL_JOBS (default 12), T_ALL seconds at most (default 300); the
 #      repo on PYTHONPATH (the CLI's subprocesses import app) and, where the folder NIB (default: CARRY) holds a nibabel
-#      wheel, nibabel (gpulab's dependency, absent here). What still fails there is the machine's: no SimpleITK, PySide6 or Dask, and the carried
-#      pymeshlab has no io plugins (benchmarks/results/lead_session30.md, section 4).
+#      wheel, nibabel (gpulab's dependency, absent here). Since session 31 the tests that need SimpleITK, Dask or
+#      pytest-qt skip there with the reason; what still fails is the machine's: the carried pymeshlab has no io plugins
+#      (24 tests) and gpulab is not installed (2) (benchmarks/results/lead_session31.md, section 5). Session 31 found two
+#      defects this way: the emulator's stream cached for the real GPU, and a Ctrl+C as 16 APSP workers start.
 # Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
 # extra.txt, gpu_tests.txt, all_tests.txt).
 set -o pipefail
