@@ -60,9 +60,6 @@ def pytest_report_header(config):
             f"gpulab: nvcc {'at ' + shutil.which('nvcc') if shutil.which('nvcc') else 'not found'}"]
 
 
-#: optional parts of an install, by marker: the modules each needs and how a user gets them
-EXTRAS = {"medical": (("SimpleITK",), "the medical extra (SimpleITK): pip install 'gpulab[medical]'"),
-          "batch": (("dask", "distributed"), "the batch extra (Dask): pip install 'gpulab[batch]'")}
 #: ``make test`` sets it to "required": there nothing is skipped for a missing extra or a missing pytest-qt, and the
 #: tests that need one fail, so that CI cannot pass by skipping them
 EXTRAS_ENV = "GPULAB_TEST_EXTRAS"
@@ -89,9 +86,11 @@ def _extra_skips(config, items):
     (directly or through a fixture) when pytest-qt is not there."""
     if os.environ.get(EXTRAS_ENV) == "required":
         return
+    from extras_table import MARKED, modules_of  # tests/: on sys.path beside this file
+
     reasons = {}
-    for marker, (modules, what) in EXTRAS.items():
-        missing = _absent(modules)
+    for marker, what in MARKED.items():
+        missing = _absent(modules_of(marker))
         if missing:
             reasons[marker] = f"needs {what}; missing here: {', '.join(missing)}"
     for item in items:

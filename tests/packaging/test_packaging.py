@@ -80,9 +80,9 @@ KNOWN = {"cupy": {"cupy-cuda12x", "cupy-cuda13x"}, "cupyx": {"cupy-cuda12x", "cu
          "shiboken6": {"pyside6-essentials"}}
 # imported only where present, never required (each is inside try/except ImportError)
 UNDECLARED_OPTIONAL = {"dask_cuda"}
-# what an extra brings: never imported at module level, so gpulab starts without it
-EXTRA_MODULES = {"SimpleITK": "medical", "dask": "batch", "distributed": "batch", "cupy": "cuda12",
-                 "cupyx": "cuda12", "dask_cuda": None}
+# what an extra brings (tests/extras_table.py, shared with conftest's skips): never imported at module level, so
+# gpulab starts without it
+from extras_table import EXTRA_MODULES  # noqa: E402 - tests/ is on sys.path through its conftest
 
 
 def test_every_third_party_import_is_a_declared_dependency():
