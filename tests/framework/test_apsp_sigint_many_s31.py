@@ -11,14 +11,11 @@ the submits are done."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from terminal_signals import terminal_sigint  # tests/framework is on sys.path under pytest
+from terminal_signals import after_progress, ctrl_c_to_group_after, group_gone  # tests/framework: on sys.path
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups")]
 
@@ -35,43 +32,17 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _after_progress(err: str) -> list[str]:
-    return [ln for ln in err.replace("\r", "\n").splitlines() if ln.strip() and not ln.lstrip().startswith("[")]
-
-
 @pytest.mark.parametrize("delay", [0.0, 0.05])
 def test_ctrl_c_as_16_workers_start_is_one_line(tmp_path, delay):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("GPULAB_DEBUG", None)
     out = tmp_path / "seg.ply"
-    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, "mesh-seg", str(SAMPLE), "-o", str(out), "--k", "4",
-                             "--device", "cpu"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            encoding="utf-8", errors="replace", start_new_session=True, preexec_fn=terminal_sigint)
-    try:
-        line = ""
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 120 and "APSP" not in line:
-            line = proc.stderr.readline()
-            if not line:
-                break
-        assert f"Dijkstra on {WORKERS} processes" in line, line
-        time.sleep(delay)
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(60)
-        err = line + proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert (proc.returncode, _after_progress(err)) == (130, ["gpulab: cancelled"]), err[-4000:]
+    code, line, err, pgid = ctrl_c_to_group_after(
+        [sys.executable, "-c", _SCRIPT, "mesh-seg", str(SAMPLE), "-o", str(out), "--k", "4", "--device", "cpu"],
+        marker="APSP", delay=delay, env=env, cwd=ROOT, wait_s=60)
+    assert f"Dijkstra on {WORKERS} processes" in line, line
+    assert (code, after_progress(err)) == (130, ["gpulab: cancelled"]), err[-4000:]
     assert not out.exists()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
+    if not group_gone(pgid):
         pytest.fail("a process of the command's group outlived it")

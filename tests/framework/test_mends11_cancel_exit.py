@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from terminal_signals import terminal_sigint  # tests/framework is on sys.path under pytest
+from terminal_signals import after_progress, terminal_sigint  # tests/framework is on sys.path under pytest
 
 pytest.importorskip("pymeshlab")
 pytestmark = [pytest.mark.slow,
@@ -89,18 +89,13 @@ def _run(script: str, tmp_path: Path) -> tuple[int, str]:
     return r.returncode, r.stderr
 
 
-def _after_progress(err: str) -> list[str]:
-    """stderr's lines other than the progress lines."""
-    return [ln for ln in err.replace("\r", "\n").splitlines() if ln.strip() and not ln.lstrip().startswith("[")]
-
-
 def test_ctrl_c_during_the_simplifications_start_is_no_abort(tmp_path):
     from app.cli import waiting_note
 
     code, err = _run(LATE_START, tmp_path)
     # the cancel waits for the simplification (its thread first runs at the exit, then decimates): past
     # cli.FINISH_NOTE_S it says so, once (session 12)
-    assert code == 130 and _after_progress(err) in (["gpulab: cancelled"],
+    assert code == 130 and after_progress(err) in (["gpulab: cancelled"],
                                                     ["gpulab: cancelled", waiting_note("gpulab-simplify")]), err[-4000:]
     assert not (tmp_path / "seg.ply").exists()
 
@@ -108,7 +103,7 @@ def test_ctrl_c_during_the_simplifications_start_is_no_abort(tmp_path):
 def test_repeated_ctrl_c_ends_at_once_without_a_traceback(tmp_path):
     code, err = _run(REPEATED, tmp_path)
     ended = time.time()
-    assert (code, _after_progress(err)) == (130, ["gpulab: cancelled"]), err[-4000:]
+    assert (code, after_progress(err)) == (130, ["gpulab: cancelled"]), err[-4000:]
     assert not (tmp_path / "seg.ply").exists()
     # the third Ctrl+C (0.8 s after the first) ends it, not the decimation's end (4 s after the first)
     took = ended - float((tmp_path / "first-ctrl-c").read_text())
@@ -145,4 +140,4 @@ def test_ctrl_c_inside_an_extensions_own_eval_still_exits_130(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mends11_inner_eval", "mesh-seg", str(SAMPLE), "-o", str(tmp_path / "seg.ply"),
                         "--k", "4", "--device", "cpu"], cwd=ROOT, env=env, capture_output=True, encoding="utf-8",
                        errors="replace", timeout=120, preexec_fn=terminal_sigint)
-    assert (r.returncode, _after_progress(r.stderr)) == (130, ["gpulab: cancelled"]), r.stderr[-2000:]
+    assert (r.returncode, after_progress(r.stderr)) == (130, ["gpulab: cancelled"]), r.stderr[-2000:]
