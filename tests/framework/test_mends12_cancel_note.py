@@ -78,9 +78,10 @@ SLOW_DECIMATION = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a thread (pthread_kill)")
 def test_a_cancel_during_a_long_simplification_says_why_it_waits(tmp_path):
-    from test_mends11_cancel_exit import _PRELUDE, _after_progress, _run  # (skips without pymeshlab)
+    from terminal_signals import after_progress
+    from test_mends11_cancel_exit import _PRELUDE, _run  # (skips without pymeshlab)
 
     code, err = _run(_PRELUDE + SLOW_DECIMATION, tmp_path)
-    assert (code, _after_progress(err)) == (130, ["gpulab: cancelled", cli.waiting_note("gpulab-simplify")]), \
+    assert (code, after_progress(err)) == (130, ["gpulab: cancelled", cli.waiting_note("gpulab-simplify")]), \
         err[-4000:]
     assert not (tmp_path / "seg.ply").exists()
