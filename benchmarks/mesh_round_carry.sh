@@ -18,6 +18,9 @@
 #   humans.npzx           every human segmentation (mesh_simplify_session7_pack.py pack of the s_<id>_<j> arrays)
 #   101.off               PSB 101 (16,998 faces), the 17k timing mesh, as in ../shared
 #   carry.sha1            the files' SHA-1s
+# PML_PLUGINS (session 32): the pymeshlab plugins carried, default "libfilter_meshing" (the decimation's); the whole
+# suite on the device also needs the io plugins that gpulab's mesh importer reaches:
+#   PML_PLUGINS="libfilter_meshing libio_base libio_3mf libio_collada libio_x3d" (benchmarks/results/lead_session32.md)
 # Needs: the dev venv (.venv: numpy), pip with PyPI reachable (or its wheel cache WHEELS=dir), gcc, xz.
 set -euo pipefail
 C=${1:?usage: mesh_round_carry.sh CARRY_DIR}
@@ -49,15 +52,17 @@ mkdir -p "$T/whl" "$T/pml/site/pymeshlab/lib/plugins" "$T/pml/lib"
 S=$(echo "$T"/whl/pymeshlab-*.data/purelib/pymeshlab)
 cp "$S"/__init__.py "$S"/replacer.py "$S"/polyscope_functions.py "$S"/keys.txt "$S"/pmeshlab.cpython-312-*.so \
   "$T/pml/site/pymeshlab/"
-cp "$S"/lib/plugins/libfilter_meshing.so "$T/pml/site/pymeshlab/lib/plugins/"
+for plugin in ${PML_PLUGINS:-libfilter_meshing}; do
+  cp "$S/lib/plugins/$plugin.so" "$T/pml/site/pymeshlab/lib/plugins/"
+done
 "$PY" - "$S/lib" "$T/pml/lib" "$T/pml/site/pymeshlab" <<'PY'
-# the bundled libraries reached (NEEDED, transitively) from the module and the meshing plugin
+# the bundled libraries reached (NEEDED, transitively) from the module and the carried plugins
 import pathlib, shutil, subprocess, sys
 src, dst, site = map(pathlib.Path, sys.argv[1:])
 def needed(p):
     out = subprocess.run(["readelf", "-d", str(p)], capture_output=True, text=True, check=True).stdout
     return [ln.split("[")[1].split("]")[0] for ln in out.splitlines() if "(NEEDED)" in ln]
-todo = [*site.glob("pmeshlab*.so"), site / "lib" / "plugins" / "libfilter_meshing.so"]
+todo = [*site.glob("pmeshlab*.so"), *(site / "lib" / "plugins").glob("*.so")]
 seen = set()
 while todo:
     for n in needed(todo.pop()):
