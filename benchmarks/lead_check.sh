@@ -19,9 +19,12 @@
 #      rounding under this machine's Python 3.12), -n ALL_JOBS (default 12), T_ALL seconds at most (default 300); the
 #      repo on PYTHONPATH (the CLI's subprocesses import app) and, where the folder NIB (default: CARRY) holds a nibabel
 #      wheel, nibabel (gpulab's dependency, absent here). Since session 31 the tests that need SimpleITK, Dask or
-#      pytest-qt skip there with the reason; what still fails is the machine's: the carried pymeshlab has no io plugins
-#      (24 tests) and gpulab is not installed (2) (benchmarks/results/lead_session31.md, section 5). Session 31 found two
-#      defects this way: the emulator's stream cached for the real GPU, and a Ctrl+C as 16 APSP workers start.
+#      pytest-qt skip there with the reason, and since session 32 those that need gpulab installed (marker
+#      `installed`). With a CARRY whose pml.tar.xz carries pymeshlab's io plugins (mesh_round_carry.sh with
+#      PML_PLUGINS="libfilter_meshing libio_base libio_3mf libio_collada libio_x3d", 14.2 MB; session 32's .carry-s32
+#      = .carry-lead23 with that pml.tar.xz and nibabel's wheel) the 24 tests that compare with pymeshlab's readers run
+#      there too: check32b, 2790 passed and only the 2 of gpulab's metadata failed, which now skip. Session 31 found
+#      two defects this way: the emulator's stream cached for the real GPU, and a Ctrl+C as 16 APSP workers start.
 # Everything goes to /tmp/NAME and comes back as $OUT/NAME.tgz (log.txt, device.txt, e2e.txt/json, k_speed.txt/json,
 # extra.txt, gpu_tests.txt, all_tests.txt).
 set -o pipefail

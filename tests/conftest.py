@@ -80,10 +80,22 @@ def _absent(modules):
     return out
 
 
+def _installed(dist: str) -> bool:
+    """Whether the distribution ``dist`` is installed (its metadata can be read)."""
+    import importlib.metadata as md
+
+    try:
+        md.version(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
 def _extra_skips(config, items):
     """Where an optional part is absent (a GPU host, an install without an extra) its tests skip and say what
-    they need: the ``medical`` and ``batch`` markers, and every test that takes pytest-qt's ``qtbot`` or ``qapp``
-    (directly or through a fixture) when pytest-qt is not there."""
+    they need: the ``medical`` and ``batch`` markers, the ``installed`` marker where gpulab is not installed as a
+    package, and every test that takes pytest-qt's ``qtbot`` or ``qapp`` (directly or through a fixture) when
+    pytest-qt is not there."""
     if os.environ.get(EXTRAS_ENV) == "required":
         return
     from extras_table import MARKED, modules_of  # tests/: on sys.path beside this file
@@ -93,6 +105,10 @@ def _extra_skips(config, items):
         missing = _absent(modules_of(marker))
         if missing:
             reasons[marker] = f"needs {what}; missing here: {', '.join(missing)}"
+    if not _installed("gpulab"):
+        # (session 32: a checkout on PYTHONPATH, as on the GPU host, has no metadata of gpulab or its dependencies)
+        reasons["installed"] = ("needs gpulab installed as a package (make dev, or pip install -e .): "
+                                "no gpulab metadata here")
     for item in items:
         for marker, reason in reasons.items():
             if item.get_closest_marker(marker):

@@ -2,7 +2,8 @@
 extra (Dask) or pytest-qt is absent, as on a GPU host or in an install without the extras, their tests skip and say
 what they need; under ``make test`` (``GPULAB_TEST_EXTRAS=required``) they run, and fail where the part is
 missing, so that CI cannot pass by skipping them. Each case runs pytest in a child process on real tests of the
-suite, with the extra's modules blocked (``sys.modules[name] = None``) by a small plugin."""
+suite, with the extra's modules blocked (``sys.modules[name] = None``) by a small plugin. Session 32: the same for
+the tests that need gpulab installed as a package (marker ``installed``), where a checkout is only on PYTHONPATH."""
 from __future__ import annotations
 
 import os
@@ -19,9 +20,19 @@ GUI_TEST = "tests/framework/test_tools_agree.py::test_the_form_shows_the_default
 pytestmark = pytest.mark.slow
 
 
-def _pytest(tmp_path, *args, block=(), required=False):
+#: (session 32) the plugin's lines that make gpulab look not installed: its metadata is not found
+NOT_INSTALLED = ("import importlib.metadata as _md\n_version = _md.version\n"
+                 "def _no_gpulab(name):\n"
+                 "    if name == 'gpulab':\n"
+                 "        raise _md.PackageNotFoundError(name)\n"
+                 "    return _version(name)\n"
+                 "_md.version = _no_gpulab\n")
+INSTALLED_TEST = "tests/packaging/test_packaging.py::test_one_version_from_pyproject"
+
+
+def _pytest(tmp_path, *args, block=(), required=False, code=""):
     (tmp_path / "block_extras_s31.py").write_text(
-        "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in block))
+        "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in block) + code)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
     env.pop("GPULAB_TEST_EXTRAS", None)
     if required:
@@ -64,3 +75,14 @@ def test_qapp_tests_skip_without_pytest_qt_too(tmp_path):
     test = "tests/packaging/test_packaging.py::test_the_window_says_which_desktop_entry_it_belongs_to"
     rc, out = _pytest(tmp_path, "-p", "no:pytest-qt", test)
     assert rc == 0 and "1 skipped" in out and "the qapp fixture is not there" in out, out
+
+
+@pytest.mark.installed
+def test_a_test_that_needs_gpulab_installed_skips_where_it_is_not(tmp_path):
+    """check32b: on the H200 (the checkout on PYTHONPATH) the two tests that read gpulab's metadata failed."""
+    rc, out = _pytest(tmp_path, INSTALLED_TEST)
+    assert rc == 0 and "1 passed" in out, out
+    rc, out = _pytest(tmp_path, INSTALLED_TEST, code=NOT_INSTALLED)
+    assert rc == 0 and "1 skipped" in out and "needs gpulab installed as a package" in out, out
+    rc, out = _pytest(tmp_path, INSTALLED_TEST, code=NOT_INSTALLED, required=True)
+    assert rc == 1 and "1 failed" in out, out

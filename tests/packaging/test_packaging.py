@@ -85,6 +85,7 @@ UNDECLARED_OPTIONAL = {"dask_cuda"}
 from extras_table import EXTRA_MODULES  # noqa: E402 - tests/ is on sys.path through its conftest
 
 
+@pytest.mark.installed
 def test_every_third_party_import_is_a_declared_dependency():
     core, extras = _declared()
     declared = core | set().union(*extras.values())
@@ -178,6 +179,7 @@ def test_cli_batch_without_dask_is_one_line(tmp_path):
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.installed
 def test_one_version_from_pyproject():
     import app
     import gpu_kernels
