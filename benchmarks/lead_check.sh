@@ -2,7 +2,8 @@
 # A lead's device check (session 25: the one runner that sessions 19-24's call scripts, copies of each other, were):
 #   bash benchmarks/lead_check.sh NAME
 # on the device's copy of the tree, from the repo root, with the carry of session 23's simplifiers, xdist and the two
-# timing meshes (CARRY, default .carry-lead23: data/psb/off/101.off, 17k faces, and data/281.off.xz, 50k):
+# timing meshes (CARRY, default .carry-s32 since session 32, .carry-lead23 before: data/psb/off/101.off, 17k faces, and
+# data/281.off.xz, 50k; .carry-s32 adds pymeshlab's io plugins and nibabel's wheel, see step 5):
 #   1. the default path end to end from the file (mesh_e2e_session10.py, ROUNDS rounds, default 31: the first rounds
 #      are cold, the median is warm); the labels' SHA-1s are printed (490d8213e468 / af791ae7f06e since session 20);
 #      with E2E_PROFILE=N (session 27) N traced runs per mesh after them (--profile N: where the time goes);
@@ -30,7 +31,7 @@
 set -o pipefail
 export PYTHONUNBUFFERED=1
 NAME=${1:?usage: bash benchmarks/lead_check.sh NAME}
-T0=$(date +%s); C=$PWD/${CARRY:-.carry-lead23}; O=/tmp/$NAME; mkdir -p "$O"
+T0=$(date +%s); C=$PWD/${CARRY:-.carry-s32}; O=/tmp/$NAME; mkdir -p "$O"
 exec > >(tee "$O/log.txt") 2>&1
 source benchmarks/device_env.sh
 device_header "$O/device.txt"

@@ -631,7 +631,7 @@ _SMS: dict = {}
 def sm_count(be) -> int:
     """Multiprocessors of ``be``'s device, asked once (CuPy's ``Device.attributes`` reads every attribute: too
     slow for each call); an emulator's backend answers through its own ``attributes``."""
-    key = (type(be).__name__, be.device_id)
+    key = cache_key(be)
     n = _SMS.get(key)
     if n is None:
         with be.activate():

@@ -4,8 +4,9 @@ Imports neither Qt nor CuPy: on the GPU host (no Qt) ``pytest -m gpu`` needs onl
 numpy, scipy, cupy and pytest. GUI test modules do ``pytest.importorskip("PySide6")``.
 
 - ``gpu``-marked tests are skipped, with the reason, unless CuPy finds a CUDA device.
-- ``medical``- and ``batch``-marked tests, and those that take ``qtbot``, are skipped with the reason where their
-  extra (or pytest-qt) is absent, except under ``make test`` (``GPULAB_TEST_EXTRAS=required``), where they fail.
+- ``medical``- and ``batch``-marked tests, and those that take ``qtbot`` or ``qapp``, are skipped with the reason where
+  their extra (or pytest-qt) is absent, and ``installed``-marked ones where gpulab is not installed as a package,
+  except under ``make test`` (``GPULAB_TEST_EXTRAS=required``), where they fail.
 - Every test gets its own QSettings file (``GPULAB_SETTINGS_DIR``) and starts with the
   compute device chosen automatically, so no test sees another's state.
 - Without a display (no Xvfb for pytest-xvfb to start), Qt runs offscreen.

@@ -38,6 +38,7 @@ import zlib
 
 import numpy as np
 
+from gpu_kernels.backend import cache_key
 from gpu_kernels.imseg import contours as _ct
 from gpu_kernels.imseg import defaults as _dflt
 
@@ -863,7 +864,7 @@ def merge_device(be, labels_d, R: int, h: int, w: int, gq, q, target: int, tau: 
             from gpu_kernels.imseg._util import is_cupy
 
             if is_cupy(be):  # (remembered per device: later merges there go straight to it)
-                _COOPERATIVE[int(be.device_id)] = False
+                _COOPERATIVE[cache_key(be)] = False
     ea, eb, el, eg, gh, pb, lcost, X32, slots = _pair_arrays(xp, emax)
     holes = xp.empty(emax, dtype=xp.int32)
     dlist = xp.empty(emax, dtype=xp.int32)
@@ -949,17 +950,17 @@ def _cooperative_ok(be) -> bool:
 
     if not is_cupy(be):
         return True
-    key = int(getattr(be, "device_id", 0))
+    key = cache_key(be)
     if key not in _COOPERATIVE:
         try:
-            _COOPERATIVE[key] = bool(be.xp.cuda.Device(key).attributes.get("CooperativeLaunch", 1))
+            _COOPERATIVE[key] = bool(be.xp.cuda.Device(int(be.device_id)).attributes.get("CooperativeLaunch", 1))
         except Exception:  # noqa: BLE001 - no attribute query: assume the usual
             _COOPERATIVE[key] = True
     return _COOPERATIVE[key]
 
 
-#: per device id: whether it launches cooperative kernels (asked once; False after a refused launch)
-_COOPERATIVE: dict[int, bool] = {}
+#: per device (:func:`gpu_kernels.backend.cache_key`): whether it launches cooperative kernels (asked once; False after a refused launch)
+_COOPERATIVE: dict[tuple, bool] = {}
 
 
 def _launch_refused(e: BaseException) -> bool:

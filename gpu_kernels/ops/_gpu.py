@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from gpu_kernels.backend import Backend, kernel, module  # noqa: F401 - the one kernel helper, for ops and flow
+from gpu_kernels.backend import Backend, cache_key, kernel, module  # noqa: F401 - the one kernel helper, for ops and flow
 
 __all__ = ["module", "kernel", "i32", "i64", "f32", "grid1d", "cached_device_array", "THREADS"]
 
@@ -60,7 +60,7 @@ def cached_device_array(be: Backend, values: np.ndarray):
     copies.
     """
     values = np.ascontiguousarray(values)
-    key = (type(be).__name__, be.device_id, values.dtype.str, values.shape, values.tobytes())
+    key = (*cache_key(be), values.dtype.str, values.shape, values.tobytes())
     arr = _arrays.get(key)
     if arr is None:
         with _arrays_lock:
